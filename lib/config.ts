@@ -1,0 +1,163 @@
+import { z } from "zod";
+
+/**
+ * The console's configuration, parsed once from an environment-shaped record. This module never reads
+ * `process.env` itself: `server/config.ts` (and the launcher, which owns the process) pass it in.
+ */
+export interface LockscopeConfig {
+  /** Lock nodes; `null` means the embedded default (three local redis-server processes). */
+  redisUrls: string[] | null;
+  lockPatterns: string[];
+  host: string;
+  port: number;
+  operatorToken: string | null;
+  viewerToken: string | null;
+  metricsToken: string | null;
+  sessionSecret: string | null;
+  auditFile: string;
+  dataDir: string;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  nodeTimeoutMs: number;
+  metricsGroupPattern: RegExp;
+  metricsMaxGroups: number;
+  publicOrigin: string | null;
+}
+
+/** One environment variable that does not parse: the message says which, what it held and what is expected. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    readonly value: string,
+    readonly expected: string,
+  ) {
+    super(`${variable}=${JSON.stringify(value)} is invalid: expected ${expected}.`);
+    this.name = "ConfigError";
+  }
+}
+
+export const CONFIG_DEFAULTS = Object.freeze({
+  lockPatterns: "lock:*,locks:*",
+  host: "127.0.0.1",
+  port: 3000,
+  dataDir: ".lockscope",
+  logLevel: "info",
+  nodeTimeoutMs: 500,
+  metricsGroupPattern: "^([^:]+:[^:/]+)",
+  metricsMaxGroups: 50,
+} as const);
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function field<T>(env: Env, name: string, schema: z.ZodType<T>, expected: string, fallback: string | undefined): T {
+  const raw = env[name];
+  const value = raw === undefined || raw.trim() === "" ? fallback : raw.trim();
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ConfigError(name, raw ?? "", expected);
+  return parsed.data;
+}
+
+const redisUrl = z.string().refine((s) => {
+  try {
+    const u = new URL(s);
+    return (u.protocol === "redis:" || u.protocol === "rediss:") && u.hostname !== "";
+  } catch {
+    return false;
+  }
+});
+
+const token = z.string().min(16).max(512).regex(/^[\x21-\x7e]+$/);
+
+/** Parses and validates the configuration; throws `ConfigError` on the first wrong variable. */
+export function parseConfig(env: Env): LockscopeConfig {
+  const redisUrls = field(
+    env,
+    "REDIS_URLS",
+    z.union([z.undefined(), z.string().transform((s) => s.split(",").map((p) => p.trim())).pipe(z.array(redisUrl).min(1).max(15))]),
+    "comma-separated redis:// or rediss:// URLs of independent lock nodes, e.g. redis://127.0.0.1:6380,redis://127.0.0.1:6381 (unset for the embedded nodes)",
+    undefined,
+  );
+  const lockPatterns = field(
+    env,
+    "LOCK_PATTERNS",
+    z.string().transform((s) => s.split(",").map((p) => p.trim())).pipe(z.array(z.string().min(1).max(200).regex(/^[^\s]+$/)).min(1).max(32)),
+    'comma-separated Redis glob patterns of lock keys, e.g. "lock:*,locks:*"',
+    CONFIG_DEFAULTS.lockPatterns,
+  );
+  const host = field(env, "HOST", z.string().min(1).max(255).regex(/^[A-Za-z0-9.:[\]-]+$/), "a hostname or IP address to bind, e.g. 127.0.0.1", CONFIG_DEFAULTS.host);
+  const port = field(env, "PORT", z.coerce.number().int().min(1).max(65535), "a TCP port number from 1 to 65535", String(CONFIG_DEFAULTS.port));
+  const optionalToken = (name: string) =>
+    field(env, name, z.union([z.undefined(), token]), "a token of 16 to 512 printable characters without spaces", undefined) ?? null;
+  const operatorToken = optionalToken("LOCKSCOPE_OPERATOR_TOKEN");
+  const viewerToken = optionalToken("LOCKSCOPE_VIEWER_TOKEN");
+  const metricsToken = optionalToken("METRICS_TOKEN");
+  const sessionSecret = optionalToken("LOCKSCOPE_SESSION_SECRET");
+  if (operatorToken && viewerToken && operatorToken === viewerToken) {
+    throw new ConfigError("LOCKSCOPE_VIEWER_TOKEN", "(same as the operator token)", "a token different from LOCKSCOPE_OPERATOR_TOKEN");
+  }
+  const dataDir = field(env, "LOCKSCOPE_DATA_DIR", z.string().min(1), "a folder path", CONFIG_DEFAULTS.dataDir);
+  const auditFile = field(env, "AUDIT_FILE", z.string().min(1), "a file path", `${dataDir}/audit.jsonl`);
+  const logLevel = field(
+    env,
+    "LOG_LEVEL",
+    z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
+    "one of fatal, error, warn, info, debug, trace, silent",
+    CONFIG_DEFAULTS.logLevel,
+  );
+  const nodeTimeoutMs = field(
+    env,
+    "LOCKSCOPE_NODE_TIMEOUT_MS",
+    z.coerce.number().int().min(10).max(60_000),
+    "a per-node command timeout in milliseconds from 10 to 60000",
+    String(CONFIG_DEFAULTS.nodeTimeoutMs),
+  );
+  const metricsGroupPattern = field(
+    env,
+    "METRICS_GROUP_PATTERN",
+    z.string().transform((s, ctx) => {
+      try {
+        return new RegExp(s);
+      } catch {
+        ctx.addIssue({ code: "custom", message: "bad regexp" });
+        return z.NEVER;
+      }
+    }),
+    "a regular expression whose first group names a lock's group for metrics labels",
+    CONFIG_DEFAULTS.metricsGroupPattern,
+  );
+  const metricsMaxGroups = field(env, "METRICS_MAX_GROUPS", z.coerce.number().int().min(0).max(1000), "a whole number from 0 to 1000", String(CONFIG_DEFAULTS.metricsMaxGroups));
+  const publicOrigin = field(
+    env,
+    "LOCKSCOPE_PUBLIC_ORIGIN",
+    z.union([z.undefined(), z.string().url().transform((s) => new URL(s).origin)]),
+    "the console's public origin, e.g. https://lockscope.example.com (only behind a proxy)",
+    undefined,
+  ) ?? null;
+  return {
+    redisUrls: redisUrls ?? null,
+    lockPatterns,
+    host,
+    port,
+    operatorToken,
+    viewerToken,
+    metricsToken,
+    sessionSecret,
+    auditFile,
+    dataDir,
+    logLevel,
+    nodeTimeoutMs,
+    metricsGroupPattern,
+    metricsMaxGroups,
+    publicOrigin,
+  };
+}
+
+/** Hides the password of a redis URL for display and logs. */
+export function maskRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "****";
+    return u.toString().replace(/\/$/, "");
+  } catch {
+    return "(invalid url)";
+  }
+}

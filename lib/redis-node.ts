@@ -1,0 +1,243 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+
+/**
+ * A local `redis-server` process this program started and therefore owns: the embedded lock nodes of
+ * `npm start`, and the nodes every integration test, e2e test and benchmark starts for itself.
+ * It never binds 6379 and never connects to a Redis it did not start.
+ */
+export interface RedisNodeOptions {
+  /** Folder for the node's log (and nothing else: nodes keep no data on disk). */
+  dir: string;
+  /** @default a free port chosen by the OS, never 6379 */
+  port?: number;
+  /** @default "redis-server" */
+  bin?: string;
+  /** Extra `--name value` arguments, for example `["--notify-keyspace-events", "KEA"]`. */
+  extraArgs?: readonly string[];
+  /** How long to wait for PING to answer. @default 10_000 */
+  startTimeoutMs?: number;
+}
+
+export class RedisNodeStartError extends Error {
+  constructor(
+    message: string,
+    readonly port: number,
+    readonly log: string,
+  ) {
+    super(message);
+    this.name = "RedisNodeStartError";
+  }
+}
+
+const RESERVED_PORTS = new Set([6379]);
+
+/** Asks the OS for a free TCP port on 127.0.0.1 (racy by nature: callers retry when the bind fails). */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = net.createServer();
+      srv.once("error", reject);
+      srv.listen(0, "127.0.0.1", () => {
+        const address = srv.address();
+        srv.close(() => {
+          if (address && typeof address === "object") resolve(address.port);
+          else reject(new Error("could not read the listening port"));
+        });
+      });
+    });
+    if (!RESERVED_PORTS.has(port)) return port;
+  }
+}
+
+/** Sends PING over a raw socket; resolves true on +PONG (or -LOADING), false on anything else. */
+export function ping(port: number, host = "127.0.0.1", timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    let settled = false;
+    const done = (ok: boolean) => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once("error", () => done(false));
+    socket.once("connect", () => socket.write("PING\r\n"));
+    socket.once("data", (chunk) => done(chunk.toString("latin1").startsWith("+PONG")));
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class RedisNode {
+  private child: ChildProcess | null = null;
+  private exited: Promise<void> = Promise.resolve();
+  private paused = false;
+  private logTail = "";
+
+  private constructor(
+    readonly port: number,
+    private readonly options: Required<Omit<RedisNodeOptions, "port">>,
+  ) {}
+
+  /** Starts a node and waits until it answers PING. Retries on another port when the chosen one was taken. */
+  static async start(options: RedisNodeOptions): Promise<RedisNode> {
+    const resolved = {
+      dir: options.dir,
+      bin: options.bin ?? "redis-server",
+      extraArgs: options.extraArgs ?? [],
+      startTimeoutMs: options.startTimeoutMs ?? 10_000,
+    };
+    if (options.port !== undefined && RESERVED_PORTS.has(options.port)) {
+      throw new TypeError(`Expected \`port\` to be a port other than 6379, got \`${options.port}\` (number)`);
+    }
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const port = options.port ?? (await freePort());
+      const node = new RedisNode(port, resolved);
+      try {
+        await node.launch();
+        return node;
+      } catch (error) {
+        lastError = error;
+        if (options.port !== undefined) break;
+      }
+    }
+    throw lastError;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  get running(): boolean {
+    return this.child !== null;
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  private async launch(): Promise<void> {
+    const dir = path.join(this.options.dir, `node-${this.port}`);
+    mkdirSync(dir, { recursive: true });
+    const args = [
+      "--port", String(this.port),
+      "--bind", "127.0.0.1",
+      "--save", "",
+      "--appendonly", "no",
+      "--dir", dir,
+      "--daemonize", "no",
+      "--protected-mode", "yes",
+      "--loglevel", "warning",
+      ...this.options.extraArgs,
+    ];
+    const child = spawn(this.options.bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    this.child = child;
+    this.paused = false;
+    this.logTail = "";
+    const capture = (chunk: Buffer) => {
+      this.logTail = (this.logTail + chunk.toString("utf8")).slice(-4000);
+    };
+    child.stdout?.on("data", capture);
+    child.stderr?.on("data", capture);
+    let spawnError: Error | null = null;
+    this.exited = new Promise<void>((resolve) => {
+      child.once("error", (error) => {
+        spawnError = error;
+        resolve();
+      });
+      child.once("exit", () => resolve());
+    });
+    void this.exited.then(() => {
+      if (this.child === child) this.child = null;
+    });
+
+    const deadline = performance.now() + this.options.startTimeoutMs;
+    while (performance.now() < deadline) {
+      if (spawnError) break;
+      if (this.child !== child) break;
+      if (await ping(this.port)) return;
+      await sleep(25);
+    }
+    child.kill("SIGKILL");
+    await this.exited;
+    const reason = spawnError ? (spawnError as Error).message : this.logTail.trim().split("\n").slice(-3).join(" | ");
+    throw new RedisNodeStartError(
+      `redis-server did not start on port ${this.port}: ${reason || "no answer to PING"}`,
+      this.port,
+      this.logTail,
+    );
+  }
+
+  /** SIGKILL: the node dies at once, losing everything in memory, as in a crash. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    if (this.paused) child.kill("SIGCONT");
+    child.kill("SIGKILL");
+    await this.exited;
+    this.paused = false;
+  }
+
+  /** SIGSTOP: the node stops answering but keeps its connections and memory, as in a long GC pause. */
+  pause(): void {
+    if (!this.child || this.paused) return;
+    this.child.kill("SIGSTOP");
+    this.paused = true;
+  }
+
+  /** SIGCONT after `pause()`. */
+  resume(): void {
+    if (!this.child || !this.paused) return;
+    this.child.kill("SIGCONT");
+    this.paused = false;
+  }
+
+  /** Graceful stop (SIGTERM; Redis shuts down without saving, since saving is off). */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    if (this.paused) this.resume();
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  /** Starts the node again on the same port (after `kill()` or `stop()`); it comes back empty. */
+  async restart(): Promise<void> {
+    if (this.child) await this.kill();
+    await this.launch();
+  }
+
+  /** Synchronous last-resort kill, for `process.on("exit")`. */
+  killSync(): void {
+    if (!this.child) return;
+    try {
+      if (this.paused) this.child.kill("SIGCONT");
+      this.child.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Starts `count` nodes in parallel; on any failure stops the ones that started and rethrows. */
+export async function startRedisNodes(count: number, options: RedisNodeOptions): Promise<RedisNode[]> {
+  const results = await Promise.allSettled(Array.from({ length: count }, () => RedisNode.start(options)));
+  const nodes = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) {
+    await Promise.all(nodes.map((n) => n.stop()));
+    throw failed.reason;
+  }
+  return nodes;
+}

@@ -1,0 +1,42 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ping } from "@/lib/redis-node";
+import { startCluster, type TestCluster } from "../support/redis";
+
+describe("test nodes", () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+  });
+  afterAll(async () => {
+    await cluster.close();
+  });
+
+  it("starts three independent nodes on free ports, none of them 6379", async () => {
+    const ports = cluster.nodes.map((n) => n.port);
+    expect(new Set(ports).size).toBe(3);
+    expect(ports).not.toContain(6379);
+    await cluster.client(0).set("lock:a", "x");
+    expect(await cluster.client(1).get("lock:a")).toBeNull();
+  });
+
+  it("kills a node and restarts it empty on the same port", async () => {
+    const c = cluster.client(1);
+    await c.set("lock:k", "v");
+    const port = cluster.nodes[1]!.port;
+    await cluster.kill(1);
+    expect(await ping(port)).toBe(false);
+    await cluster.restart(1);
+    expect(cluster.nodes[1]!.port).toBe(port);
+    expect(await ping(port)).toBe(true);
+    const fresh = cluster.client(1);
+    expect(await fresh.get("lock:k")).toBeNull();
+  });
+
+  it("pauses a node with SIGSTOP so it stops answering, and resumes it", async () => {
+    const port = cluster.nodes[2]!.port;
+    cluster.pause(2);
+    expect(await ping(port, "127.0.0.1", 200)).toBe(false);
+    cluster.resume(2);
+    expect(await ping(port)).toBe(true);
+  });
+});

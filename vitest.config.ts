@@ -1,0 +1,35 @@
+import path from "node:path";
+import { defineConfig } from "vitest/config";
+
+const alias = {
+  "@": path.resolve(import.meta.dirname),
+  // `server-only` throws outside the react-server condition; in tests server modules run in plain Node.
+  "server-only": path.resolve(import.meta.dirname, "tests/support/server-only-shim.ts"),
+};
+
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    projects: [
+      {
+        resolve: { alias },
+        test: { name: "unit", include: ["tests/unit/**/*.test.ts"], environment: "node" },
+      },
+      {
+        resolve: { alias },
+        test: {
+          name: "integration",
+          include: ["tests/integration/**/*.test.ts"],
+          environment: "node",
+          setupFiles: ["tests/support/fail-on-unhandled.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          // Two cores: each file starts its own redis-server processes.
+          fileParallelism: true,
+          maxWorkers: 2,
+          pool: "forks",
+        },
+      },
+    ],
+  },
+});
