@@ -1,0 +1,7 @@
+export default function AuditPage() {
+  return (
+    <section>
+      <h1>Audit log</h1>
+    </section>
+  );
+}

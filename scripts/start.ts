@@ -1,0 +1,202 @@
+/**
+ * `npm start`: the console's launcher and the owner of the process.
+ * 1. Parses the configuration (a wrong value stops here with one line saying what to fix).
+ * 2. Builds the production bundle when it is missing or older than the sources.
+ * 3. Without REDIS_URLS, starts three embedded redis-server nodes on free ports (never 6379) and stops
+ *    them with the console on SIGINT, SIGTERM or a crash.
+ * 4. Serves Next.js in this process, so the lab can kill and restart the embedded nodes it owns and
+ *    shutdown can run every hook in order.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
+import { startRedisNodes, type RedisNode } from "../lib/redis-node";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const SHUTDOWN_BUDGET_MS = 9_000;
+const g = globalThis as unknown as Record<symbol, unknown>;
+const key = (name: string) => Symbol.for(`lockscope.${name}`);
+
+function fail(message: string): never {
+  process.stderr.write(`lockscope: ${message}\n`);
+  process.exit(1);
+}
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  if (!existsSync(dir)) return 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.name === "node_modules" || entry.name.startsWith(".")) continue;
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(full));
+    else newest = Math.max(newest, statSync(full).mtimeMs);
+  }
+  return newest;
+}
+
+function ensureBuild(): void {
+  const buildId = path.join(ROOT, ".next", "BUILD_ID");
+  const sources = ["app", "components", "lib", "server", "public"].map((d) => newestMtime(path.join(ROOT, d)));
+  for (const f of ["next.config.js", "package.json", "instrumentation.ts", "tsconfig.json"]) {
+    const p = path.join(ROOT, f);
+    if (existsSync(p)) sources.push(statSync(p).mtimeMs);
+  }
+  const newestSource = Math.max(...sources);
+  if (existsSync(buildId) && statSync(buildId).mtimeMs >= newestSource) return;
+  process.stdout.write(existsSync(buildId) ? "lockscope: sources changed since the last build; building…\n" : "lockscope: no production build yet; building…\n");
+  const result = spawnSync(process.execPath, [path.join(ROOT, "node_modules", "next", "dist", "bin", "next"), "build"], {
+    cwd: ROOT,
+    stdio: "inherit",
+    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
+  });
+  if (result.status !== 0) fail("`next build` failed; see the output above.");
+}
+
+function haveRedisServer(): boolean {
+  return spawnSync("redis-server", ["--version"], { stdio: "ignore" }).status === 0;
+}
+
+function ensureRedisServer(): void {
+  if (haveRedisServer()) return;
+  const isRoot = process.getuid?.() === 0;
+  const debianLike = existsSync("/etc/debian_version");
+  if (isRoot && debianLike) {
+    process.stdout.write("lockscope: redis-server is missing; installing it with apt-get…\n");
+    const update = spawnSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
+    const install = spawnSync("apt-get", ["install", "-y", "-qq", "redis-server"], {
+      stdio: "inherit",
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    });
+    if (update.status === 0 && install.status === 0 && haveRedisServer()) return;
+  }
+  fail(
+    "redis-server is not installed. Install it, then run `npm start` again:\n" +
+      "  Debian/Ubuntu: sudo apt-get install redis-server\n" +
+      "  macOS:         brew install redis\n" +
+      "  Fedora/RHEL:   sudo dnf install redis\n" +
+      "or point the console at your own lock nodes with REDIS_URLS=redis://host:port,…",
+  );
+}
+
+/** A previous console that was SIGKILLed could not stop its nodes: stop the ones it recorded, and only those. */
+function reapOrphans(pidFile: string): void {
+  if (!existsSync(pidFile)) return;
+  for (const line of readFileSync(pidFile, "utf8").split("\n")) {
+    const pid = Number(line.trim());
+    if (!Number.isInteger(pid) || pid <= 1) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      if (cmdline.includes("redis-server") && cmdline.includes(path.dirname(pidFile))) process.kill(pid, "SIGKILL");
+    } catch {
+      // gone already, or not ours
+    }
+  }
+  rmSync(pidFile, { force: true });
+}
+
+async function startEmbedded(config: LockscopeConfig): Promise<RedisNode[]> {
+  ensureRedisServer();
+  const dir = path.resolve(config.dataDir, "redis");
+  mkdirSync(dir, { recursive: true });
+  const pidFile = path.join(dir, "pids");
+  reapOrphans(pidFile);
+  const nodes = await startRedisNodes(3, { dir });
+  const writePids = () => writeFileSync(pidFile, nodes.map((n) => n.pid ?? "").join("\n"));
+  writePids();
+  g[key("embedded-pids-writer")] = writePids;
+  return nodes;
+}
+
+async function main(): Promise<void> {
+  process.chdir(ROOT);
+  let config: LockscopeConfig;
+  try {
+    config = parseConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.message);
+    throw error;
+  }
+
+  ensureBuild();
+
+  let nodes: RedisNode[] = [];
+  const stopNodesSync = () => nodes.forEach((n) => n.killSync());
+  process.on("exit", stopNodesSync);
+  if (!config.redisUrls) {
+    nodes = await startEmbedded(config);
+    config = { ...config, redisUrls: nodes.map((n) => n.url) };
+    g[key("embedded-nodes")] = nodes;
+    process.stdout.write(`lockscope: embedded lock nodes on ${nodes.map((n) => n.port).join(", ")}\n`);
+  }
+  g[key("launcher-config")] = config;
+
+  Object.assign(process.env, { NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1" });
+  const { default: next } = await import("next");
+  const app = next({ dev: false, dir: ROOT, hostname: config.host, port: config.port });
+  const handle = app.getRequestHandler();
+  await app.prepare();
+
+  const server = http.createServer((req, res) => {
+    // The client address for rate limiting and the audit log; never trust one a client sent.
+    req.headers["x-lockscope-client-ip"] = req.socket.remoteAddress ?? "unknown";
+    void handle(req, res);
+  });
+  server.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EADDRINUSE") fail(`port ${config.port} on ${config.host} is in use: set PORT to a free port.`);
+    if (err.code === "EADDRNOTAVAIL") fail(`HOST=${config.host} is not an address of this machine: set HOST, e.g. 127.0.0.1.`);
+    fail(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
+  });
+  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  const shownHost = config.host === "127.0.0.1" || config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
+  process.stdout.write(`lockscope: console ready at http://${shownHost}:${config.port}\n`);
+  const printToken = g[key("print-operator-token")];
+  if (typeof printToken === "function") (printToken as () => void)();
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    g[key("shutting-down")] = true;
+    process.stdout.write(`lockscope: ${signal} received, shutting down…\n`);
+    const force = setTimeout(() => {
+      process.stderr.write("lockscope: shutdown took too long; exiting.\n");
+      stopNodesSync();
+      process.exit(1);
+    }, SHUTDOWN_BUDGET_MS + 500);
+    force.unref();
+    server.close();
+    const hooks = (g[key("shutdown-hooks")] as Array<{ name: string; run: () => Promise<void> | void }> | undefined) ?? [];
+    for (const hook of hooks) {
+      try {
+        await Promise.race([Promise.resolve(hook.run()), new Promise((r) => setTimeout(r, 3000))]);
+      } catch (error) {
+        process.stderr.write(`lockscope: shutdown step ${hook.name} failed: ${String(error)}\n`);
+      }
+    }
+    server.closeAllConnections();
+    await Promise.all(nodes.map((n) => n.stop()));
+    rmSync(path.resolve(config.dataDir, "redis", "pids"), { force: true });
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  // When whoever started us (npm, a shell) dies without passing the signal on, we are reparented:
+  // shut down rather than leave a console and its nodes running with nobody to stop them.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void shutdown("parent exit");
+  }, 1000).unref();
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("uncaughtException", (error) => {
+    process.stderr.write(`lockscope: crashed: ${error.stack ?? String(error)}\n`);
+    stopNodesSync();
+    process.exit(1);
+  });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`lockscope: could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});
+

@@ -1,0 +1,35 @@
+import "server-only";
+
+/** The closed set of error codes, each mapped to one HTTP status. */
+export const ERROR_STATUS = Object.freeze({
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  unprocessable: 422,
+  rate_limited: 429,
+  unavailable: 503,
+} as const);
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** An error whose message a person can act on; anything else becomes a generic 500. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}

@@ -1,0 +1,183 @@
+import "server-only";
+import { randomUUID } from "node:crypto";
+import type { z } from "zod";
+import { authenticate, checkOrigin, requireRole, type Principal } from "./auth";
+import { ApiError } from "./errors";
+import { getLogger } from "./logger";
+import { observeHttpRequest } from "./metrics";
+
+export const MAX_BODY_BYTES = 16 * 1024;
+
+type Access = "public" | "viewer" | "operator";
+
+export interface RouteContext<P, Q, B> {
+  request: Request;
+  params: P;
+  query: Q;
+  body: B;
+  /** null only on `public` routes when nobody signed in. */
+  principal: Principal | null;
+  requestId: string;
+}
+
+interface RouteSpec<P, Q, B> {
+  /** A route name for logs and metrics, e.g. "POST /api/locks/[resource]/release" (never a lock key). */
+  name: string;
+  access: Access;
+  params?: z.ZodType<P>;
+  query?: z.ZodType<Q>;
+  body?: z.ZodType<B>;
+}
+
+type NextContext = { params: Promise<Record<string, string | string[] | undefined>> };
+
+const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/** Renders a zod failure as one sentence a person can act on. */
+export function describeZodError(error: z.ZodError, where: string): string {
+  const parts = error.issues.slice(0, 5).map((issue) => {
+    const at = issue.path.length > 0 ? issue.path.join(".") : where;
+    if (issue.code === "unrecognized_keys") return `${where}: unknown field(s) ${issue.keys.map((k) => `\`${k}\``).join(", ")}`;
+    return `${at}: ${issue.message}`;
+  });
+  return `Invalid ${where}: ${parts.join("; ")}.`;
+}
+
+export function errorResponse(error: ApiError, requestId?: string): Response {
+  return Response.json(
+    { error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } },
+    {
+      status: error.status,
+      headers: { "Cache-Control": "no-store", ...(requestId ? { "X-Request-Id": requestId } : {}), ...(error.headers ?? {}) },
+    },
+  );
+}
+
+async function readJsonBody(request: Request): Promise<unknown> {
+  const type = request.headers.get("content-type") ?? "";
+  if (!/^application\/json\b/i.test(type)) {
+    throw new ApiError("unsupported_media_type", "Send the body as JSON with `Content-Type: application/json`.");
+  }
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) throw new ApiError("payload_too_large", `The body is over ${MAX_BODY_BYTES / 1024} KiB.`);
+  const reader = request.body?.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (reader) {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_BODY_BYTES) {
+        await reader.cancel();
+        throw new ApiError("payload_too_large", `The body is over ${MAX_BODY_BYTES / 1024} KiB.`);
+      }
+      chunks.push(value);
+    }
+  }
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new ApiError("bad_request", "The body is not valid UTF-8.");
+  }
+  if (text.trim() === "") throw new ApiError("bad_request", "The body is empty; send a JSON object.");
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ApiError("bad_request", "The body is not valid JSON.");
+  }
+}
+
+function queryObject(url: URL): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of url.searchParams) {
+    if (key in out) throw new ApiError("bad_request", `Query parameter \`${key.slice(0, 40)}\` is given more than once.`);
+    out[key] = value;
+  }
+  return out;
+}
+
+async function decodeParams(context: NextContext | undefined): Promise<Record<string, string>> {
+  const raw = (context ? await context.params : undefined) ?? {};
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    if (typeof value !== "string") continue;
+    // Next.js hands segments over still percent-encoded in some versions and decoded in others;
+    // decode once, strictly, so a malformed escape is the caller's 400 and never our 500.
+    if (/%[0-9A-Fa-f]{2}/.test(value)) {
+      try {
+        out[key] = decodeURIComponent(value);
+      } catch {
+        throw new ApiError("bad_request", `The \`${key}\` path segment is not valid URL encoding.`);
+      }
+    } else if (value.includes("%")) {
+      throw new ApiError("bad_request", `The \`${key}\` path segment is not valid URL encoding.`);
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+  if (!schema) return undefined as T;
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    throw new ApiError(where === "body" ? "unprocessable" : "bad_request", describeZodError(result.error, where));
+  }
+  return result.data;
+}
+
+/**
+ * The one wrapper every route handler goes through: authentication, role and same-origin checks, zod
+ * parsing of params, query and body, and error mapping. Handlers return a Response or a JSON value.
+ */
+export function route<P = undefined, Q = undefined, B = undefined>(
+  spec: RouteSpec<P, Q, B>,
+  handler: (ctx: RouteContext<P, Q, B>) => Promise<Response | object> | Response | object,
+): (request: Request, context: NextContext) => Promise<Response> {
+  return async (request, context) => {
+    const started = performance.now();
+    const requestId = randomUUID();
+    let response: Response;
+    let principal: Principal | null = null;
+    try {
+      principal = spec.access === "public" ? safeAuthenticate(request.headers) : authenticate(request.headers);
+      if (spec.access !== "public") principal = requireRole(principal, spec.access);
+      if (MUTATING.has(request.method)) checkOrigin(request.headers, request.url, principal?.via ?? "none");
+      const url = new URL(request.url);
+      const params = parseWith(spec.params, await decodeParams(context), "path");
+      const query = parseWith(spec.query, queryObject(url), "query");
+      const body = spec.body ? parseWith(spec.body, await readJsonBody(request), "body") : (undefined as B);
+      const result = await handler({ request, params, query, body, principal, requestId });
+      response = result instanceof Response ? result : Response.json(result, { headers: { "Cache-Control": "no-store" } });
+    } catch (error) {
+      if (error instanceof ApiError) {
+        response = errorResponse(error, requestId);
+      } else {
+        getLogger().error({ err: error, requestId, route: spec.name }, "unhandled error in route");
+        response = Response.json(
+          { error: { code: "internal", message: `Something went wrong on the server (request ${requestId}); the details are in its log.` } },
+          { status: 500, headers: { "Cache-Control": "no-store", "X-Request-Id": requestId } },
+        );
+      }
+    }
+    const seconds = (performance.now() - started) / 1000;
+    observeHttpRequest(spec.name, request.method, response.status, seconds);
+    const streaming = response.headers.get("content-type")?.startsWith("text/event-stream") ?? false;
+    getLogger().info(
+      { requestId, method: request.method, route: spec.name, status: response.status, ms: Math.round(seconds * 1000), role: principal?.role, streaming },
+      "request",
+    );
+    return response;
+  };
+}
+
+function safeAuthenticate(headers: Headers): Principal | null {
+  try {
+    return authenticate(headers);
+  } catch {
+    return null;
+  }
+}

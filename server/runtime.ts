@@ -1,0 +1,29 @@
+import "server-only";
+import { getSecrets } from "./auth";
+import { getConfig } from "./config";
+import { setGlobal, singleton } from "./global";
+import { getNodes } from "./nodes";
+
+/**
+ * Starts what lives as long as the process: the node connections and, as the features land, the keyspace
+ * watchers, the telemetry subscriber and the lab. Idempotent: instrumentation may run it per bundle.
+ */
+export function startServerRuntime(): Promise<void> {
+  return singleton("runtime-started", async () => {
+    getConfig();
+    const secrets = getSecrets();
+    // The launcher prints this once, after the URL, so an operator can sign in.
+    setGlobal("print-operator-token", () => {
+      if (secrets.generated) {
+        process.stdout.write(
+          `lockscope: generated an operator token (kept in ${secrets.operatorTokenFile}, mode 0600):\n  ${secrets.operatorToken}\n`,
+        );
+      } else if (getConfig().operatorToken === null) {
+        process.stdout.write(`lockscope: operator token: see ${secrets.operatorTokenFile}\n`);
+      }
+    });
+    getNodes();
+    // Each feature's long-lived part starts here, one line each.
+    await Promise.resolve();
+  });
+}
