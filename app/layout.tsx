@@ -3,6 +3,7 @@ import type { ReactNode } from "react";
 import { NavLinks } from "@/components/nav-links";
 import { NodeStatus } from "@/components/node-status";
 import { Providers } from "@/components/providers";
+import { SessionControl } from "@/components/session";
 import "./globals.css";
 
 export const metadata: Metadata = {
@@ -23,6 +24,7 @@ export default function RootLayout({ children }: { children: ReactNode }) {
             <NavLinks />
             <div className="header-right">
               <NodeStatus />
+              <SessionControl />
             </div>
           </header>
           <main className="main">{children}</main>

@@ -1,0 +1,22 @@
+import { z } from "zod";
+import { getSession, signIn, signOut } from "@/server/session";
+import { route } from "@/server/http";
+
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+const SignInBody = z.strictObject({
+  token: z.string().min(1, "the token is required").max(512, "the token is at most 512 characters"),
+  name: z.string().max(64, "the name is at most 64 characters").optional(),
+});
+
+// GET /api/session: who the browser is signed in as (role and actor), or 401.
+export const GET = route({ name: "GET /api/session", access: "public" }, ({ principal }) => getSession(principal));
+
+// POST /api/session: sign in with a token; sets the httpOnly, SameSite=Strict session cookie. Rate limited.
+export const POST = route({ name: "POST /api/session", access: "public", body: SignInBody }, ({ request, body }) =>
+  signIn(request, body.token, body.name),
+);
+
+// DELETE /api/session: sign out; clears the cookie.
+export const DELETE = route({ name: "DELETE /api/session", access: "public" }, ({ request }) => signOut(request));

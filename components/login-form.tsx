@@ -1,0 +1,48 @@
+"use client";
+
+import { useQueryClient } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import { apiFetch, ApiRequestError } from "./api-client";
+
+export function LoginForm({ next }: { next: string }) {
+  const [token, setToken] = useState("");
+  const [name, setName] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const queryClient = useQueryClient();
+
+  async function submit(event: FormEvent) {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await apiFetch("/api/session", { method: "POST", body: JSON.stringify({ token, ...(name.trim() ? { name: name.trim() } : {}) }) });
+      await queryClient.invalidateQueries();
+      window.location.assign(next);
+    } catch (e) {
+      setError(e instanceof ApiRequestError ? e.message : "Could not reach the console.");
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form className="panel" onSubmit={submit} style={{ display: "grid", gap: "0.8rem", maxWidth: 420 }}>
+      <label>
+        Token
+        <input type="password" autoComplete="current-password" required value={token} onChange={(e) => setToken(e.target.value)} />
+      </label>
+      <label>
+        Your name (for the audit log)
+        <input type="text" autoComplete="username" maxLength={64} value={name} onChange={(e) => setName(e.target.value)} />
+      </label>
+      {error && (
+        <p role="alert" className="error-text">
+          {error}
+        </p>
+      )}
+      <button type="submit" className="button primary" disabled={busy || token === ""}>
+        {busy ? "Signing in…" : "Sign in"}
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,62 @@
+"use client";
+
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { apiFetch, ApiRequestError } from "./api-client";
+
+export interface SessionInfo {
+  role: "viewer" | "operator";
+  actor: string;
+  via: "bearer" | "session" | "open";
+  viewerTokenRequired: boolean;
+}
+
+/** The signed-in role (null when nobody is signed in and reading needs a token). */
+export function useSession() {
+  return useQuery({
+    queryKey: ["session"],
+    queryFn: async () => {
+      try {
+        return await apiFetch<SessionInfo>("/api/session");
+      } catch (error) {
+        if (error instanceof ApiRequestError && error.status === 401) return null;
+        throw error;
+      }
+    },
+    staleTime: 60_000,
+  });
+}
+
+export function useIsOperator(): boolean {
+  return useSession().data?.role === "operator";
+}
+
+/** Sign-in state in the header: who you are, and a sign-in or sign-out control. */
+export function SessionControl() {
+  const { data } = useSession();
+  const queryClient = useQueryClient();
+  if (!data || data.via === "open") {
+    return (
+      <a className="button" href="/login">
+        Sign in
+      </a>
+    );
+  }
+  return (
+    <span className="node-status">
+      <span className="muted" aria-label="Signed in as">
+        {data.actor} ({data.role})
+      </span>
+      <button
+        type="button"
+        className="button"
+        onClick={async () => {
+          await fetch("/api/session", { method: "DELETE", credentials: "same-origin" });
+          await queryClient.invalidateQueries();
+          window.location.assign("/login");
+        }}
+      >
+        Sign out
+      </button>
+    </span>
+  );
+}

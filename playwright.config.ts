@@ -1,0 +1,60 @@
+import { defineConfig } from "@playwright/test";
+
+const PORT = Number(process.env.E2E_PORT ?? 3210);
+const baseURL = `http://127.0.0.1:${PORT}`;
+
+// E2E runs only against a console this config starts on loopback, with its own embedded lock nodes.
+if (!/^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?$/.test(baseURL)) {
+  throw new Error(`Refusing to run e2e tests against a non-local target: ${baseURL}`);
+}
+
+export const E2E_OPERATOR_TOKEN = "e2e-operator-token-0123456789abcdef";
+export const E2E_VIEWER_TOKEN = "e2e-viewer-token-0123456789abcdef";
+
+export default defineConfig({
+  testDir: "tests/e2e",
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  forbidOnly: true,
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
+  reporter: [["list"]],
+  outputDir: "test-results",
+  use: {
+    baseURL,
+    browserName: "chromium",
+    trace: "off",
+    screenshot: "only-on-failure",
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+      ],
+    },
+  },
+  webServer: {
+    command: "node --import tsx scripts/start.ts",
+    url: `${baseURL}/api/health`,
+    timeout: 240_000,
+    reuseExistingServer: false,
+    stdout: "ignore",
+    stderr: "pipe",
+    gracefulShutdown: { signal: "SIGTERM", timeout: 10_000 },
+    env: {
+      PORT: String(PORT),
+      HOST: "127.0.0.1",
+      LOCKSCOPE_DATA_DIR: ".lockscope/e2e",
+      LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN,
+      LOCKSCOPE_VIEWER_TOKEN: E2E_VIEWER_TOKEN,
+      LOG_LEVEL: "warn",
+    },
+  },
+});
