@@ -51,7 +51,7 @@ export default defineConfig({
     env: {
       PORT: String(PORT),
       HOST: "127.0.0.1",
-      LOCKSCOPE_DATA_DIR: ".lockscope/e2e",
+      LOCKSCOPE_DATA_DIR: `.lockscope/e2e-${PORT}`,
       LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN,
       LOCKSCOPE_VIEWER_TOKEN: E2E_VIEWER_TOKEN,
       LOG_LEVEL: "warn",

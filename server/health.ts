@@ -1,4 +1,5 @@
 import "server-only";
+import { getConfig } from "./config";
 import { singleton } from "./global";
 import { getNodes, quorumOf } from "./nodes";
 
@@ -27,8 +28,27 @@ export function healthContributors(): Map<string, Contributor> {
   return singleton("health-contributors", () => new Map<string, Contributor>());
 }
 
-async function probe(client: ReturnType<typeof getNodes>[number]["client"]): Promise<number | null> {
-  if (client.status !== "ready") return null;
+type NodeClient = ReturnType<typeof getNodes>[number]["client"];
+
+/** Resolves true once the client is ready, false after `timeoutMs` (a node still connecting counts as down). */
+export function whenReady(client: NodeClient, timeoutMs: number): Promise<boolean> {
+  if (client.status === "ready") return Promise.resolve(true);
+  if (client.status === "end") return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      client.off("ready", onReady);
+      resolve(false);
+    }, timeoutMs);
+    client.once("ready", onReady);
+  });
+}
+
+async function probe(client: NodeClient, timeoutMs: number): Promise<number | null> {
+  if (!(await whenReady(client, timeoutMs))) return null;
   const started = performance.now();
   try {
     await client.ping();
@@ -44,7 +64,7 @@ export async function getHealth(): Promise<Health> {
   let degraded = false;
   const results = await Promise.all(
     nodes.map(async (node): Promise<NodeHealth> => {
-      const latencyMs = await probe(node.client);
+      const latencyMs = await probe(node.client, getConfig().nodeTimeoutMs);
       let base: NodeHealth = { id: node.id, url: node.maskedUrl, up: latencyMs !== null, latencyMs, notifications: "unavailable" };
       for (const contribute of contributors) {
         const { degraded: d, ...extra } = contribute(node.id);

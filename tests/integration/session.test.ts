@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TestCluster } from "../support/redis";
+import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN } from "../support/console";
+
+type SessionRoute = typeof import("@/app/api/session/route");
+type HealthRoute = typeof import("@/app/api/health/route");
+
+describe("sign-in, sessions and health", () => {
+  let cluster: TestCluster;
+  let session: SessionRoute;
+  let health: HealthRoute;
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 3 });
+    session = await import("@/app/api/session/route");
+    health = await import("@/app/api/health/route");
+  });
+  afterAll(async () => {
+    const { getShutdownHooks } = await import("@/server/shutdown");
+    for (const hook of getShutdownHooks()) await hook.run();
+    await cluster.close();
+  });
+
+  it("signs in with the operator token and the cookie then identifies the operator", async () => {
+    const res = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "alice" } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ role: "operator", actor: "alice" });
+    const cookie = res.headers.get("set-cookie") ?? "";
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).toMatch(/Max-Age=\d+/);
+    const who = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: cookie.split(";")[0]! } });
+    expect(who.body).toMatchObject({ role: "operator", actor: "alice", via: "session" });
+  });
+
+  it("refuses a forged or tampered cookie", async () => {
+    const res = await call(session.POST, "POST", "/api/session", { token: null, body: { token: VIEWER_TOKEN } });
+    const value = (res.headers.get("set-cookie") ?? "").split(";")[0]!.split("=")[1]!;
+    const [data, mac] = value.split(".");
+    const forged = Buffer.from(JSON.stringify({ r: "operator", a: "mallory", exp: 9999999999, f: "x" })).toString("base64url");
+    const who = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `lockscope_session=${forged}.${mac}` } });
+    expect(who.status).toBe(401);
+    const viewer = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `lockscope_session=${data}.${mac}` } });
+    expect(viewer.body).toMatchObject({ role: "viewer" });
+  });
+
+  it("refuses a sign-in from another origin", async () => {
+    const res = await call(session.POST, "POST", "/api/session", { token: null, origin: "http://evil.example", body: { token: OPERATOR_TOKEN } });
+    expect(res.status).toBe(403);
+    expect(res.headers.get("set-cookie")).toBeNull();
+  });
+
+  it("rate limits failed sign-ins per client address with Retry-After", async () => {
+    const headers = { "x-lockscope-client-ip": "10.9.9.9" };
+    for (let i = 0; i < 5; i++) {
+      const res = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: "wrong-token-wrong-token" } });
+      expect(res.status).toBe(401);
+    }
+    const limited = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: OPERATOR_TOKEN } });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    const other = await call(session.POST, "POST", "/api/session", { token: null, headers: { "x-lockscope-client-ip": "10.9.9.10" }, body: { token: OPERATOR_TOKEN } });
+    expect(other.status).toBe(200);
+  });
+
+  it("answers bad bodies with a 4xx that says what was wrong", async () => {
+    const unknown = await call(session.POST, "POST", "/api/session", { token: null, body: { token: "x", admin: true } });
+    expect(unknown.status).toBe(422);
+    expect(JSON.stringify(unknown.body)).toContain("admin");
+    const broken = await call(session.POST, "POST", "/api/session", { token: null, rawBody: "{not json" });
+    expect(broken.status).toBe(400);
+    expect(broken.body).toMatchObject({ error: { code: "bad_request" } });
+    const big = await call(session.POST, "POST", "/api/session", { token: null, rawBody: JSON.stringify({ token: "x".repeat(20_000) }) });
+    expect(big.status).toBe(413);
+  });
+
+  it("reports three nodes up, then one down with the quorum still held", async () => {
+    const before = await call(health.GET, "GET", "/api/health", { token: null });
+    expect(before.body).toMatchObject({ status: "ok", quorum: { size: 2, up: 3, ok: true } });
+    await cluster.kill(2);
+    const after = await call(health.GET, "GET", "/api/health", { token: null });
+    expect(after.body).toMatchObject({ status: "degraded", quorum: { size: 2, up: 2, ok: true } });
+    expect((after.body as { nodes: Array<{ up: boolean }> }).nodes.map((n) => n.up)).toEqual([true, true, false]);
+    expect(ORIGIN).toMatch(/^http/);
+  });
+});
