@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as HealthModule from "@/app/api/health/route";
+import type * as SessionModule from "@/app/api/session/route";
 import type { TestCluster } from "../support/redis";
 import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN } from "../support/console";
 
-type SessionRoute = typeof import("@/app/api/session/route");
-type HealthRoute = typeof import("@/app/api/health/route");
+type SessionRoute = typeof SessionModule;
+type HealthRoute = typeof HealthModule;
 
 describe("sign-in, sessions and health", () => {
   let cluster: TestCluster;
