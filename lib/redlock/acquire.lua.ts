@@ -1,0 +1,103 @@
+import { SHARED_LUA } from "./shared.lua";
+
+/**
+ * Takes every resource on this node, or none: the check and the SETs run in one script, so two
+ * acquisitions of overlapping resource sets cannot interleave on a node.
+ *
+ * KEYS: the resources (each lock key is the resource name itself, as node-redlock's, so the two engines
+ *   exclude each other on the same keys).
+ * ARGV[1]: the value (unique token carrying the holder's identity). ARGV[2]: TTL in ms.
+ * ARGV[3]: mode, "" or containing "f" (fenced: report this node's fence) and/or "q" (fair: FIFO queue).
+ * ARGV[4]: the attempt number for telemetry, "" to publish nothing.
+ * Fair mode only: ARGV[5] the waiter's arrival (epoch ms, its own clock), ARGV[6] its id,
+ *   ARGV[7] how long (ms) its queue entry lives without a new attempt.
+ *
+ * Replies: {1} taken; {1, fence} taken, fenced, with the highest fence this node recorded for the
+ * resources ("0" for none); {0, i, holder value or nil, pttl} resource i is held; {2, i, head id} fair
+ * mode: resource i is free but another waiter is ahead in its queue.
+ */
+export const ACQUIRE_LUA =
+  SHARED_LUA +
+  `
+local value, ttl, mode, attempt = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local fair = string.find(mode, "q", 1, true) ~= nil
+local now = nil
+if fair then now = now_ms() end
+
+-- A failed attempt is announced from here, not by the client, so contention costs no extra round trip
+-- and shows up for every process that uses the engine.
+local function announce(key)
+  if attempt ~= "" then
+    redis.call("PUBLISH", "lockscope:contention",
+      "c1|" .. attempt .. "|" .. string.format("%.0f", now or now_ms()) .. "|" .. value .. "|" .. key)
+  end
+end
+
+-- Queue entries are scored by the waiter's own arrival time, the same number on every node, so all
+-- nodes order the queue alike and agree on whose turn it is (split votes would stall everyone).
+local function enqueue()
+  for _, key in ipairs(KEYS) do
+    redis.call("ZADD", "waitq:" .. key, "NX", ARGV[5], ARGV[6])
+    redis.call("ZADD", "waitqd:" .. key, now + tonumber(ARGV[7]), ARGV[6])
+  end
+end
+
+for i, key in ipairs(KEYS) do
+  local held = redis.pcall("GET", key)
+  -- Our own value counts as free: an earlier attempt of this acquisition timed out on the client but
+  -- was applied here; taking it again just renews it.
+  if held ~= false and held ~= value then
+    if type(held) == "table" then held = false end -- not a string: held by something, value unreadable
+    announce(key)
+    if fair then enqueue() end
+    return {0, i, held, redis.call("PTTL", key)}
+  end
+end
+
+if fair then
+  for i, key in ipairs(KEYS) do
+    local head = queue_head(key, now)
+    if head ~= "" and head ~= ARGV[6] then
+      announce(key)
+      enqueue()
+      return {2, i, head}
+    end
+  end
+end
+
+for _, key in ipairs(KEYS) do
+  redis.call("SET", key, value, "PX", ttl)
+end
+
+if fair then
+  for _, key in ipairs(KEYS) do
+    redis.call("ZREM", "waitq:" .. key, ARGV[6])
+    redis.call("ZREM", "waitqd:" .. key, ARGV[6])
+  end
+end
+
+if string.find(mode, "f", 1, true) then
+  -- The client takes the highest fence over a quorum and adds one; it then records that fence on a
+  -- quorum (commit-fence) before handing the lock out.
+  local highest = "0"
+  for _, key in ipairs(KEYS) do
+    local fence = redis.call("GET", "fence:" .. key)
+    if fence and fence_older(highest, fence) then highest = fence end
+  end
+  return {1, highest}
+end
+return {1}
+`;
+
+/**
+ * Fair mode: a waiter that gives up (or that got the lock on a quorum while still queued on other
+ * nodes) leaves the queues, so it does not block the waiters behind it until its entry lapses.
+ * KEYS: the resources. ARGV[1]: the waiter id.
+ */
+export const LEAVE_QUEUE_LUA = `
+for _, key in ipairs(KEYS) do
+  redis.call("ZREM", "waitq:" .. key, ARGV[1])
+  redis.call("ZREM", "waitqd:" .. key, ARGV[1])
+end
+return 1
+`;

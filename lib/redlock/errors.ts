@@ -1,0 +1,123 @@
+import type { HolderIdentity } from "./identity";
+
+/** How one node answered one round of a script. */
+export interface NodeVote {
+  /** Position of the node's client in the array given to the engine. */
+  index: number;
+  /** for: did it; against: refused (the resource is held, or not ours); error: failed or timed out. */
+  vote: "for" | "against" | "error";
+  error?: Error;
+}
+
+/** A node that refused because a resource is held, with what it holds. */
+export interface HeldBy {
+  index: number;
+  resource: string;
+  /** The value held, null when the node could not read it (e.g. the key is not a string). */
+  value: string | null;
+  /** Decoded from the value when an engine made it; null for foreign values. */
+  holder: HolderIdentity | null;
+  /** Remaining TTL on that node, -1 if none, null if unknown. */
+  pttlMs: number | null;
+}
+
+/** "Taken": a quorum could not be reached because other holders hold the resource(s). */
+export class ResourceHeldError extends Error {
+  constructor(
+    readonly resources: readonly string[],
+    readonly heldBy: readonly HeldBy[],
+    readonly votes: readonly NodeVote[],
+    readonly attempts: number,
+  ) {
+    const first = heldBy[0];
+    const who = first?.holder ? ` by ${first.holder.label ?? "?"}@${first.holder.host ?? "?"}:${first.holder.pid ?? "?"}` : "";
+    super(`Resource ${JSON.stringify(first?.resource ?? resources[0])} is held${who} (after ${attempts} attempt${attempts === 1 ? "" : "s"})`);
+    this.name = "ResourceHeldError";
+  }
+}
+
+/**
+ * "Broken": too few nodes answered for a quorum, or they answered too slowly for the lock to have any
+ * validity left (`reason: "too-slow"`).
+ */
+export class NodesFailedError extends Error {
+  constructor(
+    readonly resources: readonly string[],
+    readonly votes: readonly NodeVote[],
+    readonly quorum: number,
+    readonly attempts: number,
+    readonly reason: "errors" | "too-slow" = "errors",
+  ) {
+    const failed = votes.filter((v) => v.vote === "error");
+    const detail = failed.map((v) => `node ${v.index}: ${v.error?.message ?? "failed"}`).join("; ");
+    super(
+      reason === "too-slow"
+        ? `The nodes answered too slowly: no validity left (after ${attempts} attempt${attempts === 1 ? "" : "s"})`
+        : `Only ${votes.length - failed.length} of ${votes.length} nodes answered, quorum is ${quorum}${detail ? ` (${detail})` : ""}`,
+    );
+    this.name = "NodesFailedError";
+  }
+}
+
+/** The lock is no longer held on a quorum: it expired, or another holder or an operator took it. */
+export class LockLostError extends Error {
+  constructor(
+    readonly resources: readonly string[],
+    readonly value: string,
+    readonly votes: readonly NodeVote[],
+    message = `Lock on ${JSON.stringify(resources)} is no longer held`,
+  ) {
+    super(message);
+    this.name = "LockLostError";
+  }
+}
+
+/** An operator (or any `forceRelease` caller) deleted the lock. */
+export class LockRevokedError extends LockLostError {
+  constructor(resources: readonly string[], value: string, readonly resource: string) {
+    super(resources, value, [], `Lock on ${JSON.stringify(resource)} was force-released`);
+    this.name = "LockRevokedError";
+  }
+}
+
+/** `extend()` on a lock whose validity has already run out: extending it could extend someone else's. */
+export class LockExpiredError extends Error {
+  constructor(readonly resources: readonly string[], readonly expiredForMs: number) {
+    super(`Lock on ${JSON.stringify(resources)} expired ${Math.round(expiredForMs)} ms ago and cannot be extended`);
+    this.name = "LockExpiredError";
+  }
+}
+
+/** `acquire()` stopped waiting because its signal aborted; `cause` is the signal's reason. */
+export class AcquireAbortedError extends Error {
+  constructor(readonly resources: readonly string[], readonly attempts: number, cause: unknown) {
+    super(`Acquisition of ${JSON.stringify(resources)} aborted after ${attempts} attempt${attempts === 1 ? "" : "s"}`, { cause });
+    this.name = "AbortError";
+  }
+}
+
+/** A node did not answer within the per-node timeout; counted as that node's failed vote. */
+export class NodeTimeoutError extends Error {
+  constructor(readonly index: number, readonly timeoutMs: number) {
+    super(`Node ${index} did not answer within ${timeoutMs} ms`);
+    this.name = "NodeTimeoutError";
+  }
+}
+
+/** The naive lock's release found a value that is not ours: the lock expired and maybe changed hands. */
+export class NaiveLockLostError extends Error {
+  constructor(readonly resource: string, readonly token: string, readonly found: string | null) {
+    super(`Lock ${JSON.stringify(resource)} is no longer ours (${found === null ? "absent" : "held by another value"})`);
+    this.name = "NaiveLockLostError";
+  }
+}
+
+/** The naive lock could not be taken before `timeoutMs`. */
+export class NaiveLockTimeoutError extends Error {
+  constructor(readonly resource: string, readonly attempts: number, readonly holder: string | null) {
+    super(`Lock ${JSON.stringify(resource)} not acquired after ${attempts} attempts`);
+    this.name = "NaiveLockTimeoutError";
+  }
+}
+
+export const toError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));

@@ -1,0 +1,66 @@
+import type { ForceReleaseClient } from "./client";
+import { FORCE_RELEASE_LUA } from "./force-release.lua";
+import { runRound } from "./round";
+import { defineScript } from "./script";
+import * as check from "./validate";
+
+const SCRIPT = defineScript(FORCE_RELEASE_LUA);
+
+export interface ForceReleaseOptions {
+  /** Compare-and-delete this value; null or absent deletes whatever value is held. @default null */
+  token?: string | null;
+  /** Per-node budget; a node that does not answer in time reports "error". @default 1000 */
+  nodeTimeoutMs?: number;
+}
+
+export interface ForceReleaseNodeResult {
+  index: number;
+  result: "deleted" | "absent" | "mismatch" | "error";
+  error?: string;
+}
+
+export interface ForceReleaseResult {
+  nodes: ForceReleaseNodeResult[];
+  /** What each node held before (null when absent, unreadable or on error). */
+  previousValues: Array<string | null>;
+}
+
+const DEFAULTS = Object.freeze({ token: null, nodeTimeoutMs: 1000 });
+
+/**
+ * Takes a lock away on every node, for an operator. In the same script per node it publishes a
+ * revocation (the holder's `using()` signal aborts at once), wakes the waiters, and advances the
+ * resource's fence counter so the next fenced holder outranks the evicted one.
+ */
+export async function forceRelease(
+  clients: readonly ForceReleaseClient[],
+  resource: string,
+  options: ForceReleaseOptions = {},
+): Promise<ForceReleaseResult> {
+  const nodes = check.clientList<ForceReleaseClient>("clients", clients, ["evalsha", "eval"]);
+  check.nonEmptyString("resource", resource);
+  const token = check.nullableString("token", options.token ?? DEFAULTS.token);
+  if (token === "") check.fail("token", "a non-empty string or null", token);
+  const nodeTimeoutMs = check.positiveInteger("nodeTimeoutMs", options.nodeTimeoutMs ?? DEFAULTS.nodeTimeoutMs);
+
+  const outcomes = await runRound(nodes, SCRIPT, {
+    keys: [resource],
+    args: [token ?? ""],
+    timeoutMs: nodeTimeoutMs,
+    parse: (raw): { status: "deleted" | "absent" | "mismatch"; previous: string | null } => {
+      if (!Array.isArray(raw)) throw new Error(`Unexpected reply ${String(raw)}`);
+      const status: unknown = raw[0];
+      if (status !== "deleted" && status !== "absent" && status !== "mismatch") throw new Error(`Unexpected status ${String(status)}`);
+      const previous: unknown = raw[1];
+      return { status, previous: typeof previous === "string" ? previous : null };
+    },
+  });
+  return {
+    nodes: outcomes.map((outcome, index): ForceReleaseNodeResult =>
+      outcome.state === "ok"
+        ? { index, result: outcome.value.status }
+        : { index, result: "error", error: outcome.state === "error" ? outcome.error.message : "no answer" },
+    ),
+    previousValues: outcomes.map((outcome) => (outcome.state === "ok" ? outcome.value.previous : null)),
+  };
+}

@@ -1,0 +1,107 @@
+import { randomFillSync } from "node:crypto";
+
+/**
+ * Who holds (or waits for) a lock, read back from the value the engine wrote. Every field is null when
+ * the value did not carry it.
+ */
+export interface HolderIdentity {
+  label: string | null;
+  host: string | null;
+  pid: number | null;
+  /** The fencing token, a decimal string, when the lock was taken fenced. */
+  fence: string | null;
+  /** Epoch milliseconds at the start of the acquisition. */
+  acquiredAt: number | null;
+}
+
+export interface LockValueFields {
+  label: string | null;
+  host: string | null;
+  pid: number | null;
+  fence: string | null;
+  acquiredAt: number;
+}
+
+/**
+ * Value format, version 1, printable ASCII and colon-separated:
+ *
+ *   lk1:<id>:<acquiredAt base36>:<pid>:<fence>:<host>:<label>
+ *
+ * `<id>` is 16 base64url characters (96 random bits): it alone makes the value a unique token, so
+ * compare-and-delete by any client (node-redlock, redis-cli, the console) keeps working on the whole
+ * value. host and label are percent-encoded (encodeURIComponent), which leaves no ':' or '|' in them;
+ * empty fields are null.
+ */
+const PREFIX = "lk1:";
+const ID_LENGTH = 16;
+const VALUE_PATTERN =
+  /^lk1:([A-Za-z0-9_-]{16}):([0-9a-z]{1,11}):(0|[1-9][0-9]{0,9})?:(0|[1-9][0-9]{0,39})?:([^:]{0,1024}):([^:]{0,1024})$/;
+
+// randomFillSync per value is a syscall; drawing ids from a pooled buffer keeps the hot path cheap.
+const POOL_SIZE = 12 * 256;
+const pool = Buffer.alloc(POOL_SIZE);
+let poolOffset = POOL_SIZE;
+
+/** A fresh 96-bit random id, base64url (16 characters). Also the waiter id in telemetry. */
+export function randomId(): string {
+  if (poolOffset + 12 > POOL_SIZE) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const id = pool.toString("base64url", poolOffset, poolOffset + 12);
+  poolOffset += 12;
+  return id;
+}
+
+const encodeField = (text: string | null): string => (text === null ? "" : encodeURIComponent(text));
+
+/**
+ * The constant tail of a value (`:<host>:<label>`), computed once per engine rather than per lock.
+ * @internal
+ */
+export function encodeIdentityTail(host: string | null, label: string | null): string {
+  return `:${encodeField(host)}:${encodeField(label)}`;
+}
+
+/** @internal Builds a value from its parts; `tail` comes from `encodeIdentityTail`. */
+export function composeLockValue(id: string, acquiredAt: number, pid: number | null, fence: string | null, tail: string): string {
+  return `${PREFIX}${id}:${Math.max(0, Math.trunc(acquiredAt)).toString(36)}:${pid ?? ""}:${fence ?? ""}${tail}`;
+}
+
+/** A unique lock value (token) carrying the holder's identity. */
+export function encodeLockValue(fields: LockValueFields): string {
+  return composeLockValue(randomId(), fields.acquiredAt, fields.pid, fields.fence, encodeIdentityTail(fields.host, fields.label));
+}
+
+function decodeField(text: string): string | null | undefined {
+  if (text === "") return null;
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads an engine-made value back; null for any value the engine did not make (or a damaged one). */
+export function decodeLockValue(value: string): HolderIdentity | null {
+  if (!value.startsWith(PREFIX)) return null;
+  const match = VALUE_PATTERN.exec(value);
+  if (!match) return null;
+  const [, , at, pid, fence, host, label] = match;
+  const decodedHost = decodeField(host ?? "");
+  const decodedLabel = decodeField(label ?? "");
+  if (decodedHost === undefined || decodedLabel === undefined) return null;
+  const acquiredAt = parseInt(at ?? "", 36);
+  return {
+    label: decodedLabel,
+    host: decodedHost,
+    pid: pid ? Number(pid) : null,
+    fence: fence ?? null,
+    acquiredAt: Number.isSafeInteger(acquiredAt) ? acquiredAt : null,
+  };
+}
+
+/** The random id of an engine-made value (the waiter id telemetry reports), or null for a foreign value. */
+export function lockValueId(value: string): string | null {
+  return decodeLockValue(value) ? value.slice(PREFIX.length, PREFIX.length + ID_LENGTH) : null;
+}

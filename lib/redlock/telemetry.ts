@@ -1,0 +1,121 @@
+import { decodeLockValue, lockValueId } from "./identity";
+
+/**
+ * Pub/sub channels the engine's scripts publish on. The console subscribes to them on every node; the
+ * engine subscribes to RELEASE_CHANNEL (to wake waiters) and REVOKE_CHANNEL (to abort `using()` when an
+ * operator force-releases its lock).
+ *
+ * Every script runs on every node, so one event arrives once per node that ran it: dedupe contention by
+ * (waiterId, attempt, resource), releases by resource within a few milliseconds.
+ *
+ * These names are also written literally inside the Lua scripts; change them together.
+ */
+
+/**
+ * A failed acquisition attempt, published by the acquire script on each node where the resource was held:
+ *
+ *   c1|<attempt>|<at epoch ms, node clock>|<waiter's lock value>|<resource>
+ *
+ * The waiter's lock value is an engine value (`lk1:...`, no '|' in it) carrying its id, label, host and
+ * pid; the resource comes last and may contain anything.
+ */
+export const CONTENTION_CHANNEL = "lockscope:contention";
+
+/**
+ * A lock released (by its holder or by `forceRelease`), published by the release script for each resource
+ * it deleted on that node:
+ *
+ *   r1|<next waiter id or empty>|<resource>
+ *
+ * In fair mode `next` is the head of the resource's waiter queue: only that waiter retries at once.
+ * Otherwise every waiter for the resource retries at once.
+ */
+export const RELEASE_CHANNEL = "lockscope:released";
+
+/**
+ * A lock taken away by `forceRelease`, published for each resource it deleted on that node, as JSON
+ * (the revoked value is arbitrary, maybe foreign):
+ *
+ *   {"v":1,"resource":"<resource>","value":"<the value that was deleted>"}
+ *
+ * The engine aborts the `using()` signal of the holder whose value this is.
+ */
+export const REVOKE_CHANNEL = "lockscope:revoked";
+
+export interface ContentionEvent {
+  resource: string;
+  /** The waiter's id, the random part of its lock value: the same id shows up in the value once it holds. */
+  waiterId: string;
+  label: string | null;
+  host: string | null;
+  pid: number | null;
+  /** 1 for the first attempt of an acquisition. */
+  attempt: number;
+  /** Epoch ms on the node's clock. */
+  at?: number;
+}
+
+export interface ReleaseEvent {
+  resource: string;
+  /** Fair mode: the waiter that should retry first. */
+  nextWaiterId: string | null;
+}
+
+export interface RevokeEvent {
+  resource: string;
+  value: string;
+}
+
+function splitHead(raw: string, count: number): { head: string[]; rest: string } | null {
+  const head: string[] = [];
+  let from = 0;
+  for (let i = 0; i < count; i++) {
+    const bar = raw.indexOf("|", from);
+    if (bar < 0) return null;
+    head.push(raw.slice(from, bar));
+    from = bar + 1;
+  }
+  return { head, rest: raw.slice(from) };
+}
+
+/** Parses a CONTENTION_CHANNEL message; null for anything else. */
+export function parseContentionMessage(raw: string): ContentionEvent | null {
+  const parts = splitHead(raw, 4);
+  if (!parts) return null;
+  const [version, attempt, at, value] = parts.head;
+  if (version !== "c1" || !attempt || !/^[1-9][0-9]{0,9}$/.test(attempt) || value === undefined) return null;
+  const identity = decodeLockValue(value);
+  const waiterId = lockValueId(value);
+  if (!identity || !waiterId || parts.rest === "") return null;
+  const event: ContentionEvent = {
+    resource: parts.rest,
+    waiterId,
+    label: identity.label,
+    host: identity.host,
+    pid: identity.pid,
+    attempt: Number(attempt),
+  };
+  if (at && /^[0-9]{1,16}$/.test(at)) event.at = Number(at);
+  return event;
+}
+
+/** Parses a RELEASE_CHANNEL message; null for anything else. */
+export function parseReleaseMessage(raw: string): ReleaseEvent | null {
+  const parts = splitHead(raw, 2);
+  if (!parts || parts.head[0] !== "r1" || parts.rest === "") return null;
+  return { resource: parts.rest, nextWaiterId: parts.head[1] || null };
+}
+
+/** Parses a REVOKE_CHANNEL message; null for anything else. */
+export function parseRevokeMessage(raw: string): RevokeEvent | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== "object" || parsed === null) return null;
+  const { v, resource, value } = parsed as Record<string, unknown>;
+  if (v !== 1 || typeof resource !== "string" || typeof value !== "string") return null;
+  return { resource, value };
+}

@@ -1,0 +1,79 @@
+/** Argument checks at the public entry points, so bad input fails at once with the argument's name. */
+
+function describe(value: unknown): string {
+  let shown: string;
+  try {
+    shown = typeof value === "string" ? JSON.stringify(value) : typeof value === "bigint" ? `${value}n` : String(value);
+  } catch {
+    shown = Object.prototype.toString.call(value);
+  }
+  if (shown.length > 60) shown = `${shown.slice(0, 57)}...`;
+  return `\`${shown}\` (${value === null ? "null" : Array.isArray(value) ? "array" : typeof value})`;
+}
+
+export function fail(name: string, expected: string, value: unknown): never {
+  throw new TypeError(`Expected \`${name}\` to be ${expected}, got ${describe(value)}`);
+}
+
+export function positiveInteger(name: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) fail(name, "a positive integer", value);
+  return value;
+}
+
+export function nonNegativeInteger(name: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) fail(name, "a non-negative integer", value);
+  return value;
+}
+
+export function numberInRange(name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
+    fail(name, `a number from ${min} to ${max}`, value);
+  }
+  return value;
+}
+
+export function boolean(name: string, value: unknown): boolean {
+  if (typeof value !== "boolean") fail(name, "a boolean", value);
+  return value;
+}
+
+export function nullableString(name: string, value: unknown): string | null {
+  if (value !== null && typeof value !== "string") fail(name, "a string or null", value);
+  return value;
+}
+
+export function nonEmptyString(name: string, value: unknown): string {
+  if (typeof value !== "string" || value === "") fail(name, "a non-empty string", value);
+  return value;
+}
+
+export function resourceList(name: string, value: unknown): string[] {
+  if (!Array.isArray(value) || value.length === 0) fail(name, "a non-empty array of non-empty strings", value);
+  const list = value as unknown[];
+  for (const item of list) if (typeof item !== "string" || item === "") fail(name, "a non-empty array of non-empty strings", value);
+  if (new Set(list).size !== list.length) fail(name, "an array without duplicates", value);
+  return [...(list as string[])];
+}
+
+export function fenceString(name: string, value: unknown): string {
+  if (typeof value !== "string" || !/^(0|[1-9][0-9]{0,39})$/.test(value)) fail(name, "a decimal fence string", value);
+  return value;
+}
+
+export function abortSignal(name: string, value: unknown): AbortSignal | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "object" || value === null || typeof (value as AbortSignal).aborted !== "boolean") {
+    fail(name, "an AbortSignal", value);
+  }
+  return value as AbortSignal;
+}
+
+export function clientList<T>(name: string, value: unknown, methods: readonly string[]): T[] {
+  if (!Array.isArray(value) || value.length === 0) fail(name, "a non-empty array of Redis clients", value);
+  for (const client of value as unknown[]) {
+    if (typeof client !== "object" || client === null || methods.some((m) => typeof (client as Record<string, unknown>)[m] !== "function")) {
+      fail(name, `an array of Redis clients (with ${methods.join(", ")})`, value);
+    }
+  }
+  return [...(value as T[])];
+}
