@@ -22,6 +22,7 @@ export default defineConfig({
           include: ["tests/integration/**/*.test.ts"],
           environment: "node",
           setupFiles: ["tests/support/fail-on-unhandled.ts"],
+          globalSetup: ["tests/support/global-build.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
           // Two cores: each file starts its own redis-server processes.

@@ -8,10 +8,11 @@
  *    shutdown can run every hook in order.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
+import { ensureBuild } from "./build-if-stale";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -22,36 +23,6 @@ const key = (name: string) => Symbol.for(`lockscope.${name}`);
 function fail(message: string): never {
   process.stderr.write(`lockscope: ${message}\n`);
   process.exit(1);
-}
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  if (!existsSync(dir)) return 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === "node_modules" || entry.name.startsWith(".")) continue;
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(full));
-    else newest = Math.max(newest, statSync(full).mtimeMs);
-  }
-  return newest;
-}
-
-function ensureBuild(): void {
-  const buildId = path.join(ROOT, ".next", "BUILD_ID");
-  const sources = ["app", "components", "lib", "server", "public"].map((d) => newestMtime(path.join(ROOT, d)));
-  for (const f of ["next.config.js", "package.json", "instrumentation.ts", "tsconfig.json"]) {
-    const p = path.join(ROOT, f);
-    if (existsSync(p)) sources.push(statSync(p).mtimeMs);
-  }
-  const newestSource = Math.max(...sources);
-  if (existsSync(buildId) && statSync(buildId).mtimeMs >= newestSource) return;
-  process.stdout.write(existsSync(buildId) ? "lockscope: sources changed since the last build; building…\n" : "lockscope: no production build yet; building…\n");
-  const result = spawnSync(process.execPath, [path.join(ROOT, "node_modules", "next", "dist", "bin", "next"), "build"], {
-    cwd: ROOT,
-    stdio: "inherit",
-    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
-  });
-  if (result.status !== 0) fail("`next build` failed; see the output above.");
 }
 
 function haveRedisServer(): boolean {
@@ -84,11 +55,13 @@ function ensureRedisServer(): void {
 function reapOrphans(pidFile: string): void {
   if (!existsSync(pidFile)) return;
   for (const line of readFileSync(pidFile, "utf8").split("\n")) {
-    const pid = Number(line.trim());
-    if (!Number.isInteger(pid) || pid <= 1) continue;
+    const [pidText, portText] = line.trim().split(" ");
+    const pid = Number(pidText);
+    if (!Number.isInteger(pid) || pid <= 1 || !portText) continue;
     try {
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      if (cmdline.includes("redis-server") && cmdline.includes(path.dirname(pidFile))) process.kill(pid, "SIGKILL");
+      // redis-server retitles itself "redis-server 127.0.0.1:<port>": kill only a process that is that node.
+      const title = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
+      if (title.includes("redis-server") && title.includes(`:${portText}`)) process.kill(pid, "SIGKILL");
     } catch {
       // gone already, or not ours
     }
@@ -103,7 +76,7 @@ async function startEmbedded(config: LockscopeConfig): Promise<RedisNode[]> {
   const pidFile = path.join(dir, "pids");
   reapOrphans(pidFile);
   const nodes = await startRedisNodes(3, { dir });
-  const writePids = () => writeFileSync(pidFile, nodes.map((n) => n.pid ?? "").join("\n"));
+  const writePids = () => writeFileSync(pidFile, nodes.map((n) => `${n.pid ?? ""} ${n.port}`).join("\n"));
   writePids();
   g[key("embedded-pids-writer")] = writePids;
   return nodes;
@@ -119,7 +92,7 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  ensureBuild();
+  if (!ensureBuild(ROOT)) fail("`next build` failed; see the output above.");
 
   let nodes: RedisNode[] = [];
   const stopNodesSync = () => nodes.forEach((n) => n.killSync());

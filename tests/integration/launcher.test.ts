@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startCluster, type TestCluster } from "../support/redis";
+import { redisServerPids, startLauncher } from "../support/launcher";
+
+interface HealthBody {
+  status: string;
+  nodes: Array<{ url: string; up: boolean }>;
+}
+
+describe("npm start's launcher", () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+  });
+  afterAll(async () => {
+    await cluster.close();
+  });
+
+  it("stops at once with one line naming a bad PORT", async () => {
+    const launcher = await startLauncher({ PORT: "http" }, { waitReady: false });
+    expect(await launcher.exited).toBe(1);
+    const lines = launcher.output().trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('PORT="http" is invalid');
+  });
+
+  it("stops at once with one line naming a bad REDIS_URLS", async () => {
+    const launcher = await startLauncher({ REDIS_URLS: "localhost:6380" }, { waitReady: false });
+    expect(await launcher.exited).toBe(1);
+    expect(launcher.output().trim()).toMatch(/^lockscope: REDIS_URLS="localhost:6380" is invalid: expected .*redis:\/\//);
+  });
+
+  it("serves on three embedded nodes and leaves no redis-server behind after Ctrl-C", async () => {
+    const launcher = await startLauncher({ REDIS_URLS: "" });
+    const health = (await (await fetch(`${launcher.baseUrl}/api/health`)).json()) as HealthBody;
+    expect(health.status).toBe("ok");
+    expect(health.nodes).toHaveLength(3);
+    const ports = health.nodes.map((n) => new URL(n.url).port);
+    expect(ports).not.toContain("6379");
+    for (const port of ports) expect(redisServerPids(`:${port}`)).toHaveLength(1);
+    expect(launcher.output()).toContain(`console ready at http://localhost:${launcher.port}`);
+    expect(await launcher.stop("SIGINT")).toBe(0);
+    for (const port of ports) expect(redisServerPids(`:${port}`)).toEqual([]);
+  });
+
+  it("uses the nodes in REDIS_URLS and starts none of its own", async () => {
+    const before = redisServerPids("redis-server").length;
+    const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(",") });
+    const health = (await (await fetch(`${launcher.baseUrl}/api/health`)).json()) as HealthBody;
+    expect(health.nodes.map((n) => n.url)).toEqual(cluster.urls);
+    expect(redisServerPids("redis-server").length).toBe(before);
+    expect(await launcher.stop("SIGTERM")).toBe(0);
+    // The nodes it did not start are still there.
+    expect(await cluster.client(0).ping()).toBe("PONG");
+  });
+});

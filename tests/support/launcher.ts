@@ -1,0 +1,74 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { freePort } from "@/lib/redis-node";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+
+export interface LauncherProcess {
+  child: ChildProcess;
+  port: number;
+  baseUrl: string;
+  output: () => string;
+  /** Resolves with the exit code (or the signal name). */
+  exited: Promise<number | string>;
+  stop(signal?: NodeJS.Signals): Promise<number | string>;
+}
+
+/** Starts the real launcher (`npm start`'s script) as a child process and waits until it serves health. */
+export async function startLauncher(env: Record<string, string> = {}, options: { waitReady?: boolean } = {}): Promise<LauncherProcess> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-"));
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts", "start.ts")], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOCKSCOPE_DATA_DIR: dataDir, LOG_LEVEL: "warn", NODE_ENV: "production", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout?.on("data", (c: Buffer) => (out += c.toString()));
+  child.stderr?.on("data", (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const launcher: LauncherProcess = {
+    child,
+    port,
+    baseUrl,
+    output: () => out,
+    exited,
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+  if (options.waitReady === false) return launcher;
+  const deadline = Date.now() + 90_000;
+  let done = false;
+  void exited.then(() => (done = true));
+  while (Date.now() < deadline && !done) {
+    try {
+      const res = await fetch(`${baseUrl}/api/health`);
+      if (res.ok) return launcher;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await launcher.stop("SIGKILL");
+  throw new Error(`the console did not come up on ${baseUrl}:\n${out.slice(-2000)}`);
+}
+
+/** PIDs of redis-server processes whose title mentions `needle` (redis-server retitles itself `redis-server host:port`). */
+export function redisServerPids(needle: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, "utf8").replace(/\0/g, " ");
+      if (cmd.includes("redis-server") && cmd.includes(needle)) pids.push(Number(entry));
+    } catch {
+      // process ended while we looked
+    }
+  }
+  return pids;
+}

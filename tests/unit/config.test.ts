@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, maskRedisUrl, parseConfig } from "@/lib/config";
+
+function errorOf(env: Record<string, string>): ConfigError {
+  try {
+    parseConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("configuration", () => {
+  it("defaults to embedded nodes on 127.0.0.1:3000 with the lock:* and locks:* patterns", () => {
+    const config = parseConfig({});
+    expect(config.redisUrls).toBeNull();
+    expect(config.host).toBe("127.0.0.1");
+    expect(config.port).toBe(3000);
+    expect(config.lockPatterns).toEqual(["lock:*", "locks:*"]);
+    expect(config.auditFile).toBe(".lockscope/audit.jsonl");
+    expect(config.operatorToken).toBeNull();
+  });
+
+  it("reads REDIS_URLS as a list of redis:// and rediss:// URLs", () => {
+    const config = parseConfig({ REDIS_URLS: "redis://10.0.0.1:6380, rediss://:pw@10.0.0.2:6381,redis://h3:1" });
+    expect(config.redisUrls).toEqual(["redis://10.0.0.1:6380", "rediss://:pw@10.0.0.2:6381", "redis://h3:1"]);
+  });
+
+  it("names the variable, the value and what was expected when REDIS_URLS is wrong", () => {
+    const error = errorOf({ REDIS_URLS: "http://10.0.0.1:6379" });
+    expect(error.variable).toBe("REDIS_URLS");
+    expect(error.message).toContain('REDIS_URLS="http://10.0.0.1:6379"');
+    expect(error.message).toContain("redis://");
+    expect(error.message.split("\n")).toHaveLength(1);
+    expect(errorOf({ REDIS_URLS: "redis://a:1,,redis://b:2" }).variable).toBe("REDIS_URLS");
+  });
+
+  it("refuses a PORT that is not a port number", () => {
+    for (const bad of ["abc", "0", "70000", "80.5", "-1"]) {
+      const error = errorOf({ PORT: bad });
+      expect(error.variable).toBe("PORT");
+      expect(error.message).toContain("1 to 65535");
+    }
+    expect(parseConfig({ PORT: " 8080 " }).port).toBe(8080);
+  });
+
+  it("refuses short tokens and a viewer token equal to the operator token", () => {
+    expect(errorOf({ LOCKSCOPE_OPERATOR_TOKEN: "short" }).variable).toBe("LOCKSCOPE_OPERATOR_TOKEN");
+    const same = "abcdefghijklmnopqrstuvwxyz";
+    expect(errorOf({ LOCKSCOPE_OPERATOR_TOKEN: same, LOCKSCOPE_VIEWER_TOKEN: same }).variable).toBe("LOCKSCOPE_VIEWER_TOKEN");
+  });
+
+  it("refuses an unknown log level and a bad metrics group pattern", () => {
+    expect(errorOf({ LOG_LEVEL: "loud" }).message).toContain("one of fatal, error");
+    expect(errorOf({ METRICS_GROUP_PATTERN: "([" }).variable).toBe("METRICS_GROUP_PATTERN");
+  });
+
+  it("masks passwords in node URLs", () => {
+    expect(maskRedisUrl("redis://user:secret@10.0.0.1:6379")).toBe("redis://user:****@10.0.0.1:6379");
+    expect(maskRedisUrl("redis://10.0.0.1:6379")).toBe("redis://10.0.0.1:6379");
+  });
+});
