@@ -1,0 +1,46 @@
+import "server-only";
+import { z } from "zod";
+import { AUDIT_ID_PATTERN } from "./records";
+
+/** A time bound: epoch milliseconds, or an ISO 8601 date/time. */
+const timeBound = (name: string) =>
+  z.string().transform((s, ctx) => {
+    const ms = /^[0-9]{1,15}$/.test(s) ? Number(s) : Date.parse(s);
+    if (!Number.isFinite(ms) || !/^[0-9]{1,15}$|^\d{4}-\d{2}-\d{2}/.test(s)) {
+      ctx.addIssue({ code: "custom", message: `\`${name}\` must be epoch milliseconds or an ISO date such as 2025-01-31T12:00:00Z` });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+const filterFields = {
+  resource: z.string().max(1024, "`resource` is at most 1024 characters").optional(),
+  actor: z.string().max(64, "`actor` is at most 64 characters").optional(),
+  from: timeBound("from").optional(),
+  to: timeBound("to").optional(),
+};
+
+/** `GET /api/audit` query: a page of entries, newest first, with optional filters. */
+export const AuditListQuery = z
+  .strictObject({
+    limit: z
+      .string()
+      .regex(/^[0-9]{1,4}$/, "`limit` must be a whole number from 1 to 500")
+      .transform(Number)
+      .pipe(z.number().int().min(1, "`limit` must be at least 1").max(500, "`limit` is at most 500"))
+      .optional(),
+    before: z.string().regex(AUDIT_ID_PATTERN, "`before` must be an entry id from a previous page's `next`").optional(),
+    ...filterFields,
+  })
+  .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { message: "`from` must be before `to`" });
+
+/** `GET /api/audit/export` query: every matching entry (up to a cap) as CSV or JSON. */
+export const AuditExportQuery = z
+  .strictObject({
+    format: z.enum(["csv", "json"], "`format` must be csv or json").optional(),
+    ...filterFields,
+  })
+  .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { message: "`from` must be before `to`" });
+
+/** The most entries one export returns. */
+export const EXPORT_MAX_ENTRIES = 10_000;

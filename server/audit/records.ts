@@ -1,0 +1,138 @@
+import "server-only";
+import { randomBytes } from "node:crypto";
+import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome } from "./types";
+
+/**
+ * The audit log's records, as stored in the Redis stream and the JSON-lines file. A release writes two:
+ * the intent (the whole entry, outcome "pending") before anything is deleted, and the outcome (same id)
+ * after. Readers merge them by id; an intent without an outcome stays "pending".
+ */
+export type AuditRecord =
+  | { v: 1; kind: "intent"; id: string; entry: AuditEntry }
+  | { v: 1; kind: "outcome"; id: string; outcome: AuditOutcome; nodes: AuditNodeResult[]; finishedAt: number };
+
+export const AUDIT_ID_PATTERN = /^[0-9]{13}-[0-9a-f]{12}$/;
+
+/** A new entry id: time-ordered as a string, unique across console instances (48 random bits per ms). */
+export function newAuditId(nowMs = Date.now()): string {
+  return `${String(Math.trunc(nowMs)).padStart(13, "0")}-${randomBytes(6).toString("hex")}`;
+}
+
+export function auditIdTime(id: string): number {
+  return Number(id.slice(0, 13));
+}
+
+const OUTCOMES = new Set<AuditOutcome>(["pending", "released", "conflict", "absent", "failed", "refused"]);
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Parses one stored record; null for anything malformed. The stream is writable by whoever can write to
+ * the nodes, so a reader trusts nothing in it beyond this shape check.
+ */
+export function parseAuditRecord(text: string): AuditRecord | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!isObject(raw) || raw.v !== 1 || typeof raw.id !== "string" || !AUDIT_ID_PATTERN.test(raw.id)) return null;
+  if (raw.kind === "intent") {
+    const entry = raw.entry;
+    if (!isObject(entry) || entry.id !== raw.id || typeof entry.at !== "number" || typeof entry.resource !== "string") return null;
+    if (typeof entry.actor !== "string" || typeof entry.reason !== "string" || !Array.isArray(entry.nodes)) return null;
+    return { v: 1, kind: "intent", id: raw.id, entry: entry as unknown as AuditEntry };
+  }
+  if (raw.kind === "outcome") {
+    if (typeof raw.outcome !== "string" || !OUTCOMES.has(raw.outcome as AuditOutcome)) return null;
+    if (!Array.isArray(raw.nodes) || typeof raw.finishedAt !== "number") return null;
+    return {
+      v: 1,
+      kind: "outcome",
+      id: raw.id,
+      outcome: raw.outcome as AuditOutcome,
+      nodes: raw.nodes as AuditNodeResult[],
+      finishedAt: raw.finishedAt,
+    };
+  }
+  return null;
+}
+
+/** Merges intents and outcomes read from any number of sources (the same record may come from several nodes). */
+export class AuditMerger {
+  private readonly intents = new Map<string, AuditEntry>();
+  private readonly outcomes = new Map<string, Extract<AuditRecord, { kind: "outcome" }>>();
+
+  add(record: AuditRecord): void {
+    if (record.kind === "intent") {
+      if (!this.intents.has(record.id)) this.intents.set(record.id, record.entry);
+    } else {
+      // One writer per id (ids are unique per console), so at most one outcome exists; should a record
+      // be duplicated or replayed, the latest one wins.
+      const known = this.outcomes.get(record.id);
+      if (!known || known.finishedAt < record.finishedAt) this.outcomes.set(record.id, record);
+    }
+  }
+
+  /** Every entry whose intent was seen, newest first, with its outcome merged in. */
+  entries(): AuditEntry[] {
+    const out: AuditEntry[] = [];
+    for (const [id, intent] of this.intents) {
+      const outcome = this.outcomes.get(id);
+      out.push(outcome ? { ...intent, outcome: outcome.outcome, nodes: outcome.nodes, finishedAt: outcome.finishedAt } : intent);
+    }
+    return out.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  }
+}
+
+export function matchesFilters(entry: AuditEntry, filters: AuditFilters): boolean {
+  if (filters.resource && !entry.resource.toLowerCase().includes(filters.resource.toLowerCase())) return false;
+  if (filters.actor && !entry.actor.toLowerCase().includes(filters.actor.toLowerCase())) return false;
+  if (filters.from !== undefined && entry.at < filters.from) return false;
+  if (filters.to !== undefined && entry.at >= filters.to) return false;
+  return true;
+}
+
+const CSV_COLUMNS = ["id", "time", "actor", "role", "action", "resource", "holder", "fence", "token", "reason", "outcome", "nodes", "ip", "userAgent"] as const;
+
+/**
+ * One CSV cell. Quoted per RFC 4180; a cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab,
+ * CR) is prefixed with `'`, since reasons, actors and resources are typed by people.
+ */
+export function csvCell(value: string): string {
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n']/.test(safe) || safe !== value ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+function holderText(entry: AuditEntry): string {
+  const h = entry.holder;
+  if (!h) return "";
+  return [h.label, h.host && h.pid !== null ? `${h.host}:${h.pid}` : (h.host ?? (h.pid !== null ? `pid ${h.pid}` : null))].filter(Boolean).join(" @ ");
+}
+
+export function auditCsv(entries: readonly AuditEntry[]): string {
+  const lines = [CSV_COLUMNS.join(",")];
+  for (const e of entries) {
+    const row: Record<(typeof CSV_COLUMNS)[number], string> = {
+      id: e.id,
+      time: new Date(e.at).toISOString(),
+      actor: e.actor,
+      role: e.role,
+      action: e.action,
+      resource: e.resource,
+      holder: holderText(e),
+      fence: e.holder?.fence ?? "",
+      token: e.token ?? "",
+      reason: e.reason,
+      outcome: e.outcome,
+      nodes: e.nodes.map((n) => `${n.id}=${n.result}`).join(" "),
+      ip: e.ip,
+      userAgent: e.userAgent ?? "",
+    };
+    lines.push(CSV_COLUMNS.map((c) => csvCell(row[c])).join(","));
+  }
+  return `${lines.join("\r\n")}\r\n`;
+}

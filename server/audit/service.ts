@@ -1,0 +1,38 @@
+import "server-only";
+import { ApiError } from "../errors";
+import { AuditReadError, getAuditLog } from "./log";
+import { EXPORT_MAX_ENTRIES } from "./query";
+import { auditCsv } from "./records";
+import type { AuditFilters, AuditPage } from "./types";
+
+async function read(limit: number, before: string | undefined, filters: AuditFilters): Promise<AuditPage> {
+  try {
+    return await getAuditLog().list({ limit, before, filters });
+  } catch (error) {
+    if (error instanceof AuditReadError) throw new ApiError("unavailable", error.message);
+    throw error;
+  }
+}
+
+export function getAuditPage(options: { limit: number; before?: string; filters: AuditFilters }): Promise<AuditPage> {
+  return read(options.limit, options.before, options.filters);
+}
+
+/** A download of every matching entry, newest first, capped at EXPORT_MAX_ENTRIES (the response says when it was cut). */
+export async function exportAudit(format: "csv" | "json", filters: AuditFilters): Promise<Response> {
+  const { entries, next, source } = await read(EXPORT_MAX_ENTRIES, undefined, filters);
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  const headers: Record<string, string> = {
+    "Cache-Control": "no-store",
+    "X-Audit-Source": source,
+    "X-Audit-Truncated": next ? "true" : "false",
+  };
+  if (format === "csv") {
+    return new Response(auditCsv(entries), {
+      headers: { ...headers, "Content-Type": "text/csv; charset=utf-8", "Content-Disposition": `attachment; filename="lockscope-audit-${stamp}.csv"` },
+    });
+  }
+  return new Response(JSON.stringify({ entries, truncated: next !== null, source }, null, 2), {
+    headers: { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Disposition": `attachment; filename="lockscope-audit-${stamp}.json"` },
+  });
+}

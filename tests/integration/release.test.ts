@@ -1,0 +1,335 @@
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type Redis from "ioredis";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type * as AuditModule from "@/app/api/audit/route";
+import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
+import type * as SessionModule from "@/app/api/session/route";
+import { encodeLockValue, fencedWrite, Redlock } from "@/lib/redlock";
+import type { TestCluster } from "../support/redis";
+import { call, OPERATOR_TOKEN, setUpConsole, VIEWER_TOKEN } from "../support/console";
+
+interface AuditEntryBody {
+  id: string;
+  actor: string;
+  role: string;
+  resource: string;
+  token: string | null;
+  holder: { label: string | null; fence: string | null } | null;
+  reason: string;
+  outcome: string;
+  nodes: Array<{ id: string; result: string }>;
+  ip: string;
+}
+
+const auditDir = path.join(os.tmpdir(), `lockscope-release-audit-${process.pid}`);
+const auditFile = path.join(auditDir, "audit.jsonl");
+
+describe("force release", () => {
+  let cluster: TestCluster;
+  let release: typeof ReleaseModule;
+  let audit: typeof AuditModule;
+  let session: typeof SessionModule;
+  let nodes: Redis[];
+
+  const releasePath = (resource: string) => `/api/locks/${encodeURIComponent(resource)}/release`;
+  const postRelease = (resource: string, body: unknown, options: Parameters<typeof call>[3] = {}) =>
+    call(release.POST, "POST", releasePath(resource), { body, params: { resource: encodeURIComponent(resource) }, ...options });
+  const holdEverywhere = async (resource: string, value: string, ttlMs = 30_000) => {
+    await Promise.all(nodes.map((n) => n.set(resource, value, "PX", ttlMs)));
+  };
+  const valuesOf = (resource: string) => Promise.all(nodes.map((n) => n.get(resource)));
+  const auditEntries = async (resource: string) => {
+    const res = await call(audit.GET, "GET", `/api/audit?resource=${encodeURIComponent(resource)}&limit=100`, { token: VIEWER_TOKEN });
+    expect(res.status).toBe(200);
+    return (res.body as { entries: AuditEntryBody[] }).entries.filter((e) => e.resource === resource);
+  };
+  const engineValue = (label: string, fence: string | null = null) =>
+    encodeLockValue({ label, host: "worker-7", pid: 4242, fence, acquiredAt: Date.now() });
+
+  beforeAll(async () => {
+    mkdirSync(auditDir, { recursive: true });
+    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_FILE: auditFile, LOCKSCOPE_NODE_TIMEOUT_MS: "200" } });
+    nodes = cluster.clients();
+    release = await import("@/app/api/locks/[resource]/release/route");
+    audit = await import("@/app/api/audit/route");
+    session = await import("@/app/api/session/route");
+  });
+  afterAll(async () => {
+    const { getShutdownHooks } = await import("@/server/shutdown");
+    for (const hook of getShutdownHooks()) await hook.run();
+    await cluster.close();
+    rmSync(auditDir, { recursive: true, force: true });
+  });
+  beforeEach(() => {
+    // A test that broke the audit file puts it back in its finally; make sure regardless.
+    rmSync(auditFile, { recursive: true, force: true, maxRetries: 0 });
+  });
+
+  it("releases with the right token on every node, advances the fence and writes exactly one audit entry", async () => {
+    const resource = "lock:orders/42";
+    const value = engineValue("billing-worker", "7");
+    await holdEverywhere(resource, value);
+    await Promise.all(nodes.map((n) => n.set(`fence:${resource}`, "7")));
+
+    const res = await postRelease(resource, { reason: "stuck after deploy", token: value }, { headers: { "x-lockscope-actor": "alice" } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const body = res.body as { released: boolean; nodes: Array<{ id: string; result: string }>; auditId: string };
+    expect(body.released).toBe(true);
+    expect(body.nodes).toEqual([
+      { id: "node-0", result: "deleted" },
+      { id: "node-1", result: "deleted" },
+      { id: "node-2", result: "deleted" },
+    ]);
+    expect(await valuesOf(resource)).toEqual([null, null, null]);
+    expect(await Promise.all(nodes.map((n) => n.get(`fence:${resource}`)))).toEqual(["8", "8", "8"]);
+
+    const entries = await auditEntries(resource);
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({
+      id: body.auditId,
+      actor: "alice",
+      role: "operator",
+      action: "force-release",
+      resource,
+      token: value,
+      holder: { label: "billing-worker", host: "worker-7", pid: 4242, fence: "7" },
+      reason: "stuck after deploy",
+      outcome: "released",
+      ip: "127.0.0.1",
+    });
+    expect(entries[0]!.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+
+    // The file holds the intent (before) and the outcome (after), fsynced, and never the bearer token.
+    const lines = readFileSync(auditFile, "utf8").trim().split("\n");
+    const forThis = lines.map((l) => JSON.parse(l) as { kind: string; id: string }).filter((r) => r.id === body.auditId);
+    expect(forThis.map((r) => r.kind)).toEqual(["intent", "outcome"]);
+    expect(readFileSync(auditFile, "utf8")).not.toContain(OPERATOR_TOKEN);
+    // Every node's stream took both records.
+    for (const n of nodes) {
+      const rows = await n.xrange("lockscope:audit", "-", "+");
+      expect(rows.filter(([, fields]) => fields[1]?.includes(body.auditId))).toHaveLength(2);
+    }
+  });
+
+  it("aborts the evicted holder's using() signal at once, and its late fenced write loses to the next holder", async () => {
+    const resource = "lock:stock";
+    const redlock = new Redlock(cluster.clients(), { label: "evicted-worker", fenced: true });
+    const successor = new Redlock(cluster.clients(), { label: "next-worker", fenced: true });
+    try {
+      let evictedFence: string | null = null;
+      const holding = redlock.using([resource], 30_000, async (signal, lock) => {
+        evictedFence = lock.fence;
+        // The revocation subscription is the engine's; wait until every node sees a subscriber.
+        for (;;) {
+          const subs = await Promise.all(nodes.map((n) => n.pubsub("NUMSUB", "lockscope:revoked") as Promise<[string, number]>));
+          if (subs.every(([, count]) => count > 0)) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const res = await postRelease(resource, { reason: "holder hung", token: lock.value });
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
+        return (signal.reason as Error).name;
+      });
+      expect(await holding).toBe("LockRevokedError");
+      expect(evictedFence).not.toBeNull();
+
+      const next = await successor.acquire([resource], 30_000);
+      expect(BigInt(next.fence!)).toBeGreaterThan(BigInt(evictedFence!));
+      expect((await fencedWrite(nodes[0]!, "stock:count", next.fence!, { type: "set", value: "from-next" })).applied).toBe(true);
+      const late = await fencedWrite(nodes[0]!, "stock:count", evictedFence!, { type: "set", value: "from-evicted" });
+      expect(late).toMatchObject({ applied: false, reason: "stale-fence" });
+      expect(await nodes[0]!.get("stock:count")).toBe("from-next");
+      await successor.release(next);
+    } finally {
+      await Promise.all([redlock.quit(), successor.quit()]);
+    }
+  });
+
+  it("without a token releases whatever value is held, foreign values included", async () => {
+    const resource = "locks:nightly-report";
+    await holdEverywhere(resource, "python-redlock-3f1a");
+    const res = await postRelease(resource, { reason: "report job crashed" });
+    expect(res.status).toBe(200);
+    expect(await valuesOf(resource)).toEqual([null, null, null]);
+    const [entry] = await auditEntries(resource);
+    expect(entry).toMatchObject({ token: "python-redlock-3f1a", holder: null, outcome: "released" });
+  });
+
+  it("answers 409 with the new holder when the lock changed hands, and deletes nothing", async () => {
+    const resource = "lock:payments";
+    const seen = engineValue("old-holder");
+    const current = engineValue("new-holder");
+    await holdEverywhere(resource, current);
+    const res = await postRelease(resource, { reason: "looked stuck", token: seen });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({
+      error: { code: "conflict", details: { current: { token: current, holder: { label: "new-holder", host: "worker-7", pid: 4242 } } } },
+    });
+    expect((res.body as { error: { message: string } }).error.message).toMatch(/changed hands/);
+    expect(await valuesOf(resource)).toEqual([current, current, current]);
+    expect(await auditEntries(resource)).toHaveLength(0);
+  });
+
+  it("a release racing a re-acquire never deletes the new holder's lock", async () => {
+    const resource = "lock:race";
+    for (let round = 0; round < 40; round++) {
+      const old = engineValue(`old-${round}`);
+      const fresh = engineValue(`new-${round}`);
+      await holdEverywhere(resource, old);
+      // The old holder releases and the next one acquires while the operator's release is in flight.
+      const handOver = Promise.all(
+        nodes.map(async (n, i) => {
+          if ((round + i) % 2 === 0) await new Promise((r) => setImmediate(r));
+          await n.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end return redis.call('SET', KEYS[1], ARGV[2], 'PX', 30000)", 1, resource, old, fresh);
+        }),
+      );
+      const [res] = await Promise.all([postRelease(resource, { reason: "race test", token: old }), handOver]);
+      expect([200, 409]).toContain(res.status);
+      // Whatever the interleaving, the new holder's value is on every node: the release only ever hit `old`.
+      expect(await valuesOf(resource)).toEqual([fresh, fresh, fresh]);
+    }
+  });
+
+  it("refuses non-lock keys with 404 and leaves them untouched", async () => {
+    await Promise.all(nodes.map((n) => n.set("session:abc", "secret")));
+    for (const resource of ["session:abc", "lockscope:audit", "fence:lock:orders/42", "Lock:upper"]) {
+      const res = await postRelease(resource, { reason: "should not work" });
+      expect(res.status).toBe(404);
+      expect((res.body as { error: { message: string } }).error.message).toContain("not a lock key under LOCK_PATTERNS");
+    }
+    expect(await valuesOf("session:abc")).toEqual(["secret", "secret", "secret"]);
+    expect(await nodes[0]!.exists("lockscope:audit")).toBe(1);
+  });
+
+  it("answers 404 when no node holds the lock", async () => {
+    const res = await postRelease("lock:nobody-holds-this", { reason: "cleanup" });
+    expect(res.status).toBe(404);
+    expect((res.body as { error: { message: string } }).error.message).toMatch(/No node holds/);
+  });
+
+  it("needs the operator: 401 without credentials, 403 for a viewer, 403 cross-origin, 403 for a cookie without Origin", async () => {
+    const resource = "lock:guarded";
+    await holdEverywhere(resource, "v1");
+    const anonymous = await postRelease(resource, { reason: "try" }, { token: null });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("www-authenticate")).toMatch(/Bearer/);
+    const viewer = await postRelease(resource, { reason: "try" }, { token: VIEWER_TOKEN });
+    expect(viewer.status).toBe(403);
+    const crossOrigin = await postRelease(resource, { reason: "try" }, { origin: "http://evil.example" });
+    expect(crossOrigin.status).toBe(403);
+    expect((crossOrigin.body as { error: { message: string } }).error.message).toMatch(/Cross-origin/);
+
+    const signIn = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "bob" } });
+    const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+    const noOrigin = await postRelease(resource, { reason: "try" }, { token: null, origin: null, headers: { cookie } });
+    expect(noOrigin.status).toBe(403);
+    const fromBrowser = await postRelease(resource, { reason: "browser release" }, { token: null, headers: { cookie } });
+    expect(fromBrowser.status).toBe(200);
+    const [entry] = await auditEntries(resource);
+    expect(entry).toMatchObject({ actor: "bob", outcome: "released" });
+    expect(await auditEntries("lock:guarded")).toHaveLength(1);
+  });
+
+  it("answers bad input with a 4xx that says what was wrong, touching nothing", async () => {
+    const resource = "lock:validation";
+    await holdEverywhere(resource, "v1");
+    const cases: Array<[Parameters<typeof call>[3], number, RegExp]> = [
+      [{ body: {} }, 422, /reason/],
+      [{ body: { reason: "ok" } }, 422, /at least 3/],
+      [{ body: { reason: "x".repeat(501) } }, 422, /at most 500/],
+      [{ body: { reason: 42 } }, 422, /reason/],
+      [{ body: { reason: "valid reason", force: true } }, 422, /force/],
+      [{ body: { reason: "valid reason", token: 7 } }, 422, /token/],
+      [{ body: { reason: "valid reason", token: "" } }, 422, /token/],
+      [{ body: { reason: "bell\u0007" } }, 422, /control/],
+      [{ body: ["reason"] }, 422, /object/],
+      [{ rawBody: "{\"reason\":" }, 400, /not valid JSON/],
+      [{ rawBody: "" }, 400, /empty/],
+      [{ rawBody: JSON.stringify({ reason: "x".repeat(17_000) }) }, 413, /KiB/],
+      [{ rawBody: "reason=hi", headers: { "content-type": "application/x-www-form-urlencoded" } }, 415, /JSON/],
+    ];
+    for (const [options, status, message] of cases) {
+      const res = await postRelease(resource, undefined, options);
+      expect(res.status, JSON.stringify(options).slice(0, 120)).toBe(status);
+      expect((res.body as { error: { message: string } }).error.message).toMatch(message);
+    }
+    const badEncoding = await call(release.POST, "POST", "/api/locks/lock%3Avalidation%E0%A4%A/release", {
+      body: { reason: "valid reason" },
+      params: { resource: "lock%3Avalidation%E0%A4%A" },
+    });
+    expect(badEncoding.status).toBe(400);
+    expect((badEncoding.body as { error: { message: string } }).error.message).toMatch(/URL encoding/);
+    const tooLong = await postRelease(`lock:${"x".repeat(1100)}`, { reason: "valid reason" });
+    expect(tooLong.status).toBe(400);
+    expect(await valuesOf(resource)).toEqual(["v1", "v1", "v1"]);
+    expect(await auditEntries(resource)).toHaveLength(0);
+  });
+
+  it("refuses with 503 and deletes nothing when the audit file cannot be written", async () => {
+    const resource = "lock:no-file";
+    await holdEverywhere(resource, "v1");
+    mkdirSync(auditFile, { recursive: true }); // a folder where the file should be: every append fails
+    try {
+      const res = await postRelease(resource, { reason: "disk trouble" });
+      expect(res.status).toBe(503);
+      expect((res.body as { error: { message: string } }).error.message).toMatch(/audit file could not be written.*EISDIR|nothing was deleted/);
+      expect(await valuesOf(resource)).toEqual(["v1", "v1", "v1"]);
+      // The stream did take the intent: it is closed as refused, never left pending or shown as released.
+      const [entry] = await auditEntries(resource);
+      expect(entry).toMatchObject({ outcome: "refused" });
+    } finally {
+      rmSync(auditFile, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses with 503 and deletes nothing when the audit stream cannot reach a quorum", async () => {
+    const resource = "lock:no-quorum";
+    await holdEverywhere(resource, "v1");
+    cluster.pause(1);
+    cluster.pause(2);
+    try {
+      const res = await postRelease(resource, { reason: "majority down" });
+      expect(res.status).toBe(503);
+      expect((res.body as { error: { message: string } }).error.message).toMatch(/reached 1 of the 2 nodes/);
+    } finally {
+      cluster.resume(1);
+      cluster.resume(2);
+    }
+    expect(await valuesOf(resource)).toEqual(["v1", "v1", "v1"]);
+  });
+
+  it("with the audit stream's nodes down and the file unwritable, nothing is deleted", async () => {
+    const resource = "lock:no-audit";
+    await holdEverywhere(resource, "v1");
+    mkdirSync(auditFile, { recursive: true });
+    cluster.pause(0);
+    cluster.pause(1);
+    try {
+      const res = await postRelease(resource, { reason: "everything is down" });
+      expect(res.status).toBe(503);
+      expect((res.body as { error: { message: string } }).error.message).toMatch(/stream.*and the audit file/);
+    } finally {
+      cluster.resume(0);
+      cluster.resume(1);
+      rmSync(auditFile, { recursive: true, force: true });
+    }
+    expect(await valuesOf(resource)).toEqual(["v1", "v1", "v1"]);
+  });
+
+  it("still releases with one node down (the audit quorum holds) and reports that node's error", async () => {
+    const resource = "lock:one-down";
+    await holdEverywhere(resource, "v1");
+    cluster.pause(2);
+    try {
+      const res = await postRelease(resource, { reason: "node 2 is flaky", token: "v1" });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect((res.body as { nodes: Array<{ result: string }> }).nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "error"]);
+    } finally {
+      cluster.resume(2);
+    }
+    const [entry] = await auditEntries(resource);
+    expect(entry?.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "error"]);
+  });
+});
