@@ -1,46 +1,330 @@
 import "server-only";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import packageJson from "@/package.json";
+import { getConfig } from "./config";
 import { singleton } from "./global";
 
 /**
- * One registry per process, kept on globalThis, with get-or-create metrics: hot reload and the separate
- * route bundles never hit prom-client's "already registered".
+ * The console's metrics: one prom-client registry per process, kept on globalThis, with get-or-create
+ * metrics, so hot reload and the separate route bundles never hit prom-client's "already registered".
+ *
+ * Every metric the console exports is declared in `METRIC_CATALOG` below, with the label values known in
+ * advance, and registered (at 0) as soon as the registry exists: a counter that first appears at 1 is a
+ * step `rate()` never sees. Other parts of the console still call `counter()`/`gauge()`/`histogram()`
+ * with the same name, help and labels and get the declared metric back.
+ *
+ * Label rule: no label ever holds a lock key. Per-group breakdowns go through `metricGroup()`.
  */
+
+export type MetricType = "counter" | "gauge" | "histogram";
+
+export interface MetricDefinition {
+  name: string;
+  type: MetricType;
+  help: string;
+  labels: readonly string[];
+  buckets?: readonly number[];
+  /**
+   * Label values known in advance, per label; every combination is initialised at 0. A label missing
+   * here (node ids, groups, routes) is initialised when its values become known.
+   */
+  known?: Readonly<Record<string, readonly string[]>>;
+}
+
+export const LOCK_STATES = ["held", "partial", "elapsed", "released", "expired", "force-released"] as const;
+export const LOCK_EVENT_TYPES = ["acquired", "extended", "released", "expired", "evicted", "force-released"] as const;
+export const ATTEMPT_RESULTS = ["acquired", "conflict", "nodes-failed", "validity"] as const;
+export const ENGINE_OPERATIONS = ["acquire", "commit-fence", "release", "extend", "leave-queue", "subscribe"] as const;
+export const NOTIFICATION_STATUSES = ["on", "enabled-by-console", "unavailable"] as const;
+/** Keyspace event names counted by name; any other is counted as `other` (the label set stays closed). */
+export const KEYSPACE_EVENTS = ["set", "del", "expire", "expired", "evicted", "persist", "rename_from", "rename_to", "hset", "hdel", "new"] as const;
+export const LAB_STRATEGIES = ["none", "naive", "redlock", "redlock-fenced", "atomic"] as const;
+export const LAB_STATUSES = ["done", "cancelled", "failed"] as const;
+export const AUDIT_SINKS = ["file"] as const;
+export const AUDIT_OUTCOMES = ["ok", "error"] as const;
+export const FORCE_RELEASE_OUTCOMES = ["released", "absent", "mismatch", "refused", "error"] as const;
+
+/** Seconds from a millisecond up to half a minute: how long a caller waited for a lock. */
+const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Seconds from 10 ms to an hour: how long a lock was held. */
+const HOLD_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+/** Validity left at release; the negative buckets are releases after the lock had already expired. */
+const MARGIN_BUCKETS = [-1, -0.1, 0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricDefinition[]>([
+  // The console itself.
+  { name: "lockscope_build_info", type: "gauge", help: "Always 1; labels say which console version runs.", labels: ["version"] },
+  { name: "lockscope_http_requests_total", type: "counter", help: "HTTP requests answered, by route pattern, method and status.", labels: ["route", "method", "status"] },
+  {
+    name: "lockscope_http_request_duration_seconds",
+    type: "histogram",
+    help: "Time to produce an HTTP response (for streams: until the stream opened).",
+    labels: ["route", "method"],
+    buckets: HTTP_BUCKETS,
+  },
+  { name: "lockscope_sse_clients", type: "gauge", help: "Browser live streams (Server-Sent Events) open now.", labels: [] },
+  {
+    name: "lockscope_audit_writes_total",
+    type: "counter",
+    help: "Audit log writes, by sink and outcome; an error means the action it recorded was refused.",
+    labels: ["sink", "outcome"],
+    known: { sink: AUDIT_SINKS, outcome: AUDIT_OUTCOMES },
+  },
+  {
+    name: "lockscope_force_releases_total",
+    type: "counter",
+    help: "Force releases asked for by operators, by outcome.",
+    labels: ["outcome"],
+    known: { outcome: FORCE_RELEASE_OUTCOMES },
+  },
+  {
+    name: "lockscope_lab_runs_total",
+    type: "counter",
+    help: "Contention lab runs finished, by locking strategy and final status.",
+    labels: ["strategy", "status"],
+    known: { strategy: LAB_STRATEGIES, status: LAB_STATUSES },
+  },
+  {
+    name: "lockscope_lab_lost_updates_total",
+    type: "counter",
+    help: "Units sold twice in contention lab runs (lost updates), by locking strategy.",
+    labels: ["strategy"],
+    known: { strategy: LAB_STRATEGIES },
+  },
+
+  // The lock engine, from the events of the console's own Redlock instances.
+  {
+    name: "lockscope_redlock_acquire_attempts_total",
+    type: "counter",
+    help: "Lock acquisition attempts by the console's Redlock engine, by lock group and result.",
+    labels: ["group", "result"],
+  },
+  { name: "lockscope_redlock_acquire_wait_seconds", type: "histogram", help: "Time from asking for a lock to holding it.", labels: [], buckets: WAIT_BUCKETS },
+  { name: "lockscope_redlock_hold_seconds", type: "histogram", help: "Time a lock was held, from acquisition to release.", labels: [], buckets: HOLD_BUCKETS },
+  {
+    name: "lockscope_redlock_extensions_total",
+    type: "counter",
+    help: "Lock extensions by the engine, by result (ok or failed).",
+    labels: ["result"],
+    known: { result: ["ok", "failed"] },
+  },
+  { name: "lockscope_redlock_locks_lost_total", type: "counter", help: "Locks lost before their holder released them, by lock group.", labels: ["group"] },
+  {
+    name: "lockscope_redlock_release_validity_margin_seconds",
+    type: "histogram",
+    help: "Validity left when a lock was released; below zero the holder worked past its lock.",
+    labels: [],
+    buckets: MARGIN_BUCKETS,
+  },
+  {
+    name: "lockscope_redlock_node_errors_total",
+    type: "counter",
+    help: "Errors from a lock node during an engine operation, by node and operation.",
+    labels: ["node", "operation"],
+    known: { operation: ENGINE_OPERATIONS },
+  },
+
+  // The keyspace watcher (live view): what it sees on the lock nodes.
+  { name: "lockscope_locks_held", type: "gauge", help: "Locks the console knows of, by state (held counts the quorum-held ones).", labels: ["state"], known: { state: LOCK_STATES } },
+  {
+    name: "lockscope_lock_oldest_held_acquired_timestamp_seconds",
+    type: "gauge",
+    help: "Acquisition time (Unix seconds) of the lock held longest now; 0 when none is held.",
+    labels: [],
+  },
+  {
+    name: "lockscope_lock_events_total",
+    type: "counter",
+    help: "Lock lifecycle events seen on the lock nodes, by type.",
+    labels: ["type"],
+    known: { type: LOCK_EVENT_TYPES },
+  },
+  {
+    name: "lockscope_lock_contention_events_total",
+    type: "counter",
+    help: "Failed acquisition attempts published by lock engines (contention telemetry), by lock group.",
+    labels: ["group"],
+  },
+  {
+    name: "lockscope_keyspace_events_total",
+    type: "counter",
+    help: "Keyspace notifications received on lock keys, by node and event.",
+    labels: ["node", "event"],
+    known: { event: [...KEYSPACE_EVENTS, "other"] },
+  },
+  { name: "lockscope_watcher_reconnects_total", type: "counter", help: "Keyspace subscriber reconnections, by node.", labels: ["node"] },
+  {
+    name: "lockscope_watcher_gaps_total",
+    type: "counter",
+    help: "Times the watcher missed events (subscriber down) and reconciled with a SCAN, by node.",
+    labels: ["node"],
+  },
+  { name: "lockscope_watcher_connected", type: "gauge", help: "1 when the node's keyspace subscriber is connected.", labels: ["node"] },
+  {
+    name: "lockscope_watcher_last_event_timestamp_seconds",
+    type: "gauge",
+    help: "When the node's subscriber last received a notification (Unix seconds); 0 before the first.",
+    labels: ["node"],
+  },
+  { name: "lockscope_node_up", type: "gauge", help: "1 when the lock node answers PING within the node timeout.", labels: ["node"] },
+  { name: "lockscope_node_latency_seconds", type: "gauge", help: "PING round trip to the lock node at the last scrape; absent while it is down.", labels: ["node"] },
+  {
+    name: "lockscope_node_notifications",
+    type: "gauge",
+    help: "Keyspace notification status per node: 1 for the current status, 0 for the others.",
+    labels: ["node", "status"],
+    known: { status: NOTIFICATION_STATUSES },
+  },
+  { name: "lockscope_quorum_size", type: "gauge", help: "Nodes that must agree for a Redlock lock (floor(N/2)+1).", labels: [] },
+  { name: "lockscope_nodes", type: "gauge", help: "Lock nodes configured.", labels: [] },
+])
+
+const catalogByName = new Map(METRIC_CATALOG.map((d) => [d.name, d]));
+
+/** Every combination of the known label values (labels without known values are left out). */
+function knownCombinations(definition: MetricDefinition, extra: Readonly<Record<string, readonly string[]>> = {}): Array<Record<string, string>> | null {
+  const known = { ...definition.known, ...extra };
+  if (definition.labels.length === 0) return null;
+  if (!definition.labels.every((l) => (known[l]?.length ?? 0) > 0)) return null;
+  let combos: Array<Record<string, string>> = [{}];
+  for (const label of definition.labels) {
+    const values = known[label] ?? [];
+    combos = combos.flatMap((c) => values.map((v) => ({ ...c, [label]: v })));
+  }
+  return combos;
+}
+
+function create(registry: Registry, d: MetricDefinition): Metric {
+  const common = { name: d.name, help: d.help, labelNames: [...d.labels], registers: [registry] };
+  if (d.type === "counter") return new Counter(common);
+  if (d.type === "gauge") return new Gauge(common);
+  return new Histogram({ ...common, buckets: [...(d.buckets ?? [])] });
+}
+
+/** Sets every known label combination to 0 (counters and histograms: creates the series). */
+function initialise(metric: Metric, definition: MetricDefinition, extra?: Readonly<Record<string, readonly string[]>>): void {
+  const combos = knownCombinations(definition, extra);
+  if (!combos) return;
+  for (const labels of combos) {
+    if (metric instanceof Counter) metric.inc(labels, 0);
+    else if (metric instanceof Gauge) metric.inc(labels, 0);
+    else if (metric instanceof Histogram) metric.zero(labels);
+  }
+}
+
 export function getRegistry(): Registry {
   return singleton("metrics-registry", () => {
     const registry = new Registry();
     collectDefaultMetrics({ register: registry, prefix: "lockscope_" });
+    // prom-client names these gauges `_total`, a suffix Prometheus reserves for counters (`promtool check
+    // metrics` refuses them); their per-type breakdowns (`lockscope_nodejs_active_handles{type}` …) stay.
+    for (const name of ["handles", "requests", "resources"]) registry.removeSingleMetric(`lockscope_nodejs_active_${name}_total`);
+    for (const definition of METRIC_CATALOG) initialise(create(registry, definition), definition);
+    (registry.getSingleMetric("lockscope_build_info") as Gauge<"version">).set({ version: packageJson.version }, 1);
     return registry;
   });
 }
 
-function getOrCreate<T extends Metric>(name: string, create: (registry: Registry) => T): T {
+function sameLabels(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((l, i) => l === b[i]);
+}
+
+function getOrCreate<T extends Metric>(name: string, type: MetricType, labels: readonly string[], make: (registry: Registry) => T): T {
   const registry = getRegistry();
   const existing = registry.getSingleMetric(name);
+  const declared = catalogByName.get(name);
+  if (declared && (declared.type !== type || !sameLabels(declared.labels, labels))) {
+    // A programming error: the caller and the catalog disagree, and prom-client would throw on the
+    // first inc() with a less helpful message.
+    throw new Error(`Metric ${name} is declared in server/metrics.ts as a ${declared.type} with labels [${declared.labels.join(", ")}]; asked for a ${type} with [${labels.join(", ")}].`);
+  }
   if (existing) return existing as T;
-  return create(registry);
+  return make(registry);
 }
 
 export function counter<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
-  return getOrCreate(name, (registry) => new Counter<L>({ name, help, labelNames, registers: [registry] }));
+  return getOrCreate(name, "counter", labelNames, (registry) => new Counter<L>({ name, help, labelNames, registers: [registry] }));
 }
 
 export function gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
-  return getOrCreate(name, (registry) => new Gauge<L>({ name, help, labelNames, registers: [registry] }));
+  return getOrCreate(name, "gauge", labelNames, (registry) => new Gauge<L>({ name, help, labelNames, registers: [registry] }));
 }
 
 export function histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]): Histogram<L> {
-  return getOrCreate(name, (registry) => new Histogram<L>({ name, help, labelNames, buckets, registers: [registry] }));
+  return getOrCreate(name, "histogram", labelNames, (registry) => new Histogram<L>({ name, help, labelNames, buckets, registers: [registry] }));
+}
+
+/** The declared metric of the catalog, typed by its labels. */
+export function declared<L extends string = string>(name: string): Counter<L> & Gauge<L> & Histogram<L> {
+  const metric = getRegistry().getSingleMetric(name);
+  if (!metric || !catalogByName.has(name)) throw new Error(`Metric ${name} is not in the catalog of server/metrics.ts.`);
+  return metric as Counter<L> & Gauge<L> & Histogram<L>;
+}
+
+/**
+ * Initialises the series of a metric for label values learnt at run time (node ids, a new group), once
+ * per value, so their first increment is visible to `rate()`.
+ */
+export function initialiseFor(name: string, values: Readonly<Record<string, readonly string[]>>): void {
+  const definition = catalogByName.get(name);
+  const metric = getRegistry().getSingleMetric(name);
+  if (!definition || !metric) return;
+  const seen = singleton("metrics-initialised", () => new Set<string>());
+  const key = `${name}|${JSON.stringify(values)}`;
+  if (seen.has(key)) return;
+  seen.add(key);
+  initialise(metric, definition, values);
 }
 
 /** Called by the route wrapper for every request; `route` is the route's pattern, never a lock key. */
 export function observeHttpRequest(route: string, method: string, status: number, seconds: number): void {
   const labels = { route, method, status: String(status) };
   counter("lockscope_http_requests_total", "HTTP requests answered, by route pattern, method and status.", ["route", "method", "status"]).inc(labels);
-  histogram(
-    "lockscope_http_request_duration_seconds",
-    "Time to produce an HTTP response (for streams: until the stream opened).",
-    ["route", "method"],
-    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-  ).observe({ route, method }, seconds);
+  histogram("lockscope_http_request_duration_seconds", "Time to produce an HTTP response (for streams: until the stream opened).", ["route", "method"], HTTP_BUCKETS).observe(
+    { route, method },
+    seconds,
+  );
+}
+
+/** The group of lock keys beyond the cap, without a match, or when grouping is off. */
+export const OTHER_GROUP = "other";
+const MAX_GROUP_LENGTH = 64;
+
+/**
+ * Which group a lock key counts under in metric labels: the first capture group of
+ * `METRICS_GROUP_PATTERN` (`lock:orders/42` → `lock:orders` by default). At most `METRICS_MAX_GROUPS`
+ * distinct groups per process; every key beyond them, or matching nothing, is `other`. This keeps the
+ * number of series bounded however many distinct keys the nodes see.
+ */
+export class GroupLimiter {
+  private readonly groups = new Set<string>();
+  constructor(
+    private readonly pattern: RegExp,
+    private readonly maxGroups: number,
+  ) {}
+
+  groupOf(resource: string): string {
+    const match = this.pattern.exec(resource);
+    const group = match ? (match[1] ?? match[0]) : "";
+    if (group === "" || group.length > MAX_GROUP_LENGTH || group === OTHER_GROUP) return OTHER_GROUP;
+    if (this.groups.has(group)) return group;
+    if (this.groups.size >= this.maxGroups) return OTHER_GROUP;
+    this.groups.add(group);
+    return group;
+  }
+
+  get size(): number {
+    return this.groups.size;
+  }
+}
+
+export function metricGroup(resource: string): string {
+  const limiter = singleton("metrics-groups", () => {
+    const config = getConfig();
+    // A global or sticky flag would make `exec` stateful across calls.
+    const pattern = new RegExp(config.metricsGroupPattern.source, config.metricsGroupPattern.flags.replace(/[gy]/g, ""));
+    return new GroupLimiter(pattern, config.metricsMaxGroups);
+  });
+  return limiter.groupOf(resource);
 }

@@ -1,0 +1,94 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { getRegistry } from "@/server/metrics";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const read = (file: string) => readFileSync(path.join(ROOT, file), "utf8");
+
+interface Target {
+  expr?: string;
+  refId?: string;
+}
+interface Panel {
+  id: number;
+  type: string;
+  title: string;
+  targets?: Target[];
+  panels?: Panel[];
+  gridPos?: { h: number; w: number; x: number; y: number };
+}
+interface Dashboard {
+  uid: string;
+  title: string;
+  panels: Panel[];
+  templating: { list: Array<{ name: string; query?: unknown }> };
+}
+
+/** The series names a PromQL expression or ops file refers to (histograms through their _bucket/_sum/_count). */
+function metricNames(text: string): string[] {
+  const names = new Set<string>();
+  for (const [name] of text.matchAll(/\blockscope_[a-z0-9_]+/g)) names.add(name.replace(/_(bucket|sum|count)$/, ""));
+  return [...names].sort();
+}
+
+async function exportedNames(): Promise<Set<string>> {
+  const metrics = await getRegistry().getMetricsAsJSON();
+  return new Set(metrics.map((m) => m.name));
+}
+
+describe("the Grafana dashboard", () => {
+  const dashboard = JSON.parse(read("ops/grafana/lockscope.json")) as Dashboard;
+  const panels = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
+
+  it("is a dashboard with a stable uid, panels with unique ids and a query on every graph", () => {
+    expect(dashboard.uid).toBe("lockscope");
+    expect(dashboard.title).toMatch(/Lockscope/);
+    const ids = panels.map((p) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const panel of panels.filter((p) => p.type !== "row")) {
+      expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
+      for (const target of panel.targets ?? []) expect(target.expr, panel.title).toMatch(/lockscope_|time\(\)/);
+      expect(panel.gridPos).toBeDefined();
+    }
+    expect(dashboard.templating.list.map((v) => v.name)).toEqual(["datasource", "instance"]);
+  });
+
+  it("queries only metrics the console exports", async () => {
+    const exported = await exportedNames();
+    const queried = metricNames(panels.flatMap((p) => p.targets ?? []).map((t) => t.expr ?? "").join("\n"));
+    expect(queried.length).toBeGreaterThan(20);
+    expect(queried.filter((name) => !exported.has(name))).toEqual([]);
+  });
+
+  it("shows the locks, the nodes, the engine and the console", () => {
+    const queried = metricNames(read("ops/grafana/lockscope.json"));
+    for (const name of [
+      "lockscope_locks_held",
+      "lockscope_node_up",
+      "lockscope_lock_contention_events_total",
+      "lockscope_redlock_acquire_attempts_total",
+      "lockscope_redlock_hold_seconds",
+      "lockscope_http_requests_total",
+      "lockscope_lab_lost_updates_total",
+    ]) {
+      expect(queried).toContain(name);
+    }
+  });
+});
+
+describe("the alert rules", () => {
+  it("name only metrics the console exports", async () => {
+    const exported = await exportedNames();
+    const named = metricNames(read("ops/prometheus/alerts.yml"));
+    expect(named.length).toBeGreaterThan(8);
+    expect(named.filter((name) => !exported.has(name))).toEqual([]);
+  });
+
+  it("have a unit test in alerts.test.yml for every alert", () => {
+    const alerts = [...read("ops/prometheus/alerts.yml").matchAll(/^\s*- alert: (\S+)$/gm)].map((m) => m[1]);
+    const tested = new Set([...read("ops/prometheus/alerts.test.yml").matchAll(/alertname: (\S+)$/gm)].map((m) => m[1]));
+    expect(alerts.length).toBeGreaterThanOrEqual(8);
+    expect(alerts.filter((a) => !tested.has(a))).toEqual([]);
+  });
+});
