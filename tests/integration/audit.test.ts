@@ -1,0 +1,212 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as AuditModule from "@/app/api/audit/route";
+import type * as ExportModule from "@/app/api/audit/export/route";
+import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
+import type * as LogModule from "@/server/audit/log";
+import type { AuditEntry } from "@/server/audit/types";
+import type { TestCluster } from "../support/redis";
+import { call, setUpConsole, VIEWER_TOKEN } from "../support/console";
+
+interface Page {
+  entries: AuditEntry[];
+  next: string | null;
+  source: "stream" | "file";
+}
+
+describe("audit log", () => {
+  let cluster: TestCluster;
+  let nodes: Redis[];
+  let auditRoute: typeof AuditModule;
+  let exportRoute: typeof ExportModule;
+  let release: typeof ReleaseModule;
+  let logModule: typeof LogModule;
+  let dir: string;
+  const released: string[] = [];
+
+  const getPage = async (query: string, token: string | null = VIEWER_TOKEN) => {
+    const res = await call(auditRoute.GET, "GET", `/api/audit${query}`, { token });
+    return { status: res.status, body: res.body as Page & { error?: { message: string } } };
+  };
+  const releaseAs = async (resource: string, actor: string, reason: string) => {
+    await Promise.all(nodes.map((n) => n.set(resource, `value-of-${resource}`, "PX", 30_000)));
+    const res = await call(release.POST, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, {
+      params: { resource: encodeURIComponent(resource) },
+      body: { reason },
+      headers: { "x-lockscope-actor": actor },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    released.push((res.body as { auditId: string }).auditId);
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-audit-"));
+    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_FILE: path.join(dir, "audit.jsonl"), LOCKSCOPE_NODE_TIMEOUT_MS: "200" } });
+    nodes = cluster.clients();
+    auditRoute = await import("@/app/api/audit/route");
+    exportRoute = await import("@/app/api/audit/export/route");
+    release = await import("@/app/api/locks/[resource]/release/route");
+    logModule = await import("@/server/audit/log");
+    await releaseAs("lock:orders/1", "alice", "stuck after deploy");
+    await releaseAs("lock:orders/2", "bob", "=HYPERLINK(\"http://evil\")");
+    await releaseAs("locks:billing", "alice", "billing cron hung");
+    await releaseAs("lock:orders/3", "carol", "holder OOM-killed");
+    await releaseAs("lock:inventory", "bob", "manual cleanup, ticket #81");
+  });
+  afterAll(async () => {
+    const { getShutdownHooks } = await import("@/server/shutdown");
+    for (const hook of getShutdownHooks()) await hook.run();
+    await cluster.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("lists entries newest first and pages through them with `next`", async () => {
+    const seen: string[] = [];
+    let query = "?limit=2";
+    for (;;) {
+      const { status, body } = await getPage(query);
+      expect(status).toBe(200);
+      expect(body.source).toBe("stream");
+      expect(body.entries.length).toBeLessThanOrEqual(2);
+      seen.push(...body.entries.map((e) => e.id));
+      if (!body.next) break;
+      query = `?limit=2&before=${body.next}`;
+    }
+    expect(seen).toEqual([...released].reverse());
+  });
+
+  it("filters by resource, actor and time range", async () => {
+    const byResource = await getPage("?resource=ORDERS");
+    expect(byResource.body.entries.map((e) => e.resource)).toEqual(["lock:orders/3", "lock:orders/2", "lock:orders/1"]);
+    const byActor = await getPage("?actor=bob");
+    expect(byActor.body.entries.map((e) => e.resource)).toEqual(["lock:inventory", "lock:orders/2"]);
+    const both = await getPage("?actor=alice&resource=billing");
+    expect(both.body.entries.map((e) => e.reason)).toEqual(["billing cron hung"]);
+
+    const third = Number(released[2]!.slice(0, 13));
+    const fromThird = await getPage(`?from=${third}`);
+    expect(fromThird.body.entries.every((e) => e.at >= third)).toBe(true);
+    expect(fromThird.body.entries.map((e) => e.id)).toContain(released[2]);
+    const untilThird = await getPage(`?to=${new Date(third).toISOString()}`);
+    expect(untilThird.body.entries.every((e) => e.at < third)).toBe(true);
+    const future = await getPage(`?from=${Date.now() + 3_600_000}`);
+    expect(future.body.entries).toEqual([]);
+  });
+
+  it("shows each entry's per-node outcome", async () => {
+    const { body } = await getPage("?resource=lock:inventory");
+    expect(body.entries[0]).toMatchObject({
+      actor: "bob",
+      outcome: "released",
+      nodes: [
+        { id: "node-0", result: "deleted" },
+        { id: "node-1", result: "deleted" },
+        { id: "node-2", result: "deleted" },
+      ],
+    });
+  });
+
+  it("exports CSV (formula cells neutralised) and JSON", async () => {
+    const csv = await call(exportRoute.GET, "GET", "/api/audit/export?format=csv", { token: VIEWER_TOKEN });
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get("content-type")).toMatch(/text\/csv/);
+    expect(csv.headers.get("content-disposition")).toMatch(/attachment; filename="lockscope-audit-.*\.csv"/);
+    const lines = (csv.body as string).trim().split("\r\n");
+    expect(lines[0]).toBe("id,time,actor,role,action,resource,holder,fence,token,reason,outcome,nodes,ip,userAgent");
+    expect(lines).toHaveLength(released.length + 1);
+    expect(csv.body as string).toContain(`"'=HYPERLINK(""http://evil"")"`);
+    expect(csv.body as string).toContain("node-0=deleted node-1=deleted node-2=deleted");
+
+    const json = await call(exportRoute.GET, "GET", "/api/audit/export?format=json&actor=alice", { token: VIEWER_TOKEN });
+    expect(json.status).toBe(200);
+    const body = json.body as { entries: AuditEntry[]; truncated: boolean };
+    expect(body.truncated).toBe(false);
+    expect(body.entries.map((e) => e.reason)).toEqual(["billing cron hung", "stuck after deploy"]);
+  });
+
+  it("needs a viewer to read, and refuses bad queries with a 400 that names the problem", async () => {
+    expect((await getPage("", null)).status).toBe(401);
+    const cases: Array<[string, RegExp]> = [
+      ["?limit=0", /at least 1/],
+      ["?limit=501", /at most 500/],
+      ["?limit=ten", /whole number/],
+      ["?before=yesterday", /entry id/],
+      ["?from=last-week", /epoch milliseconds or an ISO date/],
+      ["?from=2000&to=1000", /`from` must be before `to`/],
+      ["?page=2", /unknown field.*page/],
+      ["?limit=1&limit=2", /more than once/],
+      [`?resource=${"x".repeat(1100)}`, /at most 1024/],
+    ];
+    for (const [query, message] of cases) {
+      const { status, body } = await getPage(query);
+      expect(status, query).toBe(400);
+      expect(body.error?.message, query).toMatch(message);
+    }
+    const exportBad = await call(exportRoute.GET, "GET", "/api/audit/export?format=xml", { token: VIEWER_TOKEN });
+    expect(exportBad.status).toBe(400);
+  });
+
+  it("reads this console's file when no node answers", async () => {
+    for (let i = 0; i < 3; i++) cluster.pause(i);
+    try {
+      const { status, body } = await getPage("?limit=100");
+      expect(status).toBe(200);
+      expect(body.source).toBe("file");
+      expect(body.entries.map((e) => e.id)).toEqual([...released].reverse());
+      expect(body.entries.every((e) => e.outcome === "released")).toBe(true);
+    } finally {
+      for (let i = 0; i < 3; i++) cluster.resume(i);
+    }
+  });
+
+  it("stays complete when two console instances write at once, across many pages of stream", async () => {
+    const { getNodes } = await import("@/server/nodes");
+    const instanceA = new logModule.AuditLog(getNodes(), path.join(dir, "a.jsonl"), 200);
+    const instanceB = new logModule.AuditLog(getNodes(), path.join(dir, "b.jsonl"), 200);
+    const { newAuditId } = await import("@/server/audit/records");
+    const intent = (n: number): AuditEntry => ({
+      id: newAuditId(),
+      at: Date.now(),
+      actor: `bulk-${n % 2 === 0 ? "a" : "b"}`,
+      role: "operator",
+      action: "force-release",
+      resource: `lock:bulk/${n}`,
+      token: null,
+      holder: null,
+      reason: "bulk test",
+      outcome: "pending",
+      nodes: [],
+      ip: "127.0.0.1",
+      userAgent: null,
+    });
+    // 2 x 160 releases, intents and outcomes interleaved: 640 stream records, more than one read chunk.
+    const ids = new Set<string>();
+    await Promise.all(
+      [instanceA, instanceB].map(async (log, k) => {
+        for (let i = 0; i < 160; i++) {
+          const entry = intent(i * 2 + k);
+          ids.add(entry.id);
+          await log.recordIntent(entry);
+          if (i % 10 !== 0) await log.recordOutcome(entry.id, "released", [{ id: "node-0", result: "deleted" }]);
+        }
+      }),
+    );
+    expect(ids.size).toBe(320);
+    const seen: AuditEntry[] = [];
+    let query = "?limit=100&resource=lock:bulk/";
+    for (;;) {
+      const { body } = await getPage(query);
+      seen.push(...body.entries);
+      if (!body.next) break;
+      query = `?limit=100&resource=lock:bulk/&before=${body.next}`;
+    }
+    expect(seen).toHaveLength(320);
+    expect(new Set(seen.map((e) => e.id))).toEqual(ids);
+    const sorted = [...seen].sort((a, b) => (a.id < b.id ? 1 : -1));
+    expect(seen.map((e) => e.id)).toEqual(sorted.map((e) => e.id));
+    expect(seen.filter((e) => e.outcome === "pending")).toHaveLength(32);
+  });
+});
