@@ -1,0 +1,120 @@
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import type * as AuthModule from "@/server/auth";
+import type { ApiError } from "@/server/errors";
+
+const OPERATOR = "unit-operator-token-0123456789";
+const VIEWER = "unit-viewer-token-0123456789ab";
+
+/** Drops what a previous test file may have left on globalThis, so the configuration is read afresh. */
+function resetGlobals(): void {
+  const store = globalThis as unknown as Record<symbol, unknown>;
+  for (const name of ["config", "secrets", "sign-in-limiter", "launcher-config"]) delete store[Symbol.for(`lockscope.${name}`)];
+}
+
+function thrown(fn: () => unknown): ApiError {
+  try {
+    fn();
+  } catch (error) {
+    return error as ApiError;
+  }
+  throw new Error("expected a throw");
+}
+
+describe("authentication", () => {
+  let auth: typeof AuthModule;
+
+  beforeAll(async () => {
+    resetGlobals();
+    Object.assign(process.env, {
+      LOCKSCOPE_OPERATOR_TOKEN: OPERATOR,
+      LOCKSCOPE_VIEWER_TOKEN: VIEWER,
+      LOCKSCOPE_SESSION_SECRET: "unit-session-secret-0123456789",
+      LOCKSCOPE_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "lockscope-auth-")),
+    });
+    delete process.env.LOCKSCOPE_PUBLIC_ORIGIN;
+    auth = await import("@/server/auth");
+  });
+
+  it("compares tokens exactly, whatever their lengths", () => {
+    expect(auth.tokensEqual(OPERATOR, OPERATOR)).toBe(true);
+    expect(auth.tokensEqual(`${OPERATOR}x`, OPERATOR)).toBe(false);
+    expect(auth.tokensEqual(OPERATOR.slice(0, -1), OPERATOR)).toBe(false);
+    expect(auth.tokensEqual("", OPERATOR)).toBe(false);
+    expect(auth.roleForToken(OPERATOR)).toBe("operator");
+    expect(auth.roleForToken(VIEWER)).toBe("viewer");
+    expect(auth.roleForToken("guess")).toBeNull();
+  });
+
+  it("authenticates bearer tokens, refuses a wrong one with 401 and never falls back to open reading", () => {
+    const bearer = (token: string) => new Headers({ authorization: `Bearer ${token}` });
+    expect(auth.authenticate(bearer(OPERATOR))).toMatchObject({ role: "operator", via: "bearer" });
+    expect(auth.authenticate(new Headers({ authorization: `Bearer ${VIEWER}`, "x-lockscope-actor": "dana" }))).toMatchObject({ role: "viewer", actor: "dana" });
+    expect(thrown(() => auth.authenticate(bearer("wrong-token"))).status).toBe(401);
+    expect(thrown(() => auth.authenticate(new Headers({ authorization: "Basic abc" }))).status).toBe(401);
+    // A viewer token is configured: no credentials means nobody.
+    expect(auth.authenticate(new Headers())).toBeNull();
+  });
+
+  it("checks roles: 401 without a principal, 403 for a viewer acting as operator", () => {
+    expect(thrown(() => auth.requireRole(null, "viewer")).status).toBe(401);
+    expect(thrown(() => auth.requireRole({ role: "viewer", actor: "v", via: "bearer" }, "operator")).status).toBe(403);
+    expect(thrown(() => auth.requireRole({ role: "viewer", actor: "anonymous", via: "open" }, "operator")).status).toBe(401);
+    expect(auth.requireRole({ role: "operator", actor: "o", via: "session" }, "operator").role).toBe("operator");
+  });
+
+  it("signs session cookies that expire and cannot be altered", () => {
+    const now = Date.UTC(2025, 0, 1);
+    const value = auth.createSessionCookieValue("viewer", "erin", now);
+    expect(auth.verifySessionCookieValue(value, now)).toEqual({ role: "viewer", actor: "erin", via: "session" });
+    expect(auth.verifySessionCookieValue(value, now + auth.SESSION_TTL_SECONDS * 1000 + 1000)).toBeNull();
+    const [data, mac] = value.split(".") as [string, string];
+    const promoted = Buffer.from(Buffer.from(data, "base64url").toString("utf8").replace('"r":"viewer"', '"r":"operator"')).toString("base64url");
+    expect(auth.verifySessionCookieValue(`${promoted}.${mac}`, now)).toBeNull();
+    expect(auth.verifySessionCookieValue(`${data}.${mac.slice(0, -2)}AA`, now)).toBeNull();
+    expect(auth.verifySessionCookieValue("garbage", now)).toBeNull();
+    const header = auth.sessionCookieHeader(value, false);
+    expect(header).toMatch(/HttpOnly/);
+    expect(header).toMatch(/SameSite=Strict/);
+    expect(header).not.toMatch(/Secure/);
+    expect(auth.sessionCookieHeader(value, true)).toMatch(/; Secure$/);
+    expect(auth.clearSessionCookieHeader(false)).toMatch(/Max-Age=0/);
+  });
+
+  it("keeps actor names printable and short", () => {
+    expect(auth.cleanActor("alice", "operator")).toBe("alice");
+    expect(auth.cleanActor("  Zoë O. ", "operator")).toBe("Zoë O.");
+    expect(auth.cleanActor("<script>", "operator")).toBe("operator");
+    expect(auth.cleanActor("x".repeat(65), "viewer")).toBe("viewer");
+    expect(auth.cleanActor("line\nbreak", "viewer")).toBe("viewer");
+    expect(auth.cleanActor(null, "viewer")).toBe("viewer");
+  });
+
+  it("accepts only this console's Origin on mutating requests, and a cookie only with an Origin", () => {
+    const url = "http://127.0.0.1:3000/api/locks/x/release";
+    const headers = (h: Record<string, string>) => new Headers({ host: "127.0.0.1:3000", ...h });
+    expect(() => auth.checkOrigin(headers({ origin: "http://127.0.0.1:3000" }), url, "session")).not.toThrow();
+    expect(thrown(() => auth.checkOrigin(headers({ origin: "http://evil.example" }), url, "bearer")).status).toBe(403);
+    expect(thrown(() => auth.checkOrigin(headers({ origin: "null" }), url, "session")).status).toBe(403);
+    expect(thrown(() => auth.checkOrigin(headers({}), url, "session")).status).toBe(403);
+    expect(() => auth.checkOrigin(headers({}), url, "bearer")).not.toThrow();
+  });
+
+  it("limits failed sign-ins per address in a sliding window and says how long to wait", () => {
+    const limiter = new auth.SignInLimiter(3, 60_000);
+    const t0 = 1_000_000;
+    for (let i = 0; i < 3; i++) {
+      expect(limiter.retryAfterSeconds("10.0.0.1", t0 + i)).toBe(0);
+      limiter.fail("10.0.0.1", t0 + i);
+    }
+    expect(limiter.retryAfterSeconds("10.0.0.1", t0 + 10)).toBe(60);
+    expect(limiter.retryAfterSeconds("10.0.0.2", t0 + 10)).toBe(0);
+    expect(limiter.retryAfterSeconds("10.0.0.1", t0 + 30_000)).toBe(30);
+    expect(limiter.retryAfterSeconds("10.0.0.1", t0 + 60_001)).toBe(0);
+    limiter.fail("10.0.0.3", t0);
+    limiter.succeed("10.0.0.3");
+    expect(limiter.retryAfterSeconds("10.0.0.3", t0)).toBe(0);
+  });
+});
