@@ -4,8 +4,11 @@ import type { HolderIdentity } from "./identity";
 export interface NodeVote {
   /** Position of the node's client in the array given to the engine. */
   index: number;
-  /** for: did it; against: refused (the resource is held, or not ours); error: failed or timed out. */
-  vote: "for" | "against" | "error";
+  /**
+   * for: did it; against: refused (the resource is held, or not ours); error: failed or timed out;
+   * pending: had not answered when the round was already decided by the others.
+   */
+  vote: "for" | "against" | "error" | "pending";
   error?: Error;
 }
 

@@ -11,3 +11,9 @@ export { decodeLockValue, encodeLockValue, lockValueId, type HolderIdentity, typ
 export * from "./keys";
 export { acquireNaive, releaseNaive, type NaiveAcquireOptions, type NaiveLockClient, type NaiveTransaction } from "./naive";
 export * from "./telemetry";
+export { Redlock } from "./redlock";
+export { Lock, type ReleaseResult } from "./lock";
+export type { AcquireOptions } from "./acquire";
+export type { UsingRoutine } from "./using";
+export type { RedlockEvents } from "./events";
+export { DEFAULT_SETTINGS, type RedlockSettings, type ResolvedSettings } from "./settings";

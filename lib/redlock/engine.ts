@@ -1,0 +1,56 @@
+import type { RedlockClient } from "./client";
+import type { NodeVote } from "./errors";
+import type { RedlockEvents } from "./events";
+import type { LockOwner } from "./lock";
+import type { Notifications } from "./notifications";
+import type { NodeOutcome } from "./round";
+import type { ResolvedSettings } from "./settings";
+
+/** @internal What the operations (acquire, release, extend, using) share from their `Redlock`. */
+export interface Engine {
+  readonly clients: readonly RedlockClient[];
+  readonly settings: ResolvedSettings;
+  readonly quorum: number;
+  /** `encodeIdentityTail(host, label)` for the instance's label, computed once. */
+  readonly identityTail: string;
+  readonly notifications: Notifications;
+  readonly owner: LockOwner;
+  listening(event: keyof RedlockEvents): boolean;
+  emit<K extends keyof RedlockEvents>(event: K, ...payload: RedlockEvents[K]): void;
+  nodeError(index: number, error: Error, operation: RedlockEvents["node-error"][0]["operation"]): void;
+}
+
+/** Validity left after a round that started at `roundStart`: TTL minus elapsed time minus drift. */
+export function driftMs(settings: ResolvedSettings, ttlMs: number): number {
+  // 2 ms: Redis expires keys with 1 ms precision, on top of the configured clock drift.
+  return Math.round(settings.driftFactor * ttlMs) + 2;
+}
+
+export function votesOf<T>(outcomes: ReadonlyArray<NodeOutcome<T>>, isFor: (value: T) => boolean): NodeVote[] {
+  return outcomes.map((outcome, index): NodeVote => {
+    if (outcome.state === "ok") return { index, vote: isFor(outcome.value) ? "for" : "against" };
+    if (outcome.state === "error") return { index, vote: "error", error: outcome.error };
+    return { index, vote: "pending" };
+  });
+}
+
+/** Reports the errors of a round (and later ones) as `node-error` events. */
+export function reportErrors<T>(engine: Engine, outcomes: ReadonlyArray<NodeOutcome<T>>, operation: RedlockEvents["node-error"][0]["operation"]): void {
+  if (!engine.listening("node-error")) return;
+  outcomes.forEach((outcome, index) => {
+    if (outcome.state === "error") engine.nodeError(index, outcome.error, operation);
+  });
+}
+
+/** True once `count(for)` reached the quorum or can no longer reach it. */
+export function decidedBy<T>(quorum: number, isFor: (value: T) => boolean): (outcomes: ReadonlyArray<NodeOutcome<T>>) => boolean {
+  return (outcomes) => {
+    let votesFor = 0;
+    let undecided = 0;
+    for (const outcome of outcomes) {
+      if (outcome.state === "pending") undecided += 1;
+      else if (outcome.state === "ok" && isFor(outcome.value)) votesFor += 1;
+    }
+    return votesFor >= quorum || votesFor + undecided < quorum;
+  };
+}

@@ -1,0 +1,87 @@
+import type { NodeVote } from "./errors";
+
+/** What `release()` found: `released` when a quorum of nodes still held the lock and deleted it. */
+export interface ReleaseResult {
+  released: boolean;
+  votes: NodeVote[];
+}
+
+/** @internal The engine's side of a lock: what it needs to release or extend it. */
+export interface LockState {
+  value: string;
+  /** Fenced locks: the first-round value, still on nodes where the rewrite with the fence did not land. */
+  previousValue: string | null;
+  /** performance.now() time at which validity runs out. */
+  deadline: number;
+  acquiredAtMono: number;
+  releasing: Promise<ReleaseResult> | null;
+  /** A `lost` event was already emitted for this lock (by using()); release must not report it twice. */
+  lostReported: boolean;
+  owner: LockOwner;
+}
+
+/** @internal */
+export interface LockOwner {
+  release(lock: Lock): Promise<ReleaseResult>;
+  extend(lock: Lock, ttlMs: number): Promise<Lock>;
+}
+
+const states = new WeakMap<Lock, LockState>();
+
+/** @internal */
+export function lockState(lock: unknown): LockState {
+  const state = lock instanceof Lock ? states.get(lock) : undefined;
+  if (!state) throw new TypeError(`Expected \`lock\` to be a Lock returned by acquire(), got ${Object.prototype.toString.call(lock)}`);
+  return state;
+}
+
+/** A held lock. `extend()` updates this same object. */
+export class Lock {
+  #validityMs: number;
+  #expiresAt: number;
+
+  /** @internal Made by the engine only. */
+  constructor(
+    /** The locked resources (each is its own lock key). */
+    readonly resources: readonly string[],
+    /** The fencing token (a decimal string) when taken fenced; null otherwise. */
+    readonly fence: string | null,
+    /** How many attempts the acquisition took. */
+    readonly attempts: number,
+    state: LockState,
+    validityMs: number,
+  ) {
+    states.set(this, state);
+    this.#validityMs = validityMs;
+    this.#expiresAt = Date.now() + validityMs;
+  }
+
+  /** The value held in each lock key: a unique token carrying the holder's identity. */
+  get value(): string {
+    return lockState(this).value;
+  }
+
+  /** Validity at acquisition (or the last extension), ms. */
+  get validityMs(): number {
+    return this.#validityMs;
+  }
+
+  /** When the validity runs out, epoch ms (client clock). */
+  get expiresAt(): number {
+    return this.#expiresAt;
+  }
+
+  /** @internal */
+  renewed(validityMs: number): void {
+    this.#validityMs = validityMs;
+    this.#expiresAt = Date.now() + validityMs;
+  }
+
+  release(): Promise<ReleaseResult> {
+    return lockState(this).owner.release(this);
+  }
+
+  extend(ttlMs: number): Promise<Lock> {
+    return lockState(this).owner.extend(this, ttlMs);
+  }
+}

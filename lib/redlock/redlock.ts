@@ -1,0 +1,98 @@
+import { EventEmitter } from "node:events";
+import { acquireLock, type AcquireOptions } from "./acquire";
+import type { RedlockClient } from "./client";
+import type { Engine } from "./engine";
+import type { RedlockEvents } from "./events";
+import { extendLock } from "./extend";
+import { encodeIdentityTail } from "./identity";
+import type { Lock, LockOwner, ReleaseResult } from "./lock";
+import { Notifications } from "./notifications";
+import { releaseLock } from "./release";
+import { quorumOf } from "./round";
+import { resolveSettings, type RedlockSettings, type ResolvedSettings } from "./settings";
+import { usingLock, type UsingRoutine } from "./using";
+import * as check from "./validate";
+
+/**
+ * Redlock over N independent Redis nodes, with fencing tokens, holder identity in every lock value and
+ * contention telemetry published from the acquire script. The API follows node-redlock's, and the lock
+ * keys are the same (the resource names), so the two engines exclude each other.
+ *
+ * The clients are the caller's: the engine never closes them. It opens its own subscriber connections
+ * (with `duplicate()`) only while something waits or a `using()` lock is held; `quit()` closes them.
+ */
+export class Redlock extends EventEmitter<RedlockEvents> {
+  readonly settings: ResolvedSettings;
+  readonly #engine: Engine;
+
+  constructor(clients: readonly RedlockClient[], settings?: RedlockSettings) {
+    super();
+    const nodes = check.clientList<RedlockClient>("clients", clients, ["evalsha", "eval", "duplicate"]);
+    if (new Set(nodes).size !== nodes.length) check.fail("clients", "an array of distinct clients (one per node)", clients);
+    this.settings = resolveSettings(settings);
+    const owner: LockOwner = {
+      release: (lock) => this.release(lock),
+      extend: (lock, ttlMs) => this.extend(lock, ttlMs),
+    };
+    const nodeError = (index: number, error: Error, operation: RedlockEvents["node-error"][0]["operation"]) => {
+      if (this.listenerCount("node-error") > 0) this.emit("node-error", { index, error, operation });
+    };
+    this.#engine = {
+      clients: nodes,
+      settings: this.settings,
+      quorum: quorumOf(nodes.length),
+      identityTail: encodeIdentityTail(this.settings.host, this.settings.label),
+      notifications: new Notifications(nodes, this.settings.subscriberIdleMs, (index, error) => nodeError(index, error, "subscribe")),
+      owner,
+      listening: (event) => this.listenerCount(event) > 0,
+      emit: (event, ...payload) => {
+        (this.emit as (name: string, ...args: unknown[]) => boolean)(event, ...payload);
+      },
+      nodeError,
+    };
+  }
+
+  /** How many nodes must agree: floor(N/2) + 1. */
+  get quorum(): number {
+    return this.#engine.quorum;
+  }
+
+  /**
+   * Locks every resource on a quorum of nodes (all of them atomically on each node) for `ttlMs`.
+   * Rejects with `ResourceHeldError` ("taken": other holders, with who they are), `NodesFailedError`
+   * ("broken": too few nodes answered, or too slowly), or `AcquireAbortedError` (the signal aborted).
+   */
+  acquire(resources: string[], ttlMs: number, options?: AcquireOptions): Promise<Lock> {
+    return acquireLock(this.#engine, resources, ttlMs, options);
+  }
+
+  /** See `releaseLock`: resolves `{released, votes}`, never rejects for node failures. */
+  release(lock: Lock): Promise<ReleaseResult> {
+    return releaseLock(this.#engine, lock);
+  }
+
+  /** Extends the same `Lock` by `ttlMs` from now; refuses an expired lock. */
+  extend(lock: Lock, ttlMs: number): Promise<Lock> {
+    return extendLock(this.#engine, lock, ttlMs);
+  }
+
+  /** Runs `routine` under the lock, extending it automatically; `signal` aborts when the lock is lost. */
+  using<T>(resources: string[], ttlMs: number, routine: UsingRoutine<T>): Promise<T>;
+  using<T>(resources: string[], ttlMs: number, options: AcquireOptions, routine: UsingRoutine<T>): Promise<T>;
+  using<T>(resources: string[], ttlMs: number, optionsOrRoutine: AcquireOptions | UsingRoutine<T>, maybeRoutine?: UsingRoutine<T>): Promise<T> {
+    const options = typeof optionsOrRoutine === "function" ? {} : optionsOrRoutine;
+    const routine = typeof optionsOrRoutine === "function" ? optionsOrRoutine : maybeRoutine;
+    return usingLock<T>(this.#engine, resources, ttlMs, options, routine);
+  }
+
+  /** Closes the subscriber connections the engine opened (never the clients it was given). */
+  quit(): Promise<void> {
+    this.#engine.notifications.close();
+    return Promise.resolve();
+  }
+
+  /** Same as `quit()`. */
+  close(): Promise<void> {
+    return this.quit();
+  }
+}

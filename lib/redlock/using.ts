@@ -1,0 +1,91 @@
+import { acquireLock, type AcquireOptions } from "./acquire";
+import type { Engine } from "./engine";
+import { LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors";
+import { extendLock } from "./extend";
+import { lockState, type Lock } from "./lock";
+import { releaseLock } from "./release";
+import * as check from "./validate";
+
+export type UsingRoutine<T> = (signal: AbortSignal, lock: Lock) => Promise<T> | T;
+
+/**
+ * Holds the lock while `routine` runs: extends it when `automaticExtensionThresholdMs` of validity is
+ * left, and aborts `signal` (with the error as its reason) as soon as the lock is known to be gone: a
+ * quorum says it is not ours any more, an operator force-released it, or the extensions kept failing
+ * until the validity ran out. Releases it afterwards. Resolves or rejects with the routine's outcome;
+ * nothing the engine does in the background can reject.
+ */
+export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: unknown, options: AcquireOptions, routine: unknown): Promise<T> {
+  const ttlMs = check.positiveInteger("ttlMs", ttlArg);
+  if (typeof routine !== "function") check.fail("routine", "a function", routine);
+  const threshold = engine.settings.automaticExtensionThresholdMs;
+  if (ttlMs <= threshold) {
+    check.fail("ttlMs", `greater than \`automaticExtensionThresholdMs\` (${threshold}), so the lock can be extended before it expires,`, ttlMs);
+  }
+  const lock = await acquireLock(engine, resources, ttlMs, options);
+  const state = lockState(lock);
+  const controller = new AbortController();
+  let stopped = false;
+  let extendTimer: ReturnType<typeof setTimeout> | undefined;
+  let expiryTimer: ReturnType<typeof setTimeout> | undefined;
+  // An object, not a `let`: the extension is started from a timer callback.
+  const pending: { extension: Promise<void> | null } = { extension: null };
+
+  const lose = (reason: Error) => {
+    if (stopped || controller.signal.aborted) return;
+    controller.abort(reason);
+    state.lostReported = true;
+    if (engine.listening("lost")) engine.emit("lost", { resources: lock.resources, reason });
+  };
+  // Whatever happens to the extensions, the routine must hear about it when the validity runs out.
+  const armExpiry = () => {
+    clearTimeout(expiryTimer);
+    expiryTimer = setTimeout(() => {
+      if (performance.now() >= state.deadline) {
+        lose(new LockLostError(lock.resources, state.value, [], `Lock on ${JSON.stringify(lock.resources)} expired before it could be extended`));
+      }
+    }, Math.max(0, state.deadline - performance.now()) + 1);
+  };
+  const schedule = (delayMs: number) => {
+    if (stopped) return;
+    extendTimer = setTimeout(() => {
+      extendTimer = undefined;
+      pending.extension = extendOnce()
+        .catch((error: unknown) => lose(toError(error)))
+        .finally(() => (pending.extension = null));
+    }, Math.max(0, delayMs));
+  };
+  const extendOnce = async () => {
+    if (stopped) return;
+    try {
+      await extendLock(engine, lock, ttlMs);
+      armExpiry();
+      schedule(state.deadline - performance.now() - threshold);
+    } catch (error) {
+      if (stopped) return;
+      const remaining = state.deadline - performance.now();
+      if (error instanceof LockLostError || error instanceof LockExpiredError || remaining <= 0) {
+        lose(error instanceof LockLostError ? error : new LockLostError(lock.resources, state.value, [], toError(error).message));
+        return;
+      }
+      // Too few nodes answered: the lock may well still be ours; try again while validity is left.
+      schedule(Math.min(engine.settings.retryDelayMs, remaining / 2));
+    }
+  };
+
+  const stopWatching = engine.notifications.watchRevocation(state.value, (resource) =>
+    lose(new LockRevokedError(lock.resources, state.value, resource)),
+  );
+  armExpiry();
+  schedule(state.deadline - performance.now() - threshold);
+  try {
+    return await (routine as UsingRoutine<T>)(controller.signal, lock);
+  } finally {
+    stopped = true;
+    clearTimeout(extendTimer);
+    clearTimeout(expiryTimer);
+    stopWatching();
+    if (pending.extension) await pending.extension;
+    await releaseLock(engine, lock);
+  }
+}

@@ -1,0 +1,240 @@
+import type Redis from "ioredis";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  AcquireAbortedError,
+  CONTENTION_CHANNEL,
+  decodeLockValue,
+  forceRelease,
+  Lock,
+  LockExpiredError,
+  LockLostError,
+  LockRevokedError,
+  parseContentionMessage,
+  Redlock,
+  ResourceHeldError,
+  type ContentionEvent,
+  type RedlockEvents,
+} from "@/lib/redlock";
+import { startCluster, type TestCluster } from "../../support/redis";
+import { aborted, sleep } from "./support";
+
+describe("Redlock on three nodes", () => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  const engines: Redlock[] = [];
+  const engine = (settings?: ConstructorParameters<typeof Redlock>[1]) => {
+    const redlock = new Redlock(clients, settings);
+    engines.push(redlock);
+    return redlock;
+  };
+
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    clients = cluster.clients();
+  });
+  afterAll(async () => {
+    await Promise.all(engines.map((e) => e.quit()));
+    await cluster.close();
+  });
+  beforeEach(async () => {
+    await cluster.flushAll();
+  });
+
+  it("acquires atomically on every node, writes the holder's identity, and releases", async () => {
+    const redlock = engine({ label: "orders worker" });
+    const before = Date.now();
+    const lock = await redlock.acquire(["lock:a", "lock:b"], 5000);
+    expect(lock).toBeInstanceOf(Lock);
+    expect(lock.resources).toEqual(["lock:a", "lock:b"]);
+    expect(lock.fence).toBeNull();
+    expect(lock.validityMs).toBeGreaterThan(4800);
+    expect(lock.validityMs).toBeLessThanOrEqual(5000);
+    expect(lock.expiresAt).toBeGreaterThanOrEqual(before + 4800);
+    for (const client of clients) {
+      expect(await client.mget("lock:a", "lock:b")).toEqual([lock.value, lock.value]);
+    }
+    expect(decodeLockValue(lock.value)).toMatchObject({ label: "orders worker", pid: process.pid, fence: null });
+
+    const result = await redlock.release(lock);
+    expect(result.released).toBe(true);
+    for (const client of clients) expect(await client.exists("lock:a", "lock:b")).toBe(0);
+    // Releasing again changes nothing and still resolves.
+    expect((await lock.release()).released).toBe(true);
+  });
+
+  it("keeps 100 concurrent contenders mutually exclusive", async () => {
+    const redlocks = Array.from({ length: 5 }, () => engine({ retryCount: -1, retryDelayMs: 50, retryJitterMs: 25 }));
+    let inside = 0;
+    let overlaps = 0;
+    const counter = clients[0]!;
+    await counter.set("counter", "0");
+    await Promise.all(
+      Array.from({ length: 100 }, async (_, i) => {
+        const lock = await redlocks[i % redlocks.length]!.acquire(["lock:mutex"], 5000);
+        inside += 1;
+        if (inside > 1) overlaps += 1;
+        // A read-modify-write that loses updates if two holders ever overlap.
+        const seen = Number(await counter.get("counter"));
+        await sleep(1);
+        await counter.set("counter", String(seen + 1));
+        inside -= 1;
+        await redlocks[i % redlocks.length]!.release(lock);
+      }),
+    );
+    expect(overlaps).toBe(0);
+    expect(await counter.get("counter")).toBe("100");
+  });
+
+  it("tells 'taken' apart from 'broken': a held resource rejects with the holder's identity", async () => {
+    const holder = engine({ label: "holder" });
+    const waiter = engine({ label: "waiter", retryCount: 2, retryDelayMs: 20, retryJitterMs: 0 });
+    const lock = await holder.acquire(["lock:held"], 5000);
+    const error: unknown = await waiter.acquire(["lock:other", "lock:held"], 1000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ResourceHeldError);
+    const held = error as ResourceHeldError;
+    expect(held.attempts).toBe(3);
+    expect(held.heldBy).toHaveLength(3);
+    expect(held.heldBy[0]).toMatchObject({ resource: "lock:held", value: lock.value, holder: { label: "holder", pid: process.pid } });
+    expect(held.votes.map((v) => v.vote)).toEqual(["against", "against", "against"]);
+    // All or nothing on each node: the free resource was not left locked.
+    for (const client of clients) expect(await client.exists("lock:other")).toBe(0);
+    await lock.release();
+  });
+
+  it("publishes each failed attempt from the acquire script, with the waiter's identity", async () => {
+    const subscriber = cluster.client(1);
+    const events: ContentionEvent[] = [];
+    subscriber.on("message", (channel: string, message: string) => {
+      const event = channel === CONTENTION_CHANNEL ? parseContentionMessage(message) : null;
+      if (event) events.push(event);
+    });
+    await subscriber.subscribe(CONTENTION_CHANNEL);
+    const holder = engine();
+    const waiter = engine({ label: "patient", retryCount: 2, retryDelayMs: 10, retryJitterMs: 0 });
+    const lock = await holder.acquire(["lock:contended"], 5000);
+    await expect(waiter.acquire(["lock:contended"], 1000)).rejects.toBeInstanceOf(ResourceHeldError);
+    await sleep(50);
+    await subscriber.unsubscribe();
+    expect(events.map((e) => e.attempt)).toEqual([1, 2, 3]);
+    expect(events[0]).toMatchObject({ resource: "lock:contended", label: "patient", pid: process.pid });
+    expect(new Set(events.map((e) => e.waiterId)).size).toBe(1);
+    await lock.release();
+  });
+
+  it("wakes a waiter when the holder releases, instead of letting it sleep its retry delay", async () => {
+    const holder = engine();
+    const waiter = engine({ retryDelayMs: 5000, retryJitterMs: 0 });
+    const lock = await holder.acquire(["lock:wake"], 10_000);
+    const started = performance.now();
+    const waiting = waiter.acquire(["lock:wake"], 1000);
+    await sleep(100);
+    await lock.release();
+    const second = await waiting;
+    // Woken by the release: far sooner than the 5 s retry delay.
+    expect(performance.now() - started).toBeLessThan(2500);
+    await second.release();
+  });
+
+  it("cancels waiting when the signal aborts", async () => {
+    const holder = engine();
+    const lock = await holder.acquire(["lock:abort"], 10_000);
+    const controller = new AbortController();
+    const waiting = engine({ retryCount: -1 }).acquire(["lock:abort"], 1000, { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error("user gave up")), 100);
+    const error: unknown = await waiting.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AcquireAbortedError);
+    expect((error as Error).name).toBe("AbortError");
+    expect(((error as Error).cause as Error).message).toBe("user gave up");
+    await lock.release();
+  });
+
+  it("extends the same Lock, and refuses one that already expired", async () => {
+    const redlock = engine();
+    const lock = await redlock.acquire(["lock:extend"], 300);
+    const firstExpiry = lock.expiresAt;
+    await sleep(50);
+    expect(await redlock.extend(lock, 2000)).toBe(lock);
+    expect(lock.expiresAt).toBeGreaterThan(firstExpiry + 1000);
+    expect(await clients[0]!.pttl("lock:extend")).toBeGreaterThan(1500);
+
+    const short = await redlock.acquire(["lock:short"], 50);
+    await sleep(80);
+    await expect(redlock.extend(short, 1000)).rejects.toBeInstanceOf(LockExpiredError);
+
+    const taken = await redlock.acquire(["lock:taken"], 5000);
+    await Promise.all(clients.map((c) => c.set("lock:taken", "someone else")));
+    await expect(redlock.extend(taken, 1000)).rejects.toBeInstanceOf(LockLostError);
+    expect((await redlock.release(taken)).released).toBe(false);
+    await lock.release();
+  });
+
+  it("using() extends automatically and aborts its signal when the key is deleted behind it", async () => {
+    const redlock = engine({ automaticExtensionThresholdMs: 200 });
+    const lost: Array<RedlockEvents["lost"][0]> = [];
+    redlock.on("lost", (event) => lost.push(event));
+    const reason = await redlock.using(["lock:using"], 400, async (signal) => {
+      await sleep(700); // past the first TTL: only extensions keep it
+      expect(signal.aborted).toBe(false);
+      expect(await clients[0]!.exists("lock:using")).toBe(1);
+      await Promise.all(clients.map((c) => c.del("lock:using")));
+      await aborted(signal);
+      return signal.reason as unknown;
+    });
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(lost).toHaveLength(1);
+  });
+
+  it("using() aborts at once when an operator force-releases the lock", async () => {
+    const redlock = engine();
+    const started = performance.now();
+    const reason = await redlock.using(["lock:revoked"], 30_000, async (signal, lock) => {
+      await sleep(50); // let the engine's subscriber connect
+      const result = await forceRelease(clients, "lock:revoked", { token: lock.value });
+      expect(result.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+      await aborted(signal);
+      return signal.reason as unknown;
+    });
+    expect(reason).toBeInstanceOf(LockRevokedError);
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  it("using() returns the routine's value, rethrows its error, and releases either way", async () => {
+    const redlock = engine();
+    expect(await redlock.using(["lock:u1"], 2000, () => 42)).toBe(42);
+    await expect(
+      redlock.using(["lock:u2"], 2000, {}, () => {
+        throw new Error("routine failed");
+      }),
+    ).rejects.toThrow("routine failed");
+    for (const client of clients) expect(await client.exists("lock:u1", "lock:u2")).toBe(0);
+  });
+
+  it("emits events for metrics", async () => {
+    const redlock = engine({ retryCount: 1, retryDelayMs: 10, retryJitterMs: 0 });
+    const seen: string[] = [];
+    for (const name of ["acquired", "released", "extended", "attempt-failed"] as const) redlock.on(name, () => seen.push(name));
+    const lock = await redlock.acquire(["lock:events"], 2000);
+    await redlock.extend(lock, 2000);
+    await expect(redlock.acquire(["lock:events"], 2000)).rejects.toBeInstanceOf(ResourceHeldError);
+    await redlock.release(lock);
+    expect(seen).toEqual(["acquired", "extended", "attempt-failed", "attempt-failed", "released"]);
+  });
+
+  it("fair mode serves waiters in arrival order", async () => {
+    const holder = engine();
+    const lock = await holder.acquire(["lock:fair"], 10_000);
+    const order: number[] = [];
+    const waiters = Array.from({ length: 5 }, () => engine({ fair: true, retryCount: -1, retryDelayMs: 100, retryJitterMs: 50 }));
+    const done = waiters.map(async (redlock, i) => {
+      await sleep(30 * i); // arrive one after the other
+      const held = await redlock.acquire(["lock:fair"], 5000);
+      order.push(i);
+      await sleep(5);
+      await redlock.release(held);
+    });
+    await sleep(400);
+    await lock.release();
+    await Promise.all(done);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+  });
+});

@@ -1,0 +1,132 @@
+import type Redis from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { NodesFailedError, Redlock, type RedlockClient } from "@/lib/redlock";
+import { startCluster, type TestCluster } from "../../support/redis";
+import { failFastClients, sleep } from "./support";
+
+describe.each([1, 3, 5])("Redlock on %i node(s)", (size) => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  let redlock: Redlock;
+  beforeAll(async () => {
+    cluster = await startCluster(size);
+    clients = await failFastClients(cluster);
+    redlock = new Redlock(clients, { retryCount: 3, retryDelayMs: 20, retryJitterMs: 10, nodeTimeoutMs: 150 });
+  });
+  afterAll(async () => {
+    await redlock.quit();
+    await cluster.close();
+  });
+
+  it("needs a quorum of floor(N/2)+1 and keeps contenders exclusive", async () => {
+    expect(redlock.quorum).toBe(Math.floor(size / 2) + 1);
+    const contenders = Array.from({ length: 3 }, () => new Redlock(clients, { retryCount: -1, retryDelayMs: 20 }));
+    let inside = 0;
+    let overlaps = 0;
+    await Promise.all(
+      Array.from({ length: 30 }, async (_, i) => {
+        const engine = contenders[i % 3]!;
+        const lock = await engine.acquire(["lock:size"], 2000);
+        if (++inside > 1) overlaps += 1;
+        await sleep(1);
+        inside -= 1;
+        await engine.release(lock);
+      }),
+    );
+    await Promise.all(contenders.map((c) => c.quit()));
+    expect(overlaps).toBe(0);
+  });
+
+  it(`survives ${Math.floor((size - 1) / 2)} dead node(s) and refuses with NodesFailedError beyond that`, async () => {
+    const tolerated = Math.floor((size - 1) / 2);
+    for (let i = 0; i < tolerated; i++) await cluster.kill(i);
+    const lock = await redlock.acquire(["lock:quorum"], 2000);
+    expect((await redlock.release(lock)).released).toBe(true);
+
+    await cluster.kill(tolerated);
+    const error: unknown = await redlock.acquire(["lock:quorum"], 2000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NodesFailedError);
+    const failed = error as NodesFailedError;
+    expect(failed.reason).toBe("errors");
+    expect(failed.attempts).toBe(4);
+    expect(failed.votes.filter((v) => v.vote === "error").map((v) => v.index)).toEqual(Array.from({ length: tolerated + 1 }, (_, i) => i));
+    expect(failed.votes.filter((v) => v.vote === "error").every((v) => v.error instanceof Error)).toBe(true);
+
+    for (let i = 0; i <= tolerated; i++) await cluster.restart(i);
+    await sleep(100); // the fail-fast clients reconnect
+  });
+});
+
+describe("slow and stopped nodes", () => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    clients = cluster.clients({ maxRetriesPerRequest: 0 });
+  });
+  afterEach(() => {
+    cluster.resume(0);
+  });
+  afterAll(async () => {
+    await cluster.close();
+  });
+
+  it("does not stall on a node stopped with SIGSTOP beyond the per-node timeout", async () => {
+    const redlock = new Redlock(clients, { nodeTimeoutMs: 100, retryCount: 0 });
+    const errors: number[] = [];
+    redlock.on("node-error", (e) => errors.push(e.index));
+    cluster.pause(0);
+    const stopped = performance.now();
+    const lock = await redlock.acquire(["lock:paused"], 5000);
+    await redlock.extend(lock, 5000);
+    expect((await redlock.release(lock)).released).toBe(true);
+    // The node stays stopped for the whole sequence; each step needed only the other two.
+    expect(performance.now() - stopped).toBeLessThan(3000);
+    expect(cluster.nodes[0]!.isPaused).toBe(true);
+
+    // A held resource with one node stopped: the refusal waits at most the timeout for that node.
+    const holder = await redlock.acquire(["lock:paused-held"], 5000);
+    const error: unknown = await redlock.acquire(["lock:paused-held"], 5000).catch((e: unknown) => e);
+    expect((error as Error).name).toBe("ResourceHeldError");
+    await redlock.release(holder);
+    cluster.resume(0);
+    await sleep(50);
+    // Commands queued for the stopped node ran on resume; the releases queued behind them cleaned up.
+    expect(await clients[0]!.exists("lock:paused", "lock:paused-held")).toBe(0);
+    await redlock.quit();
+  });
+
+  it("never returns a lock whose validity ran out while the nodes answered", async () => {
+    // A client process that stalls (a long GC pause, a blocked event loop) right after each reply: the
+    // nodes answer in time, but the whole 100 ms TTL is gone by the time the engine looks at the votes.
+    const stall = (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until) {
+        // busy: nothing else runs, as in a stop-the-world pause
+      }
+    };
+    const slow: RedlockClient[] = clients.map((c) => ({
+      evalsha: (sha: string, numkeys: number, ...args: Array<string | number>) =>
+        c.evalsha(sha, numkeys, ...args).then((reply: unknown) => {
+          stall(120);
+          return reply;
+        }),
+      eval: (script: string, numkeys: number, ...args: Array<string | number>) =>
+        c.eval(script, numkeys, ...args).then((reply: unknown) => {
+          stall(120);
+          return reply;
+        }),
+      duplicate: () => c.duplicate(),
+    }));
+    const redlock = new Redlock(slow, { nodeTimeoutMs: 1000, retryCount: 2, retryDelayMs: 10, retryJitterMs: 0 });
+    const reasons: string[] = [];
+    redlock.on("attempt-failed", (e) => reasons.push(e.reason));
+    const error: unknown = await redlock.acquire(["lock:slow"], 100).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NodesFailedError);
+    expect((error as NodesFailedError).reason).toBe("too-slow");
+    expect(reasons).toEqual(["validity", "validity", "validity"]);
+    // Each too-late lock was released before the next attempt, not left to expire.
+    for (const client of clients) expect(await client.exists("lock:slow")).toBe(0);
+    await redlock.quit();
+  });
+});
