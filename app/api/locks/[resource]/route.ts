@@ -1,0 +1,22 @@
+import { z } from "zod";
+import { ApiError } from "@/server/errors";
+import { route } from "@/server/http";
+import { getLockStore, isLockKey } from "@/server/live";
+import { getConfig } from "@/server/config";
+
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+const params = z.strictObject({
+  resource: z.string().min(1, "must not be empty").max(1024, "must be at most 1024 characters"),
+});
+
+// GET /api/locks/[resource]: one lock with its nodes, holder, TTL, timeline and contention history
+export const GET = route({ name: "GET /api/locks/[resource]", access: "viewer", params }, ({ params: p }) => {
+  if (!isLockKey(p.resource)) {
+    throw new ApiError("not_found", `\`${p.resource.slice(0, 200)}\` is not a lock key: it matches none of LOCK_PATTERNS (${getConfig().lockPatterns.join(", ")}).`);
+  }
+  const lock = getLockStore().get(p.resource);
+  if (!lock) throw new ApiError("not_found", `No node holds \`${p.resource.slice(0, 200)}\` and it has no recent history.`);
+  return { serverTime: Date.now(), ...lock };
+});

@@ -1,0 +1,23 @@
+import { z } from "zod";
+import { LOCK_STATES } from "@/lib/locks/types";
+import { route } from "@/server/http";
+import { getLockStore, getWatcherStatus } from "@/server/live";
+
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+const query = z.strictObject({
+  state: z.enum(LOCK_STATES, { error: `must be one of ${LOCK_STATES.join(", ")}` }).optional(),
+  limit: z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1, "must be at least 1").max(1_000_000, "must be at most 1000000").optional(),
+});
+
+// GET /api/locks: every lock the console sees, merged across nodes (snapshot; the stream keeps it live)
+export const GET = route({ name: "GET /api/locks", access: "viewer", query }, ({ query: q }) => {
+  const store = getLockStore();
+  const serverTime = store.serverTime();
+  let locks = store.list(serverTime);
+  if (q.state) locks = locks.filter((l) => l.state === q.state);
+  const total = locks.length;
+  if (q.limit !== undefined) locks = locks.slice(0, q.limit);
+  return { serverTime, nodes: getWatcherStatus(), total, locks };
+});

@@ -1,0 +1,73 @@
+/**
+ * Redis glob patterns (the syntax of `SCAN MATCH`, `PSUBSCRIBE` and `KEYS`), compiled to regular
+ * expressions so the console decides exactly as Redis does which keys are locks: `*` any run, `?` one
+ * character, `[abc]`, `[^a]`, `[a-z]` classes and `\` escaping the next character.
+ */
+
+const REGEX_SPECIAL = /[.*+?^${}()|[\]\\/-]/g;
+const escapeRegex = (ch: string): string => ch.replace(REGEX_SPECIAL, "\\$&");
+
+/** Compiles one Redis glob pattern to an anchored RegExp (the `s` flag: `*` also spans newlines, as in Redis). */
+export function globToRegExp(pattern: string): RegExp {
+  let out = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i] as string;
+    if (ch === "*") {
+      out += ".*";
+    } else if (ch === "?") {
+      out += ".";
+    } else if (ch === "\\" && i + 1 < pattern.length) {
+      i += 1;
+      out += escapeRegex(pattern[i] as string);
+    } else if (ch === "[") {
+      const close = findClassEnd(pattern, i + 1);
+      if (close < 0) {
+        // Redis treats an unterminated class as running to the end of the pattern; a literal '[' is the
+        // closest safe reading for a pattern that is almost certainly a typo.
+        out += "\\[";
+        continue;
+      }
+      let body = pattern.slice(i + 1, close);
+      let negate = false;
+      if (body.startsWith("^")) {
+        negate = true;
+        body = body.slice(1);
+      }
+      out += `[${negate ? "^" : ""}${classBody(body)}]`;
+      i = close;
+    } else {
+      out += escapeRegex(ch);
+    }
+  }
+  return new RegExp(`^${out}$`, "s");
+}
+
+function findClassEnd(pattern: string, from: number): number {
+  for (let j = from; j < pattern.length; j++) {
+    if (pattern[j] === "\\") j += 1;
+    else if (pattern[j] === "]" && j > from) return j;
+  }
+  return -1;
+}
+
+function classBody(body: string): string {
+  let out = "";
+  for (let k = 0; k < body.length; k++) {
+    const ch = body[k] as string;
+    if (ch === "\\" && k + 1 < body.length) {
+      k += 1;
+      out += escapeRegex(body[k] as string);
+    } else if (ch === "-" && k > 0 && k < body.length - 1) {
+      out += "-";
+    } else {
+      out += escapeRegex(ch);
+    }
+  }
+  return out;
+}
+
+/** A matcher for a list of patterns: true when any matches. */
+export function lockKeyMatcher(patterns: readonly string[]): (key: string) => boolean {
+  const compiled = patterns.map(globToRegExp);
+  return (key) => compiled.some((re) => re.test(key));
+}

@@ -1,0 +1,139 @@
+import { decodeLockValue } from "@/lib/redlock/identity";
+import type { LiveState, LockHolder } from "./types";
+
+/**
+ * What each node says about one resource. `expiries[i]` is the absolute expiry (epoch ms, server clock)
+ * of node i's key: `Infinity` for a key without a TTL, `NaN` when the node holds nothing.
+ */
+export interface NodeSamples {
+  up: readonly boolean[];
+  values: ReadonlyArray<string | null>;
+  expiries: readonly number[];
+  quorum: number;
+}
+
+export interface MergedLock {
+  /** null when no reachable node holds any value: the lock has ended (or never was). */
+  state: LiveState | null;
+  /** The value held by a quorum; null when none has one. */
+  token: string | null;
+  /** The most widely held value (== token when held). */
+  leading: string | null;
+  quorumHeld: number;
+  /** When the lock stops being held by a quorum (partial: when the last key goes); null without TTL. */
+  expiresAt: number | null;
+}
+
+/**
+ * Merges per-node samples into one lock, as Redlock sees it: a value held by a quorum of nodes is
+ * the lock; its validity ends when fewer than a quorum of those keys remain, i.e. at the quorum-th
+ * latest expiry among them. Nodes that are down count as holding nothing (their keys are unknown), so
+ * the quorum is always out of all configured nodes.
+ */
+export function mergeSamples(samples: NodeSamples, now: number): MergedLock {
+  const counts = new Map<string, number>();
+  for (let i = 0; i < samples.values.length; i++) {
+    const value = samples.values[i];
+    if (!samples.up[i] || value === null || value === undefined) continue;
+    counts.set(value, (counts.get(value) ?? 0) + 1);
+  }
+  if (counts.size === 0) return { state: null, token: null, leading: null, quorumHeld: 0, expiresAt: null };
+  let leading: string | null = null;
+  let best = 0;
+  for (const [value, count] of counts) {
+    if (count > best) {
+      best = count;
+      leading = value;
+    }
+  }
+  const holders: number[] = [];
+  for (let i = 0; i < samples.values.length; i++) {
+    if (samples.up[i] && samples.values[i] === leading) holders.push(samples.expiries[i] ?? Number.NaN);
+  }
+  holders.sort((a, b) => b - a);
+  if (best >= samples.quorum) {
+    const expiry = holders[samples.quorum - 1] ?? Number.NaN;
+    const expiresAt = Number.isFinite(expiry) ? expiry : null;
+    const state: LiveState = expiresAt !== null && expiresAt <= now ? "elapsed" : "held";
+    return { state, token: leading, leading, quorumHeld: best, expiresAt };
+  }
+  // No quorum: the lock is in doubt until every key is gone, so its end is the latest expiry of any value.
+  let latest = -Infinity;
+  for (let i = 0; i < samples.values.length; i++) {
+    if (samples.up[i] && samples.values[i] !== null) latest = Math.max(latest, samples.expiries[i] ?? Number.NaN);
+  }
+  return { state: "partial", token: null, leading, quorumHeld: best, expiresAt: Number.isFinite(latest) ? latest : null };
+}
+
+export interface DecodedHolder {
+  holder: LockHolder | null;
+  fence: string | null;
+  acquiredAt: number | null;
+}
+
+/** The holder, fence and acquisition time carried by an engine-made value; nulls for a foreign value. */
+export function decodeHolder(value: string | null): DecodedHolder {
+  if (value === null) return { holder: null, fence: null, acquiredAt: null };
+  const identity = decodeLockValue(value);
+  if (!identity) return { holder: null, fence: null, acquiredAt: null };
+  const holder: LockHolder = {};
+  if (identity.label !== null) holder.label = identity.label;
+  if (identity.host !== null) holder.host = identity.host;
+  if (identity.pid !== null) holder.pid = identity.pid;
+  return { holder, fence: identity.fence, acquiredAt: identity.acquiredAt };
+}
+
+/** What made the keys go away, as the keyspace notifications (or an operator) said. */
+export type EndCause = "del" | "expired" | "evicted" | "force-released" | null;
+
+/**
+ * How a lock ended. The notification decides when there is one; without one (a reconnect found the keys
+ * gone, or notifications are off) the keys' TTL does: gone after the expiry means it expired, gone before
+ * means somebody deleted it.
+ */
+export function endReason(cause: EndCause, expiresAt: number | null, now: number): "released" | "expired" | "evicted" | "force-released" {
+  if (cause === "force-released") return "force-released";
+  if (cause === "expired") return "expired";
+  if (cause === "evicted") return "evicted";
+  if (cause === "del") return "released";
+  // A little slack: the sample's expiry is estimated from PTTL plus the read's round trip.
+  return expiresAt !== null && now >= expiresAt - 25 ? "expired" : "released";
+}
+
+export interface LockSummary {
+  state: LiveState | null;
+  token: string | null;
+  leading: string | null;
+  expiresAt: number | null;
+}
+
+export type Transition =
+  | { type: "acquired"; token: string | null; partial: boolean }
+  | { type: "extended"; token: string; by: number }
+  | { type: "elapsed" }
+  | { type: "partial" }
+  | { type: "ended" };
+
+/** Expiry moves by a millisecond or two between two PTTL samples; anything less than this is not an extension. */
+export const EXTEND_SLACK_MS = 50;
+
+/**
+ * The lock-level events between two merged views of one resource (pure; the store turns them into
+ * timeline entries and live events).
+ */
+export function transitions(prev: LockSummary | null, next: LockSummary): Transition[] {
+  const wasLive = prev !== null && prev.state !== null;
+  if (next.state === null) return wasLive ? [{ type: "ended" }] : [];
+  if (!wasLive) return [{ type: "acquired", token: next.token ?? next.leading, partial: next.state === "partial" }];
+  const out: Transition[] = [];
+  if (next.token !== null && prev.token !== next.token && prev.leading !== next.token) {
+    out.push({ type: "acquired", token: next.token, partial: false });
+  } else if (next.token !== null && prev.token === next.token && next.expiresAt !== null && prev.expiresAt !== null && next.expiresAt > prev.expiresAt + EXTEND_SLACK_MS) {
+    out.push({ type: "extended", token: next.token, by: next.expiresAt - prev.expiresAt });
+  } else if (next.token !== null && prev.token === next.token && next.expiresAt === null && prev.expiresAt !== null) {
+    out.push({ type: "extended", token: next.token, by: Infinity });
+  }
+  if (next.state === "elapsed" && prev.state !== "elapsed") out.push({ type: "elapsed" });
+  if (next.state === "partial" && prev.state !== "partial") out.push({ type: "partial" });
+  return out;
+}

@@ -1,0 +1,111 @@
+/** The shapes the live view serves (see docs/api.md), shared by the server and the browser. */
+
+export const LOCK_STATES = ["held", "partial", "elapsed", "released", "expired", "force-released"] as const;
+export type LockState = (typeof LOCK_STATES)[number];
+/** States of a lock some node still holds. */
+export type LiveState = "held" | "partial" | "elapsed";
+/** How a lock ended. */
+export type EndedState = "released" | "expired" | "force-released";
+
+export const isLive = (state: LockState): state is LiveState => state === "held" || state === "partial" || state === "elapsed";
+
+export interface LockHolder {
+  label?: string;
+  host?: string;
+  pid?: number;
+}
+
+export interface LockNodeView {
+  id: string;
+  /** False when the console's watcher has no connection to the node: its value is unknown. */
+  up: boolean;
+  /** The value this node holds, null when it holds nothing (or is down). */
+  token: string | null;
+  /** Time to live left on this node when the lock was served, null when absent or without a TTL. */
+  pttlMs: number | null;
+}
+
+export interface LockContention {
+  /** Failed acquisition attempts over the last 60 s (engine telemetry). */
+  attemptsPerMin: number;
+  /** Distinct clients that tried within the last few seconds and do not hold the lock. */
+  waiters: number;
+  /** Attempts per 5 s over the last minute, oldest first; present when there were any. */
+  recent?: number[];
+}
+
+export interface Lock {
+  resource: string;
+  state: LockState;
+  /** The value held by a quorum of nodes; null when no value has a quorum. */
+  token: string | null;
+  /** Decoded from engine-made values; null for foreign values (node-redlock, redlock-py, SETNX scripts). */
+  holder: LockHolder | null;
+  /** Fencing token where the engine issued one. */
+  fence: string | null;
+  nodes: LockNodeView[];
+  /** How many nodes hold the leading value (`token` when held; the most widely held value when partial). */
+  quorumHeld: number;
+  /** Nodes needed for a quorum. */
+  quorum: number;
+  /** Epoch ms (server clock) when the lock stops being held by a quorum; null for a key without a TTL. */
+  expiresAt: number | null;
+  /** Epoch ms: from the holder's value where the engine wrote it, else when the console first saw it. */
+  acquiredAt?: number;
+  /** The TTL the lock was last set or extended with, for drawing the remaining fraction. */
+  ttlMs: number | null;
+  /** Epoch ms when it ended (released, expired, force-released). */
+  endedAt?: number;
+  /** The value that was held when it ended. */
+  endedToken?: string | null;
+  contention: LockContention;
+}
+
+export const TIMELINE_TYPES = [
+  "acquired",
+  "extended",
+  "released",
+  "expired",
+  "evicted",
+  "force-released",
+  "elapsed",
+  "partial",
+  "attempts",
+  "gap",
+] as const;
+export type TimelineType = (typeof TIMELINE_TYPES)[number];
+
+export interface TimelineEntry {
+  at: number;
+  type: TimelineType;
+  node?: string;
+  detail?: string;
+}
+
+export interface LockDetail extends Lock {
+  timeline: TimelineEntry[];
+  /** Failed attempts per 10 s over the last 10 minutes, oldest first, for the contention chart. */
+  contentionHistory: { bucketMs: number; endsAt: number; attempts: number[] };
+}
+
+export interface WatcherStatus {
+  nodeId: string;
+  up: boolean;
+  notifications: "on" | "enabled-by-console" | "unavailable";
+  lastEventAt: number | null;
+  reconnects: number;
+  gaps: number;
+  latencyMs?: number;
+}
+
+export interface LiveStats {
+  serverTime: number;
+  held: number;
+  locks: number;
+  acquisitionsPerSec: number;
+  contentionPerSec: number;
+  expirationsPerSec: number;
+  nodesUp: number;
+  nodesTotal: number;
+  degraded: boolean;
+}

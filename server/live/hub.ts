@@ -1,0 +1,239 @@
+import "server-only";
+import { randomBytes } from "node:crypto";
+import type { LiveStats, WatcherStatus } from "@/lib/locks/types";
+import type { LockStore } from "./store";
+
+/** A lock is sent at most once per this window; changes in between are merged into the next message. */
+export const COALESCE_MS = 100;
+/** How often the hub looks for changes to send. */
+export const TICK_MS = 20;
+export const HEARTBEAT_MS = 15_000;
+/** A stream ends after this long; the browser reconnects with Last-Event-ID and resumes. */
+export const MAX_STREAM_MS = 60 * 60_000;
+/** Locks per snapshot message. */
+const SNAPSHOT_PART = 500;
+/** Locks per tick: a burst (a node coming back) is spread over a few ticks instead of one huge write. */
+const MAX_LOCKS_PER_TICK = 5_000;
+/** Frames kept for resumption. */
+const RING_MAX_BYTES = 8 * 1024 * 1024;
+const RING_MAX_FRAMES = 20_000;
+/** A client more than this far behind is dropped; it reconnects and resumes or takes a fresh snapshot. */
+const MAX_CLIENT_BACKLOG_BYTES = 16 * 1024 * 1024;
+
+const encoder = new TextEncoder();
+
+interface Frame {
+  seq: number;
+  bytes: Uint8Array;
+}
+
+interface Client {
+  id: number;
+  controller: ReadableStreamDefaultController<Uint8Array>;
+  closed: boolean;
+  /** Set while the snapshot is still being written: frames wait here (bounded). */
+  snapshot: { resources: string[]; pos: number; part: number; parts: number; seq: number } | null;
+  pending: Uint8Array[];
+  pendingBytes: number;
+  lifetime: NodeJS.Timeout;
+  close: (finalEvent?: string) => void;
+}
+
+export interface HubSources {
+  store: LockStore;
+  watcherStatus: () => WatcherStatus[];
+  stats: () => LiveStats;
+}
+
+/**
+ * Fans the store's changes out to every open stream. One hub per process; every browser tab is one
+ * client with one bounded backlog. Frames carry `id: <epoch>:<seq>`; a reconnect with a known id replays
+ * the frames since, anything else gets a fresh snapshot.
+ */
+export class StreamHub {
+  readonly epoch = randomBytes(4).toString("hex");
+  private seq = 0;
+  private readonly ring: Frame[] = [];
+  private ringBytes = 0;
+  private readonly clients = new Set<Client>();
+  private nextClientId = 1;
+
+  constructor(private readonly sources: HubSources) {}
+
+  get clientCount(): number {
+    return this.clients.size;
+  }
+
+  /** Opens one stream; `lastEventId` resumes where a previous stream of this process left off. */
+  open(lastEventId: string | null, signal: AbortSignal | null): ReadableStream<Uint8Array> {
+    let client: Client | null = null;
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          client = this.attach(controller, lastEventId);
+          if (signal) {
+            if (signal.aborted) client.close();
+            else signal.addEventListener("abort", () => client?.close(), { once: true });
+          }
+        },
+        pull: () => {
+          if (client) this.continueSnapshot(client);
+        },
+        cancel: () => {
+          client?.close();
+        },
+      },
+      { highWaterMark: 256 * 1024, size: (chunk) => chunk.byteLength },
+    );
+    return stream;
+  }
+
+  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null): Client {
+    const id = this.nextClientId++;
+    const client: Client = {
+      id,
+      controller,
+      closed: false,
+      snapshot: null,
+      pending: [],
+      pendingBytes: 0,
+      lifetime: setTimeout(() => client.close("event: end\ndata: {\"reason\":\"lifetime\"}\n\n"), MAX_STREAM_MS),
+      close: (finalEvent) => {
+        if (client.closed) return;
+        client.closed = true;
+        clearTimeout(client.lifetime);
+        this.clients.delete(client);
+        client.pending = [];
+        client.snapshot = null;
+        try {
+          if (finalEvent) controller.enqueue(encoder.encode(finalEvent));
+          controller.close();
+        } catch {
+          // already closed or errored by the consumer
+        }
+      },
+    };
+    client.lifetime.unref?.();
+    this.clients.add(client);
+    this.write(client, encoder.encode(`retry: 2000\n: lockscope live stream\n\n`));
+    this.write(client, encoder.encode(this.nodeEvent()));
+    const resumeFrom = this.resumable(lastEventId);
+    if (resumeFrom !== null) {
+      for (const frame of this.ring) if (frame.seq > resumeFrom) this.write(client, frame.bytes);
+    } else {
+      const resources = this.sources.store.resources();
+      client.snapshot = { resources, pos: 0, part: 0, parts: Math.max(1, Math.ceil(resources.length / SNAPSHOT_PART)), seq: this.seq };
+      this.continueSnapshot(client);
+    }
+    return client;
+  }
+
+  /** The seq to replay after, or null when the id is unknown, from another process, or too old. */
+  private resumable(lastEventId: string | null): number | null {
+    if (!lastEventId) return null;
+    const match = /^([0-9a-f]{8}):(\d{1,15})$/.exec(lastEventId.trim());
+    if (!match || match[1] !== this.epoch) return null;
+    const seq = Number(match[2]);
+    if (seq > this.seq) return null;
+    if (seq === this.seq) return seq;
+    const oldest = this.ring[0]?.seq;
+    return oldest !== undefined && seq >= oldest - 1 ? seq : null;
+  }
+
+  /** Writes snapshot parts while the consumer keeps up (called again from `pull`). */
+  private continueSnapshot(client: Client): void {
+    const snap = client.snapshot;
+    if (!snap || client.closed) return;
+    const now = Date.now();
+    while (client.snapshot && (client.controller.desiredSize ?? 0) > 0) {
+      const slice = snap.resources.slice(snap.pos, snap.pos + SNAPSHOT_PART);
+      snap.pos += slice.length;
+      const locks: string[] = [];
+      for (const resource of slice) {
+        const lock = this.sources.store.lock(resource, now);
+        if (lock) locks.push(JSON.stringify(lock));
+      }
+      const last = snap.part === snap.parts - 1;
+      const head = `{"serverTime":${now},"part":${snap.part},"parts":${snap.parts}${snap.part === 0 ? `,"nodes":${JSON.stringify(this.sources.watcherStatus())}` : ""},"locks":[`;
+      const text = `${last ? `id: ${this.epoch}:${snap.seq}\n` : ""}event: snapshot\ndata: ${head}${locks.join(",")}]}\n\n`;
+      snap.part += 1;
+      try {
+        client.controller.enqueue(encoder.encode(text));
+      } catch {
+        client.close();
+        return;
+      }
+      if (last) {
+        client.snapshot = null;
+        const pending = client.pending;
+        client.pending = [];
+        client.pendingBytes = 0;
+        for (const bytes of pending) this.write(client, bytes);
+      }
+    }
+  }
+
+  private write(client: Client, bytes: Uint8Array): void {
+    if (client.closed) return;
+    if (client.snapshot) {
+      client.pending.push(bytes);
+      client.pendingBytes += bytes.byteLength;
+      if (client.pendingBytes > MAX_CLIENT_BACKLOG_BYTES) client.close();
+      return;
+    }
+    try {
+      if ((client.controller.desiredSize ?? 0) < -MAX_CLIENT_BACKLOG_BYTES) {
+        client.close();
+        return;
+      }
+      client.controller.enqueue(bytes);
+    } catch {
+      client.close();
+    }
+  }
+
+  private broadcast(bytes: Uint8Array): void {
+    for (const client of this.clients) this.write(client, bytes);
+  }
+
+  /** Sends what changed (coalesced per lock) as one frame with one id. */
+  tick(now = Date.now()): void {
+    const { upserts, removed, contention } = this.sources.store.drain(now, COALESCE_MS, MAX_LOCKS_PER_TICK);
+    if (upserts.length === 0 && removed.length === 0 && contention.length === 0) return;
+    const parts: string[] = [];
+    for (const lock of upserts) parts.push(`event: lock\ndata: ${JSON.stringify(lock)}\n\n`);
+    for (const resource of removed) parts.push(`event: lock-removed\ndata: ${JSON.stringify({ resource })}\n\n`);
+    for (const figures of contention) parts.push(`event: contention\ndata: ${JSON.stringify(figures)}\n\n`);
+    this.seq += 1;
+    parts[parts.length - 1] = `id: ${this.epoch}:${this.seq}\n${parts[parts.length - 1] ?? ""}`;
+    const bytes = encoder.encode(parts.join(""));
+    this.ring.push({ seq: this.seq, bytes });
+    this.ringBytes += bytes.byteLength;
+    while (this.ring.length > 1 && (this.ringBytes > RING_MAX_BYTES || this.ring.length > RING_MAX_FRAMES)) {
+      const dropped = this.ring.shift();
+      if (dropped) this.ringBytes -= dropped.bytes.byteLength;
+    }
+    this.broadcast(bytes);
+  }
+
+  private nodeEvent(): string {
+    return `event: node\ndata: ${JSON.stringify({ serverTime: Date.now(), nodes: this.sources.watcherStatus() })}\n\n`;
+  }
+
+  sendNodes(): void {
+    if (this.clients.size > 0) this.broadcast(encoder.encode(this.nodeEvent()));
+  }
+
+  sendStats(): void {
+    if (this.clients.size > 0) this.broadcast(encoder.encode(`event: stats\ndata: ${JSON.stringify(this.sources.stats())}\n\n`));
+  }
+
+  heartbeat(): void {
+    if (this.clients.size > 0) this.broadcast(encoder.encode(`: heartbeat ${Date.now()}\n\n`));
+  }
+
+  /** Ends every stream with a final event (shutdown). */
+  closeAll(reason: string): void {
+    for (const client of [...this.clients]) client.close(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+  }
+}

@@ -1,0 +1,238 @@
+import "server-only";
+import { lockKeyMatcher } from "@/lib/locks/glob";
+import type { EndCause } from "@/lib/locks/merge";
+import type { LiveStats, WatcherStatus } from "@/lib/locks/types";
+import { getConfig } from "../config";
+import { singleton } from "../global";
+import { healthContributors } from "../health";
+import { getLogger } from "../logger";
+import { getNodes, quorumOf } from "../nodes";
+import { onShutdown } from "../shutdown";
+import { getLiveEvents } from "./events";
+import { HEARTBEAT_MS, StreamHub, TICK_MS } from "./hub";
+import { LockStore, type NodeSample } from "./store";
+import { NodeWatcher, READ_BATCH, readKeys } from "./watcher";
+
+export { getLiveEvents } from "./events";
+export type { LiveEventMap, LiveEvents, LockEventType } from "./events";
+export type { LockCounts } from "./store";
+
+/** Dirty keys are read this often (every node's batch at once, so a Redlock write is one change). */
+const FLUSH_MS = 20;
+/** Without notifications a node is rescanned this often. */
+const DEGRADED_SCAN_MS = 2_000;
+
+interface LiveRuntime {
+  store: LockStore;
+  hub: StreamHub;
+  watchers: NodeWatcher[];
+  isLockKey: (key: string) => boolean;
+  stop: () => Promise<void>;
+}
+
+/**
+ * Starts the live view once per process (idempotent, kept on globalThis): one watcher per lock node, the
+ * batched reader, the stream hub and their timers. Every accessor below starts it on first use, so a
+ * route works even where instrumentation did not run (tests).
+ */
+export function startLive(): LiveRuntime {
+  return singleton("live-runtime", () => {
+    const config = getConfig();
+    const log = getLogger().child({ part: "live" });
+    const nodes = getNodes();
+    const events = getLiveEvents();
+    const store = new LockStore(
+      nodes.map((n) => n.id),
+      quorumOf(nodes.length),
+      events,
+    );
+    const isLockKey = lockKeyMatcher(config.lockPatterns);
+    const watchers = nodes.map(
+      (node) => new NodeWatcher(node, { store, patterns: config.lockPatterns, isLockKey, events, log, timeoutMs: config.nodeTimeoutMs }),
+    );
+    const stats = (): LiveStats => {
+      const now = Date.now();
+      const counts = store.counts(now);
+      const nodesUp = watchers.filter((w) => w.up).length;
+      return {
+        serverTime: now,
+        held: counts.held,
+        locks: counts.held + counts.byState.partial,
+        acquisitionsPerSec: round1(store.acquisitions.sum(now, 5_000) / 5),
+        contentionPerSec: round1(store.contention.total.sum(now, 5_000) / 5),
+        expirationsPerSec: round1(store.expirations.sum(now, 5_000) / 5),
+        nodesUp,
+        nodesTotal: watchers.length,
+        degraded: nodesUp < watchers.length || watchers.some((w) => w.notifications === "unavailable"),
+      };
+    };
+    const hub = new StreamHub({ store, watcherStatus: () => watchers.map((w) => w.status()), stats });
+    for (const watcher of watchers) watcher.onChange = () => hub.sendNodes();
+    store.onProbe = (resources) => {
+      for (const w of watchers) if (w.readable) for (const r of resources) w.dirty.set(r, null);
+    };
+
+    let flushing = false;
+    const flush = async () => {
+      if (flushing) return;
+      const keys = new Map<string, Array<EndCause | undefined>>();
+      for (const w of watchers) {
+        for (const [key, cause] of w.dirty) {
+          if (keys.size >= READ_BATCH * 2 && !keys.has(key)) break;
+          w.dirty.delete(key);
+          let causes = keys.get(key);
+          if (!causes) {
+            causes = [];
+            keys.set(key, causes);
+          }
+          causes[w.index] = cause;
+        }
+      }
+      if (keys.size === 0) return;
+      flushing = true;
+      try {
+        const list = [...keys.keys()];
+        const targets = watchers.filter((w) => w.readable);
+        const results = await Promise.all(
+          targets.map(async (w) => {
+            try {
+              return await readKeys(w.reader, list);
+            } catch {
+              // Keep what this node owes us for the next round, if it is still there.
+              if (w.readable) for (const [key, causes] of keys) if (!w.dirty.has(key)) w.dirty.set(key, causes[w.index] ?? null);
+              return null;
+            }
+          }),
+        );
+        const now = Date.now();
+        for (let k = 0; k < list.length; k++) {
+          const key = list[k] as string;
+          const causes = keys.get(key) ?? [];
+          const samples: NodeSample[] = [];
+          targets.forEach((w, t) => {
+            const reading = results[t]?.[k];
+            if (reading) samples.push(w.sampleOf(reading, causes[w.index] ?? null));
+          });
+          if (samples.length > 0) store.apply(key, samples, now);
+        }
+      } finally {
+        flushing = false;
+      }
+    };
+
+    const timers: NodeJS.Timeout[] = [];
+    const every = (ms: number, fn: () => void) => {
+      const timer = setInterval(fn, ms);
+      timer.unref();
+      timers.push(timer);
+    };
+    const guard = (what: string) => (error: unknown) => log.warn({ err: error instanceof Error ? error.message : String(error) }, `live view: ${what} failed`);
+    every(FLUSH_MS, () => void flush().catch(guard("batched read")));
+    every(TICK_MS, () => {
+      const now = Date.now();
+      store.tick(now);
+      hub.tick(now);
+    });
+    every(1_000, () => {
+      store.sweepContention();
+      hub.sendStats();
+    });
+    every(HEARTBEAT_MS, () => hub.heartbeat());
+    every(5_000, () => hub.sendNodes());
+    let factRound = 0;
+    const refreshFacts = () => {
+      const withInfo = factRound++ % 6 === 0;
+      for (const w of watchers) void w.refreshFacts(withInfo);
+    };
+    every(5_000, refreshFacts);
+    setTimeout(refreshFacts, 500).unref();
+    const scanning = new Set<NodeWatcher>();
+    every(DEGRADED_SCAN_MS, () => {
+      for (const w of watchers) {
+        if (w.notifications !== "unavailable" || !w.up || scanning.has(w)) continue;
+        scanning.add(w);
+        void w
+          .reconcile()
+          .catch(guard(`periodic scan of ${w.id}`))
+          .finally(() => scanning.delete(w));
+      }
+    });
+
+    healthContributors().set("live", (nodeId) => {
+      const w = watchers.find((x) => x.id === nodeId);
+      if (!w) return {};
+      const now = Date.now();
+      const persistent = w.facts.appendonly === "yes";
+      // A node that restarted without persistence forgets its locks: if that happened sooner than the
+      // longest TTL in use, a lock it held can be granted to a second client while the first still holds it.
+      const restartRisk = !persistent && w.facts.uptimeSec !== null && w.longestTtlMs > 0 && w.facts.uptimeSec * 1000 < w.longestTtlMs;
+      return {
+        notifications: w.notifications,
+        watcher: { up: w.up, lastEventAt: w.lastEventAt, lastEventAgeMs: w.lastEventAt === null ? null : now - w.lastEventAt, reconnects: w.reconnects, gaps: w.gaps },
+        persistence: { appendonly: w.facts.appendonly, save: w.facts.save },
+        uptimeSec: w.facts.uptimeSec,
+        longestTtlMs: w.longestTtlMs,
+        restartRisk,
+        clockSkewMs: w.facts.skewMs,
+        ...(w.otherTypeKeys > 0 ? { nonStringKeysSkipped: w.otherTypeKeys } : {}),
+        degraded: w.notifications === "unavailable" || (!w.up && w.readable),
+      };
+    });
+
+    const stop = async () => {
+      for (const t of timers) clearInterval(t);
+      await Promise.allSettled(watchers.map((w) => w.stop()));
+    };
+    onShutdown("live-streams", 10, () => hub.closeAll("shutdown"));
+    onShutdown("live-watchers", 40, stop);
+    return { store, hub, watchers, isLockKey, stop };
+  });
+}
+
+const round1 = (n: number) => Math.round(n * 10) / 10;
+
+export interface LockStoreView {
+  list: LockStore["list"];
+  get: LockStore["get"];
+  serverTime: () => number;
+  counts: LockStore["counts"];
+}
+
+/** The merged locks, for routes and metrics. */
+export function getLockStore(): LockStoreView {
+  const { store } = startLive();
+  return {
+    list: (now) => store.list(now),
+    get: (resource, now) => store.get(resource, now),
+    serverTime: () => Date.now(),
+    counts: (now) => store.counts(now),
+  };
+}
+
+export function getStreamHub(): StreamHub {
+  return startLive().hub;
+}
+
+export function isLockKey(key: string): boolean {
+  return startLive().isLockKey(key);
+}
+
+export function getWatcherStatus(): WatcherStatus[] {
+  return startLive().watchers.map((w) => w.status());
+}
+
+/** True once every reachable node's watcher has subscribed and reconciled; false after `timeoutMs`. */
+export async function waitUntilReconciled(timeoutMs: number): Promise<boolean> {
+  const { watchers } = startLive();
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (watchers.every((w) => w.settled)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Records a force release so the lock ends as `force-released` (the revocation message does the same on every console). */
+export function noteForceRelease(resource: string, info: { value?: string | null; actor?: string | null; reason?: string | null } = {}): void {
+  startLive().store.noteForceRelease(resource, info);
+}

@@ -1,0 +1,525 @@
+import "server-only";
+import { decodeHolder, endReason, mergeSamples, transitions, type EndCause, type MergedLock } from "@/lib/locks/merge";
+import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry, type TimelineType } from "@/lib/locks/types";
+import { BucketCounter, pushCapped } from "@/lib/locks/window";
+import { lockValueId } from "@/lib/redlock/identity";
+import type { ContentionEvent } from "@/lib/redlock/telemetry";
+import { ContentionTracker } from "./contention";
+import type { LiveEvents } from "./events";
+
+/** An ended lock stays in the table this long (showing how it ended) before it leaves the list. */
+export const LINGER_MS = 5_000;
+/** Timeline entries kept per resource. */
+export const TIMELINE_CAP = 100;
+/** Ended locks whose timeline stays available on the lock page. */
+export const RECENT_CAP = 10_000;
+export const RECENT_TTL_MS = 30 * 60_000;
+/** A key whose TTL ran out this long ago and that Redis still has not reclaimed is read again (lazily expiring it). */
+const PROBE_AFTER_MS = 1_000;
+/** A force-release noted this long before the keys vanish explains their going. */
+const FORCE_HINT_MS = 10_000;
+const WHEEL_MS = 100;
+
+/** One node's reading of one key: `value` null when absent; `expiry` NaN when absent, Infinity without TTL. */
+export interface NodeSample {
+  node: number;
+  value: string | null;
+  expiry: number;
+  /** What the keyspace notification said removed the key, when one did. */
+  cause: EndCause;
+}
+
+interface Entry {
+  resource: string;
+  values: Array<string | null>;
+  expiries: number[];
+  /** When each node's sample was read (Date.now()). */
+  stamps: number[];
+  /** null until first counted. */
+  state: LockState | null;
+  token: string | null;
+  leading: string | null;
+  quorumHeld: number;
+  expiresAt: number | null;
+  acquiredAt: number | null;
+  ttlMs: number | null;
+  endedAt: number | null;
+  endedToken: string | null;
+  cause: EndCause;
+  timeline: TimelineEntry[];
+  /** When this lock was last sent to the streams (per-lock coalescing). */
+  lastSentAt: number;
+  wheelAt: number;
+}
+
+export interface LockCounts {
+  byState: Record<LockState, number>;
+  /** acquiredAt of the longest-held lock still held (held or elapsed), null when none. */
+  oldestHeldAcquiredAt: number | null;
+  held: number;
+}
+
+export interface DrainedChanges {
+  upserts: Lock[];
+  removed: string[];
+  contention: Array<{ resource: string } & Lock["contention"]>;
+}
+
+const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, elapsed: 0, released: 0, expired: 0, "force-released": 0 });
+
+/**
+ * Every lock the watchers see, merged across nodes, with its timeline. All mutation goes through
+ * `apply` (new samples), `setNodeUp`, `tick` (time passing) and the telemetry hooks; the streams drain the
+ * changed locks with `drain`, at most one message per lock per coalescing window.
+ */
+export class LockStore {
+  readonly nodeIds: readonly string[];
+  readonly quorum: number;
+  private readonly nodeUp: boolean[];
+  private readonly live = new Map<string, Entry>();
+  private readonly recent = new Map<string, Entry>();
+  private readonly changed = new Set<string>();
+  private readonly removed = new Set<string>();
+  private readonly contentionChanged = new Set<string>();
+  private readonly lingering: Array<{ resource: string; endedAt: number }> = [];
+  private readonly wheel = new Map<number, string[]>();
+  private wheelCursor = Math.floor(Date.now() / WHEEL_MS);
+  private readonly byState = emptyCounts();
+  private readonly forceHints = new Map<string, { at: number; value: string | null; detail: string | null }>();
+  private oldestCache: { at: number; value: number | null } | null = null;
+  readonly contention = new ContentionTracker();
+  readonly acquisitions = new BucketCounter(1_000, 10);
+  readonly expirations = new BucketCounter(1_000, 10);
+  /** Called with resources whose TTL ran out long ago and should be read again. */
+  onProbe: (resources: string[]) => void = () => {};
+
+  constructor(
+    nodeIds: readonly string[],
+    quorum: number,
+    private readonly events: LiveEvents,
+  ) {
+    this.nodeIds = nodeIds;
+    this.quorum = quorum;
+    this.nodeUp = nodeIds.map(() => false);
+  }
+
+  // ---- reading -------------------------------------------------------------------------------------
+
+  list(now = Date.now()): Lock[] {
+    const out: Lock[] = [];
+    for (const entry of this.live.values()) if (entry.state !== null) out.push(this.build(entry, now));
+    return out;
+  }
+
+  /** Live resources in the list (for a snapshot: built lazily, part by part). */
+  resources(): string[] {
+    const out: string[] = [];
+    for (const entry of this.live.values()) if (entry.state !== null) out.push(entry.resource);
+    return out;
+  }
+
+  /** The listed lock, built now; null when it left the list. */
+  lock(resource: string, now = Date.now()): Lock | null {
+    const entry = this.live.get(resource);
+    return entry && entry.state !== null ? this.build(entry, now) : null;
+  }
+
+  get(resource: string, now = Date.now()): LockDetail | null {
+    const entry = this.live.get(resource) ?? this.recent.get(resource);
+    if (!entry || entry.state === null) return null;
+    return { ...this.build(entry, now), timeline: entry.timeline.slice(-TIMELINE_CAP), contentionHistory: this.contention.history(resource, now) };
+  }
+
+  counts(now = Date.now()): LockCounts {
+    if (!this.oldestCache || now - this.oldestCache.at > 1_000) {
+      let oldest: number | null = null;
+      for (const entry of this.live.values()) {
+        if ((entry.state === "held" || entry.state === "elapsed") && entry.acquiredAt !== null && (oldest === null || entry.acquiredAt < oldest)) {
+          oldest = entry.acquiredAt;
+        }
+      }
+      this.oldestCache = { at: now, value: oldest };
+    }
+    return { byState: { ...this.byState }, oldestHeldAcquiredAt: this.oldestCache.value, held: this.byState.held + this.byState.elapsed };
+  }
+
+  isNodeUp(index: number): boolean {
+    return this.nodeUp[index] ?? false;
+  }
+
+  /** Keys some node is known to hold (for the reconcile's "gone while we were away"). */
+  knownOn(node: number): Array<{ resource: string; stamp: number }> {
+    const out: Array<{ resource: string; stamp: number }> = [];
+    for (const entry of this.live.values()) {
+      if (entry.values[node] !== null && entry.values[node] !== undefined) out.push({ resource: entry.resource, stamp: entry.stamps[node] ?? 0 });
+    }
+    return out;
+  }
+
+  // ---- writing -------------------------------------------------------------------------------------
+
+  /** New samples of one resource from one or more nodes, merged at once (so a Redlock write on three nodes is one change). */
+  apply(resource: string, samples: readonly NodeSample[], now = Date.now()): void {
+    let entry = this.live.get(resource);
+    if (!entry) {
+      if (samples.every((s) => s.value === null)) return;
+      entry = this.revive(resource);
+    }
+    let visible = false;
+    for (const sample of samples) {
+      const before = entry.values[sample.node] ?? null;
+      const beforeExpiry = entry.expiries[sample.node] ?? Number.NaN;
+      entry.values[sample.node] = sample.value;
+      entry.expiries[sample.node] = sample.expiry;
+      entry.stamps[sample.node] = now;
+      if (sample.value === null && before !== null && sample.cause) entry.cause = sample.cause;
+      if (before !== sample.value || (sample.value !== null && !(Math.abs(sample.expiry - beforeExpiry) <= 20))) {
+        if (!(sample.expiry === Infinity && beforeExpiry === Infinity && before === sample.value)) visible = true;
+      }
+    }
+    this.recompute(entry, now, visible);
+  }
+
+  setNodeUp(index: number, up: boolean, now = Date.now()): void {
+    if (this.nodeUp[index] === up) return;
+    this.nodeUp[index] = up;
+    for (const entry of this.live.values()) {
+      if (entry.values[index] !== null && entry.values[index] !== undefined) this.recompute(entry, now, true);
+    }
+  }
+
+  /** Marks a watcher's blind spot in the timelines of the locks the node holds. */
+  markGap(index: number, downMs: number, now = Date.now()): void {
+    const nodeId = this.nodeIds[index] ?? `node-${index}`;
+    const detail = downMs > 0 ? `no notifications from ${nodeId} for ${(downMs / 1000).toFixed(1)} s; state reconciled by SCAN` : `state reconciled by SCAN`;
+    for (const entry of this.live.values()) {
+      if (entry.values[index] !== null && entry.values[index] !== undefined && entry.state !== null && isLive(entry.state)) {
+        this.addTimeline(entry, { at: now, type: "gap", node: nodeId, detail });
+      }
+    }
+  }
+
+  recordContention(event: ContentionEvent, now = Date.now()): void {
+    if (!this.contention.record(event, now)) return;
+    this.contentionChanged.add(event.resource);
+    const entry = this.live.get(event.resource);
+    if (entry) {
+      const last = entry.timeline[entry.timeline.length - 1];
+      const who = event.label ?? event.host ?? event.waiterId.slice(0, 6);
+      if (last && last.type === "attempts" && now - last.at < 5_000) {
+        const count = Number(/^(\d+)/.exec(last.detail ?? "")?.[1] ?? "1") + 1;
+        last.detail = `${count} failed attempts, last by ${who}`;
+      } else {
+        this.addTimeline(entry, { at: now, type: "attempts", detail: `1 failed attempts, last by ${who}` });
+      }
+    }
+    this.events.emit("contention", { resource: event.resource });
+  }
+
+  /**
+   * An operator force-released `resource` (here or on another console: the revocation arrives by pub/sub).
+   * Keys that vanish shortly after end as `force-released`; a lock that just ended is relabelled.
+   */
+  noteForceRelease(resource: string, info: { value?: string | null; actor?: string | null; reason?: string | null } = {}, now = Date.now()): void {
+    const detail = [info.actor ? `by ${info.actor}` : null, info.reason ? `“${info.reason.slice(0, 200)}”` : null].filter(Boolean).join(": ") || null;
+    const existing = this.forceHints.get(resource);
+    if (existing && now - existing.at < 2_000 && !detail) return;
+    this.forceHints.set(resource, { at: now, value: info.value ?? existing?.value ?? null, detail: detail ?? existing?.detail ?? null });
+    if (this.forceHints.size > 10_000) {
+      const first = this.forceHints.keys().next().value;
+      if (first !== undefined) this.forceHints.delete(first);
+    }
+    const entry = this.live.get(resource) ?? this.recent.get(resource);
+    if (!entry || entry.state === null || entry.endedAt === null || now - entry.endedAt > 3_000) return;
+    if (entry.state === "force-released") {
+      if (detail) {
+        const last = [...entry.timeline].reverse().find((t) => t.type === "force-released");
+        if (last) last.detail = detail;
+      }
+      return;
+    }
+    // It ended a moment ago as released or expired: it was the operator.
+    const previous = entry.state;
+    this.count(previous, -1, entry);
+    entry.state = "force-released";
+    this.count("force-released", 1, entry);
+    const last = [...entry.timeline].reverse().find((t) => t.type === "released" || t.type === "expired");
+    if (last) {
+      last.type = "force-released";
+      last.detail = detail ?? undefined;
+      if (!last.detail) delete last.detail;
+    }
+    this.events.emit("lock-event", { type: "force-released", resource });
+    if (this.live.has(resource)) this.changed.add(resource);
+  }
+
+  // ---- time ----------------------------------------------------------------------------------------
+
+  /** Time passing: TTLs running out (held → elapsed), stale keys probed, ended locks leaving the list. */
+  tick(now = Date.now()): void {
+    const due = Math.floor(now / WHEEL_MS);
+    const probe: string[] = [];
+    for (; this.wheelCursor <= due; this.wheelCursor++) {
+      const bucket = this.wheel.get(this.wheelCursor);
+      if (!bucket) continue;
+      this.wheel.delete(this.wheelCursor);
+      for (const resource of bucket) {
+        const entry = this.live.get(resource);
+        if (!entry || entry.wheelAt !== this.wheelCursor || entry.state === null || !isLive(entry.state)) continue;
+        entry.wheelAt = 0;
+        this.recompute(entry, now, false);
+        if (entry.state === "elapsed" && entry.expiresAt !== null && now >= entry.expiresAt + PROBE_AFTER_MS) {
+          probe.push(resource);
+          this.schedule(entry, now + PROBE_AFTER_MS);
+        }
+      }
+    }
+    if (probe.length > 0) this.onProbe(probe);
+    while (this.lingering.length > 0) {
+      const head = this.lingering[0];
+      if (!head || now - head.endedAt < LINGER_MS) break;
+      this.lingering.shift();
+      const entry = this.live.get(head.resource);
+      if (!entry || entry.endedAt !== head.endedAt || entry.state === null || isLive(entry.state)) continue;
+      this.live.delete(head.resource);
+      this.count(entry.state, -1, entry);
+      this.changed.delete(head.resource);
+      this.removed.add(head.resource);
+      this.recent.delete(head.resource);
+      this.recent.set(head.resource, entry);
+      this.trimRecent(now);
+    }
+  }
+
+  /** Once a second: contention rates decay and waiters go stale. */
+  sweepContention(now = Date.now()): void {
+    for (const resource of this.contention.sweep(now, (r) => this.holderIdOf(r))) this.contentionChanged.add(resource);
+    for (const [resource, hint] of this.forceHints) {
+      if (now - hint.at > FORCE_HINT_MS) this.forceHints.delete(resource);
+      else break;
+    }
+  }
+
+  /**
+   * The changes to send now: every changed lock not sent within `coalesceMs` (the rest wait for a later
+   * call), lock removals, and contention figures. At most `max` locks per call.
+   */
+  drain(now: number, coalesceMs: number, max: number): DrainedChanges {
+    const upserts: Lock[] = [];
+    for (const resource of this.changed) {
+      if (upserts.length >= max) break;
+      const entry = this.live.get(resource);
+      if (!entry || entry.state === null) {
+        this.changed.delete(resource);
+        continue;
+      }
+      if (now - entry.lastSentAt < coalesceMs) continue;
+      entry.lastSentAt = now;
+      this.changed.delete(resource);
+      this.contentionChanged.delete(resource);
+      const lock = this.build(entry, now);
+      this.contention.markSent(resource, lock.contention);
+      upserts.push(lock);
+    }
+    const removed = [...this.removed];
+    this.removed.clear();
+    const contention: DrainedChanges["contention"] = [];
+    for (const resource of this.contentionChanged) {
+      const figures = this.contention.get(resource, now, this.holderIdOf(resource));
+      this.contention.markSent(resource, figures);
+      contention.push({ resource, ...figures });
+    }
+    this.contentionChanged.clear();
+    return { upserts, removed, contention };
+  }
+
+  // ---- internals -----------------------------------------------------------------------------------
+
+  private revive(resource: string): Entry {
+    const old = this.recent.get(resource);
+    if (old) this.recent.delete(resource);
+    const n = this.nodeIds.length;
+    const entry: Entry = {
+      resource,
+      values: new Array<string | null>(n).fill(null),
+      expiries: new Array<number>(n).fill(Number.NaN),
+      stamps: new Array<number>(n).fill(0),
+      state: null,
+      token: null,
+      leading: null,
+      quorumHeld: 0,
+      expiresAt: null,
+      acquiredAt: null,
+      ttlMs: null,
+      endedAt: null,
+      endedToken: null,
+      cause: null,
+      timeline: old?.timeline ?? [],
+      lastSentAt: 0,
+      wheelAt: 0,
+    };
+    this.live.set(resource, entry);
+    return entry;
+  }
+
+  private holderIdOf(resource: string): string | null {
+    const token = this.live.get(resource)?.token;
+    return token ? lockValueId(token) : null;
+  }
+
+  private recompute(entry: Entry, now: number, visible: boolean): void {
+    // With every node down nothing is known: keep showing the last state rather than "ending" every lock.
+    if (!this.nodeUp.some(Boolean)) {
+      if (visible && entry.state !== null) this.changed.add(entry.resource);
+      return;
+    }
+    const merged: MergedLock = mergeSamples({ up: this.nodeUp, values: entry.values, expiries: entry.expiries, quorum: this.quorum }, now);
+    const wasLive = entry.state !== null && isLive(entry.state);
+    const prev = wasLive ? { state: entry.state as "held", token: entry.token, leading: entry.leading, expiresAt: entry.expiresAt } : null;
+    const steps = transitions(prev, merged);
+    const previousState = entry.state;
+    for (const step of steps) {
+      switch (step.type) {
+        case "acquired": {
+          const decoded = decodeHolder(step.token);
+          entry.acquiredAt = decoded.acquiredAt ?? now;
+          entry.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
+          entry.endedAt = null;
+          entry.endedToken = null;
+          entry.cause = null;
+          const who = decoded.holder?.label ?? decoded.holder?.host ?? (step.token ? "a foreign client" : "unknown");
+          const held = `${merged.quorumHeld} of ${this.nodeIds.length} nodes`;
+          this.addTimeline(entry, {
+            at: now,
+            type: "acquired",
+            detail: step.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`,
+          });
+          this.events.emit("lock-event", { type: "acquired", resource: entry.resource });
+          this.acquisitions.add(now);
+          if (step.token) this.contention.holderIs(entry.resource, lockValueId(step.token));
+          break;
+        }
+        case "extended":
+          entry.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
+          this.addTimeline(entry, { at: now, type: "extended", detail: Number.isFinite(step.by) ? `by ${(step.by / 1000).toFixed(1)} s` : "TTL removed" });
+          this.events.emit("lock-event", { type: "extended", resource: entry.resource });
+          break;
+        case "elapsed":
+          this.addTimeline(entry, { at: now, type: "elapsed", detail: "TTL ran out; Redis has not reclaimed the key yet" });
+          break;
+        case "partial":
+          this.addTimeline(entry, { at: now, type: "partial", detail: `no value on a quorum: ${merged.quorumHeld} of ${this.nodeIds.length} nodes hold the most common one` });
+          break;
+        case "ended": {
+          const hint = this.forceHints.get(entry.resource);
+          const forced = hint !== undefined && now - hint.at < FORCE_HINT_MS;
+          const reason = endReason(forced ? "force-released" : entry.cause, entry.expiresAt, now);
+          entry.endedAt = now;
+          entry.endedToken = entry.token ?? entry.leading;
+          const state: LockState = reason === "evicted" ? "expired" : reason;
+          this.addTimeline(entry, {
+            at: now,
+            type: reason,
+            ...(forced && hint.detail ? { detail: hint.detail } : reason === "evicted" ? { detail: "evicted under memory pressure (maxmemory)" } : {}),
+          });
+          this.events.emit("lock-event", { type: reason, resource: entry.resource });
+          if (reason === "expired" || reason === "evicted") this.expirations.add(now);
+          this.lingering.push({ resource: entry.resource, endedAt: now });
+          this.setState(entry, state, previousState);
+          entry.token = null;
+          entry.leading = null;
+          entry.quorumHeld = 0;
+          this.changed.add(entry.resource);
+          return;
+        }
+      }
+    }
+    if (merged.state === null) {
+      // Never live (a key seen absent): nothing to show.
+      if (entry.state === null) this.live.delete(entry.resource);
+      return;
+    }
+    const changed =
+      visible || steps.length > 0 || entry.state !== merged.state || entry.token !== merged.token || entry.quorumHeld !== merged.quorumHeld || !sameExpiry(entry.expiresAt, merged.expiresAt);
+    entry.token = merged.token;
+    entry.leading = merged.leading;
+    entry.quorumHeld = merged.quorumHeld;
+    entry.expiresAt = merged.expiresAt;
+    this.setState(entry, merged.state, previousState);
+    if (changed) this.changed.add(entry.resource);
+    if (merged.expiresAt !== null) {
+      this.schedule(entry, merged.state === "elapsed" ? merged.expiresAt + PROBE_AFTER_MS : merged.expiresAt);
+    }
+  }
+
+  private setState(entry: Entry, state: LockState, previous: LockState | null): void {
+    if (previous === state) return;
+    if (previous !== null) this.count(previous, -1, entry);
+    entry.state = state;
+    this.count(state, 1, entry);
+  }
+
+  private count(state: LockState, delta: number, _entry: Entry): void {
+    this.byState[state] += delta;
+  }
+
+  private schedule(entry: Entry, at: number): void {
+    const bucket = Math.max(Math.ceil(at / WHEEL_MS), this.wheelCursor);
+    if (entry.wheelAt === bucket) return;
+    entry.wheelAt = bucket;
+    const list = this.wheel.get(bucket);
+    if (list) list.push(entry.resource);
+    else this.wheel.set(bucket, [entry.resource]);
+  }
+
+  private addTimeline(entry: Entry, item: { at: number; type: TimelineType; node?: string; detail?: string }): void {
+    pushCapped(entry.timeline, item, TIMELINE_CAP);
+  }
+
+  private trimRecent(now: number): void {
+    while (this.recent.size > RECENT_CAP) {
+      const first = this.recent.keys().next().value;
+      if (first === undefined) break;
+      this.recent.delete(first);
+    }
+    for (const [resource, entry] of this.recent) {
+      if (entry.endedAt !== null && now - entry.endedAt > RECENT_TTL_MS) this.recent.delete(resource);
+      else break;
+    }
+  }
+
+  private build(entry: Entry, now: number): Lock {
+    const shown = entry.token ?? entry.leading ?? entry.endedToken;
+    const decoded = decodeHolder(shown);
+    const holderId = entry.token ? lockValueId(entry.token) : null;
+    const lock: Lock = {
+      resource: entry.resource,
+      state: entry.state ?? "released",
+      token: entry.token,
+      holder: decoded.holder,
+      fence: decoded.fence,
+      nodes: this.nodeIds.map((id, i) => {
+        const up = this.nodeUp[i] ?? false;
+        const value = up ? (entry.values[i] ?? null) : null;
+        const expiry = entry.expiries[i] ?? Number.NaN;
+        return { id, up, token: value, pttlMs: value !== null && Number.isFinite(expiry) ? Math.max(0, Math.round(expiry - now)) : null };
+      }),
+      quorumHeld: entry.quorumHeld,
+      quorum: this.quorum,
+      expiresAt: entry.expiresAt === null ? null : Math.round(entry.expiresAt),
+      ttlMs: entry.ttlMs === null ? null : Math.round(entry.ttlMs),
+      contention: this.contention.get(entry.resource, now, holderId),
+    };
+    if (entry.acquiredAt !== null) lock.acquiredAt = entry.acquiredAt;
+    if (entry.endedAt !== null) {
+      lock.endedAt = entry.endedAt;
+      lock.endedToken = entry.endedToken;
+    }
+    return lock;
+  }
+}
+
+function sameExpiry(a: number | null, b: number | null): boolean {
+  if (a === null || b === null) return a === b;
+  return Math.abs(a - b) <= 20;
+}

@@ -1,0 +1,342 @@
+import "server-only";
+import Redis from "ioredis";
+import type { EndCause } from "@/lib/locks/merge";
+import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
+import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@/lib/redlock/telemetry";
+import type { NotificationStatus } from "../health";
+import type { Logger } from "pino";
+import { nodeClientOptions, type LockNode } from "../nodes";
+import type { LiveEvents } from "./events";
+import type { LockStore, NodeSample } from "./store";
+
+/** Keys read per MULTI during a reconcile or a flush. */
+export const READ_BATCH = 1_000;
+const SCAN_COUNT = 1_000;
+
+export interface WatcherContext {
+  store: LockStore;
+  patterns: readonly string[];
+  isLockKey: (key: string) => boolean;
+  events: LiveEvents;
+  log: Logger;
+  timeoutMs: number;
+}
+
+export interface KeyReading {
+  key: string;
+  value: string | null;
+  /** Absolute expiry (epoch ms); NaN when absent, Infinity without TTL. */
+  expiry: number;
+  /** The key exists but is not a string (a hash, a list…): not a lock this console can read. */
+  otherType: boolean;
+}
+
+/** GET + PTTL for many keys in one MULTI: one round trip, and value and TTL from the same instant. */
+export async function readKeys(conn: Redis, keys: readonly string[]): Promise<KeyReading[]> {
+  if (keys.length === 0) return [];
+  const multi = conn.multi();
+  for (const key of keys) multi.get(key).pttl(key);
+  const started = Date.now();
+  const replies = (await multi.exec()) ?? [];
+  // The PTTL was taken somewhere in the round trip: its middle is the best estimate.
+  const at = (started + Date.now()) / 2;
+  return keys.map((key, i): KeyReading => {
+    const [getError, value] = replies[2 * i] ?? [null, null];
+    const [, pttl] = replies[2 * i + 1] ?? [null, -2];
+    if (getError) return { key, value: null, expiry: Number.NaN, otherType: /WRONGTYPE/.test(getError.message) };
+    if (typeof value !== "string") return { key, value: null, expiry: Number.NaN, otherType: false };
+    const ttl = typeof pttl === "number" ? pttl : -2;
+    return { key, value, expiry: ttl === -1 ? Infinity : ttl >= 0 ? at + ttl : Number.NaN, otherType: false };
+  });
+}
+
+const CAUSES: Record<string, EndCause> = { del: "del", expired: "expired", evicted: "evicted" };
+
+/**
+ * The keyspace watcher of one lock node: a subscriber connection (keyspace notifications for the lock
+ * patterns, the engine's contention and revocation channels) and a reader connection (CONFIG, SCAN,
+ * batched GET/PTTL). Notifications only mark keys dirty; the runtime reads dirty keys in batches.
+ */
+export class NodeWatcher {
+  readonly id: string;
+  readonly index: number;
+  readonly sub: Redis;
+  readonly reader: Redis;
+  notifications: NotificationStatus = "unavailable";
+  /** Subscribed and reconciled: its samples count in the merge. */
+  up = false;
+  /** Connected (or failed to) at least once. */
+  attempted = false;
+  reconnects = 0;
+  gaps = 0;
+  lastEventAt: number | null = null;
+  latencyMs: number | null = null;
+  otherTypeKeys = 0;
+  longestTtlMs = 0;
+  facts: { appendonly: string | null; save: string | null; uptimeSec: number | null; skewMs: number | null } = {
+    appendonly: null,
+    save: null,
+    uptimeSec: null,
+    skewMs: null,
+  };
+  readonly dirty = new Map<string, EndCause>();
+  private readonly channelPrefix: string;
+  private downSince: number | null = null;
+  private everUp = false;
+  private enabledByUs = false;
+  private subGeneration = 0;
+  private subscribedGeneration = -1;
+  private bringingUp = false;
+  private again = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  /** Called when the watcher's status changes (up, down, notifications). */
+  onChange: () => void = () => {};
+
+  constructor(
+    node: LockNode,
+    private readonly ctx: WatcherContext,
+  ) {
+    this.id = node.id;
+    this.index = node.index;
+    const base = nodeClientOptions(ctx.timeoutMs);
+    this.sub = new Redis(node.url, { ...base, enableAutoPipelining: false, autoResubscribe: false, commandTimeout: undefined, connectionName: "lockscope:watcher" });
+    this.reader = new Redis(node.url, {
+      ...base,
+      enableAutoPipelining: false,
+      commandTimeout: Math.max(5_000, ctx.timeoutMs * 4),
+      connectionName: "lockscope:watcher-reader",
+    });
+    const db = this.reader.options.db ?? 0;
+    this.channelPrefix = `__keyspace@${db}__:`;
+    for (const conn of [this.sub, this.reader]) {
+      conn.on("ready", () => {
+        this.attempted = true;
+        if (conn === this.sub) this.subGeneration += 1;
+        void this.bringUp();
+      });
+      conn.on("close", () => this.wentDown());
+      conn.on("error", () => {
+        this.attempted = true;
+      });
+    }
+    this.sub.on("pmessage", (_pattern: string, channel: string, event: string) => this.onKeyspace(channel, event));
+    this.sub.on("message", (channel: string, message: string) => this.onTelemetry(channel, message));
+  }
+
+  status() {
+    return {
+      nodeId: this.id,
+      up: this.up,
+      notifications: this.notifications,
+      lastEventAt: this.lastEventAt,
+      reconnects: this.reconnects,
+      gaps: this.gaps,
+      ...(this.latencyMs !== null ? { latencyMs: this.latencyMs } : {}),
+    };
+  }
+
+  get readable(): boolean {
+    return this.reader.status === "ready";
+  }
+
+  /** Reachable by now, or given up on for the moment: what `waitUntilReconciled` waits for. */
+  get settled(): boolean {
+    if (this.up) return true;
+    return this.attempted && !(this.sub.status === "ready" && this.reader.status === "ready");
+  }
+
+  private onKeyspace(channel: string, event: string): void {
+    if (!channel.startsWith(this.channelPrefix)) return;
+    const key = channel.slice(this.channelPrefix.length);
+    this.lastEventAt = Date.now();
+    this.dirty.set(key, CAUSES[event] ?? null);
+    this.ctx.events.emit("keyspace-event", { nodeId: this.id, event });
+  }
+
+  private onTelemetry(channel: string, message: string): void {
+    if (channel === CONTENTION_CHANNEL) {
+      const event = parseContentionMessage(message);
+      if (event && this.ctx.isLockKey(event.resource)) this.ctx.store.recordContention(event);
+    } else if (channel === REVOKE_CHANNEL) {
+      const event = parseRevokeMessage(message);
+      if (event && this.ctx.isLockKey(event.resource)) this.ctx.store.noteForceRelease(event.resource, { value: event.value });
+    }
+  }
+
+  private wentDown(): void {
+    this.attempted = true;
+    // Whatever happens while we are away is lost: forget pending reads, the reconcile will cover them.
+    this.dirty.clear();
+    if (!this.up) return;
+    this.up = false;
+    this.downSince = Date.now();
+    this.ctx.store.setNodeUp(this.index, false);
+    this.ctx.log.warn({ node: this.id }, "lock watcher lost its node; will reconcile on reconnect");
+    this.onChange();
+  }
+
+  /** Runs on every (re)connect of either connection: notifications, subscriptions, reconcile, then up. */
+  async bringUp(): Promise<void> {
+    if (this.bringingUp) {
+      this.again = true;
+      return;
+    }
+    this.bringingUp = true;
+    try {
+      do {
+        this.again = false;
+        if (this.stopped || this.sub.status !== "ready" || this.reader.status !== "ready") return;
+        await this.checkNotifications();
+        if (this.subscribedGeneration !== this.subGeneration) {
+          const generation = this.subGeneration;
+          await this.sub.psubscribe(...this.ctx.patterns.map((p) => this.channelPrefix + p));
+          await this.sub.subscribe(CONTENTION_CHANNEL, REVOKE_CHANNEL);
+          this.subscribedGeneration = generation;
+        }
+        const started = Date.now();
+        await this.reconcile(started);
+        if (this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) {
+          this.again = true;
+          continue;
+        }
+        const wasUp = this.up;
+        this.up = true;
+        this.ctx.store.setNodeUp(this.index, true);
+        if (this.everUp && !wasUp) {
+          this.reconnects += 1;
+          this.gaps += 1;
+          this.ctx.store.markGap(this.index, this.downSince === null ? 0 : started - this.downSince);
+          this.ctx.events.emit("reconnect", { nodeId: this.id });
+          this.ctx.events.emit("gap", { nodeId: this.id });
+          this.ctx.log.info({ node: this.id, downMs: this.downSince === null ? null : started - this.downSince }, "lock watcher reconnected and reconciled");
+        } else if (!this.everUp) {
+          this.ctx.log.info({ node: this.id, notifications: this.notifications }, "lock watcher up");
+        }
+        this.everUp = true;
+        this.downSince = null;
+        this.onChange();
+      } while (this.again);
+    } catch (error) {
+      this.ctx.log.warn({ node: this.id, err: error instanceof Error ? error.message : String(error) }, "lock watcher could not come up; retrying");
+      this.retryTimer ??= setTimeout(() => {
+        this.retryTimer = null;
+        void this.bringUp();
+      }, 1_000);
+    } finally {
+      this.bringingUp = false;
+    }
+  }
+
+  /** Reads `notify-keyspace-events` and adds what is missing; "unavailable" where CONFIG is refused. */
+  async checkNotifications(): Promise<void> {
+    const before = this.notifications;
+    try {
+      const reply = (await this.reader.config("GET", "notify-keyspace-events"));
+      const current = Array.isArray(reply) && typeof reply[1] === "string" ? reply[1] : "";
+      if (missingNotifyFlags(current) === "") {
+        this.notifications = this.enabledByUs ? "enabled-by-console" : "on";
+      } else {
+        await this.reader.config("SET", "notify-keyspace-events", mergedNotifyFlags(current));
+        this.enabledByUs = true;
+        this.notifications = "enabled-by-console";
+      }
+    } catch (error) {
+      if (this.reader.status !== "ready") throw error;
+      this.notifications = "unavailable";
+      if (before !== "unavailable" || !this.everUp) {
+        this.ctx.log.warn(
+          { node: this.id, err: error instanceof Error ? error.message : String(error) },
+          "CONFIG refused: keyspace notifications unavailable, watching by periodic SCAN (degraded)",
+        );
+      }
+    }
+    if (before !== this.notifications) this.onChange();
+  }
+
+  /**
+   * SCAN MATCH every pattern with batched reads, then drop what this node no longer holds. Subscribed
+   * before it starts, so changes during the scan arrive as notifications and are read again.
+   */
+  async reconcile(started = Date.now()): Promise<void> {
+    const seen = new Set<string>();
+    for (const pattern of this.ctx.patterns) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await this.reader.scan(cursor, "MATCH", pattern, "COUNT", SCAN_COUNT);
+        cursor = next;
+        const fresh = keys.filter((k) => !seen.has(k) && this.ctx.isLockKey(k));
+        for (const key of fresh) seen.add(key);
+        for (let i = 0; i < fresh.length; i += READ_BATCH) {
+          const readings = await readKeys(this.reader, fresh.slice(i, i + READ_BATCH));
+          const now = Date.now();
+          for (const reading of readings) this.applyReading(reading, null, now);
+        }
+      } while (cursor !== "0");
+    }
+    const now = Date.now();
+    for (const { resource, stamp } of this.ctx.store.knownOn(this.index)) {
+      if (!seen.has(resource) && stamp < started) this.ctx.store.apply(resource, [{ node: this.index, value: null, expiry: Number.NaN, cause: null }], now);
+    }
+  }
+
+  sampleOf(reading: KeyReading, cause: EndCause): NodeSample {
+    if (reading.otherType) this.otherTypeKeys += 1;
+    if (reading.value !== null && Number.isFinite(reading.expiry)) {
+      const ttl = reading.expiry - Date.now();
+      if (ttl > this.longestTtlMs) this.longestTtlMs = Math.round(ttl);
+    }
+    return { node: this.index, value: reading.value, expiry: reading.expiry, cause };
+  }
+
+  private applyReading(reading: KeyReading, cause: EndCause, now: number): void {
+    this.ctx.store.apply(reading.key, [this.sampleOf(reading, cause)], now);
+  }
+
+  /** Latency, clock skew (TIME), persistence and uptime, for the nodes panel. */
+  async refreshFacts(withInfo: boolean): Promise<void> {
+    if (!this.readable) {
+      this.latencyMs = null;
+      return;
+    }
+    try {
+      const sent = Date.now();
+      const t0 = performance.now();
+      const [seconds, micros] = await this.reader.time();
+      const rtt = performance.now() - t0;
+      this.latencyMs = Math.round(rtt * 100) / 100;
+      const nodeMs = Number(seconds) * 1000 + Number(micros) / 1000;
+      this.facts.skewMs = Math.round(nodeMs - (sent + rtt / 2));
+      if (withInfo) {
+        const info = await this.reader.info("server");
+        const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
+        this.facts.uptimeSec = uptime ? Number(uptime) : null;
+        if (this.notifications !== "unavailable") {
+          try {
+            const aof = (await this.reader.config("GET", "appendonly"));
+            const save = (await this.reader.config("GET", "save"));
+            this.facts.appendonly = Array.isArray(aof) && typeof aof[1] === "string" ? aof[1] : null;
+            this.facts.save = Array.isArray(save) && typeof save[1] === "string" ? save[1] : null;
+          } catch {
+            // CONFIG refused: INFO persistence still says whether AOF is on.
+          }
+        }
+        if (this.facts.appendonly === null) {
+          const persistence = await this.reader.info("persistence");
+          const aof = /aof_enabled:(\d)/.exec(persistence)?.[1];
+          this.facts.appendonly = aof === undefined ? null : aof === "1" ? "yes" : "no";
+        }
+      }
+    } catch {
+      // Unreachable for a moment: the connection's own events mark the node down.
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    await Promise.allSettled([this.sub.quit(), this.reader.quit()]);
+    this.sub.disconnect();
+    this.reader.disconnect();
+  }
+}

@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { decodeHolder, endReason, mergeSamples, transitions } from "@/lib/locks/merge";
+import { missingNotifyFlags, mergedNotifyFlags } from "@/lib/locks/notify";
+import { encodeLockValue } from "@/lib/redlock/identity";
+
+const NOW = 1_700_000_000_000;
+const up3 = [true, true, true];
+
+describe("merging per-node samples into one lock", () => {
+  it("is held when a quorum holds one value, until the quorum-th latest expiry", () => {
+    const merged = mergeSamples({ up: up3, values: ["a", "a", "a"], expiries: [NOW + 900, NOW + 1_000, NOW + 1_100], quorum: 2 }, NOW);
+    expect(merged).toEqual({ state: "held", token: "a", leading: "a", quorumHeld: 3, expiresAt: NOW + 1_000 });
+  });
+
+  it("is partial when no value has a quorum, until the last key goes", () => {
+    const merged = mergeSamples({ up: up3, values: ["a", "b", null], expiries: [NOW + 500, NOW + 800, Number.NaN], quorum: 2 }, NOW);
+    expect(merged.state).toBe("partial");
+    expect(merged.token).toBeNull();
+    expect(merged.quorumHeld).toBe(1);
+    expect(merged.expiresAt).toBe(NOW + 800);
+  });
+
+  it("counts nodes that are down as holding nothing: 2 of 3 still hold it", () => {
+    const merged = mergeSamples({ up: [true, true, false], values: ["a", "a", "a"], expiries: [NOW + 1_000, NOW + 1_000, NOW + 1_000], quorum: 2 }, NOW);
+    expect(merged).toMatchObject({ state: "held", quorumHeld: 2 });
+    const lost = mergeSamples({ up: [true, false, false], values: ["a", "a", "a"], expiries: [NOW + 1_000, NOW + 1_000, NOW + 1_000], quorum: 2 }, NOW);
+    expect(lost).toMatchObject({ state: "partial", quorumHeld: 1 });
+  });
+
+  it("is elapsed when the TTL ran out but the keys are still there", () => {
+    const merged = mergeSamples({ up: up3, values: ["a", "a", "a"], expiries: [NOW - 10, NOW - 5, NOW - 1], quorum: 2 }, NOW);
+    expect(merged.state).toBe("elapsed");
+  });
+
+  it("has no expiry for keys without a TTL", () => {
+    const merged = mergeSamples({ up: up3, values: ["a", "a", null], expiries: [Infinity, Infinity, Number.NaN], quorum: 2 }, NOW);
+    expect(merged).toMatchObject({ state: "held", expiresAt: null });
+  });
+
+  it("has no state when no reachable node holds anything", () => {
+    expect(mergeSamples({ up: up3, values: [null, null, null], expiries: [Number.NaN, Number.NaN, Number.NaN], quorum: 2 }, NOW).state).toBeNull();
+  });
+
+  it("decodes engine values into holder and fence, and leaves foreign values raw", () => {
+    const value = encodeLockValue({ label: "billing worker", host: "web-1", pid: 42, fence: "17", acquiredAt: NOW });
+    expect(decodeHolder(value)).toEqual({ holder: { label: "billing worker", host: "web-1", pid: 42 }, fence: "17", acquiredAt: NOW });
+    expect(decodeHolder("3f1c2a9e-node-redlock-value")).toEqual({ holder: null, fence: null, acquiredAt: null });
+  });
+});
+
+describe("how a lock ended and what changed", () => {
+  it("takes the notification's word, else judges by the TTL", () => {
+    expect(endReason("del", NOW + 5_000, NOW)).toBe("released");
+    expect(endReason("expired", NOW + 5_000, NOW)).toBe("expired");
+    expect(endReason("evicted", NOW + 5_000, NOW)).toBe("evicted");
+    expect(endReason("force-released", NOW - 5_000, NOW)).toBe("force-released");
+    expect(endReason(null, NOW - 100, NOW)).toBe("expired");
+    expect(endReason(null, NOW + 5_000, NOW)).toBe("released");
+    expect(endReason(null, null, NOW)).toBe("released");
+  });
+
+  it("reports acquisition, extension, a change of hands and the end", () => {
+    const held = { state: "held" as const, token: "a", leading: "a", expiresAt: NOW + 1_000 };
+    expect(transitions(null, held)).toEqual([{ type: "acquired", token: "a", partial: false }]);
+    expect(transitions(held, { ...held, expiresAt: NOW + 1_010 })).toEqual([]);
+    expect(transitions(held, { ...held, expiresAt: NOW + 5_000 })).toEqual([{ type: "extended", token: "a", by: 4_000 }]);
+    expect(transitions(held, { ...held, token: "b", leading: "b" })).toEqual([{ type: "acquired", token: "b", partial: false }]);
+    expect(transitions(held, { state: null, token: null, leading: null, expiresAt: null })).toEqual([{ type: "ended" }]);
+    expect(transitions(held, { ...held, state: "elapsed" })).toEqual([{ type: "elapsed" }]);
+  });
+
+  it("does not count a partial write completing as a second acquisition", () => {
+    const partial = { state: "partial" as const, token: null, leading: "a", expiresAt: NOW + 1_000 };
+    expect(transitions(null, partial)).toEqual([{ type: "acquired", token: "a", partial: true }]);
+    expect(transitions(partial, { state: "held", token: "a", leading: "a", expiresAt: NOW + 1_000 })).toEqual([]);
+  });
+});
+
+describe("keyspace notification flags", () => {
+  it("adds only what is missing and keeps the node's own flags", () => {
+    expect(missingNotifyFlags("")).toBe("Kg$xe");
+    expect(missingNotifyFlags("KEA")).toBe("");
+    expect(missingNotifyFlags("EA")).toBe("K");
+    expect(missingNotifyFlags("Kx")).toBe("g$e");
+    expect(mergedNotifyFlags("Elh")).toBe("ElhKg$xe");
+  });
+});
