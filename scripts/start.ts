@@ -128,10 +128,18 @@ async function main(): Promise<void> {
   if (typeof printToken === "function") (printToken as () => void)();
 
   let stopping = false;
+  /**
+   * SIGTERM/SIGINT: stop accepting, run the shutdown hooks in order (SSE streams end with a final event,
+   * the lab run stops, the audit file is flushed, watchers and Redis connections close), stop the embedded
+   * nodes, exit 0, all within SHUTDOWN_BUDGET_MS (a process manager's SIGKILL usually follows at 10 s).
+   */
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     g[key("shutting-down")] = true;
+    const startedAt = Date.now();
+    // Leave the embedded nodes time to stop (RedisNode.stop escalates to SIGKILL after 3 s).
+    const hooksDeadline = startedAt + SHUTDOWN_BUDGET_MS - (nodes.length > 0 ? 3_500 : 500);
     process.stdout.write(`lockscope: ${signal} received, shutting down…\n`);
     const force = setTimeout(() => {
       process.stderr.write("lockscope: shutdown took too long; exiting.\n");
@@ -139,18 +147,30 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_BUDGET_MS + 500);
     force.unref();
+    // No new connections; idle keep-alive ones close now, busy ones once their response is sent.
     server.close();
+    server.closeIdleConnections();
     const hooks = (g[key("shutdown-hooks")] as Array<{ name: string; run: () => Promise<void> | void }> | undefined) ?? [];
     for (const hook of hooks) {
+      // Each step gets at most 3 s, and never more than what is left of the budget (but always a little).
+      const allowedMs = Math.max(200, Math.min(3_000, hooksDeadline - Date.now()));
+      let timer: NodeJS.Timeout | undefined;
       try {
-        await Promise.race([Promise.resolve(hook.run()), new Promise((r) => setTimeout(r, 3000))]);
+        const outcome = await Promise.race([
+          Promise.resolve(hook.run()).then(() => "done" as const),
+          new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), allowedMs))),
+        ]);
+        if (outcome === "timeout") process.stderr.write(`lockscope: shutdown step ${hook.name} did not finish within ${allowedMs} ms; going on.\n`);
       } catch (error) {
         process.stderr.write(`lockscope: shutdown step ${hook.name} failed: ${String(error)}\n`);
+      } finally {
+        clearTimeout(timer);
       }
     }
     server.closeAllConnections();
     await Promise.all(nodes.map((n) => n.stop()));
     rmSync(path.resolve(config.dataDir, "redis", "pids"), { force: true });
+    process.stdout.write(`lockscope: stopped in ${Date.now() - startedAt} ms.\n`);
     process.exit(0);
   };
   process.on("SIGINT", () => void shutdown("SIGINT"));

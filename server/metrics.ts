@@ -40,9 +40,11 @@ export const NOTIFICATION_STATUSES = ["on", "enabled-by-console", "unavailable"]
 export const KEYSPACE_EVENTS = ["set", "del", "expire", "expired", "evicted", "persist", "rename_from", "rename_to", "hset", "hdel", "new"] as const;
 export const LAB_STRATEGIES = ["none", "naive", "redlock", "redlock-fenced", "atomic"] as const;
 export const LAB_STATUSES = ["done", "cancelled", "failed"] as const;
-export const AUDIT_SINKS = ["file"] as const;
-export const AUDIT_OUTCOMES = ["ok", "error"] as const;
-export const FORCE_RELEASE_OUTCOMES = ["released", "absent", "mismatch", "refused", "error"] as const;
+/** `stream`: the audit stream on the lock nodes (one write per node); `file`: the JSON-lines file. */
+export const AUDIT_SINKS = ["stream", "file"] as const;
+export const AUDIT_OUTCOMES = ["ok", "failed"] as const;
+/** The audit log's outcomes of a release (`refused`: not attempted because the audit could not be written). */
+export const FORCE_RELEASE_OUTCOMES = ["released", "conflict", "absent", "failed", "refused"] as const;
 
 /** Seconds from a millisecond up to half a minute: how long a caller waited for a lock. */
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -67,7 +69,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   {
     name: "lockscope_audit_writes_total",
     type: "counter",
-    help: "Audit log writes, by sink and outcome; an error means the action it recorded was refused.",
+    help: "Audit records written, by sink (stream: per node; file) and outcome.",
     labels: ["sink", "outcome"],
     known: { sink: AUDIT_SINKS, outcome: AUDIT_OUTCOMES },
   },
