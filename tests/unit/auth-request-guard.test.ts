@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { checkRequestLine } from "@/lib/request-guard";
+
+describe("raw request line guard", () => {
+  it("lets well-formed requests through", () => {
+    for (const [method, url] of [
+      ["GET", "/api/locks/lock%3Aorders%2F42"],
+      ["POST", "/api/locks/lock%3A%C3%A9t%C3%A9/release"],
+      ["GET", "/api/audit?resource=%ZZ"],
+      ["OPTIONS", "/"],
+      ["HEAD", "/audit"],
+    ] as const) {
+      expect(checkRequestLine(method, url), `${method} ${url}`).toBeNull();
+    }
+  });
+
+  it("refuses broken percent-encoding in the path with a 400 that says so", () => {
+    for (const url of ["/api/locks/%E0%A4%A/release", "/api/locks/%ZZ/release", "/api/locks/%/release", "/api/locks/lock%3A%FF", "/%C3"]) {
+      const refused = checkRequestLine("POST", url);
+      expect(refused?.status, url).toBe(400);
+      expect(refused?.body.error.message, url).toMatch(/not valid URL encoding/);
+    }
+  });
+
+  it("refuses methods nobody serves with 405 and an Allow header", () => {
+    for (const method of ["TRACE", "PROPFIND", "CONNECT", "get", undefined]) {
+      const refused = checkRequestLine(method, "/api/audit");
+      expect(refused?.status).toBe(405);
+      expect(refused?.headers.Allow).toBe("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+    }
+  });
+});
