@@ -24,6 +24,7 @@ export function startServerRuntime(): Promise<void> {
     });
     getNodes();
     // Each feature's long-lived part starts here, one line each.
+    (await import("./console-metrics")).startConsoleMetrics();
     (await import("./live")).startLive();
     await Promise.resolve();
   });

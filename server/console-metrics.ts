@@ -1,0 +1,103 @@
+import "server-only";
+import { tokensEqual } from "./auth";
+import { getConfig } from "./config";
+import { ApiError } from "./errors";
+import { singleton } from "./global";
+import { getHealth } from "./health";
+import { getLiveEvents, getLockStore, getStreamHub, getWatcherStatus } from "./live";
+import { getLogger } from "./logger";
+import { KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, metricGroup } from "./metrics";
+import { getNodes, quorumOf } from "./nodes";
+
+const KNOWN_KEYSPACE_EVENTS = new Set<string>(KEYSPACE_EVENTS);
+const KNOWN_LOCK_EVENTS = new Set<string>(LOCK_EVENT_TYPES);
+
+/**
+ * Counts what the live view sees on the lock nodes (lock lifecycle events, keyspace notifications,
+ * subscriber reconnects and gaps, contention telemetry) into the metrics. Attached once per process; a
+ * lock key never becomes a label: contention goes by `metricGroup`, the rest by type and node.
+ */
+export function startConsoleMetrics(): void {
+  singleton("console-metrics-started", () => {
+    const nodeIds = getNodes().map((n) => n.id);
+    for (const name of ["lockscope_keyspace_events_total", "lockscope_watcher_reconnects_total", "lockscope_watcher_gaps_total"]) {
+      initialiseFor(name, { node: nodeIds });
+    }
+    const lockEvents = declared<"type">("lockscope_lock_events_total");
+    const keyspace = declared<"node" | "event">("lockscope_keyspace_events_total");
+    const reconnects = declared<"node">("lockscope_watcher_reconnects_total");
+    const gaps = declared<"node">("lockscope_watcher_gaps_total");
+    const contention = declared<"group">("lockscope_lock_contention_events_total");
+    const events = getLiveEvents();
+    events.on("lock-event", (e) => {
+      if (KNOWN_LOCK_EVENTS.has(e.type)) lockEvents.inc({ type: e.type });
+    });
+    events.on("keyspace-event", (e) => keyspace.inc({ node: e.nodeId, event: KNOWN_KEYSPACE_EVENTS.has(e.event) ? e.event : "other" }));
+    events.on("reconnect", (e) => reconnects.inc({ node: e.nodeId }));
+    events.on("gap", (e) => gaps.inc({ node: e.nodeId }));
+    events.on("contention", (e) => {
+      const group = metricGroup(e.resource);
+      initialiseFor("lockscope_lock_contention_events_total", { group: [group] });
+      contention.inc({ group });
+    });
+    return true;
+  });
+}
+
+/** Per-node health and the live view's counts, read when Prometheus scrapes (never kept up to date in between). */
+export async function refreshConsoleMetrics(): Promise<void> {
+  startConsoleMetrics();
+  const nodes = getNodes();
+  declared("lockscope_nodes").set(nodes.length);
+  declared("lockscope_quorum_size").set(quorumOf(nodes.length));
+
+  const health = await getHealth();
+  const up = declared<"node">("lockscope_node_up");
+  const latency = declared<"node">("lockscope_node_latency_seconds");
+  const notifications = declared<"node" | "status">("lockscope_node_notifications");
+  for (const node of health.nodes) {
+    up.set({ node: node.id }, node.up ? 1 : 0);
+    if (node.latencyMs === null) latency.remove({ node: node.id });
+    else latency.set({ node: node.id }, node.latencyMs / 1000);
+    for (const status of NOTIFICATION_STATUSES) notifications.set({ node: node.id, status }, node.notifications === status ? 1 : 0);
+  }
+
+  try {
+    const counts = getLockStore().counts();
+    const held = declared<"state">("lockscope_locks_held");
+    for (const state of LOCK_STATES) held.set({ state }, counts.byState[state] ?? 0);
+    declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(counts.oldestHeldAcquiredAt === null ? 0 : counts.oldestHeldAcquiredAt / 1000);
+
+    const connected = declared<"node">("lockscope_watcher_connected");
+    const lastEvent = declared<"node">("lockscope_watcher_last_event_timestamp_seconds");
+    for (const status of getWatcherStatus()) {
+      connected.set({ node: status.nodeId }, status.up ? 1 : 0);
+      lastEvent.set({ node: status.nodeId }, status.lastEventAt ? status.lastEventAt / 1000 : 0);
+    }
+    declared("lockscope_sse_clients").set(getStreamHub().clientCount);
+  } catch (error) {
+    // The scrape still answers with everything else; the gap in the live view's series says the rest.
+    getLogger().warn({ err: error instanceof Error ? error.message : String(error) }, "metrics: the live view could not be read");
+  }
+}
+
+/** `METRICS_TOKEN`, where set, must come as `Authorization: Bearer <token>`; compared in constant time. */
+export function checkMetricsToken(headers: Headers): void {
+  const expected = getConfig().metricsToken;
+  if (expected === null) return;
+  const challenge = { "WWW-Authenticate": 'Bearer realm="lockscope-metrics"' };
+  const authorization = headers.get("authorization");
+  if (authorization === null) throw new ApiError("unauthorized", "Scraping /metrics needs `Authorization: Bearer <METRICS_TOKEN>`.", undefined, challenge);
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!match?.[1]) throw new ApiError("unauthorized", "The Authorization header must be `Bearer <METRICS_TOKEN>`.", undefined, challenge);
+  if (!tokensEqual(match[1], expected)) throw new ApiError("unauthorized", "The bearer token is not this console's METRICS_TOKEN.", undefined, challenge);
+}
+
+/** The Prometheus text exposition of the whole registry, with the scrape-time gauges refreshed. */
+export async function scrapeMetrics(): Promise<Response> {
+  await refreshConsoleMetrics();
+  const registry = getRegistry();
+  return new Response(await registry.metrics(), {
+    headers: { "Content-Type": registry.contentType, "Cache-Control": "no-store" },
+  });
+}

@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as MetricsRoute from "@/app/metrics/route";
+import type { Redlock as RedlockClass } from "@/lib/redlock";
+import { call, setUpConsole } from "../support/console";
+import { promtool } from "../support/prometheus";
+import type { TestCluster } from "../support/redis";
+
+const METRICS_TOKEN = "it-metrics-token-0123456789abcdef";
+const MAX_GROUPS = 4;
+
+/** `name{labels}` → value, for every sample line of a Prometheus text scrape. */
+function samples(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const cut = line.lastIndexOf(" ");
+    out.set(line.slice(0, cut), Number(line.slice(cut + 1)));
+  }
+  return out;
+}
+
+/** The console's own series (the catalog's `lockscope_` metrics, not the Node.js process ones). */
+function consoleSeries(text: string): string[] {
+  return [...samples(text).keys()].filter((s) => s.startsWith("lockscope_") && !/^lockscope_(process|nodejs)_/.test(s)).sort();
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("GET /metrics on real lock nodes", () => {
+  let cluster: TestCluster;
+  let route: typeof MetricsRoute;
+  let redlock: RedlockClass;
+
+  const scrape = async () => {
+    const res = await call(route.GET, "GET", "/metrics", { token: METRICS_TOKEN });
+    expect(res.status).toBe(200);
+    return res.body as string;
+  };
+
+  /** Waits until the live view has caught up with what the nodes hold. */
+  const untilScrape = async (check: (s: Map<string, number>) => boolean, what: string) => {
+    const deadline = Date.now() + 30_000;
+    let last = "";
+    while (Date.now() < deadline) {
+      last = await scrape();
+      if (check(samples(last))) return last;
+      await sleep(100);
+    }
+    throw new Error(`metrics never showed ${what}:\n${last.split("\n").filter((l) => /lockscope_(locks_held|lock_events)/.test(l)).join("\n")}`);
+  };
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 3, env: { METRICS_TOKEN, METRICS_MAX_GROUPS: String(MAX_GROUPS) } });
+    route = await import("@/app/metrics/route");
+    const { startLive, waitUntilReconciled } = await import("@/server/live");
+    const { startConsoleMetrics } = await import("@/server/console-metrics");
+    const { instrumentRedlock } = await import("@/server/engine-metrics");
+    const { Redlock } = await import("@/lib/redlock");
+    startConsoleMetrics();
+    startLive();
+    expect(await waitUntilReconciled(10_000)).toBe(true);
+    redlock = new Redlock(cluster.clients(), { retryCount: 0, label: "metrics-test" });
+    instrumentRedlock(redlock);
+  });
+
+  afterAll(async () => {
+    await redlock?.quit();
+    const { getShutdownHooks } = await import("@/server/shutdown");
+    for (const hook of getShutdownHooks()) await hook.run();
+    await cluster.close();
+  });
+
+  it("refuses a scrape without the METRICS_TOKEN, in the contract's error shape", async () => {
+    const none = await call(route.GET, "GET", "/metrics", { token: null });
+    expect(none.status).toBe(401);
+    expect(none.body).toMatchObject({ error: { code: "unauthorized", message: expect.stringContaining("METRICS_TOKEN") as unknown } });
+    expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    const wrong = await call(route.GET, "GET", "/metrics", { token: "not-the-metrics-token-at-all" });
+    expect(wrong.status).toBe(401);
+    expect(JSON.stringify(wrong.body)).not.toContain(METRICS_TOKEN);
+    // The operator's token is no scrape credential.
+    const operator = await call(route.GET, "GET", "/metrics");
+    expect(operator.status).toBe(401);
+  });
+
+  it("serves the Prometheus text format with the nodes up and the quorum", async () => {
+    const res = await call(route.GET, "GET", "/metrics", { token: METRICS_TOKEN });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    const s = samples(res.body as string);
+    for (const node of ["node-0", "node-1", "node-2"]) expect(s.get(`lockscope_node_up{node="${node}"}`)).toBe(1);
+    expect(s.get("lockscope_nodes")).toBe(3);
+    expect(s.get("lockscope_quorum_size")).toBe(2);
+    expect(s.get('lockscope_node_notifications{node="node-0",status="enabled-by-console"}')).toBe(1);
+    expect(s.get('lockscope_watcher_connected{node="node-1"}')).toBe(1);
+    expect(s.get('lockscope_lab_runs_total{strategy="atomic",status="done"}')).toBe(0);
+  });
+
+  it("counts what the engine and the watcher see, and passes promtool check metrics after load", async () => {
+    // Three groups (lock:orders, lock:billing, lock:mail): a held lock, releases, and a conflict.
+    const held = await redlock.acquire(["lock:orders/1"], 30_000);
+    const billing = [];
+    for (let i = 0; i < 20; i++) billing.push(await redlock.acquire([`lock:billing/${i}`], 10_000));
+    await expect(redlock.acquire(["lock:orders/1"], 10_000)).rejects.toThrow();
+    const extended = await redlock.acquire(["lock:mail/1"], 10_000);
+    await extended.extend(10_000);
+    // The watcher reads a key after its notification: a lock released within milliseconds may never
+    // be seen as held. Release once it has been.
+    await untilScrape((s) => s.get('lockscope_locks_held{state="held"}') === 22, "22 held locks");
+    for (const lock of [...billing, extended]) await lock.release();
+
+    const text = await untilScrape(
+      (s) =>
+        s.get('lockscope_locks_held{state="held"}') === 1 &&
+        (s.get('lockscope_lock_events_total{type="released"}') ?? 0) >= 21 &&
+        // The live view recomputes the oldest lock about once a second.
+        (s.get("lockscope_lock_oldest_held_acquired_timestamp_seconds") ?? 0) > 0,
+      "one held lock and 21 releases",
+    );
+    const s = samples(text);
+    expect(s.get('lockscope_redlock_acquire_attempts_total{group="lock:billing",result="acquired"}')).toBe(20);
+    expect(s.get('lockscope_redlock_acquire_attempts_total{group="lock:orders",result="conflict"}')).toBe(1);
+    expect(s.get('lockscope_redlock_extensions_total{result="ok"}')).toBe(1);
+    expect(s.get("lockscope_redlock_hold_seconds_count")).toBe(21);
+    expect(s.get("lockscope_redlock_acquire_wait_seconds_count")).toBe(22);
+    expect(s.get('lockscope_lock_events_total{type="acquired"}')).toBeGreaterThanOrEqual(22);
+    expect(s.get('lockscope_keyspace_events_total{node="node-0",event="set"}')).toBeGreaterThanOrEqual(22);
+    expect(s.get('lockscope_lock_contention_events_total{group="lock:orders"}')).toBeGreaterThanOrEqual(1);
+    const oldest = s.get("lockscope_lock_oldest_held_acquired_timestamp_seconds") ?? 0;
+    expect(Math.abs(oldest - Date.now() / 1000)).toBeLessThan(120);
+    expect(text).not.toContain("lock:orders/1");
+
+    const check = promtool(["check", "metrics"], text);
+    expect(check.output).toBe("");
+    expect(check.status).toBe(0);
+    await held.release();
+  });
+
+  it("adds no series for 10,000 more distinct lock keys, whatever their groups", async () => {
+    // Fill the group cap and create `other` first, so the baseline holds every series there can be.
+    for (const group of ["a", "b", "c", "d", "e"]) (await redlock.acquire([`lock:${group}/0`], 5_000)).release().catch(() => undefined);
+    await untilScrape((s) => s.get('lockscope_locks_held{state="held"}') === 0 && s.has('lockscope_redlock_acquire_attempts_total{group="other",result="acquired"}'), "the locks released");
+    const before = consoleSeries(await scrape());
+
+    const total = 10_000;
+    let next = 0;
+    const worker = async () => {
+      while (next < total) {
+        const i = next++;
+        const lock = await redlock.acquire([`lock:tenant-${i}/job-${i}`], 5_000);
+        await lock.release();
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    const text = await untilScrape(
+      (s) => s.get('lockscope_locks_held{state="held"}') === 0 && (s.get('lockscope_redlock_acquire_attempts_total{group="other",result="acquired"}') ?? 0) >= total,
+      "10,000 releases",
+    );
+    expect(consoleSeries(text)).toEqual(before);
+    expect(text).not.toMatch(/tenant-/);
+    const groups = new Set([...text.matchAll(/group="([^"]+)"/g)].map((m) => m[1]));
+    expect(groups.size).toBeLessThanOrEqual(MAX_GROUPS + 1);
+    expect(groups).toContain("other");
+  }, 240_000);
+});

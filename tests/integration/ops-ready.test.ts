@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as ReadyRoute from "@/app/api/ready/route";
+import { call, setUpConsole } from "../support/console";
+import type { TestCluster } from "../support/redis";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("GET /api/ready", () => {
+  let cluster: TestCluster;
+  let route: typeof ReadyRoute;
+
+  const until = async (status: number) => {
+    const deadline = Date.now() + 30_000;
+    let res = await call(route.GET, "GET", "/api/ready", { token: null });
+    while (res.status !== status && Date.now() < deadline) {
+      await sleep(100);
+      res = await call(route.GET, "GET", "/api/ready", { token: null });
+    }
+    return res;
+  };
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 3 });
+    route = await import("@/app/api/ready/route");
+  });
+  afterAll(async () => {
+    const { getShutdownHooks } = await import("@/server/shutdown");
+    for (const hook of getShutdownHooks()) await hook.run();
+    await cluster.close();
+  });
+
+  it("answers 200 to anyone once the watchers have reconciled with a quorum up", async () => {
+    const res = await until(200);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ready: true, quorum: { size: 2, up: 3, ok: true }, reconciled: true });
+    const { waitUntilReconciled } = await import("@/server/live");
+    expect(await waitUntilReconciled(0)).toBe(true);
+  });
+
+  it("stays ready with one node of three down", async () => {
+    await cluster.kill(2);
+    const res = await call(route.GET, "GET", "/api/ready", { token: null });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ quorum: { size: 2, up: 2, ok: true } });
+  });
+
+  it("answers 503 saying why when the quorum is lost, and 200 again once it is back", async () => {
+    await cluster.kill(1);
+    const down = await until(503);
+    expect(down.status).toBe(503);
+    expect(down.body).toMatchObject({
+      error: { code: "unavailable", message: "Not ready: only 1 of 3 lock nodes answer and a quorum needs 2." },
+    });
+    expect(down.headers.get("retry-after")).toBe("1");
+    await cluster.restart(1);
+    await cluster.restart(2);
+    const back = await until(200);
+    expect(back.body).toMatchObject({ ready: true, quorum: { up: 3 } });
+  });
+
+  it("answers 503 once shutdown has begun, so a load balancer stops sending traffic", async () => {
+    const flag = Symbol.for("lockscope.shutting-down");
+    const g = globalThis as unknown as Record<symbol, unknown>;
+    g[flag] = true;
+    try {
+      const res = await call(route.GET, "GET", "/api/ready", { token: null });
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({ error: { code: "unavailable", message: "The console is shutting down." } });
+    } finally {
+      g[flag] = false;
+    }
+  });
+});
