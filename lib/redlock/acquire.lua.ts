@@ -6,11 +6,13 @@ import { SHARED_LUA } from "./shared.lua";
  *
  * KEYS: the resources (each lock key is the resource name itself, as node-redlock's, so the two engines
  *   exclude each other on the same keys).
- * ARGV[1]: the value (unique token carrying the holder's identity). ARGV[2]: TTL in ms.
- * ARGV[3]: mode, "" or containing "f" (fenced: report this node's fence) and/or "q" (fair: FIFO queue).
+ * ARGV[1]: the value, an engine value `lk1:<id>:<arrival base36>:...` (unique token, holder identity).
+ * ARGV[2]: TTL in ms.
+ * ARGV[3]: mode: "" (first attempt of a plain acquisition), or flags then ":<queue entry ms>":
+ *   "f" fenced (report this node's fence), "q" waiter (join the resource's waiter queue when refused, so
+ *   a release wakes waiters one at a time in arrival order), "r" fair (like "q", and a free resource is
+ *   only taken by the head of its queue).
  * ARGV[4]: the attempt number for telemetry, "" to publish nothing.
- * Fair mode only: ARGV[5] the waiter's arrival (epoch ms, its own clock), ARGV[6] its id,
- *   ARGV[7] how long (ms) its queue entry lives without a new attempt.
  *
  * Replies: {1} taken; {1, fence} taken, fenced, with the highest fence this node recorded for the
  * resources ("0" for none); {0, i, holder value or nil, pttl} resource i is held; {2, i, head id} fair
@@ -20,25 +22,32 @@ export const ACQUIRE_LUA =
   SHARED_LUA +
   `
 local value, ttl, mode, attempt = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local fair = string.find(mode, "q", 1, true) ~= nil
+local fair = string.find(mode, "r", 1, true) ~= nil
+local queued = fair or string.find(mode, "q", 1, true) ~= nil
 local now = nil
-if fair then now = now_ms() end
+local id = string.sub(value, 5, 20)
 
 -- A failed attempt is announced from here, not by the client, so contention costs no extra round trip
 -- and shows up for every process that uses the engine.
 local function announce(key)
   if attempt ~= "" then
+    now = now or now_ms()
     redis.call("PUBLISH", "lockscope:contention",
-      "c1|" .. attempt .. "|" .. string.format("%.0f", now or now_ms()) .. "|" .. value .. "|" .. key)
+      "c1|" .. attempt .. "|" .. string.format("%.0f", now) .. "|" .. value .. "|" .. key)
   end
 end
 
--- Queue entries are scored by the waiter's own arrival time, the same number on every node, so all
--- nodes order the queue alike and agree on whose turn it is (split votes would stall everyone).
+-- Queue entries are scored by the waiter's own arrival time (read from its value: the same number on
+-- every node), so all nodes order the queue alike and agree on whose turn it is; split votes between
+-- waiters woken together would stall everyone.
 local function enqueue()
+  if not queued then return end
+  now = now or now_ms()
+  local arrival = tonumber(string.match(value, "^lk1:[^:]*:([0-9a-z]+)"), 36)
+  local lapse = now + tonumber(string.match(mode, ":(%d+)$"))
   for _, key in ipairs(KEYS) do
-    redis.call("ZADD", "waitq:" .. key, "NX", ARGV[5], ARGV[6])
-    redis.call("ZADD", "waitqd:" .. key, now + tonumber(ARGV[7]), ARGV[6])
+    redis.call("ZADD", "waitq:" .. key, "NX", arrival, id)
+    redis.call("ZADD", "waitqd:" .. key, lapse, id)
   end
 end
 
@@ -49,15 +58,16 @@ for i, key in ipairs(KEYS) do
   if held ~= false and held ~= value then
     if type(held) == "table" then held = false end -- not a string: held by something, value unreadable
     announce(key)
-    if fair then enqueue() end
+    enqueue()
     return {0, i, held, redis.call("PTTL", key)}
   end
 end
 
 if fair then
+  now = now or now_ms()
   for i, key in ipairs(KEYS) do
     local head = queue_head(key, now)
-    if head ~= "" and head ~= ARGV[6] then
+    if head ~= "" and head ~= id then
       announce(key)
       enqueue()
       return {2, i, head}
@@ -69,10 +79,9 @@ for _, key in ipairs(KEYS) do
   redis.call("SET", key, value, "PX", ttl)
 end
 
-if fair then
+if queued then
   for _, key in ipairs(KEYS) do
-    redis.call("ZREM", "waitq:" .. key, ARGV[6])
-    redis.call("ZREM", "waitqd:" .. key, ARGV[6])
+    if redis.call("ZREM", "waitq:" .. key, id) == 1 then redis.call("ZREM", "waitqd:" .. key, id) end
   end
 end
 

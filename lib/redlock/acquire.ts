@@ -4,6 +4,7 @@ import { decidedBy, driftMs, reportErrors, votesOf, type Engine } from "./engine
 import { AcquireAbortedError, NodesFailedError, ResourceHeldError, type HeldBy } from "./errors";
 import { composeLockValue, decodeLockValue, encodeIdentityTail, randomId } from "./identity";
 import { Lock, type LockState } from "./lock";
+import type { Waiter } from "./notifications";
 import { releaseOnNodes } from "./release";
 import { runRound, type NodeOutcome } from "./round";
 import { defineScript } from "./script";
@@ -61,29 +62,29 @@ const parseNumber = (raw: unknown): number => {
 
 type Failure = { reason: "conflict" | "nodes-failed" | "validity"; votes: ReturnType<typeof votesOf> };
 
-/** Sleeps until the retry time, a release of one of the resources, or the signal, whichever comes first. */
-function waitForRetry(engine: Engine, resources: readonly string[], id: string, fair: boolean, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
-  if (delayMs <= 0 || signal?.aborted) return Promise.resolve();
-  const wake = engine.settings.wakeOnRelease;
-  if (wake) engine.notifications.retain();
+/** A waiter between attempts; `woken` also records a release heard while an attempt was in flight. */
+interface AcquireWaiter extends Waiter {
+  woken: boolean;
+  resolve: (() => void) | null;
+}
+
+/** Sleeps until the retry time, a release naming this waiter (or anyone), or the signal. */
+function sleepUnlessWoken(waiter: AcquireWaiter | null, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
+  if (delayMs <= 0 || signal?.aborted || waiter?.woken) return Promise.resolve();
   return new Promise<void>((resolve) => {
-    const waiter = { id, fair, wake: done };
     const timer = setTimeout(done, delayMs);
     function done() {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
-      if (wake) {
-        engine.notifications.removeWaiter(resources, waiter);
-        engine.notifications.unretain();
-      }
+      if (waiter) waiter.resolve = null;
       resolve();
     }
     signal?.addEventListener("abort", done, { once: true });
-    if (wake) engine.notifications.addWaiter(resources, waiter);
+    if (waiter) waiter.resolve = done;
   });
 }
 
-/** Fair mode: leave the queues on the given nodes (fire and forget: a stale entry lapses anyway). */
+/** Leave the waiter queues on the given nodes (fire and forget: a stale entry lapses anyway). */
 function leaveQueue(engine: Engine, resources: readonly string[], id: string, nodes: readonly number[]): void {
   if (nodes.length === 0) return;
   const clients = nodes.map((i) => engine.clients[i]!);
@@ -110,9 +111,13 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   const id = randomId();
   const acquiredAt = Date.now();
   const value = composeLockValue(id, acquiredAt, settings.pid, null, tail);
-  const mode = fenced ? (fair ? "fq" : "f") : fair ? "q" : "";
-  // A fair waiter's queue entry must outlive the longest pause between its attempts.
+  // Waiters join the resource's queue when refused: a release then wakes the one that came first instead
+  // of all of them at once (a stampede of attempts that mostly fail). Fair mode also reserves a free
+  // resource for the head of its queue. The entry must outlive the longest pause between attempts.
+  const queued = fair || settings.wakeOnRelease;
   const queueEntryMs = Math.max(1000, 3 * (settings.retryDelayMs + settings.retryJitterMs + settings.nodeTimeoutMs));
+  const mode = queued ? `${fenced ? "f" : ""}${fair ? "r" : "q"}:${queueEntryMs}` : fenced ? "f" : "";
+  let waiter: AcquireWaiter | null = null;
   const timeoutMs = settings.nodeTimeoutMs;
   const drift = driftMs(settings, ttlMs);
   const started = performance.now();
@@ -127,123 +132,145 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
     return votesFor >= quorum;
   };
 
-  for (let attempt = 1; ; attempt++) {
-    if (signal?.aborted) {
-      if (fair) leaveQueue(engine, resources, id, clients.map((_, i) => i));
-      throw new AcquireAbortedError(resources, attempt - 1, signal.reason);
-    }
-    const roundStart = performance.now();
-    const telemetry = settings.telemetry ? attempt : "";
-    const outcomes = await runRound(clients, ACQUIRE, {
-      keys: resources,
-      args: fair ? [value, ttlMs, mode, telemetry, acquiredAt, id, queueEntryMs] : [value, ttlMs, mode, telemetry],
-      timeoutMs,
-      parse: parseAcquireReply,
-      decided,
-      onLate,
-    });
-    reportErrors(engine, outcomes, "acquire");
+  try {
+    for (let attempt = 1; ; attempt++) {
+      if (signal?.aborted) {
+        if (queued) leaveQueue(engine, resources, id, clients.map((_, i) => i));
+        throw new AcquireAbortedError(resources, attempt - 1, signal.reason);
+      }
+      if (waiter) waiter.woken = false;
+      const roundStart = performance.now();
+      const telemetry = settings.telemetry ? attempt : "";
+      const outcomes = await runRound(clients, ACQUIRE, {
+        keys: resources,
+        args: [value, ttlMs, mode, telemetry],
+        timeoutMs,
+        parse: parseAcquireReply,
+        decided,
+        onLate,
+      });
+      reportErrors(engine, outcomes, "acquire");
 
-    let granted = 0;
-    let answered = 0;
-    let highestFence = -1n;
-    for (const outcome of outcomes) {
-      if (outcome.state !== "ok") continue;
-      answered += 1;
-      if (outcome.value.kind === "granted") {
-        granted += 1;
-        if (outcome.value.fence !== null) {
-          const fence = BigInt(outcome.value.fence);
-          if (fence > highestFence) highestFence = fence;
+      let granted = 0;
+      let answered = 0;
+      let highestFence = -1n;
+      for (const outcome of outcomes) {
+        if (outcome.state !== "ok") continue;
+        answered += 1;
+        if (outcome.value.kind === "granted") {
+          granted += 1;
+          if (outcome.value.fence !== null) {
+            const fence = BigInt(outcome.value.fence);
+            if (fence > highestFence) highestFence = fence;
+          }
         }
       }
-    }
 
-    let failure: Failure | null = null;
-    let lockValue = value;
-    let fence: string | null = null;
-    if (granted >= quorum) {
-      if (fenced) {
-        // Record the fence on a quorum before handing it out (see commit-fence.lua.ts for why).
-        fence = (highestFence + 1n).toString();
-        lockValue = composeLockValue(id, acquiredAt, settings.pid, fence, tail);
-        const commit = await runRound(clients, COMMIT_FENCE, {
-          keys: resources,
-          args: [value, lockValue, fence],
-          timeoutMs,
-          parse: parseNumber,
-          decided: decidedBy(quorum, isOne),
-          onLate: (index, outcome) => {
-            if (outcome.state === "error") engine.nodeError(index, outcome.error, "commit-fence");
+      let failure: Failure | null = null;
+      let lockValue = value;
+      let fence: string | null = null;
+      if (granted >= quorum) {
+        if (fenced) {
+          // Record the fence on a quorum before handing it out (see commit-fence.lua.ts for why).
+          fence = (highestFence + 1n).toString();
+          lockValue = composeLockValue(id, acquiredAt, settings.pid, fence, tail);
+          const commit = await runRound(clients, COMMIT_FENCE, {
+            keys: resources,
+            args: [value, lockValue, fence],
+            timeoutMs,
+            parse: parseNumber,
+            decided: decidedBy(quorum, isOne),
+            onLate: (index, outcome) => {
+              if (outcome.state === "error") engine.nodeError(index, outcome.error, "commit-fence");
+            },
+          });
+          reportErrors(engine, commit, "commit-fence");
+          const votes = votesOf(commit, isOne);
+          const committed = votes.filter((v) => v.vote === "for").length;
+          const replied = votes.filter((v) => v.vote === "for" || v.vote === "against").length;
+          if (committed < quorum) failure = { reason: replied < quorum ? "nodes-failed" : "conflict", votes };
+        }
+        if (!failure) {
+          const deadline = roundStart + ttlMs - drift;
+          const validityMs = deadline - performance.now();
+          if (validityMs > 0) {
+            if (queued && (attempt > 1 || answered > granted)) {
+              const notGranted: number[] = [];
+              outcomes.forEach((o, i) => {
+                if (!(o.state === "ok" && o.value.kind === "granted")) notGranted.push(i);
+              });
+              leaveQueue(engine, resources, id, notGranted);
+            }
+            const state: LockState = {
+              value: lockValue,
+              previousValue: fenced ? value : null,
+              deadline,
+              acquiredAtMono: performance.now(),
+              releasing: null,
+              lostReported: false,
+              owner: engine.owner,
+            };
+            const lock = new Lock(resources, fence, attempt, state, validityMs);
+            if (engine.listening("acquired")) {
+              engine.emit("acquired", { resources, fence, waitMs: performance.now() - started, attempts: attempt, validityMs });
+            }
+            return lock;
+          }
+          failure = { reason: "validity", votes: votesOf(outcomes, isGranted) };
+        }
+      } else {
+        failure = { reason: answered < quorum ? "nodes-failed" : "conflict", votes: votesOf(outcomes, isGranted) };
+      }
+
+      // Partial locks come off before the next attempt, or they would block everyone's quorum until they
+      // expire. Nodes that refused hold nothing of ours; a node that failed or timed out may still apply
+      // our SET later, so it gets a release too (queued behind the SET on the same connection, which
+      // keeps the order), without waiting for a node that may not answer.
+      const grantedNodes: number[] = [];
+      const unknownNodes: number[] = [];
+      outcomes.forEach((o, i) => {
+        if (o.state !== "ok") unknownNodes.push(i);
+        else if (o.value.kind === "granted") grantedNodes.push(i);
+      });
+      const ours = fenced ? [lockValue, value] : [value];
+      if (unknownNodes.length > 0) void releaseOnNodes(engine, resources, ours, unknownNodes);
+      if (grantedNodes.length > 0) await releaseOnNodes(engine, resources, ours, grantedNodes);
+      if (engine.listening("attempt-failed")) engine.emit("attempt-failed", { resources, attempt, reason: failure.reason });
+
+      if (attempt >= maxAttempts) {
+        if (queued) leaveQueue(engine, resources, id, clients.map((_, i) => i));
+        if (failure.reason === "conflict") throw new ResourceHeldError(resources, heldByOf(resources, outcomes), failure.votes, attempt);
+        throw new NodesFailedError(resources, failure.votes, quorum, attempt, failure.reason === "validity" ? "too-slow" : "errors");
+      }
+
+      let delayMs = settings.retryDelayMs + Math.round((Math.random() * 2 - 1) * settings.retryJitterMs);
+      if (failure.reason === "conflict") {
+        // No point sleeping past the holder's TTL: retry as it runs out (spread a little so waiters do not
+        // all arrive in the same millisecond).
+        const expiresIn = shortestPttl(outcomes);
+        if (expiresIn >= 0) delayMs = Math.min(delayMs, expiresIn + 1 + Math.floor(Math.random() * 5));
+      }
+      if (!waiter && settings.wakeOnRelease) {
+        const created: AcquireWaiter = {
+          id,
+          woken: false,
+          resolve: null,
+          wake: () => {
+            created.woken = true;
+            created.resolve?.();
           },
-        });
-        reportErrors(engine, commit, "commit-fence");
-        const votes = votesOf(commit, isOne);
-        const committed = votes.filter((v) => v.vote === "for").length;
-        const replied = votes.filter((v) => v.vote === "for" || v.vote === "against").length;
-        if (committed < quorum) failure = { reason: replied < quorum ? "nodes-failed" : "conflict", votes };
+        };
+        waiter = created;
+        engine.notifications.retain();
+        engine.notifications.addWaiter(resources, waiter);
       }
-      if (!failure) {
-        const deadline = roundStart + ttlMs - drift;
-        const validityMs = deadline - performance.now();
-        if (validityMs > 0) {
-          if (fair) {
-            const notGranted: number[] = [];
-            outcomes.forEach((o, i) => {
-              if (!(o.state === "ok" && o.value.kind === "granted")) notGranted.push(i);
-            });
-            leaveQueue(engine, resources, id, notGranted);
-          }
-          const state: LockState = {
-            value: lockValue,
-            previousValue: fenced ? value : null,
-            deadline,
-            acquiredAtMono: performance.now(),
-            releasing: null,
-            lostReported: false,
-            owner: engine.owner,
-          };
-          const lock = new Lock(resources, fence, attempt, state, validityMs);
-          if (engine.listening("acquired")) {
-            engine.emit("acquired", { resources, fence, waitMs: performance.now() - started, attempts: attempt, validityMs });
-          }
-          return lock;
-        }
-        failure = { reason: "validity", votes: votesOf(outcomes, isGranted) };
-      }
-    } else {
-      failure = { reason: answered < quorum ? "nodes-failed" : "conflict", votes: votesOf(outcomes, isGranted) };
+      await sleepUnlessWoken(waiter, delayMs, signal);
     }
-
-    // Partial locks come off before the next attempt, or they would block everyone's quorum until they
-    // expire. Nodes that refused hold nothing of ours; a node that failed or timed out may still apply
-    // our SET later, so it gets a release too (queued behind the SET on the same connection, which
-    // keeps the order), without waiting for a node that may not answer.
-    const grantedNodes: number[] = [];
-    const unknownNodes: number[] = [];
-    outcomes.forEach((o, i) => {
-      if (o.state !== "ok") unknownNodes.push(i);
-      else if (o.value.kind === "granted") grantedNodes.push(i);
-    });
-    const ours = fenced ? [lockValue, value] : [value];
-    if (unknownNodes.length > 0) void releaseOnNodes(engine, resources, ours, unknownNodes);
-    if (grantedNodes.length > 0) await releaseOnNodes(engine, resources, ours, grantedNodes);
-    if (engine.listening("attempt-failed")) engine.emit("attempt-failed", { resources, attempt, reason: failure.reason });
-
-    if (attempt >= maxAttempts) {
-      if (fair) leaveQueue(engine, resources, id, clients.map((_, i) => i));
-      if (failure.reason === "conflict") throw new ResourceHeldError(resources, heldByOf(resources, outcomes), failure.votes, attempt);
-      throw new NodesFailedError(resources, failure.votes, quorum, attempt, failure.reason === "validity" ? "too-slow" : "errors");
+  } finally {
+    if (waiter) {
+      engine.notifications.removeWaiter(resources, waiter);
+      engine.notifications.unretain();
     }
-
-    let delayMs = settings.retryDelayMs + Math.round((Math.random() * 2 - 1) * settings.retryJitterMs);
-    if (failure.reason === "conflict") {
-      // No point sleeping past the holder's TTL: retry as it runs out (spread a little so waiters do not
-      // all arrive in the same millisecond).
-      const expiresIn = shortestPttl(outcomes);
-      if (expiresIn >= 0) delayMs = Math.min(delayMs, expiresIn + 1 + Math.floor(Math.random() * 5));
-    }
-    await waitForRetry(engine, resources, id, fair, delayMs, signal);
   }
 }
 

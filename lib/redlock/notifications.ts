@@ -2,10 +2,9 @@ import type { RedlockClient, SubscriberClient } from "./client";
 import { toError } from "./errors";
 import { parseReleaseMessage, parseRevokeMessage, RELEASE_CHANNEL, REVOKE_CHANNEL } from "./telemetry";
 
-/** @internal A waiter sleeping between attempts, woken early by a release of one of its resources. */
+/** @internal A waiter between attempts, woken early by a release of one of its resources. */
 export interface Waiter {
   id: string;
-  fair: boolean;
   wake(): void;
 }
 
@@ -128,9 +127,10 @@ export class Notifications {
       const event = parseReleaseMessage(message);
       const set = event && this.#waiters.get(event.resource);
       if (!event || !set) return;
-      for (const waiter of [...set]) {
-        // Fair mode: the release names the head of the queue; the others would only be refused.
-        if (waiter.fair && event.nextWaiterId && event.nextWaiterId !== waiter.id) continue;
+      for (const waiter of set) {
+        // The release names the head of the resource's waiter queue: waking the others too would only
+        // add attempts that fail (fair mode) or a stampede for one free lock (otherwise).
+        if (event.nextWaiterId && event.nextWaiterId !== waiter.id) continue;
         waiter.wake();
       }
     } else if (channel === REVOKE_CHANNEL) {

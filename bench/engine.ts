@@ -1,0 +1,366 @@
+/**
+ * Engine benchmark (not a test): `npm run bench:engine [-- --json] [-- --quick]`.
+ *
+ * Starts its own redis-server nodes (three, then one) in os.tmpdir(), runs the contenders alternately
+ * over several rounds in this one process, prints medians and checks the bars from issue 3:
+ *   1. uncontended, concurrency 50, random keys: bare commands / node-redlock / this engine / fenced
+ *   2. one hot resource, 20 workers holding it 5 ms each: node-redlock defaults / this engine / fair mode
+ * With --json the table goes to stderr and the figures to stdout.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Redis from "ioredis";
+import { AcquireAbortedError, Redlock, type Lock } from "@/lib/redlock";
+import { startRedisNodes, type RedisNode } from "@/lib/redis-node";
+import { NodeRedlock, type NodeRedlockLock } from "./engine-node-redlock";
+
+const args = new Set(process.argv.slice(2));
+const JSON_OUT = args.has("--json");
+const QUICK = args.has("--quick");
+// --scenario=1 or --scenario=2 runs one scenario only (for iterating; the bars need both).
+const SCENARIO = Number([...args].find((a) => a.startsWith("--scenario="))?.split("=")[1] ?? 0);
+const NODE_COUNTS = [...args].includes("--one-topology") ? [3] : [3, 1];
+const out = (line = "") => (JSON_OUT ? process.stderr : process.stdout).write(`${line}\n`);
+
+const S1_RUN_MS = QUICK ? 700 : 1500;
+const S1_ROUNDS = QUICK ? 3 : 5;
+const S1_CONCURRENCY = 50;
+const S2_RUN_MS = QUICK ? 3000 : 8000;
+const S2_ROUNDS_3 = QUICK ? 1 : 2;
+const S2_ROUNDS_1 = 1;
+const S2_WORKERS = 20;
+const HOLD_MS = 5;
+const TTL_MS = 10_000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+function quantile(samples: Float64Array, count: number, q: number): number {
+  if (count === 0) return NaN;
+  const sorted = samples.slice(0, count).sort();
+  return sorted[Math.min(count - 1, Math.floor(q * count))]!;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Scenario 1: uncontended cycles
+
+interface CycleRun {
+  cyclesPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  cpuUsPerCycle: number;
+}
+
+type Cycle = (key: string) => Promise<void>;
+
+const COMPARE_AND_DELETE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`;
+const CAD_SHA = createHash("sha1").update(COMPARE_AND_DELETE).digest("hex");
+
+async function runCycles(cycle: Cycle, durationMs: number): Promise<CycleRun> {
+  const samples = new Float64Array(2_000_000);
+  let count = 0;
+  let cycles = 0;
+  const prefix = `bench:${randomBytes(4).toString("hex")}:`;
+  let n = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const end = t0 + durationMs;
+  await Promise.all(
+    Array.from({ length: S1_CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        const started = performance.now();
+        await cycle(prefix + (n++).toString(36));
+        if (count < samples.length) samples[count++] = performance.now() - started;
+        cycles += 1;
+      }
+    }),
+  );
+  const elapsed = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return {
+    cyclesPerSec: (cycles / elapsed) * 1000,
+    p50Ms: quantile(samples, count, 0.5),
+    p99Ms: quantile(samples, count, 0.99),
+    cpuUsPerCycle: (cpu.user + cpu.system) / cycles,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Scenario 2: one hot resource
+
+interface HotRun {
+  acquisitionsPerSec: number;
+  waitP50Ms: number;
+  waitP99Ms: number;
+  acquisitions: number;
+}
+
+interface HotContender {
+  acquire(signal: AbortSignal): Promise<() => Promise<void>>;
+}
+
+async function runHot(workers: HotContender[], durationMs: number): Promise<HotRun> {
+  const waits = new Float64Array(200_000);
+  let count = 0;
+  const stop = new AbortController();
+  const t0 = performance.now();
+  const end = t0 + durationMs;
+  const timer = setTimeout(() => stop.abort(new Error("benchmark run over")), durationMs);
+  await Promise.all(
+    workers.map(async (worker) => {
+      while (performance.now() < end) {
+        const asked = performance.now();
+        let release: () => Promise<void>;
+        try {
+          release = await worker.acquire(stop.signal);
+        } catch (error) {
+          if (error instanceof AcquireAbortedError) break;
+          throw error;
+        }
+        const got = performance.now();
+        if (got <= end && count < waits.length) waits[count++] = got - asked;
+        await sleep(HOLD_MS);
+        await release();
+      }
+    }),
+  );
+  clearTimeout(timer);
+  return {
+    acquisitionsPerSec: (count / durationMs) * 1000,
+    waitP50Ms: quantile(waits, count, 0.5),
+    waitP99Ms: quantile(waits, count, 0.99),
+    acquisitions: count,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+interface TopologyResult {
+  nodes: number;
+  roundTripMs: number;
+  uncontended: Record<string, CycleRun & { runs: CycleRun[] }>;
+  hot: Record<string, HotRun & { runs: HotRun[] }>;
+}
+
+function summarize<T extends object>(runs: T[]): T & { runs: T[] } {
+  const first = runs[0]!;
+  const result = { runs } as Record<string, unknown>;
+  for (const key of Object.keys(first)) result[key] = median(runs.map((r) => (r as Record<string, number>)[key]!));
+  return result as T & { runs: T[] };
+}
+
+async function benchTopology(nodes: RedisNode[]): Promise<TopologyResult> {
+  const clients = nodes.map((n) => {
+    const c = new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true, maxRetriesPerRequest: 1 });
+    c.on("error", () => {});
+    return c;
+  });
+  const engines: Redlock[] = [];
+  try {
+    await Promise.all(clients.map((c) => c.script("LOAD", COMPARE_AND_DELETE)));
+    // Round trip: one PING to every node, in parallel, as a quorum round pays it.
+    const pings: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const t = performance.now();
+      await Promise.all(clients.map((c) => c.ping()));
+      pings.push(performance.now() - t);
+    }
+    const roundTripMs = median(pings);
+
+    const nodeRedlock = new NodeRedlock(clients, { retryCount: 0 });
+    const engine = new Redlock(clients, { retryCount: 0, label: "bench" });
+    engines.push(engine);
+    const cycles: Record<string, Cycle> = {
+      "a bare SET NX PX + compare-and-delete": async (key) => {
+        const token = randomBytes(16).toString("hex");
+        await Promise.all(clients.map((c) => c.set(key, token, "PX", TTL_MS, "NX")));
+        await Promise.all(clients.map((c) => c.evalsha(CAD_SHA, 1, key, token)));
+      },
+      "b node-redlock": async (key) => {
+        const lock = await nodeRedlock.acquire([key], TTL_MS);
+        await nodeRedlock.release(lock);
+      },
+      "c engine (identity, telemetry)": async (key) => {
+        const lock = await engine.acquire([key], TTL_MS);
+        await engine.release(lock);
+      },
+      "d engine fenced": async (key) => {
+        const lock = await engine.acquire([key], TTL_MS, { fenced: true });
+        await engine.release(lock);
+      },
+    };
+    // Warm-up: scripts cached on the nodes, code optimized.
+    if (SCENARIO !== 2) for (const cycle of Object.values(cycles)) await runCycles(cycle, 300);
+    const s1: Record<string, CycleRun[]> = {};
+    const names = Object.keys(cycles);
+    for (let round = 0; round < (SCENARIO === 2 ? 0 : S1_ROUNDS); round++) {
+      // Alternate, and rotate the order each round so no contender always runs first or last.
+      for (let k = 0; k < names.length; k++) {
+        const name = names[(k + round) % names.length]!;
+        (s1[name] ??= []).push(await runCycles(cycles[name]!, S1_RUN_MS));
+      }
+      await Promise.all(clients.map((c) => c.flushall()));
+      await Promise.all(clients.map((c) => c.script("LOAD", COMPARE_AND_DELETE)));
+    }
+
+    const hotResource = "lock:bench/hot";
+    const hotContenders: Record<string, () => HotContender[]> = {
+      "node-redlock (defaults)": () =>
+        Array.from({ length: S2_WORKERS }, () => {
+          const nr = new NodeRedlock(clients, { retryCount: 1000 });
+          return {
+            acquire: async () => {
+              const lock: NodeRedlockLock = await nr.acquire([hotResource], TTL_MS);
+              return async () => {
+                await nr.release(lock);
+              };
+            },
+          };
+        }),
+      "engine (wake on release)": () =>
+        Array.from({ length: S2_WORKERS }, () => {
+          const e = new Redlock(clients, { retryCount: -1, label: "hot" });
+          engines.push(e);
+          return {
+            acquire: async (signal) => {
+              const lock: Lock = await e.acquire([hotResource], TTL_MS, { signal });
+              return async () => {
+                await e.release(lock);
+              };
+            },
+          };
+        }),
+      "engine fair": () =>
+        Array.from({ length: S2_WORKERS }, () => {
+          const e = new Redlock(clients, { retryCount: -1, fair: true, label: "hot-fair" });
+          engines.push(e);
+          return {
+            acquire: async (signal) => {
+              const lock: Lock = await e.acquire([hotResource], TTL_MS, { signal });
+              return async () => {
+                await e.release(lock);
+              };
+            },
+          };
+        }),
+    };
+    const s2: Record<string, HotRun[]> = {};
+    const hotNames = Object.keys(hotContenders);
+    const rounds = SCENARIO === 1 ? 0 : nodes.length > 1 ? S2_ROUNDS_3 : S2_ROUNDS_1;
+    for (let round = 0; round < rounds; round++) {
+      for (let k = 0; k < hotNames.length; k++) {
+        const name = hotNames[(k + round) % hotNames.length]!;
+        const workers = hotContenders[name]!();
+        (s2[name] ??= []).push(await runHot(workers, S2_RUN_MS));
+        await Promise.all(engines.map((e) => e.quit()));
+        await Promise.all(clients.map((c) => c.flushall()));
+      }
+    }
+
+    const uncontended: TopologyResult["uncontended"] = {};
+    for (const [name, runs] of Object.entries(s1)) uncontended[name] = summarize(runs);
+    const hot: TopologyResult["hot"] = {};
+    for (const [name, runs] of Object.entries(s2)) hot[name] = summarize(runs);
+    return { nodes: nodes.length, roundTripMs, uncontended, hot };
+  } finally {
+    await Promise.all(engines.map((e) => e.quit()));
+    for (const c of clients) c.disconnect();
+  }
+}
+
+interface Bar {
+  name: string;
+  value: number;
+  limit: string;
+  pass: boolean;
+}
+
+function bars(result: TopologyResult): Bar[] {
+  const u = result.uncontended;
+  const a = u["a bare SET NX PX + compare-and-delete"]!;
+  const b = u["b node-redlock"]!;
+  const c = u["c engine (identity, telemetry)"]!;
+  const h = result.hot;
+  const nr = h["node-redlock (defaults)"]!;
+  const eng = h["engine (wake on release)"]!;
+  const fair = h["engine fair"]!;
+  const fairLimit = 1.5 * S2_WORKERS * (HOLD_MS + result.roundTripMs);
+  return [
+    { name: "1 throughput c/b", value: c.cyclesPerSec / b.cyclesPerSec, limit: ">= 0.95", pass: c.cyclesPerSec / b.cyclesPerSec >= 0.95 },
+    { name: "1 throughput c/a", value: c.cyclesPerSec / a.cyclesPerSec, limit: ">= 0.90", pass: c.cyclesPerSec / a.cyclesPerSec >= 0.9 },
+    { name: "1 CPU per cycle c/a", value: c.cpuUsPerCycle / a.cpuUsPerCycle, limit: "<= 1.15", pass: c.cpuUsPerCycle / a.cpuUsPerCycle <= 1.15 },
+    {
+      name: "2 throughput engine/node-redlock",
+      value: eng.acquisitionsPerSec / nr.acquisitionsPerSec,
+      limit: ">= 1",
+      pass: eng.acquisitionsPerSec >= nr.acquisitionsPerSec,
+    },
+    { name: "2 p99 wait engine/node-redlock", value: eng.waitP99Ms / nr.waitP99Ms, limit: "<= 0.25", pass: eng.waitP99Ms <= 0.25 * nr.waitP99Ms },
+    {
+      name: "2 fair p99 wait (ms)",
+      value: fair.waitP99Ms,
+      limit: `<= ${fairLimit.toFixed(0)} (1.5 x ${S2_WORKERS} x (${HOLD_MS} + ${result.roundTripMs.toFixed(2)}))`,
+      pass: fair.waitP99Ms <= fairLimit,
+    },
+  ];
+}
+
+function printTopology(result: TopologyResult, checked: Bar[]): void {
+  const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
+  out(`\n## ${result.nodes} node${result.nodes > 1 ? "s" : ""} (round trip to all nodes, median: ${f(result.roundTripMs, 3)} ms)`);
+  out(`\nScenario 1: uncontended, concurrency ${S1_CONCURRENCY}, random keys, median of ${S1_ROUNDS} runs x ${S1_RUN_MS} ms`);
+  out("| contender | cycles/s | p50 ms | p99 ms | client CPU us/cycle |");
+  out("|---|---:|---:|---:|---:|");
+  for (const [name, r] of Object.entries(result.uncontended)) {
+    out(`| ${name} | ${f(r.cyclesPerSec, 0)} | ${f(r.p50Ms, 2)} | ${f(r.p99Ms, 2)} | ${f(r.cpuUsPerCycle, 1)} |`);
+  }
+  const rounds = result.nodes > 1 ? S2_ROUNDS_3 : S2_ROUNDS_1;
+  out(`\nScenario 2: one hot resource, ${S2_WORKERS} workers, hold ${HOLD_MS} ms, median of ${rounds} run(s) x ${S2_RUN_MS} ms`);
+  out("| contender | acquisitions/s | wait p50 ms | wait p99 ms |");
+  out("|---|---:|---:|---:|");
+  for (const [name, r] of Object.entries(result.hot)) {
+    out(`| ${name} | ${f(r.acquisitionsPerSec, 1)} | ${f(r.waitP50Ms, 1)} | ${f(r.waitP99Ms, 1)} |`);
+  }
+  out("\n| bar | value | limit | result |");
+  out("|---|---:|---|---|");
+  for (const bar of checked) out(`| ${bar.name} | ${f(bar.value, 3)} | ${bar.limit} | ${bar.pass ? "PASS" : "FAIL"} |`);
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-"));
+  let nodes: RedisNode[] = [];
+  const cleanup = () => {
+    for (const n of nodes) n.killSync();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once("exit", cleanup);
+  process.once("SIGINT", () => {
+    cleanup();
+    process.exit(130);
+  });
+  out(`# Engine benchmark (${new Date().toISOString()}, node ${process.version}, ${os.cpus().length} CPUs${QUICK ? ", --quick" : ""})`);
+  const results: Array<TopologyResult & { bars: Bar[] }> = [];
+  for (const count of NODE_COUNTS) {
+    nodes = await startRedisNodes(count, { dir });
+    try {
+      const result = await benchTopology(nodes);
+      const checked = SCENARIO ? [] : bars(result);
+      printTopology(result, checked);
+      results.push({ ...result, bars: checked });
+    } finally {
+      await Promise.all(nodes.map((n) => n.stop()));
+      nodes = [];
+    }
+  }
+  if (JSON_OUT) process.stdout.write(`${JSON.stringify({ quick: QUICK, results }, null, 2)}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});
