@@ -1,0 +1,238 @@
+"use client";
+
+import { useInfiniteQuery } from "@tanstack/react-query";
+import { Fragment, useState, type FormEvent } from "react";
+import type { AuditEntry, AuditPage } from "@/server/audit/types";
+import { apiFetch, ApiRequestError } from "../api-client";
+import styles from "./audit-log.module.css";
+
+export interface AuditFilterValues {
+  resource: string;
+  actor: string;
+  /** `datetime-local` input values (browser's local time), empty when unset. */
+  from: string;
+  to: string;
+}
+
+const PAGE_SIZE = 50;
+
+const OUTCOME_TEXT: Record<AuditEntry["outcome"], string> = {
+  pending: "pending (no outcome recorded)",
+  released: "released",
+  conflict: "refused: changed hands",
+  absent: "nothing held",
+  failed: "failed on every node",
+  refused: "refused: audit unavailable",
+};
+
+/** The query string the API takes for these filters (times sent as ISO instants). */
+export function filterQuery(filters: AuditFilterValues): URLSearchParams {
+  const params = new URLSearchParams();
+  if (filters.resource.trim()) params.set("resource", filters.resource.trim());
+  if (filters.actor.trim()) params.set("actor", filters.actor.trim());
+  for (const key of ["from", "to"] as const) {
+    const ms = filters[key] ? new Date(filters[key]).getTime() : NaN;
+    if (Number.isFinite(ms)) params.set(key, new Date(ms).toISOString());
+  }
+  return params;
+}
+
+function holderText(entry: AuditEntry): string {
+  const h = entry.holder;
+  if (!h) return entry.token ? "foreign value" : "—";
+  const where = [h.host, h.pid !== null ? `pid ${h.pid}` : null].filter(Boolean).join(" ");
+  return [h.label ?? "unlabelled", where ? `(${where})` : null].filter(Boolean).join(" ");
+}
+
+function timeText(at: number): string {
+  return new Date(at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+}
+
+function NodeResults({ entry }: { entry: AuditEntry }) {
+  return (
+    <ul className={styles.nodes} aria-label={`Per-node outcome of ${entry.id}`}>
+      {entry.nodes.map((n) => (
+        <li key={n.id} title={n.error}>
+          <span className={`dot ${n.result === "deleted" ? "up" : n.result === "error" ? "down" : "degraded"}`} aria-hidden />
+          {n.id}: {n.result}
+          {n.error ? ` (${n.error})` : ""}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** The audit log: every force release, newest first, with filters, per-node outcomes and CSV/JSON export. */
+export function AuditLog({ initial }: { initial: AuditFilterValues }) {
+  const [draft, setDraft] = useState<AuditFilterValues>(initial);
+  const [filters, setFilters] = useState<AuditFilterValues>(initial);
+  const [expanded, setExpanded] = useState<string | null>(null);
+  const query = filterQuery(filters);
+
+  const result = useInfiniteQuery({
+    queryKey: ["audit", query.toString()],
+    initialPageParam: null as string | null,
+    queryFn: ({ pageParam }) => {
+      const params = new URLSearchParams(query);
+      params.set("limit", String(PAGE_SIZE));
+      if (pageParam) params.set("before", pageParam);
+      return apiFetch<AuditPage>(`/api/audit?${params.toString()}`);
+    },
+    getNextPageParam: (last) => last.next,
+    refetchInterval: 15_000,
+  });
+
+  function apply(event: FormEvent) {
+    event.preventDefault();
+    setFilters(draft);
+    const url = new URL(window.location.href);
+    url.search = filterQuery(draft).toString();
+    window.history.replaceState(null, "", url);
+  }
+
+  function clear() {
+    const empty = { resource: "", actor: "", from: "", to: "" };
+    setDraft(empty);
+    setFilters(empty);
+    window.history.replaceState(null, "", window.location.pathname);
+  }
+
+  const entries = result.data?.pages.flatMap((p) => p.entries) ?? [];
+  const source = result.data?.pages[0]?.source;
+  const exportHref = (format: "csv" | "json") => {
+    const params = new URLSearchParams(query);
+    params.set("format", format);
+    return `/api/audit/export?${params.toString()}`;
+  };
+
+  if (result.error instanceof ApiRequestError && result.error.status === 401) {
+    return (
+      <p className="panel">
+        Reading the audit log needs the viewer or operator token: <a href="/login?next=/audit">sign in</a>.
+      </p>
+    );
+  }
+
+  return (
+    <div className={styles.wrap}>
+      <form className={`panel ${styles.filters}`} onSubmit={apply} aria-label="Filter the audit log">
+        <label>
+          Resource
+          <input type="search" value={draft.resource} maxLength={1024} onChange={(e) => setDraft({ ...draft, resource: e.target.value })} placeholder="e.g. lock:orders" />
+        </label>
+        <label>
+          Actor
+          <input type="search" value={draft.actor} maxLength={64} onChange={(e) => setDraft({ ...draft, actor: e.target.value })} placeholder="e.g. alice" />
+        </label>
+        <label>
+          From
+          <input type="datetime-local" step={1} value={draft.from} onChange={(e) => setDraft({ ...draft, from: e.target.value })} />
+        </label>
+        <label>
+          To
+          <input type="datetime-local" step={1} value={draft.to} onChange={(e) => setDraft({ ...draft, to: e.target.value })} />
+        </label>
+        <div className={styles.filterActions}>
+          <button type="submit" className="button primary">
+            Apply filters
+          </button>
+          <button type="button" className="button" onClick={clear}>
+            Clear
+          </button>
+          <a className="button" href={exportHref("csv")} download>
+            Export CSV
+          </a>
+          <a className="button" href={exportHref("json")} download>
+            Export JSON
+          </a>
+        </div>
+      </form>
+
+      {source === "file" && (
+        <p role="status" className={styles.notice}>
+          No lock node answered: showing this console&apos;s own audit file, which lacks entries written by other console instances.
+        </p>
+      )}
+      {result.error && !(result.error instanceof ApiRequestError && result.error.status === 401) && (
+        <p role="alert" className="error-text">
+          {result.error.message}
+        </p>
+      )}
+
+      <div className="panel">
+        <table className={styles.table} aria-label="Audit entries">
+          <thead>
+            <tr>
+              <th scope="col">Time</th>
+              <th scope="col">Actor</th>
+              <th scope="col">Resource</th>
+              <th scope="col">Holder</th>
+              <th scope="col">Reason</th>
+              <th scope="col">Outcome</th>
+              <th scope="col">Nodes</th>
+              <th scope="col">
+                <span className="sr-only">Details</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {entries.map((entry) => {
+              const open = expanded === entry.id;
+              return (
+                <Fragment key={entry.id}>
+                  <tr data-audit-id={entry.id}>
+                    <td title={new Date(entry.at).toISOString()}>{timeText(entry.at)}</td>
+                    <td>
+                      {entry.actor} <span className="muted">({entry.role})</span>
+                    </td>
+                    <td className="mono">{entry.resource}</td>
+                    <td>{holderText(entry)}</td>
+                    <td className={styles.reason}>{entry.reason}</td>
+                    <td>
+                      <span className={`${styles.outcome} ${styles[entry.outcome] ?? ""}`}>{OUTCOME_TEXT[entry.outcome]}</span>
+                    </td>
+                    <td>
+                      <NodeResults entry={entry} />
+                    </td>
+                    <td>
+                      <button type="button" className="button" aria-expanded={open} onClick={() => setExpanded(open ? null : entry.id)}>
+                        {open ? "Hide" : "Details"}
+                      </button>
+                    </td>
+                  </tr>
+                  {open && (
+                    <tr className={styles.detailRow}>
+                      <td colSpan={8}>
+                        <dl className={styles.details}>
+                          <dt>Entry</dt>
+                          <dd className="mono">{entry.id}</dd>
+                          <dt>Token</dt>
+                          <dd className="mono">{entry.token ?? "—"}</dd>
+                          <dt>Fence</dt>
+                          <dd>{entry.holder?.fence ?? "—"}</dd>
+                          <dt>From</dt>
+                          <dd>
+                            {entry.ip} {entry.userAgent ? <span className="muted">· {entry.userAgent}</span> : null}
+                          </dd>
+                          <dt>Finished</dt>
+                          <dd>{entry.finishedAt ? `${timeText(entry.finishedAt)} (${entry.finishedAt - entry.at} ms after it started)` : "no outcome recorded"}</dd>
+                        </dl>
+                      </td>
+                    </tr>
+                  )}
+                </Fragment>
+              );
+            })}
+          </tbody>
+        </table>
+        {result.isPending && <p className="muted">Loading…</p>}
+        {!result.isPending && entries.length === 0 && !result.error && <p className="muted">No force releases recorded{query.size > 0 ? " that match these filters" : " yet"}.</p>}
+        {result.hasNextPage && (
+          <button type="button" className="button" onClick={() => void result.fetchNextPage()} disabled={result.isFetchingNextPage}>
+            {result.isFetchingNextPage ? "Loading…" : "Load older entries"}
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}
