@@ -81,7 +81,7 @@ function currentHolder(values: Array<{ id: string; value: string | null }>) {
   };
 }
 
-const releases = () => counter("lockscope_force_releases_total", "Operator force releases, by outcome.", ["outcome"]);
+const releases = () => counter("lockscope_force_releases_total", "Force releases asked for by operators, by outcome.", ["outcome"]);
 
 function outcomeOf(results: ReadonlyArray<AuditNodeResult>): AuditOutcome {
   if (results.some((r) => r.result === "deleted")) return "released";
