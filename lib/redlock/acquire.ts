@@ -1,6 +1,6 @@
 import { ACQUIRE_LUA, LEAVE_QUEUE_LUA } from "./acquire.lua";
 import { COMMIT_FENCE_LUA } from "./commit-fence.lua";
-import { decidedBy, driftMs, reportErrors, votesOf, type Engine } from "./engine";
+import { driftMs, reportErrors, votesOf, type Engine } from "./engine";
 import { AcquireAbortedError, NodesFailedError, ResourceHeldError, type HeldBy } from "./errors";
 import { composeLockValue, decodeLockValue, encodeIdentityTail, randomId } from "./identity";
 import { Lock, type LockState } from "./lock";
@@ -121,16 +121,9 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   const timeoutMs = settings.nodeTimeoutMs;
   const drift = driftMs(settings, ttlMs);
   const started = performance.now();
-  const onLate = (index: number, outcome: NodeOutcome<unknown>) => {
-    if (outcome.state === "error") engine.nodeError(index, outcome.error, "acquire");
-  };
   // Resolve early on success only: a failed round waits for every node (or the timeout), so that in the
   // common contended case every node has answered "held" and there is nothing to clean up.
-  const decided = (outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>) => {
-    let votesFor = 0;
-    for (const o of outcomes) if (o.state === "ok" && o.value.kind === "granted") votesFor += 1;
-    return votesFor >= quorum;
-  };
+  const early = { quorum, isFor: isGranted, when: "success" as const };
 
   try {
     for (let attempt = 1; ; attempt++) {
@@ -146,8 +139,8 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         args: [value, ttlMs, mode, telemetry],
         timeoutMs,
         parse: parseAcquireReply,
-        decided,
-        onLate,
+        early,
+        onLate: engine.onLateAcquire,
       });
       reportErrors(engine, outcomes, "acquire");
 
@@ -179,7 +172,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
             args: [value, lockValue, fence],
             timeoutMs,
             parse: parseNumber,
-            decided: decidedBy(quorum, isOne),
+            early: { quorum, isFor: isOne, when: "either" },
             onLate: (index, outcome) => {
               if (outcome.state === "error") engine.nodeError(index, outcome.error, "commit-fence");
             },

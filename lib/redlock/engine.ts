@@ -18,6 +18,9 @@ export interface Engine {
   listening(event: keyof RedlockEvents): boolean;
   emit<K extends keyof RedlockEvents>(event: K, ...payload: RedlockEvents[K]): void;
   nodeError(index: number, error: Error, operation: RedlockEvents["node-error"][0]["operation"]): void;
+  /** Late answers of acquire / release rounds, made once per engine (rounds are the hot path). */
+  readonly onLateAcquire: (index: number, outcome: NodeOutcome<unknown>) => void;
+  readonly onLateRelease: (index: number, outcome: NodeOutcome<unknown>) => void;
 }
 
 /** Validity left after a round that started at `roundStart`: TTL minus elapsed time minus drift. */
@@ -40,17 +43,4 @@ export function reportErrors<T>(engine: Engine, outcomes: ReadonlyArray<NodeOutc
   outcomes.forEach((outcome, index) => {
     if (outcome.state === "error") engine.nodeError(index, outcome.error, operation);
   });
-}
-
-/** True once `count(for)` reached the quorum or can no longer reach it. */
-export function decidedBy<T>(quorum: number, isFor: (value: T) => boolean): (outcomes: ReadonlyArray<NodeOutcome<T>>) => boolean {
-  return (outcomes) => {
-    let votesFor = 0;
-    let undecided = 0;
-    for (const outcome of outcomes) {
-      if (outcome.state === "pending") undecided += 1;
-      else if (outcome.state === "ok" && isFor(outcome.value)) votesFor += 1;
-    }
-    return votesFor >= quorum || votesFor + undecided < quorum;
-  };
 }

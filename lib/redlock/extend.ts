@@ -1,4 +1,4 @@
-import { decidedBy, driftMs, reportErrors, votesOf, type Engine } from "./engine";
+import { driftMs, reportErrors, votesOf, type Engine } from "./engine";
 import { LockExpiredError, LockLostError, NodesFailedError } from "./errors";
 import { EXTEND_LUA } from "./extend.lua";
 import { lockState, type Lock } from "./lock";
@@ -33,7 +33,7 @@ export async function extendLock(engine: Engine, lock: Lock, ttlArg: unknown): P
     args: [state.value, ttlMs],
     timeoutMs: engine.settings.nodeTimeoutMs,
     parse: parseFlag,
-    decided: decidedBy(engine.quorum, isOne),
+    early: { quorum: engine.quorum, isFor: isOne, when: "either" },
     onLate: (index, outcome) => {
       if (outcome.state === "error") engine.nodeError(index, outcome.error, "extend");
     },

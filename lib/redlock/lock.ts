@@ -26,18 +26,26 @@ export interface LockOwner {
   extend(lock: Lock, ttlMs: number): Promise<Lock>;
 }
 
-const states = new WeakMap<Lock, LockState>();
+let readState: (lock: Lock) => LockState;
 
 /** @internal */
 export function lockState(lock: unknown): LockState {
-  const state = lock instanceof Lock ? states.get(lock) : undefined;
-  if (!state) throw new TypeError(`Expected \`lock\` to be a Lock returned by acquire(), got ${Object.prototype.toString.call(lock)}`);
-  return state;
+  if (!(lock instanceof Lock)) {
+    throw new TypeError(`Expected \`lock\` to be a Lock returned by acquire(), got ${Object.prototype.toString.call(lock)}`);
+  }
+  return readState(lock);
 }
 
 /** A held lock. `extend()` updates this same object. */
 export class Lock {
+  // A private field rather than a WeakMap: locks are made at the engine's full rate.
+  readonly #state: LockState;
   #validityMs: number;
+
+  static {
+    readState = (lock) => lock.#state;
+  }
+
   #expiresAt: number;
 
   /** @internal Made by the engine only. */
@@ -51,14 +59,14 @@ export class Lock {
     state: LockState,
     validityMs: number,
   ) {
-    states.set(this, state);
+    this.#state = state;
     this.#validityMs = validityMs;
     this.#expiresAt = Date.now() + validityMs;
   }
 
   /** The value held in each lock key: a unique token carrying the holder's identity. */
   get value(): string {
-    return lockState(this).value;
+    return this.#state.value;
   }
 
   /** Validity at acquisition (or the last extension), ms. */
@@ -78,10 +86,10 @@ export class Lock {
   }
 
   release(): Promise<ReleaseResult> {
-    return lockState(this).owner.release(this);
+    return this.#state.owner.release(this);
   }
 
   extend(ttlMs: number): Promise<Lock> {
-    return lockState(this).owner.extend(this, ttlMs);
+    return this.#state.owner.extend(this, ttlMs);
   }
 }

@@ -49,6 +49,12 @@ export class Redlock extends EventEmitter<RedlockEvents> {
         (this.emit as (name: string, ...args: unknown[]) => boolean)(event, ...payload);
       },
       nodeError,
+      onLateAcquire: (index, outcome) => {
+        if (outcome.state === "error") nodeError(index, outcome.error, "acquire");
+      },
+      onLateRelease: (index, outcome) => {
+        if (outcome.state === "error") nodeError(index, outcome.error, "release");
+      },
     };
   }
 

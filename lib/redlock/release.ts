@@ -1,4 +1,4 @@
-import { decidedBy, reportErrors, votesOf, type Engine } from "./engine";
+import { reportErrors, votesOf, type Engine } from "./engine";
 import { LockLostError } from "./errors";
 import { lockState, type Lock, type ReleaseResult } from "./lock";
 import { RELEASE_LUA } from "./release.lua";
@@ -54,10 +54,8 @@ export function releaseLock(engine: Engine, lock: Lock): Promise<ReleaseResult> 
       args: values,
       timeoutMs: engine.settings.nodeTimeoutMs,
       parse: parseCount,
-      decided: decidedBy(engine.quorum, isDone),
-      onLate: (index, outcome) => {
-        if (outcome.state === "error") engine.nodeError(index, outcome.error, "release");
-      },
+      early: { quorum: engine.quorum, isFor: isDone, when: "either" },
+      onLate: engine.onLateRelease,
     });
     reportErrors(engine, outcomes, "release");
     const votes = votesOf(outcomes, isDone);

@@ -1,6 +1,6 @@
 import type { ScriptClient } from "./client";
 import { NodeTimeoutError, toError } from "./errors";
-import { runScript, type Script } from "./script";
+import type { Script } from "./script";
 
 /** One node's answer in a round: a value, an error (including a timeout), or none yet. */
 export type NodeOutcome<T> =
@@ -16,69 +16,124 @@ export interface RoundOptions<T> {
   /** Turns the raw reply into T; a throw counts as that node's error. */
   parse: (raw: unknown) => T;
   /**
-   * Called after each answer: true resolves the round at once with the others still pending (their
-   * answers still arrive in `onLate`). Without it the round waits for every node or the timeout.
+   * Resolve before every node answered once the vote is decided: "success" when `quorum` answers pass
+   * `isFor`; "either" also when that can no longer happen. Without it the round waits for every node
+   * or the timeout. The others' answers still arrive in `onLate`.
    */
-  decided?: (outcomes: ReadonlyArray<NodeOutcome<T>>) => boolean;
-  /** An answer that arrived after the round resolved (success or failure), for events and cleanup. */
+  early?: { quorum: number; isFor: (value: T) => boolean; when: "success" | "either" };
+  /** An answer that arrived after the round resolved, for events. */
   onLate?: (index: number, outcome: NodeOutcome<T>) => void;
 }
 
+const PENDING = Object.freeze({ state: "pending" as const });
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith("NOSCRIPT");
+}
+
 /**
- * Runs one script on every node in parallel. A single timer covers the whole round (not one per node):
- * rounds are the engine's hot path and a timer per command would cost more CPU than the commands.
+ * Runs one script on every node in parallel, by EVALSHA with a NOSCRIPT fallback to EVAL (first use, or
+ * a node that restarted empty). A single timer covers the whole round. This is the engine's hot path:
+ * it is written as one class with methods rather than closures made per call.
  */
-export function runRound<T>(clients: readonly ScriptClient[], script: Script, options: RoundOptions<T>): Promise<Array<NodeOutcome<T>>> {
-  const outcomes: Array<NodeOutcome<T>> = clients.map(() => ({ state: "pending" }));
-  return new Promise((resolve) => {
-    let done = false;
-    let answered = 0;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const finish = () => {
-      if (done) return;
-      done = true;
-      if (timer !== undefined) clearTimeout(timer);
-      resolve(outcomes.slice());
-    };
-    const settle = (index: number, outcome: NodeOutcome<T>) => {
-      if (done) {
-        options.onLate?.(index, outcome);
-        return;
-      }
-      outcomes[index] = outcome;
-      answered += 1;
-      if (answered === clients.length || options.decided?.(outcomes)) finish();
-    };
-    clients.forEach((client, index) => {
+class Round<T> {
+  readonly outcomes: Array<NodeOutcome<T>>;
+  #answered = 0;
+  #votesFor = 0;
+  #undecided: number;
+  #done = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #resolve: (outcomes: Array<NodeOutcome<T>>) => void = () => {};
+
+  constructor(
+    private readonly clients: readonly ScriptClient[],
+    private readonly script: Script,
+    private readonly options: RoundOptions<T>,
+  ) {
+    this.outcomes = new Array<NodeOutcome<T>>(clients.length).fill(PENDING);
+    this.#undecided = clients.length;
+  }
+
+  run(): Promise<Array<NodeOutcome<T>>> {
+    const promise = new Promise<Array<NodeOutcome<T>>>((resolve) => (this.#resolve = resolve));
+    const { keys, args } = this.options;
+    for (let index = 0; index < this.clients.length; index++) {
+      const client = this.clients[index]!;
       let call: Promise<unknown>;
       try {
-        call = runScript(client, script, options.keys, options.args);
+        call = client.evalsha(this.script.sha, keys.length, ...keys, ...args);
       } catch (error) {
         call = Promise.reject(toError(error));
       }
       call.then(
-        (raw) => {
-          let outcome: NodeOutcome<T>;
-          try {
-            outcome = { state: "ok", value: options.parse(raw) };
-          } catch (error) {
-            outcome = { state: "error", error: toError(error) };
-          }
-          settle(index, outcome);
+        (raw) => this.#reply(index, raw),
+        (error: unknown) => {
+          if (!isNoScript(error)) return this.#fail(index, error);
+          client.eval(this.script.source, keys.length, ...keys, ...args).then(
+            (raw) => this.#reply(index, raw),
+            (evalError: unknown) => this.#fail(index, evalError),
+          );
         },
-        (error: unknown) => settle(index, { state: "error", error: toError(error) }),
       );
-    });
-    if (!done) {
-      timer = setTimeout(() => {
-        timer = undefined;
-        outcomes.forEach((outcome, index) => {
-          if (outcome.state === "pending") outcomes[index] = { state: "error", error: new NodeTimeoutError(index, options.timeoutMs) };
-        });
-        finish();
-      }, options.timeoutMs);
     }
-  });
+    if (!this.#done) {
+      this.#timer = setTimeout(() => this.#timeout(), this.options.timeoutMs);
+    }
+    return promise;
+  }
+
+  #reply(index: number, raw: unknown): void {
+    let outcome: NodeOutcome<T>;
+    try {
+      outcome = { state: "ok", value: this.options.parse(raw) };
+    } catch (error) {
+      outcome = { state: "error", error: toError(error) };
+    }
+    this.#settle(index, outcome);
+  }
+
+  #fail(index: number, error: unknown): void {
+    this.#settle(index, { state: "error", error: toError(error) });
+  }
+
+  #settle(index: number, outcome: NodeOutcome<T>): void {
+    if (this.#done) {
+      this.options.onLate?.(index, outcome);
+      return;
+    }
+    this.outcomes[index] = outcome;
+    this.#answered += 1;
+    this.#undecided -= 1;
+    const early = this.options.early;
+    if (early && outcome.state === "ok" && early.isFor(outcome.value)) this.#votesFor += 1;
+    if (
+      this.#answered === this.clients.length ||
+      (early && (this.#votesFor >= early.quorum || (early.when === "either" && this.#votesFor + this.#undecided < early.quorum)))
+    ) {
+      this.#finish();
+    }
+  }
+
+  #timeout(): void {
+    this.#timer = undefined;
+    for (let index = 0; index < this.outcomes.length; index++) {
+      if (this.outcomes[index]!.state === "pending") {
+        this.outcomes[index] = { state: "error", error: new NodeTimeoutError(index, this.options.timeoutMs) };
+      }
+    }
+    this.#finish();
+  }
+
+  #finish(): void {
+    if (this.#done) return;
+    this.#done = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#resolve(this.outcomes.slice());
+  }
+}
+
+export function runRound<T>(clients: readonly ScriptClient[], script: Script, options: RoundOptions<T>): Promise<Array<NodeOutcome<T>>> {
+  return new Round(clients, script, options).run();
 }
 
 export const quorumOf = (nodeCount: number): number => Math.floor(nodeCount / 2) + 1;
