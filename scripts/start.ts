@@ -14,6 +14,7 @@ import path from "node:path";
 import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
 import { ensureBuild } from "./build-if-stale";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
+import { checkRequestLine } from "../lib/request-guard";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const SHUTDOWN_BUDGET_MS = 9_000;
@@ -114,6 +115,13 @@ async function main(): Promise<void> {
   const server = http.createServer((req, res) => {
     // The client address for rate limiting and the audit log; never trust one a client sent.
     req.headers["x-lockscope-client-ip"] = req.socket.remoteAddress ?? "unknown";
+    // Broken percent-encoding and unsupported methods get the contract's 4xx here: Next.js would 500.
+    const refused = checkRequestLine(req.method, req.url);
+    if (refused) {
+      res.writeHead(refused.status, refused.headers);
+      res.end(JSON.stringify(refused.body));
+      return;
+    }
     void handle(req, res);
   });
   server.on("error", (err: NodeJS.ErrnoException) => {
