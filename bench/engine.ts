@@ -8,6 +8,7 @@
  * With --json the table goes to stderr and the figures to stdout.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { setMaxListeners } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -116,6 +117,8 @@ async function runHot(workers: HotContender[], durationMs: number): Promise<HotR
   const waits = new Float64Array(200_000);
   let count = 0;
   const stop = new AbortController();
+  // Every waiting worker listens on this one signal.
+  setMaxListeners(S2_WORKERS * 4, stop.signal);
   const t0 = performance.now();
   const end = t0 + durationMs;
   const timer = setTimeout(() => stop.abort(new Error("benchmark run over")), durationMs);
