@@ -83,14 +83,14 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   {
     name: "lockscope_lab_runs_total",
     type: "counter",
-    help: "Contention lab runs finished, by locking strategy and final status.",
+    help: "Lab runs finished, by strategy and status.",
     labels: ["strategy", "status"],
     known: { strategy: LAB_STRATEGIES, status: LAB_STATUSES },
   },
   {
     name: "lockscope_lab_lost_updates_total",
     type: "counter",
-    help: "Units sold twice in contention lab runs (lost updates), by locking strategy.",
+    help: "Units sold twice in lab runs, by strategy.",
     labels: ["strategy"],
     known: { strategy: LAB_STRATEGIES },
   },

@@ -62,8 +62,8 @@ describe("the metric catalog", () => {
   });
 
   it("hands the declared metric to another part of the console asking for it again", () => {
-    const first = counter("lockscope_lab_runs_total", "Contention lab runs finished, by locking strategy and final status.", ["strategy", "status"]);
-    const again = counter("lockscope_lab_runs_total", "Contention lab runs finished, by locking strategy and final status.", ["strategy", "status"]);
+    const first = counter("lockscope_lab_runs_total", "Lab runs finished, by strategy and status.", ["strategy", "status"]);
+    const again = counter("lockscope_lab_runs_total", "Lab runs finished, by strategy and status.", ["strategy", "status"]);
     expect(again).toBe(first);
     const made = histogram("lockscope_test_only_seconds", "A metric made outside the catalog.", [], [1]);
     expect(histogram("lockscope_test_only_seconds", "A metric made outside the catalog.", [], [1])).toBe(made);
