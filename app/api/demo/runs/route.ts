@@ -1,0 +1,27 @@
+import { z } from "zod";
+import { runSettingsSchema } from "@/lib/lab/settings";
+import { route } from "@/server/http";
+import { getLab } from "@/server/lab/lab";
+
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+const ListQuery = z.strictObject({
+  limit: z.coerce
+    .number({ error: "limit must be a number" })
+    .int({ error: "limit must be a whole number" })
+    .min(1, { error: "limit must be at least 1" })
+    .max(50, { error: "limit must be at most 50 (the lab keeps its last 50 runs)" })
+    .default(50),
+});
+
+// GET /api/demo/runs: the lab's recent runs, newest first (the last 50, shared by every console instance).
+export const GET = route({ name: "GET /api/demo/runs", access: "viewer", query: ListQuery }, async ({ query }) => ({
+  runs: await getLab().list(query.limit),
+}));
+
+// POST /api/demo/runs: start a contention-lab run (one at a time per console); 202 with its id.
+export const POST = route({ name: "POST /api/demo/runs", access: "operator", body: runSettingsSchema }, async ({ body, principal }) => {
+  const record = await getLab().start(body, principal?.actor ?? "operator");
+  return Response.json({ id: record.id }, { status: 202, headers: { "Cache-Control": "no-store", Location: `/api/demo/runs/${record.id}` } });
+});

@@ -1,0 +1,54 @@
+import { randomBytes } from "node:crypto";
+import { FENCE_KEY_PREFIX, LAST_FENCE_KEY_PREFIX, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX } from "@/lib/redlock/keys";
+
+/**
+ * Key names of a lab run. Every run has its own namespace: its lock key sits under the default lock
+ * patterns (`lock:*`), so the live view shows the lab's locks; the stock and the engine's companion keys
+ * sit outside them. Cleanup deletes exactly these prefixes, with the run id in them, and nothing else.
+ */
+
+/** `r` + base36 time + 6 random base36 characters: sortable by creation, only [0-9a-z], no glob characters. */
+export function newRunId(nowMs = Date.now()): string {
+  const random = randomBytes(6).readUIntBE(0, 6).toString(36).padStart(6, "0").slice(-6);
+  return `r${nowMs.toString(36)}${random}`;
+}
+
+export const RUN_ID_PATTERN = /^r[0-9a-z]{8,20}$/;
+
+export function isRunId(id: string): boolean {
+  return RUN_ID_PATTERN.test(id);
+}
+
+export interface RunKeys {
+  /** The lock every worker contends for (one per run: the flash sale has one item). */
+  lock: string;
+  /** The stock counter, on node 0. */
+  stock: string;
+  /** SCAN MATCH patterns covering every key the run may have made, on any node. */
+  cleanupPatterns: string[];
+}
+
+export function runKeys(id: string): RunKeys {
+  if (!isRunId(id)) throw new TypeError(`Expected \`id\` to be a lab run id, got \`${id.slice(0, 40)}\``);
+  const lockPrefix = `lock:lab:${id}:`;
+  const dataPrefix = `lab:${id}:`;
+  return {
+    lock: `${lockPrefix}stock`,
+    stock: `${dataPrefix}stock`,
+    cleanupPatterns: [
+      `${lockPrefix}*`,
+      `${dataPrefix}*`,
+      `${FENCE_KEY_PREFIX}${lockPrefix}*`,
+      `${WAIT_QUEUE_KEY_PREFIX}${lockPrefix}*`,
+      `${WAIT_DEADLINE_KEY_PREFIX}${lockPrefix}*`,
+      `${LAST_FENCE_KEY_PREFIX}${dataPrefix}*`,
+    ],
+  };
+}
+
+/** Where the run history lives, on node 0: a list of run ids, newest first, and one JSON string per run. */
+export const RUNS_LIST_KEY = "lockscope:lab:runs";
+export const runRecordKey = (id: string): string => `lockscope:lab:run:${id}`;
+/** Set by a console asked to cancel a run that another console instance is running. */
+export const runCancelKey = (id: string): string => `lockscope:lab:cancel:${id}`;
+export const RUNS_KEPT = 50;

@@ -1,0 +1,675 @@
+import { setMaxListeners } from "node:events";
+import type Redis from "ioredis";
+import { AcquireAbortedError, acquireNaive, fencedWrite, NaiveLockLostError, NaiveLockTimeoutError, Redlock, releaseNaive, type Lock } from "@/lib/redlock";
+import { decrementIfPositive } from "./atomic";
+import { boundedAll, NodeSwitch, openLabClient, SwitchedClient } from "./connections";
+import { runKeys, type RunKeys } from "./keys";
+import { LAB_LIMITS, MULTI_NODE_STRATEGIES, retryDelayFor, type RunSettings } from "./settings";
+import { lostUpdates, ordersPerSec, percentile, progressFraction, round1, Samples } from "./stats";
+import type { FaultMode, FaultReport, RunProgress, RunResult, SeriesPoint, StopReason } from "./types";
+
+/**
+ * The contention lab's run: N workers, each its own client with its own connections, buying from one
+ * stock under the chosen strategy, while the run samples progress, injects the fault and finally counts.
+ * Plain Node code (no Next.js, no globals): the console runs it behind its API, the benchmark directly.
+ */
+
+/** Acts on the processes of nodes this program started itself (SIGKILL then restart, SIGSTOP then SIGCONT). */
+export interface NodeProcessControl {
+  kill(index: number): Promise<void>;
+  restart(index: number): Promise<void>;
+  pause(index: number): void;
+  resume(index: number): void;
+}
+
+export interface LabRunOptions {
+  id: string;
+  settings: RunSettings;
+  /** The lock nodes, node 0 first (it holds the stock). */
+  nodeUrls: readonly string[];
+  /** Present when the nodes' processes are ours to kill and pause; absent: faults act on the workers' connections only. */
+  processControl?: NodeProcessControl | null;
+  /** Aborting cancels the run; a reason of "shutdown" or "time-limit" is reported as such. */
+  signal?: AbortSignal;
+  /** Called with each Redlock the run makes (for metrics); may return a function that detaches. */
+  onRedlock?: (redlock: Redlock) => (() => void) | void;
+  /** Budget per command on the workers' connections. @default 1000 */
+  commandTimeoutMs?: number;
+  /** @default LAB_LIMITS.maxRunMs */
+  maxRunMs?: number;
+  /** @default 500 */
+  sampleEveryMs?: number;
+}
+
+export interface LabOutcome {
+  result: RunResult;
+  stopReason: StopReason;
+  fault: FaultReport | null;
+  series: SeriesPoint[];
+  /** Things that went wrong on the side (cleanup of a node that did not answer, a node down at start). */
+  notes: string[];
+  /** Set when the run could not do its job (stopReason "error"). */
+  error?: string;
+}
+
+/** Samples kept for the charts: five minutes at two a second. */
+const MAX_SERIES_POINTS = 600;
+/** How long node 0 (the stock) may stay silent before the run gives up. */
+const STOCK_NODE_SILENCE_MS = 10_000;
+
+interface Tally {
+  sold: number;
+  ordersPlaced: number;
+  retries: number;
+  staleWritesRejected: number;
+  locksLost: number;
+  errors: number;
+  minStockSeen: number;
+  waits: Samples;
+}
+
+interface Worker {
+  index: number;
+  /** Connection per node the strategy uses; index 0 is the stock node. */
+  clients: Redis[];
+  redlock: Redlock | null;
+  detach: (() => void) | null;
+}
+
+type StepOutcome = "sold" | "sold-out" | "rejected" | "stopped";
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+export class LabRun {
+  readonly keys: RunKeys;
+  readonly settings: RunSettings;
+  readonly faultMode: FaultMode;
+  readonly #options: LabRunOptions;
+  readonly #tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, errors: 0, minStockSeen: Infinity, waits: new Samples() };
+  readonly #series: SeriesPoint[] = [];
+  readonly #notes: string[] = [];
+  readonly #switches: NodeSwitch[];
+  /** Stops every loop, including work inside a critical section: cancel, shutdown, the time limit. */
+  readonly #halt = new AbortController();
+  /** Stops placing orders and waiting for locks (sold out, orders reached); holders finish their order. */
+  readonly #close = new AbortController();
+  #workers: Worker[] = [];
+  #control: Redis | null = null;
+  #phase: RunProgress["phase"] = "connecting";
+  #startedAt = 0;
+  #lastStock: number | null = null;
+  #stopReason: StopReason | null = null;
+  #error: string | undefined;
+  #fault: FaultReport | null = null;
+  #faultActive = false;
+  #faultTimers: Array<ReturnType<typeof setTimeout>> = [];
+  #faultWork: Promise<void> = Promise.resolve();
+  #lastSample = { t: 0, sold: 0, waits: 0 };
+
+  constructor(options: LabRunOptions) {
+    // Every worker waits on these two signals at once (up to 500 listeners each).
+    setMaxListeners(0, this.#halt.signal, this.#close.signal);
+    this.#options = options;
+    this.settings = options.settings;
+    this.keys = runKeys(options.id);
+    this.faultMode = options.processControl ? "process" : "connections";
+    this.#switches = options.nodeUrls.map(() => new NodeSwitch());
+    const fault = options.settings.fault;
+    if (fault && fault.node >= options.nodeUrls.length) {
+      throw new RangeError(`fault.node ${fault.node} is not one of the ${options.nodeUrls.length} nodes`);
+    }
+    if (fault) {
+      this.#fault = {
+        node: fault.node,
+        kind: fault.kind,
+        mode: this.faultMode,
+        startedAtMs: null,
+        endedAtMs: null,
+        description: describeFault(fault, this.faultMode, null),
+      };
+    }
+    const signal = options.signal;
+    if (signal) {
+      const onAbort = () => this.#stop(stopReasonOf(signal.reason));
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+    }
+  }
+
+  /** Live numbers for the progress bar. */
+  progress(): RunProgress {
+    const t = this.#tally;
+    return {
+      phase: this.#phase,
+      fraction: round3(
+        this.#phase === "finished" && this.#stopReason !== "cancelled" && this.#stopReason !== "shutdown" && this.#stopReason !== "error"
+          ? 1
+          : progressFraction({ stock: this.settings.stock, remaining: this.#lastStock, orders: this.settings.orders, ordersPlaced: t.ordersPlaced }),
+      ),
+      elapsedMs: this.#startedAt === 0 ? 0 : Math.round(performance.now() - this.#startedAt),
+      sold: t.sold,
+      orders: t.ordersPlaced,
+      stock: this.#lastStock,
+      retries: t.retries,
+      staleWritesRejected: t.staleWritesRejected,
+      errors: t.errors,
+    };
+  }
+
+  series(): SeriesPoint[] {
+    return this.#series.slice();
+  }
+
+  fault(): FaultReport | null {
+    return this.#fault ? { ...this.#fault } : null;
+  }
+
+  /** Runs to the end (sold out, orders placed, cancelled, time limit) and always cleans up. */
+  async run(): Promise<LabOutcome> {
+    const { settings } = this;
+    const maxRunMs = this.#options.maxRunMs ?? LAB_LIMITS.maxRunMs;
+    let durationMs = 0;
+    let remaining: number | null = null;
+    try {
+      await this.#connect();
+      if (!this.#halt.signal.aborted) {
+        await this.#control!.set(this.keys.stock, String(settings.stock));
+        this.#lastStock = settings.stock;
+        this.#tally.minStockSeen = settings.stock;
+        this.#phase = "running";
+        this.#startedAt = performance.now();
+        const limit = setTimeout(() => this.#stop("time-limit"), maxRunMs);
+        const sampler = this.#startSampler();
+        this.#scheduleFault();
+        await Promise.all(this.#workers.map((w) => this.#work(w)));
+        durationMs = performance.now() - this.#startedAt;
+        this.#phase = "stopping";
+        clearTimeout(limit);
+        clearInterval(sampler);
+        await this.#endFault().catch((error: unknown) => this.#notes.push(`Could not bring node ${this.#fault?.node} back: ${errorText(error)}`));
+        remaining = await this.#readStock();
+        if (remaining !== null) this.#lastStock = remaining;
+        this.#sample();
+        this.#stopReason ??= settings.orders !== undefined && this.#tally.ordersPlaced >= settings.orders ? "orders" : "sold-out";
+      }
+    } catch (error) {
+      this.#stopReason = "error";
+      this.#error ??= errorText(error);
+      this.#halt.abort("error");
+      this.#close.abort("error");
+    } finally {
+      this.#phase = "cleaning";
+      for (const timer of this.#faultTimers) clearTimeout(timer);
+      await this.#endFault().catch((error: unknown) => this.#notes.push(`Could not bring node ${this.#fault?.node} back: ${errorText(error)}`));
+      await this.#closeWorkers();
+      await this.#cleanup();
+      this.#control?.disconnect();
+      this.#phase = "finished";
+    }
+    if (durationMs === 0 && this.#startedAt !== 0) durationMs = performance.now() - this.#startedAt;
+    return {
+      result: this.#result(remaining, durationMs),
+      stopReason: this.#stopReason ?? "error",
+      fault: this.fault(),
+      series: this.series(),
+      notes: this.#notes.slice(),
+      ...(this.#error !== undefined ? { error: this.#error } : {}),
+    };
+  }
+
+  #stop(reason: StopReason): void {
+    if (this.#halt.signal.aborted) return;
+    this.#stopReason ??= reason;
+    this.#close.abort(reason);
+    this.#halt.abort(reason);
+    // A stalled node's queued commands must go out, or the workers waiting on them never finish.
+    for (const s of this.#switches) s.resume();
+  }
+
+  #soldOut(): void {
+    if (!this.#close.signal.aborted) this.#close.abort("sold-out");
+  }
+
+  async #connect(): Promise<void> {
+    const { nodeUrls, id } = this.#options;
+    const commandTimeoutMs = this.#options.commandTimeoutMs ?? 1000;
+    const nodeCount = MULTI_NODE_STRATEGIES.has(this.settings.strategy) ? nodeUrls.length : 1;
+    this.#control = openLabClient(nodeUrls[0]!, commandTimeoutMs, `lockscope:lab:${id}:control`);
+    await this.#control.connect();
+    const retryDelayMs = retryDelayFor(this.settings.workers);
+    this.#workers = Array.from({ length: this.settings.workers }, (_, index) => ({
+      index,
+      clients: nodeUrls.slice(0, nodeCount).map((url) => openLabClient(url, commandTimeoutMs, `lockscope:lab:${id}:w${index}`)),
+      redlock: null,
+      detach: null,
+    }));
+    const unreachable = new Set<number>();
+    // 500 workers x 3 nodes is 1,500 connections: open them in parallel, but not all at once.
+    await boundedAll(this.#workers, 32, async (worker) => {
+      if (this.#halt.signal.aborted) return;
+      await Promise.all(
+        worker.clients.map((client, node) =>
+          client.connect().catch((error: unknown) => {
+            // The stock node must answer; another node may be down at start (Redlock needs only a quorum).
+            if (node === 0) throw error;
+            unreachable.add(node);
+          }),
+        ),
+      );
+    });
+    for (const node of unreachable) this.#notes.push(`Node ${node} did not answer when the workers connected; they kept trying.`);
+    if (MULTI_NODE_STRATEGIES.has(this.settings.strategy)) {
+      for (const worker of this.#workers) {
+        const clients = worker.clients.map((client, node) => new SwitchedClient(client, this.#switches[node]!));
+        const redlock = new Redlock(clients, {
+          retryCount: -1,
+          retryDelayMs,
+          retryJitterMs: Math.ceil(retryDelayMs / 2),
+          // Waiters poll: with wake-on-release every worker would hold a subscriber per node and every
+          // release would wake all of them; the naive lock polls too, so the two compare fairly.
+          wakeOnRelease: false,
+          fenced: this.settings.strategy === "redlock-fenced",
+          label: `lab ${id} worker ${worker.index}`,
+        });
+        worker.redlock = redlock;
+        worker.detach = this.#options.onRedlock?.(redlock) ?? null;
+      }
+    }
+  }
+
+  async #closeWorkers(): Promise<void> {
+    await Promise.all(
+      this.#workers.map(async (worker) => {
+        worker.detach?.();
+        await worker.redlock?.quit().catch(() => {});
+        for (const client of worker.clients) client.disconnect();
+      }),
+    );
+  }
+
+  /** Deletes every key of this run (its exact prefixes, on every node), and nothing else. */
+  async #cleanup(): Promise<void> {
+    const { nodeUrls, id } = this.#options;
+    await Promise.all(
+      nodeUrls.map(async (url, node) => {
+        const client = openLabClient(url, 2000, `lockscope:lab:${id}:cleanup`);
+        try {
+          await client.connect();
+          for (const pattern of this.keys.cleanupPatterns) {
+            let cursor = "0";
+            do {
+              const [next, keys] = await client.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+              cursor = next;
+              if (keys.length > 0) await client.unlink(...keys);
+            } while (cursor !== "0");
+          }
+        } catch (error) {
+          this.#notes.push(`Could not remove this run's keys from node ${node}: ${errorText(error)} (lock keys expire; the others stay).`);
+        } finally {
+          client.disconnect();
+        }
+      }),
+    );
+  }
+
+  #startSampler(): ReturnType<typeof setInterval> {
+    let lastReadOk = performance.now();
+    let sampling = false;
+    return setInterval(() => {
+      if (sampling) return;
+      sampling = true;
+      void this.#readStock()
+        .then((stock) => {
+          if (stock !== null) {
+            this.#lastStock = stock;
+            lastReadOk = performance.now();
+          } else if (performance.now() - lastReadOk > STOCK_NODE_SILENCE_MS) {
+            this.#error = `Node 0, which holds the stock, has not answered for ${STOCK_NODE_SILENCE_MS / 1000} s.`;
+            this.#stop("error");
+          }
+          this.#sample();
+        })
+        .finally(() => (sampling = false));
+    }, this.#options.sampleEveryMs ?? 500);
+  }
+
+  #sample(): void {
+    const t = Math.round(performance.now() - this.#startedAt);
+    const tally = this.#tally;
+    const previous = this.#lastSample;
+    const dt = t - previous.t;
+    const waits = tally.waits.slice(previous.waits);
+    const point: SeriesPoint = {
+      t,
+      sold: tally.sold,
+      stock: this.#lastStock,
+      ordersPerSec: dt > 0 ? round1(((tally.sold - previous.sold) * 1000) / dt) : 0,
+      waitP50Ms: nullableRound(percentile(waits, 50)),
+      waitP99Ms: nullableRound(percentile(waits, 99)),
+    };
+    this.#lastSample = { t, sold: tally.sold, waits: tally.waits.length };
+    if (this.#lastStock !== null) tally.minStockSeen = Math.min(tally.minStockSeen, this.#lastStock);
+    this.#series.push(point);
+    if (this.#series.length > MAX_SERIES_POINTS) {
+      // Halve the resolution rather than drop the start: the chart keeps the whole run.
+      const kept = this.#series.filter((_, i) => i % 2 === 1);
+      this.#series.length = 0;
+      this.#series.push(...kept);
+    }
+  }
+
+  async #readStock(): Promise<number | null> {
+    try {
+      const raw = await this.#control!.get(this.keys.stock);
+      return raw === null ? null : Number(raw);
+    } catch {
+      return null;
+    }
+  }
+
+  #scheduleFault(): void {
+    const fault = this.settings.fault;
+    if (!fault) return;
+    this.#faultTimers.push(
+      setTimeout(() => {
+        this.#faultWork = this.#faultWork.then(() => this.#startFault());
+      }, fault.atMs),
+    );
+    if (fault.forMs !== undefined) {
+      this.#faultTimers.push(
+        setTimeout(() => {
+          this.#endFault().catch((error: unknown) => this.#notes.push(`Could not bring node ${fault.node} back: ${errorText(error)}`));
+        }, fault.atMs + fault.forMs),
+      );
+    }
+  }
+
+  async #startFault(): Promise<void> {
+    const fault = this.settings.fault;
+    const report = this.#fault;
+    if (!fault || !report || this.#faultActive || this.#halt.signal.aborted || this.#phase !== "running") return;
+    this.#faultActive = true;
+    report.startedAtMs = Math.round(performance.now() - this.#startedAt);
+    const control = this.#options.processControl;
+    try {
+      if (control) {
+        if (fault.kind === "kill") await control.kill(fault.node);
+        else control.pause(fault.node);
+      } else if (fault.kind === "kill") {
+        // Cut: the workers' connections to the node close and refuse commands until the fault ends.
+        for (const worker of this.#workers) worker.clients[fault.node]?.disconnect();
+      } else {
+        this.#switches[fault.node]!.stall();
+      }
+    } catch (error) {
+      this.#notes.push(`The fault on node ${fault.node} failed: ${errorText(error)}`);
+    }
+    report.description = describeFault(fault, this.faultMode, report);
+  }
+
+  /** Ends the fault (idempotent), after any fault step already under way. */
+  #endFault(): Promise<void> {
+    const step = this.#faultWork.then(() => this.#restore());
+    this.#faultWork = step.catch(() => {});
+    return step;
+  }
+
+  async #restore(): Promise<void> {
+    const fault = this.settings.fault;
+    const report = this.#fault;
+    if (!fault || !report || !this.#faultActive) return;
+    this.#faultActive = false;
+    const control = this.#options.processControl;
+    if (control) {
+      if (fault.kind === "kill") await control.restart(fault.node);
+      else control.resume(fault.node);
+    } else if (fault.kind === "kill") {
+      await Promise.all(
+        this.#workers.map((worker) => {
+          const client = worker.clients[fault.node];
+          return client && client.status === "end" ? client.connect().catch(() => {}) : Promise.resolve();
+        }),
+      );
+    } else {
+      this.#switches[fault.node]!.resume();
+    }
+    report.endedAtMs = this.#startedAt === 0 ? null : Math.round(performance.now() - this.#startedAt);
+    report.description = describeFault(fault, this.faultMode, report);
+  }
+
+  /** Takes an order slot; false once `orders` have been placed or the sale is closed. */
+  #claimOrder(): boolean {
+    if (this.#close.signal.aborted) return false;
+    const { orders } = this.settings;
+    if (orders !== undefined && this.#tally.ordersPlaced >= orders) {
+      this.#close.abort("orders");
+      return false;
+    }
+    this.#tally.ordersPlaced += 1;
+    return true;
+  }
+
+  async #work(worker: Worker): Promise<void> {
+    const tally = this.#tally;
+    while (!this.#halt.signal.aborted && this.#claimOrder()) {
+      let outcome: StepOutcome;
+      try {
+        outcome = await this.#step(worker);
+      } catch (error) {
+        if (this.#halt.signal.aborted || isAbort(error)) {
+          tally.ordersPlaced -= 1;
+          break;
+        }
+        // A node down or slow: the order did not go through; count it and try again shortly.
+        tally.errors += 1;
+        tally.ordersPlaced -= 1;
+        await sleep(20 + Math.random() * 30, this.#halt.signal);
+        continue;
+      }
+      if (outcome === "sold-out") {
+        tally.ordersPlaced -= 1;
+        this.#soldOut();
+        break;
+      }
+      if (outcome === "stopped") {
+        tally.ordersPlaced -= 1;
+        break;
+      }
+    }
+  }
+
+  /** Works inside the critical section: the order's own work, plus now and then a stall (a GC pause). */
+  async #busy(): Promise<void> {
+    const { workMs, pause } = this.settings;
+    let ms = workMs;
+    if (pause && pause.probability > 0 && Math.random() < pause.probability) ms += pause.ms;
+    await sleep(ms, this.#halt.signal);
+  }
+
+  #sold(stockAfter: number): StepOutcome {
+    this.#tally.sold += 1;
+    this.#tally.minStockSeen = Math.min(this.#tally.minStockSeen, stockAfter);
+    return "sold";
+  }
+
+  #step(worker: Worker): Promise<StepOutcome> {
+    switch (this.settings.strategy) {
+      case "none":
+        return this.#stepNone(worker);
+      case "naive":
+        return this.#stepNaive(worker);
+      case "redlock":
+      case "redlock-fenced":
+        return this.#stepRedlock(worker);
+      case "atomic":
+        return this.#stepAtomic(worker);
+    }
+  }
+
+  /** The seeds' race: read, work, write back, no lock. */
+  async #stepNone(worker: Worker): Promise<StepOutcome> {
+    const client = worker.clients[0]!;
+    const stock = Number(await client.get(this.keys.stock));
+    if (!(stock > 0)) return "sold-out";
+    await this.#busy();
+    if (this.#halt.signal.aborted) return "stopped";
+    await client.set(this.keys.stock, String(stock - 1));
+    return this.#sold(stock - 1);
+  }
+
+  /** The seeds' SETNX lock on node 0, from the engine's naive module; retries counted here. */
+  async #stepNaive(worker: Worker): Promise<StepOutcome> {
+    const client = worker.clients[0]!;
+    const waitStart = performance.now();
+    const retryDelayMs = retryDelayFor(this.settings.workers);
+    let token: string | null = null;
+    while (token === null) {
+      if (this.#close.signal.aborted) return "stopped";
+      try {
+        // timeoutMs 0: one SETNX per call, so this loop sees (and counts) every retry.
+        token = await acquireNaive(client, this.keys.lock, this.settings.ttlMs, { timeoutMs: 0, retryDelayMs: 0, label: `lab ${this.#options.id} worker ${worker.index}` });
+      } catch (error) {
+        if (!(error instanceof NaiveLockTimeoutError)) throw error;
+        this.#tally.retries += 1;
+        await sleep(retryDelayMs, this.#close.signal);
+      }
+    }
+    this.#tally.waits.push(performance.now() - waitStart);
+    try {
+      const stock = Number(await client.get(this.keys.stock));
+      if (!(stock > 0)) return "sold-out";
+      await this.#busy();
+      if (this.#halt.signal.aborted) return "stopped";
+      await client.set(this.keys.stock, String(stock - 1));
+      return this.#sold(stock - 1);
+    } finally {
+      await releaseNaive(client, this.keys.lock, token).catch((error: unknown) => {
+        if (error instanceof NaiveLockLostError) this.#tally.locksLost += 1;
+        else this.#tally.errors += 1;
+      });
+    }
+  }
+
+  /** Redlock over every node; fenced, the stock is read and written only with a current fence. */
+  async #stepRedlock(worker: Worker): Promise<StepOutcome> {
+    const client = worker.clients[0]!;
+    const waitStart = performance.now();
+    let lock: Lock;
+    try {
+      lock = await worker.redlock!.acquire([this.keys.lock], this.settings.ttlMs, { signal: this.#close.signal });
+    } catch (error) {
+      if (error instanceof AcquireAbortedError) this.#tally.retries += Math.max(0, error.attempts - 1);
+      throw error;
+    }
+    this.#tally.waits.push(performance.now() - waitStart);
+    this.#tally.retries += lock.attempts - 1;
+    try {
+      const fence = lock.fence;
+      let stock: number;
+      if (fence !== null) {
+        // A fenced read: adding 0 records our fence on the stock, so a holder that paused past its TTL
+        // has its later write refused even when we have not written yet.
+        const read = await fencedWrite(client, this.keys.stock, fence, { type: "incrby", by: 0 });
+        if (!read.applied) {
+          this.#tally.staleWritesRejected += 1;
+          return "rejected";
+        }
+        stock = Number(read.value);
+      } else {
+        stock = Number(await client.get(this.keys.stock));
+      }
+      if (!(stock > 0)) return "sold-out";
+      await this.#busy();
+      if (this.#halt.signal.aborted) return "stopped";
+      if (fence !== null) {
+        const write = await fencedWrite(client, this.keys.stock, fence, { type: "set", value: String(stock - 1) });
+        if (!write.applied) {
+          this.#tally.staleWritesRejected += 1;
+          return "rejected";
+        }
+      } else {
+        await client.set(this.keys.stock, String(stock - 1));
+      }
+      return this.#sold(stock - 1);
+    } finally {
+      const released = await lock.release().catch(() => ({ released: false }));
+      if (!released.released) this.#tally.locksLost += 1;
+    }
+  }
+
+  /** No lock: the work, then one script that decrements only while the stock is positive. */
+  async #stepAtomic(worker: Worker): Promise<StepOutcome> {
+    await this.#busy();
+    if (this.#halt.signal.aborted) return "stopped";
+    const after = await decrementIfPositive(worker.clients[0]!, this.keys.stock);
+    if (after < 0) return "sold-out";
+    return this.#sold(after);
+  }
+
+  #result(remainingRead: number | null, durationMs: number): RunResult {
+    const t = this.#tally;
+    const { stock } = this.settings;
+    const remaining = remainingRead ?? this.#lastStock ?? stock;
+    const waits = t.waits.slice();
+    return {
+      sold: t.sold,
+      remaining,
+      lostUpdates: lostUpdates(t.sold, stock, remaining),
+      stockNeverNegative: t.minStockSeen >= 0 && remaining >= 0,
+      ordersPerSec: ordersPerSec(t.sold, durationMs),
+      waitP50Ms: round2(percentile(waits, 50) ?? 0),
+      waitP99Ms: round2(percentile(waits, 99) ?? 0),
+      retries: t.retries,
+      staleWritesRejected: t.staleWritesRejected,
+      durationMs: Math.round(durationMs),
+      orders: t.ordersPlaced,
+      locksLost: t.locksLost,
+      errors: t.errors,
+    };
+  }
+}
+
+function isAbort(error: unknown): boolean {
+  return error instanceof Error && error.name === "AbortError";
+}
+
+function stopReasonOf(reason: unknown): StopReason {
+  return reason === "shutdown" || reason === "time-limit" ? reason : "cancelled";
+}
+
+const round2 = (n: number) => Math.round(n * 100) / 100;
+const round3 = (n: number) => Math.round(n * 1000) / 1000;
+const nullableRound = (n: number | null) => (n === null ? null : round2(n));
+
+export function describeFault(fault: NonNullable<RunSettings["fault"]>, mode: FaultMode, report: FaultReport | null): string {
+  const span = fault.forMs === undefined ? "until the run ends" : `for ${fault.forMs} ms`;
+  const notOwned = "(the console does not own that node's process, so the node itself keeps running)";
+  let what: string;
+  if (mode === "process") {
+    what =
+      fault.kind === "kill"
+        ? `Kills node ${fault.node}'s redis-server (SIGKILL) at ${fault.atMs} ms and restarts it, empty, ${fault.forMs === undefined ? "when the run ends" : `${fault.forMs} ms later`}`
+        : `Stops node ${fault.node}'s redis-server (SIGSTOP) at ${fault.atMs} ms ${span}, then continues it (SIGCONT)`;
+  } else {
+    what =
+      fault.kind === "kill"
+        ? `Cuts the lab workers' own connections to node ${fault.node} at ${fault.atMs} ms ${span} ${notOwned}`
+        : `Stalls the lab workers' own commands to node ${fault.node} at ${fault.atMs} ms ${span} ${notOwned}`;
+  }
+  if (!report || report.startedAtMs === null) return `${what}.`;
+  const when = report.endedAtMs === null ? `; started at ${report.startedAtMs} ms` : `; it lasted from ${report.startedAtMs} to ${report.endedAtMs} ms`;
+  return `${what}${when}.`;
+}

@@ -1,0 +1,121 @@
+import { z } from "zod";
+
+/**
+ * A contention-lab run's settings, as `POST /api/demo/runs` takes them. The limits keep one run bounded on
+ * one machine: at most 500 workers (each with its own connection to every node) and 5 minutes.
+ */
+export const STRATEGIES = ["none", "naive", "redlock", "redlock-fenced", "atomic"] as const;
+export type Strategy = (typeof STRATEGIES)[number];
+
+export const LAB_LIMITS = Object.freeze({
+  maxStock: 100_000,
+  maxWorkers: 500,
+  maxOrders: 1_000_000,
+  minTtlMs: 50,
+  maxTtlMs: 60_000,
+  maxWorkMs: 10_000,
+  maxPauseMs: 60_000,
+  /** The hard cap on a run's duration, and on when a fault may start and end. */
+  maxRunMs: 5 * 60_000,
+});
+
+/** Which strategies take a lock at all (the others have no lock wait and no retries). */
+export const LOCKING_STRATEGIES: ReadonlySet<Strategy> = new Set(["naive", "redlock", "redlock-fenced"]);
+/** Which strategies use nodes other than the first (the stock node). */
+export const MULTI_NODE_STRATEGIES: ReadonlySet<Strategy> = new Set(["redlock", "redlock-fenced"]);
+
+const int = (what: string, min: number, max: number) =>
+  z
+    .number({ error: `${what} must be a number` })
+    .int({ error: `${what} must be a whole number` })
+    .min(min, { error: `${what} must be at least ${min}` })
+    .max(max, { error: `${what} must be at most ${max.toLocaleString("en-US")}` });
+
+export const pauseSchema = z.strictObject({
+  /** Chance, per order, that the worker stalls inside its critical section (between reading and writing the stock). */
+  probability: z
+    .number({ error: "pause.probability must be a number" })
+    .min(0, { error: "pause.probability must be between 0 and 1" })
+    .max(1, { error: "pause.probability must be between 0 and 1" }),
+  /** How long the stall lasts: longer than the TTL, it is the GC pause of the Redlock debate. */
+  ms: int("pause.ms", 1, LAB_LIMITS.maxPauseMs),
+});
+
+export const faultSchema = z.strictObject({
+  /** 0-based index in REDIS_URLS; 0 holds the stock and cannot be faulted. */
+  node: int("fault.node", 1, 14),
+  kind: z.enum(["kill", "pause"], { error: 'fault.kind must be "kill" or "pause"' }),
+  /** When the fault starts, after the workers start. */
+  atMs: int("fault.atMs", 0, LAB_LIMITS.maxRunMs),
+  /** How long the node stays down (killed) or stalled (paused); absent: until the run ends. */
+  forMs: int("fault.forMs", 1, LAB_LIMITS.maxRunMs).optional(),
+});
+
+export const runSettingsSchema = z
+  .strictObject({
+    strategy: z.enum(STRATEGIES, { error: `strategy must be one of ${STRATEGIES.map((s) => `"${s}"`).join(", ")}` }),
+    stock: int("stock", 1, LAB_LIMITS.maxStock),
+    workers: int("workers", 1, LAB_LIMITS.maxWorkers),
+    /** Orders placed in total (each one a worker's purchase attempt); absent: until sold out. */
+    orders: int("orders", 1, LAB_LIMITS.maxOrders).optional(),
+    ttlMs: int("ttlMs", LAB_LIMITS.minTtlMs, LAB_LIMITS.maxTtlMs),
+    /** Time spent inside the critical section per order, between reading and writing the stock. */
+    workMs: int("workMs", 0, LAB_LIMITS.maxWorkMs),
+    pause: pauseSchema.optional(),
+    fault: faultSchema.optional(),
+  })
+  .superRefine((s, ctx) => {
+    if (s.fault && s.fault.atMs + (s.fault.forMs ?? 0) > LAB_LIMITS.maxRunMs) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["fault"],
+        message: `the fault must end within a run's ${LAB_LIMITS.maxRunMs / 60_000} minutes (atMs + forMs <= ${LAB_LIMITS.maxRunMs})`,
+      });
+    }
+  });
+
+export type RunSettings = z.infer<typeof runSettingsSchema>;
+export type PauseSettings = z.infer<typeof pauseSchema>;
+export type FaultSettings = z.infer<typeof faultSchema>;
+
+/**
+ * Checks that need the console's node count. Returns a message for the 422, or null when the settings fit.
+ */
+export function checkAgainstNodes(settings: RunSettings, nodeCount: number): string | null {
+  if (settings.fault && settings.fault.node >= nodeCount) {
+    return nodeCount < 2
+      ? `fault.node: this console has one lock node, which holds the stock and cannot be faulted.`
+      : `fault.node: this console has ${nodeCount} lock nodes; choose a node from 1 to ${nodeCount - 1} (node 0 holds the stock and cannot be faulted).`;
+  }
+  return null;
+}
+
+/**
+ * Things worth saying about settings that are allowed but do something the operator may not expect.
+ * Shown with the run.
+ */
+export function settingsNotes(settings: RunSettings): string[] {
+  const notes: string[] = [];
+  const { fault, pause } = settings;
+  if (fault && !MULTI_NODE_STRATEGIES.has(settings.strategy)) {
+    notes.push(`The ${settings.strategy} strategy uses node 0 only, so the fault on node ${fault.node} does not touch its orders.`);
+  }
+  if (fault?.kind === "kill" && fault.forMs !== undefined && fault.forMs < settings.ttlMs && MULTI_NODE_STRATEGIES.has(settings.strategy)) {
+    notes.push(
+      `Node ${fault.node} comes back ${fault.forMs} ms after the kill, sooner than the ${settings.ttlMs} ms TTL: it restarts empty and can grant a lock ` +
+        `another worker still holds on the other nodes (the Redis documentation asks for restarts delayed by at least the TTL).`,
+    );
+  }
+  if (pause && pause.probability > 0 && pause.ms <= settings.ttlMs && LOCKING_STRATEGIES.has(settings.strategy)) {
+    notes.push(`Pauses of ${pause.ms} ms do not outlast the ${settings.ttlMs} ms TTL, so no lock expires under its holder.`);
+  }
+  return notes;
+}
+
+/**
+ * Pause between a waiter's lock attempts: short, but growing with the crowd so 500 waiters polling do not
+ * saturate a two-core machine. The same for the naive lock and Redlock, so they compare fairly.
+ */
+export function retryDelayFor(workers: number): number {
+  return Math.min(100, 10 + Math.floor(workers / 10));
+}

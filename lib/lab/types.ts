@@ -1,0 +1,95 @@
+import type { RunSettings, Strategy } from "./settings";
+
+/** The numbers a finished run is judged by (the API contract's `result`). */
+export interface RunResult {
+  /** Orders each worker believed succeeded (its stock write went through). */
+  sold: number;
+  /** Stock left in Redis at the end. */
+  remaining: number;
+  /** `sold - (stock - remaining)`: units sold twice. */
+  lostUpdates: number;
+  /** Whether every stock value seen (written by a worker or sampled) stayed at zero or above. */
+  stockNeverNegative: boolean;
+  ordersPerSec: number;
+  /** Time to take the lock, per order; 0 for strategies without a lock. */
+  waitP50Ms: number;
+  waitP99Ms: number;
+  /** Lock attempts beyond the first, over all orders. */
+  retries: number;
+  /** Fenced strategy: stock writes refused because a newer fence had already touched the stock. */
+  staleWritesRejected: number;
+  durationMs: number;
+  /** Orders placed (each a worker's purchase attempt that read the stock). */
+  orders: number;
+  /** Locks that were gone by the time their holder released them (expired under it). */
+  locksLost: number;
+  /** Commands that failed (a node down, a timeout) and were retried. */
+  errors: number;
+}
+
+/** One point of the live charts, every half second. */
+export interface SeriesPoint {
+  /** ms since the workers started. */
+  t: number;
+  sold: number;
+  /** Stock in Redis at that moment (null when it could not be read). */
+  stock: number | null;
+  ordersPerSec: number;
+  /** Lock wait over the interval's acquisitions; null when none happened (or no lock). */
+  waitP50Ms: number | null;
+  waitP99Ms: number | null;
+}
+
+export interface RunProgress {
+  phase: "connecting" | "running" | "stopping" | "cleaning" | "finished";
+  /** 0..1: share of the stock sold (or of the orders placed, with `orders` set). */
+  fraction: number;
+  elapsedMs: number;
+  sold: number;
+  orders: number;
+  stock: number | null;
+  retries: number;
+  staleWritesRejected: number;
+  errors: number;
+}
+
+export type FaultMode = "process" | "connections";
+
+/** What the fault did, for the UI to say. */
+export interface FaultReport {
+  node: number;
+  kind: "kill" | "pause";
+  /** process: SIGKILL/SIGSTOP on an embedded node the console owns; connections: only the lab workers' own connections. */
+  mode: FaultMode;
+  /** ms since the workers started; null until it happened. */
+  startedAtMs: number | null;
+  endedAtMs: number | null;
+  description: string;
+}
+
+export type RunStatus = "running" | "done" | "cancelled" | "failed";
+export type StopReason = "sold-out" | "orders" | "cancelled" | "time-limit" | "shutdown" | "error";
+
+export interface RunRecord {
+  id: string;
+  status: RunStatus;
+  settings: RunSettings;
+  /** Who started it. */
+  actor: string;
+  /** Epoch ms. */
+  createdAt: number;
+  finishedAt: number | null;
+  /** Epoch ms of the last progress write by the console running it (a silent `running` run is stale). */
+  heartbeatAt: number;
+  progress: RunProgress;
+  result?: RunResult;
+  stopReason?: StopReason;
+  /** Why it failed, in words. */
+  error?: string;
+  fault?: FaultReport;
+  notes: string[];
+  /** Only in `GET /api/demo/runs/{id}`. */
+  series?: SeriesPoint[];
+}
+
+export type { RunSettings, Strategy };

@@ -1,0 +1,260 @@
+import "server-only";
+import type { RedisNode } from "@/lib/redis-node";
+import { newRunId } from "@/lib/lab/keys";
+import { LabRun, type NodeProcessControl } from "@/lib/lab/runner";
+import { checkAgainstNodes, settingsNotes, type RunSettings } from "@/lib/lab/settings";
+import type { RunRecord, RunStatus, StopReason } from "@/lib/lab/types";
+import { embeddedNodesOwned } from "../config";
+import { instrumentRedlock } from "../engine-metrics";
+import { whenReady } from "../health";
+import { ApiError } from "../errors";
+import { peekGlobal, singleton } from "../global";
+import { getLogger } from "../logger";
+import { counter } from "../metrics";
+import { getNodes } from "../nodes";
+import { isShuttingDown, onShutdown } from "../shutdown";
+import { addRun, cancelRequested, clearCancel, listRuns, markStale, readRun, requestCancel, saveRun } from "./store";
+
+/**
+ * The console's contention lab: one run at a time per console process, its record kept on node 0 (so
+ * every console instance lists it), progress written about every second, and the run stopped cleanly on
+ * cancel and on shutdown.
+ */
+
+const PROGRESS_EVERY_MS = 1000;
+
+interface ActiveRun {
+  record: RunRecord;
+  run: LabRun;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+function stockNode() {
+  const node = getNodes()[0];
+  if (!node) throw new ApiError("unavailable", "No lock nodes are configured.");
+  return node;
+}
+
+/** Node 0's console connection, or a 503 that says node 0 is needed and unreachable. */
+async function historyClient() {
+  const node = stockNode();
+  if (!(await whenReady(node.client, 2000))) {
+    throw new ApiError("unavailable", `Node 0 (${node.maskedUrl}) holds the lab's stock and run history and is not reachable right now.`);
+  }
+  return node.client;
+}
+
+/** The embedded nodes, when this console started them itself (only then may the lab kill and pause them). */
+function processControl(): NodeProcessControl | null {
+  if (!embeddedNodesOwned()) return null;
+  const nodes = peekGlobal<RedisNode[]>("embedded-nodes");
+  if (!nodes) return null;
+  const node = (index: number) => {
+    const found = nodes[index];
+    if (!found) throw new RangeError(`no embedded node ${index}`);
+    return found;
+  };
+  return {
+    kill: (index) => node(index).kill(),
+    restart: async (index) => {
+      await node(index).restart();
+      // The launcher keeps the embedded nodes' pids on disk to reap orphans after a crash.
+      peekGlobal<() => void>("embedded-pids-writer")?.();
+    },
+    pause: (index) => node(index).pause(),
+    resume: (index) => node(index).resume(),
+  };
+}
+
+function statusOf(reason: StopReason): RunStatus {
+  if (reason === "cancelled" || reason === "shutdown") return "cancelled";
+  if (reason === "error") return "failed";
+  return "done";
+}
+
+export class Lab {
+  #active: ActiveRun | null = null;
+
+  constructor() {
+    onShutdown("lab", 20, () => this.stopForShutdown());
+  }
+
+  /** Starts a run in the background; resolves its record once it is in the history. */
+  async start(settings: RunSettings, actor: string): Promise<RunRecord> {
+    if (isShuttingDown()) throw new ApiError("unavailable", "The console is shutting down; start the run on another instance.");
+    this.#refuseIfBusy();
+    const nodes = getNodes();
+    const mismatch = checkAgainstNodes(settings, nodes.length);
+    if (mismatch) throw new ApiError("unprocessable", `Invalid body: ${mismatch}`);
+    const client = await historyClient();
+    this.#refuseIfBusy();
+
+    const id = newRunId();
+    const controller = new AbortController();
+    const control = processControl();
+    const run = new LabRun({
+      id,
+      settings,
+      nodeUrls: nodes.map((n) => n.url),
+      processControl: control,
+      signal: controller.signal,
+      onRedlock: (redlock) => instrumentRedlock(redlock),
+    });
+    const now = Date.now();
+    const record: RunRecord = {
+      id,
+      status: "running",
+      settings,
+      actor,
+      createdAt: now,
+      finishedAt: null,
+      heartbeatAt: now,
+      progress: run.progress(),
+      notes: settingsNotes(settings),
+      ...(run.fault() ? { fault: run.fault()! } : {}),
+    };
+    // Claimed before the first await, so two requests arriving together cannot both start a run.
+    const active: ActiveRun = { record, run, controller, done: Promise.resolve() };
+    this.#active = active;
+    try {
+      await addRun(client, record);
+    } catch (error) {
+      this.#active = null;
+      throw new ApiError("unavailable", `Could not record the run on node 0 (${stockNode().maskedUrl}): ${(error as Error).message}`);
+    }
+    getLogger().info({ run: id, actor, strategy: settings.strategy, workers: settings.workers, stock: settings.stock, fault: settings.fault ?? null, faultMode: run.faultMode }, "lab run started");
+    active.done = this.#drive(active);
+    return this.#snapshot(active);
+  }
+
+  #refuseIfBusy(): void {
+    if (!this.#active) return;
+    throw new ApiError("conflict", `Run ${this.#active.record.id} is still running on this console: wait for it or cancel it first.`, {
+      runningId: this.#active.record.id,
+    });
+  }
+
+  async #drive(active: ActiveRun): Promise<void> {
+    const { record, run, controller } = active;
+    const client = stockNode().client;
+    let writing = false;
+    const heartbeat = setInterval(() => {
+      if (writing) return;
+      writing = true;
+      void (async () => {
+        try {
+          const snapshot = this.#snapshot(active);
+          await saveRun(client, { ...snapshot, series: undefined });
+          if (await cancelRequested(client, record.id)) controller.abort("cancelled");
+        } catch {
+          // Node 0 unreachable for a moment: the run itself notices when it lasts.
+        } finally {
+          writing = false;
+        }
+      })();
+    }, PROGRESS_EVERY_MS);
+    let finished: RunRecord;
+    try {
+      const outcome = await run.run();
+      finished = {
+        ...record,
+        status: statusOf(outcome.stopReason),
+        stopReason: outcome.stopReason,
+        finishedAt: Date.now(),
+        heartbeatAt: Date.now(),
+        progress: run.progress(),
+        result: outcome.result,
+        notes: [...record.notes, ...outcome.notes],
+        ...(outcome.fault ? { fault: outcome.fault } : {}),
+        ...(outcome.error !== undefined ? { error: outcome.error } : {}),
+        series: outcome.series,
+      };
+    } catch (error) {
+      finished = {
+        ...this.#snapshot(active),
+        status: "failed",
+        stopReason: "error",
+        finishedAt: Date.now(),
+        error: `The run stopped on an unexpected error: ${(error as Error).message}`,
+      };
+      getLogger().error({ err: error, run: record.id }, "lab run crashed");
+    } finally {
+      clearInterval(heartbeat);
+    }
+    const { strategy } = record.settings;
+    counter("lockscope_lab_runs_total", "Lab runs finished, by strategy and status.", ["strategy", "status"]).inc({ strategy, status: finished.status });
+    const lost = Math.max(0, finished.result?.lostUpdates ?? 0);
+    counter("lockscope_lab_lost_updates_total", "Units sold twice in lab runs, by strategy.", ["strategy"]).inc({ strategy }, lost);
+    try {
+      await saveRun(client, { ...finished, series: undefined }, finished.series);
+      await clearCancel(client, record.id);
+    } catch (error) {
+      getLogger().warn({ run: record.id, err: (error as Error).message }, "could not store the lab run's result on node 0");
+    }
+    getLogger().info(
+      { run: record.id, status: finished.status, stopReason: finished.stopReason, strategy, result: finished.result ?? null, error: finished.error },
+      "lab run finished",
+    );
+    // Together, once the record is stored: whoever sees the run ended can start the next one and read it back.
+    Object.assign(record, finished);
+    this.#active = null;
+  }
+
+  #snapshot(active: ActiveRun): RunRecord {
+    const { record, run } = active;
+    if (record.status !== "running") return { ...record };
+    const fault = run.fault();
+    return { ...record, heartbeatAt: Date.now(), progress: run.progress(), series: run.series(), ...(fault ? { fault } : {}) };
+  }
+
+  /** The run, live when this console runs it, else as recorded on node 0; null when unknown. */
+  async get(id: string): Promise<RunRecord | null> {
+    const active = this.#active;
+    if (active?.record.id === id) return this.#snapshot(active);
+    return readRun(await historyClient(), id);
+  }
+
+  /** Recent runs, newest first (without their chart series). */
+  async list(limit: number): Promise<RunRecord[]> {
+    const runs = await listRuns(await historyClient(), limit);
+    const active = this.#active;
+    return runs.map((r) => {
+      if (active?.record.id !== r.id) return r;
+      const { series: _series, ...live } = this.#snapshot(active);
+      return live;
+    });
+  }
+
+  /**
+   * Cancels a run. On this console: stops it and resolves the final record. On another console: asks it to
+   * (through node 0) and resolves the record as it stands.
+   */
+  async cancel(id: string): Promise<{ record: RunRecord; pending: boolean }> {
+    const active = this.#active;
+    if (active?.record.id === id) {
+      active.controller.abort("cancelled");
+      await active.done;
+      return { record: { ...active.record }, pending: false };
+    }
+    const client = await historyClient();
+    const record = await readRun(client, id);
+    if (!record) throw new ApiError("not_found", `No lab run ${id} in the last runs.`);
+    if (record.status !== "running") {
+      throw new ApiError("conflict", `Run ${id} has already ended (${record.status}); there is nothing to cancel.`, { status: record.status });
+    }
+    await requestCancel(client, id);
+    return { record: markStale(record, Date.now()), pending: true };
+  }
+
+  async stopForShutdown(): Promise<void> {
+    const active = this.#active;
+    if (!active) return;
+    active.controller.abort("shutdown");
+    await active.done;
+  }
+}
+
+export function getLab(): Lab {
+  return singleton("lab", () => new Lab());
+}

@@ -1,0 +1,215 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as RunsModule from "@/app/api/demo/runs/route";
+import type * as RunModule from "@/app/api/demo/runs/[id]/route";
+import type { RunRecord, RunSettings } from "@/lib/lab/types";
+import type { TestCluster } from "../support/redis";
+import { call, setUpConsole, VIEWER_TOKEN } from "../support/console";
+
+type RunsRoute = typeof RunsModule;
+type RunRoute = typeof RunModule;
+
+/** The contention lab through its real routes, on three real redis-server nodes the test owns. */
+describe("contention lab", () => {
+  let cluster: TestCluster;
+  let runs: RunsRoute;
+  let run: RunRoute;
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 3 });
+    runs = await import("@/app/api/demo/runs/route");
+    run = await import("@/app/api/demo/runs/[id]/route");
+  });
+  afterAll(async () => {
+    const { getShutdownHooks } = await import("@/server/shutdown");
+    for (const hook of getShutdownHooks()) await hook.run();
+    await cluster.close();
+  });
+
+  async function start(settings: RunSettings): Promise<string> {
+    const res = await call(runs.POST, "POST", "/api/demo/runs", { body: settings });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    return (res.body as { id: string }).id;
+  }
+
+  async function get(id: string): Promise<RunRecord> {
+    const res = await call(run.GET, "GET", `/api/demo/runs/${id}`, { params: { id } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body as RunRecord;
+  }
+
+  async function waitUntil(id: string, done: (r: RunRecord) => boolean, what: string): Promise<RunRecord> {
+    for (let i = 0; i < 1200; i++) {
+      const record = await get(id);
+      if (done(record)) return record;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`run ${id}: timed out waiting until ${what}`);
+  }
+
+  const finish = (id: string) => waitUntil(id, (r) => r.status !== "running", "it ends");
+
+  /** Every key on every node whose name mentions the run. */
+  async function keysOf(id: string): Promise<string[]> {
+    const found: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const client = cluster.client(i);
+      let cursor = "0";
+      do {
+        const [next, keys] = await client.scan(cursor, "MATCH", `*${id}*`, "COUNT", 1000);
+        cursor = next;
+        found.push(...keys.filter((k) => !k.startsWith("lockscope:lab:run:")).map((k) => `node ${i}: ${k}`));
+      } while (cursor !== "0");
+    }
+    return found;
+  }
+
+  it("without a lock, buyers racing on the stock sell units twice", async () => {
+    const id = await start({ strategy: "none", stock: 100, workers: 25, ttlMs: 1000, workMs: 5 });
+    const record = await finish(id);
+    expect(record.status).toBe("done");
+    expect(record.stopReason).toBe("sold-out");
+    const result = record.result!;
+    expect(result.remaining).toBe(0);
+    expect(result.lostUpdates).toBeGreaterThan(0);
+    expect(result.lostUpdates).toBe(result.sold - 100);
+    expect(result.stockNeverNegative).toBe(true);
+    expect(await keysOf(id)).toEqual([]);
+  });
+
+  it("the naive SETNX lock sells units twice when holders pause past its TTL", async () => {
+    const id = await start({ strategy: "naive", stock: 20, workers: 8, ttlMs: 100, workMs: 2, pause: { probability: 1, ms: 250 } });
+    const record = await finish(id);
+    expect(record.status).toBe("done");
+    expect(record.result!.lostUpdates).toBeGreaterThan(0);
+    expect(record.result!.locksLost).toBeGreaterThan(0);
+    expect(record.notes).toEqual([]);
+  });
+
+  it("the naive lock is exact when nobody outlasts the TTL", async () => {
+    const id = await start({ strategy: "naive", stock: 60, workers: 20, ttlMs: 2000, workMs: 1 });
+    const record = await finish(id);
+    expect(record.result).toMatchObject({ sold: 60, remaining: 0, lostUpdates: 0, locksLost: 0 });
+    expect(record.result!.retries, JSON.stringify(record)).toBeGreaterThan(0);
+    expect(record.result!.waitP99Ms).toBeGreaterThanOrEqual(record.result!.waitP50Ms);
+  });
+
+  it("Redlock with 100 workers sells exactly the stock while one of three nodes is killed and restarted mid-run", async () => {
+    const id = await start({ strategy: "redlock", stock: 300, workers: 100, ttlMs: 1000, workMs: 1 });
+    await waitUntil(id, (r) => r.progress.sold >= 30 || r.status !== "running", "30 units are sold");
+    await cluster.kill(1);
+    await waitUntil(id, (r) => r.progress.sold >= 150 || r.status !== "running", "150 units are sold with node 1 dead");
+    // Back after more than the TTL, empty, as the Redis documentation asks.
+    await new Promise((r) => setTimeout(r, 1100));
+    await cluster.restart(1);
+    const record = await finish(id);
+    expect(record.status).toBe("done");
+    expect(record.result).toMatchObject({ sold: 300, remaining: 0, lostUpdates: 0 });
+    expect(await keysOf(id)).toEqual([]);
+  });
+
+  it("Redlock keeps selling exactly when the lab cuts its workers' connections to a node it does not own", async () => {
+    const id = await start({ strategy: "redlock", stock: 200, workers: 30, ttlMs: 500, workMs: 2, fault: { node: 2, kind: "kill", atMs: 100, forMs: 800 } });
+    const record = await finish(id);
+    expect(record.result).toMatchObject({ sold: 200, remaining: 0, lostUpdates: 0 });
+    expect(record.fault).toMatchObject({ node: 2, kind: "kill", mode: "connections" });
+    expect(record.fault!.description).toMatch(/connections/);
+    expect(record.fault!.startedAtMs).not.toBeNull();
+    expect(await cluster.client(2).ping()).toBe("PONG");
+  });
+
+  it("fenced Redlock with pauses past the TTL refuses the stale writes and sells no unit twice", async () => {
+    const id = await start({ strategy: "redlock-fenced", stock: 40, workers: 10, ttlMs: 100, workMs: 2, pause: { probability: 0.3, ms: 250 } });
+    const record = await finish(id);
+    expect(record.status).toBe("done");
+    expect(record.result).toMatchObject({ sold: 40, remaining: 0, lostUpdates: 0, stockNeverNegative: true });
+    expect(record.result!.staleWritesRejected).toBeGreaterThan(0);
+    expect(await keysOf(id)).toEqual([]);
+  });
+
+  it("unfenced Redlock with the same pauses sells units twice", async () => {
+    const id = await start({ strategy: "redlock", stock: 20, workers: 8, ttlMs: 100, workMs: 2, pause: { probability: 1, ms: 250 } });
+    const record = await finish(id);
+    expect(record.result!.lostUpdates).toBeGreaterThan(0);
+  });
+
+  it("the atomic decrement sells exactly the stock with no lock", async () => {
+    const id = await start({ strategy: "atomic", stock: 500, workers: 50, ttlMs: 1000, workMs: 1 });
+    const record = await finish(id);
+    expect(record.result).toMatchObject({ sold: 500, remaining: 0, lostUpdates: 0, retries: 0, waitP99Ms: 0 });
+  });
+
+  it("stops after the given number of orders", async () => {
+    const id = await start({ strategy: "atomic", stock: 1000, workers: 10, orders: 120, ttlMs: 1000, workMs: 0 });
+    const record = await finish(id);
+    expect(record.stopReason).toBe("orders");
+    expect(record.result).toMatchObject({ sold: 120, remaining: 880, lostUpdates: 0, orders: 120 });
+  });
+
+  it("runs one at a time: a second run gets 409 with the running one's id, and a cancelled run cleans up", async () => {
+    await cluster.client(0).set("stock", "10");
+    await cluster.client(0).set("lock:someone-else", "theirs");
+    const id = await start({ strategy: "redlock", stock: 100_000, workers: 20, ttlMs: 1000, workMs: 20 });
+    await waitUntil(id, (r) => r.progress.sold > 0, "it sells");
+    const second = await call(runs.POST, "POST", "/api/demo/runs", { body: { strategy: "atomic", stock: 10, workers: 1, ttlMs: 1000, workMs: 0 } });
+    expect(second.status).toBe(409);
+    expect(second.body).toMatchObject({ error: { code: "conflict", details: { runningId: id } } });
+    expect(JSON.stringify(second.body)).toContain(id);
+
+    const listed = await call(runs.GET, "GET", "/api/demo/runs", { token: VIEWER_TOKEN });
+    expect((listed.body as { runs: RunRecord[] }).runs[0]).toMatchObject({ id, status: "running" });
+
+    const viewerCancel = await call(run.DELETE, "DELETE", `/api/demo/runs/${id}`, { token: VIEWER_TOKEN, params: { id } });
+    expect(viewerCancel.status).toBe(403);
+    const cancelled = await call(run.DELETE, "DELETE", `/api/demo/runs/${id}`, { params: { id } });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ id, status: "cancelled", stopReason: "cancelled" });
+    expect((await get(id)).status).toBe("cancelled");
+    expect(await keysOf(id)).toEqual([]);
+    expect(await cluster.client(0).get("stock")).toBe("10");
+    expect(await cluster.client(0).get("lock:someone-else")).toBe("theirs");
+
+    const again = await call(run.DELETE, "DELETE", `/api/demo/runs/${id}`, { params: { id } });
+    expect(again.status).toBe(409);
+    const next = await start({ strategy: "atomic", stock: 10, workers: 2, ttlMs: 1000, workMs: 0 });
+    expect((await finish(next)).status).toBe("done");
+  });
+
+  it("lists the runs newest first, with their results, to viewers", async () => {
+    const res = await call(runs.GET, "GET", "/api/demo/runs?limit=3", { token: VIEWER_TOKEN });
+    expect(res.status).toBe(200);
+    const list = (res.body as { runs: RunRecord[] }).runs;
+    expect(list).toHaveLength(3);
+    expect(list.map((r) => r.createdAt)).toEqual([...list.map((r) => r.createdAt)].sort((a, b) => b - a));
+    expect(list.every((r) => r.result !== undefined && r.series === undefined)).toBe(true);
+  });
+
+  it("answers bad settings with a 422 that names the field and the limit", async () => {
+    const bad = async (body: unknown) => {
+      const res = await call(runs.POST, "POST", "/api/demo/runs", { body });
+      expect(res.status, JSON.stringify(res.body)).toBe(422);
+      return (res.body as { error: { code: string; message: string } }).error;
+    };
+    const base = { strategy: "redlock", stock: 10, workers: 5, ttlMs: 1000, workMs: 1 };
+    expect((await bad({ ...base, workers: 501 })).message).toMatch(/workers.*at most 500/);
+    expect((await bad({ ...base, workers: 0 })).message).toMatch(/workers.*at least 1/);
+    expect((await bad({ ...base, strategy: "zookeeper" })).message).toMatch(/strategy must be one of/);
+    expect((await bad({ ...base, ttlMs: undefined })).message).toMatch(/ttlMs/);
+    expect((await bad({ ...base, fault: { node: 0, kind: "kill", atMs: 0 } })).message).toMatch(/fault\.node/);
+    expect((await bad({ ...base, fault: { node: 3, kind: "kill", atMs: 0 } })).message).toMatch(/3 lock nodes; choose a node from 1 to 2/);
+    expect((await bad({ ...base, fault: { node: 1, kind: "kill", atMs: 200_000, forMs: 200_000 } })).message).toMatch(/5 minutes/);
+    expect((await bad({ ...base, pause: { probability: 2, ms: 10 } })).message).toMatch(/probability/);
+    expect((await bad({ ...base, turbo: true })).message).toMatch(/turbo/);
+    expect((await bad({ ...base, stock: 1.5 })).message).toMatch(/stock must be a whole number/);
+
+    const noOrigin = await call(runs.POST, "POST", "/api/demo/runs", { body: base, origin: "http://evil.example" });
+    expect(noOrigin.status).toBe(403);
+    const viewer = await call(runs.POST, "POST", "/api/demo/runs", { body: base, token: VIEWER_TOKEN });
+    expect(viewer.status).toBe(403);
+    const badId = await call(run.GET, "GET", "/api/demo/runs/..%2Fetc", { params: { id: "../etc" } });
+    expect(badId.status).toBe(400);
+    const unknown = await call(run.GET, "GET", "/api/demo/runs/rzzzzzzzzzzzz", { params: { id: "rzzzzzzzzzzzz" } });
+    expect(unknown.status).toBe(404);
+    const badLimit = await call(runs.GET, "GET", "/api/demo/runs?limit=500");
+    expect(badLimit.status).toBe(400);
+  });
+});
