@@ -7,8 +7,9 @@ import type { AuditEntry, AuditHolder, AuditNodeResult, AuditOutcome } from "./a
 import { clientIp, type Principal } from "./auth";
 import { getConfig } from "./config";
 import { ApiError } from "./errors";
-import { singleton } from "./global";
+import { peekGlobal, singleton } from "./global";
 import { whenReady } from "./health";
+import { noteForceRelease } from "./live";
 import { getLogger } from "./logger";
 import { counter } from "./metrics";
 import { getNodes, quorumOf, type LockNode } from "./nodes";
@@ -166,6 +167,11 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   const outcome = outcomeOf(nodeResults);
   await audit.recordOutcome(entry.id, outcome, nodeResults);
   releases().inc({ outcome });
+  if (outcome === "released" && peekGlobal("live-runtime") !== undefined) {
+    // The live view also learns it from the revocation message; telling it here puts the operator's
+    // name and reason on the lock's timeline at once.
+    noteForceRelease(resource, { value: targeted, actor: entry.actor, reason });
+  }
   const deleted = nodeResults.filter((r) => r.result === "deleted").length;
   log.info(
     { action: "force-release", auditId: entry.id, actor: entry.actor, role: entry.role, ip: entry.ip, outcome, deleted, quorum: quorumOf(nodes.length) },
