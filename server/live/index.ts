@@ -47,6 +47,7 @@ export function startLive(): LiveRuntime {
       events,
     );
     const isLockKey = lockKeyMatcher(config.lockPatterns);
+    const startedAt = Date.now();
     const watchers = nodes.map(
       (node) => new NodeWatcher(node, { store, patterns: config.lockPatterns, isLockKey, events, log, timeoutMs: config.nodeTimeoutMs }),
     );
@@ -165,12 +166,14 @@ export function startLive(): LiveRuntime {
       const persistent = w.facts.appendonly === "yes";
       // A node that restarted without persistence forgets its locks: if that happened sooner than the
       // longest TTL in use, a lock it held can be granted to a second client while the first still holds it.
-      const restartRisk = !persistent && w.facts.uptimeSec !== null && w.longestTtlMs > 0 && w.facts.uptimeSec * 1000 < w.longestTtlMs;
+      // Only a restart the console witnessed counts (it was watching before the node started).
+      const uptimeMs = w.facts.uptimeSec === null ? null : w.facts.uptimeSec * 1000 + (now - w.facts.uptimeReadAt);
+      const restartRisk = !persistent && uptimeMs !== null && w.longestTtlMs > 0 && uptimeMs < w.longestTtlMs && now - startedAt > uptimeMs + 5_000;
       return {
         notifications: w.notifications,
         watcher: { up: w.up, lastEventAt: w.lastEventAt, lastEventAgeMs: w.lastEventAt === null ? null : now - w.lastEventAt, reconnects: w.reconnects, gaps: w.gaps },
         persistence: { appendonly: w.facts.appendonly, save: w.facts.save },
-        uptimeSec: w.facts.uptimeSec,
+        uptimeSec: uptimeMs === null ? null : Math.floor(uptimeMs / 1000),
         longestTtlMs: w.longestTtlMs,
         restartRisk,
         clockSkewMs: w.facts.skewMs,

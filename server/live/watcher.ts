@@ -73,10 +73,11 @@ export class NodeWatcher {
   latencyMs: number | null = null;
   otherTypeKeys = 0;
   longestTtlMs = 0;
-  facts: { appendonly: string | null; save: string | null; uptimeSec: number | null; skewMs: number | null } = {
+  facts: { appendonly: string | null; save: string | null; uptimeSec: number | null; uptimeReadAt: number; skewMs: number | null } = {
     appendonly: null,
     save: null,
     uptimeSec: null,
+    uptimeReadAt: 0,
     skewMs: null,
   };
   readonly dirty = new Map<string, EndCause>();
@@ -311,6 +312,7 @@ export class NodeWatcher {
         const info = await this.reader.info("server");
         const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
         this.facts.uptimeSec = uptime ? Number(uptime) : null;
+        this.facts.uptimeReadAt = Date.now();
         if (this.notifications !== "unavailable") {
           try {
             const aof = (await this.reader.config("GET", "appendonly"));

@@ -1,0 +1,20 @@
+import { LockDetailView } from "@/components/locks/lock-detail";
+
+export const dynamic = "force-dynamic";
+
+export const metadata = { title: "Lock · Lockscope" };
+
+/** Next.js hands the segment over percent-encoded in some versions and decoded in others: decode once, leniently. */
+function decodeSegment(segment: string): string {
+  if (!/%[0-9A-Fa-f]{2}/.test(segment)) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+export default async function LockPage({ params }: { params: Promise<{ resource: string }> }) {
+  const { resource } = await params;
+  return <LockDetailView resource={decodeSegment(resource)} />;
+}

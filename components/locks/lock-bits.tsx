@@ -1,0 +1,89 @@
+"use client";
+
+import { useLayoutEffect, useRef } from "react";
+import type { Lock } from "@/lib/locks/types";
+import { formatDuration, STATE_LABEL } from "./format";
+
+/**
+ * The TTL as a bar that shrinks smoothly to zero between server updates: one Web Animation per change of
+ * expiry, counted on the server's clock (`offsetMs`), so no re-render per frame.
+ */
+export function TtlBar({ lock, now, offsetMs }: { lock: Lock; now: number; offsetMs: number }) {
+  const fill = useRef<HTMLSpanElement>(null);
+  const live = lock.state === "held" || lock.state === "partial" || lock.state === "elapsed";
+  const total = lock.ttlMs ?? null;
+  const expiresAt = lock.expiresAt;
+  // offsetMs moves by a few ms with every stats message; only a real change should restart the bar.
+  const offsetBucket = Math.round(offsetMs / 250);
+  useLayoutEffect(() => {
+    const el = fill.current;
+    if (!el) return;
+    if (!live || expiresAt === null || !total) {
+      el.getAnimations().forEach((a) => a.cancel());
+      el.style.transform = `scaleX(${live && expiresAt === null ? 1 : 0})`;
+      return;
+    }
+    const remaining = expiresAt - (Date.now() + offsetBucket * 250);
+    const from = Math.max(0, Math.min(1, remaining / total));
+    el.style.transform = "scaleX(0)";
+    if (remaining <= 0 || typeof el.animate !== "function") return;
+    const animation = el.animate([{ transform: `scaleX(${from})` }, { transform: "scaleX(0)" }], { duration: remaining, easing: "linear", fill: "forwards" });
+    return () => animation.cancel();
+  }, [live, expiresAt, total, offsetBucket]);
+  const remaining = expiresAt === null ? Infinity : expiresAt - (now + offsetMs);
+  const text = !live ? "—" : expiresAt === null ? "no TTL" : remaining <= 0 ? "elapsed" : formatDuration(remaining);
+  const max = total ?? 0;
+  return (
+    <span className="ttl">
+      <span
+        className={`ttl-bar${remaining < 1_000 && live ? " low" : ""}`}
+        role="progressbar"
+        aria-label="TTL left"
+        aria-valuemin={0}
+        aria-valuemax={Math.round(max)}
+        aria-valuenow={Number.isFinite(remaining) ? Math.max(0, Math.round(Math.min(remaining, max))) : Math.round(max)}
+        aria-valuetext={text}
+      >
+        <span ref={fill} className="ttl-fill" />
+      </span>
+      <span className="ttl-text mono">{text}</span>
+    </span>
+  );
+}
+
+export function StateBadge({ state }: { state: Lock["state"] }) {
+  return <span className={`state-badge state-${state}`}>{STATE_LABEL[state]}</span>;
+}
+
+type DotKind = "this" | "other" | "none" | "down";
+const DOT_TEXT: Record<DotKind, string> = { this: "holds this value", other: "holds another value", none: "holds nothing", down: "down" };
+
+/** One dot per node: holds the lock's value / another value / nothing / down (shape and label, not colour alone). */
+export function NodeDots({ lock }: { lock: Lock }) {
+  const value = lock.token ?? lock.nodes.find((n) => n.token !== null)?.token ?? null;
+  return (
+    <span className="node-dots">
+      {lock.nodes.map((node) => {
+        const kind: DotKind = !node.up ? "down" : node.token === null ? "none" : node.token === value ? "this" : "other";
+        return <span key={node.id} className={`node-dot ${kind}`} title={`${node.id}: ${DOT_TEXT[kind]}`} aria-label={`${node.id}: ${DOT_TEXT[kind]}`} role="img" />;
+      })}
+      <span className="quorum-text muted">
+        {lock.quorumHeld}/{lock.nodes.length}
+      </span>
+    </span>
+  );
+}
+
+/** Attempts per 5 s over the last minute. */
+export function Sparkline({ values, label }: { values: number[]; label: string }) {
+  const max = Math.max(1, ...values);
+  const w = 60;
+  const h = 16;
+  const step = values.length > 1 ? w / (values.length - 1) : w;
+  const points = values.map((v, i) => `${(i * step).toFixed(1)},${(h - (v / max) * (h - 2) - 1).toFixed(1)}`).join(" ");
+  return (
+    <svg className="sparkline" width={w} height={h} viewBox={`0 0 ${w} ${h}`} role="img" aria-label={label}>
+      <polyline points={points} fill="none" stroke="currentColor" strokeWidth="1.5" />
+    </svg>
+  );
+}

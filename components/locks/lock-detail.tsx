@@ -1,0 +1,158 @@
+"use client";
+
+import Link from "next/link";
+import { useQuery } from "@tanstack/react-query";
+import type { LockDetail } from "@/lib/locks/types";
+import { apiFetch, ApiRequestError } from "../api-client";
+import { ContentionChart } from "./contention-chart";
+import { formatDuration, holderText } from "./format";
+import { NodeDots, StateBadge, TtlBar } from "./lock-bits";
+import { lockDetailKey } from "./live-feed";
+import { useLiveLocks, useNow } from "./use-live-locks";
+
+type DetailResponse = LockDetail & { serverTime: number };
+
+const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
+  acquired: "acquired",
+  extended: "extended",
+  released: "released",
+  expired: "expired",
+  evicted: "evicted",
+  "force-released": "force-released",
+  elapsed: "TTL elapsed",
+  partial: "quorum lost",
+  attempts: "failed attempts",
+  gap: "watcher gap",
+};
+
+/** One lock's page: nodes, holder, TTL, fence, timeline and contention chart; kept live by the tab's stream. */
+export function LockDetailView({ resource }: { resource: string }) {
+  const live = useLiveLocks();
+  const now = useNow(250);
+  const query = useQuery({
+    queryKey: lockDetailKey(resource),
+    queryFn: () => apiFetch<DetailResponse>(`/api/locks/${encodeURIComponent(resource)}`),
+    refetchInterval: 5_000,
+    retry: false,
+  });
+  const offsetMs = live.data?.offsetMs ?? (query.data ? query.data.serverTime - query.dataUpdatedAt : 0);
+
+  if (query.error instanceof ApiRequestError && query.error.status === 401) {
+    return (
+      <div className="panel">
+        <p>
+          <strong>Sign in to see locks.</strong>
+        </p>
+        <Link className="button primary" href={`/login?next=${encodeURIComponent(`/locks/${encodeURIComponent(resource)}`)}`}>
+          Sign in
+        </Link>
+      </div>
+    );
+  }
+  if (query.error) {
+    return (
+      <section>
+        <h1 className="mono">{resource}</h1>
+        <p role="alert" className="error-text">
+          {query.error.message}
+        </p>
+        <Link href="/">Back to all locks</Link>
+      </section>
+    );
+  }
+  const lock = query.data;
+  if (!lock) return <p className="muted">Loading {resource}…</p>;
+  const isLive = lock.state === "held" || lock.state === "partial" || lock.state === "elapsed";
+  return (
+    <section className="lock-detail">
+      <p>
+        <Link href="/">← All locks</Link>
+      </p>
+      <h1 className="mono">{lock.resource}</h1>
+      <div className="panel detail-grid">
+        <dl>
+          <div>
+            <dt>State</dt>
+            <dd>
+              <StateBadge state={lock.state} />
+            </dd>
+          </div>
+          <div>
+            <dt>Holder</dt>
+            <dd>{holderText(lock)}</dd>
+          </div>
+          <div>
+            <dt>TTL</dt>
+            <dd>
+              <TtlBar lock={lock} now={now} offsetMs={offsetMs} />
+            </dd>
+          </div>
+          <div>
+            <dt>Held for</dt>
+            <dd className="mono">{isLive && lock.acquiredAt ? formatDuration(now + offsetMs - lock.acquiredAt) : "—"}</dd>
+          </div>
+          <div>
+            <dt>Fence</dt>
+            <dd className="mono">{lock.fence ?? "—"}</dd>
+          </div>
+          <div>
+            <dt>Quorum</dt>
+            <dd>
+              <NodeDots lock={lock} /> {lock.quorumHeld} of {lock.nodes.length} nodes hold {lock.token === null ? "the most common value" : "the value"} (quorum {lock.quorum})
+            </dd>
+          </div>
+          <div>
+            <dt>Contention</dt>
+            <dd>
+              {lock.contention.attemptsPerMin} failed attempts/min, {lock.contention.waiters} waiting
+            </dd>
+          </div>
+          <div>
+            <dt>Token</dt>
+            <dd className="mono token">{lock.token ?? lock.endedToken ?? "—"}</dd>
+          </div>
+        </dl>
+      </div>
+
+      <h2>Nodes</h2>
+      <table aria-label="Nodes holding this lock">
+        <thead>
+          <tr>
+            <th scope="col">Node</th>
+            <th scope="col">Status</th>
+            <th scope="col">Value</th>
+            <th scope="col">TTL on node</th>
+          </tr>
+        </thead>
+        <tbody>
+          {lock.nodes.map((node) => (
+            <tr key={node.id} aria-label={node.id}>
+              <th scope="row">{node.id}</th>
+              <td>{node.up ? "up" : "down"}</td>
+              <td className="mono token">{node.token ?? (node.up ? "nothing" : "unknown")}</td>
+              <td className="mono">{node.pttlMs === null ? "—" : formatDuration(node.pttlMs)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+
+      <h2>Contention</h2>
+      <ContentionChart history={lock.contentionHistory} />
+
+      <h2>Timeline</h2>
+      <ol className="timeline" aria-label="Timeline">
+        {[...lock.timeline].reverse().map((entry, i) => (
+          <li key={`${entry.at}-${i}`} className={`timeline-${entry.type}`}>
+            <time className="mono muted" dateTime={new Date(entry.at).toISOString()}>
+              {new Date(entry.at).toLocaleTimeString(undefined, { hour12: false })}.{String(entry.at % 1000).padStart(3, "0")}
+            </time>{" "}
+            <strong>{TIMELINE_TEXT[entry.type]}</strong>
+            {entry.node && <span className="muted"> on {entry.node}</span>}
+            {entry.detail && <span> — {entry.detail}</span>}
+          </li>
+        ))}
+        {lock.timeline.length === 0 && <li className="muted">Nothing recorded yet.</li>}
+      </ol>
+    </section>
+  );
+}

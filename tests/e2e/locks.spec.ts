@@ -1,0 +1,149 @@
+import { randomBytes } from "node:crypto";
+import type Redis from "ioredis";
+import { encodeLockValue } from "../../lib/redlock/identity";
+import { Redlock } from "../../lib/redlock";
+import { expect, lockNodeClients, test } from "./fixtures";
+
+const unique = (name: string) => `lock:e2e/${name}-${randomBytes(3).toString("hex")}`;
+
+async function setOnAll(clients: Redis[], key: string, value: string, ttlMs: number) {
+  await Promise.all(clients.map((c) => c.set(key, value, "PX", ttlMs)));
+}
+
+test.describe("live locks", () => {
+  let clients: Redis[] = [];
+  test.afterEach(() => {
+    for (const c of clients) c.disconnect();
+    clients = [];
+  });
+
+  test("a lock taken outside the browser appears, its TTL bar shrinks, and it leaves when it expires", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    await page.goto("/");
+    await expect(page.getByRole("status", { name: "Live connection" })).toHaveText(/live/);
+    const resource = unique("expiring");
+    const value = encodeLockValue({ label: "report-builder", host: "batch-7", pid: 4242, fence: null, acquiredAt: Date.now() });
+    await setOnAll(clients, resource, value, 8_000);
+
+    const table = page.getByRole("table", { name: "Locks" });
+    const row = table.getByRole("row", { name: resource, exact: true });
+    await expect(row).toBeVisible();
+    await expect(row.getByRole("cell").nth(0)).toHaveText("held");
+    await expect(row).toContainText("report-builder (batch-7 pid 4242)");
+    await expect(row.getByLabel("node-0: holds this value")).toBeVisible();
+    await expect(row).toContainText("3/3");
+
+    const bar = row.getByRole("progressbar", { name: "TTL left" });
+    const fill = bar.locator(".ttl-fill");
+    const first = Number(await bar.getAttribute("aria-valuenow"));
+    const firstWidth = (await fill.boundingBox())?.width ?? 0;
+    await expect.poll(async () => Number(await bar.getAttribute("aria-valuenow"))).toBeLessThan(first - 1_000);
+    const laterWidth = (await fill.boundingBox())?.width ?? 0;
+    expect(laterWidth).toBeLessThan(firstWidth);
+
+    await expect(row.getByRole("cell").nth(0)).toHaveText("expired", { timeout: 20_000 });
+    await expect(row).toHaveCount(0, { timeout: 20_000 });
+  });
+
+  test("the lock page shows holder, nodes and the timeline as it happens", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    const resource = unique("orders/42");
+    await page.goto("/");
+    await expect(page.getByRole("status", { name: "Live connection" })).toHaveText(/live/);
+    await setOnAll(clients, resource, "foreign-client-token-1", 60_000);
+    const row = page.getByRole("table", { name: "Locks" }).getByRole("row", { name: resource, exact: true });
+    await expect(row).toContainText("raw foreign-client-token-1");
+    await row.getByRole("link", { name: resource }).click();
+
+    await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
+    await expect(page).toHaveURL(new RegExp(`/locks/${encodeURIComponent(resource).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`));
+    const nodes = page.getByRole("table", { name: "Nodes holding this lock" });
+    await expect(nodes.getByRole("row", { name: "node-1" })).toContainText("foreign-client-token-1");
+    const timeline = page.getByRole("list", { name: "Timeline" });
+    await expect(timeline).toContainText("acquired");
+    await expect(page.getByRole("img", { name: /Failed acquisition attempts per 10 seconds/ })).toBeVisible();
+
+    await Promise.all(clients.map((c) => c.del(resource)));
+    await expect(timeline).toContainText("released");
+    await expect(page.getByText("released", { exact: true }).first()).toBeVisible();
+  });
+
+  test("asks to sign in when reading needs a token", async ({ page }) => {
+    await page.goto("/");
+    await expect(page.getByText("Sign in to see locks.")).toBeVisible();
+    await page.getByRole("link", { name: "Sign in" }).last().click();
+    await expect(page).toHaveURL(/\/login/);
+  });
+
+  test("stays smooth under load: thousands of locks, churn and contention", async ({ page, request, signIn }) => {
+    test.setTimeout(120_000);
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    await page.setViewportSize({ width: 1500, height: 920 });
+    const prefix = `lock:load-${randomBytes(2).toString("hex")}`;
+    const labels = ["checkout-api", "billing-worker", "inventory-sync", "report-builder", "mailer"];
+    const hosts = ["web-1", "web-2", "worker-3", "batch-7"];
+    // 3,000 locks from every kind of client: engine values (holder decoded), foreign tokens (shown raw).
+    const values = Array.from({ length: 3_000 }, (_, i) =>
+      i % 3 === 2
+        ? randomBytes(8).toString("hex")
+        : encodeLockValue({ label: labels[i % labels.length]!, host: hosts[i % hosts.length]!, pid: 1000 + (i % 97), fence: i % 4 === 0 ? String(i) : null, acquiredAt: Date.now() - (i % 600) * 1000 }),
+    );
+    for (const c of clients) {
+      const pipeline = c.pipeline();
+      values.forEach((value, i) => pipeline.set(`${prefix}/order-${String(i).padStart(5, "0")}`, value, "PX", 30_000 + (i % 90) * 1_000));
+      await pipeline.exec();
+    }
+    await clients[0]!.set(`${prefix}/a-split-brain`, "only-on-node-0", "PX", 60_000);
+    // Contention on a few hot locks, from the engine (its telemetry feeds the contention column).
+    const holder = new Redlock(clients, { label: "flash-sale", host: "web-1" });
+    const hot = await Promise.all([0, 1, 2].map((i) => holder.acquire([`${prefix}/a-hot-sku-${i}`], 60_000)));
+    const waiters = Array.from({ length: 4 }, (_, i) => new Redlock(clients, { label: `buyer-${i}`, retryCount: 40, retryDelayMs: 150, retryJitterMs: 50 }));
+    const attempts = waiters.map((w, i) => w.acquire([`${prefix}/a-hot-sku-${i % 3}`], 5_000).catch(() => null));
+    // Churn: acquisitions and releases while the page is open.
+    let churning = true;
+    const churn = (async () => {
+      let n = 0;
+      while (churning) {
+        const key = `${prefix}/churn-${n++ % 200}`;
+        await setOnAll(clients, key, encodeLockValue({ label: "churner", host: "worker-3", pid: 77, fence: null, acquiredAt: Date.now() }), 2_000);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+
+    await page.goto("/");
+    await expect(page.getByRole("status", { name: "Live connection" })).toHaveText(/live/);
+    const table = page.getByRole("table", { name: "Locks" });
+    await expect(page.getByText(/\d+ locks$/)).toHaveText(/^(3[0-9]{3}) locks$/, { timeout: 30_000 });
+    // Virtualized: only what fits on screen is in the DOM.
+    expect(await table.getByRole("row").count()).toBeLessThan(120);
+    await expect(table.getByRole("row", { name: `${prefix}/a-hot-sku-0`, exact: true })).toBeVisible();
+    await expect(table.getByRole("row", { name: `${prefix}/a-split-brain`, exact: true })).toContainText("partial");
+    await expect(table.getByRole("row", { name: `${prefix}/a-hot-sku-0`, exact: true })).toContainText(/\d+\/min/, { timeout: 20_000 });
+    await page.getByLabel("Filter locks").fill("order-00042");
+    await expect(page.getByText(/^1 of \d+ locks$/)).toBeVisible();
+    await page.getByLabel("Filter locks").fill("");
+    // Most contended first: click Contention twice (ascending, then descending).
+    await page.getByRole("button", { name: "Contention" }).click();
+    await page.getByRole("button", { name: "Contention" }).click();
+    await expect(page.getByRole("columnheader", { name: "Contention" })).toHaveAttribute("aria-sort", "descending");
+    await expect(table.getByRole("row", { name: `${prefix}/a-hot-sku-1`, exact: true })).toContainText(/\d+\/min/, { timeout: 20_000 });
+    await page.screenshot({ path: process.env.LOCKSCOPE_SCREENSHOT ? "docs/screenshot-locks.png" : test.info().outputPath("locks.png") });
+
+    churning = false;
+    await churn;
+    await Promise.all(attempts);
+    await Promise.all(hot.map((l) => holder.release(l)));
+    await Promise.all([holder, ...waiters].map((r) => r.quit()));
+    for (const c of clients) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await c.scan(cursor, "MATCH", `${prefix}/*`, "COUNT", 1000);
+        cursor = next;
+        if (keys.length > 0) await c.del(...keys);
+      } while (cursor !== "0");
+    }
+  });
+});
