@@ -1,0 +1,129 @@
+import { describe, expect, it } from "vitest";
+import { isRunId, newRunId, runKeys } from "@/lib/lab/keys";
+import { LAB_PRESETS } from "@/lib/lab/presets";
+import { checkAgainstNodes, retryDelayFor, runSettingsSchema, settingsNotes, STRATEGIES, type RunSettings } from "@/lib/lab/settings";
+import { lostUpdates, ordersPerSec, percentile, progressFraction, Samples } from "@/lib/lab/stats";
+
+const base: RunSettings = { strategy: "redlock", stock: 100, workers: 10, ttlMs: 1000, workMs: 5 };
+
+function messageOf(input: unknown): string {
+  const parsed = runSettingsSchema.safeParse(input);
+  if (parsed.success) throw new Error("expected the settings to be refused");
+  return parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+}
+
+describe("lab settings", () => {
+  it("accepts the contract's settings, with optional orders, pause and fault", () => {
+    const full = { ...base, orders: 50, pause: { probability: 0.1, ms: 2000 }, fault: { node: 1, kind: "kill", atMs: 500, forMs: 3000 } };
+    expect(runSettingsSchema.parse(full)).toEqual(full);
+    expect(runSettingsSchema.parse(base)).toEqual(base);
+  });
+
+  it("says which limit a value breaks", () => {
+    expect(messageOf({ ...base, workers: 501 })).toContain("workers must be at most 500");
+    expect(messageOf({ ...base, stock: 0 })).toContain("stock must be at least 1");
+    expect(messageOf({ ...base, ttlMs: 10 })).toContain("ttlMs must be at least 50");
+    expect(messageOf({ ...base, workMs: 20_000 })).toContain("workMs must be at most 10,000");
+    expect(messageOf({ ...base, fault: { node: 1, kind: "kill", atMs: 0, forMs: 400_000 } })).toContain("fault.forMs must be at most 300,000");
+    expect(messageOf({ ...base, fault: { node: 1, kind: "kill", atMs: 250_000, forMs: 60_000 } })).toContain("5 minutes");
+    expect(messageOf({ ...base, fault: { node: 0, kind: "kill", atMs: 0 } })).toContain("fault.node must be at least 1");
+    expect(messageOf({ ...base, fault: { node: 1, kind: "reboot", atMs: 0 } })).toContain('fault.kind must be "kill" or "pause"');
+    expect(messageOf({ ...base, strategy: "mutex" })).toContain("strategy must be one of");
+    expect(messageOf({ ...base, extra: 1 })).toContain("extra");
+    expect(messageOf({ ...base, workers: "10" })).toContain("workers must be a number");
+  });
+
+  it("checks the fault's node against the console's nodes", () => {
+    const settings = { ...base, fault: { node: 3, kind: "pause" as const, atMs: 0 } };
+    expect(checkAgainstNodes(settings, 3)).toMatch(/choose a node from 1 to 2/);
+    expect(checkAgainstNodes(settings, 5)).toBeNull();
+    expect(checkAgainstNodes({ ...base, fault: { node: 1, kind: "kill", atMs: 0 } }, 1)).toMatch(/one lock node/);
+  });
+
+  it("warns when a killed node comes back before the TTL ran out, and when a fault cannot touch the strategy", () => {
+    const early = settingsNotes({ ...base, ttlMs: 5000, fault: { node: 1, kind: "kill", atMs: 0, forMs: 1000 } });
+    expect(early.join(" ")).toMatch(/sooner than the 5000 ms TTL/);
+    expect(settingsNotes({ ...base, ttlMs: 1000, fault: { node: 1, kind: "kill", atMs: 0, forMs: 3000 } })).toEqual([]);
+    expect(settingsNotes({ ...base, strategy: "naive", fault: { node: 1, kind: "pause", atMs: 0 } }).join(" ")).toMatch(/uses node 0 only/);
+    expect(settingsNotes({ ...base, pause: { probability: 0.5, ms: 100 } }).join(" ")).toMatch(/do not outlast/);
+  });
+
+  it("spaces lock retries out as the crowd grows, within 10 to 100 ms", () => {
+    expect(retryDelayFor(1)).toBe(10);
+    expect(retryDelayFor(50)).toBe(15);
+    expect(retryDelayFor(500)).toBe(60);
+    expect(retryDelayFor(5000)).toBe(100);
+  });
+});
+
+describe("lab result math", () => {
+  it("counts units sold twice as sold minus what left the stock", () => {
+    expect(lostUpdates(120, 100, 0)).toBe(20);
+    expect(lostUpdates(100, 100, 0)).toBe(0);
+    expect(lostUpdates(40, 100, 60)).toBe(0);
+    expect(lostUpdates(45, 100, 60)).toBe(5);
+  });
+
+  it("takes percentiles by nearest rank", () => {
+    const values = Array.from({ length: 100 }, (_, i) => 100 - i);
+    expect(percentile(values, 50)).toBe(50);
+    expect(percentile(values, 99)).toBe(99);
+    expect(percentile(values, 100)).toBe(100);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([], 50)).toBeNull();
+  });
+
+  it("keeps samples in a growing typed array", () => {
+    const samples = new Samples();
+    for (let i = 0; i < 5000; i++) samples.push(i);
+    expect(samples.length).toBe(5000);
+    expect(Array.from(samples.slice(4998))).toEqual([4998, 4999]);
+    expect(percentile(samples.slice(), 50)).toBe(2499);
+  });
+
+  it("rates orders per second and progress", () => {
+    expect(ordersPerSec(300, 1500)).toBe(200);
+    expect(ordersPerSec(10, 0)).toBe(0);
+    expect(progressFraction({ stock: 100, remaining: 25, ordersPlaced: 0 })).toBe(0.75);
+    expect(progressFraction({ stock: 100, remaining: -3, ordersPlaced: 0 })).toBe(1);
+    expect(progressFraction({ stock: 1000, remaining: 990, orders: 20, ordersPlaced: 10 })).toBe(0.5);
+    expect(progressFraction({ stock: 100, remaining: null, ordersPlaced: 3 })).toBe(0);
+  });
+});
+
+describe("lab keys and presets", () => {
+  it("makes run ids that sort by time and carry no glob characters", () => {
+    const a = newRunId(1_700_000_000_000);
+    const b = newRunId(1_700_000_000_001);
+    expect(isRunId(a)).toBe(true);
+    expect(a < b).toBe(true);
+    expect(a).toMatch(/^r[0-9a-z]+$/);
+    expect(isRunId("r*")).toBe(false);
+  });
+
+  it("puts the run's lock under lock:* and everything it cleans under the run's own prefixes", () => {
+    const id = newRunId();
+    const keys = runKeys(id);
+    expect(keys.lock).toBe(`lock:lab:${id}:stock`);
+    expect(keys.stock).toBe(`lab:${id}:stock`);
+    for (const pattern of keys.cleanupPatterns) {
+      expect(pattern).toContain(`:${id}:`);
+      expect(pattern.indexOf("*")).toBe(pattern.length - 1);
+    }
+    expect(keys.cleanupPatterns).toContain(`fence:lock:lab:${id}:*`);
+    expect(keys.cleanupPatterns).toContain(`fence-seen:lab:${id}:*`);
+    expect(() => runKeys("*")).toThrow(TypeError);
+  });
+
+  it("ships presets that are valid settings, including every strategy side by side", () => {
+    for (const preset of LAB_PRESETS) {
+      for (const run of preset.runs) expect(runSettingsSchema.safeParse(run).success, preset.id).toBe(true);
+    }
+    const all = LAB_PRESETS.find((p) => p.id === "all-strategies")!;
+    expect(all.runs.map((r) => r.strategy)).toEqual([...STRATEGIES]);
+    const kill = LAB_PRESETS.find((p) => p.id === "redlock-kill")!.runs[0]!;
+    // A preset restarts a killed node only after the TTL, as the Redis documentation asks.
+    expect(kill.fault!.forMs!).toBeGreaterThan(kill.ttlMs);
+    expect(settingsNotes(kill)).toEqual([]);
+  });
+});
