@@ -162,4 +162,31 @@ describe("GET /metrics on real lock nodes", () => {
     expect(groups.size).toBeLessThanOrEqual(MAX_GROUPS + 1);
     expect(groups).toContain("other");
   }, 240_000);
+
+  it("counts lost locks, failed extensions and node errors", async () => {
+    const { forceRelease } = await import("@/lib/redlock");
+    // Lost: an operator force-releases a lock its holder still uses; the holder's signal aborts.
+    const lost = redlock.using(["lock:orders/lost"], 10_000, (signal) => new Promise<string>((resolve) => signal.addEventListener("abort", () => resolve("aborted"), { once: true })));
+    await untilScrape((s) => (s.get('lockscope_locks_held{state="held"}') ?? 0) >= 1, "the lock held");
+    await forceRelease(cluster.clients(), "lock:orders/lost");
+    expect(await lost).toBe("aborted");
+
+    // An extension that fails: the keys were deleted behind the holder's back.
+    const gone = await redlock.acquire(["lock:billing/gone"], 10_000);
+    await Promise.all(cluster.clients().map((c) => c.del("lock:billing/gone")));
+    await expect(gone.extend(10_000)).rejects.toThrow();
+
+    // A node down: the engine's votes from it are errors.
+    await cluster.kill(2);
+    const survivor = await redlock.acquire(["lock:billing/survivor"], 5_000);
+    await survivor.release();
+
+    const s = samples(await scrape());
+    expect(s.get('lockscope_redlock_locks_lost_total{group="lock:orders"}')).toBe(1);
+    expect(s.get('lockscope_redlock_extensions_total{result="failed"}')).toBe(1);
+    expect(s.get("lockscope_redlock_release_validity_margin_seconds_count")).toBe(s.get("lockscope_redlock_hold_seconds_count"));
+    expect(s.get('lockscope_redlock_node_errors_total{node="node-2",operation="acquire"}')).toBeGreaterThanOrEqual(1);
+    expect(s.get('lockscope_node_up{node="node-2"}')).toBe(0);
+    expect(s.has('lockscope_node_latency_seconds{node="node-2"}')).toBe(false);
+  });
 });
