@@ -1,5 +1,5 @@
 import "server-only";
-import { mkdir, open, readFile } from "node:fs/promises";
+import { mkdir, open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { getConfig } from "../config";
 import { singleton } from "../global";
@@ -73,6 +73,12 @@ const writes = () => counter("lockscope_audit_writes_total", "Audit records writ
  */
 export class AuditLog {
   private fileChain: Promise<unknown> = Promise.resolve();
+  private fileIndex: { ino: number; offset: number; partial: Buffer; records: AuditRecord[] } = {
+    ino: -1,
+    offset: 0,
+    partial: Buffer.alloc(0),
+    records: [],
+  };
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(
@@ -173,21 +179,38 @@ export class AuditLog {
 
   /**
    * One page of entries, newest first. Reads the stream of every reachable node and merges by id (a node
-   * that was down during a write lacks it, another has it); when no node answers, reads this console's
-   * file instead.
+   * that was down during a write lacks it, another has it), together with this console's file (which
+   * still has what nodes without persistence lost in a restart). When no node answers, the file alone.
    */
   async list(options: { limit: number; before?: string; filters: AuditFilters }): Promise<AuditPage> {
     const { limit, before, filters } = options;
     const upper = Math.min(before ? auditIdTime(before) + 1 : Infinity, filters.to ?? Infinity);
     const keep = (e: AuditEntry) => (!before || e.id < before) && matchesFilters(e, filters);
-    const fromStream = await this.scanStreams(limit, upper, filters.from, keep);
+    let fileRecords: readonly AuditRecord[] = [];
+    let fileError: AuditReadError | null = null;
+    try {
+      fileRecords = await this.fileRecords();
+    } catch (error) {
+      if (!(error instanceof AuditReadError)) throw error;
+      fileError = error;
+    }
+    const fromStream = await this.scanStreams(limit, upper, filters.from, keep, fileRecords);
     if (fromStream) return { ...page(fromStream, limit), source: "stream" };
-    const fromFile = await this.readFile(keep);
-    return { ...page(fromFile, limit), source: "file" };
+    if (fileError) throw fileError;
+    const merger = new AuditMerger();
+    for (const record of fileRecords) merger.add(record);
+    return { ...page(merger.entries().filter(keep), limit), source: "file" };
   }
 
-  private async scanStreams(limit: number, upperMs: number, fromMs: number | undefined, keep: (e: AuditEntry) => boolean): Promise<AuditEntry[] | null> {
+  private async scanStreams(
+    limit: number,
+    upperMs: number,
+    fromMs: number | undefined,
+    keep: (e: AuditEntry) => boolean,
+    seed: readonly AuditRecord[],
+  ): Promise<AuditEntry[] | null> {
     const merger = new AuditMerger();
+    for (const record of seed) merger.add(record);
     const start = Number.isFinite(upperMs) ? String(Math.max(0, Math.trunc(upperMs + CLOCK_SKEW_MS))) : "+";
     const cursors = this.nodes.map((node) => ({ node, end: start, done: false, answered: false, lowMs: Infinity, read: 0 }));
     for (;;) {
@@ -226,21 +249,49 @@ export class AuditLog {
     }
   }
 
-  private async readFile(keep: (e: AuditEntry) => boolean): Promise<AuditEntry[]> {
-    let text: string;
+  /**
+   * Every record in the audit file. Kept in memory and extended with what was appended since the last
+   * read, so a page request does not re-read the whole file; a replaced or truncated file is read afresh.
+   */
+  private async fileRecords(): Promise<readonly AuditRecord[]> {
+    const index = this.fileIndex;
+    let handle: FileHandle;
     try {
-      text = await readFile(this.file, "utf8");
+      handle = await open(this.file, "r");
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+        this.fileIndex = { ino: -1, offset: 0, partial: Buffer.alloc(0), records: [] };
+        return [];
+      }
       throw new AuditReadError(errorText(error));
     }
-    const merger = new AuditMerger();
-    for (const line of text.split("\n")) {
-      if (line.trim() === "") continue;
-      const record = parseAuditRecord(line);
-      if (record) merger.add(record);
+    try {
+      const stat = await handle.stat();
+      if (!stat.isFile()) throw new AuditReadError("not a regular file");
+      if (stat.ino !== index.ino || stat.size < index.offset) {
+        this.fileIndex = { ino: stat.ino, offset: 0, partial: Buffer.alloc(0), records: [] };
+      }
+      const current = this.fileIndex;
+      if (stat.size > current.offset) {
+        const chunk = Buffer.alloc(stat.size - current.offset);
+        const { bytesRead } = await handle.read(chunk, 0, chunk.length, current.offset);
+        current.offset += bytesRead;
+        const data = Buffer.concat([current.partial, chunk.subarray(0, bytesRead)]);
+        // Only whole lines: a record being appended right now is read next time.
+        const lastNewline = data.lastIndexOf(0x0a);
+        current.partial = data.subarray(lastNewline + 1);
+        for (const line of data.subarray(0, lastNewline + 1).toString("utf8").split("\n")) {
+          const record = line.trim() === "" ? null : parseAuditRecord(line);
+          if (record) current.records.push(record);
+        }
+      }
+      return current.records;
+    } catch (error) {
+      if (error instanceof AuditReadError) throw error;
+      throw new AuditReadError(errorText(error));
+    } finally {
+      await handle.close();
     }
-    return merger.entries().filter(keep);
   }
 }
 

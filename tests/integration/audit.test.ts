@@ -162,6 +162,15 @@ describe("audit log", () => {
     }
   });
 
+  it("keeps what the nodes lost: a stream wiped by a node restart without persistence is filled in from the file", async () => {
+    await Promise.all(nodes.map((n) => n.del("lockscope:audit")));
+    const { status, body } = await getPage("?limit=100");
+    expect(status).toBe(200);
+    expect(body.source).toBe("stream");
+    expect(body.entries.map((e) => e.id)).toEqual([...released].reverse());
+    expect(body.entries.every((e) => e.outcome === "released")).toBe(true);
+  });
+
   it("stays complete when two console instances write at once, across many pages of stream", async () => {
     const { getNodes } = await import("@/server/nodes");
     const instanceA = new logModule.AuditLog(getNodes(), path.join(dir, "a.jsonl"), 200);
