@@ -4,6 +4,7 @@ import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
 import type { LockDetail } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
+import { ForceReleaseButton } from "../release/force-release-button";
 import { ContentionChart } from "./contention-chart";
 import { formatDuration, holderText } from "./format";
 import { NodeDots, StateBadge, TtlBar } from "./lock-bits";
@@ -68,7 +69,10 @@ export function LockDetailView({ resource }: { resource: string }) {
       <p>
         <Link href="/">← All locks</Link>
       </p>
-      <h1 className="mono">{lock.resource}</h1>
+      <div className="detail-title">
+        <h1 className="mono">{lock.resource}</h1>
+        <ForceReleaseButton resource={lock.resource} lock={lock} serverOffsetMs={offsetMs} />
+      </div>
       <div className="panel detail-grid">
         <dl>
           <div>

@@ -5,6 +5,8 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import { useDeferredValue, useMemo, useRef, useState } from "react";
 import type { Lock } from "@/lib/locks/types";
 import { ApiRequestError } from "../api-client";
+import { ForceReleaseButton } from "../release/force-release-button";
+import { useIsOperator } from "../session";
 import { formatDuration, holderText, lockHref, truncate } from "./format";
 import { NodeDots, Sparkline, StateBadge, TtlBar } from "./lock-bits";
 import type { LiveLocks } from "./live-feed";
@@ -139,6 +141,8 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
     return filtered;
   }, [data?.locks, deferredFilter, sort]);
 
+  const operator = useIsOperator();
+  const columnCount = COLUMNS.length + (operator ? 1 : 0);
   const scroller = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({ count: rows.length, getScrollElement: () => scroller.current, estimateSize: () => ROW_HEIGHT, overscan: 12 });
   const items = virtualizer.getVirtualItems();
@@ -172,27 +176,32 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
                   </button>
                 </th>
               ))}
+              {operator && (
+                <th scope="col" className="actions">
+                  <span className="sr-only">Actions</span>
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
             {top > 0 && (
               <tr aria-hidden className="spacer">
-                <td colSpan={COLUMNS.length} style={{ height: top }} />
+                <td colSpan={columnCount} style={{ height: top }} />
               </tr>
             )}
             {items.map((item) => {
               const lock = rows[item.index];
               if (!lock) return null;
-              return <LockRow key={lock.resource} lock={lock} index={item.index} now={now} offsetMs={offsetMs} />;
+              return <LockRow key={lock.resource} lock={lock} index={item.index} now={now} offsetMs={offsetMs} operator={operator} />;
             })}
             {bottom > 0 && (
               <tr aria-hidden className="spacer">
-                <td colSpan={COLUMNS.length} style={{ height: bottom }} />
+                <td colSpan={columnCount} style={{ height: bottom }} />
               </tr>
             )}
             {rows.length === 0 && (
               <tr>
-                <td colSpan={COLUMNS.length} className="muted empty">
+                <td colSpan={columnCount} className="muted empty">
                   {!data?.ready ? "Loading locks…" : deferredFilter ? "No lock matches the filter." : "No locks right now. Locks taken on any node appear here as they happen."}
                 </td>
               </tr>
@@ -204,7 +213,7 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
   );
 }
 
-function LockRow({ lock, index, now, offsetMs }: { lock: Lock; index: number; now: number; offsetMs: number }) {
+function LockRow({ lock, index, now, offsetMs, operator }: { lock: Lock; index: number; now: number; offsetMs: number; operator: boolean }) {
   const live = lock.state === "held" || lock.state === "partial" || lock.state === "elapsed";
   const heldFor = live && lock.acquiredAt ? now + offsetMs - lock.acquiredAt : null;
   const c = lock.contention;
@@ -240,6 +249,12 @@ function LockRow({ lock, index, now, offsetMs }: { lock: Lock; index: number; no
           <span className="muted">—</span>
         )}
       </td>
+      {/* Kept while the row lingers after the end, so an open release dialog can show its outcome. */}
+      {operator && (
+        <td className="actions">
+          <ForceReleaseButton resource={lock.resource} lock={lock} serverOffsetMs={offsetMs} />
+        </td>
+      )}
     </tr>
   );
 }
