@@ -90,7 +90,8 @@ describe("two console instances on the same lock nodes", () => {
     await until(lockOn(b), (l) => l === null || l.state === "force-released", "the lock gone on B");
     await until(lockOn(a), (l) => l === null || l.state === "force-released", "the lock gone on A");
 
-    const [auditA, auditB] = await Promise.all([a, b].map((c) => get<{ entries: AuditEntry[] }>(c, `/api/audit?resource=${encodeURIComponent(RESOURCE)}`)));
+    const auditOf = (c: LauncherProcess) => get<{ entries: AuditEntry[] }>(c, `/api/audit?resource=${encodeURIComponent(RESOURCE)}`);
+    const [auditA, auditB] = await Promise.all([auditOf(a), auditOf(b)]);
     expect(auditA.entries).toHaveLength(1);
     expect(auditB.entries).toEqual(auditA.entries);
     expect(auditA.entries[0]).toMatchObject({ id: released.auditId, actor: "alice", resource: RESOURCE, reason: "holder stuck in a GC pause", outcome: "released" });
