@@ -1,0 +1,245 @@
+"use client";
+
+import { useQueryClient } from "@tanstack/react-query";
+import { useEffect, useMemo, useRef, useState } from "react";
+import { LAB_PRESETS, type LabPreset } from "@/lib/lab/presets";
+import type { RunSettings } from "@/lib/lab/settings";
+import type { RunRecord } from "@/lib/lab/types";
+import { apiFetch, ApiRequestError } from "../api-client";
+import { useHealth } from "../node-status";
+import { useIsOperator, useSession } from "../session";
+import { LabChart } from "./lab-chart";
+import styles from "./lab.module.css";
+import { ResultsTable } from "./results-table";
+import { RunForm, STRATEGY_TEXT } from "./run-form";
+import { RUNS_KEY, runKey, useRun, useRuns } from "./use-lab";
+
+interface Batch {
+  name: string;
+  /** Runs still to start, in order. */
+  queue: RunSettings[];
+  ids: string[];
+  total: number;
+}
+
+/** The Demo page: presets, the settings form, the running experiment live, and every run side by side. */
+export function LabClient() {
+  const operator = useIsOperator();
+  const session = useSession();
+  const health = useHealth();
+  const queryClient = useQueryClient();
+  const runs = useRuns();
+  const [watching, setWatching] = useState<string | null>(null);
+  const [batch, setBatch] = useState<Batch | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [formSettings, setFormSettings] = useState<RunSettings>(LAB_PRESETS[0]!.runs[0]!);
+  const [formVersion, setFormVersion] = useState(0);
+  const starting = useRef(false);
+
+  // Follow a run already going when the page opens (started by someone else, or before a reload).
+  const runningElsewhere = runs.data?.find((r) => r.status === "running")?.id ?? null;
+  useEffect(() => {
+    if (watching === null && runningElsewhere !== null) setWatching(runningElsewhere);
+  }, [watching, runningElsewhere]);
+
+  const active = useRun(watching);
+  const run = active.data ?? null;
+  const running = run?.status === "running";
+
+  async function start(settings: RunSettings): Promise<string | null> {
+    setError(null);
+    try {
+      const { id } = await apiFetch<{ id: string }>("/api/demo/runs", { method: "POST", body: JSON.stringify(settings) });
+      setWatching(id);
+      await queryClient.invalidateQueries({ queryKey: RUNS_KEY });
+      return id;
+    } catch (e) {
+      if (e instanceof ApiRequestError && e.status === 409) {
+        const runningId = (e.details as { runningId?: string } | undefined)?.runningId;
+        if (runningId) setWatching(runningId);
+      }
+      setError(e instanceof Error ? e.message : String(e));
+      return null;
+    }
+  }
+
+  // A batch (a multi-run preset) starts its next run when the one it watches has ended.
+  useEffect(() => {
+    if (!batch || batch.queue.length === 0 || starting.current) return;
+    if (watching !== null && (!run || run.id !== watching || run.status === "running")) return;
+    const [next, ...rest] = batch.queue;
+    starting.current = true;
+    void start(next!).then((id) => {
+      starting.current = false;
+      setBatch((b) => (b ? { ...b, queue: id ? rest : [], ids: id ? [...b.ids, id] : b.ids } : b));
+    });
+  }, [batch, run, watching]);
+
+  useEffect(() => {
+    if (run && run.status !== "running") void queryClient.invalidateQueries({ queryKey: RUNS_KEY });
+  }, [run?.status, run, queryClient]);
+
+  function play(preset: LabPreset) {
+    setFormSettings(preset.runs[0]!);
+    setFormVersion((v) => v + 1);
+    setBatch({ name: preset.name, queue: [...preset.runs], ids: [], total: preset.runs.length });
+    setWatching(null);
+  }
+
+  async function cancel() {
+    if (!run) return;
+    setBatch((b) => (b ? { ...b, queue: [] } : b));
+    try {
+      await apiFetch(`/api/demo/runs/${run.id}`, { method: "DELETE" });
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    }
+    await queryClient.invalidateQueries({ queryKey: runKey(run.id) });
+  }
+
+  const highlight = useMemo(() => new Set(batch?.ids ?? (watching ? [watching] : [])), [batch, watching]);
+  const nodeCount = health.data?.nodes.length ?? 3;
+  const batchBusy = batch !== null && batch.queue.length > 0;
+
+  return (
+    <div className={styles.lab}>
+      <section className="panel" aria-labelledby="presets-title">
+        <h2 id="presets-title">Presets</h2>
+        <div className={styles.presets}>
+          {LAB_PRESETS.map((p) => (
+            <div key={p.id} className={styles.preset}>
+              <strong>{p.name}</strong>
+              <p className="muted">{p.lesson}</p>
+              <div className={styles.presetActions}>
+                <button
+                  type="button"
+                  className="button primary"
+                  disabled={!operator || running || batchBusy}
+                  aria-label={`Run preset: ${p.name}`}
+                  onClick={() => play(p)}
+                >
+                  Run{p.runs.length > 1 ? ` all ${p.runs.length}` : ""}
+                </button>
+                {p.runs.length === 1 && (
+                  <button
+                    type="button"
+                    className="button"
+                    onClick={() => {
+                      setFormSettings(p.runs[0]!);
+                      setFormVersion((v) => v + 1);
+                    }}
+                  >
+                    Edit
+                  </button>
+                )}
+              </div>
+            </div>
+          ))}
+        </div>
+        {!operator && session.isSuccess && <p className="muted">Sign in with the operator token to start runs; viewers can watch them.</p>}
+      </section>
+
+      <div className={styles.columns}>
+        <section className="panel" aria-labelledby="settings-title">
+          <h2 id="settings-title">Settings</h2>
+          <RunForm
+            initial={formSettings}
+            version={formVersion}
+            nodeCount={nodeCount}
+            disabled={!operator || running || batchBusy}
+            onSubmit={(settings) => {
+              setBatch({ name: "Custom run", queue: [], ids: [], total: 1 });
+              void start(settings).then((id) => {
+                if (id) setBatch({ name: "Custom run", queue: [], ids: [id], total: 1 });
+              });
+            }}
+          />
+          {error && (
+            <p className="error-text" role="alert">
+              {error}
+            </p>
+          )}
+        </section>
+
+        <section className="panel" aria-labelledby="live-title">
+          <h2 id="live-title">Live</h2>
+          {run ? <LiveRun run={run} batch={batch} onCancel={operator ? cancel : null} /> : <p className="muted">Start a run to watch it here.</p>}
+        </section>
+      </div>
+
+      <section className="panel" aria-labelledby="results-title">
+        <h2 id="results-title">Results</h2>
+        <p className="muted">
+          Lost updates = sold − (stock − remaining): units sold twice. Wait: time to take the lock per order.
+        </p>
+        {runs.isError ? <p className="error-text">{runs.error.message}</p> : <ResultsTable runs={runs.data ?? []} highlight={highlight} />}
+      </section>
+    </div>
+  );
+}
+
+function LiveRun({ run, batch, onCancel }: { run: RunRecord; batch: Batch | null; onCancel: (() => Promise<void>) | null }) {
+  const p = run.progress;
+  const pct = Math.round(p.fraction * 100);
+  const series = run.series ?? [];
+  const x = series.map((s) => s.t / 1000);
+  const position = batch && batch.ids.includes(run.id) ? `Run ${batch.ids.indexOf(run.id) + 1} of ${batch.total} (${batch.name}) · ` : "";
+  return (
+    <div className={styles.live}>
+      <div className={styles.liveHead}>
+        <div>
+          <strong className="mono">{run.settings.strategy}</strong> <span className="muted">{STRATEGY_TEXT[run.settings.strategy]}</span>
+          <div className="muted">
+            {position}
+            {run.id} · {run.status === "running" ? p.phase : run.status}
+            {run.stopReason && run.status !== "running" ? ` (${run.stopReason})` : ""}
+          </div>
+        </div>
+        {onCancel && run.status === "running" && (
+          <button type="button" className="button danger" onClick={() => void onCancel()}>
+            Cancel run
+          </button>
+        )}
+      </div>
+      <div className={styles.progress} role="progressbar" aria-label="Run progress" aria-valuemin={0} aria-valuemax={100} aria-valuenow={pct}>
+        <div className={styles.progressFill} style={{ width: `${pct}%` }} />
+      </div>
+      <div className={styles.counters}>
+        <span>
+          sold <strong>{p.sold}</strong> of {run.settings.stock}
+        </span>
+        <span>stock {p.stock ?? "—"}</span>
+        <span>orders {p.orders}</span>
+        <span>retries {p.retries}</span>
+        <span>stale writes rejected {p.staleWritesRejected}</span>
+        <span>errors {p.errors}</span>
+        <span>{(p.elapsedMs / 1000).toFixed(1)} s</span>
+      </div>
+      {run.fault && (
+        <p className={styles.fault}>
+          <strong>Fault ({run.fault.mode === "process" ? "on the node's process" : "on the lab's connections only"}):</strong> {run.fault.description}
+        </p>
+      )}
+      {run.notes.map((n) => (
+        <p key={n} className={styles.note}>
+          {n}
+        </p>
+      ))}
+      {run.error && <p className="error-text">{run.error}</p>}
+      <div className={styles.charts}>
+        <LabChart key={`o-${run.id}`} title="Orders per second" unit="orders/s" lines={[{ label: "orders/s", color: "#2f9e6e" }]} data={[x, series.map((s) => s.ordersPerSec)]} />
+        <LabChart
+          key={`w-${run.id}`}
+          title="Lock wait"
+          unit="ms"
+          lines={[
+            { label: "p50", color: "#5b8ef0" },
+            { label: "p99", color: "#e0892b" },
+          ]}
+          data={[x, series.map((s) => s.waitP50Ms), series.map((s) => s.waitP99Ms)]}
+        />
+        <LabChart key={`s-${run.id}`} title="Stock level" unit="units" lines={[{ label: "stock", color: "#c06bd6" }]} data={[x, series.map((s) => s.stock)]} />
+      </div>
+    </div>
+  );
+}

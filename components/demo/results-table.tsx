@@ -1,0 +1,76 @@
+"use client";
+
+import { LOCKING_STRATEGIES } from "@/lib/lab/settings";
+import type { RunRecord } from "@/lib/lab/types";
+import styles from "./lab.module.css";
+
+function settingsText(r: RunRecord): string {
+  const s = r.settings;
+  const parts = [`stock ${s.stock}`, `${s.workers} workers`, `TTL ${s.ttlMs} ms`, `work ${s.workMs} ms`];
+  if (s.orders !== undefined) parts.push(`${s.orders} orders`);
+  if (s.pause) parts.push(`pauses ${Math.round(s.pause.probability * 100)}% × ${s.pause.ms} ms`);
+  if (s.fault) parts.push(`${s.fault.kind} node-${s.fault.node} at ${s.fault.atMs} ms${s.fault.forMs !== undefined ? ` for ${s.fault.forMs} ms` : ""}`);
+  return parts.join(", ");
+}
+
+const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
+
+/** Runs side by side, one row each: the numbers the issue asks to compare, lost updates in red when any. */
+export function ResultsTable({ runs, highlight }: { runs: RunRecord[]; highlight: ReadonlySet<string> }) {
+  if (runs.length === 0) return <p className="muted">No runs yet. Pick a preset or fill in the form.</p>;
+  return (
+    <div className={styles.tableWrap}>
+      <table className={styles.table} aria-label="Lab results">
+        <thead>
+          <tr>
+            <th scope="col">Strategy</th>
+            <th scope="col">Status</th>
+            <th scope="col">Sold</th>
+            <th scope="col">Remaining</th>
+            <th scope="col">Lost updates</th>
+            <th scope="col">Stock never negative</th>
+            <th scope="col">Orders/s</th>
+            <th scope="col">Wait p50</th>
+            <th scope="col">Wait p99</th>
+            <th scope="col">Retries</th>
+            <th scope="col">Stale writes rejected</th>
+            <th scope="col">Duration</th>
+            <th scope="col">Settings</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runs.map((r) => {
+            const res = r.result;
+            const locks = LOCKING_STRATEGIES.has(r.settings.strategy);
+            return (
+              <tr key={r.id} data-run-id={r.id} className={highlight.has(r.id) ? styles.highlight : undefined}>
+                <th scope="row" className="mono">
+                  {r.settings.strategy}
+                </th>
+                <td>
+                  <span className={`${styles.status} ${styles[r.status]}`}>{r.status}</span>
+                </td>
+                <td className={styles.num}>{res?.sold ?? r.progress.sold}</td>
+                <td className={styles.num}>{res?.remaining ?? r.progress.stock ?? "—"}</td>
+                <td className={`${styles.num} ${res && res.lostUpdates !== 0 ? styles.bad : ""}`} data-label="lost updates">
+                  {res ? res.lostUpdates : "—"}
+                </td>
+                <td>{res ? (res.stockNeverNegative ? "yes" : <span className={styles.bad}>no</span>) : "—"}</td>
+                <td className={styles.num}>{res ? res.ordersPerSec : "—"}</td>
+                <td className={styles.num}>{res ? (locks ? ms(res.waitP50Ms) : "no lock") : "—"}</td>
+                <td className={styles.num}>{res ? (locks ? ms(res.waitP99Ms) : "no lock") : "—"}</td>
+                <td className={styles.num}>{res?.retries ?? r.progress.retries}</td>
+                <td className={styles.num}>{res?.staleWritesRejected ?? r.progress.staleWritesRejected}</td>
+                <td className={styles.num}>{res ? `${(res.durationMs / 1000).toFixed(1)} s` : "—"}</td>
+                <td className={styles.settings} title={r.fault?.description ?? r.error ?? undefined}>
+                  {settingsText(r)}
+                  {r.error && <div className={styles.bad}>{r.error}</div>}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
