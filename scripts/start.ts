@@ -98,6 +98,14 @@ async function main(): Promise<void> {
   let nodes: RedisNode[] = [];
   const stopNodesSync = () => nodes.forEach((n) => n.killSync());
   process.on("exit", stopNodesSync);
+  // Until the server is up, a signal stops what has been started so far (the "exit" handler kills the
+  // embedded nodes); the full shutdown below takes over once the console serves.
+  const stopWhileStarting = (signal: NodeJS.Signals) => {
+    process.stdout.write(`lockscope: ${signal} received while starting; stopping.\n`);
+    process.exit(0);
+  };
+  process.once("SIGINT", stopWhileStarting);
+  process.once("SIGTERM", stopWhileStarting);
   if (!config.redisUrls) {
     nodes = await startEmbedded(config);
     config = { ...config, redisUrls: nodes.map((n) => n.url) };
@@ -181,6 +189,8 @@ async function main(): Promise<void> {
     process.stdout.write(`lockscope: stopped in ${Date.now() - startedAt} ms.\n`);
     process.exit(0);
   };
+  process.off("SIGINT", stopWhileStarting);
+  process.off("SIGTERM", stopWhileStarting);
   process.on("SIGINT", () => void shutdown("SIGINT"));
   // When whoever started us (npm, a shell) dies without passing the signal on, we are reparented:
   // shut down rather than leave a console and its nodes running with nobody to stop them.

@@ -91,6 +91,19 @@ describe("graceful shutdown of the real launcher (SIGTERM)", () => {
     });
   });
 
+  it("stops its embedded nodes when the signal comes while it is still starting", async () => {
+    const launcher = await startLauncher({ REDIS_URLS: "" }, { waitReady: false });
+    try {
+      await until(() => /embedded lock nodes on [\d, ]+\n/.test(launcher.output()), "the embedded nodes");
+      const ports = /embedded lock nodes on ([\d, ]+)\n/.exec(launcher.output())![1]!.split(", ");
+      expect(ports).toHaveLength(3);
+      expect(await launcher.stop("SIGTERM")).toBe(0);
+      for (const port of ports) expect(redisServerPids(`:${port}`)).toEqual([]);
+    } finally {
+      await launcher.stop("SIGKILL");
+    }
+  });
+
   describe("with REDIS_URLS and a lab run in flight", () => {
     let cluster: TestCluster;
     let launcher: LauncherProcess;
