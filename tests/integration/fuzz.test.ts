@@ -234,7 +234,9 @@ describe("malformed requests against every route", () => {
 
     const raw = (method: string, rawPath: string, headers: Record<string, string> = {}, body?: string) =>
       new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const req = http.request({ host: "127.0.0.1", port: launcher.port, method, path: rawPath, headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, ...headers } }, (res) => {
+        // Node's client frames a DELETE or OPTIONS body with neither Content-Length nor chunking unless told.
+        const length: Record<string, string> = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) };
+        const req = http.request({ host: "127.0.0.1", port: launcher.port, method, path: rawPath, headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, ...length, ...headers } }, (res) => {
           if ((res.headers["content-type"] ?? "").startsWith("text/event-stream")) {
             res.destroy();
             resolve({ status: res.statusCode ?? 0, text: "" });
