@@ -1,0 +1,199 @@
+"use client";
+
+import { useQueryClient } from "@tanstack/react-query";
+import { useEffect, useId, useRef, useState, type FormEvent } from "react";
+import type { Lock } from "@/lib/locks/types";
+import { apiFetch, ApiRequestError } from "../api-client";
+import styles from "./force-release.module.css";
+
+export interface ReleaseResponse {
+  released: true;
+  nodes: Array<{ id: string; result: "deleted" | "absent" | "mismatch" | "error" }>;
+  auditId: string;
+}
+
+interface CurrentHolder {
+  token: string | null;
+  holder: { label: string | null; host: string | null; pid: number | null; fence: string | null } | null;
+  nodes: Array<{ id: string; token: string | null }>;
+}
+
+type Outcome =
+  | { kind: "idle" }
+  | { kind: "sending" }
+  | { kind: "released"; response: ReleaseResponse }
+  | { kind: "changed-hands"; current: CurrentHolder | null; message: string }
+  | { kind: "error"; message: string };
+
+export interface ReleaseDialogProps {
+  resource: string;
+  /** The lock as it was when the operator opened the dialog: its token is what the release compares against. */
+  lock: Lock;
+  /** Server clock minus browser clock, for the TTL countdown. */
+  serverOffsetMs: number;
+  onReleased?: (response: ReleaseResponse) => void;
+  /** The dialog closed (Cancel, Close, Escape). */
+  onClosed: () => void;
+}
+
+/**
+ * The token to compare-and-delete with: the quorum's value, else the one value every holding node
+ * agrees on. Null when the nodes disagree (a partial lock): then the release takes whatever is held.
+ */
+export function targetToken(lock: Lock): string | null {
+  if (lock.token) return lock.token;
+  const held = new Set(lock.nodes.map((n) => n.token).filter((t): t is string => t !== null));
+  return held.size === 1 ? ([...held][0] ?? null) : null;
+}
+
+function holderLine(holder: { label?: string | null; host?: string | null; pid?: number | null } | null): string {
+  if (!holder) return "a foreign value (not written by the Lockscope engine)";
+  const where = [holder.host, holder.pid !== undefined && holder.pid !== null ? `pid ${holder.pid}` : null].filter(Boolean).join(", ");
+  return [holder.label ?? "unlabelled holder", where ? `(${where})` : null].filter(Boolean).join(" ");
+}
+
+function shortToken(token: string): string {
+  return token.length > 48 ? `${token.slice(0, 47)}…` : token;
+}
+
+function ttlText(lock: Lock, now: number, offsetMs: number): string {
+  if (lock.expiresAt === null) return "no TTL (never expires on its own)";
+  const left = lock.expiresAt - (now + offsetMs);
+  if (left <= 0) return "elapsed (Redis has not reclaimed it yet)";
+  return left < 10_000 ? `${(left / 1000).toFixed(1)} s` : `${Math.round(left / 1000)} s`;
+}
+
+/** A modal `<dialog>` with the lock's facts, a required reason and "Release". Opens as soon as it mounts. */
+export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onClosed }: ReleaseDialogProps) {
+  const dialogRef = useRef<HTMLDialogElement>(null);
+  const [reason, setReason] = useState("");
+  const [outcome, setOutcome] = useState<Outcome>({ kind: "idle" });
+  const [now, setNow] = useState(() => Date.now());
+  const queryClient = useQueryClient();
+  const titleId = useId();
+  const reasonId = useId();
+  const token = targetToken(lock);
+
+  useEffect(() => {
+    const dialog = dialogRef.current;
+    if (dialog && !dialog.open) dialog.showModal();
+    const timer = setInterval(() => setNow(Date.now()), 250);
+    return () => clearInterval(timer);
+  }, []);
+
+  async function submit(event: FormEvent) {
+    event.preventDefault();
+    setOutcome({ kind: "sending" });
+    try {
+      const response = await apiFetch<ReleaseResponse>(`/api/locks/${encodeURIComponent(resource)}/release`, {
+        method: "POST",
+        body: JSON.stringify({ reason: reason.trim(), ...(token ? { token } : {}) }),
+      });
+      setOutcome({ kind: "released", response });
+      onReleased?.(response);
+      void queryClient.invalidateQueries({ predicate: (q) => ["locks", "lock", "audit"].includes(String(q.queryKey[0])) });
+    } catch (error) {
+      if (error instanceof ApiRequestError && error.status === 409) {
+        const details = error.details as { current?: CurrentHolder } | undefined;
+        setOutcome({ kind: "changed-hands", current: details?.current ?? null, message: error.message });
+      } else if (error instanceof ApiRequestError) {
+        setOutcome({ kind: "error", message: error.message });
+      } else {
+        setOutcome({ kind: "error", message: "Could not reach the console; nothing was released." });
+      }
+    }
+  }
+
+  const sending = outcome.kind === "sending";
+  const finished = outcome.kind === "released" || outcome.kind === "changed-hands";
+
+  return (
+    <dialog ref={dialogRef} aria-labelledby={titleId} className={styles.dialog} onClose={onClosed}>
+      <form onSubmit={submit} className={styles.form}>
+        <h2 id={titleId} className={styles.title}>
+          Force release <code>{resource}</code>
+        </h2>
+        <dl className={styles.facts}>
+          <dt>Holder</dt>
+          <dd>{holderLine(lock.holder)}</dd>
+          <dt>Fence</dt>
+          <dd>{lock.fence ?? "none (not taken fenced)"}</dd>
+          <dt>TTL left</dt>
+          <dd>{ttlText(lock, now, serverOffsetMs)}</dd>
+          <dt>Token</dt>
+          <dd className="mono">{token ? shortToken(token) : "no single value: every value held will be deleted"}</dd>
+          <dt>Nodes</dt>
+          <dd>
+            <ul className={styles.nodes} aria-label="Nodes">
+              {lock.nodes.map((n) => (
+                <li key={n.id}>
+                  <span className={`dot ${n.token === null ? "down" : n.token === token ? "up" : "degraded"}`} aria-hidden />
+                  {n.id}: {n.token === null ? "holds nothing" : n.token === token ? "holds it" : `holds another value (${shortToken(n.token)})`}
+                  {n.pttlMs !== null ? `, ${Math.round(n.pttlMs / 1000)} s TTL when seen` : ""}
+                </li>
+              ))}
+            </ul>
+          </dd>
+        </dl>
+        <p className="muted">
+          The holder&apos;s <code>using()</code> signal aborts at once and the fence moves on, so its late writes are refused. This is recorded in the audit
+          log with your name and reason.
+        </p>
+        <label htmlFor={reasonId}>
+          Reason
+          <textarea
+            id={reasonId}
+            name="reason"
+            required
+            minLength={3}
+            maxLength={500}
+            rows={3}
+            value={reason}
+            onChange={(e) => setReason(e.target.value)}
+            disabled={sending || finished}
+            placeholder="Why, for the audit log (at least 3 characters)"
+          />
+        </label>
+        {outcome.kind === "released" && (
+          <p role="status" className={styles.ok}>
+            Released on {outcome.response.nodes.filter((n) => n.result === "deleted").length} of {outcome.response.nodes.length} nodes
+            {outcome.response.nodes.some((n) => n.result === "error") ? " (some nodes did not answer)" : ""}. Audit entry{" "}
+            <a href={`/audit?resource=${encodeURIComponent(resource)}`}>{outcome.response.auditId}</a>.
+          </p>
+        )}
+        {outcome.kind === "changed-hands" && (
+          <div role="alert" className={styles.alert}>
+            <p>
+              <strong>The lock changed hands</strong> since you opened this dialog; nothing was released.
+            </p>
+            {outcome.current?.token ? (
+              <p>
+                It is now held by {holderLine(outcome.current.holder)}
+                {outcome.current.holder?.fence ? `, fence ${outcome.current.holder.fence}` : ""} (token{" "}
+                <span className="mono">{shortToken(outcome.current.token)}</span>).
+              </p>
+            ) : (
+              <p>{outcome.message}</p>
+            )}
+            <p className="muted">Close this dialog and look at the lock again before releasing the new holder.</p>
+          </div>
+        )}
+        {outcome.kind === "error" && (
+          <p role="alert" className="error-text">
+            {outcome.message}
+          </p>
+        )}
+        <div className={styles.actions}>
+          <button type="button" className="button" onClick={() => dialogRef.current?.close()}>
+            {finished ? "Close" : "Cancel"}
+          </button>
+          {!finished && (
+            <button type="submit" className="button danger" disabled={sending || reason.trim().length < 3}>
+              {sending ? "Releasing…" : "Release"}
+            </button>
+          )}
+        </div>
+      </form>
+    </dialog>
+  );
+}
