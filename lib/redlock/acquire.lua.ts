@@ -1,4 +1,4 @@
-import { SHARED_LUA } from "./shared.lua";
+import { FENCE_OLDER_LUA, NOW_MS_LUA, QUEUE_HEAD_LUA } from "./shared.lua";
 
 /**
  * Takes every resource on this node, or none: the check and the SETs run in one script, so two
@@ -8,84 +8,104 @@ import { SHARED_LUA } from "./shared.lua";
  *   exclude each other on the same keys).
  * ARGV[1]: the value, an engine value `lk1:<id>:<arrival base36>:...` (unique token, holder identity).
  * ARGV[2]: TTL in ms.
- * ARGV[3]: mode: "" (first attempt of a plain acquisition), or flags then ":<queue entry ms>":
+ * ARGV[3]: mode: "" (a plain acquisition), or flags, then ":<queue entry ms>" when "q" or "r" is set:
  *   "f" fenced (report this node's fence), "q" waiter (join the resource's waiter queue when refused, so
  *   a release wakes waiters one at a time in arrival order), "r" fair (like "q", and a free resource is
- *   only taken by the head of its queue).
+ *   only taken by the head of its queue), "w" an earlier attempt of this acquisition was refused (it may
+ *   be queued here: leave the queue on success).
  * ARGV[4]: the attempt number for telemetry, "" to publish nothing.
  *
- * Replies: {1} taken; {1, fence} taken, fenced, with the highest fence this node recorded for the
+ * Replies: 1 taken; {1, fence} taken, fenced, with the highest fence this node recorded for the
  * resources ("0" for none); {0, i, holder value or nil, pttl} resource i is held; {2, i, head id} fair
  * mode: resource i is free but another waiter is ahead in its queue.
+ *
+ * This runs for every acquisition, so the common case (one resource, free) is one SET NX and nothing
+ * else; the refusal path (telemetry, queue) only runs when refused.
  */
-export const ACQUIRE_LUA =
-  SHARED_LUA +
-  `
+export const ACQUIRE_LUA = `
 local value, ttl, mode, attempt = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local fair = string.find(mode, "r", 1, true) ~= nil
-local queued = fair or string.find(mode, "q", 1, true) ~= nil
-local now = nil
-local id = string.sub(value, 5, 20)
+local fair = mode ~= "" and string.find(mode, "r", 1, true) ~= nil
+-- Set when refused: the resource that refused and the reply.
+local refused, reply = nil, nil
 
--- A failed attempt is announced from here, not by the client, so contention costs no extra round trip
--- and shows up for every process that uses the engine.
-local function announce(key)
-  if attempt ~= "" then
-    now = now or now_ms()
-    redis.call("PUBLISH", "lockscope:contention",
-      "c1|" .. attempt .. "|" .. string.format("%.0f", now) .. "|" .. value .. "|" .. key)
+if #KEYS == 1 and not fair then
+  local key = KEYS[1]
+  if not redis.call("SET", key, value, "NX", "PX", ttl) then
+    local held = redis.pcall("GET", key)
+    -- Our own value counts as free: an earlier attempt of this acquisition timed out on the client but
+    -- was applied here; taking it again just renews it.
+    if held == value then
+      redis.call("SET", key, value, "PX", ttl)
+    else
+      if type(held) == "table" then held = false end -- not a string: held by something, value unreadable
+      refused, reply = key, {0, 1, held, redis.call("PTTL", key)}
+    end
   end
-end
-
--- Queue entries are scored by the waiter's own arrival time (read from its value: the same number on
--- every node), so all nodes order the queue alike and agree on whose turn it is; split votes between
--- waiters woken together would stall everyone.
-local function enqueue()
-  if not queued then return end
-  now = now or now_ms()
-  local arrival = tonumber(string.match(value, "^lk1:[^:]*:([0-9a-z]+)"), 36)
-  local lapse = now + tonumber(string.match(mode, ":(%d+)$"))
-  for _, key in ipairs(KEYS) do
-    redis.call("ZADD", "waitq:" .. key, "NX", arrival, id)
-    redis.call("ZADD", "waitqd:" .. key, lapse, id)
-  end
-end
-
-for i, key in ipairs(KEYS) do
-  local held = redis.pcall("GET", key)
-  -- Our own value counts as free: an earlier attempt of this acquisition timed out on the client but
-  -- was applied here; taking it again just renews it.
-  if held ~= false and held ~= value then
-    if type(held) == "table" then held = false end -- not a string: held by something, value unreadable
-    announce(key)
-    enqueue()
-    return {0, i, held, redis.call("PTTL", key)}
-  end
-end
-
-if fair then
-  now = now or now_ms()
+else
   for i, key in ipairs(KEYS) do
-    local head = queue_head(key, now)
-    if head ~= "" and head ~= id then
-      announce(key)
-      enqueue()
-      return {2, i, head}
+    local held = redis.pcall("GET", key)
+    if held ~= false and held ~= value then
+      if type(held) == "table" then held = false end
+      refused, reply = key, {0, i, held, redis.call("PTTL", key)}
+      break
+    end
+  end
+  if fair and not refused then
+    ${NOW_MS_LUA}
+    ${QUEUE_HEAD_LUA}
+    local now, id = now_ms(), string.sub(value, 5, 20)
+    for i, key in ipairs(KEYS) do
+      local head = queue_head(key, now)
+      if head ~= "" and head ~= id then
+        refused, reply = key, {2, i, head}
+        break
+      end
+    end
+  end
+  if not refused then
+    for _, key in ipairs(KEYS) do
+      redis.call("SET", key, value, "PX", ttl)
     end
   end
 end
 
-for _, key in ipairs(KEYS) do
-  redis.call("SET", key, value, "PX", ttl)
+if refused then
+  -- The helper functions are defined here, on the refusal path only: a Lua function defined at the top
+  -- is a closure made on every call, which measurably slows the common case.
+  ${NOW_MS_LUA}
+  local now = nil
+  -- A refused attempt is announced from here, not by the client, so contention costs no extra round
+  -- trip and shows up for every process that uses the engine.
+  if attempt ~= "" then
+    now = now_ms()
+    redis.call("PUBLISH", "lockscope:contention",
+      "c1|" .. attempt .. "|" .. string.format("%.0f", now) .. "|" .. value .. "|" .. refused)
+  end
+  -- A waiter joins the queues of all its resources at its first refusal. Entries are scored by the
+  -- waiter's own arrival time (read from its value: the same number on every node), so all nodes order
+  -- the queue alike and agree on whose turn it is.
+  if fair or string.find(mode, "q", 1, true) then
+    now = now or now_ms()
+    local id = string.sub(value, 5, 20)
+    local arrival = tonumber(string.match(value, "^lk1:[^:]*:([0-9a-z]+)"), 36)
+    local lapse = now + tonumber(string.match(mode, ":(%d+)$"))
+    for _, key in ipairs(KEYS) do
+      redis.call("ZADD", "waitq:" .. key, "NX", arrival, id)
+      redis.call("ZADD", "waitqd:" .. key, lapse, id)
+    end
+  end
+  return reply
 end
 
-if queued then
+if mode == "" then return 1 end
+if string.find(mode, "w", 1, true) then
+  local id = string.sub(value, 5, 20)
   for _, key in ipairs(KEYS) do
     if redis.call("ZREM", "waitq:" .. key, id) == 1 then redis.call("ZREM", "waitqd:" .. key, id) end
   end
 end
-
 if string.find(mode, "f", 1, true) then
+  ${FENCE_OLDER_LUA}
   -- The client takes the highest fence over a quorum and adds one; it then records that fence on a
   -- quorum (commit-fence) before handing the lock out.
   local highest = "0"
@@ -95,7 +115,7 @@ if string.find(mode, "f", 1, true) then
   end
   return {1, highest}
 end
-return {1}
+return 1
 `;
 
 /**

@@ -33,7 +33,11 @@ type AcquireReply =
   | { kind: "held"; index: number; value: string | null; pttlMs: number }
   | { kind: "queued"; index: number; head: string };
 
+const GRANTED: AcquireReply = Object.freeze({ kind: "granted", fence: null });
+
 function parseAcquireReply(raw: unknown): AcquireReply {
+  // The common reply (taken, unfenced) is the integer 1: no object is made for it.
+  if (raw === 1) return GRANTED;
   if (!Array.isArray(raw)) throw new Error(`Unexpected reply from the acquire script: ${String(raw)}`);
   const reply = raw as unknown[];
   switch (reply[0]) {
@@ -116,7 +120,12 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   // resource for the head of its queue. The entry must outlive the longest pause between attempts.
   const queued = fair || settings.wakeOnRelease;
   const queueEntryMs = Math.max(1000, 3 * (settings.retryDelayMs + settings.retryJitterMs + settings.nodeTimeoutMs));
-  const mode = queued ? `${fenced ? "f" : ""}${fair ? "r" : "q"}:${queueEntryMs}` : fenced ? "f" : "";
+  const flags = `${fenced ? "f" : ""}${queued ? (fair ? "r" : "q") : ""}`;
+  const suffix = queued ? `:${queueEntryMs}` : "";
+  const firstMode = flags + suffix;
+  // From the second attempt on, the waiter may be queued on a node: "w" makes taking the lock there leave
+  // the queue in the same script.
+  const laterMode = queued ? `${flags}w${suffix}` : firstMode;
   let waiter: AcquireWaiter | null = null;
   const timeoutMs = settings.nodeTimeoutMs;
   const drift = driftMs(settings, ttlMs);
@@ -136,7 +145,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       const telemetry = settings.telemetry ? attempt : "";
       const outcomes = await runRound(clients, ACQUIRE, {
         keys: resources,
-        args: [value, ttlMs, mode, telemetry],
+        args: [value, ttlMs, attempt === 1 ? firstMode : laterMode, telemetry],
         timeoutMs,
         parse: parseAcquireReply,
         early,

@@ -1,4 +1,4 @@
-import { SHARED_LUA } from "./shared.lua";
+import { FENCE_OLDER_LUA } from "./shared.lua";
 
 /**
  * Second round of a fenced acquisition. The fence F = (highest fence over the granting quorum) + 1 is
@@ -11,7 +11,7 @@ import { SHARED_LUA } from "./shared.lua";
  * Reply: 1 if this node holds the lock (now with ARGV[2]) and recorded F, else 0.
  */
 export const COMMIT_FENCE_LUA =
-  SHARED_LUA +
+  FENCE_OLDER_LUA +
   `
 local held = true
 for _, key in ipairs(KEYS) do

@@ -1,4 +1,4 @@
-import { SHARED_LUA } from "./shared.lua";
+import { FENCE_OLDER_LUA } from "./shared.lua";
 
 /**
  * KEYS[1]: the data key. KEYS[2]: its last-fence key (`fence-seen:<key>`).
@@ -7,7 +7,7 @@ import { SHARED_LUA } from "./shared.lua";
  * Returns {applied 0/1, reason, last fence, value after}.
  */
 export const FENCED_WRITE_LUA =
-  SHARED_LUA +
+  FENCE_OLDER_LUA +
   `
 local fence = ARGV[1]
 local last = redis.call("GET", KEYS[2])

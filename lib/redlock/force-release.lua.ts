@@ -1,11 +1,13 @@
-import { SHARED_LUA } from "./shared.lua";
+import { NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA } from "./shared.lua";
 
 /**
  * KEYS[1]: the resource (its lock key). ARGV[1]: the token to compare with, or "" to delete any value.
  * Returns {status, previous value or false}.
  */
 export const FORCE_RELEASE_LUA =
-  SHARED_LUA +
+  NOW_MS_LUA +
+  QUEUE_HEAD_LUA +
+  PUBLISH_RELEASE_LUA +
   `
 local key = KEYS[1]
 local held = redis.pcall("GET", key)
@@ -26,6 +28,7 @@ if held then
   -- finding out at its next extension.
   redis.call("PUBLISH", "lockscope:revoked", cjson.encode({v = 1, resource = key, value = held}))
 end
-publish_release(key)
+-- Published even with nobody queued: an operator's release is rare, and tools may watch for it.
+publish_release(key, true)
 return {"deleted", held}
 `;

@@ -6,24 +6,37 @@
  * The engine runs on independent standalone nodes (as Redlock does), so scripts derive companion keys
  * (`fence:<resource>`, `waitq:<resource>`) from the resource on the node instead of receiving them in
  * KEYS; this keeps the hot-path calls small and is not meant for Redis Cluster.
+ *
+ * Every `local function` is a closure made each time the script reaches its definition, which costs the
+ * hot-path scripts (acquire, release) about as much as their Redis commands: the snippets are split so a
+ * script pastes only the ones it uses, and the hot-path scripts paste them inside the branch that needs
+ * them, not at the top.
  */
-export const SHARED_LUA = `
--- Node clock in epoch ms. Used only for fair-mode queue bookkeeping, never for lock validity (that is
--- measured on the client's monotonic clock).
+
+/** `now_ms()`: the node clock in epoch ms. */
+export const NOW_MS_LUA = `
+-- Node clock in epoch ms. Used only for queue bookkeeping, never for lock validity (that is measured on
+-- the client's monotonic clock).
 local function now_ms()
   local t = redis.call("TIME")
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+`;
 
+/** `fence_older(a, b)`: compares two decimal fence strings of any length. */
+export const FENCE_OLDER_LUA = `
 -- Fence strings are canonical decimals (no leading zeros) and may exceed 2^53, so they are compared as
 -- strings: a shorter one is smaller, equal lengths compare lexically.
 local function fence_older(a, b)
   if #a ~= #b then return #a < #b end
   return a < b
 end
+`;
 
--- Drops fair-mode waiters whose liveness deadline passed (a crashed waiter must not block the queue
--- forever), then returns the head waiter id, or "" when nobody waits.
+/** `queue_head(resource, now)`: the head waiter id of a resource's queue (needs NOW_MS_LUA before it). */
+export const QUEUE_HEAD_LUA = `
+-- Drops waiters whose liveness deadline passed (a crashed waiter must not block the queue forever), then
+-- returns the head waiter id, or "" when nobody waits.
 local function queue_head(resource, now)
   local queue = "waitq:" .. resource
   if redis.call("EXISTS", queue) == 0 then return "" end
@@ -36,12 +49,18 @@ local function queue_head(resource, now)
   local head = redis.call("ZRANGE", queue, 0, 0)
   return head[1] or ""
 end
+`;
 
--- Wakes the waiters of a released resource (they otherwise sleep until their retry timer). In fair mode
--- it names the head of the queue so only that waiter retries at once.
-local function publish_release(resource)
-  local head = ""
-  if redis.call("EXISTS", "waitq:" .. resource) == 1 then head = queue_head(resource, now_ms()) end
-  redis.call("PUBLISH", "lockscope:released", "r1|" .. head .. "|" .. resource)
+/** `publish_release(resource, always)` (needs NOW_MS_LUA and QUEUE_HEAD_LUA before it). */
+export const PUBLISH_RELEASE_LUA = `
+-- Wakes the head waiter of a released resource (waiters otherwise sleep until their retry timer). Every
+-- waiter of this engine is in the queue from its first refused attempt, so with nobody queued there is
+-- nobody to wake and nothing is published, unless \`always\` (an operator's force release, which other
+-- tools may watch for).
+local function publish_release(resource, always)
+  local head = queue_head(resource, now_ms())
+  if head ~= "" or always then
+    redis.call("PUBLISH", "lockscope:released", "r1|" .. head .. "|" .. resource)
+  end
 end
 `;

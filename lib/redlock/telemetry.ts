@@ -22,13 +22,14 @@ import { decodeLockValue, lockValueId } from "./identity";
 export const CONTENTION_CHANNEL = "lockscope:contention";
 
 /**
- * A lock released (by its holder or by `forceRelease`), published by the release script for each resource
- * it deleted on that node:
+ * A lock released, published on the node that deleted it: by the release script for each resource that
+ * has queued waiters there (an uncontended release publishes nothing), and by `forceRelease` for each
+ * resource it deleted:
  *
  *   r1|<next waiter id or empty>|<resource>
  *
- * In fair mode `next` is the head of the resource's waiter queue: only that waiter retries at once.
- * Otherwise every waiter for the resource retries at once.
+ * `next` is the head of the resource's waiter queue: only that waiter retries at once. Empty (nobody
+ * queued): every waiter for the resource retries at once.
  */
 export const RELEASE_CHANNEL = "lockscope:released";
 
@@ -57,7 +58,7 @@ export interface ContentionEvent {
 
 export interface ReleaseEvent {
   resource: string;
-  /** Fair mode: the waiter that should retry first. */
+  /** The head of the resource's waiter queue: the waiter that should retry first. */
   nextWaiterId: string | null;
 }
 
