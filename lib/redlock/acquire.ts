@@ -2,13 +2,13 @@ import { ACQUIRE_LUA, LEAVE_QUEUE_LUA } from "./acquire.lua";
 import { COMMIT_FENCE_LUA } from "./commit-fence.lua";
 import { driftMs, reportErrors, votesOf, type Engine } from "./engine";
 import { AcquireAbortedError, NodesFailedError, ResourceHeldError, type HeldBy } from "./errors";
-import { composeLockValue, decodeLockValue, encodeIdentityTail, randomId } from "./identity";
+import { composeLockValue, decodeLockValue, encodeIdentityTail, lockValueId, randomId } from "./identity";
 import { Lock, type LockState } from "./lock";
 import type { Waiter } from "./notifications";
 import { releaseOnNodes } from "./release";
-import { runRound, type NodeOutcome } from "./round";
+import { runRound, type NodeOutcome, type RoundOptions } from "./round";
 import { defineScript } from "./script";
-import { retryCount as checkRetryCount } from "./settings";
+import { retryCount as checkRetryCount, type ResolvedSettings } from "./settings";
 import * as check from "./validate";
 
 const ACQUIRE = defineScript(ACQUIRE_LUA);
@@ -28,7 +28,8 @@ export interface AcquireOptions {
   retryCount?: number;
 }
 
-type AcquireReply =
+/** @internal One node's answer to the acquire script. */
+export type AcquireReply =
   | { kind: "granted"; fence: string | null }
   | { kind: "held"; index: number; value: string | null; pttlMs: number }
   | { kind: "queued"; index: number; head: string };
@@ -57,7 +58,8 @@ function parseAcquireReply(raw: unknown): AcquireReply {
   }
 }
 
-const isGranted = (reply: AcquireReply) => reply.kind === "granted";
+/** @internal */
+export const isGranted = (reply: AcquireReply): boolean => reply.kind === "granted";
 const isOne = (reply: number) => reply === 1;
 const parseNumber = (raw: unknown): number => {
   if (typeof raw !== "number") throw new Error(`Unexpected reply: ${String(raw)}`);
@@ -88,6 +90,23 @@ function sleepUnlessWoken(waiter: AcquireWaiter | null, delayMs: number, signal:
   });
 }
 
+/**
+ * @internal The engine's handler for late answers of acquire rounds. A node that refused after the round
+ * had already succeeded on a quorum queued this (now holding) acquisition there: it leaves that queue at
+ * once, or its stale entry would be named as the next waiter (fair mode: block the queue) until it lapses.
+ */
+export function lateAcquireHandler(engine: () => Engine): NonNullable<RoundOptions<AcquireReply>["onLate"]> {
+  return (index, outcome, options, succeeded) => {
+    if (outcome.state === "error") {
+      engine().nodeError(index, outcome.error, "acquire");
+      return;
+    }
+    if (!succeeded || outcome.state !== "ok" || outcome.value.kind === "granted") return;
+    const mode = String(options.args[2]);
+    if (mode.includes("q") || mode.includes("r")) leaveQueue(engine(), options.keys, lockValueId(String(options.args[0])) ?? "", [index]);
+  };
+}
+
 /** Leave the waiter queues on the given nodes (fire and forget: a stale entry lapses anyway). */
 function leaveQueue(engine: Engine, resources: readonly string[], id: string, nodes: readonly number[]): void {
   if (nodes.length === 0) return;
@@ -99,40 +118,58 @@ function leaveQueue(engine: Engine, resources: readonly string[], id: string, no
   );
 }
 
-export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options: AcquireOptions = {}): Promise<Lock> {
+/**
+ * @internal The acquire script's mode argument for each combination of (fenced, fair, later attempt),
+ * built once per engine: index `(fenced ? 1 : 0) | (fair ? 2 : 0) | (later ? 4 : 0)`.
+ */
+export function acquireModes(settings: ResolvedSettings): readonly string[] {
+  // The entry must outlive the longest pause between attempts.
+  const queueEntryMs = Math.max(1000, 3 * (settings.retryDelayMs + settings.retryJitterMs + settings.nodeTimeoutMs));
+  const modes: string[] = [];
+  for (let index = 0; index < 8; index++) {
+    const fenced = (index & 1) !== 0;
+    const fair = (index & 2) !== 0;
+    const later = (index & 4) !== 0;
+    // Waiters join the resource's queue when refused: a release then wakes the one that came first
+    // instead of all of them at once (a stampede of attempts that mostly fail). Fair mode also reserves a
+    // free resource for the head of its queue. From the second attempt on, the waiter may be queued on a
+    // node: "w" makes taking the lock there leave the queue in the same script.
+    const queued = fair || settings.wakeOnRelease;
+    const flags = `${fenced ? "f" : ""}${queued ? (fair ? "r" : "q") : ""}${queued && later ? "w" : ""}`;
+    modes.push(queued ? `${flags}:${queueEntryMs}` : flags);
+  }
+  return Object.freeze(modes);
+}
+
+export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions): Promise<Lock> {
   const resources = check.resourceList("resources", resourcesArg);
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
-  if (typeof options !== "object" || options === null) check.fail("options", "an object", options);
   const settings = engine.settings;
-  const signal = check.abortSignal("signal", options.signal);
-  const fenced = options.fenced === undefined ? settings.fenced : check.boolean("fenced", options.fenced);
-  const fair = options.fair === undefined ? settings.fair : check.boolean("fair", options.fair);
-  const retries = options.retryCount === undefined ? settings.retryCount : checkRetryCount("retryCount", options.retryCount);
-  const tail = options.label === undefined ? engine.identityTail : encodeIdentityTail(settings.host, check.nullableString("label", options.label));
+  let signal: AbortSignal | undefined;
+  let fenced = settings.fenced;
+  let fair = settings.fair;
+  let retries = settings.retryCount;
+  let tail = engine.identityTail;
+  if (options !== undefined) {
+    if (typeof options !== "object" || options === null) check.fail("options", "an object", options);
+    signal = check.abortSignal("signal", options.signal);
+    if (options.fenced !== undefined) fenced = check.boolean("fenced", options.fenced);
+    if (options.fair !== undefined) fair = check.boolean("fair", options.fair);
+    if (options.retryCount !== undefined) retries = checkRetryCount("retryCount", options.retryCount);
+    if (options.label !== undefined) tail = encodeIdentityTail(settings.host, check.nullableString("label", options.label));
+  }
 
   const { clients, quorum } = engine;
   const maxAttempts = retries === -1 ? Infinity : retries + 1;
   const id = randomId();
   const acquiredAt = Date.now();
   const value = composeLockValue(id, acquiredAt, settings.pid, null, tail);
-  // Waiters join the resource's queue when refused: a release then wakes the one that came first instead
-  // of all of them at once (a stampede of attempts that mostly fail). Fair mode also reserves a free
-  // resource for the head of its queue. The entry must outlive the longest pause between attempts.
   const queued = fair || settings.wakeOnRelease;
-  const queueEntryMs = Math.max(1000, 3 * (settings.retryDelayMs + settings.retryJitterMs + settings.nodeTimeoutMs));
-  const flags = `${fenced ? "f" : ""}${queued ? (fair ? "r" : "q") : ""}`;
-  const suffix = queued ? `:${queueEntryMs}` : "";
-  const firstMode = flags + suffix;
-  // From the second attempt on, the waiter may be queued on a node: "w" makes taking the lock there leave
-  // the queue in the same script.
-  const laterMode = queued ? `${flags}w${suffix}` : firstMode;
+  const modeIndex = (fenced ? 1 : 0) | (fair ? 2 : 0);
   let waiter: AcquireWaiter | null = null;
   const timeoutMs = settings.nodeTimeoutMs;
   const drift = driftMs(settings, ttlMs);
   const started = performance.now();
-  // Resolve early on success only: a failed round waits for every node (or the timeout), so that in the
-  // common contended case every node has answered "held" and there is nothing to clean up.
-  const early = { quorum, isFor: isGranted, when: "success" as const };
 
   try {
     for (let attempt = 1; ; attempt++) {
@@ -141,30 +178,30 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         throw new AcquireAbortedError(resources, attempt - 1, signal.reason);
       }
       if (waiter) waiter.woken = false;
-      const roundStart = performance.now();
-      const telemetry = settings.telemetry ? attempt : "";
+      const roundStart = attempt === 1 ? started : performance.now();
       const outcomes = await runRound(clients, ACQUIRE, {
         keys: resources,
-        args: [value, ttlMs, attempt === 1 ? firstMode : laterMode, telemetry],
+        args: [value, ttlMs, engine.acquireModes[attempt === 1 ? modeIndex : modeIndex | 4]!, settings.telemetry ? attempt : ""],
         timeoutMs,
         parse: parseAcquireReply,
-        early,
+        // Resolve early on success only: a failed round waits for every node (or the timeout), so that in
+        // the common contended case every node has answered "held" and there is nothing to clean up.
+        early: engine.acquireEarly,
         onLate: engine.onLateAcquire,
       });
       reportErrors(engine, outcomes, "acquire");
 
       let granted = 0;
       let answered = 0;
-      let highestFence = -1n;
-      for (const outcome of outcomes) {
+      let highestFence = "";
+      for (let i = 0; i < outcomes.length; i++) {
+        const outcome = outcomes[i]!;
         if (outcome.state !== "ok") continue;
         answered += 1;
         if (outcome.value.kind === "granted") {
           granted += 1;
-          if (outcome.value.fence !== null) {
-            const fence = BigInt(outcome.value.fence);
-            if (fence > highestFence) highestFence = fence;
-          }
+          const fence = outcome.value.fence;
+          if (fence !== null && (highestFence === "" || BigInt(fence) > BigInt(highestFence))) highestFence = fence;
         }
       }
 
@@ -174,7 +211,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       if (granted >= quorum) {
         if (fenced) {
           // Record the fence on a quorum before handing it out (see commit-fence.lua.ts for why).
-          fence = (highestFence + 1n).toString();
+          fence = (BigInt(highestFence || "0") + 1n).toString();
           lockValue = composeLockValue(id, acquiredAt, settings.pid, fence, tail);
           const commit = await runRound(clients, COMMIT_FENCE, {
             keys: resources,
@@ -194,9 +231,12 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         }
         if (!failure) {
           const deadline = roundStart + ttlMs - drift;
-          const validityMs = deadline - performance.now();
+          const now = performance.now();
+          const validityMs = deadline - now;
           if (validityMs > 0) {
             if (queued && (attempt > 1 || answered > granted)) {
+              // Queued on a node by this or an earlier refused attempt: leave it there (nodes still pending
+              // are handled by the round's late answers, see `onLateAcquire`).
               const notGranted: number[] = [];
               outcomes.forEach((o, i) => {
                 if (!(o.state === "ok" && o.value.kind === "granted")) notGranted.push(i);
@@ -207,14 +247,15 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
               value: lockValue,
               previousValue: fenced ? value : null,
               deadline,
-              acquiredAtMono: performance.now(),
+              acquiredAtMono: now,
               releasing: null,
               lostReported: false,
               owner: engine.owner,
             };
-            const lock = new Lock(resources, fence, attempt, state, validityMs);
+            // Epoch expiry from the epoch start of the acquisition plus monotonic time: no second clock read.
+            const lock = new Lock(resources, fence, attempt, state, validityMs, acquiredAt + (deadline - started));
             if (engine.listening("acquired")) {
-              engine.emit("acquired", { resources, fence, waitMs: performance.now() - started, attempts: attempt, validityMs });
+              engine.emit("acquired", { resources, fence, waitMs: now - started, attempts: attempt, validityMs });
             }
             return lock;
           }

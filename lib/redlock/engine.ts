@@ -3,7 +3,8 @@ import type { NodeVote } from "./errors";
 import type { RedlockEvents } from "./events";
 import type { LockOwner } from "./lock";
 import type { Notifications } from "./notifications";
-import type { NodeOutcome } from "./round";
+import type { AcquireReply } from "./acquire";
+import type { NodeOutcome, RoundOptions } from "./round";
 import type { ResolvedSettings } from "./settings";
 
 /** @internal What the operations (acquire, release, extend, using) share from their `Redlock`. */
@@ -19,8 +20,14 @@ export interface Engine {
   emit<K extends keyof RedlockEvents>(event: K, ...payload: RedlockEvents[K]): void;
   nodeError(index: number, error: Error, operation: RedlockEvents["node-error"][0]["operation"]): void;
   /** Late answers of acquire / release rounds, made once per engine (rounds are the hot path). */
-  readonly onLateAcquire: (index: number, outcome: NodeOutcome<unknown>) => void;
-  readonly onLateRelease: (index: number, outcome: NodeOutcome<unknown>) => void;
+  readonly onLateAcquire: NonNullable<RoundOptions<AcquireReply>["onLate"]>;
+  readonly onLateRelease: NonNullable<RoundOptions<number>["onLate"]>;
+  /** The acquire round's early-resolution rule (on a quorum of grants), made once per engine. */
+  readonly acquireEarly: NonNullable<RoundOptions<AcquireReply>["early"]>;
+  /** The release round's early-resolution rule for one resource (deleted = 1 is a vote for). */
+  readonly releaseEarly: NonNullable<RoundOptions<number>["early"]>;
+  /** `acquireModes(settings)`, built once per engine. */
+  readonly acquireModes: readonly string[];
 }
 
 /** Validity left after a round that started at `roundStart`: TTL minus elapsed time minus drift. */

@@ -63,9 +63,19 @@ export function encodeIdentityTail(host: string | null, label: string | null): s
   return `:${encodeField(host)}:${encodeField(label)}`;
 }
 
+// Base 36 of the last acquisition time: values are made thousands of times per millisecond under load,
+// and number-to-radix conversion is one of the costlier steps of making one.
+let lastAt = -1;
+let lastAt36 = "0";
+
 /** @internal Builds a value from its parts; `tail` comes from `encodeIdentityTail`. */
 export function composeLockValue(id: string, acquiredAt: number, pid: number | null, fence: string | null, tail: string): string {
-  return `${PREFIX}${id}:${Math.max(0, Math.trunc(acquiredAt)).toString(36)}:${pid ?? ""}:${fence ?? ""}${tail}`;
+  const at = Math.max(0, Math.trunc(acquiredAt));
+  if (at !== lastAt) {
+    lastAt = at;
+    lastAt36 = at.toString(36);
+  }
+  return `${PREFIX}${id}:${lastAt36}:${pid ?? ""}:${fence ?? ""}${tail}`;
 }
 
 /** A unique lock value (token) carrying the holder's identity. */

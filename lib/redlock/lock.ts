@@ -58,10 +58,11 @@ export class Lock {
     readonly attempts: number,
     state: LockState,
     validityMs: number,
+    expiresAt: number,
   ) {
     this.#state = state;
     this.#validityMs = validityMs;
-    this.#expiresAt = Date.now() + validityMs;
+    this.#expiresAt = expiresAt;
   }
 
   /** The value held in each lock key: a unique token carrying the holder's identity. */

@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { acquireLock, type AcquireOptions } from "./acquire";
+import { acquireLock, acquireModes, isGranted, lateAcquireHandler, type AcquireOptions } from "./acquire";
 import type { RedlockClient } from "./client";
 import type { Engine } from "./engine";
 import type { RedlockEvents } from "./events";
@@ -37,10 +37,11 @@ export class Redlock extends EventEmitter<RedlockEvents> {
     const nodeError = (index: number, error: Error, operation: RedlockEvents["node-error"][0]["operation"]) => {
       if (this.listenerCount("node-error") > 0) this.emit("node-error", { index, error, operation });
     };
+    const quorum = quorumOf(nodes.length);
     this.#engine = {
       clients: nodes,
       settings: this.settings,
-      quorum: quorumOf(nodes.length),
+      quorum,
       identityTail: encodeIdentityTail(this.settings.host, this.settings.label),
       notifications: new Notifications(nodes, this.settings.subscriberIdleMs, (index, error) => nodeError(index, error, "subscribe")),
       owner,
@@ -49,12 +50,13 @@ export class Redlock extends EventEmitter<RedlockEvents> {
         (this.emit as (name: string, ...args: unknown[]) => boolean)(event, ...payload);
       },
       nodeError,
-      onLateAcquire: (index, outcome) => {
-        if (outcome.state === "error") nodeError(index, outcome.error, "acquire");
-      },
+      onLateAcquire: lateAcquireHandler(() => this.#engine),
       onLateRelease: (index, outcome) => {
         if (outcome.state === "error") nodeError(index, outcome.error, "release");
       },
+      acquireEarly: Object.freeze({ quorum, isFor: isGranted, when: "success" as const }),
+      releaseEarly: Object.freeze({ quorum, isFor: (deleted: number) => deleted === 1, when: "either" as const }),
+      acquireModes: acquireModes(this.settings),
     };
   }
 

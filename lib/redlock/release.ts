@@ -1,6 +1,6 @@
 import { reportErrors, votesOf, type Engine } from "./engine";
 import { LockLostError } from "./errors";
-import { lockState, type Lock, type ReleaseResult } from "./lock";
+import { lockState, type Lock, type LockState, type ReleaseResult } from "./lock";
 import { RELEASE_LUA } from "./release.lua";
 import { runRound, type NodeOutcome } from "./round";
 import { defineScript } from "./script";
@@ -37,6 +37,8 @@ export async function releaseOnNodes(
   return outcomes;
 }
 
+const isDone = (deleted: number, resources: number): boolean => deleted === resources;
+
 /**
  * Releases a lock on every node. Resolves `{released: true}` when a quorum still held it and deleted it;
  * `{released: false}` when it was already gone (expired or taken: a `lost` event says so) or too few
@@ -45,33 +47,38 @@ export async function releaseOnNodes(
 export function releaseLock(engine: Engine, lock: Lock): Promise<ReleaseResult> {
   const state = lockState(lock);
   // A second release (or one racing with using()'s) shares the first: the value is deleted once.
-  state.releasing ??= (async () => {
-    const resources = lock.resources;
-    const isDone = (deleted: number) => deleted === resources.length;
-    const values = state.previousValue === null ? [state.value] : [state.value, state.previousValue];
-    const outcomes = await runRound(engine.clients, RELEASE, {
-      keys: resources,
-      args: values,
-      timeoutMs: engine.settings.nodeTimeoutMs,
-      parse: parseCount,
-      early: { quorum: engine.quorum, isFor: isDone, when: "either" },
-      onLate: engine.onLateRelease,
-    });
-    reportErrors(engine, outcomes, "release");
-    const votes = votesOf(outcomes, isDone);
-    const now = performance.now();
-    const votesFor = votes.filter((v) => v.vote === "for").length;
-    const released = votesFor >= engine.quorum;
-    if (released) {
-      if (engine.listening("released")) {
-        engine.emit("released", { resources, heldMs: now - state.acquiredAtMono, validityMarginMs: state.deadline - now });
-      }
-    } else if (votes.filter((v) => v.vote === "against").length > engine.clients.length - engine.quorum) {
-      // A quorum answered and does not hold it: it was lost before this release.
-      if (!state.lostReported && engine.listening("lost")) engine.emit("lost", { resources, reason: new LockLostError(resources, state.value, votes) });
+  return (state.releasing ??= releaseOnce(engine, lock, state));
+}
+
+async function releaseOnce(engine: Engine, lock: Lock, state: LockState): Promise<ReleaseResult> {
+  const resources = lock.resources;
+  const early = resources.length === 1 ? engine.releaseEarly : { quorum: engine.quorum, isFor: (deleted: number) => isDone(deleted, resources.length), when: "either" as const };
+  const outcomes = await runRound(engine.clients, RELEASE, {
+    keys: resources,
+    args: state.previousValue === null ? [state.value] : [state.value, state.previousValue],
+    timeoutMs: engine.settings.nodeTimeoutMs,
+    parse: parseCount,
+    early,
+    onLate: engine.onLateRelease,
+  });
+  reportErrors(engine, outcomes, "release");
+  const votes = votesOf(outcomes, early.isFor);
+  let votesFor = 0;
+  let votesAgainst = 0;
+  for (const vote of votes) {
+    if (vote.vote === "for") votesFor += 1;
+    else if (vote.vote === "against") votesAgainst += 1;
+  }
+  const released = votesFor >= engine.quorum;
+  if (released) {
+    if (engine.listening("released")) {
+      const now = performance.now();
+      engine.emit("released", { resources, heldMs: now - state.acquiredAtMono, validityMarginMs: state.deadline - now });
     }
-    state.deadline = -Infinity;
-    return { released, votes };
-  })();
-  return state.releasing;
+  } else if (votesAgainst > engine.clients.length - engine.quorum) {
+    // A quorum answered and does not hold it: it was lost before this release.
+    if (!state.lostReported && engine.listening("lost")) engine.emit("lost", { resources, reason: new LockLostError(resources, state.value, votes) });
+  }
+  state.deadline = -Infinity;
+  return { released, votes };
 }

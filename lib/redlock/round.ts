@@ -21,8 +21,11 @@ export interface RoundOptions<T> {
    * or the timeout. The others' answers still arrive in `onLate`.
    */
   early?: { quorum: number; isFor: (value: T) => boolean; when: "success" | "either" };
-  /** An answer that arrived after the round resolved, for events. */
-  onLate?: (index: number, outcome: NodeOutcome<T>) => void;
+  /**
+   * An answer that arrived after the round resolved (for events and cleanup), with this round's options
+   * and whether the round had resolved with a quorum for (so a handler made once can serve every round).
+   */
+  onLate?: (index: number, outcome: NodeOutcome<T>, options: RoundOptions<T>, succeeded: boolean) => void;
 }
 
 const PENDING = Object.freeze({ state: "pending" as const });
@@ -34,7 +37,8 @@ function isNoScript(error: unknown): boolean {
 /**
  * Runs one script on every node in parallel, by EVALSHA with a NOSCRIPT fallback to EVAL (first use, or
  * a node that restarted empty). A single timer covers the whole round. This is the engine's hot path:
- * it is written as one class with methods rather than closures made per call.
+ * it is written as one class with methods rather than closures made per call, and it allocates only what
+ * it must (no function-valued fields, no copy of the outcomes, one argument array shared by the nodes).
  */
 class Round<T> {
   readonly outcomes: Array<NodeOutcome<T>>;
@@ -43,7 +47,7 @@ class Round<T> {
   #undecided: number;
   #done = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
-  #resolve: (outcomes: Array<NodeOutcome<T>>) => void = () => {};
+  #resolve: ((outcomes: Array<NodeOutcome<T>>) => void) | undefined;
 
   constructor(
     private readonly clients: readonly ScriptClient[],
@@ -57,11 +61,13 @@ class Round<T> {
   run(): Promise<Array<NodeOutcome<T>>> {
     const promise = new Promise<Array<NodeOutcome<T>>>((resolve) => (this.#resolve = resolve));
     const { keys, args } = this.options;
+    // One flat argument list (keys, then args) for every node, built once for the round.
+    const keysAndArgs = keys.length === 1 ? [keys[0]!, ...args] : [...keys, ...args];
     for (let index = 0; index < this.clients.length; index++) {
       const client = this.clients[index]!;
       let call: Promise<unknown>;
       try {
-        call = client.evalsha(this.script.sha, keys.length, ...keys, ...args);
+        call = client.evalsha(this.script.sha, keys.length, ...keysAndArgs);
       } catch (error) {
         call = Promise.reject(toError(error));
       }
@@ -69,7 +75,7 @@ class Round<T> {
         (raw) => this.#reply(index, raw),
         (error: unknown) => {
           if (!isNoScript(error)) return this.#fail(index, error);
-          client.eval(this.script.source, keys.length, ...keys, ...args).then(
+          client.eval(this.script.source, keys.length, ...keysAndArgs).then(
             (raw) => this.#reply(index, raw),
             (evalError: unknown) => this.#fail(index, evalError),
           );
@@ -98,7 +104,8 @@ class Round<T> {
 
   #settle(index: number, outcome: NodeOutcome<T>): void {
     if (this.#done) {
-      this.options.onLate?.(index, outcome);
+      const early = this.options.early;
+      this.options.onLate?.(index, outcome, this.options, early !== undefined && this.#votesFor >= early.quorum);
       return;
     }
     this.outcomes[index] = outcome;
@@ -128,7 +135,8 @@ class Round<T> {
     if (this.#done) return;
     this.#done = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#resolve(this.outcomes.slice());
+    // No copy: once done, the round never writes to `outcomes` again (late answers go to onLate).
+    this.#resolve!(this.outcomes);
   }
 }
 

@@ -51,8 +51,9 @@ export function resourceList(name: string, value: unknown): string[] {
   if (!Array.isArray(value) || value.length === 0) fail(name, "a non-empty array of non-empty strings", value);
   const list = value as unknown[];
   for (const item of list) if (typeof item !== "string" || item === "") fail(name, "a non-empty array of non-empty strings", value);
-  if (new Set(list).size !== list.length) fail(name, "an array without duplicates", value);
-  return [...(list as string[])];
+  // Most locks name one resource: no Set to build for it.
+  if (list.length > 1 && new Set(list).size !== list.length) fail(name, "an array without duplicates", value);
+  return list.length === 1 ? [list[0] as string] : [...(list as string[])];
 }
 
 export function fenceString(name: string, value: unknown): string {
