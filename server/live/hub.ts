@@ -19,6 +19,8 @@ const RING_MAX_BYTES = 8 * 1024 * 1024;
 const RING_MAX_FRAMES = 20_000;
 /** A client more than this far behind is dropped; it reconnects and resumes or takes a fresh snapshot. */
 const MAX_CLIENT_BACKLOG_BYTES = 16 * 1024 * 1024;
+/** Frames are still produced this long after the last stream closed, so a reconnecting tab resumes. */
+const RESUME_GRACE_MS = 60_000;
 
 const encoder = new TextEncoder();
 
@@ -57,6 +59,8 @@ export class StreamHub {
   private ringBytes = 0;
   private readonly clients = new Set<Client>();
   private nextClientId = 1;
+  /** When a stream was last open (0: never), so a tab that reconnects soon can still resume. */
+  private lastClientAt = 0;
 
   constructor(private readonly sources: HubSources) {}
 
@@ -103,6 +107,7 @@ export class StreamHub {
         client.closed = true;
         clearTimeout(client.lifetime);
         this.clients.delete(client);
+        this.lastClientAt = Date.now();
         client.pending = [];
         client.snapshot = null;
         try {
@@ -198,6 +203,15 @@ export class StreamHub {
 
   /** Sends what changed (coalesced per lock) as one frame with one id. */
   tick(now = Date.now()): void {
+    if (this.clients.size === 0 && now - this.lastClientAt > RESUME_GRACE_MS) {
+      // Nobody to send to for a while: skip the work, and make every earlier id unresumable (a later stream gets a snapshot).
+      if (this.sources.store.discardChanges()) {
+        this.seq += 1;
+        this.ring.length = 0;
+        this.ringBytes = 0;
+      }
+      return;
+    }
     const { upserts, removed, contention } = this.sources.store.drain(now, COALESCE_MS, MAX_LOCKS_PER_TICK);
     if (upserts.length === 0 && removed.length === 0 && contention.length === 0) return;
     const parts: string[] = [];

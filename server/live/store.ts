@@ -19,6 +19,7 @@ const PROBE_AFTER_MS = 1_000;
 /** A force-release noted this long before the keys vanish explains their going. */
 const FORCE_HINT_MS = 10_000;
 const WHEEL_MS = 100;
+const ALREADY_HELD = "already held when the console started watching";
 
 /** One node's reading of one key: `value` null when absent; `expiry` NaN when absent, Infinity without TTL. */
 export interface NodeSample {
@@ -33,8 +34,6 @@ interface Entry {
   resource: string;
   values: Array<string | null>;
   expiries: number[];
-  /** When each node's sample was read (Date.now()). */
-  stamps: number[];
   /** null until first counted. */
   state: LockState | null;
   token: string | null;
@@ -46,7 +45,8 @@ interface Entry {
   endedAt: number | null;
   endedToken: string | null;
   cause: EndCause;
-  timeline: TimelineEntry[];
+  /** null until something happens to a lock found already held at start (saves an array per lock). */
+  timeline: TimelineEntry[] | null;
   /** When this lock was last sent to the streams (per-lock coalescing). */
   lastSentAt: number;
   wheelAt: number;
@@ -90,6 +90,8 @@ export class LockStore {
   readonly contention = new ContentionTracker();
   readonly acquisitions = new BucketCounter(1_000, 10);
   readonly expirations = new BucketCounter(1_000, 10);
+  /** False until every node's first reconcile is done: locks found until then were already held. */
+  watching = false;
   /** Called with resources whose TTL ran out long ago and should be read again. */
   onProbe: (resources: string[]) => void = () => {};
 
@@ -127,7 +129,7 @@ export class LockStore {
   get(resource: string, now = Date.now()): LockDetail | null {
     const entry = this.live.get(resource) ?? this.recent.get(resource);
     if (!entry || entry.state === null) return null;
-    return { ...this.build(entry, now), timeline: entry.timeline.slice(-TIMELINE_CAP), contentionHistory: this.contention.history(resource, now) };
+    return { ...this.build(entry, now), timeline: this.timelineOf(entry).slice(-TIMELINE_CAP), contentionHistory: this.contention.history(resource, now) };
   }
 
   counts(now = Date.now()): LockCounts {
@@ -147,11 +149,11 @@ export class LockStore {
     return this.nodeUp[index] ?? false;
   }
 
-  /** Keys some node is known to hold (for the reconcile's "gone while we were away"). */
-  knownOn(node: number): Array<{ resource: string; stamp: number }> {
-    const out: Array<{ resource: string; stamp: number }> = [];
+  /** Keys a node is known to hold (for the reconcile's "gone while we were away"). */
+  knownOn(node: number): string[] {
+    const out: string[] = [];
     for (const entry of this.live.values()) {
-      if (entry.values[node] !== null && entry.values[node] !== undefined) out.push({ resource: entry.resource, stamp: entry.stamps[node] ?? 0 });
+      if (entry.values[node] !== null && entry.values[node] !== undefined) out.push(entry.resource);
     }
     return out;
   }
@@ -167,11 +169,19 @@ export class LockStore {
     }
     let visible = false;
     for (const sample of samples) {
+      // Each node's reply is its own string: keep one copy of a value all nodes hold (100,000 locks × 3 nodes).
+      if (sample.value !== null) {
+        for (const held of entry.values) {
+          if (held !== null && held === sample.value) {
+            sample.value = held;
+            break;
+          }
+        }
+      }
       const before = entry.values[sample.node] ?? null;
       const beforeExpiry = entry.expiries[sample.node] ?? Number.NaN;
       entry.values[sample.node] = sample.value;
       entry.expiries[sample.node] = sample.expiry;
-      entry.stamps[sample.node] = now;
       if (sample.value === null && before !== null && sample.cause) entry.cause = sample.cause;
       if (before !== sample.value || (sample.value !== null && !(Math.abs(sample.expiry - beforeExpiry) <= 20))) {
         if (!(sample.expiry === Infinity && beforeExpiry === Infinity && before === sample.value)) visible = true;
@@ -204,7 +214,8 @@ export class LockStore {
     this.contentionChanged.add(event.resource);
     const entry = this.live.get(event.resource);
     if (entry) {
-      const last = entry.timeline[entry.timeline.length - 1];
+      const timeline = this.timelineOf(entry);
+      const last = timeline[timeline.length - 1];
       const who = event.label ?? event.host ?? event.waiterId.slice(0, 6);
       if (last && last.type === "attempts" && now - last.at < 5_000) {
         const count = Number(/^(\d+)/.exec(last.detail ?? "")?.[1] ?? "1") + 1;
@@ -233,7 +244,7 @@ export class LockStore {
     if (!entry || entry.state === null || entry.endedAt === null || now - entry.endedAt > 3_000) return;
     if (entry.state === "force-released") {
       if (detail) {
-        const last = [...entry.timeline].reverse().find((t) => t.type === "force-released");
+        const last = [...this.timelineOf(entry)].reverse().find((t) => t.type === "force-released");
         if (last) last.detail = detail;
       }
       return;
@@ -243,7 +254,7 @@ export class LockStore {
     this.count(previous, -1, entry);
     entry.state = "force-released";
     this.count("force-released", 1, entry);
-    const last = [...entry.timeline].reverse().find((t) => t.type === "released" || t.type === "expired");
+    const last = [...this.timelineOf(entry)].reverse().find((t) => t.type === "released" || t.type === "expired");
     if (last) {
       last.type = "force-released";
       last.detail = detail ?? undefined;
@@ -333,6 +344,15 @@ export class LockStore {
     return { upserts, removed, contention };
   }
 
+  /** Nobody is listening: forget pending changes (a later stream starts from a snapshot). */
+  discardChanges(): boolean {
+    const had = this.changed.size > 0 || this.removed.size > 0 || this.contentionChanged.size > 0;
+    this.changed.clear();
+    this.removed.clear();
+    this.contentionChanged.clear();
+    return had;
+  }
+
   // ---- internals -----------------------------------------------------------------------------------
 
   private revive(resource: string): Entry {
@@ -343,7 +363,6 @@ export class LockStore {
       resource,
       values: new Array<string | null>(n).fill(null),
       expiries: new Array<number>(n).fill(Number.NaN),
-      stamps: new Array<number>(n).fill(0),
       state: null,
       token: null,
       leading: null,
@@ -354,7 +373,7 @@ export class LockStore {
       endedAt: null,
       endedToken: null,
       cause: null,
-      timeline: old?.timeline ?? [],
+      timeline: old ? this.timelineOf(old) : null,
       lastSentAt: 0,
       wheelAt: 0,
     };
@@ -387,13 +406,17 @@ export class LockStore {
           entry.endedAt = null;
           entry.endedToken = null;
           entry.cause = null;
-          const who = decoded.holder?.label ?? decoded.holder?.host ?? (step.token ? "a foreign client" : "unknown");
-          const held = `${merged.quorumHeld} of ${this.nodeIds.length} nodes`;
-          this.addTimeline(entry, {
-            at: now,
-            type: "acquired",
-            detail: step.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`,
-          });
+          if (!this.watching && entry.timeline === null) {
+            // Found by the first reconcile: its "acquired" entry is made up when asked for (timelineOf).
+          } else {
+            const who = decoded.holder?.label ?? decoded.holder?.host ?? (step.token ? "a foreign client" : "unknown");
+            const held = `${merged.quorumHeld} of ${this.nodeIds.length} nodes`;
+            this.addTimeline(entry, {
+              at: now,
+              type: "acquired",
+              detail: step.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`,
+            });
+          }
           this.events.emit("lock-event", { type: "acquired", resource: entry.resource });
           this.acquisitions.add(now);
           if (step.token) this.contention.holderIs(entry.resource, lockValueId(step.token));
@@ -472,8 +495,16 @@ export class LockStore {
     else this.wheel.set(bucket, [entry.resource]);
   }
 
+  /** The entry's timeline, created on first use; a lock found at start begins with "already held". */
+  private timelineOf(entry: Entry): TimelineEntry[] {
+    if (entry.timeline === null) {
+      entry.timeline = entry.acquiredAt === null ? [] : [{ at: entry.acquiredAt, type: "acquired", detail: ALREADY_HELD }];
+    }
+    return entry.timeline;
+  }
+
   private addTimeline(entry: Entry, item: { at: number; type: TimelineType; node?: string; detail?: string }): void {
-    pushCapped(entry.timeline, item, TIMELINE_CAP);
+    pushCapped(this.timelineOf(entry), item, TIMELINE_CAP);
   }
 
   private trimRecent(now: number): void {

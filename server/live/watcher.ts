@@ -1,4 +1,5 @@
 import "server-only";
+import { createHash } from "node:crypto";
 import Redis from "ioredis";
 import type { EndCause } from "@/lib/locks/merge";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
@@ -50,6 +51,39 @@ export async function readKeys(conn: Redis, keys: readonly string[]): Promise<Ke
   });
 }
 
+/**
+ * GET + PTTL of many keys in one script: one command per batch instead of two per key (the client's cost is
+ * per command), atomic per node. A key that is not a string answers -3 instead of failing the batch.
+ */
+const READ_SCRIPT = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  local value = redis.pcall('GET', key)
+  if type(value) == 'table' then
+    out[2 * i - 1] = -3
+    out[2 * i] = -3
+  else
+    out[2 * i - 1] = value
+    out[2 * i] = redis.call('PTTL', key)
+  end
+end
+return out
+`;
+const READ_SHA = createHash("sha1").update(READ_SCRIPT).digest("hex");
+
+/** The script's reply as readings; `at` is the middle of the round trip. */
+function readingsFromScript(keys: readonly string[], reply: unknown, at: number): KeyReading[] {
+  const flat = Array.isArray(reply) ? (reply as unknown[]) : [];
+  return keys.map((key, i): KeyReading => {
+    const value = flat[2 * i];
+    const pttl = flat[2 * i + 1];
+    if (value === -3) return { key, value: null, expiry: Number.NaN, otherType: true };
+    if (typeof value !== "string") return { key, value: null, expiry: Number.NaN, otherType: false };
+    const ttl = typeof pttl === "number" ? pttl : -2;
+    return { key, value, expiry: ttl === -1 ? Infinity : ttl >= 0 ? at + ttl : Number.NaN, otherType: false };
+  });
+}
+
 const CAUSES: Record<string, EndCause> = { del: "del", expired: "expired", evicted: "evicted" };
 
 /**
@@ -91,6 +125,8 @@ export class NodeWatcher {
   private again = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private stopped = false;
+  /** Scripts refused (EVAL disabled or renamed): read with MULTI instead. */
+  private scriptsRefused = false;
   /** Called when the watcher's status changes (up, down, notifications). */
   onChange: () => void = () => {};
 
@@ -196,7 +232,7 @@ export class NodeWatcher {
           this.subscribedGeneration = generation;
         }
         const started = Date.now();
-        await this.reconcile(started);
+        await this.reconcile();
         if (this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) {
           this.again = true;
           continue;
@@ -259,7 +295,7 @@ export class NodeWatcher {
    * SCAN MATCH every pattern with batched reads, then drop what this node no longer holds. Subscribed
    * before it starts, so changes during the scan arrive as notifications and are read again.
    */
-  async reconcile(started = Date.now()): Promise<void> {
+  async reconcile(): Promise<void> {
     const seen = new Set<string>();
     for (const pattern of this.ctx.patterns) {
       let cursor = "0";
@@ -269,15 +305,19 @@ export class NodeWatcher {
         const fresh = keys.filter((k) => !seen.has(k) && this.ctx.isLockKey(k));
         for (const key of fresh) seen.add(key);
         for (let i = 0; i < fresh.length; i += READ_BATCH) {
-          const readings = await readKeys(this.reader, fresh.slice(i, i + READ_BATCH));
+          const readings = await this.read(fresh.slice(i, i + READ_BATCH));
           const now = Date.now();
           for (const reading of readings) this.applyReading(reading, null, now);
         }
       } while (cursor !== "0");
     }
-    const now = Date.now();
-    for (const { resource, stamp } of this.ctx.store.knownOn(this.index)) {
-      if (!seen.has(resource) && stamp < started) this.ctx.store.apply(resource, [{ node: this.index, value: null, expiry: Number.NaN, cause: null }], now);
+    // Keys the store thinks this node holds that the scan did not return: read them once more (a key
+    // deleted while we were away is absent now; one created during the scan is read as it is).
+    const missing = this.ctx.store.knownOn(this.index).filter((resource) => !seen.has(resource));
+    for (let i = 0; i < missing.length; i += READ_BATCH) {
+      const readings = await this.read(missing.slice(i, i + READ_BATCH));
+      const now = Date.now();
+      for (const reading of readings) this.applyReading(reading, null, now);
     }
   }
 
@@ -288,6 +328,28 @@ export class NodeWatcher {
       if (ttl > this.longestTtlMs) this.longestTtlMs = Math.round(ttl);
     }
     return { node: this.index, value: reading.value, expiry: reading.expiry, cause };
+  }
+
+  /** Reads keys on this node: the batch script where scripting works, MULTI where it does not. */
+  async read(keys: readonly string[]): Promise<KeyReading[]> {
+    if (keys.length === 0) return [];
+    if (this.scriptsRefused) return readKeys(this.reader, keys);
+    const started = Date.now();
+    let reply: unknown;
+    try {
+      try {
+        reply = await this.reader.evalsha(READ_SHA, keys.length, ...keys);
+      } catch (error) {
+        if (!(error instanceof Error) || !/NOSCRIPT/.test(error.message)) throw error;
+        reply = await this.reader.eval(READ_SCRIPT, keys.length, ...keys);
+      }
+    } catch (error) {
+      if (this.reader.status !== "ready" || !(error instanceof Error) || !/unknown command|not allowed|NOPERM|disabled/i.test(error.message)) throw error;
+      this.scriptsRefused = true;
+      this.ctx.log.warn({ node: this.id, err: error.message }, "scripts refused: reading lock keys with MULTI instead");
+      return readKeys(this.reader, keys);
+    }
+    return readingsFromScript(keys, reply, (started + Date.now()) / 2);
   }
 
   private applyReading(reading: KeyReading, cause: EndCause, now: number): void {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { LOCK_STATES } from "@/lib/locks/types";
 import { route } from "@/server/http";
-import { getLockStore, getWatcherStatus } from "@/server/live";
+import { locksJsonStream } from "@/server/live";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -12,12 +12,9 @@ const query = z.strictObject({
 });
 
 // GET /api/locks: every lock the console sees, merged across nodes (snapshot; the stream keeps it live)
+// Body: {serverTime, nodes, total, locks}, streamed so a very large snapshot never sits in memory at once.
 export const GET = route({ name: "GET /api/locks", access: "viewer", query }, ({ query: q }) => {
-  const store = getLockStore();
-  const serverTime = store.serverTime();
-  let locks = store.list(serverTime);
-  if (q.state) locks = locks.filter((l) => l.state === q.state);
-  const total = locks.length;
-  if (q.limit !== undefined) locks = locks.slice(0, q.limit);
-  return { serverTime, nodes: getWatcherStatus(), total, locks };
+  return new Response(locksJsonStream({ ...(q.state ? { state: q.state } : {}), ...(q.limit !== undefined ? { limit: q.limit } : {}) }), {
+    headers: { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store" },
+  });
 });

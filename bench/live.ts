@@ -1,0 +1,369 @@
+/**
+ * Live view benchmark (not a test): `npm run bench:live [-- --json] [-- --quick]`.
+ *
+ * Starts three redis-server nodes in os.tmpdir() and the real console as a child process
+ * (`node --import tsx scripts/start.ts`, REDIS_URLS pointing at those nodes), so RSS and CPU are the
+ * server's own (/proc/<pid>). For N = 1,000 and 100,000 locks held (loaded with pipelined SET PX before the
+ * console starts, so it reconciles them by SCAN), it opens one stream in this process, measures the
+ * snapshot, then churns acquisitions and releases at 1,000 and 5,000 changes/s on other keys and measures,
+ * for every change, the time from the Redis write to its arrival in the stream. Afterwards the stream's view
+ * of every churned key is compared with Redis: a difference is a lost event.
+ *
+ * Run it under `flock /tmp/lockscope-build.lock` (the console's launcher builds when sources changed).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import Redis from "ioredis";
+import { freePort, startRedisNodes, type RedisNode } from "../lib/redis-node";
+
+const args = new Set(process.argv.slice(2));
+const JSON_OUT = args.has("--json");
+const QUICK = args.has("--quick");
+const out = (line = "") => (JSON_OUT ? process.stderr : process.stdout).write(`${line}\n`);
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const HELD_COUNTS = QUICK ? [1_000, 20_000] : [1_000, 100_000];
+const RATES = [1_000, 5_000];
+const CHURN_MS = QUICK ? 3_000 : 8_000;
+/** Each churned lock is held this long before its release: longer than the stream's 100 ms coalescing window. */
+const HOLD_MS = 1_000;
+const SETTLE_MS = 2_500;
+const VIEWER = `bench-viewer-${randomBytes(12).toString("hex")}`;
+const OPERATOR = `bench-operator-${randomBytes(12).toString("hex")}`;
+const CLK_TCK = 100;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
+interface StreamLock {
+  resource: string;
+  state: string;
+  token: string | null;
+}
+
+/** One SSE client: applies snapshot/lock/lock-removed to a map and reports each lock event as it arrives. */
+class StreamClient {
+  readonly locks = new Map<string, StreamLock>();
+  snapshotDoneAt: number | null = null;
+  readonly openedAt = performance.now();
+  onLock: (lock: StreamLock, at: number) => void = () => {};
+  private req: http.ClientRequest;
+  private buffer = "";
+  bytes = 0;
+
+  constructor(port: number) {
+    this.req = http.get(
+      { host: "127.0.0.1", port, path: "/api/locks/stream", headers: { authorization: `Bearer ${VIEWER}`, accept: "text/event-stream" } },
+      (res) => {
+        if (res.statusCode !== 200) throw new Error(`stream answered ${res.statusCode}`);
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => this.feed(chunk, performance.now()));
+      },
+    );
+    this.req.on("error", () => {
+      // closed at the end of a phase
+    });
+  }
+
+  private feed(chunk: string, at: number): void {
+    this.bytes += chunk.length;
+    this.buffer += chunk;
+    let end: number;
+    while ((end = this.buffer.indexOf("\n\n")) >= 0) {
+      const block = this.buffer.slice(0, end);
+      this.buffer = this.buffer.slice(end + 2);
+      let event = "";
+      let data = "";
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) event = line.slice(7);
+        else if (line.startsWith("data: ")) data = line.slice(6);
+      }
+      if (event === "lock") {
+        const lock = JSON.parse(data) as StreamLock;
+        this.locks.set(lock.resource, lock);
+        this.onLock(lock, at);
+      } else if (event === "lock-removed") {
+        const { resource } = JSON.parse(data) as { resource: string };
+        this.locks.delete(resource);
+        this.onLock({ resource, state: "removed", token: null }, at);
+      } else if (event === "snapshot") {
+        const body = JSON.parse(data) as { part: number; parts: number; locks: StreamLock[] };
+        if (body.part === 0) this.locks.clear();
+        for (const lock of body.locks) this.locks.set(lock.resource, lock);
+        if (body.part === body.parts - 1) this.snapshotDoneAt = at;
+      }
+    }
+  }
+
+  close(): void {
+    this.req.destroy();
+  }
+}
+
+function procStats(pid: number): { rssMb: number; hwmMb: number; cpuTicks: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  // Fields after the command name (which may contain spaces): utime is the 14th, stime the 15th field.
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { rssMb: rss / 1024, hwmMb: hwm / 1024, cpuTicks: Number(fields[11]) + Number(fields[12]) };
+}
+
+async function getJson<T>(port: number, pathname: string): Promise<{ status: number; body: T }> {
+  const res = await fetch(`http://127.0.0.1:${port}${pathname}`, { headers: { authorization: `Bearer ${VIEWER}` } });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+async function startConsole(urls: string[], dataDir: string): Promise<{ child: ChildProcess; port: number }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      ...process.env,
+      REDIS_URLS: urls.join(","),
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      LOCKSCOPE_DATA_DIR: dataDir,
+      LOCKSCOPE_VIEWER_TOKEN: VIEWER,
+      LOCKSCOPE_OPERATOR_TOKEN: OPERATOR,
+    },
+  });
+  let log = "";
+  child.stdout?.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-4000)));
+  child.stderr?.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-4000)));
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`console exited: ${log}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/api/ready`);
+      if (res.status === 200) return { child, port };
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`console not ready: ${log}`);
+    await sleep(250);
+  }
+}
+
+async function stopConsole(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  child.kill("SIGTERM");
+  await Promise.race([exited, sleep(12_000)]);
+  if (child.exitCode === null) child.kill("SIGKILL");
+}
+
+async function loadHeld(clients: Redis[], count: number): Promise<void> {
+  for (let start = 0; start < count; start += 10_000) {
+    await Promise.all(
+      clients.map(async (c) => {
+        const p = c.pipeline();
+        for (let i = start; i < Math.min(count, start + 10_000); i++) p.set(`lock:held:${i}`, `held-token-${i}`, "PX", 3_600_000);
+        await p.exec();
+      }),
+    );
+  }
+}
+
+interface ChurnResult {
+  rate: number;
+  changes: number;
+  seen: number;
+  coalesced: number;
+  lost: number;
+  p50: number;
+  p99: number;
+  max: number;
+  achievedRate: number;
+  cpuPct: number;
+  rssMb: number;
+}
+
+/** Writes `rate` changes per second (half acquisitions, half releases of keys held HOLD_MS) for CHURN_MS. */
+async function churn(clients: Redis[], stream: StreamClient, pid: number, rate: number, tag: string): Promise<ChurnResult> {
+  const pending = new Map<string, { kind: "acquire" | "release"; token: string; sentAt: number }>();
+  const latencies: number[] = [];
+  let changes = 0;
+  let coalesced = 0;
+  stream.onLock = (lock, at) => {
+    const p = pending.get(lock.resource);
+    if (!p) return;
+    const arrived = p.kind === "acquire" ? lock.state === "held" && lock.token === p.token : lock.state !== "held" && lock.state !== "partial" && lock.state !== "elapsed";
+    if (arrived) {
+      latencies.push(at - p.sentAt);
+      pending.delete(lock.resource);
+    }
+  };
+  const releases: Array<{ at: number; key: string; token: string }> = [];
+  const cpu0 = procStats(pid).cpuTicks;
+  const t0 = performance.now();
+  let n = 0;
+  let rssMax = 0;
+  const tickMs = 10;
+  let next = t0;
+  while (performance.now() - t0 < CHURN_MS) {
+    next += tickMs;
+    const now = performance.now();
+    const due = Math.round(((now - t0) / 1000) * rate) - changes;
+    for (let i = 0; i < due; i++) {
+      const release = releases[0];
+      if (release && release.at <= now && changes % 2 === 1) {
+        releases.shift();
+        if (pending.has(release.key)) coalesced += 1;
+        pending.set(release.key, { kind: "release", token: release.token, sentAt: performance.now() });
+        for (const c of clients) void c.del(release.key);
+      } else {
+        const key = `lock:churn:${tag}:${n++}`;
+        const token = `t-${n}-${randomBytes(4).toString("hex")}`;
+        pending.set(key, { kind: "acquire", token, sentAt: performance.now() });
+        for (const c of clients) void c.set(key, token, "PX", 60_000, "NX");
+        releases.push({ at: now + HOLD_MS, key, token });
+      }
+      changes += 1;
+    }
+    if (n % 50 === 0) rssMax = Math.max(rssMax, procStats(pid).rssMb);
+    const wait = next - performance.now();
+    if (wait > 0) await sleep(wait);
+    else await new Promise((r) => setImmediate(r));
+  }
+  const elapsed = performance.now() - t0;
+  const cpu1 = procStats(pid).cpuTicks;
+  // Let the last writes arrive, then compare the stream's view with Redis, key by key.
+  await sleep(SETTLE_MS);
+  rssMax = Math.max(rssMax, procStats(pid).rssMb);
+  const missed = pending.size;
+  let lost = 0;
+  const keys: string[] = [];
+  for (let i = 0; i < n; i++) keys.push(`lock:churn:${tag}:${i}`);
+  for (let i = 0; i < keys.length; i += 5_000) {
+    const slice = keys.slice(i, i + 5_000);
+    const values = await clients[0]!.mget(...slice);
+    slice.forEach((key, j) => {
+      const truth = values[j] ?? null;
+      const shown = stream.locks.get(key);
+      const shownToken = shown && (shown.state === "held" || shown.state === "partial") ? shown.token : null;
+      if (truth !== shownToken) lost += 1;
+    });
+  }
+  const sorted = latencies.sort((a, b) => a - b);
+  return {
+    rate,
+    changes,
+    seen: latencies.length,
+    coalesced: coalesced + missed,
+    lost,
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? Number.NaN,
+    achievedRate: (changes / elapsed) * 1000,
+    cpuPct: ((cpu1 - cpu0) / CLK_TCK / (elapsed / 1000)) * 100,
+    rssMb: rssMax,
+  };
+}
+
+interface PhaseResult {
+  held: number;
+  snapshotMs: number;
+  restMs: number;
+  rssAfterSnapshotMb: number;
+  churns: ChurnResult[];
+  hwmMb: number;
+}
+
+async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
+  const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true }));
+  await Promise.all(clients.map((c) => c.flushall()));
+  await loadHeld(clients, held);
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-console-"));
+  const { child, port } = await startConsole(
+    nodes.map((n) => n.url),
+    dataDir,
+  );
+  try {
+    // The watcher reconciles N keys by SCAN before /api/ready answers 200; make sure it shows all of them.
+    for (;;) {
+      const { body } = await getJson<{ total: number }>(port, "/api/locks?limit=1");
+      if (body.total >= held) break;
+      await sleep(200);
+    }
+    const stream = new StreamClient(port);
+    while (stream.snapshotDoneAt === null) await sleep(5);
+    const snapshotMs = stream.snapshotDoneAt - stream.openedAt;
+    if (stream.locks.size < held) throw new Error(`snapshot has ${stream.locks.size} locks, expected ${held}`);
+    const restStarted = performance.now();
+    await getJson(port, "/api/locks");
+    const restMs = performance.now() - restStarted;
+    const rssAfterSnapshotMb = procStats(child.pid!).rssMb;
+    const churns: ChurnResult[] = [];
+    for (const rate of RATES) {
+      churns.push(await churn(clients, stream, child.pid!, rate, `${held}-${rate}`));
+      out(`  N=${held}, ${rate}/s: done`);
+    }
+    const hwmMb = procStats(child.pid!).hwmMb;
+    stream.close();
+    return { held, snapshotMs, restMs, rssAfterSnapshotMb, churns, hwmMb };
+  } finally {
+    await stopConsole(child);
+    for (const c of clients) c.disconnect();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-live-"));
+  const nodes = await startRedisNodes(3, { dir });
+  const started = Date.now();
+  const results: PhaseResult[] = [];
+  try {
+    for (const held of HELD_COUNTS) {
+      out(`phase: ${held} locks held`);
+      results.push(await phase(nodes, held));
+    }
+  } finally {
+    await Promise.all(nodes.map((n) => n.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "–");
+  out("");
+  out(`Live view: 3 local redis-server nodes, console as a child process, one stream client (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
+  out("");
+  out("| locks held | changes/s asked | achieved | changes | delivered | p50 ms | p99 ms | max ms | not seen individually | lost (final state wrong) | server CPU % | server RSS MB |");
+  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const r of results) {
+    for (const c of r.churns) {
+      out(`| ${r.held} | ${c.rate} | ${f(c.achievedRate, 0)} | ${c.changes} | ${c.seen} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${c.coalesced} | ${c.lost} | ${f(c.cpuPct, 0)} | ${f(c.rssMb, 0)} |`);
+    }
+  }
+  out("");
+  out("| locks held | stream snapshot ms | REST /api/locks ms | RSS after snapshot MB | peak RSS (VmHWM) MB |");
+  out("|---:|---:|---:|---:|---:|");
+  for (const r of results) out(`| ${r.held} | ${f(r.snapshotMs, 0)} | ${f(r.restMs, 0)} | ${f(r.rssAfterSnapshotMb, 0)} | ${f(r.hwmMb, 0)} |`);
+  const big = results[results.length - 1]!;
+  const at5k = results.flatMap((r) => r.churns.filter((c) => c.rate === 5_000));
+  const bars = [
+    { bar: "p99 delivery at 5,000 changes/s", value: `${f(Math.max(...at5k.map((c) => c.p99)))} ms`, ok: at5k.every((c) => c.p99 < 100), limit: "< 100 ms" },
+    { bar: "events lost", value: String(results.flatMap((r) => r.churns).reduce((a, c) => a + c.lost, 0)), ok: results.every((r) => r.churns.every((c) => c.lost === 0)), limit: "0" },
+    { bar: `snapshot of ${big.held} locks`, value: `${f(big.snapshotMs, 0)} ms`, ok: big.snapshotMs < 3_000, limit: "< 3000 ms" },
+    { bar: "server peak RSS", value: `${f(Math.max(...results.map((r) => r.hwmMb)), 0)} MB`, ok: results.every((r) => r.hwmMb < 400), limit: "< 400 MB" },
+  ];
+  out("");
+  out("| bar | value | limit | result |");
+  out("|---|---:|---|---|");
+  for (const b of bars) out(`| ${b.bar} | ${b.value} | ${b.limit} | ${b.ok ? "PASS" : "FAIL"} |`);
+  if (JSON_OUT) process.stdout.write(`${JSON.stringify({ results, bars }, null, 2)}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench:live failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
