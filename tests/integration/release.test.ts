@@ -192,6 +192,21 @@ describe("force release", () => {
     }
   });
 
+  it("releases exactly the key named, even when it contains an encoded slash (never decoded twice)", async () => {
+    await holdEverywhere("lock:a%2Fb", "percent");
+    await holdEverywhere("lock:a/b", "slash");
+    // As Next.js calls the handler: the raw URL encoded once, the params already decoded.
+    const res = await call(release.POST, "POST", `/api/locks/${encodeURIComponent("lock:a%2Fb")}/release`, {
+      body: { reason: "only the percent one" },
+      params: { resource: "lock:a%2Fb" },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await valuesOf("lock:a%2Fb")).toEqual([null, null, null]);
+    expect(await valuesOf("lock:a/b")).toEqual(["slash", "slash", "slash"]);
+    const [entry] = await auditEntries("lock:a%2Fb");
+    expect(entry).toMatchObject({ resource: "lock:a%2Fb", token: "percent" });
+  });
+
   it("refuses non-lock keys with 404 and leaves them untouched", async () => {
     await Promise.all(nodes.map((n) => n.set("session:abc", "secret")));
     for (const resource of ["session:abc", "lockscope:audit", "fence:lock:orders/42", "Lock:upper"]) {
