@@ -3,7 +3,7 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { LAB_PRESETS, type LabPreset } from "@/lib/lab/presets";
-import type { RunSettings } from "@/lib/lab/settings";
+import { LOCKING_STRATEGIES, type RunSettings } from "@/lib/lab/settings";
 import type { RunRecord } from "@/lib/lab/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { useHealth } from "../node-status";
@@ -170,9 +170,10 @@ export function LabClient() {
       <section className="panel" aria-labelledby="results-title">
         <h2 id="results-title">Results</h2>
         <p className="muted">
-          Lost updates = sold − (stock − remaining): units sold twice. Wait: time to take the lock per order.
+          Lost updates = sold − (stock − remaining): units sold twice. Wait: time to take the lock per order. Click a strategy to see
+          that run&apos;s charts.
         </p>
-        {runs.isError ? <p className="error-text">{runs.error.message}</p> : <ResultsTable runs={runs.data ?? []} highlight={highlight} />}
+        {runs.isError ? <p className="error-text">{runs.error.message}</p> : <ResultsTable runs={runs.data ?? []} highlight={highlight} onSelect={running || batchBusy ? null : setWatching} />}
       </section>
     </div>
   );
@@ -228,16 +229,23 @@ function LiveRun({ run, batch, onCancel }: { run: RunRecord; batch: Batch | null
       {run.error && <p className="error-text">{run.error}</p>}
       <div className={styles.charts}>
         <LabChart key={`o-${run.id}`} title="Orders per second" unit="orders/s" lines={[{ label: "orders/s", color: "#2f9e6e" }]} data={[x, series.map((s) => s.ordersPerSec)]} />
-        <LabChart
-          key={`w-${run.id}`}
-          title="Lock wait"
-          unit="ms"
-          lines={[
-            { label: "p50", color: "#5b8ef0" },
-            { label: "p99", color: "#e0892b" },
-          ]}
-          data={[x, series.map((s) => s.waitP50Ms), series.map((s) => s.waitP99Ms)]}
-        />
+        {LOCKING_STRATEGIES.has(run.settings.strategy) ? (
+          <LabChart
+            key={`w-${run.id}`}
+            title="Lock wait"
+            unit="ms"
+            lines={[
+              { label: "p50", color: "#5b8ef0" },
+              { label: "p99", color: "#e0892b" },
+            ]}
+            data={[x, series.map((s) => s.waitP50Ms), series.map((s) => s.waitP99Ms)]}
+          />
+        ) : (
+          <figure className={`lab-chart ${styles.noChart}`} aria-label="Lock wait">
+            <figcaption>Lock wait</figcaption>
+            <p className="muted">No lock in the {run.settings.strategy} strategy: nobody waits.</p>
+          </figure>
+        )}
         <LabChart key={`s-${run.id}`} title="Stock level" unit="units" lines={[{ label: "stock", color: "#c06bd6" }]} data={[x, series.map((s) => s.stock)]} />
       </div>
     </div>

@@ -16,7 +16,16 @@ function settingsText(r: RunRecord): string {
 const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
 
 /** Runs side by side, one row each: the numbers the issue asks to compare, lost updates in red when any. */
-export function ResultsTable({ runs, highlight }: { runs: RunRecord[]; highlight: ReadonlySet<string> }) {
+export function ResultsTable({
+  runs,
+  highlight,
+  onSelect,
+}: {
+  runs: RunRecord[];
+  highlight: ReadonlySet<string>;
+  /** Null while a run is on: the live panel stays on it. */
+  onSelect: ((id: string) => void) | null;
+}) {
   if (runs.length === 0) return <p className="muted">No runs yet. Pick a preset or fill in the form.</p>;
   return (
     <div className={styles.tableWrap}>
@@ -45,7 +54,9 @@ export function ResultsTable({ runs, highlight }: { runs: RunRecord[]; highlight
             return (
               <tr key={r.id} data-run-id={r.id} className={highlight.has(r.id) ? styles.highlight : undefined}>
                 <th scope="row" className="mono">
-                  {r.settings.strategy}
+                  <button type="button" className={styles.linkButton} title="Show this run's charts" disabled={!onSelect} onClick={() => onSelect?.(r.id)}>
+                    {r.settings.strategy}
+                  </button>
                 </th>
                 <td>
                   <span className={`${styles.status} ${styles[r.status]}`}>{r.status}</span>

@@ -37,7 +37,7 @@ export interface LabRunOptions {
   commandTimeoutMs?: number;
   /** @default LAB_LIMITS.maxRunMs */
   maxRunMs?: number;
-  /** @default 500 */
+  /** How often the charts get a point. @default 250 */
   sampleEveryMs?: number;
 }
 
@@ -52,7 +52,7 @@ export interface LabOutcome {
   error?: string;
 }
 
-/** Samples kept for the charts: five minutes at two a second. */
+/** Samples kept for the charts (four a second; a longer run keeps every other one, and so on). */
 const MAX_SERIES_POINTS = 600;
 /** How long node 0 (the stock) may stay silent before the run gives up. */
 const STOCK_NODE_SILENCE_MS = 10_000;
@@ -191,6 +191,7 @@ export class LabRun {
         this.#tally.minStockSeen = settings.stock;
         this.#phase = "running";
         this.#startedAt = performance.now();
+        this.#series.push({ t: 0, sold: 0, stock: settings.stock, ordersPerSec: 0, waitP50Ms: null, waitP99Ms: null });
         const limit = setTimeout(() => this.#stop("time-limit"), maxRunMs);
         const sampler = this.#startSampler();
         this.#scheduleFault();
@@ -343,7 +344,7 @@ export class LabRun {
           this.#sample();
         })
         .finally(() => (sampling = false));
-    }, this.#options.sampleEveryMs ?? 500);
+    }, this.#options.sampleEveryMs ?? 250);
   }
 
   #sample(): void {

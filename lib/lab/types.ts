@@ -27,7 +27,7 @@ export interface RunResult {
   errors: number;
 }
 
-/** One point of the live charts, every half second. */
+/** One point of the live charts, every quarter second (thinned evenly on long runs). */
 export interface SeriesPoint {
   /** ms since the workers started. */
   t: number;
