@@ -98,24 +98,14 @@ function queryObject(url: URL): Record<string, string> {
   return out;
 }
 
-async function decodeParams(context: NextContext | undefined): Promise<Record<string, string>> {
+async function readParams(context: NextContext | undefined): Promise<Record<string, string>> {
   const raw = (context ? await context.params : undefined) ?? {};
   const out: Record<string, string> = {};
+  // Next.js hands dynamic segments over already percent-decoded, once: decoding again would turn the key
+  // `lock:a%2Fb` into the different key `lock:a/b`. Broken encodings never get here: the launcher answers
+  // them with 400 (lib/request-guard.ts).
   for (const [key, value] of Object.entries(raw)) {
-    if (typeof value !== "string") continue;
-    // Next.js hands segments over still percent-encoded in some versions and decoded in others;
-    // decode once, strictly, so a malformed escape is the caller's 400 and never our 500.
-    if (/%[0-9A-Fa-f]{2}/.test(value)) {
-      try {
-        out[key] = decodeURIComponent(value);
-      } catch {
-        throw new ApiError("bad_request", `The \`${key}\` path segment is not valid URL encoding.`);
-      }
-    } else if (value.includes("%")) {
-      throw new ApiError("bad_request", `The \`${key}\` path segment is not valid URL encoding.`);
-    } else {
-      out[key] = value;
-    }
+    if (typeof value === "string") out[key] = value;
   }
   return out;
 }
@@ -147,7 +137,7 @@ export function route<P = undefined, Q = undefined, B = undefined>(
       if (spec.access !== "public") principal = requireRole(principal, spec.access);
       if (MUTATING.has(request.method)) checkOrigin(request.headers, request.url, principal?.via ?? "none");
       const url = new URL(request.url);
-      const params = parseWith(spec.params, await decodeParams(context), "path");
+      const params = parseWith(spec.params, await readParams(context), "path");
       const query = parseWith(spec.query, queryObject(url), "query");
       const body = spec.body ? parseWith(spec.body, await readJsonBody(request), "body") : (undefined as B);
       const result = await handler({ request, params, query, body, principal, requestId });

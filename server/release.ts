@@ -198,29 +198,6 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   return { released: true, nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })), auditId: entry.id };
 }
 
-/**
- * The resource named in `/api/locks/<segment>/release`, decoded exactly once from the raw URL. Next.js
- * hands route params over already decoded, and decoding them again would turn `lock:a%2Fb` into
- * `lock:a/b` (another lock); the raw path is what the client encoded. Null when the URL has another
- * shape or its encoding is broken (the route wrapper then answers 400).
- */
-export function resourceFromReleaseUrl(url: string): string | null {
-  let pathname: string;
-  try {
-    pathname = new URL(url).pathname;
-  } catch {
-    return null;
-  }
-  const match = /^\/api\/locks\/([^/]+)\/release\/?$/.exec(pathname);
-  if (!match?.[1]) return null;
-  try {
-    const resource = decodeURIComponent(match[1]);
-    return resource.length > 0 && resource.length <= 1024 ? resource : null;
-  } catch {
-    return null;
-  }
-}
-
 /** A resource name for a message: long or unprintable names are cut and escaped. */
 function preview(resource: string): string {
   const cut = resource.length > 120 ? `${resource.slice(0, 120)}…` : resource;

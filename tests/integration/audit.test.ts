@@ -34,7 +34,7 @@ describe("audit log", () => {
   const releaseAs = async (resource: string, actor: string, reason: string) => {
     await Promise.all(nodes.map((n) => n.set(resource, `value-of-${resource}`, "PX", 30_000)));
     const res = await call(release.POST, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, {
-      params: { resource: encodeURIComponent(resource) },
+      params: { resource },
       body: { reason },
       headers: { "x-lockscope-actor": actor },
     });

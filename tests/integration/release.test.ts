@@ -35,7 +35,7 @@ describe("force release", () => {
 
   const releasePath = (resource: string) => `/api/locks/${encodeURIComponent(resource)}/release`;
   const postRelease = (resource: string, body: unknown, options: Parameters<typeof call>[3] = {}) =>
-    call(release.POST, "POST", releasePath(resource), { body, params: { resource: encodeURIComponent(resource) }, ...options });
+    call(release.POST, "POST", releasePath(resource), { body, params: { resource }, ...options });
   const holdEverywhere = async (resource: string, value: string, ttlMs = 30_000) => {
     await Promise.all(nodes.map((n) => n.set(resource, value, "PX", ttlMs)));
   };
@@ -270,12 +270,7 @@ describe("force release", () => {
       expect(res.status, JSON.stringify(options).slice(0, 120)).toBe(status);
       expect((res.body as { error: { message: string } }).error.message).toMatch(message);
     }
-    const badEncoding = await call(release.POST, "POST", "/api/locks/lock%3Avalidation%E0%A4%A/release", {
-      body: { reason: "valid reason" },
-      params: { resource: "lock%3Avalidation%E0%A4%A" },
-    });
-    expect(badEncoding.status).toBe(400);
-    expect((badEncoding.body as { error: { message: string } }).error.message).toMatch(/URL encoding/);
+    // Broken percent-encoding never reaches the handler: the launcher answers it (fuzz.test.ts, over HTTP).
     const tooLong = await postRelease(`lock:${"x".repeat(1100)}`, { reason: "valid reason" });
     expect(tooLong.status).toBe(400);
     expect(await valuesOf(resource)).toEqual(["v1", "v1", "v1"]);

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { requireRole } from "@/server/auth";
 import { route } from "@/server/http";
-import { releaseLock, resourceFromReleaseUrl } from "@/server/release";
+import { releaseLock } from "@/server/release";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -29,8 +29,7 @@ export const POST = route(
   { name: "POST /api/locks/[resource]/release", access: "operator", params: Params, body: Body },
   ({ params, body, principal, request }) =>
     releaseLock({
-      // The key exactly as the client encoded it, decoded once (see resourceFromReleaseUrl).
-      resource: resourceFromReleaseUrl(request.url) ?? params.resource,
+      resource: params.resource,
       reason: body.reason,
       token: body.token,
       principal: requireRole(principal, "operator"),
