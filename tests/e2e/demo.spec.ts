@@ -1,4 +1,4 @@
-import { expect, test } from "./fixtures";
+import { E2E_OPERATOR_TOKEN, expect, test } from "./fixtures";
 
 const STRATEGIES = ["none", "naive", "redlock", "redlock-fenced", "atomic"];
 
@@ -51,4 +51,33 @@ test("a viewer watches the lab but cannot start a run", async ({ page, signIn })
   await expect(page.getByRole("button", { name: "Run preset: The seeds' race" })).toBeDisabled();
   await expect(page.getByRole("table", { name: "Lab results" }).or(page.getByText("No runs yet"))).toBeVisible();
   await expect(page.getByText("Sign in with the operator token to start runs")).toBeVisible();
+});
+
+test("a script drives the lab over HTTP, and the run's lock shows on the Locks page while it runs", async ({ page, request, signIn }) => {
+  const auth = { Authorization: `Bearer ${E2E_OPERATOR_TOKEN}` };
+  // Reading an unknown run first: each route answers with its own errors, whichever route touched the lab first.
+  expect((await request.get("/api/demo/runs/rzzzzzzzzzzzz", { headers: auth })).status()).toBe(404);
+  const tooMany = await request.post("/api/demo/runs", { headers: auth, data: { strategy: "redlock", stock: 10, workers: 501, ttlMs: 1000, workMs: 1 } });
+  expect(tooMany.status()).toBe(422);
+  expect(await tooMany.text()).toContain("workers must be at most 500");
+
+  const started = await request.post("/api/demo/runs", { headers: auth, data: { strategy: "redlock", stock: 100_000, workers: 20, ttlMs: 2000, workMs: 20 } });
+  expect(started.status()).toBe(202);
+  const { id } = (await started.json()) as { id: string };
+  try {
+    const second = await request.post("/api/demo/runs", { headers: auth, data: { strategy: "atomic", stock: 10, workers: 1, ttlMs: 1000, workMs: 0 } });
+    expect(second.status()).toBe(409);
+    expect(await second.json()).toMatchObject({ error: { code: "conflict", details: { runningId: id } } });
+
+    await signIn("viewer");
+    await page.goto("/");
+    const row = page.getByRole("table", { name: "Locks" }).getByRole("row", { name: `lock:lab:${id}:stock`, exact: true });
+    await expect(row).toBeVisible();
+    await expect(row).toContainText(`lab ${id} worker`);
+  } finally {
+    const cancelled = await request.delete(`/api/demo/runs/${id}`, { headers: auth });
+    expect(cancelled.status()).toBe(200);
+    expect(await cancelled.json()).toMatchObject({ id, status: "cancelled" });
+  }
+  expect((await request.delete(`/api/demo/runs/${id}`, { headers: auth })).status()).toBe(409);
 });
