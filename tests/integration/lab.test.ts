@@ -174,6 +174,20 @@ describe("contention lab", () => {
     expect((await finish(next)).status).toBe("done");
   });
 
+  it("stops its run cleanly when the console shuts down, undoing its fault and removing its keys", async () => {
+    const id = await start({ strategy: "redlock", stock: 100_000, workers: 20, ttlMs: 1000, workMs: 10, fault: { node: 1, kind: "pause", atMs: 0 } });
+    await waitUntil(id, (r) => r.progress.sold > 0 && r.fault?.startedAtMs !== null, "it sells with node 1 stalled");
+    const { getShutdownHooks } = await import("@/server/shutdown");
+    const hook = getShutdownHooks().find((h) => h.name === "lab");
+    expect(hook?.order).toBe(20);
+    await hook!.run();
+    const record = await get(id);
+    expect(record).toMatchObject({ status: "cancelled", stopReason: "shutdown" });
+    expect(record.fault!.endedAtMs).not.toBeNull();
+    expect(record.result!.lostUpdates).toBe(0);
+    expect(await keysOf(id)).toEqual([]);
+  });
+
   it("lists the runs newest first, with their results, to viewers", async () => {
     const res = await call(runs.GET, "GET", "/api/demo/runs?limit=3", { token: VIEWER_TOKEN });
     expect(res.status).toBe(200);
