@@ -72,6 +72,27 @@ export function ping(port: number, host = "127.0.0.1", timeoutMs = 500): Promise
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// Every node this process started and has not seen exit: killed when the process exits, however it
+// exits (a test worker torn down early, a benchmark interrupted), so no redis-server outlives its owner.
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function track(child: ChildProcess): void {
+  live.add(child);
+  child.once("exit", () => live.delete(child));
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once("exit", () => {
+    for (const c of live) {
+      try {
+        c.kill("SIGCONT");
+        c.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  });
+}
+
 export class RedisNode {
   private child: ChildProcess | null = null;
   private exited: Promise<void> = Promise.resolve();
@@ -140,6 +161,7 @@ export class RedisNode {
       ...this.options.extraArgs,
     ];
     const child = spawn(this.options.bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    track(child);
     this.child = child;
     this.paused = false;
     this.logTail = "";
