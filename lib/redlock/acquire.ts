@@ -161,7 +161,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
 
   const { clients, quorum } = engine;
   const maxAttempts = retries === -1 ? Infinity : retries + 1;
-  const id = randomId();
+  const id = randomId(engine.instanceTag);
   const acquiredAt = Date.now();
   const value = composeLockValue(id, acquiredAt, settings.pid, null, tail);
   const queued = fair || settings.wakeOnRelease;
@@ -275,25 +275,9 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         if (o.state !== "ok") unknownNodes.push(i);
         else if (o.value.kind === "granted") grantedNodes.push(i);
       });
-      const ours = fenced ? [lockValue, value] : [value];
-      if (unknownNodes.length > 0) void releaseOnNodes(engine, resources, ours, unknownNodes);
-      if (grantedNodes.length > 0) await releaseOnNodes(engine, resources, ours, grantedNodes);
-      if (engine.listening("attempt-failed")) engine.emit("attempt-failed", { resources, attempt, reason: failure.reason });
-
-      if (attempt >= maxAttempts) {
-        if (queued) leaveQueue(engine, resources, id, clients.map((_, i) => i));
-        if (failure.reason === "conflict") throw new ResourceHeldError(resources, heldByOf(resources, outcomes), failure.votes, attempt);
-        throw new NodesFailedError(resources, failure.votes, quorum, attempt, failure.reason === "validity" ? "too-slow" : "errors");
-      }
-
-      let delayMs = settings.retryDelayMs + Math.round((Math.random() * 2 - 1) * settings.retryJitterMs);
-      if (failure.reason === "conflict") {
-        // No point sleeping past the holder's TTL: retry as it runs out (spread a little so waiters do not
-        // all arrive in the same millisecond).
-        const expiresIn = shortestPttl(outcomes);
-        if (expiresIn >= 0) delayMs = Math.min(delayMs, expiresIn + 1 + Math.floor(Math.random() * 5));
-      }
-      if (!waiter && settings.wakeOnRelease) {
+      const lastAttempt = attempt >= maxAttempts;
+      if (!waiter && settings.wakeOnRelease && !lastAttempt) {
+        // Registered before anything else is awaited, so a release heard from now on wakes it.
         const created: AcquireWaiter = {
           id,
           woken: false,
@@ -306,6 +290,28 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         waiter = created;
         engine.notifications.retain();
         engine.notifications.addWaiter(resources, waiter);
+      }
+      const ours = fenced ? [lockValue, value] : [value];
+      if (unknownNodes.length > 0) void releaseOnNodes(engine, resources, ours, unknownNodes);
+      if (grantedNodes.length > 0) await releaseOnNodes(engine, resources, ours, grantedNodes);
+      if (engine.listening("attempt-failed")) engine.emit("attempt-failed", { resources, attempt, reason: failure.reason });
+
+      if (lastAttempt) {
+        if (queued) leaveQueue(engine, resources, id, clients.map((_, i) => i));
+        if (failure.reason === "conflict") throw new ResourceHeldError(resources, heldByOf(resources, outcomes), failure.votes, attempt);
+        throw new NodesFailedError(resources, failure.votes, quorum, attempt, failure.reason === "validity" ? "too-slow" : "errors");
+      }
+
+      let delayMs = settings.retryDelayMs + Math.round((Math.random() * 2 - 1) * settings.retryJitterMs);
+      if (failure.reason === "conflict") {
+        // No point sleeping past the holder's TTL: retry as it runs out (spread a little so waiters do not
+        // all arrive in the same millisecond).
+        const expiresIn = shortestPttl(outcomes);
+        if (expiresIn >= 0) delayMs = Math.min(delayMs, expiresIn + 1 + Math.floor(Math.random() * 5));
+        // A split vote (some nodes granted, too few): contenders raced for a free lock and none won, or the
+        // winner is not known yet. Retry soon, after a random pause so the racers fall out of step (two
+        // cannot split forever, each node grants only one of them, but three or more could).
+        if (grantedNodes.length > 0) delayMs = Math.min(delayMs, 1 + Math.floor(Math.random() * 10));
       }
       await sleepUnlessWoken(waiter, delayMs, signal);
     }

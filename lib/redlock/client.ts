@@ -16,6 +16,7 @@ export interface ScriptClient {
  */
 export interface SubscriberClient {
   subscribe(...channels: string[]): Promise<unknown>;
+  unsubscribe(...channels: string[]): Promise<unknown>;
   on(event: "message", listener: (channel: string, message: string) => void): unknown;
   on(event: "error", listener: (error: Error) => void): unknown;
   disconnect(): void;

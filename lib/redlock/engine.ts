@@ -14,6 +14,8 @@ export interface Engine {
   readonly quorum: number;
   /** `encodeIdentityTail(host, label)` for the instance's label, computed once. */
   readonly identityTail: string;
+  /** The first characters of every waiter id this instance makes (see `randomId`). */
+  readonly instanceTag: string;
   readonly notifications: Notifications;
   readonly owner: LockOwner;
   listening(event: keyof RedlockEvents): boolean;

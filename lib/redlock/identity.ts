@@ -42,15 +42,23 @@ const POOL_SIZE = 12 * 256;
 const pool = Buffer.alloc(POOL_SIZE);
 let poolOffset = POOL_SIZE;
 
-/** A fresh 96-bit random id, base64url (16 characters). Also the waiter id in telemetry. */
-export function randomId(): string {
+/** Characters of an id that name the engine instance that made it (see `randomId`). */
+export const INSTANCE_TAG_LENGTH = 6;
+
+/**
+ * A fresh 96-bit id, base64url (16 characters). Also the waiter id in telemetry. With `tag` (an
+ * `INSTANCE_TAG_LENGTH`-character random tag drawn once per engine instance) the id starts with the tag
+ * and the other 60 bits are random: still unique, and a release script can address the engine instance
+ * of the waiter it wakes from the waiter id alone.
+ */
+export function randomId(tag?: string): string {
   if (poolOffset + 12 > POOL_SIZE) {
     randomFillSync(pool);
     poolOffset = 0;
   }
   const id = pool.toString("base64url", poolOffset, poolOffset + 12);
   poolOffset += 12;
-  return id;
+  return tag === undefined ? id : tag + id.slice(INSTANCE_TAG_LENGTH);
 }
 
 const encodeField = (text: string | null): string => (text === null ? "" : encodeURIComponent(text));

@@ -4,7 +4,8 @@ import type { RedlockClient } from "./client";
 import type { Engine } from "./engine";
 import type { RedlockEvents } from "./events";
 import { extendLock } from "./extend";
-import { encodeIdentityTail } from "./identity";
+import { encodeIdentityTail, INSTANCE_TAG_LENGTH, randomId } from "./identity";
+import { wakeChannel } from "./telemetry";
 import type { Lock, LockOwner, ReleaseResult } from "./lock";
 import { Notifications } from "./notifications";
 import { releaseLock } from "./release";
@@ -38,12 +39,15 @@ export class Redlock extends EventEmitter<RedlockEvents> {
       if (this.listenerCount("node-error") > 0) this.emit("node-error", { index, error, operation });
     };
     const quorum = quorumOf(nodes.length);
+    // Starts every waiter id this instance makes, so a release can wake this instance alone.
+    const instanceTag = randomId().slice(0, INSTANCE_TAG_LENGTH);
     this.#engine = {
       clients: nodes,
       settings: this.settings,
       quorum,
       identityTail: encodeIdentityTail(this.settings.host, this.settings.label),
-      notifications: new Notifications(nodes, this.settings.subscriberIdleMs, (index, error) => nodeError(index, error, "subscribe")),
+      instanceTag,
+      notifications: new Notifications(nodes, wakeChannel(instanceTag), this.settings.subscriberIdleMs, (index, error) => nodeError(index, error, "subscribe")),
       owner,
       listening: (event) => this.listenerCount(event) > 0,
       emit: (event, ...payload) => {

@@ -60,7 +60,11 @@ export const PUBLISH_RELEASE_LUA = `
 local function publish_release(resource, always)
   local head = queue_head(resource, now_ms())
   if head ~= "" or always then
-    redis.call("PUBLISH", "lockscope:released", "r1|" .. head .. "|" .. resource)
+    local message = "r1|" .. head .. "|" .. resource
+    redis.call("PUBLISH", "lockscope:released", message)
+    -- The same message on the wake channel of the head's engine instance (named by the first 6
+    -- characters of its id): the only subscriber that needs it.
+    if head ~= "" then redis.call("PUBLISH", "lockscope:wake:" .. string.sub(head, 1, 6), message) end
   end
 end
 `;

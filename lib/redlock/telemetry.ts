@@ -1,4 +1,4 @@
-import { decodeLockValue, lockValueId } from "./identity";
+import { decodeLockValue, INSTANCE_TAG_LENGTH, lockValueId } from "./identity";
 
 /**
  * Pub/sub channels the engine's scripts publish on. The console subscribes to them on every node; the
@@ -32,6 +32,17 @@ export const CONTENTION_CHANNEL = "lockscope:contention";
  * queued): every waiter for the resource retries at once.
  */
 export const RELEASE_CHANNEL = "lockscope:released";
+
+/**
+ * The engine's own wake-up channels, one per engine instance: `lockscope:wake:<tag>`, where `<tag>` is
+ * the first `INSTANCE_TAG_LENGTH` characters of the waiter ids that instance makes. Whenever a release
+ * publishes on RELEASE_CHANNEL naming a next waiter, it publishes the same message on that waiter's wake
+ * channel, so only the waiter's engine instance receives it (instead of every instance that waits).
+ */
+export const WAKE_CHANNEL_PREFIX = "lockscope:wake:";
+
+/** The wake channel of the engine instance that made waiter id `waiterId`. */
+export const wakeChannel = (waiterId: string): string => WAKE_CHANNEL_PREFIX + waiterId.slice(0, INSTANCE_TAG_LENGTH);
 
 /**
  * A lock taken away by `forceRelease`, published for each resource it deleted on that node, as JSON
