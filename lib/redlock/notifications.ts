@@ -35,7 +35,7 @@ export class Notifications {
   readonly #waiters = new Map<string, Set<Waiter>>();
   readonly #held = new Map<string, (resource: string) => void>();
   // A ring of the last releases heard: resource, next waiter id or "", performance.now().
-  readonly #recent: Array<{ resource: string; next: string; at: number } | undefined> = new Array(RECENT_RELEASES);
+  readonly #recent = new Array<{ resource: string; next: string; at: number } | undefined>(RECENT_RELEASES);
   #recentAt = 0;
 
   constructor(
