@@ -6,8 +6,9 @@
  * server's own (/proc/<pid>). For N = 1,000 and 100,000 locks held (loaded with pipelined SET PX before the
  * console starts, so it reconciles them by SCAN), it opens one stream in this process, measures the
  * snapshot, then churns acquisitions and releases at 1,000 and 5,000 changes/s on other keys and measures,
- * for every change, the time from the Redis write to its arrival in the stream. Afterwards the stream's view
- * of every churned key is compared with Redis: a difference is a lost event.
+ * for every change, the time from the Redis write to its arrival in the stream (after an unmeasured warm-up at
+ * the same rate). Afterwards the stream's view of every churned key is compared with Redis: a difference is a
+ * lost event.
  *
  * Run it under `flock /tmp/lockscope-build.lock` (the console's launcher builds when sources changed).
  */
@@ -16,6 +17,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import path from "node:path";
 import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "../lib/redis-node";
@@ -29,6 +31,7 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 const HELD_COUNTS = QUICK ? [1_000, 20_000] : [1_000, 100_000];
 const RATES = [1_000, 5_000];
 const CHURN_MS = QUICK ? 3_000 : 8_000;
+const WARMUP_MS = QUICK ? 1_000 : 2_000;
 /** Each churned lock is held this long before its release: longer than the stream's 100 ms coalescing window. */
 const HOLD_MS = 1_000;
 const SETTLE_MS = 2_500;
@@ -163,6 +166,16 @@ async function stopConsole(child: ChildProcess): Promise<void> {
   if (child.exitCode === null) child.kill("SIGKILL");
 }
 
+/** The console's event-loop delay p99 and max (ms) since the previous scrape: prom-client resets its monitor on every collect. */
+async function serverLoopP99(port: number): Promise<{ p99: number; max: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const read = (name: string) => {
+    const value = new RegExp(`^lockscope_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, "m").exec(text)?.[1];
+    return value === undefined ? Number.NaN : Number(value) * 1000;
+  };
+  return { p99: read("p99"), max: read("max") };
+}
+
 async function loadHeld(clients: Redis[], count: number): Promise<void> {
   for (let start = 0; start < count; start += 10_000) {
     await Promise.all(
@@ -187,31 +200,49 @@ interface ChurnResult {
   achievedRate: number;
   cpuPct: number;
   rssMb: number;
+  /** The bench process's own event-loop delay p99 (ms): its share of the measured latency. */
+  benchLoopP99: number;
+  benchLoopMax: number;
+  /** The console's event-loop delay p99 (ms) over the run. */
+  serverLoopP99: number;
+  serverLoopMax: number;
+  /** When (ms into the run) the slowest change was written. */
+  worstAtMs: number;
 }
 
 /** Writes `rate` changes per second (half acquisitions, half releases of keys held HOLD_MS) for CHURN_MS. */
-async function churn(clients: Redis[], stream: StreamClient, pid: number, rate: number, tag: string): Promise<ChurnResult> {
+async function churn(clients: Redis[], stream: StreamClient, pid: number, port: number, rate: number, tag: string, durationMs = CHURN_MS): Promise<ChurnResult> {
+  await serverLoopP99(port);
   const pending = new Map<string, { kind: "acquire" | "release"; token: string; sentAt: number }>();
   const latencies: number[] = [];
   let changes = 0;
   let coalesced = 0;
+  let worst = 0;
+  let worstAt = 0;
+  let t0 = performance.now();
   stream.onLock = (lock, at) => {
     const p = pending.get(lock.resource);
     if (!p) return;
     const arrived = p.kind === "acquire" ? lock.state === "held" && lock.token === p.token : lock.state !== "held" && lock.state !== "partial" && lock.state !== "elapsed";
     if (arrived) {
+      if (at - p.sentAt > worst) {
+        worst = at - p.sentAt;
+        worstAt = p.sentAt - t0;
+      }
       latencies.push(at - p.sentAt);
       pending.delete(lock.resource);
     }
   };
   const releases: Array<{ at: number; key: string; token: string }> = [];
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
   const cpu0 = procStats(pid).cpuTicks;
-  const t0 = performance.now();
+  t0 = performance.now();
   let n = 0;
   let rssMax = 0;
   const tickMs = 10;
   let next = t0;
-  while (performance.now() - t0 < CHURN_MS) {
+  while (performance.now() - t0 < durationMs) {
     next += tickMs;
     const now = performance.now();
     const due = Math.round(((now - t0) / 1000) * rate) - changes;
@@ -238,6 +269,8 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, rate: 
   }
   const elapsed = performance.now() - t0;
   const cpu1 = procStats(pid).cpuTicks;
+  loopDelay.disable();
+  const serverLoop = await serverLoopP99(port);
   // Let the last writes arrive, then compare the stream's view with Redis, key by key.
   await sleep(SETTLE_MS);
   rssMax = Math.max(rssMax, procStats(pid).rssMb);
@@ -267,6 +300,11 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, rate: 
     max: sorted[sorted.length - 1] ?? Number.NaN,
     achievedRate: (changes / elapsed) * 1000,
     cpuPct: ((cpu1 - cpu0) / CLK_TCK / (elapsed / 1000)) * 100,
+    benchLoopP99: loopDelay.percentile(99) / 1e6,
+    benchLoopMax: loopDelay.max / 1e6,
+    serverLoopP99: serverLoop.p99,
+    serverLoopMax: serverLoop.max,
+    worstAtMs: worstAt,
     rssMb: rssMax,
   };
 }
@@ -306,7 +344,9 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     const rssAfterSnapshotMb = procStats(child.pid!).rssMb;
     const churns: ChurnResult[] = [];
     for (const rate of RATES) {
-      churns.push(await churn(clients, stream, child.pid!, rate, `${held}-${rate}`));
+      // Unmeasured warm-up at the same rate (JIT, first allocations of the stream path), then the measured run.
+      await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-warmup`, WARMUP_MS);
+      churns.push(await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}`));
       out(`  N=${held}, ${rate}/s: done`);
     }
     const hwmMb = procStats(child.pid!).hwmMb;
@@ -337,11 +377,11 @@ async function main(): Promise<void> {
   out("");
   out(`Live view: 3 local redis-server nodes, console as a child process, one stream client (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
   out("");
-  out("| locks held | changes/s asked | achieved | changes | delivered | p50 ms | p99 ms | max ms | not seen individually | lost (final state wrong) | server CPU % | server RSS MB |");
-  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  out("| locks held | changes/s asked | achieved | changes | delivered | p50 ms | p99 ms | max ms | not seen individually | lost (final state wrong) | server CPU % | server RSS MB | server loop delay p99 / max ms | bench loop delay p99 / max ms | slowest change written at ms |");
+  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   for (const r of results) {
     for (const c of r.churns) {
-      out(`| ${r.held} | ${c.rate} | ${f(c.achievedRate, 0)} | ${c.changes} | ${c.seen} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${c.coalesced} | ${c.lost} | ${f(c.cpuPct, 0)} | ${f(c.rssMb, 0)} |`);
+      out(`| ${r.held} | ${c.rate} | ${f(c.achievedRate, 0)} | ${c.changes} | ${c.seen} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${c.coalesced} | ${c.lost} | ${f(c.cpuPct, 0)} | ${f(c.rssMb, 0)} | ${f(c.serverLoopP99)} / ${f(c.serverLoopMax)} | ${f(c.benchLoopP99)} / ${f(c.benchLoopMax)} | ${f(c.worstAtMs, 0)} |`);
     }
   }
   out("");

@@ -6,7 +6,7 @@ import type { LockStore } from "./store";
 /** A lock is sent at most once per this window; changes in between are merged into the next message. */
 export const COALESCE_MS = 100;
 /** How often the hub looks for changes to send. */
-export const TICK_MS = 20;
+export const TICK_MS = 10;
 export const HEARTBEAT_MS = 15_000;
 /** A stream ends after this long; the browser reconnects with Last-Event-ID and resumes. */
 export const MAX_STREAM_MS = 60 * 60_000;

@@ -18,7 +18,7 @@ export type { LiveEventMap, LiveEvents, LockEventType } from "./events";
 export type { LockCounts } from "./store";
 
 /** Dirty keys are read this often (every node's batch at once, so a Redlock write is one change). */
-const FLUSH_MS = 20;
+const FLUSH_MS = 10;
 /** Without notifications a node is rescanned this often. */
 const DEGRADED_SCAN_MS = 2_000;
 

@@ -19,6 +19,8 @@ const PROBE_AFTER_MS = 1_000;
 /** A force-release noted this long before the keys vanish explains their going. */
 const FORCE_HINT_MS = 10_000;
 const WHEEL_MS = 100;
+/** How long a view where the reachable nodes disagree is held back, waiting for the rest of a multi-node write. */
+export const SETTLE_MS = 30;
 const ALREADY_HELD = "already held when the console started watching";
 
 /** One node's reading of one key: `value` null when absent; `expiry` NaN when absent, Infinity without TTL. */
@@ -49,6 +51,8 @@ interface Entry {
   timeline: TimelineEntry[] | null;
   /** When this lock was last sent to the streams (per-lock coalescing). */
   lastSentAt: number;
+  /** While the reachable nodes disagree (a multi-node write or delete half applied), hold the message until then. */
+  settleUntil: number;
   wheelAt: number;
 }
 
@@ -81,6 +85,8 @@ export class LockStore {
   private readonly changed = new Set<string>();
   private readonly removed = new Set<string>();
   private readonly contentionChanged = new Set<string>();
+  /** Locks whose nodes disagree, waiting for the rest of a multi-node write (checked every tick). */
+  private readonly settling = new Set<string>();
   private readonly lingering: Array<{ resource: string; endedAt: number }> = [];
   private readonly wheel = new Map<number, string[]>();
   private wheelCursor = Math.floor(Date.now() / WHEEL_MS);
@@ -268,15 +274,24 @@ export class LockStore {
 
   /** Time passing: TTLs running out (held → elapsed), stale keys probed, ended locks leaving the list. */
   tick(now = Date.now()): void {
+    for (const resource of this.settling) {
+      const entry = this.live.get(resource);
+      if (!entry) this.settling.delete(resource);
+      else if (now >= entry.settleUntil) this.recompute(entry, now, true);
+    }
     const due = Math.floor(now / WHEEL_MS);
     const probe: string[] = [];
-    for (; this.wheelCursor <= due; this.wheelCursor++) {
-      const bucket = this.wheel.get(this.wheelCursor);
+    // After a long pause (or a clock step) walk the scheduled buckets rather than every empty one in between.
+    const slots = due - this.wheelCursor > 1_000 ? [...this.wheel.keys()].filter((k) => k <= due).sort((a, b) => a - b) : null;
+    if (slots) this.wheelCursor = due + 1;
+    for (let k = 0; slots ? k < slots.length : this.wheelCursor <= due; k++) {
+      const slot = slots ? (slots[k] as number) : this.wheelCursor++;
+      const bucket = this.wheel.get(slot);
       if (!bucket) continue;
-      this.wheel.delete(this.wheelCursor);
+      this.wheel.delete(slot);
       for (const resource of bucket) {
         const entry = this.live.get(resource);
-        if (!entry || entry.wheelAt !== this.wheelCursor || entry.state === null || !isLive(entry.state)) continue;
+        if (!entry || entry.wheelAt !== slot || entry.state === null || !isLive(entry.state)) continue;
         entry.wheelAt = 0;
         this.recompute(entry, now, false);
         if (entry.state === "elapsed" && entry.expiresAt !== null && now >= entry.expiresAt + PROBE_AFTER_MS) {
@@ -373,8 +388,10 @@ export class LockStore {
       endedAt: null,
       endedToken: null,
       cause: null,
-      timeline: old ? this.timelineOf(old) : null,
+      // Only locks found by the first reconcile start without a timeline array (made up when asked for).
+      timeline: old ? this.timelineOf(old) : this.watching ? [] : null,
       lastSentAt: 0,
+      settleUntil: 0,
       wheelAt: 0,
     };
     this.live.set(resource, entry);
@@ -392,6 +409,19 @@ export class LockStore {
       if (visible && entry.state !== null) this.changed.add(entry.resource);
       return;
     }
+    // A client writes (or deletes) a Redlock key on the nodes one by one: a read between two of those writes
+    // sees the nodes disagree for a moment. Such a view counts (state, timeline, events, streams) only if it
+    // lasts SETTLE_MS; until then the lock keeps its previous state.
+    if (this.nodesAgree(entry)) {
+      entry.settleUntil = 0;
+    } else {
+      if (entry.settleUntil === 0) entry.settleUntil = now + SETTLE_MS;
+      if (now < entry.settleUntil) {
+        this.settling.add(entry.resource);
+        return;
+      }
+    }
+    this.settling.delete(entry.resource);
     const merged: MergedLock = mergeSamples({ up: this.nodeUp, values: entry.values, expiries: entry.expiries, quorum: this.quorum }, now);
     const wasLive = entry.state !== null && isLive(entry.state);
     const prev = wasLive ? { state: entry.state as "held", token: entry.token, leading: entry.leading, expiresAt: entry.expiresAt } : null;
@@ -493,6 +523,17 @@ export class LockStore {
     const list = this.wheel.get(bucket);
     if (list) list.push(entry.resource);
     else this.wheel.set(bucket, [entry.resource]);
+  }
+
+  private nodesAgree(entry: Entry): boolean {
+    let seen: string | null | undefined;
+    for (let i = 0; i < entry.values.length; i++) {
+      if (!this.nodeUp[i]) continue;
+      const value = entry.values[i] ?? null;
+      if (seen === undefined) seen = value;
+      else if (value !== seen) return false;
+    }
+    return true;
   }
 
   /** The entry's timeline, created on first use; a lock found at start begins with "already held". */

@@ -1,0 +1,111 @@
+import { EventEmitter } from "node:events";
+import { describe, expect, it } from "vitest";
+import type { LiveEventMap } from "@/server/live/events";
+import { LINGER_MS, LockStore, SETTLE_MS, type NodeSample } from "@/server/live/store";
+
+const T = 1_800_000_000_000;
+const NODES = ["node-0", "node-1", "node-2"];
+
+function storeWithNodesUp() {
+  const events = new EventEmitter<LiveEventMap>();
+  const seen: string[] = [];
+  events.on("lock-event", (e) => seen.push(`${e.type} ${e.resource}`));
+  const store = new LockStore(NODES, 2, events);
+  NODES.forEach((_, i) => store.setNodeUp(i, true, T));
+  store.watching = true;
+  return { store, seen };
+}
+
+const held = (node: number, value: string, expiry: number): NodeSample => ({ node, value, expiry, cause: null });
+const gone = (node: number, cause: NodeSample["cause"] = "del"): NodeSample => ({ node, value: null, expiry: Number.NaN, cause });
+
+describe("the lock store", () => {
+  it("counts a Redlock write seen on one node first as one acquisition, never as a partial lock", () => {
+    const { store, seen } = storeWithNodesUp();
+    store.apply("lock:a", [held(0, "v", T + 10_000), gone(1, null), gone(2, null)], T);
+    expect(store.lock("lock:a", T)).toBeNull();
+    store.apply("lock:a", [held(0, "v", T + 10_000), held(1, "v", T + 10_005), held(2, "v", T + 10_010)], T + 3);
+    expect(store.lock("lock:a", T + 3)).toMatchObject({ state: "held", token: "v", quorumHeld: 3, expiresAt: T + 10_005 });
+    expect(store.get("lock:a", T + 3)?.timeline.map((e) => e.type)).toEqual(["acquired"]);
+    expect(seen).toEqual(["acquired lock:a"]);
+    const drained = store.drain(T + 10, 100, 100);
+    expect(drained.upserts.map((l) => [l.resource, l.state])).toEqual([["lock:a", "held"]]);
+  });
+
+  it("shows a disagreement that lasts as partial", () => {
+    const { store } = storeWithNodesUp();
+    store.apply("lock:b", [held(0, "x", T + 10_000), gone(1, null), gone(2, null)], T);
+    store.tick(T + SETTLE_MS + 1);
+    expect(store.lock("lock:b", T + SETTLE_MS + 1)).toMatchObject({ state: "partial", token: null, quorumHeld: 1 });
+  });
+
+  it("reports a release deleted node by node as released, without a quorum-lost step", () => {
+    const { store, seen } = storeWithNodesUp();
+    store.apply("lock:c", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
+    store.apply("lock:c", [gone(0), gone(1), held(2, "v", T + 10_000)], T + 100);
+    store.apply("lock:c", [gone(2)], T + 102);
+    expect(store.lock("lock:c", T + 102)).toMatchObject({ state: "released", token: null, endedToken: "v" });
+    expect(store.get("lock:c", T + 102)?.timeline.map((e) => e.type)).toEqual(["acquired", "released"]);
+    expect(seen).toEqual(["acquired lock:c", "released lock:c"]);
+  });
+
+  it("tells an expiry from a release by the notification, and by the TTL without one", () => {
+    const { store } = storeWithNodesUp();
+    store.apply("lock:d", [held(0, "v", T + 1_000), held(1, "v", T + 1_000), held(2, "v", T + 1_000)], T);
+    store.apply("lock:d", [gone(0, "expired"), gone(1, "expired"), gone(2, "expired")], T + 1_001);
+    expect(store.lock("lock:d", T + 1_001)?.state).toBe("expired");
+    store.apply("lock:e", [held(0, "v", T + 1_000), held(1, "v", T + 1_000), held(2, "v", T + 1_000)], T);
+    store.apply("lock:e", [gone(0, null), gone(1, null), gone(2, null)], T + 2_000);
+    expect(store.lock("lock:e", T + 2_000)?.state).toBe("expired");
+  });
+
+  it("marks a lock whose TTL ran out while its keys remain as elapsed", () => {
+    const { store } = storeWithNodesUp();
+    store.apply("lock:f", [held(0, "v", T + 500), held(1, "v", T + 500), held(2, "v", T + 500)], T);
+    store.tick(T + 600);
+    expect(store.lock("lock:f", T + 600)?.state).toBe("elapsed");
+  });
+
+  it("sends a lock at most once per coalescing window, with its latest state", () => {
+    const { store } = storeWithNodesUp();
+    store.apply("lock:g", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
+    expect(store.drain(T, 100, 100).upserts).toHaveLength(1);
+    store.apply("lock:g", [held(0, "v", T + 30_000), held(1, "v", T + 30_000), held(2, "v", T + 30_000)], T + 20);
+    expect(store.drain(T + 20, 100, 100).upserts).toHaveLength(0);
+    const later = store.drain(T + 100, 100, 100).upserts;
+    expect(later).toHaveLength(1);
+    expect(later[0]?.expiresAt).toBe(T + 30_000);
+    expect(store.get("lock:g", T + 100)?.timeline.map((e) => e.type)).toEqual(["acquired", "extended"]);
+  });
+
+  it("keeps an ended lock listed a few seconds, then removes it but keeps its page", () => {
+    const { store } = storeWithNodesUp();
+    store.apply("lock:h", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
+    store.apply("lock:h", [gone(0), gone(1), gone(2)], T + 10);
+    store.drain(T + 10, 0, 100);
+    store.tick(T + 10 + LINGER_MS);
+    expect(store.lock("lock:h", T + 10 + LINGER_MS)).toBeNull();
+    expect(store.drain(T + 10 + LINGER_MS, 0, 100).removed).toEqual(["lock:h"]);
+    expect(store.get("lock:h", T + 10 + LINGER_MS)?.state).toBe("released");
+    expect(store.counts(T + 10 + LINGER_MS).byState.released).toBe(0);
+  });
+
+  it("shows a lock held on 3 nodes as held by 2 when one node goes down", () => {
+    const { store } = storeWithNodesUp();
+    store.apply("lock:i", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
+    store.setNodeUp(2, false, T + 5);
+    const lock = store.lock("lock:i", T + 5);
+    expect(lock).toMatchObject({ state: "held", quorumHeld: 2 });
+    expect(lock?.nodes.map((n) => n.up)).toEqual([true, true, false]);
+  });
+
+  it("relabels a lock that just ended as force-released when the revocation arrives", () => {
+    const { store, seen } = storeWithNodesUp();
+    store.apply("lock:j", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
+    store.apply("lock:j", [gone(0), gone(1), gone(2)], T + 10);
+    store.noteForceRelease("lock:j", { value: "v", actor: "alice", reason: "stuck worker" }, T + 12);
+    expect(store.lock("lock:j", T + 12)?.state).toBe("force-released");
+    expect(store.get("lock:j", T + 12)?.timeline.at(-1)).toMatchObject({ type: "force-released", detail: "by alice: “stuck worker”" });
+    expect(seen).toContain("force-released lock:j");
+  });
+});
