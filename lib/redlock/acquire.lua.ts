@@ -12,7 +12,9 @@ import { FENCE_OLDER_LUA, NOW_MS_LUA, QUEUE_HEAD_LUA } from "./shared.lua";
  *   "f" fenced (report this node's fence), "q" waiter (join the resource's waiter queue when refused, so
  *   a release wakes waiters one at a time in arrival order), "r" fair (like "q", and a free resource is
  *   only taken by the head of its queue), "w" an earlier attempt of this acquisition was refused (it may
- *   be queued here: leave the queue on success).
+ *   be queued here: leave the queue on success), "s" (with "q", one resource) the waiter is starving: when
+ *   it is the head of the queue, record it in `waitqs:<resource>` so the next release hands the lock to
+ *   it; the mode then ends with ":<queue entry ms>:<hand-off grace ms>".
  * ARGV[4]: the attempt number for telemetry, "" to publish nothing.
  *
  * Replies: 1 taken; {1, fence} taken, fenced, with the highest fence this node recorded for the
@@ -93,6 +95,11 @@ if refused then
       redis.call("ZADD", "waitq:" .. key, "NX", arrival, id)
       redis.call("ZADD", "waitqd:" .. key, lapse, id)
     end
+    -- A starving head (see the release script's hand-off) records its value and hand-off grace, for as
+    -- long as its queue entry lives.
+    if #KEYS == 1 and string.find(mode, "s", 1, true) and redis.call("ZRANGE", "waitq:" .. refused, 0, 0)[1] == id then
+      redis.call("SET", "waitqs:" .. refused, string.match(mode, ":%d+:(%d+)$") .. "|" .. value, "PX", lapse - now)
+    end
   end
   return reply
 end
@@ -102,6 +109,10 @@ if string.find(mode, "w", 1, true) then
   local id = string.sub(value, 5, 20)
   for _, key in ipairs(KEYS) do
     if redis.call("ZREM", "waitq:" .. key, id) == 1 then redis.call("ZREM", "waitqd:" .. key, id) end
+  end
+  if string.find(mode, "s", 1, true) then
+    local starving = redis.call("GET", "waitqs:" .. KEYS[1])
+    if starving and string.find(starving, value, 1, true) then redis.call("DEL", "waitqs:" .. KEYS[1]) end
   end
 end
 if string.find(mode, "f", 1, true) then

@@ -119,14 +119,15 @@ function leaveQueue(engine: Engine, resources: readonly string[], id: string, no
 }
 
 /**
- * @internal The acquire script's mode argument for each combination of (fenced, fair, later attempt),
- * built once per engine: index `(fenced ? 1 : 0) | (fair ? 2 : 0) | (later ? 4 : 0)`.
+ * @internal The acquire script's mode argument for each combination of (fenced, fair, later attempt,
+ * starving), built once per engine: index `(fenced ? 1 : 0) | (fair ? 2 : 0) | (later ? 4 : 0) |
+ * (starving ? 8 : 0)`.
  */
 export function acquireModes(settings: ResolvedSettings): readonly string[] {
   // The entry must outlive the longest pause between attempts.
   const queueEntryMs = Math.max(1000, 3 * (settings.retryDelayMs + settings.retryJitterMs + settings.nodeTimeoutMs));
   const modes: string[] = [];
-  for (let index = 0; index < 8; index++) {
+  for (let index = 0; index < 16; index++) {
     const fenced = (index & 1) !== 0;
     const fair = (index & 2) !== 0;
     const later = (index & 4) !== 0;
@@ -135,11 +136,21 @@ export function acquireModes(settings: ResolvedSettings): readonly string[] {
     // free resource for the head of its queue. From the second attempt on, the waiter may be queued on a
     // node: "w" makes taking the lock there leave the queue in the same script.
     const queued = fair || settings.wakeOnRelease;
-    const flags = `${fenced ? "f" : ""}${queued ? (fair ? "r" : "q") : ""}${queued && later ? "w" : ""}`;
-    modes.push(queued ? `${flags}:${queueEntryMs}` : flags);
+    // Starvation hand-off only matters where others may take a free lock first (not in fair mode). The
+    // grace is how long a handed-over lock waits for its waiter: one node timeout, the time a live waiter
+    // needs to answer.
+    const starving = (index & 8) !== 0 && queued && !fair && later;
+    const flags = `${fenced ? "f" : ""}${queued ? (fair ? "r" : "q") : ""}${queued && later ? "w" : ""}${starving ? "s" : ""}`;
+    modes.push(queued ? `${flags}:${queueEntryMs}${starving ? `:${settings.nodeTimeoutMs}` : ""}` : flags);
   }
   return Object.freeze(modes);
 }
+
+/**
+ * @internal How long a waiter may wait before it asks for the lock to be handed over to it (Go's
+ * `sync.Mutex` starvation mode does the same after 1 ms): one retry delay, at least 50 ms.
+ */
+export const starvationMs = (settings: ResolvedSettings): number => Math.max(50, settings.retryDelayMs);
 
 export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions): Promise<Lock> {
   const resources = check.resourceList("resources", resourcesArg);
@@ -166,6 +177,8 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   const value = composeLockValue(id, acquiredAt, settings.pid, null, tail);
   const queued = fair || settings.wakeOnRelease;
   const modeIndex = (fenced ? 1 : 0) | (fair ? 2 : 0);
+  // Only one-resource acquisitions ask for a hand-over (a release hands over one resource at a time).
+  const starveMs = resources.length === 1 ? starvationMs(settings) : Infinity;
   let waiter: AcquireWaiter | null = null;
   const timeoutMs = settings.nodeTimeoutMs;
   const drift = driftMs(settings, ttlMs);
@@ -181,7 +194,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       const roundStart = attempt === 1 ? started : performance.now();
       const outcomes = await runRound(clients, ACQUIRE, {
         keys: resources,
-        args: [value, ttlMs, engine.acquireModes[attempt === 1 ? modeIndex : modeIndex | 4]!, settings.telemetry ? attempt : ""],
+        args: [value, ttlMs, engine.acquireModes[attempt === 1 ? modeIndex : modeIndex | 4 | (roundStart - started >= starveMs ? 8 : 0)]!, settings.telemetry ? attempt : ""],
         timeoutMs,
         parse: parseAcquireReply,
         // Resolve early on success only: a failed round waits for every node (or the timeout), so that in

@@ -29,6 +29,6 @@ if held then
   redis.call("PUBLISH", "lockscope:revoked", cjson.encode({v = 1, resource = key, value = held}))
 end
 -- Published even with nobody queued: an operator's release is rare, and tools may watch for it.
-publish_release(key, true)
+publish_release(key, queue_head(key, now_ms()))
 return {"deleted", held}
 `;

@@ -51,20 +51,14 @@ local function queue_head(resource, now)
 end
 `;
 
-/** `publish_release(resource, always)` (needs NOW_MS_LUA and QUEUE_HEAD_LUA before it). */
+/** `publish_release(resource, head)`: announces a release naming `head` ("" for nobody). */
 export const PUBLISH_RELEASE_LUA = `
--- Wakes the head waiter of a released resource (waiters otherwise sleep until their retry timer). Every
--- waiter of this engine is in the queue from its first refused attempt, so with nobody queued there is
--- nobody to wake and nothing is published, unless \`always\` (an operator's force release, which other
--- tools may watch for).
-local function publish_release(resource, always)
-  local head = queue_head(resource, now_ms())
-  if head ~= "" or always then
-    local message = "r1|" .. head .. "|" .. resource
-    redis.call("PUBLISH", "lockscope:released", message)
-    -- The same message on the wake channel of the head's engine instance (named by the first 6
-    -- characters of its id): the only subscriber that needs it.
-    if head ~= "" then redis.call("PUBLISH", "lockscope:wake:" .. string.sub(head, 1, 6), message) end
-  end
+-- Wakes the head waiter of a released resource (waiters otherwise sleep until their retry timer): the
+-- message goes to the public release channel and to the wake channel of the head's engine instance (named
+-- by the first 6 characters of its id), the only subscriber that needs it.
+local function publish_release(resource, head)
+  local message = "r1|" .. head .. "|" .. resource
+  redis.call("PUBLISH", "lockscope:released", message)
+  if head ~= "" then redis.call("PUBLISH", "lockscope:wake:" .. string.sub(head, 1, 6), message) end
 end
 `;

@@ -3,13 +3,16 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   AcquireAbortedError,
   CONTENTION_CHANNEL,
+  RELEASE_CHANNEL,
   decodeLockValue,
   forceRelease,
   Lock,
   LockExpiredError,
   LockLostError,
   LockRevokedError,
+  lockValueId,
   parseContentionMessage,
+  parseReleaseMessage,
   Redlock,
   ResourceHeldError,
   type ContentionEvent,
@@ -236,5 +239,44 @@ describe("Redlock on three nodes", () => {
     await lock.release();
     await Promise.all(done);
     expect(order).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it("announces a release only when someone waits, naming the waiter that came first", async () => {
+    const subscriber = cluster.client(2);
+    const released: Array<{ resource: string; nextWaiterId: string | null }> = [];
+    subscriber.on("message", (channel: string, message: string) => {
+      const event = channel === RELEASE_CHANNEL ? parseReleaseMessage(message) : null;
+      if (event) released.push(event);
+    });
+    await subscriber.subscribe(RELEASE_CHANNEL);
+    const holder = engine();
+    const quiet = await holder.acquire(["lock:announce"], 5000);
+    await quiet.release();
+    await sleep(50);
+    expect(released).toEqual([]);
+
+    const lock = await holder.acquire(["lock:announce"], 5000);
+    const waiting = engine({ retryDelayMs: 5000, retryJitterMs: 0 }).acquire(["lock:announce"], 5000);
+    await sleep(100);
+    await lock.release();
+    const next = await waiting;
+    await sleep(50);
+    await subscriber.unsubscribe();
+    expect(released).toEqual([{ resource: "lock:announce", nextWaiterId: lockValueId(next.value) }]);
+    await next.release();
+  });
+
+  it("hands the lock to a waiter that waited long instead of letting the releasing holder take it back", async () => {
+    const holder = engine({ retryCount: 0 });
+    const waiter = engine({ retryCount: -1, retryDelayMs: 100, retryJitterMs: 0 });
+    const lock = await holder.acquire(["lock:starving"], 10_000);
+    const waiting = waiter.acquire(["lock:starving"], 5000);
+    await sleep(350); // several attempts: the waiter has waited longer than its retry delay
+    await lock.release();
+    // Asking again at once, as a worker in a loop does: without the hand-over it would win every time.
+    await expect(holder.acquire(["lock:starving"], 5000)).rejects.toBeInstanceOf(ResourceHeldError);
+    const next = await waiting;
+    expect(next.attempts).toBeGreaterThan(1);
+    await next.release();
   });
 });

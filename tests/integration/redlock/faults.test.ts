@@ -57,6 +57,36 @@ describe.each([1, 3, 5])("Redlock on %i node(s)", (size) => {
   });
 });
 
+describe("wake-ups when a node fails", () => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    clients = await failFastClients(cluster);
+  });
+  afterAll(async () => {
+    await cluster.close();
+  });
+
+  it("still wake a waiter at once after the node its engine listened on died", async () => {
+    const holder = new Redlock(clients, { nodeTimeoutMs: 150 });
+    const waiter = new Redlock(clients, { retryCount: -1, retryDelayMs: 5000, retryJitterMs: 0, nodeTimeoutMs: 150 });
+    const lock = await holder.acquire(["lock:wake-failover"], 10_000);
+    const waiting = waiter.acquire(["lock:wake-failover"], 5000);
+    await sleep(200); // refused, queued, listening for wake-ups (on the first node)
+    await cluster.kill(0);
+    await sleep(500); // its connection to that node fails; it listens on another one
+    const released = performance.now();
+    await lock.release();
+    const next = await waiting;
+    // Woken by the release on a surviving node, long before its 5 s retry delay.
+    expect(performance.now() - released).toBeLessThan(2500);
+    await waiter.release(next);
+    await Promise.all([holder.quit(), waiter.quit()]);
+    await cluster.restart(0);
+  });
+});
+
 describe("slow and stopped nodes", () => {
   let cluster: TestCluster;
   let clients: Redis[];
