@@ -13,10 +13,16 @@ export const FENCE_KEY_PREFIX = "fence:";
 export const WAIT_QUEUE_KEY_PREFIX = "waitq:";
 /** Fair-mode waiter liveness: a sorted set of waiter ids scored by the time (epoch ms) they stop counting. */
 export const WAIT_DEADLINE_KEY_PREFIX = "waitqd:";
+/**
+ * Starvation hand-over: `<hand-over grace ms>|<lock value>` of the head waiter when it has waited too long;
+ * the next release writes that value into the lock key. Lives as long as the waiter's queue entry.
+ */
+export const WAIT_STARVING_KEY_PREFIX = "waitqs:";
 /** Fenced writes: the highest fence that wrote to a data key. */
 export const LAST_FENCE_KEY_PREFIX = "fence-seen:";
 
 export const fenceKey = (resource: string): string => FENCE_KEY_PREFIX + resource;
 export const waitQueueKey = (resource: string): string => WAIT_QUEUE_KEY_PREFIX + resource;
 export const waitDeadlineKey = (resource: string): string => WAIT_DEADLINE_KEY_PREFIX + resource;
+export const waitStarvingKey = (resource: string): string => WAIT_STARVING_KEY_PREFIX + resource;
 export const lastFenceKey = (key: string): string => LAST_FENCE_KEY_PREFIX + key;
