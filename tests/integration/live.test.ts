@@ -326,6 +326,17 @@ describe("live lock view", () => {
     await stranger.until("snapshot for an unknown id", () => stranger.events.some((e) => e.event === "snapshot"));
   });
 
+  it("frees everything a closed tab held", async () => {
+    const { getStreamHub } = await import("@/server/live");
+    const before = getStreamHub().clientCount;
+    const tab = await openStream();
+    await tab.until("snapshot", () => tab.events.some((e) => e.event === "snapshot"));
+    expect(getStreamHub().clientCount).toBe(before + 1);
+    tab.close();
+    await until("stream released", () => Promise.resolve(getStreamHub().clientCount === before));
+    await until("stream ended", () => Promise.resolve(tab.ended));
+  });
+
   it("ignores keys under the patterns that are not strings, and keys outside them", async () => {
     await clients[0]!.hset("lock:a-hash", "owner", "x");
     await Promise.all(clients.map((c) => c.set("session:not-a-lock", "v", "PX", 30_000)));
