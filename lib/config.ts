@@ -1,8 +1,8 @@
 import { z } from "zod";
 
 /**
- * The console's configuration, parsed once from an environment-shaped record. This module never reads
- * `process.env` itself: `server/config.ts` (and the launcher, which owns the process) pass it in.
+ * The console's configuration, parsed once from an environment-shaped record. This module never reads the
+ * environment itself: `server/config.ts` (and the launcher, which owns the process) pass it in.
  */
 export interface LockscopeConfig {
   /** Lock nodes; `null` means the embedded default (three local redis-server processes). */
