@@ -1,5 +1,6 @@
 import "server-only";
 import { lockKeyMatcher } from "@/lib/locks/glob";
+import { prevailingValue } from "@/lib/locks/merge";
 import { decodeLockValue, forceRelease } from "@/lib/redlock";
 import { getAuditLog, AuditUnavailableError } from "./audit/log";
 import { newAuditId } from "./audit/records";
@@ -58,20 +59,6 @@ function holderOf(value: string | null): AuditHolder | null {
   return { label: identity.label, host: identity.host, pid: identity.pid, fence: identity.fence };
 }
 
-/** The value most nodes hold (the lock's token as the live view names it), or null when none holds a string. */
-function prevailingValue(values: ReadonlyArray<string | null>): string | null {
-  const counts = new Map<string, number>();
-  for (const v of values) if (v !== null) counts.set(v, (counts.get(v) ?? 0) + 1);
-  let best: string | null = null;
-  let bestCount = 0;
-  for (const [v, n] of counts) {
-    if (n > bestCount) {
-      best = v;
-      bestCount = n;
-    }
-  }
-  return best;
-}
 
 function currentHolder(values: Array<{ id: string; value: string | null }>) {
   const token = prevailingValue(values.map((v) => v.value));

@@ -24,6 +24,21 @@ export interface MergedLock {
   expiresAt: number | null;
 }
 
+/** The value held by the most nodes (first seen wins a tie), or null when no node holds one. */
+export function prevailingValue(values: ReadonlyArray<string | null>): string | null {
+  const counts = new Map<string, number>();
+  for (const value of values) if (value !== null) counts.set(value, (counts.get(value) ?? 0) + 1);
+  let best: string | null = null;
+  let bestCount = 0;
+  for (const [value, count] of counts) {
+    if (count > bestCount) {
+      best = value;
+      bestCount = count;
+    }
+  }
+  return best;
+}
+
 /**
  * Merges per-node samples into one lock, as Redlock sees it: a value held by a quorum of nodes is
  * the lock; its validity ends when fewer than a quorum of those keys remain, i.e. at the quorum-th
@@ -31,26 +46,14 @@ export interface MergedLock {
  * the quorum is always out of all configured nodes.
  */
 export function mergeSamples(samples: NodeSamples, now: number): MergedLock {
-  const counts = new Map<string, number>();
-  for (let i = 0; i < samples.values.length; i++) {
-    const value = samples.values[i];
-    if (!samples.up[i] || value === null || value === undefined) continue;
-    counts.set(value, (counts.get(value) ?? 0) + 1);
-  }
-  if (counts.size === 0) return { state: null, token: null, leading: null, quorumHeld: 0, expiresAt: null };
-  let leading: string | null = null;
-  let best = 0;
-  for (const [value, count] of counts) {
-    if (count > best) {
-      best = count;
-      leading = value;
-    }
-  }
+  const leading = prevailingValue(samples.values.map((value, i) => (samples.up[i] ? (value ?? null) : null)));
+  if (leading === null) return { state: null, token: null, leading: null, quorumHeld: 0, expiresAt: null };
   const holders: number[] = [];
   for (let i = 0; i < samples.values.length; i++) {
     if (samples.up[i] && samples.values[i] === leading) holders.push(samples.expiries[i] ?? Number.NaN);
   }
   holders.sort((a, b) => b - a);
+  const best = holders.length;
   if (best >= samples.quorum) {
     const expiry = holders[samples.quorum - 1] ?? Number.NaN;
     const expiresAt = Number.isFinite(expiry) ? expiry : null;
