@@ -9,7 +9,7 @@ import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
 import type * as LogModule from "@/server/audit/log";
 import type { AuditEntry } from "@/server/audit/types";
 import type { TestCluster } from "../support/redis";
-import { call, setUpConsole, VIEWER_TOKEN } from "../support/console";
+import { call, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 
 interface Page {
   entries: AuditEntry[];
@@ -57,9 +57,7 @@ describe("audit log", () => {
     await releaseAs("lock:inventory", "bob", "manual cleanup, ticket #81");
   });
   afterAll(async () => {
-    const { getShutdownHooks } = await import("@/server/shutdown");
-    for (const hook of getShutdownHooks()) await hook.run();
-    await cluster.close();
+    await tearDownConsole(cluster);
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -4,7 +4,7 @@ import path from "node:path";
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestCluster } from "../support/redis";
-import { OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN } from "../support/console";
+import { OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 import { startLauncher, type LauncherProcess } from "../support/launcher";
 
 /**
@@ -166,9 +166,7 @@ describe("malformed requests against every route", () => {
     await Promise.all(nodes.flatMap((n) => sentinels.map(([k, v]) => n.set(k, v))));
   });
   afterAll(async () => {
-    const { getShutdownHooks } = await import("@/server/shutdown");
-    for (const hook of getShutdownHooks()) await hook.run();
-    await cluster.close();
+    await tearDownConsole(cluster);
   });
 
   it("finds the console's routes", () => {

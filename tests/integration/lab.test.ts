@@ -3,7 +3,7 @@ import type * as RunsModule from "@/app/api/demo/runs/route";
 import type * as RunModule from "@/app/api/demo/runs/[id]/route";
 import type { RunRecord, RunSettings } from "@/lib/lab/types";
 import type { TestCluster } from "../support/redis";
-import { call, setUpConsole, VIEWER_TOKEN } from "../support/console";
+import { call, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 
 type RunsRoute = typeof RunsModule;
 type RunRoute = typeof RunModule;
@@ -20,9 +20,7 @@ describe("contention lab", () => {
     run = await import("@/app/api/demo/runs/[id]/route");
   });
   afterAll(async () => {
-    const { getShutdownHooks } = await import("@/server/shutdown");
-    for (const hook of getShutdownHooks()) await hook.run();
-    await cluster.close();
+    await tearDownConsole(cluster);
   });
 
   async function start(settings: RunSettings): Promise<string> {

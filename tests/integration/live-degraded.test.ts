@@ -4,17 +4,9 @@ import type * as LocksModule from "@/app/api/locks/route";
 import type * as HealthModule from "@/app/api/health/route";
 import type { Lock } from "@/lib/locks/types";
 import type { TestCluster } from "../support/redis";
-import { call, setUpConsole, VIEWER_TOKEN } from "../support/console";
+import { until } from "../support/wait";
+import { call, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 
-async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe("live view on nodes that refuse CONFIG (managed Redis)", () => {
   let cluster: TestCluster;
@@ -33,9 +25,7 @@ describe("live view on nodes that refuse CONFIG (managed Redis)", () => {
   });
 
   afterAll(async () => {
-    const { getShutdownHooks } = await import("@/server/shutdown");
-    for (const hook of getShutdownHooks()) await hook.run();
-    await cluster.close();
+    await tearDownConsole(cluster);
   });
 
   it("reports notifications unavailable and the console degraded", async () => {

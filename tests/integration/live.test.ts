@@ -7,7 +7,8 @@ import type * as StreamModule from "@/app/api/locks/stream/route";
 import type * as HealthModule from "@/app/api/health/route";
 import type { Lock, LockDetail } from "@/lib/locks/types";
 import type { TestCluster } from "../support/redis";
-import { call, ORIGIN, setUpConsole, VIEWER_TOKEN } from "../support/console";
+import { until } from "../support/wait";
+import { call, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 
 // node-redlock's package.json "exports" hides its type declarations; the part used here, via require.
 interface NodeRedlockLock {
@@ -102,15 +103,6 @@ class StreamReader {
   }
 }
 
-async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe("live lock view", () => {
   let cluster: TestCluster;
@@ -149,9 +141,7 @@ describe("live lock view", () => {
 
   afterAll(async () => {
     for (const s of open) s.close();
-    const { getShutdownHooks } = await import("@/server/shutdown");
-    for (const hook of getShutdownHooks()) await hook.run();
-    await cluster.close();
+    await tearDownConsole(cluster);
   });
 
   it("streams the right headers and a snapshot first", async () => {

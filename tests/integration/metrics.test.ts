@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as MetricsRoute from "@/app/metrics/route";
 import type { Redlock as RedlockClass } from "@/lib/redlock";
-import { call, setUpConsole } from "../support/console";
+import { call, setUpConsole, tearDownConsole } from "../support/console";
 import { promtool } from "../support/prometheus";
 import type { TestCluster } from "../support/redis";
 
@@ -65,9 +65,7 @@ describe("GET /metrics on real lock nodes", () => {
 
   afterAll(async () => {
     await redlock?.quit();
-    const { getShutdownHooks } = await import("@/server/shutdown");
-    for (const hook of getShutdownHooks()) await hook.run();
-    await cluster.close();
+    await tearDownConsole(cluster);
   });
 
   it("refuses a scrape without the METRICS_TOKEN, in the contract's error shape", async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as ReadyRoute from "@/app/api/ready/route";
-import { call, setUpConsole } from "../support/console";
+import { call, setUpConsole, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -24,9 +24,7 @@ describe("GET /api/ready", () => {
     route = await import("@/app/api/ready/route");
   });
   afterAll(async () => {
-    const { getShutdownHooks } = await import("@/server/shutdown");
-    for (const hook of getShutdownHooks()) await hook.run();
-    await cluster.close();
+    await tearDownConsole(cluster);
   });
 
   it("answers 200 to anyone once the watchers have reconciled with a quorum up", async () => {

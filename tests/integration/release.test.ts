@@ -8,7 +8,7 @@ import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
 import type * as SessionModule from "@/app/api/session/route";
 import { encodeLockValue, fencedWrite, Redlock } from "@/lib/redlock";
 import type { TestCluster } from "../support/redis";
-import { call, OPERATOR_TOKEN, setUpConsole, VIEWER_TOKEN } from "../support/console";
+import { call, OPERATOR_TOKEN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 
 interface AuditEntryBody {
   id: string;
@@ -57,9 +57,7 @@ describe("force release", () => {
     session = await import("@/app/api/session/route");
   });
   afterAll(async () => {
-    const { getShutdownHooks } = await import("@/server/shutdown");
-    for (const hook of getShutdownHooks()) await hook.run();
-    await cluster.close();
+    await tearDownConsole(cluster);
     rmSync(auditDir, { recursive: true, force: true });
   });
   beforeEach(() => {

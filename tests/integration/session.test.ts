@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HealthModule from "@/app/api/health/route";
 import type * as SessionModule from "@/app/api/session/route";
 import type { TestCluster } from "../support/redis";
-import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN } from "../support/console";
+import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 
 type SessionRoute = typeof SessionModule;
 type HealthRoute = typeof HealthModule;
@@ -18,9 +18,7 @@ describe("sign-in, sessions and health", () => {
     health = await import("@/app/api/health/route");
   });
   afterAll(async () => {
-    const { getShutdownHooks } = await import("@/server/shutdown");
-    for (const hook of getShutdownHooks()) await hook.run();
-    await cluster.close();
+    await tearDownConsole(cluster);
   });
 
   it("signs in with the operator token and the cookie then identifies the operator", async () => {

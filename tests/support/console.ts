@@ -61,3 +61,10 @@ export async function call(handler: Handler, method: string, pathAndQuery: strin
   }
   return { status: response.status, body: parsed, headers: response.headers };
 }
+
+/** Runs the console's shutdown hooks (streams, lab, audit, watchers, connections), then stops the nodes. */
+export async function tearDownConsole(cluster: TestCluster | undefined): Promise<void> {
+  const { getShutdownHooks } = await import("@/server/shutdown");
+  for (const hook of getShutdownHooks()) await hook.run();
+  await cluster?.close();
+}
