@@ -160,7 +160,7 @@ export class Notifications {
     const subscriber = generation[index];
     this.#wakeNode = index;
     if (!subscriber) {
-      this.#moveWakeNode(generation, index, failures);
+      this.#moveWakeNode(generation, index, failures + 1);
       return;
     }
     subscriber.subscribe(this.wakeChannel).then(
