@@ -41,7 +41,7 @@ describe("npm start's launcher", () => {
     expect(launcher.output()).toContain(`console ready at http://localhost:${launcher.port}`);
     expect(await launcher.stop("SIGINT")).toBe(0);
     for (const port of ports) expect(redisServerPids(`:${port}`)).toEqual([]);
-  });
+  }, 120_000);
 
   it("uses the nodes in REDIS_URLS and starts none of its own", async () => {
     const before = redisServerPids("redis-server").length;
@@ -52,5 +52,5 @@ describe("npm start's launcher", () => {
     expect(await launcher.stop("SIGTERM")).toBe(0);
     // The nodes it did not start are still there.
     expect(await cluster.client(0).ping()).toBe("PONG");
-  });
+  }, 120_000);
 });
