@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCluster, type TestCluster } from "../support/redis";
-import { redisServerPids, startLauncher } from "../support/launcher";
+import { redisServerChildren, redisServerPids, startLauncher } from "../support/launcher";
 
 interface HealthBody {
   status: string;
@@ -38,17 +38,17 @@ describe("npm start's launcher", () => {
     const ports = health.nodes.map((n) => new URL(n.url).port);
     expect(ports).not.toContain("6379");
     for (const port of ports) expect(redisServerPids(`:${port}`)).toHaveLength(1);
+    expect(redisServerChildren(launcher.child.pid!)).toHaveLength(3);
     expect(launcher.output()).toContain(`console ready at http://localhost:${launcher.port}`);
     expect(await launcher.stop("SIGINT")).toBe(0);
     for (const port of ports) expect(redisServerPids(`:${port}`)).toEqual([]);
   }, 120_000);
 
   it("uses the nodes in REDIS_URLS and starts none of its own", async () => {
-    const before = redisServerPids("redis-server").length;
     const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(",") });
     const health = (await (await fetch(`${launcher.baseUrl}/api/health`)).json()) as HealthBody;
     expect(health.nodes.map((n) => n.url)).toEqual(cluster.urls);
-    expect(redisServerPids("redis-server").length).toBe(before);
+    expect(redisServerChildren(launcher.child.pid!)).toEqual([]);
     expect(await launcher.stop("SIGTERM")).toBe(0);
     // The nodes it did not start are still there.
     expect(await cluster.client(0).ping()).toBe("PONG");

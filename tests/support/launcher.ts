@@ -72,3 +72,21 @@ export function redisServerPids(needle: string): number[] {
   }
   return pids;
 }
+
+/** PIDs of redis-server processes whose parent is `parentPid` (the nodes a launcher started itself). */
+export function redisServerChildren(parentPid: number): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // The command name is in parentheses and may hold spaces: fields after it are space-separated.
+      const afterName = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const ppid = Number(afterName[1]);
+      if (ppid === parentPid && stat.includes("(redis-server)")) pids.push(Number(entry));
+    } catch {
+      // process ended while we looked
+    }
+  }
+  return pids;
+}
