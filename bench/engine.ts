@@ -221,6 +221,20 @@ async function benchTopology(nodes: RedisNode[]): Promise<TopologyResult> {
     }
 
     const hotResource = "lock:bench/hot";
+    // One engine instance per worker, as 20 processes would each have one.
+    const engineWorkers = (settings: { fair?: boolean; label: string }): HotContender[] =>
+      Array.from({ length: S2_WORKERS }, () => {
+        const e = new Redlock(clients, { retryCount: -1, nodeTimeoutMs: 2000, ...settings });
+        engines.push(e);
+        return {
+          acquire: async (signal) => {
+            const lock: Lock = await e.acquire([hotResource], TTL_MS, { signal });
+            return async () => {
+              await e.release(lock);
+            };
+          },
+        };
+      });
     const hotContenders: Record<string, () => HotContender[]> = {
       "node-redlock (defaults)": () =>
         Array.from({ length: S2_WORKERS }, () => {
@@ -234,32 +248,8 @@ async function benchTopology(nodes: RedisNode[]): Promise<TopologyResult> {
             },
           };
         }),
-      "engine (wake on release)": () =>
-        Array.from({ length: S2_WORKERS }, () => {
-          const e = new Redlock(clients, { retryCount: -1, label: "hot", nodeTimeoutMs: 2000 });
-          engines.push(e);
-          return {
-            acquire: async (signal) => {
-              const lock: Lock = await e.acquire([hotResource], TTL_MS, { signal });
-              return async () => {
-                await e.release(lock);
-              };
-            },
-          };
-        }),
-      "engine fair": () =>
-        Array.from({ length: S2_WORKERS }, () => {
-          const e = new Redlock(clients, { retryCount: -1, fair: true, label: "hot-fair", nodeTimeoutMs: 2000 });
-          engines.push(e);
-          return {
-            acquire: async (signal) => {
-              const lock: Lock = await e.acquire([hotResource], TTL_MS, { signal });
-              return async () => {
-                await e.release(lock);
-              };
-            },
-          };
-        }),
+      "engine (wake on release)": () => engineWorkers({ label: "hot" }),
+      "engine fair": () => engineWorkers({ fair: true, label: "hot-fair" }),
     };
     const s2: Record<string, HotRun[]> = {};
     const hotNames = Object.keys(hotContenders);

@@ -55,20 +55,15 @@ export function instrumentRedlock(redlock: InstrumentableRedlock, options: Instr
     declared<"node" | "operation">("lockscope_redlock_node_errors_total").inc({ node, operation: e.operation });
   };
 
-  redlock.on("acquired", onAcquired);
-  redlock.on("attempt-failed", onAttemptFailed);
-  redlock.on("released", onReleased);
-  redlock.on("extended", onExtended);
-  redlock.on("extend-failed", onExtendFailed);
-  redlock.on("lost", onLost);
-  redlock.on("node-error", onNodeError);
-  return () => {
-    redlock.off("acquired", onAcquired);
-    redlock.off("attempt-failed", onAttemptFailed);
-    redlock.off("released", onReleased);
-    redlock.off("extended", onExtended);
-    redlock.off("extend-failed", onExtendFailed);
-    redlock.off("lost", onLost);
-    redlock.off("node-error", onNodeError);
+  const attach = (method: "on" | "off") => {
+    redlock[method]("acquired", onAcquired);
+    redlock[method]("attempt-failed", onAttemptFailed);
+    redlock[method]("released", onReleased);
+    redlock[method]("extended", onExtended);
+    redlock[method]("extend-failed", onExtendFailed);
+    redlock[method]("lost", onLost);
+    redlock[method]("node-error", onNodeError);
   };
+  attach("on");
+  return () => attach("off");
 }

@@ -60,6 +60,5 @@ export function getNodes(): LockNode[] {
   });
 }
 
-export function quorumOf(n: number): number {
-  return Math.floor(n / 2) + 1;
-}
+// The engine's quorum rule, so the console never counts a quorum differently from the locks it explains.
+export { quorumOf } from "@/lib/redlock/round";

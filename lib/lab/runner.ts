@@ -520,15 +520,19 @@ export class LabRun {
     }
   }
 
-  /** The seeds' race: read, work, write back, no lock. */
-  async #stepNone(worker: Worker): Promise<StepOutcome> {
-    const client = worker.clients[0]!;
+  /** The seeds' critical section: read the stock, work, write it back one lower (no fence). */
+  async #readWorkWrite(client: Redis): Promise<StepOutcome> {
     const stock = Number(await client.get(this.keys.stock));
     if (!(stock > 0)) return "sold-out";
     await this.#busy();
     if (this.#halt.signal.aborted) return "stopped";
     await client.set(this.keys.stock, String(stock - 1));
     return this.#sold(stock - 1);
+  }
+
+  /** The seeds' race: read, work, write back, no lock. */
+  #stepNone(worker: Worker): Promise<StepOutcome> {
+    return this.#readWorkWrite(worker.clients[0]!);
   }
 
   /** The seeds' SETNX lock on node 0, from the engine's naive module; retries counted here. */
@@ -550,12 +554,7 @@ export class LabRun {
     }
     this.#tally.waits.push(performance.now() - waitStart);
     try {
-      const stock = Number(await client.get(this.keys.stock));
-      if (!(stock > 0)) return "sold-out";
-      await this.#busy();
-      if (this.#halt.signal.aborted) return "stopped";
-      await client.set(this.keys.stock, String(stock - 1));
-      return this.#sold(stock - 1);
+      return await this.#readWorkWrite(client);
     } finally {
       await releaseNaive(client, this.keys.lock, token).catch((error: unknown) => {
         if (error instanceof NaiveLockLostError) this.#tally.locksLost += 1;
@@ -579,30 +578,22 @@ export class LabRun {
     this.#tally.retries += lock.attempts - 1;
     try {
       const fence = lock.fence;
-      let stock: number;
-      if (fence !== null) {
-        // A fenced read: adding 0 records our fence on the stock, so a holder that paused past its TTL
-        // has its later write refused even when we have not written yet.
-        const read = await fencedWrite(client, this.keys.stock, fence, { type: "incrby", by: 0 });
-        if (!read.applied) {
-          this.#tally.staleWritesRejected += 1;
-          return "rejected";
-        }
-        stock = Number(read.value);
-      } else {
-        stock = Number(await client.get(this.keys.stock));
+      if (fence === null) return await this.#readWorkWrite(client);
+      // A fenced read: adding 0 records our fence on the stock, so a holder that paused past its TTL
+      // has its later write refused even when we have not written yet.
+      const read = await fencedWrite(client, this.keys.stock, fence, { type: "incrby", by: 0 });
+      if (!read.applied) {
+        this.#tally.staleWritesRejected += 1;
+        return "rejected";
       }
+      const stock = Number(read.value);
       if (!(stock > 0)) return "sold-out";
       await this.#busy();
       if (this.#halt.signal.aborted) return "stopped";
-      if (fence !== null) {
-        const write = await fencedWrite(client, this.keys.stock, fence, { type: "set", value: String(stock - 1) });
-        if (!write.applied) {
-          this.#tally.staleWritesRejected += 1;
-          return "rejected";
-        }
-      } else {
-        await client.set(this.keys.stock, String(stock - 1));
+      const write = await fencedWrite(client, this.keys.stock, fence, { type: "set", value: String(stock - 1) });
+      if (!write.applied) {
+        this.#tally.staleWritesRejected += 1;
+        return "rejected";
       }
       return this.#sold(stock - 1);
     } finally {

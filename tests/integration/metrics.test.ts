@@ -4,6 +4,7 @@ import type { Redlock as RedlockClass } from "@/lib/redlock";
 import { call, setUpConsole, tearDownConsole } from "../support/console";
 import { promtool } from "../support/prometheus";
 import type { TestCluster } from "../support/redis";
+import { setTimeout as sleep } from "node:timers/promises";
 
 const METRICS_TOKEN = "it-metrics-token-0123456789abcdef";
 const MAX_GROUPS = 4;
@@ -24,7 +25,6 @@ function consoleSeries(text: string): string[] {
   return [...samples(text).keys()].filter((s) => s.startsWith("lockscope_") && !/^lockscope_(process|nodejs)_/.test(s)).sort();
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("GET /metrics on real lock nodes", () => {
   let cluster: TestCluster;

@@ -7,9 +7,9 @@ import { freePort } from "@/lib/redis-node";
 import { startLauncher, type LauncherProcess } from "../support/launcher";
 import { PROMETHEUS_DIR, prometheusBinary } from "../support/prometheus";
 import { startCluster, type TestCluster } from "../support/redis";
+import { setTimeout as sleep } from "node:timers/promises";
 
 const METRICS_TOKEN = "it-prometheus-metrics-token-0123456789";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Target {
   labels: { job: string };

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as ReadyRoute from "@/app/api/ready/route";
 import { call, setUpConsole, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
+import { setTimeout as sleep } from "node:timers/promises";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("GET /api/ready", () => {
   let cluster: TestCluster;

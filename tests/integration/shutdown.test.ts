@@ -5,9 +5,9 @@ import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisServerPids, startLauncher, type LauncherProcess } from "../support/launcher";
 import { startCluster, type TestCluster } from "../support/redis";
+import { setTimeout as sleep } from "node:timers/promises";
 
 const OPERATOR_TOKEN = "it-shutdown-operator-token-0123456789";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Opens the live stream and collects its text until the server ends it. */
 async function openStream(baseUrl: string): Promise<{ text: () => string; ended: Promise<void> }> {

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redlock, type Lock } from "@/lib/redlock";
 import { startLauncher, type LauncherProcess } from "../support/launcher";
 import { startCluster, type TestCluster } from "../support/redis";
+import { setTimeout as sleep } from "node:timers/promises";
 
 const OPERATOR_TOKEN = "it-two-instances-operator-token-0123";
 const RESOURCE = "lock:orders/two-instances";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface LockRow {
   resource: string;

@@ -26,7 +26,7 @@ export async function failFastClients(cluster: TestCluster): Promise<Redis[]> {
   return clients;
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export { setTimeout as sleep } from "node:timers/promises";
 
 /** Resolves once `signal` has aborted (at once if it already has). */
 export function aborted(signal: AbortSignal): Promise<void> {
