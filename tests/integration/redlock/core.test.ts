@@ -166,7 +166,11 @@ describe("Redlock on three nodes", () => {
     await sleep(50);
     expect(await redlock.extend(lock, 2000)).toBe(lock);
     expect(lock.expiresAt).toBeGreaterThan(firstExpiry + 1000);
-    expect(await clients[0]!.pttl("lock:extend")).toBeGreaterThan(1500);
+    // extend() resolves once a quorum took it; the last node may apply it a moment later.
+    await until("every node holds the extended TTL", async () => {
+      const ttls = await Promise.all(clients.map((c) => c.pttl("lock:extend")));
+      return ttls.every((ms) => ms > 1500);
+    });
 
     const short = await redlock.acquire(["lock:short"], 50);
     await sleep(80);
@@ -186,7 +190,8 @@ describe("Redlock on three nodes", () => {
     const reason = await redlock.using(["lock:using"], 400, async (signal) => {
       await sleep(700); // past the first TTL: only extensions keep it
       expect(signal.aborted).toBe(false);
-      expect(await clients[0]!.exists("lock:using")).toBe(1);
+      const holding = await Promise.all(clients.map((c) => c.exists("lock:using")));
+      expect(holding.filter((n) => n === 1).length).toBeGreaterThanOrEqual(2);
       await Promise.all(clients.map((c) => c.del("lock:using")));
       await aborted(signal);
       return signal.reason as unknown;
