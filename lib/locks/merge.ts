@@ -1,4 +1,4 @@
-import { decodeLockValue } from "@/lib/redlock/identity";
+import { decodeLockValue, lockValueId } from "@/lib/redlock/identity";
 import type { LiveState, LockHolder } from "./types";
 
 /**
@@ -121,6 +121,16 @@ export type Transition =
 export const EXTEND_SLACK_MS = 50;
 
 /**
+ * A fenced acquisition writes its value twice: first without the fence, then (once the fence is recorded on a
+ * quorum) the same value id with the fence. That rewrite is the same acquisition, not a new holder.
+ */
+function sameAcquisition(before: string | null, after: string): boolean {
+  if (before === null) return false;
+  const id = lockValueId(after);
+  return id !== null && id === lockValueId(before);
+}
+
+/**
  * The lock-level events between two merged views of one resource (pure; the store turns them into
  * timeline entries and live events).
  */
@@ -129,7 +139,7 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
   if (next.state === null) return wasLive ? [{ type: "ended" }] : [];
   if (!wasLive) return [{ type: "acquired", token: next.token ?? next.leading, partial: next.state === "partial" }];
   const out: Transition[] = [];
-  if (next.token !== null && prev.token !== next.token && prev.leading !== next.token) {
+  if (next.token !== null && prev.token !== next.token && prev.leading !== next.token && !sameAcquisition(prev.token ?? prev.leading, next.token)) {
     out.push({ type: "acquired", token: next.token, partial: false });
   } else if (next.token !== null && prev.token === next.token && next.expiresAt !== null && prev.expiresAt !== null && next.expiresAt > prev.expiresAt + EXTEND_SLACK_MS) {
     out.push({ type: "extended", token: next.token, by: next.expiresAt - prev.expiresAt });

@@ -193,11 +193,11 @@ describe("live lock view", () => {
     const s = await openStream();
     const redlock = new Redlock(clients, { label: "billing-worker", fenced: true });
     const taken = await redlock.acquire(["lock:engine"], 30_000);
-    const shown = await s.until("engine lock held", () => {
+    // A fenced acquisition writes its value, then rewrites it with the fence: wait for the final value.
+    const shown = await s.until("engine lock held with its fenced value", () => {
       const l = s.lock("lock:engine");
-      return l?.state === "held" ? l : null;
+      return l?.state === "held" && l.token === taken.value ? l : null;
     });
-    expect(shown.token).toBe(taken.value);
     expect(shown.holder).toMatchObject({ label: "billing-worker", pid: process.pid });
     expect(shown.fence).toBe(taken.fence);
     expect(shown.quorumHeld).toBe(3);

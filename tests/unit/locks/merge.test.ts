@@ -69,6 +69,16 @@ describe("how a lock ended and what changed", () => {
     expect(transitions(held, { ...held, state: "elapsed" })).toEqual([{ type: "elapsed" }]);
   });
 
+  it("does not count a fenced acquisition's rewrite (same value id, fence added) as a second acquisition", () => {
+    const first = encodeLockValue({ label: "w", host: "h", pid: 1, fence: null, acquiredAt: NOW });
+    const fenced = first.replace(/^(lk1:[^:]+:[^:]+:[^:]*:)/, "$17");
+    expect(decodeHolder(fenced).fence).toBe("7");
+    const held = { state: "held" as const, token: first, leading: first, expiresAt: NOW + 1_000 };
+    expect(transitions(held, { ...held, token: fenced, leading: fenced })).toEqual([]);
+    const other = encodeLockValue({ label: "w", host: "h", pid: 1, fence: "7", acquiredAt: NOW });
+    expect(transitions(held, { ...held, token: other, leading: other })).toEqual([{ type: "acquired", token: other, partial: false }]);
+  });
+
   it("does not count a partial write completing as a second acquisition", () => {
     const partial = { state: "partial" as const, token: null, leading: "a", expiresAt: NOW + 1_000 };
     expect(transitions(null, partial)).toEqual([{ type: "acquired", token: "a", partial: true }]);
