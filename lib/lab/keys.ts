@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { FENCE_KEY_PREFIX, LAST_FENCE_KEY_PREFIX, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX } from "@/lib/redlock/keys";
+import { FENCE_KEY_PREFIX, LAST_FENCE_KEY_PREFIX, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX } from "@/lib/redlock/keys";
 
 /**
  * Key names of a lab run. Every run has its own namespace: its lock key sits under the default lock
@@ -41,6 +41,7 @@ export function runKeys(id: string): RunKeys {
       `${FENCE_KEY_PREFIX}${lockPrefix}*`,
       `${WAIT_QUEUE_KEY_PREFIX}${lockPrefix}*`,
       `${WAIT_DEADLINE_KEY_PREFIX}${lockPrefix}*`,
+      `${WAIT_TICKET_KEY_PREFIX}${lockPrefix}*`,
       `${LAST_FENCE_KEY_PREFIX}${dataPrefix}*`,
     ],
   };

@@ -1,4 +1,4 @@
-import { FENCE_OLDER_LUA, NOW_MS_LUA, QUEUE_HEAD_LUA } from "./shared.lua";
+import { FENCE_OLDER_LUA, HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA } from "./shared.lua";
 
 /**
  * Takes every resource on this node, or none: the check and the SETs run in one script, so two
@@ -8,15 +8,15 @@ import { FENCE_OLDER_LUA, NOW_MS_LUA, QUEUE_HEAD_LUA } from "./shared.lua";
  *   exclude each other on the same keys).
  * ARGV[1]: the value, an engine value `lk1:<id>:<arrival base36>:...` (unique token, holder identity).
  * ARGV[2]: TTL in ms.
- * ARGV[3]: mode: "" (a plain acquisition), or flags, then ":<queue entry ms>" when "q" or "r" is set:
- *   "f" fenced (report this node's fence), "q" waiter (join the resource's waiter queue when refused, so
- *   a release wakes waiters one at a time in arrival order), "r" fair (like "q", and a free resource is
- *   only taken by the head of its queue), "w" an earlier attempt of this acquisition was refused (it may
- *   be queued here: leave the queue on success), "s" (with "q", one resource) the waiter is starving: when
- *   it is the head of the queue, record it in `waitqs:<resource>` so the next release hands the lock to
- *   it; the mode then ends with ":<queue entry ms>:<hand-off grace ms>".
- * ARGV[4]: the attempt number for telemetry, "" to publish nothing.
- *
+ * ARGV[3]: mode: "" (a plain acquisition), or flags, then ":<queue entry ms>" when "q" or "r" is set and
+ *   ":<ticket ms>" after it when "g" is: "f" fenced (report this node's fence), "t" publish a refusal on
+ *   the contention channel, "q" waiter (join the resource's waiter queue when refused, so a release hands
+ *   the lock on, or wakes waiters, one at a time in arrival order), "r" fair (like "q", and a free
+ *   resource is only taken by the head of its queue), "w" an earlier attempt of this acquisition was
+ *   refused (it may be queued here: leave the queue on success), "g" (with "q" or "r", one resource) leave
+ *   a grant ticket when refused: the release that finds this waiter at the head of the queue writes the
+ *   lock in its value (see HAND_OVER_LUA), if the ticket is not older than its ticket ms.
+ * ARGV[4]: the attempt number (in the contention message and the grant ticket).
  * Replies: 1 taken; {1, fence} taken, fenced, with the highest fence this node recorded for the
  * resources ("0" for none); {0, i, holder value or nil, pttl} resource i is held; {2, i, head id} fair
  * mode: resource i is free but another waiter is ahead in its queue.
@@ -34,8 +34,8 @@ if #KEYS == 1 and not fair then
   local key = KEYS[1]
   if not redis.call("SET", key, value, "NX", "PX", ttl) then
     local held = redis.pcall("GET", key)
-    -- Our own value counts as free: an earlier attempt of this acquisition timed out on the client but
-    -- was applied here; taking it again just renews it.
+    -- Our own value counts as free: a release granted it to us (HAND_OVER_LUA), or an earlier attempt of
+    -- this acquisition timed out on the client but was applied here; taking it again just renews it.
     if held == value then
       redis.call("SET", key, value, "PX", ttl)
     else
@@ -55,10 +55,16 @@ else
   if fair and not refused then
     ${NOW_MS_LUA}
     ${QUEUE_HEAD_LUA}
+    ${PUBLISH_RELEASE_LUA}
+    ${HAND_OVER_LUA}
     local now, id = now_ms(), string.sub(value, 5, 20)
     for i, key in ipairs(KEYS) do
       local head = queue_head(key, now)
       if head ~= "" and head ~= id then
+        -- Free, but reserved for the head, which has not taken it (it was woken and has not come yet, or
+        -- the holder's key expired instead of being released): hand it over now rather than leave it idle
+        -- until the head's next attempt.
+        hand_over(key, now)
         refused, reply = key, {2, i, head}
         break
       end
@@ -75,11 +81,10 @@ if refused then
   -- The helper functions are defined here, on the refusal path only: a Lua function defined at the top
   -- is a closure made on every call, which measurably slows the common case.
   ${NOW_MS_LUA}
-  local now = nil
+  local now = now_ms()
   -- A refused attempt is announced from here, not by the client, so contention costs no extra round
   -- trip and shows up for every process that uses the engine.
-  if attempt ~= "" then
-    now = now_ms()
+  if string.find(mode, "t", 1, true) then
     redis.call("PUBLISH", "lockscope:contention",
       "c1|" .. attempt .. "|" .. string.format("%.0f", now) .. "|" .. value .. "|" .. refused)
   end
@@ -87,18 +92,17 @@ if refused then
   -- waiter's own arrival time (read from its value: the same number on every node), so all nodes order
   -- the queue alike and agree on whose turn it is.
   if fair or string.find(mode, "q", 1, true) then
-    now = now or now_ms()
     local id = string.sub(value, 5, 20)
     local arrival = tonumber(string.match(value, "^lk1:[^:]*:([0-9a-z]+)"), 36)
-    local lapse = now + tonumber(string.match(mode, ":(%d+)$"))
+    local entry, ticket = string.match(mode, ":(%d+):?(%d*)$")
     for _, key in ipairs(KEYS) do
       redis.call("ZADD", "waitq:" .. key, "NX", arrival, id)
-      redis.call("ZADD", "waitqd:" .. key, lapse, id)
+      redis.call("ZADD", "waitqd:" .. key, now + tonumber(entry), id)
     end
-    -- A starving head (see the release script's hand-off) records its value and hand-off grace, for as
-    -- long as its queue entry lives.
-    if #KEYS == 1 and string.find(mode, "s", 1, true) and redis.call("ZRANGE", "waitq:" .. refused, 0, 0)[1] == id then
-      redis.call("SET", "waitqs:" .. refused, string.match(mode, ":%d+:(%d+)$") .. "|" .. value, "PX", lapse - now)
+    -- The grant ticket: until when this waiter counts as alive enough to be handed the lock, the attempt
+    -- the grant answers (the waiter measures validity from that attempt's start), its TTL and its value.
+    if ticket ~= "" then
+      redis.call("HSET", "waitqg:" .. KEYS[1], id, string.format("%.0f", now + tonumber(ticket)) .. "|" .. attempt .. "|" .. ttl .. "|" .. value)
     end
   end
   return reply
@@ -108,11 +112,10 @@ if mode == "" then return 1 end
 if string.find(mode, "w", 1, true) then
   local id = string.sub(value, 5, 20)
   for _, key in ipairs(KEYS) do
-    if redis.call("ZREM", "waitq:" .. key, id) == 1 then redis.call("ZREM", "waitqd:" .. key, id) end
-  end
-  if string.find(mode, "s", 1, true) then
-    local starving = redis.call("GET", "waitqs:" .. KEYS[1])
-    if starving and string.find(starving, value, 1, true) then redis.call("DEL", "waitqs:" .. KEYS[1]) end
+    if redis.call("ZREM", "waitq:" .. key, id) == 1 then
+      redis.call("ZREM", "waitqd:" .. key, id)
+      redis.call("HDEL", "waitqg:" .. key, id)
+    end
   end
 end
 if string.find(mode, "f", 1, true) then
@@ -130,14 +133,30 @@ return 1
 `;
 
 /**
- * Fair mode: a waiter that gives up (or that got the lock on a quorum while still queued on other
- * nodes) leaves the queues, so it does not block the waiters behind it until its entry lapses.
- * KEYS: the resources. ARGV[1]: the waiter id.
+ * A waiter that gives up (or that got the lock on a quorum while still queued on other nodes) leaves the
+ * queues, so it does not block the waiters behind it until its entry lapses.
+ * KEYS: the resources. ARGV[1]: the waiter id. ARGV[2] (optional, when giving up): its lock value: a
+ * release may have granted it the lock meanwhile (HAND_OVER_LUA); that lock is deleted and handed on.
  */
 export const LEAVE_QUEUE_LUA = `
+local id, value, granted = ARGV[1], ARGV[2], nil
 for _, key in ipairs(KEYS) do
-  redis.call("ZREM", "waitq:" .. key, ARGV[1])
-  redis.call("ZREM", "waitqd:" .. key, ARGV[1])
+  redis.call("ZREM", "waitq:" .. key, id)
+  redis.call("ZREM", "waitqd:" .. key, id)
+  redis.call("HDEL", "waitqg:" .. key, id)
+  if value and redis.pcall("GET", key) == value then
+    redis.call("DEL", key)
+    granted = granted or {}
+    granted[#granted + 1] = key
+  end
+end
+if granted then
+  ${NOW_MS_LUA}
+  ${QUEUE_HEAD_LUA}
+  ${PUBLISH_RELEASE_LUA}
+  ${HAND_OVER_LUA}
+  local now = now_ms()
+  for _, key in ipairs(granted) do hand_over(key, now) end
 end
 return 1
 `;

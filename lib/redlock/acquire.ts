@@ -68,17 +68,90 @@ const parseNumber = (raw: unknown): number => {
 
 type Failure = { reason: "conflict" | "nodes-failed" | "validity"; votes: ReturnType<typeof votesOf> };
 
-/** A waiter between attempts; `woken` also records a release heard while an attempt was in flight. */
+/**
+ * A waiter between attempts. `woken` also records a wake-up heard while an attempt was in flight. Grants
+ * (a release wrote the lock in this waiter's value, see HAND_OVER_LUA) count for `attempt`, the latest
+ * attempt: its refusal left the tickets those releases answered, and validity is measured from its start.
+ */
 interface AcquireWaiter extends Waiter {
   woken: boolean;
   resolve: (() => void) | null;
+  attempt: number;
+  /** Per node: granted for `attempt`. */
+  granted: boolean[];
+  grants: number;
+  /** The highest fence reported with the grants ("" for none). */
+  grantFence: string;
+  /** Nodes whose answer to `attempt` is unknown: a cleanup may delete what they grant, so it does not count. */
+  unknown: readonly number[];
 }
 
-/** Sleeps until the retry time, a release naming this waiter (or anyone), or the signal. */
-function sleepUnlessWoken(waiter: AcquireWaiter | null, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
+function newWaiter(id: string, nodes: number, quorum: number): AcquireWaiter {
+  const waiter: AcquireWaiter = {
+    id,
+    woken: false,
+    resolve: null,
+    attempt: 0,
+    granted: new Array<boolean>(nodes).fill(false),
+    grants: 0,
+    grantFence: "",
+    unknown: [],
+    wake: () => {
+      waiter.woken = true;
+      waiter.resolve?.();
+    },
+    grant: (node, attempt, fence) => {
+      if (attempt !== waiter.attempt || node >= nodes || waiter.granted[node] || waiter.unknown.includes(node)) return;
+      waiter.granted[node] = true;
+      waiter.grants += 1;
+      if (fence !== "" && (waiter.grantFence === "" || BigInt(fence) > BigInt(waiter.grantFence))) waiter.grantFence = fence;
+      if (waiter.grants >= quorum) waiter.wake();
+    },
+  };
+  return waiter;
+}
+
+/**
+ * Nodes whose answer to the attempt is unknown (failed or timed out): the release sent after the round
+ * may delete what they grant, so their grants do not count, even one heard already.
+ */
+function excludeNodes(waiter: AcquireWaiter, nodes: readonly number[]): void {
+  waiter.unknown = nodes;
+  for (const node of nodes) {
+    if (!waiter.granted[node]) continue;
+    waiter.granted[node] = false;
+    waiter.grants -= 1;
+  }
+}
+
+/** Starts counting grants for a new attempt. */
+function nextAttempt(waiter: AcquireWaiter, attempt: number): void {
+  waiter.woken = false;
+  waiter.attempt = attempt;
+  waiter.granted.fill(false);
+  waiter.grants = 0;
+  waiter.grantFence = "";
+  waiter.unknown = [];
+}
+
+/**
+ * Sleeps until the retry time, a wake-up or a quorum of grants, or the signal. When the retry time comes
+ * with some grants heard but not a quorum, the rest are probably on their way: it waits `graceMs` more
+ * rather than start an attempt that would find those nodes mid-hand-over.
+ */
+function sleepUnlessWoken(waiter: AcquireWaiter | null, delayMs: number, graceMs: number, signal: AbortSignal | undefined): Promise<void> {
   if (delayMs <= 0 || signal?.aborted || waiter?.woken) return Promise.resolve();
   return new Promise<void>((resolve) => {
-    const timer = setTimeout(done, delayMs);
+    let graced = false;
+    let timer = setTimeout(onTimer, delayMs);
+    function onTimer() {
+      if (!graced && waiter && waiter.grants > 0) {
+        graced = true;
+        timer = setTimeout(onTimer, graceMs);
+        return;
+      }
+      done();
+    }
     function done() {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
@@ -107,11 +180,15 @@ export function lateAcquireHandler(engine: () => Engine): NonNullable<RoundOptio
   };
 }
 
-/** Leave the waiter queues on the given nodes (fire and forget: a stale entry lapses anyway). */
-function leaveQueue(engine: Engine, resources: readonly string[], id: string, nodes: readonly number[]): void {
+/**
+ * Leave the waiter queues on the given nodes (fire and forget: a stale entry lapses anyway). With
+ * `value` (giving up), a lock a release granted to this waiter meanwhile is deleted and handed on.
+ */
+function leaveQueue(engine: Engine, resources: readonly string[], id: string, nodes: readonly number[], value?: string): void {
   if (nodes.length === 0) return;
   const clients = nodes.map((i) => engine.clients[i]!);
-  void runRound(clients, LEAVE_QUEUE, { keys: resources, args: [id], timeoutMs: engine.settings.nodeTimeoutMs, parse: parseNumber }).then((outcomes) =>
+  const args = value === undefined ? [id] : [id, value];
+  void runRound(clients, LEAVE_QUEUE, { keys: resources, args, timeoutMs: engine.settings.nodeTimeoutMs, parse: parseNumber }).then((outcomes) =>
     outcomes.forEach((outcome, i) => {
       if (outcome.state === "error") engine.nodeError(nodes[i]!, outcome.error, "leave-queue");
     }),
@@ -119,38 +196,35 @@ function leaveQueue(engine: Engine, resources: readonly string[], id: string, no
 }
 
 /**
- * @internal The acquire script's mode argument for each combination of (fenced, fair, later attempt,
- * starving), built once per engine: index `(fenced ? 1 : 0) | (fair ? 2 : 0) | (later ? 4 : 0) |
- * (starving ? 8 : 0)`.
+ * @internal The acquire script's mode argument for each combination of (fenced, fair, later attempt, one
+ * resource), built once per engine: index `(fenced ? 1 : 0) | (fair ? 2 : 0) | (later ? 4 : 0) |
+ * (one resource ? 8 : 0)`.
  */
 export function acquireModes(settings: ResolvedSettings): readonly string[] {
+  // The longest a live waiter goes between two attempts (each refreshes its queue entry and its ticket).
+  const betweenAttemptsMs = settings.retryDelayMs + settings.retryJitterMs + settings.nodeTimeoutMs;
   // The entry must outlive the longest pause between attempts.
-  const queueEntryMs = Math.max(1000, 3 * (settings.retryDelayMs + settings.retryJitterMs + settings.nodeTimeoutMs));
+  const queueEntryMs = Math.max(1000, 3 * betweenAttemptsMs);
   const modes: string[] = [];
   for (let index = 0; index < 16; index++) {
     const fenced = (index & 1) !== 0;
     const fair = (index & 2) !== 0;
     const later = (index & 4) !== 0;
-    // Waiters join the resource's queue when refused: a release then wakes the one that came first
-    // instead of all of them at once (a stampede of attempts that mostly fail). Fair mode also reserves a
-    // free resource for the head of its queue. From the second attempt on, the waiter may be queued on a
-    // node: "w" makes taking the lock there leave the queue in the same script.
+    // Waiters join the resource's queue when refused: a release then hands the lock over to the one that
+    // came first (or wakes it) instead of waking all of them at once (a stampede of attempts that mostly
+    // fail). Fair mode also reserves a free resource for the head of its queue. From the second attempt
+    // on, the waiter may be queued on a node: "w" makes taking the lock there leave the queue in the same
+    // script.
     const queued = fair || settings.wakeOnRelease;
-    // Starvation hand-off only matters where others may take a free lock first (not in fair mode). The
-    // grace is how long a handed-over lock waits for its waiter: one node timeout, the time a live waiter
-    // needs to answer.
-    const starving = (index & 8) !== 0 && queued && !fair && later;
-    const flags = `${fenced ? "f" : ""}${queued ? (fair ? "r" : "q") : ""}${queued && later ? "w" : ""}${starving ? "s" : ""}`;
-    modes.push(queued ? `${flags}:${queueEntryMs}${starving ? `:${settings.nodeTimeoutMs}` : ""}` : flags);
+    // A grant ticket (one resource): the release writes the lock in this waiter's value, so the hand-over
+    // costs no round trip. It is honoured only while the waiter is known to be alive (it asked within
+    // the longest pause between attempts), so a crashed waiter is not handed a lock it would sit on.
+    const ticket = queued && settings.wakeOnRelease && (index & 8) !== 0;
+    const flags = `${fenced ? "f" : ""}${settings.telemetry ? "t" : ""}${queued ? (fair ? "r" : "q") : ""}${queued && later ? "w" : ""}${ticket ? "g" : ""}`;
+    modes.push(queued ? `${flags}:${queueEntryMs}${ticket ? `:${betweenAttemptsMs}` : ""}` : flags);
   }
   return Object.freeze(modes);
 }
-
-/**
- * @internal How long a waiter may wait before it asks for the lock to be handed over to it (Go's
- * `sync.Mutex` starvation mode does the same after 1 ms): one retry delay, at least 50 ms.
- */
-export const starvationMs = (settings: ResolvedSettings): number => Math.max(50, settings.retryDelayMs);
 
 export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions): Promise<Lock> {
   const resources = check.resourceList("resources", resourcesArg);
@@ -176,33 +250,41 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   const acquiredAt = Date.now();
   const value = composeLockValue(id, acquiredAt, settings.pid, null, tail);
   const queued = fair || settings.wakeOnRelease;
-  const modeIndex = (fenced ? 1 : 0) | (fair ? 2 : 0);
-  // Only one-resource acquisitions ask for a hand-over (a release hands over one resource at a time).
-  const starveMs = resources.length === 1 ? starvationMs(settings) : Infinity;
+  const modeIndex = (fenced ? 1 : 0) | (fair ? 2 : 0) | (resources.length === 1 ? 8 : 0);
   let waiter: AcquireWaiter | null = null;
   const timeoutMs = settings.nodeTimeoutMs;
   const drift = driftMs(settings, ttlMs);
   const started = performance.now();
+  let roundStart = started;
 
   try {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) {
-        if (queued) leaveQueue(engine, resources, id, clients.map((_, i) => i));
+        // Giving up also gives back a lock that releases granted meanwhile.
+        if (queued) leaveQueue(engine, resources, id, clients.map((_, i) => i), value);
         throw new AcquireAbortedError(resources, attempt - 1, signal.reason);
       }
-      if (waiter) waiter.woken = false;
-      const roundStart = attempt === 1 ? started : performance.now();
-      const outcomes = await runRound(clients, ACQUIRE, {
-        keys: resources,
-        args: [value, ttlMs, engine.acquireModes[attempt === 1 ? modeIndex : modeIndex | 4 | (roundStart - started >= starveMs ? 8 : 0)]!, settings.telemetry ? attempt : ""],
-        timeoutMs,
-        parse: parseAcquireReply,
-        // Resolve early on success only: a failed round waits for every node (or the timeout), so that in
-        // the common contended case every node has answered "held" and there is nothing to clean up.
-        early: engine.acquireEarly,
-        onLate: engine.onLateAcquire,
-      });
-      reportErrors(engine, outcomes, "acquire");
+      // Granted by releases while waiting (see HAND_OVER_LUA): the lock is ours on a quorum already.
+      const grantedBy = waiter && waiter.grants >= quorum ? waiter : null;
+      let outcomes: Array<NodeOutcome<AcquireReply>>;
+      if (grantedBy) {
+        attempt -= 1; // no new attempt: the one the grants answer
+        outcomes = grantedBy.granted.map((granted) => (granted ? { state: "ok" as const, value: { kind: "granted" as const, fence: grantedBy.grantFence || "0" } } : PENDING_OUTCOME));
+      } else {
+        if (waiter) nextAttempt(waiter, attempt);
+        roundStart = attempt === 1 ? started : performance.now();
+        outcomes = await runRound(clients, ACQUIRE, {
+          keys: resources,
+          args: [value, ttlMs, engine.acquireModes[attempt === 1 ? modeIndex : modeIndex | 4]!, attempt],
+          timeoutMs,
+          parse: parseAcquireReply,
+          // Resolve early on success only: a failed round waits for every node (or the timeout), so that in
+          // the common contended case every node has answered "held" and there is nothing to clean up.
+          early: engine.acquireEarly,
+          onLate: engine.onLateAcquire,
+        });
+        reportErrors(engine, outcomes, "acquire");
+      }
 
       let granted = 0;
       let answered = 0;
@@ -247,9 +329,11 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
           const now = performance.now();
           const validityMs = deadline - now;
           if (validityMs > 0) {
-            if (queued && (attempt > 1 || answered > granted)) {
+            if (queued && (attempt > 1 || answered > granted) && !grantedBy) {
               // Queued on a node by this or an earlier refused attempt: leave it there (nodes still pending
-              // are handled by the round's late answers, see `onLateAcquire`).
+              // are handled by the round's late answers, see `onLateAcquire`). Granted by releases, it
+              // stays queued on the nodes whose grant has not come yet (it is probably on its way): the
+              // release of this lock leaves those queues (RELEASE_LUA).
               const notGranted: number[] = [];
               outcomes.forEach((o, i) => {
                 if (!(o.state === "ok" && o.value.kind === "granted")) notGranted.push(i);
@@ -285,24 +369,24 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       const grantedNodes: number[] = [];
       const unknownNodes: number[] = [];
       outcomes.forEach((o, i) => {
-        if (o.state !== "ok") unknownNodes.push(i);
-        else if (o.value.kind === "granted") grantedNodes.push(i);
+        if (o.state !== "ok") {
+          if (!grantedBy) unknownNodes.push(i);
+        } else if (o.value.kind === "granted") grantedNodes.push(i);
       });
       const lastAttempt = attempt >= maxAttempts;
       if (!waiter && settings.wakeOnRelease && !lastAttempt) {
-        // Registered before anything else is awaited, so a release heard from now on wakes it.
-        const created: AcquireWaiter = {
-          id,
-          woken: false,
-          resolve: null,
-          wake: () => {
-            created.woken = true;
-            created.resolve?.();
-          },
-        };
-        waiter = created;
+        // Registered before anything else is awaited, so a release heard from now on wakes it (and a
+        // grant for this attempt heard a moment ago is replayed by addWaiter).
+        waiter = newWaiter(id, clients.length, quorum);
+        waiter.attempt = attempt;
         engine.notifications.retain();
         engine.notifications.addWaiter(resources, waiter);
+      }
+      if (waiter) {
+        if (unknownNodes.length > 0) excludeNodes(waiter, unknownNodes);
+        // Granted, but too late (no validity left) or the fence could not be recorded: those grants are
+        // released below, and the next attempt starts counting afresh.
+        if (grantedBy) nextAttempt(waiter, attempt);
       }
       const ours = fenced ? [lockValue, value] : [value];
       if (unknownNodes.length > 0) void releaseOnNodes(engine, resources, ours, unknownNodes);
@@ -310,7 +394,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       if (engine.listening("attempt-failed")) engine.emit("attempt-failed", { resources, attempt, reason: failure.reason });
 
       if (lastAttempt) {
-        if (queued) leaveQueue(engine, resources, id, clients.map((_, i) => i));
+        if (queued) leaveQueue(engine, resources, id, clients.map((_, i) => i), value);
         if (failure.reason === "conflict") throw new ResourceHeldError(resources, heldByOf(resources, outcomes), failure.votes, attempt);
         throw new NodesFailedError(resources, failure.votes, quorum, attempt, failure.reason === "validity" ? "too-slow" : "errors");
       }
@@ -326,7 +410,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         // cannot split forever, each node grants only one of them, but three or more could).
         if (grantedNodes.length > 0) delayMs = Math.min(delayMs, 1 + Math.floor(Math.random() * 10));
       }
-      await sleepUnlessWoken(waiter, delayMs, signal);
+      await sleepUnlessWoken(waiter, delayMs, timeoutMs, signal);
     }
   } finally {
     if (waiter) {
@@ -335,6 +419,8 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
     }
   }
 }
+
+const PENDING_OUTCOME: NodeOutcome<AcquireReply> = Object.freeze({ state: "pending" as const });
 
 function shortestPttl(outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>): number {
   let shortest = -1;

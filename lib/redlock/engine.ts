@@ -4,6 +4,7 @@ import type { RedlockEvents } from "./events";
 import type { LockOwner } from "./lock";
 import type { Notifications } from "./notifications";
 import type { AcquireReply } from "./acquire";
+import type { ReleaseReply } from "./release";
 import type { NodeOutcome, RoundOptions } from "./round";
 import type { ResolvedSettings } from "./settings";
 
@@ -23,11 +24,11 @@ export interface Engine {
   nodeError(index: number, error: Error, operation: RedlockEvents["node-error"][0]["operation"]): void;
   /** Late answers of acquire / release rounds, made once per engine (rounds are the hot path). */
   readonly onLateAcquire: NonNullable<RoundOptions<AcquireReply>["onLate"]>;
-  readonly onLateRelease: NonNullable<RoundOptions<number>["onLate"]>;
+  readonly onLateRelease: NonNullable<RoundOptions<ReleaseReply>["onLate"]>;
   /** The acquire round's early-resolution rule (on a quorum of grants), made once per engine. */
   readonly acquireEarly: NonNullable<RoundOptions<AcquireReply>["early"]>;
   /** The release round's early-resolution rule for one resource (deleted = 1 is a vote for). */
-  readonly releaseEarly: NonNullable<RoundOptions<number>["early"]>;
+  readonly releaseEarly: NonNullable<RoundOptions<ReleaseReply>["early"]>;
   /** `acquireModes(settings)`, built once per engine. */
   readonly acquireModes: readonly string[];
 }

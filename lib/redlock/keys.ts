@@ -9,20 +9,21 @@
 
 /** Per-resource fence counter: the highest fence this node has seen recorded for the resource. */
 export const FENCE_KEY_PREFIX = "fence:";
-/** Fair-mode waiter queue: a sorted set of waiter ids scored by arrival time (epoch ms). */
+/** Waiter queue: a sorted set of waiter ids scored by arrival time (epoch ms). */
 export const WAIT_QUEUE_KEY_PREFIX = "waitq:";
-/** Fair-mode waiter liveness: a sorted set of waiter ids scored by the time (epoch ms) they stop counting. */
+/** Waiter liveness: a sorted set of waiter ids scored by the time (epoch ms) they stop counting. */
 export const WAIT_DEADLINE_KEY_PREFIX = "waitqd:";
 /**
- * Starvation hand-over: `<hand-over grace ms>|<lock value>` of the head waiter when it has waited too long;
- * the next release writes that value into the lock key. Lives as long as the waiter's queue entry.
+ * Grant tickets: a hash of waiter id -> `<valid until epoch ms>|<attempt>|<ttl ms>|<lock value>`, left by a
+ * refused single-resource attempt; the release that finds that waiter at the head of the queue writes the
+ * lock in its value (see HAND_OVER_LUA in shared.lua.ts).
  */
-export const WAIT_STARVING_KEY_PREFIX = "waitqs:";
+export const WAIT_TICKET_KEY_PREFIX = "waitqg:";
 /** Fenced writes: the highest fence that wrote to a data key. */
 export const LAST_FENCE_KEY_PREFIX = "fence-seen:";
 
 export const fenceKey = (resource: string): string => FENCE_KEY_PREFIX + resource;
 export const waitQueueKey = (resource: string): string => WAIT_QUEUE_KEY_PREFIX + resource;
 export const waitDeadlineKey = (resource: string): string => WAIT_DEADLINE_KEY_PREFIX + resource;
-export const waitStarvingKey = (resource: string): string => WAIT_STARVING_KEY_PREFIX + resource;
+export const waitTicketKey = (resource: string): string => WAIT_TICKET_KEY_PREFIX + resource;
 export const lastFenceKey = (key: string): string => LAST_FENCE_KEY_PREFIX + key;

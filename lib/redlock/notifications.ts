@@ -1,41 +1,55 @@
 import type { RedlockClient, SubscriberClient } from "./client";
 import { toError } from "./errors";
-import { parseReleaseMessage, parseRevokeMessage, REVOKE_CHANNEL } from "./telemetry";
+import { parseRevokeMessage, parseWakeMessage, REVOKE_CHANNEL } from "./telemetry";
 
 /** @internal A waiter between attempts, woken early by a release of one of its resources. */
 export interface Waiter {
   id: string;
   wake(): void;
+  /** Node `node` wrote the lock in this waiter's value, answering its attempt `attempt` (see HAND_OVER_LUA). */
+  grant(node: number, attempt: number, fence: string): void;
 }
 
-/** How long a release heard just before a waiter registered still wakes it (see `addWaiter`). */
-const RECENT_RELEASE_MS = 50;
-const RECENT_RELEASES = 16;
+/**
+ * How long a message heard just before a waiter registered still reaches it (see `addWaiter`): a refusal
+ * and the release right after it travel on different connections, and the refused round may wait for a
+ * slow node before the waiter registers.
+ */
+const RECENT_MS = 1000;
+const RECENT_MESSAGES = 64;
+
+interface RecentMessage {
+  resource: string;
+  /** The waiter the release named ("" for anyone). */
+  next: string;
+  at: number;
+  /** Grants only: the node, the attempt it answers and the fence it reported. */
+  grant: { node: number; attempt: number; fence: string } | null;
+}
 
 /**
  * @internal The engine's subscriber connections, one per node, made with `duplicate()` only when a waiter
  * or a `using()` lock needs them and closed again after `idleMs` without users, so they never keep a
  * process alive for good.
  *
- * Revocations (`forceRelease`) are heard on every node: they are rare, and the holder's `using()` signal
- * should abort at once even when some node is down. Wake-ups are heard on this instance's own wake channel
- * (a release publishes there only when it names one of this instance's waiters as the next one), and on
- * ONE node only, the first that subscribes, moving to the next when its connection fails: every release is
- * published on each node that deleted the lock, so listening on all N would deliver it N times, for a
- * message that is only a hint (a waiter that misses it retries on its timer, capped at the holder's
- * remaining TTL).
+ * Every node's connection listens to revocations (`forceRelease`: the holder's `using()` signal should
+ * abort at once even when some node is down) and to this instance's own wake channel, where a release
+ * publishes only when it hands a lock to one of this instance's waiters or wakes one (see HAND_OVER_LUA).
+ * Grants must be heard from every node: a waiter holds the lock once a quorum of nodes granted it. A
+ * message missed (a connection down or not subscribed yet) costs time, never safety: the waiter retries on
+ * its timer, capped at the holder's remaining TTL, and finds the lock already written in its own value.
  */
 export class Notifications {
   #subscribers: Array<SubscriberClient | null> | null = null;
-  /** The node whose connection carries the wake channel for the current connections; -1 while none does. */
-  #wakeNode = -1;
+  /** The current connections have told the waiters to retry once they listen (see `#subscribe`). */
+  #listening = false;
   #users = 0;
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   readonly #waiters = new Map<string, Set<Waiter>>();
   readonly #held = new Map<string, (resource: string) => void>();
-  // A ring of the last releases heard: resource, next waiter id or "", performance.now().
-  readonly #recent = new Array<{ resource: string; next: string; at: number } | undefined>(RECENT_RELEASES);
+  // A ring of the last messages heard on the wake channel.
+  readonly #recent = new Array<RecentMessage | undefined>(RECENT_MESSAGES);
   #recentAt = 0;
 
   constructor(
@@ -70,17 +84,21 @@ export class Notifications {
   /**
    * Registers a waiter that was just refused. A release may have been heard between the refusal on a node
    * and this call (the refusal reply and the release message travel on different connections): one heard
-   * in the last moments that names this waiter (or nobody) wakes it at once, so it is not lost.
+   * in the last moments that names this waiter (or nobody) wakes it at once, and grants to it are
+   * replayed, so neither is lost.
    */
   addWaiter(resources: readonly string[], waiter: Waiter): void {
-    const since = performance.now() - RECENT_RELEASE_MS;
+    const since = performance.now() - RECENT_MS;
     let missed = false;
     for (const resource of resources) {
       let set = this.#waiters.get(resource);
       if (!set) this.#waiters.set(resource, (set = new Set()));
       set.add(waiter);
-      for (const release of this.#recent) {
-        if (release && release.at >= since && release.resource === resource && (release.next === "" || release.next === waiter.id)) missed = true;
+      for (const message of this.#recent) {
+        if (!message || message.at < since || message.resource !== resource) continue;
+        if (message.grant) {
+          if (message.next === waiter.id) waiter.grant(message.grant.node, message.grant.attempt, message.grant.fence);
+        } else if (message.next === "" || message.next === waiter.id) missed = true;
       }
     }
     if (missed) waiter.wake();
@@ -122,26 +140,25 @@ export class Notifications {
         this.onNodeError(index, toError(error));
         return null;
       }
-      subscriber.on("error", (error) => {
-        this.onNodeError(index, error);
-        // The wake-up connection failed: hear wake-ups on another node meanwhile.
-        if (this.#subscribers === generation && this.#wakeNode === index) this.#moveWakeNode(generation, index);
-      });
-      subscriber.on("message", (channel, message) => this.#dispatch(channel, message));
+      subscriber.on("error", (error) => this.onNodeError(index, error));
+      subscriber.on("message", (channel, message) => this.#dispatch(channel, message, index));
       return subscriber;
     });
     this.#subscribers = generation;
-    this.#wakeNode = -1;
+    this.#listening = false;
     generation.forEach((subscriber, index) => {
       if (subscriber) this.#subscribe(generation, subscriber, index, 0);
     });
   }
 
   #subscribe(generation: Array<SubscriberClient | null>, subscriber: SubscriberClient, index: number, failures: number): void {
-    subscriber.subscribe(REVOKE_CHANNEL).then(
+    subscriber.subscribe(REVOKE_CHANNEL, this.wakeChannel).then(
       () => {
-        // The first node to answer carries the wake-ups.
-        if (this.#subscribers === generation && this.#wakeNode === -1) this.#listenForWakes(generation, index, 0);
+        if (this.#subscribers !== generation || this.#listening) return;
+        // Releases published before the first subscription took effect were not heard: every current
+        // waiter retries once, so none sleeps through a release it missed.
+        this.#listening = true;
+        for (const set of this.#waiters.values()) for (const waiter of set) waiter.wake();
       },
       (error: unknown) => {
         this.onNodeError(index, toError(error));
@@ -156,61 +173,30 @@ export class Notifications {
     );
   }
 
-  #listenForWakes(generation: Array<SubscriberClient | null>, index: number, failures: number): void {
-    const subscriber = generation[index];
-    this.#wakeNode = index;
-    if (!subscriber) {
-      this.#moveWakeNode(generation, index, failures + 1);
-      return;
-    }
-    subscriber.subscribe(this.wakeChannel).then(
-      () => {
-        if (this.#subscribers !== generation || this.#wakeNode !== index) return;
-        // Releases published before this subscription took effect were not heard: every current waiter
-        // retries once, so none sleeps through a release it missed.
-        for (const set of this.#waiters.values()) for (const waiter of set) waiter.wake();
-      },
-      (error: unknown) => {
-        this.onNodeError(index, toError(error));
-        if (this.#subscribers === generation && this.#wakeNode === index) this.#moveWakeNode(generation, index, failures + 1);
-      },
-    );
-  }
-
-  #moveWakeNode(generation: Array<SubscriberClient | null>, from: number, failures = 0): void {
-    // Best effort: a reconnecting client would otherwise subscribe again and deliver every release twice.
-    generation[from]?.unsubscribe(this.wakeChannel).catch(() => {});
-    this.#wakeNode = -1;
-    const next = (from + 1) % generation.length;
-    // Round the nodes with a growing pause once every node has failed in turn.
-    const delayMs = failures < generation.length ? 0 : Math.min(1000, 50 * 2 ** (failures - generation.length));
-    const timer = setTimeout(() => {
-      if (this.#subscribers === generation && this.#wakeNode === -1) this.#listenForWakes(generation, next, failures);
-    }, delayMs);
-    timer.unref?.();
-  }
-
   #disconnect(): void {
     const subscribers = this.#subscribers;
     this.#subscribers = null;
-    this.#wakeNode = -1;
+    this.#listening = false;
     for (const subscriber of subscribers ?? []) subscriber?.disconnect();
   }
 
-  #dispatch(channel: string, message: string): void {
+  #dispatch(channel: string, message: string, node: number): void {
     if (channel === this.wakeChannel) {
       // Parsed and remembered even with nobody waiting yet: a waiter being refused right now may need it.
-      const event = parseReleaseMessage(message);
+      const event = parseWakeMessage(message);
       if (!event) return;
-      this.#recent[this.#recentAt] = { resource: event.resource, next: event.nextWaiterId ?? "", at: performance.now() };
-      this.#recentAt = (this.#recentAt + 1) % RECENT_RELEASES;
+      const next = event.nextWaiterId ?? "";
+      const grant = event.kind === "grant" ? { node, attempt: event.attempt, fence: event.fence } : null;
+      this.#recent[this.#recentAt] = { resource: event.resource, next, at: performance.now(), grant };
+      this.#recentAt = (this.#recentAt + 1) % RECENT_MESSAGES;
       const set = this.#waiters.get(event.resource);
       if (!set) return;
       for (const waiter of set) {
         // The release names the head of the resource's waiter queue: waking the others too would only
         // add attempts that fail (fair mode) or a stampede for one free lock (otherwise).
-        if (event.nextWaiterId && event.nextWaiterId !== waiter.id) continue;
-        waiter.wake();
+        if (next !== "" && next !== waiter.id) continue;
+        if (grant) waiter.grant(grant.node, grant.attempt, grant.fence);
+        else waiter.wake();
       }
     } else if (channel === REVOKE_CHANNEL) {
       if (this.#held.size === 0) return;

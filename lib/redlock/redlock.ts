@@ -8,7 +8,7 @@ import { encodeIdentityTail, INSTANCE_TAG_LENGTH, randomId } from "./identity";
 import { wakeChannel } from "./telemetry";
 import type { Lock, LockOwner, ReleaseResult } from "./lock";
 import { Notifications } from "./notifications";
-import { releaseLock } from "./release";
+import { deletedOne, releaseLock } from "./release";
 import { quorumOf } from "./round";
 import { resolveSettings, type RedlockSettings, type ResolvedSettings } from "./settings";
 import { usingLock, type UsingRoutine } from "./using";
@@ -59,7 +59,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
         if (outcome.state === "error") nodeError(index, outcome.error, "release");
       },
       acquireEarly: Object.freeze({ quorum, isFor: isGranted, when: "success" as const }),
-      releaseEarly: Object.freeze({ quorum, isFor: (deleted: number) => deleted === 1, when: "either" as const }),
+      releaseEarly: Object.freeze({ quorum, isFor: deletedOne, when: "either" as const }),
       acquireModes: acquireModes(this.settings),
     };
   }

@@ -7,10 +7,27 @@ import { defineScript } from "./script";
 
 const RELEASE = defineScript(RELEASE_LUA);
 
-function parseCount(raw: unknown): number {
-  if (typeof raw !== "number") throw new Error(`Unexpected reply from the release script: ${String(raw)}`);
-  return raw;
+/** @internal One node's answer to the release script. */
+export interface ReleaseReply {
+  /** How many of the resources this node deleted. */
+  deleted: number;
+  /** Someone was waiting for one of them: the release handed it over or woke the head waiter. */
+  waited: boolean;
 }
+
+// The common replies, made once (the release is on the hot path).
+const REPLIES: readonly ReleaseReply[] = [Object.freeze({ deleted: 0, waited: false }), Object.freeze({ deleted: 1, waited: false })];
+
+function parseRelease(raw: unknown): ReleaseReply {
+  if (typeof raw === "number") return REPLIES[raw] ?? { deleted: raw, waited: false };
+  if (Array.isArray(raw) && typeof raw[0] === "number") return { deleted: raw[0], waited: true };
+  throw new Error(`Unexpected reply from the release script: ${String(raw)}`);
+}
+
+/** @internal A vote for a one-resource release. */
+export const deletedOne = (reply: ReleaseReply): boolean => reply.deleted === 1;
+
+const yieldToOthers = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** @internal Compare-and-delete of `values` on the given nodes; never rejects. */
 export async function releaseOnNodes(
@@ -18,13 +35,13 @@ export async function releaseOnNodes(
   resources: readonly string[],
   values: readonly string[],
   nodes: readonly number[],
-): Promise<Array<NodeOutcome<number>>> {
+): Promise<Array<NodeOutcome<ReleaseReply>>> {
   const clients = nodes.length === engine.clients.length ? engine.clients : nodes.map((i) => engine.clients[i]!);
   const outcomes = await runRound(clients, RELEASE, {
     keys: resources,
     args: values,
     timeoutMs: engine.settings.nodeTimeoutMs,
-    parse: parseCount,
+    parse: parseRelease,
     onLate: (i, outcome) => {
       if (outcome.state === "error") engine.nodeError(nodes[i]!, outcome.error, "release");
     },
@@ -37,7 +54,6 @@ export async function releaseOnNodes(
   return outcomes;
 }
 
-const isDone = (deleted: number, resources: number): boolean => deleted === resources;
 
 /**
  * Releases a lock on every node. Resolves `{released: true}` when a quorum still held it and deleted it;
@@ -52,12 +68,12 @@ export function releaseLock(engine: Engine, lock: Lock): Promise<ReleaseResult> 
 
 async function releaseOnce(engine: Engine, lock: Lock, state: LockState): Promise<ReleaseResult> {
   const resources = lock.resources;
-  const early = resources.length === 1 ? engine.releaseEarly : { quorum: engine.quorum, isFor: (deleted: number) => isDone(deleted, resources.length), when: "either" as const };
+  const early = resources.length === 1 ? engine.releaseEarly : { quorum: engine.quorum, isFor: (reply: ReleaseReply) => reply.deleted === resources.length, when: "either" as const };
   const outcomes = await runRound(engine.clients, RELEASE, {
     keys: resources,
     args: state.previousValue === null ? [state.value] : [state.value, state.previousValue],
     timeoutMs: engine.settings.nodeTimeoutMs,
-    parse: parseCount,
+    parse: parseRelease,
     early,
     onLate: engine.onLateRelease,
   });
@@ -80,5 +96,9 @@ async function releaseOnce(engine: Engine, lock: Lock, state: LockState): Promis
     if (!state.lostReported && engine.listening("lost")) engine.emit("lost", { resources, reason: new LockLostError(resources, state.value, votes) });
   }
   state.deadline = -Infinity;
+  // The lock went to a waiter (or one was woken): a waiter in this process hears of it in a message that
+  // arrives with this reply. Resolving one event-loop turn later lets that waiter start first, instead of
+  // this caller's next step (often asking for the same lock again, which can only queue behind it).
+  if (outcomes.some((o) => o.state === "ok" && o.value.waited)) await yieldToOthers();
   return { released, votes };
 }

@@ -38,8 +38,10 @@ export interface RedlockSettings {
   /** Publish each failed attempt on the contention channel, from inside the acquire script. @default true */
   telemetry?: boolean;
   /**
-   * Wake waiters when the holder releases (the release script publishes; the engine subscribes with a
-   * connection of its own per node, made by `duplicate()` on first wait). Off: waiters only poll.
+   * Hand the lock over to waiters when the holder releases: a refused waiter joins the resource's queue on
+   * each node, and the release script writes the lock in the head waiter's value (one resource) or wakes
+   * it (several), then tells it on its engine's own channel (the engine subscribes with a connection of
+   * its own per node, made by `duplicate()` on first wait). Off: waiters only poll.
    * @default true
    */
   wakeOnRelease?: boolean;

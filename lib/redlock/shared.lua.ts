@@ -45,6 +45,7 @@ local function queue_head(resource, now)
   for _, id in ipairs(dead) do
     redis.call("ZREM", queue, id)
     redis.call("ZREM", deadlines, id)
+    redis.call("HDEL", "waitqg:" .. resource, id)
   end
   local head = redis.call("ZRANGE", queue, 0, 0)
   return head[1] or ""
@@ -60,5 +61,41 @@ local function publish_release(resource, head)
   local message = "r1|" .. head .. "|" .. resource
   redis.call("PUBLISH", "lockscope:released", message)
   if head ~= "" then redis.call("PUBLISH", "lockscope:wake:" .. string.sub(head, 1, 6), message) end
+end
+`;
+
+/**
+ * `hand_over(resource, now)`: after the lock key was deleted, passes the resource on to the head of its
+ * waiter queue (needs NOW_MS_LUA, QUEUE_HEAD_LUA and PUBLISH_RELEASE_LUA before it). A head with a fresh
+ * grant ticket (see the acquire script) gets the lock written in its own value for its own TTL, in this
+ * same script, and is told so on its engine instance's wake channel:
+ *
+ *   g1|<head id>|<attempt>|<this node's fence for the resource, or empty>|<resource>
+ *
+ * so it holds the lock as soon as it hears a quorum of grants, without another round trip. Nobody can
+ * take the lock between the release and the grant, the releasing holder asking again at once included.
+ * A head without a ticket (it waits for several resources, or its ticket went stale: its engine stopped
+ * asking) is only woken (PUBLISH_RELEASE_LUA) and tries again itself.
+ */
+export const HAND_OVER_LUA = `
+local function hand_over(resource, now)
+  local head = queue_head(resource, now)
+  if head == "" then return end
+  local tickets = "waitqg:" .. resource
+  local ticket = redis.call("HGET", tickets, head)
+  if ticket then
+    redis.call("HDEL", tickets, head)
+    local fresh, attempt, ttl, value = string.match(ticket, "^(%d+)|(%d+)|(%d+)|(.+)$")
+    if value and tonumber(fresh) >= now then
+      redis.call("SET", resource, value, "PX", ttl)
+      redis.call("ZREM", "waitq:" .. resource, head)
+      redis.call("ZREM", "waitqd:" .. resource, head)
+      local fence = redis.call("GET", "fence:" .. resource) or ""
+      redis.call("PUBLISH", "lockscope:released", "r1|" .. head .. "|" .. resource)
+      redis.call("PUBLISH", "lockscope:wake:" .. string.sub(head, 1, 6), "g1|" .. head .. "|" .. attempt .. "|" .. fence .. "|" .. resource)
+      return
+    end
+  end
+  publish_release(resource, head)
 end
 `;

@@ -35,9 +35,12 @@ export const RELEASE_CHANNEL = "lockscope:released";
 
 /**
  * The engine's own wake-up channels, one per engine instance: `lockscope:wake:<tag>`, where `<tag>` is
- * the first `INSTANCE_TAG_LENGTH` characters of the waiter ids that instance makes. Whenever a release
- * publishes on RELEASE_CHANNEL naming a next waiter, it publishes the same message on that waiter's wake
- * channel, so only the waiter's engine instance receives it (instead of every instance that waits).
+ * the first `INSTANCE_TAG_LENGTH` characters of the waiter ids that instance makes, so only the waiter's
+ * engine instance receives what concerns it (instead of every instance that waits). Whenever a release
+ * publishes on RELEASE_CHANNEL naming a next waiter, that waiter's wake channel gets either the same
+ * message (wake up and try again) or, when the release handed the lock over (see HAND_OVER_LUA):
+ *
+ *   g1|<waiter id>|<attempt>|<the node's fence for the resource, or empty>|<resource>
  */
 export const WAKE_CHANNEL_PREFIX = "lockscope:wake:";
 
@@ -116,6 +119,24 @@ export function parseReleaseMessage(raw: string): ReleaseEvent | null {
   const parts = splitHead(raw, 2);
   if (!parts || parts.head[0] !== "r1" || parts.rest === "") return null;
   return { resource: parts.rest, nextWaiterId: parts.head[1] || null };
+}
+
+/** A message on an engine instance's wake channel: a wake-up, or a lock written in the waiter's value. */
+export type WakeEvent =
+  | ({ kind: "wake" } & ReleaseEvent)
+  | { kind: "grant"; resource: string; nextWaiterId: string; attempt: number; fence: string };
+
+/** Parses a wake channel message (`r1|...` or `g1|...`); null for anything else. */
+export function parseWakeMessage(raw: string): WakeEvent | null {
+  if (raw.startsWith("r1|")) {
+    const release = parseReleaseMessage(raw);
+    return release && { kind: "wake", ...release };
+  }
+  const parts = splitHead(raw, 4);
+  if (!parts || parts.head[0] !== "g1" || parts.rest === "") return null;
+  const [, id, attempt, fence] = parts.head as [string, string, string, string];
+  if (id === "" || !/^[1-9][0-9]{0,9}$/.test(attempt) || !/^[0-9]*$/.test(fence)) return null;
+  return { kind: "grant", resource: parts.rest, nextWaiterId: id, attempt: Number(attempt), fence };
 }
 
 /** Parses a REVOKE_CHANNEL message; null for anything else. */

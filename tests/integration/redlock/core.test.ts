@@ -1,10 +1,12 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ACQUIRE_LUA } from "@/lib/redlock/acquire.lua";
 import {
   AcquireAbortedError,
   CONTENTION_CHANNEL,
   RELEASE_CHANNEL,
   decodeLockValue,
+  encodeLockValue,
   forceRelease,
   Lock,
   LockExpiredError,
@@ -279,17 +281,82 @@ describe("Redlock on three nodes", () => {
     await next.release();
   });
 
-  it("hands the lock to a waiter that waited long instead of letting the releasing holder take it back", async () => {
+  it("hands the lock to the waiter that came first in the release itself: it holds it without another attempt", async () => {
     const holder = engine({ retryCount: 0 });
-    const waiter = engine({ retryCount: -1, retryDelayMs: 100, retryJitterMs: 0 });
-    const lock = await holder.acquire(["lock:starving"], 10_000);
-    const waiting = waiter.acquire(["lock:starving"], 5000);
-    await sleep(350); // several attempts: the waiter has waited longer than its retry delay
+    // A retry delay far longer than the test: only the release can give it the lock.
+    const waiter = engine({ retryCount: -1, retryDelayMs: 20_000, retryJitterMs: 0 });
+    let refusals = 0;
+    waiter.on("attempt-failed", () => (refusals += 1));
+    const lock = await holder.acquire(["lock:grant"], 10_000);
+    const waiting = waiter.acquire(["lock:grant"], 5000);
+    // Refused, queued, listening (a fresh engine tries once more when its subscription starts).
+    await sleep(200);
+    const refusedBeforeRelease = refusals;
+    expect(refusedBeforeRelease).toBeGreaterThanOrEqual(1);
+    const released = performance.now();
     await lock.release();
-    // Asking again at once, as a worker in a loop does: without the hand-over it would win every time.
-    await expect(holder.acquire(["lock:starving"], 5000)).rejects.toBeInstanceOf(ResourceHeldError);
+    // Asking again at once, as a worker in a loop does: the lock is already the waiter's.
+    const refused: unknown = await holder.acquire(["lock:grant"], 5000).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ResourceHeldError);
     const next = await waiting;
-    expect(next.attempts).toBeGreaterThan(1);
+    expect(performance.now() - released).toBeLessThan(2500);
+    // The lock answered its last refused attempt: no attempt after the release.
+    expect(next.attempts).toBe(refusedBeforeRelease);
+    expect(refusals).toBe(refusedBeforeRelease);
+    expect(next.validityMs).toBeGreaterThan(0);
+    expect((refused as ResourceHeldError).heldBy.map((h) => h.value)).toContain(next.value);
+    const values = await Promise.all(clients.map((c) => c.get("lock:grant")));
+    expect(values.filter((v) => v === next.value).length).toBeGreaterThanOrEqual(2);
     await next.release();
+    await until("the lock is free on every node", async () => (await Promise.all(clients.map((c) => c.exists("lock:grant")))).every((n) => n === 0));
+  });
+
+  it("does not hand the lock to a waiter that gave up", async () => {
+    const holder = engine();
+    const lock = await holder.acquire(["lock:gave-up"], 10_000);
+    const controller = new AbortController();
+    const waiting = engine({ retryCount: -1, retryDelayMs: 20_000, retryJitterMs: 0 }).acquire(["lock:gave-up"], 5000, { signal: controller.signal });
+    await sleep(200);
+    controller.abort(new Error("no longer needed"));
+    await expect(waiting).rejects.toBeInstanceOf(AcquireAbortedError);
+    await until("the waiter left every queue", async () => (await Promise.all(clients.map((c) => c.exists("waitq:lock:gave-up", "waitqg:lock:gave-up")))).every((n) => n === 0));
+    await lock.release();
+    for (const client of clients) expect(await client.exists("lock:gave-up")).toBe(0);
+  });
+
+  it("wakes a waiter whose process stopped asking instead of handing it the lock, so the lock stays free", async () => {
+    const holder = engine();
+    const lock = await holder.acquire(["lock:dead-waiter"], 10_000);
+    // A waiter that was refused once (queued, with a grant ticket valid 100 ms) and then died.
+    const dead = encodeLockValue({ label: "crashed", host: "gone", pid: 1, fence: null, acquiredAt: Date.now() });
+    await Promise.all(clients.map((c) => c.eval(ACQUIRE_LUA, 1, "lock:dead-waiter", dead, 10_000, "tqg:5000:100", 1)));
+    expect(await clients[0]!.hexists("waitqg:lock:dead-waiter", lockValueId(dead)!)).toBe(1);
+    await sleep(150); // its ticket is stale: it has not asked again within its own retry period
+    await lock.release();
+    for (const client of clients) expect(await client.get("lock:dead-waiter")).toBeNull();
+    const next = await engine({ retryCount: 0 }).acquire(["lock:dead-waiter"], 5000);
+    await next.release();
+  });
+
+  it("fair mode: a free lock reserved for a head that does not come is handed to that head by the next contender", async () => {
+    const holder = engine();
+    const lock = await holder.acquire(["lock:fair-idle"], 10_000);
+    const headEngine = engine({ fair: true, retryCount: -1, retryDelayMs: 20_000, retryJitterMs: 0 });
+    let refusals = 0;
+    headEngine.on("attempt-failed", () => (refusals += 1));
+    const head = headEngine.acquire(["lock:fair-idle"], 5000);
+    await sleep(200);
+    const refusedBefore = refusals;
+    // The holder's key goes away without a release (an operator's DEL, or its TTL): nothing hands it over.
+    await Promise.all(clients.map((c) => c.del("lock:fair-idle")));
+    const started = performance.now();
+    // A later arrival finds it free but reserved for the head: refused, and the head gets it now.
+    await expect(engine({ fair: true, retryCount: 0 }).acquire(["lock:fair-idle"], 5000)).rejects.toBeInstanceOf(ResourceHeldError);
+    const held = await head;
+    expect(performance.now() - started).toBeLessThan(2500);
+    expect(held.attempts).toBe(refusedBefore);
+    expect(refusals).toBe(refusedBefore);
+    await held.release();
+    await holder.release(lock);
   });
 });

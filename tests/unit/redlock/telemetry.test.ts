@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { encodeLockValue, lockValueId, parseContentionMessage, parseReleaseMessage, parseRevokeMessage } from "@/lib/redlock";
+import { encodeLockValue, lockValueId, parseContentionMessage, parseReleaseMessage, parseRevokeMessage, parseWakeMessage } from "@/lib/redlock";
 
 describe("telemetry messages", () => {
   const value = encodeLockValue({ label: "lab", host: "box", pid: 7, fence: null, acquiredAt: 1000 });
@@ -29,5 +29,15 @@ describe("telemetry messages", () => {
     expect(parseRevokeMessage(JSON.stringify({ v: 1, resource: "lock:a", value: "x" }))).toEqual({ resource: "lock:a", value: "x" });
     expect(parseRevokeMessage("{")).toBeNull();
     expect(parseRevokeMessage('{"v":2}')).toBeNull();
+  });
+
+  it("parses wake channel messages: a wake-up, or a lock written in the waiter's value", () => {
+    expect(parseWakeMessage("r1|abc|lock:a")).toEqual({ kind: "wake", resource: "lock:a", nextWaiterId: "abc" });
+    expect(parseWakeMessage("g1|abc|3|17|lock:a|b")).toEqual({ kind: "grant", resource: "lock:a|b", nextWaiterId: "abc", attempt: 3, fence: "17" });
+    expect(parseWakeMessage("g1|abc|1||lock:a")).toEqual({ kind: "grant", resource: "lock:a", nextWaiterId: "abc", attempt: 1, fence: "" });
+    // No waiter, no attempt, a fence that is not a number, no resource: not a grant.
+    for (const raw of ["g1||1||lock:a", "g1|abc|0||lock:a", "g1|abc|x||lock:a", "g1|abc|1|1e3|lock:a", "g1|abc|1||", "g2|abc|1||lock:a"]) {
+      expect(parseWakeMessage(raw), raw).toBeNull();
+    }
   });
 });
