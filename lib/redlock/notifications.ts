@@ -1,4 +1,4 @@
-import type { RedlockClient, SubscriberClient } from "./client";
+import type { RedlockClient, ScriptClient, SubscriberClient } from "./client";
 import { toError } from "./errors";
 import { parseRevokeMessage, parseWakeMessage, REVOKE_CHANNEL } from "./telemetry";
 
@@ -17,6 +17,22 @@ export interface Waiter {
  */
 const RECENT_MS = 1000;
 const RECENT_MESSAGES = 64;
+
+/**
+ * The waiters of every engine instance in this process, by id, with their instance's clients. A release
+ * that hands a lock over says so in its reply (see RELEASE_LUA); when the waiter lives in this process and
+ * its engine uses the same client for that node, it is told at once, without waiting for the grant message
+ * to come round on its subscriber connection. Ids are random (96 bits): no two waiters share one.
+ */
+const localWaiters = new Map<string, { clients: readonly RedlockClient[]; waiter: Waiter }>();
+
+/** @internal A release answered by `client` handed the lock to waiter `id` for its attempt `attempt`. */
+export function deliverLocalGrant(client: ScriptClient, id: string, attempt: number, fence: string): void {
+  const local = localWaiters.get(id);
+  if (!local) return;
+  const node = local.clients.indexOf(client as RedlockClient);
+  if (node >= 0) local.waiter.grant(node, attempt, fence);
+}
 
 interface RecentMessage {
   resource: string;
@@ -90,6 +106,7 @@ export class Notifications {
   addWaiter(resources: readonly string[], waiter: Waiter): void {
     const since = performance.now() - RECENT_MS;
     let missed = false;
+    localWaiters.set(waiter.id, { clients: this.clients, waiter });
     for (const resource of resources) {
       let set = this.#waiters.get(resource);
       if (!set) this.#waiters.set(resource, (set = new Set()));
@@ -105,6 +122,7 @@ export class Notifications {
   }
 
   removeWaiter(resources: readonly string[], waiter: Waiter): void {
+    if (localWaiters.get(waiter.id)?.waiter === waiter) localWaiters.delete(waiter.id);
     for (const resource of resources) {
       const set = this.#waiters.get(resource);
       if (!set) continue;

@@ -8,8 +8,9 @@ import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA } from "
  *
  * KEYS: the resources. ARGV[1]: the lock's value. ARGV[2] (optional): a second value that is also ours
  * (a fenced lock's first-round value, left on a node where the fence rewrite did not land).
- * Reply: how many resources were deleted; as a one-element array `{deleted}` when someone was waiting
- * for one of them (the release handed it over or woke the head waiter).
+ * Reply: how many resources were deleted; as an array when someone was waiting for one of them:
+ * `{deleted, then <waiter id>, <attempt>, <fence or "">` for each resource it handed over (the same facts
+ * as the grant message, so a waiter in the releasing process can be told at once, see `deliverLocalGrant`).
  */
 export const RELEASE_LUA = `
 local deleted, waited, id = 0, nil, nil
@@ -39,8 +40,16 @@ if waited then
   ${PUBLISH_RELEASE_LUA}
   ${HAND_OVER_LUA}
   local now = now_ms()
-  for _, key in ipairs(waited) do hand_over(key, now) end
-  return {deleted}
+  local reply = {deleted}
+  for _, key in ipairs(waited) do
+    local head, attempt, fence = hand_over(key, now)
+    if head then
+      reply[#reply + 1] = head
+      reply[#reply + 1] = attempt
+      reply[#reply + 1] = fence
+    end
+  end
+  return reply
 end
 return deleted
 `;

@@ -2,6 +2,8 @@ import { reportErrors, votesOf, type Engine } from "./engine";
 import { LockLostError } from "./errors";
 import { lockState, type Lock, type LockState, type ReleaseResult } from "./lock";
 import { RELEASE_LUA } from "./release.lua";
+import type { ScriptClient } from "./client";
+import { deliverLocalGrant } from "./notifications";
 import { runRound, type NodeOutcome } from "./round";
 import { defineScript } from "./script";
 
@@ -18,10 +20,13 @@ export interface ReleaseReply {
 // The common replies, made once (the release is on the hot path).
 const REPLIES: readonly ReleaseReply[] = [Object.freeze({ deleted: 0, waited: false }), Object.freeze({ deleted: 1, waited: false })];
 
-function parseRelease(raw: unknown): ReleaseReply {
+function parseRelease(raw: unknown, client: ScriptClient): ReleaseReply {
   if (typeof raw === "number") return REPLIES[raw] ?? { deleted: raw, waited: false };
-  if (Array.isArray(raw) && typeof raw[0] === "number") return { deleted: raw[0], waited: true };
-  throw new Error(`Unexpected reply from the release script: ${String(raw)}`);
+  if (!Array.isArray(raw) || typeof raw[0] !== "number") throw new Error(`Unexpected reply from the release script: ${String(raw)}`);
+  // Grants: a waiter of this process hears of them now, with this reply, instead of by the message that
+  // follows it (the message still comes, and counts once).
+  for (let i = 1; i + 2 < raw.length; i += 3) deliverLocalGrant(client, String(raw[i]), Number(raw[i + 1]), String(raw[i + 2]));
+  return { deleted: raw[0], waited: true };
 }
 
 /** @internal A vote for a one-resource release. */
@@ -96,9 +101,10 @@ async function releaseOnce(engine: Engine, lock: Lock, state: LockState): Promis
     if (!state.lostReported && engine.listening("lost")) engine.emit("lost", { resources, reason: new LockLostError(resources, state.value, votes) });
   }
   state.deadline = -Infinity;
-  // The lock went to a waiter (or one was woken): a waiter in this process hears of it in a message that
-  // arrives with this reply. Resolving one event-loop turn later lets that waiter start first, instead of
-  // this caller's next step (often asking for the same lock again, which can only queue behind it).
+  // The lock went to a waiter (or one was woken). A waiter in another engine instance of this process that
+  // does not share our clients hears of it by a message arriving with this reply: resolving one event-loop
+  // turn later lets it start first, instead of this caller's next step (often asking for the same lock
+  // again, which can only queue behind it).
   if (outcomes.some((o) => o.state === "ok" && o.value.waited)) await yieldToOthers();
   return { released, votes };
 }

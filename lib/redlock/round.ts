@@ -13,8 +13,8 @@ export interface RoundOptions<T> {
   args: ReadonlyArray<string | number>;
   /** Per-node budget: a node that has not answered by then counts as failed, so a stopped node cannot stall the round. */
   timeoutMs: number;
-  /** Turns the raw reply into T; a throw counts as that node's error. */
-  parse: (raw: unknown) => T;
+  /** Turns the raw reply of `client` into T; a throw counts as that node's error. */
+  parse: (raw: unknown, client: ScriptClient) => T;
   /**
    * Resolve before every node answered once the vote is decided: "success" when `quorum` answers pass
    * `isFor`; "either" also when that can no longer happen. Without it the round waits for every node
@@ -91,7 +91,7 @@ class Round<T> {
   #reply(index: number, raw: unknown): void {
     let outcome: NodeOutcome<T>;
     try {
-      outcome = { state: "ok", value: this.options.parse(raw) };
+      outcome = { state: "ok", value: this.options.parse(raw, this.clients[index]!) };
     } catch (error) {
       outcome = { state: "error", error: toError(error) };
     }

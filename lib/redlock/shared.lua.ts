@@ -72,7 +72,8 @@ end
  *
  *   g1|<head id>|<attempt>|<this node's fence for the resource, or empty>|<resource>
  *
- * so it holds the lock as soon as it hears a quorum of grants, without another round trip. Nobody can
+ * so it holds the lock as soon as it hears a quorum of grants, without another round trip; it returns
+ * \`head, attempt, fence\` then (the release script passes them on in its reply), nil otherwise. Nobody can
  * take the lock between the release and the grant, the releasing holder asking again at once included.
  * A head without a ticket (it waits for several resources, or its ticket went stale: its engine stopped
  * asking) is only woken (PUBLISH_RELEASE_LUA) and tries again itself.
@@ -93,9 +94,10 @@ local function hand_over(resource, now)
       local fence = redis.call("GET", "fence:" .. resource) or ""
       redis.call("PUBLISH", "lockscope:released", "r1|" .. head .. "|" .. resource)
       redis.call("PUBLISH", "lockscope:wake:" .. string.sub(head, 1, 6), "g1|" .. head .. "|" .. attempt .. "|" .. fence .. "|" .. resource)
-      return
+      return head, attempt, fence
     end
   end
   publish_release(resource, head)
+  return nil
 end
 `;

@@ -1,3 +1,4 @@
+import IORedis from "ioredis";
 import type Redis from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ACQUIRE_LUA } from "@/lib/redlock/acquire.lua";
@@ -22,6 +23,7 @@ import {
 } from "@/lib/redlock";
 import { until } from "../../support/wait";
 import { startCluster, type TestCluster } from "../../support/redis";
+import { freePort } from "@/lib/redis-node";
 import { aborted, sleep } from "./support";
 
 describe("Redlock on three nodes", () => {
@@ -309,6 +311,33 @@ describe("Redlock on three nodes", () => {
     expect(values.filter((v) => v === next.value).length).toBeGreaterThanOrEqual(2);
     await next.release();
     await until("the lock is free on every node", async () => (await Promise.all(clients.map((c) => c.exists("lock:grant")))).every((n) => n === 0));
+  });
+
+  it("tells a waiter in the releasing process with the release reply, even when its own messages cannot arrive", async () => {
+    // Both engines share these client objects (as engines in one process usually do); the subscriber
+    // connections they would make go to a port where nothing listens, so no message ever arrives.
+    const deadPort = await freePort();
+    const deaf = clients.map((client) => ({
+      evalsha: client.evalsha.bind(client),
+      eval: client.eval.bind(client),
+      duplicate: () => {
+        const nowhere = new IORedis(deadPort, "127.0.0.1", { maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+        nowhere.on("error", () => {});
+        return nowhere;
+      },
+    }));
+    const holder = new Redlock(deaf, { retryCount: 0 });
+    const waiter = new Redlock(deaf, { retryCount: -1, retryDelayMs: 20_000, retryJitterMs: 0 });
+    engines.push(holder, waiter);
+    const lock = await holder.acquire(["lock:local"], 10_000);
+    const waiting = waiter.acquire(["lock:local"], 5000);
+    await sleep(200);
+    const released = performance.now();
+    await lock.release();
+    const next = await waiting;
+    expect(performance.now() - released).toBeLessThan(2500);
+    expect(next.attempts).toBe(1);
+    await next.release();
   });
 
   it("does not hand the lock to a waiter that gave up", async () => {
