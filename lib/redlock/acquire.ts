@@ -269,7 +269,8 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       let outcomes: Array<NodeOutcome<AcquireReply>>;
       if (grantedBy) {
         attempt -= 1; // no new attempt: the one the grants answer
-        outcomes = grantedBy.granted.map((granted) => (granted ? { state: "ok" as const, value: { kind: "granted" as const, fence: grantedBy.grantFence || "0" } } : PENDING_OUTCOME));
+        const grant: NodeOutcome<AcquireReply> = fenced ? { state: "ok", value: { kind: "granted", fence: grantedBy.grantFence || "0" } } : GRANTED_OUTCOME;
+        outcomes = grantedBy.granted.map((granted) => (granted ? grant : PENDING_OUTCOME));
       } else {
         if (waiter) nextAttempt(waiter, attempt);
         roundStart = attempt === 1 ? started : performance.now();
@@ -421,6 +422,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
 }
 
 const PENDING_OUTCOME: NodeOutcome<AcquireReply> = Object.freeze({ state: "pending" as const });
+const GRANTED_OUTCOME: NodeOutcome<AcquireReply> = Object.freeze({ state: "ok" as const, value: GRANTED });
 
 function shortestPttl(outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>): number {
   let shortest = -1;
