@@ -22,14 +22,16 @@ const JSON_OUT = args.has("--json");
 const QUICK = args.has("--quick");
 // --scenario=1 or --scenario=2 runs one scenario only (for iterating; the bars need both).
 const SCENARIO = Number([...args].find((a) => a.startsWith("--scenario="))?.split("=")[1] ?? 0);
-const NODE_COUNTS = [...args].includes("--one-topology") ? [3] : [3, 1];
+// --nodes=3 or --nodes=1 runs one topology only, --rounds=N sets the hot scenario's rounds (for iterating).
+const option = (name: string) => [...args].find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
+const NODE_COUNTS = option("nodes") ? [Number(option("nodes"))] : [3, 1];
 const out = (line = "") => (JSON_OUT ? process.stderr : process.stdout).write(`${line}\n`);
 
 const S1_RUN_MS = QUICK ? 700 : 1500;
 const S1_ROUNDS = QUICK ? 3 : 5;
 const S1_CONCURRENCY = 50;
 const S2_RUN_MS = QUICK ? 3000 : 8000;
-const S2_ROUNDS = QUICK ? 1 : 5;
+const S2_ROUNDS = option("rounds") ? Number(option("rounds")) : QUICK ? 1 : 5;
 const S2_WARMUP_MS = QUICK ? 500 : 1500;
 const S2_WORKERS = 20;
 const HOLD_MS = 5;

@@ -279,8 +279,8 @@ export class LabRun {
           retryCount: -1,
           retryDelayMs,
           retryJitterMs: Math.ceil(retryDelayMs / 2),
-          // Waiters poll: with wake-on-release every worker would hold a subscriber per node and every
-          // release would wake all of them; the naive lock polls too, so the two compare fairly.
+          // Waiters poll, as with the naive lock, so the two compare fairly (with the hand-over every worker
+          // would also hold a subscriber connection per node).
           wakeOnRelease: false,
           fenced: this.settings.strategy === "redlock-fenced",
           label: `lab ${id} worker ${worker.index}`,
