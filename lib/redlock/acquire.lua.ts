@@ -27,6 +27,8 @@ import { FENCE_OLDER_LUA, HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_
 export const ACQUIRE_LUA = `
 local value, ttl, mode, attempt = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local fair = mode ~= "" and string.find(mode, "r", 1, true) ~= nil
+-- "lk1:<id>:": every value this acquisition writes starts with it (a fenced one is rewritten with its fence).
+local mine = string.sub(value, 1, 21)
 -- Set when refused: the resource that refused and the reply.
 local refused, reply = nil, nil
 
@@ -34,9 +36,10 @@ if #KEYS == 1 and not fair then
   local key = KEYS[1]
   if not redis.call("SET", key, value, "NX", "PX", ttl) then
     local held = redis.pcall("GET", key)
-    -- Our own value counts as free: a release granted it to us (HAND_OVER_LUA), or an earlier attempt of
-    -- this acquisition timed out on the client but was applied here; taking it again just renews it.
-    if held == value then
+    -- Our own value counts as free: a release granted it to us (HAND_OVER_LUA, maybe since rewritten with
+    -- a fence), or an earlier attempt of this acquisition timed out on the client but was applied here;
+    -- taking it again just renews it.
+    if held == value or (type(held) == "string" and string.sub(held, 1, 21) == mine) then
       redis.call("SET", key, value, "PX", ttl)
     else
       if type(held) == "table" then held = false end -- not a string: held by something, value unreadable
@@ -44,9 +47,11 @@ if #KEYS == 1 and not fair then
     end
   end
 else
+  local own = {}
   for i, key in ipairs(KEYS) do
     local held = redis.pcall("GET", key)
-    if held ~= false and held ~= value then
+    own[i] = held == value or (type(held) == "string" and string.sub(held, 1, 21) == mine)
+    if held ~= false and not own[i] then
       if type(held) == "table" then held = false end
       refused, reply = key, {0, i, held, redis.call("PTTL", key)}
       break
@@ -59,7 +64,8 @@ else
     ${HAND_OVER_LUA}
     local now, id = now_ms(), string.sub(value, 5, 20)
     for i, key in ipairs(KEYS) do
-      local head = queue_head(key, now)
+      -- (Already ours, granted by a release: the queue no longer lists us there, and it stays ours.)
+      local head = own[i] and "" or queue_head(key, now)
       if head ~= "" and head ~= id then
         -- Free, but reserved for the head, which has not taken it (it was woken and has not come yet, or
         -- the holder's key expired instead of being released): hand it over now rather than leave it idle
@@ -136,7 +142,8 @@ return 1
  * A waiter that gives up (or that got the lock on a quorum while still queued on other nodes) leaves the
  * queues, so it does not block the waiters behind it until its entry lapses.
  * KEYS: the resources. ARGV[1]: the waiter id. ARGV[2] (optional, when giving up): its lock value: a
- * release may have granted it the lock meanwhile (HAND_OVER_LUA); that lock is deleted and handed on.
+ * release may have granted it the lock meanwhile (HAND_OVER_LUA); that lock (the value, or the same
+ * acquisition's value rewritten with a fence) is deleted and handed on.
  */
 export const LEAVE_QUEUE_LUA = `
 local id, value, granted = ARGV[1], ARGV[2], nil
@@ -144,7 +151,9 @@ for _, key in ipairs(KEYS) do
   redis.call("ZREM", "waitq:" .. key, id)
   redis.call("ZREM", "waitqd:" .. key, id)
   redis.call("HDEL", "waitqg:" .. key, id)
-  if value and redis.pcall("GET", key) == value then
+  local held = value and redis.pcall("GET", key)
+  -- Ours: the value, or the same acquisition's value rewritten with a fence ("lk1:<id>:" in front).
+  if type(held) == "string" and string.sub(held, 1, 21) == string.sub(value, 1, 21) then
     redis.call("DEL", key)
     granted = granted or {}
     granted[#granted + 1] = key

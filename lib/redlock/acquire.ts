@@ -197,12 +197,14 @@ function leaveQueue(engine: Engine, resources: readonly string[], id: string, no
 
 /**
  * @internal The acquire script's mode argument for each combination of (fenced, fair, later attempt, one
- * resource), built once per engine: index `(fenced ? 1 : 0) | (fair ? 2 : 0) | (later ? 4 : 0) |
- * (one resource ? 8 : 0)`.
+ * resource and more attempts to come), built once per engine: index `(fenced ? 1 : 0) | (fair ? 2 : 0) |
+ * (later ? 4 : 0) | (ticket ? 8 : 0)`.
  */
 export function acquireModes(settings: ResolvedSettings): readonly string[] {
-  // The longest a live waiter goes between two attempts (each refreshes its queue entry and its ticket).
-  const betweenAttemptsMs = settings.retryDelayMs + settings.retryJitterMs + settings.nodeTimeoutMs;
+  // The longest a live waiter goes between two attempts (each refreshes its queue entry and its ticket):
+  // its retry delay, plus a round that waits for a slow node, the release of a partial lock after it,
+  // and the extra wait for grants still on their way (see sleepUnlessWoken).
+  const betweenAttemptsMs = settings.retryDelayMs + settings.retryJitterMs + 3 * settings.nodeTimeoutMs;
   // The entry must outlive the longest pause between attempts.
   const queueEntryMs = Math.max(1000, 3 * betweenAttemptsMs);
   const modes: string[] = [];
@@ -216,9 +218,10 @@ export function acquireModes(settings: ResolvedSettings): readonly string[] {
     // on, the waiter may be queued on a node: "w" makes taking the lock there leave the queue in the same
     // script.
     const queued = fair || settings.wakeOnRelease;
-    // A grant ticket (one resource): the release writes the lock in this waiter's value, so the hand-over
-    // costs no round trip. It is honoured only while the waiter is known to be alive (it asked within
-    // the longest pause between attempts), so a crashed waiter is not handed a lock it would sit on.
+    // A grant ticket (one resource, not the last attempt): the release writes the lock in this waiter's
+    // value, so the hand-over costs no round trip. It is honoured only while the waiter is known to be
+    // alive (it asked within the longest pause between attempts), so a crashed waiter is not handed a lock
+    // it would sit on; a last attempt leaves none, since nobody would be waiting for the grant.
     const ticket = queued && settings.wakeOnRelease && (index & 8) !== 0;
     const flags = `${fenced ? "f" : ""}${settings.telemetry ? "t" : ""}${queued ? (fair ? "r" : "q") : ""}${queued && later ? "w" : ""}${ticket ? "g" : ""}`;
     modes.push(queued ? `${flags}:${queueEntryMs}${ticket ? `:${betweenAttemptsMs}` : ""}` : flags);
@@ -250,20 +253,17 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   const acquiredAt = Date.now();
   const value = composeLockValue(id, acquiredAt, settings.pid, null, tail);
   const queued = fair || settings.wakeOnRelease;
-  const modeIndex = (fenced ? 1 : 0) | (fair ? 2 : 0) | (resources.length === 1 ? 8 : 0);
+  const modeIndex = (fenced ? 1 : 0) | (fair ? 2 : 0);
   let waiter: AcquireWaiter | null = null;
   const timeoutMs = settings.nodeTimeoutMs;
   const drift = driftMs(settings, ttlMs);
   const started = performance.now();
   let roundStart = started;
+  let acquired = false;
 
   try {
     for (let attempt = 1; ; attempt++) {
-      if (signal?.aborted) {
-        // Giving up also gives back a lock that releases granted meanwhile.
-        if (queued) leaveQueue(engine, resources, id, clients.map((_, i) => i), value);
-        throw new AcquireAbortedError(resources, attempt - 1, signal.reason);
-      }
+      if (signal?.aborted) throw new AcquireAbortedError(resources, attempt - 1, signal.reason);
       // Granted by releases while waiting (see HAND_OVER_LUA): the lock is ours on a quorum already.
       const grantedBy = waiter && waiter.grants >= quorum ? waiter : null;
       let outcomes: Array<NodeOutcome<AcquireReply>>;
@@ -276,7 +276,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         roundStart = attempt === 1 ? started : performance.now();
         outcomes = await runRound(clients, ACQUIRE, {
           keys: resources,
-          args: [value, ttlMs, engine.acquireModes[attempt === 1 ? modeIndex : modeIndex | 4]!, attempt],
+          args: [value, ttlMs, engine.acquireModes[modeIndex | (attempt > 1 ? 4 : 0) | (resources.length === 1 && attempt < maxAttempts ? 8 : 0)]!, attempt],
           timeoutMs,
           parse: parseAcquireReply,
           // Resolve early on success only: a failed round waits for every node (or the timeout), so that in
@@ -355,6 +355,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
             if (engine.listening("acquired")) {
               engine.emit("acquired", { resources, fence, waitMs: now - started, attempts: attempt, validityMs });
             }
+            acquired = true;
             return lock;
           }
           failure = { reason: "validity", votes: votesOf(outcomes, isGranted) };
@@ -384,10 +385,12 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         engine.notifications.addWaiter(resources, waiter);
       }
       if (waiter) {
-        if (unknownNodes.length > 0) excludeNodes(waiter, unknownNodes);
         // Granted, but too late (no validity left) or the fence could not be recorded: those grants are
-        // released below, and the next attempt starts counting afresh.
-        if (grantedBy) nextAttempt(waiter, attempt);
+        // released below; until the next attempt no grant counts (0 is no attempt's number).
+        if (grantedBy) nextAttempt(waiter, 0);
+        // Nodes released below, or whose answer is unknown (the release sent to them may delete what they
+        // grant): their grants for this attempt do not count, even one heard already.
+        else if (unknownNodes.length > 0 || grantedNodes.length > 0) excludeNodes(waiter, [...unknownNodes, ...grantedNodes]);
       }
       const ours = fenced ? [lockValue, value] : [value];
       if (unknownNodes.length > 0) void releaseOnNodes(engine, resources, ours, unknownNodes);
@@ -395,7 +398,6 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       if (engine.listening("attempt-failed")) engine.emit("attempt-failed", { resources, attempt, reason: failure.reason });
 
       if (lastAttempt) {
-        if (queued) leaveQueue(engine, resources, id, clients.map((_, i) => i), value);
         if (failure.reason === "conflict") throw new ResourceHeldError(resources, heldByOf(resources, outcomes), failure.votes, attempt);
         throw new NodesFailedError(resources, failure.votes, quorum, attempt, failure.reason === "validity" ? "too-slow" : "errors");
       }
@@ -414,6 +416,9 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       await sleepUnlessWoken(waiter, delayMs, timeoutMs, signal);
     }
   } finally {
+    // Giving up, for whatever reason (the signal, the last attempt, a throwing listener): leave the queues,
+    // and give back a lock that releases granted meanwhile.
+    if (!acquired && queued) leaveQueue(engine, resources, id, clients.map((_, i) => i), value);
     if (waiter) {
       engine.notifications.removeWaiter(resources, waiter);
       engine.notifications.unretain();

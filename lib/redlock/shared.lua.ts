@@ -80,6 +80,8 @@ end
  */
 export const HAND_OVER_LUA = `
 local function hand_over(resource, now)
+  -- Only a free resource is handed over (never overwrite a holder, the head itself included).
+  if redis.call("EXISTS", resource) == 1 then return nil end
   local head = queue_head(resource, now)
   if head == "" then return end
   local tickets = "waitqg:" .. resource

@@ -367,6 +367,27 @@ describe("Redlock on three nodes", () => {
     await next.release();
   });
 
+  it("fair mode: a waiter that tries again keeps a node already handed to it, even with another waiter at the head", async () => {
+    const node = clients[0]!;
+    const waiterValue = (label: string) => encodeLockValue({ label, host: "h", pid: 1, fence: null, acquiredAt: Date.now() });
+    const first = waiterValue("first");
+    const second = waiterValue("second");
+    // The second waiter is queued (refused while someone held the lock); the first one was handed the
+    // lock by a release, which also took it out of the queue.
+    await node.set("lock:fair-own", "someone", "PX", 10_000);
+    await node.eval(ACQUIRE_LUA, 1, "lock:fair-own", second, 10_000, "tr:5000:500", 1);
+    await node.set("lock:fair-own", first, "PX", 10_000);
+    // The first waiter's next attempt (fair mode, a later attempt) renews its own lock.
+    expect(await node.eval(ACQUIRE_LUA, 1, "lock:fair-own", first, 10_000, "trwg:5000:500", 2)).toBe(1);
+    expect(await node.get("lock:fair-own")).toBe(first);
+    expect(await node.zscore("waitq:lock:fair-own", lockValueId(second)!)).not.toBeNull();
+    // And a fenced rewrite of the same acquisition's value is its own too.
+    const fenced = first.replace(":1::", ":1:7:");
+    expect(lockValueId(fenced)).toBe(lockValueId(first));
+    await node.set("lock:fair-own", fenced, "PX", 10_000);
+    expect(await node.eval(ACQUIRE_LUA, 1, "lock:fair-own", first, 10_000, "trwg:5000:500", 3)).toBe(1);
+  });
+
   it("fair mode: a free lock reserved for a head that does not come is handed to that head by the next contender", async () => {
     const holder = engine();
     const lock = await holder.acquire(["lock:fair-idle"], 10_000);
