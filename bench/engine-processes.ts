@@ -9,14 +9,13 @@
  * the contenders run alternately, several rounds, medians printed.
  */
 import { fork } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
-import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Redis from "ioredis";
 import { AcquireAbortedError, Redlock } from "@/lib/redlock";
-import { startRedisNodes, type RedisNode } from "@/lib/redis-node";
+import { startRedisNodes } from "@/lib/redis-node";
 import { NodeRedlock } from "./engine-node-redlock";
+import { quantile, scratchDir, summarize } from "./support";
 
 const WORKERS = 20;
 const HOLD_MS = 5;
@@ -92,16 +91,6 @@ interface Run {
   waitP99Ms: number;
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-};
-
 async function runProcesses(ports: number[], contender: Contender, durationMs: number): Promise<Run> {
   const self = fileURLToPath(import.meta.url);
   const children = Array.from({ length: WORKERS }, () =>
@@ -126,8 +115,8 @@ async function runProcesses(ports: number[], contender: Contender, durationMs: n
   const waits = done.flatMap((r) => r.waits);
   return {
     acquisitionsPerSec: (done.reduce((n, r) => n + r.acquisitions, 0) / durationMs) * 1000,
-    waitP50Ms: quantile(waits, 0.5),
-    waitP99Ms: quantile(waits, 0.99),
+    waitP50Ms: quantile(waits, waits.length, 0.5),
+    waitP99Ms: quantile(waits, waits.length, 0.99),
   };
 }
 
@@ -138,17 +127,11 @@ async function main(): Promise<void> {
   const out = (line = "") => (json ? process.stderr : process.stdout).write(`${line}\n`);
   const rounds = quick ? 1 : 3;
   const durationMs = quick ? 3000 : 8000;
-  const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-"));
-  let nodes: RedisNode[] = [];
-  const cleanup = () => {
-    for (const n of nodes) n.killSync();
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once("exit", cleanup);
+  const dir = scratchDir();
   out(`# Engine benchmark, hot resource, one process per worker (${new Date().toISOString()}, node ${process.version}, ${os.cpus().length} CPUs)`);
   const results: Array<{ nodes: number; hot: Record<string, Run & { runs: Run[] }> }> = [];
   for (const count of [3, 1]) {
-    nodes = await startRedisNodes(count, { dir });
+    const nodes = await startRedisNodes(count, { dir });
     const ports = nodes.map((n) => n.port);
     const admin = ports.map((port) => new Redis(port, "127.0.0.1"));
     try {
@@ -163,14 +146,7 @@ async function main(): Promise<void> {
         }
       }
       const hot: Record<string, Run & { runs: Run[] }> = {};
-      for (const [name, r] of Object.entries(runs)) {
-        hot[name] = {
-          acquisitionsPerSec: median(r.map((x) => x.acquisitionsPerSec)),
-          waitP50Ms: median(r.map((x) => x.waitP50Ms)),
-          waitP99Ms: median(r.map((x) => x.waitP99Ms)),
-          runs: r,
-        };
-      }
+      for (const [name, r] of Object.entries(runs)) hot[name] = summarize(r);
       results.push({ nodes: count, hot });
       out(`\n## ${count} node${count > 1 ? "s" : ""}: ${WORKERS} worker processes, hold ${HOLD_MS} ms, median of ${rounds} run(s) x ${durationMs} ms`);
       out("| contender | acquisitions/s | wait p50 ms | wait p99 ms |");
@@ -182,7 +158,6 @@ async function main(): Promise<void> {
     } finally {
       for (const c of admin) c.disconnect();
       await Promise.all(nodes.map((n) => n.stop()));
-      nodes = [];
     }
   }
   if (json) process.stdout.write(`${JSON.stringify({ quick, results }, null, 2)}\n`);

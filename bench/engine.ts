@@ -9,13 +9,12 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
-import path from "node:path";
 import Redis from "ioredis";
 import { AcquireAbortedError, Redlock, type Lock } from "@/lib/redlock";
 import { startRedisNodes, type RedisNode } from "@/lib/redis-node";
 import { NodeRedlock, type NodeRedlockLock } from "./engine-node-redlock";
+import { median, quantile, scratchDir, summarize } from "./support";
 
 const args = new Set(process.argv.slice(2));
 const JSON_OUT = args.has("--json");
@@ -38,16 +37,6 @@ const HOLD_MS = 5;
 const TTL_MS = 10_000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-function quantile(samples: Float64Array, count: number, q: number): number {
-  if (count === 0) return NaN;
-  const sorted = samples.slice(0, count).sort();
-  return sorted[Math.min(count - 1, Math.floor(q * count))]!;
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Scenario 1: uncontended cycles
@@ -158,13 +147,6 @@ interface TopologyResult {
   roundTripMs: number;
   uncontended: Record<string, CycleRun & { runs: CycleRun[] }>;
   hot: Record<string, HotRun & { runs: HotRun[] }>;
-}
-
-function summarize<T extends object>(runs: T[]): T & { runs: T[] } {
-  const first = runs[0]!;
-  const result = { runs } as Record<string, unknown>;
-  for (const key of Object.keys(first)) result[key] = median(runs.map((r) => (r as Record<string, number>)[key]!));
-  return result as T & { runs: T[] };
 }
 
 async function benchTopology(nodes: RedisNode[]): Promise<TopologyResult> {
@@ -343,21 +325,11 @@ function printTopology(result: TopologyResult, checked: Bar[]): void {
 }
 
 async function main(): Promise<void> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-"));
-  let nodes: RedisNode[] = [];
-  const cleanup = () => {
-    for (const n of nodes) n.killSync();
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once("exit", cleanup);
-  process.once("SIGINT", () => {
-    cleanup();
-    process.exit(130);
-  });
+  const dir = scratchDir();
   out(`# Engine benchmark (${new Date().toISOString()}, node ${process.version}, ${os.cpus().length} CPUs${QUICK ? ", --quick" : ""})`);
   const results: Array<TopologyResult & { bars: Bar[] }> = [];
   for (const count of NODE_COUNTS) {
-    nodes = await startRedisNodes(count, { dir });
+    const nodes = await startRedisNodes(count, { dir });
     try {
       const result = await benchTopology(nodes);
       const checked = SCENARIO ? [] : bars(result);
@@ -365,7 +337,6 @@ async function main(): Promise<void> {
       results.push({ ...result, bars: checked });
     } finally {
       await Promise.all(nodes.map((n) => n.stop()));
-      nodes = [];
     }
   }
   if (JSON_OUT) process.stdout.write(`${JSON.stringify({ quick: QUICK, results }, null, 2)}\n`);

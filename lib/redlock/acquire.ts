@@ -77,14 +77,18 @@ interface AcquireWaiter extends Waiter {
   woken: boolean;
   resolve: (() => void) | null;
   attempt: number;
-  /** Per node: granted for `attempt`. */
-  granted: boolean[];
+  /**
+   * Per node, for `attempt`: GRANTED, or EXCLUDED (its grant would not hold: see `excludeNodes`), or 0.
+   */
+  nodes: Int8Array;
+  /** How many nodes are GRANTED. */
   grants: number;
   /** The highest fence reported with the grants ("" for none). */
   grantFence: string;
-  /** Nodes whose answer to `attempt` is unknown: a cleanup may delete what they grant, so it does not count. */
-  unknown: readonly number[];
 }
+
+const GRANTED_NODE = 1;
+const EXCLUDED_NODE = -1;
 
 function newWaiter(id: string, nodes: number, quorum: number): AcquireWaiter {
   const waiter: AcquireWaiter = {
@@ -92,17 +96,16 @@ function newWaiter(id: string, nodes: number, quorum: number): AcquireWaiter {
     woken: false,
     resolve: null,
     attempt: 0,
-    granted: new Array<boolean>(nodes).fill(false),
+    nodes: new Int8Array(nodes),
     grants: 0,
     grantFence: "",
-    unknown: [],
     wake: () => {
       waiter.woken = true;
       waiter.resolve?.();
     },
     grant: (node, attempt, fence) => {
-      if (attempt !== waiter.attempt || node >= nodes || waiter.granted[node] || waiter.unknown.includes(node)) return;
-      waiter.granted[node] = true;
+      if (attempt !== waiter.attempt || node >= nodes || waiter.nodes[node] !== 0) return;
+      waiter.nodes[node] = GRANTED_NODE;
       waiter.grants += 1;
       if (fence !== "" && (waiter.grantFence === "" || BigInt(fence) > BigInt(waiter.grantFence))) waiter.grantFence = fence;
       if (waiter.grants >= quorum) waiter.wake();
@@ -112,15 +115,14 @@ function newWaiter(id: string, nodes: number, quorum: number): AcquireWaiter {
 }
 
 /**
- * Nodes whose answer to the attempt is unknown (failed or timed out): the release sent after the round
- * may delete what they grant, so their grants do not count, even one heard already.
+ * Nodes released after a failed round, or whose answer to it is unknown (failed or timed out): the release
+ * sent to them deletes, or may delete, what they grant, so their grants for this attempt do not count,
+ * even one heard already.
  */
 function excludeNodes(waiter: AcquireWaiter, nodes: readonly number[]): void {
-  waiter.unknown = nodes;
   for (const node of nodes) {
-    if (!waiter.granted[node]) continue;
-    waiter.granted[node] = false;
-    waiter.grants -= 1;
+    if (waiter.nodes[node] === GRANTED_NODE) waiter.grants -= 1;
+    waiter.nodes[node] = EXCLUDED_NODE;
   }
 }
 
@@ -128,10 +130,9 @@ function excludeNodes(waiter: AcquireWaiter, nodes: readonly number[]): void {
 function nextAttempt(waiter: AcquireWaiter, attempt: number): void {
   waiter.woken = false;
   waiter.attempt = attempt;
-  waiter.granted.fill(false);
+  waiter.nodes.fill(0);
   waiter.grants = 0;
   waiter.grantFence = "";
-  waiter.unknown = [];
 }
 
 /**
@@ -270,7 +271,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       if (grantedBy) {
         attempt -= 1; // no new attempt: the one the grants answer
         const grant: NodeOutcome<AcquireReply> = fenced ? { state: "ok", value: { kind: "granted", fence: grantedBy.grantFence || "0" } } : GRANTED_OUTCOME;
-        outcomes = grantedBy.granted.map((granted) => (granted ? grant : PENDING_OUTCOME));
+        outcomes = Array.from(grantedBy.nodes, (state) => (state === GRANTED_NODE ? grant : PENDING_OUTCOME));
       } else {
         if (waiter) nextAttempt(waiter, attempt);
         roundStart = attempt === 1 ? started : performance.now();
@@ -388,8 +389,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         // Granted, but too late (no validity left) or the fence could not be recorded: those grants are
         // released below; until the next attempt no grant counts (0 is no attempt's number).
         if (grantedBy) nextAttempt(waiter, 0);
-        // Nodes released below, or whose answer is unknown (the release sent to them may delete what they
-        // grant): their grants for this attempt do not count, even one heard already.
+        // Nodes released below or whose answer is unknown: their grants do not count (see excludeNodes).
         else if (unknownNodes.length > 0 || grantedNodes.length > 0) excludeNodes(waiter, [...unknownNodes, ...grantedNodes]);
       }
       const ours = fenced ? [lockValue, value] : [value];

@@ -59,7 +59,6 @@ export async function releaseOnNodes(
   return outcomes;
 }
 
-
 /**
  * Releases a lock on every node. Resolves `{released: true}` when a quorum still held it and deleted it;
  * `{released: false}` when it was already gone (expired or taken: a `lost` event says so) or too few

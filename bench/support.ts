@@ -1,0 +1,36 @@
+/**
+ * What the engine benchmarks share: medians over runs, quantiles over samples, and a scratch directory for
+ * the redis-server nodes they start. (lib/redis-node kills the nodes it started when the process exits.)
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+export const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+/** The `q` quantile (0..1) of the first `count` samples, by index `floor(q × count)`; NaN when empty. */
+export function quantile(samples: Float64Array | number[], count: number, q: number): number {
+  if (count === 0) return NaN;
+  const sorted = samples.slice(0, count).sort((a, b) => a - b);
+  return sorted[Math.min(count - 1, Math.floor(q * count))]!;
+}
+
+/** The median of every field over the runs, with the runs themselves. */
+export function summarize<T extends object>(runs: T[]): T & { runs: T[] } {
+  const result = { runs } as Record<string, unknown>;
+  for (const key of Object.keys(runs[0]!)) result[key] = median(runs.map((r) => (r as Record<string, number>)[key]!));
+  return result as T & { runs: T[] };
+}
+
+/** A scratch directory for the benchmark's nodes, removed when the process exits (Ctrl-C included). */
+export function scratchDir(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-"));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  // Ctrl-C would otherwise end the process without running exit hooks (these and lib/redis-node's).
+  process.once("SIGINT", () => process.exit(130));
+  return dir;
+}
