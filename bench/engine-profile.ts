@@ -1,6 +1,7 @@
 /**
  * Profiling aid for the engine's hot path: `node --import tsx --cpu-prof bench/engine-profile.ts [seconds]`.
- * Runs uncontended acquire+release cycles (concurrency 50, random keys) on three nodes it starts.
+ * Runs uncontended acquire+release cycles (concurrency 50, random keys) on three nodes it starts
+ * (`NODES=1` for one).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -12,7 +13,7 @@ import { startRedisNodes } from "@/lib/redis-node";
 async function main(): Promise<void> {
   const seconds = Number(process.argv[2] ?? 3);
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-profile-"));
-  const nodes = await startRedisNodes(3, { dir });
+  const nodes = await startRedisNodes(Number(process.env.NODES ?? 3), { dir });
   const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true }));
   try {
     const engine = new Redlock(clients, { retryCount: 0 });

@@ -91,6 +91,10 @@ export class SwitchedClient implements RedlockClient {
     return this.nodeSwitch.through(() => this.redis.eval(script, numkeys, ...keysAndArgs));
   }
 
+  set(key: string, value: string, px: "PX", ttlMs: number, nx: "NX"): Promise<unknown> {
+    return this.nodeSwitch.through(() => this.redis.set(key, value, px, ttlMs, nx));
+  }
+
   duplicate(): SubscriberClient {
     const subscriber = this.redis.duplicate();
     subscriber.on("error", () => {});

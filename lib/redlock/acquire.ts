@@ -6,7 +6,7 @@ import { composeLockValue, decodeLockValue, encodeIdentityTail, lockValueId, ran
 import { Lock, type LockState } from "./lock";
 import type { Waiter } from "./notifications";
 import { releaseOnNodes } from "./release";
-import { runRound, type NodeOutcome, type RoundOptions } from "./round";
+import { runRound, SET_NX_PX, type NodeOutcome, type RoundOptions } from "./round";
 import { defineScript } from "./script";
 import { retryCount as checkRetryCount, type ResolvedSettings } from "./settings";
 import * as check from "./validate";
@@ -28,13 +28,24 @@ export interface AcquireOptions {
   retryCount?: number;
 }
 
-/** @internal One node's answer to the acquire script. */
+/**
+ * @internal One node's answer to the acquire script, or to the plain first try ("unchecked": SET NX was
+ * refused there; the acquire script runs next on that node and answers with one of the others).
+ */
 export type AcquireReply =
   | { kind: "granted"; fence: string | null }
   | { kind: "held"; index: number; value: string | null; pttlMs: number }
-  | { kind: "queued"; index: number; head: string };
+  | { kind: "queued"; index: number; head: string }
+  | { kind: "unchecked" };
 
 const GRANTED: AcquireReply = Object.freeze({ kind: "granted", fence: null });
+const UNCHECKED: AcquireReply = Object.freeze({ kind: "unchecked" });
+
+function parseSetReply(raw: unknown): AcquireReply {
+  if (raw === "OK") return GRANTED;
+  if (raw === null) return UNCHECKED;
+  throw new Error(`Unexpected reply to SET NX PX: ${JSON.stringify(raw)}`);
+}
 
 function parseAcquireReply(raw: unknown): AcquireReply {
   // The common reply (taken, unfenced) is the integer 1: no object is made for it.
@@ -175,7 +186,8 @@ export function lateAcquireHandler(engine: () => Engine): NonNullable<RoundOptio
       engine().nodeError(index, outcome.error, "acquire");
       return;
     }
-    if (!succeeded || outcome.state !== "ok" || outcome.value.kind === "granted") return;
+    // (A plain first try that was refused queued nothing.)
+    if (!succeeded || outcome.state !== "ok" || outcome.value.kind === "granted" || outcome.value.kind === "unchecked") return;
     const mode = String(options.args[2]);
     if (mode.includes("q") || mode.includes("r")) leaveQueue(engine(), options.keys, lockValueId(String(options.args[0])) ?? "", [index]);
   };
@@ -258,6 +270,12 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   let waiter: AcquireWaiter | null = null;
   const timeoutMs = settings.nodeTimeoutMs;
   const drift = driftMs(settings, ttlMs);
+  // The first try of a one-resource, unfenced, unfair acquisition is the bare `SET NX PX` (a node runs no
+  // script for the common, uncontended case); the nodes that refuse it run the acquire script right after,
+  // which publishes the refusal, queues the waiter and says who holds the lock. Fenced acquisitions need
+  // the nodes' fences, fair ones must not take a free lock reserved for another waiter, and several
+  // resources must be taken atomically: those always run the script.
+  const plainFirst = resources.length === 1 && !fenced && !fair;
   const started = performance.now();
   let roundStart = started;
   let acquired = false;
@@ -268,6 +286,8 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       // Granted by releases while waiting (see HAND_OVER_LUA): the lock is ours on a quorum already.
       const grantedBy = waiter && waiter.grants >= quorum ? waiter : null;
       let outcomes: Array<NodeOutcome<AcquireReply>>;
+      // The nodes that ran the acquire script in this attempt (null: all of them), so may have queued it.
+      let scriptNodes: number[] | null = null;
       if (grantedBy) {
         attempt -= 1; // no new attempt: the one the grants answer
         const grant: NodeOutcome<AcquireReply> = fenced ? { state: "ok", value: { kind: "granted", fence: grantedBy.grantFence || "0" } } : GRANTED_OUTCOME;
@@ -275,17 +295,37 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       } else {
         if (waiter) nextAttempt(waiter, attempt);
         roundStart = attempt === 1 ? started : performance.now();
-        outcomes = await runRound(clients, ACQUIRE, {
-          keys: resources,
-          args: [value, ttlMs, engine.acquireModes[modeIndex | (attempt > 1 ? 4 : 0) | (resources.length === 1 && attempt < maxAttempts ? 8 : 0)]!, attempt],
-          timeoutMs,
-          parse: parseAcquireReply,
-          // Resolve early on success only: a failed round waits for every node (or the timeout), so that in
-          // the common contended case every node has answered "held" and there is nothing to clean up.
-          early: engine.acquireEarly,
-          onLate: engine.onLateAcquire,
-        });
-        reportErrors(engine, outcomes, "acquire");
+        const scriptArgs = [value, ttlMs, engine.acquireModes[modeIndex | (attempt > 1 ? 4 : 0) | (resources.length === 1 && attempt < maxAttempts ? 8 : 0)]!, attempt];
+        if (plainFirst && attempt === 1) {
+          outcomes = await runRound(clients, SET_NX_PX, {
+            keys: resources,
+            args: [value, ttlMs],
+            timeoutMs,
+            parse: parseSetReply,
+            early: engine.acquireEarly,
+            onLate: engine.onLateAcquire,
+          });
+          reportErrors(engine, outcomes, "acquire");
+          scriptNodes = [];
+          if (countGranted(outcomes) < quorum) {
+            outcomes.forEach((o, i) => {
+              if (o.state === "ok" && o.value.kind === "unchecked") scriptNodes!.push(i);
+            });
+            if (scriptNodes.length > 0) outcomes = await acquireScriptOn(engine, scriptNodes, outcomes, resources, scriptArgs);
+          }
+        } else {
+          outcomes = await runRound(clients, ACQUIRE, {
+            keys: resources,
+            args: scriptArgs,
+            timeoutMs,
+            parse: parseAcquireReply,
+            // Resolve early on success only: a failed round waits for every node (or the timeout), so that in
+            // the common contended case every node has answered "held" and there is nothing to clean up.
+            early: engine.acquireEarly,
+            onLate: engine.onLateAcquire,
+          });
+          reportErrors(engine, outcomes, "acquire");
+        }
       }
 
       let granted = 0;
@@ -331,14 +371,15 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
           const now = performance.now();
           const validityMs = deadline - now;
           if (validityMs > 0) {
-            if (queued && (attempt > 1 || answered > granted) && !grantedBy) {
+            if (queued && !grantedBy && (scriptNodes === null ? attempt > 1 || answered > granted : scriptNodes.length > 0)) {
               // Queued on a node by this or an earlier refused attempt: leave it there (nodes still pending
-              // are handled by the round's late answers, see `onLateAcquire`). Granted by releases, it
-              // stays queued on the nodes whose grant has not come yet (it is probably on its way): the
-              // release of this lock leaves those queues (RELEASE_LUA).
+              // are handled by the round's late answers, see `onLateAcquire`). A plain first try queued
+              // only where the script ran after it. Granted by releases, it stays queued on the nodes
+              // whose grant has not come yet (it is probably on its way): the release of this lock leaves
+              // those queues (RELEASE_LUA).
               const notGranted: number[] = [];
               outcomes.forEach((o, i) => {
-                if (!(o.state === "ok" && o.value.kind === "granted")) notGranted.push(i);
+                if (!(o.state === "ok" && o.value.kind === "granted") && (scriptNodes === null || scriptNodes.includes(i))) notGranted.push(i);
               });
               leaveQueue(engine, resources, id, notGranted);
             }
@@ -426,6 +467,43 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   }
 }
 
+function countGranted(outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>): number {
+  let granted = 0;
+  for (const o of outcomes) if (o.state === "ok" && o.value.kind === "granted") granted += 1;
+  return granted;
+}
+
+/**
+ * Runs the acquire script on the nodes that refused the plain first try, and returns the attempt's
+ * outcomes with theirs in place of "unchecked". It waits for every one of those nodes (or the timeout):
+ * most are about to answer "held" and be queued.
+ */
+async function acquireScriptOn(
+  engine: Engine,
+  nodes: readonly number[],
+  outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>,
+  resources: readonly string[],
+  args: ReadonlyArray<string | number>,
+): Promise<Array<NodeOutcome<AcquireReply>>> {
+  const answers = await runRound(
+    nodes.map((i) => engine.clients[i]!),
+    ACQUIRE,
+    {
+      keys: resources,
+      args,
+      timeoutMs: engine.settings.nodeTimeoutMs,
+      parse: parseAcquireReply,
+      onLate: (j, outcome, options, succeeded) => engine.onLateAcquire(nodes[j]!, outcome, options, succeeded),
+    },
+  );
+  const merged = outcomes.slice();
+  answers.forEach((answer, j) => {
+    merged[nodes[j]!] = answer;
+    if (answer.state === "error" && engine.listening("node-error")) engine.nodeError(nodes[j]!, answer.error, "acquire");
+  });
+  return merged;
+}
+
 const PENDING_OUTCOME: NodeOutcome<AcquireReply> = Object.freeze({ state: "pending" as const });
 const GRANTED_OUTCOME: NodeOutcome<AcquireReply> = Object.freeze({ state: "ok" as const, value: GRANTED });
 
@@ -441,6 +519,10 @@ function heldByOf(resources: readonly string[], outcomes: ReadonlyArray<NodeOutc
   const heldBy: HeldBy[] = [];
   outcomes.forEach((o, index) => {
     if (o.state !== "ok" || o.value.kind === "granted") return;
+    if (o.value.kind === "unchecked") {
+      heldBy.push({ index, resource: resources[0]!, value: null, holder: null, pttlMs: null });
+      return;
+    }
     const resource = resources[o.value.index] ?? resources[0]!;
     if (o.value.kind === "held") {
       heldBy.push({

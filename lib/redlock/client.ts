@@ -22,8 +22,12 @@ export interface SubscriberClient {
   disconnect(): void;
 }
 
-/** What `new Redlock(clients)` takes: scripts, plus `duplicate()` for the lazily made subscriber. */
+/**
+ * What `new Redlock(clients)` takes: scripts; `SET key value PX ttl NX`, the first try of an uncontended
+ * acquisition (see acquire.ts); and `duplicate()` for the lazily made subscriber.
+ */
 export interface RedlockClient extends ScriptClient {
+  set(key: string, value: string, px: "PX", ttlMs: number, nx: "NX"): Promise<unknown>;
   duplicate(): SubscriberClient;
 }
 

@@ -28,7 +28,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
 
   constructor(clients: readonly RedlockClient[], settings?: RedlockSettings) {
     super();
-    const nodes = check.clientList<RedlockClient>("clients", clients, ["evalsha", "eval", "duplicate"]);
+    const nodes = check.clientList<RedlockClient>("clients", clients, ["evalsha", "eval", "set", "duplicate"]);
     if (new Set(nodes).size !== nodes.length) check.fail("clients", "an array of distinct clients (one per node)", clients);
     this.settings = resolveSettings(settings);
     const owner: LockOwner = {

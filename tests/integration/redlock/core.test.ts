@@ -116,6 +116,27 @@ describe("Redlock on three nodes", () => {
     await lock.release();
   });
 
+  it("takes a free lock with a plain SET NX PX, no script on the nodes; a refusal still names the holder", async () => {
+    const redlock = engine({ label: "fast path" });
+    await Promise.all(clients.map((c) => c.config("RESETSTAT")));
+    const lock = await redlock.acquire(["lock:plain"], 5000);
+    // Each node ran one SET and nothing else for it (the same connection answers INFO after the SET).
+    for (const client of clients) {
+      const stats = String(await client.info("commandstats"));
+      expect(stats).toMatch(/cmdstat_set:calls=1,/);
+      expect(stats).not.toMatch(/cmdstat_(evalsha|eval):/);
+    }
+    // Refused by every node's SET: the acquire script runs there next and says who holds the lock.
+    const other = engine({ label: "second", retryCount: 0 });
+    const error: unknown = await other.acquire(["lock:plain"], 1000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ResourceHeldError);
+    const held = error as ResourceHeldError;
+    expect(held.heldBy).toHaveLength(3);
+    expect(held.heldBy[0]).toMatchObject({ resource: "lock:plain", value: lock.value, holder: { label: "fast path", pid: process.pid } });
+    expect(held.heldBy[0]!.pttlMs).toBeGreaterThan(4000);
+    expect(await lock.release()).toMatchObject({ released: true });
+  });
+
   it("publishes each failed attempt from the acquire script, with the waiter's identity", async () => {
     const subscriber = cluster.client(1);
     const events: ContentionEvent[] = [];
@@ -320,6 +341,7 @@ describe("Redlock on three nodes", () => {
     const deaf = clients.map((client) => ({
       evalsha: client.evalsha.bind(client),
       eval: client.eval.bind(client),
+      set: (key: string, value: string, px: "PX", ttlMs: number, nx: "NX") => client.set(key, value, px, ttlMs, nx),
       duplicate: () => {
         const nowhere = new IORedis(deadPort, "127.0.0.1", { maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
         nowhere.on("error", () => {});

@@ -146,6 +146,11 @@ describe("slow and stopped nodes", () => {
           stall(120);
           return reply;
         }),
+      set: (key: string, value: string, px: "PX", ttlMs: number, nx: "NX") =>
+        c.set(key, value, px, ttlMs, nx).then((reply: unknown) => {
+          stall(120);
+          return reply;
+        }),
       duplicate: () => c.duplicate(),
     }));
     const redlock = new Redlock(slow, { nodeTimeoutMs: 1000, retryCount: 2, retryDelayMs: 10, retryJitterMs: 0 });

@@ -12,6 +12,10 @@ function fakeClient(calls: string[]): RedlockClient {
       calls.push("eval");
       return new Promise(() => {});
     },
+    set: () => {
+      calls.push("set");
+      return new Promise(() => {});
+    },
     duplicate: (): SubscriberClient => {
       throw new Error("not in this test");
     },
