@@ -112,6 +112,8 @@ export interface LockSummary {
 
 export type Transition =
   | { type: "acquired"; token: string | null; partial: boolean }
+  /** The holder changed with no read in between seeing the lock free: the previous lock ended there. */
+  | { type: "replaced" }
   | { type: "extended"; token: string; by: number }
   | { type: "elapsed" }
   | { type: "partial" }
@@ -140,6 +142,9 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
   if (!wasLive) return [{ type: "acquired", token: next.token ?? next.leading, partial: next.state === "partial" }];
   const out: Transition[] = [];
   if (next.token !== null && prev.token !== next.token && prev.leading !== next.token && !sameAcquisition(prev.token ?? prev.leading, next.token)) {
+    // A release that hands the lock to the next waiter (this engine's hand-over: the release script writes
+    // the waiter's value), or a next holder quicker than one read batch. Either way one lock ended.
+    if (prev.token !== null) out.push({ type: "replaced" });
     out.push({ type: "acquired", token: next.token, partial: false });
   } else if (next.token !== null && prev.token === next.token && next.expiresAt !== null && prev.expiresAt !== null && next.expiresAt > prev.expiresAt + EXTEND_SLACK_MS) {
     out.push({ type: "extended", token: next.token, by: next.expiresAt - prev.expiresAt });

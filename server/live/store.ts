@@ -188,7 +188,8 @@ export class LockStore {
       const beforeExpiry = entry.expiries[sample.node] ?? Number.NaN;
       entry.values[sample.node] = sample.value;
       entry.expiries[sample.node] = sample.expiry;
-      if (sample.value === null && before !== null && sample.cause) entry.cause = sample.cause;
+      // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value.
+      if (before !== null && sample.value !== before && sample.cause) entry.cause = sample.cause;
       if (before !== sample.value || (sample.value !== null && !(Math.abs(sample.expiry - beforeExpiry) <= 20))) {
         if (!(sample.expiry === Infinity && beforeExpiry === Infinity && before === sample.value)) visible = true;
       }
@@ -457,6 +458,21 @@ export class LockStore {
           this.addTimeline(entry, { at: now, type: "extended", detail: Number.isFinite(step.by) ? `by ${(step.by / 1000).toFixed(1)} s` : "TTL removed" });
           this.events.emit("lock-event", { type: "extended", resource: entry.resource });
           break;
+        case "replaced": {
+          // The previous lock ended (released, most often by a hand-over to the next waiter) and the next
+          // one began before any read saw the key free: the end counts like any other.
+          const hint = this.forceHints.get(entry.resource);
+          const forced = hint !== undefined && now - hint.at < FORCE_HINT_MS;
+          const reason = endReason(forced ? "force-released" : entry.cause, entry.expiresAt, now);
+          this.addTimeline(entry, {
+            at: now,
+            type: reason,
+            detail: forced && hint.detail ? hint.detail : reason === "released" ? "handed straight to the next holder" : "the next holder took it at once",
+          });
+          this.events.emit("lock-event", { type: reason, resource: entry.resource });
+          if (reason === "expired" || reason === "evicted") this.expirations.add(now);
+          break;
+        }
         case "elapsed":
           this.addTimeline(entry, { at: now, type: "elapsed", detail: "TTL ran out; Redis has not reclaimed the key yet" });
           break;

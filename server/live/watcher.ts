@@ -187,7 +187,9 @@ export class NodeWatcher {
     if (!channel.startsWith(this.channelPrefix)) return;
     const key = channel.slice(this.channelPrefix.length);
     this.lastEventAt = Date.now();
-    this.dirty.set(key, CAUSES[event] ?? null);
+    // An end (del, expired, evicted) stays the key's cause until it is read, even if a set follows in the
+    // same batch (a release that hands the lock over deletes and writes in one script).
+    this.dirty.set(key, CAUSES[event] ?? this.dirty.get(key) ?? null);
     this.ctx.events.emit("keyspace-event", { nodeId: this.id, event });
   }
 

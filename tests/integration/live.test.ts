@@ -300,6 +300,35 @@ describe("live lock view", () => {
     await Promise.all([holder.quit(), waiter.quit()]);
   });
 
+  it("shows the engine's hand-over as the holder's release and the waiter's acquisition", async () => {
+    const { Redlock } = await import("@/lib/redlock");
+    const s = await openStream();
+    const holder = new Redlock(clients, { label: "first" });
+    const waiter = new Redlock(clients, { label: "second", retryCount: -1, retryDelayMs: 30_000, retryJitterMs: 0 });
+    const held = await holder.acquire(["lock:handed"], 30_000);
+    await s.until("first holder shown", () => s.lock("lock:handed")?.holder?.label === "first");
+    const waiting = waiter.acquire(["lock:handed"], 30_000);
+    await until("the waiter queued on every node", async () => (await Promise.all(clients.map((c) => c.exists("waitq:lock:handed")))).every((n) => n === 1));
+    // The release writes the waiter's value in the same script: no read ever sees the lock free.
+    await holder.release(held);
+    const next = await waiting;
+    const shown = await s.until("second holder shown", () => {
+      const l = s.lock("lock:handed");
+      return l?.state === "held" && l.token === next.value ? l : null;
+    });
+    expect(shown.holder).toMatchObject({ label: "second" });
+    const page = (await detail("lock:handed")).body as LockDetail;
+    // (Between them, an "attempts" entry counts the waiter's refused attempts.)
+    const ends = page.timeline.filter((t) => t.type !== "attempts");
+    expect(ends.map((t) => [t.type, t.detail?.split(",")[0] ?? ""])).toEqual([
+      ["acquired", "by first"],
+      ["released", "handed straight to the next holder"],
+      ["acquired", "by second"],
+    ]);
+    await waiter.release(next);
+    await Promise.all([holder.quit(), waiter.quit()]);
+  });
+
   it("resumes a stream from Last-Event-ID without a new snapshot", async () => {
     const first = await openStream();
     await first.until("snapshot", () => first.events.some((e) => e.event === "snapshot"));

@@ -64,7 +64,9 @@ describe("how a lock ended and what changed", () => {
     expect(transitions(null, held)).toEqual([{ type: "acquired", token: "a", partial: false }]);
     expect(transitions(held, { ...held, expiresAt: NOW + 1_010 })).toEqual([]);
     expect(transitions(held, { ...held, expiresAt: NOW + 5_000 })).toEqual([{ type: "extended", token: "a", by: 4_000 }]);
-    expect(transitions(held, { ...held, token: "b", leading: "b" })).toEqual([{ type: "acquired", token: "b", partial: false }]);
+    // A change of hands with no free moment seen in between (a release that hands the lock over): one lock
+    // ended and another began.
+    expect(transitions(held, { ...held, token: "b", leading: "b" })).toEqual([{ type: "replaced" }, { type: "acquired", token: "b", partial: false }]);
     expect(transitions(held, { state: null, token: null, leading: null, expiresAt: null })).toEqual([{ type: "ended" }]);
     expect(transitions(held, { ...held, state: "elapsed" })).toEqual([{ type: "elapsed" }]);
   });
@@ -76,7 +78,7 @@ describe("how a lock ended and what changed", () => {
     const held = { state: "held" as const, token: first, leading: first, expiresAt: NOW + 1_000 };
     expect(transitions(held, { ...held, token: fenced, leading: fenced })).toEqual([]);
     const other = encodeLockValue({ label: "w", host: "h", pid: 1, fence: "7", acquiredAt: NOW });
-    expect(transitions(held, { ...held, token: other, leading: other })).toEqual([{ type: "acquired", token: other, partial: false }]);
+    expect(transitions(held, { ...held, token: other, leading: other })).toEqual([{ type: "replaced" }, { type: "acquired", token: other, partial: false }]);
   });
 
   it("does not count a partial write completing as a second acquisition", () => {

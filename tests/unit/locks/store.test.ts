@@ -99,6 +99,33 @@ describe("the lock store", () => {
     expect(lock?.nodes.map((n) => n.up)).toEqual([true, true, false]);
   });
 
+  it("counts a hand-over (the release writes the next holder's value) as a release and an acquisition", () => {
+    const { store, seen } = storeWithNodesUp();
+    store.apply("lock:k", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
+    // Each node deleted v and wrote w in one script: the notifications said del, then set.
+    const next = (node: number): NodeSample => ({ node, value: "w", expiry: T + 20_000, cause: "del" });
+    store.apply("lock:k", [next(0), next(1), next(2)], T + 50);
+    expect(store.lock("lock:k", T + 50)).toMatchObject({ state: "held", token: "w" });
+    expect(store.get("lock:k", T + 50)?.timeline.map((e) => [e.type, e.detail ?? ""])).toEqual([
+      ["acquired", expect.stringContaining("by ")],
+      ["released", "handed straight to the next holder"],
+      ["acquired", expect.stringContaining("by ")],
+    ]);
+    expect(seen).toEqual(["acquired lock:k", "released lock:k", "acquired lock:k"]);
+    // The next holder's lock ends in its turn, by its own cause.
+    store.apply("lock:k", [gone(0, "expired"), gone(1, "expired"), gone(2, "expired")], T + 20_001);
+    expect(store.get("lock:k", T + 20_001)?.timeline.map((e) => e.type)).toEqual(["acquired", "released", "acquired", "expired"]);
+  });
+
+  it("counts a lock that expired and was taken by the next holder within one read as expired", () => {
+    const { store, seen } = storeWithNodesUp();
+    store.apply("lock:l", [held(0, "v", T + 1_000), held(1, "v", T + 1_000), held(2, "v", T + 1_000)], T);
+    const next = (node: number): NodeSample => ({ node, value: "w", expiry: T + 11_000, cause: "expired" });
+    store.apply("lock:l", [next(0), next(1), next(2)], T + 1_002);
+    expect(store.get("lock:l", T + 1_002)?.timeline.map((e) => e.type)).toEqual(["acquired", "expired", "acquired"]);
+    expect(seen).toEqual(["acquired lock:l", "expired lock:l", "acquired lock:l"]);
+  });
+
   it("relabels a lock that just ended as force-released when the revocation arrives", () => {
     const { store, seen } = storeWithNodesUp();
     store.apply("lock:j", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
