@@ -389,6 +389,25 @@ describe("Redlock on three nodes", () => {
     await next.release();
   });
 
+  it("leaves no queue keys behind a waiter that died: they expire with its entry", async () => {
+    const holder = engine();
+    const lock = await holder.acquire(["lock:abandoned"], 10_000);
+    // Refused once (entry valid 300 ms, ticket 100 ms), then the waiter's process died.
+    const dead = encodeLockValue({ label: "crashed", host: "gone", pid: 1, fence: null, acquiredAt: Date.now() });
+    await Promise.all(clients.map((c) => c.eval(ACQUIRE_LUA, 1, "lock:abandoned", dead, 10_000, "tqg:300:100", 1)));
+    const queueKeys = ["waitq:lock:abandoned", "waitqd:lock:abandoned", "waitqg:lock:abandoned"];
+    for (const client of clients) {
+      for (const key of queueKeys) {
+        const ttl = await client.pttl(key);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(300);
+      }
+    }
+    // Nobody releases the resource (the holder keeps it): the keys still go.
+    await until("the queue keys expired on every node", async () => (await Promise.all(clients.map((c) => c.exists(...queueKeys)))).every((n) => n === 0));
+    await lock.release();
+  });
+
   it("fair mode: a waiter that tries again keeps a node already handed to it, even with another waiter at the head", async () => {
     const node = clients[0]!;
     const waiterValue = (label: string) => encodeLockValue({ label, host: "h", pid: 1, fence: null, acquiredAt: Date.now() });
