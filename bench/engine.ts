@@ -53,6 +53,9 @@ type Cycle = (key: string) => Promise<void>;
 
 const COMPARE_AND_DELETE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`;
 const CAD_SHA = createHash("sha1").update(COMPARE_AND_DELETE).digest("hex");
+// Compare-and-delete, or with a second token compare-and-set: the bare hand-over of scenario 2.
+const COMPARE_AND_HAND_OVER = `if redis.call("get", KEYS[1]) == ARGV[1] then if ARGV[2] then return redis.call("set", KEYS[1], ARGV[2], "PX", ARGV[3]) and 1 end return redis.call("del", KEYS[1]) end return 0`;
+const CAH_SHA = createHash("sha1").update(COMPARE_AND_HAND_OVER).digest("hex");
 
 async function runCycles(cycle: Cycle, durationMs: number): Promise<CycleRun> {
   const samples = new Float64Array(2_000_000);
@@ -140,6 +143,91 @@ async function runHot(workers: HotContender[], durationMs: number): Promise<HotR
   };
 }
 
+/** Resolves once `quorum` of the calls resolved to `ok(value)`; rejects when that can no longer happen. */
+function quorumOf<T>(calls: Array<Promise<T>>, quorum: number, ok: (value: T) => boolean): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let yes = 0;
+    let no = 0;
+    for (const call of calls) {
+      call.then(
+        (value) => (ok(value) ? ++yes === quorum && resolve() : ++no > calls.length - quorum && reject(new Error("no quorum"))),
+        () => ++no > calls.length - quorum && reject(new Error("no quorum")),
+      );
+    }
+  });
+}
+
+/**
+ * The least a hand-over can cost, as a reference for scenario 2 (the way the bare commands are for
+ * scenario 1): the waiters queue in this process, and a release is one compare-and-set per node that writes
+ * the next waiter's token, which holds the lock once a quorum answered. No identity, no queue or tickets on
+ * the nodes, no telemetry, no liveness: it only works because every worker is in this one process.
+ */
+function bareHandOverWorkers(clients: Redis[], resource: string): HotContender[] {
+  const quorum = Math.floor(clients.length / 2) + 1;
+  const queue: Array<{ token: string; resolve: () => void }> = [];
+  let held = false;
+  const take = (token: string) =>
+    quorumOf(
+      clients.map((c) => c.set(resource, token, "PX", TTL_MS, "NX")),
+      quorum,
+      (reply) => reply === "OK",
+    );
+  const release = async (token: string): Promise<void> => {
+    const next = queue.shift();
+    if (next) {
+      await quorumOf(
+        clients.map((c) => c.evalsha(CAH_SHA, 1, resource, token, next.token, TTL_MS)),
+        quorum,
+        (reply) => reply === 1,
+      );
+      next.resolve();
+      return;
+    }
+    await quorumOf(
+      clients.map((c) => c.evalsha(CAH_SHA, 1, resource, token)),
+      quorum,
+      (reply) => reply === 1,
+    );
+    held = false;
+    // Someone queued while the delete was on its way: it takes the free lock.
+    const first = queue.shift();
+    if (first) {
+      held = true;
+      await take(first.token);
+      first.resolve();
+    }
+  };
+  return Array.from({ length: S2_WORKERS }, () => ({
+    acquire: async (signal) => {
+      const token = randomBytes(16).toString("hex");
+      if (!held) {
+        held = true;
+        await take(token);
+      } else {
+        await new Promise<void>((resolve, reject) => {
+          const onAbort = () => {
+            const at = queue.indexOf(entry);
+            if (at < 0) return; // already handed the lock: it resolves
+            queue.splice(at, 1);
+            reject(new AcquireAbortedError([resource], 1, signal.reason));
+          };
+          const entry = {
+            token,
+            resolve: () => {
+              signal.removeEventListener("abort", onAbort);
+              resolve();
+            },
+          };
+          queue.push(entry);
+          signal.addEventListener("abort", onAbort, { once: true });
+        });
+      }
+      return () => release(token);
+    },
+  }));
+}
+
 // ---------------------------------------------------------------------------------------------------
 
 interface TopologyResult {
@@ -157,7 +245,8 @@ async function benchTopology(nodes: RedisNode[]): Promise<TopologyResult> {
   });
   const engines: Redlock[] = [];
   try {
-    await Promise.all(clients.map((c) => c.script("LOAD", COMPARE_AND_DELETE)));
+    const loadScripts = () => Promise.all(clients.flatMap((c) => [c.script("LOAD", COMPARE_AND_DELETE), c.script("LOAD", COMPARE_AND_HAND_OVER)]));
+    await loadScripts();
     // Round trip: one PING to every node, in parallel, as a quorum round pays it.
     const pings: number[] = [];
     for (let i = 0; i < 200; i++) {
@@ -201,7 +290,7 @@ async function benchTopology(nodes: RedisNode[]): Promise<TopologyResult> {
         (s1[name] ??= []).push(await runCycles(cycles[name]!, S1_RUN_MS));
       }
       await Promise.all(clients.map((c) => c.flushall()));
-      await Promise.all(clients.map((c) => c.script("LOAD", COMPARE_AND_DELETE)));
+      await loadScripts();
     }
 
     const hotResource = "lock:bench/hot";
@@ -236,6 +325,7 @@ async function benchTopology(nodes: RedisNode[]): Promise<TopologyResult> {
         }),
       "engine (hand-over)": () => engineWorkers({ label: "hot" }),
       "engine fair": () => engineWorkers({ fair: true, label: "hot-fair" }),
+      "bare hand-over (the limit, reference)": () => bareHandOverWorkers(clients, hotResource),
     };
     const s2: Record<string, HotRun[]> = {};
     const hotNames = Object.keys(hotContenders);
@@ -272,7 +362,12 @@ interface Bar {
   value: number;
   limit: string;
   pass: boolean;
+  /** The same ratio round by round (each round runs the contenders back to back), when it is a ratio of runs. */
+  rounds?: number[];
 }
+
+const roundRatios = (x: { runs: HotRun[] }, y: { runs: HotRun[] }): number[] =>
+  x.runs.map((run, i) => run.acquisitionsPerSec / y.runs[i]!.acquisitionsPerSec);
 
 function bars(result: TopologyResult): Bar[] {
   const u = result.uncontended;
@@ -293,6 +388,7 @@ function bars(result: TopologyResult): Bar[] {
       value: eng.acquisitionsPerSec / nr.acquisitionsPerSec,
       limit: ">= 1",
       pass: eng.acquisitionsPerSec >= nr.acquisitionsPerSec,
+      rounds: roundRatios(eng, nr),
     },
     { name: "2 p99 wait engine/node-redlock", value: eng.waitP99Ms / nr.waitP99Ms, limit: "<= 0.25", pass: eng.waitP99Ms <= 0.25 * nr.waitP99Ms },
     {
@@ -319,9 +415,18 @@ function printTopology(result: TopologyResult, checked: Bar[]): void {
   for (const [name, r] of Object.entries(result.hot)) {
     out(`| ${name} | ${f(r.acquisitionsPerSec, 1)} | ${f(r.waitP50Ms, 1)} | ${f(r.waitP99Ms, 1)} |`);
   }
-  out("\n| bar | value | limit | result |");
-  out("|---|---:|---|---|");
-  for (const bar of checked) out(`| ${bar.name} | ${f(bar.value, 3)} | ${bar.limit} | ${bar.pass ? "PASS" : "FAIL"} |`);
+  const bare = result.hot["bare hand-over (the limit, reference)"];
+  const nr = result.hot["node-redlock (defaults)"];
+  if (bare && nr) {
+    const ratios = roundRatios(bare, nr).map((r) => r.toFixed(3));
+    out(`\nThe bare hand-over / node-redlock: ${f(bare.acquisitionsPerSec / nr.acquisitionsPerSec, 3)} (round by round: ${ratios.join(", ")})`);
+  }
+  if (checked.length === 0) return;
+  out("\n| bar | value | limit | result | round by round |");
+  out("|---|---:|---|---|---|");
+  for (const bar of checked) {
+    out(`| ${bar.name} | ${f(bar.value, 3)} | ${bar.limit} | ${bar.pass ? "PASS" : "FAIL"} | ${bar.rounds?.map((r) => r.toFixed(3)).join(", ") ?? ""} |`);
+  }
 }
 
 async function main(): Promise<void> {
