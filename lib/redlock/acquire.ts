@@ -295,7 +295,8 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       } else {
         if (waiter) nextAttempt(waiter, attempt);
         roundStart = attempt === 1 ? started : performance.now();
-        const scriptArgs = [value, ttlMs, engine.acquireModes[modeIndex | (attempt > 1 ? 4 : 0) | (resources.length === 1 && attempt < maxAttempts ? 8 : 0)]!, attempt];
+        // The acquire script's arguments for this attempt (the mode: see acquireModes).
+        const scriptArgs = () => [value, ttlMs, engine.acquireModes[modeIndex | (attempt > 1 ? 4 : 0) | (resources.length === 1 && attempt < maxAttempts ? 8 : 0)]!, attempt];
         if (plainFirst && attempt === 1) {
           outcomes = await runRound(clients, SET_NX_PX, {
             keys: resources,
@@ -311,12 +312,12 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
             outcomes.forEach((o, i) => {
               if (o.state === "ok" && o.value.kind === "unchecked") scriptNodes!.push(i);
             });
-            if (scriptNodes.length > 0) outcomes = await acquireScriptOn(engine, scriptNodes, outcomes, resources, scriptArgs);
+            if (scriptNodes.length > 0) outcomes = await acquireScriptOn(engine, scriptNodes, outcomes, resources, scriptArgs());
           }
         } else {
           outcomes = await runRound(clients, ACQUIRE, {
             keys: resources,
-            args: scriptArgs,
+            args: scriptArgs(),
             timeoutMs,
             parse: parseAcquireReply,
             // Resolve early on success only: a failed round waits for every node (or the timeout), so that in
