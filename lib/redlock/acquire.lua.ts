@@ -101,19 +101,24 @@ if refused then
     local id = string.sub(value, 5, 20)
     local arrival = tonumber(string.match(value, "^lk1:[^:]*:([0-9a-z]+)"), 36)
     local entry, ticket = string.match(mode, ":(%d+):?(%d*)$")
-    -- The queue keys live as long as their newest entry: when every waiter stopped asking (crashed, or
-    -- gave up without reaching this node), they go away on their own rather than stay for good.
+    entry = tonumber(entry)
+    -- The queue keys live as long as their longest-lived entry (engines may be configured differently, so
+    -- a lifetime only ever grows): when every waiter stopped asking (crashed, or gave up without reaching
+    -- this node), they go away on their own rather than stay for good.
+    local function keep(queue_key)
+      if redis.call("PTTL", queue_key) < entry then redis.call("PEXPIRE", queue_key, entry) end
+    end
     for _, key in ipairs(KEYS) do
       redis.call("ZADD", "waitq:" .. key, "NX", arrival, id)
-      redis.call("PEXPIRE", "waitq:" .. key, entry)
-      redis.call("ZADD", "waitqd:" .. key, now + tonumber(entry), id)
-      redis.call("PEXPIRE", "waitqd:" .. key, entry)
+      keep("waitq:" .. key)
+      redis.call("ZADD", "waitqd:" .. key, now + entry, id)
+      keep("waitqd:" .. key)
     end
     -- The grant ticket: until when this waiter counts as alive enough to be handed the lock, the attempt
     -- the grant answers (the waiter measures validity from that attempt's start), its TTL and its value.
     if ticket ~= "" then
       redis.call("HSET", "waitqg:" .. KEYS[1], id, string.format("%.0f", now + tonumber(ticket)) .. "|" .. attempt .. "|" .. ttl .. "|" .. value)
-      redis.call("PEXPIRE", "waitqg:" .. KEYS[1], entry)
+      keep("waitqg:" .. KEYS[1])
     end
   end
   return reply

@@ -201,7 +201,7 @@ function leaveQueue(engine: Engine, resources: readonly string[], id: string, no
   if (nodes.length === 0) return;
   const clients = nodes.map((i) => engine.clients[i]!);
   const args = value === undefined ? [id] : [id, value];
-  void runRound(clients, LEAVE_QUEUE, { keys: resources, args, timeoutMs: engine.settings.nodeTimeoutMs, parse: parseNumber }).then((outcomes) =>
+  void runRound(clients, LEAVE_QUEUE, { keys: resources, args, timeoutMs: engine.settings.nodeTimeoutMs, parse: parseNumber, nodes }).then((outcomes) =>
     outcomes.forEach((outcome, i) => {
       if (outcome.state === "error") engine.nodeError(nodes[i]!, outcome.error, "leave-queue");
     }),
@@ -495,6 +495,7 @@ async function acquireScriptOn(
       timeoutMs: engine.settings.nodeTimeoutMs,
       parse: parseAcquireReply,
       onLate: (j, outcome, options, succeeded) => engine.onLateAcquire(nodes[j]!, outcome, options, succeeded),
+      nodes,
     },
   );
   const merged = outcomes.slice();

@@ -50,6 +50,7 @@ export async function releaseOnNodes(
     onLate: (i, outcome) => {
       if (outcome.state === "error") engine.nodeError(nodes[i]!, outcome.error, "release");
     },
+    nodes,
   });
   if (engine.listening("node-error")) {
     outcomes.forEach((outcome, i) => {

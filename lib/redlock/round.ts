@@ -36,6 +36,8 @@ export interface RoundOptions<T> {
    * and whether the round had resolved with a quorum for (so a handler made once can serve every round).
    */
   onLate?: (index: number, outcome: NodeOutcome<T>, options: RoundOptions<T>, succeeded: boolean) => void;
+  /** The engine's index of each client, when the round runs on some nodes only (for the errors it makes). */
+  nodes?: readonly number[];
 }
 
 const PENDING = Object.freeze({ state: "pending" as const });
@@ -152,7 +154,7 @@ class Round<T> {
     this.#timer = undefined;
     for (let index = 0; index < this.outcomes.length; index++) {
       if (this.outcomes[index]!.state === "pending") {
-        this.outcomes[index] = { state: "error", error: new NodeTimeoutError(index, this.options.timeoutMs) };
+        this.outcomes[index] = { state: "error", error: new NodeTimeoutError(this.options.nodes?.[index] ?? index, this.options.timeoutMs) };
       }
     }
     this.#finish();

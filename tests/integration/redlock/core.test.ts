@@ -403,6 +403,10 @@ describe("Redlock on three nodes", () => {
         expect(ttl).toBeLessThanOrEqual(300);
       }
     }
+    // Another waiter, whose engine waits less between attempts, never shortens the queue's lifetime.
+    const brief = encodeLockValue({ label: "brief", host: "h", pid: 2, fence: null, acquiredAt: Date.now() });
+    await clients[0]!.eval(ACQUIRE_LUA, 1, "lock:abandoned", brief, 10_000, "tqg:50:20", 1);
+    for (const key of queueKeys) expect(await clients[0]!.pttl(key)).toBeGreaterThan(100);
     // Nobody releases the resource (the holder keeps it): the keys still go.
     await until("the queue keys expired on every node", async () => (await Promise.all(clients.map((c) => c.exists(...queueKeys)))).every((n) => n === 0));
     await lock.release();

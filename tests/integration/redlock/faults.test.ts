@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { NodesFailedError, Redlock, type RedlockClient } from "@/lib/redlock";
+import { NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "@/lib/redlock";
 import { until } from "../../support/wait";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { failFastClients, sleep } from "./support";
@@ -123,6 +123,30 @@ describe("slow and stopped nodes", () => {
     cluster.resume(0);
     // Commands queued for the stopped node run on resume; the releases queued behind them clean up.
     await until("the resumed node holds neither lock", async () => (await clients[0]!.exists("lock:paused", "lock:paused-held")) === 0);
+    await redlock.quit();
+  });
+
+  it("names the right node when one times out in the script that follows a refused first try", async () => {
+    // Node 2 answers plain commands but never a script; nodes 1 and 2 hold another client's lock.
+    const mute: RedlockClient[] = clients.map((c, i) => ({
+      evalsha: i === 2 ? () => new Promise(() => {}) : c.evalsha.bind(c),
+      eval: i === 2 ? () => new Promise(() => {}) : c.eval.bind(c),
+      set: (key: string, value: string, px: "PX", ttlMs: number, nx: "NX") => c.set(key, value, px, ttlMs, nx),
+      duplicate: () => c.duplicate(),
+    }));
+    await Promise.all([clients[1]!.set("lock:mute", "someone else", "PX", 5000), clients[2]!.set("lock:mute", "someone else", "PX", 5000)]);
+    const redlock = new Redlock(mute, { nodeTimeoutMs: 100, retryCount: 0 });
+    const errors: Array<{ index: number; error: Error }> = [];
+    redlock.on("node-error", (e) => errors.push(e));
+    const error: unknown = await redlock.acquire(["lock:mute"], 5000).catch((e: unknown) => e);
+    // Node 0 granted (and was released), node 1 refused, node 2 timed out: taken, not broken.
+    expect(error).toBeInstanceOf(ResourceHeldError);
+    const vote = (error as ResourceHeldError).votes[2]!;
+    expect(vote.vote).toBe("error");
+    expect(vote.vote === "error" && vote.error).toBeInstanceOf(NodeTimeoutError);
+    expect(vote.vote === "error" && (vote.error as NodeTimeoutError).index).toBe(2);
+    expect(errors.map((e) => [e.index, (e.error as NodeTimeoutError).index])).toEqual([[2, 2]]);
+    expect(await clients[0]!.exists("lock:mute")).toBe(0);
     await redlock.quit();
   });
 
