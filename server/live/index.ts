@@ -75,7 +75,8 @@ export function startLive(): LiveRuntime {
       };
     }
     store.onProbe = (resources) => {
-      for (const w of watchers) if (w.readable) for (const r of resources) w.dirty.set(r, null);
+      // (A cause a notification already gave for the key stays.)
+      for (const w of watchers) if (w.readable) for (const r of resources) w.dirty.set(r, w.dirty.get(r) ?? null);
     };
 
     let flushing = false;

@@ -188,8 +188,12 @@ export class LockStore {
       const beforeExpiry = entry.expiries[sample.node] ?? Number.NaN;
       entry.values[sample.node] = sample.value;
       entry.expiries[sample.node] = sample.expiry;
-      // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value.
-      if (before !== null && sample.value !== before && sample.cause) entry.cause = sample.cause;
+      // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value; the
+      // latter only while that value is still the lock's (a node that applies a hand-over late must not
+      // pass its cause on to the lock that already followed).
+      if (before !== null && sample.value !== before && sample.cause && (sample.value === null || before === entry.token || before === entry.leading)) {
+        entry.cause = sample.cause;
+      }
       if (before !== sample.value || (sample.value !== null && !(Math.abs(sample.expiry - beforeExpiry) <= 20))) {
         if (!(sample.expiry === Infinity && beforeExpiry === Infinity && before === sample.value)) visible = true;
       }
@@ -461,8 +465,8 @@ export class LockStore {
         case "replaced": {
           // The previous lock ended (released, most often by a hand-over to the next waiter) and the next
           // one began before any read saw the key free: the end counts like any other.
-          const hint = this.forceHints.get(entry.resource);
-          const forced = hint !== undefined && now - hint.at < FORCE_HINT_MS;
+          const hint = this.takeForceHint(entry, now);
+          const forced = hint !== null;
           const reason = endReason(forced ? "force-released" : entry.cause, entry.expiresAt, now);
           this.addTimeline(entry, {
             at: now,
@@ -480,8 +484,8 @@ export class LockStore {
           this.addTimeline(entry, { at: now, type: "partial", detail: `no value on a quorum: ${merged.quorumHeld} of ${this.nodeIds.length} nodes hold the most common one` });
           break;
         case "ended": {
-          const hint = this.forceHints.get(entry.resource);
-          const forced = hint !== undefined && now - hint.at < FORCE_HINT_MS;
+          const hint = this.takeForceHint(entry, now);
+          const forced = hint !== null;
           const reason = endReason(forced ? "force-released" : entry.cause, entry.expiresAt, now);
           entry.endedAt = now;
           entry.endedToken = entry.token ?? entry.leading;
@@ -519,6 +523,20 @@ export class LockStore {
     if (merged.expiresAt !== null) {
       this.schedule(entry, merged.state === "elapsed" ? merged.expiresAt + PROBE_AFTER_MS : merged.expiresAt);
     }
+  }
+
+  /**
+   * The operator's force-release of the lock that is ending now, if one was noted: recent, and for this
+   * lock's value (or for whatever held the resource, when the value was not given). Used once, so the
+   * holders that come after it (a busy resource changes hands every few ms) do not end "forced" too.
+   */
+  private takeForceHint(entry: Entry, now: number): { detail: string | null } | null {
+    const hint = this.forceHints.get(entry.resource);
+    if (hint === undefined || now - hint.at >= FORCE_HINT_MS) return null;
+    const ending = entry.token ?? entry.leading;
+    if (hint.value !== null && ending !== null && hint.value !== ending && (lockValueId(hint.value) === null || lockValueId(hint.value) !== lockValueId(ending))) return null;
+    this.forceHints.delete(entry.resource);
+    return hint;
   }
 
   private setState(entry: Entry, state: LockState, previous: LockState | null): void {

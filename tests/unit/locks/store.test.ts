@@ -126,6 +126,37 @@ describe("the lock store", () => {
     expect(seen).toEqual(["acquired lock:l", "expired lock:l", "acquired lock:l"]);
   });
 
+  it("ends only the force-released lock as forced, not the holders that follow it by hand-over", () => {
+    const { store, seen } = storeWithNodesUp();
+    const all = (value: string, expiry: number, cause: NodeSample["cause"] = null) => [0, 1, 2].map((node): NodeSample => ({ node, value, expiry, cause }));
+    store.apply("lock:m", all("x", T + 10_000), T);
+    store.noteForceRelease("lock:m", { value: "x", actor: "alice", reason: "stuck" }, T + 10);
+    store.apply("lock:m", all("w", T + 20_000, "del"), T + 12);
+    store.apply("lock:m", all("z", T + 30_000, "del"), T + 40);
+    expect(store.get("lock:m", T + 40)?.timeline.map((e) => [e.type, e.detail ?? ""])).toEqual([
+      ["acquired", expect.any(String)],
+      ["force-released", "by alice: “stuck”"],
+      ["acquired", expect.any(String)],
+      ["released", "handed straight to the next holder"],
+      ["acquired", expect.any(String)],
+    ]);
+    expect(seen.filter((e) => e.startsWith("force-released"))).toHaveLength(1);
+  });
+
+  it("does not pass a late node's hand-over cause on to the lock that followed", () => {
+    const { store } = storeWithNodesUp();
+    store.apply("lock:n", [held(0, "x", T + 10_000), held(1, "x", T + 10_000), held(2, "x", T + 10_000)], T);
+    // Two nodes hand over to w; the third still holds x for a while (its release came late).
+    const w = (node: number, cause: NodeSample["cause"]): NodeSample => ({ node, value: "w", expiry: T + 1_000, cause });
+    store.apply("lock:n", [w(0, "del"), w(1, "del")], T + 5);
+    store.tick(T + 5 + SETTLE_MS + 1);
+    expect(store.lock("lock:n", T + 5 + SETTLE_MS + 1)).toMatchObject({ state: "held", token: "w" });
+    store.apply("lock:n", [w(2, "del")], T + 200);
+    // w's keys are found gone after its expiry, with no notification: it expired, it was not released.
+    store.apply("lock:n", [gone(0, null), gone(1, null), gone(2, null)], T + 1_500);
+    expect(store.get("lock:n", T + 1_500)?.timeline.at(-1)?.type).toBe("expired");
+  });
+
   it("relabels a lock that just ended as force-released when the revocation arrives", () => {
     const { store, seen } = storeWithNodesUp();
     store.apply("lock:j", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
