@@ -13,6 +13,7 @@ import os from "node:os";
 import Redis from "ioredis";
 import { AcquireAbortedError, Redlock, type Lock } from "@/lib/redlock";
 import { startRedisNodes, type RedisNode } from "@/lib/redis-node";
+import { quorumOf } from "@/lib/redlock/round";
 import { NodeRedlock, type NodeRedlockLock } from "./engine-node-redlock";
 import { median, quantile, scratchDir, summarize } from "./support";
 
@@ -53,9 +54,9 @@ type Cycle = (key: string) => Promise<void>;
 
 const COMPARE_AND_DELETE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`;
 const CAD_SHA = createHash("sha1").update(COMPARE_AND_DELETE).digest("hex");
-// Compare-and-delete, or with a second token compare-and-set: the bare hand-over of scenario 2.
-const COMPARE_AND_HAND_OVER = `if redis.call("get", KEYS[1]) == ARGV[1] then if ARGV[2] then return redis.call("set", KEYS[1], ARGV[2], "PX", ARGV[3]) and 1 end return redis.call("del", KEYS[1]) end return 0`;
-const CAH_SHA = createHash("sha1").update(COMPARE_AND_HAND_OVER).digest("hex");
+// Compare-and-set: the bare hand-over of scenario 2 writes the next holder's token over the last one's.
+const COMPARE_AND_SET = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("set", KEYS[1], ARGV[2], "PX", ARGV[3]) return 1 end return 0`;
+const CAS_SHA = createHash("sha1").update(COMPARE_AND_SET).digest("hex");
 
 async function runCycles(cycle: Cycle, durationMs: number): Promise<CycleRun> {
   const samples = new Float64Array(2_000_000);
@@ -144,7 +145,7 @@ async function runHot(workers: HotContender[], durationMs: number): Promise<HotR
 }
 
 /** Resolves once `quorum` of the calls resolved to `ok(value)`; rejects when that can no longer happen. */
-function quorumOf<T>(calls: Array<Promise<T>>, quorum: number, ok: (value: T) => boolean): Promise<void> {
+function untilQuorum<T>(calls: Array<Promise<T>>, quorum: number, ok: (value: T) => boolean): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let yes = 0;
     let no = 0;
@@ -164,11 +165,11 @@ function quorumOf<T>(calls: Array<Promise<T>>, quorum: number, ok: (value: T) =>
  * the nodes, no telemetry, no liveness: it only works because every worker is in this one process.
  */
 function bareHandOverWorkers(clients: Redis[], resource: string): HotContender[] {
-  const quorum = Math.floor(clients.length / 2) + 1;
+  const quorum = quorumOf(clients.length);
   const queue: Array<{ token: string; resolve: () => void }> = [];
   let held = false;
   const take = (token: string) =>
-    quorumOf(
+    untilQuorum(
       clients.map((c) => c.set(resource, token, "PX", TTL_MS, "NX")),
       quorum,
       (reply) => reply === "OK",
@@ -176,16 +177,16 @@ function bareHandOverWorkers(clients: Redis[], resource: string): HotContender[]
   const release = async (token: string): Promise<void> => {
     const next = queue.shift();
     if (next) {
-      await quorumOf(
-        clients.map((c) => c.evalsha(CAH_SHA, 1, resource, token, next.token, TTL_MS)),
+      await untilQuorum(
+        clients.map((c) => c.evalsha(CAS_SHA, 1, resource, token, next.token, TTL_MS)),
         quorum,
         (reply) => reply === 1,
       );
       next.resolve();
       return;
     }
-    await quorumOf(
-      clients.map((c) => c.evalsha(CAH_SHA, 1, resource, token)),
+    await untilQuorum(
+      clients.map((c) => c.evalsha(CAD_SHA, 1, resource, token)),
       quorum,
       (reply) => reply === 1,
     );
@@ -245,7 +246,7 @@ async function benchTopology(nodes: RedisNode[]): Promise<TopologyResult> {
   });
   const engines: Redlock[] = [];
   try {
-    const loadScripts = () => Promise.all(clients.flatMap((c) => [c.script("LOAD", COMPARE_AND_DELETE), c.script("LOAD", COMPARE_AND_HAND_OVER)]));
+    const loadScripts = () => Promise.all(clients.flatMap((c) => [c.script("LOAD", COMPARE_AND_DELETE), c.script("LOAD", COMPARE_AND_SET)]));
     await loadScripts();
     // Round trip: one PING to every node, in parallel, as a quorum round pays it.
     const pings: number[] = [];

@@ -202,9 +202,7 @@ function leaveQueue(engine: Engine, resources: readonly string[], id: string, no
   const clients = nodes.map((i) => engine.clients[i]!);
   const args = value === undefined ? [id] : [id, value];
   void runRound(clients, LEAVE_QUEUE, { keys: resources, args, timeoutMs: engine.settings.nodeTimeoutMs, parse: parseNumber, nodes }).then((outcomes) =>
-    outcomes.forEach((outcome, i) => {
-      if (outcome.state === "error") engine.nodeError(nodes[i]!, outcome.error, "leave-queue");
-    }),
+    reportErrors(engine, outcomes, "leave-queue", nodes),
   );
 }
 
@@ -494,15 +492,13 @@ async function acquireScriptOn(
       args,
       timeoutMs: engine.settings.nodeTimeoutMs,
       parse: parseAcquireReply,
-      onLate: (j, outcome, options, succeeded) => engine.onLateAcquire(nodes[j]!, outcome, options, succeeded),
+      onLate: engine.onLateAcquire,
       nodes,
     },
   );
+  reportErrors(engine, answers, "acquire", nodes);
   const merged = outcomes.slice();
-  answers.forEach((answer, j) => {
-    merged[nodes[j]!] = answer;
-    if (answer.state === "error" && engine.listening("node-error")) engine.nodeError(nodes[j]!, answer.error, "acquire");
-  });
+  answers.forEach((answer, j) => (merged[nodes[j]!] = answer));
   return merged;
 }
 
@@ -521,11 +517,8 @@ function heldByOf(resources: readonly string[], outcomes: ReadonlyArray<NodeOutc
   const heldBy: HeldBy[] = [];
   outcomes.forEach((o, index) => {
     if (o.state !== "ok" || o.value.kind === "granted") return;
-    if (o.value.kind === "unchecked") {
-      heldBy.push({ index, resource: resources[0]!, value: null, holder: null, pttlMs: null });
-      return;
-    }
-    const resource = resources[o.value.index] ?? resources[0]!;
+    // ("unchecked" never gets here: the acquire script answered for those nodes.)
+    const resource = ("index" in o.value ? resources[o.value.index] : undefined) ?? resources[0]!;
     if (o.value.kind === "held") {
       heldBy.push({
         index,

@@ -47,10 +47,18 @@ export function votesOf<T>(outcomes: ReadonlyArray<NodeOutcome<T>>, isFor: (valu
   });
 }
 
-/** Reports the errors of a round (and later ones) as `node-error` events. */
-export function reportErrors<T>(engine: Engine, outcomes: ReadonlyArray<NodeOutcome<T>>, operation: RedlockEvents["node-error"][0]["operation"]): void {
+/**
+ * Reports the errors of a round as `node-error` events; `nodes` maps the outcomes to the engine's node
+ * indexes when the round ran on some nodes only (see RoundOptions.nodes).
+ */
+export function reportErrors<T>(
+  engine: Engine,
+  outcomes: ReadonlyArray<NodeOutcome<T>>,
+  operation: RedlockEvents["node-error"][0]["operation"],
+  nodes?: readonly number[],
+): void {
   if (!engine.listening("node-error")) return;
   outcomes.forEach((outcome, index) => {
-    if (outcome.state === "error") engine.nodeError(index, outcome.error, operation);
+    if (outcome.state === "error") engine.nodeError(nodes?.[index] ?? index, outcome.error, operation);
   });
 }

@@ -47,16 +47,10 @@ export async function releaseOnNodes(
     args: values,
     timeoutMs: engine.settings.nodeTimeoutMs,
     parse: parseRelease,
-    onLate: (i, outcome) => {
-      if (outcome.state === "error") engine.nodeError(nodes[i]!, outcome.error, "release");
-    },
+    onLate: engine.onLateRelease,
     nodes,
   });
-  if (engine.listening("node-error")) {
-    outcomes.forEach((outcome, i) => {
-      if (outcome.state === "error") engine.nodeError(nodes[i]!, outcome.error, "release");
-    });
-  }
+  reportErrors(engine, outcomes, "release", nodes);
   return outcomes;
 }
 

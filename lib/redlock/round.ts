@@ -36,7 +36,10 @@ export interface RoundOptions<T> {
    * and whether the round had resolved with a quorum for (so a handler made once can serve every round).
    */
   onLate?: (index: number, outcome: NodeOutcome<T>, options: RoundOptions<T>, succeeded: boolean) => void;
-  /** The engine's index of each client, when the round runs on some nodes only (for the errors it makes). */
+  /**
+   * The engine's index of each client, when the round runs on some nodes only: `onLate` and the timeout
+   * errors name nodes by it (the outcomes stay in the order of `clients`).
+   */
   nodes?: readonly number[];
 }
 
@@ -74,36 +77,23 @@ class Round<T> {
     const promise = new Promise<Array<NodeOutcome<T>>>((resolve) => (this.#resolve = resolve));
     const { keys, args } = this.options;
     const command = this.command;
-    if ("plain" in command) {
-      for (let index = 0; index < this.clients.length; index++) {
-        let call: Promise<unknown>;
-        try {
-          call = (this.clients[index] as RedlockClient).set(keys[0]!, String(args[0]), "PX", Number(args[1]), "NX");
-        } catch (error) {
-          call = Promise.reject(toError(error));
-        }
-        call.then(
-          (raw) => this.#reply(index, raw),
-          (error: unknown) => this.#fail(index, error),
-        );
-      }
-      if (!this.#done) this.#timer = setTimeout(() => this.#timeout(), this.options.timeoutMs);
-      return promise;
-    }
+    const plain = "plain" in command;
     // One flat argument list (keys, then args) for every node, built once for the round.
-    const keysAndArgs = keys.length === 1 ? [keys[0]!, ...args] : [...keys, ...args];
+    const keysAndArgs = plain ? [] : keys.length === 1 ? [keys[0]!, ...args] : [...keys, ...args];
     for (let index = 0; index < this.clients.length; index++) {
       const client = this.clients[index]!;
       let call: Promise<unknown>;
       try {
-        call = client.evalsha(command.sha, keys.length, ...keysAndArgs);
+        call = plain
+          ? (client as RedlockClient).set(keys[0]!, String(args[0]), "PX", Number(args[1]), "NX")
+          : client.evalsha(command.sha, keys.length, ...keysAndArgs);
       } catch (error) {
         call = Promise.reject(toError(error));
       }
       call.then(
         (raw) => this.#reply(index, raw),
         (error: unknown) => {
-          if (!isNoScript(error)) return this.#fail(index, error);
+          if (plain || !isNoScript(error)) return this.#fail(index, error);
           client.eval(command.source, keys.length, ...keysAndArgs).then(
             (raw) => this.#reply(index, raw),
             (evalError: unknown) => this.#fail(index, evalError),
@@ -134,7 +124,7 @@ class Round<T> {
   #settle(index: number, outcome: NodeOutcome<T>): void {
     if (this.#done) {
       const early = this.options.early;
-      this.options.onLate?.(index, outcome, this.options, early !== undefined && this.#votesFor >= early.quorum);
+      this.options.onLate?.(this.options.nodes?.[index] ?? index, outcome, this.options, early !== undefined && this.#votesFor >= early.quorum);
       return;
     }
     this.outcomes[index] = outcome;

@@ -462,21 +462,11 @@ export class LockStore {
           this.addTimeline(entry, { at: now, type: "extended", detail: Number.isFinite(step.by) ? `by ${(step.by / 1000).toFixed(1)} s` : "TTL removed" });
           this.events.emit("lock-event", { type: "extended", resource: entry.resource });
           break;
-        case "replaced": {
+        case "replaced":
           // The previous lock ended (released, most often by a hand-over to the next waiter) and the next
           // one began before any read saw the key free: the end counts like any other.
-          const hint = this.takeForceHint(entry, now);
-          const forced = hint !== null;
-          const reason = endReason(forced ? "force-released" : entry.cause, entry.expiresAt, now);
-          this.addTimeline(entry, {
-            at: now,
-            type: reason,
-            detail: forced && hint.detail ? hint.detail : reason === "released" ? "handed straight to the next holder" : "the next holder took it at once",
-          });
-          this.events.emit("lock-event", { type: reason, resource: entry.resource });
-          if (reason === "expired" || reason === "evicted") this.expirations.add(now);
+          this.recordEnd(entry, now, (reason) => (reason === "released" ? "handed straight to the next holder" : "the next holder took it at once"));
           break;
-        }
         case "elapsed":
           this.addTimeline(entry, { at: now, type: "elapsed", detail: "TTL ran out; Redis has not reclaimed the key yet" });
           break;
@@ -484,19 +474,10 @@ export class LockStore {
           this.addTimeline(entry, { at: now, type: "partial", detail: `no value on a quorum: ${merged.quorumHeld} of ${this.nodeIds.length} nodes hold the most common one` });
           break;
         case "ended": {
-          const hint = this.takeForceHint(entry, now);
-          const forced = hint !== null;
-          const reason = endReason(forced ? "force-released" : entry.cause, entry.expiresAt, now);
+          const reason = this.recordEnd(entry, now, (r) => (r === "evicted" ? "evicted under memory pressure (maxmemory)" : undefined));
           entry.endedAt = now;
           entry.endedToken = entry.token ?? entry.leading;
           const state: LockState = reason === "evicted" ? "expired" : reason;
-          this.addTimeline(entry, {
-            at: now,
-            type: reason,
-            ...(forced && hint.detail ? { detail: hint.detail } : reason === "evicted" ? { detail: "evicted under memory pressure (maxmemory)" } : {}),
-          });
-          this.events.emit("lock-event", { type: reason, resource: entry.resource });
-          if (reason === "expired" || reason === "evicted") this.expirations.add(now);
           this.lingering.push({ resource: entry.resource, endedAt: now });
           this.setState(entry, state, previousState);
           entry.token = null;
@@ -523,6 +504,21 @@ export class LockStore {
     if (merged.expiresAt !== null) {
       this.schedule(entry, merged.state === "elapsed" ? merged.expiresAt + PROBE_AFTER_MS : merged.expiresAt);
     }
+  }
+
+  /**
+   * Records the end of the entry's current lock (timeline, live event, expiry count) and returns how it
+   * ended: forced when an operator's force-release of it was noted, else by its cause or its TTL. The
+   * timeline entry carries the operator's words, or else `detail(reason)`.
+   */
+  private recordEnd(entry: Entry, now: number, detail: (reason: ReturnType<typeof endReason>) => string | undefined): ReturnType<typeof endReason> {
+    const hint = this.takeForceHint(entry, now);
+    const reason = endReason(hint ? "force-released" : entry.cause, entry.expiresAt, now);
+    const text = hint?.detail ?? detail(reason);
+    this.addTimeline(entry, { at: now, type: reason, ...(text ? { detail: text } : {}) });
+    this.events.emit("lock-event", { type: reason, resource: entry.resource });
+    if (reason === "expired" || reason === "evicted") this.expirations.add(now);
+    return reason;
   }
 
   /**
