@@ -15,7 +15,7 @@ import Redis from "ioredis";
 import { AcquireAbortedError, Redlock } from "@/lib/redlock";
 import { startRedisNodes } from "@/lib/redis-node";
 import { NodeRedlock } from "./engine-node-redlock";
-import { quantile, scratchDir, summarize } from "./support";
+import { fixed, quantile, scratchDir, summarize } from "./support";
 
 const WORKERS = 20;
 const HOLD_MS = 5;
@@ -151,10 +151,10 @@ async function main(): Promise<void> {
       out(`\n## ${count} node${count > 1 ? "s" : ""}: ${WORKERS} worker processes, hold ${HOLD_MS} ms, median of ${rounds} run(s) x ${durationMs} ms`);
       out("| contender | acquisitions/s | wait p50 ms | wait p99 ms |");
       out("|---|---:|---:|---:|");
-      for (const [name, r] of Object.entries(hot)) out(`| ${name} | ${r.acquisitionsPerSec.toFixed(1)} | ${r.waitP50Ms.toFixed(1)} | ${r.waitP99Ms.toFixed(1)} |`);
+      for (const [name, r] of Object.entries(hot)) out(`| ${name} | ${fixed(r.acquisitionsPerSec, 1)} | ${fixed(r.waitP50Ms, 1)} | ${fixed(r.waitP99Ms, 1)} |`);
       const nr = hot["node-redlock (defaults)"]!;
       const eng = hot["engine (hand-over)"]!;
-      out(`\nengine/node-redlock: throughput ${(eng.acquisitionsPerSec / nr.acquisitionsPerSec).toFixed(3)}, p99 wait ${(eng.waitP99Ms / nr.waitP99Ms).toFixed(3)}`);
+      out(`\nengine/node-redlock: throughput ${fixed(eng.acquisitionsPerSec / nr.acquisitionsPerSec, 3)}, p99 wait ${fixed(eng.waitP99Ms / nr.waitP99Ms, 3)}`);
     } finally {
       for (const c of admin) c.disconnect();
       await Promise.all(nodes.map((n) => n.stop()));

@@ -15,7 +15,7 @@ import { AcquireAbortedError, Redlock, type Lock } from "@/lib/redlock";
 import { startRedisNodes, type RedisNode } from "@/lib/redis-node";
 import { quorumOf } from "@/lib/redlock/round";
 import { NodeRedlock, type NodeRedlockLock } from "./engine-node-redlock";
-import { median, quantile, scratchDir, summarize } from "./support";
+import { fixed, median, quantile, scratchDir, summarize } from "./support";
 
 const args = new Set(process.argv.slice(2));
 const JSON_OUT = args.has("--json");
@@ -402,7 +402,7 @@ function bars(result: TopologyResult): Bar[] {
 }
 
 function printTopology(result: TopologyResult, checked: Bar[]): void {
-  const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "-");
+  const f = (x: number, d = 1) => fixed(x, d);
   out(`\n## ${result.nodes} node${result.nodes > 1 ? "s" : ""} (round trip to all nodes, median: ${f(result.roundTripMs, 3)} ms)`);
   out(`\nScenario 1: uncontended, concurrency ${S1_CONCURRENCY}, random keys, median of ${S1_ROUNDS} runs x ${S1_RUN_MS} ms`);
   out("| contender | cycles/s | p50 ms | p99 ms | client CPU us/cycle | failed cycles |");

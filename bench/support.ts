@@ -6,7 +6,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
+/** The median of `xs`; NaN when empty. */
 export const median = (xs: number[]): number => {
+  if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
@@ -19,12 +21,18 @@ export function quantile(samples: Float64Array | number[], count: number, q: num
   return sorted[Math.min(count - 1, Math.floor(q * count))]!;
 }
 
-/** The median of every field over the runs, with the runs themselves. */
+/**
+ * The median of every field over the runs, with the runs themselves. A run that completed no wait has no
+ * wait quantiles (NaN): a field's median is over the runs that have it, and NaN when none has.
+ */
 export function summarize<T extends object>(runs: T[]): T & { runs: T[] } {
   const result = { runs } as Record<string, unknown>;
-  for (const key of Object.keys(runs[0]!)) result[key] = median(runs.map((r) => (r as Record<string, number>)[key]!));
+  for (const key of Object.keys(runs[0]!)) result[key] = median(runs.map((r) => (r as Record<string, number>)[key]!).filter((x) => !Number.isNaN(x)));
   return result as T & { runs: T[] };
 }
+
+/** `x` with `digits` decimals, or "n/a" when it is not a finite number (a quantile of no samples, a ratio to 0). */
+export const fixed = (x: number, digits: number): string => (Number.isFinite(x) ? x.toFixed(digits) : "n/a");
 
 /** A scratch directory for the benchmark's nodes, removed when the process exits (Ctrl-C included). */
 export function scratchDir(): string {
