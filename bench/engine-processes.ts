@@ -10,6 +10,7 @@
  */
 import { fork } from "node:child_process";
 import os from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import Redis from "ioredis";
 import { AcquireAbortedError, Redlock } from "@/lib/redlock";
@@ -27,8 +28,6 @@ interface ChildResult {
   acquisitions: number;
   waits: number[];
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------------
 // Child: one worker.

@@ -3,17 +3,14 @@
  * Runs uncontended acquire+release cycles (concurrency 50, random keys) on three nodes it starts
  * (`NODES=1` for one).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import Redis from "ioredis";
 import { Redlock } from "@/lib/redlock";
 import { startRedisNodes } from "@/lib/redis-node";
+import { scratchDir } from "./support";
 
 async function main(): Promise<void> {
   const seconds = Number(process.argv[2] ?? 3);
-  const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-profile-"));
-  const nodes = await startRedisNodes(Number(process.env.NODES ?? 3), { dir });
+  const nodes = await startRedisNodes(Number(process.env.NODES ?? 3), { dir: scratchDir() });
   const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true }));
   try {
     const engine = new Redlock(clients, { retryCount: 0 });
@@ -36,7 +33,6 @@ async function main(): Promise<void> {
   } finally {
     for (const c of clients) c.disconnect();
     await Promise.all(nodes.map((node) => node.stop()));
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 void main();

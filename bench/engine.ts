@@ -10,6 +10,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import os from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import Redis from "ioredis";
 import { AcquireAbortedError, Redlock, type Lock } from "@/lib/redlock";
 import { startRedisNodes, type RedisNode } from "@/lib/redis-node";
@@ -36,8 +37,6 @@ const S2_WARMUP_MS = QUICK ? 500 : 1500;
 const S2_WORKERS = 20;
 const HOLD_MS = 5;
 const TTL_MS = 10_000;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------------
 // Scenario 1: uncontended cycles
@@ -402,31 +401,30 @@ function bars(result: TopologyResult): Bar[] {
 }
 
 function printTopology(result: TopologyResult, checked: Bar[]): void {
-  const f = (x: number, d = 1) => fixed(x, d);
-  out(`\n## ${result.nodes} node${result.nodes > 1 ? "s" : ""} (round trip to all nodes, median: ${f(result.roundTripMs, 3)} ms)`);
+  out(`\n## ${result.nodes} node${result.nodes > 1 ? "s" : ""} (round trip to all nodes, median: ${fixed(result.roundTripMs, 3)} ms)`);
   out(`\nScenario 1: uncontended, concurrency ${S1_CONCURRENCY}, random keys, median of ${S1_ROUNDS} runs x ${S1_RUN_MS} ms`);
   out("| contender | cycles/s | p50 ms | p99 ms | client CPU us/cycle | failed cycles |");
   out("|---|---:|---:|---:|---:|---:|");
   for (const [name, r] of Object.entries(result.uncontended)) {
-    out(`| ${name} | ${f(r.cyclesPerSec, 0)} | ${f(r.p50Ms, 2)} | ${f(r.p99Ms, 2)} | ${f(r.cpuUsPerCycle, 1)} | ${r.failures} |`);
+    out(`| ${name} | ${fixed(r.cyclesPerSec, 0)} | ${fixed(r.p50Ms, 2)} | ${fixed(r.p99Ms, 2)} | ${fixed(r.cpuUsPerCycle, 1)} | ${r.failures} |`);
   }
   out(`\nScenario 2: one hot resource, ${S2_WORKERS} workers, hold ${HOLD_MS} ms, median of ${S2_ROUNDS} run(s) x ${S2_RUN_MS} ms`);
   out("| contender | acquisitions/s | wait p50 ms | wait p99 ms |");
   out("|---|---:|---:|---:|");
   for (const [name, r] of Object.entries(result.hot)) {
-    out(`| ${name} | ${f(r.acquisitionsPerSec, 1)} | ${f(r.waitP50Ms, 1)} | ${f(r.waitP99Ms, 1)} |`);
+    out(`| ${name} | ${fixed(r.acquisitionsPerSec, 1)} | ${fixed(r.waitP50Ms, 1)} | ${fixed(r.waitP99Ms, 1)} |`);
   }
   const bare = result.hot["bare hand-over (the limit, reference)"];
   const nr = result.hot["node-redlock (defaults)"];
   if (bare && nr) {
-    const ratios = roundRatios(bare, nr).map((r) => r.toFixed(3));
-    out(`\nThe bare hand-over / node-redlock: ${f(bare.acquisitionsPerSec / nr.acquisitionsPerSec, 3)} (round by round: ${ratios.join(", ")})`);
+    const ratios = roundRatios(bare, nr).map((r) => fixed(r, 3));
+    out(`\nThe bare hand-over / node-redlock: ${fixed(bare.acquisitionsPerSec / nr.acquisitionsPerSec, 3)} (round by round: ${ratios.join(", ")})`);
   }
   if (checked.length === 0) return;
   out("\n| bar | value | limit | result | round by round |");
   out("|---|---:|---|---|---|");
   for (const bar of checked) {
-    out(`| ${bar.name} | ${f(bar.value, 3)} | ${bar.limit} | ${bar.pass ? "PASS" : "FAIL"} | ${bar.rounds?.map((r) => r.toFixed(3)).join(", ") ?? ""} |`);
+    out(`| ${bar.name} | ${fixed(bar.value, 3)} | ${bar.limit} | ${bar.pass ? "PASS" : "FAIL"} | ${bar.rounds?.map((r) => fixed(r, 3)).join(", ") ?? ""} |`);
   }
 }
 

@@ -530,7 +530,11 @@ export class LockStore {
     const hint = this.forceHints.get(entry.resource);
     if (hint === undefined || now - hint.at >= FORCE_HINT_MS) return null;
     const ending = entry.token ?? entry.leading;
-    if (hint.value !== null && ending !== null && hint.value !== ending && (lockValueId(hint.value) === null || lockValueId(hint.value) !== lockValueId(ending))) return null;
+    if (hint.value !== null && ending !== null && hint.value !== ending) {
+      // (A fenced lock is rewritten with its fence: the same acquisition, by its id.)
+      const id = lockValueId(hint.value);
+      if (id === null || id !== lockValueId(ending)) return null;
+    }
     this.forceHints.delete(entry.resource);
     return hint;
   }
