@@ -1,5 +1,16 @@
 import { randomBytes } from "node:crypto";
-import { FENCE_KEY_PREFIX, LAST_FENCE_KEY_PREFIX, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX } from "@/lib/redlock/keys";
+import {
+  FENCE_KEY_PREFIX,
+  fenceKey,
+  LAST_FENCE_KEY_PREFIX,
+  lastFenceKey,
+  WAIT_DEADLINE_KEY_PREFIX,
+  WAIT_QUEUE_KEY_PREFIX,
+  WAIT_TICKET_KEY_PREFIX,
+  waitDeadlineKey,
+  waitQueueKey,
+  waitTicketKey,
+} from "@/lib/redlock/keys";
 
 /**
  * Key names of a lab run. Every run has its own namespace: its lock key sits under the default lock
@@ -24,6 +35,18 @@ export interface RunKeys {
   lock: string;
   /** The stock counter, on node 0. */
   stock: string;
+  /**
+   * Written on node 0 with the stock and never again: when it is gone, node 0 lost the run's keys (it
+   * restarted empty, or someone deleted them), even where a late write has put a stock value back.
+   */
+  marker: string;
+  /**
+   * Every key of the run besides the lock itself (which has the lock's own TTL), by where it lives, for
+   * the run to keep a TTL on: a run that dies without cleaning up (its console killed) leaves nothing for
+   * good. `stockNode` and `everyNode` keys get the run's key TTL on every renewal; `queues` are the engine's waiter keys,
+   * which keep their own lifetime and only get one where they have none.
+   */
+  expiring: { stockNode: string[]; everyNode: string[]; queues: string[] };
   /** SCAN MATCH patterns covering every key the run may have made, on any node. */
   cleanupPatterns: string[];
 }
@@ -32,9 +55,18 @@ export function runKeys(id: string): RunKeys {
   if (!isRunId(id)) throw new TypeError(`Expected \`id\` to be a lab run id, got \`${id.slice(0, 40)}\``);
   const lockPrefix = `lock:lab:${id}:`;
   const dataPrefix = `lab:${id}:`;
+  const lock = `${lockPrefix}stock`;
+  const stock = `${dataPrefix}stock`;
+  const marker = `${dataPrefix}run`;
   return {
-    lock: `${lockPrefix}stock`,
-    stock: `${dataPrefix}stock`,
+    lock,
+    stock,
+    marker,
+    expiring: {
+      stockNode: [stock, marker, lastFenceKey(stock)],
+      everyNode: [fenceKey(lock)],
+      queues: [waitQueueKey(lock), waitDeadlineKey(lock), waitTicketKey(lock)],
+    },
     cleanupPatterns: [
       `${lockPrefix}*`,
       `${dataPrefix}*`,
