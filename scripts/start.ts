@@ -111,6 +111,8 @@ async function main(): Promise<void> {
   if (!lock.held) {
     fail(`the data folder ${dataDir} is in use by another console (${lock.holder}): stop it, or give this one its own LOCKSCOPE_DATA_DIR.`);
   }
+  // Held for the life of the process (the kernel lets go of it when the process ends, however it ends).
+  g[key("data-dir-lock")] = lock;
 
   if (!ensureBuild(ROOT)) fail("`next build` failed; see the output above.");
 

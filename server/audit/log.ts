@@ -82,9 +82,19 @@ async function endsInNewline(handle: FileHandle, size: number): Promise<boolean>
   return last[0] === 0x0a;
 }
 
-/** Truncates a failed append back to the file's last good length (what a full disk left is not a record). */
-async function cutBack(handle: FileHandle, length: number, file: string): Promise<void> {
+/**
+ * Truncates a failed append back to the file's last good length (what a full disk left is not a record),
+ * but only when every byte past it is the start of what this append wrote: another process appending to
+ * the same file meanwhile keeps its record (the newline rule then keeps the torn one apart).
+ */
+async function cutBack(handle: FileHandle, length: number, text: string, file: string): Promise<void> {
   try {
+    const written = (await handle.stat()).size - length;
+    if (written <= 0) return;
+    const ours = Buffer.from(text, "utf8");
+    const tail = Buffer.alloc(written);
+    const { bytesRead } = await handle.read(tail, 0, written, length);
+    if (written > ours.length || bytesRead !== written || !tail.equals(ours.subarray(0, written))) return;
     await handle.truncate(length);
     await handle.sync();
   } catch (error) {
@@ -187,19 +197,20 @@ export class AuditLog {
     const run = async (): Promise<string | null> => {
       let handle: FileHandle | null = null;
       let goodLength = -1;
+      let text = line;
       try {
         await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
         // "a+": appends, and can read the last byte back.
         handle = await open(this.file, "a+", 0o600);
         goodLength = (await handle.stat()).size;
-        const text = (await endsInNewline(handle, goodLength)) ? line : `\n${line}`;
+        if (!(await endsInNewline(handle, goodLength))) text = `\n${line}`;
         await handle.appendFile(text, "utf8");
         await handle.sync();
         writes().inc({ sink: "file", outcome: "ok" });
         return null;
       } catch (error) {
         writes().inc({ sink: "file", outcome: "failed" });
-        if (handle && goodLength >= 0) await cutBack(handle, goodLength, this.file);
+        if (handle && goodLength >= 0) await cutBack(handle, goodLength, text, this.file);
         return errorText(error);
       } finally {
         await handle?.close().catch(() => undefined);
