@@ -1,16 +1,5 @@
 import { randomBytes } from "node:crypto";
-import {
-  FENCE_KEY_PREFIX,
-  fenceKey,
-  LAST_FENCE_KEY_PREFIX,
-  lastFenceKey,
-  WAIT_DEADLINE_KEY_PREFIX,
-  WAIT_QUEUE_KEY_PREFIX,
-  WAIT_TICKET_KEY_PREFIX,
-  waitDeadlineKey,
-  waitQueueKey,
-  waitTicketKey,
-} from "@/lib/redlock/keys";
+import { FENCE_KEY_PREFIX, fenceKey, LAST_FENCE_KEY_PREFIX, lastFenceKey, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX } from "@/lib/redlock/keys";
 
 /**
  * Key names of a lab run. Every run has its own namespace: its lock key sits under the default lock
@@ -41,12 +30,11 @@ export interface RunKeys {
    */
   marker: string;
   /**
-   * Every key of the run besides the lock itself (which has the lock's own TTL), by where it lives, for
-   * the run to keep a TTL on: a run that dies without cleaning up (its console killed) leaves nothing for
-   * good. `stockNode` and `everyNode` keys get the run's key TTL on every renewal; `queues` are the engine's waiter keys,
-   * which keep their own lifetime and only get one where they have none.
+   * The run's keys that would otherwise never expire, by where they live, for the run to keep a TTL on, so
+   * a run that dies without cleaning up (its console killed) leaves nothing for good. The lock has the
+   * lock's own TTL, and the engine's waiter queues keep one of their own (as long as their longest waiter).
    */
-  expiring: { stockNode: string[]; everyNode: string[]; queues: string[] };
+  expiring: { stockNode: string[]; everyNode: string[] };
   /** SCAN MATCH patterns covering every key the run may have made, on any node. */
   cleanupPatterns: string[];
 }
@@ -62,11 +50,7 @@ export function runKeys(id: string): RunKeys {
     lock,
     stock,
     marker,
-    expiring: {
-      stockNode: [stock, marker, lastFenceKey(stock)],
-      everyNode: [fenceKey(lock)],
-      queues: [waitQueueKey(lock), waitDeadlineKey(lock), waitTicketKey(lock)],
-    },
+    expiring: { stockNode: [stock, marker, lastFenceKey(stock)], everyNode: [fenceKey(lock)] },
     cleanupPatterns: [
       `${lockPrefix}*`,
       `${dataPrefix}*`,

@@ -41,7 +41,7 @@ export interface LabRunOptions {
   /** How often the charts get a point. @default 250 */
   sampleEveryMs?: number;
   /**
-   * TTL of the run's keys (stock, fences, the engine's companions), renewed while the run lives, so a run
+   * TTL of the run's keys (the stock, the fences), renewed while the run lives, so a run
    * whose process dies without cleaning up leaves nothing behind for longer than this.
    * @default LAB_KEY_TTL_MS
    */
@@ -295,13 +295,13 @@ export class LabRun {
   #renewKeys(): void {
     if (this.#renewing) return;
     this.#renewing = true;
-    const { stockNode, everyNode, queues } = this.keys.expiring;
+    const { stockNode, everyNode } = this.keys.expiring;
     const ttl = this.#keyTtlMs;
     void Promise.allSettled(
       [this.#control!, ...this.#keepers].map((client, node) => {
         const pipeline = client.pipeline();
+        // PEXPIRE never creates a key: one not made yet (or already cleaned up) is left alone.
         for (const key of node === 0 ? [...stockNode, ...everyNode] : everyNode) pipeline.pexpire(key, ttl);
-        for (const key of queues) pipeline.pexpire(key, ttl, "NX");
         return pipeline.exec();
       }),
     ).finally(() => (this.#renewing = false));
