@@ -37,9 +37,10 @@ async function main(): Promise<void> {
         const settings: RunSettings = { strategy, stock, workers: 50, ttlMs: 1000, workMs: 1 };
         const run = new LabRun({ id: newRunId(), settings, nodeUrls: nodes.map((n) => n.url) });
         const outcome = await run.run();
-        if (outcome.stopReason !== "sold-out") throw new Error(`${strategy} stopped: ${outcome.stopReason} ${outcome.error ?? ""}`);
-        results.get(strategy)!.push(outcome.result);
-        log(`round ${round + 1}/${rounds} ${strategy}: ${outcome.result.ordersPerSec} orders/s, p99 wait ${outcome.result.waitP99Ms} ms`);
+        const { result } = outcome;
+        if (outcome.stopReason !== "sold-out" || !result) throw new Error(`${strategy} stopped: ${outcome.stopReason} ${outcome.error ?? ""}`);
+        results.get(strategy)!.push(result);
+        log(`round ${round + 1}/${rounds} ${strategy}: ${result.ordersPerSec} orders/s, p99 wait ${result.waitP99Ms} ms`);
       }
     }
   } finally {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -19,6 +19,15 @@ export interface RedisNodeOptions {
   extraArgs?: readonly string[];
   /** How long to wait for PING to answer. @default 10_000 */
   startTimeoutMs?: number;
+  /**
+   * Kill the node when this process dies, however it dies (SIGKILL included). On Linux the node is started
+   * through util-linux's `setpriv --pdeathsig KILL`, which sets the kernel's parent-death signal and then
+   * execs redis-server in its place (same pid, so kill, pause and restart act on the node itself). The
+   * signal follows the thread that started the node: start nodes from the main thread. Elsewhere, or
+   * without `setpriv`, nodes outlive a SIGKILLed owner (the launcher reaps them on its next start).
+   * @default true
+   */
+  dieWithParent?: boolean;
 }
 
 export class RedisNodeStartError extends Error {
@@ -33,6 +42,13 @@ export class RedisNodeStartError extends Error {
 }
 
 const RESERVED_PORTS = new Set([6379]);
+
+let parentDeathSignal: boolean | null = null;
+/** Whether `setpriv --pdeathsig` works here (checked once per process). */
+function canDieWithParent(): boolean {
+  parentDeathSignal ??= process.platform === "linux" && spawnSync("setpriv", ["--pdeathsig", "KILL", "true"], { stdio: "ignore" }).status === 0;
+  return parentDeathSignal;
+}
 
 /** Asks the OS for a free TCP port on 127.0.0.1 (racy by nature: callers retry when the bind fails). */
 export async function freePort(): Promise<number> {
@@ -111,6 +127,7 @@ export class RedisNode {
       bin: options.bin ?? "redis-server",
       extraArgs: options.extraArgs ?? [],
       startTimeoutMs: options.startTimeoutMs ?? 10_000,
+      dieWithParent: options.dieWithParent ?? true,
     };
     if (options.port !== undefined && RESERVED_PORTS.has(options.port)) {
       throw new TypeError(`Expected \`port\` to be a port other than 6379, got \`${options.port}\` (number)`);
@@ -160,7 +177,9 @@ export class RedisNode {
       "--loglevel", "warning",
       ...this.options.extraArgs,
     ];
-    const child = spawn(this.options.bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const [command, argv] =
+      this.options.dieWithParent && canDieWithParent() ? ["setpriv", ["--pdeathsig", "KILL", this.options.bin, ...args]] : [this.options.bin, args];
+    const child = spawn(command, argv, { stdio: ["ignore", "pipe", "pipe"] });
     track(child);
     this.child = child;
     this.paused = false;

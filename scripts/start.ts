@@ -1,18 +1,20 @@
 /**
  * `npm start`: the console's launcher and the owner of the process.
  * 1. Parses the configuration (a wrong value stops here with one line saying what to fix).
- * 2. Builds the production bundle when it is missing or older than the sources.
- * 3. Without REDIS_URLS, starts three embedded redis-server nodes on free ports (never 6379) and stops
- *    them with the console on SIGINT, SIGTERM or a crash.
- * 4. Serves Next.js in this process, so the lab can kill and restart the embedded nodes it owns and
+ * 2. Takes the data folder's lock: a second console on the same folder stops with one line, touching nothing.
+ * 3. Builds the production bundle when it is missing or older than the sources.
+ * 4. Without REDIS_URLS, starts three embedded redis-server nodes on free ports (never 6379) and stops
+ *    them with the console on SIGINT, SIGTERM or a crash; on Linux they also die with it on a SIGKILL.
+ * 5. Serves Next.js in this process, so the lab can kill and restart the embedded nodes it owns and
  *    shutdown can run every hook in order.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
 import { ensureBuild } from "./build-if-stale";
+import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { checkRequestLine } from "../lib/request-guard";
 
@@ -52,19 +54,27 @@ function ensureRedisServer(): void {
   );
 }
 
-/** A previous console that was SIGKILLed could not stop its nodes: stop the ones it recorded, and only those. */
-function reapOrphans(pidFile: string): void {
+/**
+ * A previous console that died without stopping its nodes (SIGKILL before its nodes could be told, a
+ * platform where they cannot watch it): stop the ones it recorded, and only those that are provably its
+ * orphans. This runs only while this process holds the data folder's lock, so no live console owns a node
+ * of this folder; and a process is killed only when it is a redis-server on the recorded port whose
+ * working directory is this folder's node directory for that port (redis-server runs in its `--dir`).
+ */
+function reapOrphans(pidFile: string, nodesDir: string): void {
   if (!existsSync(pidFile)) return;
   for (const line of readFileSync(pidFile, "utf8").split("\n")) {
     const [pidText, portText] = line.trim().split(" ");
     const pid = Number(pidText);
-    if (!Number.isInteger(pid) || pid <= 1 || !portText) continue;
+    if (!Number.isInteger(pid) || pid <= 1 || !portText || !/^\d+$/.test(portText)) continue;
     try {
-      // redis-server retitles itself "redis-server 127.0.0.1:<port>": kill only a process that is that node.
+      // redis-server retitles itself "redis-server 127.0.0.1:<port>".
       const title = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
-      if (title.includes("redis-server") && title.includes(`:${portText}`)) process.kill(pid, "SIGKILL");
+      const cwd = readlinkSync(`/proc/${pid}/cwd`);
+      const nodeDir = realpathSync(path.join(nodesDir, `node-${portText}`));
+      if (title.includes("redis-server") && title.includes(`:${portText}`) && cwd === nodeDir) process.kill(pid, "SIGKILL");
     } catch {
-      // gone already, or not ours
+      // gone already, not ours, or no /proc to prove it: leave it
     }
   }
   rmSync(pidFile, { force: true });
@@ -75,7 +85,7 @@ async function startEmbedded(config: LockscopeConfig): Promise<RedisNode[]> {
   const dir = path.resolve(config.dataDir, "redis");
   mkdirSync(dir, { recursive: true });
   const pidFile = path.join(dir, "pids");
-  reapOrphans(pidFile);
+  reapOrphans(pidFile, dir);
   const nodes = await startRedisNodes(3, { dir });
   const writePids = () => writeFileSync(pidFile, nodes.map((n) => `${n.pid ?? ""} ${n.port}`).join("\n"));
   writePids();
@@ -92,6 +102,17 @@ async function main(): Promise<void> {
     if (error instanceof ConfigError) fail(error.message);
     throw error;
   }
+
+  // Before anything else touches the folder: a second console on it would reap the first one's nodes
+  // and write its secrets and audit file alongside it.
+  const dataDir = path.resolve(config.dataDir);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const lock = await lockDataDir(dataDir, `pid ${process.pid}, console on ${config.host}:${config.port}`);
+  if (!lock.held) {
+    fail(`the data folder ${dataDir} is in use by another console (${lock.holder}): stop it, or give this one its own LOCKSCOPE_DATA_DIR.`);
+  }
+  // Held for the life of the process (the kernel lets go of it when the process ends, however it ends).
+  g[key("data-dir-lock")] = lock;
 
   if (!ensureBuild(ROOT)) fail("`next build` failed; see the output above.");
 

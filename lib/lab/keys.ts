@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { FENCE_KEY_PREFIX, LAST_FENCE_KEY_PREFIX, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX } from "@/lib/redlock/keys";
+import { FENCE_KEY_PREFIX, fenceKey, LAST_FENCE_KEY_PREFIX, lastFenceKey, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX } from "@/lib/redlock/keys";
 
 /**
  * Key names of a lab run. Every run has its own namespace: its lock key sits under the default lock
@@ -24,6 +24,17 @@ export interface RunKeys {
   lock: string;
   /** The stock counter, on node 0. */
   stock: string;
+  /**
+   * Written on node 0 with the stock and never again: when it is gone, node 0 lost the run's keys (it
+   * restarted empty, or someone deleted them), even where a late write has put a stock value back.
+   */
+  marker: string;
+  /**
+   * The run's keys that would otherwise never expire, by where they live, for the run to keep a TTL on, so
+   * a run that dies without cleaning up (its console killed) leaves nothing for good. The lock has the
+   * lock's own TTL, and the engine's waiter queues keep one of their own (as long as their longest waiter).
+   */
+  expiring: { stockNode: string[]; everyNode: string[] };
   /** SCAN MATCH patterns covering every key the run may have made, on any node. */
   cleanupPatterns: string[];
 }
@@ -32,9 +43,14 @@ export function runKeys(id: string): RunKeys {
   if (!isRunId(id)) throw new TypeError(`Expected \`id\` to be a lab run id, got \`${id.slice(0, 40)}\``);
   const lockPrefix = `lock:lab:${id}:`;
   const dataPrefix = `lab:${id}:`;
+  const lock = `${lockPrefix}stock`;
+  const stock = `${dataPrefix}stock`;
+  const marker = `${dataPrefix}run`;
   return {
-    lock: `${lockPrefix}stock`,
-    stock: `${dataPrefix}stock`,
+    lock,
+    stock,
+    marker,
+    expiring: { stockNode: [stock, marker, lastFenceKey(stock)], everyNode: [fenceKey(lock)] },
     cleanupPatterns: [
       `${lockPrefix}*`,
       `${dataPrefix}*`,

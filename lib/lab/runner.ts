@@ -2,6 +2,7 @@ import { setMaxListeners } from "node:events";
 import type Redis from "ioredis";
 import { AcquireAbortedError, acquireNaive, fencedWrite, NaiveLockLostError, NaiveLockTimeoutError, Redlock, releaseNaive, type Lock } from "@/lib/redlock";
 import { decrementIfPositive } from "./atomic";
+import { removeRunKeys } from "./cleanup";
 import { boundedAll, NodeSwitch, openLabClient, SwitchedClient } from "./connections";
 import { runKeys, type RunKeys } from "./keys";
 import { LAB_LIMITS, MULTI_NODE_STRATEGIES, retryDelayFor, type RunSettings } from "./settings";
@@ -39,10 +40,22 @@ export interface LabRunOptions {
   maxRunMs?: number;
   /** How often the charts get a point. @default 250 */
   sampleEveryMs?: number;
+  /**
+   * TTL of the run's keys (the stock, the fences), renewed while the run lives, so a run
+   * whose process dies without cleaning up leaves nothing behind for longer than this.
+   * @default LAB_KEY_TTL_MS
+   */
+  keyTtlMs?: number;
 }
 
+/** The run's keys outlive a run that stopped renewing them (its console killed) by at most this. */
+export const LAB_KEY_TTL_MS = 60_000;
+/** Renewals come at least this often (more often for a short key TTL: three per TTL). */
+const KEY_RENEW_MAX_EVERY_MS = 5_000;
+
 export interface LabOutcome {
-  result: RunResult;
+  /** null when there is nothing to judge: the stock vanished mid-run (see `error`). */
+  result: RunResult | null;
   stopReason: StopReason;
   fault: FaultReport | null;
   series: SeriesPoint[];
@@ -108,6 +121,12 @@ export class LabRun {
   readonly #close = new AbortController();
   #workers: Worker[] = [];
   #control: Redis | null = null;
+  /** One connection per node the run uses, for renewing its keys' TTLs (node 0's is `#control`). */
+  #keepers: Redis[] = [];
+  #renewing = false;
+  #renewedOnce = false;
+  /** Set when node 0 lost the run's keys mid-run: the sale's numbers mean nothing any more. */
+  #stockVanished = false;
   #phase: RunProgress["phase"] = "connecting";
   #startedAt = 0;
   #lastStock: number | null = null;
@@ -186,7 +205,11 @@ export class LabRun {
     try {
       await this.#connect();
       if (!this.#halt.signal.aborted) {
-        await this.#control!.set(this.keys.stock, String(settings.stock));
+        await this.#control!
+          .multi()
+          .set(this.keys.stock, String(settings.stock), "PX", this.#keyTtlMs)
+          .set(this.keys.marker, String(settings.stock), "PX", this.#keyTtlMs)
+          .exec();
         this.#lastStock = settings.stock;
         this.#tally.minStockSeen = settings.stock;
         this.#phase = "running";
@@ -194,14 +217,21 @@ export class LabRun {
         this.#series.push({ t: 0, sold: 0, stock: settings.stock, ordersPerSec: 0, waitP50Ms: null, waitP99Ms: null });
         const limit = setTimeout(() => this.#stop("time-limit"), maxRunMs);
         const sampler = this.#startSampler();
+        const renewer = setInterval(() => this.#renewKeys(), Math.min(KEY_RENEW_MAX_EVERY_MS, Math.ceil(this.#keyTtlMs / 3)));
         this.#scheduleFault();
-        await Promise.all(this.#workers.map((w) => this.#work(w)));
+        try {
+          await Promise.all(this.#workers.map((w) => this.#work(w)));
+        } finally {
+          clearInterval(renewer);
+        }
         durationMs = performance.now() - this.#startedAt;
         this.#phase = "stopping";
         clearTimeout(limit);
         clearInterval(sampler);
         await this.#endFault().catch((error: unknown) => this.#notes.push(`Could not bring node ${this.#fault?.node} back: ${errorText(error)}`));
-        remaining = await this.#readStock();
+        const read = await this.#readStock();
+        if (read?.kept === false) this.#vanished();
+        remaining = read?.stock ?? null;
         if (remaining !== null) this.#lastStock = remaining;
         this.#sample();
         this.#stopReason ??= settings.orders !== undefined && this.#tally.ordersPlaced >= settings.orders ? "orders" : "sold-out";
@@ -218,11 +248,12 @@ export class LabRun {
       await this.#closeWorkers();
       await this.#cleanup();
       this.#control?.disconnect();
+      for (const keeper of this.#keepers) keeper.disconnect();
       this.#phase = "finished";
     }
     if (durationMs === 0 && this.#startedAt !== 0) durationMs = performance.now() - this.#startedAt;
     return {
-      result: this.#result(remaining, durationMs),
+      result: this.#stockVanished ? null : this.#result(remaining, durationMs),
       stopReason: this.#stopReason ?? "error",
       fault: this.fault(),
       series: this.series(),
@@ -244,12 +275,47 @@ export class LabRun {
     if (!this.#close.signal.aborted) this.#close.abort("sold-out");
   }
 
+  /** Node 0 lost the stock mid-run: the run fails, and its numbers are not a result. */
+  #vanished(): void {
+    if (this.#stockVanished) return;
+    this.#stockVanished = true;
+    this.#stopReason = "error";
+    this.#error = "The stock on node 0 vanished mid-run (node 0 restarted empty, or the run's keys were deleted), so what was sold cannot be judged.";
+    this.#stop("error");
+  }
+
+  get #keyTtlMs(): number {
+    return this.#options.keyTtlMs ?? LAB_KEY_TTL_MS;
+  }
+
+  /**
+   * Renews the TTL of the run's keys on every node (never the lock's: that TTL is the lock's own). A node
+   * that does not answer is renewed on the next round; keys a restarted node gets again get their TTL then.
+   */
+  #renewKeys(): void {
+    if (this.#renewing) return;
+    this.#renewing = true;
+    const { stockNode, everyNode } = this.keys.expiring;
+    const ttl = this.#keyTtlMs;
+    void Promise.allSettled(
+      [this.#control!, ...this.#keepers].map((client, node) => {
+        const pipeline = client.pipeline();
+        // PEXPIRE never creates a key: one not made yet (or already cleaned up) is left alone.
+        for (const key of node === 0 ? [...stockNode, ...everyNode] : everyNode) pipeline.pexpire(key, ttl);
+        return pipeline.exec();
+      }),
+    ).finally(() => (this.#renewing = false));
+  }
+
   async #connect(): Promise<void> {
     const { nodeUrls, id } = this.#options;
     const commandTimeoutMs = this.#options.commandTimeoutMs ?? 1000;
     const nodeCount = MULTI_NODE_STRATEGIES.has(this.settings.strategy) ? nodeUrls.length : 1;
     this.#control = openLabClient(nodeUrls[0]!, commandTimeoutMs, `lockscope:lab:${id}:control`);
     await this.#control.connect();
+    this.#keepers = nodeUrls.slice(1, nodeCount).map((url) => openLabClient(url, commandTimeoutMs, `lockscope:lab:${id}:keys`));
+    // A node down now is renewed once it is back (the client keeps trying).
+    for (const keeper of this.#keepers) keeper.connect().catch(() => {});
     const retryDelayMs = retryDelayFor(this.settings.workers);
     this.#workers = Array.from({ length: this.settings.workers }, (_, index) => ({
       index,
@@ -303,27 +369,7 @@ export class LabRun {
 
   /** Deletes every key of this run (its exact prefixes, on every node), and nothing else. */
   async #cleanup(): Promise<void> {
-    const { nodeUrls, id } = this.#options;
-    await Promise.all(
-      nodeUrls.map(async (url, node) => {
-        const client = openLabClient(url, 2000, `lockscope:lab:${id}:cleanup`);
-        try {
-          await client.connect();
-          for (const pattern of this.keys.cleanupPatterns) {
-            let cursor = "0";
-            do {
-              const [next, keys] = await client.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-              cursor = next;
-              if (keys.length > 0) await client.unlink(...keys);
-            } while (cursor !== "0");
-          }
-        } catch (error) {
-          this.#notes.push(`Could not remove this run's keys from node ${node}: ${errorText(error)} (lock keys expire; the others stay).`);
-        } finally {
-          client.disconnect();
-        }
-      }),
-    );
+    this.#notes.push(...(await removeRunKeys(this.#options.nodeUrls, this.#options.id)));
   }
 
   #startSampler(): ReturnType<typeof setInterval> {
@@ -333,9 +379,11 @@ export class LabRun {
       if (sampling) return;
       sampling = true;
       void this.#readStock()
-        .then((stock) => {
-          if (stock !== null) {
-            this.#lastStock = stock;
+        .then((read) => {
+          if (read?.kept === false) {
+            this.#vanished();
+          } else if (read) {
+            if (read.stock !== null) this.#lastStock = read.stock;
             lastReadOk = performance.now();
           } else if (performance.now() - lastReadOk > STOCK_NODE_SILENCE_MS) {
             this.#error = `Node 0, which holds the stock, has not answered for ${STOCK_NODE_SILENCE_MS / 1000} s.`;
@@ -372,10 +420,11 @@ export class LabRun {
     }
   }
 
-  async #readStock(): Promise<number | null> {
+  /** The stock on node 0, and whether node 0 still has the run's keys; null when node 0 did not answer. */
+  async #readStock(): Promise<{ stock: number | null; kept: boolean } | null> {
     try {
-      const raw = await this.#control!.get(this.keys.stock);
-      return raw === null ? null : Number(raw);
+      const [stock, marker] = await this.#control!.mget(this.keys.stock, this.keys.marker);
+      return { stock: stock === null || stock === undefined ? null : Number(stock), kept: marker !== null && marker !== undefined };
     } catch {
       return null;
     }
@@ -501,6 +550,11 @@ export class LabRun {
   }
 
   #sold(stockAfter: number): StepOutcome {
+    // By the first sale the engine has made its keys for the run: give them their TTL now, not a round later.
+    if (!this.#renewedOnce) {
+      this.#renewedOnce = true;
+      this.#renewKeys();
+    }
     this.#tally.sold += 1;
     this.#tally.minStockSeen = Math.min(this.#tally.minStockSeen, stockAfter);
     return "sold";
@@ -522,11 +576,18 @@ export class LabRun {
 
   /** The seeds' critical section: read the stock, work, write it back one lower (no fence). */
   async #readWorkWrite(client: Redis): Promise<StepOutcome> {
-    const stock = Number(await client.get(this.keys.stock));
+    const raw = await client.get(this.keys.stock);
+    if (raw === null) {
+      // The stock is written before any worker starts and deleted only after the last one ends.
+      this.#vanished();
+      return "stopped";
+    }
+    const stock = Number(raw);
     if (!(stock > 0)) return "sold-out";
     await this.#busy();
     if (this.#halt.signal.aborted) return "stopped";
-    await client.set(this.keys.stock, String(stock - 1));
+    // KEEPTTL: the stock keeps the TTL the run renews, so a killed run's stock goes by itself.
+    await client.set(this.keys.stock, String(stock - 1), "KEEPTTL");
     return this.#sold(stock - 1);
   }
 

@@ -8,7 +8,7 @@ import { getLogger } from "../logger";
 import { counter } from "../metrics";
 import { getNodes, quorumOf, type LockNode } from "../nodes";
 import { onShutdown } from "../shutdown";
-import { AuditMerger, auditIdTime, matchesFilters, parseAuditRecord, type AuditRecord } from "./records";
+import { AuditMerger, auditIdTime, matchesFilters, parseAuditLines, parseAuditRecord, type AuditRecord } from "./records";
 import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
 
 /**
@@ -64,6 +64,44 @@ function errorText(error: unknown): string {
   return String(error).slice(0, 200);
 }
 
+/** What has been read of the audit file so far: up to `offset`, in `lines` whole lines, and a trailing partial one. */
+interface FileIndex {
+  ino: number;
+  offset: number;
+  lines: number;
+  partial: Buffer;
+  records: AuditRecord[];
+}
+
+const emptyIndex = (ino: number): FileIndex => ({ ino, offset: 0, lines: 0, partial: Buffer.alloc(0), records: [] });
+
+async function endsInNewline(handle: FileHandle, size: number): Promise<boolean> {
+  if (size === 0) return true;
+  const last = Buffer.alloc(1);
+  await handle.read(last, 0, 1, size - 1);
+  return last[0] === 0x0a;
+}
+
+/**
+ * Truncates a failed append back to the file's last good length (what a full disk left is not a record),
+ * but only when every byte past it is the start of what this append wrote: another process appending to
+ * the same file meanwhile keeps its record (the newline rule then keeps the torn one apart).
+ */
+async function cutBack(handle: FileHandle, length: number, text: string, file: string): Promise<void> {
+  try {
+    const written = (await handle.stat()).size - length;
+    if (written <= 0) return;
+    const ours = Buffer.from(text, "utf8");
+    const tail = Buffer.alloc(written);
+    const { bytesRead } = await handle.read(tail, 0, written, length);
+    if (written > ours.length || bytesRead !== written || !tail.equals(ours.subarray(0, written))) return;
+    await handle.truncate(length);
+    await handle.sync();
+  } catch (error) {
+    getLogger().warn({ file, err: errorText(error) }, "could not cut a failed audit append back; the torn record will be skipped when read");
+  }
+}
+
 const writes = () => counter("lockscope_audit_writes_total", "Audit records written, by sink (stream: per node; file) and outcome.", ["sink", "outcome"]);
 
 /**
@@ -73,12 +111,7 @@ const writes = () => counter("lockscope_audit_writes_total", "Audit records writ
  */
 export class AuditLog {
   private fileChain: Promise<unknown> = Promise.resolve();
-  private fileIndex: { ino: number; offset: number; partial: Buffer; records: AuditRecord[] } = {
-    ino: -1,
-    offset: 0,
-    partial: Buffer.alloc(0),
-    records: [],
-  };
+  private fileIndex: FileIndex = emptyIndex(-1);
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(
@@ -153,23 +186,34 @@ export class AuditLog {
     return { streamAcked: acks.filter((id): id is string => id !== null), fileError };
   }
 
-  /** Appends one line and fsyncs it; returns the error code, or null on success. Serialized per process. */
+  /**
+   * Appends one record on a line of its own and fsyncs it; returns the error code, or null on success.
+   * Serialized per process. A failed write (a full disk, a quota) is cut back to the length the file had,
+   * so its partial bytes do not stay; should even that fail, the next record still starts on a new line
+   * (a newline is written first whenever the file does not end in one), so a torn record never swallows
+   * the next one: the reader skips it and reports it.
+   */
   private appendToFile(line: string): Promise<string | null> {
     const run = async (): Promise<string | null> => {
+      let handle: FileHandle | null = null;
+      let goodLength = -1;
+      let text = line;
       try {
         await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
-        const handle = await open(this.file, "a", 0o600);
-        try {
-          await handle.appendFile(line, "utf8");
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
+        // "a+": appends, and can read the last byte back.
+        handle = await open(this.file, "a+", 0o600);
+        goodLength = (await handle.stat()).size;
+        if (!(await endsInNewline(handle, goodLength))) text = `\n${line}`;
+        await handle.appendFile(text, "utf8");
+        await handle.sync();
         writes().inc({ sink: "file", outcome: "ok" });
         return null;
       } catch (error) {
         writes().inc({ sink: "file", outcome: "failed" });
+        if (handle && goodLength >= 0) await cutBack(handle, goodLength, text, this.file);
         return errorText(error);
+      } finally {
+        await handle?.close().catch(() => undefined);
       }
     };
     const next = this.fileChain.then(run, run);
@@ -260,7 +304,7 @@ export class AuditLog {
       handle = await open(this.file, "r");
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-        this.fileIndex = { ino: -1, offset: 0, partial: Buffer.alloc(0), records: [] };
+        this.fileIndex = emptyIndex(-1);
         return [];
       }
       throw new AuditReadError(errorText(error));
@@ -269,7 +313,7 @@ export class AuditLog {
       const stat = await handle.stat();
       if (!stat.isFile()) throw new AuditReadError("not a regular file");
       if (stat.ino !== index.ino || stat.size < index.offset) {
-        this.fileIndex = { ino: stat.ino, offset: 0, partial: Buffer.alloc(0), records: [] };
+        this.fileIndex = emptyIndex(stat.ino);
       }
       const current = this.fileIndex;
       if (stat.size > current.offset) {
@@ -280,9 +324,15 @@ export class AuditLog {
         // Only whole lines: a record being appended right now is read next time.
         const lastNewline = data.lastIndexOf(0x0a);
         current.partial = data.subarray(lastNewline + 1);
-        for (const line of data.subarray(0, lastNewline + 1).toString("utf8").split("\n")) {
-          const record = line.trim() === "" ? null : parseAuditRecord(line);
-          if (record) current.records.push(record);
+        const whole = data.subarray(0, lastNewline + 1).toString("utf8");
+        const { records, unreadable } = parseAuditLines(whole, current.lines + 1);
+        current.lines += whole.split("\n").length - 1;
+        current.records.push(...records);
+        if (unreadable.length > 0) {
+          getLogger().warn(
+            { file: this.file, lines: unreadable.slice(0, 20), count: unreadable.length },
+            "the audit file has unreadable lines (a record torn by a crash or a full disk); they are skipped",
+          );
         }
       }
       return current.records;

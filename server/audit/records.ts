@@ -61,6 +61,33 @@ export function parseAuditRecord(text: string): AuditRecord | null {
   return null;
 }
 
+/** What a run of whole lines of the audit file held: its records, and the lines that were not one. */
+export interface AuditLines {
+  records: AuditRecord[];
+  /** 1-based line numbers of non-empty lines that do not parse (a record torn by a crash or a full disk). */
+  unreadable: number[];
+}
+
+/**
+ * Parses whole lines of the audit file (`text` ends at a newline), numbering them from `firstLine`.
+ * A torn record is skipped and reported, never merged with its neighbours: the writer starts every
+ * record on a line of its own, so only the torn one is lost.
+ */
+export function parseAuditLines(text: string, firstLine = 1): AuditLines {
+  const records: AuditRecord[] = [];
+  const unreadable: number[] = [];
+  const lines = text.split("\n");
+  // The text ends with a newline, so the last piece is empty and not a line.
+  lines.pop();
+  lines.forEach((line, i) => {
+    if (line.trim() === "") return;
+    const record = parseAuditRecord(line);
+    if (record) records.push(record);
+    else unreadable.push(firstLine + i);
+  });
+  return { records, unreadable };
+}
+
 /** Merges intents and outcomes read from any number of sources (the same record may come from several nodes). */
 export class AuditMerger {
   private readonly intents = new Map<string, AuditEntry>();

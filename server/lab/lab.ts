@@ -1,7 +1,9 @@
 import "server-only";
+import type Redis from "ioredis";
 import type { RedisNode } from "@/lib/redis-node";
-import { newRunId } from "@/lib/lab/keys";
-import { LabRun, type NodeProcessControl } from "@/lib/lab/runner";
+import { newRunId, RUNS_KEPT } from "@/lib/lab/keys";
+import { removeRunKeys } from "@/lib/lab/cleanup";
+import { LAB_KEY_TTL_MS, LabRun, type NodeProcessControl } from "@/lib/lab/runner";
 import { checkAgainstNodes, settingsNotes, type RunSettings } from "@/lib/lab/settings";
 import type { RunRecord, RunStatus, StopReason } from "@/lib/lab/types";
 import { embeddedNodesOwned } from "../config";
@@ -13,7 +15,7 @@ import { getLogger } from "../logger";
 import { counter } from "../metrics";
 import { getNodes } from "../nodes";
 import { isShuttingDown, onShutdown } from "../shutdown";
-import { addRun, cancelRequested, clearCancel, listRuns, markStale, readRun, requestCancel, saveRun } from "./store";
+import { addRun, cancelRequested, clearCancel, listRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
 
 /**
  * The console's contention lab: one run at a time per console process, its record kept on node 0 (so
@@ -22,6 +24,11 @@ import { addRun, cancelRequested, clearCancel, listRuns, markStale, readRun, req
  */
 
 const PROGRESS_EVERY_MS = 1000;
+/** A finished run node 0 did not take is written again this often, for this long. */
+const STORE_RETRY_MS = 2_000;
+const STORE_RETRY_FOR_MS = 10 * 60_000;
+/** A run silent this long is abandoned: by then its keys' TTLs (renewed while it ran) have run out. */
+const ABANDONED_AFTER_MS = LAB_KEY_TTL_MS;
 
 interface ActiveRun {
   record: RunRecord;
@@ -75,6 +82,8 @@ function statusOf(reason: StopReason): RunStatus {
 
 export class Lab {
   #active: ActiveRun | null = null;
+  /** The runs this console finished, newest last (the last RUNS_KEPT), served even when node 0 lost them. */
+  readonly #finished = new Map<string, RunRecord>();
 
   constructor() {
     onShutdown("lab", 20, () => this.stopForShutdown());
@@ -125,6 +134,7 @@ export class Lab {
     }
     getLogger().info({ run: id, actor, strategy: settings.strategy, workers: settings.workers, stock: settings.stock, fault: settings.fault ?? null, faultMode: run.faultMode }, "lab run started");
     active.done = this.#drive(active);
+    void this.#sweepAbandoned(client, id).catch((error: unknown) => getLogger().warn({ err: (error as Error).message }, "could not sweep abandoned lab runs"));
     return this.#snapshot(active);
   }
 
@@ -164,7 +174,7 @@ export class Lab {
         finishedAt: Date.now(),
         heartbeatAt: Date.now(),
         progress: run.progress(),
-        result: outcome.result,
+        ...(outcome.result ? { result: outcome.result } : {}),
         notes: [...record.notes, ...outcome.notes],
         ...(outcome.fault ? { fault: outcome.fault } : {}),
         ...(outcome.error !== undefined ? { error: outcome.error } : {}),
@@ -186,12 +196,10 @@ export class Lab {
     counter("lockscope_lab_runs_total", "Lab runs finished, by strategy and status.", ["strategy", "status"]).inc({ strategy, status: finished.status });
     const lost = Math.max(0, finished.result?.lostUpdates ?? 0);
     counter("lockscope_lab_lost_updates_total", "Units sold twice in lab runs, by strategy.", ["strategy"]).inc({ strategy }, lost);
-    try {
-      await saveRun(client, { ...finished, series: undefined }, finished.series);
-      await clearCancel(client, record.id);
-    } catch (error) {
-      getLogger().warn({ run: record.id, err: (error as Error).message }, "could not store the lab run's result on node 0");
-    }
+    // This console keeps the finished run (and serves it) until node 0 has taken it.
+    this.#finished.set(record.id, finished);
+    while (this.#finished.size > RUNS_KEPT) this.#finished.delete(this.#finished.keys().next().value!);
+    await this.#store(finished, 0);
     getLogger().info(
       { run: record.id, status: finished.status, stopReason: finished.stopReason, strategy, result: finished.result ?? null, error: finished.error },
       "lab run finished",
@@ -199,6 +207,45 @@ export class Lab {
     // Together, once the record is stored: whoever sees the run ended can start the next one and read it back.
     Object.assign(record, finished);
     this.#active = null;
+  }
+
+  /**
+   * Writes a finished run to node 0. When node 0 does not take it (down, or restarting), tries again every
+   * STORE_RETRY_MS for up to STORE_RETRY_FOR_MS in the background; meanwhile this console serves the run
+   * from memory. Resolves after the first attempt.
+   */
+  async #store(finished: RunRecord, attempt: number): Promise<void> {
+    const client = stockNode().client;
+    try {
+      await saveRun(client, { ...finished, series: undefined }, finished.series);
+      await clearCancel(client, finished.id);
+      return;
+    } catch (error) {
+      if (attempt === 0) getLogger().warn({ run: finished.id, err: (error as Error).message }, "could not store the lab run's result on node 0; retrying");
+    }
+    if ((attempt + 1) * STORE_RETRY_MS > STORE_RETRY_FOR_MS) {
+      getLogger().warn({ run: finished.id }, "gave up storing the lab run's result on node 0; only this console lists it");
+      return;
+    }
+    setTimeout(() => void this.#store(finished, attempt + 1), STORE_RETRY_MS).unref();
+  }
+
+  /**
+   * Runs whose console died mid-run (still "running" in the history, silent for ABANDONED_AFTER_MS): their
+   * keys are removed and their record closed. The run's TTLs remove most of them anyway; this catches
+   * the keys an engine write had just left without one (a SET clears a key's TTL until the next renewal).
+   */
+  async #sweepAbandoned(client: Redis, currentId: string): Promise<void> {
+    const now = Date.now();
+    const abandoned = (await listRuns(client, RUNS_KEPT)).filter(
+      (r) => r.finishedAt === null && r.id !== currentId && now - r.heartbeatAt > ABANDONED_AFTER_MS,
+    );
+    for (const run of abandoned) {
+      const notes = await removeRunKeys(getNodes().map((n) => n.url), run.id);
+      const note = "Its console stopped mid-run; another console removed its keys.";
+      await saveRun(client, { ...run, finishedAt: now, stopReason: "error", notes: [...run.notes, note, ...notes] });
+      getLogger().info({ run: run.id }, "removed the keys of an abandoned lab run");
+    }
   }
 
   #snapshot(active: ActiveRun): RunRecord {
@@ -212,6 +259,8 @@ export class Lab {
   async get(id: string): Promise<RunRecord | null> {
     const active = this.#active;
     if (active?.record.id === id) return this.#snapshot(active);
+    const finished = this.#finished.get(id);
+    if (finished) return { ...finished };
     return readRun(await historyClient(), id);
   }
 
@@ -219,7 +268,11 @@ export class Lab {
   async list(limit: number): Promise<RunRecord[]> {
     const runs = await listRuns(await historyClient(), limit);
     const active = this.#active;
-    return runs.map((r) => {
+    const listed = new Set(runs.map((r) => r.id));
+    // This console's finished runs that node 0 does not have (it restarted empty, or is still to take one).
+    const missing = [...this.#finished.values()].filter((r) => !listed.has(r.id)).map(({ series: _series, ...r }) => r);
+    const merged = sortNewestFirst([...runs, ...missing]).slice(0, limit);
+    return merged.map((r) => {
       if (active?.record.id !== r.id) return r;
       const { series: _series, ...live } = this.#snapshot(active);
       return live;
@@ -238,7 +291,7 @@ export class Lab {
       return { record: { ...active.record }, pending: false };
     }
     const client = await historyClient();
-    const record = await readRun(client, id);
+    const record = this.#finished.get(id) ?? (await readRun(client, id));
     if (!record) throw new ApiError("not_found", `No lab run ${id} in the last runs.`);
     if (record.status !== "running") {
       throw new ApiError("conflict", `Run ${id} has already ended (${record.status}); there is nothing to cancel.`, { status: record.status });

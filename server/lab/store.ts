@@ -36,12 +36,25 @@ export async function addRun(client: Redis, record: RunRecord): Promise<void> {
   await client.eval(ADD_RUN_LUA, 1, RUNS_LIST_KEY, record.id, JSON.stringify(withoutSeries(record)), RUNS_KEPT);
 }
 
-/** Rewrites a run's record (only while it is still in the history: a trimmed run stays trimmed). */
+// Rewrites a run's record and, when given, its series. A record that is gone was either trimmed out of
+// the history (the list is full without it: it stays gone) or lost with node 0's data (node 0 restarted
+// empty: the list is shorter, or empty), in which case the run is put back, so a run that outlived a
+// restart of node 0 keeps its record. KEYS[1]: the list. ARGV: id, record JSON, how many to keep, series
+// JSON or "". Returns 1 when stored, 0 when the run had been trimmed.
+const SAVE_RUN_LUA = `
+local key = "lockscope:lab:run:" .. ARGV[1]
+if redis.call("EXISTS", key) == 0 then
+  if redis.call("LPOS", KEYS[1], ARGV[1]) or redis.call("LLEN", KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+  redis.call("LPUSH", KEYS[1], ARGV[1])
+end
+redis.call("SET", key, ARGV[2])
+if ARGV[4] ~= "" then redis.call("SET", key .. ":series", ARGV[4]) end
+return 1
+`;
+
+/** Rewrites a run's record (a trimmed run stays trimmed; one lost with node 0's data is put back). */
 export async function saveRun(client: Redis, record: RunRecord, series?: SeriesPoint[]): Promise<void> {
-  const pipeline = client.multi();
-  pipeline.set(runRecordKey(record.id), JSON.stringify(withoutSeries(record)), "XX");
-  if (series) pipeline.set(seriesKey(record.id), JSON.stringify(series));
-  await pipeline.exec();
+  await client.eval(SAVE_RUN_LUA, 1, RUNS_LIST_KEY, record.id, JSON.stringify(withoutSeries(record)), RUNS_KEPT, series ? JSON.stringify(series) : "");
 }
 
 function parseRecord(raw: string | null): RunRecord | null {
@@ -67,7 +80,12 @@ export async function listRuns(client: Redis, limit: number): Promise<RunRecord[
   const ids = await client.lrange(RUNS_LIST_KEY, 0, limit - 1);
   if (ids.length === 0) return [];
   const raws = await client.mget(...ids.map(runRecordKey));
-  return raws.map(parseRecord).filter((r): r is RunRecord => r !== null);
+  // Newest first by creation: a run put back after node 0 restarted sits at the head of the list.
+  return sortNewestFirst(raws.map(parseRecord).filter((r): r is RunRecord => r !== null));
+}
+
+export function sortNewestFirst(runs: RunRecord[]): RunRecord[] {
+  return runs.sort((a, b) => b.createdAt - a.createdAt);
 }
 
 export async function readRun(client: Redis, id: string): Promise<RunRecord | null> {

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type Redis from "ioredis";
@@ -8,6 +9,7 @@ import type * as ExportModule from "@/app/api/audit/export/route";
 import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
 import type * as LogModule from "@/server/audit/log";
 import type { AuditEntry } from "@/server/audit/types";
+import { newAuditId, parseAuditLines } from "@/server/audit/records";
 import type { TestCluster } from "../support/redis";
 import { call, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 
@@ -15,6 +17,38 @@ interface Page {
   entries: AuditEntry[];
   next: string | null;
   source: "stream" | "file";
+}
+
+function newEntry(over: Partial<AuditEntry> = {}): AuditEntry {
+  return {
+    id: newAuditId(),
+    at: Date.now(),
+    actor: "tester",
+    role: "operator",
+    action: "force-release",
+    resource: "lock:disk/1",
+    token: null,
+    holder: null,
+    reason: "disk test",
+    outcome: "pending",
+    nodes: [],
+    ip: "127.0.0.1",
+    userAgent: null,
+    ...over,
+  };
+}
+
+/** Fills a filesystem to the last byte with one file, so the next write that needs a new block fails. */
+function fill(file: string): void {
+  const fd = openSync(file, "w");
+  const chunk = Buffer.alloc(4096, 0x78);
+  try {
+    for (;;) writeSync(fd, chunk);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 describe("audit log", () => {
@@ -173,22 +207,7 @@ describe("audit log", () => {
     const { getNodes } = await import("@/server/nodes");
     const instanceA = new logModule.AuditLog(getNodes(), path.join(dir, "a.jsonl"), 200);
     const instanceB = new logModule.AuditLog(getNodes(), path.join(dir, "b.jsonl"), 200);
-    const { newAuditId } = await import("@/server/audit/records");
-    const intent = (n: number): AuditEntry => ({
-      id: newAuditId(),
-      at: Date.now(),
-      actor: `bulk-${n % 2 === 0 ? "a" : "b"}`,
-      role: "operator",
-      action: "force-release",
-      resource: `lock:bulk/${n}`,
-      token: null,
-      holder: null,
-      reason: "bulk test",
-      outcome: "pending",
-      nodes: [],
-      ip: "127.0.0.1",
-      userAgent: null,
-    });
+    const intent = (n: number): AuditEntry => newEntry({ actor: `bulk-${n % 2 === 0 ? "a" : "b"}`, resource: `lock:bulk/${n}`, reason: "bulk test" });
     // 2 x 160 releases, intents and outcomes interleaved: 640 stream records, more than one read chunk.
     const ids = new Set<string>();
     await Promise.all(
@@ -215,5 +234,75 @@ describe("audit log", () => {
     const sorted = [...seen].sort((a, b) => (a.id < b.id ? 1 : -1));
     expect(seen.map((e) => e.id)).toEqual(sorted.map((e) => e.id));
     expect(seen.filter((e) => e.outcome === "pending")).toHaveLength(32);
+  });
+  describe("on a disk that fills up", () => {
+    // A real 256 KB filesystem: a full one fails writes with ENOSPC, partway through a record.
+    const mountPoint = mkdtempSync(path.join(os.tmpdir(), "lockscope-audit-disk-"));
+    beforeAll(() => {
+      const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint], { encoding: "utf8" });
+      if (mounted.status !== 0) throw new Error(`this test mounts a small tmpfs and needs root: ${mounted.stderr}`);
+    });
+    afterAll(() => {
+      spawnSync("umount", [mountPoint]);
+      rmSync(mountPoint, { recursive: true, force: true });
+    });
+
+    it("cuts a failed append back, so the next release's records are whole and readable", async () => {
+      const { getNodes } = await import("@/server/nodes");
+      const file = path.join(mountPoint, "audit.jsonl");
+      const log = new logModule.AuditLog(getNodes(), file, 200);
+      const first = newEntry({ reason: "before the disk filled" });
+      await log.recordIntent(first);
+      await log.recordOutcome(first.id, "released", [{ id: "node-0", result: "deleted" }]);
+      const goodLength = statSync(file).size;
+
+      const filler = path.join(mountPoint, "filler");
+      fill(filler);
+      // Longer than what is left of the file's last block: part of it is written, then the disk is full.
+      const refused = newEntry({ reason: "x".repeat(6000) });
+      const failure = await log.recordIntent(refused).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(failure).toBeInstanceOf(logModule.AuditUnavailableError);
+      expect((failure as Error).message).toContain("ENOSPC");
+      expect(statSync(file).size).toBe(goodLength);
+
+      rmSync(filler);
+      const next = newEntry({ reason: "after space was freed" });
+      await log.recordIntent(next);
+      await log.recordOutcome(next.id, "released", [{ id: "node-0", result: "deleted" }]);
+
+      const { records, unreadable } = parseAuditLines(readFileSync(file, "utf8"));
+      expect(unreadable).toEqual([]);
+      expect(records.map((r) => `${r.kind} ${r.id}`)).toEqual([`intent ${first.id}`, `outcome ${first.id}`, `intent ${next.id}`, `outcome ${next.id}`]);
+    });
+
+    it("starts each record on its own line after a torn one, and reads past the torn one", async () => {
+      const { getNodes } = await import("@/server/nodes");
+      const file = path.join(mountPoint, "torn.jsonl");
+      const log = new logModule.AuditLog(getNodes(), file, 200);
+      const first = newEntry({ reason: "whole" });
+      await log.recordIntent(first);
+      // What a console killed in the middle of an append leaves: a record without its end.
+      appendFileSync(file, JSON.stringify({ v: 1, kind: "intent", id: newAuditId(), entry: newEntry() }).slice(0, 40));
+      const next = newEntry({ reason: "after the torn record" });
+      await log.recordIntent(next);
+      await log.recordOutcome(next.id, "released", [{ id: "node-0", result: "deleted" }]);
+
+      const { records, unreadable } = parseAuditLines(readFileSync(file, "utf8"));
+      expect(unreadable).toEqual([2]);
+      expect(records.map((r) => `${r.kind} ${r.id}`)).toEqual([`intent ${first.id}`, `intent ${next.id}`, `outcome ${next.id}`]);
+
+      // With no node answering, the console lists the file's entries: the release after the torn record is there.
+      for (let i = 0; i < 3; i++) cluster.pause(i);
+      try {
+        const listed = await log.list({ limit: 10, filters: {} });
+        expect(listed.source).toBe("file");
+        expect(Object.fromEntries(listed.entries.map((e) => [e.id, e.outcome]))).toEqual({ [next.id]: "released", [first.id]: "pending" });
+      } finally {
+        for (let i = 0; i < 3; i++) cluster.resume(i);
+      }
+    });
   });
 });

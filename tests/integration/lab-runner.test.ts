@@ -1,9 +1,12 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ping } from "@/lib/redis-node";
 import { newRunId } from "@/lib/lab/keys";
 import { LabRun, type NodeProcessControl } from "@/lib/lab/runner";
 import type { RunSettings } from "@/lib/lab/settings";
 import { startCluster, type TestCluster } from "../support/redis";
+import { until } from "../support/wait";
 
 /**
  * The lab's runner on its own, on nodes this test owns: faults on the node processes (as on the console's
@@ -78,11 +81,11 @@ describe("lab runner", () => {
 
   it("stops at its time limit, reports what it sold, and cleans up", async () => {
     const { id, run } = lab({ strategy: "naive", stock: 100_000, workers: 10, ttlMs: 1000, workMs: 20 }, { maxRunMs: 800 });
-    const outcome = await run.run();
-    expect(outcome.stopReason).toBe("time-limit");
-    expect(outcome.result.sold).toBeGreaterThan(0);
-    expect(outcome.result.lostUpdates).toBe(0);
-    expect(outcome.result.remaining).toBe(100_000 - outcome.result.sold);
+    const { stopReason, result } = await run.run();
+    expect(stopReason).toBe("time-limit");
+    expect(result!.sold).toBeGreaterThan(0);
+    expect(result!.lostUpdates).toBe(0);
+    expect(result!.remaining).toBe(100_000 - result!.sold);
     expect(await leftovers(id)).toEqual([]);
   });
 
@@ -93,12 +96,56 @@ describe("lab runner", () => {
       { processControl: processControl(), signal: controller.signal },
     );
     const done = run.run();
-    while (run.progress().sold < 20) await new Promise((r) => setTimeout(r, 20));
+    await until("20 units are sold", () => run.progress().sold >= 20);
     controller.abort("cancelled");
     const outcome = await done;
     expect(outcome.stopReason).toBe("cancelled");
-    expect(outcome.result.lostUpdates).toBe(0);
+    expect(outcome.result!.lostUpdates).toBe(0);
     expect(cluster.nodes[2]!.isPaused).toBe(false);
     expect(await leftovers(id)).toEqual([]);
+  });
+  it("fails a run whose stock vanished when node 0 restarted empty mid-run, with no result to misread", async () => {
+    const { id, run } = lab({ strategy: "redlock-fenced", stock: 100_000, workers: 10, ttlMs: 1000, workMs: 2 });
+    const done = run.run();
+    await until("10 units are sold", () => run.progress().sold >= 10);
+    await cluster.restart(0);
+    const outcome = await done;
+    expect(outcome.stopReason).toBe("error");
+    expect(outcome.error).toMatch(/stock on node 0 vanished mid-run/);
+    expect(outcome.result).toBeNull();
+    expect(await leftovers(id)).toEqual([]);
+  });
+
+  it("keeps a TTL on every key of a run, so a run whose process is killed leaves nothing behind", async () => {
+    const id = newRunId();
+    const keyTtlMs = 3_000;
+    const child = spawn(process.execPath, ["--import", "tsx", path.resolve(import.meta.dirname, "../support/lab-child.ts"), cluster.urls.join(","), id, String(keyTtlMs), "redlock"], {
+      cwd: path.resolve(import.meta.dirname, "../.."),
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let sold = 0;
+    child.stdout.on("data", (chunk: Buffer) => {
+      const last = chunk.toString().trim().split("\n").at(-1);
+      if (last) sold = Number(last);
+    });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    try {
+      await until("the run sells", () => sold >= 10, 30_000);
+    } finally {
+      child.kill("SIGKILL");
+      await exited;
+    }
+    const keys = await leftovers(id);
+    for (let i = 0; i < 3; i++) {
+      const [, onNode] = await cluster.client(i).scan("0", "MATCH", `*${id}*`, "COUNT", 10_000);
+      for (const key of onNode) {
+        const ttl = await cluster.client(i).pttl(key);
+        expect(ttl, `node ${i}: ${key}`).toBeGreaterThan(0);
+        expect(ttl, `node ${i}: ${key}`).toBeLessThanOrEqual(keyTtlMs);
+      }
+    }
+    // The stock was among them (with the lock and the engine's queues, which have TTLs of their own).
+    expect(keys).toContain(`lab:${id}:stock`);
+    await until("the killed run's keys are gone", async () => (await leftovers(id)).length === 0, 15_000);
   });
 });

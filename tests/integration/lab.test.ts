@@ -4,6 +4,7 @@ import type * as RunModule from "@/app/api/demo/runs/[id]/route";
 import type { RunRecord, RunSettings } from "@/lib/lab/types";
 import type { TestCluster } from "../support/redis";
 import { call, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
+import { until } from "../support/wait";
 
 type RunsRoute = typeof RunsModule;
 type RunRoute = typeof RunModule;
@@ -36,12 +37,15 @@ describe("contention lab", () => {
   }
 
   async function waitUntil(id: string, done: (r: RunRecord) => boolean, what: string): Promise<RunRecord> {
-    for (let i = 0; i < 1200; i++) {
-      const record = await get(id);
-      if (done(record)) return record;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`run ${id}: timed out waiting until ${what}`);
+    return until(
+      `run ${id}: ${what}`,
+      async () => {
+        const record = await get(id);
+        return done(record) ? record : null;
+      },
+      120_000,
+      100,
+    );
   }
 
   const finish = (id: string) => waitUntil(id, (r) => r.status !== "running", "it ends");
@@ -95,9 +99,15 @@ describe("contention lab", () => {
     const id = await start({ strategy: "redlock", stock: 300, workers: 100, ttlMs: 1000, workMs: 1 });
     await waitUntil(id, (r) => r.progress.sold >= 30 || r.status !== "running", "30 units are sold");
     await cluster.kill(1);
+    // Whatever lock node 1 held had its quorum with node 0 or node 2: read what they hold now.
+    const heldAtKill = await Promise.all([0, 2].map((i) => cluster.client(i).get(`lock:lab:${id}:stock`)));
     await waitUntil(id, (r) => r.progress.sold >= 150 || r.status !== "running", "150 units are sold with node 1 dead");
-    // Back after more than the TTL, empty, as the Redis documentation asks.
-    await new Promise((r) => setTimeout(r, 1100));
+    // Back, empty, only once every lock it may have held is gone (released or expired), as the Redis
+    // documentation asks: restarted sooner, it could grant a lock that is still held.
+    await until("the locks held when node 1 died are gone", async () => {
+      const now = await Promise.all([0, 2].map((i) => cluster.client(i).get(`lock:lab:${id}:stock`)));
+      return now.every((value, k) => value === null || value !== heldAtKill[k]);
+    });
     await cluster.restart(1);
     const record = await finish(id);
     expect(record.status).toBe("done");
@@ -223,5 +233,53 @@ describe("contention lab", () => {
     expect(unknown.status).toBe(404);
     const badLimit = await call(runs.GET, "GET", "/api/demo/runs?limit=500");
     expect(badLimit.status).toBe(400);
+  });
+  it("fails a run whose stock vanished when node 0 restarted mid-run, and keeps its record", async () => {
+    const id = await start({ strategy: "redlock", stock: 100_000, workers: 10, ttlMs: 1000, workMs: 2 });
+    await waitUntil(id, (r) => r.progress.sold >= 20 || r.status !== "running", "20 units are sold");
+    // Node 0 comes back empty: the stock, and the run history it kept, are gone.
+    await cluster.restart(0);
+    const record = await finish(id);
+    expect(record).toMatchObject({ status: "failed", stopReason: "error" });
+    expect(record.error).toMatch(/stock on node 0 vanished mid-run/);
+    expect(record.result).toBeUndefined();
+    // Stored again on node 0, so every console instance lists it.
+    const stored = await until("the run is stored on node 0", async () => cluster.client(0).get(`lockscope:lab:run:${id}`));
+    expect(JSON.parse(stored)).toMatchObject({ id, status: "failed" });
+    const listed = await call(runs.GET, "GET", "/api/demo/runs", { token: VIEWER_TOKEN });
+    expect((listed.body as { runs: RunRecord[] }).runs.map((r) => r.id)).toContain(id);
+    expect(await keysOf(id)).toEqual([]);
+  });
+
+  it("removes the keys of a run whose console died mid-run, when the next run starts", async () => {
+    // What a console killed in the middle of a fenced run leaves: its record still "running", silent for
+    // minutes, and keys an engine write had just left without a TTL.
+    const { addRun } = await import("@/server/lab/store");
+    const { newRunId } = await import("@/lib/lab/keys");
+    const silentSince = Date.now() - 5 * 60_000;
+    const ghost = newRunId(silentSince);
+    const settings: RunSettings = { strategy: "redlock-fenced", stock: 100, workers: 2, ttlMs: 1000, workMs: 1 };
+    await addRun(cluster.client(0), {
+      id: ghost,
+      status: "running",
+      settings,
+      actor: "alice",
+      createdAt: silentSince,
+      finishedAt: null,
+      heartbeatAt: silentSince,
+      progress: { phase: "running", fraction: 0.5, elapsedMs: 1000, sold: 50, orders: 50, stock: 50, retries: 0, staleWritesRejected: 0, errors: 0 },
+      notes: [],
+    });
+    await cluster.client(0).mset(`lab:${ghost}:stock`, "50", `fence-seen:lab:${ghost}:stock`, "7");
+    await Promise.all([0, 1, 2].map((i) => cluster.client(i).set(`fence:lock:lab:${ghost}:stock`, "7")));
+
+    const id = await start({ strategy: "atomic", stock: 10, workers: 2, ttlMs: 1000, workMs: 0 });
+    expect((await finish(id)).status).toBe("done");
+    await until("the abandoned run's keys are gone", async () => (await keysOf(ghost)).length === 0);
+    const ghostRecord = await until("the abandoned run is closed", async () => {
+      const r = await get(ghost);
+      return r.finishedAt !== null ? r : null;
+    });
+    expect(ghostRecord).toMatchObject({ status: "failed" });
   });
 });

@@ -1,6 +1,10 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ping, RedisNode } from "@/lib/redis-node";
 import { startCluster, type TestCluster } from "../support/redis";
-import { redisServerChildren, redisServerPids, startLauncher } from "../support/launcher";
+import { redisServerChildren, redisServerPids, startLauncher, type LauncherProcess } from "../support/launcher";
 import { until } from "../support/wait";
 
 interface HealthBody {
@@ -59,4 +63,62 @@ describe("npm start's launcher", () => {
     // The nodes it did not start are still there.
     expect(await cluster.client(0).ping()).toBe("PONG");
   }, 120_000);
+  describe("one console per data folder", () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-folder-"));
+    let first: LauncherProcess;
+    let orphan: RedisNode;
+    let firstPorts: string[] = [];
+
+    afterAll(async () => {
+      await first?.stop("SIGKILL");
+      await orphan?.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it("reaps a node a dead console of this folder left behind, and no other redis-server", async () => {
+      // A node of this folder whose console is gone (its node directory is where redis-server runs), and a
+      // node of someone else's listed in the same file: only the first is provably an orphan.
+      orphan = await RedisNode.start({ dir: path.join(dataDir, "redis"), dieWithParent: false });
+      const foreign = cluster.nodes[0]!;
+      mkdirSync(path.join(dataDir, "redis"), { recursive: true });
+      writeFileSync(path.join(dataDir, "redis", "pids"), `${orphan.pid} ${orphan.port}\n${foreign.pid} ${foreign.port}\n`);
+
+      first = await startLauncher({ REDIS_URLS: "", LOCKSCOPE_DATA_DIR: dataDir });
+      expect(await ping(orphan.port)).toBe(false);
+      expect(await ping(foreign.port)).toBe(true);
+      firstPorts = /embedded lock nodes on ([\d, ]+)\n/.exec(first.output())![1]!.split(", ");
+      expect(redisServerChildren(first.child.pid!)).toHaveLength(3);
+    }, 120_000);
+
+    it("refuses a second launcher on the same folder with one line, and leaves the running console's nodes alone", async () => {
+      const nodesBefore = redisServerChildren(first.child.pid!).sort();
+      const port = Number(firstPorts[0]);
+      const Redis = (await import("ioredis")).default;
+      const client = new Redis(port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+      try {
+        await client.set("lock:held-by-the-first-console", "v", "PX", 60_000);
+        const second = await startLauncher({ REDIS_URLS: "", LOCKSCOPE_DATA_DIR: dataDir }, { waitReady: false });
+        try {
+          const code = await until("the second launcher stops", () => second.child.exitCode, 60_000);
+          expect(code).toBe(1);
+          const lines = second.output().trim().split("\n");
+          expect(lines).toHaveLength(1);
+          expect(lines[0]).toMatch(new RegExp(`^lockscope: the data folder .* is in use by another console \\(pid ${first.child.pid}, `));
+        } finally {
+          await second.stop("SIGKILL");
+        }
+        expect(redisServerChildren(first.child.pid!).sort()).toEqual(nodesBefore);
+        expect(await client.get("lock:held-by-the-first-console")).toBe("v");
+        expect((await fetch(`${first.baseUrl}/api/health`)).status).toBe(200);
+      } finally {
+        client.disconnect();
+      }
+    }, 120_000);
+
+    it("takes its embedded nodes with it when it is killed with SIGKILL", async () => {
+      expect(firstPorts).toHaveLength(3);
+      expect(await first.stop("SIGKILL")).toBe("SIGKILL");
+      await until("no redis-server of the killed console is left", () => firstPorts.every((p) => redisServerPids(`:${p}`).length === 0), 10_000);
+    });
+  });
 });

@@ -9,6 +9,7 @@ import type * as SessionModule from "@/app/api/session/route";
 import { encodeLockValue, fencedWrite, Redlock } from "@/lib/redlock";
 import type { TestCluster } from "../support/redis";
 import { call, OPERATOR_TOKEN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
+import { until } from "../support/wait";
 
 interface AuditEntryBody {
   id: string;
@@ -120,11 +121,10 @@ describe("force release", () => {
       const holding = redlock.using([resource], 30_000, async (signal, lock) => {
         evictedFence = lock.fence;
         // The revocation subscription is the engine's; wait until every node sees a subscriber.
-        for (;;) {
+        await until("every node sees a revocation subscriber", async () => {
           const subs = await Promise.all(nodes.map((n) => n.pubsub("NUMSUB", "lockscope:revoked") as Promise<[string, number]>));
-          if (subs.every(([, count]) => count > 0)) break;
-          await new Promise((r) => setTimeout(r, 20));
-        }
+          return subs.every(([, count]) => count > 0);
+        }, 15_000, 20);
         const res = await postRelease(resource, { reason: "holder hung", token: lock.value });
         expect(res.status, JSON.stringify(res.body)).toBe(200);
         await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));

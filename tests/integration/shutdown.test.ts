@@ -5,7 +5,7 @@ import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisServerPids, startLauncher, type LauncherProcess } from "../support/launcher";
 import { startCluster, type TestCluster } from "../support/redis";
-import { setTimeout as sleep } from "node:timers/promises";
+import { until } from "../support/wait";
 
 const OPERATOR_TOKEN = "it-shutdown-operator-token-0123456789";
 
@@ -29,14 +29,6 @@ async function openStream(baseUrl: string): Promise<{ text: () => string; ended:
     }
   })();
   return { text: () => text, ended };
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 describe("graceful shutdown of the real launcher (SIGTERM)", () => {
@@ -66,7 +58,7 @@ describe("graceful shutdown of the real launcher (SIGTERM)", () => {
       } finally {
         for (const c of clients) c.disconnect();
       }
-      await until(async () => (await fetch(`${launcher.baseUrl}/api/ready`)).status === 200, "the console to be ready");
+      await until("the console is ready", async () => (await fetch(`${launcher.baseUrl}/api/ready`)).status === 200, 30_000, 100);
       const release = await fetch(`${launcher.baseUrl}/api/locks/${encodeURIComponent("lock:shutdown/1")}/release`, {
         method: "POST",
         headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
@@ -76,7 +68,7 @@ describe("graceful shutdown of the real launcher (SIGTERM)", () => {
       const { auditId } = (await release.json()) as { auditId: string };
 
       const stream = await openStream(launcher.baseUrl);
-      await until(() => stream.text().includes("event: snapshot"), "the stream's snapshot");
+      await until("the stream's snapshot", () => stream.text().includes("event: snapshot"), 30_000, 100);
 
       const code = await launcher.stop("SIGTERM");
       await stream.ended;
@@ -94,7 +86,7 @@ describe("graceful shutdown of the real launcher (SIGTERM)", () => {
   it("stops its embedded nodes when the signal comes while it is still starting", async () => {
     const launcher = await startLauncher({ REDIS_URLS: "" }, { waitReady: false });
     try {
-      await until(() => /embedded lock nodes on [\d, ]+\n/.test(launcher.output()), "the embedded nodes");
+      await until("the embedded nodes are up", () => /embedded lock nodes on [\d, ]+\n/.test(launcher.output()), 30_000, 100);
       const ports = /embedded lock nodes on ([\d, ]+)\n/.exec(launcher.output())![1]!.split(", ");
       expect(ports).toHaveLength(3);
       expect(await launcher.stop("SIGTERM")).toBe(0);
@@ -126,13 +118,13 @@ describe("graceful shutdown of the real launcher (SIGTERM)", () => {
       });
       expect(start.status).toBe(202);
       const { id } = (await start.json()) as { id: string };
-      await until(async () => {
+      await until("the run sells", async () => {
         const run = (await (await fetch(`${launcher.baseUrl}/api/demo/runs/${id}`, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } })).json()) as {
           status: string;
           progress?: { sold?: number };
         };
         return run.status === "running" && (run.progress?.sold ?? 0) > 0;
-      }, "the run to sell");
+      }, 30_000, 100);
 
       expect(await launcher.stop("SIGTERM")).toBe(0);
       const record = JSON.parse((await cluster.client(0).get(`lockscope:lab:run:${id}`)) ?? "{}") as { status?: string };

@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "@/lib/redis-node";
+import { until } from "./wait";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -10,6 +11,8 @@ export interface LauncherProcess {
   child: ChildProcess;
   port: number;
   baseUrl: string;
+  /** Its LOCKSCOPE_DATA_DIR (a fresh temporary folder unless `env` names one). */
+  dataDir: string;
   output: () => string;
   /** Resolves with the exit code (or the signal name). */
   exited: Promise<number | string>;
@@ -19,10 +22,10 @@ export interface LauncherProcess {
 /** Starts the real launcher (`npm start`'s script) as a child process and waits until it serves health. */
 export async function startLauncher(env: Record<string, string> = {}, options: { waitReady?: boolean } = {}): Promise<LauncherProcess> {
   const port = await freePort();
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-"));
+  const dataDir = env.LOCKSCOPE_DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-"));
   const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts", "start.ts")], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOCKSCOPE_DATA_DIR: dataDir, LOG_LEVEL: "warn", NODE_ENV: "production", ...env },
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", NODE_ENV: "production", ...env, LOCKSCOPE_DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -34,6 +37,7 @@ export async function startLauncher(env: Record<string, string> = {}, options: {
     child,
     port,
     baseUrl,
+    dataDir,
     output: () => out,
     exited,
     stop: async (signal = "SIGTERM") => {
@@ -42,20 +46,26 @@ export async function startLauncher(env: Record<string, string> = {}, options: {
     },
   };
   if (options.waitReady === false) return launcher;
-  const deadline = Date.now() + 90_000;
-  let done = false;
-  void exited.then(() => (done = true));
-  while (Date.now() < deadline && !done) {
-    try {
-      const res = await fetch(`${baseUrl}/api/health`);
-      if (res.ok) return launcher;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
+  let exitedEarly = false;
+  void exited.then(() => (exitedEarly = true));
+  try {
+    await until(
+      "the console serves /api/health",
+      async () => {
+        if (exitedEarly) throw new Error("the launcher exited");
+        return fetch(`${baseUrl}/api/health`).then(
+          (res) => res.ok,
+          () => false,
+        );
+      },
+      90_000,
+      200,
+    );
+    return launcher;
+  } catch (error) {
+    await launcher.stop("SIGKILL");
+    throw new Error(`the console did not come up on ${baseUrl} (${(error as Error).message}):\n${out.slice(-2000)}`);
   }
-  await launcher.stop("SIGKILL");
-  throw new Error(`the console did not come up on ${baseUrl}:\n${out.slice(-2000)}`);
 }
 
 /** PIDs of redis-server processes whose title mentions `needle` (redis-server retitles itself `redis-server host:port`). */
