@@ -1,21 +1,26 @@
 /**
  * A check the HTTP server runs on the raw request line before Next.js sees it. Next.js answers a path
- * with broken percent-encoding (`/api/locks/%E0%A4%A/release`, `%ZZ`, `%FF`) and methods such as TRACE
- * with a bare 500; the contract promises a 4xx that says what was wrong. Pure: no Node.js server types.
+ * with broken percent-encoding (`/api/locks/%E0%A4%A/release`, `%ZZ`, `%FF`), methods such as TRACE and
+ * the request target `*` (`OPTIONS *`, `GET *`) with a bare 500; the contract promises a 4xx that says
+ * what was wrong. Pure: no Node.js server types.
  */
+import { API_CONTENT_SECURITY_POLICY, BASE_SECURITY_HEADERS } from "./security-headers";
 
 export const ALLOWED_METHODS = Object.freeze(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const);
 
 export interface RefusedRequest {
-  status: 400 | 405;
+  /** 204 only for `OPTIONS *`, which asks what the server as a whole supports: answered here, with no body. */
+  status: 204 | 400 | 405;
   headers: Record<string, string>;
-  body: { error: { code: "bad_request" | "method_not_allowed"; message: string } };
+  body: { error: { code: "bad_request" | "method_not_allowed"; message: string } } | null;
 }
 
 const ALLOWED = new Set<string>(ALLOWED_METHODS);
 
+const GUARD_HEADERS = { ...BASE_SECURITY_HEADERS, "Content-Security-Policy": API_CONTENT_SECURITY_POLICY, "Cache-Control": "no-store" };
+
 function refuse(status: 400 | 405, code: "bad_request" | "method_not_allowed", message: string, headers: Record<string, string> = {}): RefusedRequest {
-  return { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store", ...headers }, body: { error: { code, message } } };
+  return { status, headers: { ...GUARD_HEADERS, "Content-Type": "application/json", ...headers }, body: { error: { code, message } } };
 }
 
 /** Null when the request line is fine; otherwise the 4xx to answer with. */
@@ -26,6 +31,15 @@ export function checkRequestLine(method: string | undefined, url: string | undef
     });
   }
   const raw = url ?? "/";
+  if (raw === "*") {
+    if (method === "OPTIONS") return { status: 204, headers: { ...GUARD_HEADERS, Allow: ALLOWED_METHODS.join(", ") }, body: null };
+    return refuse(400, "bad_request", `The request target \`*\` is only for OPTIONS; send ${method} to a path such as /api/health.`);
+  }
+  // The absolute form (`GET http://host/path`) is for proxies; this server is addressed by path only, and its
+  // host rules read the Host header.
+  if (!raw.startsWith("/")) {
+    return refuse(400, "bad_request", "The request target must be a path starting with `/` (origin form), e.g. /api/health.");
+  }
   const pathEnd = raw.search(/[?#]/);
   const pathname = pathEnd < 0 ? raw : raw.slice(0, pathEnd);
   const bad = /%(?![0-9A-Fa-f]{2})/.exec(pathname);
