@@ -1,15 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { NextResponse, type NextRequest } from "next/server";
-import { allowedMethods, isApiPath, matchApiRoute } from "@/lib/api-routes";
-import { API_CONTENT_SECURITY_POLICY, BASE_SECURITY_HEADERS, HSTS_VALUE, pageContentSecurityPolicy } from "@/lib/security-headers";
+import { isApiPath, refuseBeforeRouting } from "@/lib/api-routes";
+import { pageContentSecurityPolicy, setSecurityHeaders } from "@/lib/security-headers";
 import { getConfig } from "@/server/config";
 import { ApiError } from "@/server/errors";
 import { assertServedHost } from "@/server/host-check";
 
 /**
- * Runs before every request Next.js serves (pages, routes, static files): refuses host names the console
- * does not answer to (DNS rebinding), answers unknown API paths and methods in the JSON error shape, and
- * puts the security headers on every response, with a fresh script nonce for each page.
+ * Runs before every request Next.js serves (pages, routes, static files) that has no body: refuses host
+ * names the console does not answer to (DNS rebinding), answers unknown API paths and methods in the JSON
+ * error shape, and puts the security headers on every response, with a fresh script nonce for each page.
  */
 export function proxy(request: NextRequest): Response {
   const api = isApiPath(request.nextUrl.pathname);
@@ -35,16 +35,11 @@ export function proxy(request: NextRequest): Response {
 
 /** OPTIONS, unknown paths and methods a route does not serve; null when the route handler should answer. */
 function apiPrecheck(request: NextRequest): Response | null {
-  const route = matchApiRoute(request.nextUrl.pathname);
-  if (!route) throw new ApiError("not_found", `There is no API route at ${request.nextUrl.pathname.slice(0, 200)}; the routes are listed in docs/api.md.`);
-  const allow = allowedMethods(route);
-  if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: { Allow: allow.join(", "), "Cache-Control": "no-store" } });
-  if (!allow.includes(request.method)) {
-    throw new ApiError("method_not_allowed", `${route.pattern} does not answer ${request.method}; it answers ${allow.join(", ")}.`, undefined, {
-      Allow: allow.join(", "),
-    });
-  }
-  return null;
+  const refusal = refuseBeforeRouting(request.method, request.nextUrl.pathname);
+  if (!refusal) return null;
+  const allow: Record<string, string> = refusal.allow ? { Allow: refusal.allow } : {};
+  if (refusal.code === null) return new Response(null, { status: 204, headers: { ...allow, "Cache-Control": "no-store" } });
+  throw new ApiError(refusal.code, refusal.message, undefined, allow);
 }
 
 function errorJson(error: ApiError): Response {
@@ -62,9 +57,20 @@ function isHttps(): boolean {
   return getConfig().publicOrigin?.startsWith("https:") ?? false;
 }
 
-function secured(response: Response, pagePolicyValue: string | null): Response {
-  for (const [name, value] of Object.entries(BASE_SECURITY_HEADERS)) response.headers.set(name, value);
-  response.headers.set("Content-Security-Policy", pagePolicyValue ?? API_CONTENT_SECURITY_POLICY);
-  if (isHttps()) response.headers.set("Strict-Transport-Security", HSTS_VALUE);
+function secured(response: Response, pagePolicy: string | null): Response {
+  setSecurityHeaders(response.headers, { ...(pagePolicy ? { pagePolicy } : {}), https: isHttps() });
   return response;
 }
+
+/**
+ * Requests with a body skip the proxy: for a proxy, Next.js reads the whole body first and, when the
+ * client hangs up mid-body, logs the abort as an error and answers 500 before any route runs. Those
+ * requests are the routes' own POST/DELETE bodies: the route wrapper (`server/http.ts`) checks their Host
+ * and sets the same headers, and the request-line guard answers unknown paths and methods for them.
+ */
+export const config = {
+  matcher: [
+    { source: "/:path*", missing: [{ type: "header", key: "content-length" }, { type: "header", key: "transfer-encoding" }] },
+    { source: "/:path*", has: [{ type: "header", key: "content-length", value: "0" }] },
+  ],
+};

@@ -1,7 +1,7 @@
 /**
- * The API's routes and the methods each serves, so that the proxy can answer an unknown `/api/*` path
- * with a JSON 404 and a method the route does not serve with a JSON 405 (Next.js answers the first with
- * its HTML 404 page and the second with an empty 405). `tests/integration/fuzz.test.ts` checks this
+ * The API's routes and the methods each serves, so that the request-line guard and the proxy can answer
+ * an unknown `/api/*` path with a JSON 404 and a method the route does not serve with a JSON 405 (Next.js
+ * answers the first with its HTML 404 page and the second with an empty 405). `tests/integration/fuzz.test.ts` checks this
  * table against the route files in `app/`, so a route added there and not here fails the tests.
  */
 
@@ -53,4 +53,34 @@ export function matchApiRoute(pathname: string): ApiRoute | null {
 /** The methods to list in `Allow` for a route: HEAD wherever GET is, and OPTIONS everywhere. */
 export function allowedMethods(route: ApiRoute): string[] {
   return [...route.methods, ...(route.methods.includes("GET") ? ["HEAD"] : []), "OPTIONS"];
+}
+
+/** The 204 answer to OPTIONS is no error: it has no code. */
+export type RouteRefusal =
+  | { status: 204; code: null; message: string; allow: string }
+  | { status: 404 | 405; code: "not_found" | "method_not_allowed"; message: string; allow: string | null };
+
+/** Pages are read, never posted to (the console has no server actions). */
+const PAGE_METHODS = ["GET", "HEAD", "OPTIONS"];
+
+/**
+ * What the console answers before any route runs, for a path (without its query) and method: OPTIONS on
+ * a route (204 with `Allow`), an unknown API path (404), a method nobody serves there (405); null when
+ * the request goes on to its route or page.
+ */
+export function refuseBeforeRouting(method: string, pathname: string): RouteRefusal | null {
+  if (!isApiPath(pathname)) {
+    if (PAGE_METHODS.includes(method)) return null;
+    return { status: 405, code: "method_not_allowed", message: `Pages answer ${PAGE_METHODS.join(", ")}, not ${method}.`, allow: PAGE_METHODS.join(", ") };
+  }
+  const route = matchApiRoute(pathname);
+  if (!route) {
+    return { status: 404, code: "not_found", message: `There is no API route at ${pathname.slice(0, 200)}; the routes are listed in docs/api.md.`, allow: null };
+  }
+  const allow = allowedMethods(route).join(", ");
+  if (method === "OPTIONS") return { status: 204, code: null, message: "", allow };
+  if (!allow.split(", ").includes(method)) {
+    return { status: 405, code: "method_not_allowed", message: `${route.pattern} does not answer ${method}; it answers ${allow}.`, allow };
+  }
+  return null;
 }

@@ -4,22 +4,23 @@
  * the request target `*` (`OPTIONS *`, `GET *`) with a bare 500; the contract promises a 4xx that says
  * what was wrong. Pure: no Node.js server types.
  */
+import { refuseBeforeRouting } from "./api-routes";
 import { API_CONTENT_SECURITY_POLICY, BASE_SECURITY_HEADERS } from "./security-headers";
 
 export const ALLOWED_METHODS = Object.freeze(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const);
 
 export interface RefusedRequest {
-  /** 204 only for `OPTIONS *`, which asks what the server as a whole supports: answered here, with no body. */
-  status: 204 | 400 | 405;
+  /** 204 for OPTIONS (`*` or a route): what is supported, answered here, with no body. */
+  status: 204 | 400 | 404 | 405;
   headers: Record<string, string>;
-  body: { error: { code: "bad_request" | "method_not_allowed"; message: string } } | null;
+  body: { error: { code: "bad_request" | "not_found" | "method_not_allowed"; message: string } } | null;
 }
 
 const ALLOWED = new Set<string>(ALLOWED_METHODS);
 
 const GUARD_HEADERS = { ...BASE_SECURITY_HEADERS, "Content-Security-Policy": API_CONTENT_SECURITY_POLICY, "Cache-Control": "no-store" };
 
-function refuse(status: 400 | 405, code: "bad_request" | "method_not_allowed", message: string, headers: Record<string, string> = {}): RefusedRequest {
+function refuse(status: 400 | 404 | 405, code: "bad_request" | "not_found" | "method_not_allowed", message: string, headers: Record<string, string> = {}): RefusedRequest {
   return { status, headers: { ...GUARD_HEADERS, "Content-Type": "application/json", ...headers }, body: { error: { code, message } } };
 }
 
@@ -50,6 +51,14 @@ export function checkRequestLine(method: string | undefined, url: string | undef
     decodeURIComponent(pathname);
   } catch {
     return refuse(400, "bad_request", "The request path is not valid URL encoding: its %XX escapes do not form UTF-8 text.");
+  }
+  // Here rather than in the proxy alone: a request with a body skips the proxy (see proxy.ts), and would
+  // otherwise get Next.js's HTML 404 or empty 405.
+  const routing = refuseBeforeRouting(method, pathname);
+  if (routing) {
+    const allow: Record<string, string> = routing.allow ? { Allow: routing.allow } : {};
+    if (routing.code === null) return { status: 204, headers: { ...GUARD_HEADERS, ...allow }, body: null };
+    return refuse(routing.status, routing.code, routing.message, allow);
   }
   return null;
 }

@@ -50,3 +50,10 @@ export function pageContentSecurityPolicy({ nonce, development, https }: PagePol
   ];
   return directives.join("; ");
 }
+
+/** Puts the security headers on a response: the page policy for pages, the API policy otherwise. */
+export function setSecurityHeaders(headers: Headers, options: { pagePolicy?: string; https: boolean }): void {
+  for (const [name, value] of Object.entries(BASE_SECURITY_HEADERS)) headers.set(name, value);
+  headers.set("Content-Security-Policy", options.pagePolicy ?? API_CONTENT_SECURITY_POLICY);
+  if (options.https) headers.set("Strict-Transport-Security", HSTS_VALUE);
+}

@@ -1,7 +1,9 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
+import { setSecurityHeaders } from "@/lib/security-headers";
 import { authenticate, checkOrigin, requireRole, type Principal } from "./auth";
+import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { assertServedHost } from "./host-check";
 import { getLogger } from "./logger";
@@ -186,6 +188,12 @@ export function route<P = undefined, Q = undefined, B = undefined>(
       { requestId, method: request.method, route: spec.name, status: response.status, ms: Math.round(seconds * 1000), role: principal?.role, streaming },
       "request",
     );
+    // The proxy sets these too, but requests with a body skip it (proxy.ts): every route answer carries them.
+    try {
+      setSecurityHeaders(response.headers, { https: getConfig().publicOrigin?.startsWith("https:") ?? false });
+    } catch {
+      // a handler returned a Response with immutable headers: the proxy's copy of the headers stands
+    }
     return response;
   };
 }
