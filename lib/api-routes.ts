@@ -30,7 +30,7 @@ export const API_ROUTES: readonly ApiRoute[] = Object.freeze([
 
 /** Whether a path belongs to the API (JSON answers) rather than to the pages. */
 export function isApiPath(pathname: string): boolean {
-  return pathname === "/api" || pathname.startsWith("/api/") || pathname === "/metrics" || pathname === "/metrics/";
+  return pathname === "/api" || pathname.startsWith("/api/") || pathname === "/metrics" || pathname.startsWith("/metrics/");
 }
 
 function matches(pattern: string, pathname: string): boolean {
