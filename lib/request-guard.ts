@@ -24,7 +24,10 @@ function refuse(status: 400 | 404 | 405, code: "bad_request" | "not_found" | "me
   return { status, headers: { ...GUARD_HEADERS, "Content-Type": "application/json", ...headers }, body: { error: { code, message } } };
 }
 
-/** Null when the request line is fine; otherwise the 4xx to answer with. */
+/**
+ * Null when the request goes on to Next.js; otherwise the answer to send: a 4xx in the JSON error shape,
+ * or 204 with `Allow` for OPTIONS (Node.js sends no body with a 204, so `body` is null).
+ */
 export function checkRequestLine(method: string | undefined, url: string | undefined): RefusedRequest | null {
   if (!method || !ALLOWED.has(method)) {
     return refuse(405, "method_not_allowed", `Method ${(method ?? "").slice(0, 20)} is not supported; use ${ALLOWED_METHODS.join(", ")}.`, {
