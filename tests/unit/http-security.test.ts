@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { API_ROUTES, matchApiRoute, refuseBeforeRouting } from "@/lib/api-routes";
 import { hostRules, isAllowedHost, isAllowedOrigin } from "@/lib/host-rules";
 import { sameOriginPath } from "@/lib/safe-redirect";
-import { pageContentSecurityPolicy } from "@/lib/security-headers";
+import { pageContentSecurityPolicy, setSecurityHeaders } from "@/lib/security-headers";
 
 describe("the sign-in redirect", () => {
   const origin = "http://127.0.0.1:3000";
@@ -78,5 +78,16 @@ describe("the page policy", () => {
     expect(production).not.toContain("upgrade-insecure-requests");
     expect(pageContentSecurityPolicy({ nonce: "abc", development: true, https: false })).toContain("'unsafe-eval'");
     expect(pageContentSecurityPolicy({ nonce: "abc", development: false, https: true })).toContain("upgrade-insecure-requests");
+  });
+
+  it("adds HSTS only when the public origin is https", () => {
+    const plain = new Headers();
+    setSecurityHeaders(plain, { https: false });
+    expect(plain.get("strict-transport-security")).toBeNull();
+    expect(plain.get("content-security-policy")).toContain("default-src 'none'");
+    const secure = new Headers();
+    setSecurityHeaders(secure, { https: true, pagePolicy: "default-src 'self'" });
+    expect(secure.get("strict-transport-security")).toBe("max-age=31536000");
+    expect(secure.get("content-security-policy")).toBe("default-src 'self'");
   });
 });
