@@ -1,12 +1,9 @@
 import { defineConfig } from "@playwright/test";
+import { e2eTarget } from "./tests/e2e/target";
 
-const PORT = Number(process.env.E2E_PORT ?? 3210);
-const baseURL = `http://127.0.0.1:${PORT}`;
-
-// E2E runs only against a console this config starts on loopback, with its own embedded lock nodes.
-if (!/^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?$/.test(baseURL)) {
-  throw new Error(`Refusing to run e2e tests against a non-local target: ${baseURL}`);
-}
+// E2E runs only against a console this config starts on loopback, with its own embedded lock nodes: the
+// target is read from the environment and refused (the run stops here) unless it is local.
+const { baseURL, host: HOST, port: PORT } = e2eTarget(process.env);
 
 export const E2E_OPERATOR_TOKEN = "e2e-operator-token-0123456789abcdef";
 export const E2E_VIEWER_TOKEN = "e2e-viewer-token-0123456789abcdef";
@@ -50,7 +47,7 @@ export default defineConfig({
     gracefulShutdown: { signal: "SIGTERM", timeout: 10_000 },
     env: {
       PORT: String(PORT),
-      HOST: "127.0.0.1",
+      HOST,
       LOCKSCOPE_DATA_DIR: `.lockscope/e2e-${PORT}`,
       LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN,
       LOCKSCOPE_VIEWER_TOKEN: E2E_VIEWER_TOKEN,

@@ -2,6 +2,7 @@
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
+import { sameOriginPath } from "@/lib/safe-redirect";
 import { apiFetch, ApiRequestError } from "./api-client";
 
 export function LoginForm({ next }: { next: string }) {
@@ -18,7 +19,7 @@ export function LoginForm({ next }: { next: string }) {
     try {
       await apiFetch("/api/session", { method: "POST", body: JSON.stringify({ token, ...(name.trim() ? { name: name.trim() } : {}) }) });
       await queryClient.invalidateQueries();
-      window.location.assign(next);
+      window.location.assign(sameOriginPath(next, window.location.origin));
     } catch (e) {
       setError(e instanceof ApiRequestError ? e.message : "Could not reach the console.");
       setBusy(false);

@@ -21,17 +21,40 @@ export interface LockscopeConfig {
   metricsGroupPattern: RegExp;
   metricsMaxGroups: number;
   publicOrigin: string | null;
+  /** Host names (beyond localhost, the bind address and the public origin's) the console answers to. */
+  allowedHosts: string[];
+}
+
+/** Variables whose value is a credential: an error names them but never shows what they held. */
+export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
+  "LOCKSCOPE_OPERATOR_TOKEN",
+  "LOCKSCOPE_VIEWER_TOKEN",
+  "METRICS_TOKEN",
+  "LOCKSCOPE_SESSION_SECRET",
+]);
+
+/**
+ * What an error may show of a wrong value: nothing but its length for a secret (a token one character too
+ * short is still almost the whole token), and URLs with their password masked (`REDIS_URLS` carries them).
+ */
+export function displayedValue(variable: string, value: string): string {
+  if (SECRET_VARIABLES.has(variable)) return `(hidden, ${value.length} characters)`;
+  return JSON.stringify(value.replace(/(\/\/[^/@\s]*?:)[^/@\s]*@/g, "$1****@"));
 }
 
 /** One environment variable that does not parse: the message says which, what it held and what is expected. */
 export class ConfigError extends Error {
+  /** The value as it may be shown (see `displayedValue`), never the raw secret. */
+  readonly value: string;
   constructor(
     readonly variable: string,
-    readonly value: string,
+    value: string,
     readonly expected: string,
   ) {
-    super(`${variable}=${JSON.stringify(value)} is invalid: expected ${expected}.`);
+    const shown = displayedValue(variable, value);
+    super(`${variable}=${shown} is invalid: expected ${expected}.`);
     this.name = "ConfigError";
+    this.value = shown;
   }
 }
 
@@ -65,6 +88,9 @@ const redisUrl = z.string().refine((s) => {
   }
 });
 
+/** A DNS name, an IPv4 address or a bracketed IPv6 address, as it appears in a Host header (without the port). */
+const HOST_NAME = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])$/;
+
 const token = z.string().min(16).max(512).regex(/^[\x21-\x7e]+$/);
 
 /** Parses and validates the configuration; throws `ConfigError` on the first wrong variable. */
@@ -92,7 +118,7 @@ export function parseConfig(env: Env): LockscopeConfig {
   const metricsToken = optionalToken("METRICS_TOKEN");
   const sessionSecret = optionalToken("LOCKSCOPE_SESSION_SECRET");
   if (operatorToken && viewerToken && operatorToken === viewerToken) {
-    throw new ConfigError("LOCKSCOPE_VIEWER_TOKEN", "(same as the operator token)", "a token different from LOCKSCOPE_OPERATOR_TOKEN");
+    throw new ConfigError("LOCKSCOPE_VIEWER_TOKEN", viewerToken, "a token different from LOCKSCOPE_OPERATOR_TOKEN");
   }
   const dataDir = field(env, "LOCKSCOPE_DATA_DIR", z.string().min(1), "a folder path", CONFIG_DEFAULTS.dataDir);
   const auditFile = field(env, "AUDIT_FILE", z.string().min(1), "a file path", `${dataDir}/audit.jsonl`);
@@ -132,6 +158,13 @@ export function parseConfig(env: Env): LockscopeConfig {
     "the console's public origin, e.g. https://lockscope.example.com (only behind a proxy)",
     undefined,
   ) ?? null;
+  const allowedHosts = field(
+    env,
+    "ALLOWED_HOSTS",
+    z.string().transform((s) => s.split(",").map((p) => p.trim().toLowerCase()).filter((p) => p !== "")).pipe(z.array(z.string().max(253).regex(HOST_NAME)).max(64)),
+    "comma-separated host names or IP addresses without a port, e.g. lockscope.internal,10.0.0.5",
+    "",
+  );
   return {
     redisUrls: redisUrls ?? null,
     lockPatterns,
@@ -148,6 +181,7 @@ export function parseConfig(env: Env): LockscopeConfig {
     metricsGroupPattern,
     metricsMaxGroups,
     publicOrigin,
+    allowedHosts,
   };
 }
 

@@ -1,24 +1,33 @@
 /**
  * A check the HTTP server runs on the raw request line before Next.js sees it. Next.js answers a path
- * with broken percent-encoding (`/api/locks/%E0%A4%A/release`, `%ZZ`, `%FF`) and methods such as TRACE
- * with a bare 500; the contract promises a 4xx that says what was wrong. Pure: no Node.js server types.
+ * with broken percent-encoding (`/api/locks/%E0%A4%A/release`, `%ZZ`, `%FF`), methods such as TRACE and
+ * the request target `*` (`OPTIONS *`, `GET *`) with a bare 500; the contract promises a 4xx that says
+ * what was wrong. Pure: no Node.js server types.
  */
+import { refuseBeforeRouting } from "./api-routes";
+import { API_CONTENT_SECURITY_POLICY, BASE_SECURITY_HEADERS } from "./security-headers";
 
 export const ALLOWED_METHODS = Object.freeze(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const);
 
 export interface RefusedRequest {
-  status: 400 | 405;
+  /** 204 for OPTIONS (`*` or a route): what is supported, answered here, with no body. */
+  status: 204 | 400 | 404 | 405;
   headers: Record<string, string>;
-  body: { error: { code: "bad_request" | "method_not_allowed"; message: string } };
+  body: { error: { code: "bad_request" | "not_found" | "method_not_allowed"; message: string } } | null;
 }
 
 const ALLOWED = new Set<string>(ALLOWED_METHODS);
 
-function refuse(status: 400 | 405, code: "bad_request" | "method_not_allowed", message: string, headers: Record<string, string> = {}): RefusedRequest {
-  return { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store", ...headers }, body: { error: { code, message } } };
+const GUARD_HEADERS = { ...BASE_SECURITY_HEADERS, "Content-Security-Policy": API_CONTENT_SECURITY_POLICY, "Cache-Control": "no-store" };
+
+function refuse(status: 400 | 404 | 405, code: "bad_request" | "not_found" | "method_not_allowed", message: string, headers: Record<string, string> = {}): RefusedRequest {
+  return { status, headers: { ...GUARD_HEADERS, "Content-Type": "application/json", ...headers }, body: { error: { code, message } } };
 }
 
-/** Null when the request line is fine; otherwise the 4xx to answer with. */
+/**
+ * Null when the request goes on to Next.js; otherwise the answer to send: a 4xx in the JSON error shape,
+ * or 204 with `Allow` for OPTIONS (Node.js sends no body with a 204, so `body` is null).
+ */
 export function checkRequestLine(method: string | undefined, url: string | undefined): RefusedRequest | null {
   if (!method || !ALLOWED.has(method)) {
     return refuse(405, "method_not_allowed", `Method ${(method ?? "").slice(0, 20)} is not supported; use ${ALLOWED_METHODS.join(", ")}.`, {
@@ -26,6 +35,15 @@ export function checkRequestLine(method: string | undefined, url: string | undef
     });
   }
   const raw = url ?? "/";
+  if (raw === "*") {
+    if (method === "OPTIONS") return { status: 204, headers: { ...GUARD_HEADERS, Allow: ALLOWED_METHODS.join(", ") }, body: null };
+    return refuse(400, "bad_request", `The request target \`*\` is only for OPTIONS; send ${method} to a path such as /api/health.`);
+  }
+  // The absolute form (`GET http://host/path`) is for proxies; this server is addressed by path only, and its
+  // host rules read the Host header.
+  if (!raw.startsWith("/")) {
+    return refuse(400, "bad_request", "The request target must be a path starting with `/` (origin form), e.g. /api/health.");
+  }
   const pathEnd = raw.search(/[?#]/);
   const pathname = pathEnd < 0 ? raw : raw.slice(0, pathEnd);
   const bad = /%(?![0-9A-Fa-f]{2})/.exec(pathname);
@@ -36,6 +54,14 @@ export function checkRequestLine(method: string | undefined, url: string | undef
     decodeURIComponent(pathname);
   } catch {
     return refuse(400, "bad_request", "The request path is not valid URL encoding: its %XX escapes do not form UTF-8 text.");
+  }
+  // Here rather than in the proxy alone: a request with a body skips the proxy (see proxy.ts), and would
+  // otherwise get Next.js's HTML 404 or empty 405.
+  const routing = refuseBeforeRouting(method, pathname);
+  if (routing) {
+    const allow: Record<string, string> = routing.allow ? { Allow: routing.allow } : {};
+    if (routing.code === null) return { status: 204, headers: { ...GUARD_HEADERS, ...allow }, body: null };
+    return refuse(routing.status, routing.code, routing.message, allow);
   }
   return null;
 }

@@ -2,9 +2,13 @@ import "server-only";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { isAllowedOrigin } from "@/lib/host-rules";
 import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { singleton } from "./global";
+import { getHostRules } from "./host-check";
+import { getLogger } from "./logger";
+import { getSessionRevocations } from "./session-revocation";
 
 export type Role = "viewer" | "operator";
 
@@ -13,6 +17,8 @@ export interface Principal {
   /** Who acts, for the audit log: a name given at sign-in or in `X-Lockscope-Actor`, else the role. */
   actor: string;
   via: "bearer" | "session" | "open";
+  /** For a session cookie: its id and expiry (epoch ms), so that signing out can revoke it. */
+  session?: { id: string; expiresAtMs: number };
 }
 
 export const SESSION_COOKIE = "lockscope_session";
@@ -90,14 +96,24 @@ interface SessionPayload {
   a: string;
   exp: number;
   f: string;
+  /** Session id: what signing out revokes. */
+  i: string;
 }
+
+const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
 
 function sign(data: string): string {
   return createHmac("sha256", getSecrets().sessionSecret).update(data).digest("base64url");
 }
 
 export function createSessionCookieValue(role: Role, actor: string, nowMs = Date.now()): string {
-  const payload: SessionPayload = { r: role, a: actor, exp: Math.floor(nowMs / 1000) + SESSION_TTL_SECONDS, f: tokenFingerprint(role) };
+  const payload: SessionPayload = {
+    r: role,
+    a: actor,
+    exp: Math.floor(nowMs / 1000) + SESSION_TTL_SECONDS,
+    f: tokenFingerprint(role),
+    i: randomBytes(16).toString("base64url"),
+  };
   const data = Buffer.from(JSON.stringify(payload)).toString("base64url");
   return `${data}.${sign(data)}`;
 }
@@ -113,7 +129,14 @@ export function verifySessionCookieValue(value: string, nowMs = Date.now()): Pri
     if (payload.r !== "operator" && payload.r !== "viewer") return null;
     if (typeof payload.exp !== "number" || payload.exp * 1000 <= nowMs) return null;
     if (payload.f !== tokenFingerprint(payload.r)) return null;
-    return { role: payload.r, actor: typeof payload.a === "string" ? payload.a : payload.r, via: "session" };
+    // A cookie without an id could never be signed out: not accepted.
+    if (typeof payload.i !== "string" || !SESSION_ID.test(payload.i)) return null;
+    return {
+      role: payload.r,
+      actor: typeof payload.a === "string" ? payload.a : payload.r,
+      via: "session",
+      session: { id: payload.i, expiresAtMs: payload.exp * 1000 },
+    };
   } catch {
     return null;
   }
@@ -152,25 +175,54 @@ function readCookie(header: string | null, name: string): string | null {
 }
 
 /**
- * Who is asking. A bearer token wins over a cookie; a wrong bearer token is a 401 (never silently
- * downgraded to the open viewer). Without credentials, reading is open only when no viewer token is set.
+ * Who is asking. A bearer token wins over a cookie; a wrong bearer token is a 401 (429 once the address
+ * has sent too many; never silently downgraded to the open viewer). A signed-out session counts as no
+ * session. Without credentials, reading is open only when no viewer token is set.
  */
-export function authenticate(headers: Headers): Principal | null {
+export async function authenticate(headers: Headers): Promise<Principal | null> {
   const authorization = headers.get("authorization");
   if (authorization !== null) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match?.[1]) throw new ApiError("unauthorized", "The Authorization header must be `Bearer <token>`.");
-    const role = roleForToken(match[1]);
-    if (!role) throw new ApiError("unauthorized", "The bearer token is not valid.");
+    const role = checkPresentedToken(match[1], clientIp(headers), "bearer");
     return { role, actor: cleanActor(headers.get("x-lockscope-actor"), role), via: "bearer" };
   }
   const cookie = readCookie(headers.get("cookie"), SESSION_COOKIE);
   if (cookie) {
     const principal = verifySessionCookieValue(cookie);
-    if (principal) return principal;
+    if (principal?.session && !(await getSessionRevocations().isRevoked(principal.session.id))) return principal;
   }
   if (getSecrets().viewerToken === null) return { role: "viewer", actor: "anonymous", via: "open" };
   return null;
+}
+
+/**
+ * The role a presented token (bearer or sign-in) grants, or 401 for a wrong one. A correct token is always
+ * accepted, whatever its address sent before: a guesser behind the same address (or the same proxy) must
+ * not lock the operator out. Wrong tokens are counted per address and token fingerprint; past the limit,
+ * they get 429 with `Retry-After`.
+ */
+export function checkPresentedToken(token: string, ip: string, via: "bearer" | "sign-in", nowMs = Date.now()): Role {
+  const role = roleForToken(token);
+  if (role) return role;
+  // The scrape credential is right where it belongs (/metrics checks it itself): not a guess to count.
+  const metricsToken = getConfig().metricsToken;
+  if (metricsToken !== null && tokensEqual(token, metricsToken)) {
+    throw new ApiError("unauthorized", "METRICS_TOKEN is only for scraping /metrics; use the operator or viewer token here.");
+  }
+  const limiter = getWrongTokenLimiter();
+  const wait = limiter.retryAfterSeconds(ip, nowMs);
+  const crossed = limiter.fail(ip, wrongTokenFingerprint(token), nowMs);
+  if (crossed) getLogger().warn({ ip, via, action: "wrong-token", outcome: "limited" }, "too many wrong tokens from one address");
+  if (wait > 0) {
+    throw new ApiError("rate_limited", `Too many wrong tokens from this address; try again in ${wait} s.`, undefined, { "Retry-After": String(wait) });
+  }
+  throw new ApiError("unauthorized", via === "bearer" ? "The bearer token is not valid." : "That token is not valid for this console.");
+}
+
+/** Tells wrong tokens apart without keeping them: a keyed hash, truncated. */
+function wrongTokenFingerprint(token: string): string {
+  return createHmac("sha256", getSecrets().sessionSecret).update(`wrong-token:${token}`).digest().subarray(0, 8).toString("base64url");
 }
 
 /** Throws 401/403 unless the principal may act with `needed`. */
@@ -191,27 +243,23 @@ export function requireRole(principal: Principal | null, needed: Role): Principa
   return principal;
 }
 
-/** The console's own origin: the configured public origin, else the one the request was addressed to. */
-export function ownOrigin(headers: Headers, requestUrl: string): string {
-  const configured = getConfig().publicOrigin;
-  if (configured) return configured;
-  const host = headers.get("host");
-  const url = new URL(requestUrl);
-  return host ? `${url.protocol}//${host}` : url.origin;
-}
-
 /**
- * Browsers send `Origin` on every mutating request; it must be ours. A request without `Origin` is a
- * script's (curl), accepted only with a bearer token, never on a cookie alone.
+ * Browsers send `Origin` on every mutating request; it must be one of the console's own origins (its
+ * configured and local host names, see `server/host-check.ts`), never one derived from the request's Host,
+ * which DNS rebinding controls. A request without `Origin` is a script's (curl), accepted only with a
+ * bearer token, never on a cookie alone.
  */
-export function checkOrigin(headers: Headers, requestUrl: string, via: Principal["via"] | "none"): void {
+export function checkOrigin(headers: Headers, via: Principal["via"] | "none"): void {
   const origin = headers.get("origin");
   if (origin === null) {
     if (via === "session") throw new ApiError("forbidden", "A browser request that changes something must carry this console's Origin header.");
     return;
   }
-  if (origin !== ownOrigin(headers, requestUrl)) {
-    throw new ApiError("forbidden", `Cross-origin request refused: Origin ${origin.slice(0, 100)} is not this console.`);
+  if (!isAllowedOrigin(getHostRules(), origin)) {
+    throw new ApiError(
+      "forbidden",
+      `Cross-origin request refused: Origin ${origin.slice(0, 100)} is not this console (behind a proxy or a port mapping, set LOCKSCOPE_PUBLIC_ORIGIN).`,
+    );
   }
 }
 
@@ -219,38 +267,58 @@ export function clientIp(headers: Headers): string {
   return headers.get(CLIENT_IP_HEADER) ?? "unknown";
 }
 
-/** Failed sign-ins per client address in a sliding window; in memory, per process. */
-export class SignInLimiter {
-  private readonly failures = new Map<string, number[]>();
+/**
+ * Wrong tokens per client address in a sliding window, counted once per distinct token (by fingerprint): a
+ * script retrying with one stale token is not a guesser, an address trying many different tokens is. In
+ * memory, per process, bounded.
+ */
+export class WrongTokenLimiter {
+  /** Address → wrong-token fingerprint → when it was last sent. */
+  private readonly failures = new Map<string, Map<string, number>>();
   constructor(
-    private readonly maxFailures = 5,
+    private readonly maxDistinct = 5,
     private readonly windowMs = 60_000,
+    private readonly maxAddresses = 10_000,
   ) {}
 
-  /** Seconds to wait before trying again, or 0 when allowed. */
+  /** Seconds to wait before wrong tokens from `ip` are answered 401 again, or 0 while under the limit. */
   retryAfterSeconds(ip: string, nowMs = Date.now()): number {
-    const recent = (this.failures.get(ip) ?? []).filter((t) => nowMs - t < this.windowMs);
-    if (recent.length === 0) this.failures.delete(ip);
-    else this.failures.set(ip, recent);
-    if (recent.length < this.maxFailures) return 0;
-    return Math.max(1, Math.ceil(((recent[0] ?? nowMs) + this.windowMs - nowMs) / 1000));
+    const recent = this.recent(ip, nowMs);
+    if (recent.size < this.maxDistinct) return 0;
+    const oldest = Math.min(...recent.values());
+    return Math.max(1, Math.ceil((oldest + this.windowMs - nowMs) / 1000));
   }
 
-  fail(ip: string, nowMs = Date.now()): void {
-    const list = this.failures.get(ip) ?? [];
-    list.push(nowMs);
-    this.failures.set(ip, list.slice(-this.maxFailures * 2));
-    if (this.failures.size > 10_000) {
+  /** Records a wrong token; true when this one took the address over the limit. */
+  fail(ip: string, fingerprint: string, nowMs = Date.now()): boolean {
+    const recent = this.recent(ip, nowMs);
+    const before = recent.size;
+    recent.delete(fingerprint);
+    recent.set(fingerprint, nowMs);
+    // Keep only what the window can use: the limit's worth of the most recent tokens, and a bounded address list.
+    while (recent.size > this.maxDistinct) {
+      const first = recent.keys().next().value;
+      if (first === undefined) break;
+      recent.delete(first);
+    }
+    this.failures.delete(ip);
+    this.failures.set(ip, recent);
+    if (this.failures.size > this.maxAddresses) {
       const oldest = this.failures.keys().next().value;
       if (oldest !== undefined) this.failures.delete(oldest);
     }
+    return before < this.maxDistinct && recent.size >= this.maxDistinct;
   }
 
-  succeed(ip: string): void {
-    this.failures.delete(ip);
+  private recent(ip: string, nowMs: number): Map<string, number> {
+    const entries = this.failures.get(ip);
+    if (!entries) return new Map();
+    for (const [fingerprint, at] of entries) if (nowMs - at >= this.windowMs) entries.delete(fingerprint);
+    if (entries.size === 0) this.failures.delete(ip);
+    return entries;
   }
 }
 
-export function getSignInLimiter(): SignInLimiter {
-  return singleton("sign-in-limiter", () => new SignInLimiter());
+export function getWrongTokenLimiter(): WrongTokenLimiter {
+  return singleton("wrong-token-limiter", () => new WrongTokenLimiter());
 }

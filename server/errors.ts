@@ -7,6 +7,7 @@ export const ERROR_STATUS = Object.freeze({
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  misdirected_request: 421,
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,

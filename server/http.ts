@@ -1,12 +1,29 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
+import { setSecurityHeaders } from "@/lib/security-headers";
 import { authenticate, checkOrigin, requireRole, type Principal } from "./auth";
+import { getConfig } from "./config";
 import { ApiError } from "./errors";
+import { assertServedHost } from "./host-check";
 import { getLogger } from "./logger";
 import { observeHttpRequest } from "./metrics";
 
 export const MAX_BODY_BYTES = 16 * 1024;
+
+/**
+ * The status logged and counted for a request whose client hung up before its body arrived (nginx's
+ * convention): nobody receives the answer, and it is not a server error.
+ */
+export const CLIENT_CLOSED_STATUS = 499;
+
+/** The client went away while its body was being read. */
+class ClientClosedRequest extends Error {
+  constructor(cause: unknown) {
+    super("the client closed the connection before its body was read", { cause });
+    this.name = "ClientClosedRequest";
+  }
+}
 
 type Access = "public" | "viewer" | "operator";
 
@@ -65,7 +82,14 @@ async function readJsonBody(request: Request): Promise<unknown> {
   let size = 0;
   if (reader) {
     for (;;) {
-      const { done, value } = await reader.read();
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        // The body stream fails only when the connection does: an abort or reset mid-body.
+        throw new ClientClosedRequest(error);
+      }
+      const { done, value } = chunk;
       if (done) break;
       size += value.byteLength;
       if (size > MAX_BODY_BYTES) {
@@ -133,9 +157,11 @@ export function route<P = undefined, Q = undefined, B = undefined>(
     let response: Response;
     let principal: Principal | null = null;
     try {
-      principal = spec.access === "public" ? safeAuthenticate(request.headers) : authenticate(request.headers);
+      // The proxy refuses other hosts before any route runs; checked here too for callers that bypass it.
+      assertServedHost(request.headers);
+      principal = spec.access === "public" ? await safeAuthenticate(request.headers) : await authenticate(request.headers);
       if (spec.access !== "public") principal = requireRole(principal, spec.access);
-      if (MUTATING.has(request.method)) checkOrigin(request.headers, request.url, principal?.via ?? "none");
+      if (MUTATING.has(request.method)) checkOrigin(request.headers, principal?.via ?? "none");
       const url = new URL(request.url);
       const params = parseWith(spec.params, await readParams(context), "path");
       const query = parseWith(spec.query, queryObject(url), "query");
@@ -145,6 +171,8 @@ export function route<P = undefined, Q = undefined, B = undefined>(
     } catch (error) {
       if (error instanceof ApiError) {
         response = errorResponse(error, requestId);
+      } else if (error instanceof ClientClosedRequest) {
+        response = new Response(null, { status: CLIENT_CLOSED_STATUS, headers: { "X-Request-Id": requestId } });
       } else {
         getLogger().error({ err: error, requestId, route: spec.name }, "unhandled error in route");
         response = Response.json(
@@ -160,14 +188,25 @@ export function route<P = undefined, Q = undefined, B = undefined>(
       { requestId, method: request.method, route: spec.name, status: response.status, ms: Math.round(seconds * 1000), role: principal?.role, streaming },
       "request",
     );
+    // The proxy sets these too, but requests with a body skip it (proxy.ts): every route answer carries them.
+    try {
+      setSecurityHeaders(response.headers, { https: getConfig().publicOrigin?.startsWith("https:") ?? false });
+    } catch {
+      // a handler returned a Response with immutable headers: the proxy's copy of the headers stands
+    }
     return response;
   };
 }
 
-function safeAuthenticate(headers: Headers): Principal | null {
+/**
+ * Public routes work without credentials, so a wrong token there is ignored rather than refused; except
+ * that a guesser over the limit is still told to wait.
+ */
+async function safeAuthenticate(headers: Headers): Promise<Principal | null> {
   try {
-    return authenticate(headers);
-  } catch {
+    return await authenticate(headers);
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "rate_limited") throw error;
     return null;
   }
 }

@@ -1,18 +1,18 @@
 import "server-only";
 import {
+  checkPresentedToken,
   clearSessionCookieHeader,
   clientIp,
   cleanActor,
   createSessionCookieValue,
   getSecrets,
-  getSignInLimiter,
-  roleForToken,
   sessionCookieHeader,
   type Principal,
 } from "./auth";
 import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { getLogger } from "./logger";
+import { revokeSession } from "./session-revocation";
 
 function isSecure(request: Request): boolean {
   const publicOrigin = getConfig().publicOrigin;
@@ -27,18 +27,13 @@ export function getSession(principal: Principal | null) {
 
 export function signIn(request: Request, token: string, name: string | undefined): Response {
   const ip = clientIp(request.headers);
-  const limiter = getSignInLimiter();
-  const wait = limiter.retryAfterSeconds(ip);
-  if (wait > 0) {
-    throw new ApiError("rate_limited", `Too many failed sign-ins from this address; try again in ${wait} s.`, undefined, { "Retry-After": String(wait) });
-  }
-  const role = roleForToken(token);
-  if (!role) {
-    limiter.fail(ip);
+  let role: Principal["role"];
+  try {
+    role = checkPresentedToken(token, ip, "sign-in");
+  } catch (error) {
     getLogger().warn({ ip, action: "sign-in", outcome: "refused" }, "operator action");
-    throw new ApiError("unauthorized", "That token is not valid for this console.");
+    throw error;
   }
-  limiter.succeed(ip);
   const actor = cleanActor(name, role);
   getLogger().info({ ip, action: "sign-in", role, actor, outcome: "ok" }, "operator action");
   const value = createSessionCookieValue(role, actor);
@@ -48,6 +43,11 @@ export function signIn(request: Request, token: string, name: string | undefined
   );
 }
 
-export function signOut(request: Request): Response {
+/** Clears the cookie and, for a session cookie, revokes the session: a copy of the cookie no longer works. */
+export async function signOut(request: Request, principal: Principal | null): Promise<Response> {
+  if (principal?.via === "session" && principal.session) {
+    await revokeSession(principal.session.id, principal.session.expiresAtMs);
+    getLogger().info({ ip: clientIp(request.headers), action: "sign-out", role: principal.role, actor: principal.actor }, "operator action");
+  }
   return new Response(null, { status: 204, headers: { "Set-Cookie": clearSessionCookieHeader(isSecure(request)), "Cache-Control": "no-store" } });
 }

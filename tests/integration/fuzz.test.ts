@@ -1,8 +1,10 @@
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import http from "node:http";
+import net from "node:net";
 import path from "node:path";
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { API_ROUTES } from "@/lib/api-routes";
 import type { TestCluster } from "../support/redis";
 import { OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 import { startLauncher, type LauncherProcess } from "../support/launcher";
@@ -176,6 +178,15 @@ describe("malformed requests against every route", () => {
     expect(patterns).toContain("/api/session");
   });
 
+  it("knows, before routing, every route and the methods its file exports", () => {
+    // lib/api-routes.ts answers unknown paths and methods before Next.js routes: it must list what app/ serves.
+    const served = routes
+      .map((r) => ({ pattern: r.pattern, methods: [...readFileSync(r.file, "utf8").matchAll(/^export (?:const|async function|function) (GET|POST|PUT|PATCH|DELETE)\b/gm)].map((m) => m[1]).sort() }))
+      .sort((a, b) => a.pattern.localeCompare(b.pattern));
+    const table = API_ROUTES.map((r) => ({ pattern: r.pattern, methods: [...r.methods].sort() })).sort((a, b) => a.pattern.localeCompare(b.pattern));
+    expect(table).toEqual(served);
+  });
+
   it("answers every malformed in-process request with a 4xx (or a success), never a 5xx or a stack trace", async () => {
     let calls = 0;
     for (const route of routes) {
@@ -231,18 +242,23 @@ describe("malformed requests against every route", () => {
     });
 
     const raw = (method: string, rawPath: string, headers: Record<string, string> = {}, body?: string) =>
-      new Promise<{ status: number; text: string }>((resolve, reject) => {
+      new Promise<{ status: number; text: string; type: string | undefined; allow: string | undefined }>((resolve, reject) => {
         // Node's client frames a DELETE or OPTIONS body with neither Content-Length nor chunking unless told.
         const length: Record<string, string> = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) };
-        const req = http.request({ host: "127.0.0.1", port: launcher.port, method, path: rawPath, headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, ...length, ...headers } }, (res) => {
-          if ((res.headers["content-type"] ?? "").startsWith("text/event-stream")) {
+        // The operator's token unless told otherwise; an empty `authorization` sends none.
+        const all: Record<string, string> = { authorization: `Bearer ${OPERATOR_TOKEN}`, ...length, ...headers };
+        if (all.authorization === "") delete all.authorization;
+        const req = http.request({ host: "127.0.0.1", port: launcher.port, method, path: rawPath, headers: all }, (res) => {
+          const type = res.headers["content-type"];
+          const allow = res.headers.allow;
+          if ((type ?? "").startsWith("text/event-stream")) {
             res.destroy();
-            resolve({ status: res.statusCode ?? 0, text: "" });
+            resolve({ status: res.statusCode ?? 0, text: "", type, allow });
             return;
           }
           const chunks: Buffer[] = [];
           res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8"), type, allow }));
           res.on("error", reject);
         });
         req.setTimeout(10_000, () => req.destroy(new Error(`timeout: ${method} ${rawPath}`)));
@@ -272,6 +288,72 @@ describe("malformed requests against every route", () => {
       expect(failures).toEqual([]);
       const big = await raw("POST", "/api/locks/lock%3Aok/release", { origin, "content-type": "application/json" }, JSON.stringify({ reason: "r".repeat(40_000) }));
       expect(big.status).toBe(413);
+    });
+
+    /** The contract's error body: JSON with a code and a message a person can read. */
+    const assertErrorShape = (where: string, status: number, text: string, type: string | undefined) => {
+      expect(type ?? "", where).toMatch(/^application\/json/);
+      const parsed = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+      expect(typeof parsed.error?.code, `${where}: ${text.slice(0, 200)}`).toBe("string");
+      expect(typeof parsed.error?.message, where).toBe("string");
+      expect(status, where).toBeGreaterThanOrEqual(400);
+    };
+
+    it("answers every route, unknown API paths and the target * with every method: JSON errors, never a 5xx", async () => {
+      const origin = launcher.baseUrl;
+      const failures: string[] = [];
+      const paths = [...routes.map((r) => ({ path: fill(r.pattern, "lock%3Aok"), pattern: r.pattern })), ...["/api", "/api/nope", "/api/locks/a/b/c", "/api/session/x", "/metrics/x"].map((path) => ({ path, pattern: "" }))];
+      let sent = 0;
+      const auths: Array<Record<string, string>> = [{ authorization: "" }, { authorization: `Bearer ${VIEWER_TOKEN}` }, {}, { authorization: "Bearer wrong-token-for-fuzzing" }];
+      for (const { path: rawPath, pattern } of paths) {
+        for (const method of METHODS) {
+          for (const auth of auths) {
+            for (const body of method === "GET" || method === "HEAD" ? [undefined] : [undefined, '{"reason":"fuzzing it",']) {
+              const headers: Record<string, string> = { origin, "content-type": "application/json", ...auth };
+              const res = await raw(method, rawPath, headers, body);
+              sent += 1;
+              const where = `${method} ${rawPath} auth=${auth.authorization?.slice(0, 14) ?? "operator"} body=${body !== undefined}`;
+              try {
+                assertSound(where, res.status, res.text, pattern);
+                if (res.status >= 400 && method !== "HEAD") assertErrorShape(where, res.status, res.text, res.type);
+                if (method === "OPTIONS" && res.status === 204) expect(res.allow ?? "", where).toContain("OPTIONS");
+              } catch {
+                failures.push(`${where} → ${res.status} ${res.type ?? ""} ${res.text.slice(0, 80)}`);
+              }
+            }
+          }
+        }
+      }
+      expect(sent).toBeGreaterThan(500);
+      for (const method of [...METHODS, "PROPFIND"]) {
+        const answer = await rawSocket(`${method} * HTTP/1.1\r\nHost: 127.0.0.1:${launcher.port}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+        const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0);
+        // The body is chunked: the JSON is what lies between the first `{` and the last `}`.
+        const body = answer.slice(answer.indexOf("\r\n\r\n") + 4);
+        const text = body.includes("{") ? body.slice(body.indexOf("{"), body.lastIndexOf("}") + 1) : body;
+        try {
+          expect(status).toBeGreaterThan(0);
+          assertSound(`${method} *`, status, text);
+          if (status >= 400 && method !== "HEAD") assertErrorShape(`${method} *`, status, text, /content-type: ([^\r]+)/i.exec(answer)?.[1]);
+        } catch {
+          failures.push(`${method} * → ${status} ${text.slice(0, 80)}`);
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    /** The request target `*` cannot be sent with Node's HTTP client: raw bytes on a socket. */
+    const rawSocket = (bytes: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(launcher.port, "127.0.0.1", () => socket.write(bytes));
+        let out = "";
+        socket.setTimeout(10_000, () => socket.destroy(new Error(`timeout: ${bytes.split("\r\n")[0]}`)));
+        socket.on("data", (c: Buffer) => (out += c.toString("utf8")));
+        socket.on("close", () => resolve(out));
+        socket.on("error", reject);
+      });
+
+    it("leaves every key it was not asked to touch", async () => {
       for (const n of nodes) {
         for (const [key, value] of sentinels) expect(await n.get(key), key).toBe(value);
       }

@@ -1,21 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HealthModule from "@/app/api/health/route";
+import type * as LocksModule from "@/app/api/locks/route";
 import type * as SessionModule from "@/app/api/session/route";
 import type { TestCluster } from "../support/redis";
 import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 
 type SessionRoute = typeof SessionModule;
 type HealthRoute = typeof HealthModule;
+type LocksRoute = typeof LocksModule;
 
 describe("sign-in, sessions and health", () => {
   let cluster: TestCluster;
   let session: SessionRoute;
   let health: HealthRoute;
+  let locks: LocksRoute;
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 3 });
     session = await import("@/app/api/session/route");
     health = await import("@/app/api/health/route");
+    locks = await import("@/app/api/locks/route");
   });
   afterAll(async () => {
     await tearDownConsole(cluster);
@@ -37,7 +41,7 @@ describe("sign-in, sessions and health", () => {
     const res = await call(session.POST, "POST", "/api/session", { token: null, body: { token: VIEWER_TOKEN } });
     const value = (res.headers.get("set-cookie") ?? "").split(";")[0]!.split("=")[1]!;
     const [data, mac] = value.split(".");
-    const forged = Buffer.from(JSON.stringify({ r: "operator", a: "mallory", exp: 9999999999, f: "x" })).toString("base64url");
+    const forged = Buffer.from(JSON.stringify({ r: "operator", a: "mallory", exp: 9999999999, f: "x", i: "A".repeat(22) })).toString("base64url");
     const who = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `lockscope_session=${forged}.${mac}` } });
     expect(who.status).toBe(401);
     const viewer = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `lockscope_session=${data}.${mac}` } });
@@ -50,17 +54,50 @@ describe("sign-in, sessions and health", () => {
     expect(res.headers.get("set-cookie")).toBeNull();
   });
 
-  it("rate limits failed sign-ins per client address with Retry-After", async () => {
+  it("limits wrong tokens per client address with Retry-After, and never refuses the right token", async () => {
     const headers = { "x-lockscope-client-ip": "10.9.9.9" };
     for (let i = 0; i < 5; i++) {
-      const res = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: "wrong-token-wrong-token" } });
+      const res = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: `wrong-token-number-${i}` } });
       expect(res.status).toBe(401);
     }
-    const limited = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: OPERATOR_TOKEN } });
+    const limited = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: "wrong-token-number-5" } });
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
-    const other = await call(session.POST, "POST", "/api/session", { token: null, headers: { "x-lockscope-client-ip": "10.9.9.10" }, body: { token: OPERATOR_TOKEN } });
-    expect(other.status).toBe(200);
+    // Whoever guesses from an address (or from behind the same proxy) cannot lock the operator out.
+    const right = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: OPERATOR_TOKEN } });
+    expect(right.status).toBe(200);
+    const other = await call(session.POST, "POST", "/api/session", { token: null, headers: { "x-lockscope-client-ip": "10.9.9.10" }, body: { token: "wrong-token-number-6" } });
+    expect(other.status).toBe(401);
+  });
+
+  it("limits wrong bearer tokens too, and still accepts the right one", async () => {
+    const from = (token: string) => ({ token, headers: { "x-lockscope-client-ip": "10.9.9.11" } });
+    for (let i = 0; i < 5; i++) expect((await call(locks.GET, "GET", "/api/locks", from(`guessed-bearer-${i}`))).status).toBe(401);
+    const limited = await call(locks.GET, "GET", "/api/locks", from("guessed-bearer-5"));
+    expect(limited.status).toBe(429);
+    expect(limited.body).toMatchObject({ error: { code: "rate_limited" } });
+    expect((await call(locks.GET, "GET", "/api/locks", from(VIEWER_TOKEN))).status).toBe(200);
+  });
+
+  it("revokes the session on sign-out: a copy of the cookie no longer works, even after the nodes lose it", async () => {
+    const signedIn = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "carol" } });
+    const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie } })).status).toBe(200);
+    const out = await call(session.DELETE, "DELETE", "/api/session", { token: null, headers: { cookie } });
+    expect(out.status).toBe(204);
+    expect(out.headers.get("set-cookie")).toMatch(/Max-Age=0/);
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie } })).status).toBe(401);
+    const release = await call(locks.GET, "GET", "/api/locks", { token: null, headers: { cookie } });
+    expect(release.status).toBe(401);
+    // Every node holds the revocation until the session would have expired.
+    for (const node of cluster.clients()) {
+      const [, keys] = await node.scan("0", "MATCH", "lockscope:revoked-session:*", "COUNT", 1000);
+      expect(keys.length).toBeGreaterThan(0);
+      const ttl = await node.pttl(keys[0]!);
+      expect(ttl).toBeGreaterThan(11 * 60 * 60 * 1000);
+    }
+    await cluster.flushAll();
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie } })).status).toBe(401);
   });
 
   it("answers bad bodies with a 4xx that says what was wrong", async () => {

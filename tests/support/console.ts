@@ -22,6 +22,8 @@ export async function setUpConsole(options: { nodes?: number; env?: Record<strin
     LOCKSCOPE_VIEWER_TOKEN: VIEWER_TOKEN,
     LOCKSCOPE_DATA_DIR: dataDir,
     LOG_LEVEL: "silent",
+    // The console's own origins are built from its port: ORIGIN's, so that requests carrying it are same-origin.
+    PORT: new URL(ORIGIN).port,
     ...options.env,
   });
   return cluster;

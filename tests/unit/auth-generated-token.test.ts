@@ -30,7 +30,7 @@ describe("generated operator token", () => {
     expect(second.operatorToken).toBe(first.operatorToken);
 
     // With no viewer token, reading is open to whoever reaches the port, as a viewer, and nothing more.
-    const open = auth.authenticate(new Headers());
+    const open = await auth.authenticate(new Headers());
     expect(open).toEqual({ role: "viewer", actor: "anonymous", via: "open" });
     expect(() => auth.requireRole(open, "operator")).toThrow(/operator role/);
   });

@@ -18,7 +18,7 @@ describe("raw request line guard", () => {
     for (const url of ["/api/locks/%E0%A4%A/release", "/api/locks/%ZZ/release", "/api/locks/%/release", "/api/locks/lock%3A%FF", "/%C3"]) {
       const refused = checkRequestLine("POST", url);
       expect(refused?.status, url).toBe(400);
-      expect(refused?.body.error.message, url).toMatch(/not valid URL encoding/);
+      expect(refused?.body?.error.message, url).toMatch(/not valid URL encoding/);
     }
   });
 
@@ -27,6 +27,18 @@ describe("raw request line guard", () => {
       const refused = checkRequestLine(method, "/api/audit");
       expect(refused?.status).toBe(405);
       expect(refused?.headers.Allow).toBe("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+    }
+  });
+
+  it("answers OPTIONS * for the whole server and refuses * and absolute targets for anything else", () => {
+    const options = checkRequestLine("OPTIONS", "*");
+    expect(options?.status).toBe(204);
+    expect(options?.headers.Allow).toBe("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+    for (const [method, url] of [["GET", "*"], ["POST", "*"], ["HEAD", "*"], ["GET", "http://evil.example/api/locks"], ["GET", "api/health"]] as const) {
+      const refused = checkRequestLine(method, url);
+      expect(refused?.status, `${method} ${url}`).toBe(400);
+      expect(refused?.body?.error.code).toBe("bad_request");
+      expect(refused?.headers["X-Content-Type-Options"]).toBe("nosniff");
     }
   });
 });

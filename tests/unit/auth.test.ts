@@ -11,7 +11,7 @@ const VIEWER = "unit-viewer-token-0123456789ab";
 /** Drops what a previous test file may have left on globalThis, so the configuration is read afresh. */
 function resetGlobals(): void {
   const store = globalThis as unknown as Record<symbol, unknown>;
-  for (const name of ["config", "secrets", "sign-in-limiter", "launcher-config"]) delete store[Symbol.for(`lockscope.${name}`)];
+  for (const name of ["config", "secrets", "wrong-token-limiter", "host-rules", "launcher-config"]) delete store[Symbol.for(`lockscope.${name}`)];
 }
 
 function thrown(fn: () => unknown): ApiError {
@@ -21,6 +21,15 @@ function thrown(fn: () => unknown): ApiError {
     return error as ApiError;
   }
   throw new Error("expected a throw");
+}
+
+async function rejected(promise: Promise<unknown>): Promise<ApiError> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as ApiError;
+  }
+  throw new Error("expected a rejection");
 }
 
 describe("authentication", () => {
@@ -48,14 +57,24 @@ describe("authentication", () => {
     expect(auth.roleForToken("guess")).toBeNull();
   });
 
-  it("authenticates bearer tokens, refuses a wrong one with 401 and never falls back to open reading", () => {
-    const bearer = (token: string) => new Headers({ authorization: `Bearer ${token}` });
-    expect(auth.authenticate(bearer(OPERATOR))).toMatchObject({ role: "operator", via: "bearer" });
-    expect(auth.authenticate(new Headers({ authorization: `Bearer ${VIEWER}`, "x-lockscope-actor": "dana" }))).toMatchObject({ role: "viewer", actor: "dana" });
-    expect(thrown(() => auth.authenticate(bearer("wrong-token"))).status).toBe(401);
-    expect(thrown(() => auth.authenticate(new Headers({ authorization: "Basic abc" }))).status).toBe(401);
+  it("authenticates bearer tokens, refuses a wrong one with 401 and never falls back to open reading", async () => {
+    const bearer = (token: string) => new Headers({ authorization: `Bearer ${token}`, "x-lockscope-client-ip": "10.7.0.1" });
+    await expect(auth.authenticate(bearer(OPERATOR))).resolves.toMatchObject({ role: "operator", via: "bearer" });
+    await expect(auth.authenticate(new Headers({ authorization: `Bearer ${VIEWER}`, "x-lockscope-actor": "dana" }))).resolves.toMatchObject({ role: "viewer", actor: "dana" });
+    expect((await rejected(auth.authenticate(bearer("wrong-token")))).status).toBe(401);
+    expect((await rejected(auth.authenticate(new Headers({ authorization: "Basic abc" })))).status).toBe(401);
     // A viewer token is configured: no credentials means nobody.
-    expect(auth.authenticate(new Headers())).toBeNull();
+    await expect(auth.authenticate(new Headers())).resolves.toBeNull();
+  });
+
+  it("limits wrong bearer tokens per address, and never refuses the right one", async () => {
+    const from = (ip: string, token: string) => new Headers({ authorization: `Bearer ${token}`, "x-lockscope-client-ip": ip });
+    for (let i = 0; i < 5; i++) expect((await rejected(auth.authenticate(from("10.7.0.2", `guess-number-${i}`)))).status).toBe(401);
+    const limited = await rejected(auth.authenticate(from("10.7.0.2", "guess-number-5")));
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers?.["Retry-After"])).toBeGreaterThan(0);
+    await expect(auth.authenticate(from("10.7.0.2", OPERATOR))).resolves.toMatchObject({ role: "operator" });
+    expect((await rejected(auth.authenticate(from("10.7.0.3", "guess-number-6")))).status).toBe(401);
   });
 
   it("checks roles: 401 without a principal, 403 for a viewer acting as operator", () => {
@@ -68,7 +87,11 @@ describe("authentication", () => {
   it("signs session cookies that expire and cannot be altered", () => {
     const now = Date.UTC(2025, 0, 1);
     const value = auth.createSessionCookieValue("viewer", "erin", now);
-    expect(auth.verifySessionCookieValue(value, now)).toEqual({ role: "viewer", actor: "erin", via: "session" });
+    expect(auth.verifySessionCookieValue(value, now)).toMatchObject({ role: "viewer", actor: "erin", via: "session" });
+    expect(auth.verifySessionCookieValue(value, now)?.session?.expiresAtMs).toBe(now + auth.SESSION_TTL_SECONDS * 1000);
+    expect(auth.verifySessionCookieValue(auth.createSessionCookieValue("viewer", "erin", now), now)?.session?.id).not.toBe(
+      auth.verifySessionCookieValue(value, now)?.session?.id,
+    );
     expect(auth.verifySessionCookieValue(value, now + auth.SESSION_TTL_SECONDS * 1000 + 1000)).toBeNull();
     const [data, mac] = value.split(".") as [string, string];
     const promoted = Buffer.from(Buffer.from(data, "base64url").toString("utf8").replace('"r":"viewer"', '"r":"operator"')).toString("base64url");
@@ -93,28 +116,32 @@ describe("authentication", () => {
   });
 
   it("accepts only this console's Origin on mutating requests, and a cookie only with an Origin", () => {
-    const url = "http://127.0.0.1:3000/api/locks/x/release";
     const headers = (h: Record<string, string>) => new Headers({ host: "127.0.0.1:3000", ...h });
-    expect(() => auth.checkOrigin(headers({ origin: "http://127.0.0.1:3000" }), url, "session")).not.toThrow();
-    expect(thrown(() => auth.checkOrigin(headers({ origin: "http://evil.example" }), url, "bearer")).status).toBe(403);
-    expect(thrown(() => auth.checkOrigin(headers({ origin: "null" }), url, "session")).status).toBe(403);
-    expect(thrown(() => auth.checkOrigin(headers({}), url, "session")).status).toBe(403);
-    expect(() => auth.checkOrigin(headers({}), url, "bearer")).not.toThrow();
+    expect(() => auth.checkOrigin(headers({ origin: "http://127.0.0.1:3000" }), "session")).not.toThrow();
+    expect(() => auth.checkOrigin(headers({ origin: "http://localhost:3000" }), "session")).not.toThrow();
+    expect(thrown(() => auth.checkOrigin(headers({ origin: "http://evil.example" }), "bearer")).status).toBe(403);
+    // DNS rebinding: Host and Origin both name the attacker's domain; they agree, and it is still refused.
+    expect(thrown(() => auth.checkOrigin(new Headers({ host: "attacker.example:3000", origin: "http://attacker.example:3000" }), "session")).status).toBe(403);
+    // Another local app on another port is another origin.
+    expect(thrown(() => auth.checkOrigin(headers({ origin: "http://localhost:9999" }), "session")).status).toBe(403);
+    expect(thrown(() => auth.checkOrigin(headers({ origin: "null" }), "session")).status).toBe(403);
+    expect(thrown(() => auth.checkOrigin(headers({}), "session")).status).toBe(403);
+    expect(() => auth.checkOrigin(headers({}), "bearer")).not.toThrow();
   });
 
-  it("limits failed sign-ins per address in a sliding window and says how long to wait", () => {
-    const limiter = new auth.SignInLimiter(3, 60_000);
+  it("limits distinct wrong tokens per address in a sliding window and says how long to wait", () => {
+    const limiter = new auth.WrongTokenLimiter(3, 60_000);
     const t0 = 1_000_000;
     for (let i = 0; i < 3; i++) {
       expect(limiter.retryAfterSeconds("10.0.0.1", t0 + i)).toBe(0);
-      limiter.fail("10.0.0.1", t0 + i);
+      expect(limiter.fail("10.0.0.1", `fp${i}`, t0 + i)).toBe(i === 2);
     }
     expect(limiter.retryAfterSeconds("10.0.0.1", t0 + 10)).toBe(60);
     expect(limiter.retryAfterSeconds("10.0.0.2", t0 + 10)).toBe(0);
     expect(limiter.retryAfterSeconds("10.0.0.1", t0 + 30_000)).toBe(30);
     expect(limiter.retryAfterSeconds("10.0.0.1", t0 + 60_001)).toBe(0);
-    limiter.fail("10.0.0.3", t0);
-    limiter.succeed("10.0.0.3");
-    expect(limiter.retryAfterSeconds("10.0.0.3", t0)).toBe(0);
+    // One stale token sent again and again is one wrong token, not a guesser.
+    for (let i = 0; i < 10; i++) limiter.fail("10.0.0.3", "stale", t0 + i);
+    expect(limiter.retryAfterSeconds("10.0.0.3", t0 + 20)).toBe(0);
   });
 });

@@ -56,6 +56,33 @@ describe("configuration", () => {
     expect(errorOf({ METRICS_GROUP_PATTERN: "([" }).variable).toBe("METRICS_GROUP_PATTERN");
   });
 
+  it("names a wrong secret but never shows its value", () => {
+    const secret = "hunter2-but-with-spaces and more";
+    for (const variable of ["LOCKSCOPE_OPERATOR_TOKEN", "LOCKSCOPE_VIEWER_TOKEN", "METRICS_TOKEN", "LOCKSCOPE_SESSION_SECRET"]) {
+      const error = errorOf({ [variable]: secret });
+      expect(error.variable).toBe(variable);
+      expect(error.message).toContain(variable);
+      expect(error.message).not.toContain("hunter2");
+      expect(error.value).not.toContain("hunter2");
+      expect(JSON.stringify(error)).not.toContain("hunter2");
+    }
+    const same = "abcdefghijklmnopqrstuvwxyz";
+    expect(errorOf({ LOCKSCOPE_OPERATOR_TOKEN: same, LOCKSCOPE_VIEWER_TOKEN: same }).message).not.toContain(same);
+  });
+
+  it("masks passwords of URLs in a wrong value", () => {
+    const error = errorOf({ REDIS_URLS: "redis://:s3cret@10.0.0.1:6380,http://user:pa55@10.0.0.2:6381" });
+    expect(error.message).not.toContain("s3cret");
+    expect(error.message).not.toContain("pa55");
+    expect(error.message).toContain("10.0.0.2:6381");
+  });
+
+  it("reads ALLOWED_HOSTS as host names without ports", () => {
+    expect(parseConfig({}).allowedHosts).toEqual([]);
+    expect(parseConfig({ ALLOWED_HOSTS: "Lockscope.internal, 10.0.0.5,[::1]" }).allowedHosts).toEqual(["lockscope.internal", "10.0.0.5", "[::1]"]);
+    for (const bad of ["evil.example:3000", "http://x", "a b", "*"]) expect(errorOf({ ALLOWED_HOSTS: bad }).variable).toBe("ALLOWED_HOSTS");
+  });
+
   it("masks passwords in node URLs", () => {
     expect(maskRedisUrl("redis://user:secret@10.0.0.1:6379")).toBe("redis://user:****@10.0.0.1:6379");
     expect(maskRedisUrl("redis://10.0.0.1:6379")).toBe("redis://10.0.0.1:6379");

@@ -13,10 +13,10 @@ const SignInBody = z.strictObject({
 // GET /api/session: who the browser is signed in as (role and actor), or 401.
 export const GET = route({ name: "GET /api/session", access: "public" }, ({ principal }) => getSession(principal));
 
-// POST /api/session: sign in with a token; sets the httpOnly, SameSite=Strict session cookie. Rate limited.
+// POST /api/session: sign in with a token; sets the httpOnly, SameSite=Strict session cookie. Wrong tokens are rate limited.
 export const POST = route({ name: "POST /api/session", access: "public", body: SignInBody }, ({ request, body }) =>
   signIn(request, body.token, body.name),
 );
 
-// DELETE /api/session: sign out; clears the cookie.
-export const DELETE = route({ name: "DELETE /api/session", access: "public" }, ({ request }) => signOut(request));
+// DELETE /api/session: sign out; clears the cookie and revokes the session on every console.
+export const DELETE = route({ name: "DELETE /api/session", access: "public" }, ({ request, principal }) => signOut(request, principal));

@@ -1,0 +1,113 @@
+import "server-only";
+import { getConfig } from "./config";
+import { singleton } from "./global";
+import { whenReady } from "./health";
+import { getLogger } from "./logger";
+import { getNodes, quorumOf, type LockNode } from "./nodes";
+
+/** One key per signed-out session on every lock node, expiring with the session. Must not match LOCK_PATTERNS. */
+export const REVOKED_SESSION_PREFIX = "lockscope:revoked-session:";
+
+/**
+ * How long a "not revoked" answer from the nodes is trusted before they are asked again. Another console's
+ * sign-out reaches this one within this time; a session's requests cost one node read per interval.
+ */
+export const RECHECK_MS = 2_000;
+
+const MAX_ENTRIES = 100_000;
+
+/**
+ * Signed-out sessions. A session cookie is signed, not stored, so signing out must remember its id until it
+ * would have expired anyway. The list lives on the lock nodes (shared by every console over them, like
+ * the audit stream) and in this process: a node outage or a node restarted empty does not bring back a
+ * session this console revoked.
+ */
+export class SessionRevocations {
+  /** Session id → expiry (epoch ms), for sessions revoked here or seen revoked on a node. */
+  private readonly revoked = new Map<string, number>();
+  /** Session id → when the nodes last said it was not revoked. */
+  private readonly clearedAt = new Map<string, number>();
+
+  constructor(
+    private readonly nodes: () => readonly LockNode[],
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Revokes a session until `expiresAtMs`; resolves with how many nodes recorded it. */
+  async revoke(id: string, expiresAtMs: number, nowMs = Date.now()): Promise<{ nodes: number; quorum: number }> {
+    this.remember(id, expiresAtMs, nowMs);
+    const nodes = this.nodes();
+    const acks = await Promise.all(
+      nodes.map(async (node) => {
+        try {
+          if (!(await whenReady(node.client, this.timeoutMs))) return false;
+          await node.client.set(`${REVOKED_SESSION_PREFIX}${id}`, "1", "PXAT", expiresAtMs);
+          return true;
+        } catch {
+          return false;
+        }
+      }),
+    );
+    return { nodes: acks.filter(Boolean).length, quorum: quorumOf(nodes.length) };
+  }
+
+  /** Whether a session was signed out, here or on any console over the same nodes. */
+  async isRevoked(id: string, nowMs = Date.now()): Promise<boolean> {
+    const expiresAt = this.revoked.get(id);
+    if (expiresAt !== undefined) {
+      if (expiresAt > nowMs) return true;
+      this.revoked.delete(id);
+    }
+    const cleared = this.clearedAt.get(id);
+    if (cleared !== undefined && nowMs - cleared < RECHECK_MS) return false;
+    // One node that has the key is enough: a node that missed the write, or lost it in a restart, must not
+    // outvote it. A node that does not answer is skipped (not waited for), so a node outage costs nothing.
+    const answers = await Promise.all(
+      this.nodes().map(async (node) => {
+        if (node.client.status !== "ready") return null;
+        try {
+          return await node.client.pttl(`${REVOKED_SESSION_PREFIX}${id}`);
+        } catch {
+          return null;
+        }
+      }),
+    );
+    const ttl = answers.find((a): a is number => a !== null && a > 0);
+    if (ttl !== undefined) {
+      this.remember(id, nowMs + ttl, nowMs);
+      return true;
+    }
+    this.bounded(this.clearedAt, nowMs - RECHECK_MS);
+    this.clearedAt.set(id, nowMs);
+    return false;
+  }
+
+  private remember(id: string, expiresAtMs: number, nowMs: number): void {
+    this.clearedAt.delete(id);
+    this.bounded(this.revoked, nowMs);
+    this.revoked.set(id, expiresAtMs);
+  }
+
+  /** Drops entries whose time is at or before `cutoff`; past the cap, the oldest inserted go first. */
+  private bounded(map: Map<string, number>, cutoff: number): void {
+    if (map.size < MAX_ENTRIES) return;
+    for (const [key, at] of map) if (at <= cutoff) map.delete(key);
+    while (map.size >= MAX_ENTRIES) {
+      const oldest = map.keys().next().value;
+      if (oldest === undefined) break;
+      map.delete(oldest);
+    }
+  }
+}
+
+export function getSessionRevocations(): SessionRevocations {
+  return singleton("session-revocations", () => new SessionRevocations(getNodes, getConfig().nodeTimeoutMs));
+}
+
+/** Signs a session out everywhere; a shortfall on the nodes is logged (this console refuses it regardless). */
+export async function revokeSession(id: string, expiresAtMs: number): Promise<void> {
+  const { nodes, quorum } = await getSessionRevocations().revoke(id, expiresAtMs);
+  if (nodes < quorum) {
+    getLogger().warn({ action: "sign-out", nodes, quorum }, "sign-out recorded on too few lock nodes: other consoles may still accept the session");
+  }
+}

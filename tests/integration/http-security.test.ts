@@ -1,0 +1,201 @@
+import http from "node:http";
+import net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as SessionModule from "@/app/api/session/route";
+import type { TestCluster } from "../support/redis";
+import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { startLauncher, type LauncherProcess } from "../support/launcher";
+import { until } from "../support/wait";
+
+/**
+ * What a browser (or an attacker's page) sees of the real production server: host names, security headers,
+ * the request target `*`, clients that hang up, and sign-out across two consoles over the same nodes.
+ * Headers set by the proxy and answers Next.js gives before any route runs are only visible over HTTP.
+ */
+
+const SESSION_SECRET = "it-session-secret-0123456789abcdef";
+
+interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+}
+
+describe("the production server's request handling", () => {
+  let cluster: TestCluster;
+  let launcher: LauncherProcess;
+  let session: typeof SessionModule;
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 3, env: { LOCKSCOPE_SESSION_SECRET: SESSION_SECRET } });
+    session = await import("@/app/api/session/route");
+    launcher = await startLauncher({
+      REDIS_URLS: cluster.urls.join(","),
+      LOCKSCOPE_OPERATOR_TOKEN: OPERATOR_TOKEN,
+      LOCKSCOPE_VIEWER_TOKEN: VIEWER_TOKEN,
+      LOCKSCOPE_SESSION_SECRET: SESSION_SECRET,
+      LOG_LEVEL: "info",
+    });
+  }, 240_000);
+  afterAll(async () => {
+    await launcher?.stop("SIGTERM");
+    await tearDownConsole(cluster);
+  });
+
+  const request = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
+    new Promise<RawResponse>((resolve, reject) => {
+      const length: Record<string, string> = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) };
+      const req = http.request({ host: "127.0.0.1", port: launcher.port, method, path, headers: { ...length, ...headers } }, (res) => {
+        if ((res.headers["content-type"] ?? "").startsWith("text/event-stream")) {
+          // Wait for the first frame, so a stream the proxy buffered would time out here.
+          res.once("data", (chunk: Buffer) => {
+            res.destroy();
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text: chunk.toString("utf8") });
+          });
+          return;
+        }
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      });
+      req.setTimeout(15_000, () => req.destroy(new Error(`timeout: ${method} ${path}`)));
+      req.on("error", reject);
+      req.end(body);
+    });
+
+  /** Sends raw bytes and returns what came back before the server closed or `idleMs` of silence. */
+  const rawExchange = (bytes: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = net.connect(launcher.port, "127.0.0.1", () => socket.write(bytes));
+      let out = "";
+      socket.on("data", (c: Buffer) => {
+        out += c.toString("utf8");
+        // One complete response (headers, and a body when it has a length) is all these requests get.
+        const end = out.indexOf("\r\n\r\n");
+        const length = /content-length: (\d+)/i.exec(out.slice(0, end));
+        if (end >= 0 && (!length || out.length >= end + 4 + Number(length[1]))) socket.end();
+      });
+      socket.on("end", () => resolve(out));
+      socket.on("close", () => resolve(out));
+      socket.on("error", reject);
+    });
+
+  const json = (res: RawResponse) => JSON.parse(res.text) as { error?: { code: string; message: string } };
+  const host = () => `127.0.0.1:${launcher.port}`;
+
+  it("refuses a host name it was not given (DNS rebinding) with a JSON 421, on pages, routes and bodies alike", async () => {
+    const rebound = { host: `attacker.example:${launcher.port}` };
+    for (const [method, path, body] of [
+      ["GET", "/", undefined],
+      ["GET", "/api/locks", undefined],
+      ["GET", "/api/audit", undefined],
+      ["GET", "/metrics", undefined],
+      ["GET", "/api/health", undefined],
+      ["POST", "/api/session", JSON.stringify({ token: OPERATOR_TOKEN })],
+      ["POST", "/api/locks/lock%3Aa/release", JSON.stringify({ reason: "rebinding attempt" })],
+    ] as const) {
+      const res = await request(method, path, { ...rebound, "content-type": "application/json", origin: `http://${rebound.host}`, authorization: `Bearer ${OPERATOR_TOKEN}` }, body);
+      expect(res.status, `${method} ${path}`).toBe(421);
+      expect(json(res).error?.code, `${method} ${path}`).toBe("misdirected_request");
+      expect(res.headers["set-cookie"]).toBeUndefined();
+    }
+    for (const name of ["localhost", "127.0.0.1", "[::1]"]) {
+      expect((await request("GET", "/api/health", { host: `${name}:${launcher.port}` })).status, name).toBe(200);
+    }
+  });
+
+  it("checks Origin against the console's own origins, not against the Host header", async () => {
+    const signIn = (origin: string, hostHeader = host()) =>
+      request("POST", "/api/session", { host: hostHeader, origin, "content-type": "application/json" }, JSON.stringify({ token: VIEWER_TOKEN }));
+    expect((await signIn(`http://127.0.0.1:${launcher.port}`)).status).toBe(200);
+    expect((await signIn(`http://localhost:${launcher.port}`, `localhost:${launcher.port}`)).status).toBe(200);
+    const otherApp = await signIn("http://localhost:9999");
+    expect(otherApp.status).toBe(403);
+    expect(json(otherApp).error?.code).toBe("forbidden");
+  });
+
+  it("puts the security headers on every page, route, error and static file, with a fresh nonce per page", async () => {
+    const page = await request("GET", "/login", { host: host() });
+    const policy = String(page.headers["content-security-policy"]);
+    const nonce = /'nonce-([^']+)'/.exec(policy)?.[1];
+    expect(nonce).toBeTruthy();
+    expect(policy).toContain("frame-ancestors 'none'");
+    expect(policy).not.toContain("unsafe-eval");
+    expect(policy).not.toMatch(/script-src[^;]*'unsafe-inline'/);
+    // Next.js puts the nonce on the scripts it renders, so the page still runs under the policy.
+    const scripts = [...page.text.matchAll(/<script\b[^>]*>/g)].map((m) => m[0]);
+    expect(scripts.length).toBeGreaterThan(0);
+    for (const tag of scripts) expect(tag).toContain(`nonce="${nonce}"`);
+    const again = await request("GET", "/login", { host: host() });
+    expect(String(again.headers["content-security-policy"])).not.toContain(nonce!);
+
+    const chunk = /src="(\/_next\/static\/[^"]+\.js)"/.exec(page.text)?.[1];
+    expect(chunk).toBeTruthy();
+    const answers: Array<[string, RawResponse]> = [];
+    for (const path of ["/", "/audit", "/demo", "/locks/lock%3Aorders", "/login?next=/audit", "/no-such-page", chunk!, "/api/health", "/api/locks", "/metrics", "/api/nope", "/api/locks/stream"]) {
+      answers.push([`GET ${path}`, await request("GET", path, { host: host(), authorization: `Bearer ${VIEWER_TOKEN}` })]);
+    }
+    answers.push(["PUT /api/locks", await request("PUT", "/api/locks", { host: host() })]);
+    answers.push(["POST /api/session (a body)", await request("POST", "/api/session", { host: host(), "content-type": "application/json" }, JSON.stringify({ token: "wrong" }))]);
+    answers.push(["POST /api/nope (a body)", await request("POST", "/api/nope", { host: host(), "content-type": "application/json" }, "{}")]);
+    for (const [what, res] of answers) {
+      expect(res.headers["x-content-type-options"], what).toBe("nosniff");
+      expect(res.headers["referrer-policy"], what).toBe("no-referrer");
+      expect(res.headers["x-frame-options"], what).toBe("DENY");
+      expect(String(res.headers["content-security-policy"]), what).toContain("frame-ancestors 'none'");
+      // The public origin is not https here: no HSTS (it would pin plain-http localhost to https).
+      expect(res.headers["strict-transport-security"], what).toBeUndefined();
+    }
+    const stream = answers.find(([what]) => what === "GET /api/locks/stream")![1];
+    expect(stream.headers["content-type"]).toMatch(/^text\/event-stream/);
+    expect(stream.text.length).toBeGreaterThan(0);
+  });
+
+  it("answers OPTIONS * for the server and refuses GET * with JSON, never 500", async () => {
+    const options = await rawExchange(`OPTIONS * HTTP/1.1\r\nHost: ${host()}\r\nConnection: close\r\n\r\n`);
+    expect(options).toMatch(/^HTTP\/1\.1 204 /);
+    expect(options).toMatch(/\r\nallow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n/i);
+    for (const method of ["GET", "POST", "HEAD"]) {
+      const res = await rawExchange(`${method} * HTTP/1.1\r\nHost: ${host()}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      expect(res, method).toMatch(/^HTTP\/1\.1 400 /);
+      if (method !== "HEAD") expect(res.slice(res.indexOf("\r\n\r\n") + 4)).toContain('"code":"bad_request"');
+    }
+    const absolute = await rawExchange(`GET http://attacker.example/api/locks HTTP/1.1\r\nHost: ${host()}\r\nConnection: close\r\n\r\n`);
+    expect(absolute).toMatch(/^HTTP\/1\.1 400 /);
+  });
+
+  it("counts a client that hangs up mid-body as 499, not as a server error, and logs no error", async () => {
+    const metric = async () => {
+      const text = (await request("GET", "/metrics", { host: host() })).text;
+      return text.split("\n").filter((line) => line.startsWith('lockscope_http_requests_total{route="POST /api/session"'));
+    };
+    await new Promise<void>((resolve, reject) => {
+      const socket = net.connect(launcher.port, "127.0.0.1", () => {
+        socket.write(`POST /api/session HTTP/1.1\r\nHost: ${host()}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"token":"abc`);
+      });
+      socket.on("error", reject);
+      // The server has the headers and part of the body once the route has started reading: then hang up.
+      void until("the partial body reached the server", () => socket.bytesWritten > 0 && socket.writableLength === 0).then(() => {
+        socket.destroy();
+        resolve();
+      });
+    });
+    const lines = await until("the abandoned request is counted", async () => {
+      const found = await metric();
+      return found.some((line) => line.includes('status="499"')) ? found : null;
+    });
+    expect(lines.filter((line) => /status="5\d\d"/.test(line))).toEqual([]);
+    expect(launcher.output()).not.toMatch(/Error: aborted|unhandled error/);
+  });
+
+  it("signs a session out on every console over the same nodes", async () => {
+    const signedIn = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "dana" } });
+    const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+    const onOther = () => request("GET", "/api/session", { host: host(), cookie });
+    expect((await onOther()).status).toBe(200);
+    expect((await call(session.DELETE, "DELETE", "/api/session", { token: null, headers: { cookie } })).status).toBe(204);
+    // The other console trusts a "not signed out" answer for a moment, then asks the nodes again.
+    await until("the other console refuses the signed-out session", async () => (await onOther()).status === 401);
+  });
+});
