@@ -38,8 +38,6 @@ local function node_now()
 end
 `;
 
-const TYPES: readonly ReadType[] = ["string", "hash", "zset"];
-
 export interface ReadPlan {
   script: Script;
   /** For each read type, the formats whose companion results follow the payload, in reply order. */

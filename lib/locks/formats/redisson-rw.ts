@@ -76,7 +76,7 @@ export const redissonReadWrite = defineFormat({
     for (const [field, value] of fields) {
       const match = HOLDER_FIELD.exec(field);
       if (!match) continue;
-      holders.push({ id: field, label: match[1] as string, thread: Number(match[2]), count: Number(value), mode: match[3] ? "write" : "read" });
+      holders.push({ id: field, label: match[1], thread: Number(match[2]), count: Number(value), mode: match[3] ? "write" : "read" });
     }
     // The writer first: it is the one that excludes everybody else.
     holders.sort((a, b) => (a.mode === b.mode ? 0 : a.mode === "write" ? -1 : 1));

@@ -48,7 +48,7 @@ export const token = defineFormat({
     if (expiry !== null) holder.expiresAt = expiry;
     const meta = WITH_METADATA.exec(value);
     if (meta && isEpochMs(Number(meta[2]))) {
-      holder.label = meta[1] as string;
+      holder.label = meta[1];
       holder.since = Number(meta[2]);
     }
     return formatReading("token", "string", reading, {

@@ -137,14 +137,14 @@ export interface LockFormat {
    */
   readonly readLua?: { type: ReadType; lua: string };
   /** True when the reading has this format's layout. `key` lets name conventions decide between string formats. */
-  recognise(key: string, raw: RawReading): boolean;
+  readonly recognise: (key: string, raw: RawReading) => boolean;
   /**
    * For discovery outside the patterns: true only when the key is lock-shaped beyond doubt (a string is only a
    * lock by its name or a value format this console knows). Defaults to `recognise`.
    */
-  discoverable?(key: string, raw: RawReading): boolean;
+  readonly discoverable?: (key: string, raw: RawReading) => boolean;
   /** Decodes a reading this format recognised. */
-  decode(key: string, reading: KeyReading, ctx: DecodeContext): FormatReading;
+  readonly decode: (key: string, reading: KeyReading, ctx: DecodeContext) => FormatReading;
   /**
    * Takes one holder away on every node, format-aware, comparing by `holderId`; checks the key's type before
    * any write. null where the console cannot release this format safely.
