@@ -16,7 +16,7 @@ import { onShutdown } from "./shutdown";
  * locks, whose names are the application's, above all) and suggests a glob for each family. It is paced so a
  * busy production node does not notice it: each step is one `SCAN cursor COUNT <count>` and one read script
  * over the keys it returned (TYPE per key and a bounded peek at the value, all inside the script: one round
- * trip), and steps are spaced to `stepsPerSecond`. Never KEYS.
+ * trip; two calls per string key), and steps are spaced to `stepsPerSecond`. Never KEYS.
  * A full pass over a node with N keys takes about N / (count × stepsPerSecond) seconds; the next pass starts
  * `passIntervalMs` after one ends.
  */
@@ -44,7 +44,7 @@ export interface DiscoveryOptions {
 const DEFAULTS = Object.freeze({ count: 100, stepsPerSecond: 5, passIntervalMs: 600_000, maxCandidatesPerNode: 10_000 });
 
 /** The bounded peek a discovery step takes of each key: enough to recognise a layout, nothing more. */
-const PEEK = Object.freeze({ maxBytes: 256, maxItems: 8, companions: false });
+const PEEK = Object.freeze({ maxBytes: 256, maxItems: 8, companions: false, peek: true });
 
 interface NodeScan {
   scanned: number;

@@ -16,7 +16,9 @@ import type { Extras, FormatName, KeyReading, LockFormat, RawReading, ReadType }
  * and then each format's companion block for that type (see `LockFormat.readLua`). TYPE does not touch the
  * key's LRU clock, so reading never changes which keys Redis evicts first.
  *
- * ARGV[1]: maxBytes, ARGV[2]: maxItems, ARGV[3]: "1" to run the companion blocks ("0" for discovery peeks).
+ * ARGV[1]: maxBytes, ARGV[2]: maxItems, ARGV[3]: "1" to run the companion blocks, ARGV[4]: "1" for a peek
+ * (discovery: only what recognising a layout needs, two calls per string key; PTTL is not read and answers
+ * -3, a string's size is what was read).
  * Reply per key: {type} for a missing key, else {type, pttl, size, payload, extra1, extra2, ...}.
  */
 export interface ReadLimits {
@@ -26,9 +28,11 @@ export interface ReadLimits {
   maxItems: number;
   /** Run the formats' companion reads (Redisson's fair-lock queue). @default true */
   companions: boolean;
+  /** Read only what recognising a layout needs (no TTL, no string size): discovery's peek. @default false */
+  peek: boolean;
 }
 
-export const DEFAULT_READ_LIMITS: Readonly<ReadLimits> = Object.freeze({ maxBytes: 1024, maxItems: 64, companions: true });
+export const DEFAULT_READ_LIMITS: Readonly<ReadLimits> = Object.freeze({ maxBytes: 1024, maxItems: 64, companions: true, peek: false });
 
 /** Lua helper pasted in front of format blocks: the node clock in epoch ms (queue timeouts are epoch ms). */
 const NODE_NOW_LUA = `
@@ -66,6 +70,7 @@ export function buildReadPlan(formats: readonly LockFormat[]): ReadPlan {
 local max_bytes = tonumber(ARGV[1])
 local max_items = tonumber(ARGV[2])
 local companions = ARGV[3] == '1'
+local peek = ARGV[4] == '1'
 local out = {}
 for i, key in ipairs(KEYS) do
   local t = redis.call('TYPE', key)['ok']
@@ -73,11 +78,17 @@ for i, key in ipairs(KEYS) do
   if t == 'none' then
     r = {t}
   else
-    local pttl = redis.call('PTTL', key)
+    local pttl = -3
+    if not peek then pttl = redis.call('PTTL', key) end
     if t == 'string' then
-      local size = redis.call('STRLEN', key)
-      local value
-      if size > max_bytes then value = redis.call('GETRANGE', key, 0, max_bytes - 1) else value = redis.call('GET', key) end
+      local size, value
+      if peek then
+        value = redis.call('GETRANGE', key, 0, max_bytes - 1)
+        size = #value
+      else
+        size = redis.call('STRLEN', key)
+        if size > max_bytes then value = redis.call('GETRANGE', key, 0, max_bytes - 1) else value = redis.call('GET', key) end
+      end
       r = {t, pttl, size, value}
       if companions then ${blocks.string}
       end
@@ -174,13 +185,13 @@ export async function readWithPlan(
   limits: Partial<ReadLimits> = {},
 ): Promise<KeyReading[]> {
   if (keys.length === 0) return [];
-  const { maxBytes, maxItems, companions } = { ...DEFAULT_READ_LIMITS, ...limits };
+  const { maxBytes, maxItems, companions, peek } = { ...DEFAULT_READ_LIMITS, ...limits };
   const started = Date.now();
-  const reply = await runScript(client, plan.script, keys, [maxBytes, maxItems, companions ? "1" : "0"]);
+  const reply = await runScript(client, plan.script, keys, [maxBytes, maxItems, companions ? "1" : "0", peek ? "1" : "0"]);
   return parseReadReply(keys, reply, (started + Date.now()) / 2, plan, companions);
 }
 
-/** The absolute end of a key's TTL from a PTTL sample: Infinity without TTL, NaN when the key is gone. */
+/** The absolute end of a key's TTL from a PTTL sample: Infinity without TTL, NaN when the key is gone (or PTTL was not read). */
 export function keyExpiry(at: number, pttlMs: number): number {
   if (pttlMs === -1) return Infinity;
   if (pttlMs >= 0) return at + pttlMs;
