@@ -35,13 +35,15 @@ export interface DiscoveryOptions {
   stepsPerSecond?: number;
   /** Pause between two full passes. @default 600000 (10 minutes) */
   passIntervalMs?: number;
+  /** Pause before trying again after a node failed mid-pass (down, or not connected yet). @default 5000 */
+  retryMs?: number;
   /** The current lock patterns: keys under them are shown already and never suggested. */
   patterns: () => readonly string[];
   /** Most candidate keys remembered per node (the rest are counted in no group). @default 10000 */
   maxCandidatesPerNode?: number;
 }
 
-const DEFAULTS = Object.freeze({ count: 100, stepsPerSecond: 5, passIntervalMs: 600_000, maxCandidatesPerNode: 10_000 });
+const DEFAULTS = Object.freeze({ count: 100, stepsPerSecond: 5, passIntervalMs: 600_000, retryMs: 5_000, maxCandidatesPerNode: 10_000 });
 
 /** The bounded peek a discovery step takes of each key: enough to recognise a layout, nothing more. */
 const PEEK = Object.freeze({ maxBytes: 256, maxItems: 8, companions: false, peek: true });
@@ -80,8 +82,8 @@ export class Discovery {
     const signal = this.abort.signal;
     this.running = (async () => {
       while (!signal.aborted) {
-        await this.runPass(signal);
-        await sleep(this.options.passIntervalMs, undefined, { signal }).catch(() => {});
+        const failed = await this.runPass(signal);
+        await sleep(failed ? this.options.retryMs : this.options.passIntervalMs, undefined, { signal }).catch(() => {});
       }
     })();
   }
@@ -93,12 +95,14 @@ export class Discovery {
     this.abort = new AbortController();
   }
 
-  /** One full pass over every node, nodes in parallel, each paced on its own. */
-  async runPass(signal: AbortSignal = this.abort.signal): Promise<void> {
-    await Promise.all(this.states.map((state) => this.scanNode(state, signal)));
+  /** One full pass over every node, nodes in parallel, each paced on its own; true when a node failed. */
+  async runPass(signal: AbortSignal = this.abort.signal): Promise<boolean> {
+    const done = await Promise.all(this.states.map((state) => this.scanNode(state, signal)));
+    return done.includes(false);
   }
 
-  private async scanNode(state: NodeState, signal: AbortSignal): Promise<void> {
+  /** Scans one node to its end; false when it failed on the way. */
+  private async scanNode(state: NodeState, signal: AbortSignal): Promise<boolean> {
     const { count, stepsPerSecond, maxCandidatesPerNode } = this.options;
     const stepMs = 1000 / stepsPerSecond;
     const isLockKey = lockKeyMatcher(this.options.patterns());
@@ -124,10 +128,12 @@ export class Discovery {
         state.lastComplete = state.current;
         state.error = null;
       }
+      return true;
     } catch (error) {
-      if (signal.aborted) return;
+      if (signal.aborted) return true;
       state.error = error instanceof Error ? error.message.slice(0, 200) : String(error);
-      getLogger().warn({ node: state.node.id, err: state.error }, "lock discovery scan failed on a node; it resumes at the next pass");
+      getLogger().warn({ node: state.node.id, err: state.error }, "lock discovery scan failed on a node; it tries again shortly");
+      return false;
     }
   }
 
