@@ -1,3 +1,4 @@
+import type Redis from "ioredis";
 import type { ScriptClient } from "@/lib/redlock";
 import { defineScript, runScript, type Script } from "@/lib/redlock/script";
 import type { Extras, FormatName, KeyReading, LockFormat, RawReading, ReadType } from "./types";
@@ -196,4 +197,51 @@ export function keyExpiry(at: number, pttlMs: number): number {
   if (pttlMs === -1) return Infinity;
   if (pttlMs >= 0) return at + pttlMs;
   return Number.NaN;
+}
+
+/** What reading without scripts needs: MULTI (an ioredis client has it). */
+export type MultiClient = Pick<Redis, "multi">;
+
+/**
+ * The same readings where a node refuses scripts (EVAL disabled or renamed on some managed services): two
+ * MULTIs, one for TYPE and PTTL of every key, one for the bounded reads each type needs. A key that changes
+ * type between the two answers WRONGTYPE and is read as gone until the next read. The formats' companion
+ * reads need a script and are skipped (Redisson's fair-lock waiters read as not visible).
+ */
+export async function readWithoutScripts(client: MultiClient, keys: readonly string[], limits: Partial<ReadLimits> = {}): Promise<KeyReading[]> {
+  if (keys.length === 0) return [];
+  const { maxBytes, maxItems } = { ...DEFAULT_READ_LIMITS, ...limits };
+  const started = Date.now();
+  const first = client.multi();
+  for (const key of keys) first.type(key).pttl(key);
+  const heads = (await first.exec()) ?? [];
+  const types = keys.map((_, i) => asText(heads[2 * i]?.[1]) ?? "none");
+  const second = client.multi();
+  types.forEach((type, i) => {
+    const key = keys[i] as string;
+    if (type === "string") second.strlen(key).getrange(key, 0, maxBytes - 1);
+    else if (type === "hash") second.hlen(key).hscan(key, 0, "COUNT", maxItems);
+    else if (type === "zset") second.zcard(key).zrevrange(key, 0, maxItems - 1, "WITHSCORES");
+  });
+  const bodies = types.some((t) => t === "string" || t === "hash" || t === "zset") ? ((await second.exec()) ?? []) : [];
+  const at = (started + Date.now()) / 2;
+  let j = 0;
+  return keys.map((key, i): KeyReading => {
+    const type = types[i] ?? "none";
+    const pttlMs = asNumber(heads[2 * i + 1]?.[1], -2);
+    if (type === "none") return { key, at, raw: { type: "none" } };
+    if (type !== "string" && type !== "hash" && type !== "zset") return { key, at, raw: { type: "other", redisType: type, pttlMs, extras: {} } };
+    const [sizeError, size] = bodies[j] ?? [null, 0];
+    const [bodyError, body] = bodies[j + 1] ?? [null, null];
+    j += 2;
+    if (sizeError || bodyError) return { key, at, raw: { type: "none" } };
+    const count = asNumber(size, 0);
+    if (type === "string") return { key, at, raw: { type, pttlMs, size: count, value: asText(body) ?? "", extras: {} } };
+    if (type === "hash") {
+      const step: unknown = Array.isArray(body) ? body[1] : [];
+      return { key, at, raw: { type, pttlMs, size: count, fields: pairs(step).slice(0, maxItems), extras: {} } };
+    }
+    const members = pairs(body).map(([member, score]): [string, number] => [member, asNumber(score, Number.NaN)]);
+    return { key, at, raw: { type, pttlMs, size: count, members, extras: {} } };
+  });
 }

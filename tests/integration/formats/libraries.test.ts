@@ -3,7 +3,7 @@ import type Redis from "ioredis";
 import { Mutex, Semaphore } from "redis-semaphore";
 import { createLock, IoredisAdapter } from "redlock-universal";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { decodeReading, formatByName, readLockKeys, type FormatReading } from "@/lib/locks/formats";
+import { decodeReading, formatByName, readLockKeys, readLockKeysWithoutScripts, type FormatReading, type KeyReading } from "@/lib/locks/formats";
 import { Redlock } from "@/lib/redlock";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { NodeRedlock } from "../redlock/node-redlock";
@@ -190,5 +190,22 @@ describe("lock formats with the real libraries", () => {
     expect(big?.raw.type === "zset" && big.raw.members[0]?.[0]).toBe("m499");
     const decoded = decodeReading(big!, { now: Date.now() });
     expect(decoded?.warnings).toContain("truncated");
+  });
+
+  it("reads the same without scripts, for nodes that refuse EVAL", async () => {
+    const c = clients[0]!;
+    await c.set("lock:a", "token-a", "PX", 60_000);
+    await c.set("lock:long", "y".repeat(5_000));
+    await c.hset("lock:redisson", "8743c9c0-0795-4907-87fd-6c719a6b4586:1", "2");
+    await c.pexpire("lock:redisson", 60_000);
+    await c.zadd("semaphore:s", Date.now(), "p1", Date.now() - 5, "p2");
+    await c.rpush("lock:list", "x");
+    const keys = ["lock:a", "lock:long", "lock:redisson", "semaphore:s", "lock:list", "lock:missing"];
+    const strip = (readings: KeyReading[]) =>
+      readings.map((r) => ({ key: r.key, raw: r.raw.type === "none" ? r.raw : { ...r.raw, pttlMs: r.raw.pttlMs > 0 ? "ttl" : r.raw.pttlMs } }));
+    const scripted = strip(await readLockKeys(c, keys, { companions: false }));
+    const plain = strip(await readLockKeysWithoutScripts(c, keys));
+    expect(plain).toEqual(scripted);
+    expect(scripted.map((r) => r.raw.type)).toEqual(["string", "string", "hash", "zset", "other", "none"]);
   });
 });
