@@ -184,3 +184,16 @@ describe("registry", () => {
     }
   });
 });
+
+describe("the view the merge takes", () => {
+  it("votes on fingerprints and takes the leading holders, warnings and waiters", async () => {
+    const { formatView, samplesOf } = await import("@/lib/locks/formats/view");
+    const a = decode("orders-lock", hash([[`${UUID}:57`, "1"]], 30_000, { redisson: [2, 2] }));
+    const b = decode("orders-lock", hash([[`${UUID2}:1`, "1"]], -1));
+    const readings = [a, null, b];
+    expect(samplesOf(readings)).toEqual({ values: [`${UUID}:57`, null, `${UUID2}:1`], expiries: [AT + 30_000, Number.NaN, Infinity] });
+    expect(formatView(readings, `${UUID}:57`)).toMatchObject({ format: "redisson", holders: [{ thread: 57 }], warnings: [], waiters: 2, contentionSource: "queue" });
+    expect(formatView(readings, `${UUID2}:1`)).toMatchObject({ warnings: ["no-ttl"], waiters: null });
+    expect(formatView([null, null], null)).toBeNull();
+  });
+});
