@@ -15,8 +15,8 @@ import { onShutdown } from "./shutdown";
  * A bounded background SCAN of every lock node that finds lock-shaped keys outside the patterns (Redisson
  * locks, whose names are the application's, above all) and suggests a glob for each family. It is paced so a
  * busy production node does not notice it: each step is one `SCAN cursor COUNT <count>` and one read script
- * over the keys it returned (TYPE per key and a bounded peek at the value, all inside the script: one round
- * trip; two calls per string key), and steps are spaced to `stepsPerSecond`. Never KEYS.
+ * over the keys it returned (a bounded peek at each value, one call per string key, TYPE and one read for the
+ * others, all inside the script: one round trip), and steps are spaced to `stepsPerSecond`. Never KEYS.
  * A full pass over a node with N keys takes about N / (count × stepsPerSecond) seconds; the next pass starts
  * `passIntervalMs` after one ends.
  */

@@ -5,20 +5,21 @@ import type { Extras, FormatName, KeyReading, LockFormat, RawReading, ReadType }
 
 /**
  * The watcher's batched per-node read: one script for many keys, so value, type and TTL come from the same
- * instant and a batch costs one command. Per key it asks TYPE, then reads what every format of that type
- * needs, bounded so one huge key cannot stall the node or the console:
+ * instant and a batch costs one command. Per key it reads what every format of that type needs, bounded so
+ * one huge key cannot stall the node or the console:
  *
- *   string: STRLEN, then GET (or the first `maxBytes` bytes by GETRANGE), PTTL
+ *   string: the first `maxBytes` bytes (GETRANGE; STRLEN only when they fill the bound), PTTL
  *   hash:   HLEN, then HGETALL (or at most `maxItems` fields from one HSCAN step), PTTL
  *   zset:   ZCARD, ZREVRANGE 0 maxItems-1 WITHSCORES (the highest scores first: in a set of holders scored
  *           by time, the newest, which are the live ones), PTTL
  *   other:  PTTL only (listed as `unknown` with its type)
  *
- * and then each format's companion block for that type (see `LockFormat.readLua`). TYPE does not touch the
- * key's LRU clock, so reading never changes which keys Redis evicts first.
+ * and then each format's companion block for that type (see `LockFormat.readLua`). TYPE is asked only when
+ * the string read fails (another type) or finds nothing (a missing key or an empty string): a string lock
+ * costs two calls, as GET + PTTL did.
  *
  * ARGV[1]: maxBytes, ARGV[2]: maxItems, ARGV[3]: "1" to run the companion blocks, ARGV[4]: "1" for a peek
- * (discovery: only what recognising a layout needs, two calls per string key; PTTL is not read and answers
+ * (discovery: only what recognising a layout needs, one call per string key; PTTL is not read and answers
  * -3, a string's size is what was read).
  * Reply per key: {type} for a missing key, else {type, pttl, size, payload, extra1, extra2, ...}.
  */
@@ -74,7 +75,11 @@ local companions = ARGV[3] == '1'
 local peek = ARGV[4] == '1'
 local out = {}
 for i, key in ipairs(KEYS) do
-  local t = redis.call('TYPE', key)['ok']
+  -- Most lock keys are strings: try the bounded read first and ask TYPE only when it fails (another type)
+  -- or reads nothing (a missing key, or an empty string), so a string costs the same two calls as GET + PTTL.
+  local value = redis.pcall('GETRANGE', key, 0, max_bytes - 1)
+  local t = 'string'
+  if type(value) == 'table' or value == '' then t = redis.call('TYPE', key)['ok'] end
   local r
   if t == 'none' then
     r = {t}
@@ -82,14 +87,8 @@ for i, key in ipairs(KEYS) do
     local pttl = -3
     if not peek then pttl = redis.call('PTTL', key) end
     if t == 'string' then
-      local size, value
-      if peek then
-        value = redis.call('GETRANGE', key, 0, max_bytes - 1)
-        size = #value
-      else
-        size = redis.call('STRLEN', key)
-        if size > max_bytes then value = redis.call('GETRANGE', key, 0, max_bytes - 1) else value = redis.call('GET', key) end
-      end
+      local size = #value
+      if size == max_bytes and not peek then size = redis.call('STRLEN', key) end
       r = {t, pttl, size, value}
       if companions then ${blocks.string}
       end
