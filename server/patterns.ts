@@ -102,7 +102,7 @@ export function patternsProblem(patterns: readonly PatternEntry[]): string | nul
     seen.add(glob);
     const re = globToRegExp(glob);
     const own = CONSOLE_KEYS.find((key) => re.test(key));
-    if (own) return `\`${glob}\` matches \`${own}\`, the console's own audit log, which must never be shown or released as a lock.`;
+    if (own) return `\`${glob}\` matches \`${own}\`, one of the console's own keys (its audit log, its lab runs), which must never be shown or released as a lock.`;
   }
   return null;
 }

@@ -1,6 +1,9 @@
 import path from "node:path";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as DiscoveryRoute from "@/app/api/discovery/route";
+import type * as PatternsRoute from "@/app/api/patterns/route";
+import type * as PatternsModule from "@/server/patterns";
 import type { TestCluster } from "../support/redis";
 import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import { until } from "../support/wait";
@@ -13,9 +16,9 @@ import { RedissonWriter } from "../support/redisson";
  */
 describe("lock patterns and discovery routes", () => {
   let cluster: TestCluster;
-  let patterns: typeof import("@/app/api/patterns/route");
-  let discovery: typeof import("@/app/api/discovery/route");
-  let store: typeof import("@/server/patterns");
+  let patterns: typeof PatternsRoute;
+  let discovery: typeof DiscoveryRoute;
+  let store: typeof PatternsModule;
   const audited: Array<{ kind: "intent" | "outcome"; value: unknown }> = [];
   let auditFails = false;
 
@@ -58,10 +61,12 @@ describe("lock patterns and discovery routes", () => {
     expect(res.body).toMatchObject({ patterns: next, source: "console", updatedBy: "operator" });
     expect(seen).toEqual([next]);
     const auditId = (res.body as { auditId: string }).auditId;
-    expect(audited).toEqual([
-      { kind: "intent", value: expect.objectContaining({ id: auditId, action: "patterns-changed", previous: [{ glob: "lock:*" }, { glob: "locks:*" }], patterns: next, reason: "show the billing locks", actor: "operator" }) },
-      { kind: "outcome", value: { id: auditId, outcome: "applied" } },
-    ]);
+    expect(audited).toHaveLength(2);
+    expect(audited[0]).toMatchObject({
+      kind: "intent",
+      value: { id: auditId, action: "patterns-changed", previous: [{ glob: "lock:*" }, { glob: "locks:*" }], patterns: next, reason: "show the billing locks", actor: "operator" },
+    });
+    expect(audited[1]).toEqual({ kind: "outcome", value: { id: auditId, outcome: "applied" } });
     expect((await call(patterns.GET, "GET", "/api/patterns", { token: VIEWER_TOKEN })).body).toMatchObject({ patterns: next });
     expect(store.getPatternStore().declaredScope("billing:invoice-1")).toBe("single");
 

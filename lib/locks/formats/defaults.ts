@@ -48,5 +48,5 @@ export const NEVER_LOCKS = Object.freeze([
   "*:rwlock_timeout:*",
 ]);
 
-/** Keys of this console that a pattern must never match (its audit stream is written on every lock node). */
-export const CONSOLE_KEYS = Object.freeze(["lockscope:audit"]);
+/** Keys of this console that a pattern must never match (written on every lock node: the audit stream, the lab's runs). */
+export const CONSOLE_KEYS = Object.freeze(["lockscope:audit", "lockscope:lab:runs"]);
