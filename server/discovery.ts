@@ -6,6 +6,7 @@ import { NEVER_LOCKS } from "@/lib/locks/formats/defaults";
 import { discoverFormat, readLockKeys, type FormatName } from "@/lib/locks/formats";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import { singleton } from "./global";
+import { whenReady } from "./health";
 import { getLogger } from "./logger";
 import { getNodes } from "./nodes";
 import { getPatternStore } from "./patterns";
@@ -26,6 +27,8 @@ export type DiscoveryClient = Pick<Redis, "scan" | "evalsha" | "eval">;
 export interface DiscoveryNode {
   id: string;
   client: DiscoveryClient;
+  /** Resolves once the connection can take commands (false: not now); the pass on this node waits for it. */
+  ready?: () => Promise<boolean>;
 }
 
 export interface DiscoveryOptions {
@@ -109,6 +112,7 @@ export class Discovery {
     state.current = { scanned: 0, found: new Map() };
     let cursor = "0";
     try {
+      if (state.node.ready && !(await state.node.ready())) throw new Error("not connected");
       do {
         const started = performance.now();
         const [next, keys] = await state.node.client.scan(cursor, "COUNT", count);
@@ -167,7 +171,7 @@ export function getDiscovery(): Discovery {
   return singleton("discovery", () => {
     const store = getPatternStore();
     const discovery = new Discovery(
-      getNodes().map((n) => ({ id: n.id, client: n.client })),
+      getNodes().map((n) => ({ id: n.id, client: n.client, ready: () => whenReady(n.client, 2_000) })),
       { patterns: () => store.current().patterns.map((p) => p.glob) },
     );
     discovery.start();
