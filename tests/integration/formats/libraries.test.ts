@@ -3,10 +3,12 @@ import type Redis from "ioredis";
 import { Mutex, Semaphore } from "redis-semaphore";
 import { createLock, IoredisAdapter } from "redlock-universal";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { decodeReading, formatByName, readLockKeys, readLockKeysWithoutScripts, type FormatReading, type KeyReading } from "@/lib/locks/formats";
+import { decodeReading, formatByName, notifyFlagsFor, readLockKeys, readLockKeysWithoutScripts, type FormatReading, type KeyReading } from "@/lib/locks/formats";
 import { Redlock } from "@/lib/redlock";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { NodeRedlock } from "../redlock/node-redlock";
+import { RedissonWriter } from "../../support/redisson";
+import { until } from "../../support/wait";
 
 /**
  * Each format against the layout its library really writes: the real library from npm where it installs
@@ -207,5 +209,56 @@ describe("lock formats with the real libraries", () => {
     const plain = strip(await readLockKeysWithoutScripts(c, keys));
     expect(plain).toEqual(scripted);
     expect(scripted.map((r) => r.raw.type)).toEqual(["string", "string", "hash", "zset", "other", "none"]);
+  });
+
+  it("redis-semaphore: a permit the library counts as dead is not a holder, and the library agrees", async () => {
+    const c = clients[0]!;
+    const make = () => new Semaphore(c, "reports", 2, { lockTimeout: 400, acquireTimeout: 2_000, retryInterval: 20, onLockLost: () => {} });
+    const crashed = make();
+    await crashed.acquire();
+    // The holder dies: it stops refreshing, its entry stays in the key.
+    crashed.stopRefresh();
+    const alive = make();
+    await alive.acquire();
+    const reading = await until("the crashed permit is dead in the library's eyes", async () => {
+      const [r] = await readEverywhere("semaphore:reports");
+      return r?.warnings.includes("stale-entries") ? r : null;
+    });
+    expect(reading.holders.map((h) => h.id)).toEqual([alive.identifier]);
+    expect(await c.zscore("semaphore:reports", crashed.identifier)).not.toBeNull();
+    // With one live permit of two, the library lets the next holder in (pruning the dead entry as it does).
+    const next = make();
+    expect(await next.tryAcquire()).toBe(true);
+    expect(await c.zscore("semaphore:reports", crashed.identifier)).toBeNull();
+    alive.stopRefresh();
+    next.stopRefresh();
+  });
+
+  it("the notification flags the formats ask for make their writes visible", async () => {
+    const c = clients[0]!;
+    const sub = cluster.client(0);
+    const events: string[] = [];
+    sub.on("pmessage", (_p: string, channel: string, event: string) => events.push(`${channel.slice("__keyspace@0__:".length)} ${event}`));
+    await sub.psubscribe("__keyspace@0__:*");
+    for (const [flags, expected] of [
+      // Without h and z, a Redisson lock and a semaphore show only their PEXPIRE: the acquisition itself is missed.
+      ["Kgxe$", ["mutex:a set", "mutex:a expire", "app-lock expire", "semaphore:b expire"]],
+      [notifyFlagsFor().join(""), ["mutex:a set", "mutex:a expire", "app-lock hincrby", "app-lock expire", "semaphore:b zadd", "semaphore:b expire"]],
+    ] as const) {
+      await cluster.flushAll();
+      events.length = 0;
+      await c.config("SET", "notify-keyspace-events", flags);
+      const mutex = new Mutex(c, "a", { lockTimeout: 10_000 });
+      await mutex.acquire();
+      mutex.stopRefresh();
+      await new RedissonWriter(c).lock("app-lock", 1);
+      const semaphore = new Semaphore(c, "b", 1, { lockTimeout: 10_000 });
+      await semaphore.acquire();
+      semaphore.stopRefresh();
+      await c.publish("__keyspace@0__:marker", "done");
+      await until("the marker arrives", () => events.includes("marker done"));
+      expect(events.filter((e) => e !== "marker done" && !e.startsWith("semaphore:b zremrangebyscore"))).toEqual(expected);
+    }
+    await c.config("SET", "notify-keyspace-events", "");
   });
 });
