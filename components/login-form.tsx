@@ -3,6 +3,7 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { apiFetch, ApiRequestError } from "./api-client";
+import { MessageText } from "./message-text";
 
 export function LoginForm({ next }: { next: string }) {
   const [token, setToken] = useState("");
@@ -37,7 +38,7 @@ export function LoginForm({ next }: { next: string }) {
       </label>
       {error && (
         <p role="alert" className="error-text">
-          {error}
+          <MessageText text={error} />
         </p>
       )}
       <button type="submit" className="button primary" disabled={busy || token === ""}>

@@ -5,6 +5,7 @@ import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import styles from "./force-release.module.css";
+import { MessageText } from "../message-text";
 
 export interface ReleaseResponse {
   released: true;
@@ -173,14 +174,16 @@ export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onCl
                 <span className="mono">{shortToken(outcome.current.token)}</span>).
               </p>
             ) : (
-              <p>{outcome.message}</p>
+              <p>
+                <MessageText text={outcome.message} />
+              </p>
             )}
             <p className="muted">Close this dialog and look at the lock again before releasing the new holder.</p>
           </div>
         )}
         {outcome.kind === "error" && (
           <p role="alert" className="error-text">
-            {outcome.message}
+            <MessageText text={outcome.message} />
           </p>
         )}
         <div className={styles.actions}>
