@@ -54,7 +54,7 @@ export function withAlpha(rgb: string, alpha: number): string {
 
 /** The header's theme switch: follow the system, or pin light or dark (kept in localStorage). */
 export function ThemeSwitch() {
-  const choice = useSyncExternalStore(subscribe, pinned, () => "system" as ThemeChoice);
+  const choice = useSyncExternalStore(subscribe, pinned, (): ThemeChoice => "system");
   function choose(next: ThemeChoice) {
     const root = document.documentElement;
     try {

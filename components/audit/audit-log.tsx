@@ -187,8 +187,8 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
                       <td>
                         {entry.actor} <span className="muted">({entry.role})</span>
                       </td>
-                      <td className="mono">{entry.resource}</td>
-                      <td>{holderText(entry)}</td>
+                      <td className={`mono ${styles.breaks}`}>{entry.resource}</td>
+                      <td className={styles.breaks}>{holderText(entry)}</td>
                       <td className={styles.reason}>{entry.reason}</td>
                       <td>
                         <span className={`${styles.outcome} ${styles[entry.outcome] ?? ""}`}>{OUTCOME_TEXT[entry.outcome]}</span>

@@ -156,7 +156,7 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
           <input type="search" placeholder="Filter by resource, holder or state" aria-label="Filter locks" value={filter} onChange={(e) => setFilter(e.target.value)} />
         </label>
         <span className="muted" aria-live="polite">
-          {rows.length === (data?.locks.length ?? 0) ? `${rows.length} locks` : `${rows.length} of ${data?.locks.length ?? 0} locks`}
+          {rows.length === (data?.locks.length ?? 0) ? `${rows.length} ${rows.length === 1 ? "lock" : "locks"}` : `${rows.length} of ${data?.locks.length ?? 0} locks`}
         </span>
       </div>
       <div className="locks-scroll" ref={scroller}>

@@ -67,6 +67,7 @@ function ttlText(lock: Lock, now: number, offsetMs: number): string {
 /** A modal `<dialog>` with the lock's facts, a required reason and "Release". Opens as soon as it mounts. */
 export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onClosed }: ReleaseDialogProps) {
   const dialogRef = useRef<HTMLDialogElement>(null);
+  const closeRef = useRef<HTMLButtonElement>(null);
   const [reason, setReason] = useState("");
   const [outcome, setOutcome] = useState<Outcome>({ kind: "idle" });
   const [now, setNow] = useState(() => Date.now());
@@ -107,6 +108,10 @@ export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onCl
 
   const sending = outcome.kind === "sending";
   const finished = outcome.kind === "released" || outcome.kind === "changed-hands";
+  // The Release button goes once there is an outcome: hand the focus to Close rather than lose it to the page.
+  useEffect(() => {
+    if (finished) closeRef.current?.focus();
+  }, [finished]);
 
   return (
     <dialog ref={dialogRef} aria-labelledby={titleId} className={styles.dialog} onClose={onClosed}>
@@ -187,7 +192,7 @@ export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onCl
           </p>
         )}
         <div className={styles.actions}>
-          <button type="button" className="button" onClick={() => dialogRef.current?.close()}>
+          <button ref={closeRef} type="button" className="button" onClick={() => dialogRef.current?.close()}>
             {finished ? "Close" : "Cancel"}
           </button>
           {!finished && (

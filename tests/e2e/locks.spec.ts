@@ -102,14 +102,16 @@ test.describe("live locks", () => {
     const hot = await Promise.all([0, 1, 2].map((i) => holder.acquire([`${prefix}/a-hot-sku-${i}`], 60_000)));
     const waiters = Array.from({ length: 4 }, (_, i) => new Redlock(clients, { label: `buyer-${i}`, retryCount: 40, retryDelayMs: 150, retryJitterMs: 50 }));
     const attempts = waiters.map((w, i) => w.acquire([`${prefix}/a-hot-sku-${i % 3}`], 5_000).catch(() => null));
-    // Churn: acquisitions and releases while the page is open.
+    // Churn: acquisitions and releases while the page is open, one per frame the page paints (the page's own
+    // pace, so the load follows what the browser keeps up with rather than a fixed delay).
     let churning = true;
+    const nextFrame = () => page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => resolve()))).catch(() => undefined);
     const churn = (async () => {
       let n = 0;
       while (churning) {
         const key = `${prefix}/churn-${n++ % 200}`;
         await setOnAll(clients, key, encodeLockValue({ label: "churner", host: "worker-3", pid: 77, fence: null, acquiredAt: Date.now() }), 2_000);
-        await new Promise((r) => setTimeout(r, 20));
+        await nextFrame();
       }
     })();
 
@@ -130,7 +132,6 @@ test.describe("live locks", () => {
     await page.getByRole("button", { name: "Contention" }).click();
     await expect(page.getByRole("columnheader", { name: "Contention" })).toHaveAttribute("aria-sort", "descending");
     await expect(table.getByRole("row", { name: `${prefix}/a-hot-sku-1`, exact: true })).toContainText(/\d+\/min/, { timeout: 20_000 });
-    await page.screenshot({ path: process.env.LOCKSCOPE_SCREENSHOT ? "docs/screenshot-locks.png" : test.info().outputPath("locks.png") });
 
     churning = false;
     await churn;
