@@ -233,7 +233,7 @@ function LockRow({ lock, index, now, offsetMs }: { lock: Lock; index: number; no
       <td className="col-ttl">
         <TtlBar lock={lock} now={now} offsetMs={offsetMs} />
       </td>
-      <td className="col-held mono">{heldFor === null ? "—" : formatDuration(heldFor)}</td>
+      <td className="col-heldFor mono">{heldFor === null ? "—" : formatDuration(heldFor)}</td>
       <td className="col-fence mono" data-truncates title={lock.fence ?? undefined}>
         {lock.fence ?? "—"}
       </td>
