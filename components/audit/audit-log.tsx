@@ -6,6 +6,7 @@ import type { AuditEntry, AuditPage } from "@/server/audit/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import styles from "./audit-log.module.css";
 import { MessageText } from "../message-text";
+import { TableScroll } from "../table-scroll";
 
 export interface AuditFilterValues {
   resource: string;
@@ -161,7 +162,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
       )}
 
       <div className="panel">
-        <div className="table-scroll">
+        <TableScroll label="Audit entries, scrollable">
           <table className={styles.table} aria-label="Audit entries">
             <thead>
               <tr>
@@ -227,7 +228,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
               })}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
         {result.isPending && <p className="muted">Loading…</p>}
         {!result.isPending && entries.length === 0 && !result.error && <p className="muted">No force releases recorded{query.size > 0 ? " that match these filters" : " yet"}.</p>}
         {result.hasNextPage && (

@@ -5,6 +5,7 @@ import type { RunRecord } from "@/lib/lab/types";
 import { MessageText } from "../message-text";
 import { raisedAfterSellOut } from "./explain";
 import styles from "./lab.module.css";
+import { TableScroll } from "../table-scroll";
 
 function settingsText(r: RunRecord): string {
   const s = r.settings;
@@ -30,7 +31,7 @@ export function ResultsTable({
 }) {
   if (runs.length === 0) return <p className="muted">No runs yet. Pick a preset or fill in the form.</p>;
   return (
-    <div className={styles.tableWrap}>
+    <TableScroll label="Lab results, scrollable">
       <table className={styles.table} aria-label="Lab results">
         <thead>
           <tr>
@@ -91,6 +92,6 @@ export function ResultsTable({
           })}
         </tbody>
       </table>
-    </div>
+    </TableScroll>
   );
 }

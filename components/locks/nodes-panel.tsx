@@ -2,6 +2,7 @@
 
 import { useHealth, type HealthNode } from "../node-status";
 import { formatDuration } from "./format";
+import { TableScroll } from "../table-scroll";
 
 /** What the live view adds to each node in /api/health. */
 interface NodeFacts extends HealthNode {
@@ -29,7 +30,7 @@ export function NodesPanel() {
   return (
     <section className="panel nodes-panel" aria-labelledby="nodes-heading">
       <h2 id="nodes-heading">Nodes</h2>
-      <div className="table-scroll">
+      <TableScroll label="Lock nodes, scrollable">
         <table className="nodes-table" aria-label="Lock nodes">
           <thead>
             <tr>
@@ -80,7 +81,7 @@ export function NodesPanel() {
             })}
           </tbody>
         </table>
-      </div>
+      </TableScroll>
       {spread !== null && <p className="muted">Clock spread between nodes (from TIME): {spread} ms.</p>}
     </section>
   );
