@@ -1,8 +1,8 @@
 import AxeBuilder from "@axe-core/playwright";
 import type { Page } from "@playwright/test";
 import type Redis from "ioredis";
-import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
-import { busyLocks, holdLock, finishedLabRun, layoutProblems, restartNodeOne, scrollingTables, settled, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
+import { expect, lockNodeClients, test } from "./fixtures";
+import { busyLocks, holdLock, finishedLabRun, layoutProblems, releasedByScript, restartNodeOne, scrollingTables, settled, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
 
 /** Serious and critical axe findings, one line each (rule, impact, where). */
 async function accessibilityProblems(page: Page): Promise<string[]> {
@@ -86,12 +86,7 @@ test.describe("every page at every width, light and dark", () => {
   test("the audit log", async ({ page, request, signIn }) => {
     await signIn("operator");
     const resource = unique("audit-layout");
-    await holdLock(nodes, resource, "cron-runner", "9");
-    const released = await request.post(`/api/locks/${encodeURIComponent(resource)}/release`, {
-      data: { reason: "stuck after the deploy of release 2024.11.3; the worker no longer answers its health check" },
-      headers: { Authorization: `Bearer ${E2E_OPERATOR_TOKEN}`, "X-Lockscope-Actor": "oncall-bot" },
-    });
-    expect(released.status()).toBe(200);
+    await releasedByScript(request, nodes, resource, "oncall-bot", "stuck after the deploy of release 2024.11.3; the worker no longer answers its health check");
     await page.goto("/audit");
     await checkEveryLayout(page, async () => {
       await expect(page.getByRole("table", { name: "Audit entries" }).getByRole("row").filter({ hasText: resource })).toBeVisible();

@@ -3,6 +3,7 @@ import type Redis from "ioredis";
 import { encodeLockValue } from "../../lib/redlock/identity";
 import { Redlock } from "../../lib/redlock";
 import { expect, lockNodeClients, test } from "./fixtures";
+import { deleteMatching } from "./scene";
 
 const unique = (name: string) => `lock:e2e/${name}-${randomBytes(3).toString("hex")}`;
 
@@ -138,13 +139,6 @@ test.describe("live locks", () => {
     await Promise.all(attempts);
     await Promise.all(hot.map((l) => holder.release(l)));
     await Promise.all([holder, ...waiters].map((r) => r.quit()));
-    for (const c of clients) {
-      let cursor = "0";
-      do {
-        const [next, keys] = await c.scan(cursor, "MATCH", `${prefix}/*`, "COUNT", 1000);
-        cursor = next;
-        if (keys.length > 0) await c.del(...keys);
-      } while (cursor !== "0");
-    }
+    await deleteMatching(clients, `${prefix}/*`);
   });
 });

@@ -156,14 +156,29 @@ export async function busyLocks(nodes: Redis[]): Promise<{ hot: string; stop: ()
       await holder.release(held);
       await Promise.all(attempts.map((a) => a.then((lock) => lock?.release())));
       await Promise.all([holder, ...waiters].map((r) => r.quit()));
-      for (const node of nodes) {
-        let cursor = "0";
-        do {
-          const [next, keys] = await node.scan(cursor, "MATCH", `${prefix}/*`, "COUNT", 1000);
-          cursor = next;
-          if (keys.length > 0) await node.del(...keys);
-        } while (cursor !== "0");
-      }
+      await deleteMatching(nodes, `${prefix}/*`);
     },
   };
+}
+
+/** Deletes a test's own keys (SCAN MATCH, never KEYS) from every node. */
+export async function deleteMatching(nodes: Redis[], match: string): Promise<void> {
+  for (const node of nodes) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", match, "COUNT", 1000);
+      cursor = next;
+      if (keys.length > 0) await node.del(...keys);
+    } while (cursor !== "0");
+  }
+}
+
+/** A lock held, then force-released by a script (bearer token, as with curl), so the audit log has an entry. */
+export async function releasedByScript(request: APIRequestContext, nodes: Redis[], resource: string, actor: string, reason: string): Promise<void> {
+  await holdLock(nodes, resource, "settlement-batch", "311");
+  const response = await request.post(`/api/locks/${encodeURIComponent(resource)}/release`, {
+    data: { reason },
+    headers: { ...auth, "X-Lockscope-Actor": actor },
+  });
+  expect(response.status(), await response.text()).toBe(200);
 }

@@ -1,7 +1,7 @@
 import type { Locator, Page } from "@playwright/test";
 import type Redis from "ioredis";
-import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
-import { busyLocks, finishedLabRun, holdLock, settled, THEMES, unique, useSystemTheme } from "./scene";
+import { expect, lockNodeClients, test } from "./fixtures";
+import { busyLocks, finishedLabRun, releasedByScript, settled, THEMES, unique, useSystemTheme } from "./scene";
 
 /**
  * `npm run screenshots`: every page at 390 and 1440 px, light and dark, into docs/screenshot-<page>-<width>-<theme>.png.
@@ -36,12 +36,7 @@ test("@screenshots every page at 390 and 1440 px, light and dark", async ({ page
     // A lab with something to read: the race's lost updates, the fenced lock's rejected stale writes.
     for (const strategy of ["none", "naive", "redlock-fenced", "atomic"]) await finishedLabRun(request, strategy);
     const released = unique("payments/settlement");
-    await holdLock(nodes, released, "settlement-batch", "311");
-    const response = await request.post(`/api/locks/${encodeURIComponent(released)}/release`, {
-      data: { reason: "batch hung on a dead database connection after the failover" },
-      headers: { Authorization: `Bearer ${E2E_OPERATOR_TOKEN}`, "X-Lockscope-Actor": "alice" },
-    });
-    expect(response.status()).toBe(200);
+    await releasedByScript(request, nodes, released, "alice", "batch hung on a dead database connection after the failover");
 
     await page.goto("/");
     const hot = page.getByRole("table", { name: "Locks" }).getByRole("row", { name: scene.hot, exact: true });
