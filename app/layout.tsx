@@ -1,4 +1,5 @@
 import type { Metadata, Viewport } from "next";
+import { headers } from "next/headers";
 import type { ReactNode } from "react";
 import { NavLinks } from "@/components/nav-links";
 import { NodeStatus } from "@/components/node-status";
@@ -15,13 +16,15 @@ export const metadata: Metadata = {
 
 export const viewport: Viewport = { width: "device-width", initialScale: 1 };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  // proxy.ts gives every page a fresh script nonce in its Content-Security-Policy and in this header.
+  const nonce = (await headers()).get("x-nonce") ?? undefined;
   return (
     // The theme script sets data-theme on <html> before React hydrates: that difference is expected.
     <html lang="en" suppressHydrationWarning>
       <head>
-        {/* The page's only inline script (a pinned theme, before the first paint); give it the CSP nonce here. */}
-        <script dangerouslySetInnerHTML={{ __html: THEME_SCRIPT }} />
+        {/* The page's only inline script (a pinned theme, before the first paint), allowed by its nonce. */}
+        <script nonce={nonce} dangerouslySetInnerHTML={{ __html: THEME_SCRIPT }} />
       </head>
       <body>
         <Providers>
