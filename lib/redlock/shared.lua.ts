@@ -103,3 +103,48 @@ local function hand_over(resource, now)
   return nil
 end
 `;
+
+/**
+ * `queue_keys_wrong(resource)`: the first of a resource's queue keys that holds a type the engine never
+ * writes there, with the type found and the type expected; nil when they are absent or right. Scripts call
+ * it before their first write: Redis does not roll back what a script wrote before a command failed, so a
+ * WRONGTYPE halfway through would leave a half-done release or acquisition behind.
+ */
+export const QUEUE_KEYS_WRONG_LUA = `
+local function queue_keys_wrong(resource)
+  local t = redis.call("TYPE", "waitq:" .. resource).ok
+  if t ~= "none" and t ~= "zset" then return "waitq:" .. resource, t, "zset" end
+  t = redis.call("TYPE", "waitqd:" .. resource).ok
+  if t ~= "none" and t ~= "zset" then return "waitqd:" .. resource, t, "zset" end
+  t = redis.call("TYPE", "waitqg:" .. resource).ok
+  if t ~= "none" and t ~= "hash" then return "waitqg:" .. resource, t, "hash" end
+  return nil
+end
+-- The reply for a wrong key: an error the client reports as this node's failed vote. Nothing was written.
+local function wrong_type_reply(key, found, expected)
+  return redis.error_reply("WRONGTYPE lockscope: " .. key .. " holds a " .. found .. ", not a " .. expected .. "; nothing was written on this node")
+end
+`;
+
+/**
+ * `read_fence(resource)`: this node's fence for the resource, "0" when it has none, nil when the key holds
+ * anything but a canonical decimal (changed by hand or by another program): a node cannot vouch for a
+ * fence it cannot read, so the caller treats it as knowing nothing and writes nothing.
+ */
+export const READ_FENCE_LUA = `
+local function read_fence(resource)
+  local fence = redis.pcall("GET", "fence:" .. resource)
+  if fence == false then return "0" end
+  if type(fence) ~= "string" or #fence > 40 or not (fence == "0" or string.match(fence, "^[1-9]%d*$")) then return nil end
+  return fence
+end
+`;
+
+/** `fence_marker()`: this node's fence marker (see FENCE_MARKER_KEY), or false when it has none. */
+export const FENCE_MARKER_LUA = `
+local function fence_marker()
+  local marker = redis.pcall("GET", "lockscope:fence-epoch")
+  if type(marker) ~= "string" then return false end
+  return marker
+end
+`;
