@@ -65,10 +65,8 @@ local queued = mode ~= "" and (fair or string.find(mode, "q", 1, true) ~= nil)
 local checked = false
 if fair or (queued and string.find(mode, "w", 1, true)) then
   ${QUEUE_KEYS_WRONG_LUA}
-  for _, key in ipairs(KEYS) do
-    local wrong, found, expected = queue_keys_wrong(key)
-    if wrong then return wrong_type_reply(wrong, found, expected) end
-  end
+  local refusal = queue_keys_refusal(KEYS)
+  if refusal then return refusal end
   checked = true
 end
 
@@ -128,10 +126,8 @@ if refused then
   -- is a closure made on every call, which measurably slows the common case.
   if queued and not checked then
     ${QUEUE_KEYS_WRONG_LUA}
-    for _, key in ipairs(KEYS) do
-      local wrong, found, expected = queue_keys_wrong(key)
-      if wrong then return wrong_type_reply(wrong, found, expected) end
-    end
+    local refusal = queue_keys_refusal(KEYS)
+    if refusal then return refusal end
   end
   ${NOW_MS_LUA}
   local now = now_ms()
@@ -207,10 +203,8 @@ export const LEAVE_QUEUE_LUA = `
 ${QUEUE_KEYS_WRONG_LUA}
 local id, value, granted = ARGV[1], ARGV[2], nil
 -- Checked before anything is written (see QUEUE_KEYS_WRONG_LUA).
-for _, key in ipairs(KEYS) do
-  local wrong, found, expected = queue_keys_wrong(key)
-  if wrong then return wrong_type_reply(wrong, found, expected) end
-end
+local refusal = queue_keys_refusal(KEYS)
+if refusal then return refusal end
 for _, key in ipairs(KEYS) do
   redis.call("ZREM", "waitq:" .. key, id)
   redis.call("ZREM", "waitqd:" .. key, id)

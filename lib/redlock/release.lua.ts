@@ -23,10 +23,8 @@ for _, key in ipairs(KEYS) do
 end
 if waiting then
   ${QUEUE_KEYS_WRONG_LUA}
-  for _, key in ipairs(KEYS) do
-    local wrong, found, expected = queue_keys_wrong(key)
-    if wrong then return wrong_type_reply(wrong, found, expected) end
-  end
+  local refusal = queue_keys_refusal(KEYS)
+  if refusal then return refusal end
 end
 for _, key in ipairs(KEYS) do
   local held = redis.pcall("GET", key)

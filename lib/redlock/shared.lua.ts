@@ -120,9 +120,16 @@ local function queue_keys_wrong(resource)
   if t ~= "none" and t ~= "hash" then return "waitqg:" .. resource, t, "hash" end
   return nil
 end
--- The reply for a wrong key: an error the client reports as this node's failed vote. Nothing was written.
-local function wrong_type_reply(key, found, expected)
-  return redis.error_reply("WRONGTYPE lockscope: " .. key .. " holds a " .. found .. ", not a " .. expected .. "; nothing was written on this node")
+-- For a list of resources: nil when all is well, else the reply for the first wrong key, an error the
+-- client reports as this node's failed vote (nothing was written).
+local function queue_keys_refusal(resources)
+  for _, resource in ipairs(resources) do
+    local wrong, found, expected = queue_keys_wrong(resource)
+    if wrong then
+      return redis.error_reply("WRONGTYPE lockscope: " .. wrong .. " holds a " .. found .. ", not a " .. expected .. "; nothing was written on this node")
+    end
+  end
+  return nil
 end
 `;
 
