@@ -1,13 +1,4 @@
-import {
-  FENCE_MARKER_LUA,
-  FENCE_OLDER_LUA,
-  HAND_OVER_LUA,
-  NOW_MS_LUA,
-  PUBLISH_RELEASE_LUA,
-  QUEUE_HEAD_LUA,
-  QUEUE_KEYS_WRONG_LUA,
-  READ_FENCE_LUA,
-} from "./shared.lua";
+import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua";
 
 /**
  * Takes every resource on this node, or none: the check and the SETs run in one script, so two
@@ -46,18 +37,21 @@ local mine = string.sub(value, 1, 21)
 local refused, reply = nil, nil
 -- Fenced: this node's fence knowledge is read before anything is written (every reply carries it, a
 -- refusal too: the client needs the fences of every node that answers, not only of those that grant).
+-- Written out rather than with helper functions: a Lua function is a closure made on every call, and
+-- this runs on every fenced attempt. Fences are canonical decimals compared as strings (see
+-- FENCE_OLDER_LUA); a fence key that holds anything else is damaged, and this node can vouch for nothing.
 local fence, marker = nil, false
 if mode ~= "" and string.find(mode, "f", 1, true) then
-  ${READ_FENCE_LUA}
-  ${FENCE_OLDER_LUA}
-  ${FENCE_MARKER_LUA}
   fence = "0"
   for i, key in ipairs(KEYS) do
-    local f = read_fence(key)
-    if not f then return {3, i} end
-    if fence_older(fence, f) then fence = f end
+    local f = redis.pcall("GET", "fence:" .. key)
+    if f ~= false then
+      if type(f) ~= "string" or #f > 40 or not (f == "0" or string.match(f, "^[1-9]%d*$")) then return {3, i} end
+      if #f > #fence or (#f == #fence and f > fence) then fence = f end
+    end
   end
-  marker = fence_marker()
+  marker = redis.pcall("GET", "lockscope:fence-epoch")
+  if type(marker) ~= "string" then marker = false end
 end
 -- Queue keys are checked before the first write of any path that writes them (fair mode hands over and
 -- prunes, a later attempt leaves the queue when it wins, a refusal joins it).

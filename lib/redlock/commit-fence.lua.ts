@@ -1,5 +1,3 @@
-import { FENCE_MARKER_LUA, FENCE_OLDER_LUA, READ_FENCE_LUA } from "./shared.lua";
-
 /**
  * Second round of a fenced acquisition. The fence F = (highest fence over every node that answered the
  * acquire round, at least a quorum of them with their fence marker) + 1 is recorded here before the lock is
@@ -15,22 +13,25 @@ import { FENCE_MARKER_LUA, FENCE_OLDER_LUA, READ_FENCE_LUA } from "./shared.lua"
  * recorded either way (a monotone maximum can only help a later reader); {-1, i} when the fence key of
  * resource i is damaged: nothing was written.
  */
-export const COMMIT_FENCE_LUA =
-  FENCE_OLDER_LUA +
-  READ_FENCE_LUA +
-  FENCE_MARKER_LUA +
-  `
-local held = true
+export const COMMIT_FENCE_LUA = `
+-- Written out rather than with helper functions (a Lua function is a closure made on every call): fences
+-- are canonical decimals compared as strings (see FENCE_OLDER_LUA); anything else in a fence key is damaged.
+local fence, held, current = ARGV[3], true, {}
 -- Everything is read and checked before the first write.
 for i, key in ipairs(KEYS) do
-  if not read_fence(key) then return {-1, i} end
+  local f = redis.pcall("GET", "fence:" .. key)
+  if f == false then
+    f = "0"
+  elseif type(f) ~= "string" or #f > 40 or not (f == "0" or string.match(f, "^[1-9]%d*$")) then
+    return {-1, i}
+  end
+  current[i] = f
   local value = redis.pcall("GET", key)
   if value ~= ARGV[1] and value ~= ARGV[2] then held = false end
 end
-for _, key in ipairs(KEYS) do
-  if fence_older(read_fence(key), ARGV[3]) then
-    redis.call("SET", "fence:" .. key, ARGV[3])
-  end
+for i, key in ipairs(KEYS) do
+  local f = current[i]
+  if #f < #fence or (#f == #fence and f < fence) then redis.call("SET", "fence:" .. key, fence) end
 end
 if held then
   for _, key in ipairs(KEYS) do
@@ -40,5 +41,7 @@ if held then
     end
   end
 end
-return {held and 1 or 0, fence_marker()}
+local marker = redis.pcall("GET", "lockscope:fence-epoch")
+if type(marker) ~= "string" then marker = false end
+return {held and 1 or 0, marker}
 `;

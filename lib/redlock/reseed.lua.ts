@@ -1,4 +1,13 @@
-import { FENCE_MARKER_LUA, FENCE_OLDER_LUA } from "./shared.lua";
+import { FENCE_OLDER_LUA } from "./shared.lua";
+
+/** `fence_marker()`: this node's fence marker (see FENCE_MARKER_KEY), or false when it has none. */
+const FENCE_MARKER_LUA = `
+local function fence_marker()
+  local marker = redis.pcall("GET", "lockscope:fence-epoch")
+  if type(marker) ~= "string" then return false end
+  return marker
+end
+`;
 
 /**
  * Scripts that re-seed a node's fences (see reseed.ts). The marker and re-seed keys are FENCE_MARKER_KEY and

@@ -132,26 +132,3 @@ local function queue_keys_refusal(resources)
   return nil
 end
 `;
-
-/**
- * `read_fence(resource)`: this node's fence for the resource, "0" when it has none, nil when the key holds
- * anything but a canonical decimal (changed by hand or by another program): a node cannot vouch for a
- * fence it cannot read, so the caller treats it as knowing nothing and writes nothing.
- */
-export const READ_FENCE_LUA = `
-local function read_fence(resource)
-  local fence = redis.pcall("GET", "fence:" .. resource)
-  if fence == false then return "0" end
-  if type(fence) ~= "string" or #fence > 40 or not (fence == "0" or string.match(fence, "^[1-9]%d*$")) then return nil end
-  return fence
-end
-`;
-
-/** `fence_marker()`: this node's fence marker (see FENCE_MARKER_KEY), or false when it has none. */
-export const FENCE_MARKER_LUA = `
-local function fence_marker()
-  local marker = redis.pcall("GET", "lockscope:fence-epoch")
-  if type(marker) ~= "string" then return false end
-  return marker
-end
-`;
