@@ -620,12 +620,11 @@ function evidenceOf(outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>): FenceNo
   });
 }
 
-/** No other holder has a quorum and nobody is ahead in a fair queue: contenders split a free lock. */
+/** No other holder has the lock on a quorum of nodes: contenders split a free lock. */
 function isSplitVote(outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>, quorum: number): boolean {
   const holders = new Map<string, number>();
   for (const o of outcomes) {
     if (o.state !== "ok") continue;
-    if (o.value.kind === "queued") return false;
     if (o.value.kind === "held" && o.value.value !== null) {
       const count = (holders.get(o.value.value) ?? 0) + 1;
       if (count >= quorum) return false;
