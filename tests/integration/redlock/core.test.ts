@@ -277,8 +277,10 @@ describe("Redlock on three nodes", () => {
     };
     const done: Array<Promise<void>> = [];
     for (let i = 0; i < 4; i++) {
+      const arrived = Date.now();
       done.push(take(`waiter ${i}`, engine(fair)));
-      await queuedEverywhere("lock:fair", i + 1); // they arrive one after the other
+      await queuedEverywhere("lock:fair", i + 1); // they arrive one after the other,
+      await until("the next millisecond", () => Date.now() > arrived, 1000, 1); // at distinct times (ms)
     }
     // The holder's key goes away without a release (an operator's DEL, or its TTL running out): nothing
     // hands the lock over, and the waiters sleep. A contender arriving now finds it free; without fair mode
