@@ -21,6 +21,9 @@ export interface LockscopeConfig {
   metricsGroupPattern: RegExp;
   metricsMaxGroups: number;
   publicOrigin: string | null;
+  /** Live streams (`/api/locks/stream`) open at once per client address, and per token or session. */
+  maxStreamsPerAddress: number;
+  maxStreamsPerToken: number;
 }
 
 /** One environment variable that does not parse: the message says which, what it held and what is expected. */
@@ -44,6 +47,8 @@ export const CONFIG_DEFAULTS = Object.freeze({
   nodeTimeoutMs: 500,
   metricsGroupPattern: "^([^:]+:[^:/]+)",
   metricsMaxGroups: 50,
+  maxStreamsPerAddress: 20,
+  maxStreamsPerToken: 50,
 } as const);
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -132,6 +137,10 @@ export function parseConfig(env: Env): LockscopeConfig {
     "the console's public origin, e.g. https://lockscope.example.com (only behind a proxy)",
     undefined,
   ) ?? null;
+  const streamLimit = (name: string, fallback: number) =>
+    field(env, name, z.coerce.number().int().min(1).max(100_000), "a whole number of streams from 1 to 100000", String(fallback));
+  const maxStreamsPerAddress = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_ADDRESS", CONFIG_DEFAULTS.maxStreamsPerAddress);
+  const maxStreamsPerToken = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_TOKEN", CONFIG_DEFAULTS.maxStreamsPerToken);
   return {
     redisUrls: redisUrls ?? null,
     lockPatterns,
@@ -148,6 +157,8 @@ export function parseConfig(env: Env): LockscopeConfig {
     metricsGroupPattern,
     metricsMaxGroups,
     publicOrigin,
+    maxStreamsPerAddress,
+    maxStreamsPerToken,
   };
 }
 
