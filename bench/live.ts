@@ -1,5 +1,6 @@
 /**
- * Live view benchmark (not a test): `npm run bench:live [-- --json] [-- --quick]`.
+ * Live view benchmark (not a test): `npm run bench:live [-- --json] [-- --quick]`, or the memory soak
+ * `npm run bench:live -- --soak [--soak-minutes N]` (see `soak()` below).
  *
  * Starts three redis-server nodes in os.tmpdir() and the real console as a child process
  * (`node --import tsx scripts/start.ts`, REDIS_URLS pointing at those nodes), so RSS and CPU are the
@@ -22,9 +23,17 @@ import path from "node:path";
 import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "../lib/redis-node";
 
-const args = new Set(process.argv.slice(2));
+const argv = process.argv.slice(2);
+const args = new Set(argv);
 const JSON_OUT = args.has("--json");
 const QUICK = args.has("--quick");
+const soakMinutesArg = argv.indexOf("--soak-minutes");
+const SOAK = args.has("--soak") || soakMinutesArg >= 0;
+const SOAK_MINUTES = soakMinutesArg >= 0 ? Number(argv[soakMinutesArg + 1]) : 10;
+if (SOAK && !(Number.isFinite(SOAK_MINUTES) && SOAK_MINUTES >= 2 && SOAK_MINUTES <= 600)) {
+  process.stderr.write(`--soak-minutes expects a number of minutes from 2 to 600, got ${JSON.stringify(argv[soakMinutesArg + 1] ?? null)}\n`);
+  process.exit(2);
+}
 const out = (line = "") => (JSON_OUT ? process.stderr : process.stdout).write(`${line}\n`);
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -403,7 +412,110 @@ async function main(): Promise<void> {
   if (JSON_OUT) process.stdout.write(`${JSON.stringify({ results, bars }, null, 2)}\n`);
 }
 
-main().catch((error: unknown) => {
+/** Leases held through the soak, each renewed every second. */
+const SOAK_LEASES = 1_000;
+/** Longer than the soak: every renewal moves the lease's expiry, and none expires meanwhile. */
+const SOAK_LEASE_TTL_MS = 15 * 60_000;
+/** Short locks taken and released alongside (ended locks, timelines, the stream's frames). */
+const SOAK_CHURN_PER_SEC = 100;
+/** Memory is sampled this often; the first minute is warm-up and not compared. */
+const SOAK_SAMPLE_MS = 10_000;
+/** Growth allowed between the second minute and the last (median of each minute's samples). */
+const SOAK_MARGIN = { heapMb: 8, rssMb: 30 };
+
+/** The console's heap in use (MB), from its own /metrics (prom-client's Node.js defaults). */
+async function serverHeapMb(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const value = /^lockscope_nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1];
+  return value === undefined ? Number.NaN : Number(value) / 1024 / 1024;
+}
+
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted.length === 0 ? Number.NaN : (sorted[Math.floor(sorted.length / 2)] ?? Number.NaN);
+};
+
+/**
+ * The memory soak: SOAK_LEASES leases held by every node and renewed (PEXPIRE) every second for the whole
+ * run, plus SOAK_CHURN_PER_SEC short locks taken and released, with one stream client reading. The
+ * console's RSS and heap are sampled every 10 s; memory is flat when the last minute's median is within
+ * SOAK_MARGIN of the second minute's.
+ */
+async function soak(minutes: number): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-soak-"));
+  const nodes = await startRedisNodes(3, { dir });
+  const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true }));
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-console-"));
+  const leases = Array.from({ length: SOAK_LEASES }, (_, i) => `lock:lease:${i}`);
+  await Promise.all(clients.map(async (c) => {
+    const p = c.pipeline();
+    leases.forEach((key, i) => p.set(key, `lease-${i}`, "PX", SOAK_LEASE_TTL_MS));
+    await p.exec();
+  }));
+  const { child, port } = await startConsole(nodes.map((n) => n.url), dataDir);
+  const pid = child.pid!;
+  const stream = new StreamClient(port);
+  const samples: Array<{ atMin: number; rssMb: number; heapMb: number }> = [];
+  const started = performance.now();
+  const endAt = started + minutes * 60_000;
+  let renewals = 0;
+  let churned = 0;
+  let nextSample = started;
+  try {
+    for (let second = 0; performance.now() < endAt; second++) {
+      const tickStart = started + second * 1_000;
+      for (const c of clients) {
+        const p = c.pipeline();
+        for (const key of leases) p.pexpire(key, SOAK_LEASE_TTL_MS);
+        void p.exec();
+      }
+      renewals += SOAK_LEASES;
+      // Short locks: taken now, released a second later (by the next round).
+      for (let i = 0; i < SOAK_CHURN_PER_SEC; i++) {
+        const key = `lock:soak:${second}:${i}`;
+        for (const c of clients) void c.set(key, `t-${second}-${i}`, "PX", 30_000);
+        const old = `lock:soak:${second - 1}:${i}`;
+        for (const c of clients) void c.del(old);
+      }
+      churned += SOAK_CHURN_PER_SEC;
+      if (performance.now() >= nextSample) {
+        nextSample += SOAK_SAMPLE_MS;
+        const atMin = (performance.now() - started) / 60_000;
+        const sample = { atMin, rssMb: procStats(pid).rssMb, heapMb: await serverHeapMb(port) };
+        samples.push(sample);
+        out(`  ${atMin.toFixed(1)} min: RSS ${sample.rssMb.toFixed(0)} MB, heap ${sample.heapMb.toFixed(1)} MB, ${stream.locks.size} locks in the stream's view`);
+      }
+      const wait = tickStart + 1_000 - performance.now();
+      if (wait > 0) await sleep(wait);
+    }
+  } finally {
+    stream.close();
+    await stopConsole(child);
+    for (const c of clients) c.disconnect();
+    await Promise.all(nodes.map((n) => n.stop()));
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  const minute = (from: number, to: number) => samples.filter((x) => x.atMin >= from && x.atMin < to);
+  const second = minute(1, 2);
+  const last = minute(minutes - 1, minutes + 1);
+  const growth = {
+    heapMb: median(last.map((x) => x.heapMb)) - median(second.map((x) => x.heapMb)),
+    rssMb: median(last.map((x) => x.rssMb)) - median(second.map((x) => x.rssMb)),
+  };
+  const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "–");
+  out("");
+  out(`Live view soak: ${minutes} min, ${SOAK_LEASES} leases renewed every second (${renewals} renewals per node), ${churned} short locks taken and released, one stream client`);
+  out("");
+  out("| | minute 2 (median) | last minute (median) | growth | allowed | result |");
+  out("|---|---:|---:|---:|---:|---|");
+  out(`| heap used MB | ${f(median(second.map((x) => x.heapMb)))} | ${f(median(last.map((x) => x.heapMb)))} | ${f(growth.heapMb)} | < ${SOAK_MARGIN.heapMb} | ${growth.heapMb < SOAK_MARGIN.heapMb ? "PASS" : "FAIL"} |`);
+  out(`| RSS MB | ${f(median(second.map((x) => x.rssMb)), 0)} | ${f(median(last.map((x) => x.rssMb)), 0)} | ${f(growth.rssMb)} | < ${SOAK_MARGIN.rssMb} | ${growth.rssMb < SOAK_MARGIN.rssMb ? "PASS" : "FAIL"} |`);
+  out(`| highest RSS sampled MB | | ${f(Math.max(...samples.map((x) => x.rssMb)), 0)} | | | |`);
+  if (JSON_OUT) process.stdout.write(`${JSON.stringify({ minutes, samples, growth, margin: SOAK_MARGIN }, null, 2)}\n`);
+}
+
+(SOAK ? soak(SOAK_MINUTES) : main()).catch((error: unknown) => {
   process.stderr.write(`bench:live failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });
