@@ -124,6 +124,10 @@ describe("live view under node faults", () => {
 
   it("turns keyspace notifications back on when they are switched off at runtime, and reconciles what it missed", async () => {
     const s = await watch();
+    await until("node 0 watched with notifications on", async () => {
+      const h = await nodeHealth("node-0");
+      return h.watcher.up && h.notifications !== "unavailable";
+    });
     await admin[0]!.config("SET", "notify-keyspace-events", "");
     // Announced to nobody: this change is only found by the reconcile after the flags are back.
     await Promise.all(admin.map((c) => c.set("lock:unannounced", "quiet", "PX", 20_000)));
