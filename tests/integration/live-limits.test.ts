@@ -35,8 +35,8 @@ describe("live stream limits", () => {
 
   it("answers HEAD with the stream's headers and opens no stream", async () => {
     // Next.js runs GET for HEAD where a route exports no HEAD.
-    const exported: Partial<Record<string, Handler>> = stream;
-    const head = exported.HEAD ?? stream.GET;
+    const exported: { GET: Handler; HEAD?: Handler } = stream;
+    const head = exported.HEAD ?? exported.GET;
     const before = clients();
     for (let i = 0; i < 50; i++) {
       const res = await call(head, "HEAD", "/api/locks/stream", { token: VIEWER_TOKEN });
