@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as StreamModule from "@/app/api/locks/stream/route";
-import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { openStream, type StreamReader } from "../support/stream";
 import { until } from "../support/wait";
@@ -38,12 +38,17 @@ describe("live stream limits", () => {
     const exported: { GET: Handler; HEAD?: Handler } = stream;
     const head = exported.HEAD ?? exported.GET;
     const before = clients();
+    const answers: Response[] = [];
     for (let i = 0; i < 50; i++) {
-      const res = await call(head, "HEAD", "/api/locks/stream", { token: VIEWER_TOKEN });
+      const headers = { authorization: `Bearer ${VIEWER_TOKEN}`, host: new URL(ORIGIN).host, "x-lockscope-client-ip": "10.9.0.1" };
+      const res = await head(new Request(`${ORIGIN}/api/locks/stream`, { method: "HEAD", headers }), { params: Promise.resolve({}) });
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+      answers.push(res);
     }
+    // Nobody reads or cancels a HEAD's body: nothing may be left open for it.
     expect(clients()).toBe(before);
+    await Promise.all(answers.map((res) => res.body?.cancel() ?? Promise.resolve()));
     expect((await call(head, "HEAD", "/api/locks/stream", { token: null })).status).toBe(401);
   });
 
