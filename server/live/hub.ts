@@ -138,8 +138,9 @@ export class StreamHub {
         if (!detach()) return;
         try {
           // close() would let the consumer read the whole backlog first, keeping the socket open for as long
-          // as it takes; an error discards the queue and makes the server end the response now.
-          controller.error(new Error("live stream dropped: the client fell too far behind"));
+          // as it takes; an error discards the queue and makes the server destroy the response now. (Named
+          // AbortError: Next.js treats it as a client gone, not as a failure to log.)
+          controller.error(new DOMException("live stream dropped: the client fell too far behind", "AbortError"));
         } catch {
           // already closed or errored by the consumer
         }
