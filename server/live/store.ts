@@ -1,4 +1,6 @@
 import "server-only";
+import { formatByName, inferScope, type FormatName, type FormatReading, type LockScope } from "@/lib/locks/formats";
+import { formatView, type FormatView } from "@/lib/locks/formats/view";
 import { decodeHolder, endReason, mergeSamples, transitions, type EndCause, type MergedLock } from "@/lib/locks/merge";
 import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry, type TimelineType } from "@/lib/locks/types";
 import { BucketCounter, pushCapped } from "@/lib/locks/window";
@@ -23,17 +25,26 @@ const WHEEL_MS = 100;
 export const SETTLE_MS = 30;
 const ALREADY_HELD = "already held when the console started watching";
 
-/** One node's reading of one key: `value` null when absent; `expiry` NaN when absent, Infinity without TTL. */
+/**
+ * One node's reading of one key, decoded by its format: `value` is the reading's fingerprint (null when
+ * absent); `expiry` NaN when absent, Infinity when it never ends by itself.
+ */
 export interface NodeSample {
   node: number;
+  /** The decoded reading; absent where only the value is known (it then shows as format `unknown`). */
+  reading?: FormatReading | null;
   value: string | null;
   expiry: number;
   /** What the keyspace notification said removed the key, when one did. */
   cause: EndCause;
 }
 
+/** Formats whose value is a set of holders that join and leave one lock (see `LockSummary.holderSet`). */
+const HOLDER_SETS: ReadonlySet<FormatName> = new Set<FormatName>(["redis-semaphore", "redisson-rw"]);
+
 interface Entry {
   resource: string;
+  readings: Array<FormatReading | null>;
   values: Array<string | null>;
   expiries: number[];
   /** null until first counted. */
@@ -58,6 +69,10 @@ interface Entry {
   endSeen: boolean;
   /** Every node that holds it is unreadable: the view is the last readings'. */
   unreadable: boolean;
+  /** The format fields of the lock as last held (kept once it ended, for its row and page). */
+  view: FormatView | null;
+  /** null until first counted. */
+  scope: LockScope | null;
 }
 
 export interface LockCounts {
@@ -65,6 +80,8 @@ export interface LockCounts {
   /** acquiredAt of the longest-held lock still held (held or elapsed), null when none. */
   oldestHeldAcquiredAt: number | null;
   held: number;
+  /** Live locks that never expire by themselves (the `no-ttl` warning). */
+  withoutTtl: number;
 }
 
 export interface DrainedChanges {
@@ -101,7 +118,7 @@ export class LockStore {
   private wheelCursor = Math.floor(Date.now() / WHEEL_MS);
   private readonly byState = emptyCounts();
   private readonly forceHints = new Map<string, { at: number; value: string | null; detail: string | null }>();
-  private oldestCache: { at: number; value: number | null } | null = null;
+  private oldestCache: { at: number; value: number | null; withoutTtl: number } | null = null;
   readonly contention = new ContentionTracker();
   readonly acquisitions = new BucketCounter(1_000, 10);
   readonly expirations = new BucketCounter(1_000, 10);
@@ -109,6 +126,8 @@ export class LockStore {
   watching = false;
   /** Called with resources whose TTL ran out long ago and should be read again. */
   onProbe: (resources: string[]) => void = () => {};
+  /** The operator's scope declaration for a key (from the lock patterns); null where none is declared. */
+  declaredScope: (resource: string) => LockScope | null = () => null;
 
   constructor(
     nodeIds: readonly string[],
@@ -150,14 +169,21 @@ export class LockStore {
   counts(now = Date.now()): LockCounts {
     if (!this.oldestCache || now - this.oldestCache.at > 1_000) {
       let oldest: number | null = null;
+      let withoutTtl = 0;
       for (const entry of this.live.values()) {
         if ((entry.state === "held" || entry.state === "elapsed") && entry.acquiredAt !== null && (oldest === null || entry.acquiredAt < oldest)) {
           oldest = entry.acquiredAt;
         }
+        if (entry.state !== null && isLive(entry.state) && entry.view?.warnings.includes("no-ttl")) withoutTtl += 1;
       }
-      this.oldestCache = { at: now, value: oldest };
+      this.oldestCache = { at: now, value: oldest, withoutTtl };
     }
-    return { byState: { ...this.byState }, oldestHeldAcquiredAt: this.oldestCache.value, held: this.byState.held + this.byState.elapsed };
+    return {
+      byState: { ...this.byState },
+      oldestHeldAcquiredAt: this.oldestCache.value,
+      held: this.byState.held + this.byState.elapsed,
+      withoutTtl: this.oldestCache.withoutTtl,
+    };
   }
 
   isNodeUp(index: number): boolean {
@@ -196,7 +222,11 @@ export class LockStore {
       const before = entry.values[sample.node] ?? null;
       const beforeExpiry = entry.expiries[sample.node] ?? Number.NaN;
       if (before !== null && sample.value === null) entry.endSeen = true;
+      const beforeReading = entry.readings[sample.node] ?? null;
       entry.values[sample.node] = sample.value;
+      entry.readings[sample.node] = sample.value === null ? null : (sample.reading ?? null);
+      // Same holders, other details: a reentrant hold count, a fair lock's queue.
+      if (sample.reading && beforeReading && sample.value === before && detailsDiffer(beforeReading, sample.reading)) visible = true;
       entry.expiries[sample.node] = sample.expiry;
       // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value; the
       // latter only while that value is still the lock's (a node that applies a hand-over late must not
@@ -285,6 +315,29 @@ export class LockStore {
     if (this.live.has(resource)) this.changed.add(resource);
   }
 
+  /**
+   * The lock patterns changed: locks no pattern covers any more leave the list at once (their keys are not
+   * watched any more, so nothing would ever end them). Their history is kept like an ended lock's.
+   */
+  retain(isLockKey: (resource: string) => boolean): number {
+    let dropped = 0;
+    for (const [resource, entry] of this.live) {
+      if (isLockKey(resource)) continue;
+      this.live.delete(resource);
+      this.unschedule(entry);
+      this.settling.delete(resource);
+      this.lingering.delete(resource);
+      this.changed.delete(resource);
+      if (entry.state !== null) {
+        this.count(entry.state, -1, entry);
+        this.removed.add(resource);
+      }
+      dropped += 1;
+    }
+    this.oldestCache = null;
+    return dropped;
+  }
+
   // ---- time ----------------------------------------------------------------------------------------
 
   /** Time passing: TTLs running out (held → elapsed), stale keys probed, ended locks leaving the list. */
@@ -367,7 +420,8 @@ export class LockStore {
     this.removed.clear();
     const contention: DrainedChanges["contention"] = [];
     for (const resource of this.contentionChanged) {
-      const figures = this.contention.get(resource, now, this.holderIdOf(resource));
+      const entry = this.live.get(resource);
+      const figures = entry ? this.contentionOf(entry, now, this.holderIdOf(resource)) : this.contention.get(resource, now, null);
       this.contention.markSent(resource, figures);
       contention.push({ resource, ...figures });
     }
@@ -395,6 +449,7 @@ export class LockStore {
     const n = this.nodeIds.length;
     const entry: Entry = {
       resource,
+      readings: new Array<FormatReading | null>(n).fill(null),
       values: new Array<string | null>(n).fill(null),
       expiries: new Array<number>(n).fill(Number.NaN),
       state: null,
@@ -414,9 +469,35 @@ export class LockStore {
       wheelAt: 0,
       endSeen: false,
       unreadable: false,
+      view: null,
+      scope: null,
     };
     this.live.set(resource, entry);
     return entry;
+  }
+
+  /**
+   * The quorum vote over the nodes' fingerprints, then the lock's scope: a `single` lock (by declaration, by
+   * its format, or inferred from where its value is) is held while one node holds it, so a lock that lives on
+   * one instance by design never reads as a Redlock that lost its quorum.
+   */
+  private merge(entry: Entry, now: number): MergedLock {
+    const samples = { up: this.nodeUp, values: entry.values, expiries: entry.expiries, quorum: this.quorum };
+    const merged = mergeSamples(samples, now, { endSeen: entry.endSeen });
+    if (merged.state === null) return merged;
+    const view = formatView(entry.readings, merged.token ?? merged.leading);
+    if (view) entry.view = view;
+    const format = entry.view?.format ?? "unknown";
+    const scope = inferScope({
+      declared: this.declaredScope(entry.resource),
+      format: formatByName(format).scope,
+      nodes: this.nodeIds.length,
+      holding: merged.quorumHeld,
+      previous: entry.scope,
+    });
+    entry.scope = scope;
+    if (scope === "single" && merged.state === "partial" && this.quorum > 1) return mergeSamples({ ...samples, quorum: 1 }, now, { endSeen: false });
+    return merged;
   }
 
   private holderIdOf(resource: string): string | null {
@@ -438,7 +519,7 @@ export class LockStore {
       }
     }
     this.settling.delete(entry.resource);
-    const merged: MergedLock = mergeSamples({ up: this.nodeUp, values: entry.values, expiries: entry.expiries, quorum: this.quorum }, now, { endSeen: entry.endSeen });
+    const merged = this.merge(entry, now);
     entry.endSeen = false;
     if (entry.unreadable !== merged.unreadable) {
       entry.unreadable = merged.unreadable;
@@ -446,7 +527,8 @@ export class LockStore {
     }
     const wasLive = entry.state !== null && isLive(entry.state);
     const prev = wasLive ? { state: entry.state as "held", token: entry.token, leading: entry.leading, expiresAt: entry.expiresAt } : null;
-    const steps = transitions(prev, merged);
+    const holderSet = entry.view !== null && HOLDER_SETS.has(entry.view.format);
+    const steps = transitions(prev, { ...merged, holderSet });
     const previousState = entry.state;
     for (const step of steps) {
       switch (step.type) {
@@ -478,6 +560,13 @@ export class LockStore {
           this.addTimeline(entry, { at: now, type: "extended", detail: Number.isFinite(step.by) ? `by ${(step.by / 1000).toFixed(1)} s` : "TTL removed" });
           this.events.emit("lock-event", { type: "extended", resource: entry.resource });
           break;
+        case "holders": {
+          const list = (ids: string[]) => ids.map((id) => id.slice(0, 40)).join(", ");
+          const parts = [step.joined.length > 0 ? `joined: ${list(step.joined)}` : null, step.left.length > 0 ? `left: ${list(step.left)}` : null];
+          this.addTimeline(entry, { at: now, type: "holders", detail: parts.filter(Boolean).join("; ") });
+          this.events.emit("lock-event", { type: "extended", resource: entry.resource });
+          break;
+        }
         case "replaced":
           // The previous lock ended (released, most often by a hand-over to the next waiter) and the next
           // one began before any read saw the key free: the end counts like any other.
@@ -606,6 +695,18 @@ export class LockStore {
     };
   }
 
+  /**
+   * What can be known of a lock's contention: this engine's telemetry (also for a foreign-held lock an engine
+   * client contends for), a queue the library keeps (Redisson's fair lock), or nothing: a foreign client's
+   * failed attempt leaves no trace, so its figures are null, never a made-up 0.
+   */
+  private contentionOf(entry: Entry, now: number, holderId: string | null): Lock["contention"] {
+    const source = entry.view?.contentionSource ?? null;
+    if (source === "engine" || this.contention.has(entry.resource)) return this.contention.get(entry.resource, now, holderId);
+    if (source === "queue") return { attemptsPerMin: null, waiters: entry.view?.waiters ?? null, source: entry.view?.waiters === null ? null : "queue" };
+    return { ...NOT_VISIBLE };
+  }
+
   private nodesAgree(entry: Entry): boolean {
     let seen: string | null | undefined;
     for (let i = 0; i < entry.values.length; i++) {
@@ -645,9 +746,16 @@ export class LockStore {
     const shown = entry.token ?? entry.leading ?? entry.endedToken;
     const decoded = decodeHolder(shown);
     const holderId = entry.token ? lockValueId(entry.token) : null;
+    const view = entry.view;
+    const scope = entry.scope ?? "quorum";
     const lock: Lock = {
       resource: entry.resource,
       state: entry.state ?? "released",
+      format: view?.format ?? "unknown",
+      redisType: view?.redisType ?? "none",
+      scope,
+      holders: view?.holders ?? [],
+      warnings: view?.warnings ?? [],
       token: entry.token,
       holder: decoded.holder,
       fence: decoded.fence,
@@ -658,10 +766,10 @@ export class LockStore {
         return { id, up, token: value, pttlMs: value !== null && Number.isFinite(expiry) ? Math.max(0, Math.round(expiry - now)) : null };
       }),
       quorumHeld: entry.quorumHeld,
-      quorum: this.quorum,
+      quorum: scope === "single" ? 1 : this.quorum,
       expiresAt: entry.expiresAt === null ? null : Math.round(entry.expiresAt),
       ttlMs: entry.ttlMs === null ? null : Math.round(entry.ttlMs),
-      contention: this.contention.get(entry.resource, now, holderId),
+      contention: this.contentionOf(entry, now, holderId),
     };
     if (entry.acquiredAt !== null) lock.acquiredAt = entry.acquiredAt;
     if (entry.endedAt !== null) {
@@ -671,6 +779,13 @@ export class LockStore {
     if (entry.unreadable) lock.unreadable = true;
     return lock;
   }
+}
+
+const NOT_VISIBLE = Object.freeze({ attemptsPerMin: null, waiters: null, source: null });
+
+function detailsDiffer(a: FormatReading, b: FormatReading): boolean {
+  if (a.waiters !== b.waiters || a.warnings.length !== b.warnings.length || a.holders.length !== b.holders.length) return true;
+  return a.holders.some((h, i) => h.count !== b.holders[i]?.count);
 }
 
 function sameExpiry(a: number | null, b: number | null): boolean {

@@ -200,7 +200,7 @@ describe("live view under node faults", () => {
     const store = new LockStore(["node-0"], 1, getLiveEvents());
     const watcher = new NodeWatcher(
       { id: "node-0", index: 0, url: cluster.urls[0]!, maskedUrl: cluster.urls[0]!, client: admin[0]! },
-      { store, patterns: ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log, timeoutMs: 500, deadlineMs: 500 },
+      { store, patterns: () => ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log, timeoutMs: 500, deadlineMs: 500 },
     );
     await until("the extra watcher up", () => watcher.up);
     await watcher.stop();

@@ -198,7 +198,7 @@ describe("live lock view", () => {
     const figures = await s.until("contention", () => {
       const events = s.events.filter((e) => e.event === "contention" || e.event === "lock").map((e) => JSON.parse(e.data) as { resource: string; attemptsPerMin?: number; waiters?: number; contention?: Lock["contention"] });
       const mine = events.filter((e) => e.resource === "lock:contended").map((e) => e.contention ?? { attemptsPerMin: e.attemptsPerMin ?? 0, waiters: e.waiters ?? 0 });
-      return mine.find((c) => c.attemptsPerMin >= 4);
+      return mine.find((c) => (c.attemptsPerMin ?? 0) >= 4);
     });
     expect(figures.attemptsPerMin).toBe(4);
     expect(figures.waiters).toBe(1);

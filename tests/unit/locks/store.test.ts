@@ -7,7 +7,10 @@ function storeStarting() {
   const events = new EventEmitter<LiveEventMap>();
   const seen: string[] = [];
   events.on("lock-event", (e) => seen.push(`${e.type} ${e.resource}`));
-  return { store: new LockStore(NODES, 2, events), seen };
+  const store = new LockStore(NODES, 2, events);
+  // These cases are about the Redlock vote: the keys are declared quorum locks (scope is tested on its own).
+  store.declaredScope = () => "quorum";
+  return { store, seen };
 }
 
 const T = 1_800_000_000_000;
@@ -18,6 +21,7 @@ function storeWithNodesUp() {
   const seen: string[] = [];
   events.on("lock-event", (e) => seen.push(`${e.type} ${e.resource}`));
   const store = new LockStore(NODES, 2, events);
+  store.declaredScope = () => "quorum";
   NODES.forEach((_, i) => store.setNodeUp(i, true, T));
   store.watching = true;
   return { store, seen };
