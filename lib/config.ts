@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_LOCK_PATTERNS_ENV } from "./locks/formats/defaults";
 
 /**
  * The console's configuration, parsed once from an environment-shaped record. This module never reads the
@@ -62,7 +63,8 @@ export class ConfigError extends Error {
 }
 
 export const CONFIG_DEFAULTS = Object.freeze({
-  lockPatterns: "lock:*,locks:*",
+  // The conventional key names of the lock libraries the console reads (lib/locks/formats/defaults.ts).
+  lockPatterns: DEFAULT_LOCK_PATTERNS_ENV,
   host: "127.0.0.1",
   port: 3000,
   dataDir: ".lockscope",
@@ -111,7 +113,7 @@ export function parseConfig(env: Env): LockscopeConfig {
     env,
     "LOCK_PATTERNS",
     z.string().transform((s) => s.split(",").map((p) => p.trim())).pipe(z.array(z.string().min(1).max(200).regex(/^[^\s]+$/)).min(1).max(32)),
-    'comma-separated Redis glob patterns of lock keys, e.g. "lock:*,locks:*"',
+    'comma-separated Redis glob patterns of lock keys, e.g. "lock:*,mutex:*"',
     CONFIG_DEFAULTS.lockPatterns,
   );
   const host = field(env, "HOST", z.string().min(1).max(255).regex(/^[A-Za-z0-9.:[\]-]+$/), "a hostname or IP address to bind, e.g. 127.0.0.1", CONFIG_DEFAULTS.host);

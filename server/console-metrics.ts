@@ -66,6 +66,7 @@ export async function refreshConsoleMetrics(): Promise<void> {
     const counts = getLockStore().counts();
     const held = declared<"state">("lockscope_locks_held");
     for (const state of LOCK_STATES) held.set({ state }, counts.byState[state] ?? 0);
+    declared("lockscope_locks_without_ttl").set(counts.withoutTtl);
     declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(counts.oldestHeldAcquiredAt === null ? 0 : counts.oldestHeldAcquiredAt / 1000);
 
     const connected = declared<"node">("lockscope_watcher_connected");

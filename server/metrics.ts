@@ -130,6 +130,12 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   // The keyspace watcher (live view): what it sees on the lock nodes.
   { name: "lockscope_locks_held", type: "gauge", help: "Locks the console knows of, by state (held counts the quorum-held ones).", labels: ["state"], known: { state: LOCK_STATES } },
   {
+    name: "lockscope_locks_without_ttl",
+    type: "gauge",
+    help: "Live locks that never expire by themselves (no TTL, no expiry in the value): a crashed holder keeps them forever.",
+    labels: [],
+  },
+  {
     name: "lockscope_lock_oldest_held_acquired_timestamp_seconds",
     type: "gauge",
     help: "Acquisition time (Unix seconds) of the lock held longest now; 0 when none is held.",
