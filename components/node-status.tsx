@@ -2,6 +2,7 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { apiFetch } from "./api-client";
+import { useLiveLocks } from "./locks/use-live-locks";
 
 export interface HealthNode {
   id: string;
@@ -17,17 +18,50 @@ export interface HealthResponse {
   nodes: HealthNode[];
 }
 
-export function useHealth() {
+export function useHealth(options: { enabled?: boolean } = {}) {
   return useQuery({
     queryKey: ["health"],
     queryFn: () => apiFetch<HealthResponse>("/api/health"),
     refetchInterval: 5_000,
+    enabled: options.enabled ?? true,
   });
 }
 
-/** The nodes' status in the header: one pill per node, the quorum, and the overall status as text. */
+/**
+ * The nodes' status in the header: one pill per node, the quorum, and the overall status as text. It takes
+ * node state from the tab's live stream, the same source as the page below it, so the two never disagree
+ * (a node kill shows in both at once); /api/health is only the fallback where the stream is not open to
+ * this visitor (signed out).
+ */
 export function NodeStatus() {
-  const { data, isError } = useHealth();
+  const live = useLiveLocks();
+  const stream = live.data && live.data.status !== "signed-out" && live.data.nodes.length > 0 ? live.data : null;
+  const { data, isError } = useHealth({ enabled: stream === null });
+  if (stream) {
+    const total = stream.nodes.length;
+    const up = stream.stats?.nodesUp ?? stream.nodes.filter((n) => n.up).length;
+    const quorumOk = up >= Math.floor(total / 2) + 1;
+    const degraded = stream.nodes.some((n) => !n.up || n.notifications === "unavailable");
+    const status = !quorumOk ? "down" : degraded ? "degraded" : "ok";
+    return (
+      <div className="node-status" role="status" aria-label="Lock nodes">
+        {stream.nodes.map((node) => (
+          <span
+            key={node.nodeId}
+            className="node-pill"
+            title={`${node.nodeId} · ${node.up ? `${node.latencyMs ?? "?"} ms round trip` : node.answering ? "down" : "not answering"} · notifications ${node.notifications}`}
+            aria-label={`${node.nodeId} ${node.up ? "up" : node.answering ? "down" : "not answering"}`}
+          >
+            <span className={`dot ${node.up ? (node.notifications === "unavailable" ? "degraded" : "up") : "down"}`} aria-hidden />
+            {node.nodeId}
+          </span>
+        ))}
+        <span className={`status-text ${status}`}>
+          {up}/{total} up · quorum {quorumOk ? "ok" : "lost"} · {status}
+        </span>
+      </div>
+    );
+  }
   if (isError) {
     return (
       <div className="node-status" role="status" aria-label="Lock nodes">

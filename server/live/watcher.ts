@@ -52,6 +52,7 @@ export class NodeWatcher {
   gaps = 0;
   lastEventAt: number | null = null;
   latencyMs: number | null = null;
+  private readonly rtts: number[] = [];
   longestTtlMs = 0;
   facts: { appendonly: string | null; save: string | null; skewMs: number | null } = { appendonly: null, save: null, skewMs: null };
   run: NodeRunFacts = INITIAL_RUN_FACTS;
@@ -448,7 +449,12 @@ export class NodeWatcher {
       const t0 = performance.now();
       const [seconds, micros] = await this.waitOn(() => this.reader.time());
       const rtt = performance.now() - t0;
-      this.latencyMs = Math.round(rtt * 100) / 100;
+      // A reply waits in the socket until the console's event loop gets to it, so one sample is the node's
+      // round trip plus whatever the console was busy with. The least of the recent samples is the node's
+      // own round trip (the console's delay comes and goes; the network's does not).
+      this.rtts.push(rtt);
+      if (this.rtts.length > 6) this.rtts.shift();
+      this.latencyMs = Math.round(Math.min(...this.rtts) * 100) / 100;
       const nodeMs = Number(seconds) * 1000 + Number(micros) / 1000;
       this.facts.skewMs = Math.round(nodeMs - (sent + rtt / 2));
       if (withInfo) {
