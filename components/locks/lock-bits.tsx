@@ -93,7 +93,16 @@ export function NodeDots({ lock }: { lock: Lock }) {
         const kind: DotKind = !node.up ? "down" : node.token === null ? "none" : node.token === value ? "this" : "other";
         return <span key={node.id} className={`node-dot ${kind}`} title={`${node.id}: ${DOT_TEXT[kind]}`} aria-label={`${node.id}: ${DOT_TEXT[kind]}`} role="img" />;
       })}
-      <span className="quorum-text muted">{lock.scope === "single" ? "single" : `${lock.quorumHeld}/${lock.nodes.length}`}</span>
+      {lock.scope === "single" ? (
+        // A lock on one instance by design: one node is all it needs (the column is too narrow for words).
+        <span className="quorum-text muted" title="single instance: held while its one node holds it">
+          1<span className="sr-only"> node, single instance</span>
+        </span>
+      ) : (
+        <span className="quorum-text muted">
+          {lock.quorumHeld}/{lock.nodes.length}
+        </span>
+      )}
     </span>
   );
 }

@@ -488,11 +488,15 @@ export class LockStore {
     const view = formatView(entry.readings, merged.token ?? merged.leading);
     if (view) entry.view = view;
     const format = entry.view?.format ?? "unknown";
+    // Nodes holding any value for the key: the same key held on several nodes (even with different values, a
+    // split vote) is a multi-node lock; a single-instance lock lives on one.
+    let holding = 0;
+    for (let i = 0; i < entry.values.length; i++) if (this.nodeUp[i] && entry.values[i] !== null && entry.values[i] !== undefined) holding += 1;
     const scope = inferScope({
       declared: this.declaredScope(entry.resource),
       format: formatByName(format).scope,
       nodes: this.nodeIds.length,
-      holding: merged.quorumHeld,
+      holding: merged.unreadable ? merged.quorumHeld : holding,
       previous: entry.scope,
     });
     entry.scope = scope;

@@ -144,7 +144,9 @@ export async function busyLocks(nodes: Redis[]): Promise<{ hot: string; stop: ()
     pipeline.set(`${prefix}/settlement/very-long-resource-name-for-the-nightly-reconciliation-batch`, "foreign-client-token-7f3a", "PX", 3_600_000);
     await pipeline.exec();
   }
+  // A Redlock whose vote is split: two values on two nodes, neither on a quorum.
   await nodes[0]!.set(`${prefix}/a-split-brain`, "only-on-node-0", "PX", 3_600_000);
+  await nodes[1]!.set(`${prefix}/a-split-brain`, "only-on-node-1", "PX", 3_600_000);
   const holder = new Redlock(nodes, { label: "flash-sale", host: "web-1" });
   const hot = `${prefix}/a-hot-sku`;
   const held = await holder.acquire([hot], 3_600_000);

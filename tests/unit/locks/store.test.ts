@@ -317,6 +317,13 @@ describe("the lock store's scope and holder sets", () => {
     expect(s.lock("lock:r", T + 100 + SETTLE_MS + 1)).toMatchObject({ state: "partial", scope: "quorum" });
   });
 
+  it("reads a key held with different values on two nodes as a Redlock whose vote is split: partial", () => {
+    const s = store();
+    s.apply("lock:split", [sample(0, "token", "x", T + 10_000), sample(1, "token", "y", T + 10_000), gone(2, null)], T);
+    s.tick(T + SETTLE_MS + 1);
+    expect(s.lock("lock:split", T + SETTLE_MS + 1)).toMatchObject({ state: "partial", scope: "quorum", quorumHeld: 1 });
+  });
+
   it("takes the operator's declared scope over the inference", () => {
     const s = store();
     s.declaredScope = () => "quorum";
