@@ -1,5 +1,6 @@
 import "server-only";
 import { decodeReading, formatByName, readLockKeys, type FormatName, type FormatReading, type NodeReleaseResult } from "@/lib/locks/formats";
+import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/merge";
 import { decodeLockValue } from "@/lib/redlock";
@@ -250,6 +251,7 @@ function auditNodeResult(id: string, r: NodeReleaseResult, format: FormatName): 
 
 /** A node's failure in words a viewer can act on, without the client's or Redis's internals. */
 function plainNodeError(raw: string | undefined): string {
+  if (raw?.endsWith(COMPANION_REFUSED)) return raw.slice(0, 300);
   if (raw === undefined || raw === "no answer" || /did not answer within/.test(raw)) return "did not answer in time";
   if (/ECONNREFUSED|ECONNRESET|Connection is closed|Stream isn't writeable|enableOfflineQueue/i.test(raw)) return "not reachable";
   if (/^NOAUTH|^WRONGPASS|^NOPERM/.test(raw)) return "refused the console's credentials";
