@@ -34,6 +34,16 @@ export function TtlBar({ lock, now, offsetMs }: { lock: Lock; now: number; offse
   const remaining = expiresAt === null ? Infinity : expiresAt - (now + offsetMs);
   const text = !live ? "—" : expiresAt === null ? "never expires" : remaining <= 0 ? "elapsed" : formatDuration(remaining);
   const max = total ?? 0;
+  if (live && expiresAt === null) {
+    // No bar at all: a full bar would read as a healthy lease, and this lock never frees itself.
+    return (
+      <span className="ttl">
+        <span className="state-badge warn-badge warn-no-ttl" title={WARNING_TEXT["no-ttl"].why}>
+          ⚠ no TTL<span className="sr-only">: never expires</span>
+        </span>
+      </span>
+    );
+  }
   return (
     <span className="ttl">
       <span
@@ -62,8 +72,18 @@ const WARNING_TEXT: Record<Lock["warnings"][number], { label: string; why: strin
   truncated: { label: "partly read", why: "The key is larger than the console reads; only part of it is shown." },
 };
 
-/** The state with what qualifies it: the lock cannot be read now, or a hazard such as no TTL. */
-export function LockBadges({ lock }: { lock: Lock }) {
+/** What qualifies the state, in words, for a cell's title. */
+export function badgesTitle(lock: Lock): string {
+  return [STATE_LABEL[lock.state], lock.unreadable ? "not readable now: its last known state" : null, ...lock.warnings.map((w) => WARNING_TEXT[w].why)]
+    .filter(Boolean)
+    .join("\n");
+}
+
+/**
+ * The state with what qualifies it: the lock cannot be read now, or a hazard (`compact`: the table's narrow
+ * state column leaves no-TTL to the TTL column, which says it in place of the bar).
+ */
+export function LockBadges({ lock, compact = false }: { lock: Lock; compact?: boolean }) {
   return (
     <span className="lock-badges">
       <StateBadge state={lock.state} />
@@ -72,7 +92,7 @@ export function LockBadges({ lock }: { lock: Lock }) {
           not readable
         </span>
       )}
-      {lock.warnings.map((w) => (
+      {lock.warnings.filter((w) => !compact || w !== "no-ttl").map((w) => (
         <span key={w} className={`state-badge warn-badge warn-${w}`} title={WARNING_TEXT[w].why}>
           ⚠ {WARNING_TEXT[w].label}
         </span>

@@ -6,7 +6,7 @@ import { useDeferredValue, useMemo, useRef, useState, type CSSProperties } from 
 import type { Lock } from "@/lib/locks/types";
 import { ApiRequestError } from "../api-client";
 import { contentionText, FORMAT_LABEL, formatDuration, holderText, lockHref } from "./format";
-import { LockBadges, NodeDots, Sparkline, TtlBar } from "./lock-bits";
+import { badgesTitle, LockBadges, NodeDots, Sparkline, TtlBar } from "./lock-bits";
 import type { LiveLocks } from "./live-feed";
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
@@ -233,8 +233,8 @@ function LockRow({ lock, index, now, offsetMs }: { lock: Lock; index: number; no
       <th scope="row" className="col-resource resource mono" data-truncates title={lock.resource}>
         <Link href={lockHref(lock.resource)}>{lock.resource}</Link>
       </th>
-      <td className="col-state">
-        <LockBadges lock={lock} />
+      <td className="col-state" data-truncates title={badgesTitle(lock)}>
+        <LockBadges lock={lock} compact />
       </td>
       <td className="col-holder holder" data-truncates title={[`${FORMAT_LABEL[lock.format]} lock`, holder, lock.token].filter(Boolean).join("\n")}>
         {lock.format !== "lockscope" && lock.format !== "token" && <span className="format-tag">{FORMAT_LABEL[lock.format]}</span>}

@@ -149,8 +149,8 @@ export async function busyLocks(nodes: Redis[]): Promise<{ hot: string; stop: ()
   await nodes[1]!.set(`${prefix}/a-split-brain`, "only-on-node-1", "PX", 3_600_000);
   // Other libraries' locks: a Redisson lock held twice by one thread on one node, a redis-semaphore
   // semaphore with two permit holders, and a SETNX lock whose EXPIRE never came (no TTL).
-  await nodes[0]!.hset(`${prefix}/redisson-invoice-run`, "6f1c2b9e-3d4a-4c1b-9e7f-2a5b8c0d1e3f:57", "2");
-  await nodes[0]!.pexpire(`${prefix}/redisson-invoice-run`, 3_600_000);
+  await nodes[0]!.hset(`${prefix}/a-redisson-invoice-run`, "6f1c2b9e-3d4a-4c1b-9e7f-2a5b8c0d1e3f:57", "2");
+  await nodes[0]!.pexpire(`${prefix}/a-redisson-invoice-run`, 3_600_000);
   const semaphore = `semaphore:${prefix.slice("lock:".length)}-exports`;
   await nodes[1]!.zadd(semaphore, Date.now() - 4_000, "2d0f6a7e-worker-a", Date.now() - 1_000, "9b3e1c4d-worker-b");
   await nodes[1]!.pexpire(semaphore, 3_600_000);
