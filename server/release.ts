@@ -194,10 +194,11 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   const outcome = outcomeOf(nodeResults);
   await audit.recordOutcome(entry.id, outcome, nodeResults);
   releases().inc({ outcome });
-  if (outcome === "released" && peekGlobal("live-runtime") !== undefined) {
+  if (outcome === "released" && leading.holders.length === 1 && peekGlobal("live-runtime") !== undefined) {
     // The live view also learns it from the revocation message (this engine's locks); telling it here puts
-    // the operator's name and reason on the lock's timeline at once, for every format.
-    noteForceRelease(resource, { value: leading.holders.length === 1 ? leading.fingerprint : null, actor: entry.actor, reason });
+    // the operator's name and reason on the lock's timeline at once, for every format. (One permit holder
+    // taken out of several does not end the lock: its timeline shows the holder leaving.)
+    noteForceRelease(resource, { value: leading.fingerprint, actor: entry.actor, reason });
   }
   const deleted = nodeResults.filter((r) => r.result === "deleted").length;
   log.info(
