@@ -27,6 +27,29 @@ export function useHealth(options: { enabled?: boolean } = {}) {
   });
 }
 
+interface PillNode {
+  id: string;
+  up: boolean;
+  /** How it is not up: "down" or "not answering". */
+  notUp: string;
+  notifications: HealthNode["notifications"];
+  title: string;
+}
+
+function Pills({ nodes, summary, status }: { nodes: PillNode[]; summary: string; status: string }) {
+  return (
+    <div className="node-status" role="status" aria-label="Lock nodes">
+      {nodes.map((node) => (
+        <span key={node.id} className="node-pill" title={node.title} aria-label={`${node.id} ${node.up ? "up" : node.notUp}`}>
+          <span className={`dot ${node.up ? (node.notifications === "unavailable" ? "degraded" : "up") : "down"}`} aria-hidden />
+          {node.id}
+        </span>
+      ))}
+      <span className={`status-text ${status}`}>{summary}</span>
+    </div>
+  );
+}
+
 /**
  * The nodes' status in the header: one pill per node, the quorum, and the overall status as text. It takes
  * node state from the tab's live stream, the same source as the page below it, so the two never disagree
@@ -43,24 +66,11 @@ export function NodeStatus() {
     const quorumOk = up >= Math.floor(total / 2) + 1;
     const degraded = stream.nodes.some((n) => !n.up || n.notifications === "unavailable");
     const status = !quorumOk ? "down" : degraded ? "degraded" : "ok";
-    return (
-      <div className="node-status" role="status" aria-label="Lock nodes">
-        {stream.nodes.map((node) => (
-          <span
-            key={node.nodeId}
-            className="node-pill"
-            title={`${node.nodeId} · ${node.up ? `${node.latencyMs ?? "?"} ms round trip` : node.answering ? "down" : "not answering"} · notifications ${node.notifications}`}
-            aria-label={`${node.nodeId} ${node.up ? "up" : node.answering ? "down" : "not answering"}`}
-          >
-            <span className={`dot ${node.up ? (node.notifications === "unavailable" ? "degraded" : "up") : "down"}`} aria-hidden />
-            {node.nodeId}
-          </span>
-        ))}
-        <span className={`status-text ${status}`}>
-          {up}/{total} up · quorum {quorumOk ? "ok" : "lost"} · {status}
-        </span>
-      </div>
-    );
+    const nodes = stream.nodes.map((n): PillNode => {
+      const notUp = n.answering ? "down" : "not answering";
+      return { id: n.nodeId, up: n.up, notUp, notifications: n.notifications, title: `${n.nodeId} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}` };
+    });
+    return <Pills nodes={nodes} status={status} summary={`${up}/${total} up · quorum ${quorumOk ? "ok" : "lost"} · ${status}`} />;
   }
   if (isError) {
     return (
@@ -76,22 +86,8 @@ export function NodeStatus() {
       </div>
     );
   }
-  return (
-    <div className="node-status" role="status" aria-label="Lock nodes">
-      {data.nodes.map((node) => (
-        <span
-          key={node.id}
-          className="node-pill"
-          title={`${node.url} · ${node.up ? `${node.latencyMs ?? "?"} ms` : "down"} · notifications ${node.notifications}`}
-          aria-label={`${node.id} ${node.up ? "up" : "down"}`}
-        >
-          <span className={`dot ${node.up ? (node.notifications === "unavailable" ? "degraded" : "up") : "down"}`} aria-hidden />
-          {node.id}
-        </span>
-      ))}
-      <span className={`status-text ${data.status}`}>
-        {data.quorum.up}/{data.nodes.length} up · quorum {data.quorum.ok ? "ok" : "lost"} · {data.status}
-      </span>
-    </div>
+  const nodes = data.nodes.map(
+    (n): PillNode => ({ id: n.id, up: n.up, notUp: "down", notifications: n.notifications, title: `${n.url} · ${n.up ? `${n.latencyMs ?? "?"} ms` : "down"} · notifications ${n.notifications}` }),
   );
+  return <Pills nodes={nodes} status={data.status} summary={`${data.quorum.up}/${data.nodes.length} up · quorum ${data.quorum.ok ? "ok" : "lost"} · ${data.status}`} />;
 }
