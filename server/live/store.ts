@@ -1,6 +1,6 @@
 import "server-only";
 import { formatByName, inferScope, type FormatName, type FormatReading, type LockScope } from "@/lib/locks/formats";
-import { formatView, type FormatView } from "@/lib/locks/formats/view";
+import { formatView } from "@/lib/locks/formats/view";
 import { decodeHolder, endReason, mergeSamples, transitions, type EndCause, type MergedLock } from "@/lib/locks/merge";
 import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry, type TimelineType } from "@/lib/locks/types";
 import { BucketCounter, pushCapped } from "@/lib/locks/window";
@@ -44,7 +44,6 @@ const HOLDER_SETS: ReadonlySet<FormatName> = new Set<FormatName>(["redis-semapho
 
 interface Entry {
   resource: string;
-  readings: Array<FormatReading | null>;
   values: Array<string | null>;
   expiries: number[];
   /** null until first counted. */
@@ -69,8 +68,13 @@ interface Entry {
   endSeen: boolean;
   /** Every node that holds it is unreadable: the view is the last readings'. */
   unreadable: boolean;
-  /** The format fields of the lock as last held (kept once it ended, for its row and page). */
-  view: FormatView | null;
+  /**
+   * One decoded reading of the value the lock is held with (not one per node: 100,000 locks × 3 nodes), kept
+   * once it ended for its row and page; the lock's format fields are built from it when served.
+   */
+  reading: FormatReading | null;
+  /** Readings that arrived since the last merge, for it to pick the leading value's from; null when none. */
+  pending: FormatReading[] | null;
   /** null until first counted. */
   scope: LockScope | null;
 }
@@ -174,7 +178,7 @@ export class LockStore {
         if ((entry.state === "held" || entry.state === "elapsed") && entry.acquiredAt !== null && (oldest === null || entry.acquiredAt < oldest)) {
           oldest = entry.acquiredAt;
         }
-        if (entry.state !== null && isLive(entry.state) && entry.view?.warnings.includes("no-ttl")) withoutTtl += 1;
+        if (entry.state !== null && isLive(entry.state) && entry.reading?.warnings.includes("no-ttl")) withoutTtl += 1;
       }
       this.oldestCache = { at: now, value: oldest, withoutTtl };
     }
@@ -222,11 +226,12 @@ export class LockStore {
       const before = entry.values[sample.node] ?? null;
       const beforeExpiry = entry.expiries[sample.node] ?? Number.NaN;
       if (before !== null && sample.value === null) entry.endSeen = true;
-      const beforeReading = entry.readings[sample.node] ?? null;
       entry.values[sample.node] = sample.value;
-      entry.readings[sample.node] = sample.value === null ? null : (sample.reading ?? null);
-      // Same holders, other details: a reentrant hold count, a fair lock's queue.
-      if (sample.reading && beforeReading && sample.value === before && detailsDiffer(beforeReading, sample.reading)) visible = true;
+      if (sample.reading && sample.value !== null) {
+        (entry.pending ??= []).push(sample.reading);
+        // Same holders, other details: a reentrant hold count, a fair lock's queue.
+        if (entry.reading && sample.value === before && sample.value === entry.reading.fingerprint && detailsDiffer(entry.reading, sample.reading)) visible = true;
+      }
       entry.expiries[sample.node] = sample.expiry;
       // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value; the
       // latter only while that value is still the lock's (a node that applies a hand-over late must not
@@ -449,7 +454,6 @@ export class LockStore {
     const n = this.nodeIds.length;
     const entry: Entry = {
       resource,
-      readings: new Array<FormatReading | null>(n).fill(null),
       values: new Array<string | null>(n).fill(null),
       expiries: new Array<number>(n).fill(Number.NaN),
       state: null,
@@ -469,7 +473,8 @@ export class LockStore {
       wheelAt: 0,
       endSeen: false,
       unreadable: false,
-      view: null,
+      reading: null,
+      pending: null,
       scope: null,
     };
     this.live.set(resource, entry);
@@ -484,10 +489,16 @@ export class LockStore {
   private merge(entry: Entry, now: number): MergedLock {
     const samples = { up: this.nodeUp, values: entry.values, expiries: entry.expiries, quorum: this.quorum };
     const merged = mergeSamples(samples, now, { endSeen: entry.endSeen });
+    const leading = merged.token ?? merged.leading;
+    if (entry.pending) {
+      // Keep the reading of the value the lock is held with (an ended lock keeps its last one).
+      if (merged.state !== null) {
+        entry.reading = entry.pending.find((r) => r.fingerprint === leading) ?? (entry.reading?.fingerprint === leading ? entry.reading : (entry.pending[0] ?? entry.reading));
+      }
+      entry.pending = null;
+    }
     if (merged.state === null) return merged;
-    const view = formatView(entry.readings, merged.token ?? merged.leading);
-    if (view) entry.view = view;
-    const format = entry.view?.format ?? "unknown";
+    const format = entry.reading?.format ?? "unknown";
     // Nodes holding any value for the key: the same key held on several nodes (even with different values, a
     // split vote) is a multi-node lock; a single-instance lock lives on one.
     let holding = 0;
@@ -531,7 +542,7 @@ export class LockStore {
     }
     const wasLive = entry.state !== null && isLive(entry.state);
     const prev = wasLive ? { state: entry.state as "held", token: entry.token, leading: entry.leading, expiresAt: entry.expiresAt } : null;
-    const holderSet = entry.view !== null && HOLDER_SETS.has(entry.view.format);
+    const holderSet = entry.reading !== null && HOLDER_SETS.has(entry.reading.format);
     const steps = transitions(prev, { ...merged, holderSet });
     const previousState = entry.state;
     for (const step of steps) {
@@ -705,9 +716,10 @@ export class LockStore {
    * failed attempt leaves no trace, so its figures are null, never a made-up 0.
    */
   private contentionOf(entry: Entry, now: number, holderId: string | null): Lock["contention"] {
-    const source = entry.view?.contentionSource ?? null;
+    const view = entry.reading ? formatView([entry.reading], null) : null;
+    const source = view?.contentionSource ?? null;
     if (source === "engine" || this.contention.has(entry.resource)) return this.contention.get(entry.resource, now, holderId);
-    if (source === "queue") return { attemptsPerMin: null, waiters: entry.view?.waiters ?? null, source: entry.view?.waiters === null ? null : "queue" };
+    if (source === "queue") return { attemptsPerMin: null, waiters: view?.waiters ?? null, source: (view?.waiters ?? null) === null ? null : "queue" };
     return { ...NOT_VISIBLE };
   }
 
@@ -750,7 +762,7 @@ export class LockStore {
     const shown = entry.token ?? entry.leading ?? entry.endedToken;
     const decoded = decodeHolder(shown);
     const holderId = entry.token ? lockValueId(entry.token) : null;
-    const view = entry.view;
+    const view = entry.reading ? formatView([entry.reading], null) : null;
     const scope = entry.scope ?? "quorum";
     const lock: Lock = {
       resource: entry.resource,
