@@ -1,24 +1,31 @@
 /**
- * `npm start`: the console's launcher and the owner of the process.
- * 1. Parses the configuration (a wrong value stops here with one line saying what to fix).
+ * The console's launcher and the owner of the process. `npm run build` compiles it to `dist/start.mjs` (and
+ * copies it into the standalone folder as `start.mjs`), so it runs on a production install with no dev
+ * dependency; it never builds and never installs anything (`npm start` builds first, see quickstart.mjs).
+ * 1. Loads `.env` files as Next.js does, then parses the configuration (a wrong value stops here with one
+ *    line saying what to fix).
  * 2. Takes the data folder's lock: a second console on the same folder stops with one line, touching nothing.
- * 3. Builds the production bundle when it is missing or older than the sources.
+ * 3. Checks that the production bundle is there.
  * 4. Without REDIS_URLS, starts three embedded redis-server nodes on free ports (never 6379) and stops
  *    them with the console on SIGINT, SIGTERM or a crash; on Linux they also die with it on a SIGKILL.
  * 5. Serves Next.js in this process, so the lab can kill and restart the embedded nodes it owns and
  *    shutdown can run every hook in order.
  */
+import { loadEnvConfig } from "@next/env";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
-import { ensureBuild } from "./build-if-stale";
 import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { checkRequestLine } from "../lib/request-guard";
 
-const ROOT = path.resolve(import.meta.dirname, "..");
+/**
+ * The folder that holds `.next`: this file's own in the standalone folder (`start.mjs` beside `server.js`),
+ * its parent for `dist/start.mjs` and `scripts/start.ts`.
+ */
+const ROOT = existsSync(path.join(import.meta.dirname, ".next")) ? import.meta.dirname : path.resolve(import.meta.dirname, "..");
 const SHUTDOWN_BUDGET_MS = 9_000;
 const g = globalThis as unknown as Record<symbol, unknown>;
 const key = (name: string) => Symbol.for(`lockscope.${name}`);
@@ -33,18 +40,8 @@ function haveRedisServer(): boolean {
 }
 
 function ensureRedisServer(): void {
+  // Never installed from here: a start that runs a package manager is not one a deployment can trust.
   if (haveRedisServer()) return;
-  const isRoot = process.getuid?.() === 0;
-  const debianLike = existsSync("/etc/debian_version");
-  if (isRoot && debianLike) {
-    process.stdout.write("lockscope: redis-server is missing; installing it with apt-get…\n");
-    const update = spawnSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
-    const install = spawnSync("apt-get", ["install", "-y", "-qq", "redis-server"], {
-      stdio: "inherit",
-      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
-    });
-    if (update.status === 0 && install.status === 0 && haveRedisServer()) return;
-  }
   fail(
     "redis-server is not installed. Install it, then run `npm start` again:\n" +
       "  Debian/Ubuntu: sudo apt-get install redis-server\n" +
@@ -93,8 +90,24 @@ async function startEmbedded(config: LockscopeConfig): Promise<RedisNode[]> {
   return nodes;
 }
 
+/**
+ * The standalone folder has no next.config.js: `next build` left the resolved configuration in
+ * `.next/required-server-files.json`, and Next.js reads it from this variable (as the folder's own
+ * server.js does) instead of looking for the file.
+ */
+function useStandaloneConfig(): void {
+  if (existsSync(path.join(ROOT, "next.config.js"))) return;
+  const file = path.join(ROOT, ".next", "required-server-files.json");
+  if (!existsSync(file)) return;
+  const { config } = JSON.parse(readFileSync(file, "utf8")) as { config: unknown };
+  process.env.__NEXT_PRIVATE_STANDALONE_CONFIG = JSON.stringify(config);
+}
+
 async function main(): Promise<void> {
   process.chdir(ROOT);
+  // `.env.production.local`, `.env.local`, `.env.production`, `.env`, as `next start` reads them; variables
+  // already in the environment win. Names are logged, never values.
+  loadEnvConfig(ROOT, false, { info: (m: string) => process.stdout.write(`lockscope: ${m.trim()}\n`), error: (m: string) => process.stderr.write(`lockscope: ${m}\n`) });
   let config: LockscopeConfig;
   try {
     config = parseConfig(process.env);
@@ -114,7 +127,10 @@ async function main(): Promise<void> {
   // Held for the life of the process (the kernel lets go of it when the process ends, however it ends).
   g[key("data-dir-lock")] = lock;
 
-  if (!ensureBuild(ROOT)) fail("`next build` failed; see the output above.");
+  if (!existsSync(path.join(ROOT, ".next", "BUILD_ID"))) {
+    fail(`there is no production build in ${ROOT}: run \`npm run build\` first (or \`npm start\`, which builds when needed).`);
+  }
+  useStandaloneConfig();
 
   let nodes: RedisNode[] = [];
   const stopNodesSync = () => nodes.forEach((n) => n.killSync());
