@@ -20,6 +20,7 @@ import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
 import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { checkRequestLine } from "../lib/request-guard";
+import { clientAddress, trustedProxyList } from "../lib/client-address";
 
 /**
  * The folder that holds `.next`: this file's own in the standalone folder (`start.mjs` beside `server.js`),
@@ -157,9 +158,11 @@ async function main(): Promise<void> {
   const handle = app.getRequestHandler();
   await app.prepare();
 
+  const trustedProxies = config.trustedProxies.length > 0 ? trustedProxyList(config.trustedProxies) : null;
   const server = http.createServer((req, res) => {
-    // The client address for rate limiting and the audit log; never trust one a client sent.
-    req.headers["x-lockscope-client-ip"] = req.socket.remoteAddress ?? "unknown";
+    // The client address for rate limiting and the audit log: the peer, or behind a trusted proxy the
+    // address it forwarded; never one a client wrote itself.
+    req.headers["x-lockscope-client-ip"] = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], trustedProxies);
     // Broken percent-encoding and unsupported methods get the contract's 4xx here: Next.js would 500.
     const refused = checkRequestLine(req.method, req.url);
     if (refused) {
