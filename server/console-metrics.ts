@@ -6,7 +6,9 @@ import { singleton } from "./global";
 import { getHealth } from "./health";
 import { getLiveEvents, getLockStore, getStreamHub, getWatcherStatus } from "./live";
 import { getLogger } from "./logger";
-import { KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, metricGroup } from "./metrics";
+import { isLabResource } from "@/lib/lab/keys";
+import { startMetricsReporter } from "./cluster/reporter";
+import { KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, METRIC_CATALOG, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, metricGroup } from "./metrics";
 import { getNodes, quorumOf } from "./nodes";
 
 const KNOWN_KEYSPACE_EVENTS = new Set<string>(KEYSPACE_EVENTS);
@@ -27,7 +29,7 @@ export function startConsoleMetrics(): void {
     const keyspace = declared<"node" | "event">("lockscope_keyspace_events_total");
     const reconnects = declared<"node">("lockscope_watcher_reconnects_total");
     const gaps = declared<"node">("lockscope_watcher_gaps_total");
-    const contention = declared<"group">("lockscope_lock_contention_events_total");
+    const contention = declared<"group" | "traffic">("lockscope_lock_contention_events_total");
     const events = getLiveEvents();
     events.on("lock-event", (e) => {
       if (KNOWN_LOCK_EVENTS.has(e.type)) lockEvents.inc({ type: e.type });
@@ -38,7 +40,7 @@ export function startConsoleMetrics(): void {
     events.on("contention", (e) => {
       const group = metricGroup(e.resource);
       initialiseFor("lockscope_lock_contention_events_total", { group: [group] });
-      contention.inc({ group });
+      contention.inc({ group, traffic: isLabResource(e.resource) ? "lab" : "production" });
     });
     return true;
   });
@@ -93,11 +95,20 @@ export function checkMetricsToken(headers: Headers): void {
   if (!tokensEqual(match[1], expected)) throw new ApiError("unauthorized", "The bearer token is not this console's METRICS_TOKEN.", undefined, challenge);
 }
 
-/** The Prometheus text exposition of the whole registry, with the scrape-time gauges refreshed. */
+const SHARED_METRICS = new Set(METRIC_CATALOG.filter((d) => d.shared).map((d) => d.name));
+
+/**
+ * The Prometheus text exposition, with the scrape-time gauges refreshed: the console's own metrics always,
+ * the shared ones (the nodes', the locks') only from the elected reporter (or from every console while
+ * none can be elected).
+ */
 export async function scrapeMetrics(): Promise<Response> {
   await refreshConsoleMetrics();
   const registry = getRegistry();
-  return new Response(await registry.metrics(), {
+  const reporter = startMetricsReporter();
+  declared("lockscope_metrics_reporter").set(reporter.holds() ? 1 : 0);
+  const exported = reporter.exports() ? await registry.metrics() : (await Promise.all(registry.getMetricsAsArray().filter((m) => !SHARED_METRICS.has(m.name)).map((m) => registry.getSingleMetricAsString(m.name)))).join("\n\n") + "\n";
+  return new Response(exported, {
     headers: { "Content-Type": registry.contentType, "Cache-Control": "no-store" },
   });
 }

@@ -123,7 +123,7 @@ describe("GET /metrics on real lock nodes", () => {
     expect(s.get("lockscope_redlock_acquire_wait_seconds_count")).toBe(22);
     expect(s.get('lockscope_lock_events_total{type="acquired"}')).toBeGreaterThanOrEqual(22);
     expect(s.get('lockscope_keyspace_events_total{node="node-0",event="set"}')).toBeGreaterThanOrEqual(22);
-    expect(s.get('lockscope_lock_contention_events_total{group="lock:orders"}')).toBeGreaterThanOrEqual(1);
+    expect(s.get('lockscope_lock_contention_events_total{group="lock:orders",traffic="production"}')).toBeGreaterThanOrEqual(1);
     const oldest = s.get("lockscope_lock_oldest_held_acquired_timestamp_seconds") ?? 0;
     expect(Math.abs(oldest - Date.now() / 1000)).toBeLessThan(120);
     expect(text).not.toContain("lock:orders/1");
@@ -131,6 +131,16 @@ describe("GET /metrics on real lock nodes", () => {
     const check = promtool(["check", "metrics"], text);
     expect(check.output).toBe("");
     expect(check.status).toBe(0);
+    await held.release();
+  });
+
+  it("labels the contention lab's locks traffic=\"lab\", apart from production", async () => {
+    const labLock = "lock:lab:rtesttraffic1:stock";
+    const held = await redlock.acquire([labLock], 10_000);
+    const before = samples((await call(route.GET, "GET", "/metrics", { token: METRICS_TOKEN })).body as string);
+    await expect(redlock.acquire([labLock], 10_000)).rejects.toThrow();
+    const s = samples(await untilScrape((m) => (m.get('lockscope_lock_contention_events_total{group="lock:lab",traffic="lab"}') ?? 0) >= 1, "lab contention counted"));
+    expect(s.get('lockscope_lock_contention_events_total{group="lock:lab",traffic="production"}')).toBe(before.get('lockscope_lock_contention_events_total{group="lock:lab",traffic="production"}') ?? 0);
     await held.release();
   });
 
