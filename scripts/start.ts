@@ -28,6 +28,8 @@ import { clientAddress, trustedProxyList } from "../lib/client-address";
  */
 const ROOT = existsSync(path.join(import.meta.dirname, ".next")) ? import.meta.dirname : path.resolve(import.meta.dirname, "..");
 const SHUTDOWN_BUDGET_MS = 9_000;
+/** How long requests in flight at SIGTERM may take to finish before their connections are cut. */
+const DRAIN_BUDGET_MS = 4_000;
 const g = globalThis as unknown as Record<symbol, unknown>;
 const key = (name: string) => Symbol.for(`lockscope.${name}`);
 
@@ -92,12 +94,11 @@ async function startEmbedded(config: LockscopeConfig): Promise<RedisNode[]> {
 }
 
 /**
- * The standalone folder has no next.config.js: `next build` left the resolved configuration in
- * `.next/required-server-files.json`, and Next.js reads it from this variable (as the folder's own
- * server.js does) instead of looking for the file.
+ * Serves with the configuration the bundle was built with: `next build` left it resolved in
+ * `.next/required-server-files.json`, and Next.js reads it from this variable (as the standalone folder's
+ * own server.js does) instead of evaluating next.config.js again, which the standalone folder does not have.
  */
 function useStandaloneConfig(): void {
-  if (existsSync(path.join(ROOT, "next.config.js"))) return;
   const file = path.join(ROOT, ".next", "required-server-files.json");
   if (!existsSync(file)) return;
   const { config } = JSON.parse(readFileSync(file, "utf8")) as { config: unknown };
@@ -159,7 +160,24 @@ async function main(): Promise<void> {
   await app.prepare();
 
   const trustedProxies = config.trustedProxies.length > 0 ? trustedProxyList(config.trustedProxies) : null;
+  let stopping = false;
+  /** Requests being answered (live streams aside: they are ended by their own shutdown step), for the drain. */
+  const inFlight = new Set<http.ServerResponse>();
+  let onDrained: (() => void) | null = null;
   const server = http.createServer((req, res) => {
+    const streaming = req.url?.startsWith("/api/locks/stream") === true || (req.headers.accept ?? "").includes("text/event-stream");
+    if (!streaming) {
+      inFlight.add(res);
+      const done = () => {
+        if (!inFlight.delete(res)) return;
+        if (inFlight.size === 0) onDrained?.();
+      };
+      // "finish": answered in full; "close": the connection ended before that.
+      res.once("finish", done);
+      res.once("close", done);
+    }
+    // Once shutting down, a keep-alive client (a load balancer) is told to reconnect: elsewhere.
+    if (stopping) res.setHeader("Connection", "close");
     // The client address for rate limiting and the audit log: the peer, or behind a trusted proxy the
     // address it forwarded; never one a client wrote itself.
     req.headers["x-lockscope-client-ip"] = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], trustedProxies);
@@ -183,11 +201,22 @@ async function main(): Promise<void> {
   const printToken = g[key("print-operator-token")];
   if (typeof printToken === "function") (printToken as () => void)();
 
-  let stopping = false;
+  /** Resolves once every request in flight has been answered, or after `ms`; says how many were left. */
+  const drain = (ms: number) =>
+    new Promise<number>((resolve) => {
+      if (inFlight.size === 0) return resolve(0);
+      const timer = setTimeout(() => resolve(inFlight.size), ms);
+      onDrained = () => {
+        clearTimeout(timer);
+        resolve(0);
+      };
+    });
   /**
-   * SIGTERM/SIGINT: stop accepting, run the shutdown hooks in order (SSE streams end with a final event,
-   * the lab run stops, the audit file is flushed, watchers and Redis connections close), stop the embedded
-   * nodes, exit 0, all within SHUTDOWN_BUDGET_MS (a process manager's SIGKILL usually follows at 10 s).
+   * SIGTERM/SIGINT: stop accepting and turn not-ready, end the live streams (a final event and a reconnect
+   * hint, so browsers move to another console), let the requests in flight finish (DRAIN_BUDGET_MS at
+   * most), then run the other shutdown hooks in order (the lab run stops, the audit file is flushed,
+   * watchers and Redis connections close), stop the embedded nodes and exit 0, all within
+   * SHUTDOWN_BUDGET_MS (a process manager's SIGKILL usually follows at 10 s).
    */
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -206,8 +235,8 @@ async function main(): Promise<void> {
     // No new connections; idle keep-alive ones close now, busy ones once their response is sent.
     server.close();
     server.closeIdleConnections();
-    const hooks = (g[key("shutdown-hooks")] as Array<{ name: string; run: () => Promise<void> | void }> | undefined) ?? [];
-    for (const hook of hooks) {
+    const hooks = (g[key("shutdown-hooks")] as Array<{ name: string; order: number; run: () => Promise<void> | void }> | undefined) ?? [];
+    const runHook = async (hook: (typeof hooks)[number]) => {
       // Each step gets at most 3 s, and never more than what is left of the budget (but always a little).
       const allowedMs = Math.max(200, Math.min(3_000, hooksDeadline - Date.now()));
       let timer: NodeJS.Timeout | undefined;
@@ -222,7 +251,15 @@ async function main(): Promise<void> {
       } finally {
         clearTimeout(timer);
       }
-    }
+    };
+    // Streams and the metrics lease first (order up to 10): they need nothing the requests in flight use.
+    for (const hook of hooks.filter((h) => h.order <= 10)) await runHook(hook);
+    // Answered in full, then closed: a keep-alive client sends its next request to another console.
+    for (const res of inFlight) if (!res.headersSent) res.setHeader("Connection", "close");
+    if (inFlight.size > 0) process.stdout.write(`lockscope: draining ${inFlight.size} in-flight request(s)…\n`);
+    const cut = await drain(Math.min(DRAIN_BUDGET_MS, Math.max(0, hooksDeadline - Date.now() - 1_000)));
+    if (cut > 0) process.stderr.write(`lockscope: ${cut} request(s) still running after the drain; their connections will be closed.\n`);
+    for (const hook of hooks.filter((h) => h.order > 10)) await runHook(hook);
     server.closeAllConnections();
     await Promise.all(nodes.map((n) => n.stop()));
     rmSync(path.resolve(config.dataDir, "redis", "pids"), { force: true });
