@@ -7,6 +7,7 @@ import { getHealth } from "./health";
 import { getLiveEvents, getLockStore, getStreamHub, getWatcherStatus } from "./live";
 import { getLogger } from "./logger";
 import { isLabResource } from "@/lib/lab/keys";
+import { lockSafetyCounts, readNodeSafety } from "@/lib/safety-signals";
 import { startMetricsReporter } from "./cluster/reporter";
 import { KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, METRIC_CATALOG, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, metricGroup } from "./metrics";
 import { getNodes, quorumOf } from "./nodes";
@@ -62,6 +63,7 @@ export async function refreshConsoleMetrics(): Promise<void> {
     if (node.latencyMs === null) latency.remove({ node: node.id });
     else latency.set({ node: node.id }, node.latencyMs / 1000);
     for (const status of NOTIFICATION_STATUSES) notifications.set({ node: node.id, status }, node.notifications === status ? 1 : 0);
+    setNodeSafety(node.id, readNodeSafety(node));
   }
 
   try {
@@ -69,6 +71,11 @@ export async function refreshConsoleMetrics(): Promise<void> {
     const held = declared<"state">("lockscope_locks_held");
     for (const state of LOCK_STATES) held.set({ state }, counts.byState[state] ?? 0);
     declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(counts.oldestHeldAcquiredAt === null ? 0 : counts.oldestHeldAcquiredAt / 1000);
+    const safety = lockSafetyCounts(getLockStore().list(Date.now()), isLabResource);
+    declared("lockscope_locks_without_ttl").set(safety.withoutTtl);
+    declared("lockscope_locks_below_quorum").set(safety.belowQuorum);
+    declared("lockscope_locks_past_ttl").set(safety.pastTtl);
+    declared("lockscope_lock_oldest_acquired_timestamp_seconds").set(safety.oldestAcquiredAt === null ? 0 : safety.oldestAcquiredAt / 1000);
 
     const connected = declared<"node">("lockscope_watcher_connected");
     const lastEvent = declared<"node">("lockscope_watcher_last_event_timestamp_seconds");
@@ -81,6 +88,23 @@ export async function refreshConsoleMetrics(): Promise<void> {
     // The scrape still answers with everything else; the gap in the live view's series says the rest.
     getLogger().warn({ err: error instanceof Error ? error.message : String(error) }, "metrics: the live view could not be read");
   }
+}
+
+/** A node fact is exported while it is known, and absent (not 0) while it is not: 0 would be a claim. */
+function setOrRemove(name: string, labels: Record<string, string>, value: number | null): void {
+  const metric = declared(name);
+  if (value === null) metric.remove(labels);
+  else metric.set(labels, value);
+}
+
+function setNodeSafety(node: string, safety: ReturnType<typeof readNodeSafety>): void {
+  const bit = (v: boolean | null) => (v === null ? null : v ? 1 : 0);
+  setOrRemove("lockscope_node_uptime_seconds", { node }, safety.uptimeSec);
+  setOrRemove("lockscope_node_restart_hazard", { node }, bit(safety.restartHazard));
+  setOrRemove("lockscope_node_clock_skew_seconds", { node }, safety.clockSkewMs === null ? null : safety.clockSkewMs / 1000);
+  setOrRemove("lockscope_node_longest_ttl_seconds", { node }, safety.longestTtlMs === null ? null : safety.longestTtlMs / 1000);
+  setOrRemove("lockscope_node_persistence", { node, kind: "aof" }, bit(safety.aof));
+  setOrRemove("lockscope_node_persistence", { node, kind: "rdb" }, bit(safety.rdb));
 }
 
 /** `METRICS_TOKEN`, where set, must come as `Authorization: Bearer <token>`; compared in constant time. */

@@ -171,6 +171,29 @@ describe("GET /metrics on real lock nodes", () => {
     expect(groups).toContain("other");
   }, 240_000);
 
+  it("exports the lock-safety signals: no TTL, below quorum, the oldest present lock, persistence, clock skew, uptime", async () => {
+    const clients = cluster.clients();
+    await Promise.all(clients.map((c) => c.set("lock:safety/forever", "holder-without-ttl")));
+    await clients[0]!.set("lock:safety/single", "one-node-holder", "PX", 600_000);
+    await clients[1]!.set("lock:safety/long", "long-holder", "PX", 600_000);
+    const s = samples(
+      await untilScrape(
+        (m) => m.get("lockscope_locks_without_ttl") === 1 && m.get("lockscope_locks_below_quorum") === 2 && (m.get('lockscope_node_longest_ttl_seconds{node="node-1"}') ?? 0) >= 500,
+        "a lock without TTL and two below quorum",
+      ),
+    );
+    expect(s.get("lockscope_lock_oldest_acquired_timestamp_seconds")).toBeGreaterThan(0);
+    for (const node of ["node-0", "node-1", "node-2"]) {
+      // The test nodes run with `--save "" --appendonly no`.
+      expect(s.get(`lockscope_node_persistence{node="${node}",kind="aof"}`)).toBe(0);
+      expect(s.get(`lockscope_node_persistence{node="${node}",kind="rdb"}`)).toBe(0);
+      expect(Math.abs(s.get(`lockscope_node_clock_skew_seconds{node="${node}"}`) ?? 99)).toBeLessThan(5);
+      expect(s.get(`lockscope_node_uptime_seconds{node="${node}"}`)).toBeGreaterThanOrEqual(0);
+    }
+    expect(s.get('lockscope_node_restart_hazard{node="node-1"}')).toBe(0);
+    await Promise.all(cluster.clients().map((c) => c.del("lock:safety/forever", "lock:safety/single", "lock:safety/long")));
+  }, 60_000);
+
   it("counts lost locks, failed extensions and node errors", async () => {
     const { forceRelease } = await import("@/lib/redlock");
     // Lost: an operator force-releases a lock its holder still uses; the holder's signal aborts.
