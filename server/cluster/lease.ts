@@ -1,5 +1,5 @@
 import "server-only";
-import { Redlock } from "@/lib/redlock";
+import { Redlock, type NodesFailedError, type ResourceHeldError } from "@/lib/redlock";
 import { singleton } from "../global";
 import { getNodes } from "../nodes";
 import { onShutdown } from "../shutdown";
@@ -54,3 +54,10 @@ export function takeLease(resource: string, ttlMs: number, label: string): Promi
     held.catch(reject);
   });
 }
+
+/*
+ * By name, not `instanceof`: Next.js bundles the engine into more than one server chunk, so the error a
+ * lease rejects with may come from another copy of the class than the one a route imports.
+ */
+export const isResourceHeld = (error: unknown): error is ResourceHeldError => error instanceof Error && error.name === "ResourceHeldError";
+export const isNodesFailed = (error: unknown): error is NodesFailedError => error instanceof Error && error.name === "NodesFailedError";

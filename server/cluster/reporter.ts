@@ -1,10 +1,9 @@
 import "server-only";
-import { ResourceHeldError } from "@/lib/redlock";
 import { singleton } from "../global";
 import { getLogger } from "../logger";
 import { isShuttingDown, onShutdown } from "../shutdown";
 import { consoleName } from "./identity";
-import { LEASE_KEYS, takeLease, type Lease } from "./lease";
+import { isResourceHeld, LEASE_KEYS, takeLease, type Lease } from "./lease";
 
 /** The lease's TTL; extended while held, so a dead reporter is replaced within about this long. */
 const REPORTER_TTL_MS = 15_000;
@@ -51,7 +50,7 @@ export function startMetricsReporter(): MetricsReporter {
         }, { once: true });
       } catch (error) {
         // Held by another console, or no quorum right now: try again later.
-        heldElsewhere = error instanceof ResourceHeldError;
+        heldElsewhere = isResourceHeld(error);
       }
     };
     const run = () => void attempt();

@@ -6,9 +6,8 @@ import { removeRunKeys } from "@/lib/lab/cleanup";
 import { LAB_KEY_TTL_MS, LabRun, type NodeProcessControl } from "@/lib/lab/runner";
 import { checkAgainstNodes, settingsNotes, type RunSettings } from "@/lib/lab/settings";
 import type { RunRecord, RunStatus, StopReason } from "@/lib/lab/types";
-import { NodesFailedError, ResourceHeldError } from "@/lib/redlock";
 import { consoleName } from "../cluster/identity";
-import { LEASE_KEYS, takeLease, type Lease } from "../cluster/lease";
+import { isNodesFailed, isResourceHeld, LEASE_KEYS, takeLease, type Lease } from "../cluster/lease";
 import { embeddedNodesOwned } from "../config";
 import { instrumentRedlock } from "../engine-metrics";
 import { whenReady } from "../health";
@@ -338,7 +337,7 @@ async function takeLabLease(id: string): Promise<Lease> {
   try {
     return await takeLease(LEASE_KEYS.lab, LAB_LEASE_TTL_MS, `lab run ${id} on ${consoleName()}`);
   } catch (error) {
-    if (error instanceof ResourceHeldError) {
+    if (isResourceHeld(error)) {
       const label = error.heldBy.find((h) => h.holder?.label)?.holder?.label ?? "";
       const [, runningId, holder] = LEASE_LABEL.exec(label) ?? [];
       throw new ApiError(
@@ -349,7 +348,7 @@ async function takeLabLease(id: string): Promise<Lease> {
         { ...(runningId ? { runningId } : {}), ...(holder ? { console: holder } : {}) },
       );
     }
-    if (error instanceof NodesFailedError) {
+    if (isNodesFailed(error)) {
       throw new ApiError("unavailable", `A lab run needs a quorum of lock nodes to take the lab's lease: ${error.message}.`);
     }
     throw error;

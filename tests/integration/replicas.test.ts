@@ -96,7 +96,7 @@ describe("replicas act as one console", () => {
     const c = await startLauncher({ REDIS_URLS: cluster.urls.join(","), LOCKSCOPE_OPERATOR_TOKEN: OPERATOR_TOKEN });
     try {
       await until("C warns about the other consoles' key", () => c.output().includes("signs sessions with a different key"), 30_000);
-      expect(c.output()).toContain("session key was generated into its data folder and 2 other console(s)");
+      expect(c.output()).toMatch(/session key was generated into its data folder and [12] other console\(s\)/);
       expect(c.output()).toContain("LOCKSCOPE_SESSION_SECRET");
       await until("A names C", () => new RegExp(`console \\S+:${c.port} signs sessions with a different key`).test(a.output()), 30_000);
       expect(a.output()).not.toContain(SESSION_SECRET);
