@@ -26,6 +26,9 @@ export interface LockscopeConfig {
   allowedHosts: string[];
   /** Proxies (IP addresses or CIDRs) whose X-Forwarded-For names the client; empty: none is trusted. */
   trustedProxies: string[];
+  /** Live streams (`/api/locks/stream`) open at once per client address, and per token or session. */
+  maxStreamsPerAddress: number;
+  maxStreamsPerToken: number;
 }
 
 /** Variables whose value is a credential: an error names them but never shows what they held. */
@@ -70,6 +73,8 @@ export const CONFIG_DEFAULTS = Object.freeze({
   nodeTimeoutMs: 500,
   metricsGroupPattern: "^([^:]+:[^:/]+)",
   metricsMaxGroups: 50,
+  maxStreamsPerAddress: 20,
+  maxStreamsPerToken: 50,
 } as const);
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -175,6 +180,10 @@ export function parseConfig(env: Env): LockscopeConfig {
     "comma-separated IP addresses or CIDRs of the proxies in front of the console, e.g. 10.0.0.0/8,192.168.1.5",
     "",
   );
+  const streamLimit = (name: string, fallback: number) =>
+    field(env, name, z.coerce.number().int().min(1).max(100_000), "a whole number of streams from 1 to 100000", String(fallback));
+  const maxStreamsPerAddress = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_ADDRESS", CONFIG_DEFAULTS.maxStreamsPerAddress);
+  const maxStreamsPerToken = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_TOKEN", CONFIG_DEFAULTS.maxStreamsPerToken);
   return {
     redisUrls: redisUrls ?? null,
     lockPatterns,
@@ -193,6 +202,8 @@ export function parseConfig(env: Env): LockscopeConfig {
     publicOrigin,
     allowedHosts,
     trustedProxies,
+    maxStreamsPerAddress,
+    maxStreamsPerToken,
   };
 }
 
