@@ -91,6 +91,30 @@ describe("replicas act as one console", () => {
     expect(right.status).toBe(200);
   });
 
+  it("gives a foreign lock the same age on every console, also on one started later", async () => {
+    const resource = "lock:replicas/foreign";
+    // A plain SET NX value (another library's lock): nothing in it says when it was taken.
+    await Promise.all(cluster.clients().map((c) => c.set(resource, "foreign-holder-7f3a", "PX", 600_000)));
+    const acquiredAt = async (console_: LauncherProcess) => {
+      const res = await request(console_, "GET", `/api/locks/${encodeURIComponent(resource)}`);
+      return res.status === 200 ? ((res.body as { acquiredAt?: number }).acquiredAt ?? null) : null;
+    };
+    const onA = await until("A sees the foreign lock", () => acquiredAt(a));
+    await until("B agrees with A", async () => (await acquiredAt(b)) === onA);
+    const c = await startLauncher({ REDIS_URLS: cluster.urls.join(","), LOCKSCOPE_OPERATOR_TOKEN: OPERATOR_TOKEN, LOCKSCOPE_SESSION_SECRET: SESSION_SECRET });
+    try {
+      // C first saw it seconds after A: it adopts A's first sighting.
+      let seenOnC: number | null = null;
+      await until("C agrees with A", async () => (seenOnC = await acquiredAt(c)) === onA).catch((error: Error) => {
+        throw new Error(`${error.message}: A says ${onA}, C says ${seenOnC}`);
+      });
+      expect(seenOnC).toBe(onA);
+    } finally {
+      await c.stop("SIGTERM");
+      await Promise.all(cluster.clients().map((client) => client.del(resource)));
+    }
+  }, 120_000);
+
   it("a console whose session key differs says so at start, and the others name it", async () => {
     // No LOCKSCOPE_SESSION_SECRET: its key is generated into its own data folder.
     const c = await startLauncher({ REDIS_URLS: cluster.urls.join(","), LOCKSCOPE_OPERATOR_TOKEN: OPERATOR_TOKEN });
