@@ -173,7 +173,7 @@ describe("GET /metrics on real lock nodes", () => {
     expect(groups).toContain("other");
   }, 240_000);
 
-  it("exports the lock-safety signals: no TTL, below quorum, the oldest present lock, persistence, clock skew, uptime", async () => {
+  it("exports the lock-safety signals: no TTL, below quorum, the oldest present lock, persistence, clock skew, uptime, a restart within the longest TTL", async () => {
     const clients = cluster.clients();
     await Promise.all(clients.map((c) => c.set("lock:safety/forever", "holder-without-ttl")));
     await clients[0]!.set("lock:safety/single", "one-node-holder", "PX", 600_000);
@@ -193,6 +193,11 @@ describe("GET /metrics on real lock nodes", () => {
       expect(s.get(`lockscope_node_uptime_seconds{node="${node}"}`)).toBeGreaterThanOrEqual(0);
     }
     expect(s.get('lockscope_node_restart_hazard{node="node-1"}')).toBe(0);
+
+    // Node 1 restarts empty while a 10-minute lock was on it: it may now grant that lock again.
+    await cluster.restart(1);
+    const after = samples(await untilScrape((m) => m.get('lockscope_node_restart_hazard{node="node-1"}') === 1, "the restart hazard on node-1"));
+    expect(after.get('lockscope_node_restart_hazard{node="node-0"}')).toBe(0);
     await Promise.all(cluster.clients().map((c) => c.del("lock:safety/forever", "lock:safety/single", "lock:safety/long")));
   }, 60_000);
 
