@@ -91,6 +91,28 @@ describe("replicas act as one console", () => {
     expect(right.status).toBe(200);
   });
 
+  it("records the forwarded client address in the audit log, and a force release on one console is seen on the other", async () => {
+    const resource = "lock:replicas/release";
+    await Promise.all(cluster.clients().map((c) => c.set(resource, "stuck-holder-1", "PX", 600_000)));
+    await until("B lists the lock", async () => (await request(b, "GET", `/api/locks/${encodeURIComponent(resource)}`)).status === 200);
+    const released = await request(a, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, {
+      headers: { "x-forwarded-for": "203.0.113.44", "x-lockscope-actor": "erin" },
+      body: { reason: "stuck after deploy", token: "stuck-holder-1" },
+    });
+    expect(released.status).toBe(200);
+    const { auditId } = released.body as { auditId: string };
+    await until("B shows it force-released", async () => {
+      const res = await request(b, "GET", `/api/locks/${encodeURIComponent(resource)}`);
+      return res.status === 404 || (res.body as { state?: string }).state === "force-released";
+    });
+    const audit = await until("B lists the audit entry", async () => {
+      const res = await request(b, "GET", `/api/audit?resource=${encodeURIComponent(resource)}`);
+      const entries = (res.body as { entries?: Array<{ id: string; ip: string; actor: string }> }).entries ?? [];
+      return entries.find((e) => e.id === auditId) ?? null;
+    });
+    expect(audit).toMatchObject({ actor: "erin", ip: "203.0.113.44" });
+  });
+
   it("gives a foreign lock the same age on every console, also on one started later", async () => {
     const resource = "lock:replicas/foreign";
     // A plain SET NX value (another library's lock): nothing in it says when it was taken.
