@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
 import type Redis from "ioredis";
-import { AcquireAbortedError, acquireNaive, fencedWrite, NaiveLockLostError, NaiveLockTimeoutError, Redlock, releaseNaive, type Lock } from "@/lib/redlock";
+import { AcquireAbortedError, acquireNaive, fencedWrite, NaiveLockLostError, NaiveLockTimeoutError, Redlock, releaseNaive, type RedlockLock as Lock } from "@lockscope/redlock";
 import { decrementIfPositive } from "./atomic";
 import { removeRunKeys } from "./cleanup";
 import { boundedAll, NodeSwitch, openLabClient, SwitchedClient } from "./connections";

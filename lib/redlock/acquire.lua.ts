@@ -1,4 +1,4 @@
-import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua";
+import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua.ts";
 
 /**
  * Takes every resource on this node, or none: the check and the SETs run in one script, so two

@@ -1,15 +1,15 @@
-import { ACQUIRE_LUA, LEAVE_QUEUE_LUA } from "./acquire.lua";
-import { COMMIT_FENCE_LUA } from "./commit-fence.lua";
-import { driftMs, reportErrors, votesOf, type Engine } from "./engine";
-import { AcquireAbortedError, FenceUnavailableError, NodesFailedError, ResourceHeldError, type FenceNodeEvidence, type HeldBy } from "./errors";
-import { composeLockValue, decodeLockValue, encodeIdentityTail, lockValueId, randomId } from "./identity";
-import { Lock, type LockState } from "./lock";
-import type { Waiter } from "./notifications";
-import { releaseOnNodes } from "./release";
-import { runRound, SET_NX_PX, type NodeOutcome, type RoundOptions } from "./round";
-import { defineScript } from "./script";
-import { retryCount as checkRetryCount, type ResolvedSettings } from "./settings";
-import * as check from "./validate";
+import { ACQUIRE_LUA, LEAVE_QUEUE_LUA } from "./acquire.lua.ts";
+import { COMMIT_FENCE_LUA } from "./commit-fence.lua.ts";
+import { driftMs, reportErrors, votesOf, type Engine } from "./engine.ts";
+import { AcquireAbortedError, FenceUnavailableError, NodesFailedError, ResourceHeldError, type FenceNodeEvidence, type HeldBy } from "./errors.ts";
+import { composeLockValue, decodeLockValue, encodeIdentityTail, lockValueId, randomId } from "./identity.ts";
+import { RedlockLock, type HoldState } from "./lock.ts";
+import type { Waiter } from "./notifications.ts";
+import { releaseOnNodes } from "./release.ts";
+import { runRound, SET_NX_PX, type NodeOutcome, type RoundOptions } from "./round.ts";
+import { defineScript } from "./script.ts";
+import { retryCount as checkRetryCount, type ResolvedSettings } from "./settings.ts";
+import * as check from "./validate.ts";
 
 const ACQUIRE = defineScript(ACQUIRE_LUA);
 const COMMIT_FENCE = defineScript(COMMIT_FENCE_LUA);
@@ -27,6 +27,8 @@ export interface AcquireOptions {
   /** @default the instance's `retryCount` */
   retryCount?: number;
 }
+
+const ACQUIRE_OPTION_NAMES: readonly (keyof AcquireOptions)[] = Object.freeze(["signal", "label", "fenced", "fair", "retryCount"]);
 
 /**
  * @internal What a node told a fenced acquisition about the resources' fences: its highest one, and whether
@@ -288,7 +290,7 @@ export function acquireModes(settings: ResolvedSettings): readonly string[] {
   return Object.freeze(modes);
 }
 
-export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions): Promise<Lock> {
+export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions): Promise<RedlockLock> {
   const resources = check.resourceList("resources", resourcesArg);
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
   const settings = engine.settings;
@@ -299,6 +301,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   let tail = engine.identityTail;
   if (options !== undefined) {
     if (typeof options !== "object" || options === null) check.fail("options", "an object", options);
+    check.knownKeys("acquire option", options, ACQUIRE_OPTION_NAMES);
     signal = check.abortSignal("signal", options.signal);
     if (options.fenced !== undefined) fenced = check.boolean("fenced", options.fenced);
     if (options.fair !== undefined) fair = check.boolean("fair", options.fair);
@@ -429,7 +432,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
               });
               leaveQueue(engine, resources, id, notGranted);
             }
-            const state: LockState = {
+            const state: HoldState = {
               value: lockValue,
               previousValue: fenced ? value : null,
               deadline,
@@ -439,7 +442,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
               owner: engine.owner,
             };
             // Epoch expiry from the epoch start of the acquisition plus monotonic time: no second clock read.
-            const lock = new Lock(resources, fence, attempt, state, validityMs, acquiredAt + (deadline - started));
+            const lock = new RedlockLock(resources, fence, attempt, state, validityMs, acquiredAt + (deadline - started));
             if (engine.listening("acquired")) {
               engine.emit("acquired", { resources, fence, waitMs: now - started, attempts: attempt, validityMs });
             }

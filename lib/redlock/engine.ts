@@ -1,13 +1,13 @@
-import type { RedlockClient } from "./client";
-import type { NodeVote } from "./errors";
-import type { RedlockEvents } from "./events";
-import type { LockOwner } from "./lock";
-import type { Notifications } from "./notifications";
-import type { AcquireReply, CommitReply } from "./acquire";
-import type { FenceRepairs } from "./reseed";
-import type { ReleaseReply } from "./release";
-import type { NodeOutcome, RoundOptions } from "./round";
-import type { ResolvedSettings } from "./settings";
+import type { RedlockClient } from "./client.ts";
+import type { NodeVote } from "./errors.ts";
+import type { RedlockEvents } from "./events.ts";
+import type { LockOwner } from "./lock.ts";
+import type { Notifications } from "./notifications.ts";
+import type { AcquireReply, CommitReply } from "./acquire.ts";
+import type { FenceRepairs } from "./reseed.ts";
+import type { ReleaseReply } from "./release.ts";
+import type { NodeOutcome, RoundOptions } from "./round.ts";
+import type { ResolvedSettings } from "./settings.ts";
 
 /** @internal What the operations (acquire, release, extend, using) share from their `Redlock`. */
 export interface Engine {

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
-import { NaiveLockLostError, NaiveLockTimeoutError } from "./errors";
-import { encodeLockValue } from "./identity";
-import * as check from "./validate";
+import { NaiveLockLostError, NaiveLockTimeoutError } from "./errors.ts";
+import { encodeLockValue } from "./identity.ts";
+import * as check from "./validate.ts";
 
 /**
  * The seeds' single-node SETNX lock, kept as it is on purpose so the lab can compare it with Redlock:

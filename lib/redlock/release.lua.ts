@@ -1,4 +1,4 @@
-import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua";
+import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua.ts";
 
 /**
  * Compare-and-delete on every resource, then hand each one over to its head waiter from the same script

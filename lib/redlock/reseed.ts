@@ -1,10 +1,10 @@
-import type { Engine } from "./engine";
-import { FenceUnavailableError, type FenceNodeEvidence } from "./errors";
-import { randomId } from "./identity";
-import { FENCE_MARKER_KEY, FENCE_RESEED_KEY } from "./keys";
-import { FENCE_EXPORT_LUA, FENCE_IMPORT_LUA, RESEED_BEGIN_LUA, RESEED_MARK_LUA } from "./reseed.lua";
-import { runRound } from "./round";
-import { defineScript, type Script } from "./script";
+import type { Engine } from "./engine.ts";
+import { FenceUnavailableError, type FenceNodeEvidence } from "./errors.ts";
+import { randomId } from "./identity.ts";
+import { FENCE_MARKER_KEY, FENCE_RESEED_KEY } from "./keys.ts";
+import { FENCE_EXPORT_LUA, FENCE_IMPORT_LUA, RESEED_BEGIN_LUA, RESEED_MARK_LUA } from "./reseed.lua.ts";
+import { runRound } from "./round.ts";
+import { defineScript, type Script } from "./script.ts";
 
 const BEGIN = defineScript(RESEED_BEGIN_LUA);
 const EXPORT = defineScript(FENCE_EXPORT_LUA);

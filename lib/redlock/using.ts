@@ -1,12 +1,12 @@
-import { acquireLock, type AcquireOptions } from "./acquire";
-import type { Engine } from "./engine";
-import { LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors";
-import { extendLock } from "./extend";
-import { lockState, type Lock } from "./lock";
-import { releaseLock } from "./release";
-import * as check from "./validate";
+import { acquireLock, type AcquireOptions } from "./acquire.ts";
+import type { Engine } from "./engine.ts";
+import { LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors.ts";
+import { extendLock } from "./extend.ts";
+import { lockState, type RedlockLock } from "./lock.ts";
+import { releaseLock } from "./release.ts";
+import * as check from "./validate.ts";
 
-export type UsingRoutine<T> = (signal: AbortSignal, lock: Lock) => Promise<T> | T;
+export type UsingRoutine<T> = (signal: AbortSignal, lock: RedlockLock) => Promise<T> | T;
 
 /**
  * The longest delay `setTimeout` honours (2^31 - 1 ms, about 24.8 days): a longer one fires at once. A
@@ -31,7 +31,7 @@ export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: u
   // Listen for revocations before the lock exists: a force release that lands right after the acquisition
   // must abort the signal, not go unheard because the subscriber connections were still being made.
   engine.notifications.retain();
-  let lock: Lock;
+  let lock: RedlockLock;
   try {
     await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs);
     lock = await acquireLock(engine, resources, ttlMs, options);
@@ -58,7 +58,7 @@ export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: u
     clearTimeout(expiryTimer);
     expiryTimer = setTimeout(() => {
       if (performance.now() >= state.deadline) {
-        lose(new LockLostError(lock.resources, state.value, [], `Lock on ${JSON.stringify(lock.resources)} expired before it could be extended`));
+        lose(new LockLostError(lock.resources, state.value, [], `RedlockLock on ${JSON.stringify(lock.resources)} expired before it could be extended`));
       } else if (!stopped) armExpiry(); // a long TTL: the timer was capped, or it fired a little early
     }, Math.min(MAX_TIMER_MS, Math.max(0, state.deadline - performance.now()) + 1));
   };

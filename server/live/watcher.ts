@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import Redis from "ioredis";
 import type { EndCause } from "@/lib/locks/merge";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
-import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@/lib/redlock/telemetry";
+import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
 import { nodeClientOptions, type LockNode } from "../nodes";

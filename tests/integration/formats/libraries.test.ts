@@ -4,7 +4,7 @@ import { Mutex, Semaphore } from "redis-semaphore";
 import { createLock, IoredisAdapter } from "redlock-universal";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { decodeReading, formatByName, notifyFlagsFor, readLockKeys, readLockKeysWithoutScripts, type FormatReading, type KeyReading } from "@/lib/locks/formats";
-import { Redlock } from "@/lib/redlock";
+import { Redlock } from "@lockscope/redlock";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { NodeRedlock } from "../redlock/node-redlock";
 import { RedissonWriter } from "../../support/redisson";

@@ -21,7 +21,7 @@ import {
   type ContentionEvent,
   type RedlockClient,
   type RedlockEvents,
-} from "@/lib/redlock";
+} from "@lockscope/redlock";
 import { until } from "../../support/wait";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { freePort } from "@/lib/redis-node";

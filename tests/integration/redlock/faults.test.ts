@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { fencedWrite, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "@/lib/redlock";
+import { fencedWrite, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "@lockscope/redlock";
 import { until } from "../../support/wait";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { failFastClients } from "./support";

@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decodeLockValue, FENCE_MARKER_KEY, fenceKey, fencedWrite, FenceUnavailableError, forceRelease, Redlock, type RedlockSettings } from "@/lib/redlock";
+import { decodeLockValue, FENCE_MARKER_KEY, fenceKey, fencedWrite, FenceUnavailableError, forceRelease, Redlock, type RedlockSettings } from "@lockscope/redlock";
 import { startProxy, type TcpProxy } from "../../support/proxy";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { until } from "../../support/wait";

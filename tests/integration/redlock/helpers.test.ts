@@ -16,7 +16,7 @@ import {
   RELEASE_CHANNEL,
   releaseNaive,
   REVOKE_CHANNEL,
-} from "@/lib/redlock";
+} from "@lockscope/redlock";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { until } from "../../support/wait";
 import { failFastClients } from "./support";

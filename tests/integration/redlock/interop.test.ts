@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redlock, ResourceHeldError } from "@/lib/redlock";
+import { Redlock, ResourceHeldError } from "@lockscope/redlock";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { NodeRedlock, NodeRedlockExecutionError } from "./node-redlock";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type RedlockClient, type SubscriberClient } from "@/lib/redlock";
+import { DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type RedlockClient, type SubscriberClient } from "@lockscope/redlock";
 
 /** A client that records what it is asked and answers nothing: these tests must fail before any command. */
 function fakeClient(calls: string[]): RedlockClient {
