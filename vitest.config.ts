@@ -14,6 +14,8 @@ export default defineConfig({
   resolve: { alias },
   test: {
     projects: [
+      // The engine package's own tests, with its own config (they run from the package alone too).
+      "lib/redlock/vitest.config.ts",
       {
         resolve: { alias },
         test: { name: "unit", include: ["tests/unit/**/*.test.ts"], environment: "node" },
