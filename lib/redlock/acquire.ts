@@ -1,7 +1,7 @@
 import { ACQUIRE_LUA, LEAVE_QUEUE_LUA } from "./acquire.lua.ts";
 import { COMMIT_FENCE_LUA } from "./commit-fence.lua.ts";
 import { driftMs, reportErrors, votesOf, type Engine } from "./engine.ts";
-import { AcquireAbortedError, FenceUnavailableError, NodesFailedError, ResourceHeldError, type FenceNodeEvidence, type HeldBy } from "./errors.ts";
+import { AcquireAbortedError, FenceUnavailableError, NodesFailedError, ResourceHeldError, type FenceNodeEvidence, type HeldBy, type NodeVote } from "./errors.ts";
 import { composeLockValue, decodeLockValue, encodeIdentityTail, lockValueId, randomId } from "./identity.ts";
 import { RedlockLock, type HoldState } from "./lock.ts";
 import type { Waiter } from "./notifications.ts";
@@ -290,7 +290,10 @@ export function acquireModes(settings: ResolvedSettings): readonly string[] {
   return Object.freeze(modes);
 }
 
-export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions): Promise<RedlockLock> {
+/** @internal Told each attempt's votes, granted or not (the node-redlock-compatible entry keeps per-attempt stats). */
+export type AttemptObserver = (votes: readonly NodeVote[], granted: boolean) => void;
+
+export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions, onAttempt?: AttemptObserver): Promise<RedlockLock> {
   const resources = check.resourceList("resources", resourcesArg);
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
   const settings = engine.settings;
@@ -447,6 +450,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
               engine.emit("acquired", { resources, fence, waitMs: now - started, attempts: attempt, validityMs });
             }
             acquired = true;
+            onAttempt?.(votesOf(outcomes, isGranted), true);
             return lock;
           }
           failure = { reason: "validity", votes: votesOf(outcomes, isGranted) };
@@ -489,6 +493,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       if (unknownNodes.length > 0) void releaseOnNodes(engine, resources, ours, unknownNodes);
       if (grantedNodes.length > 0) await releaseOnNodes(engine, resources, ours, grantedNodes);
       if (engine.listening("attempt-failed")) engine.emit("attempt-failed", { resources, attempt, reason: failure.reason });
+      onAttempt?.(failure.votes, false);
 
       if (failure.fence && (lastAttempt || failure.fatal)) throw failure.fence;
       if (lastAttempt) {

@@ -112,7 +112,7 @@ export class LockLostError extends Error {
     readonly resources: readonly string[],
     readonly value: string,
     readonly votes: readonly NodeVote[],
-    message = `RedlockLock on ${JSON.stringify(resources)} is no longer held`,
+    message = `Lock on ${JSON.stringify(resources)} is no longer held`,
   ) {
     super(message);
     this.name = "LockLostError";
@@ -122,7 +122,7 @@ export class LockLostError extends Error {
 /** An operator (or any `forceRelease` caller) deleted the lock. */
 export class LockRevokedError extends LockLostError {
   constructor(resources: readonly string[], value: string, readonly resource: string) {
-    super(resources, value, [], `RedlockLock on ${JSON.stringify(resource)} was force-released`);
+    super(resources, value, [], `Lock on ${JSON.stringify(resource)} was force-released`);
     this.name = "LockRevokedError";
   }
 }
@@ -130,7 +130,7 @@ export class LockRevokedError extends LockLostError {
 /** `extend()` on a lock whose validity has already run out: extending it could extend someone else's. */
 export class LockExpiredError extends Error {
   constructor(readonly resources: readonly string[], readonly expiredForMs: number) {
-    super(`RedlockLock on ${JSON.stringify(resources)} expired ${Math.round(expiredForMs)} ms ago and cannot be extended`);
+    super(`Lock on ${JSON.stringify(resources)} expired ${Math.round(expiredForMs)} ms ago and cannot be extended`);
     this.name = "LockExpiredError";
   }
 }
@@ -154,7 +154,7 @@ export class NodeTimeoutError extends Error {
 /** The naive lock's release found a value that is not ours: the lock expired and maybe changed hands. */
 export class NaiveLockLostError extends Error {
   constructor(readonly resource: string, readonly token: string, readonly found: string | null) {
-    super(`RedlockLock ${JSON.stringify(resource)} is no longer ours (${found === null ? "absent" : "held by another value"})`);
+    super(`Lock ${JSON.stringify(resource)} is no longer ours (${found === null ? "absent" : "held by another value"})`);
     this.name = "NaiveLockLostError";
   }
 }
@@ -162,7 +162,7 @@ export class NaiveLockLostError extends Error {
 /** The naive lock could not be taken before `timeoutMs`. */
 export class NaiveLockTimeoutError extends Error {
   constructor(readonly resource: string, readonly attempts: number, readonly holder: string | null) {
-    super(`RedlockLock ${JSON.stringify(resource)} not acquired after ${attempts} attempts`);
+    super(`Lock ${JSON.stringify(resource)} not acquired after ${attempts} attempts`);
     this.name = "NaiveLockTimeoutError";
   }
 }

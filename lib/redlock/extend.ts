@@ -31,7 +31,7 @@ export async function extendLock(engine: Engine, lock: RedlockLock, ttlArg: unkn
   const state = lockState(lock);
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
   const resources = lock.resources;
-  if (state.releasing) throw new LockLostError(resources, state.value, [], `RedlockLock on ${JSON.stringify(resources)} was released`);
+  if (state.releasing) throw new LockLostError(resources, state.value, [], `Lock on ${JSON.stringify(resources)} was released`);
   const roundStart = performance.now();
   if (roundStart >= state.deadline) throw new LockExpiredError(resources, roundStart - state.deadline);
 

@@ -32,7 +32,7 @@ let renew: (lock: RedlockLock, validityMs: number) => void;
 /** @internal */
 export function lockState(lock: unknown): HoldState {
   if (!(lock instanceof RedlockLock)) {
-    throw new TypeError(`Expected \`lock\` to be a RedlockLock returned by acquire(), got ${Object.prototype.toString.call(lock)}`);
+    throw new TypeError(`Expected \`lock\` to be a Lock returned by acquire(), got ${Object.prototype.toString.call(lock)}`);
   }
   return readState(lock);
 }

@@ -15,6 +15,11 @@ import { resolveSettings, type RedlockSettings } from "./settings.ts";
 import { usingLock, type UsingRoutine } from "./using.ts";
 import * as check from "./validate.ts";
 
+let readEngine: (redlock: Redlock) => Engine;
+
+/** @internal For the package's other entry points (compat.ts), which run the same operations. */
+export const engineOf = (redlock: Redlock): Engine => readEngine(redlock);
+
 /**
  * Redlock over N independent Redis nodes, with fencing tokens, holder identity in every lock value and
  * contention telemetry published from the acquire script. The API follows node-redlock's, and the lock
@@ -24,6 +29,10 @@ import * as check from "./validate.ts";
  * (with `duplicate()`) only while something waits or a `using()` lock is held; `quit()` closes them.
  */
 export class Redlock extends EventEmitter<RedlockEvents> {
+  static {
+    readEngine = (redlock) => redlock.#engine;
+  }
+
   readonly settings: Readonly<Required<RedlockSettings>>;
   readonly #engine: Engine;
 

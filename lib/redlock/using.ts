@@ -1,4 +1,4 @@
-import { acquireLock, type AcquireOptions } from "./acquire.ts";
+import { acquireLock, type AcquireOptions, type AttemptObserver } from "./acquire.ts";
 import type { Engine } from "./engine.ts";
 import { LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors.ts";
 import { extendLock } from "./extend.ts";
@@ -21,7 +21,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * until the validity ran out. Releases it afterwards. Resolves or rejects with the routine's outcome;
  * nothing the engine does in the background can reject.
  */
-export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: unknown, options: AcquireOptions, routine: unknown): Promise<T> {
+export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: unknown, options: AcquireOptions, routine: unknown, onAttempt?: AttemptObserver): Promise<T> {
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
   if (typeof routine !== "function") check.fail("routine", "a function", routine);
   const threshold = engine.settings.automaticExtensionThresholdMs;
@@ -34,7 +34,7 @@ export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: u
   let lock: RedlockLock;
   try {
     await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs);
-    lock = await acquireLock(engine, resources, ttlMs, options);
+    lock = await acquireLock(engine, resources, ttlMs, options, onAttempt);
   } catch (error) {
     engine.notifications.unretain();
     throw error;
@@ -58,7 +58,7 @@ export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: u
     clearTimeout(expiryTimer);
     expiryTimer = setTimeout(() => {
       if (performance.now() >= state.deadline) {
-        lose(new LockLostError(lock.resources, state.value, [], `RedlockLock on ${JSON.stringify(lock.resources)} expired before it could be extended`));
+        lose(new LockLostError(lock.resources, state.value, [], `Lock on ${JSON.stringify(lock.resources)} expired before it could be extended`));
       } else if (!stopped) armExpiry(); // a long TTL: the timer was capped, or it fired a little early
     }, Math.min(MAX_TIMER_MS, Math.max(0, state.deadline - performance.now()) + 1));
   };
