@@ -135,6 +135,10 @@ const durationError = () => new Error("Duration must be an integer value in mill
 const QUORUM_MESSAGE = "The operation was unable to achieve a quorum during its retry window.";
 
 export default class Redlock extends EventEmitter {
+  /** 4.x: `Redlock.Lock` and `Redlock.LockError`, for `instanceof`. */
+  static readonly Lock = LegacyLock;
+  static readonly LockError = LockError;
+
   readonly clients: Set<Client>;
   /** 4.x name of the clients. */
   readonly servers: Client[];
@@ -222,7 +226,18 @@ export default class Redlock extends EventEmitter {
   #take(resources: string[], duration: number, settings: Settings): Promise<{ value: RedlockLock; attempts: Array<Promise<ExecutionStats>> }> {
     if (Math.floor(duration) !== duration) return Promise.reject(durationError());
     const engine = engineOf(this.#engine(settings));
-    return this.#attempted(resources, (onAttempt) => acquireLock(engine, resources, duration, undefined, onAttempt));
+    return this.#attempted(resources, async (onAttempt) => {
+      // Listen for releases before the first attempt (as using() does): waiters that register before the
+      // subscriptions are up retry once when they come up, which would spend one of node-redlock's
+      // counted retries on catching up rather than on the lock.
+      engine.notifications.retain();
+      try {
+        await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs);
+        return await acquireLock(engine, resources, duration, undefined, onAttempt);
+      } finally {
+        engine.notifications.unretain();
+      }
+    });
   }
 
   /** 5.x: locks `resources` for `duration` ms; rejects with `ExecutionError` when no quorum was reached. */
@@ -316,7 +331,7 @@ export default class Redlock extends EventEmitter {
     const resources = Array.isArray(resource) ? resource : [resource];
     try {
       const { value: native, attempts } = await this.#take(resources, ttl, settings);
-      const lock = new LegacyLock(this, resource, native.value, native.expiresAt, attempts.length, settings.retryCount + 1 - attempts.length);
+      const lock = new LegacyLock(this, resource, native.value, native.expiresAt, attempts.length, settings.retryCount - attempts.length);
       natives.set(lock, { native, released: false });
       return lock;
     } catch (error) {
