@@ -1,5 +1,8 @@
 import { EventEmitter } from "node:events";
-import { acquireLock, acquireModes, heldAndMarked, isGranted, isGrantedAndMarked, lateAcquireHandler, type AcquireOptions } from "./acquire.ts";
+import { acquireLock, type AcquireOptions } from "./acquire.ts";
+import { acquireModes } from "./acquire.lua.ts";
+import { lateAcquireHandler } from "./leave-queue.ts";
+import { heldAndMarked, isGranted, isGrantedAndMarked } from "./replies.ts";
 import type { RedlockClient } from "./client.ts";
 import type { Engine } from "./engine.ts";
 import type { RedlockEvents } from "./events.ts";

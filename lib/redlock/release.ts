@@ -4,18 +4,12 @@ import { lockState, type RedlockLock, type HoldState, type ReleaseResult } from 
 import { RELEASE_LUA } from "./release.lua.ts";
 import type { ScriptClient } from "./client.ts";
 import { deliverLocalGrant } from "./notifications.ts";
+import type { ReleaseReply } from "./replies.ts";
 import { runRound, type NodeOutcome } from "./round.ts";
 import { defineScript } from "./script.ts";
 
 const RELEASE = defineScript(RELEASE_LUA);
 
-/** @internal One node's answer to the release script. */
-export interface ReleaseReply {
-  /** How many of the resources this node deleted. */
-  deleted: number;
-  /** Someone was waiting for one of them: the release handed it over or woke the head waiter. */
-  waited: boolean;
-}
 
 // The common replies, made once (the release is on the hot path).
 const REPLIES: readonly ReleaseReply[] = [Object.freeze({ deleted: 0, waited: false }), Object.freeze({ deleted: 1, waited: false })];

@@ -1,4 +1,4 @@
-import type { Engine } from "./engine.ts";
+import type { Engine, FenceRepairer } from "./engine.ts";
 import { FenceUnavailableError, type FenceNodeEvidence } from "./errors.ts";
 import { randomId } from "./identity.ts";
 import { FENCE_MARKER_KEY, FENCE_RESEED_KEY } from "./keys.ts";
@@ -152,7 +152,7 @@ export async function seedAll(engine: Engine, resources: readonly string[], only
  * in the background (at most one repair per node at a time, and not more often than REPAIR_COOLDOWN_MS),
  * and a bootstrap (no node has a marker) runs once at a time.
  */
-export class FenceRepairs {
+export class FenceRepairs implements FenceRepairer {
   readonly #running = new Set<number>();
   readonly #lastTry = new Map<number, number>();
   #bootstrap: Promise<unknown> | null = null;

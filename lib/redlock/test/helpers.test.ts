@@ -150,7 +150,8 @@ describe("force release, fenced writes and the naive lock", () => {
 
     // The engine's own release, acquire (a refused waiter joins the queue), leave-queue and extend.
     const { RELEASE_LUA } = await import("../release.lua.ts");
-    const { ACQUIRE_LUA, LEAVE_QUEUE_LUA } = await import("../acquire.lua.ts");
+    const { ACQUIRE_LUA } = await import("../acquire.lua.ts");
+    const { LEAVE_QUEUE_LUA } = await import("../leave-queue.lua.ts");
     await expect(node.eval(RELEASE_LUA, 1, resource, value)).rejects.toThrow(/^WRONGTYPE lockscope: waitq:lock:typed holds a string, not a zset; nothing was written/);
     expect(await node.get(resource)).toBe(value);
     const waiter = encodeLockValue({ label: "waiter", host: "h", pid: 2, fence: null, acquiredAt: Date.now() });
