@@ -1,12 +1,16 @@
 import { setMaxListeners } from "node:events";
 import type Redis from "ioredis";
-import { AcquireAbortedError, acquireNaive, fencedWrite, NaiveLockLostError, NaiveLockTimeoutError, Redlock, releaseNaive, type RedlockLock as Lock } from "@lockscope/redlock";
-import { decrementIfPositive } from "./atomic";
+import { abortableSleep, Redlock } from "@lockscope/redlock";
 import { removeRunKeys } from "./cleanup";
 import { boundedAll, NodeSwitch, openLabClient, SwitchedClient } from "./connections";
 import { runKeys, type RunKeys } from "./keys";
 import { LAB_LIMITS, MULTI_NODE_STRATEGIES, retryDelayFor, type RunSettings } from "./settings";
 import { lostUpdates, ordersPerSec, percentile, progressFraction, round1, Samples } from "./stats";
+import { atomic } from "./strategies/atomic";
+import { naive } from "./strategies/naive";
+import { none } from "./strategies/none";
+import { redlock } from "./strategies/redlock";
+import type { StepOutcome, Strategy, StrategyContext, Tally, Worker } from "./strategy";
 import type { FaultMode, FaultReport, RunProgress, RunResult, SeriesPoint, StopReason } from "./types";
 
 /**
@@ -70,39 +74,7 @@ const MAX_SERIES_POINTS = 600;
 /** How long node 0 (the stock) may stay silent before the run gives up. */
 const STOCK_NODE_SILENCE_MS = 10_000;
 
-interface Tally {
-  sold: number;
-  ordersPlaced: number;
-  retries: number;
-  staleWritesRejected: number;
-  locksLost: number;
-  errors: number;
-  minStockSeen: number;
-  waits: Samples;
-}
-
-interface Worker {
-  index: number;
-  /** Connection per node the strategy uses; index 0 is the stock node. */
-  clients: Redis[];
-  redlock: Redlock | null;
-  detach: (() => void) | null;
-}
-
-type StepOutcome = "sold" | "sold-out" | "rejected" | "stopped";
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
+const STRATEGIES: Record<RunSettings["strategy"], Strategy> = { none, naive, redlock, "redlock-fenced": redlock, atomic };
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
@@ -137,6 +109,8 @@ export class LabRun {
   #faultTimers: Array<ReturnType<typeof setTimeout>> = [];
   #faultWork: Promise<void> = Promise.resolve();
   #lastSample = { t: 0, sold: 0, waits: 0 };
+  /** What the strategies see of this run. */
+  readonly #context: StrategyContext;
 
   constructor(options: LabRunOptions) {
     // Every worker waits on these two signals at once (up to 500 listeners each).
@@ -145,6 +119,17 @@ export class LabRun {
     this.settings = options.settings;
     this.keys = runKeys(options.id);
     this.faultMode = options.processControl ? "process" : "connections";
+    this.#context = {
+      runId: options.id,
+      keys: this.keys,
+      settings: this.settings,
+      tally: this.#tally,
+      halt: this.#halt.signal,
+      close: this.#close.signal,
+      busy: () => this.#busy(),
+      sold: (stockAfter) => this.#sold(stockAfter),
+      vanished: () => this.#vanished(),
+    };
     this.#switches = options.nodeUrls.map(() => new NodeSwitch());
     const fault = options.settings.fault;
     if (fault && fault.node >= options.nodeUrls.length) {
@@ -526,7 +511,7 @@ export class LabRun {
         // A node down or slow: the order did not go through; count it and try again shortly.
         tally.errors += 1;
         tally.ordersPlaced -= 1;
-        await sleep(20 + Math.random() * 30, this.#halt.signal);
+        await abortableSleep(20 + Math.random() * 30, this.#halt.signal);
         continue;
       }
       if (outcome === "sold-out") {
@@ -546,7 +531,7 @@ export class LabRun {
     const { workMs, pause } = this.settings;
     let ms = workMs;
     if (pause && pause.probability > 0 && Math.random() < pause.probability) ms += pause.ms;
-    await sleep(ms, this.#halt.signal);
+    await abortableSleep(ms, this.#halt.signal);
   }
 
   #sold(stockAfter: number): StepOutcome {
@@ -561,115 +546,7 @@ export class LabRun {
   }
 
   #step(worker: Worker): Promise<StepOutcome> {
-    switch (this.settings.strategy) {
-      case "none":
-        return this.#stepNone(worker);
-      case "naive":
-        return this.#stepNaive(worker);
-      case "redlock":
-      case "redlock-fenced":
-        return this.#stepRedlock(worker);
-      case "atomic":
-        return this.#stepAtomic(worker);
-    }
-  }
-
-  /** The seeds' critical section: read the stock, work, write it back one lower (no fence). */
-  async #readWorkWrite(client: Redis): Promise<StepOutcome> {
-    const raw = await client.get(this.keys.stock);
-    if (raw === null) {
-      // The stock is written before any worker starts and deleted only after the last one ends.
-      this.#vanished();
-      return "stopped";
-    }
-    const stock = Number(raw);
-    if (!(stock > 0)) return "sold-out";
-    await this.#busy();
-    if (this.#halt.signal.aborted) return "stopped";
-    // KEEPTTL: the stock keeps the TTL the run renews, so a killed run's stock goes by itself.
-    await client.set(this.keys.stock, String(stock - 1), "KEEPTTL");
-    return this.#sold(stock - 1);
-  }
-
-  /** The seeds' race: read, work, write back, no lock. */
-  #stepNone(worker: Worker): Promise<StepOutcome> {
-    return this.#readWorkWrite(worker.clients[0]!);
-  }
-
-  /** The seeds' SETNX lock on node 0, from the engine's naive module; retries counted here. */
-  async #stepNaive(worker: Worker): Promise<StepOutcome> {
-    const client = worker.clients[0]!;
-    const waitStart = performance.now();
-    const retryDelayMs = retryDelayFor(this.settings.workers);
-    let token: string | null = null;
-    while (token === null) {
-      if (this.#close.signal.aborted) return "stopped";
-      try {
-        // timeoutMs 0: one SETNX per call, so this loop sees (and counts) every retry.
-        token = await acquireNaive(client, this.keys.lock, this.settings.ttlMs, { timeoutMs: 0, retryDelayMs: 0, label: `lab ${this.#options.id} worker ${worker.index}` });
-      } catch (error) {
-        if (!(error instanceof NaiveLockTimeoutError)) throw error;
-        this.#tally.retries += 1;
-        await sleep(retryDelayMs, this.#close.signal);
-      }
-    }
-    this.#tally.waits.push(performance.now() - waitStart);
-    try {
-      return await this.#readWorkWrite(client);
-    } finally {
-      await releaseNaive(client, this.keys.lock, token).catch((error: unknown) => {
-        if (error instanceof NaiveLockLostError) this.#tally.locksLost += 1;
-        else this.#tally.errors += 1;
-      });
-    }
-  }
-
-  /** Redlock over every node; fenced, the stock is read and written only with a current fence. */
-  async #stepRedlock(worker: Worker): Promise<StepOutcome> {
-    const client = worker.clients[0]!;
-    const waitStart = performance.now();
-    let lock: Lock;
-    try {
-      lock = await worker.redlock!.acquire([this.keys.lock], this.settings.ttlMs, { signal: this.#close.signal });
-    } catch (error) {
-      if (error instanceof AcquireAbortedError) this.#tally.retries += Math.max(0, error.attempts - 1);
-      throw error;
-    }
-    this.#tally.waits.push(performance.now() - waitStart);
-    this.#tally.retries += lock.attempts - 1;
-    try {
-      const fence = lock.fence;
-      if (fence === null) return await this.#readWorkWrite(client);
-      // A fenced read: adding 0 records our fence on the stock, so a holder that paused past its TTL
-      // has its later write refused even when we have not written yet.
-      const read = await fencedWrite(client, this.keys.stock, fence, { type: "incrby", by: 0 });
-      if (!read.applied) {
-        this.#tally.staleWritesRejected += 1;
-        return "rejected";
-      }
-      const stock = Number(read.value);
-      if (!(stock > 0)) return "sold-out";
-      await this.#busy();
-      if (this.#halt.signal.aborted) return "stopped";
-      const write = await fencedWrite(client, this.keys.stock, fence, { type: "set", value: String(stock - 1) });
-      if (!write.applied) {
-        this.#tally.staleWritesRejected += 1;
-        return "rejected";
-      }
-      return this.#sold(stock - 1);
-    } finally {
-      const released = await lock.release().catch(() => ({ released: false }));
-      if (!released.released) this.#tally.locksLost += 1;
-    }
-  }
-
-  /** No lock: the work, then one script that decrements only while the stock is positive. */
-  async #stepAtomic(worker: Worker): Promise<StepOutcome> {
-    await this.#busy();
-    if (this.#halt.signal.aborted) return "stopped";
-    const after = await decrementIfPositive(worker.clients[0]!, this.keys.stock);
-    if (after < 0) return "sold-out";
-    return this.#sold(after);
+    return STRATEGIES[this.settings.strategy].step(worker, this.#context);
   }
 
   #result(remainingRead: number | null, durationMs: number): RunResult {

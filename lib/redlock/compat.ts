@@ -208,7 +208,7 @@ export default class Redlock extends EventEmitter {
   /** Closes the engine's own connections and runs `quit()` on every client (as node-redlock does). */
   async quit(): Promise<void> {
     await Promise.all([...this.#engines.values()].map((e) => e.quit()));
-    await Promise.all(this.servers.map((c) => c.quit?.()));
+    await Promise.all(this.servers.map((c) => Promise.resolve(c.quit?.())));
   }
 
   /** Runs `operation` with an observer that keeps each acquisition attempt's stats; a refusal becomes ExecutionError. */

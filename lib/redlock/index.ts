@@ -22,3 +22,4 @@ export type { RedlockEvents } from "./events.ts";
 export { DEFAULT_SETTINGS, SETTING_NAMES, type RedlockSettings } from "./settings.ts";
 export { quorumOf } from "./round.ts";
 export { defineScript, runScript, type Script } from "./script.ts";
+export { abortableSleep } from "./sleep.ts";

@@ -1,4 +1,5 @@
 import type { Waiter } from "./notifications.ts";
+import { abortableSleep } from "./sleep.ts";
 
 // Waiter and grant accounting of one acquisition between its attempts: which nodes granted it the lock by
 // a release (hand-over), which grants no longer count, and the sleep until the next attempt.
@@ -72,27 +73,9 @@ export function nextAttempt(waiter: AcquireWaiter, attempt: number): void {
  * with some grants heard but not a quorum, the rest are probably on their way: it waits `graceMs` more
  * rather than start an attempt that would find those nodes mid-hand-over.
  */
-export function sleepUnlessWoken(waiter: AcquireWaiter | null, delayMs: number, graceMs: number, signal: AbortSignal | undefined): Promise<void> {
-  if (delayMs <= 0 || signal?.aborted || waiter?.woken) return Promise.resolve();
-  return new Promise<void>((resolve) => {
-    let graced = false;
-    let timer = setTimeout(onTimer, delayMs);
-    function onTimer() {
-      if (!graced && waiter && waiter.grants > 0) {
-        graced = true;
-        timer = setTimeout(onTimer, graceMs);
-        return;
-      }
-      done();
-    }
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      if (waiter) waiter.resolve = null;
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-    if (waiter) waiter.resolve = done;
-  });
+export async function sleepUnlessWoken(waiter: AcquireWaiter | null, delayMs: number, graceMs: number, signal: AbortSignal | undefined): Promise<void> {
+  if (delayMs <= 0 || signal?.aborted || waiter?.woken) return;
+  const ranOut = await abortableSleep(delayMs, signal, waiter ?? undefined);
+  if (ranOut && waiter && waiter.grants > 0 && !waiter.woken) await abortableSleep(graceMs, signal, waiter);
 }
 

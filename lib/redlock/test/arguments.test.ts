@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type RedlockClient, type RedlockSettings, type SubscriberClient } from "../index.ts";
+import { DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type RedlockClient, type SubscriberClient } from "../index.ts";
 
 /** A client that records what it is asked and answers nothing: these tests must fail before any command. */
 function fakeClient(calls: string[]): RedlockClient {
@@ -63,7 +63,7 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
 
   it("refuses an unknown setting or option by name, with the nearest known name, instead of ignoring it", async () => {
     // node-redlock's names, and a typo: each would otherwise leave its default in force without a word.
-    const unknown = (settings: object) => () => new Redlock(clients, settings as RedlockSettings);
+    const unknown = (settings: object) => () => new Redlock(clients, settings);
     expect(unknown({ retryDelay: 50 })).toThrow(TypeError);
     expect(unknown({ retryDelay: 50 })).toThrow("Unknown setting `retryDelay`: did you mean retryDelayMs?");
     expect(unknown({ retryJitter: 10 })).toThrow("Unknown setting `retryJitter`: did you mean retryJitterMs?");

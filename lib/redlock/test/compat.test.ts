@@ -1,7 +1,8 @@
 import { createRequire } from "node:module";
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import Redlock, { ExecutionError, LegacyLock, Lock, LockError, ResourceLockedError, type ExecutionStats } from "../compat.ts";
+import type { LegacyLock} from "../compat.ts";
+import Redlock, { ExecutionError, Lock, LockError, ResourceLockedError, type ExecutionStats } from "../compat.ts";
 import { freePort, startCluster, type TestCluster } from "./support/redis.ts";
 import { until } from "./support/wait.ts";
 
@@ -140,7 +141,7 @@ describe.each([1, 3])("compat, the 5.x API, on %i node(s)", (count) => {
     const error = await rejection(lock.extend(100));
     expect(error).toBeInstanceOf(ExecutionError);
     expect((error as Error).message).toBe("Cannot extend an already-expired lock.");
-    await expect(redlock.using(["{r}e"], 500, async () => 1)).rejects.toThrow("at least 100ms greater than the `automaticExtensionThreshold`");
+    await expect(redlock.using(["{r}e"], 500, () => Promise.resolve(1))).rejects.toThrow("at least 100ms greater than the `automaticExtensionThreshold`");
   });
 });
 
