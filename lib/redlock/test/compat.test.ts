@@ -62,7 +62,8 @@ describe.each([1, 3])("compat, the 5.x API, on %i node(s)", (count) => {
       }
       const result = await lock.release();
       expect(result.attempts).toHaveLength(1);
-      for (const key of resources) expect(await onEvery(key)).toEqual(nodes.map(() => null));
+      // Released on a quorum when it resolves (as node-redlock's release); the last node follows.
+      for (const key of resources) await until(`${key} deleted on every node`, async () => (await onEvery(key)).every((v) => v === null));
     }
   });
 
