@@ -17,6 +17,20 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** FLUSHALL on each of these local ports, each with a connection of its own that is closed after. */
+export async function flushPorts(ports: readonly number[]): Promise<void> {
+  await Promise.all(
+    ports.map(async (port) => {
+      const c = new Redis(port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+      try {
+        await c.flushall();
+      } finally {
+        c.disconnect();
+      }
+    }),
+  );
+}
+
 /** One redis-server child process, empty on every start (no RDB, no AOF). */
 class Node {
   process: ChildProcess | null = null;
@@ -106,18 +120,7 @@ export async function startCluster(count: number, extraArgs: readonly string[] =
       await node(i).end("SIGKILL");
       await node(i).start();
     },
-    flushAll: async () => {
-      await Promise.all(
-        nodes.filter((n) => n.process && !n.paused).map(async (n) => {
-          const c = new Redis(n.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
-          try {
-            await c.flushall();
-          } finally {
-            c.disconnect();
-          }
-        }),
-      );
-    },
+    flushAll: () => flushPorts(nodes.filter((n) => n.process && !n.paused).map((n) => n.port)),
     close: async () => {
       for (const c of opened) c.disconnect();
       await Promise.all(nodes.map((n) => n.end("SIGTERM")));
