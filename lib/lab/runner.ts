@@ -3,6 +3,7 @@ import type Redis from "ioredis";
 import { abortableSleep, Redlock } from "@lockscope/redlock";
 import { removeRunKeys } from "./cleanup";
 import { boundedAll, NodeSwitch, openLabClient, SwitchedClient } from "./connections";
+import { FaultInjector, type NodeProcessControl } from "./faults";
 import { runKeys, type RunKeys } from "./keys";
 import { LAB_LIMITS, MULTI_NODE_STRATEGIES, retryDelayFor, type RunSettings } from "./settings";
 import { lostUpdates, ordersPerSec, percentile, progressFraction, round1, Samples } from "./stats";
@@ -19,13 +20,7 @@ import type { FaultMode, FaultReport, RunProgress, RunResult, SeriesPoint, StopR
  * Plain Node code (no Next.js, no globals): the console runs it behind its API, the benchmark directly.
  */
 
-/** Acts on the processes of nodes this program started itself (SIGKILL then restart, SIGSTOP then SIGCONT). */
-export interface NodeProcessControl {
-  kill(index: number): Promise<void>;
-  restart(index: number): Promise<void>;
-  pause(index: number): void;
-  resume(index: number): void;
-}
+export type { NodeProcessControl } from "./faults";
 
 export interface LabRunOptions {
   id: string;
@@ -104,10 +99,7 @@ export class LabRun {
   #lastStock: number | null = null;
   #stopReason: StopReason | null = null;
   #error: string | undefined;
-  #fault: FaultReport | null = null;
-  #faultActive = false;
-  #faultTimers: Array<ReturnType<typeof setTimeout>> = [];
-  #faultWork: Promise<void> = Promise.resolve();
+  readonly #faults: FaultInjector;
   #lastSample = { t: 0, sold: 0, waits: 0 };
   /** What the strategies see of this run. */
   readonly #context: StrategyContext;
@@ -135,16 +127,14 @@ export class LabRun {
     if (fault && fault.node >= options.nodeUrls.length) {
       throw new RangeError(`fault.node ${fault.node} is not one of the ${options.nodeUrls.length} nodes`);
     }
-    if (fault) {
-      this.#fault = {
-        node: fault.node,
-        kind: fault.kind,
-        mode: this.faultMode,
-        startedAtMs: null,
-        endedAtMs: null,
-        description: describeFault(fault, this.faultMode, null),
-      };
-    }
+    this.#faults = new FaultInjector(fault, this.faultMode, {
+      processControl: options.processControl ?? null,
+      switches: this.#switches,
+      workers: () => this.#workers,
+      notes: this.#notes,
+      startedAt: () => this.#startedAt,
+      mayStart: () => !this.#halt.signal.aborted && this.#phase === "running",
+    });
     const signal = options.signal;
     if (signal) {
       const onAbort = () => this.#stop(stopReasonOf(signal.reason));
@@ -178,7 +168,7 @@ export class LabRun {
   }
 
   fault(): FaultReport | null {
-    return this.#fault ? { ...this.#fault } : null;
+    return this.#faults.report ? { ...this.#faults.report } : null;
   }
 
   /** Runs to the end (sold out, orders placed, cancelled, time limit) and always cleans up. */
@@ -203,7 +193,7 @@ export class LabRun {
         const limit = setTimeout(() => this.#stop("time-limit"), maxRunMs);
         const sampler = this.#startSampler();
         const renewer = setInterval(() => this.#renewKeys(), Math.min(KEY_RENEW_MAX_EVERY_MS, Math.ceil(this.#keyTtlMs / 3)));
-        this.#scheduleFault();
+        this.#faults.schedule();
         try {
           await Promise.all(this.#workers.map((w) => this.#work(w)));
         } finally {
@@ -213,7 +203,7 @@ export class LabRun {
         this.#phase = "stopping";
         clearTimeout(limit);
         clearInterval(sampler);
-        await this.#endFault().catch((error: unknown) => this.#notes.push(`Could not bring node ${this.#fault?.node} back: ${errorText(error)}`));
+        await this.#faults.endOrNote();
         const read = await this.#readStock();
         if (read?.kept === false) this.#vanished();
         remaining = read?.stock ?? null;
@@ -228,8 +218,8 @@ export class LabRun {
       this.#close.abort("error");
     } finally {
       this.#phase = "cleaning";
-      for (const timer of this.#faultTimers) clearTimeout(timer);
-      await this.#endFault().catch((error: unknown) => this.#notes.push(`Could not bring node ${this.#fault?.node} back: ${errorText(error)}`));
+      this.#faults.cancel();
+      await this.#faults.endOrNote();
       await this.#closeWorkers();
       await this.#cleanup();
       this.#control?.disconnect();
@@ -415,76 +405,6 @@ export class LabRun {
     }
   }
 
-  #scheduleFault(): void {
-    const fault = this.settings.fault;
-    if (!fault) return;
-    this.#faultTimers.push(
-      setTimeout(() => {
-        this.#faultWork = this.#faultWork.then(() => this.#startFault());
-      }, fault.atMs),
-    );
-    if (fault.forMs !== undefined) {
-      this.#faultTimers.push(
-        setTimeout(() => {
-          this.#endFault().catch((error: unknown) => this.#notes.push(`Could not bring node ${fault.node} back: ${errorText(error)}`));
-        }, fault.atMs + fault.forMs),
-      );
-    }
-  }
-
-  async #startFault(): Promise<void> {
-    const fault = this.settings.fault;
-    const report = this.#fault;
-    if (!fault || !report || this.#faultActive || this.#halt.signal.aborted || this.#phase !== "running") return;
-    this.#faultActive = true;
-    report.startedAtMs = Math.round(performance.now() - this.#startedAt);
-    const control = this.#options.processControl;
-    try {
-      if (control) {
-        if (fault.kind === "kill") await control.kill(fault.node);
-        else control.pause(fault.node);
-      } else if (fault.kind === "kill") {
-        // Cut: the workers' connections to the node close and refuse commands until the fault ends.
-        for (const worker of this.#workers) worker.clients[fault.node]?.disconnect();
-      } else {
-        this.#switches[fault.node]!.stall();
-      }
-    } catch (error) {
-      this.#notes.push(`The fault on node ${fault.node} failed: ${errorText(error)}`);
-    }
-    report.description = describeFault(fault, this.faultMode, report);
-  }
-
-  /** Ends the fault (idempotent), after any fault step already under way. */
-  #endFault(): Promise<void> {
-    const step = this.#faultWork.then(() => this.#restore());
-    this.#faultWork = step.catch(() => {});
-    return step;
-  }
-
-  async #restore(): Promise<void> {
-    const fault = this.settings.fault;
-    const report = this.#fault;
-    if (!fault || !report || !this.#faultActive) return;
-    this.#faultActive = false;
-    const control = this.#options.processControl;
-    if (control) {
-      if (fault.kind === "kill") await control.restart(fault.node);
-      else control.resume(fault.node);
-    } else if (fault.kind === "kill") {
-      await Promise.all(
-        this.#workers.map((worker) => {
-          const client = worker.clients[fault.node];
-          return client && client.status === "end" ? client.connect().catch(() => {}) : Promise.resolve();
-        }),
-      );
-    } else {
-      this.#switches[fault.node]!.resume();
-    }
-    report.endedAtMs = this.#startedAt === 0 ? null : Math.round(performance.now() - this.#startedAt);
-    report.description = describeFault(fault, this.faultMode, report);
-  }
-
   /** Takes an order slot; false once `orders` have been placed or the sale is closed. */
   #claimOrder(): boolean {
     if (this.#close.signal.aborted) return false;
@@ -583,23 +503,3 @@ function stopReasonOf(reason: unknown): StopReason {
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const round3 = (n: number) => Math.round(n * 1000) / 1000;
 const nullableRound = (n: number | null) => (n === null ? null : round2(n));
-
-export function describeFault(fault: NonNullable<RunSettings["fault"]>, mode: FaultMode, report: FaultReport | null): string {
-  const span = fault.forMs === undefined ? "until the run ends" : `for ${fault.forMs} ms`;
-  const notOwned = "(the console does not own that node's process, so the node itself keeps running)";
-  let what: string;
-  if (mode === "process") {
-    what =
-      fault.kind === "kill"
-        ? `Kills node ${fault.node}'s redis-server (SIGKILL) at ${fault.atMs} ms and restarts it, empty, ${fault.forMs === undefined ? "when the run ends" : `${fault.forMs} ms later`}`
-        : `Stops node ${fault.node}'s redis-server (SIGSTOP) at ${fault.atMs} ms ${span}, then continues it (SIGCONT)`;
-  } else {
-    what =
-      fault.kind === "kill"
-        ? `Cuts the lab workers' own connections to node ${fault.node} at ${fault.atMs} ms ${span} ${notOwned}`
-        : `Stalls the lab workers' own commands to node ${fault.node} at ${fault.atMs} ms ${span} ${notOwned}`;
-  }
-  if (!report || report.startedAtMs === null) return `${what}.`;
-  const when = report.endedAtMs === null ? `; started at ${report.startedAtMs} ms` : `; it lasted from ${report.startedAtMs} to ${report.endedAtMs} ms`;
-  return `${what}${when}.`;
-}
