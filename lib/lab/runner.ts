@@ -6,7 +6,8 @@ import { boundedAll, NodeSwitch, openLabClient, SwitchedClient } from "./connect
 import { FaultInjector, type NodeProcessControl } from "./faults";
 import { runKeys, type RunKeys } from "./keys";
 import { LAB_LIMITS, MULTI_NODE_STRATEGIES, retryDelayFor, type RunSettings } from "./settings";
-import { lostUpdates, ordersPerSec, percentile, progressFraction, round1, Samples } from "./stats";
+import { Sampler } from "./sampler";
+import { lostUpdates, ordersPerSec, percentile, progressFraction, Samples } from "./stats";
 import { atomic } from "./strategies/atomic";
 import { naive } from "./strategies/naive";
 import { none } from "./strategies/none";
@@ -65,7 +66,6 @@ export interface LabOutcome {
 }
 
 /** Samples kept for the charts (four a second; a longer run keeps every other one, and so on). */
-const MAX_SERIES_POINTS = 600;
 /** How long node 0 (the stock) may stay silent before the run gives up. */
 const STOCK_NODE_SILENCE_MS = 10_000;
 
@@ -79,7 +79,7 @@ export class LabRun {
   readonly faultMode: FaultMode;
   readonly #options: LabRunOptions;
   readonly #tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, errors: 0, minStockSeen: Infinity, waits: new Samples() };
-  readonly #series: SeriesPoint[] = [];
+  readonly #sampler = new Sampler();
   readonly #notes: string[] = [];
   readonly #switches: NodeSwitch[];
   /** Stops every loop, including work inside a critical section: cancel, shutdown, the time limit. */
@@ -100,7 +100,6 @@ export class LabRun {
   #stopReason: StopReason | null = null;
   #error: string | undefined;
   readonly #faults: FaultInjector;
-  #lastSample = { t: 0, sold: 0, waits: 0 };
   /** What the strategies see of this run. */
   readonly #context: StrategyContext;
 
@@ -164,7 +163,7 @@ export class LabRun {
   }
 
   series(): SeriesPoint[] {
-    return this.#series.slice();
+    return this.#sampler.series();
   }
 
   fault(): FaultReport | null {
@@ -189,7 +188,7 @@ export class LabRun {
         this.#tally.minStockSeen = settings.stock;
         this.#phase = "running";
         this.#startedAt = performance.now();
-        this.#series.push({ t: 0, sold: 0, stock: settings.stock, ordersPerSec: 0, waitP50Ms: null, waitP99Ms: null });
+        this.#sampler.start(settings.stock);
         const limit = setTimeout(() => this.#stop("time-limit"), maxRunMs);
         const sampler = this.#startSampler();
         const renewer = setInterval(() => this.#renewKeys(), Math.min(KEY_RENEW_MAX_EVERY_MS, Math.ceil(this.#keyTtlMs / 3)));
@@ -372,27 +371,8 @@ export class LabRun {
 
   #sample(): void {
     const t = Math.round(performance.now() - this.#startedAt);
-    const tally = this.#tally;
-    const previous = this.#lastSample;
-    const dt = t - previous.t;
-    const waits = tally.waits.slice(previous.waits);
-    const point: SeriesPoint = {
-      t,
-      sold: tally.sold,
-      stock: this.#lastStock,
-      ordersPerSec: dt > 0 ? round1(((tally.sold - previous.sold) * 1000) / dt) : 0,
-      waitP50Ms: nullableRound(percentile(waits, 50)),
-      waitP99Ms: nullableRound(percentile(waits, 99)),
-    };
-    this.#lastSample = { t, sold: tally.sold, waits: tally.waits.length };
-    if (this.#lastStock !== null) tally.minStockSeen = Math.min(tally.minStockSeen, this.#lastStock);
-    this.#series.push(point);
-    if (this.#series.length > MAX_SERIES_POINTS) {
-      // Halve the resolution rather than drop the start: the chart keeps the whole run.
-      const kept = this.#series.filter((_, i) => i % 2 === 1);
-      this.#series.length = 0;
-      this.#series.push(...kept);
-    }
+    this.#sampler.sample(t, this.#tally, this.#lastStock);
+    if (this.#lastStock !== null) this.#tally.minStockSeen = Math.min(this.#tally.minStockSeen, this.#lastStock);
   }
 
   /** The stock on node 0, and whether node 0 still has the run's keys; null when node 0 did not answer. */
@@ -502,4 +482,3 @@ function stopReasonOf(reason: unknown): StopReason {
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const round3 = (n: number) => Math.round(n * 1000) / 1000;
-const nullableRound = (n: number | null) => (n === null ? null : round2(n));
