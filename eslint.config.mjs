@@ -22,11 +22,17 @@ export default tseslint.config(
   // The plain-JavaScript build scripts run before anything is compiled: linted, but not type-checked.
   { files: ["scripts/**/*.mjs"], ...tseslint.configs.disableTypeChecked },
   {
+    // The console uses the engine package through its public entry points only.
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [{ group: ["@/lib/redlock", "@/lib/redlock/*"], message: "Import the engine as @lockscope/redlock (or @lockscope/redlock/compat)." }] }],
+    },
+  },
+  {
     files: ["lib/**/*.ts"],
     rules: {
       "no-console": "error",
       "no-restricted-syntax": ["error", { selector: "MemberExpression[object.name='process'][property.name='env']", message: "lib/ never reads process.env: take configuration as arguments." }],
-      "no-restricted-imports": ["error", { patterns: [{ group: ["@/server/*", "../server/*", "../../server/*", "next", "next/*"], message: "lib/ must not depend on server/ or Next.js." }] }],
+      "no-restricted-imports": ["error", { patterns: [{ group: ["@/server/*", "../server/*", "../../server/*", "next", "next/*"], message: "lib/ must not depend on server/ or Next.js." }, { group: ["@/lib/redlock", "@/lib/redlock/*"], message: "Import the engine as @lockscope/redlock (or @lockscope/redlock/compat)." }] }],
     },
   },
   {
