@@ -1,7 +1,7 @@
 import "server-only";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/merge";
-import { decodeLockValue, forceRelease, type ForceReleaseNodeResult } from "@/lib/redlock";
+import { decodeLockValue, forceRelease, type ForceReleaseNodeResult } from "@lockscope/redlock";
 import { getAuditLog, AuditUnavailableError } from "./audit/log";
 import { newAuditId } from "./audit/records";
 import type { AuditEntry, AuditHolder, AuditNodeResult, AuditOutcome } from "./audit/types";

@@ -2,8 +2,8 @@ import "server-only";
 import { decodeHolder, endReason, mergeSamples, transitions, type EndCause, type MergedLock } from "@/lib/locks/merge";
 import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry, type TimelineType } from "@/lib/locks/types";
 import { BucketCounter, pushCapped } from "@/lib/locks/window";
-import { lockValueId } from "@/lib/redlock/identity";
-import type { ContentionEvent } from "@/lib/redlock/telemetry";
+import { lockValueId } from "@lockscope/redlock";
+import type { ContentionEvent } from "@lockscope/redlock";
 import { ContentionTracker } from "./contention";
 import type { LiveEvents } from "./events";
 
