@@ -2,7 +2,7 @@ import tseslint from "typescript-eslint";
 
 export default tseslint.config(
   {
-    ignores: ["lib/redlock/dist/**", ".next/**", "node_modules/**", ".lockscope/**", "test-results/**", "playwright-report/**", "next-env.d.ts", "*.config.js", "*.config.mjs"],
+    ignores: ["dist/**", "lib/redlock/dist/**", ".next/**", "node_modules/**", ".lockscope/**", "test-results/**", "playwright-report/**", "next-env.d.ts", "*.config.js", "*.config.mjs"],
   },
   ...tseslint.configs.recommendedTypeChecked,
   {
