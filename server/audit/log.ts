@@ -2,13 +2,12 @@ import "server-only";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { getConfig } from "../config";
-import { singleton } from "../global";
 import { whenReady } from "../health";
 import { getLogger } from "../logger";
 import { counter } from "../metrics";
 import { getNodes, quorumOf, type LockNode } from "../nodes";
-import { onShutdown } from "../shutdown";
 import { AuditMerger, auditIdTime, matchesFilters, parseAuditLines, parseAuditRecord, type AuditRecord } from "./records";
+import { AuditNotDurableError, AuditReadError, type AuditStore } from "./store";
 import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
 
 /**
@@ -29,7 +28,7 @@ const CLOCK_SKEW_MS = 60_000;
 const MAX_SCAN_PER_NODE = 200_000;
 
 /** The audit entry could not be made durable; the release must not proceed. */
-export class AuditUnavailableError extends Error {
+export class AuditUnavailableError extends AuditNotDurableError {
   constructor(
     readonly streamAcks: number,
     readonly streamQuorum: number,
@@ -43,10 +42,10 @@ export class AuditUnavailableError extends Error {
   }
 }
 
-export class AuditReadError extends Error {
+export class AuditFileReadError extends AuditReadError {
   constructor(fileError: string) {
     super(`The audit log cannot be read: no lock node answered and this console's audit file could not be read (${fileError}).`);
-    this.name = "AuditReadError";
+    this.name = "AuditFileReadError";
   }
 }
 
@@ -109,7 +108,8 @@ const writes = () => counter("lockscope_audit_writes_total", "Audit records writ
  * and an append-only JSON-lines file (what survives losing the nodes). A record is durable when the file
  * took it, flushed to disk, AND a quorum of nodes took it into the stream.
  */
-export class AuditLog {
+export class AuditLog implements AuditStore {
+  readonly kind = "file-and-stream";
   private fileChain: Promise<unknown> = Promise.resolve();
   private fileIndex: FileIndex = emptyIndex(-1);
   private readonly inflight = new Set<Promise<unknown>>();
@@ -231,11 +231,11 @@ export class AuditLog {
     const upper = Math.min(before ? auditIdTime(before) + 1 : Infinity, filters.to ?? Infinity);
     const keep = (e: AuditEntry) => (!before || e.id < before) && matchesFilters(e, filters);
     let fileRecords: readonly AuditRecord[] = [];
-    let fileError: AuditReadError | null = null;
+    let fileError: AuditFileReadError | null = null;
     try {
       fileRecords = await this.fileRecords();
     } catch (error) {
-      if (!(error instanceof AuditReadError)) throw error;
+      if (!(error instanceof AuditFileReadError)) throw error;
       fileError = error;
     }
     const fromStream = await this.scanStreams(limit, upper, filters.from, keep, fileRecords);
@@ -307,11 +307,11 @@ export class AuditLog {
         this.fileIndex = emptyIndex(-1);
         return [];
       }
-      throw new AuditReadError(errorText(error));
+      throw new AuditFileReadError(errorText(error));
     }
     try {
       const stat = await handle.stat();
-      if (!stat.isFile()) throw new AuditReadError("not a regular file");
+      if (!stat.isFile()) throw new AuditFileReadError("not a regular file");
       if (stat.ino !== index.ino || stat.size < index.offset) {
         this.fileIndex = emptyIndex(stat.ino);
       }
@@ -337,8 +337,8 @@ export class AuditLog {
       }
       return current.records;
     } catch (error) {
-      if (error instanceof AuditReadError) throw error;
-      throw new AuditReadError(errorText(error));
+      if (error instanceof AuditFileReadError) throw error;
+      throw new AuditFileReadError(errorText(error));
     } finally {
       await handle.close();
     }
@@ -350,11 +350,8 @@ function page(entries: AuditEntry[], limit: number): { entries: AuditEntry[]; ne
   return { entries: shown, next: entries.length > limit ? (shown.at(-1)?.id ?? null) : null };
 }
 
-export function getAuditLog(): AuditLog {
-  return singleton("audit-log", () => {
-    const config = getConfig();
-    const log = new AuditLog(getNodes(), path.resolve(config.auditFile), config.nodeTimeoutMs);
-    onShutdown("audit", 30, () => log.drain());
-    return log;
-  });
+/** The file-and-stream kind for this process's configuration. */
+export function createFileAndStreamAudit(): AuditLog {
+  const config = getConfig();
+  return new AuditLog(getNodes(), path.resolve(config.auditFile), config.nodeTimeoutMs);
 }
