@@ -70,7 +70,8 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       );
       -- At most one open hold per value of a resource: where an end finds its hold.
       CREATE UNIQUE INDEX lock_holds_open ON lock_holds (resource, md5(token)) WHERE ended_at IS NULL;
-      CREATE INDEX lock_holds_resource ON lock_holds (resource, acquired_at DESC);
+      CREATE INDEX lock_holds_resource ON lock_holds (resource, acquired_at DESC, id DESC);
+      CREATE INDEX lock_holds_ended ON lock_holds (ended_at) WHERE ended_at IS NOT NULL;
       -- "Held at T" is a containment query on the hold's interval.
       CREATE INDEX lock_holds_during ON lock_holds USING gist (tstzrange(acquired_at, ended_at, '[)'));
     `,

@@ -92,13 +92,14 @@ export async function startPostgres(): Promise<TestPostgres> {
     },
     stop: () => ctl("stop", "-D", data, "-m", "immediate", "-w"),
     start,
-    async close() {
+    close() {
       try {
         ctl("stop", "-D", data, "-m", "immediate", "-w");
       } catch {
         // Already stopped by the test.
       }
       rmSync(dir, { recursive: true, force: true });
+      return Promise.resolve();
     },
   };
 }
