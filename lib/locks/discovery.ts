@@ -1,0 +1,66 @@
+import type { FormatName } from "./formats/types";
+
+/**
+ * The pure half of discovery: which glob to suggest for a lock-shaped key found outside the patterns, and
+ * how the keys found are grouped and bounded. The scan itself (rate, cursors, nodes) is in
+ * server/discovery.ts.
+ */
+
+export interface DiscoveryCandidate {
+  /** The glob to add to the patterns to show these keys. */
+  pattern: string;
+  format: FormatName;
+  /** Distinct keys found in this group (over every node). */
+  keys: number;
+  /** A few of them, sorted. */
+  examples: string[];
+}
+
+export interface DiscoveryResult {
+  /** Keys visited in the passes shown (every node's, added up). */
+  scannedKeys: number;
+  /** True once every node has been scanned to its end at least once. */
+  complete: boolean;
+  candidates: DiscoveryCandidate[];
+}
+
+const SEPARATORS = [":", "/", ".", "|", "#"];
+const escapeGlob = (text: string): string => text.replace(/[*?[\]\\]/g, "\\$&");
+
+/**
+ * The glob that covers a key and its siblings: everything up to its last separator, then `*`
+ * (`orders:lock:42` → `orders:lock:*`, `lock.invoice` → `lock.*`). A key without a separator (`myLock`,
+ * Redisson's usual names) is suggested as itself. Glob characters in the kept part are escaped, so the
+ * suggestion matches exactly the family it names.
+ */
+export function suggestGlob(key: string): string {
+  let cut = -1;
+  for (const sep of SEPARATORS) cut = Math.max(cut, key.lastIndexOf(sep));
+  if (cut <= 0 || cut === key.length - 1) return escapeGlob(key);
+  return `${escapeGlob(key.slice(0, cut + 1))}*`;
+}
+
+export const MAX_EXAMPLES = 5;
+
+/**
+ * Groups keys found (key → format) into candidates by suggested glob and format, the largest group first.
+ * `keep` decides, at the time of asking, whether a key is still a candidate (its patterns may have changed
+ * since it was found).
+ */
+export function groupCandidates(found: Iterable<[string, FormatName]>, keep: (key: string) => boolean = () => true): DiscoveryCandidate[] {
+  const groups = new Map<string, { pattern: string; format: FormatName; keys: Set<string> }>();
+  for (const [key, format] of found) {
+    if (!keep(key)) continue;
+    const pattern = suggestGlob(key);
+    const id = `${format}\u0000${pattern}`;
+    let group = groups.get(id);
+    if (!group) {
+      group = { pattern, format, keys: new Set() };
+      groups.set(id, group);
+    }
+    group.keys.add(key);
+  }
+  return [...groups.values()]
+    .map((g) => ({ pattern: g.pattern, format: g.format, keys: g.keys.size, examples: [...g.keys].sort().slice(0, MAX_EXAMPLES) }))
+    .sort((a, b) => b.keys - a.keys || a.pattern.localeCompare(b.pattern));
+}

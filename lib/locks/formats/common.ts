@@ -1,0 +1,62 @@
+import { keyExpiry } from "./read";
+import type { FormatHolder, FormatName, FormatReading, KeyReading, LockWarning } from "./types";
+
+/** Canonical UUID text (Java's `UUID.toString()`, Node's `randomUUID()`), lower case. */
+export const UUID_SOURCE = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
+
+/** Epoch milliseconds that a lock library could have written: 2001 to 2286. */
+export const isEpochMs = (n: number): boolean => Number.isFinite(n) && n >= 1e12 && n < 1e13;
+
+/** Key name words that mark a string key as a lock for discovery (a string alone could be anything). */
+const LOCKISH = /(^|[^a-z])(lock|locks|locked|mutex|lease|leases|semaphore|leader|election|singleton)([^a-z]|$)/i;
+export const lockishName = (key: string): boolean => LOCKISH.test(key) || key === "my_resource_name";
+
+export interface ReadingParts {
+  holders: FormatHolder[];
+  fingerprint: string;
+  /** An end the library keeps in the value itself (redis-lock's expiry timestamp), when earlier than the key's TTL. */
+  valueExpiresAt?: number;
+  truncated?: boolean;
+  extraWarnings?: LockWarning[];
+  waiters?: number | null;
+  fence?: string | null;
+  acquiredAt?: number | null;
+}
+
+/**
+ * The parts every format shares: the key's TTL end, the lock's end (the earlier of the TTL and an in-value
+ * expiry), and the warnings that follow from them. A lock ends by itself only if one of the two is finite:
+ * otherwise it is the `no-ttl` hazard.
+ */
+export function formatReading(format: FormatName, redisType: string, reading: KeyReading, parts: ReadingParts): FormatReading {
+  const pttl = reading.raw.type === "none" ? -2 : reading.raw.pttlMs;
+  const keyExpiresAt = keyExpiry(reading.at, pttl);
+  const expiresAt = parts.valueExpiresAt !== undefined ? Math.min(keyExpiresAt, parts.valueExpiresAt) : keyExpiresAt;
+  const warnings: LockWarning[] = [];
+  if (expiresAt === Infinity) warnings.push("no-ttl");
+  for (const w of parts.extraWarnings ?? []) if (!warnings.includes(w)) warnings.push(w);
+  if (parts.truncated) warnings.push("truncated");
+  const out: FormatReading = {
+    format,
+    redisType,
+    fingerprint: parts.fingerprint,
+    holders: parts.holders,
+    expiresAt,
+    keyExpiresAt,
+    warnings,
+    waiters: parts.waiters ?? null,
+  };
+  if (parts.fence !== undefined) out.fence = parts.fence;
+  if (parts.acquiredAt !== undefined) out.acquiredAt = parts.acquiredAt;
+  return out;
+}
+
+/** The fingerprint of a multi-holder layout: its holder ids, sorted, one per line (ids never hold a newline in these layouts). */
+export const holderFingerprint = (holders: readonly FormatHolder[]): string => holders.map((h) => h.id).sort().join("\n");
+
+/** The string value of a reading, and whether the read bound cut it. */
+export function stringValue(reading: KeyReading): { value: string; truncated: boolean } | null {
+  const raw = reading.raw;
+  if (raw.type !== "string") return null;
+  return { value: raw.value, truncated: raw.size > Buffer.byteLength(raw.value) };
+}

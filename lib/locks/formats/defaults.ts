@@ -1,0 +1,52 @@
+/**
+ * The default `LOCK_PATTERNS`: the key names the common lock libraries use out of the box, so a console
+ * started with no configuration shows their locks. Each entry says whose convention it is. Patterns are
+ * Redis globs; a bare name matches that one key.
+ *
+ * Not here, on purpose: Redisson (RLock, fair lock, read-write lock) and node-redlock/redsync/redis-py take
+ * the key name the application gives them, so they have no convention to list; the discovery scan finds
+ * their keys wherever they are (by layout: a Redisson lock is a hash of `<uuid>:<thread id>` fields) and
+ * suggests a pattern. Keys the console and the libraries keep beside their locks (the engine's `fence:*`,
+ * `waitq*:*`, Redisson's `redisson_lock_queue:{…}`, `redisson_lock_timeout:{…}`, `redisson_unlock_latch:…`,
+ * `{…}:…:rwlock_timeout:…`) are not locks and must never match.
+ */
+export const DEFAULT_LOCK_PATTERN_LIST = Object.freeze([
+  // Lockscope's engine and most hand-written SET NX locks: `lock:<resource>`, and the plural some teams use.
+  { glob: "lock:*", why: "Lockscope's engine, SET NX scripts, redis-py and redlock-py as usually named" },
+  { glob: "locks:*", why: "the plural form, as in node-redlock's examples (`locks:account:322456`)" },
+  // redis-lock (npm) prefixes every name with `lock.`; so does the SETNX pattern of the Redis docs (`lock.foo`).
+  { glob: "lock.*", why: "redis-lock (npm) and the SETNX pattern of the Redis documentation" },
+  // redis-semaphore (npm): `mutex:<key>` strings and `semaphore:<key>` sorted sets.
+  { glob: "mutex:*", why: "redis-semaphore's Mutex and RedlockMutex" },
+  { glob: "semaphore:*", why: "redis-semaphore's Semaphore, MultiSemaphore and RedlockSemaphore" },
+  // ShedLock's Redis providers: `<keyPrefix>:<environment>:<task>`, keyPrefix `job-lock` by default.
+  { glob: "job-lock:*", why: "ShedLock's Redis providers (default key prefix `job-lock`)" },
+  // The bare keys of the best-known tutorials: `SETNX lock ...` and redlock-py's README (`my_resource_name`).
+  { glob: "lock", why: "the single `lock` key of SETNX tutorials" },
+  { glob: "my_resource_name", why: "redlock-py's README example, copied into many services" },
+] as const);
+
+export const DEFAULT_LOCK_PATTERNS: readonly string[] = Object.freeze(DEFAULT_LOCK_PATTERN_LIST.map((p) => p.glob));
+
+/** The same list in `LOCK_PATTERNS` syntax, for the configuration's default. */
+export const DEFAULT_LOCK_PATTERNS_ENV = DEFAULT_LOCK_PATTERNS.join(",");
+
+/**
+ * Keys that are never locks whatever the patterns say: this console's own (the audit stream) and the
+ * companions the engine and the libraries keep next to a lock. Discovery skips them, and a pattern set that
+ * would match the console's own keys is refused.
+ */
+export const NEVER_LOCKS = Object.freeze([
+  "lockscope:*",
+  "fence:*",
+  "waitq:*",
+  "waitqd:*",
+  "waitqg:*",
+  "redisson_lock_queue:*",
+  "redisson_lock_timeout:*",
+  "redisson_unlock_latch:*",
+  "*:rwlock_timeout:*",
+]);
+
+/** Keys of this console that a pattern must never match (written on every lock node: the audit stream, the lab's runs). */
+export const CONSOLE_KEYS = Object.freeze(["lockscope:audit", "lockscope:lab:runs"]);

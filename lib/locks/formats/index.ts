@@ -1,0 +1,74 @@
+import type { ScriptClient } from "@/lib/redlock";
+import { lockscope } from "./lockscope";
+import { buildReadPlan, readWithPlan, type ReadLimits } from "./read";
+import { redisSemaphore } from "./redis-semaphore";
+import { redisson } from "./redisson";
+import { redissonReadWrite } from "./redisson-rw";
+import { shedlock } from "./shedlock";
+import { token } from "./token";
+import type { DecodeContext, FormatName, FormatReading, KeyReading, LockFormat } from "./types";
+import { unknown } from "./unknown";
+
+export * from "./types";
+export { DEFAULT_READ_LIMITS, keyExpiry, type MultiClient, type ReadLimits } from "./read";
+/** The same readings with MULTI, for a node that refuses scripts (no companion reads). */
+export { readWithoutScripts as readLockKeysWithoutScripts } from "./read";
+export { inferScope, type ScopeEvidence } from "./scope";
+
+/**
+ * Every format, in the order they are tried: a reading belongs to the first that recognises it. Value shapes
+ * that name their library (this engine's `lk1:`, ShedLock's `ADDED:`, Redisson's fields) come before name
+ * conventions (redis-semaphore's `mutex:`), and those before the catch-alls (`token` for any string, `unknown`
+ * for anything else).
+ */
+export const FORMATS: readonly LockFormat[] = Object.freeze([lockscope, shedlock, redisSemaphore, redissonReadWrite, redisson, token, unknown]);
+
+const BY_NAME = new Map<FormatName, LockFormat>(FORMATS.map((f) => [f.name, f]));
+
+export function formatByName(name: FormatName): LockFormat {
+  const format = BY_NAME.get(name);
+  if (!format) throw new RangeError(`no lock format named ${name}`);
+  return format;
+}
+
+/** The batched read script for every format (the watcher's, and discovery's with companions off). */
+export const READ_PLAN = buildReadPlan(FORMATS);
+
+/** Reads lock keys on one node in one script: one reading per key, in order. */
+export function readLockKeys(client: ScriptClient, keys: readonly string[], limits: Partial<ReadLimits> = {}): Promise<KeyReading[]> {
+  return readWithPlan(client, READ_PLAN, keys, limits);
+}
+
+/** The format whose layout the reading has; null when the key is gone on that node. */
+export function recogniseFormat(reading: KeyReading): LockFormat | null {
+  if (reading.raw.type === "none") return null;
+  return FORMATS.find((f) => f.recognise(reading.key, reading.raw)) ?? unknown;
+}
+
+/** Decodes one node's reading with the format that recognises it; null when the node does not hold the key. */
+export function decodeReading(reading: KeyReading, ctx: DecodeContext): FormatReading | null {
+  const format = recogniseFormat(reading);
+  return format ? format.decode(reading.key, reading, ctx) : null;
+}
+
+/**
+ * For discovery: the format a key outside the patterns looks like, only when it is lock-shaped beyond doubt
+ * (see `LockFormat.discoverable`); null otherwise.
+ */
+export function discoverFormat(reading: KeyReading): LockFormat | null {
+  const format = recogniseFormat(reading);
+  if (!format) return null;
+  const discoverable = format.discoverable ?? format.recognise;
+  return discoverable(reading.key, reading.raw) ? format : null;
+}
+
+/**
+ * The `notify-keyspace-events` flags the watcher needs for these formats: the keyspace channel (K), generic
+ * commands such as DEL and PEXPIRE (g), expirations (x) and evictions (e) for all, plus each format's type
+ * class: `$` strings, `h` hashes (Redisson's HSET/HINCRBY/HDEL), `z` sorted sets (redis-semaphore's ZADD/ZREM).
+ */
+export function notifyFlagsFor(formats: readonly LockFormat[] = FORMATS): string[] {
+  const flags = ["K", "g", "x", "e"];
+  for (const format of formats) for (const cls of format.notify) if (!flags.includes(cls)) flags.push(cls);
+  return flags;
+}

@@ -1,0 +1,48 @@
+import { decodeLockValue, forceRelease } from "@/lib/redlock";
+import { formatReading, stringValue } from "./common";
+import { defineFormat, type FormatHolder, type NodeReleaseResult } from "./types";
+
+/**
+ * This engine's own values (`lk1:<id>:<acquiredAt>:<pid>:<fence>:<host>:<label>`, see lib/redlock/identity.ts),
+ * decoded with the engine's public `decodeLockValue` so the layout has one owner. Force release goes through
+ * the engine's `forceRelease`, which also revokes the holder (its `using()` signal aborts at once), advances the
+ * fence and wakes the head waiter: the only format whose holder hears about it.
+ */
+export const lockscope = defineFormat({
+  name: "lockscope",
+  description: "Lockscope's own Redlock engine (lib/redlock): holder label, host, pid, fence and acquisition time in the value",
+  redisTypes: ["string"],
+  keyPatterns: [],
+  // The engine's plain `acquireNaive` writes the same values on one node: where a value sits decides.
+  scope: "inferred",
+  contention: "engine",
+  notify: ["$"],
+  recognise: (_key, raw) => raw.type === "string" && decodeLockValue(raw.value) !== null,
+  decode(_key, reading) {
+    const { value, truncated } = stringValue(reading) ?? { value: "", truncated: false };
+    const identity = decodeLockValue(value);
+    const holder: FormatHolder = { id: value };
+    if (identity?.label != null) holder.label = identity.label;
+    if (identity?.host != null) holder.host = identity.host;
+    if (identity?.pid != null) holder.pid = identity.pid;
+    if (identity?.acquiredAt != null) holder.since = identity.acquiredAt;
+    return formatReading("lockscope", "string", reading, {
+      holders: [holder],
+      fingerprint: value,
+      truncated,
+      fence: identity?.fence ?? null,
+      acquiredAt: identity?.acquiredAt ?? null,
+    });
+  },
+  async release(clients, resource, holderId, options) {
+    const result = await forceRelease(clients, resource, { token: holderId, nodeTimeoutMs: options.nodeTimeoutMs });
+    const nodes = result.nodes.map((n): NodeReleaseResult =>
+      n.result === "error"
+        ? { index: n.index, result: "error", error: n.error ?? "no answer" }
+        : { index: n.index, result: n.result, redisType: n.result === "absent" ? "none" : "string", woken: null },
+    );
+    const deleted = nodes.some((n) => n.result === "deleted");
+    // The engine's script publishes the revocation to the holder's engine and a release to the waiters.
+    return { nodes, notified: { holder: deleted, waiters: deleted } };
+  },
+});

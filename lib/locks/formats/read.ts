@@ -1,0 +1,246 @@
+import type Redis from "ioredis";
+import type { ScriptClient } from "@/lib/redlock";
+import { defineScript, runScript, type Script } from "@/lib/redlock/script";
+import type { Extras, FormatName, KeyReading, LockFormat, RawReading, ReadType } from "./types";
+
+/**
+ * The watcher's batched per-node read: one script for many keys, so value, type and TTL come from the same
+ * instant and a batch costs one command. Per key it reads what every format of that type needs, bounded so
+ * one huge key cannot stall the node or the console:
+ *
+ *   string: the first `maxBytes` bytes (GETRANGE; STRLEN only when they fill the bound), PTTL
+ *   hash:   HLEN, then HGETALL (or at most `maxItems` fields from one HSCAN step), PTTL
+ *   zset:   ZCARD, ZREVRANGE 0 maxItems-1 WITHSCORES (the highest scores first: in a set of holders scored
+ *           by time, the newest, which are the live ones), PTTL
+ *   other:  PTTL only (listed as `unknown` with its type)
+ *
+ * and then each format's companion block for that type (see `LockFormat.readLua`). TYPE is asked only when
+ * the string read fails (another type) or finds nothing (a missing key or an empty string): a string lock
+ * costs two calls, as GET + PTTL did.
+ *
+ * ARGV[1]: maxBytes, ARGV[2]: maxItems, ARGV[3]: "1" to run the companion blocks, ARGV[4]: "1" for a peek
+ * (discovery: only what recognising a layout needs, one call per string key; PTTL is not read and answers
+ * -3, a string's size is what was read).
+ * Reply per key: {type} for a missing key, else {type, pttl, size, payload, extra1, extra2, ...}.
+ */
+export interface ReadLimits {
+  /** Longest string value read whole. @default 1024 */
+  maxBytes: number;
+  /** Most hash fields or sorted-set members read. @default 64 */
+  maxItems: number;
+  /** Run the formats' companion reads (Redisson's fair-lock queue). @default true */
+  companions: boolean;
+  /** Read only what recognising a layout needs (no TTL, no string size): discovery's peek. @default false */
+  peek: boolean;
+}
+
+export const DEFAULT_READ_LIMITS: Readonly<ReadLimits> = Object.freeze({ maxBytes: 1024, maxItems: 64, companions: true, peek: false });
+
+/** Lua helper pasted in front of format blocks: the node clock in epoch ms (queue timeouts are epoch ms). */
+const NODE_NOW_LUA = `
+local function node_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`;
+
+export interface ReadPlan {
+  script: Script;
+  /** For each read type, the formats whose companion results follow the payload, in reply order. */
+  extrasOrder: Readonly<Record<ReadType, readonly FormatName[]>>;
+}
+
+/** Builds the read script from the formats' companion blocks. */
+export function buildReadPlan(formats: readonly LockFormat[]): ReadPlan {
+  const extrasOrder = { string: [] as FormatName[], hash: [] as FormatName[], zset: [] as FormatName[] };
+  const blocks: Record<ReadType, string> = { string: "", hash: "", zset: "" };
+  for (const format of formats) {
+    if (!format.readLua) continue;
+    const { type, lua } = format.readLua;
+    extrasOrder[type].push(format.name);
+    // Each block runs in its own scope; `extra` starts false so a block that finds nothing adds a nil
+    // reply at its place instead of shifting the ones after it.
+    blocks[type] += `
+      do
+        local extra = false
+        -- ${format.name}
+        ${lua.trim()}
+        r[#r + 1] = extra
+      end`;
+  }
+  const source = `${NODE_NOW_LUA}
+local max_bytes = tonumber(ARGV[1])
+local max_items = tonumber(ARGV[2])
+local companions = ARGV[3] == '1'
+local peek = ARGV[4] == '1'
+local out = {}
+for i, key in ipairs(KEYS) do
+  -- Most lock keys are strings: try the bounded read first and ask TYPE only when it fails (another type)
+  -- or reads nothing (a missing key, or an empty string), so a string costs the same two calls as GET + PTTL.
+  local value = redis.pcall('GETRANGE', key, 0, max_bytes - 1)
+  local t = 'string'
+  if type(value) == 'table' or value == '' then t = redis.call('TYPE', key)['ok'] end
+  local r
+  if t == 'none' then
+    r = {t}
+  else
+    local pttl = -3
+    if not peek then pttl = redis.call('PTTL', key) end
+    if t == 'string' then
+      local size = #value
+      if size == max_bytes and not peek then size = redis.call('STRLEN', key) end
+      r = {t, pttl, size, value}
+      if companions then ${blocks.string}
+      end
+    elseif t == 'hash' then
+      local size = redis.call('HLEN', key)
+      local flat
+      if size <= max_items then
+        flat = redis.call('HGETALL', key)
+      else
+        -- One HSCAN step; a small hash answers whole in one step, so cut it to the bound here.
+        local step = redis.call('HSCAN', key, 0, 'COUNT', max_items)[2]
+        flat = {}
+        for j = 1, math.min(#step, 2 * max_items) do flat[j] = step[j] end
+      end
+      r = {t, pttl, size, flat}
+      if companions then ${blocks.hash}
+      end
+    elseif t == 'zset' then
+      local size = redis.call('ZCARD', key)
+      r = {t, pttl, size, redis.call('ZREVRANGE', key, 0, max_items - 1, 'WITHSCORES')}
+      if companions then ${blocks.zset}
+      end
+    else
+      r = {t, pttl}
+    end
+  end
+  out[i] = r
+end
+return out
+`;
+  return { script: defineScript(source), extrasOrder };
+}
+
+const asNumber = (value: unknown, fallback: number): number => {
+  if (typeof value === "number") return value;
+  if (typeof value === "string" && value.trim() !== "" && Number.isFinite(Number(value))) return Number(value);
+  return fallback;
+};
+
+const asText = (value: unknown): string | null => (typeof value === "string" ? value : Buffer.isBuffer(value) ? value.toString("utf8") : null);
+
+function pairs(flat: unknown): Array<[string, string]> {
+  if (!Array.isArray(flat)) return [];
+  const out: Array<[string, string]> = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const field = asText(flat[i]);
+    const value = asText(flat[i + 1]);
+    if (field !== null && value !== null) out.push([field, value]);
+  }
+  return out;
+}
+
+/** Turns one key's part of the script's reply into a raw reading. */
+export function parseKeyReply(reply: unknown, plan: ReadPlan, companions: boolean): RawReading {
+  if (!Array.isArray(reply) || reply.length === 0) return { type: "none" };
+  const type = asText(reply[0]) ?? "none";
+  if (type === "none") return { type: "none" };
+  const pttlMs = asNumber(reply[1], -2);
+  const extras: Extras = {};
+  const readExtras = (readType: ReadType) => {
+    if (!companions) return;
+    plan.extrasOrder[readType].forEach((name, j) => {
+      const value: unknown = reply[4 + j];
+      if (value !== undefined && value !== null) extras[name] = value;
+    });
+  };
+  if (type === "string") {
+    readExtras("string");
+    return { type, pttlMs, size: asNumber(reply[2], 0), value: asText(reply[3]) ?? "", extras };
+  }
+  if (type === "hash") {
+    readExtras("hash");
+    return { type, pttlMs, size: asNumber(reply[2], 0), fields: pairs(reply[3]), extras };
+  }
+  if (type === "zset") {
+    readExtras("zset");
+    const members = pairs(reply[3]).map(([member, score]): [string, number] => [member, asNumber(score, Number.NaN)]);
+    return { type, pttlMs, size: asNumber(reply[2], 0), members, extras };
+  }
+  return { type: "other", redisType: type, pttlMs, extras };
+}
+
+/** The script's whole reply as readings; `at` is the middle of the round trip. */
+export function parseReadReply(keys: readonly string[], reply: unknown, at: number, plan: ReadPlan, companions: boolean): KeyReading[] {
+  const flat = Array.isArray(reply) ? (reply as unknown[]) : [];
+  return keys.map((key, i): KeyReading => ({ key, at, raw: parseKeyReply(flat[i], plan, companions) }));
+}
+
+/** Reads `keys` on one node with the plan's script (EVALSHA, EVAL when the node lacks it). */
+export async function readWithPlan(
+  client: ScriptClient,
+  plan: ReadPlan,
+  keys: readonly string[],
+  limits: Partial<ReadLimits> = {},
+): Promise<KeyReading[]> {
+  if (keys.length === 0) return [];
+  const { maxBytes, maxItems, companions, peek } = { ...DEFAULT_READ_LIMITS, ...limits };
+  const started = Date.now();
+  const reply = await runScript(client, plan.script, keys, [maxBytes, maxItems, companions ? "1" : "0", peek ? "1" : "0"]);
+  return parseReadReply(keys, reply, (started + Date.now()) / 2, plan, companions);
+}
+
+/** The absolute end of a key's TTL from a PTTL sample: Infinity without TTL, NaN when the key is gone (or PTTL was not read). */
+export function keyExpiry(at: number, pttlMs: number): number {
+  if (pttlMs === -1) return Infinity;
+  if (pttlMs >= 0) return at + pttlMs;
+  return Number.NaN;
+}
+
+/** What reading without scripts needs: MULTI (an ioredis client has it). */
+export type MultiClient = Pick<Redis, "multi">;
+
+/**
+ * The same readings where a node refuses scripts (EVAL disabled or renamed on some managed services): two
+ * MULTIs, one for TYPE and PTTL of every key, one for the bounded reads each type needs. A key that changes
+ * type between the two answers WRONGTYPE and is read as gone until the next read. The formats' companion
+ * reads need a script and are skipped (Redisson's fair-lock waiters read as not visible).
+ */
+export async function readWithoutScripts(client: MultiClient, keys: readonly string[], limits: Partial<ReadLimits> = {}): Promise<KeyReading[]> {
+  if (keys.length === 0) return [];
+  const { maxBytes, maxItems } = { ...DEFAULT_READ_LIMITS, ...limits };
+  const started = Date.now();
+  const first = client.multi();
+  for (const key of keys) first.type(key).pttl(key);
+  const heads = (await first.exec()) ?? [];
+  const types = keys.map((_, i) => asText(heads[2 * i]?.[1]) ?? "none");
+  const second = client.multi();
+  types.forEach((type, i) => {
+    const key = keys[i] as string;
+    if (type === "string") second.strlen(key).getrange(key, 0, maxBytes - 1);
+    else if (type === "hash") second.hlen(key).hscan(key, 0, "COUNT", maxItems);
+    else if (type === "zset") second.zcard(key).zrevrange(key, 0, maxItems - 1, "WITHSCORES");
+  });
+  const bodies = types.some((t) => t === "string" || t === "hash" || t === "zset") ? ((await second.exec()) ?? []) : [];
+  const at = (started + Date.now()) / 2;
+  let j = 0;
+  return keys.map((key, i): KeyReading => {
+    const type = types[i] ?? "none";
+    const pttlMs = asNumber(heads[2 * i + 1]?.[1], -2);
+    if (type === "none") return { key, at, raw: { type: "none" } };
+    if (type !== "string" && type !== "hash" && type !== "zset") return { key, at, raw: { type: "other", redisType: type, pttlMs, extras: {} } };
+    const [sizeError, size] = bodies[j] ?? [null, 0];
+    const [bodyError, body] = bodies[j + 1] ?? [null, null];
+    j += 2;
+    if (sizeError || bodyError) return { key, at, raw: { type: "none" } };
+    const count = asNumber(size, 0);
+    if (type === "string") return { key, at, raw: { type, pttlMs, size: count, value: asText(body) ?? "", extras: {} } };
+    if (type === "hash") {
+      const step: unknown = Array.isArray(body) ? body[1] : [];
+      return { key, at, raw: { type, pttlMs, size: count, fields: pairs(step).slice(0, maxItems), extras: {} } };
+    }
+    const members = pairs(body).map(([member, score]): [string, number] => [member, asNumber(score, Number.NaN)]);
+    return { key, at, raw: { type, pttlMs, size: count, members, extras: {} } };
+  });
+}

@@ -1,0 +1,132 @@
+import { defineScript } from "@/lib/redlock/script";
+import { UUID_SOURCE, formatReading, holderFingerprint } from "./common";
+import { scriptRelease } from "./release";
+import { defineFormat, type FormatHolder, type RawReading } from "./types";
+
+/**
+ * Redisson's `RLock` (RedissonLock) and fair lock (RedissonFairLock), as its Lua scripts lay them out:
+ * - The lock is a hash named as the user named the lock, with one field `<client id>:<thread id>` (the client
+ *   id is the Redisson instance's UUID, `ServiceManager.getId()`; the thread id is the JVM thread's) whose value
+ *   is the hold count: acquiring checks the key exists (`exists`, `hexists`), then `hincrby` (older versions
+ *   `hset ... 1` for the first hold) and `pexpire`s the key to the lease (the watchdog's 30 s, renewed every
+ *   10 s, or the caller's `leaseTime`). Unlocking `hincrby`s -1 and, at zero, deletes the key and publishes
+ *   `0` (`LockPubSub.UNLOCK_MESSAGE`) on the lock's channel.
+ * - Names of companion objects come from `prefixName(prefix, name)`: `prefix:name` when the name holds a `{`,
+ *   else `prefix:{name}` (so they share the lock's cluster slot). The channel is
+ *   `redisson_lock__channel:{name}`; waiters of a plain RLock subscribe to it.
+ * - The fair lock adds a list `redisson_lock_queue:{name}` of waiting `<client id>:<thread id>`s and a sorted
+ *   set `redisson_lock_timeout:{name}` scoring each by the epoch ms when it stops waiting; a queue entry whose
+ *   time has passed is stale (dropped by the next acquirer). Each fair waiter subscribes to its own channel,
+ *   `redisson_lock__channel:{name}:<client id>:<thread id>`, and unlock publishes `0` only to the first waiter
+ *   that has not timed out. That queue is a real waiter count: `contention.waiters`, source `queue`.
+ * Redisson holds a lock on one Redis (its RedLock/MultiLock, made of several such locks with different client
+ * ids, is deprecated): scope `single`.
+ */
+
+export const REDISSON_FIELD = new RegExp(`^(${UUID_SOURCE}):(\\d{1,19})$`);
+
+/** Redisson's `prefixName`: the name of a companion object of `name`. */
+export function redissonPrefixName(prefix: string, name: string): string {
+  return name.includes("{") ? `${prefix}:${name}` : `${prefix}:{${name}}`;
+}
+
+/** Lua: the `{name}` part of Redisson's companion names (`prefixName` without the prefix), for `key`. */
+export const REDISSON_BRACED_LUA = `local braced = key
+if not string.find(key, '{', 1, true) then braced = '{' .. key .. '}' end`;
+
+const isCount = (value: string) => /^[1-9]\d{0,9}$/.test(value);
+
+function isRedissonLock(raw: RawReading): raw is Extract<RawReading, { type: "hash" }> {
+  if (raw.type !== "hash" || raw.fields.length === 0) return false;
+  return raw.fields.every(([field, value]) => REDISSON_FIELD.test(field) && isCount(value));
+}
+
+// Queue entries are appended with ever later timeouts, so the stale ones are at the head: counting the stale
+// head is enough, and the rest of the queue (beyond the read bound too) is alive.
+const QUEUE_LUA = `
+${REDISSON_BRACED_LUA}
+local queue = 'redisson_lock_queue:' .. braced
+local queued = redis.call('LLEN', queue)
+if queued > 0 then
+  local now = node_now()
+  local timeouts = 'redisson_lock_timeout:' .. braced
+  local stale = 0
+  for _, id in ipairs(redis.call('LRANGE', queue, 0, max_items - 1)) do
+    local score = redis.call('ZSCORE', timeouts, id)
+    if score and tonumber(score) > now then break end
+    stale = stale + 1
+  end
+  extra = {queued, queued - stale}
+end
+`;
+
+/** Waiting fair-lock threads that have not timed out, from the read's companion block; null without a queue. */
+function queueWaiters(extra: unknown): number | null {
+  if (!Array.isArray(extra) || typeof extra[1] !== "number") return null;
+  return extra[1];
+}
+
+const RELEASE = defineScript(`
+local function node_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local key = KEYS[1]
+local t = redis.call('TYPE', key)['ok']
+if t == 'none' then return {'absent', t, -1} end
+if t ~= 'hash' then return {'wrongtype', t, -1} end
+-- A read-write lock has a 'mode' field: another layout, released by the redisson-rw format.
+if redis.call('HEXISTS', key, 'mode') == 1 then return {'wrongtype', t, -1} end
+-- Deleted only while that holder still holds it: a lock that changed hands is spared.
+if redis.call('HEXISTS', key, ARGV[1]) == 0 then return {'mismatch', t, -1} end
+redis.call('DEL', key)
+${REDISSON_BRACED_LUA}
+local channel = 'redisson_lock__channel:' .. braced
+-- -1: no wake message was sent (a fair queue whose waiters all timed out).
+local woken = -1
+local queue = 'redisson_lock_queue:' .. braced
+if redis.call('EXISTS', queue) == 1 then
+  -- Fair lock: as Redisson's own unlock, wake only the first queued thread that has not timed out, on its
+  -- own channel. The queue is left to Redisson (the woken thread takes itself off it when it acquires).
+  local now = node_now()
+  local timeouts = 'redisson_lock_timeout:' .. braced
+  for _, id in ipairs(redis.call('LRANGE', queue, 0, 99)) do
+    local score = redis.call('ZSCORE', timeouts, id)
+    if score and tonumber(score) > now then
+      woken = redis.call('PUBLISH', channel .. ':' .. id, '0')
+      break
+    end
+  end
+else
+  woken = redis.call('PUBLISH', channel, '0')
+end
+return {'deleted', t, woken}
+`);
+
+export const redisson = defineFormat({
+  name: "redisson",
+  description: "Redisson's RLock and fair lock (JVM): holder client id, thread id and hold count; the fair lock's queue gives real waiters",
+  redisTypes: ["hash"],
+  // Redisson locks are named by the application (`getLock("anything")`): no convention; discovery finds them.
+  keyPatterns: [],
+  scope: "single",
+  contention: "queue",
+  notify: ["h"],
+  readLua: { type: "hash", lua: QUEUE_LUA },
+  recognise: (_key, raw) => isRedissonLock(raw),
+  decode(_key, reading, _ctx) {
+    const raw = reading.raw;
+    const fields = raw.type === "hash" ? raw.fields : [];
+    const holders = fields.map(([field, value]): FormatHolder => {
+      const match = REDISSON_FIELD.exec(field);
+      return { id: field, label: match?.[1] ?? field, thread: Number(match?.[2]), count: Number(value) };
+    });
+    return formatReading("redisson", "hash", reading, {
+      holders,
+      fingerprint: holderFingerprint(holders),
+      truncated: raw.type === "hash" && raw.size > raw.fields.length,
+      waiters: raw.type === "hash" ? queueWaiters(raw.extras.redisson) : null,
+    });
+  },
+  release: scriptRelease(RELEASE, { holder: false, waiters: true }),
+});

@@ -1,0 +1,88 @@
+import type { ScriptClient } from "@/lib/redlock";
+import { defineScript, runScript, type Script } from "@/lib/redlock/script";
+import type { FormatReleaseResult, NodeReleaseResult, ReleaseOptions } from "./types";
+
+/**
+ * Force release for the formats that release with one script per node. Every script follows one contract:
+ *
+ *   KEYS[1]: the lock key; ARGV[1]: the holder id the operator saw.
+ *   Reply: {code, redis type before the release, subscribers that received a wake message or -1 when none was
+ *   sent}, where code is
+ *     "deleted"   the holder is gone (the key deleted, or only that holder taken out of it)
+ *     "absent"    no such key on this node
+ *     "mismatch"  the key is there but that holder is not: it changed hands, nothing was touched
+ *     "wrongtype" the key has another type or layout than the format's: nothing was touched
+ *
+ * and checks the key's type before any write, so a key that changed type since it was read is never touched.
+ */
+
+const CODES = new Set(["deleted", "absent", "mismatch", "wrongtype"] as const);
+type Code = "deleted" | "absent" | "mismatch" | "wrongtype";
+
+function parseReply(index: number, raw: unknown): NodeReleaseResult {
+  if (!Array.isArray(raw)) throw new Error(`unexpected reply ${String(raw)}`);
+  const code: unknown = raw[0];
+  if (typeof code !== "string" || !CODES.has(code as Code)) throw new Error(`unexpected result ${String(code)}`);
+  const type: unknown = raw[1];
+  const woken: unknown = raw[2];
+  return {
+    index,
+    result: code as Code,
+    redisType: typeof type === "string" ? type : null,
+    woken: typeof woken === "number" && woken >= 0 ? woken : null,
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Runs a release script on every node in parallel; a node that fails or times out reports "error". */
+export async function releaseOnEveryNode(
+  clients: readonly ScriptClient[],
+  script: Script,
+  resource: string,
+  holderId: string,
+  options: ReleaseOptions,
+): Promise<NodeReleaseResult[]> {
+  if (resource === "") throw new TypeError("Expected `resource` to be a non-empty string, got `` (string)");
+  if (holderId === "") throw new TypeError("Expected `holderId` to be a non-empty string, got `` (string)");
+  return Promise.all(
+    clients.map(async (client, index): Promise<NodeReleaseResult> => {
+      try {
+        return parseReply(index, await withTimeout(runScript(client, script, [resource], [holderId]), options.nodeTimeoutMs));
+      } catch (error) {
+        return { index, result: "error", error: (error instanceof Error ? error.message : String(error)).slice(0, 200) };
+      }
+    }),
+  );
+}
+
+/** A release function for formats whose waiters (if any) are woken inside the script itself. */
+export function scriptRelease(script: Script, notifies: { holder: boolean; waiters: boolean }) {
+  return async (clients: readonly ScriptClient[], resource: string, holderId: string, options: ReleaseOptions): Promise<FormatReleaseResult> => {
+    const nodes = await releaseOnEveryNode(clients, script, resource, holderId, options);
+    const deleted = nodes.some((n) => n.result === "deleted");
+    const woke = nodes.some((n) => n.result === "deleted" && n.woken !== null);
+    return { nodes, notified: { holder: notifies.holder && deleted, waiters: notifies.waiters && woke } };
+  };
+}
+
+/**
+ * Compare-and-delete of a string lock (a plain token, a redis-semaphore mutex, a ShedLock value): deleted only
+ * while the key still holds exactly that value. No message is published: these libraries' holders and waiters
+ * listen to nothing (they poll), so there is nobody to tell.
+ */
+export const STRING_COMPARE_DELETE = defineScript(`
+local key = KEYS[1]
+local t = redis.call('TYPE', key)['ok']
+if t == 'none' then return {'absent', t, -1} end
+if t ~= 'string' then return {'wrongtype', t, -1} end
+if redis.call('GET', key) ~= ARGV[1] then return {'mismatch', t, -1} end
+redis.call('DEL', key)
+return {'deleted', t, -1}
+`);

@@ -1,0 +1,62 @@
+import { formatReading, isEpochMs, lockishName, stringValue } from "./common";
+import { STRING_COMPARE_DELETE, scriptRelease } from "./release";
+import { defineFormat, type FormatHolder } from "./types";
+
+/**
+ * A plain string token, the layout most clients share: node-redlock 4 and 5 (16 random bytes as hex, `SET NX PX`
+ * on every node), redlock-universal (the same, or `<nodeId>:<epoch ms>:<16 hex>` with metadata), redlock-py,
+ * redis-py's `Lock` (a uuid token), redsync (Go), and hand-written `SET NX` / `SETNX` + `EXPIRE` scripts. The value
+ * is the holder's id; force release compares and deletes it.
+ *
+ * Two value shapes carry more. redis-lock (npm) stores the lock's expiry time as the value,
+ * `Date.now() + timeout + 1` in ms under `lock.<name>` with `PX timeout`; the SETNX pattern of the Redis docs (the
+ * one redis-lock follows) stores `<unix seconds> + timeout + 1` and often no TTL at all, its holders treating
+ * the lock as free once that time has passed. Both are decoded into the holder's `expiresAt`, and the lock's end
+ * is the earlier of that and the key's TTL, so such a lock is not a no-TTL hazard.
+ */
+
+const SECONDS = /^\d{10}$/;
+const MILLIS = /^\d{13}$/;
+// redlock-universal's `createLockValueWithMetadata`: `${nodeId}:${Date.now()}:${8 random bytes as hex}`.
+const WITH_METADATA = /^([^:\s]{1,200}):(\d{13}):([0-9a-f]{16})$/;
+
+/** An expiry timestamp carried in the value itself, in epoch ms, or null. */
+export function valueExpiry(value: string): number | null {
+  if (MILLIS.test(value) && isEpochMs(Number(value))) return Number(value);
+  if (SECONDS.test(value) && isEpochMs(Number(value) * 1000)) return Number(value) * 1000;
+  return null;
+}
+
+export const token = defineFormat({
+  name: "token",
+  description: "A plain string token: node-redlock, redlock-universal, redlock-py, redis-py, redsync, redis-lock, SET NX scripts",
+  redisTypes: ["string"],
+  // redis-lock's `lock.<name>`; node-redlock and the others take the key name as given.
+  keyPatterns: ["lock.*"],
+  // node-redlock and redsync write the same token on several nodes; redis-py and SET NX scripts on one.
+  scope: "inferred",
+  // A foreign client's failed SET NX leaves no trace in Redis.
+  contention: null,
+  notify: ["$"],
+  recognise: (_key, raw) => raw.type === "string",
+  // Any string could be a cache entry: only a lock-like name makes it a candidate.
+  discoverable: (key, raw) => raw.type === "string" && lockishName(key),
+  decode(_key, reading) {
+    const { value, truncated } = stringValue(reading) ?? { value: "", truncated: false };
+    const holder: FormatHolder = { id: value };
+    const expiry = valueExpiry(value);
+    if (expiry !== null) holder.expiresAt = expiry;
+    const meta = WITH_METADATA.exec(value);
+    if (meta && isEpochMs(Number(meta[2]))) {
+      holder.label = meta[1];
+      holder.since = Number(meta[2]);
+    }
+    return formatReading("token", "string", reading, {
+      holders: [holder],
+      fingerprint: value,
+      truncated,
+      ...(expiry !== null ? { valueExpiresAt: expiry } : {}),
+    });
+  },
+  release: scriptRelease(STRING_COMPARE_DELETE, { holder: false, waiters: false }),
+});

@@ -1,0 +1,181 @@
+import "server-only";
+import { setTimeout as sleep } from "node:timers/promises";
+import type Redis from "ioredis";
+import { groupCandidates, type DiscoveryResult } from "@/lib/locks/discovery";
+import { NEVER_LOCKS } from "@/lib/locks/formats/defaults";
+import { discoverFormat, readLockKeys, type FormatName } from "@/lib/locks/formats";
+import { lockKeyMatcher } from "@/lib/locks/glob";
+import { singleton } from "./global";
+import { whenReady } from "./health";
+import { getLogger } from "./logger";
+import { getNodes } from "./nodes";
+import { getPatternStore } from "./patterns";
+import { onShutdown } from "./shutdown";
+
+/**
+ * A bounded background SCAN of every lock node that finds lock-shaped keys outside the patterns (Redisson
+ * locks, whose names are the application's, above all) and suggests a glob for each family. It is paced so a
+ * busy production node does not notice it: each step is one `SCAN cursor COUNT <count>` and one read script
+ * over the keys it returned (a bounded peek at each value, one call per string key, TYPE and one read for the
+ * others, all inside the script: one round trip), and steps are spaced to `stepsPerSecond`. Never KEYS.
+ * A full pass over a node with N keys takes about N / (count × stepsPerSecond) seconds; the next pass starts
+ * `passIntervalMs` after one ends.
+ */
+
+export type DiscoveryClient = Pick<Redis, "scan" | "evalsha" | "eval">;
+
+export interface DiscoveryNode {
+  id: string;
+  client: DiscoveryClient;
+  /** Resolves once the connection can take commands (false: not now); the pass on this node waits for it. */
+  ready?: () => Promise<boolean>;
+}
+
+export interface DiscoveryOptions {
+  /** Keys SCAN visits per step. @default 100 */
+  count?: number;
+  /** Steps per second per node. @default 5 */
+  stepsPerSecond?: number;
+  /** Pause between two full passes. @default 600000 (10 minutes) */
+  passIntervalMs?: number;
+  /** Pause before trying again after a node failed mid-pass (down, or not connected yet). @default 5000 */
+  retryMs?: number;
+  /** The current lock patterns: keys under them are shown already and never suggested. */
+  patterns: () => readonly string[];
+  /** Most candidate keys remembered per node (the rest are counted in no group). @default 10000 */
+  maxCandidatesPerNode?: number;
+}
+
+const DEFAULTS = Object.freeze({ count: 100, stepsPerSecond: 5, passIntervalMs: 600_000, retryMs: 5_000, maxCandidatesPerNode: 10_000 });
+
+/** The bounded peek a discovery step takes of each key: enough to recognise a layout, nothing more. */
+const PEEK = Object.freeze({ maxBytes: 256, maxItems: 8, companions: false, peek: true });
+
+interface NodeScan {
+  scanned: number;
+  found: Map<string, FormatName>;
+}
+
+interface NodeState {
+  node: DiscoveryNode;
+  current: NodeScan;
+  lastComplete: NodeScan | null;
+  error: string | null;
+}
+
+const isNeverLock = lockKeyMatcher(NEVER_LOCKS);
+
+export class Discovery {
+  private readonly options: Required<DiscoveryOptions>;
+  private readonly states: NodeState[];
+  private abort = new AbortController();
+  private running: Promise<void> | null = null;
+
+  constructor(nodes: readonly DiscoveryNode[], options: DiscoveryOptions) {
+    this.options = { ...DEFAULTS, ...options };
+    for (const [name, value] of [["count", this.options.count], ["stepsPerSecond", this.options.stepsPerSecond]] as const) {
+      if (!(Number.isFinite(value) && value > 0)) throw new TypeError(`Expected \`${name}\` to be a positive number, got \`${String(value)}\` (${typeof value})`);
+    }
+    this.states = nodes.map((node) => ({ node, current: { scanned: 0, found: new Map() }, lastComplete: null, error: null }));
+  }
+
+  /** Starts the background passes (idempotent). */
+  start(): void {
+    if (this.running) return;
+    const signal = this.abort.signal;
+    this.running = (async () => {
+      while (!signal.aborted) {
+        const failed = await this.runPass(signal);
+        await sleep(failed ? this.options.retryMs : this.options.passIntervalMs, undefined, { signal }).catch(() => {});
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.running;
+    this.running = null;
+    this.abort = new AbortController();
+  }
+
+  /** One full pass over every node, nodes in parallel, each paced on its own; true when a node failed. */
+  async runPass(signal: AbortSignal = this.abort.signal): Promise<boolean> {
+    const done = await Promise.all(this.states.map((state) => this.scanNode(state, signal)));
+    return done.includes(false);
+  }
+
+  /** Scans one node to its end; false when it failed on the way. */
+  private async scanNode(state: NodeState, signal: AbortSignal): Promise<boolean> {
+    const { count, stepsPerSecond, maxCandidatesPerNode } = this.options;
+    const stepMs = 1000 / stepsPerSecond;
+    const isLockKey = lockKeyMatcher(this.options.patterns());
+    state.current = { scanned: 0, found: new Map() };
+    let cursor = "0";
+    try {
+      if (state.node.ready && !(await state.node.ready())) throw new Error("not connected");
+      do {
+        const started = performance.now();
+        const [next, keys] = await state.node.client.scan(cursor, "COUNT", count);
+        cursor = next;
+        state.current.scanned += keys.length;
+        const outside = keys.filter((key) => !isLockKey(key) && !isNeverLock(key));
+        if (outside.length > 0) {
+          for (const reading of await readLockKeys(state.node.client, outside, PEEK)) {
+            const format = discoverFormat(reading);
+            if (format && state.current.found.size < maxCandidatesPerNode) state.current.found.set(reading.key, format.name);
+          }
+        }
+        const rest = stepMs - (performance.now() - started);
+        if (cursor !== "0" && rest > 0) await sleep(rest, undefined, { signal });
+      } while (cursor !== "0" && !signal.aborted);
+      if (cursor === "0") {
+        state.lastComplete = state.current;
+        state.error = null;
+      }
+      return true;
+    } catch (error) {
+      if (signal.aborted) return true;
+      state.error = error instanceof Error ? error.message.slice(0, 200) : String(error);
+      getLogger().warn({ node: state.node.id, err: state.error }, "lock discovery scan failed on a node; it tries again shortly");
+      return false;
+    }
+  }
+
+  /** What was found: each node's last full pass (or the one under way before the first ends), grouped. */
+  result(): DiscoveryResult & { nodes: Array<{ id: string; scannedKeys: number; complete: boolean; error: string | null }> } {
+    const isLockKey = lockKeyMatcher(this.options.patterns());
+    const found = new Map<string, FormatName>();
+    let scannedKeys = 0;
+    for (const state of this.states) {
+      const shown = state.lastComplete ?? state.current;
+      scannedKeys += shown.scanned;
+      for (const [key, format] of shown.found) if (!found.has(key)) found.set(key, format);
+    }
+    return {
+      scannedKeys,
+      complete: this.states.every((s) => s.lastComplete !== null),
+      // A key may have come under the patterns since it was found: it is shown as a lock now, not suggested.
+      candidates: groupCandidates(found, (key) => !isLockKey(key)),
+      nodes: this.states.map((s) => ({
+        id: s.node.id,
+        scannedKeys: (s.lastComplete ?? s.current).scanned,
+        complete: s.lastComplete !== null,
+        error: s.error,
+      })),
+    };
+  }
+}
+
+/** The process's discovery over the configured nodes, started on first use. */
+export function getDiscovery(): Discovery {
+  return singleton("discovery", () => {
+    const store = getPatternStore();
+    const discovery = new Discovery(
+      getNodes().map((n) => ({ id: n.id, client: n.client, ready: () => whenReady(n.client, 2_000) })),
+      { patterns: () => store.current().patterns.map((p) => p.glob) },
+    );
+    discovery.start();
+    onShutdown("lock-discovery", 40, () => discovery.stop());
+    return discovery;
+  });
+}

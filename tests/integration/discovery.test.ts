@@ -1,0 +1,103 @@
+import type Redis from "ioredis";
+import { Semaphore } from "redis-semaphore";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { encodeLockValue } from "@/lib/redlock";
+import { Discovery } from "@/server/discovery";
+import { startCluster, type TestCluster } from "../support/redis";
+import { RedissonWriter } from "../support/redisson";
+
+/**
+ * Discovery on a node with 1,000,000 other keys (made by DEBUG POPULATE): it finds the lock-shaped keys
+ * outside the patterns, suggests globs, completes, and prints the command rate it put on the node (the
+ * rate is measured and shown, not asserted: timing belongs in benchmarks).
+ */
+const OTHER_KEYS = 1_000_000;
+
+function commandCalls(info: string): number {
+  let total = 0;
+  for (const match of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) total += Number(match[1]);
+  return total;
+}
+
+describe("lock discovery", () => {
+  let cluster: TestCluster;
+  let redis: Redis;
+  let probe: Redis;
+
+  beforeAll(async () => {
+    cluster = await startCluster(1, ["--enable-debug-command", "yes"]);
+    redis = cluster.client(0);
+    probe = cluster.client(0);
+    await redis.call("DEBUG", "POPULATE", OTHER_KEYS, "bulk:item");
+    const redisson = new RedissonWriter(redis);
+    for (let i = 0; i < 12; i++) await redisson.lock(`billing:invoice-${i}`, 40 + i);
+    await redisson.lock("myLock", 1);
+    await redis.set("app:lock:orders", "0123456789abcdef0123456789abcdef", "PX", 600_000);
+    await redis.set("app:lock:payments", "fedcba9876543210fedcba9876543210", "PX", 600_000);
+    await redis.set("cache:order:9", encodeLockValue({ label: "worker", host: "h", pid: 1, fence: null, acquiredAt: Date.now() }), "PX", 600_000);
+    const semaphore = new Semaphore(redis, "thumbnails", 2, { lockTimeout: 600_000, acquireTimeout: 1_000 });
+    await semaphore.acquire();
+    semaphore.stopRefresh();
+    // Under the patterns already: shown as locks, never suggested.
+    await redisson.lock("lock:already-shown", 1);
+    // Companions and caches: never suggested.
+    await redis.rpush("redisson_lock_queue:{billing:invoice-0}", "x:1");
+    await redis.set("session:abc", "not a lock");
+    await redis.hset("user:1", "name", "Ada");
+    await redis.zadd("leaderboard", 10, "ada");
+  }, 120_000);
+  afterAll(async () => {
+    await cluster.close();
+  });
+
+  it("finds lock-shaped keys among a million others, grouped by glob, and completes", async () => {
+    const total = await redis.dbsize();
+    expect(total).toBeGreaterThan(OTHER_KEYS);
+    let patterns = ["lock:*", "locks:*", "semaphore:*"];
+    const discovery = new Discovery([{ id: "node-0", client: redis }], {
+      patterns: () => patterns,
+      count: 2_000,
+      stepsPerSecond: 50,
+    });
+    expect(discovery.result()).toMatchObject({ complete: false });
+
+    const before = commandCalls(await probe.info("commandstats"));
+    const opsSamples: number[] = [];
+    const sampler = setInterval(() => {
+      void probe.info("stats").then((text) => {
+        const ops = /instantaneous_ops_per_sec:(\d+)/.exec(text)?.[1];
+        if (ops) opsSamples.push(Number(ops));
+      });
+    }, 500);
+    const started = performance.now();
+    await discovery.runPass();
+    const seconds = (performance.now() - started) / 1000;
+    clearInterval(sampler);
+    // The probe's own INFO calls are few (two a second) and counted out roughly by reading after.
+    const calls = commandCalls(await probe.info("commandstats")) - before;
+
+    const result = discovery.result();
+    console.log(
+      `discovery over ${total} keys: ${seconds.toFixed(1)} s, ${calls} commands on the node (${Math.round(calls / seconds)}/s, ` +
+        `${Math.round(total / seconds)} keys/s), instantaneous_ops_per_sec sampled: max ${Math.max(0, ...opsSamples)}, ` +
+        `median ${opsSamples.sort((a, b) => a - b)[Math.floor(opsSamples.length / 2)] ?? 0}`,
+    );
+
+    expect(result.complete).toBe(true);
+    // SCAN may return a key twice across a pass, never miss one that stayed: at least every key was visited.
+    expect(result.scannedKeys).toBeGreaterThanOrEqual(total);
+    expect(result.candidates).toEqual([
+      { pattern: "billing:*", format: "redisson", keys: 12, examples: ["billing:invoice-0", "billing:invoice-1", "billing:invoice-10", "billing:invoice-11", "billing:invoice-2"] },
+      { pattern: "app:lock:*", format: "token", keys: 2, examples: ["app:lock:orders", "app:lock:payments"] },
+      { pattern: "cache:order:*", format: "lockscope", keys: 1, examples: ["cache:order:9"] },
+      { pattern: "myLock", format: "redisson", keys: 1, examples: ["myLock"] },
+    ]);
+    // The cost per key: one SCAN per step and, inside one script per step, one bounded read per string key
+    // (TYPE and a read more only for the few keys of other types).
+    expect(calls).toBeLessThan(total * 1.1);
+
+    // A suggestion goes as soon as the patterns cover it.
+    patterns = [...patterns, "billing:*"];
+    expect(discovery.result().candidates.map((c) => c.pattern)).not.toContain("billing:*");
+  });
+});

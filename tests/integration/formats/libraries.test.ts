@@ -1,0 +1,265 @@
+import { createRequire } from "node:module";
+import type Redis from "ioredis";
+import { Mutex, Semaphore } from "redis-semaphore";
+import { createLock, IoredisAdapter } from "redlock-universal";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { decodeReading, formatByName, notifyFlagsFor, readLockKeys, readLockKeysWithoutScripts, type FormatReading, type KeyReading } from "@/lib/locks/formats";
+import { Redlock } from "@/lib/redlock";
+import { startCluster, type TestCluster } from "../../support/redis";
+import { NodeRedlock } from "../redlock/node-redlock";
+import { RedissonWriter } from "../../support/redisson";
+import { until } from "../../support/wait";
+
+/**
+ * Each format against the layout its library really writes: the real library from npm where it installs
+ * (node-redlock 4 and 5, redlock-universal, redis-lock, redis-semaphore, this engine), read back with the
+ * watcher's batched read script on every node, decoded, then force-released by holder id.
+ */
+
+interface Redlock4Lock {
+  value: string;
+  unlock(): Promise<unknown>;
+}
+const require = createRequire(import.meta.url);
+const Redlock4 = require("redlock4") as new (clients: unknown[], options?: { retryCount?: number }) => { lock(resource: string, ttl: number): Promise<Redlock4Lock> };
+const redisLock = require("redis-lock") as (client: unknown) => (name: string, timeoutMs?: number) => Promise<() => Promise<unknown>>;
+
+describe("lock formats with the real libraries", () => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  const engines: Redlock[] = [];
+
+  const readEverywhere = async (key: string): Promise<Array<FormatReading | null>> =>
+    Promise.all(clients.map(async (c) => decodeReading((await readLockKeys(c, [key]))[0]!, { now: Date.now() })));
+  const opts = { nodeTimeoutMs: 2_000 };
+
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    clients = cluster.clients();
+  });
+  afterAll(async () => {
+    await Promise.all(engines.map((e) => e.quit()));
+    await cluster.close();
+  });
+  beforeEach(async () => {
+    await cluster.flushAll();
+  });
+
+  it("this engine's Redlock: holder decoded on every node, released with a revocation", async () => {
+    const engine = new Redlock(clients, { label: "billing", host: "web-1" });
+    engines.push(engine);
+    const lock = await engine.acquire(["lock:engine"], 10_000);
+    const readings = await readEverywhere("lock:engine");
+    for (const r of readings) {
+      expect(r).toMatchObject({ format: "lockscope", holders: [{ label: "billing", host: "web-1" }], warnings: [] });
+      expect(r?.holders[0]?.id).toBe(lock.value);
+    }
+    const wrong = await formatByName("lockscope").release!(clients, "lock:engine", "lk1:not-the-holder", opts);
+    expect(wrong.nodes.map((n) => n.result)).toEqual(["mismatch", "mismatch", "mismatch"]);
+    const released = await formatByName("lockscope").release!(clients, "lock:engine", lock.value, opts);
+    expect(released.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+    expect(released.notified).toEqual({ holder: true, waiters: true });
+  });
+
+  it("node-redlock 5 and 4: a plain token on every node, compared and deleted", async () => {
+    const v5 = new NodeRedlock(clients, { retryCount: 0 });
+    const lock5 = await v5.acquire(["locks:account:1"], 10_000);
+    const v4 = new Redlock4(clients, { retryCount: 0 });
+    const lock4 = await v4.lock("locks:account:2", 10_000);
+    for (const [key, value] of [["locks:account:1", lock5.value], ["locks:account:2", lock4.value]] as const) {
+      for (const r of await readEverywhere(key)) expect(r).toMatchObject({ format: "token", fingerprint: value, holders: [{ id: value }], warnings: [] });
+    }
+    const token = formatByName("token");
+    expect((await token.release!(clients, "locks:account:1", "someone-else", opts)).nodes.map((n) => n.result)).toEqual(["mismatch", "mismatch", "mismatch"]);
+    expect(await clients[0]!.get("locks:account:1")).toBe(lock5.value);
+    const released = await token.release!(clients, "locks:account:1", lock5.value, opts);
+    expect(released.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+    // A foreign holder is told nothing: it keeps working until its next extend or release.
+    expect(released.notified).toEqual({ holder: false, waiters: false });
+    expect(await clients[1]!.exists("locks:account:1")).toBe(0);
+    // The other lock was not touched: its library still releases it as usual.
+    await lock4.unlock();
+    expect(await clients[0]!.exists("locks:account:2")).toBe(0);
+  });
+
+  it("redlock-universal: a token on one node", async () => {
+    const lock = createLock({ adapter: new IoredisAdapter(clients[0]!), key: "lock:universal", ttl: 10_000, retryAttempts: 0 });
+    const handle = await lock.acquire();
+    const [r0, r1] = await readEverywhere("lock:universal");
+    expect(r0).toMatchObject({ format: "token", holders: [{ id: handle.value }] });
+    expect(r1).toBeNull();
+    await lock.release(handle);
+  });
+
+  it("redis-lock: `lock.<name>` holding its expiry time, decoded", async () => {
+    // redis-lock asks for a node-redis v4 client (`set(key, value, {PX, NX})`, `del`): this adapter passes its
+    // calls to ioredis unchanged, so the key, value and options are the library's own.
+    const c = clients[0]!;
+    const v4Client = {
+      v4: true,
+      set: (key: string, value: number, o: { PX: number; NX: boolean }) => c.set(key, String(value), "PX", o.PX, "NX"),
+      del: (key: string) => c.del(key),
+    };
+    const before = Date.now();
+    const unlock = await redisLock(v4Client)("invoice", 8_000);
+    const [reading] = await readEverywhere("lock.invoice");
+    expect(reading?.format).toBe("token");
+    const expiresAt = reading?.holders[0]?.expiresAt ?? 0;
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 8_000);
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + 8_001);
+    expect(reading?.warnings).toEqual([]);
+    await unlock();
+    expect(await c.exists("lock.invoice")).toBe(0);
+  });
+
+  it("redis-semaphore's mutex: `mutex:<key>` with the instance identifier", async () => {
+    const mutex = new Mutex(clients[0]!, "payments", { lockTimeout: 10_000, acquireTimeout: 1_000 });
+    await mutex.acquire();
+    const [reading] = await readEverywhere("mutex:payments");
+    expect(reading).toMatchObject({ format: "redis-semaphore", redisType: "string", holders: [{ id: mutex.identifier }] });
+    const released = await formatByName("redis-semaphore").release!(clients, "mutex:payments", mutex.identifier, opts);
+    expect(released.nodes.map((n) => n.result)).toEqual(["deleted", "absent", "absent"]);
+    mutex.stopRefresh();
+  });
+
+  it("redis-semaphore's semaphore: every permit holder; force release takes out exactly one", async () => {
+    const make = () => new Semaphore(clients[0]!, "uploads", 3, { lockTimeout: 10_000, acquireTimeout: 1_000, onLockLost: () => {} });
+    const permits = [make(), make(), make()];
+    for (const p of permits) await p.acquire();
+    const [reading] = await readEverywhere("semaphore:uploads");
+    expect(reading?.format).toBe("redis-semaphore");
+    expect(reading?.holders.map((h) => h.id).sort()).toEqual(permits.map((p) => p.identifier).sort());
+    for (const h of reading?.holders ?? []) expect(h.since).toBeGreaterThan(Date.now() - 60_000);
+    // The library's lock timeout is inferred from the key's TTL: ten seconds here.
+    const first = reading?.holders[0];
+    expect((first?.expiresAt ?? 0) - (first?.since ?? 0)).toBeGreaterThan(9_000);
+    expect((first?.expiresAt ?? 0) - (first?.since ?? 0)).toBeLessThanOrEqual(10_100);
+
+    const fmt = formatByName("redis-semaphore");
+    expect((await fmt.release!(clients, "semaphore:uploads", "not-a-holder", opts)).nodes[0]?.result).toBe("mismatch");
+    const target = permits[1]!;
+    const released = await fmt.release!(clients, "semaphore:uploads", target.identifier, opts);
+    expect(released.nodes[0]?.result).toBe("deleted");
+    const left = await clients[0]!.zrange("semaphore:uploads", 0, -1);
+    expect(left.sort()).toEqual([permits[0]!.identifier, permits[2]!.identifier].sort());
+    // The freed permit is really free in the library's eyes: a fourth holder gets in.
+    const fourth = make();
+    expect(await fourth.tryAcquire()).toBe(true);
+    for (const p of [...permits, fourth]) p.stopRefresh();
+  });
+
+  it("never touches a key of another type", async () => {
+    await clients[0]!.hset("lock:profile", "name", "x");
+    for (const name of ["token", "shedlock", "redis-semaphore"] as const) {
+      const r = await formatByName(name).release!(clients, "lock:profile", "x", opts);
+      expect(r.nodes[0]).toMatchObject({ result: "wrongtype", redisType: "hash" });
+    }
+    await clients[0]!.set("lock:str", "v");
+    for (const name of ["redisson", "redisson-rw"] as const) {
+      expect((await formatByName(name).release!(clients, "lock:str", "v", opts)).nodes[0]).toMatchObject({ result: "wrongtype", redisType: "string" });
+    }
+    expect(await clients[0]!.hget("lock:profile", "name")).toBe("x");
+    expect(await clients[0]!.get("lock:str")).toBe("v");
+  });
+
+  it("ShedLock: host and start time from `ADDED:<instant>@<host>`, compared and deleted", async () => {
+    // ShedLock is a JVM library: this is the command its provider sends (SET key value NX PX lockAtMostFor).
+    const value = `ADDED:${new Date().toISOString()}@worker-3:6b2c1a58-4b49-4e3c-9c59-5b0b6f4d2a11`;
+    await clients[0]!.set("job-lock:default:nightly-report", value, "PX", 60_000, "NX");
+    const [reading] = await readEverywhere("job-lock:default:nightly-report");
+    expect(reading).toMatchObject({ format: "shedlock", holders: [{ id: value, host: "worker-3" }] });
+    const released = await formatByName("shedlock").release!(clients, "job-lock:default:nightly-report", value, opts);
+    expect(released.nodes[0]?.result).toBe("deleted");
+  });
+
+  it("a SETNX lock whose EXPIRE never came is flagged no-ttl", async () => {
+    await clients[0]!.setnx("lock", "client-7");
+    const [reading] = await readEverywhere("lock");
+    expect(reading).toMatchObject({ format: "token", warnings: ["no-ttl"], expiresAt: Infinity });
+  });
+
+  it("bounds what it reads of a huge key", async () => {
+    await clients[0]!.set("lock:huge", "x".repeat(100_000));
+    const members: Array<string | number> = [];
+    for (let i = 0; i < 500; i++) members.push(Date.now() + i, `m${i}`);
+    await clients[0]!.zadd("semaphore:big", ...members);
+    const [huge] = await readLockKeys(clients[0]!, ["lock:huge"]);
+    expect(huge?.raw).toMatchObject({ type: "string", size: 100_000 });
+    expect(huge?.raw.type === "string" && huge.raw.value.length).toBe(1024);
+    const [big] = await readLockKeys(clients[0]!, ["semaphore:big"]);
+    expect(big?.raw.type === "zset" && big.raw.members.length).toBe(64);
+    // The newest permits are the ones read.
+    expect(big?.raw.type === "zset" && big.raw.members[0]?.[0]).toBe("m499");
+    const decoded = decodeReading(big!, { now: Date.now() });
+    expect(decoded?.warnings).toContain("truncated");
+  });
+
+  it("reads the same without scripts, for nodes that refuse EVAL", async () => {
+    const c = clients[0]!;
+    await c.set("lock:a", "token-a", "PX", 60_000);
+    await c.set("lock:long", "y".repeat(5_000));
+    await c.hset("lock:redisson", "8743c9c0-0795-4907-87fd-6c719a6b4586:1", "2");
+    await c.pexpire("lock:redisson", 60_000);
+    await c.zadd("semaphore:s", Date.now(), "p1", Date.now() - 5, "p2");
+    await c.rpush("lock:list", "x");
+    const keys = ["lock:a", "lock:long", "lock:redisson", "semaphore:s", "lock:list", "lock:missing"];
+    const strip = (readings: KeyReading[]) =>
+      readings.map((r) => ({ key: r.key, raw: r.raw.type === "none" ? r.raw : { ...r.raw, pttlMs: r.raw.pttlMs > 0 ? "ttl" : r.raw.pttlMs } }));
+    const scripted = strip(await readLockKeys(c, keys, { companions: false }));
+    const plain = strip(await readLockKeysWithoutScripts(c, keys));
+    expect(plain).toEqual(scripted);
+    expect(scripted.map((r) => r.raw.type)).toEqual(["string", "string", "hash", "zset", "other", "none"]);
+  });
+
+  it("redis-semaphore: a permit the library counts as dead is not a holder, and the library agrees", async () => {
+    const c = clients[0]!;
+    // A live holder refreshes every 100 ms, far inside its 1 s timeout, so only the crashed one goes stale.
+    const make = () => new Semaphore(c, "reports", 2, { lockTimeout: 1_000, refreshInterval: 100, acquireTimeout: 2_000, retryInterval: 20, onLockLost: () => {} });
+    const crashed = make();
+    await crashed.acquire();
+    // The holder dies: it stops refreshing, its entry stays in the key.
+    crashed.stopRefresh();
+    const alive = make();
+    await alive.acquire();
+    const reading = await until("the crashed permit is dead in the library's eyes", async () => {
+      const [r] = await readEverywhere("semaphore:reports");
+      return r?.warnings.includes("stale-entries") ? r : null;
+    });
+    expect(reading.holders.map((h) => h.id)).toEqual([alive.identifier]);
+    expect(await c.zscore("semaphore:reports", crashed.identifier)).not.toBeNull();
+    // With one live permit of two, the library lets the next holder in (pruning the dead entry as it does).
+    const next = make();
+    expect(await next.tryAcquire()).toBe(true);
+    expect(await c.zscore("semaphore:reports", crashed.identifier)).toBeNull();
+    alive.stopRefresh();
+    next.stopRefresh();
+  });
+
+  it("the notification flags the formats ask for make their writes visible", async () => {
+    const c = clients[0]!;
+    const sub = cluster.client(0);
+    const events: string[] = [];
+    sub.on("pmessage", (_p: string, channel: string, event: string) => events.push(`${channel.slice("__keyspace@0__:".length)} ${event}`));
+    await sub.psubscribe("__keyspace@0__:*");
+    for (const [flags, expected] of [
+      // Without h and z, a Redisson lock and a semaphore show only their PEXPIRE: the acquisition itself is missed.
+      ["Kgxe$", ["mutex:a set", "mutex:a expire", "app-lock expire", "semaphore:b expire"]],
+      [notifyFlagsFor().join(""), ["mutex:a set", "mutex:a expire", "app-lock hincrby", "app-lock expire", "semaphore:b zadd", "semaphore:b expire"]],
+    ] as const) {
+      await cluster.flushAll();
+      events.length = 0;
+      await c.config("SET", "notify-keyspace-events", flags);
+      const mutex = new Mutex(c, "a", { lockTimeout: 10_000 });
+      await mutex.acquire();
+      mutex.stopRefresh();
+      await new RedissonWriter(c).lock("app-lock", 1);
+      const semaphore = new Semaphore(c, "b", 1, { lockTimeout: 10_000 });
+      await semaphore.acquire();
+      semaphore.stopRefresh();
+      await c.publish("__keyspace@0__:marker", "done");
+      await until("the marker arrives", () => events.includes("marker done"));
+      expect(events.filter((e) => e !== "marker done" && !e.startsWith("semaphore:b zremrangebyscore"))).toEqual(expected);
+    }
+    await c.config("SET", "notify-keyspace-events", "");
+  });
+});

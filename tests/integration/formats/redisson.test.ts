@@ -1,0 +1,144 @@
+import type Redis from "ioredis";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { decodeReading, formatByName, readLockKeys, type FormatReading } from "@/lib/locks/formats";
+import { startCluster, type TestCluster } from "../../support/redis";
+import { until } from "../../support/wait";
+import { RedissonWriter, fairWaiterChannel, lockChannel, readWriteChannel, subscribeWaiter } from "../../support/redisson";
+
+/**
+ * Redisson's layouts, written by a writer that sends Redisson's commands in Redisson's order (tests/support/
+ * redisson.ts), read with the watcher's script, and force-released: only while the holder field is still
+ * there, waking a waiter subscribed the way Redisson's waiters subscribe, with Redisson's unlock message.
+ */
+describe("Redisson locks", () => {
+  let cluster: TestCluster;
+  let redis: Redis;
+  const opts = { nodeTimeoutMs: 2_000 };
+  const read = async (key: string): Promise<FormatReading | null> => decodeReading((await readLockKeys(redis, [key]))[0]!, { now: Date.now() });
+
+  beforeAll(async () => {
+    cluster = await startCluster(1);
+    redis = cluster.client(0);
+  });
+  afterAll(async () => {
+    await cluster.close();
+  });
+  beforeEach(async () => {
+    await cluster.flushAll();
+  });
+
+  it("RLock: holder client id, thread and hold count; released only by that holder, waking its waiter", async () => {
+    const subscriber = cluster.client(0);
+    for (const name of ["orders-lock", "{orders}:lock"]) {
+      const app = new RedissonWriter(redis);
+      expect(await app.lock(name, 57)).toBeNull();
+      expect(await app.lock(name, 57)).toBeNull();
+      // Another thread finds it taken.
+      expect(await app.lock(name, 58)).toBeGreaterThan(0);
+      const reading = await read(name);
+      expect(reading).toMatchObject({
+        format: "redisson",
+        redisType: "hash",
+        holders: [{ id: app.holder(57), label: app.clientId, thread: 57, count: 2 }],
+        warnings: [],
+        waiters: null,
+      });
+      expect((reading?.expiresAt ?? 0) - Date.now()).toBeGreaterThan(25_000);
+
+      const waiter = await subscribeWaiter(subscriber, lockChannel(name));
+      const release = formatByName("redisson").release!;
+      const wrong = await release([redis], name, app.holder(58), opts);
+      expect(wrong.nodes[0]?.result).toBe("mismatch");
+      expect(await redis.hget(name, app.holder(57))).toBe("2");
+
+      const done = await release([redis], name, app.holder(57), opts);
+      expect(done.nodes[0]).toMatchObject({ result: "deleted", redisType: "hash", woken: 1 });
+      expect(done.notified).toEqual({ holder: false, waiters: true });
+      expect(await waiter.message).toBe("0");
+      expect(await redis.exists(name)).toBe(0);
+      // The waiter, woken, takes the lock at once.
+      expect(await app.lock(name, 58)).toBeNull();
+      await subscriber.unsubscribe();
+    }
+  });
+
+  it("fair lock: the queue's live waiters are counted; release wakes only the first that has not timed out", async () => {
+    const name = "payouts";
+    const subscriber = cluster.client(0);
+    const app = new RedissonWriter(redis);
+    const other = new RedissonWriter(redis);
+    expect(await app.fairLock(name, 1)).toBeNull();
+    expect(await other.fairLock(name, 2)).toBeGreaterThan(0);
+    expect(await other.fairLock(name, 3)).toBeGreaterThan(0);
+    expect(await read(name)).toMatchObject({ format: "redisson", waiters: 2 });
+    // A waiter that gave up long ago, still at the head of the queue: dead in Redisson's eyes.
+    const gone = `${other.clientId}:99`;
+    await redis.lpush(`redisson_lock_queue:{${name}}`, gone);
+    await redis.zadd(`redisson_lock_timeout:{${name}}`, Date.now() - 60_000, gone);
+    expect((await read(name))?.waiters).toBe(2);
+
+    const messages: Array<[string, string]> = [];
+    subscriber.on("message", (channel: string, message: string) => messages.push([channel, message]));
+    await subscriber.subscribe(fairWaiterChannel(name, gone), fairWaiterChannel(name, other.holder(2)), fairWaiterChannel(name, other.holder(3)));
+    const done = await formatByName("redisson").release!([redis], name, app.holder(1), opts);
+    expect(done.nodes[0]).toMatchObject({ result: "deleted", woken: 1 });
+    // One connection receives in publish order: a marker sent after the release arrives after anything it sent.
+    await redis.publish(fairWaiterChannel(name, other.holder(3)), "marker");
+    await until("the marker arrives", () => messages.some(([, m]) => m === "marker"));
+    expect(messages).toEqual([
+      [fairWaiterChannel(name, other.holder(2)), "0"],
+      [fairWaiterChannel(name, other.holder(3)), "marker"],
+    ]);
+    // The queue is Redisson's: left as it was.
+    expect(await redis.llen(`redisson_lock_queue:{${name}}`)).toBe(3);
+  });
+
+  it("read-write lock: mode and every reader; a reader is taken out alone, the last one wakes the waiters", async () => {
+    const name = "catalog";
+    const subscriber = cluster.client(0);
+    const a = new RedissonWriter(redis);
+    const b = new RedissonWriter(redis);
+    expect(await a.readLock(name, 1)).toBeNull();
+    expect(await a.readLock(name, 1)).toBeNull();
+    expect(await b.readLock(name, 7)).toBeNull();
+    expect(await a.writeLock(name, 2)).toBeGreaterThan(0);
+    const reading = await read(name);
+    expect(reading?.format).toBe("redisson-rw");
+    expect(reading?.holders).toEqual(
+      expect.arrayContaining([
+        { id: a.holder(1), label: a.clientId, thread: 1, count: 2, mode: "read" },
+        { id: b.holder(7), label: b.clientId, thread: 7, count: 1, mode: "read" },
+      ]),
+    );
+    expect(reading?.holders).toHaveLength(2);
+
+    const waiter = await subscribeWaiter(subscriber, readWriteChannel(name));
+    const release = formatByName("redisson-rw").release!;
+    const first = await release([redis], name, a.holder(1), opts);
+    expect(first.nodes[0]).toMatchObject({ result: "deleted", woken: null });
+    expect(await redis.hgetall(name)).toEqual({ mode: "read", [b.holder(7)]: "1" });
+    expect(await redis.exists(`{${name}}:${a.holder(1)}:rwlock_timeout:1`, `{${name}}:${a.holder(1)}:rwlock_timeout:2`)).toBe(0);
+    expect(await redis.exists(`{${name}}:${b.holder(7)}:rwlock_timeout:1`)).toBe(1);
+
+    expect((await release([redis], name, "mode", opts)).nodes[0]?.result).toBe("mismatch");
+    const last = await release([redis], name, b.holder(7), opts);
+    expect(last.nodes[0]).toMatchObject({ result: "deleted", woken: 1 });
+    expect(await waiter.message).toBe("0");
+    expect(await redis.exists(name)).toBe(0);
+  });
+
+  it("read-write lock's writer: released with the message that wakes every waiter", async () => {
+    const name = "ledger";
+    const subscriber = cluster.client(0);
+    const a = new RedissonWriter(redis);
+    expect(await a.writeLock(name, 4)).toBeNull();
+    expect(await a.writeLock(name, 4)).toBeNull();
+    expect(await read(name)).toMatchObject({ format: "redisson-rw", holders: [{ id: `${a.holder(4)}:write`, count: 2, mode: "write" }] });
+    const waiter = await subscribeWaiter(subscriber, readWriteChannel(name));
+    // The plain-lock format refuses a read-write lock rather than misreading it.
+    expect((await formatByName("redisson").release!([redis], name, `${a.holder(4)}:write`, opts)).nodes[0]?.result).toBe("wrongtype");
+    const done = await formatByName("redisson-rw").release!([redis], name, `${a.holder(4)}:write`, opts);
+    expect(done.nodes[0]).toMatchObject({ result: "deleted", woken: 1 });
+    expect(await waiter.message).toBe("1");
+  });
+});

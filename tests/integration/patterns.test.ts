@@ -1,0 +1,123 @@
+import path from "node:path";
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as DiscoveryRoute from "@/app/api/discovery/route";
+import type * as PatternsRoute from "@/app/api/patterns/route";
+import type * as PatternsModule from "@/server/patterns";
+import type { TestCluster } from "../support/redis";
+import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { until } from "../support/wait";
+import { RedissonWriter } from "../support/redisson";
+
+/**
+ * The live lock patterns (`GET`/`PUT /api/patterns`) and discovery's route, through the real route handlers:
+ * a change applies at once, survives a restart of the store, is audited before it applies (and refused when
+ * it cannot be), and bad input gets a clear 4xx.
+ */
+describe("lock patterns and discovery routes", () => {
+  let cluster: TestCluster;
+  let patterns: typeof PatternsRoute;
+  let discovery: typeof DiscoveryRoute;
+  let store: typeof PatternsModule;
+  const audited: Array<{ kind: "intent" | "outcome"; value: unknown }> = [];
+  let auditFails = false;
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 1, env: { LOCK_PATTERNS: "lock:*,locks:*" } });
+    store = await import("@/server/patterns");
+    patterns = await import("@/app/api/patterns/route");
+    discovery = await import("@/app/api/discovery/route");
+  });
+  afterAll(async () => {
+    await tearDownConsole(cluster);
+  });
+
+  const auditor = {
+    recordIntent: (change: unknown) => {
+      if (auditFails) return Promise.reject(new Error("audit stream unreachable"));
+      audited.push({ kind: "intent", value: change });
+      return Promise.resolve();
+    },
+    recordOutcome: (id: string, outcome: string) => {
+      audited.push({ kind: "outcome", value: { id, outcome } });
+      return Promise.resolve();
+    },
+  };
+  const body = (globs: Array<{ glob: string; scope?: string }>, reason = "show the billing locks") => ({ patterns: globs, reason });
+
+  it("refuses a change while nothing can audit it", async () => {
+    const res = await call(patterns.PUT, "PUT", "/api/patterns", { body: body([{ glob: "lock:*" }]) });
+    expect(res.status).toBe(503);
+    expect((await call(patterns.GET, "GET", "/api/patterns", { token: VIEWER_TOKEN })).body).toMatchObject({ patterns: [{ glob: "lock:*" }, { glob: "locks:*" }], source: "config" });
+  });
+
+  it("applies a change at once, audited, and keeps it across a restart", async () => {
+    store.setPatternsAuditor(auditor);
+    const seen: unknown[] = [];
+    store.getPatternStore().onChange((state) => seen.push(state.patterns));
+    const next = [{ glob: "lock:*" }, { glob: "billing:*", scope: "single" }];
+    const res = await call(patterns.PUT, "PUT", "/api/patterns", { body: body(next) });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ patterns: next, source: "console", updatedBy: "operator" });
+    expect(seen).toEqual([next]);
+    const auditId = (res.body as { auditId: string }).auditId;
+    expect(audited).toHaveLength(2);
+    expect(audited[0]).toMatchObject({
+      kind: "intent",
+      value: { id: auditId, action: "patterns-changed", previous: [{ glob: "lock:*" }, { glob: "locks:*" }], patterns: next, reason: "show the billing locks", actor: "operator" },
+    });
+    expect(audited[1]).toEqual({ kind: "outcome", value: { id: auditId, outcome: "applied" } });
+    expect((await call(patterns.GET, "GET", "/api/patterns", { token: VIEWER_TOKEN })).body).toMatchObject({ patterns: next });
+    expect(store.getPatternStore().declaredScope("billing:invoice-1")).toBe("single");
+
+    // A new process reads the same file.
+    const file = path.join(process.env.LOCKSCOPE_DATA_DIR ?? "", "patterns.json");
+    expect(JSON.parse(readFileSync(file, "utf8"))).toMatchObject({ patterns: next, basedOn: ["lock:*", "locks:*"] });
+    expect(new store.PatternStore(file, ["lock:*", "locks:*"]).current()).toMatchObject({ patterns: next, source: "console" });
+    // Unless LOCK_PATTERNS itself was changed since: then the environment wins.
+    expect(new store.PatternStore(file, ["other:*"]).current()).toMatchObject({ patterns: [{ glob: "other:*" }], source: "config" });
+  });
+
+  it("changes nothing when the audit log cannot record the change", async () => {
+    auditFails = true;
+    try {
+      const res = await call(patterns.PUT, "PUT", "/api/patterns", { body: body([{ glob: "x:*" }]) });
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({ error: { code: "unavailable" } });
+    } finally {
+      auditFails = false;
+    }
+    expect(store.getPatternStore().current().patterns.map((p) => p.glob)).toEqual(["lock:*", "billing:*"]);
+  });
+
+  it("answers bad input with a clear error and lets only operators change patterns", async () => {
+    const cases: Array<[unknown, number, RegExp]> = [
+      [{ patterns: [], reason: "none at all" }, 422, /at least one pattern/],
+      [body([{ glob: "a b" }]), 422, /no spaces/],
+      [body([{ glob: "lock:*" }, { glob: "lock:*" }]), 422, /listed twice/],
+      [body([{ glob: "lockscope:*" }]), 422, /audit log/],
+      [body([{ glob: "*" }]), 422, /audit log/],
+      [body([{ glob: "lock:*", scope: "sometimes" }]), 422, /scope/],
+      [{ patterns: [{ glob: "lock:*" }], reason: "x" }, 422, /reason/],
+    ];
+    for (const [input, status, message] of cases) {
+      const res = await call(patterns.PUT, "PUT", "/api/patterns", { body: input });
+      expect([JSON.stringify(input), res.status]).toEqual([JSON.stringify(input), status]);
+      expect((res.body as { error: { message: string } }).error.message).toMatch(message);
+    }
+    expect((await call(patterns.PUT, "PUT", "/api/patterns", { token: VIEWER_TOKEN, body: body([{ glob: "lock:*" }]) })).status).toBe(403);
+    expect((await call(patterns.GET, "GET", "/api/patterns", { token: null })).status).toBe(401);
+  });
+
+  it("serves discovery's findings outside the patterns", async () => {
+    await new RedissonWriter(cluster.client(0)).lock("orders:lock-1", 1);
+    await new RedissonWriter(cluster.client(0)).lock("billing:lock-2", 1);
+    const res = await until("discovery completes", async () => {
+      const r = await call(discovery.GET, "GET", "/api/discovery", { token: VIEWER_TOKEN });
+      return (r.body as { complete?: boolean }).complete ? r : null;
+    });
+    expect(res.status).toBe(200);
+    // billing:* is under the patterns now: only the other family is suggested.
+    expect(res.body).toMatchObject({ complete: true, candidates: [{ pattern: "orders:*", format: "redisson", keys: 1, examples: ["orders:lock-1"] }] });
+  });
+});

@@ -1,0 +1,170 @@
+import { randomUUID } from "node:crypto";
+import type Redis from "ioredis";
+import { redissonPrefixName } from "@/lib/locks/formats/redisson";
+
+/**
+ * Redisson is a JVM library (not on npm), so the tests lay its locks out with this writer instead: it sends
+ * the commands Redisson's lock scripts send, in the same order and atomically (one script per operation, as
+ * Redisson does), written from the facts of the layout (see lib/locks/formats/redisson.ts and redisson-rw.ts),
+ * not from Redisson's source:
+ * - RLock acquire: existence check of the key and of the holder field, HINCRBY of `<client id>:<thread id>`,
+ *   PEXPIRE to the lease; otherwise the PTTL is answered. Unlock: HINCRBY -1, then DEL and PUBLISH `0` on
+ *   `redisson_lock__channel:{name}` at zero.
+ * - Fair lock: the same, plus a waiter that cannot take it is RPUSHed on `redisson_lock_queue:{name}` and
+ *   ZADDed to `redisson_lock_timeout:{name}` with the epoch ms when it stops waiting; it listens on
+ *   `redisson_lock__channel:{name}:<client id>:<thread id>`.
+ * - Read-write lock: HSET `mode` read/write with the first holder, readers' HINCRBY of `<client>:<thread>` plus
+ *   one `{name}:<client>:<thread>:rwlock_timeout:<n>` string per hold, writers' `<client>:<thread>:write`.
+ */
+export class RedissonWriter {
+  /** The Redisson instance id (`ServiceManager.getId()`): one UUID per client. */
+  readonly clientId: string;
+
+  constructor(
+    private readonly redis: Redis,
+    clientId: string = randomUUID(),
+  ) {
+    this.clientId = clientId;
+  }
+
+  holder(threadId: number): string {
+    return `${this.clientId}:${threadId}`;
+  }
+
+  /** RLock.tryLock: null when acquired (or re-entered), else the holder's TTL left. */
+  async lock(name: string, threadId: number, leaseMs = 30_000): Promise<number | null> {
+    const reply = await this.redis.eval(
+      `local taken = redis.call('exists', KEYS[1]) == 1
+       if taken and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return redis.call('pttl', KEYS[1]) end
+       redis.call('hincrby', KEYS[1], ARGV[2], 1)
+       redis.call('pexpire', KEYS[1], ARGV[1])
+       return false`,
+      1,
+      name,
+      leaseMs,
+      this.holder(threadId),
+    );
+    return typeof reply === "number" ? reply : null;
+  }
+
+  /** RLock.unlock: true when the last hold went and the waiters were told. */
+  async unlock(name: string, threadId: number, leaseMs = 30_000): Promise<boolean | null> {
+    const reply = await this.redis.eval(
+      `if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -1 end
+       if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then redis.call('pexpire', KEYS[1], ARGV[2]) return 0 end
+       redis.call('del', KEYS[1])
+       redis.call('publish', KEYS[2], ARGV[1])
+       return 1`,
+      2,
+      name,
+      redissonPrefixName("redisson_lock__channel", name),
+      "0",
+      leaseMs,
+      this.holder(threadId),
+    );
+    return reply === -1 ? null : reply === 1;
+  }
+
+  /** RedissonFairLock.tryLock: acquires when free and first in line; otherwise queues the thread. */
+  async fairLock(name: string, threadId: number, leaseMs = 30_000, waitMs = 300_000): Promise<number | null> {
+    const reply = await this.redis.eval(
+      `local queue, timeouts, id, now = KEYS[2], KEYS[3], ARGV[2], tonumber(ARGV[4])
+       local head = redis.call('lindex', queue, 0)
+       if redis.call('exists', KEYS[1]) == 0 and (head == false or head == id) then
+         redis.call('lpop', queue)
+         redis.call('zrem', timeouts, id)
+         redis.call('hset', KEYS[1], id, 1)
+         redis.call('pexpire', KEYS[1], ARGV[1])
+         return false
+       end
+       if redis.call('hexists', KEYS[1], id) == 1 then
+         redis.call('hincrby', KEYS[1], id, 1)
+         redis.call('pexpire', KEYS[1], ARGV[1])
+         return false
+       end
+       local ttl = redis.call('pttl', KEYS[1])
+       if redis.call('zadd', timeouts, ttl + tonumber(ARGV[3]) + now, id) == 1 then redis.call('rpush', queue, id) end
+       return ttl`,
+      3,
+      name,
+      redissonPrefixName("redisson_lock_queue", name),
+      redissonPrefixName("redisson_lock_timeout", name),
+      leaseMs,
+      this.holder(threadId),
+      waitMs,
+      Date.now(),
+    );
+    return typeof reply === "number" ? reply : null;
+  }
+
+  /** RReadWriteLock.readLock().tryLock. */
+  async readLock(name: string, threadId: number, leaseMs = 30_000): Promise<number | null> {
+    const timeoutPrefix = `${name.includes("{") ? name : `{${name}}`}:${this.holder(threadId)}:rwlock_timeout`;
+    const reply = await this.redis.eval(
+      `local mode = redis.call('hget', KEYS[1], 'mode')
+       if mode == false then redis.call('hset', KEYS[1], 'mode', 'read') end
+       if mode == false or mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
+         local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+         redis.call('set', KEYS[2] .. ':' .. n, 1)
+         redis.call('pexpire', KEYS[2] .. ':' .. n, ARGV[1])
+         redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
+         return false
+       end
+       return redis.call('pttl', KEYS[1])`,
+      2,
+      name,
+      timeoutPrefix,
+      leaseMs,
+      this.holder(threadId),
+      `${this.holder(threadId)}:write`,
+    );
+    return typeof reply === "number" ? reply : null;
+  }
+
+  /** RReadWriteLock.writeLock().tryLock. */
+  async writeLock(name: string, threadId: number, leaseMs = 30_000): Promise<number | null> {
+    const reply = await this.redis.eval(
+      `local mode = redis.call('hget', KEYS[1], 'mode')
+       if mode == false then
+         redis.call('hset', KEYS[1], 'mode', 'write')
+         redis.call('hset', KEYS[1], ARGV[2], 1)
+         redis.call('pexpire', KEYS[1], ARGV[1])
+         return false
+       end
+       if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+         redis.call('hincrby', KEYS[1], ARGV[2], 1)
+         redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[1]) + tonumber(ARGV[1]))
+         return false
+       end
+       return redis.call('pttl', KEYS[1])`,
+      1,
+      name,
+      leaseMs,
+      `${this.holder(threadId)}:write`,
+    );
+    return typeof reply === "number" ? reply : null;
+  }
+}
+
+/** The channel a waiter of a plain RLock subscribes to (Redisson's LockPubSub). */
+export const lockChannel = (name: string): string => redissonPrefixName("redisson_lock__channel", name);
+/** The channel one fair-lock waiter subscribes to. */
+export const fairWaiterChannel = (name: string, holder: string): string => `${lockChannel(name)}:${holder}`;
+/** The channel the waiters of a read-write lock subscribe to. */
+export const readWriteChannel = (name: string): string => redissonPrefixName("redisson_rwlock", name);
+
+/**
+ * A waiter listening the way Redisson's waiters do: SUBSCRIBE to the lock's channel on a connection of its
+ * own, then wait for the unlock message. Resolves with the first message.
+ */
+export async function subscribeWaiter(subscriber: Redis, channel: string): Promise<{ message: Promise<string> }> {
+  let resolve: (message: string) => void = () => {};
+  const message = new Promise<string>((r) => {
+    resolve = r;
+  });
+  subscriber.on("message", (ch: string, text: string) => {
+    if (ch === channel) resolve(text);
+  });
+  await subscriber.subscribe(channel);
+  return { message };
+}

@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { groupCandidates, suggestGlob } from "@/lib/locks/discovery";
+import { globToRegExp } from "@/lib/locks/glob";
+
+describe("suggested globs", () => {
+  it("keeps everything up to the last separator", () => {
+    expect(suggestGlob("orders:lock:42")).toBe("orders:lock:*");
+    expect(suggestGlob("lock.invoice")).toBe("lock.*");
+    expect(suggestGlob("jobs/leader/eu-1")).toBe("jobs/leader/*");
+    expect(suggestGlob("myLock")).toBe("myLock");
+    expect(suggestGlob(":x")).toBe(":x");
+    expect(suggestGlob("trailing:")).toBe("trailing:");
+  });
+  it("escapes glob characters so a suggestion matches only its family", () => {
+    const glob = suggestGlob("weird[1]*:lock:7");
+    expect(glob).toBe("weird\\[1\\]\\*:lock:*");
+    expect(globToRegExp(glob).test("weird[1]*:lock:8")).toBe(true);
+    expect(globToRegExp(glob).test("weird1x:lock:8")).toBe(false);
+  });
+});
+
+describe("grouping", () => {
+  it("groups by glob and format, largest first, with a few sorted examples", () => {
+    const found: Array<[string, "redisson" | "token"]> = [
+      ...Array.from({ length: 7 }, (_, i): [string, "redisson"] => [`billing:lock:${i}`, "redisson"]),
+      ["billing:lock:x", "token"],
+      ["myLock", "redisson"],
+    ];
+    const groups = groupCandidates(found, (key) => key !== "myLock");
+    expect(groups).toEqual([
+      { pattern: "billing:lock:*", format: "redisson", keys: 7, examples: ["billing:lock:0", "billing:lock:1", "billing:lock:2", "billing:lock:3", "billing:lock:4"] },
+      { pattern: "billing:lock:*", format: "token", keys: 1, examples: ["billing:lock:x"] },
+    ]);
+  });
+});

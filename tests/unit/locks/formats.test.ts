@@ -1,0 +1,199 @@
+import { describe, expect, it } from "vitest";
+import { encodeLockValue } from "@/lib/redlock";
+import { decodeReading, discoverFormat, FORMATS, inferScope, notifyFlagsFor, READ_PLAN, recogniseFormat, type KeyReading, type RawReading } from "@/lib/locks/formats";
+import { parseKeyReply } from "@/lib/locks/formats/read";
+import { DEFAULT_LOCK_PATTERNS, NEVER_LOCKS } from "@/lib/locks/formats/defaults";
+import { decodeShedLockValue } from "@/lib/locks/formats/shedlock";
+import { valueExpiry } from "@/lib/locks/formats/token";
+import { lockKeyMatcher } from "@/lib/locks/glob";
+
+const AT = 1_780_000_000_000;
+const UUID = "8743c9c0-0795-4907-87fd-6c719a6b4586";
+const UUID2 = "0b5f5f2e-3c1a-4e7e-9a55-1d2b3c4d5e6f";
+
+const str = (value: string, pttlMs = 10_000): RawReading => ({ type: "string", pttlMs, size: Buffer.byteLength(value), value, extras: {} });
+const hash = (fields: Array<[string, string]>, pttlMs = 30_000, extras = {}): RawReading => ({ type: "hash", pttlMs, size: fields.length, fields, extras });
+const zset = (members: Array<[string, number]>, pttlMs = 10_000): RawReading => ({ type: "zset", pttlMs, size: members.length, members, extras: {} });
+const at = (key: string, raw: RawReading): KeyReading => ({ key, at: AT, raw });
+const decode = (key: string, raw: RawReading) => decodeReading(at(key, raw), { now: AT });
+
+describe("recognising a layout", () => {
+  it("names the format of each library's value", () => {
+    const engine = encodeLockValue({ label: "billing", host: "web-1", pid: 42, fence: "7", acquiredAt: AT - 500 });
+    const cases: Array<[string, RawReading, string]> = [
+      ["lock:orders", str(engine), "lockscope"],
+      ["lock:orders", str("0123456789abcdef0123456789abcdef"), "token"],
+      ["job-lock:default:report", str(`ADDED:2026-05-29T10:00:00.123Z@worker-3:${UUID}`), "shedlock"],
+      ["mutex:payments", str(UUID), "redis-semaphore"],
+      ["semaphore:uploads", zset([[UUID, AT - 100]]), "redis-semaphore"],
+      ["orders-lock", hash([[`${UUID}:57`, "1"]]), "redisson"],
+      ["rw", hash([["mode", "read"], [`${UUID}:1`, "2"], [`${UUID2}:9`, "1"]]), "redisson-rw"],
+      ["lock:leaderboard", zset([["alice", 42]]), "unknown"],
+      ["lock:cart", { type: "other", redisType: "list", pttlMs: -1, extras: {} }, "unknown"],
+      ["lock:profile", hash([["name", "x"]]), "unknown"],
+    ];
+    for (const [key, raw, format] of cases) expect([key, recogniseFormat(at(key, raw))?.name]).toEqual([key, format]);
+  });
+
+  it("reads a key that is gone as no format at all", () => {
+    expect(recogniseFormat(at("lock:x", { type: "none" }))).toBeNull();
+    expect(decode("lock:x", { type: "none" })).toBeNull();
+  });
+
+  it("tells Redisson's plain lock from its read-write lock by the mode field", () => {
+    expect(recogniseFormat(at("a", hash([["mode", "write"], [`${UUID}:1:write`, "1"]])))?.name).toBe("redisson-rw");
+    expect(recogniseFormat(at("a", hash([[`${UUID}:1:write`, "1"]])))?.name).toBe("unknown");
+  });
+});
+
+describe("decoding holders", () => {
+  it("decodes the engine's holder, fence and acquisition time", () => {
+    const value = encodeLockValue({ label: "billing", host: "web-1", pid: 42, fence: "7", acquiredAt: AT - 500 });
+    const reading = decode("lock:orders", str(value, 5_000));
+    expect(reading).toMatchObject({
+      format: "lockscope",
+      fingerprint: value,
+      holders: [{ id: value, label: "billing", host: "web-1", pid: 42, since: AT - 500 }],
+      fence: "7",
+      acquiredAt: AT - 500,
+      expiresAt: AT + 5_000,
+      warnings: [],
+      waiters: null,
+    });
+  });
+
+  it("flags a string lock without TTL as no-ttl", () => {
+    const reading = decode("lock", str("client-7", -1));
+    expect(reading?.expiresAt).toBe(Infinity);
+    expect(reading?.warnings).toEqual(["no-ttl"]);
+  });
+
+  it("decodes redis-lock's expiry timestamp, in ms and in the SETNX pattern's seconds, and does not call it no-ttl", () => {
+    const ms = decode("lock.invoice", str(String(AT + 4_000), 5_000));
+    expect(ms?.holders[0]?.expiresAt).toBe(AT + 4_000);
+    expect(ms?.expiresAt).toBe(AT + 4_000);
+    const seconds = decode("lock.foo", str(String(Math.floor((AT + 60_000) / 1000)), -1));
+    expect(seconds?.holders[0]?.expiresAt).toBe(Math.floor((AT + 60_000) / 1000) * 1000);
+    expect(seconds?.warnings).toEqual([]);
+    expect(valueExpiry("12345")).toBeNull();
+    expect(valueExpiry("0123456789abcdef")).toBeNull();
+  });
+
+  it("decodes redlock-universal's metadata value", () => {
+    const reading = decode("lock:a", str(`api-2:${AT - 3_000}:0011223344556677`));
+    expect(reading?.holders[0]).toMatchObject({ label: "api-2", since: AT - 3_000 });
+  });
+
+  it("decodes ShedLock's host and start time, old and new values", () => {
+    expect(decodeShedLockValue(`ADDED:2026-05-29T10:00:00.123Z@worker-3:${UUID}`)).toEqual({ since: Date.parse("2026-05-29T10:00:00.123Z"), host: "worker-3" });
+    expect(decodeShedLockValue("ADDED:2026-05-29T10:00:00Z@db-host.example.com")).toEqual({ since: Date.parse("2026-05-29T10:00:00Z"), host: "db-host.example.com" });
+    // Java's ISO_INSTANT may print microseconds.
+    expect(decodeShedLockValue("ADDED:2026-05-29T10:00:00.123456Z@h")?.since).toBe(Date.parse("2026-05-29T10:00:00.123Z"));
+    expect(decodeShedLockValue("added:x@y")).toBeNull();
+  });
+
+  it("decodes a Redisson holder's client id, thread and hold count, and the fair queue's live waiters", () => {
+    const plain = decode("orders-lock", hash([[`${UUID}:57`, "3"]]));
+    expect(plain).toMatchObject({ format: "redisson", holders: [{ id: `${UUID}:57`, label: UUID, thread: 57, count: 3 }], waiters: null, expiresAt: AT + 30_000 });
+    const fair = decode("orders-lock", hash([[`${UUID}:57`, "1"]], 30_000, { redisson: [3, 2] }));
+    expect(fair?.waiters).toBe(2);
+  });
+
+  it("lists the writer first and every reader of a Redisson read-write lock", () => {
+    const reading = decode("doc", hash([["mode", "write"], [`${UUID}:1`, "1"], [`${UUID}:1:write`, "2"]]));
+    expect(reading?.holders).toEqual([
+      { id: `${UUID}:1:write`, label: UUID, thread: 1, count: 2, mode: "write" },
+      { id: `${UUID}:1`, label: UUID, thread: 1, count: 1, mode: "read" },
+    ]);
+  });
+
+  it("lists every live semaphore permit and drops the ones the library counts as dead", () => {
+    // The key's TTL (10 s from AT) was set at the newest score (AT): the lock timeout is 10 s.
+    const reading = decode("semaphore:uploads", zset([["new", AT], ["mid", AT - 4_000], ["dead", AT - 10_001]], 10_000));
+    expect(reading?.holders.map((h) => h.id)).toEqual(["new", "mid"]);
+    expect(reading?.holders[1]).toEqual({ id: "mid", since: AT - 4_000, expiresAt: AT + 6_000 });
+    expect(reading?.warnings).toEqual(["stale-entries"]);
+    expect(reading?.fingerprint).toBe("mid\nnew");
+  });
+
+  it("says when a key was larger than the read bound", () => {
+    const raw: RawReading = { type: "zset", pttlMs: 10_000, size: 500, members: [["a", AT]], extras: {} };
+    expect(decode("semaphore:s", raw)?.warnings).toContain("truncated");
+  });
+
+  it("lists an unrecognised key with its Redis type", () => {
+    expect(decode("lock:cart", { type: "other", redisType: "list", pttlMs: -1, extras: {} })).toMatchObject({
+      format: "unknown",
+      redisType: "list",
+      holders: [],
+      warnings: ["no-ttl"],
+    });
+  });
+});
+
+describe("discovery's stricter test", () => {
+  it("suggests strings only by a lock-like name or a known value, and any Redisson hash", () => {
+    expect(discoverFormat(at("session:42", str("abc")))).toBeNull();
+    expect(discoverFormat(at("orders:lock:42", str("abc")))?.name).toBe("token");
+    expect(discoverFormat(at("cache:42", str(encodeLockValue({ label: null, host: null, pid: null, fence: null, acquiredAt: AT }))))?.name).toBe("lockscope");
+    expect(discoverFormat(at("myLock", hash([[`${UUID}:1`, "1"]])))?.name).toBe("redisson");
+    expect(discoverFormat(at("ratelimit:ip", zset([["r1", AT]])))).toBeNull();
+    expect(discoverFormat(at("user:1", hash([["name", "x"]])))).toBeNull();
+  });
+});
+
+describe("scope", () => {
+  const base = { declared: null, previous: null, nodes: 3 } as const;
+  it("follows the operator, then the format, then where the value is", () => {
+    expect(inferScope({ ...base, declared: "quorum", format: "single", holding: 1 })).toBe("quorum");
+    expect(inferScope({ ...base, format: "single", holding: 3 })).toBe("single");
+    expect(inferScope({ ...base, format: "inferred", holding: 2 })).toBe("quorum");
+    expect(inferScope({ ...base, format: "inferred", holding: 1 })).toBe("single");
+    expect(inferScope({ ...base, nodes: 1, format: "inferred", holding: 1 })).toBe("single");
+  });
+  it("keeps a Redlock that is losing its keys a quorum lock, so it reads partial", () => {
+    expect(inferScope({ ...base, format: "inferred", holding: 1, previous: "quorum" })).toBe("quorum");
+  });
+});
+
+describe("the read script's reply", () => {
+  it("parses each type, with companion results in place", () => {
+    expect(parseKeyReply(["none"], READ_PLAN, true)).toEqual({ type: "none" });
+    expect(parseKeyReply(["string", 500, 3, "abc"], READ_PLAN, true)).toEqual({ type: "string", pttlMs: 500, size: 3, value: "abc", extras: {} });
+    expect(parseKeyReply(["hash", -1, 1, ["f", "1"], [2, 1]], READ_PLAN, true)).toEqual({ type: "hash", pttlMs: -1, size: 1, fields: [["f", "1"]], extras: { redisson: [2, 1] } });
+    expect(parseKeyReply(["zset", 10, 1, ["m", "1780000000000"]], READ_PLAN, true)).toEqual({ type: "zset", pttlMs: 10, size: 1, members: [["m", 1_780_000_000_000]], extras: {} });
+    expect(parseKeyReply(["stream", -1], READ_PLAN, true)).toEqual({ type: "other", redisType: "stream", pttlMs: -1, extras: {} });
+  });
+});
+
+describe("registry", () => {
+  it("asks for the notification classes of hashes and sorted sets", () => {
+    expect(notifyFlagsFor()).toEqual(["K", "g", "x", "e", "$", "z", "h"]);
+  });
+  it("has one release per format except unknown", () => {
+    expect(FORMATS.filter((f) => f.release === null).map((f) => f.name)).toEqual(["unknown"]);
+  });
+  it("default patterns cover each library's own names and never the companions", () => {
+    const isLock = lockKeyMatcher(DEFAULT_LOCK_PATTERNS);
+    for (const key of ["lock:x", "locks:account:322456", "lock.invoice", "mutex:pay", "semaphore:up", "job-lock:default:report", "lock", "my_resource_name"]) {
+      expect([key, isLock(key)]).toEqual([key, true]);
+    }
+    const never = lockKeyMatcher(NEVER_LOCKS);
+    for (const key of ["lockscope:audit", "fence:lock:x", "redisson_lock_queue:{a}", `{a}:${UUID}:1:rwlock_timeout:1`]) {
+      expect([key, isLock(key), never(key)]).toEqual([key, false, true]);
+    }
+  });
+});
+
+describe("the view the merge takes", () => {
+  it("votes on fingerprints and takes the leading holders, warnings and waiters", async () => {
+    const { formatView, samplesOf } = await import("@/lib/locks/formats/view");
+    const a = decode("orders-lock", hash([[`${UUID}:57`, "1"]], 30_000, { redisson: [2, 2] }));
+    const b = decode("orders-lock", hash([[`${UUID2}:1`, "1"]], -1));
+    const readings = [a, null, b];
+    expect(samplesOf(readings)).toEqual({ values: [`${UUID}:57`, null, `${UUID2}:1`], expiries: [AT + 30_000, Number.NaN, Infinity] });
+    expect(formatView(readings, `${UUID}:57`)).toMatchObject({ format: "redisson", holders: [{ thread: 57 }], warnings: [], waiters: 2, contentionSource: "queue" });
+    expect(formatView(readings, `${UUID2}:1`)).toMatchObject({ warnings: ["no-ttl"], waiters: null });
+    expect(formatView([null, null], null)).toBeNull();
+  });
+});
