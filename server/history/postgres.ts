@@ -42,6 +42,56 @@ export function parseCursor(cursor: string): { ms: string; id: string } {
 
 export const CURSOR_PATTERN = /^[0-9]{1,15}-[0-9]{1,19}$/;
 
+/** Builds the SQL and its parameters with the next `$n` placeholder for each value. */
+function params(first: unknown[] = []) {
+  const args = [...first];
+  return {
+    args,
+    arg: (value: unknown): string => {
+      args.push(value);
+      return `$${args.length}`;
+    },
+  };
+}
+
+/** The events page query (exported for the benchmark's EXPLAIN). Newest first, one more row than asked to tell a next page. */
+export function eventsQuery(options: { limit: number; before?: string; filters: HistoryFilters }): { sql: string; args: unknown[] } {
+  const { limit, before, filters } = options;
+  const { args, arg } = params();
+  const where: string[] = [];
+  if (filters.resource !== undefined) where.push(`resource = ${arg(filters.resource)}`);
+  if (filters.from !== undefined) where.push(`at >= ${TS(arg(String(filters.from)))}`);
+  if (filters.to !== undefined) where.push(`at < ${TS(arg(String(filters.to)))}`);
+  if (before) {
+    const c = parseCursor(before);
+    // Row comparison: the (resource, at, id) and (at, id) indexes serve it as one range.
+    where.push(`(at, id) < (${TS(arg(c.ms))}, ${arg(c.id)}::bigint)`);
+  }
+  const sql = `SELECT id, ${MS("at")} AS at_ms, resource, type, node, token, holder, fence, detail FROM lock_events
+     ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY at DESC, id DESC LIMIT ${arg(limit + 1)}`;
+  return { sql, args };
+}
+
+/** The held-at-T query (exported for the benchmark's EXPLAIN). */
+export function heldAtQuery(options: { at: number; resource?: string; limit: number; before?: string }): { sql: string; args: unknown[] } {
+  const { at, resource, limit, before } = options;
+  const { args, arg } = params([String(at)]);
+  const cursor = before ? parseCursor(before) : null;
+  const keyset = cursor ? `AND (acquired_at, id) < (${TS(arg(cursor.ms))}, ${arg(cursor.id)}::bigint)` : "";
+  const columns = `id, resource, token, holder, fence, ${MS("acquired_at")} AS acquired_ms, ${MS("ended_at")} AS ended_ms, end_type`;
+  if (resource !== undefined) {
+    // One resource's holds hardly overlap: the latest few acquired by T, of which those still open at T.
+    const sql = `SELECT * FROM (
+        SELECT ${columns}, ended_at FROM lock_holds WHERE resource = ${arg(resource)} AND acquired_at <= ${TS("$1")} ${keyset}
+        ORDER BY acquired_at DESC, id DESC LIMIT ${arg(Math.max(limit + 1, 16))}
+      ) h WHERE ended_at IS NULL OR ended_at > ${TS("$1")} ORDER BY acquired_ms DESC, id DESC LIMIT ${arg(limit + 1)}`;
+    return { sql, args };
+  }
+  const sql = `SELECT ${columns} FROM lock_holds WHERE tstzrange(acquired_at, ended_at, '[)') @> ${TS("$1")} ${keyset}
+      ORDER BY acquired_at DESC, id DESC LIMIT ${arg(limit + 1)}`;
+  return { sql, args };
+}
+
 interface EventRow {
   id: string;
   at_ms: string;
@@ -143,27 +193,10 @@ export class PostgresHistory implements HistoryStore {
   }
 
   async events(options: { limit: number; before?: string; filters: HistoryFilters }): Promise<HistoryPage> {
-    const { limit, before, filters } = options;
-    const args: unknown[] = [];
-    const arg = (value: unknown) => {
-      args.push(value);
-      return `$${args.length}`;
-    };
-    const where: string[] = [];
-    if (filters.resource !== undefined) where.push(`resource = ${arg(filters.resource)}`);
-    if (filters.from !== undefined) where.push(`at >= ${TS(arg(String(filters.from)))}`);
-    if (filters.to !== undefined) where.push(`at < ${TS(arg(String(filters.to)))}`);
-    if (before) {
-      const c = parseCursor(before);
-      // Row comparison: the (resource, at, id) and (at, id) indexes serve it as one range.
-      where.push(`(at, id) < (${TS(arg(c.ms))}, ${arg(c.id)}::bigint)`);
-    }
+    const { sql, args } = eventsQuery(options);
     await this.db.ready();
-    const { rows } = await this.db.pool.query<EventRow>(
-      `SELECT id, ${MS("at")} AS at_ms, resource, type, node, token, holder, fence, detail FROM lock_events
-       ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY at DESC, id DESC LIMIT ${arg(limit + 1)}`,
-      args,
-    );
+    const { rows } = await this.db.pool.query<EventRow>(sql, args);
+    const { limit } = options;
     const events: StoredLockEvent[] = rows.slice(0, limit).map((r) => ({
       id: `${r.at_ms}-${r.id}`,
       at: Number(r.at_ms),
@@ -179,28 +212,10 @@ export class PostgresHistory implements HistoryStore {
   }
 
   async heldAt(options: { at: number; resource?: string; limit: number; before?: string }): Promise<{ holds: LockHold[]; next: string | null }> {
-    const { at, resource, limit, before } = options;
-    const args: unknown[] = [String(at)];
-    const arg = (value: unknown) => {
-      args.push(value);
-      return `$${args.length}`;
-    };
-    const cursor = before ? parseCursor(before) : null;
-    const keyset = cursor ? `AND (acquired_at, id) < (${TS(arg(cursor.ms))}, ${arg(cursor.id)}::bigint)` : "";
-    const columns = `id, resource, token, holder, fence, ${MS("acquired_at")} AS acquired_ms, ${MS("ended_at")} AS ended_ms, end_type`;
-    let sql: string;
-    if (resource !== undefined) {
-      // One resource's holds hardly overlap: the latest few acquired by T, of which those still open at T.
-      sql = `SELECT * FROM (
-          SELECT ${columns}, ended_at FROM lock_holds WHERE resource = ${arg(resource)} AND acquired_at <= ${TS("$1")} ${keyset}
-          ORDER BY acquired_at DESC, id DESC LIMIT ${arg(Math.max(limit + 1, 16))}
-        ) h WHERE ended_at IS NULL OR ended_at > ${TS("$1")} ORDER BY acquired_ms DESC, id DESC LIMIT ${arg(limit + 1)}`;
-    } else {
-      sql = `SELECT ${columns} FROM lock_holds WHERE tstzrange(acquired_at, ended_at, '[)') @> ${TS("$1")} ${keyset}
-        ORDER BY acquired_at DESC, id DESC LIMIT ${arg(limit + 1)}`;
-    }
+    const { sql, args } = heldAtQuery(options);
     await this.db.ready();
     const { rows } = await this.db.pool.query<HoldRow>(sql, args);
+    const { limit } = options;
     const holds: LockHold[] = rows.slice(0, limit).map((r) => ({
       id: `${r.acquired_ms}-${r.id}`,
       resource: r.resource,
