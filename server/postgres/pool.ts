@@ -18,15 +18,15 @@ export interface Database {
 /** How long a query may take before the console gives up on it (the release waits on the audit insert). */
 const STATEMENT_TIMEOUT_MS = 5_000;
 
-export function createDatabase(url: string, options: { max?: number } = {}): Database {
+export function createDatabase(url: string, options: { max?: number; /** 0: no timeout (bulk loads). */ timeoutMs?: number } = {}): Database {
   const display = maskDatabaseUrl(url);
+  const timeoutMs = options.timeoutMs ?? STATEMENT_TIMEOUT_MS;
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 5,
     connectionTimeoutMillis: 3_000,
     idleTimeoutMillis: 30_000,
-    statement_timeout: STATEMENT_TIMEOUT_MS,
-    query_timeout: STATEMENT_TIMEOUT_MS + 1_000,
+    ...(timeoutMs > 0 ? { statement_timeout: timeoutMs, query_timeout: timeoutMs + 1_000 } : {}),
     application_name: "lockscope",
   });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
