@@ -58,6 +58,24 @@ export function getHistory(): History | null {
   });
 }
 
+/**
+ * Runs the migrations at start, so a wrong URL or a missing permission shows in the log at once (the
+ * password masked); the console starts anyway, and the audit refuses releases until the database answers.
+ */
+export function startAuditDatabase(): void {
+  const db = getDatabase();
+  if (!db) return;
+  getHistory();
+  db.ready().then(
+    () => getLogger().info({ database: db.display }, "audit database ready"),
+    (error: unknown) =>
+      getLogger().error(
+        { database: db.display, err: error instanceof Error ? error.message.slice(0, 300) : String(error) },
+        "audit database not ready; force releases are refused until it answers",
+      ),
+  );
+}
+
 /** The sink the live view feeds, or null when history is not recorded. */
 export function getHistorySink(): HistorySink | null {
   return getHistory()?.recorder ?? null;
