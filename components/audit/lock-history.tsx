@@ -40,7 +40,7 @@ function HeldAt({ resource }: { resource?: string }) {
       <form className={styles.filters} onSubmit={submit} aria-label="Who held it at a given time">
         {!resource && (
           <label>
-            Resource (exact, optional)
+            Lock key (exact, optional)
             <input type="search" value={draft.resource} maxLength={1024} onChange={(e) => setDraft({ ...draft, resource: e.target.value })} placeholder="e.g. lock:orders/42" />
           </label>
         )}
