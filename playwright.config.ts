@@ -14,6 +14,8 @@ export default defineConfig({
   workers: 1,
   retries: 0,
   forbidOnly: true,
+  // `npm run screenshots` (LOCKSCOPE_SCREENSHOTS=1) runs only the @screenshots spec, which rewrites docs/*.png; `npm test` never does.
+  ...(process.env.LOCKSCOPE_SCREENSHOTS ? { grep: /@screenshots/ } : { grepInvert: /@screenshots/ }),
   timeout: 60_000,
   expect: { timeout: 15_000 },
   reporter: [["list"]],

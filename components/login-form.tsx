@@ -4,6 +4,7 @@ import { useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { sameOriginPath } from "@/lib/safe-redirect";
 import { apiFetch, ApiRequestError } from "./api-client";
+import { MessageText } from "./message-text";
 
 export function LoginForm({ next }: { next: string }) {
   const [token, setToken] = useState("");
@@ -38,7 +39,7 @@ export function LoginForm({ next }: { next: string }) {
       </label>
       {error && (
         <p role="alert" className="error-text">
-          {error}
+          <MessageText text={error} />
         </p>
       )}
       <button type="submit" className="button primary" disabled={busy || token === ""}>

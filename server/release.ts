@@ -1,7 +1,7 @@
 import "server-only";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/merge";
-import { decodeLockValue, forceRelease } from "@/lib/redlock";
+import { decodeLockValue, forceRelease, type ForceReleaseNodeResult } from "@/lib/redlock";
 import { getAuditStore } from "./audit/current";
 import { AuditNotDurableError } from "./audit/store";
 import { newAuditId } from "./audit/records";
@@ -150,7 +150,12 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   );
   const nodeResults: AuditNodeResult[] = result.nodes.map((r) => {
     const id = nodes[r.index]?.id ?? `node-${r.index}`;
-    return r.result === "error" ? { id, result: r.result, error: (r.error ?? "no answer").slice(0, 200) } : { id, result: r.result };
+    if (r.result === "error" && r.error !== undefined) {
+      // The client's message may carry Redis internals (script sha, line): the server log keeps it, the
+      // audit entry (which every viewer reads and exports) gets a plain sentence.
+      log.warn({ action: "force-release", auditId: entry.id, node: id, error: r.error.slice(0, 500) }, "force release failed on a node");
+    }
+    return auditNodeResult(id, r);
   });
   const outcome = outcomeOf(nodeResults);
   await audit.recordOutcome(entry.id, outcome, nodeResults);
@@ -177,6 +182,14 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   if (outcome === "absent") {
     throw new ApiError("not_found", `No node held \`${preview(resource)}\` any more when the release ran; nothing was deleted.`, { auditId: entry.id });
   }
+  const notStrings = result.nodes.filter((r) => r.result === "not-string");
+  if (outcome === "failed" && notStrings.length > 0 && result.nodes.every((r) => r.result === "not-string" || r.result === "absent")) {
+    throw new ApiError(
+      "unprocessable",
+      `\`${preview(resource)}\` is not a string lock (${[...new Set(notStrings.map((r) => r.detail ?? "another type"))].join(", ")}): force release only deletes string locks; nothing was touched.`,
+      { auditId: entry.id, nodes: nodeResults },
+    );
+  }
   if (outcome === "failed") {
     throw new ApiError("unavailable", "No lock node completed the release; nothing was deleted. See the audit entry for each node's error.", {
       auditId: entry.id,
@@ -184,6 +197,30 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     });
   }
   return { released: true, nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })), auditId: entry.id };
+}
+
+/** One node's result as the audit log keeps it: a plain sentence for anything but the three usual results. */
+function auditNodeResult(id: string, r: ForceReleaseNodeResult): AuditNodeResult {
+  switch (r.result) {
+    case "deleted":
+    case "absent":
+    case "mismatch":
+      return { id, result: r.result };
+    case "not-string":
+      return { id, result: "error", error: `holds a ${r.detail ?? "non-string key"}, not a string lock: left untouched` };
+    case "wrong-type":
+      return { id, result: "error", error: `${r.detail ?? "a companion key has another type"}, which the release would write: nothing was written` };
+    case "error":
+      return { id, result: "error", error: plainNodeError(r.error) };
+  }
+}
+
+/** A node's failure in words a viewer can act on, without the client's or Redis's internals. */
+function plainNodeError(raw: string | undefined): string {
+  if (raw === undefined || raw === "no answer" || /did not answer within/.test(raw)) return "did not answer in time";
+  if (/ECONNREFUSED|ECONNRESET|Connection is closed|Stream isn't writeable|enableOfflineQueue/i.test(raw)) return "not reachable";
+  if (/^NOAUTH|^WRONGPASS|^NOPERM/.test(raw)) return "refused the console's credentials";
+  return "the release script failed on this node (details in the console's log)";
 }
 
 /** A resource name for a message: long or unprintable names are cut and escaped. */

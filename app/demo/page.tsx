@@ -7,7 +7,7 @@ export default function DemoPage() {
     <section>
       <h1>Contention lab</h1>
       <p className="muted">
-        The seeds&apos; flash sale as an experiment: buyers read the stock, decrement it and write it back, under no lock, the naive SETNX
+        A flash sale as an experiment: buyers read the stock, decrement it and write it back, under no lock, the naive SETNX
         lock, Redlock, fenced Redlock or an atomic script, with pauses and node faults injected. Each worker is its own Redis client; the
         run&apos;s lock shows up on the Locks page while it runs.
       </p>

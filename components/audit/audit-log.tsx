@@ -5,6 +5,8 @@ import { Fragment, useState, type FormEvent } from "react";
 import type { AuditEntry, AuditPage } from "@/server/audit/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import styles from "./audit-log.module.css";
+import { MessageText } from "../message-text";
+import { TableScroll } from "../table-scroll";
 
 export interface AuditFilterValues {
   resource: string;
@@ -155,76 +157,78 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
       )}
       {result.error && !(result.error instanceof ApiRequestError && result.error.status === 401) && (
         <p role="alert" className="error-text">
-          {result.error.message}
+          <MessageText text={result.error.message} />
         </p>
       )}
 
       <div className="panel">
-        <table className={styles.table} aria-label="Audit entries">
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Actor</th>
-              <th scope="col">Resource</th>
-              <th scope="col">Holder</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">Nodes</th>
-              <th scope="col">
-                <span className="sr-only">Details</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {entries.map((entry) => {
-              const open = expanded === entry.id;
-              return (
-                <Fragment key={entry.id}>
-                  <tr data-audit-id={entry.id}>
-                    <td title={new Date(entry.at).toISOString()}>{timeText(entry.at)}</td>
-                    <td>
-                      {entry.actor} <span className="muted">({entry.role})</span>
-                    </td>
-                    <td className="mono">{entry.resource}</td>
-                    <td>{holderText(entry)}</td>
-                    <td className={styles.reason}>{entry.reason}</td>
-                    <td>
-                      <span className={`${styles.outcome} ${styles[entry.outcome] ?? ""}`}>{OUTCOME_TEXT[entry.outcome]}</span>
-                    </td>
-                    <td>
-                      <NodeResults entry={entry} />
-                    </td>
-                    <td>
-                      <button type="button" className="button" aria-expanded={open} onClick={() => setExpanded(open ? null : entry.id)}>
-                        {open ? "Hide" : "Details"}
-                      </button>
-                    </td>
-                  </tr>
-                  {open && (
-                    <tr className={styles.detailRow}>
-                      <td colSpan={8}>
-                        <dl className={styles.details}>
-                          <dt>Entry</dt>
-                          <dd className="mono">{entry.id}</dd>
-                          <dt>Token</dt>
-                          <dd className="mono">{entry.token ?? "—"}</dd>
-                          <dt>Fence</dt>
-                          <dd>{entry.holder?.fence ?? "—"}</dd>
-                          <dt>From</dt>
-                          <dd>
-                            {entry.ip} {entry.userAgent ? <span className="muted">· {entry.userAgent}</span> : null}
-                          </dd>
-                          <dt>Finished</dt>
-                          <dd>{entry.finishedAt ? `${timeText(entry.finishedAt)} (${entry.finishedAt - entry.at} ms after it started)` : "no outcome recorded"}</dd>
-                        </dl>
+        <TableScroll label="Audit entries, scrollable">
+          <table className={styles.table} aria-label="Audit entries">
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Actor</th>
+                <th scope="col">Resource</th>
+                <th scope="col">Holder</th>
+                <th scope="col">Reason</th>
+                <th scope="col">Outcome</th>
+                <th scope="col">Nodes</th>
+                <th scope="col">
+                  <span className="sr-only">Details</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {entries.map((entry) => {
+                const open = expanded === entry.id;
+                return (
+                  <Fragment key={entry.id}>
+                    <tr data-audit-id={entry.id}>
+                      <td title={new Date(entry.at).toISOString()}>{timeText(entry.at)}</td>
+                      <td>
+                        {entry.actor} <span className="muted">({entry.role})</span>
+                      </td>
+                      <td className={`mono ${styles.breaks}`}>{entry.resource}</td>
+                      <td className={styles.breaks}>{holderText(entry)}</td>
+                      <td className={styles.reason}>{entry.reason}</td>
+                      <td>
+                        <span className={`${styles.outcome} ${styles[entry.outcome] ?? ""}`}>{OUTCOME_TEXT[entry.outcome]}</span>
+                      </td>
+                      <td>
+                        <NodeResults entry={entry} />
+                      </td>
+                      <td>
+                        <button type="button" className="button" aria-expanded={open} onClick={() => setExpanded(open ? null : entry.id)}>
+                          {open ? "Hide" : "Details"}
+                        </button>
                       </td>
                     </tr>
-                  )}
-                </Fragment>
-              );
-            })}
-          </tbody>
-        </table>
+                    {open && (
+                      <tr className={styles.detailRow}>
+                        <td colSpan={8}>
+                          <dl className={styles.details}>
+                            <dt>Entry</dt>
+                            <dd className="mono">{entry.id}</dd>
+                            <dt>Token</dt>
+                            <dd className="mono">{entry.token ?? "—"}</dd>
+                            <dt>Fence</dt>
+                            <dd>{entry.holder?.fence ?? "—"}</dd>
+                            <dt>From</dt>
+                            <dd>
+                              {entry.ip} {entry.userAgent ? <span className="muted">· {entry.userAgent}</span> : null}
+                            </dd>
+                            <dt>Finished</dt>
+                            <dd>{entry.finishedAt ? `${timeText(entry.finishedAt)} (${entry.finishedAt - entry.at} ms after it started)` : "no outcome recorded"}</dd>
+                          </dl>
+                        </td>
+                      </tr>
+                    )}
+                  </Fragment>
+                );
+              })}
+            </tbody>
+          </table>
+        </TableScroll>
         {result.isPending && <p className="muted">Loading…</p>}
         {!result.isPending && entries.length === 0 && !result.error && <p className="muted">No force releases recorded{query.size > 0 ? " that match these filters" : " yet"}.</p>}
         {result.hasNextPage && (

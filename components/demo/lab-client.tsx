@@ -8,11 +8,13 @@ import type { RunRecord } from "@/lib/lab/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { useHealth } from "../node-status";
 import { useIsOperator, useSession } from "../session";
+import { explainRun, stopText } from "./explain";
 import { LabChart } from "./lab-chart";
 import styles from "./lab.module.css";
 import { ResultsTable } from "./results-table";
 import { RunForm, STRATEGY_TEXT } from "./run-form";
 import { RUNS_KEY, runKey, useRun, useRuns } from "./use-lab";
+import { MessageText } from "../message-text";
 
 interface Batch {
   name: string;
@@ -156,7 +158,7 @@ export function LabClient() {
           />
           {error && (
             <p className="error-text" role="alert">
-              {error}
+              <MessageText text={error} />
             </p>
           )}
         </section>
@@ -169,11 +171,26 @@ export function LabClient() {
 
       <section className="panel" aria-labelledby="results-title">
         <h2 id="results-title">Results</h2>
-        <p className="muted">
-          Lost updates = sold − (stock − remaining): units sold twice. Wait: time to take the lock per order. Click a strategy to see
-          that run&apos;s charts.
-        </p>
-        {runs.isError ? <p className="error-text">{runs.error.message}</p> : <ResultsTable runs={runs.data ?? []} highlight={highlight} onSelect={running || batchBusy ? null : setWatching} />}
+        <dl className={styles.glossary}>
+          <div>
+            <dt>Remaining</dt>
+            <dd>Stock left at the end. Above 0 after selling out means a late write raised the stock again: a buyer that had read an older stock wrote it back.</dd>
+          </div>
+          <div>
+            <dt>Lost updates</dt>
+            <dd>sold − (stock − remaining): units sold twice, because two buyers wrote back the same stock.</dd>
+          </div>
+          <div>
+            <dt>Stale writes rejected</dt>
+            <dd>Fenced Redlock only: writes refused because their lock had expired and a newer holder had already used the stock. Each one is a lost update prevented.</dd>
+          </div>
+          <div>
+            <dt>Wait</dt>
+            <dd>Time to take the lock, per order.</dd>
+          </div>
+        </dl>
+        <p className="muted">Pick a strategy in the table to see that run&apos;s charts and what its numbers say.</p>
+        {runs.isError ? <p className="error-text"><MessageText text={runs.error.message} /></p> : <ResultsTable runs={runs.data ?? []} highlight={highlight} onSelect={running || batchBusy ? null : setWatching} />}
       </section>
     </div>
   );
@@ -184,6 +201,7 @@ function LiveRun({ run, batch, onCancel }: { run: RunRecord; batch: Batch | null
   const pct = Math.round(p.fraction * 100);
   const series = run.series ?? [];
   const x = series.map((s) => s.t / 1000);
+  const explanation = explainRun(run);
   const position = batch && batch.ids.includes(run.id) ? `Run ${batch.ids.indexOf(run.id) + 1} of ${batch.total} (${batch.name}) · ` : "";
   return (
     <div className={styles.live}>
@@ -192,8 +210,7 @@ function LiveRun({ run, batch, onCancel }: { run: RunRecord; batch: Batch | null
           <strong className="mono">{run.settings.strategy}</strong> <span className="muted">{STRATEGY_TEXT[run.settings.strategy]}</span>
           <div className="muted">
             {position}
-            {run.id} · {run.status === "running" ? p.phase : run.status}
-            {run.stopReason && run.status !== "running" ? ` (${run.stopReason})` : ""}
+            {run.id} · {stopText(run)}
           </div>
         </div>
         {onCancel && run.status === "running" && (
@@ -218,25 +235,39 @@ function LiveRun({ run, batch, onCancel }: { run: RunRecord; batch: Batch | null
       </div>
       {run.fault && (
         <p className={styles.fault}>
-          <strong>Fault ({run.fault.mode === "process" ? "on the node's process" : "on the lab's connections only"}):</strong> {run.fault.description}
+          <strong>Fault ({run.fault.mode === "process" ? "on the node's process" : "on the lab's connections only"}):</strong> <MessageText text={run.fault.description} />
         </p>
       )}
       {run.notes.map((n) => (
         <p key={n} className={styles.note}>
-          {n}
+          <MessageText text={n} />
         </p>
       ))}
-      {run.error && <p className="error-text">{run.error}</p>}
+      {run.error && (
+        <p className="error-text">
+          <MessageText text={run.error} />
+        </p>
+      )}
+      {explanation.length > 0 && (
+        <div className={styles.explain}>
+          <h3>What the numbers say</h3>
+          <ul>
+            {explanation.map((line) => (
+              <li key={line}>{line}</li>
+            ))}
+          </ul>
+        </div>
+      )}
       <div className={styles.charts}>
-        <LabChart key={`o-${run.id}`} title="Orders per second" unit="orders/s" lines={[{ label: "orders/s", color: "#2f9e6e" }]} data={[x, series.map((s) => s.ordersPerSec)]} />
+        <LabChart key={`o-${run.id}`} title="Orders per second" unit="orders/s" lines={[{ label: "orders/s", color: "--chart-orders" }]} data={[x, series.map((s) => s.ordersPerSec)]} />
         {LOCKING_STRATEGIES.has(run.settings.strategy) ? (
           <LabChart
             key={`w-${run.id}`}
             title="Lock wait"
             unit="ms"
             lines={[
-              { label: "p50", color: "#5b8ef0" },
-              { label: "p99", color: "#e0892b" },
+              { label: "p50", color: "--chart-p50" },
+              { label: "p99", color: "--chart-p99", dashed: true },
             ]}
             data={[x, series.map((s) => s.waitP50Ms), series.map((s) => s.waitP99Ms)]}
           />
@@ -246,7 +277,7 @@ function LiveRun({ run, batch, onCancel }: { run: RunRecord; batch: Batch | null
             <p className="muted">No lock in the {run.settings.strategy} strategy: nobody waits.</p>
           </figure>
         )}
-        <LabChart key={`s-${run.id}`} title="Stock level" unit="units" lines={[{ label: "stock", color: "#c06bd6" }]} data={[x, series.map((s) => s.stock)]} />
+        <LabChart key={`s-${run.id}`} title="Stock level" unit="units" lines={[{ label: "stock", color: "--chart-stock" }]} data={[x, series.map((s) => s.stock)]} />
       </div>
     </div>
   );

@@ -2,7 +2,10 @@
 
 import { LOCKING_STRATEGIES } from "@/lib/lab/settings";
 import type { RunRecord } from "@/lib/lab/types";
+import { MessageText } from "../message-text";
+import { raisedAfterSellOut } from "./explain";
 import styles from "./lab.module.css";
+import { TableScroll } from "../table-scroll";
 
 function settingsText(r: RunRecord): string {
   const s = r.settings;
@@ -15,7 +18,7 @@ function settingsText(r: RunRecord): string {
 
 const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
 
-/** Runs side by side, one row each: the numbers the issue asks to compare, lost updates in red when any. */
+/** Runs side by side, one row each: the numbers to compare, lost updates marked (red and ⚠) when any. */
 export function ResultsTable({
   runs,
   highlight,
@@ -28,7 +31,7 @@ export function ResultsTable({
 }) {
   if (runs.length === 0) return <p className="muted">No runs yet. Pick a preset or fill in the form.</p>;
   return (
-    <div className={styles.tableWrap}>
+    <TableScroll label="Lab results, scrollable">
       <table className={styles.table} aria-label="Lab results">
         <thead>
           <tr>
@@ -62,7 +65,10 @@ export function ResultsTable({
                   <span className={`${styles.status} ${styles[r.status]}`}>{r.status}</span>
                 </td>
                 <td className={styles.num}>{res?.sold ?? r.progress.sold}</td>
-                <td className={styles.num}>{res?.remaining ?? r.progress.stock ?? "—"}</td>
+                <td className={styles.num}>
+                  {res?.remaining ?? r.progress.stock ?? "—"}
+                  {raisedAfterSellOut(r) && <span className={styles.cellNote}>raised by a late write</span>}
+                </td>
                 <td className={`${styles.num} ${res && res.lostUpdates !== 0 ? styles.bad : ""}`} data-label="lost updates">
                   {res ? res.lostUpdates : "—"}
                 </td>
@@ -75,13 +81,17 @@ export function ResultsTable({
                 <td className={styles.num}>{res ? `${(res.durationMs / 1000).toFixed(1)} s` : "—"}</td>
                 <td className={styles.settings} title={r.fault?.description ?? r.error ?? undefined}>
                   {settingsText(r)}
-                  {r.error && <div className={styles.bad}>{r.error}</div>}
+                  {r.error && (
+                    <div className={styles.bad}>
+                      <MessageText text={r.error} />
+                    </div>
+                  )}
                 </td>
               </tr>
             );
           })}
         </tbody>
       </table>
-    </div>
+    </TableScroll>
   );
 }

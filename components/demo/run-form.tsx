@@ -5,8 +5,8 @@ import { STRATEGIES, type RunSettings, type Strategy } from "@/lib/lab/settings"
 import styles from "./lab.module.css";
 
 export const STRATEGY_TEXT: Record<Strategy, string> = {
-  none: "No lock: read, work, write back (the seeds' race)",
-  naive: "Naive SETNX lock on node 0 (the seeds' lock)",
+  none: "No lock: read, work, write back (the race)",
+  naive: "Naive SETNX lock on node 0",
   redlock: "Redlock over every node",
   "redlock-fenced": "Redlock, stock written only with a current fence",
   atomic: "Atomic Lua decrement, no lock (the ceiling)",

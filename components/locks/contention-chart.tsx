@@ -2,6 +2,7 @@
 
 import { useEffect, useRef } from "react";
 import "uplot/dist/uPlot.min.css";
+import { themeColor, useResolvedTheme, withAlpha } from "../theme-switch";
 
 /** Failed attempts per 10 s over the last minutes (uPlot), with the same figures as text for screen readers. */
 export function ContentionChart({ history }: { history: { bucketMs: number; endsAt: number; attempts: number[] } }) {
@@ -9,44 +10,48 @@ export function ContentionChart({ history }: { history: { bucketMs: number; ends
   const total = history.attempts.reduce((a, b) => a + b, 0);
   const minutes = Math.round((history.attempts.length * history.bucketMs) / 60_000);
   const key = history.attempts.join(",");
+  const theme = useResolvedTheme();
   useEffect(() => {
     const el = host.current;
     if (!el) return;
-    let plot: { destroy(): void } | null = null;
+    let plot: { destroy(): void; setSize(size: { width: number; height: number }): void } | null = null;
+    const resize = new ResizeObserver(() => plot?.setSize({ width: Math.max(240, el.clientWidth), height: 180 }));
     let cancelled = false;
     void import("uplot").then(({ default: UPlot }) => {
       if (cancelled) return;
       const n = history.attempts.length;
       const xs = history.attempts.map((_, i) => (history.endsAt - (n - i) * history.bucketMs) / 1000);
-      const style = getComputedStyle(document.documentElement);
-      const stroke = style.getPropertyValue("--other").trim() || "#b26a00";
-      const axis = style.getPropertyValue("--muted").trim() || "#888";
+      const stroke = themeColor("--other", "#9a5b00");
+      const axis = themeColor("--muted", "#888");
+      const grid = themeColor("--chart-grid", "rgba(128,128,128,0.15)");
       plot = new UPlot(
         {
-          width: Math.max(320, el.clientWidth),
+          width: Math.max(240, el.clientWidth),
           height: 180,
           legend: { show: false },
           cursor: { show: true },
           scales: { y: { range: (_u, _min, max) => [0, Math.max(4, max)] } },
           axes: [
-            { stroke: axis, grid: { stroke: "rgba(128,128,128,0.15)" } },
-            { stroke: axis, grid: { stroke: "rgba(128,128,128,0.15)" }, label: "attempts / 10 s" },
+            { stroke: axis, grid: { stroke: grid } },
+            { stroke: axis, grid: { stroke: grid }, label: "attempts / 10 s" },
           ],
-          series: [{}, { label: "failed attempts", stroke, fill: `${stroke}33`, width: 1.5 }],
+          series: [{}, { label: "failed attempts", stroke, fill: withAlpha(stroke, 0.2), width: 1.5 }],
         },
         [xs, history.attempts],
         el,
       );
+      resize.observe(el);
     });
     return () => {
       cancelled = true;
+      resize.disconnect();
       plot?.destroy();
     };
-    // Redraw only when the figures change.
-  }, [key, history.endsAt, history.bucketMs, history.attempts]);
+    // Redraw only when the figures or the theme (its colours) change.
+  }, [key, history.endsAt, history.bucketMs, history.attempts, theme]);
   return (
     <figure className="contention-chart">
-      <div ref={host} role="img" aria-label={`Failed acquisition attempts per 10 seconds over the last ${minutes} minutes: ${total} in total`} />
+      <div ref={host} className="chart-box" role="img" aria-label={`Failed acquisition attempts per 10 seconds over the last ${minutes} minutes: ${total} in total`} />
       <figcaption className="muted">
         {total === 0 ? `No failed attempts in the last ${minutes} minutes.` : `${total} failed attempts in the last ${minutes} minutes (engine telemetry).`}
       </figcaption>

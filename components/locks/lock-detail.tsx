@@ -10,6 +10,8 @@ import { formatDuration, holderText } from "./format";
 import { NodeDots, StateBadge, TtlBar } from "./lock-bits";
 import { lockDetailKey } from "./live-feed";
 import { useLiveLocks, useNow } from "./use-live-locks";
+import { MessageText } from "../message-text";
+import { TableScroll } from "../table-scroll";
 
 type DetailResponse = LockDetail & { serverTime: number };
 
@@ -55,7 +57,7 @@ export function LockDetailView({ resource }: { resource: string }) {
       <section>
         <h1 className="mono">{resource}</h1>
         <p role="alert" className="error-text">
-          {query.error.message}
+          <MessageText text={query.error.message} />
         </p>
         <Link href="/">Back to all locks</Link>
       </section>
@@ -119,26 +121,30 @@ export function LockDetailView({ resource }: { resource: string }) {
       </div>
 
       <h2>Nodes</h2>
-      <table aria-label="Nodes holding this lock">
-        <thead>
-          <tr>
-            <th scope="col">Node</th>
-            <th scope="col">Status</th>
-            <th scope="col">Value</th>
-            <th scope="col">TTL on node</th>
-          </tr>
-        </thead>
-        <tbody>
-          {lock.nodes.map((node) => (
-            <tr key={node.id} aria-label={node.id}>
-              <th scope="row">{node.id}</th>
-              <td>{node.up ? "up" : "down"}</td>
-              <td className="mono token">{node.token ?? (node.up ? "nothing" : "unknown")}</td>
-              <td className="mono">{node.pttlMs === null ? "—" : formatDuration(node.pttlMs)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <div className="panel">
+        <TableScroll label="Nodes holding this lock, scrollable">
+          <table aria-label="Nodes holding this lock">
+            <thead>
+              <tr>
+                <th scope="col">Node</th>
+                <th scope="col">Status</th>
+                <th scope="col">Value</th>
+                <th scope="col">TTL on node</th>
+              </tr>
+            </thead>
+            <tbody>
+              {lock.nodes.map((node) => (
+                <tr key={node.id} aria-label={node.id}>
+                  <th scope="row">{node.id}</th>
+                  <td>{node.up ? "up" : "down"}</td>
+                  <td className="mono token">{node.token ?? (node.up ? "nothing" : "unknown")}</td>
+                  <td className="mono">{node.pttlMs === null ? "—" : formatDuration(node.pttlMs)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      </div>
 
       <h2>Contention</h2>
       <ContentionChart history={lock.contentionHistory} />

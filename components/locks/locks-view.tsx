@@ -2,16 +2,15 @@
 
 import Link from "next/link";
 import { useVirtualizer } from "@tanstack/react-virtual";
-import { useDeferredValue, useMemo, useRef, useState } from "react";
+import { useDeferredValue, useMemo, useRef, useState, type CSSProperties } from "react";
 import type { Lock } from "@/lib/locks/types";
 import { ApiRequestError } from "../api-client";
-import { ForceReleaseButton } from "../release/force-release-button";
-import { useIsOperator } from "../session";
-import { formatDuration, holderText, lockHref, truncate } from "./format";
+import { formatDuration, holderText, lockHref } from "./format";
 import { NodeDots, Sparkline, StateBadge, TtlBar } from "./lock-bits";
 import type { LiveLocks } from "./live-feed";
 import { NodesPanel } from "./nodes-panel";
 import { useLiveLocks, useNow } from "./use-live-locks";
+import { MessageText } from "../message-text";
 
 type SortKey = "resource" | "state" | "holder" | "nodes" | "ttl" | "heldFor" | "fence" | "contention";
 
@@ -62,7 +61,7 @@ export function LocksView() {
       <Header data={data} />
       {query.isError && !data ? (
         <p role="alert" className="error-text">
-          Could not load the locks: {query.error instanceof Error ? query.error.message : "the console did not answer"}.
+          Could not load the locks: {query.error instanceof Error ? <MessageText text={query.error.message} /> : "the console did not answer"}.
         </p>
       ) : (
         <LocksTable data={data} />
@@ -141,8 +140,8 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
     return filtered;
   }, [data?.locks, deferredFilter, sort]);
 
-  const operator = useIsOperator();
-  const columnCount = COLUMNS.length + (operator ? 1 : 0);
+  const columnCount = COLUMNS.length;
+  const nodeCount = data?.nodes.length ?? 3;
   const scroller = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({ count: rows.length, getScrollElement: () => scroller.current, estimateSize: () => ROW_HEIGHT, overscan: 12 });
   const items = virtualizer.getVirtualItems();
@@ -157,15 +156,15 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
           <input type="search" placeholder="Filter by resource, holder or state" aria-label="Filter locks" value={filter} onChange={(e) => setFilter(e.target.value)} />
         </label>
         <span className="muted" aria-live="polite">
-          {rows.length === (data?.locks.length ?? 0) ? `${rows.length} locks` : `${rows.length} of ${data?.locks.length ?? 0} locks`}
+          {rows.length === (data?.locks.length ?? 0) ? `${rows.length} ${rows.length === 1 ? "lock" : "locks"}` : `${rows.length} of ${data?.locks.length ?? 0} locks`}
         </span>
       </div>
       <div className="locks-scroll" ref={scroller}>
-        <table className="locks-table" aria-label="Locks" aria-rowcount={rows.length + 1}>
+        <table className="locks-table" aria-label="Locks" aria-rowcount={rows.length + 1} style={{ "--node-count": nodeCount } as CSSProperties}>
           <thead>
             <tr aria-rowindex={1}>
               {COLUMNS.map((col) => (
-                <th key={col.key} scope="col" aria-sort={sort.key === col.key ? (sort.dir === 1 ? "ascending" : "descending") : "none"}>
+                <th key={col.key} scope="col" className={`col-${col.key}`} aria-sort={sort.key === col.key ? (sort.dir === 1 ? "ascending" : "descending") : "none"}>
                   <button
                     type="button"
                     className="sort-button"
@@ -176,11 +175,6 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
                   </button>
                 </th>
               ))}
-              {operator && (
-                <th scope="col" className="actions">
-                  <span className="sr-only">Actions</span>
-                </th>
-              )}
             </tr>
           </thead>
           <tbody>
@@ -192,7 +186,7 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
             {items.map((item) => {
               const lock = rows[item.index];
               if (!lock) return null;
-              return <LockRow key={lock.resource} lock={lock} index={item.index} now={now} offsetMs={offsetMs} operator={operator} />;
+              return <LockRow key={lock.resource} lock={lock} index={item.index} now={now} offsetMs={offsetMs} />;
             })}
             {bottom > 0 && (
               <tr aria-hidden className="spacer">
@@ -213,32 +207,37 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
   );
 }
 
-function LockRow({ lock, index, now, offsetMs, operator }: { lock: Lock; index: number; now: number; offsetMs: number; operator: boolean }) {
+/**
+ * One lock. Force release is not here: it is on the lock's page, one deliberate step away from the table.
+ * Cells that may end in an ellipsis (`data-truncates`) carry their full text as a title.
+ */
+function LockRow({ lock, index, now, offsetMs }: { lock: Lock; index: number; now: number; offsetMs: number }) {
   const live = lock.state === "held" || lock.state === "partial" || lock.state === "elapsed";
   const heldFor = live && lock.acquiredAt ? now + offsetMs - lock.acquiredAt : null;
   const c = lock.contention;
+  const holder = holderText(lock);
   return (
     <tr aria-label={lock.resource} aria-rowindex={index + 2} className={live ? undefined : "ended"} style={{ height: ROW_HEIGHT }}>
-      <th scope="row" className="resource mono">
-        <Link href={lockHref(lock.resource)} title={lock.resource}>
-          {truncate(lock.resource, 48)}
-        </Link>
+      <th scope="row" className="col-resource resource mono" data-truncates title={lock.resource}>
+        <Link href={lockHref(lock.resource)}>{lock.resource}</Link>
       </th>
-      <td>
+      <td className="col-state">
         <StateBadge state={lock.state} />
       </td>
-      <td className="holder" title={lock.token ?? undefined}>
-        {holderText(lock)}
+      <td className="col-holder holder" data-truncates title={[holder, lock.token].filter(Boolean).join("\n")}>
+        {holder}
       </td>
-      <td>
+      <td className="col-nodes">
         <NodeDots lock={lock} />
       </td>
-      <td>
+      <td className="col-ttl">
         <TtlBar lock={lock} now={now} offsetMs={offsetMs} />
       </td>
-      <td className="mono">{heldFor === null ? "—" : formatDuration(heldFor)}</td>
-      <td className="mono">{lock.fence ?? "—"}</td>
-      <td>
+      <td className="col-heldFor mono">{heldFor === null ? "—" : formatDuration(heldFor)}</td>
+      <td className="col-fence mono" data-truncates title={lock.fence ?? undefined}>
+        {lock.fence ?? "—"}
+      </td>
+      <td className="col-contention" data-truncates title={c.attemptsPerMin > 0 ? `${c.attemptsPerMin} failed attempts/min, ${c.waiters} waiting` : undefined}>
         {c.attemptsPerMin > 0 ? (
           <span className="contention">
             <span className="mono">{c.attemptsPerMin}/min</span>
@@ -249,12 +248,6 @@ function LockRow({ lock, index, now, offsetMs, operator }: { lock: Lock; index: 
           <span className="muted">—</span>
         )}
       </td>
-      {/* Kept while the row lingers after the end, so an open release dialog can show its outcome. */}
-      {operator && (
-        <td className="actions">
-          <ForceReleaseButton resource={lock.resource} lock={lock} serverOffsetMs={offsetMs} />
-        </td>
-      )}
     </tr>
   );
 }

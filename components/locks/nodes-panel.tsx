@@ -2,6 +2,7 @@
 
 import { useHealth, type HealthNode } from "../node-status";
 import { formatDuration } from "./format";
+import { TableScroll } from "../table-scroll";
 
 /** What the live view adds to each node in /api/health. */
 interface NodeFacts extends HealthNode {
@@ -29,48 +30,58 @@ export function NodesPanel() {
   return (
     <section className="panel nodes-panel" aria-labelledby="nodes-heading">
       <h2 id="nodes-heading">Nodes</h2>
-      <table aria-label="Lock nodes">
-        <thead>
-          <tr>
-            <th scope="col">Node</th>
-            <th scope="col">Status</th>
-            <th scope="col">Latency</th>
-            <th scope="col">Notifications</th>
-            <th scope="col">Last event</th>
-            <th scope="col">Reconnects</th>
-            <th scope="col">Persistence</th>
-            <th scope="col">Uptime vs longest TTL</th>
-            <th scope="col">Clock skew</th>
-          </tr>
-        </thead>
-        <tbody>
-          {nodes.map((node) => {
-            const aof = node.persistence?.appendonly;
-            const save = node.persistence?.save;
-            const persistent = aof === "yes";
-            return (
-              <tr key={node.id} aria-label={node.id}>
-                <th scope="row">
-                  {node.id} <span className="muted mono">{node.url}</span>
-                </th>
-                <td>
-                  <span className={`dot ${node.up ? "up" : "down"}`} aria-hidden /> {node.up ? "up" : "down"}
-                </td>
-                <td className="mono">{node.latencyMs === null ? "—" : `${node.latencyMs} ms`}</td>
-                <td className={node.notifications === "unavailable" ? "warn-text" : undefined}>{NOTIFICATIONS_TEXT[node.notifications]}</td>
-                <td className="mono">{node.watcher?.lastEventAgeMs == null ? "none yet" : `${formatDuration(node.watcher.lastEventAgeMs)} ago`}</td>
-                <td className="mono">{node.watcher ? `${node.watcher.reconnects}` : "—"}</td>
-                <td>{aof == null ? "unknown" : persistent ? "AOF on" : `AOF off${save ? `, RDB save "${save}"` : ", no RDB save"}`}</td>
-                <td className={node.restartRisk ? "warn-text" : undefined}>
-                  {node.uptimeSec == null ? "—" : formatDuration(node.uptimeSec * 1000)} vs {node.longestTtlMs ? formatDuration(node.longestTtlMs) : "—"}
-                  {node.restartRisk && " — restarted without persistence sooner than the longest TTL: a lock may have been granted twice"}
-                </td>
-                <td className="mono">{node.clockSkewMs == null ? "—" : `${node.clockSkewMs > 0 ? "+" : ""}${node.clockSkewMs} ms`}</td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      <TableScroll label="Lock nodes, scrollable">
+        <table className="nodes-table" aria-label="Lock nodes">
+          <thead>
+            <tr>
+              <th scope="col">Node</th>
+              <th scope="col">Status</th>
+              <th scope="col">Latency</th>
+              <th scope="col">Notifications</th>
+              <th scope="col">Last event</th>
+              <th scope="col">Reconnects</th>
+              <th scope="col">Persistence</th>
+              <th scope="col">Uptime vs longest TTL</th>
+              <th scope="col">Clock skew</th>
+            </tr>
+          </thead>
+          <tbody>
+            {nodes.map((node) => {
+              const aof = node.persistence?.appendonly;
+              const save = node.persistence?.save;
+              const persistent = aof === "yes";
+              return (
+                <tr key={node.id} aria-label={node.id}>
+                  <th scope="row">
+                    {node.id} <span className="node-url muted mono">{node.url}</span>
+                  </th>
+                  <td>
+                    <span className={`dot ${node.up ? "up" : "down"}`} aria-hidden /> {node.up ? "up" : "down"}
+                  </td>
+                  <td className="mono">{node.latencyMs === null ? "—" : `${node.latencyMs} ms`}</td>
+                  <td className={`wraps${node.notifications === "unavailable" ? " warn-text" : ""}`}>
+                    {node.notifications === "unavailable" && <span aria-hidden>⚠ </span>}
+                    {NOTIFICATIONS_TEXT[node.notifications]}
+                  </td>
+                  <td className="mono">{node.watcher?.lastEventAgeMs == null ? "none yet" : `${formatDuration(node.watcher.lastEventAgeMs)} ago`}</td>
+                  <td className="mono">{node.watcher ? `${node.watcher.reconnects}` : "—"}</td>
+                  <td className="wraps">{aof == null ? "unknown" : persistent ? "AOF on" : `AOF off${save ? `, RDB save "${save}"` : ", no RDB save"}`}</td>
+                  <td className="wraps">
+                    {node.uptimeSec == null ? "—" : formatDuration(node.uptimeSec * 1000)} vs {node.longestTtlMs ? formatDuration(node.longestTtlMs) : "—"}
+                    {node.restartRisk && (
+                      <span className="risk" role="note">
+                        <span aria-hidden>⚠ </span>
+                        <strong>Restart risk:</strong> restarted without persistence sooner than the longest TTL, so a lock may have been granted twice.
+                      </span>
+                    )}
+                  </td>
+                  <td className="mono">{node.clockSkewMs == null ? "—" : `${node.clockSkewMs > 0 ? "+" : ""}${node.clockSkewMs} ms`}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </TableScroll>
       {spread !== null && <p className="muted">Clock spread between nodes (from TIME): {spread} ms.</p>}
     </section>
   );

@@ -42,9 +42,10 @@ function openDialog(queryClient: QueryClient, props: Omit<ReleaseDialogProps, "o
 }
 
 /**
- * "Force release" for operators, for the locks table's rows and the lock page: opens a dialog with the
- * holder, fence, TTL left and nodes, and a required reason. Renders nothing for viewers, and nothing once
- * the lock has ended.
+ * "Force release" for operators, on the lock's page (the locks table links there rather than offering it on
+ * every row): opens a dialog with the holder, fence, TTL left and nodes, and a required reason. Outlined,
+ * not filled: the filled red is kept for the dialog's final "Release". Renders nothing for viewers, and
+ * nothing once the lock has ended.
  */
 export function ForceReleaseButton({ resource, lock, serverOffsetMs = 0, onReleased, className }: ForceReleaseButtonProps) {
   const isOperator = useIsOperator();
@@ -53,7 +54,7 @@ export function ForceReleaseButton({ resource, lock, serverOffsetMs = 0, onRelea
   return (
     <button
       type="button"
-      className={`button danger ${className ?? ""}`}
+      className={`button danger-outline ${className ?? ""}`}
       aria-haspopup="dialog"
       onClick={() => openDialog(queryClient, { resource, lock, serverOffsetMs, onReleased })}
     >

@@ -5,6 +5,7 @@ import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import styles from "./force-release.module.css";
+import { MessageText } from "../message-text";
 
 export interface ReleaseResponse {
   released: true;
@@ -66,6 +67,7 @@ function ttlText(lock: Lock, now: number, offsetMs: number): string {
 /** A modal `<dialog>` with the lock's facts, a required reason and "Release". Opens as soon as it mounts. */
 export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onClosed }: ReleaseDialogProps) {
   const dialogRef = useRef<HTMLDialogElement>(null);
+  const closeRef = useRef<HTMLButtonElement>(null);
   const [reason, setReason] = useState("");
   const [outcome, setOutcome] = useState<Outcome>({ kind: "idle" });
   const [now, setNow] = useState(() => Date.now());
@@ -106,6 +108,10 @@ export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onCl
 
   const sending = outcome.kind === "sending";
   const finished = outcome.kind === "released" || outcome.kind === "changed-hands";
+  // The Release button goes once there is an outcome: hand the focus to Close rather than lose it to the page.
+  useEffect(() => {
+    if (finished) closeRef.current?.focus();
+  }, [finished]);
 
   return (
     <dialog ref={dialogRef} aria-labelledby={titleId} className={styles.dialog} onClose={onClosed}>
@@ -173,18 +179,20 @@ export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onCl
                 <span className="mono">{shortToken(outcome.current.token)}</span>).
               </p>
             ) : (
-              <p>{outcome.message}</p>
+              <p>
+                <MessageText text={outcome.message} />
+              </p>
             )}
             <p className="muted">Close this dialog and look at the lock again before releasing the new holder.</p>
           </div>
         )}
         {outcome.kind === "error" && (
           <p role="alert" className="error-text">
-            {outcome.message}
+            <MessageText text={outcome.message} />
           </p>
         )}
         <div className={styles.actions}>
-          <button type="button" className="button" onClick={() => dialogRef.current?.close()}>
+          <button ref={closeRef} type="button" className="button" onClick={() => dialogRef.current?.close()}>
             {finished ? "Close" : "Cancel"}
           </button>
           {!finished && (

@@ -1,4 +1,4 @@
-import { FENCE_OLDER_LUA, HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA } from "./shared.lua";
+import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua";
 
 /**
  * Takes every resource on this node, or none: the check and the SETs run in one script, so two
@@ -9,20 +9,24 @@ import { FENCE_OLDER_LUA, HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_
  * ARGV[1]: the value, an engine value `lk1:<id>:<arrival base36>:...` (unique token, holder identity).
  * ARGV[2]: TTL in ms.
  * ARGV[3]: mode: "" (a plain acquisition), or flags, then ":<queue entry ms>" when "q" or "r" is set and
- *   ":<ticket ms>" after it when "g" is: "f" fenced (report this node's fence), "t" publish a refusal on
- *   the contention channel, "q" waiter (join the resource's waiter queue when refused, so a release hands
- *   the lock on, or wakes waiters, one at a time in arrival order), "r" fair (like "q", and a free
- *   resource is only taken by the head of its queue), "w" an earlier attempt of this acquisition was
- *   refused (it may be queued here: leave the queue on success), "g" (with "q" or "r", one resource) leave
- *   a grant ticket when refused: the release that finds this waiter at the head of the queue writes the
- *   lock in its value (see HAND_OVER_LUA), if the ticket is not older than its ticket ms.
+ *   ":<ticket ms>" after it when "g" is: "f" fenced (report this node's fence and fence marker), "t"
+ *   publish a refusal on the contention channel, "q" waiter (join the resource's waiter queue when
+ *   refused, so a release hands the lock on, or wakes waiters, one at a time in arrival order), "r" fair
+ *   (like "q", and a free resource is only taken by the head of its queue), "w" an earlier attempt of
+ *   this acquisition was refused (it may be queued here: leave the queue on success), "g" (with "q" or
+ *   "r", one resource) leave a grant ticket when refused: the release that finds this waiter at the head
+ *   of the queue writes the lock in its value (see HAND_OVER_LUA), if the ticket is not older than its
+ *   ticket ms. A queued refusal without "g" (the last attempt) removes an earlier attempt's ticket.
  * ARGV[4]: the attempt number (in the contention message and the grant ticket).
- * Replies: 1 taken; {1, fence} taken, fenced, with the highest fence this node recorded for the
- * resources ("0" for none); {0, i, holder value or nil, pttl} resource i is held; {2, i, head id} fair
- * mode: resource i is free but another waiter is ahead in its queue.
+ * Replies: 1 taken; {0, i, holder value or nil, pttl} resource i is held; {2, i, head id} fair mode:
+ * resource i is free but another waiter is ahead in its queue. Fenced ("f"), every reply is a table and
+ * ends with this node's highest fence for the resources ("0" for none) and its fence marker (nil when it
+ * has none): {1, fence, marker}, {0, i, value, pttl, fence, marker}, {2, i, head, fence, marker}; and
+ * {3, i} when the fence key of resource i is damaged (nothing was written).
+ * An error reply (WRONGTYPE) when a queue key the script would write holds another type: nothing written.
  *
- * This runs for every acquisition, so the common case (one resource, free) is one SET NX and nothing
- * else; the refusal path (telemetry, queue) only runs when refused.
+ * This runs for every acquisition that is not a plain first try, so the common case (one resource, free)
+ * is one SET NX and nothing else; the refusal path (telemetry, queue) only runs when refused.
  */
 export const ACQUIRE_LUA = `
 local value, ttl, mode, attempt = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -31,6 +35,34 @@ local fair = mode ~= "" and string.find(mode, "r", 1, true) ~= nil
 local mine = string.sub(value, 1, 21)
 -- Set when refused: the resource that refused and the reply.
 local refused, reply = nil, nil
+-- Fenced: this node's fence knowledge is read before anything is written (every reply carries it, a
+-- refusal too: the client needs the fences of every node that answers, not only of those that grant).
+-- Written out rather than with helper functions: a Lua function is a closure made on every call, and
+-- this runs on every fenced attempt. Fences are canonical decimals compared as strings (see
+-- FENCE_OLDER_LUA); a fence key that holds anything else is damaged, and this node can vouch for nothing.
+local fence, marker = nil, false
+if mode ~= "" and string.find(mode, "f", 1, true) then
+  fence = "0"
+  for i, key in ipairs(KEYS) do
+    local f = redis.pcall("GET", "fence:" .. key)
+    if f ~= false then
+      if type(f) ~= "string" or #f > 40 or not (f == "0" or string.match(f, "^[1-9]%d*$")) then return {3, i} end
+      if #f > #fence or (#f == #fence and f > fence) then fence = f end
+    end
+  end
+  marker = redis.pcall("GET", "lockscope:fence-epoch")
+  if type(marker) ~= "string" then marker = false end
+end
+-- Queue keys are checked before the first write of any path that writes them (fair mode hands over and
+-- prunes, a later attempt leaves the queue when it wins, a refusal joins it).
+local queued = mode ~= "" and (fair or string.find(mode, "q", 1, true) ~= nil)
+local checked = false
+if fair or (queued and string.find(mode, "w", 1, true)) then
+  ${QUEUE_KEYS_WRONG_LUA}
+  local refusal = queue_keys_refusal(KEYS)
+  if refusal then return refusal end
+  checked = true
+end
 
 if #KEYS == 1 and not fair then
   local key = KEYS[1]
@@ -86,6 +118,11 @@ end
 if refused then
   -- The helper functions are defined here, on the refusal path only: a Lua function defined at the top
   -- is a closure made on every call, which measurably slows the common case.
+  if queued and not checked then
+    ${QUEUE_KEYS_WRONG_LUA}
+    local refusal = queue_keys_refusal(KEYS)
+    if refusal then return refusal end
+  end
   ${NOW_MS_LUA}
   local now = now_ms()
   -- A refused attempt is announced from here, not by the client, so contention costs no extra round
@@ -97,7 +134,7 @@ if refused then
   -- A waiter joins the queues of all its resources at its first refusal. Entries are scored by the
   -- waiter's own arrival time (read from its value: the same number on every node), so all nodes order
   -- the queue alike and agree on whose turn it is.
-  if fair or string.find(mode, "q", 1, true) then
+  if queued then
     local id = string.sub(value, 5, 20)
     local arrival = tonumber(string.match(value, "^lk1:[^:]*:([0-9a-z]+)"), 36)
     local entry, ticket = string.match(mode, ":(%d+):?(%d*)$")
@@ -119,7 +156,15 @@ if refused then
     if ticket ~= "" then
       redis.call("HSET", "waitqg:" .. KEYS[1], id, string.format("%.0f", now + tonumber(ticket)) .. "|" .. attempt .. "|" .. ttl .. "|" .. value)
       keep("waitqg:" .. KEYS[1])
+    else
+      -- The last attempt leaves no ticket, and takes back the one its previous attempt left: nobody will
+      -- wait for a grant to it, and a release must not write the lock in a value nobody holds.
+      for _, key in ipairs(KEYS) do redis.call("HDEL", "waitqg:" .. key, id) end
     end
+  end
+  if fence then
+    reply[#reply + 1] = fence
+    reply[#reply + 1] = marker
   end
   return reply
 end
@@ -134,17 +179,10 @@ if string.find(mode, "w", 1, true) then
     end
   end
 end
-if string.find(mode, "f", 1, true) then
-  ${FENCE_OLDER_LUA}
-  -- The client takes the highest fence over a quorum and adds one; it then records that fence on a
-  -- quorum (commit-fence) before handing the lock out.
-  local highest = "0"
-  for _, key in ipairs(KEYS) do
-    local fence = redis.call("GET", "fence:" .. key)
-    if fence and fence_older(highest, fence) then highest = fence end
-  end
-  return {1, highest}
-end
+-- Fenced: the client takes the highest fence over every node that answered (a quorum of them with
+-- their marker) and adds one; it then records that fence on a quorum (commit-fence) before handing the
+-- lock out.
+if fence then return {1, fence, marker} end
 return 1
 `;
 
@@ -156,7 +194,11 @@ return 1
  * acquisition's value rewritten with a fence) is deleted and handed on.
  */
 export const LEAVE_QUEUE_LUA = `
+${QUEUE_KEYS_WRONG_LUA}
 local id, value, granted = ARGV[1], ARGV[2], nil
+-- Checked before anything is written (see QUEUE_KEYS_WRONG_LUA).
+local refusal = queue_keys_refusal(KEYS)
+if refusal then return refusal end
 for _, key in ipairs(KEYS) do
   redis.call("ZREM", "waitq:" .. key, id)
   redis.call("ZREM", "waitqd:" .. key, id)

@@ -1,7 +1,7 @@
 import { ACQUIRE_LUA, LEAVE_QUEUE_LUA } from "./acquire.lua";
 import { COMMIT_FENCE_LUA } from "./commit-fence.lua";
 import { driftMs, reportErrors, votesOf, type Engine } from "./engine";
-import { AcquireAbortedError, NodesFailedError, ResourceHeldError, type HeldBy } from "./errors";
+import { AcquireAbortedError, FenceUnavailableError, NodesFailedError, ResourceHeldError, type FenceNodeEvidence, type HeldBy } from "./errors";
 import { composeLockValue, decodeLockValue, encodeIdentityTail, lockValueId, randomId } from "./identity";
 import { Lock, type LockState } from "./lock";
 import type { Waiter } from "./notifications";
@@ -29,17 +29,39 @@ export interface AcquireOptions {
 }
 
 /**
+ * @internal What a node told a fenced acquisition about the resources' fences: its highest one, and whether
+ * it has its fence marker (it kept its fences: see reseed.ts).
+ */
+export interface FenceKnowledge {
+  fence: string;
+  marked: boolean;
+}
+
+/**
  * @internal One node's answer to the acquire script, or to the plain first try ("unchecked": SET NX was
- * refused there; the acquire script runs next on that node and answers with one of the others).
+ * refused there; the acquire script runs next on that node and answers with one of the others). `known`:
+ * the node's fence knowledge (fenced acquisitions only, on every reply, null otherwise). "damaged": a fence
+ * key of resource `index` holds something that is not a fence (nothing was taken there).
  */
 export type AcquireReply =
-  | { kind: "granted"; fence: string | null }
-  | { kind: "held"; index: number; value: string | null; pttlMs: number }
-  | { kind: "queued"; index: number; head: string }
-  | { kind: "unchecked" };
+  | { kind: "granted"; known: FenceKnowledge | null }
+  | { kind: "held"; index: number; value: string | null; pttlMs: number; known: FenceKnowledge | null }
+  | { kind: "queued"; index: number; head: string; known: FenceKnowledge | null }
+  | { kind: "damaged"; index: number; known: null }
+  | { kind: "unchecked"; known: null };
 
-const GRANTED: AcquireReply = Object.freeze({ kind: "granted", fence: null });
-const UNCHECKED: AcquireReply = Object.freeze({ kind: "unchecked" });
+const GRANTED: AcquireReply = Object.freeze({ kind: "granted", known: null });
+const UNCHECKED: AcquireReply = Object.freeze({ kind: "unchecked", known: null });
+
+const FENCE_PATTERN = /^(0|[1-9][0-9]{0,39})$/;
+
+/** The fence knowledge at `at` in a fenced reply (a fence the script validated, and the marker or nil). */
+function knowledgeAt(reply: unknown[], at: number): FenceKnowledge | null {
+  if (reply.length <= at) return null;
+  const fence = reply[at];
+  if (typeof fence !== "string" || !FENCE_PATTERN.test(fence)) throw new Error(`Unexpected fence in the acquire script's reply: ${String(fence)}`);
+  return { fence, marked: typeof reply[at + 1] === "string" };
+}
 
 function parseSetReply(raw: unknown): AcquireReply {
   if (raw === "OK") return GRANTED;
@@ -54,16 +76,19 @@ function parseAcquireReply(raw: unknown): AcquireReply {
   const reply = raw as unknown[];
   switch (reply[0]) {
     case 1:
-      return { kind: "granted", fence: typeof reply[1] === "string" ? reply[1] : null };
+      return { kind: "granted", known: knowledgeAt(reply, 1) };
     case 0:
       return {
         kind: "held",
         index: Number(reply[1]) - 1,
         value: typeof reply[2] === "string" ? reply[2] : null,
         pttlMs: typeof reply[3] === "number" ? reply[3] : -2,
+        known: knowledgeAt(reply, 4),
       };
     case 2:
-      return { kind: "queued", index: Number(reply[1]) - 1, head: String(reply[2]) };
+      return { kind: "queued", index: Number(reply[1]) - 1, head: String(reply[2]), known: knowledgeAt(reply, 3) };
+    case 3:
+      return { kind: "damaged", index: Number(reply[1]) - 1, known: null };
     default:
       throw new Error(`Unexpected reply from the acquire script: ${String(reply[0])}`);
   }
@@ -71,13 +96,39 @@ function parseAcquireReply(raw: unknown): AcquireReply {
 
 /** @internal */
 export const isGranted = (reply: AcquireReply): boolean => reply.kind === "granted";
-const isOne = (reply: number) => reply === 1;
+/** @internal A fenced round may resolve early on a quorum of nodes that granted and kept their fences. */
+export const isGrantedAndMarked = (reply: AcquireReply): boolean => reply.kind === "granted" && reply.known !== null && reply.known.marked;
 const parseNumber = (raw: unknown): number => {
   if (typeof raw !== "number") throw new Error(`Unexpected reply: ${String(raw)}`);
   return raw;
 };
 
-type Failure = { reason: "conflict" | "nodes-failed" | "validity"; votes: ReturnType<typeof votesOf> };
+/**
+ * Why an attempt failed. `fence`: a fenced attempt that had a quorum but no fence it could hand out safely
+ * (it becomes the error when it is the last attempt, or at once when `fatal`: no retry can help).
+ */
+type Failure = {
+  reason: "conflict" | "nodes-failed" | "validity";
+  votes: ReturnType<typeof votesOf>;
+  fence?: FenceUnavailableError;
+  fatal?: boolean;
+};
+
+/** @internal One node's answer to commit-fence: it holds the lock (with the fence in its value); it has its marker. */
+export interface CommitReply {
+  held: boolean;
+  marked: boolean;
+  damaged: boolean;
+}
+
+function parseCommitReply(raw: unknown): CommitReply {
+  if (!Array.isArray(raw)) throw new Error(`Unexpected reply from the commit-fence script: ${String(raw)}`);
+  const reply = raw as unknown[];
+  return { held: reply[0] === 1, marked: typeof reply[1] === "string", damaged: reply[0] === -1 };
+}
+
+/** @internal */
+export const heldAndMarked = (reply: CommitReply): boolean => reply.held && reply.marked;
 
 /**
  * A waiter between attempts. `woken` also records a wake-up heard while an attempt was in flight. Grants
@@ -94,8 +145,6 @@ interface AcquireWaiter extends Waiter {
   nodes: Int8Array;
   /** How many nodes are GRANTED. */
   grants: number;
-  /** The highest fence reported with the grants ("" for none). */
-  grantFence: string;
 }
 
 const GRANTED_NODE = 1;
@@ -109,16 +158,16 @@ function newWaiter(id: string, nodes: number, quorum: number): AcquireWaiter {
     attempt: 0,
     nodes: new Int8Array(nodes),
     grants: 0,
-    grantFence: "",
     wake: () => {
       waiter.woken = true;
       waiter.resolve?.();
     },
-    grant: (node, attempt, fence) => {
+    // (The fence a grant reports is not used: a fenced waiter reads the fences of every node itself, see
+    // acquireLock.)
+    grant: (node, attempt) => {
       if (attempt !== waiter.attempt || node >= nodes || waiter.nodes[node] !== 0) return;
       waiter.nodes[node] = GRANTED_NODE;
       waiter.grants += 1;
-      if (fence !== "" && (waiter.grantFence === "" || BigInt(fence) > BigInt(waiter.grantFence))) waiter.grantFence = fence;
       if (waiter.grants >= quorum) waiter.wake();
     },
   };
@@ -143,7 +192,6 @@ function nextAttempt(waiter: AcquireWaiter, attempt: number): void {
   waiter.attempt = attempt;
   waiter.nodes.fill(0);
   waiter.grants = 0;
-  waiter.grantFence = "";
 }
 
 /**
@@ -277,19 +325,21 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   const started = performance.now();
   let roundStart = started;
   let acquired = false;
+  let bootstrapped = false;
 
   try {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw new AcquireAbortedError(resources, attempt - 1, signal.reason);
-      // Granted by releases while waiting (see HAND_OVER_LUA): the lock is ours on a quorum already.
-      const grantedBy = waiter && waiter.grants >= quorum ? waiter : null;
+      // Granted by releases while waiting (see HAND_OVER_LUA): the lock is ours on a quorum already. A
+      // fenced waiter still runs its next attempt (which finds its own value and renews it): it must read
+      // the fences of every node that answers, not only of the nodes that granted it.
+      const grantedBy = waiter && !fenced && waiter.grants >= quorum ? waiter : null;
       let outcomes: Array<NodeOutcome<AcquireReply>>;
       // The nodes that ran the acquire script in this attempt (null: all of them), so may have queued it.
       let scriptNodes: number[] | null = null;
       if (grantedBy) {
         attempt -= 1; // no new attempt: the one the grants answer
-        const grant: NodeOutcome<AcquireReply> = fenced ? { state: "ok", value: { kind: "granted", fence: grantedBy.grantFence || "0" } } : GRANTED_OUTCOME;
-        outcomes = Array.from(grantedBy.nodes, (state) => (state === GRANTED_NODE ? grant : PENDING_OUTCOME));
+        outcomes = Array.from(grantedBy.nodes, (state) => (state === GRANTED_NODE ? GRANTED_OUTCOME : PENDING_OUTCOME));
       } else {
         if (waiter) nextAttempt(waiter, attempt);
         roundStart = attempt === 1 ? started : performance.now();
@@ -320,7 +370,8 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
             parse: parseAcquireReply,
             // Resolve early on success only: a failed round waits for every node (or the timeout), so that in
             // the common contended case every node has answered "held" and there is nothing to clean up.
-            early: engine.acquireEarly,
+            // Fenced, success needs a quorum that granted and kept their fences (see fenceDecision).
+            early: fenced ? engine.fencedAcquireEarly : engine.acquireEarly,
             onLate: engine.onLateAcquire,
           });
           reportErrors(engine, outcomes, "acquire");
@@ -329,16 +380,13 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
 
       let granted = 0;
       let answered = 0;
-      let highestFence = "";
+      let damaged = 0;
       for (let i = 0; i < outcomes.length; i++) {
         const outcome = outcomes[i]!;
         if (outcome.state !== "ok") continue;
         answered += 1;
-        if (outcome.value.kind === "granted") {
-          granted += 1;
-          const fence = outcome.value.fence;
-          if (fence !== null && (highestFence === "" || BigInt(fence) > BigInt(highestFence))) highestFence = fence;
-        }
+        if (outcome.value.kind === "granted") granted += 1;
+        else if (outcome.value.kind === "damaged") damaged += 1;
       }
 
       let failure: Failure | null = null;
@@ -346,24 +394,23 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       let fence: string | null = null;
       if (granted >= quorum) {
         if (fenced) {
-          // Record the fence on a quorum before handing it out (see commit-fence.lua.ts for why).
-          fence = (BigInt(highestFence || "0") + 1n).toString();
-          lockValue = composeLockValue(id, acquiredAt, settings.pid, fence, tail);
-          const commit = await runRound(clients, COMMIT_FENCE, {
-            keys: resources,
-            args: [value, lockValue, fence],
-            timeoutMs,
-            parse: parseNumber,
-            early: { quorum, isFor: isOne, when: "either" },
-            onLate: (index, outcome) => {
-              if (outcome.state === "error") engine.nodeError(index, outcome.error, "commit-fence");
-            },
-          });
-          reportErrors(engine, commit, "commit-fence");
-          const votes = votesOf(commit, isOne);
-          const committed = votes.filter((v) => v.vote === "for").length;
-          const replied = votes.filter((v) => v.vote === "for" || v.vote === "against").length;
-          if (committed < quorum) failure = { reason: replied < quorum ? "nodes-failed" : "conflict", votes };
+          const decision = await fenceDecision(engine, resources, outcomes, attempt, !bootstrapped);
+          if (decision.kind === "seeded") {
+            // No node had a marker (a new deployment, or fences from before markers): every node was seeded
+            // and marked; the same attempt runs again (its value, already written where it was granted,
+            // counts as free there).
+            bootstrapped = true;
+            attempt -= 1;
+            continue;
+          }
+          if (decision.kind === "failed") failure = decision.failure;
+          else {
+            // Record the fence on a quorum of nodes that kept their fences before handing it out (see
+            // commit-fence.lua.ts for why).
+            fence = decision.fence;
+            lockValue = composeLockValue(id, acquiredAt, settings.pid, fence, tail);
+            failure = await commitFence(engine, resources, value, lockValue, fence, attempt);
+          }
         }
         if (!failure) {
           const deadline = roundStart + ttlMs - drift;
@@ -401,6 +448,9 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
           }
           failure = { reason: "validity", votes: votesOf(outcomes, isGranted) };
         }
+      } else if (damaged > 0 && granted + damaged >= quorum) {
+        // A quorum would have granted but for damaged fence keys: that is what to tell, not "taken".
+        failure = { reason: "nodes-failed", votes: votesOf(outcomes, isGranted), fence: new FenceUnavailableError(resources, "damaged", evidenceOf(outcomes), quorum, attempt) };
       } else {
         failure = { reason: answered < quorum ? "nodes-failed" : "conflict", votes: votesOf(outcomes, isGranted) };
       }
@@ -437,6 +487,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       if (grantedNodes.length > 0) await releaseOnNodes(engine, resources, ours, grantedNodes);
       if (engine.listening("attempt-failed")) engine.emit("attempt-failed", { resources, attempt, reason: failure.reason });
 
+      if (failure.fence && (lastAttempt || failure.fatal)) throw failure.fence;
       if (lastAttempt) {
         if (failure.reason === "conflict") throw new ResourceHeldError(resources, heldByOf(resources, outcomes), failure.votes, attempt);
         throw new NodesFailedError(resources, failure.votes, quorum, attempt, failure.reason === "validity" ? "too-slow" : "errors");
@@ -448,10 +499,12 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         // all arrive in the same millisecond).
         const expiresIn = shortestPttl(outcomes);
         if (expiresIn >= 0) delayMs = Math.min(delayMs, expiresIn + 1 + Math.floor(Math.random() * 5));
-        // A split vote (some nodes granted, too few): contenders raced for a free lock and none won, or the
-        // winner is not known yet. Retry soon, after a random pause so the racers fall out of step (two
-        // cannot split forever, each node grants only one of them, but three or more could).
-        if (grantedNodes.length > 0) delayMs = Math.min(delayMs, 1 + Math.floor(Math.random() * 10));
+        // A split vote (some nodes granted, too few, and no other holder has a quorum): contenders raced
+        // for a free lock and none won, or the winner is not known yet. Retry soon, after a random pause so
+        // the racers fall out of step (two cannot split forever, each node grants only one of them, but
+        // three or more could). A lock another holder has on a quorum is no race, even when a node that
+        // came back empty granted this attempt: the waiter waits its retry delay like any other.
+        if (grantedNodes.length > 0 && isSplitVote(outcomes, quorum)) delayMs = Math.min(delayMs, 1 + Math.floor(Math.random() * 10));
       }
       await sleepUnlessWoken(waiter, delayMs, timeoutMs, signal);
     }
@@ -464,6 +517,121 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       engine.notifications.unretain();
     }
   }
+}
+
+/**
+ * What a fenced attempt that a quorum granted may do with the fences its round read. F = (highest fence
+ * over every node that answered) + 1 is safe when at least a quorum of those nodes kept their fences (have
+ * their marker): every fence handed out before was recorded on a quorum of marked nodes, and two quorums
+ * share a node (the proof is in docs/engine.md). Nodes without marker are re-seeded in the background.
+ * With no marker anywhere and every node answering, every node is seeded first (`seeded`: run again).
+ */
+async function fenceDecision(
+  engine: Engine,
+  resources: readonly string[],
+  outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>,
+  attempt: number,
+  mayBootstrap: boolean,
+): Promise<{ kind: "fence"; fence: string } | { kind: "seeded" } | { kind: "failed"; failure: Failure }> {
+  const quorum = engine.quorum;
+  let trusted = 0;
+  let unanswered = 0;
+  let highest = 0n;
+  const unmarked: number[] = [];
+  outcomes.forEach((o, i) => {
+    if (o.state !== "ok") {
+      unanswered += 1;
+      return;
+    }
+    const known = o.value.known;
+    if (!known) return;
+    const fence = BigInt(known.fence);
+    if (fence > highest) highest = fence;
+    if (known.marked) trusted += 1;
+    else unmarked.push(i);
+  });
+  if (trusted >= quorum) {
+    for (const index of unmarked) engine.fenceRepairs.schedule(index);
+    return { kind: "fence", fence: (highest + 1n).toString() };
+  }
+  const votes = votesOf(outcomes, isGranted);
+  if (mayBootstrap && unmarked.length === outcomes.length) {
+    try {
+      await engine.fenceRepairs.bootstrap(resources);
+      return { kind: "seeded" };
+    } catch (error) {
+      if (!(error instanceof FenceUnavailableError)) throw error;
+      return { kind: "failed", failure: { reason: "nodes-failed", votes, fence: new FenceUnavailableError(resources, "untrusted", error.nodes, quorum, attempt) } };
+    }
+  }
+  // Fewer than a quorum of marked nodes answered. When the nodes that did not answer could not make up a
+  // quorum either, no retry can help: an operator must re-seed (docs/engine.md), so it fails at once.
+  return {
+    kind: "failed",
+    failure: { reason: "nodes-failed", votes, fence: new FenceUnavailableError(resources, "untrusted", evidenceOf(outcomes), quorum, attempt), fatal: trusted + unanswered < quorum },
+  };
+}
+
+/**
+ * Records fence F on the nodes (commit-fence). The lock is handed out only when a quorum holds it with F in
+ * its value and a quorum recorded F with their marker present (a node that lost its data since the acquire
+ * round has no marker: its record does not count).
+ */
+async function commitFence(engine: Engine, resources: readonly string[], value: string, lockValue: string, fence: string, attempt: number): Promise<Failure | null> {
+  const quorum = engine.quorum;
+  const commit = await runRound(engine.clients, COMMIT_FENCE, {
+    keys: resources,
+    args: [value, lockValue, fence],
+    timeoutMs: engine.settings.nodeTimeoutMs,
+    parse: parseCommitReply,
+    // Early on success only: a failing commit waits for every node, since a node that holds the lock and
+    // one that recorded F with its marker need not be the same.
+    early: engine.commitEarly,
+    onLate: (index, outcome) => {
+      if (outcome.state === "error") engine.nodeError(index, outcome.error, "commit-fence");
+    },
+  });
+  reportErrors(engine, commit, "commit-fence");
+  let holders = 0;
+  let marked = 0;
+  let replied = 0;
+  const evidence: FenceNodeEvidence[] = commit.map((o, index): FenceNodeEvidence => {
+    if (o.state === "error") return { index, state: "error", fence: null, error: o.error };
+    if (o.state === "pending") return { index, state: "pending", fence: null };
+    replied += 1;
+    if (o.value.held) holders += 1;
+    if (o.value.marked) marked += 1;
+    return { index, state: o.value.damaged ? "damaged" : o.value.marked ? "trusted" : "untrusted", fence: o.value.damaged ? null : fence };
+  });
+  if (holders >= quorum && marked >= quorum) return null;
+  const votes = votesOf(commit, (reply) => reply.held);
+  if (holders < quorum) return { reason: replied < quorum ? "nodes-failed" : "conflict", votes };
+  return { reason: "nodes-failed", votes, fence: new FenceUnavailableError(resources, "commit", evidence, quorum, attempt) };
+}
+
+/** Per node, what a fenced round's replies told about its fences. */
+function evidenceOf(outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>): FenceNodeEvidence[] {
+  return outcomes.map((o, index): FenceNodeEvidence => {
+    if (o.state === "error") return { index, state: "error", fence: null, error: o.error };
+    if (o.state === "pending") return { index, state: "pending", fence: null };
+    if (o.value.kind === "damaged") return { index, state: "damaged", fence: null };
+    const known = o.value.known;
+    return { index, state: known?.marked ? "trusted" : "untrusted", fence: known?.fence ?? null };
+  });
+}
+
+/** No other holder has the lock on a quorum of nodes: contenders split a free lock. */
+function isSplitVote(outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>, quorum: number): boolean {
+  const holders = new Map<string, number>();
+  for (const o of outcomes) {
+    if (o.state !== "ok") continue;
+    if (o.value.kind === "held" && o.value.value !== null) {
+      const count = (holders.get(o.value.value) ?? 0) + 1;
+      if (count >= quorum) return false;
+      holders.set(o.value.value, count);
+    }
+  }
+  return true;
 }
 
 function countGranted(outcomes: ReadonlyArray<NodeOutcome<AcquireReply>>): number {

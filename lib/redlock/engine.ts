@@ -3,7 +3,8 @@ import type { NodeVote } from "./errors";
 import type { RedlockEvents } from "./events";
 import type { LockOwner } from "./lock";
 import type { Notifications } from "./notifications";
-import type { AcquireReply } from "./acquire";
+import type { AcquireReply, CommitReply } from "./acquire";
+import type { FenceRepairs } from "./reseed";
 import type { ReleaseReply } from "./release";
 import type { NodeOutcome, RoundOptions } from "./round";
 import type { ResolvedSettings } from "./settings";
@@ -27,6 +28,12 @@ export interface Engine {
   readonly onLateRelease: NonNullable<RoundOptions<ReleaseReply>["onLate"]>;
   /** The acquire round's early-resolution rule (on a quorum of grants), made once per engine. */
   readonly acquireEarly: NonNullable<RoundOptions<AcquireReply>["early"]>;
+  /** Fenced: on a quorum of grants from nodes that kept their fences. */
+  readonly fencedAcquireEarly: NonNullable<RoundOptions<AcquireReply>["early"]>;
+  /** Commit-fence: on a quorum of nodes that hold the lock and kept their fences. */
+  readonly commitEarly: NonNullable<RoundOptions<CommitReply>["early"]>;
+  /** Background re-seeds of nodes that lost their fences. */
+  readonly fenceRepairs: FenceRepairs;
   /** The release round's early-resolution rule for one resource (deleted = 1 is a vote for). */
   readonly releaseEarly: NonNullable<RoundOptions<ReleaseReply>["early"]>;
   /** `acquireModes(settings)`, built once per engine. */

@@ -62,6 +62,50 @@ export class NodesFailedError extends Error {
   }
 }
 
+/** What one node could tell about the fences of a fenced acquisition's resources. */
+export interface FenceNodeEvidence {
+  index: number;
+  /**
+   * trusted: it answered with its fence marker (it kept its fences); untrusted: it answered without one (it
+   * came back empty, or was never seeded), so its fences do not count; damaged: a `fence:` key holds
+   * something that is not a decimal fence; error: it failed or timed out; pending: no answer yet.
+   */
+  state: "trusted" | "untrusted" | "damaged" | "error" | "pending";
+  /** The highest fence it reported, when it answered. */
+  fence: string | null;
+  error?: Error;
+}
+
+/**
+ * A fenced acquisition could not be sure its fence is higher than every fence handed out before, so it
+ * handed out none (and released what it had taken). `reason`: `untrusted`, fewer than a quorum of nodes
+ * that answered kept their fences (see docs/engine.md for the remedy); `commit`, the new fence could not be
+ * recorded on a quorum of such nodes; `damaged`, a `fence:` key holds something that is not a fence.
+ */
+export class FenceUnavailableError extends Error {
+  constructor(
+    readonly resources: readonly string[],
+    readonly reason: "untrusted" | "commit" | "damaged",
+    readonly nodes: readonly FenceNodeEvidence[],
+    readonly quorum: number,
+    readonly attempts: number,
+  ) {
+    const trusted = nodes.filter((n) => n.state === "trusted").length;
+    const detail = nodes
+      .filter((n) => n.state !== "trusted")
+      .map((n) => `node ${n.index}: ${n.state === "error" ? (n.error?.message ?? "failed") : n.state}`)
+      .join("; ");
+    const what =
+      reason === "commit"
+        ? `the fence was recorded on ${trusted} node(s) that kept their fences, quorum is ${quorum}`
+        : reason === "damaged"
+          ? "a fence key holds something that is not a fence"
+          : `only ${trusted} of ${nodes.length} nodes can vouch for their fences, quorum is ${quorum}`;
+    super(`No fence for ${JSON.stringify(resources)} can be issued safely: ${what}${detail ? ` (${detail})` : ""}`);
+    this.name = "FenceUnavailableError";
+  }
+}
+
 /** The lock is no longer held on a quorum: it expired, or another holder or an operator took it. */
 export class LockLostError extends Error {
   constructor(

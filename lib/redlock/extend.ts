@@ -8,6 +8,8 @@ import * as check from "./validate";
 
 const EXTEND = defineScript(EXTEND_LUA);
 const isOne = (reply: number) => reply === 1;
+/** The node holds none of it: it came back empty (or its key expired early) and the rest is ours. */
+const MISSING = 2;
 
 function parseFlag(raw: unknown): number {
   if (typeof raw !== "number") throw new Error(`Unexpected reply from the extend script: ${String(raw)}`);
@@ -19,6 +21,11 @@ function parseFlag(raw: unknown): number {
  * Refuses a lock whose validity already ran out (`LockExpiredError`): its keys may belong to someone
  * else by now. Rejects with `LockLostError` when a quorum answered and does not hold it, and with
  * `NodesFailedError` when too few nodes answered.
+ *
+ * Nodes where the lock is missing (a node that came back empty after a restart) get it written back once
+ * a quorum extended it, and are reported with a `restored` event: otherwise two such restarts in turn
+ * would leave the lock on fewer nodes than a quorum while its holder still believes in it, and a second
+ * holder could take it.
  */
 export async function extendLock(engine: Engine, lock: Lock, ttlArg: unknown): Promise<Lock> {
   const state = lockState(lock);
@@ -30,12 +37,14 @@ export async function extendLock(engine: Engine, lock: Lock, ttlArg: unknown): P
 
   const outcomes = await runRound(engine.clients, EXTEND, {
     keys: resources,
-    args: [state.value, ttlMs],
+    args: [state.value, ttlMs, state.previousValue ?? "", ""],
     timeoutMs: engine.settings.nodeTimeoutMs,
     parse: parseFlag,
     early: { quorum: engine.quorum, isFor: isOne, when: "either" },
-    onLate: (index, outcome) => {
+    onLate: (index, outcome, _options, succeeded) => {
       if (outcome.state === "error") engine.nodeError(index, outcome.error, "extend");
+      // A node that came back empty answers after the quorum that extended the lock, often.
+      else if (succeeded && outcome.state === "ok" && outcome.value === MISSING) void restoreOn(engine, lock, [index], ttlMs, roundStart);
     },
   });
   reportErrors(engine, outcomes, "extend");
@@ -49,6 +58,11 @@ export async function extendLock(engine: Engine, lock: Lock, ttlArg: unknown): P
       state.deadline = deadline;
       lock.renewed(validityMs);
       if (engine.listening("extended")) engine.emit("extended", { resources, ttlMs, validityMs });
+      const missing: number[] = [];
+      outcomes.forEach((o, i) => {
+        if (o.state === "ok" && o.value === MISSING) missing.push(i);
+      });
+      if (missing.length > 0) await restoreOn(engine, lock, missing, ttlMs, roundStart);
       return lock;
     }
     error = new NodesFailedError(resources, votes, engine.quorum, 1, "too-slow");
@@ -61,4 +75,31 @@ export async function extendLock(engine: Engine, lock: Lock, ttlArg: unknown): P
   }
   if (engine.listening("extend-failed")) engine.emit("extend-failed", { resources, error });
   throw error;
+}
+
+/**
+ * Writes the lock back on `nodes`, where the extension found it missing, for what is left of the new TTL
+ * (a quorum extended it, so it is still ours). Never rejects: a node that fails here only stays without.
+ */
+async function restoreOn(engine: Engine, lock: Lock, nodes: number[], ttlMs: number, roundStart: number): Promise<void> {
+  const state = lockState(lock);
+  const leftMs = Math.floor(ttlMs - (performance.now() - roundStart));
+  if (leftMs <= 0 || state.releasing) return;
+  const restored = await runRound(
+    nodes.map((i) => engine.clients[i]!),
+    EXTEND,
+    {
+      keys: lock.resources,
+      args: [state.value, leftMs, state.previousValue ?? "", "restore"],
+      timeoutMs: engine.settings.nodeTimeoutMs,
+      parse: parseFlag,
+      nodes,
+    },
+  );
+  reportErrors(engine, restored, "extend", nodes);
+  const written = nodes.filter((_, j) => {
+    const o = restored[j]!;
+    return o.state === "ok" && o.value === 1;
+  });
+  if (written.length > 0 && engine.listening("restored")) engine.emit("restored", { resources: lock.resources, nodes: written });
 }

@@ -4,13 +4,25 @@ import { FENCE_OLDER_LUA } from "./shared.lua";
  * KEYS[1]: the data key. KEYS[2]: its last-fence key (`fence-seen:<key>`).
  * ARGV[1]: the writer's fence. ARGV[2]: "set" | "incrby" | "del". ARGV[3]: the value or the increment.
  * ARGV[4]: for incrby, the lowest result allowed ("" for none).
- * Returns {applied 0/1, reason, last fence, value after}.
+ * Returns {applied 0/1, reason, last fence, value after}; an error reply, with nothing written, when the
+ * last-fence key is damaged (not a decimal fence) or, for incrby, the value is not an integer (every check
+ * comes before the first write: Redis does not roll back a script that fails halfway).
  */
 export const FENCED_WRITE_LUA =
   FENCE_OLDER_LUA +
   `
 local fence = ARGV[1]
-local last = redis.call("GET", KEYS[2])
+local last = redis.pcall("GET", KEYS[2])
+if last ~= false and (type(last) ~= "string" or not (last == "0" or string.match(last, "^[1-9]%d*$"))) then
+  return redis.error_reply("WRONGTYPE lockscope: " .. KEYS[2] .. " does not hold a decimal fence; nothing was written")
+end
+local current = nil
+if ARGV[2] == "incrby" then
+  current = redis.pcall("GET", KEYS[1])
+  if current == false then current = "0" end
+  if type(current) ~= "string" or tonumber(current) == nil then return redis.error_reply("ERR value is not an integer") end
+  current = tonumber(current)
+end
 -- A writer whose fence is older than one that already wrote here held the lock before that writer:
 -- it paused past its TTL and its write would overwrite newer data.
 if last and fence_older(fence, last) then
@@ -28,8 +40,6 @@ elseif op == "del" then
   redis.call("DEL", KEYS[1])
   return {1, "", last, false}
 end
-local current = tonumber(redis.call("GET", KEYS[1]) or "0")
-if current == nil then return redis.error_reply("ERR value is not an integer") end
 local after = current + tonumber(ARGV[3])
 -- The floor keeps stock from going negative under a current fence too: the fence orders writers, the
 -- floor guards the business rule.

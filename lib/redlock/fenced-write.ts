@@ -1,7 +1,8 @@
 import type { ScriptClient } from "./client";
 import { FENCED_WRITE_LUA } from "./fenced-write.lua";
 import { lastFenceKey } from "./keys";
-import { runScript, defineScript } from "./script";
+import { runRound } from "./round";
+import { defineScript } from "./script";
 import * as check from "./validate";
 
 const SCRIPT = defineScript(FENCED_WRITE_LUA);
@@ -23,6 +24,14 @@ export interface FencedWriteResult {
   value: string | null;
 }
 
+export interface FencedWriteOptions {
+  /**
+   * How long the node may take to answer: past it the call rejects with `NodeTimeoutError` (the write may
+   * still be applied later; a later write with a current fence is not affected). @default 1000
+   */
+  timeoutMs?: number;
+}
+
 /**
  * Applies a write only when `fence` is not older than the last fence seen by that key, in one Lua script,
  * so a holder that paused past its TTL has its late write rejected once the next holder has written.
@@ -30,8 +39,9 @@ export interface FencedWriteResult {
  *
  * Example, the lab's stock write: `fencedWrite(client, "stock", lock.fence, { type: "incrby", by: -1, min: 0 })`.
  */
-export async function fencedWrite(client: ScriptClient, key: string, fence: string, operation: FencedOperation): Promise<FencedWriteResult> {
+export async function fencedWrite(client: ScriptClient, key: string, fence: string, operation: FencedOperation, options: FencedWriteOptions = {}): Promise<FencedWriteResult> {
   check.nonEmptyString("key", key);
+  const timeoutMs = check.positiveInteger("timeoutMs", options.timeoutMs ?? 1000);
   check.fenceString("fence", fence);
   if (typeof operation !== "object" || operation === null) check.fail("operation", "an operation object", operation);
   let args: Array<string | number>;
@@ -51,7 +61,9 @@ export async function fencedWrite(client: ScriptClient, key: string, fence: stri
     default:
       check.fail("operation.type", '"set", "del" or "incrby"', (operation as { type: unknown }).type);
   }
-  const raw = await runScript(client, SCRIPT, [key, lastFenceKey(key)], args);
+  const [outcome] = await runRound([client], SCRIPT, { keys: [key, lastFenceKey(key)], args, timeoutMs, parse: (raw) => raw });
+  if (outcome!.state !== "ok") throw outcome!.state === "error" ? outcome!.error : new Error("The node gave no answer");
+  const raw = outcome!.value;
   if (!Array.isArray(raw) || raw.length < 3) throw new Error(`Unexpected reply from the fenced write script: ${String(raw)}`);
   const reply = raw as unknown[];
   const reason = reply[1];
@@ -64,6 +76,6 @@ export async function fencedWrite(client: ScriptClient, key: string, fence: stri
 }
 
 /** `fencedWrite` with a SET: true when applied. */
-export async function fencedSet(client: ScriptClient, key: string, value: string, fence: string): Promise<boolean> {
-  return (await fencedWrite(client, key, fence, { type: "set", value })).applied;
+export async function fencedSet(client: ScriptClient, key: string, value: string, fence: string, options?: FencedWriteOptions): Promise<boolean> {
+  return (await fencedWrite(client, key, fence, { type: "set", value }, options)).applied;
 }

@@ -1,33 +1,37 @@
-import { NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA } from "./shared.lua";
+import { NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua";
 
 /**
  * KEYS[1]: the resource (its lock key). ARGV[1]: the token to compare with, or "" to delete any value.
- * Returns {status, previous value or false}.
+ * Returns {status, previous value or false, detail}: "deleted", "absent", "mismatch"; "not-string" when the
+ * key is a hash, a set or any other non-string (not a lock this engine can vouch for: left untouched, a
+ * format-aware release decides about those); "wrong-type" when a companion key the script writes (the
+ * resource's queue keys or its fence) holds another type: the detail names it, and nothing was written.
+ * Everything is checked before the first write, since Redis does not roll back a script that fails halfway.
  */
 export const FORCE_RELEASE_LUA =
   NOW_MS_LUA +
   QUEUE_HEAD_LUA +
   PUBLISH_RELEASE_LUA +
+  QUEUE_KEYS_WRONG_LUA +
   `
 local key = KEYS[1]
-local held = redis.pcall("GET", key)
-if type(held) == "table" then
-  -- Not a string: not a lock this console can vouch for; only an explicit delete without token removes it.
-  if ARGV[1] ~= "" then return {"mismatch", false} end
-  held = false
-end
-if held == false and redis.call("EXISTS", key) == 0 then return {"absent", false} end
+local kind = redis.call("TYPE", key).ok
+if kind == "none" then return {"absent", false} end
+if kind ~= "string" then return {"not-string", false, kind} end
+local held = redis.call("GET", key)
 if ARGV[1] ~= "" and held ~= ARGV[1] then return {"mismatch", held} end
+local wrong, found = queue_keys_wrong(key)
+if wrong then return {"wrong-type", held, wrong .. " holds a " .. found} end
+local fence_kind = redis.call("TYPE", "fence:" .. key).ok
+if fence_kind ~= "none" and fence_kind ~= "string" then return {"wrong-type", held, "fence:" .. key .. " holds a " .. fence_kind} end
 redis.call("DEL", key)
--- Move the fence on: the next fenced holder takes max+1 of what its quorum has seen, so it ranks above
--- the evicted holder even if that holder's fence was only recorded here. pcall: a counter beyond int64
--- is already far ahead and stays as it is.
+-- Move the fence on: the next fenced holder takes max+1 of what the nodes have seen, so it ranks above
+-- the evicted holder even if that holder's fence was only recorded here. pcall: a counter beyond int64 (or
+-- a damaged one, which fenced acquisitions report) stays as it is.
 redis.pcall("INCR", "fence:" .. key)
-if held then
-  -- The evicted holder's engine subscribes to this and aborts its using() signal at once, instead of
-  -- finding out at its next extension.
-  redis.call("PUBLISH", "lockscope:revoked", cjson.encode({v = 1, resource = key, value = held}))
-end
+-- The evicted holder's engine subscribes to this and aborts its using() signal at once, instead of
+-- finding out at its next extension.
+redis.call("PUBLISH", "lockscope:revoked", cjson.encode({v = 1, resource = key, value = held}))
 -- Published even with nobody queued: an operator's release is rare, and tools may watch for it.
 publish_release(key, queue_head(key, now_ms()))
 return {"deleted", held}

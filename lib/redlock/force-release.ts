@@ -13,9 +13,16 @@ export interface ForceReleaseOptions {
   nodeTimeoutMs?: number;
 }
 
+/**
+ * `not-string`: the key is a hash, set or other non-string, left untouched (`detail` names its type);
+ * `wrong-type`: a companion key (`waitq:`, `waitqd:`, `waitqg:`, `fence:`) holds another type than the
+ * engine writes there, so nothing was written on that node (`detail` names it); `error`: the node failed or
+ * timed out (`error` has the client's message, which may carry Redis internals: log it, do not show it).
+ */
 export interface ForceReleaseNodeResult {
   index: number;
-  result: "deleted" | "absent" | "mismatch" | "error";
+  result: "deleted" | "absent" | "mismatch" | "not-string" | "wrong-type" | "error";
+  detail?: string;
   error?: string;
 }
 
@@ -47,18 +54,23 @@ export async function forceRelease(
     keys: [resource],
     args: [token ?? ""],
     timeoutMs: nodeTimeoutMs,
-    parse: (raw): { status: "deleted" | "absent" | "mismatch"; previous: string | null } => {
+    parse: (raw): { status: Exclude<ForceReleaseNodeResult["result"], "error">; previous: string | null; detail: string | null } => {
       if (!Array.isArray(raw)) throw new Error(`Unexpected reply ${String(raw)}`);
       const status: unknown = raw[0];
-      if (status !== "deleted" && status !== "absent" && status !== "mismatch") throw new Error(`Unexpected status ${String(status)}`);
+      if (status !== "deleted" && status !== "absent" && status !== "mismatch" && status !== "not-string" && status !== "wrong-type") {
+        throw new Error(`Unexpected status ${String(status)}`);
+      }
       const previous: unknown = raw[1];
-      return { status, previous: typeof previous === "string" ? previous : null };
+      const detail: unknown = raw[2];
+      return { status, previous: typeof previous === "string" ? previous : null, detail: typeof detail === "string" ? detail : null };
     },
   });
   return {
     nodes: outcomes.map((outcome, index): ForceReleaseNodeResult =>
       outcome.state === "ok"
-        ? { index, result: outcome.value.status }
+        ? outcome.value.detail === null
+          ? { index, result: outcome.value.status }
+          : { index, result: outcome.value.status, detail: outcome.value.detail }
         : { index, result: "error", error: outcome.state === "error" ? outcome.error.message : "no answer" },
     ),
     previousValues: outcomes.map((outcome) => (outcome.state === "ok" ? outcome.value.previous : null)),

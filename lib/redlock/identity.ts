@@ -27,7 +27,9 @@ export interface LockValueFields {
  *
  *   lk1:<id>:<acquiredAt base36>:<pid>:<fence>:<host>:<label>
  *
- * `<id>` is 16 base64url characters (96 random bits): it alone makes the value a unique token, so
+ * `<id>` is 16 base64url characters: a 6-character tag drawn at random once per engine instance (36 bits)
+ * and 60 random bits drawn per lock (96 random bits for ids made without a tag). It alone makes the value a
+ * unique token, so
  * compare-and-delete by any client (node-redlock, redis-cli, the console) keeps working on the whole
  * value. host and label are percent-encoded (encodeURIComponent), which leaves no ':' or '|' in them;
  * empty fields are null.
@@ -46,10 +48,10 @@ let poolOffset = POOL_SIZE;
 export const INSTANCE_TAG_LENGTH = 6;
 
 /**
- * A fresh 96-bit id, base64url (16 characters). Also the waiter id in telemetry. With `tag` (an
- * `INSTANCE_TAG_LENGTH`-character random tag drawn once per engine instance) the id starts with the tag
- * and the other 60 bits are random: still unique, and a release script can address the engine instance
- * of the waiter it wakes from the waiter id alone.
+ * A fresh id, base64url (16 characters, 96 random bits). Also the waiter id in telemetry. With `tag` (an
+ * `INSTANCE_TAG_LENGTH`-character random tag, 36 bits, drawn once per engine instance) the id starts with
+ * the tag and only the other 60 bits are drawn per id: still unique, and a release script can address the
+ * engine instance of the waiter it wakes from the waiter id alone.
  */
 export function randomId(tag?: string): string {
   if (poolOffset + 12 > POOL_SIZE) {

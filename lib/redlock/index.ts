@@ -1,6 +1,7 @@
 export type { ForceReleaseClient, RedlockClient, ScriptClient, SubscriberClient } from "./client";
 export * from "./errors";
-export { fencedSet, fencedWrite, type FencedOperation, type FencedWriteResult } from "./fenced-write";
+export { fencedSet, fencedWrite, type FencedOperation, type FencedWriteOptions, type FencedWriteResult } from "./fenced-write";
+export type { ReseedResult } from "./reseed";
 export {
   forceRelease,
   type ForceReleaseNodeResult,

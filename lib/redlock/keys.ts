@@ -19,6 +19,15 @@ export const WAIT_DEADLINE_KEY_PREFIX = "waitqd:";
  * lock in its value (see HAND_OVER_LUA in shared.lua.ts).
  */
 export const WAIT_TICKET_KEY_PREFIX = "waitqg:";
+/**
+ * One per node, no TTL: present while the node's `fence:*` keys can be trusted. A node that came back
+ * empty (or never took part in fencing) lacks it, and its fences do not count until it has been re-seeded
+ * from the others (see reseed.ts). Its value is a random id, so a reader can tell that a node was
+ * re-seeded (lost its data and got a new marker) between two of its reads.
+ */
+export const FENCE_MARKER_KEY = "lockscope:fence-epoch";
+/** One per node while a re-seed of that node is under way: the re-seed's token (it expires on its own). */
+export const FENCE_RESEED_KEY = "lockscope:fence-reseed";
 /** Fenced writes: the highest fence that wrote to a data key. */
 export const LAST_FENCE_KEY_PREFIX = "fence-seen:";
 

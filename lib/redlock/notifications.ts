@@ -1,5 +1,6 @@
 import type { RedlockClient, ScriptClient, SubscriberClient } from "./client";
 import { toError } from "./errors";
+import { quorumOf } from "./round";
 import { parseRevokeMessage, parseWakeMessage, REVOKE_CHANNEL } from "./telemetry";
 
 /** @internal A waiter between attempts, woken early by a release of one of its resources. */
@@ -22,7 +23,8 @@ const RECENT_MESSAGES = 64;
  * The waiters of every engine instance in this process, by id, with their instance's clients. A release
  * that hands a lock over says so in its reply (see RELEASE_LUA); when the waiter lives in this process and
  * its engine uses the same client for that node, it is told at once, without waiting for the grant message
- * to come round on its subscriber connection. Ids are random (96 bits): no two waiters share one.
+ * to come round on its subscriber connection. Ids are random (60 random bits after a 36-bit instance tag,
+ * itself random): no two waiters share one.
  */
 const localWaiters = new Map<string, { clients: readonly RedlockClient[]; waiter: Waiter }>();
 
@@ -59,6 +61,10 @@ export class Notifications {
   #subscribers: Array<SubscriberClient | null> | null = null;
   /** The current connections have told the waiters to retry once they listen (see `#subscribe`). */
   #listening = false;
+  /** How many of the current connections have their subscriptions in effect. */
+  #subscribed = 0;
+  /** Callers of `whenListening` waiting for a quorum of subscriptions. */
+  #onQuorum: Array<() => void> = [];
   #users = 0;
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
@@ -67,6 +73,9 @@ export class Notifications {
   // A ring of the last messages heard on the wake channel.
   readonly #recent = new Array<RecentMessage | undefined>(RECENT_MESSAGES);
   #recentAt = 0;
+  // The last revocations heard, for a holder that starts watching a moment after its lock was revoked.
+  readonly #recentRevocations = new Array<{ value: string; resource: string; at: number } | undefined>(RECENT_MESSAGES);
+  #recentRevocationAt = 0;
 
   constructor(
     private readonly clients: readonly RedlockClient[],
@@ -131,10 +140,34 @@ export class Notifications {
     }
   }
 
+  /**
+   * Resolves once a quorum of the connections have their subscriptions in effect (a force release deletes
+   * the lock on a quorum at least, and publishes the revocation on each of them, so one of those nodes is
+   * heard), or after `timeoutMs` (a node that does not answer must not stall anyone), or at once when
+   * closed. Call after `retain()`.
+   */
+  whenListening(timeoutMs: number): Promise<void> {
+    if (this.#closed || !this.#subscribers || this.#subscribed >= quorumOf(this.clients.length)) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#onQuorum.push(done);
+    });
+  }
+
   /** Calls `onRevoked` when `forceRelease` deletes `value`; returns the function that stops watching. */
   watchRevocation(value: string, onRevoked: (resource: string) => void): () => void {
     this.#held.set(value, onRevoked);
     this.retain();
+    // A revocation heard between the acquisition and this call (the lock was taken on the nodes a moment
+    // before its holder got to watch it) still counts.
+    const since = performance.now() - RECENT_MS;
+    for (const revoked of this.#recentRevocations) {
+      if (revoked && revoked.at >= since && revoked.value === value) queueMicrotask(() => this.#held.get(value)?.(revoked.resource));
+    }
     return () => {
       if (this.#held.get(value) === onRevoked) this.#held.delete(value);
       this.unretain();
@@ -164,6 +197,7 @@ export class Notifications {
     });
     this.#subscribers = generation;
     this.#listening = false;
+    this.#subscribed = 0;
     generation.forEach((subscriber, index) => {
       if (subscriber) this.#subscribe(generation, subscriber, index, 0);
     });
@@ -172,7 +206,10 @@ export class Notifications {
   #subscribe(generation: Array<SubscriberClient | null>, subscriber: SubscriberClient, index: number, failures: number): void {
     subscriber.subscribe(REVOKE_CHANNEL, this.wakeChannel).then(
       () => {
-        if (this.#subscribers !== generation || this.#listening) return;
+        if (this.#subscribers !== generation) return;
+        this.#subscribed += 1;
+        if (this.#subscribed >= quorumOf(this.clients.length)) this.#releaseQuorumWaiters();
+        if (this.#listening) return;
         // Releases published before the first subscription took effect were not heard: every current
         // waiter retries once, so none sleeps through a release it missed.
         this.#listening = true;
@@ -191,10 +228,18 @@ export class Notifications {
     );
   }
 
+  #releaseQuorumWaiters(): void {
+    const waiting = this.#onQuorum;
+    this.#onQuorum = [];
+    for (const done of waiting) done();
+  }
+
   #disconnect(): void {
     const subscribers = this.#subscribers;
     this.#subscribers = null;
     this.#listening = false;
+    this.#subscribed = 0;
+    this.#releaseQuorumWaiters();
     for (const subscriber of subscribers ?? []) subscriber?.disconnect();
   }
 
@@ -217,9 +262,11 @@ export class Notifications {
         else waiter.wake();
       }
     } else if (channel === REVOKE_CHANNEL) {
-      if (this.#held.size === 0) return;
       const event = parseRevokeMessage(message);
-      if (event) this.#held.get(event.value)?.(event.resource);
+      if (!event) return;
+      this.#recentRevocations[this.#recentRevocationAt] = { value: event.value, resource: event.resource, at: performance.now() };
+      this.#recentRevocationAt = (this.#recentRevocationAt + 1) % RECENT_MESSAGES;
+      this.#held.get(event.value)?.(event.resource);
     }
   }
 }

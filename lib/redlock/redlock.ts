@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { acquireLock, acquireModes, isGranted, lateAcquireHandler, type AcquireOptions } from "./acquire";
+import { acquireLock, acquireModes, heldAndMarked, isGranted, isGrantedAndMarked, lateAcquireHandler, type AcquireOptions } from "./acquire";
 import type { RedlockClient } from "./client";
 import type { Engine } from "./engine";
 import type { RedlockEvents } from "./events";
@@ -9,6 +9,7 @@ import { wakeChannel } from "./telemetry";
 import type { Lock, LockOwner, ReleaseResult } from "./lock";
 import { Notifications } from "./notifications";
 import { deletedOne, releaseLock } from "./release";
+import { FenceRepairs, seedAll, type ReseedResult } from "./reseed";
 import { quorumOf } from "./round";
 import { resolveSettings, type RedlockSettings, type ResolvedSettings } from "./settings";
 import { usingLock, type UsingRoutine } from "./using";
@@ -35,8 +36,18 @@ export class Redlock extends EventEmitter<RedlockEvents> {
       release: (lock) => this.release(lock),
       extend: (lock, ttlMs) => this.extend(lock, ttlMs),
     };
+    // Listeners run synchronously, often from the engine's detached work (late answers, background
+    // releases, timers): an exception thrown by one is dropped here, so it can neither become an unhandled
+    // rejection nor break the operation that emitted the event.
+    const emitSafely = (event: keyof RedlockEvents, payload: unknown) => {
+      try {
+        (this.emit as (name: string, ...args: unknown[]) => boolean)(event, payload);
+      } catch {
+        // (see above)
+      }
+    };
     const nodeError = (index: number, error: Error, operation: RedlockEvents["node-error"][0]["operation"]) => {
-      if (this.listenerCount("node-error") > 0) this.emit("node-error", { index, error, operation });
+      if (this.listenerCount("node-error") > 0) emitSafely("node-error", { index, error, operation });
     };
     const quorum = quorumOf(nodes.length);
     // Starts every waiter id this instance makes, so a release can wake this instance alone.
@@ -50,15 +61,16 @@ export class Redlock extends EventEmitter<RedlockEvents> {
       notifications: new Notifications(nodes, wakeChannel(instanceTag), this.settings.subscriberIdleMs, (index, error) => nodeError(index, error, "subscribe")),
       owner,
       listening: (event) => this.listenerCount(event) > 0,
-      emit: (event, ...payload) => {
-        (this.emit as (name: string, ...args: unknown[]) => boolean)(event, ...payload);
-      },
+      emit: (event, ...payload) => emitSafely(event, payload[0]),
       nodeError,
       onLateAcquire: lateAcquireHandler(() => this.#engine),
       onLateRelease: (index, outcome) => {
         if (outcome.state === "error") nodeError(index, outcome.error, "release");
       },
       acquireEarly: Object.freeze({ quorum, isFor: isGranted, when: "success" as const }),
+      fencedAcquireEarly: Object.freeze({ quorum, isFor: isGrantedAndMarked, when: "success" as const }),
+      commitEarly: Object.freeze({ quorum, isFor: heldAndMarked, when: "success" as const }),
+      fenceRepairs: new FenceRepairs(() => this.#engine),
       releaseEarly: Object.freeze({ quorum, isFor: deletedOne, when: "either" as const }),
       acquireModes: acquireModes(this.settings),
     };
@@ -95,6 +107,17 @@ export class Redlock extends EventEmitter<RedlockEvents> {
     const options = typeof optionsOrRoutine === "function" ? {} : optionsOrRoutine;
     const routine = typeof optionsOrRoutine === "function" ? optionsOrRoutine : maybeRoutine;
     return usingLock<T>(this.#engine, resources, ttlMs, options, routine);
+  }
+
+  /**
+   * Seeds every node's fences from the highest fence over ALL nodes (every node must answer) and gives the
+   * nodes without fence marker theirs, so fenced acquisitions work again after fewer than a quorum of nodes
+   * kept their fences (`FenceUnavailableError` with reason `untrusted`). This accepts a risk the engine
+   * does not take on its own: a fence recorded only on nodes that lost it is gone, and may be handed out
+   * again (see docs/engine.md, "Fencing tokens"). Rejects with `FenceUnavailableError` when a node fails.
+   */
+  async reseedFences(): Promise<ReseedResult> {
+    return (await seedAll(this.#engine, [], false))!;
   }
 
   /** Closes the subscriber connections the engine opened (never the clients it was given). */

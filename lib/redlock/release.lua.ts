@@ -1,4 +1,4 @@
-import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA } from "./shared.lua";
+import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua";
 
 /**
  * Compare-and-delete on every resource, then hand each one over to its head waiter from the same script
@@ -11,19 +11,31 @@ import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA } from "
  * Reply: how many resources were deleted; as an array when someone was waiting for one of them:
  * `{deleted, then <waiter id>, <attempt>, <fence or "">` for each resource it handed over (the same facts
  * as the grant message, so a waiter in the releasing process can be told at once, see `deliverLocalGrant`).
+ * An error reply (WRONGTYPE), with nothing deleted, when a queue key of a resource holds another type.
  */
 export const RELEASE_LUA = `
 local deleted, waited, id = 0, nil, nil
+-- Where someone waits, the queue keys are checked before anything is deleted: Redis does not roll back
+-- a script that fails halfway, and a release must not delete the lock and then fail to hand it over.
+local waiting = false
+for _, key in ipairs(KEYS) do
+  if redis.call("EXISTS", "waitq:" .. key) == 1 then waiting = true end
+end
+if waiting then
+  ${QUEUE_KEYS_WRONG_LUA}
+  local refusal = queue_keys_refusal(KEYS)
+  if refusal then return refusal end
+end
 for _, key in ipairs(KEYS) do
   local held = redis.pcall("GET", key)
   if held == ARGV[1] or (ARGV[2] ~= nil and held == ARGV[2]) then
     redis.call("DEL", key)
     deleted = deleted + 1
-    if redis.call("EXISTS", "waitq:" .. key) == 1 then
+    if waiting and redis.call("EXISTS", "waitq:" .. key) == 1 then
       waited = waited or {}
       waited[#waited + 1] = key
     end
-  elseif redis.call("EXISTS", "waitq:" .. key) == 1 then
+  elseif waiting and redis.call("EXISTS", "waitq:" .. key) == 1 then
     -- Not held here, but the holder may still be queued here: it took the lock on a quorum of other
     -- nodes before this node's turn came. It leaves now, or a later release would hand it this node.
     id = id or string.sub(ARGV[1], 5, 20)

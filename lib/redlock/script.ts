@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import type { ScriptClient } from "./client";
 
 /** A Lua script with its SHA1, computed once, so calls send the 40-byte digest instead of the source. */
 export interface Script {
@@ -9,24 +8,4 @@ export interface Script {
 
 export function defineScript(source: string): Script {
   return Object.freeze({ source, sha: createHash("sha1").update(source).digest("hex") });
-}
-
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith("NOSCRIPT");
-}
-
-/**
- * EVALSHA, falling back to EVAL when the node does not have the script cached (first use, SCRIPT FLUSH,
- * or a node that restarted empty). EVAL also loads the script, so the next EVALSHA hits.
- */
-export function runScript(
-  client: ScriptClient,
-  script: Script,
-  keys: readonly string[],
-  args: ReadonlyArray<string | number>,
-): Promise<unknown> {
-  return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
-    if (!isNoScript(error)) throw error;
-    return client.eval(script.source, keys.length, ...keys, ...args);
-  });
 }

@@ -103,3 +103,32 @@ local function hand_over(resource, now)
   return nil
 end
 `;
+
+/**
+ * `queue_keys_wrong(resource)`: the first of a resource's queue keys that holds a type the engine never
+ * writes there, with the type found and the type expected; nil when they are absent or right. Scripts call
+ * it before their first write: Redis does not roll back what a script wrote before a command failed, so a
+ * WRONGTYPE halfway through would leave a half-done release or acquisition behind.
+ */
+export const QUEUE_KEYS_WRONG_LUA = `
+local function queue_keys_wrong(resource)
+  local t = redis.call("TYPE", "waitq:" .. resource).ok
+  if t ~= "none" and t ~= "zset" then return "waitq:" .. resource, t, "zset" end
+  t = redis.call("TYPE", "waitqd:" .. resource).ok
+  if t ~= "none" and t ~= "zset" then return "waitqd:" .. resource, t, "zset" end
+  t = redis.call("TYPE", "waitqg:" .. resource).ok
+  if t ~= "none" and t ~= "hash" then return "waitqg:" .. resource, t, "hash" end
+  return nil
+end
+-- For a list of resources: nil when all is well, else the reply for the first wrong key, an error the
+-- client reports as this node's failed vote (nothing was written).
+local function queue_keys_refusal(resources)
+  for _, resource in ipairs(resources) do
+    local wrong, found, expected = queue_keys_wrong(resource)
+    if wrong then
+      return redis.error_reply("WRONGTYPE lockscope: " .. wrong .. " holds a " .. found .. ", not a " .. expected .. "; nothing was written on this node")
+    end
+  end
+  return nil
+end
+`;

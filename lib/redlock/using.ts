@@ -9,6 +9,12 @@ import * as check from "./validate";
 export type UsingRoutine<T> = (signal: AbortSignal, lock: Lock) => Promise<T> | T;
 
 /**
+ * The longest delay `setTimeout` honours (2^31 - 1 ms, about 24.8 days): a longer one fires at once. A
+ * timer due later is set for this long and set again when it fires.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
  * Holds the lock while `routine` runs: extends it when `automaticExtensionThresholdMs` of validity is
  * left, and aborts `signal` (with the error as its reason) as soon as the lock is known to be gone: a
  * quorum says it is not ours any more, an operator force-released it, or the extensions kept failing
@@ -22,7 +28,17 @@ export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: u
   if (ttlMs <= threshold) {
     check.fail("ttlMs", `greater than \`automaticExtensionThresholdMs\` (${threshold}), so the lock can be extended before it expires,`, ttlMs);
   }
-  const lock = await acquireLock(engine, resources, ttlMs, options);
+  // Listen for revocations before the lock exists: a force release that lands right after the acquisition
+  // must abort the signal, not go unheard because the subscriber connections were still being made.
+  engine.notifications.retain();
+  let lock: Lock;
+  try {
+    await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs);
+    lock = await acquireLock(engine, resources, ttlMs, options);
+  } catch (error) {
+    engine.notifications.unretain();
+    throw error;
+  }
   const state = lockState(lock);
   const controller = new AbortController();
   let stopped = false;
@@ -43,17 +59,24 @@ export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: u
     expiryTimer = setTimeout(() => {
       if (performance.now() >= state.deadline) {
         lose(new LockLostError(lock.resources, state.value, [], `Lock on ${JSON.stringify(lock.resources)} expired before it could be extended`));
-      }
-    }, Math.max(0, state.deadline - performance.now()) + 1);
+      } else if (!stopped) armExpiry(); // a long TTL: the timer was capped, or it fired a little early
+    }, Math.min(MAX_TIMER_MS, Math.max(0, state.deadline - performance.now()) + 1));
   };
   const schedule = (delayMs: number) => {
     if (stopped) return;
-    extendTimer = setTimeout(() => {
-      extendTimer = undefined;
-      pending.extension = extendOnce()
-        .catch((error: unknown) => lose(toError(error)))
-        .finally(() => (pending.extension = null));
-    }, Math.max(0, delayMs));
+    const due = performance.now() + Math.max(0, delayMs);
+    const arm = () => {
+      extendTimer = setTimeout(() => {
+        extendTimer = undefined;
+        if (stopped) return;
+        // Capped (a TTL of weeks): not due yet, wait on.
+        if (performance.now() < due) return arm();
+        pending.extension = extendOnce()
+          .catch((error: unknown) => lose(toError(error)))
+          .finally(() => (pending.extension = null));
+      }, Math.min(MAX_TIMER_MS, Math.max(0, due - performance.now())));
+    };
+    arm();
   };
   const extendOnce = async () => {
     if (stopped) return;
@@ -76,6 +99,7 @@ export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: u
   const stopWatching = engine.notifications.watchRevocation(state.value, (resource) =>
     lose(new LockRevokedError(lock.resources, state.value, resource)),
   );
+  engine.notifications.unretain(); // watchRevocation keeps the subscription now
   armExpiry();
   schedule(state.deadline - performance.now() - threshold);
   try {

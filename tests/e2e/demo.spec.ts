@@ -35,7 +35,7 @@ test("an operator runs every strategy side by side and reads the comparison", as
   const none = await lostUpdates("none");
   const atomic = await lostUpdates("atomic");
   const fenced = await lostUpdates("redlock-fenced");
-  // The seeds' race sells units twice, shown in red; the fenced lock and the atomic script sell exactly.
+  // The race without a lock sells units twice, shown in red; the fenced lock and the atomic script sell exactly.
   expect(none.value).toBeGreaterThan(0);
   expect(atomic.value).toBe(0);
   expect(fenced.value).toBe(0);
@@ -43,6 +43,21 @@ test("an operator runs every strategy side by side and reads the comparison", as
   // Sold, then remaining: the whole stock, and nothing left.
   await expect(atomic.row.locator("td").nth(1)).toHaveText("100");
   await expect(atomic.row.locator("td").nth(2)).toHaveText("0");
+
+  // The chart legends name the lines, and show values only while the pointer is on the chart.
+  const orders = page.getByRole("figure", { name: "Orders per second" });
+  const legend = orders.locator(".u-legend");
+  await expect(legend).toHaveText("orders/s", { useInnerText: true });
+  await orders.locator(".u-over").hover();
+  await expect(legend).toContainText(/t \(s\):?\s*\d/, { useInnerText: true });
+  await expect(legend).toContainText(/orders\/s:?\s*\d/, { useInnerText: true });
+  await page.getByRole("heading", { level: 1 }).hover();
+  await expect(legend).toHaveText("orders/s", { useInnerText: true });
+
+  // A run explains its own numbers: the race's lost updates, in words.
+  await none.row.getByRole("button", { name: "none" }).click();
+  await expect(live).toContainText("What the numbers say");
+  await expect(live).toContainText(/sold twice \(lost updates\): buyers completed \d+ sales, but the stock only went down by \d+/);
 });
 
 test("a viewer watches the lab but cannot start a run", async ({ page, signIn }) => {

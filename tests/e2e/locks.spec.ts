@@ -3,6 +3,7 @@ import type Redis from "ioredis";
 import { encodeLockValue } from "../../lib/redlock/identity";
 import { Redlock } from "../../lib/redlock";
 import { expect, lockNodeClients, test } from "./fixtures";
+import { deleteMatching } from "./scene";
 
 const unique = (name: string) => `lock:e2e/${name}-${randomBytes(3).toString("hex")}`;
 
@@ -102,14 +103,16 @@ test.describe("live locks", () => {
     const hot = await Promise.all([0, 1, 2].map((i) => holder.acquire([`${prefix}/a-hot-sku-${i}`], 60_000)));
     const waiters = Array.from({ length: 4 }, (_, i) => new Redlock(clients, { label: `buyer-${i}`, retryCount: 40, retryDelayMs: 150, retryJitterMs: 50 }));
     const attempts = waiters.map((w, i) => w.acquire([`${prefix}/a-hot-sku-${i % 3}`], 5_000).catch(() => null));
-    // Churn: acquisitions and releases while the page is open.
+    // Churn: acquisitions and releases while the page is open, one per frame the page paints (the page's own
+    // pace, so the load follows what the browser keeps up with rather than a fixed delay).
     let churning = true;
+    const nextFrame = () => page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => resolve()))).catch(() => undefined);
     const churn = (async () => {
       let n = 0;
       while (churning) {
         const key = `${prefix}/churn-${n++ % 200}`;
         await setOnAll(clients, key, encodeLockValue({ label: "churner", host: "worker-3", pid: 77, fence: null, acquiredAt: Date.now() }), 2_000);
-        await new Promise((r) => setTimeout(r, 20));
+        await nextFrame();
       }
     })();
 
@@ -130,20 +133,12 @@ test.describe("live locks", () => {
     await page.getByRole("button", { name: "Contention" }).click();
     await expect(page.getByRole("columnheader", { name: "Contention" })).toHaveAttribute("aria-sort", "descending");
     await expect(table.getByRole("row", { name: `${prefix}/a-hot-sku-1`, exact: true })).toContainText(/\d+\/min/, { timeout: 20_000 });
-    await page.screenshot({ path: process.env.LOCKSCOPE_SCREENSHOT ? "docs/screenshot-locks.png" : test.info().outputPath("locks.png") });
 
     churning = false;
     await churn;
     await Promise.all(attempts);
     await Promise.all(hot.map((l) => holder.release(l)));
     await Promise.all([holder, ...waiters].map((r) => r.quit()));
-    for (const c of clients) {
-      let cursor = "0";
-      do {
-        const [next, keys] = await c.scan(cursor, "MATCH", `${prefix}/*`, "COUNT", 1000);
-        cursor = next;
-        if (keys.length > 0) await c.del(...keys);
-      } while (cursor !== "0");
-    }
+    await deleteMatching(clients, `${prefix}/*`);
   });
 });

@@ -1,16 +1,16 @@
-import { randomBytes } from "node:crypto";
+import type { Locator, Page } from "@playwright/test";
 import type Redis from "ioredis";
-import { encodeLockValue } from "../../lib/redlock/identity";
 import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
+import { holdLock, unique } from "./scene";
 
-/** A lock held on every embedded node, as the engine would write it (label, host, pid, fence). */
-async function holdLock(nodes: Redis[], resource: string, label: string, fence: string): Promise<string> {
-  const value = encodeLockValue({ label, host: "e2e-host", pid: 4242, fence, acquiredAt: Date.now() });
-  await Promise.all(nodes.map((n) => n.set(resource, value, "PX", 120_000)));
-  return value;
+/** Presses Tab until `target` has the focus (at most `max` times), as a keyboard user would. */
+async function tabTo(page: Page, target: Locator, max = 40): Promise<void> {
+  for (let i = 0; i < max; i++) {
+    if (await target.evaluate((el) => el === document.activeElement)) return;
+    await page.keyboard.press("Tab");
+  }
+  await expect(target).toBeFocused();
 }
-
-const unique = (name: string) => `lock:e2e/${name}-${randomBytes(3).toString("hex")}`;
 
 test.describe("force release from the browser", () => {
   let nodes: Redis[] = [];
@@ -29,7 +29,10 @@ test.describe("force release from the browser", () => {
     await page.goto("/");
     const row = page.getByRole("row", { name: resource });
     await expect(row).toContainText("billing-worker");
-    await row.getByRole("button", { name: "Force release" }).click();
+    // Not on the row: the table links to the lock's page, where the release is.
+    await expect(page.getByRole("table", { name: "Locks" }).getByRole("button", { name: /release/i })).toHaveCount(0);
+    await row.getByRole("link", { name: resource }).click();
+    await page.getByRole("button", { name: "Force release" }).click();
 
     const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
     await expect(dialog).toBeVisible();
@@ -44,10 +47,9 @@ test.describe("force release from the browser", () => {
     await dialog.getByRole("button", { name: "Close" }).click();
     await expect(dialog).toBeHidden();
 
-    // It leaves the held locks: gone from the table, or kept only as an ended, force-released row.
-    await expect(async () => {
-      if ((await row.count()) > 0) await expect(row).toContainText(/force-released/);
-    }).toPass();
+    // The lock's page shows it ended, and offers no second release.
+    await expect(page.locator(".detail-grid").getByText("force-released", { exact: true })).toBeVisible();
+    await expect(page.getByRole("button", { name: "Force release" })).toHaveCount(0);
     for (const n of nodes) expect(await n.get(resource)).toBeNull();
 
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Audit" }).click();
@@ -65,7 +67,6 @@ test.describe("force release from the browser", () => {
     await expect(page.getByText("No force releases recorded that match these filters.")).toBeVisible();
     await page.getByRole("button", { name: "Clear" }).click();
     await expect(entry).toHaveCount(1);
-    if (process.env.UPDATE_SCREENSHOTS) await page.screenshot({ path: "docs/screenshot-audit.png", fullPage: true });
 
     const download = page.waitForEvent("download");
     await page.getByRole("link", { name: "Export CSV" }).click();
@@ -78,10 +79,9 @@ test.describe("force release from the browser", () => {
     await signIn("operator");
     const resource = unique("handover");
     await holdLock(nodes, resource, "old-holder", "5");
-    await page.goto("/");
-    const row = page.getByRole("row", { name: resource });
-    await expect(row).toContainText("old-holder");
-    await row.getByRole("button", { name: "Force release" }).click();
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page.locator(".detail-grid")).toContainText("old-holder");
+    await page.getByRole("button", { name: "Force release" }).click();
     const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
     await dialog.getByLabel("Reason").fill("looks stuck");
 
@@ -119,8 +119,8 @@ test.describe("force release from the browser", () => {
     await signIn("viewer");
     const resource = unique("viewer");
     const value = await holdLock(nodes, resource, "read-only", "1");
-    await page.goto("/");
-    await expect(page.getByRole("row", { name: resource })).toContainText("read-only");
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page.locator(".detail-grid")).toContainText("read-only");
     await expect(page.getByRole("button", { name: "Force release" })).toHaveCount(0);
 
     const response = await page.request.post(`/api/locks/${encodeURIComponent(resource)}/release`, {
@@ -129,5 +129,43 @@ test.describe("force release from the browser", () => {
     });
     expect(response.status()).toBe(403);
     for (const n of nodes) expect(await n.get(resource)).toBe(value);
+  });
+
+  test("the whole force release works with the keyboard alone: filter, open the lock, release with a reason, close", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("keyboard");
+    await holdLock(nodes, resource, "stuck-worker", "23");
+    await page.goto("/");
+    await expect(page.getByRole("row", { name: resource })).toContainText("stuck-worker");
+
+    await tabTo(page, page.getByLabel("Filter locks"));
+    await page.keyboard.type(resource);
+    await expect(page.getByText(/^1 of \d+ locks$/)).toBeVisible();
+    await tabTo(page, page.getByRole("link", { name: resource }));
+    await page.keyboard.press("Enter");
+    await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
+
+    const open = page.getByRole("button", { name: "Force release" });
+    await tabTo(page, open);
+    await page.keyboard.press("Enter");
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    await expect(dialog).toBeVisible();
+    // Escape cancels and gives the focus back to the button that opened it.
+    await page.keyboard.press("Escape");
+    await expect(dialog).toBeHidden();
+    await expect(open).toBeFocused();
+
+    await page.keyboard.press("Enter");
+    await expect(dialog).toBeVisible();
+    await expect(dialog.getByLabel("Reason")).toBeFocused();
+    await page.keyboard.type("hung since the failover; keyboard only");
+    await tabTo(page, dialog.getByRole("button", { name: "Release" }), 5);
+    await page.keyboard.press("Enter");
+    await expect(dialog.getByRole("status")).toContainText("Released on 3 of 3 nodes");
+    // The outcome moves the focus to Close, so Enter ends the flow.
+    await expect(dialog.getByRole("button", { name: "Close" })).toBeFocused();
+    await page.keyboard.press("Enter");
+    await expect(dialog).toBeHidden();
+    for (const n of nodes) expect(await n.get(resource)).toBeNull();
   });
 });

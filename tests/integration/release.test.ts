@@ -340,4 +340,49 @@ describe("force release", () => {
     const [entry] = await auditEntries(resource);
     expect(entry?.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "error"]);
   });
+
+  it("deletes nothing and says so when a node's queue key has another type; viewers see no raw Redis error", async () => {
+    const resource = "lock:typed-queue";
+    await holdEverywhere(resource, "v1");
+    await Promise.all(nodes.map((n) => n.set(`waitq:${resource}`, "not a sorted set")));
+    const res = await postRelease(resource, { reason: "stuck", token: "v1" });
+    expect(res.status, JSON.stringify(res.body)).toBe(503);
+    // True to its word: nothing was deleted.
+    expect(await valuesOf(resource)).toEqual(["v1", "v1", "v1"]);
+    const [entry] = await auditEntries(resource);
+    expect(entry?.outcome).toBe("failed");
+    const shown = JSON.stringify([res.body, entry]);
+    expect(shown).not.toMatch(/user_script|script: [0-9a-f]{40}|f_[0-9a-f]{40}|@user_script/);
+    const errors = ((entry?.nodes ?? []) as Array<{ result: string; error?: string }>).map((n) => [n.result, n.error]);
+    expect(errors).toEqual([0, 1, 2].map(() => ["error", `waitq:${resource} holds a string, which the release would write: nothing was written`]));
+    await Promise.all(nodes.map((n) => n.del(`waitq:${resource}`)));
+  });
+
+  it("refuses a hash or set under a lock pattern with 422 and touches nothing", async () => {
+    const resource = "lock:a-hash";
+    await Promise.all(nodes.map((n) => n.hset(resource, "owner", "someone")));
+    const res = await postRelease(resource, { reason: "cleanup" });
+    expect(res.status, JSON.stringify(res.body)).toBe(422);
+    expect((res.body as { error: { code: string; message: string } }).error).toMatchObject({ code: "unprocessable" });
+    expect((res.body as { error: { message: string } }).error.message).toMatch(/not a string lock \(hash\)/);
+    for (const n of nodes) expect(await n.hget(resource, "owner")).toBe("someone");
+    await Promise.all(nodes.map((n) => n.del(resource)));
+  });
+
+  it("keeps a node's raw script error out of the answer and the audit entry (it goes to the server log)", async () => {
+    const resource = "lock:oom";
+    await holdEverywhere(resource, "v1");
+    // On node 2 the console's user may not PUBLISH: the release script fails there halfway, with Redis's
+    // own error text (script sha and line).
+    await nodes[2]!.call("ACL", "SETUSER", "default", "-publish");
+    try {
+      const res = await postRelease(resource, { reason: "stuck", token: "v1" });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      const [entry] = await auditEntries(resource);
+      expect(entry?.nodes[2]).toEqual({ id: "node-2", result: "error", error: "the release script failed on this node (details in the console's log)" });
+      expect(JSON.stringify([res.body, entry])).not.toMatch(/script:|user_script|publish/i);
+    } finally {
+      await nodes[2]!.call("ACL", "SETUSER", "default", "+publish");
+    }
+  });
 });

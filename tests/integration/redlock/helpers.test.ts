@@ -5,6 +5,7 @@ import {
   decodeLockValue,
   encodeLockValue,
   fenceKey,
+  lockValueId,
   fencedSet,
   fencedWrite,
   forceRelease,
@@ -17,6 +18,7 @@ import {
   REVOKE_CHANNEL,
 } from "@/lib/redlock";
 import { startCluster, type TestCluster } from "../../support/redis";
+import { until } from "../../support/wait";
 import { failFastClients } from "./support";
 
 describe("force release, fenced writes and the naive lock", () => {
@@ -48,7 +50,8 @@ describe("force release, fenced writes and the naive lock", () => {
     expect(result.previousValues).toEqual([value, value, null]);
     expect(await clients[0]!.exists("lock:a")).toBe(0);
     expect(await clients[1]!.get(fenceKey("lock:a"))).toBe("6");
-    await new Promise((r) => setTimeout(r, 50));
+    // Each node that deleted publishes both; one node (node 0) is listened to here.
+    await until("the revocation and the release were published", () => messages.length >= 2);
     expect(messages.map(([c]) => c).sort()).toEqual([RELEASE_CHANNEL, REVOKE_CHANNEL]);
     const revoke = messages.find(([c]) => c === REVOKE_CHANNEL)!;
     expect(parseRevokeMessage(revoke[1])).toEqual({ resource: "lock:a", value });
@@ -116,5 +119,65 @@ describe("force release, fenced writes and the naive lock", () => {
   it("naive lock refuses bad arguments with a TypeError naming them", async () => {
     await expect(acquireNaive(clients[0]!, "lock:x", -5)).rejects.toThrow("Expected `ttlMs` to be a positive integer, got `-5` (number)");
     await expect(acquireNaive(clients[0]!, "", 10)).rejects.toThrow(TypeError);
+  });
+
+  it("force release leaves a key that is not a string untouched, with its own result", async () => {
+    await clients[0]!.hset("lock:hash", "holder", "1");
+    await clients[1]!.sadd("lock:hash", "member");
+    const result = await forceRelease(clients, "lock:hash");
+    expect(result.nodes).toEqual([
+      { index: 0, result: "not-string", detail: "hash" },
+      { index: 1, result: "not-string", detail: "set" },
+      { index: 2, result: "absent" },
+    ]);
+    expect(await clients[0]!.hget("lock:hash", "holder")).toBe("1");
+    expect(await clients[1]!.sismember("lock:hash", "member")).toBe(1);
+  });
+
+  it("every script checks the keys it writes before it writes: a queue key of another type leaves everything as it was", async () => {
+    const value = encodeLockValue({ label: "holder", host: "h", pid: 1, fence: "3", acquiredAt: Date.now() });
+    const node = clients[0]!;
+    const resource = "lock:typed";
+    await node.set(resource, value, "PX", 10_000);
+    await node.set(fenceKey(resource), "3");
+    await node.set(`waitq:${resource}`, "not a sorted set");
+
+    // Force release: nothing deleted, the reason named, no raw script error.
+    const forced = await forceRelease([node], resource);
+    expect(forced.nodes).toEqual([{ index: 0, result: "wrong-type", detail: `waitq:${resource} holds a string` }]);
+    expect(await node.get(resource)).toBe(value);
+    expect(await node.get(fenceKey(resource))).toBe("3");
+
+    // The engine's own release, acquire (a refused waiter joins the queue), leave-queue and extend.
+    const { RELEASE_LUA } = await import("@/lib/redlock/release.lua");
+    const { ACQUIRE_LUA, LEAVE_QUEUE_LUA } = await import("@/lib/redlock/acquire.lua");
+    await expect(node.eval(RELEASE_LUA, 1, resource, value)).rejects.toThrow(/^WRONGTYPE lockscope: waitq:lock:typed holds a string, not a zset; nothing was written/);
+    expect(await node.get(resource)).toBe(value);
+    const waiter = encodeLockValue({ label: "waiter", host: "h", pid: 2, fence: null, acquiredAt: Date.now() });
+    await expect(node.eval(ACQUIRE_LUA, 1, resource, waiter, 5000, "tqg:5000:500", 1)).rejects.toThrow(/^WRONGTYPE lockscope/);
+    await expect(node.eval(LEAVE_QUEUE_LUA, 1, resource, lockValueId(value)!, value)).rejects.toThrow(/^WRONGTYPE lockscope/);
+    expect(await node.get(resource)).toBe(value);
+    await node.del(`waitq:${resource}`);
+    await node.hset(`waitqd:${resource}`, "x", "1");
+    await expect(node.eval(ACQUIRE_LUA, 1, resource, waiter, 5000, "tqg:5000:500", 1)).rejects.toThrow(/^WRONGTYPE lockscope: waitqd:/);
+    expect(await node.exists(`waitq:${resource}`)).toBe(0);
+
+    // Commit-fence with a damaged fence key: refused, nothing written.
+    const { COMMIT_FENCE_LUA } = await import("@/lib/redlock/commit-fence.lua");
+    await node.set(fenceKey(resource), "three");
+    expect(await node.eval(COMMIT_FENCE_LUA, 1, resource, value, value, "4")).toEqual([-1, 1]);
+    expect(await node.get(fenceKey(resource))).toBe("three");
+    // fencedWrite with a damaged last-fence key: refused, the data left alone.
+    await node.set("stock:typed", "5");
+    await node.set(lastFenceKey("stock:typed"), "five");
+    await expect(fencedWrite(node, "stock:typed", "6", { type: "set", value: "4" })).rejects.toThrow(/^WRONGTYPE lockscope/);
+    expect(await node.get("stock:typed")).toBe("5");
+  });
+
+  it("fencedWrite's incrby on a value that is no integer writes nothing, not even the last fence", async () => {
+    const node = clients[0]!;
+    await node.set("stock:text", "ten");
+    await expect(fencedWrite(node, "stock:text", "8", { type: "incrby", by: -1 })).rejects.toThrow(/not an integer/);
+    expect(await node.exists(lastFenceKey("stock:text"))).toBe(0);
   });
 });

@@ -26,8 +26,6 @@ export async function failFastClients(cluster: TestCluster): Promise<Redis[]> {
   return clients;
 }
 
-export { setTimeout as sleep } from "node:timers/promises";
-
 /** Resolves once `signal` has aborted (at once if it already has). */
 export function aborted(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();

@@ -42,6 +42,7 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
     [() => forceRelease(clients, ""), "Expected `resource` to be a non-empty string"],
     [() => fencedWrite(clients[0]!, "stock", "01", { type: "del" }), "Expected `fence` to be a decimal fence string, got `\"01\"` (string)"],
     [() => fencedWrite(clients[0]!, "stock", "1", { type: "incrby", by: 0.5 }), "Expected `operation.by` to be an integer"],
+    [() => fencedWrite(clients[0]!, "stock", "1", { type: "del" }, { timeoutMs: 0 }), "Expected `timeoutMs` to be a positive integer, got `0` (number)"],
   ] as Array<[() => unknown, string]>)("%#", async (call, message) => {
     const error: unknown = await Promise.resolve()
       .then(call)

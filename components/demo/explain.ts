@@ -1,0 +1,67 @@
+import type { RunRecord } from "@/lib/lab/types";
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** How a run ended, in words ("done: sold out" rather than "done (sold-out)"). */
+export function stopText(run: Pick<RunRecord, "status" | "stopReason" | "progress" | "settings">): string {
+  if (run.status === "running") return run.progress.phase;
+  switch (run.stopReason) {
+    case "sold-out":
+      return "done: sold out";
+    case "orders":
+      return run.settings.orders === undefined ? "done: all orders placed" : `done: all ${run.settings.orders} orders placed`;
+    case "cancelled":
+      return "cancelled";
+    case "time-limit":
+      return "stopped at the time limit";
+    case "shutdown":
+      return "stopped: the console shut down";
+    case "error":
+      return "failed";
+    default:
+      return run.status;
+  }
+}
+
+/** Whether the stock went back up after a buyer saw it at zero: a late write from a buyer that had read it earlier. */
+export function raisedAfterSellOut(run: Pick<RunRecord, "stopReason" | "result">): boolean {
+  return run.stopReason === "sold-out" && (run.result?.remaining ?? 0) > 0;
+}
+
+/**
+ * What a finished run's numbers mean, one sentence each: why "remaining" is not zero, where lost updates come
+ * from, what the rejected stale writes were. Empty while the run has no result.
+ */
+export function explainRun(run: Pick<RunRecord, "status" | "stopReason" | "result" | "settings">): string[] {
+  const r = run.result;
+  if (!r) return [];
+  const stock = run.settings.stock;
+  const out: string[] = [];
+  if (r.lostUpdates > 0) {
+    out.push(
+      `${plural(r.lostUpdates, "unit was", "units were")} sold twice (lost updates): buyers completed ${r.sold} sales, but the stock only went down by ${stock - r.remaining}, from ${stock} to ${r.remaining}. Two buyers read the same stock and both wrote it back one lower.`,
+    );
+  } else if (r.lostUpdates < 0) {
+    out.push(`${plural(-r.lostUpdates, "unit")} left the stock without a sale being counted: a write went through while its buyer saw an error.`);
+  }
+  if (raisedAfterSellOut(run)) {
+    out.push(
+      `Why ${r.remaining} remain although it sold out: the run stops when a buyer reads a stock of 0, but a buyer that had read an older, higher stock wrote it back after that, raising it to ${r.remaining} again. That late write is one of the lost updates.`,
+    );
+  } else if (r.remaining > 0 && run.stopReason === "orders") {
+    out.push(`The run stopped after its ${run.settings.orders ?? r.orders} orders, with ${plural(r.remaining, "unit")} still in stock.`);
+  } else if (r.remaining > 0 && run.stopReason !== "sold-out") {
+    out.push(`It stopped before the stock ran out: ${plural(r.remaining, "unit")} still in stock.`);
+  }
+  if (r.staleWritesRejected > 0) {
+    out.push(
+      `${plural(r.staleWritesRejected, "stale write was", "stale writes were")} rejected: a buyer whose lock had expired under it (a pause past the TTL) tried to read or write the stock with an older fence than the one the next holder had already used. The stock refused it, the buyer retried with a new lock, and no update was lost.`,
+    );
+  }
+  if (r.locksLost > 0 && run.settings.strategy !== "atomic" && run.settings.strategy !== "none") {
+    out.push(`${plural(r.locksLost, "lock")} expired under ${r.locksLost === 1 ? "its holder" : "their holders"} before being released (a pause or slow work past the ${run.settings.ttlMs} ms TTL).`);
+  }
+  if (r.lostUpdates === 0 && r.remaining === 0 && r.sold === stock) out.push(`Every one of the ${stock} units was sold exactly once.`);
+  if (!r.stockNeverNegative) out.push("The stock went below zero at some point: more was sold than there was.");
+  return out;
+}

@@ -1,0 +1,146 @@
+import AxeBuilder from "@axe-core/playwright";
+import type { Page } from "@playwright/test";
+import type Redis from "ioredis";
+import { expect, lockNodeClients, test } from "./fixtures";
+import { busyLocks, holdLock, finishedLabRun, layoutProblems, releasedByScript, restartNodeOne, scrollingTables, settled, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
+
+/** Serious and critical axe findings, one line each (rule, impact, where). */
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]).analyze();
+  return results.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .flatMap((v) => v.nodes.map((n) => `${v.id} (${v.impact}): ${n.target.join(" ")} — ${n.failureSummary?.split("\n")[1]?.trim() ?? v.help}`));
+}
+
+/** The page's background as the theme painted it: dark has a low luminance, light a high one. */
+async function backgroundLuminance(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    const [r, g, b] = (getComputedStyle(document.body).backgroundColor.match(/\d+/g) ?? ["0", "0", "0"]).map(Number);
+    return (0.2126 * r! + 0.7152 * g! + 0.0722 * b!) / 255;
+  });
+}
+
+/**
+ * Every width in both themes, on one page: nothing scrolls sideways, the header collapses cleanly, no cell is
+ * cut; at laptop widths and wider no table needs sideways scrolling; axe finds nothing serious or critical in either
+ * theme, on a phone or a laptop.
+ */
+async function checkEveryLayout(page: Page, ready: () => Promise<void>) {
+  for (const theme of THEMES) {
+    await useSystemTheme(page, theme);
+    const luminance = await backgroundLuminance(page);
+    if (theme === "dark") expect(luminance, "dark background").toBeLessThan(0.2);
+    else expect(luminance, "light background").toBeGreaterThan(0.8);
+    for (const width of WIDTHS) {
+      await page.setViewportSize({ width, height: width < 800 ? 844 : 1000 });
+      await ready();
+      await settled(page);
+      expect(await layoutProblems(page), `${width} px, ${theme}`).toEqual([]);
+      if (width >= 1440) expect(await scrollingTables(page), `tables scrolling sideways at ${width} px, ${theme}`).toEqual([]);
+      // A phone's layout (tables that scroll in their box) and a laptop's.
+      if (width === 390 || width === 1440) expect(await accessibilityProblems(page), `axe at ${width} px, ${theme}`).toEqual([]);
+    }
+  }
+}
+
+test.describe("every page at every width, light and dark", () => {
+  let nodes: Redis[] = [];
+  let scene: Awaited<ReturnType<typeof busyLocks>> | null = null;
+  test.beforeEach(async ({ request }) => {
+    nodes = await lockNodeClients(request);
+  });
+  test.afterEach(async () => {
+    await scene?.stop();
+    scene = null;
+    for (const n of nodes) n.disconnect();
+  });
+
+  test("the locks page, with a restarted node's warning in the Nodes panel", async ({ page, request, signIn }) => {
+    test.setTimeout(120_000);
+    await signIn("operator");
+    await page.goto("/");
+    await expect(page.getByRole("status", { name: "Live connection" })).toHaveText(/live/);
+    await restartNodeOne(request);
+    scene = await busyLocks(nodes);
+    const nodesPanel = page.getByRole("table", { name: "Lock nodes" });
+    const row = page.getByRole("table", { name: "Locks" }).getByRole("row", { name: scene.hot, exact: true });
+    await expect(row).toContainText(/\d+\/min/, { timeout: 30_000 });
+    // The console reads a node's uptime every 30 s.
+    await expect(nodesPanel.getByRole("row", { name: "node-1" })).toContainText("Restart risk", { timeout: 45_000 });
+    await checkEveryLayout(page, async () => {
+      await expect(row).toBeVisible();
+    });
+  });
+
+  test("a lock's page", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("invoice/2024-11/reconciliation");
+    await holdLock(nodes, resource, "billing-worker", "4711", 3_600_000);
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await checkEveryLayout(page, async () => {
+      await expect(page.getByRole("button", { name: "Force release" })).toBeVisible();
+      await expect(page.getByRole("img", { name: /Failed acquisition attempts/ }).locator("canvas")).toBeVisible();
+    });
+  });
+
+  test("the audit log", async ({ page, request, signIn }) => {
+    await signIn("operator");
+    const resource = unique("audit-layout");
+    await releasedByScript(request, nodes, resource, "oncall-bot", "stuck after the deploy of release 2024.11.3; the worker no longer answers its health check");
+    await page.goto("/audit");
+    await checkEveryLayout(page, async () => {
+      await expect(page.getByRole("table", { name: "Audit entries" }).getByRole("row").filter({ hasText: resource })).toBeVisible();
+    });
+  });
+
+  test("the demo page, with a run's charts and results", async ({ page, request, signIn }) => {
+    test.setTimeout(120_000);
+    await signIn("operator");
+    const id = await finishedLabRun(request);
+    await page.goto("/demo");
+    await page.locator(`tr[data-run-id="${id}"]`).getByRole("button").click();
+    await expect(page.getByRole("region", { name: "Live" })).toContainText(id);
+    await checkEveryLayout(page, async () => {
+      await expect(page.getByRole("figure", { name: "Orders per second" }).locator("canvas")).toBeVisible();
+    });
+  });
+
+  test("the sign-in page", async ({ page }) => {
+    await page.goto("/login");
+    await checkEveryLayout(page, async () => {
+      await expect(page.getByRole("button", { name: "Sign in" })).toBeVisible();
+    });
+  });
+});
+
+test("the theme switch pins a theme over the system's, keeps it across reloads, and paints it before any script of the app runs", async ({ page }) => {
+  await useSystemTheme(page, "light");
+  await page.goto("/login");
+  await page.getByRole("combobox", { name: "Theme" }).selectOption("dark");
+  await expect(page.locator("html")).toHaveAttribute("data-theme", "dark");
+  expect(await backgroundLuminance(page)).toBeLessThan(0.2);
+
+  // Without the app's JavaScript (no hydration, no React): only the inline script in the page can set the theme.
+  await page.route(/\/_next\/static\/.*\.js$/, (route) => route.abort());
+  await page.reload();
+  await expect(page.locator("html")).toHaveAttribute("data-theme", "dark");
+  expect(await backgroundLuminance(page)).toBeLessThan(0.2);
+  await page.unroute(/\/_next\/static\/.*\.js$/);
+
+  await page.reload();
+  await expect(page.getByRole("combobox", { name: "Theme" })).toHaveValue("dark");
+  await page.getByRole("combobox", { name: "Theme" }).selectOption("system");
+  await expect(page.locator("html")).not.toHaveAttribute("data-theme", /./);
+  expect(await backgroundLuminance(page)).toBeGreaterThan(0.8);
+  await useSystemTheme(page, "dark" satisfies Theme);
+  expect(await backgroundLuminance(page)).toBeLessThan(0.2);
+});
+
+test("API messages show quoted names as code, never with backticks", async ({ page, signIn }) => {
+  await signIn("viewer");
+  await page.goto(`/locks/${encodeURIComponent("lock:nothing-here")}`);
+  const alert = page.getByRole("main").getByRole("alert");
+  await expect(alert).toContainText("No node holds lock:nothing-here");
+  await expect(alert.locator("code")).toHaveText("lock:nothing-here");
+  expect(await alert.innerText()).not.toContain("`");
+});

@@ -1,0 +1,184 @@
+import { randomBytes } from "node:crypto";
+import type { APIRequestContext, Page } from "@playwright/test";
+import type Redis from "ioredis";
+import { Redlock } from "../../lib/redlock";
+import { encodeLockValue } from "../../lib/redlock/identity";
+import { E2E_OPERATOR_TOKEN, expect } from "./fixtures";
+
+export const WIDTHS = [390, 820, 1440, 2560] as const;
+export const THEMES = ["light", "dark"] as const;
+export type Theme = (typeof THEMES)[number];
+
+export const unique = (name: string) => `lock:e2e/${name}-${randomBytes(3).toString("hex")}`;
+
+/** A lock held on every embedded node, as the engine would write it (label, host, pid, fence). */
+export async function holdLock(nodes: Redis[], resource: string, label: string, fence: string | null, ttlMs = 120_000): Promise<string> {
+  const value = encodeLockValue({ label, host: "e2e-host", pid: 4242, fence, acquiredAt: Date.now() });
+  await Promise.all(nodes.map((n) => n.set(resource, value, "PX", ttlMs)));
+  return value;
+}
+
+/** Waits for the next two frames: the layout (and anything a ResizeObserver redraws) has settled. */
+export async function settled(page: Page): Promise<void> {
+  await page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve()))));
+}
+
+/**
+ * What a person would call broken at this width, as sentences (empty when nothing is):
+ * the page scrolls sideways; a header item leaves the screen, is clipped, wraps its text ("node-/0") or overlaps
+ * another; a table cell hides part of its text without an ellipsis and a title carrying the rest ("no TT").
+ */
+export async function layoutProblems(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const problems: string[] = [];
+    const root = document.documentElement;
+    if (root.scrollWidth > window.innerWidth) problems.push(`the page scrolls sideways: ${root.scrollWidth} px wide in a ${window.innerWidth} px window`);
+    const visible = (el: Element) => {
+      const r = el.getBoundingClientRect();
+      return r.width > 0 && r.height > 0 && getComputedStyle(el).visibility !== "hidden";
+    };
+    const name = (el: Element) => (el.textContent ?? "").trim().replace(/\s+/g, " ").slice(0, 40) || el.tagName.toLowerCase();
+
+    const header = document.querySelector("header");
+    if (!header) problems.push("no header");
+    else {
+      const items = [...header.querySelectorAll("a, button, select, .node-pill, .status-text, [aria-label='Signed in as']")].filter(visible);
+      for (const el of items) {
+        const r = el.getBoundingClientRect();
+        if (r.left < 0 || r.right > window.innerWidth + 0.5) problems.push(`header item "${name(el)}" is cut off by the window edge`);
+        if (el.scrollWidth > el.clientWidth + 1 && el.tagName !== "SELECT") problems.push(`header item "${name(el)}" is clipped`);
+      }
+      const walker = document.createTreeWalker(header, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (!node.textContent?.trim() || !node.parentElement || !visible(node.parentElement)) continue;
+        const range = document.createRange();
+        range.selectNodeContents(node);
+        const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+        if (lines.size > 1) problems.push(`header text "${node.textContent.trim()}" wraps onto ${lines.size} lines`);
+      }
+      // Leaf items only: a pill contains its dot, the session group its button.
+      const leaves = items.filter((el) => !items.some((other) => other !== el && el.contains(other)));
+      for (let i = 0; i < leaves.length; i++) {
+        for (let j = i + 1; j < leaves.length; j++) {
+          const a = leaves[i]!.getBoundingClientRect();
+          const b = leaves[j]!.getBoundingClientRect();
+          const overlap = Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+          if (overlap) problems.push(`header items "${name(leaves[i]!)}" and "${name(leaves[j]!)}" overlap`);
+        }
+      }
+    }
+
+    for (const cell of document.querySelectorAll("main td, main th")) {
+      if (!visible(cell) || cell.scrollWidth <= cell.clientWidth + 1) continue;
+      const style = getComputedStyle(cell);
+      if (style.overflowX === "visible") continue;
+      const explained = cell.hasAttribute("data-truncates") && style.textOverflow === "ellipsis" && (cell.getAttribute("title") ?? "") !== "";
+      if (!explained) problems.push(`table cell "${name(cell)}" is cut off`);
+    }
+    return problems;
+  });
+}
+
+/** Table boxes that need sideways scrolling (fine on a phone, not on a laptop screen). */
+export async function scrollingTables(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll(".table-scroll, .locks-scroll")]
+      .filter((box) => box.scrollWidth > box.clientWidth + 1)
+      .map((box) => box.querySelector("table")?.getAttribute("aria-label") ?? "a table"),
+  );
+}
+
+/** Switches the system colour scheme the page sees (the console follows it unless the switch pins one). */
+export async function useSystemTheme(page: Page, theme: Theme): Promise<void> {
+  await page.emulateMedia({ colorScheme: theme });
+}
+
+const auth = { Authorization: `Bearer ${E2E_OPERATOR_TOKEN}` };
+
+/** Starts a lab run (the API takes the settings as the Demo page's form sends them) and returns its id. */
+async function startRun(request: APIRequestContext, settings: Record<string, unknown>): Promise<string> {
+  const started = await request.post("/api/demo/runs", { headers: auth, data: settings });
+  expect(started.status(), await started.text()).toBe(202);
+  return ((await started.json()) as { id: string }).id;
+}
+
+async function run(request: APIRequestContext, id: string): Promise<{ status: string; fault?: { endedAtMs: number | null } }> {
+  return (await (await request.get(`/api/demo/runs/${id}`, { headers: auth })).json()) as { status: string; fault?: { endedAtMs: number | null } };
+}
+
+/** A short lab run with pauses past the TTL, played to its end: the Demo page has a result and charts to show. */
+export async function finishedLabRun(request: APIRequestContext, strategy = "redlock"): Promise<string> {
+  const id = await startRun(request, { strategy, stock: 60, workers: 8, ttlMs: 200, workMs: 5, pause: { probability: 0.04, ms: 450 } });
+  await expect.poll(async () => (await run(request, id)).status, { timeout: 60_000 }).not.toBe("running");
+  return id;
+}
+
+/**
+ * Node 1 killed by a lab run and restarted empty while the console watches it, then the run cancelled: once a
+ * lock outlives node 1's new uptime, the Nodes panel warns of the restart. The console counts only a restart it
+ * saw from more than 5 s away, hence a kill 6 s into the run (call it after the console's live view is up).
+ */
+export async function restartNodeOne(request: APIRequestContext): Promise<void> {
+  const id = await startRun(request, { strategy: "redlock", stock: 100_000, workers: 2, ttlMs: 1000, workMs: 20, fault: { node: 1, kind: "kill", atMs: 6_000, forMs: 300 } });
+  await expect.poll(async () => (await run(request, id)).fault?.endedAtMs ?? null, { timeout: 60_000 }).not.toBeNull();
+  expect((await request.delete(`/api/demo/runs/${id}`, { headers: auth })).status()).toBe(200);
+}
+
+/**
+ * Locks of every kind for the pages to show: engine holders with fences, a foreign value, a partial lock,
+ * long names, and hot locks with waiters (the contention column). Returns a stop function.
+ */
+export async function busyLocks(nodes: Redis[]): Promise<{ hot: string; stop: () => Promise<void> }> {
+  const prefix = `lock:orders-${randomBytes(2).toString("hex")}`;
+  const labels = ["checkout-api", "billing-worker", "inventory-sync", "report-builder", "mailer"];
+  const hosts = ["web-1", "web-2", "worker-3", "batch-7"];
+  // One value per lock, the same on every node (a quorum), as a real holder writes it.
+  const values = Array.from({ length: 24 }, (_, i) =>
+    i % 5 === 4
+      ? randomBytes(8).toString("hex")
+      : encodeLockValue({ label: labels[i % labels.length]!, host: hosts[i % hosts.length]!, pid: 1000 + i * 37, fence: i % 3 === 0 ? String(1_000_000 + i * 7919) : null, acquiredAt: Date.now() - i * 61_000 }),
+  );
+  for (const node of nodes) {
+    const pipeline = node.pipeline();
+    values.forEach((value, i) => pipeline.set(`${prefix}/order-${String(40_000 + i * 13)}`, value, "PX", 3_600_000 - i * 60_000));
+    pipeline.set(`${prefix}/settlement/very-long-resource-name-for-the-nightly-reconciliation-batch`, "foreign-client-token-7f3a", "PX", 3_600_000);
+    await pipeline.exec();
+  }
+  await nodes[0]!.set(`${prefix}/a-split-brain`, "only-on-node-0", "PX", 3_600_000);
+  const holder = new Redlock(nodes, { label: "flash-sale", host: "web-1" });
+  const hot = `${prefix}/a-hot-sku`;
+  const held = await holder.acquire([hot], 3_600_000);
+  const waiters = Array.from({ length: 3 }, (_, i) => new Redlock(nodes, { label: `buyer-${i}`, retryCount: 200, retryDelayMs: 250, retryJitterMs: 50 }));
+  const attempts = waiters.map((w) => w.acquire([hot], 5_000).catch(() => null));
+  return {
+    hot,
+    stop: async () => {
+      await holder.release(held);
+      await Promise.all(attempts.map((a) => a.then((lock) => lock?.release())));
+      await Promise.all([holder, ...waiters].map((r) => r.quit()));
+      await deleteMatching(nodes, `${prefix}/*`);
+    },
+  };
+}
+
+/** Deletes a test's own keys (SCAN MATCH, never KEYS) from every node. */
+export async function deleteMatching(nodes: Redis[], match: string): Promise<void> {
+  for (const node of nodes) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", match, "COUNT", 1000);
+      cursor = next;
+      if (keys.length > 0) await node.del(...keys);
+    } while (cursor !== "0");
+  }
+}
+
+/** A lock held, then force-released by a script (bearer token, as with curl), so the audit log has an entry. */
+export async function releasedByScript(request: APIRequestContext, nodes: Redis[], resource: string, actor: string, reason: string): Promise<void> {
+  await holdLock(nodes, resource, "settlement-batch", "311");
+  const response = await request.post(`/api/locks/${encodeURIComponent(resource)}/release`, {
+    data: { reason },
+    headers: { ...auth, "X-Lockscope-Actor": actor },
+  });
+  expect(response.status(), await response.text()).toBe(200);
+}

@@ -1,0 +1,67 @@
+import type { Locator, Page } from "@playwright/test";
+import type Redis from "ioredis";
+import { expect, lockNodeClients, test } from "./fixtures";
+import { busyLocks, finishedLabRun, releasedByScript, settled, THEMES, unique, useSystemTheme } from "./scene";
+
+/**
+ * `npm run screenshots`: every page at 390 and 1440 px, light and dark, into docs/screenshot-<page>-<width>-<theme>.png.
+ * Tagged @screenshots and left out of `npm test` (playwright.config.ts), as it rewrites files under docs/.
+ */
+const SIZES = [
+  { width: 390, height: 844 },
+  { width: 1440, height: 900 },
+] as const;
+
+/** Shoots the page in each theme and size, scrolled to `top` (a region's heading) or to the top of the page. */
+async function shoot(page: Page, name: string, ready: () => Promise<void>, top?: Locator) {
+  for (const theme of THEMES) {
+    await useSystemTheme(page, theme);
+    for (const size of SIZES) {
+      await page.setViewportSize(size);
+      await ready();
+      if (top) await top.evaluate((el) => el.scrollIntoView({ block: "start" }));
+      else await page.evaluate(() => window.scrollTo(0, 0));
+      await settled(page);
+      await page.screenshot({ path: `docs/screenshot-${name}-${size.width}-${theme}.png` });
+    }
+  }
+}
+
+test("@screenshots every page at 390 and 1440 px, light and dark", async ({ page, request, signIn }) => {
+  test.setTimeout(300_000);
+  await signIn("operator");
+  const nodes: Redis[] = await lockNodeClients(request);
+  const scene = await busyLocks(nodes);
+  try {
+    // A lab with something to read: the race's lost updates, the fenced lock's rejected stale writes.
+    for (const strategy of ["none", "naive", "redlock-fenced", "atomic"]) await finishedLabRun(request, strategy);
+    const released = unique("payments/settlement");
+    await releasedByScript(request, nodes, released, "alice", "batch hung on a dead database connection after the failover");
+
+    await page.goto("/");
+    const hot = page.getByRole("table", { name: "Locks" }).getByRole("row", { name: scene.hot, exact: true });
+    await expect(hot).toContainText(/\d+\/min/, { timeout: 30_000 });
+    // The Nodes panel shows each node's uptime and persistence once the console has read them (every 30 s).
+    await expect(page.getByRole("table", { name: "Lock nodes" })).not.toContainText("unknown", { timeout: 45_000 });
+    await shoot(page, "locks", () => expect(hot).toBeVisible());
+
+    await page.goto(`/locks/${encodeURIComponent(scene.hot)}`);
+    await shoot(page, "lock", () => expect(page.getByRole("img", { name: /Failed acquisition attempts/ }).locator("canvas")).toBeVisible());
+
+    await page.goto("/audit");
+    await shoot(page, "audit", () => expect(page.getByRole("table", { name: "Audit entries" }).getByRole("row").filter({ hasText: released })).toBeVisible());
+
+    await page.goto("/demo");
+    const results = page.getByRole("table", { name: "Lab results" });
+    await results.locator("tbody tr").filter({ hasText: "none" }).first().getByRole("button").click();
+    await expect(page.getByRole("region", { name: "Live" })).toContainText("What the numbers say");
+    await shoot(page, "demo", () => expect(page.getByRole("figure", { name: "Orders per second" }).locator("canvas")).toBeVisible(), page.getByRole("region", { name: "Live" }));
+
+    await page.request.delete("/api/session", { headers: { Origin: new URL(page.url()).origin } });
+    await page.goto("/login");
+    await shoot(page, "login", () => expect(page.getByRole("button", { name: "Sign in" })).toBeVisible());
+  } finally {
+    await scene.stop();
+    for (const n of nodes) n.disconnect();
+  }
+});

@@ -1,0 +1,77 @@
+import { createElement } from "react";
+import { renderToStaticMarkup } from "react-dom/server";
+import { describe, expect, it } from "vitest";
+import { explainRun, raisedAfterSellOut, stopText } from "@/components/demo/explain";
+import { MessageText } from "@/components/message-text";
+import type { RunRecord, RunResult } from "@/lib/lab/types";
+
+const html = (text: string) => renderToStaticMarkup(createElement(MessageText, { text }));
+
+describe("messages from the API", () => {
+  it("shows quoted names as code and never a backtick", () => {
+    expect(html("No node holds `lock:nothing` and it has no recent history.")).toBe("No node holds <code>lock:nothing</code> and it has no recent history.");
+    expect(html("unknown field(s) `a`, `b`")).toBe("unknown field(s) <code>a</code>, <code>b</code>");
+    expect(html("plain words")).toBe("plain words");
+  });
+
+  it("drops an unpaired backtick and escapes markup in the text", () => {
+    expect(html("held by `x and <b>y</b>")).toBe("held by x and &lt;b&gt;y&lt;/b&gt;");
+  });
+});
+
+const result = (over: Partial<RunResult>): RunResult => ({
+  sold: 100,
+  remaining: 0,
+  lostUpdates: 0,
+  stockNeverNegative: true,
+  ordersPerSec: 50,
+  waitP50Ms: 1,
+  waitP99Ms: 10,
+  retries: 0,
+  staleWritesRejected: 0,
+  durationMs: 2000,
+  orders: 100,
+  locksLost: 0,
+  errors: 0,
+  ...over,
+});
+
+type Explained = Pick<RunRecord, "status" | "stopReason" | "result" | "settings" | "progress">;
+const run = (over: Partial<Explained>): Explained => ({
+  status: "done",
+  stopReason: "sold-out",
+  settings: { strategy: "none", stock: 100, workers: 20, ttlMs: 200, workMs: 5 },
+  progress: { phase: "finished", fraction: 1, elapsedMs: 2000, sold: 100, orders: 100, stock: 0, retries: 0, staleWritesRejected: 0, errors: 0 },
+  result: result({}),
+  ...over,
+});
+
+describe("lab results in words", () => {
+  it("says why stock remains after selling out: a late write raised it again", () => {
+    const raced = run({ result: result({ sold: 155, remaining: 5, lostUpdates: 60 }) });
+    expect(raisedAfterSellOut(raced)).toBe(true);
+    const lines = explainRun(raced);
+    expect(lines[0]).toBe(
+      "60 units were sold twice (lost updates): buyers completed 155 sales, but the stock only went down by 95, from 100 to 5. Two buyers read the same stock and both wrote it back one lower.",
+    );
+    expect(lines[1]).toContain("Why 5 remain although it sold out");
+    expect(lines[1]).toContain("raising it to 5 again");
+  });
+
+  it("says what rejected stale writes were, and that every unit sold once", () => {
+    const fenced = run({ settings: { strategy: "redlock-fenced", stock: 100, workers: 20, ttlMs: 200, workMs: 5 }, result: result({ staleWritesRejected: 1, locksLost: 3 }) });
+    const lines = explainRun(fenced);
+    expect(lines[0]).toMatch(/^1 stale write was rejected: a buyer whose lock had expired under it/);
+    expect(lines[1]).toBe("3 locks expired under their holders before being released (a pause or slow work past the 200 ms TTL).");
+    expect(lines[2]).toBe("Every one of the 100 units was sold exactly once.");
+    expect(raisedAfterSellOut(fenced)).toBe(false);
+  });
+
+  it("tells a run stopped early from one that sold out", () => {
+    expect(explainRun(run({ status: "cancelled", stopReason: "cancelled", result: result({ sold: 40, remaining: 60 }) }))).toEqual(["It stopped before the stock ran out: 60 units still in stock."]);
+    expect(stopText(run({ status: "cancelled", stopReason: "cancelled" }))).toBe("cancelled");
+    expect(stopText(run({}))).toBe("done: sold out");
+    expect(stopText(run({ stopReason: "orders", settings: { strategy: "atomic", stock: 100, workers: 2, ttlMs: 200, workMs: 0, orders: 30 } }))).toBe("done: all 30 orders placed");
+    expect(explainRun(run({ status: "running", result: undefined }))).toEqual([]);
+  });
+});
