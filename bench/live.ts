@@ -1,5 +1,6 @@
 /**
- * Live view benchmark (not a test): `npm run bench:live [-- --json] [-- --quick]`.
+ * Live view benchmark (not a test): `npm run bench:live [-- --json] [-- --quick]`, or the memory soak
+ * `npm run bench:live -- --soak [--soak-minutes N]` (see `soak()` below).
  *
  * Starts three redis-server nodes in os.tmpdir() and the real console as a child process
  * (`node --import tsx scripts/start.ts`, REDIS_URLS pointing at those nodes), so RSS and CPU are the
@@ -22,9 +23,17 @@ import path from "node:path";
 import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "../lib/redis-node";
 
-const args = new Set(process.argv.slice(2));
+const argv = process.argv.slice(2);
+const args = new Set(argv);
 const JSON_OUT = args.has("--json");
 const QUICK = args.has("--quick");
+const soakMinutesArg = argv.indexOf("--soak-minutes");
+const SOAK = args.has("--soak") || soakMinutesArg >= 0;
+const SOAK_MINUTES = soakMinutesArg >= 0 ? Number(argv[soakMinutesArg + 1]) : 10;
+if (SOAK && !(Number.isFinite(SOAK_MINUTES) && SOAK_MINUTES >= 4 && SOAK_MINUTES <= 600)) {
+  process.stderr.write(`--soak-minutes expects a number of minutes from 4 to 600, got ${JSON.stringify(argv[soakMinutesArg + 1] ?? null)}\n`);
+  process.exit(2);
+}
 const out = (line = "") => (JSON_OUT ? process.stderr : process.stdout).write(`${line}\n`);
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -403,7 +412,128 @@ async function main(): Promise<void> {
   if (JSON_OUT) process.stdout.write(`${JSON.stringify({ results, bars }, null, 2)}\n`);
 }
 
-main().catch((error: unknown) => {
+/** Leases held through the soak, each renewed every second. */
+const SOAK_LEASES = 1_000;
+/** Longer than the soak: every renewal moves the lease's expiry, and none expires meanwhile. */
+const SOAK_LEASE_TTL_MS = 15 * 60_000;
+/** Short locks taken and released alongside (ended locks, timelines, the stream's frames). */
+const SOAK_CHURN_PER_SEC = 100;
+/** Memory is sampled this often. */
+const SOAK_SAMPLE_MS = 5_000;
+/**
+ * The first two minutes are warm-up: every lease's timeline fills to its 100 entries and the ended locks kept
+ * for their pages to their 10,000 in about 100 s. The rest is split in two halves, compared below.
+ */
+const SOAK_WARMUP_MIN = 2;
+/**
+ * V8 lets the heap grow by a hundred MB or more between major collections and keeps pages for a while, so
+ * single samples say little. A leak of JavaScript objects raises the heap's floor (its lowest sample, right
+ * after a collection); RSS (which also holds buffers and pages V8 has not returned yet) is compared by its
+ * median. Allowed growth from the first half to the second.
+ */
+const SOAK_MARGIN = { heapFloorMb: 8, rssMedianMb: 50 };
+
+/** The console's heap in use and external memory (MB), from its own /metrics (prom-client's Node.js defaults). */
+async function serverMemoryMb(port: number): Promise<{ heapMb: number; externalMb: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const read = (name: string) => {
+    const value = new RegExp(`^lockscope_nodejs_${name} (\\S+)$`, "m").exec(text)?.[1];
+    return value === undefined ? Number.NaN : Number(value) / 1024 / 1024;
+  };
+  return { heapMb: read("heap_size_used_bytes"), externalMb: read("external_memory_bytes") };
+}
+
+/**
+ * The memory soak: SOAK_LEASES leases held by every node and renewed (PEXPIRE) every second for the whole
+ * run, plus SOAK_CHURN_PER_SEC short locks taken and released, with one stream client reading. The
+ * console's RSS and heap are sampled every 5 s; after the warm-up, memory is flat when the second half's heap
+ * floor and RSS median are within SOAK_MARGIN of the first half's.
+ */
+async function soak(minutes: number): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-soak-"));
+  const nodes = await startRedisNodes(3, { dir });
+  const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true }));
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-console-"));
+  const leases = Array.from({ length: SOAK_LEASES }, (_, i) => `lock:lease:${i}`);
+  await Promise.all(clients.map(async (c) => {
+    const p = c.pipeline();
+    leases.forEach((key, i) => p.set(key, `lease-${i}`, "PX", SOAK_LEASE_TTL_MS));
+    await p.exec();
+  }));
+  const { child, port } = await startConsole(nodes.map((n) => n.url), dataDir);
+  const pid = child.pid!;
+  const stream = new StreamClient(port);
+  const samples: Array<{ atMin: number; rssMb: number; heapMb: number; externalMb: number }> = [];
+  const started = performance.now();
+  const endAt = started + minutes * 60_000;
+  let renewals = 0;
+  let churned = 0;
+  let nextSample = started;
+  try {
+    for (let second = 0; performance.now() < endAt; second++) {
+      const tickStart = started + second * 1_000;
+      for (const c of clients) {
+        const p = c.pipeline();
+        for (const key of leases) p.pexpire(key, SOAK_LEASE_TTL_MS);
+        void p.exec();
+      }
+      renewals += SOAK_LEASES;
+      // Short locks: taken now, released a second later (by the next round).
+      for (let i = 0; i < SOAK_CHURN_PER_SEC; i++) {
+        const key = `lock:soak:${second}:${i}`;
+        for (const c of clients) void c.set(key, `t-${second}-${i}`, "PX", 30_000);
+        const old = `lock:soak:${second - 1}:${i}`;
+        for (const c of clients) void c.del(old);
+      }
+      churned += SOAK_CHURN_PER_SEC;
+      if (performance.now() >= nextSample) {
+        nextSample += SOAK_SAMPLE_MS;
+        const atMin = (performance.now() - started) / 60_000;
+        const sample = { atMin, rssMb: procStats(pid).rssMb, ...(await serverMemoryMb(port)) };
+        samples.push(sample);
+        out(`  ${atMin.toFixed(1)} min: RSS ${sample.rssMb.toFixed(0)} MB, heap ${sample.heapMb.toFixed(1)} MB, external ${sample.externalMb.toFixed(1)} MB, ${stream.locks.size} locks in the stream's view`);
+      }
+      const wait = tickStart + 1_000 - performance.now();
+      if (wait > 0) await sleep(wait);
+    }
+  } finally {
+    stream.close();
+    await stopConsole(child);
+    for (const c of clients) c.disconnect();
+    await Promise.all(nodes.map((n) => n.stop()));
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  const within = (from: number, to: number) => samples.filter((x) => x.atMin >= from && x.atMin < to);
+  const middle = SOAK_WARMUP_MIN + (minutes - SOAK_WARMUP_MIN) / 2;
+  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? Number.NaN;
+  const halves = [within(SOAK_WARMUP_MIN, middle), within(middle, Infinity)].map((h) => ({
+    heapFloorMb: Math.min(...h.map((x) => x.heapMb)),
+    heapPeakMb: Math.max(...h.map((x) => x.heapMb)),
+    rssMedianMb: median(h.map((x) => x.rssMb)),
+    rssMinMb: Math.min(...h.map((x) => x.rssMb)),
+    rssMaxMb: Math.max(...h.map((x) => x.rssMb)),
+    externalMedianMb: median(h.map((x) => x.externalMb)),
+  }));
+  const [first, second] = halves as [(typeof halves)[number], (typeof halves)[number]];
+  const growth = { heapFloorMb: second.heapFloorMb - first.heapFloorMb, rssMedianMb: second.rssMedianMb - first.rssMedianMb };
+  const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "–");
+  const span = (a: number, b: number) => `${f(a, 1)}–${f(b, 1)} min`;
+  const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
+  out("");
+  out(`Live view soak: ${minutes} min, ${SOAK_LEASES} leases renewed every second (${renewals} renewals per node), ${churned} short locks taken and released, one stream client`);
+  out("");
+  out(`| | first half (${span(SOAK_WARMUP_MIN, middle)}) | second half (${span(middle, minutes)}) | growth | allowed | result |`);
+  out("|---|---:|---:|---:|---:|---|");
+  out(`| heap floor MB (lowest sample) | ${f(first.heapFloorMb)} | ${f(second.heapFloorMb)} | ${f(growth.heapFloorMb)} | < ${SOAK_MARGIN.heapFloorMb} | ${verdict(growth.heapFloorMb < SOAK_MARGIN.heapFloorMb)} |`);
+  out(`| RSS MB, median | ${f(first.rssMedianMb, 0)} | ${f(second.rssMedianMb, 0)} | ${f(growth.rssMedianMb)} | < ${SOAK_MARGIN.rssMedianMb} | ${verdict(growth.rssMedianMb < SOAK_MARGIN.rssMedianMb)} |`);
+  out(`| RSS MB, lowest – highest | ${f(first.rssMinMb, 0)} – ${f(first.rssMaxMb, 0)} | ${f(second.rssMinMb, 0)} – ${f(second.rssMaxMb, 0)} | | | |`);
+  out(`| heap peak MB (highest sample) | ${f(first.heapPeakMb)} | ${f(second.heapPeakMb)} | | | |`);
+  out(`| external memory MB, median | ${f(first.externalMedianMb)} | ${f(second.externalMedianMb)} | | | |`);
+  if (JSON_OUT) process.stdout.write(`${JSON.stringify({ minutes, samples, halves, growth, margin: SOAK_MARGIN }, null, 2)}\n`);
+}
+
+(SOAK ? soak(SOAK_MINUTES) : main()).catch((error: unknown) => {
   process.stderr.write(`bench:live failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

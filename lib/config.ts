@@ -27,6 +27,9 @@ export interface LockscopeConfig {
   publicOrigin: string | null;
   /** Host names (beyond localhost, the bind address and the public origin's) the console answers to. */
   allowedHosts: string[];
+  /** Live streams (`/api/locks/stream`) open at once per client address, and per token or session. */
+  maxStreamsPerAddress: number;
+  maxStreamsPerToken: number;
 }
 
 /** Variables whose value is a credential: an error names them but never shows what they held. */
@@ -72,6 +75,8 @@ export const CONFIG_DEFAULTS = Object.freeze({
   metricsGroupPattern: "^([^:]+:[^:/]+)",
   metricsMaxGroups: 50,
   historyRetentionDays: 30,
+  maxStreamsPerAddress: 20,
+  maxStreamsPerToken: 50,
 } as const);
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -194,6 +199,10 @@ export function parseConfig(env: Env): LockscopeConfig {
     "comma-separated host names or IP addresses without a port, e.g. lockscope.internal,10.0.0.5",
     "",
   );
+  const streamLimit = (name: string, fallback: number) =>
+    field(env, name, z.coerce.number().int().min(1).max(100_000), "a whole number of streams from 1 to 100000", String(fallback));
+  const maxStreamsPerAddress = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_ADDRESS", CONFIG_DEFAULTS.maxStreamsPerAddress);
+  const maxStreamsPerToken = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_TOKEN", CONFIG_DEFAULTS.maxStreamsPerToken);
   return {
     redisUrls: redisUrls ?? null,
     lockPatterns,
@@ -213,6 +222,8 @@ export function parseConfig(env: Env): LockscopeConfig {
     metricsMaxGroups,
     publicOrigin,
     allowedHosts,
+    maxStreamsPerAddress,
+    maxStreamsPerToken,
   };
 }
 

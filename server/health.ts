@@ -3,7 +3,9 @@ import { getConfig } from "./config";
 import { singleton } from "./global";
 import { getNodes, quorumOf } from "./nodes";
 
-export type NotificationStatus = "on" | "enabled-by-console" | "unavailable";
+import type { NotificationStatus } from "@/lib/locks/node-state";
+
+export type { NotificationStatus } from "@/lib/locks/node-state";
 
 export interface NodeHealth {
   id: string;

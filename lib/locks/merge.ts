@@ -2,8 +2,11 @@ import { decodeLockValue, lockValueId } from "@/lib/redlock/identity";
 import type { LiveState, LockHolder } from "./types";
 
 /**
- * What each node says about one resource. `expiries[i]` is the absolute expiry (epoch ms, server clock)
- * of node i's key: `Infinity` for a key without a TTL, `NaN` when the node holds nothing.
+ * What each node says about one resource. `values[i]` is node i's reading reduced to what tells one holder
+ * from another (a lock value, a holder id: any string a format chooses), null when it holds nothing.
+ * `expiries[i]` is the absolute expiry (epoch ms, server clock) of node i's key: `Infinity` for a key without
+ * a TTL, `NaN` when the node holds nothing. Where `up[i]` is false the node cannot be read right now and
+ * `values[i]` / `expiries[i]` are the last reading the console has of it (null / NaN when none).
  */
 export interface NodeSamples {
   up: readonly boolean[];
@@ -13,7 +16,7 @@ export interface NodeSamples {
 }
 
 export interface MergedLock {
-  /** null when no reachable node holds any value: the lock has ended (or never was). */
+  /** null when no node holds any value, as far as the console can tell: the lock has ended (or never was). */
   state: LiveState | null;
   /** The value held by a quorum; null when none has one. */
   token: string | null;
@@ -22,6 +25,11 @@ export interface MergedLock {
   quorumHeld: number;
   /** When the lock stops being held by a quorum (partial: when the last key goes); null without TTL. */
   expiresAt: number | null;
+  /**
+   * True when no reachable node holds a value but an unreachable one did at its last reading: the lock is
+   * unknown, not ended. The other fields are then the last readings' merge.
+   */
+  unreadable: boolean;
 }
 
 /** The value held by the most nodes (first seen wins a tie), or null when no node holds one. */
@@ -39,18 +47,31 @@ export function prevailingValue(values: ReadonlyArray<string | null>): string | 
   return best;
 }
 
+const ALL = (): boolean => true;
+
 /**
  * Merges per-node samples into one lock, as Redlock sees it: a value held by a quorum of nodes is
  * the lock; its validity ends when fewer than a quorum of those keys remain, i.e. at the quorum-th
- * latest expiry among them. Nodes that are down count as holding nothing (their keys are unknown), so
- * the quorum is always out of all configured nodes.
+ * latest expiry among them. Nodes that are down count as holding nothing while some reachable node holds a
+ * value (the quorum is always out of all configured nodes). When no reachable node holds one but an
+ * unreachable node held one when last read, and no reachable node was seen dropping it, the lock is not
+ * over: nobody can tell, so it is the merge of the last readings, marked `unreadable`.
  */
-export function mergeSamples(samples: NodeSamples, now: number): MergedLock {
-  const leading = prevailingValue(samples.values.map((value, i) => (samples.up[i] ? (value ?? null) : null)));
-  if (leading === null) return { state: null, token: null, leading: null, quorumHeld: 0, expiresAt: null };
+export function mergeSamples(samples: NodeSamples, now: number, options: { endSeen?: boolean } = {}): MergedLock {
+  const current = mergeWhere(samples, now, (i) => samples.up[i] === true);
+  // `endSeen`: a reachable node was just read without the value it held. The lock's end was seen there;
+  // what an unreachable node may still keep cannot bring it back.
+  if (current.state !== null || options.endSeen) return current;
+  const last = mergeWhere(samples, now, ALL);
+  return last.state === null ? current : { ...last, unreadable: true };
+}
+
+function mergeWhere(samples: NodeSamples, now: number, counted: (i: number) => boolean): MergedLock {
+  const leading = prevailingValue(samples.values.map((value, i) => (counted(i) ? (value ?? null) : null)));
+  if (leading === null) return { state: null, token: null, leading: null, quorumHeld: 0, expiresAt: null, unreadable: false };
   const holders: number[] = [];
   for (let i = 0; i < samples.values.length; i++) {
-    if (samples.up[i] && samples.values[i] === leading) holders.push(samples.expiries[i] ?? Number.NaN);
+    if (counted(i) && samples.values[i] === leading) holders.push(samples.expiries[i] ?? Number.NaN);
   }
   holders.sort((a, b) => b - a);
   const best = holders.length;
@@ -58,14 +79,14 @@ export function mergeSamples(samples: NodeSamples, now: number): MergedLock {
     const expiry = holders[samples.quorum - 1] ?? Number.NaN;
     const expiresAt = Number.isFinite(expiry) ? expiry : null;
     const state: LiveState = expiresAt !== null && expiresAt <= now ? "elapsed" : "held";
-    return { state, token: leading, leading, quorumHeld: best, expiresAt };
+    return { state, token: leading, leading, quorumHeld: best, expiresAt, unreadable: false };
   }
   // No quorum: the lock is in doubt until every key is gone, so its end is the latest expiry of any value.
   let latest = -Infinity;
   for (let i = 0; i < samples.values.length; i++) {
-    if (samples.up[i] && samples.values[i] !== null) latest = Math.max(latest, samples.expiries[i] ?? Number.NaN);
+    if (counted(i) && samples.values[i] !== null) latest = Math.max(latest, samples.expiries[i] ?? Number.NaN);
   }
-  return { state: "partial", token: null, leading, quorumHeld: best, expiresAt: Number.isFinite(latest) ? latest : null };
+  return { state: "partial", token: null, leading, quorumHeld: best, expiresAt: Number.isFinite(latest) ? latest : null, unreadable: false };
 }
 
 export interface DecodedHolder {

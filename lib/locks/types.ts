@@ -58,6 +58,12 @@ export interface Lock {
   endedAt?: number;
   /** The value that was held when it ended. */
   endedToken?: string | null;
+  /**
+   * Present when every node that held it cannot be read right now (down, or not answering): the state and
+   * values are the last ones read, not current. It is neither counted as ended nor dropped; the next
+   * reading of those nodes settles it.
+   */
+  unreadable?: true;
   contention: LockContention;
 }
 
@@ -90,7 +96,10 @@ export interface LockDetail extends Lock {
 
 export interface WatcherStatus {
   nodeId: string;
+  /** Subscribed, reconciled and answering: its readings count. */
   up: boolean;
+  /** False while the node holds a command past the per-node deadline (frozen, overloaded): not readable now. */
+  answering: boolean;
   notifications: "on" | "enabled-by-console" | "unavailable";
   lastEventAt: number | null;
   reconnects: number;
@@ -105,7 +114,12 @@ export interface LiveStats {
   acquisitionsPerSec: number;
   contentionPerSec: number;
   expirationsPerSec: number;
+  /** Nodes whose readings count (subscribed, reconciled and answering). */
   nodesUp: number;
   nodesTotal: number;
+  /** Connected nodes that hold a command past the per-node deadline. */
+  nodesNotAnswering: number;
+  /** Nodes without keyspace notifications (watched by periodic SCAN instead). */
+  nodesWithoutNotifications: number;
   degraded: boolean;
 }

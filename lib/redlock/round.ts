@@ -1,6 +1,6 @@
 import type { RedlockClient, ScriptClient } from "./client";
 import { NodeTimeoutError, toError } from "./errors";
-import type { Script } from "./script";
+import { isNoScript, type Script } from "./script";
 
 /**
  * A plain `SET <key> <value> PX <ttl> NX` instead of a script (keys: the resource; args: value, TTL): the
@@ -44,10 +44,6 @@ export interface RoundOptions<T> {
 }
 
 const PENDING = Object.freeze({ state: "pending" as const });
-
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith("NOSCRIPT");
-}
 
 /**
  * Runs one script on every node in parallel, by EVALSHA with a NOSCRIPT fallback to EVAL (first use, or

@@ -6,7 +6,8 @@ import { whenReady } from "../health";
 import { getLogger } from "../logger";
 import { counter } from "../metrics";
 import { getNodes, quorumOf, type LockNode } from "../nodes";
-import { AuditMerger, auditIdTime, matchesFilters, parseAuditLines, parseAuditRecord, type AuditRecord } from "./records";
+import { AuditFileCursor } from "./file-cursor";
+import { AuditMerger, auditIdTime, matchesFilters, parseAuditRecord, type AuditRecord } from "./records";
 import { AuditNotDurableError, AuditReadError, type AuditStore } from "./store";
 import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
 
@@ -63,17 +64,6 @@ function errorText(error: unknown): string {
   return String(error).slice(0, 200);
 }
 
-/** What has been read of the audit file so far: up to `offset`, in `lines` whole lines, and a trailing partial one. */
-interface FileIndex {
-  ino: number;
-  offset: number;
-  lines: number;
-  partial: Buffer;
-  records: AuditRecord[];
-}
-
-const emptyIndex = (ino: number): FileIndex => ({ ino, offset: 0, lines: 0, partial: Buffer.alloc(0), records: [] });
-
 async function endsInNewline(handle: FileHandle, size: number): Promise<boolean> {
   if (size === 0) return true;
   const last = Buffer.alloc(1);
@@ -111,7 +101,7 @@ const writes = () => counter("lockscope_audit_writes_total", "Audit records writ
 export class AuditLog implements AuditStore {
   readonly kind = "file-and-stream";
   private fileChain: Promise<unknown> = Promise.resolve();
-  private fileIndex: FileIndex = emptyIndex(-1);
+  private unreadableReported = 0;
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(
@@ -225,41 +215,63 @@ export class AuditLog implements AuditStore {
    * One page of entries, newest first. Reads the stream of every reachable node and merges by id (a node
    * that was down during a write lacks it, another has it), together with this console's file (which
    * still has what nodes without persistence lost in a restart). When no node answers, the file alone.
+   * Every source is read newest first only as far back as the page needs: nothing is kept between pages.
    */
   async list(options: { limit: number; before?: string; filters: AuditFilters }): Promise<AuditPage> {
     const { limit, before, filters } = options;
     const upper = Math.min(before ? auditIdTime(before) + 1 : Infinity, filters.to ?? Infinity);
     const keep = (e: AuditEntry) => (!before || e.id < before) && matchesFilters(e, filters);
-    let fileRecords: readonly AuditRecord[] = [];
-    let fileError: AuditFileReadError | null = null;
-    try {
-      fileRecords = await this.fileRecords();
-    } catch (error) {
-      if (!(error instanceof AuditFileReadError)) throw error;
-      fileError = error;
-    }
-    const fromStream = await this.scanStreams(limit, upper, filters.from, keep, fileRecords);
-    if (fromStream) return { ...page(fromStream, limit), source: "stream" };
-    if (fileError) throw fileError;
-    const merger = new AuditMerger();
-    for (const record of fileRecords) merger.add(record);
-    return { ...page(merger.entries().filter(keep), limit), source: "file" };
+    const withNodes = await this.withFile((file) => this.scan(limit, upper, filters.from, keep, file, true));
+    if (withNodes.entries) return { ...page(withNodes.entries, limit), source: "stream" };
+    if (withNodes.fileError) throw withNodes.fileError;
+    const fileOnly = await this.withFile((file) => this.scan(limit, upper, filters.from, keep, file, false));
+    if (fileOnly.fileError) throw fileOnly.fileError;
+    return { ...page(fileOnly.entries ?? [], limit), source: "file" };
   }
 
-  private async scanStreams(
+  /** Runs `scan` with a cursor on the audit file (null when there is none yet), closed after; a file that cannot be read is reported, not thrown. */
+  private async withFile(scan: (file: FileSource) => Promise<AuditEntry[] | null>): Promise<{ entries: AuditEntry[] | null; fileError: AuditFileReadError | null }> {
+    const source: FileSource = { cursor: null, error: null };
+    try {
+      source.cursor = await AuditFileCursor.open(this.file);
+    } catch (error) {
+      source.error = new AuditFileReadError(errorText(error));
+    }
+    try {
+      const entries = await scan(source);
+      const unreadable = source.cursor?.unreadable ?? 0;
+      if (unreadable > this.unreadableReported) {
+        // Said once per newly found torn line, not on every page read.
+        this.unreadableReported = unreadable;
+        getLogger().warn({ file: this.file, count: unreadable }, "the audit file has unreadable lines (a record torn by a crash or a full disk); they are skipped");
+      }
+      return { entries, fileError: source.error };
+    } finally {
+      await source.cursor?.close();
+    }
+  }
+
+  /**
+   * Merges records from the nodes' streams (when `withNodes`) and the file cursor, newest first, until the
+   * page is complete: more than `limit` matching entries newer than what every source has read past. Null
+   * when nodes were asked and none answered.
+   */
+  private async scan(
     limit: number,
     upperMs: number,
     fromMs: number | undefined,
     keep: (e: AuditEntry) => boolean,
-    seed: readonly AuditRecord[],
+    fileSource: FileSource,
+    withNodes: boolean,
   ): Promise<AuditEntry[] | null> {
+    const file = () => (fileSource.error ? null : fileSource.cursor);
     const merger = new AuditMerger();
-    for (const record of seed) merger.add(record);
     const start = Number.isFinite(upperMs) ? String(Math.max(0, Math.trunc(upperMs + CLOCK_SKEW_MS))) : "+";
-    const cursors = this.nodes.map((node) => ({ node, end: start, done: false, answered: false, lowMs: Infinity, read: 0 }));
+    const maxMs = upperMs + CLOCK_SKEW_MS;
+    const cursors = (withNodes ? this.nodes : []).map((node) => ({ node, end: start, done: false, answered: false, lowMs: Infinity, read: 0 }));
     for (;;) {
-      await Promise.all(
-        cursors
+      await Promise.all([
+        ...cursors
           .filter((c) => !c.done)
           .map(async (c) => {
             try {
@@ -280,69 +292,36 @@ export class AuditLog implements AuditStore {
               c.done = true;
             }
           }),
-      );
-      if (!cursors.some((c) => c.answered)) return null;
-      const active = cursors.filter((c) => !c.done);
+        (async () => {
+          const cursor = file();
+          if (!cursor || cursor.done) return;
+          try {
+            for (const record of await cursor.next(maxMs)) merger.add(record);
+            if (cursor.read >= MAX_SCAN_PER_NODE) cursor.done = true;
+          } catch (error) {
+            fileSource.error = new AuditFileReadError(errorText(error));
+          }
+        })(),
+      ]);
+      if (withNodes && !cursors.some((c) => c.answered)) return null;
+      const active: number[] = cursors.filter((c) => !c.done).map((c) => c.lowMs);
+      const cursor = file();
+      if (cursor && !cursor.done) active.push(cursor.lowMs);
       const candidates = merger.entries().filter(keep);
       if (active.length === 0) return candidates;
-      // Every node has read past this time (allowing for clock skew): entries newer than it are complete.
-      const settledAbove = Math.max(...active.map((c) => c.lowMs)) + CLOCK_SKEW_MS;
+      // Every source has read past this time (allowing for clock skew): entries newer than it are complete.
+      const settledAbove = Math.max(...active) + CLOCK_SKEW_MS;
       if (fromMs !== undefined && settledAbove < fromMs) return candidates;
       const settled = candidates.filter((e) => e.at > settledAbove);
       if (settled.length > limit) return settled;
     }
   }
+}
 
-  /**
-   * Every record in the audit file. Kept in memory and extended with what was appended since the last
-   * read, so a page request does not re-read the whole file; a replaced or truncated file is read afresh.
-   */
-  private async fileRecords(): Promise<readonly AuditRecord[]> {
-    const index = this.fileIndex;
-    let handle: FileHandle;
-    try {
-      handle = await open(this.file, "r");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-        this.fileIndex = emptyIndex(-1);
-        return [];
-      }
-      throw new AuditFileReadError(errorText(error));
-    }
-    try {
-      const stat = await handle.stat();
-      if (!stat.isFile()) throw new AuditFileReadError("not a regular file");
-      if (stat.ino !== index.ino || stat.size < index.offset) {
-        this.fileIndex = emptyIndex(stat.ino);
-      }
-      const current = this.fileIndex;
-      if (stat.size > current.offset) {
-        const chunk = Buffer.alloc(stat.size - current.offset);
-        const { bytesRead } = await handle.read(chunk, 0, chunk.length, current.offset);
-        current.offset += bytesRead;
-        const data = Buffer.concat([current.partial, chunk.subarray(0, bytesRead)]);
-        // Only whole lines: a record being appended right now is read next time.
-        const lastNewline = data.lastIndexOf(0x0a);
-        current.partial = data.subarray(lastNewline + 1);
-        const whole = data.subarray(0, lastNewline + 1).toString("utf8");
-        const { records, unreadable } = parseAuditLines(whole, current.lines + 1);
-        current.lines += whole.split("\n").length - 1;
-        current.records.push(...records);
-        if (unreadable.length > 0) {
-          getLogger().warn(
-            { file: this.file, lines: unreadable.slice(0, 20), count: unreadable.length },
-            "the audit file has unreadable lines (a record torn by a crash or a full disk); they are skipped",
-          );
-        }
-      }
-      return current.records;
-    } catch (error) {
-      if (error instanceof AuditFileReadError) throw error;
-      throw new AuditFileReadError(errorText(error));
-    } finally {
-      await handle.close();
-    }
-  }
+/** The audit file as one source of a page: its cursor, or why it cannot be read. */
+interface FileSource {
+  cursor: AuditFileCursor | null;
+  error: AuditFileReadError | null;
 }
 
 function page(entries: AuditEntry[], limit: number): { entries: AuditEntry[]; next: string | null } {

@@ -2,6 +2,7 @@ import "server-only";
 import { randomBytes } from "node:crypto";
 import type { LiveStats, WatcherStatus } from "@/lib/locks/types";
 import type { LockStore } from "./store";
+import { StreamLimits, type StreamLimitSettings, type StreamOwner } from "./stream-limits";
 
 /** A lock is sent at most once per this window; changes in between are merged into the next message. */
 export const COALESCE_MS = 100;
@@ -18,7 +19,7 @@ const MAX_LOCKS_PER_TICK = 5_000;
 const RING_MAX_BYTES = 8 * 1024 * 1024;
 const RING_MAX_FRAMES = 20_000;
 /** A client more than this far behind is dropped; it reconnects and resumes or takes a fresh snapshot. */
-const MAX_CLIENT_BACKLOG_BYTES = 16 * 1024 * 1024;
+export const MAX_CLIENT_BACKLOG_BYTES = 16 * 1024 * 1024;
 /** Frames are still produced this long after the last stream closed, so a reconnecting tab resumes. */
 const RESUME_GRACE_MS = 60_000;
 
@@ -39,6 +40,15 @@ interface Client {
   pendingBytes: number;
   lifetime: NodeJS.Timeout;
   close: (finalEvent?: string) => void;
+  /** Ends the stream at once, discarding its backlog, so the server closes the socket. */
+  drop: () => void;
+}
+
+export interface HubOptions {
+  /** Concurrent streams per client address and per credential. */
+  limits?: StreamLimitSettings;
+  /** A client this far behind is dropped (tests lower it). */
+  maxBacklogBytes?: number;
 }
 
 export interface HubSources {
@@ -62,19 +72,32 @@ export class StreamHub {
   /** When a stream was last open (0: never), so a tab that reconnects soon can still resume. */
   private lastClientAt = 0;
 
-  constructor(private readonly sources: HubSources) {}
+  private readonly limits: StreamLimits | null;
+  private readonly maxBacklogBytes: number;
+
+  constructor(
+    private readonly sources: HubSources,
+    options: HubOptions = {},
+  ) {
+    this.limits = options.limits ? new StreamLimits(options.limits) : null;
+    this.maxBacklogBytes = options.maxBacklogBytes ?? MAX_CLIENT_BACKLOG_BYTES;
+  }
 
   get clientCount(): number {
     return this.clients.size;
   }
 
-  /** Opens one stream; `lastEventId` resumes where a previous stream of this process left off. */
-  open(lastEventId: string | null, signal: AbortSignal | null): ReadableStream<Uint8Array> {
+  /**
+   * Opens one stream; `lastEventId` resumes where a previous stream of this process left off. Throws
+   * `StreamLimitError` when `owner` already has as many streams open as the limits allow.
+   */
+  open(lastEventId: string | null, signal: AbortSignal | null, owner: StreamOwner | null = null): ReadableStream<Uint8Array> {
     let client: Client | null = null;
+    const release = owner && this.limits ? this.limits.take(owner) : () => {};
     const stream = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
-          client = this.attach(controller, lastEventId);
+          client = this.attach(controller, lastEventId, release);
           if (signal) {
             if (signal.aborted) client.close();
             else signal.addEventListener("abort", () => client?.close(), { once: true });
@@ -92,7 +115,7 @@ export class StreamHub {
     return stream;
   }
 
-  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null): Client {
+  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null, release: () => void): Client {
     const id = this.nextClientId++;
     const client: Client = {
       id,
@@ -103,13 +126,7 @@ export class StreamHub {
       pendingBytes: 0,
       lifetime: setTimeout(() => client.close("event: end\ndata: {\"reason\":\"lifetime\"}\n\n"), MAX_STREAM_MS),
       close: (finalEvent) => {
-        if (client.closed) return;
-        client.closed = true;
-        clearTimeout(client.lifetime);
-        this.clients.delete(client);
-        this.lastClientAt = Date.now();
-        client.pending = [];
-        client.snapshot = null;
+        if (!detach()) return;
         try {
           if (finalEvent) controller.enqueue(encoder.encode(finalEvent));
           controller.close();
@@ -117,6 +134,28 @@ export class StreamHub {
           // already closed or errored by the consumer
         }
       },
+      drop: () => {
+        if (!detach()) return;
+        try {
+          // close() would let the consumer read the whole backlog first, keeping the socket open for as long
+          // as it takes; an error discards the queue and makes the server destroy the response now. (Named
+          // AbortError: Next.js treats it as a client gone, not as a failure to log.)
+          controller.error(new DOMException("live stream dropped: the client fell too far behind", "AbortError"));
+        } catch {
+          // already closed or errored by the consumer
+        }
+      },
+    };
+    const detach = (): boolean => {
+      if (client.closed) return false;
+      client.closed = true;
+      clearTimeout(client.lifetime);
+      this.clients.delete(client);
+      this.lastClientAt = Date.now();
+      client.pending = [];
+      client.snapshot = null;
+      release();
+      return true;
     };
     client.lifetime.unref?.();
     this.clients.add(client);
@@ -183,12 +222,12 @@ export class StreamHub {
     if (client.snapshot) {
       client.pending.push(bytes);
       client.pendingBytes += bytes.byteLength;
-      if (client.pendingBytes > MAX_CLIENT_BACKLOG_BYTES) client.close();
+      if (client.pendingBytes > this.maxBacklogBytes) client.drop();
       return;
     }
     try {
-      if ((client.controller.desiredSize ?? 0) < -MAX_CLIENT_BACKLOG_BYTES) {
-        client.close();
+      if ((client.controller.desiredSize ?? 0) < -this.maxBacklogBytes) {
+        client.drop();
         return;
       }
       client.controller.enqueue(bytes);
@@ -215,8 +254,9 @@ export class StreamHub {
     const { upserts, removed, contention } = this.sources.store.drain(now, COALESCE_MS, MAX_LOCKS_PER_TICK);
     if (upserts.length === 0 && removed.length === 0 && contention.length === 0) return;
     const parts: string[] = [];
-    for (const lock of upserts) parts.push(`event: lock\ndata: ${JSON.stringify(lock)}\n\n`);
+    // Removals first: a resource both removed and upserted in one frame must end up listed.
     for (const resource of removed) parts.push(`event: lock-removed\ndata: ${JSON.stringify({ resource })}\n\n`);
+    for (const lock of upserts) parts.push(`event: lock\ndata: ${JSON.stringify(lock)}\n\n`);
     for (const figures of contention) parts.push(`event: contention\ndata: ${JSON.stringify(figures)}\n\n`);
     this.seq += 1;
     parts[parts.length - 1] = `id: ${this.epoch}:${this.seq}\n${parts[parts.length - 1] ?? ""}`;

@@ -1,7 +1,10 @@
 import "server-only";
+import { createHash } from "node:crypto";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
+import { restartRisk, uptimeMsAt } from "@/lib/locks/node-state";
 import type { LiveStats, WatcherStatus } from "@/lib/locks/types";
+import { clientIp, SESSION_COOKIE, type Principal } from "../auth";
 import { getConfig } from "../config";
 import { singleton } from "../global";
 import { healthContributors } from "../health";
@@ -11,7 +14,8 @@ import { onShutdown } from "../shutdown";
 import { getLiveEvents } from "./events";
 import { HEARTBEAT_MS, StreamHub, TICK_MS } from "./hub";
 import { LockStore, type NodeSample } from "./store";
-import { NodeWatcher, READ_BATCH } from "./watcher";
+import type { StreamOwner } from "./stream-limits";
+import { NodeWatcher, READ_BATCH, type KeyReading } from "./watcher";
 
 export { getLiveEvents } from "./events";
 export type { LiveEventMap, LiveEvents, LockEventType } from "./events";
@@ -21,6 +25,10 @@ export type { LockCounts } from "./store";
 const FLUSH_MS = 10;
 /** Without notifications a node is rescanned this often. */
 const DEGRADED_SCAN_MS = 2_000;
+/** How often each node's `notify-keyspace-events` is read again (it can be switched off at runtime). */
+export const NOTIFY_CHECK_MS = 5_000;
+/** How often an idle node is pinged, so a frozen one is noticed when no lock changes. */
+const PROBE_MS = 500;
 
 interface LiveRuntime {
   store: LockStore;
@@ -47,14 +55,16 @@ export function startLive(): LiveRuntime {
       events,
     );
     const isLockKey = lockKeyMatcher(config.lockPatterns);
-    const startedAt = Date.now();
     const watchers = nodes.map(
-      (node) => new NodeWatcher(node, { store, patterns: config.lockPatterns, isLockKey, events, log, timeoutMs: config.nodeTimeoutMs }),
+      (node) =>
+        new NodeWatcher(node, { store, patterns: config.lockPatterns, isLockKey, events, log, timeoutMs: config.nodeTimeoutMs, deadlineMs: config.nodeTimeoutMs }),
     );
     const stats = (): LiveStats => {
       const now = Date.now();
       const counts = store.counts(now);
-      const nodesUp = watchers.filter((w) => w.up).length;
+      const nodesUp = watchers.filter((w) => w.up && w.answering).length;
+      const nodesNotAnswering = watchers.filter((w) => w.readable && !w.answering).length;
+      const nodesWithoutNotifications = watchers.filter((w) => w.notifications === "unavailable").length;
       return {
         serverTime: now,
         held: counts.held,
@@ -64,10 +74,15 @@ export function startLive(): LiveRuntime {
         expirationsPerSec: round1(store.expirations.sum(now, 5_000) / 5),
         nodesUp,
         nodesTotal: watchers.length,
-        degraded: nodesUp < watchers.length || watchers.some((w) => w.notifications === "unavailable"),
+        nodesNotAnswering,
+        nodesWithoutNotifications,
+        degraded: nodesUp < watchers.length || nodesWithoutNotifications > 0,
       };
     };
-    const hub = new StreamHub({ store, watcherStatus: () => watchers.map((w) => w.status()), stats });
+    const hub = new StreamHub(
+      { store, watcherStatus: () => watchers.map((w) => w.status()), stats },
+      { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken } },
+    );
     for (const watcher of watchers) {
       watcher.onChange = () => {
         if (!store.watching && watchers.every((w) => w.settled)) store.watching = true;
@@ -79,11 +94,32 @@ export function startLive(): LiveRuntime {
       for (const w of watchers) if (w.readable) for (const r of resources) w.dirty.set(r, w.dirty.get(r) ?? null);
     };
 
+    /** Applies one node's (or several nodes') readings of `list`, merged per key. */
+    const applyReadings = (list: readonly string[], keys: Map<string, Array<EndCause | undefined>>, answered: Array<{ w: NodeWatcher; readings: KeyReading[] }>) => {
+      const now = Date.now();
+      for (let k = 0; k < list.length; k++) {
+        const key = list[k] as string;
+        const causes = keys.get(key) ?? [];
+        const samples: NodeSample[] = [];
+        for (const { w, readings } of answered) {
+          const reading = readings[k];
+          if (reading) samples.push(w.sampleOf(reading, causes[w.index] ?? null));
+        }
+        if (samples.length > 0) store.apply(key, samples, now);
+      }
+    };
+    /** Keeps what `w` owes us for a later round (its read failed, or it was left out while busy). */
+    const owe = (w: NodeWatcher, keys: Map<string, Array<EndCause | undefined>>) => {
+      if (!w.readable) return;
+      for (const [key, causes] of keys) if (!w.dirty.has(key) || causes[w.index]) w.dirty.set(key, causes[w.index] ?? w.dirty.get(key) ?? null);
+    };
+
     let flushing = false;
     const flush = async () => {
       if (flushing) return;
       const keys = new Map<string, Array<EndCause | undefined>>();
-      for (const w of watchers) {
+      const targets = watchers.filter((w) => w.readable && !w.busy);
+      for (const w of targets) {
         for (const [key, cause] of w.dirty) {
           if (keys.size >= READ_BATCH * 2 && !keys.has(key)) break;
           w.dirty.delete(key);
@@ -96,32 +132,46 @@ export function startLive(): LiveRuntime {
         }
       }
       if (keys.size === 0) return;
+      // A node still busy with an earlier batch reads these keys once it answers again.
+      for (const w of watchers) if (w.busy) owe(w, keys);
       flushing = true;
       try {
         const list = [...keys.keys()];
-        const targets = watchers.filter((w) => w.readable);
-        const results = await Promise.all(
-          targets.map(async (w) => {
-            try {
-              return await w.read(list);
-            } catch {
-              // Keep what this node owes us for the next round, if it is still there.
-              if (w.readable) for (const [key, causes] of keys) if (!w.dirty.has(key)) w.dirty.set(key, causes[w.index] ?? null);
-              return null;
-            }
-          }),
+        // Every node's batch at once, so a write to every node is one change; but a node that misses the
+        // per-node deadline (frozen, overloaded) does not hold the others back: its readings are applied
+        // on their own when they come, and until then it is left out of later batches.
+        const answered: Array<{ w: NodeWatcher; readings: KeyReading[] }> = [];
+        const settled = new Set<NodeWatcher>();
+        let onTime = true;
+        const reads = targets.map((w) =>
+          w.read(list).then(
+            (readings) => {
+              if (onTime) {
+                settled.add(w);
+                answered.push({ w, readings });
+              } else {
+                applyReadings(list, keys, [{ w, readings }]);
+                w.busy = false;
+              }
+            },
+            () => {
+              settled.add(w);
+              w.busy = false;
+              owe(w, keys);
+            },
+          ),
         );
-        const now = Date.now();
-        for (let k = 0; k < list.length; k++) {
-          const key = list[k] as string;
-          const causes = keys.get(key) ?? [];
-          const samples: NodeSample[] = [];
-          targets.forEach((w, t) => {
-            const reading = results[t]?.[k];
-            if (reading) samples.push(w.sampleOf(reading, causes[w.index] ?? null));
-          });
-          if (samples.length > 0) store.apply(key, samples, now);
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.all(reads), new Promise<void>((resolve) => (timer = setTimeout(resolve, config.nodeTimeoutMs)))]);
+        clearTimeout(timer);
+        onTime = false;
+        for (const w of targets) {
+          if (!settled.has(w)) {
+            w.busy = true;
+            w.checkAnswering();
+          }
         }
+        applyReadings(list, keys, answered);
       } finally {
         flushing = false;
       }
@@ -145,6 +195,16 @@ export function startLive(): LiveRuntime {
       hub.sendStats();
     });
     every(HEARTBEAT_MS, () => hub.heartbeat());
+    every(PROBE_MS, () => {
+      const now = Date.now();
+      for (const w of watchers) {
+        w.checkAnswering(now);
+        w.probe();
+      }
+    });
+    every(NOTIFY_CHECK_MS, () => {
+      for (const w of watchers) void w.recheckNotifications().catch(guard(`notification check of ${w.id}`));
+    });
     every(5_000, () => hub.sendNodes());
     let factRound = 0;
     const refreshFacts = () => {
@@ -169,22 +229,22 @@ export function startLive(): LiveRuntime {
       const w = watchers.find((x) => x.id === nodeId);
       if (!w) return {};
       const now = Date.now();
-      const persistent = w.facts.appendonly === "yes";
-      // A node that restarted without persistence forgets its locks: if that happened sooner than the
-      // longest TTL in use, a lock it held can be granted to a second client while the first still holds it.
-      // Only a restart the console witnessed counts (it was watching before the node started).
-      const uptimeMs = w.facts.uptimeSec === null ? null : w.facts.uptimeSec * 1000 + (now - w.facts.uptimeReadAt);
-      const restartRisk = !persistent && uptimeMs !== null && w.longestTtlMs > 0 && uptimeMs < w.longestTtlMs && now - startedAt > uptimeMs + 5_000;
+      const uptimeMs = uptimeMsAt(w.run, now);
+      const answering = w.answering;
       return {
+        // A connected node that keeps commands waiting is not up, whatever its connection says.
+        ...(answering ? {} : { up: false, latencyMs: null }),
+        answering,
         notifications: w.notifications,
-        watcher: { up: w.up, lastEventAt: w.lastEventAt, lastEventAgeMs: w.lastEventAt === null ? null : now - w.lastEventAt, reconnects: w.reconnects, gaps: w.gaps },
+        watcher: { up: w.up && answering, answering, lastEventAt: w.lastEventAt, lastEventAgeMs: w.lastEventAt === null ? null : now - w.lastEventAt, reconnects: w.reconnects, gaps: w.gaps },
         persistence: { appendonly: w.facts.appendonly, save: w.facts.save },
         uptimeSec: uptimeMs === null ? null : Math.floor(uptimeMs / 1000),
         longestTtlMs: w.longestTtlMs,
-        restartRisk,
+        restartRisk: restartRisk(w.run, w.facts.appendonly === "yes", w.longestTtlMs, now),
+        restartedAt: w.run.restartedAt,
         clockSkewMs: w.facts.skewMs,
         ...(w.otherTypeKeys > 0 ? { nonStringKeysSkipped: w.otherTypeKeys } : {}),
-        degraded: w.notifications === "unavailable" || (!w.up && w.readable),
+        degraded: w.notifications === "unavailable" || !answering || (!w.up && w.readable),
       };
     });
 
@@ -259,6 +319,21 @@ export function locksJsonStream(options: { state?: string; limit?: number } = {}
     },
     { highWaterMark: 256 * 1024, size: (chunk) => chunk.byteLength },
   );
+}
+
+/**
+ * Who opens a stream, for the per-address and per-token limits: the client address, and a fingerprint (never
+ * the secret itself) of the bearer token or session cookie that signed it in; null for open reading.
+ */
+export function streamOwner(headers: Headers, principal: Principal | null): StreamOwner {
+  const address = clientIp(headers);
+  let secret: string | null = null;
+  if (principal?.via === "bearer") secret = /^Bearer\s+(.+)$/i.exec(headers.get("authorization") ?? "")?.[1] ?? null;
+  else if (principal?.via === "session") {
+    const cookie = (headers.get("cookie") ?? "").split(/;\s*/).find((c) => c.startsWith(`${SESSION_COOKIE}=`));
+    secret = cookie ? cookie.slice(SESSION_COOKIE.length + 1) : null;
+  }
+  return { address, credential: secret === null ? null : createHash("sha256").update(secret).digest("base64url").slice(0, 22) };
 }
 
 export function getStreamHub(): StreamHub {

@@ -54,6 +54,10 @@ interface Entry {
   /** While the reachable nodes disagree (a multi-node write or delete half applied), hold the message until then. */
   settleUntil: number;
   wheelAt: number;
+  /** A node was read without the value it held, since the last merge: the end was seen, not guessed. */
+  endSeen: boolean;
+  /** Every node that holds it is unreadable: the view is the last readings'. */
+  unreadable: boolean;
 }
 
 export interface LockCounts {
@@ -87,8 +91,13 @@ export class LockStore {
   private readonly contentionChanged = new Set<string>();
   /** Locks whose nodes disagree, waiting for the rest of a multi-node write (checked every tick). */
   private readonly settling = new Set<string>();
-  private readonly lingering: Array<{ resource: string; endedAt: number }> = [];
-  private readonly wheel = new Map<number, string[]>();
+  /** Ended locks still listed, oldest end first (a Map: removing the head is O(1), and a re-ended lock moves to the back). */
+  private readonly lingering = new Map<string, number>();
+  /**
+   * Expiry timers in 100 ms buckets. A lock is in one bucket at a time (rescheduling moves it), so a lease
+   * renewed every second costs one entry however long it lives.
+   */
+  private readonly wheel = new Map<number, Set<string>>();
   private wheelCursor = Math.floor(Date.now() / WHEEL_MS);
   private readonly byState = emptyCounts();
   private readonly forceHints = new Map<string, { at: number; value: string | null; detail: string | null }>();
@@ -186,6 +195,7 @@ export class LockStore {
       }
       const before = entry.values[sample.node] ?? null;
       const beforeExpiry = entry.expiries[sample.node] ?? Number.NaN;
+      if (before !== null && sample.value === null) entry.endSeen = true;
       entry.values[sample.node] = sample.value;
       entry.expiries[sample.node] = sample.expiry;
       // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value; the
@@ -296,8 +306,9 @@ export class LockStore {
       this.wheel.delete(slot);
       for (const resource of bucket) {
         const entry = this.live.get(resource);
-        if (!entry || entry.wheelAt !== slot || entry.state === null || !isLive(entry.state)) continue;
+        if (!entry || entry.wheelAt !== slot) continue;
         entry.wheelAt = 0;
+        if (entry.state === null || !isLive(entry.state)) continue;
         this.recompute(entry, now, false);
         if (entry.state === "elapsed" && entry.expiresAt !== null && now >= entry.expiresAt + PROBE_AFTER_MS) {
           probe.push(resource);
@@ -306,18 +317,18 @@ export class LockStore {
       }
     }
     if (probe.length > 0) this.onProbe(probe);
-    while (this.lingering.length > 0) {
-      const head = this.lingering[0];
-      if (!head || now - head.endedAt < LINGER_MS) break;
-      this.lingering.shift();
-      const entry = this.live.get(head.resource);
-      if (!entry || entry.endedAt !== head.endedAt || entry.state === null || isLive(entry.state)) continue;
-      this.live.delete(head.resource);
+    for (const [resource, endedAt] of this.lingering) {
+      if (now - endedAt < LINGER_MS) break;
+      this.lingering.delete(resource);
+      const entry = this.live.get(resource);
+      if (!entry || entry.endedAt !== endedAt || entry.state === null || isLive(entry.state)) continue;
+      this.live.delete(resource);
+      this.unschedule(entry);
       this.count(entry.state, -1, entry);
-      this.changed.delete(head.resource);
-      this.removed.add(head.resource);
-      this.recent.delete(head.resource);
-      this.recent.set(head.resource, entry);
+      this.changed.delete(resource);
+      this.removed.add(resource);
+      this.recent.delete(resource);
+      this.recent.set(resource, entry);
       this.trimRecent(now);
     }
   }
@@ -378,6 +389,9 @@ export class LockStore {
   private revive(resource: string): Entry {
     const old = this.recent.get(resource);
     if (old) this.recent.delete(resource);
+    // Its ended row may have left the list in this very frame: the stream must not send the removal after
+    // the new lock (the browser would delete a live lock).
+    this.removed.delete(resource);
     const n = this.nodeIds.length;
     const entry: Entry = {
       resource,
@@ -398,6 +412,8 @@ export class LockStore {
       lastSentAt: 0,
       settleUntil: 0,
       wheelAt: 0,
+      endSeen: false,
+      unreadable: false,
     };
     this.live.set(resource, entry);
     return entry;
@@ -409,11 +425,6 @@ export class LockStore {
   }
 
   private recompute(entry: Entry, now: number, visible: boolean): void {
-    // With every node down nothing is known: keep showing the last state rather than "ending" every lock.
-    if (!this.nodeUp.some(Boolean)) {
-      if (visible && entry.state !== null) this.changed.add(entry.resource);
-      return;
-    }
     // A client writes (or deletes) a Redlock key on the nodes one by one: a read between two of those writes
     // sees the nodes disagree for a moment. Such a view counts (state, timeline, events, streams) only if it
     // lasts SETTLE_MS; until then the lock keeps its previous state.
@@ -427,7 +438,12 @@ export class LockStore {
       }
     }
     this.settling.delete(entry.resource);
-    const merged: MergedLock = mergeSamples({ up: this.nodeUp, values: entry.values, expiries: entry.expiries, quorum: this.quorum }, now);
+    const merged: MergedLock = mergeSamples({ up: this.nodeUp, values: entry.values, expiries: entry.expiries, quorum: this.quorum }, now, { endSeen: entry.endSeen });
+    entry.endSeen = false;
+    if (entry.unreadable !== merged.unreadable) {
+      entry.unreadable = merged.unreadable;
+      visible = true;
+    }
     const wasLive = entry.state !== null && isLive(entry.state);
     const prev = wasLive ? { state: entry.state as "held", token: entry.token, leading: entry.leading, expiresAt: entry.expiresAt } : null;
     const steps = transitions(prev, merged);
@@ -478,7 +494,9 @@ export class LockStore {
           entry.endedAt = now;
           entry.endedToken = entry.token ?? entry.leading;
           const state: LockState = reason === "evicted" ? "expired" : reason;
-          this.lingering.push({ resource: entry.resource, endedAt: now });
+          this.lingering.delete(entry.resource);
+          this.lingering.set(entry.resource, now);
+          this.unschedule(entry);
           this.setState(entry, state, previousState);
           entry.token = null;
           entry.leading = null;
@@ -490,7 +508,10 @@ export class LockStore {
     }
     if (merged.state === null) {
       // Never live (a key seen absent): nothing to show.
-      if (entry.state === null) this.live.delete(entry.resource);
+      if (entry.state === null) {
+        this.live.delete(entry.resource);
+        this.unschedule(entry);
+      }
       return;
     }
     const changed =
@@ -553,10 +574,36 @@ export class LockStore {
   private schedule(entry: Entry, at: number): void {
     const bucket = Math.max(Math.ceil(at / WHEEL_MS), this.wheelCursor);
     if (entry.wheelAt === bucket) return;
+    this.unschedule(entry);
     entry.wheelAt = bucket;
-    const list = this.wheel.get(bucket);
-    if (list) list.push(entry.resource);
-    else this.wheel.set(bucket, [entry.resource]);
+    const set = this.wheel.get(bucket);
+    if (set) set.add(entry.resource);
+    else this.wheel.set(bucket, new Set([entry.resource]));
+  }
+
+  private unschedule(entry: Entry): void {
+    if (entry.wheelAt === 0) return;
+    const set = this.wheel.get(entry.wheelAt);
+    if (set) {
+      set.delete(entry.resource);
+      if (set.size === 0) this.wheel.delete(entry.wheelAt);
+    }
+    entry.wheelAt = 0;
+  }
+
+  /** Sizes of the internal structures, for the soak benchmark and tests of the memory bounds. */
+  sizes(): { live: number; recent: number; wheelEntries: number; wheelBuckets: number; lingering: number; settling: number; forceHints: number } {
+    let wheelEntries = 0;
+    for (const set of this.wheel.values()) wheelEntries += set.size;
+    return {
+      live: this.live.size,
+      recent: this.recent.size,
+      wheelEntries,
+      wheelBuckets: this.wheel.size,
+      lingering: this.lingering.size,
+      settling: this.settling.size,
+      forceHints: this.forceHints.size,
+    };
   }
 
   private nodesAgree(entry: Entry): boolean {
@@ -621,6 +668,7 @@ export class LockStore {
       lock.endedAt = entry.endedAt;
       lock.endedToken = entry.endedToken;
     }
+    if (entry.unreadable) lock.unreadable = true;
     return lock;
   }
 }

@@ -2,6 +2,7 @@ import "server-only";
 import { createHash } from "node:crypto";
 import Redis from "ioredis";
 import type { EndCause } from "@/lib/locks/merge";
+import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
 import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@/lib/redlock/telemetry";
 import type { NotificationStatus } from "../health";
@@ -21,6 +22,8 @@ export interface WatcherContext {
   events: LiveEvents;
   log: Logger;
   timeoutMs: number;
+  /** How long a node may keep a command before it counts as not answering (frozen, overloaded). */
+  deadlineMs: number;
 }
 
 export interface KeyReading {
@@ -97,8 +100,12 @@ export class NodeWatcher {
   readonly sub: Redis;
   readonly reader: Redis;
   notifications: NotificationStatus = "unavailable";
-  /** Subscribed and reconciled: its samples count in the merge. */
+  /** Subscribed and reconciled. */
   up = false;
+  /** False while a command has waited on the node past the deadline. Its samples count only when up and answering. */
+  answering = true;
+  /** A read batch still out past its deadline: later batches leave this node out until it answers. */
+  busy = false;
   /** Connected (or failed to) at least once. */
   attempted = false;
   reconnects = 0;
@@ -107,18 +114,20 @@ export class NodeWatcher {
   latencyMs: number | null = null;
   otherTypeKeys = 0;
   longestTtlMs = 0;
-  facts: { appendonly: string | null; save: string | null; uptimeSec: number | null; uptimeReadAt: number; skewMs: number | null } = {
-    appendonly: null,
-    save: null,
-    uptimeSec: null,
-    uptimeReadAt: 0,
-    skewMs: null,
-  };
+  facts: { appendonly: string | null; save: string | null; skewMs: number | null } = { appendonly: null, save: null, skewMs: null };
+  run: NodeRunFacts = INITIAL_RUN_FACTS;
+  /** When the oldest command still waiting on the reader was sent (liveness probe or read batch). */
+  private waitingSince = new Map<number, number>();
+  private nextWaitId = 1;
+  private lastAnswerAt: number | null = null;
+  private answeringSince = 0;
+  private counted = false;
   readonly dirty = new Map<string, EndCause>();
   private readonly channelPrefix: string;
   private downSince: number | null = null;
   private everUp = false;
   private enabledByUs = false;
+  private notificationsChecked = false;
   private subGeneration = 0;
   private subscribedGeneration = -1;
   private bringingUp = false;
@@ -164,7 +173,8 @@ export class NodeWatcher {
   status() {
     return {
       nodeId: this.id,
-      up: this.up,
+      up: this.up && this.answering,
+      answering: this.answering,
       notifications: this.notifications,
       lastEventAt: this.lastEventAt,
       reconnects: this.reconnects,
@@ -207,12 +217,63 @@ export class NodeWatcher {
     this.attempted = true;
     // Whatever happens while we are away is lost: forget pending reads, the reconcile will cover them.
     this.dirty.clear();
+    this.waitingSince.clear();
+    // A new connection starts afresh: the bring-up's commands tell whether the node answers.
+    this.answering = true;
+    this.answeringSince = Date.now();
     if (!this.up) return;
     this.up = false;
     this.downSince = Date.now();
-    this.ctx.store.setNodeUp(this.index, false);
-    this.ctx.log.warn({ node: this.id }, "lock watcher lost its node; will reconcile on reconnect");
+    this.syncCounted();
+    if (this.stopped) this.ctx.log.info({ node: this.id }, "lock watcher stopped");
+    else this.ctx.log.warn({ node: this.id }, "lock watcher lost its node; will reconcile on reconnect");
     this.onChange();
+  }
+
+  /** Tells the store whether this node's readings count (up and answering). */
+  private syncCounted(): void {
+    const counted = this.up && this.answering;
+    if (counted === this.counted) return;
+    this.counted = counted;
+    this.ctx.store.setNodeUp(this.index, counted);
+  }
+
+  /**
+   * Runs `command` on the reader, counting it as waiting on the node until it settles: a node that keeps
+   * one past the deadline is marked not answering at the next `checkAnswering`.
+   */
+  async waitOn<T>(command: () => Promise<T>): Promise<T> {
+    const id = this.nextWaitId++;
+    this.waitingSince.set(id, Date.now());
+    try {
+      const result = await command();
+      this.lastAnswerAt = Date.now();
+      return result;
+    } finally {
+      this.waitingSince.delete(id);
+      if (!this.answering) this.checkAnswering();
+    }
+  }
+
+  /** Re-evaluates `answering` from the oldest command still waiting (called by a timer and as commands settle). */
+  checkAnswering(now = Date.now()): void {
+    if (!this.readable) return;
+    const oldest = this.waitingSince.values().next().value ?? null;
+    const next = nextAnswering({ answering: this.answering, since: this.answeringSince }, { oldestWaitingSince: oldest, lastAnswerAt: this.lastAnswerAt }, now, this.ctx.deadlineMs);
+    this.answeringSince = next.since;
+    if (next.answering === this.answering) return;
+    const answering = next.answering;
+    this.answering = answering;
+    if (answering) this.ctx.log.info({ node: this.id }, "lock node answers again");
+    else this.ctx.log.warn({ node: this.id, waitingMs: oldest === null ? null : now - oldest }, "lock node does not answer; its locks are shown as not readable");
+    this.syncCounted();
+    this.onChange();
+  }
+
+  /** A cheap command on the reader, so a frozen node is noticed even when no lock changes. */
+  probe(): void {
+    if (!this.readable || this.waitingSince.size > 0) return;
+    void this.waitOn(() => this.reader.ping()).catch(() => undefined);
   }
 
   /** Runs on every (re)connect of either connection: notifications, subscriptions, reconcile, then up. */
@@ -234,6 +295,7 @@ export class NodeWatcher {
           this.subscribedGeneration = generation;
         }
         const started = Date.now();
+        await this.readRunFacts();
         await this.reconcile();
         if (this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) {
           this.again = true;
@@ -241,7 +303,7 @@ export class NodeWatcher {
         }
         const wasUp = this.up;
         this.up = true;
-        this.ctx.store.setNodeUp(this.index, true);
+        this.syncCounted();
         if (this.everUp && !wasUp) {
           this.reconnects += 1;
           this.gaps += 1;
@@ -267,30 +329,82 @@ export class NodeWatcher {
     }
   }
 
-  /** Reads `notify-keyspace-events` and adds what is missing; "unavailable" where CONFIG is refused. */
-  async checkNotifications(): Promise<void> {
+  /**
+   * Reads `notify-keyspace-events` and adds what is missing; "unavailable" where CONFIG is refused. Runs on
+   * every connect and periodically (someone may switch notifications off at runtime). Returns true when
+   * notifications the watcher relied on had been off: changes in that time were never announced.
+   */
+  async checkNotifications(): Promise<boolean> {
     const before = this.notifications;
+    let check: Parameters<typeof nextNotificationStatus>[1];
+    let failure: unknown = null;
     try {
-      const reply = (await this.reader.config("GET", "notify-keyspace-events"));
+      const reply = await this.waitOn(() => this.reader.config("GET", "notify-keyspace-events"));
       const current = Array.isArray(reply) && typeof reply[1] === "string" ? reply[1] : "";
-      if (missingNotifyFlags(current) === "") {
-        this.notifications = this.enabledByUs ? "enabled-by-console" : "on";
-      } else {
-        await this.reader.config("SET", "notify-keyspace-events", mergedNotifyFlags(current));
-        this.enabledByUs = true;
-        this.notifications = "enabled-by-console";
+      const missing = missingNotifyFlags(current);
+      let setOk = true;
+      if (missing !== "") {
+        try {
+          await this.waitOn(() => this.reader.config("SET", "notify-keyspace-events", mergedNotifyFlags(current)));
+        } catch (error) {
+          if (this.reader.status !== "ready") throw error;
+          setOk = false;
+          failure = error;
+        }
       }
+      check = { refused: false, missing, setOk };
     } catch (error) {
       if (this.reader.status !== "ready") throw error;
-      this.notifications = "unavailable";
-      if (before !== "unavailable" || !this.everUp) {
-        this.ctx.log.warn(
-          { node: this.id, err: error instanceof Error ? error.message : String(error) },
-          "CONFIG refused: keyspace notifications unavailable, watching by periodic SCAN (degraded)",
-        );
-      }
+      check = { refused: true };
+      failure = error;
+    }
+    const next = nextNotificationStatus({ status: before, enabledByConsole: this.enabledByUs, checked: this.notificationsChecked }, check);
+    this.notificationsChecked = true;
+    this.notifications = next.status;
+    this.enabledByUs = next.enabledByConsole;
+    if (next.status === "unavailable" && (before !== "unavailable" || !this.everUp)) {
+      this.ctx.log.warn(
+        { node: this.id, err: failure instanceof Error ? failure.message : String(failure) },
+        "keyspace notifications unavailable (CONFIG refused), watching by periodic SCAN (degraded)",
+      );
+    } else if (next.lost && next.status !== "unavailable") {
+      this.ctx.log.warn({ node: this.id }, "keyspace notifications had been switched off on the node; turned them back on and reconciling");
     }
     if (before !== this.notifications) this.onChange();
+    return next.lost;
+  }
+
+  /**
+   * The periodic check: notifications switched off at runtime are switched on again where CONFIG allows
+   * (else the node is watched by SCAN and shown degraded), and what was missed meanwhile is reconciled.
+   */
+  async recheckNotifications(): Promise<void> {
+    if (!this.up || !this.answering || this.stopped) return;
+    const lost = await this.checkNotifications();
+    if (!lost || !this.up) return;
+    const started = Date.now();
+    await this.reconcile();
+    this.gaps += 1;
+    this.ctx.store.markGap(this.index, 0, started);
+    this.ctx.events.emit("gap", { nodeId: this.id });
+    this.onChange();
+  }
+
+  /** INFO server on every (re)connect: run id and uptime, so a restart is known at once, whatever the TTLs. */
+  async readRunFacts(): Promise<void> {
+    let info: string;
+    try {
+      info = await this.waitOn(() => this.reader.info("server"));
+    } catch (error) {
+      // INFO refused (a managed service's ACL): restarts go unnoticed, the rest of the view still works.
+      if (this.reader.status !== "ready") throw error;
+      return;
+    }
+    const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
+    const runId = /run_id:([0-9a-f]+)/.exec(info)?.[1] ?? null;
+    const { facts, restarted } = nextRunFacts(this.run, { runId, uptimeSec: uptime ? Number(uptime) : null }, Date.now());
+    this.run = facts;
+    if (restarted) this.ctx.log.warn({ node: this.id, uptimeSec: facts.uptimeSec, persistence: this.facts.appendonly }, "lock node restarted");
   }
 
   /**
@@ -302,7 +416,7 @@ export class NodeWatcher {
     for (const pattern of this.ctx.patterns) {
       let cursor = "0";
       do {
-        const [next, keys] = await this.reader.scan(cursor, "MATCH", pattern, "COUNT", SCAN_COUNT);
+        const [next, keys] = await this.waitOn(() => this.reader.scan(cursor, "MATCH", pattern, "COUNT", SCAN_COUNT));
         cursor = next;
         const fresh = keys.filter((k) => !seen.has(k) && this.ctx.isLockKey(k));
         for (const key of fresh) seen.add(key);
@@ -335,21 +449,21 @@ export class NodeWatcher {
   /** Reads keys on this node: the batch script where scripting works, MULTI where it does not. */
   async read(keys: readonly string[]): Promise<KeyReading[]> {
     if (keys.length === 0) return [];
-    if (this.scriptsRefused) return readKeys(this.reader, keys);
+    if (this.scriptsRefused) return this.waitOn(() => readKeys(this.reader, keys));
     const started = Date.now();
     let reply: unknown;
     try {
       try {
-        reply = await this.reader.evalsha(READ_SHA, keys.length, ...keys);
+        reply = await this.waitOn(() => this.reader.evalsha(READ_SHA, keys.length, ...keys));
       } catch (error) {
         if (!(error instanceof Error) || !/NOSCRIPT/.test(error.message)) throw error;
-        reply = await this.reader.eval(READ_SCRIPT, keys.length, ...keys);
+        reply = await this.waitOn(() => this.reader.eval(READ_SCRIPT, keys.length, ...keys));
       }
     } catch (error) {
       if (this.reader.status !== "ready" || !(error instanceof Error) || !/unknown command|not allowed|NOPERM|disabled/i.test(error.message)) throw error;
       this.scriptsRefused = true;
       this.ctx.log.warn({ node: this.id, err: error.message }, "scripts refused: reading lock keys with MULTI instead");
-      return readKeys(this.reader, keys);
+      return this.waitOn(() => readKeys(this.reader, keys));
     }
     return readingsFromScript(keys, reply, (started + Date.now()) / 2);
   }
@@ -367,16 +481,13 @@ export class NodeWatcher {
     try {
       const sent = Date.now();
       const t0 = performance.now();
-      const [seconds, micros] = await this.reader.time();
+      const [seconds, micros] = await this.waitOn(() => this.reader.time());
       const rtt = performance.now() - t0;
       this.latencyMs = Math.round(rtt * 100) / 100;
       const nodeMs = Number(seconds) * 1000 + Number(micros) / 1000;
       this.facts.skewMs = Math.round(nodeMs - (sent + rtt / 2));
       if (withInfo) {
-        const info = await this.reader.info("server");
-        const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
-        this.facts.uptimeSec = uptime ? Number(uptime) : null;
-        this.facts.uptimeReadAt = Date.now();
+        await this.readRunFacts();
         if (this.notifications !== "unavailable") {
           try {
             const aof = (await this.reader.config("GET", "appendonly"));

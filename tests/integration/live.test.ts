@@ -7,6 +7,7 @@ import type * as StreamModule from "@/app/api/locks/stream/route";
 import type * as HealthModule from "@/app/api/health/route";
 import type { Lock, LockDetail } from "@/lib/locks/types";
 import type { TestCluster } from "../support/redis";
+import { openStream as openStreamFor, type StreamReader } from "../support/stream";
 import { until } from "../support/wait";
 import { call, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 
@@ -18,92 +19,6 @@ interface NodeRedlockLock {
 type NodeRedlockClass = new (clients: Iterable<unknown>, settings?: { retryCount?: number }) => { acquire(resources: string[], ms: number): Promise<NodeRedlockLock> };
 const NodeRedlock = (createRequire(import.meta.url)("redlock") as { default: NodeRedlockClass }).default;
 
-interface SseEvent {
-  event: string;
-  data: string;
-  id: string | null;
-}
-
-/** Reads a live stream the way a browser's EventSource does, keeping every event for the test to inspect. */
-class StreamReader {
-  readonly events: SseEvent[] = [];
-  lastId: string | null = null;
-  private buffer = "";
-  private done = false;
-  constructor(
-    private readonly response: Response,
-    private readonly abort: AbortController,
-  ) {
-    void this.pump();
-  }
-  private async pump() {
-    const reader = this.response.body!.getReader();
-    const decoder = new TextDecoder();
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        this.buffer += decoder.decode(value, { stream: true });
-        let end: number;
-        while ((end = this.buffer.indexOf("\n\n")) >= 0) {
-          const block = this.buffer.slice(0, end);
-          this.buffer = this.buffer.slice(end + 2);
-          let event = "message";
-          const data: string[] = [];
-          let id: string | null = null;
-          for (const line of block.split("\n")) {
-            if (line.startsWith(":")) continue;
-            const colon = line.indexOf(":");
-            const field = colon < 0 ? line : line.slice(0, colon);
-            const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-            if (field === "event") event = value;
-            else if (field === "data") data.push(value);
-            else if (field === "id") id = value;
-          }
-          if (id !== null) this.lastId = id;
-          if (data.length > 0) this.events.push({ event, data: data.join("\n"), id });
-        }
-      }
-    } catch {
-      // aborted
-    } finally {
-      this.done = true;
-    }
-  }
-  get ended(): boolean {
-    return this.done;
-  }
-  /** The latest state of a lock as this stream told it (snapshot, then upserts and removals). */
-  lock(resource: string): Lock | null | undefined {
-    let state: Lock | null | undefined;
-    for (const e of this.events) {
-      if (e.event === "snapshot") {
-        const found = (JSON.parse(e.data) as { locks: Lock[] }).locks.find((l) => l.resource === resource);
-        if (found) state = found;
-      } else if (e.event === "lock") {
-        const lock = JSON.parse(e.data) as Lock;
-        if (lock.resource === resource) state = lock;
-      } else if (e.event === "lock-removed" && (JSON.parse(e.data) as { resource: string }).resource === resource) {
-        state = null;
-      }
-    }
-    return state;
-  }
-  async until<T>(what: string, check: () => T | null | undefined | false, timeoutMs = 15_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = check();
-      if (value) return value;
-      if (Date.now() > deadline) throw new Error(`stream never showed: ${what}; last events: ${this.events.slice(-5).map((e) => `${e.event} ${e.data.slice(0, 300)}`).join(" | ")}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-  close() {
-    this.abort.abort();
-  }
-}
-
-
 describe("live lock view", () => {
   let cluster: TestCluster;
   let clients: Redis[];
@@ -114,12 +29,7 @@ describe("live lock view", () => {
   const open: StreamReader[] = [];
 
   async function openStream(options: { token?: string; lastEventId?: string } = {}): Promise<StreamReader> {
-    const abort = new AbortController();
-    const headers = new Headers({ authorization: `Bearer ${options.token ?? VIEWER_TOKEN}`, host: new URL(ORIGIN).host });
-    if (options.lastEventId) headers.set("last-event-id", options.lastEventId);
-    const response = await stream.GET(new Request(`${ORIGIN}/api/locks/stream`, { headers, signal: abort.signal }), { params: Promise.resolve({}) });
-    expect(response.status).toBe(200);
-    const reader = new StreamReader(response, abort);
+    const reader = await openStreamFor(stream.GET, options);
     open.push(reader);
     return reader;
   }

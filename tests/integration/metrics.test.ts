@@ -4,7 +4,7 @@ import type { Redlock as RedlockClass } from "@/lib/redlock";
 import { call, setUpConsole, tearDownConsole } from "../support/console";
 import { promtool } from "../support/prometheus";
 import type { TestCluster } from "../support/redis";
-import { setTimeout as sleep } from "node:timers/promises";
+import { until } from "../support/wait";
 
 const METRICS_TOKEN = "it-metrics-token-0123456789abcdef";
 const MAX_GROUPS = 4;
@@ -39,15 +39,17 @@ describe("GET /metrics on real lock nodes", () => {
 
   /** Waits until the live view has caught up with what the nodes hold. */
   const untilScrape = async (check: (s: Map<string, number>) => boolean, what: string) => {
-    const deadline = Date.now() + 30_000;
     let last = "";
-    while (Date.now() < deadline) {
-      last = await scrape();
-      if (check(samples(last))) return last;
-      await sleep(100);
+    try {
+      return await until(what, async () => {
+        last = await scrape();
+        return check(samples(last)) ? last : null;
+      }, 30_000, 100);
+    } catch {
+      throw new Error(`metrics never showed ${what}:\n${last.split("\n").filter((l) => /lockscope_(locks_held|lock_events)/.test(l)).join("\n")}`);
     }
-    throw new Error(`metrics never showed ${what}:\n${last.split("\n").filter((l) => /lockscope_(locks_held|lock_events)/.test(l)).join("\n")}`);
   };
+
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 3, env: { METRICS_TOKEN, METRICS_MAX_GROUPS: String(MAX_GROUPS) } });

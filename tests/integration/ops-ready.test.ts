@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as ReadyRoute from "@/app/api/ready/route";
 import { call, setUpConsole, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
-import { setTimeout as sleep } from "node:timers/promises";
+import { until as waitFor } from "../support/wait";
 
 
 describe("GET /api/ready", () => {
@@ -12,16 +12,20 @@ describe("GET /api/ready", () => {
   // Polls until the status is `status` (and, when given, that many nodes answer: a restarted node
   // reconnects a moment after the quorum is back).
   const until = async (status: number, up?: number) => {
-    const deadline = Date.now() + 30_000;
     const done = (res: { status: number; body: unknown }) =>
       res.status === status && (up === undefined || (res.body as { quorum?: { up?: number } }).quorum?.up === up);
     let res = await call(route.GET, "GET", "/api/ready", { token: null });
-    while (!done(res) && Date.now() < deadline) {
-      await sleep(100);
-      res = await call(route.GET, "GET", "/api/ready", { token: null });
+    try {
+      await waitFor(`ready answering ${status}`, async () => {
+        res = await call(route.GET, "GET", "/api/ready", { token: null });
+        return done(res);
+      }, 30_000, 100);
+    } catch {
+      // The caller's assertion names what the last answer was.
     }
     return res;
   };
+
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 3 });

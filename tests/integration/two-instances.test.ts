@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redlock, type Lock } from "@/lib/redlock";
 import { startLauncher, type LauncherProcess } from "../support/launcher";
 import { startCluster, type TestCluster } from "../support/redis";
-import { setTimeout as sleep } from "node:timers/promises";
+import { until as waitFor } from "../support/wait";
 
 const OPERATOR_TOKEN = "it-two-instances-operator-token-0123";
 const RESOURCE = "lock:orders/two-instances";
@@ -28,15 +28,17 @@ async function get<T>(console_: LauncherProcess, pathAndQuery: string): Promise<
   return (await res.json()) as T;
 }
 
+/** Reads until `ok` holds (a condition, never a fixed sleep); throws with the last value after 30 s. */
 async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  let value = await read();
-  while (!ok(value)) {
-    if (Date.now() > deadline) throw new Error(`never saw ${what}: ${JSON.stringify(value).slice(0, 1000)}`);
-    await sleep(50);
-    value = await read();
+  let last: T | undefined;
+  try {
+    return await waitFor(what, async () => {
+      last = await read();
+      return ok(last) ? { value: last } : null;
+    }, 30_000).then((r) => r.value);
+  } catch {
+    throw new Error(`never saw ${what}: ${JSON.stringify(last).slice(0, 1000)}`);
   }
-  return value;
 }
 
 /** Two console processes over the same lock nodes, as behind a load balancer. */

@@ -39,7 +39,10 @@ export const lockscope = defineFormat({
     const nodes = result.nodes.map((n): NodeReleaseResult =>
       n.result === "error"
         ? { index: n.index, result: "error", error: n.error ?? "no answer" }
-        : { index: n.index, result: n.result, redisType: n.result === "absent" ? "none" : "string", woken: null },
+        : n.result === "not-string" || n.result === "wrong-type"
+          ? // The engine's script refused a key of another type (or a companion key of the wrong type) and touched nothing.
+            { index: n.index, result: "wrongtype", redisType: null, woken: null }
+          : { index: n.index, result: n.result, redisType: n.result === "absent" ? "none" : "string", woken: null },
     );
     const deleted = nodes.some((n) => n.result === "deleted");
     // The engine's script publishes the revocation to the holder's engine and a release to the waiters.

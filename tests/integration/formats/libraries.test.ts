@@ -213,8 +213,10 @@ describe("lock formats with the real libraries", () => {
 
   it("redis-semaphore: a permit the library counts as dead is not a holder, and the library agrees", async () => {
     const c = clients[0]!;
-    // A live holder refreshes every 100 ms, far inside its 1 s timeout, so only the crashed one goes stale.
-    const make = () => new Semaphore(c, "reports", 2, { lockTimeout: 1_000, refreshInterval: 100, acquireTimeout: 2_000, retryInterval: 20, onLockLost: () => {} });
+    // A live holder refreshes inside its timeout, so only the crashed one goes stale. Each refresh also prunes
+    // dead entries (as the library does), so the refreshes are spaced: taken together, the crashed entry is
+    // dead from 3 s after it was taken until the live holder's second refresh at 4.8 s.
+    const make = () => new Semaphore(c, "reports", 2, { lockTimeout: 3_000, refreshInterval: 2_400, acquireTimeout: 2_000, retryInterval: 20, onLockLost: () => {} });
     const crashed = make();
     await crashed.acquire();
     // The holder dies: it stops refreshing, its entry stays in the key.

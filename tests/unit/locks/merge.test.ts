@@ -9,7 +9,7 @@ const up3 = [true, true, true];
 describe("merging per-node samples into one lock", () => {
   it("is held when a quorum holds one value, until the quorum-th latest expiry", () => {
     const merged = mergeSamples({ up: up3, values: ["a", "a", "a"], expiries: [NOW + 900, NOW + 1_000, NOW + 1_100], quorum: 2 }, NOW);
-    expect(merged).toEqual({ state: "held", token: "a", leading: "a", quorumHeld: 3, expiresAt: NOW + 1_000 });
+    expect(merged).toEqual({ state: "held", token: "a", leading: "a", quorumHeld: 3, expiresAt: NOW + 1_000, unreadable: false });
   });
 
   it("is partial when no value has a quorum, until the last key goes", () => {
@@ -25,6 +25,21 @@ describe("merging per-node samples into one lock", () => {
     expect(merged).toMatchObject({ state: "held", quorumHeld: 2 });
     const lost = mergeSamples({ up: [true, false, false], values: ["a", "a", "a"], expiries: [NOW + 1_000, NOW + 1_000, NOW + 1_000], quorum: 2 }, NOW);
     expect(lost).toMatchObject({ state: "partial", quorumHeld: 1 });
+  });
+
+  it("keeps a lock whose only holders cannot be read as unreadable, with the last readings, not ended", () => {
+    const single = mergeSamples({ up: [true, false, true], values: [null, "a", null], expiries: [Number.NaN, NOW + 1_000, Number.NaN], quorum: 2 }, NOW);
+    expect(single).toEqual({ state: "partial", token: null, leading: "a", quorumHeld: 1, expiresAt: NOW + 1_000, unreadable: true });
+    const quorum = mergeSamples({ up: [true, false, false], values: [null, "a", "a"], expiries: [Number.NaN, NOW + 1_000, NOW + 1_000], quorum: 2 }, NOW);
+    expect(quorum).toMatchObject({ state: "held", token: "a", quorumHeld: 2, unreadable: true });
+    // Some reachable node holds a value: that is current, and down nodes count as holding nothing.
+    const current = mergeSamples({ up: [true, false, false], values: ["a", "a", "a"], expiries: [NOW + 1_000, NOW + 1_000, NOW + 1_000], quorum: 2 }, NOW);
+    expect(current).toMatchObject({ state: "partial", unreadable: false });
+  });
+
+  it("ends a lock when a node was seen dropping it, whatever an unreachable node last held", () => {
+    const merged = mergeSamples({ up: [true, true, false], values: [null, null, "a"], expiries: [Number.NaN, Number.NaN, NOW + 1_000], quorum: 2 }, NOW, { endSeen: true });
+    expect(merged).toMatchObject({ state: null, unreadable: false });
   });
 
   it("is elapsed when the TTL ran out but the keys are still there", () => {

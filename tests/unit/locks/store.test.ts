@@ -3,6 +3,13 @@ import { describe, expect, it } from "vitest";
 import type { LiveEventMap } from "@/server/live/events";
 import { LINGER_MS, LockStore, SETTLE_MS, type NodeSample } from "@/server/live/store";
 
+function storeStarting() {
+  const events = new EventEmitter<LiveEventMap>();
+  const seen: string[] = [];
+  events.on("lock-event", (e) => seen.push(`${e.type} ${e.resource}`));
+  return { store: new LockStore(NODES, 2, events), seen };
+}
+
 const T = 1_800_000_000_000;
 const NODES = ["node-0", "node-1", "node-2"];
 
@@ -165,5 +172,101 @@ describe("the lock store", () => {
     expect(store.lock("lock:j", T + 12)?.state).toBe("force-released");
     expect(store.get("lock:j", T + 12)?.timeline.at(-1)).toMatchObject({ type: "force-released", detail: "by alice: “stuck worker”" });
     expect(seen).toContain("force-released lock:j");
+  });
+
+  it("lists a quorum lock on nodes 1 and 2 found at start-up after node 0 came up empty", () => {
+    const { store } = storeStarting();
+    store.setNodeUp(0, true, T);
+    // Node 1's and node 2's watchers reconcile (read their keys) before they are marked up.
+    store.apply("lock:q", [held(1, "v", T + 30_000)], T + 1);
+    store.apply("lock:q", [held(2, "v", T + 30_000)], T + 2);
+    expect(store.lock("lock:q", T + 2)).toMatchObject({ state: "held", token: "v", unreadable: true });
+    store.setNodeUp(1, true, T + 3);
+    store.setNodeUp(2, true, T + 4);
+    // (Node 0 disagrees with the others: the view settles first.)
+    store.tick(T + 4 + SETTLE_MS + 1);
+    const lock = store.lock("lock:q", T + 4 + SETTLE_MS + 1);
+    expect(lock).toMatchObject({ state: "held", token: "v", quorumHeld: 2 });
+    expect(lock?.unreadable).toBeUndefined();
+  });
+
+  it("keeps a lock whose only node went away listed as unreadable, without an end, for as long as it is away", () => {
+    const { store, seen } = storeWithNodesUp();
+    store.apply("lock:one", [held(0, "v", T + 60_000), gone(1, null), gone(2, null)], T);
+    store.tick(T + SETTLE_MS + 1);
+    store.setNodeUp(0, false, T + 100);
+    for (let t = T + 100; t <= T + 20_000; t += 1_000) store.tick(t);
+    expect(store.lock("lock:one", T + 20_000)).toMatchObject({ state: "partial", unreadable: true, quorumHeld: 1 });
+    expect(seen).toEqual(["acquired lock:one"]);
+    expect(store.drain(T + 20_000, 0, 100).removed).toEqual([]);
+    // Back: its reconcile reads the key again, then it counts.
+    store.apply("lock:one", [held(0, "v", T + 60_000)], T + 20_001);
+    store.setNodeUp(0, true, T + 20_002);
+    store.tick(T + 20_002 + SETTLE_MS + 1);
+    const back = store.lock("lock:one", T + 20_002 + SETTLE_MS + 1);
+    expect(back?.state).toBe("partial");
+    expect(back?.unreadable).toBeUndefined();
+    expect(seen).toEqual(["acquired lock:one"]);
+  });
+
+  it("ends an unreadable lock when its node, back, no longer holds it", () => {
+    const { store, seen } = storeWithNodesUp();
+    store.apply("lock:back", [held(0, "v", T + 5_000), gone(1, null), gone(2, null)], T);
+    store.tick(T + SETTLE_MS + 1);
+    store.setNodeUp(0, false, T + 100);
+    store.apply("lock:back", [gone(0, null)], T + 10_000);
+    expect(store.lock("lock:back", T + 10_000)?.state).toBe("expired");
+    expect(seen).toEqual(["acquired lock:back", "expired lock:back"]);
+  });
+
+  it("still ends a quorum lock released while a node is down", () => {
+    const { store, seen } = storeWithNodesUp();
+    store.apply("lock:rq", [held(0, "v", T + 60_000), held(1, "v", T + 60_000), held(2, "v", T + 60_000)], T);
+    store.setNodeUp(2, false, T + 10);
+    store.apply("lock:rq", [gone(0), gone(1)], T + 20);
+    expect(store.lock("lock:rq", T + 20)?.state).toBe("released");
+    expect(seen).toEqual(["acquired lock:rq", "released lock:rq"]);
+  });
+
+  it("keeps one timer per lock however often its lease is renewed", () => {
+    const { store } = storeWithNodesUp();
+    const leases = 200;
+    for (let second = 0; second < 120; second++) {
+      const now = T + second * 1_000;
+      for (let i = 0; i < leases; i++) {
+        const expiry = now + 600_000;
+        store.apply(`lock:lease:${i}`, [held(0, `v${i}`, expiry), held(1, `v${i}`, expiry), held(2, `v${i}`, expiry)], now);
+      }
+      store.tick(now);
+    }
+    const sizes = store.sizes();
+    expect(sizes.live).toBe(leases);
+    expect(sizes.wheelEntries).toBe(leases);
+  });
+
+  it("does not send the removal of a lock taken again in the frame its ended row leaves the list", () => {
+    const { store } = storeWithNodesUp();
+    const all = (value: string) => [0, 1, 2].map((node) => held(node, value, T + 60_000));
+    store.apply("lock:again", all("v"), T);
+    store.apply("lock:again", [gone(0), gone(1), gone(2)], T + 10);
+    store.drain(T + 10, 0, 100);
+    // The ended row leaves the list, and in the same frame the lock is taken again.
+    store.tick(T + 10 + LINGER_MS);
+    store.apply("lock:again", all("w"), T + 10 + LINGER_MS);
+    const frame = store.drain(T + 10 + LINGER_MS, 0, 100);
+    expect(frame.upserts.map((l) => [l.resource, l.state, l.token])).toEqual([["lock:again", "held", "w"]]);
+    expect(frame.removed).toEqual([]);
+  });
+
+  it("lets many ended locks leave the list in order", () => {
+    const { store } = storeWithNodesUp();
+    for (let i = 0; i < 1_000; i++) {
+      store.apply(`lock:e${i}`, [0, 1, 2].map((node) => held(node, "v", T + 60_000)), T);
+      store.apply(`lock:e${i}`, [gone(0), gone(1), gone(2)], T + i);
+    }
+    store.tick(T + 499 + LINGER_MS);
+    expect(store.sizes().lingering).toBe(500);
+    store.tick(T + 999 + LINGER_MS);
+    expect(store.sizes()).toMatchObject({ lingering: 0, live: 0, recent: 1_000, wheelEntries: 0 });
   });
 });

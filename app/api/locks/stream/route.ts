@@ -1,6 +1,8 @@
 import { z } from "zod";
+import { ApiError } from "@/server/errors";
 import { route } from "@/server/http";
-import { getStreamHub } from "@/server/live";
+import { getStreamHub, streamOwner } from "@/server/live";
+import { StreamLimitError } from "@/server/live/stream-limits";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -10,16 +12,26 @@ const query = z.strictObject({
   lastEventId: z.string().max(64, "must be at most 64 characters").optional(),
 });
 
+const STREAM_HEADERS = {
+  "Content-Type": "text/event-stream; charset=utf-8",
+  "Cache-Control": "no-cache, no-transform",
+  Connection: "keep-alive",
+  "X-Accel-Buffering": "no",
+};
+
 // GET /api/locks/stream: Server-Sent Events, a snapshot then coalesced lock changes, resumable with Last-Event-ID
-export const GET = route({ name: "GET /api/locks/stream", access: "viewer", query }, ({ request, query: q }) => {
+export const GET = route({ name: "GET /api/locks/stream", access: "viewer", query }, ({ request, query: q, principal }) => {
   const lastEventId = request.headers.get("last-event-id") ?? q.lastEventId ?? null;
-  const stream = getStreamHub().open(lastEventId, request.signal);
-  return new Response(stream, {
-    headers: {
-      "Content-Type": "text/event-stream; charset=utf-8",
-      "Cache-Control": "no-cache, no-transform",
-      Connection: "keep-alive",
-      "X-Accel-Buffering": "no",
-    },
-  });
+  let stream: ReadableStream<Uint8Array>;
+  try {
+    stream = getStreamHub().open(lastEventId, request.signal, streamOwner(request.headers, principal));
+  } catch (error) {
+    if (error instanceof StreamLimitError) throw new ApiError("rate_limited", error.message, { limit: error.limit, per: error.scope }, { "Retry-After": "10" });
+    throw error;
+  }
+  return new Response(stream, { headers: STREAM_HEADERS });
 });
+
+// HEAD /api/locks/stream: the stream's headers, without opening a stream (Next.js would otherwise run GET,
+// and nobody would ever read or cancel that stream)
+export const HEAD = route({ name: "HEAD /api/locks/stream", access: "viewer", query }, () => new Response(null, { headers: STREAM_HEADERS }));

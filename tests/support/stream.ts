@@ -1,0 +1,107 @@
+import type { Lock } from "@/lib/locks/types";
+import { ORIGIN, VIEWER_TOKEN } from "./console";
+import { until } from "./wait";
+
+type StreamHandler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
+
+/** Opens `/api/locks/stream` through its route handler, as a browser tab would; 200 expected. */
+export async function openStream(handler: StreamHandler, options: { token?: string; lastEventId?: string; clientIp?: string } = {}): Promise<StreamReader> {
+  const abort = new AbortController();
+  const headers = new Headers({ authorization: `Bearer ${options.token ?? VIEWER_TOKEN}`, host: new URL(ORIGIN).host });
+  if (options.lastEventId) headers.set("last-event-id", options.lastEventId);
+  if (options.clientIp) headers.set("x-lockscope-client-ip", options.clientIp);
+  const response = await handler(new Request(`${ORIGIN}/api/locks/stream`, { headers, signal: abort.signal }), { params: Promise.resolve({}) });
+  if (response.status !== 200) throw new Error(`the stream answered ${response.status}: ${await response.text()}`);
+  return new StreamReader(response, abort);
+}
+
+export interface SseEvent {
+  event: string;
+  data: string;
+  id: string | null;
+}
+
+/** Reads a live stream the way a browser's EventSource does, keeping every event for the test to inspect. */
+export class StreamReader {
+  readonly events: SseEvent[] = [];
+  lastId: string | null = null;
+  private buffer = "";
+  private done = false;
+  constructor(
+    private readonly response: Response,
+    private readonly abort: AbortController,
+  ) {
+    void this.pump();
+  }
+  private async pump() {
+    const reader = this.response.body!.getReader();
+    const decoder = new TextDecoder();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        this.buffer += decoder.decode(value, { stream: true });
+        let end: number;
+        while ((end = this.buffer.indexOf("\n\n")) >= 0) {
+          const block = this.buffer.slice(0, end);
+          this.buffer = this.buffer.slice(end + 2);
+          let event = "message";
+          const data: string[] = [];
+          let id: string | null = null;
+          for (const line of block.split("\n")) {
+            if (line.startsWith(":")) continue;
+            const colon = line.indexOf(":");
+            const field = colon < 0 ? line : line.slice(0, colon);
+            const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+            if (field === "event") event = value;
+            else if (field === "data") data.push(value);
+            else if (field === "id") id = value;
+          }
+          if (id !== null) this.lastId = id;
+          if (data.length > 0) this.events.push({ event, data: data.join("\n"), id });
+        }
+      }
+    } catch {
+      // aborted
+    } finally {
+      this.done = true;
+    }
+  }
+  get ended(): boolean {
+    return this.done;
+  }
+  /** The latest state of a lock as this stream told it (snapshot, then upserts and removals). */
+  lock(resource: string): Lock | null | undefined {
+    let state: Lock | null | undefined;
+    for (const e of this.events) {
+      if (e.event === "snapshot") {
+        const found = (JSON.parse(e.data) as { locks: Lock[] }).locks.find((l) => l.resource === resource);
+        if (found) state = found;
+      } else if (e.event === "lock") {
+        const lock = JSON.parse(e.data) as Lock;
+        if (lock.resource === resource) state = lock;
+      } else if (e.event === "lock-removed" && (JSON.parse(e.data) as { resource: string }).resource === resource) {
+        state = null;
+      }
+    }
+    return state;
+  }
+  /** The data of the latest event of this type, parsed. */
+  latest<T>(event: string): T | null {
+    for (let i = this.events.length - 1; i >= 0; i--) {
+      const e = this.events[i];
+      if (e && e.event === event) return JSON.parse(e.data) as T;
+    }
+    return null;
+  }
+  async until<T>(what: string, check: () => T | null | undefined | false, timeoutMs = 15_000): Promise<T> {
+    try {
+      return await until(what, check, timeoutMs, 25);
+    } catch {
+      throw new Error(`stream never showed: ${what}; last events: ${this.events.slice(-5).map((e) => `${e.event} ${e.data.slice(0, 300)}`).join(" | ")}`);
+    }
+  }
+  close() {
+    this.abort.abort();
+  }
+}

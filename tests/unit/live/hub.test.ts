@@ -1,0 +1,104 @@
+import { EventEmitter } from "node:events";
+import { describe, expect, it } from "vitest";
+import type { Lock, LiveStats } from "@/lib/locks/types";
+import type { LiveEventMap } from "@/server/live/events";
+import { StreamHub } from "@/server/live/hub";
+import { LINGER_MS, LockStore, type NodeSample } from "@/server/live/store";
+import { StreamLimitError } from "@/server/live/stream-limits";
+
+const T = Date.now();
+const NODES = ["node-0", "node-1", "node-2"];
+const STATS: LiveStats = { serverTime: T, held: 0, locks: 0, acquisitionsPerSec: 0, contentionPerSec: 0, expirationsPerSec: 0, nodesUp: 3, nodesTotal: 3, nodesNotAnswering: 0, nodesWithoutNotifications: 0, degraded: false };
+
+function setUp(options: ConstructorParameters<typeof StreamHub>[1] = {}) {
+  const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>());
+  NODES.forEach((_, i) => store.setNodeUp(i, true, T));
+  store.watching = true;
+  const hub = new StreamHub({ store, watcherStatus: () => [], stats: () => STATS }, options);
+  return { store, hub };
+}
+
+const all = (value: string | null, expiry = T + 60_000): NodeSample[] =>
+  [0, 1, 2].map((node) => ({ node, value, expiry: value === null ? Number.NaN : expiry, cause: value === null ? "del" : null }));
+
+/** Reads what the stream has queued and applies it as the browser's feed does: snapshot, then upserts and removals in order. */
+class Browser {
+  readonly locks = new Map<string, Lock>();
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private buffer = "";
+  private readonly decoder = new TextDecoder();
+  constructor(stream: ReadableStream<Uint8Array>) {
+    this.reader = stream.getReader();
+  }
+  /** Reads every chunk already queued (each hub write is one chunk). */
+  async drain(chunks: number): Promise<void> {
+    for (let i = 0; i < chunks; i++) {
+      const { value, done } = await this.reader.read();
+      if (done) return;
+      this.buffer += this.decoder.decode(value, { stream: true });
+    }
+    let end: number;
+    while ((end = this.buffer.indexOf("\n\n")) >= 0) {
+      const block = this.buffer.slice(0, end);
+      this.buffer = this.buffer.slice(end + 2);
+      const event = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (!event || !data) continue;
+      if (event === "snapshot") for (const lock of (JSON.parse(data) as { locks: Lock[] }).locks) this.locks.set(lock.resource, lock);
+      else if (event === "lock") {
+        const lock = JSON.parse(data) as Lock;
+        this.locks.set(lock.resource, lock);
+      } else if (event === "lock-removed") this.locks.delete((JSON.parse(data) as { resource: string }).resource);
+    }
+  }
+  read() {
+    return this.reader.read();
+  }
+}
+
+describe("the stream hub", () => {
+  it("keeps a lock taken again in the very frame its ended row leaves the list", async () => {
+    const { store, hub } = setUp();
+    const browser = new Browser(hub.open(null, null));
+    await browser.drain(3); // preamble, node event, snapshot
+    store.apply("lock:again", all("v"), T);
+    hub.tick(T);
+    store.apply("lock:again", all(null), T + 200);
+    hub.tick(T + 200);
+    await browser.drain(2);
+    expect(browser.locks.get("lock:again")?.state).toBe("released");
+    // The ended row leaves the list, and before the frame goes out the lock is taken again.
+    const later = T + 200 + LINGER_MS;
+    store.tick(later);
+    store.apply("lock:again", all("w"), later);
+    hub.tick(later);
+    await browser.drain(1);
+    expect(browser.locks.get("lock:again")).toMatchObject({ state: "held", token: "w" });
+  });
+
+  it("drops a client that falls too far behind at once, discarding its backlog", async () => {
+    const { store, hub } = setUp({ maxBacklogBytes: 16 * 1024 });
+    const stream = hub.open(null, null);
+    // Nobody reads: every change piles up until the backlog passes the cap.
+    for (let i = 0; i < 1_000; i++) {
+      store.apply(`lock:pile:${i}`, all(`value-${i}-${"x".repeat(100)}`), T + i * 200);
+      hub.tick(T + i * 200);
+    }
+    expect(hub.clientCount).toBe(0);
+    // An errored stream, not one closed after its queue: the server ends the response (and its socket) now.
+    await expect(stream.getReader().read()).rejects.toThrow(/fell too far behind/);
+  });
+
+  it("refuses a stream past the limit per address and per token, and counts a closed one out", async () => {
+    const { hub } = setUp({ limits: { perAddress: 2, perCredential: 3 } });
+    const alice = { address: "10.0.0.1", credential: "token-a" };
+    const first = hub.open(null, null, alice);
+    hub.open(null, null, alice);
+    expect(() => hub.open(null, null, alice)).toThrow(StreamLimitError);
+    // Another address with the same token: the token's limit applies.
+    hub.open(null, null, { address: "10.0.0.2", credential: "token-a" });
+    expect(() => hub.open(null, null, { address: "10.0.0.3", credential: "token-a" })).toThrow(/this token \(at most 3/);
+    await first.cancel();
+    expect(() => hub.open(null, null, alice)).not.toThrow();
+  });
+});

@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, restartRisk } from "@/lib/locks/node-state";
+
+const T = 1_800_000_000_000;
+
+describe("restarts of a lock node", () => {
+  it("takes a changed run id for a restart, and the first reading for none", () => {
+    const first = nextRunFacts(INITIAL_RUN_FACTS, { runId: "aaa", uptimeSec: 3_600 }, T);
+    expect(first.restarted).toBe(false);
+    expect(first.facts.restartedAt).toBeNull();
+    const same = nextRunFacts(first.facts, { runId: "aaa", uptimeSec: 3_605 }, T + 5_000);
+    expect(same.restarted).toBe(false);
+    // A restart that left no trace in the keys (the node was empty) is still a new run id.
+    const again = nextRunFacts(same.facts, { runId: "bbb", uptimeSec: 2 }, T + 10_000);
+    expect(again).toMatchObject({ restarted: true, facts: { runId: "bbb", restartedAt: T + 8_000 } });
+  });
+
+  it("flags a risk while a node without persistence has been up for less than the longest TTL", () => {
+    const facts = nextRunFacts(nextRunFacts(INITIAL_RUN_FACTS, { runId: "aaa", uptimeSec: 100 }, T).facts, { runId: "bbb", uptimeSec: 1 }, T + 1_000).facts;
+    expect(restartRisk(facts, false, 20_000, T + 1_000)).toBe(true);
+    expect(restartRisk(facts, false, 20_000, T + 25_000)).toBe(false);
+    expect(restartRisk(facts, true, 20_000, T + 1_000)).toBe(false);
+    // Up for less than the TTL, but the console never saw it restart: it may simply be new.
+    const fresh = nextRunFacts(INITIAL_RUN_FACTS, { runId: "ccc", uptimeSec: 1 }, T).facts;
+    expect(restartRisk(fresh, false, 20_000, T + 1_000)).toBe(false);
+  });
+});
+
+describe("a node that does not answer", () => {
+  const D = 500;
+  it("stops answering when a command waits past the deadline, and answers again only after a success", () => {
+    let state = { answering: true, since: T };
+    state = nextAnswering(state, { oldestWaitingSince: T, lastAnswerAt: null }, T + 400, D);
+    expect(state.answering).toBe(true);
+    state = nextAnswering(state, { oldestWaitingSince: T, lastAnswerAt: null }, T + 501, D);
+    expect(state).toEqual({ answering: false, since: T + 501 });
+    // The command timed out: nothing waits any more, yet nothing answered either.
+    state = nextAnswering(state, { oldestWaitingSince: null, lastAnswerAt: T - 100 }, T + 5_000, D);
+    expect(state.answering).toBe(false);
+    state = nextAnswering(state, { oldestWaitingSince: null, lastAnswerAt: T + 6_000 }, T + 6_000, D);
+    expect(state.answering).toBe(true);
+  });
+});
+
+describe("keyspace notifications checked again", () => {
+  it("re-enables flags switched off at runtime and says events were lost", () => {
+    const on = nextNotificationStatus({ status: "on", enabledByConsole: false, checked: false }, { refused: false, missing: "", setOk: true });
+    expect(on).toEqual({ status: "on", enabledByConsole: false, lost: false });
+    const off = nextNotificationStatus({ ...on, checked: true }, { refused: false, missing: "Kg$xe", setOk: true });
+    expect(off).toEqual({ status: "enabled-by-console", enabledByConsole: true, lost: true });
+  });
+
+  it("degrades to unavailable where the flags cannot be set back", () => {
+    const next = nextNotificationStatus({ status: "on", enabledByConsole: false, checked: true }, { refused: false, missing: "K", setOk: false });
+    expect(next).toMatchObject({ status: "unavailable", lost: true });
+    // The first check on a node that was never watched loses nothing.
+    expect(nextNotificationStatus({ status: "unavailable", enabledByConsole: false, checked: false }, { refused: true }).lost).toBe(false);
+  });
+});
