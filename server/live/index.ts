@@ -8,6 +8,7 @@ import { clientIp, SESSION_COOKIE, type Principal } from "../auth";
 import { getConfig } from "../config";
 import { singleton } from "../global";
 import { healthContributors } from "../health";
+import { getHistorySink } from "../history/service";
 import { getLogger } from "../logger";
 import { getNodes, quorumOf } from "../nodes";
 import { onShutdown } from "../shutdown";
@@ -54,6 +55,7 @@ export function startLive(): LiveRuntime {
       quorumOf(nodes.length),
       events,
     );
+    store.history = getHistorySink();
     const isLockKey = lockKeyMatcher(config.lockPatterns);
     const watchers = nodes.map(
       (node) =>

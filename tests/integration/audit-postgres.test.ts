@@ -12,6 +12,7 @@ import type { LockHold, StoredLockEvent } from "@/server/history/types";
 import type { TestCluster } from "../support/redis";
 import { startPostgres, type TestPostgres } from "../support/postgres";
 import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { until } from "../support/wait";
 
 interface AuditPage {
   entries: AuditEntry[];
@@ -74,6 +75,10 @@ describe("audit and lock history in PostgreSQL", () => {
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       released.push((res.body as { auditId: string }).auditId);
     }
+    // Held before the live view starts watching: its hold must still reach the history.
+    await Promise.all(nodes.map((n) => n.set("lock:before-start", "pre-token", "PX", 60_000)));
+    const { waitUntilReconciled } = await import("@/server/live");
+    expect(await waitUntilReconciled(10_000)).toBe(true);
   });
   afterAll(async () => {
     await tearDownConsole(cluster);
@@ -217,6 +222,34 @@ describe("audit and lock history in PostgreSQL", () => {
     expect(both.status).toBe(400);
     const notLock = await get<EventsPage>(lockHistoryRoute.GET, "/api/locks/session%3A1/history", { resource: "session:1" });
     expect(notLock.status).toBe(404);
+  });
+
+  it("records what the live view sees of real locks: acquired, extended, released, and locks held before it started", async () => {
+    const resource = "lock:live-history/1";
+    const path = `/api/locks/${encodeURIComponent(resource)}/history`;
+    const types = async () => (await get<EventsPage>(lockHistoryRoute.GET, path, { resource })).body.events;
+    await Promise.all(nodes.map((n) => n.set(resource, "live-token-1", "PX", 30_000)));
+    await until("the acquisition in the history", async () => (await types()).some((e) => e.type === "acquired"));
+    await Promise.all(nodes.map((n) => n.pexpire(resource, 120_000)));
+    await until("the extension in the history", async () => (await types()).some((e) => e.type === "extended"));
+    await Promise.all(nodes.map((n) => n.del(resource)));
+    await until("the release in the history", async () => (await types()).some((e) => e.type === "released"));
+    const events = await types();
+    expect(events.map((e) => [e.type, e.token])).toEqual([
+      ["released", "live-token-1"],
+      ["extended", "live-token-1"],
+      ["acquired", "live-token-1"],
+    ]);
+    const [releasedAt, , acquiredAt] = events.map((e) => e.at);
+    const during = Math.round((acquiredAt! + releasedAt!) / 2);
+    const held = await get<HoldsPage>(lockHistoryRoute.GET, `${path}?at=${during}`, { resource });
+    expect(held.body.holds.map((h) => [h.token, h.acquiredAt, h.endedAt, h.endType])).toEqual([["live-token-1", acquiredAt, releasedAt, "released"]]);
+
+    const before = await until("the hold found at start", async () => {
+      const page = await get<HoldsPage>(historyRoute.GET, `/api/history?at=${Date.now()}&resource=lock%3Abefore-start`);
+      return page.body.holds[0];
+    });
+    expect(before).toMatchObject({ resource: "lock:before-start", token: "pre-token", endedAt: null });
   });
 
   it("deletes history older than the retention, in batches, and keeps the rest", async () => {
