@@ -4,8 +4,8 @@ import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry,
 import { BucketCounter, pushCapped } from "@/lib/locks/window";
 import { lockValueId } from "@/lib/redlock/identity";
 import type { ContentionEvent } from "@/lib/redlock/telemetry";
-import { ContentionTracker } from "./contention";
 import type { HistorySink } from "../history/recorder";
+import { ContentionTracker } from "./contention";
 import type { LiveEvents } from "./events";
 
 /** An ended lock stays in the table this long (showing how it ended) before it leaves the list. */
