@@ -16,11 +16,16 @@ export async function migrate(pool: pg.Pool, steps: readonly Migration[] = MIGRA
     // Session-level lock on this connection: held across the steps' transactions, released below.
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_ID.toString()]);
     try {
-      await client.query(`CREATE TABLE IF NOT EXISTS lockscope_migrations (
-        version    integer PRIMARY KEY,
-        name       text NOT NULL,
-        applied_at timestamptz NOT NULL DEFAULT now()
-      )`);
+      // Looked up first: CREATE … IF NOT EXISTS still needs the CREATE privilege, which a console whose
+      // schema is current does not need.
+      const exists = await client.query<{ found: string | null }>("SELECT to_regclass('lockscope_migrations')::text AS found");
+      if (exists.rows[0]?.found == null) {
+        await client.query(`CREATE TABLE lockscope_migrations (
+          version    integer PRIMARY KEY,
+          name       text NOT NULL,
+          applied_at timestamptz NOT NULL DEFAULT now()
+        )`);
+      }
       const done = new Set((await client.query<{ version: number }>("SELECT version FROM lockscope_migrations")).rows.map((r) => r.version));
       for (const step of [...steps].sort((a, b) => a.version - b.version)) {
         if (done.has(step.version)) continue;
