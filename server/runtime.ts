@@ -27,6 +27,8 @@ export function startServerRuntime(): Promise<void> {
     (await import("./console-metrics")).startConsoleMetrics();
     (await import("./live")).startLive();
     (await import("./history/service")).startAuditDatabase();
+    (await import("./cluster/registry")).startConsoleRegistry();
+    (await import("./cluster/reporter")).startMetricsReporter();
     await Promise.resolve();
   });
 }
