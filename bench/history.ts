@@ -52,6 +52,9 @@ function planNodes(node: PlanNode): string[] {
 
 async function main(): Promise<void> {
   const server = await startPostgres();
+  // Stopped however the run ends (Ctrl-C, a closed pipe): the server is ours, and must not outlive us.
+  process.once("exit", () => void server.close());
+  process.once("SIGINT", () => process.exit(130));
   const url = await server.createDatabase("bench");
   const db = createDatabase(url, { max: 4, timeoutMs: 0 });
   const history = new PostgresHistory(db);
