@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync
 import http from "node:http";
 import path from "node:path";
 import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
+import { DeploymentConfigError } from "../lib/deployment-config";
 import { ensureBuild } from "./build-if-stale";
 import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
@@ -97,9 +98,11 @@ async function main(): Promise<void> {
   process.chdir(ROOT);
   let config: LockscopeConfig;
   try {
-    config = parseConfig(process.env);
+    config = parseConfig(process.env, { readFile: (file) => readFileSync(file, "utf8") });
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);
+    // One line per mistake, each prefixed like every other line the launcher prints.
+    if (error instanceof DeploymentConfigError) fail(error.lines.join("\nlockscope: "));
     throw error;
   }
 
@@ -127,9 +130,10 @@ async function main(): Promise<void> {
   };
   process.once("SIGINT", stopWhileStarting);
   process.once("SIGTERM", stopWhileStarting);
-  if (!config.redisUrls) {
+  if (!config.deployments) {
     nodes = await startEmbedded(config);
-    config = { ...config, redisUrls: nodes.map((n) => n.url) };
+    const urls = nodes.map((n) => n.url);
+    config = { ...config, redisUrls: urls, deployments: [{ name: "default", kind: "redlock", urls, tls: null, auth: { username: null, passwordFile: null } }] };
     g[key("embedded-nodes")] = nodes;
     process.stdout.write(`lockscope: embedded lock nodes on ${nodes.map((n) => n.port).join(", ")}\n`);
   }

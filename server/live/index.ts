@@ -54,6 +54,7 @@ export function startLive(): LiveRuntime {
       quorumOf(nodes.length),
       events,
     );
+    store.deployment = nodes[0]?.deployment ?? "default";
     const isLockKey = lockKeyMatcher(config.lockPatterns);
     const watchers = nodes.map(
       (node) =>

@@ -83,6 +83,8 @@ const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, ela
 export class LockStore {
   readonly nodeIds: readonly string[];
   readonly quorum: number;
+  /** The deployment these nodes are, named on every lock this store builds. */
+  deployment = "default";
   private readonly nodeUp: boolean[];
   private readonly live = new Map<string, Entry>();
   private readonly recent = new Map<string, Entry>();
@@ -647,6 +649,7 @@ export class LockStore {
     const holderId = entry.token ? lockValueId(entry.token) : null;
     const lock: Lock = {
       resource: entry.resource,
+      deployment: this.deployment,
       state: entry.state ?? "released",
       token: entry.token,
       holder: decoded.holder,
