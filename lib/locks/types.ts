@@ -80,6 +80,7 @@ export const TIMELINE_TYPES = [
   "partial",
   "attempts",
   "gap",
+  "lost-in-failover",
 ] as const;
 export type TimelineType = (typeof TIMELINE_TYPES)[number];
 

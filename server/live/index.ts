@@ -10,6 +10,7 @@ import { singleton } from "../global";
 import { healthContributors } from "../health";
 import { getLogger } from "../logger";
 import { getNodes, quorumOf } from "../nodes";
+import { SentinelFailoverMonitor } from "../deployments/failover";
 import { onShutdown } from "../shutdown";
 import { getLiveEvents } from "./events";
 import { HEARTBEAT_MS, StreamHub, TICK_MS } from "./hub";
@@ -90,6 +91,12 @@ export function startLive(): LiveRuntime {
         hub.sendNodes();
       };
     }
+    // Sentinel deployments: failovers compared with the console's last view (locks lost in failover).
+    const deployment = config.deployments?.[0];
+    const failovers =
+      deployment?.kind === "sentinel"
+        ? new SentinelFailoverMonitor(deployment, { locks: (now) => store.list(now), noteLost: (resource, detail) => store.noteLostInFailover(resource, detail) }, log, config.nodeTimeoutMs)
+        : null;
     store.onProbe = (resources) => {
       // (A cause a notification already gave for the key stays.)
       for (const w of watchers) if (w.readable) for (const r of resources) w.dirty.set(r, w.dirty.get(r) ?? null);
@@ -251,7 +258,7 @@ export function startLive(): LiveRuntime {
 
     const stop = async () => {
       for (const t of timers) clearInterval(t);
-      await Promise.allSettled(watchers.map((w) => w.stop()));
+      await Promise.allSettled([...watchers.map((w) => w.stop()), failovers?.stop()]);
     };
     onShutdown("live-streams", 10, () => hub.closeAll("shutdown"));
     onShutdown("live-watchers", 40, stop);

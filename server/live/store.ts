@@ -251,6 +251,15 @@ export class LockStore {
   }
 
   /**
+   * A failover's new primary does not hold `resource`, which the console saw held on the old one (see
+   * server/deployments/failover.ts): said on the lock's timeline, whichever way the lock is shown to end.
+   */
+  noteLostInFailover(resource: string, detail: string, now = Date.now()): void {
+    const entry = this.live.get(resource) ?? this.recent.get(resource);
+    if (entry) this.addTimeline(entry, { at: now, type: "lost-in-failover", detail });
+  }
+
+  /**
    * An operator force-released `resource` (here or on another console: the revocation arrives by pub/sub).
    * Keys that vanish shortly after end as `force-released`; a lock that just ended is relabelled.
    */
