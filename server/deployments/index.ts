@@ -21,3 +21,13 @@ export function endpointsOf(deployment: Deployment): DeploymentEndpoint[] {
       throw new Error(`deployment ${deployment.name}: Redis Cluster is not supported`);
   }
 }
+
+/**
+ * Whether another process can reach the deployment's nodes by their URLs alone (what the lab's workers do):
+ * not for Sentinel (no URL), nor where TLS files or credentials outside the URLs are needed.
+ */
+export function reachableByUrls(deployment: Deployment | undefined): boolean {
+  if (!deployment) return true;
+  if (deployment.kind !== "redlock" && deployment.kind !== "standalone") return false;
+  return deployment.tls === null && deployment.auth.username === null && deployment.auth.passwordFile === null;
+}

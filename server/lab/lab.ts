@@ -6,7 +6,8 @@ import { removeRunKeys } from "@/lib/lab/cleanup";
 import { LAB_KEY_TTL_MS, LabRun, type NodeProcessControl } from "@/lib/lab/runner";
 import { checkAgainstNodes, settingsNotes, type RunSettings } from "@/lib/lab/settings";
 import type { RunRecord, RunStatus, StopReason } from "@/lib/lab/types";
-import { embeddedNodesOwned } from "../config";
+import { embeddedNodesOwned, getConfig } from "../config";
+import { reachableByUrls } from "../deployments";
 import { instrumentRedlock } from "../engine-metrics";
 import { whenReady } from "../health";
 import { ApiError } from "../errors";
@@ -96,6 +97,11 @@ export class Lab {
     const nodes = getNodes();
     const mismatch = checkAgainstNodes(settings, nodes.length);
     if (mismatch) throw new ApiError("unprocessable", `Invalid body: ${mismatch}`);
+    // The workers dial the nodes' URLs with their own connections: a deployment they cannot reach that way
+    // (Sentinel; TLS or credentials from files) is refused here rather than failing every order.
+    if (!reachableByUrls(getConfig().deployments?.[0])) {
+      throw new ApiError("unprocessable", "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files).");
+    }
     const client = await historyClient();
     this.#refuseIfBusy();
 

@@ -95,6 +95,13 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     expect(await admin.call("ACL", "LOG")).toEqual([]);
   });
 
+  it("refuses a lab run its workers could not connect for (TLS files, a password file), saying why", async () => {
+    const runs = await import("@/app/api/demo/runs/route");
+    const res = await call(runs.POST, "POST", "/api/demo/runs", { body: { strategy: "none", stock: 10, workers: 2, ttlMs: 1000, workMs: 1 } });
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ error: { code: "unprocessable", message: "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files)." } });
+  });
+
   it("without CONFIG and CLIENT, watches by periodic SCAN (degraded) and still sees the locks", async () => {
     const { NodeWatcher } = await import("@/server/live/watcher");
     const { LockStore } = await import("@/server/live/store");
