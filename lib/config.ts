@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseProxyEntry } from "./client-address";
 import { parseDeployments, type Deployment, type ReadFile } from "./deployment-config";
 
 /**
@@ -24,6 +25,8 @@ export interface LockscopeConfig {
   publicOrigin: string | null;
   /** Host names (beyond localhost, the bind address and the public origin's) the console answers to. */
   allowedHosts: string[];
+  /** Proxies (IP addresses or CIDRs) whose X-Forwarded-For names the client; empty: none is trusted. */
+  trustedProxies: string[];
   /** Live streams (`/api/locks/stream`) open at once per client address, and per token or session. */
   maxStreamsPerAddress: number;
   maxStreamsPerToken: number;
@@ -180,6 +183,13 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     "comma-separated host names or IP addresses without a port, e.g. lockscope.internal,10.0.0.5",
     "",
   );
+  const trustedProxies = field(
+    env,
+    "TRUSTED_PROXIES",
+    z.string().transform((s) => s.split(",").map((p) => p.trim()).filter((p) => p !== "")).pipe(z.array(z.string().refine((p) => parseProxyEntry(p) !== null)).max(64)),
+    "comma-separated IP addresses or CIDRs of the proxies in front of the console, e.g. 10.0.0.0/8,192.168.1.5",
+    "",
+  );
   const streamLimit = (name: string, fallback: number) =>
     field(env, name, z.coerce.number().int().min(1).max(100_000), "a whole number of streams from 1 to 100000", String(fallback));
   const maxStreamsPerAddress = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_ADDRESS", CONFIG_DEFAULTS.maxStreamsPerAddress);
@@ -201,6 +211,7 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     metricsMaxGroups,
     publicOrigin,
     allowedHosts,
+    trustedProxies,
     maxStreamsPerAddress,
     maxStreamsPerToken,
     deployments: parseDeployments(env, options.readFile),

@@ -9,6 +9,7 @@ import { singleton } from "./global";
 import { getHostRules } from "./host-check";
 import { getLogger } from "./logger";
 import { getSessionRevocations } from "./session-revocation";
+import { getWrongTokenLimiter } from "./wrong-token-limiter";
 
 export type Role = "viewer" | "operator";
 
@@ -184,7 +185,7 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
   if (authorization !== null) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match?.[1]) throw new ApiError("unauthorized", "The Authorization header must be `Bearer <token>`.");
-    const role = checkPresentedToken(match[1], clientIp(headers), "bearer");
+    const role = await checkPresentedToken(match[1], clientIp(headers), "bearer");
     return { role, actor: cleanActor(headers.get("x-lockscope-actor"), role), via: "bearer" };
   }
   const cookie = readCookie(headers.get("cookie"), SESSION_COOKIE);
@@ -199,10 +200,10 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
 /**
  * The role a presented token (bearer or sign-in) grants, or 401 for a wrong one. A correct token is always
  * accepted, whatever its address sent before: a guesser behind the same address (or the same proxy) must
- * not lock the operator out. Wrong tokens are counted per address and token fingerprint; past the limit,
- * they get 429 with `Retry-After`.
+ * not lock the operator out. Wrong tokens are counted per address and token fingerprint, on the lock nodes
+ * for every console (server/wrong-token-limiter.ts); past the limit, they get 429 with `Retry-After`.
  */
-export function checkPresentedToken(token: string, ip: string, via: "bearer" | "sign-in", nowMs = Date.now()): Role {
+export async function checkPresentedToken(token: string, ip: string, via: "bearer" | "sign-in"): Promise<Role> {
   const role = roleForToken(token);
   if (role) return role;
   // The scrape credential is right where it belongs (/metrics checks it itself): not a guess to count.
@@ -210,9 +211,7 @@ export function checkPresentedToken(token: string, ip: string, via: "bearer" | "
   if (metricsToken !== null && tokensEqual(token, metricsToken)) {
     throw new ApiError("unauthorized", "METRICS_TOKEN is only for scraping /metrics; use the operator or viewer token here.");
   }
-  const limiter = getWrongTokenLimiter();
-  const wait = limiter.retryAfterSeconds(ip, nowMs);
-  const crossed = limiter.fail(ip, wrongTokenFingerprint(token), nowMs);
+  const { retryAfterSeconds: wait, crossed } = await getWrongTokenLimiter().fail(ip, wrongTokenFingerprint(token));
   if (crossed) getLogger().warn({ ip, via, action: "wrong-token", outcome: "limited" }, "too many wrong tokens from one address");
   if (wait > 0) {
     throw new ApiError("rate_limited", `Too many wrong tokens from this address; try again in ${wait} s.`, undefined, { "Retry-After": String(wait) });
@@ -265,60 +264,4 @@ export function checkOrigin(headers: Headers, via: Principal["via"] | "none"): v
 
 export function clientIp(headers: Headers): string {
   return headers.get(CLIENT_IP_HEADER) ?? "unknown";
-}
-
-/**
- * Wrong tokens per client address in a sliding window, counted once per distinct token (by fingerprint): a
- * script retrying with one stale token is not a guesser, an address trying many different tokens is. In
- * memory, per process, bounded.
- */
-export class WrongTokenLimiter {
-  /** Address → wrong-token fingerprint → when it was last sent. */
-  private readonly failures = new Map<string, Map<string, number>>();
-  constructor(
-    private readonly maxDistinct = 5,
-    private readonly windowMs = 60_000,
-    private readonly maxAddresses = 10_000,
-  ) {}
-
-  /** Seconds to wait before wrong tokens from `ip` are answered 401 again, or 0 while under the limit. */
-  retryAfterSeconds(ip: string, nowMs = Date.now()): number {
-    const recent = this.recent(ip, nowMs);
-    if (recent.size < this.maxDistinct) return 0;
-    const oldest = Math.min(...recent.values());
-    return Math.max(1, Math.ceil((oldest + this.windowMs - nowMs) / 1000));
-  }
-
-  /** Records a wrong token; true when this one took the address over the limit. */
-  fail(ip: string, fingerprint: string, nowMs = Date.now()): boolean {
-    const recent = this.recent(ip, nowMs);
-    const before = recent.size;
-    recent.delete(fingerprint);
-    recent.set(fingerprint, nowMs);
-    // Keep only what the window can use: the limit's worth of the most recent tokens, and a bounded address list.
-    while (recent.size > this.maxDistinct) {
-      const first = recent.keys().next().value;
-      if (first === undefined) break;
-      recent.delete(first);
-    }
-    this.failures.delete(ip);
-    this.failures.set(ip, recent);
-    if (this.failures.size > this.maxAddresses) {
-      const oldest = this.failures.keys().next().value;
-      if (oldest !== undefined) this.failures.delete(oldest);
-    }
-    return before < this.maxDistinct && recent.size >= this.maxDistinct;
-  }
-
-  private recent(ip: string, nowMs: number): Map<string, number> {
-    const entries = this.failures.get(ip);
-    if (!entries) return new Map();
-    for (const [fingerprint, at] of entries) if (nowMs - at >= this.windowMs) entries.delete(fingerprint);
-    if (entries.size === 0) this.failures.delete(ip);
-    return entries;
-  }
-}
-
-export function getWrongTokenLimiter(): WrongTokenLimiter {
-  return singleton("wrong-token-limiter", () => new WrongTokenLimiter());
 }

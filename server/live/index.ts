@@ -7,6 +7,7 @@ import type { LiveStats, WatcherStatus } from "@/lib/locks/types";
 import { clientIp, SESSION_COOKIE, type Principal } from "../auth";
 import { getConfig } from "../config";
 import { singleton } from "../global";
+import { shareFirstSeen } from "./first-seen";
 import { healthContributors } from "../health";
 import { getLogger } from "../logger";
 import { getNodes, quorumOf } from "../nodes";
@@ -56,6 +57,7 @@ export function startLive(): LiveRuntime {
       events,
     );
     store.deployment = nodes[0]?.deployment ?? "default";
+    shareFirstSeen(store, nodes[0]?.client);
     const isLockKey = lockKeyMatcher(config.lockPatterns);
     const watchers = nodes.map(
       (node) =>

@@ -112,6 +112,12 @@ export class LockStore {
   /** Called with resources whose TTL ran out long ago and should be read again. */
   onProbe: (resources: string[]) => void = () => {};
 
+  /**
+   * Told of every foreign lock value acquired or extended (engine values carry their own acquisition time),
+   * so that the consoles can share when it was first seen: see `server/live/first-seen.ts`.
+   */
+  firstSeen: ((resource: string, token: string, seenAt: number, ttlMs: number | null) => void) | null = null;
+
   constructor(
     nodeIds: readonly string[],
     quorum: number,
@@ -120,6 +126,17 @@ export class LockStore {
     this.nodeIds = nodeIds;
     this.quorum = quorum;
     this.nodeUp = nodeIds.map(() => false);
+  }
+
+  /**
+   * The first-seen time the consoles agreed on for `token` (the first console's sighting, recorded on the
+   * nodes): the lock's age counts from there on every console, whichever saw it first by its own clock.
+   */
+  adoptFirstSeen(resource: string, token: string, at: number): void {
+    const entry = this.live.get(resource);
+    if (!entry || (entry.token ?? entry.leading) !== token || entry.acquiredAt === null || at === entry.acquiredAt) return;
+    entry.acquiredAt = at;
+    this.changed.add(resource);
   }
 
   // ---- reading -------------------------------------------------------------------------------------
@@ -464,6 +481,10 @@ export class LockStore {
         case "acquired": {
           const decoded = decodeHolder(step.token);
           entry.acquiredAt = decoded.acquiredAt ?? now;
+          // A foreign value carries no acquisition time: the consoles agree on when it was first seen.
+          // A lock first seen on fewer nodes than a quorum has no token yet: its most widely held value stands in.
+          const seenValue = step.token ?? merged.leading;
+          if (decoded.acquiredAt === null && seenValue) this.firstSeen?.(entry.resource, seenValue, now, entry.ttlMs);
           entry.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
           entry.endedAt = null;
           entry.endedToken = null;
@@ -486,6 +507,8 @@ export class LockStore {
         }
         case "extended":
           entry.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
+          // The shared first-seen record lives as long as the lock does.
+          if (entry.token && decodeHolder(entry.token).acquiredAt === null) this.firstSeen?.(entry.resource, entry.token, now, entry.ttlMs);
           this.addTimeline(entry, { at: now, type: "extended", detail: Number.isFinite(step.by) ? `by ${(step.by / 1000).toFixed(1)} s` : "TTL removed" });
           this.events.emit("lock-event", { type: "extended", resource: entry.resource });
           break;
