@@ -15,7 +15,7 @@ import { until } from "../support/wait";
  */
 const CONSOLE_ACL =
   "on resetkeys ~lock:* ~locks:* ~fence:* ~waitq:* ~waitqd:* ~waitqg:* ~lockscope:* resetchannels &lockscope:* &__keyspace@0__:lock:* &__keyspace@0__:locks:* " +
-  "-@all +ping +info +time +scan +type +get +pttl +exists +set +del +incr +multi +exec +eval +evalsha +xadd +xrevrange +publish +subscribe +psubscribe +unsubscribe +punsubscribe +quit " +
+  "-@all +ping +info +time +scan +type +get +pttl +pexpire +exists +set +del +incr +incrby +hset +hgetall +hdel +multi +exec +eval +evalsha +xadd +xrevrange +publish +subscribe +psubscribe +unsubscribe +punsubscribe +quit " +
   "+config|get +config|set +client|setname";
 /** The same without CONFIG and CLIENT: what the README says degrades. */
 const NO_CONFIG_ACL = CONSOLE_ACL.replace(" +config|get +config|set +client|setname", "");
@@ -89,10 +89,19 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     expect((await call(session.DELETE, "DELETE", "/api/session", { token: null, headers: { cookie } })).status).toBeLessThan(300);
     await until("the session's revocation on the node", async () => (await admin.keys("lockscope:revoked-session:*")).length === 1);
 
+    // What a console does besides (as instrumentation starts it in production): the registry of consoles over
+    // the same nodes, and the shared count of wrong tokens.
+    (await import("@/server/cluster/registry")).startConsoleRegistry();
+    await until("the console registered on the node", async () => Object.keys(await admin.hgetall("lockscope:consoles")).length === 1);
+    expect((await call(session.POST, "POST", "/api/session", { token: null, body: { token: "a-wrong-token-0123456789abcdef", name: "mallory" } })).status).toBe(401);
+    await until("the wrong token counted on the node", async () => (await admin.keys("lockscope:wrong-token:*")).length > 0);
+
     // The watcher is live on notifications: a new lock shows up (and nothing the console sent was refused).
     await admin.set("locks:batch", "holder-token-2", "PX", 30_000);
     await until("the new lock listed", async () => JSON.stringify((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body).includes("locks:batch"));
-    expect(await admin.call("ACL", "LOG")).toEqual([]);
+    // Each refusal as "reason object" (a command, key or channel), so a missing permission names itself.
+    const refused = ((await admin.call("ACL", "LOG")) as string[][]).map((entry) => `${entry[entry.indexOf("reason") + 1]} ${entry[entry.indexOf("object") + 1]}`);
+    expect(refused).toEqual([]);
   });
 
   it("refuses a lab run its workers could not connect for (TLS files, a password file), saying why", async () => {
