@@ -12,6 +12,7 @@ import { healthContributors } from "../health";
 import { getLogger } from "../logger";
 import { getNodes, quorumOf } from "../nodes";
 import { SentinelFailoverMonitor } from "../deployments/failover";
+import { watchReplication } from "../deployments/replication";
 import { onShutdown } from "../shutdown";
 import { getLiveEvents } from "./events";
 import { HEARTBEAT_MS, StreamHub, TICK_MS } from "./hub";
@@ -99,6 +100,7 @@ export function startLive(): LiveRuntime {
       deployment?.kind === "sentinel"
         ? new SentinelFailoverMonitor(deployment, { locks: (now) => store.list(now), noteLost: (resource, detail) => store.noteLostInFailover(resource, detail) }, log, config.nodeTimeoutMs)
         : null;
+    const stopReplication = watchReplication(nodes);
     store.onProbe = (resources) => {
       // (A cause a notification already gave for the key stays.)
       for (const w of watchers) if (w.readable) for (const r of resources) w.dirty.set(r, w.dirty.get(r) ?? null);
@@ -260,6 +262,7 @@ export function startLive(): LiveRuntime {
 
     const stop = async () => {
       for (const t of timers) clearInterval(t);
+      stopReplication();
       await Promise.allSettled([...watchers.map((w) => w.stop()), failovers?.stop()]);
     };
     onShutdown("live-streams", 10, () => hub.closeAll("shutdown"));

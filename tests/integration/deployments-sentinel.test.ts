@@ -35,6 +35,17 @@ describe("a Sentinel-managed primary with two replicas", () => {
     const listed = async () => ((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Array<{ resource: string; state: string; deployment: string }> }).locks;
     await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200);
 
+    const health = await import("@/app/api/health/route");
+    type Replication = { role: string; replicas: Array<{ address: string; state: string; lagBytes: number }> };
+    const replication = async () => ((await call(health.GET, "GET", "/api/health")).body as { nodes: Array<{ deployment?: string; replication?: Replication }> }).nodes[0];
+    // The primary's two replicas, with how far each is behind.
+    const before = await until("both replicas in the health", async () => {
+      const node = await replication();
+      return node?.replication?.replicas.length === 2 ? node : null;
+    });
+    expect(before).toMatchObject({ deployment: "default", replication: { role: "master" } });
+    expect(before.replication!.replicas.map((r) => r.address).sort()).toEqual(set.replicas.map((r) => `127.0.0.1:${r.port}`).sort());
+
     const primary = new Redis(set.primary.port, "127.0.0.1", { maxRetriesPerRequest: 0, retryStrategy: () => null });
     primary.on("error", () => undefined);
     // Copied to both replicas before anything goes wrong.
@@ -71,6 +82,13 @@ describe("a Sentinel-managed primary with two replicas", () => {
     const promoted = new Redis(Number(port), host, { maxRetriesPerRequest: 1 });
     await promoted.set("lock:after-failover", "holder-d", "PX", 60_000);
     promoted.disconnect();
+    // The health now describes the promoted primary.
+    await until("the promoted primary's replication in the health", async () => {
+      const node = await replication();
+      // The other replica, re-pointed by the sentinels, is the promoted primary's only replica.
+      const other = set.replicas.find((r) => r.port !== Number(port));
+      return node?.replication?.role === "master" && node.replication.replicas.map((r) => r.address).join() === `127.0.0.1:${other?.port}`;
+    });
     await until("a lock taken on the new primary listed", async () => (await listed()).some((l) => l.resource === "lock:after-failover" && l.state === "held"));
   });
 });
