@@ -192,6 +192,11 @@ function fromEnv(env: Env, c: Collector): Deployment[] {
     out.push({ name: "default", kind: "sentinel", sentinels: addresses, master: master ?? "", tls, auth, sentinelAuth });
   }
   if (cluster !== undefined) out.push({ name: "default", kind: "cluster", seeds: c.urls("REDIS_CLUSTER_URLS", list(cluster), 50), tls, auth });
+  if (out.length === 0) {
+    // Settings for a deployment that is not there would be ignored by the embedded nodes: say so instead.
+    const orphans = [...Object.values(ENV_TLS), ...Object.values(ENV_AUTH), ...Object.values(ENV_SENTINEL_AUTH)].filter((n) => envValue(env, n) !== undefined);
+    if (orphans.length > 0) c.add(`${orphans.join(", ")} ${orphans.length === 1 ? "is" : "are"} set without a deployment: set REDIS_URLS, REDIS_URL or REDIS_SENTINELS too.`);
+  }
   if (out.length > 1) {
     const set = ["REDIS_URLS", "REDIS_URL", "REDIS_SENTINELS", "REDIS_CLUSTER_URLS"].filter((n) => envValue(env, n) !== undefined || (n === "REDIS_SENTINELS" && master !== undefined));
     c.add(`${set.join(", ")} are all set: the variables describe one deployment; describe several in LOCKSCOPE_DEPLOYMENTS_FILE.`);

@@ -79,6 +79,9 @@ describe("deployment configuration", () => {
     expect(linesOf({ REDIS_URLS: "redis://a:1", REDIS_URL: "redis://b:1" })).toEqual([
       "REDIS_URLS, REDIS_URL are all set: the variables describe one deployment; describe several in LOCKSCOPE_DEPLOYMENTS_FILE.",
     ]);
+    expect(linesOf({ REDIS_TLS_CA_FILE: "/ca.pem", REDIS_USERNAME: "lockscope" })).toEqual([
+      "REDIS_TLS_CA_FILE, REDIS_USERNAME are set without a deployment: set REDIS_URLS, REDIS_URL or REDIS_SENTINELS too.",
+    ]);
     expect(linesOf({ REDIS_CLUSTER_URLS: "redis://a:7000,redis://b:7001" })[0]).toMatch(/^REDIS_CLUSTER_URLS: Redis Cluster deployments are not supported/);
   });
 
