@@ -81,7 +81,6 @@ describe("a Sentinel-managed primary with two replicas", () => {
     sentinel.disconnect();
     const promoted = new Redis(Number(port), host, { maxRetriesPerRequest: 1 });
     await promoted.set("lock:after-failover", "holder-d", "PX", 60_000);
-    promoted.disconnect();
     // The health now describes the promoted primary.
     await until("the promoted primary's replication in the health", async () => {
       const node = await replication();
@@ -90,5 +89,11 @@ describe("a Sentinel-managed primary with two replicas", () => {
       return node?.replication?.role === "master" && node.replication.replicas.map((r) => r.address).join() === `127.0.0.1:${other?.port}`;
     });
     await until("a lock taken on the new primary listed", async () => (await listed()).some((l) => l.resource === "lock:after-failover" && l.state === "held"));
+    // Force release acts on the current primary too.
+    const release = await import("@/app/api/locks/[resource]/release/route");
+    const res = await call(release.POST, "POST", "/api/locks/lock%3Aafter-failover/release", { body: { reason: "after the failover", token: "holder-d" }, params: { resource: "lock:after-failover" } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await promoted.get("lock:after-failover")).toBeNull();
+    promoted.disconnect();
   });
 });
