@@ -17,6 +17,10 @@ export interface LockscopeConfig {
   metricsToken: string | null;
   sessionSecret: string | null;
   auditFile: string;
+  /** PostgreSQL URL of the audit log and lock history; `null`: the audit file and the nodes' stream, no history. */
+  auditDatabaseUrl: string | null;
+  /** Days of lock history kept in PostgreSQL. */
+  historyRetentionDays: number;
   dataDir: string;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   nodeTimeoutMs: number;
@@ -79,6 +83,7 @@ export const CONFIG_DEFAULTS = Object.freeze({
   nodeTimeoutMs: 500,
   metricsGroupPattern: "^([^:]+:[^:/]+)",
   metricsMaxGroups: 50,
+  historyRetentionDays: 30,
   maxStreamsPerAddress: 20,
   maxStreamsPerToken: 50,
 } as const);
@@ -92,6 +97,15 @@ function field<T>(env: Env, name: string, schema: z.ZodType<T>, expected: string
   if (!parsed.success) throw new ConfigError(name, raw ?? "", expected);
   return parsed.data;
 }
+
+const postgresUrl = z.string().refine((s) => {
+  try {
+    const u = new URL(s);
+    return (u.protocol === "postgres:" || u.protocol === "postgresql:") && u.hostname !== "" && u.pathname.length > 1;
+  } catch {
+    return false;
+  }
+});
 
 const redisUrl = z.string().refine((s) => {
   try {
@@ -140,6 +154,21 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
   }
   const dataDir = field(env, "LOCKSCOPE_DATA_DIR", z.string().min(1), "a folder path", CONFIG_DEFAULTS.dataDir);
   const auditFile = field(env, "AUDIT_FILE", z.string().min(1), "a file path", `${dataDir}/audit.jsonl`);
+  const auditDatabaseUrl =
+    field(
+      env,
+      "AUDIT_DATABASE_URL",
+      z.union([z.undefined(), postgresUrl]),
+      "a postgres:// URL with a database name, e.g. postgres://lockscope:secret@db:5432/lockscope (unset for the audit file and the nodes' stream)",
+      undefined,
+    ) ?? null;
+  const historyRetentionDays = field(
+    env,
+    "HISTORY_RETENTION_DAYS",
+    z.coerce.number().int().min(1).max(3650),
+    "a whole number of days from 1 to 3650",
+    String(CONFIG_DEFAULTS.historyRetentionDays),
+  );
   const logLevel = field(
     env,
     "LOG_LEVEL",
@@ -204,6 +233,8 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     metricsToken,
     sessionSecret,
     auditFile,
+    auditDatabaseUrl,
+    historyRetentionDays,
     dataDir,
     logLevel,
     nodeTimeoutMs,
@@ -216,6 +247,17 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     maxStreamsPerToken,
     deployments: parseDeployments(env, options.readFile),
   };
+}
+
+/** Hides the password of a postgres:// URL for display and logs. */
+export function maskDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "****";
+    return u.toString();
+  } catch {
+    return "(invalid url)";
+  }
 }
 
 /** Hides the password of a redis URL for display and logs. */

@@ -73,4 +73,4 @@ export function getNodes(): LockNode[] {
 }
 
 // The engine's quorum rule, so the console never counts a quorum differently from the locks it explains.
-export { quorumOf } from "@/lib/redlock/round";
+export { quorumOf } from "@lockscope/redlock";

@@ -1,8 +1,9 @@
 import "server-only";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/merge";
-import { decodeLockValue, forceRelease, type ForceReleaseNodeResult } from "@/lib/redlock";
-import { getAuditLog, AuditUnavailableError } from "./audit/log";
+import { decodeLockValue, forceRelease, type ForceReleaseNodeResult } from "@lockscope/redlock";
+import { getAuditStore } from "./audit/current";
+import { AuditNotDurableError } from "./audit/store";
 import { newAuditId } from "./audit/records";
 import type { AuditEntry, AuditHolder, AuditNodeResult, AuditOutcome } from "./audit/types";
 import { clientIp, type Principal } from "./auth";
@@ -129,12 +130,12 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     ip: clientIp(request.headers),
     userAgent: request.headers.get("user-agent")?.slice(0, 300) ?? null,
   };
-  const audit = getAuditLog();
+  const audit = getAuditStore();
   const log = getLogger();
   try {
     await audit.recordIntent(entry);
   } catch (error) {
-    if (error instanceof AuditUnavailableError) {
+    if (error instanceof AuditNotDurableError) {
       releases().inc({ outcome: "refused" });
       log.warn({ action: "force-release", auditId: entry.id, actor: entry.actor, outcome: "refused", why: error.message }, "operator action");
       throw new ApiError("unavailable", error.message);

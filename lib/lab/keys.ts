@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { FENCE_KEY_PREFIX, fenceKey, LAST_FENCE_KEY_PREFIX, lastFenceKey, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX } from "@/lib/redlock/keys";
+import { FENCE_KEY_PREFIX, fenceKey, LAST_FENCE_KEY_PREFIX, lastFenceKey, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX } from "@lockscope/redlock";
 
 /**
  * Key names of a lab run. Every run has its own namespace: its lock key sits under the default lock

@@ -1,7 +1,8 @@
 import { hostname } from "node:os";
-import { NaiveLockLostError, NaiveLockTimeoutError } from "./errors";
-import { encodeLockValue } from "./identity";
-import * as check from "./validate";
+import { NaiveLockLostError, NaiveLockTimeoutError } from "./errors.ts";
+import { encodeLockValue } from "./identity.ts";
+import { abortableSleep } from "./sleep.ts";
+import * as check from "./validate.ts";
 
 /**
  * The seeds' single-node SETNX lock, kept as it is on purpose so the lab can compare it with Redlock:
@@ -44,18 +45,6 @@ export interface NaiveAcquireOptions {
 
 const DEFAULTS = Object.freeze({ retryDelayMs: 10, timeoutMs: 10_000, label: null });
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
 /** Takes the lock and returns its token (the value written), or throws NaiveLockTimeoutError / the signal's reason. */
 export async function acquireNaive(client: NaiveLockClient, resource: string, ttlMs: number, options: NaiveAcquireOptions = {}): Promise<string> {
   check.nonEmptyString("resource", resource);
@@ -85,7 +74,7 @@ export async function acquireNaive(client: NaiveLockClient, resource: string, tt
     if (performance.now() + retryDelayMs > deadline) {
       throw new NaiveLockTimeoutError(resource, attempts, await client.get(resource));
     }
-    await sleep(retryDelayMs, signal);
+    await abortableSleep(retryDelayMs, signal);
   }
 }
 

@@ -57,6 +57,6 @@ export interface AuditPage {
   entries: AuditEntry[];
   /** Pass as `before` for the next (older) page; null on the last page. */
   next: string | null;
-  /** Where the entries came from: the nodes' stream, or this console's file when no node answered. */
-  source: "stream" | "file";
+  /** Where the entries came from: the nodes' stream, this console's file when no node answered, or PostgreSQL. */
+  source: "stream" | "file" | "postgres";
 }

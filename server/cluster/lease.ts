@@ -1,5 +1,5 @@
 import "server-only";
-import { Redlock, type NodesFailedError, type ResourceHeldError } from "@/lib/redlock";
+import { Redlock, type NodesFailedError, type ResourceHeldError } from "@lockscope/redlock";
 import { singleton } from "../global";
 import { getNodes } from "../nodes";
 import { onShutdown } from "../shutdown";

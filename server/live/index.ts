@@ -9,6 +9,7 @@ import { getConfig } from "../config";
 import { singleton } from "../global";
 import { shareFirstSeen } from "./first-seen";
 import { healthContributors } from "../health";
+import { getHistorySink } from "../history/service";
 import { getLogger } from "../logger";
 import { getNodes, quorumOf } from "../nodes";
 import { SentinelFailoverMonitor } from "../deployments/failover";
@@ -58,6 +59,7 @@ export function startLive(): LiveRuntime {
       events,
     );
     store.deployment = nodes[0]?.deployment ?? "default";
+    store.history = getHistorySink();
     shareFirstSeen(store, nodes[0]?.client);
     const isLockKey = lockKeyMatcher(config.lockPatterns);
     const watchers = nodes.map(

@@ -2,8 +2,9 @@ import "server-only";
 import { decodeHolder, endReason, mergeSamples, transitions, type EndCause, type MergedLock } from "@/lib/locks/merge";
 import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry, type TimelineType } from "@/lib/locks/types";
 import { BucketCounter, pushCapped } from "@/lib/locks/window";
-import { lockValueId } from "@/lib/redlock/identity";
-import type { ContentionEvent } from "@/lib/redlock/telemetry";
+import { lockValueId } from "@lockscope/redlock";
+import type { ContentionEvent } from "@lockscope/redlock";
+import type { HistorySink } from "../history/recorder";
 import { ContentionTracker } from "./contention";
 import type { LiveEvents } from "./events";
 
@@ -111,6 +112,11 @@ export class LockStore {
   watching = false;
   /** Called with resources whose TTL ran out long ago and should be read again. */
   onProbe: (resources: string[]) => void = () => {};
+  /**
+   * Where every timeline entry is also recorded, for the lock history in PostgreSQL (null without one). It
+   * only queues: the live view never waits for the database.
+   */
+  history: HistorySink | null = null;
 
   /**
    * Told of every foreign lock value acquired or extended (engine values carry their own acquisition time),
@@ -490,15 +496,21 @@ export class LockStore {
           entry.endedToken = null;
           entry.cause = null;
           if (!this.watching && entry.timeline === null) {
-            // Found by the first reconcile: its "acquired" entry is made up when asked for (timelineOf).
+            // Found by the first reconcile: its "acquired" entry is made up when asked for (timelineOf); the
+            // history still learns of the hold, so "who held it at T" covers locks older than this console.
+            this.history?.record({ at: entry.acquiredAt, resource: entry.resource, type: "acquired", token: step.token, detail: ALREADY_HELD });
           } else {
             const who = decoded.holder?.label ?? decoded.holder?.host ?? (step.token ? "a foreign client" : "unknown");
             const held = `${merged.quorumHeld} of ${this.nodeIds.length} nodes`;
-            this.addTimeline(entry, {
-              at: now,
-              type: "acquired",
-              detail: step.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`,
-            });
+            this.addTimeline(
+              entry,
+              {
+                at: now,
+                type: "acquired",
+                detail: step.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`,
+              },
+              step.token,
+            );
           }
           this.events.emit("lock-event", { type: "acquired", resource: entry.resource });
           this.acquisitions.add(now);
@@ -659,8 +671,11 @@ export class LockStore {
     return entry.timeline;
   }
 
-  private addTimeline(entry: Entry, item: { at: number; type: TimelineType; node?: string; detail?: string }): void {
+  /** `token`: the value the entry concerns; by default the one held until now (an end, an extension, a gap). */
+  private addTimeline(entry: Entry, item: { at: number; type: TimelineType; node?: string; detail?: string }, token = entry.token ?? entry.leading): void {
     pushCapped(this.timelineOf(entry), item, TIMELINE_CAP);
+    // A burst of failed attempts is one entry whose count grows in place: the metrics count those, not history.
+    if (item.type !== "attempts") this.history?.record({ ...item, resource: entry.resource, token });
   }
 
   private trimRecent(now: number): void {

@@ -4,7 +4,7 @@ import type Redis from "ioredis";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
-import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@/lib/redlock/telemetry";
+import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
 import { nodeClientOptions, type LockNode } from "../nodes";

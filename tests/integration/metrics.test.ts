@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as MetricsRoute from "@/app/metrics/route";
-import type { Redlock as RedlockClass } from "@/lib/redlock";
+import type { Redlock as RedlockClass } from "@lockscope/redlock";
 import { call, setUpConsole, tearDownConsole } from "../support/console";
 import { promtool } from "../support/prometheus";
 import type { TestCluster } from "../support/redis";
@@ -57,7 +57,7 @@ describe("GET /metrics on real lock nodes", () => {
     const { startLive, waitUntilReconciled } = await import("@/server/live");
     const { startConsoleMetrics } = await import("@/server/console-metrics");
     const { instrumentRedlock } = await import("@/server/engine-metrics");
-    const { Redlock } = await import("@/lib/redlock");
+    const { Redlock } = await import("@lockscope/redlock");
     startConsoleMetrics();
     startLive();
     expect(await waitUntilReconciled(10_000)).toBe(true);
@@ -202,7 +202,7 @@ describe("GET /metrics on real lock nodes", () => {
   }, 60_000);
 
   it("counts lost locks, failed extensions and node errors", async () => {
-    const { forceRelease } = await import("@/lib/redlock");
+    const { forceRelease } = await import("@lockscope/redlock");
     // Lost: an operator force-releases a lock its holder still uses; the holder's signal aborts.
     const lost = redlock.using(["lock:orders/lost"], 10_000, (signal) => new Promise<string>((resolve) => signal.addEventListener("abort", () => resolve("aborted"), { once: true })));
     await untilScrape((s) => (s.get('lockscope_locks_held{state="held"}') ?? 0) >= 1, "the lock held");

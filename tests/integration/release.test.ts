@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type * as AuditModule from "@/app/api/audit/route";
 import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
 import type * as SessionModule from "@/app/api/session/route";
-import { encodeLockValue, fencedWrite, Redlock } from "@/lib/redlock";
+import { encodeLockValue, fencedWrite, Redlock } from "@lockscope/redlock";
 import type { TestCluster } from "../support/redis";
 import { call, OPERATOR_TOKEN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 import { until } from "../support/wait";

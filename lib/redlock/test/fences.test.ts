@@ -1,9 +1,9 @@
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decodeLockValue, FENCE_MARKER_KEY, fenceKey, fencedWrite, FenceUnavailableError, forceRelease, Redlock, type RedlockSettings } from "@/lib/redlock";
-import { startProxy, type TcpProxy } from "../../support/proxy";
-import { startCluster, type TestCluster } from "../../support/redis";
-import { until } from "../../support/wait";
+import { decodeLockValue, FENCE_MARKER_KEY, fenceKey, fencedWrite, FenceUnavailableError, forceRelease, Redlock, type RedlockSettings } from "../index.ts";
+import { startProxy, type TcpProxy } from "./support/proxy.ts";
+import { startCluster, type TestCluster } from "./support/redis.ts";
+import { until } from "./support/wait.ts";
 
 describe("fencing tokens", () => {
   let cluster: TestCluster;
@@ -26,7 +26,7 @@ describe("fencing tokens", () => {
 
   beforeAll(async () => {
     cluster = await startCluster(3);
-    proxies = await Promise.all(cluster.nodes.map((n) => startProxy(n.port)));
+    proxies = await Promise.all(cluster.ports.map((port) => startProxy(port)));
     clients = proxies.map((p) => {
       const c = new Redis(p.port, "127.0.0.1", {
         enableOfflineQueue: false,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type RedlockClient, type SubscriberClient } from "@/lib/redlock";
+import { DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type RedlockClient, type SubscriberClient } from "../index.ts";
 
 /** A client that records what it is asked and answers nothing: these tests must fail before any command. */
 function fakeClient(calls: string[]): RedlockClient {
@@ -59,6 +59,21 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
     expect(() => new Redlock(clients, { retryDelayMs: -1 })).toThrow("Expected `retryDelayMs` to be a non-negative integer, got `-1` (number)");
     expect(() => new Redlock(clients, { nodeTimeoutMs: 0 })).toThrow("Expected `nodeTimeoutMs` to be a positive integer");
     expect(() => new Redlock(clients, { label: 5 as unknown as string })).toThrow("Expected `label` to be a string or null, got `5` (number)");
+  });
+
+  it("refuses an unknown setting or option by name, with the nearest known name, instead of ignoring it", async () => {
+    // node-redlock's names, and a typo: each would otherwise leave its default in force without a word.
+    const unknown = (settings: object) => () => new Redlock(clients, settings);
+    expect(unknown({ retryDelay: 50 })).toThrow(TypeError);
+    expect(unknown({ retryDelay: 50 })).toThrow("Unknown setting `retryDelay`: did you mean retryDelayMs?");
+    expect(unknown({ retryJitter: 10 })).toThrow("Unknown setting `retryJitter`: did you mean retryJitterMs?");
+    expect(unknown({ automaticExtensionThreshold: 10 })).toThrow("did you mean automaticExtensionThresholdMs?");
+    expect(unknown({ fenceed: true })).toThrow("Unknown setting `fenceed`: did you mean fenced?");
+    const option = await Promise.resolve()
+      .then(() => redlock.acquire(["lock:a"], 1000, { retryDelay: 5 } as never))
+      .catch((e: unknown) => e);
+    expect(option).toBeInstanceOf(TypeError);
+    expect((option as Error).message).toContain("Unknown acquire option `retryDelay`: did you mean");
   });
 
   it("sent no command for any of them", () => {

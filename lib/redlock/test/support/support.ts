@@ -1,5 +1,5 @@
 import type Redis from "ioredis";
-import type { TestCluster } from "../../support/redis";
+import type { TestCluster } from "./redis.ts";
 
 /** Waits until an ioredis client is connected (needed when its offline queue is off). */
 export async function ready(client: Redis): Promise<void> {

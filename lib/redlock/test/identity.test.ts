@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decodeLockValue, encodeLockValue, lockValueId } from "@/lib/redlock";
+import { decodeLockValue, encodeLockValue, lockValueId } from "../index.ts";
 
 describe("lock values carry the holder's identity", () => {
   const fields = { label: "checkout worker", host: "web-1.internal", pid: 4242, fence: "17", acquiredAt: 1_760_000_000_123 };

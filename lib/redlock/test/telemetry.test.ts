@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { encodeLockValue, lockValueId, parseContentionMessage, parseReleaseMessage, parseRevokeMessage, parseWakeMessage } from "@/lib/redlock";
+import { encodeLockValue, lockValueId, parseContentionMessage, parseReleaseMessage, parseRevokeMessage, parseWakeMessage } from "../index.ts";
 
 describe("telemetry messages", () => {
   const value = encodeLockValue({ label: "lab", host: "box", pid: 7, fence: null, acquiredAt: 1000 });

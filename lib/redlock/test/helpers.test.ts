@@ -16,10 +16,10 @@ import {
   RELEASE_CHANNEL,
   releaseNaive,
   REVOKE_CHANNEL,
-} from "@/lib/redlock";
-import { startCluster, type TestCluster } from "../../support/redis";
-import { until } from "../../support/wait";
-import { failFastClients } from "./support";
+} from "../index.ts";
+import { startCluster, type TestCluster } from "./support/redis.ts";
+import { until } from "./support/wait.ts";
+import { failFastClients } from "./support/support.ts";
 
 describe("force release, fenced writes and the naive lock", () => {
   let cluster: TestCluster;
@@ -149,8 +149,9 @@ describe("force release, fenced writes and the naive lock", () => {
     expect(await node.get(fenceKey(resource))).toBe("3");
 
     // The engine's own release, acquire (a refused waiter joins the queue), leave-queue and extend.
-    const { RELEASE_LUA } = await import("@/lib/redlock/release.lua");
-    const { ACQUIRE_LUA, LEAVE_QUEUE_LUA } = await import("@/lib/redlock/acquire.lua");
+    const { RELEASE_LUA } = await import("../release.lua.ts");
+    const { ACQUIRE_LUA } = await import("../acquire.lua.ts");
+    const { LEAVE_QUEUE_LUA } = await import("../leave-queue.lua.ts");
     await expect(node.eval(RELEASE_LUA, 1, resource, value)).rejects.toThrow(/^WRONGTYPE lockscope: waitq:lock:typed holds a string, not a zset; nothing was written/);
     expect(await node.get(resource)).toBe(value);
     const waiter = encodeLockValue({ label: "waiter", host: "h", pid: 2, fence: null, acquiredAt: Date.now() });
@@ -163,7 +164,7 @@ describe("force release, fenced writes and the naive lock", () => {
     expect(await node.exists(`waitq:${resource}`)).toBe(0);
 
     // Commit-fence with a damaged fence key: refused, nothing written.
-    const { COMMIT_FENCE_LUA } = await import("@/lib/redlock/commit-fence.lua");
+    const { COMMIT_FENCE_LUA } = await import("../commit-fence.lua.ts");
     await node.set(fenceKey(resource), "three");
     expect(await node.eval(COMMIT_FENCE_LUA, 1, resource, value, value, "4")).toEqual([-1, 1]);
     expect(await node.get(fenceKey(resource))).toBe("three");

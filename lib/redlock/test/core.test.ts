@@ -1,7 +1,7 @@
 import IORedis from "ioredis";
 import type Redis from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ACQUIRE_LUA } from "@/lib/redlock/acquire.lua";
+import { ACQUIRE_LUA } from "../acquire.lua.ts";
 import {
   AcquireAbortedError,
   CONTENTION_CHANNEL,
@@ -9,7 +9,6 @@ import {
   decodeLockValue,
   encodeLockValue,
   forceRelease,
-  Lock,
   LockExpiredError,
   LockLostError,
   LockRevokedError,
@@ -21,11 +20,12 @@ import {
   type ContentionEvent,
   type RedlockClient,
   type RedlockEvents,
-} from "@/lib/redlock";
-import { until } from "../../support/wait";
-import { startCluster, type TestCluster } from "../../support/redis";
-import { freePort } from "@/lib/redis-node";
-import { aborted } from "./support";
+} from "../index.ts";
+import { RedlockLock } from "../lock.ts";
+import { until } from "./support/wait.ts";
+import { startCluster, type TestCluster } from "./support/redis.ts";
+import { freePort } from "./support/redis.ts";
+import { aborted } from "./support/support.ts";
 
 describe("Redlock on three nodes", () => {
   let cluster: TestCluster;
@@ -56,7 +56,7 @@ describe("Redlock on three nodes", () => {
     const redlock = engine({ label: "orders worker" });
     const before = Date.now();
     const lock = await redlock.acquire(["lock:a", "lock:b"], 5000);
-    expect(lock).toBeInstanceOf(Lock);
+    expect(lock).toBeInstanceOf(RedlockLock);
     expect(lock.resources).toEqual(["lock:a", "lock:b"]);
     expect(lock.fence).toBeNull();
     // Validity is the TTL less the time taken and the clock drift allowance (1 % of 5000 + 2 ms).

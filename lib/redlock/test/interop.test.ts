@@ -1,8 +1,8 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redlock, ResourceHeldError } from "@/lib/redlock";
-import { startCluster, type TestCluster } from "../../support/redis";
-import { NodeRedlock, NodeRedlockExecutionError } from "./node-redlock";
+import { Redlock, ResourceHeldError } from "../index.ts";
+import { startCluster, type TestCluster } from "./support/redis.ts";
+import { NodeRedlock, NodeRedlockExecutionError } from "./support/node-redlock.ts";
 
 describe("interop with node-redlock on the same keys", () => {
   let cluster: TestCluster;

@@ -1,9 +1,9 @@
 import type Redis from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { fencedWrite, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "@/lib/redlock";
-import { until } from "../../support/wait";
-import { startCluster, type TestCluster } from "../../support/redis";
-import { failFastClients } from "./support";
+import { fencedWrite, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "../index.ts";
+import { until } from "./support/wait.ts";
+import { startCluster, type TestCluster } from "./support/redis.ts";
+import { failFastClients } from "./support/support.ts";
 
 /** Every client answers a PING (a fail-fast client reconnects a moment after its node came back). */
 const answering = (clients: Redis[]) =>
@@ -144,7 +144,7 @@ describe("slow and stopped nodes", () => {
     expect((await redlock.release(lock)).released).toBe(true);
     // The node stays stopped for the whole sequence; each step needed only the other two.
     expect(performance.now() - stopped).toBeLessThan(3000);
-    expect(cluster.nodes[0]!.isPaused).toBe(true);
+    expect(cluster.paused(0)).toBe(true);
 
     // A held resource with one node stopped: the refusal waits at most the timeout for that node.
     const holder = await redlock.acquire(["lock:paused-held"], 5000);
