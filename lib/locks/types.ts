@@ -81,6 +81,7 @@ export const TIMELINE_TYPES = [
   "attempts",
   "gap",
   "lost-in-failover",
+  "failover",
 ] as const;
 export type TimelineType = (typeof TIMELINE_TYPES)[number];
 

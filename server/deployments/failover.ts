@@ -16,6 +16,8 @@ export interface FailoverTarget {
   locks: (now: number) => Lock[];
   /** Says on a lock's timeline that the failover lost it. */
   noteLost: (resource: string, detail: string) => void;
+  /** Says on a lock's timeline that it was held across the failover (the promoted replica had it). */
+  noteSurvived: (resource: string, detail: string) => void;
 }
 
 /**
@@ -114,6 +116,9 @@ export class SentinelFailoverMonitor {
         });
       }
       const lost = lostInFailover(seen, onNewPrimary, Date.now());
+      for (const lock of seen) {
+        if (onNewPrimary.get(lock.resource) === lock.token) this.target.noteSurvived(lock.resource, `held across the failover from ${from} to ${to}: the promoted replica has it`);
+      }
       for (const lock of lost) {
         this.target.noteLost(lock.resource, `held on ${from} with its lease running; the promoted replica ${to} does not have it (written after the replica's last copy)`);
       }

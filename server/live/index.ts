@@ -100,7 +100,7 @@ export function startLive(): LiveRuntime {
     const deployment = config.deployments?.[0];
     const failovers =
       deployment?.kind === "sentinel"
-        ? new SentinelFailoverMonitor(deployment, { locks: (now) => store.list(now), noteLost: (resource, detail) => store.noteLostInFailover(resource, detail) }, log, config.nodeTimeoutMs)
+        ? new SentinelFailoverMonitor(deployment, { locks: (now) => store.list(now), noteLost: (resource, detail) => store.noteLostInFailover(resource, detail), noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail) }, log, config.nodeTimeoutMs)
         : null;
     const stopReplication = watchReplication(nodes);
     store.onProbe = (resources) => {

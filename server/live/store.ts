@@ -282,6 +282,12 @@ export class LockStore {
     if (entry) this.addTimeline(entry, { at: now, type: "lost-in-failover", detail });
   }
 
+  /** A lock held across a failover: the promoted replica had it (its holder went on without knowing). */
+  noteFailoverSurvived(resource: string, detail: string, now = Date.now()): void {
+    const entry = this.live.get(resource);
+    if (entry) this.addTimeline(entry, { at: now, type: "failover", detail });
+  }
+
   /**
    * An operator force-released `resource` (here or on another console: the revocation arrives by pub/sub).
    * Keys that vanish shortly after end as `force-released`; a lock that just ended is relabelled.

@@ -70,7 +70,10 @@ describe("a Sentinel-managed primary with two replicas", () => {
       async () => (await detail("lock:lost/1")).timeline?.some((t) => t.type === "lost-in-failover") && (await detail("lock:lost/2")).timeline?.some((t) => t.type === "lost-in-failover"),
       45_000,
     );
-    expect((await detail("lock:copied")).timeline.map((t) => t.type)).not.toContain("lost-in-failover");
+    const copied = (await detail("lock:copied")).timeline.map((t) => t.type);
+    expect(copied).not.toContain("lost-in-failover");
+    expect(copied).toContain("failover");
+    expect((await detail("lock:lost/1")).timeline.map((t) => t.type)).not.toContain("failover");
     const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
     expect(text).toMatch(/^lockscope_locks_lost_in_failover_total\{deployment="default"\} 2$/m);
     expect(text).toMatch(/^lockscope_failovers_total\{deployment="default"\} 1$/m);
