@@ -31,8 +31,6 @@ export class SentinelFailoverMonitor {
   private readonly subscribers: Redis[] = [];
   private readonly handled = new Map<string, number>();
   private stopped = false;
-  /** The last failover's outcome, for tests and the health page. */
-  last: { at: number; from: string; to: string; lost: string[] } | null = null;
 
   constructor(
     private readonly deployment: Extract<Deployment, { kind: "sentinel" }>,
@@ -123,7 +121,6 @@ export class SentinelFailoverMonitor {
         this.target.noteLost(lock.resource, `held on ${from} with its lease running; the promoted replica ${to} does not have it (written after the replica's last copy)`);
       }
       declared<"deployment">("lockscope_locks_lost_in_failover_total").inc({ deployment: this.deployment.name }, lost.length);
-      this.last = { at: Date.now(), from, to, lost: lost.map((l) => l.resource) };
       const fields = { deployment: this.deployment.name, from, to, held: seen.length, lost: lost.length };
       if (lost.length > 0) this.log.warn(fields, "failover lost locks: the promoted replica did not have them");
       else this.log.info(fields, "failover: the promoted replica holds every lock the console saw");
