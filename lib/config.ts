@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseProxyEntry } from "./client-address";
+import { parseDeployments, type Deployment, type ReadFile } from "./deployment-config";
 
 /**
  * The console's configuration, parsed once from an environment-shaped record. This module never reads the
@@ -33,6 +34,11 @@ export interface LockscopeConfig {
   /** Live streams (`/api/locks/stream`) open at once per client address, and per token or session. */
   maxStreamsPerAddress: number;
   maxStreamsPerToken: number;
+  /**
+   * Where the locks live (see `lib/deployment-config.ts`); `null` means the embedded default. A `REDIS_URLS`
+   * set is also in `redisUrls`, as before.
+   */
+  deployments: Deployment[] | null;
 }
 
 /** Variables whose value is a credential: an error names them but never shows what they held. */
@@ -115,8 +121,12 @@ const HOST_NAME = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0
 
 const token = z.string().min(16).max(512).regex(/^[\x21-\x7e]+$/);
 
-/** Parses and validates the configuration; throws `ConfigError` on the first wrong variable. */
-export function parseConfig(env: Env): LockscopeConfig {
+/**
+ * Parses and validates the configuration; throws `ConfigError` on the first wrong variable, and
+ * `DeploymentConfigError` with every mistake in the deployment settings. `readFile` opens the files the
+ * settings name (deployments file, TLS, password files) so they are checked at start.
+ */
+export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): LockscopeConfig {
   const redisUrls = field(
     env,
     "REDIS_URLS",
@@ -235,6 +245,7 @@ export function parseConfig(env: Env): LockscopeConfig {
     trustedProxies,
     maxStreamsPerAddress,
     maxStreamsPerToken,
+    deployments: parseDeployments(env, options.readFile),
   };
 }
 

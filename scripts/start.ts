@@ -17,6 +17,7 @@ import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync
 import http from "node:http";
 import path from "node:path";
 import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
+import { DeploymentConfigError } from "../lib/deployment-config";
 import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { checkRequestLine } from "../lib/request-guard";
@@ -112,9 +113,11 @@ async function main(): Promise<void> {
   loadEnvConfig(ROOT, false, { info: (m: string) => process.stdout.write(`lockscope: ${m.trim()}\n`), error: (m: string) => process.stderr.write(`lockscope: ${m}\n`) });
   let config: LockscopeConfig;
   try {
-    config = parseConfig(process.env);
+    config = parseConfig(process.env, { readFile: (file) => readFileSync(file, "utf8") });
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);
+    // One line per mistake, each prefixed like every other line the launcher prints.
+    if (error instanceof DeploymentConfigError) fail(error.lines.join("\nlockscope: "));
     throw error;
   }
 
@@ -145,9 +148,10 @@ async function main(): Promise<void> {
   };
   process.once("SIGINT", stopWhileStarting);
   process.once("SIGTERM", stopWhileStarting);
-  if (!config.redisUrls) {
+  if (!config.deployments) {
     nodes = await startEmbedded(config);
-    config = { ...config, redisUrls: nodes.map((n) => n.url) };
+    const urls = nodes.map((n) => n.url);
+    config = { ...config, redisUrls: urls, deployments: [{ name: "default", kind: "redlock", urls, tls: null, auth: { username: null, passwordFile: null } }] };
     g[key("embedded-nodes")] = nodes;
     process.stdout.write(`lockscope: embedded lock nodes on ${nodes.map((n) => n.port).join(", ")}\n`);
   }

@@ -181,6 +181,13 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
     labels: ["node"],
   },
   { name: "lockscope_watcher_connected", type: "gauge", help: "1 when the node's keyspace subscriber is connected.", labels: ["node"] },
+  { name: "lockscope_failovers_total", type: "counter", help: "Failovers seen (Sentinel +switch-master), by deployment.", labels: ["deployment"] },
+  {
+    name: "lockscope_locks_lost_in_failover_total",
+    type: "counter",
+    help: "Locks held on a primary that its promoted replica did not have after a failover, by deployment.",
+    labels: ["deployment"],
+  },
   {
     name: "lockscope_watcher_last_event_timestamp_seconds",
     type: "gauge",

@@ -68,5 +68,5 @@ async function consumed(limiter: RateLimiterAbstract, key: string): Promise<bool
 }
 
 export function getWrongTokenLimiter(): WrongTokenLimiter {
-  return singleton("wrong-token-limiter", () => new WrongTokenLimiter(getConfig().redisUrls ? (getNodes()[0]?.client ?? null) : null));
+  return singleton("wrong-token-limiter", () => new WrongTokenLimiter(getConfig().deployments ? (getNodes()[0]?.client ?? null) : null));
 }

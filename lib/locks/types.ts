@@ -36,6 +36,8 @@ export interface LockContention {
 
 export interface Lock {
   resource: string;
+  /** The name of the deployment the lock is on (`default` for the one the environment variables describe). */
+  deployment: string;
   state: LockState;
   /** The value held by a quorum of nodes; null when no value has a quorum. */
   token: string | null;
@@ -78,6 +80,8 @@ export const TIMELINE_TYPES = [
   "partial",
   "attempts",
   "gap",
+  "lost-in-failover",
+  "failover",
 ] as const;
 export type TimelineType = (typeof TIMELINE_TYPES)[number];
 

@@ -8,7 +8,8 @@ import { checkAgainstNodes, settingsNotes, type RunSettings } from "@/lib/lab/se
 import type { RunRecord, RunStatus, StopReason } from "@/lib/lab/types";
 import { consoleName } from "../cluster/identity";
 import { isNodesFailed, isResourceHeld, LEASE_KEYS, takeLease, type Lease } from "../cluster/lease";
-import { embeddedNodesOwned } from "../config";
+import { embeddedNodesOwned, getConfig } from "../config";
+import { reachableByUrls } from "../deployments";
 import { instrumentRedlock } from "../engine-metrics";
 import { whenReady } from "../health";
 import { ApiError } from "../errors";
@@ -105,6 +106,11 @@ export class Lab {
     const nodes = getNodes();
     const mismatch = checkAgainstNodes(settings, nodes.length);
     if (mismatch) throw new ApiError("unprocessable", `Invalid body: ${mismatch}`);
+    // The workers dial the nodes' URLs with their own connections: a deployment they cannot reach that way
+    // (Sentinel; TLS or credentials from files) is refused here rather than failing every order.
+    if (!reachableByUrls(getConfig().deployments?.[0])) {
+      throw new ApiError("unprocessable", "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files).");
+    }
     const client = await historyClient();
     this.#refuseIfBusy();
 

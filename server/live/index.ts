@@ -12,6 +12,8 @@ import { healthContributors } from "../health";
 import { getHistorySink } from "../history/service";
 import { getLogger } from "../logger";
 import { getNodes, quorumOf } from "../nodes";
+import { SentinelFailoverMonitor } from "../deployments/failover";
+import { watchReplication } from "../deployments/replication";
 import { onShutdown } from "../shutdown";
 import { getLiveEvents } from "./events";
 import { HEARTBEAT_MS, StreamHub, TICK_MS } from "./hub";
@@ -56,6 +58,7 @@ export function startLive(): LiveRuntime {
       quorumOf(nodes.length),
       events,
     );
+    store.deployment = nodes[0]?.deployment ?? "default";
     store.history = getHistorySink();
     shareFirstSeen(store, nodes[0]?.client);
     const isLockKey = lockKeyMatcher(config.lockPatterns);
@@ -93,6 +96,13 @@ export function startLive(): LiveRuntime {
         hub.sendNodes();
       };
     }
+    // Sentinel deployments: failovers compared with the console's last view (locks lost in failover).
+    const deployment = config.deployments?.[0];
+    const failovers =
+      deployment?.kind === "sentinel"
+        ? new SentinelFailoverMonitor(deployment, { locks: (now) => store.list(now), noteLost: (resource, detail) => store.noteLostInFailover(resource, detail), noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail) }, log, config.nodeTimeoutMs)
+        : null;
+    const stopReplication = watchReplication(nodes);
     store.onProbe = (resources) => {
       // (A cause a notification already gave for the key stays.)
       for (const w of watchers) if (w.readable) for (const r of resources) w.dirty.set(r, w.dirty.get(r) ?? null);
@@ -254,7 +264,8 @@ export function startLive(): LiveRuntime {
 
     const stop = async () => {
       for (const t of timers) clearInterval(t);
-      await Promise.allSettled(watchers.map((w) => w.stop()));
+      stopReplication();
+      await Promise.allSettled([...watchers.map((w) => w.stop()), failovers?.stop()]);
     };
     onShutdown("live-streams", 10, () => hub.closeAll("shutdown"));
     onShutdown("live-watchers", 40, stop);

@@ -84,6 +84,8 @@ const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, ela
 export class LockStore {
   readonly nodeIds: readonly string[];
   readonly quorum: number;
+  /** The deployment these nodes are, named on every lock this store builds. */
+  deployment = "default";
   private readonly nodeUp: boolean[];
   private readonly live = new Map<string, Entry>();
   private readonly recent = new Map<string, Entry>();
@@ -269,6 +271,21 @@ export class LockStore {
       }
     }
     this.events.emit("contention", { resource: event.resource });
+  }
+
+  /**
+   * A failover's new primary does not hold `resource`, which the console saw held on the old one (see
+   * server/deployments/failover.ts): said on the lock's timeline, whichever way the lock is shown to end.
+   */
+  noteLostInFailover(resource: string, detail: string, now = Date.now()): void {
+    const entry = this.live.get(resource) ?? this.recent.get(resource);
+    if (entry) this.addTimeline(entry, { at: now, type: "lost-in-failover", detail });
+  }
+
+  /** A lock held across a failover: the promoted replica had it (its holder went on without knowing). */
+  noteFailoverSurvived(resource: string, detail: string, now = Date.now()): void {
+    const entry = this.live.get(resource);
+    if (entry) this.addTimeline(entry, { at: now, type: "failover", detail });
   }
 
   /**
@@ -685,6 +702,7 @@ export class LockStore {
     const holderId = entry.token ? lockValueId(entry.token) : null;
     const lock: Lock = {
       resource: entry.resource,
+      deployment: this.deployment,
       state: entry.state ?? "released",
       token: entry.token,
       holder: decoded.holder,

@@ -1,6 +1,6 @@
 import "server-only";
 import { createHash } from "node:crypto";
-import Redis from "ioredis";
+import type Redis from "ioredis";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
@@ -146,8 +146,8 @@ export class NodeWatcher {
     this.id = node.id;
     this.index = node.index;
     const base = nodeClientOptions(ctx.timeoutMs);
-    this.sub = new Redis(node.url, { ...base, enableAutoPipelining: false, autoResubscribe: false, commandTimeout: undefined, connectionName: "lockscope:watcher" });
-    this.reader = new Redis(node.url, {
+    this.sub = node.connect({ ...base, enableAutoPipelining: false, autoResubscribe: false, commandTimeout: undefined, connectionName: "lockscope:watcher" });
+    this.reader = node.connect({
       ...base,
       enableAutoPipelining: false,
       commandTimeout: Math.max(5_000, ctx.timeoutMs * 4),
