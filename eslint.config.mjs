@@ -28,6 +28,13 @@ export default tseslint.config(
     },
   },
   {
+    // Components run in the browser: the shapes they share with the server live in lib/, never in server/.
+    files: ["components/**/*.ts", "components/**/*.tsx"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [{ group: ["@/server", "@/server/*", "**/server/*"], message: "Components import shared shapes from lib/ (server/ is server-only)." }, { group: ["@/lib/redlock", "@/lib/redlock/*"], message: "Import the engine as @lockscope/redlock (or @lockscope/redlock/compat)." }] }],
+    },
+  },
+  {
     files: ["lib/**/*.ts"],
     rules: {
       "no-console": "error",

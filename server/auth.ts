@@ -2,6 +2,7 @@ import "server-only";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { jwtVerify, SignJWT, type JWTPayload } from "jose";
 import { isAllowedOrigin } from "@/lib/host-rules";
 import { getConfig } from "./config";
 import { ApiError } from "./errors";
@@ -92,55 +93,47 @@ function tokenFingerprint(role: Role): string {
   return digest(`fingerprint:${token}`).subarray(0, 8).toString("base64url");
 }
 
-interface SessionPayload {
-  r: Role;
-  a: string;
-  exp: number;
-  f: string;
-  /** Session id: what signing out revokes. */
-  i: string;
-}
-
 const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
+const SESSION_ALG = "HS256";
 
-function sign(data: string): string {
-  return createHmac("sha256", getSecrets().sessionSecret).update(data).digest("base64url");
+/**
+ * A session cookie is a JWS (compact, HS256 keyed with the session secret): `r` role, `a` actor, `f` the
+ * fingerprint of the token it was made from, `jti` the session id signing out revokes, `exp` its expiry.
+ * jose verifies the MAC in constant time (Web Crypto) and refuses other algorithms, so `alg: none` or a
+ * header naming another key type cannot get a cookie accepted.
+ */
+export async function createSessionCookieValue(role: Role, actor: string, nowMs = Date.now()): Promise<string> {
+  const issuedAt = Math.floor(nowMs / 1000);
+  return new SignJWT({ r: role, a: actor, f: tokenFingerprint(role) })
+    .setProtectedHeader({ alg: SESSION_ALG })
+    .setJti(randomBytes(16).toString("base64url"))
+    .setIssuedAt(issuedAt)
+    .setExpirationTime(issuedAt + SESSION_TTL_SECONDS)
+    .sign(getSecrets().sessionSecret);
 }
 
-export function createSessionCookieValue(role: Role, actor: string, nowMs = Date.now()): string {
-  const payload: SessionPayload = {
-    r: role,
-    a: actor,
-    exp: Math.floor(nowMs / 1000) + SESSION_TTL_SECONDS,
-    f: tokenFingerprint(role),
-    i: randomBytes(16).toString("base64url"),
-  };
-  const data = Buffer.from(JSON.stringify(payload)).toString("base64url");
-  return `${data}.${sign(data)}`;
-}
-
-export function verifySessionCookieValue(value: string, nowMs = Date.now()): Principal | null {
-  const dot = value.indexOf(".");
-  if (dot <= 0 || value.length > 2048) return null;
-  const data = value.slice(0, dot);
-  const mac = value.slice(dot + 1);
-  if (!tokensEqual(mac, sign(data))) return null;
+export async function verifySessionCookieValue(value: string, nowMs = Date.now()): Promise<Principal | null> {
+  if (value.length > 2048) return null;
+  let payload: JWTPayload;
   try {
-    const payload = JSON.parse(Buffer.from(data, "base64url").toString("utf8")) as Partial<SessionPayload>;
-    if (payload.r !== "operator" && payload.r !== "viewer") return null;
-    if (typeof payload.exp !== "number" || payload.exp * 1000 <= nowMs) return null;
-    if (payload.f !== tokenFingerprint(payload.r)) return null;
-    // A cookie without an id could never be signed out: not accepted.
-    if (typeof payload.i !== "string" || !SESSION_ID.test(payload.i)) return null;
-    return {
-      role: payload.r,
-      actor: typeof payload.a === "string" ? payload.a : payload.r,
-      via: "session",
-      session: { id: payload.i, expiresAtMs: payload.exp * 1000 },
-    };
+    ({ payload } = await jwtVerify(value, getSecrets().sessionSecret, { algorithms: [SESSION_ALG], currentDate: new Date(nowMs) }));
   } catch {
+    // Malformed, tampered, signed with another secret or expired: all mean "no session".
     return null;
   }
+  const role = payload.r;
+  if (role !== "operator" && role !== "viewer") return null;
+  // jose checks `exp` only when present: a cookie without one would never end.
+  if (typeof payload.exp !== "number") return null;
+  if (payload.f !== tokenFingerprint(role)) return null;
+  // A cookie without an id could never be signed out: not accepted.
+  if (typeof payload.jti !== "string" || !SESSION_ID.test(payload.jti)) return null;
+  return {
+    role,
+    actor: typeof payload.a === "string" ? payload.a : role,
+    via: "session",
+    session: { id: payload.jti, expiresAtMs: payload.exp * 1000 },
+  };
 }
 
 export function sessionCookieHeader(value: string, secure: boolean): string {
@@ -190,7 +183,7 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
   }
   const cookie = readCookie(headers.get("cookie"), SESSION_COOKIE);
   if (cookie) {
-    const principal = verifySessionCookieValue(cookie);
+    const principal = await verifySessionCookieValue(cookie);
     if (principal?.session && !(await getSessionRevocations().isRevoked(principal.session.id))) return principal;
   }
   if (getSecrets().viewerToken === null) return { role: "viewer", actor: "anonymous", via: "open" };

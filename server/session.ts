@@ -36,7 +36,7 @@ export async function signIn(request: Request, token: string, name: string | und
   }
   const actor = cleanActor(name, role);
   getLogger().info({ ip, action: "sign-in", role, actor, outcome: "ok" }, "operator action");
-  const value = createSessionCookieValue(role, actor);
+  const value = await createSessionCookieValue(role, actor);
   return Response.json(
     { role, actor },
     { headers: { "Set-Cookie": sessionCookieHeader(value, isSecure(request)), "Cache-Control": "no-store" } },

@@ -2,7 +2,7 @@
 
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import type { EventsAnswer, HoldsAnswer } from "@/server/history/service";
+import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
 import { apiFetch } from "../api-client";
 import styles from "./audit-log.module.css";
 

@@ -49,7 +49,7 @@ export interface Strategy {
   step(worker: Worker, ctx: StrategyContext): Promise<StepOutcome>;
 }
 
-/** The seeds' critical section: read the stock, work, write it back one lower (no fence). */
+/** The flash sale's critical section: read the stock, work, write it back one lower (no fence). */
 export async function readWorkWrite(ctx: StrategyContext, client: Redis): Promise<StepOutcome> {
   const raw = await client.get(ctx.keys.stock);
   if (raw === null) {

@@ -5,11 +5,11 @@ import { abortableSleep } from "./sleep.ts";
 import * as check from "./validate.ts";
 
 /**
- * The seeds' single-node SETNX lock, kept as it is on purpose so the lab can compare it with Redlock:
+ * The classic single-node SETNX lock, kept as it is on purpose so the lab can compare it with Redlock:
  * SETNX then PEXPIRE as two commands (a crash between them leaves a key without TTL, which waiters
  * repair), and release by WATCH / GET / MULTI / DEL / EXEC. It has no fencing and one node only.
  *
- * WATCH belongs to a connection: give each concurrent releaser its own connection (the seeds' redis-py
+ * WATCH belongs to a connection: give each concurrent releaser its own connection (as redis-py's
  * pipeline checks one out of a pool); on a shared, auto-pipelined connection another caller's EXEC would
  * clear the watch.
  */
@@ -69,7 +69,7 @@ export async function acquireNaive(client: NaiveLockClient, resource: string, tt
       return token;
     }
     // A holder that crashed between SETNX and EXPIRE left a key that would never expire: give it our TTL
-    // so it eventually frees (the seeds' repair; it can also shorten a live holder that is about to set it).
+    // so it eventually frees (the classic repair; it can also shorten a live holder that is about to set it).
     if ((await client.pttl(resource)) === -1) await client.pexpire(resource, ttlMs);
     if (performance.now() + retryDelayMs > deadline) {
       throw new NaiveLockTimeoutError(resource, attempts, await client.get(resource));

@@ -8,7 +8,8 @@ import { getDatabase } from "../postgres/pool";
 import { onShutdown } from "../shutdown";
 import { PostgresHistory } from "./postgres";
 import { HistoryRecorder, type HistorySink } from "./recorder";
-import type { HistoryFilters, HistoryPage, HistoryStore, LockHold } from "./types";
+import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
+import type { HistoryFilters, HistoryStore } from "./types";
 
 const PRUNE_EVERY_MS = 60 * 60_000;
 
@@ -85,9 +86,6 @@ function unavailable(error: unknown): never {
   const db = getDatabase();
   throw new ApiError("unavailable", `Lock history cannot be read: the database (${db?.display ?? "unset"}) did not answer (${error instanceof Error ? error.message.slice(0, 200) : "error"}).`);
 }
-
-export type EventsAnswer = HistoryPage & { recording: boolean };
-export type HoldsAnswer = { at: number; holds: LockHold[]; next: string | null; recording: boolean };
 
 export async function historyEvents(options: { limit: number; before?: string; filters: HistoryFilters }): Promise<EventsAnswer> {
   const history = getHistory();

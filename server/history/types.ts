@@ -1,5 +1,8 @@
 import "server-only";
+import type { HistoryPage, LockHold } from "@/lib/history/types";
 import type { TimelineType } from "@/lib/locks/types";
+
+export type { HistoryPage, LockHold, StoredLockEvent } from "@/lib/history/types";
 
 /** One lifecycle event of one lock, as the live view saw it (a timeline entry with the value it concerns). */
 export interface LockHistoryEvent {
@@ -11,41 +14,6 @@ export interface LockHistoryEvent {
   /** The lock value the event concerns (the holder's token); null when none is known. */
   token?: string | null;
   detail?: string | null;
-}
-
-/** A stored event, as the history routes return it. */
-export interface StoredLockEvent {
-  /** `<epoch ms>-<row id>`: pass as `before` for older events. */
-  id: string;
-  at: number;
-  resource: string;
-  type: string;
-  node: string | null;
-  token: string | null;
-  /** Holder decoded from an engine-made value ("label @ host:pid"), null for foreign values. */
-  holder: string | null;
-  fence: string | null;
-  detail: string | null;
-}
-
-export interface HistoryPage {
-  events: StoredLockEvent[];
-  /** Pass as `before` for the next (older) page; null on the last page. */
-  next: string | null;
-}
-
-/** One hold: a lock value from its acquisition to its end (null while held, or when its end was not seen). */
-export interface LockHold {
-  /** `<acquired epoch ms>-<row id>`: pass as `before` for older holds. */
-  id: string;
-  resource: string;
-  token: string;
-  holder: string | null;
-  fence: string | null;
-  acquiredAt: number;
-  endedAt: number | null;
-  /** released, expired, evicted, force-released; null while open. */
-  endType: string | null;
 }
 
 export interface HistoryFilters {

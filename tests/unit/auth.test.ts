@@ -84,20 +84,25 @@ describe("authentication", () => {
     expect(auth.requireRole({ role: "operator", actor: "o", via: "session" }, "operator").role).toBe("operator");
   });
 
-  it("signs session cookies that expire and cannot be altered", () => {
+  it("signs session cookies that expire and cannot be altered", async () => {
     const now = Date.UTC(2025, 0, 1);
-    const value = auth.createSessionCookieValue("viewer", "erin", now);
-    expect(auth.verifySessionCookieValue(value, now)).toMatchObject({ role: "viewer", actor: "erin", via: "session" });
-    expect(auth.verifySessionCookieValue(value, now)?.session?.expiresAtMs).toBe(now + auth.SESSION_TTL_SECONDS * 1000);
-    expect(auth.verifySessionCookieValue(auth.createSessionCookieValue("viewer", "erin", now), now)?.session?.id).not.toBe(
-      auth.verifySessionCookieValue(value, now)?.session?.id,
-    );
-    expect(auth.verifySessionCookieValue(value, now + auth.SESSION_TTL_SECONDS * 1000 + 1000)).toBeNull();
-    const [data, mac] = value.split(".") as [string, string];
+    const value = await auth.createSessionCookieValue("viewer", "erin", now);
+    const verified = await auth.verifySessionCookieValue(value, now);
+    expect(verified).toMatchObject({ role: "viewer", actor: "erin", via: "session" });
+    expect(verified?.session?.expiresAtMs).toBe(now + auth.SESSION_TTL_SECONDS * 1000);
+    const other = await auth.verifySessionCookieValue(await auth.createSessionCookieValue("viewer", "erin", now), now);
+    expect(other?.session?.id).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(other?.session?.id).not.toBe(verified?.session?.id);
+    expect(await auth.verifySessionCookieValue(value, now + auth.SESSION_TTL_SECONDS * 1000 + 1000)).toBeNull();
+    const [header64, data, mac] = value.split(".") as [string, string, string];
     const promoted = Buffer.from(Buffer.from(data, "base64url").toString("utf8").replace('"r":"viewer"', '"r":"operator"')).toString("base64url");
-    expect(auth.verifySessionCookieValue(`${promoted}.${mac}`, now)).toBeNull();
-    expect(auth.verifySessionCookieValue(`${data}.${mac.slice(0, -2)}AA`, now)).toBeNull();
-    expect(auth.verifySessionCookieValue("garbage", now)).toBeNull();
+    expect(promoted).not.toBe(data);
+    expect(await auth.verifySessionCookieValue(`${header64}.${promoted}.${mac}`, now)).toBeNull();
+    expect(await auth.verifySessionCookieValue(`${header64}.${data}.${mac.slice(0, -2)}AA`, now)).toBeNull();
+    // An unsigned token (`alg: none`) carrying a valid payload is refused.
+    const none = Buffer.from(JSON.stringify({ alg: "none" })).toString("base64url");
+    expect(await auth.verifySessionCookieValue(`${none}.${data}.`, now)).toBeNull();
+    expect(await auth.verifySessionCookieValue("garbage", now)).toBeNull();
     const header = auth.sessionCookieHeader(value, false);
     expect(header).toMatch(/HttpOnly/);
     expect(header).toMatch(/SameSite=Strict/);
