@@ -31,6 +31,12 @@ export function createDatabase(url: string, options: { max?: number; /** 0: no t
   });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
   pool.on("error", (error) => getLogger().warn({ database: display, err: error.message }, "audit database connection lost"));
+  // A client checked out of the pool has no listener of the pool's: when the server goes away mid-query its
+  // 'error' event would be unhandled and end the process. The query itself still rejects, and that is what
+  // the caller acts on (a release answers 503); the pool drops the broken client when it is released.
+  pool.on("connect", (client) => {
+    client.on("error", (error) => getLogger().debug({ database: display, err: error.message }, "audit database connection lost while in use"));
+  });
   let migrated: Promise<void> | null = null;
   return {
     pool,
