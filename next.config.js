@@ -3,6 +3,11 @@
 const nextConfig = {
   reactStrictMode: true,
   poweredByHeader: false,
+  // `.next/standalone`: a server folder with only the node_modules it needs, for the container image
+  // (`npm run build` adds the static assets and the compiled launcher to it).
+  output: "standalone",
+  // Trace from this folder, never from a lockfile further up.
+  outputFileTracingRoot: __dirname,
   // `npm test` type-checks the whole tree with `tsc` as its own step; the build does not repeat it.
   typescript: { ignoreBuildErrors: true },
   // ioredis and pino are Node-only and must not be bundled into route chunks.

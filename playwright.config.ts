@@ -40,7 +40,7 @@ export default defineConfig({
     },
   },
   webServer: {
-    command: "node --import tsx scripts/start.ts",
+    command: "node scripts/quickstart.mjs",
     url: `${baseURL}/api/health`,
     timeout: 240_000,
     reuseExistingServer: false,

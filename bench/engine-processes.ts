@@ -13,7 +13,7 @@ import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import Redis from "ioredis";
-import { AcquireAbortedError, Redlock } from "@/lib/redlock";
+import { AcquireAbortedError, Redlock } from "@lockscope/redlock";
 import { startRedisNodes } from "@/lib/redis-node";
 import { NodeRedlock } from "./engine-node-redlock";
 import { fixed, quantile, scratchDir, summarize } from "./support";

@@ -4,7 +4,7 @@
  * (`NODES=1` for one).
  */
 import Redis from "ioredis";
-import { Redlock } from "@/lib/redlock";
+import { Redlock } from "@lockscope/redlock";
 import { startRedisNodes } from "@/lib/redis-node";
 import { scratchDir } from "./support";
 

@@ -12,9 +12,8 @@ import { setMaxListeners } from "node:events";
 import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import Redis from "ioredis";
-import { AcquireAbortedError, Redlock, type Lock } from "@/lib/redlock";
+import { AcquireAbortedError, quorumOf, Redlock, type RedlockLock as Lock } from "@lockscope/redlock";
 import { startRedisNodes, type RedisNode } from "@/lib/redis-node";
-import { quorumOf } from "@/lib/redlock/round";
 import { NodeRedlock, type NodeRedlockLock } from "./engine-node-redlock";
 import { fixed, median, quantile, scratchDir, summarize } from "./support";
 

@@ -1,6 +1,8 @@
 /**
  * Live view benchmark (not a test): `npm run bench:live [-- --json] [-- --quick]`, or the memory soak
- * `npm run bench:live -- --soak [--soak-minutes N]` (see `soak()` below).
+ * `npm run bench:live -- --soak [--soak-minutes N]` (see `soak()` below). With `--history` (not the soak) the
+ * console also records the lock history in a PostgreSQL the benchmark starts (AUDIT_DATABASE_URL), and the
+ * events it wrote and dropped are reported.
  *
  * Starts three redis-server nodes in os.tmpdir() and the real console as a child process
  * (`node --import tsx scripts/start.ts`, REDIS_URLS pointing at those nodes), so RSS and CPU are the
@@ -22,10 +24,14 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import path from "node:path";
 import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "../lib/redis-node";
+import { startPostgres, type TestPostgres } from "../tests/support/postgres";
 
 const argv = process.argv.slice(2);
 const args = new Set(argv);
 const JSON_OUT = args.has("--json");
+const HISTORY = args.has("--history");
+/** The database the console records history in, with `--history`. */
+let historyDb: { server: TestPostgres; url: string } | null = null;
 const QUICK = args.has("--quick");
 const soakMinutesArg = argv.indexOf("--soak-minutes");
 const SOAK = args.has("--soak") || soakMinutesArg >= 0;
@@ -156,6 +162,7 @@ async function startConsole(urls: string[], dataDir: string): Promise<{ child: C
       LOCKSCOPE_DATA_DIR: dataDir,
       LOCKSCOPE_VIEWER_TOKEN: VIEWER,
       LOCKSCOPE_OPERATOR_TOKEN: OPERATOR,
+      ...(historyDb ? { AUDIT_DATABASE_URL: historyDb.url } : {}),
     },
   });
   let log = "";
@@ -191,6 +198,26 @@ async function serverLoopP99(port: number): Promise<{ p99: number; max: number }
     return value === undefined ? Number.NaN : Number(value) * 1000;
   };
   return { p99: read("p99"), max: read("max") };
+}
+
+/** Lock history events the console wrote to the database and dropped so far (`--history`), from its /metrics. */
+async function historyCounts(port: number): Promise<{ written: number; dropped: number; queued: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const sum = (pattern: RegExp) => [...text.matchAll(pattern)].reduce((a, m) => a + Number(m[1]), 0);
+  return {
+    written: sum(/^lockscope_history_events_total\{outcome="written"\} (\S+)$/gm),
+    dropped: sum(/^lockscope_history_events_total\{outcome="dropped_[a-z_]+"\} (\S+)$/gm),
+    queued: sum(/^lockscope_history_queue_events (\S+)$/gm),
+  };
+}
+
+/** Starts the PostgreSQL the console records history in, with `--history`; returns its cleanup. */
+async function startHistoryDb(): Promise<() => Promise<void>> {
+  if (!HISTORY) return () => Promise.resolve();
+  const server = await startPostgres();
+  historyDb = { server, url: await server.createDatabase("history") };
+  out(`history: recording into PostgreSQL on 127.0.0.1:${server.port}`);
+  return () => server.close();
 }
 
 async function loadHeld(clients: Redis[], count: number): Promise<void> {
@@ -349,6 +376,8 @@ interface PhaseResult {
   rssAfterSnapshotMb: number;
   churns: ChurnResult[];
   hwmMb: number;
+  /** With `--history`: events written to and dropped by the history recorder during the phase. */
+  history?: { written: number; dropped: number; queued: number };
 }
 
 async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
@@ -384,7 +413,8 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     }
     const hwmMb = procStats(child.pid!).hwmMb;
     stream.close();
-    return { held, snapshotMs, restMs, rssAfterSnapshotMb, churns, hwmMb };
+    const history = HISTORY ? await historyCounts(port) : undefined;
+    return { held, snapshotMs, restMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}) };
   } finally {
     await stopConsole(child);
     for (const c of clients) c.disconnect();
@@ -393,6 +423,7 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
 }
 
 async function main(): Promise<void> {
+  const stopHistoryDb = await startHistoryDb();
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-live-"));
   const nodes = await startRedisNodes(3, { dir });
   const started = Date.now();
@@ -405,6 +436,7 @@ async function main(): Promise<void> {
   } finally {
     await Promise.all(nodes.map((n) => n.stop()));
     rmSync(dir, { recursive: true, force: true });
+    await stopHistoryDb();
   }
   const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "–");
   out("");
@@ -421,6 +453,12 @@ async function main(): Promise<void> {
   out("| locks held | stream snapshot ms | REST /api/locks ms | RSS after snapshot MB | peak RSS (VmHWM) MB |");
   out("|---:|---:|---:|---:|---:|");
   for (const r of results) out(`| ${r.held} | ${f(r.snapshotMs, 0)} | ${f(r.restMs, 0)} | ${f(r.rssAfterSnapshotMb, 0)} | ${f(r.hwmMb, 0)} |`);
+  if (HISTORY) {
+    out("");
+    out("| locks held | history events written | dropped | still queued at the end |");
+    out("|---:|---:|---:|---:|");
+    for (const r of results) out(`| ${r.held} | ${r.history?.written ?? "–"} | ${r.history?.dropped ?? "–"} | ${r.history?.queued ?? "–"} |`);
+  }
   const big = results[results.length - 1]!;
   const at5k = results.flatMap((r) => r.churns.filter((c) => c.rate === 5_000));
   const bars = [

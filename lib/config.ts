@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { DEFAULT_LOCK_PATTERNS_ENV } from "./locks/formats/defaults";
+import { parseProxyEntry } from "./client-address";
+import { parseDeployments, type Deployment, type ReadFile } from "./deployment-config";
 
 /**
  * The console's configuration, parsed once from an environment-shaped record. This module never reads the
@@ -16,6 +18,10 @@ export interface LockscopeConfig {
   metricsToken: string | null;
   sessionSecret: string | null;
   auditFile: string;
+  /** PostgreSQL URL of the audit log and lock history; `null`: the audit file and the nodes' stream, no history. */
+  auditDatabaseUrl: string | null;
+  /** Days of lock history kept in PostgreSQL. */
+  historyRetentionDays: number;
   dataDir: string;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   nodeTimeoutMs: number;
@@ -24,9 +30,16 @@ export interface LockscopeConfig {
   publicOrigin: string | null;
   /** Host names (beyond localhost, the bind address and the public origin's) the console answers to. */
   allowedHosts: string[];
+  /** Proxies (IP addresses or CIDRs) whose X-Forwarded-For names the client; empty: none is trusted. */
+  trustedProxies: string[];
   /** Live streams (`/api/locks/stream`) open at once per client address, and per token or session. */
   maxStreamsPerAddress: number;
   maxStreamsPerToken: number;
+  /**
+   * Where the locks live (see `lib/deployment-config.ts`); `null` means the embedded default. A `REDIS_URLS`
+   * set is also in `redisUrls`, as before.
+   */
+  deployments: Deployment[] | null;
 }
 
 /** Variables whose value is a credential: an error names them but never shows what they held. */
@@ -72,6 +85,7 @@ export const CONFIG_DEFAULTS = Object.freeze({
   nodeTimeoutMs: 500,
   metricsGroupPattern: "^([^:]+:[^:/]+)",
   metricsMaxGroups: 50,
+  historyRetentionDays: 30,
   maxStreamsPerAddress: 20,
   maxStreamsPerToken: 50,
 } as const);
@@ -85,6 +99,15 @@ function field<T>(env: Env, name: string, schema: z.ZodType<T>, expected: string
   if (!parsed.success) throw new ConfigError(name, raw ?? "", expected);
   return parsed.data;
 }
+
+const postgresUrl = z.string().refine((s) => {
+  try {
+    const u = new URL(s);
+    return (u.protocol === "postgres:" || u.protocol === "postgresql:") && u.hostname !== "" && u.pathname.length > 1;
+  } catch {
+    return false;
+  }
+});
 
 const redisUrl = z.string().refine((s) => {
   try {
@@ -100,8 +123,12 @@ const HOST_NAME = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0
 
 const token = z.string().min(16).max(512).regex(/^[\x21-\x7e]+$/);
 
-/** Parses and validates the configuration; throws `ConfigError` on the first wrong variable. */
-export function parseConfig(env: Env): LockscopeConfig {
+/**
+ * Parses and validates the configuration; throws `ConfigError` on the first wrong variable, and
+ * `DeploymentConfigError` with every mistake in the deployment settings. `readFile` opens the files the
+ * settings name (deployments file, TLS, password files) so they are checked at start.
+ */
+export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): LockscopeConfig {
   const redisUrls = field(
     env,
     "REDIS_URLS",
@@ -129,6 +156,21 @@ export function parseConfig(env: Env): LockscopeConfig {
   }
   const dataDir = field(env, "LOCKSCOPE_DATA_DIR", z.string().min(1), "a folder path", CONFIG_DEFAULTS.dataDir);
   const auditFile = field(env, "AUDIT_FILE", z.string().min(1), "a file path", `${dataDir}/audit.jsonl`);
+  const auditDatabaseUrl =
+    field(
+      env,
+      "AUDIT_DATABASE_URL",
+      z.union([z.undefined(), postgresUrl]),
+      "a postgres:// URL with a database name, e.g. postgres://lockscope:secret@db:5432/lockscope (unset for the audit file and the nodes' stream)",
+      undefined,
+    ) ?? null;
+  const historyRetentionDays = field(
+    env,
+    "HISTORY_RETENTION_DAYS",
+    z.coerce.number().int().min(1).max(3650),
+    "a whole number of days from 1 to 3650",
+    String(CONFIG_DEFAULTS.historyRetentionDays),
+  );
   const logLevel = field(
     env,
     "LOG_LEVEL",
@@ -172,6 +214,13 @@ export function parseConfig(env: Env): LockscopeConfig {
     "comma-separated host names or IP addresses without a port, e.g. lockscope.internal,10.0.0.5",
     "",
   );
+  const trustedProxies = field(
+    env,
+    "TRUSTED_PROXIES",
+    z.string().transform((s) => s.split(",").map((p) => p.trim()).filter((p) => p !== "")).pipe(z.array(z.string().refine((p) => parseProxyEntry(p) !== null)).max(64)),
+    "comma-separated IP addresses or CIDRs of the proxies in front of the console, e.g. 10.0.0.0/8,192.168.1.5",
+    "",
+  );
   const streamLimit = (name: string, fallback: number) =>
     field(env, name, z.coerce.number().int().min(1).max(100_000), "a whole number of streams from 1 to 100000", String(fallback));
   const maxStreamsPerAddress = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_ADDRESS", CONFIG_DEFAULTS.maxStreamsPerAddress);
@@ -186,6 +235,8 @@ export function parseConfig(env: Env): LockscopeConfig {
     metricsToken,
     sessionSecret,
     auditFile,
+    auditDatabaseUrl,
+    historyRetentionDays,
     dataDir,
     logLevel,
     nodeTimeoutMs,
@@ -193,9 +244,22 @@ export function parseConfig(env: Env): LockscopeConfig {
     metricsMaxGroups,
     publicOrigin,
     allowedHosts,
+    trustedProxies,
     maxStreamsPerAddress,
     maxStreamsPerToken,
+    deployments: parseDeployments(env, options.readFile),
   };
+}
+
+/** Hides the password of a postgres:// URL for display and logs. */
+export function maskDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "****";
+    return u.toString();
+  } catch {
+    return "(invalid url)";
+  }
 }
 
 /** Hides the password of a redis URL for display and logs. */

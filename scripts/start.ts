@@ -1,25 +1,36 @@
 /**
- * `npm start`: the console's launcher and the owner of the process.
- * 1. Parses the configuration (a wrong value stops here with one line saying what to fix).
+ * The console's launcher and the owner of the process. `npm run build` compiles it to `dist/start.mjs` (and
+ * copies it into the standalone folder as `start.mjs`), so it runs on a production install with no dev
+ * dependency; it never builds and never installs anything (`npm start` builds first, see quickstart.mjs).
+ * 1. Loads `.env` files as Next.js does, then parses the configuration (a wrong value stops here with one
+ *    line saying what to fix).
  * 2. Takes the data folder's lock: a second console on the same folder stops with one line, touching nothing.
- * 3. Builds the production bundle when it is missing or older than the sources.
+ * 3. Checks that the production bundle is there.
  * 4. Without REDIS_URLS, starts three embedded redis-server nodes on free ports (never 6379) and stops
  *    them with the console on SIGINT, SIGTERM or a crash; on Linux they also die with it on a SIGKILL.
  * 5. Serves Next.js in this process, so the lab can kill and restart the embedded nodes it owns and
  *    shutdown can run every hook in order.
  */
+import { loadEnvConfig } from "@next/env";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
-import { ensureBuild } from "./build-if-stale";
+import { DeploymentConfigError } from "../lib/deployment-config";
 import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { checkRequestLine } from "../lib/request-guard";
+import { clientAddress, trustedProxyList } from "../lib/client-address";
 
-const ROOT = path.resolve(import.meta.dirname, "..");
+/**
+ * The folder that holds `.next`: this file's own in the standalone folder (`start.mjs` beside `server.js`),
+ * its parent for `dist/start.mjs` and `scripts/start.ts`.
+ */
+const ROOT = existsSync(path.join(import.meta.dirname, ".next")) ? import.meta.dirname : path.resolve(import.meta.dirname, "..");
 const SHUTDOWN_BUDGET_MS = 9_000;
+/** How long requests in flight at SIGTERM may take to finish before their connections are cut. */
+const DRAIN_BUDGET_MS = 4_000;
 const g = globalThis as unknown as Record<symbol, unknown>;
 const key = (name: string) => Symbol.for(`lockscope.${name}`);
 
@@ -33,18 +44,8 @@ function haveRedisServer(): boolean {
 }
 
 function ensureRedisServer(): void {
+  // Never installed from here: a start that runs a package manager is not one a deployment can trust.
   if (haveRedisServer()) return;
-  const isRoot = process.getuid?.() === 0;
-  const debianLike = existsSync("/etc/debian_version");
-  if (isRoot && debianLike) {
-    process.stdout.write("lockscope: redis-server is missing; installing it with apt-get…\n");
-    const update = spawnSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
-    const install = spawnSync("apt-get", ["install", "-y", "-qq", "redis-server"], {
-      stdio: "inherit",
-      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
-    });
-    if (update.status === 0 && install.status === 0 && haveRedisServer()) return;
-  }
   fail(
     "redis-server is not installed. Install it, then run `npm start` again:\n" +
       "  Debian/Ubuntu: sudo apt-get install redis-server\n" +
@@ -93,13 +94,30 @@ async function startEmbedded(config: LockscopeConfig): Promise<RedisNode[]> {
   return nodes;
 }
 
+/**
+ * Serves with the configuration the bundle was built with: `next build` left it resolved in
+ * `.next/required-server-files.json`, and Next.js reads it from this variable (as the standalone folder's
+ * own server.js does) instead of evaluating next.config.js again, which the standalone folder does not have.
+ */
+function useStandaloneConfig(): void {
+  const file = path.join(ROOT, ".next", "required-server-files.json");
+  if (!existsSync(file)) return;
+  const { config } = JSON.parse(readFileSync(file, "utf8")) as { config: unknown };
+  process.env.__NEXT_PRIVATE_STANDALONE_CONFIG = JSON.stringify(config);
+}
+
 async function main(): Promise<void> {
   process.chdir(ROOT);
+  // `.env.production.local`, `.env.local`, `.env.production`, `.env`, as `next start` reads them; variables
+  // already in the environment win. Names are logged, never values.
+  loadEnvConfig(ROOT, false, { info: (m: string) => process.stdout.write(`lockscope: ${m.trim()}\n`), error: (m: string) => process.stderr.write(`lockscope: ${m}\n`) });
   let config: LockscopeConfig;
   try {
-    config = parseConfig(process.env);
+    config = parseConfig(process.env, { readFile: (file) => readFileSync(file, "utf8") });
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);
+    // One line per mistake, each prefixed like every other line the launcher prints.
+    if (error instanceof DeploymentConfigError) fail(error.lines.join("\nlockscope: "));
     throw error;
   }
 
@@ -114,7 +132,10 @@ async function main(): Promise<void> {
   // Held for the life of the process (the kernel lets go of it when the process ends, however it ends).
   g[key("data-dir-lock")] = lock;
 
-  if (!ensureBuild(ROOT)) fail("`next build` failed; see the output above.");
+  if (!existsSync(path.join(ROOT, ".next", "BUILD_ID"))) {
+    fail(`there is no production build in ${ROOT}: run \`npm run build\` first (or \`npm start\`, which builds when needed).`);
+  }
+  useStandaloneConfig();
 
   let nodes: RedisNode[] = [];
   const stopNodesSync = () => nodes.forEach((n) => n.killSync());
@@ -127,9 +148,10 @@ async function main(): Promise<void> {
   };
   process.once("SIGINT", stopWhileStarting);
   process.once("SIGTERM", stopWhileStarting);
-  if (!config.redisUrls) {
+  if (!config.deployments) {
     nodes = await startEmbedded(config);
-    config = { ...config, redisUrls: nodes.map((n) => n.url) };
+    const urls = nodes.map((n) => n.url);
+    config = { ...config, redisUrls: urls, deployments: [{ name: "default", kind: "redlock", urls, tls: null, auth: { username: null, passwordFile: null } }] };
     g[key("embedded-nodes")] = nodes;
     process.stdout.write(`lockscope: embedded lock nodes on ${nodes.map((n) => n.port).join(", ")}\n`);
   }
@@ -141,9 +163,28 @@ async function main(): Promise<void> {
   const handle = app.getRequestHandler();
   await app.prepare();
 
+  const trustedProxies = config.trustedProxies.length > 0 ? trustedProxyList(config.trustedProxies) : null;
+  let stopping = false;
+  /** Requests being answered (live streams aside: they are ended by their own shutdown step), for the drain. */
+  const inFlight = new Set<http.ServerResponse>();
+  let onDrained: (() => void) | null = null;
   const server = http.createServer((req, res) => {
-    // The client address for rate limiting and the audit log; never trust one a client sent.
-    req.headers["x-lockscope-client-ip"] = req.socket.remoteAddress ?? "unknown";
+    const streaming = req.url?.startsWith("/api/locks/stream") === true || (req.headers.accept ?? "").includes("text/event-stream");
+    if (!streaming) {
+      inFlight.add(res);
+      const done = () => {
+        if (!inFlight.delete(res)) return;
+        if (inFlight.size === 0) onDrained?.();
+      };
+      // "finish": answered in full; "close": the connection ended before that.
+      res.once("finish", done);
+      res.once("close", done);
+    }
+    // Once shutting down, a keep-alive client (a load balancer) is told to reconnect: elsewhere.
+    if (stopping) res.setHeader("Connection", "close");
+    // The client address for rate limiting and the audit log: the peer, or behind a trusted proxy the
+    // address it forwarded; never one a client wrote itself.
+    req.headers["x-lockscope-client-ip"] = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], trustedProxies);
     // Broken percent-encoding and unsupported methods get the contract's 4xx here: Next.js would 500.
     const refused = checkRequestLine(req.method, req.url);
     if (refused) {
@@ -164,11 +205,22 @@ async function main(): Promise<void> {
   const printToken = g[key("print-operator-token")];
   if (typeof printToken === "function") (printToken as () => void)();
 
-  let stopping = false;
+  /** Resolves once every request in flight has been answered, or after `ms`; says how many were left. */
+  const drain = (ms: number) =>
+    new Promise<number>((resolve) => {
+      if (inFlight.size === 0) return resolve(0);
+      const timer = setTimeout(() => resolve(inFlight.size), ms);
+      onDrained = () => {
+        clearTimeout(timer);
+        resolve(0);
+      };
+    });
   /**
-   * SIGTERM/SIGINT: stop accepting, run the shutdown hooks in order (SSE streams end with a final event,
-   * the lab run stops, the audit file is flushed, watchers and Redis connections close), stop the embedded
-   * nodes, exit 0, all within SHUTDOWN_BUDGET_MS (a process manager's SIGKILL usually follows at 10 s).
+   * SIGTERM/SIGINT: stop accepting and turn not-ready, end the live streams (a final event and a reconnect
+   * hint, so browsers move to another console), let the requests in flight finish (DRAIN_BUDGET_MS at
+   * most), then run the other shutdown hooks in order (the lab run stops, the audit file is flushed,
+   * watchers and Redis connections close), stop the embedded nodes and exit 0, all within
+   * SHUTDOWN_BUDGET_MS (a process manager's SIGKILL usually follows at 10 s).
    */
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -187,8 +239,8 @@ async function main(): Promise<void> {
     // No new connections; idle keep-alive ones close now, busy ones once their response is sent.
     server.close();
     server.closeIdleConnections();
-    const hooks = (g[key("shutdown-hooks")] as Array<{ name: string; run: () => Promise<void> | void }> | undefined) ?? [];
-    for (const hook of hooks) {
+    const hooks = (g[key("shutdown-hooks")] as Array<{ name: string; order: number; run: () => Promise<void> | void }> | undefined) ?? [];
+    const runHook = async (hook: (typeof hooks)[number]) => {
       // Each step gets at most 3 s, and never more than what is left of the budget (but always a little).
       const allowedMs = Math.max(200, Math.min(3_000, hooksDeadline - Date.now()));
       let timer: NodeJS.Timeout | undefined;
@@ -203,7 +255,15 @@ async function main(): Promise<void> {
       } finally {
         clearTimeout(timer);
       }
-    }
+    };
+    // Streams and the metrics lease first (order up to 10): they need nothing the requests in flight use.
+    for (const hook of hooks.filter((h) => h.order <= 10)) await runHook(hook);
+    // Answered in full, then closed: a keep-alive client sends its next request to another console.
+    for (const res of inFlight) if (!res.headersSent) res.setHeader("Connection", "close");
+    if (inFlight.size > 0) process.stdout.write(`lockscope: draining ${inFlight.size} in-flight request(s)…\n`);
+    const cut = await drain(Math.min(DRAIN_BUDGET_MS, Math.max(0, hooksDeadline - Date.now() - 1_000)));
+    if (cut > 0) process.stderr.write(`lockscope: ${cut} request(s) still running after the drain; their connections will be closed.\n`);
+    for (const hook of hooks.filter((h) => h.order > 10)) await runHook(hook);
     server.closeAllConnections();
     await Promise.all(nodes.map((n) => n.stop()));
     rmSync(path.resolve(config.dataDir, "redis", "pids"), { force: true });

@@ -2,6 +2,7 @@ import "server-only";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { jwtVerify, SignJWT, type JWTPayload } from "jose";
 import { isAllowedOrigin } from "@/lib/host-rules";
 import { getConfig } from "./config";
 import { ApiError } from "./errors";
@@ -9,6 +10,7 @@ import { singleton } from "./global";
 import { getHostRules } from "./host-check";
 import { getLogger } from "./logger";
 import { getSessionRevocations } from "./session-revocation";
+import { getWrongTokenLimiter } from "./wrong-token-limiter";
 
 export type Role = "viewer" | "operator";
 
@@ -91,55 +93,47 @@ function tokenFingerprint(role: Role): string {
   return digest(`fingerprint:${token}`).subarray(0, 8).toString("base64url");
 }
 
-interface SessionPayload {
-  r: Role;
-  a: string;
-  exp: number;
-  f: string;
-  /** Session id: what signing out revokes. */
-  i: string;
-}
-
 const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
+const SESSION_ALG = "HS256";
 
-function sign(data: string): string {
-  return createHmac("sha256", getSecrets().sessionSecret).update(data).digest("base64url");
+/**
+ * A session cookie is a JWS (compact, HS256 keyed with the session secret): `r` role, `a` actor, `f` the
+ * fingerprint of the token it was made from, `jti` the session id signing out revokes, `exp` its expiry.
+ * jose verifies the MAC in constant time (Web Crypto) and refuses other algorithms, so `alg: none` or a
+ * header naming another key type cannot get a cookie accepted.
+ */
+export async function createSessionCookieValue(role: Role, actor: string, nowMs = Date.now()): Promise<string> {
+  const issuedAt = Math.floor(nowMs / 1000);
+  return new SignJWT({ r: role, a: actor, f: tokenFingerprint(role) })
+    .setProtectedHeader({ alg: SESSION_ALG })
+    .setJti(randomBytes(16).toString("base64url"))
+    .setIssuedAt(issuedAt)
+    .setExpirationTime(issuedAt + SESSION_TTL_SECONDS)
+    .sign(getSecrets().sessionSecret);
 }
 
-export function createSessionCookieValue(role: Role, actor: string, nowMs = Date.now()): string {
-  const payload: SessionPayload = {
-    r: role,
-    a: actor,
-    exp: Math.floor(nowMs / 1000) + SESSION_TTL_SECONDS,
-    f: tokenFingerprint(role),
-    i: randomBytes(16).toString("base64url"),
-  };
-  const data = Buffer.from(JSON.stringify(payload)).toString("base64url");
-  return `${data}.${sign(data)}`;
-}
-
-export function verifySessionCookieValue(value: string, nowMs = Date.now()): Principal | null {
-  const dot = value.indexOf(".");
-  if (dot <= 0 || value.length > 2048) return null;
-  const data = value.slice(0, dot);
-  const mac = value.slice(dot + 1);
-  if (!tokensEqual(mac, sign(data))) return null;
+export async function verifySessionCookieValue(value: string, nowMs = Date.now()): Promise<Principal | null> {
+  if (value.length > 2048) return null;
+  let payload: JWTPayload;
   try {
-    const payload = JSON.parse(Buffer.from(data, "base64url").toString("utf8")) as Partial<SessionPayload>;
-    if (payload.r !== "operator" && payload.r !== "viewer") return null;
-    if (typeof payload.exp !== "number" || payload.exp * 1000 <= nowMs) return null;
-    if (payload.f !== tokenFingerprint(payload.r)) return null;
-    // A cookie without an id could never be signed out: not accepted.
-    if (typeof payload.i !== "string" || !SESSION_ID.test(payload.i)) return null;
-    return {
-      role: payload.r,
-      actor: typeof payload.a === "string" ? payload.a : payload.r,
-      via: "session",
-      session: { id: payload.i, expiresAtMs: payload.exp * 1000 },
-    };
+    ({ payload } = await jwtVerify(value, getSecrets().sessionSecret, { algorithms: [SESSION_ALG], currentDate: new Date(nowMs) }));
   } catch {
+    // Malformed, tampered, signed with another secret or expired: all mean "no session".
     return null;
   }
+  const role = payload.r;
+  if (role !== "operator" && role !== "viewer") return null;
+  // jose checks `exp` only when present: a cookie without one would never end.
+  if (typeof payload.exp !== "number") return null;
+  if (payload.f !== tokenFingerprint(role)) return null;
+  // A cookie without an id could never be signed out: not accepted.
+  if (typeof payload.jti !== "string" || !SESSION_ID.test(payload.jti)) return null;
+  return {
+    role,
+    actor: typeof payload.a === "string" ? payload.a : role,
+    via: "session",
+    session: { id: payload.jti, expiresAtMs: payload.exp * 1000 },
+  };
 }
 
 export function sessionCookieHeader(value: string, secure: boolean): string {
@@ -184,12 +178,12 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
   if (authorization !== null) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match?.[1]) throw new ApiError("unauthorized", "The Authorization header must be `Bearer <token>`.");
-    const role = checkPresentedToken(match[1], clientIp(headers), "bearer");
+    const role = await checkPresentedToken(match[1], clientIp(headers), "bearer");
     return { role, actor: cleanActor(headers.get("x-lockscope-actor"), role), via: "bearer" };
   }
   const cookie = readCookie(headers.get("cookie"), SESSION_COOKIE);
   if (cookie) {
-    const principal = verifySessionCookieValue(cookie);
+    const principal = await verifySessionCookieValue(cookie);
     if (principal?.session && !(await getSessionRevocations().isRevoked(principal.session.id))) return principal;
   }
   if (getSecrets().viewerToken === null) return { role: "viewer", actor: "anonymous", via: "open" };
@@ -199,10 +193,10 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
 /**
  * The role a presented token (bearer or sign-in) grants, or 401 for a wrong one. A correct token is always
  * accepted, whatever its address sent before: a guesser behind the same address (or the same proxy) must
- * not lock the operator out. Wrong tokens are counted per address and token fingerprint; past the limit,
- * they get 429 with `Retry-After`.
+ * not lock the operator out. Wrong tokens are counted per address and token fingerprint, on the lock nodes
+ * for every console (server/wrong-token-limiter.ts); past the limit, they get 429 with `Retry-After`.
  */
-export function checkPresentedToken(token: string, ip: string, via: "bearer" | "sign-in", nowMs = Date.now()): Role {
+export async function checkPresentedToken(token: string, ip: string, via: "bearer" | "sign-in"): Promise<Role> {
   const role = roleForToken(token);
   if (role) return role;
   // The scrape credential is right where it belongs (/metrics checks it itself): not a guess to count.
@@ -210,9 +204,7 @@ export function checkPresentedToken(token: string, ip: string, via: "bearer" | "
   if (metricsToken !== null && tokensEqual(token, metricsToken)) {
     throw new ApiError("unauthorized", "METRICS_TOKEN is only for scraping /metrics; use the operator or viewer token here.");
   }
-  const limiter = getWrongTokenLimiter();
-  const wait = limiter.retryAfterSeconds(ip, nowMs);
-  const crossed = limiter.fail(ip, wrongTokenFingerprint(token), nowMs);
+  const { retryAfterSeconds: wait, crossed } = await getWrongTokenLimiter().fail(ip, wrongTokenFingerprint(token));
   if (crossed) getLogger().warn({ ip, via, action: "wrong-token", outcome: "limited" }, "too many wrong tokens from one address");
   if (wait > 0) {
     throw new ApiError("rate_limited", `Too many wrong tokens from this address; try again in ${wait} s.`, undefined, { "Retry-After": String(wait) });
@@ -265,60 +257,4 @@ export function checkOrigin(headers: Headers, via: Principal["via"] | "none"): v
 
 export function clientIp(headers: Headers): string {
   return headers.get(CLIENT_IP_HEADER) ?? "unknown";
-}
-
-/**
- * Wrong tokens per client address in a sliding window, counted once per distinct token (by fingerprint): a
- * script retrying with one stale token is not a guesser, an address trying many different tokens is. In
- * memory, per process, bounded.
- */
-export class WrongTokenLimiter {
-  /** Address → wrong-token fingerprint → when it was last sent. */
-  private readonly failures = new Map<string, Map<string, number>>();
-  constructor(
-    private readonly maxDistinct = 5,
-    private readonly windowMs = 60_000,
-    private readonly maxAddresses = 10_000,
-  ) {}
-
-  /** Seconds to wait before wrong tokens from `ip` are answered 401 again, or 0 while under the limit. */
-  retryAfterSeconds(ip: string, nowMs = Date.now()): number {
-    const recent = this.recent(ip, nowMs);
-    if (recent.size < this.maxDistinct) return 0;
-    const oldest = Math.min(...recent.values());
-    return Math.max(1, Math.ceil((oldest + this.windowMs - nowMs) / 1000));
-  }
-
-  /** Records a wrong token; true when this one took the address over the limit. */
-  fail(ip: string, fingerprint: string, nowMs = Date.now()): boolean {
-    const recent = this.recent(ip, nowMs);
-    const before = recent.size;
-    recent.delete(fingerprint);
-    recent.set(fingerprint, nowMs);
-    // Keep only what the window can use: the limit's worth of the most recent tokens, and a bounded address list.
-    while (recent.size > this.maxDistinct) {
-      const first = recent.keys().next().value;
-      if (first === undefined) break;
-      recent.delete(first);
-    }
-    this.failures.delete(ip);
-    this.failures.set(ip, recent);
-    if (this.failures.size > this.maxAddresses) {
-      const oldest = this.failures.keys().next().value;
-      if (oldest !== undefined) this.failures.delete(oldest);
-    }
-    return before < this.maxDistinct && recent.size >= this.maxDistinct;
-  }
-
-  private recent(ip: string, nowMs: number): Map<string, number> {
-    const entries = this.failures.get(ip);
-    if (!entries) return new Map();
-    for (const [fingerprint, at] of entries) if (nowMs - at >= this.windowMs) entries.delete(fingerprint);
-    if (entries.size === 0) this.failures.delete(ip);
-    return entries;
-  }
-}
-
-export function getWrongTokenLimiter(): WrongTokenLimiter {
-  return singleton("wrong-token-limiter", () => new WrongTokenLimiter());
 }

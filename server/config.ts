@@ -1,4 +1,5 @@
 import "server-only";
+import { readFileSync } from "node:fs";
 import { parseConfig, type LockscopeConfig } from "@/lib/config";
 import { peekGlobal, singleton } from "./global";
 
@@ -8,7 +9,7 @@ import { peekGlobal, singleton } from "./global";
  * under `next dev` it is parsed here on first use.
  */
 export function getConfig(): LockscopeConfig {
-  return singleton("config", () => peekGlobal<LockscopeConfig>("launcher-config") ?? parseConfig(process.env));
+  return singleton("config", () => peekGlobal<LockscopeConfig>("launcher-config") ?? parseConfig(process.env, { readFile: (file) => readFileSync(file, "utf8") }));
 }
 
 /** Whether the lock nodes are the embedded ones this process started (and may kill and restart in the lab). */

@@ -6,7 +6,10 @@ import { singleton } from "./global";
 import { getHealth } from "./health";
 import { getLiveEvents, getLockStore, getStreamHub, getWatcherStatus } from "./live";
 import { getLogger } from "./logger";
-import { KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, metricGroup } from "./metrics";
+import { isLabResource } from "@/lib/lab/keys";
+import { lockSafetyCounts, readNodeSafety } from "@/lib/safety-signals";
+import { startMetricsReporter } from "./cluster/reporter";
+import { KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, METRIC_CATALOG, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, metricGroup } from "./metrics";
 import { getNodes, quorumOf } from "./nodes";
 
 const KNOWN_KEYSPACE_EVENTS = new Set<string>(KEYSPACE_EVENTS);
@@ -27,7 +30,7 @@ export function startConsoleMetrics(): void {
     const keyspace = declared<"node" | "event">("lockscope_keyspace_events_total");
     const reconnects = declared<"node">("lockscope_watcher_reconnects_total");
     const gaps = declared<"node">("lockscope_watcher_gaps_total");
-    const contention = declared<"group">("lockscope_lock_contention_events_total");
+    const contention = declared<"group" | "traffic">("lockscope_lock_contention_events_total");
     const events = getLiveEvents();
     events.on("lock-event", (e) => {
       if (KNOWN_LOCK_EVENTS.has(e.type)) lockEvents.inc({ type: e.type });
@@ -38,7 +41,7 @@ export function startConsoleMetrics(): void {
     events.on("contention", (e) => {
       const group = metricGroup(e.resource);
       initialiseFor("lockscope_lock_contention_events_total", { group: [group] });
-      contention.inc({ group });
+      contention.inc({ group, traffic: isLabResource(e.resource) ? "lab" : "production" });
     });
     return true;
   });
@@ -60,14 +63,19 @@ export async function refreshConsoleMetrics(): Promise<void> {
     if (node.latencyMs === null) latency.remove({ node: node.id });
     else latency.set({ node: node.id }, node.latencyMs / 1000);
     for (const status of NOTIFICATION_STATUSES) notifications.set({ node: node.id, status }, node.notifications === status ? 1 : 0);
+    setNodeSafety(node.id, readNodeSafety(node));
   }
 
   try {
     const counts = getLockStore().counts();
     const held = declared<"state">("lockscope_locks_held");
     for (const state of LOCK_STATES) held.set({ state }, counts.byState[state] ?? 0);
-    declared("lockscope_locks_without_ttl").set(counts.withoutTtl);
     declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(counts.oldestHeldAcquiredAt === null ? 0 : counts.oldestHeldAcquiredAt / 1000);
+    const safety = lockSafetyCounts(getLockStore().list(Date.now()), isLabResource);
+    declared("lockscope_locks_without_ttl").set(safety.withoutTtl);
+    declared("lockscope_locks_below_quorum").set(safety.belowQuorum);
+    declared("lockscope_locks_past_ttl").set(safety.pastTtl);
+    declared("lockscope_lock_oldest_acquired_timestamp_seconds").set(safety.oldestAcquiredAt === null ? 0 : safety.oldestAcquiredAt / 1000);
 
     const connected = declared<"node">("lockscope_watcher_connected");
     const lastEvent = declared<"node">("lockscope_watcher_last_event_timestamp_seconds");
@@ -82,6 +90,23 @@ export async function refreshConsoleMetrics(): Promise<void> {
   }
 }
 
+/** A node fact is exported while it is known, and absent (not 0) while it is not: 0 would be a claim. */
+function setOrRemove(name: string, labels: Record<string, string>, value: number | null): void {
+  const metric = declared(name);
+  if (value === null) metric.remove(labels);
+  else metric.set(labels, value);
+}
+
+function setNodeSafety(node: string, safety: ReturnType<typeof readNodeSafety>): void {
+  const bit = (v: boolean | null) => (v === null ? null : v ? 1 : 0);
+  setOrRemove("lockscope_node_uptime_seconds", { node }, safety.uptimeSec);
+  setOrRemove("lockscope_node_restart_hazard", { node }, bit(safety.restartHazard));
+  setOrRemove("lockscope_node_clock_skew_seconds", { node }, safety.clockSkewMs === null ? null : safety.clockSkewMs / 1000);
+  setOrRemove("lockscope_node_longest_ttl_seconds", { node }, safety.longestTtlMs === null ? null : safety.longestTtlMs / 1000);
+  setOrRemove("lockscope_node_persistence", { node, kind: "aof" }, bit(safety.aof));
+  setOrRemove("lockscope_node_persistence", { node, kind: "rdb" }, bit(safety.rdb));
+}
+
 /** `METRICS_TOKEN`, where set, must come as `Authorization: Bearer <token>`; compared in constant time. */
 export function checkMetricsToken(headers: Headers): void {
   const expected = getConfig().metricsToken;
@@ -94,11 +119,20 @@ export function checkMetricsToken(headers: Headers): void {
   if (!tokensEqual(match[1], expected)) throw new ApiError("unauthorized", "The bearer token is not this console's METRICS_TOKEN.", undefined, challenge);
 }
 
-/** The Prometheus text exposition of the whole registry, with the scrape-time gauges refreshed. */
+const SHARED_METRICS = new Set(METRIC_CATALOG.filter((d) => d.shared).map((d) => d.name));
+
+/**
+ * The Prometheus text exposition, with the scrape-time gauges refreshed: the console's own metrics always,
+ * the shared ones (the nodes', the locks') only from the elected reporter (or from every console while
+ * none can be elected).
+ */
 export async function scrapeMetrics(): Promise<Response> {
   await refreshConsoleMetrics();
   const registry = getRegistry();
-  return new Response(await registry.metrics(), {
+  const reporter = startMetricsReporter();
+  declared("lockscope_metrics_reporter").set(reporter.holds() ? 1 : 0);
+  const exported = reporter.exports() ? await registry.metrics() : (await Promise.all(registry.getMetricsAsArray().filter((m) => !SHARED_METRICS.has(m.name)).map((m) => registry.getSingleMetricAsString(m.name)))).join("\n\n") + "\n";
+  return new Response(exported, {
     headers: { "Content-Type": registry.contentType, "Cache-Control": "no-store" },
   });
 }

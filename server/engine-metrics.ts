@@ -1,6 +1,6 @@
 import "server-only";
 import type { EventEmitter } from "node:events";
-import type { RedlockEvents } from "@/lib/redlock/events";
+import type { RedlockEvents } from "@lockscope/redlock";
 import { ATTEMPT_RESULTS, ENGINE_OPERATIONS, declared, initialiseFor, metricGroup } from "./metrics";
 
 /** What `instrumentRedlock` needs of a `Redlock`: its typed events. */

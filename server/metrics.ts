@@ -29,6 +29,11 @@ export interface MetricDefinition {
    * here (node ids, groups, routes) is initialised when its values become known.
    */
   known?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * A fact about the lock nodes or the locks, the same whichever console reports it: exported only by the
+   * console holding the metrics-reporter lease, so N replicas never show it N times (server/cluster/reporter.ts).
+   */
+  shared?: true;
 }
 
 export const LOCK_STATES = ["held", "partial", "elapsed", "released", "expired", "force-released"] as const;
@@ -43,6 +48,8 @@ export const LAB_STATUSES = ["done", "cancelled", "failed"] as const;
 /** `stream`: the audit stream on the lock nodes (one write per node); `file`: the JSON-lines file. */
 export const AUDIT_SINKS = ["stream", "file"] as const;
 export const AUDIT_OUTCOMES = ["ok", "failed"] as const;
+/** `lab`: the contention lab's own locks (`lock:lab:*`); production alerts select `traffic="production"`. */
+export const TRAFFIC = ["production", "lab"] as const;
 /** The audit log's outcomes of a release (`refused`: not attempted because the audit could not be written). */
 export const FORCE_RELEASE_OUTCOMES = ["released", "conflict", "absent", "failed", "refused"] as const;
 
@@ -64,6 +71,12 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
     help: "Time to produce an HTTP response (for streams: until the stream opened).",
     labels: ["route", "method"],
     buckets: HTTP_BUCKETS,
+  },
+  {
+    name: "lockscope_metrics_reporter",
+    type: "gauge",
+    help: "1 on the one console that exports the lock nodes' and the locks' metrics (the reporter lease), 0 on the others.",
+    labels: [],
   },
   { name: "lockscope_sse_clients", type: "gauge", help: "Browser live streams (Server-Sent Events) open now.", labels: [] },
   {
@@ -128,36 +141,35 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   },
 
   // The keyspace watcher (live view): what it sees on the lock nodes.
-  { name: "lockscope_locks_held", type: "gauge", help: "Locks the console knows of, by state (held counts the quorum-held ones).", labels: ["state"], known: { state: LOCK_STATES } },
-  {
-    name: "lockscope_locks_without_ttl",
-    type: "gauge",
-    help: "Live locks that never expire by themselves (no TTL, no expiry in the value): a crashed holder keeps them forever.",
-    labels: [],
-  },
+  { name: "lockscope_locks_held", type: "gauge", help: "Locks the console knows of, by state (held counts the quorum-held ones).", shared: true, labels: ["state"], known: { state: LOCK_STATES } },
   {
     name: "lockscope_lock_oldest_held_acquired_timestamp_seconds",
     type: "gauge",
     help: "Acquisition time (Unix seconds) of the lock held longest now; 0 when none is held.",
+    shared: true,
     labels: [],
   },
   {
     name: "lockscope_lock_events_total",
     type: "counter",
     help: "Lock lifecycle events seen on the lock nodes, by type.",
+    shared: true,
     labels: ["type"],
     known: { type: LOCK_EVENT_TYPES },
   },
   {
     name: "lockscope_lock_contention_events_total",
     type: "counter",
-    help: "Failed acquisition attempts published by lock engines (contention telemetry), by lock group.",
-    labels: ["group"],
+    help: "Failed acquisition attempts published by lock engines (contention telemetry), by lock group and traffic (production or lab).",
+    shared: true,
+    labels: ["group", "traffic"],
+    known: { traffic: TRAFFIC },
   },
   {
     name: "lockscope_keyspace_events_total",
     type: "counter",
     help: "Keyspace notifications received on lock keys, by node and event.",
+    shared: true,
     labels: ["node", "event"],
     known: { event: [...KEYSPACE_EVENTS, "other"] },
   },
@@ -169,23 +181,59 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
     labels: ["node"],
   },
   { name: "lockscope_watcher_connected", type: "gauge", help: "1 when the node's keyspace subscriber is connected.", labels: ["node"] },
+  { name: "lockscope_failovers_total", type: "counter", help: "Failovers seen (Sentinel +switch-master), by deployment.", labels: ["deployment"] },
+  {
+    name: "lockscope_locks_lost_in_failover_total",
+    type: "counter",
+    help: "Locks held on a primary that its promoted replica did not have after a failover, by deployment.",
+    labels: ["deployment"],
+  },
   {
     name: "lockscope_watcher_last_event_timestamp_seconds",
     type: "gauge",
     help: "When the node's subscriber last received a notification (Unix seconds); 0 before the first.",
     labels: ["node"],
   },
-  { name: "lockscope_node_up", type: "gauge", help: "1 when the lock node answers PING within the node timeout.", labels: ["node"] },
-  { name: "lockscope_node_latency_seconds", type: "gauge", help: "PING round trip to the lock node at the last scrape; absent while it is down.", labels: ["node"] },
+  { name: "lockscope_node_up", type: "gauge", help: "1 when the lock node answers PING within the node timeout.", shared: true, labels: ["node"] },
+  { name: "lockscope_node_latency_seconds", type: "gauge", help: "PING round trip to the lock node at the last scrape; absent while it is down.", shared: true, labels: ["node"] },
   {
     name: "lockscope_node_notifications",
     type: "gauge",
     help: "Keyspace notification status per node: 1 for the current status, 0 for the others.",
+    shared: true,
     labels: ["node", "status"],
     known: { status: NOTIFICATION_STATUSES },
   },
-  { name: "lockscope_quorum_size", type: "gauge", help: "Nodes that must agree for a Redlock lock (floor(N/2)+1).", labels: [] },
-  { name: "lockscope_nodes", type: "gauge", help: "Lock nodes configured.", labels: [] },
+  // Lock safety: the hazards Redlock's guarantees depend on (lab locks left out).
+  { name: "lockscope_node_uptime_seconds", type: "gauge", help: "Seconds since the lock node started (INFO server).", shared: true, labels: ["node"] },
+  {
+    name: "lockscope_node_restart_hazard",
+    type: "gauge",
+    help: "1 when the node restarted without persistence sooner than the longest TTL seen on it: it may grant a lock that is still held.",
+    shared: true,
+    labels: ["node"],
+  },
+  { name: "lockscope_node_clock_skew_seconds", type: "gauge", help: "The node's clock minus the console's (TIME), in seconds.", shared: true, labels: ["node"] },
+  { name: "lockscope_node_longest_ttl_seconds", type: "gauge", help: "The longest lock TTL seen on the node, in seconds.", shared: true, labels: ["node"] },
+  {
+    name: "lockscope_node_persistence",
+    type: "gauge",
+    help: "1 when the node persists its keys by that kind (aof: appendonly yes; rdb: a save schedule), 0 when not.",
+    shared: true,
+    labels: ["node", "kind"],
+  },
+  { name: "lockscope_locks_without_ttl", type: "gauge", help: "Locks present on the nodes with no TTL (only a release ends them).", shared: true, labels: [] },
+  { name: "lockscope_locks_below_quorum", type: "gauge", help: "Locks held by fewer nodes than a quorum.", shared: true, labels: [] },
+  { name: "lockscope_locks_past_ttl", type: "gauge", help: "Locks whose TTL has run out while their key is still on a node.", shared: true, labels: [] },
+  {
+    name: "lockscope_lock_oldest_acquired_timestamp_seconds",
+    type: "gauge",
+    help: "Acquisition time (Unix seconds) of the oldest lock present on the nodes, held by a quorum or not, past its TTL or not; 0 when none.",
+    shared: true,
+    labels: [],
+  },
+  { name: "lockscope_quorum_size", type: "gauge", help: "Nodes that must agree for a Redlock lock (floor(N/2)+1).", shared: true, labels: [] },
+  { name: "lockscope_nodes", type: "gauge", help: "Lock nodes configured.", shared: true, labels: [] },
 ])
 
 const catalogByName = new Map(METRIC_CATALOG.map((d) => [d.name, d]));

@@ -1,7 +1,9 @@
 import "server-only";
-import Redis from "ioredis";
-import { maskRedisUrl } from "@/lib/config";
+import type Redis from "ioredis";
+import type { RedisOptions } from "ioredis";
+import type { Deployment } from "@/lib/deployment-config";
 import { getConfig } from "./config";
+import { endpointsOf } from "./deployments";
 import { singleton } from "./global";
 import { getLogger } from "./logger";
 import { onShutdown } from "./shutdown";
@@ -11,8 +13,14 @@ export interface LockNode {
   /** Stable id used in the API: `node-<index>`, index 0-based in `REDIS_URLS` order. */
   id: string;
   index: number;
+  /** A URL other processes may dial (the lab's workers); "" where the deployment has none (Sentinel). */
   url: string;
+  /** How the node is shown: its URL with the password masked, or the sentinels and master name. */
   maskedUrl: string;
+  /** The name of the deployment the node belongs to (`default` for the one the variables describe). */
+  deployment: string;
+  /** Opens another connection to the node (TLS, credentials and, for Sentinel, the current primary included). */
+  connect: (options: RedisOptions) => Redis;
   /** Commands only; never subscribe on it (watchers `duplicate()` their own). Fails fast when the node is down. */
   client: Redis;
 }
@@ -26,6 +34,8 @@ export function nodeClientOptions(timeoutMs: number) {
     connectTimeout: Math.max(1000, timeoutMs * 4),
     commandTimeout: Math.max(timeoutMs, 250),
     enableAutoPipelining: true,
+    // No CLIENT SETINFO on connect: one command fewer the console's ACL user needs (see the README's ACL).
+    disableClientInfo: true,
     retryStrategy: (times: number) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
   } as const;
 }
@@ -33,24 +43,26 @@ export function nodeClientOptions(timeoutMs: number) {
 export function getNodes(): LockNode[] {
   return singleton("lock-nodes", () => {
     const config = getConfig();
-    const urls = config.redisUrls;
-    if (!urls) {
+    const deployment: Deployment | undefined =
+      config.deployments?.[0] ?? (config.redisUrls ? { name: "default", kind: "redlock", urls: config.redisUrls, tls: null, auth: { username: null, passwordFile: null } } : undefined);
+    if (!deployment) {
       throw new Error("No lock nodes configured: start the console with `npm start` (embedded nodes) or set REDIS_URLS.");
     }
     const log = getLogger();
-    const nodes = urls.map((url, index): LockNode => {
-      const client = new Redis(url, { ...nodeClientOptions(config.nodeTimeoutMs), connectionName: "lockscope:console" });
+    const nodes = endpointsOf(deployment).map((endpoint, index): LockNode => {
+      const client = endpoint.connect({ ...nodeClientOptions(config.nodeTimeoutMs), connectionName: "lockscope:console" });
       const id = `node-${index}`;
+      const url = endpoint.label;
       let wasUp: boolean | null = null;
       client.on("ready", () => {
-        if (wasUp !== true) log.info({ node: id, url: maskRedisUrl(url) }, "lock node up");
+        if (wasUp !== true) log.info({ node: id, deployment: deployment.name, url }, "lock node up");
         wasUp = true;
       });
       client.on("error", (err: Error) => {
-        if (wasUp !== false) log.warn({ node: id, url: maskRedisUrl(url), err: err.message }, "lock node unreachable");
+        if (wasUp !== false) log.warn({ node: id, deployment: deployment.name, url, err: err.message }, "lock node unreachable");
         wasUp = false;
       });
-      return { id, index, url, maskedUrl: maskRedisUrl(url), client };
+      return { id, index, url: endpoint.url ?? "", maskedUrl: endpoint.label, deployment: deployment.name, connect: endpoint.connect, client };
     });
     onShutdown("lock-node-clients", 50, async () => {
       await Promise.allSettled(nodes.map((n) => n.client.quit()));
@@ -61,4 +73,4 @@ export function getNodes(): LockNode[] {
 }
 
 // The engine's quorum rule, so the console never counts a quorum differently from the locks it explains.
-export { quorumOf } from "@/lib/redlock/round";
+export { quorumOf } from "@lockscope/redlock";

@@ -1,5 +1,5 @@
 import "server-only";
-import { getAuditLog } from "./audit/log";
+import { getAuditStore } from "./audit/current";
 import type { AuditEntry } from "./audit/types";
 import { setPatternsAuditor, type PatternEntry } from "./patterns";
 
@@ -28,11 +28,11 @@ export function registerPatternsAuditor(): void {
         ip: change.ip,
         userAgent: change.userAgent,
       };
-      await getAuditLog().recordIntent(entry);
+      await getAuditStore().recordIntent(entry);
     },
     async recordOutcome(id, outcome) {
       // The audit log's outcomes name a release's end; an applied change is "released" in its closed set.
-      await getAuditLog().recordOutcome(id, outcome === "applied" ? "released" : "failed", []);
+      await getAuditStore().recordOutcome(id, outcome === "applied" ? "released" : "failed", []);
     },
   });
 }

@@ -3,8 +3,9 @@ import { decodeReading, formatByName, readLockKeys, type FormatName, type Format
 import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/merge";
-import { decodeLockValue } from "@/lib/redlock";
-import { getAuditLog, AuditUnavailableError } from "./audit/log";
+import { decodeLockValue } from "@lockscope/redlock";
+import { getAuditStore } from "./audit/current";
+import { AuditNotDurableError } from "./audit/store";
 import { newAuditId } from "./audit/records";
 import type { AuditEntry, AuditHolder, AuditNodeResult, AuditOutcome } from "./audit/types";
 import { clientIp, type Principal } from "./auth";
@@ -163,12 +164,12 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     ip: clientIp(request.headers),
     userAgent: request.headers.get("user-agent")?.slice(0, 300) ?? null,
   };
-  const audit = getAuditLog();
+  const audit = getAuditStore();
   const log = getLogger();
   try {
     await audit.recordIntent(entry);
   } catch (error) {
-    if (error instanceof AuditUnavailableError) {
+    if (error instanceof AuditNotDurableError) {
       releases().inc({ outcome: "refused" });
       log.warn({ action: "force-release", auditId: entry.id, actor: entry.actor, outcome: "refused", why: error.message }, "operator action");
       throw new ApiError("unavailable", error.message);

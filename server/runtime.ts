@@ -28,6 +28,9 @@ export function startServerRuntime(): Promise<void> {
     (await import("./live")).startLive();
     (await import("./patterns-audit")).registerPatternsAuditor();
     (await import("./discovery")).getDiscovery();
+    (await import("./history/service")).startAuditDatabase();
+    (await import("./cluster/registry")).startConsoleRegistry();
+    (await import("./cluster/reporter")).startMetricsReporter();
     await Promise.resolve();
   });
 }

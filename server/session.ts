@@ -25,18 +25,18 @@ export function getSession(principal: Principal | null) {
   return { role: principal.role, actor: principal.actor, via: principal.via, viewerTokenRequired: getSecrets().viewerToken !== null };
 }
 
-export function signIn(request: Request, token: string, name: string | undefined): Response {
+export async function signIn(request: Request, token: string, name: string | undefined): Promise<Response> {
   const ip = clientIp(request.headers);
   let role: Principal["role"];
   try {
-    role = checkPresentedToken(token, ip, "sign-in");
+    role = await checkPresentedToken(token, ip, "sign-in");
   } catch (error) {
     getLogger().warn({ ip, action: "sign-in", outcome: "refused" }, "operator action");
     throw error;
   }
   const actor = cleanActor(name, role);
   getLogger().info({ ip, action: "sign-in", role, actor, outcome: "ok" }, "operator action");
-  const value = createSessionCookieValue(role, actor);
+  const value = await createSessionCookieValue(role, actor);
   return Response.json(
     { role, actor },
     { headers: { "Set-Cookie": sessionCookieHeader(value, isSecure(request)), "Cache-Control": "no-store" } },

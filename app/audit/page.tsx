@@ -1,4 +1,5 @@
 import { AuditLog } from "@/components/audit/audit-log";
+import { HeldAtLookup } from "@/components/audit/lock-history";
 
 export const metadata = { title: "Audit log · Lockscope" };
 export const dynamic = "force-dynamic";
@@ -22,6 +23,7 @@ export default async function AuditPage({ searchParams }: { searchParams: Search
       <h1>Audit log</h1>
       <p className="muted">Every force release: who, when, why, and what each node did. Newest first.</p>
       <AuditLog initial={{ resource: text(params.resource), actor: text(params.actor), from: localInput(params.from), to: localInput(params.to) }} />
+      <HeldAtLookup />
     </section>
   );
 }

@@ -2,7 +2,7 @@
 
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { Fragment, useState, type FormEvent } from "react";
-import type { AuditEntry, AuditPage } from "@/server/audit/types";
+import type { AuditEntry, AuditPage } from "@/lib/audit/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import styles from "./audit-log.module.css";
 import { MessageText } from "../message-text";

@@ -27,6 +27,8 @@ const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
   attempts: "failed attempts",
   holders: "holders changed",
   gap: "watcher gap",
+  "lost-in-failover": "lost in failover",
+  failover: "survived a failover",
 };
 
 /** One lock's page: nodes, holder, TTL, fence, timeline and contention chart; kept live by the tab's stream. */

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { defineScript, runScript, type ScriptClient } from "@lockscope/redlock";
 
 /**
  * The `atomic` strategy's whole order: decrement the stock only while it is positive, in one script, so no
@@ -12,22 +12,14 @@ if stock == nil or stock <= 0 then return -1 end
 return redis.call("DECR", KEYS[1])
 `;
 
-const SHA = createHash("sha1").update(DECREMENT_IF_POSITIVE_LUA).digest("hex");
+const DECREMENT = defineScript(DECREMENT_IF_POSITIVE_LUA);
 
-export interface AtomicClient {
-  evalsha(sha1: string, numkeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
-  eval(script: string, numkeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
-}
+/** Scripts only (EVALSHA, EVAL when the node lacks the script). */
+export type AtomicClient = ScriptClient;
 
 /** Sells one unit; resolves the stock left, or -1 when sold out. EVALSHA, EVAL when the node lacks the script. */
 export async function decrementIfPositive(client: AtomicClient, stockKey: string): Promise<number> {
-  let reply: unknown;
-  try {
-    reply = await client.evalsha(SHA, 1, stockKey);
-  } catch (error) {
-    if (!(error instanceof Error && error.message.startsWith("NOSCRIPT"))) throw error;
-    reply = await client.eval(DECREMENT_IF_POSITIVE_LUA, 1, stockKey);
-  }
+  const reply = await runScript(client, DECREMENT, [stockKey]);
   if (typeof reply !== "number") throw new Error(`Unexpected reply from the decrement script: ${String(reply)}`);
   return reply;
 }

@@ -1,5 +1,5 @@
 import Redis, { type RedisOptions } from "ioredis";
-import type { RedlockClient, SubscriberClient } from "@/lib/redlock";
+import type { RedlockClient, SubscriberClient } from "@lockscope/redlock";
 
 /**
  * The lab workers' own connections. Each worker is its own client: one connection per node it uses,

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { FENCE_KEY_PREFIX, fenceKey, LAST_FENCE_KEY_PREFIX, lastFenceKey, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX } from "@/lib/redlock/keys";
+import { FENCE_KEY_PREFIX, fenceKey, LAST_FENCE_KEY_PREFIX, lastFenceKey, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX } from "@lockscope/redlock";
 
 /**
  * Key names of a lab run. Every run has its own namespace: its lock key sits under the default lock
@@ -39,9 +39,13 @@ export interface RunKeys {
   cleanupPatterns: string[];
 }
 
+/** Every lab run's locks start with this: metrics label them `traffic="lab"` so production alerts ignore them. */
+export const LAB_LOCK_PREFIX = "lock:lab:";
+export const isLabResource = (resource: string): boolean => resource.startsWith(LAB_LOCK_PREFIX);
+
 export function runKeys(id: string): RunKeys {
   if (!isRunId(id)) throw new TypeError(`Expected \`id\` to be a lab run id, got \`${id.slice(0, 40)}\``);
-  const lockPrefix = `lock:lab:${id}:`;
+  const lockPrefix = `${LAB_LOCK_PREFIX}${id}:`;
   const dataPrefix = `lab:${id}:`;
   const lock = `${lockPrefix}stock`;
   const stock = `${dataPrefix}stock`;

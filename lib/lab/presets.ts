@@ -1,7 +1,7 @@
 import { STRATEGIES, type RunSettings } from "./settings";
 
 /**
- * Ready-made experiments for the Demo page, each reproducing one lesson of the seeds. A preset with several
+ * Ready-made experiments for the Demo page, each showing one lesson about locks. A preset with several
  * runs is played one run after another (one run at a time per console) and read side by side.
  */
 export interface LabPreset {
@@ -16,8 +16,8 @@ const pausesPastTtl = { ttlMs: 200, workMs: 5, pause: { probability: 0.04, ms: 4
 
 export const LAB_PRESETS: readonly LabPreset[] = Object.freeze([
   {
-    id: "seeds-race",
-    name: "The seeds' race",
+    id: "read-modify-write-race",
+    name: "The read-modify-write race",
     lesson: "No lock: buyers read the same stock and write it back, so units are sold twice (lost updates).",
     runs: [{ strategy: "none", stock: 200, workers: 50, ttlMs: 1000, workMs: 5 }],
   },

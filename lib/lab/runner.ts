@@ -1,12 +1,18 @@
 import { setMaxListeners } from "node:events";
 import type Redis from "ioredis";
-import { AcquireAbortedError, acquireNaive, fencedWrite, NaiveLockLostError, NaiveLockTimeoutError, Redlock, releaseNaive, type Lock } from "@/lib/redlock";
-import { decrementIfPositive } from "./atomic";
+import { abortableSleep, Redlock } from "@lockscope/redlock";
 import { removeRunKeys } from "./cleanup";
 import { boundedAll, NodeSwitch, openLabClient, SwitchedClient } from "./connections";
+import { FaultInjector, type NodeProcessControl } from "./faults";
 import { runKeys, type RunKeys } from "./keys";
 import { LAB_LIMITS, MULTI_NODE_STRATEGIES, retryDelayFor, type RunSettings } from "./settings";
-import { lostUpdates, ordersPerSec, percentile, progressFraction, round1, Samples } from "./stats";
+import { Sampler } from "./sampler";
+import { lostUpdates, ordersPerSec, percentile, progressFraction, Samples } from "./stats";
+import { atomic } from "./strategies/atomic";
+import { naive } from "./strategies/naive";
+import { none } from "./strategies/none";
+import { redlock } from "./strategies/redlock";
+import type { StepOutcome, Strategy, StrategyContext, Tally, Worker } from "./strategy";
 import type { FaultMode, FaultReport, RunProgress, RunResult, SeriesPoint, StopReason } from "./types";
 
 /**
@@ -15,13 +21,7 @@ import type { FaultMode, FaultReport, RunProgress, RunResult, SeriesPoint, StopR
  * Plain Node code (no Next.js, no globals): the console runs it behind its API, the benchmark directly.
  */
 
-/** Acts on the processes of nodes this program started itself (SIGKILL then restart, SIGSTOP then SIGCONT). */
-export interface NodeProcessControl {
-  kill(index: number): Promise<void>;
-  restart(index: number): Promise<void>;
-  pause(index: number): void;
-  resume(index: number): void;
-}
+export type { NodeProcessControl } from "./faults";
 
 export interface LabRunOptions {
   id: string;
@@ -66,43 +66,10 @@ export interface LabOutcome {
 }
 
 /** Samples kept for the charts (four a second; a longer run keeps every other one, and so on). */
-const MAX_SERIES_POINTS = 600;
 /** How long node 0 (the stock) may stay silent before the run gives up. */
 const STOCK_NODE_SILENCE_MS = 10_000;
 
-interface Tally {
-  sold: number;
-  ordersPlaced: number;
-  retries: number;
-  staleWritesRejected: number;
-  locksLost: number;
-  errors: number;
-  minStockSeen: number;
-  waits: Samples;
-}
-
-interface Worker {
-  index: number;
-  /** Connection per node the strategy uses; index 0 is the stock node. */
-  clients: Redis[];
-  redlock: Redlock | null;
-  detach: (() => void) | null;
-}
-
-type StepOutcome = "sold" | "sold-out" | "rejected" | "stopped";
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
+const STRATEGIES: Record<RunSettings["strategy"], Strategy> = { none, naive, redlock, "redlock-fenced": redlock, atomic };
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
@@ -112,7 +79,7 @@ export class LabRun {
   readonly faultMode: FaultMode;
   readonly #options: LabRunOptions;
   readonly #tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, errors: 0, minStockSeen: Infinity, waits: new Samples() };
-  readonly #series: SeriesPoint[] = [];
+  readonly #sampler = new Sampler();
   readonly #notes: string[] = [];
   readonly #switches: NodeSwitch[];
   /** Stops every loop, including work inside a critical section: cancel, shutdown, the time limit. */
@@ -132,11 +99,9 @@ export class LabRun {
   #lastStock: number | null = null;
   #stopReason: StopReason | null = null;
   #error: string | undefined;
-  #fault: FaultReport | null = null;
-  #faultActive = false;
-  #faultTimers: Array<ReturnType<typeof setTimeout>> = [];
-  #faultWork: Promise<void> = Promise.resolve();
-  #lastSample = { t: 0, sold: 0, waits: 0 };
+  readonly #faults: FaultInjector;
+  /** What the strategies see of this run. */
+  readonly #context: StrategyContext;
 
   constructor(options: LabRunOptions) {
     // Every worker waits on these two signals at once (up to 500 listeners each).
@@ -145,21 +110,30 @@ export class LabRun {
     this.settings = options.settings;
     this.keys = runKeys(options.id);
     this.faultMode = options.processControl ? "process" : "connections";
+    this.#context = {
+      runId: options.id,
+      keys: this.keys,
+      settings: this.settings,
+      tally: this.#tally,
+      halt: this.#halt.signal,
+      close: this.#close.signal,
+      busy: () => this.#busy(),
+      sold: (stockAfter) => this.#sold(stockAfter),
+      vanished: () => this.#vanished(),
+    };
     this.#switches = options.nodeUrls.map(() => new NodeSwitch());
     const fault = options.settings.fault;
     if (fault && fault.node >= options.nodeUrls.length) {
       throw new RangeError(`fault.node ${fault.node} is not one of the ${options.nodeUrls.length} nodes`);
     }
-    if (fault) {
-      this.#fault = {
-        node: fault.node,
-        kind: fault.kind,
-        mode: this.faultMode,
-        startedAtMs: null,
-        endedAtMs: null,
-        description: describeFault(fault, this.faultMode, null),
-      };
-    }
+    this.#faults = new FaultInjector(fault, this.faultMode, {
+      processControl: options.processControl ?? null,
+      switches: this.#switches,
+      workers: () => this.#workers,
+      notes: this.#notes,
+      startedAt: () => this.#startedAt,
+      mayStart: () => !this.#halt.signal.aborted && this.#phase === "running",
+    });
     const signal = options.signal;
     if (signal) {
       const onAbort = () => this.#stop(stopReasonOf(signal.reason));
@@ -189,11 +163,11 @@ export class LabRun {
   }
 
   series(): SeriesPoint[] {
-    return this.#series.slice();
+    return this.#sampler.series();
   }
 
   fault(): FaultReport | null {
-    return this.#fault ? { ...this.#fault } : null;
+    return this.#faults.report ? { ...this.#faults.report } : null;
   }
 
   /** Runs to the end (sold out, orders placed, cancelled, time limit) and always cleans up. */
@@ -214,11 +188,11 @@ export class LabRun {
         this.#tally.minStockSeen = settings.stock;
         this.#phase = "running";
         this.#startedAt = performance.now();
-        this.#series.push({ t: 0, sold: 0, stock: settings.stock, ordersPerSec: 0, waitP50Ms: null, waitP99Ms: null });
+        this.#sampler.start(settings.stock);
         const limit = setTimeout(() => this.#stop("time-limit"), maxRunMs);
         const sampler = this.#startSampler();
         const renewer = setInterval(() => this.#renewKeys(), Math.min(KEY_RENEW_MAX_EVERY_MS, Math.ceil(this.#keyTtlMs / 3)));
-        this.#scheduleFault();
+        this.#faults.schedule();
         try {
           await Promise.all(this.#workers.map((w) => this.#work(w)));
         } finally {
@@ -228,7 +202,7 @@ export class LabRun {
         this.#phase = "stopping";
         clearTimeout(limit);
         clearInterval(sampler);
-        await this.#endFault().catch((error: unknown) => this.#notes.push(`Could not bring node ${this.#fault?.node} back: ${errorText(error)}`));
+        await this.#faults.endOrNote();
         const read = await this.#readStock();
         if (read?.kept === false) this.#vanished();
         remaining = read?.stock ?? null;
@@ -243,8 +217,8 @@ export class LabRun {
       this.#close.abort("error");
     } finally {
       this.#phase = "cleaning";
-      for (const timer of this.#faultTimers) clearTimeout(timer);
-      await this.#endFault().catch((error: unknown) => this.#notes.push(`Could not bring node ${this.#fault?.node} back: ${errorText(error)}`));
+      this.#faults.cancel();
+      await this.#faults.endOrNote();
       await this.#closeWorkers();
       await this.#cleanup();
       this.#control?.disconnect();
@@ -397,27 +371,8 @@ export class LabRun {
 
   #sample(): void {
     const t = Math.round(performance.now() - this.#startedAt);
-    const tally = this.#tally;
-    const previous = this.#lastSample;
-    const dt = t - previous.t;
-    const waits = tally.waits.slice(previous.waits);
-    const point: SeriesPoint = {
-      t,
-      sold: tally.sold,
-      stock: this.#lastStock,
-      ordersPerSec: dt > 0 ? round1(((tally.sold - previous.sold) * 1000) / dt) : 0,
-      waitP50Ms: nullableRound(percentile(waits, 50)),
-      waitP99Ms: nullableRound(percentile(waits, 99)),
-    };
-    this.#lastSample = { t, sold: tally.sold, waits: tally.waits.length };
-    if (this.#lastStock !== null) tally.minStockSeen = Math.min(tally.minStockSeen, this.#lastStock);
-    this.#series.push(point);
-    if (this.#series.length > MAX_SERIES_POINTS) {
-      // Halve the resolution rather than drop the start: the chart keeps the whole run.
-      const kept = this.#series.filter((_, i) => i % 2 === 1);
-      this.#series.length = 0;
-      this.#series.push(...kept);
-    }
+    this.#sampler.sample(t, this.#tally, this.#lastStock);
+    if (this.#lastStock !== null) this.#tally.minStockSeen = Math.min(this.#tally.minStockSeen, this.#lastStock);
   }
 
   /** The stock on node 0, and whether node 0 still has the run's keys; null when node 0 did not answer. */
@@ -428,76 +383,6 @@ export class LabRun {
     } catch {
       return null;
     }
-  }
-
-  #scheduleFault(): void {
-    const fault = this.settings.fault;
-    if (!fault) return;
-    this.#faultTimers.push(
-      setTimeout(() => {
-        this.#faultWork = this.#faultWork.then(() => this.#startFault());
-      }, fault.atMs),
-    );
-    if (fault.forMs !== undefined) {
-      this.#faultTimers.push(
-        setTimeout(() => {
-          this.#endFault().catch((error: unknown) => this.#notes.push(`Could not bring node ${fault.node} back: ${errorText(error)}`));
-        }, fault.atMs + fault.forMs),
-      );
-    }
-  }
-
-  async #startFault(): Promise<void> {
-    const fault = this.settings.fault;
-    const report = this.#fault;
-    if (!fault || !report || this.#faultActive || this.#halt.signal.aborted || this.#phase !== "running") return;
-    this.#faultActive = true;
-    report.startedAtMs = Math.round(performance.now() - this.#startedAt);
-    const control = this.#options.processControl;
-    try {
-      if (control) {
-        if (fault.kind === "kill") await control.kill(fault.node);
-        else control.pause(fault.node);
-      } else if (fault.kind === "kill") {
-        // Cut: the workers' connections to the node close and refuse commands until the fault ends.
-        for (const worker of this.#workers) worker.clients[fault.node]?.disconnect();
-      } else {
-        this.#switches[fault.node]!.stall();
-      }
-    } catch (error) {
-      this.#notes.push(`The fault on node ${fault.node} failed: ${errorText(error)}`);
-    }
-    report.description = describeFault(fault, this.faultMode, report);
-  }
-
-  /** Ends the fault (idempotent), after any fault step already under way. */
-  #endFault(): Promise<void> {
-    const step = this.#faultWork.then(() => this.#restore());
-    this.#faultWork = step.catch(() => {});
-    return step;
-  }
-
-  async #restore(): Promise<void> {
-    const fault = this.settings.fault;
-    const report = this.#fault;
-    if (!fault || !report || !this.#faultActive) return;
-    this.#faultActive = false;
-    const control = this.#options.processControl;
-    if (control) {
-      if (fault.kind === "kill") await control.restart(fault.node);
-      else control.resume(fault.node);
-    } else if (fault.kind === "kill") {
-      await Promise.all(
-        this.#workers.map((worker) => {
-          const client = worker.clients[fault.node];
-          return client && client.status === "end" ? client.connect().catch(() => {}) : Promise.resolve();
-        }),
-      );
-    } else {
-      this.#switches[fault.node]!.resume();
-    }
-    report.endedAtMs = this.#startedAt === 0 ? null : Math.round(performance.now() - this.#startedAt);
-    report.description = describeFault(fault, this.faultMode, report);
   }
 
   /** Takes an order slot; false once `orders` have been placed or the sale is closed. */
@@ -526,7 +411,7 @@ export class LabRun {
         // A node down or slow: the order did not go through; count it and try again shortly.
         tally.errors += 1;
         tally.ordersPlaced -= 1;
-        await sleep(20 + Math.random() * 30, this.#halt.signal);
+        await abortableSleep(20 + Math.random() * 30, this.#halt.signal);
         continue;
       }
       if (outcome === "sold-out") {
@@ -546,7 +431,7 @@ export class LabRun {
     const { workMs, pause } = this.settings;
     let ms = workMs;
     if (pause && pause.probability > 0 && Math.random() < pause.probability) ms += pause.ms;
-    await sleep(ms, this.#halt.signal);
+    await abortableSleep(ms, this.#halt.signal);
   }
 
   #sold(stockAfter: number): StepOutcome {
@@ -561,115 +446,7 @@ export class LabRun {
   }
 
   #step(worker: Worker): Promise<StepOutcome> {
-    switch (this.settings.strategy) {
-      case "none":
-        return this.#stepNone(worker);
-      case "naive":
-        return this.#stepNaive(worker);
-      case "redlock":
-      case "redlock-fenced":
-        return this.#stepRedlock(worker);
-      case "atomic":
-        return this.#stepAtomic(worker);
-    }
-  }
-
-  /** The seeds' critical section: read the stock, work, write it back one lower (no fence). */
-  async #readWorkWrite(client: Redis): Promise<StepOutcome> {
-    const raw = await client.get(this.keys.stock);
-    if (raw === null) {
-      // The stock is written before any worker starts and deleted only after the last one ends.
-      this.#vanished();
-      return "stopped";
-    }
-    const stock = Number(raw);
-    if (!(stock > 0)) return "sold-out";
-    await this.#busy();
-    if (this.#halt.signal.aborted) return "stopped";
-    // KEEPTTL: the stock keeps the TTL the run renews, so a killed run's stock goes by itself.
-    await client.set(this.keys.stock, String(stock - 1), "KEEPTTL");
-    return this.#sold(stock - 1);
-  }
-
-  /** The seeds' race: read, work, write back, no lock. */
-  #stepNone(worker: Worker): Promise<StepOutcome> {
-    return this.#readWorkWrite(worker.clients[0]!);
-  }
-
-  /** The seeds' SETNX lock on node 0, from the engine's naive module; retries counted here. */
-  async #stepNaive(worker: Worker): Promise<StepOutcome> {
-    const client = worker.clients[0]!;
-    const waitStart = performance.now();
-    const retryDelayMs = retryDelayFor(this.settings.workers);
-    let token: string | null = null;
-    while (token === null) {
-      if (this.#close.signal.aborted) return "stopped";
-      try {
-        // timeoutMs 0: one SETNX per call, so this loop sees (and counts) every retry.
-        token = await acquireNaive(client, this.keys.lock, this.settings.ttlMs, { timeoutMs: 0, retryDelayMs: 0, label: `lab ${this.#options.id} worker ${worker.index}` });
-      } catch (error) {
-        if (!(error instanceof NaiveLockTimeoutError)) throw error;
-        this.#tally.retries += 1;
-        await sleep(retryDelayMs, this.#close.signal);
-      }
-    }
-    this.#tally.waits.push(performance.now() - waitStart);
-    try {
-      return await this.#readWorkWrite(client);
-    } finally {
-      await releaseNaive(client, this.keys.lock, token).catch((error: unknown) => {
-        if (error instanceof NaiveLockLostError) this.#tally.locksLost += 1;
-        else this.#tally.errors += 1;
-      });
-    }
-  }
-
-  /** Redlock over every node; fenced, the stock is read and written only with a current fence. */
-  async #stepRedlock(worker: Worker): Promise<StepOutcome> {
-    const client = worker.clients[0]!;
-    const waitStart = performance.now();
-    let lock: Lock;
-    try {
-      lock = await worker.redlock!.acquire([this.keys.lock], this.settings.ttlMs, { signal: this.#close.signal });
-    } catch (error) {
-      if (error instanceof AcquireAbortedError) this.#tally.retries += Math.max(0, error.attempts - 1);
-      throw error;
-    }
-    this.#tally.waits.push(performance.now() - waitStart);
-    this.#tally.retries += lock.attempts - 1;
-    try {
-      const fence = lock.fence;
-      if (fence === null) return await this.#readWorkWrite(client);
-      // A fenced read: adding 0 records our fence on the stock, so a holder that paused past its TTL
-      // has its later write refused even when we have not written yet.
-      const read = await fencedWrite(client, this.keys.stock, fence, { type: "incrby", by: 0 });
-      if (!read.applied) {
-        this.#tally.staleWritesRejected += 1;
-        return "rejected";
-      }
-      const stock = Number(read.value);
-      if (!(stock > 0)) return "sold-out";
-      await this.#busy();
-      if (this.#halt.signal.aborted) return "stopped";
-      const write = await fencedWrite(client, this.keys.stock, fence, { type: "set", value: String(stock - 1) });
-      if (!write.applied) {
-        this.#tally.staleWritesRejected += 1;
-        return "rejected";
-      }
-      return this.#sold(stock - 1);
-    } finally {
-      const released = await lock.release().catch(() => ({ released: false }));
-      if (!released.released) this.#tally.locksLost += 1;
-    }
-  }
-
-  /** No lock: the work, then one script that decrements only while the stock is positive. */
-  async #stepAtomic(worker: Worker): Promise<StepOutcome> {
-    await this.#busy();
-    if (this.#halt.signal.aborted) return "stopped";
-    const after = await decrementIfPositive(worker.clients[0]!, this.keys.stock);
-    if (after < 0) return "sold-out";
-    return this.#sold(after);
+    return STRATEGIES[this.settings.strategy].step(worker, this.#context);
   }
 
   #result(remainingRead: number | null, durationMs: number): RunResult {
@@ -705,24 +482,3 @@ function stopReasonOf(reason: unknown): StopReason {
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const round3 = (n: number) => Math.round(n * 1000) / 1000;
-const nullableRound = (n: number | null) => (n === null ? null : round2(n));
-
-export function describeFault(fault: NonNullable<RunSettings["fault"]>, mode: FaultMode, report: FaultReport | null): string {
-  const span = fault.forMs === undefined ? "until the run ends" : `for ${fault.forMs} ms`;
-  const notOwned = "(the console does not own that node's process, so the node itself keeps running)";
-  let what: string;
-  if (mode === "process") {
-    what =
-      fault.kind === "kill"
-        ? `Kills node ${fault.node}'s redis-server (SIGKILL) at ${fault.atMs} ms and restarts it, empty, ${fault.forMs === undefined ? "when the run ends" : `${fault.forMs} ms later`}`
-        : `Stops node ${fault.node}'s redis-server (SIGSTOP) at ${fault.atMs} ms ${span}, then continues it (SIGCONT)`;
-  } else {
-    what =
-      fault.kind === "kill"
-        ? `Cuts the lab workers' own connections to node ${fault.node} at ${fault.atMs} ms ${span} ${notOwned}`
-        : `Stalls the lab workers' own commands to node ${fault.node} at ${fault.atMs} ms ${span} ${notOwned}`;
-  }
-  if (!report || report.startedAtMs === null) return `${what}.`;
-  const when = report.endedAtMs === null ? `; started at ${report.startedAtMs} ms` : `; it lasted from ${report.startedAtMs} to ${report.endedAtMs} ms`;
-  return `${what}${when}.`;
-}

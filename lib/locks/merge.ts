@@ -1,4 +1,4 @@
-import { decodeLockValue, lockValueId } from "@/lib/redlock/identity";
+import { decodeLockValue, lockValueId } from "@lockscope/redlock";
 import type { LiveState, LockHolder } from "./types";
 
 /**

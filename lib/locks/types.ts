@@ -41,6 +41,8 @@ export interface LockContention {
 
 export interface Lock {
   resource: string;
+  /** The name of the deployment the lock is on (`default` for the one the environment variables describe). */
+  deployment: string;
   state: LockState;
   /** The layout recognised (docs/formats.md). */
   format: FormatName;
@@ -94,6 +96,8 @@ export const TIMELINE_TYPES = [
   "attempts",
   "holders",
   "gap",
+  "lost-in-failover",
+  "failover",
 ] as const;
 export type TimelineType = (typeof TIMELINE_TYPES)[number];
 

@@ -1,4 +1,5 @@
-import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua";
+import type { ResolvedSettings } from "./settings.ts";
+import { HAND_OVER_LUA, LEAVE_QUEUE_FN_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua.ts";
 
 /**
  * Takes every resource on this node, or none: the check and the SETs run in one script, so two
@@ -172,12 +173,8 @@ end
 if mode == "" then return 1 end
 if string.find(mode, "w", 1, true) then
   local id = string.sub(value, 5, 20)
-  for _, key in ipairs(KEYS) do
-    if redis.call("ZREM", "waitq:" .. key, id) == 1 then
-      redis.call("ZREM", "waitqd:" .. key, id)
-      redis.call("HDEL", "waitqg:" .. key, id)
-    end
-  end
+  ${LEAVE_QUEUE_FN_LUA}
+  for _, key in ipairs(KEYS) do leave_queue(key, id) end
 end
 -- Fenced: the client takes the highest fence over every node that answered (a quorum of them with
 -- their marker) and adds one; it then records that fence on a quorum (commit-fence) before handing the
@@ -187,37 +184,36 @@ return 1
 `;
 
 /**
- * A waiter that gives up (or that got the lock on a quorum while still queued on other nodes) leaves the
- * queues, so it does not block the waiters behind it until its entry lapses.
- * KEYS: the resources. ARGV[1]: the waiter id. ARGV[2] (optional, when giving up): its lock value: a
- * release may have granted it the lock meanwhile (HAND_OVER_LUA); that lock (the value, or the same
- * acquisition's value rewritten with a fence) is deleted and handed on.
+ * @internal The acquire script's mode argument for each combination of (fenced, fair, later attempt, one
+ * resource and more attempts to come), built once per engine: index `(fenced ? 1 : 0) | (fair ? 2 : 0) |
+ * (later ? 4 : 0) | (ticket ? 8 : 0)`.
  */
-export const LEAVE_QUEUE_LUA = `
-${QUEUE_KEYS_WRONG_LUA}
-local id, value, granted = ARGV[1], ARGV[2], nil
--- Checked before anything is written (see QUEUE_KEYS_WRONG_LUA).
-local refusal = queue_keys_refusal(KEYS)
-if refusal then return refusal end
-for _, key in ipairs(KEYS) do
-  redis.call("ZREM", "waitq:" .. key, id)
-  redis.call("ZREM", "waitqd:" .. key, id)
-  redis.call("HDEL", "waitqg:" .. key, id)
-  local held = value and redis.pcall("GET", key)
-  -- Ours: the value, or the same acquisition's value rewritten with a fence ("lk1:<id>:" in front).
-  if type(held) == "string" and string.sub(held, 1, 21) == string.sub(value, 1, 21) then
-    redis.call("DEL", key)
-    granted = granted or {}
-    granted[#granted + 1] = key
-  end
-end
-if granted then
-  ${NOW_MS_LUA}
-  ${QUEUE_HEAD_LUA}
-  ${PUBLISH_RELEASE_LUA}
-  ${HAND_OVER_LUA}
-  local now = now_ms()
-  for _, key in ipairs(granted) do hand_over(key, now) end
-end
-return 1
-`;
+export function acquireModes(settings: ResolvedSettings): readonly string[] {
+  // The longest a live waiter goes between two attempts (each refreshes its queue entry and its ticket):
+  // its retry delay, plus a round that waits for a slow node, the release of a partial lock after it,
+  // and the extra wait for grants still on their way (see sleepUnlessWoken).
+  const betweenAttemptsMs = settings.retryDelayMs + settings.retryJitterMs + 3 * settings.nodeTimeoutMs;
+  // The entry must outlive the longest pause between attempts.
+  const queueEntryMs = Math.max(1000, 3 * betweenAttemptsMs);
+  const modes: string[] = [];
+  for (let index = 0; index < 16; index++) {
+    const fenced = (index & 1) !== 0;
+    const fair = (index & 2) !== 0;
+    const later = (index & 4) !== 0;
+    // Waiters join the resource's queue when refused: a release then hands the lock over to the one that
+    // came first (or wakes it) instead of waking all of them at once (a stampede of attempts that mostly
+    // fail). Fair mode also reserves a free resource for the head of its queue. From the second attempt
+    // on, the waiter may be queued on a node: "w" makes taking the lock there leave the queue in the same
+    // script.
+    const queued = fair || settings.wakeOnRelease;
+    // A grant ticket (one resource, not the last attempt): the release writes the lock in this waiter's
+    // value, so the hand-over costs no round trip. It is honoured only while the waiter is known to be
+    // alive (it asked within the longest pause between attempts), so a crashed waiter is not handed a lock
+    // it would sit on; a last attempt leaves none, since nobody would be waiting for the grant.
+    const ticket = queued && settings.wakeOnRelease && (index & 8) !== 0;
+    const flags = `${fenced ? "f" : ""}${settings.telemetry ? "t" : ""}${queued ? (fair ? "r" : "q") : ""}${queued && later ? "w" : ""}${ticket ? "g" : ""}`;
+    modes.push(queued ? `${flags}:${queueEntryMs}${ticket ? `:${betweenAttemptsMs}` : ""}` : flags);
+  }
+  return Object.freeze(modes);
+}
+

@@ -1,13 +1,22 @@
-import type { RedlockClient } from "./client";
-import type { NodeVote } from "./errors";
-import type { RedlockEvents } from "./events";
-import type { LockOwner } from "./lock";
-import type { Notifications } from "./notifications";
-import type { AcquireReply, CommitReply } from "./acquire";
-import type { FenceRepairs } from "./reseed";
-import type { ReleaseReply } from "./release";
-import type { NodeOutcome, RoundOptions } from "./round";
-import type { ResolvedSettings } from "./settings";
+import type { RedlockClient } from "./client.ts";
+import type { NodeVote } from "./errors.ts";
+import type { RedlockEvents } from "./events.ts";
+import type { LockOwner } from "./lock.ts";
+import type { Notifications } from "./notifications.ts";
+import type { AcquireReply, CommitReply, ReleaseReply } from "./replies.ts";
+import type { NodeOutcome, RoundOptions } from "./round.ts";
+import type { ResolvedSettings } from "./settings.ts";
+
+/** @internal Background re-seeds of nodes that lost their fences (reseed.ts's FenceRepairs). */
+export interface FenceRepairer {
+  /** Re-seed node `index` soon (it answered without its fence marker). */
+  schedule(index: number): void;
+  /** Seed and mark every node (none has a marker); rejects with FenceUnavailableError when one fails. */
+  bootstrap(resources: readonly string[]): Promise<unknown>;
+}
+
+// The engine core is a leaf: it imports the operations' reply types and nothing of the operations
+// themselves, which all import it.
 
 /** @internal What the operations (acquire, release, extend, using) share from their `Redlock`. */
 export interface Engine {
@@ -33,7 +42,7 @@ export interface Engine {
   /** Commit-fence: on a quorum of nodes that hold the lock and kept their fences. */
   readonly commitEarly: NonNullable<RoundOptions<CommitReply>["early"]>;
   /** Background re-seeds of nodes that lost their fences. */
-  readonly fenceRepairs: FenceRepairs;
+  readonly fenceRepairs: FenceRepairer;
   /** The release round's early-resolution rule for one resource (deleted = 1 is a vote for). */
   readonly releaseEarly: NonNullable<RoundOptions<ReleaseReply>["early"]>;
   /** `acquireModes(settings)`, built once per engine. */

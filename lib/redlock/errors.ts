@@ -1,4 +1,4 @@
-import type { HolderIdentity } from "./identity";
+import type { HolderIdentity } from "./identity.ts";
 
 /** How one node answered one round of a script. */
 export interface NodeVote {

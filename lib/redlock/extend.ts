@@ -1,10 +1,10 @@
-import { driftMs, reportErrors, votesOf, type Engine } from "./engine";
-import { LockExpiredError, LockLostError, NodesFailedError } from "./errors";
-import { EXTEND_LUA } from "./extend.lua";
-import { lockState, type Lock } from "./lock";
-import { runRound } from "./round";
-import { defineScript } from "./script";
-import * as check from "./validate";
+import { driftMs, reportErrors, votesOf, type Engine } from "./engine.ts";
+import { LockExpiredError, LockLostError, NodesFailedError } from "./errors.ts";
+import { EXTEND_LUA } from "./extend.lua.ts";
+import { lockState, renewLock, type RedlockLock } from "./lock.ts";
+import { runRound } from "./round.ts";
+import { defineScript } from "./script.ts";
+import * as check from "./validate.ts";
 
 const EXTEND = defineScript(EXTEND_LUA);
 const isOne = (reply: number) => reply === 1;
@@ -17,7 +17,7 @@ function parseFlag(raw: unknown): number {
 }
 
 /**
- * Gives the lock `ttlMs` more from now, on the nodes that still hold it, and updates the same `Lock`.
+ * Gives the lock `ttlMs` more from now, on the nodes that still hold it, and updates the same `RedlockLock`.
  * Refuses a lock whose validity already ran out (`LockExpiredError`): its keys may belong to someone
  * else by now. Rejects with `LockLostError` when a quorum answered and does not hold it, and with
  * `NodesFailedError` when too few nodes answered.
@@ -27,7 +27,7 @@ function parseFlag(raw: unknown): number {
  * would leave the lock on fewer nodes than a quorum while its holder still believes in it, and a second
  * holder could take it.
  */
-export async function extendLock(engine: Engine, lock: Lock, ttlArg: unknown): Promise<Lock> {
+export async function extendLock(engine: Engine, lock: RedlockLock, ttlArg: unknown): Promise<RedlockLock> {
   const state = lockState(lock);
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
   const resources = lock.resources;
@@ -56,7 +56,7 @@ export async function extendLock(engine: Engine, lock: Lock, ttlArg: unknown): P
     const validityMs = deadline - performance.now();
     if (validityMs > 0 && !state.releasing) {
       state.deadline = deadline;
-      lock.renewed(validityMs);
+      renewLock(lock, validityMs);
       if (engine.listening("extended")) engine.emit("extended", { resources, ttlMs, validityMs });
       const missing: number[] = [];
       outcomes.forEach((o, i) => {
@@ -81,7 +81,7 @@ export async function extendLock(engine: Engine, lock: Lock, ttlArg: unknown): P
  * Writes the lock back on `nodes`, where the extension found it missing, for what is left of the new TTL
  * (a quorum extended it, so it is still ours). Never rejects: a node that fails here only stays without.
  */
-async function restoreOn(engine: Engine, lock: Lock, nodes: number[], ttlMs: number, roundStart: number): Promise<void> {
+async function restoreOn(engine: Engine, lock: RedlockLock, nodes: number[], ttlMs: number, roundStart: number): Promise<void> {
   const state = lockState(lock);
   const leftMs = Math.floor(ttlMs - (performance.now() - roundStart));
   if (leftMs <= 0 || state.releasing) return;

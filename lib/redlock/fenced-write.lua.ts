@@ -1,4 +1,4 @@
-import { FENCE_OLDER_LUA } from "./shared.lua";
+import { FENCE_OLDER_LUA } from "./shared.lua.ts";
 
 /**
  * KEYS[1]: the data key. KEYS[2]: its last-fence key (`fence-seen:<key>`).

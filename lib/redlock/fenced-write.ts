@@ -1,9 +1,9 @@
-import type { ScriptClient } from "./client";
-import { FENCED_WRITE_LUA } from "./fenced-write.lua";
-import { lastFenceKey } from "./keys";
-import { runRound } from "./round";
-import { defineScript } from "./script";
-import * as check from "./validate";
+import type { ScriptClient } from "./client.ts";
+import { FENCED_WRITE_LUA } from "./fenced-write.lua.ts";
+import { lastFenceKey } from "./keys.ts";
+import { runRound } from "./round.ts";
+import { defineScript } from "./script.ts";
+import * as check from "./validate.ts";
 
 const SCRIPT = defineScript(FENCED_WRITE_LUA);
 

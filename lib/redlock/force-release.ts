@@ -1,8 +1,8 @@
-import type { ForceReleaseClient } from "./client";
-import { FORCE_RELEASE_LUA } from "./force-release.lua";
-import { runRound } from "./round";
-import { defineScript } from "./script";
-import * as check from "./validate";
+import type { ForceReleaseClient } from "./client.ts";
+import { FORCE_RELEASE_LUA } from "./force-release.lua.ts";
+import { runRound } from "./round.ts";
+import { defineScript } from "./script.ts";
+import * as check from "./validate.ts";
 
 const SCRIPT = defineScript(FORCE_RELEASE_LUA);
 

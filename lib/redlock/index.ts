@@ -1,20 +1,25 @@
-export type { ForceReleaseClient, RedlockClient, ScriptClient, SubscriberClient } from "./client";
-export * from "./errors";
-export { fencedSet, fencedWrite, type FencedOperation, type FencedWriteOptions, type FencedWriteResult } from "./fenced-write";
-export type { ReseedResult } from "./reseed";
+// The package's public entry point: everything a caller may use, and nothing else (the operations'
+// internals, the resolved-settings shape and the lock's constructor stay inside the package).
+export type { ForceReleaseClient, RedlockClient, ScriptClient, SubscriberClient } from "./client.ts";
+export * from "./errors.ts";
+export { fencedSet, fencedWrite, type FencedOperation, type FencedWriteOptions, type FencedWriteResult } from "./fenced-write.ts";
+export type { ReseedResult } from "./reseed.ts";
 export {
   forceRelease,
   type ForceReleaseNodeResult,
   type ForceReleaseOptions,
   type ForceReleaseResult,
-} from "./force-release";
-export { decodeLockValue, encodeLockValue, lockValueId, type HolderIdentity, type LockValueFields } from "./identity";
-export * from "./keys";
-export { acquireNaive, releaseNaive, type NaiveAcquireOptions, type NaiveLockClient, type NaiveTransaction } from "./naive";
-export * from "./telemetry";
-export { Redlock } from "./redlock";
-export { Lock, type ReleaseResult } from "./lock";
-export type { AcquireOptions } from "./acquire";
-export type { UsingRoutine } from "./using";
-export type { RedlockEvents } from "./events";
-export { DEFAULT_SETTINGS, type RedlockSettings, type ResolvedSettings } from "./settings";
+} from "./force-release.ts";
+export { decodeLockValue, encodeLockValue, lockValueId, type HolderIdentity, type LockValueFields } from "./identity.ts";
+export * from "./keys.ts";
+export { acquireNaive, releaseNaive, type NaiveAcquireOptions, type NaiveLockClient, type NaiveTransaction } from "./naive.ts";
+export * from "./telemetry.ts";
+export { Redlock } from "./redlock.ts";
+export type { RedlockLock, ReleaseResult } from "./lock.ts";
+export type { AcquireOptions } from "./acquire.ts";
+export type { UsingRoutine } from "./using.ts";
+export type { RedlockEvents } from "./events.ts";
+export { DEFAULT_SETTINGS, SETTING_NAMES, type RedlockSettings } from "./settings.ts";
+export { quorumOf } from "./round.ts";
+export { defineScript, runScript, type Script } from "./script.ts";
+export { abortableSleep } from "./sleep.ts";

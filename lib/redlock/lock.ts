@@ -1,4 +1,4 @@
-import type { NodeVote } from "./errors";
+import type { NodeVote } from "./errors.ts";
 
 /** What `release()` found: `released` when a quorum of nodes still held the lock and deleted it. */
 export interface ReleaseResult {
@@ -7,7 +7,7 @@ export interface ReleaseResult {
 }
 
 /** @internal The engine's side of a lock: what it needs to release or extend it. */
-export interface LockState {
+export interface HoldState {
   value: string;
   /** Fenced locks: the first-round value, still on nodes where the rewrite with the fence did not land. */
   previousValue: string | null;
@@ -22,33 +22,43 @@ export interface LockState {
 
 /** @internal */
 export interface LockOwner {
-  release(lock: Lock): Promise<ReleaseResult>;
-  extend(lock: Lock, ttlMs: number): Promise<Lock>;
+  release(lock: RedlockLock): Promise<ReleaseResult>;
+  extend(lock: RedlockLock, ttlMs: number): Promise<RedlockLock>;
 }
 
-let readState: (lock: Lock) => LockState;
+let readState: (lock: RedlockLock) => HoldState;
+let renew: (lock: RedlockLock, validityMs: number) => void;
 
 /** @internal */
-export function lockState(lock: unknown): LockState {
-  if (!(lock instanceof Lock)) {
+export function lockState(lock: unknown): HoldState {
+  if (!(lock instanceof RedlockLock)) {
     throw new TypeError(`Expected \`lock\` to be a Lock returned by acquire(), got ${Object.prototype.toString.call(lock)}`);
   }
   return readState(lock);
 }
 
+/** @internal An extension landed: the lock's validity starts again from now. */
+export function renewLock(lock: RedlockLock, validityMs: number): void {
+  renew(lock, validityMs);
+}
+
 /** A held lock. `extend()` updates this same object. */
-export class Lock {
+export class RedlockLock {
   // A private field rather than a WeakMap: locks are made at the engine's full rate.
-  readonly #state: LockState;
+  readonly #state: HoldState;
   #validityMs: number;
 
   static {
     readState = (lock) => lock.#state;
+    renew = (lock, validityMs) => {
+      lock.#validityMs = validityMs;
+      lock.#expiresAt = Date.now() + validityMs;
+    };
   }
 
   #expiresAt: number;
 
-  /** @internal Made by the engine only. */
+  /** @internal Made by the engine only (the public entry exports the type, not the constructor). */
   constructor(
     /** The locked resources (each is its own lock key). */
     readonly resources: readonly string[],
@@ -56,7 +66,7 @@ export class Lock {
     readonly fence: string | null,
     /** How many attempts the acquisition took. */
     readonly attempts: number,
-    state: LockState,
+    state: HoldState,
     validityMs: number,
     expiresAt: number,
   ) {
@@ -80,17 +90,11 @@ export class Lock {
     return this.#expiresAt;
   }
 
-  /** @internal */
-  renewed(validityMs: number): void {
-    this.#validityMs = validityMs;
-    this.#expiresAt = Date.now() + validityMs;
-  }
-
   release(): Promise<ReleaseResult> {
     return this.#state.owner.release(this);
   }
 
-  extend(ttlMs: number): Promise<Lock> {
+  extend(ttlMs: number): Promise<RedlockLock> {
     return this.#state.owner.extend(this, ttlMs);
   }
 }

@@ -1,14 +1,15 @@
 import { hostname } from "node:os";
-import { NaiveLockLostError, NaiveLockTimeoutError } from "./errors";
-import { encodeLockValue } from "./identity";
-import * as check from "./validate";
+import { NaiveLockLostError, NaiveLockTimeoutError } from "./errors.ts";
+import { encodeLockValue } from "./identity.ts";
+import { abortableSleep } from "./sleep.ts";
+import * as check from "./validate.ts";
 
 /**
- * The seeds' single-node SETNX lock, kept as it is on purpose so the lab can compare it with Redlock:
+ * The classic single-node SETNX lock, kept as it is on purpose so the lab can compare it with Redlock:
  * SETNX then PEXPIRE as two commands (a crash between them leaves a key without TTL, which waiters
  * repair), and release by WATCH / GET / MULTI / DEL / EXEC. It has no fencing and one node only.
  *
- * WATCH belongs to a connection: give each concurrent releaser its own connection (the seeds' redis-py
+ * WATCH belongs to a connection: give each concurrent releaser its own connection (as redis-py's
  * pipeline checks one out of a pool); on a shared, auto-pipelined connection another caller's EXEC would
  * clear the watch.
  */
@@ -44,18 +45,6 @@ export interface NaiveAcquireOptions {
 
 const DEFAULTS = Object.freeze({ retryDelayMs: 10, timeoutMs: 10_000, label: null });
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
 /** Takes the lock and returns its token (the value written), or throws NaiveLockTimeoutError / the signal's reason. */
 export async function acquireNaive(client: NaiveLockClient, resource: string, ttlMs: number, options: NaiveAcquireOptions = {}): Promise<string> {
   check.nonEmptyString("resource", resource);
@@ -80,12 +69,12 @@ export async function acquireNaive(client: NaiveLockClient, resource: string, tt
       return token;
     }
     // A holder that crashed between SETNX and EXPIRE left a key that would never expire: give it our TTL
-    // so it eventually frees (the seeds' repair; it can also shorten a live holder that is about to set it).
+    // so it eventually frees (the classic repair; it can also shorten a live holder that is about to set it).
     if ((await client.pttl(resource)) === -1) await client.pexpire(resource, ttlMs);
     if (performance.now() + retryDelayMs > deadline) {
       throw new NaiveLockTimeoutError(resource, attempts, await client.get(resource));
     }
-    await sleep(retryDelayMs, signal);
+    await abortableSleep(retryDelayMs, signal);
   }
 }
 

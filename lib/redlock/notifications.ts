@@ -1,7 +1,7 @@
-import type { RedlockClient, ScriptClient, SubscriberClient } from "./client";
-import { toError } from "./errors";
-import { quorumOf } from "./round";
-import { parseRevokeMessage, parseWakeMessage, REVOKE_CHANNEL } from "./telemetry";
+import type { RedlockClient, ScriptClient, SubscriberClient } from "./client.ts";
+import { toError } from "./errors.ts";
+import { quorumOf } from "./round.ts";
+import { parseRevokeMessage, parseWakeMessage, REVOKE_CHANNEL } from "./telemetry.ts";
 
 /** @internal A waiter between attempts, woken early by a release of one of its resources. */
 export interface Waiter {

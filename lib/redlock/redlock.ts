@@ -1,19 +1,27 @@
 import { EventEmitter } from "node:events";
-import { acquireLock, acquireModes, heldAndMarked, isGranted, isGrantedAndMarked, lateAcquireHandler, type AcquireOptions } from "./acquire";
-import type { RedlockClient } from "./client";
-import type { Engine } from "./engine";
-import type { RedlockEvents } from "./events";
-import { extendLock } from "./extend";
-import { encodeIdentityTail, INSTANCE_TAG_LENGTH, randomId } from "./identity";
-import { wakeChannel } from "./telemetry";
-import type { Lock, LockOwner, ReleaseResult } from "./lock";
-import { Notifications } from "./notifications";
-import { deletedOne, releaseLock } from "./release";
-import { FenceRepairs, seedAll, type ReseedResult } from "./reseed";
-import { quorumOf } from "./round";
-import { resolveSettings, type RedlockSettings, type ResolvedSettings } from "./settings";
-import { usingLock, type UsingRoutine } from "./using";
-import * as check from "./validate";
+import { acquireLock, type AcquireOptions } from "./acquire.ts";
+import { acquireModes } from "./acquire.lua.ts";
+import { lateAcquireHandler } from "./leave-queue.ts";
+import { heldAndMarked, isGranted, isGrantedAndMarked } from "./replies.ts";
+import type { RedlockClient } from "./client.ts";
+import type { Engine } from "./engine.ts";
+import type { RedlockEvents } from "./events.ts";
+import { extendLock } from "./extend.ts";
+import { encodeIdentityTail, INSTANCE_TAG_LENGTH, randomId } from "./identity.ts";
+import { wakeChannel } from "./telemetry.ts";
+import type { RedlockLock, LockOwner, ReleaseResult } from "./lock.ts";
+import { Notifications } from "./notifications.ts";
+import { deletedOne, releaseLock } from "./release.ts";
+import { FenceRepairs, seedAll, type ReseedResult } from "./reseed.ts";
+import { quorumOf } from "./round.ts";
+import { resolveSettings, type RedlockSettings } from "./settings.ts";
+import { usingLock, type UsingRoutine } from "./using.ts";
+import * as check from "./validate.ts";
+
+let readEngine: (redlock: Redlock) => Engine;
+
+/** @internal For the package's other entry points (compat.ts), which run the same operations. */
+export const engineOf = (redlock: Redlock): Engine => readEngine(redlock);
 
 /**
  * Redlock over N independent Redis nodes, with fencing tokens, holder identity in every lock value and
@@ -24,7 +32,11 @@ import * as check from "./validate";
  * (with `duplicate()`) only while something waits or a `using()` lock is held; `quit()` closes them.
  */
 export class Redlock extends EventEmitter<RedlockEvents> {
-  readonly settings: ResolvedSettings;
+  static {
+    readEngine = (redlock) => redlock.#engine;
+  }
+
+  readonly settings: Readonly<Required<RedlockSettings>>;
   readonly #engine: Engine;
 
   constructor(clients: readonly RedlockClient[], settings?: RedlockSettings) {
@@ -86,17 +98,17 @@ export class Redlock extends EventEmitter<RedlockEvents> {
    * Rejects with `ResourceHeldError` ("taken": other holders, with who they are), `NodesFailedError`
    * ("broken": too few nodes answered, or too slowly), or `AcquireAbortedError` (the signal aborted).
    */
-  acquire(resources: string[], ttlMs: number, options?: AcquireOptions): Promise<Lock> {
+  acquire(resources: string[], ttlMs: number, options?: AcquireOptions): Promise<RedlockLock> {
     return acquireLock(this.#engine, resources, ttlMs, options);
   }
 
   /** See `releaseLock`: resolves `{released, votes}`, never rejects for node failures. */
-  release(lock: Lock): Promise<ReleaseResult> {
+  release(lock: RedlockLock): Promise<ReleaseResult> {
     return releaseLock(this.#engine, lock);
   }
 
-  /** Extends the same `Lock` by `ttlMs` from now; refuses an expired lock. */
-  extend(lock: Lock, ttlMs: number): Promise<Lock> {
+  /** Extends the same `RedlockLock` by `ttlMs` from now; refuses an expired lock. */
+  extend(lock: RedlockLock, ttlMs: number): Promise<RedlockLock> {
     return extendLock(this.#engine, lock, ttlMs);
   }
 

@@ -1,4 +1,4 @@
-import { HAND_OVER_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua";
+import { HAND_OVER_LUA, LEAVE_QUEUE_FN_LUA, NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua.ts";
 
 /**
  * Compare-and-delete on every resource, then hand each one over to its head waiter from the same script
@@ -39,10 +39,8 @@ for _, key in ipairs(KEYS) do
     -- Not held here, but the holder may still be queued here: it took the lock on a quorum of other
     -- nodes before this node's turn came. It leaves now, or a later release would hand it this node.
     id = id or string.sub(ARGV[1], 5, 20)
-    if redis.call("ZREM", "waitq:" .. key, id) == 1 then
-      redis.call("ZREM", "waitqd:" .. key, id)
-      redis.call("HDEL", "waitqg:" .. key, id)
-    end
+    ${LEAVE_QUEUE_FN_LUA}
+    leave_queue(key, id)
   end
 end
 if waited then

@@ -1,21 +1,15 @@
-import { reportErrors, votesOf, type Engine } from "./engine";
-import { LockLostError } from "./errors";
-import { lockState, type Lock, type LockState, type ReleaseResult } from "./lock";
-import { RELEASE_LUA } from "./release.lua";
-import type { ScriptClient } from "./client";
-import { deliverLocalGrant } from "./notifications";
-import { runRound, type NodeOutcome } from "./round";
-import { defineScript } from "./script";
+import { reportErrors, votesOf, type Engine } from "./engine.ts";
+import { LockLostError } from "./errors.ts";
+import { lockState, type RedlockLock, type HoldState, type ReleaseResult } from "./lock.ts";
+import { RELEASE_LUA } from "./release.lua.ts";
+import type { ScriptClient } from "./client.ts";
+import { deliverLocalGrant } from "./notifications.ts";
+import type { ReleaseReply } from "./replies.ts";
+import { runRound, type NodeOutcome } from "./round.ts";
+import { defineScript } from "./script.ts";
 
 const RELEASE = defineScript(RELEASE_LUA);
 
-/** @internal One node's answer to the release script. */
-export interface ReleaseReply {
-  /** How many of the resources this node deleted. */
-  deleted: number;
-  /** Someone was waiting for one of them: the release handed it over or woke the head waiter. */
-  waited: boolean;
-}
 
 // The common replies, made once (the release is on the hot path).
 const REPLIES: readonly ReleaseReply[] = [Object.freeze({ deleted: 0, waited: false }), Object.freeze({ deleted: 1, waited: false })];
@@ -59,13 +53,13 @@ export async function releaseOnNodes(
  * `{released: false}` when it was already gone (expired or taken: a `lost` event says so) or too few
  * nodes answered. Never rejects for node failures: an unreleased lock expires on its own.
  */
-export function releaseLock(engine: Engine, lock: Lock): Promise<ReleaseResult> {
+export function releaseLock(engine: Engine, lock: RedlockLock): Promise<ReleaseResult> {
   const state = lockState(lock);
   // A second release (or one racing with using()'s) shares the first: the value is deleted once.
   return (state.releasing ??= releaseOnce(engine, lock, state));
 }
 
-async function releaseOnce(engine: Engine, lock: Lock, state: LockState): Promise<ReleaseResult> {
+async function releaseOnce(engine: Engine, lock: RedlockLock, state: HoldState): Promise<ReleaseResult> {
   const resources = lock.resources;
   const early = resources.length === 1 ? engine.releaseEarly : { quorum: engine.quorum, isFor: (reply: ReleaseReply) => reply.deleted === resources.length, when: "either" as const };
   const outcomes = await runRound(engine.clients, RELEASE, {

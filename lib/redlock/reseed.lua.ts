@@ -1,4 +1,4 @@
-import { FENCE_OLDER_LUA } from "./shared.lua";
+import { FENCE_OLDER_LUA } from "./shared.lua.ts";
 
 /** `fence_marker()`: this node's fence marker (see FENCE_MARKER_KEY), or false when it has none. */
 const FENCE_MARKER_LUA = `

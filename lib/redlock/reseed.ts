@@ -1,10 +1,10 @@
-import type { Engine } from "./engine";
-import { FenceUnavailableError, type FenceNodeEvidence } from "./errors";
-import { randomId } from "./identity";
-import { FENCE_MARKER_KEY, FENCE_RESEED_KEY } from "./keys";
-import { FENCE_EXPORT_LUA, FENCE_IMPORT_LUA, RESEED_BEGIN_LUA, RESEED_MARK_LUA } from "./reseed.lua";
-import { runRound } from "./round";
-import { defineScript, type Script } from "./script";
+import type { Engine, FenceRepairer } from "./engine.ts";
+import { FenceUnavailableError, type FenceNodeEvidence } from "./errors.ts";
+import { randomId } from "./identity.ts";
+import { FENCE_MARKER_KEY, FENCE_RESEED_KEY } from "./keys.ts";
+import { FENCE_EXPORT_LUA, FENCE_IMPORT_LUA, RESEED_BEGIN_LUA, RESEED_MARK_LUA } from "./reseed.lua.ts";
+import { runRound } from "./round.ts";
+import { defineScript, type Script } from "./script.ts";
 
 const BEGIN = defineScript(RESEED_BEGIN_LUA);
 const EXPORT = defineScript(FENCE_EXPORT_LUA);
@@ -152,7 +152,7 @@ export async function seedAll(engine: Engine, resources: readonly string[], only
  * in the background (at most one repair per node at a time, and not more often than REPAIR_COOLDOWN_MS),
  * and a bootstrap (no node has a marker) runs once at a time.
  */
-export class FenceRepairs {
+export class FenceRepairs implements FenceRepairer {
   readonly #running = new Set<number>();
   readonly #lastTry = new Map<number, number>();
   #bootstrap: Promise<unknown> | null = null;

@@ -1,6 +1,6 @@
-import type { RedlockClient, ScriptClient } from "./client";
-import { NodeTimeoutError, toError } from "./errors";
-import { isNoScript, type Script } from "./script";
+import type { RedlockClient, ScriptClient } from "./client.ts";
+import { NodeTimeoutError, toError } from "./errors.ts";
+import { isNoScript, type Script } from "./script.ts";
 
 /**
  * A plain `SET <key> <value> PX <ttl> NX` instead of a script (keys: the resource; args: value, TTL): the

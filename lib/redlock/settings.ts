@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import * as check from "./validate";
+import * as check from "./validate.ts";
 
 /** Settings for a `Redlock` instance; each can also be given per call where noted. */
 export interface RedlockSettings {
@@ -66,6 +66,24 @@ export const DEFAULT_SETTINGS = Object.freeze({
   subscriberIdleMs: 2000,
 } as const);
 
+/** Every name `RedlockSettings` takes; any other is refused (see `resolveSettings`). */
+export const SETTING_NAMES: readonly (keyof RedlockSettings)[] = Object.freeze([
+  "driftFactor",
+  "retryCount",
+  "retryDelayMs",
+  "retryJitterMs",
+  "automaticExtensionThresholdMs",
+  "nodeTimeoutMs",
+  "label",
+  "host",
+  "pid",
+  "fenced",
+  "fair",
+  "telemetry",
+  "wakeOnRelease",
+  "subscriberIdleMs",
+]);
+
 export function retryCount(name: string, value: unknown): number {
   if (value !== -1) check.nonNegativeInteger(name, value);
   return value as number;
@@ -74,6 +92,7 @@ export function retryCount(name: string, value: unknown): number {
 export function resolveSettings(settings: unknown): ResolvedSettings {
   if (settings === undefined) settings = {};
   if (typeof settings !== "object" || settings === null) check.fail("settings", "an object", settings);
+  check.knownKeys("setting", settings, SETTING_NAMES);
   const s = settings as RedlockSettings;
   const pid = s.pid === undefined ? process.pid : s.pid;
   if (pid !== null) check.nonNegativeInteger("pid", pid);

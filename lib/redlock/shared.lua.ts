@@ -33,8 +33,24 @@ local function fence_older(a, b)
 end
 `;
 
-/** `queue_head(resource, now)`: the head waiter id of a resource's queue (needs NOW_MS_LUA before it). */
-export const QUEUE_HEAD_LUA = `
+/**
+ * `leave_queue(resource, id)`: takes waiter `id` out of the resource's queue, its lapse time and its grant
+ * ticket; true when it was queued. The one place that knows the waiter-queue key layout (see keys.ts).
+ */
+export const LEAVE_QUEUE_FN_LUA = `
+local function leave_queue(resource, id)
+  local queued = redis.call("ZREM", "waitq:" .. resource, id) == 1
+  redis.call("ZREM", "waitqd:" .. resource, id)
+  redis.call("HDEL", "waitqg:" .. resource, id)
+  return queued
+end
+`;
+
+/**
+ * `queue_head(resource, now)`: the head waiter id of a resource's queue (needs NOW_MS_LUA before it);
+ * defines `leave_queue` too.
+ */
+export const QUEUE_HEAD_LUA = `${LEAVE_QUEUE_FN_LUA}
 -- Drops waiters whose liveness deadline passed (a crashed waiter must not block the queue forever), then
 -- returns the head waiter id, or "" when nobody waits.
 local function queue_head(resource, now)
@@ -42,11 +58,7 @@ local function queue_head(resource, now)
   if redis.call("EXISTS", queue) == 0 then return "" end
   local deadlines = "waitqd:" .. resource
   local dead = redis.call("ZRANGEBYSCORE", deadlines, "-inf", now)
-  for _, id in ipairs(dead) do
-    redis.call("ZREM", queue, id)
-    redis.call("ZREM", deadlines, id)
-    redis.call("HDEL", "waitqg:" .. resource, id)
-  end
+  for _, id in ipairs(dead) do leave_queue(resource, id) end
   local head = redis.call("ZRANGE", queue, 0, 0)
   return head[1] or ""
 end
@@ -91,8 +103,7 @@ local function hand_over(resource, now)
     local fresh, attempt, ttl, value = string.match(ticket, "^(%d+)|(%d+)|(%d+)|(.+)$")
     if value and tonumber(fresh) >= now then
       redis.call("SET", resource, value, "PX", ttl)
-      redis.call("ZREM", "waitq:" .. resource, head)
-      redis.call("ZREM", "waitqd:" .. resource, head)
+      leave_queue(resource, head)
       local fence = redis.call("GET", "fence:" .. resource) or ""
       redis.call("PUBLISH", "lockscope:released", "r1|" .. head .. "|" .. resource)
       redis.call("PUBLISH", "lockscope:wake:" .. string.sub(head, 1, 6), "g1|" .. head .. "|" .. attempt .. "|" .. fence .. "|" .. resource)

@@ -1,4 +1,4 @@
-import { decodeLockValue, INSTANCE_TAG_LENGTH, lockValueId } from "./identity";
+import { decodeLockValue, INSTANCE_TAG_LENGTH, lockValueId } from "./identity.ts";
 
 /**
  * Pub/sub channels the engine's scripts publish on. The console subscribes to them on every node; the

@@ -1,12 +1,12 @@
-import { acquireLock, type AcquireOptions } from "./acquire";
-import type { Engine } from "./engine";
-import { LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors";
-import { extendLock } from "./extend";
-import { lockState, type Lock } from "./lock";
-import { releaseLock } from "./release";
-import * as check from "./validate";
+import { acquireLock, type AcquireOptions, type AttemptObserver } from "./acquire.ts";
+import type { Engine } from "./engine.ts";
+import { LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors.ts";
+import { extendLock } from "./extend.ts";
+import { lockState, type RedlockLock } from "./lock.ts";
+import { releaseLock } from "./release.ts";
+import * as check from "./validate.ts";
 
-export type UsingRoutine<T> = (signal: AbortSignal, lock: Lock) => Promise<T> | T;
+export type UsingRoutine<T> = (signal: AbortSignal, lock: RedlockLock) => Promise<T> | T;
 
 /**
  * The longest delay `setTimeout` honours (2^31 - 1 ms, about 24.8 days): a longer one fires at once. A
@@ -21,7 +21,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * until the validity ran out. Releases it afterwards. Resolves or rejects with the routine's outcome;
  * nothing the engine does in the background can reject.
  */
-export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: unknown, options: AcquireOptions, routine: unknown): Promise<T> {
+export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: unknown, options: AcquireOptions, routine: unknown, onAttempt?: AttemptObserver): Promise<T> {
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
   if (typeof routine !== "function") check.fail("routine", "a function", routine);
   const threshold = engine.settings.automaticExtensionThresholdMs;
@@ -31,10 +31,10 @@ export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: u
   // Listen for revocations before the lock exists: a force release that lands right after the acquisition
   // must abort the signal, not go unheard because the subscriber connections were still being made.
   engine.notifications.retain();
-  let lock: Lock;
+  let lock: RedlockLock;
   try {
     await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs);
-    lock = await acquireLock(engine, resources, ttlMs, options);
+    lock = await acquireLock(engine, resources, ttlMs, options, onAttempt);
   } catch (error) {
     engine.notifications.unretain();
     throw error;

@@ -78,3 +78,40 @@ export function clientList<T>(name: string, value: unknown, methods: readonly st
   }
   return [...(value as T[])];
 }
+
+/** Edit distance (insertions, deletions, substitutions), for "did you mean" hints on option names. */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/** The known name closest to `name`, ignoring case (`retryDelay` → `retryDelayMs`). */
+export function nearestName(name: string, known: readonly string[]): string {
+  const lower = name.toLowerCase();
+  let best = known[0]!;
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const d = distance(lower, candidate.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+/**
+ * An option object has only known names: a misspelt or foreign setting (node-redlock's `retryDelay` where
+ * this engine takes `retryDelayMs`) would otherwise be ignored silently and its default used instead.
+ */
+export function knownKeys(what: string, value: object, known: readonly string[]): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) {
+      throw new TypeError(`Unknown ${what} \`${key}\`: did you mean ${nearestName(key, known)}? (known: ${known.join(", ")})`);
+    }
+  }
+}

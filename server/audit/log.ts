@@ -2,14 +2,13 @@ import "server-only";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { getConfig } from "../config";
-import { singleton } from "../global";
 import { whenReady } from "../health";
 import { getLogger } from "../logger";
 import { counter } from "../metrics";
 import { getNodes, quorumOf, type LockNode } from "../nodes";
-import { onShutdown } from "../shutdown";
 import { AuditFileCursor } from "./file-cursor";
 import { AuditMerger, auditIdTime, matchesFilters, parseAuditRecord, type AuditRecord } from "./records";
+import { AuditNotDurableError, AuditReadError, type AuditStore } from "./store";
 import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
 
 /**
@@ -30,7 +29,7 @@ const CLOCK_SKEW_MS = 60_000;
 const MAX_SCAN_PER_NODE = 200_000;
 
 /** The audit entry could not be made durable; the release must not proceed. */
-export class AuditUnavailableError extends Error {
+export class AuditUnavailableError extends AuditNotDurableError {
   constructor(
     readonly streamAcks: number,
     readonly streamQuorum: number,
@@ -44,10 +43,10 @@ export class AuditUnavailableError extends Error {
   }
 }
 
-export class AuditReadError extends Error {
+export class AuditFileReadError extends AuditReadError {
   constructor(fileError: string) {
     super(`The audit log cannot be read: no lock node answered and this console's audit file could not be read (${fileError}).`);
-    this.name = "AuditReadError";
+    this.name = "AuditFileReadError";
   }
 }
 
@@ -99,7 +98,8 @@ const writes = () => counter("lockscope_audit_writes_total", "Audit records writ
  * and an append-only JSON-lines file (what survives losing the nodes). A record is durable when the file
  * took it, flushed to disk, AND a quorum of nodes took it into the stream.
  */
-export class AuditLog {
+export class AuditLog implements AuditStore {
+  readonly kind = "file-and-stream";
   private fileChain: Promise<unknown> = Promise.resolve();
   private unreadableReported = 0;
   private readonly inflight = new Set<Promise<unknown>>();
@@ -230,12 +230,12 @@ export class AuditLog {
   }
 
   /** Runs `scan` with a cursor on the audit file (null when there is none yet), closed after; a file that cannot be read is reported, not thrown. */
-  private async withFile(scan: (file: FileSource) => Promise<AuditEntry[] | null>): Promise<{ entries: AuditEntry[] | null; fileError: AuditReadError | null }> {
+  private async withFile(scan: (file: FileSource) => Promise<AuditEntry[] | null>): Promise<{ entries: AuditEntry[] | null; fileError: AuditFileReadError | null }> {
     const source: FileSource = { cursor: null, error: null };
     try {
       source.cursor = await AuditFileCursor.open(this.file);
     } catch (error) {
-      source.error = new AuditReadError(errorText(error));
+      source.error = new AuditFileReadError(errorText(error));
     }
     try {
       const entries = await scan(source);
@@ -299,7 +299,7 @@ export class AuditLog {
             for (const record of await cursor.next(maxMs)) merger.add(record);
             if (cursor.read >= MAX_SCAN_PER_NODE) cursor.done = true;
           } catch (error) {
-            fileSource.error = new AuditReadError(errorText(error));
+            fileSource.error = new AuditFileReadError(errorText(error));
           }
         })(),
       ]);
@@ -321,7 +321,7 @@ export class AuditLog {
 /** The audit file as one source of a page: its cursor, or why it cannot be read. */
 interface FileSource {
   cursor: AuditFileCursor | null;
-  error: AuditReadError | null;
+  error: AuditFileReadError | null;
 }
 
 function page(entries: AuditEntry[], limit: number): { entries: AuditEntry[]; next: string | null } {
@@ -329,11 +329,8 @@ function page(entries: AuditEntry[], limit: number): { entries: AuditEntry[]; ne
   return { entries: shown, next: entries.length > limit ? (shown.at(-1)?.id ?? null) : null };
 }
 
-export function getAuditLog(): AuditLog {
-  return singleton("audit-log", () => {
-    const config = getConfig();
-    const log = new AuditLog(getNodes(), path.resolve(config.auditFile), config.nodeTimeoutMs);
-    onShutdown("audit", 30, () => log.drain());
-    return log;
-  });
+/** The file-and-stream kind for this process's configuration. */
+export function createFileAndStreamAudit(): AuditLog {
+  const config = getConfig();
+  return new AuditLog(getNodes(), path.resolve(config.auditFile), config.nodeTimeoutMs);
 }

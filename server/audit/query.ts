@@ -2,8 +2,8 @@ import "server-only";
 import { z } from "zod";
 import { AUDIT_ID_PATTERN } from "./records";
 
-/** A time bound: epoch milliseconds, or an ISO 8601 date/time. */
-const timeBound = (name: string) =>
+/** A time bound: epoch milliseconds, or an ISO 8601 date/time. (The history routes take the same.) */
+export const timeBound = (name: string) =>
   z.string().transform((s, ctx) => {
     const ms = /^[0-9]{1,15}$/.test(s) ? Number(s) : Date.parse(s);
     if (!Number.isFinite(ms) || !/^[0-9]{1,15}$|^\d{4}-\d{2}-\d{2}/.test(s)) {
@@ -12,6 +12,13 @@ const timeBound = (name: string) =>
     }
     return ms;
   });
+
+/** A page size from 1 to 500. */
+export const pageLimit = z
+  .string()
+  .regex(/^[0-9]{1,4}$/, "`limit` must be a whole number from 1 to 500")
+  .transform(Number)
+  .pipe(z.number().int().min(1, "`limit` must be at least 1").max(500, "`limit` is at most 500"));
 
 const filterFields = {
   resource: z.string().max(1024, "`resource` is at most 1024 characters").optional(),
@@ -23,12 +30,7 @@ const filterFields = {
 /** `GET /api/audit` query: a page of entries, newest first, with optional filters. */
 export const AuditListQuery = z
   .strictObject({
-    limit: z
-      .string()
-      .regex(/^[0-9]{1,4}$/, "`limit` must be a whole number from 1 to 500")
-      .transform(Number)
-      .pipe(z.number().int().min(1, "`limit` must be at least 1").max(500, "`limit` is at most 500"))
-      .optional(),
+    limit: pageLimit.optional(),
     before: z.string().regex(AUDIT_ID_PATTERN, "`before` must be an entry id from a previous page's `next`").optional(),
     ...filterFields,
   })

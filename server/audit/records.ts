@@ -1,5 +1,6 @@
 import "server-only";
 import { randomBytes } from "node:crypto";
+import { stringify, type Options as CsvOptions } from "csv-stringify/sync";
 import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome } from "./types";
 
 /**
@@ -126,13 +127,20 @@ export function matchesFilters(entry: AuditEntry, filters: AuditFilters): boolea
 const CSV_COLUMNS = ["id", "time", "actor", "role", "action", "resource", "holder", "fence", "token", "reason", "outcome", "nodes", "ip", "userAgent"] as const;
 
 /**
- * One CSV cell. Quoted per RFC 4180; a cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab,
- * CR) is prefixed with `'`, since reasons, actors and resources are typed by people.
+ * Cells a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR, and their full-width forms) get a
+ * leading `'` from csv-stringify's `escape_formulas`, since reasons, actors and resources are typed by people;
+ * such cells, and any holding a `'`, are quoted too, so the prefix reads as part of the text.
  */
-export function csvCell(value: string): string {
-  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n']/.test(safe) || safe !== value ? `"${safe.replace(/"/g, '""')}"` : safe;
-}
+const CSV_OPTIONS = {
+  header: true,
+  columns: [...CSV_COLUMNS],
+  record_delimiter: "\r\n",
+  // With a record delimiter given, csv-stringify quotes a lone LF or CR only when asked: a reason with a line
+  // break must stay one cell.
+  quote_record_delimiter: true,
+  escape_formulas: true,
+  quoted_match: [/^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/, /'/],
+} satisfies CsvOptions;
 
 function holderText(entry: AuditEntry): string {
   const h = entry.holder;
@@ -141,25 +149,21 @@ function holderText(entry: AuditEntry): string {
 }
 
 export function auditCsv(entries: readonly AuditEntry[]): string {
-  const lines = [CSV_COLUMNS.join(",")];
-  for (const e of entries) {
-    const row: Record<(typeof CSV_COLUMNS)[number], string> = {
-      id: e.id,
-      time: new Date(e.at).toISOString(),
-      actor: e.actor,
-      role: e.role,
-      action: e.action,
-      resource: e.resource,
-      holder: holderText(e),
-      fence: e.holder?.fence ?? "",
-      token: e.token ?? "",
-      reason: e.reason,
-      outcome: e.outcome,
-      nodes: e.nodes.map((n) => `${n.id}=${n.result}`).join(" "),
-      ip: e.ip,
-      userAgent: e.userAgent ?? "",
-    };
-    lines.push(CSV_COLUMNS.map((c) => csvCell(row[c])).join(","));
-  }
-  return `${lines.join("\r\n")}\r\n`;
+  const rows = entries.map((e): Record<(typeof CSV_COLUMNS)[number], string> => ({
+    id: e.id,
+    time: new Date(e.at).toISOString(),
+    actor: e.actor,
+    role: e.role,
+    action: e.action,
+    resource: e.resource,
+    holder: holderText(e),
+    fence: e.holder?.fence ?? "",
+    token: e.token ?? "",
+    reason: e.reason,
+    outcome: e.outcome,
+    nodes: e.nodes.map((n) => `${n.id}=${n.result}`).join(" "),
+    ip: e.ip,
+    userAgent: e.userAgent ?? "",
+  }));
+  return stringify(rows, CSV_OPTIONS);
 }

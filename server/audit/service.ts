@@ -1,13 +1,14 @@
 import "server-only";
 import { ApiError } from "../errors";
-import { AuditReadError, getAuditLog } from "./log";
+import { getAuditStore } from "./current";
 import { EXPORT_MAX_ENTRIES } from "./query";
 import { auditCsv } from "./records";
+import { AuditReadError } from "./store";
 import type { AuditFilters, AuditPage } from "./types";
 
 async function read(limit: number, before: string | undefined, filters: AuditFilters): Promise<AuditPage> {
   try {
-    return await getAuditLog().list({ limit, before, filters });
+    return await getAuditStore().list({ limit, before, filters });
   } catch (error) {
     if (error instanceof AuditReadError) throw new ApiError("unavailable", error.message);
     throw error;

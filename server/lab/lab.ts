@@ -6,7 +6,10 @@ import { removeRunKeys } from "@/lib/lab/cleanup";
 import { LAB_KEY_TTL_MS, LabRun, type NodeProcessControl } from "@/lib/lab/runner";
 import { checkAgainstNodes, settingsNotes, type RunSettings } from "@/lib/lab/settings";
 import type { RunRecord, RunStatus, StopReason } from "@/lib/lab/types";
-import { embeddedNodesOwned } from "../config";
+import { consoleName } from "../cluster/identity";
+import { isNodesFailed, isResourceHeld, LEASE_KEYS, takeLease, type Lease } from "../cluster/lease";
+import { embeddedNodesOwned, getConfig } from "../config";
+import { reachableByUrls } from "../deployments";
 import { instrumentRedlock } from "../engine-metrics";
 import { whenReady } from "../health";
 import { ApiError } from "../errors";
@@ -18,10 +21,16 @@ import { isShuttingDown, onShutdown } from "../shutdown";
 import { addRun, cancelRequested, clearCancel, listRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
 
 /**
- * The console's contention lab: one run at a time per console process, its record kept on node 0 (so
- * every console instance lists it), progress written about every second, and the run stopped cleanly on
- * cancel and on shutdown.
+ * The console's contention lab: one run at a time across every console over the same lock nodes (the run
+ * holds a lease taken with the console's own Redlock engine for as long as it lasts), its record kept on
+ * node 0 (so every console instance lists it), progress written about every second, and the run stopped
+ * cleanly on cancel and on shutdown.
  */
+
+/** The lab lease's TTL; `using()` extends it while the run lasts, so only a dead console's lingers this long. */
+const LAB_LEASE_TTL_MS = 10_000;
+/** The lease's holder label: which run, on which console (a 409 from another console quotes it). */
+const LEASE_LABEL = /^lab run (\S+) on (.+)$/;
 
 const PROGRESS_EVERY_MS = 1000;
 /** A finished run node 0 did not take is written again this often, for this long. */
@@ -32,6 +41,7 @@ const ABANDONED_AFTER_MS = LAB_KEY_TTL_MS;
 
 interface ActiveRun {
   record: RunRecord;
+  lease: Lease;
   run: LabRun;
   controller: AbortController;
   done: Promise<void>;
@@ -96,20 +106,32 @@ export class Lab {
     const nodes = getNodes();
     const mismatch = checkAgainstNodes(settings, nodes.length);
     if (mismatch) throw new ApiError("unprocessable", `Invalid body: ${mismatch}`);
+    // The workers dial the nodes' URLs with their own connections: a deployment they cannot reach that way
+    // (Sentinel; TLS or credentials from files) is refused here rather than failing every order.
+    if (!reachableByUrls(getConfig().deployments?.[0])) {
+      throw new ApiError("unprocessable", "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files).");
+    }
     const client = await historyClient();
     this.#refuseIfBusy();
 
     const id = newRunId();
+    // Across consoles (and between two requests to this one): whoever holds the lease runs.
+    const lease = await takeLabLease(id);
     const controller = new AbortController();
-    const control = processControl();
-    const run = new LabRun({
-      id,
-      settings,
-      nodeUrls: nodes.map((n) => n.url),
-      processControl: control,
-      signal: controller.signal,
-      onRedlock: (redlock) => instrumentRedlock(redlock),
-    });
+    let run: LabRun;
+    try {
+      run = new LabRun({
+        id,
+        settings,
+        nodeUrls: nodes.map((n) => n.url),
+        processControl: processControl(),
+        signal: controller.signal,
+        onRedlock: (redlock) => instrumentRedlock(redlock),
+      });
+    } catch (error) {
+      await lease.release();
+      throw error;
+    }
     const now = Date.now();
     const record: RunRecord = {
       id,
@@ -123,13 +145,20 @@ export class Lab {
       notes: settingsNotes(settings),
       ...(run.fault() ? { fault: run.fault()! } : {}),
     };
-    // Claimed before the first await, so two requests arriving together cannot both start a run.
-    const active: ActiveRun = { record, run, controller, done: Promise.resolve() };
+    const active: ActiveRun = { record, lease, controller, run, done: Promise.resolve() };
     this.#active = active;
+    // Lost only when a quorum of nodes stayed away for longer than its TTL: another console may then start
+    // a run, so this one stops rather than run alongside it.
+    lease.signal.addEventListener("abort", () => {
+      if (this.#active !== active) return;
+      getLogger().warn({ run: id }, "the lab lease was lost (a quorum of lock nodes did not answer); stopping the run");
+      controller.abort("error");
+    }, { once: true });
     try {
       await addRun(client, record);
     } catch (error) {
       this.#active = null;
+      await lease.release();
       throw new ApiError("unavailable", `Could not record the run on node 0 (${stockNode().maskedUrl}): ${(error as Error).message}`);
     }
     getLogger().info({ run: id, actor, strategy: settings.strategy, workers: settings.workers, stock: settings.stock, fault: settings.fault ?? null, faultMode: run.faultMode }, "lab run started");
@@ -207,6 +236,7 @@ export class Lab {
     // Together, once the record is stored: whoever sees the run ended can start the next one and read it back.
     Object.assign(record, finished);
     this.#active = null;
+    await active.lease.release();
   }
 
   /**
@@ -305,6 +335,29 @@ export class Lab {
     if (!active) return;
     active.controller.abort("shutdown");
     await active.done;
+  }
+}
+
+/** The lab lease for run `id`, or the 409 (another console's run) / 503 (no quorum) that says why not. */
+async function takeLabLease(id: string): Promise<Lease> {
+  try {
+    return await takeLease(LEASE_KEYS.lab, LAB_LEASE_TTL_MS, `lab run ${id} on ${consoleName()}`);
+  } catch (error) {
+    if (isResourceHeld(error)) {
+      const label = error.heldBy.find((h) => h.holder?.label)?.holder?.label ?? "";
+      const [, runningId, holder] = LEASE_LABEL.exec(label) ?? [];
+      throw new ApiError(
+        "conflict",
+        holder
+          ? `Run ${runningId} is running on console ${holder}: one lab run at a time across all consoles; wait for it or cancel it first.`
+          : "A lab run is running on another console: one lab run at a time across all consoles; wait for it or cancel it first.",
+        { ...(runningId ? { runningId } : {}), ...(holder ? { console: holder } : {}) },
+      );
+    }
+    if (isNodesFailed(error)) {
+      throw new ApiError("unavailable", `A lab run needs a quorum of lock nodes to take the lab's lease: ${error.message}.`);
+    }
+    throw error;
   }
 }
 

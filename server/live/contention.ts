@@ -1,5 +1,5 @@
 import "server-only";
-import type { ContentionEvent } from "@/lib/redlock/telemetry";
+import type { ContentionEvent } from "@lockscope/redlock";
 import type { LockContention } from "@/lib/locks/types";
 import { BucketCounter } from "@/lib/locks/window";
 

@@ -8,10 +8,14 @@ import type { LiveStats, WatcherStatus } from "@/lib/locks/types";
 import { clientIp, SESSION_COOKIE, type Principal } from "../auth";
 import { getConfig } from "../config";
 import { singleton } from "../global";
+import { shareFirstSeen } from "./first-seen";
 import { healthContributors } from "../health";
+import { getHistorySink } from "../history/service";
 import { getLogger } from "../logger";
 import { getNodes, quorumOf } from "../nodes";
 import { getPatternStore } from "../patterns";
+import { SentinelFailoverMonitor } from "../deployments/failover";
+import { watchReplication } from "../deployments/replication";
 import { onShutdown } from "../shutdown";
 import { getLiveEvents } from "./events";
 import { HEARTBEAT_MS, StreamHub, TICK_MS } from "./hub";
@@ -57,6 +61,9 @@ export function startLive(): LiveRuntime {
       quorumOf(nodes.length),
       events,
     );
+    store.deployment = nodes[0]?.deployment ?? "default";
+    store.history = getHistorySink();
+    shareFirstSeen(store, nodes[0]?.client);
     // The patterns in force: LOCK_PATTERNS, or what an operator set since (PUT /api/patterns), changed live.
     const patternStore = getPatternStore();
     let patterns: readonly string[] = patternStore.current().patterns.map((p) => p.glob);
@@ -104,6 +111,13 @@ export function startLive(): LiveRuntime {
         hub.sendNodes();
       };
     }
+    // Sentinel deployments: failovers compared with the console's last view (locks lost in failover).
+    const deployment = config.deployments?.[0];
+    const failovers =
+      deployment?.kind === "sentinel"
+        ? new SentinelFailoverMonitor(deployment, { locks: (now) => store.list(now), noteLost: (resource, detail) => store.noteLostInFailover(resource, detail), noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail) }, log, config.nodeTimeoutMs)
+        : null;
+    const stopReplication = watchReplication(nodes);
     store.onProbe = (resources) => {
       // (A cause a notification already gave for the key stays.)
       for (const w of watchers) if (w.readable) for (const r of resources) w.dirty.set(r, w.dirty.get(r) ?? null);
@@ -264,7 +278,8 @@ export function startLive(): LiveRuntime {
     const stop = async () => {
       unsubscribePatterns();
       for (const t of timers) clearInterval(t);
-      await Promise.allSettled(watchers.map((w) => w.stop()));
+      stopReplication();
+      await Promise.allSettled([...watchers.map((w) => w.stop()), failovers?.stop()]);
     };
     onShutdown("live-streams", 10, () => hub.closeAll("shutdown"));
     onShutdown("live-watchers", 40, stop);

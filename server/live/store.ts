@@ -4,8 +4,9 @@ import { formatView } from "@/lib/locks/formats/view";
 import { decodeHolder, endReason, mergeSamples, transitions, type EndCause, type MergedLock } from "@/lib/locks/merge";
 import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry, type TimelineType } from "@/lib/locks/types";
 import { BucketCounter, pushCapped } from "@/lib/locks/window";
-import { lockValueId } from "@/lib/redlock/identity";
-import type { ContentionEvent } from "@/lib/redlock/telemetry";
+import { lockValueId } from "@lockscope/redlock";
+import type { ContentionEvent } from "@lockscope/redlock";
+import type { HistorySink } from "../history/recorder";
 import { ContentionTracker } from "./contention";
 import type { LiveEvents } from "./events";
 
@@ -104,6 +105,8 @@ const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, ela
 export class LockStore {
   readonly nodeIds: readonly string[];
   readonly quorum: number;
+  /** The deployment these nodes are, named on every lock this store builds. */
+  deployment = "default";
   private readonly nodeUp: boolean[];
   private readonly live = new Map<string, Entry>();
   private readonly recent = new Map<string, Entry>();
@@ -132,6 +135,17 @@ export class LockStore {
   onProbe: (resources: string[]) => void = () => {};
   /** The operator's scope declaration for a key (from the lock patterns); null where none is declared. */
   declaredScope: (resource: string) => LockScope | null = () => null;
+  /**
+   * Where every timeline entry is also recorded, for the lock history in PostgreSQL (null without one). It
+   * only queues: the live view never waits for the database.
+   */
+  history: HistorySink | null = null;
+
+  /**
+   * Told of every foreign lock value acquired or extended (engine values carry their own acquisition time),
+   * so that the consoles can share when it was first seen: see `server/live/first-seen.ts`.
+   */
+  firstSeen: ((resource: string, token: string, seenAt: number, ttlMs: number | null) => void) | null = null;
 
   constructor(
     nodeIds: readonly string[],
@@ -141,6 +155,17 @@ export class LockStore {
     this.nodeIds = nodeIds;
     this.quorum = quorum;
     this.nodeUp = nodeIds.map(() => false);
+  }
+
+  /**
+   * The first-seen time the consoles agreed on for `token` (the first console's sighting, recorded on the
+   * nodes): the lock's age counts from there on every console, whichever saw it first by its own clock.
+   */
+  adoptFirstSeen(resource: string, token: string, at: number): void {
+    const entry = this.live.get(resource);
+    if (!entry || (entry.token ?? entry.leading) !== token || entry.acquiredAt === null || at === entry.acquiredAt) return;
+    entry.acquiredAt = at;
+    this.changed.add(resource);
   }
 
   // ---- reading -------------------------------------------------------------------------------------
@@ -281,6 +306,21 @@ export class LockStore {
       }
     }
     this.events.emit("contention", { resource: event.resource });
+  }
+
+  /**
+   * A failover's new primary does not hold `resource`, which the console saw held on the old one (see
+   * server/deployments/failover.ts): said on the lock's timeline, whichever way the lock is shown to end.
+   */
+  noteLostInFailover(resource: string, detail: string, now = Date.now()): void {
+    const entry = this.live.get(resource) ?? this.recent.get(resource);
+    if (entry) this.addTimeline(entry, { at: now, type: "lost-in-failover", detail });
+  }
+
+  /** A lock held across a failover: the promoted replica had it (its holder went on without knowing). */
+  noteFailoverSurvived(resource: string, detail: string, now = Date.now()): void {
+    const entry = this.live.get(resource);
+    if (entry) this.addTimeline(entry, { at: now, type: "failover", detail });
   }
 
   /**
@@ -550,20 +590,30 @@ export class LockStore {
         case "acquired": {
           const decoded = decodeHolder(step.token);
           entry.acquiredAt = decoded.acquiredAt ?? now;
+          // A foreign value carries no acquisition time: the consoles agree on when it was first seen.
+          // A lock first seen on fewer nodes than a quorum has no token yet: its most widely held value stands in.
+          const seenValue = step.token ?? merged.leading;
+          if (decoded.acquiredAt === null && seenValue) this.firstSeen?.(entry.resource, seenValue, now, entry.ttlMs);
           entry.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
           entry.endedAt = null;
           entry.endedToken = null;
           entry.cause = null;
           if (!this.watching && entry.timeline === null) {
-            // Found by the first reconcile: its "acquired" entry is made up when asked for (timelineOf).
+            // Found by the first reconcile: its "acquired" entry is made up when asked for (timelineOf); the
+            // history still learns of the hold, so "who held it at T" covers locks older than this console.
+            this.history?.record({ at: entry.acquiredAt, resource: entry.resource, type: "acquired", token: step.token, detail: ALREADY_HELD });
           } else {
             const who = decoded.holder?.label ?? decoded.holder?.host ?? (step.token ? "a foreign client" : "unknown");
             const held = `${merged.quorumHeld} of ${this.nodeIds.length} nodes`;
-            this.addTimeline(entry, {
-              at: now,
-              type: "acquired",
-              detail: step.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`,
-            });
+            this.addTimeline(
+              entry,
+              {
+                at: now,
+                type: "acquired",
+                detail: step.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`,
+              },
+              step.token,
+            );
           }
           this.events.emit("lock-event", { type: "acquired", resource: entry.resource });
           this.acquisitions.add(now);
@@ -572,6 +622,8 @@ export class LockStore {
         }
         case "extended":
           entry.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
+          // The shared first-seen record lives as long as the lock does.
+          if (entry.token && decodeHolder(entry.token).acquiredAt === null) this.firstSeen?.(entry.resource, entry.token, now, entry.ttlMs);
           this.addTimeline(entry, { at: now, type: "extended", detail: Number.isFinite(step.by) ? `by ${(step.by / 1000).toFixed(1)} s` : "TTL removed" });
           this.events.emit("lock-event", { type: "extended", resource: entry.resource });
           break;
@@ -742,8 +794,11 @@ export class LockStore {
     return entry.timeline;
   }
 
-  private addTimeline(entry: Entry, item: { at: number; type: TimelineType; node?: string; detail?: string }): void {
+  /** `token`: the value the entry concerns; by default the one held until now (an end, an extension, a gap). */
+  private addTimeline(entry: Entry, item: { at: number; type: TimelineType; node?: string; detail?: string }, token = entry.token ?? entry.leading): void {
     pushCapped(this.timelineOf(entry), item, TIMELINE_CAP);
+    // A burst of failed attempts is one entry whose count grows in place: the metrics count those, not history.
+    if (item.type !== "attempts") this.history?.record({ ...item, resource: entry.resource, token });
   }
 
   private trimRecent(now: number): void {
@@ -766,6 +821,7 @@ export class LockStore {
     const scope = entry.scope ?? "quorum";
     const lock: Lock = {
       resource: entry.resource,
+      deployment: this.deployment,
       state: entry.state ?? "released",
       format: view?.format ?? "unknown",
       redisType: view?.redisType ?? "none",

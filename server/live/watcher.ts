@@ -1,10 +1,10 @@
 import "server-only";
-import Redis from "ioredis";
+import type Redis from "ioredis";
 import { decodeReading, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
-import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@/lib/redlock/telemetry";
+import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
 import { nodeClientOptions, type LockNode } from "../nodes";
@@ -88,8 +88,8 @@ export class NodeWatcher {
     this.id = node.id;
     this.index = node.index;
     const base = nodeClientOptions(ctx.timeoutMs);
-    this.sub = new Redis(node.url, { ...base, enableAutoPipelining: false, autoResubscribe: false, commandTimeout: undefined, connectionName: "lockscope:watcher" });
-    this.reader = new Redis(node.url, {
+    this.sub = node.connect({ ...base, enableAutoPipelining: false, autoResubscribe: false, commandTimeout: undefined, connectionName: "lockscope:watcher" });
+    this.reader = node.connect({
       ...base,
       enableAutoPipelining: false,
       commandTimeout: Math.max(5_000, ctx.timeoutMs * 4),

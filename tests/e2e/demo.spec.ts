@@ -63,7 +63,7 @@ test("an operator runs every strategy side by side and reads the comparison", as
 test("a viewer watches the lab but cannot start a run", async ({ page, signIn }) => {
   await signIn("viewer");
   await page.goto("/demo");
-  await expect(page.getByRole("button", { name: "Run preset: The seeds' race" })).toBeDisabled();
+  await expect(page.getByRole("button", { name: "Run preset: The read-modify-write race" })).toBeDisabled();
   await expect(page.getByRole("table", { name: "Lab results" }).or(page.getByText("No runs yet"))).toBeVisible();
   await expect(page.getByText("Sign in with the operator token to start runs")).toBeVisible();
 });

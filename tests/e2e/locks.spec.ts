@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
-import { encodeLockValue } from "../../lib/redlock/identity";
-import { Redlock } from "../../lib/redlock";
+import { encodeLockValue } from "@lockscope/redlock";
+import { Redlock } from "@lockscope/redlock";
 import { expect, lockNodeClients, test } from "./fixtures";
 import { deleteMatching } from "./scene";
 

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { APIRequestContext, Page } from "@playwright/test";
 import type Redis from "ioredis";
-import { Redlock } from "../../lib/redlock";
-import { encodeLockValue } from "../../lib/redlock/identity";
+import { Redlock } from "@lockscope/redlock";
+import { encodeLockValue } from "@lockscope/redlock";
 import { E2E_OPERATOR_TOKEN, expect } from "./fixtures";
 
 export const WIDTHS = [390, 820, 1440, 2560] as const;

@@ -1,7 +1,7 @@
 import type Redis from "ioredis";
 import { Semaphore } from "redis-semaphore";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeLockValue } from "@/lib/redlock";
+import { encodeLockValue } from "@lockscope/redlock";
 import { Discovery } from "@/server/discovery";
 import { startCluster, type TestCluster } from "../support/redis";
 import { RedissonWriter } from "../support/redisson";

@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type Redis from "ioredis";
+import Redis from "ioredis";
 import pino from "pino";
 import type * as HealthModule from "@/app/api/health/route";
 import type * as StreamModule from "@/app/api/locks/stream/route";
@@ -199,7 +199,7 @@ describe("live view under node faults", () => {
     const log = pino({ level: "info" }, sink);
     const store = new LockStore(["node-0"], 1, getLiveEvents());
     const watcher = new NodeWatcher(
-      { id: "node-0", index: 0, url: cluster.urls[0]!, maskedUrl: cluster.urls[0]!, client: admin[0]! },
+      { id: "node-0", index: 0, url: cluster.urls[0]!, maskedUrl: cluster.urls[0]!, deployment: "default", connect: (options) => new Redis(cluster.urls[0]!, options), client: admin[0]! },
       { store, patterns: () => ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log, timeoutMs: 500, deadlineMs: 500 },
     );
     await until("the extra watcher up", () => watcher.up);

@@ -99,7 +99,7 @@ describe("live lock view", () => {
   });
 
   it("shows a lock taken by the engine with its holder, TTL and fence, then its release", async () => {
-    const { Redlock } = await import("@/lib/redlock");
+    const { Redlock } = await import("@lockscope/redlock");
     const s = await openStream();
     const redlock = new Redlock(clients, { label: "billing-worker", fenced: true });
     const taken = await redlock.acquire(["lock:engine"], 30_000);
@@ -175,7 +175,7 @@ describe("live lock view", () => {
   });
 
   it("ends a force-released lock as force-released, from the revocation on the nodes", async () => {
-    const { forceRelease, Redlock } = await import("@/lib/redlock");
+    const { forceRelease, Redlock } = await import("@lockscope/redlock");
     const s = await openStream();
     const redlock = new Redlock(clients, { label: "evicted-holder" });
     await redlock.acquire(["lock:forced"], 30_000);
@@ -188,7 +188,7 @@ describe("live lock view", () => {
   });
 
   it("counts failed attempts and waiters from the engine's telemetry", async () => {
-    const { Redlock } = await import("@/lib/redlock");
+    const { Redlock } = await import("@lockscope/redlock");
     const s = await openStream();
     const holder = new Redlock(clients, { label: "holder" });
     const waiter = new Redlock(clients, { label: "waiter", retryCount: 3, retryDelayMs: 50, retryJitterMs: 10 });
@@ -211,7 +211,7 @@ describe("live lock view", () => {
   });
 
   it("shows the engine's hand-over as the holder's release and the waiter's acquisition", async () => {
-    const { Redlock } = await import("@/lib/redlock");
+    const { Redlock } = await import("@lockscope/redlock");
     const s = await openStream();
     const holder = new Redlock(clients, { label: "first" });
     const waiter = new Redlock(clients, { label: "second", retryCount: -1, retryDelayMs: 30_000, retryJitterMs: 0 });

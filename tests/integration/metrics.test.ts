@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as MetricsRoute from "@/app/metrics/route";
-import type { Redlock as RedlockClass } from "@/lib/redlock";
+import type { Redlock as RedlockClass } from "@lockscope/redlock";
 import { call, setUpConsole, tearDownConsole } from "../support/console";
 import { promtool } from "../support/prometheus";
 import type { TestCluster } from "../support/redis";
@@ -57,7 +57,7 @@ describe("GET /metrics on real lock nodes", () => {
     const { startLive, waitUntilReconciled } = await import("@/server/live");
     const { startConsoleMetrics } = await import("@/server/console-metrics");
     const { instrumentRedlock } = await import("@/server/engine-metrics");
-    const { Redlock } = await import("@/lib/redlock");
+    const { Redlock } = await import("@lockscope/redlock");
     startConsoleMetrics();
     startLive();
     expect(await waitUntilReconciled(10_000)).toBe(true);
@@ -125,7 +125,7 @@ describe("GET /metrics on real lock nodes", () => {
     expect(s.get("lockscope_redlock_acquire_wait_seconds_count")).toBe(22);
     expect(s.get('lockscope_lock_events_total{type="acquired"}')).toBeGreaterThanOrEqual(22);
     expect(s.get('lockscope_keyspace_events_total{node="node-0",event="set"}')).toBeGreaterThanOrEqual(22);
-    expect(s.get('lockscope_lock_contention_events_total{group="lock:orders"}')).toBeGreaterThanOrEqual(1);
+    expect(s.get('lockscope_lock_contention_events_total{group="lock:orders",traffic="production"}')).toBeGreaterThanOrEqual(1);
     const oldest = s.get("lockscope_lock_oldest_held_acquired_timestamp_seconds") ?? 0;
     expect(Math.abs(oldest - Date.now() / 1000)).toBeLessThan(120);
     expect(text).not.toContain("lock:orders/1");
@@ -133,6 +133,16 @@ describe("GET /metrics on real lock nodes", () => {
     const check = promtool(["check", "metrics"], text);
     expect(check.output).toBe("");
     expect(check.status).toBe(0);
+    await held.release();
+  });
+
+  it("labels the contention lab's locks traffic=\"lab\", apart from production", async () => {
+    const labLock = "lock:lab:rtesttraffic1:stock";
+    const held = await redlock.acquire([labLock], 10_000);
+    const before = samples((await call(route.GET, "GET", "/metrics", { token: METRICS_TOKEN })).body as string);
+    await expect(redlock.acquire([labLock], 10_000)).rejects.toThrow();
+    const s = samples(await untilScrape((m) => (m.get('lockscope_lock_contention_events_total{group="lock:lab",traffic="lab"}') ?? 0) >= 1, "lab contention counted"));
+    expect(s.get('lockscope_lock_contention_events_total{group="lock:lab",traffic="production"}')).toBe(before.get('lockscope_lock_contention_events_total{group="lock:lab",traffic="production"}') ?? 0);
     await held.release();
   });
 
@@ -163,8 +173,36 @@ describe("GET /metrics on real lock nodes", () => {
     expect(groups).toContain("other");
   }, 240_000);
 
+  it("exports the lock-safety signals: no TTL, below quorum, the oldest present lock, persistence, clock skew, uptime, a restart within the longest TTL", async () => {
+    const clients = cluster.clients();
+    await Promise.all(clients.map((c) => c.set("lock:safety/forever", "holder-without-ttl")));
+    await clients[0]!.set("lock:safety/single", "one-node-holder", "PX", 600_000);
+    await clients[1]!.set("lock:safety/long", "long-holder", "PX", 600_000);
+    const s = samples(
+      await untilScrape(
+        (m) => m.get("lockscope_locks_without_ttl") === 1 && m.get("lockscope_locks_below_quorum") === 2 && (m.get('lockscope_node_longest_ttl_seconds{node="node-1"}') ?? 0) >= 500,
+        "a lock without TTL and two below quorum",
+      ),
+    );
+    expect(s.get("lockscope_lock_oldest_acquired_timestamp_seconds")).toBeGreaterThan(0);
+    for (const node of ["node-0", "node-1", "node-2"]) {
+      // The test nodes run with `--save "" --appendonly no`.
+      expect(s.get(`lockscope_node_persistence{node="${node}",kind="aof"}`)).toBe(0);
+      expect(s.get(`lockscope_node_persistence{node="${node}",kind="rdb"}`)).toBe(0);
+      expect(Math.abs(s.get(`lockscope_node_clock_skew_seconds{node="${node}"}`) ?? 99)).toBeLessThan(5);
+      expect(s.get(`lockscope_node_uptime_seconds{node="${node}"}`)).toBeGreaterThanOrEqual(0);
+    }
+    expect(s.get('lockscope_node_restart_hazard{node="node-1"}')).toBe(0);
+
+    // Node 1 restarts empty while a 10-minute lock was on it: it may now grant that lock again.
+    await cluster.restart(1);
+    const after = samples(await untilScrape((m) => m.get('lockscope_node_restart_hazard{node="node-1"}') === 1, "the restart hazard on node-1"));
+    expect(after.get('lockscope_node_restart_hazard{node="node-0"}')).toBe(0);
+    await Promise.all(cluster.clients().map((c) => c.del("lock:safety/forever", "lock:safety/single", "lock:safety/long")));
+  }, 60_000);
+
   it("counts lost locks, failed extensions and node errors", async () => {
-    const { forceRelease } = await import("@/lib/redlock");
+    const { forceRelease } = await import("@lockscope/redlock");
     // Lost: an operator force-releases a lock its holder still uses; the holder's signal aborts.
     const lost = redlock.using(["lock:orders/lost"], 10_000, (signal) => new Promise<string>((resolve) => signal.addEventListener("abort", () => resolve("aborted"), { once: true })));
     await untilScrape((s) => (s.get('lockscope_locks_held{state="held"}') ?? 0) >= 1, "the lock held");

@@ -52,7 +52,8 @@ describe("a real Prometheus with ops/prometheus/prometheus.yml", () => {
 
   beforeAll(async () => {
     const binary = prometheusBinary();
-    cluster = await startCluster(3);
+    // Healthy means persistent too: nodes without it page (LockscopeNodePersistenceOff, pending at once).
+    cluster = await startCluster(3, ["--appendonly", "yes"]);
     console_ = await startLauncher({ REDIS_URLS: cluster.urls.join(","), METRICS_TOKEN });
 
     const tokenFile = path.join(tmp, "metrics-token");

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type * as AuditModule from "@/app/api/audit/route";
 import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
 import type * as SessionModule from "@/app/api/session/route";
-import { encodeLockValue, fencedWrite, Redlock } from "@/lib/redlock";
+import { encodeLockValue, fencedWrite, Redlock } from "@lockscope/redlock";
 import type { TestCluster } from "../support/redis";
 import { call, OPERATOR_TOKEN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 import { until } from "../support/wait";
@@ -344,7 +344,6 @@ describe("force release", () => {
   it("deletes nothing and says so when a node's queue key has another type; viewers see no raw Redis error", async () => {
     const resource = "lock:typed-queue";
     // This engine's value: its release also writes the engine's wait queue (a plain token's does not).
-    const { encodeLockValue } = await import("@/lib/redlock");
     const value = encodeLockValue({ label: "worker", host: "h", pid: 1, fence: null, acquiredAt: Date.now() });
     await holdEverywhere(resource, value);
     await Promise.all(nodes.map((n) => n.set(`waitq:${resource}`, "not a sorted set")));
@@ -376,7 +375,6 @@ describe("force release", () => {
   it("keeps a node's raw script error out of the answer and the audit entry (it goes to the server log)", async () => {
     const resource = "lock:oom";
     // This engine's value: its release publishes the revocation (a plain token's release publishes nothing).
-    const { encodeLockValue } = await import("@/lib/redlock");
     const value = encodeLockValue({ label: "worker", host: "h", pid: 1, fence: null, acquiredAt: Date.now() });
     await holdEverywhere(resource, value);
     // On node 2 the console's user may not PUBLISH: the release script fails there halfway, with Redis's

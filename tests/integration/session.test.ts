@@ -40,11 +40,11 @@ describe("sign-in, sessions and health", () => {
   it("refuses a forged or tampered cookie", async () => {
     const res = await call(session.POST, "POST", "/api/session", { token: null, body: { token: VIEWER_TOKEN } });
     const value = (res.headers.get("set-cookie") ?? "").split(";")[0]!.split("=")[1]!;
-    const [data, mac] = value.split(".");
-    const forged = Buffer.from(JSON.stringify({ r: "operator", a: "mallory", exp: 9999999999, f: "x", i: "A".repeat(22) })).toString("base64url");
-    const who = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `lockscope_session=${forged}.${mac}` } });
+    const [header, data, mac] = value.split(".");
+    const forged = Buffer.from(JSON.stringify({ r: "operator", a: "mallory", exp: 9999999999, f: "x", jti: "A".repeat(22) })).toString("base64url");
+    const who = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `lockscope_session=${header}.${forged}.${mac}` } });
     expect(who.status).toBe(401);
-    const viewer = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `lockscope_session=${data}.${mac}` } });
+    const viewer = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `lockscope_session=${header}.${data}.${mac}` } });
     expect(viewer.body).toMatchObject({ role: "viewer" });
   });
 

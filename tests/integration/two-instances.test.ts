@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redlock, type Lock } from "@/lib/redlock";
+import { Redlock, type RedlockLock as Lock } from "@lockscope/redlock";
 import { startLauncher, type LauncherProcess } from "../support/launcher";
 import { startCluster, type TestCluster } from "../support/redis";
 import { until as waitFor } from "../support/wait";

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ensureBuild } from "../../scripts/build-if-stale";
+import { ensureBuild } from "../../scripts/build-if-stale.mjs";
 
 /**
  * Integration tests that start the real launcher need the production bundle; build it once, before any
@@ -7,5 +7,5 @@ import { ensureBuild } from "../../scripts/build-if-stale";
  */
 export default function setup(): void {
   const root = path.resolve(import.meta.dirname, "../..");
-  if (!ensureBuild(root)) throw new Error("`next build` failed; the integration tests that start the console need it.");
+  if (!ensureBuild(root)) throw new Error("`npm run build` failed; the integration tests that start the console need it.");
 }

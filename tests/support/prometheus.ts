@@ -21,3 +21,72 @@ export function prometheusBinary(): string {
   if (result.error || result.status !== 0) throw missing("prometheus");
   return "prometheus";
 }
+
+export interface PrometheusServer {
+  url: string;
+  log: () => string;
+  /** `GET /api/v1/<path>`'s `data`, failing on an error answer. */
+  api<T>(pathAndQuery: string): Promise<T>;
+  /** The value of an instant query with one result, or null when it has none. */
+  scalar(query: string): Promise<string | null>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real Prometheus scraping `targets` (host:port of consoles) with ops/prometheus/alerts.yml loaded,
+ * scraping and evaluating every second, in its own temporary folder, ready when this resolves.
+ */
+export async function startPrometheus(targets: readonly string[], metricsToken: string): Promise<PrometheusServer> {
+  const binary = prometheusBinary();
+  const { mkdtempSync, writeFileSync, copyFileSync, rmSync } = await import("node:fs");
+  const os = await import("node:os");
+  const { spawn } = await import("node:child_process");
+  const { freePort } = await import("@/lib/redis-node");
+  const { until } = await import("./wait");
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "lockscope-prometheus-"));
+  writeFileSync(path.join(tmp, "token"), `${metricsToken}\n`, { mode: 0o600 });
+  writeFileSync(
+    path.join(tmp, "prometheus.yml"),
+    [
+      "global: { scrape_interval: 1s, evaluation_interval: 1s, scrape_timeout: 1s }",
+      "rule_files: [alerts.yml]",
+      "scrape_configs:",
+      "  - job_name: lockscope",
+      "    authorization: { type: Bearer, credentials_file: token }",
+      `    static_configs: [{ targets: ${JSON.stringify(targets)} }]`,
+      "",
+    ].join("\n"),
+  );
+  copyFileSync(path.join(PROMETHEUS_DIR, "alerts.yml"), path.join(tmp, "alerts.yml"));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  let log = "";
+  const child = spawn(binary, [`--config.file=${path.join(tmp, "prometheus.yml")}`, `--storage.tsdb.path=${path.join(tmp, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--log.level=warn"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout.on("data", (c: Buffer) => (log += c.toString()));
+  child.stderr.on("data", (c: Buffer) => (log += c.toString()));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const api = async <T>(pathAndQuery: string): Promise<T> => {
+    const body = (await (await fetch(`${url}/api/v1/${pathAndQuery}`)).json()) as { status: string; data: T; error?: string };
+    if (body.status !== "success") throw new Error(`Prometheus refused ${pathAndQuery}: ${body.error ?? ""}`);
+    return body.data;
+  };
+  await until(`Prometheus ready\n${log}`, () => fetch(`${url}/-/ready`).then((r) => r.ok, () => false), 60_000, 200);
+  return {
+    url,
+    log: () => log,
+    api,
+    scalar: async (query) => {
+      const data = await api<{ result: Array<{ value: [number, string] }> }>(`query?query=${encodeURIComponent(query)}`);
+      return data.result.length === 1 ? data.result[0]!.value[1] : null;
+    },
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(timer);
+      rmSync(tmp, { recursive: true, force: true });
+    },
+  };
+}

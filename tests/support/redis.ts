@@ -3,23 +3,14 @@ import os from "node:os";
 import path from "node:path";
 import Redis, { type RedisOptions } from "ioredis";
 import { startRedisNodes, type RedisNode } from "@/lib/redis-node";
+import { flushPorts, type TestCluster as PackageTestCluster } from "../../lib/redlock/test/support/redis.ts";
 
 /**
- * Real redis-server processes for a test file, on free ports (never 6379), with helpers to stop, kill,
- * pause (SIGSTOP) and restart a single node. Call `await cluster.close()` in `afterAll`.
+ * The engine package's test cluster (the same helpers: stop, kill, pause/SIGSTOP, restart), on the
+ * console's redis-server process helper, with its nodes exposed. Call `await cluster.close()` in `afterAll`.
  */
-export interface TestCluster {
+export interface TestCluster extends PackageTestCluster {
   nodes: RedisNode[];
-  urls: string[];
-  /** A fresh ioredis client per node (closed by `close()`). */
-  clients(options?: RedisOptions): Redis[];
-  client(index: number, options?: RedisOptions): Redis;
-  kill(index: number): Promise<void>;
-  pause(index: number): void;
-  resume(index: number): void;
-  restart(index: number): Promise<void>;
-  flushAll(): Promise<void>;
-  close(): Promise<void>;
 }
 
 export async function startCluster(count: number, extraArgs: readonly string[] = []): Promise<TestCluster> {
@@ -42,24 +33,15 @@ export async function startCluster(count: number, extraArgs: readonly string[] =
   return {
     nodes,
     urls: nodes.map((n) => n.url),
+    ports: nodes.map((n) => n.port),
     client,
     clients: (options) => nodes.map((_, i) => client(i, options)),
     kill: (i) => node(i).kill(),
     pause: (i) => node(i).pause(),
     resume: (i) => node(i).resume(),
+    paused: (i) => node(i).isPaused,
     restart: (i) => node(i).restart(),
-    flushAll: async () => {
-      await Promise.all(
-        nodes.filter((n) => n.running && !n.isPaused).map(async (n) => {
-          const c = new Redis(n.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
-          try {
-            await c.flushall();
-          } finally {
-            c.disconnect();
-          }
-        }),
-      );
-    },
+    flushAll: () => flushPorts(nodes.filter((n) => n.running && !n.isPaused).map((n) => n.port)),
     close: async () => {
       for (const c of opened) c.disconnect();
       await Promise.all(nodes.map((n) => n.stop()));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AuditMerger, auditCsv, auditIdTime, csvCell, matchesFilters, newAuditId, parseAuditRecord, type AuditRecord } from "@/server/audit/records";
+import { AuditMerger, auditCsv, auditIdTime, matchesFilters, newAuditId, parseAuditRecord, type AuditRecord } from "@/server/audit/records";
 import type { AuditEntry } from "@/server/audit/types";
 
 const entry = (over: Partial<AuditEntry> = {}): AuditEntry => ({
@@ -86,13 +86,18 @@ describe("audit records", () => {
   });
 
   it("writes CSV a spreadsheet opens safely", () => {
-    expect(csvCell("plain")).toBe("plain");
-    expect(csvCell('say "hi", then go')).toBe('"say ""hi"", then go"');
-    expect(csvCell("line\nbreak")).toBe('"line\nbreak"');
-    expect(csvCell("=1+1")).toBe(`"'=1+1"`);
-    expect(csvCell("+cmd")).toBe(`"'+cmd"`);
-    expect(csvCell("-2")).toBe(`"'-2"`);
-    expect(csvCell("@SUM(A1)")).toBe(`"'@SUM(A1)"`);
+    // The reason cell sits between the token and the outcome.
+    const reasonCell = (reason: string) => auditCsv([entry({ reason })]).split("\r\n")[1]!.split(",lk1:abc,")[1]!.split(",pending,")[0];
+    expect(reasonCell("plain")).toBe("plain");
+    expect(reasonCell('say "hi", then go')).toBe('"say ""hi"", then go"');
+    expect(reasonCell("line\nbreak")).toBe('"line\nbreak"');
+    expect(reasonCell("it's stuck")).toBe(`"it's stuck"`);
+    expect(reasonCell("=1+1")).toBe(`"'=1+1"`);
+    expect(reasonCell("+cmd")).toBe(`"'+cmd"`);
+    expect(reasonCell("-2")).toBe(`"'-2"`);
+    expect(reasonCell("@SUM(A1)")).toBe(`"'@SUM(A1)"`);
+    expect(reasonCell("\tcmd")).toBe(`"'\tcmd"`);
+    expect(auditCsv([])).toBe("id,time,actor,role,action,resource,holder,fence,token,reason,outcome,nodes,ip,userAgent\r\n");
     const csv = auditCsv([entry({ outcome: "released", nodes: [{ id: "node-0", result: "deleted" }, { id: "node-1", result: "error", error: "timeout" }] })]);
     const [header, row] = csv.trim().split("\r\n");
     expect(header).toBe("id,time,actor,role,action,resource,holder,fence,token,reason,outcome,nodes,ip,userAgent");

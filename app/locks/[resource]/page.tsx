@@ -1,3 +1,4 @@
+import { LockHistory } from "@/components/audit/lock-history";
 import { LockDetailView } from "@/components/locks/lock-detail";
 
 export const dynamic = "force-dynamic";
@@ -16,5 +17,11 @@ function decodeSegment(segment: string): string {
 
 export default async function LockPage({ params }: { params: Promise<{ resource: string }> }) {
   const { resource } = await params;
-  return <LockDetailView resource={decodeSegment(resource)} />;
+  const name = decodeSegment(resource);
+  return (
+    <>
+      <LockDetailView resource={name} />
+      <LockHistory resource={name} />
+    </>
+  );
 }

@@ -1,4 +1,4 @@
-import type { ScriptClient } from "@/lib/redlock";
+import type { ScriptClient } from "@lockscope/redlock";
 import { lockscope } from "./lockscope";
 import { buildReadPlan, readWithPlan, type ReadLimits } from "./read";
 import { redisSemaphore } from "./redis-semaphore";

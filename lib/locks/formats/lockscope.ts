@@ -1,4 +1,4 @@
-import { decodeLockValue, forceRelease } from "@/lib/redlock";
+import { decodeLockValue, forceRelease } from "@lockscope/redlock";
 import { formatReading, stringValue } from "./common";
 import { defineFormat, type FormatHolder, type NodeReleaseResult } from "./types";
 

@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
-import type { ScriptClient } from "@/lib/redlock";
-import { defineScript, runScript, type Script } from "@/lib/redlock/script";
+import type { ScriptClient } from "@lockscope/redlock";
+import { defineScript, runScript, type Script } from "@lockscope/redlock";
 import type { Extras, FormatName, KeyReading, LockFormat, RawReading, ReadType } from "./types";
 
 /**

@@ -1,4 +1,4 @@
-import { defineScript } from "@/lib/redlock/script";
+import { defineScript } from "@lockscope/redlock";
 import { formatReading, holderFingerprint, isEpochMs, lockishName, stringValue } from "./common";
 import { scriptRelease } from "./release";
 import { defineFormat, type FormatHolder, type KeyReading, type RawReading } from "./types";

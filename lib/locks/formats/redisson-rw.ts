@@ -1,4 +1,4 @@
-import { defineScript } from "@/lib/redlock/script";
+import { defineScript } from "@lockscope/redlock";
 import { UUID_SOURCE, formatReading, holderFingerprint } from "./common";
 import { REDISSON_BRACED_LUA } from "./redisson";
 import { scriptRelease } from "./release";

@@ -1,4 +1,4 @@
-import { defineScript } from "@/lib/redlock/script";
+import { defineScript } from "@lockscope/redlock";
 import { UUID_SOURCE, formatReading, holderFingerprint } from "./common";
 import { scriptRelease } from "./release";
 import { defineFormat, type FormatHolder, type RawReading } from "./types";

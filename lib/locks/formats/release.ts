@@ -1,5 +1,5 @@
-import type { ScriptClient } from "@/lib/redlock";
-import { defineScript, runScript, type Script } from "@/lib/redlock/script";
+import type { ScriptClient } from "@lockscope/redlock";
+import { defineScript, runScript, type Script } from "@lockscope/redlock";
 import type { FormatReleaseResult, NodeReleaseResult, ReleaseOptions } from "./types";
 
 /**

@@ -1,4 +1,4 @@
-import type { ScriptClient } from "@/lib/redlock";
+import type { ScriptClient } from "@lockscope/redlock";
 
 /**
  * The lock-format seam. Each lock library lays its locks out in Redis its own way (a string token, a hash of

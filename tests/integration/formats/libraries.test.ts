@@ -4,9 +4,9 @@ import { Mutex, Semaphore } from "redis-semaphore";
 import { createLock, IoredisAdapter } from "redlock-universal";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { decodeReading, formatByName, notifyFlagsFor, readLockKeys, readLockKeysWithoutScripts, type FormatReading, type KeyReading } from "@/lib/locks/formats";
-import { Redlock } from "@/lib/redlock";
+import { Redlock } from "@lockscope/redlock";
 import { startCluster, type TestCluster } from "../../support/redis";
-import { NodeRedlock } from "../redlock/node-redlock";
+import { NodeRedlock } from "../../../lib/redlock/test/support/node-redlock.ts";
 import { RedissonWriter } from "../../support/redisson";
 import { until } from "../../support/wait";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { encodeLockValue } from "@/lib/redlock";
+import { encodeLockValue } from "@lockscope/redlock";
 import { decodeReading, discoverFormat, FORMATS, inferScope, notifyFlagsFor, READ_PLAN, recogniseFormat, type KeyReading, type RawReading } from "@/lib/locks/formats";
 import { parseKeyReply } from "@/lib/locks/formats/read";
 import { DEFAULT_LOCK_PATTERNS, NEVER_LOCKS } from "@/lib/locks/formats/defaults";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decodeHolder, endReason, mergeSamples, transitions } from "@/lib/locks/merge";
 import { missingNotifyFlags, mergedNotifyFlags } from "@/lib/locks/notify";
-import { encodeLockValue } from "@/lib/redlock/identity";
+import { encodeLockValue } from "@lockscope/redlock";
 
 const NOW = 1_700_000_000_000;
 const up3 = [true, true, true];

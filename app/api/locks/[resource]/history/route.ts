@@ -1,0 +1,24 @@
+import { z } from "zod";
+import { getConfig } from "@/server/config";
+import { ApiError } from "@/server/errors";
+import { historyEvents, historyHeldAt } from "@/server/history/service";
+import { LockHistoryQuery } from "@/server/history/query";
+import { route } from "@/server/http";
+import { isLockKey } from "@/server/live";
+
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+const params = z.strictObject({
+  resource: z.string().min(1, "must not be empty").max(1024, "must be at most 1024 characters"),
+});
+
+// GET /api/locks/[resource]/history: the lock's recorded events newest first (keyset pages), or with `at` who held it then
+export const GET = route({ name: "GET /api/locks/[resource]/history", access: "viewer", params, query: LockHistoryQuery }, ({ params: p, query }) => {
+  if (!isLockKey(p.resource)) {
+    throw new ApiError("not_found", `\`${p.resource.slice(0, 200)}\` is not a lock key: it matches none of LOCK_PATTERNS (${getConfig().lockPatterns.join(", ")}).`);
+  }
+  const limit = query.limit ?? 100;
+  if (query.at !== undefined) return historyHeldAt({ at: query.at, resource: p.resource, limit, before: query.before });
+  return historyEvents({ limit, before: query.before, filters: { resource: p.resource, from: query.from, to: query.to } });
+});

@@ -1,0 +1,189 @@
+"use client";
+
+import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
+import { apiFetch } from "../api-client";
+import styles from "./audit-log.module.css";
+
+const PAGE_SIZE = 50;
+
+function timeText(at: number): string {
+  return new Date(at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+}
+
+const NOT_RECORDING = "Lock history is recorded when the console keeps its audit in PostgreSQL (AUDIT_DATABASE_URL); until then only the live timeline is shown.";
+
+/** "Who held it at…": the holds that covered one instant, of one lock or of every lock. */
+function HeldAt({ resource }: { resource?: string }) {
+  const [draft, setDraft] = useState({ at: "", resource: "" });
+  const [asked, setAsked] = useState<{ at: number; resource: string } | null>(null);
+  const target = resource ?? asked?.resource.trim() ?? "";
+  const holds = useQuery({
+    queryKey: ["history-at", target, asked?.at],
+    enabled: asked !== null,
+    queryFn: () => {
+      const at = new Date(asked?.at ?? 0).toISOString();
+      if (resource) return apiFetch<HoldsAnswer>(`/api/locks/${encodeURIComponent(resource)}/history?at=${at}&limit=100`);
+      const params = new URLSearchParams({ at, limit: "100" });
+      if (target) params.set("resource", target);
+      return apiFetch<HoldsAnswer>(`/api/history?${params.toString()}`);
+    },
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const ms = new Date(draft.at).getTime();
+    if (Number.isFinite(ms)) setAsked({ at: ms, resource: draft.resource });
+  };
+  return (
+    <div className={styles.wrap}>
+      <form className={styles.filters} onSubmit={submit} aria-label="Who held it at a given time">
+        {!resource && (
+          <label>
+            Lock key (exact, optional)
+            <input type="search" value={draft.resource} maxLength={1024} onChange={(e) => setDraft({ ...draft, resource: e.target.value })} placeholder="e.g. lock:orders/42" />
+          </label>
+        )}
+        <label>
+          At
+          <input type="datetime-local" step={1} required value={draft.at} onChange={(e) => setDraft({ ...draft, at: e.target.value })} />
+        </label>
+        <div className={styles.filterActions}>
+          <button type="submit" className="button">
+            Who held it
+          </button>
+        </div>
+      </form>
+      {holds.error && (
+        <p role="alert" className="error-text">
+          {holds.error.message}
+        </p>
+      )}
+      {holds.data && !holds.data.recording && <p className="muted">{NOT_RECORDING}</p>}
+      {holds.data?.recording && (
+        <div className="panel">
+          <table className={styles.table} aria-label={`Holds at ${timeText(holds.data.at)}`}>
+            <thead>
+              <tr>
+                <th scope="col">Resource</th>
+                <th scope="col">Holder</th>
+                <th scope="col">Fence</th>
+                <th scope="col">Acquired</th>
+                <th scope="col">Ended</th>
+              </tr>
+            </thead>
+            <tbody>
+              {holds.data.holds.length === 0 && (
+                <tr>
+                  <td colSpan={5} className="muted">
+                    Nothing was held at {timeText(holds.data.at)}.
+                  </td>
+                </tr>
+              )}
+              {holds.data.holds.map((h) => (
+                <tr key={h.id}>
+                  <td className="mono">{h.resource}</td>
+                  <td className="mono" title={h.token}>
+                    {h.holder ?? h.token}
+                  </td>
+                  <td className="mono">{h.fence ?? "—"}</td>
+                  <td>{timeText(h.acquiredAt)}</td>
+                  <td>{h.endedAt === null ? "still held, or its end was not seen" : `${timeText(h.endedAt)} (${h.endType ?? "ended"})`}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** A lock's recorded history, newest first, read page by page from the database beyond what the live view keeps. */
+function RecordedEvents({ resource }: { resource: string }) {
+  const result = useInfiniteQuery({
+    queryKey: ["history", resource],
+    initialPageParam: null as string | null,
+    queryFn: ({ pageParam }) => {
+      const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
+      if (pageParam) params.set("before", pageParam);
+      return apiFetch<EventsAnswer>(`/api/locks/${encodeURIComponent(resource)}/history?${params.toString()}`);
+    },
+    getNextPageParam: (last) => last.next,
+    refetchInterval: 15_000,
+  });
+  const pages = result.data?.pages ?? [];
+  if (pages[0] && !pages[0].recording) return <p className="muted">{NOT_RECORDING}</p>;
+  const events = pages.flatMap((p) => p.events);
+  return (
+    <div className={styles.wrap}>
+      {result.error && (
+        <p role="alert" className="error-text">
+          {result.error.message}
+        </p>
+      )}
+      <div className="panel">
+        <table className={styles.table} aria-label="Recorded history">
+          <thead>
+            <tr>
+              <th scope="col">Time</th>
+              <th scope="col">Event</th>
+              <th scope="col">Holder</th>
+              <th scope="col">Fence</th>
+              <th scope="col">Detail</th>
+            </tr>
+          </thead>
+          <tbody>
+            {events.length === 0 && !result.isPending && (
+              <tr>
+                <td colSpan={5} className="muted">
+                  Nothing recorded yet.
+                </td>
+              </tr>
+            )}
+            {events.map((e) => (
+              <tr key={e.id}>
+                <td>{timeText(e.at)}</td>
+                <td>{e.type}</td>
+                <td className="mono" title={e.token ?? undefined}>
+                  {e.holder ?? e.token ?? "—"}
+                </td>
+                <td className="mono">{e.fence ?? "—"}</td>
+                <td className={styles.reason}>{[e.node, e.detail].filter(Boolean).join(": ") || "—"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {result.hasNextPage && (
+        <div>
+          <button type="button" className="button" onClick={() => void result.fetchNextPage()} disabled={result.isFetchingNextPage}>
+            {result.isFetchingNextPage ? "Loading…" : "Load older events"}
+          </button>
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** The lock page's history section: every recorded event of this lock, and who held it at a given time. */
+export function LockHistory({ resource }: { resource: string }) {
+  return (
+    <section aria-labelledby="lock-history-heading">
+      <h2 id="lock-history-heading">Recorded history</h2>
+      <RecordedEvents resource={resource} />
+      <h3>Who held it at…</h3>
+      <HeldAt resource={resource} />
+    </section>
+  );
+}
+
+/** The audit page's postmortem question: what was held at a given time (of one lock, or of every lock). */
+export function HeldAtLookup() {
+  return (
+    <section aria-labelledby="held-at-heading">
+      <h2 id="held-at-heading">Who held what, when</h2>
+      <HeldAt />
+    </section>
+  );
+}

@@ -1,0 +1,58 @@
+import { BlockList, isIP } from "node:net";
+
+/**
+ * The client's address behind proxies the operator trusts (`TRUSTED_PROXIES`). X-Forwarded-For is read
+ * from the right: each hop appended by a trusted proxy is skipped, and the first address a trusted proxy
+ * did not vouch for is the client. A connection from anywhere else is the client itself, whatever header
+ * it sent (a client can write any X-Forwarded-For it likes).
+ */
+
+/** `10.0.0.0/8`, `192.168.1.5`, `fd00::/8`, `::1`: what TRUSTED_PROXIES may hold. */
+export function parseProxyEntry(entry: string): { address: string; prefix: number; family: "ipv4" | "ipv6" } | null {
+  const [address = "", prefixText, ...rest] = entry.split("/");
+  if (rest.length > 0) return null;
+  const version = isIP(address);
+  if (version === 0) return null;
+  const max = version === 4 ? 32 : 128;
+  const prefix = prefixText === undefined ? max : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max) return null;
+  return { address, prefix, family: version === 4 ? "ipv4" : "ipv6" };
+}
+
+/** The trusted proxies as a BlockList (Node's own CIDR matcher); entries must have passed `parseProxyEntry`. */
+export function trustedProxyList(entries: readonly string[]): BlockList {
+  const list = new BlockList();
+  for (const entry of entries) {
+    const parsed = parseProxyEntry(entry);
+    if (!parsed) throw new TypeError(`Expected \`TRUSTED_PROXIES\` entries to be IP addresses or CIDRs, got \`${entry}\``);
+    list.addSubnet(parsed.address, parsed.prefix, parsed.family);
+  }
+  return list;
+}
+
+/** `::ffff:10.0.0.1` (an IPv4 peer on a dual-stack socket) is 10.0.0.1. */
+function normalise(address: string): string {
+  const trimmed = address.trim();
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(trimmed);
+  return mapped?.[1] ?? trimmed;
+}
+
+function isTrusted(list: BlockList, address: string): boolean {
+  const version = isIP(address);
+  return version !== 0 && list.check(address, version === 4 ? "ipv4" : "ipv6");
+}
+
+export function clientAddress(remote: string | undefined, forwardedFor: string | readonly string[] | undefined, trusted: BlockList | null): string {
+  const peer = remote ? normalise(remote) : "unknown";
+  if (!trusted || forwardedFor === undefined || !isTrusted(trusted, peer)) return peer;
+  const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(",") : (forwardedFor as string)).split(",").map(normalise).filter((h) => h !== "");
+  let nearest = peer;
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = hops[i]!;
+    // Not an address: the proxy that passed it on is the last hop anyone vouched for.
+    if (isIP(hop) === 0) return nearest;
+    if (!isTrusted(trusted, hop)) return hop;
+    nearest = hop;
+  }
+  return nearest;
+}

@@ -1,0 +1,60 @@
+/**
+ * What each console writes about itself on the lock nodes every few seconds, and what it concludes from
+ * the others' entries. Pure: the registry in `server/cluster/registry.ts` does the I/O.
+ */
+export interface ConsoleBeat {
+  /** Unique per process: the name plus a random tail. */
+  id: string;
+  /** Host and port, as an operator would look for it. */
+  name: string;
+  /** `sessionSecretFingerprint` of the key that signs its session cookies. */
+  secret: string;
+  /** True when that key was generated into its data folder (no LOCKSCOPE_SESSION_SECRET). */
+  generated: boolean;
+  /** Epoch ms of the beat. */
+  at: number;
+}
+
+/** An entry older than this is a console that stopped without saying so. */
+export const PEER_STALE_MS = 30_000;
+
+export interface PeerWarning {
+  /** Stable for one condition, so a warning is logged once while it lasts. */
+  key: string;
+  message: string;
+}
+
+export function parseBeat(raw: string): ConsoleBeat | null {
+  try {
+    const v = JSON.parse(raw) as Partial<ConsoleBeat>;
+    if (typeof v.id !== "string" || typeof v.name !== "string" || typeof v.secret !== "string" || typeof v.generated !== "boolean" || typeof v.at !== "number") return null;
+    return { id: v.id, name: v.name, secret: v.secret, generated: v.generated, at: v.at };
+  } catch {
+    return null;
+  }
+}
+
+/** The live other consoles, and what is wrong between them and this one for sessions to work everywhere. */
+export function peerWarnings(self: ConsoleBeat, beats: readonly ConsoleBeat[], nowMs: number): { peers: ConsoleBeat[]; warnings: PeerWarning[] } {
+  const peers = beats.filter((b) => b.id !== self.id && nowMs - b.at < PEER_STALE_MS);
+  const warnings: PeerWarning[] = [];
+  for (const peer of peers) {
+    if (peer.secret !== self.secret) {
+      warnings.push({
+        key: `mismatch:${peer.id}`,
+        message:
+          `console ${peer.name} signs sessions with a different key: a browser signed in on one is signed out on the other. ` +
+          "Set the same LOCKSCOPE_SESSION_SECRET on every console over these lock nodes.",
+      });
+    }
+  }
+  if (self.generated && peers.length > 0) {
+    warnings.push({
+      key: "generated",
+      message:
+        `this console's session key was generated into its data folder and ${peers.length} other console(s) use the same lock nodes: ` +
+        "set one LOCKSCOPE_SESSION_SECRET on all of them.",
+    });
+  }
+  return { peers, warnings };
+}

@@ -1,0 +1,320 @@
+import { z } from "zod";
+
+/**
+ * Where the locks live: one or more deployments, each of a kind, described by environment variables
+ * (one deployment) or by a JSON file (`LOCKSCOPE_DEPLOYMENTS_FILE`, several). Pure: files are read through
+ * the `readFile` the caller passes, so the launcher and the server validate the same way and tests need no
+ * disk. Every mistake found is reported, one line each, never a secret's value.
+ */
+
+/** TLS settings of a deployment's connections (`rediss://` URLs, or `tls` in the file). */
+export interface DeploymentTls {
+  /** PEM file of the CA that signed the servers' certificates; null: the system's CAs. */
+  caFile: string | null;
+  /** PEM client certificate and key, for servers that ask for one (both or neither). */
+  certFile: string | null;
+  keyFile: string | null;
+  /** Name sent in SNI and checked against the server's certificate; null: the host name connected to. */
+  servername: string | null;
+}
+
+/** Credentials that are not in the URLs: a user name, and a file holding the password (never the password). */
+export interface DeploymentAuth {
+  username: string | null;
+  passwordFile: string | null;
+}
+
+interface DeploymentBase {
+  /** Shown on every lock row and in the API; unique, `[a-z0-9-]`. */
+  name: string;
+  /** null: plain TCP (unless a URL says `rediss://`, which uses the system's CAs). */
+  tls: DeploymentTls | null;
+  auth: DeploymentAuth;
+}
+
+export interface SentinelAddress {
+  host: string;
+  port: number;
+}
+
+export type Deployment =
+  | (DeploymentBase & { kind: "redlock"; urls: string[] })
+  | (DeploymentBase & { kind: "standalone"; url: string })
+  | (DeploymentBase & { kind: "sentinel"; sentinels: SentinelAddress[]; master: string; sentinelAuth: DeploymentAuth })
+  | (DeploymentBase & { kind: "cluster"; seeds: string[] });
+
+export type DeploymentKind = Deployment["kind"];
+export const DEPLOYMENT_KINDS: readonly DeploymentKind[] = ["redlock", "standalone", "sentinel", "cluster"];
+
+/** Every mistake in the deployment settings, one line each (`lines`); the message is those lines. */
+export class DeploymentConfigError extends Error {
+  constructor(readonly lines: readonly string[]) {
+    super(lines.join("\n"));
+    this.name = "DeploymentConfigError";
+  }
+}
+
+/** Kinds the configuration describes but the console does not watch: refused at start rather than half-watched. */
+const UNWATCHED_KINDS: ReadonlySet<DeploymentKind> = new Set(["cluster"]);
+
+export type ReadFile = (path: string) => string;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const NAME = /^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$/;
+
+/** A URL as it may be shown: the password masked, nothing else changed. */
+export function maskUrl(url: string): string {
+  return url.replace(/(\/\/[^/@\s]*?:)[^/@\s]*@/g, "$1****@");
+}
+
+function urlProblem(s: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    return "is not a URL";
+  }
+  if (u.protocol !== "redis:" && u.protocol !== "rediss:") return "is not a redis:// or rediss:// URL";
+  if (u.hostname === "") return "has no host";
+  if (u.port !== "" && !(Number(u.port) >= 1 && Number(u.port) <= 65535)) return "has a port outside 1 to 65535";
+  if (u.pathname !== "" && u.pathname !== "/" && !/^\/\d{1,2}$/.test(u.pathname)) return "has a path other than a database number (/0 to /15)";
+  return null;
+}
+
+function addressProblem(s: string): SentinelAddress | string {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(s);
+  if (!m) return "is not host:port";
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return "has a port outside 1 to 65535";
+  return { host: (m[1] as string).replace(/^\[|\]$/g, ""), port };
+}
+
+const list = (s: string) => s.split(",").map((p) => p.trim());
+
+class Collector {
+  readonly lines: string[] = [];
+  constructor(private readonly readFile: ReadFile | undefined) {}
+
+  add(line: string): void {
+    this.lines.push(line);
+  }
+
+  /** A list of URLs: each wrong one named by position, never with its password. */
+  urls(where: string, raw: string[], max: number): string[] {
+    if (raw.length === 0 || raw.every((u) => u === "")) this.add(`${where} is empty: expected comma-separated redis:// or rediss:// URLs.`);
+    else if (raw.length > max) this.add(`${where} has ${raw.length} URLs: at most ${max}.`);
+    raw.forEach((u, i) => {
+      const problem = u === "" ? "is empty" : urlProblem(u);
+      if (problem) this.add(`${where}: URL ${i + 1} (${JSON.stringify(maskUrl(u))}) ${problem}: expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.`);
+    });
+    return raw;
+  }
+
+  /** A file the console must read at start: checked now, so a wrong path is one line here, not a retry loop later. */
+  file(where: string, path: string | null, kind: "pem" | "secret"): string | null {
+    if (path === null) return null;
+    if (!this.readFile) return path;
+    let text: string;
+    try {
+      text = this.readFile(path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      this.add(`${where}=${JSON.stringify(path)} cannot be read${code ? ` (${code})` : ""}: expected a readable file.`);
+      return path;
+    }
+    if (kind === "pem" && !/-----BEGIN [A-Z0-9 ]+-----/.test(text)) this.add(`${where}=${JSON.stringify(path)} holds no PEM block: expected a PEM file (-----BEGIN …-----).`);
+    if (kind === "secret" && text.trim() === "") this.add(`${where}=${JSON.stringify(path)} is empty: expected a file holding the password.`);
+    return path;
+  }
+
+  tls(where: (field: string) => string, raw: { caFile?: string; certFile?: string; keyFile?: string; servername?: string }): DeploymentTls | null {
+    const caFile = this.file(where("caFile"), raw.caFile ?? null, "pem");
+    const certFile = this.file(where("certFile"), raw.certFile ?? null, "pem");
+    const keyFile = this.file(where("keyFile"), raw.keyFile ?? null, "pem");
+    const servername = raw.servername ?? null;
+    if ((certFile === null) !== (keyFile === null)) this.add(`${where(certFile === null ? "certFile" : "keyFile")} is missing: a client certificate needs both its certificate and its key file.`);
+    if (servername !== null && !/^[A-Za-z0-9.-]{1,253}$/.test(servername)) this.add(`${where("servername")}=${JSON.stringify(servername)} is invalid: expected a host name for SNI.`);
+    if (caFile === null && certFile === null && keyFile === null && servername === null) return null;
+    return { caFile, certFile, keyFile, servername };
+  }
+
+  auth(where: (field: string) => string, raw: { username?: string; passwordFile?: string }): DeploymentAuth {
+    const username = raw.username ?? null;
+    if (username !== null && !/^[\x21-\x7e]{1,128}$/.test(username)) this.add(`${where("username")} is invalid: expected an ACL user name of printable characters without spaces.`);
+    return { username, passwordFile: this.file(where("passwordFile"), raw.passwordFile ?? null, "secret") };
+  }
+}
+
+const ENV_TLS = { caFile: "REDIS_TLS_CA_FILE", certFile: "REDIS_TLS_CERT_FILE", keyFile: "REDIS_TLS_KEY_FILE", servername: "REDIS_TLS_SERVERNAME" } as const;
+const ENV_AUTH = { username: "REDIS_USERNAME", passwordFile: "REDIS_PASSWORD_FILE" } as const;
+const ENV_SENTINEL_AUTH = { username: "REDIS_SENTINEL_USERNAME", passwordFile: "REDIS_SENTINEL_PASSWORD_FILE" } as const;
+
+function envValue(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  return raw === undefined || raw.trim() === "" ? undefined : raw.trim();
+}
+
+function pick<K extends string>(env: Env, names: Readonly<Record<K, string>>): Partial<Record<K, string>> {
+  const out: Partial<Record<K, string>> = {};
+  for (const [field, name] of Object.entries(names) as Array<[K, string]>) {
+    const value = envValue(env, name);
+    if (value !== undefined) out[field] = value;
+  }
+  return out;
+}
+
+/** The deployment the environment variables describe, if any (at most one: several need the file). */
+function fromEnv(env: Env, c: Collector): Deployment[] {
+  const named = (names: Readonly<Record<string, string>>) => (field: string) => names[field] ?? field;
+  const tls = c.tls(named(ENV_TLS), pick(env, ENV_TLS));
+  const auth = c.auth(named(ENV_AUTH), pick(env, ENV_AUTH));
+  const out: Deployment[] = [];
+  const urls = envValue(env, "REDIS_URLS");
+  const url = envValue(env, "REDIS_URL");
+  const sentinels = envValue(env, "REDIS_SENTINELS");
+  const master = envValue(env, "REDIS_SENTINEL_MASTER");
+  const cluster = envValue(env, "REDIS_CLUSTER_URLS");
+  if (urls !== undefined) out.push({ name: "default", kind: "redlock", urls: c.urls("REDIS_URLS", list(urls), 15), tls, auth });
+  if (url !== undefined) out.push({ name: "default", kind: "standalone", url: c.urls("REDIS_URL", [url], 1)[0] ?? url, tls, auth });
+  if (sentinels !== undefined || master !== undefined) {
+    const addresses: SentinelAddress[] = [];
+    if (sentinels === undefined) c.add("REDIS_SENTINELS is missing: REDIS_SENTINEL_MASTER needs the sentinels' host:port list, e.g. 10.0.0.1:26379,10.0.0.2:26379.");
+    else
+      list(sentinels).forEach((s, i) => {
+        const a = addressProblem(s);
+        if (typeof a === "string") c.add(`REDIS_SENTINELS: entry ${i + 1} (${JSON.stringify(s)}) ${a}: expected host:port, e.g. 10.0.0.1:26379.`);
+        else addresses.push(a);
+      });
+    if (master === undefined) c.add("REDIS_SENTINEL_MASTER is missing: REDIS_SENTINELS needs the name of the master the sentinels monitor, e.g. mymaster.");
+    else if (!/^[A-Za-z0-9._-]{1,128}$/.test(master)) c.add(`REDIS_SENTINEL_MASTER=${JSON.stringify(master)} is invalid: expected a master name of letters, digits, '.', '_' or '-'.`);
+    const sentinelAuth = c.auth(named(ENV_SENTINEL_AUTH), pick(env, ENV_SENTINEL_AUTH));
+    out.push({ name: "default", kind: "sentinel", sentinels: addresses, master: master ?? "", tls, auth, sentinelAuth });
+  }
+  if (cluster !== undefined) out.push({ name: "default", kind: "cluster", seeds: c.urls("REDIS_CLUSTER_URLS", list(cluster), 50), tls, auth });
+  if (out.length === 0) {
+    // Settings for a deployment that is not there would be ignored by the embedded nodes: say so instead.
+    const orphans = [...Object.values(ENV_TLS), ...Object.values(ENV_AUTH), ...Object.values(ENV_SENTINEL_AUTH)].filter((n) => envValue(env, n) !== undefined);
+    if (orphans.length > 0) c.add(`${orphans.join(", ")} ${orphans.length === 1 ? "is" : "are"} set without a deployment: set REDIS_URLS, REDIS_URL or REDIS_SENTINELS too.`);
+  }
+  if (out.length > 1) {
+    const set = ["REDIS_URLS", "REDIS_URL", "REDIS_SENTINELS", "REDIS_CLUSTER_URLS"].filter((n) => envValue(env, n) !== undefined || (n === "REDIS_SENTINELS" && master !== undefined));
+    c.add(`${set.join(", ")} are all set: the variables describe one deployment; describe several in LOCKSCOPE_DEPLOYMENTS_FILE.`);
+  }
+  return out;
+}
+
+const tlsSchema = z.strictObject({ caFile: z.string().min(1).optional(), certFile: z.string().min(1).optional(), keyFile: z.string().min(1).optional(), servername: z.string().optional() });
+const authFields = { username: z.string().optional(), passwordFile: z.string().min(1).optional() };
+const fileEntry = z.strictObject({
+  name: z.string(),
+  kind: z.enum(["redlock", "standalone", "sentinel", "cluster"]),
+  urls: z.array(z.string()).optional(),
+  url: z.string().optional(),
+  sentinels: z.array(z.string()).optional(),
+  master: z.string().optional(),
+  seeds: z.array(z.string()).optional(),
+  tls: tlsSchema.optional(),
+  ...authFields,
+  sentinelAuth: z.strictObject(authFields).optional(),
+});
+const fileSchema = z.strictObject({ deployments: z.array(fileEntry).min(1).max(32) });
+
+/** The file's fields each kind needs and allows. */
+const KIND_FIELDS: Record<DeploymentKind, { needs: string[]; allows: string[] }> = {
+  redlock: { needs: ["urls"], allows: [] },
+  standalone: { needs: ["url"], allows: [] },
+  sentinel: { needs: ["sentinels", "master"], allows: ["sentinelAuth"] },
+  cluster: { needs: ["seeds"], allows: [] },
+};
+const KIND_SPECIFIC = ["urls", "url", "sentinels", "master", "seeds", "sentinelAuth"];
+
+function fromFile(path: string, c: Collector, readFile: ReadFile): Deployment[] {
+  const where = `LOCKSCOPE_DEPLOYMENTS_FILE=${JSON.stringify(path)}`;
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    c.add(`${where} cannot be read${code ? ` (${code})` : ""}: expected a readable JSON file.`);
+    return [];
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    c.add(`${where} is not JSON (${(error as Error).message}): expected {"deployments": [{"name": …, "kind": …}, …]}.`);
+    return [];
+  }
+  const parsed = fileSchema.safeParse(json);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const at = issue.path.length > 0 ? issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "") : "(top level)";
+      c.add(`${where}: ${at}: ${issue.message}.`);
+    }
+    return [];
+  }
+  const seen = new Set<string>();
+  const out: Deployment[] = [];
+  parsed.data.deployments.forEach((d, i) => {
+    const at = (field: string) => `${where}: deployments[${i}].${field}`;
+    if (!NAME.test(d.name)) c.add(`${at("name")}=${JSON.stringify(d.name)} is invalid: expected 1 to 40 lower-case letters, digits or '-'.`);
+    else if (seen.has(d.name)) c.add(`${at("name")}=${JSON.stringify(d.name)} is used twice: each deployment needs its own name.`);
+    seen.add(d.name);
+    const fields = KIND_FIELDS[d.kind];
+    const record = d as Record<string, unknown>;
+    for (const f of fields.needs) if (record[f] === undefined) c.add(`${at(f)} is missing: a ${d.kind} deployment needs it.`);
+    for (const f of KIND_SPECIFIC) if (record[f] !== undefined && !fields.needs.includes(f) && !fields.allows.includes(f)) c.add(`${at(f)} does not apply to a ${d.kind} deployment.`);
+    const tls = d.tls ? c.tls((f) => at(`tls.${f}`), d.tls) : null;
+    const auth = c.auth(at, d);
+    const base = { name: d.name, tls, auth };
+    if (d.kind === "redlock" && d.urls) out.push({ ...base, kind: "redlock", urls: c.urls(at("urls"), d.urls, 15) });
+    else if (d.kind === "standalone" && d.url !== undefined) out.push({ ...base, kind: "standalone", url: c.urls(at("url"), [d.url], 1)[0] ?? d.url });
+    else if (d.kind === "cluster" && d.seeds) out.push({ ...base, kind: "cluster", seeds: c.urls(at("seeds"), d.seeds, 50) });
+    else if (d.kind === "sentinel" && d.sentinels && d.master !== undefined) {
+      const sentinels: SentinelAddress[] = [];
+      d.sentinels.forEach((s, j) => {
+        const a = addressProblem(s);
+        if (typeof a === "string") c.add(`${at(`sentinels[${j}]`)} (${JSON.stringify(s)}) ${a}: expected host:port.`);
+        else sentinels.push(a);
+      });
+      if (sentinels.length === 0 && d.sentinels.length === 0) c.add(`${at("sentinels")} is empty: expected the sentinels' host:port list.`);
+      if (!/^[A-Za-z0-9._-]{1,128}$/.test(d.master)) c.add(`${at("master")}=${JSON.stringify(d.master)} is invalid: expected a master name.`);
+      out.push({ ...base, kind: "sentinel", sentinels, master: d.master, sentinelAuth: c.auth((f) => at(`sentinelAuth.${f}`), d.sentinelAuth ?? {}) });
+    }
+  });
+  return out;
+}
+
+/**
+ * The deployments the configuration describes; `null` when none is (the launcher then starts embedded
+ * nodes). Throws `DeploymentConfigError` listing every mistake. Without `readFile` the files named are
+ * not opened (their contents are checked where they are read).
+ */
+export function parseDeployments(env: Env, readFile?: ReadFile): Deployment[] | null {
+  const c = new Collector(readFile);
+  const file = envValue(env, "LOCKSCOPE_DEPLOYMENTS_FILE");
+  let deployments: Deployment[];
+  if (file !== undefined) {
+    const clashing = ["REDIS_URLS", "REDIS_URL", "REDIS_SENTINELS", "REDIS_SENTINEL_MASTER", "REDIS_CLUSTER_URLS"].filter((n) => envValue(env, n) !== undefined);
+    if (clashing.length > 0) c.add(`LOCKSCOPE_DEPLOYMENTS_FILE and ${clashing.join(", ")} are both set: describe the deployments in one place.`);
+    deployments = readFile ? fromFile(file, c, readFile) : [];
+  } else {
+    deployments = fromEnv(env, c);
+  }
+  for (const d of deployments) {
+    const urls = d.kind === "redlock" ? d.urls : d.kind === "standalone" ? [d.url] : d.kind === "cluster" ? d.seeds : null;
+    // TLS is chosen per URL by its scheme: settings no URL would use are a mistake, not a silent no-op.
+    if (d.tls && urls && !urls.some((u) => u.startsWith("rediss://"))) {
+      c.add(`${file === undefined ? "REDIS_TLS_*" : `deployment ${JSON.stringify(d.name)}: tls`} is set but no URL of ${file === undefined ? "the deployment" : "it"} is rediss://: use rediss:// URLs for TLS.`);
+    }
+  }
+  for (const d of deployments) {
+    if (UNWATCHED_KINDS.has(d.kind)) c.add(`${file === undefined ? "REDIS_CLUSTER_URLS" : `deployment ${JSON.stringify(d.name)}`}: Redis Cluster deployments are not supported by this console: watch each primary as a standalone deployment, or use a Sentinel or Redlock deployment.`);
+  }
+  if (file !== undefined && deployments.length > 1) {
+    c.add(`LOCKSCOPE_DEPLOYMENTS_FILE=${JSON.stringify(file)} describes ${deployments.length} deployments (${deployments.map((d) => d.name).join(", ")}): a console watches one; run one console per deployment.`);
+  }
+  if (c.lines.length > 0) throw new DeploymentConfigError(c.lines);
+  return deployments.length > 0 ? deployments : null;
+}

@@ -1,0 +1,151 @@
+import type { NodeSwitch } from "./connections";
+import type { RunSettings } from "./settings";
+import type { Worker } from "./strategy";
+import type { FaultMode, FaultReport } from "./types";
+
+/** Acts on the processes of nodes this program started itself (SIGKILL then restart, SIGSTOP then SIGCONT). */
+export interface NodeProcessControl {
+  kill(index: number): Promise<void>;
+  restart(index: number): Promise<void>;
+  pause(index: number): void;
+  resume(index: number): void;
+}
+
+/** What the fault acts on, and what it reads of its run. */
+export interface FaultEnvironment {
+  processControl: NodeProcessControl | null;
+  switches: readonly NodeSwitch[];
+  workers: () => readonly Worker[];
+  /** The run's notes, where a fault that failed says so. */
+  notes: string[];
+  /** performance.now() at the run's start, 0 before. */
+  startedAt: () => number;
+  /** The run is still running (not halted, not stopping). */
+  mayStart: () => boolean;
+}
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * The run's injected fault: a node killed (then restarted) or paused (then continued) when the run owns
+ * its process, else the workers' own connections cut or stalled; at `atMs`, for `forMs` or until the end.
+ */
+export class FaultInjector {
+  readonly report: FaultReport | null;
+  #active = false;
+  #timers: Array<ReturnType<typeof setTimeout>> = [];
+  #work: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly fault: RunSettings["fault"],
+    readonly mode: FaultMode,
+    private readonly env: FaultEnvironment,
+  ) {
+    this.report = fault
+      ? { node: fault.node, kind: fault.kind, mode, startedAtMs: null, endedAtMs: null, description: describeFault(fault, mode, null) }
+      : null;
+  }
+
+  /** Clears the timers not yet fired. */
+  cancel(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+  }
+
+  /** Ends the fault, noting (never throwing) when the node could not be brought back. */
+  endOrNote(): Promise<void> {
+    return this.end().catch((error: unknown) => {
+      this.env.notes.push(`Could not bring node ${this.report?.node} back: ${errorText(error)}`);
+    });
+  }
+
+  /** Arms the fault's start (and end) timers; the run calls it when its workers start. */
+  schedule(): void {
+    const fault = this.fault;
+    if (!fault) return;
+    this.#timers.push(
+      setTimeout(() => {
+        this.#work = this.#work.then(() => this.#start());
+      }, fault.atMs),
+    );
+    if (fault.forMs !== undefined) {
+      this.#timers.push(
+        setTimeout(() => {
+          void this.endOrNote();
+        }, fault.atMs + fault.forMs),
+      );
+    }
+  }
+
+  async #start(): Promise<void> {
+    const fault = this.fault;
+    const report = this.report;
+    if (!fault || !report || this.#active || !this.env.mayStart()) return;
+    this.#active = true;
+    report.startedAtMs = Math.round(performance.now() - this.env.startedAt());
+    const control = this.env.processControl;
+    try {
+      if (control) {
+        if (fault.kind === "kill") await control.kill(fault.node);
+        else control.pause(fault.node);
+      } else if (fault.kind === "kill") {
+        // Cut: the workers' connections to the node close and refuse commands until the fault ends.
+        for (const worker of this.env.workers()) worker.clients[fault.node]?.disconnect();
+      } else {
+        this.env.switches[fault.node]!.stall();
+      }
+    } catch (error) {
+      this.env.notes.push(`The fault on node ${fault.node} failed: ${errorText(error)}`);
+    }
+    report.description = describeFault(fault, this.mode, report);
+  }
+
+  /** Ends the fault (idempotent), after any fault step already under way. */
+  end(): Promise<void> {
+    const step = this.#work.then(() => this.#restore());
+    this.#work = step.catch(() => {});
+    return step;
+  }
+
+  async #restore(): Promise<void> {
+    const fault = this.fault;
+    const report = this.report;
+    if (!fault || !report || !this.#active) return;
+    this.#active = false;
+    const control = this.env.processControl;
+    if (control) {
+      if (fault.kind === "kill") await control.restart(fault.node);
+      else control.resume(fault.node);
+    } else if (fault.kind === "kill") {
+      await Promise.all(
+        this.env.workers().map((worker) => {
+          const client = worker.clients[fault.node];
+          return client && client.status === "end" ? client.connect().catch(() => {}) : Promise.resolve();
+        }),
+      );
+    } else {
+      this.env.switches[fault.node]!.resume();
+    }
+    report.endedAtMs = this.env.startedAt() === 0 ? null : Math.round(performance.now() - this.env.startedAt());
+    report.description = describeFault(fault, this.mode, report);
+  }
+}
+
+export function describeFault(fault: NonNullable<RunSettings["fault"]>, mode: FaultMode, report: FaultReport | null): string {
+  const span = fault.forMs === undefined ? "until the run ends" : `for ${fault.forMs} ms`;
+  const notOwned = "(the console does not own that node's process, so the node itself keeps running)";
+  let what: string;
+  if (mode === "process") {
+    what =
+      fault.kind === "kill"
+        ? `Kills node ${fault.node}'s redis-server (SIGKILL) at ${fault.atMs} ms and restarts it, empty, ${fault.forMs === undefined ? "when the run ends" : `${fault.forMs} ms later`}`
+        : `Stops node ${fault.node}'s redis-server (SIGSTOP) at ${fault.atMs} ms ${span}, then continues it (SIGCONT)`;
+  } else {
+    what =
+      fault.kind === "kill"
+        ? `Cuts the lab workers' own connections to node ${fault.node} at ${fault.atMs} ms ${span} ${notOwned}`
+        : `Stalls the lab workers' own commands to node ${fault.node} at ${fault.atMs} ms ${span} ${notOwned}`;
+  }
+  if (!report || report.startedAtMs === null) return `${what}.`;
+  const when = report.endedAtMs === null ? `; started at ${report.startedAtMs} ms` : `; it lasted from ${report.startedAtMs} to ${report.endedAtMs} ms`;
+  return `${what}${when}.`;
+}

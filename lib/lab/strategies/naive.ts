@@ -1,0 +1,33 @@
+import { acquireNaive, NaiveLockLostError, NaiveLockTimeoutError, releaseNaive, abortableSleep } from "@lockscope/redlock";
+import { retryDelayFor } from "../settings";
+import { readWorkWrite, type Strategy } from "../strategy";
+
+/** The single-node SETNX lock on node 0, from the engine's naive module; retries counted here. */
+export const naive: Strategy = {
+  async step(worker, ctx) {
+    const client = worker.clients[0]!;
+    const waitStart = performance.now();
+    const retryDelayMs = retryDelayFor(ctx.settings.workers);
+    let token: string | null = null;
+    while (token === null) {
+      if (ctx.close.aborted) return "stopped";
+      try {
+        // timeoutMs 0: one SETNX per call, so this loop sees (and counts) every retry.
+        token = await acquireNaive(client, ctx.keys.lock, ctx.settings.ttlMs, { timeoutMs: 0, retryDelayMs: 0, label: `lab ${ctx.runId} worker ${worker.index}` });
+      } catch (error) {
+        if (!(error instanceof NaiveLockTimeoutError)) throw error;
+        ctx.tally.retries += 1;
+        await abortableSleep(retryDelayMs, ctx.close);
+      }
+    }
+    ctx.tally.waits.push(performance.now() - waitStart);
+    try {
+      return await readWorkWrite(ctx, client);
+    } finally {
+      await releaseNaive(client, ctx.keys.lock, token).catch((error: unknown) => {
+        if (error instanceof NaiveLockLostError) ctx.tally.locksLost += 1;
+        else ctx.tally.errors += 1;
+      });
+    }
+  },
+};

@@ -1,0 +1,43 @@
+import { AcquireAbortedError, fencedWrite, type RedlockLock } from "@lockscope/redlock";
+import { readWorkWrite, type Strategy } from "../strategy";
+
+/** Redlock over every node; fenced, the stock is read and written only with a current fence. */
+export const redlock: Strategy = {
+  async step(worker, ctx) {
+    const client = worker.clients[0]!;
+    const waitStart = performance.now();
+    let lock: RedlockLock;
+    try {
+      lock = await worker.redlock!.acquire([ctx.keys.lock], ctx.settings.ttlMs, { signal: ctx.close });
+    } catch (error) {
+      if (error instanceof AcquireAbortedError) ctx.tally.retries += Math.max(0, error.attempts - 1);
+      throw error;
+    }
+    ctx.tally.waits.push(performance.now() - waitStart);
+    ctx.tally.retries += lock.attempts - 1;
+    try {
+      const fence = lock.fence;
+      if (fence === null) return await readWorkWrite(ctx, client);
+      // A fenced read: adding 0 records our fence on the stock, so a holder that paused past its TTL
+      // has its later write refused even when we have not written yet.
+      const read = await fencedWrite(client, ctx.keys.stock, fence, { type: "incrby", by: 0 });
+      if (!read.applied) {
+        ctx.tally.staleWritesRejected += 1;
+        return "rejected";
+      }
+      const stock = Number(read.value);
+      if (!(stock > 0)) return "sold-out";
+      await ctx.busy();
+      if (ctx.halt.aborted) return "stopped";
+      const write = await fencedWrite(client, ctx.keys.stock, fence, { type: "set", value: String(stock - 1) });
+      if (!write.applied) {
+        ctx.tally.staleWritesRejected += 1;
+        return "rejected";
+      }
+      return ctx.sold(stock - 1);
+    } finally {
+      const released = await lock.release().catch(() => ({ released: false }));
+      if (!released.released) ctx.tally.locksLost += 1;
+    }
+  },
+};

@@ -1,0 +1,389 @@
+/**
+ * node-redlock's API on this engine: the 5.x API (`acquire`, `release`, `extend`, `using`, `ExecutionError`
+ * with per-attempt stats, `ResourceLockedError`, the "error" event) and the 4.x API (`lock`, `unlock`,
+ * `extend`, `disposer`, callbacks, `LockError`, the "clientError" event) on one class, so an application
+ * switches by changing its import. Locks are taken by the engine: they carry its holder identity, are handed
+ * over on release and show in its telemetry, and exclude node-redlock's own locks (same keys).
+ */
+import { EventEmitter } from "node:events";
+import { createRequire } from "node:module";
+import { acquireLock, type AttemptObserver } from "./acquire.ts";
+import type { RedlockClient } from "./client.ts";
+import { NodesFailedError, ResourceHeldError, toError, type NodeVote } from "./errors.ts";
+import type { RedlockLock } from "./lock.ts";
+import { engineOf, Redlock as NativeRedlock } from "./redlock.ts";
+import type { RedlockSettings } from "./settings.ts";
+import { usingLock } from "./using.ts";
+
+/** node-redlock's settings (5.x names; 4.x takes the same). */
+export interface Settings {
+  readonly driftFactor: number;
+  readonly retryCount: number;
+  readonly retryDelay: number;
+  readonly retryJitter: number;
+  readonly automaticExtensionThreshold: number;
+}
+
+const defaultSettings: Readonly<Settings> = Object.freeze({
+  driftFactor: 0.01,
+  retryCount: 10,
+  retryDelay: 200,
+  retryJitter: 100,
+  automaticExtensionThreshold: 500,
+});
+
+/** A client as node-redlock takes it (an ioredis `Redis`); the engine's interface is what it needs. */
+export type Client = RedlockClient & { quit?(): Promise<unknown> };
+
+/** One attempt's votes, as node-redlock reports them. */
+export interface ExecutionStats {
+  readonly membershipSize: number;
+  readonly quorumSize: number;
+  readonly votesFor: Set<Client>;
+  readonly votesAgainst: Map<Client, Error>;
+}
+
+export interface ExecutionResult {
+  attempts: ReadonlyArray<Promise<ExecutionStats>>;
+}
+
+/** Another lock holds one or more of the resources (a node's vote against). */
+export class ResourceLockedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ResourceLockedError";
+  }
+}
+
+/** An operation did not reach a quorum within its retries; `attempts` has each attempt's stats. */
+export class ExecutionError extends Error {
+  constructor(message: string, readonly attempts: ReadonlyArray<Promise<ExecutionStats>>) {
+    super(message);
+    this.name = "ExecutionError";
+  }
+}
+
+/** 4.x: a lock could not be taken, released or extended; `attempts` counts the attempts made. */
+export class LockError extends Error {
+  constructor(message: string, readonly attempts: number = 0) {
+    super(message);
+    this.name = "LockError";
+  }
+}
+
+type Callback<T> = (error: Error | null, value?: T) => void;
+
+/** Settles `callback` (4.x style) from `promise`, and returns the promise for callers that await it. */
+function nodeify<T>(promise: Promise<T>, callback?: Callback<T>): Promise<T> {
+  if (typeof callback === "function") {
+    promise.then(
+      (value) => callback(null, value),
+      (error: unknown) => callback(toError(error)),
+    );
+    // The callback has the error: the returned promise must not also become an unhandled rejection.
+    promise.catch(() => {});
+  }
+  return promise;
+}
+
+const natives = new WeakMap<object, { native: RedlockLock; released: boolean }>();
+
+/** A held lock. 5.x: `extend()` returns a new Lock. 4.x locks (from `lock()`) are extended in place. */
+export class Lock {
+  constructor(
+    readonly redlock: Redlock,
+    readonly resources: string[],
+    readonly value: string,
+    public attempts: ReadonlyArray<Promise<ExecutionStats>>,
+    /** Epoch ms at which the lock's validity runs out; 0 once released or replaced by an extension. */
+    public expiration: number,
+  ) {}
+
+  release(): Promise<ExecutionResult> {
+    return this.redlock.release(this);
+  }
+
+  extend(duration: number): Promise<Lock> {
+    return this.redlock.extend(this, duration);
+  }
+}
+
+/** A 4.x lock: `resource` as given to `lock()`, attempts as a count, callbacks. */
+export class LegacyLock {
+  constructor(
+    readonly redlock: Redlock,
+    readonly resource: string | string[],
+    readonly value: string,
+    public expiration: number,
+    public attempts: number,
+    public attemptsRemaining: number,
+  ) {}
+
+  unlock(callback?: Callback<void>): Promise<void> {
+    return this.redlock.unlock(this, callback);
+  }
+
+  extend(ttl: number, callback?: Callback<LegacyLock>): Promise<LegacyLock> {
+    return this.redlock.extend(this, ttl, callback);
+  }
+}
+
+/** node-redlock's `using()` signal: aborted when the lock could not be extended, with the reason in `error`. */
+export type RedlockAbortSignal = AbortSignal & { error?: Error };
+
+const durationError = () => new Error("Duration must be an integer value in milliseconds.");
+const QUORUM_MESSAGE = "The operation was unable to achieve a quorum during its retry window.";
+
+export default class Redlock extends EventEmitter {
+  /** 4.x: `Redlock.Lock` and `Redlock.LockError`, for `instanceof`. */
+  static readonly Lock = LegacyLock;
+  static readonly LockError = LockError;
+
+  readonly clients: Set<Client>;
+  /** 4.x name of the clients. */
+  readonly servers: Client[];
+  readonly settings: Settings;
+  readonly #engines = new Map<string, NativeRedlock>();
+
+  constructor(clients: Iterable<Client>, settings: Partial<Settings> = {}, scripts: Record<string, unknown> = {}) {
+    super();
+    // node-redlock emits "error" for every vote against; without a listener that would throw.
+    this.on("error", () => {});
+    this.clients = new Set(clients);
+    this.servers = [...this.clients];
+    if (this.clients.size === 0) throw new Error("Redlock must be instantiated with at least one redis client.");
+    const custom = ["lockScript", "unlockScript", "extendScript", "acquireScript", "releaseScript"].filter(
+      (name) => typeof (settings as Record<string, unknown>)[name] === "function" || typeof scripts[name] === "function",
+    );
+    // The engine's scripts are what make hand-over, identity and fences work: a custom script would be
+    // ignored, so it is refused rather than dropped without a word.
+    if (custom.length > 0) throw new TypeError(`Custom scripts (${custom.join(", ")}) are not supported: the engine runs its own scripts`);
+    this.settings = this.#merge(settings);
+  }
+
+  #merge(settings: Partial<Settings> | undefined): Settings {
+    const pick = (name: keyof Settings) => (typeof settings?.[name] === "number" ? settings[name] : (this.settings ?? defaultSettings)[name]);
+    return {
+      driftFactor: pick("driftFactor"),
+      retryCount: pick("retryCount"),
+      retryDelay: pick("retryDelay"),
+      retryJitter: pick("retryJitter"),
+      automaticExtensionThreshold: pick("automaticExtensionThreshold"),
+    };
+  }
+
+  /** One engine per distinct settings (most applications use one), sharing the clients. */
+  #engine(settings: Settings): NativeRedlock {
+    const key = `${settings.driftFactor}/${settings.retryCount}/${settings.retryDelay}/${settings.retryJitter}/${settings.automaticExtensionThreshold}`;
+    let engine = this.#engines.get(key);
+    if (!engine) {
+      const native: RedlockSettings = {
+        driftFactor: settings.driftFactor,
+        retryCount: settings.retryCount,
+        retryDelayMs: Math.max(0, Math.round(settings.retryDelay)),
+        retryJitterMs: Math.max(0, Math.round(settings.retryJitter)),
+        automaticExtensionThresholdMs: Math.max(1, Math.round(settings.automaticExtensionThreshold)),
+      };
+      engine = new NativeRedlock(this.servers, native);
+      this.#engines.set(key, engine);
+    }
+    return engine;
+  }
+
+  #stats(votes: readonly NodeVote[], resources: number): Promise<ExecutionStats> {
+    const stats: ExecutionStats = { membershipSize: this.servers.length, quorumSize: Math.floor(this.servers.length / 2) + 1, votesFor: new Set(), votesAgainst: new Map() };
+    for (const vote of votes) {
+      const client = this.servers[vote.index]!;
+      if (vote.vote === "for") stats.votesFor.add(client);
+      else if (vote.vote === "against" || vote.vote === "error") {
+        const error = vote.vote === "error" ? (vote.error ?? new Error("failed")) : new ResourceLockedError(`The operation was applied to: 0 of the ${resources} requested resources.`);
+        stats.votesAgainst.set(client, error);
+        this.emit("error", error);
+        if (vote.vote === "error") this.emit("clientError", error);
+      }
+    }
+    return Promise.resolve(stats);
+  }
+
+  /** Closes the engine's own connections and runs `quit()` on every client (as node-redlock does). */
+  async quit(): Promise<void> {
+    await Promise.all([...this.#engines.values()].map((e) => e.quit()));
+    await Promise.all(this.servers.map((c) => Promise.resolve(c.quit?.())));
+  }
+
+  /** Runs `operation` with an observer that keeps each acquisition attempt's stats; a refusal becomes ExecutionError. */
+  async #attempted<T>(resources: readonly string[], operation: (onAttempt: AttemptObserver) => Promise<T>): Promise<{ value: T; attempts: Array<Promise<ExecutionStats>> }> {
+    const attempts: Array<Promise<ExecutionStats>> = [];
+    try {
+      const value = await operation((votes) => attempts.push(this.#stats(votes, resources.length)));
+      return { value, attempts };
+    } catch (error) {
+      if (error instanceof ResourceHeldError || error instanceof NodesFailedError) throw new ExecutionError(QUORUM_MESSAGE, attempts);
+      throw error;
+    }
+  }
+
+  #take(resources: string[], duration: number, settings: Settings): Promise<{ value: RedlockLock; attempts: Array<Promise<ExecutionStats>> }> {
+    if (Math.floor(duration) !== duration) return Promise.reject(durationError());
+    const engine = engineOf(this.#engine(settings));
+    return this.#attempted(resources, async (onAttempt) => {
+      // Listen for releases before the first attempt (as using() does): waiters that register before the
+      // subscriptions are up retry once when they come up, which would spend one of node-redlock's
+      // counted retries on catching up rather than on the lock.
+      engine.notifications.retain();
+      try {
+        await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs);
+        return await acquireLock(engine, resources, duration, undefined, onAttempt);
+      } finally {
+        engine.notifications.unretain();
+      }
+    });
+  }
+
+  /** 5.x: locks `resources` for `duration` ms; rejects with `ExecutionError` when no quorum was reached. */
+  async acquire(resources: string[], duration: number, settings?: Partial<Settings>): Promise<Lock> {
+    const { value: native, attempts } = await this.#take(resources, duration, this.#merge(settings));
+    const lock = new Lock(this, resources, native.value, attempts, native.expiresAt);
+    natives.set(lock, { native, released: false });
+    return lock;
+  }
+
+  /** 5.x: releases the lock; rejects with `ExecutionError` when a quorum did not hold it any more. */
+  async release(lock: Lock, _settings?: Partial<Settings>): Promise<ExecutionResult> {
+    lock.expiration = 0;
+    const held = natives.get(lock);
+    const attempts: Array<Promise<ExecutionStats>> = [];
+    if (held && !held.released) {
+      held.released = true;
+      const result = await held.native.release();
+      attempts.push(this.#stats(result.votes, lock.resources.length));
+      if (result.released) return { attempts };
+    }
+    throw new ExecutionError(QUORUM_MESSAGE, attempts);
+  }
+
+  /** 5.x: a new Lock for `duration` ms more (the old one is spent); 4.x: extends the lock in place. */
+  extend(existing: Lock, duration: number, settings?: Partial<Settings>): Promise<Lock>;
+  extend(existing: LegacyLock, ttl: number, callback?: Callback<LegacyLock>): Promise<LegacyLock>;
+  extend(existing: Lock | LegacyLock, duration: number, third?: Partial<Settings> | Callback<LegacyLock>): Promise<Lock | LegacyLock> {
+    if (existing instanceof LegacyLock) return nodeify(this.#extendLegacy(existing, duration), typeof third === "function" ? third : undefined);
+    return this.#extend(existing, duration);
+  }
+
+  async #extend(existing: Lock, duration: number): Promise<Lock> {
+    if (Math.floor(duration) !== duration) throw durationError();
+    const held = natives.get(existing);
+    if (!held || held.released || existing.expiration < Date.now()) throw new ExecutionError("Cannot extend an already-expired lock.", []);
+    existing.expiration = 0;
+    try {
+      await held.native.extend(duration);
+    } catch (error) {
+      throw new ExecutionError(`${QUORUM_MESSAGE} (${toError(error).message})`, []);
+    }
+    natives.delete(existing);
+    const replacement = new Lock(this, existing.resources, existing.value, [], held.native.expiresAt);
+    natives.set(replacement, held);
+    return replacement;
+  }
+
+  /**
+   * 5.x: runs `routine` under the lock, extending it while `automaticExtensionThreshold` of validity is
+   * left; `signal.aborted` (with `signal.error`) tells the routine the lock could not be extended.
+   */
+  using<T>(resources: string[], duration: number, settings: Partial<Settings>, routine: (signal: RedlockAbortSignal) => Promise<T>): Promise<T>;
+  using<T>(resources: string[], duration: number, routine: (signal: RedlockAbortSignal) => Promise<T>): Promise<T>;
+  async using<T>(
+    resources: string[],
+    duration: number,
+    settingsOrRoutine: Partial<Settings> | ((signal: RedlockAbortSignal) => Promise<T>),
+    maybeRoutine?: (signal: RedlockAbortSignal) => Promise<T>,
+  ): Promise<T> {
+    if (Math.floor(duration) !== duration) throw durationError();
+    const settings = this.#merge(typeof settingsOrRoutine === "function" ? undefined : settingsOrRoutine);
+    const routine = maybeRoutine ?? settingsOrRoutine;
+    if (typeof routine !== "function") throw new Error("INVARIANT: routine is not a function.");
+    if (settings.automaticExtensionThreshold > duration - 100) {
+      throw new Error("A lock `duration` must be at least 100ms greater than the `automaticExtensionThreshold` setting.");
+    }
+    const engine = engineOf(this.#engine(settings));
+    const withSignal = (signal: AbortSignal) => {
+      const compat = signal as RedlockAbortSignal;
+      signal.addEventListener("abort", () => (compat.error = toError(signal.reason)), { once: true });
+      return routine(compat);
+    };
+    const { value } = await this.#attempted(resources, (onAttempt) => usingLock<T>(engine, resources, duration, {}, withSignal, onAttempt));
+    return value;
+  }
+
+  // ---- 4.x ----
+
+  /** 4.x: locks `resource` (a name or an array) for `ttl` ms; rejects (or calls back) with `LockError`. */
+  lock(resource: string | string[], ttl: number, callback?: Callback<LegacyLock>): Promise<LegacyLock> {
+    return nodeify(this.#lockLegacy(resource, ttl, this.settings), callback);
+  }
+
+  /** 4.x: `lock()` with per-call settings. */
+  lockWithOptions(resource: string | string[], ttl: number, options: Partial<Settings>, callback?: Callback<LegacyLock>): Promise<LegacyLock> {
+    return nodeify(this.#lockLegacy(resource, ttl, this.#merge(options)), callback);
+  }
+
+  async #lockLegacy(resource: string | string[], ttl: number, settings: Settings): Promise<LegacyLock> {
+    const resources = Array.isArray(resource) ? resource : [resource];
+    try {
+      const { value: native, attempts } = await this.#take(resources, ttl, settings);
+      const lock = new LegacyLock(this, resource, native.value, native.expiresAt, attempts.length, settings.retryCount - attempts.length);
+      natives.set(lock, { native, released: false });
+      return lock;
+    } catch (error) {
+      if (error instanceof ExecutionError) {
+        throw new LockError(`Exceeded ${error.attempts.length} attempts to lock the resource ${JSON.stringify(resource)}.`, error.attempts.length);
+      }
+      throw error;
+    }
+  }
+
+  /** 4.x: releases the lock; rejects (or calls back) with `LockError` when a quorum did not hold it. */
+  unlock(lock: LegacyLock, callback?: Callback<void>): Promise<void> {
+    const run = async () => {
+      lock.expiration = 0;
+      const held = natives.get(lock);
+      if (held && !held.released) {
+        held.released = true;
+        const result = await held.native.release();
+        for (const vote of result.votes) if (vote.vote === "error" && vote.error) this.emit("clientError", vote.error);
+        if (result.released) return;
+      }
+      throw new LockError(`Unable to fully release the lock on resource ${JSON.stringify(lock.resource)}.`);
+    };
+    return nodeify(run(), callback);
+  }
+
+  async #extendLegacy(lock: LegacyLock, ttl: number): Promise<LegacyLock> {
+    const held = natives.get(lock);
+    if (!held || held.released || lock.expiration < Date.now()) {
+      throw new LockError(`Cannot extend lock on resource ${JSON.stringify(lock.resource)} because the lock has already expired.`, 0);
+    }
+    try {
+      await held.native.extend(ttl);
+    } catch {
+      throw new LockError(`Unable to extend the lock on resource ${JSON.stringify(lock.resource)}.`, 1);
+    }
+    lock.expiration = held.native.expiresAt;
+    lock.attempts = 1;
+    return lock;
+  }
+
+  /**
+   * 4.x: a bluebird disposer for `Promise.using()` that unlocks when the block ends (errors of the unlock
+   * go to `unlockErrorHandler`). bluebird is the application's, as with 4.x: it is loaded when this is called.
+   */
+  disposer(resource: string | string[], ttl: number, unlockErrorHandler?: (error: Error) => void): unknown {
+    const require = createRequire(import.meta.url);
+    const Bluebird = require("bluebird") as { resolve<T>(value: Promise<T>): { disposer(dispose: (value: T) => unknown): unknown } };
+    return Bluebird.resolve(this.#lockLegacy(resource, ttl, this.settings)).disposer((lock) =>
+      lock.unlock().catch((error: unknown) => unlockErrorHandler?.(toError(error))),
+    );
+  }
+}
+
+export { Redlock };

@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type RedlockClient, type SubscriberClient } from "../index.ts";
+
+/** A client that records what it is asked and answers nothing: these tests must fail before any command. */
+function fakeClient(calls: string[]): RedlockClient {
+  return {
+    evalsha: (sha) => {
+      calls.push(`evalsha ${sha}`);
+      return new Promise(() => {});
+    },
+    eval: () => {
+      calls.push("eval");
+      return new Promise(() => {});
+    },
+    set: () => {
+      calls.push("set");
+      return new Promise(() => {});
+    },
+    duplicate: (): SubscriberClient => {
+      throw new Error("not in this test");
+    },
+  };
+}
+
+describe("bad arguments fail at the entry point with a TypeError naming the argument", () => {
+  const calls: string[] = [];
+  const clients = [fakeClient(calls), fakeClient(calls), fakeClient(calls)];
+  const redlock = new Redlock(clients);
+
+  it.each([
+    [() => redlock.acquire(["lock:a"], -5), "Expected `ttlMs` to be a positive integer, got `-5` (number)"],
+    [() => redlock.acquire(["lock:a"], 1.5), "Expected `ttlMs` to be a positive integer, got `1.5` (number)"],
+    [() => redlock.acquire([], 1000), "Expected `resources` to be a non-empty array of non-empty strings, got `` (array)"],
+    [() => redlock.acquire("lock:a" as unknown as string[], 1000), "Expected `resources` to be a non-empty array of non-empty strings"],
+    [() => redlock.acquire(["lock:a", "lock:a"], 1000), "Expected `resources` to be an array without duplicates"],
+    [() => redlock.acquire(["lock:a"], 1000, { retryCount: -2 }), "Expected `retryCount` to be a non-negative integer, got `-2` (number)"],
+    [() => redlock.acquire(["lock:a"], 1000, { fenced: "yes" as unknown as boolean }), "Expected `fenced` to be a boolean"],
+    [() => redlock.acquire(["lock:a"], 1000, { signal: {} as AbortSignal }), "Expected `signal` to be an AbortSignal"],
+    [() => redlock.using(["lock:a"], 300, () => 1), "Expected `ttlMs` to be greater than `automaticExtensionThresholdMs` (500)"],
+    [() => redlock.using(["lock:a"], 1000, {}, undefined as unknown as () => void), "Expected `routine` to be a function"],
+    [() => forceRelease(clients, "lock:a", { nodeTimeoutMs: 0 }), "Expected `nodeTimeoutMs` to be a positive integer, got `0` (number)"],
+    [() => forceRelease(clients, ""), "Expected `resource` to be a non-empty string"],
+    [() => fencedWrite(clients[0]!, "stock", "01", { type: "del" }), "Expected `fence` to be a decimal fence string, got `\"01\"` (string)"],
+    [() => fencedWrite(clients[0]!, "stock", "1", { type: "incrby", by: 0.5 }), "Expected `operation.by` to be an integer"],
+    [() => fencedWrite(clients[0]!, "stock", "1", { type: "del" }, { timeoutMs: 0 }), "Expected `timeoutMs` to be a positive integer, got `0` (number)"],
+  ] as Array<[() => unknown, string]>)("%#", async (call, message) => {
+    const error: unknown = await Promise.resolve()
+      .then(call)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as Error).message).toContain(message);
+  });
+
+  it("checks settings and clients when the engine is made", () => {
+    expect(() => new Redlock([])).toThrow("Expected `clients` to be a non-empty array of Redis clients, got `` (array)");
+    expect(() => new Redlock([{} as RedlockClient])).toThrow(TypeError);
+    expect(() => new Redlock([clients[0]!, clients[0]!])).toThrow("one per node");
+    expect(() => new Redlock(clients, { driftFactor: 2 })).toThrow("Expected `driftFactor` to be a number from 0 to 0.5, got `2` (number)");
+    expect(() => new Redlock(clients, { retryDelayMs: -1 })).toThrow("Expected `retryDelayMs` to be a non-negative integer, got `-1` (number)");
+    expect(() => new Redlock(clients, { nodeTimeoutMs: 0 })).toThrow("Expected `nodeTimeoutMs` to be a positive integer");
+    expect(() => new Redlock(clients, { label: 5 as unknown as string })).toThrow("Expected `label` to be a string or null, got `5` (number)");
+  });
+
+  it("refuses an unknown setting or option by name, with the nearest known name, instead of ignoring it", async () => {
+    // node-redlock's names, and a typo: each would otherwise leave its default in force without a word.
+    const unknown = (settings: object) => () => new Redlock(clients, settings);
+    expect(unknown({ retryDelay: 50 })).toThrow(TypeError);
+    expect(unknown({ retryDelay: 50 })).toThrow("Unknown setting `retryDelay`: did you mean retryDelayMs?");
+    expect(unknown({ retryJitter: 10 })).toThrow("Unknown setting `retryJitter`: did you mean retryJitterMs?");
+    expect(unknown({ automaticExtensionThreshold: 10 })).toThrow("did you mean automaticExtensionThresholdMs?");
+    expect(unknown({ fenceed: true })).toThrow("Unknown setting `fenceed`: did you mean fenced?");
+    const option = await Promise.resolve()
+      .then(() => redlock.acquire(["lock:a"], 1000, { retryDelay: 5 } as never))
+      .catch((e: unknown) => e);
+    expect(option).toBeInstanceOf(TypeError);
+    expect((option as Error).message).toContain("Unknown acquire option `retryDelay`: did you mean");
+  });
+
+  it("sent no command for any of them", () => {
+    expect(calls).toEqual([]);
+  });
+
+  it("has frozen defaults", () => {
+    expect(Object.isFrozen(DEFAULT_SETTINGS)).toBe(true);
+    expect(DEFAULT_SETTINGS).toMatchObject({ driftFactor: 0.01, retryCount: 10, retryDelayMs: 200, retryJitterMs: 100, automaticExtensionThresholdMs: 500 });
+    expect(redlock.settings.nodeTimeoutMs).toBe(200);
+  });
+});

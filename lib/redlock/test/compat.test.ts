@@ -1,0 +1,284 @@
+import { createRequire } from "node:module";
+import Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LegacyLock} from "../compat.ts";
+import Redlock, { ExecutionError, Lock, LockError, ResourceLockedError, type ExecutionStats } from "../compat.ts";
+import { freePort, startCluster, type TestCluster } from "./support/redis.ts";
+import { until } from "./support/wait.ts";
+
+// node-redlock's own suites (5.x src/single.test.ts and src/multi.test.ts, 4.x test.js) check these
+// behaviours; here they are checked against the compat entry on real redis-server nodes.
+
+const HUGE = Math.floor(Number.MAX_SAFE_INTEGER / 10);
+/** node-redlock's own tolerance: the TTL on a node is the requested one to within 200 ms. */
+const bucket = (ms: number) => Math.floor(ms / 200);
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => new Error("expected a rejection"),
+    (error: unknown) => error,
+  );
+}
+
+async function settledStats(error: ExecutionError): Promise<ExecutionStats[]> {
+  const settled = await Promise.allSettled(error.attempts);
+  expect(settled.every((s) => s.status === "fulfilled")).toBe(true);
+  return settled.map((s) => (s as PromiseFulfilledResult<ExecutionStats>).value);
+}
+
+describe.each([1, 3])("compat, the 5.x API, on %i node(s)", (count) => {
+  let cluster: TestCluster;
+  let nodes: Redis[];
+  let redlock: Redlock;
+
+  beforeAll(async () => {
+    cluster = await startCluster(count);
+    nodes = cluster.clients();
+    redlock = new Redlock(nodes);
+  });
+  afterAll(async () => {
+    await Promise.all([...[redlock].map((r) => r.quit().catch(() => {}))]);
+    await cluster.close();
+  });
+
+  const onEvery = (key: string) => Promise.all(nodes.map((n) => n.get(key)));
+  const ttlBuckets = (key: string) => Promise.all(nodes.map(async (n) => bucket(await n.pttl(key))));
+
+  it("acquires, extends (a new Lock) and releases single and multi-resource locks, with the TTL asked for", async () => {
+    for (const resources of [["{r}a"], ["{r}a1", "{r}a2"]]) {
+      let lock = await redlock.acquire(resources, HUGE);
+      expect(lock).toBeInstanceOf(Lock);
+      for (const key of resources) {
+        expect(await onEvery(key)).toEqual(nodes.map(() => lock.value));
+        expect(await ttlBuckets(key)).toEqual(nodes.map(() => bucket(HUGE)));
+      }
+      const before = lock;
+      lock = await lock.extend(3 * HUGE);
+      expect(lock).not.toBe(before);
+      expect(before.expiration).toBe(0);
+      for (const key of resources) {
+        expect(await onEvery(key)).toEqual(nodes.map(() => lock.value));
+        expect(await ttlBuckets(key)).toEqual(nodes.map(() => bucket(3 * HUGE)));
+      }
+      const result = await lock.release();
+      expect(result.attempts).toHaveLength(1);
+      // Released on a quorum when it resolves (as node-redlock's release); the last node follows.
+      for (const key of resources) await until(`${key} deleted on every node`, async () => (await onEvery(key)).every((v) => v === null));
+    }
+  });
+
+  it("locks are exclusive: 11 attempts (retryCount 10), each vote against a ResourceLockedError; overlapping resources stay untouched", async () => {
+    const lock = await redlock.acquire(["{r}c1", "{r}c2"], HUGE);
+    const errors: Error[] = [];
+    const onError = (e: Error) => errors.push(e);
+    redlock.on("error", onError);
+    const error = await rejection(redlock.acquire(["{r}c2", "{r}c3"], HUGE, { retryDelay: 10, retryJitter: 5 }));
+    redlock.off("error", onError);
+    expect(error).toBeInstanceOf(ExecutionError);
+    const stats = await settledStats(error as ExecutionError);
+    expect(stats).toHaveLength(11);
+    for (const s of stats) {
+      expect(s.membershipSize).toBe(count);
+      expect(s.quorumSize).toBe(Math.floor(count / 2) + 1);
+      for (const v of s.votesAgainst.values()) expect(v).toBeInstanceOf(ResourceLockedError);
+    }
+    expect(errors.length).toBeGreaterThanOrEqual(11);
+    expect(errors.every((e) => e instanceof ResourceLockedError)).toBe(true);
+    expect(await onEvery("{r}c2")).toEqual(nodes.map(() => lock.value));
+    expect(await onEvery("{r}c3")).toEqual(nodes.map(() => null));
+    await lock.release();
+  });
+
+  it("locks expire by themselves, and another can take them then", async () => {
+    const lock = await redlock.acquire(["{r}d"], 200);
+    expect(await onEvery("{r}d")).toEqual(nodes.map(() => lock.value));
+    await until("the lock expired", async () => (await onEvery("{r}d")).every((v) => v === null));
+    const second = await redlock.acquire(["{r}d"], 200);
+    expect(await onEvery("{r}d")).toEqual(nodes.map(() => second.value));
+    await second.release();
+  });
+
+  it("using() acquires, extends while the routine runs, and releases; one at a time", async () => {
+    let inside = 0;
+    const routine = async (signal: AbortSignal & { error?: Error }) => {
+      expect(inside).toBe(0);
+      inside += 1;
+      const value = await nodes[0]!.get("{r}x");
+      expect(typeof value).toBe("string");
+      // 300 ms locks extended 100 ms before they run out: wait for an extension, seen as a TTL that grew.
+      let last = await nodes[0]!.pttl("{r}x");
+      await until("the lock was extended", async () => {
+        const now = await nodes[0]!.pttl("{r}x");
+        const grew = now > last;
+        last = now;
+        return grew;
+      });
+      expect(signal.aborted).toBe(false);
+      expect(signal.error).toBeUndefined();
+      expect(await nodes[0]!.get("{r}x")).toBe(value);
+      inside -= 1;
+      return value;
+    };
+    const first = await redlock.using(["{r}x"], 300, { automaticExtensionThreshold: 100 }, routine);
+    const second = await redlock.using(["{r}x"], 300, { automaticExtensionThreshold: 100 }, routine);
+    expect(first).not.toBe(second);
+    expect(await onEvery("{r}x")).toEqual(nodes.map(() => null));
+  });
+
+  it("using() aborts its signal, with signal.error, when the lock is lost", async () => {
+    const outcome = await redlock.using(["{r}lost"], 400, { automaticExtensionThreshold: 200 }, async (signal) => {
+      await Promise.all(nodes.map((n) => n.del("{r}lost")));
+      await until("the signal aborted", () => signal.aborted);
+      return signal.error;
+    });
+    expect(outcome).toBeInstanceOf(Error);
+  });
+
+  it("refuses what node-redlock refuses: no clients, a fractional duration, extending an expired lock, a short using() duration", async () => {
+    expect(() => new Redlock([])).toThrow("Redlock must be instantiated with at least one redis client.");
+    await expect(redlock.acquire(["{r}e"], 1.5)).rejects.toThrow("Duration must be an integer value in milliseconds.");
+    const lock = await redlock.acquire(["{r}e"], 100);
+    await until("the lock's validity ran out", () => lock.expiration < Date.now());
+    const error = await rejection(lock.extend(100));
+    expect(error).toBeInstanceOf(ExecutionError);
+    expect((error as Error).message).toBe("Cannot extend an already-expired lock.");
+    await expect(redlock.using(["{r}e"], 500, () => Promise.resolve(1))).rejects.toThrow("at least 100ms greater than the `automaticExtensionThreshold`");
+  });
+});
+
+describe("compat, the 5.x API, on 3 nodes with one or two taken by someone else", () => {
+  let cluster: TestCluster;
+  let a: Redis, b: Redis, c: Redis;
+  let redlock: Redlock;
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    [a, b, c] = cluster.clients() as [Redis, Redis, Redis];
+    redlock = new Redlock([a, b, c]);
+  });
+  afterAll(async () => cluster.close());
+
+  it("succeeds when a minority of nodes refuse, and leaves that node's key alone through extend and release", async () => {
+    await c.set("{r}b", "other");
+    let lock = await redlock.acquire(["{r}b"], HUGE);
+    expect([await a.get("{r}b"), await b.get("{r}b"), await c.get("{r}b"), await c.pttl("{r}b")]).toEqual([lock.value, lock.value, "other", -1]);
+    lock = await lock.extend(3 * HUGE);
+    expect(bucket(await a.pttl("{r}b"))).toBe(bucket(3 * HUGE));
+    expect([await c.get("{r}b"), await c.pttl("{r}b")]).toEqual(["other", -1]);
+    await lock.release();
+    expect([await a.get("{r}b"), await b.get("{r}b"), await c.get("{r}b")]).toEqual([null, null, "other"]);
+  });
+
+  it("fails when a majority refuse: 11 attempts, each vote against says 0 of the 1 resources", async () => {
+    await b.set("{r}c", "other1");
+    await c.set("{r}c", "other2");
+    const error = await rejection(redlock.acquire(["{r}c"], HUGE));
+    expect(error).toBeInstanceOf(ExecutionError);
+    const stats = await settledStats(error as ExecutionError);
+    expect(stats).toHaveLength(11);
+    for (const s of stats) {
+      expect(s.votesAgainst.size).toBe(2);
+      for (const v of s.votesAgainst.values()) {
+        expect(v).toBeInstanceOf(ResourceLockedError);
+        expect(v.message).toBe("The operation was applied to: 0 of the 1 requested resources.");
+      }
+    }
+    expect([await a.get("{r}c"), await b.get("{r}c"), await c.get("{r}c")]).toEqual([null, "other1", "other2"]);
+  });
+});
+
+describe("compat on a node that does not answer", () => {
+  it("fails with 11 attempts whose votes against are the client's own error", async () => {
+    const dead = new Redis({ port: await freePort(), maxRetriesPerRequest: 0, retryStrategy: () => null, reconnectOnError: () => false });
+    dead.on("error", () => {});
+    const redlock = new Redlock([dead], { retryDelay: 10, retryJitter: 5 });
+    const error = await rejection(redlock.acquire(["{r}b"], HUGE));
+    expect(error).toBeInstanceOf(ExecutionError);
+    const stats = await settledStats(error as ExecutionError);
+    expect(stats).toHaveLength(11);
+    for (const s of stats) for (const v of s.votesAgainst.values()) expect(v.message).toBe("Connection is closed.");
+    dead.disconnect();
+  });
+});
+
+interface Bluebird {
+  using<T, R>(disposer: unknown, use: (value: T) => Promise<R> | R): Promise<R>;
+}
+
+describe("compat, the 4.x API (lock, unlock, extend, disposer, callbacks)", () => {
+  let cluster: TestCluster;
+  let nodes: Redis[];
+  let redlock: Redlock;
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    nodes = cluster.clients();
+    redlock = new Redlock(nodes, { retryCount: 2, retryDelay: 150, retryJitter: 50 });
+  });
+  afterAll(async () => cluster.close());
+
+  const lockCb = (resource: string | string[], ttl: number) =>
+    new Promise<[Error | null, LegacyLock | undefined]>((resolve) => void redlock.lock(resource, ttl, (err, lock) => resolve([err, lock])));
+
+  it.each([["single", "legacy:r"], ["multi", ["legacy:r1", "legacy:r2"]]] as const)("%s resource: the lock life cycle with callbacks", async (_, resource) => {
+    const [err1, one] = await lockCb(resource as string | string[], 200);
+    expect(err1).toBeNull();
+    expect(one).toBeInstanceOf(Redlock.Lock);
+    expect(one!.attempts).toBe(1);
+    expect(one!.expiration).toBeGreaterThan(Date.now() - 1);
+    // Waits for the first lock to expire (200 ms, inside the retry budget of 3 attempts 150 ms apart).
+    const [err2, two] = await lockCb(resource as string | string[], 800);
+    expect(err2).toBeNull();
+    expect(two!.attempts).toBeGreaterThan(1);
+    expect(Date.now() + 1).toBeGreaterThan(one!.expiration);
+    const unlocked = new Promise<Error | null>((resolve) => void two!.unlock((e) => resolve(e)));
+    expect(two!.expiration).toBe(0);
+    expect(await unlocked).toBeNull();
+    expect(await new Promise<Error | null>((resolve) => void two!.unlock((e) => resolve(e)))).toBeInstanceOf(LockError);
+    const extendErr = await new Promise<Error | null>((resolve) => void two!.extend(200, (e) => resolve(e)));
+    expect(extendErr).toBeInstanceOf(Redlock.LockError);
+    expect((extendErr as LockError).attempts).toBe(0);
+    const [, three] = await lockCb(resource as string | string[], 800);
+    expect(three!.attempts).toBe(1);
+    const before = three!.expiration;
+    const four = await new Promise<LegacyLock | undefined>((resolve) => void three!.extend(800, (_e, l) => resolve(l)));
+    expect(four).toBe(three);
+    expect(four!.expiration).toBeGreaterThan(before - 1);
+    const [failed] = await lockCb(resource as string | string[], 200);
+    expect(failed).toBeInstanceOf(LockError);
+    expect((failed as LockError).attempts).toBe(3);
+    await until("the lock's validity ran out", () => four!.expiration < Date.now());
+    const expired = await rejection(four!.extend(800));
+    expect(expired).toBeInstanceOf(LockError);
+    expect((expired as LockError).attempts).toBe(0);
+    await until("the lock expired on the nodes", async () => (await nodes[0]!.exists(...(Array.isArray(resource) ? resource : [resource]))) === 0);
+    const five = await redlock.lock(resource as string | string[], 800);
+    expect(five.attempts).toBe(1);
+    await five.unlock();
+  });
+
+  it("lockWithOptions counts the attempts left", async () => {
+    const lock = await redlock.lockWithOptions("legacy:o", 200, { retryCount: 10, retryDelay: 1 });
+    expect([lock.attempts, lock.attemptsRemaining]).toEqual([1, 9]);
+    await lock.unlock();
+  });
+
+  it("disposer() releases after a bluebird Promise.using block, also an extended lock", async () => {
+    const bluebird = createRequire(import.meta.url)("bluebird") as Bluebird;
+    await bluebird.using(redlock.disposer("legacy:d", 500), async (lock: LegacyLock) => {
+      expect(await nodes[0]!.get("legacy:d")).toBe(lock.value);
+      await lock.extend(1000);
+    });
+    expect(await nodes[0]!.get("legacy:d")).toBeNull();
+    const unlockErrors: Error[] = [];
+    await bluebird.using(redlock.disposer("legacy:d", 500, (e) => unlockErrors.push(e)), async (lock: LegacyLock) => {
+      // Taken from under it: the unlock at the end of the block fails, and the handler hears of it.
+      await Promise.all(nodes.map((n) => n.del("legacy:d")));
+      return lock;
+    });
+    expect(unlockErrors).toHaveLength(1);
+    expect(unlockErrors[0]).toBeInstanceOf(LockError);
+  });
+
+  it("refuses custom scripts instead of ignoring them", () => {
+    expect(() => new Redlock(nodes, { lockScript: (s: string) => s } as never)).toThrow("Custom scripts (lockScript) are not supported");
+  });
+});

@@ -1,0 +1,222 @@
+import type Redis from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { fencedWrite, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "../index.ts";
+import { until } from "./support/wait.ts";
+import { startCluster, type TestCluster } from "./support/redis.ts";
+import { failFastClients } from "./support/support.ts";
+
+/** Every client answers a PING (a fail-fast client reconnects a moment after its node came back). */
+const answering = (clients: Redis[]) =>
+  until("every client answers", async () => (await Promise.all(clients.map((c) => c.ping().then(() => true, () => false)))).every(Boolean));
+
+describe.each([1, 3, 5])("Redlock on %i node(s)", (size) => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  let redlock: Redlock;
+  beforeAll(async () => {
+    cluster = await startCluster(size);
+    clients = await failFastClients(cluster);
+    redlock = new Redlock(clients, { retryCount: 3, retryDelayMs: 20, retryJitterMs: 10, nodeTimeoutMs: 150 });
+  });
+  afterAll(async () => {
+    await redlock.quit();
+    await cluster.close();
+  });
+
+  it("needs a quorum of floor(N/2)+1 and keeps contenders exclusive", async () => {
+    expect(redlock.quorum).toBe(Math.floor(size / 2) + 1);
+    const contenders = Array.from({ length: 3 }, () => new Redlock(clients, { retryCount: -1, retryDelayMs: 20 }));
+    let inside = 0;
+    let overlaps = 0;
+    await Promise.all(
+      Array.from({ length: 30 }, async (_, i) => {
+        const engine = contenders[i % 3]!;
+        const lock = await engine.acquire(["lock:size"], 2000);
+        if (++inside > 1) overlaps += 1;
+        await clients[0]!.ping(); // some work inside the critical section: a round trip
+        inside -= 1;
+        await engine.release(lock);
+      }),
+    );
+    await Promise.all(contenders.map((c) => c.quit()));
+    expect(overlaps).toBe(0);
+  });
+
+  it(`survives ${Math.floor((size - 1) / 2)} dead node(s) and refuses with NodesFailedError beyond that`, async () => {
+    const tolerated = Math.floor((size - 1) / 2);
+    for (let i = 0; i < tolerated; i++) await cluster.kill(i);
+    const lock = await redlock.acquire(["lock:quorum"], 2000);
+    expect((await redlock.release(lock)).released).toBe(true);
+
+    await cluster.kill(tolerated);
+    const error: unknown = await redlock.acquire(["lock:quorum"], 2000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NodesFailedError);
+    const failed = error as NodesFailedError;
+    expect(failed.reason).toBe("errors");
+    expect(failed.attempts).toBe(4);
+    expect(failed.votes.filter((v) => v.vote === "error").map((v) => v.index)).toEqual(Array.from({ length: tolerated + 1 }, (_, i) => i));
+    expect(failed.votes.filter((v) => v.vote === "error").every((v) => v.error instanceof Error)).toBe(true);
+
+    for (let i = 0; i <= tolerated; i++) await cluster.restart(i);
+    await answering(clients);
+  });
+});
+
+describe("wake-ups when a node fails", () => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    clients = await failFastClients(cluster);
+  });
+  afterAll(async () => {
+    await cluster.close();
+  });
+
+  it("still wake a waiter at once after the node its engine listened on died", async () => {
+    const holder = new Redlock(clients, { nodeTimeoutMs: 150 });
+    // Retry delay and holder's TTL outlast the test: only a wake-up or a grant can end the wait.
+    const waiter = new Redlock(clients, { retryCount: -1, retryDelayMs: 120_000, retryJitterMs: 0, nodeTimeoutMs: 150 });
+    let refusals = 0;
+    waiter.on("attempt-failed", () => (refusals += 1));
+    const lock = await holder.acquire(["lock:wake-failover"], 120_000);
+    const waiting = waiter.acquire(["lock:wake-failover"], 5000);
+    // Refused, queued, and listening: a fresh engine tries once more when its subscriptions take effect.
+    await until("refused twice", () => refusals === 2);
+    await cluster.kill(0);
+    await lock.release();
+    const next = await waiting;
+    await waiter.release(next);
+    await Promise.all([holder.quit(), waiter.quit()]);
+    await cluster.restart(0);
+    await answering(clients);
+  });
+
+  it("a lock held through rolling restarts of empty nodes stays exclusive: extensions write it back", async () => {
+    const holder = new Redlock(clients, { nodeTimeoutMs: 150, automaticExtensionThresholdMs: 400 });
+    const restored: number[] = [];
+    holder.on("restored", (event) => restored.push(...event.nodes));
+    await holder.using(["lock:rolling"], 800, async (signal) => {
+      for (const node of [0, 1]) {
+        await cluster.restart(node);
+        await answering(clients);
+        await until(`node ${node} holds the lock again`, () => restored.includes(node));
+      }
+      // Without the write-backs the lock would now be on node 2 alone, and free to take on 0 and 1.
+      const other = new Redlock(clients, { retryCount: 0, nodeTimeoutMs: 150 });
+      await expect(other.acquire(["lock:rolling"], 1000)).rejects.toBeInstanceOf(ResourceHeldError);
+      expect(signal.aborted).toBe(false);
+      await other.quit();
+    });
+    await holder.quit();
+  });
+});
+
+describe("slow and stopped nodes", () => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    clients = cluster.clients({ maxRetriesPerRequest: 0 });
+  });
+  afterEach(() => {
+    cluster.resume(0);
+  });
+
+  it("fencedWrite gives up on a stopped node after its timeout", async () => {
+    cluster.pause(0);
+    const error: unknown = await fencedWrite(clients[0]!, "stock:stopped", "7", { type: "set", value: "1" }, { timeoutMs: 100 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NodeTimeoutError);
+    cluster.resume(0);
+  });
+  afterAll(async () => {
+    await cluster.close();
+  });
+
+  it("does not stall on a node stopped with SIGSTOP beyond the per-node timeout", async () => {
+    const redlock = new Redlock(clients, { nodeTimeoutMs: 100, retryCount: 0 });
+    const errors: number[] = [];
+    redlock.on("node-error", (e) => errors.push(e.index));
+    cluster.pause(0);
+    const stopped = performance.now();
+    const lock = await redlock.acquire(["lock:paused"], 5000);
+    await redlock.extend(lock, 5000);
+    expect((await redlock.release(lock)).released).toBe(true);
+    // The node stays stopped for the whole sequence; each step needed only the other two.
+    expect(performance.now() - stopped).toBeLessThan(3000);
+    expect(cluster.paused(0)).toBe(true);
+
+    // A held resource with one node stopped: the refusal waits at most the timeout for that node.
+    const holder = await redlock.acquire(["lock:paused-held"], 5000);
+    const error: unknown = await redlock.acquire(["lock:paused-held"], 5000).catch((e: unknown) => e);
+    expect((error as Error).name).toBe("ResourceHeldError");
+    await redlock.release(holder);
+    cluster.resume(0);
+    // Commands queued for the stopped node run on resume; the releases queued behind them clean up.
+    await until("the resumed node holds neither lock", async () => (await clients[0]!.exists("lock:paused", "lock:paused-held")) === 0);
+    await redlock.quit();
+  });
+
+  it("names the right node when one times out in the script that follows a refused first try", async () => {
+    // Node 2 answers plain commands but never a script; nodes 1 and 2 hold another client's lock.
+    const mute: RedlockClient[] = clients.map((c, i) => ({
+      evalsha: i === 2 ? () => new Promise(() => {}) : c.evalsha.bind(c),
+      eval: i === 2 ? () => new Promise(() => {}) : c.eval.bind(c),
+      set: (key: string, value: string, px: "PX", ttlMs: number, nx: "NX") => c.set(key, value, px, ttlMs, nx),
+      duplicate: () => c.duplicate(),
+    }));
+    await Promise.all([clients[1]!.set("lock:mute", "someone else", "PX", 5000), clients[2]!.set("lock:mute", "someone else", "PX", 5000)]);
+    const redlock = new Redlock(mute, { nodeTimeoutMs: 100, retryCount: 0 });
+    const errors: Array<{ index: number; error: Error }> = [];
+    redlock.on("node-error", (e) => errors.push(e));
+    const error: unknown = await redlock.acquire(["lock:mute"], 5000).catch((e: unknown) => e);
+    // Node 0 granted (and was released), node 1 refused, node 2 timed out: taken, not broken.
+    expect(error).toBeInstanceOf(ResourceHeldError);
+    const vote = (error as ResourceHeldError).votes[2]!;
+    expect(vote.vote).toBe("error");
+    expect(vote.vote === "error" && vote.error).toBeInstanceOf(NodeTimeoutError);
+    expect(vote.vote === "error" && (vote.error as NodeTimeoutError).index).toBe(2);
+    expect(errors.map((e) => [e.index, (e.error as NodeTimeoutError).index])).toEqual([[2, 2]]);
+    expect(await clients[0]!.exists("lock:mute")).toBe(0);
+    await redlock.quit();
+  });
+
+  it("never returns a lock whose validity ran out while the nodes answered", async () => {
+    // A client process that stalls (a long GC pause, a blocked event loop) right after each reply: the
+    // nodes answer in time, but the whole 100 ms TTL is gone by the time the engine looks at the votes.
+    const stall = (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until) {
+        // busy: nothing else runs, as in a stop-the-world pause
+      }
+    };
+    const slow: RedlockClient[] = clients.map((c) => ({
+      evalsha: (sha: string, numkeys: number, ...args: Array<string | number>) =>
+        c.evalsha(sha, numkeys, ...args).then((reply: unknown) => {
+          stall(120);
+          return reply;
+        }),
+      eval: (script: string, numkeys: number, ...args: Array<string | number>) =>
+        c.eval(script, numkeys, ...args).then((reply: unknown) => {
+          stall(120);
+          return reply;
+        }),
+      set: (key: string, value: string, px: "PX", ttlMs: number, nx: "NX") =>
+        c.set(key, value, px, ttlMs, nx).then((reply: unknown) => {
+          stall(120);
+          return reply;
+        }),
+      duplicate: () => c.duplicate(),
+    }));
+    const redlock = new Redlock(slow, { nodeTimeoutMs: 1000, retryCount: 2, retryDelayMs: 10, retryJitterMs: 0 });
+    const reasons: string[] = [];
+    redlock.on("attempt-failed", (e) => reasons.push(e.reason));
+    const error: unknown = await redlock.acquire(["lock:slow"], 100).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NodesFailedError);
+    expect((error as NodesFailedError).reason).toBe("too-slow");
+    expect(reasons).toEqual(["validity", "validity", "validity"]);
+    // Each too-late lock was released before the next attempt, not left to expire.
+    for (const client of clients) expect(await client.exists("lock:slow")).toBe(0);
+    await redlock.quit();
+  });
+});

@@ -1,0 +1,63 @@
+import type { Lock } from "./locks/types";
+
+/**
+ * The lock-safety facts that alerts need, computed from what the live view and the node watchers already
+ * know. Pure: `server/console-metrics.ts` feeds them in at scrape time and exports the result.
+ */
+
+/** A lock key still present on some node: held by a quorum, by fewer nodes, or past its TTL and not reclaimed. */
+const PRESENT = new Set<Lock["state"]>(["held", "partial", "elapsed"]);
+
+export interface LockSafetyCounts {
+  /** Present with no TTL: only a release ever ends it (a crashed holder keeps it forever). */
+  withoutTtl: number;
+  /** Held by fewer nodes than a quorum: nobody holds it in Redlock's sense, yet it blocks those nodes. */
+  belowQuorum: number;
+  /** Its TTL has run out and the key is still there. */
+  pastTtl: number;
+  /** Acquisition time (epoch ms) of the oldest present lock, whatever its state; null when none. */
+  oldestAcquiredAt: number | null;
+}
+
+/** Counts over the present locks; the contention lab's own locks (`isLab`) are left out, so they never page. */
+export function lockSafetyCounts(locks: Iterable<Pick<Lock, "resource" | "state" | "expiresAt" | "acquiredAt">>, isLab: (resource: string) => boolean): LockSafetyCounts {
+  const counts: LockSafetyCounts = { withoutTtl: 0, belowQuorum: 0, pastTtl: 0, oldestAcquiredAt: null };
+  for (const lock of locks) {
+    if (!PRESENT.has(lock.state) || isLab(lock.resource)) continue;
+    if (lock.expiresAt === null) counts.withoutTtl++;
+    if (lock.state === "partial") counts.belowQuorum++;
+    if (lock.state === "elapsed") counts.pastTtl++;
+    if (lock.acquiredAt !== undefined && (counts.oldestAcquiredAt === null || lock.acquiredAt < counts.oldestAcquiredAt)) counts.oldestAcquiredAt = lock.acquiredAt;
+  }
+  return counts;
+}
+
+export interface NodeSafety {
+  uptimeSec: number | null;
+  /** Restarted (while watched) without persistence sooner than the longest TTL seen on it. */
+  restartHazard: boolean | null;
+  /** Node clock minus this console's, in ms. */
+  clockSkewMs: number | null;
+  longestTtlMs: number | null;
+  /** `appendonly yes`; null when unknown. */
+  aof: boolean | null;
+  /** A non-empty `save` schedule; null when unknown. */
+  rdb: boolean | null;
+}
+
+const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
+
+/** Reads the watcher's per-node facts out of a health entry, tolerating any that are missing. */
+export function readNodeSafety(entry: Readonly<Record<string, unknown>>): NodeSafety {
+  const persistence = typeof entry.persistence === "object" && entry.persistence !== null ? (entry.persistence as Record<string, unknown>) : {};
+  const appendonly = typeof persistence.appendonly === "string" ? persistence.appendonly : null;
+  const save = typeof persistence.save === "string" ? persistence.save : null;
+  return {
+    uptimeSec: num(entry.uptimeSec),
+    restartHazard: typeof entry.restartRisk === "boolean" ? entry.restartRisk : null,
+    clockSkewMs: num(entry.clockSkewMs),
+    longestTtlMs: num(entry.longestTtlMs),
+    aof: appendonly === null ? null : appendonly === "yes",
+    rdb: save === null ? null : save.trim() !== "",
+  };
+}

@@ -1,0 +1,160 @@
+import "server-only";
+import type { Database } from "../postgres/pool";
+import { getLogger } from "../logger";
+import { counter } from "../metrics";
+import { AuditNotDurableError, AuditReadError, type AuditStore } from "./store";
+import type { AuditEntry, AuditFilters, AuditHolder, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
+
+const writes = () => counter("lockscope_audit_writes_total", "Audit records written, by sink (stream: per node; file) and outcome.", ["sink", "outcome"]);
+
+interface Row {
+  id: string;
+  at_ms: string;
+  actor: string;
+  role: AuditEntry["role"];
+  action: AuditEntry["action"];
+  resource: string;
+  token: string | null;
+  holder: AuditHolder | null;
+  reason: string;
+  outcome: AuditOutcome;
+  nodes: AuditNodeResult[];
+  ip: string;
+  user_agent: string | null;
+  finished_ms: string | null;
+}
+
+function fromRow(row: Row): AuditEntry {
+  const entry: AuditEntry = {
+    id: row.id,
+    at: Number(row.at_ms),
+    actor: row.actor,
+    role: row.role,
+    action: row.action,
+    resource: row.resource,
+    token: row.token,
+    holder: row.holder,
+    reason: row.reason,
+    outcome: row.outcome,
+    nodes: row.nodes,
+    ip: row.ip,
+    userAgent: row.user_agent,
+  };
+  if (row.finished_ms !== null) entry.finishedAt = Number(row.finished_ms);
+  return entry;
+}
+
+/** A LIKE pattern matching `text` anywhere, with its own wildcards taken literally. */
+function containing(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** PostgreSQL drops no character but NUL, which it refuses in text: a reason typed with one still records. */
+const clean = (text: string) => text.replace(/\u0000/g, "\uFFFD");
+
+function errorText(error: unknown): string {
+  // pg's messages name the server's complaint, never the connection's password.
+  return error instanceof Error ? error.message.slice(0, 200) : String(error).slice(0, 200);
+}
+
+/**
+ * The audit log in PostgreSQL (AUDIT_DATABASE_URL): one row per entry, shared by every console. An intent
+ * is durable once its INSERT committed (synchronous commit, the server's default); the outcome updates it.
+ */
+export class PostgresAudit implements AuditStore {
+  readonly kind = "postgres";
+  private readonly inflight = new Set<Promise<unknown>>();
+
+  constructor(private readonly db: Database) {}
+
+  async recordIntent(entry: AuditEntry): Promise<void> {
+    try {
+      await this.track(this.insert(entry));
+      writes().inc({ sink: "postgres", outcome: "ok" });
+    } catch (error) {
+      writes().inc({ sink: "postgres", outcome: "failed" });
+      throw new AuditNotDurableError(
+        `The audit log cannot record this release, so nothing was deleted: the audit database (${this.db.display}) did not take the entry (${errorText(error)}).`,
+      );
+    }
+  }
+
+  async recordOutcome(id: string, outcome: AuditOutcome, nodes: AuditNodeResult[]): Promise<{ durable: boolean }> {
+    try {
+      await this.track(
+        (async () => {
+          await this.db.ready();
+          await this.db.pool.query("UPDATE audit_entries SET outcome = $2, nodes = $3, finished_at = now() WHERE id = $1", [id, outcome, JSON.stringify(nodes)]);
+        })(),
+      );
+      writes().inc({ sink: "postgres", outcome: "ok" });
+      return { durable: true };
+    } catch (error) {
+      writes().inc({ sink: "postgres", outcome: "failed" });
+      getLogger().warn({ auditId: id, database: this.db.display, err: errorText(error) }, "audit outcome not durable; the entry reads as pending");
+      return { durable: false };
+    }
+  }
+
+  async list(options: { limit: number; before?: string; filters: AuditFilters }): Promise<AuditPage> {
+    const { limit, before, filters } = options;
+    const where: string[] = [];
+    const args: unknown[] = [];
+    const arg = (value: unknown) => {
+      args.push(value);
+      return `$${args.length}`;
+    };
+    // The id starts with the entry's time: a keyset cursor on the primary key.
+    if (before) where.push(`id < ${arg(before)}`);
+    if (filters.resource) where.push(`resource ILIKE ${arg(containing(filters.resource))}`);
+    if (filters.actor) where.push(`actor ILIKE ${arg(containing(filters.actor))}`);
+    if (filters.from !== undefined) where.push(`at >= to_timestamp(${arg(filters.from / 1000)})`);
+    if (filters.to !== undefined) where.push(`at < to_timestamp(${arg(filters.to / 1000)})`);
+    const sql = `SELECT id, (extract(epoch FROM at) * 1000)::bigint AS at_ms, actor, role, action, resource, token, holder, reason, outcome,
+        nodes, ip, user_agent, (extract(epoch FROM finished_at) * 1000)::bigint AS finished_ms
+      FROM audit_entries ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+      ORDER BY id DESC LIMIT ${arg(limit + 1)}`;
+    let rows: Row[];
+    try {
+      await this.db.ready();
+      rows = (await this.db.pool.query<Row>(sql, args)).rows;
+    } catch (error) {
+      throw new AuditReadError(`The audit log cannot be read: the audit database (${this.db.display}) did not answer (${errorText(error)}).`);
+    }
+    const entries = rows.slice(0, limit).map(fromRow);
+    return { entries, next: rows.length > limit ? (entries.at(-1)?.id ?? null) : null, source: "postgres" };
+  }
+
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  private async insert(entry: AuditEntry): Promise<void> {
+    await this.db.ready();
+    await this.db.pool.query(
+      `INSERT INTO audit_entries (id, at, actor, role, action, resource, token, holder, reason, outcome, nodes, ip, user_agent)
+       VALUES ($1, to_timestamp($2::double precision / 1000), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      [
+        entry.id,
+        entry.at,
+        clean(entry.actor),
+        entry.role,
+        entry.action,
+        clean(entry.resource),
+        entry.token === null ? null : clean(entry.token),
+        entry.holder === null ? null : JSON.stringify(entry.holder),
+        clean(entry.reason),
+        entry.outcome,
+        JSON.stringify(entry.nodes),
+        entry.ip,
+        entry.userAgent === null ? null : clean(entry.userAgent),
+      ],
+    );
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.inflight.add(promise);
+    void promise.finally(() => this.inflight.delete(promise)).catch(() => undefined);
+    return promise;
+  }
+}

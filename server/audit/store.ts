@@ -1,0 +1,33 @@
+import "server-only";
+import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
+
+/**
+ * Where the audit log lives. One kind per file: `log.ts` (the append-only file and the nodes' Redis
+ * stream, the zero-set-up default) and `postgres.ts` (AUDIT_DATABASE_URL). The release speaks only to this.
+ */
+export interface AuditStore {
+  readonly kind: "file-and-stream" | "postgres";
+  /** Makes the intent durable before anything is deleted; throws `AuditNotDurableError` when it cannot. */
+  recordIntent(entry: AuditEntry): Promise<void>;
+  /** Records how the release ended. Best effort: the release already happened. */
+  recordOutcome(id: string, outcome: AuditOutcome, nodes: AuditNodeResult[]): Promise<{ durable: boolean }>;
+  /** A page of entries, newest first; throws `AuditReadError` when nothing can be read. */
+  list(options: { limit: number; before?: string; filters: AuditFilters }): Promise<AuditPage>;
+  /** Waits for writes in flight (shutdown). */
+  drain(): Promise<void>;
+}
+
+/** The audit entry could not be made durable: the release must not proceed (503, nothing deleted). */
+export class AuditNotDurableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "AuditNotDurableError";
+  }
+}
+
+export class AuditReadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "AuditReadError";
+  }
+}

@@ -1,0 +1,63 @@
+import "server-only";
+import { Redlock, type NodesFailedError, type ResourceHeldError } from "@lockscope/redlock";
+import { singleton } from "../global";
+import { getNodes } from "../nodes";
+import { onShutdown } from "../shutdown";
+
+/**
+ * A lease held across every console over the same lock nodes, taken with the console's own engine: the
+ * lab's "one run at a time" and the metrics reporter. Held with `using()`, so it is extended while held and
+ * `signal` aborts the moment it is lost (quorum gone for longer than its TTL, or force-released).
+ */
+export interface Lease {
+  readonly signal: AbortSignal;
+  /** Lets go of it (idempotent); resolves once the release round is done. */
+  release(): Promise<void>;
+}
+
+/** Keys of the console's own leases: outside LOCK_PATTERNS' defaults, so they are not listed as locks. */
+export const LEASE_KEYS = Object.freeze({ lab: "lockscope:lease:lab-run", metricsReporter: "lockscope:lease:metrics-reporter" });
+
+function leaseEngine(): Redlock {
+  return singleton("lease-redlock", () => {
+    // No contention telemetry (a refused lease is not contention anyone should be paged for) and no retries:
+    // a caller that finds the lease held is told so at once.
+    const redlock = new Redlock(getNodes().map((n) => n.client), { telemetry: false, retryCount: 0 });
+    onShutdown("lease-engine", 45, () => redlock.quit());
+    return redlock;
+  });
+}
+
+/**
+ * Takes `resource` for as long as the caller holds the lease. Rejects with the engine's `ResourceHeldError`
+ * (whose `heldBy[].holder.label` names the holder) or `NodesFailedError` when it cannot be had.
+ */
+export function takeLease(resource: string, ttlMs: number, label: string): Promise<Lease> {
+  return new Promise<Lease>((resolve, reject) => {
+    let letGo: () => void = () => undefined;
+    const released = new Promise<void>((r) => (letGo = r));
+    const held = leaseEngine().using([resource], ttlMs, { retryCount: 0, label }, async (signal) => {
+      resolve({
+        signal,
+        release: async () => {
+          letGo();
+          await held.catch(() => undefined);
+        },
+      });
+      await new Promise<void>((done) => {
+        if (signal.aborted) return done();
+        signal.addEventListener("abort", () => done(), { once: true });
+        void released.then(done);
+      });
+    });
+    // Before the routine ran: the acquisition failed. After: nothing waits on it (release() swallows it).
+    held.catch(reject);
+  });
+}
+
+/*
+ * By name, not `instanceof`: Next.js bundles the engine into more than one server chunk, so the error a
+ * lease rejects with may come from another copy of the class than the one a route imports.
+ */
+export const isResourceHeld = (error: unknown): error is ResourceHeldError => error instanceof Error && error.name === "ResourceHeldError";
+export const isNodesFailed = (error: unknown): error is NodesFailedError => error instanceof Error && error.name === "NodesFailedError";

@@ -1,0 +1,137 @@
+import "server-only";
+import Redis from "ioredis";
+import type { Logger } from "pino";
+import type { Deployment } from "@/lib/deployment-config";
+import { lostInFailover, parseSwitchMaster, type SeenLock, type SwitchMaster } from "@/lib/locks/failover";
+import { isLive, type Lock } from "@/lib/locks/types";
+import { declared, initialiseFor } from "../metrics";
+import { authOptions, tlsOptions } from "./connection";
+
+const SWITCH_MASTER = "+switch-master";
+/** Keys read per command on the new primary. */
+const READ_BATCH = 500;
+
+export interface FailoverTarget {
+  /** The locks the console shows now (its last view of the old primary). */
+  locks: (now: number) => Lock[];
+  /** Says on a lock's timeline that the failover lost it. */
+  noteLost: (resource: string, detail: string) => void;
+  /** Says on a lock's timeline that it was held across the failover (the promoted replica had it). */
+  noteSurvived: (resource: string, detail: string) => void;
+}
+
+/**
+ * Follows a Sentinel deployment's failovers: subscribed to `+switch-master` on every sentinel, it takes the
+ * console's view the moment one is announced (before the watcher has reconnected to the new primary and
+ * reconciled), reads those locks on the new primary, and reports every lock the new primary does not hold
+ * as lost in failover (timeline, metric, one log line). The watchers follow the new primary on their own
+ * (ioredis' failover detector).
+ */
+export class SentinelFailoverMonitor {
+  private readonly subscribers: Redis[] = [];
+  private readonly handled = new Map<string, number>();
+  private stopped = false;
+
+  constructor(
+    private readonly deployment: Extract<Deployment, { kind: "sentinel" }>,
+    private readonly target: FailoverTarget,
+    private readonly log: Logger,
+    private readonly timeoutMs: number,
+  ) {
+    initialiseFor("lockscope_failovers_total", { deployment: [deployment.name] });
+    initialiseFor("lockscope_locks_lost_in_failover_total", { deployment: [deployment.name] });
+    const sentinelAuth = authOptions(deployment.sentinelAuth, null);
+    for (const sentinel of deployment.sentinels) {
+      const sub = new Redis({
+        host: sentinel.host,
+        port: sentinel.port,
+        ...sentinelAuth,
+        ...(deployment.tls ? { tls: tlsOptions(deployment.tls) } : {}),
+        connectionName: "lockscope:failover",
+        disableClientInfo: true,
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+        retryStrategy: (times: number) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
+      });
+      // A sentinel that is down is one of several: the others announce the failover too.
+      sub.on("error", () => undefined);
+      sub.on("message", (channel: string, message: string) => {
+        if (channel !== SWITCH_MASTER) return;
+        const event = parseSwitchMaster(message);
+        if (event && event.master === deployment.master) this.onSwitch(event);
+      });
+      void sub.subscribe(SWITCH_MASTER).catch(() => undefined);
+      this.subscribers.push(sub);
+    }
+  }
+
+  private onSwitch(event: SwitchMaster): void {
+    const from = `${event.from.host}:${event.from.port}`;
+    const to = `${event.to.host}:${event.to.port}`;
+    // Every sentinel announces the same switch: handle it once.
+    const key = `${from}>${to}`;
+    const now = Date.now();
+    for (const [k, at] of this.handled) if (now - at > 60_000) this.handled.delete(k);
+    if (this.handled.has(key) || this.stopped) return;
+    this.handled.set(key, now);
+    // Taken at once, before the watcher reconciles with the new primary and the view changes.
+    const seen: SeenLock[] = this.target
+      .locks(now)
+      .filter((l) => isLive(l.state) && l.token !== null)
+      .map((l) => ({ resource: l.resource, token: l.token as string, expiresAt: l.expiresAt }));
+    declared<"deployment">("lockscope_failovers_total").inc({ deployment: this.deployment.name });
+    void this.compare(event, seen, from, to).catch((error: unknown) => {
+      this.log.warn({ deployment: this.deployment.name, from, to, err: error instanceof Error ? error.message : String(error) }, "failover: could not read the new primary; lost locks unknown");
+    });
+  }
+
+  private async compare(event: SwitchMaster, seen: SeenLock[], from: string, to: string): Promise<void> {
+    const conn = new Redis({
+      host: event.to.host,
+      port: event.to.port,
+      ...authOptions(this.deployment.auth, null),
+      ...(this.deployment.tls ? { tls: tlsOptions(this.deployment.tls) } : {}),
+      connectionName: "lockscope:failover",
+      disableClientInfo: true,
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      commandTimeout: Math.max(1_000, this.timeoutMs * 4),
+      retryStrategy: () => null,
+    });
+    conn.on("error", () => undefined);
+    try {
+      await conn.connect();
+      const onNewPrimary = new Map<string, string | null>();
+      for (let i = 0; i < seen.length; i += READ_BATCH) {
+        const batch = seen.slice(i, i + READ_BATCH);
+        const pipeline = conn.pipeline();
+        for (const lock of batch) pipeline.get(lock.resource);
+        const replies = (await pipeline.exec()) ?? [];
+        batch.forEach((lock, j) => {
+          const [error, value] = replies[j] ?? [null, null];
+          // A key that is not a string (or unreadable) is not the lock the console saw.
+          onNewPrimary.set(lock.resource, !error && typeof value === "string" ? value : null);
+        });
+      }
+      const lost = lostInFailover(seen, onNewPrimary, Date.now());
+      for (const lock of seen) {
+        if (onNewPrimary.get(lock.resource) === lock.token) this.target.noteSurvived(lock.resource, `held across the failover from ${from} to ${to}: the promoted replica has it`);
+      }
+      for (const lock of lost) {
+        this.target.noteLost(lock.resource, `held on ${from} with its lease running; the promoted replica ${to} does not have it (written after the replica's last copy)`);
+      }
+      declared<"deployment">("lockscope_locks_lost_in_failover_total").inc({ deployment: this.deployment.name }, lost.length);
+      const fields = { deployment: this.deployment.name, from, to, held: seen.length, lost: lost.length };
+      if (lost.length > 0) this.log.warn(fields, "failover lost locks: the promoted replica did not have them");
+      else this.log.info(fields, "failover: the promoted replica holds every lock the console saw");
+    } finally {
+      conn.disconnect();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.allSettled(this.subscribers.map((s) => s.quit()));
+    for (const s of this.subscribers) s.disconnect();
+  }
+}

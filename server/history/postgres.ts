@@ -1,0 +1,248 @@
+import "server-only";
+import { createHash } from "node:crypto";
+import { decodeHolder } from "@/lib/locks/merge";
+import type { Database } from "../postgres/pool";
+import type { HistoryFilters, HistoryPage, HistoryStore, LockHistoryEvent, LockHold, StoredLockEvent } from "./types";
+
+/** Events that happen once per hold: stored once however many consoles saw them (see `dedupKey`). */
+const ONCE_PER_HOLD = new Set(["acquired", "released", "expired", "evicted", "force-released"]);
+const ENDS = new Set(["released", "expired", "evicted", "force-released"]);
+/**
+ * Consoles see the same event a few milliseconds apart; events of one kind for one value of one resource
+ * within this window are one. (A foreign client that writes the same value again later is a new hold.)
+ */
+const DEDUP_WINDOW_MS = 10_000;
+
+/** A 63-bit key for an event that several consoles record; null for per-console entries (gaps, extensions). */
+export function dedupKey(event: LockHistoryEvent): string | null {
+  if (!ONCE_PER_HOLD.has(event.type) || !event.token) return null;
+  const digest = createHash("sha256").update(`${event.resource}\u0000${event.type}\u0000${event.token}\u0000${Math.floor(event.at / DEDUP_WINDOW_MS)}`).digest();
+  return (digest.readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
+}
+
+function holderText(token: string | null | undefined): { holder: string | null; fence: string | null } {
+  const decoded = decodeHolder(token ?? null);
+  const h = decoded.holder;
+  if (!h) return { holder: null, fence: decoded.fence };
+  const where = h.host !== undefined && h.pid !== undefined ? `${h.host}:${h.pid}` : (h.host ?? (h.pid !== undefined ? `pid ${h.pid}` : null));
+  return { holder: [h.label, where].filter((p) => p !== undefined && p !== null).join(" @ ") || null, fence: decoded.fence };
+}
+
+/** PostgreSQL refuses NUL in text; key names and values may hold one. */
+const clean = (text: string | null | undefined): string | null => (text === null || text === undefined ? null : text.replace(/\u0000/g, "\uFFFD"));
+
+/** Epoch ms to timestamptz and back, exactly (no floating point on the way). */
+const TS = (param: string) => `('epoch'::timestamptz + ${param} * interval '1 millisecond')`;
+const MS = (column: string) => `(extract(epoch FROM ${column}) * 1000)::bigint`;
+
+export function parseCursor(cursor: string): { ms: string; id: string } {
+  const [ms, id] = cursor.split("-");
+  return { ms: ms ?? "0", id: id ?? "0" };
+}
+
+export const CURSOR_PATTERN = /^[0-9]{1,15}-[0-9]{1,19}$/;
+
+/** Builds the SQL and its parameters with the next `$n` placeholder for each value. */
+function params(first: unknown[] = []) {
+  const args = [...first];
+  return {
+    args,
+    arg: (value: unknown): string => {
+      args.push(value);
+      return `$${args.length}`;
+    },
+  };
+}
+
+/** The events page query (exported for the benchmark's EXPLAIN). Newest first, one more row than asked to tell a next page. */
+export function eventsQuery(options: { limit: number; before?: string; filters: HistoryFilters }): { sql: string; args: unknown[] } {
+  const { limit, before, filters } = options;
+  const { args, arg } = params();
+  const where: string[] = [];
+  if (filters.resource !== undefined) where.push(`resource = ${arg(filters.resource)}`);
+  if (filters.from !== undefined) where.push(`at >= ${TS(arg(String(filters.from)))}`);
+  if (filters.to !== undefined) where.push(`at < ${TS(arg(String(filters.to)))}`);
+  if (before) {
+    const c = parseCursor(before);
+    // Row comparison: the (resource, at, id) and (at, id) indexes serve it as one range.
+    where.push(`(at, id) < (${TS(arg(c.ms))}, ${arg(c.id)}::bigint)`);
+  }
+  const sql = `SELECT id, ${MS("at")} AS at_ms, resource, type, node, token, holder, fence, detail FROM lock_events
+     ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY at DESC, id DESC LIMIT ${arg(limit + 1)}`;
+  return { sql, args };
+}
+
+/** The held-at-T query (exported for the benchmark's EXPLAIN). */
+export function heldAtQuery(options: { at: number; resource?: string; limit: number; before?: string }): { sql: string; args: unknown[] } {
+  const { at, resource, limit, before } = options;
+  const { args, arg } = params([String(at)]);
+  const cursor = before ? parseCursor(before) : null;
+  const keyset = cursor ? `AND (acquired_at, id) < (${TS(arg(cursor.ms))}, ${arg(cursor.id)}::bigint)` : "";
+  const columns = `id, resource, token, holder, fence, ${MS("acquired_at")} AS acquired_ms, ${MS("ended_at")} AS ended_ms, end_type`;
+  if (resource !== undefined) {
+    // One resource's holds hardly overlap: the latest few acquired by T, of which those still open at T.
+    const sql = `SELECT * FROM (
+        SELECT ${columns}, ended_at FROM lock_holds WHERE resource = ${arg(resource)} AND acquired_at <= ${TS("$1")} ${keyset}
+        ORDER BY acquired_at DESC, id DESC LIMIT ${arg(Math.max(limit + 1, 16))}
+      ) h WHERE ended_at IS NULL OR ended_at > ${TS("$1")} ORDER BY acquired_ms DESC, id DESC LIMIT ${arg(limit + 1)}`;
+    return { sql, args };
+  }
+  const sql = `SELECT ${columns} FROM lock_holds WHERE tstzrange(acquired_at, ended_at, '[)') @> ${TS("$1")} ${keyset}
+      ORDER BY acquired_at DESC, id DESC LIMIT ${arg(limit + 1)}`;
+  return { sql, args };
+}
+
+interface EventRow {
+  id: string;
+  at_ms: string;
+  resource: string;
+  type: string;
+  node: string | null;
+  token: string | null;
+  holder: string | null;
+  fence: string | null;
+  detail: string | null;
+}
+
+interface HoldRow {
+  id: string;
+  resource: string;
+  token: string;
+  holder: string | null;
+  fence: string | null;
+  acquired_ms: string;
+  ended_ms: string | null;
+  end_type: string | null;
+}
+
+/**
+ * Lock history in PostgreSQL: `lock_events` (every event, newest-first pages by resource or by time) and
+ * `lock_holds` (one row per value from acquired to its end, for "who held it at T"), kept in step by
+ * each batch's transaction.
+ */
+export class PostgresHistory implements HistoryStore {
+  constructor(private readonly db: Database) {}
+
+  async insert(events: readonly LockHistoryEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.db.ready();
+    const cols = {
+      at: [] as string[],
+      resource: [] as (string | null)[],
+      type: [] as string[],
+      node: [] as (string | null)[],
+      token: [] as (string | null)[],
+      holder: [] as (string | null)[],
+      fence: [] as (string | null)[],
+      detail: [] as (string | null)[],
+      dedup: [] as (string | null)[],
+    };
+    for (const e of events) {
+      const { holder, fence } = holderText(e.token);
+      cols.at.push(String(Math.trunc(e.at)));
+      cols.resource.push(clean(e.resource));
+      cols.type.push(e.type);
+      cols.node.push(clean(e.node));
+      cols.token.push(clean(e.token));
+      cols.holder.push(clean(holder));
+      cols.fence.push(fence);
+      cols.detail.push(clean(e.detail));
+      cols.dedup.push(dedupKey(e));
+    }
+    const client = await this.db.pool.connect();
+    let broken = false;
+    try {
+      await client.query("BEGIN");
+      const inserted = await client.query<{ at_ms: string; resource: string; type: string; token: string | null; holder: string | null; fence: string | null }>(
+        `INSERT INTO lock_events (at, resource, type, node, token, holder, fence, detail, dedup)
+         SELECT ${TS("u.a")}, u.r, u.t, u.n, u.tok, u.h, u.f, u.d, u.dd
+         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[]) AS u(a, r, t, n, tok, h, f, d, dd)
+         ON CONFLICT (dedup) WHERE dedup IS NOT NULL DO NOTHING
+         RETURNING ${MS("at")} AS at_ms, resource, type, token, holder, fence`,
+        [cols.at, cols.resource, cols.type, cols.node, cols.token, cols.holder, cols.fence, cols.detail, cols.dedup],
+      );
+      // Holds follow the events this batch actually stored, so a second console's copy opens or closes nothing.
+      const acquired = inserted.rows.filter((r) => r.type === "acquired" && r.token !== null);
+      if (acquired.length > 0) {
+        await client.query(
+          `INSERT INTO lock_holds (resource, token, holder, fence, acquired_at)
+           SELECT u.r, u.tok, u.h, u.f, ${TS("u.a")} FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(r, tok, h, f, a)
+           ON CONFLICT (resource, md5(token)) WHERE ended_at IS NULL DO NOTHING`,
+          [acquired.map((r) => r.resource), acquired.map((r) => r.token), acquired.map((r) => r.holder), acquired.map((r) => r.fence), acquired.map((r) => r.at_ms)],
+        );
+      }
+      const ended = inserted.rows.filter((r) => ENDS.has(r.type));
+      if (ended.length > 0) {
+        // An end without a known value closes the resource's open holds. `greatest`: another console's clock
+        // may put the end a moment before the acquisition, and a range cannot run backwards.
+        await client.query(
+          `UPDATE lock_holds h SET ended_at = greatest(${TS("u.a")}, h.acquired_at), end_type = u.t
+           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS u(r, tok, a, t)
+           WHERE h.ended_at IS NULL AND h.resource = u.r AND (u.tok IS NULL OR md5(h.token) = md5(u.tok))`,
+          [ended.map((r) => r.resource), ended.map((r) => r.token), ended.map((r) => r.at_ms), ended.map((r) => r.type)],
+        );
+      }
+      await client.query("COMMIT");
+    } catch (error) {
+      broken = true;
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async events(options: { limit: number; before?: string; filters: HistoryFilters }): Promise<HistoryPage> {
+    const { sql, args } = eventsQuery(options);
+    await this.db.ready();
+    const { rows } = await this.db.pool.query<EventRow>(sql, args);
+    const { limit } = options;
+    const events: StoredLockEvent[] = rows.slice(0, limit).map((r) => ({
+      id: `${r.at_ms}-${r.id}`,
+      at: Number(r.at_ms),
+      resource: r.resource,
+      type: r.type,
+      node: r.node,
+      token: r.token,
+      holder: r.holder,
+      fence: r.fence,
+      detail: r.detail,
+    }));
+    return { events, next: rows.length > limit ? (events.at(-1)?.id ?? null) : null };
+  }
+
+  async heldAt(options: { at: number; resource?: string; limit: number; before?: string }): Promise<{ holds: LockHold[]; next: string | null }> {
+    const { sql, args } = heldAtQuery(options);
+    await this.db.ready();
+    const { rows } = await this.db.pool.query<HoldRow>(sql, args);
+    const { limit } = options;
+    const holds: LockHold[] = rows.slice(0, limit).map((r) => ({
+      id: `${r.acquired_ms}-${r.id}`,
+      resource: r.resource,
+      token: r.token,
+      holder: r.holder,
+      fence: r.fence,
+      acquiredAt: Number(r.acquired_ms),
+      endedAt: r.ended_ms === null ? null : Number(r.ended_ms),
+      endType: r.end_type,
+    }));
+    return { holds, next: rows.length > limit ? (holds.at(-1)?.id ?? null) : null };
+  }
+
+  async prune(cutoff: number, batch = 10_000): Promise<number> {
+    await this.db.ready();
+    let total = 0;
+    // Small batches: each DELETE is its own short transaction, so writers and readers never wait long.
+    for (const sql of [
+      `DELETE FROM lock_events WHERE id IN (SELECT id FROM lock_events WHERE at < ${TS("$1")} ORDER BY at LIMIT $2)`,
+      `DELETE FROM lock_holds WHERE id IN (SELECT id FROM lock_holds WHERE ended_at < ${TS("$1")} LIMIT $2)`,
+    ]) {
+      for (;;) {
+        const { rowCount } = await this.db.pool.query(sql, [String(cutoff), batch]);
+        total += rowCount ?? 0;
+        if ((rowCount ?? 0) < batch) break;
+      }
+    }
+    return total;
+  }
+}

@@ -1,0 +1,27 @@
+import "server-only";
+import { z } from "zod";
+import { pageLimit, timeBound } from "../audit/query";
+import { CURSOR_PATTERN } from "./postgres";
+
+const fields = {
+  limit: pageLimit.optional(),
+  before: z.string().regex(CURSOR_PATTERN, "`before` must be a `next` value from a previous page").optional(),
+  from: timeBound("from").optional(),
+  to: timeBound("to").optional(),
+  at: timeBound("at").optional(),
+};
+
+const ordered = (q: { from?: number; to?: number; at?: number }) => q.from === undefined || q.to === undefined || q.from < q.to;
+const notBoth = (q: { from?: number; to?: number; at?: number }) => q.at === undefined || (q.from === undefined && q.to === undefined);
+
+/** `GET /api/locks/{resource}/history`: the resource's events newest first, or with `at` the holds at that instant. */
+export const LockHistoryQuery = z
+  .strictObject(fields)
+  .refine(ordered, { message: "`from` must be before `to`" })
+  .refine(notBoth, { message: "`at` asks who held the lock at an instant: use it without `from`/`to`" });
+
+/** `GET /api/history`: every resource's events by time range, or with `at` every hold at that instant. */
+export const HistoryQuery = z
+  .strictObject({ ...fields, resource: z.string().min(1).max(1024, "`resource` is at most 1024 characters").optional() })
+  .refine(ordered, { message: "`from` must be before `to`" })
+  .refine(notBoth, { message: "`at` asks what was held at an instant: use it without `from`/`to`" });

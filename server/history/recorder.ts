@@ -1,0 +1,122 @@
+import "server-only";
+import type { HistoryStore, LockHistoryEvent } from "./types";
+
+/** What the live view calls for every lifecycle event: never blocks, never throws. */
+export interface HistorySink {
+  record(event: LockHistoryEvent): void;
+}
+
+export interface RecorderOptions {
+  /** Events waiting for the database at most; past it new events are dropped and counted. @default 50_000 */
+  capacity?: number;
+  /** Events per INSERT at most. @default 2_000 */
+  batchSize?: number;
+  /** How long an event may wait for a fuller batch. @default 250 */
+  flushMs?: number;
+  /** Tries of one batch before it is dropped (the database refuses it, or is down that long). @default 5 */
+  attempts?: number;
+  /** Called with how many events were dropped and why. */
+  onDrop?: (count: number, why: "queue-full" | "write-failed") => void;
+  onWritten?: (count: number) => void;
+  /** Called once per failed write, with the error. */
+  onError?: (error: unknown) => void;
+}
+
+const DEFAULTS = Object.freeze({ capacity: 50_000, batchSize: 2_000, flushMs: 250, attempts: 5 });
+
+/**
+ * Batches lifecycle events into the history store off the live view's path: `record` only pushes onto a
+ * bounded queue; one write runs at a time; when the database is slow or down the queue fills and further
+ * events are dropped and counted instead of growing memory or slowing the live view.
+ */
+export class HistoryRecorder implements HistorySink {
+  private queue: LockHistoryEvent[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private writing: Promise<void> | null = null;
+  private failures = 0;
+  private closed = false;
+  private readonly options: Required<Omit<RecorderOptions, "onDrop" | "onWritten" | "onError">> & RecorderOptions;
+
+  constructor(
+    private readonly store: HistoryStore,
+    options: RecorderOptions = {},
+  ) {
+    this.options = { ...DEFAULTS, ...options };
+  }
+
+  /** Events waiting to be written. */
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  record(event: LockHistoryEvent): void {
+    if (this.closed) return;
+    if (this.queue.length >= this.options.capacity) {
+      this.options.onDrop?.(1, "queue-full");
+      return;
+    }
+    this.queue.push(event);
+    if (this.queue.length >= this.options.batchSize) this.kick(0);
+    else this.kick(this.options.flushMs);
+  }
+
+  /** Writes everything queued (shutdown, tests). Resolves when the queue is empty or a write failed. */
+  async flush(): Promise<void> {
+    for (;;) {
+      if (this.writing) await this.writing;
+      if (this.queue.length === 0) return;
+      const before = this.failures;
+      await this.writeOnce();
+      if (this.failures > before) return;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.flush();
+  }
+
+  private kick(delayMs: number): void {
+    if (this.writing) return;
+    if (this.timer && delayMs > 0) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.writeOnce().then(() => {
+        if (this.queue.length > 0 && !this.closed) this.kick(this.failures > 0 ? Math.min(5_000, this.options.flushMs * 2 ** this.failures) : 0);
+      });
+    }, delayMs);
+    // A pending flush must not keep a finished process (a benchmark, a test) alive.
+    this.timer.unref();
+  }
+
+  private writeOnce(): Promise<void> {
+    if (this.writing) return this.writing;
+    const batch = this.queue.slice(0, this.options.batchSize);
+    if (batch.length === 0) return Promise.resolve();
+    const run = (async () => {
+      try {
+        await this.store.insert(batch);
+        this.queue.splice(0, batch.length);
+        this.failures = 0;
+        this.options.onWritten?.(batch.length);
+      } catch (error) {
+        this.failures += 1;
+        this.options.onError?.(error);
+        // The batch stays at the head of the queue (the queue's bound still holds) and is retried with a
+        // backoff; a batch that keeps failing is given up so it cannot block the rest for ever.
+        if (this.failures >= this.options.attempts) {
+          this.queue.splice(0, batch.length);
+          this.failures = 0;
+          this.options.onDrop?.(batch.length, "write-failed");
+        }
+      } finally {
+        this.writing = null;
+      }
+    })();
+    this.writing = run;
+    return run;
+  }
+}

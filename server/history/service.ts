@@ -1,0 +1,108 @@
+import "server-only";
+import { getConfig } from "../config";
+import { ApiError } from "../errors";
+import { singleton } from "../global";
+import { getLogger } from "../logger";
+import { counter, gauge } from "../metrics";
+import { getDatabase } from "../postgres/pool";
+import { onShutdown } from "../shutdown";
+import { PostgresHistory } from "./postgres";
+import { HistoryRecorder, type HistorySink } from "./recorder";
+import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
+import type { HistoryFilters, HistoryStore } from "./types";
+
+const PRUNE_EVERY_MS = 60 * 60_000;
+
+interface History {
+  store: HistoryStore;
+  recorder: HistoryRecorder;
+}
+
+const events = () => counter("lockscope_history_events_total", "Lock history events by what became of them (written to the database, or dropped and why).", ["outcome"]);
+
+/** Lock history, when AUDIT_DATABASE_URL is set; null otherwise (the live view's memory is all there is). */
+export function getHistory(): History | null {
+  const db = getDatabase();
+  if (!db) return null;
+  return singleton("lock-history", () => {
+    const store = new PostgresHistory(db);
+    const log = getLogger();
+    let lastErrorLogAt = 0;
+    const queued = () => gauge("lockscope_history_queue_events", "Lock history events waiting to be written to the database.");
+    const recorder = new HistoryRecorder(store, {
+      onWritten: (n) => {
+        events().inc({ outcome: "written" }, n);
+        queued().set(recorder.pending);
+      },
+      onDrop: (n, why) => events().inc({ outcome: why === "queue-full" ? "dropped_queue_full" : "dropped_write_failed" }, n),
+      onError: (error) => {
+        // At most one line a minute while the database is down: the counter says how much was lost.
+        if (Date.now() - lastErrorLogAt < 60_000) return;
+        lastErrorLogAt = Date.now();
+        log.warn({ database: db.display, err: error instanceof Error ? error.message.slice(0, 200) : String(error) }, "lock history write failed; retrying");
+      },
+    });
+    const days = getConfig().historyRetentionDays;
+    const prune = () => {
+      store.prune(Date.now() - days * 86_400_000).catch((error: unknown) => {
+        log.warn({ database: db.display, err: error instanceof Error ? error.message.slice(0, 200) : String(error) }, "lock history retention failed; retrying in an hour");
+      });
+    };
+    const timer = setInterval(prune, PRUNE_EVERY_MS);
+    timer.unref();
+    setTimeout(prune, 10_000).unref();
+    onShutdown("history", 35, async () => {
+      clearInterval(timer);
+      await recorder.close();
+    });
+    return { store, recorder };
+  });
+}
+
+/**
+ * Runs the migrations at start, so a wrong URL or a missing permission shows in the log at once (the
+ * password masked); the console starts anyway, and the audit refuses releases until the database answers.
+ */
+export function startAuditDatabase(): void {
+  const db = getDatabase();
+  if (!db) return;
+  getHistory();
+  db.ready().then(
+    () => getLogger().info({ database: db.display }, "audit database ready"),
+    (error: unknown) =>
+      getLogger().error(
+        { database: db.display, err: error instanceof Error ? error.message.slice(0, 300) : String(error) },
+        "audit database not ready; force releases are refused until it answers",
+      ),
+  );
+}
+
+/** The sink the live view feeds, or null when history is not recorded. */
+export function getHistorySink(): HistorySink | null {
+  return getHistory()?.recorder ?? null;
+}
+
+function unavailable(error: unknown): never {
+  const db = getDatabase();
+  throw new ApiError("unavailable", `Lock history cannot be read: the database (${db?.display ?? "unset"}) did not answer (${error instanceof Error ? error.message.slice(0, 200) : "error"}).`);
+}
+
+export async function historyEvents(options: { limit: number; before?: string; filters: HistoryFilters }): Promise<EventsAnswer> {
+  const history = getHistory();
+  if (!history) return { events: [], next: null, recording: false };
+  try {
+    return { ...(await history.store.events(options)), recording: true };
+  } catch (error) {
+    return unavailable(error);
+  }
+}
+
+export async function historyHeldAt(options: { at: number; resource?: string; limit: number; before?: string }): Promise<HoldsAnswer> {
+  const history = getHistory();
+  if (!history) return { at: options.at, holds: [], next: null, recording: false };
+  try {
+    return { at: options.at, ...(await history.store.heldAt(options)), recording: true };
+  } catch (error) {
+    return unavailable(error);
+  }
+}

@@ -1,0 +1,37 @@
+import "server-only";
+import type { HistoryPage, LockHold } from "@/lib/history/types";
+import type { TimelineType } from "@/lib/locks/types";
+
+export type { HistoryPage, LockHold, StoredLockEvent } from "@/lib/history/types";
+
+/** One lifecycle event of one lock, as the live view saw it (a timeline entry with the value it concerns). */
+export interface LockHistoryEvent {
+  /** Epoch ms on the console's clock. */
+  at: number;
+  resource: string;
+  type: TimelineType;
+  node?: string | null;
+  /** The lock value the event concerns (the holder's token); null when none is known. */
+  token?: string | null;
+  detail?: string | null;
+}
+
+export interface HistoryFilters {
+  /** Exact resource. */
+  resource?: string;
+  /** Epoch ms, inclusive. */
+  from?: number;
+  /** Epoch ms, exclusive. */
+  to?: number;
+}
+
+/** Where lock history is kept. One kind per file: `postgres.ts`. */
+export interface HistoryStore {
+  insert(events: readonly LockHistoryEvent[]): Promise<void>;
+  /** Events newest first, keyset-paged by `before` (a previous page's `next`). */
+  events(options: { limit: number; before?: string; filters: HistoryFilters }): Promise<HistoryPage>;
+  /** Holds that covered the instant `at`, newest acquisition first (keyset-paged by `before`, a hold's acquisition ms). */
+  heldAt(options: { at: number; resource?: string; limit: number; before?: string }): Promise<{ holds: LockHold[]; next: string | null }>;
+  /** Deletes events and ended holds older than `cutoff` (epoch ms), `batch` rows at a time; returns rows deleted. */
+  prune(cutoff: number, batch?: number): Promise<number>;
+}

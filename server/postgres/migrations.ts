@@ -1,0 +1,79 @@
+import "server-only";
+
+/**
+ * The schema, as numbered steps applied in order on start and recorded in `lockscope_migrations`. A step,
+ * once released, never changes: a change is a new step. Each runs in its own transaction with its record.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = Object.freeze([
+  {
+    version: 1,
+    name: "audit entries",
+    sql: `
+      CREATE TABLE audit_entries (
+        -- The entry id (\`<epoch ms>-<12 hex>\`): time-ordered as a string, so it is also the page cursor.
+        id          text PRIMARY KEY,
+        at          timestamptz NOT NULL,
+        actor       text NOT NULL,
+        role        text NOT NULL,
+        action      text NOT NULL,
+        resource    text NOT NULL,
+        token       text,
+        holder      jsonb,
+        reason      text NOT NULL,
+        outcome     text NOT NULL,
+        nodes       jsonb NOT NULL,
+        ip          text NOT NULL,
+        user_agent  text,
+        finished_at timestamptz
+      );
+      CREATE INDEX audit_entries_resource_id ON audit_entries (resource, id DESC);
+    `,
+  },
+  {
+    version: 2,
+    name: "lock history",
+    sql: `
+      -- Every lifecycle event of every lock, as the consoles' live views saw it.
+      CREATE TABLE lock_events (
+        id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at       timestamptz NOT NULL,
+        resource text NOT NULL,
+        type     text NOT NULL,
+        node     text,
+        token    text,
+        holder   text,
+        fence    text,
+        detail   text,
+        -- Several consoles watch the same nodes and see the same event: it is stored once (see history/postgres.ts).
+        dedup    bigint
+      );
+      CREATE INDEX lock_events_resource_at ON lock_events (resource, at DESC, id DESC);
+      CREATE INDEX lock_events_at ON lock_events (at DESC, id DESC);
+      CREATE UNIQUE INDEX lock_events_dedup ON lock_events (dedup) WHERE dedup IS NOT NULL;
+
+      -- One row per hold (a lock value from acquired to its end), for "who held it at time T".
+      CREATE TABLE lock_holds (
+        id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        resource    text NOT NULL,
+        token       text NOT NULL,
+        holder      text,
+        fence       text,
+        acquired_at timestamptz NOT NULL,
+        ended_at    timestamptz,
+        end_type    text
+      );
+      -- At most one open hold per value of a resource: where an end finds its hold.
+      CREATE UNIQUE INDEX lock_holds_open ON lock_holds (resource, md5(token)) WHERE ended_at IS NULL;
+      CREATE INDEX lock_holds_resource ON lock_holds (resource, acquired_at DESC, id DESC);
+      CREATE INDEX lock_holds_ended ON lock_holds (ended_at) WHERE ended_at IS NOT NULL;
+      -- "Held at T" is a containment query on the hold's interval.
+      CREATE INDEX lock_holds_during ON lock_holds USING gist (tstzrange(acquired_at, ended_at, '[)'));
+    `,
+  },
+]);

@@ -1,0 +1,285 @@
+import type Redis from "ioredis";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as AuditModule from "@/app/api/audit/route";
+import type * as ExportModule from "@/app/api/audit/export/route";
+import type * as HistoryModule from "@/app/api/history/route";
+import type * as LockHistoryModule from "@/app/api/locks/[resource]/history/route";
+import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
+import type * as ServiceModule from "@/server/history/service";
+import type { AuditEntry } from "@/server/audit/types";
+import type { LockHold, StoredLockEvent } from "@/server/history/types";
+import type { TestCluster } from "../support/redis";
+import { startPostgres, type TestPostgres } from "../support/postgres";
+import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { until } from "../support/wait";
+
+interface AuditPage {
+  entries: AuditEntry[];
+  next: string | null;
+  source: string;
+}
+interface EventsPage {
+  events: StoredLockEvent[];
+  next: string | null;
+  recording: boolean;
+}
+interface HoldsPage {
+  holds: LockHold[];
+  next: string | null;
+}
+
+describe("audit and lock history in PostgreSQL", () => {
+  let server: TestPostgres;
+  let url: string;
+  let cluster: TestCluster;
+  let nodes: Redis[];
+  let auditRoute: typeof AuditModule;
+  let exportRoute: typeof ExportModule;
+  let historyRoute: typeof HistoryModule;
+  let lockHistoryRoute: typeof LockHistoryModule;
+  let release: typeof ReleaseModule;
+  let service: typeof ServiceModule;
+  const released: string[] = [];
+
+  const releaseAs = async (resource: string, actor: string, reason: string) => {
+    await Promise.all(nodes.map((n) => n.set(resource, `value-of-${resource}`, "PX", 30_000)));
+    return call(release.POST, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, {
+      params: { resource },
+      body: { reason },
+      headers: { "x-lockscope-actor": actor },
+    });
+  };
+  const get = async <T>(handler: typeof auditRoute.GET, path: string, params?: Record<string, string>) => {
+    const res = await call(handler, "GET", path, { token: VIEWER_TOKEN, params });
+    return { status: res.status, body: res.body as T & { error?: { code: string; message: string } }, headers: res.headers };
+  };
+
+  beforeAll(async () => {
+    server = await startPostgres();
+    url = await server.createDatabase("console");
+    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "200", HISTORY_RETENTION_DAYS: "7" } });
+    nodes = cluster.clients();
+    auditRoute = await import("@/app/api/audit/route");
+    exportRoute = await import("@/app/api/audit/export/route");
+    historyRoute = await import("@/app/api/history/route");
+    lockHistoryRoute = await import("@/app/api/locks/[resource]/history/route");
+    release = await import("@/app/api/locks/[resource]/release/route");
+    service = await import("@/server/history/service");
+    for (const [resource, actor, reason] of [
+      ["lock:orders/1", "alice", "stuck after deploy"],
+      ["lock:orders/2", "bob", "holder OOM-killed"],
+      ["locks:billing", "alice", "billing cron hung"],
+    ] as const) {
+      const res = await releaseAs(resource, actor, reason);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      released.push((res.body as { auditId: string }).auditId);
+    }
+    // Held before the live view starts watching: its hold must still reach the history.
+    await Promise.all(nodes.map((n) => n.set("lock:before-start", "pre-token", "PX", 60_000)));
+    const { waitUntilReconciled } = await import("@/server/live");
+    expect(await waitUntilReconciled(10_000)).toBe(true);
+  });
+  afterAll(async () => {
+    await tearDownConsole(cluster);
+    await server?.close();
+  });
+
+  it("writes each release to the database, with its outcome, and lists and pages it through the routes", async () => {
+    const db = new pg.Client(url);
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ id: string; outcome: string; actor: string }>("SELECT id, outcome, actor FROM audit_entries ORDER BY id");
+      expect(rows.map((r) => r.id)).toEqual(released);
+      expect(rows.every((r) => r.outcome === "released")).toBe(true);
+    } finally {
+      await db.end();
+    }
+    const seen: string[] = [];
+    let query = "?limit=2";
+    for (;;) {
+      const { status, body } = await get<AuditPage>(auditRoute.GET, `/api/audit${query}`);
+      expect(status).toBe(200);
+      expect(body.source).toBe("postgres");
+      seen.push(...body.entries.map((e) => e.id));
+      if (!body.next) break;
+      query = `?limit=2&before=${body.next}`;
+    }
+    expect(seen).toEqual([...released].reverse());
+    const alice = await get<AuditPage>(auditRoute.GET, "/api/audit?actor=ALICE&resource=orders");
+    expect(alice.body.entries.map((e) => e.reason)).toEqual(["stuck after deploy"]);
+    // LIKE wildcards typed in a filter are taken literally.
+    const wildcard = await get<AuditPage>(auditRoute.GET, "/api/audit?resource=%25");
+    expect(wildcard.body.entries).toEqual([]);
+    const exported = await call(exportRoute.GET, "GET", "/api/audit/export?format=csv", { token: VIEWER_TOKEN });
+    expect(exported.headers.get("x-audit-source")).toBe("postgres");
+    expect(String(exported.body)).toContain("billing cron hung");
+  });
+
+  it("shares the audit between consoles: an entry written by another console's store is listed", async () => {
+    const { createDatabase } = await import("@/server/postgres/pool");
+    const { PostgresAudit } = await import("@/server/audit/postgres");
+    const { newAuditId } = await import("@/server/audit/records");
+    const other = createDatabase(url);
+    try {
+      const id = newAuditId();
+      await new PostgresAudit(other).recordIntent({
+        id,
+        at: Date.now(),
+        actor: "dave\u0000",
+        role: "operator",
+        action: "force-release",
+        resource: "lock:elsewhere",
+        token: null,
+        holder: null,
+        reason: "from the second console",
+        outcome: "pending",
+        nodes: [],
+        ip: "10.0.0.2",
+        userAgent: null,
+      });
+      const page = await get<AuditPage>(auditRoute.GET, "/api/audit?resource=elsewhere");
+      expect(page.body.entries.map((e) => [e.id, e.outcome, e.reason])).toEqual([[id, "pending", "from the second console"]]);
+    } finally {
+      await other.pool.end();
+    }
+  });
+
+  it("refuses the release with 503 and deletes nothing while the database is down, and never shows its password", async () => {
+    server.stop();
+    try {
+      const res = await releaseAs("lock:orders/9", "alice", "db is down");
+      expect(res.status).toBe(503);
+      const error = (res.body as { error: { code: string; message: string } }).error;
+      expect(error.code).toBe("unavailable");
+      expect(error.message).toContain("nothing was deleted");
+      expect(error.message).toContain("****");
+      expect(JSON.stringify(res.body)).not.toContain(server.password);
+      const values = await Promise.all(nodes.map((n) => n.get("lock:orders/9")));
+      expect(values).toEqual(["value-of-lock:orders/9", "value-of-lock:orders/9", "value-of-lock:orders/9"]);
+      const page = await get<AuditPage>(auditRoute.GET, "/api/audit");
+      expect(page.status).toBe(503);
+      expect(JSON.stringify(page.body)).not.toContain(server.password);
+    } finally {
+      server.start();
+    }
+    const again = await releaseAs("lock:orders/9", "alice", "db is back");
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(await nodes[0]!.get("lock:orders/9")).toBeNull();
+  });
+
+  it("records lock history, pages it newest first by resource and by time, and answers who held a lock at an instant", async () => {
+    const history = service.getHistory();
+    expect(history).not.toBeNull();
+    const sink = history!.recorder;
+    const t0 = Date.parse("2026-03-01T03:00:00Z");
+    const min = 60_000;
+    // Two holders of lock:orders/42, one after the other, and a lock held across the instant asked about.
+    sink.record({ at: t0, resource: "lock:orders/42", type: "acquired", token: "tok-a" });
+    sink.record({ at: t0 + 5 * min, resource: "lock:orders/42", type: "extended", token: "tok-a", detail: "by 30.0 s" });
+    sink.record({ at: t0 + 10 * min, resource: "lock:orders/42", type: "released", token: "tok-a" });
+    sink.record({ at: t0 + 11 * min, resource: "lock:orders/42", type: "acquired", token: "tok-b" });
+    sink.record({ at: t0 + 13 * min, resource: "lock:orders/42", type: "expired", token: "tok-b" });
+    sink.record({ at: t0 + 1 * min, resource: "lock:orders/7", type: "acquired", token: "tok-c" });
+    // The same event seen by a second console a few ms later is stored once.
+    sink.record({ at: t0 + 1 * min + 3, resource: "lock:orders/7", type: "acquired", token: "tok-c" });
+    await sink.flush();
+    expect(sink.pending).toBe(0);
+
+    const r42 = { resource: "lock:orders/42" };
+    const pages: string[][] = [];
+    let query = "?limit=2";
+    for (;;) {
+      const { status, body } = await get<EventsPage>(lockHistoryRoute.GET, `/api/locks/lock%3Aorders%2F42/history${query}`, r42);
+      expect(status, JSON.stringify(body)).toBe(200);
+      expect(body.recording).toBe(true);
+      pages.push(body.events.map((e) => `${e.type}:${e.token}`));
+      if (!body.next) break;
+      query = `?limit=2&before=${body.next}`;
+    }
+    expect(pages).toEqual([["expired:tok-b", "acquired:tok-b"], ["released:tok-a", "extended:tok-a"], ["acquired:tok-a"]]);
+
+    const at312 = t0 + 12 * min;
+    const heldThen = await get<HoldsPage>(lockHistoryRoute.GET, `/api/locks/x/history?at=${new Date(at312).toISOString()}`, r42);
+    expect(heldThen.body.holds.map((h) => [h.token, h.acquiredAt, h.endedAt, h.endType])).toEqual([["tok-b", t0 + 11 * min, t0 + 13 * min, "expired"]]);
+    const heldEarlier = await get<HoldsPage>(lockHistoryRoute.GET, `/api/locks/x/history?at=${t0 + 2 * min}`, r42);
+    expect(heldEarlier.body.holds.map((h) => h.token)).toEqual(["tok-a"]);
+    const heldNever = await get<HoldsPage>(lockHistoryRoute.GET, `/api/locks/x/history?at=${t0 + 10 * min + 30_000}`, r42);
+    expect(heldNever.body.holds).toEqual([]);
+
+    const everywhere = await get<HoldsPage>(historyRoute.GET, `/api/history?at=${t0 + 2 * min}`);
+    expect(everywhere.body.holds.map((h) => `${h.resource}:${h.token}`)).toEqual(["lock:orders/7:tok-c", "lock:orders/42:tok-a"]);
+    const firstOnly = await get<HoldsPage>(historyRoute.GET, `/api/history?at=${t0 + 2 * min}&limit=1`);
+    const rest = await get<HoldsPage>(historyRoute.GET, `/api/history?at=${t0 + 2 * min}&limit=1&before=${firstOnly.body.next}`);
+    expect([...firstOnly.body.holds, ...rest.body.holds].map((h) => h.token)).toEqual(["tok-c", "tok-a"]);
+
+    const range = await get<EventsPage>(historyRoute.GET, `/api/history?from=${t0}&to=${t0 + 6 * min}`);
+    expect(range.body.events.map((e) => `${e.resource}:${e.type}`)).toEqual(["lock:orders/42:extended", "lock:orders/7:acquired", "lock:orders/42:acquired"]);
+
+    const bad = await get<EventsPage>(historyRoute.GET, "/api/history?at=yesterday");
+    expect(bad.status).toBe(400);
+    const both = await get<EventsPage>(historyRoute.GET, `/api/history?at=${t0}&from=${t0}`);
+    expect(both.status).toBe(400);
+    const notLock = await get<EventsPage>(lockHistoryRoute.GET, "/api/locks/session%3A1/history", { resource: "session:1" });
+    expect(notLock.status).toBe(404);
+  });
+
+  it("records what the live view sees of real locks: acquired, extended, released, and locks held before it started", async () => {
+    const resource = "lock:live-history/1";
+    const path = `/api/locks/${encodeURIComponent(resource)}/history`;
+    const types = async () => (await get<EventsPage>(lockHistoryRoute.GET, path, { resource })).body.events;
+    await Promise.all(nodes.map((n) => n.set(resource, "live-token-1", "PX", 30_000)));
+    await until("the acquisition in the history", async () => (await types()).some((e) => e.type === "acquired"));
+    await Promise.all(nodes.map((n) => n.pexpire(resource, 120_000)));
+    await until("the extension in the history", async () => (await types()).some((e) => e.type === "extended"));
+    await Promise.all(nodes.map((n) => n.del(resource)));
+    await until("the release in the history", async () => (await types()).some((e) => e.type === "released"));
+    const events = await types();
+    expect(events.map((e) => [e.type, e.token])).toEqual([
+      ["released", "live-token-1"],
+      ["extended", "live-token-1"],
+      ["acquired", "live-token-1"],
+    ]);
+    const [releasedAt, , acquiredAt] = events.map((e) => e.at);
+    const during = Math.round((acquiredAt! + releasedAt!) / 2);
+    const held = await get<HoldsPage>(lockHistoryRoute.GET, `${path}?at=${during}`, { resource });
+    expect(held.body.holds.map((h) => [h.token, h.acquiredAt, h.endedAt, h.endType])).toEqual([["live-token-1", acquiredAt, releasedAt, "released"]]);
+
+    const before = await until("the hold found at start", async () => {
+      const page = await get<HoldsPage>(historyRoute.GET, `/api/history?at=${Date.now()}&resource=lock%3Abefore-start`);
+      return page.body.holds[0];
+    });
+    expect(before).toMatchObject({ resource: "lock:before-start", token: "pre-token", endedAt: null });
+  });
+
+  it("deletes history older than the retention, in batches, and keeps the rest", async () => {
+    const history = service.getHistory()!;
+    const old = Date.now() - 8 * 86_400_000;
+    for (let i = 0; i < 25; i++) history.recorder.record({ at: old + i, resource: `lock:old/${i}`, type: "acquired", token: `old-${i}` });
+    for (let i = 0; i < 25; i++) history.recorder.record({ at: old + 100 + i, resource: `lock:old/${i}`, type: "released", token: `old-${i}` });
+    history.recorder.record({ at: Date.now(), resource: "lock:recent", type: "acquired", token: "recent" });
+    await history.recorder.flush();
+    const cutoff = Date.now() - 7 * 86_400_000;
+    const count = async () => {
+      const db = new pg.Client(url);
+      await db.connect();
+      try {
+        const { rows } = await db.query<{ events: string; holds: string }>(
+          "SELECT (SELECT count(*) FROM lock_events WHERE resource LIKE 'lock:old/%') AS events, (SELECT count(*) FROM lock_holds WHERE resource LIKE 'lock:old/%') AS holds",
+        );
+        return rows[0];
+      } finally {
+        await db.end();
+      }
+    };
+    expect(await count()).toEqual({ events: "50", holds: "25" });
+    // Ten rows per DELETE: the 75 take several batches. (The console's own hourly pass may have run first.)
+    await history.store.prune(cutoff, 10);
+    expect(await count()).toEqual({ events: "0", holds: "0" });
+    const oldPage = await history.store.events({ limit: 10, filters: { to: cutoff } });
+    expect(oldPage.events).toEqual([]);
+    const recent = await history.store.events({ limit: 10, filters: { resource: "lock:recent" } });
+    expect(recent.events.map((e) => e.token)).toEqual(["recent"]);
+    expect(await history.store.prune(cutoff, 10)).toBe(0);
+  });
+});

@@ -1,0 +1,102 @@
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LockDetail } from "@/lib/locks/types";
+import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import type { TestCluster } from "../support/redis";
+import { startSentinelSet, type SentinelSet } from "../support/sentinel";
+import { until } from "../support/wait";
+
+describe("a Sentinel-managed primary with two replicas", () => {
+  let cluster: TestCluster;
+  let set: SentinelSet;
+
+  beforeAll(async () => {
+    // The console's own node is the primary the sentinels monitor.
+    cluster = await setUpConsole({ nodes: 1, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+    set = await startSentinelSet(cluster.nodes[0]!, mkdtempSync(path.join(os.tmpdir(), "lockscope-sentinel-")));
+    delete process.env.REDIS_URLS;
+    Object.assign(process.env, { REDIS_SENTINELS: set.sentinelsVar, REDIS_SENTINEL_MASTER: set.master });
+  }, 90_000);
+  afterAll(async () => {
+    await tearDownConsole(cluster);
+    await set?.close();
+  });
+
+  it("follows the failover to the new primary and reports exactly the locks the promoted replica never got as lost in failover", async () => {
+    const locks = await import("@/app/api/locks/route");
+    const one = await import("@/app/api/locks/[resource]/route");
+    const ready = await import("@/app/api/ready/route");
+    const metrics = await import("@/app/metrics/route");
+    const detail = async (resource: string) =>
+      (await call(one.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } })).body as LockDetail;
+    const listed = async () => ((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Array<{ resource: string; state: string; deployment: string }> }).locks;
+    await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200);
+
+    const health = await import("@/app/api/health/route");
+    type Replication = { role: string; replicas: Array<{ address: string; state: string; lagBytes: number }> };
+    const replication = async () => ((await call(health.GET, "GET", "/api/health")).body as { nodes: Array<{ deployment?: string; replication?: Replication }> }).nodes[0];
+    // The primary's two replicas, with how far each is behind.
+    const before = await until("both replicas in the health", async () => {
+      const node = await replication();
+      return node?.replication?.replicas.length === 2 ? node : null;
+    });
+    expect(before).toMatchObject({ deployment: "default", replication: { role: "master" } });
+    expect(before.replication!.replicas.map((r) => r.address).sort()).toEqual(set.replicas.map((r) => `127.0.0.1:${r.port}`).sort());
+
+    const primary = new Redis(set.primary.port, "127.0.0.1", { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    primary.on("error", () => undefined);
+    // Copied to both replicas before anything goes wrong.
+    await primary.set("lock:copied", "holder-a", "PX", 60_000);
+    expect(await primary.wait(2, 5_000)).toBe(2);
+    // The replicas are frozen and cut off, so these two are on the primary alone.
+    for (const r of set.replicas) r.pause();
+    await primary.client("KILL", "TYPE", "replica");
+    await primary.set("lock:lost/1", "holder-b", "PX", 60_000);
+    await primary.set("lock:lost/2", "holder-c", "PX", 60_000);
+    await until("the console saw all three", async () => {
+      const shown = await listed();
+      return ["lock:copied", "lock:lost/1", "lock:lost/2"].every((r) => shown.some((l) => l.resource === r && l.state === "held" && l.deployment === "default"));
+    });
+    primary.disconnect();
+    await set.primary.kill();
+    for (const r of set.replicas) r.resume();
+
+    // The sentinels promote a replica; the console follows it and compares.
+    await until(
+      "the lost locks on their timelines",
+      async () => (await detail("lock:lost/1")).timeline?.some((t) => t.type === "lost-in-failover") && (await detail("lock:lost/2")).timeline?.some((t) => t.type === "lost-in-failover"),
+      45_000,
+    );
+    const copied = (await detail("lock:copied")).timeline.map((t) => t.type);
+    expect(copied).not.toContain("lost-in-failover");
+    expect(copied).toContain("failover");
+    expect((await detail("lock:lost/1")).timeline.map((t) => t.type)).not.toContain("failover");
+    const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
+    expect(text).toMatch(/^lockscope_locks_lost_in_failover_total\{deployment="default"\} 2$/m);
+    expect(text).toMatch(/^lockscope_failovers_total\{deployment="default"\} 1$/m);
+    // The watcher is on the new primary: the copied lock is held there, and a new one shows up.
+    await until("the copied lock held on the new primary", async () => (await listed()).some((l) => l.resource === "lock:copied" && l.state === "held"));
+    const sentinel = new Redis(set.sentinelPorts[0]!, "127.0.0.1", { maxRetriesPerRequest: 1 });
+    const [host, port] = (await sentinel.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", set.master)) as [string, string];
+    sentinel.disconnect();
+    const promoted = new Redis(Number(port), host, { maxRetriesPerRequest: 1 });
+    await promoted.set("lock:after-failover", "holder-d", "PX", 60_000);
+    // The health now describes the promoted primary.
+    await until("the promoted primary's replication in the health", async () => {
+      const node = await replication();
+      // The other replica, re-pointed by the sentinels, is the promoted primary's only replica.
+      const other = set.replicas.find((r) => r.port !== Number(port));
+      return node?.replication?.role === "master" && node.replication.replicas.map((r) => r.address).join() === `127.0.0.1:${other?.port}`;
+    });
+    await until("a lock taken on the new primary listed", async () => (await listed()).some((l) => l.resource === "lock:after-failover" && l.state === "held"));
+    // Force release acts on the current primary too.
+    const release = await import("@/app/api/locks/[resource]/release/route");
+    const res = await call(release.POST, "POST", "/api/locks/lock%3Aafter-failover/release", { body: { reason: "after the failover", token: "holder-d" }, params: { resource: "lock:after-failover" } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await promoted.get("lock:after-failover")).toBeNull();
+    promoted.disconnect();
+  });
+});

@@ -1,0 +1,165 @@
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import type Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Deployment } from "@/lib/deployment-config";
+import { freePort } from "@/lib/redis-node";
+import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import type { TestCluster } from "../support/redis";
+import { makeCertificates, type TestCertificates } from "../support/tls";
+import { until } from "../support/wait";
+
+/**
+ * The README's least-privilege ACL, word for word: the console runs with exactly this user, over TLS with a
+ * client certificate and SNI, and the node's ACL LOG must stay empty (nothing it does is refused).
+ */
+const CONSOLE_ACL =
+  "on resetkeys ~lock:* ~locks:* ~fence:* ~waitq:* ~waitqd:* ~waitqg:* ~lockscope:* resetchannels &lockscope:* &__keyspace@0__:lock:* &__keyspace@0__:locks:* " +
+  "-@all +ping +info +time +scan +type +get +pttl +pexpire +exists +set +del +incr +incrby +hset +hgetall +hdel +multi +exec +eval +evalsha +xadd +xrevrange +publish +subscribe +psubscribe +unsubscribe +punsubscribe +quit " +
+  "+config|get +config|set +client|setname";
+/** The same without CONFIG and CLIENT: what the README says degrades. */
+const NO_CONFIG_ACL = CONSOLE_ACL.replace(" +config|get +config|set +client|setname", "");
+const PASSWORD = "console-password-0123456789";
+const SERVER_NAME = "redis.lockscope.test";
+
+describe("a TLS node with a client certificate, watched by a least-privilege ACL user", () => {
+  let cluster: TestCluster;
+  let certs: TestCertificates;
+  let tlsPort: number;
+  let admin: Redis;
+  let passwordFile: string;
+
+  beforeAll(async () => {
+    certs = makeCertificates(SERVER_NAME);
+    tlsPort = await freePort();
+    passwordFile = path.join(certs.dir, "password");
+    writeFileSync(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+    cluster = await setUpConsole({
+      nodes: 1,
+      // The plain port stays for the test's own admin connection (default user); the console uses only TLS.
+      extraArgs: [
+        "--tls-port", String(tlsPort), "--tls-cert-file", certs.serverCert, "--tls-key-file", certs.serverKey, "--tls-ca-cert-file", certs.caFile, "--tls-auth-clients", "yes",
+        "--user", "lockscope", ...`>${PASSWORD} ${CONSOLE_ACL}`.split(" "),
+        "--user", "lockscope-no-config", ...`>${PASSWORD} ${NO_CONFIG_ACL}`.split(" "),
+      ],
+      env: {
+        REDIS_URL: `rediss://127.0.0.1:${tlsPort}`,
+        REDIS_TLS_CA_FILE: certs.caFile,
+        REDIS_TLS_CERT_FILE: certs.clientCert,
+        REDIS_TLS_KEY_FILE: certs.clientKey,
+        REDIS_TLS_SERVERNAME: SERVER_NAME,
+        REDIS_USERNAME: "lockscope",
+        REDIS_PASSWORD_FILE: passwordFile,
+      },
+    });
+    delete process.env.REDIS_URLS;
+    admin = cluster.client(0);
+    await admin.call("ACL", "LOG", "RESET");
+  });
+  afterAll(async () => {
+    await tearDownConsole(cluster);
+  });
+
+  it("shows, force-releases and audits locks on the standalone deployment, and no command is refused", async () => {
+    const locks = await import("@/app/api/locks/route");
+    const ready = await import("@/app/api/ready/route");
+    const health = await import("@/app/api/health/route");
+    const release = await import("@/app/api/locks/[resource]/release/route");
+    const session = await import("@/app/api/session/route");
+    await admin.set("lock:invoice/7", "holder-token-1", "PX", 30_000);
+    await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200);
+    const listed = await until("the lock listed", async () => {
+      const body = (await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Array<{ resource: string; deployment: string; state: string }> };
+      return body.locks.find((l) => l.resource === "lock:invoice/7");
+    });
+    expect(listed).toMatchObject({ deployment: "default", state: "held" });
+    const healthBody = (await call(health.GET, "GET", "/api/health")).body as { nodes: Array<{ url: string; notifications: string }> };
+    expect(healthBody.nodes).toMatchObject([{ url: `rediss://127.0.0.1:${tlsPort}`, notifications: "enabled-by-console" }]);
+    expect(JSON.stringify(healthBody)).not.toContain(PASSWORD);
+
+    const released = await call(release.POST, "POST", "/api/locks/lock%3Ainvoice%2F7/release", { body: { reason: "stuck holder", token: "holder-token-1" }, params: { resource: "lock:invoice/7" } });
+    expect(released.status, JSON.stringify(released.body)).toBe(200);
+    expect(await admin.get("lock:invoice/7")).toBeNull();
+    expect(await admin.get("fence:lock:invoice/7")).toBe("1");
+    expect((await admin.xrange("lockscope:audit", "-", "+")).length).toBe(2);
+
+    const signIn = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "alice" } });
+    expect(signIn.status).toBe(200);
+    const cookie = signIn.headers.get("set-cookie")?.split(";")[0] ?? "";
+    expect((await call(session.DELETE, "DELETE", "/api/session", { token: null, headers: { cookie } })).status).toBeLessThan(300);
+    await until("the session's revocation on the node", async () => (await admin.keys("lockscope:revoked-session:*")).length === 1);
+
+    // What a console does besides (as instrumentation starts it in production): the registry of consoles over
+    // the same nodes, and the shared count of wrong tokens.
+    (await import("@/server/cluster/registry")).startConsoleRegistry();
+    await until("the console registered on the node", async () => Object.keys(await admin.hgetall("lockscope:consoles")).length === 1);
+    expect((await call(session.POST, "POST", "/api/session", { token: null, body: { token: "a-wrong-token-0123456789abcdef", name: "mallory" } })).status).toBe(401);
+    await until("the wrong token counted on the node", async () => (await admin.keys("lockscope:wrong-token:*")).length > 0);
+
+    // The watcher is live on notifications: a new lock shows up (and nothing the console sent was refused).
+    await admin.set("locks:batch", "holder-token-2", "PX", 30_000);
+    await until("the new lock listed", async () => JSON.stringify((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body).includes("locks:batch"));
+    // Each refusal as "reason object" (a command, key or channel), so a missing permission names itself.
+    const refused = ((await admin.call("ACL", "LOG")) as string[][]).map((entry) => `${entry[entry.indexOf("reason") + 1]} ${entry[entry.indexOf("object") + 1]}`);
+    expect(refused).toEqual([]);
+  });
+
+  it("refuses a lab run its workers could not connect for (TLS files, a password file), saying why", async () => {
+    const runs = await import("@/app/api/demo/runs/route");
+    const res = await call(runs.POST, "POST", "/api/demo/runs", { body: { strategy: "none", stock: 10, workers: 2, ttlMs: 1000, workMs: 1 } });
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ error: { code: "unprocessable", message: "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files)." } });
+  });
+
+  it("without CONFIG and CLIENT, watches by periodic SCAN (degraded) and still sees the locks", async () => {
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const { endpointsOf } = await import("@/server/deployments");
+    const pino = (await import("pino")).default;
+    const deployment: Deployment = {
+      name: "restricted",
+      kind: "standalone",
+      url: `rediss://127.0.0.1:${tlsPort}`,
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
+      auth: { username: "lockscope-no-config", passwordFile },
+    };
+    const [endpoint] = endpointsOf(deployment);
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    store.deployment = "restricted";
+    const watcher = new NodeWatcher(
+      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "restricted", connect: endpoint!.connect, client: admin },
+      { store, patterns: () => ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    try {
+      await until("the watcher up", () => watcher.up);
+      expect(watcher.notifications).toBe("unavailable");
+      await admin.set("lock:restricted/1", "holder-token-3", "PX", 30_000);
+      await watcher.reconcile();
+      expect(store.get("lock:restricted/1", Date.now())?.deployment).toBe("restricted");
+    } finally {
+      await watcher.stop();
+    }
+  });
+
+  it("refuses the server's certificate without the SNI name it was issued for", async () => {
+    const { endpointsOf } = await import("@/server/deployments");
+    const [endpoint] = endpointsOf({
+      name: "no-sni",
+      kind: "standalone",
+      url: `rediss://127.0.0.1:${tlsPort}`,
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: null },
+      auth: { username: "lockscope", passwordFile },
+    });
+    const errors: string[] = [];
+    const client = endpoint!.connect({ lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+    client.on("error", (error: Error) => errors.push(error.message));
+    try {
+      await client.connect().catch(() => undefined);
+      const refusal = await until("the certificate refused", () => errors.find((m) => /altnames/.test(m)));
+      expect(refusal).toContain("IP: 127.0.0.1 is not in the cert's list");
+    } finally {
+      client.disconnect();
+    }
+  });
+});

@@ -1,0 +1,83 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import Redis from "ioredis";
+import { freePort, ping, RedisNode } from "@/lib/redis-node";
+import { until } from "./wait";
+
+/**
+ * A Sentinel-managed primary for a test: the given primary, two replicas and three sentinels
+ * (`redis-server <conf> --sentinel`) on free ports, quorum 2, a primary declared down after 1 s.
+ */
+export interface SentinelSet {
+  master: string;
+  primary: RedisNode;
+  replicas: RedisNode[];
+  sentinelPorts: number[];
+  /** `host:port,…` for REDIS_SENTINELS. */
+  sentinelsVar: string;
+  close(): Promise<void>;
+}
+
+const setpriv = spawnSync("setpriv", ["--pdeathsig", "KILL", "true"], { stdio: "ignore" }).status === 0;
+
+async function startSentinel(dir: string, master: string, primaryPort: number): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  const conf = path.join(dir, `sentinel-${port}.conf`);
+  writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      "bind 127.0.0.1",
+      "daemonize no",
+      `dir ${dir}`,
+      "loglevel warning",
+      `sentinel monitor ${master} 127.0.0.1 ${primaryPort} 2`,
+      `sentinel down-after-milliseconds ${master} 1000`,
+      `sentinel failover-timeout ${master} 10000`,
+      `sentinel parallel-syncs ${master} 2`,
+      "",
+    ].join("\n"),
+  );
+  const args = [conf, "--sentinel"];
+  // Dies with the test process, however it dies (as RedisNode's nodes do).
+  const child = setpriv ? spawn("setpriv", ["--pdeathsig", "KILL", "redis-server", ...args], { stdio: "ignore" }) : spawn("redis-server", args, { stdio: "ignore" });
+  await until(`sentinel on ${port}`, () => ping(port));
+  return { port, child };
+}
+
+export async function startSentinelSet(primary: RedisNode, dir: string, master = "locks"): Promise<SentinelSet> {
+  mkdirSync(dir, { recursive: true });
+  const replicas = await Promise.all([0, 1].map(() => RedisNode.start({ dir, extraArgs: ["--replicaof", "127.0.0.1", String(primary.port)] })));
+  const admin = new Redis(primary.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+  try {
+    await until("both replicas online", async () => /connected_slaves:2/.test(await admin.info("replication")) && /state=online[^\n]*\n[^\n]*state=online/.test(await admin.info("replication")));
+  } finally {
+    admin.disconnect();
+  }
+  const sentinels = await Promise.all([0, 1, 2].map(() => startSentinel(dir, master, primary.port)));
+  // Sentinels find the replicas and each other through the primary (hello messages every 2 s).
+  for (const s of sentinels) {
+    const c = new Redis(s.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+    try {
+      await until("the sentinel knows the replicas and the other sentinels", async () => {
+        const replicasSeen = (await c.call("SENTINEL", "REPLICAS", master)) as unknown[];
+        const others = (await c.call("SENTINEL", "SENTINELS", master)) as unknown[];
+        return replicasSeen.length === 2 && others.length === 2;
+      }, 30_000);
+    } finally {
+      c.disconnect();
+    }
+  }
+  return {
+    master,
+    primary,
+    replicas,
+    sentinelPorts: sentinels.map((s) => s.port),
+    sentinelsVar: sentinels.map((s) => `127.0.0.1:${s.port}`).join(","),
+    close: async () => {
+      for (const s of sentinels) s.child.kill("SIGKILL");
+      await Promise.all(replicas.map((r) => r.stop()));
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { clientAddress, parseProxyEntry, trustedProxyList } from "@/lib/client-address";
+import { ConfigError, parseConfig } from "@/lib/config";
+
+describe("the client address behind trusted proxies", () => {
+  const trusted = trustedProxyList(["10.0.0.0/8", "192.168.1.5", "fd00::/8"]);
+
+  it("is the peer when no proxy is trusted, whatever X-Forwarded-For says", () => {
+    expect(clientAddress("203.0.113.7", "198.51.100.1", null)).toBe("203.0.113.7");
+    expect(clientAddress("::ffff:203.0.113.7", undefined, null)).toBe("203.0.113.7");
+    expect(clientAddress(undefined, undefined, null)).toBe("unknown");
+  });
+
+  it("is the peer when the peer is not a trusted proxy (a client can write any header)", () => {
+    expect(clientAddress("203.0.113.7", "10.1.1.1", trusted)).toBe("203.0.113.7");
+  });
+
+  it("is the first hop from the right that no trusted proxy vouched for", () => {
+    expect(clientAddress("10.0.0.2", "198.51.100.9", trusted)).toBe("198.51.100.9");
+    // The client forged a first entry; the proxies appended the real one after it.
+    expect(clientAddress("10.0.0.2", "1.2.3.4, 198.51.100.9, 192.168.1.5", trusted)).toBe("198.51.100.9");
+    expect(clientAddress("::ffff:10.0.0.2", ["1.2.3.4", "198.51.100.9"], trusted)).toBe("198.51.100.9");
+    expect(clientAddress("fd00::1", "2001:db8::5", trusted)).toBe("2001:db8::5");
+    // Only trusted hops: the farthest of them.
+    expect(clientAddress("10.0.0.2", "10.0.0.3, 10.0.0.4", trusted)).toBe("10.0.0.3");
+    // Garbage in the header: the nearest proxy that passed it on.
+    expect(clientAddress("10.0.0.2", "not-an-ip, 10.0.0.4", trusted)).toBe("10.0.0.4");
+  });
+
+  it("parses TRUSTED_PROXIES and names a wrong entry", () => {
+    expect(parseProxyEntry("10.0.0.0/8")).toEqual({ address: "10.0.0.0", prefix: 8, family: "ipv4" });
+    expect(parseProxyEntry("::1")).toEqual({ address: "::1", prefix: 128, family: "ipv6" });
+    for (const bad of ["10.0.0.0/33", "proxy.local", "10.0.0.0/8/1", "10.0.0.0/x", ""]) expect(parseProxyEntry(bad), bad).toBeNull();
+    expect(parseConfig({ TRUSTED_PROXIES: "10.0.0.0/8, 192.168.1.5" }).trustedProxies).toEqual(["10.0.0.0/8", "192.168.1.5"]);
+    expect(parseConfig({}).trustedProxies).toEqual([]);
+    expect(() => parseConfig({ TRUSTED_PROXIES: "10.0.0.0/8,lb.internal" })).toThrow(ConfigError);
+    expect(() => parseConfig({ TRUSTED_PROXIES: "10.0.0.0/8,lb.internal" })).toThrow(/TRUSTED_PROXIES=.*expected comma-separated IP addresses or CIDRs/);
+  });
+});

@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { parseBeat, peerWarnings, PEER_STALE_MS, type ConsoleBeat } from "@/lib/console-peers";
+
+const now = 1_700_000_000_000;
+const beat = (id: string, secret: string, generated = false, at = now): ConsoleBeat => ({ id, name: id.split("/")[0]!, secret, generated, at });
+
+describe("what a console concludes from the other consoles' beats", () => {
+  it("says nothing when every console signs with the same configured key", () => {
+    const self = beat("a:3000/1", "fp1");
+    expect(peerWarnings(self, [self, beat("b:3000/2", "fp1")], now)).toEqual({ peers: [beat("b:3000/2", "fp1")], warnings: [] });
+  });
+
+  it("names a console that signs with another key, and a generated key while others run", () => {
+    const self = beat("a:3000/1", "fp1", true);
+    const { warnings } = peerWarnings(self, [self, beat("b:3000/2", "fp2")], now);
+    expect(warnings.map((w) => w.key)).toEqual(["mismatch:b:3000/2", "generated"]);
+    expect(warnings[0]!.message).toContain("console b:3000 signs sessions with a different key");
+    expect(warnings[0]!.message).toContain("LOCKSCOPE_SESSION_SECRET");
+    expect(warnings[1]!.message).toContain("generated");
+  });
+
+  it("ignores stale entries and itself, and a generated key alone is fine", () => {
+    const self = beat("a:3000/1", "fp1", true);
+    expect(peerWarnings(self, [self, beat("b:3000/2", "fp2", false, now - PEER_STALE_MS)], now).warnings).toEqual([]);
+  });
+
+  it("refuses malformed entries", () => {
+    expect(parseBeat("{")).toBeNull();
+    expect(parseBeat(JSON.stringify({ id: "x" }))).toBeNull();
+    expect(parseBeat(JSON.stringify(beat("a/1", "f")))).toEqual(beat("a/1", "f"));
+  });
+});

@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest";
+import { parseConfig } from "@/lib/config";
+import { DeploymentConfigError, parseDeployments, type ReadFile } from "@/lib/deployment-config";
+
+const PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+const files: Record<string, string> = { "/ca.pem": PEM, "/client.pem": PEM, "/client.key": PEM.replace(/CERTIFICATE/g, "PRIVATE KEY"), "/pw": "s3cret-password\n", "/empty": "  \n", "/notpem": "hello" };
+const readFile: ReadFile = (p) => {
+  const text = files[p];
+  if (text === undefined) throw Object.assign(new Error(`ENOENT: ${p}`), { code: "ENOENT" });
+  return text;
+};
+
+function linesOf(env: Record<string, string>, read: ReadFile = readFile): string[] {
+  try {
+    parseDeployments(env, read);
+  } catch (error) {
+    if (error instanceof DeploymentConfigError) return [...error.lines];
+    throw error;
+  }
+  throw new Error("expected a DeploymentConfigError");
+}
+
+describe("deployment configuration", () => {
+  it("is null without any deployment variable (embedded nodes), and REDIS_URLS stays a Redlock set", () => {
+    expect(parseDeployments({}, readFile)).toBeNull();
+    const config = parseConfig({ REDIS_URLS: "redis://10.0.0.1:6380,redis://10.0.0.2:6380" });
+    expect(config.redisUrls).toEqual(["redis://10.0.0.1:6380", "redis://10.0.0.2:6380"]);
+    expect(config.deployments).toEqual([
+      { name: "default", kind: "redlock", urls: ["redis://10.0.0.1:6380", "redis://10.0.0.2:6380"], tls: null, auth: { username: null, passwordFile: null } },
+    ]);
+  });
+
+  it("reads a standalone instance, a Sentinel primary and TLS with a client certificate and SNI", () => {
+    expect(parseDeployments({ REDIS_URL: "redis://10.0.0.9:6379/2" }, readFile)).toEqual([
+      { name: "default", kind: "standalone", url: "redis://10.0.0.9:6379/2", tls: null, auth: { username: null, passwordFile: null } },
+    ]);
+    const [sentinel] = parseDeployments(
+      { REDIS_SENTINELS: "10.0.0.1:26379, sentinel-b:26380,[::1]:26381", REDIS_SENTINEL_MASTER: "locks", REDIS_USERNAME: "lockscope", REDIS_PASSWORD_FILE: "/pw", REDIS_SENTINEL_PASSWORD_FILE: "/pw" },
+      readFile,
+    ) ?? [];
+    expect(sentinel).toMatchObject({
+      kind: "sentinel",
+      master: "locks",
+      sentinels: [{ host: "10.0.0.1", port: 26379 }, { host: "sentinel-b", port: 26380 }, { host: "::1", port: 26381 }],
+      auth: { username: "lockscope", passwordFile: "/pw" },
+      sentinelAuth: { username: null, passwordFile: "/pw" },
+    });
+    const [tls] = parseDeployments(
+      { REDIS_URLS: "rediss://a:6380,rediss://b:6380", REDIS_TLS_CA_FILE: "/ca.pem", REDIS_TLS_CERT_FILE: "/client.pem", REDIS_TLS_KEY_FILE: "/client.key", REDIS_TLS_SERVERNAME: "redis.internal" },
+      readFile,
+    ) ?? [];
+    expect(tls?.tls).toEqual({ caFile: "/ca.pem", certFile: "/client.pem", keyFile: "/client.key", servername: "redis.internal" });
+  });
+
+  it("says every mistake, one line each, naming the variable and never the password", () => {
+    const lines = linesOf({
+      REDIS_SENTINELS: "10.0.0.1:26379,nonsense,host:99999",
+      REDIS_TLS_CA_FILE: "/missing.pem",
+      REDIS_TLS_CERT_FILE: "/notpem",
+      REDIS_PASSWORD_FILE: "/empty",
+    });
+    expect(lines).toEqual([
+      'REDIS_TLS_CA_FILE="/missing.pem" cannot be read (ENOENT): expected a readable file.',
+      'REDIS_TLS_CERT_FILE="/notpem" holds no PEM block: expected a PEM file (-----BEGIN …-----).',
+      "REDIS_TLS_KEY_FILE is missing: a client certificate needs both its certificate and its key file.",
+      'REDIS_PASSWORD_FILE="/empty" is empty: expected a file holding the password.',
+      'REDIS_SENTINELS: entry 2 ("nonsense") is not host:port: expected host:port, e.g. 10.0.0.1:26379.',
+      'REDIS_SENTINELS: entry 3 ("host:99999") has a port outside 1 to 65535: expected host:port, e.g. 10.0.0.1:26379.',
+      "REDIS_SENTINEL_MASTER is missing: REDIS_SENTINELS needs the name of the master the sentinels monitor, e.g. mymaster.",
+    ]);
+    for (const line of lines) expect(line).not.toContain("\n");
+    const url = linesOf({ REDIS_URL: "rediss://user:hunter2-password@host:6380/abc" });
+    expect(url).toEqual(['REDIS_URL: URL 1 ("rediss://user:****@host:6380/abc") has a path other than a database number (/0 to /15): expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.']);
+    expect(url.join("")).not.toContain("hunter2");
+  });
+
+  it("refuses TLS settings no URL uses, two deployments in the variables, and Redis Cluster", () => {
+    expect(linesOf({ REDIS_URLS: "redis://a:1", REDIS_TLS_CA_FILE: "/ca.pem" })).toEqual(["REDIS_TLS_* is set but no URL of the deployment is rediss://: use rediss:// URLs for TLS."]);
+    expect(linesOf({ REDIS_URLS: "redis://a:1", REDIS_URL: "redis://b:1" })).toEqual([
+      "REDIS_URLS, REDIS_URL are all set: the variables describe one deployment; describe several in LOCKSCOPE_DEPLOYMENTS_FILE.",
+    ]);
+    expect(linesOf({ REDIS_TLS_CA_FILE: "/ca.pem", REDIS_USERNAME: "lockscope" })).toEqual([
+      "REDIS_TLS_CA_FILE, REDIS_USERNAME are set without a deployment: set REDIS_URLS, REDIS_URL or REDIS_SENTINELS too.",
+    ]);
+    expect(linesOf({ REDIS_CLUSTER_URLS: "redis://a:7000,redis://b:7001" })[0]).toMatch(/^REDIS_CLUSTER_URLS: Redis Cluster deployments are not supported/);
+  });
+
+  it("reads a deployments file, and names each wrong field by its path", () => {
+    const good = JSON.stringify({ deployments: [{ name: "payments", kind: "standalone", url: "rediss://p:6380", tls: { caFile: "/ca.pem" }, username: "lockscope", passwordFile: "/pw" }] });
+    expect(parseDeployments({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? good : readFile(p)))).toEqual([
+      { name: "payments", kind: "standalone", url: "rediss://p:6380", tls: { caFile: "/ca.pem", certFile: null, keyFile: null, servername: null }, auth: { username: "lockscope", passwordFile: "/pw" } },
+    ]);
+    const bad = JSON.stringify({
+      deployments: [
+        { name: "Payments!", kind: "redlock", urls: ["redis://a:1", "http://b:2"], master: "x" },
+        { name: "s", kind: "sentinel", sentinels: ["a:1"] },
+      ],
+    });
+    const at = 'LOCKSCOPE_DEPLOYMENTS_FILE="/d.json"';
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? bad : readFile(p)))).toEqual([
+      `${at}: deployments[0].name="Payments!" is invalid: expected 1 to 40 lower-case letters, digits or '-'.`,
+      `${at}: deployments[0].master does not apply to a redlock deployment.`,
+      `${at}: deployments[0].urls: URL 2 ("http://b:2") is not a redis:// or rediss:// URL: expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.`,
+      `${at}: deployments[1].master is missing: a sentinel deployment needs it.`,
+    ]);
+    const two = JSON.stringify({ deployments: [{ name: "a", kind: "standalone", url: "redis://a:1" }, { name: "b", kind: "standalone", url: "redis://b:1" }] });
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? two : readFile(p)))).toEqual([
+      `${at} describes 2 deployments (a, b): a console watches one; run one console per deployment.`,
+    ]);
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? "{not json" : readFile(p)))[0]).toMatch(/is not JSON/);
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? '{"deployments":[{"name":"a","kind":"etcd"}]}' : readFile(p)))[0]).toMatch(
+      /deployments\[0\]\.kind: /,
+    );
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/nope.json", REDIS_URLS: "redis://a:1" })).toEqual([
+      "LOCKSCOPE_DEPLOYMENTS_FILE and REDIS_URLS are both set: describe the deployments in one place.",
+      'LOCKSCOPE_DEPLOYMENTS_FILE="/nope.json" cannot be read (ENOENT): expected a readable JSON file.',
+    ]);
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import { HistoryRecorder } from "@/server/history/recorder";
+import type { HistoryStore, LockHistoryEvent } from "@/server/history/types";
+
+/** A store the test controls: writes wait on a gate the test opens, or fail while `failing` is set. */
+class GatedStore implements HistoryStore {
+  written: LockHistoryEvent[][] = [];
+  failing = false;
+  private opened: Promise<void> = Promise.resolve();
+  private openGate: () => void = () => undefined;
+
+  close(): void {
+    this.opened = new Promise((resolve) => (this.openGate = resolve));
+  }
+  open(): void {
+    this.openGate();
+  }
+  async insert(events: readonly LockHistoryEvent[]): Promise<void> {
+    await this.opened;
+    if (this.failing) throw new Error("database down");
+    this.written.push([...events]);
+  }
+  events(): never {
+    throw new Error("unused");
+  }
+  heldAt(): never {
+    throw new Error("unused");
+  }
+  prune(): never {
+    throw new Error("unused");
+  }
+}
+
+const event = (i: number): LockHistoryEvent => ({ at: i, resource: `lock:r/${i}`, type: "acquired", token: `t${i}` });
+
+describe("history recorder", () => {
+  it("writes in batches of at most batchSize, in order", async () => {
+    const store = new GatedStore();
+    const recorder = new HistoryRecorder(store, { batchSize: 3, flushMs: 1_000 });
+    for (let i = 0; i < 7; i++) recorder.record(event(i));
+    await recorder.flush();
+    expect(store.written.map((b) => b.length)).toEqual([3, 3, 1]);
+    expect(store.written.flat().map((e) => e.at)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+
+  it("never blocks while the database is slow: past the capacity events are dropped and counted", async () => {
+    const store = new GatedStore();
+    store.close();
+    const drops: Array<[number, string]> = [];
+    const recorder = new HistoryRecorder(store, { capacity: 5, batchSize: 2, flushMs: 1, onDrop: (n, why) => drops.push([n, why]) });
+    for (let i = 0; i < 8; i++) recorder.record(event(i));
+    expect(recorder.pending).toBe(5);
+    expect(drops).toEqual([
+      [1, "queue-full"],
+      [1, "queue-full"],
+      [1, "queue-full"],
+    ]);
+    store.open();
+    await recorder.flush();
+    expect(store.written.flat().map((e) => e.at)).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it("keeps a failed batch and writes it once the database is back; gives it up after `attempts` tries", async () => {
+    const store = new GatedStore();
+    store.failing = true;
+    const drops: Array<[number, string]> = [];
+    const errors: unknown[] = [];
+    const recorder = new HistoryRecorder(store, { batchSize: 10, flushMs: 1_000, attempts: 3, onDrop: (n, why) => drops.push([n, why]), onError: (e) => errors.push(e) });
+    recorder.record(event(1));
+    await recorder.flush();
+    expect(errors).toHaveLength(1);
+    expect(recorder.pending).toBe(1);
+    store.failing = false;
+    await recorder.flush();
+    expect(store.written.flat().map((e) => e.at)).toEqual([1]);
+
+    store.failing = true;
+    recorder.record(event(2));
+    for (let i = 0; i < 3; i++) await recorder.flush();
+    expect(drops).toEqual([[1, "write-failed"]]);
+    expect(recorder.pending).toBe(0);
+  });
+});
