@@ -47,6 +47,14 @@ const HELD_COUNTS = QUICK ? [1_000, 20_000] : [1_000, 100_000];
 const RATES = [1_000, 5_000];
 const CHURN_MS = QUICK ? 3_000 : 8_000;
 const WARMUP_MS = QUICK ? 1_000 : 2_000;
+/**
+ * The churn's mix of lock formats, in turn: a plain string token, a Redisson lock (a hash) and a
+ * redis-semaphore permit (a sorted set), so the batched read, the decoders and the `h`/`z` notifications are all
+ * under load.
+ */
+const FORMAT_MIX = ["token", "redisson", "semaphore"] as const;
+const REDISSON_CLIENT = "5b0d3c2a-9e1f-4a7b-8c6d-2f4e1a3b5c7d";
+
 /** Each churned lock is held this long before its release: longer than the stream's 100 ms coalescing window. */
 const HOLD_MS = 1_000;
 const SETTLE_MS = 2_500;
@@ -290,10 +298,19 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
         pending.set(release.key, { kind: "release", token: release.token, sentAt: performance.now() });
         for (const c of clients) void c.del(release.key);
       } else {
+        const kind = FORMAT_MIX[n % FORMAT_MIX.length]!;
         const key = `lock:churn:${tag}:${n++}`;
-        const token = `t-${n}-${randomBytes(4).toString("hex")}`;
+        const id = `t-${n}-${randomBytes(4).toString("hex")}`;
+        // What the stream shows as the value: the token, a Redisson holder field, a semaphore member.
+        const token = kind === "redisson" ? `${REDISSON_CLIENT}:${n}` : id;
         pending.set(key, { kind: "acquire", token, sentAt: performance.now() });
-        for (const c of clients) void c.set(key, token, "PX", 60_000, "NX");
+        for (const c of clients) {
+          // Each library's own writes: SET NX PX; Redisson's HINCRBY of the holder field then PEXPIRE; a
+          // redis-semaphore permit's ZADD scored by the time, then PEXPIRE of the set.
+          if (kind === "token") void c.set(key, token, "PX", 60_000, "NX");
+          else if (kind === "redisson") void c.multi().hincrby(key, token, 1).pexpire(key, 60_000).exec();
+          else void c.multi().zadd(key, Date.now(), token).pexpire(key, 60_000).exec();
+        }
         releases.push({ at: now + HOLD_MS, key, token });
       }
       changes += 1;
@@ -316,7 +333,14 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
   for (let i = 0; i < n; i++) keys.push(`lock:churn:${tag}:${i}`);
   for (let i = 0; i < keys.length; i += 5_000) {
     const slice = keys.slice(i, i + 5_000);
-    const values = await clients[0]!.mget(...slice);
+    const read = clients[0]!.pipeline();
+    slice.forEach((key, j) => {
+      const kind = FORMAT_MIX[(i + j) % FORMAT_MIX.length];
+      if (kind === "token") read.get(key);
+      else if (kind === "redisson") read.hkeys(key);
+      else read.zrange(key, 0, -1);
+    });
+    const values = ((await read.exec()) ?? []).map(([, v]) => (Array.isArray(v) ? (v.length === 0 ? null : (v as string[]).sort().join("\n")) : typeof v === "string" ? v : null));
     slice.forEach((key, j) => {
       const truth = values[j] ?? null;
       const shown = stream.locks.get(key);

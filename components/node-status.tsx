@@ -2,6 +2,7 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { apiFetch } from "./api-client";
+import { useLiveLocks } from "./locks/use-live-locks";
 
 export interface HealthNode {
   id: string;
@@ -17,17 +18,60 @@ export interface HealthResponse {
   nodes: HealthNode[];
 }
 
-export function useHealth() {
+export function useHealth(options: { enabled?: boolean } = {}) {
   return useQuery({
     queryKey: ["health"],
     queryFn: () => apiFetch<HealthResponse>("/api/health"),
     refetchInterval: 5_000,
+    enabled: options.enabled ?? true,
   });
 }
 
-/** The nodes' status in the header: one pill per node, the quorum, and the overall status as text. */
+interface PillNode {
+  id: string;
+  up: boolean;
+  /** How it is not up: "down" or "not answering". */
+  notUp: string;
+  notifications: HealthNode["notifications"];
+  title: string;
+}
+
+function Pills({ nodes, summary, status }: { nodes: PillNode[]; summary: string; status: string }) {
+  return (
+    <div className="node-status" role="status" aria-label="Lock nodes">
+      {nodes.map((node) => (
+        <span key={node.id} className="node-pill" title={node.title} aria-label={`${node.id} ${node.up ? "up" : node.notUp}`}>
+          <span className={`dot ${node.up ? (node.notifications === "unavailable" ? "degraded" : "up") : "down"}`} aria-hidden />
+          {node.id}
+        </span>
+      ))}
+      <span className={`status-text ${status}`}>{summary}</span>
+    </div>
+  );
+}
+
+/**
+ * The nodes' status in the header: one pill per node, the quorum, and the overall status as text. It takes
+ * node state from the tab's live stream, the same source as the page below it, so the two never disagree
+ * (a node kill shows in both at once); /api/health is only the fallback where the stream is not open to
+ * this visitor (signed out).
+ */
 export function NodeStatus() {
-  const { data, isError } = useHealth();
+  const live = useLiveLocks();
+  const stream = live.data && live.data.status !== "signed-out" && live.data.nodes.length > 0 ? live.data : null;
+  const { data, isError } = useHealth({ enabled: stream === null });
+  if (stream) {
+    const total = stream.nodes.length;
+    const up = stream.stats?.nodesUp ?? stream.nodes.filter((n) => n.up).length;
+    const quorumOk = up >= Math.floor(total / 2) + 1;
+    const degraded = stream.nodes.some((n) => !n.up || n.notifications === "unavailable");
+    const status = !quorumOk ? "down" : degraded ? "degraded" : "ok";
+    const nodes = stream.nodes.map((n): PillNode => {
+      const notUp = n.answering ? "down" : "not answering";
+      return { id: n.nodeId, up: n.up, notUp, notifications: n.notifications, title: `${n.nodeId} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}` };
+    });
+    return <Pills nodes={nodes} status={status} summary={`${up}/${total} up · quorum ${quorumOk ? "ok" : "lost"} · ${status}`} />;
+  }
   if (isError) {
     return (
       <div className="node-status" role="status" aria-label="Lock nodes">
@@ -42,22 +86,8 @@ export function NodeStatus() {
       </div>
     );
   }
-  return (
-    <div className="node-status" role="status" aria-label="Lock nodes">
-      {data.nodes.map((node) => (
-        <span
-          key={node.id}
-          className="node-pill"
-          title={`${node.url} · ${node.up ? `${node.latencyMs ?? "?"} ms` : "down"} · notifications ${node.notifications}`}
-          aria-label={`${node.id} ${node.up ? "up" : "down"}`}
-        >
-          <span className={`dot ${node.up ? (node.notifications === "unavailable" ? "degraded" : "up") : "down"}`} aria-hidden />
-          {node.id}
-        </span>
-      ))}
-      <span className={`status-text ${data.status}`}>
-        {data.quorum.up}/{data.nodes.length} up · quorum {data.quorum.ok ? "ok" : "lost"} · {data.status}
-      </span>
-    </div>
+  const nodes = data.nodes.map(
+    (n): PillNode => ({ id: n.id, up: n.up, notUp: "down", notifications: n.notifications, title: `${n.url} · ${n.up ? `${n.latencyMs ?? "?"} ms` : "down"} · notifications ${n.notifications}` }),
   );
+  return <Pills nodes={nodes} status={data.status} summary={`${data.quorum.up}/${data.nodes.length} up · quorum ${data.quorum.ok ? "ok" : "lost"} · ${data.status}`} />;
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_LOCK_PATTERNS_ENV } from "./locks/formats/defaults";
 import { parseProxyEntry } from "./client-address";
 import { parseDeployments, type Deployment, type ReadFile } from "./deployment-config";
 
@@ -75,7 +76,8 @@ export class ConfigError extends Error {
 }
 
 export const CONFIG_DEFAULTS = Object.freeze({
-  lockPatterns: "lock:*,locks:*",
+  // The conventional key names of the lock libraries the console reads (lib/locks/formats/defaults.ts).
+  lockPatterns: DEFAULT_LOCK_PATTERNS_ENV,
   host: "127.0.0.1",
   port: 3000,
   dataDir: ".lockscope",
@@ -138,7 +140,7 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     env,
     "LOCK_PATTERNS",
     z.string().transform((s) => s.split(",").map((p) => p.trim())).pipe(z.array(z.string().min(1).max(200).regex(/^[^\s]+$/)).min(1).max(32)),
-    'comma-separated Redis glob patterns of lock keys, e.g. "lock:*,locks:*"',
+    'comma-separated Redis glob patterns of lock keys, e.g. "lock:*,mutex:*"',
     CONFIG_DEFAULTS.lockPatterns,
   );
   const host = field(env, "HOST", z.string().min(1).max(255).regex(/^[A-Za-z0-9.:[\]-]+$/), "a hostname or IP address to bind, e.g. 127.0.0.1", CONFIG_DEFAULTS.host);

@@ -1,7 +1,9 @@
 import "server-only";
+import { decodeReading, formatByName, readLockKeys, type FormatName, type FormatReading, type NodeReleaseResult } from "@/lib/locks/formats";
+import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/merge";
-import { decodeLockValue, forceRelease, type ForceReleaseNodeResult } from "@lockscope/redlock";
+import { decodeLockValue } from "@lockscope/redlock";
 import { getAuditStore } from "./audit/current";
 import { AuditNotDurableError } from "./audit/store";
 import { newAuditId } from "./audit/records";
@@ -9,17 +11,18 @@ import type { AuditEntry, AuditHolder, AuditNodeResult, AuditOutcome } from "./a
 import { clientIp, type Principal } from "./auth";
 import { getConfig } from "./config";
 import { ApiError } from "./errors";
-import { peekGlobal, singleton } from "./global";
+import { peekGlobal } from "./global";
 import { whenReady } from "./health";
 import { noteForceRelease } from "./live";
 import { getLogger } from "./logger";
 import { counter } from "./metrics";
 import { getNodes, quorumOf, type LockNode } from "./nodes";
+import { getPatternStore, type PatternsState } from "./patterns";
 
 export interface ReleaseInput {
   resource: string;
   reason: string;
-  /** The lock value the operator was looking at; absent: release whatever is held. */
+  /** The holder id the operator was looking at (a lock value, a Redisson holder field, a semaphore member); absent: the single holder. */
   token?: string;
   principal: Principal;
   request: Request;
@@ -27,16 +30,26 @@ export interface ReleaseInput {
 
 export interface ReleaseResult {
   released: true;
+  format: FormatName;
   nodes: Array<{ id: string; result: AuditNodeResult["result"] }>;
+  /** Who was told: only this engine's holders hear a revocation; `waiters`: a wake message went out to the library's waiters. */
+  notified: { holder: boolean; waiters: boolean };
   auditId: string;
 }
 
 /** What a node held when the console looked. */
-type NodeRead = { id: string; state: "ok"; value: string | null; nonString: boolean } | { id: string; state: "error"; error: string };
+type NodeRead = { id: string; state: "ok"; reading: FormatReading | null } | { id: string; state: "error"; error: string };
 
-/** The live view's own matcher, so what it shows as a lock and what can be released never disagree. */
+/** Formats where several holders share the lock at once: releasing "whatever is held" would pick one at random. */
+const MULTI_HOLDER: ReadonlySet<FormatName> = new Set<FormatName>(["redis-semaphore", "redisson-rw"]);
+
+let matcherFor: { state: PatternsState; match: (key: string) => boolean } | null = null;
+
+/** The patterns in force (as the live view watches them), so what it shows as a lock and what can be released never disagree. */
 export function isLockKey(resource: string): boolean {
-  return singleton("release-lock-key-matcher", () => lockKeyMatcher(getConfig().lockPatterns))(resource);
+  const state = getPatternStore().current();
+  if (matcherFor?.state !== state) matcherFor = { state, match: lockKeyMatcher(state.patterns.map((p) => p.glob)) };
+  return matcherFor.match(resource);
 }
 
 async function readNode(node: LockNode, resource: string): Promise<NodeRead> {
@@ -44,12 +57,10 @@ async function readNode(node: LockNode, resource: string): Promise<NodeRead> {
   // rather than report a healthy node as down (commands fail fast while it is not ready).
   if (!(await whenReady(node.client, getConfig().nodeTimeoutMs))) return { id: node.id, state: "error", error: "not connected" };
   try {
-    return { id: node.id, state: "ok", value: await node.client.get(resource), nonString: false };
+    const [reading] = await readLockKeys(node.client, [resource]);
+    return { id: node.id, state: "ok", reading: reading ? decodeReading(reading, { now: Date.now() }) : null };
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    // A hash or other non-string lock (some libraries use them) exists but has no value to compare.
-    if (message.startsWith("WRONGTYPE")) return { id: node.id, state: "ok", value: null, nonString: true };
-    return { id: node.id, state: "error", error: message.slice(0, 200) };
+    return { id: node.id, state: "error", error: (error instanceof Error ? error.message : String(error)).slice(0, 200) };
   }
 }
 
@@ -60,13 +71,17 @@ function holderOf(value: string | null): AuditHolder | null {
   return { label: identity.label, host: identity.host, pid: identity.pid, fence: identity.fence };
 }
 
-
-function currentHolder(values: Array<{ id: string; value: string | null }>) {
-  const token = prevailingValue(values.map((v) => v.value));
+/** Who holds it now, for a 409: the leading reading's format and holders, and each node's fingerprint. */
+function currentHolder(reads: ReadonlyArray<{ id: string; reading: FormatReading | null }>) {
+  const leading = prevailingValue(reads.map((r) => r.reading?.fingerprint ?? null));
+  const reading = reads.find((r) => r.reading !== null && r.reading.fingerprint === leading)?.reading ?? null;
+  const first = reading?.holders[0]?.id ?? null;
   return {
-    token,
-    holder: holderOf(token),
-    nodes: values.map((v) => ({ id: v.id, token: v.value })),
+    token: reading && reading.holders.length === 1 ? first : null,
+    format: reading?.format ?? null,
+    holders: reading?.holders ?? [],
+    holder: holderOf(reading?.format === "lockscope" ? first : null),
+    nodes: reads.map((r) => ({ id: r.id, token: r.reading?.fingerprint ?? null })),
   };
 }
 
@@ -80,20 +95,19 @@ function outcomeOf(results: ReadonlyArray<AuditNodeResult>): AuditOutcome {
 }
 
 /**
- * Force-releases a lock for an operator. Order matters and each step is a promise to the operator:
- * only lock keys (404 otherwise, untouched); a stale token is a 409 before anything is written; the audit
- * intent must be durable before anything is deleted (503 otherwise); then compare-and-delete (or delete)
- * on every node, which also revokes the holder's `using()` signal and advances the fence; then the
- * outcome is recorded.
+ * Force-releases a lock for an operator, whatever library took it. Order matters and each step is a promise
+ * to the operator: only lock keys (404 otherwise, untouched); a format the console cannot release safely is a
+ * 422 before anything is written; a stale holder id is a 409; the audit intent must be durable before anything
+ * is deleted (503 otherwise); then the format's own release on every node (compare by holder id; this engine's
+ * also revokes the holder's `using()` signal and advances the fence; Redisson's wakes its waiters the way
+ * Redisson does); then the outcome is recorded.
  */
 export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   const { resource, reason, token, principal, request } = input;
   const config = getConfig();
   if (!isLockKey(resource)) {
-    throw new ApiError(
-      "not_found",
-      `\`${preview(resource)}\` is not a lock key under LOCK_PATTERNS (${config.lockPatterns.join(", ")}); nothing was touched.`,
-    );
+    const patterns = getPatternStore().current().patterns.map((p) => p.glob);
+    throw new ApiError("not_found", `\`${preview(resource)}\` is not a lock key under the lock patterns (${patterns.join(", ")}); nothing was touched.`);
   }
   const nodes = getNodes();
   const reads = await Promise.all(nodes.map((n) => readNode(n, resource)));
@@ -101,20 +115,40 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   if (answered.length === 0) {
     throw new ApiError("unavailable", "No lock node answered, so the lock cannot be released; nothing was touched.");
   }
-  const heldSomewhere = answered.some((r) => r.value !== null || r.nonString);
-  if (!heldSomewhere) {
+  const holding = answered.filter((r): r is { id: string; state: "ok"; reading: FormatReading } => r.reading !== null);
+  if (holding.length === 0) {
     const unreachable = reads.length - answered.length;
     throw new ApiError(
       "not_found",
       `No node holds \`${preview(resource)}\`: it was released or expired already${unreachable > 0 ? ` (${unreachable} node(s) did not answer)` : ""}.`,
     );
   }
-  if (token !== undefined && !answered.some((r) => r.value === token)) {
-    const current = currentHolder(answered);
-    throw new ApiError("conflict", "The lock changed hands since you looked: no node holds that token any more. Nothing was deleted.", { current });
+  const leadingPrint = prevailingValue(holding.map((r) => r.reading.fingerprint));
+  const leading = (holding.find((r) => r.reading.fingerprint === leadingPrint) ?? holding[0])!.reading;
+  const format = formatByName(leading.format);
+  if (format.release === null) {
+    throw new ApiError(
+      "unprocessable",
+      `\`${preview(resource)}\` is a ${leading.redisType} whose layout no lock format here knows, so the console cannot release it safely; nothing was touched.`,
+    );
+  }
+  let holderId: string;
+  if (token !== undefined) {
+    if (!holding.some((r) => r.reading.format === leading.format && r.reading.holders.some((h) => h.id === token))) {
+      throw new ApiError("conflict", "The lock changed hands since you looked: no node has that holder any more. Nothing was deleted.", { current: currentHolder(answered) });
+    }
+    holderId = token;
+  } else if (MULTI_HOLDER.has(leading.format) && leading.redisType !== "string") {
+    throw new ApiError(
+      "unprocessable",
+      `\`${preview(resource)}\` is held by several holders at once (${leading.format}): say which one to release (\`token\`: the holder's id); nothing was touched.`,
+    );
+  } else {
+    const first = leading.holders[0];
+    if (!first) throw new ApiError("not_found", `No holder of \`${preview(resource)}\` is left to release; nothing was touched.`);
+    holderId = first.id;
   }
 
-  const targeted = token ?? prevailingValue(answered.map((r) => r.value));
   const entry: AuditEntry = {
     id: newAuditId(),
     at: Date.now(),
@@ -122,8 +156,8 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     role: principal.role,
     action: "force-release",
     resource,
-    token: targeted,
-    holder: holderOf(targeted),
+    token: holderId,
+    holder: holderOf(leading.format === "lockscope" ? holderId : null),
     reason,
     outcome: "pending",
     nodes: nodes.map((n) => ({ id: n.id, result: "pending" })),
@@ -143,38 +177,41 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     throw error;
   }
 
-  const result = await forceRelease(
+  const result = await format.release(
     nodes.map((n) => n.client),
     resource,
-    { token: token ?? null, nodeTimeoutMs: Math.max(config.nodeTimeoutMs, 250) * 2 },
+    holderId,
+    { nodeTimeoutMs: Math.max(config.nodeTimeoutMs, 250) * 2 },
   );
   const nodeResults: AuditNodeResult[] = result.nodes.map((r) => {
     const id = nodes[r.index]?.id ?? `node-${r.index}`;
-    if (r.result === "error" && r.error !== undefined) {
+    if (r.result === "error") {
       // The client's message may carry Redis internals (script sha, line): the server log keeps it, the
       // audit entry (which every viewer reads and exports) gets a plain sentence.
       log.warn({ action: "force-release", auditId: entry.id, node: id, error: r.error.slice(0, 500) }, "force release failed on a node");
     }
-    return auditNodeResult(id, r);
+    return auditNodeResult(id, r, format.name);
   });
   const outcome = outcomeOf(nodeResults);
   await audit.recordOutcome(entry.id, outcome, nodeResults);
   releases().inc({ outcome });
-  if (outcome === "released" && peekGlobal("live-runtime") !== undefined) {
-    // The live view also learns it from the revocation message; telling it here puts the operator's
-    // name and reason on the lock's timeline at once.
-    noteForceRelease(resource, { value: targeted, actor: entry.actor, reason });
+  if (outcome === "released" && leading.holders.length === 1 && peekGlobal("live-runtime") !== undefined) {
+    // The live view also learns it from the revocation message (this engine's locks); telling it here puts
+    // the operator's name and reason on the lock's timeline at once, for every format. (One permit holder
+    // taken out of several does not end the lock: its timeline shows the holder leaving.)
+    noteForceRelease(resource, { value: leading.fingerprint, actor: entry.actor, reason });
   }
   const deleted = nodeResults.filter((r) => r.result === "deleted").length;
   log.info(
-    { action: "force-release", auditId: entry.id, actor: entry.actor, role: entry.role, ip: entry.ip, outcome, deleted, quorum: quorumOf(nodes.length) },
+    { action: "force-release", auditId: entry.id, actor: entry.actor, role: entry.role, ip: entry.ip, format: format.name, outcome, deleted, quorum: quorumOf(nodes.length) },
     "operator action",
   );
 
   if (outcome === "conflict") {
-    // The lock changed hands between the look and the delete: the compare-and-delete spared the new holder.
-    const current = currentHolder(result.previousValues.map((value, index) => ({ id: nodes[index]?.id ?? `node-${index}`, value })));
-    throw new ApiError("conflict", "The lock changed hands while releasing: no node held that token any more. Nothing was deleted.", {
+    // The lock changed hands between the look and the delete: the compare spared the new holder.
+    const after = await Promise.all(nodes.map((n) => readNode(n, resource)));
+    const current = currentHolder(after.map((r) => ({ id: r.id, reading: r.state === "ok" ? r.reading : null })));
+    throw new ApiError("conflict", "The lock changed hands while releasing: no node had that holder any more. Nothing was deleted.", {
       current,
       auditId: entry.id,
     });
@@ -182,11 +219,12 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   if (outcome === "absent") {
     throw new ApiError("not_found", `No node held \`${preview(resource)}\` any more when the release ran; nothing was deleted.`, { auditId: entry.id });
   }
-  const notStrings = result.nodes.filter((r) => r.result === "not-string");
-  if (outcome === "failed" && notStrings.length > 0 && result.nodes.every((r) => r.result === "not-string" || r.result === "absent")) {
+  const wrong = result.nodes.filter((r) => r.result === "wrongtype");
+  if (outcome === "failed" && wrong.length > 0 && result.nodes.every((r) => r.result === "wrongtype" || r.result === "absent")) {
+    const types = [...new Set(wrong.map((r) => (r.result === "wrongtype" && r.redisType ? r.redisType : "another layout")))];
     throw new ApiError(
       "unprocessable",
-      `\`${preview(resource)}\` is not a string lock (${[...new Set(notStrings.map((r) => r.detail ?? "another type"))].join(", ")}): force release only deletes string locks; nothing was touched.`,
+      `\`${preview(resource)}\` changed layout since it was read (now ${types.join(", ")}, not a ${format.name} lock): nothing was touched.`,
       { auditId: entry.id, nodes: nodeResults },
     );
   }
@@ -196,20 +234,18 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       nodes: nodeResults,
     });
   }
-  return { released: true, nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })), auditId: entry.id };
+  return { released: true, format: format.name, nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })), notified: result.notified, auditId: entry.id };
 }
 
 /** One node's result as the audit log keeps it: a plain sentence for anything but the three usual results. */
-function auditNodeResult(id: string, r: ForceReleaseNodeResult): AuditNodeResult {
+function auditNodeResult(id: string, r: NodeReleaseResult, format: FormatName): AuditNodeResult {
   switch (r.result) {
     case "deleted":
     case "absent":
     case "mismatch":
       return { id, result: r.result };
-    case "not-string":
-      return { id, result: "error", error: `holds a ${r.detail ?? "non-string key"}, not a string lock: left untouched` };
-    case "wrong-type":
-      return { id, result: "error", error: `${r.detail ?? "a companion key has another type"}, which the release would write: nothing was written` };
+    case "wrongtype":
+      return { id, result: "error", error: `holds ${r.redisType ? `a ${r.redisType}` : "a key"} that is not a ${format} lock (or a companion key of another type): left untouched` };
     case "error":
       return { id, result: "error", error: plainNodeError(r.error) };
   }
@@ -217,6 +253,7 @@ function auditNodeResult(id: string, r: ForceReleaseNodeResult): AuditNodeResult
 
 /** A node's failure in words a viewer can act on, without the client's or Redis's internals. */
 function plainNodeError(raw: string | undefined): string {
+  if (raw?.endsWith(COMPANION_REFUSED)) return raw.slice(0, 300);
   if (raw === undefined || raw === "no answer" || /did not answer within/.test(raw)) return "did not answer in time";
   if (/ECONNREFUSED|ECONNRESET|Connection is closed|Stream isn't writeable|enableOfflineQueue/i.test(raw)) return "not reachable";
   if (/^NOAUTH|^WRONGPASS|^NOPERM/.test(raw)) return "refused the console's credentials";

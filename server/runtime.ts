@@ -26,6 +26,8 @@ export function startServerRuntime(): Promise<void> {
     // Each feature's long-lived part starts here, one line each.
     (await import("./console-metrics")).startConsoleMetrics();
     (await import("./live")).startLive();
+    (await import("./patterns-audit")).registerPatternsAuditor();
+    (await import("./discovery")).getDiscovery();
     (await import("./history/service")).startAuditDatabase();
     (await import("./cluster/registry")).startConsoleRegistry();
     (await import("./cluster/reporter")).startMetricsReporter();

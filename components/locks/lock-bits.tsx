@@ -20,7 +20,8 @@ export function TtlBar({ lock, now, offsetMs }: { lock: Lock; now: number; offse
     if (!el) return;
     if (!live || expiresAt === null || !total) {
       el.getAnimations().forEach((a) => a.cancel());
-      el.style.transform = `scaleX(${live && expiresAt === null ? 1 : 0})`;
+      // A lock without a TTL is not drawn as a healthy full bar: it is a hazard, shown as its own text.
+      el.style.transform = "scaleX(0)";
       return;
     }
     const remaining = expiresAt - (Date.now() + offsetBucket * 250);
@@ -31,12 +32,22 @@ export function TtlBar({ lock, now, offsetMs }: { lock: Lock; now: number; offse
     return () => animation.cancel();
   }, [live, expiresAt, total, offsetBucket]);
   const remaining = expiresAt === null ? Infinity : expiresAt - (now + offsetMs);
-  const text = !live ? "—" : expiresAt === null ? "no TTL" : remaining <= 0 ? "elapsed" : formatDuration(remaining);
+  const text = !live ? "—" : expiresAt === null ? "never expires" : remaining <= 0 ? "elapsed" : formatDuration(remaining);
   const max = total ?? 0;
+  if (live && expiresAt === null) {
+    // No bar at all: a full bar would read as a healthy lease, and this lock never frees itself.
+    return (
+      <span className="ttl">
+        <span className="state-badge warn-badge warn-no-ttl" title={WARNING_TEXT["no-ttl"].why}>
+          ⚠ no TTL<span className="sr-only">: never expires</span>
+        </span>
+      </span>
+    );
+  }
   return (
     <span className="ttl">
       <span
-        className={`ttl-bar${remaining < 1_000 && live ? " low" : ""}`}
+        className={`ttl-bar${(remaining < 1_000 || expiresAt === null) && live ? " low" : ""}`}
         role="progressbar"
         aria-label="TTL left"
         aria-valuemin={0}
@@ -55,6 +66,41 @@ export function StateBadge({ state }: { state: Lock["state"] }) {
   return <span className={`state-badge state-${state}`}>{STATE_LABEL[state]}</span>;
 }
 
+const WARNING_TEXT: Record<Lock["warnings"][number], { label: string; why: string }> = {
+  "no-ttl": { label: "no TTL", why: "This key never expires by itself: if its holder crashed, nobody frees it." },
+  "stale-entries": { label: "stale permits", why: "The key still holds permits its library already counts as dead; the next acquirer prunes them." },
+  truncated: { label: "partly read", why: "The key is larger than the console reads; only part of it is shown." },
+};
+
+/** What qualifies the state, in words, for a cell's title. */
+export function badgesTitle(lock: Lock): string {
+  return [STATE_LABEL[lock.state], lock.unreadable ? "not readable now: its last known state" : null, ...lock.warnings.map((w) => WARNING_TEXT[w].why)]
+    .filter(Boolean)
+    .join("\n");
+}
+
+/**
+ * The state with what qualifies it: the lock cannot be read now, or a hazard (`compact`: the table's narrow
+ * state column leaves no-TTL to the TTL column, which says it in place of the bar).
+ */
+export function LockBadges({ lock, compact = false }: { lock: Lock; compact?: boolean }) {
+  return (
+    <span className="lock-badges">
+      <StateBadge state={lock.state} />
+      {lock.unreadable && (
+        <span className="state-badge warn-badge" title="Every node that holds it is down or not answering: this is its last known state.">
+          not readable
+        </span>
+      )}
+      {lock.warnings.filter((w) => !compact || w !== "no-ttl").map((w) => (
+        <span key={w} className={`state-badge warn-badge warn-${w}`} title={WARNING_TEXT[w].why}>
+          ⚠ {WARNING_TEXT[w].label}
+        </span>
+      ))}
+    </span>
+  );
+}
+
 type DotKind = "this" | "other" | "none" | "down";
 const DOT_TEXT: Record<DotKind, string> = { this: "holds this value", other: "holds another value", none: "holds nothing", down: "down" };
 
@@ -67,9 +113,16 @@ export function NodeDots({ lock }: { lock: Lock }) {
         const kind: DotKind = !node.up ? "down" : node.token === null ? "none" : node.token === value ? "this" : "other";
         return <span key={node.id} className={`node-dot ${kind}`} title={`${node.id}: ${DOT_TEXT[kind]}`} aria-label={`${node.id}: ${DOT_TEXT[kind]}`} role="img" />;
       })}
-      <span className="quorum-text muted">
-        {lock.quorumHeld}/{lock.nodes.length}
-      </span>
+      {lock.scope === "single" ? (
+        // A lock on one instance by design: one node is all it needs (the column is too narrow for words).
+        <span className="quorum-text muted" title="single instance: held while its one node holds it">
+          1<span className="sr-only"> node, single instance</span>
+        </span>
+      ) : (
+        <span className="quorum-text muted">
+          {lock.quorumHeld}/{lock.nodes.length}
+        </span>
+      )}
     </span>
   );
 }

@@ -6,8 +6,8 @@ import type { LockDetail } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
 import { ContentionChart } from "./contention-chart";
-import { formatDuration, holderText } from "./format";
-import { NodeDots, StateBadge, TtlBar } from "./lock-bits";
+import { contentionText, FORMAT_LABEL, formatDuration, holderLine, holderText } from "./format";
+import { LockBadges, NodeDots, TtlBar } from "./lock-bits";
 import { lockDetailKey } from "./live-feed";
 import { useLiveLocks, useNow } from "./use-live-locks";
 import { MessageText } from "../message-text";
@@ -25,6 +25,7 @@ const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
   elapsed: "TTL elapsed",
   partial: "quorum lost",
   attempts: "failed attempts",
+  holders: "holders changed",
   gap: "watcher gap",
   "lost-in-failover": "lost in failover",
   failover: "survived a failover",
@@ -82,12 +83,36 @@ export function LockDetailView({ resource }: { resource: string }) {
           <div>
             <dt>State</dt>
             <dd>
-              <StateBadge state={lock.state} />
+              <LockBadges lock={lock} />
+              {lock.unreadable && <p className="muted">Every node that holds it is down or not answering: this is its last known state, not its current one.</p>}
+              {lock.warnings.includes("no-ttl") && (
+                <p className="warn-text" role="note">
+                  This lock never expires by itself (no TTL). If its holder crashed it stays held until someone deletes it.
+                </p>
+              )}
             </dd>
           </div>
           <div>
-            <dt>Holder</dt>
-            <dd>{holderText(lock)}</dd>
+            <dt>Format</dt>
+            <dd>
+              {FORMAT_LABEL[lock.format]} <span className="muted">({lock.redisType})</span>
+            </dd>
+          </div>
+          <div>
+            <dt>{lock.holders.length > 1 ? `Holders (${lock.holders.length})` : "Holder"}</dt>
+            <dd>
+              {lock.holders.length > 1 ? (
+                <ul className="holder-list">
+                  {lock.holders.map((h) => (
+                    <li key={h.id} className="mono" title={h.id}>
+                      {holderLine(h)}
+                    </li>
+                  ))}
+                </ul>
+              ) : (
+                holderText(lock)
+              )}
+            </dd>
           </div>
           <div>
             <dt>TTL</dt>
@@ -104,15 +129,19 @@ export function LockDetailView({ resource }: { resource: string }) {
             <dd className="mono">{lock.fence ?? "—"}</dd>
           </div>
           <div>
-            <dt>Quorum</dt>
+            <dt>{lock.scope === "single" ? "Scope" : "Quorum"}</dt>
             <dd>
-              <NodeDots lock={lock} /> {lock.quorumHeld} of {lock.nodes.length} nodes hold {lock.token === null ? "the most common value" : "the value"} (quorum {lock.quorum})
+              <NodeDots lock={lock} />{" "}
+              {lock.scope === "single"
+                ? `single instance: held on ${lock.nodes.filter((n) => n.token !== null).map((n) => n.id).join(", ") || "no node now"}`
+                : `${lock.quorumHeld} of ${lock.nodes.length} nodes hold ${lock.token === null ? "the most common value" : "the value"} (quorum ${lock.quorum})`}
             </dd>
           </div>
           <div>
             <dt>Contention</dt>
             <dd>
-              {lock.contention.attemptsPerMin} failed attempts/min, {lock.contention.waiters} waiting
+              {contentionText(lock.contention)}
+              {lock.contention.source === null && <span className="muted"> (a failed attempt by this library&apos;s clients leaves no trace in Redis)</span>}
             </dd>
           </div>
           <div>
@@ -138,7 +167,7 @@ export function LockDetailView({ resource }: { resource: string }) {
               {lock.nodes.map((node) => (
                 <tr key={node.id} aria-label={node.id}>
                   <th scope="row">{node.id}</th>
-                  <td>{node.up ? "up" : "down"}</td>
+                  <td>{node.up ? "up" : "down or not answering"}</td>
                   <td className="mono token">{node.token ?? (node.up ? "nothing" : "unknown")}</td>
                   <td className="mono">{node.pttlMs === null ? "—" : formatDuration(node.pttlMs)}</td>
                 </tr>

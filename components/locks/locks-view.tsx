@@ -5,10 +5,11 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import { useDeferredValue, useMemo, useRef, useState, type CSSProperties } from "react";
 import type { Lock } from "@/lib/locks/types";
 import { ApiRequestError } from "../api-client";
-import { formatDuration, holderText, lockHref } from "./format";
-import { NodeDots, Sparkline, StateBadge, TtlBar } from "./lock-bits";
+import { contentionText, FORMAT_LABEL, formatDuration, holderText, lockHref } from "./format";
+import { badgesTitle, LockBadges, NodeDots, Sparkline, TtlBar } from "./lock-bits";
 import type { LiveLocks } from "./live-feed";
 import { NodesPanel } from "./nodes-panel";
+import { PatternsPanel } from "./patterns-panel";
 import { useLiveLocks, useNow } from "./use-live-locks";
 import { MessageText } from "../message-text";
 
@@ -44,7 +45,7 @@ function compare(key: SortKey, a: Lock, b: Lock): number {
     case "fence":
       return Number(a.fence ?? -1) - Number(b.fence ?? -1);
     case "contention":
-      return a.contention.attemptsPerMin - b.contention.attemptsPerMin;
+      return (a.contention.attemptsPerMin ?? -1) - (b.contention.attemptsPerMin ?? -1);
   }
 }
 
@@ -66,6 +67,7 @@ export function LocksView() {
       ) : (
         <LocksTable data={data} />
       )}
+      <PatternsPanel />
       <NodesPanel />
     </>
   );
@@ -196,7 +198,17 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
             {rows.length === 0 && (
               <tr>
                 <td colSpan={columnCount} className="muted empty">
-                  {!data?.ready ? "Loading locks…" : deferredFilter ? "No lock matches the filter." : "No locks right now. Locks taken on any node appear here as they happen."}
+                  {!data?.ready ? (
+                    "Loading locks…"
+                  ) : deferredFilter ? (
+                    "No lock matches the filter."
+                  ) : (
+                    <>
+                      No locks under the lock patterns right now; locks taken on any node appear here as they happen. Only keys that match a
+                      pattern are shown: if your locks are named otherwise, see <a href="#patterns-heading">Lock patterns and discovery</a> below
+                      for lock-shaped keys found outside them, and add their pattern.
+                    </>
+                  )}
                 </td>
               </tr>
             )}
@@ -221,10 +233,11 @@ function LockRow({ lock, index, now, offsetMs }: { lock: Lock; index: number; no
       <th scope="row" className="col-resource resource mono" data-truncates title={lock.resource}>
         <Link href={lockHref(lock.resource)}>{lock.resource}</Link>
       </th>
-      <td className="col-state">
-        <StateBadge state={lock.state} />
+      <td className="col-state" data-truncates title={badgesTitle(lock)}>
+        <LockBadges lock={lock} compact />
       </td>
-      <td className="col-holder holder" data-truncates title={[holder, lock.token].filter(Boolean).join("\n")}>
+      <td className="col-holder holder" data-truncates title={[`${FORMAT_LABEL[lock.format]} lock`, holder, lock.token].filter(Boolean).join("\n")}>
+        {lock.format !== "lockscope" && lock.format !== "token" && <span className="format-tag">{FORMAT_LABEL[lock.format]}</span>}
         {holder}
       </td>
       <td className="col-nodes">
@@ -237,12 +250,18 @@ function LockRow({ lock, index, now, offsetMs }: { lock: Lock; index: number; no
       <td className="col-fence mono" data-truncates title={lock.fence ?? undefined}>
         {lock.fence ?? "—"}
       </td>
-      <td className="col-contention" data-truncates title={c.attemptsPerMin > 0 ? `${c.attemptsPerMin} failed attempts/min, ${c.waiters} waiting` : undefined}>
-        {c.attemptsPerMin > 0 ? (
+      <td
+        className="col-contention"
+        data-truncates
+        title={c.source === null ? "Not visible: a failed attempt by this library's clients leaves no trace in Redis." : contentionText(c)}
+      >
+        {c.source === null ? (
+          <span className="muted">not visible</span>
+        ) : (c.attemptsPerMin ?? 0) > 0 || (c.waiters ?? 0) > 0 ? (
           <span className="contention">
-            <span className="mono">{c.attemptsPerMin}/min</span>
+            {c.attemptsPerMin !== null && <span className="mono">{c.attemptsPerMin}/min</span>}
             {c.recent && <Sparkline values={c.recent} label={`failed attempts over the last minute on ${lock.resource}`} />}
-            {c.waiters > 0 && <span className="muted">{c.waiters} waiting</span>}
+            {(c.waiters ?? 0) > 0 && <span className="muted">{c.waiters} waiting</span>}
           </span>
         ) : (
           <span className="muted">—</span>

@@ -1,6 +1,7 @@
 "use client";
 
 import { useHealth, type HealthNode } from "../node-status";
+import { useLiveLocks } from "./use-live-locks";
 import { formatDuration } from "./format";
 import { TableScroll } from "../table-scroll";
 
@@ -23,6 +24,8 @@ const NOTIFICATIONS_TEXT: Record<HealthNode["notifications"], string> = {
 /** Per node: reachability, latency, notifications, last event, reconnects, persistence vs TTLs, clock skew. */
 export function NodesPanel() {
   const { data } = useHealth();
+  // Up, answering and latency from the live stream (as the header and the counts above); the rest from health.
+  const live = useLiveLocks().data?.nodes ?? [];
   if (!data) return null;
   const nodes = data.nodes as NodeFacts[];
   const skews = nodes.map((n) => n.clockSkewMs).filter((s): s is number => typeof s === "number");
@@ -46,7 +49,9 @@ export function NodesPanel() {
             </tr>
           </thead>
           <tbody>
-            {nodes.map((node) => {
+            {nodes.map((health) => {
+              const watcher = live.find((n) => n.nodeId === health.id);
+              const node = watcher ? { ...health, up: watcher.up, latencyMs: watcher.latencyMs ?? health.latencyMs } : health;
               const aof = node.persistence?.appendonly;
               const save = node.persistence?.save;
               const persistent = aof === "yes";
@@ -56,7 +61,7 @@ export function NodesPanel() {
                     {node.id} <span className="node-url muted mono">{node.url}</span>
                   </th>
                   <td>
-                    <span className={`dot ${node.up ? "up" : "down"}`} aria-hidden /> {node.up ? "up" : "down"}
+                    <span className={`dot ${node.up ? "up" : "down"}`} aria-hidden /> {node.up ? "up" : watcher && !watcher.answering ? "not answering" : "down"}
                   </td>
                   <td className="mono">{node.latencyMs === null ? "—" : `${node.latencyMs} ms`}</td>
                   <td className={`wraps${node.notifications === "unavailable" ? " warn-text" : ""}`}>

@@ -4,12 +4,17 @@ import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
+import { FORMAT_LABEL, holderLine as formatHolderLine } from "../locks/format";
+import { useLiveLocks } from "../locks/use-live-locks";
 import styles from "./force-release.module.css";
 import { MessageText } from "../message-text";
 
 export interface ReleaseResponse {
   released: true;
+  format: Lock["format"];
   nodes: Array<{ id: string; result: "deleted" | "absent" | "mismatch" | "error" }>;
+  /** Who was told: only this engine's holders hear a revocation; `waiters`: a wake message went to the library's waiters. */
+  notified: { holder: boolean; waiters: boolean };
   auditId: string;
 }
 
@@ -42,6 +47,8 @@ export interface ReleaseDialogProps {
  * agrees on. Null when the nodes disagree (a partial lock): then the release takes whatever is held.
  */
 export function targetToken(lock: Lock): string | null {
+  // Other formats compare by holder id (a Redisson holder field, a semaphore member): the single holder's.
+  if (lock.format !== "lockscope" && lock.format !== "token") return lock.holders.length === 1 ? (lock.holders[0]?.id ?? null) : null;
   if (lock.token) return lock.token;
   const held = new Set(lock.nodes.map((n) => n.token).filter((t): t is string => t !== null));
   return held.size === 1 ? ([...held][0] ?? null) : null;
@@ -51,6 +58,28 @@ function holderLine(holder: { label?: string | null; host?: string | null; pid?:
   if (!holder) return "a foreign value (not written by the Lockscope engine)";
   const where = [holder.host, holder.pid !== undefined && holder.pid !== null ? `pid ${holder.pid}` : null].filter(Boolean).join(", ");
   return [holder.label ?? "unlabelled holder", where ? `(${where})` : null].filter(Boolean).join(" ");
+}
+
+/**
+ * Who hears about the release, per format, before the operator confirms: only this engine's holders listen
+ * for a revocation. A foreign holder is never told and keeps working (and writing) until its next extend or
+ * release, while a waiter may take the lock the same millisecond.
+ */
+export function whoIsTold(lock: Lock): string {
+  switch (lock.format) {
+    case "lockscope":
+      return "The holder's using() signal aborts at once and the fence moves on, so its late fenced writes are refused; the next waiter is woken.";
+    case "redisson":
+      return "The Redisson holder is not told: it keeps working, and writing, until its next renewal or unlock finds the lock gone. Its waiters are woken with Redisson's unlock message, and one may take the lock at once.";
+    case "redisson-rw":
+      return "That one holder is taken out and is not told: it keeps working until its next renewal or unlock. When it was the last holder, the waiters are woken and one may take the lock at once.";
+    case "redis-semaphore":
+      return "The holder is not told (redis-semaphore listens for no revocation): it keeps working until its next refresh or release finds its permit gone, while another client may take the freed permit at once.";
+    case "shedlock":
+      return "The job holding it is not told: it runs on, while another instance may start the same job at its next schedule.";
+    default:
+      return "The holder is not told (its library listens for no revocation): it keeps working, and writing, until its next extend or release, while another client may take the lock the same millisecond.";
+  }
 }
 
 function shortToken(token: string): string {
@@ -65,7 +94,12 @@ function ttlText(lock: Lock, now: number, offsetMs: number): string {
 }
 
 /** A modal `<dialog>` with the lock's facts, a required reason and "Release". Opens as soon as it mounts. */
-export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onClosed }: ReleaseDialogProps) {
+export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleased, onClosed }: ReleaseDialogProps) {
+  // The TTL and nodes keep following the live view while the dialog is open (an extension, an expiry); the
+  // holder it releases stays the one the operator opened it for.
+  const live = useLiveLocks();
+  const lock = live.data?.locks.find((l) => l.resource === resource) ?? opened;
+  const offsetMs = live.data?.offsetMs ?? serverOffsetMs;
   const dialogRef = useRef<HTMLDialogElement>(null);
   const closeRef = useRef<HTMLButtonElement>(null);
   const [reason, setReason] = useState("");
@@ -74,7 +108,10 @@ export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onCl
   const queryClient = useQueryClient();
   const titleId = useId();
   const reasonId = useId();
-  const token = targetToken(lock);
+  const [chosen, setChosen] = useState<string | null>(() => targetToken(opened));
+  const token = chosen;
+  const holderId = useId();
+  const manyHolders = opened.format !== "lockscope" && opened.format !== "token" && opened.holders.length > 1;
 
   useEffect(() => {
     const dialog = dialogRef.current;
@@ -120,14 +157,31 @@ export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onCl
           Force release <code>{resource}</code>
         </h2>
         <dl className={styles.facts}>
+          <dt>Format</dt>
+          <dd>{FORMAT_LABEL[opened.format]}</dd>
           <dt>Holder</dt>
-          <dd>{holderLine(lock.holder)}</dd>
+          <dd>
+            {manyHolders ? (
+              <select id={holderId} aria-label="Holder to release" value={chosen ?? ""} onChange={(e) => setChosen(e.target.value || null)} disabled={sending || finished}>
+                <option value="">Choose the holder to release…</option>
+                {opened.holders.map((h) => (
+                  <option key={h.id} value={h.id}>
+                    {formatHolderLine(h)}
+                  </option>
+                ))}
+              </select>
+            ) : opened.format === "lockscope" || opened.format === "token" ? (
+              holderLine(opened.holder)
+            ) : (
+              (opened.holders[0] && formatHolderLine(opened.holders[0])) ?? "—"
+            )}
+          </dd>
           <dt>Fence</dt>
           <dd>{lock.fence ?? "none (not taken fenced)"}</dd>
           <dt>TTL left</dt>
-          <dd>{ttlText(lock, now, serverOffsetMs)}</dd>
+          <dd>{ttlText(lock, now, offsetMs)}</dd>
           <dt>Token</dt>
-          <dd className="mono">{token ? shortToken(token) : "no single value: every value held will be deleted"}</dd>
+          <dd className="mono">{token ? shortToken(token) : manyHolders ? "choose a holder above" : "no single value: every value held will be deleted"}</dd>
           <dt>Nodes</dt>
           <dd>
             <ul className={styles.nodes} aria-label="Nodes">
@@ -141,9 +195,8 @@ export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onCl
             </ul>
           </dd>
         </dl>
-        <p className="muted">
-          The holder&apos;s <code>using()</code> signal aborts at once and the fence moves on, so its late writes are refused. This is recorded in the audit
-          log with your name and reason.
+        <p className={opened.format === "lockscope" ? "muted" : styles.alert} role="note" aria-label="Who will be told">
+          {whoIsTold(opened)} This is recorded in the audit log with your name and reason.
         </p>
         <label htmlFor={reasonId}>
           Reason
@@ -164,7 +217,9 @@ export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onCl
           <p role="status" className={styles.ok}>
             Released on {outcome.response.nodes.filter((n) => n.result === "deleted").length} of {outcome.response.nodes.length} nodes
             {outcome.response.nodes.some((n) => n.result === "error") ? " (some nodes did not answer)" : ""}. Audit entry{" "}
-            <a href={`/audit?resource=${encodeURIComponent(resource)}`}>{outcome.response.auditId}</a>.
+            <a href={`/audit?resource=${encodeURIComponent(resource)}`}>{outcome.response.auditId}</a>.{" "}
+            {outcome.response.notified.holder ? "The holder was told." : "The holder was not told."}{" "}
+            {outcome.response.notified.waiters ? "Its waiters were woken." : "No waiter was woken."}
           </p>
         )}
         {outcome.kind === "changed-hands" && (
@@ -196,7 +251,7 @@ export function ReleaseDialog({ resource, lock, serverOffsetMs, onReleased, onCl
             {finished ? "Close" : "Cancel"}
           </button>
           {!finished && (
-            <button type="submit" className="button danger" disabled={sending || reason.trim().length < 3}>
+            <button type="submit" className="button danger" disabled={sending || reason.trim().length < 3 || (manyHolders && !chosen)}>
               {sending ? "Releasing…" : "Release"}
             </button>
           )}

@@ -32,7 +32,8 @@ export interface AuditEntry {
   at: number;
   actor: string;
   role: "viewer" | "operator";
-  action: "force-release";
+  /** `patterns-changed`: an operator changed the lock patterns (`resource` names the new list, `token` is null). */
+  action: "force-release" | "patterns-changed";
   resource: string;
   token: string | null;
   holder: AuditHolder | null;

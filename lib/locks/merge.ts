@@ -129,12 +129,19 @@ export interface LockSummary {
   token: string | null;
   leading: string | null;
   expiresAt: number | null;
+  /**
+   * The value is a set of holders, one id per line (a semaphore's permits, a read-write lock's readers):
+   * holders join and leave one lock, so a change of value that keeps a holder is not a new lock.
+   */
+  holderSet?: boolean;
 }
 
 export type Transition =
   | { type: "acquired"; token: string | null; partial: boolean }
   /** The holder changed with no read in between seeing the lock free: the previous lock ended there. */
   | { type: "replaced" }
+  /** Holders joined or left a lock held by several at once (a semaphore, read locks): the same lock goes on. */
+  | { type: "holders"; joined: string[]; left: string[] }
   | { type: "extended"; token: string; by: number }
   | { type: "elapsed" }
   | { type: "partial" }
@@ -153,6 +160,15 @@ function sameAcquisition(before: string | null, after: string): boolean {
   return id !== null && id === lockValueId(before);
 }
 
+/** The holders that joined and left between two holder-set values; null unless some holder stayed (else it is another lock). */
+function holderChange(before: string | null, after: string | null): { joined: string[]; left: string[] } | null {
+  if (before === null || after === null || before === after) return null;
+  const was = new Set(before.split("\n").filter(Boolean));
+  const now = new Set(after.split("\n").filter(Boolean));
+  if (![...now].some((id) => was.has(id))) return null;
+  return { joined: [...now].filter((id) => !was.has(id)), left: [...was].filter((id) => !now.has(id)) };
+}
+
 /**
  * The lock-level events between two merged views of one resource (pure; the store turns them into
  * timeline entries and live events).
@@ -162,7 +178,10 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
   if (next.state === null) return wasLive ? [{ type: "ended" }] : [];
   if (!wasLive) return [{ type: "acquired", token: next.token ?? next.leading, partial: next.state === "partial" }];
   const out: Transition[] = [];
-  if (next.token !== null && prev.token !== next.token && prev.leading !== next.token && !sameAcquisition(prev.token ?? prev.leading, next.token)) {
+  const change = next.holderSet ? holderChange(prev.token ?? prev.leading, next.token ?? next.leading) : null;
+  if (change) {
+    out.push({ type: "holders", ...change });
+  } else if (next.token !== null && prev.token !== next.token && prev.leading !== next.token && !sameAcquisition(prev.token ?? prev.leading, next.token)) {
     // A release that hands the lock to the next waiter (this engine's hand-over: the release script writes
     // the waiter's value), or a next holder quicker than one read batch. Either way one lock ended.
     if (prev.token !== null) out.push({ type: "replaced" });

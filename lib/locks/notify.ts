@@ -1,9 +1,12 @@
+import { notifyFlagsFor } from "./formats";
+
 /**
  * `notify-keyspace-events` flags the live view needs: keyspace channel (K), generic commands such as DEL and
- * EXPIRE (g), string commands such as SET (`$`), expirations (x) and evictions (e). `A` stands for
- * "g$lshzxetd", so with it only K can be missing.
+ * PEXPIRE (g), expirations (x) and evictions (e), plus each recognised format's type class (`$` strings, `h`
+ * Redisson's hashes, `z` redis-semaphore's sorted sets). `A` stands for "g$lshzxetd", so with it only K can be
+ * missing.
  */
-export const REQUIRED_NOTIFY_FLAGS = ["K", "g", "$", "x", "e"] as const;
+export const REQUIRED_NOTIFY_FLAGS: readonly string[] = Object.freeze(notifyFlagsFor());
 
 const ALIAS_A = "g$lshzxetd";
 

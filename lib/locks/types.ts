@@ -1,4 +1,7 @@
+import type { ContentionSource, FormatHolder, FormatName, LockScope, LockWarning } from "./formats/types";
+
 /** The shapes the live view serves (see docs/api.md), shared by the server and the browser. */
+export type { ContentionSource, FormatHolder, FormatName, LockScope, LockWarning } from "./formats/types";
 
 export const LOCK_STATES = ["held", "partial", "elapsed", "released", "expired", "force-released"] as const;
 export type LockState = (typeof LOCK_STATES)[number];
@@ -26,10 +29,12 @@ export interface LockNodeView {
 }
 
 export interface LockContention {
-  /** Failed acquisition attempts over the last 60 s (engine telemetry). */
-  attemptsPerMin: number;
-  /** Distinct clients that tried within the last few seconds and do not hold the lock. */
-  waiters: number;
+  /** Failed acquisition attempts over the last 60 s (engine telemetry); null where they cannot be seen (a foreign client's failed SET NX leaves no trace). */
+  attemptsPerMin: number | null;
+  /** Engine: distinct clients that tried within the last few seconds and do not hold the lock; queue: live entries of the library's queue; null: not visible. */
+  waiters: number | null;
+  /** Where the figures come from; null: this format's contention cannot be seen. */
+  source: ContentionSource | null;
   /** Attempts per 5 s over the last minute, oldest first; present when there were any. */
   recent?: number[];
 }
@@ -39,6 +44,16 @@ export interface Lock {
   /** The name of the deployment the lock is on (`default` for the one the environment variables describe). */
   deployment: string;
   state: LockState;
+  /** The layout recognised (docs/formats.md). */
+  format: FormatName;
+  /** The key's Redis type (for `unknown`, the type that was found). */
+  redisType: string;
+  /** `quorum`: a Redlock over the node set; `single`: a lock on one instance by design, held while its node holds it. */
+  scope: LockScope;
+  /** Who holds it, as the format decodes it; `id` is what force release compares. */
+  holders: FormatHolder[];
+  /** `no-ttl`: never expires by itself; `stale-entries`; `truncated` (see docs/formats.md). */
+  warnings: LockWarning[];
   /** The value held by a quorum of nodes; null when no value has a quorum. */
   token: string | null;
   /** Decoded from engine-made values; null for foreign values (node-redlock, redlock-py, SETNX scripts). */
@@ -48,7 +63,7 @@ export interface Lock {
   nodes: LockNodeView[];
   /** How many nodes hold the leading value (`token` when held; the most widely held value when partial). */
   quorumHeld: number;
-  /** Nodes needed for a quorum. */
+  /** Nodes needed for it to be held: a majority for a `quorum` lock, 1 for a `single` one. */
   quorum: number;
   /** Epoch ms (server clock) when the lock stops being held by a quorum; null for a key without a TTL. */
   expiresAt: number | null;
@@ -79,6 +94,7 @@ export const TIMELINE_TYPES = [
   "elapsed",
   "partial",
   "attempts",
+  "holders",
   "gap",
   "lost-in-failover",
   "failover",

@@ -14,7 +14,7 @@ interface ResourceContention {
   /** 5 s buckets over 10 minutes: the per-minute rate, the sparkline and the lock page's chart. */
   attempts: BucketCounter;
   waiters: Map<string, number>;
-  lastSent: { attemptsPerMin: number; waiters: number } | null;
+  lastSent: { attemptsPerMin: number | null; waiters: number | null } | null;
 }
 
 /**
@@ -52,11 +52,11 @@ export class ContentionTracker {
 
   get(resource: string, now: number, holderId: string | null = null): LockContention {
     const entry = this.resources.get(resource);
-    if (!entry) return { attemptsPerMin: 0, waiters: 0 };
+    if (!entry) return { attemptsPerMin: 0, waiters: 0, source: "engine" };
     const attemptsPerMin = entry.attempts.sum(now, 60_000);
     let waiters = 0;
     for (const [id, at] of entry.waiters) if (id !== holderId && now - at <= WAITER_STALE_MS) waiters += 1;
-    const out: LockContention = { attemptsPerMin, waiters };
+    const out: LockContention = { attemptsPerMin, waiters, source: "engine" };
     if (attemptsPerMin > 0) out.recent = entry.attempts.series(now, 12);
     return out;
   }
@@ -86,6 +86,11 @@ export class ContentionTracker {
       if (entry.attempts.isEmpty(now) && entry.waiters.size === 0) this.resources.delete(resource);
     }
     return changed;
+  }
+
+  /** True when engine telemetry has anything for `resource` (an engine client contends for it, whatever holds it). */
+  has(resource: string): boolean {
+    return this.resources.has(resource);
   }
 
   markSent(resource: string, sent: LockContention): void {

@@ -1,5 +1,6 @@
 import "server-only";
 import { createHash } from "node:crypto";
+import type { KeyReading } from "@/lib/locks/formats";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
 import { restartRisk, uptimeMsAt } from "@/lib/locks/node-state";
@@ -12,6 +13,7 @@ import { healthContributors } from "../health";
 import { getHistorySink } from "../history/service";
 import { getLogger } from "../logger";
 import { getNodes, quorumOf } from "../nodes";
+import { getPatternStore } from "../patterns";
 import { SentinelFailoverMonitor } from "../deployments/failover";
 import { watchReplication } from "../deployments/replication";
 import { onShutdown } from "../shutdown";
@@ -19,7 +21,7 @@ import { getLiveEvents } from "./events";
 import { HEARTBEAT_MS, StreamHub, TICK_MS } from "./hub";
 import { LockStore, type NodeSample } from "./store";
 import type { StreamOwner } from "./stream-limits";
-import { NodeWatcher, READ_BATCH, type KeyReading } from "./watcher";
+import { NodeWatcher, READ_BATCH } from "./watcher";
 
 export { getLiveEvents } from "./events";
 export type { LiveEventMap, LiveEvents, LockEventType } from "./events";
@@ -51,6 +53,7 @@ export function startLive(): LiveRuntime {
   return singleton("live-runtime", () => {
     const config = getConfig();
     const log = getLogger().child({ part: "live" });
+    const guard = (what: string) => (error: unknown) => log.warn({ err: error instanceof Error ? error.message : String(error) }, `live view: ${what} failed`);
     const nodes = getNodes();
     const events = getLiveEvents();
     const store = new LockStore(
@@ -61,11 +64,23 @@ export function startLive(): LiveRuntime {
     store.deployment = nodes[0]?.deployment ?? "default";
     store.history = getHistorySink();
     shareFirstSeen(store, nodes[0]?.client);
-    const isLockKey = lockKeyMatcher(config.lockPatterns);
+    // The patterns in force: LOCK_PATTERNS, or what an operator set since (PUT /api/patterns), changed live.
+    const patternStore = getPatternStore();
+    let patterns: readonly string[] = patternStore.current().patterns.map((p) => p.glob);
+    let matcher = lockKeyMatcher(patterns);
+    const isLockKey = (key: string) => matcher(key);
+    store.declaredScope = (resource) => patternStore.declaredScope(resource);
     const watchers = nodes.map(
       (node) =>
-        new NodeWatcher(node, { store, patterns: config.lockPatterns, isLockKey, events, log, timeoutMs: config.nodeTimeoutMs, deadlineMs: config.nodeTimeoutMs }),
+        new NodeWatcher(node, { store, patterns: () => patterns, isLockKey, events, log, timeoutMs: config.nodeTimeoutMs, deadlineMs: config.nodeTimeoutMs }),
     );
+    const unsubscribePatterns = patternStore.onChange((state) => {
+      patterns = state.patterns.map((p) => p.glob);
+      matcher = lockKeyMatcher(patterns);
+      const dropped = store.retain(isLockKey);
+      log.info({ patterns, dropped }, "lock patterns changed: re-subscribing and reconciling every node");
+      for (const w of watchers) void w.resubscribe().catch(guard(`re-subscribe of ${w.id}`));
+    });
     const stats = (): LiveStats => {
       const now = Date.now();
       const counts = store.counts(now);
@@ -197,7 +212,6 @@ export function startLive(): LiveRuntime {
       timer.unref();
       timers.push(timer);
     };
-    const guard = (what: string) => (error: unknown) => log.warn({ err: error instanceof Error ? error.message : String(error) }, `live view: ${what} failed`);
     every(FLUSH_MS, () => void flush().catch(guard("batched read")));
     every(TICK_MS, () => {
       const now = Date.now();
@@ -257,12 +271,12 @@ export function startLive(): LiveRuntime {
         restartRisk: restartRisk(w.run, w.facts.appendonly === "yes", w.longestTtlMs, now),
         restartedAt: w.run.restartedAt,
         clockSkewMs: w.facts.skewMs,
-        ...(w.otherTypeKeys > 0 ? { nonStringKeysSkipped: w.otherTypeKeys } : {}),
         degraded: w.notifications === "unavailable" || !answering || (!w.up && w.readable),
       };
     });
 
     const stop = async () => {
+      unsubscribePatterns();
       for (const t of timers) clearInterval(t);
       stopReplication();
       await Promise.allSettled([...watchers.map((w) => w.stop()), failovers?.stop()]);

@@ -1,4 +1,6 @@
 import "server-only";
+import { formatByName, inferScope, type FormatName, type FormatReading, type LockScope } from "@/lib/locks/formats";
+import { formatView } from "@/lib/locks/formats/view";
 import { decodeHolder, endReason, mergeSamples, transitions, type EndCause, type MergedLock } from "@/lib/locks/merge";
 import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry, type TimelineType } from "@/lib/locks/types";
 import { BucketCounter, pushCapped } from "@/lib/locks/window";
@@ -24,14 +26,22 @@ const WHEEL_MS = 100;
 export const SETTLE_MS = 30;
 const ALREADY_HELD = "already held when the console started watching";
 
-/** One node's reading of one key: `value` null when absent; `expiry` NaN when absent, Infinity without TTL. */
+/**
+ * One node's reading of one key, decoded by its format: `value` is the reading's fingerprint (null when
+ * absent); `expiry` NaN when absent, Infinity when it never ends by itself.
+ */
 export interface NodeSample {
   node: number;
+  /** The decoded reading; absent where only the value is known (it then shows as format `unknown`). */
+  reading?: FormatReading | null;
   value: string | null;
   expiry: number;
   /** What the keyspace notification said removed the key, when one did. */
   cause: EndCause;
 }
+
+/** Formats whose value is a set of holders that join and leave one lock (see `LockSummary.holderSet`). */
+const HOLDER_SETS: ReadonlySet<FormatName> = new Set<FormatName>(["redis-semaphore", "redisson-rw"]);
 
 interface Entry {
   resource: string;
@@ -59,6 +69,15 @@ interface Entry {
   endSeen: boolean;
   /** Every node that holds it is unreadable: the view is the last readings'. */
   unreadable: boolean;
+  /**
+   * One decoded reading of the value the lock is held with (not one per node: 100,000 locks × 3 nodes), kept
+   * once it ended for its row and page; the lock's format fields are built from it when served.
+   */
+  reading: FormatReading | null;
+  /** Readings that arrived since the last merge, for it to pick the leading value's from; null when none. */
+  pending: FormatReading[] | null;
+  /** null until first counted. */
+  scope: LockScope | null;
 }
 
 export interface LockCounts {
@@ -66,6 +85,8 @@ export interface LockCounts {
   /** acquiredAt of the longest-held lock still held (held or elapsed), null when none. */
   oldestHeldAcquiredAt: number | null;
   held: number;
+  /** Live locks that never expire by themselves (the `no-ttl` warning). */
+  withoutTtl: number;
 }
 
 export interface DrainedChanges {
@@ -104,7 +125,7 @@ export class LockStore {
   private wheelCursor = Math.floor(Date.now() / WHEEL_MS);
   private readonly byState = emptyCounts();
   private readonly forceHints = new Map<string, { at: number; value: string | null; detail: string | null }>();
-  private oldestCache: { at: number; value: number | null } | null = null;
+  private oldestCache: { at: number; value: number | null; withoutTtl: number } | null = null;
   readonly contention = new ContentionTracker();
   readonly acquisitions = new BucketCounter(1_000, 10);
   readonly expirations = new BucketCounter(1_000, 10);
@@ -112,6 +133,8 @@ export class LockStore {
   watching = false;
   /** Called with resources whose TTL ran out long ago and should be read again. */
   onProbe: (resources: string[]) => void = () => {};
+  /** The operator's scope declaration for a key (from the lock patterns); null where none is declared. */
+  declaredScope: (resource: string) => LockScope | null = () => null;
   /**
    * Where every timeline entry is also recorded, for the lock history in PostgreSQL (null without one). It
    * only queues: the live view never waits for the database.
@@ -175,14 +198,21 @@ export class LockStore {
   counts(now = Date.now()): LockCounts {
     if (!this.oldestCache || now - this.oldestCache.at > 1_000) {
       let oldest: number | null = null;
+      let withoutTtl = 0;
       for (const entry of this.live.values()) {
         if ((entry.state === "held" || entry.state === "elapsed") && entry.acquiredAt !== null && (oldest === null || entry.acquiredAt < oldest)) {
           oldest = entry.acquiredAt;
         }
+        if (entry.state !== null && isLive(entry.state) && entry.reading?.warnings.includes("no-ttl")) withoutTtl += 1;
       }
-      this.oldestCache = { at: now, value: oldest };
+      this.oldestCache = { at: now, value: oldest, withoutTtl };
     }
-    return { byState: { ...this.byState }, oldestHeldAcquiredAt: this.oldestCache.value, held: this.byState.held + this.byState.elapsed };
+    return {
+      byState: { ...this.byState },
+      oldestHeldAcquiredAt: this.oldestCache.value,
+      held: this.byState.held + this.byState.elapsed,
+      withoutTtl: this.oldestCache.withoutTtl,
+    };
   }
 
   isNodeUp(index: number): boolean {
@@ -222,6 +252,11 @@ export class LockStore {
       const beforeExpiry = entry.expiries[sample.node] ?? Number.NaN;
       if (before !== null && sample.value === null) entry.endSeen = true;
       entry.values[sample.node] = sample.value;
+      if (sample.reading && sample.value !== null) {
+        (entry.pending ??= []).push(sample.reading);
+        // Same holders, other details: a reentrant hold count, a fair lock's queue.
+        if (entry.reading && sample.value === before && sample.value === entry.reading.fingerprint && detailsDiffer(entry.reading, sample.reading)) visible = true;
+      }
       entry.expiries[sample.node] = sample.expiry;
       // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value; the
       // latter only while that value is still the lock's (a node that applies a hand-over late must not
@@ -325,6 +360,29 @@ export class LockStore {
     if (this.live.has(resource)) this.changed.add(resource);
   }
 
+  /**
+   * The lock patterns changed: locks no pattern covers any more leave the list at once (their keys are not
+   * watched any more, so nothing would ever end them). Their history is kept like an ended lock's.
+   */
+  retain(isLockKey: (resource: string) => boolean): number {
+    let dropped = 0;
+    for (const [resource, entry] of this.live) {
+      if (isLockKey(resource)) continue;
+      this.live.delete(resource);
+      this.unschedule(entry);
+      this.settling.delete(resource);
+      this.lingering.delete(resource);
+      this.changed.delete(resource);
+      if (entry.state !== null) {
+        this.count(entry.state, -1, entry);
+        this.removed.add(resource);
+      }
+      dropped += 1;
+    }
+    this.oldestCache = null;
+    return dropped;
+  }
+
   // ---- time ----------------------------------------------------------------------------------------
 
   /** Time passing: TTLs running out (held → elapsed), stale keys probed, ended locks leaving the list. */
@@ -407,7 +465,8 @@ export class LockStore {
     this.removed.clear();
     const contention: DrainedChanges["contention"] = [];
     for (const resource of this.contentionChanged) {
-      const figures = this.contention.get(resource, now, this.holderIdOf(resource));
+      const entry = this.live.get(resource);
+      const figures = entry ? this.contentionOf(entry, now, this.holderIdOf(resource)) : this.contention.get(resource, now, null);
       this.contention.markSent(resource, figures);
       contention.push({ resource, ...figures });
     }
@@ -454,9 +513,46 @@ export class LockStore {
       wheelAt: 0,
       endSeen: false,
       unreadable: false,
+      reading: null,
+      pending: null,
+      scope: null,
     };
     this.live.set(resource, entry);
     return entry;
+  }
+
+  /**
+   * The quorum vote over the nodes' fingerprints, then the lock's scope: a `single` lock (by declaration, by
+   * its format, or inferred from where its value is) is held while one node holds it, so a lock that lives on
+   * one instance by design never reads as a Redlock that lost its quorum.
+   */
+  private merge(entry: Entry, now: number): MergedLock {
+    const samples = { up: this.nodeUp, values: entry.values, expiries: entry.expiries, quorum: this.quorum };
+    const merged = mergeSamples(samples, now, { endSeen: entry.endSeen });
+    const leading = merged.token ?? merged.leading;
+    if (entry.pending) {
+      // Keep the reading of the value the lock is held with (an ended lock keeps its last one).
+      if (merged.state !== null) {
+        entry.reading = entry.pending.find((r) => r.fingerprint === leading) ?? (entry.reading?.fingerprint === leading ? entry.reading : (entry.pending[0] ?? entry.reading));
+      }
+      entry.pending = null;
+    }
+    if (merged.state === null) return merged;
+    const format = entry.reading?.format ?? "unknown";
+    // Nodes holding any value for the key: the same key held on several nodes (even with different values, a
+    // split vote) is a multi-node lock; a single-instance lock lives on one.
+    let holding = 0;
+    for (let i = 0; i < entry.values.length; i++) if (this.nodeUp[i] && entry.values[i] !== null && entry.values[i] !== undefined) holding += 1;
+    const scope = inferScope({
+      declared: this.declaredScope(entry.resource),
+      format: formatByName(format).scope,
+      nodes: this.nodeIds.length,
+      holding: merged.unreadable ? merged.quorumHeld : holding,
+      previous: entry.scope,
+    });
+    entry.scope = scope;
+    if (scope === "single" && merged.state === "partial" && this.quorum > 1) return mergeSamples({ ...samples, quorum: 1 }, now, { endSeen: false });
+    return merged;
   }
 
   private holderIdOf(resource: string): string | null {
@@ -478,7 +574,7 @@ export class LockStore {
       }
     }
     this.settling.delete(entry.resource);
-    const merged: MergedLock = mergeSamples({ up: this.nodeUp, values: entry.values, expiries: entry.expiries, quorum: this.quorum }, now, { endSeen: entry.endSeen });
+    const merged = this.merge(entry, now);
     entry.endSeen = false;
     if (entry.unreadable !== merged.unreadable) {
       entry.unreadable = merged.unreadable;
@@ -486,7 +582,8 @@ export class LockStore {
     }
     const wasLive = entry.state !== null && isLive(entry.state);
     const prev = wasLive ? { state: entry.state as "held", token: entry.token, leading: entry.leading, expiresAt: entry.expiresAt } : null;
-    const steps = transitions(prev, merged);
+    const holderSet = entry.reading !== null && HOLDER_SETS.has(entry.reading.format);
+    const steps = transitions(prev, { ...merged, holderSet });
     const previousState = entry.state;
     for (const step of steps) {
       switch (step.type) {
@@ -530,6 +627,13 @@ export class LockStore {
           this.addTimeline(entry, { at: now, type: "extended", detail: Number.isFinite(step.by) ? `by ${(step.by / 1000).toFixed(1)} s` : "TTL removed" });
           this.events.emit("lock-event", { type: "extended", resource: entry.resource });
           break;
+        case "holders": {
+          const list = (ids: string[]) => ids.map((id) => id.slice(0, 40)).join(", ");
+          const parts = [step.joined.length > 0 ? `joined: ${list(step.joined)}` : null, step.left.length > 0 ? `left: ${list(step.left)}` : null];
+          this.addTimeline(entry, { at: now, type: "holders", detail: parts.filter(Boolean).join("; ") });
+          this.events.emit("lock-event", { type: "extended", resource: entry.resource });
+          break;
+        }
         case "replaced":
           // The previous lock ended (released, most often by a hand-over to the next waiter) and the next
           // one began before any read saw the key free: the end counts like any other.
@@ -658,6 +762,19 @@ export class LockStore {
     };
   }
 
+  /**
+   * What can be known of a lock's contention: this engine's telemetry (also for a foreign-held lock an engine
+   * client contends for), a queue the library keeps (Redisson's fair lock), or nothing: a foreign client's
+   * failed attempt leaves no trace, so its figures are null, never a made-up 0.
+   */
+  private contentionOf(entry: Entry, now: number, holderId: string | null): Lock["contention"] {
+    const view = entry.reading ? formatView([entry.reading], null) : null;
+    const source = view?.contentionSource ?? null;
+    if (source === "engine" || this.contention.has(entry.resource)) return this.contention.get(entry.resource, now, holderId);
+    if (source === "queue") return { attemptsPerMin: null, waiters: view?.waiters ?? null, source: (view?.waiters ?? null) === null ? null : "queue" };
+    return { ...NOT_VISIBLE };
+  }
+
   private nodesAgree(entry: Entry): boolean {
     let seen: string | null | undefined;
     for (let i = 0; i < entry.values.length; i++) {
@@ -700,10 +817,17 @@ export class LockStore {
     const shown = entry.token ?? entry.leading ?? entry.endedToken;
     const decoded = decodeHolder(shown);
     const holderId = entry.token ? lockValueId(entry.token) : null;
+    const view = entry.reading ? formatView([entry.reading], null) : null;
+    const scope = entry.scope ?? "quorum";
     const lock: Lock = {
       resource: entry.resource,
       deployment: this.deployment,
       state: entry.state ?? "released",
+      format: view?.format ?? "unknown",
+      redisType: view?.redisType ?? "none",
+      scope,
+      holders: view?.holders ?? [],
+      warnings: view?.warnings ?? [],
       token: entry.token,
       holder: decoded.holder,
       fence: decoded.fence,
@@ -714,10 +838,10 @@ export class LockStore {
         return { id, up, token: value, pttlMs: value !== null && Number.isFinite(expiry) ? Math.max(0, Math.round(expiry - now)) : null };
       }),
       quorumHeld: entry.quorumHeld,
-      quorum: this.quorum,
+      quorum: scope === "single" ? 1 : this.quorum,
       expiresAt: entry.expiresAt === null ? null : Math.round(entry.expiresAt),
       ttlMs: entry.ttlMs === null ? null : Math.round(entry.ttlMs),
-      contention: this.contention.get(entry.resource, now, holderId),
+      contention: this.contentionOf(entry, now, holderId),
     };
     if (entry.acquiredAt !== null) lock.acquiredAt = entry.acquiredAt;
     if (entry.endedAt !== null) {
@@ -727,6 +851,13 @@ export class LockStore {
     if (entry.unreadable) lock.unreadable = true;
     return lock;
   }
+}
+
+const NOT_VISIBLE = Object.freeze({ attemptsPerMin: null, waiters: null, source: null });
+
+function detailsDiffer(a: FormatReading, b: FormatReading): boolean {
+  if (a.waiters !== b.waiters || a.warnings.length !== b.warnings.length || a.holders.length !== b.holders.length) return true;
+  return a.holders.some((h, i) => h.count !== b.holders[i]?.count);
 }
 
 function sameExpiry(a: number | null, b: number | null): boolean {

@@ -1,6 +1,6 @@
 import "server-only";
-import { createHash } from "node:crypto";
 import type Redis from "ioredis";
+import { decodeReading, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
@@ -17,74 +17,14 @@ const SCAN_COUNT = 1_000;
 
 export interface WatcherContext {
   store: LockStore;
-  patterns: readonly string[];
+  /** The lock patterns in force now (an operator may change them live: see `resubscribe`). */
+  patterns: () => readonly string[];
   isLockKey: (key: string) => boolean;
   events: LiveEvents;
   log: Logger;
   timeoutMs: number;
   /** How long a node may keep a command before it counts as not answering (frozen, overloaded). */
   deadlineMs: number;
-}
-
-export interface KeyReading {
-  key: string;
-  value: string | null;
-  /** Absolute expiry (epoch ms); NaN when absent, Infinity without TTL. */
-  expiry: number;
-  /** The key exists but is not a string (a hash, a list…): not a lock this console can read. */
-  otherType: boolean;
-}
-
-/** GET + PTTL for many keys in one MULTI: one round trip, and value and TTL from the same instant. */
-export async function readKeys(conn: Redis, keys: readonly string[]): Promise<KeyReading[]> {
-  if (keys.length === 0) return [];
-  const multi = conn.multi();
-  for (const key of keys) multi.get(key).pttl(key);
-  const started = Date.now();
-  const replies = (await multi.exec()) ?? [];
-  // The PTTL was taken somewhere in the round trip: its middle is the best estimate.
-  const at = (started + Date.now()) / 2;
-  return keys.map((key, i): KeyReading => {
-    const [getError, value] = replies[2 * i] ?? [null, null];
-    const [, pttl] = replies[2 * i + 1] ?? [null, -2];
-    if (getError) return { key, value: null, expiry: Number.NaN, otherType: /WRONGTYPE/.test(getError.message) };
-    if (typeof value !== "string") return { key, value: null, expiry: Number.NaN, otherType: false };
-    const ttl = typeof pttl === "number" ? pttl : -2;
-    return { key, value, expiry: ttl === -1 ? Infinity : ttl >= 0 ? at + ttl : Number.NaN, otherType: false };
-  });
-}
-
-/**
- * GET + PTTL of many keys in one script: one command per batch instead of two per key (the client's cost is
- * per command), atomic per node. A key that is not a string answers -3 instead of failing the batch.
- */
-const READ_SCRIPT = `
-local out = {}
-for i, key in ipairs(KEYS) do
-  local value = redis.pcall('GET', key)
-  if type(value) == 'table' then
-    out[2 * i - 1] = -3
-    out[2 * i] = -3
-  else
-    out[2 * i - 1] = value
-    out[2 * i] = redis.call('PTTL', key)
-  end
-end
-return out
-`;
-const READ_SHA = createHash("sha1").update(READ_SCRIPT).digest("hex");
-
-/** The script's reply as readings; `at` is the middle of the round trip. */
-function readingsFromScript(keys: readonly string[], reply: unknown, at: number): KeyReading[] {
-  const flat = Array.isArray(reply) ? (reply as unknown[]) : [];
-  return keys.map((key, i): KeyReading => {
-    const value = flat[2 * i];
-    const pttl = flat[2 * i + 1];
-    if (value === -3) return { key, value: null, expiry: Number.NaN, otherType: true };
-    if (typeof value !== "string") return { key, value: null, expiry: Number.NaN, otherType: false };
-    const ttl = typeof pttl === "number" ? pttl : -2;
-    return { key, value, expiry: ttl === -1 ? Infinity : ttl >= 0 ? at + ttl : Number.NaN, otherType: false };
-  });
 }
 
 const CAUSES: Record<string, EndCause> = { del: "del", expired: "expired", evicted: "evicted" };
@@ -112,7 +52,7 @@ export class NodeWatcher {
   gaps = 0;
   lastEventAt: number | null = null;
   latencyMs: number | null = null;
-  otherTypeKeys = 0;
+  private readonly rtts: number[] = [];
   longestTtlMs = 0;
   facts: { appendonly: string | null; save: string | null; skewMs: number | null } = { appendonly: null, save: null, skewMs: null };
   run: NodeRunFacts = INITIAL_RUN_FACTS;
@@ -130,6 +70,8 @@ export class NodeWatcher {
   private notificationsChecked = false;
   private subGeneration = 0;
   private subscribedGeneration = -1;
+  /** The keyspace channels subscribed on the current subscriber connection. */
+  private subscribedChannels: string[] = [];
   private bringingUp = false;
   private again = false;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -290,7 +232,8 @@ export class NodeWatcher {
         await this.checkNotifications();
         if (this.subscribedGeneration !== this.subGeneration) {
           const generation = this.subGeneration;
-          await this.sub.psubscribe(...this.ctx.patterns.map((p) => this.channelPrefix + p));
+          this.subscribedChannels = this.ctx.patterns().map((p) => this.channelPrefix + p);
+          await this.sub.psubscribe(...this.subscribedChannels);
           await this.sub.subscribe(CONTENTION_CHANNEL, REVOKE_CHANNEL);
           this.subscribedGeneration = generation;
         }
@@ -408,25 +351,54 @@ export class NodeWatcher {
   }
 
   /**
-   * SCAN MATCH every pattern with batched reads, then drop what this node no longer holds. Subscribed
-   * before it starts, so changes during the scan arrive as notifications and are read again.
+   * The lock patterns changed (an operator's PUT /api/patterns): subscribe to the new keyspace channels
+   * before dropping the old ones (no change falls between the two), then reconcile, which reads the keys the
+   * new patterns bring in; the runtime drops the locks that no pattern covers any more.
+   */
+  async resubscribe(): Promise<void> {
+    if (this.stopped || this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) return;
+    const wanted = this.ctx.patterns().map((p) => this.channelPrefix + p);
+    const added = wanted.filter((c) => !this.subscribedChannels.includes(c));
+    const dropped = this.subscribedChannels.filter((c) => !wanted.includes(c));
+    if (added.length > 0) await this.sub.psubscribe(...added);
+    if (dropped.length > 0) await this.sub.punsubscribe(...dropped);
+    this.subscribedChannels = wanted;
+    if (this.up && this.answering) await this.reconcile();
+  }
+
+  /**
+   * Finds every lock key on the node with batched reads, then drops what this node no longer holds.
+   * Subscribed before it starts, so changes during the scan arrive as notifications and are read again.
+   * A bare key name is read directly (a SCAN MATCH for it would walk the whole keyspace to find one key);
+   * the globs share one SCAN: a single glob as its MATCH, several as one unfiltered walk checked against
+   * all of them, so the default eight patterns cost one pass over the keyspace, not eight.
    */
   async reconcile(): Promise<void> {
     const seen = new Set<string>();
-    for (const pattern of this.ctx.patterns) {
+    const patterns = this.ctx.patterns();
+    const literals = patterns.filter((p) => !/[*?[\\]/.test(p));
+    const globs = patterns.filter((p) => /[*?[\\]/.test(p));
+    const readFresh = async (keys: readonly string[]) => {
+      const fresh = keys.filter((k) => !seen.has(k) && this.ctx.isLockKey(k));
+      for (const key of fresh) seen.add(key);
+      for (let i = 0; i < fresh.length; i += READ_BATCH) {
+        const readings = await this.read(fresh.slice(i, i + READ_BATCH));
+        const now = Date.now();
+        for (const reading of readings) this.applyReading(reading, null, now);
+      }
+    };
+    if (globs.length > 0) {
+      const only = globs.length === 1 ? (globs[0] as string) : null;
       let cursor = "0";
       do {
-        const [next, keys] = await this.waitOn(() => this.reader.scan(cursor, "MATCH", pattern, "COUNT", SCAN_COUNT));
+        const at = cursor;
+        const [next, keys] = await this.waitOn(() => (only ? this.reader.scan(at, "MATCH", only, "COUNT", SCAN_COUNT) : this.reader.scan(at, "COUNT", SCAN_COUNT)));
         cursor = next;
-        const fresh = keys.filter((k) => !seen.has(k) && this.ctx.isLockKey(k));
-        for (const key of fresh) seen.add(key);
-        for (let i = 0; i < fresh.length; i += READ_BATCH) {
-          const readings = await this.read(fresh.slice(i, i + READ_BATCH));
-          const now = Date.now();
-          for (const reading of readings) this.applyReading(reading, null, now);
-        }
+        await readFresh(keys);
       } while (cursor !== "0");
     }
+    // Read whether or not they exist: an absent key reads as gone, which is what the store needs to know.
+    await readFresh(literals);
     // Keys the store thinks this node holds that the scan did not return: read them once more (a key
     // deleted while we were away is absent now; one created during the scan is read as it is).
     const missing = this.ctx.store.knownOn(this.index).filter((resource) => !seen.has(resource));
@@ -437,35 +409,29 @@ export class NodeWatcher {
     }
   }
 
+  /** One reading decoded by its format into the sample the store merges: the fingerprint is the value voted on. */
   sampleOf(reading: KeyReading, cause: EndCause): NodeSample {
-    if (reading.otherType) this.otherTypeKeys += 1;
-    if (reading.value !== null && Number.isFinite(reading.expiry)) {
-      const ttl = reading.expiry - Date.now();
+    const decoded = decodeReading(reading, { now: Date.now() });
+    if (decoded !== null && Number.isFinite(decoded.keyExpiresAt)) {
+      const ttl = decoded.keyExpiresAt - Date.now();
       if (ttl > this.longestTtlMs) this.longestTtlMs = Math.round(ttl);
     }
-    return { node: this.index, value: reading.value, expiry: reading.expiry, cause };
+    if (decoded === null) return { node: this.index, reading: null, value: null, expiry: Number.NaN, cause };
+    return { node: this.index, reading: decoded, value: decoded.fingerprint, expiry: decoded.expiresAt, cause };
   }
 
-  /** Reads keys on this node: the batch script where scripting works, MULTI where it does not. */
+  /** Reads keys on this node: the formats' batched script where scripting works, MULTI where it does not. */
   async read(keys: readonly string[]): Promise<KeyReading[]> {
     if (keys.length === 0) return [];
-    if (this.scriptsRefused) return this.waitOn(() => readKeys(this.reader, keys));
-    const started = Date.now();
-    let reply: unknown;
+    if (this.scriptsRefused) return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys));
     try {
-      try {
-        reply = await this.waitOn(() => this.reader.evalsha(READ_SHA, keys.length, ...keys));
-      } catch (error) {
-        if (!(error instanceof Error) || !/NOSCRIPT/.test(error.message)) throw error;
-        reply = await this.waitOn(() => this.reader.eval(READ_SCRIPT, keys.length, ...keys));
-      }
+      return await this.waitOn(() => readLockKeys(this.reader, keys));
     } catch (error) {
       if (this.reader.status !== "ready" || !(error instanceof Error) || !/unknown command|not allowed|NOPERM|disabled/i.test(error.message)) throw error;
       this.scriptsRefused = true;
       this.ctx.log.warn({ node: this.id, err: error.message }, "scripts refused: reading lock keys with MULTI instead");
-      return this.waitOn(() => readKeys(this.reader, keys));
+      return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys));
     }
-    return readingsFromScript(keys, reply, (started + Date.now()) / 2);
   }
 
   private applyReading(reading: KeyReading, cause: EndCause, now: number): void {
@@ -483,7 +449,12 @@ export class NodeWatcher {
       const t0 = performance.now();
       const [seconds, micros] = await this.waitOn(() => this.reader.time());
       const rtt = performance.now() - t0;
-      this.latencyMs = Math.round(rtt * 100) / 100;
+      // A reply waits in the socket until the console's event loop gets to it, so one sample is the node's
+      // round trip plus whatever the console was busy with. The least of the recent samples is the node's
+      // own round trip (the console's delay comes and goes; the network's does not).
+      this.rtts.push(rtt);
+      if (this.rtts.length > 6) this.rtts.shift();
+      this.latencyMs = Math.round(Math.min(...this.rtts) * 100) / 100;
       const nodeMs = Number(seconds) * 1000 + Number(micros) / 1000;
       this.facts.skewMs = Math.round(nodeMs - (sent + rtt / 2));
       if (withInfo) {

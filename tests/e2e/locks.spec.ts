@@ -97,7 +97,9 @@ test.describe("live locks", () => {
       values.forEach((value, i) => pipeline.set(`${prefix}/order-${String(i).padStart(5, "0")}`, value, "PX", 30_000 + (i % 90) * 1_000));
       await pipeline.exec();
     }
+    // A split vote: two values on two nodes, neither on a quorum (one value on one node would be a single-instance lock).
     await clients[0]!.set(`${prefix}/a-split-brain`, "only-on-node-0", "PX", 60_000);
+    await clients[1]!.set(`${prefix}/a-split-brain`, "only-on-node-1", "PX", 60_000);
     // Contention on a few hot locks, from the engine (its telemetry feeds the contention column).
     const holder = new Redlock(clients, { label: "flash-sale", host: "web-1" });
     const hot = await Promise.all([0, 1, 2].map((i) => holder.acquire([`${prefix}/a-hot-sku-${i}`], 60_000)));

@@ -144,7 +144,17 @@ export async function busyLocks(nodes: Redis[]): Promise<{ hot: string; stop: ()
     pipeline.set(`${prefix}/settlement/very-long-resource-name-for-the-nightly-reconciliation-batch`, "foreign-client-token-7f3a", "PX", 3_600_000);
     await pipeline.exec();
   }
+  // A Redlock whose vote is split: two values on two nodes, neither on a quorum.
   await nodes[0]!.set(`${prefix}/a-split-brain`, "only-on-node-0", "PX", 3_600_000);
+  await nodes[1]!.set(`${prefix}/a-split-brain`, "only-on-node-1", "PX", 3_600_000);
+  // Other libraries' locks: a Redisson lock held twice by one thread on one node, a redis-semaphore
+  // semaphore with two permit holders, and a SETNX lock whose EXPIRE never came (no TTL).
+  await nodes[0]!.hset(`${prefix}/a-redisson-invoice-run`, "6f1c2b9e-3d4a-4c1b-9e7f-2a5b8c0d1e3f:57", "2");
+  await nodes[0]!.pexpire(`${prefix}/a-redisson-invoice-run`, 3_600_000);
+  const semaphore = `semaphore:${prefix.slice("lock:".length)}-exports`;
+  await nodes[1]!.zadd(semaphore, Date.now() - 4_000, "2d0f6a7e-worker-a", Date.now() - 1_000, "9b3e1c4d-worker-b");
+  await nodes[1]!.pexpire(semaphore, 3_600_000);
+  await nodes[2]!.set(`${prefix}/nightly-cleanup`, "crashed-before-expire");
   const holder = new Redlock(nodes, { label: "flash-sale", host: "web-1" });
   const hot = `${prefix}/a-hot-sku`;
   const held = await holder.acquire([hot], 3_600_000);
@@ -157,6 +167,7 @@ export async function busyLocks(nodes: Redis[]): Promise<{ hot: string; stop: ()
       await Promise.all(attempts.map((a) => a.then((lock) => lock?.release())));
       await Promise.all([holder, ...waiters].map((r) => r.quit()));
       await deleteMatching(nodes, `${prefix}/*`);
+      await nodes[1]!.del(semaphore);
     },
   };
 }

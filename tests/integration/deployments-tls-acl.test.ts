@@ -129,7 +129,7 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     store.deployment = "restricted";
     const watcher = new NodeWatcher(
       { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "restricted", connect: endpoint!.connect, client: admin },
-      { store, patterns: ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+      { store, patterns: () => ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
     );
     try {
       await until("the watcher up", () => watcher.up);

@@ -89,7 +89,8 @@ describe("live view under node faults", () => {
   it("keeps a lock on one node unknown, not released, while its watcher is cut off, and lists it after it returns", async () => {
     const s = await watch();
     await admin[0]!.set("lock:lonely", "lonely-token", "PX", 25_000);
-    await s.until("lonely lock partial", () => s.lock("lock:lonely")?.state === "partial");
+    // On one node only: a single-instance lock, held there.
+    await s.until("lonely lock held", () => s.lock("lock:lonely")?.state === "held");
     const reconnectsBefore = (await nodeHealth("node-0")).watcher.reconnects;
     // Cut the console off node 0: its user is switched off and its connections killed (the data stays).
     await admin[0]!.acl("SETUSER", "default", "off");
@@ -99,12 +100,12 @@ describe("live view under node faults", () => {
         const l = s.lock("lock:lonely");
         return l?.unreadable ? l : null;
       });
-      expect(unknown.state).toBe("partial");
+      expect(unknown.state).toBe("held");
       expect(unknown.endedAt).toBeUndefined();
       // Longer than an ended lock lingers in the list: it must still be listed, and never have ended.
       const cutAt = Date.now();
       await until("more than 5 s cut off", () => Date.now() - cutAt > 5_500, 10_000, 250);
-      expect(s.lock("lock:lonely")).toMatchObject({ state: "partial", unreadable: true });
+      expect(s.lock("lock:lonely")).toMatchObject({ state: "held", unreadable: true });
       expect(lockEvents.filter((e) => e.resource === "lock:lonely").map((e) => e.type)).toEqual(["acquired"]);
     } finally {
       await admin[0]!.acl("SETUSER", "default", "on");
@@ -117,7 +118,7 @@ describe("live view under node faults", () => {
       const l = s.lock("lock:lonely");
       return l && !l.unreadable ? l : null;
     });
-    expect(back).toMatchObject({ state: "partial", quorumHeld: 1 });
+    expect(back).toMatchObject({ state: "held", scope: "single", quorumHeld: 1 });
     expect(back.nodes.map((n) => n.token)).toEqual(["lonely-token", null, null]);
     expect(lockEvents.filter((e) => e.resource === "lock:lonely").map((e) => e.type)).toEqual(["acquired"]);
   });
@@ -200,7 +201,7 @@ describe("live view under node faults", () => {
     const store = new LockStore(["node-0"], 1, getLiveEvents());
     const watcher = new NodeWatcher(
       { id: "node-0", index: 0, url: cluster.urls[0]!, maskedUrl: cluster.urls[0]!, deployment: "default", connect: (options) => new Redis(cluster.urls[0]!, options), client: admin[0]! },
-      { store, patterns: ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log, timeoutMs: 500, deadlineMs: 500 },
+      { store, patterns: () => ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log, timeoutMs: 500, deadlineMs: 500 },
     );
     await until("the extra watcher up", () => watcher.up);
     await watcher.stop();

@@ -210,7 +210,7 @@ describe("force release", () => {
     for (const resource of ["session:abc", "lockscope:audit", "fence:lock:orders/42", "Lock:upper"]) {
       const res = await postRelease(resource, { reason: "should not work" });
       expect(res.status).toBe(404);
-      expect((res.body as { error: { message: string } }).error.message).toContain("not a lock key under LOCK_PATTERNS");
+      expect((res.body as { error: { message: string } }).error.message).toContain("not a lock key under the lock patterns");
     }
     expect(await valuesOf("session:abc")).toEqual(["secret", "secret", "secret"]);
     expect(await nodes[0]!.exists("lockscope:audit")).toBe(1);
@@ -343,12 +343,14 @@ describe("force release", () => {
 
   it("deletes nothing and says so when a node's queue key has another type; viewers see no raw Redis error", async () => {
     const resource = "lock:typed-queue";
-    await holdEverywhere(resource, "v1");
+    // This engine's value: its release also writes the engine's wait queue (a plain token's does not).
+    const value = encodeLockValue({ label: "worker", host: "h", pid: 1, fence: null, acquiredAt: Date.now() });
+    await holdEverywhere(resource, value);
     await Promise.all(nodes.map((n) => n.set(`waitq:${resource}`, "not a sorted set")));
-    const res = await postRelease(resource, { reason: "stuck", token: "v1" });
+    const res = await postRelease(resource, { reason: "stuck", token: value });
     expect(res.status, JSON.stringify(res.body)).toBe(503);
     // True to its word: nothing was deleted.
-    expect(await valuesOf(resource)).toEqual(["v1", "v1", "v1"]);
+    expect(await valuesOf(resource)).toEqual([value, value, value]);
     const [entry] = await auditEntries(resource);
     expect(entry?.outcome).toBe("failed");
     const shown = JSON.stringify([res.body, entry]);
@@ -364,19 +366,22 @@ describe("force release", () => {
     const res = await postRelease(resource, { reason: "cleanup" });
     expect(res.status, JSON.stringify(res.body)).toBe(422);
     expect((res.body as { error: { code: string; message: string } }).error).toMatchObject({ code: "unprocessable" });
-    expect((res.body as { error: { message: string } }).error.message).toMatch(/not a string lock \(hash\)/);
+    // A hash of no known lock layout: listed as `unknown`, never touched.
+    expect((res.body as { error: { message: string } }).error.message).toMatch(/is a hash whose layout no lock format here knows/);
     for (const n of nodes) expect(await n.hget(resource, "owner")).toBe("someone");
     await Promise.all(nodes.map((n) => n.del(resource)));
   });
 
   it("keeps a node's raw script error out of the answer and the audit entry (it goes to the server log)", async () => {
     const resource = "lock:oom";
-    await holdEverywhere(resource, "v1");
+    // This engine's value: its release publishes the revocation (a plain token's release publishes nothing).
+    const value = encodeLockValue({ label: "worker", host: "h", pid: 1, fence: null, acquiredAt: Date.now() });
+    await holdEverywhere(resource, value);
     // On node 2 the console's user may not PUBLISH: the release script fails there halfway, with Redis's
     // own error text (script sha and line).
     await nodes[2]!.call("ACL", "SETUSER", "default", "-publish");
     try {
-      const res = await postRelease(resource, { reason: "stuck", token: "v1" });
+      const res = await postRelease(resource, { reason: "stuck", token: value });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       const [entry] = await auditEntries(resource);
       expect(entry?.nodes[2]).toEqual({ id: "node-2", result: "error", error: "the release script failed on this node (details in the console's log)" });

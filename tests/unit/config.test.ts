@@ -12,12 +12,12 @@ function errorOf(env: Record<string, string>): ConfigError {
 }
 
 describe("configuration", () => {
-  it("defaults to embedded nodes on 127.0.0.1:3000 with the lock:* and locks:* patterns", () => {
+  it("defaults to embedded nodes on 127.0.0.1:3000 with the conventional lock names of the common libraries as patterns", () => {
     const config = parseConfig({});
     expect(config.redisUrls).toBeNull();
     expect(config.host).toBe("127.0.0.1");
     expect(config.port).toBe(3000);
-    expect(config.lockPatterns).toEqual(["lock:*", "locks:*"]);
+    expect(config.lockPatterns).toEqual(["lock:*", "locks:*", "lock.*", "mutex:*", "semaphore:*", "job-lock:*", "lock", "my_resource_name"]);
     expect(config.auditFile).toBe(".lockscope/audit.jsonl");
     expect(config.operatorToken).toBeNull();
   });

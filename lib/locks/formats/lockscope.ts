@@ -8,6 +8,9 @@ import { defineFormat, type FormatHolder, type NodeReleaseResult } from "./types
  * the engine's `forceRelease`, which also revokes the holder (its `using()` signal aborts at once), advances the
  * fence and wakes the head waiter: the only format whose holder hears about it.
  */
+/** How a release refused for a companion key's type ends its message (the console passes it on as is: it holds no Redis internals). */
+export const COMPANION_REFUSED = "which the release would write: nothing was written";
+
 export const lockscope = defineFormat({
   name: "lockscope",
   description: "Lockscope's own Redlock engine (lib/redlock): holder label, host, pid, fence and acquisition time in the value",
@@ -39,8 +42,11 @@ export const lockscope = defineFormat({
     const nodes = result.nodes.map((n): NodeReleaseResult =>
       n.result === "error"
         ? { index: n.index, result: "error", error: n.error ?? "no answer" }
-        : n.result === "not-string" || n.result === "wrong-type"
-          ? // The engine's script refused a key of another type (or a companion key of the wrong type) and touched nothing.
+        : n.result === "wrong-type"
+          ? // A companion key the release would write (the wait queue) has another type: nothing was written.
+            { index: n.index, result: "error", error: `${n.detail ?? "a companion key has another type"}, ${COMPANION_REFUSED}` }
+          : n.result === "not-string"
+          ? // The engine's script refused a key of another type and touched nothing.
             { index: n.index, result: "wrongtype", redisType: null, woken: null }
           : { index: n.index, result: n.result, redisType: n.result === "absent" ? "none" : "string", woken: null },
     );

@@ -7,7 +7,7 @@ export interface ScopeEvidence {
   format: FormatScope;
   /** Configured lock nodes. */
   nodes: number;
-  /** Nodes (up) that hold the leading value or holder set now. */
+  /** Nodes (up) that hold a value for the key now, whichever value (a split vote is still several nodes). */
   holding: number;
   /** The scope this lock read as at its previous sample; null when it is new. */
   previous: LockScope | null;
@@ -19,7 +19,7 @@ export interface ScopeEvidence {
  * - the operator's declaration for the pattern;
  * - a format that is single-instance by design (Redisson, ShedLock);
  * - with one node, every lock is single;
- * - a value on two or more nodes is a Redlock;
+ * - a key held on two or more nodes is a Redlock (with different values there, one whose vote is split);
  * - a value on one node only is a single-instance lock (the SETNX lock, redis-py) unless it was seen as a
  *   Redlock before: a Redlock that is losing its keys stays `quorum`, so it reads `partial`, not healthy.
  */

@@ -105,10 +105,12 @@ describe("how a lock ended and what changed", () => {
 
 describe("keyspace notification flags", () => {
   it("adds only what is missing and keeps the node's own flags", () => {
-    expect(missingNotifyFlags("")).toBe("Kg$xe");
+    // Strings ($), Redisson's hashes (h) and redis-semaphore's sorted sets (z), besides K g x e.
+    expect(missingNotifyFlags("")).toBe("Kgxe$zh");
+    expect(missingNotifyFlags("Kg$xe")).toBe("zh");
     expect(missingNotifyFlags("KEA")).toBe("");
     expect(missingNotifyFlags("EA")).toBe("K");
-    expect(missingNotifyFlags("Kx")).toBe("g$e");
-    expect(mergedNotifyFlags("Elh")).toBe("ElhKg$xe");
+    expect(missingNotifyFlags("Kx")).toBe("ge$zh");
+    expect(mergedNotifyFlags("Elh")).toBe("ElhKgxe$z");
   });
 });

@@ -7,7 +7,10 @@ function storeStarting() {
   const events = new EventEmitter<LiveEventMap>();
   const seen: string[] = [];
   events.on("lock-event", (e) => seen.push(`${e.type} ${e.resource}`));
-  return { store: new LockStore(NODES, 2, events), seen };
+  const store = new LockStore(NODES, 2, events);
+  // These cases are about the Redlock vote: the keys are declared quorum locks (scope is tested on its own).
+  store.declaredScope = () => "quorum";
+  return { store, seen };
 }
 
 const T = 1_800_000_000_000;
@@ -18,6 +21,7 @@ function storeWithNodesUp() {
   const seen: string[] = [];
   events.on("lock-event", (e) => seen.push(`${e.type} ${e.resource}`));
   const store = new LockStore(NODES, 2, events);
+  store.declaredScope = () => "quorum";
   NODES.forEach((_, i) => store.setNodeUp(i, true, T));
   store.watching = true;
   return { store, seen };
@@ -268,5 +272,93 @@ describe("the lock store", () => {
     expect(store.sizes().lingering).toBe(500);
     store.tick(T + 999 + LINGER_MS);
     expect(store.sizes()).toMatchObject({ lingering: 0, live: 0, recent: 1_000, wheelEntries: 0 });
+  });
+});
+
+describe("the lock store's scope and holder sets", () => {
+  const stringReading = (format: "token" | "redis-semaphore", fingerprint: string, expiresAt: number) => ({
+    format,
+    redisType: format === "token" ? "string" : "zset",
+    fingerprint,
+    holders: fingerprint.split("\n").map((id) => ({ id })),
+    expiresAt,
+    keyExpiresAt: expiresAt,
+    warnings: [],
+    waiters: null,
+  });
+  const sample = (node: number, format: "token" | "redis-semaphore", value: string, expiry: number): NodeSample => ({
+    node,
+    reading: stringReading(format, value, expiry),
+    value,
+    expiry,
+    cause: null,
+  });
+  function store() {
+    const s = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>());
+    NODES.forEach((_, i) => s.setNodeUp(i, true, T));
+    s.watching = true;
+    return s;
+  }
+
+  it("reads a lock that lives on one node as held, single-instance, and counts it as held", () => {
+    const s = store();
+    s.apply("lock:one", [sample(0, "token", "t", T + 10_000), gone(1, null), gone(2, null)], T);
+    s.tick(T + SETTLE_MS + 1);
+    expect(s.lock("lock:one", T + SETTLE_MS + 1)).toMatchObject({ state: "held", scope: "single", quorum: 1, quorumHeld: 1, format: "token" });
+    expect(s.counts(T + SETTLE_MS + 1).held).toBe(1);
+  });
+
+  it("keeps a Redlock that loses its keys a quorum lock, so it reads partial", () => {
+    const s = store();
+    s.apply("lock:r", [0, 1, 2].map((n) => sample(n, "token", "t", T + 10_000)), T);
+    expect(s.lock("lock:r", T)).toMatchObject({ state: "held", scope: "quorum", quorum: 2 });
+    s.apply("lock:r", [gone(0), gone(1)], T + 100);
+    s.tick(T + 100 + SETTLE_MS + 1);
+    expect(s.lock("lock:r", T + 100 + SETTLE_MS + 1)).toMatchObject({ state: "partial", scope: "quorum" });
+  });
+
+  it("reads a key held with different values on two nodes as a Redlock whose vote is split: partial", () => {
+    const s = store();
+    s.apply("lock:split", [sample(0, "token", "x", T + 10_000), sample(1, "token", "y", T + 10_000), gone(2, null)], T);
+    s.tick(T + SETTLE_MS + 1);
+    expect(s.lock("lock:split", T + SETTLE_MS + 1)).toMatchObject({ state: "partial", scope: "quorum", quorumHeld: 1 });
+  });
+
+  it("takes the operator's declared scope over the inference", () => {
+    const s = store();
+    s.declaredScope = () => "quorum";
+    s.apply("lock:d", [sample(0, "token", "t", T + 10_000), gone(1, null), gone(2, null)], T);
+    s.tick(T + SETTLE_MS + 1);
+    expect(s.lock("lock:d", T + SETTLE_MS + 1)).toMatchObject({ state: "partial", scope: "quorum" });
+  });
+
+  it("sees a semaphore's holders join and leave as one lock, not a new one each time", () => {
+    const s = store();
+    const one = (v: string, t: number) => s.apply("semaphore:s", [sample(0, "redis-semaphore", v, T + 30_000), gone(1, null), gone(2, null)], t);
+    one("a", T);
+    s.tick(T + SETTLE_MS + 1);
+    one("a\nb", T + 100);
+    one("b", T + 200);
+    const timeline = s.get("semaphore:s", T + 300)?.timeline.map((e) => e.type);
+    expect(timeline).toEqual(["acquired", "holders", "holders"]);
+    expect(s.lock("semaphore:s", T + 300)).toMatchObject({ state: "held", holders: [{ id: "b" }] });
+  });
+
+  it("counts live locks that never expire by themselves", () => {
+    const s = store();
+    s.apply("lock:forever", [{ ...sample(0, "token", "t", Infinity), reading: { ...stringReading("token", "t", Infinity), warnings: ["no-ttl"] } }, gone(1, null), gone(2, null)], T);
+    s.tick(T + SETTLE_MS + 1);
+    expect(s.lock("lock:forever", T + SETTLE_MS + 1)?.warnings).toEqual(["no-ttl"]);
+    expect(s.counts(T + SETTLE_MS + 1).withoutTtl).toBe(1);
+  });
+
+  it("lets go at once of locks no pattern covers any more", () => {
+    const s = store();
+    s.apply("jobs/a", [0, 1, 2].map((n) => sample(n, "token", "t", T + 10_000)), T);
+    s.drain(T, 0, 100);
+    expect(s.retain((k) => k.startsWith("lock:"))).toBe(1);
+    expect(s.lock("jobs/a", T)).toBeNull();
+    expect(s.drain(T + 1, 0, 100).removed).toEqual(["jobs/a"]);
+    expect(s.counts(T + 1).held).toBe(0);
   });
 });

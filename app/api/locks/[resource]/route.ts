@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ApiError } from "@/server/errors";
 import { route } from "@/server/http";
 import { getLockStore, isLockKey } from "@/server/live";
-import { getConfig } from "@/server/config";
+import { getPatternStore } from "@/server/patterns";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -14,9 +14,13 @@ const params = z.strictObject({
 // GET /api/locks/[resource]: one lock with its nodes, holder, TTL, timeline and contention history
 export const GET = route({ name: "GET /api/locks/[resource]", access: "viewer", params }, ({ params: p }) => {
   if (!isLockKey(p.resource)) {
-    throw new ApiError("not_found", `\`${p.resource.slice(0, 200)}\` is not a lock key: it matches none of LOCK_PATTERNS (${getConfig().lockPatterns.join(", ")}).`);
+    const patterns = getPatternStore().current().patterns.map((x) => x.glob);
+    throw new ApiError(
+      "not_found",
+      `\`${p.resource.slice(0, 200)}\` is not a lock key: it matches none of the lock patterns (${patterns.join(", ")}). Add a pattern for it (PUT /api/patterns, or "Lock patterns and discovery" on the locks page).`,
+    );
   }
   const lock = getLockStore().get(p.resource);
-  if (!lock) throw new ApiError("not_found", `No node holds \`${p.resource.slice(0, 200)}\` and it has no recent history.`);
+  if (!lock) throw new ApiError("not_found", `No node holds \`${p.resource.slice(0, 200)}\` and it has no recent history: it was released or expired, or never taken.`);
   return { serverTime: Date.now(), ...lock };
 });

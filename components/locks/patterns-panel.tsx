@@ -1,0 +1,183 @@
+"use client";
+
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useId, useState, type FormEvent } from "react";
+import type { Lock } from "@/lib/locks/types";
+import { apiFetch, ApiRequestError } from "../api-client";
+import { MessageText } from "../message-text";
+import { useIsOperator } from "../session";
+import { TableScroll } from "../table-scroll";
+import { FORMAT_LABEL } from "./format";
+
+interface PatternEntry {
+  glob: string;
+  scope?: "quorum" | "single";
+}
+
+interface PatternsResponse {
+  patterns: PatternEntry[];
+  source: "config" | "console";
+  updatedAt: number | null;
+  updatedBy: string | null;
+}
+
+interface DiscoveryResponse {
+  scannedKeys: number;
+  complete: boolean;
+  candidates: Array<{ pattern: string; format: Lock["format"]; keys: number; examples: string[] }>;
+}
+
+const SCOPE_TEXT = { quorum: "Redlock (quorum)", single: "single instance" } as const;
+
+/**
+ * The lock patterns in force and what discovery found outside them. Everyone sees both; an operator adds or
+ * removes a pattern at once (PUT /api/patterns, with a reason for the audit log).
+ */
+export function PatternsPanel() {
+  const isOperator = useIsOperator();
+  const queryClient = useQueryClient();
+  const patterns = useQuery({ queryKey: ["patterns"], queryFn: () => apiFetch<PatternsResponse>("/api/patterns"), retry: false });
+  const discovery = useQuery({ queryKey: ["discovery"], queryFn: () => apiFetch<DiscoveryResponse>("/api/discovery"), refetchInterval: 15_000, retry: false });
+  const [glob, setGlob] = useState("");
+  const [scope, setScope] = useState<"" | "quorum" | "single">("");
+  const [reason, setReason] = useState("");
+  const globId = useId();
+  const reasonId = useId();
+  const scopeId = useId();
+  const save = useMutation({
+    mutationFn: (next: PatternEntry[]) => apiFetch<PatternsResponse>("/api/patterns", { method: "PUT", body: JSON.stringify({ patterns: next, reason: reason.trim() }) }),
+    onSuccess: (state) => {
+      queryClient.setQueryData(["patterns"], state);
+      setGlob("");
+      setScope("");
+      void queryClient.invalidateQueries({ queryKey: ["discovery"] });
+    },
+  });
+
+  if (patterns.error instanceof ApiRequestError && patterns.error.status === 401) return null;
+  const current = patterns.data?.patterns ?? [];
+  const canSave = reason.trim().length >= 3 && !save.isPending;
+
+  function add(event: FormEvent) {
+    event.preventDefault();
+    const g = glob.trim();
+    if (!g || current.some((p) => p.glob === g)) return;
+    save.mutate([...current, { glob: g, ...(scope ? { scope } : {}) }]);
+  }
+
+  return (
+    <section className="panel patterns-panel" aria-labelledby="patterns-heading">
+      <h2 id="patterns-heading">Lock patterns and discovery</h2>
+      <p className="muted">
+        Only keys that match one of these Redis globs are shown and can be released. A pattern may declare its locks single-instance (held while one node
+        holds them) or Redlocks (held only with a quorum); otherwise the console infers it.
+        {patterns.data?.source === "console" && patterns.data.updatedBy ? ` Last changed by ${patterns.data.updatedBy}.` : ""}
+      </p>
+      {patterns.error && (
+        <p role="alert" className="error-text">
+          <MessageText text={patterns.error.message} />
+        </p>
+      )}
+      <ul className="pattern-list" aria-label="Lock patterns">
+        {current.map((p) => (
+          <li key={p.glob}>
+            <code>{p.glob}</code>
+            {p.scope && <span className="muted"> · {SCOPE_TEXT[p.scope]}</span>}
+            {isOperator && (
+              <button
+                type="button"
+                className="button small"
+                aria-label={`Remove pattern ${p.glob}`}
+                disabled={!canSave || current.length <= 1}
+                title={canSave ? undefined : "Give a reason first (it goes to the audit log)"}
+                onClick={() => save.mutate(current.filter((x) => x.glob !== p.glob))}
+              >
+                Remove
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      {isOperator && (
+        <form className="pattern-form" onSubmit={add} aria-label="Change lock patterns">
+          <label htmlFor={reasonId}>
+            Reason (for the audit log)
+            <input id={reasonId} type="text" value={reason} minLength={3} maxLength={500} onChange={(e) => setReason(e.target.value)} placeholder="Why you change the patterns" />
+          </label>
+          <label htmlFor={globId}>
+            Pattern
+            <input id={globId} type="text" className="mono" value={glob} maxLength={200} onChange={(e) => setGlob(e.target.value)} placeholder="e.g. orders:lock:*" />
+          </label>
+          <label htmlFor={scopeId}>
+            Scope
+            <select id={scopeId} value={scope} onChange={(e) => setScope(e.target.value as "" | "quorum" | "single")}>
+              <option value="">inferred</option>
+              <option value="single">single instance</option>
+              <option value="quorum">Redlock (quorum)</option>
+            </select>
+          </label>
+          <button type="submit" className="button primary" disabled={!canSave || glob.trim() === ""}>
+            Add pattern
+          </button>
+        </form>
+      )}
+      {save.error && (
+        <p role="alert" className="error-text">
+          <MessageText text={save.error.message} />
+        </p>
+      )}
+
+      <h3>Lock-shaped keys outside the patterns</h3>
+      {discovery.error ? (
+        <p className="muted">Discovery is not available: {discovery.error.message}</p>
+      ) : !discovery.data ? (
+        <p className="muted">Scanning the nodes…</p>
+      ) : discovery.data.candidates.length === 0 ? (
+        <p className="muted">
+          {discovery.data.complete
+            ? `None: ${discovery.data.scannedKeys} keys scanned, every lock-shaped key is under a pattern.`
+            : `None yet: ${discovery.data.scannedKeys} keys scanned so far (the scan is paced so a busy node does not notice it).`}
+        </p>
+      ) : (
+        <TableScroll label="Discovered lock keys, scrollable">
+          <table aria-label="Discovered lock keys">
+            <thead>
+              <tr>
+                <th scope="col">Suggested pattern</th>
+                <th scope="col">Looks like</th>
+                <th scope="col">Keys</th>
+                <th scope="col">Examples</th>
+                {isOperator && <th scope="col">Action</th>}
+              </tr>
+            </thead>
+            <tbody>
+              {discovery.data.candidates.map((c) => (
+                <tr key={c.pattern} aria-label={c.pattern}>
+                  <th scope="row" className="mono">
+                    {c.pattern}
+                  </th>
+                  <td>{FORMAT_LABEL[c.format]}</td>
+                  <td className="mono">{c.keys}</td>
+                  <td className="mono wraps">{c.examples.slice(0, 3).join(", ")}</td>
+                  {isOperator && (
+                    <td>
+                      <button
+                        type="button"
+                        className="button small"
+                        disabled={!canSave || current.some((p) => p.glob === c.pattern)}
+                        title={canSave ? undefined : "Give a reason first (it goes to the audit log)"}
+                        onClick={() => save.mutate([...current, { glob: c.pattern }])}
+                      >
+                        Add pattern
+                      </button>
+                    </td>
+                  )}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      )}
+    </section>
+  );
+}

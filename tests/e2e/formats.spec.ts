@@ -1,0 +1,104 @@
+import { randomBytes } from "node:crypto";
+import type Redis from "ioredis";
+import { Semaphore } from "redis-semaphore";
+import { RedissonWriter } from "../support/redisson";
+import { expect, lockNodeClients, test } from "./fixtures";
+import { unique } from "./scene";
+
+/** Locks of other libraries, as an operator sees them on the default configuration. */
+test.describe("locks of every format", () => {
+  let nodes: Redis[] = [];
+  test.beforeEach(async ({ request }) => {
+    nodes = await lockNodeClients(request);
+  });
+  test.afterEach(() => {
+    for (const n of nodes) n.disconnect();
+  });
+
+  test("a Redisson lock and a semaphore are in the table with their holders", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const redissonKey = unique("redisson");
+    const redisson = new RedissonWriter(nodes[0]!);
+    await redisson.lock(redissonKey, 77, 120_000);
+    const semaphoreName = `e2e-${randomBytes(3).toString("hex")}`;
+    const permits = [0, 1].map(() => new Semaphore(nodes[1]!, semaphoreName, 4, { lockTimeout: 120_000, acquireTimeout: 1_000, refreshInterval: 0 }));
+    for (const p of permits) await p.acquire();
+
+    await page.goto("/");
+    const redissonRow = page.getByRole("row", { name: redissonKey });
+    await expect(redissonRow).toContainText("Redisson");
+    await expect(redissonRow).toContainText("thread 77");
+    await expect(redissonRow).toContainText("held");
+    await expect(redissonRow).toContainText("not visible");
+    const semaphoreRow = page.getByRole("row", { name: `semaphore:${semaphoreName}` });
+    await expect(semaphoreRow).toContainText("redis-semaphore");
+    await expect(semaphoreRow).toContainText("2 holders");
+    await Promise.all(permits.map((p) => p.release()));
+    await redisson.unlock(redissonKey, 77, 120_000);
+  });
+
+  test("a lock on one node is held, single-instance, and counted as held", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const resource = unique("single");
+    await page.goto("/");
+    const counts = page.getByRole("list", { name: "Live counts" }).or(page.locator(".locks-counts"));
+    const heldCount = async () => Number(await counts.locator("div", { hasText: "locks held" }).locator("dd").innerText());
+    await expect(page.getByRole("status", { name: "Live connection" })).toContainText(/live|degraded/);
+    const before = await heldCount();
+    await nodes[2]!.set(resource, "redis-py-token", "PX", 120_000);
+    const row = page.getByRole("row", { name: resource });
+    await expect(row.getByText("held", { exact: true })).toBeVisible();
+    await expect(row).toContainText("single");
+    await expect.poll(heldCount).toBeGreaterThan(before);
+    await nodes[2]!.del(resource);
+  });
+
+  test("a lock that never expires carries the no-TTL warning", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const resource = unique("no-ttl");
+    await nodes[0]!.setnx(resource, "crashed-before-expire");
+    await page.goto("/");
+    const row = page.getByRole("row", { name: resource });
+    await expect(row).toContainText("no TTL");
+    await expect(row.locator(".col-ttl")).toContainText("never expires");
+    await row.getByRole("link", { name: resource }).click();
+    await expect(page.getByRole("note").filter({ hasText: "never expires by itself" })).toBeVisible();
+    await nodes[0]!.del(resource);
+  });
+
+  test("the force-release dialog says a foreign holder is not told", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("foreign");
+    await Promise.all(nodes.map((n) => n.set(resource, "node-redlock-token-0f3a", "PX", 120_000)));
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    const note = dialog.getByRole("note", { name: "Who will be told" });
+    await expect(note).toContainText("The holder is not told");
+    await expect(note).toContainText("keeps working");
+    await expect(dialog).not.toContainText("aborts at once");
+    await dialog.getByLabel("Reason").fill("foreign holder stuck");
+    await dialog.getByRole("button", { name: "Release" }).click();
+    await expect(dialog.getByRole("status")).toContainText("The holder was not told.");
+    await dialog.getByRole("button", { name: "Close" }).click();
+  });
+
+  test("an operator adds a pattern from the page and its locks appear at once", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = `e2e-jobs/${randomBytes(3).toString("hex")}`;
+    await nodes[0]!.set(resource, "job-runner-1", "PX", 120_000);
+    await page.goto("/");
+    await expect(page.getByRole("row", { name: resource })).toHaveCount(0);
+    const form = page.getByRole("form", { name: "Change lock patterns" });
+    await form.getByLabel("Reason (for the audit log)").fill("the job runner's locks");
+    await form.getByLabel("Pattern").fill("e2e-jobs/*");
+    await form.getByRole("button", { name: "Add pattern" }).click();
+    await expect(page.getByRole("list", { name: "Lock patterns" })).toContainText("e2e-jobs/*");
+    await expect(page.getByRole("row", { name: resource })).toContainText("held");
+
+    await page.getByRole("button", { name: "Remove pattern e2e-jobs/*" }).click();
+    await expect(page.getByRole("list", { name: "Lock patterns" })).not.toContainText("e2e-jobs/*");
+    await expect(page.getByRole("row", { name: resource })).toHaveCount(0);
+    await nodes[0]!.del(resource);
+  });
+});

@@ -1,0 +1,159 @@
+import type Redis from "ioredis";
+import { Semaphore } from "redis-semaphore";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as LockModule from "@/app/api/locks/[resource]/route";
+import type * as LocksModule from "@/app/api/locks/route";
+import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
+import type * as PatternsModule from "@/app/api/patterns/route";
+import type * as AuditModule from "@/app/api/audit/route";
+import type { Lock, LockDetail } from "@/lib/locks/types";
+import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import type { TestCluster } from "../support/redis";
+import { lockChannel, RedissonWriter, subscribeWaiter } from "../support/redisson";
+import { until } from "../support/wait";
+
+/**
+ * Every format in the live view, on the default configuration (no LOCK_PATTERNS set): shown with its holders
+ * decoded, its scope, and its end (released, expired, force-released), against real redis-server nodes.
+ */
+describe("the live view, whatever library took the lock", () => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  let lock: typeof LockModule;
+  let locks: typeof LocksModule;
+  let release: typeof ReleaseModule;
+  let patterns: typeof PatternsModule;
+  let audit: typeof AuditModule;
+  const extra: Redis[] = [];
+
+  async function detail(resource: string): Promise<LockDetail | null> {
+    const res = await call(lock.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } });
+    return res.status === 200 ? (res.body as LockDetail) : null;
+  }
+  const live = (resource: string, check: (l: LockDetail) => boolean) =>
+    until(`${resource} as expected`, async () => {
+      const l = await detail(resource);
+      return l && check(l) ? l : null;
+    });
+  const forceRelease = (resource: string, body: Record<string, unknown>) =>
+    call(release.POST, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, { token: OPERATOR_TOKEN, params: { resource }, body });
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 3 });
+    clients = cluster.clients();
+    lock = await import("@/app/api/locks/[resource]/route");
+    locks = await import("@/app/api/locks/route");
+    release = await import("@/app/api/locks/[resource]/release/route");
+    patterns = await import("@/app/api/patterns/route");
+    audit = await import("@/app/api/audit/route");
+    (await import("@/server/patterns-audit")).registerPatternsAuditor();
+    const { waitUntilReconciled } = await import("@/server/live");
+    expect(await waitUntilReconciled(10_000)).toBe(true);
+  });
+
+  afterAll(async () => {
+    await Promise.all(extra.map((c) => c.quit()));
+    await tearDownConsole(cluster);
+  });
+
+  it("shows a Redisson lock on one node as held, single-instance, with its holder decoded, and its release", async () => {
+    const redisson = new RedissonWriter(clients[0]!);
+    expect(await redisson.lock("lock:redisson-orders", 42)).toBeNull();
+    expect(await redisson.lock("lock:redisson-orders", 42)).toBeNull(); // re-entered: hold count 2
+    const held = await live("lock:redisson-orders", (l) => l.state === "held" && l.holders[0]?.count === 2);
+    expect(held).toMatchObject({ format: "redisson", redisType: "hash", scope: "single", quorum: 1, quorumHeld: 1, warnings: [] });
+    expect(held.holders).toEqual([{ id: redisson.holder(42), label: redisson.clientId, thread: 42, count: 2 }]);
+    // Nothing about a Redisson client's failed attempts reaches Redis: not visible, never a made-up 0.
+    expect(held.contention).toEqual({ attemptsPerMin: null, waiters: null, source: null });
+    await redisson.unlock("lock:redisson-orders", 42);
+    await redisson.unlock("lock:redisson-orders", 42);
+    await live("lock:redisson-orders", (l) => l.state === "released");
+  });
+
+  it("force-releases a Redisson lock by its holder field and wakes a waiter subscribed the way Redisson's are", async () => {
+    const redisson = new RedissonWriter(clients[1]!);
+    await redisson.lock("lock:redisson-report", 7);
+    const seen = await live("lock:redisson-report", (l) => l.state === "held");
+    const subscriber = clients[1]!.duplicate();
+    extra.push(subscriber);
+    const waiter = await subscribeWaiter(subscriber, lockChannel("lock:redisson-report"));
+
+    const stale = await forceRelease("lock:redisson-report", { reason: "stuck report job", token: `${redisson.clientId}:8` });
+    expect(stale.status).toBe(409);
+    expect(await clients[1]!.exists("lock:redisson-report")).toBe(1);
+
+    const res = await forceRelease("lock:redisson-report", { reason: "stuck report job", token: seen.holders[0]!.id });
+    expect(res.status).toBe(200);
+    // Redisson's holder is never told (it listens for no revocation); its waiters are woken.
+    expect(res.body).toMatchObject({ released: true, format: "redisson", notified: { holder: false, waiters: true } });
+    expect(await waiter.message).toBe("0");
+    await live("lock:redisson-report", (l) => l.state === "force-released");
+  });
+
+  it("shows a redis-semaphore semaphore with every permit holder as one lock, holders joining and leaving, until it is released", async () => {
+    const a = new Semaphore(clients[2]!, "reports", 3, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });
+    const b = new Semaphore(clients[2]!, "reports", 3, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });
+    await a.acquire();
+    await live("semaphore:reports", (l) => l.state === "held" && l.holders.length === 1);
+    await b.acquire();
+    const both = await live("semaphore:reports", (l) => l.holders.length === 2);
+    expect(both).toMatchObject({ format: "redis-semaphore", redisType: "zset", scope: "single" });
+    expect(both.holders.map((h) => h.id).sort()).toEqual([a.identifier, b.identifier].sort());
+    await a.release();
+    const one = await live("semaphore:reports", (l) => l.holders.length === 1);
+    // One lock throughout: a holder joining or leaving is on its timeline, not a new acquisition.
+    expect(one.timeline.filter((t) => t.type === "acquired")).toHaveLength(1);
+    expect(one.timeline.filter((t) => t.type === "holders").length).toBeGreaterThanOrEqual(2);
+
+    // Without a holder id the operator is asked which permit holder to release.
+    expect((await forceRelease("semaphore:reports", { reason: "which one?" })).status).toBe(422);
+    const res = await forceRelease("semaphore:reports", { reason: "stuck worker", token: b.identifier });
+    expect(res.body).toMatchObject({ released: true, notified: { holder: false, waiters: false } });
+    await live("semaphore:reports", (l) => l.state === "force-released");
+  });
+
+  it("shows a SETNX lock on one node as held with scope single, counted as held, and its expiry", async () => {
+    await clients[0]!.set("lock:single", "a-token", "PX", 1_500, "NX");
+    const held = await live("lock:single", (l) => l.state === "held");
+    expect(held).toMatchObject({ format: "token", scope: "single", quorum: 1, quorumHeld: 1, holders: [{ id: "a-token" }] });
+    const list = await call(locks.GET, "GET", "/api/locks?state=held", { token: VIEWER_TOKEN });
+    expect((list.body as { locks: Lock[] }).locks.map((l) => l.resource)).toContain("lock:single");
+    await live("lock:single", (l) => l.state === "expired");
+  });
+
+  it("flags a lock that never expires by itself", async () => {
+    await clients[0]!.setnx("lock", "crashed-before-expire");
+    const held = await live("lock", (l) => l.state === "held");
+    expect(held.warnings).toContain("no-ttl");
+    expect(held.expiresAt).toBeNull();
+    await clients[0]!.del("lock");
+    await live("lock", (l) => l.state === "released");
+  });
+
+  it("takes a pattern change at once, audited, and lets go of what no pattern covers any more", async () => {
+    await clients[0]!.set("jobs/nightly-lock", "job-token", "PX", 60_000);
+    expect(await detail("jobs/nightly-lock")).toBeNull();
+    const before = (await call(patterns.GET, "GET", "/api/patterns", { token: VIEWER_TOKEN })).body as { patterns: Array<{ glob: string }> };
+    const added = [...before.patterns, { glob: "jobs/*", scope: "single" as const }];
+    const put = await call(patterns.PUT, "PUT", "/api/patterns", { token: OPERATOR_TOKEN, body: { patterns: added, reason: "our job runner's locks" } });
+    expect(put.status).toBe(200);
+    await live("jobs/nightly-lock", (l) => l.state === "held" && l.scope === "single");
+    // Written after the change: the new keyspace channel is subscribed.
+    await clients[0]!.set("jobs/weekly-lock", "w", "PX", 60_000);
+    await live("jobs/weekly-lock", (l) => l.state === "held");
+
+    const entries = await until("the change in the audit log", async () => {
+      const res = await call(audit.GET, "GET", "/api/audit", { token: VIEWER_TOKEN });
+      const found = (res.body as { entries: Array<{ action: string; reason: string; resource: string }> }).entries.filter((e) => e.action === "patterns-changed");
+      return found.length > 0 ? found : null;
+    });
+    expect(entries[0]!.reason).toContain("our job runner's locks");
+    expect(entries[0]!.resource).toContain("jobs/*");
+
+    const back = await call(patterns.PUT, "PUT", "/api/patterns", { token: OPERATOR_TOKEN, body: { patterns: before.patterns, reason: "back to the defaults" } });
+    expect(back.status).toBe(200);
+    await until("the lock gone with its pattern", async () => (await detail("jobs/nightly-lock"))?.state !== "held");
+    const list = await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN });
+    expect((list.body as { locks: Lock[] }).locks.map((l) => l.resource)).not.toContain("jobs/nightly-lock");
+  });
+});
