@@ -3,7 +3,7 @@ import { decodeReading, formatByName, readLockKeys, type FormatName, type Format
 import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/merge";
-import { decodeLockValue } from "@lockscope/redlock";
+import { decodeLockValue, REVOKE_CHANNEL } from "@lockscope/redlock";
 import { getAuditStore } from "./audit/current";
 import { AuditNotDurableError } from "./audit/store";
 import { newAuditId } from "./audit/records";
@@ -200,6 +200,15 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     // the operator's name and reason on the lock's timeline at once, for every format. (One permit holder
     // taken out of several does not end the lock: its timeline shows the holder leaving.)
     noteForceRelease(resource, { value: leading.fingerprint, actor: entry.actor, reason });
+  }
+  if (outcome === "released" && leading.holders.length === 1 && format.name !== "lockscope") {
+    // This engine's release script publishes the revocation itself. For other formats the console says it on
+    // the same channel, so that every other console over these nodes shows the lock force-released rather
+    // than released. No holder of another library listens there; the message only names the released value.
+    const message = JSON.stringify({ v: 1, resource, value: leading.fingerprint });
+    await Promise.all(
+      nodes.map((n) => n.client.publish(REVOKE_CHANNEL, message).catch((error: unknown) => log.debug({ node: n.id, err: String(error) }, "revocation notice not published"))),
+    );
   }
   const deleted = nodeResults.filter((r) => r.result === "deleted").length;
   log.info(

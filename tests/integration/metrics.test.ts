@@ -176,12 +176,15 @@ describe("GET /metrics on real lock nodes", () => {
   it("exports the lock-safety signals: no TTL, below quorum, the oldest present lock, persistence, clock skew, uptime, a restart within the longest TTL", async () => {
     const clients = cluster.clients();
     await Promise.all(clients.map((c) => c.set("lock:safety/forever", "holder-without-ttl")));
-    await clients[0]!.set("lock:safety/single", "one-node-holder", "PX", 600_000);
+    // A split vote: two nodes hold two different values, neither a quorum (a Redlock that lost its quorum).
+    await clients[0]!.set("lock:safety/split", "holder-a", "PX", 600_000);
+    await clients[2]!.set("lock:safety/split", "holder-b", "PX", 600_000);
+    // On one node only: a single-instance lock, held (not below quorum); it keeps node 1's longest TTL long.
     await clients[1]!.set("lock:safety/long", "long-holder", "PX", 600_000);
     const s = samples(
       await untilScrape(
-        (m) => m.get("lockscope_locks_without_ttl") === 1 && m.get("lockscope_locks_below_quorum") === 2 && (m.get('lockscope_node_longest_ttl_seconds{node="node-1"}') ?? 0) >= 500,
-        "a lock without TTL and two below quorum",
+        (m) => m.get("lockscope_locks_without_ttl") === 1 && m.get("lockscope_locks_below_quorum") === 1 && (m.get('lockscope_node_longest_ttl_seconds{node="node-1"}') ?? 0) >= 500,
+        "a lock without TTL and one below quorum",
       ),
     );
     expect(s.get("lockscope_lock_oldest_acquired_timestamp_seconds")).toBeGreaterThan(0);
@@ -198,7 +201,7 @@ describe("GET /metrics on real lock nodes", () => {
     await cluster.restart(1);
     const after = samples(await untilScrape((m) => m.get('lockscope_node_restart_hazard{node="node-1"}') === 1, "the restart hazard on node-1"));
     expect(after.get('lockscope_node_restart_hazard{node="node-0"}')).toBe(0);
-    await Promise.all(cluster.clients().map((c) => c.del("lock:safety/forever", "lock:safety/single", "lock:safety/long")));
+    await Promise.all(cluster.clients().map((c) => c.del("lock:safety/forever", "lock:safety/split", "lock:safety/long")));
   }, 60_000);
 
   it("counts lost locks, failed extensions and node errors", async () => {
