@@ -4,6 +4,7 @@ import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
 import { apiFetch } from "../api-client";
+import { MessageText } from "../message-text";
 import styles from "./audit-log.module.css";
 
 const PAGE_SIZE = 50;
@@ -56,7 +57,7 @@ function HeldAt({ resource }: { resource?: string }) {
       </form>
       {holds.error && (
         <p role="alert" className="error-text">
-          {holds.error.message}
+          <MessageText text={holds.error.message} />
         </p>
       )}
       {holds.data && !holds.data.recording && <p className="muted">{NOT_RECORDING}</p>}
@@ -119,7 +120,7 @@ function RecordedEvents({ resource }: { resource: string }) {
     <div className={styles.wrap}>
       {result.error && (
         <p role="alert" className="error-text">
-          {result.error.message}
+          <MessageText text={result.error.message} />
         </p>
       )}
       <div className="panel">
