@@ -5,15 +5,15 @@
  * events it wrote and dropped are reported.
  *
  * Starts three redis-server nodes in os.tmpdir() and the real console as a child process
- * (`node --import tsx scripts/start.ts`, REDIS_URLS pointing at those nodes), so RSS and CPU are the
- * server's own (/proc/<pid>). For N = 1,000 and 100,000 locks held (loaded with pipelined SET PX before the
+ * (the production launcher `node dist/start.mjs`, built first when the sources changed; REDIS_URLS pointing
+ * at those nodes), so RSS and CPU are the server's own (/proc/<pid>). For N = 1,000 and 100,000 locks held (loaded with pipelined SET PX before the
  * console starts, so it reconciles them by SCAN), it opens one stream in this process, measures the
  * snapshot, then churns acquisitions and releases at 1,000 and 5,000 changes/s on other keys and measures,
  * for every change, the time from the Redis write to its arrival in the stream (after an unmeasured warm-up at
  * the same rate). Afterwards the stream's view of every churned key is compared with Redis: a difference is a
  * lost event.
  *
- * Run it under `flock /tmp/lockscope-build.lock` (the console's launcher builds when sources changed).
+ * Run it under `flock /tmp/lockscope-build.lock`: it runs `npm run build` first when the sources changed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -24,6 +24,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import path from "node:path";
 import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "../lib/redis-node";
+import { ensureBuild } from "../scripts/build-if-stale.mjs";
 import { startPostgres, type TestPostgres } from "../tests/support/postgres";
 
 const argv = process.argv.slice(2);
@@ -40,6 +41,9 @@ if (SOAK && !(Number.isFinite(SOAK_MINUTES) && SOAK_MINUTES >= 4 && SOAK_MINUTES
   process.stderr.write(`--soak-minutes expects a number of minutes from 4 to 600, got ${JSON.stringify(argv[soakMinutesArg + 1] ?? null)}\n`);
   process.exit(2);
 }
+/** Extra Node.js flags for the console process (`--console-node-args "--cpu-prof --cpu-prof-dir=/tmp/p"`), for profiling it. */
+const consoleArgsAt = argv.indexOf("--console-node-args");
+const CONSOLE_NODE_ARGS = consoleArgsAt >= 0 ? (argv[consoleArgsAt + 1] ?? "").split(/\s+/).filter(Boolean) : [];
 const out = (line = "") => (JSON_OUT ? process.stderr : process.stdout).write(`${line}\n`);
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -150,7 +154,7 @@ async function getJson<T>(port: number, pathname: string): Promise<{ status: num
 
 async function startConsole(urls: string[], dataDir: string): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+  const child = spawn(process.execPath, [...CONSOLE_NODE_ARGS, "dist/start.mjs"], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     env: {
@@ -423,6 +427,7 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
 }
 
 async function main(): Promise<void> {
+  if (!ensureBuild(ROOT)) throw new Error("`npm run build` failed; see the output above");
   const stopHistoryDb = await startHistoryDb();
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-live-"));
   const nodes = await startRedisNodes(3, { dir });
@@ -512,6 +517,7 @@ async function serverMemoryMb(port: number): Promise<{ heapMb: number; externalM
  * floor and RSS median are within SOAK_MARGIN of the first half's.
  */
 async function soak(minutes: number): Promise<void> {
+  if (!ensureBuild(ROOT)) throw new Error("`npm run build` failed; see the output above");
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-soak-"));
   const nodes = await startRedisNodes(3, { dir });
   const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true }));

@@ -71,7 +71,7 @@ export async function refreshConsoleMetrics(): Promise<void> {
     const held = declared<"state">("lockscope_locks_held");
     for (const state of LOCK_STATES) held.set({ state }, counts.byState[state] ?? 0);
     declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(counts.oldestHeldAcquiredAt === null ? 0 : counts.oldestHeldAcquiredAt / 1000);
-    const safety = lockSafetyCounts(getLockStore().list(Date.now()), isLabResource);
+    const safety = lockSafetyCounts(getLockStore().briefs(), isLabResource);
     declared("lockscope_locks_without_ttl").set(safety.withoutTtl);
     declared("lockscope_locks_below_quorum").set(safety.belowQuorum);
     declared("lockscope_locks_past_ttl").set(safety.pastTtl);

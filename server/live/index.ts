@@ -291,6 +291,7 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
 
 export interface LockStoreView {
   list: LockStore["list"];
+  briefs: LockStore["briefs"];
   get: LockStore["get"];
   serverTime: () => number;
   counts: LockStore["counts"];
@@ -301,6 +302,7 @@ export function getLockStore(): LockStoreView {
   const { store } = startLive();
   return {
     list: (now) => store.list(now),
+    briefs: () => store.briefs(),
     get: (resource, now) => store.get(resource, now),
     serverTime: () => Date.now(),
     counts: (now) => store.counts(now),

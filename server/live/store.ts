@@ -89,6 +89,9 @@ export interface LockCounts {
   withoutTtl: number;
 }
 
+/** What `briefs()` gives of each listed lock. */
+export type LockBrief = { -readonly [K in "resource" | "state" | "expiresAt" | "acquiredAt"]: Lock[K] };
+
 export interface DrainedChanges {
   upserts: Lock[];
   removed: string[];
@@ -174,6 +177,22 @@ export class LockStore {
     const out: Lock[] = [];
     for (const entry of this.live.values()) if (entry.state !== null) out.push(this.build(entry, now));
     return out;
+  }
+
+  /**
+   * The few fields of every listed lock that counting needs, without building it: one view object, refilled
+   * for each lock (read it before asking for the next). A scrape of 100,000 locks builds none.
+   */
+  *briefs(): Generator<LockBrief> {
+    const view: LockBrief = { resource: "", state: "held", expiresAt: null, acquiredAt: undefined };
+    for (const entry of this.live.values()) {
+      if (entry.state === null) continue;
+      view.resource = entry.resource;
+      view.state = entry.state;
+      view.expiresAt = entry.expiresAt;
+      view.acquiredAt = entry.acquiredAt ?? undefined;
+      yield view;
+    }
   }
 
   /** Live resources in the list (for a snapshot: built lazily, part by part). */
