@@ -134,6 +134,12 @@ export interface LockSummary {
    * holders join and leave one lock, so a change of value that keeps a holder is not a new lock.
    */
   holderSet?: boolean;
+  /**
+   * Whether a node holding the value was read with a later TTL end than its previous reading of it. When
+   * given, an extension needs it: the quorum's TTL end also moves as more nodes' readings come in (each read
+   * at its own moment), and that is not an extension.
+   */
+  extensionSeen?: boolean;
 }
 
 export type Transition =
@@ -186,6 +192,8 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
     // the waiter's value), or a next holder quicker than one read batch. Either way one lock ended.
     if (prev.token !== null) out.push({ type: "replaced" });
     out.push({ type: "acquired", token: next.token, partial: false });
+  } else if (next.extensionSeen === false) {
+    // No node's own TTL end moved: whatever the quorum's did, nothing was extended.
   } else if (next.token !== null && prev.token === next.token && next.expiresAt !== null && prev.expiresAt !== null && next.expiresAt > prev.expiresAt + EXTEND_SLACK_MS) {
     out.push({ type: "extended", token: next.token, by: next.expiresAt - prev.expiresAt });
   } else if (next.token !== null && prev.token === next.token && next.expiresAt === null && prev.expiresAt !== null) {

@@ -3,6 +3,7 @@ import type Redis from "ioredis";
 import { decodeReading, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
+import { NodeClock } from "@/lib/locks/node-clock";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
 import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
@@ -63,6 +64,8 @@ export class NodeWatcher {
   private answeringSince = 0;
   private counted = false;
   readonly dirty = new Map<string, EndCause>();
+  /** This node's clock on the console's, so every read of a key agrees on when its TTL ends. */
+  private readonly clock = new NodeClock();
   private readonly channelPrefix: string;
   private downSince: number | null = null;
   private everUp = false;
@@ -423,14 +426,14 @@ export class NodeWatcher {
   /** Reads keys on this node: the formats' batched script where scripting works, MULTI where it does not. */
   async read(keys: readonly string[]): Promise<KeyReading[]> {
     if (keys.length === 0) return [];
-    if (this.scriptsRefused) return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys));
+    if (this.scriptsRefused) return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys, {}, this.clock));
     try {
-      return await this.waitOn(() => readLockKeys(this.reader, keys));
+      return await this.waitOn(() => readLockKeys(this.reader, keys, {}, this.clock));
     } catch (error) {
       if (this.reader.status !== "ready" || !(error instanceof Error) || !/unknown command|not allowed|NOPERM|disabled/i.test(error.message)) throw error;
       this.scriptsRefused = true;
       this.ctx.log.warn({ node: this.id, err: error.message }, "scripts refused: reading lock keys with MULTI instead");
-      return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys));
+      return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys, {}, this.clock));
     }
   }
 
