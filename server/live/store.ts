@@ -203,9 +203,9 @@ export class LockStore {
 
   /**
    * The few fields of every listed lock that counting needs, without building it: one view object, refilled
-   * for each lock (read it before asking for the next). A scrape of 100,000 locks builds none.
+   * for each lock (read it in `visit`, keep nothing of it). A scrape of 100,000 locks builds none.
    */
-  *briefs(): Generator<LockBrief> {
+  eachBrief(visit: (brief: Readonly<LockBrief>) => void): void {
     const view: LockBrief = { resource: "", state: "held", expiresAt: null, acquiredAt: undefined };
     for (const entry of this.live.values()) {
       if (entry.state === null) continue;
@@ -213,7 +213,7 @@ export class LockStore {
       view.state = entry.state;
       view.expiresAt = entry.expiresAt;
       view.acquiredAt = entry.acquiredAt ?? undefined;
-      yield view;
+      visit(view);
     }
   }
 

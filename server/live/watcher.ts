@@ -200,11 +200,20 @@ export class NodeWatcher {
     }
   }
 
-  /** Re-evaluates `answering` from the oldest command still waiting (called by a timer and as commands settle). */
-  checkAnswering(now = Date.now()): void {
+  /**
+   * Re-evaluates `answering` from the oldest command still waiting (called by a timer and as commands settle).
+   * Before a node is called not answering, the replies already in its socket are read (I/O is handled before
+   * `setImmediate` callbacks): after a stall of this console's own event loop, a command looks late while its
+   * reply only waits to be read, and every lock on the node would turn unreadable for nothing.
+   */
+  checkAnswering(now = Date.now(), repliesRead = false): void {
     if (!this.readable) return;
     const oldest = this.waitingSince.values().next().value ?? null;
     const next = nextAnswering({ answering: this.answering, since: this.answeringSince }, { oldestWaitingSince: oldest, lastAnswerAt: this.lastAnswerAt }, now, this.ctx.deadlineMs);
+    if (this.answering && !next.answering && !repliesRead) {
+      setImmediate(() => this.checkAnswering(Date.now(), true));
+      return;
+    }
     this.answeringSince = next.since;
     if (next.answering === this.answering) return;
     const answering = next.answering;
