@@ -169,9 +169,14 @@ export class NodeWatcher {
     if (!this.up) return;
     this.up = false;
     this.downSince = Date.now();
+    if (this.stopped) {
+      // Shutting down: nothing will read the locks again, so they are not merged again without this node
+      // (at a million locks that would hold the shutdown up for seconds).
+      this.ctx.log.info({ node: this.id }, "lock watcher stopped");
+      return;
+    }
     this.syncCounted();
-    if (this.stopped) this.ctx.log.info({ node: this.id }, "lock watcher stopped");
-    else this.ctx.log.warn({ node: this.id }, "lock watcher lost its node; will reconcile on reconnect");
+    this.ctx.log.warn({ node: this.id }, "lock watcher lost its node; will reconcile on reconnect");
     this.onChange();
   }
 
