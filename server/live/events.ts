@@ -1,8 +1,9 @@
 import "server-only";
 import { EventEmitter } from "node:events";
+import type { LockEventType } from "@/lib/locks/reducer";
 import { singleton } from "../global";
 
-export type LockEventType = "acquired" | "extended" | "released" | "expired" | "evicted" | "force-released";
+export type { LockEventType };
 
 /** What the live view emits, for the metrics and anything else in the process that counts. */
 export interface LiveEventMap {

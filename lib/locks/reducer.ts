@@ -1,0 +1,443 @@
+import { lockValueId } from "@lockscope/redlock";
+import { formatByName, inferScope, type FormatName, type FormatReading, type LockScope } from "./formats";
+import { decodeHolder, endReason, EXTEND_SLACK_MS, mergeSamples, transitions, type EndCause, type MergedLock } from "./merge";
+import { isLive, type LockState, type TimelineEntry, type TimelineType } from "./types";
+
+/**
+ * One lock's life as the live view sees it, as pure functions of (the lock's state, new readings, now): the
+ * store around it (server/live/store.ts) owns the maps, timers and emitters and applies what these return.
+ */
+
+/** How long a view where the reachable nodes disagree is held back, waiting for the rest of a multi-node write. */
+export const SETTLE_MS = 30;
+/** A key whose TTL ran out this long ago and that Redis still has not reclaimed is read again (lazily expiring it). */
+export const PROBE_AFTER_MS = 1_000;
+/** A force-release noted this long before the keys vanish explains their going. */
+export const FORCE_HINT_MS = 10_000;
+/** A force-release noted this long after a lock ended relabels its end. */
+const RELABEL_WITHIN_MS = 3_000;
+export const ALREADY_HELD = "already held when the console started watching";
+
+/** Formats whose value is a set of holders that join and leave one lock (see `LockSummary.holderSet`). */
+const HOLDER_SETS: ReadonlySet<FormatName> = new Set<FormatName>(["redis-semaphore", "redisson-rw"]);
+
+/**
+ * One node's reading of one key, decoded by its format: `value` is the reading's fingerprint (null when
+ * absent); `expiry` NaN when absent, Infinity when it never ends by itself.
+ */
+export interface NodeSample {
+  node: number;
+  /** The decoded reading; absent where only the value is known (it then shows as format `unknown`). */
+  reading?: FormatReading | null;
+  value: string | null;
+  expiry: number;
+  /** What the keyspace notification said removed the key, when one did. */
+  cause: EndCause;
+}
+
+/** One lock's state: plain data, one object per lock (100,000 locks and more: nothing per lock besides it). */
+export interface LockRecord {
+  resource: string;
+  values: Array<string | null>;
+  expiries: number[];
+  /** null until first counted. */
+  state: LockState | null;
+  token: string | null;
+  leading: string | null;
+  quorumHeld: number;
+  expiresAt: number | null;
+  acquiredAt: number | null;
+  ttlMs: number | null;
+  endedAt: number | null;
+  endedToken: string | null;
+  cause: EndCause;
+  /**
+   * null until something happens to a lock found already held at start (saves an array per lock). Read here
+   * only for whether it is made yet; the store's timeline (server/live/timeline.ts) fills it.
+   */
+  readonly timeline: readonly TimelineEntry[] | null;
+  /** While the reachable nodes disagree (a multi-node write or delete half applied), hold the message until then. */
+  settleUntil: number;
+  /** A node was read without the value it held, since the last merge: the end was seen, not guessed. */
+  endSeen: boolean;
+  /** A node was read with a later TTL end for the value it held, since the last merge. */
+  extensionSeen: boolean;
+  /** Every node that holds it is unreadable: the view is the last readings'. */
+  unreadable: boolean;
+  /**
+   * One decoded reading of the value the lock is held with (not one per node: 100,000 locks × 3 nodes), kept
+   * once it ended for its row and page; the lock's format fields are built from it when served.
+   */
+  reading: FormatReading | null;
+  /** Readings that arrived since the last merge, for it to pick the leading value's from; null when none. */
+  pending: FormatReading[] | null;
+  /** null until first counted. */
+  scope: LockScope | null;
+}
+
+/** What the locks of one store share: the nodes and how their readings count. */
+export interface LockContext {
+  /** The nodes whose readings count in a merge (while the console starts: every node). */
+  counted: readonly boolean[];
+  quorum: number;
+  /** Nodes configured. */
+  nodes: number;
+  /** False until every node's first reconcile is done: locks found until then were already held. */
+  watching: boolean;
+  /** The operator's scope declaration for a key (from the lock patterns); null where none is declared. */
+  declaredScope: (resource: string) => LockScope | null;
+}
+
+/** An operator's force-release noted for a resource (here or on another console). */
+export interface ForceHint {
+  at: number;
+  /** The value released; null when not given (then it explains whatever held the resource). */
+  value: string | null;
+  /** The operator's words. */
+  detail: string | null;
+}
+
+export type LockEventType = "acquired" | "extended" | "released" | "expired" | "evicted" | "force-released";
+
+/** What one step of a lock asks of the store, in the order it happened. */
+export type LockEffect =
+  /**
+   * A timeline entry, also recorded in the history with `token` (the value it concerns). `heldSince` is the
+   * lock's acquisition time at that moment, for a timeline made by this entry (see `ALREADY_HELD`).
+   */
+  | { type: "timeline"; item: { at: number; type: TimelineType; detail?: string }; token: string | null; heldSince: number | null }
+  /** Recorded in the history only: a lock found by the first reconcile gets no timeline until asked for. */
+  | { type: "history"; item: { at: number; type: TimelineType; detail?: string }; token: string | null }
+  | { type: "lock-event"; event: LockEventType }
+  | { type: "count"; counter: "acquisitions" | "expirations" }
+  /** A foreign value seen acquired or extended, for the consoles to share when it was first seen. */
+  | { type: "first-seen"; token: string; seenAt: number; ttlMs: number | null }
+  /** The value id now holding the lock, for the contention figures' waiters. */
+  | { type: "holder"; id: string | null };
+
+/**
+ * The outcome of one step (reused from call to call: read it before the next). `outcome`:
+ * `settling` the nodes disagree, the lock keeps its view until `settleUntil`; `never-held` no node holds it and
+ * it was never listed (drop it); `idle` an ended lock, nothing to do; `ended` it ended now (it lingers, its timer
+ * goes); `live` it is held, partial or elapsed.
+ */
+export interface LockStep {
+  outcome: "settling" | "never-held" | "idle" | "ended" | "live";
+  effects: LockEffect[];
+  /** Something shown changed: the streams send it. */
+  changed: boolean;
+  /** When its expiry timer should fire next; NaN when it needs none. */
+  wakeAt: number;
+  /** The force hint given was used up by this end. */
+  forceHintTaken: boolean;
+}
+
+export function newLockStep(): LockStep {
+  return { outcome: "idle", effects: [], changed: false, wakeAt: Number.NaN, forceHintTaken: false };
+}
+
+const LOCK_EVENTS: { readonly [K in LockEventType]: LockEffect } = Object.freeze({
+  acquired: Object.freeze({ type: "lock-event", event: "acquired" }),
+  extended: Object.freeze({ type: "lock-event", event: "extended" }),
+  released: Object.freeze({ type: "lock-event", event: "released" }),
+  expired: Object.freeze({ type: "lock-event", event: "expired" }),
+  evicted: Object.freeze({ type: "lock-event", event: "evicted" }),
+  "force-released": Object.freeze({ type: "lock-event", event: "force-released" }),
+});
+const COUNT_ACQUISITION: LockEffect = Object.freeze({ type: "count", counter: "acquisitions" });
+const COUNT_EXPIRATION: LockEffect = Object.freeze({ type: "count", counter: "expirations" });
+
+/**
+ * Folds one or more nodes' new samples of the lock into it (so a Redlock write on three nodes is one change);
+ * true when something shown changed. The merge comes after, in `reduceLock`.
+ */
+export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): boolean {
+  let visible = false;
+  for (const sample of samples) {
+    // Each node's reply is its own string: keep one copy of a value all nodes hold (100,000 locks × 3 nodes).
+    if (sample.value !== null) {
+      for (const held of lock.values) {
+        if (held !== null && held === sample.value) {
+          sample.value = held;
+          break;
+        }
+      }
+    }
+    const before = lock.values[sample.node] ?? null;
+    const beforeExpiry = lock.expiries[sample.node] ?? Number.NaN;
+    if (before !== null && sample.value === null) lock.endSeen = true;
+    // An extension is a node's own TTL end moving later for the value it holds: the quorum's TTL end also
+    // moves as other nodes' readings come in, and that is no extension.
+    if (before !== null && sample.value === before && (sample.expiry > beforeExpiry + EXTEND_SLACK_MS || (sample.expiry === Infinity && Number.isFinite(beforeExpiry)))) {
+      lock.extensionSeen = true;
+    }
+    lock.values[sample.node] = sample.value;
+    if (sample.reading && sample.value !== null) {
+      (lock.pending ??= []).push(sample.reading);
+      // Same holders, other details: a reentrant hold count, a fair lock's queue.
+      if (lock.reading && sample.value === before && sample.value === lock.reading.fingerprint && detailsDiffer(lock.reading, sample.reading)) visible = true;
+    }
+    lock.expiries[sample.node] = sample.expiry;
+    // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value; the
+    // latter only while that value is still the lock's (a node that applies a hand-over late must not
+    // pass its cause on to the lock that already followed).
+    if (before !== null && sample.value !== before && sample.cause && (sample.value === null || before === lock.token || before === lock.leading)) {
+      lock.cause = sample.cause;
+    }
+    if (before !== sample.value || (sample.value !== null && !(Math.abs(sample.expiry - beforeExpiry) <= 20))) {
+      if (!(sample.expiry === Infinity && beforeExpiry === Infinity && before === sample.value)) visible = true;
+    }
+  }
+  return visible;
+}
+
+/**
+ * One step of the lock: merges what the nodes hold now into its state and says what happened. `visible`:
+ * something shown changed already (a new reading, a node going up or down). `hint`: the operator's
+ * force-release noted for this resource, if any. Mutates `lock`; the effects go into `step`.
+ */
+export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHint | null, now: number, visible: boolean, step: LockStep): LockStep {
+  step.effects.length = 0;
+  step.changed = false;
+  step.wakeAt = Number.NaN;
+  step.forceHintTaken = false;
+  // A client writes (or deletes) a Redlock key on the nodes one by one: a read between two of those writes
+  // sees the nodes disagree for a moment. Such a view counts (state, timeline, events, streams) only if it
+  // lasts SETTLE_MS; until then the lock keeps its previous state.
+  if (nodesAgree(lock, context.counted)) {
+    lock.settleUntil = 0;
+  } else {
+    if (lock.settleUntil === 0) lock.settleUntil = now + SETTLE_MS;
+    if (now < lock.settleUntil) {
+      step.outcome = "settling";
+      return step;
+    }
+  }
+  const merged = merge(lock, context, now);
+  const extensionSeen = lock.extensionSeen;
+  lock.endSeen = false;
+  lock.extensionSeen = false;
+  if (lock.unreadable !== merged.unreadable) {
+    lock.unreadable = merged.unreadable;
+    visible = true;
+  }
+  const wasLive = lock.state !== null && isLive(lock.state);
+  const prev = wasLive ? { state: lock.state as "held", token: lock.token, leading: lock.leading, expiresAt: lock.expiresAt } : null;
+  const holderSet = lock.reading !== null && HOLDER_SETS.has(lock.reading.format);
+  const steps = transitions(prev, { ...merged, holderSet, extensionSeen });
+  const effects = step.effects;
+  for (const transition of steps) {
+    switch (transition.type) {
+      case "acquired": {
+        const decoded = decodeHolder(transition.token);
+        lock.acquiredAt = decoded.acquiredAt ?? now;
+        // A foreign value carries no acquisition time: the consoles agree on when it was first seen.
+        // A lock first seen on fewer nodes than a quorum has no token yet: its most widely held value stands in.
+        const seenValue = transition.token ?? merged.leading;
+        if (decoded.acquiredAt === null && seenValue) effects.push({ type: "first-seen", token: seenValue, seenAt: now, ttlMs: lock.ttlMs });
+        lock.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
+        lock.endedAt = null;
+        lock.endedToken = null;
+        lock.cause = null;
+        // (A lock found by the first reconcile has no timeline until something happens to it, or it is asked for.)
+        if (!context.watching && lock.timeline === null && !effects.some((e) => e.type === "timeline")) {
+          // Found by the first reconcile: its "acquired" entry is made up when asked for (the timeline's); the
+          // history still learns of the hold, so "who held it at T" covers locks older than this console.
+          effects.push({ type: "history", item: { at: lock.acquiredAt, type: "acquired", detail: ALREADY_HELD }, token: transition.token });
+        } else {
+          const who = decoded.holder?.label ?? decoded.holder?.host ?? (transition.token ? "a foreign client" : "unknown");
+          const held = `${merged.quorumHeld} of ${context.nodes} nodes`;
+          const detail = transition.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`;
+          addTimeline(step, lock, now, "acquired", detail, transition.token);
+        }
+        effects.push(LOCK_EVENTS.acquired, COUNT_ACQUISITION);
+        if (transition.token) effects.push({ type: "holder", id: lockValueId(transition.token) });
+        break;
+      }
+      case "extended":
+        lock.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
+        // The shared first-seen record lives as long as the lock does.
+        if (lock.token && decodeHolder(lock.token).acquiredAt === null) effects.push({ type: "first-seen", token: lock.token, seenAt: now, ttlMs: lock.ttlMs });
+        addTimeline(step, lock, now, "extended", Number.isFinite(transition.by) ? `by ${(transition.by / 1000).toFixed(1)} s` : "TTL removed");
+        effects.push(LOCK_EVENTS.extended);
+        break;
+      case "holders": {
+        const list = (ids: string[]) => ids.map((id) => id.slice(0, 40)).join(", ");
+        const parts = [transition.joined.length > 0 ? `joined: ${list(transition.joined)}` : null, transition.left.length > 0 ? `left: ${list(transition.left)}` : null];
+        addTimeline(step, lock, now, "holders", parts.filter(Boolean).join("; "));
+        effects.push(LOCK_EVENTS.extended);
+        break;
+      }
+      case "replaced":
+        // The previous lock ended (released, most often by a hand-over to the next waiter) and the next
+        // one began before any read saw the key free: the end counts like any other.
+        recordEnd(step, lock, hint, now, "replaced");
+        break;
+      case "elapsed":
+        addTimeline(step, lock, now, "elapsed", "TTL ran out; Redis has not reclaimed the key yet");
+        break;
+      case "partial":
+        addTimeline(step, lock, now, "partial", `no value on a quorum: ${merged.quorumHeld} of ${context.nodes} nodes hold the most common one`);
+        break;
+      case "ended": {
+        const reason = recordEnd(step, lock, hint, now, "ended");
+        lock.endedAt = now;
+        lock.endedToken = lock.token ?? lock.leading;
+        lock.state = reason === "evicted" ? "expired" : reason;
+        lock.token = null;
+        lock.leading = null;
+        lock.quorumHeld = 0;
+        step.outcome = "ended";
+        step.changed = true;
+        return step;
+      }
+    }
+  }
+  if (merged.state === null) {
+    // Never live (a key seen absent): nothing to show.
+    step.outcome = lock.state === null ? "never-held" : "idle";
+    return step;
+  }
+  step.changed =
+    visible || steps.length > 0 || lock.state !== merged.state || lock.token !== merged.token || lock.quorumHeld !== merged.quorumHeld || !sameExpiry(lock.expiresAt, merged.expiresAt);
+  lock.token = merged.token;
+  lock.leading = merged.leading;
+  lock.quorumHeld = merged.quorumHeld;
+  lock.expiresAt = merged.expiresAt;
+  lock.state = merged.state;
+  if (merged.expiresAt !== null) step.wakeAt = merged.state === "elapsed" ? merged.expiresAt + PROBE_AFTER_MS : merged.expiresAt;
+  step.outcome = "live";
+  return step;
+}
+
+/** `token`: the value the entry concerns; by default the one held until now (an end, an extension, a gap). */
+function addTimeline(step: LockStep, lock: LockRecord, at: number, type: TimelineType, detail: string | undefined, token = lock.token ?? lock.leading): void {
+  step.effects.push({ type: "timeline", item: detail === undefined ? { at, type } : { at, type, detail }, token, heldSince: lock.acquiredAt });
+}
+
+/**
+ * Records the end of the lock's current value (timeline, live event, expiry count) and returns how it
+ * ended: forced when an operator's force-release of it was noted, else by its cause or its TTL. The
+ * timeline entry carries the operator's words, or else what the way it ended (`how`) says of it.
+ */
+function recordEnd(step: LockStep, lock: LockRecord, hint: ForceHint | null, now: number, how: "replaced" | "ended"): ReturnType<typeof endReason> {
+  const forced = forceHintApplies(hint, lock.token ?? lock.leading, now);
+  // Used once, so the holders that come after it (a busy resource changes hands every few ms) do not end "forced" too.
+  if (forced) step.forceHintTaken = true;
+  const reason = endReason(forced ? "force-released" : lock.cause, lock.expiresAt, now);
+  const text = (forced ? hint?.detail : null) ?? endDetail(how, reason);
+  addTimeline(step, lock, now, reason, text || undefined);
+  step.effects.push(LOCK_EVENTS[reason]);
+  if (reason === "expired" || reason === "evicted") step.effects.push(COUNT_EXPIRATION);
+  return reason;
+}
+
+function endDetail(how: "replaced" | "ended", reason: ReturnType<typeof endReason>): string | undefined {
+  if (how === "replaced") return reason === "released" ? "handed straight to the next holder" : "the next holder took it at once";
+  return reason === "evicted" ? "evicted under memory pressure (maxmemory)" : undefined;
+}
+
+/**
+ * When a lock whose expiry timer fired should be read again (its TTL ran out long ago and Redis has not
+ * reclaimed the key: reading it expires it lazily), else NaN.
+ */
+export function probeAgainAt(lock: LockRecord, now: number): number {
+  return lock.state === "elapsed" && lock.expiresAt !== null && now >= lock.expiresAt + PROBE_AFTER_MS ? now + PROBE_AFTER_MS : Number.NaN;
+}
+
+/**
+ * The operator's force-release of the lock that is ending now, if one was noted: recent, and for this
+ * lock's value (or for whatever held the resource, when the value was not given).
+ */
+export function forceHintApplies(hint: ForceHint | null, ending: string | null, now: number): boolean {
+  if (hint === null || now - hint.at >= FORCE_HINT_MS) return false;
+  if (hint.value !== null && ending !== null && hint.value !== ending) {
+    // (A fenced lock is rewritten with its fence: the same acquisition, by its id.)
+    const id = lockValueId(hint.value);
+    if (id === null || id !== lockValueId(ending)) return false;
+  }
+  return true;
+}
+
+/**
+ * A force-release noted after the lock's keys went: `relabel` when it ended a moment ago as released or
+ * expired (it was the operator: its state is now `force-released`), `reword` when it already ended forced
+ * (the operator's words may come later), null when it did not just end.
+ */
+export function forceReleaseNoted(lock: LockRecord, now: number): "relabel" | "reword" | null {
+  if (lock.state === null || lock.endedAt === null || now - lock.endedAt > RELABEL_WITHIN_MS) return null;
+  if (lock.state === "force-released") return "reword";
+  lock.state = "force-released";
+  return "relabel";
+}
+
+/**
+ * The first-seen time the consoles agreed on for `token`; true when it changed the lock's acquisition time
+ * (the lock's age counts from there on every console, whichever saw it first by its own clock).
+ */
+export function adoptFirstSeen(lock: LockRecord, token: string, at: number): boolean {
+  if ((lock.token ?? lock.leading) !== token || lock.acquiredAt === null || at === lock.acquiredAt) return false;
+  lock.acquiredAt = at;
+  return true;
+}
+
+function nodesAgree(lock: LockRecord, counted: readonly boolean[]): boolean {
+  let seen: string | null | undefined;
+  for (let i = 0; i < lock.values.length; i++) {
+    if (!counted[i]) continue;
+    const value = lock.values[i] ?? null;
+    if (seen === undefined) seen = value;
+    else if (value !== seen) return false;
+  }
+  return true;
+}
+
+/**
+ * The quorum vote over the nodes' fingerprints, then the lock's scope: a `single` lock (by declaration, by
+ * its format, or inferred from where its value is) is held while one node holds it, so a lock that lives on
+ * one instance by design never reads as a Redlock that lost its quorum.
+ */
+function merge(lock: LockRecord, context: LockContext, now: number): MergedLock {
+  const samples = { up: context.counted, values: lock.values, expiries: lock.expiries, quorum: context.quorum };
+  const merged = mergeSamples(samples, now, { endSeen: lock.endSeen });
+  const leading = merged.token ?? merged.leading;
+  if (lock.pending) {
+    // Keep the reading of the value the lock is held with (an ended lock keeps its last one).
+    if (merged.state !== null) {
+      const previous = lock.reading;
+      const next = lock.pending.find((r) => r.fingerprint === leading) ?? (previous?.fingerprint === leading ? previous : (lock.pending[0] ?? previous));
+      // The same value read again keeps the reading already held (one copy of its strings, not one per read).
+      lock.reading = previous && next && previous !== next && previous.fingerprint === next.fingerprint && !detailsDiffer(previous, next) ? previous : next;
+      const fingerprint = lock.reading?.fingerprint;
+      if (fingerprint !== undefined) for (let i = 0; i < lock.values.length; i++) if (lock.values[i] === fingerprint) lock.values[i] = fingerprint;
+    }
+    lock.pending = null;
+  }
+  if (merged.state === null) return merged;
+  const format = lock.reading?.format ?? "unknown";
+  // Nodes holding any value for the key: the same key held on several nodes (even with different values, a
+  // split vote) is a multi-node lock; a single-instance lock lives on one.
+  let holding = 0;
+  const counted = context.counted;
+  for (let i = 0; i < lock.values.length; i++) if (counted[i] && lock.values[i] !== null && lock.values[i] !== undefined) holding += 1;
+  const scope = inferScope({
+    declared: context.declaredScope(lock.resource),
+    format: formatByName(format).scope,
+    nodes: context.nodes,
+    holding: merged.unreadable ? merged.quorumHeld : holding,
+    previous: lock.scope,
+  });
+  lock.scope = scope;
+  if (scope === "single" && merged.state === "partial" && context.quorum > 1) return mergeSamples({ ...samples, quorum: 1 }, now, { endSeen: false });
+  return merged;
+}
+
+function detailsDiffer(a: FormatReading, b: FormatReading): boolean {
+  if (a.waiters !== b.waiters || a.warnings.length !== b.warnings.length || a.holders.length !== b.holders.length) return true;
+  return a.holders.some((h, i) => h.count !== b.holders[i]?.count);
+}
+
+function sameExpiry(a: number | null, b: number | null): boolean {
+  if (a === null || b === null) return a === b;
+  return Math.abs(a - b) <= 20;
+}

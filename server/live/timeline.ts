@@ -1,0 +1,85 @@
+import "server-only";
+import { ALREADY_HELD } from "@/lib/locks/reducer";
+import type { TimelineEntry, TimelineType } from "@/lib/locks/types";
+import { pushCapped } from "@/lib/locks/window";
+import type { HistorySink } from "../history/recorder";
+
+/** Timeline entries kept per resource. */
+export const TIMELINE_CAP = 100;
+
+/** What of a lock its timeline needs (the store's entry). */
+export interface TimelineOwner {
+  resource: string;
+  token: string | null;
+  leading: string | null;
+  acquiredAt: number | null;
+  /** null until something happens to a lock found already held at start (saves an array per lock). */
+  timeline: TimelineEntry[] | null;
+}
+
+export type TimelineItem = { at: number; type: TimelineType; node?: string; detail?: string };
+
+/** Each lock's capped timeline, and the lock history every entry is also recorded in. */
+export class Timelines {
+  /**
+   * Where every timeline entry is also recorded, for the lock history in PostgreSQL (null without one). It
+   * only queues: the live view never waits for the database.
+   */
+  history: HistorySink | null = null;
+
+  /**
+   * The lock's timeline, created on first use; a lock found at start begins with "already held" (at
+   * `heldSince`: by default its acquisition time now).
+   */
+  of(owner: TimelineOwner, heldSince = owner.acquiredAt): TimelineEntry[] {
+    if (owner.timeline === null) {
+      owner.timeline = heldSince === null ? [] : [{ at: heldSince, type: "acquired", detail: ALREADY_HELD }];
+    }
+    return owner.timeline;
+  }
+
+  /** The last entries, for the lock's page. */
+  latest(owner: TimelineOwner): TimelineEntry[] {
+    return this.of(owner).slice(-TIMELINE_CAP);
+  }
+
+  /** `token`: the value the entry concerns; by default the one held until now (an end, an extension, a gap). */
+  add(owner: TimelineOwner, item: TimelineItem, token = owner.token ?? owner.leading, heldSince = owner.acquiredAt): void {
+    pushCapped(this.of(owner, heldSince), item, TIMELINE_CAP);
+    // A burst of failed attempts is one entry whose count grows in place: the metrics count those, not history.
+    if (item.type !== "attempts") this.record(owner.resource, item, token);
+  }
+
+  /** Into the lock history only. */
+  record(resource: string, item: TimelineItem, token: string | null): void {
+    this.history?.record({ ...item, resource, token });
+  }
+
+  /** A failed acquisition attempt by `who`: a burst of them is one entry whose count grows. */
+  addAttempt(owner: TimelineOwner, who: string, now: number): void {
+    const timeline = this.of(owner);
+    const last = timeline[timeline.length - 1];
+    if (last && last.type === "attempts" && now - last.at < 5_000) {
+      const count = Number(/^(\d+)/.exec(last.detail ?? "")?.[1] ?? "1") + 1;
+      last.detail = `${count} failed attempts, last by ${who}`;
+    } else {
+      this.add(owner, { at: now, type: "attempts", detail: `1 failed attempts, last by ${who}` });
+    }
+  }
+
+  /** The lock that just ended as released or expired was force-released: its end entry says so, in the operator's words. */
+  relabelForced(owner: TimelineOwner, detail: string | null): void {
+    const last = [...this.of(owner)].reverse().find((t) => t.type === "released" || t.type === "expired");
+    if (last) {
+      last.type = "force-released";
+      last.detail = detail ?? undefined;
+      if (!last.detail) delete last.detail;
+    }
+  }
+
+  /** The operator's words for an end already known to be forced. */
+  rewordForced(owner: TimelineOwner, detail: string): void {
+    const last = [...this.of(owner)].reverse().find((t) => t.type === "force-released");
+    if (last) last.detail = detail;
+  }
+}
