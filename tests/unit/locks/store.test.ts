@@ -60,16 +60,6 @@ describe("the lock store", () => {
     expect(seen).toEqual(["acquired lock:c", "released lock:c"]);
   });
 
-  it("tells an expiry from a release by the notification, and by the TTL without one", () => {
-    const { store } = storeWithNodesUp();
-    store.apply("lock:d", [held(0, "v", T + 1_000), held(1, "v", T + 1_000), held(2, "v", T + 1_000)], T);
-    store.apply("lock:d", [gone(0, "expired"), gone(1, "expired"), gone(2, "expired")], T + 1_001);
-    expect(store.lock("lock:d", T + 1_001)?.state).toBe("expired");
-    store.apply("lock:e", [held(0, "v", T + 1_000), held(1, "v", T + 1_000), held(2, "v", T + 1_000)], T);
-    store.apply("lock:e", [gone(0, null), gone(1, null), gone(2, null)], T + 2_000);
-    expect(store.lock("lock:e", T + 2_000)?.state).toBe("expired");
-  });
-
   it("marks a lock whose TTL ran out while its keys remain as elapsed", () => {
     const { store } = storeWithNodesUp();
     store.apply("lock:f", [held(0, "v", T + 500), held(1, "v", T + 500), held(2, "v", T + 500)], T);
@@ -128,15 +118,6 @@ describe("the lock store", () => {
     expect(store.get("lock:k", T + 20_001)?.timeline.map((e) => e.type)).toEqual(["acquired", "released", "acquired", "expired"]);
   });
 
-  it("counts a lock that expired and was taken by the next holder within one read as expired", () => {
-    const { store, seen } = storeWithNodesUp();
-    store.apply("lock:l", [held(0, "v", T + 1_000), held(1, "v", T + 1_000), held(2, "v", T + 1_000)], T);
-    const next = (node: number): NodeSample => ({ node, value: "w", expiry: T + 11_000, cause: "expired" });
-    store.apply("lock:l", [next(0), next(1), next(2)], T + 1_002);
-    expect(store.get("lock:l", T + 1_002)?.timeline.map((e) => e.type)).toEqual(["acquired", "expired", "acquired"]);
-    expect(seen).toEqual(["acquired lock:l", "expired lock:l", "acquired lock:l"]);
-  });
-
   it("ends only the force-released lock as forced, not the holders that follow it by hand-over", () => {
     const { store, seen } = storeWithNodesUp();
     const all = (value: string, expiry: number, cause: NodeSample["cause"] = null) => [0, 1, 2].map((node): NodeSample => ({ node, value, expiry, cause }));
@@ -152,20 +133,6 @@ describe("the lock store", () => {
       ["acquired", expect.any(String)],
     ]);
     expect(seen.filter((e) => e.startsWith("force-released"))).toHaveLength(1);
-  });
-
-  it("does not pass a late node's hand-over cause on to the lock that followed", () => {
-    const { store } = storeWithNodesUp();
-    store.apply("lock:n", [held(0, "x", T + 10_000), held(1, "x", T + 10_000), held(2, "x", T + 10_000)], T);
-    // Two nodes hand over to w; the third still holds x for a while (its release came late).
-    const w = (node: number, cause: NodeSample["cause"]): NodeSample => ({ node, value: "w", expiry: T + 1_000, cause });
-    store.apply("lock:n", [w(0, "del"), w(1, "del")], T + 5);
-    store.tick(T + 5 + SETTLE_MS + 1);
-    expect(store.lock("lock:n", T + 5 + SETTLE_MS + 1)).toMatchObject({ state: "held", token: "w" });
-    store.apply("lock:n", [w(2, "del")], T + 200);
-    // w's keys are found gone after its expiry, with no notification: it expired, it was not released.
-    store.apply("lock:n", [gone(0, null), gone(1, null), gone(2, null)], T + 1_500);
-    expect(store.get("lock:n", T + 1_500)?.timeline.at(-1)?.type).toBe("expired");
   });
 
   it("relabels a lock that just ended as force-released when the revocation arrives", () => {
@@ -339,33 +306,6 @@ describe("the lock store's scope and holder sets", () => {
     s.apply("lock:r", [gone(0), gone(1)], T + 100);
     s.tick(T + 100 + SETTLE_MS + 1);
     expect(s.lock("lock:r", T + 100 + SETTLE_MS + 1)).toMatchObject({ state: "partial", scope: "quorum" });
-  });
-
-  it("reads a key held with different values on two nodes as a Redlock whose vote is split: partial", () => {
-    const s = store();
-    s.apply("lock:split", [sample(0, "token", "x", T + 10_000), sample(1, "token", "y", T + 10_000), gone(2, null)], T);
-    s.tick(T + SETTLE_MS + 1);
-    expect(s.lock("lock:split", T + SETTLE_MS + 1)).toMatchObject({ state: "partial", scope: "quorum", quorumHeld: 1 });
-  });
-
-  it("takes the operator's declared scope over the inference", () => {
-    const s = store();
-    s.declaredScope = () => "quorum";
-    s.apply("lock:d", [sample(0, "token", "t", T + 10_000), gone(1, null), gone(2, null)], T);
-    s.tick(T + SETTLE_MS + 1);
-    expect(s.lock("lock:d", T + SETTLE_MS + 1)).toMatchObject({ state: "partial", scope: "quorum" });
-  });
-
-  it("sees a semaphore's holders join and leave as one lock, not a new one each time", () => {
-    const s = store();
-    const one = (v: string, t: number) => s.apply("semaphore:s", [sample(0, "redis-semaphore", v, T + 30_000), gone(1, null), gone(2, null)], t);
-    one("a", T);
-    s.tick(T + SETTLE_MS + 1);
-    one("a\nb", T + 100);
-    one("b", T + 200);
-    const timeline = s.get("semaphore:s", T + 300)?.timeline.map((e) => e.type);
-    expect(timeline).toEqual(["acquired", "holders", "holders"]);
-    expect(s.lock("semaphore:s", T + 300)).toMatchObject({ state: "held", holders: [{ id: "b" }] });
   });
 
   it("counts live locks that never expire by themselves", () => {

@@ -1,0 +1,382 @@
+import { describe, expect, it } from "vitest";
+import type { FormatReading } from "@/lib/locks/formats";
+import {
+  adoptFirstSeen,
+  ALREADY_HELD,
+  FORCE_HINT_MS,
+  forceHintApplies,
+  forceReleaseNoted,
+  newLockStep,
+  PROBE_AFTER_MS,
+  probeAgainAt,
+  readSamples,
+  reduceLock,
+  SETTLE_MS,
+  type ForceHint,
+  type LockContext,
+  type LockEffect,
+  type LockRecord,
+  type NodeSample,
+} from "@/lib/locks/reducer";
+import { encodeLockValue, lockValueId } from "@lockscope/redlock";
+
+const T = 1_800_000_000_000;
+
+/** A lock never counted yet, on three nodes (as the store makes one: every field empty). */
+function fresh(timeline: LockRecord["timeline"] = []): LockRecord {
+  const none = { state: null, token: null, leading: null, expiresAt: null, acquiredAt: null, ttlMs: null, endedAt: null, endedToken: null, cause: null, reading: null, pending: null, scope: null };
+  const flags = { settleUntil: 0, quorumHeld: 0, endSeen: false, extensionSeen: false, unreadable: false };
+  return { ...none, ...flags, resource: "lock:a", values: [null, null, null], expiries: [Number.NaN, Number.NaN, Number.NaN], timeline };
+}
+
+/** Three nodes, all counted, quorum 2; the keys are declared quorum locks unless a case says otherwise. */
+function context(overrides: Partial<LockContext> = {}): LockContext {
+  return { counted: [true, true, true], quorum: 2, nodes: 3, watching: true, declaredScope: () => "quorum", ...overrides };
+}
+
+const held = (node: number, value: string, expiry: number, cause: NodeSample["cause"] = null): NodeSample => ({ node, value, expiry, cause });
+const gone = (node: number, cause: NodeSample["cause"] = "del"): NodeSample => ({ node, value: null, expiry: Number.NaN, cause });
+const all = (value: string, expiry: number, cause: NodeSample["cause"] = null) => [0, 1, 2].map((node) => held(node, value, expiry, cause));
+const allGone = (cause: NodeSample["cause"] = "del") => [0, 1, 2].map((node) => gone(node, cause));
+
+/** Folds the samples in and steps the lock once, as the store does for new readings. */
+function step(lock: LockRecord, samples: NodeSample[], now: number, options: { context?: LockContext; hint?: ForceHint | null } = {}) {
+  const visible = readSamples(lock, samples);
+  return reduceLock(lock, options.context ?? context(), options.hint ?? null, now, visible, newLockStep());
+}
+
+/** A lock held with `value` on every node since T. */
+function heldLock(value = "v", expiry = T + 10_000): LockRecord {
+  const lock = fresh();
+  step(lock, all(value, expiry), T);
+  return lock;
+}
+
+const timeline = (effects: LockEffect[]) => effects.flatMap((e) => (e.type === "timeline" ? [[e.item.type, e.item.detail ?? "", e.token]] : []));
+const events = (effects: LockEffect[]) => effects.flatMap((e) => (e.type === "lock-event" ? [e.event] : []));
+const counted = (effects: LockEffect[]) => effects.flatMap((e) => (e.type === "count" ? [e.counter] : []));
+
+describe("a lock's step: acquisition", () => {
+  it("acquires a foreign value held by a quorum: timeline, event, count, first sighting, holder, timer at its expiry", () => {
+    const lock = fresh();
+    const out = step(lock, all("v", T + 10_000), T);
+    expect(out).toMatchObject({ outcome: "live", changed: true, wakeAt: T + 10_000, forceHintTaken: false });
+    expect(lock).toMatchObject({ state: "held", token: "v", leading: "v", quorumHeld: 3, expiresAt: T + 10_000, acquiredAt: T, ttlMs: 10_000, scope: "quorum" });
+    expect(timeline(out.effects)).toEqual([["acquired", "by a foreign client, on 3 of 3 nodes", "v"]]);
+    expect(events(out.effects)).toEqual(["acquired"]);
+    expect(counted(out.effects)).toEqual(["acquisitions"]);
+    expect(out.effects).toContainEqual({ type: "first-seen", token: "v", seenAt: T, ttlMs: null });
+    expect(out.effects).toContainEqual({ type: "holder", id: null });
+  });
+
+  it("takes an engine value's holder, fence and acquisition time from the value, with no first sighting", () => {
+    const value = encodeLockValue({ label: "billing", host: "web-1", pid: 7, fence: "12", acquiredAt: T - 500 });
+    const lock = fresh();
+    const out = step(lock, all(value, T + 10_000), T);
+    expect(lock.acquiredAt).toBe(T - 500);
+    expect(timeline(out.effects)).toEqual([["acquired", "by billing, on 3 of 3 nodes, fence 12", value]]);
+    expect(out.effects.some((e) => e.type === "first-seen")).toBe(false);
+    expect(out.effects).toContainEqual({ type: "holder", id: lockValueId(value) });
+  });
+
+  it("records a lock found by the first reconcile in the history only, as already held", () => {
+    const lock = fresh(null);
+    const out = step(lock, all("v", T + 10_000), T, { context: context({ watching: false }) });
+    expect(lock.state).toBe("held");
+    expect(timeline(out.effects)).toEqual([]);
+    expect(out.effects).toContainEqual({ type: "history", item: { at: T, type: "acquired", detail: ALREADY_HELD }, token: "v" });
+    expect(events(out.effects)).toEqual(["acquired"]);
+  });
+
+  it("drops a key never seen held", () => {
+    const lock = fresh();
+    expect(step(lock, allGone(null), T).outcome).toBe("never-held");
+    expect(lock.state).toBeNull();
+  });
+});
+
+describe("a lock's step: extension", () => {
+  it("extends only when a node's own TTL end moved, not when the quorum's moved as more nodes were read", () => {
+    const lock = fresh();
+    // Each node's reading comes at its own moment: their TTL ends disagree by a few hundred ms.
+    step(lock, [held(0, "v", T + 60_250), held(1, "v", T + 60_000)], T);
+    reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+    expect(lock).toMatchObject({ state: "held", expiresAt: T + 60_000 });
+    // Node 2's reading comes later and moves the quorum's TTL end: no node's own end moved.
+    const more = step(lock, [held(2, "v", T + 60_400)], T + 40);
+    expect(lock.expiresAt).toBe(T + 60_250);
+    expect(events(more.effects)).toEqual([]);
+    const extended = step(lock, all("v", T + 90_000), T + 200);
+    expect(timeline(extended.effects)).toEqual([["extended", "by 29.8 s", "v"]]);
+    expect(events(extended.effects)).toEqual(["extended"]);
+    expect(extended.effects).toContainEqual({ type: "first-seen", token: "v", seenAt: T + 200, ttlMs: 89_800 });
+    expect(lock.ttlMs).toBe(89_800);
+  });
+
+  it("does not call a re-read of the same TTL end (a few ms off) an extension", () => {
+    const lock = heldLock();
+    const out = step(lock, all("v", T + 10_010), T + 100);
+    expect(out.effects).toEqual([]);
+    expect(out.changed).toBe(false);
+  });
+
+  it("calls a TTL removed (PERSIST) an extension without end", () => {
+    const lock = heldLock();
+    const out = step(lock, all("v", Infinity), T + 100);
+    expect(timeline(out.effects)).toEqual([["extended", "TTL removed", "v"]]);
+    expect(lock.expiresAt).toBeNull();
+    expect(out.wakeAt).toBeNaN();
+  });
+});
+
+describe("a lock's step: change of hands", () => {
+  it("counts a hand-over (del, then the next holder's value) as the old value released and the new one acquired", () => {
+    const lock = heldLock("v");
+    const out = step(lock, all("w", T + 20_000, "del"), T + 50);
+    expect(timeline(out.effects)).toEqual([
+      ["released", "handed straight to the next holder", "v"],
+      ["acquired", "by a foreign client, on 3 of 3 nodes", "w"],
+    ]);
+    expect(events(out.effects)).toEqual(["released", "acquired"]);
+    expect(lock).toMatchObject({ state: "held", token: "w", acquiredAt: T + 50, cause: null, endedAt: null });
+  });
+
+  it("counts a lock that expired and was taken within one read as expired", () => {
+    const lock = heldLock("v", T + 1_000);
+    const out = step(lock, all("w", T + 11_000, "expired"), T + 1_002);
+    expect(timeline(out.effects).map(([type, detail]) => [type, detail])).toEqual([
+      ["expired", "the next holder took it at once"],
+      ["acquired", "by a foreign client, on 3 of 3 nodes"],
+    ]);
+    expect(counted(out.effects)).toEqual(["expirations", "acquisitions"]);
+  });
+
+  it("does not pass a late node's hand-over cause on to the lock that followed", () => {
+    const lock = heldLock("x");
+    step(lock, [held(0, "w", T + 1_000, "del"), held(1, "w", T + 1_000, "del")], T + 5);
+    step(lock, [], T + 5 + SETTLE_MS);
+    expect(lock.token).toBe("w");
+    readSamples(lock, [held(2, "w", T + 1_000, "del")]);
+    expect(lock.cause).toBeNull();
+    // w's keys are found gone after its expiry, with no notification: it expired, it was not released.
+    step(lock, allGone(null), T + 1_500);
+    expect(lock.state).toBe("expired");
+  });
+});
+
+describe("a lock's step: partial, elapsed, settling, unreadable", () => {
+  it("holds back a view where the nodes disagree for SETTLE_MS, then counts it", () => {
+    const lock = heldLock();
+    const waiting = step(lock, [gone(0), gone(1)], T + 100);
+    expect(waiting.outcome).toBe("settling");
+    expect(lock).toMatchObject({ state: "held", settleUntil: T + 100 + SETTLE_MS });
+    const settled = reduceLock(lock, context(), null, T + 100 + SETTLE_MS, false, newLockStep());
+    expect(settled.outcome).toBe("live");
+    expect(timeline(settled.effects)).toEqual([["partial", "no value on a quorum: 1 of 3 nodes hold the most common one", "v"]]);
+    expect(lock).toMatchObject({ state: "partial", token: null, leading: "v", quorumHeld: 1 });
+  });
+
+  it("says when a lock first seen without a quorum is acquired", () => {
+    const lock = fresh();
+    step(lock, [held(0, "v", T + 10_000), gone(1, null), gone(2, null)], T);
+    const out = reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+    expect(timeline(out.effects)).toEqual([["acquired", "by a foreign client, on 1 of 3 nodes (no quorum)", "v"]]);
+    expect(lock.state).toBe("partial");
+  });
+
+  it("marks a lock whose TTL ran out while its keys remain as elapsed, and probes it a while later", () => {
+    const lock = heldLock("v", T + 500);
+    expect(probeAgainAt(lock, T + 600)).toBeNaN();
+    const out = reduceLock(lock, context(), null, T + 600, false, newLockStep());
+    expect(timeline(out.effects)).toEqual([["elapsed", "TTL ran out; Redis has not reclaimed the key yet", "v"]]);
+    expect(out.wakeAt).toBe(T + 500 + PROBE_AFTER_MS);
+    expect(probeAgainAt(lock, T + 500 + PROBE_AFTER_MS)).toBe(T + 500 + 2 * PROBE_AFTER_MS);
+  });
+
+  it("keeps a lock whose nodes cannot be read as unreadable, neither ended nor changed in state", () => {
+    const lock = heldLock();
+    const out = reduceLock(lock, context({ counted: [false, false, false] }), null, T + 100, false, newLockStep());
+    expect(out).toMatchObject({ outcome: "live", changed: true });
+    expect(lock).toMatchObject({ state: "held", unreadable: true });
+    expect(out.effects).toEqual([]);
+  });
+
+  it("counts every node while the console starts, and only the nodes up once it watches", () => {
+    const lock = fresh(null);
+    const starting = context({ watching: false, counted: [true, true, true] });
+    step(lock, [held(1, "v", T + 30_000)], T, { context: starting });
+    step(lock, [held(2, "v", T + 30_000)], T + 1, { context: starting });
+    reduceLock(lock, starting, null, T + 1 + SETTLE_MS, false, newLockStep());
+    expect(lock).toMatchObject({ state: "held", quorumHeld: 2 });
+    const watching = reduceLock(lock, context({ counted: [true, false, true] }), null, T + 100, true, newLockStep());
+    expect(lock).toMatchObject({ state: "partial", quorumHeld: 1 });
+    expect(timeline(watching.effects).map(([type]) => type)).toEqual(["partial"]);
+  });
+});
+
+describe("a lock's step: the end", () => {
+  const endedBy = (cause: NodeSample["cause"], at = T + 100, expiry = T + 10_000) => {
+    const lock = heldLock("v", expiry);
+    const out = step(lock, allGone(cause), at);
+    return { lock, out };
+  };
+
+  it("ends as released on a deletion", () => {
+    const { lock, out } = endedBy("del");
+    expect(out).toMatchObject({ outcome: "ended", changed: true });
+    expect(lock).toMatchObject({ state: "released", token: null, leading: null, quorumHeld: 0, endedAt: T + 100, endedToken: "v" });
+    expect(timeline(out.effects)).toEqual([["released", "", "v"]]);
+    expect(events(out.effects)).toEqual(["released"]);
+    expect(counted(out.effects)).toEqual([]);
+  });
+
+  it("ends as expired on an expiry notification, counted", () => {
+    const { lock, out } = endedBy("expired");
+    expect(lock.state).toBe("expired");
+    expect(events(out.effects)).toEqual(["expired"]);
+    expect(counted(out.effects)).toEqual(["expirations"]);
+  });
+
+  it("ends an evicted lock as expired, saying it was evicted", () => {
+    const { lock, out } = endedBy("evicted");
+    expect(lock.state).toBe("expired");
+    expect(timeline(out.effects)).toEqual([["evicted", "evicted under memory pressure (maxmemory)", "v"]]);
+    expect(events(out.effects)).toEqual(["evicted"]);
+    expect(counted(out.effects)).toEqual(["expirations"]);
+  });
+
+  it("judges by the TTL without a notification", () => {
+    expect(endedBy(null, T + 2_000, T + 1_000).lock.state).toBe("expired");
+    expect(endedBy(null, T + 100, T + 1_000).lock.state).toBe("released");
+  });
+
+  it("ends as force-released, in the operator's words, when a force-release of this value was noted", () => {
+    const lock = heldLock("v");
+    const out = step(lock, allGone("del"), T + 100, { hint: { at: T + 90, value: "v", detail: "by alice: “stuck”" } });
+    expect(lock.state).toBe("force-released");
+    expect(out.forceHintTaken).toBe(true);
+    expect(timeline(out.effects)).toEqual([["force-released", "by alice: “stuck”", "v"]]);
+    expect(events(out.effects)).toEqual(["force-released"]);
+  });
+
+  it("uses a force hint only for the value it names (or its fenced rewrite), and only while it is recent", () => {
+    const first = encodeLockValue({ label: "w", host: "h", pid: 1, fence: null, acquiredAt: T });
+    const fenced = first.replace(/^(lk1:[^:]+:[^:]+:[^:]*:)/, "$17");
+    const hint = (value: string | null, at = T): ForceHint => ({ at, value, detail: null });
+    expect(forceHintApplies(hint(first), fenced, T + 1)).toBe(true);
+    expect(forceHintApplies(hint(null), "anything", T + 1)).toBe(true);
+    expect(forceHintApplies(hint("x"), "y", T + 1)).toBe(false);
+    expect(forceHintApplies(hint("x"), "x", T + FORCE_HINT_MS)).toBe(false);
+    expect(forceHintApplies(null, "x", T)).toBe(false);
+    const lock = heldLock("w");
+    const out = step(lock, allGone("del"), T + 100, { hint: hint("x", T + 90) });
+    expect(lock.state).toBe("released");
+    expect(out.forceHintTaken).toBe(false);
+  });
+
+  it("uses a force hint for the lock a hand-over ended, not for the next holder's", () => {
+    const lock = heldLock("x");
+    const out = step(lock, all("w", T + 20_000, "del"), T + 12, { hint: { at: T + 10, value: "x", detail: "by alice" } });
+    expect(out.forceHintTaken).toBe(true);
+    expect(timeline(out.effects).map(([type, detail]) => [type, detail])).toEqual([
+      ["force-released", "by alice"],
+      ["acquired", "by a foreign client, on 3 of 3 nodes"],
+    ]);
+  });
+
+  it("relabels a lock that ended a moment ago when the force-release is noted after its keys went", () => {
+    const { lock } = endedBy("del");
+    expect(forceReleaseNoted(lock, T + 100 + 3_000)).toBe("relabel");
+    expect(lock.state).toBe("force-released");
+    expect(forceReleaseNoted(lock, T + 100 + 3_000)).toBe("reword");
+    const late = endedBy("expired").lock;
+    expect(forceReleaseNoted(late, T + 100 + 3_001)).toBeNull();
+    expect(late.state).toBe("expired");
+    expect(forceReleaseNoted(heldLock(), T + 100)).toBeNull();
+  });
+
+  it("ends a lock when a node was seen dropping it, even while another node cannot be read", () => {
+    const lock = heldLock();
+    const out = step(lock, [gone(0), gone(1)], T + 20, { context: context({ counted: [true, true, false] }) });
+    expect(out.outcome).toBe("ended");
+    expect(lock.state).toBe("released");
+  });
+});
+
+describe("a lock's step: holder sets and readings", () => {
+  const semaphore = (node: number, holders: string, expiry = T + 30_000): NodeSample => {
+    const reading: FormatReading = {
+      format: "redis-semaphore",
+      redisType: "zset",
+      fingerprint: holders,
+      holders: holders.split("\n").map((id) => ({ id })),
+      expiresAt: expiry,
+      keyExpiresAt: expiry,
+      warnings: [],
+      waiters: null,
+    };
+    return { node, reading, value: holders, expiry, cause: null };
+  };
+
+  it("sees holders join and leave one semaphore, not a new lock each time", () => {
+    const lock = fresh();
+    const single = context({ declaredScope: () => null });
+    step(lock, [semaphore(0, "a")], T, { context: single });
+    // (The other nodes hold nothing: the view settles first.)
+    reduceLock(lock, single, null, T + SETTLE_MS, false, newLockStep());
+    expect(lock).toMatchObject({ state: "held", scope: "single", reading: { format: "redis-semaphore" } });
+    const joined = step(lock, [semaphore(0, "a\nb")], T + 100, { context: single });
+    expect(timeline(joined.effects)).toEqual([["holders", "joined: b", "a"]]);
+    expect(events(joined.effects)).toEqual(["extended"]);
+    const left = step(lock, [semaphore(0, "b")], T + 200, { context: single });
+    expect(timeline(left.effects)).toEqual([["holders", "left: a", "a\nb"]]);
+    expect(lock.token).toBe("b");
+  });
+
+  it("reads a key held with different values on two nodes as a Redlock whose vote is split: partial", () => {
+    const lock = fresh();
+    const inferred = context({ declaredScope: () => null });
+    step(lock, [held(0, "x", T + 10_000), held(1, "y", T + 10_000), gone(2, null)], T, { context: inferred });
+    reduceLock(lock, inferred, null, T + SETTLE_MS, false, newLockStep());
+    expect(lock).toMatchObject({ state: "partial", scope: "quorum", quorumHeld: 1 });
+  });
+
+  it("takes the operator's declared scope over the inference, and infers a lock on one node single", () => {
+    const declared = fresh();
+    step(declared, [held(0, "t", T + 10_000), gone(1, null), gone(2, null)], T);
+    reduceLock(declared, context(), null, T + SETTLE_MS, false, newLockStep());
+    expect(declared).toMatchObject({ state: "partial", scope: "quorum" });
+    const inferred = fresh();
+    const none = context({ declaredScope: () => null });
+    step(inferred, [held(0, "t", T + 10_000), gone(1, null), gone(2, null)], T, { context: none });
+    reduceLock(inferred, none, null, T + SETTLE_MS, false, newLockStep());
+    expect(inferred).toMatchObject({ state: "held", scope: "single", quorumHeld: 1 });
+  });
+
+  it("tells a plain value replaced (a new lock) from a holder set changing", () => {
+    const lock = fresh();
+    step(lock, all("a", T + 30_000), T);
+    const out = step(lock, all("a\nb", T + 30_000, "del"), T + 100);
+    expect(timeline(out.effects).map(([type]) => type)).toEqual(["released", "acquired"]);
+  });
+
+  it("notes what each reading says: an end seen, an extension seen, a change shown", () => {
+    const lock = heldLock("v", T + 10_000);
+    expect(readSamples(lock, [held(0, "v", T + 10_005)])).toBe(false);
+    expect(lock).toMatchObject({ endSeen: false, extensionSeen: false });
+    expect(readSamples(lock, [held(0, "v", T + 20_000)])).toBe(true);
+    expect(lock.extensionSeen).toBe(true);
+    expect(readSamples(lock, [gone(1, "del")])).toBe(true);
+    expect(lock).toMatchObject({ endSeen: true, cause: "del" });
+  });
+});
+
+describe("a lock's first sighting shared by the consoles", () => {
+  it("adopts the agreed first-seen time for the value it holds only", () => {
+    const lock = heldLock("v");
+    expect(adoptFirstSeen(lock, "other", T - 5_000)).toBe(false);
+    expect(adoptFirstSeen(lock, "v", T - 5_000)).toBe(true);
+    expect(lock.acquiredAt).toBe(T - 5_000);
+    expect(adoptFirstSeen(lock, "v", T - 5_000)).toBe(false);
+  });
+});
