@@ -211,8 +211,8 @@ function holderChange(before: string | null, after: string | null): { joined: st
 }
 
 /**
- * The lock-level events between two merged views of one resource (pure; the store turns them into
- * timeline entries and live events).
+ * The lock-level events between two merged views of one resource (pure; the lock reducer, reducer.ts, turns
+ * them into timeline entries and live events).
  */
 export function transitions(prev: LockSummary | null, next: LockSummary): Transition[] {
   const wasLive = prev !== null && prev.state !== null;

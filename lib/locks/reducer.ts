@@ -239,10 +239,10 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         lock.endedAt = null;
         lock.endedToken = null;
         lock.cause = null;
-        // (A lock found by the first reconcile has no timeline until something happens to it, or it is asked for.)
         if (!context.watching && lock.timeline === null && !effects.some((e) => e.type === "timeline")) {
-          // Found by the first reconcile: its "acquired" entry is made up when asked for (the timeline's); the
-          // history still learns of the hold, so "who held it at T" covers locks older than this console.
+          // Found by the first reconcile (and no timeline made yet, not even by this step): its "acquired" entry
+          // is made up when asked for (server/live/timeline.ts); the history still learns of the hold, so "who
+          // held it at T" covers locks older than this console.
           effects.push({ type: "history", item: { at: lock.acquiredAt, type: "acquired", detail: ALREADY_HELD }, token: transition.token });
         } else {
           const who = decoded.holder?.label ?? decoded.holder?.host ?? (transition.token ? "a foreign client" : "unknown");
