@@ -60,6 +60,8 @@ function listArg(name: string, fallback: number[]): number[] {
 }
 const HELD_COUNTS = listArg("--held", QUICK ? [1_000, 20_000] : [1_000, 100_000]);
 const RATES = listArg("--rates", [1_000, 5_000]);
+/** `--viewers 1,100`: each churn is run with each number of open streams (the fan-out's cost). */
+const VIEWERS = listArg("--viewers", [1]);
 const CHURN_MS = QUICK ? 3_000 : 8_000;
 const WARMUP_MS = QUICK ? 1_000 : 2_000;
 /**
@@ -177,6 +179,9 @@ async function startConsole(urls: string[], dataDir: string): Promise<{ child: C
       LOCKSCOPE_DATA_DIR: dataDir,
       LOCKSCOPE_VIEWER_TOKEN: VIEWER,
       LOCKSCOPE_OPERATOR_TOKEN: OPERATOR,
+      // All the viewers are this one process with one token.
+      LOCKSCOPE_MAX_STREAMS_PER_ADDRESS: String(Math.max(20, ...VIEWERS) + 5),
+      LOCKSCOPE_MAX_STREAMS_PER_TOKEN: String(Math.max(50, ...VIEWERS) + 5),
       ...(historyDb ? { AUDIT_DATABASE_URL: historyDb.url } : {}),
     },
   });
@@ -249,6 +254,8 @@ async function loadHeld(clients: Redis[], count: number): Promise<void> {
 
 interface ChurnResult {
   rate: number;
+  /** Streams open during the churn (one measured, the others only read). */
+  viewers?: number;
   changes: number;
   seen: number;
   coalesced: number;
@@ -488,10 +495,18 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     const rssAfterSnapshotMb = procStats(child.pid!).rssMb;
     const churns: ChurnResult[] = [];
     for (const rate of RATES) {
-      // Unmeasured warm-up at the same rate (JIT, first allocations of the stream path), then the measured run.
-      await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-warmup`, WARMUP_MS);
-      churns.push(await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}`));
-      out(`  N=${held}, ${rate}/s: done`);
+      for (const viewers of VIEWERS) {
+        // The other viewers read the same stream and only count what they get.
+        const others = Array.from({ length: viewers - 1 }, () => new StreamClient(port));
+        try {
+          // Unmeasured warm-up at the same rate (JIT, first allocations of the stream path), then the measured run.
+          await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-${viewers}-warmup`, WARMUP_MS);
+          churns.push({ ...(await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-${viewers}`)), viewers });
+        } finally {
+          for (const other of others) other.close();
+        }
+        out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): done`);
+      }
     }
     const hwmMb = procStats(child.pid!).hwmMb;
     stream.close();
@@ -526,11 +541,11 @@ async function main(): Promise<void> {
   out("");
   out(`Live view: 3 local redis-server nodes, console as a child process, one stream client (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
   out("");
-  out("| locks held | changes/s asked | achieved | changes | delivered | p50 ms | p99 ms | max ms | not seen individually | lost (final state wrong) | server CPU % | CPU µs per change | server RSS MB | server loop delay p99 / max ms | bench loop delay p99 / max ms | slowest change written at ms |");
-  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  out("| locks held | changes/s asked | viewers | achieved | changes | delivered | p50 ms | p99 ms | max ms | not seen individually | lost (final state wrong) | server CPU % | CPU µs per change | server RSS MB | server loop delay p99 / max ms | bench loop delay p99 / max ms | slowest change written at ms |");
+  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   for (const r of results) {
     for (const c of r.churns) {
-      out(`| ${r.held} | ${c.rate} | ${f(c.achievedRate, 0)} | ${c.changes} | ${c.seen} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${c.coalesced} | ${c.lost} | ${f(c.cpuPct, 0)} | ${f(c.cpuUsPerChange, 0)} | ${f(c.rssMb, 0)} | ${f(c.serverLoopP99)} / ${f(c.serverLoopMax)} | ${f(c.benchLoopP99)} / ${f(c.benchLoopMax)} | ${f(c.worstAtMs, 0)} |`);
+      out(`| ${r.held} | ${c.rate} | ${c.viewers ?? 1} | ${f(c.achievedRate, 0)} | ${c.changes} | ${c.seen} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${c.coalesced} | ${c.lost} | ${f(c.cpuPct, 0)} | ${f(c.cpuUsPerChange, 0)} | ${f(c.rssMb, 0)} | ${f(c.serverLoopP99)} / ${f(c.serverLoopMax)} | ${f(c.benchLoopP99)} / ${f(c.benchLoopMax)} | ${f(c.worstAtMs, 0)} |`);
     }
   }
   out("");
