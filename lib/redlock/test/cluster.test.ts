@@ -58,7 +58,7 @@ describe("Redlock with a Redis Cluster client as its one node (three primaries, 
     const redlock = engine({ label: "orders worker", retryCount: 0 });
     expect(redlock.quorum).toBe(1);
     const lock = await redlock.acquire(["lock:orders/42"], 5_000);
-    expect(decodeLockValue(await client.get("lock:orders/42"))?.label).toBe("orders worker");
+    expect(decodeLockValue((await client.get("lock:orders/42")) ?? "")?.label).toBe("orders worker");
     const refused = await redlock.acquire(["lock:orders/42"], 5_000).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ResourceHeldError);
     expect((refused as ResourceHeldError).heldBy[0]?.holder?.label).toBe("orders worker");
