@@ -1,7 +1,11 @@
 import "server-only";
+import type { Cluster } from "ioredis";
+import { keySlot } from "@lockscope/redlock";
+import { shardOfSlot } from "@/lib/locks/cluster";
 import { parseReplicationInfo, type ReplicationState } from "@/lib/locks/replication";
+import type { LockReplication } from "@/lib/locks/types";
 import { healthContributors } from "../health";
-import type { LockNode } from "../nodes";
+import { getNodes, type LockNode } from "../nodes";
 
 /** How often each node's `INFO replication` is read. */
 const POLL_MS = 2_000;
@@ -15,7 +19,8 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
   const states = new Map<string, ReplicationState>();
   const read = () => {
     for (const node of nodes) {
-      if (node.client.status !== "ready") continue;
+      // A cluster client would answer from any node: a cluster's replication is read per lock (below).
+      if (node.client.status !== "ready" || node.cluster) continue;
       node.client.info("replication").then(
         (info) => states.set(node.id, parseReplicationInfo(info)),
         // INFO refused or the node away: the last reading stays until the next one.
@@ -32,4 +37,41 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
     return { ...(node ? { deployment: node.deployment } : {}), ...(state ? { replication: state } : {}) };
   });
   return () => clearInterval(timer);
+}
+
+/**
+ * The replication of the node that holds `resource`, read now: on a cluster the primary of the key's slot
+ * (with the slot, replicas or not), elsewhere the single node of a standalone or Sentinel deployment. Null
+ * where there is no replica to speak of (a Redlock set of independent nodes, a standalone primary without
+ * replicas) or it cannot be read.
+ */
+export async function lockReplication(resource: string): Promise<LockReplication | null> {
+  const nodes = getNodes();
+  const node = nodes[0];
+  if (!node || nodes.length !== 1) return null;
+  let slot: number | undefined;
+  let primary: LockNode["client"] | undefined = node.client;
+  let address: string | undefined;
+  if (node.cluster) {
+    slot = keySlot(resource);
+    const member = shardOfSlot(node.cluster.topology.shards, slot)?.primary;
+    address = member?.address;
+    primary = (node.client as Cluster).nodes("all").find((n) => `${n.options.host}:${n.options.port}` === address);
+  }
+  // (A cluster's node connections connect on their first command.)
+  if (!primary || (!node.cluster && primary.status !== "ready")) return null;
+  let state: ReplicationState;
+  try {
+    state = parseReplicationInfo(await primary.info("replication"));
+  } catch {
+    return null;
+  }
+  // A cluster's lock page names its slot's primary even without replicas.
+  if (state.role !== "master" || (state.replicas.length === 0 && !node.cluster)) return null;
+  return {
+    ...(slot === undefined ? {} : { slot }),
+    primary: address ?? node.maskedUrl,
+    replicas: state.replicas.map((r) => ({ address: r.address, state: r.state, lagBytes: r.lagBytes, hasLock: r.state === "online" && r.lagBytes === 0 })),
+    readAt: Date.now(),
+  };
 }

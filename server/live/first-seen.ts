@@ -1,6 +1,6 @@
 import "server-only";
 import { createHash } from "node:crypto";
-import type Redis from "ioredis";
+import type { LockClient } from "../deployments";
 import { whenReady } from "../health";
 import type { LockStore } from "./store";
 
@@ -25,7 +25,7 @@ export function firstSeenKey(resource: string, token: string): string {
  * acquired or extended, and one key per live foreign lock on node 0 (expiring with the lock plus 10 min).
  * While node 0 does not answer, each console keeps the time it saw itself.
  */
-export function shareFirstSeen(store: LockStore, node0: Redis | undefined): void {
+export function shareFirstSeen(store: LockStore, node0: LockClient | undefined): void {
   if (!node0) return;
   // The locks already held when the console starts are found before its connection to node 0 is up: every
   // sighting until then waits on the same promise (one listener, however many locks).

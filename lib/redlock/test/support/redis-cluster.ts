@@ -35,6 +35,10 @@ export interface RedisClusterSet {
   direct(port: number): Redis;
   /** The node serving `slot` as primary, and its replicas, from CLUSTER SHARDS. */
   shardOf(slot: number): Promise<{ primary: number; replicas: number[] }>;
+  /** Starts one more node and adds it to the cluster as a primary without slots; resolves its port. */
+  addPrimary(): Promise<number>;
+  /** Moves `slot` (and its keys, with MIGRATE) to the primary on `toPort`, as a resharding does. */
+  moveSlot(slot: number, toPort: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -58,12 +62,28 @@ export async function readShards(conn: Redis): Promise<Shard[]> {
   });
 }
 
+/** Whether a node on `port` answers PING now (a fresh connection each time: one that failed stays failed). */
+async function answers(port: number): Promise<boolean> {
+  const c = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  c.on("error", () => undefined);
+  try {
+    await c.connect();
+    return (await c.ping()) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    c.disconnect();
+  }
+}
+
+const nodeId = async (conn: Redis) => String(await conn.call("CLUSTER", "MYID"));
+
 export async function startRedisCluster(options: { primaries?: number; nodeTimeoutMs?: number; extraArgs?: readonly string[] } = {}): Promise<RedisClusterSet> {
   const primaries = options.primaries ?? 3;
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-cluster-"));
   const children = new Map<number, ChildProcess>();
   const nodes: ClusterNode[] = [];
-  for (let i = 0; i < primaries * 2; i++) {
+  const spawnNode = async (): Promise<ClusterNode> => {
     const port = await freePort();
     const args = [
       "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning",
@@ -73,7 +93,7 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
     const child = setpriv ? spawn("setpriv", ["--pdeathsig", "KILL", "redis-server", ...args], { stdio: "ignore" }) : spawn("redis-server", args, { stdio: "ignore" });
     children.set(port, child);
     let paused = false;
-    nodes.push({
+    return {
       port,
       kill: () =>
         new Promise<void>((resolve) => {
@@ -90,8 +110,9 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
         paused = false;
         child.kill("SIGCONT");
       },
-    });
-  }
+    };
+  };
+  for (let i = 0; i < primaries * 2; i++) nodes.push(await spawnNode());
   const opened: Array<{ disconnect(): void }> = [];
   const direct = (port: number) => {
     const c = new Redis(port, "127.0.0.1", { maxRetriesPerRequest: 1, retryStrategy: () => null });
@@ -99,10 +120,7 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
     opened.push(c);
     return c;
   };
-  for (const n of nodes) {
-    const c = direct(n.port);
-    await until(`cluster node on ${n.port}`, () => c.ping().then(() => true, () => false));
-  }
+  for (const n of nodes) await until(`cluster node on ${n.port}`, () => answers(n.port));
   await run("redis-cli", ["--cluster", "create", ...nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "1", "--cluster-yes"]);
   const admin = direct(nodes[0]!.port);
   // Every node agrees the cluster is whole, and every replica has synced with its primary.
@@ -126,11 +144,44 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
       return false;
     });
     if (!shard) throw new Error(`no shard serves slot ${slot}`);
-    const primary = shard.nodes.find((n) => n.role === "master");
+    // A failed primary stays listed as master until it is forgotten: the healthy one serves.
+    const primary = shard.nodes.find((n) => n.role === "master" && n.health === "online") ?? shard.nodes.find((n) => n.role === "master");
     return { primary: primary!.port, replicas: shard.nodes.filter((n) => n.role !== "master").map((n) => n.port) };
+  };
+  const addPrimary = async () => {
+    const node = await spawnNode();
+    nodes.push(node);
+    await until(`cluster node on ${node.port}`, () => answers(node.port));
+    const c = direct(node.port);
+    await run("redis-cli", ["--cluster", "add-node", `127.0.0.1:${node.port}`, `127.0.0.1:${nodes[0]!.port}`]);
+    const id = await nodeId(c);
+    await until("every node knows the new primary, and it knows the cluster is up", async () => {
+      for (const n of nodes) {
+        const known = String(await direct(n.port).call("CLUSTER", "NODES").catch(() => ""));
+        if (n.port !== node.port && !known.includes(id)) return false;
+      }
+      return /cluster_state:ok/.test(String(await c.call("CLUSTER", "INFO")));
+    }, 30_000, 100);
+    return node.port;
+  };
+  const moveSlot = async (slot: number, toPort: number) => {
+    const from = direct((await shardOf(slot)).primary);
+    const to = direct(toPort);
+    const [fromId, toId] = [await nodeId(from), await nodeId(to)];
+    await to.call("CLUSTER", "SETSLOT", slot, "IMPORTING", fromId);
+    await from.call("CLUSTER", "SETSLOT", slot, "MIGRATING", toId);
+    for (;;) {
+      const keys = (await from.call("CLUSTER", "GETKEYSINSLOT", slot, 100)) as string[];
+      if (keys.length === 0) break;
+      await from.call("MIGRATE", "127.0.0.1", toPort, "", 0, 5000, "KEYS", ...keys);
+    }
+    for (const n of nodes) await direct(n.port).call("CLUSTER", "SETSLOT", slot, "NODE", toId).catch(() => undefined);
+    await until("every node sees the slot moved", async () => (await shardOf(slot)).primary === toPort);
   };
   return {
     nodes,
+    addPrimary,
+    moveSlot,
     urls: nodes.map((n) => `redis://127.0.0.1:${n.port}`),
     client: () => {
       const c = new Redis.Cluster(nodes.map((n) => ({ host: "127.0.0.1", port: n.port })), { redisOptions: { maxRetriesPerRequest: 1 } });
