@@ -1,3 +1,5 @@
+import { keySlot } from "@lockscope/redlock";
+
 /**
  * A Redis Cluster's topology as `CLUSTER SHARDS` describes it, and what changed between two readings: the
  * primaries to watch (keyspace notifications are per node), and failovers (a primary's slots now served by
@@ -105,3 +107,25 @@ export function clusterFailovers(before: readonly ClusterShard[], after: readonl
 }
 
 export const slotIn = (slots: ReadonlyArray<[number, number]>, slot: number): boolean => slots.some(([from, to]) => slot >= from && slot <= to);
+
+/**
+ * Reads `keys` with `read` one hash slot at a time (a script or a MULTI may only touch keys of one slot on
+ * a cluster), the batches sent at once; the results come back in the order of `keys`.
+ */
+export async function readInSlots<T>(keys: readonly string[], read: (batch: string[]) => Promise<T[]>): Promise<T[]> {
+  const bySlot = new Map<number, number[]>();
+  keys.forEach((key, i) => {
+    const slot = keySlot(key);
+    const at = bySlot.get(slot);
+    if (at) at.push(i);
+    else bySlot.set(slot, [i]);
+  });
+  const out = new Array<T>(keys.length);
+  await Promise.all(
+    [...bySlot.values()].map(async (indexes) => {
+      const results = await read(indexes.map((i) => keys[i] as string));
+      indexes.forEach((i, j) => (out[i] = results[j] as T));
+    }),
+  );
+  return out;
+}

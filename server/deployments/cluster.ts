@@ -4,7 +4,8 @@ import Redis, { Cluster, type ClusterOptions, type RedisOptions } from "ioredis"
 import type { Logger } from "pino";
 import { keySlot } from "@lockscope/redlock";
 import { maskRedisUrl } from "@/lib/config";
-import { clusterFailovers, parseClusterShards, primaryAddresses, slotIn, type ClusterShard } from "@/lib/locks/cluster";
+import { clusterFailovers, parseClusterShards, primaryAddresses, readInSlots, slotIn, type ClusterShard } from "@/lib/locks/cluster";
+import { readLockKeys, type ReadLimits } from "@/lib/locks/formats";
 import { initialiseFor } from "../metrics";
 import type { LockNode } from "../nodes";
 import { urlOptions } from "./connection";
@@ -148,4 +149,32 @@ export class ClusterFailoverMonitor {
   stop(): void {
     this.cluster.topology.off("change", this.onChange);
   }
+}
+
+/** The cluster client's own connection to the node at `address` (`host:port`), if it has one yet. */
+export function clusterNodeAt(client: Cluster, address: string): Redis | undefined {
+  return client.nodes("all").find((n) => `${n.options.host}:${n.options.port}` === address);
+}
+
+/**
+ * Discovery's walk of a cluster: every primary's keys in turn (the cursor is `<primary>:<its cursor>`, the
+ * primaries in address order), and reads one hash slot at a time.
+ */
+export function clusterDiscovery(client: Cluster, topology: ClusterTopology) {
+  return {
+    scan: async (cursor: string, count: number): Promise<[string, string[]]> => {
+      const primaries = primaryAddresses(topology.shards);
+      const m = /^(\d+):(\d+)$/.exec(cursor);
+      const at = m ? Number(m[1]) : 0;
+      const conn = clusterNodeAt(client, primaries[at] ?? "");
+      if (!conn) {
+        client.refreshSlotsCache();
+        throw new Error("the cluster's topology is changing; scanning again shortly");
+      }
+      const [next, keys] = await conn.scan(m ? (m[2] as string) : "0", "COUNT", count);
+      if (next !== "0") return [`${at}:${next}`, keys];
+      return [at + 1 < primaries.length ? `${at + 1}:0` : "0", keys];
+    },
+    read: (keys: string[], limits: Partial<ReadLimits>) => readInSlots(keys, (batch) => readLockKeys(client, batch, limits)),
+  };
 }

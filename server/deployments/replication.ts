@@ -5,6 +5,7 @@ import { shardOfSlot } from "@/lib/locks/cluster";
 import { parseReplicationInfo, type ReplicationState } from "@/lib/locks/replication";
 import type { LockReplication } from "@/lib/locks/types";
 import { healthContributors } from "../health";
+import { clusterNodeAt } from "./cluster";
 import { getNodes, type LockNode } from "../nodes";
 
 /** How often each node's `INFO replication` is read. */
@@ -56,7 +57,7 @@ export async function lockReplication(resource: string): Promise<LockReplication
     slot = keySlot(resource);
     const member = shardOfSlot(node.cluster.topology.shards, slot)?.primary;
     address = member?.address;
-    primary = (node.client as Cluster).nodes("all").find((n) => `${n.options.host}:${n.options.port}` === address);
+    primary = address === undefined ? undefined : clusterNodeAt(node.client as Cluster, address);
   }
   // (A cluster's node connections connect on their first command.)
   if (!primary || (!node.cluster && primary.status !== "ready")) return null;

@@ -1,7 +1,6 @@
 import "server-only";
 import { Cluster, type Redis } from "ioredis";
-import { keySlot } from "@lockscope/redlock";
-import { servingShards, type ClusterMember } from "@/lib/locks/cluster";
+import { readInSlots, servingShards, type ClusterMember } from "@/lib/locks/cluster";
 import { decodeReading, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
@@ -10,6 +9,7 @@ import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevoke
 import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
 import type { LockClient } from "../deployments";
+import { clusterNodeAt } from "../deployments/cluster";
 import { nodeClientOptions, type LockNode } from "../nodes";
 import { ClusterSubscriber, type WatchSubscriber } from "./cluster-subscriber";
 import type { LiveEvents } from "./events";
@@ -449,10 +449,9 @@ export class NodeWatcher {
    */
   private clusterNodes(which: "all" | "primaries"): Redis[] {
     const client = this.reader as Cluster;
-    const byAddress = new Map(client.nodes("all").map((n) => [`${n.options.host}:${n.options.port}`, n]));
     const members = servingShards(this.cluster?.topology.shards ?? []).flatMap((s) => (which === "all" ? [s.primary, ...s.replicas] : [s.primary]));
     const wanted = members.filter((m): m is ClusterMember => m !== null && m.health === "online").map((m) => m.address);
-    const nodes = wanted.map((a) => byAddress.get(a)).filter((n): n is Redis => n !== undefined);
+    const nodes = wanted.map((a) => clusterNodeAt(client, a)).filter((n): n is Redis => n !== undefined);
     if (wanted.length === 0 || nodes.length < wanted.length) {
       client.refreshSlotsCache();
       throw new Error("the cluster's topology is changing; reading it again");
@@ -463,30 +462,9 @@ export class NodeWatcher {
   /** Reads keys on this node: the formats' batched script where scripting works, MULTI where it does not. */
   async read(keys: readonly string[]): Promise<KeyReading[]> {
     if (keys.length === 0) return [];
-    if (this.cluster) return this.readBySlot(keys);
+    // On a cluster, one batch per hash slot.
+    if (this.cluster) return readInSlots(keys, (batch) => this.readBatch(batch));
     return this.readBatch(keys);
-  }
-
-  /**
-   * A cluster's keys, one batch per hash slot (a script may only touch keys of one slot), the batches sent
-   * at once; the readings come back in the order of `keys`.
-   */
-  private async readBySlot(keys: readonly string[]): Promise<KeyReading[]> {
-    const bySlot = new Map<number, number[]>();
-    keys.forEach((key, i) => {
-      const slot = keySlot(key);
-      const at = bySlot.get(slot);
-      if (at) at.push(i);
-      else bySlot.set(slot, [i]);
-    });
-    const out = new Array<KeyReading>(keys.length);
-    await Promise.all(
-      [...bySlot.values()].map(async (indexes) => {
-        const readings = await this.readBatch(indexes.map((i) => keys[i] as string));
-        indexes.forEach((i, j) => (out[i] = readings[j] as KeyReading));
-      }),
-    );
-    return out;
   }
 
   private async readBatch(keys: readonly string[]): Promise<KeyReading[]> {

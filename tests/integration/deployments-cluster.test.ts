@@ -50,6 +50,10 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     // Held before the console starts: the first SCAN of every primary finds them.
     const before = await Promise.all(primaries.map((port, i) => keyOn(port, `before-${i}`)));
     for (const key of before) await cluster.set(key, `holder-${key}`, "PX", 60_000);
+    // Lock-shaped keys outside the patterns, spread over the primaries, for discovery to suggest.
+    const outside = ["app:lock:orders", "app:lock:payments", "app:lock:stock", "app:lock:users"];
+    for (const key of outside) await cluster.set(key, "0123456789abcdef0123456789abcdef", "PX", 600_000);
+    expect(new Set(await Promise.all(outside.map(async (k) => (await set.shardOf(keySlot(k))).primary))).size).toBeGreaterThan(1);
 
     const ready = await import("@/app/api/ready/route");
     await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200, 30_000);
@@ -81,6 +85,14 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     expect(await cluster.exists("lock:engine/1")).toBe(0);
     await until("shown force-released", async () => (await detail("lock:engine/1")).state === "force-released");
     await redlock.quit();
+
+    // Discovery walks every primary and reads each slot's keys on its own.
+    const discovery = await import("@/app/api/discovery/route");
+    const found = await until("discovery's pass over every primary", async () => {
+      const body = (await call(discovery.GET, "GET", "/api/discovery", { token: VIEWER_TOKEN })).body as { complete: boolean; candidates: Array<{ pattern: string; keys: number }> };
+      return body.complete ? body : null;
+    }, 30_000, 200);
+    expect(found.candidates).toContainEqual(expect.objectContaining({ pattern: "app:lock:*", keys: 4 }));
   });
 
   it("follows a slot moved to a primary added while it runs: the lock stays held, and the new primary is watched", async () => {
