@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
-import type { LockDetail } from "@/lib/locks/types";
+import type { LockDetail, LockReplication } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
 import { ContentionChart } from "./contention-chart";
@@ -177,6 +177,8 @@ export function LockDetailView({ resource }: { resource: string }) {
         </TableScroll>
       </div>
 
+      {lock.replication && <ReplicationPanel replication={lock.replication} />}
+
       <h2>Contention</h2>
       <ContentionChart history={lock.contentionHistory} />
 
@@ -195,5 +197,52 @@ export function LockDetailView({ resource }: { resource: string }) {
         {lock.timeline.length === 0 && <li className="muted">Nothing recorded yet.</li>}
       </ol>
     </section>
+  );
+}
+
+/** Where the lock's copies are: the primary that holds it (on a cluster, its slot's) and whether each replica has it. */
+function ReplicationPanel({ replication }: { replication: LockReplication }) {
+  return (
+    <>
+      <h2>Replication</h2>
+      <div className="panel">
+        <p>
+          {replication.slot !== undefined && (
+            <>
+              Hash slot <span className="mono">{replication.slot}</span>, held by primary{" "}
+            </>
+          )}
+          {replication.slot === undefined && <>Primary </>}
+          <span className="mono">{replication.primary}</span>
+          {replication.replicas.length === 0 ? ": no replica, so a failover has nothing to promote." : "."}
+        </p>
+        {replication.replicas.length > 0 && (
+          <TableScroll label="Replicas of the primary, scrollable">
+            <table aria-label="Replicas">
+              <thead>
+                <tr>
+                  <th scope="col">Replica</th>
+                  <th scope="col">Link</th>
+                  <th scope="col">Behind the primary</th>
+                  <th scope="col">Has this lock</th>
+                </tr>
+              </thead>
+              <tbody>
+                {replication.replicas.map((r) => (
+                  <tr key={r.address}>
+                    <th scope="row" className="mono">
+                      {r.address}
+                    </th>
+                    <td>{r.state}</td>
+                    <td className="mono">{r.lagBytes === 0 ? "nothing" : `${r.lagBytes} bytes`}</td>
+                    <td>{r.hasLock ? "yes: a failover to it keeps the lock" : "not yet: a failover to it now may lose the lock"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableScroll>
+        )}
+      </div>
+    </>
   );
 }

@@ -1,7 +1,7 @@
 import "server-only";
 import type { Cluster } from "ioredis";
 import { keySlot } from "@lockscope/redlock";
-import { shardOfSlot } from "@/lib/locks/cluster";
+import { servingShards, shardOfSlot, type ClusterShard } from "@/lib/locks/cluster";
 import { parseReplicationInfo, type ReplicationState } from "@/lib/locks/replication";
 import type { LockReplication } from "@/lib/locks/types";
 import { healthContributors } from "../health";
@@ -35,7 +35,9 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
   healthContributors().set("replication", (nodeId) => {
     const state = states.get(nodeId);
     const node = nodes.find((n) => n.id === nodeId);
-    return { ...(node ? { deployment: node.deployment } : {}), ...(state ? { replication: state } : {}) };
+    // A cluster: its shards, each primary with its replicas and how far behind each is.
+    const cluster = node?.cluster ? { cluster: { shards: servingShards(node.cluster.topology.shards).map(shardHealth) } } : {};
+    return { ...(node ? { deployment: node.deployment } : {}), ...(state ? { replication: state } : {}), ...cluster };
   });
   return () => clearInterval(timer);
 }
@@ -74,5 +76,14 @@ export async function lockReplication(resource: string): Promise<LockReplication
     primary: address ?? node.maskedUrl,
     replicas: state.replicas.map((r) => ({ address: r.address, state: r.state, lagBytes: r.lagBytes, hasLock: r.state === "online" && r.lagBytes === 0 })),
     readAt: Date.now(),
+  };
+}
+
+function shardHealth(shard: ClusterShard) {
+  const primary = shard.primary;
+  return {
+    slots: shard.slots,
+    primary: primary?.address ?? null,
+    replicas: shard.replicas.map((r) => ({ address: r.address, health: r.health, lagBytes: primary ? Math.max(0, primary.offset - r.offset) : null })),
   };
 }

@@ -74,6 +74,12 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     });
     expect(page.replication).toMatchObject({ slot: keySlot(after[1]!), primary: `127.0.0.1:${shard.primary}`, replicas: [{ address: `127.0.0.1:${shard.replicas[0]}`, hasLock: true }] });
 
+    // The health lists the cluster's shards: each primary with its replica.
+    const health = await import("@/app/api/health/route");
+    const node = ((await call(health.GET, "GET", "/api/health")).body as { nodes: Array<{ cluster?: { shards: Array<{ primary: string; replicas: unknown[] }> } }> }).nodes[0];
+    expect(node?.cluster?.shards.map((s) => s.primary).sort()).toEqual(primaries.map((p) => `127.0.0.1:${p}`).sort());
+    expect(node?.cluster?.shards.every((s) => s.replicas.length === 1)).toBe(true);
+
     // An engine lock on the cluster client, force-released through the console (its fence advances in the slot).
     const redlock = new Redlock([cluster], { fenced: true, label: "billing" });
     const lock = await redlock.acquire(["lock:engine/1"], 30_000);
