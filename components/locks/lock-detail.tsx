@@ -214,7 +214,7 @@ function ReplicationPanel({ replication }: { replication: LockReplication }) {
           )}
           {replication.slot === undefined && <>Primary </>}
           <span className="mono">{replication.primary}</span>
-          {replication.replicas.length === 0 ? ": no replica, so a failover has nothing to promote." : "."}
+          {replication.replicas.length === 0 ? ": no replica is connected, so this lock is on the primary alone." : "."}
         </p>
         {replication.replicas.length > 0 && (
           <TableScroll label="Replicas of the primary, scrollable">

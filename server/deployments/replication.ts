@@ -4,6 +4,7 @@ import { keySlot } from "@lockscope/redlock";
 import { servingShards, shardOfSlot, type ClusterShard } from "@/lib/locks/cluster";
 import { parseReplicationInfo, type ReplicationState } from "@/lib/locks/replication";
 import type { LockReplication } from "@/lib/locks/types";
+import { getConfig } from "../config";
 import { healthContributors } from "../health";
 import { clusterNodeAt } from "./cluster";
 import { getNodes, type LockNode } from "../nodes";
@@ -44,9 +45,9 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
 
 /**
  * The replication of the node that holds `resource`, read now: on a cluster the primary of the key's slot
- * (with the slot, replicas or not), elsewhere the single node of a standalone or Sentinel deployment. Null
- * where there is no replica to speak of (a Redlock set of independent nodes, a standalone primary without
- * replicas) or it cannot be read.
+ * (with the slot), elsewhere the single node of a standalone or Sentinel deployment; with no replica listed
+ * where none is connected. Null where there is no replica to speak of (a Redlock set of independent nodes,
+ * a standalone instance without replicas) or the primary cannot be read.
  */
 export async function lockReplication(resource: string): Promise<LockReplication | null> {
   const nodes = getNodes();
@@ -69,8 +70,10 @@ export async function lockReplication(resource: string): Promise<LockReplication
   } catch {
     return null;
   }
-  // A cluster's lock page names its slot's primary even without replicas.
-  if (state.role !== "master" || (state.replicas.length === 0 && !node.cluster)) return null;
+  // A cluster's or a Sentinel primary's lock page says so when no replica is connected (the lock is on the
+  // primary alone); a standalone instance without replicas has none by design.
+  const replicated = node.cluster !== undefined || getConfig().deployments?.[0]?.kind === "sentinel";
+  if (state.role !== "master" || (state.replicas.length === 0 && !replicated)) return null;
   return {
     ...(slot === undefined ? {} : { slot }),
     primary: address ?? node.maskedUrl,
