@@ -68,7 +68,8 @@ describe("a Sentinel-managed primary with two replicas", () => {
     });
     // The page of a lock written after the replicas were cut off: no replica connected, on the primary alone.
     const lostPage = await detail("lock:lost/1");
-    expect(lostPage.replication).toMatchObject({ primary: expect.stringMatching(/^sentinel:\/\//), replicas: [] });
+    expect(lostPage.replication?.replicas).toEqual([]);
+    expect(lostPage.replication?.primary).toMatch(/^sentinel:\/\//);
     primary.disconnect();
     await set.primary.kill();
     for (const r of set.replicas) r.resume();
