@@ -118,8 +118,9 @@ export interface LockDetail extends Lock {
 
 /**
  * A lock's copies, WAIT-style: the primary serving the key (on a cluster, its slot's primary) and each
- * replica with the bytes of the primary's writes it has not acknowledged. A replica 0 bytes behind has every
- * write up to the reading, this lock's included: a failover to it keeps the lock. One behind may not have it.
+ * replica with the bytes of the primary's stream (as of the reading) it has not acknowledged. A replica that
+ * acknowledged it all has every write so far, this lock's included: a failover to it keeps the lock. One behind
+ * may not have it.
  */
 export interface LockReplication {
   /** The key's hash slot, on a cluster. */

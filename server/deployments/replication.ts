@@ -1,4 +1,5 @@
 import "server-only";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Cluster } from "ioredis";
 import { keySlot } from "@lockscope/redlock";
 import { servingShards, shardOfSlot, type ClusterShard } from "@/lib/locks/cluster";
@@ -11,6 +12,8 @@ import { getNodes, type LockNode } from "../nodes";
 
 /** How often each node's `INFO replication` is read. */
 const POLL_MS = 2_000;
+/** How long a lock's page waits for replicas to acknowledge the primary's offset (they do about once a second). */
+const ACK_WAIT_MS = 1_200;
 
 /**
  * Each node's role and its replicas' acknowledged offsets, read every 2 s and shown in `GET /api/health`
@@ -64,20 +67,35 @@ export async function lockReplication(resource: string): Promise<LockReplication
   }
   // (A cluster's node connections connect on their first command.)
   if (!primary || (!node.cluster && primary.status !== "ready")) return null;
+  const reader = primary;
+  const read = async () => parseReplicationInfo(await reader.info("replication"));
   let state: ReplicationState;
   try {
-    state = parseReplicationInfo(await primary.info("replication"));
+    state = await read();
   } catch {
     return null;
   }
   // A cluster's or a Sentinel primary's lock page says so when no replica is connected (the lock is on the
   // primary alone); a standalone instance without replicas has none by design.
   const replicated = node.cluster !== undefined || getConfig().deployments?.[0]?.kind === "sentinel";
-  if (state.role !== "master" || (state.replicas.length === 0 && !replicated)) return null;
+  if (state.role !== "master" || state.offset === null || (state.replicas.length === 0 && !replicated)) return null;
+  // WAIT-style: the lock was written before the primary's offset now; a replica has it once it acknowledges
+  // that offset. Replicas acknowledge about once a second, so give them that long before saying one has not.
+  const target = state.offset;
+  const behind = (s: ReplicationState) => s.replicas.filter((r) => r.offset < target);
+  const deadline = Date.now() + ACK_WAIT_MS;
+  while (behind(state).length > 0 && Date.now() < deadline) {
+    await sleep(100);
+    try {
+      state = await read();
+    } catch {
+      break;
+    }
+  }
   return {
     ...(slot === undefined ? {} : { slot }),
     primary: address ?? node.maskedUrl,
-    replicas: state.replicas.map((r) => ({ address: r.address, state: r.state, lagBytes: r.lagBytes, hasLock: r.state === "online" && r.lagBytes === 0 })),
+    replicas: state.replicas.map((r) => ({ address: r.address, state: r.state, lagBytes: Math.max(0, target - r.offset), hasLock: r.state === "online" && r.offset >= target })),
     readAt: Date.now(),
   };
 }
