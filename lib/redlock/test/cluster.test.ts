@@ -5,8 +5,10 @@ import {
   CrossSlotError,
   decodeLockValue,
   FENCE_KEY_PREFIX,
+  fencedWrite,
   forceRelease,
   keySlot,
+  LAST_FENCE_KEY_PREFIX,
   LockRevokedError,
   Redlock,
   ResourceHeldError,
@@ -110,6 +112,21 @@ describe("Redlock with a Redis Cluster client as its one node (three primaries, 
     expect((error as Error).message).toContain(`"lock:b" (slot ${keySlot("lock:b")})`);
     expect([await client.exists("lock:a"), await client.exists("lock:b")]).toEqual([0, 0]);
     await expect(redlock.acquire(["lock:a}b"], 5_000)).rejects.toThrow(/has a `}` outside a hash tag/);
+  });
+
+  it("fenced writes on the cluster keep the last fence in the data key's slot and reject a stale fence", async () => {
+    const redlock = engine({ fenced: true });
+    const first = await redlock.acquire(["lock:stock"], 5_000);
+    await first.release();
+    const second = await redlock.acquire(["lock:stock"], 5_000);
+    expect((await fencedWrite(client, "stock:7", second.fence!, { type: "set", value: "10" })).applied).toBe(true);
+    const stale = await fencedWrite(client, "stock:7", first.fence!, { type: "set", value: "99" });
+    expect(stale).toMatchObject({ applied: false, reason: "stale-fence", lastFence: second.fence });
+    expect(await client.get("stock:7")).toBe("10");
+    const lastFence = companionKey(LAST_FENCE_KEY_PREFIX, "stock:7", "cluster");
+    expect(await client.get(lastFence)).toBe(second.fence);
+    expect(await slotOnServer(lastFence)).toBe(keySlot("stock:7"));
+    await second.release();
   });
 
   it("force release on the cluster deletes the lock, advances its fence and revokes the holder's using()", async () => {
