@@ -176,7 +176,13 @@ export function getDiscovery(): Discovery {
   return singleton("discovery", () => {
     const store = getPatternStore();
     const discovery = new Discovery(
-      getNodes().map((n) => ({ id: n.id, client: n.client, ready: () => whenReady(n.client, 2_000), ...(n.cluster ? clusterDiscovery(n.client as Cluster, n.cluster.topology) : {}) })),
+      getNodes().map((n) => ({
+        id: n.id,
+        client: n.client,
+        // A cluster's walk also needs its topology (which primaries to scan).
+        ready: async () => (await whenReady(n.client, 2_000)) && (n.cluster ? await n.cluster.topology.known(2_000) : true),
+        ...(n.cluster ? clusterDiscovery(n.client as Cluster, n.cluster.topology) : {}),
+      })),
       { patterns: () => store.current().patterns.map((p) => p.glob) },
     );
     discovery.start();

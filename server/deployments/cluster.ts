@@ -111,6 +111,13 @@ export class ClusterTopology extends EventEmitter<{ change: [TopologyChange] }> 
     }
   }
 
+  /** Resolves true once the topology has been read (false after `timeoutMs`). */
+  async known(timeoutMs: number): Promise<boolean> {
+    if (this.shards.length > 0) return true;
+    const first = new Promise<boolean>((resolve) => this.once("change", () => resolve(true)));
+    return Promise.race([first, new Promise<boolean>((resolve) => setTimeout(() => resolve(this.shards.length > 0), timeoutMs).unref())]);
+  }
+
   stop(): void {
     clearInterval(this.timer);
   }
