@@ -93,6 +93,10 @@ export function LockDetailView({ resource }: { resource: string }) {
             </dd>
           </div>
           <div>
+            <dt>Deployment</dt>
+            <dd>{lock.deployment}</dd>
+          </div>
+          <div>
             <dt>Format</dt>
             <dd>
               {FORMAT_LABEL[lock.format]} <span className="muted">({lock.redisType})</span>
