@@ -63,6 +63,9 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     const after = await Promise.all(primaries.map((port, i) => keyOn(port, `after-${i}`)));
     for (const key of after) await cluster.set(key, `holder-${key}`, "PX", 60_000);
     await until("the new locks, on all three primaries", async () => (await Promise.all(after.map((k) => heldAs(k, `holder-${k}`)))).every(Boolean));
+    // When each foreign lock was first seen is shared through the cluster (one script per hash slot).
+    const { firstSeenKey } = await import("@/server/live/first-seen");
+    await until("first sightings recorded on the cluster", async () => (await Promise.all(after.map((k) => cluster.exists(firstSeenKey(k, `holder-${k}`))))).every((n) => n === 1));
     const row = (await listed()).find((l) => l.resource === after[0]);
     expect(row).toMatchObject({ deployment: "default", scope: "single", format: "token" });
 
