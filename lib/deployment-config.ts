@@ -54,9 +54,6 @@ export class DeploymentConfigError extends Error {
   }
 }
 
-/** Kinds the configuration describes but the console does not watch: refused at start rather than half-watched. */
-const UNWATCHED_KINDS: ReadonlySet<DeploymentKind> = new Set(["cluster"]);
-
 export type ReadFile = (path: string) => string;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -195,7 +192,7 @@ function fromEnv(env: Env, c: Collector): Deployment[] {
   if (out.length === 0) {
     // Settings for a deployment that is not there would be ignored by the embedded nodes: say so instead.
     const orphans = [...Object.values(ENV_TLS), ...Object.values(ENV_AUTH), ...Object.values(ENV_SENTINEL_AUTH)].filter((n) => envValue(env, n) !== undefined);
-    if (orphans.length > 0) c.add(`${orphans.join(", ")} ${orphans.length === 1 ? "is" : "are"} set without a deployment: set REDIS_URLS, REDIS_URL or REDIS_SENTINELS too.`);
+    if (orphans.length > 0) c.add(`${orphans.join(", ")} ${orphans.length === 1 ? "is" : "are"} set without a deployment: set REDIS_URLS, REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_URLS too.`);
   }
   if (out.length > 1) {
     const set = ["REDIS_URLS", "REDIS_URL", "REDIS_SENTINELS", "REDIS_CLUSTER_URLS"].filter((n) => envValue(env, n) !== undefined || (n === "REDIS_SENTINELS" && master !== undefined));
@@ -308,9 +305,6 @@ export function parseDeployments(env: Env, readFile?: ReadFile): Deployment[] | 
     if (d.tls && urls && !urls.some((u) => u.startsWith("rediss://"))) {
       c.add(`${file === undefined ? "REDIS_TLS_*" : `deployment ${JSON.stringify(d.name)}: tls`} is set but no URL of ${file === undefined ? "the deployment" : "it"} is rediss://: use rediss:// URLs for TLS.`);
     }
-  }
-  for (const d of deployments) {
-    if (UNWATCHED_KINDS.has(d.kind)) c.add(`${file === undefined ? "REDIS_CLUSTER_URLS" : `deployment ${JSON.stringify(d.name)}`}: Redis Cluster deployments are not supported by this console: watch each primary as a standalone deployment, or use a Sentinel or Redlock deployment.`);
   }
   if (file !== undefined && deployments.length > 1) {
     c.add(`LOCKSCOPE_DEPLOYMENTS_FILE=${JSON.stringify(file)} describes ${deployments.length} deployments (${deployments.map((d) => d.name).join(", ")}): a console watches one; run one console per deployment.`);

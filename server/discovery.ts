@@ -1,10 +1,11 @@
 import "server-only";
 import { setTimeout as sleep } from "node:timers/promises";
-import type Redis from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { groupCandidates, type DiscoveryResult } from "@/lib/locks/discovery";
 import { NEVER_LOCKS } from "@/lib/locks/formats/defaults";
-import { discoverFormat, readLockKeys, type FormatName } from "@/lib/locks/formats";
+import { discoverFormat, readLockKeys, type FormatName, type KeyReading, type ReadLimits } from "@/lib/locks/formats";
 import { lockKeyMatcher } from "@/lib/locks/glob";
+import { clusterDiscovery } from "./deployments/cluster";
 import { singleton } from "./global";
 import { whenReady } from "./health";
 import { getLogger } from "./logger";
@@ -27,6 +28,10 @@ export type DiscoveryClient = Pick<Redis, "scan" | "evalsha" | "eval">;
 export interface DiscoveryNode {
   id: string;
   client: DiscoveryClient;
+  /** Walks the node's keys instead of `client.scan` (a cluster: every primary in turn). */
+  scan?: (cursor: string, count: number) => Promise<[string, string[]]>;
+  /** Reads keys instead of one script on `client` (a cluster: one per hash slot). */
+  read?: (keys: string[], limits: Partial<ReadLimits>) => Promise<KeyReading[]>;
   /** Resolves once the connection can take commands (false: not now); the pass on this node waits for it. */
   ready?: () => Promise<boolean>;
 }
@@ -115,12 +120,12 @@ export class Discovery {
       if (state.node.ready && !(await state.node.ready())) throw new Error("not connected");
       do {
         const started = performance.now();
-        const [next, keys] = await state.node.client.scan(cursor, "COUNT", count);
+        const [next, keys] = state.node.scan ? await state.node.scan(cursor, count) : await state.node.client.scan(cursor, "COUNT", count);
         cursor = next;
         state.current.scanned += keys.length;
         const outside = keys.filter((key) => !isLockKey(key) && !isNeverLock(key));
         if (outside.length > 0) {
-          for (const reading of await readLockKeys(state.node.client, outside, PEEK)) {
+          for (const reading of state.node.read ? await state.node.read(outside, PEEK) : await readLockKeys(state.node.client, outside, PEEK)) {
             const format = discoverFormat(reading);
             if (format && state.current.found.size < maxCandidatesPerNode) state.current.found.set(reading.key, format.name);
           }
@@ -171,7 +176,13 @@ export function getDiscovery(): Discovery {
   return singleton("discovery", () => {
     const store = getPatternStore();
     const discovery = new Discovery(
-      getNodes().map((n) => ({ id: n.id, client: n.client, ready: () => whenReady(n.client, 2_000) })),
+      getNodes().map((n) => ({
+        id: n.id,
+        client: n.client,
+        // A cluster's walk also needs its topology (which primaries to scan).
+        ready: async () => (await whenReady(n.client, 2_000)) && (n.cluster ? await n.cluster.topology.known(2_000) : true),
+        ...(n.cluster ? clusterDiscovery(n.client as Cluster, n.cluster.topology) : {}),
+      })),
       { patterns: () => store.current().patterns.map((p) => p.glob) },
     );
     discovery.start();

@@ -181,7 +181,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
     labels: ["node"],
   },
   { name: "lockscope_watcher_connected", type: "gauge", help: "1 when the node's keyspace subscriber is connected.", labels: ["node"] },
-  { name: "lockscope_failovers_total", type: "counter", help: "Failovers seen (Sentinel +switch-master), by deployment.", labels: ["deployment"] },
+  { name: "lockscope_failovers_total", type: "counter", help: "Failovers seen (Sentinel +switch-master, a cluster replica promoted), by deployment.", labels: ["deployment"] },
   {
     name: "lockscope_locks_lost_in_failover_total",
     type: "counter",

@@ -1,9 +1,10 @@
 import "server-only";
 import type Redis from "ioredis";
-import type { RedisOptions } from "ioredis";
+import type { Cluster, RedisOptions } from "ioredis";
 import type { Deployment } from "@/lib/deployment-config";
 import { getConfig } from "./config";
-import { endpointsOf } from "./deployments";
+import { endpointsOf, type LockClient } from "./deployments";
+import { ClusterTopology } from "./deployments/cluster";
 import { singleton } from "./global";
 import { getLogger } from "./logger";
 import { onShutdown } from "./shutdown";
@@ -19,10 +20,12 @@ export interface LockNode {
   maskedUrl: string;
   /** The name of the deployment the node belongs to (`default` for the one the variables describe). */
   deployment: string;
-  /** Opens another connection to the node (TLS, credentials and, for Sentinel, the current primary included). */
-  connect: (options: RedisOptions) => Redis;
+  /** Opens another connection to the node (TLS, credentials and, for Sentinel, the current primary included; a cluster client for a cluster). */
+  connect: (options: RedisOptions) => LockClient;
   /** Commands only; never subscribe on it (watchers `duplicate()` their own). Fails fast when the node is down. */
-  client: Redis;
+  client: LockClient;
+  /** A cluster's: its topology (primaries, replicas, slots), followed live, and a connection to one of its nodes by address. */
+  cluster?: { topology: ClusterTopology; connectTo: (host: string, port: number, options: RedisOptions) => Redis } | null;
 }
 
 /** Connection options for every console connection to a lock node: fail fast, never queue while down. */
@@ -62,9 +65,12 @@ export function getNodes(): LockNode[] {
         if (wasUp !== false) log.warn({ node: id, deployment: deployment.name, url, err: err.message }, "lock node unreachable");
         wasUp = false;
       });
-      return { id, index, url: endpoint.url ?? "", maskedUrl: endpoint.label, deployment: deployment.name, connect: endpoint.connect, client };
+      const node: LockNode = { id, index, url: endpoint.url ?? "", maskedUrl: endpoint.label, deployment: deployment.name, connect: endpoint.connect, client };
+      if (endpoint.connectTo) node.cluster = { topology: new ClusterTopology(client as Cluster), connectTo: endpoint.connectTo };
+      return node;
     });
     onShutdown("lock-node-clients", 50, async () => {
+      for (const n of nodes) n.cluster?.topology.stop();
       await Promise.allSettled(nodes.map((n) => n.client.quit()));
       for (const n of nodes) n.client.disconnect();
     });

@@ -1,5 +1,5 @@
 import "server-only";
-import type Redis from "ioredis";
+import type { LockClient } from "./deployments";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import { getConfig } from "./config";
 import { singleton } from "./global";
@@ -28,7 +28,7 @@ export class WrongTokenLimiter {
   readonly #seen: RateLimiterAbstract;
   readonly #maxDistinct: number;
 
-  constructor(store: Redis | null, maxDistinct = 5, windowSeconds = 60) {
+  constructor(store: LockClient | null, maxDistinct = 5, windowSeconds = 60) {
     this.#maxDistinct = maxDistinct;
     const limiter = (keyPrefix: string, points: number): RateLimiterAbstract => {
       const memory = new RateLimiterMemory({ keyPrefix, points, duration: windowSeconds });

@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
-import type { LockDetail } from "@/lib/locks/types";
+import type { LockDetail, LockReplication } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
 import { ContentionChart } from "./contention-chart";
@@ -93,6 +93,10 @@ export function LockDetailView({ resource }: { resource: string }) {
             </dd>
           </div>
           <div>
+            <dt>Deployment</dt>
+            <dd>{lock.deployment}</dd>
+          </div>
+          <div>
             <dt>Format</dt>
             <dd>
               {FORMAT_LABEL[lock.format]} <span className="muted">({lock.redisType})</span>
@@ -153,29 +157,19 @@ export function LockDetailView({ resource }: { resource: string }) {
 
       <h2>Nodes</h2>
       <div className="panel">
-        <TableScroll label="Nodes holding this lock, scrollable">
-          <table aria-label="Nodes holding this lock">
-            <thead>
-              <tr>
-                <th scope="col">Node</th>
-                <th scope="col">Status</th>
-                <th scope="col">Value</th>
-                <th scope="col">TTL on node</th>
-              </tr>
-            </thead>
-            <tbody>
-              {lock.nodes.map((node) => (
-                <tr key={node.id} aria-label={node.id}>
-                  <th scope="row">{node.id}</th>
-                  <td>{node.up ? "up" : "down or not answering"}</td>
-                  <td className="mono token">{node.token ?? (node.up ? "nothing" : "unknown")}</td>
-                  <td className="mono">{node.pttlMs === null ? "—" : formatDuration(node.pttlMs)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
+        <ScrollTable label="Nodes holding this lock" columns={["Node", "Status", "Value", "TTL on node"]}>
+          {lock.nodes.map((node) => (
+            <tr key={node.id} aria-label={node.id}>
+              <th scope="row">{node.id}</th>
+              <td>{node.up ? "up" : "down or not answering"}</td>
+              <td className="mono token">{node.token ?? (node.up ? "nothing" : "unknown")}</td>
+              <td className="mono">{node.pttlMs === null ? "—" : formatDuration(node.pttlMs)}</td>
+            </tr>
+          ))}
+        </ScrollTable>
       </div>
+
+      {lock.replication && <ReplicationPanel replication={lock.replication} />}
 
       <h2>Contention</h2>
       <ContentionChart history={lock.contentionHistory} />
@@ -195,5 +189,60 @@ export function LockDetailView({ resource }: { resource: string }) {
         {lock.timeline.length === 0 && <li className="muted">Nothing recorded yet.</li>}
       </ol>
     </section>
+  );
+}
+
+/** Where the lock's copies are: the primary that holds it (on a cluster, its slot's) and whether each replica has it. */
+function ReplicationPanel({ replication }: { replication: LockReplication }) {
+  return (
+    <>
+      <h2>Replication</h2>
+      <div className="panel">
+        <p>
+          {replication.slot !== undefined && (
+            <>
+              Hash slot <span className="mono">{replication.slot}</span>, held by primary{" "}
+            </>
+          )}
+          {replication.slot === undefined && <>Primary </>}
+          <span className="mono">{replication.primary}</span>
+          {replication.replicas.length === 0 ? ": no replica is connected, so this lock is on the primary alone." : "."}
+        </p>
+        {replication.replicas.length > 0 && (
+          <ScrollTable label="Replicas of the primary" columns={["Replica", "Link", "Behind the primary", "Has this lock"]}>
+            {replication.replicas.map((r) => (
+              <tr key={r.address}>
+                <th scope="row" className="mono">
+                  {r.address}
+                </th>
+                <td>{r.state}</td>
+                <td className="mono">{r.lagBytes === 0 ? "nothing" : `${r.lagBytes} bytes`}</td>
+                <td>{r.hasLock ? "yes: a failover to it keeps the lock" : "not yet: a failover to it now may lose the lock"}</td>
+              </tr>
+            ))}
+          </ScrollTable>
+        )}
+      </div>
+    </>
+  );
+}
+
+/** A table with one header row, scrollable sideways on a narrow screen; `children` are its body rows. */
+function ScrollTable({ label, columns, children }: { label: string; columns: string[]; children: React.ReactNode }) {
+  return (
+    <TableScroll label={`${label}, scrollable`}>
+      <table aria-label={label}>
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th key={c} scope="col">
+                {c}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </TableScroll>
   );
 }

@@ -112,6 +112,24 @@ export interface LockDetail extends Lock {
   timeline: TimelineEntry[];
   /** Failed attempts per 10 s over the last 10 minutes, oldest first, for the contention chart. */
   contentionHistory: { bucketMs: number; endsAt: number; attempts: number[] };
+  /** On a cluster, and where the deployment has replicas: the primary that holds the lock and whether each replica has it; null elsewhere. */
+  replication?: LockReplication | null;
+}
+
+/**
+ * A lock's copies, WAIT-style: the primary serving the key (on a cluster, its slot's primary) and each
+ * replica with the bytes of the primary's stream (as of the reading) it has not acknowledged. A replica that
+ * acknowledged it all has every write so far, this lock's included: a failover to it keeps the lock. One behind
+ * may not have it.
+ */
+export interface LockReplication {
+  /** The key's hash slot, on a cluster. */
+  slot?: number;
+  /** The primary's address (`host:port`). */
+  primary: string;
+  replicas: Array<{ address: string; state: string; lagBytes: number; hasLock: boolean }>;
+  /** When the primary was read (epoch ms, server clock). */
+  readAt: number;
 }
 
 export interface WatcherStatus {

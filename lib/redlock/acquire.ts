@@ -49,6 +49,7 @@ export type AttemptObserver = (votes: readonly NodeVote[], granted: boolean) => 
 export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions, onAttempt?: AttemptObserver): Promise<RedlockLock> {
   const resources = check.resourceList("resources", resourcesArg);
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
+  if (engine.clustered) check.oneSlot(resources);
   const settings = engine.settings;
   let signal: AbortSignal | undefined;
   let fenced = settings.fenced;

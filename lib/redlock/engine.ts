@@ -23,6 +23,8 @@ export interface Engine {
   readonly clients: readonly RedlockClient[];
   readonly settings: ResolvedSettings;
   readonly quorum: number;
+  /** A client is a Redis Cluster client: every resource of one lock must be in one hash slot. */
+  readonly clustered: boolean;
   /** `encodeIdentityTail(host, label)` for the instance's label, computed once. */
   readonly identityTail: string;
   /** The first characters of every waiter id this instance makes (see `randomId`). */

@@ -168,3 +168,24 @@ export class NaiveLockTimeoutError extends Error {
 }
 
 export const toError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+
+/**
+ * A lock over several resources on a Redis Cluster client whose resources the cluster puts in different
+ * hash slots (one script cannot touch them together), or a resource whose companion keys cannot follow it
+ * into its slot (a `}` outside any hash tag). Thrown before anything is sent.
+ */
+export class CrossSlotError extends TypeError {
+  constructor(
+    readonly resources: readonly string[],
+    /** The hash slot of each resource, in order. */
+    readonly slots: readonly number[],
+  ) {
+    const named = resources.map((r, i) => `${JSON.stringify(r)} (slot ${slots[i]})`).join(", ");
+    super(
+      new Set(slots).size > 1
+        ? `Resources ${named} are in different hash slots of the cluster: a lock over several resources on a cluster needs them in one slot; give them a common hash tag, e.g. "{orders}:a" and "{orders}:b"`
+        : `Resource ${named} has a \`}\` outside a hash tag, so the lock's companion keys cannot be placed in its slot on a cluster; rename it or give it a hash tag, e.g. "{orders}:a"`,
+    );
+    this.name = "CrossSlotError";
+  }
+}

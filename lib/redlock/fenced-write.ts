@@ -1,8 +1,8 @@
 import type { ScriptClient } from "./client.ts";
 import { FENCED_WRITE_LUA } from "./fenced-write.lua.ts";
-import { lastFenceKey } from "./keys.ts";
+import { companionKey, LAST_FENCE_KEY_PREFIX, lastFenceKey } from "./keys.ts";
 import { runRound } from "./round.ts";
-import { defineScript } from "./script.ts";
+import { defineScript, isClusterClient } from "./script.ts";
 import * as check from "./validate.ts";
 
 const SCRIPT = defineScript(FENCED_WRITE_LUA);
@@ -35,7 +35,9 @@ export interface FencedWriteOptions {
 /**
  * Applies a write only when `fence` is not older than the last fence seen by that key, in one Lua script,
  * so a holder that paused past its TTL has its late write rejected once the next holder has written.
- * The last fence lives in `fence-seen:<key>` (see `lastFenceKey`), a plain string next to the data.
+ * The last fence lives in `fence-seen:<key>` (see `lastFenceKey`), a plain string next to the data (on a
+ * cluster client in the key's slot: `fence-seen:{<key>}`, see `companionKey`). On a cluster, a `key` with a `}`
+ * outside a hash tag is refused with a TypeError.
  *
  * Example, the lab's stock write: `fencedWrite(client, "stock", lock.fence, { type: "incrby", by: -1, min: 0 })`.
  */
@@ -61,7 +63,9 @@ export async function fencedWrite(client: ScriptClient, key: string, fence: stri
     default:
       check.fail("operation.type", '"set", "del" or "incrby"', (operation as { type: unknown }).type);
   }
-  const [outcome] = await runRound([client], SCRIPT, { keys: [key, lastFenceKey(key)], args, timeoutMs, parse: (raw) => raw });
+  // On a cluster the last fence lives in the data key's slot (`fence-seen:{<key>}`), or one script could not touch both.
+  const lastFence = isClusterClient(client) ? companionKey(LAST_FENCE_KEY_PREFIX, key, "cluster") : lastFenceKey(key);
+  const [outcome] = await runRound([client], SCRIPT, { keys: [key, lastFence], args, timeoutMs, parse: (raw) => raw });
   if (outcome!.state !== "ok") throw outcome!.state === "error" ? outcome!.error : new Error("The node gave no answer");
   const raw = outcome!.value;
   if (!Array.isArray(raw) || raw.length < 3) throw new Error(`Unexpected reply from the fenced write script: ${String(raw)}`);

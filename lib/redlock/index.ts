@@ -12,6 +12,7 @@ export {
 } from "./force-release.ts";
 export { decodeLockValue, encodeLockValue, lockValueId, type HolderIdentity, type LockValueFields } from "./identity.ts";
 export * from "./keys.ts";
+export { hashTagOf, keyInSlotOf, keySlot, SLOT_COUNT } from "./slot.ts";
 export { acquireNaive, releaseNaive, type NaiveAcquireOptions, type NaiveLockClient, type NaiveTransaction } from "./naive.ts";
 export * from "./telemetry.ts";
 export { Redlock } from "./redlock.ts";
@@ -21,5 +22,5 @@ export type { UsingRoutine } from "./using.ts";
 export type { RedlockEvents } from "./events.ts";
 export { DEFAULT_SETTINGS, SETTING_NAMES, type RedlockSettings } from "./settings.ts";
 export { quorumOf } from "./round.ts";
-export { defineScript, runScript, type Script } from "./script.ts";
+export { defineScript, isClusterClient, runScript, type Script } from "./script.ts";
 export { abortableSleep } from "./sleep.ts";

@@ -14,6 +14,7 @@ import { Notifications } from "./notifications.ts";
 import { deletedOne, releaseLock } from "./release.ts";
 import { FenceRepairs, seedAll, type ReseedResult } from "./reseed.ts";
 import { quorumOf } from "./round.ts";
+import { isClusterClient } from "./script.ts";
 import { resolveSettings, type RedlockSettings } from "./settings.ts";
 import { usingLock, type UsingRoutine } from "./using.ts";
 import * as check from "./validate.ts";
@@ -68,6 +69,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
       clients: nodes,
       settings: this.settings,
       quorum,
+      clustered: nodes.some(isClusterClient),
       identityTail: encodeIdentityTail(this.settings.host, this.settings.label),
       instanceTag,
       notifications: new Notifications(nodes, wakeChannel(instanceTag), this.settings.subscriberIdleMs, (index, error) => nodeError(index, error, "subscribe")),

@@ -1,6 +1,6 @@
 import type { RedlockClient, ScriptClient } from "./client.ts";
 import { NodeTimeoutError, toError } from "./errors.ts";
-import { isNoScript, type Script } from "./script.ts";
+import { isClusterClient, isNoScript, type Script } from "./script.ts";
 
 /**
  * A plain `SET <key> <value> PX <ttl> NX` instead of a script (keys: the resource; args: value, TTL): the
@@ -78,19 +78,21 @@ class Round<T> {
     const keysAndArgs = plain ? [] : keys.length === 1 ? [keys[0]!, ...args] : [...keys, ...args];
     for (let index = 0; index < this.clients.length; index++) {
       const client = this.clients[index]!;
+      // A cluster client runs the script's cluster form (companion keys in the resource's slot).
+      const script = plain ? null : isClusterClient(client) ? command.cluster : command;
       let call: Promise<unknown>;
       try {
-        call = plain
+        call = script === null
           ? (client as RedlockClient).set(keys[0]!, String(args[0]), "PX", Number(args[1]), "NX")
-          : client.evalsha(command.sha, keys.length, ...keysAndArgs);
+          : client.evalsha(script.sha, keys.length, ...keysAndArgs);
       } catch (error) {
         call = Promise.reject(toError(error));
       }
       call.then(
         (raw) => this.#reply(index, raw),
         (error: unknown) => {
-          if (plain || !isNoScript(error)) return this.#fail(index, error);
-          client.eval(command.source, keys.length, ...keysAndArgs).then(
+          if (script === null || !isNoScript(error)) return this.#fail(index, error);
+          client.eval(script.source, keys.length, ...keysAndArgs).then(
             (raw) => this.#reply(index, raw),
             (evalError: unknown) => this.#fail(index, evalError),
           );

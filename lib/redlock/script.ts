@@ -1,14 +1,30 @@
 import { createHash } from "node:crypto";
 import type { ScriptClient } from "./client.ts";
+import { clusterScriptSource } from "./keys.ts";
 
 /** A Lua script with its SHA1, computed once, so calls send the 40-byte digest instead of the source. */
 export interface Script {
   readonly source: string;
   readonly sha: string;
+  /** The same script for a cluster client: its companion keys in the resource's slot (see keys.ts). */
+  readonly cluster: { readonly source: string; readonly sha: string };
 }
 
+const sha1 = (source: string) => createHash("sha1").update(source).digest("hex");
+
 export function defineScript(source: string): Script {
-  return Object.freeze({ source, sha: createHash("sha1").update(source).digest("hex") });
+  const sha = sha1(source);
+  const clustered = clusterScriptSource(source);
+  const cluster = clustered === source ? Object.freeze({ source, sha }) : Object.freeze({ source: clustered, sha: sha1(clustered) });
+  return Object.freeze({ source, sha, cluster });
+}
+
+/**
+ * Whether `client` is a Redis Cluster client (ioredis' `Cluster` says so in `isCluster`): the engine then
+ * runs each script's cluster form on it.
+ */
+export function isClusterClient(client: unknown): boolean {
+  return typeof client === "object" && client !== null && (client as { isCluster?: unknown }).isCluster === true;
 }
 
 /** The node does not have the script cached (first use, SCRIPT FLUSH, or a node that restarted empty). */
@@ -21,8 +37,9 @@ export function isNoScript(error: unknown): boolean {
  * hits. The engine's rounds do the same inline (see round.ts) to stay allocation-free on the hot path.
  */
 export function runScript(client: ScriptClient, script: Script, keys: readonly string[], args: ReadonlyArray<string | number> = []): Promise<unknown> {
-  return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+  const form = isClusterClient(client) ? script.cluster : script;
+  return client.evalsha(form.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
     if (!isNoScript(error)) throw error;
-    return client.eval(script.source, keys.length, ...keys, ...args);
+    return client.eval(form.source, keys.length, ...keys, ...args);
   });
 }

@@ -1,4 +1,6 @@
 /** Argument checks at the public entry points, so bad input fails at once with the argument's name. */
+import { CrossSlotError } from "./errors.ts";
+import { keyInSlotOf, keySlot } from "./slot.ts";
 
 function describe(value: unknown): string {
   let shown: string;
@@ -114,4 +116,15 @@ export function knownKeys(what: string, value: object, known: readonly string[])
       throw new TypeError(`Unknown ${what} \`${key}\`: did you mean ${nearestName(key, known)}? (known: ${known.join(", ")})`);
     }
   }
+}
+
+/**
+ * On a cluster client: the resources of one lock in one hash slot, each one whose companion keys can
+ * follow it there (see keys.ts); else a `CrossSlotError` naming the resources and their slots.
+ */
+export function oneSlot(resources: readonly string[]): void {
+  const slots = resources.map(keySlot);
+  if (new Set(slots).size > 1) throw new CrossSlotError(resources, slots);
+  const unplaceable = resources.findIndex((r) => keyInSlotOf("", r) === null);
+  if (unplaceable !== -1) throw new CrossSlotError([resources[unplaceable]!], [slots[unplaceable]!]);
 }

@@ -11,6 +11,17 @@ const SWITCH_MASTER = "+switch-master";
 /** Keys read per command on the new primary. */
 const READ_BATCH = 500;
 
+/** Options of the one-off connection that reads the promoted primary. */
+export const FAILOVER_READ_OPTIONS = (timeoutMs: number) =>
+  ({
+    connectionName: "lockscope:failover",
+    disableClientInfo: true,
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    commandTimeout: Math.max(1_000, timeoutMs * 4),
+    retryStrategy: () => null,
+  }) as const;
+
 export interface FailoverTarget {
   /** The locks the console shows now (its last view of the old primary). */
   locks: (now: number) => Lock[];
@@ -18,6 +29,60 @@ export interface FailoverTarget {
   noteLost: (resource: string, detail: string) => void;
   /** Says on a lock's timeline that it was held across the failover (the promoted replica had it). */
   noteSurvived: (resource: string, detail: string) => void;
+}
+
+/** The console's view of the locks held now (before the watcher reconciles with a promoted primary), optionally of some keys only. */
+export function seenLocks(target: FailoverTarget, now: number, include: (resource: string) => boolean = () => true): SeenLock[] {
+  return target
+    .locks(now)
+    .filter((l) => isLive(l.state) && l.token !== null && include(l.resource))
+    .map((l) => ({ resource: l.resource, token: l.token as string, expiresAt: l.expiresAt }));
+}
+
+/**
+ * After a failover from `from` to `to`: reads the locks the console saw (`seen`) on the promoted primary
+ * (`conn`, not yet connected; closed after), and reports every one it does not hold as lost in failover
+ * (timeline, metric, one log line), and the others as held across it. Never rejects.
+ */
+export async function compareAfterFailover(
+  ctx: { deployment: string; target: FailoverTarget; log: Logger },
+  seen: readonly SeenLock[],
+  from: string,
+  to: string,
+  conn: Redis,
+): Promise<void> {
+  declared<"deployment">("lockscope_failovers_total").inc({ deployment: ctx.deployment });
+  conn.on("error", () => undefined);
+  try {
+    await conn.connect();
+    const onNewPrimary = new Map<string, string | null>();
+    for (let i = 0; i < seen.length; i += READ_BATCH) {
+      const batch = seen.slice(i, i + READ_BATCH);
+      const pipeline = conn.pipeline();
+      for (const lock of batch) pipeline.get(lock.resource);
+      const replies = (await pipeline.exec()) ?? [];
+      batch.forEach((lock, j) => {
+        const [error, value] = replies[j] ?? [null, null];
+        // A key that is not a string (or unreadable) is not the lock the console saw.
+        onNewPrimary.set(lock.resource, !error && typeof value === "string" ? value : null);
+      });
+    }
+    const lost = lostInFailover(seen, onNewPrimary, Date.now());
+    for (const lock of seen) {
+      if (onNewPrimary.get(lock.resource) === lock.token) ctx.target.noteSurvived(lock.resource, `held across the failover from ${from} to ${to}: the promoted replica has it`);
+    }
+    for (const lock of lost) {
+      ctx.target.noteLost(lock.resource, `held on ${from} with its lease running; the promoted replica ${to} does not have it (written after the replica's last copy)`);
+    }
+    declared<"deployment">("lockscope_locks_lost_in_failover_total").inc({ deployment: ctx.deployment }, lost.length);
+    const fields = { deployment: ctx.deployment, from, to, held: seen.length, lost: lost.length };
+    if (lost.length > 0) ctx.log.warn(fields, "failover lost locks: the promoted replica did not have them");
+    else ctx.log.info(fields, "failover: the promoted replica holds every lock the console saw");
+  } catch (error) {
+    ctx.log.warn({ deployment: ctx.deployment, from, to, err: error instanceof Error ? error.message : String(error) }, "failover: could not read the new primary; lost locks unknown");
+  } finally {
+    conn.disconnect();
+  }
 }
 
 /**
@@ -75,58 +140,15 @@ export class SentinelFailoverMonitor {
     if (this.handled.has(key) || this.stopped) return;
     this.handled.set(key, now);
     // Taken at once, before the watcher reconciles with the new primary and the view changes.
-    const seen: SeenLock[] = this.target
-      .locks(now)
-      .filter((l) => isLive(l.state) && l.token !== null)
-      .map((l) => ({ resource: l.resource, token: l.token as string, expiresAt: l.expiresAt }));
-    declared<"deployment">("lockscope_failovers_total").inc({ deployment: this.deployment.name });
-    void this.compare(event, seen, from, to).catch((error: unknown) => {
-      this.log.warn({ deployment: this.deployment.name, from, to, err: error instanceof Error ? error.message : String(error) }, "failover: could not read the new primary; lost locks unknown");
-    });
-  }
-
-  private async compare(event: SwitchMaster, seen: SeenLock[], from: string, to: string): Promise<void> {
+    const seen = seenLocks(this.target, now);
     const conn = new Redis({
       host: event.to.host,
       port: event.to.port,
       ...authOptions(this.deployment.auth, null),
       ...(this.deployment.tls ? { tls: tlsOptions(this.deployment.tls) } : {}),
-      connectionName: "lockscope:failover",
-      disableClientInfo: true,
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      commandTimeout: Math.max(1_000, this.timeoutMs * 4),
-      retryStrategy: () => null,
+      ...FAILOVER_READ_OPTIONS(this.timeoutMs),
     });
-    conn.on("error", () => undefined);
-    try {
-      await conn.connect();
-      const onNewPrimary = new Map<string, string | null>();
-      for (let i = 0; i < seen.length; i += READ_BATCH) {
-        const batch = seen.slice(i, i + READ_BATCH);
-        const pipeline = conn.pipeline();
-        for (const lock of batch) pipeline.get(lock.resource);
-        const replies = (await pipeline.exec()) ?? [];
-        batch.forEach((lock, j) => {
-          const [error, value] = replies[j] ?? [null, null];
-          // A key that is not a string (or unreadable) is not the lock the console saw.
-          onNewPrimary.set(lock.resource, !error && typeof value === "string" ? value : null);
-        });
-      }
-      const lost = lostInFailover(seen, onNewPrimary, Date.now());
-      for (const lock of seen) {
-        if (onNewPrimary.get(lock.resource) === lock.token) this.target.noteSurvived(lock.resource, `held across the failover from ${from} to ${to}: the promoted replica has it`);
-      }
-      for (const lock of lost) {
-        this.target.noteLost(lock.resource, `held on ${from} with its lease running; the promoted replica ${to} does not have it (written after the replica's last copy)`);
-      }
-      declared<"deployment">("lockscope_locks_lost_in_failover_total").inc({ deployment: this.deployment.name }, lost.length);
-      const fields = { deployment: this.deployment.name, from, to, held: seen.length, lost: lost.length };
-      if (lost.length > 0) this.log.warn(fields, "failover lost locks: the promoted replica did not have them");
-      else this.log.info(fields, "failover: the promoted replica holds every lock the console saw");
-    } finally {
-      conn.disconnect();
-    }
+    void compareAfterFailover({ deployment: this.deployment.name, target: this.target, log: this.log }, seen, from, to, conn);
   }
 
   async stop(): Promise<void> {

@@ -1,11 +1,12 @@
 import "server-only";
 import type { Deployment } from "@/lib/deployment-config";
+import { clusterDriver } from "./cluster";
 import { redlockDriver } from "./redlock";
 import { sentinelDriver } from "./sentinel";
 import { standaloneDriver } from "./standalone";
 import type { DeploymentEndpoint } from "./types";
 
-export type { DeploymentEndpoint } from "./types";
+export type { DeploymentEndpoint, LockClient } from "./types";
 
 /** The endpoints of a deployment, through its kind's driver. */
 export function endpointsOf(deployment: Deployment): DeploymentEndpoint[] {
@@ -17,8 +18,7 @@ export function endpointsOf(deployment: Deployment): DeploymentEndpoint[] {
     case "sentinel":
       return sentinelDriver.endpoints(deployment);
     case "cluster":
-      // parseDeployments refuses it (see UNWATCHED_KINDS), so only a configuration built by hand gets here.
-      throw new Error(`deployment ${deployment.name}: Redis Cluster is not supported`);
+      return clusterDriver.endpoints(deployment);
   }
 }
 

@@ -1,10 +1,19 @@
 import "server-only";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Cluster } from "ioredis";
+import { keySlot } from "@lockscope/redlock";
+import { servingShards, shardOfSlot, type ClusterShard } from "@/lib/locks/cluster";
 import { parseReplicationInfo, type ReplicationState } from "@/lib/locks/replication";
+import type { LockReplication } from "@/lib/locks/types";
+import { getConfig } from "../config";
 import { healthContributors } from "../health";
-import type { LockNode } from "../nodes";
+import { clusterNodeAt } from "./cluster";
+import { getNodes, type LockNode } from "../nodes";
 
 /** How often each node's `INFO replication` is read. */
 const POLL_MS = 2_000;
+/** How long a lock's page waits for replicas to acknowledge the primary's offset (they do about once a second). */
+const ACK_WAIT_MS = 1_200;
 
 /**
  * Each node's role and its replicas' acknowledged offsets, read every 2 s and shown in `GET /api/health`
@@ -15,7 +24,8 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
   const states = new Map<string, ReplicationState>();
   const read = () => {
     for (const node of nodes) {
-      if (node.client.status !== "ready") continue;
+      // A cluster client would answer from any node: a cluster's replication is read per lock (below).
+      if (node.client.status !== "ready" || node.cluster) continue;
       node.client.info("replication").then(
         (info) => states.set(node.id, parseReplicationInfo(info)),
         // INFO refused or the node away: the last reading stays until the next one.
@@ -29,7 +39,72 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
   healthContributors().set("replication", (nodeId) => {
     const state = states.get(nodeId);
     const node = nodes.find((n) => n.id === nodeId);
-    return { ...(node ? { deployment: node.deployment } : {}), ...(state ? { replication: state } : {}) };
+    // A cluster: its shards, each primary with its replicas and how far behind each is.
+    const cluster = node?.cluster ? { cluster: { shards: servingShards(node.cluster.topology.shards).map(shardHealth) } } : {};
+    return { ...(node ? { deployment: node.deployment } : {}), ...(state ? { replication: state } : {}), ...cluster };
   });
   return () => clearInterval(timer);
+}
+
+/**
+ * The replication of the node that holds `resource`, read now: on a cluster the primary of the key's slot
+ * (with the slot), elsewhere the single node of a standalone or Sentinel deployment; with no replica listed
+ * where none is connected. Null where there is no replica to speak of (a Redlock set of independent nodes,
+ * a standalone instance without replicas) or the primary cannot be read.
+ */
+export async function lockReplication(resource: string): Promise<LockReplication | null> {
+  const nodes = getNodes();
+  const node = nodes[0];
+  if (!node || nodes.length !== 1) return null;
+  let slot: number | undefined;
+  let primary: LockNode["client"] | undefined = node.client;
+  let address: string | undefined;
+  if (node.cluster) {
+    slot = keySlot(resource);
+    const member = shardOfSlot(node.cluster.topology.shards, slot)?.primary;
+    address = member?.address;
+    primary = address === undefined ? undefined : clusterNodeAt(node.client as Cluster, address);
+  }
+  // (A cluster's node connections connect on their first command.)
+  if (!primary || (!node.cluster && primary.status !== "ready")) return null;
+  const reader = primary;
+  const read = async () => parseReplicationInfo(await reader.info("replication"));
+  let state: ReplicationState;
+  try {
+    state = await read();
+  } catch {
+    return null;
+  }
+  // A cluster's or a Sentinel primary's lock page says so when no replica is connected (the lock is on the
+  // primary alone); a standalone instance without replicas has none by design.
+  const replicated = node.cluster !== undefined || getConfig().deployments?.[0]?.kind === "sentinel";
+  if (state.role !== "master" || state.offset === null || (state.replicas.length === 0 && !replicated)) return null;
+  // WAIT-style: the lock was written before the primary's offset now; a replica has it once it acknowledges
+  // that offset. Replicas acknowledge about once a second, so give them that long before saying one has not.
+  const target = state.offset;
+  const behind = (s: ReplicationState) => s.replicas.filter((r) => r.offset < target);
+  const deadline = Date.now() + ACK_WAIT_MS;
+  while (behind(state).length > 0 && Date.now() < deadline) {
+    await sleep(100);
+    try {
+      state = await read();
+    } catch {
+      break;
+    }
+  }
+  return {
+    ...(slot === undefined ? {} : { slot }),
+    primary: address ?? node.maskedUrl,
+    replicas: state.replicas.map((r) => ({ address: r.address, state: r.state, lagBytes: Math.max(0, target - r.offset), hasLock: r.state === "online" && r.offset >= target })),
+    readAt: Date.now(),
+  };
+}
+
+function shardHealth(shard: ClusterShard) {
+  const primary = shard.primary;
+  return {
+    slots: shard.slots,
+    primary: primary?.address ?? null,
+    replicas: shard.replicas.map((r) => ({ address: r.address, health: r.health, lagBytes: primary ? Math.max(0, primary.offset - r.offset) : null })),
+  };
 }

@@ -1,5 +1,5 @@
 import "server-only";
-import type Redis from "ioredis";
+import { Cluster, type Redis } from "ioredis";
 import type { RedisNode } from "@/lib/redis-node";
 import { newRunId, RUNS_KEPT } from "@/lib/lab/keys";
 import { removeRunKeys } from "@/lib/lab/cleanup";
@@ -16,7 +16,7 @@ import { ApiError } from "../errors";
 import { peekGlobal, singleton } from "../global";
 import { getLogger } from "../logger";
 import { counter } from "../metrics";
-import { getNodes } from "../nodes";
+import { getNodes, type LockNode } from "../nodes";
 import { isShuttingDown, onShutdown } from "../shutdown";
 import { addRun, cancelRequested, clearCancel, listRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
 
@@ -47,10 +47,12 @@ interface ActiveRun {
   done: Promise<void>;
 }
 
-function stockNode() {
+function stockNode(): LockNode & { client: Redis } {
   const node = getNodes()[0];
   if (!node) throw new ApiError("unavailable", "No lock nodes are configured.");
-  return node;
+  // The lab's workers dial independent nodes by URL; a cluster client is not one of them.
+  if (node.cluster || node.client instanceof Cluster) throw new ApiError("unavailable", "The lab runs on independent lock nodes; this console watches a Redis Cluster.");
+  return node as LockNode & { client: Redis };
 }
 
 /** Node 0's console connection, or a 503 that says node 0 is needed and unreachable. */

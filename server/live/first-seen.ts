@@ -1,7 +1,8 @@
 import "server-only";
 import { createHash } from "node:crypto";
-import type Redis from "ioredis";
-import { defineScript, runScript } from "@lockscope/redlock";
+import { defineScript, isClusterClient, runScript } from "@lockscope/redlock";
+import { readInSlots } from "@/lib/locks/cluster";
+import type { LockClient } from "../deployments";
 import { whenReady } from "../health";
 import type { LockStore } from "./store";
 
@@ -54,15 +55,23 @@ interface Sighting {
  * refuses scripts). Costs one key per live foreign lock on node 0 (expiring with the lock plus 10 min). While
  * node 0 does not answer, each console keeps the time it saw itself.
  */
-export function shareFirstSeen(store: LockStore, node0: Redis | undefined): void {
+export function shareFirstSeen(store: LockStore, node0: LockClient | undefined): void {
   if (!node0) return;
   const queued = new Map<string, Sighting>();
   let timer: NodeJS.Timeout | null = null;
   let sending = false;
   let scriptsRefused = false;
 
-  /** The recorded first sightings of a batch, in its order. */
-  const record = async (batch: ReadonlyArray<[string, Sighting]>): Promise<unknown[]> => {
+  /** The recorded first sightings of a batch, in its order; on a cluster one hash slot at a time. */
+  const record = (batch: ReadonlyArray<[string, Sighting]>): Promise<unknown[]> => {
+    if (!isClusterClient(node0)) return recordIn(batch);
+    const sightings = new Map(batch);
+    return readInSlots(
+      batch.map(([key]) => key),
+      (keys) => recordIn(keys.map((key) => [key, sightings.get(key) as Sighting])),
+    );
+  };
+  const recordIn = async (batch: ReadonlyArray<[string, Sighting]>): Promise<unknown[]> => {
     if (!scriptsRefused) {
       const args: Array<string | number> = [];
       for (const [, s] of batch) args.push(s.seenAt, s.keepMs);

@@ -14,7 +14,8 @@ import { getHistorySink } from "../history/service";
 import { getLogger } from "../logger";
 import { getNodes, quorumOf } from "../nodes";
 import { getPatternStore } from "../patterns";
-import { SentinelFailoverMonitor } from "../deployments/failover";
+import { ClusterFailoverMonitor } from "../deployments/cluster";
+import { SentinelFailoverMonitor, type FailoverTarget } from "../deployments/failover";
 import { watchReplication } from "../deployments/replication";
 import { onShutdown } from "../shutdown";
 import { getLiveEvents } from "./events";
@@ -112,11 +113,16 @@ export function startLive(): LiveRuntime {
       };
     }
     // Sentinel deployments: failovers compared with the console's last view (locks lost in failover).
+    // Clusters: a primary's slots served by its replica, compared the same way.
     const deployment = config.deployments?.[0];
+    const failoverTarget: FailoverTarget = { locks: (now) => store.list(now), noteLost: (resource, detail) => store.noteLostInFailover(resource, detail), noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail) };
+    const clustered = nodes.find((n) => n.cluster);
     const failovers =
       deployment?.kind === "sentinel"
-        ? new SentinelFailoverMonitor(deployment, { locks: (now) => store.list(now), noteLost: (resource, detail) => store.noteLostInFailover(resource, detail), noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail) }, log, config.nodeTimeoutMs)
-        : null;
+        ? new SentinelFailoverMonitor(deployment, failoverTarget, log, config.nodeTimeoutMs)
+        : clustered?.cluster
+          ? new ClusterFailoverMonitor(clustered.deployment, clustered.cluster, failoverTarget, log, config.nodeTimeoutMs)
+          : null;
     const stopReplication = watchReplication(nodes);
     store.onProbe = (resources) => {
       // (A cause a notification already gave for the key stays.)

@@ -1,5 +1,6 @@
 import "server-only";
-import type Redis from "ioredis";
+import { Cluster, type Redis } from "ioredis";
+import { readInSlots, servingShards, type ClusterMember } from "@/lib/locks/cluster";
 import { decodeReading, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
@@ -8,7 +9,10 @@ import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
 import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
+import type { LockClient } from "../deployments";
+import { clusterNodeAt } from "../deployments/cluster";
 import { nodeClientOptions, type LockNode } from "../nodes";
+import { ClusterSubscriber, type WatchSubscriber } from "./cluster-subscriber";
 import type { LiveEvents } from "./events";
 import type { LockStore, NodeSample } from "./store";
 
@@ -38,8 +42,11 @@ const CAUSES: Record<string, EndCause> = { del: "del", expired: "expired", evict
 export class NodeWatcher {
   readonly id: string;
   readonly index: number;
-  readonly sub: Redis;
-  readonly reader: Redis;
+  readonly sub: WatchSubscriber;
+  /** One instance's connection, or a cluster client (every key read on its slot's primary). */
+  readonly reader: LockClient;
+  /** A cluster's topology (the watcher subscribes to and scans every primary); null for one instance. */
+  private readonly cluster: LockNode["cluster"] | null;
   notifications: NotificationStatus = "unavailable";
   /** Subscribed and reconciled. */
   up = false;
@@ -91,26 +98,34 @@ export class NodeWatcher {
     this.id = node.id;
     this.index = node.index;
     const base = nodeClientOptions(ctx.timeoutMs);
-    this.sub = node.connect({ ...base, enableAutoPipelining: false, autoResubscribe: false, commandTimeout: undefined, connectionName: "lockscope:watcher" });
+    this.cluster = node.cluster ?? null;
+    const subOptions = { ...base, enableAutoPipelining: false, autoResubscribe: false, commandTimeout: undefined, connectionName: "lockscope:watcher" };
+    this.sub = this.cluster ? new ClusterSubscriber(this.cluster.topology, this.cluster.connectTo, subOptions) : (node.connect(subOptions));
     this.reader = node.connect({
       ...base,
       enableAutoPipelining: false,
       commandTimeout: Math.max(5_000, ctx.timeoutMs * 4),
       connectionName: "lockscope:watcher-reader",
     });
-    const db = this.reader.options.db ?? 0;
+    // A cluster has database 0 only.
+    const db = this.reader instanceof Cluster ? 0 : (this.reader.options.db ?? 0);
     this.channelPrefix = `__keyspace@${db}__:`;
-    for (const conn of [this.sub, this.reader]) {
-      conn.on("ready", () => {
-        this.attempted = true;
-        if (conn === this.sub) this.subGeneration += 1;
-        void this.bringUp();
-      });
-      conn.on("close", () => this.wentDown());
-      conn.on("error", () => {
-        this.attempted = true;
-      });
-    }
+    this.sub.on("ready", () => {
+      this.attempted = true;
+      this.subGeneration += 1;
+      void this.bringUp();
+    });
+    this.reader.on("ready", () => {
+      this.attempted = true;
+      void this.bringUp();
+    });
+    const attempted = () => {
+      this.attempted = true;
+    };
+    this.sub.on("close", () => this.wentDown());
+    this.sub.on("error", attempted);
+    this.reader.on("close", () => this.wentDown());
+    this.reader.on("error", attempted);
     this.sub.on("pmessage", (_pattern: string, channel: string, event: string) => this.onKeyspace(channel, event));
     this.sub.on("message", (channel: string, message: string) => this.onTelemetry(channel, message));
   }
@@ -299,13 +314,17 @@ export class NodeWatcher {
     let check: Parameters<typeof nextNotificationStatus>[1];
     let failure: unknown = null;
     try {
-      const reply = await this.waitOn(() => this.reader.config("GET", "notify-keyspace-events"));
-      const current = Array.isArray(reply) && typeof reply[1] === "string" ? reply[1] : "";
-      const missing = missingNotifyFlags(current);
+      // On a cluster every node, replicas too: a replica promoted by a failover publishes at once.
+      let missing = "";
       let setOk = true;
-      if (missing !== "") {
+      for (const node of this.cluster ? this.clusterNodes("all") : [this.reader]) {
+        const reply = await this.waitOn(() => node.config("GET", "notify-keyspace-events"));
+        const current = Array.isArray(reply) && typeof reply[1] === "string" ? reply[1] : "";
+        const lacking = missingNotifyFlags(current);
+        if (lacking === "") continue;
+        missing ||= lacking;
         try {
-          await this.waitOn(() => this.reader.config("SET", "notify-keyspace-events", mergedNotifyFlags(current)));
+          await this.waitOn(() => node.config("SET", "notify-keyspace-events", mergedNotifyFlags(current)));
         } catch (error) {
           if (this.reader.status !== "ready") throw error;
           setOk = false;
@@ -352,6 +371,8 @@ export class NodeWatcher {
 
   /** INFO server on every (re)connect: run id and uptime, so a restart is known at once, whatever the TTLs. */
   async readRunFacts(): Promise<void> {
+    // A cluster client asks any node: run ids would differ from one reading to the next.
+    if (this.cluster) return;
     let info: string;
     try {
       info = await this.waitOn(() => this.reader.info("server"));
@@ -404,12 +425,13 @@ export class NodeWatcher {
         for (const reading of readings) this.applyReading(reading, null, now);
       }
     };
-    if (globs.length > 0) {
+    // On a cluster, SCAN walks one node's keys: every primary is walked.
+    for (const node of globs.length === 0 ? [] : this.cluster ? this.clusterNodes("primaries") : [this.reader]) {
       const only = globs.length === 1 ? (globs[0] as string) : null;
       let cursor = "0";
       do {
         const at = cursor;
-        const [next, keys] = await this.waitOn(() => (only ? this.reader.scan(at, "MATCH", only, "COUNT", SCAN_COUNT) : this.reader.scan(at, "COUNT", SCAN_COUNT)));
+        const [next, keys] = await this.waitOn(() => (only ? node.scan(at, "MATCH", only, "COUNT", SCAN_COUNT) : node.scan(at, "COUNT", SCAN_COUNT)));
         cursor = next;
         await readFresh(keys);
       } while (cursor !== "0");
@@ -437,9 +459,32 @@ export class NodeWatcher {
     return { node: this.index, reading: decoded, value: decoded.fingerprint, expiry: decoded.expiresAt, cause };
   }
 
+  /**
+   * The cluster's nodes as the cluster client reaches them, as the topology names them: every node that
+   * serves slots (primaries and their replicas) or the primaries alone, those online. Throws while the
+   * client has not caught up with a change: the bring-up tries again a moment later.
+   */
+  private clusterNodes(which: "all" | "primaries"): Redis[] {
+    const client = this.reader as Cluster;
+    const members = servingShards(this.cluster?.topology.shards ?? []).flatMap((s) => (which === "all" ? [s.primary, ...s.replicas] : [s.primary]));
+    const wanted = members.filter((m): m is ClusterMember => m !== null && m.health === "online").map((m) => m.address);
+    const nodes = wanted.map((a) => clusterNodeAt(client, a)).filter((n): n is Redis => n !== undefined);
+    if (wanted.length === 0 || nodes.length < wanted.length) {
+      client.refreshSlotsCache();
+      throw new Error("the cluster's topology is changing; reading it again");
+    }
+    return nodes;
+  }
+
   /** Reads keys on this node: the formats' batched script where scripting works, MULTI where it does not. */
   async read(keys: readonly string[]): Promise<KeyReading[]> {
     if (keys.length === 0) return [];
+    // On a cluster, one batch per hash slot.
+    if (this.cluster) return readInSlots(keys, (batch) => this.readBatch(batch));
+    return this.readBatch(keys);
+  }
+
+  private async readBatch(keys: readonly string[]): Promise<KeyReading[]> {
     if (this.scriptsRefused) return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys, {}, this.clock));
     try {
       return await this.waitOn(() => readLockKeys(this.reader, keys, {}, this.clock));

@@ -51,6 +51,12 @@ describe("a Sentinel-managed primary with two replicas", () => {
     // Copied to both replicas before anything goes wrong.
     await primary.set("lock:copied", "holder-a", "PX", 60_000);
     expect(await primary.wait(2, 5_000)).toBe(2);
+    // The lock's page: both replicas have it (WAIT-style: nothing of the primary's stream left to copy).
+    const copiedPage = await until("both replicas shown with the lock", async () => {
+      const d = await detail("lock:copied");
+      return d.replication?.replicas.length === 2 && d.replication.replicas.every((r) => r.hasLock) ? d : null;
+    });
+    expect(copiedPage.replication?.replicas.map((r) => r.address).sort()).toEqual(set.replicas.map((r) => `127.0.0.1:${r.port}`).sort());
     // The replicas are frozen and cut off, so these two are on the primary alone.
     for (const r of set.replicas) r.pause();
     await primary.client("KILL", "TYPE", "replica");
@@ -60,6 +66,10 @@ describe("a Sentinel-managed primary with two replicas", () => {
       const shown = await listed();
       return ["lock:copied", "lock:lost/1", "lock:lost/2"].every((r) => shown.some((l) => l.resource === r && l.state === "held" && l.deployment === "default"));
     });
+    // The page of a lock written after the replicas were cut off: no replica connected, on the primary alone.
+    const lostPage = await detail("lock:lost/1");
+    expect(lostPage.replication?.replicas).toEqual([]);
+    expect(lostPage.replication?.primary).toMatch(/^sentinel:\/\//);
     primary.disconnect();
     await set.primary.kill();
     for (const r of set.replicas) r.resume();

@@ -74,15 +74,20 @@ describe("deployment configuration", () => {
     expect(url.join("")).not.toContain("hunter2");
   });
 
-  it("refuses TLS settings no URL uses, two deployments in the variables, and Redis Cluster", () => {
+  it("refuses TLS settings no URL uses and two deployments in the variables; reads a Redis Cluster's seeds", () => {
     expect(linesOf({ REDIS_URLS: "redis://a:1", REDIS_TLS_CA_FILE: "/ca.pem" })).toEqual(["REDIS_TLS_* is set but no URL of the deployment is rediss://: use rediss:// URLs for TLS."]);
     expect(linesOf({ REDIS_URLS: "redis://a:1", REDIS_URL: "redis://b:1" })).toEqual([
       "REDIS_URLS, REDIS_URL are all set: the variables describe one deployment; describe several in LOCKSCOPE_DEPLOYMENTS_FILE.",
     ]);
     expect(linesOf({ REDIS_TLS_CA_FILE: "/ca.pem", REDIS_USERNAME: "lockscope" })).toEqual([
-      "REDIS_TLS_CA_FILE, REDIS_USERNAME are set without a deployment: set REDIS_URLS, REDIS_URL or REDIS_SENTINELS too.",
+      "REDIS_TLS_CA_FILE, REDIS_USERNAME are set without a deployment: set REDIS_URLS, REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_URLS too.",
     ]);
-    expect(linesOf({ REDIS_CLUSTER_URLS: "redis://a:7000,redis://b:7001" })[0]).toMatch(/^REDIS_CLUSTER_URLS: Redis Cluster deployments are not supported/);
+    expect(parseDeployments({ REDIS_CLUSTER_URLS: "redis://a:7000, redis://b:7001" })).toEqual([
+      { name: "default", kind: "cluster", seeds: ["redis://a:7000", "redis://b:7001"], tls: null, auth: { username: null, passwordFile: null } },
+    ]);
+    expect(linesOf({ REDIS_CLUSTER_URLS: "redis://a:7000,http://b" })).toEqual([
+      'REDIS_CLUSTER_URLS: URL 2 ("http://b") is not a redis:// or rediss:// URL: expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.',
+    ]);
   });
 
   it("reads a deployments file, and names each wrong field by its path", () => {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lockReplication } from "@/server/deployments/replication";
 import { ApiError } from "@/server/errors";
 import { route } from "@/server/http";
 import { getLockStore, isLockKey } from "@/server/live";
@@ -11,8 +12,8 @@ const params = z.strictObject({
   resource: z.string().min(1, "must not be empty").max(1024, "must be at most 1024 characters"),
 });
 
-// GET /api/locks/[resource]: one lock with its nodes, holder, TTL, timeline and contention history
-export const GET = route({ name: "GET /api/locks/[resource]", access: "viewer", params }, ({ params: p }) => {
+// GET /api/locks/[resource]: one lock with its nodes, holder, TTL, timeline, contention history and replication
+export const GET = route({ name: "GET /api/locks/[resource]", access: "viewer", params }, async ({ params: p }) => {
   if (!isLockKey(p.resource)) {
     const patterns = getPatternStore().current().patterns.map((x) => x.glob);
     throw new ApiError(
@@ -22,5 +23,5 @@ export const GET = route({ name: "GET /api/locks/[resource]", access: "viewer", 
   }
   const lock = getLockStore().get(p.resource);
   if (!lock) throw new ApiError("not_found", `No node holds \`${p.resource.slice(0, 200)}\` and it has no recent history: it was released or expired, or never taken.`);
-  return { serverTime: Date.now(), ...lock };
+  return { serverTime: Date.now(), ...lock, replication: await lockReplication(p.resource) };
 });

@@ -1,0 +1,131 @@
+import { keySlot } from "@lockscope/redlock";
+
+/**
+ * A Redis Cluster's topology as `CLUSTER SHARDS` describes it, and what changed between two readings: the
+ * primaries to watch (keyspace notifications are per node), and failovers (a primary's slots now served by
+ * what was its replica). Pure: readings in, topology and changes out.
+ */
+
+export interface ClusterMember {
+  id: string;
+  /** `host:port` as the cluster announces it. */
+  address: string;
+  host: string;
+  port: number;
+  role: "primary" | "replica";
+  /** "online", "failed" or "loading". */
+  health: string;
+  /** The member's replication offset: for a replica, how much of its primary's stream it has. */
+  offset: number;
+}
+
+export interface ClusterShard {
+  /** Inclusive slot ranges `[from, to]`. */
+  slots: Array<[number, number]>;
+  primary: ClusterMember | null;
+  replicas: ClusterMember[];
+}
+
+/** What a failover moved: `from`'s slots are now served by `to`, which was its replica. */
+export interface ClusterFailover {
+  from: ClusterMember;
+  to: ClusterMember;
+  slots: Array<[number, number]>;
+}
+
+const text = (value: unknown, fallback: string): string => (typeof value === "string" ? value : Buffer.isBuffer(value) ? value.toString("utf8") : fallback);
+
+const fieldsOf = (flat: unknown): Map<string, unknown> => {
+  const out = new Map<string, unknown>();
+  if (!Array.isArray(flat)) return out;
+  for (let i = 0; i + 1 < flat.length; i += 2) out.set(String(flat[i]), flat[i + 1]);
+  return out;
+};
+
+/** `CLUSTER SHARDS` (Redis 7) as shards; members without an address or an id are left out. */
+export function parseClusterShards(reply: unknown): ClusterShard[] {
+  if (!Array.isArray(reply)) return [];
+  return reply.map((raw): ClusterShard => {
+    const shard = fieldsOf(raw);
+    const bounds = (Array.isArray(shard.get("slots")) ? (shard.get("slots") as unknown[]) : []).map(Number);
+    const slots: Array<[number, number]> = [];
+    for (let i = 0; i + 1 < bounds.length; i += 2) slots.push([bounds[i] as number, bounds[i + 1] as number]);
+    const members: ClusterMember[] = [];
+    for (const rawNode of Array.isArray(shard.get("nodes")) ? (shard.get("nodes") as unknown[]) : []) {
+      const node = fieldsOf(rawNode);
+      const host = text(node.get("ip") ?? node.get("endpoint"), "");
+      const port = Number(node.get("port") ?? node.get("tls-port"));
+      const id = text(node.get("id"), "");
+      if (host === "" || !Number.isInteger(port) || id === "") continue;
+      members.push({
+        id,
+        host,
+        port,
+        address: host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`,
+        role: node.get("role") === "master" ? "primary" : "replica",
+        health: text(node.get("health"), "unknown"),
+        offset: Number(node.get("replication-offset") ?? 0),
+      });
+    }
+    // A failed primary stays listed as master until its replica takes over: the healthy one is the primary.
+    const primaries = members.filter((m) => m.role === "primary");
+    const primary = primaries.find((m) => m.health === "online") ?? primaries[0] ?? null;
+    return { slots, primary, replicas: members.filter((m) => m.role === "replica") };
+  });
+}
+
+/** The shards that serve slots, ordered by their first slot (an empty shard serves nothing to watch). */
+export function servingShards(shards: readonly ClusterShard[]): ClusterShard[] {
+  return shards.filter((s) => s.slots.length > 0 && s.primary !== null).sort((a, b) => (a.slots[0]?.[0] ?? 0) - (b.slots[0]?.[0] ?? 0));
+}
+
+/** The addresses of the primaries that serve slots, sorted: what the watcher subscribes to. */
+export function primaryAddresses(shards: readonly ClusterShard[]): string[] {
+  return servingShards(shards)
+    .map((s) => (s.primary as ClusterMember).address)
+    .sort();
+}
+
+export function shardOfSlot(shards: readonly ClusterShard[], slot: number): ClusterShard | null {
+  return shards.find((s) => s.primary !== null && s.slots.some(([from, to]) => slot >= from && slot <= to)) ?? null;
+}
+
+/**
+ * The failovers between two readings: a primary of `before` whose slots a member that was its replica in
+ * `before` now serves as primary. (A primary that only lost slots to another primary was resharded, not
+ * failed over.)
+ */
+export function clusterFailovers(before: readonly ClusterShard[], after: readonly ClusterShard[]): ClusterFailover[] {
+  const out: ClusterFailover[] = [];
+  for (const old of before) {
+    if (!old.primary || old.slots.length === 0) continue;
+    const replicaIds = new Set(old.replicas.map((r) => r.id));
+    const now = after.find((s) => s.primary !== null && replicaIds.has(s.primary.id) && s.slots.length > 0);
+    if (now?.primary && now.primary.id !== old.primary.id) out.push({ from: old.primary, to: now.primary, slots: old.slots });
+  }
+  return out;
+}
+
+export const slotIn = (slots: ReadonlyArray<[number, number]>, slot: number): boolean => slots.some(([from, to]) => slot >= from && slot <= to);
+
+/**
+ * Reads `keys` with `read` one hash slot at a time (a script or a MULTI may only touch keys of one slot on
+ * a cluster), the batches sent at once; the results come back in the order of `keys`.
+ */
+export async function readInSlots<T>(keys: readonly string[], read: (batch: string[]) => Promise<T[]>): Promise<T[]> {
+  const bySlot = new Map<number, number[]>();
+  keys.forEach((key, i) => {
+    const slot = keySlot(key);
+    const at = bySlot.get(slot);
+    if (at) at.push(i);
+    else bySlot.set(slot, [i]);
+  });
+  const out = new Array<T>(keys.length);
+  await Promise.all(
+    [...bySlot.values()].map(async (indexes) => {
+      const results = await read(indexes.map((i) => keys[i] as string));
+      indexes.forEach((i, j) => (out[i] = results[j] as T));
+    }),
+  );
+  return out;
+}

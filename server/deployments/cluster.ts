@@ -1,0 +1,187 @@
+import "server-only";
+import { EventEmitter } from "node:events";
+import Redis, { Cluster, type ClusterOptions, type RedisOptions } from "ioredis";
+import type { Logger } from "pino";
+import { keySlot } from "@lockscope/redlock";
+import { maskRedisUrl } from "@/lib/config";
+import { clusterFailovers, parseClusterShards, primaryAddresses, readInSlots, slotIn, type ClusterShard } from "@/lib/locks/cluster";
+import { readLockKeys, type ReadLimits } from "@/lib/locks/formats";
+import { initialiseFor } from "../metrics";
+import type { LockNode } from "../nodes";
+import { urlOptions } from "./connection";
+import { compareAfterFailover, FAILOVER_READ_OPTIONS, seenLocks, type FailoverTarget } from "./failover";
+import type { DeploymentDriver } from "./types";
+
+/** How often the topology (`CLUSTER SHARDS`) is read: failovers, resharding and new primaries are followed this fast. */
+export const TOPOLOGY_POLL_MS = 1_000;
+
+/** Options of a cluster client from the console's per-connection options: the cluster's own, and the rest per node. */
+function clusterOptions(options: RedisOptions, nodeOptions: RedisOptions): ClusterOptions {
+  const { enableOfflineQueue, enableAutoPipelining, lazyConnect, retryStrategy, maxRetriesPerRequest, ...perNode } = options;
+  return {
+    ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
+    ...(enableAutoPipelining !== undefined ? { enableAutoPipelining } : {}),
+    ...(lazyConnect !== undefined ? { lazyConnect } : {}),
+    ...(retryStrategy ? { clusterRetryStrategy: (times: number) => retryStrategy(times) ?? null } : {}),
+    // Commands refused while a failover is under way are tried again a moment later, on the new primary.
+    retryDelayOnClusterDown: 200,
+    retryDelayOnFailover: 200,
+    retryDelayOnTryAgain: 100,
+    maxRedirections: 16,
+    slotsRefreshInterval: TOPOLOGY_POLL_MS,
+    slotsRefreshTimeout: Math.max(1_000, Number(options.commandTimeout ?? 1_000)),
+    redisOptions: { ...nodeOptions, ...perNode, ...(maxRetriesPerRequest !== undefined ? { maxRetriesPerRequest } : {}) },
+  };
+}
+
+/**
+ * A Redis Cluster, given seed nodes: one endpoint for the whole cluster (its locks are single-instance
+ * locks sharded by key: each is held where its slot's primary holds it), opened as a cluster client that
+ * follows MOVED/ASK. The watcher reaches every primary by its address through `connectTo`.
+ */
+export const clusterDriver: DeploymentDriver<"cluster"> = {
+  kind: "cluster",
+  endpoints: (d) => {
+    const seeds = d.seeds.map((url) => {
+      const u = new URL(url);
+      return { host: u.hostname.replace(/^\[|\]$/g, ""), port: u.port === "" ? 6379 : Number(u.port) };
+    });
+    // Every node of a cluster takes the same credentials and TLS settings as the first seed's URL.
+    const first = d.seeds[0] ?? "redis://127.0.0.1:6379";
+    const nodeOptions = urlOptions(first, d.tls, d.auth);
+    const u = new URL(first);
+    if (u.username !== "" || u.password !== "") {
+      Object.assign(nodeOptions, { ...(u.username ? { username: decodeURIComponent(u.username) } : {}), ...(u.password ? { password: decodeURIComponent(u.password) } : {}) });
+    }
+    return [
+      {
+        label: `cluster://${d.seeds.map((s) => maskRedisUrl(s).replace(/^rediss?:\/\//, "")).join(",")}`,
+        url: null,
+        connect: (options) => new Cluster(seeds, clusterOptions(options, nodeOptions)),
+        connectTo: (host, port, options) => new Redis({ host, port, ...nodeOptions, ...options }),
+      },
+    ];
+  },
+};
+
+export interface TopologyChange {
+  before: ClusterShard[];
+  after: ClusterShard[];
+}
+
+/**
+ * The cluster's topology, read every second with `CLUSTER SHARDS` through the console's cluster client:
+ * `change` is emitted (before the console acts on it) whenever the primaries or the slots they serve
+ * change; `shards` is the last reading. One per cluster deployment, shared by the watcher (which subscribes
+ * to every primary), the failover comparison and the lock page.
+ */
+export class ClusterTopology extends EventEmitter<{ change: [TopologyChange] }> {
+  shards: ClusterShard[] = [];
+  private signature = "";
+  private readonly timer: NodeJS.Timeout;
+  private reading = false;
+
+  constructor(private readonly client: Cluster) {
+    super();
+    this.timer = setInterval(() => void this.read(), TOPOLOGY_POLL_MS);
+    this.timer.unref();
+    void this.read();
+  }
+
+  /** Reads the topology now (also called when a node's connection drops, so a failover is seen early). */
+  async read(): Promise<void> {
+    if (this.reading) return;
+    this.reading = true;
+    try {
+      const shards = parseClusterShards(await this.client.call("CLUSTER", "SHARDS"));
+      if (primaryAddresses(shards).length === 0) return;
+      const signature = JSON.stringify(shards.map((s) => [s.primary?.id ?? "", s.primary?.health ?? "", s.slots]));
+      const before = this.shards;
+      this.shards = shards;
+      if (signature !== this.signature) {
+        this.signature = signature;
+        // The client's own slot map follows too (MOVED would teach it, one command late).
+        this.client.refreshSlotsCache();
+        this.emit("change", { before, after: shards });
+      }
+    } catch {
+      // A node away or the cluster mid-failover: the next reading tells.
+    } finally {
+      this.reading = false;
+    }
+  }
+
+  /** Resolves true once the topology has been read (false after `timeoutMs`). */
+  async known(timeoutMs: number): Promise<boolean> {
+    if (this.shards.length > 0) return true;
+    const first = new Promise<boolean>((resolve) => this.once("change", () => resolve(true)));
+    return Promise.race([first, new Promise<boolean>((resolve) => setTimeout(() => resolve(this.shards.length > 0), timeoutMs).unref())]);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+/**
+ * Follows a cluster's failovers: when the topology shows a primary's slots served by what was its replica,
+ * it takes the console's view of the locks in those slots at once (before the watcher reconnects to the new
+ * primary and reconciles), reads them on the promoted replica, and reports every one it does not hold as
+ * lost in failover, as for Sentinel (see failover.ts).
+ */
+export class ClusterFailoverMonitor {
+  private readonly onChange = (change: TopologyChange) => this.compare(change);
+
+  constructor(
+    private readonly deployment: string,
+    private readonly cluster: NonNullable<LockNode["cluster"]>,
+    private readonly target: FailoverTarget,
+    private readonly log: Logger,
+    private readonly timeoutMs: number,
+  ) {
+    initialiseFor("lockscope_failovers_total", { deployment: [deployment] });
+    initialiseFor("lockscope_locks_lost_in_failover_total", { deployment: [deployment] });
+    cluster.topology.on("change", this.onChange);
+  }
+
+  private compare({ before, after }: TopologyChange): void {
+    const now = Date.now();
+    for (const failover of clusterFailovers(before, after)) {
+      const seen = seenLocks(this.target, now, (resource) => slotIn(failover.slots, keySlot(resource)));
+      const conn = this.cluster.connectTo(failover.to.host, failover.to.port, FAILOVER_READ_OPTIONS(this.timeoutMs));
+      void compareAfterFailover({ deployment: this.deployment, target: this.target, log: this.log }, seen, failover.from.address, failover.to.address, conn);
+    }
+  }
+
+  stop(): void {
+    this.cluster.topology.off("change", this.onChange);
+  }
+}
+
+/** The cluster client's own connection to the node at `address` (`host:port`), if it has one yet. */
+export function clusterNodeAt(client: Cluster, address: string): Redis | undefined {
+  return client.nodes("all").find((n) => `${n.options.host}:${n.options.port}` === address);
+}
+
+/**
+ * Discovery's walk of a cluster: every primary's keys in turn (the cursor is `<primary>:<its cursor>`, the
+ * primaries in address order), and reads one hash slot at a time.
+ */
+export function clusterDiscovery(client: Cluster, topology: ClusterTopology) {
+  return {
+    scan: async (cursor: string, count: number): Promise<[string, string[]]> => {
+      const primaries = primaryAddresses(topology.shards);
+      const m = /^(\d+):(\d+)$/.exec(cursor);
+      const at = m ? Number(m[1]) : 0;
+      const conn = clusterNodeAt(client, primaries[at] ?? "");
+      if (!conn) {
+        client.refreshSlotsCache();
+        throw new Error("the cluster's topology is changing; scanning again shortly");
+      }
+      const [next, keys] = await conn.scan(m ? (m[2] as string) : "0", "COUNT", count);
+      if (next !== "0") return [`${at}:${next}`, keys];
+      return [at + 1 < primaries.length ? `${at + 1}:0` : "0", keys];
+    },
+    read: (keys: string[], limits: Partial<ReadLimits>) => readInSlots(keys, (batch) => readLockKeys(client, batch, limits)),
+  };
+}

@@ -1,0 +1,139 @@
+import "server-only";
+import { EventEmitter } from "node:events";
+import type Redis from "ioredis";
+import type { RedisOptions } from "ioredis";
+import { primaryAddresses, servingShards } from "@/lib/locks/cluster";
+import type { ClusterTopology } from "../deployments/cluster";
+
+/** What the watcher needs of its subscriber connection: an ioredis connection, or a cluster's set of them. */
+export interface WatchSubscriber {
+  readonly status: string;
+  psubscribe(...patterns: string[]): Promise<unknown>;
+  punsubscribe(...patterns: string[]): Promise<unknown>;
+  subscribe(...channels: string[]): Promise<unknown>;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+  on(event: "ready" | "close" | "error", listener: () => void): unknown;
+  on(event: "pmessage", listener: (pattern: string, channel: string, message: string) => void): unknown;
+  on(event: "message", listener: (channel: string, message: string) => void): unknown;
+}
+
+/**
+ * A cluster's keyspace subscriber: Redis Cluster publishes a key's keyspace events only on the node that
+ * owns the key, so this holds one subscribed connection per primary, following the topology (a failover, a
+ * primary added or removed) without a restart. To the watcher it is one connection: `ready` once every
+ * primary's connection is up (again, after a change: the watcher then subscribes and reconciles), `close`
+ * when one drops. Plain channels (the engine's telemetry) are subscribed on one primary only: a PUBLISH
+ * reaches every node of a cluster, so one subscription hears each message once.
+ */
+export class ClusterSubscriber extends EventEmitter implements WatchSubscriber {
+  private readonly connections = new Map<string, Redis>();
+  private readonly patterns = new Set<string>();
+  private readonly channels = new Set<string>();
+  /** The connection the plain channels are subscribed on. */
+  private home: string | null = null;
+  private stopped = false;
+  private wasReady = false;
+  private readonly onChange = () => this.sync();
+
+  constructor(
+    private readonly topology: ClusterTopology,
+    private readonly connectTo: (host: string, port: number, options: RedisOptions) => Redis,
+    private readonly options: RedisOptions,
+  ) {
+    super();
+    topology.on("change", this.onChange);
+    this.sync();
+  }
+
+  get status(): string {
+    if (this.stopped) return "end";
+    if (this.connections.size === 0) return "connecting";
+    for (const c of this.connections.values()) if (c.status !== "ready") return c.status;
+    return "ready";
+  }
+
+  /** Opens connections to new primaries and closes those to nodes that are not primaries any more. */
+  private sync(): void {
+    if (this.stopped) return;
+    const wanted = new Map(servingShards(this.topology.shards).map((s) => [s.primary!.address, s.primary!]));
+    let changed = false;
+    for (const [address, conn] of this.connections) {
+      if (wanted.has(address)) continue;
+      changed = true;
+      this.connections.delete(address);
+      conn.disconnect();
+    }
+    for (const [address, member] of wanted) {
+      if (this.connections.has(address)) continue;
+      changed = true;
+      const conn = this.connectTo(member.host, member.port, this.options);
+      this.connections.set(address, conn);
+      conn.on("error", () => undefined);
+      conn.on("pmessage", (pattern: string, channel: string, message: string) => this.emit("pmessage", pattern, channel, message));
+      conn.on("message", (channel: string, message: string) => {
+        if (address === this.home) this.emit("message", channel, message);
+      });
+      conn.on("ready", () => this.checkReady());
+      conn.on("close", () => {
+        if (this.connections.get(address) !== conn) return;
+        // Read the topology now: a primary that went away is most often being failed over.
+        void this.topology.read();
+        if (this.wasReady) {
+          this.wasReady = false;
+          this.emit("close");
+        }
+      });
+    }
+    const home = primaryAddresses(this.topology.shards)[0] ?? null;
+    if (home !== this.home) {
+      this.home = home;
+      if (this.channels.size > 0) void this.subscribeHome().catch(() => undefined);
+    }
+    // A changed set of primaries is a new connection to the watcher: it subscribes and reconciles again.
+    // (Slots moving between the same primaries change nothing here: the keys' events follow them.)
+    if (changed && this.wasReady) {
+      this.wasReady = false;
+      this.emit("close");
+    }
+    this.checkReady();
+  }
+
+  private checkReady(): void {
+    if (this.stopped || this.wasReady || this.status !== "ready") return;
+    this.wasReady = true;
+    this.emit("ready");
+  }
+
+  private async subscribeHome(): Promise<void> {
+    const conn = this.home === null ? undefined : this.connections.get(this.home);
+    if (conn && this.channels.size > 0) await conn.subscribe(...this.channels);
+  }
+
+  async psubscribe(...patterns: string[]): Promise<unknown> {
+    for (const p of patterns) this.patterns.add(p);
+    return Promise.all([...this.connections.values()].map((c) => c.psubscribe(...patterns)));
+  }
+
+  async punsubscribe(...patterns: string[]): Promise<unknown> {
+    for (const p of patterns) this.patterns.delete(p);
+    return Promise.all([...this.connections.values()].map((c) => c.punsubscribe(...patterns)));
+  }
+
+  async subscribe(...channels: string[]): Promise<unknown> {
+    for (const c of channels) this.channels.add(c);
+    return this.subscribeHome();
+  }
+
+  async quit(): Promise<unknown> {
+    this.stopped = true;
+    this.topology.off("change", this.onChange);
+    return Promise.allSettled([...this.connections.values()].map((c) => c.quit()));
+  }
+
+  disconnect(): void {
+    this.stopped = true;
+    this.topology.off("change", this.onChange);
+    for (const c of this.connections.values()) c.disconnect();
+  }
+}

@@ -1,0 +1,168 @@
+import type Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keySlot, Redlock } from "@lockscope/redlock";
+import type { LockDetail } from "@/lib/locks/types";
+import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import type { TestCluster } from "../support/redis";
+import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
+import { until } from "../support/wait";
+
+type Listed = { resource: string; state: string; deployment: string; scope: string; token: string | null; format: string };
+
+describe("a Redis Cluster of three primaries with a replica each", () => {
+  let unused: TestCluster;
+  let set: RedisClusterSet;
+  let cluster: InstanceType<typeof Redis.Cluster>;
+  /** A lock key in the slots of the primary on `port`: the same name with the first tag that lands there. */
+  const keyOn = async (port: number, name: string) => {
+    for (let i = 0; ; i++) {
+      const key = `lock:{${name}-${i}}`;
+      if ((await set.shardOf(keySlot(key))).primary === port) return key;
+    }
+  };
+
+  beforeAll(async () => {
+    // No plain nodes: the console watches the cluster alone.
+    unused = await setUpConsole({ nodes: 0, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+    set = await startRedisCluster({ nodeTimeoutMs: 2_000 });
+    delete process.env.REDIS_URLS;
+    process.env.REDIS_CLUSTER_URLS = set.urls.slice(0, 2).join(",");
+    cluster = set.client();
+  }, 90_000);
+  afterAll(async () => {
+    await tearDownConsole(unused);
+    await set?.close();
+  });
+
+  const detail = async (resource: string) => {
+    const one = await import("@/app/api/locks/[resource]/route");
+    return (await call(one.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } })).body as LockDetail;
+  };
+  const listed = async () => {
+    const locks = await import("@/app/api/locks/route");
+    return ((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Listed[] }).locks;
+  };
+  const heldAs = async (resource: string, token: string) => (await listed()).some((l) => l.resource === resource && l.state === "held" && l.token === token);
+
+  it("watches every primary: locks found by SCAN at start and by each primary's notifications, the slot's primary and replicas on the lock page, force release", async () => {
+    const primaries = [...new Set(await Promise.all([0, 8000, 15000].map(async (slot) => (await set.shardOf(slot)).primary)))];
+    expect(primaries).toHaveLength(3);
+    // Held before the console starts: the first SCAN of every primary finds them.
+    const before = await Promise.all(primaries.map((port, i) => keyOn(port, `before-${i}`)));
+    for (const key of before) await cluster.set(key, `holder-${key}`, "PX", 60_000);
+    // Lock-shaped keys outside the patterns, spread over the primaries, for discovery to suggest.
+    const outside = ["app:lock:orders", "app:lock:payments", "app:lock:stock", "app:lock:users"];
+    for (const key of outside) await cluster.set(key, "0123456789abcdef0123456789abcdef", "PX", 600_000);
+    expect(new Set(await Promise.all(outside.map(async (k) => (await set.shardOf(keySlot(k))).primary))).size).toBeGreaterThan(1);
+
+    const ready = await import("@/app/api/ready/route");
+    await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200, 30_000);
+    await until("the locks held at start, on all three primaries", async () => (await Promise.all(before.map((k) => heldAs(k, `holder-${k}`)))).every(Boolean));
+
+    // Taken while the console watches: each primary's keyspace notifications.
+    const after = await Promise.all(primaries.map((port, i) => keyOn(port, `after-${i}`)));
+    for (const key of after) await cluster.set(key, `holder-${key}`, "PX", 60_000);
+    await until("the new locks, on all three primaries", async () => (await Promise.all(after.map((k) => heldAs(k, `holder-${k}`)))).every(Boolean));
+    // When each foreign lock was first seen is shared through the cluster (one script per hash slot).
+    const { firstSeenKey } = await import("@/server/live/first-seen");
+    await until("first sightings recorded on the cluster", async () => (await Promise.all(after.map((k) => cluster.exists(firstSeenKey(k, `holder-${k}`))))).every((n) => n === 1));
+    const row = (await listed()).find((l) => l.resource === after[0]);
+    expect(row).toMatchObject({ deployment: "default", scope: "single", format: "token" });
+
+    // The lock page: the key's slot, the primary serving it, and its replica with the lock copied.
+    const shard = await set.shardOf(keySlot(after[1]!));
+    const page = await until("the replica has the lock", async () => {
+      const d = await detail(after[1]!);
+      return d.replication?.replicas[0]?.hasLock ? d : null;
+    });
+    expect(page.replication).toMatchObject({ slot: keySlot(after[1]!), primary: `127.0.0.1:${shard.primary}`, replicas: [{ address: `127.0.0.1:${shard.replicas[0]}`, hasLock: true }] });
+
+    // The health lists the cluster's shards: each primary with its replica.
+    const health = await import("@/app/api/health/route");
+    const node = ((await call(health.GET, "GET", "/api/health")).body as { nodes: Array<{ cluster?: { shards: Array<{ primary: string; replicas: unknown[] }> } }> }).nodes[0];
+    expect(node?.cluster?.shards.map((s) => s.primary).sort()).toEqual(primaries.map((p) => `127.0.0.1:${p}`).sort());
+    expect(node?.cluster?.shards.every((s) => s.replicas.length === 1)).toBe(true);
+
+    // An engine lock on the cluster client, force-released through the console (its fence advances in the slot).
+    const redlock = new Redlock([cluster], { fenced: true, label: "billing" });
+    const lock = await redlock.acquire(["lock:engine/1"], 30_000);
+    await until("the engine's lock shown", async () => (await listed()).some((l) => l.resource === "lock:engine/1" && l.state === "held" && l.format === "lockscope"));
+    const release = await import("@/app/api/locks/[resource]/release/route");
+    const res = await call(release.POST, "POST", "/api/locks/lock%3Aengine%2F1/release", { body: { reason: "cluster release", token: lock.value }, params: { resource: "lock:engine/1" } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ released: true, nodes: [{ id: "node-0", result: "deleted" }] });
+    expect(await cluster.exists("lock:engine/1")).toBe(0);
+    await until("shown force-released", async () => (await detail("lock:engine/1")).state === "force-released");
+    await redlock.quit();
+
+    // Discovery walks every primary and reads each slot's keys on its own.
+    const discovery = await import("@/app/api/discovery/route");
+    const found = await until("discovery's pass over every primary", async () => {
+      const body = (await call(discovery.GET, "GET", "/api/discovery", { token: VIEWER_TOKEN })).body as { complete: boolean; candidates: Array<{ pattern: string; keys: number }> };
+      return body.complete ? body : null;
+    }, 30_000, 200);
+    expect(found.candidates).toContainEqual(expect.objectContaining({ pattern: "app:lock:*", keys: 4 }));
+  });
+
+  it("follows a slot moved to a primary added while it runs: the lock stays held, and the new primary is watched", async () => {
+    const key = await keyOn((await set.shardOf(0)).primary, "moved");
+    await cluster.set(key, "holder-moved", "PX", 60_000);
+    await until("the lock shown", () => heldAs(key, "holder-moved"));
+    const added = await set.addPrimary();
+    await set.moveSlot(keySlot(key), added);
+    expect(await cluster.get(key)).toBe("holder-moved");
+    // The move deleted the key on the old primary and restored it on the new one: still the same lock.
+    const moved = await until("the lock page names the new primary", async () => {
+      const d = await detail(key);
+      return d.replication?.primary === `127.0.0.1:${added}` ? d : null;
+    });
+    // The new primary has no replica yet.
+    expect(moved).toMatchObject({ state: "held", token: "holder-moved", replication: { slot: keySlot(key), replicas: [] } });
+    expect(moved.timeline.map((t) => t.type)).not.toContain("released");
+    // The console subscribed to the new primary: a lock written there now is seen by its notifications.
+    await cluster.set(key, "holder-moved-2", "PX", 60_000);
+    await until("the new holder shown from the new primary", () => heldAs(key, "holder-moved-2"));
+  });
+
+  it("a failover: exactly the locks the promoted replica never got are reported lost, the others held across it", async () => {
+    const metrics = await import("@/app/metrics/route");
+    const shard = await set.shardOf(8000);
+    const primaryNode = set.nodes.find((n) => n.port === shard.primary)!;
+    const replicaNode = set.nodes.find((n) => n.port === shard.replicas[0])!;
+    const primary = set.direct(shard.primary);
+    const [copied, lost1, lost2, elsewhere] = [await keyOn(shard.primary, "copied"), await keyOn(shard.primary, "lost-a"), await keyOn(shard.primary, "lost-b"), await keyOn((await set.shardOf(15000)).primary, "elsewhere")];
+    await primary.set(copied, "holder-copied", "PX", 60_000);
+    expect(await primary.wait(1, 5_000)).toBe(1);
+    await cluster.set(elsewhere, "holder-elsewhere", "PX", 60_000);
+    // The replica is frozen and cut off, so these two are on the primary alone.
+    replicaNode.pause();
+    await primary.client("KILL", "TYPE", "replica");
+    await primary.set(lost1, "holder-lost-a", "PX", 60_000);
+    await primary.set(lost2, "holder-lost-b", "PX", 60_000);
+    await until("the console saw all four", async () => (await Promise.all([[copied, "holder-copied"], [lost1, "holder-lost-a"], [lost2, "holder-lost-b"], [elsewhere, "holder-elsewhere"]].map(([k, v]) => heldAs(k!, v!)))).every(Boolean));
+    await primaryNode.kill();
+    replicaNode.resume();
+
+    // The cluster promotes the replica; the console follows it and compares.
+    await until(
+      "the lost locks on their timelines",
+      async () => (await detail(lost1)).timeline.some((t) => t.type === "lost-in-failover") && (await detail(lost2)).timeline.some((t) => t.type === "lost-in-failover"),
+      45_000,
+      200,
+    );
+    const copiedTimeline = (await detail(copied)).timeline.map((t) => t.type);
+    expect(copiedTimeline).toContain("failover");
+    expect(copiedTimeline).not.toContain("lost-in-failover");
+    // A lock on another primary is no part of this failover.
+    expect((await detail(elsewhere)).timeline.map((t) => t.type)).not.toContain("failover");
+    const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
+    expect(text).toMatch(/^lockscope_locks_lost_in_failover_total\{deployment="default"\} 2$/m);
+    expect(text).toMatch(/^lockscope_failovers_total\{deployment="default"\} 1$/m);
+    // The watcher is on the promoted replica: the copied lock held there, a new lock there seen.
+    await until("the copied lock held on the new primary", () => heldAs(copied, "holder-copied"), 30_000);
+    const promoted = set.direct(replicaNode.port);
+    const fresh = await keyOn(replicaNode.port, "after-failover");
+    await promoted.set(fresh, "holder-fresh", "PX", 60_000);
+    await until("a lock taken on the promoted replica listed", () => heldAs(fresh, "holder-fresh"));
+  });
+});

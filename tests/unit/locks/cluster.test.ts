@@ -1,0 +1,57 @@
+import { describe, expect, it } from "vitest";
+import { keySlot } from "@lockscope/redlock";
+import { clusterFailovers, parseClusterShards, primaryAddresses, readInSlots, shardOfSlot } from "@/lib/locks/cluster";
+
+/** One node as CLUSTER SHARDS (Redis 7) lists it. */
+const node = (id: string, port: number, role: "master" | "replica", health = "online", offset = 100) => [
+  "id", id, "port", port, "ip", "127.0.0.1", "endpoint", "127.0.0.1", "role", role, "replication-offset", offset, "health", health,
+];
+const shard = (slots: number[], ...nodes: unknown[][]) => ["slots", slots, "nodes", nodes];
+
+describe("a cluster's topology", () => {
+  const before = parseClusterShards([
+    shard([0, 5460], node("a", 7000, "master"), node("a1", 7003, "replica")),
+    shard([5461, 10922], node("b", 7001, "master"), node("b1", 7004, "replica", "online", 90)),
+    shard([10923, 16383], node("c", 7002, "master"), node("c1", 7005, "replica")),
+  ]);
+
+  it("reads CLUSTER SHARDS: the primaries to watch, the slot's shard, its replicas and their offsets", () => {
+    expect(primaryAddresses(before)).toEqual(["127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"]);
+    const s = shardOfSlot(before, 6000);
+    expect(s?.primary?.address).toBe("127.0.0.1:7001");
+    expect(s?.replicas).toEqual([{ id: "b1", host: "127.0.0.1", port: 7004, address: "127.0.0.1:7004", role: "replica", health: "online", offset: 90 }]);
+    // A primary without slots (just added) is not watched yet.
+    expect(primaryAddresses(parseClusterShards([shard([], node("d", 7006, "master"))]))).toEqual([]);
+    expect(parseClusterShards("not a reply")).toEqual([]);
+  });
+
+  it("tells a failover (a replica now serves its primary's slots) from a resharding (slots moved between primaries)", () => {
+    const failedOver = parseClusterShards([
+      shard([0, 5460], node("a", 7000, "master"), node("a1", 7003, "replica")),
+      // The failed primary stays listed until forgotten: the healthy one serves.
+      shard([5461, 10922], node("b", 7001, "master", "failed"), node("b1", 7004, "master")),
+      shard([10923, 16383], node("c", 7002, "master"), node("c1", 7005, "replica")),
+    ]);
+    expect(primaryAddresses(failedOver)).toEqual(["127.0.0.1:7000", "127.0.0.1:7002", "127.0.0.1:7004"]);
+    const failovers = clusterFailovers(before, failedOver);
+    expect(failovers.map((f) => [f.from.address, f.to.address, f.slots])).toEqual([["127.0.0.1:7001", "127.0.0.1:7004", [[5461, 10922]]]]);
+    const resharded = parseClusterShards([
+      shard([1, 5460], node("a", 7000, "master"), node("a1", 7003, "replica")),
+      shard([0, 0, 5461, 10922], node("b", 7001, "master"), node("b1", 7004, "replica")),
+      shard([10923, 16383], node("c", 7002, "master"), node("c1", 7005, "replica")),
+    ]);
+    expect(clusterFailovers(before, resharded)).toEqual([]);
+  });
+
+  it("reads keys one hash slot at a time and returns the readings in the keys' order", async () => {
+    const keys = ["lock:{a}1", "lock:b", "lock:{a}2", "lock:c"];
+    const batches: string[][] = [];
+    const readings = await readInSlots(keys, (batch) => {
+      batches.push(batch);
+      return Promise.resolve(batch.map((k) => `read ${k}`));
+    });
+    expect(readings).toEqual(keys.map((k) => `read ${k}`));
+    for (const batch of batches) expect(new Set(batch.map(keySlot)).size).toBe(1);
+    expect(batches).toContainEqual(["lock:{a}1", "lock:{a}2"]);
+  });
+});
