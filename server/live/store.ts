@@ -1,6 +1,7 @@
 import "server-only";
 import { formatByName, inferScope, type FormatName, type FormatReading, type LockScope } from "@/lib/locks/formats";
 import { formatView } from "@/lib/locks/formats/view";
+import type { LockSummary } from "@/lib/locks/groups";
 import { decodeHolder, endReason, mergeSamples, transitions, type EndCause, type MergedLock } from "@/lib/locks/merge";
 import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry, type TimelineType } from "@/lib/locks/types";
 import { BucketCounter, pushCapped } from "@/lib/locks/window";
@@ -181,6 +182,28 @@ export class LockStore {
     const out: string[] = [];
     for (const entry of this.live.values()) if (entry.state !== null) out.push(entry.resource);
     return out;
+  }
+
+  /**
+   * Every listed lock's few fields for grouping, search and sort (`server/live/groups.ts`), read straight from
+   * the entries: no `Lock` is built, no format view decoded (a million locks per request).
+   */
+  summaries(visit: (summary: LockSummary) => void, now = Date.now()): void {
+    for (const entry of this.live.values()) {
+      if (entry.state === null) continue;
+      const tracked = this.contention.has(entry.resource);
+      const figures = tracked ? this.contention.get(entry.resource, now, entry.token ? lockValueId(entry.token) : null) : null;
+      visit({
+        resource: entry.resource,
+        state: entry.state,
+        acquiredAt: entry.acquiredAt,
+        expiresAt: entry.expiresAt,
+        token: entry.token ?? entry.leading ?? entry.endedToken,
+        quorumHeld: entry.quorumHeld,
+        attemptsPerMin: figures ? figures.attemptsPerMin : null,
+        waiters: figures ? figures.waiters : (entry.reading?.waiters ?? null),
+      });
+    }
   }
 
   /** The listed lock, built now; null when it left the list. */
