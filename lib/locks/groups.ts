@@ -57,7 +57,7 @@ export const GROUP_SORTS = ["group", "locks", "held", "partial", "elapsed", "con
 export type GroupSort = (typeof GROUP_SORTS)[number];
 
 /** Sort keys of the server-paged lock list, one per column of the locks table. */
-export const LOCK_SORTS = ["resource", "state", "holder", "nodes", "ttl", "heldFor", "contention"] as const;
+export const LOCK_SORTS = ["resource", "state", "holder", "nodes", "ttl", "heldFor", "fence", "contention"] as const;
 export type LockSort = (typeof LOCK_SORTS)[number];
 
 export type SortOrder = "asc" | "desc";
@@ -120,11 +120,19 @@ export function sortGroups(rows: LockGroup[], key: GroupSort, order: SortOrder):
   return rows.sort((a, b) => (key === "group" ? byText(a.group, b.group) * dir : byNumber(value(a), value(b), dir) || byText(a.group, b.group)));
 }
 
+/** What sorting reads from a lock's value, decoded once per lock and only for the column sorted by. */
+export interface ValueReaders {
+  /** The holder text the table shows. */
+  holder: (s: LockSummary) => string;
+  /** The fencing token, null where the value carries none. */
+  fence: (s: LockSummary) => number | null;
+}
+
 /**
- * Sorts lock summaries in place by a table column, ties by resource. `holderOf` gives the holder text the
- * table shows (only called when sorting by holder). "Held for" ascending is the shortest-held first.
+ * Sorts lock summaries in place by a table column, ties by resource. "Held for" ascending is the
+ * shortest-held first.
  */
-export function sortLocks(rows: LockSummary[], key: LockSort, order: SortOrder, holderOf: (s: LockSummary) => string): LockSummary[] {
+export function sortLocks(rows: LockSummary[], key: LockSort, order: SortOrder, read: ValueReaders): LockSummary[] {
   const dir = order === "asc" ? 1 : -1;
   let compare: (a: LockSummary, b: LockSummary) => number;
   switch (key) {
@@ -136,8 +144,14 @@ export function sortLocks(rows: LockSummary[], key: LockSort, order: SortOrder, 
       break;
     case "holder": {
       const text = new Map<LockSummary, string>();
-      const of = (s: LockSummary) => text.get(s) ?? text.set(s, holderOf(s)).get(s) ?? "";
+      const of = (s: LockSummary) => text.get(s) ?? text.set(s, read.holder(s)).get(s) ?? "";
       compare = (a, b) => byText(of(a), of(b)) * dir;
+      break;
+    }
+    case "fence": {
+      const fences = new Map<LockSummary, number | null>();
+      const of = (s: LockSummary) => (fences.has(s) ? (fences.get(s) ?? null) : fences.set(s, read.fence(s)).get(s) ?? null);
+      compare = (a, b) => byNumber(of(a), of(b), dir);
       break;
     }
     case "nodes":

@@ -48,6 +48,11 @@ function holderOfValue(value: string | null): string {
   return holder ? engineHolderText(holder) : `raw ${truncate(value, 28)}`;
 }
 
+function fenceOfValue(value: string | null): number | null {
+  const fence = value === null ? null : decodeHolder(value).fence;
+  return fence === null ? null : Number(fence);
+}
+
 /**
  * The grouped view and the server-paged lock list over the store: one pass over its entries' summaries (never
  * a `Lock` per lock), results kept about a second so that scrolling and polling viewers share them; `Lock`s
@@ -100,7 +105,7 @@ export class LockGroups {
         if (needle && !matchesSearch(s, needle)) return;
         rows.push(s);
       }, now);
-      sortLocks(rows, query.sort, query.order, (s) => holderOfValue(s.token));
+      sortLocks(rows, query.sort, query.order, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) });
       list = { at: now, rows };
       this.lists.delete(key);
       this.lists.set(key, list);
