@@ -34,6 +34,8 @@ test.describe("grouped view of a large fleet", () => {
   });
 
   test("a large fleet shows one row per group; a group opens into its locks, paged, searched and sorted by the server", async ({ page, request, signIn }) => {
+    // Four layouts checked with axe, then the drill-down: longer than one page's test.
+    test.setTimeout(120_000);
     await signIn("viewer");
     clients = await lockNodeClients(request);
     prefix = `lock:fleet${randomBytes(2).toString("hex")}`;
