@@ -6,10 +6,9 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import type { GroupSort, LockGroup, LockGroupsPage, LocksPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
-import { MessageText } from "../message-text";
 import { contentionText, formatDuration } from "./format";
 import { liveFeed } from "./live-feed";
-import { LockRowsTable, nextSort, SortHeader, type Sort } from "./lock-rows";
+import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort } from "./lock-rows";
 import { useLiveLocks, useNow } from "./use-live-locks";
 
 /** Groups shown at once; a search narrows the rest. */
@@ -61,20 +60,18 @@ export function GroupsTable() {
   const offsetMs = data ? data.serverTime - query.dataUpdatedAt : 0;
   return (
     <div className="panel locks-panel">
-      <div className="locks-tools">
-        <label className="filter">
-          <span className="sr-only">Filter groups</span>
-          <input type="search" placeholder="Filter groups by name" aria-label="Filter groups" value={text} onChange={(e) => setText(e.target.value)} />
-        </label>
-        <span className="muted" aria-live="polite">
-          {data ? `${data.locks.toLocaleString("en")} locks in ${data.total.toLocaleString("en")} ${data.total === 1 ? "group" : "groups"}${data.total > data.groups.length ? `, first ${data.groups.length} shown` : ""}` : "Loading groups…"}
-        </span>
-      </div>
-      {query.isError && (
-        <p role="alert" className="error-text">
-          Could not load the groups: {query.error instanceof Error ? <MessageText text={query.error.message} /> : "the console did not answer"}.
-        </p>
-      )}
+      <TableTools
+        label="Filter groups"
+        placeholder="Filter groups by name"
+        value={text}
+        onChange={setText}
+        count={
+          data
+            ? `${data.locks.toLocaleString("en")} locks in ${data.total.toLocaleString("en")} ${data.total === 1 ? "group" : "groups"}${data.total > data.groups.length ? `, first ${data.groups.length} shown` : ""}`
+            : "Loading groups…"
+        }
+      />
+      {query.isError && <LoadError what="the groups" error={query.error} />}
       <div className="locks-scroll groups-scroll">
         <table className="groups-table" aria-label="Lock groups">
           <thead>
@@ -223,26 +220,24 @@ export function GroupLocks({ group }: { group: string }) {
   const offsetMs = live.data?.offsetMs ?? 0;
   return (
     <div className="panel locks-panel">
-      <div className="locks-tools">
-        <Link href="/" className="back-link">
-          ← All groups
-        </Link>
-        <h2 className="group-title mono" title={group}>
-          {group}
-        </h2>
-        <label className="filter">
-          <span className="sr-only">Search this group</span>
-          <input type="search" placeholder="Search by resource or holder" aria-label="Search this group" value={text} onChange={(e) => setText(e.target.value)} />
-        </label>
-        <span className="muted" aria-live="polite">
-          {loaded ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? " match" : ""}` : "Loading locks…"}
-        </span>
-      </div>
-      {error && (
-        <p role="alert" className="error-text">
-          Could not load the locks: {error instanceof Error ? <MessageText text={error.message} /> : "the console did not answer"}.
-        </p>
-      )}
+      <TableTools
+        before={
+          <>
+            <Link href="/" className="back-link">
+              ← All groups
+            </Link>
+            <h2 className="group-title mono" title={group}>
+              {group}
+            </h2>
+          </>
+        }
+        label="Search this group"
+        placeholder="Search by resource or holder"
+        value={text}
+        onChange={setText}
+        count={loaded ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? " match" : ""}` : "Loading locks…"}
+      />
+      {error && <LoadError what="the locks" error={error} />}
       <LockRowsTable
         count={total.current}
         rowAt={rowAt}

@@ -4,6 +4,7 @@ import Link from "next/link";
 import { useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
 import { useEffect, useRef, type CSSProperties, type ReactNode } from "react";
 import type { Lock } from "@/lib/locks/types";
+import { MessageText } from "../message-text";
 import { contentionText, FORMAT_LABEL, formatDuration, holderText, lockHref } from "./format";
 import { badgesTitle, LockBadges, NodeDots, Sparkline, TtlBar } from "./lock-bits";
 
@@ -27,6 +28,31 @@ export interface Sort {
 }
 
 export const ROW_HEIGHT = 38;
+
+/** A table's tools: what comes first (a way back, a title), the filter box, and the live count beside it. */
+export function TableTools({ before, label, placeholder, value, onChange, count }: { before?: ReactNode; label: string; placeholder: string; value: string; onChange: (text: string) => void; count: string }) {
+  return (
+    <div className="locks-tools">
+      {before}
+      <label className="filter">
+        <span className="sr-only">{label}</span>
+        <input type="search" placeholder={placeholder} aria-label={label} value={value} onChange={(e) => onChange(e.target.value)} />
+      </label>
+      <span className="muted" aria-live="polite">
+        {count}
+      </span>
+    </div>
+  );
+}
+
+/** Why a table has nothing to show: the API's message, or that the console did not answer. */
+export function LoadError({ what, error }: { what: string; error: unknown }) {
+  return (
+    <p role="alert" className="error-text">
+      Could not load {what}: {error instanceof Error ? <MessageText text={error.message} /> : "the console did not answer"}.
+    </p>
+  );
+}
 
 /** A sortable column header: a button whose arrow and `aria-sort` say how the rows are ordered. */
 export function SortHeader<K extends string>({ column, label, sort, onSort, className }: { column: K; label: string; sort: { key: K; dir: 1 | -1 }; onSort: (key: K) => void; className?: string }) {

@@ -10,11 +10,10 @@ import { ApiRequestError, apiFetch } from "../api-client";
 import { holderText } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
-import { LockRowsTable, nextSort, type Sort, type SortKey } from "./lock-rows";
+import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
 import { useLiveLocks, useLiveNodes, useNow } from "./use-live-locks";
-import { MessageText } from "../message-text";
 
 const STATE_ORDER: Record<Lock["state"], number> = { partial: 0, elapsed: 1, held: 2, "force-released": 3, expired: 4, released: 5 };
 
@@ -68,9 +67,7 @@ export function LocksView() {
     <>
       <Header data={live.data} />
       {size.isError && grouped.current === null ? (
-        <p role="alert" className="error-text">
-          Could not load the locks: {size.error instanceof Error ? <MessageText text={size.error.message} /> : "the console did not answer"}.
-        </p>
+        <LoadError what="the locks" error={size.error} />
       ) : group !== null ? (
         <GroupLocks group={group} />
       ) : grouped.current === true ? (
@@ -145,11 +142,7 @@ function LocksTable() {
   const query = useLiveLocks();
   const data = query.data;
   if (query.isError && !data) {
-    return (
-      <p role="alert" className="error-text">
-        Could not load the locks: {query.error instanceof Error ? <MessageText text={query.error.message} /> : "the console did not answer"}.
-      </p>
-    );
+    return <LoadError what="the locks" error={query.error} />;
   }
   return <FilteredLocks data={data} />;
 }
@@ -173,15 +166,13 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
 
   return (
     <div className="panel locks-panel">
-      <div className="locks-tools">
-        <label className="filter">
-          <span className="sr-only">Filter locks</span>
-          <input type="search" placeholder="Filter by resource, holder or state" aria-label="Filter locks" value={filter} onChange={(e) => setFilter(e.target.value)} />
-        </label>
-        <span className="muted" aria-live="polite">
-          {rows.length === (data?.locks.length ?? 0) ? `${rows.length} ${rows.length === 1 ? "lock" : "locks"}` : `${rows.length} of ${data?.locks.length ?? 0} locks`}
-        </span>
-      </div>
+      <TableTools
+        label="Filter locks"
+        placeholder="Filter by resource, holder or state"
+        value={filter}
+        onChange={setFilter}
+        count={rows.length === (data?.locks.length ?? 0) ? `${rows.length} ${rows.length === 1 ? "lock" : "locks"}` : `${rows.length} of ${data?.locks.length ?? 0} locks`}
+      />
       <LockRowsTable
         count={rows.length}
         rowAt={(i) => rows[i]}
