@@ -191,8 +191,14 @@ export class LockStore {
   summaries(visit: (summary: LockSummary) => void, now = Date.now()): void {
     for (const entry of this.live.values()) {
       if (entry.state === null) continue;
-      const tracked = this.contention.has(entry.resource);
-      const figures = tracked ? this.contention.get(entry.resource, now, entry.token ? lockValueId(entry.token) : null) : null;
+      // As `contentionOf` says it, from the format's name rather than a built view: engine telemetry (0 when
+      // none came), a library's queue, or nothing visible.
+      const source = entry.reading ? formatByName(entry.reading.format).contention : null;
+      const figures = this.contention.has(entry.resource)
+        ? this.contention.get(entry.resource, now, entry.token ? lockValueId(entry.token) : null)
+        : source === "engine"
+          ? { attemptsPerMin: 0, waiters: 0 }
+          : { attemptsPerMin: null, waiters: source === "queue" ? (entry.reading?.waiters ?? null) : null };
       visit({
         resource: entry.resource,
         state: entry.state,
@@ -200,8 +206,8 @@ export class LockStore {
         expiresAt: entry.expiresAt,
         token: entry.token ?? entry.leading ?? entry.endedToken,
         quorumHeld: entry.quorumHeld,
-        attemptsPerMin: figures ? figures.attemptsPerMin : null,
-        waiters: figures ? figures.waiters : (entry.reading?.waiters ?? null),
+        attemptsPerMin: figures.attemptsPerMin,
+        waiters: figures.waiters,
       });
     }
   }

@@ -74,7 +74,8 @@ describe("grouped view and server-paged locks", () => {
     expect(orders).toMatchObject({ locks: ORDERS, held: ORDERS, partial: 0, elapsed: 0, ended: 0 });
     expect(orders.oldest).toEqual({ resource: "lock:orders/order-07", acquiredAt: oldestAt, holder: "nightly-report (web-1 pid 107)" });
     expect(orders.shortestTtl?.resource).toBe("lock:orders/order-12");
-    // A foreign client's failed attempts leave no trace: not known, never 0.
+    // The engine's clients report their failed attempts (none here); a foreign client's leave no trace: not known, never 0.
+    expect(orders.contention).toEqual({ attemptsPerMin: 0, waiters: 0 });
     expect(body.groups.find((g) => g.group === "lock:billing")!.contention).toEqual({ attemptsPerMin: null, waiters: null });
 
     const bySize = await get<LockGroupsPage>("/api/locks/groups?sort=locks&order=desc&limit=1");
