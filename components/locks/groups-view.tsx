@@ -42,7 +42,7 @@ function useSettledText(delayMs = 250): [string, string, (text: string) => void]
   return [text, settled, setText];
 }
 
-/** One row per group of locks (the group pattern names them), from the server, refreshed every 2 s. */
+/** One row per group of locks (the group pattern names them), from the server, refreshed every 3 s. */
 export function GroupsTable() {
   const [sort, setSort] = useState<{ key: GroupSort; dir: 1 | -1 }>({ key: "group", dir: 1 });
   const [text, search, setText] = useSettledText();
@@ -52,7 +52,7 @@ export function GroupsTable() {
   const query = useQuery({
     queryKey: ["lock-groups", params.toString()],
     queryFn: () => apiFetch<LockGroupsPage>(`/api/locks/groups?${params.toString()}`),
-    refetchInterval: 2_000,
+    refetchInterval: 3_000,
     placeholderData: (previous) => previous,
     retry: false,
   });
@@ -181,7 +181,7 @@ export function GroupLocks({ group }: { group: string }) {
       timer ??= setTimeout(() => {
         timer = null;
         void client.invalidateQueries({ queryKey: ["lock-page", group] });
-      }, 500);
+      }, 1_000);
     };
     const stop = liveFeed(client).listen((change) => {
       if ("lock" in change || "contention" in change) {

@@ -50,17 +50,17 @@ const TABLE_VIEW_BELOW = 400;
 export function LocksView() {
   const live = useLiveNodes();
   const group = useSearchParams().get("group");
+  // How many locks: asked once when the page opens, then from the stream's counts (every second).
   const size = useQuery({
     queryKey: ["lock-groups", "size"],
     queryFn: () => apiFetch<LockGroupsPage>("/api/locks/groups?limit=1"),
-    refetchInterval: 2_000,
+    staleTime: Infinity,
+    gcTime: 0,
     retry: false,
   });
   const grouped = useRef<boolean | null>(null);
-  if (size.data) {
-    const locks = size.data.locks;
-    grouped.current = locks > GROUPED_VIEW_ABOVE || (grouped.current === true && locks >= TABLE_VIEW_BELOW);
-  }
+  const locks = live.data?.stats?.locks ?? size.data?.locks;
+  if (locks !== undefined) grouped.current = locks > GROUPED_VIEW_ABOVE || (grouped.current === true && locks >= TABLE_VIEW_BELOW);
   const error = size.error ?? live.error;
   if ((error instanceof ApiRequestError && error.status === 401) || live.data?.status === "signed-out") return <SignInPrompt />;
   return (

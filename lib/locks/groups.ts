@@ -68,7 +68,8 @@ export class GroupAggregator {
 
   constructor(private readonly groupOf: (resource: string) => string) {}
 
-  add(lock: LockSummary): void {
+  /** `lock` may be reused by the caller once this returns. */
+  add(lock: Readonly<LockSummary>): void {
     const name = this.groupOf(lock.resource);
     let row = this.groups.get(name);
     if (!row) {
@@ -172,7 +173,7 @@ export function sortLocks(rows: LockSummary[], key: LockSort, order: SortOrder, 
 }
 
 /** Case-insensitive substring search on the resource and on the holder's value (label and host are in engine values). */
-export function matchesSearch(s: LockSummary, needle: string): boolean {
+export function matchesSearch(s: Readonly<LockSummary>, needle: string): boolean {
   return s.resource.toLowerCase().includes(needle) || (s.token !== null && s.token.toLowerCase().includes(needle));
 }
 

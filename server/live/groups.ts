@@ -3,6 +3,7 @@ import {
   GroupAggregator,
   lockGroup,
   matchesSearch,
+  OTHER_GROUP,
   sortGroups,
   sortLocks,
   statelessPattern,
@@ -99,11 +100,14 @@ export class LockGroups {
     if (!list || now - list.at > REUSE_MS || now < list.at) {
       const rows: LockSummary[] = [];
       const needle = query.q?.toLowerCase();
+      const group = query.group;
+      // A group's name is a piece of each of its keys: most keys are ruled out without running the pattern.
+      const mayHold = group === undefined || group === OTHER_GROUP ? () => true : (resource: string) => resource.includes(group);
       this.store.summaries((s) => {
         if (query.state !== undefined && s.state !== query.state) return;
-        if (query.group !== undefined && this.groupOf(s.resource) !== query.group) return;
+        if (group !== undefined && (!mayHold(s.resource) || this.groupOf(s.resource) !== group)) return;
         if (needle && !matchesSearch(s, needle)) return;
-        rows.push(s);
+        rows.push({ ...s });
       }, now);
       sortLocks(rows, query.sort, query.order, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) });
       list = { at: now, rows };

@@ -186,29 +186,31 @@ export class LockStore {
 
   /**
    * Every listed lock's few fields for grouping, search and sort (`server/live/groups.ts`), read straight from
-   * the entries: no `Lock` is built, no format view decoded (a million locks per request).
+   * the entries: no `Lock` is built, no format view decoded (a million locks per request). `visit` gets the
+   * same object each time, refilled: it copies what it keeps.
    */
-  summaries(visit: (summary: LockSummary) => void, now = Date.now()): void {
+  summaries(visit: (summary: Readonly<LockSummary>) => void, now = Date.now()): void {
+    const summary: LockSummary = { resource: "", state: "held", acquiredAt: null, expiresAt: null, token: null, quorumHeld: 0, attemptsPerMin: null, waiters: null };
     for (const entry of this.live.values()) {
       if (entry.state === null) continue;
       // As `contentionOf` says it, from the format's name rather than a built view: engine telemetry (0 when
       // none came), a library's queue, or nothing visible.
       const source = entry.reading ? formatByName(entry.reading.format).contention : null;
-      const figures = this.contention.has(entry.resource)
-        ? this.contention.get(entry.resource, now, entry.token ? lockValueId(entry.token) : null)
-        : source === "engine"
-          ? { attemptsPerMin: 0, waiters: 0 }
-          : { attemptsPerMin: null, waiters: source === "queue" ? (entry.reading?.waiters ?? null) : null };
-      visit({
-        resource: entry.resource,
-        state: entry.state,
-        acquiredAt: entry.acquiredAt,
-        expiresAt: entry.expiresAt,
-        token: entry.token ?? entry.leading ?? entry.endedToken,
-        quorumHeld: entry.quorumHeld,
-        attemptsPerMin: figures.attemptsPerMin,
-        waiters: figures.waiters,
-      });
+      if (this.contention.has(entry.resource)) {
+        const figures = this.contention.get(entry.resource, now, entry.token ? lockValueId(entry.token) : null);
+        summary.attemptsPerMin = figures.attemptsPerMin;
+        summary.waiters = figures.waiters;
+      } else {
+        summary.attemptsPerMin = source === "engine" ? 0 : null;
+        summary.waiters = source === "engine" ? 0 : source === "queue" ? (entry.reading?.waiters ?? null) : null;
+      }
+      summary.resource = entry.resource;
+      summary.state = entry.state;
+      summary.acquiredAt = entry.acquiredAt;
+      summary.expiresAt = entry.expiresAt;
+      summary.token = entry.token ?? entry.leading ?? entry.endedToken;
+      summary.quorumHeld = entry.quorumHeld;
+      visit(summary);
     }
   }
 
