@@ -4,8 +4,8 @@ import { encodeLockValue } from "@lockscope/redlock";
 import { expect, lockNodeClients, test } from "./fixtures";
 import { accessibilityProblems, deleteMatching, layoutProblems, settled, THEMES, useSystemTheme } from "./scene";
 
-/** Locks per group: 610 in all, above the 500 where the page groups them. */
-const FLEET = { orders: 450, billing: 120, mail: 40 } as const;
+/** Locks per group: 5,210 in all, above the 5,000 where the page groups them. */
+const FLEET = { orders: 450, billing: 120, mail: 40, bulk: 4_600 } as const;
 const pad = (i: number) => String(i).padStart(4, "0");
 
 /** Holds every group's locks on every node (one value per lock, the same on each node, as a real holder writes it). */
@@ -64,10 +64,14 @@ test.describe("grouped view of a large fleet", () => {
       }
     }
 
-    // Sorted by size, largest first: orders.
+    // Only this fleet's groups, sorted by size: smallest first, then largest first.
+    await page.getByRole("searchbox", { name: "Filter groups" }).fill(prefix);
+    await expect(groups.getByRole("row")).toHaveCount(1 + Object.keys(FLEET).length);
     await groups.getByRole("button", { name: "Locks", exact: true }).click();
+    await expect(groups.getByRole("columnheader", { name: "Locks" })).toHaveAttribute("aria-sort", "ascending");
+    await expect(groups.getByRole("row").nth(1)).toHaveAttribute("aria-label", `${prefix}-mail`);
     await groups.getByRole("button", { name: "Locks", exact: true }).click();
-    await expect(groups.getByRole("row").nth(1)).toHaveAttribute("aria-label", `${prefix}-orders`);
+    await expect(groups.getByRole("row").nth(1)).toHaveAttribute("aria-label", `${prefix}-bulk`);
 
     await orders.getByRole("link", { name: `${prefix}-orders` }).click();
     await expect(page).toHaveURL(/\?group=/);
