@@ -5,15 +5,15 @@
  * events it wrote and dropped are reported.
  *
  * Starts three redis-server nodes in os.tmpdir() and the real console as a child process
- * (`node --import tsx scripts/start.ts`, REDIS_URLS pointing at those nodes), so RSS and CPU are the
- * server's own (/proc/<pid>). For N = 1,000 and 100,000 locks held (loaded with pipelined SET PX before the
+ * (the production launcher `node dist/start.mjs`, built first when the sources changed; REDIS_URLS pointing
+ * at those nodes), so RSS and CPU are the server's own (/proc/<pid>). For N = 1,000 and 100,000 locks held (loaded with pipelined SET PX before the
  * console starts, so it reconciles them by SCAN), it opens one stream in this process, measures the
  * snapshot, then churns acquisitions and releases at 1,000 and 5,000 changes/s on other keys and measures,
  * for every change, the time from the Redis write to its arrival in the stream (after an unmeasured warm-up at
  * the same rate). Afterwards the stream's view of every churned key is compared with Redis: a difference is a
  * lost event.
  *
- * Run it under `flock /tmp/lockscope-build.lock` (the console's launcher builds when sources changed).
+ * Run it under `flock /tmp/lockscope-build.lock`: it runs `npm run build` first when the sources changed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -24,6 +24,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import path from "node:path";
 import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "../lib/redis-node";
+import { ensureBuild } from "../scripts/build-if-stale.mjs";
 import { startPostgres, type TestPostgres } from "../tests/support/postgres";
 
 const argv = process.argv.slice(2);
@@ -40,11 +41,25 @@ if (SOAK && !(Number.isFinite(SOAK_MINUTES) && SOAK_MINUTES >= 4 && SOAK_MINUTES
   process.stderr.write(`--soak-minutes expects a number of minutes from 4 to 600, got ${JSON.stringify(argv[soakMinutesArg + 1] ?? null)}\n`);
   process.exit(2);
 }
+/** Extra Node.js flags for the console process (`--console-node-args "--cpu-prof --cpu-prof-dir=/tmp/p"`), for profiling it. */
+const consoleArgsAt = argv.indexOf("--console-node-args");
+const CONSOLE_NODE_ARGS = consoleArgsAt >= 0 ? (argv[consoleArgsAt + 1] ?? "").split(/\s+/).filter(Boolean) : [];
 const out = (line = "") => (JSON_OUT ? process.stderr : process.stdout).write(`${line}\n`);
 
 const ROOT = path.resolve(import.meta.dirname, "..");
-const HELD_COUNTS = QUICK ? [1_000, 20_000] : [1_000, 100_000];
-const RATES = [1_000, 5_000];
+/** `--held 1000,1000000` and `--rates 5000,10000`: other sizes and rates than the bars' (the scale run). */
+function listArg(name: string, fallback: number[]): number[] {
+  const at = argv.indexOf(name);
+  if (at < 0) return fallback;
+  const list = (argv[at + 1] ?? "").split(",").map(Number);
+  if (list.length === 0 || !list.every((n) => Number.isInteger(n) && n > 0 && n <= 5_000_000)) {
+    process.stderr.write(`${name} expects a comma-separated list of whole numbers from 1 to 5000000, got ${JSON.stringify(argv[at + 1] ?? null)}\n`);
+    process.exit(2);
+  }
+  return list;
+}
+const HELD_COUNTS = listArg("--held", QUICK ? [1_000, 20_000] : [1_000, 100_000]);
+const RATES = listArg("--rates", [1_000, 5_000]);
 const CHURN_MS = QUICK ? 3_000 : 8_000;
 const WARMUP_MS = QUICK ? 1_000 : 2_000;
 /**
@@ -150,7 +165,7 @@ async function getJson<T>(port: number, pathname: string): Promise<{ status: num
 
 async function startConsole(urls: string[], dataDir: string): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+  const child = spawn(process.execPath, [...CONSOLE_NODE_ARGS, "dist/start.mjs"], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     env: {
@@ -243,6 +258,8 @@ interface ChurnResult {
   max: number;
   achievedRate: number;
   cpuPct: number;
+  /** The console's CPU time per change delivered to the stream (µs). */
+  cpuUsPerChange: number;
   rssMb: number;
   /** The bench process's own event-loop delay p99 (ms): its share of the measured latency. */
   benchLoopP99: number;
@@ -360,6 +377,7 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
     max: sorted[sorted.length - 1] ?? Number.NaN,
     achievedRate: (changes / elapsed) * 1000,
     cpuPct: ((cpu1 - cpu0) / CLK_TCK / (elapsed / 1000)) * 100,
+    cpuUsPerChange: latencies.length > 0 ? (((cpu1 - cpu0) / CLK_TCK) * 1e6) / latencies.length : Number.NaN,
     benchLoopP99: loopDelay.percentile(99) / 1e6,
     benchLoopMax: loopDelay.max / 1e6,
     serverLoopP99: serverLoop.p99,
@@ -371,6 +389,11 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
 
 interface PhaseResult {
   held: number;
+  /** From the console's start to every held lock listed (its reconcile by SCAN), and the nodes' PING p99 meanwhile. */
+  reconcileMs: number;
+  nodeP99DuringReconcileMs: number;
+  /** The console's RSS above an empty console's, per held lock, once reconciled (bytes). */
+  bytesPerLock: number;
   snapshotMs: number;
   restMs: number;
   rssAfterSnapshotMb: number;
@@ -380,11 +403,66 @@ interface PhaseResult {
   history?: { written: number; dropped: number; queued: number };
 }
 
+/** One client per node sending PING back to back (every 10 ms at most): how the nodes answer others meanwhile. */
+class NodePinger {
+  private readonly samples: number[] = [];
+  private running = true;
+  private readonly clients: Redis[];
+
+  constructor(nodes: RedisNode[]) {
+    this.clients = nodes.map((n) => new Redis(n.port, "127.0.0.1"));
+    for (const c of this.clients) void this.loop(c);
+  }
+
+  private async loop(client: Redis): Promise<void> {
+    while (this.running) {
+      const t0 = performance.now();
+      try {
+        await client.ping();
+        this.samples.push(performance.now() - t0);
+      } catch {
+        return;
+      }
+      await sleep(10);
+    }
+  }
+
+  /** Stops, and gives the p99 round trip (ms). */
+  stop(): number {
+    this.running = false;
+    for (const c of this.clients) c.disconnect();
+    return quantile(this.samples.sort((a, b) => a - b), 0.99);
+  }
+}
+
+/** An empty console's RSS (MB), the base the per-lock figure is measured from. */
+let baselineRssMb = 0;
+
+async function measureBaseline(nodes: RedisNode[]): Promise<void> {
+  const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1"));
+  await Promise.all(clients.map((c) => c.flushall()));
+  for (const c of clients) c.disconnect();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-console-"));
+  const { child } = await startConsole(
+    nodes.map((n) => n.url),
+    dataDir,
+  );
+  try {
+    await sleep(3_000);
+    baselineRssMb = procStats(child.pid!).rssMb;
+  } finally {
+    await stopConsole(child);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
   const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true }));
   await Promise.all(clients.map((c) => c.flushall()));
   await loadHeld(clients, held);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-console-"));
+  const pinger = new NodePinger(nodes);
+  const consoleStarted = performance.now();
   const { child, port } = await startConsole(
     nodes.map((n) => n.url),
     dataDir,
@@ -396,6 +474,10 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
       if (body.total >= held) break;
       await sleep(200);
     }
+    const reconcileMs = performance.now() - consoleStarted;
+    const nodeP99DuringReconcileMs = pinger.stop();
+    await sleep(3_000);
+    const bytesPerLock = ((procStats(child.pid!).rssMb - baselineRssMb) * 1024 * 1024) / held;
     const stream = new StreamClient(port);
     while (stream.snapshotDoneAt === null) await sleep(5);
     const snapshotMs = stream.snapshotDoneAt - stream.openedAt;
@@ -414,7 +496,7 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     const hwmMb = procStats(child.pid!).hwmMb;
     stream.close();
     const history = HISTORY ? await historyCounts(port) : undefined;
-    return { held, snapshotMs, restMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}) };
+    return { held, reconcileMs, nodeP99DuringReconcileMs, bytesPerLock, snapshotMs, restMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}) };
   } finally {
     await stopConsole(child);
     for (const c of clients) c.disconnect();
@@ -423,12 +505,14 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
 }
 
 async function main(): Promise<void> {
+  if (!ensureBuild(ROOT)) throw new Error("`npm run build` failed; see the output above");
   const stopHistoryDb = await startHistoryDb();
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-live-"));
   const nodes = await startRedisNodes(3, { dir });
   const started = Date.now();
   const results: PhaseResult[] = [];
   try {
+    await measureBaseline(nodes);
     for (const held of HELD_COUNTS) {
       out(`phase: ${held} locks held`);
       results.push(await phase(nodes, held));
@@ -442,17 +526,19 @@ async function main(): Promise<void> {
   out("");
   out(`Live view: 3 local redis-server nodes, console as a child process, one stream client (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
   out("");
-  out("| locks held | changes/s asked | achieved | changes | delivered | p50 ms | p99 ms | max ms | not seen individually | lost (final state wrong) | server CPU % | server RSS MB | server loop delay p99 / max ms | bench loop delay p99 / max ms | slowest change written at ms |");
-  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  out("| locks held | changes/s asked | achieved | changes | delivered | p50 ms | p99 ms | max ms | not seen individually | lost (final state wrong) | server CPU % | CPU µs per change | server RSS MB | server loop delay p99 / max ms | bench loop delay p99 / max ms | slowest change written at ms |");
+  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   for (const r of results) {
     for (const c of r.churns) {
-      out(`| ${r.held} | ${c.rate} | ${f(c.achievedRate, 0)} | ${c.changes} | ${c.seen} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${c.coalesced} | ${c.lost} | ${f(c.cpuPct, 0)} | ${f(c.rssMb, 0)} | ${f(c.serverLoopP99)} / ${f(c.serverLoopMax)} | ${f(c.benchLoopP99)} / ${f(c.benchLoopMax)} | ${f(c.worstAtMs, 0)} |`);
+      out(`| ${r.held} | ${c.rate} | ${f(c.achievedRate, 0)} | ${c.changes} | ${c.seen} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${c.coalesced} | ${c.lost} | ${f(c.cpuPct, 0)} | ${f(c.cpuUsPerChange, 0)} | ${f(c.rssMb, 0)} | ${f(c.serverLoopP99)} / ${f(c.serverLoopMax)} | ${f(c.benchLoopP99)} / ${f(c.benchLoopMax)} | ${f(c.worstAtMs, 0)} |`);
     }
   }
   out("");
-  out("| locks held | stream snapshot ms | REST /api/locks ms | RSS after snapshot MB | peak RSS (VmHWM) MB |");
-  out("|---:|---:|---:|---:|---:|");
-  for (const r of results) out(`| ${r.held} | ${f(r.snapshotMs, 0)} | ${f(r.restMs, 0)} | ${f(r.rssAfterSnapshotMb, 0)} | ${f(r.hwmMb, 0)} |`);
+  out(`An empty console: ${f(baselineRssMb, 0)} MB RSS.`);
+  out("");
+  out("| locks held | reconcile s | node PING p99 during it ms | RSS per held lock (above an empty console) | stream snapshot ms | REST /api/locks ms | RSS after snapshot MB | peak RSS (VmHWM) MB |");
+  out("|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const r of results) out(`| ${r.held} | ${f(r.reconcileMs / 1000)} | ${f(r.nodeP99DuringReconcileMs, 2)} | ${f(r.bytesPerLock, 0)} B | ${f(r.snapshotMs, 0)} | ${f(r.restMs, 0)} | ${f(r.rssAfterSnapshotMb, 0)} | ${f(r.hwmMb, 0)} |`);
   if (HISTORY) {
     out("");
     out("| locks held | history events written | dropped | still queued at the end |");
@@ -512,6 +598,7 @@ async function serverMemoryMb(port: number): Promise<{ heapMb: number; externalM
  * floor and RSS median are within SOAK_MARGIN of the first half's.
  */
 async function soak(minutes: number): Promise<void> {
+  if (!ensureBuild(ROOT)) throw new Error("`npm run build` failed; see the output above");
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-soak-"));
   const nodes = await startRedisNodes(3, { dir });
   const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true }));

@@ -19,17 +19,29 @@ export interface LockSafetyCounts {
   oldestAcquiredAt: number | null;
 }
 
-/** Counts over the present locks; the contention lab's own locks (`isLab`) are left out, so they never page. */
-export function lockSafetyCounts(locks: Iterable<Pick<Lock, "resource" | "state" | "expiresAt" | "acquiredAt">>, isLab: (resource: string) => boolean): LockSafetyCounts {
-  const counts: LockSafetyCounts = { withoutTtl: 0, belowQuorum: 0, pastTtl: 0, oldestAcquiredAt: null };
-  for (const lock of locks) {
-    if (!PRESENT.has(lock.state) || isLab(lock.resource)) continue;
+type SafetyFacts = Pick<Lock, "resource" | "state" | "expiresAt" | "acquiredAt">;
+
+/** Counts over the present locks, one at a time; the contention lab's own locks (`isLab`) are left out, so they never page. */
+export class LockSafetyTally {
+  readonly counts: LockSafetyCounts = { withoutTtl: 0, belowQuorum: 0, pastTtl: 0, oldestAcquiredAt: null };
+
+  constructor(private readonly isLab: (resource: string) => boolean) {}
+
+  add(lock: Readonly<SafetyFacts>): void {
+    if (!PRESENT.has(lock.state) || this.isLab(lock.resource)) return;
+    const counts = this.counts;
     if (lock.expiresAt === null) counts.withoutTtl++;
     if (lock.state === "partial") counts.belowQuorum++;
     if (lock.state === "elapsed") counts.pastTtl++;
     if (lock.acquiredAt !== undefined && (counts.oldestAcquiredAt === null || lock.acquiredAt < counts.oldestAcquiredAt)) counts.oldestAcquiredAt = lock.acquiredAt;
   }
-  return counts;
+}
+
+/** Counts over the present locks; the contention lab's own locks (`isLab`) are left out, so they never page. */
+export function lockSafetyCounts(locks: Iterable<SafetyFacts>, isLab: (resource: string) => boolean): LockSafetyCounts {
+  const tally = new LockSafetyTally(isLab);
+  for (const lock of locks) tally.add(lock);
+  return tally.counts;
 }
 
 export interface NodeSafety {

@@ -16,6 +16,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
+import v8 from "node:v8";
 import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
 import { DeploymentConfigError } from "../lib/deployment-config";
 import { lockDataDir } from "./data-dir-lock";
@@ -27,6 +28,15 @@ import { clientAddress, trustedProxyList } from "../lib/client-address";
  * The folder that holds `.next`: this file's own in the standalone folder (`start.mjs` beside `server.js`),
  * its parent for `dist/start.mjs` and `scripts/start.ts`.
  */
+/**
+ * The console holds a large, long-lived table (every lock, its readings and timeline) and makes short-lived
+ * garbage per change. V8's default lets the heap grow to three or four times what is live before a full
+ * collection, which at 100,000 locks is hundreds of MB of garbage held as RSS. Growing by half of what is live
+ * keeps memory in proportion to the locks, for more frequent (mostly concurrent) marking. Set before anything
+ * is allocated; V8 reads it at every heap limit it computes.
+ */
+v8.setFlagsFromString("--heap-growing-percent=50");
+
 const ROOT = existsSync(path.join(import.meta.dirname, ".next")) ? import.meta.dirname : path.resolve(import.meta.dirname, "..");
 const SHUTDOWN_BUDGET_MS = 9_000;
 /** How long requests in flight at SIGTERM may take to finish before their connections are cut. */

@@ -67,26 +67,61 @@ export function mergeSamples(samples: NodeSamples, now: number, options: { endSe
 }
 
 function mergeWhere(samples: NodeSamples, now: number, counted: (i: number) => boolean): MergedLock {
-  const leading = prevailingValue(samples.values.map((value, i) => (counted(i) ? (value ?? null) : null)));
-  if (leading === null) return { state: null, token: null, leading: null, quorumHeld: 0, expiresAt: null, unreadable: false };
-  const holders: number[] = [];
-  for (let i = 0; i < samples.values.length; i++) {
-    if (counted(i) && samples.values[i] === leading) holders.push(samples.expiries[i] ?? Number.NaN);
+  // Runs for every change of every lock: counts in place (a handful of nodes) instead of building maps,
+  // lists and sorted copies.
+  const { values, expiries, quorum } = samples;
+  const n = values.length;
+  let leading: string | null = null;
+  let best = 0;
+  for (let i = 0; i < n; i++) {
+    const value = values[i] ?? null;
+    if (value === null || !counted(i)) continue;
+    let before = false;
+    for (let j = 0; j < i && !before; j++) before = values[j] === value && counted(j);
+    if (before) continue;
+    let count = 1;
+    for (let j = i + 1; j < n; j++) if (values[j] === value && counted(j)) count += 1;
+    // The value held by the most nodes; the first seen wins a tie.
+    if (count > best) {
+      best = count;
+      leading = value;
+    }
   }
-  holders.sort((a, b) => b - a);
-  const best = holders.length;
-  if (best >= samples.quorum) {
-    const expiry = holders[samples.quorum - 1] ?? Number.NaN;
+  if (leading === null) return { state: null, token: null, leading: null, quorumHeld: 0, expiresAt: null, unreadable: false };
+  if (best >= quorum) {
+    // Validity ends at the quorum-th latest expiry among the nodes holding it (a missing one counts as earliest).
+    let expiry = Number.NaN;
+    for (let i = 0; i < n; i++) {
+      if (values[i] !== leading || !counted(i)) continue;
+      const e = expiries[i] ?? Number.NaN;
+      let later = 0;
+      for (let j = 0; j < n; j++) {
+        if (j === i || values[j] !== leading || !counted(j)) continue;
+        const f = expiries[j] ?? Number.NaN;
+        if (rankBefore(f, j, e, i)) later += 1;
+      }
+      if (later === quorum - 1) {
+        expiry = e;
+        break;
+      }
+    }
     const expiresAt = Number.isFinite(expiry) ? expiry : null;
     const state: LiveState = expiresAt !== null && expiresAt <= now ? "elapsed" : "held";
     return { state, token: leading, leading, quorumHeld: best, expiresAt, unreadable: false };
   }
   // No quorum: the lock is in doubt until every key is gone, so its end is the latest expiry of any value.
   let latest = -Infinity;
-  for (let i = 0; i < samples.values.length; i++) {
-    if (counted(i) && samples.values[i] !== null) latest = Math.max(latest, samples.expiries[i] ?? Number.NaN);
+  for (let i = 0; i < n; i++) {
+    if (counted(i) && values[i] !== null && values[i] !== undefined) latest = Math.max(latest, expiries[i] ?? Number.NaN);
   }
   return { state: "partial", token: null, leading, quorumHeld: best, expiresAt: Number.isFinite(latest) ? latest : null, unreadable: false };
+}
+
+/** Whether expiry `f` (node j) ranks before `e` (node i) from the latest down: later first, a missing one last, ties by node. */
+function rankBefore(f: number, j: number, e: number, i: number): boolean {
+  const fv = Number.isNaN(f) ? -Infinity : f;
+  const ev = Number.isNaN(e) ? -Infinity : e;
+  return fv > ev || (fv === ev && j < i);
 }
 
 export interface DecodedHolder {
@@ -134,6 +169,12 @@ export interface LockSummary {
    * holders join and leave one lock, so a change of value that keeps a holder is not a new lock.
    */
   holderSet?: boolean;
+  /**
+   * Whether a node holding the value was read with a later TTL end than its previous reading of it. When
+   * given, an extension needs it: the quorum's TTL end also moves as more nodes' readings come in (each read
+   * at its own moment), and that is not an extension.
+   */
+  extensionSeen?: boolean;
 }
 
 export type Transition =
@@ -186,6 +227,8 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
     // the waiter's value), or a next holder quicker than one read batch. Either way one lock ended.
     if (prev.token !== null) out.push({ type: "replaced" });
     out.push({ type: "acquired", token: next.token, partial: false });
+  } else if (next.extensionSeen === false) {
+    // No node's own TTL end moved: whatever the quorum's did, nothing was extended.
   } else if (next.token !== null && prev.token === next.token && next.expiresAt !== null && prev.expiresAt !== null && next.expiresAt > prev.expiresAt + EXTEND_SLACK_MS) {
     out.push({ type: "extended", token: next.token, by: next.expiresAt - prev.expiresAt });
   } else if (next.token !== null && prev.token === next.token && next.expiresAt === null && prev.expiresAt !== null) {

@@ -1,6 +1,7 @@
 import "server-only";
 import { createHash } from "node:crypto";
 import type Redis from "ioredis";
+import { defineScript, runScript } from "@lockscope/redlock";
 import { whenReady } from "../health";
 import type { LockStore } from "./store";
 
@@ -17,35 +18,105 @@ export function firstSeenKey(resource: string, token: string): string {
   return FIRST_SEEN_PREFIX + createHash("sha1").update(resource).update("\n").update(token).digest("base64url");
 }
 
+/** Sightings sent to node 0 in one pipeline at most (a reconcile of 100,000 foreign locks is 100 of them). */
+const BATCH = 1_000;
+/** Sightings wait this long to be sent with others (a burst of changes is one write to node 0, not one each). */
+const FLUSH_MS = 10;
+
+/**
+ * Per key: record the first sighting unless one exists, renew the record's expiry, answer the recorded time.
+ * KEYS: the records; ARGV: per key, the sighting time and how long to keep the record (ms).
+ */
+const SHARE_SCRIPT = defineScript(`
+local out = {}
+for i, key in ipairs(KEYS) do
+  local keep = ARGV[2 * i]
+  redis.call('SET', key, ARGV[2 * i - 1], 'PX', keep, 'NX')
+  redis.call('PEXPIRE', key, keep)
+  out[i] = redis.call('GET', key)
+end
+return out
+`);
+
+interface Sighting {
+  resource: string;
+  token: string;
+  seenAt: number;
+  keepMs: number;
+}
+
 /**
  * Shares when each foreign lock (one whose value carries no acquisition time) was first seen, so its age is
  * the same on every console and survives a restart. The first console to see a value records the time
  * (`SET NX`); every console reads it back and adopts it when it is earlier than its own; an extension renews
- * the record's expiry. Costs, per console, one pipelined SET NX + PEXPIRE + GET on node 0 per foreign value
- * acquired or extended, and one key per live foreign lock on node 0 (expiring with the lock plus 10 min).
- * While node 0 does not answer, each console keeps the time it saw itself.
+ * the record's expiry. Sightings are batched: every 10 ms, one script on node 0 runs SET NX + PEXPIRE + GET
+ * for each foreign value acquired or extended since the last one (a pipeline of those commands where the node
+ * refuses scripts). Costs one key per live foreign lock on node 0 (expiring with the lock plus 10 min). While
+ * node 0 does not answer, each console keeps the time it saw itself.
  */
 export function shareFirstSeen(store: LockStore, node0: Redis | undefined): void {
   if (!node0) return;
-  // The locks already held when the console starts are found before its connection to node 0 is up: every
-  // sighting until then waits on the same promise (one listener, however many locks).
-  let connecting: Promise<boolean> | null = null;
-  const ready = (): Promise<boolean> => {
-    if (node0.status === "ready") return Promise.resolve(true);
-    connecting ??= whenReady(node0, READY_WAIT_MS).finally(() => (connecting = null));
-    return connecting;
+  const queued = new Map<string, Sighting>();
+  let timer: NodeJS.Timeout | null = null;
+  let sending = false;
+  let scriptsRefused = false;
+
+  /** The recorded first sightings of a batch, in its order. */
+  const record = async (batch: ReadonlyArray<[string, Sighting]>): Promise<unknown[]> => {
+    if (!scriptsRefused) {
+      const args: Array<string | number> = [];
+      for (const [, s] of batch) args.push(s.seenAt, s.keepMs);
+      try {
+        const reply = await runScript(node0, SHARE_SCRIPT, batch.map(([key]) => key), args);
+        return Array.isArray(reply) ? (reply as unknown[]) : [];
+      } catch (error) {
+        // EVAL disabled or not granted (some managed services): the same commands, pipelined.
+        if (!(error instanceof Error) || !/unknown command|NOPERM|disabled|not allowed/i.test(error.message)) throw error;
+        scriptsRefused = true;
+      }
+    }
+    const pipeline = node0.pipeline();
+    for (const [key, s] of batch) pipeline.set(key, String(s.seenAt), "PX", s.keepMs, "NX").pexpire(key, s.keepMs).get(key);
+    const replies = (await pipeline.exec()) ?? [];
+    return batch.map((_, i) => replies[3 * i + 2]?.[1]);
   };
-  const share = async (resource: string, token: string, seenAt: number, ttlMs: number | null): Promise<void> => {
-    if (!(await ready())) return;
-    const key = firstSeenKey(resource, token);
-    const keepMs = (ttlMs ?? WITHOUT_TTL_KEEP_MS) + MARGIN_MS;
-    const replies = await node0.multi().set(key, String(seenAt), "PX", keepMs, "NX").pexpire(key, keepMs).get(key).exec();
-    const first = Number(replies?.[2]?.[1]);
-    if (Number.isFinite(first) && first > 0) store.adoptFirstSeen(resource, token, first);
+
+  const flush = async (): Promise<void> => {
+    timer = null;
+    if (sending) return;
+    sending = true;
+    try {
+      // The locks already held when the console starts are found before its connection to node 0 is up.
+      if (!(await whenReady(node0, READY_WAIT_MS))) {
+        queued.clear();
+        return;
+      }
+      while (queued.size > 0) {
+        const batch: Array<[string, Sighting]> = [];
+        for (const entry of queued) {
+          batch.push(entry);
+          queued.delete(entry[0]);
+          if (batch.length >= BATCH) break;
+        }
+        const recorded = await record(batch);
+        batch.forEach(([, s], i) => {
+          const first = Number(recorded[i]);
+          if (Number.isFinite(first) && first > 0) store.adoptFirstSeen(s.resource, s.token, first);
+        });
+      }
+    } catch {
+      // Node 0 unreachable: this console's own first sightings stand until the next extension asks again.
+      queued.clear();
+    } finally {
+      sending = false;
+      if (queued.size > 0) timer ??= setTimeout(() => void flush(), FLUSH_MS);
+    }
   };
+
   store.firstSeen = (resource, token, seenAt, ttlMs) => {
-    share(resource, token, seenAt, ttlMs).catch(() => {
-      // Node 0 unreachable: this console's own first sighting stands until the next extension asks again.
-    });
+    const key = firstSeenKey(resource, token);
+    const earlier = queued.get(key);
+    queued.set(key, { resource, token, seenAt: earlier ? Math.min(earlier.seenAt, seenAt) : seenAt, keepMs: (ttlMs ?? WITHOUT_TTL_KEEP_MS) + MARGIN_MS });
+    timer ??= setTimeout(() => void flush(), FLUSH_MS);
   };
 }

@@ -194,7 +194,9 @@ export function startLive(): LiveRuntime {
           ),
         );
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([Promise.all(reads), new Promise<void>((resolve) => (timer = setTimeout(resolve, config.nodeTimeoutMs)))]);
+        // At the deadline, replies already in the sockets are read first (I/O comes before setImmediate): a
+        // stall of this console's own loop must not make an answering node look late.
+        await Promise.race([Promise.all(reads), new Promise<void>((resolve) => (timer = setTimeout(() => setImmediate(resolve), config.nodeTimeoutMs)))]);
         clearTimeout(timer);
         onTime = false;
         for (const w of targets) {
@@ -294,6 +296,7 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
 
 export interface LockStoreView {
   list: LockStore["list"];
+  eachBrief: LockStore["eachBrief"];
   get: LockStore["get"];
   serverTime: () => number;
   counts: LockStore["counts"];
@@ -304,6 +307,7 @@ export function getLockStore(): LockStoreView {
   const { store } = startLive();
   return {
     list: (now) => store.list(now),
+    eachBrief: (visit) => store.eachBrief(visit),
     get: (resource, now) => store.get(resource, now),
     serverTime: () => Date.now(),
     counts: (now) => store.counts(now),

@@ -2,7 +2,7 @@ import "server-only";
 import { formatByName, inferScope, type FormatName, type FormatReading, type LockScope } from "@/lib/locks/formats";
 import { formatView } from "@/lib/locks/formats/view";
 import type { LockSummary } from "@/lib/locks/groups";
-import { decodeHolder, endReason, mergeSamples, transitions, type EndCause, type MergedLock } from "@/lib/locks/merge";
+import { decodeHolder, endReason, EXTEND_SLACK_MS, mergeSamples, transitions, type EndCause, type MergedLock } from "@/lib/locks/merge";
 import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry, type TimelineType } from "@/lib/locks/types";
 import { BucketCounter, pushCapped } from "@/lib/locks/window";
 import { lockValueId } from "@lockscope/redlock";
@@ -68,6 +68,8 @@ interface Entry {
   wheelAt: number;
   /** A node was read without the value it held, since the last merge: the end was seen, not guessed. */
   endSeen: boolean;
+  /** A node was read with a later TTL end for the value it held, since the last merge. */
+  extensionSeen: boolean;
   /** Every node that holds it is unreadable: the view is the last readings'. */
   unreadable: boolean;
   /**
@@ -89,6 +91,9 @@ export interface LockCounts {
   /** Live locks that never expire by themselves (the `no-ttl` warning). */
   withoutTtl: number;
 }
+
+/** What `briefs()` gives of each listed lock. */
+export type LockBrief = { -readonly [K in "resource" | "state" | "expiresAt" | "acquiredAt"]: Lock[K] };
 
 export interface DrainedChanges {
   upserts: Lock[];
@@ -130,8 +135,27 @@ export class LockStore {
   readonly contention = new ContentionTracker();
   readonly acquisitions = new BucketCounter(1_000, 10);
   readonly expirations = new BucketCounter(1_000, 10);
-  /** False until every node's first reconcile is done: locks found until then were already held. */
-  watching = false;
+  /**
+   * False until every node's first reconcile is done: locks found until then were already held, and every
+   * node read so far counts (a node whose watcher is not marked up yet is still starting, not down: counting
+   * it out would make every lock "partial" for a moment, one node at a time). Set true once; then the nodes'
+   * real state counts and every lock is merged again.
+   */
+  get watching(): boolean {
+    return this.started;
+  }
+
+  set watching(on: boolean) {
+    if (on === this.started) return;
+    this.started = on;
+    if (!on) return;
+    const now = Date.now();
+    for (const entry of this.live.values()) this.recompute(entry, now, false);
+  }
+
+  private started = false;
+  /** Every node counted: the merge's view while the console is starting. */
+  private readonly allNodes: readonly boolean[];
   /** Called with resources whose TTL ran out long ago and should be read again. */
   onProbe: (resources: string[]) => void = () => {};
   /** The operator's scope declaration for a key (from the lock patterns); null where none is declared. */
@@ -156,6 +180,7 @@ export class LockStore {
     this.nodeIds = nodeIds;
     this.quorum = quorum;
     this.nodeUp = nodeIds.map(() => false);
+    this.allNodes = nodeIds.map(() => true);
   }
 
   /**
@@ -175,6 +200,22 @@ export class LockStore {
     const out: Lock[] = [];
     for (const entry of this.live.values()) if (entry.state !== null) out.push(this.build(entry, now));
     return out;
+  }
+
+  /**
+   * The few fields of every listed lock that counting needs, without building it: one view object, refilled
+   * for each lock (read it in `visit`, keep nothing of it). A scrape of 100,000 locks builds none.
+   */
+  eachBrief(visit: (brief: Readonly<LockBrief>) => void): void {
+    const view: LockBrief = { resource: "", state: "held", expiresAt: null, acquiredAt: undefined };
+    for (const entry of this.live.values()) {
+      if (entry.state === null) continue;
+      view.resource = entry.resource;
+      view.state = entry.state;
+      view.expiresAt = entry.expiresAt;
+      view.acquiredAt = entry.acquiredAt ?? undefined;
+      visit(view);
+    }
   }
 
   /** Live resources in the list (for a snapshot: built lazily, part by part). */
@@ -282,6 +323,11 @@ export class LockStore {
       const before = entry.values[sample.node] ?? null;
       const beforeExpiry = entry.expiries[sample.node] ?? Number.NaN;
       if (before !== null && sample.value === null) entry.endSeen = true;
+      // An extension is a node's own TTL end moving later for the value it holds: the quorum's TTL end also
+      // moves as other nodes' readings come in, and that is no extension.
+      if (before !== null && sample.value === before && (sample.expiry > beforeExpiry + EXTEND_SLACK_MS || (sample.expiry === Infinity && Number.isFinite(beforeExpiry)))) {
+        entry.extensionSeen = true;
+      }
       entry.values[sample.node] = sample.value;
       if (sample.reading && sample.value !== null) {
         (entry.pending ??= []).push(sample.reading);
@@ -305,6 +351,8 @@ export class LockStore {
   setNodeUp(index: number, up: boolean, now = Date.now()): void {
     if (this.nodeUp[index] === up) return;
     this.nodeUp[index] = up;
+    // While starting, every node counts already (see `watching`).
+    if (!this.started) return;
     for (const entry of this.live.values()) {
       if (entry.values[index] !== null && entry.values[index] !== undefined) this.recompute(entry, now, true);
     }
@@ -543,6 +591,7 @@ export class LockStore {
       settleUntil: 0,
       wheelAt: 0,
       endSeen: false,
+      extensionSeen: false,
       unreadable: false,
       reading: null,
       pending: null,
@@ -558,13 +607,18 @@ export class LockStore {
    * one instance by design never reads as a Redlock that lost its quorum.
    */
   private merge(entry: Entry, now: number): MergedLock {
-    const samples = { up: this.nodeUp, values: entry.values, expiries: entry.expiries, quorum: this.quorum };
+    const samples = { up: this.counted, values: entry.values, expiries: entry.expiries, quorum: this.quorum };
     const merged = mergeSamples(samples, now, { endSeen: entry.endSeen });
     const leading = merged.token ?? merged.leading;
     if (entry.pending) {
       // Keep the reading of the value the lock is held with (an ended lock keeps its last one).
       if (merged.state !== null) {
-        entry.reading = entry.pending.find((r) => r.fingerprint === leading) ?? (entry.reading?.fingerprint === leading ? entry.reading : (entry.pending[0] ?? entry.reading));
+        const previous = entry.reading;
+        const next = entry.pending.find((r) => r.fingerprint === leading) ?? (previous?.fingerprint === leading ? previous : (entry.pending[0] ?? previous));
+        // The same value read again keeps the reading already held (one copy of its strings, not one per read).
+        entry.reading = previous && next && previous !== next && previous.fingerprint === next.fingerprint && !detailsDiffer(previous, next) ? previous : next;
+        const fingerprint = entry.reading?.fingerprint;
+        if (fingerprint !== undefined) for (let i = 0; i < entry.values.length; i++) if (entry.values[i] === fingerprint) entry.values[i] = fingerprint;
       }
       entry.pending = null;
     }
@@ -573,7 +627,8 @@ export class LockStore {
     // Nodes holding any value for the key: the same key held on several nodes (even with different values, a
     // split vote) is a multi-node lock; a single-instance lock lives on one.
     let holding = 0;
-    for (let i = 0; i < entry.values.length; i++) if (this.nodeUp[i] && entry.values[i] !== null && entry.values[i] !== undefined) holding += 1;
+    const counted = this.counted;
+    for (let i = 0; i < entry.values.length; i++) if (counted[i] && entry.values[i] !== null && entry.values[i] !== undefined) holding += 1;
     const scope = inferScope({
       declared: this.declaredScope(entry.resource),
       format: formatByName(format).scope,
@@ -606,7 +661,9 @@ export class LockStore {
     }
     this.settling.delete(entry.resource);
     const merged = this.merge(entry, now);
+    const extensionSeen = entry.extensionSeen;
     entry.endSeen = false;
+    entry.extensionSeen = false;
     if (entry.unreadable !== merged.unreadable) {
       entry.unreadable = merged.unreadable;
       visible = true;
@@ -614,7 +671,7 @@ export class LockStore {
     const wasLive = entry.state !== null && isLive(entry.state);
     const prev = wasLive ? { state: entry.state as "held", token: entry.token, leading: entry.leading, expiresAt: entry.expiresAt } : null;
     const holderSet = entry.reading !== null && HOLDER_SETS.has(entry.reading.format);
-    const steps = transitions(prev, { ...merged, holderSet });
+    const steps = transitions(prev, { ...merged, holderSet, extensionSeen });
     const previousState = entry.state;
     for (const step of steps) {
       switch (step.type) {
@@ -806,10 +863,16 @@ export class LockStore {
     return { ...NOT_VISIBLE };
   }
 
+  /** The nodes whose readings count in a merge. */
+  private get counted(): readonly boolean[] {
+    return this.started ? this.nodeUp : this.allNodes;
+  }
+
   private nodesAgree(entry: Entry): boolean {
+    const counted = this.counted;
     let seen: string | null | undefined;
     for (let i = 0; i < entry.values.length; i++) {
-      if (!this.nodeUp[i]) continue;
+      if (!counted[i]) continue;
       const value = entry.values[i] ?? null;
       if (seen === undefined) seen = value;
       else if (value !== seen) return false;

@@ -3,6 +3,7 @@ import type Redis from "ioredis";
 import { decodeReading, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
+import { NodeClock } from "@/lib/locks/node-clock";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
 import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
@@ -63,6 +64,8 @@ export class NodeWatcher {
   private answeringSince = 0;
   private counted = false;
   readonly dirty = new Map<string, EndCause>();
+  /** This node's clock on the console's, so every read of a key agrees on when its TTL ends. */
+  private readonly clock = new NodeClock();
   private readonly channelPrefix: string;
   private downSince: number | null = null;
   private everUp = false;
@@ -166,9 +169,14 @@ export class NodeWatcher {
     if (!this.up) return;
     this.up = false;
     this.downSince = Date.now();
+    if (this.stopped) {
+      // Shutting down: nothing will read the locks again, so they are not merged again without this node
+      // (at a million locks that would hold the shutdown up for seconds).
+      this.ctx.log.info({ node: this.id }, "lock watcher stopped");
+      return;
+    }
     this.syncCounted();
-    if (this.stopped) this.ctx.log.info({ node: this.id }, "lock watcher stopped");
-    else this.ctx.log.warn({ node: this.id }, "lock watcher lost its node; will reconcile on reconnect");
+    this.ctx.log.warn({ node: this.id }, "lock watcher lost its node; will reconcile on reconnect");
     this.onChange();
   }
 
@@ -197,11 +205,20 @@ export class NodeWatcher {
     }
   }
 
-  /** Re-evaluates `answering` from the oldest command still waiting (called by a timer and as commands settle). */
-  checkAnswering(now = Date.now()): void {
+  /**
+   * Re-evaluates `answering` from the oldest command still waiting (called by a timer and as commands settle).
+   * Before a node is called not answering, the replies already in its socket are read (I/O is handled before
+   * `setImmediate` callbacks): after a stall of this console's own event loop, a command looks late while its
+   * reply only waits to be read, and every lock on the node would turn unreadable for nothing.
+   */
+  checkAnswering(now = Date.now(), repliesRead = false): void {
     if (!this.readable) return;
     const oldest = this.waitingSince.values().next().value ?? null;
     const next = nextAnswering({ answering: this.answering, since: this.answeringSince }, { oldestWaitingSince: oldest, lastAnswerAt: this.lastAnswerAt }, now, this.ctx.deadlineMs);
+    if (this.answering && !next.answering && !repliesRead) {
+      setImmediate(() => this.checkAnswering(Date.now(), true));
+      return;
+    }
     this.answeringSince = next.since;
     if (next.answering === this.answering) return;
     const answering = next.answering;
@@ -423,14 +440,14 @@ export class NodeWatcher {
   /** Reads keys on this node: the formats' batched script where scripting works, MULTI where it does not. */
   async read(keys: readonly string[]): Promise<KeyReading[]> {
     if (keys.length === 0) return [];
-    if (this.scriptsRefused) return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys));
+    if (this.scriptsRefused) return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys, {}, this.clock));
     try {
-      return await this.waitOn(() => readLockKeys(this.reader, keys));
+      return await this.waitOn(() => readLockKeys(this.reader, keys, {}, this.clock));
     } catch (error) {
       if (this.reader.status !== "ready" || !(error instanceof Error) || !/unknown command|not allowed|NOPERM|disabled/i.test(error.message)) throw error;
       this.scriptsRefused = true;
       this.ctx.log.warn({ node: this.id, err: error.message }, "scripts refused: reading lock keys with MULTI instead");
-      return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys));
+      return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys, {}, this.clock));
     }
   }
 

@@ -28,14 +28,21 @@ export interface ReadingParts {
  * expiry), and the warnings that follow from them. A lock ends by itself only if one of the two is finite:
  * otherwise it is the `no-ttl` hazard.
  */
+/** Most readings have no warning: they share one empty list (100,000 locks, not 100,000 arrays). */
+const NO_WARNINGS: readonly LockWarning[] = Object.freeze([]);
+
 export function formatReading(format: FormatName, redisType: string, reading: KeyReading, parts: ReadingParts): FormatReading {
   const pttl = reading.raw.type === "none" ? -2 : reading.raw.pttlMs;
   const keyExpiresAt = keyExpiry(reading.at, pttl);
   const expiresAt = parts.valueExpiresAt !== undefined ? Math.min(keyExpiresAt, parts.valueExpiresAt) : keyExpiresAt;
-  const warnings: LockWarning[] = [];
-  if (expiresAt === Infinity) warnings.push("no-ttl");
-  for (const w of parts.extraWarnings ?? []) if (!warnings.includes(w)) warnings.push(w);
-  if (parts.truncated) warnings.push("truncated");
+  let warnings: readonly LockWarning[] = NO_WARNINGS;
+  if (expiresAt === Infinity || parts.truncated || (parts.extraWarnings?.length ?? 0) > 0) {
+    const list: LockWarning[] = [];
+    if (expiresAt === Infinity) list.push("no-ttl");
+    for (const w of parts.extraWarnings ?? []) if (!list.includes(w)) list.push(w);
+    if (parts.truncated) list.push("truncated");
+    warnings = list;
+  }
   const out: FormatReading = {
     format,
     redisType,

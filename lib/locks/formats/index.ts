@@ -6,6 +6,7 @@ import { redisson } from "./redisson";
 import { redissonReadWrite } from "./redisson-rw";
 import { shedlock } from "./shedlock";
 import { token } from "./token";
+import type { NodeClock } from "../node-clock";
 import type { DecodeContext, FormatName, FormatReading, KeyReading, LockFormat } from "./types";
 import { unknown } from "./unknown";
 
@@ -34,9 +35,9 @@ export function formatByName(name: FormatName): LockFormat {
 /** The batched read script for every format (the watcher's, and discovery's with companions off). */
 export const READ_PLAN = buildReadPlan(FORMATS);
 
-/** Reads lock keys on one node in one script: one reading per key, in order. */
-export function readLockKeys(client: ScriptClient, keys: readonly string[], limits: Partial<ReadLimits> = {}): Promise<KeyReading[]> {
-  return readWithPlan(client, READ_PLAN, keys, limits);
+/** Reads lock keys on one node in one script: one reading per key, in order (timed by the node's `clock` where given). */
+export function readLockKeys(client: ScriptClient, keys: readonly string[], limits: Partial<ReadLimits> = {}, clock?: NodeClock): Promise<KeyReading[]> {
+  return readWithPlan(client, READ_PLAN, keys, limits, clock);
 }
 
 /** The format whose layout the reading has; null when the key is gone on that node. */

@@ -1,6 +1,7 @@
 import type Redis from "ioredis";
 import type { ScriptClient } from "@lockscope/redlock";
 import { defineScript, runScript, type Script } from "@lockscope/redlock";
+import type { NodeClock } from "../node-clock";
 import type { Extras, FormatName, KeyReading, LockFormat, RawReading, ReadType } from "./types";
 
 /**
@@ -21,7 +22,8 @@ import type { Extras, FormatName, KeyReading, LockFormat, RawReading, ReadType }
  * ARGV[1]: maxBytes, ARGV[2]: maxItems, ARGV[3]: "1" to run the companion blocks, ARGV[4]: "1" for a peek
  * (discovery: only what recognising a layout needs, one call per string key; PTTL is not read and answers
  * -3, a string's size is what was read).
- * Reply per key: {type} for a missing key, else {type, pttl, size, payload, extra1, extra2, ...}.
+ * Reply per key: {type} for a missing key, else {type, pttl, size, payload, extra1, extra2, ...}; after the
+ * keys, the node's clock (epoch ms, `TIME`) at the read, so every PTTL is exact in the node's clock.
  */
 export interface ReadLimits {
   /** Longest string value read whole. @default 1024 */
@@ -117,6 +119,7 @@ for i, key in ipairs(KEYS) do
   end
   out[i] = r
 end
+out[#KEYS + 1] = node_now()
 return out
 `;
   return { script: defineScript(source), extrasOrder };
@@ -171,24 +174,38 @@ export function parseKeyReply(reply: unknown, plan: ReadPlan, companions: boolea
   return { type: "other", redisType: type, pttlMs, extras };
 }
 
-/** The script's whole reply as readings; `at` is the middle of the round trip. */
-export function parseReadReply(keys: readonly string[], reply: unknown, at: number, plan: ReadPlan, companions: boolean): KeyReading[] {
+/**
+ * The script's whole reply as readings, each timed at the node's clock carried onto this console's by `clock`
+ * (or, without one, at the middle of the round trip from `sentAt` to now).
+ */
+export function parseReadReply(keys: readonly string[], reply: unknown, sentAt: number, plan: ReadPlan, companions: boolean, clock?: NodeClock): KeyReading[] {
   const flat = Array.isArray(reply) ? (reply as unknown[]) : [];
+  const at = readAt(flat[keys.length], sentAt, clock);
   return keys.map((key, i): KeyReading => ({ key, at, raw: parseKeyReply(flat[i], plan, companions) }));
 }
 
-/** Reads `keys` on one node with the plan's script (EVALSHA, EVAL when the node lacks it). */
+function readAt(nodeNow: unknown, sentAt: number, clock: NodeClock | undefined): number {
+  const receivedAt = Date.now();
+  return clock ? clock.toLocal(asNumber(nodeNow, Number.NaN), sentAt, receivedAt) : (sentAt + receivedAt) / 2;
+}
+
+/**
+ * Reads `keys` on one node with the plan's script (EVALSHA, EVAL when the node lacks it). `clock`: the node's
+ * (see `NodeClock`), so that readings of one node agree on when its TTLs end however late their replies are
+ * handled.
+ */
 export async function readWithPlan(
   client: ScriptClient,
   plan: ReadPlan,
   keys: readonly string[],
   limits: Partial<ReadLimits> = {},
+  clock?: NodeClock,
 ): Promise<KeyReading[]> {
   if (keys.length === 0) return [];
   const { maxBytes, maxItems, companions, peek } = { ...DEFAULT_READ_LIMITS, ...limits };
-  const started = Date.now();
+  const sentAt = Date.now();
   const reply = await runScript(client, plan.script, keys, [maxBytes, maxItems, companions ? "1" : "0", peek ? "1" : "0"]);
-  return parseReadReply(keys, reply, (started + Date.now()) / 2, plan, companions);
+  return parseReadReply(keys, reply, sentAt, plan, companions, clock);
 }
 
 /** The absolute end of a key's TTL from a PTTL sample: Infinity without TTL, NaN when the key is gone (or PTTL was not read). */
@@ -207,13 +224,16 @@ export type MultiClient = Pick<Redis, "multi">;
  * type between the two answers WRONGTYPE and is read as gone until the next read. The formats' companion
  * reads need a script and are skipped (Redisson's fair-lock waiters read as not visible).
  */
-export async function readWithoutScripts(client: MultiClient, keys: readonly string[], limits: Partial<ReadLimits> = {}): Promise<KeyReading[]> {
+export async function readWithoutScripts(client: MultiClient, keys: readonly string[], limits: Partial<ReadLimits> = {}, clock?: NodeClock): Promise<KeyReading[]> {
   if (keys.length === 0) return [];
   const { maxBytes, maxItems } = { ...DEFAULT_READ_LIMITS, ...limits };
-  const started = Date.now();
+  const sentAt = Date.now();
   const first = client.multi();
   for (const key of keys) first.type(key).pttl(key);
+  first.time();
   const heads = (await first.exec()) ?? [];
+  const time = heads[2 * keys.length]?.[1];
+  const at = readAt(Array.isArray(time) ? Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000) : Number.NaN, sentAt, clock);
   const types = keys.map((_, i) => asText(heads[2 * i]?.[1]) ?? "none");
   const second = client.multi();
   types.forEach((type, i) => {
@@ -223,7 +243,6 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
     else if (type === "zset") second.zcard(key).zrevrange(key, 0, maxItems - 1, "WITHSCORES");
   });
   const bodies = types.some((t) => t === "string" || t === "hash" || t === "zset") ? ((await second.exec()) ?? []) : [];
-  const at = (started + Date.now()) / 2;
   let j = 0;
   return keys.map((key, i): KeyReading => {
     const type = types[i] ?? "none";

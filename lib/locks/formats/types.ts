@@ -61,7 +61,7 @@ export type RawReading =
 /** Companion reads some formats add to the script (Redisson's fair-lock queue), keyed by format name. */
 export type Extras = Partial<Record<FormatName, unknown>>;
 
-/** One key read on one node. `at`: epoch ms (console clock) of the middle of the round trip, when PTTL was taken. */
+/** One key read on one node. `at`: epoch ms (console clock) when PTTL was taken (the node's clock, carried over: see `NodeClock`). */
 export interface KeyReading {
   key: string;
   at: number;
@@ -83,7 +83,7 @@ export interface FormatReading {
   expiresAt: number;
   /** The key's own TTL end (epoch ms); Infinity without one. */
   keyExpiresAt: number;
-  warnings: LockWarning[];
+  warnings: readonly LockWarning[];
   /** Waiters the layout shows (Redisson's fair-lock queue); null where they cannot be seen. */
   waiters: number | null;
   /** This engine's values only: the fencing token and acquisition time carried in the value. */

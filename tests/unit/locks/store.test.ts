@@ -178,13 +178,37 @@ describe("the lock store", () => {
     expect(seen).toContain("force-released lock:j");
   });
 
+  it("finds locks at start-up node by node without a made-up extension or a partial step, and still sees a real extension", () => {
+    const { store, seen } = storeStarting();
+    // Each node's reconcile reads the key at its own moment: their TTL ends disagree by a few hundred ms.
+    store.apply("lock:s", [held(0, "v", T + 60_250)], T);
+    store.setNodeUp(0, true, T + 1);
+    store.apply("lock:s", [held(1, "v", T + 60_000)], T + 2);
+    store.tick(T + 2 + SETTLE_MS + 1);
+    store.apply("lock:s", [held(2, "v", T + 60_400)], T + 40);
+    store.setNodeUp(1, true, T + 41);
+    store.setNodeUp(2, true, T + 42);
+    store.watching = true;
+    store.tick(T + 100);
+    expect(store.lock("lock:s", T + 100)).toMatchObject({ state: "held", quorumHeld: 3, expiresAt: T + 60_250 });
+    expect(store.get("lock:s", T + 100)?.timeline.map((e) => e.type)).toEqual(["acquired"]);
+    expect(seen).toEqual(["acquired lock:s"]);
+    // The holder extends it: each node's own TTL end moves.
+    store.apply("lock:s", [held(0, "v", T + 90_000), held(1, "v", T + 90_000), held(2, "v", T + 90_000)], T + 200);
+    expect(store.get("lock:s", T + 200)?.timeline.map((e) => e.type)).toEqual(["acquired", "extended"]);
+    expect(seen).toEqual(["acquired lock:s", "extended lock:s"]);
+  });
+
   it("lists a quorum lock on nodes 1 and 2 found at start-up after node 0 came up empty", () => {
     const { store } = storeStarting();
     store.setNodeUp(0, true, T);
     // Node 1's and node 2's watchers reconcile (read their keys) before they are marked up.
     store.apply("lock:q", [held(1, "v", T + 30_000)], T + 1);
     store.apply("lock:q", [held(2, "v", T + 30_000)], T + 2);
-    expect(store.lock("lock:q", T + 2)).toMatchObject({ state: "held", token: "v", unreadable: true });
+    // Still starting: every node read so far counts (a watcher not marked up yet is starting, not down);
+    // node 0 disagrees with the others, so the view settles first.
+    store.tick(T + 2 + SETTLE_MS + 1);
+    expect(store.lock("lock:q", T + 2 + SETTLE_MS + 1)).toMatchObject({ state: "held", token: "v", quorumHeld: 2 });
     store.setNodeUp(1, true, T + 3);
     store.setNodeUp(2, true, T + 4);
     // (Node 0 disagrees with the others: the view settles first.)
