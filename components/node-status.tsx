@@ -2,7 +2,7 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { apiFetch } from "./api-client";
-import { useLiveLocks } from "./locks/use-live-locks";
+import { useLiveNodes } from "./locks/use-live-locks";
 
 export interface HealthNode {
   id: string;
@@ -57,7 +57,7 @@ function Pills({ nodes, summary, status }: { nodes: PillNode[]; summary: string;
  * this visitor (signed out).
  */
 export function NodeStatus() {
-  const live = useLiveLocks();
+  const live = useLiveNodes();
   const stream = live.data && live.data.status !== "signed-out" && live.data.nodes.length > 0 ? live.data : null;
   const { data, isError } = useHealth({ enabled: stream === null });
   if (stream) {

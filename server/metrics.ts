@@ -1,5 +1,6 @@
 import "server-only";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import { lockGroup, OTHER_GROUP, statelessPattern } from "@/lib/locks/groups";
 import packageJson from "@/package.json";
 import { getConfig } from "./config";
 import { singleton } from "./global";
@@ -344,14 +345,13 @@ export function observeHttpRequest(route: string, method: string, status: number
 }
 
 /** The group of lock keys beyond the cap, without a match, or when grouping is off. */
-export const OTHER_GROUP = "other";
-const MAX_GROUP_LENGTH = 64;
+export { OTHER_GROUP };
 
 /**
  * Which group a lock key counts under in metric labels: the first capture group of
- * `METRICS_GROUP_PATTERN` (`lock:orders/42` → `lock:orders` by default). At most `METRICS_MAX_GROUPS`
- * distinct groups per process; every key beyond them, or matching nothing, is `other`. This keeps the
- * number of series bounded however many distinct keys the nodes see.
+ * `METRICS_GROUP_PATTERN` (`lock:orders/42` → `lock:orders` by default; the locks page groups by the same
+ * rule). At most `METRICS_MAX_GROUPS` distinct groups per process; every key beyond them, or matching
+ * nothing, is `other`. This keeps the number of series bounded however many distinct keys the nodes see.
  */
 export class GroupLimiter {
   private readonly groups = new Set<string>();
@@ -361,9 +361,8 @@ export class GroupLimiter {
   ) {}
 
   groupOf(resource: string): string {
-    const match = this.pattern.exec(resource);
-    const group = match ? (match[1] ?? match[0]) : "";
-    if (group === "" || group.length > MAX_GROUP_LENGTH || group === OTHER_GROUP) return OTHER_GROUP;
+    const group = lockGroup(this.pattern, resource);
+    if (group === OTHER_GROUP) return OTHER_GROUP;
     if (this.groups.has(group)) return group;
     if (this.groups.size >= this.maxGroups) return OTHER_GROUP;
     this.groups.add(group);
@@ -378,9 +377,7 @@ export class GroupLimiter {
 export function metricGroup(resource: string): string {
   const limiter = singleton("metrics-groups", () => {
     const config = getConfig();
-    // A global or sticky flag would make `exec` stateful across calls.
-    const pattern = new RegExp(config.metricsGroupPattern.source, config.metricsGroupPattern.flags.replace(/[gy]/g, ""));
-    return new GroupLimiter(pattern, config.metricsMaxGroups);
+    return new GroupLimiter(statelessPattern(config.metricsGroupPattern), config.metricsMaxGroups);
   });
   return limiter.groupOf(resource);
 }

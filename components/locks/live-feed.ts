@@ -19,6 +19,16 @@ export interface LiveLocks {
 }
 
 export const LIVE_LOCKS_KEY = ["live-locks"] as const;
+
+/**
+ * What a user of the feed needs from the stream: every lock (the locks table of a small fleet, a lock's page),
+ * one group's changes (the grouped view's drill-down, which pages the rows from the server), or no lock at all
+ * (the header's node pills and counts).
+ */
+export type FeedScope = { locks: "all" } | { locks: "group"; group: string } | { locks: "none" };
+
+/** Told of each lock change in a group the tab follows (the feed keeps no rows for it). */
+export type GroupListener = (change: { lock: Lock } | { removed: string } | { contention: { resource: string } & LockContention } | { resync: true }) => void;
 export const lockDetailKey = (resource: string) => ["lock", resource] as const;
 
 /** Messages are applied to the cache at most this often (the server already coalesces per lock). */
@@ -48,18 +58,70 @@ class LiveFeed {
   private offsetMs = 0;
   private version = 0;
   private touched = new Set<string>();
+  /** The scope each user asked for; the stream carries the widest (see `wanted`). */
+  private readonly scopes = new Map<number, FeedScope>();
+  private nextUser = 1;
+  private scope: FeedScope = { locks: "none" };
+  private readonly groupListeners = new Set<GroupListener>();
 
   constructor(private readonly client: QueryClient) {}
 
-  acquire(): () => void {
+  /** The scope the stream carries now. */
+  get currentScope(): FeedScope {
+    return this.scope;
+  }
+
+  /** Follows the changes of the group the tab is scoped to (see `acquire`). */
+  listen(listener: GroupListener): () => void {
+    this.groupListeners.add(listener);
+    return () => this.groupListeners.delete(listener);
+  }
+
+  /**
+   * Every lock when any user needs them all; else the group a user follows (one at a time: the last asked);
+   * else none. A change of scope opens a new stream (its snapshot replaces what the tab held).
+   */
+  private wanted(): FeedScope {
+    let wanted: FeedScope = { locks: "none" };
+    for (const scope of this.scopes.values()) {
+      if (scope.locks === "all") return scope;
+      if (scope.locks === "group") wanted = scope;
+    }
+    return wanted;
+  }
+
+  private rescope(): void {
+    const next = this.wanted();
+    const same = next.locks === this.scope.locks && (next.locks !== "group" || (this.scope.locks === "group" && next.group === this.scope.group));
+    if (same) return;
+    this.scope = next;
+    this.lastEventId = null;
+    this.ready = false;
+    this.locks.clear();
+    this.snapshot = null;
+    if (this.source) {
+      this.source.close();
+      this.source = null;
+      this.connect();
+    }
+    this.schedule(true);
+  }
+
+  acquire(scope: FeedScope = { locks: "all" }): () => void {
+    const user = this.nextUser++;
+    this.scopes.set(user, scope);
     this.users += 1;
+    this.rescope();
     if (this.closeTimer) {
       clearTimeout(this.closeTimer);
       this.closeTimer = null;
     }
     if (!this.source && !this.retryTimer) this.connect();
     return () => {
+      this.scopes.delete(user);
       this.users -= 1;
+      // (With nobody left the stream closes soon anyway: keep its scope for a quick return.)
+      if (this.users > 0) this.rescope();
       if (this.users === 0) this.closeTimer = setTimeout(() => this.shutdown(), LINGER_MS);
     };
   }
@@ -74,7 +136,11 @@ class LiveFeed {
 
   private connect(): void {
     this.retryTimer = null;
-    const url = this.lastEventId ? `/api/locks/stream?lastEventId=${encodeURIComponent(this.lastEventId)}` : "/api/locks/stream";
+    const params = new URLSearchParams();
+    if (this.scope.locks === "none") params.set("locks", "none");
+    if (this.scope.locks === "group") params.set("group", this.scope.group);
+    if (this.lastEventId) params.set("lastEventId", this.lastEventId);
+    const url = `/api/locks/stream${params.size > 0 ? `?${params.toString()}` : ""}`;
     const source = new EventSource(url, { withCredentials: true });
     this.source = source;
     source.addEventListener("open", () => {
@@ -85,6 +151,7 @@ class LiveFeed {
     source.addEventListener("lock", (e) => {
       const lock = JSON.parse(e.data as string) as Lock;
       this.track(e);
+      if (this.tell({ lock })) return;
       (this.snapshot ?? this.locks).set(lock.resource, lock);
       this.touched.add(lock.resource);
       this.schedule();
@@ -92,12 +159,14 @@ class LiveFeed {
     source.addEventListener("lock-removed", (e) => {
       const { resource } = JSON.parse(e.data as string) as { resource: string };
       this.track(e);
+      if (this.tell({ removed: resource })) return;
       (this.snapshot ?? this.locks).delete(resource);
       this.schedule();
     });
     source.addEventListener("contention", (e) => {
       const figures = JSON.parse(e.data as string) as { resource: string } & LockContention;
       this.track(e);
+      if (this.tell({ contention: figures })) return;
       const map = this.snapshot ?? this.locks;
       const lock = map.get(figures.resource);
       if (lock) {
@@ -153,6 +222,13 @@ class LiveFeed {
     }, delay);
   }
 
+  /** A group's change goes to its listeners, not into the tab's rows; true when it did. */
+  private tell(change: Parameters<GroupListener>[0]): boolean {
+    if (this.scope.locks !== "group") return false;
+    for (const listener of this.groupListeners) listener(change);
+    return true;
+  }
+
   private track(e: MessageEvent): void {
     if (e.lastEventId) this.lastEventId = e.lastEventId;
   }
@@ -163,9 +239,12 @@ class LiveFeed {
     if (body.nodes) this.nodes = body.nodes;
     this.offsetMs = body.serverTime - Date.now();
     const target = this.snapshot ?? new Map<string, Lock>();
-    for (const lock of body.locks) target.set(lock.resource, lock);
+    // A group's rows are paged from the server, not kept here.
+    if (this.scope.locks === "all") for (const lock of body.locks) target.set(lock.resource, lock);
     if (body.part === body.parts - 1) {
       this.track(e);
+      // A new stream of the group: whatever changed before it is not in it.
+      this.tell({ resync: true });
       this.locks.clear();
       for (const [k, v] of target) this.locks.set(k, v);
       this.snapshot = null;

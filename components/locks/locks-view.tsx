@@ -1,30 +1,19 @@
 "use client";
 
 import Link from "next/link";
-import { useVirtualizer } from "@tanstack/react-virtual";
-import { useDeferredValue, useMemo, useRef, useState, type CSSProperties } from "react";
+import { useSearchParams } from "next/navigation";
+import { useQuery } from "@tanstack/react-query";
+import { useDeferredValue, useMemo, useRef, useState } from "react";
+import type { LockGroupsPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
-import { ApiRequestError } from "../api-client";
-import { contentionText, FORMAT_LABEL, formatDuration, holderText, lockHref } from "./format";
-import { badgesTitle, LockBadges, NodeDots, Sparkline, TtlBar } from "./lock-bits";
+import { ApiRequestError, apiFetch } from "../api-client";
+import { holderText } from "./format";
+import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
+import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
-import { useLiveLocks, useNow } from "./use-live-locks";
-import { MessageText } from "../message-text";
-
-type SortKey = "resource" | "state" | "holder" | "nodes" | "ttl" | "heldFor" | "fence" | "contention";
-
-const COLUMNS: Array<{ key: SortKey; label: string }> = [
-  { key: "resource", label: "Resource" },
-  { key: "state", label: "State" },
-  { key: "holder", label: "Holder" },
-  { key: "nodes", label: "Nodes" },
-  { key: "ttl", label: "TTL" },
-  { key: "heldFor", label: "Held for" },
-  { key: "fence", label: "Fence" },
-  { key: "contention", label: "Contention" },
-];
+import { useLiveLocks, useLiveNodes, useNow } from "./use-live-locks";
 
 const STATE_ORDER: Record<Lock["state"], number> = { partial: 0, elapsed: 1, held: 2, "force-released": 3, expired: 4, released: 5 };
 
@@ -49,23 +38,47 @@ function compare(key: SortKey, a: Lock, b: Lock): number {
   }
 }
 
-const ROW_HEIGHT = 38;
+/**
+ * Above this many locks the page shows one row per group, each group's locks paged from the server. Up to it, the
+ * one virtualized table stays smooth with every lock in the tab (it is tested with 3,000 and churn).
+ */
+export const GROUPED_VIEW_ABOVE = 5_000;
+/** Back to the one table below this many (a fleet hovering at the threshold does not flip the page back and forth). */
+const TABLE_VIEW_BELOW = 4_000;
 
-/** The live locks table: every lock on every node, filtered, sorted and virtualized. */
+/**
+ * The locks page: every lock in one live table, or, for a large fleet, one row per group that opens into a
+ * server-paged table of the group's locks (`?group=`), so the browser never holds the whole fleet.
+ */
 export function LocksView() {
-  const query = useLiveLocks();
-  const data = query.data;
-  if (query.error instanceof ApiRequestError && query.error.status === 401) return <SignInPrompt />;
-  if (data?.status === "signed-out") return <SignInPrompt />;
+  const live = useLiveNodes();
+  const group = useSearchParams().get("group");
+  // How many locks: asked once when the page opens, then from the stream's counts (every second).
+  const size = useQuery({
+    queryKey: ["lock-groups", "size"],
+    queryFn: () => apiFetch<LockGroupsPage>("/api/locks/groups?limit=1"),
+    staleTime: Infinity,
+    gcTime: 0,
+    retry: false,
+  });
+  const grouped = useRef<boolean | null>(null);
+  const locks = live.data?.stats?.locks ?? size.data?.locks;
+  if (locks !== undefined) grouped.current = locks > GROUPED_VIEW_ABOVE || (grouped.current === true && locks >= TABLE_VIEW_BELOW);
+  const error = size.error ?? live.error;
+  if ((error instanceof ApiRequestError && error.status === 401) || live.data?.status === "signed-out") return <SignInPrompt />;
   return (
     <>
-      <Header data={data} />
-      {query.isError && !data ? (
-        <p role="alert" className="error-text">
-          Could not load the locks: {query.error instanceof Error ? <MessageText text={query.error.message} /> : "the console did not answer"}.
-        </p>
+      <Header data={live.data} />
+      {size.isError && grouped.current === null ? (
+        <LoadError what="the locks" error={size.error} />
+      ) : group !== null ? (
+        <GroupLocks group={group} />
+      ) : grouped.current === true ? (
+        <GroupsTable />
+      ) : grouped.current === false ? (
+        <LocksTable />
       ) : (
-        <LocksTable data={data} />
+        <p className="muted">Loading locks…</p>
       )}
       <PatternsPanel />
       <NodesPanel />
@@ -127,9 +140,19 @@ function Header({ data }: { data: LiveLocks | undefined }) {
   );
 }
 
-function LocksTable({ data }: { data: LiveLocks | undefined }) {
+/** Every lock of a small fleet, live from the tab's stream, filtered and sorted in the browser. */
+function LocksTable() {
+  const query = useLiveLocks();
+  const data = query.data;
+  if (query.isError && !data) {
+    return <LoadError what="the locks" error={query.error} />;
+  }
+  return <FilteredLocks data={data} />;
+}
+
+function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
   const [filter, setFilter] = useState("");
-  const [sort, setSort] = useState<{ key: SortKey; dir: 1 | -1 }>({ key: "resource", dir: 1 });
+  const [sort, setSort] = useState<Sort>({ key: "resource", dir: 1 });
   const deferredFilter = useDeferredValue(filter.trim().toLowerCase());
   const now = useNow(250);
   const offsetMs = data?.offsetMs ?? 0;
@@ -142,131 +165,40 @@ function LocksTable({ data }: { data: LiveLocks | undefined }) {
     return filtered;
   }, [data?.locks, deferredFilter, sort]);
 
-  const columnCount = COLUMNS.length;
   const nodeCount = data?.nodes.length ?? 3;
-  const scroller = useRef<HTMLDivElement>(null);
-  const virtualizer = useVirtualizer({ count: rows.length, getScrollElement: () => scroller.current, estimateSize: () => ROW_HEIGHT, overscan: 12 });
-  const items = virtualizer.getVirtualItems();
-  const top = items[0]?.start ?? 0;
-  const bottom = virtualizer.getTotalSize() - (items[items.length - 1]?.end ?? 0);
 
   return (
     <div className="panel locks-panel">
-      <div className="locks-tools">
-        <label className="filter">
-          <span className="sr-only">Filter locks</span>
-          <input type="search" placeholder="Filter by resource, holder or state" aria-label="Filter locks" value={filter} onChange={(e) => setFilter(e.target.value)} />
-        </label>
-        <span className="muted" aria-live="polite">
-          {rows.length === (data?.locks.length ?? 0) ? `${rows.length} ${rows.length === 1 ? "lock" : "locks"}` : `${rows.length} of ${data?.locks.length ?? 0} locks`}
-        </span>
-      </div>
-      <div className="locks-scroll" ref={scroller}>
-        <table className="locks-table" aria-label="Locks" aria-rowcount={rows.length + 1} style={{ "--node-count": nodeCount } as CSSProperties}>
-          <thead>
-            <tr aria-rowindex={1}>
-              {COLUMNS.map((col) => (
-                <th key={col.key} scope="col" className={`col-${col.key}`} aria-sort={sort.key === col.key ? (sort.dir === 1 ? "ascending" : "descending") : "none"}>
-                  <button
-                    type="button"
-                    className="sort-button"
-                    onClick={() => setSort((s) => (s.key === col.key ? { key: col.key, dir: s.dir === 1 ? -1 : 1 } : { key: col.key, dir: 1 }))}
-                  >
-                    {col.label}
-                    <span aria-hidden>{sort.key === col.key ? (sort.dir === 1 ? " ▲" : " ▼") : ""}</span>
-                  </button>
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {top > 0 && (
-              <tr aria-hidden className="spacer">
-                <td colSpan={columnCount} style={{ height: top }} />
-              </tr>
-            )}
-            {items.map((item) => {
-              const lock = rows[item.index];
-              if (!lock) return null;
-              return <LockRow key={lock.resource} lock={lock} index={item.index} now={now} offsetMs={offsetMs} />;
-            })}
-            {bottom > 0 && (
-              <tr aria-hidden className="spacer">
-                <td colSpan={columnCount} style={{ height: bottom }} />
-              </tr>
-            )}
-            {rows.length === 0 && (
-              <tr>
-                <td colSpan={columnCount} className="muted empty">
-                  {!data?.ready ? (
-                    "Loading locks…"
-                  ) : deferredFilter ? (
-                    "No lock matches the filter."
-                  ) : (
-                    <>
-                      No locks under the lock patterns right now; locks taken on any node appear here as they happen. Only keys that match a
-                      pattern are shown: if your locks are named otherwise, see <a href="#patterns-heading">Lock patterns and discovery</a> below
-                      for lock-shaped keys found outside them, and add their pattern.
-                    </>
-                  )}
-                </td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-      </div>
+      <TableTools
+        label="Filter locks"
+        placeholder="Filter by resource, holder or state"
+        value={filter}
+        onChange={setFilter}
+        count={rows.length === (data?.locks.length ?? 0) ? `${rows.length} ${rows.length === 1 ? "lock" : "locks"}` : `${rows.length} of ${data?.locks.length ?? 0} locks`}
+      />
+      <LockRowsTable
+        count={rows.length}
+        rowAt={(i) => rows[i]}
+        sort={sort}
+        onSort={(key) => setSort((s) => nextSort(s, key))}
+        nodeCount={nodeCount}
+        now={now}
+        offsetMs={offsetMs}
+        empty={
+          !data?.ready ? (
+            "Loading locks…"
+          ) : deferredFilter ? (
+            "No lock matches the filter."
+          ) : (
+            <>
+              No locks under the lock patterns right now; locks taken on any node appear here as they happen. Only keys that match a pattern are
+              shown: if your locks are named otherwise, see <a href="#patterns-heading">Lock patterns and discovery</a> below for lock-shaped keys
+              found outside them, and add their pattern.
+            </>
+          )
+        }
+      />
     </div>
   );
 }
 
-/**
- * One lock. Force release is not here: it is on the lock's page, one deliberate step away from the table.
- * Cells that may end in an ellipsis (`data-truncates`) carry their full text as a title.
- */
-function LockRow({ lock, index, now, offsetMs }: { lock: Lock; index: number; now: number; offsetMs: number }) {
-  const live = lock.state === "held" || lock.state === "partial" || lock.state === "elapsed";
-  const heldFor = live && lock.acquiredAt ? now + offsetMs - lock.acquiredAt : null;
-  const c = lock.contention;
-  const holder = holderText(lock);
-  return (
-    <tr aria-label={lock.resource} aria-rowindex={index + 2} className={live ? undefined : "ended"} style={{ height: ROW_HEIGHT }}>
-      <th scope="row" className="col-resource resource mono" data-truncates title={lock.resource}>
-        <Link href={lockHref(lock.resource)}>{lock.resource}</Link>
-      </th>
-      <td className="col-state" data-truncates title={badgesTitle(lock)}>
-        <LockBadges lock={lock} compact />
-      </td>
-      <td className="col-holder holder" data-truncates title={[`${FORMAT_LABEL[lock.format]} lock`, holder, lock.token].filter(Boolean).join("\n")}>
-        {lock.format !== "lockscope" && lock.format !== "token" && <span className="format-tag">{FORMAT_LABEL[lock.format]}</span>}
-        {holder}
-      </td>
-      <td className="col-nodes">
-        <NodeDots lock={lock} />
-      </td>
-      <td className="col-ttl">
-        <TtlBar lock={lock} now={now} offsetMs={offsetMs} />
-      </td>
-      <td className="col-heldFor mono">{heldFor === null ? "—" : formatDuration(heldFor)}</td>
-      <td className="col-fence mono" data-truncates title={lock.fence ?? undefined}>
-        {lock.fence ?? "—"}
-      </td>
-      <td
-        className="col-contention"
-        data-truncates
-        title={c.source === null ? "Not visible: a failed attempt by this library's clients leaves no trace in Redis." : contentionText(c)}
-      >
-        {c.source === null ? (
-          <span className="muted">not visible</span>
-        ) : (c.attemptsPerMin ?? 0) > 0 || (c.waiters ?? 0) > 0 ? (
-          <span className="contention">
-            {c.attemptsPerMin !== null && <span className="mono">{c.attemptsPerMin}/min</span>}
-            {c.recent && <Sparkline values={c.recent} label={`failed attempts over the last minute on ${lock.resource}`} />}
-            {(c.waiters ?? 0) > 0 && <span className="muted">{c.waiters} waiting</span>}
-          </span>
-        ) : (
-          <span className="muted">—</span>
-        )}
-      </td>
-    </tr>
-  );
-}

@@ -1,7 +1,7 @@
 "use client";
 
 import { useHealth, type HealthNode } from "../node-status";
-import { useLiveLocks } from "./use-live-locks";
+import { useLiveNodes } from "./use-live-locks";
 import { formatDuration } from "./format";
 import { TableScroll } from "../table-scroll";
 
@@ -25,7 +25,7 @@ const NOTIFICATIONS_TEXT: Record<HealthNode["notifications"], string> = {
 export function NodesPanel() {
   const { data } = useHealth();
   // Up, answering and latency from the live stream (as the header and the counts above); the rest from health.
-  const live = useLiveLocks().data?.nodes ?? [];
+  const live = useLiveNodes().data?.nodes ?? [];
   if (!data) return null;
   const nodes = data.nodes as NodeFacts[];
   const skews = nodes.map((n) => n.clockSkewMs).filter((s): s is number => typeof s === "number");

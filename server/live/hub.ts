@@ -1,5 +1,6 @@
 import "server-only";
 import { randomBytes } from "node:crypto";
+import { OTHER_GROUP } from "@/lib/locks/groups";
 import type { LiveStats, WatcherStatus } from "@/lib/locks/types";
 import type { LockStore } from "./store";
 import { StreamLimits, type StreamLimitSettings, type StreamOwner } from "./stream-limits";
@@ -24,6 +25,16 @@ export const MAX_CLIENT_BACKLOG_BYTES = 16 * 1024 * 1024;
 const RESUME_GRACE_MS = 60_000;
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** A stream's filter that lets no lock through (`?locks=none`): no group is ever named "" (see `lockGroup`). */
+export const NO_LOCKS = "";
+
+/** One event of a frame, with the lock it concerns (every lock event names its resource). */
+interface Piece {
+  resource: string;
+  text: string;
+}
 
 interface Frame {
   seq: number;
@@ -32,6 +43,8 @@ interface Frame {
 
 interface Client {
   id: number;
+  /** The group whose locks this stream carries (`NO_LOCKS`: none); null: every lock. */
+  group: string | null;
   controller: ReadableStreamDefaultController<Uint8Array>;
   closed: boolean;
   /** Set while the snapshot is still being written: frames wait here (bounded). */
@@ -53,6 +66,8 @@ export interface HubOptions {
 
 export interface HubSources {
   store: LockStore;
+  /** The group a lock key belongs to, for streams that follow one group (default: every key in `other`). */
+  groupOf?: (resource: string) => string;
   watcherStatus: () => WatcherStatus[];
   stats: () => LiveStats;
 }
@@ -73,6 +88,7 @@ export class StreamHub {
   private lastClientAt = 0;
 
   private readonly limits: StreamLimits | null;
+  private readonly groupOf: (resource: string) => string;
   private readonly maxBacklogBytes: number;
 
   constructor(
@@ -80,6 +96,7 @@ export class StreamHub {
     options: HubOptions = {},
   ) {
     this.limits = options.limits ? new StreamLimits(options.limits) : null;
+    this.groupOf = sources.groupOf ?? (() => OTHER_GROUP);
     this.maxBacklogBytes = options.maxBacklogBytes ?? MAX_CLIENT_BACKLOG_BYTES;
   }
 
@@ -91,13 +108,13 @@ export class StreamHub {
    * Opens one stream; `lastEventId` resumes where a previous stream of this process left off. Throws
    * `StreamLimitError` when `owner` already has as many streams open as the limits allow.
    */
-  open(lastEventId: string | null, signal: AbortSignal | null, owner: StreamOwner | null = null): ReadableStream<Uint8Array> {
+  open(lastEventId: string | null, signal: AbortSignal | null, owner: StreamOwner | null = null, group: string | null = null): ReadableStream<Uint8Array> {
     let client: Client | null = null;
     const release = owner && this.limits ? this.limits.take(owner) : () => {};
     const stream = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
-          client = this.attach(controller, lastEventId, release);
+          client = this.attach(controller, lastEventId, release, group);
           if (signal) {
             if (signal.aborted) client.close();
             else signal.addEventListener("abort", () => client?.close(), { once: true });
@@ -115,10 +132,11 @@ export class StreamHub {
     return stream;
   }
 
-  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null, release: () => void): Client {
+  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null, release: () => void, group: string | null): Client {
     const id = this.nextClientId++;
     const client: Client = {
       id,
+      group,
       controller,
       closed: false,
       snapshot: null,
@@ -163,9 +181,18 @@ export class StreamHub {
     this.write(client, encoder.encode(this.nodeEvent()));
     const resumeFrom = this.resumable(lastEventId);
     if (resumeFrom !== null) {
-      for (const frame of this.ring) if (frame.seq > resumeFrom) this.write(client, frame.bytes);
+      for (const frame of this.ring) {
+        if (frame.seq <= resumeFrom) continue;
+        if (group === null) this.write(client, frame.bytes);
+        else {
+          // Replays are rare: the group's part of an old frame is cut out of its text rather than kept apart.
+          const bytes = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, group);
+          if (bytes) this.write(client, bytes);
+        }
+      }
     } else {
-      const resources = this.sources.store.resources();
+      const all = this.sources.store.resources();
+      const resources = group === null ? all : group === NO_LOCKS ? [] : all.filter((r) => this.groupOf(r) === group);
       client.snapshot = { resources, pos: 0, part: 0, parts: Math.max(1, Math.ceil(resources.length / SNAPSHOT_PART)), seq: this.seq };
       this.continueSnapshot(client);
     }
@@ -253,21 +280,45 @@ export class StreamHub {
     }
     const { upserts, removed, contention } = this.sources.store.drain(now, COALESCE_MS, MAX_LOCKS_PER_TICK);
     if (upserts.length === 0 && removed.length === 0 && contention.length === 0) return;
-    const parts: string[] = [];
+    const pieces: Piece[] = [];
     // Removals first: a resource both removed and upserted in one frame must end up listed.
-    for (const resource of removed) parts.push(`event: lock-removed\ndata: ${JSON.stringify({ resource })}\n\n`);
-    for (const lock of upserts) parts.push(`event: lock\ndata: ${JSON.stringify(lock)}\n\n`);
-    for (const figures of contention) parts.push(`event: contention\ndata: ${JSON.stringify(figures)}\n\n`);
+    for (const resource of removed) pieces.push({ resource, text: `event: lock-removed\ndata: ${JSON.stringify({ resource })}\n\n` });
+    for (const lock of upserts) pieces.push({ resource: lock.resource, text: `event: lock\ndata: ${JSON.stringify(lock)}\n\n` });
+    for (const figures of contention) pieces.push({ resource: figures.resource, text: `event: contention\ndata: ${JSON.stringify(figures)}\n\n` });
     this.seq += 1;
-    parts[parts.length - 1] = `id: ${this.epoch}:${this.seq}\n${parts[parts.length - 1] ?? ""}`;
-    const bytes = encoder.encode(parts.join(""));
+    const bytes = this.frameOf(pieces, this.seq, null) as Uint8Array;
     this.ring.push({ seq: this.seq, bytes });
     this.ringBytes += bytes.byteLength;
     while (this.ring.length > 1 && (this.ringBytes > RING_MAX_BYTES || this.ring.length > RING_MAX_FRAMES)) {
       const dropped = this.ring.shift();
       if (dropped) this.ringBytes -= dropped.bytes.byteLength;
     }
-    this.broadcast(bytes);
+    // Each followed group's part is encoded once per tick, whatever the number of its streams.
+    const byGroup = new Map<string, Uint8Array | null>();
+    for (const client of this.clients) {
+      if (client.group === null) {
+        this.write(client, bytes);
+        continue;
+      }
+      let part = byGroup.get(client.group);
+      if (part === undefined) {
+        part = this.frameOf(pieces, this.seq, client.group);
+        byGroup.set(client.group, part);
+      }
+      if (part) this.write(client, part);
+    }
+  }
+
+  /**
+   * One frame of `pieces`, ending with the frame's id; with `group`, only that group's pieces (null when it has
+   * none: its streams get nothing this time, and resume from their last id as well as from this one).
+   */
+  private frameOf(pieces: readonly Piece[], seq: number, group: string | null): Uint8Array | null {
+    const kept = group === null ? pieces : group === NO_LOCKS ? [] : pieces.filter((p) => this.groupOf(p.resource) === group);
+    if (kept.length === 0) return null;
+    const texts = kept.map((p) => p.text);
+    texts[texts.length - 1] = `id: ${this.epoch}:${seq}\n${texts[texts.length - 1] ?? ""}`;
+    return encoder.encode(texts.join(""));
   }
 
   private nodeEvent(): string {
@@ -290,4 +341,18 @@ export class StreamHub {
   closeAll(reason: string): void {
     for (const client of [...this.clients]) client.close(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
   }
+}
+
+/** The events of a frame's text, with their resources (the frame's id line dropped: it is set again when replayed). */
+function piecesOf(text: string): Piece[] {
+  const out: Piece[] = [];
+  for (const event of text.split("\n\n")) {
+    if (event === "") continue;
+    const lines = event.split("\n").filter((line) => !line.startsWith("id: "));
+    const data = lines.find((line) => line.startsWith("data: "));
+    if (!data) continue;
+    const { resource } = JSON.parse(data.slice("data: ".length)) as { resource: string };
+    out.push({ resource, text: `${lines.join("\n")}\n\n` });
+  }
+  return out;
 }

@@ -19,6 +19,7 @@ import { SentinelFailoverMonitor, type FailoverTarget } from "../deployments/fai
 import { watchReplication } from "../deployments/replication";
 import { onShutdown } from "../shutdown";
 import { getLiveEvents } from "./events";
+import { LockGroups } from "./groups";
 import { HEARTBEAT_MS, StreamHub, TICK_MS } from "./hub";
 import { LockStore, type NodeSample } from "./store";
 import type { StreamOwner } from "./stream-limits";
@@ -40,6 +41,7 @@ const PROBE_MS = 500;
 interface LiveRuntime {
   store: LockStore;
   hub: StreamHub;
+  groups: LockGroups;
   watchers: NodeWatcher[];
   isLockKey: (key: string) => boolean;
   stop: () => Promise<void>;
@@ -102,8 +104,9 @@ export function startLive(): LiveRuntime {
         degraded: nodesUp < watchers.length || nodesWithoutNotifications > 0,
       };
     };
+    const groups = new LockGroups(store, config.metricsGroupPattern);
     const hub = new StreamHub(
-      { store, watcherStatus: () => watchers.map((w) => w.status()), stats },
+      { store, groupOf: groups.groupOf, watcherStatus: () => watchers.map((w) => w.status()), stats },
       { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken } },
     );
     for (const watcher of watchers) {
@@ -291,7 +294,7 @@ export function startLive(): LiveRuntime {
     };
     onShutdown("live-streams", 10, () => hub.closeAll("shutdown"));
     onShutdown("live-watchers", 40, stop);
-    return { store, hub, watchers, isLockKey, stop };
+    return { store, hub, groups, watchers, isLockKey, stop };
   });
 }
 
@@ -373,6 +376,11 @@ export function streamOwner(headers: Headers, principal: Principal | null): Stre
     secret = cookie ? cookie.slice(SESSION_COOKIE.length + 1) : null;
   }
   return { address, credential: secret === null ? null : createHash("sha256").update(secret).digest("base64url").slice(0, 22) };
+}
+
+/** The grouped view and the server-paged lock list. */
+export function getLockGroups(): LockGroups {
+  return startLive().groups;
 }
 
 export function getStreamHub(): StreamHub {

@@ -1,16 +1,7 @@
-import AxeBuilder from "@axe-core/playwright";
 import type { Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { expect, lockNodeClients, test } from "./fixtures";
-import { busyLocks, holdLock, finishedLabRun, layoutProblems, releasedByScript, restartNodeOne, scrollingTables, settled, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
-
-/** Serious and critical axe findings, one line each (rule, impact, where). */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]).analyze();
-  return results.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .flatMap((v) => v.nodes.map((n) => `${v.id} (${v.impact}): ${n.target.join(" ")} — ${n.failureSummary?.split("\n")[1]?.trim() ?? v.help}`));
-}
+import { accessibilityProblems, busyLocks, holdLock, finishedLabRun, layoutProblems, releasedByScript, restartNodeOne, scrollingTables, settled, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
 
 /** The page's background as the theme painted it: dark has a low luminance, light a high one. */
 async function backgroundLuminance(page: Page): Promise<number> {

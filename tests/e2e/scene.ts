@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import AxeBuilder from "@axe-core/playwright";
 import type { APIRequestContext, Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { Redlock } from "@lockscope/redlock";
@@ -16,6 +17,14 @@ export async function holdLock(nodes: Redis[], resource: string, label: string, 
   const value = encodeLockValue({ label, host: "e2e-host", pid: 4242, fence, acquiredAt: Date.now() });
   await Promise.all(nodes.map((n) => n.set(resource, value, "PX", ttlMs)));
   return value;
+}
+
+/** Serious and critical axe findings, one line each (rule, impact, where). */
+export async function accessibilityProblems(page: Page): Promise<string[]> {
+  const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]).analyze();
+  return results.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .flatMap((v) => v.nodes.map((n) => `${v.id} (${v.impact}): ${n.target.join(" ")} — ${n.failureSummary?.split("\n")[1]?.trim() ?? v.help}`));
 }
 
 /** Waits for the next two frames: the layout (and anything a ResizeObserver redraws) has settled. */

@@ -5,12 +5,12 @@ import { until } from "./wait";
 type StreamHandler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
 
 /** Opens `/api/locks/stream` through its route handler, as a browser tab would; 200 expected. */
-export async function openStream(handler: StreamHandler, options: { token?: string; lastEventId?: string; clientIp?: string } = {}): Promise<StreamReader> {
+export async function openStream(handler: StreamHandler, options: { token?: string; lastEventId?: string; clientIp?: string; query?: string } = {}): Promise<StreamReader> {
   const abort = new AbortController();
   const headers = new Headers({ authorization: `Bearer ${options.token ?? VIEWER_TOKEN}`, host: new URL(ORIGIN).host });
   if (options.lastEventId) headers.set("last-event-id", options.lastEventId);
   if (options.clientIp) headers.set("x-lockscope-client-ip", options.clientIp);
-  const response = await handler(new Request(`${ORIGIN}/api/locks/stream`, { headers, signal: abort.signal }), { params: Promise.resolve({}) });
+  const response = await handler(new Request(`${ORIGIN}/api/locks/stream${options.query ? `?${options.query}` : ""}`, { headers, signal: abort.signal }), { params: Promise.resolve({}) });
   if (response.status !== 200) throw new Error(`the stream answered ${response.status}: ${await response.text()}`);
   return new StreamReader(response, abort);
 }

@@ -1,20 +1,49 @@
 import { z } from "zod";
+import { LOCK_SORTS } from "@/lib/locks/groups";
 import { LOCK_STATES } from "@/lib/locks/types";
 import { route } from "@/server/http";
-import { locksJsonStream } from "@/server/live";
+import { getLockGroups, getWatcherStatus, locksJsonStream } from "@/server/live";
+import { groupName, offset, order, search } from "@/server/live/paging-query";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
-const query = z.strictObject({
-  state: z.enum(LOCK_STATES, { error: `must be one of ${LOCK_STATES.join(", ")}` }).optional(),
-  limit: z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1, "must be at least 1").max(1_000_000, "must be at most 1000000").optional(),
-});
+/** A page of the paged list holds at most this many locks. */
+const MAX_PAGE = 1_000;
+
+const query = z
+  .strictObject({
+    state: z.enum(LOCK_STATES, { error: `must be one of ${LOCK_STATES.join(", ")}` }).optional(),
+    limit: z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1, "must be at least 1").max(1_000_000, "must be at most 1000000").optional(),
+    group: groupName.optional(),
+    q: search.optional(),
+    sort: z.enum(LOCK_SORTS, { error: `must be one of ${LOCK_SORTS.join(", ")}` }).optional(),
+    order: order.optional(),
+    offset: offset.optional(),
+  })
+  .refine((q) => !isPaged(q) || q.limit === undefined || q.limit <= MAX_PAGE, { message: `must be at most ${MAX_PAGE} with group, q, sort, order or offset`, path: ["limit"] });
+
+function isPaged(q: { group?: string; q?: string; sort?: string; order?: string; offset?: number }): boolean {
+  return q.group !== undefined || q.q !== undefined || q.sort !== undefined || q.order !== undefined || q.offset !== undefined;
+}
+
+const JSON_HEADERS = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store" };
 
 // GET /api/locks: every lock the console sees, merged across nodes (snapshot; the stream keeps it live)
-// Body: {serverTime, nodes, total, locks}, streamed so a very large snapshot never sits in memory at once.
+// Body: {serverTime, nodes, total, locks}, streamed so a very large snapshot never sits in memory at once. With
+// group, q, sort, order or offset: one page of the matching locks, searched and sorted over all of them.
 export const GET = route({ name: "GET /api/locks", access: "viewer", query }, ({ query: q }) => {
-  return new Response(locksJsonStream({ ...(q.state ? { state: q.state } : {}), ...(q.limit !== undefined ? { limit: q.limit } : {}) }), {
-    headers: { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store" },
-  });
+  if (isPaged(q)) {
+    const page = getLockGroups().page({
+      ...(q.group !== undefined ? { group: q.group } : {}),
+      ...(q.q !== undefined ? { q: q.q } : {}),
+      ...(q.state ? { state: q.state } : {}),
+      sort: q.sort ?? "resource",
+      order: q.order ?? "asc",
+      offset: q.offset ?? 0,
+      limit: q.limit ?? 100,
+    });
+    return new Response(JSON.stringify({ serverTime: page.serverTime, nodes: getWatcherStatus(), total: page.total, offset: page.offset, locks: page.locks }), { headers: JSON_HEADERS });
+  }
+  return new Response(locksJsonStream({ ...(q.state ? { state: q.state } : {}), ...(q.limit !== undefined ? { limit: q.limit } : {}) }), { headers: JSON_HEADERS });
 });

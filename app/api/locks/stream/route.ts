@@ -2,15 +2,22 @@ import { z } from "zod";
 import { ApiError } from "@/server/errors";
 import { route } from "@/server/http";
 import { getStreamHub, streamOwner } from "@/server/live";
+import { NO_LOCKS } from "@/server/live/hub";
+import { groupName } from "@/server/live/paging-query";
 import { StreamLimitError } from "@/server/live/stream-limits";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
-const query = z.strictObject({
-  // EventSource sends Last-Event-ID itself on reconnect; a page that opens a new EventSource passes it here.
-  lastEventId: z.string().max(64, "must be at most 64 characters").optional(),
-});
+const query = z
+  .strictObject({
+    // EventSource sends Last-Event-ID itself on reconnect; a page that opens a new EventSource passes it here.
+    lastEventId: z.string().max(64, "must be at most 64 characters").optional(),
+    // One group's locks only (GET /api/locks/groups names them); locks=none: nodes and stats, no lock at all.
+    group: groupName.optional(),
+    locks: z.enum(["all", "none"], { error: "must be all or none" }).optional(),
+  })
+  .refine((q) => !(q.group !== undefined && q.locks === "none"), { message: "give either group or locks=none, not both", path: ["locks"] });
 
 const STREAM_HEADERS = {
   "Content-Type": "text/event-stream; charset=utf-8",
@@ -19,12 +26,14 @@ const STREAM_HEADERS = {
   "X-Accel-Buffering": "no",
 };
 
-// GET /api/locks/stream: Server-Sent Events, a snapshot then coalesced lock changes, resumable with Last-Event-ID
+// GET /api/locks/stream: Server-Sent Events, a snapshot then coalesced lock changes (of one group with ?group=),
+// resumable with Last-Event-ID
 export const GET = route({ name: "GET /api/locks/stream", access: "viewer", query }, ({ request, query: q, principal }) => {
   const lastEventId = request.headers.get("last-event-id") ?? q.lastEventId ?? null;
   let stream: ReadableStream<Uint8Array>;
   try {
-    stream = getStreamHub().open(lastEventId, request.signal, streamOwner(request.headers, principal));
+    const group = q.locks === "none" ? NO_LOCKS : (q.group ?? null);
+    stream = getStreamHub().open(lastEventId, request.signal, streamOwner(request.headers, principal), group);
   } catch (error) {
     if (error instanceof StreamLimitError) throw new ApiError("rate_limited", error.message, { limit: error.limit, per: error.scope }, { "Retry-After": "10" });
     throw error;

@@ -1,0 +1,257 @@
+"use client";
+
+import Link from "next/link";
+import { useQueries, useQuery, useQueryClient, type QueryKey } from "@tanstack/react-query";
+import { useCallback, useEffect, useRef, useState } from "react";
+import type { GroupSort, LockGroup, LockGroupsPage, LocksPage } from "@/lib/locks/groups";
+import type { Lock } from "@/lib/locks/types";
+import { apiFetch } from "../api-client";
+import { contentionText, formatDuration } from "./format";
+import { liveFeed } from "./live-feed";
+import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort } from "./lock-rows";
+import { useLiveLocks, useNow } from "./use-live-locks";
+
+/** Groups shown at once; a search narrows the rest. */
+const GROUPS_SHOWN = 500;
+/** Locks per page fetched from the server. */
+const PAGE = 100;
+/** Rows fetched beyond those on screen, above and below, so a short scroll shows rows at once. */
+const MARGIN = 50;
+
+const GROUP_COLUMNS: Array<{ key: GroupSort; label: string }> = [
+  { key: "group", label: "Group" },
+  { key: "locks", label: "Locks" },
+  { key: "held", label: "Held" },
+  { key: "partial", label: "Partial" },
+  { key: "elapsed", label: "TTL elapsed" },
+  { key: "contention", label: "Contention" },
+  { key: "oldest", label: "Oldest holder" },
+  { key: "ttl", label: "Shortest TTL" },
+];
+
+export const groupHref = (group: string) => `/?group=${encodeURIComponent(group)}`;
+
+/** A search box whose value reaches the server a moment after the typing stops. */
+function useSettledText(delayMs = 250): [string, string, (text: string) => void] {
+  const [text, setText] = useState("");
+  const [settled, setSettled] = useState("");
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(text.trim()), delayMs);
+    return () => clearTimeout(timer);
+  }, [text, delayMs]);
+  return [text, settled, setText];
+}
+
+/** One row per group of locks (the group pattern names them), from the server, refreshed every 3 s. */
+export function GroupsTable() {
+  const [sort, setSort] = useState<{ key: GroupSort; dir: 1 | -1 }>({ key: "group", dir: 1 });
+  const [text, search, setText] = useSettledText();
+  const now = useNow(1_000);
+  const params = new URLSearchParams({ sort: sort.key, order: sort.dir === 1 ? "asc" : "desc", limit: String(GROUPS_SHOWN) });
+  if (search) params.set("q", search);
+  const query = useQuery({
+    queryKey: ["lock-groups", params.toString()],
+    queryFn: () => apiFetch<LockGroupsPage>(`/api/locks/groups?${params.toString()}`),
+    refetchInterval: 3_000,
+    placeholderData: (previous) => previous,
+    retry: false,
+  });
+  const data = query.data;
+  const offsetMs = data ? data.serverTime - query.dataUpdatedAt : 0;
+  return (
+    <div className="panel locks-panel">
+      <TableTools
+        label="Filter groups"
+        placeholder="Filter groups by name"
+        value={text}
+        onChange={setText}
+        count={
+          data
+            ? `${data.locks.toLocaleString("en")} locks in ${data.total.toLocaleString("en")} ${data.total === 1 ? "group" : "groups"}${data.total > data.groups.length ? `, first ${data.groups.length} shown` : ""}`
+            : "Loading groups…"
+        }
+      />
+      {query.isError && <LoadError what="the groups" error={query.error} />}
+      <div className="locks-scroll groups-scroll">
+        <table className="groups-table" aria-label="Lock groups">
+          <thead>
+            <tr>
+              {GROUP_COLUMNS.map((col) => (
+                <SortHeader key={col.key} column={col.key} label={col.label} sort={sort} onSort={(key) => setSort((s) => nextSort(s, key))} className={`col-${col.key}`} />
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {data?.groups.map((g) => <GroupRow key={g.group} group={g} now={now + offsetMs} />)}
+            {data && data.groups.length === 0 && (
+              <tr>
+                <td colSpan={GROUP_COLUMNS.length} className="muted empty">
+                  No group matches the filter.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
+      <p className="muted groups-note">Locks are grouped by the start of their name (the console&apos;s group pattern). Open a group to see its locks.</p>
+    </div>
+  );
+}
+
+function GroupRow({ group: g, now }: { group: LockGroup; now: number }) {
+  const c = g.contention;
+  const contention = c.attemptsPerMin === null && c.waiters === null ? null : contentionText({ ...c, source: c.attemptsPerMin === null ? "queue" : "engine" });
+  return (
+    <tr aria-label={g.group}>
+      <th scope="row" className="col-group mono" data-truncates title={g.group}>
+        <Link href={groupHref(g.group)}>{g.group}</Link>
+      </th>
+      <td className="col-locks mono">{g.locks.toLocaleString("en")}</td>
+      <td className="col-held mono">{g.held.toLocaleString("en")}</td>
+      <td className="col-partial mono">{g.partial > 0 ? <strong>{g.partial.toLocaleString("en")}</strong> : "0"}</td>
+      <td className="col-elapsed mono">{g.elapsed.toLocaleString("en")}</td>
+      <td className="col-contention" data-truncates title={contention ?? "Not visible for these locks' libraries"}>
+        {contention ?? <span className="muted">not visible</span>}
+      </td>
+      <td className="col-oldest" data-truncates title={g.oldest ? `${g.oldest.resource}\n${g.oldest.holder ?? ""}` : undefined}>
+        {g.oldest ? `${g.oldest.holder ?? "unknown"}, ${formatDuration(now - g.oldest.acquiredAt)}` : "—"}
+      </td>
+      <td className="col-ttl mono" data-truncates title={g.shortestTtl?.resource}>
+        {g.shortestTtl ? formatDuration(g.shortestTtl.expiresAt - now) : "—"}
+      </td>
+    </tr>
+  );
+}
+
+const pageKey = (base: readonly unknown[], page: number): QueryKey => [...base, page];
+
+/**
+ * One group's locks: a virtualized table whose rows are fetched page by page from the server as they come on
+ * screen (search and sort done there, over all of the group's locks); pages off screen are let go. The tab's
+ * stream follows this group only: a row on screen is updated in place, and a lock arriving or leaving
+ * reloads the pages on screen.
+ */
+export function GroupLocks({ group }: { group: string }) {
+  const client = useQueryClient();
+  const live = useLiveLocks({ locks: "group", group });
+  const [sort, setSort] = useState<Sort>({ key: "resource", dir: 1 });
+  const [text, search, setText] = useSettledText();
+  const [range, setRange] = useState({ first: 0, last: 0 });
+  const now = useNow(250);
+  const base = ["lock-page", group, search, sort.key, sort.dir] as const;
+  const baseKey = JSON.stringify(base);
+
+  const firstPage = Math.floor(Math.max(0, range.first - MARGIN) / PAGE);
+  const lastPage = Math.floor((range.last + MARGIN) / PAGE);
+  const pages = useQueries({
+    queries: Array.from({ length: lastPage - firstPage + 1 }, (_, i) => firstPage + i).map((page) => ({
+      queryKey: pageKey(base, page),
+      queryFn: () => {
+        const params = new URLSearchParams({ group, sort: sort.key, order: sort.dir === 1 ? "asc" : "desc", offset: String(page * PAGE), limit: String(PAGE) });
+        if (search) params.set("q", search);
+        return apiFetch<LocksPage>(`/api/locks?${params.toString()}`);
+      },
+      // Pages off screen leave the cache at once: the tab holds the rows it shows and a margin, no more.
+      gcTime: 0,
+      staleTime: 2_000,
+      refetchInterval: 10_000,
+      placeholderData: (previous: LocksPage | undefined) => previous,
+      retry: false,
+    })),
+  });
+  const loaded = pages.find((p) => p.data)?.data;
+  const total = useRef(0);
+  const totalKey = useRef(baseKey);
+  if (totalKey.current !== baseKey) {
+    totalKey.current = baseKey;
+    total.current = 0;
+  }
+  if (loaded) total.current = loaded.total;
+  const error = pages.find((p) => p.error)?.error;
+
+  const rowAt = (index: number): Lock | undefined => {
+    const page = pages[Math.floor(index / PAGE) - firstPage]?.data;
+    return page && page.offset === Math.floor(index / PAGE) * PAGE ? page.locks[index % PAGE] : undefined;
+  };
+
+  // Live changes of this group: patch a row on screen, reload the pages on screen when a lock comes or goes.
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const reload = () => {
+      timer ??= setTimeout(() => {
+        timer = null;
+        void client.invalidateQueries({ queryKey: ["lock-page", group] });
+      }, 1_000);
+    };
+    const stop = liveFeed(client).listen((change) => {
+      if ("lock" in change || "contention" in change) {
+        const resource = "lock" in change ? change.lock.resource : change.contention.resource;
+        let found = false;
+        for (const [key, page] of client.getQueriesData<LocksPage>({ queryKey: ["lock-page", group] })) {
+          if (!page?.locks.some((l) => l.resource === resource)) continue;
+          found = true;
+          client.setQueryData<LocksPage>(key, {
+            ...page,
+            locks: page.locks.map((l) => {
+              if (l.resource !== resource) return l;
+              if ("lock" in change) return change.lock;
+              const { resource: _resource, ...contention } = change.contention;
+              return { ...l, contention };
+            }),
+          });
+        }
+        if (!found && "lock" in change) reload();
+      } else {
+        reload();
+      }
+    });
+    return () => {
+      stop();
+      if (timer) clearTimeout(timer);
+    };
+  }, [client, group]);
+
+  const scrollToTop = useRef<(() => void) | null>(null);
+  useEffect(() => scrollToTop.current?.(), [baseKey]);
+  const onRange = useCallback((first: number, last: number) => {
+    setRange((r) => (r.first === first && r.last === last ? r : { first, last }));
+  }, []);
+
+  const offsetMs = live.data?.offsetMs ?? 0;
+  return (
+    <div className="panel locks-panel">
+      <TableTools
+        before={
+          <>
+            <Link href="/" className="back-link">
+              ← All groups
+            </Link>
+            <h2 className="group-title mono" title={group}>
+              {group}
+            </h2>
+          </>
+        }
+        label="Search this group"
+        placeholder="Search by resource or holder"
+        value={text}
+        onChange={setText}
+        count={loaded ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? " match" : ""}` : "Loading locks…"}
+      />
+      {error && <LoadError what="the locks" error={error} />}
+      <LockRowsTable
+        count={total.current}
+        rowAt={rowAt}
+        sort={sort}
+        onSort={(key) => setSort((s) => nextSort(s, key))}
+        nodeCount={live.data?.nodes.length ?? 3}
+        now={now}
+        offsetMs={offsetMs}
+        empty={!loaded ? "Loading locks…" : search ? "No lock in this group matches the search." : "No locks in this group right now."}
+        onRange={onRange}
+        scrollerRef={(virtualizer) => {
+          scrollToTop.current = () => virtualizer.scrollToOffset(0);
+        }}
+      />
+    </div>
+  );
+}

@@ -1,0 +1,208 @@
+"use client";
+
+import Link from "next/link";
+import { useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
+import { useEffect, useRef, type CSSProperties, type ReactNode } from "react";
+import type { Lock } from "@/lib/locks/types";
+import { MessageText } from "../message-text";
+import { contentionText, FORMAT_LABEL, formatDuration, holderText, lockHref } from "./format";
+import { badgesTitle, LockBadges, NodeDots, Sparkline, TtlBar } from "./lock-bits";
+
+/** The locks table's columns; each sorts (in the browser for a small fleet, on the server for a group). */
+export type SortKey = "resource" | "state" | "holder" | "nodes" | "ttl" | "heldFor" | "fence" | "contention";
+
+export const COLUMNS: Array<{ key: SortKey; label: string }> = [
+  { key: "resource", label: "Resource" },
+  { key: "state", label: "State" },
+  { key: "holder", label: "Holder" },
+  { key: "nodes", label: "Nodes" },
+  { key: "ttl", label: "TTL" },
+  { key: "heldFor", label: "Held for" },
+  { key: "fence", label: "Fence" },
+  { key: "contention", label: "Contention" },
+];
+
+export interface Sort {
+  key: SortKey;
+  dir: 1 | -1;
+}
+
+export const ROW_HEIGHT = 38;
+
+/** A table's tools: what comes first (a way back, a title), the filter box, and the live count beside it. */
+export function TableTools({ before, label, placeholder, value, onChange, count }: { before?: ReactNode; label: string; placeholder: string; value: string; onChange: (text: string) => void; count: string }) {
+  return (
+    <div className="locks-tools">
+      {before}
+      <label className="filter">
+        <span className="sr-only">{label}</span>
+        <input type="search" placeholder={placeholder} aria-label={label} value={value} onChange={(e) => onChange(e.target.value)} />
+      </label>
+      <span className="muted" aria-live="polite">
+        {count}
+      </span>
+    </div>
+  );
+}
+
+/** Why a table has nothing to show: the API's message, or that the console did not answer. */
+export function LoadError({ what, error }: { what: string; error: unknown }) {
+  return (
+    <p role="alert" className="error-text">
+      Could not load {what}: {error instanceof Error ? <MessageText text={error.message} /> : "the console did not answer"}.
+    </p>
+  );
+}
+
+/** A sortable column header: a button whose arrow and `aria-sort` say how the rows are ordered. */
+export function SortHeader<K extends string>({ column, label, sort, onSort, className }: { column: K; label: string; sort: { key: K; dir: 1 | -1 }; onSort: (key: K) => void; className?: string }) {
+  return (
+    <th scope="col" className={className} aria-sort={sort.key === column ? (sort.dir === 1 ? "ascending" : "descending") : "none"}>
+      <button type="button" className="sort-button" onClick={() => onSort(column)}>
+        {label}
+        <span aria-hidden>{sort.key === column ? (sort.dir === 1 ? " ▲" : " ▼") : ""}</span>
+      </button>
+    </th>
+  );
+}
+
+/** The next sort after a click on `key`: the same column flips, another starts ascending. */
+export const nextSort = <K extends string>(current: { key: K; dir: 1 | -1 }, key: K): { key: K; dir: 1 | -1 } =>
+  current.key === key ? { key, dir: current.dir === 1 ? -1 : 1 } : { key, dir: 1 };
+
+/**
+ * The virtualized locks table: `count` rows, of which only those on screen (plus an overscan) are rendered.
+ * `rowAt` may not have a row yet (a page still loading on the server-paged table): a placeholder stands in.
+ * `onRange` is told which rows are on screen, so the caller can fetch those and let the others go.
+ */
+export function LockRowsTable({
+  count,
+  rowAt,
+  sort,
+  onSort,
+  nodeCount,
+  now,
+  offsetMs,
+  empty,
+  onRange,
+  scrollerRef,
+}: {
+  count: number;
+  rowAt: (index: number) => Lock | undefined;
+  sort: Sort;
+  onSort: (key: SortKey) => void;
+  nodeCount: number;
+  now: number;
+  offsetMs: number;
+  empty: ReactNode;
+  onRange?: (first: number, last: number) => void;
+  scrollerRef?: (virtualizer: Virtualizer<HTMLDivElement, Element>) => void;
+}) {
+  const scroller = useRef<HTMLDivElement>(null);
+  const virtualizer = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => ROW_HEIGHT, overscan: 12 });
+  scrollerRef?.(virtualizer);
+  const items = virtualizer.getVirtualItems();
+  const top = items[0]?.start ?? 0;
+  const bottom = virtualizer.getTotalSize() - (items[items.length - 1]?.end ?? 0);
+  const first = items[0]?.index ?? 0;
+  const last = items[items.length - 1]?.index ?? 0;
+  useEffect(() => onRange?.(first, last), [first, last, onRange]);
+  const columnCount = COLUMNS.length;
+  return (
+    <div className="locks-scroll" ref={scroller}>
+      <table className="locks-table" aria-label="Locks" aria-rowcount={count + 1} style={{ "--node-count": nodeCount } as CSSProperties}>
+        <thead>
+          <tr aria-rowindex={1}>
+            {COLUMNS.map((col) => (
+              <SortHeader key={col.key} column={col.key} label={col.label} sort={sort} onSort={onSort} className={`col-${col.key}`} />
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {top > 0 && (
+            <tr aria-hidden className="spacer">
+              <td colSpan={columnCount} style={{ height: top }} />
+            </tr>
+          )}
+          {items.map((item) => {
+            const lock = rowAt(item.index);
+            if (!lock) {
+              return (
+                <tr key={`loading-${item.index}`} aria-rowindex={item.index + 2} style={{ height: ROW_HEIGHT }}>
+                  <td colSpan={columnCount} className="muted">
+                    Loading…
+                  </td>
+                </tr>
+              );
+            }
+            return <LockRow key={lock.resource} lock={lock} index={item.index} now={now} offsetMs={offsetMs} />;
+          })}
+          {bottom > 0 && (
+            <tr aria-hidden className="spacer">
+              <td colSpan={columnCount} style={{ height: bottom }} />
+            </tr>
+          )}
+          {count === 0 && (
+            <tr>
+              <td colSpan={columnCount} className="muted empty">
+                {empty}
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/**
+ * One lock. Force release is not here: it is on the lock's page, one deliberate step away from the table.
+ * Cells that may end in an ellipsis (`data-truncates`) carry their full text as a title.
+ */
+function LockRow({ lock, index, now, offsetMs }: { lock: Lock; index: number; now: number; offsetMs: number }) {
+  const live = lock.state === "held" || lock.state === "partial" || lock.state === "elapsed";
+  const heldFor = live && lock.acquiredAt ? now + offsetMs - lock.acquiredAt : null;
+  const c = lock.contention;
+  const holder = holderText(lock);
+  return (
+    <tr aria-label={lock.resource} aria-rowindex={index + 2} className={live ? undefined : "ended"} style={{ height: ROW_HEIGHT }}>
+      <th scope="row" className="col-resource resource mono" data-truncates title={lock.resource}>
+        <Link href={lockHref(lock.resource)}>{lock.resource}</Link>
+      </th>
+      <td className="col-state" data-truncates title={badgesTitle(lock)}>
+        <LockBadges lock={lock} compact />
+      </td>
+      <td className="col-holder holder" data-truncates title={[`${FORMAT_LABEL[lock.format]} lock`, holder, lock.token].filter(Boolean).join("\n")}>
+        {lock.format !== "lockscope" && lock.format !== "token" && <span className="format-tag">{FORMAT_LABEL[lock.format]}</span>}
+        {holder}
+      </td>
+      <td className="col-nodes">
+        <NodeDots lock={lock} />
+      </td>
+      <td className="col-ttl">
+        <TtlBar lock={lock} now={now} offsetMs={offsetMs} />
+      </td>
+      <td className="col-heldFor mono">{heldFor === null ? "—" : formatDuration(heldFor)}</td>
+      <td className="col-fence mono" data-truncates title={lock.fence ?? undefined}>
+        {lock.fence ?? "—"}
+      </td>
+      <td
+        className="col-contention"
+        data-truncates
+        title={c.source === null ? "Not visible: a failed attempt by this library's clients leaves no trace in Redis." : contentionText(c)}
+      >
+        {c.source === null ? (
+          <span className="muted">not visible</span>
+        ) : (c.attemptsPerMin ?? 0) > 0 || (c.waiters ?? 0) > 0 ? (
+          <span className="contention">
+            {c.attemptsPerMin !== null && <span className="mono">{c.attemptsPerMin}/min</span>}
+            {c.recent && <Sparkline values={c.recent} label={`failed attempts over the last minute on ${lock.resource}`} />}
+            {(c.waiters ?? 0) > 0 && <span className="muted">{c.waiters} waiting</span>}
+          </span>
+        ) : (
+          <span className="muted">—</span>
+        )}
+      </td>
+    </tr>
+  );
+}

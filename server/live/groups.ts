@@ -1,0 +1,125 @@
+import "server-only";
+import {
+  GroupAggregator,
+  lockGroup,
+  matchesSearch,
+  OTHER_GROUP,
+  sortGroups,
+  sortLocks,
+  statelessPattern,
+  type GroupSort,
+  type LockGroupsPage,
+  type LockSort,
+  type LockSummary,
+  type LocksPage,
+  type SortOrder,
+} from "@/lib/locks/groups";
+import { engineHolderText, holderText, truncate } from "@/lib/locks/holder-text";
+import { decodeHolder } from "@/lib/locks/merge";
+import type { Lock, LockState } from "@/lib/locks/types";
+import type { LockStore } from "./store";
+
+/** Aggregates and sorted lists are reused this long: a table scrolled page by page costs one pass, not one per page. */
+const REUSE_MS = 1_000;
+/** Sorted lists kept for reuse (one per search and sort a viewer is scrolling through). */
+const KEPT_LISTS = 8;
+
+export interface LockQuery {
+  group?: string;
+  q?: string;
+  state?: LockState;
+  sort: LockSort;
+  order: SortOrder;
+  offset: number;
+  limit: number;
+}
+
+export interface GroupQuery {
+  q?: string;
+  sort: GroupSort;
+  order: SortOrder;
+  offset: number;
+  limit: number;
+}
+
+/** The holder text of a value alone (sorting a million locks without building them): an engine value's holder, else the raw value. */
+function holderOfValue(value: string | null): string {
+  if (value === null) return "—";
+  const { holder } = decodeHolder(value);
+  return holder ? engineHolderText(holder) : `raw ${truncate(value, 28)}`;
+}
+
+function fenceOfValue(value: string | null): number | null {
+  const fence = value === null ? null : decodeHolder(value).fence;
+  return fence === null ? null : Number(fence);
+}
+
+/**
+ * The grouped view and the server-paged lock list over the store: one pass over its entries' summaries (never
+ * a `Lock` per lock), results kept about a second so that scrolling and polling viewers share them; `Lock`s
+ * are built only for the page served.
+ */
+export class LockGroups {
+  readonly groupOf: (resource: string) => string;
+  private groupsCache: { at: number; rows: LockGroupsPage["groups"]; locks: number } | null = null;
+  private readonly lists = new Map<string, { at: number; rows: LockSummary[] }>();
+
+  constructor(
+    private readonly store: LockStore,
+    pattern: RegExp,
+  ) {
+    const stateless = statelessPattern(pattern);
+    this.groupOf = (resource) => lockGroup(stateless, resource);
+  }
+
+  groups(query: GroupQuery, now = Date.now()): LockGroupsPage {
+    if (!this.groupsCache || now - this.groupsCache.at > REUSE_MS || now < this.groupsCache.at) {
+      const aggregator = new GroupAggregator(this.groupOf);
+      let locks = 0;
+      this.store.summaries((s) => {
+        locks += 1;
+        aggregator.add(s);
+      }, now);
+      const rows = aggregator.rows();
+      // Only the winners' holders are decoded: one value per group.
+      for (const row of rows) {
+        const oldest = row.oldest ? this.store.lock(row.oldest.resource, now) : null;
+        if (row.oldest && oldest) row.oldest.holder = holderText(oldest);
+      }
+      this.groupsCache = { at: now, rows, locks };
+    }
+    const needle = query.q?.toLowerCase();
+    const rows = needle ? this.groupsCache.rows.filter((g) => g.group.toLowerCase().includes(needle)) : this.groupsCache.rows.slice();
+    sortGroups(rows, query.sort, query.order);
+    return { serverTime: now, locks: this.groupsCache.locks, total: rows.length, offset: query.offset, groups: rows.slice(query.offset, query.offset + query.limit) };
+  }
+
+  page(query: LockQuery, now = Date.now()): LocksPage {
+    const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order]);
+    let list = this.lists.get(key);
+    if (!list || now - list.at > REUSE_MS || now < list.at) {
+      const rows: LockSummary[] = [];
+      const needle = query.q?.toLowerCase();
+      const group = query.group;
+      // A group's name is a piece of each of its keys: most keys are ruled out without running the pattern.
+      const mayHold = group === undefined || group === OTHER_GROUP ? () => true : (resource: string) => resource.includes(group);
+      this.store.summaries((s) => {
+        if (query.state !== undefined && s.state !== query.state) return;
+        if (group !== undefined && (!mayHold(s.resource) || this.groupOf(s.resource) !== group)) return;
+        if (needle && !matchesSearch(s, needle)) return;
+        rows.push({ ...s });
+      }, now);
+      sortLocks(rows, query.sort, query.order, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) });
+      list = { at: now, rows };
+      this.lists.delete(key);
+      this.lists.set(key, list);
+      for (const [k, kept] of this.lists) if (this.lists.size > KEPT_LISTS || now - kept.at > REUSE_MS) this.lists.delete(k);
+    }
+    const locks: Lock[] = [];
+    for (const s of list.rows.slice(query.offset, query.offset + query.limit)) {
+      const lock = this.store.lock(s.resource, now);
+      if (lock) locks.push(lock);
+    }
+    return { serverTime: now, total: list.rows.length, offset: query.offset, locks };
+  }
+}

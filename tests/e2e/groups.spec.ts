@@ -1,0 +1,112 @@
+import { randomBytes } from "node:crypto";
+import type Redis from "ioredis";
+import { encodeLockValue } from "@lockscope/redlock";
+import { expect, lockNodeClients, test } from "./fixtures";
+import { accessibilityProblems, deleteMatching, layoutProblems, settled, THEMES, useSystemTheme } from "./scene";
+
+/** Locks per group: 5,210 in all, above the 5,000 where the page groups them. */
+const FLEET = { orders: 450, billing: 120, mail: 40, bulk: 4_600 } as const;
+const pad = (i: number) => String(i).padStart(4, "0");
+
+/** Holds every group's locks on every node (one value per lock, the same on each node, as a real holder writes it). */
+async function holdFleet(nodes: Redis[], prefix: string): Promise<void> {
+  const values = Object.entries(FLEET).flatMap(([group, count]) =>
+    Array.from({ length: count }, (_, i) => ({
+      key: `${prefix}-${group}/job-${pad(i)}`,
+      value: encodeLockValue({ label: group === "orders" && i === 7 ? "nightly-report" : `${group}-worker`, host: `web-${i % 4}`, pid: 2000 + i, fence: null, acquiredAt: Date.now() - (group === "orders" && i === 7 ? 3_600_000 : i * 1_000) }),
+    })),
+  );
+  for (const node of nodes) {
+    const pipeline = node.pipeline();
+    for (const { key, value } of values) pipeline.set(key, value, "PX", 600_000);
+    await pipeline.exec();
+  }
+}
+
+test.describe("grouped view of a large fleet", () => {
+  let clients: Redis[] = [];
+  let prefix = "";
+  test.afterEach(async () => {
+    // The fleet goes, so the pages after this one see a small fleet's table again.
+    if (clients.length > 0 && prefix) await deleteMatching(clients, `${prefix}-*`);
+    for (const c of clients) c.disconnect();
+    clients = [];
+  });
+
+  test("a large fleet shows one row per group; a group opens into its locks, paged, searched and sorted by the server", async ({ page, request, signIn }) => {
+    // Four layouts checked with axe, then the drill-down: longer than one page's test.
+    test.setTimeout(120_000);
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:fleet${randomBytes(2).toString("hex")}`;
+    await page.goto("/");
+    await expect(page.getByRole("table", { name: "Locks" })).toBeVisible();
+    await expect(page.getByRole("table", { name: "Lock groups" })).toHaveCount(0);
+
+    await holdFleet(clients, prefix);
+    const groups = page.getByRole("table", { name: "Lock groups" });
+    const orders = groups.getByRole("row", { name: `${prefix}-orders`, exact: true });
+    await expect(orders).toBeVisible({ timeout: 20_000 });
+    await expect(page.getByRole("table", { name: "Locks" })).toHaveCount(0);
+    await expect(orders.getByRole("cell").nth(0)).toHaveText("450");
+    await expect(orders.getByRole("cell").nth(1)).toHaveText("450");
+    await expect(orders).toContainText("nightly-report (web-3 pid 2007)");
+    await expect(groups.getByRole("row", { name: `${prefix}-mail`, exact: true }).getByRole("cell").nth(0)).toHaveText("40");
+
+    // Both themes, a phone and a laptop: nothing cut or scrolling sideways, nothing axe calls serious.
+    for (const theme of THEMES) {
+      await useSystemTheme(page, theme);
+      for (const width of [390, 1440]) {
+        await page.setViewportSize({ width, height: width < 800 ? 844 : 1000 });
+        await settled(page);
+        expect(await layoutProblems(page), `${width} px, ${theme}`).toEqual([]);
+        expect(await accessibilityProblems(page), `axe at ${width} px, ${theme}`).toEqual([]);
+      }
+    }
+
+    // Only this fleet's groups, sorted by size: smallest first, then largest first.
+    await page.getByRole("searchbox", { name: "Filter groups" }).fill(prefix);
+    await expect(groups.getByRole("row")).toHaveCount(1 + Object.keys(FLEET).length);
+    await groups.getByRole("button", { name: "Locks", exact: true }).click();
+    await expect(groups.getByRole("columnheader", { name: "Locks" })).toHaveAttribute("aria-sort", "ascending");
+    await expect(groups.getByRole("row").nth(1)).toHaveAttribute("aria-label", `${prefix}-mail`);
+    await groups.getByRole("button", { name: "Locks", exact: true }).click();
+    await expect(groups.getByRole("row").nth(1)).toHaveAttribute("aria-label", `${prefix}-bulk`);
+
+    await orders.getByRole("link", { name: `${prefix}-orders` }).click();
+    await expect(page).toHaveURL(/\?group=/);
+    const table = page.getByRole("table", { name: "Locks" });
+    await expect(page.getByText("450 locks", { exact: true })).toBeVisible();
+    await expect(table.getByRole("row", { name: `${prefix}-orders/job-0000`, exact: true })).toBeVisible();
+    // Only the rows on screen (and a margin) are on the page, not the group's 450.
+    expect(await table.locator("tbody tr[aria-label]").count()).toBeLessThan(100);
+    expect(await accessibilityProblems(page), "axe on a group's locks").toEqual([]);
+
+    // Scrolling to the end fetches the last rows from the server.
+    await page.locator(".locks-scroll").evaluate((box) => box.scrollTo(0, box.scrollHeight));
+    await expect(table.getByRole("row", { name: `${prefix}-orders/job-0449`, exact: true })).toBeVisible();
+    expect(await table.locator("tbody tr[aria-label]").count()).toBeLessThan(100);
+
+    // Search by holder, over every lock of the group.
+    await page.getByRole("searchbox", { name: "Search this group" }).fill("nightly");
+    await expect(page.getByText("1 lock match", { exact: true })).toBeVisible();
+    await expect(table.getByRole("row", { name: `${prefix}-orders/job-0007`, exact: true })).toContainText("nightly-report");
+    await page.getByRole("searchbox", { name: "Search this group" }).fill("");
+
+    // Sort by resource, descending: the last name comes first.
+    await expect(page.getByText("450 locks", { exact: true })).toBeVisible();
+    await table.getByRole("button", { name: "Resource", exact: true }).click();
+    await expect(table.getByRole("columnheader", { name: "Resource" })).toHaveAttribute("aria-sort", "descending");
+    await expect(table.getByRole("row").nth(1)).toHaveAttribute("aria-label", `${prefix}-orders/job-0449`);
+
+    // Live: a lock taken in this group comes in; one taken in another group does not.
+    await Promise.all(clients.map((c) => c.set(`${prefix}-orders/job-9999`, "late-client-token", "PX", 600_000)));
+    await Promise.all(clients.map((c) => c.set(`${prefix}-billing/job-9999`, "other-group-token", "PX", 600_000)));
+    await expect(page.getByText("451 locks", { exact: true })).toBeVisible();
+    await expect(table.getByRole("row", { name: `${prefix}-orders/job-9999`, exact: true })).toContainText("raw late-client-token");
+    await expect(table.getByRole("row", { name: `${prefix}-billing/job-9999`, exact: true })).toHaveCount(0);
+
+    await page.getByRole("link", { name: "← All groups" }).click();
+    await expect(groups.getByRole("row", { name: `${prefix}-billing`, exact: true }).getByRole("cell").nth(0)).toHaveText("121");
+  });
+});

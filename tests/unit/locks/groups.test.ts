@@ -1,0 +1,72 @@
+import { describe, expect, it } from "vitest";
+import { GroupAggregator, lockGroup, matchesSearch, OTHER_GROUP, sortGroups, sortLocks, statelessPattern, type LockSummary } from "@/lib/locks/groups";
+
+const PATTERN = /^([^:]+:[^:/]+)/;
+const summary = (resource: string, fields: Partial<LockSummary> = {}): LockSummary => ({
+  resource,
+  state: "held",
+  acquiredAt: 1_000,
+  expiresAt: 60_000,
+  token: `token-of-${resource}`,
+  quorumHeld: 3,
+  attemptsPerMin: null,
+  waiters: null,
+  ...fields,
+});
+const readers = { holder: (s: LockSummary) => s.token ?? "", fence: () => null };
+
+describe("lock groups", () => {
+  it("names a key's group by the pattern's first capture, or other", () => {
+    expect(lockGroup(PATTERN, "lock:orders/42")).toBe("lock:orders");
+    expect(lockGroup(PATTERN, "mutex:jobs")).toBe("mutex:jobs");
+    expect(lockGroup(PATTERN, "lock")).toBe(OTHER_GROUP);
+    expect(lockGroup(/^(x)?/, "lock:a")).toBe(OTHER_GROUP);
+    expect(lockGroup(/^(.*)$/, `lock:${"a".repeat(80)}`)).toBe(OTHER_GROUP);
+    // A global pattern would remember where it stopped and miss every other key.
+    const stateless = statelessPattern(/^([^:]+:[^:/]+)/g);
+    expect([lockGroup(stateless, "lock:a/1"), lockGroup(stateless, "lock:a/2")]).toEqual(["lock:a", "lock:a"]);
+  });
+
+  it("counts states, sums known contention and finds the oldest and the soonest to expire", () => {
+    const agg = new GroupAggregator((r) => lockGroup(PATTERN, r));
+    agg.add(summary("lock:orders/1", { acquiredAt: 500, expiresAt: 90_000 }));
+    agg.add(summary("lock:orders/2", { state: "partial", acquiredAt: 800, expiresAt: 30_000, attemptsPerMin: 4, waiters: 1 }));
+    agg.add(summary("lock:orders/3", { state: "released", acquiredAt: 10, expiresAt: 1 }));
+    agg.add(summary("lock:orders/4", { state: "elapsed", expiresAt: null }));
+    agg.add(summary("lock:mail/1", {}));
+    const rows = sortGroups(agg.rows(), "group", "asc");
+    expect(rows.map((g) => g.group)).toEqual(["lock:mail", "lock:orders"]);
+    expect(rows[1]).toEqual({
+      group: "lock:orders",
+      locks: 4,
+      held: 1,
+      partial: 1,
+      elapsed: 1,
+      ended: 1,
+      contention: { attemptsPerMin: 4, waiters: 1 },
+      oldest: { resource: "lock:orders/1", acquiredAt: 500, holder: null },
+      shortestTtl: { resource: "lock:orders/2", expiresAt: 30_000 },
+    });
+    // Contention nobody can see stays unknown, never 0.
+    expect(rows[0]?.contention).toEqual({ attemptsPerMin: null, waiters: null });
+    expect(sortGroups(rows, "contention", "desc").map((g) => g.group)).toEqual(["lock:orders", "lock:mail"]);
+    expect(sortGroups(rows, "contention", "asc").map((g) => g.group)).toEqual(["lock:orders", "lock:mail"]);
+    expect(sortGroups(rows, "locks", "desc").map((g) => g.group)).toEqual(["lock:orders", "lock:mail"]);
+  });
+
+  it("sorts locks by a column, ties and unknowns last, and searches resource and holder", () => {
+    const rows = [
+      summary("lock:b", { expiresAt: 5_000, acquiredAt: 100 }),
+      summary("lock:a", { expiresAt: null, acquiredAt: 300 }),
+      summary("lock:c", { expiresAt: 2_000, acquiredAt: 200, token: "lk1:x:y:1::web-2:nightly-report" }),
+    ];
+    const names = (key: Parameters<typeof sortLocks>[1], order: "asc" | "desc") => sortLocks([...rows], key, order, readers).map((r) => r.resource);
+    expect(names("resource", "desc")).toEqual(["lock:c", "lock:b", "lock:a"]);
+    expect(names("ttl", "asc")).toEqual(["lock:c", "lock:b", "lock:a"]);
+    expect(names("ttl", "desc")).toEqual(["lock:b", "lock:c", "lock:a"]);
+    expect(names("heldFor", "desc")).toEqual(["lock:b", "lock:c", "lock:a"]);
+    expect(names("state", "asc")).toEqual(["lock:a", "lock:b", "lock:c"]);
+    expect(rows.filter((r) => matchesSearch(r, "nightly")).map((r) => r.resource)).toEqual(["lock:c"]);
+    expect(rows.filter((r) => matchesSearch(r, "lock:a")).map((r) => r.resource)).toEqual(["lock:a"]);
+  });
+});
