@@ -22,6 +22,7 @@ export const API_ROUTES: readonly ApiRoute[] = Object.freeze([
   { pattern: "/api/health", methods: ["GET"] },
   { pattern: "/api/history", methods: ["GET"] },
   { pattern: "/api/locks", methods: ["GET"] },
+  { pattern: "/api/locks/groups", methods: ["GET"] },
   { pattern: "/api/locks/stream", methods: ["GET"] },
   { pattern: "/api/locks/[resource]", methods: ["GET"] },
   { pattern: "/api/locks/[resource]/history", methods: ["GET"] },
