@@ -19,7 +19,8 @@ export interface LockSafetyCounts {
   oldestAcquiredAt: number | null;
 }
 
-type SafetyFacts = Pick<Lock, "resource" | "state" | "expiresAt" | "acquiredAt">;
+/** What counting needs of a lock (`acquiredAt` null or absent where unknown). */
+type SafetyFacts = Pick<Lock, "resource" | "state" | "expiresAt"> & { acquiredAt?: number | null };
 
 /** Counts over the present locks, one at a time; the contention lab's own locks (`isLab`) are left out, so they never page. */
 export class LockSafetyTally {
@@ -33,7 +34,8 @@ export class LockSafetyTally {
     if (lock.expiresAt === null) counts.withoutTtl++;
     if (lock.state === "partial") counts.belowQuorum++;
     if (lock.state === "elapsed") counts.pastTtl++;
-    if (lock.acquiredAt !== undefined && (counts.oldestAcquiredAt === null || lock.acquiredAt < counts.oldestAcquiredAt)) counts.oldestAcquiredAt = lock.acquiredAt;
+    const at = lock.acquiredAt;
+    if (at !== undefined && at !== null && (counts.oldestAcquiredAt === null || at < counts.oldestAcquiredAt)) counts.oldestAcquiredAt = at;
   }
 }
 

@@ -72,7 +72,7 @@ export async function refreshConsoleMetrics(): Promise<void> {
     for (const state of LOCK_STATES) held.set({ state }, counts.byState[state] ?? 0);
     declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(counts.oldestHeldAcquiredAt === null ? 0 : counts.oldestHeldAcquiredAt / 1000);
     const tally = new LockSafetyTally(isLabResource);
-    getLockStore().eachBrief((lock) => tally.add(lock));
+    getLockStore().summaries((lock) => tally.add(lock));
     const safety = tally.counts;
     declared("lockscope_locks_without_ttl").set(safety.withoutTtl);
     declared("lockscope_locks_below_quorum").set(safety.belowQuorum);

@@ -302,7 +302,7 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
 
 export interface LockStoreView {
   list: LockStore["list"];
-  eachBrief: LockStore["eachBrief"];
+  summaries: LockStore["summaries"];
   get: LockStore["get"];
   serverTime: () => number;
   counts: LockStore["counts"];
@@ -313,7 +313,7 @@ export function getLockStore(): LockStoreView {
   const { store } = startLive();
   return {
     list: (now) => store.list(now),
-    eachBrief: (visit) => store.eachBrief(visit),
+    summaries: (visit, now) => store.summaries(visit, now),
     get: (resource, now) => store.get(resource, now),
     serverTime: () => Date.now(),
     counts: (now) => store.counts(now),

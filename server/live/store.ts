@@ -52,8 +52,6 @@ export interface LockCounts {
   withoutTtl: number;
 }
 
-/** What `briefs()` gives of each listed lock. */
-export type LockBrief = { -readonly [K in "resource" | "state" | "expiresAt" | "acquiredAt"]: Lock[K] };
 
 export interface DrainedChanges {
   upserts: Lock[];
@@ -169,21 +167,7 @@ export class LockStore {
     return out;
   }
 
-  /**
-   * The few fields of every listed lock that counting needs, without building it: one view object, refilled
-   * for each lock (read it in `visit`, keep nothing of it). A scrape of 100,000 locks builds none.
-   */
-  eachBrief(visit: (brief: Readonly<LockBrief>) => void): void {
-    const view: LockBrief = { resource: "", state: "held", expiresAt: null, acquiredAt: undefined };
-    for (const entry of this.live.values()) {
-      if (entry.state === null) continue;
-      view.resource = entry.resource;
-      view.state = entry.state;
-      view.expiresAt = entry.expiresAt;
-      view.acquiredAt = entry.acquiredAt ?? undefined;
-      visit(view);
-    }
-  }
+
 
   /** Live resources in the list (for a snapshot: built lazily, part by part). */
   resources(): string[] {
