@@ -1,27 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
-import { encodeLockValue } from "@lockscope/redlock";
 import { expect, lockNodeClients, test } from "./fixtures";
-import { accessibilityProblems, deleteMatching, layoutProblems, settled, THEMES, useSystemTheme } from "./scene";
-
-/** Locks per group: 5,210 in all, above the 5,000 where the page groups them. */
-const FLEET = { orders: 450, billing: 120, mail: 40, bulk: 4_600 } as const;
-const pad = (i: number) => String(i).padStart(4, "0");
-
-/** Holds every group's locks on every node (one value per lock, the same on each node, as a real holder writes it). */
-async function holdFleet(nodes: Redis[], prefix: string): Promise<void> {
-  const values = Object.entries(FLEET).flatMap(([group, count]) =>
-    Array.from({ length: count }, (_, i) => ({
-      key: `${prefix}-${group}/job-${pad(i)}`,
-      value: encodeLockValue({ label: group === "orders" && i === 7 ? "nightly-report" : `${group}-worker`, host: `web-${i % 4}`, pid: 2000 + i, fence: null, acquiredAt: Date.now() - (group === "orders" && i === 7 ? 3_600_000 : i * 1_000) }),
-    })),
-  );
-  for (const node of nodes) {
-    const pipeline = node.pipeline();
-    for (const { key, value } of values) pipeline.set(key, value, "PX", 600_000);
-    await pipeline.exec();
-  }
-}
+import { accessibilityProblems, deleteMatching, FLEET, holdFleet, layoutProblems, settled, THEMES, useSystemTheme } from "./scene";
 
 test.describe("grouped view of a large fleet", () => {
   let clients: Redis[] = [];

@@ -202,3 +202,25 @@ export async function releasedByScript(request: APIRequestContext, nodes: Redis[
   });
   expect(response.status(), await response.text()).toBe(200);
 }
+
+/** Locks per group of a large fleet: 5,210 in all, above the 5,000 where the locks page groups them. */
+export const FLEET = { orders: 450, billing: 120, mail: 40, bulk: 4_600 } as const;
+const pad = (i: number) => String(i).padStart(4, "0");
+
+/**
+ * Holds every group's locks under `prefix` on every node (one value per lock, the same on each node, as a real
+ * holder writes it); `orders/job-0007` is an hour-old nightly report.
+ */
+export async function holdFleet(nodes: Redis[], prefix: string): Promise<void> {
+  const values = Object.entries(FLEET).flatMap(([group, count]) =>
+    Array.from({ length: count }, (_, i) => ({
+      key: `${prefix}-${group}/job-${pad(i)}`,
+      value: encodeLockValue({ label: group === "orders" && i === 7 ? "nightly-report" : `${group}-worker`, host: `web-${i % 4}`, pid: 2000 + i, fence: null, acquiredAt: Date.now() - (group === "orders" && i === 7 ? 3_600_000 : i * 1_000) }),
+    })),
+  );
+  for (const node of nodes) {
+    const pipeline = node.pipeline();
+    for (const { key, value } of values) pipeline.set(key, value, "PX", 600_000);
+    await pipeline.exec();
+  }
+}

@@ -1,7 +1,8 @@
+import { randomBytes } from "node:crypto";
 import type { Locator, Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { expect, lockNodeClients, test } from "./fixtures";
-import { busyLocks, finishedLabRun, releasedByScript, settled, THEMES, unique, useSystemTheme } from "./scene";
+import { busyLocks, deleteMatching, finishedLabRun, holdFleet, releasedByScript, settled, THEMES, unique, useSystemTheme } from "./scene";
 
 /**
  * `npm run screenshots`: every page at 390 and 1440 px, light and dark, into docs/screenshot-<page>-<width>-<theme>.png.
@@ -47,6 +48,14 @@ test("@screenshots every page at 390 and 1440 px, light and dark", async ({ page
 
     await page.goto(`/locks/${encodeURIComponent(scene.hot)}`);
     await shoot(page, "lock", () => expect(page.getByRole("img", { name: /Failed acquisition attempts/ }).locator("canvas")).toBeVisible());
+
+    // A large fleet: one row per group.
+    const fleet = `lock:fleet${randomBytes(2).toString("hex")}`;
+    await holdFleet(nodes, fleet);
+    await page.goto("/");
+    const orders = page.getByRole("table", { name: "Lock groups" }).getByRole("row", { name: `${fleet}-orders`, exact: true });
+    await shoot(page, "groups", () => expect(orders).toBeVisible({ timeout: 20_000 }));
+    await deleteMatching(nodes, `${fleet}-*`);
 
     await page.goto("/audit");
     await shoot(page, "audit", () => expect(page.getByRole("table", { name: "Audit entries" }).getByRole("row").filter({ hasText: released })).toBeVisible());
