@@ -2,6 +2,7 @@ import "server-only";
 import { createHash } from "node:crypto";
 import { defineScript, isClusterClient, runScript } from "@lockscope/redlock";
 import { readInSlots } from "@/lib/locks/cluster";
+import { isScriptRefused } from "@/lib/locks/formats";
 import type { LockClient } from "../deployments";
 import { whenReady } from "../health";
 import type { LockStore } from "./store";
@@ -80,7 +81,7 @@ export function shareFirstSeen(store: LockStore, node0: LockClient | undefined):
         return Array.isArray(reply) ? (reply as unknown[]) : [];
       } catch (error) {
         // EVAL disabled or not granted (some managed services): the same commands, pipelined.
-        if (!(error instanceof Error) || !/unknown command|NOPERM|disabled|not allowed/i.test(error.message)) throw error;
+        if (!isScriptRefused(error)) throw error;
         scriptsRefused = true;
       }
     }

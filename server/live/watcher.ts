@@ -1,7 +1,7 @@
 import "server-only";
 import { Cluster, type Redis } from "ioredis";
 import { readInSlots, servingShards, type ClusterMember } from "@/lib/locks/cluster";
-import { decodeReading, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
+import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
@@ -489,7 +489,7 @@ export class NodeWatcher {
     try {
       return await this.waitOn(() => readLockKeys(this.reader, keys, {}, this.clock));
     } catch (error) {
-      if (this.reader.status !== "ready" || !(error instanceof Error) || !/unknown command|not allowed|NOPERM|disabled/i.test(error.message)) throw error;
+      if (this.reader.status !== "ready" || !isScriptRefused(error)) throw error;
       this.scriptsRefused = true;
       this.ctx.log.warn({ node: this.id, err: error.message }, "scripts refused: reading lock keys with MULTI instead");
       return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys, {}, this.clock));

@@ -215,6 +215,14 @@ export function keyExpiry(at: number, pttlMs: number): number {
   return Number.NaN;
 }
 
+/**
+ * Whether a command failed because the node refuses scripts (EVAL disabled, renamed or not granted, as on some
+ * managed services): the caller then sends the same commands without one.
+ */
+export function isScriptRefused(error: unknown): error is Error {
+  return error instanceof Error && /unknown command|not allowed|NOPERM|disabled/i.test(error.message);
+}
+
 /** What reading without scripts needs: MULTI (an ioredis client has it). */
 export type MultiClient = Pick<Redis, "multi">;
 
