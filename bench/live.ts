@@ -16,7 +16,7 @@
  * Run it under `flock /tmp/lockscope-build.lock`: it runs `npm run build` first when the sources changed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -71,6 +71,12 @@ const WARMUP_MS = QUICK ? 1_000 : 2_000;
  */
 const FORMAT_MIX = ["token", "redisson", "semaphore"] as const;
 const REDISSON_CLIENT = "5b0d3c2a-9e1f-4a7b-8c6d-2f4e1a3b5c7d";
+/** The writes of Redisson's lock and of a redis-semaphore permit, as their scripts make them (loaded on every node before the churn). */
+const REDISSON_LOCK = script("redis.call('hincrby', KEYS[1], ARGV[1], 1); redis.call('pexpire', KEYS[1], ARGV[2]); return 1");
+const SEMAPHORE_ACQUIRE = script("redis.call('zadd', KEYS[1], ARGV[2], ARGV[1]); redis.call('pexpire', KEYS[1], ARGV[3]); return 1");
+function script(body: string): { body: string; sha: string } {
+  return { body, sha: createHash("sha1").update(body).digest("hex") };
+}
 
 /** Each churned lock is held this long before its release: longer than the stream's 100 ms coalescing window. */
 const HOLD_MS = 1_000;
@@ -314,13 +320,16 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
     next += tickMs;
     const now = performance.now();
     const due = Math.round(((now - t0) / 1000) * rate) - changes;
+    // One pipeline per node per tick: the bench's own cost stays small beside the console's, and the nodes see
+    // the same writes.
+    const batches = clients.map((c) => c.pipeline());
     for (let i = 0; i < due; i++) {
       const release = releases[0];
       if (release && release.at <= now && changes % 2 === 1) {
         releases.shift();
         if (pending.has(release.key)) coalesced += 1;
         pending.set(release.key, { kind: "release", token: release.token, sentAt: performance.now() });
-        for (const c of clients) void c.del(release.key);
+        for (const b of batches) b.del(release.key);
       } else {
         const kind = FORMAT_MIX[n % FORMAT_MIX.length]!;
         const key = `lock:churn:${tag}:${n++}`;
@@ -328,17 +337,18 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
         // What the stream shows as the value: the token, a Redisson holder field, a semaphore member.
         const token = kind === "redisson" ? `${REDISSON_CLIENT}:${n}` : id;
         pending.set(key, { kind: "acquire", token, sentAt: performance.now() });
-        for (const c of clients) {
-          // Each library's own writes: SET NX PX; Redisson's HINCRBY of the holder field then PEXPIRE; a
-          // redis-semaphore permit's ZADD scored by the time, then PEXPIRE of the set.
-          if (kind === "token") void c.set(key, token, "PX", 60_000, "NX");
-          else if (kind === "redisson") void c.multi().hincrby(key, token, 1).pexpire(key, 60_000).exec();
-          else void c.multi().zadd(key, Date.now(), token).pexpire(key, 60_000).exec();
+        for (const b of batches) {
+          // Each library's own writes: SET NX PX; Redisson's script (HINCRBY of the holder field, then
+          // PEXPIRE); redis-semaphore's script (ZADD of a permit scored by the time, then PEXPIRE of the set).
+          if (kind === "token") b.set(key, token, "PX", 60_000, "NX");
+          else if (kind === "redisson") b.evalsha(REDISSON_LOCK.sha, 1, key, token, 60_000);
+          else b.evalsha(SEMAPHORE_ACQUIRE.sha, 1, key, token, Date.now(), 60_000);
         }
         releases.push({ at: now + HOLD_MS, key, token });
       }
       changes += 1;
     }
+    if (due > 0) for (const b of batches) void b.exec();
     if (n % 50 === 0) rssMax = Math.max(rssMax, procStats(pid).rssMb);
     const wait = next - performance.now();
     if (wait > 0) await sleep(wait);
@@ -466,6 +476,7 @@ async function measureBaseline(nodes: RedisNode[]): Promise<void> {
 async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
   const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true }));
   await Promise.all(clients.map((c) => c.flushall()));
+  await Promise.all(clients.flatMap((c) => [c.script("LOAD", REDISSON_LOCK.body), c.script("LOAD", SEMAPHORE_ACQUIRE.body)]));
   await loadHeld(clients, held);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-console-"));
   const pinger = new NodePinger(nodes);
