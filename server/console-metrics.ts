@@ -4,7 +4,7 @@ import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { singleton } from "./global";
 import { getHealth } from "./health";
-import { getLiveEvents, getLockStore, getStreamHub, getWatcherStatus } from "./live";
+import { getKeyspaceEventCounts, getLiveEvents, getLockStore, getStreamHub, getWatcherStatus } from "./live";
 import { getLogger } from "./logger";
 import { isLabResource } from "@/lib/lab/keys";
 import { LockSafetyTally, readNodeSafety } from "@/lib/safety-signals";
@@ -15,27 +15,35 @@ import { getNodes, quorumOf } from "./nodes";
 const KNOWN_KEYSPACE_EVENTS = new Set<string>(KEYSPACE_EVENTS);
 const KNOWN_LOCK_EVENTS = new Set<string>(LOCK_EVENT_TYPES);
 
+/** Counts that change with every lock change, kept as plain numbers and added to their counters when scraped. */
+interface HotCounts {
+  /** Lock events by type since the last scrape. */
+  lockEvents: Map<string, number>;
+  /** Keyspace notifications already added to the counter, by `node event` (the watchers keep the totals). */
+  keyspaceExported: Map<string, number>;
+}
+
 /**
  * Counts what the live view sees on the lock nodes (lock lifecycle events, keyspace notifications,
  * subscriber reconnects and gaps, contention telemetry) into the metrics. Attached once per process; a
- * lock key never becomes a label: contention goes by `metricGroup`, the rest by type and node.
+ * lock key never becomes a label: contention goes by `metricGroup`, the rest by type and node. The counts
+ * that move with every change (lock events, keyspace notifications) cost the live view a number each; the
+ * counters take them when scraped.
  */
-export function startConsoleMetrics(): void {
-  singleton("console-metrics-started", () => {
+export function startConsoleMetrics(): HotCounts {
+  return singleton("console-metrics-started", () => {
     const nodeIds = getNodes().map((n) => n.id);
     for (const name of ["lockscope_keyspace_events_total", "lockscope_watcher_reconnects_total", "lockscope_watcher_gaps_total"]) {
       initialiseFor(name, { node: nodeIds });
     }
-    const lockEvents = declared<"type">("lockscope_lock_events_total");
-    const keyspace = declared<"node" | "event">("lockscope_keyspace_events_total");
+    const hot: HotCounts = { lockEvents: new Map(), keyspaceExported: new Map() };
     const reconnects = declared<"node">("lockscope_watcher_reconnects_total");
     const gaps = declared<"node">("lockscope_watcher_gaps_total");
     const contention = declared<"group" | "traffic">("lockscope_lock_contention_events_total");
     const events = getLiveEvents();
     events.on("lock-event", (e) => {
-      if (KNOWN_LOCK_EVENTS.has(e.type)) lockEvents.inc({ type: e.type });
+      if (KNOWN_LOCK_EVENTS.has(e.type)) hot.lockEvents.set(e.type, (hot.lockEvents.get(e.type) ?? 0) + 1);
     });
-    events.on("keyspace-event", (e) => keyspace.inc({ node: e.nodeId, event: KNOWN_KEYSPACE_EVENTS.has(e.event) ? e.event : "other" }));
     events.on("reconnect", (e) => reconnects.inc({ node: e.nodeId }));
     events.on("gap", (e) => gaps.inc({ node: e.nodeId }));
     events.on("contention", (e) => {
@@ -43,13 +51,30 @@ export function startConsoleMetrics(): void {
       initialiseFor("lockscope_lock_contention_events_total", { group: [group] });
       contention.inc({ group, traffic: isLabResource(e.resource) ? "lab" : "production" });
     });
-    return true;
+    return hot;
   });
+}
+
+/** Adds the lock events and keyspace notifications counted since the last scrape to their counters. */
+function exportHotCounts(hot: HotCounts): void {
+  const lockEvents = declared<"type">("lockscope_lock_events_total");
+  for (const [type, n] of hot.lockEvents) lockEvents.inc({ type }, n);
+  hot.lockEvents.clear();
+  const keyspace = declared<"node" | "event">("lockscope_keyspace_events_total");
+  for (const { nodeId, counts } of getKeyspaceEventCounts()) {
+    for (const [event, total] of counts) {
+      const seen = `${nodeId} ${event}`;
+      const delta = total - (hot.keyspaceExported.get(seen) ?? 0);
+      if (delta <= 0) continue;
+      hot.keyspaceExported.set(seen, total);
+      keyspace.inc({ node: nodeId, event: KNOWN_KEYSPACE_EVENTS.has(event) ? event : "other" }, delta);
+    }
+  }
 }
 
 /** Per-node health and the live view's counts, read when Prometheus scrapes (never kept up to date in between). */
 export async function refreshConsoleMetrics(): Promise<void> {
-  startConsoleMetrics();
+  const hot = startConsoleMetrics();
   const nodes = getNodes();
   declared("lockscope_nodes").set(nodes.length);
   declared("lockscope_quorum_size").set(quorumOf(nodes.length));
@@ -86,6 +111,7 @@ export async function refreshConsoleMetrics(): Promise<void> {
       lastEvent.set({ node: status.nodeId }, status.lastEventAt ? status.lastEventAt / 1000 : 0);
     }
     declared("lockscope_sse_clients").set(getStreamHub().clientCount);
+    exportHotCounts(hot);
   } catch (error) {
     // The scrape still answers with everything else; the gap in the live view's series says the rest.
     getLogger().warn({ err: error instanceof Error ? error.message : String(error) }, "metrics: the live view could not be read");

@@ -8,7 +8,6 @@ export type { LockEventType };
 /** What the live view emits, for the metrics and anything else in the process that counts. */
 export interface LiveEventMap {
   "lock-event": [{ type: LockEventType; resource: string; nodeId?: string }];
-  "keyspace-event": [{ nodeId: string; event: string }];
   reconnect: [{ nodeId: string }];
   gap: [{ nodeId: string }];
   contention: [{ resource: string }];

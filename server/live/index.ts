@@ -133,7 +133,7 @@ export function startLive(): LiveRuntime {
     };
 
     /** Applies one node's (or several nodes') readings of `list`, merged per key. */
-    const applyReadings = (list: readonly string[], keys: Map<string, Array<EndCause | undefined>>, answered: Array<{ w: NodeWatcher; readings: KeyReading[] }>) => {
+    const applyReadings = (list: readonly string[], keys: Map<string, Array<EndCause | undefined>>, answered: Array<{ w: NodeWatcher; readings: Array<KeyReading | null> }>) => {
       const now = Date.now();
       for (let k = 0; k < list.length; k++) {
         const key = list[k] as string;
@@ -141,7 +141,7 @@ export function startLive(): LiveRuntime {
         const samples: NodeSample[] = [];
         for (const { w, readings } of answered) {
           const reading = readings[k];
-          if (reading) samples.push(w.sampleOf(reading, causes[w.index] ?? null));
+          if (reading !== undefined) samples.push(w.sampleOf(reading, causes[w.index] ?? null));
         }
         if (samples.length > 0) store.apply(key, samples, now);
       }
@@ -178,11 +178,11 @@ export function startLive(): LiveRuntime {
         // Every node's batch at once, so a write to every node is one change; but a node that misses the
         // per-node deadline (frozen, overloaded) does not hold the others back: its readings are applied
         // on their own when they come, and until then it is left out of later batches.
-        const answered: Array<{ w: NodeWatcher; readings: KeyReading[] }> = [];
+        const answered: Array<{ w: NodeWatcher; readings: Array<KeyReading | null> }> = [];
         const settled = new Set<NodeWatcher>();
         let onTime = true;
         const reads = targets.map((w) =>
-          w.read(list).then(
+          w.readDirty(list).then(
             (readings) => {
               if (onTime) {
                 settled.add(w);
@@ -212,6 +212,8 @@ export function startLive(): LiveRuntime {
           }
         }
         applyReadings(list, keys, answered);
+        // What the batch changed goes out now, not at the next tick.
+        hub.tick(Date.now());
       } finally {
         flushing = false;
       }
@@ -223,7 +225,11 @@ export function startLive(): LiveRuntime {
       timer.unref();
       timers.push(timer);
     };
-    every(FLUSH_MS, () => void flush().catch(guard("batched read")));
+    every(FLUSH_MS, () => {
+      const now = Date.now();
+      for (const w of watchers) w.stampEvents(now);
+      void flush().catch(guard("batched read"));
+    });
     every(TICK_MS, () => {
       const now = Date.now();
       store.tick(now);
@@ -393,6 +399,11 @@ export function isLockKey(key: string): boolean {
 
 export function getWatcherStatus(): WatcherStatus[] {
   return startLive().watchers.map((w) => w.status());
+}
+
+/** Each node's keyspace notifications so far, by event name (totals since start, for the metrics). */
+export function getKeyspaceEventCounts(): Array<{ nodeId: string; counts: ReadonlyMap<string, number> }> {
+  return startLive().watchers.map((w) => ({ nodeId: w.id, counts: w.keyspaceEvents }));
 }
 
 /** True once every reachable node's watcher has subscribed and reconciled; false after `timeoutMs`. */

@@ -59,6 +59,8 @@ export class NodeWatcher {
   reconnects = 0;
   gaps = 0;
   lastEventAt: number | null = null;
+  /** A notification came since `stampEvents` last ran (the time is taken there, not per notification). */
+  private eventsUnstamped = false;
   latencyMs: number | null = null;
   private readonly rtts: number[] = [];
   longestTtlMs = 0;
@@ -71,6 +73,15 @@ export class NodeWatcher {
   private answeringSince = 0;
   private counted = false;
   readonly dirty = new Map<string, EndCause>();
+  /**
+   * Dirty keys whose latest notification here was an end (del, expired, evicted): gone from this node, so the
+   * batch reads them as absent without asking. Notifications on one connection come in the node's order, so a
+   * later write would have come after it. Not on a cluster: a slot moving between primaries notifies on two
+   * connections, in no order between them.
+   */
+  private readonly ended = new Set<string>();
+  /** Keyspace notifications received, by event name: counted here and read by the metrics when scraped (nothing per notification beyond this). */
+  readonly keyspaceEvents = new Map<string, number>();
   /** This node's clock on the console's, so every read of a key agrees on when its TTL ends. */
   private readonly clock = new NodeClock();
   private readonly channelPrefix: string;
@@ -156,11 +167,21 @@ export class NodeWatcher {
   private onKeyspace(channel: string, event: string): void {
     if (!channel.startsWith(this.channelPrefix)) return;
     const key = channel.slice(this.channelPrefix.length);
-    this.lastEventAt = Date.now();
+    this.eventsUnstamped = true;
     // An end (del, expired, evicted) stays the key's cause until it is read, even if a set follows in the
     // same batch (a release that hands the lock over deletes and writes in one script).
-    this.dirty.set(key, CAUSES[event] ?? this.dirty.get(key) ?? null);
-    this.ctx.events.emit("keyspace-event", { nodeId: this.id, event });
+    const cause = CAUSES[event];
+    this.dirty.set(key, cause ?? this.dirty.get(key) ?? null);
+    if (cause !== undefined && !this.cluster) this.ended.add(key);
+    else this.ended.delete(key);
+    this.keyspaceEvents.set(event, (this.keyspaceEvents.get(event) ?? 0) + 1);
+  }
+
+  /** Sets `lastEventAt` if notifications came since the last call: called every few milliseconds. */
+  stampEvents(now: number): void {
+    if (!this.eventsUnstamped) return;
+    this.eventsUnstamped = false;
+    this.lastEventAt = now;
   }
 
   private onTelemetry(channel: string, message: string): void {
@@ -177,6 +198,7 @@ export class NodeWatcher {
     this.attempted = true;
     // Whatever happens while we are away is lost: forget pending reads, the reconcile will cover them.
     this.dirty.clear();
+    this.ended.clear();
     this.waitingSince.clear();
     // A new connection starts afresh: the bring-up's commands tell whether the node answers.
     this.answering = true;
@@ -449,7 +471,8 @@ export class NodeWatcher {
   }
 
   /** One reading decoded by its format into the sample the store merges: the fingerprint is the value voted on. */
-  sampleOf(reading: KeyReading, cause: EndCause): NodeSample {
+  sampleOf(reading: KeyReading | null, cause: EndCause): NodeSample {
+    if (reading === null) return { node: this.index, reading: null, value: null, expiry: Number.NaN, cause };
     const decoded = decodeReading(reading, { now: Date.now() });
     if (decoded !== null && Number.isFinite(decoded.keyExpiresAt)) {
       const ttl = decoded.keyExpiresAt - Date.now();
@@ -477,6 +500,18 @@ export class NodeWatcher {
   }
 
   /** Reads keys on this node: the formats' batched script where scripting works, MULTI where it does not. */
+  /**
+   * Reads a batch of dirty keys: `null` for a key whose latest notification here was an end (gone, not
+   * read), else the key's reading.
+   */
+  async readDirty(keys: readonly string[]): Promise<Array<KeyReading | null>> {
+    if (this.ended.size === 0) return this.read(keys);
+    const gone = keys.map((key) => this.ended.delete(key));
+    const readings = await this.read(keys.filter((_, i) => !gone[i]));
+    let next = 0;
+    return gone.map((isGone) => (isGone ? null : (readings[next++] as KeyReading)));
+  }
+
   async read(keys: readonly string[]): Promise<KeyReading[]> {
     if (keys.length === 0) return [];
     // On a cluster, one batch per hash slot.
