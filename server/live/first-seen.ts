@@ -1,5 +1,5 @@
 import "server-only";
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { defineScript, isClusterClient, runScript } from "@lockscope/redlock";
 import { readInSlots } from "@/lib/locks/cluster";
 import { isScriptRefused } from "@/lib/locks/formats";
@@ -17,7 +17,7 @@ const WITHOUT_TTL_KEEP_MS = 7 * 24 * 60 * 60_000;
 const READY_WAIT_MS = 10_000;
 
 export function firstSeenKey(resource: string, token: string): string {
-  return FIRST_SEEN_PREFIX + createHash("sha1").update(resource).update("\n").update(token).digest("base64url");
+  return FIRST_SEEN_PREFIX + hash("sha1", `${resource}\n${token}`, "base64url");
 }
 
 /** Sightings sent to node 0 in one pipeline at most (a reconcile of 100,000 foreign locks is 100 of them). */
