@@ -260,7 +260,9 @@ describe("several deployments in one console", () => {
         .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
         .map((line) => {
           const m = /^[^{ ]+(?:\{(.*)\})? (\S+)$/.exec(line);
-          return { labels: Object.fromEntries([...(m?.[1] ?? "").matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]])), value: Number(m?.[2]) };
+          const labels: Record<string, string> = {};
+          for (const [, k, v] of (m?.[1] ?? "").matchAll(/(\w+)="([^"]*)"/g)) labels[k as string] = v as string;
+          return { labels, value: Number(m?.[2]) };
         });
     const value = (name: string, labels: Record<string, string>) =>
       series(name).find((s) => Object.keys(labels).length === Object.keys(s.labels).length && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
