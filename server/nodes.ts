@@ -75,8 +75,9 @@ export function getDeploymentNodes(): readonly DeploymentNodes[] {
 
 /**
  * The nodes of the first deployment: where the console keeps what it shares with other consoles (the audit
- * stream, session revocations, the console registry and its leases, first sightings of foreign locks are per
- * deployment). With one deployment, simply the lock nodes.
+ * stream, session revocations, the console registry and its leases, the wrong-token counts). With one
+ * deployment, simply the lock nodes. (What concerns one deployment's locks, such as first sightings of foreign
+ * locks and revocations, stays on that deployment's nodes.)
  */
 export function getNodes(): LockNode[] {
   return (getDeploymentNodes()[0] as DeploymentNodes).nodes;

@@ -360,13 +360,21 @@ export function getDeploymentLives(): readonly DeploymentLive[] {
 export function locksJsonStream(options: { state?: string; limit?: number; deployment?: string } = {}): ReadableStream<Uint8Array> {
   const view = startLive();
   const serverTime = Date.now();
-  const runtimes = view.runtimes.filter((r) => options.deployment === undefined || r.deployment === options.deployment);
-  let rows: Array<{ store: LockStore; resource: string }> = [];
-  for (const { store } of runtimes) for (const resource of store.resources()) rows.push({ store, resource });
-  if (options.state) rows = rows.filter((r) => r.store.lock(r.resource, serverTime)?.state === options.state);
-  const total = rows.length;
-  if (options.limit !== undefined) rows = rows.slice(0, options.limit);
+  // One segment per deployment listed, each its store's resources (nothing allocated per lock beyond them).
+  const segments: Array<{ store: LockStore; resources: string[] }> = [];
+  let total = 0;
+  let room = options.limit ?? Infinity;
+  for (const { store, deployment } of view.runtimes) {
+    if (options.deployment !== undefined && deployment !== options.deployment) continue;
+    let resources = store.resources();
+    if (options.state) resources = resources.filter((r) => store.lock(r, serverTime)?.state === options.state);
+    total += resources.length;
+    if (resources.length > room) resources = resources.slice(0, room);
+    room -= resources.length;
+    segments.push({ store, resources });
+  }
   const encoder = new TextEncoder();
+  let segment = 0;
   let pos = 0;
   let first = true;
   return new ReadableStream<Uint8Array>(
@@ -377,16 +385,23 @@ export function locksJsonStream(options: { state?: string; limit?: number; deplo
       pull(controller) {
         const parts: string[] = [];
         const now = Date.now();
-        for (const { store, resource } of rows.slice(pos, pos + 500)) {
-          const lock = store.lock(resource, now);
-          if (lock) parts.push(JSON.stringify(lock));
+        // Until something is written or every segment is done: a pull that writes nothing is not called again.
+        for (let current = segments[segment]; current && parts.length === 0; current = segments[segment]) {
+          for (const resource of current.resources.slice(pos, pos + 500)) {
+            const lock = current.store.lock(resource, now);
+            if (lock) parts.push(JSON.stringify(lock));
+          }
+          pos += 500;
+          if (pos >= current.resources.length) {
+            segment += 1;
+            pos = 0;
+          }
         }
-        pos += 500;
         if (parts.length > 0) {
           controller.enqueue(encoder.encode(`${first ? "" : ","}${parts.join(",")}`));
           first = false;
         }
-        if (pos >= rows.length) {
+        if (segment >= segments.length) {
           controller.enqueue(encoder.encode("]}"));
           controller.close();
         }
