@@ -100,6 +100,11 @@ test.describe("a console watching two deployments", () => {
     await expect(onCache).toBeVisible();
     await expect(onCache.getByRole("cell", { name: "cache", exact: true })).toBeVisible();
 
+    // The nodes panel names each node's deployment (node ids repeat across them).
+    const nodesTable = page.getByRole("table", { name: "Lock nodes" });
+    await expect(nodesTable.getByRole("row", { name: "orders node-0" })).toBeVisible();
+    await expect(nodesTable.getByRole("row", { name: "cache node-0" })).toBeVisible();
+
     // The deployment filter keeps one deployment's rows.
     await page.getByRole("combobox", { name: "Deployment" }).selectOption("cache");
     await expect(onOrders).toHaveCount(0);
