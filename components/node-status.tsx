@@ -6,6 +6,8 @@ import { useLiveNodes } from "./locks/use-live-locks";
 
 export interface HealthNode {
   id: string;
+  /** The node's deployment (node ids repeat across deployments where the console watches several). */
+  deployment?: string;
   url: string;
   up: boolean;
   latencyMs: number | null;

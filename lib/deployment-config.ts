@@ -2,7 +2,8 @@ import { z } from "zod";
 
 /**
  * Where the locks live: one or more deployments, each of a kind, described by environment variables
- * (one deployment) or by a JSON file (`LOCKSCOPE_DEPLOYMENTS_FILE`, several). Pure: files are read through
+ * (one deployment, named `default`) or by a JSON file (`LOCKSCOPE_DEPLOYMENTS_FILE`: up to 32, any mix of kinds,
+ * all watched by one console). Pure: files are read through
  * the `readFile` the caller passes, so the launcher and the server validate the same way and tests need no
  * disk. Every mistake found is reported, one line each, never a secret's value.
  */
@@ -215,7 +216,11 @@ const fileEntry = z.strictObject({
   ...authFields,
   sentinelAuth: z.strictObject(authFields).optional(),
 });
-const fileSchema = z.strictObject({ deployments: z.array(fileEntry).min(1).max(32) });
+/** One console watches at most this many deployments (each has its own connections, watchers and timers). */
+export const MAX_DEPLOYMENTS = 32;
+const fileSchema = z.strictObject({
+  deployments: z.array(fileEntry).min(1, "lists no deployment: expected at least one").max(MAX_DEPLOYMENTS, `lists too many deployments: one console watches at most ${MAX_DEPLOYMENTS}`),
+});
 
 /** The file's fields each kind needs and allows. */
 const KIND_FIELDS: Record<DeploymentKind, { needs: string[]; allows: string[] }> = {
@@ -305,9 +310,6 @@ export function parseDeployments(env: Env, readFile?: ReadFile): Deployment[] | 
     if (d.tls && urls && !urls.some((u) => u.startsWith("rediss://"))) {
       c.add(`${file === undefined ? "REDIS_TLS_*" : `deployment ${JSON.stringify(d.name)}: tls`} is set but no URL of ${file === undefined ? "the deployment" : "it"} is rediss://: use rediss:// URLs for TLS.`);
     }
-  }
-  if (file !== undefined && deployments.length > 1) {
-    c.add(`LOCKSCOPE_DEPLOYMENTS_FILE=${JSON.stringify(file)} describes ${deployments.length} deployments (${deployments.map((d) => d.name).join(", ")}): a console watches one; run one console per deployment.`);
   }
   if (c.lines.length > 0) throw new DeploymentConfigError(c.lines);
   return deployments.length > 0 ? deployments : null;

@@ -4,48 +4,75 @@ import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { singleton } from "./global";
 import { getHealth } from "./health";
-import { getKeyspaceEventCounts, getLiveEvents, getLockStore, getStreamHub, getWatcherStatus } from "./live";
+import { getDeploymentLives, getKeyspaceEventCounts, getLiveEvents, getStreamHub, getWatcherStatus } from "./live";
 import { getLogger } from "./logger";
 import { isLabResource } from "@/lib/lab/keys";
 import { LockSafetyTally, readNodeSafety } from "@/lib/safety-signals";
 import { startMetricsReporter } from "./cluster/reporter";
-import { KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, METRIC_CATALOG, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, metricGroup } from "./metrics";
-import { getNodes, quorumOf } from "./nodes";
+import { KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, METRIC_CATALOG, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, initialisePerDeployment, metricGroup } from "./metrics";
+import { getDeploymentNodes, getNodes, quorumOf } from "./nodes";
 
 const KNOWN_KEYSPACE_EVENTS = new Set<string>(KEYSPACE_EVENTS);
 const KNOWN_LOCK_EVENTS = new Set<string>(LOCK_EVENT_TYPES);
 
+/** The deployments, where the console watches several (their series carry `deployment`); null with one. */
+function deploymentsLabelled(): string[] | null {
+  const all = getDeploymentNodes();
+  return all.length > 1 ? all.map((d) => d.deployment.name) : null;
+}
+
+/** `labels` plus the deployment where several are watched (the same object otherwise). */
+function withDeployment<L extends Record<string, string>>(labels: L, deployment: string | undefined, multi: boolean): L | (L & { deployment: string }) {
+  return multi && deployment !== undefined ? { ...labels, deployment } : labels;
+}
+
 /** Counts that change with every lock change, kept as plain numbers and added to their counters when scraped. */
 interface HotCounts {
-  /** Lock events by type since the last scrape. */
+  /** Series carry `deployment` (several deployments are watched). */
+  multi: boolean;
+  /** Lock events since the last scrape, by type (`type deployment` where several are watched). */
   lockEvents: Map<string, number>;
-  /** Keyspace notifications already added to the counter, by `node event` (the watchers keep the totals). */
+  /** Keyspace notifications already added to the counter, by `deployment node event` (the watchers keep the totals). */
   keyspaceExported: Map<string, number>;
 }
 
 /**
  * Counts what the live view sees on the lock nodes (lock lifecycle events, keyspace notifications,
  * subscriber reconnects and gaps, contention telemetry) into the metrics. Attached once per process; a
- * lock key never becomes a label: contention goes by `metricGroup`, the rest by type and node. The counts
- * that move with every change (lock events, keyspace notifications) cost the live view a number each; the
- * counters take them when scraped.
+ * lock key never becomes a label: contention goes by `metricGroup`, the rest by type and node (and
+ * deployment, where several are watched). The counts that move with every change (lock events, keyspace
+ * notifications) cost the live view a number each; the counters take them when scraped.
  */
 export function startConsoleMetrics(): HotCounts {
   return singleton("console-metrics-started", () => {
-    const nodeIds = getNodes().map((n) => n.id);
-    for (const name of ["lockscope_keyspace_events_total", "lockscope_watcher_reconnects_total", "lockscope_watcher_gaps_total"]) {
-      initialiseFor(name, { node: nodeIds });
+    const deployments = deploymentsLabelled();
+    if (deployments) {
+      for (const { deployment, nodes } of getDeploymentNodes()) {
+        for (const name of ["lockscope_keyspace_events_total", "lockscope_watcher_reconnects_total", "lockscope_watcher_gaps_total"]) {
+          initialisePerDeployment(name, [deployment.name], { node: nodes.map((n) => n.id) });
+        }
+      }
+      initialisePerDeployment("lockscope_lock_events_total", deployments);
+      initialisePerDeployment("lockscope_locks_held", deployments);
+    } else {
+      const nodeIds = getNodes().map((n) => n.id);
+      for (const name of ["lockscope_keyspace_events_total", "lockscope_watcher_reconnects_total", "lockscope_watcher_gaps_total"]) {
+        initialiseFor(name, { node: nodeIds });
+      }
     }
-    const hot: HotCounts = { lockEvents: new Map(), keyspaceExported: new Map() };
-    const reconnects = declared<"node">("lockscope_watcher_reconnects_total");
-    const gaps = declared<"node">("lockscope_watcher_gaps_total");
+    const multi = deployments !== null;
+    const hot: HotCounts = { multi, lockEvents: new Map(), keyspaceExported: new Map() };
+    const reconnects = declared<"node" | "deployment">("lockscope_watcher_reconnects_total");
+    const gaps = declared<"node" | "deployment">("lockscope_watcher_gaps_total");
     const contention = declared<"group" | "traffic">("lockscope_lock_contention_events_total");
     const events = getLiveEvents();
     events.on("lock-event", (e) => {
-      if (KNOWN_LOCK_EVENTS.has(e.type)) hot.lockEvents.set(e.type, (hot.lockEvents.get(e.type) ?? 0) + 1);
+      if (!KNOWN_LOCK_EVENTS.has(e.type)) return;
+      const key = multi && e.deployment !== undefined ? `${e.type} ${e.deployment}` : e.type;
+      hot.lockEvents.set(key, (hot.lockEvents.get(key) ?? 0) + 1);
     });
-    events.on("reconnect", (e) => reconnects.inc({ node: e.nodeId }));
-    events.on("gap", (e) => gaps.inc({ node: e.nodeId }));
+    events.on("reconnect", (e) => reconnects.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));
+    events.on("gap", (e) => gaps.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));
     events.on("contention", (e) => {
       const group = metricGroup(e.resource);
       initialiseFor("lockscope_lock_contention_events_total", { group: [group] });
@@ -57,17 +84,20 @@ export function startConsoleMetrics(): HotCounts {
 
 /** Adds the lock events and keyspace notifications counted since the last scrape to their counters. */
 function exportHotCounts(hot: HotCounts): void {
-  const lockEvents = declared<"type">("lockscope_lock_events_total");
-  for (const [type, n] of hot.lockEvents) lockEvents.inc({ type }, n);
+  const lockEvents = declared<"type" | "deployment">("lockscope_lock_events_total");
+  for (const [key, n] of hot.lockEvents) {
+    const [type = key, deployment] = key.split(" ");
+    lockEvents.inc(withDeployment({ type }, deployment, hot.multi), n);
+  }
   hot.lockEvents.clear();
-  const keyspace = declared<"node" | "event">("lockscope_keyspace_events_total");
-  for (const { nodeId, counts } of getKeyspaceEventCounts()) {
+  const keyspace = declared<"node" | "event" | "deployment">("lockscope_keyspace_events_total");
+  for (const { deployment, nodeId, counts } of getKeyspaceEventCounts()) {
     for (const [event, total] of counts) {
-      const seen = `${nodeId} ${event}`;
+      const seen = `${deployment} ${nodeId} ${event}`;
       const delta = total - (hot.keyspaceExported.get(seen) ?? 0);
       if (delta <= 0) continue;
       hot.keyspaceExported.set(seen, total);
-      keyspace.inc({ node: nodeId, event: KNOWN_KEYSPACE_EVENTS.has(event) ? event : "other" }, delta);
+      keyspace.inc(withDeployment({ node: nodeId, event: KNOWN_KEYSPACE_EVENTS.has(event) ? event : "other" }, deployment, hot.multi), delta);
     }
   }
 }
@@ -75,40 +105,50 @@ function exportHotCounts(hot: HotCounts): void {
 /** Per-node health and the live view's counts, read when Prometheus scrapes (never kept up to date in between). */
 export async function refreshConsoleMetrics(): Promise<void> {
   const hot = startConsoleMetrics();
-  const nodes = getNodes();
-  declared("lockscope_nodes").set(nodes.length);
-  declared("lockscope_quorum_size").set(quorumOf(nodes.length));
+  const all = getDeploymentNodes();
+  const multi = all.length > 1;
+  for (const d of all) {
+    const labels: { deployment: string } | Record<string, never> = multi ? { deployment: d.deployment.name } : {};
+    declared("lockscope_nodes").set(labels, d.nodes.length);
+    declared("lockscope_quorum_size").set(labels, quorumOf(d.nodes.length));
+  }
 
   const health = await getHealth();
-  const up = declared<"node">("lockscope_node_up");
-  const latency = declared<"node">("lockscope_node_latency_seconds");
-  const notifications = declared<"node" | "status">("lockscope_node_notifications");
+  const up = declared<"node" | "deployment">("lockscope_node_up");
+  const latency = declared<"node" | "deployment">("lockscope_node_latency_seconds");
+  const notifications = declared<"node" | "status" | "deployment">("lockscope_node_notifications");
   for (const node of health.nodes) {
-    up.set({ node: node.id }, node.up ? 1 : 0);
-    if (node.latencyMs === null) latency.remove({ node: node.id });
-    else latency.set({ node: node.id }, node.latencyMs / 1000);
-    for (const status of NOTIFICATION_STATUSES) notifications.set({ node: node.id, status }, node.notifications === status ? 1 : 0);
-    setNodeSafety(node.id, readNodeSafety(node));
+    const labels = withDeployment({ node: node.id }, node.deployment, multi);
+    up.set(labels, node.up ? 1 : 0);
+    if (node.latencyMs === null) latency.remove(labels);
+    else latency.set(labels, node.latencyMs / 1000);
+    for (const status of NOTIFICATION_STATUSES) notifications.set({ ...labels, status }, node.notifications === status ? 1 : 0);
+    setNodeSafety(labels, readNodeSafety(node));
   }
 
   try {
-    const counts = getLockStore().counts();
-    const held = declared<"state">("lockscope_locks_held");
-    for (const state of LOCK_STATES) held.set({ state }, counts.byState[state] ?? 0);
-    declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(counts.oldestHeldAcquiredAt === null ? 0 : counts.oldestHeldAcquiredAt / 1000);
-    const tally = new LockSafetyTally(isLabResource);
-    getLockStore().summaries((lock) => tally.add(lock));
-    const safety = tally.counts;
-    declared("lockscope_locks_without_ttl").set(safety.withoutTtl);
-    declared("lockscope_locks_below_quorum").set(safety.belowQuorum);
-    declared("lockscope_locks_past_ttl").set(safety.pastTtl);
-    declared("lockscope_lock_oldest_acquired_timestamp_seconds").set(safety.oldestAcquiredAt === null ? 0 : safety.oldestAcquiredAt / 1000);
+    const lives = getDeploymentLives();
+    const held = declared<"state" | "deployment">("lockscope_locks_held");
+    for (const live of lives) {
+      const labels: { deployment: string } | Record<string, never> = multi ? { deployment: live.deployment } : {};
+      const counts = live.store.counts();
+      for (const state of LOCK_STATES) held.set({ ...labels, state }, counts.byState[state] ?? 0);
+      declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(labels, counts.oldestHeldAcquiredAt === null ? 0 : counts.oldestHeldAcquiredAt / 1000);
+      const tally = new LockSafetyTally(isLabResource);
+      live.store.summaries((lock) => tally.add(lock));
+      const safety = tally.counts;
+      declared("lockscope_locks_without_ttl").set(labels, safety.withoutTtl);
+      declared("lockscope_locks_below_quorum").set(labels, safety.belowQuorum);
+      declared("lockscope_locks_past_ttl").set(labels, safety.pastTtl);
+      declared("lockscope_lock_oldest_acquired_timestamp_seconds").set(labels, safety.oldestAcquiredAt === null ? 0 : safety.oldestAcquiredAt / 1000);
+    }
 
-    const connected = declared<"node">("lockscope_watcher_connected");
-    const lastEvent = declared<"node">("lockscope_watcher_last_event_timestamp_seconds");
+    const connected = declared<"node" | "deployment">("lockscope_watcher_connected");
+    const lastEvent = declared<"node" | "deployment">("lockscope_watcher_last_event_timestamp_seconds");
     for (const status of getWatcherStatus()) {
-      connected.set({ node: status.nodeId }, status.up ? 1 : 0);
-      lastEvent.set({ node: status.nodeId }, status.lastEventAt ? status.lastEventAt / 1000 : 0);
+      const labels = withDeployment({ node: status.nodeId }, status.deployment, multi);
+      connected.set(labels, status.up ? 1 : 0);
+      lastEvent.set(labels, status.lastEventAt ? status.lastEventAt / 1000 : 0);
     }
     declared("lockscope_sse_clients").set(getStreamHub().clientCount);
     exportHotCounts(hot);
@@ -125,14 +165,14 @@ function setOrRemove(name: string, labels: Record<string, string>, value: number
   else metric.set(labels, value);
 }
 
-function setNodeSafety(node: string, safety: ReturnType<typeof readNodeSafety>): void {
+function setNodeSafety(node: Record<string, string>, safety: ReturnType<typeof readNodeSafety>): void {
   const bit = (v: boolean | null) => (v === null ? null : v ? 1 : 0);
-  setOrRemove("lockscope_node_uptime_seconds", { node }, safety.uptimeSec);
-  setOrRemove("lockscope_node_restart_hazard", { node }, bit(safety.restartHazard));
-  setOrRemove("lockscope_node_clock_skew_seconds", { node }, safety.clockSkewMs === null ? null : safety.clockSkewMs / 1000);
-  setOrRemove("lockscope_node_longest_ttl_seconds", { node }, safety.longestTtlMs === null ? null : safety.longestTtlMs / 1000);
-  setOrRemove("lockscope_node_persistence", { node, kind: "aof" }, bit(safety.aof));
-  setOrRemove("lockscope_node_persistence", { node, kind: "rdb" }, bit(safety.rdb));
+  setOrRemove("lockscope_node_uptime_seconds", node, safety.uptimeSec);
+  setOrRemove("lockscope_node_restart_hazard", node, bit(safety.restartHazard));
+  setOrRemove("lockscope_node_clock_skew_seconds", node, safety.clockSkewMs === null ? null : safety.clockSkewMs / 1000);
+  setOrRemove("lockscope_node_longest_ttl_seconds", node, safety.longestTtlMs === null ? null : safety.longestTtlMs / 1000);
+  setOrRemove("lockscope_node_persistence", { ...node, kind: "aof" }, bit(safety.aof));
+  setOrRemove("lockscope_node_persistence", { ...node, kind: "rdb" }, bit(safety.rdb));
 }
 
 /** `METRICS_TOKEN`, where set, must come as `Authorization: Bearer <token>`; compared in constant time. */

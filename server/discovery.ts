@@ -9,7 +9,7 @@ import { clusterDiscovery } from "./deployments/cluster";
 import { singleton } from "./global";
 import { whenReady } from "./health";
 import { getLogger } from "./logger";
-import { getNodes } from "./nodes";
+import { getDeploymentNodes } from "./nodes";
 import { getPatternStore } from "./patterns";
 import { onShutdown } from "./shutdown";
 
@@ -171,13 +171,15 @@ export class Discovery {
   }
 }
 
-/** The process's discovery over the configured nodes, started on first use. */
+/** The process's discovery over the configured nodes (of every deployment), started on first use. */
 export function getDiscovery(): Discovery {
   return singleton("discovery", () => {
     const store = getPatternStore();
+    const deployments = getDeploymentNodes();
     const discovery = new Discovery(
-      getNodes().map((n) => ({
-        id: n.id,
+      deployments.flatMap((d) => d.nodes).map((n) => ({
+        // Node ids repeat across deployments: where there are several, the deployment names its nodes.
+        id: deployments.length > 1 ? `${n.deployment}/${n.id}` : n.id,
         client: n.client,
         // A cluster's walk also needs its topology (which primaries to scan).
         ready: async () => (await whenReady(n.client, 2_000)) && (n.cluster ? await n.cluster.topology.known(2_000) : true),

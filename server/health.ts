@@ -1,14 +1,16 @@
 import "server-only";
 import { getConfig } from "./config";
 import { singleton } from "./global";
-import { getNodes, quorumOf } from "./nodes";
+import { getDeploymentNodes, quorumOf, type LockNode } from "./nodes";
 
 import type { NotificationStatus } from "@/lib/locks/node-state";
 
 export type { NotificationStatus } from "@/lib/locks/node-state";
 
 export interface NodeHealth {
+  /** `node-<i>` within its deployment. */
   id: string;
+  deployment: string;
   url: string;
   up: boolean;
   latencyMs: number | null;
@@ -17,20 +19,29 @@ export interface NodeHealth {
   [extra: string]: unknown;
 }
 
-export interface Health {
-  status: "ok" | "degraded" | "down";
-  quorum: { size: number; up: number; ok: boolean };
-  nodes: NodeHealth[];
+export interface Quorum {
+  size: number;
+  up: number;
+  ok: boolean;
 }
 
-/** Extra per-node facts other parts (the watcher) contribute to health, keyed by node id. */
-type Contributor = (nodeId: string) => Partial<NodeHealth> & { degraded?: boolean };
+export interface Health {
+  status: "ok" | "degraded" | "down";
+  /** With several deployments: their sizes and nodes up added, `ok` when every one has its quorum. */
+  quorum: Quorum;
+  nodes: NodeHealth[];
+  /** Present where the console watches several deployments: each one's status and quorum. */
+  deployments?: Array<{ name: string; kind: string; status: Health["status"]; quorum: Quorum }>;
+}
+
+/** Extra per-node facts other parts (the watcher) contribute to health, by node id and deployment (ids repeat across deployments). */
+type Contributor = (nodeId: string, deployment: string) => Partial<NodeHealth> & { degraded?: boolean };
 
 export function healthContributors(): Map<string, Contributor> {
   return singleton("health-contributors", () => new Map<string, Contributor>());
 }
 
-type NodeClient = ReturnType<typeof getNodes>[number]["client"];
+type NodeClient = LockNode["client"];
 
 /** Resolves true once the client is ready, false after `timeoutMs` (a node still connecting counts as down). */
 export function whenReady(client: NodeClient, timeoutMs: number): Promise<boolean> {
@@ -60,26 +71,43 @@ async function probe(client: NodeClient, timeoutMs: number): Promise<number | nu
   }
 }
 
+/** Every deployment's nodes, probed now, with what the live view and the replication watch add. */
 export async function getHealth(): Promise<Health> {
-  const nodes = getNodes();
   const contributors = [...healthContributors().values()];
-  let degraded = false;
-  const results = await Promise.all(
-    nodes.map(async (node): Promise<NodeHealth> => {
-      const latencyMs = await probe(node.client, getConfig().nodeTimeoutMs);
-      let base: NodeHealth = { id: node.id, url: node.maskedUrl, up: latencyMs !== null, latencyMs, notifications: "unavailable" };
-      for (const contribute of contributors) {
-        const { degraded: d, ...extra } = contribute(node.id);
-        if (d) degraded = true;
-        base = { ...base, ...extra };
-      }
-      return base;
+  const deployments = await Promise.all(
+    getDeploymentNodes().map(async ({ deployment, nodes }) => {
+      let degraded = false;
+      const results = await Promise.all(
+        nodes.map(async (node): Promise<NodeHealth> => {
+          const latencyMs = await probe(node.client, getConfig().nodeTimeoutMs);
+          let base: NodeHealth = { id: node.id, deployment: node.deployment, url: node.maskedUrl, up: latencyMs !== null, latencyMs, notifications: "unavailable" };
+          for (const contribute of contributors) {
+            const { degraded: d, ...extra } = contribute(node.id, node.deployment);
+            if (d) degraded = true;
+            base = { ...base, ...extra };
+          }
+          return base;
+        }),
+      );
+      const up = results.filter((n) => n.up).length;
+      const size = quorumOf(nodes.length);
+      const ok = up >= size;
+      const status: Health["status"] = !ok ? "down" : up !== nodes.length || degraded ? "degraded" : "ok";
+      return { name: deployment.name, kind: deployment.kind, status, quorum: { size, up, ok }, nodes: results };
     }),
   );
-  const up = results.filter((n) => n.up).length;
-  const size = quorumOf(nodes.length);
-  const ok = up >= size;
-  const allUp = up === nodes.length;
-  const status = !ok ? "down" : !allUp || degraded ? "degraded" : "ok";
-  return { status, quorum: { size, up, ok }, nodes: results };
+  const only = deployments.length === 1 ? deployments[0] : undefined;
+  if (only) return { status: only.status, quorum: only.quorum, nodes: only.nodes };
+  // Several: down only when every deployment is (the console still shows the others); degraded when any is not ok.
+  const status: Health["status"] = deployments.every((d) => d.status === "down") ? "down" : deployments.every((d) => d.status === "ok") ? "ok" : "degraded";
+  return {
+    status,
+    quorum: {
+      size: deployments.reduce((n, d) => n + d.quorum.size, 0),
+      up: deployments.reduce((n, d) => n + d.quorum.up, 0),
+      ok: deployments.every((d) => d.quorum.ok),
+    },
+    nodes: deployments.flatMap((d) => d.nodes),
+    deployments: deployments.map(({ name, kind, status: s, quorum }) => ({ name, kind, status: s, quorum })),
+  };
 }

@@ -142,20 +142,20 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   },
 
   // The keyspace watcher (live view): what it sees on the lock nodes.
-  { name: "lockscope_locks_held", type: "gauge", help: "Locks the console knows of, by state (held counts the quorum-held ones).", shared: true, labels: ["state"], known: { state: LOCK_STATES } },
+  { name: "lockscope_locks_held", type: "gauge", help: "Locks the console knows of, by state (held counts the quorum-held ones).", shared: true, labels: ["state", "deployment"], known: { state: LOCK_STATES } },
   {
     name: "lockscope_lock_oldest_held_acquired_timestamp_seconds",
     type: "gauge",
     help: "Acquisition time (Unix seconds) of the lock held longest now; 0 when none is held.",
     shared: true,
-    labels: [],
+    labels: ["deployment"],
   },
   {
     name: "lockscope_lock_events_total",
     type: "counter",
     help: "Lock lifecycle events seen on the lock nodes, by type.",
     shared: true,
-    labels: ["type"],
+    labels: ["type", "deployment"],
     known: { type: LOCK_EVENT_TYPES },
   },
   {
@@ -171,17 +171,17 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
     type: "counter",
     help: "Keyspace notifications received on lock keys, by node and event.",
     shared: true,
-    labels: ["node", "event"],
+    labels: ["node", "event", "deployment"],
     known: { event: [...KEYSPACE_EVENTS, "other"] },
   },
-  { name: "lockscope_watcher_reconnects_total", type: "counter", help: "Keyspace subscriber reconnections, by node.", labels: ["node"] },
+  { name: "lockscope_watcher_reconnects_total", type: "counter", help: "Keyspace subscriber reconnections, by node.", labels: ["node", "deployment"] },
   {
     name: "lockscope_watcher_gaps_total",
     type: "counter",
     help: "Times the watcher missed events (subscriber down) and reconciled with a SCAN, by node.",
-    labels: ["node"],
+    labels: ["node", "deployment"],
   },
-  { name: "lockscope_watcher_connected", type: "gauge", help: "1 when the node's keyspace subscriber is connected.", labels: ["node"] },
+  { name: "lockscope_watcher_connected", type: "gauge", help: "1 when the node's keyspace subscriber is connected.", labels: ["node", "deployment"] },
   { name: "lockscope_failovers_total", type: "counter", help: "Failovers seen (Sentinel +switch-master, a cluster replica promoted), by deployment.", labels: ["deployment"] },
   {
     name: "lockscope_locks_lost_in_failover_total",
@@ -193,59 +193,85 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
     name: "lockscope_watcher_last_event_timestamp_seconds",
     type: "gauge",
     help: "When the node's subscriber last received a notification (Unix seconds); 0 before the first.",
-    labels: ["node"],
+    labels: ["node", "deployment"],
   },
-  { name: "lockscope_node_up", type: "gauge", help: "1 when the lock node answers PING within the node timeout.", shared: true, labels: ["node"] },
-  { name: "lockscope_node_latency_seconds", type: "gauge", help: "PING round trip to the lock node at the last scrape; absent while it is down.", shared: true, labels: ["node"] },
+  { name: "lockscope_node_up", type: "gauge", help: "1 when the lock node answers PING within the node timeout.", shared: true, labels: ["node", "deployment"] },
+  { name: "lockscope_node_latency_seconds", type: "gauge", help: "PING round trip to the lock node at the last scrape; absent while it is down.", shared: true, labels: ["node", "deployment"] },
   {
     name: "lockscope_node_notifications",
     type: "gauge",
     help: "Keyspace notification status per node: 1 for the current status, 0 for the others.",
     shared: true,
-    labels: ["node", "status"],
+    labels: ["node", "status", "deployment"],
     known: { status: NOTIFICATION_STATUSES },
   },
   // Lock safety: the hazards Redlock's guarantees depend on (lab locks left out).
-  { name: "lockscope_node_uptime_seconds", type: "gauge", help: "Seconds since the lock node started (INFO server).", shared: true, labels: ["node"] },
+  { name: "lockscope_node_uptime_seconds", type: "gauge", help: "Seconds since the lock node started (INFO server).", shared: true, labels: ["node", "deployment"] },
   {
     name: "lockscope_node_restart_hazard",
     type: "gauge",
     help: "1 when the node restarted without persistence sooner than the longest TTL seen on it: it may grant a lock that is still held.",
     shared: true,
-    labels: ["node"],
+    labels: ["node", "deployment"],
   },
-  { name: "lockscope_node_clock_skew_seconds", type: "gauge", help: "The node's clock minus the console's (TIME), in seconds.", shared: true, labels: ["node"] },
-  { name: "lockscope_node_longest_ttl_seconds", type: "gauge", help: "The longest lock TTL seen on the node, in seconds.", shared: true, labels: ["node"] },
+  { name: "lockscope_node_clock_skew_seconds", type: "gauge", help: "The node's clock minus the console's (TIME), in seconds.", shared: true, labels: ["node", "deployment"] },
+  { name: "lockscope_node_longest_ttl_seconds", type: "gauge", help: "The longest lock TTL seen on the node, in seconds.", shared: true, labels: ["node", "deployment"] },
   {
     name: "lockscope_node_persistence",
     type: "gauge",
     help: "1 when the node persists its keys by that kind (aof: appendonly yes; rdb: a save schedule), 0 when not.",
     shared: true,
-    labels: ["node", "kind"],
+    labels: ["node", "kind", "deployment"],
   },
-  { name: "lockscope_locks_without_ttl", type: "gauge", help: "Locks present on the nodes with no TTL (only a release ends them).", shared: true, labels: [] },
-  { name: "lockscope_locks_below_quorum", type: "gauge", help: "Locks held by fewer nodes than a quorum.", shared: true, labels: [] },
-  { name: "lockscope_locks_past_ttl", type: "gauge", help: "Locks whose TTL has run out while their key is still on a node.", shared: true, labels: [] },
+  { name: "lockscope_locks_without_ttl", type: "gauge", help: "Locks present on the nodes with no TTL (only a release ends them).", shared: true, labels: ["deployment"] },
+  { name: "lockscope_locks_below_quorum", type: "gauge", help: "Locks held by fewer nodes than a quorum.", shared: true, labels: ["deployment"] },
+  { name: "lockscope_locks_past_ttl", type: "gauge", help: "Locks whose TTL has run out while their key is still on a node.", shared: true, labels: ["deployment"] },
   {
     name: "lockscope_lock_oldest_acquired_timestamp_seconds",
     type: "gauge",
     help: "Acquisition time (Unix seconds) of the oldest lock present on the nodes, held by a quorum or not, past its TTL or not; 0 when none.",
     shared: true,
-    labels: [],
+    labels: ["deployment"],
   },
-  { name: "lockscope_quorum_size", type: "gauge", help: "Nodes that must agree for a Redlock lock (floor(N/2)+1).", shared: true, labels: [] },
-  { name: "lockscope_nodes", type: "gauge", help: "Lock nodes configured.", shared: true, labels: [] },
+  { name: "lockscope_quorum_size", type: "gauge", help: "Nodes that must agree for a Redlock lock (floor(N/2)+1).", shared: true, labels: ["deployment"] },
+  { name: "lockscope_nodes", type: "gauge", help: "Lock nodes configured.", shared: true, labels: ["deployment"] },
 ])
 
 const catalogByName = new Map(METRIC_CATALOG.map((d) => [d.name, d]));
 
-/** Every combination of the known label values (labels without known values are left out). */
+/**
+ * The label naming a deployment on series about locks and nodes. A console of one deployment leaves it out
+ * (its series are as they always were); one watching several sets it on every such series, since node ids
+ * (`node-0`…) repeat across deployments.
+ */
+export const DEPLOYMENT_LABEL = "deployment";
+
+/**
+ * A console watching several deployments: the series of `name` known in advance are made per deployment,
+ * and those without the label (made when the registry was created) go.
+ */
+export function initialisePerDeployment(name: string, deployments: readonly string[], values: Readonly<Record<string, readonly string[]>> = {}): void {
+  const definition = catalogByName.get(name);
+  const metric = getRegistry().getSingleMetric(name);
+  if (!definition || !metric) return;
+  if (metric instanceof Counter || metric instanceof Gauge || metric instanceof Histogram) {
+    for (const labels of knownCombinations(definition, values) ?? []) metric.remove(labels);
+  }
+  initialiseFor(name, { ...values, [DEPLOYMENT_LABEL]: deployments });
+}
+
+/**
+ * Every combination of the known label values (labels without known values are left out). `deployment` is
+ * set only where the console watches several deployments (see `DEPLOYMENT_LABEL`): without its values the
+ * series go without it, as on a console of one.
+ */
 function knownCombinations(definition: MetricDefinition, extra: Readonly<Record<string, readonly string[]>> = {}): Array<Record<string, string>> | null {
   const known = { ...definition.known, ...extra };
-  if (definition.labels.length === 0) return null;
-  if (!definition.labels.every((l) => (known[l]?.length ?? 0) > 0)) return null;
+  const labels = definition.labels.filter((l) => l !== DEPLOYMENT_LABEL || (known[l]?.length ?? 0) > 0);
+  if (labels.length === 0) return null;
+  if (!labels.every((l) => (known[l]?.length ?? 0) > 0)) return null;
   let combos: Array<Record<string, string>> = [{}];
-  for (const label of definition.labels) {
+  for (const label of labels) {
     const values = known[label] ?? [];
     combos = combos.flatMap((c) => values.map((v) => ({ ...c, [label]: v })));
   }

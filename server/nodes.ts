@@ -11,7 +11,7 @@ import { onShutdown } from "./shutdown";
 
 /** One independent lock node, as named in `REDIS_URLS` (or embedded), with the console's command connection. */
 export interface LockNode {
-  /** Stable id used in the API: `node-<index>`, index 0-based in `REDIS_URLS` order. */
+  /** Stable id used in the API: `node-<index>`, index 0-based in `REDIS_URLS` order (within its deployment). */
   id: string;
   index: number;
   /** A URL other processes may dial (the lab's workers); "" where the deployment has none (Sentinel). */
@@ -43,38 +43,68 @@ export function nodeClientOptions(timeoutMs: number) {
   } as const;
 }
 
-export function getNodes(): LockNode[] {
-  return singleton("lock-nodes", () => {
+/** One deployment the console watches, with its nodes (ids `node-<i>` within it). */
+export interface DeploymentNodes {
+  deployment: Deployment;
+  nodes: LockNode[];
+}
+
+/**
+ * Every deployment the console watches, in the configuration's order, each with its node connections (opened
+ * once per process). Node ids are `node-<index>` within a deployment: `node-0` names one node of each.
+ */
+export function getDeploymentNodes(): readonly DeploymentNodes[] {
+  return singleton("lock-deployments", () => {
     const config = getConfig();
-    const deployment: Deployment | undefined =
-      config.deployments?.[0] ?? (config.redisUrls ? { name: "default", kind: "redlock", urls: config.redisUrls, tls: null, auth: { username: null, passwordFile: null } } : undefined);
-    if (!deployment) {
+    const deployments: Deployment[] =
+      config.deployments ?? (config.redisUrls ? [{ name: "default", kind: "redlock", urls: config.redisUrls, tls: null, auth: { username: null, passwordFile: null } }] : []);
+    if (deployments.length === 0) {
       throw new Error("No lock nodes configured: start the console with `npm start` (embedded nodes) or set REDIS_URLS.");
     }
     const log = getLogger();
-    const nodes = endpointsOf(deployment).map((endpoint, index): LockNode => {
-      const client = endpoint.connect({ ...nodeClientOptions(config.nodeTimeoutMs), connectionName: "lockscope:console" });
-      const id = `node-${index}`;
-      const url = endpoint.label;
-      let wasUp: boolean | null = null;
-      client.on("ready", () => {
-        if (wasUp !== true) log.info({ node: id, deployment: deployment.name, url }, "lock node up");
-        wasUp = true;
-      });
-      client.on("error", (err: Error) => {
-        if (wasUp !== false) log.warn({ node: id, deployment: deployment.name, url, err: err.message }, "lock node unreachable");
-        wasUp = false;
-      });
-      const node: LockNode = { id, index, url: endpoint.url ?? "", maskedUrl: endpoint.label, deployment: deployment.name, connect: endpoint.connect, client };
-      if (endpoint.connectTo) node.cluster = { topology: new ClusterTopology(client as Cluster), connectTo: endpoint.connectTo };
-      return node;
-    });
+    const all = deployments.map((deployment): DeploymentNodes => ({ deployment, nodes: openNodes(deployment, config.nodeTimeoutMs, log) }));
     onShutdown("lock-node-clients", 50, async () => {
+      const nodes = all.flatMap((d) => d.nodes);
       for (const n of nodes) n.cluster?.topology.stop();
       await Promise.allSettled(nodes.map((n) => n.client.quit()));
       for (const n of nodes) n.client.disconnect();
     });
-    return nodes;
+    return all;
+  });
+}
+
+/**
+ * The nodes of the first deployment: where the console keeps what it shares with other consoles (the audit
+ * stream, session revocations, the console registry and its leases, the wrong-token counts). With one
+ * deployment, simply the lock nodes. (What concerns one deployment's locks, such as first sightings of foreign
+ * locks and revocations, stays on that deployment's nodes.)
+ */
+export function getNodes(): LockNode[] {
+  return (getDeploymentNodes()[0] as DeploymentNodes).nodes;
+}
+
+/** The named deployment's nodes; undefined for a name the console does not watch. */
+export function nodesOf(name: string): DeploymentNodes | undefined {
+  return getDeploymentNodes().find((d) => d.deployment.name === name);
+}
+
+function openNodes(deployment: Deployment, nodeTimeoutMs: number, log: ReturnType<typeof getLogger>): LockNode[] {
+  return endpointsOf(deployment).map((endpoint, index): LockNode => {
+    const client = endpoint.connect({ ...nodeClientOptions(nodeTimeoutMs), connectionName: "lockscope:console" });
+    const id = `node-${index}`;
+    const url = endpoint.label;
+    let wasUp: boolean | null = null;
+    client.on("ready", () => {
+      if (wasUp !== true) log.info({ node: id, deployment: deployment.name, url }, "lock node up");
+      wasUp = true;
+    });
+    client.on("error", (err: Error) => {
+      if (wasUp !== false) log.warn({ node: id, deployment: deployment.name, url, err: err.message }, "lock node unreachable");
+      wasUp = false;
+    });
+    const node: LockNode = { id, index, url: endpoint.url ?? "", maskedUrl: endpoint.label, deployment: deployment.name, connect: endpoint.connect, client };
+    if (endpoint.connectTo) node.cluster = { topology: new ClusterTopology(client as Cluster), connectTo: endpoint.connectTo };
+    return node;
   });
 }
 

@@ -9,6 +9,8 @@ export interface Readiness {
   /** Informative: a lost quorum is the incident a console is for, not a reason to take it out of service. */
   quorum: { size: number; up: number; ok: boolean };
   reconciled: true;
+  /** Where the console watches several deployments: each one's status and quorum (as in `/api/health`). */
+  deployments?: NonNullable<Awaited<ReturnType<typeof getHealth>>["deployments"]>;
 }
 
 /**
@@ -28,5 +30,5 @@ export async function getReadiness(): Promise<Readiness> {
   if (missing.length > 0) {
     throw new ApiError("unavailable", `Not ready: ${missing.join("; ")}.`, { quorum: health.quorum, reconciled, nodesRead: read }, { "Retry-After": "1" });
   }
-  return { ready: true, quorum: health.quorum, reconciled: true };
+  return { ready: true, quorum: health.quorum, reconciled: true, ...(health.deployments ? { deployments: health.deployments } : {}) };
 }

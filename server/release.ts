@@ -16,11 +16,13 @@ import { whenReady } from "./health";
 import { noteForceRelease } from "./live";
 import { getLogger } from "./logger";
 import { counter } from "./metrics";
-import { getNodes, quorumOf, type LockNode } from "./nodes";
+import { getDeploymentNodes, quorumOf, type DeploymentNodes, type LockNode } from "./nodes";
 import { getPatternStore, type PatternsState } from "./patterns";
 
 export interface ReleaseInput {
   resource: string;
+  /** The deployment whose nodes to act on; absent: the only one, or the one that holds the resource. */
+  deployment?: string;
   reason: string;
   /** The holder id the operator was looking at (a lock value, a Redisson holder field, a semaphore member); absent: the single holder. */
   token?: string;
@@ -30,6 +32,7 @@ export interface ReleaseInput {
 
 export interface ReleaseResult {
   released: true;
+  deployment: string;
   format: FormatName;
   nodes: Array<{ id: string; result: AuditNodeResult["result"] }>;
   /** Who was told: only this engine's holders hear a revocation; `waiters`: a wake message went out to the library's waiters. */
@@ -109,8 +112,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     const patterns = getPatternStore().current().patterns.map((p) => p.glob);
     throw new ApiError("not_found", `\`${preview(resource)}\` is not a lock key under the lock patterns (${patterns.join(", ")}); nothing was touched.`);
   }
-  const nodes = getNodes();
-  const reads = await Promise.all(nodes.map((n) => readNode(n, resource)));
+  const { deployment, nodes, reads } = await releaseTarget(resource, input.deployment);
   const answered = reads.filter((r): r is Extract<NodeRead, { state: "ok" }> => r.state === "ok");
   if (answered.length === 0) {
     throw new ApiError("unavailable", "No lock node answered, so the lock cannot be released; nothing was touched.");
@@ -118,9 +120,10 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   const holding = answered.filter((r): r is { id: string; state: "ok"; reading: FormatReading } => r.reading !== null);
   if (holding.length === 0) {
     const unreachable = reads.length - answered.length;
+    const where = getDeploymentNodes().length > 1 ? ` of ${input.deployment === undefined ? "any deployment" : `deployment \`${deployment}\``}` : "";
     throw new ApiError(
       "not_found",
-      `No node holds \`${preview(resource)}\`: it was released or expired already${unreachable > 0 ? ` (${unreachable} node(s) did not answer)` : ""}.`,
+      `No node${where} holds \`${preview(resource)}\`: it was released or expired already${unreachable > 0 ? ` (${unreachable} node(s) did not answer)` : ""}.`,
     );
   }
   const leadingPrint = prevailingValue(holding.map((r) => r.reading.fingerprint));
@@ -156,6 +159,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     role: principal.role,
     action: "force-release",
     resource,
+    deployment,
     token: holderId,
     holder: holderOf(leading.format === "lockscope" ? holderId : null),
     reason,
@@ -199,7 +203,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     // The live view also learns it from the revocation message (this engine's locks); telling it here puts
     // the operator's name and reason on the lock's timeline at once, for every format. (One permit holder
     // taken out of several does not end the lock: its timeline shows the holder leaving.)
-    noteForceRelease(resource, { value: leading.fingerprint, actor: entry.actor, reason });
+    noteForceRelease(resource, { value: leading.fingerprint, actor: entry.actor, reason }, deployment);
   }
   if (outcome === "released" && leading.holders.length === 1 && format.name !== "lockscope") {
     // This engine's release script publishes the revocation itself. For other formats the console says it on
@@ -212,7 +216,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   }
   const deleted = nodeResults.filter((r) => r.result === "deleted").length;
   log.info(
-    { action: "force-release", auditId: entry.id, actor: entry.actor, role: entry.role, ip: entry.ip, format: format.name, outcome, deleted, quorum: quorumOf(nodes.length) },
+    { action: "force-release", auditId: entry.id, actor: entry.actor, role: entry.role, ip: entry.ip, deployment, format: format.name, outcome, deleted, quorum: quorumOf(nodes.length) },
     "operator action",
   );
 
@@ -243,7 +247,39 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       nodes: nodeResults,
     });
   }
-  return { released: true, format: format.name, nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })), notified: result.notified, auditId: entry.id };
+  return { released: true, deployment, format: format.name, nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })), notified: result.notified, auditId: entry.id };
+}
+
+/**
+ * The deployment a release acts on, with what each of its nodes holds now. Named: that one (a 400 naming the
+ * deployments for a name the console does not watch). Not named: the only one; with several, the one whose
+ * nodes hold the key, read now on every deployment; a key held on several is a 409 naming them, so that a
+ * release never deletes a key on a deployment the operator did not mean.
+ */
+async function releaseTarget(resource: string, name: string | undefined): Promise<{ deployment: string; nodes: LockNode[]; reads: NodeRead[] }> {
+  const all = getDeploymentNodes();
+  const readAll = async (d: DeploymentNodes) => ({ deployment: d.deployment.name, nodes: d.nodes, reads: await Promise.all(d.nodes.map((n) => readNode(n, resource))) });
+  if (name !== undefined) {
+    const named = all.find((d) => d.deployment.name === name);
+    if (!named) {
+      const names = all.map((d) => d.deployment.name);
+      throw new ApiError("bad_request", `No deployment is named \`${name.slice(0, 60)}\`: this console watches ${names.map((n) => `\`${n}\``).join(", ")}; nothing was touched.`, { deployments: names });
+    }
+    return readAll(named);
+  }
+  if (all.length === 1) return readAll(all[0] as DeploymentNodes);
+  const targets = await Promise.all(all.map(readAll));
+  const holding = targets.filter((t) => t.reads.some((r) => r.state === "ok" && r.reading !== null));
+  if (holding.length > 1) {
+    const names = holding.map((t) => t.deployment);
+    throw new ApiError(
+      "conflict",
+      `\`${preview(resource)}\` is held on ${names.length} deployments (${names.join(", ")}): say which to release with ?deployment=${names[0]} (or ${names.slice(1).join(", ")}); nothing was touched.`,
+      { deployments: names },
+    );
+  }
+  // None holds it: every deployment's reads together say whether it is gone or the nodes did not answer.
+  return holding[0] ?? { deployment: all.map((d) => d.deployment.name).join(", "), nodes: targets.flatMap((t) => t.nodes), reads: targets.flatMap((t) => t.reads) };
 }
 
 /** One node's result as the audit log keeps it: a plain sentence for anything but the three usual results. */

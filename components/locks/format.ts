@@ -40,8 +40,16 @@ export const STATE_LABEL: Record<Lock["state"], string> = {
   "force-released": "force-released",
 };
 
-export function lockHref(resource: string): string {
-  return `/locks/${encodeURIComponent(resource)}`;
+/** A lock's page; `deployment` where the console watches several (the same resource may be a lock on more than one). */
+export function lockHref(resource: string, deployment?: string): string {
+  return `/locks/${encodeURIComponent(resource)}${deployment === undefined ? "" : `?deployment=${encodeURIComponent(deployment)}`}`;
+}
+
+/** The deployments the console watches, from its nodes' watchers: named only where there are several (else empty). */
+export function deploymentsOf(nodes: ReadonlyArray<{ deployment?: string }>): string[] {
+  const names: string[] = [];
+  for (const n of nodes) if (n.deployment !== undefined && !names.includes(n.deployment)) names.push(n.deployment);
+  return names.length > 1 ? names : [];
 }
 
 export function remainingMs(lock: Lock, now: number, offsetMs: number): number {

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import type { GroupSort, LockGroup, LockGroupsPage, LocksPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
-import { contentionText, formatDuration } from "./format";
+import { contentionText, deploymentsOf, formatDuration } from "./format";
 import { liveFeed } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort } from "./lock-rows";
 import { useLiveLocks, useNow } from "./use-live-locks";
@@ -186,16 +186,19 @@ export function GroupLocks({ group }: { group: string }) {
     const stop = liveFeed(client).listen((change) => {
       if ("lock" in change || "contention" in change) {
         const resource = "lock" in change ? change.lock.resource : change.contention.resource;
+        // (Named where the console watches several deployments: the same resource on another is another row.)
+        const deployment = "lock" in change ? change.lock.deployment : change.contention.deployment;
+        const same = (l: Lock) => l.resource === resource && (deployment === undefined || l.deployment === deployment);
         let found = false;
         for (const [key, page] of client.getQueriesData<LocksPage>({ queryKey: ["lock-page", group] })) {
-          if (!page?.locks.some((l) => l.resource === resource)) continue;
+          if (!page?.locks.some(same)) continue;
           found = true;
           client.setQueryData<LocksPage>(key, {
             ...page,
             locks: page.locks.map((l) => {
-              if (l.resource !== resource) return l;
+              if (!same(l)) return l;
               if ("lock" in change) return change.lock;
-              const { resource: _resource, ...contention } = change.contention;
+              const { resource: _resource, deployment: _deployment, ...contention } = change.contention;
               return { ...l, contention };
             }),
           });
@@ -246,6 +249,7 @@ export function GroupLocks({ group }: { group: string }) {
         nodeCount={live.data?.nodes.length ?? 3}
         now={now}
         offsetMs={offsetMs}
+        showDeployment={deploymentsOf(live.data?.nodes ?? []).length > 0}
         empty={!loaded ? "Loading locks…" : search ? "No lock in this group matches the search." : "No locks in this group right now."}
         onRange={onRange}
         scrollerRef={(virtualizer) => {

@@ -28,8 +28,14 @@ export const LIVE_LOCKS_KEY = ["live-locks"] as const;
 export type FeedScope = { locks: "all" } | { locks: "group"; group: string } | { locks: "none" };
 
 /** Told of each lock change in a group the tab follows (the feed keeps no rows for it). */
-export type GroupListener = (change: { lock: Lock } | { removed: string } | { contention: { resource: string } & LockContention } | { resync: true }) => void;
-export const lockDetailKey = (resource: string) => ["lock", resource] as const;
+export type GroupListener = (
+  change: { lock: Lock } | { removed: string; deployment?: string } | { contention: { resource: string; deployment?: string } & LockContention } | { resync: true },
+) => void;
+/** A lock page's query: the resource, and the deployment its URL names (null: the console resolves it). */
+export const lockDetailKey = (resource: string, deployment: string | null = null) => ["lock", resource, deployment] as const;
+
+/** A lock's row in the tab: (deployment, resource), since the same resource may be a lock on several deployments. */
+const rowKey = (deployment: string, resource: string) => `${deployment}\u0000${resource}`;
 
 /** Messages are applied to the cache at most this often (the server already coalesces per lock). */
 const APPLY_MS = 100;
@@ -58,6 +64,11 @@ class LiveFeed {
   private offsetMs = 0;
   private version = 0;
   private touched = new Set<string>();
+  /**
+   * The deployment of the locks seen: a console of one deployment names it on locks but not on removals and
+   * contention figures, which then belong to it.
+   */
+  private soleDeployment = "default";
   /** The scope each user asked for; the stream carries the widest (see `wanted`). */
   private readonly scopes = new Map<number, FeedScope>();
   private nextUser = 1;
@@ -152,26 +163,29 @@ class LiveFeed {
       const lock = JSON.parse(e.data as string) as Lock;
       this.track(e);
       if (this.tell({ lock })) return;
-      (this.snapshot ?? this.locks).set(lock.resource, lock);
-      this.touched.add(lock.resource);
+      this.soleDeployment = lock.deployment;
+      const key = rowKey(lock.deployment, lock.resource);
+      (this.snapshot ?? this.locks).set(key, lock);
+      this.touched.add(key);
       this.schedule();
     });
     source.addEventListener("lock-removed", (e) => {
-      const { resource } = JSON.parse(e.data as string) as { resource: string };
+      const removal = JSON.parse(e.data as string) as { resource: string; deployment?: string };
       this.track(e);
-      if (this.tell({ removed: resource })) return;
-      (this.snapshot ?? this.locks).delete(resource);
+      if (this.tell({ removed: removal.resource, ...(removal.deployment !== undefined ? { deployment: removal.deployment } : {}) })) return;
+      (this.snapshot ?? this.locks).delete(rowKey(removal.deployment ?? this.soleDeployment, removal.resource));
       this.schedule();
     });
     source.addEventListener("contention", (e) => {
-      const figures = JSON.parse(e.data as string) as { resource: string } & LockContention;
+      const figures = JSON.parse(e.data as string) as { resource: string; deployment?: string } & LockContention;
       this.track(e);
       if (this.tell({ contention: figures })) return;
       const map = this.snapshot ?? this.locks;
-      const lock = map.get(figures.resource);
+      const key = rowKey(figures.deployment ?? this.soleDeployment, figures.resource);
+      const lock = map.get(key);
       if (lock) {
-        const { resource: _resource, ...contention } = figures;
-        map.set(figures.resource, { ...lock, contention });
+        const { resource: _resource, deployment: _deployment, ...contention } = figures;
+        map.set(key, { ...lock, contention });
         this.schedule();
       }
     });
@@ -240,7 +254,12 @@ class LiveFeed {
     this.offsetMs = body.serverTime - Date.now();
     const target = this.snapshot ?? new Map<string, Lock>();
     // A group's rows are paged from the server, not kept here.
-    if (this.scope.locks === "all") for (const lock of body.locks) target.set(lock.resource, lock);
+    if (this.scope.locks === "all") {
+      for (const lock of body.locks) {
+        this.soleDeployment = lock.deployment;
+        target.set(rowKey(lock.deployment, lock.resource), lock);
+      }
+    }
     if (body.part === body.parts - 1) {
       this.track(e);
       // A new stream of the group: whatever changed before it is not in it.
@@ -287,13 +306,17 @@ class LiveFeed {
       version: this.version,
     };
     this.client.setQueryData(LIVE_LOCKS_KEY, data);
-    // A lock page open in this tab: patch its live fields now, refetch its timeline soon.
-    for (const resource of this.touched) {
-      const key = lockDetailKey(resource);
-      if (this.client.getQueryData(key) === undefined) continue;
-      const lock = this.locks.get(resource);
-      if (lock) this.client.setQueryData(key, (old: object | undefined) => (old ? { ...old, ...lock } : old));
-      void this.client.invalidateQueries({ queryKey: key });
+    // A lock page open in this tab (its URL naming the deployment or not): patch its live fields now, refetch its
+    // timeline soon. A page showing the same resource on another deployment is left alone.
+    for (const touched of this.touched) {
+      const lock = this.locks.get(touched);
+      if (!lock) continue;
+      for (const key of [lockDetailKey(lock.resource), lockDetailKey(lock.resource, lock.deployment)]) {
+        const shown = this.client.getQueryData<Lock>(key);
+        if (shown === undefined || shown.deployment !== lock.deployment) continue;
+        this.client.setQueryData(key, (old: object | undefined) => (old ? { ...old, ...lock } : old));
+        void this.client.invalidateQueries({ queryKey: key });
+      }
     }
     this.touched.clear();
   }

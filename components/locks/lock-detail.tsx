@@ -6,7 +6,7 @@ import type { LockDetail, LockReplication } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
 import { ContentionChart } from "./contention-chart";
-import { contentionText, FORMAT_LABEL, formatDuration, holderLine, holderText } from "./format";
+import { contentionText, FORMAT_LABEL, formatDuration, holderLine, holderText, lockHref } from "./format";
 import { LockBadges, NodeDots, TtlBar } from "./lock-bits";
 import { lockDetailKey } from "./live-feed";
 import { useLiveLocks, useNow } from "./use-live-locks";
@@ -31,17 +31,22 @@ const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
   failover: "survived a failover",
 };
 
-/** One lock's page: nodes, holder, TTL, fence, timeline and contention chart; kept live by the tab's stream. */
-export function LockDetailView({ resource }: { resource: string }) {
+/**
+ * One lock's page: nodes, holder, TTL, fence, timeline and contention chart; kept live by the tab's stream.
+ * `deployment`: the one the URL names (where the console watches several); without it the console finds it.
+ */
+export function LockDetailView({ resource, deployment }: { resource: string; deployment?: string }) {
   const live = useLiveLocks();
   const now = useNow(250);
   const query = useQuery({
-    queryKey: lockDetailKey(resource),
-    queryFn: () => apiFetch<DetailResponse>(`/api/locks/${encodeURIComponent(resource)}`),
+    queryKey: lockDetailKey(resource, deployment ?? null),
+    queryFn: () => apiFetch<DetailResponse>(`/api/locks/${encodeURIComponent(resource)}${deployment === undefined ? "" : `?deployment=${encodeURIComponent(deployment)}`}`),
     refetchInterval: 5_000,
     retry: false,
   });
   const offsetMs = live.data?.offsetMs ?? (query.data ? query.data.serverTime - query.dataUpdatedAt : 0);
+  // The resource is a lock on several deployments and the URL did not say which: one link to each.
+  const choices = query.error instanceof ApiRequestError && query.error.status === 409 ? ((query.error.details as { deployments?: string[] } | undefined)?.deployments ?? []) : [];
 
   if (query.error instanceof ApiRequestError && query.error.status === 401) {
     return (
@@ -49,7 +54,7 @@ export function LockDetailView({ resource }: { resource: string }) {
         <p>
           <strong>Sign in to see locks.</strong>
         </p>
-        <Link className="button primary" href={`/login?next=${encodeURIComponent(`/locks/${encodeURIComponent(resource)}`)}`}>
+        <Link className="button primary" href={`/login?next=${encodeURIComponent(lockHref(resource, deployment))}`}>
           Sign in
         </Link>
       </div>
@@ -62,6 +67,17 @@ export function LockDetailView({ resource }: { resource: string }) {
         <p role="alert" className="error-text">
           <MessageText text={query.error.message} />
         </p>
+        {choices.length > 0 && (
+          <ul aria-label="Deployments holding this lock">
+            {choices.map((name) => (
+              <li key={name}>
+                <Link href={lockHref(resource, name)}>
+                  {resource} on {name}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        )}
         <Link href="/">Back to all locks</Link>
       </section>
     );

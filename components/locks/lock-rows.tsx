@@ -86,6 +86,7 @@ export function LockRowsTable({
   empty,
   onRange,
   scrollerRef,
+  showDeployment = false,
 }: {
   count: number;
   rowAt: (index: number) => Lock | undefined;
@@ -97,6 +98,8 @@ export function LockRowsTable({
   empty: ReactNode;
   onRange?: (first: number, last: number) => void;
   scrollerRef?: (virtualizer: Virtualizer<HTMLDivElement, Element>) => void;
+  /** Where the console watches several deployments: a Deployment column, and lock links that name it. */
+  showDeployment?: boolean;
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => ROW_HEIGHT, overscan: 12 });
@@ -107,15 +110,20 @@ export function LockRowsTable({
   const first = items[0]?.index ?? 0;
   const last = items[items.length - 1]?.index ?? 0;
   useEffect(() => onRange?.(first, last), [first, last, onRange]);
-  const columnCount = COLUMNS.length;
+  const columnCount = COLUMNS.length + (showDeployment ? 1 : 0);
   return (
     <div className="locks-scroll" ref={scroller}>
       <table className="locks-table" aria-label="Locks" aria-rowcount={count + 1} style={{ "--node-count": nodeCount } as CSSProperties}>
         <thead>
           <tr aria-rowindex={1}>
-            {COLUMNS.map((col) => (
-              <SortHeader key={col.key} column={col.key} label={col.label} sort={sort} onSort={onSort} className={`col-${col.key}`} />
-            ))}
+            {COLUMNS.map((col) => [
+              <SortHeader key={col.key} column={col.key} label={col.label} sort={sort} onSort={onSort} className={`col-${col.key}`} />,
+              showDeployment && col.key === "resource" ? (
+                <th key="deployment" scope="col" className="col-deployment">
+                  Deployment
+                </th>
+              ) : null,
+            ])}
           </tr>
         </thead>
         <tbody>
@@ -135,7 +143,7 @@ export function LockRowsTable({
                 </tr>
               );
             }
-            return <LockRow key={lock.resource} lock={lock} index={item.index} now={now} offsetMs={offsetMs} />;
+            return <LockRow key={`${lock.deployment}\u0000${lock.resource}`} lock={lock} index={item.index} now={now} offsetMs={offsetMs} showDeployment={showDeployment} />;
           })}
           {bottom > 0 && (
             <tr aria-hidden className="spacer">
@@ -159,16 +167,21 @@ export function LockRowsTable({
  * One lock. Force release is not here: it is on the lock's page, one deliberate step away from the table.
  * Cells that may end in an ellipsis (`data-truncates`) carry their full text as a title.
  */
-function LockRow({ lock, index, now, offsetMs }: { lock: Lock; index: number; now: number; offsetMs: number }) {
+function LockRow({ lock, index, now, offsetMs, showDeployment }: { lock: Lock; index: number; now: number; offsetMs: number; showDeployment: boolean }) {
   const live = lock.state === "held" || lock.state === "partial" || lock.state === "elapsed";
   const heldFor = live && lock.acquiredAt ? now + offsetMs - lock.acquiredAt : null;
   const c = lock.contention;
   const holder = holderText(lock);
   return (
-    <tr aria-label={lock.resource} aria-rowindex={index + 2} className={live ? undefined : "ended"} style={{ height: ROW_HEIGHT }}>
+    <tr aria-label={showDeployment ? `${lock.resource} on ${lock.deployment}` : lock.resource} aria-rowindex={index + 2} className={live ? undefined : "ended"} style={{ height: ROW_HEIGHT }}>
       <th scope="row" className="col-resource resource mono" data-truncates title={lock.resource}>
-        <Link href={lockHref(lock.resource)}>{lock.resource}</Link>
+        <Link href={lockHref(lock.resource, showDeployment ? lock.deployment : undefined)}>{lock.resource}</Link>
       </th>
+      {showDeployment && (
+        <td className="col-deployment" data-truncates title={lock.deployment}>
+          {lock.deployment}
+        </td>
+      )}
       <td className="col-state" data-truncates title={badgesTitle(lock)}>
         <LockBadges lock={lock} compact />
       </td>

@@ -7,7 +7,7 @@ import { useDeferredValue, useMemo, useRef, useState } from "react";
 import type { LockGroupsPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
-import { holderText } from "./format";
+import { deploymentsOf, holderText } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey } from "./lock-rows";
@@ -152,24 +152,44 @@ function LocksTable() {
 
 function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
   const [filter, setFilter] = useState("");
+  // Where the console watches several deployments: a Deployment column, and a filter by deployment.
+  const deployments = useMemo(() => deploymentsOf(data?.nodes ?? []), [data?.nodes]);
+  const [deployment, setDeployment] = useState("");
+  const shownDeployment = deployments.includes(deployment) ? deployment : "";
   const [sort, setSort] = useState<Sort>({ key: "resource", dir: 1 });
   const deferredFilter = useDeferredValue(filter.trim().toLowerCase());
   const now = useNow(250);
   const offsetMs = data?.offsetMs ?? 0;
   const rows = useMemo(() => {
-    const all = data?.locks ?? [];
+    const all = shownDeployment ? (data?.locks ?? []).filter((l) => l.deployment === shownDeployment) : (data?.locks ?? []);
     const filtered = deferredFilter
       ? all.filter((l) => l.resource.toLowerCase().includes(deferredFilter) || holderText(l).toLowerCase().includes(deferredFilter) || l.state.includes(deferredFilter))
       : all.slice();
-    filtered.sort((a, b) => compare(sort.key, a, b) * sort.dir || (a.resource < b.resource ? -1 : 1));
+    filtered.sort((a, b) => compare(sort.key, a, b) * sort.dir || (a.resource < b.resource ? -1 : a.resource > b.resource ? 1 : a.deployment < b.deployment ? -1 : 1));
     return filtered;
-  }, [data?.locks, deferredFilter, sort]);
+  }, [data?.locks, deferredFilter, sort, shownDeployment]);
 
-  const nodeCount = data?.nodes.length ?? 3;
+  // The node dots are per deployment: as many as the largest deployment has.
+  const nodeCount = deployments.length > 0 ? Math.max(...deployments.map((d) => data?.nodes.filter((n) => n.deployment === d).length ?? 0)) : (data?.nodes.length ?? 3);
 
   return (
     <div className="panel locks-panel">
       <TableTools
+        before={
+          deployments.length > 0 ? (
+            <label className="filter">
+              <span className="sr-only">Deployment</span>
+              <select aria-label="Deployment" value={shownDeployment} onChange={(e) => setDeployment(e.target.value)}>
+                <option value="">All deployments</option>
+                {deployments.map((name) => (
+                  <option key={name} value={name}>
+                    {name}
+                  </option>
+                ))}
+              </select>
+            </label>
+          ) : undefined
+        }
         label="Filter locks"
         placeholder="Filter by resource, holder or state"
         value={filter}
@@ -184,6 +204,7 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
         nodeCount={nodeCount}
         now={now}
         offsetMs={offsetMs}
+        showDeployment={deployments.length > 0}
         empty={
           !data?.ready ? (
             "Loading locks…"

@@ -28,6 +28,7 @@ export function NodesPanel() {
   const live = useLiveNodes().data?.nodes ?? [];
   if (!data) return null;
   const nodes = data.nodes as NodeFacts[];
+  const multi = new Set(nodes.map((n) => n.deployment)).size > 1;
   const skews = nodes.map((n) => n.clockSkewMs).filter((s): s is number => typeof s === "number");
   const spread = skews.length > 1 ? Math.max(...skews) - Math.min(...skews) : null;
   return (
@@ -50,15 +51,17 @@ export function NodesPanel() {
           </thead>
           <tbody>
             {nodes.map((health) => {
-              const watcher = live.find((n) => n.nodeId === health.id);
+              // (Where several deployments are watched, node ids repeat: the watcher is the one of the node's deployment.)
+              const watcher = live.find((n) => n.nodeId === health.id && (n.deployment === undefined || n.deployment === health.deployment));
+              const name = multi ? `${health.deployment ?? ""} ${health.id}` : health.id;
               const node = watcher ? { ...health, up: watcher.up, latencyMs: watcher.latencyMs ?? health.latencyMs } : health;
               const aof = node.persistence?.appendonly;
               const save = node.persistence?.save;
               const persistent = aof === "yes";
               return (
-                <tr key={node.id} aria-label={node.id}>
+                <tr key={name} aria-label={name}>
                   <th scope="row">
-                    {node.id} <span className="node-url muted mono">{node.url}</span>
+                    {name} <span className="node-url muted mono">{node.url}</span>
                   </th>
                   <td>
                     <span className={`dot ${node.up ? "up" : "down"}`} aria-hidden /> {node.up ? "up" : watcher && !watcher.answering ? "not answering" : "down"}

@@ -98,7 +98,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
   // The TTL and nodes keep following the live view while the dialog is open (an extension, an expiry); the
   // holder it releases stays the one the operator opened it for.
   const live = useLiveLocks();
-  const lock = live.data?.locks.find((l) => l.resource === resource) ?? opened;
+  const lock = live.data?.locks.find((l) => l.resource === resource && l.deployment === opened.deployment) ?? opened;
   const offsetMs = live.data?.offsetMs ?? serverOffsetMs;
   const dialogRef = useRef<HTMLDialogElement>(null);
   const closeRef = useRef<HTMLButtonElement>(null);
@@ -124,7 +124,8 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
     event.preventDefault();
     setOutcome({ kind: "sending" });
     try {
-      const response = await apiFetch<ReleaseResponse>(`/api/locks/${encodeURIComponent(resource)}/release`, {
+      // The deployment the operator is looking at, always: a release never lands on another deployment's key of the same name.
+      const response = await apiFetch<ReleaseResponse>(`/api/locks/${encodeURIComponent(resource)}/release?deployment=${encodeURIComponent(opened.deployment)}`, {
         method: "POST",
         body: JSON.stringify({ reason: reason.trim(), ...(token ? { token } : {}) }),
       });

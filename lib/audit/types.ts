@@ -35,6 +35,8 @@ export interface AuditEntry {
   /** `patterns-changed`: an operator changed the lock patterns (`resource` names the new list, `token` is null). */
   action: "force-release" | "patterns-changed";
   resource: string;
+  /** A force release's deployment: the one whose nodes it acted on (the console may watch several). */
+  deployment?: string;
   token: string | null;
   holder: AuditHolder | null;
   reason: string;

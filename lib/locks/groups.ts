@@ -33,6 +33,8 @@ export interface LockSummary {
   /** Where the console can see them (engine telemetry, a library's queue); null where it cannot. */
   attemptsPerMin: number | null;
   waiters: number | null;
+  /** The deployment the lock is on, where the console watches several (absent with one). */
+  deployment?: string;
 }
 
 /** One row of the grouped view (`GET /api/locks/groups`). */
@@ -48,9 +50,9 @@ export interface LockGroup {
   /** Sums over the locks whose contention can be seen; null when none of them can. */
   contention: { attemptsPerMin: number | null; waiters: number | null };
   /** The longest-held live lock: its resource, since when, and who holds it (as the locks table says it). */
-  oldest: { resource: string; acquiredAt: number; holder: string | null } | null;
+  oldest: { resource: string; acquiredAt: number; holder: string | null; deployment?: string } | null;
   /** The live lock that expires first. */
-  shortestTtl: { resource: string; expiresAt: number } | null;
+  shortestTtl: { resource: string; expiresAt: number; deployment?: string } | null;
 }
 
 export const GROUP_SORTS = ["group", "locks", "held", "partial", "elapsed", "contention", "oldest", "ttl"] as const;
@@ -84,9 +86,11 @@ export class GroupAggregator {
     if (!isLive(lock.state)) return;
     if (lock.acquiredAt !== null && (row.oldest === null || lock.acquiredAt < row.oldest.acquiredAt)) {
       row.oldest = { resource: lock.resource, acquiredAt: lock.acquiredAt, holder: null };
+      if (lock.deployment !== undefined) row.oldest.deployment = lock.deployment;
     }
     if (lock.expiresAt !== null && (row.shortestTtl === null || lock.expiresAt < row.shortestTtl.expiresAt)) {
       row.shortestTtl = { resource: lock.resource, expiresAt: lock.expiresAt };
+      if (lock.deployment !== undefined) row.shortestTtl.deployment = lock.deployment;
     }
   }
 

@@ -134,6 +134,8 @@ export interface LockReplication {
 
 export interface WatcherStatus {
   nodeId: string;
+  /** The node's deployment, where the console watches several (node ids repeat across them); absent with one. */
+  deployment?: string;
   /** Subscribed, reconciled and answering: its readings count. */
   up: boolean;
   /** False while the node holds a command past the per-node deadline (frozen, overloaded): not readable now. */

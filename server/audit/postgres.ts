@@ -14,6 +14,7 @@ interface Row {
   role: AuditEntry["role"];
   action: AuditEntry["action"];
   resource: string;
+  deployment: string | null;
   token: string | null;
   holder: AuditHolder | null;
   reason: string;
@@ -40,6 +41,7 @@ function fromRow(row: Row): AuditEntry {
     ip: row.ip,
     userAgent: row.user_agent,
   };
+  if (row.deployment !== null) entry.deployment = row.deployment;
   if (row.finished_ms !== null) entry.finishedAt = Number(row.finished_ms);
   return entry;
 }
@@ -110,7 +112,7 @@ export class PostgresAudit implements AuditStore {
     if (filters.actor) where.push(`actor ILIKE ${arg(containing(filters.actor))}`);
     if (filters.from !== undefined) where.push(`at >= to_timestamp(${arg(filters.from / 1000)})`);
     if (filters.to !== undefined) where.push(`at < to_timestamp(${arg(filters.to / 1000)})`);
-    const sql = `SELECT id, (extract(epoch FROM at) * 1000)::bigint AS at_ms, actor, role, action, resource, token, holder, reason, outcome,
+    const sql = `SELECT id, (extract(epoch FROM at) * 1000)::bigint AS at_ms, actor, role, action, resource, deployment, token, holder, reason, outcome,
         nodes, ip, user_agent, (extract(epoch FROM finished_at) * 1000)::bigint AS finished_ms
       FROM audit_entries ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
       ORDER BY id DESC LIMIT ${arg(limit + 1)}`;
@@ -132,8 +134,8 @@ export class PostgresAudit implements AuditStore {
   private async insert(entry: AuditEntry): Promise<void> {
     await this.db.ready();
     await this.db.pool.query(
-      `INSERT INTO audit_entries (id, at, actor, role, action, resource, token, holder, reason, outcome, nodes, ip, user_agent)
-       VALUES ($1, to_timestamp($2::double precision / 1000), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      `INSERT INTO audit_entries (id, at, actor, role, action, resource, token, holder, reason, outcome, nodes, ip, user_agent, deployment)
+       VALUES ($1, to_timestamp($2::double precision / 1000), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
       [
         entry.id,
         entry.at,
@@ -148,6 +150,7 @@ export class PostgresAudit implements AuditStore {
         JSON.stringify(entry.nodes),
         entry.ip,
         entry.userAgent === null ? null : clean(entry.userAgent),
+        entry.deployment ?? null,
       ],
     );
   }

@@ -5,10 +5,9 @@ import { keySlot } from "@lockscope/redlock";
 import { servingShards, shardOfSlot, type ClusterShard } from "@/lib/locks/cluster";
 import { parseReplicationInfo, type ReplicationState } from "@/lib/locks/replication";
 import type { LockReplication } from "@/lib/locks/types";
-import { getConfig } from "../config";
 import { healthContributors } from "../health";
 import { clusterNodeAt } from "./cluster";
-import { getNodes, type LockNode } from "../nodes";
+import { getDeploymentNodes, nodesOf, type LockNode } from "../nodes";
 
 /** How often each node's `INFO replication` is read. */
 const POLL_MS = 2_000;
@@ -36,7 +35,9 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
   read();
   const timer = setInterval(read, POLL_MS);
   timer.unref();
-  healthContributors().set("replication", (nodeId) => {
+  const deployment = nodes[0]?.deployment ?? "default";
+  healthContributors().set(`replication:${deployment}`, (nodeId, of) => {
+    if (of !== deployment) return {};
     const state = states.get(nodeId);
     const node = nodes.find((n) => n.id === nodeId);
     // A cluster: its shards, each primary with its replicas and how far behind each is.
@@ -52,8 +53,10 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
  * where none is connected. Null where there is no replica to speak of (a Redlock set of independent nodes,
  * a standalone instance without replicas) or the primary cannot be read.
  */
-export async function lockReplication(resource: string): Promise<LockReplication | null> {
-  const nodes = getNodes();
+export async function lockReplication(resource: string, deployment?: string): Promise<LockReplication | null> {
+  const entry = deployment === undefined ? getDeploymentNodes()[0] : nodesOf(deployment);
+  if (!entry) return null;
+  const nodes = entry.nodes;
   const node = nodes[0];
   if (!node || nodes.length !== 1) return null;
   let slot: number | undefined;
@@ -77,7 +80,7 @@ export async function lockReplication(resource: string): Promise<LockReplication
   }
   // A cluster's or a Sentinel primary's lock page says so when no replica is connected (the lock is on the
   // primary alone); a standalone instance without replicas has none by design.
-  const replicated = node.cluster !== undefined || getConfig().deployments?.[0]?.kind === "sentinel";
+  const replicated = node.cluster !== undefined || entry.deployment.kind === "sentinel";
   if (state.role !== "master" || state.offset === null || (state.replicas.length === 0 && !replicated)) return null;
   // WAIT-style: the lock was written before the primary's offset now; a replica has it once it acknowledges
   // that offset. Replicas acknowledge about once a second, so give them that long before saying one has not.

@@ -16,7 +16,8 @@ const notBoth = (q: { from?: number; to?: number; at?: number }) => q.at === und
 
 /** `GET /api/locks/{resource}/history`: the resource's events newest first, or with `at` the holds at that instant. */
 export const LockHistoryQuery = z
-  .strictObject(fields)
+  // `deployment`: accepted and checked like the lock routes' (history is recorded by resource name: see docs/api.md).
+  .strictObject({ ...fields, deployment: z.string().min(1, "must not be empty").max(40, "must be at most 40 characters").optional() })
   .refine(ordered, { message: "`from` must be before `to`" })
   .refine(notBoth, { message: "`at` asks who held the lock at an instant: use it without `from`/`to`" });
 

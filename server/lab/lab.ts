@@ -8,7 +8,7 @@ import { checkAgainstNodes, settingsNotes, type RunSettings } from "@/lib/lab/se
 import type { RunRecord, RunStatus, StopReason } from "@/lib/lab/types";
 import { consoleName } from "../cluster/identity";
 import { isNodesFailed, isResourceHeld, LEASE_KEYS, takeLease, type Lease } from "../cluster/lease";
-import { embeddedNodesOwned, getConfig } from "../config";
+import { embeddedNodesOwned } from "../config";
 import { reachableByUrls } from "../deployments";
 import { instrumentRedlock } from "../engine-metrics";
 import { whenReady } from "../health";
@@ -16,7 +16,7 @@ import { ApiError } from "../errors";
 import { peekGlobal, singleton } from "../global";
 import { getLogger } from "../logger";
 import { counter } from "../metrics";
-import { getNodes, type LockNode } from "../nodes";
+import { getDeploymentNodes, type DeploymentNodes, type LockNode } from "../nodes";
 import { isShuttingDown, onShutdown } from "../shutdown";
 import { addRun, cancelRequested, clearCancel, listRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
 
@@ -47,8 +47,21 @@ interface ActiveRun {
   done: Promise<void>;
 }
 
+/**
+ * The deployment the lab runs on: the first one its workers reach by URL alone (see `reachableByUrls`); where
+ * none is, the first (and the lab refuses to start, saying why).
+ */
+function labDeployment(): DeploymentNodes {
+  const all = getDeploymentNodes();
+  return all.find((d) => reachableByUrls(d.deployment)) ?? (all[0] as DeploymentNodes);
+}
+
+function labNodes(): LockNode[] {
+  return labDeployment().nodes;
+}
+
 function stockNode(): LockNode & { client: Redis } {
-  const node = getNodes()[0];
+  const node = labNodes()[0];
   if (!node) throw new ApiError("unavailable", "No lock nodes are configured.");
   // The lab's workers dial independent nodes by URL; a cluster client is not one of them.
   if (node.cluster || node.client instanceof Cluster) throw new ApiError("unavailable", "The lab runs on independent lock nodes; this console watches a Redis Cluster.");
@@ -105,12 +118,12 @@ export class Lab {
   async start(settings: RunSettings, actor: string): Promise<RunRecord> {
     if (isShuttingDown()) throw new ApiError("unavailable", "The console is shutting down; start the run on another instance.");
     this.#refuseIfBusy();
-    const nodes = getNodes();
+    const nodes = labNodes();
     const mismatch = checkAgainstNodes(settings, nodes.length);
     if (mismatch) throw new ApiError("unprocessable", `Invalid body: ${mismatch}`);
     // The workers dial the nodes' URLs with their own connections: a deployment they cannot reach that way
     // (Sentinel; TLS or credentials from files) is refused here rather than failing every order.
-    if (!reachableByUrls(getConfig().deployments?.[0])) {
+    if (!reachableByUrls(labDeployment().deployment)) {
       throw new ApiError("unprocessable", "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files).");
     }
     const client = await historyClient();
@@ -273,7 +286,7 @@ export class Lab {
       (r) => r.finishedAt === null && r.id !== currentId && now - r.heartbeatAt > ABANDONED_AFTER_MS,
     );
     for (const run of abandoned) {
-      const notes = await removeRunKeys(getNodes().map((n) => n.url), run.id);
+      const notes = await removeRunKeys(labNodes().map((n) => n.url), run.id);
       const note = "Its console stopped mid-run; another console removed its keys.";
       await saveRun(client, { ...run, finishedAt: now, stopReason: "error", notes: [...run.notes, note, ...notes] });
       getLogger().info({ run: run.id }, "removed the keys of an abandoned lab run");

@@ -7,10 +7,15 @@ export type { LockEventType };
 
 /** What the live view emits, for the metrics and anything else in the process that counts. */
 export interface LiveEventMap {
-  "lock-event": [{ type: LockEventType; resource: string; nodeId?: string }];
-  reconnect: [{ nodeId: string }];
-  gap: [{ nodeId: string }];
-  contention: [{ resource: string }];
+  "lock-event": [{ type: LockEventType; resource: string; nodeId?: string } & Named];
+  reconnect: [{ nodeId: string } & Named];
+  gap: [{ nodeId: string } & Named];
+  contention: [{ resource: string } & Named];
+}
+
+/** Where several deployments are watched, the process-wide emitter's events name theirs (see server/live/deployments.ts). */
+interface Named {
+  deployment?: string;
 }
 
 export type LiveEvents = EventEmitter<LiveEventMap>;

@@ -19,6 +19,15 @@ import { decodeHolder } from "@/lib/locks/merge";
 import type { Lock, LockState } from "@/lib/locks/types";
 import type { LockStore } from "./store";
 
+/**
+ * What the grouped view reads: one deployment's `LockStore`, or the locks of several composed
+ * (server/live/deployments.ts), whose summaries then name their deployment.
+ */
+export interface GroupSource {
+  summaries: LockStore["summaries"];
+  lock(resource: string, now: number, deployment?: string): Lock | null;
+}
+
 /** Aggregates and sorted lists are reused this long: a table scrolled page by page costs one pass, not one per page. */
 const REUSE_MS = 1_000;
 /** Sorted lists kept for reuse (one per search and sort a viewer is scrolling through). */
@@ -26,6 +35,8 @@ const KEPT_LISTS = 8;
 
 export interface LockQuery {
   group?: string;
+  /** One deployment's locks only (where several are watched). */
+  deployment?: string;
   q?: string;
   state?: LockState;
   sort: LockSort;
@@ -36,6 +47,8 @@ export interface LockQuery {
 
 export interface GroupQuery {
   q?: string;
+  /** One deployment's locks only (where several are watched). */
+  deployment?: string;
   sort: GroupSort;
   order: SortOrder;
   offset: number;
@@ -61,11 +74,11 @@ function fenceOfValue(value: string | null): number | null {
  */
 export class LockGroups {
   readonly groupOf: (resource: string) => string;
-  private groupsCache: { at: number; rows: LockGroupsPage["groups"]; locks: number } | null = null;
+  private groupsCache: { at: number; deployment: string | undefined; rows: LockGroupsPage["groups"]; locks: number } | null = null;
   private readonly lists = new Map<string, { at: number; rows: LockSummary[] }>();
 
   constructor(
-    private readonly store: LockStore,
+    private readonly store: GroupSource,
     pattern: RegExp,
   ) {
     const stateless = statelessPattern(pattern);
@@ -73,20 +86,22 @@ export class LockGroups {
   }
 
   groups(query: GroupQuery, now = Date.now()): LockGroupsPage {
-    if (!this.groupsCache || now - this.groupsCache.at > REUSE_MS || now < this.groupsCache.at) {
+    if (!this.groupsCache || now - this.groupsCache.at > REUSE_MS || now < this.groupsCache.at || this.groupsCache.deployment !== query.deployment) {
       const aggregator = new GroupAggregator(this.groupOf);
       let locks = 0;
+      const deployment = query.deployment;
       this.store.summaries((s) => {
+        if (deployment !== undefined && s.deployment !== deployment) return;
         locks += 1;
         aggregator.add(s);
       }, now);
       const rows = aggregator.rows();
       // Only the winners' holders are decoded: one value per group.
       for (const row of rows) {
-        const oldest = row.oldest ? this.store.lock(row.oldest.resource, now) : null;
+        const oldest = row.oldest ? this.store.lock(row.oldest.resource, now, row.oldest.deployment) : null;
         if (row.oldest && oldest) row.oldest.holder = holderText(oldest);
       }
-      this.groupsCache = { at: now, rows, locks };
+      this.groupsCache = { at: now, deployment, rows, locks };
     }
     const needle = query.q?.toLowerCase();
     const rows = needle ? this.groupsCache.rows.filter((g) => g.group.toLowerCase().includes(needle)) : this.groupsCache.rows.slice();
@@ -95,7 +110,7 @@ export class LockGroups {
   }
 
   page(query: LockQuery, now = Date.now()): LocksPage {
-    const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order]);
+    const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order, query.deployment ?? null]);
     let list = this.lists.get(key);
     if (!list || now - list.at > REUSE_MS || now < list.at) {
       const rows: LockSummary[] = [];
@@ -105,6 +120,7 @@ export class LockGroups {
       const mayHold = group === undefined || group === OTHER_GROUP ? () => true : (resource: string) => resource.includes(group);
       this.store.summaries((s) => {
         if (query.state !== undefined && s.state !== query.state) return;
+        if (query.deployment !== undefined && s.deployment !== query.deployment) return;
         if (group !== undefined && (!mayHold(s.resource) || this.groupOf(s.resource) !== group)) return;
         if (needle && !matchesSearch(s, needle)) return;
         rows.push({ ...s });
@@ -117,7 +133,7 @@ export class LockGroups {
     }
     const locks: Lock[] = [];
     for (const s of list.rows.slice(query.offset, query.offset + query.limit)) {
-      const lock = this.store.lock(s.resource, now);
+      const lock = this.store.lock(s.resource, now, s.deployment);
       if (lock) locks.push(lock);
     }
     return { serverTime: now, total: list.rows.length, offset: query.offset, locks };

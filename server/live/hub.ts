@@ -1,8 +1,8 @@
 import "server-only";
 import { randomBytes } from "node:crypto";
 import { OTHER_GROUP } from "@/lib/locks/groups";
-import type { LiveStats, WatcherStatus } from "@/lib/locks/types";
-import type { LockStore } from "./store";
+import type { Lock, LiveStats, WatcherStatus } from "@/lib/locks/types";
+import type { DrainedChanges } from "./store";
 import { StreamLimits, type StreamLimitSettings, type StreamOwner } from "./stream-limits";
 
 /** A lock is sent at most once per this window; changes in between are merged into the next message. */
@@ -30,9 +30,10 @@ const decoder = new TextDecoder();
 /** A stream's filter that lets no lock through (`?locks=none`): no group is ever named "" (see `lockGroup`). */
 export const NO_LOCKS = "";
 
-/** One event of a frame, with the lock it concerns (every lock event names its resource). */
+/** One event of a frame, with the lock it concerns (every lock event names its resource, and its deployment where several are watched). */
 interface Piece {
   resource: string;
+  deployment: string | undefined;
   text: string;
 }
 
@@ -45,6 +46,8 @@ interface Client {
   id: number;
   /** The group whose locks this stream carries (`NO_LOCKS`: none); null: every lock. */
   group: string | null;
+  /** The deployment whose locks this stream carries; null: every deployment's. */
+  deployment: string | null;
   controller: ReadableStreamDefaultController<Uint8Array>;
   closed: boolean;
   /** Set while the snapshot is still being written: frames wait here (bounded). */
@@ -64,8 +67,25 @@ export interface HubOptions {
   maxBacklogBytes?: number;
 }
 
+/**
+ * What the hub reads: a deployment's `LockStore`, or the locks of several deployments composed
+ * (server/live/deployments.ts), whose keys then name the deployment too and whose removals and contention
+ * figures carry it.
+ */
+export interface HubStore {
+  resources(): string[];
+  lock(key: string, now: number): Lock | null;
+  drain(now: number, coalesceMs: number, max: number): Omit<DrainedChanges, "removed" | "contention"> & {
+    removed: ReadonlyArray<string | { resource: string; deployment: string }>;
+    contention: ReadonlyArray<DrainedChanges["contention"][number] & { deployment?: string }>;
+  };
+  discardChanges(): boolean;
+}
+
 export interface HubSources {
-  store: LockStore;
+  store: HubStore;
+  /** The keys (for `store.lock`) of a new stream's snapshot; default: the store's resources of the group. */
+  snapshotKeys?: (group: string | null, deployment: string | null) => string[];
   /** The group a lock key belongs to, for streams that follow one group (default: every key in `other`). */
   groupOf?: (resource: string) => string;
   watcherStatus: () => WatcherStatus[];
@@ -108,13 +128,13 @@ export class StreamHub {
    * Opens one stream; `lastEventId` resumes where a previous stream of this process left off. Throws
    * `StreamLimitError` when `owner` already has as many streams open as the limits allow.
    */
-  open(lastEventId: string | null, signal: AbortSignal | null, owner: StreamOwner | null = null, group: string | null = null): ReadableStream<Uint8Array> {
+  open(lastEventId: string | null, signal: AbortSignal | null, owner: StreamOwner | null = null, group: string | null = null, deployment: string | null = null): ReadableStream<Uint8Array> {
     let client: Client | null = null;
     const release = owner && this.limits ? this.limits.take(owner) : () => {};
     const stream = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
-          client = this.attach(controller, lastEventId, release, group);
+          client = this.attach(controller, lastEventId, release, group, deployment);
           if (signal) {
             if (signal.aborted) client.close();
             else signal.addEventListener("abort", () => client?.close(), { once: true });
@@ -132,11 +152,12 @@ export class StreamHub {
     return stream;
   }
 
-  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null, release: () => void, group: string | null): Client {
+  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null, release: () => void, group: string | null, deployment: string | null): Client {
     const id = this.nextClientId++;
     const client: Client = {
       id,
       group,
+      deployment,
       controller,
       closed: false,
       snapshot: null,
@@ -183,16 +204,17 @@ export class StreamHub {
     if (resumeFrom !== null) {
       for (const frame of this.ring) {
         if (frame.seq <= resumeFrom) continue;
-        if (group === null) this.write(client, frame.bytes);
+        if (group === null && deployment === null) this.write(client, frame.bytes);
         else {
           // Replays are rare: the group's part of an old frame is cut out of its text rather than kept apart.
-          const bytes = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, group);
+          const bytes = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, group, deployment);
           if (bytes) this.write(client, bytes);
         }
       }
     } else {
-      const all = this.sources.store.resources();
-      const resources = group === null ? all : group === NO_LOCKS ? [] : all.filter((r) => this.groupOf(r) === group);
+      const snapshotKeys = this.sources.snapshotKeys;
+      const all = group === NO_LOCKS ? [] : snapshotKeys ? snapshotKeys(group, deployment) : this.sources.store.resources();
+      const resources = group === null || snapshotKeys ? all : all.filter((r) => this.groupOf(r) === group);
       client.snapshot = { resources, pos: 0, part: 0, parts: Math.max(1, Math.ceil(resources.length / SNAPSHOT_PART)), seq: this.seq };
       this.continueSnapshot(client);
     }
@@ -282,11 +304,14 @@ export class StreamHub {
     if (upserts.length === 0 && removed.length === 0 && contention.length === 0) return;
     const pieces: Piece[] = [];
     // Removals first: a resource both removed and upserted in one frame must end up listed.
-    for (const resource of removed) pieces.push({ resource, text: `event: lock-removed\ndata: ${JSON.stringify({ resource })}\n\n` });
-    for (const lock of upserts) pieces.push({ resource: lock.resource, text: `event: lock\ndata: ${JSON.stringify(lock)}\n\n` });
-    for (const figures of contention) pieces.push({ resource: figures.resource, text: `event: contention\ndata: ${JSON.stringify(figures)}\n\n` });
+    for (const removal of removed) {
+      if (typeof removal === "string") pieces.push({ resource: removal, deployment: undefined, text: `event: lock-removed\ndata: ${JSON.stringify({ resource: removal })}\n\n` });
+      else pieces.push({ resource: removal.resource, deployment: removal.deployment, text: `event: lock-removed\ndata: ${JSON.stringify(removal)}\n\n` });
+    }
+    for (const lock of upserts) pieces.push({ resource: lock.resource, deployment: lock.deployment, text: `event: lock\ndata: ${JSON.stringify(lock)}\n\n` });
+    for (const figures of contention) pieces.push({ resource: figures.resource, deployment: figures.deployment, text: `event: contention\ndata: ${JSON.stringify(figures)}\n\n` });
     this.seq += 1;
-    const bytes = this.frameOf(pieces, this.seq, null) as Uint8Array;
+    const bytes = this.frameOf(pieces, this.seq, null, null) as Uint8Array;
     this.ring.push({ seq: this.seq, bytes });
     this.ringBytes += bytes.byteLength;
     while (this.ring.length > 1 && (this.ringBytes > RING_MAX_BYTES || this.ring.length > RING_MAX_FRAMES)) {
@@ -296,25 +321,31 @@ export class StreamHub {
     // Each followed group's part is encoded once per tick, whatever the number of its streams.
     const byGroup = new Map<string, Uint8Array | null>();
     for (const client of this.clients) {
-      if (client.group === null) {
+      if (client.group === null && client.deployment === null) {
         this.write(client, bytes);
         continue;
       }
-      let part = byGroup.get(client.group);
+      const filter = client.deployment === null ? (client.group as string) : `${client.deployment}\u0000${client.group ?? "\u0000"}`;
+      let part = byGroup.get(filter);
       if (part === undefined) {
-        part = this.frameOf(pieces, this.seq, client.group);
-        byGroup.set(client.group, part);
+        part = this.frameOf(pieces, this.seq, client.group, client.deployment);
+        byGroup.set(filter, part);
       }
       if (part) this.write(client, part);
     }
   }
 
   /**
-   * One frame of `pieces`, ending with the frame's id; with `group`, only that group's pieces (null when it has
+   * One frame of `pieces`, ending with the frame's id; with `group` or `deployment`, only their pieces (null when
    * none: its streams get nothing this time, and resume from their last id as well as from this one).
    */
-  private frameOf(pieces: readonly Piece[], seq: number, group: string | null): Uint8Array | null {
-    const kept = group === null ? pieces : group === NO_LOCKS ? [] : pieces.filter((p) => this.groupOf(p.resource) === group);
+  private frameOf(pieces: readonly Piece[], seq: number, group: string | null, deployment: string | null): Uint8Array | null {
+    const kept =
+      group === NO_LOCKS
+        ? []
+        : group === null && deployment === null
+          ? pieces
+          : pieces.filter((p) => (deployment === null || p.deployment === deployment) && (group === null || this.groupOf(p.resource) === group));
     if (kept.length === 0) return null;
     const texts = kept.map((p) => p.text);
     texts[texts.length - 1] = `id: ${this.epoch}:${seq}\n${texts[texts.length - 1] ?? ""}`;
@@ -351,8 +382,8 @@ function piecesOf(text: string): Piece[] {
     const lines = event.split("\n").filter((line) => !line.startsWith("id: "));
     const data = lines.find((line) => line.startsWith("data: "));
     if (!data) continue;
-    const { resource } = JSON.parse(data.slice("data: ".length)) as { resource: string };
-    out.push({ resource, text: `${lines.join("\n")}\n\n` });
+    const { resource, deployment } = JSON.parse(data.slice("data: ".length)) as { resource: string; deployment?: string };
+    out.push({ resource, deployment, text: `${lines.join("\n")}\n\n` });
   }
   return out;
 }

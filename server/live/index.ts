@@ -4,7 +4,7 @@ import type { KeyReading } from "@/lib/locks/formats";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
 import { restartRisk, uptimeMsAt } from "@/lib/locks/node-state";
-import type { LiveStats, WatcherStatus } from "@/lib/locks/types";
+import type { LiveStats, LockDetail, WatcherStatus } from "@/lib/locks/types";
 import { clientIp, SESSION_COOKIE, type Principal } from "../auth";
 import { getConfig } from "../config";
 import { singleton } from "../global";
@@ -12,13 +12,14 @@ import { shareFirstSeen } from "./first-seen";
 import { healthContributors } from "../health";
 import { getHistorySink } from "../history/service";
 import { getLogger } from "../logger";
-import { getNodes, quorumOf } from "../nodes";
+import { getDeploymentNodes, quorumOf, type DeploymentNodes } from "../nodes";
 import { getPatternStore } from "../patterns";
 import { ClusterFailoverMonitor } from "../deployments/cluster";
 import { SentinelFailoverMonitor, type FailoverTarget } from "../deployments/failover";
 import { watchReplication } from "../deployments/replication";
 import { onShutdown } from "../shutdown";
-import { getLiveEvents } from "./events";
+import { composeDeployments, lockDetail, sumCounts, type LiveView } from "./deployments";
+import { getLiveEvents, type LiveEvents } from "./events";
 import { LockGroups } from "./groups";
 import { HEARTBEAT_MS, StreamHub, TICK_MS } from "./hub";
 import { LockStore, type NodeSample } from "./store";
@@ -26,6 +27,7 @@ import type { StreamOwner } from "./stream-limits";
 import { NodeWatcher, READ_BATCH } from "./watcher";
 
 export { getLiveEvents } from "./events";
+export { deploymentFilter, resolveDeployment, type LiveView } from "./deployments";
 export type { LiveEventMap, LiveEvents, LockEventType } from "./events";
 export type { LockCounts } from "./store";
 
@@ -38,33 +40,52 @@ export const NOTIFY_CHECK_MS = 5_000;
 /** How often an idle node is pinged, so a frozen one is noticed when no lock changes. */
 const PROBE_MS = 500;
 
-interface LiveRuntime {
+/** One deployment's live view: its store (its node ids and quorum), watchers, failover monitor and timers. */
+export interface DeploymentLive {
+  deployment: string;
   store: LockStore;
+  /** The console's stream hub (with several deployments, the one they share). */
   hub: StreamHub;
   groups: LockGroups;
   watchers: NodeWatcher[];
   isLockKey: (key: string) => boolean;
+  stats: () => LiveStats;
   stop: () => Promise<void>;
 }
 
+/** Given where several deployments are watched: the hub they share, which the composition ticks itself. */
+export interface SharedLive {
+  hub: StreamHub;
+  /** The deployment's own emitter, which tells the process-wide one with the deployment named. */
+  events: LiveEvents;
+}
+
 /**
- * Starts the live view once per process (idempotent, kept on globalThis): one watcher per lock node, the
- * batched reader, the stream hub and their timers. Every accessor below starts it on first use, so a
- * route works even where instrumentation did not run (tests).
+ * Starts the live view once per process (idempotent, kept on globalThis): per deployment, one watcher per
+ * lock node, the batched reader and their timers; the stream hub. Every accessor below starts it on first
+ * use, so a route works even where instrumentation did not run (tests).
  */
-export function startLive(): LiveRuntime {
-  return singleton("live-runtime", () => {
+export function startLive(): LiveView {
+  return singleton("live-runtime", () => composeDeployments(getDeploymentNodes(), startDeploymentLive));
+}
+
+/**
+ * One deployment's live view (idempotent per deployment). `shared` is null where it is the only deployment:
+ * it then owns the stream hub and its timers, as a console of one deployment always did.
+ */
+export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive | null): DeploymentLive {
+  return singleton(`live-runtime:${entry.deployment.name}`, () => {
     const config = getConfig();
-    const log = getLogger().child({ part: "live" });
+    const log = getLogger().child({ part: "live", ...(shared ? { deployment: entry.deployment.name } : {}) });
     const guard = (what: string) => (error: unknown) => log.warn({ err: error instanceof Error ? error.message : String(error) }, `live view: ${what} failed`);
-    const nodes = getNodes();
-    const events = getLiveEvents();
+    const nodes = entry.nodes;
+    const events = shared?.events ?? getLiveEvents();
     const store = new LockStore(
       nodes.map((n) => n.id),
       quorumOf(nodes.length),
       events,
     );
-    store.deployment = nodes[0]?.deployment ?? "default";
+    store.deployment = entry.deployment.name;
     store.history = getHistorySink();
     shareFirstSeen(store, nodes[0]?.client);
     // The patterns in force: LOCK_PATTERNS, or what an operator set since (PUT /api/patterns), changed live.
@@ -105,10 +126,12 @@ export function startLive(): LiveRuntime {
       };
     };
     const groups = new LockGroups(store, config.metricsGroupPattern);
-    const hub = new StreamHub(
-      { store, groupOf: groups.groupOf, watcherStatus: () => watchers.map((w) => w.status()), stats },
-      { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken } },
-    );
+    const hub =
+      shared?.hub ??
+      new StreamHub(
+        { store, groupOf: groups.groupOf, watcherStatus: () => watchers.map((w) => w.status()), stats },
+        { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken } },
+      );
     for (const watcher of watchers) {
       watcher.onChange = () => {
         if (!store.watching && watchers.every((w) => w.settled)) store.watching = true;
@@ -117,7 +140,7 @@ export function startLive(): LiveRuntime {
     }
     // Sentinel deployments: failovers compared with the console's last view (locks lost in failover).
     // Clusters: a primary's slots served by its replica, compared the same way.
-    const deployment = config.deployments?.[0];
+    const deployment = entry.deployment;
     const failoverTarget: FailoverTarget = { locks: (now) => store.list(now), noteLost: (resource, detail) => store.noteLostInFailover(resource, detail), noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail) };
     const clustered = nodes.find((n) => n.cluster);
     const failovers =
@@ -233,13 +256,14 @@ export function startLive(): LiveRuntime {
     every(TICK_MS, () => {
       const now = Date.now();
       store.tick(now);
-      hub.tick(now);
+      // (A shared hub is ticked once for every deployment, by the composition.)
+      if (!shared) hub.tick(now);
     });
     every(1_000, () => {
       store.sweepContention();
-      hub.sendStats();
+      if (!shared) hub.sendStats();
     });
-    every(HEARTBEAT_MS, () => hub.heartbeat());
+    if (!shared) every(HEARTBEAT_MS, () => hub.heartbeat());
     every(PROBE_MS, () => {
       const now = Date.now();
       for (const w of watchers) {
@@ -250,7 +274,7 @@ export function startLive(): LiveRuntime {
     every(NOTIFY_CHECK_MS, () => {
       for (const w of watchers) void w.recheckNotifications().catch(guard(`notification check of ${w.id}`));
     });
-    every(5_000, () => hub.sendNodes());
+    if (!shared) every(5_000, () => hub.sendNodes());
     let factRound = 0;
     const refreshFacts = () => {
       const withInfo = factRound++ % 6 === 0;
@@ -270,7 +294,8 @@ export function startLive(): LiveRuntime {
       }
     });
 
-    healthContributors().set("live", (nodeId) => {
+    healthContributors().set(`live:${entry.deployment.name}`, (nodeId, deploymentName) => {
+      if (deploymentName !== entry.deployment.name) return {};
       const w = watchers.find((x) => x.id === nodeId);
       if (!w) return {};
       const now = Date.now();
@@ -298,9 +323,9 @@ export function startLive(): LiveRuntime {
       stopReplication();
       await Promise.allSettled([...watchers.map((w) => w.stop()), failovers?.stop()]);
     };
-    onShutdown("live-streams", 10, () => hub.closeAll("shutdown"));
-    onShutdown("live-watchers", 40, stop);
-    return { store, hub, groups, watchers, isLockKey, stop };
+    if (!shared) onShutdown("live-streams", 10, () => hub.closeAll("shutdown"));
+    onShutdown(`live-watchers:${entry.deployment.name}`, 40, stop);
+    return { deployment: entry.deployment.name, store, hub, groups, watchers, isLockKey, stats, stop };
   });
 }
 
@@ -309,57 +334,80 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
 export interface LockStoreView {
   list: LockStore["list"];
   summaries: LockStore["summaries"];
-  get: LockStore["get"];
+  /** A lock with its timeline on the deployment named (else the one it resolves to: see `resolveDeployment`). */
+  get: (resource: string, now?: number, deployment?: string) => LockDetail | null;
   serverTime: () => number;
   counts: LockStore["counts"];
 }
 
-/** The merged locks, for routes and metrics. */
+/** The merged locks of every deployment, for routes and metrics. */
 export function getLockStore(): LockStoreView {
-  const { store } = startLive();
+  const view = startLive();
   return {
-    list: (now) => store.list(now),
-    summaries: (visit, now) => store.summaries(visit, now),
-    get: (resource, now) => store.get(resource, now),
+    list: (now) => view.runtimes.flatMap((r) => r.store.list(now)),
+    summaries: (visit, now) => {
+      for (const r of view.runtimes) r.store.summaries(visit, now);
+    },
+    get: (resource, now, deployment) => lockDetail(view, resource, deployment, now),
     serverTime: () => Date.now(),
-    counts: (now) => store.counts(now),
+    counts: (now) => (view.multi ? sumCounts(view.runtimes.map((r) => r.store.counts(now))) : (view.runtimes[0] as DeploymentLive).store.counts(now)),
   };
+}
+
+/** Each deployment's live view (one where the console watches one). */
+export function getDeploymentLives(): readonly DeploymentLive[] {
+  return startLive().runtimes;
 }
 
 /**
  * `GET /api/locks` as a streamed JSON body, built 500 locks at a time as the client reads: 100,000 locks
- * never sit in memory as one string or one array of objects.
+ * never sit in memory as one string or one array of objects. `deployment`: that deployment's locks only.
  */
-export function locksJsonStream(options: { state?: string; limit?: number } = {}): ReadableStream<Uint8Array> {
-  const { store, watchers } = startLive();
+export function locksJsonStream(options: { state?: string; limit?: number; deployment?: string } = {}): ReadableStream<Uint8Array> {
+  const view = startLive();
   const serverTime = Date.now();
-  let resources = store.resources();
-  if (options.state) resources = resources.filter((r) => store.lock(r, serverTime)?.state === options.state);
-  const total = resources.length;
-  if (options.limit !== undefined) resources = resources.slice(0, options.limit);
+  // One segment per deployment listed, each its store's resources (nothing allocated per lock beyond them).
+  const segments: Array<{ store: LockStore; resources: string[] }> = [];
+  let total = 0;
+  let room = options.limit ?? Infinity;
+  for (const { store, deployment } of view.runtimes) {
+    if (options.deployment !== undefined && deployment !== options.deployment) continue;
+    let resources = store.resources();
+    if (options.state) resources = resources.filter((r) => store.lock(r, serverTime)?.state === options.state);
+    total += resources.length;
+    if (resources.length > room) resources = resources.slice(0, room);
+    room -= resources.length;
+    segments.push({ store, resources });
+  }
   const encoder = new TextEncoder();
+  let segment = 0;
   let pos = 0;
   let first = true;
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        controller.enqueue(
-          encoder.encode(`{"serverTime":${serverTime},"nodes":${JSON.stringify(watchers.map((w) => w.status()))},"total":${total},"locks":[`),
-        );
+        controller.enqueue(encoder.encode(`{"serverTime":${serverTime},"nodes":${JSON.stringify(view.watcherStatus())},"total":${total},"locks":[`));
       },
       pull(controller) {
         const parts: string[] = [];
         const now = Date.now();
-        for (const resource of resources.slice(pos, pos + 500)) {
-          const lock = store.lock(resource, now);
-          if (lock) parts.push(JSON.stringify(lock));
+        // Until something is written or every segment is done: a pull that writes nothing is not called again.
+        for (let current = segments[segment]; current && parts.length === 0; current = segments[segment]) {
+          for (const resource of current.resources.slice(pos, pos + 500)) {
+            const lock = current.store.lock(resource, now);
+            if (lock) parts.push(JSON.stringify(lock));
+          }
+          pos += 500;
+          if (pos >= current.resources.length) {
+            segment += 1;
+            pos = 0;
+          }
         }
-        pos += 500;
         if (parts.length > 0) {
           controller.enqueue(encoder.encode(`${first ? "" : ","}${parts.join(",")}`));
           first = false;
         }
-        if (pos >= resources.length) {
+        if (segment >= segments.length) {
           controller.enqueue(encoder.encode("]}"));
           controller.close();
         }
@@ -384,7 +432,7 @@ export function streamOwner(headers: Headers, principal: Principal | null): Stre
   return { address, credential: secret === null ? null : createHash("sha256").update(secret).digest("base64url").slice(0, 22) };
 }
 
-/** The grouped view and the server-paged lock list. */
+/** The grouped view and the server-paged lock list (across deployments where several are watched). */
 export function getLockGroups(): LockGroups {
   return startLive().groups;
 }
@@ -394,21 +442,23 @@ export function getStreamHub(): StreamHub {
 }
 
 export function isLockKey(key: string): boolean {
-  return startLive().isLockKey(key);
+  // The lock patterns are the console's, the same for every deployment.
+  return (startLive().runtimes[0] as DeploymentLive).isLockKey(key);
 }
 
+/** Every node's watcher; where several deployments are watched, each names its deployment. */
 export function getWatcherStatus(): WatcherStatus[] {
-  return startLive().watchers.map((w) => w.status());
+  return startLive().watcherStatus();
 }
 
-/** Each node's keyspace notifications so far, by event name (totals since start, for the metrics). */
-export function getKeyspaceEventCounts(): Array<{ nodeId: string; counts: ReadonlyMap<string, number> }> {
-  return startLive().watchers.map((w) => ({ nodeId: w.id, counts: w.keyspaceEvents }));
+/** Each node's keyspace notifications so far, by event name (totals since start, for the metrics); each names its deployment. */
+export function getKeyspaceEventCounts(): Array<{ deployment: string; nodeId: string; counts: ReadonlyMap<string, number> }> {
+  return startLive().runtimes.flatMap((r) => r.watchers.map((w) => ({ deployment: r.deployment, nodeId: w.id, counts: w.keyspaceEvents })));
 }
 
-/** True once every reachable node's watcher has subscribed and reconciled; false after `timeoutMs`. */
+/** True once every reachable node's watcher (of every deployment) has subscribed and reconciled; false after `timeoutMs`. */
 export async function waitUntilReconciled(timeoutMs: number): Promise<boolean> {
-  const { watchers } = startLive();
+  const watchers = startLive().runtimes.flatMap((r) => r.watchers);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (watchers.every((w) => w.settled)) return true;
@@ -417,7 +467,12 @@ export async function waitUntilReconciled(timeoutMs: number): Promise<boolean> {
   }
 }
 
-/** Records a force release so the lock ends as `force-released` (the revocation message does the same on every console). */
-export function noteForceRelease(resource: string, info: { value?: string | null; actor?: string | null; reason?: string | null } = {}): void {
-  startLive().store.noteForceRelease(resource, info);
+/**
+ * Records a force release on `deployment` (default: the first) so the lock ends as `force-released` (the
+ * revocation message does the same on every console).
+ */
+export function noteForceRelease(resource: string, info: { value?: string | null; actor?: string | null; reason?: string | null } = {}, deployment?: string): void {
+  const view = startLive();
+  const runtime = deployment === undefined ? view.runtimes[0] : view.runtime(deployment);
+  runtime?.store.noteForceRelease(resource, info);
 }

@@ -11,3 +11,10 @@ export const offset = z.coerce
   .int("must be a whole number")
   .min(0, "must be at least 0")
   .max(10_000_000, "must be at most 10000000");
+
+/** A deployment's name, as the deployments file allows them (an unknown one is refused with the names watched). */
+export const deploymentName = z
+  .string()
+  .min(1, "must not be empty")
+  .max(40, "must be at most 40 characters")
+  .regex(/^[a-z0-9-]+$/, "must be a deployment's name: lower-case letters, digits or '-'");

@@ -76,4 +76,12 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       CREATE INDEX lock_holds_during ON lock_holds USING gist (tstzrange(acquired_at, ended_at, '[)'));
     `,
   },
+  {
+    version: 3,
+    name: "audit deployment",
+    sql: `
+      -- A console may watch several deployments: a force release names the one it acted on (null: older entries, pattern changes).
+      ALTER TABLE audit_entries ADD COLUMN deployment text;
+    `,
+  },
 ]);

@@ -108,9 +108,31 @@ describe("deployment configuration", () => {
       `${at}: deployments[0].urls: URL 2 ("http://b:2") is not a redis:// or rediss:// URL: expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.`,
       `${at}: deployments[1].master is missing: a sentinel deployment needs it.`,
     ]);
-    const two = JSON.stringify({ deployments: [{ name: "a", kind: "standalone", url: "redis://a:1" }, { name: "b", kind: "standalone", url: "redis://b:1" }] });
-    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? two : readFile(p)))).toEqual([
-      `${at} describes 2 deployments (a, b): a console watches one; run one console per deployment.`,
+    // Several deployments, of any mix of kinds, are watched by one console.
+    const several = JSON.stringify({
+      deployments: [
+        { name: "orders", kind: "redlock", urls: ["redis://a:1", "redis://b:1", "redis://c:1"] },
+        { name: "cache", kind: "standalone", url: "redis://d:1" },
+        { name: "payments", kind: "sentinel", sentinels: ["e:26379", "f:26379"], master: "payments" },
+        { name: "sessions", kind: "cluster", seeds: ["redis://g:7000"] },
+      ],
+    });
+    const parsed = parseDeployments({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? several : readFile(p)));
+    expect(parsed?.map((d) => [d.name, d.kind])).toEqual([
+      ["orders", "redlock"],
+      ["cache", "standalone"],
+      ["payments", "sentinel"],
+      ["sessions", "cluster"],
+    ]);
+    expect(parsed?.[2]).toMatchObject({ sentinels: [{ host: "e", port: 26379 }, { host: "f", port: 26379 }], master: "payments" });
+    // Each mistake is still its own line: a name used twice, and one too many deployments.
+    const twice = JSON.stringify({ deployments: [{ name: "a", kind: "standalone", url: "redis://a:1" }, { name: "a", kind: "standalone", url: "redis://b:1" }] });
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? twice : readFile(p)))).toEqual([
+      `${at}: deployments[1].name="a" is used twice: each deployment needs its own name.`,
+    ]);
+    const many = JSON.stringify({ deployments: Array.from({ length: 33 }, (_, i) => ({ name: `d${i}`, kind: "standalone", url: `redis://h${i}:1` })) });
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? many : readFile(p)))).toEqual([
+      `${at}: deployments: lists too many deployments: one console watches at most 32.`,
     ]);
     expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? "{not json" : readFile(p)))[0]).toMatch(/is not JSON/);
     expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? '{"deployments":[{"name":"a","kind":"etcd"}]}' : readFile(p)))[0]).toMatch(

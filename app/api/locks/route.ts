@@ -2,8 +2,8 @@ import { z } from "zod";
 import { LOCK_SORTS } from "@/lib/locks/groups";
 import { LOCK_STATES } from "@/lib/locks/types";
 import { route } from "@/server/http";
-import { getLockGroups, getWatcherStatus, locksJsonStream } from "@/server/live";
-import { groupName, offset, order, search } from "@/server/live/paging-query";
+import { deploymentFilter, getLockGroups, getWatcherStatus, locksJsonStream, startLive } from "@/server/live";
+import { deploymentName, groupName, offset, order, search } from "@/server/live/paging-query";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -20,6 +20,7 @@ const query = z
     sort: z.enum(LOCK_SORTS, { error: `must be one of ${LOCK_SORTS.join(", ")}` }).optional(),
     order: order.optional(),
     offset: offset.optional(),
+    deployment: deploymentName.optional(),
   })
   .refine((q) => !isPaged(q) || q.limit === undefined || q.limit <= MAX_PAGE, { message: `must be at most ${MAX_PAGE} with group, q, sort, order or offset`, path: ["limit"] });
 
@@ -31,11 +32,14 @@ const JSON_HEADERS = { "Content-Type": "application/json; charset=utf-8", "Cache
 
 // GET /api/locks: every lock the console sees, merged across nodes (snapshot; the stream keeps it live)
 // Body: {serverTime, nodes, total, locks}, streamed so a very large snapshot never sits in memory at once. With
-// group, q, sort, order or offset: one page of the matching locks, searched and sorted over all of them.
+// group, q, sort, order or offset: one page of the matching locks, searched and sorted over all of them. With
+// deployment: that deployment's locks only.
 export const GET = route({ name: "GET /api/locks", access: "viewer", query }, ({ query: q }) => {
+  const deployment = deploymentFilter(startLive(), q.deployment);
   if (isPaged(q)) {
     const page = getLockGroups().page({
       ...(q.group !== undefined ? { group: q.group } : {}),
+      ...(deployment !== undefined ? { deployment } : {}),
       ...(q.q !== undefined ? { q: q.q } : {}),
       ...(q.state ? { state: q.state } : {}),
       sort: q.sort ?? "resource",
@@ -45,5 +49,8 @@ export const GET = route({ name: "GET /api/locks", access: "viewer", query }, ({
     });
     return new Response(JSON.stringify({ serverTime: page.serverTime, nodes: getWatcherStatus(), total: page.total, offset: page.offset, locks: page.locks }), { headers: JSON_HEADERS });
   }
-  return new Response(locksJsonStream({ ...(q.state ? { state: q.state } : {}), ...(q.limit !== undefined ? { limit: q.limit } : {}) }), { headers: JSON_HEADERS });
+  return new Response(
+    locksJsonStream({ ...(q.state ? { state: q.state } : {}), ...(q.limit !== undefined ? { limit: q.limit } : {}), ...(deployment !== undefined ? { deployment } : {}) }),
+    { headers: JSON_HEADERS },
+  );
 });

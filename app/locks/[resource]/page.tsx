@@ -15,12 +15,14 @@ function decodeSegment(segment: string): string {
   }
 }
 
-export default async function LockPage({ params }: { params: Promise<{ resource: string }> }) {
+export default async function LockPage({ params, searchParams }: { params: Promise<{ resource: string }>; searchParams: Promise<{ deployment?: string | string[] }> }) {
   const { resource } = await params;
   const name = decodeSegment(resource);
+  // Where the console watches several deployments, the URL names the lock's (`?deployment=`).
+  const { deployment } = await searchParams;
   return (
     <>
-      <LockDetailView resource={name} />
+      <LockDetailView resource={name} {...(typeof deployment === "string" ? { deployment } : {})} />
       <LockHistory resource={name} />
     </>
   );

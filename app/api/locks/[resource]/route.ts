@@ -2,7 +2,8 @@ import { z } from "zod";
 import { lockReplication } from "@/server/deployments/replication";
 import { ApiError } from "@/server/errors";
 import { route } from "@/server/http";
-import { getLockStore, isLockKey } from "@/server/live";
+import { getLockStore, isLockKey, resolveDeployment, startLive } from "@/server/live";
+import { deploymentName } from "@/server/live/paging-query";
 import { getPatternStore } from "@/server/patterns";
 
 export const dynamic = "force-dynamic";
@@ -12,8 +13,13 @@ const params = z.strictObject({
   resource: z.string().min(1, "must not be empty").max(1024, "must be at most 1024 characters"),
 });
 
+const query = z.strictObject({
+  // Which deployment's lock, where the console watches several and the resource is a lock on more than one.
+  deployment: deploymentName.optional(),
+});
+
 // GET /api/locks/[resource]: one lock with its nodes, holder, TTL, timeline, contention history and replication
-export const GET = route({ name: "GET /api/locks/[resource]", access: "viewer", params }, async ({ params: p }) => {
+export const GET = route({ name: "GET /api/locks/[resource]", access: "viewer", params, query }, async ({ params: p, query: q }) => {
   if (!isLockKey(p.resource)) {
     const patterns = getPatternStore().current().patterns.map((x) => x.glob);
     throw new ApiError(
@@ -21,7 +27,12 @@ export const GET = route({ name: "GET /api/locks/[resource]", access: "viewer", 
       `\`${p.resource.slice(0, 200)}\` is not a lock key: it matches none of the lock patterns (${patterns.join(", ")}). Add a pattern for it (PUT /api/patterns, or "Lock patterns and discovery" on the locks page).`,
     );
   }
-  const lock = getLockStore().get(p.resource);
-  if (!lock) throw new ApiError("not_found", `No node holds \`${p.resource.slice(0, 200)}\` and it has no recent history: it was released or expired, or never taken.`);
-  return { serverTime: Date.now(), ...lock, replication: await lockReplication(p.resource) };
+  const view = startLive();
+  const deployment = resolveDeployment(view, p.resource, q.deployment)?.deployment ?? q.deployment;
+  const lock = deployment === undefined ? null : getLockStore().get(p.resource, Date.now(), deployment);
+  if (!lock) {
+    const where = q.deployment !== undefined ? ` on deployment \`${q.deployment}\`` : view.multi ? ` on any deployment (${view.runtimes.map((r) => r.deployment).join(", ")})` : "";
+    throw new ApiError("not_found", `No node${where} holds \`${p.resource.slice(0, 200)}\` and it has no recent history: it was released or expired, or never taken.`);
+  }
+  return { serverTime: Date.now(), ...lock, replication: await lockReplication(p.resource, lock.deployment) };
 });

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { GROUP_SORTS } from "@/lib/locks/groups";
 import { route } from "@/server/http";
-import { getLockGroups } from "@/server/live";
-import { offset, order, search } from "@/server/live/paging-query";
+import { deploymentFilter, getLockGroups, startLive } from "@/server/live";
+import { deploymentName, offset, order, search } from "@/server/live/paging-query";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -13,12 +13,21 @@ const query = z.strictObject({
   order: order.optional(),
   offset: offset.optional(),
   limit: z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1, "must be at least 1").max(10_000, "must be at most 10000").optional(),
+  deployment: deploymentName.optional(),
 });
 
-// GET /api/locks/groups: one row per lock group (counts by state, contention, oldest holder, shortest TTL)
-export const GET = route({ name: "GET /api/locks/groups", access: "viewer", query }, ({ query: q }) =>
-  Response.json(
-    getLockGroups().groups({ ...(q.q ? { q: q.q } : {}), sort: q.sort ?? "group", order: q.order ?? "asc", offset: q.offset ?? 0, limit: q.limit ?? 1_000 }),
+// GET /api/locks/groups: one row per lock group (counts by state, contention, oldest holder, shortest TTL), of one deployment with ?deployment=
+export const GET = route({ name: "GET /api/locks/groups", access: "viewer", query }, ({ query: q }) => {
+  const deployment = deploymentFilter(startLive(), q.deployment);
+  return Response.json(
+    getLockGroups().groups({
+      ...(q.q ? { q: q.q } : {}),
+      ...(deployment !== undefined ? { deployment } : {}),
+      sort: q.sort ?? "group",
+      order: q.order ?? "asc",
+      offset: q.offset ?? 0,
+      limit: q.limit ?? 1_000,
+    }),
     { headers: { "Cache-Control": "no-store" } },
-  ),
-);
+  );
+});

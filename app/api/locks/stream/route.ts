@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { ApiError } from "@/server/errors";
 import { route } from "@/server/http";
-import { getStreamHub, streamOwner } from "@/server/live";
+import { deploymentFilter, getStreamHub, startLive, streamOwner } from "@/server/live";
 import { NO_LOCKS } from "@/server/live/hub";
-import { groupName } from "@/server/live/paging-query";
+import { deploymentName, groupName } from "@/server/live/paging-query";
 import { StreamLimitError } from "@/server/live/stream-limits";
 
 export const dynamic = "force-dynamic";
@@ -16,6 +16,8 @@ const query = z
     // One group's locks only (GET /api/locks/groups names them); locks=none: nodes and stats, no lock at all.
     group: groupName.optional(),
     locks: z.enum(["all", "none"], { error: "must be all or none" }).optional(),
+    // One deployment's locks only (where the console watches several).
+    deployment: deploymentName.optional(),
   })
   .refine((q) => !(q.group !== undefined && q.locks === "none"), { message: "give either group or locks=none, not both", path: ["locks"] });
 
@@ -26,14 +28,15 @@ const STREAM_HEADERS = {
   "X-Accel-Buffering": "no",
 };
 
-// GET /api/locks/stream: Server-Sent Events, a snapshot then coalesced lock changes (of one group with ?group=),
-// resumable with Last-Event-ID
+// GET /api/locks/stream: Server-Sent Events, a snapshot then coalesced lock changes (of one group with ?group=,
+// of one deployment with ?deployment=), resumable with Last-Event-ID
 export const GET = route({ name: "GET /api/locks/stream", access: "viewer", query }, ({ request, query: q, principal }) => {
   const lastEventId = request.headers.get("last-event-id") ?? q.lastEventId ?? null;
+  const deployment = deploymentFilter(startLive(), q.deployment) ?? null;
   let stream: ReadableStream<Uint8Array>;
   try {
     const group = q.locks === "none" ? NO_LOCKS : (q.group ?? null);
-    stream = getStreamHub().open(lastEventId, request.signal, streamOwner(request.headers, principal), group);
+    stream = getStreamHub().open(lastEventId, request.signal, streamOwner(request.headers, principal), group, deployment);
   } catch (error) {
     if (error instanceof StreamLimitError) throw new ApiError("rate_limited", error.message, { limit: error.limit, per: error.scope }, { "Retry-After": "10" });
     throw error;

@@ -4,7 +4,7 @@ import { ApiError } from "@/server/errors";
 import { historyEvents, historyHeldAt } from "@/server/history/service";
 import { LockHistoryQuery } from "@/server/history/query";
 import { route } from "@/server/http";
-import { isLockKey } from "@/server/live";
+import { deploymentFilter, isLockKey, startLive } from "@/server/live";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -18,6 +18,7 @@ export const GET = route({ name: "GET /api/locks/[resource]/history", access: "v
   if (!isLockKey(p.resource)) {
     throw new ApiError("not_found", `\`${p.resource.slice(0, 200)}\` is not a lock key: it matches none of LOCK_PATTERNS (${getConfig().lockPatterns.join(", ")}).`);
   }
+  deploymentFilter(startLive(), query.deployment);
   const limit = query.limit ?? 100;
   if (query.at !== undefined) return historyHeldAt({ at: query.at, resource: p.resource, limit, before: query.before });
   return historyEvents({ limit, before: query.before, filters: { resource: p.resource, from: query.from, to: query.to } });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { requireRole } from "@/server/auth";
 import { route } from "@/server/http";
+import { deploymentName } from "@/server/live/paging-query";
 import { releaseLock } from "@/server/release";
 
 export const dynamic = "force-dynamic";
@@ -8,6 +9,11 @@ export const runtime = "nodejs";
 
 const Params = z.strictObject({
   resource: z.string().min(1, "the resource (lock key) is required").max(1024, "a lock key is at most 1024 characters"),
+});
+
+const Query = z.strictObject({
+  // Which deployment's lock, where the console watches several and the resource is held on more than one.
+  deployment: deploymentName.optional(),
 });
 
 const Body = z.strictObject({
@@ -26,10 +32,11 @@ const Body = z.strictObject({
 
 // POST /api/locks/[resource]/release: force-release, audited
 export const POST = route(
-  { name: "POST /api/locks/[resource]/release", access: "operator", params: Params, body: Body },
-  ({ params, body, principal, request }) =>
+  { name: "POST /api/locks/[resource]/release", access: "operator", params: Params, query: Query, body: Body },
+  ({ params, query, body, principal, request }) =>
     releaseLock({
       resource: params.resource,
+      ...(query.deployment !== undefined ? { deployment: query.deployment } : {}),
       reason: body.reason,
       token: body.token,
       principal: requireRole(principal, "operator"),

@@ -1,0 +1,127 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Redis from "ioredis";
+import { freePort, startRedisNodes, type RedisNode } from "@/lib/redis-node";
+import { E2E_OPERATOR_TOKEN, E2E_VIEWER_TOKEN, expect, test } from "./fixtures";
+import { unique } from "./scene";
+
+/**
+ * A second console, started by this spec on loopback with its own redis-server processes (free ports, a
+ * temporary folder), watching two deployments from a deployments file: a Redlock set of three nodes and a
+ * standalone instance. The e2e web server's console watches one deployment and shows no Deployment column.
+ */
+test.describe("a console watching two deployments", () => {
+  let dir: string;
+  let nodes: RedisNode[] = [];
+  let clients: Redis[] = [];
+  let child: ChildProcess | null = null;
+  let origin = "";
+  let output = "";
+
+  test.beforeAll(async () => {
+    test.setTimeout(180_000);
+    dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-e2e-deployments-"));
+    nodes = await startRedisNodes(4, { dir });
+    const urls = nodes.map((n) => n.url);
+    const file = path.join(dir, "deployments.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        deployments: [
+          { name: "orders", kind: "redlock", urls: urls.slice(0, 3) },
+          { name: "cache", kind: "standalone", url: urls[3] },
+        ],
+      }),
+    );
+    const port = await freePort();
+    origin = `http://127.0.0.1:${port}`;
+    child = spawn(process.execPath, ["--import", "tsx", path.join(process.cwd(), "scripts", "start.ts")], {
+      cwd: process.cwd(),
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        NODE_ENV: "production",
+        LOG_LEVEL: "warn",
+        LOCKSCOPE_DATA_DIR: path.join(dir, "data"),
+        LOCKSCOPE_DEPLOYMENTS_FILE: file,
+        LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN,
+        LOCKSCOPE_VIEWER_TOKEN: E2E_VIEWER_TOKEN,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout?.on("data", (c: Buffer) => (output += c.toString()));
+    child.stderr?.on("data", (c: Buffer) => (output += c.toString()));
+    await expect
+      .poll(
+        async () => {
+          if (child?.exitCode !== null) throw new Error(`the second console exited:\n${output.slice(-2000)}`);
+          return fetch(`${origin}/api/ready`).then(
+            (res) => res.status,
+            () => 0,
+          );
+        },
+        { timeout: 120_000, intervals: [250] },
+      )
+      .toBe(200);
+    clients = nodes.map((n) => {
+      const c = new Redis(n.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+      c.on("error", () => undefined);
+      return c;
+    });
+  });
+
+  test.afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    if (child && child.exitCode === null) {
+      const exited = new Promise((resolve) => child?.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    await Promise.all(nodes.map((n) => n.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("shows a Deployment column and filter, and the lock page names its deployment", async ({ page }) => {
+    const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_OPERATOR_TOKEN, name: "e2e-operator" }, headers: { Origin: origin } });
+    expect(signIn.status(), await signIn.text()).toBe(200);
+    const resource = unique("shared");
+    for (const n of clients.slice(0, 3)) await n.set(resource, "orders-holder", "PX", 120_000);
+    await clients[3]!.set(resource, "cache-holder", "PX", 120_000);
+
+    await page.goto(`${origin}/`);
+    const table = page.getByRole("table", { name: "Locks" });
+    await expect(table.getByRole("columnheader", { name: "Deployment" })).toBeVisible();
+    const onOrders = table.getByRole("row", { name: `${resource} on orders` });
+    const onCache = table.getByRole("row", { name: `${resource} on cache` });
+    await expect(onOrders).toBeVisible();
+    await expect(onCache).toBeVisible();
+    await expect(onCache.getByRole("cell", { name: "cache", exact: true })).toBeVisible();
+
+    // The nodes panel names each node's deployment (node ids repeat across them).
+    const nodesTable = page.getByRole("table", { name: "Lock nodes" });
+    await expect(nodesTable.getByRole("row", { name: "orders node-0" })).toBeVisible();
+    await expect(nodesTable.getByRole("row", { name: "cache node-0" })).toBeVisible();
+
+    // The deployment filter keeps one deployment's rows.
+    await page.getByRole("combobox", { name: "Deployment" }).selectOption("cache");
+    await expect(onOrders).toHaveCount(0);
+    await expect(onCache).toBeVisible();
+
+    // The lock page's URL names the deployment, and the page shows that deployment's lock.
+    await onCache.getByRole("link", { name: resource }).click();
+    await expect(page).toHaveURL(new RegExp(`/locks/${encodeURIComponent(resource).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\?deployment=cache$`));
+    await expect(page.getByRole("heading", { name: resource })).toBeVisible();
+    const deployment = page.locator("dt", { hasText: /^Deployment$/ }).locator("xpath=following-sibling::dd[1]");
+    await expect(deployment).toHaveText("cache");
+    await expect(page.getByText("cache-holder").first()).toBeVisible();
+
+    // Without the deployment, the page asks which, with a link to each.
+    await page.goto(`${origin}/locks/${encodeURIComponent(resource)}`);
+    await expect(page.getByRole("alert").filter({ hasText: "is a lock on 2 deployments (orders, cache)" })).toBeVisible();
+    const choices = page.getByRole("list", { name: "Deployments holding this lock" });
+    await expect(choices.getByRole("link")).toHaveText([`${resource} on orders`, `${resource} on cache`]);
+  });
+});
