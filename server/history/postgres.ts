@@ -54,13 +54,29 @@ function params(first: unknown[] = []) {
   };
 }
 
+/**
+ * `deps(d)`: the deployments `table` has rows of one resource on, one probe of the (resource, deployment, …)
+ * index each (a loose index scan: PostgreSQL before 18 has no skip scan). A query about a resource on every
+ * deployment then reads each deployment's rows in index order, as for one lock, and merges the few it needs.
+ */
+function deploymentsOf(table: string, resource: string): string {
+  return `WITH RECURSIVE deps(d) AS (
+      SELECT min(deployment) FROM ${table} WHERE resource = ${resource}
+      UNION ALL
+      SELECT (SELECT min(deployment) FROM ${table} WHERE resource = ${resource} AND deployment > deps.d) FROM deps WHERE deps.d IS NOT NULL
+    )`;
+}
+
 /** The events page query (exported for the benchmark's EXPLAIN). Newest first, one more row than asked to tell a next page. */
 export function eventsQuery(options: { limit: number; before?: string; filters: HistoryFilters }): { sql: string; args: unknown[] } {
   const { limit, before, filters } = options;
   const { args, arg } = params();
   const where: string[] = [];
-  if (filters.resource !== undefined) where.push(`resource = ${arg(filters.resource)}`);
+  const resource = filters.resource === undefined ? undefined : arg(filters.resource);
+  const everyDeployment = resource !== undefined && filters.deployment === undefined;
+  if (resource !== undefined) where.push(`resource = ${resource}`);
   if (filters.deployment !== undefined) where.push(`deployment = ${arg(filters.deployment)}`);
+  if (everyDeployment) where.push("deployment = deps.d");
   if (filters.from !== undefined) where.push(`at >= ${TS(arg(String(filters.from)))}`);
   if (filters.to !== undefined) where.push(`at < ${TS(arg(String(filters.to)))}`);
   if (before) {
@@ -68,8 +84,13 @@ export function eventsQuery(options: { limit: number; before?: string; filters: 
     // Row comparison: the (resource, deployment, at, id) and (at, id) indexes serve it as one range.
     where.push(`(at, id) < (${TS(arg(c.ms))}, ${arg(c.id)}::bigint)`);
   }
-  const sql = `SELECT id, ${MS("at")} AS at_ms, resource, deployment, type, node, token, holder, fence, detail FROM lock_events
-     ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY at DESC, id DESC LIMIT ${arg(limit + 1)}`;
+  const limitArg = arg(limit + 1);
+  const page = `SELECT id, ${MS("at")} AS at_ms, resource, deployment, type, node, token, holder, fence, detail FROM lock_events
+     ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY at DESC, id DESC LIMIT ${limitArg}`;
+  if (!everyDeployment) return { sql: page, args };
+  // Each deployment's newest page of the resource, merged: the newest of them all.
+  const sql = `${deploymentsOf("lock_events", resource)}
+    SELECT e.* FROM deps CROSS JOIN LATERAL (${page}) e ORDER BY e.at_ms DESC, e.id DESC LIMIT ${limitArg}`;
   return { sql, args };
 }
 
@@ -80,16 +101,18 @@ export function heldAtQuery(options: HeldAtOptions): { sql: string; args: unknow
   const cursor = before ? parseCursor(before) : null;
   const keyset = cursor ? `AND (acquired_at, id) < (${TS(arg(cursor.ms))}, ${arg(cursor.id)}::bigint)` : "";
   const columns = `id, resource, deployment, token, holder, fence, ${MS("acquired_at")} AS acquired_ms, ${MS("ended_at")} AS ended_ms, end_type`;
-  if (resource !== undefined && deployment !== undefined) {
-    // One lock's holds hardly overlap: the latest few acquired by T, of which those still open at T. (Not so
-    // for a resource on every deployment, whose holds on two overlap freely: that takes the interval index.)
-    const sql = `SELECT * FROM (
-        SELECT ${columns}, ended_at FROM lock_holds WHERE resource = ${arg(resource)} AND deployment = ${arg(deployment)} AND acquired_at <= ${TS("$1")} ${keyset}
-        ORDER BY acquired_at DESC, id DESC LIMIT ${arg(Math.max(limit + 1, 16))}
-      ) h WHERE ended_at IS NULL OR ended_at > ${TS("$1")} ORDER BY acquired_ms DESC, id DESC LIMIT ${arg(limit + 1)}`;
+  if (resource !== undefined) {
+    // One lock's holds hardly overlap: the latest few acquired by T, of which those still open at T. Asked of
+    // a resource on every deployment, so for each deployment it has holds on (holds on two overlap freely).
+    const r = arg(resource);
+    const lock = deployment === undefined ? "deps.d" : arg(deployment);
+    const latest = `SELECT ${columns}, ended_at FROM lock_holds WHERE resource = ${r} AND deployment = ${lock} AND acquired_at <= ${TS("$1")} ${keyset}
+        ORDER BY acquired_at DESC, id DESC LIMIT ${arg(Math.max(limit + 1, 16))}`;
+    const from = deployment === undefined ? `${deploymentsOf("lock_holds", r)} SELECT h.* FROM deps CROSS JOIN LATERAL (${latest}) h` : `SELECT * FROM (${latest}) h`;
+    const sql = `${from} WHERE h.ended_at IS NULL OR h.ended_at > ${TS("$1")} ORDER BY h.acquired_ms DESC, h.id DESC LIMIT ${arg(limit + 1)}`;
     return { sql, args };
   }
-  const only = [resource === undefined ? "" : `AND resource = ${arg(resource)}`, deployment === undefined ? "" : `AND deployment = ${arg(deployment)}`].join(" ");
+  const only = deployment === undefined ? "" : `AND deployment = ${arg(deployment)}`;
   const sql = `SELECT ${columns} FROM lock_holds WHERE tstzrange(acquired_at, ended_at, '[)') @> ${TS("$1")} ${only} ${keyset}
       ORDER BY acquired_at DESC, id DESC LIMIT ${arg(limit + 1)}`;
   return { sql, args };

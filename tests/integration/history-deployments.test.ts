@@ -154,6 +154,17 @@ describe("lock history with several deployments", () => {
     expect(both.body.events.map((e) => `${e.deployment}:${e.type}`)).toEqual(["orders:released", "cache:evicted", "orders:extended", "cache:acquired", "orders:acquired"]);
     const cacheOnly = await allHistory<EventsAnswer>(`${range}&deployment=cache`);
     expect(cacheOnly.body.events.map((e) => `${e.deployment}:${e.type}`)).toEqual(["cache:evicted", "cache:acquired"]);
+    // One resource on every deployment, page by page: each deployment's events merged newest first.
+    const merged: string[] = [];
+    let next = "?resource=lock%3Apast&limit=2";
+    for (;;) {
+      const page = await allHistory<EventsAnswer>(next);
+      expect(page.status).toBe(200);
+      merged.push(...page.body.events.map((e) => `${e.deployment}:${e.type}`));
+      if (!page.body.next) break;
+      next = `?resource=lock%3Apast&limit=2&before=${page.body.next}`;
+    }
+    expect(merged).toEqual(both.body.events.map((e) => `${e.deployment}:${e.type}`));
     const heldAcross = await allHistory<HoldsAnswer>(`?at=${t0 + 2 * min}&resource=lock%3Apast`);
     expect(heldAcross.body.holds.map((h) => `${h.deployment}:${h.token}`)).toEqual(["cache:tok-c", "orders:tok-o"]);
     const heldOnOrders = await allHistory<HoldsAnswer>(`?at=${t0 + 2 * min}&deployment=orders`);
