@@ -70,7 +70,12 @@ async function main(): Promise<void> {
       const at = START + i;
       const resource = `lock:live/${i % 5_000}`;
       const token = `tok-live-${i}`;
-      batch.push({ at, resource, type: "acquired", token }, { at: at + 1, resource, type: "extended", token, detail: "by 10.0 s" }, { at: at + 2, resource, type: "released", token });
+      const deployment = "default";
+      batch.push(
+        { at, resource, deployment, type: "acquired", token },
+        { at: at + 1, resource, deployment, type: "extended", token, detail: "by 10.0 s" },
+        { at: at + 2, resource, deployment, type: "released", token },
+      );
       if (batch.length >= 2_000) await history.insert(batch.splice(0));
     }
     if (batch.length) await history.insert(batch.splice(0));
@@ -134,16 +139,16 @@ async function main(): Promise<void> {
     const someResource = () => `lock:orders/${rnd(RESOURCES)}`;
     const someTime = () => START + 86_400_000 + rnd(SPAN_MS - 2 * 86_400_000);
     const deepCursor = async (resource: string) => {
-      const page = await history.events({ limit: 50, filters: { resource } });
+      const page = await history.events({ limit: 50, filters: { resource, deployment: "default" } });
       return page.next ?? undefined;
     };
     const queries: Array<{ name: string; build: () => Promise<{ sql: string; args: unknown[] }> }> = [
-      { name: "a lock's newest 100 events", build: () => Promise.resolve(eventsQuery({ limit: 100, filters: { resource: someResource() } })) },
+      { name: "a lock's newest 100 events", build: () => Promise.resolve(eventsQuery({ limit: 100, filters: { resource: someResource(), deployment: "default" } })) },
       {
         name: "a lock's next page (keyset)",
         build: async () => {
           const resource = someResource();
-          return eventsQuery({ limit: 100, before: await deepCursor(resource), filters: { resource } });
+          return eventsQuery({ limit: 100, before: await deepCursor(resource), filters: { resource, deployment: "default" } });
         },
       },
       {
@@ -153,7 +158,7 @@ async function main(): Promise<void> {
           return Promise.resolve(eventsQuery({ limit: 100, filters: { from: t, to: t + 3_600_000 } }));
         },
       },
-      { name: "who held a lock at T", build: () => Promise.resolve(heldAtQuery({ at: someTime(), resource: someResource(), limit: 10 })) },
+      { name: "who held a lock at T", build: () => Promise.resolve(heldAtQuery({ at: someTime(), resource: someResource(), deployment: "default", limit: 10 })) },
       { name: "every lock held at T (100)", build: () => Promise.resolve(heldAtQuery({ at: someTime(), limit: 100 })) },
     ];
     const timings: Record<string, unknown> = {};

@@ -1,9 +1,11 @@
 "use client";
 
+import Link from "next/link";
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
-import { apiFetch } from "../api-client";
+import { apiFetch, ApiRequestError } from "../api-client";
+import { lockHref } from "../locks/format";
 import { MessageText } from "../message-text";
 import styles from "./audit-log.module.css";
 
@@ -15,22 +17,32 @@ function timeText(at: number): string {
 
 const NOT_RECORDING = "Lock history is recorded when the console keeps its audit in PostgreSQL (AUDIT_DATABASE_URL); until then only the live timeline is shown.";
 
+/** A lock's history route, on the deployment named (where the console watches several; else it finds it). */
+function lockHistoryPath(resource: string, deployment: string | undefined, params: URLSearchParams): string {
+  if (deployment !== undefined) params.set("deployment", deployment);
+  return `/api/locks/${encodeURIComponent(resource)}/history?${params.toString()}`;
+}
+
+/** Where several deployments are watched, the answer's rows name theirs. */
+const several = (answer: { deployments: string[] } | undefined) => (answer?.deployments.length ?? 0) > 1;
+
 /** "Who held it at…": the holds that covered one instant, of one lock or of every lock. */
-function HeldAt({ resource }: { resource?: string }) {
+function HeldAt({ resource, deployment }: { resource?: string; deployment?: string }) {
   const [draft, setDraft] = useState({ at: "", resource: "" });
   const [asked, setAsked] = useState<{ at: number; resource: string } | null>(null);
   const target = resource ?? asked?.resource.trim() ?? "";
   const holds = useQuery({
-    queryKey: ["history-at", target, asked?.at],
+    queryKey: ["history-at", target, deployment ?? null, asked?.at],
     enabled: asked !== null,
     queryFn: () => {
       const at = new Date(asked?.at ?? 0).toISOString();
-      if (resource) return apiFetch<HoldsAnswer>(`/api/locks/${encodeURIComponent(resource)}/history?at=${at}&limit=100`);
+      if (resource) return apiFetch<HoldsAnswer>(lockHistoryPath(resource, deployment, new URLSearchParams({ at, limit: "100" })));
       const params = new URLSearchParams({ at, limit: "100" });
       if (target) params.set("resource", target);
       return apiFetch<HoldsAnswer>(`/api/history?${params.toString()}`);
     },
   });
+  const showDeployment = several(holds.data);
   const submit = (event: FormEvent) => {
     event.preventDefault();
     const ms = new Date(draft.at).getTime();
@@ -67,6 +79,7 @@ function HeldAt({ resource }: { resource?: string }) {
             <thead>
               <tr>
                 <th scope="col">Resource</th>
+                {showDeployment && <th scope="col">Deployment</th>}
                 <th scope="col">Holder</th>
                 <th scope="col">Fence</th>
                 <th scope="col">Acquired</th>
@@ -76,7 +89,7 @@ function HeldAt({ resource }: { resource?: string }) {
             <tbody>
               {holds.data.holds.length === 0 && (
                 <tr>
-                  <td colSpan={5} className="muted">
+                  <td colSpan={showDeployment ? 6 : 5} className="muted">
                     Nothing was held at {timeText(holds.data.at)}.
                   </td>
                 </tr>
@@ -84,6 +97,7 @@ function HeldAt({ resource }: { resource?: string }) {
               {holds.data.holds.map((h) => (
                 <tr key={h.id}>
                   <td className="mono">{h.resource}</td>
+                  {showDeployment && <td>{h.deployment}</td>}
                   <td className="mono" title={h.token}>
                     {h.holder ?? h.token}
                   </td>
@@ -101,23 +115,44 @@ function HeldAt({ resource }: { resource?: string }) {
 }
 
 /** A lock's recorded history, newest first, read page by page from the database beyond what the live view keeps. */
-function RecordedEvents({ resource }: { resource: string }) {
+function RecordedEvents({ resource, deployment }: { resource: string; deployment?: string }) {
   const result = useInfiniteQuery({
-    queryKey: ["history", resource],
+    queryKey: ["history", resource, deployment ?? null],
     initialPageParam: null as string | null,
     queryFn: ({ pageParam }) => {
       const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
       if (pageParam) params.set("before", pageParam);
-      return apiFetch<EventsAnswer>(`/api/locks/${encodeURIComponent(resource)}/history?${params.toString()}`);
+      return apiFetch<EventsAnswer>(lockHistoryPath(resource, deployment, params));
     },
     getNextPageParam: (last) => last.next,
     refetchInterval: 15_000,
+    retry: (count, error) => !(error instanceof ApiRequestError && error.status < 500) && count < 1,
   });
   const pages = result.data?.pages ?? [];
   if (pages[0] && !pages[0].recording) return <p className="muted">{NOT_RECORDING}</p>;
+  // The page did not say which deployment, and the lock is on several (or, ended, on none now): one link to each.
+  const choices = result.error instanceof ApiRequestError && result.error.status === 409 ? ((result.error.details as { deployments?: string[] } | undefined)?.deployments ?? []) : [];
+  if (choices.length > 0) {
+    return (
+      <div className={styles.wrap}>
+        <p className="muted">History is recorded per deployment. Choose which deployment&apos;s {resource} to see:</p>
+        <ul aria-label="Deployments to see the history of">
+          {choices.map((name) => (
+            <li key={name}>
+              <Link href={lockHref(resource, name)}>
+                {resource} on {name}
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </div>
+    );
+  }
   const events = pages.flatMap((p) => p.events);
+  const on = several(pages[0]) ? (deployment ?? events[0]?.deployment) : undefined;
   return (
     <div className={styles.wrap}>
+      {on !== undefined && <p className="muted">Recorded on deployment {on}.</p>}
       {result.error && (
         <p role="alert" className="error-text">
           <MessageText text={result.error.message} />
@@ -168,13 +203,14 @@ function RecordedEvents({ resource }: { resource: string }) {
 }
 
 /** The lock page's history section: every recorded event of this lock, and who held it at a given time. */
-export function LockHistory({ resource }: { resource: string }) {
+export function LockHistory({ resource, deployment }: { resource: string; deployment?: string }) {
+  const on = deployment === undefined ? {} : { deployment };
   return (
     <section aria-labelledby="lock-history-heading">
       <h2 id="lock-history-heading">Recorded history</h2>
-      <RecordedEvents resource={resource} />
+      <RecordedEvents resource={resource} {...on} />
       <h3>Who held it at…</h3>
-      <HeldAt resource={resource} />
+      <HeldAt resource={resource} {...on} />
     </section>
   );
 }

@@ -9,6 +9,8 @@ export interface StoredLockEvent {
   id: string;
   at: number;
   resource: string;
+  /** The deployment the lock is on (`default` for the one the environment variables describe). */
+  deployment: string;
   type: string;
   node: string | null;
   token: string | null;
@@ -29,6 +31,7 @@ export interface LockHold {
   /** `<acquired epoch ms>-<row id>`: pass as `before` for older holds. */
   id: string;
   resource: string;
+  deployment: string;
   token: string;
   holder: string | null;
   fence: string | null;
@@ -38,8 +41,12 @@ export interface LockHold {
   endType: string | null;
 }
 
-/** `GET /api/locks/{resource}/history` and `GET /api/history` (events). `recording`: whether history is kept. */
-export type EventsAnswer = HistoryPage & { recording: boolean };
+/**
+ * `GET /api/locks/{resource}/history` and `GET /api/history` (events). `recording`: whether history is kept;
+ * `deployments`: the deployments the console watches (where there are several, each row's `deployment` tells
+ * them apart).
+ */
+export type EventsAnswer = HistoryPage & { recording: boolean; deployments: string[] };
 
 /** The same routes with `?at=`: the holds that covered that instant. */
-export type HoldsAnswer = { at: number; holds: LockHold[]; next: string | null; recording: boolean };
+export type HoldsAnswer = { at: number; holds: LockHold[]; next: string | null; recording: boolean; deployments: string[] };

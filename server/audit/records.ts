@@ -124,7 +124,7 @@ export function matchesFilters(entry: AuditEntry, filters: AuditFilters): boolea
   return true;
 }
 
-const CSV_COLUMNS = ["id", "time", "actor", "role", "action", "resource", "holder", "fence", "token", "reason", "outcome", "nodes", "ip", "userAgent"] as const;
+const CSV_COLUMNS = ["id", "time", "actor", "role", "action", "resource", "deployment", "holder", "fence", "token", "reason", "outcome", "nodes", "ip", "userAgent"] as const;
 
 /**
  * Cells a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR, and their full-width forms) get a
@@ -156,6 +156,8 @@ export function auditCsv(entries: readonly AuditEntry[]): string {
     role: e.role,
     action: e.action,
     resource: e.resource,
+    // Empty for entries that name none: pattern changes, and releases recorded before deployments were named.
+    deployment: e.deployment ?? "",
     holder: holderText(e),
     fence: e.holder?.fence ?? "",
     token: e.token ?? "",

@@ -2,21 +2,21 @@ import "server-only";
 import { createHash } from "node:crypto";
 import { decodeHolder } from "@/lib/locks/merge";
 import type { Database } from "../postgres/pool";
-import type { HistoryFilters, HistoryPage, HistoryStore, LockHistoryEvent, LockHold, StoredLockEvent } from "./types";
+import type { HeldAtOptions, HistoryFilters, HistoryPage, HistoryStore, LockHistoryEvent, LockHold, StoredLockEvent } from "./types";
 
 /** Events that happen once per hold: stored once however many consoles saw them (see `dedupKey`). */
 const ONCE_PER_HOLD = new Set(["acquired", "released", "expired", "evicted", "force-released"]);
 const ENDS = new Set(["released", "expired", "evicted", "force-released"]);
 /**
- * Consoles see the same event a few milliseconds apart; events of one kind for one value of one resource
- * within this window are one. (A foreign client that writes the same value again later is a new hold.)
+ * Consoles see the same event a few milliseconds apart; events of one kind for one value of one lock (a
+ * resource on a deployment) within this window are one. (A foreign client that writes the same value again later is a new hold.)
  */
 const DEDUP_WINDOW_MS = 10_000;
 
 /** A 63-bit key for an event that several consoles record; null for per-console entries (gaps, extensions). */
 export function dedupKey(event: LockHistoryEvent): string | null {
   if (!ONCE_PER_HOLD.has(event.type) || !event.token) return null;
-  const digest = createHash("sha256").update(`${event.resource}\u0000${event.type}\u0000${event.token}\u0000${Math.floor(event.at / DEDUP_WINDOW_MS)}`).digest();
+  const digest = createHash("sha256").update(`${event.deployment}\u0000${event.resource}\u0000${event.type}\u0000${event.token}\u0000${Math.floor(event.at / DEDUP_WINDOW_MS)}`).digest();
   return (digest.readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
 }
 
@@ -54,40 +54,66 @@ function params(first: unknown[] = []) {
   };
 }
 
+/**
+ * `deps(d)`: the deployments `table` has rows of one resource on, one probe of the (resource, deployment, …)
+ * index each (a loose index scan: PostgreSQL before 18 has no skip scan). A query about a resource on every
+ * deployment then reads each deployment's rows in index order, as for one lock, and merges the few it needs.
+ */
+function deploymentsOf(table: string, resource: string): string {
+  return `WITH RECURSIVE deps(d) AS (
+      SELECT min(deployment) FROM ${table} WHERE resource = ${resource}
+      UNION ALL
+      SELECT (SELECT min(deployment) FROM ${table} WHERE resource = ${resource} AND deployment > deps.d) FROM deps WHERE deps.d IS NOT NULL
+    )`;
+}
+
 /** The events page query (exported for the benchmark's EXPLAIN). Newest first, one more row than asked to tell a next page. */
 export function eventsQuery(options: { limit: number; before?: string; filters: HistoryFilters }): { sql: string; args: unknown[] } {
   const { limit, before, filters } = options;
   const { args, arg } = params();
   const where: string[] = [];
-  if (filters.resource !== undefined) where.push(`resource = ${arg(filters.resource)}`);
+  const resource = filters.resource === undefined ? undefined : arg(filters.resource);
+  const everyDeployment = resource !== undefined && filters.deployment === undefined;
+  if (resource !== undefined) where.push(`resource = ${resource}`);
+  if (filters.deployment !== undefined) where.push(`deployment = ${arg(filters.deployment)}`);
+  if (everyDeployment) where.push("deployment = deps.d");
   if (filters.from !== undefined) where.push(`at >= ${TS(arg(String(filters.from)))}`);
   if (filters.to !== undefined) where.push(`at < ${TS(arg(String(filters.to)))}`);
   if (before) {
     const c = parseCursor(before);
-    // Row comparison: the (resource, at, id) and (at, id) indexes serve it as one range.
+    // Row comparison: the (resource, deployment, at, id) and (at, id) indexes serve it as one range.
     where.push(`(at, id) < (${TS(arg(c.ms))}, ${arg(c.id)}::bigint)`);
   }
-  const sql = `SELECT id, ${MS("at")} AS at_ms, resource, type, node, token, holder, fence, detail FROM lock_events
-     ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY at DESC, id DESC LIMIT ${arg(limit + 1)}`;
+  const limitArg = arg(limit + 1);
+  const page = `SELECT id, ${MS("at")} AS at_ms, resource, deployment, type, node, token, holder, fence, detail FROM lock_events
+     ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY at DESC, id DESC LIMIT ${limitArg}`;
+  if (!everyDeployment) return { sql: page, args };
+  // Each deployment's newest page of the resource, merged: the newest of them all.
+  const sql = `${deploymentsOf("lock_events", resource)}
+    SELECT e.* FROM deps CROSS JOIN LATERAL (${page}) e ORDER BY e.at_ms DESC, e.id DESC LIMIT ${limitArg}`;
   return { sql, args };
 }
 
 /** The held-at-T query (exported for the benchmark's EXPLAIN). */
-export function heldAtQuery(options: { at: number; resource?: string; limit: number; before?: string }): { sql: string; args: unknown[] } {
-  const { at, resource, limit, before } = options;
+export function heldAtQuery(options: HeldAtOptions): { sql: string; args: unknown[] } {
+  const { at, resource, deployment, limit, before } = options;
   const { args, arg } = params([String(at)]);
   const cursor = before ? parseCursor(before) : null;
   const keyset = cursor ? `AND (acquired_at, id) < (${TS(arg(cursor.ms))}, ${arg(cursor.id)}::bigint)` : "";
-  const columns = `id, resource, token, holder, fence, ${MS("acquired_at")} AS acquired_ms, ${MS("ended_at")} AS ended_ms, end_type`;
+  const columns = `id, resource, deployment, token, holder, fence, ${MS("acquired_at")} AS acquired_ms, ${MS("ended_at")} AS ended_ms, end_type`;
   if (resource !== undefined) {
-    // One resource's holds hardly overlap: the latest few acquired by T, of which those still open at T.
-    const sql = `SELECT * FROM (
-        SELECT ${columns}, ended_at FROM lock_holds WHERE resource = ${arg(resource)} AND acquired_at <= ${TS("$1")} ${keyset}
-        ORDER BY acquired_at DESC, id DESC LIMIT ${arg(Math.max(limit + 1, 16))}
-      ) h WHERE ended_at IS NULL OR ended_at > ${TS("$1")} ORDER BY acquired_ms DESC, id DESC LIMIT ${arg(limit + 1)}`;
+    // One lock's holds hardly overlap: the latest few acquired by T, of which those still open at T. Asked of
+    // a resource on every deployment, so for each deployment it has holds on (holds on two overlap freely).
+    const r = arg(resource);
+    const lock = deployment === undefined ? "deps.d" : arg(deployment);
+    const latest = `SELECT ${columns}, ended_at FROM lock_holds WHERE resource = ${r} AND deployment = ${lock} AND acquired_at <= ${TS("$1")} ${keyset}
+        ORDER BY acquired_at DESC, id DESC LIMIT ${arg(Math.max(limit + 1, 16))}`;
+    const from = deployment === undefined ? `${deploymentsOf("lock_holds", r)} SELECT h.* FROM deps CROSS JOIN LATERAL (${latest}) h` : `SELECT * FROM (${latest}) h`;
+    const sql = `${from} WHERE h.ended_at IS NULL OR h.ended_at > ${TS("$1")} ORDER BY h.acquired_ms DESC, h.id DESC LIMIT ${arg(limit + 1)}`;
     return { sql, args };
   }
-  const sql = `SELECT ${columns} FROM lock_holds WHERE tstzrange(acquired_at, ended_at, '[)') @> ${TS("$1")} ${keyset}
+  const only = deployment === undefined ? "" : `AND deployment = ${arg(deployment)}`;
+  const sql = `SELECT ${columns} FROM lock_holds WHERE tstzrange(acquired_at, ended_at, '[)') @> ${TS("$1")} ${only} ${keyset}
       ORDER BY acquired_at DESC, id DESC LIMIT ${arg(limit + 1)}`;
   return { sql, args };
 }
@@ -96,6 +122,7 @@ interface EventRow {
   id: string;
   at_ms: string;
   resource: string;
+  deployment: string;
   type: string;
   node: string | null;
   token: string | null;
@@ -107,6 +134,7 @@ interface EventRow {
 interface HoldRow {
   id: string;
   resource: string;
+  deployment: string;
   token: string;
   holder: string | null;
   fence: string | null;
@@ -116,9 +144,9 @@ interface HoldRow {
 }
 
 /**
- * Lock history in PostgreSQL: `lock_events` (every event, newest-first pages by resource or by time) and
+ * Lock history in PostgreSQL: `lock_events` (every event, newest-first pages by lock or by time) and
  * `lock_holds` (one row per value from acquired to its end, for "who held it at T"), kept in step by
- * each batch's transaction.
+ * each batch's transaction. A lock is a resource on a deployment: every row names both.
  */
 export class PostgresHistory implements HistoryStore {
   constructor(private readonly db: Database) {}
@@ -129,6 +157,7 @@ export class PostgresHistory implements HistoryStore {
     const cols = {
       at: [] as string[],
       resource: [] as (string | null)[],
+      deployment: [] as string[],
       type: [] as string[],
       node: [] as (string | null)[],
       token: [] as (string | null)[],
@@ -141,6 +170,7 @@ export class PostgresHistory implements HistoryStore {
       const { holder, fence } = holderText(e.token);
       cols.at.push(String(Math.trunc(e.at)));
       cols.resource.push(clean(e.resource));
+      cols.deployment.push(e.deployment);
       cols.type.push(e.type);
       cols.node.push(clean(e.node));
       cols.token.push(clean(e.token));
@@ -153,33 +183,34 @@ export class PostgresHistory implements HistoryStore {
     let broken = false;
     try {
       await client.query("BEGIN");
-      const inserted = await client.query<{ at_ms: string; resource: string; type: string; token: string | null; holder: string | null; fence: string | null }>(
-        `INSERT INTO lock_events (at, resource, type, node, token, holder, fence, detail, dedup)
-         SELECT ${TS("u.a")}, u.r, u.t, u.n, u.tok, u.h, u.f, u.d, u.dd
-         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[]) AS u(a, r, t, n, tok, h, f, d, dd)
+      const inserted = await client.query<{ at_ms: string; resource: string; deployment: string; type: string; token: string | null; holder: string | null; fence: string | null }>(
+        `INSERT INTO lock_events (at, resource, deployment, type, node, token, holder, fence, detail, dedup)
+         SELECT ${TS("u.a")}, u.r, u.dep, u.t, u.n, u.tok, u.h, u.f, u.d, u.dd
+         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[]) AS u(a, r, dep, t, n, tok, h, f, d, dd)
          ON CONFLICT (dedup) WHERE dedup IS NOT NULL DO NOTHING
-         RETURNING ${MS("at")} AS at_ms, resource, type, token, holder, fence`,
-        [cols.at, cols.resource, cols.type, cols.node, cols.token, cols.holder, cols.fence, cols.detail, cols.dedup],
+         RETURNING ${MS("at")} AS at_ms, resource, deployment, type, token, holder, fence`,
+        [cols.at, cols.resource, cols.deployment, cols.type, cols.node, cols.token, cols.holder, cols.fence, cols.detail, cols.dedup],
       );
       // Holds follow the events this batch actually stored, so a second console's copy opens or closes nothing.
       const acquired = inserted.rows.filter((r) => r.type === "acquired" && r.token !== null);
       if (acquired.length > 0) {
         await client.query(
-          `INSERT INTO lock_holds (resource, token, holder, fence, acquired_at)
-           SELECT u.r, u.tok, u.h, u.f, ${TS("u.a")} FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(r, tok, h, f, a)
-           ON CONFLICT (resource, md5(token)) WHERE ended_at IS NULL DO NOTHING`,
-          [acquired.map((r) => r.resource), acquired.map((r) => r.token), acquired.map((r) => r.holder), acquired.map((r) => r.fence), acquired.map((r) => r.at_ms)],
+          `INSERT INTO lock_holds (resource, deployment, token, holder, fence, acquired_at)
+           SELECT u.r, u.dep, u.tok, u.h, u.f, ${TS("u.a")} FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS u(r, dep, tok, h, f, a)
+           ON CONFLICT (deployment, resource, md5(token)) WHERE ended_at IS NULL DO NOTHING`,
+          [acquired.map((r) => r.resource), acquired.map((r) => r.deployment), acquired.map((r) => r.token), acquired.map((r) => r.holder), acquired.map((r) => r.fence), acquired.map((r) => r.at_ms)],
         );
       }
       const ended = inserted.rows.filter((r) => ENDS.has(r.type));
       if (ended.length > 0) {
-        // An end without a known value closes the resource's open holds. `greatest`: another console's clock
+        // An end without a known value closes the lock's open holds (on its own deployment only: the same
+        // resource on another deployment is another lock). `greatest`: another console's clock
         // may put the end a moment before the acquisition, and a range cannot run backwards.
         await client.query(
           `UPDATE lock_holds h SET ended_at = greatest(${TS("u.a")}, h.acquired_at), end_type = u.t
-           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS u(r, tok, a, t)
-           WHERE h.ended_at IS NULL AND h.resource = u.r AND (u.tok IS NULL OR md5(h.token) = md5(u.tok))`,
-          [ended.map((r) => r.resource), ended.map((r) => r.token), ended.map((r) => r.at_ms), ended.map((r) => r.type)],
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) AS u(r, dep, tok, a, t)
+           WHERE h.ended_at IS NULL AND h.deployment = u.dep AND h.resource = u.r AND (u.tok IS NULL OR md5(h.token) = md5(u.tok))`,
+          [ended.map((r) => r.resource), ended.map((r) => r.deployment), ended.map((r) => r.token), ended.map((r) => r.at_ms), ended.map((r) => r.type)],
         );
       }
       await client.query("COMMIT");
@@ -201,6 +232,7 @@ export class PostgresHistory implements HistoryStore {
       id: `${r.at_ms}-${r.id}`,
       at: Number(r.at_ms),
       resource: r.resource,
+      deployment: r.deployment,
       type: r.type,
       node: r.node,
       token: r.token,
@@ -211,7 +243,7 @@ export class PostgresHistory implements HistoryStore {
     return { events, next: rows.length > limit ? (events.at(-1)?.id ?? null) : null };
   }
 
-  async heldAt(options: { at: number; resource?: string; limit: number; before?: string }): Promise<{ holds: LockHold[]; next: string | null }> {
+  async heldAt(options: HeldAtOptions): Promise<{ holds: LockHold[]; next: string | null }> {
     const { sql, args } = heldAtQuery(options);
     await this.db.ready();
     const { rows } = await this.db.pool.query<HoldRow>(sql, args);
@@ -219,6 +251,7 @@ export class PostgresHistory implements HistoryStore {
     const holds: LockHold[] = rows.slice(0, limit).map((r) => ({
       id: `${r.acquired_ms}-${r.id}`,
       resource: r.resource,
+      deployment: r.deployment,
       token: r.token,
       holder: r.holder,
       fence: r.fence,

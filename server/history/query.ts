@@ -1,6 +1,7 @@
 import "server-only";
 import { z } from "zod";
 import { pageLimit, timeBound } from "../audit/query";
+import { deploymentName } from "../live/paging-query";
 import { CURSOR_PATTERN } from "./postgres";
 
 const fields = {
@@ -16,13 +17,13 @@ const notBoth = (q: { from?: number; to?: number; at?: number }) => q.at === und
 
 /** `GET /api/locks/{resource}/history`: the resource's events newest first, or with `at` the holds at that instant. */
 export const LockHistoryQuery = z
-  // `deployment`: accepted and checked like the lock routes' (history is recorded by resource name: see docs/api.md).
-  .strictObject({ ...fields, deployment: z.string().min(1, "must not be empty").max(40, "must be at most 40 characters").optional() })
+  // `deployment`: which deployment's lock, resolved as the other lock routes do (see docs/api.md).
+  .strictObject({ ...fields, deployment: deploymentName.optional() })
   .refine(ordered, { message: "`from` must be before `to`" })
   .refine(notBoth, { message: "`at` asks who held the lock at an instant: use it without `from`/`to`" });
 
-/** `GET /api/history`: every resource's events by time range, or with `at` every hold at that instant. */
+/** `GET /api/history`: every resource's events by time range, or with `at` every hold at that instant (of one deployment with `deployment`). */
 export const HistoryQuery = z
-  .strictObject({ ...fields, resource: z.string().min(1).max(1024, "`resource` is at most 1024 characters").optional() })
+  .strictObject({ ...fields, resource: z.string().min(1).max(1024, "`resource` is at most 1024 characters").optional(), deployment: deploymentName.optional() })
   .refine(ordered, { message: "`from` must be before `to`" })
   .refine(notBoth, { message: "`at` asks what was held at an instant: use it without `from`/`to`" });

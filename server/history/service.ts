@@ -9,7 +9,7 @@ import { onShutdown } from "../shutdown";
 import { PostgresHistory } from "./postgres";
 import { HistoryRecorder, type HistorySink } from "./recorder";
 import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
-import type { HistoryFilters, HistoryStore } from "./types";
+import type { HeldAtOptions, HistoryFilters, HistoryStore } from "./types";
 
 const PRUNE_EVERY_MS = 60 * 60_000;
 
@@ -87,7 +87,10 @@ function unavailable(error: unknown): never {
   throw new ApiError("unavailable", `Lock history cannot be read: the database (${db?.display ?? "unset"}) did not answer (${error instanceof Error ? error.message.slice(0, 200) : "error"}).`);
 }
 
-export async function historyEvents(options: { limit: number; before?: string; filters: HistoryFilters }): Promise<EventsAnswer> {
+/** The routes add the deployments the console watches. */
+type Answer<T> = Omit<T, "deployments">;
+
+export async function historyEvents(options: { limit: number; before?: string; filters: HistoryFilters }): Promise<Answer<EventsAnswer>> {
   const history = getHistory();
   if (!history) return { events: [], next: null, recording: false };
   try {
@@ -97,7 +100,7 @@ export async function historyEvents(options: { limit: number; before?: string; f
   }
 }
 
-export async function historyHeldAt(options: { at: number; resource?: string; limit: number; before?: string }): Promise<HoldsAnswer> {
+export async function historyHeldAt(options: HeldAtOptions): Promise<Answer<HoldsAnswer>> {
   const history = getHistory();
   if (!history) return { at: options.at, holds: [], next: null, recording: false };
   try {

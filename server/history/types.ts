@@ -9,6 +9,8 @@ export interface LockHistoryEvent {
   /** Epoch ms on the console's clock. */
   at: number;
   resource: string;
+  /** The deployment whose live view saw it (`default` for the one the environment variables describe). */
+  deployment: string;
   type: TimelineType;
   node?: string | null;
   /** The lock value the event concerns (the holder's token); null when none is known. */
@@ -16,9 +18,21 @@ export interface LockHistoryEvent {
   detail?: string | null;
 }
 
+/** Who held what at an instant: of one resource, of one deployment, or both. */
+export interface HeldAtOptions {
+  /** Epoch ms. */
+  at: number;
+  resource?: string;
+  deployment?: string;
+  limit: number;
+  before?: string;
+}
+
 export interface HistoryFilters {
   /** Exact resource. */
   resource?: string;
+  /** Exact deployment name. */
+  deployment?: string;
   /** Epoch ms, inclusive. */
   from?: number;
   /** Epoch ms, exclusive. */
@@ -31,7 +45,7 @@ export interface HistoryStore {
   /** Events newest first, keyset-paged by `before` (a previous page's `next`). */
   events(options: { limit: number; before?: string; filters: HistoryFilters }): Promise<HistoryPage>;
   /** Holds that covered the instant `at`, newest acquisition first (keyset-paged by `before`, a hold's acquisition ms). */
-  heldAt(options: { at: number; resource?: string; limit: number; before?: string }): Promise<{ holds: LockHold[]; next: string | null }>;
+  heldAt(options: HeldAtOptions): Promise<{ holds: LockHold[]; next: string | null }>;
   /** Deletes events and ended holds older than `cutoff` (epoch ms), `batch` rows at a time; returns rows deleted. */
   prune(cutoff: number, batch?: number): Promise<number>;
 }

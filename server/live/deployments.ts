@@ -194,6 +194,13 @@ export function deploymentFilter(view: LiveView, name: string | undefined): stri
   return view.multi ? name : undefined;
 }
 
+/** The deployment named, which the console must watch (else a 400 naming those it does). */
+export function namedDeployment(view: LiveView, name: string): DeploymentLive {
+  const named = view.runtime(name);
+  if (!named) throw unknownDeployment(view, name);
+  return named;
+}
+
 export function unknownDeployment(view: LiveView, name: string): ApiError {
   const names = deploymentNames(view);
   return new ApiError("bad_request", `No deployment is named \`${name.slice(0, 60)}\`: this console watches ${names.map((n) => `\`${n}\``).join(", ")}.`, {
@@ -207,11 +214,7 @@ export function unknownDeployment(view: LiveView, name: string): ApiError {
  * 409 naming them, to choose with `?deployment=`. On none: `null` (the caller says the lock is not known).
  */
 export function resolveDeployment(view: LiveView, resource: string, name: string | undefined, now = Date.now()): DeploymentLive | null {
-  if (name !== undefined) {
-    const named = view.runtime(name);
-    if (!named) throw unknownDeployment(view, name);
-    return named;
-  }
+  if (name !== undefined) return namedDeployment(view, name);
   if (!view.multi) return view.runtimes[0] ?? null;
   const on = view.runtimes.filter((r) => r.store.get(resource, now) !== null);
   if (on.length > 1) {
@@ -223,6 +226,21 @@ export function resolveDeployment(view: LiveView, resource: string, name: string
     );
   }
   return on[0] ?? null;
+}
+
+/**
+ * The deployment whose history of `resource` a request means: as `resolveDeployment`; where the live view knows
+ * the resource on no deployment (it ended a while ago), its history may be on any of them: a 409 naming them all.
+ */
+export function historyDeployment(view: LiveView, resource: string, name: string | undefined, now = Date.now()): string {
+  const resolved = resolveDeployment(view, resource, name, now);
+  if (resolved) return resolved.deployment;
+  const names = deploymentNames(view);
+  throw new ApiError(
+    "conflict",
+    `\`${resource.slice(0, 200)}\` is not held on any of the ${names.length} deployments watched, and its history may be on any of them: say which with ?deployment=${names[0] ?? ""} (or ${names.slice(1).join(", ")}).`,
+    { deployments: names },
+  );
 }
 
 /** A lock with its timeline, from the deployment resolved for it (see `resolveDeployment`). */

@@ -27,7 +27,7 @@ import type { StreamOwner } from "./stream-limits";
 import { NodeWatcher, READ_BATCH } from "./watcher";
 
 export { getLiveEvents } from "./events";
-export { deploymentFilter, resolveDeployment, type LiveView } from "./deployments";
+export { deploymentFilter, deploymentNames, historyDeployment, namedDeployment, resolveDeployment, type LiveView } from "./deployments";
 export type { LiveEventMap, LiveEvents, LockEventType } from "./events";
 export type { LockCounts } from "./store";
 

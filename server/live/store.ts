@@ -72,8 +72,15 @@ const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, ela
 export class LockStore {
   readonly nodeIds: readonly string[];
   readonly quorum: number;
-  /** The deployment these nodes are, named on every lock this store builds. */
-  deployment = "default";
+  /** The deployment these nodes are, named on every lock this store builds and every event it records. */
+  get deployment(): string {
+    return this.timelines.deployment;
+  }
+
+  set deployment(name: string) {
+    this.timelines.deployment = name;
+  }
+
   private readonly nodeUp: boolean[];
   private readonly live = new Map<string, Entry>();
   private readonly ended = new Retention<Entry>();

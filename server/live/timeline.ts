@@ -26,6 +26,8 @@ export class Timelines {
    * only queues: the live view never waits for the database.
    */
   history: HistorySink | null = null;
+  /** The deployment the lock store watches, named on every recorded event (set with the store's). */
+  deployment = "default";
 
   /**
    * The lock's timeline, created on first use; a lock found at start begins with "already held" (at
@@ -52,7 +54,8 @@ export class Timelines {
 
   /** Into the lock history only. */
   record(resource: string, item: TimelineItem, token: string | null): void {
-    this.history?.record({ ...item, resource, token });
+    // The event object is made only where history is kept; naming the deployment is one more field of it.
+    this.history?.record({ ...item, resource, token, deployment: this.deployment });
   }
 
   /** A failed acquisition attempt by `who`: a burst of them is one entry whose count grows. */

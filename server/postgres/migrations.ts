@@ -84,4 +84,23 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       ALTER TABLE audit_entries ADD COLUMN deployment text;
     `,
   },
+  {
+    version: 4,
+    name: "lock history deployment",
+    sql: `
+      -- A lock is (deployment, resource): the same key on two deployments is two locks, with two histories.
+      -- Rows recorded before were the one deployment the environment variables describe.
+      ALTER TABLE lock_events ADD COLUMN deployment text NOT NULL DEFAULT 'default';
+      ALTER TABLE lock_holds ADD COLUMN deployment text NOT NULL DEFAULT 'default';
+      -- The resource leads: one lock's pages (resource and deployment) are read in index order, and a resource
+      -- asked about on every deployment is still found by the index.
+      DROP INDEX lock_events_resource_at;
+      CREATE INDEX lock_events_resource_at ON lock_events (resource, deployment, at DESC, id DESC);
+      DROP INDEX lock_holds_resource;
+      CREATE INDEX lock_holds_resource ON lock_holds (resource, deployment, acquired_at DESC, id DESC);
+      -- At most one open hold per value of a lock: an end on one deployment never finds another's hold.
+      DROP INDEX lock_holds_open;
+      CREATE UNIQUE INDEX lock_holds_open ON lock_holds (deployment, resource, md5(token)) WHERE ended_at IS NULL;
+    `,
+  },
 ]);

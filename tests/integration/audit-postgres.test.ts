@@ -23,6 +23,7 @@ interface EventsPage {
   events: StoredLockEvent[];
   next: string | null;
   recording: boolean;
+  deployments: string[];
 }
 interface HoldsPage {
   holds: LockHold[];
@@ -175,14 +176,14 @@ describe("audit and lock history in PostgreSQL", () => {
     const t0 = Date.parse("2026-03-01T03:00:00Z");
     const min = 60_000;
     // Two holders of lock:orders/42, one after the other, and a lock held across the instant asked about.
-    sink.record({ at: t0, resource: "lock:orders/42", type: "acquired", token: "tok-a" });
-    sink.record({ at: t0 + 5 * min, resource: "lock:orders/42", type: "extended", token: "tok-a", detail: "by 30.0 s" });
-    sink.record({ at: t0 + 10 * min, resource: "lock:orders/42", type: "released", token: "tok-a" });
-    sink.record({ at: t0 + 11 * min, resource: "lock:orders/42", type: "acquired", token: "tok-b" });
-    sink.record({ at: t0 + 13 * min, resource: "lock:orders/42", type: "expired", token: "tok-b" });
-    sink.record({ at: t0 + 1 * min, resource: "lock:orders/7", type: "acquired", token: "tok-c" });
+    sink.record({ deployment: "default", at: t0, resource: "lock:orders/42", type: "acquired", token: "tok-a" });
+    sink.record({ deployment: "default", at: t0 + 5 * min, resource: "lock:orders/42", type: "extended", token: "tok-a", detail: "by 30.0 s" });
+    sink.record({ deployment: "default", at: t0 + 10 * min, resource: "lock:orders/42", type: "released", token: "tok-a" });
+    sink.record({ deployment: "default", at: t0 + 11 * min, resource: "lock:orders/42", type: "acquired", token: "tok-b" });
+    sink.record({ deployment: "default", at: t0 + 13 * min, resource: "lock:orders/42", type: "expired", token: "tok-b" });
+    sink.record({ deployment: "default", at: t0 + 1 * min, resource: "lock:orders/7", type: "acquired", token: "tok-c" });
     // The same event seen by a second console a few ms later is stored once.
-    sink.record({ at: t0 + 1 * min + 3, resource: "lock:orders/7", type: "acquired", token: "tok-c" });
+    sink.record({ deployment: "default", at: t0 + 1 * min + 3, resource: "lock:orders/7", type: "acquired", token: "tok-c" });
     await sink.flush();
     expect(sink.pending).toBe(0);
 
@@ -198,10 +199,20 @@ describe("audit and lock history in PostgreSQL", () => {
       query = `?limit=2&before=${body.next}`;
     }
     expect(pages).toEqual([["expired:tok-b", "acquired:tok-b"], ["released:tok-a", "extended:tok-a"], ["acquired:tok-a"]]);
+    // One deployment: every event is its (`default`), and naming it changes nothing.
+    const named = await get<EventsPage>(lockHistoryRoute.GET, "/api/locks/lock%3Aorders%2F42/history?deployment=default", r42);
+    expect(named.body.deployments).toEqual(["default"]);
+    expect(named.body.events.map((e) => `${e.deployment}:${e.type}:${e.token}`)).toEqual([
+      "default:expired:tok-b",
+      "default:acquired:tok-b",
+      "default:released:tok-a",
+      "default:extended:tok-a",
+      "default:acquired:tok-a",
+    ]);
 
     const at312 = t0 + 12 * min;
     const heldThen = await get<HoldsPage>(lockHistoryRoute.GET, `/api/locks/x/history?at=${new Date(at312).toISOString()}`, r42);
-    expect(heldThen.body.holds.map((h) => [h.token, h.acquiredAt, h.endedAt, h.endType])).toEqual([["tok-b", t0 + 11 * min, t0 + 13 * min, "expired"]]);
+    expect(heldThen.body.holds.map((h) => [h.deployment, h.token, h.acquiredAt, h.endedAt, h.endType])).toEqual([["default", "tok-b", t0 + 11 * min, t0 + 13 * min, "expired"]]);
     const heldEarlier = await get<HoldsPage>(lockHistoryRoute.GET, `/api/locks/x/history?at=${t0 + 2 * min}`, r42);
     expect(heldEarlier.body.holds.map((h) => h.token)).toEqual(["tok-a"]);
     const heldNever = await get<HoldsPage>(lockHistoryRoute.GET, `/api/locks/x/history?at=${t0 + 10 * min + 30_000}`, r42);
@@ -215,11 +226,23 @@ describe("audit and lock history in PostgreSQL", () => {
 
     const range = await get<EventsPage>(historyRoute.GET, `/api/history?from=${t0}&to=${t0 + 6 * min}`);
     expect(range.body.events.map((e) => `${e.resource}:${e.type}`)).toEqual(["lock:orders/42:extended", "lock:orders/7:acquired", "lock:orders/42:acquired"]);
+    const rangeOfDefault = await get<EventsPage>(historyRoute.GET, `/api/history?from=${t0}&to=${t0 + 6 * min}&deployment=default`);
+    expect(rangeOfDefault.body.events.map((e) => e.id)).toEqual(range.body.events.map((e) => e.id));
 
     const bad = await get<EventsPage>(historyRoute.GET, "/api/history?at=yesterday");
     expect(bad.status).toBe(400);
     const both = await get<EventsPage>(historyRoute.GET, `/api/history?at=${t0}&from=${t0}`);
     expect(both.status).toBe(400);
+    for (const res of [
+      await get<EventsPage>(historyRoute.GET, "/api/history?deployment=billing"),
+      await get<EventsPage>(lockHistoryRoute.GET, "/api/locks/lock%3Aorders%2F42/history?deployment=billing", r42),
+    ]) {
+      expect(res.status).toBe(400);
+      expect(res.body.error?.message).toBe("No deployment is named `billing`: this console watches `default`.");
+    }
+    const malformed = await get<EventsPage>(historyRoute.GET, "/api/history?deployment=Not%20a%20name");
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error?.message).toMatch(/deployment/);
     const notLock = await get<EventsPage>(lockHistoryRoute.GET, "/api/locks/session%3A1/history", { resource: "session:1" });
     expect(notLock.status).toBe(404);
   });
@@ -255,9 +278,9 @@ describe("audit and lock history in PostgreSQL", () => {
   it("deletes history older than the retention, in batches, and keeps the rest", async () => {
     const history = service.getHistory()!;
     const old = Date.now() - 8 * 86_400_000;
-    for (let i = 0; i < 25; i++) history.recorder.record({ at: old + i, resource: `lock:old/${i}`, type: "acquired", token: `old-${i}` });
-    for (let i = 0; i < 25; i++) history.recorder.record({ at: old + 100 + i, resource: `lock:old/${i}`, type: "released", token: `old-${i}` });
-    history.recorder.record({ at: Date.now(), resource: "lock:recent", type: "acquired", token: "recent" });
+    for (let i = 0; i < 25; i++) history.recorder.record({ deployment: "default", at: old + i, resource: `lock:old/${i}`, type: "acquired", token: `old-${i}` });
+    for (let i = 0; i < 25; i++) history.recorder.record({ deployment: "default", at: old + 100 + i, resource: `lock:old/${i}`, type: "released", token: `old-${i}` });
+    history.recorder.record({ deployment: "default", at: Date.now(), resource: "lock:recent", type: "acquired", token: "recent" });
     await history.recorder.flush();
     const cutoff = Date.now() - 7 * 86_400_000;
     const count = async () => {

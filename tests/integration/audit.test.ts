@@ -147,8 +147,10 @@ describe("audit log", () => {
     expect(csv.headers.get("content-type")).toMatch(/text\/csv/);
     expect(csv.headers.get("content-disposition")).toMatch(/attachment; filename="lockscope-audit-.*\.csv"/);
     const lines = (csv.body as string).trim().split("\r\n");
-    expect(lines[0]).toBe("id,time,actor,role,action,resource,holder,fence,token,reason,outcome,nodes,ip,userAgent");
+    expect(lines[0]).toBe("id,time,actor,role,action,resource,deployment,holder,fence,token,reason,outcome,nodes,ip,userAgent");
     expect(lines).toHaveLength(released.length + 1);
+    // Each release names the deployment it acted on, beside its resource (one deployment: `default`).
+    expect(lines.find((l) => l.includes(",lock:inventory,"))).toContain(",lock:inventory,default,");
     expect(csv.body as string).toContain(`"'=HYPERLINK(""http://evil"")"`);
     expect(csv.body as string).toContain("node-0=deleted node-1=deleted node-2=deleted");
 

@@ -1,5 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PostgresHistory } from "@/server/history/postgres";
 import { MIGRATIONS } from "@/server/postgres/migrations";
 import { migrate } from "@/server/postgres/migrate";
 import { startPostgres, type TestPostgres } from "../support/postgres";
@@ -44,6 +45,44 @@ describe("PostgreSQL migrations", () => {
     // PostgreSQL 15 and later give nobody but the owner CREATE on `public`; make sure of it on older ones.
     await owner.query("REVOKE CREATE ON SCHEMA public FROM PUBLIC");
     expect(await migrate(asConsole)).toEqual([]);
+  });
+
+  it("upgrades lock history recorded before deployments were named: its rows are `default`'s, and its open holds still end", async () => {
+    const url = await server.createDatabase("upgraded");
+    const p = pool(url);
+    expect(await migrate(p, MIGRATIONS.filter((m) => m.version <= 3))).toEqual([1, 2, 3]);
+    // As the previous version wrote them: two events and the hold they opened and closed, and a hold still open.
+    await p.query(`INSERT INTO lock_events (at, resource, type, token) VALUES
+      ('2026-03-01T03:00:00Z', 'lock:orders/1', 'acquired', 'tok-1'), ('2026-03-01T03:01:00Z', 'lock:orders/1', 'released', 'tok-1'),
+      ('2026-03-01T03:02:00Z', 'lock:orders/2', 'acquired', 'tok-2')`);
+    await p.query(`INSERT INTO lock_holds (resource, token, acquired_at, ended_at, end_type) VALUES
+      ('lock:orders/1', 'tok-1', '2026-03-01T03:00:00Z', '2026-03-01T03:01:00Z', 'released'), ('lock:orders/2', 'tok-2', '2026-03-01T03:02:00Z', NULL, NULL)`);
+
+    expect(await migrate(p)).toEqual(MIGRATIONS.filter((m) => m.version > 3).map((m) => m.version));
+    const events = await p.query<{ resource: string; type: string; deployment: string }>("SELECT resource, type, deployment FROM lock_events ORDER BY at");
+    expect(events.rows.map((r) => `${r.deployment}:${r.resource}:${r.type}`)).toEqual(["default:lock:orders/1:acquired", "default:lock:orders/1:released", "default:lock:orders/2:acquired"]);
+    const holds = await p.query<{ resource: string; deployment: string }>("SELECT resource, deployment FROM lock_holds ORDER BY acquired_at");
+    expect(holds.rows).toEqual([
+      { resource: "lock:orders/1", deployment: "default" },
+      { resource: "lock:orders/2", deployment: "default" },
+    ]);
+
+    const history = new PostgresHistory({ pool: p, display: "upgraded", ready: () => Promise.resolve() });
+    const at = Date.parse("2026-03-01T03:05:00Z");
+    const open = async () => (await history.heldAt({ at: at + 60_000, resource: "lock:orders/2", deployment: "default", limit: 10 })).holds;
+    expect((await open()).map((h) => [h.deployment, h.token, h.endedAt])).toEqual([["default", "tok-2", null]]);
+    // The same value of the same resource on another deployment is another lock: its end leaves the old hold open.
+    await history.insert([{ at, resource: "lock:orders/2", deployment: "cache", type: "released", token: "tok-2" }]);
+    expect((await open()).map((h) => h.endedAt)).toEqual([null]);
+    await history.insert([{ at, resource: "lock:orders/2", deployment: "default", type: "released", token: "tok-2" }]);
+    expect(await open()).toEqual([]);
+    const page = await history.events({ limit: 10, filters: { resource: "lock:orders/2", deployment: "default" } });
+    expect(page.events.map((e) => `${e.deployment}:${e.type}`)).toEqual(["default:released", "default:acquired"]);
+
+    // Every index that finds one lock's rows names its deployment.
+    const indexes = await p.query<{ indexname: string; indexdef: string }>("SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN ('lock_events_resource_at', 'lock_holds_resource', 'lock_holds_open') ORDER BY indexname");
+    expect(indexes.rows.map((r) => r.indexname)).toEqual(["lock_events_resource_at", "lock_holds_open", "lock_holds_resource"]);
+    for (const r of indexes.rows) expect(r.indexdef).toMatch(/\((deployment, resource|resource, deployment), /);
   });
 
     it("rolls a failing step back whole, records it not, and applies it once it is fixed", async () => {

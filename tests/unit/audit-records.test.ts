@@ -97,10 +97,10 @@ describe("audit records", () => {
     expect(reasonCell("-2")).toBe(`"'-2"`);
     expect(reasonCell("@SUM(A1)")).toBe(`"'@SUM(A1)"`);
     expect(reasonCell("\tcmd")).toBe(`"'\tcmd"`);
-    expect(auditCsv([])).toBe("id,time,actor,role,action,resource,holder,fence,token,reason,outcome,nodes,ip,userAgent\r\n");
-    const csv = auditCsv([entry({ outcome: "released", nodes: [{ id: "node-0", result: "deleted" }, { id: "node-1", result: "error", error: "timeout" }] })]);
+    expect(auditCsv([])).toBe("id,time,actor,role,action,resource,deployment,holder,fence,token,reason,outcome,nodes,ip,userAgent\r\n");
+    const csv = auditCsv([entry({ outcome: "released", deployment: "orders", nodes: [{ id: "node-0", result: "deleted" }, { id: "node-1", result: "error", error: "timeout" }] })]);
     const [header, row] = csv.trim().split("\r\n");
-    expect(header).toBe("id,time,actor,role,action,resource,holder,fence,token,reason,outcome,nodes,ip,userAgent");
-    expect(row).toContain(",2023-11-14T22:13:20.000Z,alice,operator,force-release,lock:orders/42,billing @ web-3:4242,17,lk1:abc,stuck after deploy,released,node-0=deleted node-1=error,10.0.0.5,curl/8");
+    expect(header).toBe("id,time,actor,role,action,resource,deployment,holder,fence,token,reason,outcome,nodes,ip,userAgent");
+    expect(row).toContain(",2023-11-14T22:13:20.000Z,alice,operator,force-release,lock:orders/42,orders,billing @ web-3:4242,17,lk1:abc,stuck after deploy,released,node-0=deleted node-1=error,10.0.0.5,curl/8");
   });
 });

@@ -29,8 +29,17 @@ describe("the live view's history hook", () => {
     store.apply("lock:a", all("v2", T + 30_000), T + 2_000);
     store.apply("lock:a", NODES.map((_, i) => gone(i)), T + 3_000);
     expect(seen()).toEqual(["acquired v1", "extended v1", "released v1", "acquired v2", "released v2"]);
-    expect(recorded.every((e) => e.resource === "lock:a")).toBe(true);
+    expect(recorded.every((e) => e.resource === "lock:a" && e.deployment === "default")).toBe(true);
     expect(recorded[2]?.detail).toBe("handed straight to the next holder");
+  });
+
+  it("names the store's deployment on every event it records, as on every lock it builds", () => {
+    const { store, recorded } = storeRecording();
+    store.deployment = "orders";
+    store.apply("lock:a", all("v1", T + 10_000), T);
+    store.apply("lock:a", NODES.map((_, i) => gone(i)), T + 1_000);
+    expect(recorded.map((e) => `${e.deployment} ${e.type}`)).toEqual(["orders acquired", "orders released"]);
+    expect(store.get("lock:a", T + 1_000)?.deployment).toBe("orders");
   });
 
   it("records a lock found held by the first reconcile as a hold, at the time it was acquired", () => {

@@ -31,7 +31,7 @@ class GatedStore implements HistoryStore {
   }
 }
 
-const event = (i: number): LockHistoryEvent => ({ at: i, resource: `lock:r/${i}`, type: "acquired", token: `t${i}` });
+const event = (i: number): LockHistoryEvent => ({ at: i, resource: `lock:r/${i}`, deployment: "default", type: "acquired", token: `t${i}` });
 
 describe("history recorder", () => {
   it("writes in batches of at most batchSize, in order", async () => {

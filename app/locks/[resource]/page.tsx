@@ -20,10 +20,11 @@ export default async function LockPage({ params, searchParams }: { params: Promi
   const name = decodeSegment(resource);
   // Where the console watches several deployments, the URL names the lock's (`?deployment=`).
   const { deployment } = await searchParams;
+  const on = typeof deployment === "string" ? { deployment } : {};
   return (
     <>
-      <LockDetailView resource={name} {...(typeof deployment === "string" ? { deployment } : {})} />
-      <LockHistory resource={name} />
+      <LockDetailView resource={name} {...on} />
+      <LockHistory resource={name} {...on} />
     </>
   );
 }

@@ -4,7 +4,7 @@ import { ApiError } from "@/server/errors";
 import { historyEvents, historyHeldAt } from "@/server/history/service";
 import { LockHistoryQuery } from "@/server/history/query";
 import { route } from "@/server/http";
-import { deploymentFilter, isLockKey, startLive } from "@/server/live";
+import { deploymentNames, historyDeployment, isLockKey, startLive } from "@/server/live";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -14,12 +14,15 @@ const params = z.strictObject({
 });
 
 // GET /api/locks/[resource]/history: the lock's recorded events newest first (keyset pages), or with `at` who held it then
-export const GET = route({ name: "GET /api/locks/[resource]/history", access: "viewer", params, query: LockHistoryQuery }, ({ params: p, query }) => {
+export const GET = route({ name: "GET /api/locks/[resource]/history", access: "viewer", params, query: LockHistoryQuery }, async ({ params: p, query }) => {
   if (!isLockKey(p.resource)) {
     throw new ApiError("not_found", `\`${p.resource.slice(0, 200)}\` is not a lock key: it matches none of LOCK_PATTERNS (${getConfig().lockPatterns.join(", ")}).`);
   }
-  deploymentFilter(startLive(), query.deployment);
+  const view = startLive();
+  // A lock is (deployment, resource): its history is that deployment's only, resolved as the lock's page is.
+  const deployment = historyDeployment(view, p.resource, query.deployment);
+  const deployments = deploymentNames(view);
   const limit = query.limit ?? 100;
-  if (query.at !== undefined) return historyHeldAt({ at: query.at, resource: p.resource, limit, before: query.before });
-  return historyEvents({ limit, before: query.before, filters: { resource: p.resource, from: query.from, to: query.to } });
+  if (query.at !== undefined) return { ...(await historyHeldAt({ at: query.at, resource: p.resource, deployment, limit, before: query.before })), deployments };
+  return { ...(await historyEvents({ limit, before: query.before, filters: { resource: p.resource, deployment, from: query.from, to: query.to } })), deployments };
 });
