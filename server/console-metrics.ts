@@ -133,9 +133,14 @@ export async function refreshConsoleMetrics(): Promise<void> {
       const labels: { deployment: string } | Record<string, never> = multi ? { deployment: live.deployment } : {};
       const counts = live.store.counts();
       for (const state of LOCK_STATES) held.set({ ...labels, state }, counts.byState[state] ?? 0);
-      declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(labels, counts.oldestHeldAcquiredAt === null ? 0 : counts.oldestHeldAcquiredAt / 1000);
+      // One pass over the locks for everything that needs them all.
       const tally = new LockSafetyTally(isLabResource);
-      live.store.summaries((lock) => tally.add(lock));
+      let oldestHeld: number | null = null;
+      live.store.summaries((lock) => {
+        tally.add(lock);
+        if ((lock.state === "held" || lock.state === "elapsed") && lock.acquiredAt !== null && (oldestHeld === null || lock.acquiredAt < oldestHeld)) oldestHeld = lock.acquiredAt;
+      });
+      declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(labels, oldestHeld === null ? 0 : oldestHeld / 1000);
       const safety = tally.counts;
       declared("lockscope_locks_without_ttl").set(labels, safety.withoutTtl);
       declared("lockscope_locks_below_quorum").set(labels, safety.belowQuorum);

@@ -107,7 +107,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     });
     const stats = (): LiveStats => {
       const now = Date.now();
-      const counts = store.counts(now);
+      const counts = store.counts();
       const nodesUp = watchers.filter((w) => w.up && w.answering).length;
       const nodesNotAnswering = watchers.filter((w) => w.readable && !w.answering).length;
       const nodesWithoutNotifications = watchers.filter((w) => w.notifications === "unavailable").length;
@@ -350,7 +350,7 @@ export function getLockStore(): LockStoreView {
     },
     get: (resource, now, deployment) => lockDetail(view, resource, deployment, now),
     serverTime: () => Date.now(),
-    counts: (now) => (view.multi ? sumCounts(view.runtimes.map((r) => r.store.counts(now))) : (view.runtimes[0] as DeploymentLive).store.counts(now)),
+    counts: () => (view.multi ? sumCounts(view.runtimes.map((r) => r.store.counts())) : (view.runtimes[0] as DeploymentLive).store.counts()),
   };
 }
 

@@ -43,13 +43,10 @@ interface Entry extends LockRecord {
   wheelAt: number;
 }
 
+/** Kept up to date with every change: reading them costs nothing, whatever the number of locks. */
 export interface LockCounts {
   byState: Record<LockState, number>;
-  /** acquiredAt of the longest-held lock still held (held or elapsed), null when none. */
-  oldestHeldAcquiredAt: number | null;
   held: number;
-  /** Live locks that never expire by themselves (the `no-ttl` warning). */
-  withoutTtl: number;
 }
 
 
@@ -93,7 +90,6 @@ export class LockStore {
   private readonly byState = emptyCounts();
   private readonly forceHints = new ForceHints();
   private readonly timelines = new Timelines();
-  private oldestCache: { at: number; value: number | null; withoutTtl: number } | null = null;
   /** What every lock's step shares (the nodes counted change as the console starts). */
   private readonly context: LockContext;
   /** One step's outcome, reused for every step (nothing is allocated per lock for it). */
@@ -225,24 +221,8 @@ export class LockStore {
     return { ...this.build(entry, now), timeline: this.timelines.latest(entry), contentionHistory: this.contention.history(resource, now) };
   }
 
-  counts(now = Date.now()): LockCounts {
-    if (!this.oldestCache || now - this.oldestCache.at > 1_000) {
-      let oldest: number | null = null;
-      let withoutTtl = 0;
-      for (const entry of this.live.values()) {
-        if ((entry.state === "held" || entry.state === "elapsed") && entry.acquiredAt !== null && (oldest === null || entry.acquiredAt < oldest)) {
-          oldest = entry.acquiredAt;
-        }
-        if (entry.state !== null && isLive(entry.state) && entry.reading?.warnings.includes("no-ttl")) withoutTtl += 1;
-      }
-      this.oldestCache = { at: now, value: oldest, withoutTtl };
-    }
-    return {
-      byState: { ...this.byState },
-      oldestHeldAcquiredAt: this.oldestCache.value,
-      held: this.byState.held + this.byState.elapsed,
-      withoutTtl: this.oldestCache.withoutTtl,
-    };
+  counts(): LockCounts {
+    return { byState: { ...this.byState }, held: this.byState.held + this.byState.elapsed };
   }
 
   isNodeUp(index: number): boolean {
@@ -360,7 +340,6 @@ export class LockStore {
       }
       dropped += 1;
     }
-    this.oldestCache = null;
     return dropped;
   }
 

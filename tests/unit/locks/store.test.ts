@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { LiveEventMap } from "@/server/live/events";
 import { LINGER_MS, LockStore, SETTLE_MS, type NodeSample } from "@/server/live/store";
+import { LockSafetyTally } from "@/lib/safety-signals";
 
 function storeStarting() {
   const events = new EventEmitter<LiveEventMap>();
@@ -88,7 +89,7 @@ describe("the lock store", () => {
     expect(store.lock("lock:h", T + 10 + LINGER_MS)).toBeNull();
     expect(store.drain(T + 10 + LINGER_MS, 0, 100).removed).toEqual(["lock:h"]);
     expect(store.get("lock:h", T + 10 + LINGER_MS)?.state).toBe("released");
-    expect(store.counts(T + 10 + LINGER_MS).byState.released).toBe(0);
+    expect(store.counts().byState.released).toBe(0);
   });
 
   it("shows a lock held on 3 nodes as held by 2 when one node goes down", () => {
@@ -296,7 +297,7 @@ describe("the lock store's scope and holder sets", () => {
     s.apply("lock:one", [sample(0, "token", "t", T + 10_000), gone(1, null), gone(2, null)], T);
     s.tick(T + SETTLE_MS + 1);
     expect(s.lock("lock:one", T + SETTLE_MS + 1)).toMatchObject({ state: "held", scope: "single", quorum: 1, quorumHeld: 1, format: "token" });
-    expect(s.counts(T + SETTLE_MS + 1).held).toBe(1);
+    expect(s.counts().held).toBe(1);
   });
 
   it("keeps a Redlock that loses its keys a quorum lock, so it reads partial", () => {
@@ -313,7 +314,10 @@ describe("the lock store's scope and holder sets", () => {
     s.apply("lock:forever", [{ ...sample(0, "token", "t", Infinity), reading: { ...stringReading("token", "t", Infinity), warnings: ["no-ttl"] } }, gone(1, null), gone(2, null)], T);
     s.tick(T + SETTLE_MS + 1);
     expect(s.lock("lock:forever", T + SETTLE_MS + 1)?.warnings).toEqual(["no-ttl"]);
-    expect(s.counts(T + SETTLE_MS + 1).withoutTtl).toBe(1);
+    // What the metrics' lockscope_locks_without_ttl counts: the store's summaries through the safety tally.
+    const tally = new LockSafetyTally(() => false);
+    s.summaries((lock) => tally.add(lock), T + SETTLE_MS + 1);
+    expect(tally.counts.withoutTtl).toBe(1);
   });
 
   it("lets go at once of locks no pattern covers any more", () => {
@@ -323,6 +327,6 @@ describe("the lock store's scope and holder sets", () => {
     expect(s.retain((k) => k.startsWith("lock:"))).toBe(1);
     expect(s.lock("jobs/a", T)).toBeNull();
     expect(s.drain(T + 1, 0, 100).removed).toEqual(["jobs/a"]);
-    expect(s.counts(T + 1).held).toBe(0);
+    expect(s.counts().held).toBe(0);
   });
 });
