@@ -136,7 +136,7 @@ export async function refreshConsoleMetrics(): Promise<void> {
       // One pass over the locks for everything that needs them all.
       const tally = new LockSafetyTally(isLabResource);
       let oldestHeld: number | null = null;
-      live.store.summaries((lock) => {
+      await live.store.summariesInSlices((lock) => {
         tally.add(lock);
         if ((lock.state === "held" || lock.state === "elapsed") && lock.acquiredAt !== null && (oldestHeld === null || lock.acquiredAt < oldestHeld)) oldestHeld = lock.acquiredAt;
       });
