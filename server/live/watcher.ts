@@ -554,7 +554,9 @@ export class NodeWatcher {
       this.latencyMs = Math.round(Math.min(...this.rtts) * 100) / 100;
       const nodeMs = Number(seconds) * 1000 + Number(micros) / 1000;
       this.facts.skewMs = Math.round(nodeMs - (sent + rtt / 2));
-      if (withInfo) {
+      // The run facts are read every few rounds, and at every round until they are known (a node that was
+      // not up yet at the first one).
+      if (withInfo || this.facts.appendonly === null) {
         await this.readRunFacts();
         if (this.notifications !== "unavailable") {
           try {

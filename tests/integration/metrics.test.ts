@@ -149,7 +149,9 @@ describe("GET /metrics on real lock nodes", () => {
   it("adds no series for 10,000 more distinct lock keys, whatever their groups", async () => {
     // Fill the group cap and create `other` first, so the baseline holds every series there can be.
     for (const group of ["a", "b", "c", "d", "e"]) (await redlock.acquire([`lock:${group}/0`], 5_000)).release().catch(() => undefined);
-    await untilScrape((s) => s.get('lockscope_locks_held{state="held"}') === 0 && s.has('lockscope_redlock_acquire_attempts_total{group="other",result="acquired"}'), "the locks released");
+    // The nodes' facts (clock skew, persistence) are series too: read from every node by then.
+    const nodeFacts = (s: Map<string, number>) => ["node-0", "node-1", "node-2"].every((n) => s.has(`lockscope_node_clock_skew_seconds{node="${n}"}`) && s.has(`lockscope_node_persistence{node="${n}",kind="aof"}`));
+    await untilScrape((s) => s.get('lockscope_locks_held{state="held"}') === 0 && s.has('lockscope_redlock_acquire_attempts_total{group="other",result="acquired"}') && nodeFacts(s), "the locks released and the nodes' facts read");
     const before = consoleSeries(await scrape());
 
     const total = 10_000;
