@@ -97,6 +97,9 @@ interface StreamLock {
   token: string | null;
 }
 
+/** What the stream client keeps of a lock: all the comparisons need, so its own heap stays small beside the console's. */
+const slim = (lock: StreamLock): StreamLock => ({ resource: lock.resource, state: lock.state, token: lock.token });
+
 /** One SSE client: applies snapshot/lock/lock-removed to a map and reports each lock event as it arrives. */
 class StreamClient {
   readonly locks = new Map<string, StreamLock>();
@@ -135,7 +138,7 @@ class StreamClient {
         else if (line.startsWith("data: ")) data = line.slice(6);
       }
       if (event === "lock") {
-        const lock = JSON.parse(data) as StreamLock;
+        const lock = slim(JSON.parse(data) as StreamLock);
         this.locks.set(lock.resource, lock);
         this.onLock(lock, at);
       } else if (event === "lock-removed") {
@@ -145,7 +148,7 @@ class StreamClient {
       } else if (event === "snapshot") {
         const body = JSON.parse(data) as { part: number; parts: number; locks: StreamLock[] };
         if (body.part === 0) this.locks.clear();
-        for (const lock of body.locks) this.locks.set(lock.resource, lock);
+        for (const lock of body.locks) this.locks.set(lock.resource, slim(lock));
         if (body.part === body.parts - 1) this.snapshotDoneAt = at;
       }
     }
