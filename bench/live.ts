@@ -18,10 +18,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import http from "node:http";
 import os from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import path from "node:path";
+import { Worker } from "node:worker_threads";
 import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { ensureBuild } from "../scripts/build-if-stale.mjs";
@@ -97,65 +97,45 @@ interface StreamLock {
   token: string | null;
 }
 
-/** What the stream client keeps of a lock: all the comparisons need, so its own heap stays small beside the console's. */
-const slim = (lock: StreamLock): StreamLock => ({ resource: lock.resource, state: lock.state, token: lock.token });
+/** What `bench/live-stream.mjs` posts: a chunk's lock changes and when it arrived (absolute ms), or a snapshot part. */
+type StreamMessage = { kind: "changes"; at: number; locks: StreamLock[] } | { kind: "snapshot"; at: number; part: number; parts: number; locks: StreamLock[] };
 
-/** One SSE client: applies snapshot/lock/lock-removed to a map and reports each lock event as it arrives. */
+/**
+ * The stream client: a worker thread reads the stream (and `viewers - 1` more, read and dropped), times each
+ * chunk's arrival there and posts the changes; this side keeps each lock's resource, state and token (what
+ * the checks read) and calls `onLock` with the arrival time on this thread's `performance.now()` clock.
+ */
 class StreamClient {
   readonly locks = new Map<string, StreamLock>();
   snapshotDoneAt: number | null = null;
   readonly openedAt = performance.now();
   onLock: (lock: StreamLock, at: number) => void = () => {};
-  private req: http.ClientRequest;
-  private buffer = "";
-  bytes = 0;
+  private readonly worker: Worker;
 
-  constructor(port: number) {
-    this.req = http.get(
-      { host: "127.0.0.1", port, path: "/api/locks/stream", headers: { authorization: `Bearer ${VIEWER}`, accept: "text/event-stream" } },
-      (res) => {
-        if (res.statusCode !== 200) throw new Error(`stream answered ${res.statusCode}`);
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => this.feed(chunk, performance.now()));
-      },
-    );
-    this.req.on("error", () => {
-      // closed at the end of a phase
+  constructor(port: number, streams = 1) {
+    this.worker = new Worker(new URL("./live-stream.mjs", import.meta.url), { workerData: { port, token: VIEWER, streams } });
+    this.worker.on("error", (error) => {
+      process.stderr.write(`the stream reader failed: ${error.message}\n`);
+      process.exit(1);
+    });
+    this.worker.on("message", (message: StreamMessage) => {
+      const at = message.at - performance.timeOrigin;
+      if (message.kind === "snapshot") {
+        if (message.part === 0) this.locks.clear();
+        for (const lock of message.locks) this.locks.set(lock.resource, lock);
+        if (message.part === message.parts - 1) this.snapshotDoneAt = at;
+        return;
+      }
+      for (const lock of message.locks) {
+        if (lock.state === "removed") this.locks.delete(lock.resource);
+        else this.locks.set(lock.resource, lock);
+        this.onLock(lock, at);
+      }
     });
   }
 
-  private feed(chunk: string, at: number): void {
-    this.bytes += chunk.length;
-    this.buffer += chunk;
-    let end: number;
-    while ((end = this.buffer.indexOf("\n\n")) >= 0) {
-      const block = this.buffer.slice(0, end);
-      this.buffer = this.buffer.slice(end + 2);
-      let event = "";
-      let data = "";
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event: ")) event = line.slice(7);
-        else if (line.startsWith("data: ")) data = line.slice(6);
-      }
-      if (event === "lock") {
-        const lock = slim(JSON.parse(data) as StreamLock);
-        this.locks.set(lock.resource, lock);
-        this.onLock(lock, at);
-      } else if (event === "lock-removed") {
-        const { resource } = JSON.parse(data) as { resource: string };
-        this.locks.delete(resource);
-        this.onLock({ resource, state: "removed", token: null }, at);
-      } else if (event === "snapshot") {
-        const body = JSON.parse(data) as { part: number; parts: number; locks: StreamLock[] };
-        if (body.part === 0) this.locks.clear();
-        for (const lock of body.locks) this.locks.set(lock.resource, slim(lock));
-        if (body.part === body.parts - 1) this.snapshotDoneAt = at;
-      }
-    }
-  }
-
   close(): void {
-    this.req.destroy();
+    void this.worker.terminate();
   }
 }
 
@@ -515,8 +495,8 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     const churns: ChurnResult[] = [];
     for (const rate of RATES) {
       for (const viewers of VIEWERS) {
-        // The other viewers read the same stream and only count what they get.
-        const others = Array.from({ length: viewers - 1 }, () => new StreamClient(port));
+        // The other viewers read the same stream (in one worker of their own) and drop what they get.
+        const others = viewers > 1 ? [new StreamClient(port, viewers - 1)] : [];
         try {
           // Unmeasured warm-up at the same rate (JIT, first allocations of the stream path), then the measured run.
           await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-${viewers}-warmup`, WARMUP_MS);
