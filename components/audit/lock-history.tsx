@@ -1,11 +1,10 @@
 "use client";
 
-import Link from "next/link";
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
 import { apiFetch, ApiRequestError } from "../api-client";
-import { lockHref } from "../locks/format";
+import { DeploymentChoices } from "../locks/deployment-choices";
 import { MessageText } from "../message-text";
 import styles from "./audit-log.module.css";
 
@@ -136,15 +135,7 @@ function RecordedEvents({ resource, deployment }: { resource: string; deployment
     return (
       <div className={styles.wrap}>
         <p className="muted">History is recorded per deployment. Choose which deployment&apos;s {resource} to see:</p>
-        <ul aria-label="Deployments to see the history of">
-          {choices.map((name) => (
-            <li key={name}>
-              <Link href={lockHref(resource, name)}>
-                {resource} on {name}
-              </Link>
-            </li>
-          ))}
-        </ul>
+        <DeploymentChoices resource={resource} deployments={choices} label="Deployments to see the history of" />
       </div>
     );
   }

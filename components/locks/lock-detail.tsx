@@ -6,6 +6,7 @@ import type { LockDetail, LockReplication } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
 import { ContentionChart } from "./contention-chart";
+import { DeploymentChoices } from "./deployment-choices";
 import { contentionText, FORMAT_LABEL, formatDuration, holderLine, holderText, lockHref } from "./format";
 import { LockBadges, NodeDots, TtlBar } from "./lock-bits";
 import { lockDetailKey } from "./live-feed";
@@ -67,17 +68,7 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
         <p role="alert" className="error-text">
           <MessageText text={query.error.message} />
         </p>
-        {choices.length > 0 && (
-          <ul aria-label="Deployments holding this lock">
-            {choices.map((name) => (
-              <li key={name}>
-                <Link href={lockHref(resource, name)}>
-                  {resource} on {name}
-                </Link>
-              </li>
-            ))}
-          </ul>
-        )}
+        {choices.length > 0 && <DeploymentChoices resource={resource} deployments={choices} label="Deployments holding this lock" />}
         <Link href="/">Back to all locks</Link>
       </section>
     );
