@@ -15,3 +15,20 @@ export function DeploymentChoices({ resource, deployments, label }: { resource: 
     </ul>
   );
 }
+
+/** The filter by deployment of a table where the console watches several (`""`: all of them). */
+export function DeploymentSelect({ deployments, value, onChange }: { deployments: readonly string[]; value: string; onChange: (deployment: string) => void }) {
+  return (
+    <label className="filter">
+      <span className="sr-only">Deployment</span>
+      <select aria-label="Deployment" value={value} onChange={(e) => onChange(e.target.value)}>
+        <option value="">All deployments</option>
+        {deployments.map((name) => (
+          <option key={name} value={name}>
+            {name}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}

@@ -6,6 +6,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import type { GroupSort, LockGroup, LockGroupsPage, LocksPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
+import { DeploymentSelect } from "./deployment-choices";
 import { contentionText, deploymentsOf, formatDuration } from "./format";
 import { liveFeed } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort } from "./lock-rows";
@@ -29,7 +30,8 @@ const GROUP_COLUMNS: Array<{ key: GroupSort; label: string }> = [
   { key: "ttl", label: "Shortest TTL" },
 ];
 
-export const groupHref = (group: string) => `/?group=${encodeURIComponent(group)}`;
+/** A group's page; with a deployment, that deployment's locks of the group only. */
+export const groupHref = (group: string, deployment = "") => `/?group=${encodeURIComponent(group)}${deployment ? `&deployment=${encodeURIComponent(deployment)}` : ""}`;
 
 /** A search box whose value reaches the server a moment after the typing stops. */
 function useSettledText(delayMs = 250): [string, string, (text: string) => void] {
@@ -42,13 +44,19 @@ function useSettledText(delayMs = 250): [string, string, (text: string) => void]
   return [text, settled, setText];
 }
 
-/** One row per group of locks (the group pattern names them), from the server, refreshed every 3 s. */
-export function GroupsTable() {
+/**
+ * One row per group of locks (the group pattern names them), from the server, refreshed every 3 s; where the
+ * console watches several deployments (`deployments`), filtered by one on demand.
+ */
+export function GroupsTable({ deployments }: { deployments: readonly string[] }) {
   const [sort, setSort] = useState<{ key: GroupSort; dir: 1 | -1 }>({ key: "group", dir: 1 });
   const [text, search, setText] = useSettledText();
+  const [deployment, setDeployment] = useState("");
+  const shownDeployment = deployments.includes(deployment) ? deployment : "";
   const now = useNow(1_000);
   const params = new URLSearchParams({ sort: sort.key, order: sort.dir === 1 ? "asc" : "desc", limit: String(GROUPS_SHOWN) });
   if (search) params.set("q", search);
+  if (shownDeployment) params.set("deployment", shownDeployment);
   const query = useQuery({
     queryKey: ["lock-groups", params.toString()],
     queryFn: () => apiFetch<LockGroupsPage>(`/api/locks/groups?${params.toString()}`),
@@ -61,6 +69,7 @@ export function GroupsTable() {
   return (
     <div className="panel locks-panel">
       <TableTools
+        before={deployments.length > 0 ? <DeploymentSelect deployments={deployments} value={shownDeployment} onChange={setDeployment} /> : undefined}
         label="Filter groups"
         placeholder="Filter groups by name"
         value={text}
@@ -82,7 +91,7 @@ export function GroupsTable() {
             </tr>
           </thead>
           <tbody>
-            {data?.groups.map((g) => <GroupRow key={g.group} group={g} now={now + offsetMs} />)}
+            {data?.groups.map((g) => <GroupRow key={g.group} group={g} deployment={shownDeployment} now={now + offsetMs} />)}
             {data && data.groups.length === 0 && (
               <tr>
                 <td colSpan={GROUP_COLUMNS.length} className="muted empty">
@@ -98,13 +107,13 @@ export function GroupsTable() {
   );
 }
 
-function GroupRow({ group: g, now }: { group: LockGroup; now: number }) {
+function GroupRow({ group: g, deployment, now }: { group: LockGroup; deployment: string; now: number }) {
   const c = g.contention;
   const contention = c.attemptsPerMin === null && c.waiters === null ? null : contentionText({ ...c, source: c.attemptsPerMin === null ? "queue" : "engine" });
   return (
     <tr aria-label={g.group}>
       <th scope="row" className="col-group mono" data-truncates title={g.group}>
-        <Link href={groupHref(g.group)}>{g.group}</Link>
+        <Link href={groupHref(g.group, deployment)}>{g.group}</Link>
       </th>
       <td className="col-locks mono">{g.locks.toLocaleString("en")}</td>
       <td className="col-held mono">{g.held.toLocaleString("en")}</td>
@@ -131,14 +140,14 @@ const pageKey = (base: readonly unknown[], page: number): QueryKey => [...base, 
  * stream follows this group only: a row on screen is updated in place, and a lock arriving or leaving
  * reloads the pages on screen.
  */
-export function GroupLocks({ group }: { group: string }) {
+export function GroupLocks({ group, deployment = null }: { group: string; deployment?: string | null }) {
   const client = useQueryClient();
   const live = useLiveLocks({ locks: "group", group });
   const [sort, setSort] = useState<Sort>({ key: "resource", dir: 1 });
   const [text, search, setText] = useSettledText();
   const [range, setRange] = useState({ first: 0, last: 0 });
   const now = useNow(250);
-  const base = ["lock-page", group, search, sort.key, sort.dir] as const;
+  const base = ["lock-page", group, deployment, search, sort.key, sort.dir] as const;
   const baseKey = JSON.stringify(base);
 
   const firstPage = Math.floor(Math.max(0, range.first - MARGIN) / PAGE);
@@ -149,6 +158,7 @@ export function GroupLocks({ group }: { group: string }) {
       queryFn: () => {
         const params = new URLSearchParams({ group, sort: sort.key, order: sort.dir === 1 ? "asc" : "desc", offset: String(page * PAGE), limit: String(PAGE) });
         if (search) params.set("q", search);
+        if (deployment) params.set("deployment", deployment);
         return apiFetch<LocksPage>(`/api/locks?${params.toString()}`);
       },
       // Pages off screen leave the cache at once: the tab holds the rows it shows and a margin, no more.
@@ -187,8 +197,10 @@ export function GroupLocks({ group }: { group: string }) {
       if ("lock" in change || "contention" in change) {
         const resource = "lock" in change ? change.lock.resource : change.contention.resource;
         // (Named where the console watches several deployments: the same resource on another is another row.)
-        const deployment = "lock" in change ? change.lock.deployment : change.contention.deployment;
-        const same = (l: Lock) => l.resource === resource && (deployment === undefined || l.deployment === deployment);
+        const on = "lock" in change ? change.lock.deployment : change.contention.deployment;
+        // Another deployment's lock, where the page shows one deployment's.
+        if (deployment && on !== undefined && on !== deployment) return;
+        const same = (l: Lock) => l.resource === resource && (on === undefined || l.deployment === on);
         let found = false;
         for (const [key, page] of client.getQueriesData<LocksPage>({ queryKey: ["lock-page", group] })) {
           if (!page?.locks.some(same)) continue;
@@ -212,7 +224,7 @@ export function GroupLocks({ group }: { group: string }) {
       stop();
       if (timer) clearTimeout(timer);
     };
-  }, [client, group]);
+  }, [client, group, deployment]);
 
   const scrollToTop = useRef<(() => void) | null>(null);
   useEffect(() => scrollToTop.current?.(), [baseKey]);
@@ -232,6 +244,7 @@ export function GroupLocks({ group }: { group: string }) {
             <h2 className="group-title mono" title={group}>
               {group}
             </h2>
+            {deployment && <span className="muted">on {deployment}</span>}
           </>
         }
         label="Search this group"

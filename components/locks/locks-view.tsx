@@ -8,6 +8,7 @@ import type { LockGroupsPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
 import { deploymentsOf, holderText } from "./format";
+import { DeploymentSelect } from "./deployment-choices";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey } from "./lock-rows";
@@ -52,7 +53,10 @@ const TABLE_VIEW_BELOW = 4_000;
  */
 export function LocksView() {
   const live = useLiveNodes();
-  const group = useSearchParams().get("group");
+  const searchParams = useSearchParams();
+  const group = searchParams.get("group");
+  // A group opened from the grouped view filtered by deployment: that deployment's locks of the group.
+  const deploymentParam = searchParams.get("deployment");
   // How many locks: asked once when the page opens, then from the stream's counts (every second).
   const size = useQuery({
     queryKey: ["lock-groups", "size"],
@@ -72,9 +76,9 @@ export function LocksView() {
       {size.isError && grouped.current === null ? (
         <LoadError what="the locks" error={size.error} />
       ) : group !== null ? (
-        <GroupLocks group={group} />
+        <GroupLocks group={group} deployment={deploymentParam} />
       ) : grouped.current === true ? (
-        <GroupsTable />
+        <GroupsTable deployments={deploymentsOf(live.data?.nodes ?? [])} />
       ) : grouped.current === false ? (
         <LocksTable />
       ) : (
@@ -175,21 +179,7 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
   return (
     <div className="panel locks-panel">
       <TableTools
-        before={
-          deployments.length > 0 ? (
-            <label className="filter">
-              <span className="sr-only">Deployment</span>
-              <select aria-label="Deployment" value={shownDeployment} onChange={(e) => setDeployment(e.target.value)}>
-                <option value="">All deployments</option>
-                {deployments.map((name) => (
-                  <option key={name} value={name}>
-                    {name}
-                  </option>
-                ))}
-              </select>
-            </label>
-          ) : undefined
-        }
+        before={deployments.length > 0 ? <DeploymentSelect deployments={deployments} value={shownDeployment} onChange={setDeployment} /> : undefined}
         label="Filter locks"
         placeholder="Filter by resource, holder or state"
         value={filter}

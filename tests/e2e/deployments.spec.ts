@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "@/lib/redis-node";
 import { E2E_OPERATOR_TOKEN, E2E_VIEWER_TOKEN, expect, test } from "./fixtures";
-import { unique } from "./scene";
+import { deleteMatching, FLEET, holdFleet, unique } from "./scene";
 
 /**
  * A second console, started by this spec on loopback with its own redis-server processes (free ports, a
@@ -123,5 +124,40 @@ test.describe("a console watching two deployments", () => {
     await expect(page.getByRole("alert").filter({ hasText: "is a lock on 2 deployments (orders, cache)" })).toBeVisible();
     const choices = page.getByRole("list", { name: "Deployments holding this lock" });
     await expect(choices.getByRole("link")).toHaveText([`${resource} on orders`, `${resource} on cache`]);
+  });
+
+  test("a large fleet's groups filter by deployment, and a group opened so shows that deployment's locks only", async ({ page }) => {
+    test.setTimeout(120_000);
+    const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
+    expect(signIn.status(), await signIn.text()).toBe(200);
+    const prefix = `lock:fleet${randomBytes(2).toString("hex")}`;
+    try {
+      // The fleet (above 5,000 locks: the grouped view) on `cache`; 30 locks of its orders group, same names, on `orders`.
+      await holdFleet([clients[3]!], prefix);
+      for (const c of clients.slice(0, 3)) {
+        const pipeline = c.pipeline();
+        for (let i = 0; i < 30; i++) pipeline.set(`${prefix}-orders/job-${String(i).padStart(4, "0")}`, `orders-holder-${i}`, "PX", 600_000);
+        await pipeline.exec();
+      }
+
+      await page.goto(`${origin}/`);
+      const groups = page.getByRole("table", { name: "Lock groups" });
+      const orders = groups.getByRole("row", { name: `${prefix}-orders`, exact: true });
+      await expect(orders.getByRole("cell").nth(0)).toHaveText(String(FLEET.orders + 30), { timeout: 30_000 });
+      await expect(groups.getByRole("row", { name: `${prefix}-bulk`, exact: true })).toBeVisible();
+
+      await page.getByRole("combobox", { name: "Deployment" }).selectOption("orders");
+      await expect(orders.getByRole("cell").nth(0)).toHaveText("30");
+      await expect(groups.getByRole("row", { name: `${prefix}-bulk`, exact: true })).toHaveCount(0);
+
+      await orders.getByRole("link", { name: `${prefix}-orders` }).click();
+      await expect(page).toHaveURL(/[?&]deployment=orders(&|$)/);
+      await expect(page.getByText("30 locks", { exact: true })).toBeVisible();
+      const table = page.getByRole("table", { name: "Locks" });
+      await expect(table.getByRole("row", { name: `${prefix}-orders/job-0000 on orders`, exact: true })).toBeVisible();
+      await expect(table.getByRole("row", { name: `${prefix}-orders/job-0000 on cache`, exact: true })).toHaveCount(0);
+    } finally {
+      await deleteMatching(clients, `${prefix}-*`);
+    }
   });
 });
