@@ -45,7 +45,13 @@ interface Sighting {
   token: string;
   seenAt: number;
   keepMs: number;
+  /** Batches that carried it and failed (a command timeout on a busy node 0): it is sent again a few times. */
+  failures: number;
 }
+
+/** A sighting whose batch failed is sent again this many times at most, this long after. */
+const RETRIES = 4;
+const RETRY_MS = 500;
 
 /**
  * Shares when each foreign lock (one whose value carries no acquisition time) was first seen, so its age is
@@ -95,6 +101,8 @@ export function shareFirstSeen(store: LockStore, node0: LockClient | undefined):
     timer = null;
     if (sending) return;
     sending = true;
+    let batch: Array<[string, Sighting]> = [];
+    let retry = false;
     try {
       // The locks already held when the console starts are found before its connection to node 0 is up.
       if (!(await whenReady(node0, READY_WAIT_MS))) {
@@ -102,7 +110,7 @@ export function shareFirstSeen(store: LockStore, node0: LockClient | undefined):
         return;
       }
       while (queued.size > 0) {
-        const batch: Array<[string, Sighting]> = [];
+        batch = [];
         for (const entry of queued) {
           batch.push(entry);
           queued.delete(entry[0]);
@@ -115,18 +123,20 @@ export function shareFirstSeen(store: LockStore, node0: LockClient | undefined):
         });
       }
     } catch {
-      // Node 0 unreachable: this console's own first sightings stand until the next extension asks again.
-      queued.clear();
+      // The batch failed (node 0 slow or gone): its sightings are sent again a little later, a few times; then
+      // this console's own first sightings stand until the next extension asks again.
+      for (const [key, s] of batch) if (s.failures < RETRIES && !queued.has(key)) queued.set(key, { ...s, failures: s.failures + 1 });
+      retry = queued.size > 0;
     } finally {
       sending = false;
-      if (queued.size > 0) timer ??= setTimeout(() => void flush(), FLUSH_MS);
+      if (queued.size > 0) timer ??= setTimeout(() => void flush(), retry ? RETRY_MS : FLUSH_MS);
     }
   };
 
   store.firstSeen = (resource, token, seenAt, ttlMs) => {
     const key = firstSeenKey(resource, token);
     const earlier = queued.get(key);
-    queued.set(key, { resource, token, seenAt: earlier ? Math.min(earlier.seenAt, seenAt) : seenAt, keepMs: (ttlMs ?? WITHOUT_TTL_KEEP_MS) + MARGIN_MS });
+    queued.set(key, { resource, token, seenAt: earlier ? Math.min(earlier.seenAt, seenAt) : seenAt, keepMs: (ttlMs ?? WITHOUT_TTL_KEEP_MS) + MARGIN_MS, failures: earlier?.failures ?? 0 });
     timer ??= setTimeout(() => void flush(), FLUSH_MS);
   };
 }
