@@ -11,3 +11,23 @@ export function TableScroll({ label, children }: { label: string; children: Reac
     </div>
   );
 }
+
+/**
+ * A table's header: one row of column headers, in order. An entry that is `false` or null is a column not
+ * shown (`showDeployment && "Deployment"`).
+ */
+export function TableHead({ columns }: { columns: ReadonlyArray<ReactNode> }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((column, i) =>
+          column === false || column === null || column === undefined ? null : (
+            <th key={i} scope="col">
+              {column}
+            </th>
+          ),
+        )}
+      </tr>
+    </thead>
+  );
+}

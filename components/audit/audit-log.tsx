@@ -6,7 +6,7 @@ import type { AuditEntry, AuditPage } from "@/lib/audit/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import styles from "./audit-log.module.css";
 import { MessageText } from "../message-text";
-import { TableScroll } from "../table-scroll";
+import { TableHead, TableScroll } from "../table-scroll";
 
 export interface AuditFilterValues {
   resource: string;
@@ -164,20 +164,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
       <div className="panel">
         <TableScroll label="Audit entries, scrollable">
           <table className={styles.table} aria-label="Audit entries">
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Actor</th>
-                <th scope="col">Resource</th>
-                <th scope="col">Holder</th>
-                <th scope="col">Reason</th>
-                <th scope="col">Outcome</th>
-                <th scope="col">Nodes</th>
-                <th scope="col">
-                  <span className="sr-only">Details</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={["Time", "Actor", "Resource", "Holder", "Reason", "Outcome", "Nodes", <span className="sr-only">Details</span>]} />
             <tbody>
               {entries.map((entry) => {
                 const open = expanded === entry.id;

@@ -6,6 +6,7 @@ import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { DeploymentChoices } from "../locks/deployment-choices";
 import { MessageText } from "../message-text";
+import { TableHead } from "../table-scroll";
 import styles from "./audit-log.module.css";
 
 const PAGE_SIZE = 50;
@@ -75,16 +76,7 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
       {holds.data?.recording && (
         <div className="panel">
           <table className={styles.table} aria-label={`Holds at ${timeText(holds.data.at)}`}>
-            <thead>
-              <tr>
-                <th scope="col">Resource</th>
-                {showDeployment && <th scope="col">Deployment</th>}
-                <th scope="col">Holder</th>
-                <th scope="col">Fence</th>
-                <th scope="col">Acquired</th>
-                <th scope="col">Ended</th>
-              </tr>
-            </thead>
+            <TableHead columns={["Resource", showDeployment && "Deployment", "Holder", "Fence", "Acquired", "Ended"]} />
             <tbody>
               {holds.data.holds.length === 0 && (
                 <tr>
@@ -151,15 +143,7 @@ function RecordedEvents({ resource, deployment }: { resource: string; deployment
       )}
       <div className="panel">
         <table className={styles.table} aria-label="Recorded history">
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Event</th>
-              <th scope="col">Holder</th>
-              <th scope="col">Fence</th>
-              <th scope="col">Detail</th>
-            </tr>
-          </thead>
+          <TableHead columns={["Time", "Event", "Holder", "Fence", "Detail"]} />
           <tbody>
             {events.length === 0 && !result.isPending && (
               <tr>

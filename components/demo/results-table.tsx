@@ -5,7 +5,7 @@ import type { RunRecord } from "@/lib/lab/types";
 import { MessageText } from "../message-text";
 import { raisedAfterSellOut } from "./explain";
 import styles from "./lab.module.css";
-import { TableScroll } from "../table-scroll";
+import { TableHead, TableScroll } from "../table-scroll";
 
 function settingsText(r: RunRecord): string {
   const s = r.settings;
@@ -33,23 +33,7 @@ export function ResultsTable({
   return (
     <TableScroll label="Lab results, scrollable">
       <table className={styles.table} aria-label="Lab results">
-        <thead>
-          <tr>
-            <th scope="col">Strategy</th>
-            <th scope="col">Status</th>
-            <th scope="col">Sold</th>
-            <th scope="col">Remaining</th>
-            <th scope="col">Lost updates</th>
-            <th scope="col">Stock never negative</th>
-            <th scope="col">Orders/s</th>
-            <th scope="col">Wait p50</th>
-            <th scope="col">Wait p99</th>
-            <th scope="col">Retries</th>
-            <th scope="col">Stale writes rejected</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Settings</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Strategy", "Status", "Sold", "Remaining", "Lost updates", "Stock never negative", "Orders/s", "Wait p50", "Wait p99", "Retries", "Stale writes rejected", "Duration", "Settings"]} />
         <tbody>
           {runs.map((r) => {
             const res = r.result;

@@ -6,7 +6,6 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import type { GroupSort, LockGroup, LockGroupsPage, LocksPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
-import { DeploymentSelect } from "./deployment-choices";
 import { contentionText, deploymentsOf, formatDuration } from "./format";
 import { liveFeed } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort } from "./lock-rows";
@@ -69,11 +68,8 @@ export function GroupsTable({ deployments }: { deployments: readonly string[] })
   return (
     <div className="panel locks-panel">
       <TableTools
-        before={deployments.length > 0 ? <DeploymentSelect deployments={deployments} value={shownDeployment} onChange={setDeployment} /> : undefined}
-        label="Filter groups"
-        placeholder="Filter groups by name"
-        value={text}
-        onChange={setText}
+        deployment={{ choices: deployments, value: shownDeployment, onChange: setDeployment }}
+        search={{ label: "Filter groups", placeholder: "Filter groups by name", value: text, onChange: setText }}
         count={
           data
             ? `${data.locks.toLocaleString("en")} locks in ${data.total.toLocaleString("en")} ${data.total === 1 ? "group" : "groups"}${data.total > data.groups.length ? `, first ${data.groups.length} shown` : ""}`
@@ -247,10 +243,7 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
             {deployment && <span className="muted">on {deployment}</span>}
           </>
         }
-        label="Search this group"
-        placeholder="Search by resource or holder"
-        value={text}
-        onChange={setText}
+        search={{ label: "Search this group", placeholder: "Search by resource or holder", value: text, onChange: setText }}
         count={loaded ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? " match" : ""}` : "Loading locks…"}
       />
       {error && <LoadError what="the locks" error={error} />}

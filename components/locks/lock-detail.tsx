@@ -12,7 +12,7 @@ import { LockBadges, NodeDots, TtlBar } from "./lock-bits";
 import { lockDetailKey } from "./live-feed";
 import { useLiveLocks, useNow } from "./use-live-locks";
 import { MessageText } from "../message-text";
-import { TableScroll } from "../table-scroll";
+import { TableHead, TableScroll } from "../table-scroll";
 
 type DetailResponse = LockDetail & { serverTime: number };
 
@@ -239,15 +239,7 @@ function ScrollTable({ label, columns, children }: { label: string; columns: str
   return (
     <TableScroll label={`${label}, scrollable`}>
       <table aria-label={label}>
-        <thead>
-          <tr>
-            {columns.map((c) => (
-              <th key={c} scope="col">
-                {c}
-              </th>
-            ))}
-          </tr>
-        </thead>
+        <TableHead columns={columns} />
         <tbody>{children}</tbody>
       </table>
     </TableScroll>

@@ -5,6 +5,7 @@ import { useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
 import { useEffect, useRef, type CSSProperties, type ReactNode } from "react";
 import type { Lock } from "@/lib/locks/types";
 import { MessageText } from "../message-text";
+import { DeploymentSelect } from "./deployment-choices";
 import { contentionText, FORMAT_LABEL, formatDuration, holderText, lockHref } from "./format";
 import { badgesTitle, LockBadges, NodeDots, Sparkline, TtlBar } from "./lock-bits";
 
@@ -30,13 +31,26 @@ export interface Sort {
 export const ROW_HEIGHT = 38;
 
 /** A table's tools: what comes first (a way back, a title), the filter box, and the live count beside it. */
-export function TableTools({ before, label, placeholder, value, onChange, count }: { before?: ReactNode; label: string; placeholder: string; value: string; onChange: (text: string) => void; count: string }) {
+export function TableTools({
+  before,
+  deployment,
+  search,
+  count,
+}: {
+  before?: ReactNode;
+  /** The deployment filter, shown where the console watches several (`choices` is empty where it watches one). */
+  deployment?: { choices: readonly string[]; value: string; onChange: (deployment: string) => void };
+  /** The search box: its accessible label, placeholder and text. */
+  search: { label: string; placeholder: string; value: string; onChange: (text: string) => void };
+  count: string;
+}) {
   return (
     <div className="locks-tools">
       {before}
+      {deployment && deployment.choices.length > 0 && <DeploymentSelect deployments={deployment.choices} value={deployment.value} onChange={deployment.onChange} />}
       <label className="filter">
-        <span className="sr-only">{label}</span>
-        <input type="search" placeholder={placeholder} aria-label={label} value={value} onChange={(e) => onChange(e.target.value)} />
+        <span className="sr-only">{search.label}</span>
+        <input type="search" placeholder={search.placeholder} aria-label={search.label} value={search.value} onChange={(e) => search.onChange(e.target.value)} />
       </label>
       <span className="muted" aria-live="polite">
         {count}

@@ -8,7 +8,6 @@ import type { LockGroupsPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
 import { deploymentsOf, holderText } from "./format";
-import { DeploymentSelect } from "./deployment-choices";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey } from "./lock-rows";
@@ -179,11 +178,8 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
   return (
     <div className="panel locks-panel">
       <TableTools
-        before={deployments.length > 0 ? <DeploymentSelect deployments={deployments} value={shownDeployment} onChange={setDeployment} /> : undefined}
-        label="Filter locks"
-        placeholder="Filter by resource, holder or state"
-        value={filter}
-        onChange={setFilter}
+        deployment={{ choices: deployments, value: shownDeployment, onChange: setDeployment }}
+        search={{ label: "Filter locks", placeholder: "Filter by resource, holder or state", value: filter, onChange: setFilter }}
         count={rows.length === (data?.locks.length ?? 0) ? `${rows.length} ${rows.length === 1 ? "lock" : "locks"}` : `${rows.length} of ${data?.locks.length ?? 0} locks`}
       />
       <LockRowsTable

@@ -3,7 +3,7 @@
 import { useHealth, type HealthNode } from "../node-status";
 import { useLiveNodes } from "./use-live-locks";
 import { formatDuration } from "./format";
-import { TableScroll } from "../table-scroll";
+import { TableHead, TableScroll } from "../table-scroll";
 
 /** What the live view adds to each node in /api/health. */
 interface NodeFacts extends HealthNode {
@@ -36,19 +36,7 @@ export function NodesPanel() {
       <h2 id="nodes-heading">Nodes</h2>
       <TableScroll label="Lock nodes, scrollable">
         <table className="nodes-table" aria-label="Lock nodes">
-          <thead>
-            <tr>
-              <th scope="col">Node</th>
-              <th scope="col">Status</th>
-              <th scope="col">Latency</th>
-              <th scope="col">Notifications</th>
-              <th scope="col">Last event</th>
-              <th scope="col">Reconnects</th>
-              <th scope="col">Persistence</th>
-              <th scope="col">Uptime vs longest TTL</th>
-              <th scope="col">Clock skew</th>
-            </tr>
-          </thead>
+          <TableHead columns={["Node", "Status", "Latency", "Notifications", "Last event", "Reconnects", "Persistence", "Uptime vs longest TTL", "Clock skew"]} />
           <tbody>
             {nodes.map((health) => {
               // (Where several deployments are watched, node ids repeat: the watcher is the one of the node's deployment.)

@@ -6,7 +6,7 @@ import type { Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { MessageText } from "../message-text";
 import { useIsOperator } from "../session";
-import { TableScroll } from "../table-scroll";
+import { TableHead, TableScroll } from "../table-scroll";
 import { FORMAT_LABEL } from "./format";
 
 interface PatternEntry {
@@ -141,15 +141,7 @@ export function PatternsPanel() {
       ) : (
         <TableScroll label="Discovered lock keys, scrollable">
           <table aria-label="Discovered lock keys">
-            <thead>
-              <tr>
-                <th scope="col">Suggested pattern</th>
-                <th scope="col">Looks like</th>
-                <th scope="col">Keys</th>
-                <th scope="col">Examples</th>
-                {isOperator && <th scope="col">Action</th>}
-              </tr>
-            </thead>
+            <TableHead columns={["Suggested pattern", "Looks like", "Keys", "Examples", isOperator && "Action"]} />
             <tbody>
               {discovery.data.candidates.map((c) => (
                 <tr key={c.pattern} aria-label={c.pattern}>

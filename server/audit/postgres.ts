@@ -3,24 +3,14 @@ import type { Database } from "../postgres/pool";
 import { getLogger } from "../logger";
 import { counter } from "../metrics";
 import { AuditNotDurableError, AuditReadError, type AuditStore } from "./store";
-import type { AuditEntry, AuditFilters, AuditHolder, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
+import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
 
 const writes = () => counter("lockscope_audit_writes_total", "Audit records written, by sink (stream: per node; file) and outcome.", ["sink", "outcome"]);
 
-interface Row {
-  id: string;
+/** An `audit_log` row as read: the entry's fields, its times as text, `deployment` null on older rows. */
+interface Row extends Pick<AuditEntry, "id" | "actor" | "role" | "action" | "resource" | "token" | "holder" | "reason" | "outcome" | "nodes" | "ip"> {
   at_ms: string;
-  actor: string;
-  role: AuditEntry["role"];
-  action: AuditEntry["action"];
-  resource: string;
   deployment: string | null;
-  token: string | null;
-  holder: AuditHolder | null;
-  reason: string;
-  outcome: AuditOutcome;
-  nodes: AuditNodeResult[];
-  ip: string;
   user_agent: string | null;
   finished_ms: string | null;
 }

@@ -118,26 +118,13 @@ export function heldAtQuery(options: HeldAtOptions): { sql: string; args: unknow
   return { sql, args };
 }
 
-interface EventRow {
-  id: string;
+/** A `lock_events` row as read: the stored event's fields, its time as text. */
+interface EventRow extends Omit<StoredLockEvent, "at"> {
   at_ms: string;
-  resource: string;
-  deployment: string;
-  type: string;
-  node: string | null;
-  token: string | null;
-  holder: string | null;
-  fence: string | null;
-  detail: string | null;
 }
 
-interface HoldRow {
-  id: string;
-  resource: string;
-  deployment: string;
-  token: string;
-  holder: string | null;
-  fence: string | null;
+/** A `lock_holds` row as read: the hold's fields, its times as text. */
+interface HoldRow extends Pick<LockHold, "id" | "resource" | "deployment" | "token" | "holder" | "fence"> {
   acquired_ms: string;
   ended_ms: string | null;
   end_type: string | null;

@@ -1,12 +1,9 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditPage } from "@/lib/audit/types";
 import type { LockGroupsPage } from "@/lib/locks/groups";
 import type { Lock, LockDetail, WatcherStatus } from "@/lib/locks/types";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, setUpConsole, tearDownConsole, useDeployments, VIEWER_TOKEN } from "../support/console";
 import { promtool } from "../support/prometheus";
 import { startCluster, type TestCluster } from "../support/redis";
 import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
@@ -32,20 +29,11 @@ describe("several deployments in one console", () => {
     orders = await setUpConsole({ nodes: 3, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
     cache = await startCluster(1);
     sessions = await startRedisCluster({ nodeTimeoutMs: 2_000 });
-    const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-deployments-"));
-    const file = path.join(dir, "deployments.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        deployments: [
-          { name: "orders", kind: "redlock", urls: orders.urls },
-          { name: "cache", kind: "standalone", url: cache.urls[0] },
-          { name: "sessions", kind: "cluster", seeds: sessions.urls.slice(0, 2) },
-        ],
-      }),
-    );
-    delete process.env.REDIS_URLS;
-    process.env.LOCKSCOPE_DEPLOYMENTS_FILE = file;
+    useDeployments([
+      { name: "orders", kind: "redlock", urls: orders.urls },
+      { name: "cache", kind: "standalone", url: cache.urls[0] },
+      { name: "sessions", kind: "cluster", seeds: sessions.urls.slice(0, 2) },
+    ]);
     ordersNodes = orders.clients();
     cacheNode = cache.client(0);
     // As the server's start does: the metrics count the live view's events from the beginning.

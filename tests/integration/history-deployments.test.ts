@@ -1,13 +1,10 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HistoryModule from "@/app/api/history/route";
 import type * as LockHistoryModule from "@/app/api/locks/[resource]/history/route";
 import type * as ServiceModule from "@/server/history/service";
 import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, setUpConsole, tearDownConsole, useDeployments, VIEWER_TOKEN } from "../support/console";
 import { startPostgres, type TestPostgres } from "../support/postgres";
 import { startCluster, type TestCluster } from "../support/redis";
 import { until } from "../support/wait";
@@ -33,18 +30,10 @@ describe("lock history with several deployments", () => {
     const url = await postgres.createDatabase("console");
     orders = await setUpConsole({ nodes: 1, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
     cache = await startCluster(1);
-    const file = path.join(mkdtempSync(path.join(os.tmpdir(), "lockscope-deployments-")), "deployments.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        deployments: [
-          { name: "orders", kind: "redlock", urls: orders.urls },
-          { name: "cache", kind: "standalone", url: cache.urls[0] },
-        ],
-      }),
-    );
-    delete process.env.REDIS_URLS;
-    process.env.LOCKSCOPE_DEPLOYMENTS_FILE = file;
+    useDeployments([
+      { name: "orders", kind: "redlock", urls: orders.urls },
+      { name: "cache", kind: "standalone", url: cache.urls[0] },
+    ]);
     ordersNode = orders.client(0);
     cacheNode = cache.client(0);
     historyRoute = await import("@/app/api/history/route");

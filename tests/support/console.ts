@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startCluster, type TestCluster } from "./redis";
@@ -38,6 +38,17 @@ interface CallOptions {
   origin?: string | null;
   headers?: Record<string, string>;
   params?: Record<string, string>;
+}
+
+/**
+ * Points the console at several deployments (a `LOCKSCOPE_DEPLOYMENTS_FILE` listing them, in place of the
+ * one `setUpConsole` described). Call it after `setUpConsole` and before importing any `server/` module.
+ */
+export function useDeployments(deployments: ReadonlyArray<Record<string, unknown>>): void {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), "lockscope-deployments-")), "deployments.json");
+  writeFileSync(file, JSON.stringify({ deployments }));
+  delete process.env.REDIS_URLS;
+  process.env.LOCKSCOPE_DEPLOYMENTS_FILE = file;
 }
 
 /** Calls a route handler the way Next.js would, with a bearer token (operator by default) and our Origin. */

@@ -33,16 +33,11 @@ describe("lock formats with the real libraries", () => {
     Promise.all(clients.map(async (c) => decodeReading((await readLockKeys(c, [key]))[0]!, { now: Date.now() })));
   const opts = { nodeTimeoutMs: 2_000 };
 
-  beforeAll(async () => {
-    cluster = await startCluster(3);
-    clients = cluster.clients();
-  });
+  beforeAll(async () => void (clients = (cluster = await startCluster(3)).clients()));
+  beforeEach(() => cluster.flushAll());
   afterAll(async () => {
     await Promise.all(engines.map((e) => e.quit()));
     await cluster.close();
-  });
-  beforeEach(async () => {
-    await cluster.flushAll();
   });
 
   it("this engine's Redlock: holder decoded on every node, released with a revocation", async () => {
