@@ -92,7 +92,11 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({ released: true, nodes: [{ id: "node-0", result: "deleted" }] });
     expect(await cluster.exists("lock:engine/1")).toBe(0);
-    await until("shown force-released", async () => (await detail("lock:engine/1")).state === "force-released");
+    // (The last page seen goes in the failure message: its state and timeline say how the lock ended instead.)
+    let seen: LockDetail | null = null;
+    await until("shown force-released", async () => (seen = await detail("lock:engine/1")).state === "force-released").catch((error: Error) => {
+      throw new Error(`${error.message}; the lock page last said: ${JSON.stringify(seen)}`);
+    });
     await redlock.quit();
 
     // Discovery walks every primary and reads each slot's keys on its own.
