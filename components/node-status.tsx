@@ -32,7 +32,7 @@ export function useHealth(options: { enabled?: boolean } = {}) {
 interface PillNode {
   id: string;
   up: boolean;
-  /** How it is not up: "down" or "not answering". */
+  /** How it is not up: "down", "not answering" or "reading its locks". */
   notUp: string;
   notifications: HealthNode["notifications"];
   title: string;
@@ -43,7 +43,7 @@ function Pills({ nodes, summary, status }: { nodes: PillNode[]; summary: string;
     <div className="node-status" role="status" aria-label="Lock nodes">
       {nodes.map((node) => (
         <span key={node.id} className="node-pill" title={node.title} aria-label={`${node.id} ${node.up ? "up" : node.notUp}`}>
-          <span className={`dot ${node.up ? (node.notifications === "unavailable" ? "degraded" : "up") : "down"}`} aria-hidden />
+          <span className={`dot ${node.up ? (node.notifications === "unavailable" ? "degraded" : "up") : node.notUp === "reading its locks" ? "degraded" : "down"}`} aria-hidden />
           {node.id}
         </span>
       ))}
@@ -67,12 +67,15 @@ export function NodeStatus() {
     const up = stream.stats?.nodesUp ?? stream.nodes.filter((n) => n.up).length;
     const quorumOk = up >= Math.floor(total / 2) + 1;
     const degraded = stream.nodes.some((n) => !n.up || n.notifications === "unavailable");
-    const status = !quorumOk ? "down" : degraded ? "degraded" : "ok";
+    // A node whose locks are still being read (start-up, a reconnect) is not down: it is not counted yet.
+    const reading = stream.nodes.filter((n) => !n.up && n.reading).length;
+    const status = reading > 0 ? "degraded" : !quorumOk ? "down" : degraded ? "degraded" : "ok";
     const nodes = stream.nodes.map((n): PillNode => {
-      const notUp = n.answering ? "down" : "not answering";
+      const notUp = n.reading ? "reading its locks" : n.answering ? "down" : "not answering";
       return { id: n.nodeId, up: n.up, notUp, notifications: n.notifications, title: `${n.nodeId} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}` };
     });
-    return <Pills nodes={nodes} status={status} summary={`${up}/${total} up · quorum ${quorumOk ? "ok" : "lost"} · ${status}`} />;
+    const summary = reading > 0 ? `${up}/${total} up · reading the locks of ${reading} ${reading === 1 ? "node" : "nodes"}` : `${up}/${total} up · quorum ${quorumOk ? "ok" : "lost"} · ${status}`;
+    return <Pills nodes={nodes} status={status} summary={summary} />;
   }
   if (isError) {
     return (

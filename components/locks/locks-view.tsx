@@ -5,7 +5,7 @@ import { useSearchParams } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
 import { useDeferredValue, useMemo, useRef, useState } from "react";
 import type { LockGroupsPage } from "@/lib/locks/groups";
-import type { Lock } from "@/lib/locks/types";
+import type { Lock, WatcherStatus } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
 import { deploymentsOf, holderText } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
@@ -72,6 +72,7 @@ export function LocksView() {
   return (
     <>
       <Header data={live.data} />
+      <ReadingNotice nodes={live.data?.nodes ?? []} />
       {size.isError && grouped.current === null ? (
         <LoadError what="the locks" error={size.error} />
       ) : group !== null ? (
@@ -99,6 +100,22 @@ function SignInPrompt() {
         Sign in
       </Link>
     </div>
+  );
+}
+
+/**
+ * While the console reads a node's lock keys (at start-up, after a reconnect or a pattern change), the list
+ * lacks some of the locks that node holds: said above it, with the progress.
+ */
+function ReadingNotice({ nodes }: { nodes: readonly WatcherStatus[] }) {
+  const reading = nodes.filter((n) => n.reading);
+  if (reading.length === 0) return null;
+  const keys = reading.reduce((sum, n) => sum + (n.reading?.keysRead ?? 0), 0);
+  const names = reading.map((n) => (n.deployment ? `${n.nodeId} (${n.deployment})` : n.nodeId)).join(", ");
+  return (
+    <p className="warn-text reading-notice" role="status" aria-label="Reading the nodes' locks">
+      Reading the locks on {names}: {keys.toLocaleString("en")} {keys === 1 ? "key" : "keys"} so far. Until it ends, the list lacks some of the locks {reading.length === 1 ? "this node holds" : "these nodes hold"}.
+    </p>
   );
 }
 

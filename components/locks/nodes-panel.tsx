@@ -52,7 +52,7 @@ export function NodesPanel() {
                     {name} <span className="node-url muted mono">{node.url}</span>
                   </th>
                   <td>
-                    <span className={`dot ${node.up ? "up" : "down"}`} aria-hidden /> {node.up ? "up" : watcher && !watcher.answering ? "not answering" : "down"}
+                    <span className={`dot ${node.up ? "up" : watcher?.reading ? "degraded" : "down"}`} aria-hidden /> {node.up ? "up" : watcher?.reading ? `reading its locks (${watcher.reading.keysRead.toLocaleString("en")} keys so far)` : watcher && !watcher.answering ? "not answering" : "down"}
                   </td>
                   <td className="mono">{node.latencyMs === null ? "—" : `${node.latencyMs} ms`}</td>
                   <td className={`wraps${node.notifications === "unavailable" ? " warn-text" : ""}`}>

@@ -145,6 +145,11 @@ export interface WatcherStatus {
   reconnects: number;
   gaps: number;
   latencyMs?: number;
+  /**
+   * Present while the console reads this node's lock keys (a SCAN at start-up, after a reconnect or a
+   * pattern change): until then the list lacks some of the locks the node holds. `keysRead`: so far.
+   */
+  reading?: { since: number; keysRead: number };
 }
 
 export interface LiveStats {

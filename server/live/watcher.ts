@@ -59,6 +59,11 @@ export class NodeWatcher {
   reconnects = 0;
   gaps = 0;
   lastEventAt: number | null = null;
+  /**
+   * Set while a reconcile reads the node's lock keys (at start-up, after a reconnect, after a pattern
+   * change): until it ends, the locks this node holds are not all listed yet.
+   */
+  reading: { since: number; keysRead: number } | null = null;
   /** A notification came since `stampEvents` last ran (the time is taken there, not per notification). */
   private eventsUnstamped = false;
   latencyMs: number | null = null;
@@ -151,6 +156,7 @@ export class NodeWatcher {
       reconnects: this.reconnects,
       gaps: this.gaps,
       ...(this.latencyMs !== null ? { latencyMs: this.latencyMs } : {}),
+      ...(this.reading !== null ? { reading: { since: this.reading.since, keysRead: this.reading.keysRead } } : {}),
     };
   }
 
@@ -434,6 +440,20 @@ export class NodeWatcher {
    * all of them, so the default eight patterns cost one pass over the keyspace, not eight.
    */
   async reconcile(): Promise<void> {
+    const progress = { since: Date.now(), keysRead: 0 };
+    this.reading = progress;
+    this.onChange();
+    try {
+      await this.readAllLockKeys(progress);
+    } finally {
+      if (this.reading === progress) {
+        this.reading = null;
+        this.onChange();
+      }
+    }
+  }
+
+  private async readAllLockKeys(progress: { keysRead: number }): Promise<void> {
     const seen = new Set<string>();
     const patterns = this.ctx.patterns();
     const literals = patterns.filter((p) => !/[*?[\\]/.test(p));
@@ -445,6 +465,7 @@ export class NodeWatcher {
         const readings = await this.read(fresh.slice(i, i + READ_BATCH));
         const now = Date.now();
         for (const reading of readings) this.applyReading(reading, null, now);
+        progress.keysRead += readings.length;
       }
     };
     // On a cluster, SCAN walks one node's keys: every primary is walked.
