@@ -18,6 +18,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import path from "node:path";
@@ -267,6 +268,70 @@ interface ChurnResult {
   worstAtMs: number;
 }
 
+/**
+ * The churn's writes to one node: raw RESP on a connection of its own, one write per tick, the replies read
+ * and dropped (an error reply fails the run). A client library would parse every reply and make objects for
+ * each command, and on two cores that load generator's CPU is taken from the console it measures; the nodes
+ * see the same commands either way.
+ */
+class ChurnWriter {
+  private readonly socket: net.Socket;
+  private parts: string[] = [];
+  errors = 0;
+  private lastError = "";
+  private tail = "";
+  private ponged: (() => void) | null = null;
+
+  private constructor(socket: net.Socket) {
+    this.socket = socket;
+    socket.setNoDelay(true);
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => {
+      // (With the end of the previous chunk: a reply may be split between two.)
+      const text = this.tail + chunk;
+      this.tail = text.slice(-8);
+      // Every reply of these commands is an integer, a status or a null bulk; an error reply starts a line with "-".
+      const at = text.charCodeAt(0) === 45 ? 0 : text.indexOf("\r\n-");
+      if (at >= 0) {
+        this.errors += 1;
+        this.lastError = text.slice(at, at + 200).trim();
+      }
+      if (text.includes("+PONG")) this.ponged?.();
+    });
+  }
+
+  static open(port: number): Promise<ChurnWriter> {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(port, "127.0.0.1", () => resolve(new ChurnWriter(socket)));
+      socket.once("error", reject);
+    });
+  }
+
+  command(...args: Array<string | number>): void {
+    this.parts.push(`*${args.length}\r\n`);
+    for (const arg of args) {
+      const text = String(arg);
+      this.parts.push(`$${Buffer.byteLength(text)}\r\n${text}\r\n`);
+    }
+  }
+
+  flush(): void {
+    if (this.parts.length === 0) return;
+    this.socket.write(this.parts.join(""));
+    this.parts = [];
+  }
+
+  /** Waits for the node to answer what was sent (a PING after it), then closes; throws on an error reply. */
+  async close(): Promise<void> {
+    const answered = new Promise<void>((resolve) => (this.ponged = resolve));
+    this.command("PING");
+    this.flush();
+    await answered;
+    this.socket.destroy();
+    if (this.errors > 0) throw new Error(`a node refused ${this.errors} churn write(s): ${this.lastError}`);
+  }
+}
+
 /** Writes `rate` changes per second (half acquisitions, half releases of keys held HOLD_MS) for CHURN_MS. */
 async function churn(clients: Redis[], stream: StreamClient, pid: number, port: number, rate: number, tag: string, durationMs = CHURN_MS): Promise<ChurnResult> {
   await serverLoopP99(port);
@@ -276,6 +341,7 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
   let coalesced = 0;
   let worst = 0;
   let worstAt = 0;
+  const writers = await Promise.all(clients.map((c) => ChurnWriter.open(c.options.port ?? 6379)));
   let t0 = performance.now();
   stream.onLock = (lock, at) => {
     const p = pending.get(lock.resource);
@@ -303,16 +369,14 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
     next += tickMs;
     const now = performance.now();
     const due = Math.round(((now - t0) / 1000) * rate) - changes;
-    // One pipeline per node per tick: the bench's own cost stays small beside the console's, and the nodes see
-    // the same writes.
-    const batches = clients.map((c) => c.pipeline());
+    // One write per node per tick: the bench's own cost stays small beside the console's.
     for (let i = 0; i < due; i++) {
       const release = releases[0];
       if (release && release.at <= now && changes % 2 === 1) {
         releases.shift();
         if (pending.has(release.key)) coalesced += 1;
         pending.set(release.key, { kind: "release", token: release.token, sentAt: performance.now() });
-        for (const b of batches) b.del(release.key);
+        for (const w of writers) w.command("DEL", release.key);
       } else {
         const kind = FORMAT_MIX[n % FORMAT_MIX.length]!;
         const key = `lock:churn:${tag}:${n++}`;
@@ -320,18 +384,18 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
         // What the stream shows as the value: the token, a Redisson holder field, a semaphore member.
         const token = kind === "redisson" ? `${REDISSON_CLIENT}:${n}` : id;
         pending.set(key, { kind: "acquire", token, sentAt: performance.now() });
-        for (const b of batches) {
+        for (const w of writers) {
           // Each library's own writes: SET NX PX; Redisson's script (HINCRBY of the holder field, then
           // PEXPIRE); redis-semaphore's script (ZADD of a permit scored by the time, then PEXPIRE of the set).
-          if (kind === "token") b.set(key, token, "PX", 60_000, "NX");
-          else if (kind === "redisson") b.evalsha(REDISSON_LOCK.sha, 1, key, token, 60_000);
-          else b.evalsha(SEMAPHORE_ACQUIRE.sha, 1, key, token, Date.now(), 60_000);
+          if (kind === "token") w.command("SET", key, token, "PX", 60_000, "NX");
+          else if (kind === "redisson") w.command("EVALSHA", REDISSON_LOCK.sha, 1, key, token, 60_000);
+          else w.command("EVALSHA", SEMAPHORE_ACQUIRE.sha, 1, key, token, Date.now(), 60_000);
         }
         releases.push({ at: now + HOLD_MS, key, token });
       }
       changes += 1;
     }
-    if (due > 0) for (const b of batches) void b.exec();
+    if (due > 0) for (const w of writers) w.flush();
     if (n % 50 === 0) rssMax = Math.max(rssMax, procStats(pid).rssMb);
     const wait = next - performance.now();
     if (wait > 0) await sleep(wait);
@@ -339,6 +403,7 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
   }
   const elapsed = performance.now() - t0;
   const cpu1 = procStats(pid).cpuTicks;
+  await Promise.all(writers.map((w) => w.close()));
   loopDelay.disable();
   const serverLoop = await serverLoopP99(port);
   // Let the last writes arrive, then compare the stream's view with Redis, key by key.
