@@ -2,7 +2,9 @@
  * Live view benchmark (not a test): `npm run bench:live [-- --json] [-- --quick]`, or the memory soak
  * `npm run bench:live -- --soak [--soak-minutes N]` (see `soak()` below). With `--history` (not the soak) the
  * console also records the lock history in a PostgreSQL the benchmark starts (AUDIT_DATABASE_URL), and the
- * events it wrote and dropped are reported.
+ * events it wrote and dropped are reported. With `--browser`, a Chromium tab on the Locks page is open during every
+ * measured churn, its table scrolling, and its JavaScript heap, long tasks and frame intervals are reported
+ * (bench/live-browser.ts).
  *
  * Starts three redis-server nodes in os.tmpdir() and the real console as a child process
  * (the production launcher `node dist/start.mjs`, built first when the sources changed; REDIS_URLS pointing
@@ -27,10 +29,13 @@ import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { ensureBuild } from "../scripts/build-if-stale.mjs";
 import { startPostgres, type TestPostgres } from "../tests/support/postgres";
+import { BrowserTab, type TabFigures } from "./live-browser";
 
 const argv = process.argv.slice(2);
 const args = new Set(argv);
 const JSON_OUT = args.has("--json");
+/** A Chromium tab on the Locks page during every measured churn, its table scrolling (bench/live-browser.ts). */
+const BROWSER = args.has("--browser");
 const HISTORY = args.has("--history");
 /** The database the console records history in, with `--history`. */
 let historyDb: { server: TestPostgres; url: string } | null = null;
@@ -244,6 +249,8 @@ async function loadHeld(clients: Redis[], count: number): Promise<void> {
 
 interface ChurnResult {
   rate: number;
+  /** With `--browser`: what the tab on the Locks page went through during this churn. */
+  tab?: TabFigures;
   /** Streams open during the churn (one measured, the others only read). */
   viewers?: number;
   changes: number;
@@ -558,6 +565,8 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     const restMs = performance.now() - restStarted;
     const rssAfterSnapshotMb = procStats(child.pid!).rssMb;
     const churns: ChurnResult[] = [];
+    const tab = BROWSER ? await BrowserTab.open(port, VIEWER, held) : null;
+    try {
     for (const rate of RATES) {
       for (const viewers of VIEWERS) {
         // The other viewers read the same stream (in one worker of their own) and drop what they get.
@@ -565,12 +574,18 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
         try {
           // Unmeasured warm-up at the same rate (JIT, first allocations of the stream path), then the measured run.
           await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-${viewers}-warmup`, WARMUP_MS);
-          churns.push({ ...(await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-${viewers}`)), viewers });
+          await tab?.begin();
+          const measured = await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-${viewers}`);
+          const figures = await tab?.end();
+          churns.push({ ...measured, viewers, ...(figures ? { tab: figures } : {}) });
         } finally {
           for (const other of others) other.close();
         }
         out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): done`);
       }
+    }
+    } finally {
+      await tab?.close();
     }
     const hwmMb = procStats(child.pid!).hwmMb;
     stream.close();
@@ -612,6 +627,15 @@ async function main(): Promise<void> {
       out(`| ${r.held} | ${c.rate} | ${c.viewers ?? 1} | ${f(c.achievedRate, 0)} | ${c.changes} | ${c.seen} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${c.coalesced} | ${c.lost} | ${f(c.cpuPct, 0)} | ${f(c.cpuUsPerChange, 0)} | ${f(c.rssMb, 0)} | ${f(c.serverLoopP99)} / ${f(c.serverLoopMax)} | ${f(c.benchLoopP99)} / ${f(c.benchLoopMax)} | ${f(c.worstAtMs, 0)} |`);
     }
   }
+  const tabs = results.flatMap((r) => r.churns.flatMap((c) => (c.tab ? [{ held: r.held, rate: c.rate, tab: c.tab }] : [])));
+  if (tabs.length > 0) {
+    out("");
+    out("The Chromium tab on the Locks page, its table scrolling during each churn:");
+    out("");
+    out("| locks held | changes/s | view | JS heap max MB | long tasks (≥ 50 ms) | longest task ms | frame interval p99 / max ms |");
+    out("|---:|---:|---|---:|---:|---:|---:|");
+    for (const { held, rate, tab } of tabs) out(`| ${held} | ${rate} | ${tab.view} | ${f(tab.heapMaxMb)} | ${tab.longTasks} | ${f(tab.longTaskMaxMs, 0)} | ${f(tab.frameP99Ms)} / ${f(tab.frameMaxMs)} |`);
+  }
   out("");
   out(`An empty console: ${f(baselineRssMb, 0)} MB RSS.`);
   out("");
@@ -631,6 +655,12 @@ async function main(): Promise<void> {
     { bar: "events lost", value: String(results.flatMap((r) => r.churns).reduce((a, c) => a + c.lost, 0)), ok: results.every((r) => r.churns.every((c) => c.lost === 0)), limit: "0" },
     { bar: `snapshot of ${big.held} locks`, value: `${f(big.snapshotMs, 0)} ms`, ok: big.snapshotMs < 3_000, limit: "< 3000 ms" },
     { bar: "server peak RSS", value: `${f(Math.max(...results.map((r) => r.hwmMb)), 0)} MB`, ok: results.every((r) => r.hwmMb < 400), limit: "< 400 MB" },
+    ...(tabs.length > 0
+      ? [
+          { bar: "browser tab JS heap", value: `${f(Math.max(...tabs.map((t) => t.tab.heapMaxMb)), 0)} MB`, ok: tabs.every((t) => t.tab.heapMaxMb <= 300), limit: "<= 300 MB" },
+          { bar: "browser tab longest task", value: `${f(Math.max(...tabs.map((t) => t.tab.longTaskMaxMs)), 0)} ms`, ok: tabs.every((t) => t.tab.longTaskMaxMs <= 100), limit: "<= 100 ms" },
+        ]
+      : []),
   ];
   out("");
   out("| bar | value | limit | result |");

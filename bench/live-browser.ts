@@ -1,0 +1,121 @@
+/**
+ * The browser tab of `bench/live.ts -- --browser`: a headless Chromium (Debian's, as the end-to-end tests use)
+ * signed in as a viewer on the Locks page while the churn runs, its table scrolled all along. What it reports
+ * is what a person at that tab would feel: the page's JavaScript heap (the most it used, from the DevTools
+ * protocol), its long tasks (PerformanceObserver "longtask": main-thread work of 50 ms or more, during which
+ * the page does not answer) and the time between its frames (requestAnimationFrame).
+ *
+ * The view is the one a person gets: the flat table up to 5,000 locks; above, the grouped view, from which
+ * the tab opens the largest group (its server-paged, virtualized table) and scrolls that.
+ */
+import { chromium, type Browser, type CDPSession, type Page } from "@playwright/test";
+
+export interface TabFigures {
+  /** What the tab showed: "table" or "group <name>". */
+  view: string;
+  heapMaxMb: number;
+  longTasks: number;
+  longTaskMaxMs: number;
+  frameP99Ms: number;
+  frameMaxMs: number;
+}
+
+/** Collects long tasks and frame intervals in the page from its first script on. */
+const INSTRUMENT = `
+window.__bench = { longTasks: [], frames: [] };
+new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__bench.longTasks.push(e.duration); }).observe({ type: "longtask", buffered: true });
+(() => { let last = performance.now(); const frame = (t) => { window.__bench.frames.push(t - last); last = t; requestAnimationFrame(frame); }; requestAnimationFrame(frame); })();
+`;
+
+/** The largest group at least: a view above this many locks is the grouped one (components/locks/locks-view.tsx). */
+const GROUPED_ABOVE = 5_000;
+
+export class BrowserTab {
+  private scrolling: NodeJS.Timeout | null = null;
+  private heapSampler: NodeJS.Timeout | null = null;
+  private heapMax = 0;
+  private wheels = 0;
+
+  private constructor(
+    private readonly browser: Browser,
+    private readonly page: Page,
+    private readonly cdp: CDPSession,
+    readonly view: string,
+  ) {}
+
+  static async open(port: number, viewerToken: string, held: number): Promise<BrowserTab> {
+    const browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    });
+    try {
+      const origin = `http://127.0.0.1:${port}`;
+      const page = await browser.newPage({ baseURL: origin, viewport: { width: 1280, height: 900 } });
+      await page.addInitScript(INSTRUMENT);
+      const signIn = await page.request.post("/api/session", { data: { token: viewerToken, name: "bench" }, headers: { Origin: origin } });
+      if (signIn.status() !== 200) throw new Error(`sign-in answered ${signIn.status()}`);
+      let view = "table";
+      if (held > GROUPED_ABOVE) {
+        const groups = (await (await page.request.get("/api/locks/groups?sort=locks&order=desc&limit=1")).json()) as { groups: Array<{ group: string }> };
+        const group = groups.groups[0]?.group;
+        if (!group) throw new Error("the grouped view lists no group");
+        view = `group ${group}`;
+        await page.goto(`/?group=${encodeURIComponent(group)}`);
+      } else {
+        await page.goto("/");
+      }
+      await page.locator("table tbody tr").first().waitFor({ timeout: 120_000 });
+      const cdp = await page.context().newCDPSession(page);
+      return new BrowserTab(browser, page, cdp, view);
+    } catch (error) {
+      await browser.close();
+      throw error;
+    }
+  }
+
+  /** Starts a measured window: the tab's table scrolls (down, and back up now and then) while it lasts. */
+  async begin(): Promise<void> {
+    await this.page.evaluate(() => {
+      const bench = (window as unknown as { __bench: { longTasks: number[]; frames: number[] } }).__bench;
+      bench.longTasks.length = 0;
+      bench.frames.length = 0;
+    });
+    this.heapMax = 0;
+    const box = await this.page.locator("table tbody").first().boundingBox();
+    await this.page.mouse.move((box?.x ?? 400) + 200, (box?.y ?? 300) + 100);
+    this.scrolling = setInterval(() => {
+      this.wheels += 1;
+      void this.page.mouse.wheel(0, this.wheels % 40 === 0 ? -12_000 : 300).catch(() => undefined);
+    }, 100);
+    this.heapSampler = setInterval(() => {
+      void this.cdp
+        .send("Runtime.getHeapUsage")
+        .then((usage) => (this.heapMax = Math.max(this.heapMax, usage.usedSize)))
+        .catch(() => undefined);
+    }, 250);
+  }
+
+  /** Ends the window and says what the tab went through. */
+  async end(): Promise<TabFigures> {
+    if (this.scrolling) clearInterval(this.scrolling);
+    if (this.heapSampler) clearInterval(this.heapSampler);
+    const usage = await this.cdp.send("Runtime.getHeapUsage");
+    this.heapMax = Math.max(this.heapMax, usage.usedSize);
+    const { longTasks, frames } = await this.page.evaluate(() => (window as unknown as { __bench: { longTasks: number[]; frames: number[] } }).__bench);
+    const sorted = [...frames].sort((a, b) => a - b);
+    return {
+      view: this.view,
+      heapMaxMb: this.heapMax / 1024 / 1024,
+      longTasks: longTasks.length,
+      longTaskMaxMs: longTasks.length > 0 ? Math.max(...longTasks) : 0,
+      frameP99Ms: sorted.length > 0 ? (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? Number.NaN) : Number.NaN,
+      frameMaxMs: sorted.length > 0 ? (sorted[sorted.length - 1] ?? Number.NaN) : Number.NaN,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.scrolling) clearInterval(this.scrolling);
+    if (this.heapSampler) clearInterval(this.heapSampler);
+    await this.browser.close();
+  }
+}
