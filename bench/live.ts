@@ -792,6 +792,8 @@ async function soak(minutes: number): Promise<void> {
 }
 
 (SOAK ? soak(SOAK_MINUTES) : main()).catch((error: unknown) => {
-  process.stderr.write(`bench:live failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  // (fetch's own error says only "fetch failed"; its cause says why: refused, reset, timed out.)
+  const cause = error instanceof Error && error.cause instanceof Error ? `\ncaused by: ${error.cause.stack ?? error.cause.message}` : "";
+  process.stderr.write(`bench:live failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}${cause}\n`);
   process.exit(1);
 });

@@ -149,7 +149,11 @@ class LiveFeed {
     this.retryTimer = null;
     const params = new URLSearchParams();
     if (this.scope.locks === "none") params.set("locks", "none");
-    if (this.scope.locks === "group") params.set("group", this.scope.group);
+    // A group's rows are paged from the server: its stream brings their changes, not a snapshot of them.
+    if (this.scope.locks === "group") {
+      params.set("group", this.scope.group);
+      params.set("locks", "changes");
+    }
     if (this.lastEventId) params.set("lastEventId", this.lastEventId);
     const url = `/api/locks/stream${params.size > 0 ? `?${params.toString()}` : ""}`;
     const source = new EventSource(url, { withCredentials: true });

@@ -30,6 +30,17 @@ export interface GroupSource {
 
 /** Aggregates and sorted lists are reused this long: a table scrolled page by page costs one pass, not one per page. */
 const REUSE_MS = 1_000;
+/**
+ * ...and at least this many times as long as they took to build, counted from when the build ended: a pass over
+ * a million locks takes seconds, and a list that is stale as soon as it is made would be made again for every
+ * page a viewer scrolls to, keeping the event loop busy with nothing else (every other request and the live
+ * view waiting behind it). So rebuilding takes at most a fifth of the console's time, whatever the fleet's size;
+ * the rows of a page are always read live, only their order and membership may be that old.
+ */
+const REUSE_PER_BUILD = 4;
+
+/** Until when a list asked for at `now`, whose build took `tookMs`, is reused. */
+const reusedUntil = (now: number, tookMs: number) => now + tookMs + Math.max(REUSE_MS, REUSE_PER_BUILD * tookMs);
 /** Sorted lists kept for reuse (one per search and sort a viewer is scrolling through). */
 const KEPT_LISTS = 8;
 
@@ -74,8 +85,8 @@ function fenceOfValue(value: string | null): number | null {
  */
 export class LockGroups {
   readonly groupOf: (resource: string) => string;
-  private groupsCache: { at: number; deployment: string | undefined; rows: LockGroupsPage["groups"]; locks: number } | null = null;
-  private readonly lists = new Map<string, { at: number; rows: LockSummary[] }>();
+  private groupsCache: { at: number; until: number; deployment: string | undefined; rows: LockGroupsPage["groups"]; locks: number } | null = null;
+  private readonly lists = new Map<string, { at: number; until: number; rows: LockSummary[] }>();
 
   constructor(
     private readonly store: GroupSource,
@@ -86,7 +97,8 @@ export class LockGroups {
   }
 
   groups(query: GroupQuery, now = Date.now()): LockGroupsPage {
-    if (!this.groupsCache || now - this.groupsCache.at > REUSE_MS || now < this.groupsCache.at || this.groupsCache.deployment !== query.deployment) {
+    if (!this.groupsCache || now > this.groupsCache.until || now < this.groupsCache.at || this.groupsCache.deployment !== query.deployment) {
+      const started = performance.now();
       const aggregator = new GroupAggregator(this.groupOf);
       let locks = 0;
       const deployment = query.deployment;
@@ -101,7 +113,7 @@ export class LockGroups {
         const oldest = row.oldest ? this.store.lock(row.oldest.resource, now, row.oldest.deployment) : null;
         if (row.oldest && oldest) row.oldest.holder = holderText(oldest);
       }
-      this.groupsCache = { at: now, deployment, rows, locks };
+      this.groupsCache = { at: now, until: reusedUntil(now, performance.now() - started), deployment, rows, locks };
     }
     const needle = query.q?.toLowerCase();
     const rows = needle ? this.groupsCache.rows.filter((g) => g.group.toLowerCase().includes(needle)) : this.groupsCache.rows.slice();
@@ -112,7 +124,8 @@ export class LockGroups {
   page(query: LockQuery, now = Date.now()): LocksPage {
     const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order, query.deployment ?? null]);
     let list = this.lists.get(key);
-    if (!list || now - list.at > REUSE_MS || now < list.at) {
+    if (!list || now > list.until || now < list.at) {
+      const started = performance.now();
       const rows: LockSummary[] = [];
       const needle = query.q?.toLowerCase();
       const group = query.group;
@@ -126,10 +139,10 @@ export class LockGroups {
         rows.push({ ...s });
       }, now);
       sortLocks(rows, query.sort, query.order, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) });
-      list = { at: now, rows };
+      list = { at: now, until: reusedUntil(now, performance.now() - started), rows };
       this.lists.delete(key);
       this.lists.set(key, list);
-      for (const [k, kept] of this.lists) if (this.lists.size > KEPT_LISTS || now - kept.at > REUSE_MS) this.lists.delete(k);
+      for (const [k, kept] of this.lists) if (this.lists.size > KEPT_LISTS || now > kept.until) this.lists.delete(k);
     }
     const locks: Lock[] = [];
     for (const s of list.rows.slice(query.offset, query.offset + query.limit)) {

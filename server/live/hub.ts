@@ -128,13 +128,13 @@ export class StreamHub {
    * Opens one stream; `lastEventId` resumes where a previous stream of this process left off. Throws
    * `StreamLimitError` when `owner` already has as many streams open as the limits allow.
    */
-  open(lastEventId: string | null, signal: AbortSignal | null, owner: StreamOwner | null = null, group: string | null = null, deployment: string | null = null): ReadableStream<Uint8Array> {
+  open(lastEventId: string | null, signal: AbortSignal | null, owner: StreamOwner | null = null, group: string | null = null, deployment: string | null = null, snapshotRows = true): ReadableStream<Uint8Array> {
     let client: Client | null = null;
     const release = owner && this.limits ? this.limits.take(owner) : () => {};
     const stream = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
-          client = this.attach(controller, lastEventId, release, group, deployment);
+          client = this.attach(controller, lastEventId, release, group, deployment, snapshotRows);
           if (signal) {
             if (signal.aborted) client.close();
             else signal.addEventListener("abort", () => client?.close(), { once: true });
@@ -152,7 +152,7 @@ export class StreamHub {
     return stream;
   }
 
-  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null, release: () => void, group: string | null, deployment: string | null): Client {
+  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null, release: () => void, group: string | null, deployment: string | null, snapshotRows: boolean): Client {
     const id = this.nextClientId++;
     const client: Client = {
       id,
@@ -213,7 +213,10 @@ export class StreamHub {
       }
     } else {
       const snapshotKeys = this.sources.snapshotKeys;
-      const all = group === NO_LOCKS ? [] : snapshotKeys ? snapshotKeys(group, deployment) : this.sources.store.resources();
+      // (Without rows, the snapshot only marks where the changes start: at a million locks, a group's rows
+      // would take the console seconds to write and the browser to read, only to be dropped by a page that
+      // pages them from GET /api/locks.)
+      const all = group === NO_LOCKS || !snapshotRows ? [] : snapshotKeys ? snapshotKeys(group, deployment) : this.sources.store.resources();
       const resources = group === null || snapshotKeys ? all : all.filter((r) => this.groupOf(r) === group);
       client.snapshot = { resources, pos: 0, part: 0, parts: Math.max(1, Math.ceil(resources.length / SNAPSHOT_PART)), seq: this.seq };
       this.continueSnapshot(client);

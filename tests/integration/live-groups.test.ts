@@ -181,6 +181,19 @@ describe("grouped view and server-paged locks", () => {
     expect(resources(resumed)).toContain("lock:billing/invoice-new");
   });
 
+  it("streams one group's changes without a snapshot of its rows with locks=changes", async () => {
+    const changes = await openStream({ query: "group=lock:billing&locks=changes" });
+    const snapshot = await changes.until("the snapshot", () => changes.events.find((e) => e.event === "snapshot"));
+    // The group holds five invoices (see beforeAll): none is in this snapshot, which only marks where the changes start.
+    expect(JSON.parse(snapshot.data) as { parts: number; locks: Lock[] }).toMatchObject({ parts: 1, locks: [] });
+    await Promise.all(clients.map((c) => c.set("lock:orders/order-changes", "o", "PX", 60_000)));
+    await Promise.all(clients.map((c) => c.set("lock:billing/invoice-changes", "i", "PX", 60_000)));
+    await changes.until("the new invoice", () => changes.lock("lock:billing/invoice-changes")?.state === "held");
+    const resources = changes.events.filter((e) => e.event === "lock").map((e) => (JSON.parse(e.data) as { resource: string }).resource);
+    expect(resources.every((r) => r.startsWith("lock:billing/"))).toBe(true);
+    await Promise.all(clients.map((c) => c.del("lock:orders/order-changes", "lock:billing/invoice-changes")));
+  });
+
   it("streams nodes and stats without any lock with locks=none, and refuses a bad stream filter", async () => {
     const quiet = await openStream({ query: "locks=none" });
     const everything = await openStream();
@@ -192,7 +205,7 @@ describe("grouped view and server-paged locks", () => {
     await quiet.until("stats", () => quiet.events.some((e) => e.event === "stats"));
     expect(quiet.events.filter((e) => e.event === "lock" || e.event === "lock-removed")).toEqual([]);
 
-    for (const query of ["group=lock:orders&locks=none", "group=", "locks=some"]) {
+    for (const query of ["group=lock:orders&locks=none", "group=", "locks=some", "locks=changes&group="]) {
       const res = await call(stream.GET, "GET", `/api/locks/stream?${query}`, { token: VIEWER_TOKEN });
       expect(res.status, query).toBe(400);
     }

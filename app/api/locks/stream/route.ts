@@ -13,9 +13,10 @@ const query = z
   .strictObject({
     // EventSource sends Last-Event-ID itself on reconnect; a page that opens a new EventSource passes it here.
     lastEventId: z.string().max(64, "must be at most 64 characters").optional(),
-    // One group's locks only (GET /api/locks/groups names them); locks=none: nodes and stats, no lock at all.
+    // One group's locks only (GET /api/locks/groups names them); locks=none: nodes and stats, no lock at all;
+    // locks=changes: a snapshot without lock rows, then the changes (a page that pages its rows from GET /api/locks).
     group: groupName.optional(),
-    locks: z.enum(["all", "none"], { error: "must be all or none" }).optional(),
+    locks: z.enum(["all", "none", "changes"], { error: "must be all, none or changes" }).optional(),
     // One deployment's locks only (where the console watches several).
     deployment: deploymentName.optional(),
   })
@@ -36,7 +37,7 @@ export const GET = route({ name: "GET /api/locks/stream", access: "viewer", quer
   let stream: ReadableStream<Uint8Array>;
   try {
     const group = q.locks === "none" ? NO_LOCKS : (q.group ?? null);
-    stream = getStreamHub().open(lastEventId, request.signal, streamOwner(request.headers, principal), group, deployment);
+    stream = getStreamHub().open(lastEventId, request.signal, streamOwner(request.headers, principal), group, deployment, q.locks !== "changes");
   } catch (error) {
     if (error instanceof StreamLimitError) throw new ApiError("rate_limited", error.message, { limit: error.limit, per: error.scope }, { "Retry-After": "10" });
     throw error;

@@ -1,0 +1,66 @@
+import { describe, expect, it } from "vitest";
+import type { LockSummary } from "@/lib/locks/groups";
+import type { Lock } from "@/lib/locks/types";
+import { LockGroups, type GroupSource } from "@/server/live/groups";
+
+/** A fleet whose every pass over the locks takes `passMs` (as a pass over a million locks takes seconds). */
+function slowFleet(count: number, passMs: number) {
+  const summaries: LockSummary[] = Array.from({ length: count }, (_, i) => ({
+    resource: `lock:orders/${String(i).padStart(5, "0")}`,
+    state: "held",
+    acquiredAt: 1_000,
+    expiresAt: 60_000,
+    token: `t-${i}`,
+    quorumHeld: 3,
+    attemptsPerMin: null,
+    waiters: null,
+  }));
+  const source = {
+    passes: 0,
+    summaries(visit: (s: Readonly<LockSummary>) => void) {
+      source.passes += 1;
+      const until = performance.now() + passMs;
+      while (performance.now() < until); // the pass's cost, on the event loop as the real one
+      for (const s of summaries) visit(s);
+    },
+    lock(resource: string): Lock | null {
+      return { resource, format: "token", holders: [{ id: resource }], token: resource } as unknown as Lock;
+    },
+  } satisfies GroupSource & { passes: number };
+  return source;
+}
+
+describe("the grouped view's sorted lists", () => {
+  it("reuses a list for at least four times as long as it took to build, so a slow fleet is not passed over for every page", () => {
+    const fleet = slowFleet(1_000, 60);
+    const groups = new LockGroups(fleet, /^lock:([^/]+)/);
+    const query = { group: "orders", sort: "resource" as const, order: "asc" as const, offset: 0, limit: 50 };
+    const t0 = 1_000_000;
+    expect(groups.page(query, t0).locks).toHaveLength(50);
+    expect(fleet.passes).toBe(1);
+    // Pages a viewer scrolls to within the second after: the same list (a 60 ms pass is under REUSE_MS).
+    groups.page({ ...query, offset: 50 }, t0 + 500);
+    groups.page({ ...query, offset: 100 }, t0 + 900);
+    expect(fleet.passes).toBe(1);
+    // After the reuse window: built again.
+    groups.page({ ...query, offset: 150 }, t0 + 1_500);
+    expect(fleet.passes).toBe(2);
+  });
+
+  it("stretches the reuse window with the cost of the pass", () => {
+    const fleet = slowFleet(1_000, 400);
+    const groups = new LockGroups(fleet, /^lock:([^/]+)/);
+    const query = { sort: "resource" as const, order: "asc" as const, offset: 0, limit: 50 };
+    const t0 = 2_000_000;
+    groups.page(query, t0);
+    // A 400 ms pass is reused for at least 1,600 ms after it ended (plus the pass itself), not 1,000 ms.
+    groups.page({ ...query, offset: 50 }, t0 + 1_800);
+    expect(fleet.passes).toBe(1);
+    groups.page({ ...query, offset: 100 }, t0 + 10_000);
+    expect(fleet.passes).toBe(2);
+    // The groups' aggregate too.
+    groups.groups({ sort: "group", order: "asc", offset: 0, limit: 10 }, t0 + 10_000);
+    groups.groups({ sort: "group", order: "asc", offset: 0, limit: 10 }, t0 + 11_500);
+    expect(fleet.passes).toBe(3);
+  });
+});
