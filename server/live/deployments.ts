@@ -157,6 +157,18 @@ class ComposedLocks implements HubStore, GroupSource {
     }
   }
 
+  /** `summaries` in slices, deployment after deployment (see `LockStore.summariesInSlices`). */
+  async summariesInSlices(visit: (summary: Readonly<LockSummary>) => void, slice = 2_000): Promise<void> {
+    const summary = this.summary;
+    for (const r of this.runtimes) {
+      await r.store.summariesInSlices((s) => {
+        Object.assign(summary, s);
+        summary.deployment = r.deployment;
+        visit(summary);
+      }, slice);
+    }
+  }
+
   drain(now: number, coalesceMs: number, max: number): ReturnType<HubStore["drain"]> {
     const upserts: Lock[] = [];
     const removed: Array<{ resource: string; deployment: string }> = [];

@@ -25,6 +25,7 @@ import type { LockStore } from "./store";
  */
 export interface GroupSource {
   summaries: LockStore["summaries"];
+  summariesInSlices: LockStore["summariesInSlices"];
   lock(resource: string, now: number, deployment?: string): Lock | null;
 }
 
@@ -43,6 +44,13 @@ const REUSE_PER_BUILD = 4;
 const reusedUntil = (now: number, tookMs: number) => now + tookMs + Math.max(REUSE_MS, REUSE_PER_BUILD * tookMs);
 /** Sorted lists kept for reuse (one per search and sort a viewer is scrolling through). */
 const KEPT_LISTS = 8;
+
+/** A query's locks in its order, and until when it is reused. */
+interface SortedList {
+  at: number;
+  until: number;
+  rows: LockSummary[];
+}
 
 export interface LockQuery {
   group?: string;
@@ -86,7 +94,9 @@ function fenceOfValue(value: string | null): number | null {
 export class LockGroups {
   readonly groupOf: (resource: string) => string;
   private groupsCache: { at: number; until: number; deployment: string | undefined; rows: LockGroupsPage["groups"]; locks: number } | null = null;
-  private readonly lists = new Map<string, { at: number; until: number; rows: LockSummary[] }>();
+  private readonly lists = new Map<string, SortedList>();
+  /** Lists being built, by key: the requests that come meanwhile wait for the same build. */
+  private readonly building = new Map<string, Promise<SortedList>>();
 
   constructor(
     private readonly store: GroupSource,
@@ -121,28 +131,21 @@ export class LockGroups {
     return { serverTime: now, locks: this.groupsCache.locks, total: rows.length, offset: query.offset, groups: rows.slice(query.offset, query.offset + query.limit) };
   }
 
-  page(query: LockQuery, now = Date.now()): LocksPage {
+  /**
+   * One page of the locks a query selects, in its order. The sorted list behind it is built in slices of
+   * 2,000 locks with the event loop free between them (a million locks take seconds: the live view and every
+   * other request go on meanwhile), by one build per list that every request asking for it meanwhile shares.
+   */
+  async page(query: LockQuery, now = Date.now()): Promise<LocksPage> {
     const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order, query.deployment ?? null]);
     let list = this.lists.get(key);
     if (!list || now > list.until || now < list.at) {
-      const started = performance.now();
-      const rows: LockSummary[] = [];
-      const needle = query.q?.toLowerCase();
-      const group = query.group;
-      // A group's name is a piece of each of its keys: most keys are ruled out without running the pattern.
-      const mayHold = group === undefined || group === OTHER_GROUP ? () => true : (resource: string) => resource.includes(group);
-      this.store.summaries((s) => {
-        if (query.state !== undefined && s.state !== query.state) return;
-        if (query.deployment !== undefined && s.deployment !== query.deployment) return;
-        if (group !== undefined && (!mayHold(s.resource) || this.groupOf(s.resource) !== group)) return;
-        if (needle && !matchesSearch(s, needle)) return;
-        rows.push({ ...s });
-      }, now);
-      sortLocks(rows, query.sort, query.order, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) });
-      list = { at: now, until: reusedUntil(now, performance.now() - started), rows };
-      this.lists.delete(key);
-      this.lists.set(key, list);
-      for (const [k, kept] of this.lists) if (this.lists.size > KEPT_LISTS || now > kept.until) this.lists.delete(k);
+      let building = this.building.get(key);
+      if (!building) {
+        building = this.build(query, key, now).finally(() => this.building.delete(key));
+        this.building.set(key, building);
+      }
+      list = await building;
     }
     const locks: Lock[] = [];
     for (const s of list.rows.slice(query.offset, query.offset + query.limit)) {
@@ -150,5 +153,27 @@ export class LockGroups {
       if (lock) locks.push(lock);
     }
     return { serverTime: now, total: list.rows.length, offset: query.offset, locks };
+  }
+
+  private async build(query: LockQuery, key: string, now: number): Promise<SortedList> {
+    const started = performance.now();
+    const rows: LockSummary[] = [];
+    const needle = query.q?.toLowerCase();
+    const group = query.group;
+    // A group's name is a piece of each of its keys: most keys are ruled out without running the pattern.
+    const mayHold = group === undefined || group === OTHER_GROUP ? () => true : (resource: string) => resource.includes(group);
+    await this.store.summariesInSlices((s) => {
+      if (query.state !== undefined && s.state !== query.state) return;
+      if (query.deployment !== undefined && s.deployment !== query.deployment) return;
+      if (group !== undefined && (!mayHold(s.resource) || this.groupOf(s.resource) !== group)) return;
+      if (needle && !matchesSearch(s, needle)) return;
+      rows.push({ ...s });
+    });
+    sortLocks(rows, query.sort, query.order, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) });
+    const list: SortedList = { at: now, until: reusedUntil(now, performance.now() - started), rows };
+    this.lists.delete(key);
+    this.lists.set(key, list);
+    for (const [k, kept] of this.lists) if (this.lists.size > KEPT_LISTS || now > kept.until) this.lists.delete(k);
+    return list;
   }
 }

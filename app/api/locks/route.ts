@@ -34,10 +34,10 @@ const JSON_HEADERS = { "Content-Type": "application/json; charset=utf-8", "Cache
 // Body: {serverTime, nodes, total, locks}, streamed so a very large snapshot never sits in memory at once. With
 // group, q, sort, order or offset: one page of the matching locks, searched and sorted over all of them. With
 // deployment: that deployment's locks only.
-export const GET = route({ name: "GET /api/locks", access: "viewer", query }, ({ query: q }) => {
+export const GET = route({ name: "GET /api/locks", access: "viewer", query }, async ({ query: q }) => {
   const deployment = deploymentFilter(startLive(), q.deployment);
   if (isPaged(q)) {
-    const page = getLockGroups().page({
+    const page = await getLockGroups().page({
       ...(q.group !== undefined ? { group: q.group } : {}),
       ...(deployment !== undefined ? { deployment } : {}),
       ...(q.q !== undefined ? { q: q.q } : {}),
