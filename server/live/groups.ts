@@ -4,8 +4,9 @@ import {
   lockGroup,
   matchesSearch,
   OTHER_GROUP,
+  lockOrder,
   sortGroups,
-  sortLocks,
+  sortInSlices,
   statelessPattern,
   type GroupSort,
   type LockGroupsPage,
@@ -169,7 +170,7 @@ export class LockGroups {
       if (needle && !matchesSearch(s, needle)) return;
       rows.push({ ...s });
     });
-    sortLocks(rows, query.sort, query.order, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) });
+    await sortInSlices(rows, lockOrder(query.sort, query.order, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) }));
     const list: SortedList = { at: now, until: reusedUntil(now, performance.now() - started), rows };
     this.lists.delete(key);
     this.lists.set(key, list);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GroupAggregator, lockGroup, matchesSearch, OTHER_GROUP, sortGroups, sortLocks, statelessPattern, type LockSummary } from "@/lib/locks/groups";
+import { GroupAggregator, lockGroup, matchesSearch, OTHER_GROUP, sortGroups, sortInSlices, sortLocks, statelessPattern, type LockSummary } from "@/lib/locks/groups";
 
 const PATTERN = /^([^:]+:[^:/]+)/;
 const summary = (resource: string, fields: Partial<LockSummary> = {}): LockSummary => ({
@@ -68,5 +68,29 @@ describe("lock groups", () => {
     expect(names("state", "asc")).toEqual(["lock:a", "lock:b", "lock:c"]);
     expect(rows.filter((r) => matchesSearch(r, "nightly")).map((r) => r.resource)).toEqual(["lock:c"]);
     expect(rows.filter((r) => matchesSearch(r, "lock:a")).map((r) => r.resource)).toEqual(["lock:a"]);
+  });
+});
+
+describe("sortInSlices", () => {
+  it("gives what one stable sort gives, for a list longer than a run, ties included", async () => {
+    // 100,003 rows with many ties on the key: the merge must keep equal keys in their first order.
+    let seed = 7;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+    const rows = Array.from({ length: 100_003 }, (_, i) => ({ key: Math.floor(random() * 500), i }));
+    const byKey = (a: { key: number }, b: { key: number }) => a.key - b.key;
+    const expected = [...rows].sort(byKey);
+    const sorted = await sortInSlices(rows, byKey);
+    expect(sorted).toBe(rows);
+    expect(sorted.map((r) => r.i)).toEqual(expected.map((r) => r.i));
+  });
+
+  it("lets other work run while it sorts", async () => {
+    const rows = Array.from({ length: 200_000 }, (_, i) => (i * 7_919) % 200_000);
+    let ticks = 0;
+    const timer = setInterval(() => (ticks += 1), 0);
+    const sorted = await sortInSlices(rows, (a, b) => a - b);
+    clearInterval(timer);
+    expect(sorted.every((v, i) => v === i)).toBe(true);
+    expect(ticks).toBeGreaterThan(0);
   });
 });
