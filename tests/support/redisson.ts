@@ -166,5 +166,17 @@ export async function subscribeWaiter(subscriber: Redis, channel: string): Promi
     if (ch === channel) resolve(text);
   });
   await subscriber.subscribe(channel);
+  // The node counts the subscription before anything is published to it (seen once in CI: a release right after
+  // the SUBSCRIBE reply reached no subscriber).
+  const probe = subscriber.duplicate();
+  try {
+    for (let i = 0; i < 100; i++) {
+      const [, count] = (await probe.pubsub("NUMSUB", channel)) as [string, number];
+      if (Number(count) >= 1) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    probe.disconnect();
+  }
   return { message };
 }
