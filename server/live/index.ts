@@ -288,7 +288,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         if (w.notifications !== "unavailable" || !w.up || scanning.has(w)) continue;
         scanning.add(w);
         void w
-          .reconcile()
+          .reconcile({ periodic: true })
           .catch(guard(`periodic scan of ${w.id}`))
           .finally(() => scanning.delete(w));
       }

@@ -439,7 +439,9 @@ export class NodeWatcher {
    * the globs share one SCAN: a single glob as its MATCH, several as one unfiltered walk checked against
    * all of them, so the default eight patterns cost one pass over the keyspace, not eight.
    */
-  async reconcile(): Promise<void> {
+  async reconcile(options: { periodic?: boolean } = {}): Promise<void> {
+    // The periodic rescan of a node without notifications is how it is watched, not a gap: not marked.
+    if (options.periodic) return this.readAllLockKeys({ keysRead: 0 });
     const progress = { since: Date.now(), keysRead: 0 };
     this.reading = progress;
     this.onChange();
