@@ -121,8 +121,18 @@ describe("replicas act as one console", () => {
       const res = await request(console_, "GET", `/api/locks/${encodeURIComponent(resource)}`);
       return res.status === 200 ? ((res.body as { acquiredAt?: number }).acquiredAt ?? null) : null;
     };
-    const onA = await until("A sees the foreign lock", () => acquiredAt(a));
-    await until("B agrees with A", async () => (await acquiredAt(b)) === onA);
+    // Each console shows its own first sighting until node 0's shared record comes back, and that record is the
+    // sighting of whichever console wrote first, A or B: what both settle on is the record.
+    const { firstSeenKey } = await import("@/server/live/first-seen");
+    const node0 = cluster.client(0);
+    const record = async () => Number(await node0.get(firstSeenKey(resource, "foreign-holder-7f3a")));
+    let seen: Array<number | null> = [];
+    const onA = await until("A and B agree on the shared first sighting", async () => {
+      seen = await Promise.all([acquiredAt(a), acquiredAt(b)]);
+      return seen[0] !== null && seen[0] === seen[1] && seen[0] === (await record()) ? seen[0] : null;
+    }).catch((error: Error) => {
+      throw new Error(`${error.message}: A and B say ${JSON.stringify(seen)}`);
+    });
     const c = await startLauncher({ REDIS_URLS: cluster.urls.join(","), LOCKSCOPE_OPERATOR_TOKEN: OPERATOR_TOKEN, LOCKSCOPE_SESSION_SECRET: SESSION_SECRET });
     try {
       // C first saw it seconds after A: it adopts A's first sighting.
