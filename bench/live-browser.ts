@@ -9,6 +9,7 @@
  * the tab opens the largest group (its server-paged, virtualized table) and scrolls that.
  */
 import { chromium, type Browser, type CDPSession, type Page } from "@playwright/test";
+import { GROUPED_VIEW_ABOVE } from "../lib/locks/groups";
 
 export interface TabFigures {
   /** What the tab showed: "table" or "group <name>". */
@@ -26,9 +27,6 @@ window.__bench = { longTasks: [], frames: [] };
 new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__bench.longTasks.push(e.duration); }).observe({ type: "longtask", buffered: true });
 (() => { let last = performance.now(); const frame = (t) => { window.__bench.frames.push(t - last); last = t; requestAnimationFrame(frame); }; requestAnimationFrame(frame); })();
 `;
-
-/** The largest group at least: a view above this many locks is the grouped one (components/locks/locks-view.tsx). */
-const GROUPED_ABOVE = 5_000;
 
 export class BrowserTab {
   private scrolling: NodeJS.Timeout | null = null;
@@ -55,7 +53,7 @@ export class BrowserTab {
       const signIn = await page.request.post("/api/session", { data: { token: viewerToken, name: "bench" }, headers: { Origin: origin } });
       if (signIn.status() !== 200) throw new Error(`sign-in answered ${signIn.status()}`);
       let view = "table";
-      if (held > GROUPED_ABOVE) {
+      if (held > GROUPED_VIEW_ABOVE) {
         const groups = (await (await page.request.get("/api/locks/groups?sort=locks&order=desc&limit=1")).json()) as { groups: Array<{ group: string }> };
         const group = groups.groups[0]?.group;
         if (!group) throw new Error("the grouped view lists no group");

@@ -1,6 +1,7 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
+import type { WatcherStatus } from "@/lib/locks/types";
 import { apiFetch } from "./api-client";
 import { useLiveNodes } from "./locks/use-live-locks";
 
@@ -29,11 +30,21 @@ export function useHealth(options: { enabled?: boolean } = {}) {
   });
 }
 
+/**
+ * How a node whose readings do not count is shown: still reading its locks (start-up, a reconnect: not down),
+ * not answering, or down.
+ */
+export function notUpText(node: Pick<WatcherStatus, "reading" | "answering">): string {
+  return node.reading ? "reading its locks" : node.answering ? "down" : "not answering";
+}
+
 interface PillNode {
   id: string;
   up: boolean;
-  /** How it is not up: "down", "not answering" or "reading its locks". */
+  /** How it is not up (`notUpText`). */
   notUp: string;
+  /** Not up because its locks are still being read: shown amber, not red. */
+  reading?: boolean;
   notifications: HealthNode["notifications"];
   title: string;
 }
@@ -43,7 +54,7 @@ function Pills({ nodes, summary, status }: { nodes: PillNode[]; summary: string;
     <div className="node-status" role="status" aria-label="Lock nodes">
       {nodes.map((node) => (
         <span key={node.id} className="node-pill" title={node.title} aria-label={`${node.id} ${node.up ? "up" : node.notUp}`}>
-          <span className={`dot ${node.up ? (node.notifications === "unavailable" ? "degraded" : "up") : node.notUp === "reading its locks" ? "degraded" : "down"}`} aria-hidden />
+          <span className={`dot ${node.up ? (node.notifications === "unavailable" ? "degraded" : "up") : node.reading ? "degraded" : "down"}`} aria-hidden />
           {node.id}
         </span>
       ))}
@@ -71,8 +82,8 @@ export function NodeStatus() {
     const reading = stream.nodes.filter((n) => !n.up && n.reading).length;
     const status = reading > 0 ? "degraded" : !quorumOk ? "down" : degraded ? "degraded" : "ok";
     const nodes = stream.nodes.map((n): PillNode => {
-      const notUp = n.reading ? "reading its locks" : n.answering ? "down" : "not answering";
-      return { id: n.nodeId, up: n.up, notUp, notifications: n.notifications, title: `${n.nodeId} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}` };
+      const notUp = notUpText(n);
+      return { id: n.nodeId, up: n.up, notUp, reading: n.reading !== undefined, notifications: n.notifications, title: `${n.nodeId} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}` };
     });
     const summary = reading > 0 ? `${up}/${total} up · reading the locks of ${reading} ${reading === 1 ? "node" : "nodes"}` : `${up}/${total} up · quorum ${quorumOk ? "ok" : "lost"} · ${status}`;
     return <Pills nodes={nodes} status={status} summary={summary} />;

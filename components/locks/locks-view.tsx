@@ -4,7 +4,7 @@ import Link from "next/link";
 import { useSearchParams } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
 import { useDeferredValue, useMemo, useRef, useState } from "react";
-import type { LockGroupsPage } from "@/lib/locks/groups";
+import { GROUPED_VIEW_ABOVE, type LockGroupsPage } from "@/lib/locks/groups";
 import type { Lock, WatcherStatus } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
 import { deploymentsOf, holderText } from "./format";
@@ -38,11 +38,6 @@ function compare(key: SortKey, a: Lock, b: Lock): number {
   }
 }
 
-/**
- * Above this many locks the page shows one row per group, each group's locks paged from the server. Up to it, the
- * one virtualized table stays smooth with every lock in the tab (it is tested with 3,000 and churn).
- */
-export const GROUPED_VIEW_ABOVE = 5_000;
 /** Back to the one table below this many (a fleet hovering at the threshold does not flip the page back and forth). */
 const TABLE_VIEW_BELOW = 4_000;
 

@@ -1,6 +1,6 @@
 "use client";
 
-import { useHealth, type HealthNode } from "../node-status";
+import { notUpText, useHealth, type HealthNode } from "../node-status";
 import { useLiveNodes } from "./use-live-locks";
 import { formatDuration } from "./format";
 import { TableHead, TableScroll } from "../table-scroll";
@@ -52,7 +52,7 @@ export function NodesPanel() {
                     {name} <span className="node-url muted mono">{node.url}</span>
                   </th>
                   <td>
-                    <span className={`dot ${node.up ? "up" : watcher?.reading ? "degraded" : "down"}`} aria-hidden /> {node.up ? "up" : watcher?.reading ? `reading its locks (${watcher.reading.keysRead.toLocaleString("en")} keys so far)` : watcher && !watcher.answering ? "not answering" : "down"}
+                    <span className={`dot ${node.up ? "up" : watcher?.reading ? "degraded" : "down"}`} aria-hidden /> {node.up ? "up" : !watcher ? "down" : watcher.reading ? `${notUpText(watcher)} (${watcher.reading.keysRead.toLocaleString("en")} keys so far)` : notUpText(watcher)}
                   </td>
                   <td className="mono">{node.latencyMs === null ? "—" : `${node.latencyMs} ms`}</td>
                   <td className={`wraps${node.notifications === "unavailable" ? " warn-text" : ""}`}>

@@ -147,26 +147,22 @@ class ComposedLocks implements HubStore, GroupSource {
   }
 
   summaries(visit: (summary: Readonly<LockSummary>) => void, now = Date.now()): void {
-    const summary = this.summary;
-    for (const r of this.runtimes) {
-      r.store.summaries((s) => {
-        Object.assign(summary, s);
-        summary.deployment = r.deployment;
-        visit(summary);
-      }, now);
-    }
+    for (const r of this.runtimes) r.store.summaries(this.naming(r.deployment, visit), now);
   }
 
   /** `summaries` in slices, deployment after deployment (see `LockStore.summariesInSlices`). */
   async summariesInSlices(visit: (summary: Readonly<LockSummary>) => void, slice = 2_000): Promise<void> {
+    for (const r of this.runtimes) await r.store.summariesInSlices(this.naming(r.deployment, visit), slice);
+  }
+
+  /** A visitor of one deployment's summaries that passes them on naming the deployment (one object, refilled). */
+  private naming(deployment: string, visit: (summary: Readonly<LockSummary>) => void): (s: Readonly<LockSummary>) => void {
     const summary = this.summary;
-    for (const r of this.runtimes) {
-      await r.store.summariesInSlices((s) => {
-        Object.assign(summary, s);
-        summary.deployment = r.deployment;
-        visit(summary);
-      }, slice);
-    }
+    return (s) => {
+      Object.assign(summary, s);
+      summary.deployment = deployment;
+      visit(summary);
+    };
   }
 
   drain(now: number, coalesceMs: number, max: number): ReturnType<HubStore["drain"]> {

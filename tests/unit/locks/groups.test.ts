@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GroupAggregator, lockGroup, matchesSearch, OTHER_GROUP, sortGroups, sortInSlices, sortLocks, statelessPattern, type LockSummary } from "@/lib/locks/groups";
+import { GroupAggregator, lockGroup, matchesSearch, OTHER_GROUP, sortGroups, lockOrder, sortInSlices, statelessPattern, type LockSummary } from "@/lib/locks/groups";
 
 const PATTERN = /^([^:]+:[^:/]+)/;
 const summary = (resource: string, fields: Partial<LockSummary> = {}): LockSummary => ({
@@ -60,7 +60,7 @@ describe("lock groups", () => {
       summary("lock:a", { expiresAt: null, acquiredAt: 300 }),
       summary("lock:c", { expiresAt: 2_000, acquiredAt: 200, token: "lk1:x:y:1::web-2:nightly-report" }),
     ];
-    const names = (key: Parameters<typeof sortLocks>[1], order: "asc" | "desc") => sortLocks([...rows], key, order, readers).map((r) => r.resource);
+    const names = (key: Parameters<typeof lockOrder>[0], order: "asc" | "desc") => [...rows].sort(lockOrder(key, order, readers)).map((r) => r.resource);
     expect(names("resource", "desc")).toEqual(["lock:c", "lock:b", "lock:a"]);
     expect(names("ttl", "asc")).toEqual(["lock:c", "lock:b", "lock:a"]);
     expect(names("ttl", "desc")).toEqual(["lock:b", "lock:c", "lock:a"]);
