@@ -36,4 +36,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/api/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # The launcher, not server.js: it adds the request-line guard, the client address and the graceful shutdown.
-CMD ["node", "start.mjs"]
+CMD ["node", "--v8-pool-size=2", "start.mjs"]

@@ -40,7 +40,7 @@ export default defineConfig({
     },
   },
   webServer: {
-    command: "node scripts/quickstart.mjs",
+    command: "node --v8-pool-size=2 scripts/quickstart.mjs",
     url: `${baseURL}/api/health`,
     timeout: 240_000,
     reuseExistingServer: false,

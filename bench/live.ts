@@ -19,7 +19,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -50,9 +50,23 @@ if (SOAK && !(Number.isFinite(SOAK_MINUTES) && SOAK_MINUTES >= 4 && SOAK_MINUTES
 /** Extra Node.js flags for the console process (`--console-node-args "--cpu-prof --cpu-prof-dir=/tmp/p"`), for profiling it. */
 const consoleArgsAt = argv.indexOf("--console-node-args");
 const CONSOLE_NODE_ARGS = consoleArgsAt >= 0 ? (argv[consoleArgsAt + 1] ?? "").split(/\s+/).filter(Boolean) : [];
+/** Where the console's own output goes as well (`--console-log FILE`, appended), e.g. with `--trace-gc`. */
+const consoleLogAt = argv.indexOf("--console-log");
+const CONSOLE_LOG = consoleLogAt >= 0 ? (argv[consoleLogAt + 1] ?? null) : null;
+/**
+ * `--latency-trace FILE`: for each measured churn, every change's write time (Unix ms) and delivery, and the
+ * console main thread's scheduler counters (`/proc/<pid>/task/<pid>/schedstat`: ran, waited runnable) every
+ * tick, appended as tab-separated lines, to line up a slow stretch with what the console was doing then.
+ */
+const latencyTraceAt = argv.indexOf("--latency-trace");
+const LATENCY_TRACE = latencyTraceAt >= 0 ? (argv[latencyTraceAt + 1] ?? null) : null;
 const out = (line = "") => (JSON_OUT ? process.stderr : process.stdout).write(`${line}\n`);
 
 const ROOT = path.resolve(import.meta.dirname, "..");
+/** Node.js's own flags of the production start (`npm run start:prod`): the console runs here as it runs there. */
+const PROD_NODE_ARGS = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts["start:prod"]!
+  .split(/\s+/)
+  .filter((arg) => arg.startsWith("--"));
 /** `--held 1000,1000000` and `--rates 5000,10000`: other sizes and rates than the bars' (the scale run). */
 function listArg(name: string, fallback: number[]): number[] {
   const at = argv.indexOf(name);
@@ -162,7 +176,7 @@ async function getJson<T>(port: number, pathname: string): Promise<{ status: num
 
 async function startConsole(urls: string[], dataDir: string): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...CONSOLE_NODE_ARGS, "dist/start.mjs"], {
+  const child = spawn(process.execPath, [...PROD_NODE_ARGS, ...CONSOLE_NODE_ARGS, "dist/start.mjs"], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     env: {
@@ -181,8 +195,12 @@ async function startConsole(urls: string[], dataDir: string): Promise<{ child: C
     },
   });
   let log = "";
-  child.stdout?.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-4000)));
-  child.stderr?.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-4000)));
+  const keep = (c: Buffer) => {
+    log = (log + c.toString()).slice(-4000);
+    if (CONSOLE_LOG) appendFileSync(CONSOLE_LOG, c);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
   const deadline = Date.now() + 300_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`console exited: ${log}`);
@@ -349,6 +367,7 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
   let worst = 0;
   let worstAt = 0;
   const writers = await Promise.all(clients.map((c) => ChurnWriter.open(c.options.port ?? 6379)));
+  const trace: string[] | null = LATENCY_TRACE && !tag.endsWith("-warmup") ? [] : null;
   let t0 = performance.now();
   stream.onLock = (lock, at) => {
     const p = pending.get(lock.resource);
@@ -360,6 +379,7 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
         worstAt = p.sentAt - t0;
       }
       latencies.push(at - p.sentAt);
+      if (trace) trace.push(`d\t${(performance.timeOrigin + p.sentAt).toFixed(1)}\t${(at - p.sentAt).toFixed(1)}`);
       pending.delete(lock.resource);
     }
   };
@@ -404,12 +424,14 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
     }
     if (due > 0) for (const w of writers) w.flush();
     if (n % 50 === 0) rssMax = Math.max(rssMax, procStats(pid).rssMb);
+    if (trace) trace.push(`s\t${(performance.timeOrigin + performance.now()).toFixed(1)}\t${readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").trim().split(" ").slice(0, 2).join("\t")}`);
     const wait = next - performance.now();
     if (wait > 0) await sleep(wait);
     else await new Promise((r) => setImmediate(r));
   }
   const elapsed = performance.now() - t0;
   const cpu1 = procStats(pid).cpuTicks;
+  if (trace && LATENCY_TRACE) appendFileSync(LATENCY_TRACE, `# ${tag}\n${trace.join("\n")}\n`);
   await Promise.all(writers.map((w) => w.close()));
   loopDelay.disable();
   const serverLoop = await serverLoopP99(port);

@@ -9,6 +9,10 @@ import { startCluster, type TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
+/** Node.js's own flags of the production start (`npm run start:prod`), which the container's CMD repeats. */
+const PROD_NODE_ARGS = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts["start:prod"]!
+  .split(/\s+/)
+  .filter((arg) => arg.startsWith("--"));
 const OPERATOR_TOKEN = "deploy-operator-token-0123456789";
 const METRICS_TOKEN = "deploy-metrics-token-0123456789ab";
 
@@ -24,7 +28,7 @@ interface Started {
  * variables its image and the operator set (no PATH to a dev toolchain, no npm, no HOME of a developer).
  */
 function startStandalone(folder: string, env: Record<string, string>, port: number): Started {
-  const child = spawn(process.execPath, ["start.mjs"], {
+  const child = spawn(process.execPath, [...PROD_NODE_ARGS, "start.mjs"], {
     cwd: folder,
     env: { PATH: "/usr/bin:/bin", NODE_ENV: "production", HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -187,7 +191,8 @@ describe("the container recipe", () => {
     expect(user).not.toMatch(/^USER (root|0)\b/);
     expect(last.find((l) => /^HEALTHCHECK /.test(l)) ?? "").toBe("HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \\");
     expect(last.join("\n")).toContain("/api/health");
-    expect(last.find((l) => /^CMD /.test(l))).toBe('CMD ["node", "start.mjs"]');
+    expect(PROD_NODE_ARGS).toContain("--v8-pool-size=2");
+    expect(last.find((l) => /^CMD /.test(l))).toBe(`CMD [${["node", ...PROD_NODE_ARGS, "start.mjs"].map((a) => JSON.stringify(a)).join(", ")}]`);
     // The final stage installs and builds nothing.
     expect(last.filter((l) => /\b(npm|npx|apt-get|next build|curl|wget)\b/.test(l))).toEqual([]);
   });
