@@ -169,6 +169,26 @@ describe("audit and lock history in PostgreSQL", () => {
     expect(await nodes[0]!.get("lock:orders/9")).toBeNull();
   });
 
+  it("stores lock history of any key name and value: quotes, backslashes, commas, braces, a NUL and a lone surrogate", async () => {
+    const sink = service.getHistory()!.recorder;
+    const at = Date.parse("2026-03-02T03:00:00Z");
+    const resource = 'lock:odd/"q",{b}\\x\u0000\ud800é😀';
+    const token = 'v"1",{NULL}\\\u0000\udc00';
+    sink.record({ deployment: "default", at, resource, type: "acquired", token, detail: "by a, {b} \"c\"" });
+    sink.record({ deployment: "default", at: at + 1_000, resource, type: "released", token });
+    await sink.flush();
+    // NUL and a lone surrogate become U+FFFD; everything else is kept as it was.
+    const stored = 'lock:odd/"q",{b}\\x\uFFFD\uFFFDé😀';
+    const page = await get<EventsPage>(lockHistoryRoute.GET, `/api/locks/${encodeURIComponent(stored)}/history`, { resource: stored });
+    expect(page.status, JSON.stringify(page.body)).toBe(200);
+    expect(page.body.events.map((e) => [e.type, e.token, e.detail ?? null])).toEqual([
+      ["released", 'v"1",{NULL}\\\uFFFD\uFFFD', null],
+      ["acquired", 'v"1",{NULL}\\\uFFFD\uFFFD', "by a, {b} \"c\""],
+    ]);
+    const held = await get<HoldsPage>(lockHistoryRoute.GET, `/api/locks/x/history?at=${at + 500}`, { resource: stored });
+    expect(held.body.holds.map((h) => [h.token, h.acquiredAt, h.endedAt, h.endType])).toEqual([['v"1",{NULL}\\\uFFFD\uFFFD', at, at + 1_000, "released"]]);
+  });
+
   it("records lock history, pages it newest first by resource and by time, and answers who held a lock at an instant", async () => {
     const history = service.getHistory();
     expect(history).not.toBeNull();
