@@ -19,7 +19,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -169,6 +169,30 @@ function procStats(pid: number): { rssMb: number; hwmMb: number; cpuTicks: numbe
   return { rssMb: rss / 1024, hwmMb: hwm / 1024, cpuTicks: Number(fields[11]) + Number(fields[12]) };
 }
 
+/**
+ * CPU ticks of a PostgreSQL server: its postmaster (with the children it has reaped) and every live child
+ * (the backends, the writer, the WAL writer...).
+ */
+function postgresCpuTicks(dataDir: string): number {
+  const postmaster = Number(readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+  let ticks = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // exited meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const pidNow = Number(entry);
+    const ppid = Number(fields[1]);
+    if (pidNow === postmaster) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    else if (ppid === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks;
+}
+
 async function getJson<T>(port: number, pathname: string): Promise<{ status: number; body: T }> {
   const res = await fetch(`http://127.0.0.1:${port}${pathname}`, { headers: { authorization: `Bearer ${VIEWER}` } });
   return { status: res.status, body: (await res.json()) as T };
@@ -266,6 +290,8 @@ async function loadHeld(clients: Redis[], count: number): Promise<void> {
 }
 
 interface ChurnResult {
+  /** With `--history`: the PostgreSQL server's CPU (every process of it) during the churn, % of one core. */
+  dbCpuPct?: number;
   rate: number;
   /** With `--browser`: what the tab on the Locks page went through during this churn. */
   tab?: TabFigures;
@@ -387,6 +413,7 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   loopDelay.enable();
   const cpu0 = procStats(pid).cpuTicks;
+  const db0 = historyDb ? postgresCpuTicks(historyDb.server.dataDir) : 0;
   t0 = performance.now();
   let n = 0;
   let rssMax = 0;
@@ -431,6 +458,7 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
   }
   const elapsed = performance.now() - t0;
   const cpu1 = procStats(pid).cpuTicks;
+  const db1 = historyDb ? postgresCpuTicks(historyDb.server.dataDir) : 0;
   if (trace && LATENCY_TRACE) appendFileSync(LATENCY_TRACE, `# ${tag}\n${trace.join("\n")}\n`);
   await Promise.all(writers.map((w) => w.close()));
   loopDelay.disable();
@@ -471,6 +499,7 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
     max: sorted[sorted.length - 1] ?? Number.NaN,
     achievedRate: (changes / elapsed) * 1000,
     cpuPct: ((cpu1 - cpu0) / CLK_TCK / (elapsed / 1000)) * 100,
+    ...(historyDb ? { dbCpuPct: ((db1 - db0) / CLK_TCK / (elapsed / 1000)) * 100 } : {}),
     cpuUsPerChange: latencies.length > 0 ? (((cpu1 - cpu0) / CLK_TCK) * 1e6) / latencies.length : Number.NaN,
     benchLoopP99: loopDelay.percentile(99) / 1e6,
     benchLoopMax: loopDelay.max / 1e6,
@@ -666,9 +695,12 @@ async function main(): Promise<void> {
   for (const r of results) out(`| ${r.held} | ${f(r.reconcileMs / 1000)} | ${f(r.nodeP99DuringReconcileMs, 2)} | ${f(r.bytesPerLock, 0)} B | ${f(r.snapshotMs, 0)} | ${f(r.restMs, 0)} | ${f(r.rssAfterSnapshotMb, 0)} | ${f(r.hwmMb, 0)} |`);
   if (HISTORY) {
     out("");
-    out("| locks held | history events written | dropped | still queued at the end |");
-    out("|---:|---:|---:|---:|");
-    for (const r of results) out(`| ${r.held} | ${r.history?.written ?? "–"} | ${r.history?.dropped ?? "–"} | ${r.history?.queued ?? "–"} |`);
+    out("| locks held | history events written | dropped | still queued at the end | PostgreSQL CPU % during each churn |");
+    out("|---:|---:|---:|---:|---|");
+    for (const r of results) {
+      const db = r.churns.map((c) => `${c.rate}/s: ${f(c.dbCpuPct ?? Number.NaN, 0)}`).join(", ");
+      out(`| ${r.held} | ${r.history?.written ?? "–"} | ${r.history?.dropped ?? "–"} | ${r.history?.queued ?? "–"} | ${db} |`);
+    }
   }
   const big = results[results.length - 1]!;
   const at5k = results.flatMap((r) => r.churns.filter((c) => c.rate === 5_000));

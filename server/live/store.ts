@@ -37,7 +37,11 @@ export { TIMELINE_CAP } from "./timeline";
  */
 interface Entry extends LockRecord {
   timeline: TimelineEntry[] | null;
-  /** When this lock was last sent to the streams (per-lock coalescing). */
+  /**
+   * When this lock was last sent to the streams (per-lock coalescing), in ms since the store was made: a small
+   * integer kept inside the entry, where an epoch time would be a separately allocated number per lock.
+   * `NEVER_SENT` before the first time.
+   */
   lastSentAt: number;
   /** Its bucket in the expiry wheel (0: none). */
   wheelAt: number;
@@ -55,6 +59,8 @@ export interface DrainedChanges {
   removed: string[];
   contention: Array<{ resource: string } & Lock["contention"]>;
 }
+
+const NEVER_SENT = -(2 ** 30);
 
 const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, elapsed: 0, released: 0, expired: 0, "force-released": 0 });
 
@@ -87,6 +93,8 @@ export class LockStore {
   /** Locks whose nodes disagree, waiting for the rest of a multi-node write (checked every tick). */
   private readonly settling = new Set<string>();
   private readonly wheel = new ExpiryWheel();
+  /** What `Entry.lastSentAt` counts from. */
+  private readonly origin = Date.now();
   private readonly byState = emptyCounts();
   private readonly forceHints = new ForceHints();
   private readonly timelines = new Timelines();
@@ -420,8 +428,9 @@ export class LockStore {
         this.changed.delete(resource);
         continue;
       }
-      if (now - entry.lastSentAt < coalesceMs) continue;
-      entry.lastSentAt = now;
+      const sinceOrigin = now - this.origin;
+      if (entry.lastSentAt !== NEVER_SENT && sinceOrigin - entry.lastSentAt < coalesceMs) continue;
+      entry.lastSentAt = sinceOrigin;
       this.changed.delete(resource);
       this.contentionChanged.delete(resource);
       const lock = this.build(entry, now);
@@ -489,7 +498,7 @@ export class LockStore {
       cause: null,
       // Only locks found by the first reconcile start without a timeline array (made up when asked for).
       timeline: old ? this.timelines.of(old) : this.watching ? [] : null,
-      lastSentAt: 0,
+      lastSentAt: NEVER_SENT,
       settleUntil: 0,
       wheelAt: 0,
       endSeen: false,

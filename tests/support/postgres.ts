@@ -13,6 +13,8 @@ import { freePort } from "@/lib/redis-node";
  */
 export interface TestPostgres {
   port: number;
+  /** The server's data folder (its `postmaster.pid` names the server process). */
+  readonly dataDir: string;
   /** A URL with the password, for `AUDIT_DATABASE_URL`. */
   url(database?: string): string;
   readonly password: string;
@@ -78,6 +80,7 @@ export async function startPostgres(): Promise<TestPostgres> {
   const url = (database = "postgres") => `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
   return {
     port,
+    dataDir: data,
     password,
     url,
     async createDatabase(name) {
