@@ -2,10 +2,14 @@ import "server-only";
 
 const WHEEL_MS = 100;
 
+/** `wheelAt` of a lock in no bucket. */
+export const UNSCHEDULED = -(2 ** 30);
+
 /**
- * A lock the wheel can hold: `wheelAt` is its bucket (0: none), kept on the lock itself. Buckets count from the
- * wheel's creation, so the number is a small integer that V8 keeps inside the lock (an epoch-based bucket,
- * about 1.7e10, would be a separately allocated number for every lock: 100,000 locks and more).
+ * A lock the wheel can hold: `wheelAt` is its bucket (`UNSCHEDULED`: none), kept on the lock itself. Buckets
+ * count from the first time the wheel is given (earlier times are negative), so the number is a small integer
+ * that V8 keeps inside the lock; an epoch-based bucket, about 1.8e10, would be a separately allocated number
+ * for every lock (100,000 locks and more).
  */
 export interface Scheduled {
   readonly resource: string;
@@ -18,17 +22,22 @@ export interface Scheduled {
  */
 export class ExpiryWheel {
   private readonly buckets = new Map<number, Set<string>>();
-  private cursor: number;
-  /** The epoch bucket just before the wheel's first: bucket numbers start at 1. */
-  private readonly origin: number;
+  /** The first bucket not fired yet; null until the first `fire`. */
+  private cursor: number | null = null;
+  /**
+   * The epoch bucket numbered 0: the first time the wheel is given (the wheel reads no clock of its own, so
+   * a caller's clock, a test's fixed instant included, is the only one).
+   */
+  private origin: number | null = null;
 
-  constructor(now = Date.now()) {
-    this.origin = Math.floor(now / WHEEL_MS) - 1;
-    this.cursor = 1;
+  private bucketOf(time: number, round: (x: number) => number): number {
+    this.origin ??= Math.floor(time / WHEEL_MS);
+    return Math.max(round(time / WHEEL_MS) - this.origin, UNSCHEDULED + 1);
   }
 
   schedule(lock: Scheduled, at: number): void {
-    const bucket = Math.max(Math.ceil(at / WHEEL_MS) - this.origin, this.cursor);
+    const due = this.bucketOf(at, Math.ceil);
+    const bucket = this.cursor === null ? due : Math.max(due, this.cursor);
     if (lock.wheelAt === bucket) return;
     this.unschedule(lock);
     lock.wheelAt = bucket;
@@ -38,13 +47,13 @@ export class ExpiryWheel {
   }
 
   unschedule(lock: Scheduled): void {
-    if (lock.wheelAt === 0) return;
+    if (lock.wheelAt === UNSCHEDULED) return;
     const set = this.buckets.get(lock.wheelAt);
     if (set) {
       set.delete(lock.resource);
       if (set.size === 0) this.buckets.delete(lock.wheelAt);
     }
-    lock.wheelAt = 0;
+    lock.wheelAt = UNSCHEDULED;
   }
 
   /**
@@ -53,19 +62,21 @@ export class ExpiryWheel {
    * schedule it again.
    */
   fire<T extends Scheduled>(now: number, find: (resource: string) => T | undefined, due: (lock: T) => void): void {
-    const last = Math.floor(now / WHEEL_MS) - this.origin;
-    // After a long pause (or a clock step) walk the scheduled buckets rather than every empty one in between.
-    const slots = last - this.cursor > 1_000 ? [...this.buckets.keys()].filter((k) => k <= last).sort((a, b) => a - b) : null;
+    const last = this.bucketOf(now, Math.floor);
+    // The first time, after a long pause or a clock step: walk the scheduled buckets rather than every empty
+    // one in between.
+    const slots = this.cursor === null || last - this.cursor > 1_000 ? [...this.buckets.keys()].filter((k) => k <= last).sort((a, b) => a - b) : null;
     if (slots) this.cursor = last + 1;
-    for (let k = 0; slots ? k < slots.length : this.cursor <= last; k++) {
-      const slot = slots ? (slots[k] as number) : this.cursor++;
+    for (let k = 0; slots ? k < slots.length : (this.cursor as number) <= last; k++) {
+      const slot = slots ? (slots[k] as number) : (this.cursor as number);
+      if (!slots) this.cursor = slot + 1;
       const bucket = this.buckets.get(slot);
       if (!bucket) continue;
       this.buckets.delete(slot);
       for (const resource of bucket) {
         const lock = find(resource);
         if (!lock || lock.wheelAt !== slot) continue;
-        lock.wheelAt = 0;
+        lock.wheelAt = UNSCHEDULED;
         due(lock);
       }
     }

@@ -22,7 +22,7 @@ import type { ContentionEvent } from "@lockscope/redlock";
 import type { HistorySink } from "../history/recorder";
 import { ContentionTracker } from "./contention";
 import type { LiveEvents } from "./events";
-import { ExpiryWheel } from "./expiry-wheel";
+import { ExpiryWheel, UNSCHEDULED } from "./expiry-wheel";
 import { forceReleaseDetail, ForceHints, type ForceReleaseInfo } from "./force-hints";
 import { Retention } from "./retention";
 import { Timelines } from "./timeline";
@@ -43,7 +43,7 @@ interface Entry extends LockRecord {
    * `NEVER_SENT` before the first time.
    */
   lastSentAt: number;
-  /** Its bucket in the expiry wheel (0: none). */
+  /** Its bucket in the expiry wheel (`UNSCHEDULED`: none). */
   wheelAt: number;
 }
 
@@ -93,8 +93,8 @@ export class LockStore {
   /** Locks whose nodes disagree, waiting for the rest of a multi-node write (checked every tick). */
   private readonly settling = new Set<string>();
   private readonly wheel = new ExpiryWheel();
-  /** What `Entry.lastSentAt` counts from. */
-  private readonly origin = Date.now();
+  /** What `Entry.lastSentAt` counts from: the first `drain`'s time (the store reads no clock of its own there). */
+  private origin: number | null = null;
   private readonly byState = emptyCounts();
   private readonly forceHints = new ForceHints();
   private readonly timelines = new Timelines();
@@ -428,7 +428,7 @@ export class LockStore {
         this.changed.delete(resource);
         continue;
       }
-      const sinceOrigin = now - this.origin;
+      const sinceOrigin = now - (this.origin ??= now);
       if (entry.lastSentAt !== NEVER_SENT && sinceOrigin - entry.lastSentAt < coalesceMs) continue;
       entry.lastSentAt = sinceOrigin;
       this.changed.delete(resource);
@@ -500,7 +500,7 @@ export class LockStore {
       timeline: old ? this.timelines.of(old) : this.watching ? [] : null,
       lastSentAt: NEVER_SENT,
       settleUntil: 0,
-      wheelAt: 0,
+      wheelAt: UNSCHEDULED,
       endSeen: false,
       extensionSeen: false,
       unreadable: false,
