@@ -29,6 +29,7 @@ import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { ensureBuild } from "../scripts/build-if-stale.mjs";
 import { startPostgres, type TestPostgres } from "../tests/support/postgres";
+import { PROD_NODE_ARGS } from "../tests/support/production";
 import { BrowserTab, type TabFigures } from "./live-browser";
 
 const argv = process.argv.slice(2);
@@ -63,10 +64,6 @@ const LATENCY_TRACE = latencyTraceAt >= 0 ? (argv[latencyTraceAt + 1] ?? null) :
 const out = (line = "") => (JSON_OUT ? process.stderr : process.stdout).write(`${line}\n`);
 
 const ROOT = path.resolve(import.meta.dirname, "..");
-/** Node.js's own flags of the production start (`npm run start:prod`): the console runs here as it runs there. */
-const PROD_NODE_ARGS = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts["start:prod"]!
-  .split(/\s+/)
-  .filter((arg) => arg.startsWith("--"));
 /** `--held 1000,1000000` and `--rates 5000,10000`: other sizes and rates than the bars' (the scale run). */
 function listArg(name: string, fallback: number[]): number[] {
   const at = argv.indexOf(name);

@@ -48,7 +48,7 @@ v8.setFlagsFromString("--no-allocation-site-pretenuring");
  * The young generation is collected on the main thread alone: a parallel scavenge splits its work with V8's
  * helper threads and waits for all of them, and on a machine the console shares with Redis (two cores in
  * `npm run bench:live`) a helper that is not scheduled turned a 5 ms scavenge into 25 ms and more. The
- * production start also gives V8 two helper threads instead of four (`--v8-pool-size=2` in
+ * production start also gives V8 two helper threads instead of four (`--v8-pool-size=2` in `npm start`,
  * `npm run start:prod` and the container's CMD; Node.js takes that flag only on its command line).
  */
 v8.setFlagsFromString("--no-parallel-scavenge");

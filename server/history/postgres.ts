@@ -29,8 +29,8 @@ function holderText(token: string | null | undefined): { holder: string | null; 
 }
 
 /**
- * Text PostgreSQL stores (key names and values may hold anything): no NUL byte, and no lone UTF-16 surrogate (JSON would carry it as an escape that
- * PostgreSQL refuses).
+ * Text PostgreSQL stores (key names and values may hold anything): no NUL byte, and no lone UTF-16 surrogate
+ * (JSON would carry it as an escape that PostgreSQL refuses).
  */
 const clean = (text: string | null | undefined): string | null =>
   text === null || text === undefined ? null : text.replace(/\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\uFFFD");

@@ -5,14 +5,11 @@ import path from "node:path";
 import yaml from "js-yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "@/lib/redis-node";
+import { PROD_NODE_ARGS } from "../support/production";
 import { startCluster, type TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-/** Node.js's own flags of the production start (`npm run start:prod`), which the container's CMD repeats. */
-const PROD_NODE_ARGS = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts["start:prod"]!
-  .split(/\s+/)
-  .filter((arg) => arg.startsWith("--"));
 const OPERATOR_TOKEN = "deploy-operator-token-0123456789";
 const METRICS_TOKEN = "deploy-metrics-token-0123456789ab";
 
