@@ -156,13 +156,20 @@ class StreamClient {
   }
 }
 
+/**
+ * `/proc/<pid>/stat` from its third field on (after the command name, which may contain spaces): [1] is the
+ * parent pid, [11] and [12] utime and stime, [13] and [14] the same of the children it has reaped.
+ */
+function statFields(pid: number | string): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
 function procStats(pid: number): { rssMb: number; hwmMb: number; cpuTicks: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
   const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  // Fields after the command name (which may contain spaces): utime is the 14th, stime the 15th field.
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(pid);
   return { rssMb: rss / 1024, hwmMb: hwm / 1024, cpuTicks: Number(fields[11]) + Number(fields[12]) };
 }
 
@@ -175,13 +182,12 @@ function postgresCpuTicks(dataDir: string): number {
   let ticks = 0;
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
+    let fields: string[];
     try {
-      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      fields = statFields(entry);
     } catch {
       continue; // exited meanwhile
     }
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     const pidNow = Number(entry);
     const ppid = Number(fields[1]);
     if (pidNow === postmaster) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);

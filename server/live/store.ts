@@ -421,6 +421,7 @@ export class LockStore {
    */
   drain(now: number, coalesceMs: number, max: number): DrainedChanges {
     const upserts: Lock[] = [];
+    const sinceOrigin = now - (this.origin ??= now);
     for (const resource of this.changed) {
       if (upserts.length >= max) break;
       const entry = this.live.get(resource);
@@ -428,7 +429,6 @@ export class LockStore {
         this.changed.delete(resource);
         continue;
       }
-      const sinceOrigin = now - (this.origin ??= now);
       if (entry.lastSentAt !== NEVER_SENT && sinceOrigin - entry.lastSentAt < coalesceMs) continue;
       entry.lastSentAt = sinceOrigin;
       this.changed.delete(resource);
