@@ -170,11 +170,13 @@ export async function subscribeWaiter(subscriber: Redis, channel: string): Promi
   // the SUBSCRIBE reply reached no subscriber).
   const probe = subscriber.duplicate();
   try {
-    for (let i = 0; i < 100; i++) {
-      const [, count] = (await probe.pubsub("NUMSUB", channel)) as [string, number];
-      if (Number(count) >= 1) break;
-      await new Promise((r) => setTimeout(r, 10));
+    let count = 0;
+    for (let i = 0; i < 100 && count < 1; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 10));
+      count = Number(((await probe.pubsub("NUMSUB", channel)) as [string, number])[1]);
     }
+    // Said here, not later as "woken: 0" in the test that publishes.
+    if (count < 1) throw new Error(`the waiter's SUBSCRIBE to ${channel} was answered, but the node counts no subscriber on it after 1 s`);
   } finally {
     probe.disconnect();
   }
