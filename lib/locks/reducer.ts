@@ -1,5 +1,5 @@
 import { lockValueId } from "@lockscope/redlock";
-import { formatByName, inferScope, type FormatName, type FormatReading, type LockScope } from "./formats";
+import { formatByName, inferScope, type FormatName, type FormatReading, keepReading, type KeptReading, type LockScope } from "./formats";
 import { decodeHolder, endReason, EXTEND_SLACK_MS, mergeSamples, transitions, type EndCause, type MergedLock } from "./merge";
 import { isLive, type LockState, type TimelineEntry, type TimelineType } from "./types";
 
@@ -35,44 +35,120 @@ export interface NodeSample {
   cause: EndCause;
 }
 
-/** One lock's state: plain data, one object per lock (100,000 locks and more: nothing per lock besides it). */
-export interface LockRecord {
-  resource: string;
-  values: Array<string | null>;
-  expiries: number[];
+/** Where each time sits in `LockRecord.times`, after the nodes' expiries. */
+const EXPIRES_AT = 0;
+const ACQUIRED_AT = 1;
+const TTL_MS = 2;
+const ENDED_AT = 3;
+const SETTLE_UNTIL = 4;
+const TIMES = 5;
+
+/**
+ * One lock's state, one per lock (100,000 locks and more). Its numbers live in one array of doubles,
+ * `times`, with NaN for "none": a number field of an object holds a separately allocated box in V8 (five per
+ * lock here), and every such object is one more for the garbage collector to mark while the console churns.
+ */
+export class LockRecord {
+  readonly resource: string;
+  /** Each node's fingerprint of the key (null: absent). */
+  readonly values: Array<string | null>;
+  /**
+   * Each node's expiry for its value (epoch ms; NaN when absent, Infinity when it never ends by itself) at
+   * indices 0 to n-1, then the lock's own times (the getters below). Only ever doubles, so V8 keeps them unboxed.
+   */
+  readonly times: number[];
   /** null until first counted. */
-  state: LockState | null;
-  token: string | null;
-  leading: string | null;
-  quorumHeld: number;
-  expiresAt: number | null;
-  acquiredAt: number | null;
-  ttlMs: number | null;
-  endedAt: number | null;
-  endedToken: string | null;
-  cause: EndCause;
+  state: LockState | null = null;
+  token: string | null = null;
+  leading: string | null = null;
+  quorumHeld = 0;
+  endedToken: string | null = null;
+  cause: EndCause = null;
   /**
    * null until something happens to a lock found already held at start (saves an array per lock). Read here
    * only for whether it is made yet; the store's timeline (server/live/timeline.ts) fills it.
    */
-  readonly timeline: readonly TimelineEntry[] | null;
-  /** While the reachable nodes disagree (a multi-node write or delete half applied), hold the message until then. */
-  settleUntil: number;
+  timeline: TimelineEntry[] | null;
   /** A node was read without the value it held, since the last merge: the end was seen, not guessed. */
-  endSeen: boolean;
+  endSeen = false;
   /** A node was read with a later TTL end for the value it held, since the last merge. */
-  extensionSeen: boolean;
+  extensionSeen = false;
   /** Every node that holds it is unreadable: the view is the last readings'. */
-  unreadable: boolean;
+  unreadable = false;
   /**
    * One decoded reading of the value the lock is held with (not one per node: 100,000 locks × 3 nodes), kept
    * once it ended for its row and page; the lock's format fields are built from it when served.
    */
-  reading: FormatReading | null;
+  reading: KeptReading | null = null;
   /** Readings that arrived since the last merge, for it to pick the leading value's from; null when none. */
-  pending: FormatReading[] | null;
+  pending: FormatReading[] | null = null;
   /** null until first counted. */
-  scope: LockScope | null;
+  scope: LockScope | null = null;
+
+  constructor(resource: string, nodes: number, timeline: TimelineEntry[] | null) {
+    this.resource = resource;
+    this.values = new Array<string | null>(nodes).fill(null);
+    // Filled with NaN from the start: an array only ever given doubles keeps them unboxed.
+    this.times = new Array<number>(nodes + TIMES).fill(Number.NaN);
+    this.times[nodes + SETTLE_UNTIL] = 0;
+    this.timeline = timeline;
+  }
+
+  /** When the lock stops being held (epoch ms); null for a key without a TTL or a lock not held. */
+  get expiresAt(): number | null {
+    return this.time(EXPIRES_AT);
+  }
+
+  set expiresAt(at: number | null) {
+    this.setTime(EXPIRES_AT, at);
+  }
+
+  get acquiredAt(): number | null {
+    return this.time(ACQUIRED_AT);
+  }
+
+  set acquiredAt(at: number | null) {
+    this.setTime(ACQUIRED_AT, at);
+  }
+
+  get ttlMs(): number | null {
+    return this.time(TTL_MS);
+  }
+
+  set ttlMs(ms: number | null) {
+    this.setTime(TTL_MS, ms);
+  }
+
+  get endedAt(): number | null {
+    return this.time(ENDED_AT);
+  }
+
+  set endedAt(at: number | null) {
+    this.setTime(ENDED_AT, at);
+  }
+
+  /** While the reachable nodes disagree (a multi-node write or delete half applied), hold the message until then; 0: not settling. */
+  get settleUntil(): number {
+    return this.times[this.values.length + SETTLE_UNTIL] ?? 0;
+  }
+
+  set settleUntil(at: number) {
+    this.times[this.values.length + SETTLE_UNTIL] = at;
+  }
+
+  /** Node `node`'s expiry for the value it holds (NaN when it holds none). */
+  expiryOn(node: number): number {
+    return node < this.values.length ? (this.times[node] ?? Number.NaN) : Number.NaN;
+  }
+
+  private time(slot: number): number | null {
+    const value = this.times[this.values.length + slot] ?? Number.NaN;
+    return Number.isNaN(value) ? null : value;
+  }
+
+  private setTime(slot: number, value: number | null): void {
+    this.times[this.values.length + slot] = value ?? Number.NaN;
+  }
 }
 
 /** What the locks of one store share: the nodes and how their readings count. */
@@ -164,7 +240,7 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): b
       }
     }
     const before = lock.values[sample.node] ?? null;
-    const beforeExpiry = lock.expiries[sample.node] ?? Number.NaN;
+    const beforeExpiry = lock.expiryOn(sample.node);
     if (before !== null && sample.value === null) lock.endSeen = true;
     // An extension is a node's own TTL end moving later for the value it holds: the quorum's TTL end also
     // moves as other nodes' readings come in, and that is no extension.
@@ -177,7 +253,7 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): b
       // Same holders, other details: a reentrant hold count, a fair lock's queue.
       if (lock.reading && sample.value === before && sample.value === lock.reading.fingerprint && detailsDiffer(lock.reading, sample.reading)) visible = true;
     }
-    lock.expiries[sample.node] = sample.expiry;
+    if (sample.node < lock.values.length) lock.times[sample.node] = sample.expiry;
     // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value; the
     // latter only while that value is still the lock's (a node that applies a hand-over late must not
     // pass its cause on to the lock that already followed).
@@ -398,16 +474,17 @@ function nodesAgree(lock: LockRecord, counted: readonly boolean[]): boolean {
  * one instance by design never reads as a Redlock that lost its quorum.
  */
 function merge(lock: LockRecord, context: LockContext, now: number): MergedLock {
-  const samples = { up: context.counted, values: lock.values, expiries: lock.expiries, quorum: context.quorum };
+  // `times` starts with the nodes' expiries (the merge reads indices below the node count only).
+  const samples = { up: context.counted, values: lock.values, expiries: lock.times, quorum: context.quorum };
   const merged = mergeSamples(samples, now, { endSeen: lock.endSeen });
   const leading = merged.token ?? merged.leading;
   if (lock.pending) {
     // Keep the reading of the value the lock is held with (an ended lock keeps its last one).
     if (merged.state !== null) {
       const previous = lock.reading;
-      const next = lock.pending.find((r) => r.fingerprint === leading) ?? (previous?.fingerprint === leading ? previous : (lock.pending[0] ?? previous));
+      const next = lock.pending.find((r) => r.fingerprint === leading) ?? (previous?.fingerprint === leading ? null : (lock.pending[0] ?? null));
       // The same value read again keeps the reading already held (one copy of its strings, not one per read).
-      lock.reading = previous && next && previous !== next && previous.fingerprint === next.fingerprint && !detailsDiffer(previous, next) ? previous : next;
+      if (next !== null && !(previous && previous.fingerprint === next.fingerprint && !detailsDiffer(previous, next))) lock.reading = keepReading(next);
       const fingerprint = lock.reading?.fingerprint;
       if (fingerprint !== undefined) for (let i = 0; i < lock.values.length; i++) if (lock.values[i] === fingerprint) lock.values[i] = fingerprint;
     }
@@ -432,9 +509,14 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
   return merged;
 }
 
-function detailsDiffer(a: FormatReading, b: FormatReading): boolean {
-  if (a.waiters !== b.waiters || a.warnings.length !== b.warnings.length || a.holders.length !== b.holders.length) return true;
-  return a.holders.some((h, i) => h.count !== b.holders[i]?.count);
+function detailsDiffer(a: KeptReading | FormatReading, b: KeptReading | FormatReading): boolean {
+  // (A kept reading's null holders are one holder with nothing but its id.)
+  const ah = a.holders;
+  const bh = b.holders;
+  if (a.waiters !== b.waiters || a.warnings.length !== b.warnings.length || (ah?.length ?? 1) !== (bh?.length ?? 1)) return true;
+  const n = ah?.length ?? 1;
+  for (let i = 0; i < n; i++) if (ah?.[i]?.count !== bh?.[i]?.count) return true;
+  return false;
 }
 
 function sameExpiry(a: number | null, b: number | null): boolean {

@@ -12,10 +12,10 @@ import {
   reduceLock,
   type LockContext,
   type LockEffect,
-  type LockRecord,
+  LockRecord,
   type NodeSample,
 } from "@/lib/locks/reducer";
-import { isLive, type Lock, type LockDetail, type LockState, type TimelineEntry } from "@/lib/locks/types";
+import { isLive, type Lock, type LockDetail, type LockState } from "@/lib/locks/types";
 import { BucketCounter } from "@/lib/locks/window";
 import { lockValueId } from "@lockscope/redlock";
 import type { ContentionEvent } from "@lockscope/redlock";
@@ -31,20 +31,21 @@ export { SETTLE_MS, type NodeSample } from "@/lib/locks/reducer";
 export { LINGER_MS, RECENT_CAP, RECENT_TTL_MS } from "./retention";
 export { TIMELINE_CAP } from "./timeline";
 
+const NEVER_SENT = -(2 ** 30);
+
 /**
  * One lock: its state, which the reducer steps (`LockRecord`, lib/locks/reducer.ts), and what the store keeps
  * beside it. One object per lock and nothing else per lock (100,000 locks and more).
  */
-interface Entry extends LockRecord {
-  timeline: TimelineEntry[] | null;
+class Entry extends LockRecord {
   /**
    * When this lock was last sent to the streams (per-lock coalescing), in ms since the store was made: a small
    * integer kept inside the entry, where an epoch time would be a separately allocated number per lock.
    * `NEVER_SENT` before the first time.
    */
-  lastSentAt: number;
+  lastSentAt = NEVER_SENT;
   /** Its bucket in the expiry wheel (`UNSCHEDULED`: none). */
-  wheelAt: number;
+  wheelAt = UNSCHEDULED;
 }
 
 /** Kept up to date with every change: reading them costs nothing, whatever the number of locks. */
@@ -59,8 +60,6 @@ export interface DrainedChanges {
   removed: string[];
   contention: Array<{ resource: string } & Lock["contention"]>;
 }
-
-const NEVER_SENT = -(2 ** 30);
 
 const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, elapsed: 0, released: 0, expired: 0, "force-released": 0 });
 
@@ -481,33 +480,8 @@ export class LockStore {
     // Its ended row may have left the list in this very frame: the stream must not send the removal after
     // the new lock (the browser would delete a live lock).
     this.removed.delete(resource);
-    const n = this.nodeIds.length;
-    const entry: Entry = {
-      resource,
-      values: new Array<string | null>(n).fill(null),
-      expiries: new Array<number>(n).fill(Number.NaN),
-      state: null,
-      token: null,
-      leading: null,
-      quorumHeld: 0,
-      expiresAt: null,
-      acquiredAt: null,
-      ttlMs: null,
-      endedAt: null,
-      endedToken: null,
-      cause: null,
-      // Only locks found by the first reconcile start without a timeline array (made up when asked for).
-      timeline: old ? this.timelines.of(old) : this.watching ? [] : null,
-      lastSentAt: NEVER_SENT,
-      settleUntil: 0,
-      wheelAt: UNSCHEDULED,
-      endSeen: false,
-      extensionSeen: false,
-      unreadable: false,
-      reading: null,
-      pending: null,
-      scope: null,
-    };
+    // Only locks found by the first reconcile start without a timeline array (made up when asked for).
+    const entry = new Entry(resource, this.nodeIds.length, old ? this.timelines.of(old) : this.watching ? [] : null);
     this.live.set(resource, entry);
     return entry;
   }
@@ -611,7 +585,7 @@ export class LockStore {
       nodes: this.nodeIds.map((id, i) => {
         const up = this.nodeUp[i] ?? false;
         const value = up ? (entry.values[i] ?? null) : null;
-        const expiry = entry.expiries[i] ?? Number.NaN;
+        const expiry = entry.expiryOn(i);
         return { id, up, token: value, pttlMs: value !== null && Number.isFinite(expiry) ? Math.max(0, Math.round(expiry - now)) : null };
       }),
       quorumHeld: entry.quorumHeld,

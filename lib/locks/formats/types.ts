@@ -91,6 +91,44 @@ export interface FormatReading {
   acquiredAt?: number | null;
 }
 
+/**
+ * The part of a reading a lock keeps once merged: its holders and details, without the node's times (the
+ * lock's record has those), so that nothing kept per lock is a boxed number.
+ */
+export interface KeptReading extends Omit<FormatReading, "expiresAt" | "keyExpiresAt" | "holders"> {
+  /**
+   * null: one holder whose id is the fingerprint and nothing more (a plain token, the most common lock),
+   * kept without an array and an object of its own; `keptHolders` gives the list.
+   */
+  holders: FormatHolder[] | null;
+}
+
+/** A kept reading's holders (see `KeptReading.holders`). */
+export function keptHolders(reading: KeptReading): FormatHolder[] {
+  return reading.holders ?? [{ id: reading.fingerprint }];
+}
+
+/** The part of a new reading a lock keeps (a new object: see `KeptReading`). */
+export function keepReading(reading: FormatReading): KeptReading {
+  const only = reading.holders.length === 1 ? reading.holders[0] : undefined;
+  const kept: KeptReading = {
+    format: reading.format,
+    redisType: reading.redisType,
+    fingerprint: reading.fingerprint,
+    holders: only !== undefined && only.id === reading.fingerprint && onlyAnId(only) ? null : reading.holders,
+    warnings: reading.warnings,
+    waiters: reading.waiters,
+  };
+  if (reading.fence !== undefined) kept.fence = reading.fence;
+  if (reading.acquiredAt !== undefined) kept.acquiredAt = reading.acquiredAt;
+  return kept;
+}
+
+function onlyAnId(holder: FormatHolder): boolean {
+  for (const field in holder) if (field !== "id" && holder[field as keyof FormatHolder] !== undefined) return false;
+  return true;
+}
+
 /** What a decoder may use besides the reading. */
 export interface DecodeContext {
   /** Epoch ms, console clock. */

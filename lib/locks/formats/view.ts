@@ -1,5 +1,5 @@
 import { formatByName } from "./index";
-import type { ContentionSource, FormatHolder, FormatName, FormatReading, LockWarning } from "./types";
+import { keptHolders, type ContentionSource, type FormatHolder, type FormatName, type FormatReading, type KeptReading, type LockWarning } from "./types";
 
 /**
  * The bridge from per-node format readings to the merged lock (lib/locks/merge.ts): what the quorum vote
@@ -31,8 +31,8 @@ export interface FormatView {
  * The format fields of a lock: from the nodes holding the leading fingerprint (or, without one, the first node
  * holding anything), warnings of any of them, the most waiters any of them shows.
  */
-export function formatView(readings: ReadonlyArray<FormatReading | null>, leading: string | null): FormatView | null {
-  const holding = readings.filter((r): r is FormatReading => r !== null && (leading === null || r.fingerprint === leading));
+export function formatView(readings: ReadonlyArray<KeptReading | null>, leading: string | null): FormatView | null {
+  const holding = readings.filter((r): r is KeptReading => r !== null && (leading === null || r.fingerprint === leading));
   const first = holding[0];
   if (!first) return null;
   const warnings: LockWarning[] = [];
@@ -41,7 +41,7 @@ export function formatView(readings: ReadonlyArray<FormatReading | null>, leadin
   return {
     format: first.format,
     redisType: first.redisType,
-    holders: first.holders,
+    holders: keptHolders(first),
     warnings,
     waiters: counts.length > 0 ? Math.max(...counts) : null,
     contentionSource: formatByName(first.format).contention,

@@ -15,7 +15,7 @@ import {
   type ForceHint,
   type LockContext,
   type LockEffect,
-  type LockRecord,
+  LockRecord,
   type NodeSample,
 } from "@/lib/locks/reducer";
 import { encodeLockValue, lockValueId } from "@lockscope/redlock";
@@ -24,9 +24,7 @@ const T = 1_800_000_000_000;
 
 /** A lock never counted yet, on three nodes (as the store makes one: every field empty). */
 function fresh(timeline: LockRecord["timeline"] = []): LockRecord {
-  const none = { state: null, token: null, leading: null, expiresAt: null, acquiredAt: null, ttlMs: null, endedAt: null, endedToken: null, cause: null, reading: null, pending: null, scope: null };
-  const flags = { settleUntil: 0, quorumHeld: 0, endSeen: false, extensionSeen: false, unreadable: false };
-  return { ...none, ...flags, resource: "lock:a", values: [null, null, null], expiries: [Number.NaN, Number.NaN, Number.NaN], timeline };
+  return new LockRecord("lock:a", 3, timeline);
 }
 
 /** Three nodes, all counted, quorum 2; the keys are declared quorum locks unless a case says otherwise. */
