@@ -4,7 +4,16 @@ import type { HistoryStore, LockHistoryEvent } from "./types";
 /** What the live view calls for every lifecycle event: never blocks, never throws. */
 export interface HistorySink {
   record(event: LockHistoryEvent): void;
+  /**
+   * For a bulk producer (a reconcile recording every lock it finds already held): null while the queue has
+   * room, else a promise that resolves once writes have made room (at most `ROOM_WAIT_MS` later). Never
+   * waits while the database is failing: then the queue's bound and its drop count hold as for any event.
+   */
+  room(): Promise<void> | null;
 }
+
+/** The longest a bulk producer waits for room in one call. */
+export const ROOM_WAIT_MS = 5_000;
 
 export interface RecorderOptions {
   /** Events waiting for the database at most; past it new events are dropped and counted. @default 50_000 */
@@ -35,6 +44,8 @@ export class HistoryRecorder implements HistorySink {
   private writing: Promise<void> | null = null;
   private failures = 0;
   private closed = false;
+  /** Bulk producers waiting for the queue to fall to half its capacity. */
+  private waiting: Array<() => void> = [];
   private readonly options: Required<Omit<RecorderOptions, "onDrop" | "onWritten" | "onError">> & RecorderOptions;
 
   constructor(
@@ -60,6 +71,28 @@ export class HistoryRecorder implements HistorySink {
     else this.kick(this.options.flushMs);
   }
 
+  room(): Promise<void> | null {
+    if (this.closed || this.failures > 0 || this.queue.length < this.options.capacity / 2) return null;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ROOM_WAIT_MS);
+      timer.unref();
+      this.waiting.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.kick(0);
+    });
+  }
+
+  /** Wakes the bulk producers once the queue is below half its capacity (or writing failed: they must not wait on it). */
+  private wakeWaiting(): void {
+    if (this.waiting.length === 0) return;
+    if (!this.closed && this.failures === 0 && this.queue.length >= this.options.capacity / 2) return;
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const wake of waiting) wake();
+  }
+
   /** Writes everything queued (shutdown, tests). Resolves when the queue is empty or a write failed. */
   async flush(): Promise<void> {
     for (;;) {
@@ -73,6 +106,7 @@ export class HistoryRecorder implements HistorySink {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.wakeWaiting();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.flush();
@@ -114,6 +148,7 @@ export class HistoryRecorder implements HistorySink {
         }
       } finally {
         this.writing = null;
+        this.wakeWaiting();
       }
     })();
     this.writing = run;

@@ -468,6 +468,10 @@ export class NodeWatcher {
         const now = Date.now();
         for (const reading of readings) this.applyReading(reading, null, now);
         progress.keysRead += readings.length;
+        // Every lock found already held is recorded in the history: a reconcile of more locks than its queue
+        // holds waits for the database rather than dropping them.
+        const room = this.ctx.store.history?.room();
+        if (room) await room;
       }
     };
     // On a cluster, SCAN walks one node's keys: every primary is walked.

@@ -13,7 +13,7 @@ const all = (value: string, expiry: number) => NODES.map((_, i) => held(i, value
 function storeRecording(watching = true) {
   const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>());
   const recorded: LockHistoryEvent[] = [];
-  store.history = { record: (e) => recorded.push(e) };
+  store.history = { record: (e) => recorded.push(e), room: () => null };
   NODES.forEach((_, i) => store.setNodeUp(i, true, T));
   store.watching = watching;
   const seen = () => recorded.map((e) => `${e.type} ${e.token ?? "-"}`);

@@ -80,4 +80,32 @@ describe("history recorder", () => {
     expect(drops).toEqual([[1, "write-failed"]]);
     expect(recorder.pending).toBe(0);
   });
+
+  it("makes a bulk producer wait for room once the queue is half full, and never while the database fails", async () => {
+    const store = new GatedStore();
+    store.close();
+    const recorder = new HistoryRecorder(store, { capacity: 10, batchSize: 4, flushMs: 1 });
+    for (let i = 0; i < 4; i++) recorder.record(event(i));
+    expect(recorder.room()).toBeNull();
+    for (let i = 4; i < 6; i++) recorder.record(event(i));
+    const room = recorder.room();
+    expect(room).not.toBeNull();
+    let roomMade = false;
+    void room?.then(() => (roomMade = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The database has not answered: the producer still waits, and nothing was dropped.
+    expect(roomMade).toBe(false);
+    expect(recorder.pending).toBe(6);
+    store.open();
+    await room;
+    expect(recorder.pending).toBeLessThan(5);
+    await recorder.flush();
+    expect(store.written.flat().map((e) => e.at)).toEqual([0, 1, 2, 3, 4, 5]);
+
+    // A database that refuses writes: the producer goes on at once (the queue's bound and drop count hold).
+    store.failing = true;
+    for (let i = 6; i < 12; i++) recorder.record(event(i));
+    await recorder.flush();
+    expect(recorder.room()).toBeNull();
+  });
 });
