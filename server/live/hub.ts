@@ -23,6 +23,13 @@ const RING_MAX_FRAMES = 20_000;
 export const MAX_CLIENT_BACKLOG_BYTES = 16 * 1024 * 1024;
 /** Frames are still produced this long after the last stream closed, so a reconnecting tab resumes. */
 const RESUME_GRACE_MS = 60_000;
+/**
+ * A snapshot's parts are encoded once and served to every stream of the same view that opens within this
+ * long (a team's tabs opening on an incident), followed by the frames since it from the ring.
+ */
+export const SNAPSHOT_SHARE_MS = 1_000;
+/** Encoded snapshot parts kept for sharing at most (a larger snapshot's further parts are built per stream). */
+const SNAPSHOT_SHARE_MAX_BYTES = 16 * 1024 * 1024;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -42,6 +49,21 @@ interface Frame {
   bytes: Uint8Array;
 }
 
+/** One view's snapshot (every lock, a group's, a deployment's), its parts encoded once as the first stream reads them. */
+interface SharedSnapshot {
+  /** The view: group, deployment, rows or not. */
+  view: string;
+  /** When it was made (epoch ms). */
+  at: number;
+  /** The frames after this one follow it. */
+  seq: number;
+  resources: string[];
+  parts: number;
+  /** Parts encoded so far (kept within `SNAPSHOT_SHARE_MAX_BYTES` over all shared snapshots). */
+  encoded: Array<Uint8Array | undefined>;
+  bytes: number;
+}
+
 interface Client {
   id: number;
   /** The group whose locks this stream carries (`NO_LOCKS`: none); null: every lock. */
@@ -50,8 +72,8 @@ interface Client {
   deployment: string | null;
   controller: ReadableStreamDefaultController<Uint8Array>;
   closed: boolean;
-  /** Set while the snapshot is still being written: frames wait here (bounded). */
-  snapshot: { resources: string[]; pos: number; part: number; parts: number; seq: number } | null;
+  /** Set while the snapshot is still being written (`part`: the next one to send): frames wait in `pending` (bounded). */
+  snapshot: { shared: SharedSnapshot; part: number } | null;
   pending: Uint8Array[];
   pendingBytes: number;
   lifetime: NodeJS.Timeout;
@@ -106,6 +128,9 @@ export class StreamHub {
   private nextClientId = 1;
   /** When a stream was last open (0: never), so a tab that reconnects soon can still resume. */
   private lastClientAt = 0;
+  /** Recent snapshots by view, for streams that open shortly after (see `SNAPSHOT_SHARE_MS`). */
+  private readonly snapshots = new Map<string, SharedSnapshot>();
+  private snapshotBytes = 0;
 
   private readonly limits: StreamLimits | null;
   private readonly groupOf: (resource: string) => string;
@@ -201,27 +226,81 @@ export class StreamHub {
     this.write(client, encoder.encode(`retry: 2000\n: lockscope live stream\n\n`));
     this.write(client, encoder.encode(this.nodeEvent()));
     const resumeFrom = this.resumable(lastEventId);
-    if (resumeFrom !== null) {
-      for (const frame of this.ring) {
-        if (frame.seq <= resumeFrom) continue;
-        if (group === null && deployment === null) this.write(client, frame.bytes);
-        else {
-          // Replays are rare: the group's part of an old frame is cut out of its text rather than kept apart.
-          const bytes = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, group, deployment);
-          if (bytes) this.write(client, bytes);
-        }
-      }
-    } else {
-      const snapshotKeys = this.sources.snapshotKeys;
-      // (Without rows, the snapshot only marks where the changes start: at a million locks, a group's rows
-      // would take the console seconds to write and the browser to read, only to be dropped by a page that
-      // pages them from GET /api/locks.)
-      const all = group === NO_LOCKS || !snapshotRows ? [] : snapshotKeys ? snapshotKeys(group, deployment) : this.sources.store.resources();
-      const resources = group === null || snapshotKeys ? all : all.filter((r) => this.groupOf(r) === group);
-      client.snapshot = { resources, pos: 0, part: 0, parts: Math.max(1, Math.ceil(resources.length / SNAPSHOT_PART)), seq: this.seq };
+    if (resumeFrom !== null) this.replayAfter(client, resumeFrom);
+    else {
+      client.snapshot = { shared: this.snapshotFor(group, deployment, snapshotRows), part: 0 };
+      // Frames made since a shared snapshot wait behind it, as those that come while it is written.
+      this.replayAfter(client, client.snapshot.shared.seq);
       this.continueSnapshot(client);
     }
     return client;
+  }
+
+  /** Writes the ring's frames after `seq` to the client (only its group's and deployment's part, where it follows one). */
+  private replayAfter(client: Client, seq: number): void {
+    for (const frame of this.ring) {
+      if (frame.seq <= seq) continue;
+      if (client.group === null && client.deployment === null) this.write(client, frame.bytes);
+      else {
+        // Replays are rare: the group's part of an old frame is cut out of its text rather than kept apart.
+        const bytes = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, client.group, client.deployment);
+        if (bytes) this.write(client, bytes);
+      }
+    }
+  }
+
+  /**
+   * The snapshot a new stream of this view starts with: one made for another stream within the last
+   * `SNAPSHOT_SHARE_MS` while the ring still holds every frame since, else a new one (made part by part as
+   * the stream reads it).
+   */
+  private snapshotFor(group: string | null, deployment: string | null, rows: boolean): SharedSnapshot {
+    const now = Date.now();
+    this.pruneSnapshots(now);
+    const view = `${group ?? "\u0000"}\u0001${deployment ?? "\u0000"}\u0001${rows ? 1 : 0}`;
+    const kept = this.snapshots.get(view);
+    const oldest = this.ring[0]?.seq;
+    if (kept && (kept.seq === this.seq || (oldest !== undefined && oldest <= kept.seq + 1))) return kept;
+    const snapshotKeys = this.sources.snapshotKeys;
+    // (Without rows, the snapshot only marks where the changes start: at a million locks, a group's rows
+    // would take the console seconds to write and the browser to read, only to be dropped by a page that
+    // pages them from GET /api/locks.)
+    const all = group === NO_LOCKS || !rows ? [] : snapshotKeys ? snapshotKeys(group, deployment) : this.sources.store.resources();
+    const resources = group === null || snapshotKeys ? all : all.filter((r) => this.groupOf(r) === group);
+    const parts = Math.max(1, Math.ceil(resources.length / SNAPSHOT_PART));
+    const made: SharedSnapshot = { view, at: now, seq: this.seq, resources, parts, encoded: [], bytes: 0 };
+    if (kept) this.snapshotBytes -= kept.bytes;
+    this.snapshots.set(view, made);
+    return made;
+  }
+
+  /** Forgets the shared snapshots too old to share (their encoded parts with them). */
+  private pruneSnapshots(now: number): void {
+    for (const [view, old] of this.snapshots) {
+      if (now - old.at <= SNAPSHOT_SHARE_MS) continue;
+      this.snapshots.delete(view);
+      this.snapshotBytes -= old.bytes;
+    }
+  }
+
+  /** Part `index` of a snapshot, encoded now or by the stream that read it first. */
+  private snapshotPart(snap: SharedSnapshot, index: number, now: number): Uint8Array {
+    const done = snap.encoded[index];
+    if (done) return done;
+    const locks: string[] = [];
+    for (const resource of snap.resources.slice(index * SNAPSHOT_PART, (index + 1) * SNAPSHOT_PART)) {
+      const lock = this.sources.store.lock(resource, now);
+      if (lock) locks.push(JSON.stringify(lock));
+    }
+    const last = index === snap.parts - 1;
+    const head = `{"serverTime":${now},"part":${index},"parts":${snap.parts}${index === 0 ? `,"nodes":${JSON.stringify(this.sources.watcherStatus())}` : ""},"locks":[`;
+    const bytes = encoder.encode(`${last ? `id: ${this.epoch}:${snap.seq}\n` : ""}event: snapshot\ndata: ${head}${locks.join(",")}]}\n\n`);
+    if (this.snapshots.get(snap.view) === snap && this.snapshotBytes + bytes.byteLength <= SNAPSHOT_SHARE_MAX_BYTES) {
+      snap.encoded[index] = bytes;
+      snap.bytes += bytes.byteLength;
+      this.snapshotBytes += bytes.byteLength;
+    }
+    return bytes;
   }
 
   /** The seq to replay after, or null when the id is unknown, from another process, or too old. */
@@ -238,33 +317,25 @@ export class StreamHub {
 
   /** Writes snapshot parts while the consumer keeps up (called again from `pull`). */
   private continueSnapshot(client: Client): void {
-    const snap = client.snapshot;
-    if (!snap || client.closed) return;
+    if (!client.snapshot || client.closed) return;
     const now = Date.now();
     while (client.snapshot && (client.controller.desiredSize ?? 0) > 0) {
-      const slice = snap.resources.slice(snap.pos, snap.pos + SNAPSHOT_PART);
-      snap.pos += slice.length;
-      const locks: string[] = [];
-      for (const resource of slice) {
-        const lock = this.sources.store.lock(resource, now);
-        if (lock) locks.push(JSON.stringify(lock));
-      }
-      const last = snap.part === snap.parts - 1;
-      const head = `{"serverTime":${now},"part":${snap.part},"parts":${snap.parts}${snap.part === 0 ? `,"nodes":${JSON.stringify(this.sources.watcherStatus())}` : ""},"locks":[`;
-      const text = `${last ? `id: ${this.epoch}:${snap.seq}\n` : ""}event: snapshot\ndata: ${head}${locks.join(",")}]}\n\n`;
+      const snap = client.snapshot;
+      const index = snap.part;
+      const bytes = this.snapshotPart(snap.shared, index, now);
       snap.part += 1;
       try {
-        client.controller.enqueue(encoder.encode(text));
+        client.controller.enqueue(bytes);
       } catch {
         client.close();
         return;
       }
-      if (last) {
+      if (index === snap.shared.parts - 1) {
         client.snapshot = null;
         const pending = client.pending;
         client.pending = [];
         client.pendingBytes = 0;
-        for (const bytes of pending) this.write(client, bytes);
+        for (const frame of pending) this.write(client, frame);
       }
     }
   }
@@ -294,6 +365,7 @@ export class StreamHub {
 
   /** Sends what changed (coalesced per lock) as one frame with one id. */
   tick(now = Date.now()): void {
+    if (this.snapshots.size > 0) this.pruneSnapshots(now);
     if (this.clients.size === 0 && now - this.lastClientAt > RESUME_GRACE_MS) {
       // Nobody to send to for a while: skip the work, and make every earlier id unresumable (a later stream gets a snapshot).
       if (this.sources.store.discardChanges()) {

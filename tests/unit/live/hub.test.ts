@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Lock, LiveStats } from "@/lib/locks/types";
 import type { LiveEventMap } from "@/server/live/events";
 import { StreamHub } from "@/server/live/hub";
@@ -100,5 +100,31 @@ describe("the stream hub", () => {
     expect(() => hub.open(null, null, { address: "10.0.0.3", credential: "token-a" })).toThrow(/this token \(at most 3/);
     await first.cancel();
     expect(() => hub.open(null, null, alice)).not.toThrow();
+  });
+
+  it("encodes one snapshot for the streams that open together, each followed by the changes since it", async () => {
+    const { store, hub } = setUp();
+    for (let i = 0; i < 1_200; i++) store.apply(`lock:many:${i}`, all(`v${i}`), T);
+    hub.tick(T);
+    const built = vi.spyOn(store, "lock");
+    const first = new Browser(hub.open(null, null));
+    await first.drain(5); // preamble, node event, 3 snapshot parts
+    expect(first.locks.size).toBe(1_200);
+    const once = built.mock.calls.length;
+    expect(once).toBe(1_200);
+
+    // A change, then a second tab: it shares the first one's snapshot and gets the change after it.
+    store.apply("lock:many:7", all(null), T + 150);
+    store.apply("lock:new", all("fresh"), T + 150);
+    hub.tick(T + 150);
+    const second = new Browser(hub.open(null, null));
+    await second.drain(6); // preamble, node event, 3 shared parts, the frame since
+    expect(second.locks.size).toBe(1_201);
+    expect(second.locks.get("lock:many:7")?.state).toBe("released");
+    expect(second.locks.get("lock:new")).toMatchObject({ state: "held", token: "fresh" });
+    // No lock was built again for the second tab's snapshot (the frame's locks are built once, by the tick).
+    expect(built.mock.calls.length - once).toBe(0);
+    await first.drain(1);
+    expect(first.locks.get("lock:new")?.token).toBe("fresh");
   });
 });
