@@ -250,9 +250,23 @@ async function stopConsole(child: ChildProcess): Promise<void> {
   if (child.exitCode === null) child.kill("SIGKILL");
 }
 
+/**
+ * The console's `/metrics` text. Asked again once when the connection is reset: a kept-alive connection the
+ * console closed as its idle timeout ran out (a race the client loses now and then while a churn loads both
+ * processes) says nothing about the console.
+ */
+async function scrape(port: number): Promise<string> {
+  try {
+    return await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  } catch (error) {
+    if ((error as { cause?: { code?: string } }).cause?.code !== "ECONNRESET") throw error;
+    return await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  }
+}
+
 /** The console's event-loop delay p99 and max (ms) since the previous scrape: prom-client resets its monitor on every collect. */
 async function serverLoopP99(port: number): Promise<{ p99: number; max: number }> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const text = await scrape(port);
   const read = (name: string) => {
     const value = new RegExp(`^lockscope_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, "m").exec(text)?.[1];
     return value === undefined ? Number.NaN : Number(value) * 1000;
@@ -262,7 +276,7 @@ async function serverLoopP99(port: number): Promise<{ p99: number; max: number }
 
 /** Lock history events the console wrote to the database and dropped so far (`--history`), from its /metrics. */
 async function historyCounts(port: number): Promise<{ written: number; dropped: number; queued: number }> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const text = await scrape(port);
   const sum = (pattern: RegExp) => [...text.matchAll(pattern)].reduce((a, m) => a + Number(m[1]), 0);
   return {
     written: sum(/^lockscope_history_events_total\{outcome="written"\} (\S+)$/gm),
@@ -749,7 +763,7 @@ const SOAK_MARGIN = { heapFloorMb: 8, rssMedianMb: 50 };
 
 /** The console's heap in use and external memory (MB), from its own /metrics (prom-client's Node.js defaults). */
 async function serverMemoryMb(port: number): Promise<{ heapMb: number; externalMb: number }> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const text = await scrape(port);
   const read = (name: string) => {
     const value = new RegExp(`^lockscope_nodejs_${name} (\\S+)$`, "m").exec(text)?.[1];
     return value === undefined ? Number.NaN : Number(value) / 1024 / 1024;

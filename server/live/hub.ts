@@ -21,6 +21,13 @@ const RING_MAX_BYTES = 8 * 1024 * 1024;
 const RING_MAX_FRAMES = 20_000;
 /** A client more than this far behind is dropped; it reconnects and resumes or takes a fresh snapshot. */
 export const MAX_CLIENT_BACKLOG_BYTES = 16 * 1024 * 1024;
+/**
+ * Stream writes per second the frames may cost at most: with many streams open, frames come less often (every
+ * `streams / FRAME_WRITES_PER_SEC` s, at most `MAX_FRAME_MS`), each carrying every change since. A write is a
+ * system call and a wake-up of the reader per stream; a hundred tabs at one frame per tick took a third of a core.
+ */
+const FRAME_WRITES_PER_SEC = 2_000;
+const MAX_FRAME_MS = 50;
 /** Frames are still produced this long after the last stream closed, so a reconnecting tab resumes. */
 const RESUME_GRACE_MS = 60_000;
 /**
@@ -128,6 +135,8 @@ export class StreamHub {
   private nextClientId = 1;
   /** When a stream was last open (0: never), so a tab that reconnects soon can still resume. */
   private lastClientAt = 0;
+  /** When the last frame was made (epoch ms), for the frame interval of many streams. */
+  private lastFrameAt = 0;
   /** Recent snapshots by view, for streams that open shortly after (see `SNAPSHOT_SHARE_MS`). */
   private readonly snapshots = new Map<string, SharedSnapshot>();
   private snapshotBytes = 0;
@@ -375,6 +384,9 @@ export class StreamHub {
       }
       return;
     }
+    const every = Math.min(MAX_FRAME_MS, (this.clients.size * 1_000) / FRAME_WRITES_PER_SEC);
+    if (every > TICK_MS && now >= this.lastFrameAt && now - this.lastFrameAt < every - TICK_MS / 2) return;
+    this.lastFrameAt = now;
     const { upserts, removed, contention } = this.sources.store.drain(now, COALESCE_MS, MAX_LOCKS_PER_TICK);
     if (upserts.length === 0 && removed.length === 0 && contention.length === 0) return;
     const pieces: Piece[] = [];

@@ -127,4 +127,29 @@ describe("the stream hub", () => {
     await first.drain(1);
     expect(first.locks.get("lock:new")?.token).toBe("fresh");
   });
+
+  it("makes frames less often with many streams open (each with every change since), and every tick with few", async () => {
+    const { store, hub } = setUp();
+    const drains = vi.spyOn(store, "drain");
+    const one = new Browser(hub.open(null, null));
+    await one.drain(3);
+    hub.tick(T + 1_000);
+    hub.tick(T + 1_010);
+    expect(drains).toHaveBeenCalledTimes(2);
+
+    const streams = Array.from({ length: 99 }, () => hub.open(null, null));
+    store.apply("lock:a", all("v1"), T + 1_020);
+    hub.tick(T + 1_020);
+    store.apply("lock:b", all("v2"), T + 1_030);
+    hub.tick(T + 1_030);
+    hub.tick(T + 1_040);
+    // A hundred streams: one frame per 50 ms at most, so none of these three ticks made one.
+    expect(drains).toHaveBeenCalledTimes(2);
+    hub.tick(T + 1_060);
+    expect(drains).toHaveBeenCalledTimes(3);
+    // One frame, with both changes.
+    await one.drain(1);
+    expect([...one.locks.keys()].sort()).toEqual(["lock:a", "lock:b"]);
+    for (const stream of streams) await stream.cancel();
+  });
 });
