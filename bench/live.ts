@@ -259,7 +259,8 @@ async function scrape(port: number): Promise<string> {
   try {
     return await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   } catch (error) {
-    if ((error as { cause?: { code?: string } }).cause?.code !== "ECONNRESET") throw error;
+    const code = (error as { cause?: { code?: string } }).cause?.code;
+    if (code !== "ECONNRESET" && code !== "UND_ERR_SOCKET") throw error;
     return await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   }
 }

@@ -230,6 +230,8 @@ const COUNT_EXPIRATION: LockEffect = Object.freeze({ type: "count", counter: "ex
 export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): boolean {
   let visible = false;
   for (const sample of samples) {
+    // (The record's times sit after its nodes' expiries: a node index past them would shift every one.)
+    if (sample.node >= lock.values.length) continue;
     // Each node's reply is its own string: keep one copy of a value all nodes hold (100,000 locks × 3 nodes).
     if (sample.value !== null) {
       for (const held of lock.values) {
@@ -253,7 +255,7 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): b
       // Same holders, other details: a reentrant hold count, a fair lock's queue.
       if (lock.reading && sample.value === before && sample.value === lock.reading.fingerprint && detailsDiffer(lock.reading, sample.reading)) visible = true;
     }
-    if (sample.node < lock.values.length) lock.times[sample.node] = sample.expiry;
+    lock.times[sample.node] = sample.expiry;
     // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value; the
     // latter only while that value is still the lock's (a node that applies a hand-over late must not
     // pass its cause on to the lock that already followed).

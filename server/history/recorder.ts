@@ -14,6 +14,8 @@ export interface HistorySink {
 
 /** The longest a bulk producer waits for room in one call. */
 export const ROOM_WAIT_MS = 5_000;
+/** A bulk producer does not wait for room this long after a write failed. */
+const FAILED_LATELY_MS = 30_000;
 
 export interface RecorderOptions {
   /** Events waiting for the database at most; past it new events are dropped and counted. @default 50_000 */
@@ -43,6 +45,8 @@ export class HistoryRecorder implements HistorySink {
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> | null = null;
   private failures = 0;
+  /** When a write last failed (epoch ms; 0: never). */
+  private failedAt = 0;
   private closed = false;
   /** Bulk producers waiting for the queue to fall to half its capacity. */
   private waiting: Array<() => void> = [];
@@ -73,6 +77,8 @@ export class HistoryRecorder implements HistorySink {
 
   room(): Promise<void> | null {
     if (this.closed || this.failures > 0 || this.queue.length < this.options.capacity / 2) return null;
+    // A batch given up after its tries resets the count: a write that failed lately still means no waiting.
+    if (Date.now() - this.failedAt < FAILED_LATELY_MS) return null;
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ROOM_WAIT_MS);
       timer.unref();
@@ -138,6 +144,7 @@ export class HistoryRecorder implements HistorySink {
         this.options.onWritten?.(batch.length);
       } catch (error) {
         this.failures += 1;
+        this.failedAt = Date.now();
         this.options.onError?.(error);
         // The batch stays at the head of the queue (the queue's bound still holds) and is retried with a
         // backoff; a batch that keeps failing is given up so it cannot block the rest for ever.

@@ -69,6 +69,8 @@ interface SharedSnapshot {
   /** Parts encoded so far (kept within `SNAPSHOT_SHARE_MAX_BYTES` over all shared snapshots). */
   encoded: Array<Uint8Array | undefined>;
   bytes: number;
+  /** Streams it was given to. */
+  streams: number;
 }
 
 interface Client {
@@ -79,8 +81,11 @@ interface Client {
   deployment: string | null;
   controller: ReadableStreamDefaultController<Uint8Array>;
   closed: boolean;
-  /** Set while the snapshot is still being written (`part`: the next one to send): frames wait in `pending` (bounded). */
-  snapshot: { shared: SharedSnapshot; part: number } | null;
+  /**
+   * Set while the snapshot is still being written (`part`: the next one to send; `reused`: made for another
+   * stream): frames wait in `pending` (bounded).
+   */
+  snapshot: { shared: SharedSnapshot; part: number; reused: boolean } | null;
   pending: Uint8Array[];
   pendingBytes: number;
   lifetime: NodeJS.Timeout;
@@ -237,7 +242,9 @@ export class StreamHub {
     const resumeFrom = this.resumable(lastEventId);
     if (resumeFrom !== null) this.replayAfter(client, resumeFrom);
     else {
-      client.snapshot = { shared: this.snapshotFor(group, deployment, snapshotRows), part: 0 };
+      const shared = this.snapshotFor(group, deployment, snapshotRows);
+      shared.streams += 1;
+      client.snapshot = { shared, part: 0, reused: shared.streams > 1 };
       // Frames made since a shared snapshot wait behind it, as those that come while it is written.
       this.replayAfter(client, client.snapshot.shared.seq);
       this.continueSnapshot(client);
@@ -269,7 +276,10 @@ export class StreamHub {
     const view = `${group ?? "\u0000"}\u0001${deployment ?? "\u0000"}\u0001${rows ? 1 : 0}`;
     const kept = this.snapshots.get(view);
     const oldest = this.ring[0]?.seq;
-    if (kept && (kept.seq === this.seq || (oldest !== undefined && oldest <= kept.seq + 1))) return kept;
+    // A stream of one group or deployment would cut its part out of every frame since (see `replayAfter`): it
+    // shares a snapshot only while no frame came after it.
+    const filtered = group !== null || deployment !== null;
+    if (kept && (kept.seq === this.seq || (!filtered && oldest !== undefined && oldest <= kept.seq + 1))) return kept;
     const snapshotKeys = this.sources.snapshotKeys;
     // (Without rows, the snapshot only marks where the changes start: at a million locks, a group's rows
     // would take the console seconds to write and the browser to read, only to be dropped by a page that
@@ -277,7 +287,7 @@ export class StreamHub {
     const all = group === NO_LOCKS || !rows ? [] : snapshotKeys ? snapshotKeys(group, deployment) : this.sources.store.resources();
     const resources = group === null || snapshotKeys ? all : all.filter((r) => this.groupOf(r) === group);
     const parts = Math.max(1, Math.ceil(resources.length / SNAPSHOT_PART));
-    const made: SharedSnapshot = { view, at: now, seq: this.seq, resources, parts, encoded: [], bytes: 0 };
+    const made: SharedSnapshot = { view, at: now, seq: this.seq, resources, parts, encoded: [], bytes: 0, streams: 0 };
     if (kept) this.snapshotBytes -= kept.bytes;
     this.snapshots.set(view, made);
     return made;
@@ -344,6 +354,8 @@ export class StreamHub {
         const pending = client.pending;
         client.pending = [];
         client.pendingBytes = 0;
+        // A shared snapshot's first part carries the nodes as they were when it was made: they are told again.
+        if (snap.reused) this.write(client, encoder.encode(this.nodeEvent()));
         for (const frame of pending) this.write(client, frame);
       }
     }

@@ -16,6 +16,8 @@ import { ClusterSubscriber, type WatchSubscriber } from "./cluster-subscriber";
 import type { LiveEvents } from "./events";
 import type { LockStore, NodeSample } from "./store";
 
+/** The longest the first reconcile waits for room in the history queue, in all (see `HistorySink.room`). */
+const ROOM_WAIT_TOTAL_MS = 60_000;
 /** Keys read per MULTI during a reconcile or a flush. */
 export const READ_BATCH = 1_000;
 const SCAN_COUNT = 1_000;
@@ -460,6 +462,7 @@ export class NodeWatcher {
     const patterns = this.ctx.patterns();
     const literals = patterns.filter((p) => !/[*?[\\]/.test(p));
     const globs = patterns.filter((p) => /[*?[\\]/.test(p));
+    let waited = 0;
     const readFresh = async (keys: readonly string[]) => {
       const fresh = keys.filter((k) => !seen.has(k) && this.ctx.isLockKey(k));
       for (const key of fresh) seen.add(key);
@@ -468,10 +471,17 @@ export class NodeWatcher {
         const now = Date.now();
         for (const reading of readings) this.applyReading(reading, null, now);
         progress.keysRead += readings.length;
-        // Every lock found already held is recorded in the history: a reconcile of more locks than its queue
-        // holds waits for the database rather than dropping them.
-        const room = this.ctx.store.history?.room();
-        if (room) await room;
+        // Every lock found already held at start is recorded in the history: the first reconcile of more locks
+        // than its queue holds waits for the database rather than dropping them (for a bounded time in all).
+        // A later reconcile (a reconnect, a node watched by SCAN) never waits: the node's state comes first.
+        if (!this.ctx.store.watching && waited < ROOM_WAIT_TOTAL_MS) {
+          const room = this.ctx.store.history?.room();
+          if (room) {
+            const from = Date.now();
+            await room;
+            waited += Date.now() - from;
+          }
+        }
       }
     };
     // On a cluster, SCAN walks one node's keys: every primary is walked.
