@@ -76,9 +76,7 @@ export class HistoryRecorder implements HistorySink {
   }
 
   room(): Promise<void> | null {
-    if (this.closed || this.failures > 0 || this.queue.length < this.options.capacity / 2) return null;
-    // A batch given up after its tries resets the count: a write that failed lately still means no waiting.
-    if (Date.now() - this.failedAt < FAILED_LATELY_MS) return null;
+    if (this.closed || this.failingLately() || this.queue.length < this.options.capacity / 2) return null;
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ROOM_WAIT_MS);
       timer.unref();
@@ -90,10 +88,18 @@ export class HistoryRecorder implements HistorySink {
     });
   }
 
+  /**
+   * A write failed within `FAILED_LATELY_MS` (a batch being retried keeps it so; one given up after its tries
+   * resets the retry count, not this).
+   */
+  private failingLately(): boolean {
+    return this.failedAt > 0 && Date.now() - this.failedAt < FAILED_LATELY_MS;
+  }
+
   /** Wakes the bulk producers once the queue is below half its capacity (or writing failed: they must not wait on it). */
   private wakeWaiting(): void {
     if (this.waiting.length === 0) return;
-    if (!this.closed && this.failures === 0 && this.queue.length >= this.options.capacity / 2) return;
+    if (!this.closed && !this.failingLately() && this.queue.length >= this.options.capacity / 2) return;
     const waiting = this.waiting;
     this.waiting = [];
     for (const wake of waiting) wake();

@@ -246,7 +246,7 @@ export class StreamHub {
       shared.streams += 1;
       client.snapshot = { shared, part: 0, reused: shared.streams > 1 };
       // Frames made since a shared snapshot wait behind it, as those that come while it is written.
-      this.replayAfter(client, client.snapshot.shared.seq);
+      this.replayAfter(client, shared.seq);
       this.continueSnapshot(client);
     }
     return client;
