@@ -346,6 +346,9 @@ export class LockStore {
         if (this.live.has(resource)) this.changed.add(resource);
         return;
       case null:
+        // Still held here: its keys were just deleted, and their keyspace notifications may never come (a
+        // subscriber between connections misses them). Reading the key now ends it either way.
+        if (entry.endedAt === null && this.live.has(resource)) this.onProbe([resource]);
         return;
     }
   }

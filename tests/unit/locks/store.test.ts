@@ -136,6 +136,22 @@ describe("the lock store", () => {
     expect(seen.filter((e) => e.startsWith("force-released"))).toHaveLength(1);
   });
 
+  it("asks for a fresh read of a lock force-released while it still shows held, so a missed notification cannot leave it held", () => {
+    const { store } = storeWithNodesUp();
+    const probed: string[][] = [];
+    store.onProbe = (resources) => probed.push(resources);
+    store.apply("lock:p", [held(0, "v", T + 30_000), held(1, "v", T + 30_000), held(2, "v", T + 30_000)], T);
+    store.noteForceRelease("lock:p", { value: "v", actor: "alice" }, T + 5);
+    expect(probed).toEqual([["lock:p"]]);
+    // The read finds the keys gone: the lock ends as the operator's release.
+    store.apply("lock:p", [gone(0, null), gone(1, null), gone(2, null)], T + 8);
+    expect(store.lock("lock:p", T + 8)?.state).toBe("force-released");
+    // A lock that already ended is relabelled, not read again; one nobody showed is not read at all.
+    store.noteForceRelease("lock:p", { value: "v", actor: "bob" }, T + 9);
+    store.noteForceRelease("lock:unknown", { value: "u" }, T + 9);
+    expect(probed).toEqual([["lock:p"]]);
+  });
+
   it("relabels a lock that just ended as force-released when the revocation arrives", () => {
     const { store, seen } = storeWithNodesUp();
     store.apply("lock:j", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
