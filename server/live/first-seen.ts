@@ -64,7 +64,7 @@ const RETRY_MS = 500;
  */
 export function shareFirstSeen(store: LockStore, node0: LockClient | undefined): void {
   if (!node0) return;
-  const queued = new Map<string, Sighting>();
+  let queued = new Map<string, Sighting>();
   let timer: NodeJS.Timeout | null = null;
   let sending = false;
   let scriptsRefused = false;
@@ -110,11 +110,17 @@ export function shareFirstSeen(store: LockStore, node0: LockClient | undefined):
         return;
       }
       while (queued.size > 0) {
-        batch = [];
-        for (const entry of queued) {
-          batch.push(entry);
-          queued.delete(entry[0]);
-          if (batch.length >= BATCH) break;
+        if (queued.size <= BATCH) {
+          // All of it: the map itself goes (see `LockStore.changed`).
+          batch = [...queued];
+          queued = new Map();
+        } else {
+          batch = [];
+          for (const entry of queued) {
+            batch.push(entry);
+            queued.delete(entry[0]);
+            if (batch.length >= BATCH) break;
+          }
         }
         const recorded = await record(batch);
         batch.forEach(([, s], i) => {

@@ -181,9 +181,14 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       const keys = new Map<string, Array<EndCause | undefined>>();
       const targets = watchers.filter((w) => w.readable && !w.busy);
       for (const w of targets) {
-        for (const [key, cause] of w.dirty) {
-          if (keys.size >= READ_BATCH * 2 && !keys.has(key)) break;
-          w.dirty.delete(key);
+        const dirty = w.dirty;
+        // All of it fits: the map itself is taken, and a fresh one collects what comes next (see
+        // `LockStore.changed`).
+        const whole = keys.size + dirty.size <= READ_BATCH * 2;
+        if (whole) w.dirty = new Map();
+        for (const [key, cause] of dirty) {
+          if (!whole && keys.size >= READ_BATCH * 2 && !keys.has(key)) break;
+          if (!whole) dirty.delete(key);
           let causes = keys.get(key);
           if (!causes) {
             causes = [];

@@ -86,9 +86,17 @@ export class LockStore {
   private readonly nodeUp: boolean[];
   private readonly live = new Map<string, Entry>();
   private readonly ended = new Retention<Entry>();
-  private readonly changed = new Set<string>();
-  private readonly removed = new Set<string>();
-  private readonly contentionChanged = new Set<string>();
+  /**
+   * Locks to send. Like the other buffers of pending keys that fill and empty many times a second (the
+   * watchers' `dirty` and `ended`, the first-seen queue), it is replaced by a fresh set when it is emptied
+   * rather than emptied key by key: V8 gives a map or set that lives long (in the old generation) each new
+   * table it grows or shrinks into in the old generation too, so a long-lived buffer turned over 5,000 times
+   * a second filled the old generation with dead tables and brought a full collection every few seconds. A
+   * fresh one's tables are young, and die young.
+   */
+  private changed = new Set<string>();
+  private removed = new Set<string>();
+  private contentionChanged = new Set<string>();
   /** Locks whose nodes disagree, waiting for the rest of a multi-node write (checked every tick). */
   private readonly settling = new Set<string>();
   private readonly wheel = new ExpiryWheel();
@@ -424,23 +432,35 @@ export class LockStore {
   drain(now: number, coalesceMs: number, max: number): DrainedChanges {
     const upserts: Lock[] = [];
     const sinceOrigin = now - (this.origin ??= now);
-    for (const resource of this.changed) {
-      if (upserts.length >= max) break;
-      const entry = this.live.get(resource);
-      if (!entry || entry.state === null) {
-        this.changed.delete(resource);
+    const changed = this.changed;
+    // Those that wait (sent within `coalesceMs`) go into a fresh set, when there are few enough to pass over
+    // them all (see `changed`); else the sent ones are deleted from this one.
+    const rest = changed.size <= 4 * max ? new Set<string>() : null;
+    for (const resource of changed) {
+      if (upserts.length >= max) {
+        if (rest === null) break;
+        rest.add(resource);
         continue;
       }
-      if (entry.lastSentAt !== NEVER_SENT && sinceOrigin - entry.lastSentAt < coalesceMs) continue;
+      const entry = this.live.get(resource);
+      if (!entry || entry.state === null) {
+        if (rest === null) changed.delete(resource);
+        continue;
+      }
+      if (entry.lastSentAt !== NEVER_SENT && sinceOrigin - entry.lastSentAt < coalesceMs) {
+        rest?.add(resource);
+        continue;
+      }
       entry.lastSentAt = sinceOrigin;
-      this.changed.delete(resource);
+      if (rest === null) changed.delete(resource);
       this.contentionChanged.delete(resource);
       const lock = this.build(entry, now);
       this.contention.markSent(resource, lock.contention);
       upserts.push(lock);
     }
+    if (rest !== null) this.changed = rest;
     const removed = [...this.removed];
-    this.removed.clear();
+    if (removed.length > 0) this.removed = new Set();
     const contention: DrainedChanges["contention"] = [];
     for (const resource of this.contentionChanged) {
       const entry = this.live.get(resource);
@@ -448,7 +468,7 @@ export class LockStore {
       this.contention.markSent(resource, figures);
       contention.push({ resource, ...figures });
     }
-    this.contentionChanged.clear();
+    if (this.contentionChanged.size > 0) this.contentionChanged = new Set();
     return { upserts, removed, contention };
   }
 

@@ -79,14 +79,15 @@ export class NodeWatcher {
   private lastAnswerAt: number | null = null;
   private answeringSince = 0;
   private counted = false;
-  readonly dirty = new Map<string, EndCause>();
+  /** Keys to read, with the end a notification gave (replaced by a fresh map when a batch takes them all). */
+  dirty = new Map<string, EndCause>();
   /**
    * Dirty keys whose latest notification here was an end (del, expired, evicted): gone from this node, so the
    * batch reads them as absent without asking. Notifications on one connection come in the node's order, so a
    * later write would have come after it. Not on a cluster: a slot moving between primaries notifies on two
    * connections, in no order between them.
    */
-  private readonly ended = new Set<string>();
+  private ended = new Set<string>();
   /** Keyspace notifications received, by event name: counted here and read by the metrics when scraped (nothing per notification beyond this). */
   readonly keyspaceEvents = new Map<string, number>();
   /** This node's clock on the console's, so every read of a key agrees on when its TTL ends. */
@@ -543,7 +544,11 @@ export class NodeWatcher {
    */
   async readDirty(keys: readonly string[]): Promise<Array<KeyReading | null>> {
     if (this.ended.size === 0) return this.read(keys);
-    const gone = keys.map((key) => this.ended.delete(key));
+    const before = this.ended.size;
+    const gone = keys.map((key) => this.ended.has(key));
+    // A batch that covers every end takes the set itself (see `LockStore.changed`).
+    if (gone.filter(Boolean).length === before) this.ended = new Set();
+    else for (let i = 0; i < keys.length; i++) if (gone[i]) this.ended.delete(keys[i] as string);
     const readings = await this.read(keys.filter((_, i) => !gone[i]));
     let next = 0;
     return gone.map((isGone) => (isGone ? null : (readings[next++] as KeyReading)));

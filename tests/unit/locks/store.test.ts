@@ -80,6 +80,16 @@ describe("the lock store", () => {
     expect(store.get("lock:g", T + 100)?.timeline.map((e) => e.type)).toEqual(["acquired", "extended"]);
   });
 
+  it("sends every changed lock over as many drains as the cap needs, none twice and none lost, however many wait", () => {
+    for (const count of [7, 50]) {
+      const { store } = storeWithNodesUp();
+      for (let i = 0; i < count; i++) store.apply(`lock:n${i}`, [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
+      const sent: string[] = [];
+      for (let round = 0; round < 20; round++) sent.push(...store.drain(T + round, 100, 3).upserts.map((l) => l.resource));
+      expect(sent.sort()).toEqual(Array.from({ length: count }, (_, i) => `lock:n${i}`).sort());
+    }
+  });
+
   it("keeps an ended lock listed a few seconds, then removes it but keeps its page", () => {
     const { store } = storeWithNodesUp();
     store.apply("lock:h", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
