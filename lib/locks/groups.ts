@@ -134,46 +134,86 @@ export interface ValueReaders {
 }
 
 /**
- * The order of lock summaries by a table column, ties by resource, as a comparator (for `sortInSlices`).
- * "Held for" ascending is the shortest-held first.
+ * A query's locks for one sort, as columns: each lock's resource and deployment (what its row is built from
+ * when a page is served) and the one figure it is sorted by; the order is a list of row numbers. No object per
+ * lock: a list of a million locks lives as long as it is reused (seconds), and as a million copied summaries
+ * it was a million objects for every full collection to mark meanwhile, in a heap that grew by as much.
  */
-export function lockOrder(key: LockSort, order: SortOrder, read: ValueReaders): (a: LockSummary, b: LockSummary) => number {
-  const dir = order === "asc" ? 1 : -1;
-  let compare: (a: LockSummary, b: LockSummary) => number;
-  switch (key) {
-    case "resource":
-      compare = () => 0;
-      break;
-    case "state":
-      compare = (a, b) => (STATE_ORDER[a.state] - STATE_ORDER[b.state]) * dir;
-      break;
-    case "holder": {
-      const text = new Map<LockSummary, string>();
-      const of = (s: LockSummary) => text.get(s) ?? text.set(s, read.holder(s)).get(s) ?? "";
-      compare = (a, b) => byText(of(a), of(b)) * dir;
-      break;
-    }
-    case "fence": {
-      const fences = new Map<LockSummary, number | null>();
-      const of = (s: LockSummary) => (fences.has(s) ? (fences.get(s) ?? null) : fences.set(s, read.fence(s)).get(s) ?? null);
-      compare = (a, b) => byNumber(of(a), of(b), dir);
-      break;
-    }
-    case "nodes":
-      compare = (a, b) => (a.quorumHeld - b.quorumHeld) * dir;
-      break;
-    case "ttl":
-      compare = (a, b) => byNumber(a.expiresAt, b.expiresAt, dir);
-      break;
-    case "heldFor":
-      compare = (a, b) => byNumber(a.acquiredAt === null ? null : -a.acquiredAt, b.acquiredAt === null ? null : -b.acquiredAt, dir);
-      break;
-    case "contention":
-      compare = (a, b) => byNumber(a.attemptsPerMin, b.attemptsPerMin, dir);
-      break;
+export class LockColumns {
+  /** The store's own key strings (nothing copied). */
+  readonly resources: string[] = [];
+  readonly deployments: Array<string | undefined> = [];
+  /** The figure sorted by, where it is a number: NaN where unknown (V8 keeps an array of doubles unboxed). */
+  private readonly numbers: number[] = [];
+  /** The figure sorted by, where it is a text (the holder). */
+  private readonly texts: string[] = [];
+
+  constructor(
+    private readonly key: LockSort,
+    private readonly read: ValueReaders,
+  ) {}
+
+  get length(): number {
+    return this.resources.length;
   }
-  const resourceDir = key === "resource" ? dir : 1;
-  return (a, b) => compare(a, b) || byText(a.resource, b.resource) * resourceDir;
+
+  add(s: Readonly<LockSummary>): void {
+    this.resources.push(s.resource);
+    this.deployments.push(s.deployment);
+    switch (this.key) {
+      case "resource":
+        return;
+      case "holder":
+        this.texts.push(this.read.holder(s));
+        return;
+      case "state":
+        this.numbers.push(STATE_ORDER[s.state]);
+        return;
+      case "fence":
+        this.numbers.push(this.read.fence(s) ?? Number.NaN);
+        return;
+      case "nodes":
+        this.numbers.push(s.quorumHeld);
+        return;
+      case "ttl":
+        this.numbers.push(s.expiresAt ?? Number.NaN);
+        return;
+      case "heldFor":
+        // "Held for" ascending is the shortest-held first: the latest acquisition.
+        this.numbers.push(s.acquiredAt === null ? Number.NaN : -s.acquiredAt);
+        return;
+      case "contention":
+        this.numbers.push(s.attemptsPerMin ?? Number.NaN);
+        return;
+    }
+  }
+
+  /** Every row's number, in the order added (to be sorted with `compare`). */
+  rows(): number[] {
+    return Array.from({ length: this.length }, (_, i) => i);
+  }
+
+  /** Rows compared by the column in `order`, ties by resource; unknown figures after every known one, in either order. */
+  compare(order: SortOrder): (i: number, j: number) => number {
+    const dir = order === "asc" ? 1 : -1;
+    const { resources, numbers, texts } = this;
+    const byResource = (i: number, j: number) => byText(resources[i] as string, resources[j] as string);
+    switch (this.key) {
+      case "resource":
+        return (i, j) => byResource(i, j) * dir;
+      case "holder":
+        return (i, j) => byText(texts[i] as string, texts[j] as string) * dir || byResource(i, j);
+      case "state":
+      case "nodes":
+        return (i, j) => ((numbers[i] as number) - (numbers[j] as number)) * dir || byResource(i, j);
+      default:
+        return (i, j) => {
+          const a = numbers[i] as number;
+          const b = numbers[j] as number;
+          return (Number.isNaN(a) ? (Number.isNaN(b) ? 0 : 1) : Number.isNaN(b) ? -1 : (a - b) * dir) || byResource(i, j);
+        };
+    }
+  }
 }
 
 /** Elements sorted in one piece, and merged between two yields, by `sortInSlices`. */

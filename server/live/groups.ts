@@ -4,14 +4,13 @@ import {
   lockGroup,
   matchesSearch,
   OTHER_GROUP,
-  lockOrder,
+  LockColumns,
   sortGroups,
   sortInSlices,
   statelessPattern,
   type GroupSort,
   type LockGroupsPage,
   type LockSort,
-  type LockSummary,
   type LocksPage,
   type SortOrder,
 } from "@/lib/locks/groups";
@@ -46,11 +45,12 @@ const reusedUntil = (now: number, tookMs: number) => now + tookMs + Math.max(REU
 /** Sorted lists kept for reuse (one per search and sort a viewer is scrolling through). */
 const KEPT_LISTS = 8;
 
-/** A query's locks in its order, and until when it is reused. */
+/** A query's locks (as columns), their order (row numbers), and until when it is reused. */
 interface SortedList {
   at: number;
   until: number;
-  rows: LockSummary[];
+  columns: LockColumns;
+  order: number[];
 }
 
 export interface LockQuery {
@@ -149,16 +149,17 @@ export class LockGroups {
       list = await building;
     }
     const locks: Lock[] = [];
-    for (const s of list.rows.slice(query.offset, query.offset + query.limit)) {
-      const lock = this.store.lock(s.resource, now, s.deployment);
+    const { columns, order } = list;
+    for (const row of order.slice(query.offset, query.offset + query.limit)) {
+      const lock = this.store.lock(columns.resources[row] as string, now, columns.deployments[row]);
       if (lock) locks.push(lock);
     }
-    return { serverTime: now, total: list.rows.length, offset: query.offset, locks };
+    return { serverTime: now, total: order.length, offset: query.offset, locks };
   }
 
   private async build(query: LockQuery, key: string, now: number): Promise<SortedList> {
     const started = performance.now();
-    const rows: LockSummary[] = [];
+    const columns = new LockColumns(query.sort, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) });
     const needle = query.q?.toLowerCase();
     const group = query.group;
     // A group's name is a piece of each of its keys: most keys are ruled out without running the pattern.
@@ -168,10 +169,10 @@ export class LockGroups {
       if (query.deployment !== undefined && s.deployment !== query.deployment) return;
       if (group !== undefined && (!mayHold(s.resource) || this.groupOf(s.resource) !== group)) return;
       if (needle && !matchesSearch(s, needle)) return;
-      rows.push({ ...s });
+      columns.add(s);
     });
-    await sortInSlices(rows, lockOrder(query.sort, query.order, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) }));
-    const list: SortedList = { at: now, until: reusedUntil(now, performance.now() - started), rows };
+    const order = await sortInSlices(columns.rows(), columns.compare(query.order));
+    const list: SortedList = { at: now, until: reusedUntil(now, performance.now() - started), columns, order };
     this.lists.delete(key);
     this.lists.set(key, list);
     for (const [k, kept] of this.lists) if (this.lists.size > KEPT_LISTS || now > kept.until) this.lists.delete(k);

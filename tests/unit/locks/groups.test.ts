@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GroupAggregator, lockGroup, matchesSearch, OTHER_GROUP, sortGroups, lockOrder, sortInSlices, statelessPattern, type LockSummary } from "@/lib/locks/groups";
+import { GroupAggregator, LockColumns, lockGroup, matchesSearch, OTHER_GROUP, sortGroups, sortInSlices, statelessPattern, type LockSummary } from "@/lib/locks/groups";
 
 const PATTERN = /^([^:]+:[^:/]+)/;
 const summary = (resource: string, fields: Partial<LockSummary> = {}): LockSummary => ({
@@ -60,12 +60,39 @@ describe("lock groups", () => {
       summary("lock:a", { expiresAt: null, acquiredAt: 300 }),
       summary("lock:c", { expiresAt: 2_000, acquiredAt: 200, token: "lk1:x:y:1::web-2:nightly-report" }),
     ];
-    const names = (key: Parameters<typeof lockOrder>[0], order: "asc" | "desc") => [...rows].sort(lockOrder(key, order, readers)).map((r) => r.resource);
+    const names = (key: ConstructorParameters<typeof LockColumns>[0], order: "asc" | "desc", of = rows) => {
+      const columns = new LockColumns(key, readers);
+      for (const row of of) columns.add(row);
+      return columns
+        .rows()
+        .sort(columns.compare(order))
+        .map((i) => columns.resources[i]);
+    };
     expect(names("resource", "desc")).toEqual(["lock:c", "lock:b", "lock:a"]);
     expect(names("ttl", "asc")).toEqual(["lock:c", "lock:b", "lock:a"]);
     expect(names("ttl", "desc")).toEqual(["lock:b", "lock:c", "lock:a"]);
     expect(names("heldFor", "desc")).toEqual(["lock:b", "lock:c", "lock:a"]);
+    expect(names("heldFor", "asc")).toEqual(["lock:a", "lock:c", "lock:b"]);
     expect(names("state", "asc")).toEqual(["lock:a", "lock:b", "lock:c"]);
+    expect(names("holder", "asc")).toEqual(["lock:c", "lock:a", "lock:b"]);
+    expect(names("holder", "desc")).toEqual(["lock:b", "lock:a", "lock:c"]);
+    // Equal figures fall back to the resource, ascending, in either order.
+    expect(names("nodes", "desc")).toEqual(["lock:a", "lock:b", "lock:c"]);
+    const busy = [summary("lock:b", { attemptsPerMin: 5 }), summary("lock:a", { attemptsPerMin: null }), summary("lock:c", { attemptsPerMin: 2 }), summary("lock:d", { attemptsPerMin: 2 })];
+    expect(names("contention", "desc", busy)).toEqual(["lock:b", "lock:c", "lock:d", "lock:a"]);
+    expect(names("contention", "asc", busy)).toEqual(["lock:c", "lock:d", "lock:b", "lock:a"]);
+    const fenced = [summary("lock:x", { token: "7" }), summary("lock:y", { token: null }), summary("lock:z", { token: "12" })];
+    const fenceReaders = { holder: readers.holder, fence: (s: LockSummary) => (s.token === null ? null : Number(s.token)) };
+    const byFence = (order: "asc" | "desc") => {
+      const columns = new LockColumns("fence", fenceReaders);
+      for (const row of fenced) columns.add(row);
+      return columns
+        .rows()
+        .sort(columns.compare(order))
+        .map((i) => columns.resources[i]);
+    };
+    expect(byFence("asc")).toEqual(["lock:x", "lock:z", "lock:y"]);
+    expect(byFence("desc")).toEqual(["lock:z", "lock:x", "lock:y"]);
     expect(rows.filter((r) => matchesSearch(r, "nightly")).map((r) => r.resource)).toEqual(["lock:c"]);
     expect(rows.filter((r) => matchesSearch(r, "lock:a")).map((r) => r.resource)).toEqual(["lock:a"]);
   });
