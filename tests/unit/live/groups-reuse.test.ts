@@ -63,9 +63,22 @@ describe("the grouped view's sorted lists", () => {
     await groups.page({ ...query, offset: 100 }, t0 + 10_000);
     expect(fleet.passes).toBe(2);
     // The groups' aggregate too.
-    groups.groups({ sort: "group", order: "asc", offset: 0, limit: 10 }, t0 + 10_000);
-    groups.groups({ sort: "group", order: "asc", offset: 0, limit: 10 }, t0 + 11_500);
+    await groups.groups({ sort: "group", order: "asc", offset: 0, limit: 10 }, t0 + 10_000);
+    await groups.groups({ sort: "group", order: "asc", offset: 0, limit: 10 }, t0 + 11_500);
     expect(fleet.passes).toBe(3);
+  });
+
+  it("shares one pass for the groups' rows among the requests that come while it runs, one per deployment asked", async () => {
+    const fleet = slowFleet(1_000, 10);
+    const groups = new LockGroups(fleet, /^lock:([^/]+)/);
+    const query = { sort: "group" as const, order: "asc" as const, offset: 0, limit: 10 };
+    const [first, second] = await Promise.all([groups.groups(query, 4_000_000), groups.groups({ ...query, q: "ord" }, 4_000_000)]);
+    expect(fleet.passes).toBe(1);
+    expect(first.groups).toEqual([expect.objectContaining({ group: "orders", locks: 1_000 })]);
+    expect(second.total).toBe(1);
+    // Another deployment's rows are another pass (none of these locks is on it).
+    expect((await groups.groups({ ...query, deployment: "eu" }, 4_000_000)).locks).toBe(0);
+    expect(fleet.passes).toBe(2);
   });
 
   it("shares one build among the requests that come while it runs", async () => {

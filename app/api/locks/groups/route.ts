@@ -17,10 +17,10 @@ const query = z.strictObject({
 });
 
 // GET /api/locks/groups: one row per lock group (counts by state, contention, oldest holder, shortest TTL), of one deployment with ?deployment=
-export const GET = route({ name: "GET /api/locks/groups", access: "viewer", query }, ({ query: q }) => {
+export const GET = route({ name: "GET /api/locks/groups", access: "viewer", query }, async ({ query: q }) => {
   const deployment = deploymentFilter(startLive(), q.deployment);
   return Response.json(
-    getLockGroups().groups({
+    await getLockGroups().groups({
       ...(q.q ? { q: q.q } : {}),
       ...(deployment !== undefined ? { deployment } : {}),
       sort: q.sort ?? "group",
