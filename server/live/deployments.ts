@@ -146,11 +146,7 @@ class ComposedLocks implements HubStore, GroupSource {
     return runtime ? runtime.store.lock(keyOrResource.slice(colon + 1), now) : null;
   }
 
-  summaries(visit: (summary: Readonly<LockSummary>) => void, now = Date.now()): void {
-    for (const r of this.runtimes) r.store.summaries(this.naming(r.deployment, visit), now);
-  }
-
-  /** `summaries` in slices, deployment after deployment (see `LockStore.summariesInSlices`). */
+  /** Every listed lock's summary in slices, deployment after deployment (see `LockStore.summariesInSlices`). */
   async summariesInSlices(visit: (summary: Readonly<LockSummary>) => void, slice = 2_000): Promise<void> {
     for (const r of this.runtimes) await r.store.summariesInSlices(this.naming(r.deployment, visit), slice);
   }

@@ -24,7 +24,6 @@ import type { LockStore } from "./store";
  * (server/live/deployments.ts), whose summaries then name their deployment.
  */
 export interface GroupSource {
-  summaries: LockStore["summaries"];
   summariesInSlices: LockStore["summariesInSlices"];
   lock(resource: string, now: number, deployment?: string): Lock | null;
 }

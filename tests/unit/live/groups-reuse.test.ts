@@ -17,14 +17,11 @@ function slowFleet(count: number, passMs: number) {
   }));
   const source = {
     passes: 0,
-    summaries(visit: (s: Readonly<LockSummary>) => void) {
+    async summariesInSlices(visit: (s: Readonly<LockSummary>) => void) {
       source.passes += 1;
       const until = performance.now() + passMs;
       while (performance.now() < until); // the pass's cost, on the event loop as the real one
       for (const s of summaries) visit(s);
-    },
-    async summariesInSlices(visit: (s: Readonly<LockSummary>) => void) {
-      source.summaries(visit);
       await Promise.resolve();
     },
     lock(resource: string): Lock | null {
