@@ -41,6 +41,11 @@ const REUSE_PER_BUILD = 4;
 
 /** Until when a list asked for at `now`, whose build took `tookMs`, is reused. */
 const reusedUntil = (now: number, tookMs: number) => now + tookMs + Math.max(REUSE_MS, REUSE_PER_BUILD * tookMs);
+/** Whether an aggregate or list made at `at` may still be served at `now`. */
+function fresh<T extends { at: number; until: number }>(made: T | null | undefined, now: number): made is T {
+  return made !== null && made !== undefined && now <= made.until && now >= made.at;
+}
+
 /** Sorted lists kept for reuse (one per search and sort a viewer is scrolling through). */
 const KEPT_LISTS = 8;
 
@@ -103,11 +108,9 @@ function fenceOfValue(value: string | null): number | null {
 export class LockGroups {
   readonly groupOf: (resource: string) => string;
   private groupsCache: GroupsAggregate | null = null;
-  /** The aggregate being built (for one deployment, or all): the requests that come meanwhile wait for it. */
-  private groupsBuilding: { deployment: string | undefined; done: Promise<GroupsAggregate> } | null = null;
   private readonly lists = new Map<string, SortedList>();
-  /** Lists being built, by key: the requests that come meanwhile wait for the same build. */
-  private readonly building = new Map<string, Promise<SortedList>>();
+  /** Aggregates and lists being built, by key: the requests that come meanwhile wait for the same build. */
+  private readonly building = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly store: GroupSource,
@@ -124,17 +127,8 @@ export class LockGroups {
    */
   async groups(query: GroupQuery, now = Date.now()): Promise<LockGroupsPage> {
     let aggregate = this.groupsCache;
-    if (!aggregate || now > aggregate.until || now < aggregate.at || aggregate.deployment !== query.deployment) {
-      if (!this.groupsBuilding || this.groupsBuilding.deployment !== query.deployment) {
-        const building = { deployment: query.deployment, done: this.aggregate(query.deployment, now) };
-        this.groupsBuilding = building;
-        void building.done
-          .finally(() => {
-            if (this.groupsBuilding === building) this.groupsBuilding = null;
-          })
-          .catch(() => undefined);
-      }
-      aggregate = await this.groupsBuilding.done;
+    if (!fresh(aggregate, now) || aggregate.deployment !== query.deployment) {
+      aggregate = await this.shared(JSON.stringify(["groups", query.deployment ?? null]), () => this.aggregate(query.deployment, now));
     }
     const needle = query.q?.toLowerCase();
     const rows = needle ? aggregate.rows.filter((g) => g.group.toLowerCase().includes(needle)) : aggregate.rows.slice();
@@ -170,14 +164,7 @@ export class LockGroups {
   async page(query: LockQuery, now = Date.now()): Promise<LocksPage> {
     const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order, query.deployment ?? null]);
     let list = this.lists.get(key);
-    if (!list || now > list.until || now < list.at) {
-      let building = this.building.get(key);
-      if (!building) {
-        building = this.build(query, key, now).finally(() => this.building.delete(key));
-        this.building.set(key, building);
-      }
-      list = await building;
-    }
+    if (!fresh(list, now)) list = await this.shared(key, () => this.build(query, key, now));
     const locks: Lock[] = [];
     const { columns, order } = list;
     for (const row of order.slice(query.offset, query.offset + query.limit)) {
@@ -185,6 +172,16 @@ export class LockGroups {
       if (lock) locks.push(lock);
     }
     return { serverTime: now, total: order.length, offset: query.offset, locks };
+  }
+
+  /** The build running under `key`, or `build` started now: one build for every request that comes meanwhile. */
+  private shared<T>(key: string, build: () => Promise<T>): Promise<T> {
+    let building = this.building.get(key) as Promise<T> | undefined;
+    if (!building) {
+      building = build().finally(() => this.building.delete(key));
+      this.building.set(key, building);
+    }
+    return building;
   }
 
   private async build(query: LockQuery, key: string, now: number): Promise<SortedList> {

@@ -544,10 +544,10 @@ export class NodeWatcher {
    */
   async readDirty(keys: readonly string[]): Promise<Array<KeyReading | null>> {
     if (this.ended.size === 0) return this.read(keys);
-    const before = this.ended.size;
-    const gone = keys.map((key) => this.ended.has(key));
+    let ends = 0;
+    const gone = keys.map((key) => this.ended.has(key) && ++ends > 0);
     // A batch that covers every end takes the set itself (see `LockStore.changed`).
-    if (gone.filter(Boolean).length === before) this.ended = new Set();
+    if (ends === this.ended.size) this.ended = new Set();
     else for (let i = 0; i < keys.length; i++) if (gone[i]) this.ended.delete(keys[i] as string);
     const readings = await this.read(keys.filter((_, i) => !gone[i]));
     let next = 0;
