@@ -13,6 +13,8 @@ export interface FenceRepairer {
   schedule(index: number): void;
   /** Seed and mark every node (none has a marker); rejects with FenceUnavailableError when one fails. */
   bootstrap(resources: readonly string[]): Promise<unknown>;
+  /** Stops background repairs from being tried again (the engine is closing). */
+  stop(): void;
 }
 
 // The engine core is a leaf: it imports the operations' reply types and nothing of the operations

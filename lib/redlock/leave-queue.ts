@@ -11,6 +11,7 @@ const LEAVE_QUEUE = defineScript(LEAVE_QUEUE_LUA);
  * @internal The engine's handler for late answers of acquire rounds. A node that refused after the round
  * had already succeeded on a quorum queued this (now holding) acquisition there: it leaves that queue at
  * once, or its stale entry would be named as the next waiter (fair mode: block the queue) until it lapses.
+ * A late answer from a node without its fence marker schedules that node's re-seed.
  */
 export function lateAcquireHandler(engine: () => Engine): NonNullable<RoundOptions<AcquireReply>["onLate"]> {
   return (index, outcome, options, succeeded) => {
@@ -18,6 +19,9 @@ export function lateAcquireHandler(engine: () => Engine): NonNullable<RoundOptio
       engine().nodeError(index, outcome.error, "acquire");
       return;
     }
+    // A node found without its fence marker is re-seeded whether its answer came in time or late: a node
+    // that restarted empty and always answers last would otherwise never be repaired.
+    if (outcome.state === "ok" && outcome.value.known?.marked === false) engine().fenceRepairs.schedule(index);
     // (A plain first try that was refused queued nothing.)
     if (!succeeded || outcome.state !== "ok" || outcome.value.kind === "granted" || outcome.value.kind === "unchecked") return;
     const mode = String(options.args[2]);

@@ -136,6 +136,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
 
   /** Closes the subscriber connections the engine opened (never the clients it was given). */
   quit(): Promise<void> {
+    this.#engine.fenceRepairs.stop();
     this.#engine.notifications.close();
     return Promise.resolve();
   }

@@ -16,6 +16,12 @@ const RESEED_TTL_MS = 60_000;
 const PAGE = 1000;
 /** A node is re-seeded at most this often by one engine instance (re-seeds are triggered by acquisitions). */
 const REPAIR_COOLDOWN_MS = 1000;
+/**
+ * Tries of one repair in all: one that could not finish (too few marked sources answered in time, a node
+ * error) is tried again after the cooldown by itself, since acquisitions, which would trigger it, are refused
+ * while too few nodes vouch for the fence.
+ */
+const REPAIR_TRIES = 10;
 
 /** What `reseedFences()` did on each node. */
 export interface ReseedResult {
@@ -155,20 +161,48 @@ export async function seedAll(engine: Engine, resources: readonly string[], only
 export class FenceRepairs implements FenceRepairer {
   readonly #running = new Set<number>();
   readonly #lastTry = new Map<number, number>();
+  readonly #retries = new Map<number, ReturnType<typeof setTimeout>>();
   #bootstrap: Promise<unknown> | null = null;
+  #stopped = false;
 
   constructor(private readonly engine: () => Engine) {}
 
-  /** Repairs node `index` in the background (errors are reported as that node's `node-error`). */
+  /**
+   * Repairs node `index` in the background (errors are reported as that node's `node-error`). A repair that
+   * does not leave the node marked is tried again after the cooldown, up to REPAIR_TRIES times in all.
+   */
   schedule(index: number): void {
     const now = performance.now();
-    if (this.#running.has(index) || now - (this.#lastTry.get(index) ?? -Infinity) < REPAIR_COOLDOWN_MS) return;
+    if (this.#stopped || this.#running.has(index) || this.#retries.has(index) || now - (this.#lastTry.get(index) ?? -Infinity) < REPAIR_COOLDOWN_MS) return;
+    this.#attempt(index, 1);
+  }
+
+  /** Stops the repairs' retries (the engine is closing); a repair under way finishes its current step. */
+  stop(): void {
+    this.#stopped = true;
+    for (const timer of this.#retries.values()) clearTimeout(timer);
+    this.#retries.clear();
+  }
+
+  #attempt(index: number, tries: number): void {
     this.#running.add(index);
-    this.#lastTry.set(index, now);
+    this.#lastTry.set(index, performance.now());
     const engine = this.engine();
     void repairNode(engine, index)
-      .catch((error: unknown) => engine.nodeError(index, error instanceof Error ? error : new Error(String(error)), "commit-fence"))
-      .finally(() => this.#running.delete(index));
+      .catch((error: unknown) => {
+        engine.nodeError(index, error instanceof Error ? error : new Error(String(error)), "commit-fence");
+        return false;
+      })
+      .then((marked) => {
+        this.#running.delete(index);
+        if (marked || this.#stopped || tries >= REPAIR_TRIES) return;
+        const timer = setTimeout(() => {
+          this.#retries.delete(index);
+          if (!this.#stopped) this.#attempt(index, tries + 1);
+        }, REPAIR_COOLDOWN_MS);
+        timer.unref?.();
+        this.#retries.set(index, timer);
+      });
   }
 
   /** Seeds every node when none has a marker; shared by concurrent callers; rejects like `seedAll`. */

@@ -125,6 +125,24 @@ describe("fencing tokens", () => {
     }
   });
 
+  it("a repair that could not read its sources in time is tried again by itself, with no acquisition to trigger it", async () => {
+    const resource = "lock:repair-retry";
+    const redlock = engine();
+    await redlock.release(await redlock.acquire([resource], 2000));
+    await cluster.restart(1);
+    await allReady();
+    // The acquisition finds node 1 unmarked and starts its repair; node 2 then answers past the node
+    // timeout, so the repair reads only one marked source of the two it needs and gives up.
+    const lock = await redlock.acquire([resource], 2000);
+    proxies[2]!.delay(1500);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await direct[1]!.get(FENCE_MARKER_KEY)).toBeNull();
+    proxies[2]!.delay(0);
+    await until("node 1 is re-seeded without another acquisition", async () => (await direct[1]!.get(FENCE_MARKER_KEY)) !== null, 8000);
+    expect(BigInt((await direct[1]!.get(fenceKey(resource)))!)).toBeGreaterThanOrEqual(BigInt(lock.fence!));
+    await redlock.release(lock);
+  });
+
   it("refuse with FenceUnavailableError when fewer than a quorum kept their fences, until an operator re-seeds", async () => {
     const resource = "lock:two-lost";
     const redlock = engine({ retryCount: 0 });
