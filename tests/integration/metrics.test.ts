@@ -4,7 +4,7 @@ import type { Redlock as RedlockClass } from "@lockscope/redlock";
 import { call, setUpConsole, tearDownConsole } from "../support/console";
 import { promtool } from "../support/prometheus";
 import type { TestCluster } from "../support/redis";
-import { until } from "../support/wait";
+import { until, within } from "../support/wait";
 
 const METRICS_TOKEN = "it-metrics-token-0123456789abcdef";
 const MAX_GROUPS = 4;
@@ -211,20 +211,20 @@ describe("GET /metrics on real lock nodes", () => {
     // Lost: an operator force-releases a lock its holder still uses; the holder's signal aborts.
     const lost = redlock.using(["lock:orders/lost"], 10_000, (signal) => new Promise<string>((resolve) => signal.addEventListener("abort", () => resolve("aborted"), { once: true })));
     await untilScrape((s) => (s.get('lockscope_locks_held{state="held"}') ?? 0) >= 1, "the lock held");
-    await forceRelease(cluster.clients(), "lock:orders/lost");
-    expect(await lost).toBe("aborted");
+    await within("the force release", forceRelease(cluster.clients(), "lock:orders/lost"));
+    expect(await within("the holder's signal aborting after the force release", lost)).toBe("aborted");
 
     // An extension that fails: the keys were deleted behind the holder's back.
-    const gone = await redlock.acquire(["lock:billing/gone"], 10_000);
+    const gone = await within("acquiring lock:billing/gone", redlock.acquire(["lock:billing/gone"], 10_000));
     await Promise.all(cluster.clients().map((c) => c.del("lock:billing/gone")));
-    await expect(gone.extend(10_000)).rejects.toThrow();
+    await expect(within("the failing extension", gone.extend(10_000))).rejects.toThrow();
 
     // A node down: the engine's votes from it are errors.
-    await cluster.kill(2);
-    const survivor = await redlock.acquire(["lock:billing/survivor"], 5_000);
-    await survivor.release();
+    await within("killing node 2", cluster.kill(2));
+    const survivor = await within("acquiring with node 2 down", redlock.acquire(["lock:billing/survivor"], 5_000));
+    await within("releasing with node 2 down", survivor.release());
 
-    const s = samples(await scrape());
+    const s = samples(await within("the last scrape", scrape()));
     expect(s.get('lockscope_redlock_locks_lost_total{group="lock:orders"}')).toBe(1);
     expect(s.get('lockscope_redlock_extensions_total{result="failed"}')).toBe(1);
     expect(s.get("lockscope_redlock_release_validity_margin_seconds_count")).toBe(s.get("lockscope_redlock_hold_seconds_count"));

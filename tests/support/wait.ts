@@ -1,2 +1,2 @@
 // The console's tests wait the same way as the engine package's.
-export { until } from "../../lib/redlock/test/support/wait.ts";
+export { until, within } from "../../lib/redlock/test/support/wait.ts";
