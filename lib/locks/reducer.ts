@@ -312,8 +312,9 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         // A foreign value carries no acquisition time: the consoles agree on when it was first seen.
         // A lock first seen on fewer nodes than a quorum has no token yet: its most widely held value stands in.
         const seenValue = transition.token ?? merged.leading;
-        if (decoded.acquiredAt === null && seenValue) effects.push({ type: "first-seen", token: seenValue, seenAt: now, ttlMs: lock.ttlMs });
         lock.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
+        // (The shared record lives as long as the lock, plus a margin: its TTL as just read.)
+        if (decoded.acquiredAt === null && seenValue) effects.push({ type: "first-seen", token: seenValue, seenAt: now, ttlMs: lock.ttlMs });
         lock.endedAt = null;
         lock.endedToken = null;
         lock.cause = null;

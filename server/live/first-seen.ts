@@ -24,6 +24,12 @@ export function firstSeenKey(resource: string, token: string): string {
 const BATCH = 1_000;
 /** Sightings wait this long to be sent with others (a burst of changes is one write to node 0, not one each). */
 const FLUSH_MS = 10;
+/**
+ * The locks found already held at start are shared in batches this size with this pause between them (about
+ * 20,000 a second at most: node 0 keeps answering everybody else meanwhile).
+ */
+const BACKFILL_BATCH = 500;
+const BACKFILL_PAUSE_MS = 25;
 
 /**
  * Per key: record the first sighting unless one exists, renew the record's expiry, answer the recorded time.
@@ -60,10 +66,12 @@ const RETRY_MS = 500;
  * the record's expiry. Sightings are batched: every 10 ms, one script on node 0 runs SET NX + PEXPIRE + GET
  * for each foreign value acquired or extended since the last one (a pipeline of those commands where the node
  * refuses scripts). Costs one key per live foreign lock on node 0 (expiring with the lock plus 10 min). While
- * node 0 does not answer, each console keeps the time it saw itself.
+ * node 0 does not answer, each console keeps the time it saw itself. The locks found already held while the
+ * console starts are shared after its first reconcile (`shareFound`), paced: until a lock's turn comes, the
+ * console shows its own first sighting of it.
  */
-export function shareFirstSeen(store: LockStore, node0: LockClient | undefined): void {
-  if (!node0) return;
+export function shareFirstSeen(store: LockStore, node0: LockClient | undefined): { shareFound: () => void } {
+  if (!node0) return { shareFound: () => {} };
   let queued = new Map<string, Sighting>();
   let timer: NodeJS.Timeout | null = null;
   let sending = false;
@@ -139,10 +147,40 @@ export function shareFirstSeen(store: LockStore, node0: LockClient | undefined):
     }
   };
 
-  store.firstSeen = (resource, token, seenAt, ttlMs) => {
+  const queue = (resource: string, token: string, seenAt: number, ttlMs: number | null) => {
     const key = firstSeenKey(resource, token);
     const earlier = queued.get(key);
-    queued.set(key, { resource, token, seenAt: earlier ? Math.min(earlier.seenAt, seenAt) : seenAt, keepMs: (ttlMs ?? WITHOUT_TTL_KEEP_MS) + MARGIN_MS, failures: earlier?.failures ?? 0 });
+    queued.set(key, { resource, token, seenAt: earlier ? Math.min(earlier.seenAt, seenAt) : seenAt, keepMs: Math.ceil((ttlMs ?? WITHOUT_TTL_KEEP_MS) + MARGIN_MS), failures: earlier?.failures ?? 0 });
+  };
+
+  store.firstSeen = (resource, token, seenAt, ttlMs) => {
+    queue(resource, token, seenAt, ttlMs);
     timer ??= setTimeout(() => void flush(), FLUSH_MS);
+  };
+
+  // The locks found while the console started: BACKFILL_BATCH at a time, each batch after the last one's
+  // reply and a pause, and only while no other sighting waits (those go first).
+  let backfill: Iterator<{ resource: string; token: string; seenAt: number; ttlMs: number | null }> | null = null;
+  const backfillStep = async (): Promise<void> => {
+    if (!backfill || node0.status === "end") return;
+    if (!sending && queued.size === 0) {
+      for (let n = 0; n < BACKFILL_BATCH; n++) {
+        const next = backfill.next();
+        if (next.done) {
+          backfill = null;
+          break;
+        }
+        queue(next.value.resource, next.value.token, next.value.seenAt, next.value.ttlMs);
+      }
+      await flush();
+    }
+    if (backfill) setTimeout(() => void backfillStep(), BACKFILL_PAUSE_MS).unref();
+  };
+  return {
+    shareFound: () => {
+      if (backfill) return;
+      backfill = store.foreignHeld();
+      void backfillStep();
+    },
   };
 }

@@ -87,16 +87,16 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     );
     store.deployment = entry.deployment.name;
     store.history = getHistorySink();
-    shareFirstSeen(store, nodes[0]?.client);
+    const firstSeen = shareFirstSeen(store, nodes[0]?.client);
     // The patterns in force: LOCK_PATTERNS, or what an operator set since (PUT /api/patterns), changed live.
     const patternStore = getPatternStore();
     let patterns: readonly string[] = patternStore.current().patterns.map((p) => p.glob);
     let matcher = lockKeyMatcher(patterns);
     const isLockKey = (key: string) => matcher(key);
     store.declaredScope = (resource) => patternStore.declaredScope(resource);
-    const watchers = nodes.map(
+    const watchers: NodeWatcher[] = nodes.map(
       (node) =>
-        new NodeWatcher(node, { store, patterns: () => patterns, isLockKey, events, log, timeoutMs: config.nodeTimeoutMs, deadlineMs: config.nodeTimeoutMs }),
+        new NodeWatcher(node, { store, patterns: () => patterns, isLockKey, events, log, timeoutMs: config.nodeTimeoutMs, deadlineMs: config.nodeTimeoutMs, peers: () => watchers }),
     );
     const unsubscribePatterns = patternStore.onChange((state) => {
       patterns = state.patterns.map((p) => p.glob);
@@ -134,7 +134,10 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       );
     for (const watcher of watchers) {
       watcher.onChange = () => {
-        if (!store.watching && watchers.every((w) => w.settled)) store.watching = true;
+        if (!store.watching && watchers.every((w) => w.settled)) {
+          store.watching = true;
+          firstSeen.shareFound();
+        }
         hub.sendNodes();
       };
     }

@@ -46,6 +46,8 @@ class Entry extends LockRecord {
   lastSentAt = NEVER_SENT;
   /** Its bucket in the expiry wheel (`UNSCHEDULED`: none). */
   wheelAt = UNSCHEDULED;
+  /** The nodes (bit i: node i) whose reading of it was applied while the console starts (see `readAtStart`). */
+  readBy = 0;
 }
 
 /** Kept up to date with every change: reading them costs nothing, whatever the number of locks. */
@@ -129,9 +131,27 @@ export class LockStore {
     this.context.counted = on ? this.nodeUp : this.allNodes;
     if (!on) return;
     const now = Date.now();
+    // Only the nodes up count now: every lock is merged again, unless every node is up (nothing changes).
+    if (this.nodeUp.every(Boolean)) return;
     for (const entry of this.live.values()) this.recompute(entry, now, false);
   }
 
+  /**
+   * Whether node `node`'s reading of `resource` was applied while the console starts: its SCAN then skips
+   * the key (see `NodeWatcher.reconcile`). Always false once the console watches.
+   */
+  readAtStart(resource: string, node: number): boolean {
+    if (this.context.watching || node > 30 || (this.startReadsVoid & (1 << node)) !== 0) return false;
+    const entry = this.live.get(resource);
+    return entry !== undefined && (entry.readBy & (1 << node)) !== 0;
+  }
+
+  /** A node's connection dropped while the console started: its readings from before may be stale (bit i: node i). */
+  forgetReadsAtStart(node: number): void {
+    if (node <= 30) this.startReadsVoid |= 1 << node;
+  }
+
+  private startReadsVoid = 0;
   private readonly allNodes: readonly boolean[];
   /** Called with resources whose TTL ran out long ago and should be read again. */
   onProbe: (resources: string[]) => void = () => {};
@@ -266,6 +286,22 @@ export class LockStore {
     return this.nodeUp[index] ?? false;
   }
 
+  /**
+   * The foreign locks live now (values that carry no acquisition time), one at a time: their first sightings
+   * are shared once the console watches (`server/live/first-seen.ts`), paced, instead of one write per lock
+   * found while the first reconcile reads the nodes (at a million locks, a million writes to node 0 that
+   * slowed its reads).
+   */
+  *foreignHeld(): Generator<{ resource: string; token: string; seenAt: number; ttlMs: number | null }> {
+    for (const entry of this.live.values()) {
+      if (entry.state === null || !isLive(entry.state)) continue;
+      const token = entry.token ?? entry.leading;
+      const seenAt = entry.acquiredAt;
+      if (token === null || seenAt === null || decodeHolder(token).acquiredAt !== null) continue;
+      yield { resource: entry.resource, token, seenAt, ttlMs: entry.ttlMs };
+    }
+  }
+
   /** Keys a node is known to hold (for the reconcile's "gone while we were away"). */
   knownOn(node: number): string[] {
     const out: string[] = [];
@@ -284,6 +320,7 @@ export class LockStore {
       if (samples.every((s) => s.value === null)) return;
       entry = this.revive(resource);
     }
+    if (!this.context.watching) for (const sample of samples) if (sample.node <= 30) entry.readBy |= 1 << sample.node;
     this.recompute(entry, now, readSamples(entry, samples));
   }
 
@@ -557,7 +594,8 @@ export class LockStore {
         (effect.counter === "acquisitions" ? this.acquisitions : this.expirations).add(now);
         return;
       case "first-seen":
-        this.firstSeen?.(entry.resource, effect.token, effect.seenAt, effect.ttlMs);
+        // Locks found while the console starts are shared afterwards, paced (see `foreignHeld`).
+        if (this.context.watching) this.firstSeen?.(entry.resource, effect.token, effect.seenAt, effect.ttlMs);
         return;
       case "holder":
         this.contention.holderIs(entry.resource, effect.id);

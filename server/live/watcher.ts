@@ -21,6 +21,8 @@ const ROOM_WAIT_TOTAL_MS = 60_000;
 /** Keys read per MULTI during a reconcile or a flush. */
 export const READ_BATCH = 1_000;
 const SCAN_COUNT = 1_000;
+/** The longest a node's first reconcile waits for the other nodes' watchers to subscribe (see `peersSubscribed`). */
+const PEER_WAIT_MS = 5_000;
 
 export interface WatcherContext {
   store: LockStore;
@@ -32,6 +34,8 @@ export interface WatcherContext {
   timeoutMs: number;
   /** How long a node may keep a command before it counts as not answering (frozen, overloaded). */
   deadlineMs: number;
+  /** Every watcher of the deployment (this one included): while the console starts, keys found are read on all. */
+  peers?: () => readonly NodeWatcher[];
 }
 
 const CAUSES: Record<string, EndCause> = { del: "del", expired: "expired", evicted: "evicted" };
@@ -205,7 +209,9 @@ export class NodeWatcher {
 
   private wentDown(): void {
     this.attempted = true;
-    // Whatever happens while we are away is lost: forget pending reads, the reconcile will cover them.
+    // Whatever happens while we are away is lost: forget pending reads, the reconcile will cover them (all of
+    // them: what was read here while the console started may be stale by then).
+    this.ctx.store.forgetReadsAtStart(this.index);
     this.dirty.clear();
     this.ended.clear();
     this.waitingSince.clear();
@@ -464,14 +470,26 @@ export class NodeWatcher {
     const literals = patterns.filter((p) => !/[*?[\\]/.test(p));
     const globs = patterns.filter((p) => /[*?[\\]/.test(p));
     let waited = 0;
+    // While the console starts, a key found is read on every node at once (`readEverywhere`), and a key
+    // another node's SCAN read here already is skipped: each node's SCAN finds the keys in its own hash
+    // order, so read node by node, every lock found at start was merged once per node, and partial until
+    // the last one read it.
+    const atStart = !this.ctx.store.watching && this.ctx.peers !== undefined;
+    if (atStart) await this.peersSubscribed();
     const readFresh = async (keys: readonly string[]) => {
       const fresh = keys.filter((k) => !seen.has(k) && this.ctx.isLockKey(k));
       for (const key of fresh) seen.add(key);
-      for (let i = 0; i < fresh.length; i += READ_BATCH) {
-        const readings = await this.read(fresh.slice(i, i + READ_BATCH));
-        const now = Date.now();
-        for (const reading of readings) this.applyReading(reading, null, now);
-        progress.keysRead += readings.length;
+      const toRead = atStart ? fresh.filter((k) => !this.ctx.store.readAtStart(k, this.index)) : fresh;
+      progress.keysRead += fresh.length - toRead.length;
+      for (let i = 0; i < toRead.length; i += READ_BATCH) {
+        const batch = toRead.slice(i, i + READ_BATCH);
+        if (atStart && !this.ctx.store.watching) await this.readEverywhere(batch);
+        else {
+          const readings = await this.read(batch);
+          const now = Date.now();
+          for (const reading of readings) this.applyReading(reading, null, now);
+        }
+        progress.keysRead += batch.length;
         // Every lock found already held at start is recorded in the history: the first reconcile of more locks
         // than its queue holds waits for the database rather than dropping them (for a bounded time in all).
         // A later reconcile (a reconnect, a node watched by SCAN) never waits: the node's state comes first.
@@ -506,6 +524,51 @@ export class NodeWatcher {
       const now = Date.now();
       for (const reading of readings) this.applyReading(reading, null, now);
     }
+  }
+
+  /**
+   * Reads `keys` here and on every other node whose watcher has subscribed (a node not subscribed yet
+   * would miss the changes between this read and its subscription; its own SCAN reads them) and applies
+   * each key's readings as one merge. This node's read must succeed (else the reconcile fails and starts
+   * over); another node that fails or answers past the deadline is left out, and its own SCAN reads
+   * those keys.
+   */
+  private async readEverywhere(keys: readonly string[]): Promise<void> {
+    const peers = (this.ctx.peers?.() ?? []).filter((w) => w !== this && w.readable && w.subscribedForReads);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), this.ctx.deadlineMs)));
+    try {
+      const [own, ...others] = await Promise.all([
+        this.read(keys),
+        ...peers.map((w) => Promise.race([w.read(keys).catch(() => null), deadline])),
+      ]);
+      const now = Date.now();
+      for (let k = 0; k < keys.length; k++) {
+        const samples = [this.sampleOf(own[k] ?? null, null)];
+        others.forEach((readings, p) => {
+          if (readings) samples.push((peers[p] as NodeWatcher).sampleOf(readings[k] ?? null, null));
+        });
+        this.ctx.store.apply(keys[k] as string, samples, now);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Waits (up to PEER_WAIT_MS) until every other node's watcher has subscribed, or is given up on for now:
+   * the watchers connect together at start, and a key read before a node subscribes is read there again
+   * by that node's own SCAN, its lock shown held by fewer nodes meanwhile.
+   */
+  private async peersSubscribed(): Promise<void> {
+    const until = Date.now() + PEER_WAIT_MS;
+    const waiting = () => (this.ctx.peers?.() ?? []).some((w) => w !== this && !w.subscribedForReads && !w.settled);
+    while (waiting() && Date.now() < until && !this.stopped) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+
+  /** Subscribed to the lock keys' notifications (reading them or watching): its node may be read for others. */
+  get subscribedForReads(): boolean {
+    return this.reading !== null || this.up;
   }
 
   /** One reading decoded by its format into the sample the store merges: the fingerprint is the value voted on. */

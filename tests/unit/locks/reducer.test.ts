@@ -63,7 +63,7 @@ describe("a lock's step: acquisition", () => {
     expect(timeline(out.effects)).toEqual([["acquired", "by a foreign client, on 3 of 3 nodes", "v"]]);
     expect(events(out.effects)).toEqual(["acquired"]);
     expect(counted(out.effects)).toEqual(["acquisitions"]);
-    expect(out.effects).toContainEqual({ type: "first-seen", token: "v", seenAt: T, ttlMs: null });
+    expect(out.effects).toContainEqual({ type: "first-seen", token: "v", seenAt: T, ttlMs: 10_000 });
     expect(out.effects).toContainEqual({ type: "holder", id: null });
   });
 

@@ -193,6 +193,32 @@ describe("the lock store", () => {
     expect(seen).toEqual(["acquired lock:s", "extended lock:s"]);
   });
 
+  it("knows which nodes' readings it has while starting, and shares the found locks' first sightings once it watches", () => {
+    const { store } = storeStarting();
+    const firstSeen: string[] = [];
+    store.firstSeen = (resource) => firstSeen.push(resource);
+    // Node 0's SCAN found the key and read it on every node at once: one merge, held on all three.
+    store.apply("lock:s", [held(0, "v", T + 60_000), held(1, "v", T + 60_000), held(2, "v", T + 60_000)], T + 800);
+    expect(store.lock("lock:s", T + 800)).toMatchObject({ state: "held", token: "v", quorumHeld: 3 });
+    // The other nodes' SCANs skip it; a key read on node 1 only is still to be read on the others.
+    store.apply("lock:t", [held(1, "w", T + 60_000)], T + 810);
+    expect([0, 1, 2].map((node) => store.readAtStart("lock:s", node))).toEqual([true, true, true]);
+    expect([0, 1, 2].map((node) => store.readAtStart("lock:t", node))).toEqual([false, true, false]);
+    expect(store.readAtStart("lock:unknown", 0)).toBe(false);
+    // Node 2's connection dropped: what was read there may be stale, its next SCAN reads every key again.
+    store.forgetReadsAtStart(2);
+    expect([0, 1, 2].map((node) => store.readAtStart("lock:s", node))).toEqual([true, true, false]);
+    // Its first sighting is shared once the console watches, with the others found at start (paced), not
+    // one write per lock while the nodes are being read.
+    expect(firstSeen).toEqual([]);
+    NODES.forEach((_, i) => store.setNodeUp(i, true, T + 900));
+    store.watching = true;
+    expect(store.readAtStart("lock:s", 0)).toBe(false);
+    expect([...store.foreignHeld()].find((f) => f.resource === "lock:s")).toEqual({ resource: "lock:s", token: "v", seenAt: T + 800, ttlMs: 60_000 - 800 });
+    store.apply("lock:later", [held(0, "x", T + 61_000), held(1, "x", T + 61_000), held(2, "x", T + 61_000)], T + 1_000);
+    expect(firstSeen).toEqual(["lock:later"]);
+  });
+
   it("lists a quorum lock on nodes 1 and 2 found at start-up after node 0 came up empty", () => {
     const { store } = storeStarting();
     store.setNodeUp(0, true, T);
