@@ -16,12 +16,21 @@ export interface Scheduled {
   wheelAt: number;
 }
 
+/** One bucket: the resources scheduled in it (some since moved on: see `ExpiryWheel`) and how many are still here. */
+interface Bucket {
+  items: string[];
+  live: number;
+}
+
 /**
- * Expiry timers in 100 ms buckets. A lock is in one bucket at a time (rescheduling moves it), so a lease
- * renewed every second costs one entry however long it lives.
+ * Expiry timers in 100 ms buckets. A lock is in one bucket at a time: its `wheelAt`. A bucket is an array its
+ * resources are pushed onto (a set's insertion hashes the key and grows a hash table: at a million locks
+ * found at start, 2.6 s of the start-up's main thread, and tens of MB); a lock moved to another bucket
+ * stays in the old one's array until that fires or is compacted (when it holds more than twice as many
+ * moved-on entries as live ones), and firing skips it (its `wheelAt` names the other bucket).
  */
 export class ExpiryWheel {
-  private readonly buckets = new Map<number, Set<string>>();
+  private readonly buckets = new Map<number, Bucket>();
   /** The first bucket not fired yet; null until the first `fire`. */
   private cursor: number | null = null;
   /**
@@ -30,6 +39,9 @@ export class ExpiryWheel {
    */
   private origin: number | null = null;
 
+  /** `find`: the lock of a resource, or undefined when it is gone (to compact a bucket). */
+  constructor(private readonly find: (resource: string) => Scheduled | undefined) {}
+
   private bucketOf(time: number, round: (x: number) => number): number {
     this.origin ??= Math.floor(time / WHEEL_MS);
     return Math.max(round(time / WHEEL_MS) - this.origin, UNSCHEDULED + 1);
@@ -37,23 +49,30 @@ export class ExpiryWheel {
 
   schedule(lock: Scheduled, at: number): void {
     const due = this.bucketOf(at, Math.ceil);
-    const bucket = this.cursor === null ? due : Math.max(due, this.cursor);
-    if (lock.wheelAt === bucket) return;
+    const slot = this.cursor === null ? due : Math.max(due, this.cursor);
+    if (lock.wheelAt === slot) return;
     this.unschedule(lock);
-    lock.wheelAt = bucket;
-    const set = this.buckets.get(bucket);
-    if (set) set.add(lock.resource);
-    else this.buckets.set(bucket, new Set([lock.resource]));
+    lock.wheelAt = slot;
+    const bucket = this.buckets.get(slot);
+    if (bucket) {
+      bucket.items.push(lock.resource);
+      bucket.live += 1;
+    } else this.buckets.set(slot, { items: [lock.resource], live: 1 });
   }
 
   unschedule(lock: Scheduled): void {
-    if (lock.wheelAt === UNSCHEDULED) return;
-    const set = this.buckets.get(lock.wheelAt);
-    if (set) {
-      set.delete(lock.resource);
-      if (set.size === 0) this.buckets.delete(lock.wheelAt);
-    }
+    const slot = lock.wheelAt;
+    if (slot === UNSCHEDULED) return;
     lock.wheelAt = UNSCHEDULED;
+    const bucket = this.buckets.get(slot);
+    if (!bucket) return;
+    bucket.live -= 1;
+    if (bucket.live <= 0) this.buckets.delete(slot);
+    else if (bucket.items.length > 2 * bucket.live + 64) {
+      // (A resource moved away and back is in the array twice: kept once.)
+      bucket.items = [...new Set(bucket.items.filter((resource) => this.find(resource)?.wheelAt === slot))];
+      bucket.live = bucket.items.length;
+    }
   }
 
   /**
@@ -73,7 +92,7 @@ export class ExpiryWheel {
       const bucket = this.buckets.get(slot);
       if (!bucket) continue;
       this.buckets.delete(slot);
-      for (const resource of bucket) {
+      for (const resource of bucket.items) {
         const lock = find(resource);
         if (!lock || lock.wheelAt !== slot) continue;
         lock.wheelAt = UNSCHEDULED;
@@ -82,9 +101,10 @@ export class ExpiryWheel {
     }
   }
 
+  /** Locks scheduled, and buckets. */
   sizes(): { entries: number; buckets: number } {
     let entries = 0;
-    for (const set of this.buckets.values()) entries += set.size;
+    for (const bucket of this.buckets.values()) entries += bucket.live;
     return { entries, buckets: this.buckets.size };
   }
 }

@@ -167,7 +167,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         const samples: NodeSample[] = [];
         for (const { w, readings } of answered) {
           const reading = readings[k];
-          if (reading !== undefined) samples.push(w.sampleOf(reading, causes[w.index] ?? null));
+          if (reading !== undefined) samples.push(w.sampleOf(reading, causes[w.index] ?? null, now));
         }
         if (samples.length > 0) store.apply(key, samples, now);
       }

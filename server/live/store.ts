@@ -101,7 +101,7 @@ export class LockStore {
   private contentionChanged = new Set<string>();
   /** Locks whose nodes disagree, waiting for the rest of a multi-node write (checked every tick). */
   private readonly settling = new Set<string>();
-  private readonly wheel = new ExpiryWheel();
+  private readonly wheel = new ExpiryWheel((resource) => this.live.get(resource));
   /** What `Entry.lastSentAt` counts from: the first `drain`'s time (the store reads no clock of its own there). */
   private origin: number | null = null;
   private readonly byState = emptyCounts();
@@ -144,6 +144,11 @@ export class LockStore {
     if (this.context.watching || node > 30 || (this.startReadsVoid & (1 << node)) !== 0) return false;
     const entry = this.live.get(resource);
     return entry !== undefined && (entry.readBy & (1 << node)) !== 0;
+  }
+
+  /** Whether every reading of `node` applied so far was taken while its watcher stayed subscribed (see `readAtStart`). */
+  startReadsTrusted(node: number): boolean {
+    return !this.context.watching && node <= 30 && (this.startReadsVoid & (1 << node)) === 0;
   }
 
   /** A node's connection dropped while the console started: its readings from before may be stale (bit i: node i). */

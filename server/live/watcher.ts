@@ -476,9 +476,13 @@ export class NodeWatcher {
     // the last one read it.
     const atStart = !this.ctx.store.watching && this.ctx.peers !== undefined;
     if (atStart) await this.peersSubscribed();
+    // Every reading of this node the store has was taken while this node's watcher was subscribed (it never
+    // dropped since the console started): the store's own record of what was read here stands in for the
+    // set of keys seen, and nothing known here can have changed unnoticed (no second pass for "missing").
+    const trusted = atStart && this.ctx.store.startReadsTrusted(this.index);
     const readFresh = async (keys: readonly string[]) => {
-      const fresh = keys.filter((k) => !seen.has(k) && this.ctx.isLockKey(k));
-      for (const key of fresh) seen.add(key);
+      const fresh = keys.filter((k) => (trusted || !seen.has(k)) && this.ctx.isLockKey(k));
+      if (!trusted) for (const key of fresh) seen.add(key);
       const toRead = atStart ? fresh.filter((k) => !this.ctx.store.readAtStart(k, this.index)) : fresh;
       progress.keysRead += fresh.length - toRead.length;
       for (let i = 0; i < toRead.length; i += READ_BATCH) {
@@ -516,6 +520,7 @@ export class NodeWatcher {
     }
     // Read whether or not they exist: an absent key reads as gone, which is what the store needs to know.
     await readFresh(literals);
+    if (trusted) return;
     // Keys the store thinks this node holds that the scan did not return: read them once more (a key
     // deleted while we were away is absent now; one created during the scan is read as it is).
     const missing = this.ctx.store.knownOn(this.index).filter((resource) => !seen.has(resource));
@@ -544,9 +549,9 @@ export class NodeWatcher {
       ]);
       const now = Date.now();
       for (let k = 0; k < keys.length; k++) {
-        const samples = [this.sampleOf(own[k] ?? null, null)];
+        const samples = [this.sampleOf(own[k] ?? null, null, now)];
         others.forEach((readings, p) => {
-          if (readings) samples.push((peers[p] as NodeWatcher).sampleOf(readings[k] ?? null, null));
+          if (readings) samples.push((peers[p] as NodeWatcher).sampleOf(readings[k] ?? null, null, now));
         });
         this.ctx.store.apply(keys[k] as string, samples, now);
       }
@@ -572,11 +577,11 @@ export class NodeWatcher {
   }
 
   /** One reading decoded by its format into the sample the store merges: the fingerprint is the value voted on. */
-  sampleOf(reading: KeyReading | null, cause: EndCause): NodeSample {
+  sampleOf(reading: KeyReading | null, cause: EndCause, now = Date.now()): NodeSample {
     if (reading === null) return { node: this.index, reading: null, value: null, expiry: Number.NaN, cause };
-    const decoded = decodeReading(reading, { now: Date.now() });
+    const decoded = decodeReading(reading, { now });
     if (decoded !== null && Number.isFinite(decoded.keyExpiresAt)) {
-      const ttl = decoded.keyExpiresAt - Date.now();
+      const ttl = decoded.keyExpiresAt - now;
       if (ttl > this.longestTtlMs) this.longestTtlMs = Math.round(ttl);
     }
     if (decoded === null) return { node: this.index, reading: null, value: null, expiry: Number.NaN, cause };
@@ -637,7 +642,7 @@ export class NodeWatcher {
   }
 
   private applyReading(reading: KeyReading, cause: EndCause, now: number): void {
-    this.ctx.store.apply(reading.key, [this.sampleOf(reading, cause)], now);
+    this.ctx.store.apply(reading.key, [this.sampleOf(reading, cause, now)], now);
   }
 
   /** Latency, clock skew (TIME), persistence and uptime, for the nodes panel. */
