@@ -159,11 +159,13 @@ export function shareFirstSeen(store: LockStore, node0: LockClient | undefined):
   };
 
   // The locks found while the console started: BACKFILL_BATCH at a time, each batch after the last one's
-  // reply and a pause, and only while no other sighting waits (those go first).
+  // reply and a pause.
   let backfill: Iterator<{ resource: string; token: string; seenAt: number; ttlMs: number | null }> | null = null;
   const backfillStep = async (): Promise<void> => {
     if (!backfill || node0.status === "end") return;
-    if (!sending && queued.size === 0) {
+    // Beside the sightings of the moment (a steady churn of foreign locks never leaves the queue empty), and
+    // only while node 0 answers (a flush that finds it down drops what is queued).
+    if (!sending && queued.size < BATCH && node0.status === "ready") {
       for (let n = 0; n < BACKFILL_BATCH; n++) {
         const next = backfill.next();
         if (next.done) {

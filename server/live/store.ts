@@ -48,6 +48,8 @@ class Entry extends LockRecord {
   wheelAt = UNSCHEDULED;
   /** The nodes (bit i: node i) whose reading of it was applied while the console starts (see `readAtStart`). */
   readBy = 0;
+  /** While the console starts: the store's `startApplies` at its last apply (see `appliedAtStartSince`). */
+  startApply = 0;
 }
 
 /** Kept up to date with every change: reading them costs nothing, whatever the number of locks. */
@@ -130,6 +132,7 @@ export class LockStore {
     // Every node counted: the merge's view while the console is starting.
     this.context.counted = on ? this.nodeUp : this.allNodes;
     if (!on) return;
+    this.goneAtStart = new Map();
     const now = Date.now();
     // Only the nodes up count now: every lock is merged again, unless every node is up (nothing changes).
     if (this.nodeUp.every(Boolean)) return;
@@ -144,6 +147,21 @@ export class LockStore {
     if (this.context.watching || node > 30 || (this.startReadsVoid & (1 << node)) !== 0) return false;
     const entry = this.live.get(resource);
     return entry !== undefined && (entry.readBy & (1 << node)) !== 0;
+  }
+
+  /** Applies counted while the console starts (each stamps its lock with the count: see `appliedAtStartSince`). */
+  startApplies = 0;
+  /** Keys applied as gone on every node while the console starts, with no lock to stamp: their stamps. */
+  private goneAtStart = new Map<string, number>();
+
+  /**
+   * Whether readings of `resource` were applied after `since` (a `startApplies` taken before a read was sent):
+   * that read is older than what the store has. Always false once the console watches.
+   */
+  appliedAtStartSince(resource: string, since: number): boolean {
+    if (this.context.watching) return false;
+    const entry = this.live.get(resource);
+    return (entry?.startApply ?? this.goneAtStart.get(resource) ?? 0) > since;
   }
 
   /** Whether every reading of `node` applied so far was taken while its watcher stayed subscribed (see `readAtStart`). */
@@ -322,10 +340,16 @@ export class LockStore {
   apply(resource: string, samples: readonly NodeSample[], now = Date.now()): void {
     let entry = this.live.get(resource);
     if (!entry) {
-      if (samples.every((s) => s.value === null)) return;
+      if (samples.every((s) => s.value === null)) {
+        if (!this.context.watching) this.goneAtStart.set(resource, ++this.startApplies);
+        return;
+      }
       entry = this.revive(resource);
     }
-    if (!this.context.watching) for (const sample of samples) if (sample.node <= 30) entry.readBy |= 1 << sample.node;
+    if (!this.context.watching) {
+      entry.startApply = ++this.startApplies;
+      for (const sample of samples) if (sample.node <= 30) entry.readBy |= 1 << sample.node;
+    }
     this.recompute(entry, now, readSamples(entry, samples));
   }
 

@@ -398,6 +398,8 @@ export class NodeWatcher {
     if (!this.up || !this.answering || this.stopped) return;
     const lost = await this.checkNotifications();
     if (!lost || !this.up) return;
+    // What was read here while notifications were off may be stale: the reconcile reads every key again.
+    this.ctx.store.forgetReadsAtStart(this.index);
     const started = Date.now();
     await this.reconcile();
     this.gaps += 1;
@@ -432,6 +434,9 @@ export class NodeWatcher {
    */
   async resubscribe(): Promise<void> {
     if (this.stopped || this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) return;
+    // Keys the new patterns bring in may be read here by another node's reconcile before the new channels
+    // are subscribed: this node's own reconcile reads every key again.
+    this.ctx.store.forgetReadsAtStart(this.index);
     const wanted = this.ctx.patterns().map((p) => this.channelPrefix + p);
     const added = wanted.filter((c) => !this.subscribedChannels.includes(c));
     const dropped = this.subscribedChannels.filter((c) => !wanted.includes(c));
@@ -539,7 +544,10 @@ export class NodeWatcher {
    * those keys.
    */
   private async readEverywhere(keys: readonly string[]): Promise<void> {
-    const peers = (this.ctx.peers?.() ?? []).filter((w) => w !== this && w.readable && w.subscribedForReads);
+    const peers = (this.ctx.peers?.() ?? []).filter((w) => w !== this && w.subscribedForReads);
+    // Readings of a key that something else applied while these were out (a notification's read, an end)
+    // are older than what the store has: not applied, the key is read again on every node instead.
+    const since = this.ctx.store.startApplies;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), this.ctx.deadlineMs)));
     try {
@@ -549,11 +557,16 @@ export class NodeWatcher {
       ]);
       const now = Date.now();
       for (let k = 0; k < keys.length; k++) {
+        const key = keys[k] as string;
+        if (this.ctx.store.appliedAtStartSince(key, since)) {
+          for (const w of [this, ...peers]) if (w.readable && (w === this || w.subscribedForReads)) w.dirty.set(key, w.dirty.get(key) ?? null);
+          continue;
+        }
         const samples = [this.sampleOf(own[k] ?? null, null, now)];
         others.forEach((readings, p) => {
           if (readings) samples.push((peers[p] as NodeWatcher).sampleOf(readings[k] ?? null, null, now));
         });
-        this.ctx.store.apply(keys[k] as string, samples, now);
+        this.ctx.store.apply(key, samples, now);
       }
     } finally {
       clearTimeout(timer);
@@ -571,9 +584,19 @@ export class NodeWatcher {
     while (waiting() && Date.now() < until && !this.stopped) await new Promise((resolve) => setTimeout(resolve, 20));
   }
 
-  /** Subscribed to the lock keys' notifications (reading them or watching): its node may be read for others. */
+  /**
+   * Subscribed to the lock keys' notifications (reading them or watching), and answering without a batch
+   * still out: its node may be read for others (a frozen node would hold every other node's batches up).
+   */
   get subscribedForReads(): boolean {
-    return this.reading !== null || this.up;
+    return (
+      (this.reading !== null || this.up) &&
+      this.sub.status === "ready" &&
+      this.subscribedGeneration === this.subGeneration &&
+      this.readable &&
+      this.answering &&
+      !this.busy
+    );
   }
 
   /** One reading decoded by its format into the sample the store merges: the fingerprint is the value voted on. */

@@ -197,9 +197,16 @@ describe("the lock store", () => {
     const { store } = storeStarting();
     const firstSeen: string[] = [];
     store.firstSeen = (resource) => firstSeen.push(resource);
+    // A read sent before another reading of the same key was applied (a notification's, or an end seen) is
+    // older than what the store has: the reconcile does not apply it.
+    const since = store.startApplies;
+    store.apply("lock:gone", [gone(0), gone(1), gone(2)], T + 700);
+    expect(store.appliedAtStartSince("lock:gone", since)).toBe(true);
+    expect(store.appliedAtStartSince("lock:s", since)).toBe(false);
     // Node 0's SCAN found the key and read it on every node at once: one merge, held on all three.
     store.apply("lock:s", [held(0, "v", T + 60_000), held(1, "v", T + 60_000), held(2, "v", T + 60_000)], T + 800);
     expect(store.lock("lock:s", T + 800)).toMatchObject({ state: "held", token: "v", quorumHeld: 3 });
+    expect(store.appliedAtStartSince("lock:s", since)).toBe(true);
     // The other nodes' SCANs skip it; a key read on node 1 only is still to be read on the others.
     store.apply("lock:t", [held(1, "w", T + 60_000)], T + 810);
     expect([0, 1, 2].map((node) => store.readAtStart("lock:s", node))).toEqual([true, true, true]);
@@ -214,6 +221,7 @@ describe("the lock store", () => {
     NODES.forEach((_, i) => store.setNodeUp(i, true, T + 900));
     store.watching = true;
     expect(store.readAtStart("lock:s", 0)).toBe(false);
+    expect(store.appliedAtStartSince("lock:s", since)).toBe(false);
     expect([...store.foreignHeld()].find((f) => f.resource === "lock:s")).toEqual({ resource: "lock:s", token: "v", seenAt: T + 800, ttlMs: 60_000 - 800 });
     store.apply("lock:later", [held(0, "x", T + 61_000), held(1, "x", T + 61_000), held(2, "x", T + 61_000)], T + 1_000);
     expect(firstSeen).toEqual(["lock:later"]);
