@@ -581,7 +581,7 @@ export class NodeWatcher {
   private async peersSubscribed(): Promise<void> {
     const until = Date.now() + PEER_WAIT_MS;
     const waiting = () => (this.ctx.peers?.() ?? []).some((w) => w !== this && !w.subscribedForReads && !w.settled);
-    while (waiting() && Date.now() < until && !this.stopped) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (waiting() && Date.now() < until && !this.stopped) await new Promise((resolve) => setTimeout(resolve, 5));
   }
 
   /**

@@ -20,6 +20,9 @@ describe("sign-in, sessions and health", () => {
     session = await import("@/app/api/session/route");
     health = await import("@/app/api/health/route");
     locks = await import("@/app/api/locks/route");
+    // The nodes' watchers have read the nodes (health says "degraded" while a node is still being read).
+    const { waitUntilReconciled } = await import("@/server/live");
+    expect(await waitUntilReconciled(10_000)).toBe(true);
   });
   afterAll(async () => {
     await tearDownConsole(cluster);
