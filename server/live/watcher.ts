@@ -22,7 +22,7 @@ const ROOM_WAIT_TOTAL_MS = 60_000;
 export const READ_BATCH = 1_000;
 const SCAN_COUNT = 1_000;
 /** The longest a node's first reconcile waits for the other nodes' watchers to subscribe (see `peersSubscribed`). */
-const PEER_WAIT_MS = 5_000;
+const PEER_WAIT_MS = 2_000;
 
 export interface WatcherContext {
   store: LockStore;
