@@ -151,7 +151,9 @@ describe("replicas act as one console", () => {
     // No LOCKSCOPE_SESSION_SECRET: its key is generated into its own data folder.
     const c = await startLauncher({ REDIS_URLS: cluster.urls.join(","), LOCKSCOPE_OPERATOR_TOKEN: OPERATOR_TOKEN });
     try {
-      await until("C warns about the other consoles' key", () => c.output().includes("signs sessions with a different key"), 30_000);
+      // Both warnings (each other console's key differs; its own key was generated), logged one after the
+      // other: the second may reach this process's pipe a moment after the first.
+      await until("C warns about the other consoles' key and its own", () => c.output().includes("signs sessions with a different key") && c.output().includes("session key was generated"), 30_000);
       expect(c.output()).toMatch(/session key was generated into its data folder and [12] other console\(s\)/);
       expect(c.output()).toContain("LOCKSCOPE_SESSION_SECRET");
       await until("A names C", () => new RegExp(`console \\S+:${c.port} signs sessions with a different key`).test(a.output()), 30_000);
