@@ -182,7 +182,10 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     const flush = async () => {
       if (flushing) return;
       const keys = new Map<string, Array<EndCause | undefined>>();
-      const targets = watchers.filter((w) => w.readable && !w.busy);
+      // While the console starts, a node is read only once its watcher has subscribed: a reading taken before
+      // would count as read there (its SCAN then skips the key) and could miss a change made before the
+      // subscription. Its keys stay dirty until then.
+      const targets = watchers.filter((w) => w.readable && !w.busy && (store.watching || w.subscribedForReads));
       for (const w of targets) {
         const dirty = w.dirty;
         // All of it fits: the map itself is taken, and a fresh one collects what comes next (see
