@@ -29,7 +29,7 @@ interface Bucket {
  * stays in the old one's array until that fires or is compacted (when it holds more than twice as many
  * moved-on entries as live ones), and firing skips it (its `wheelAt` names the other bucket).
  */
-export class ExpiryWheel {
+export class ExpiryWheel<T extends Scheduled> {
   private readonly buckets = new Map<number, Bucket>();
   /** The first bucket not fired yet; null until the first `fire`. */
   private cursor: number | null = null;
@@ -39,8 +39,8 @@ export class ExpiryWheel {
    */
   private origin: number | null = null;
 
-  /** `find`: the lock of a resource, or undefined when it is gone (to compact a bucket). */
-  constructor(private readonly find: (resource: string) => Scheduled | undefined) {}
+  /** `find`: the lock of a resource, or undefined when it is gone (to fire a bucket, and to compact one). */
+  constructor(private readonly find: (resource: string) => T | undefined) {}
 
   private bucketOf(time: number, round: (x: number) => number): number {
     this.origin ??= Math.floor(time / WHEEL_MS);
@@ -76,11 +76,10 @@ export class ExpiryWheel {
   }
 
   /**
-   * Takes every bucket due by `now` and calls `due` with each lock still in it (`find` gives the lock of a
-   * resource, or undefined when it is gone). A lock it is called with is scheduled nowhere: `due` may
-   * schedule it again.
+   * Takes every bucket due by `now` and calls `due` with each lock still in it. A lock it is called with is
+   * scheduled nowhere: `due` may schedule it again.
    */
-  fire<T extends Scheduled>(now: number, find: (resource: string) => T | undefined, due: (lock: T) => void): void {
+  fire(now: number, due: (lock: T) => void): void {
     const last = this.bucketOf(now, Math.floor);
     // The first time, after a long pause or a clock step: walk the scheduled buckets rather than every empty
     // one in between.
@@ -93,7 +92,7 @@ export class ExpiryWheel {
       if (!bucket) continue;
       this.buckets.delete(slot);
       for (const resource of bucket.items) {
-        const lock = find(resource);
+        const lock = this.find(resource);
         if (!lock || lock.wheelAt !== slot) continue;
         lock.wheelAt = UNSCHEDULED;
         due(lock);

@@ -32,6 +32,8 @@ export { LINGER_MS, RECENT_CAP, RECENT_TTL_MS } from "./retention";
 export { TIMELINE_CAP } from "./timeline";
 
 const NEVER_SENT = -(2 ** 30);
+/** The last node a bit of a small integer stands for (the start-up bookkeeping's masks: see `readAtStart`). */
+const MAX_BIT_NODE = 30;
 
 /**
  * One lock: its state, which the reducer steps (`LockRecord`, lib/locks/reducer.ts), and what the store keeps
@@ -139,20 +141,40 @@ export class LockStore {
     for (const entry of this.live.values()) this.recompute(entry, now, false);
   }
 
+  // ---- while the console starts (see `NodeWatcher.reconcile`) -------------------------------------------
+  // Nodes are bits of small integers kept on each lock: past node 30, nothing is recorded (and nothing skipped).
+
+  /** Node `node`'s readings applied since the console started may be stale (its watcher dropped, bit i: node i). */
+  private startReadsVoid = 0;
+  /** Applies counted while the console starts (each stamps its lock with the count: see `appliedAtStartSince`). */
+  private startApplyCount = 0;
+  /** Keys applied as gone on every node while the console starts, with no lock to stamp: their stamps. */
+  private goneAtStart = new Map<string, number>();
+
+  /** Whether every reading of `node` applied so far was taken while its watcher stayed subscribed. */
+  startReadsTrusted(node: number): boolean {
+    return !this.context.watching && node <= MAX_BIT_NODE && (this.startReadsVoid & (1 << node)) === 0;
+  }
+
   /**
-   * Whether node `node`'s reading of `resource` was applied while the console starts: its SCAN then skips
-   * the key (see `NodeWatcher.reconcile`). Always false once the console watches.
+   * Whether node `node`'s reading of `resource` was applied while the console starts, and can be trusted: its
+   * SCAN then skips the key. Always false once the console watches.
    */
   readAtStart(resource: string, node: number): boolean {
-    if (this.context.watching || node > 30 || (this.startReadsVoid & (1 << node)) !== 0) return false;
+    if (!this.startReadsTrusted(node)) return false;
     const entry = this.live.get(resource);
     return entry !== undefined && (entry.readBy & (1 << node)) !== 0;
   }
 
-  /** Applies counted while the console starts (each stamps its lock with the count: see `appliedAtStartSince`). */
-  startApplies = 0;
-  /** Keys applied as gone on every node while the console starts, with no lock to stamp: their stamps. */
-  private goneAtStart = new Map<string, number>();
+  /** A node's connection dropped (or its subscriptions changed) while the console started: see `startReadsTrusted`. */
+  forgetReadsAtStart(node: number): void {
+    if (node <= MAX_BIT_NODE) this.startReadsVoid |= 1 << node;
+  }
+
+  /** The count a read sent now compares with (`appliedAtStartSince`). */
+  get startApplies(): number {
+    return this.startApplyCount;
+  }
 
   /**
    * Whether readings of `resource` were applied after `since` (a `startApplies` taken before a read was sent):
@@ -164,17 +186,6 @@ export class LockStore {
     return (entry?.startApply ?? this.goneAtStart.get(resource) ?? 0) > since;
   }
 
-  /** Whether every reading of `node` applied so far was taken while its watcher stayed subscribed (see `readAtStart`). */
-  startReadsTrusted(node: number): boolean {
-    return !this.context.watching && node <= 30 && (this.startReadsVoid & (1 << node)) === 0;
-  }
-
-  /** A node's connection dropped while the console started: its readings from before may be stale (bit i: node i). */
-  forgetReadsAtStart(node: number): void {
-    if (node <= 30) this.startReadsVoid |= 1 << node;
-  }
-
-  private startReadsVoid = 0;
   private readonly allNodes: readonly boolean[];
   /** Called with resources whose TTL ran out long ago and should be read again. */
   onProbe: (resources: string[]) => void = () => {};
@@ -341,14 +352,14 @@ export class LockStore {
     let entry = this.live.get(resource);
     if (!entry) {
       if (samples.every((s) => s.value === null)) {
-        if (!this.context.watching) this.goneAtStart.set(resource, ++this.startApplies);
+        if (!this.context.watching) this.goneAtStart.set(resource, ++this.startApplyCount);
         return;
       }
       entry = this.revive(resource);
     }
     if (!this.context.watching) {
-      entry.startApply = ++this.startApplies;
-      for (const sample of samples) if (sample.node <= 30) entry.readBy |= 1 << sample.node;
+      entry.startApply = ++this.startApplyCount;
+      for (const sample of samples) if (sample.node <= MAX_BIT_NODE) entry.readBy |= 1 << sample.node;
     }
     this.recompute(entry, now, readSamples(entry, samples));
   }
@@ -461,7 +472,6 @@ export class LockStore {
     const probe: string[] = [];
     this.wheel.fire(
       now,
-      (resource) => this.live.get(resource),
       (entry) => {
         if (entry.state === null || !isLive(entry.state)) return;
         this.recompute(entry, now, false);

@@ -559,7 +559,7 @@ export class NodeWatcher {
       for (let k = 0; k < keys.length; k++) {
         const key = keys[k] as string;
         if (this.ctx.store.appliedAtStartSince(key, since)) {
-          for (const w of [this, ...peers]) if (w.readable && (w === this || w.subscribedForReads)) w.dirty.set(key, w.dirty.get(key) ?? null);
+          for (const w of [this, ...peers]) if (w === this ? w.readable : w.subscribedForReads) w.dirty.set(key, w.dirty.get(key) ?? null);
           continue;
         }
         const samples = [this.sampleOf(own[k] ?? null, null, now)];

@@ -14,7 +14,7 @@ describe("ExpiryWheel", () => {
     wheel.schedule(locks.get("late")!, made + 60_000);
     wheel.schedule(locks.get("never")!, made + 3_600_000);
     const fired: string[] = [];
-    const fire = (now: number) => wheel.fire(now, (r) => locks.get(r), (l) => fired.push(l.resource));
+    const fire = (now: number) => wheel.fire(now, (l) => fired.push(l.resource));
     fire(past + 500);
     expect(fired).toEqual([]);
     fire(past + 1_100);
@@ -51,11 +51,11 @@ describe("ExpiryWheel", () => {
     const bucketArrays = (wheel as unknown as { buckets: Map<number, { items: string[] }> }).buckets;
     for (const bucket of bucketArrays.values()) expect(bucket.items.length).toBeLessThanOrEqual(2 * 10 + 64);
     const fired: string[] = [];
-    wheel.fire(T + 10_050, (r) => locks.get(r), (l) => fired.push(l.resource));
+    wheel.fire(T + 10_050, (l) => fired.push(l.resource));
     expect(fired.sort()).toEqual(["lock:990", "lock:991", "lock:992", "lock:993", "lock:994", "lock:995", "lock:996", "lock:997", "lock:998", "lock:999"]);
-    wheel.fire(T + 69_999, (r) => locks.get(r), (l) => fired.push(l.resource));
+    wheel.fire(T + 69_999, (l) => fired.push(l.resource));
     expect(fired).toHaveLength(10);
-    wheel.fire(T + 70_000, (r) => locks.get(r), (l) => fired.push(l.resource));
+    wheel.fire(T + 70_000, (l) => fired.push(l.resource));
     expect(fired.slice(10)).toEqual(["lock:0"]);
     expect(wheel.sizes()).toEqual({ entries: 0, buckets: 0 });
   });
