@@ -94,8 +94,8 @@ async function main(): Promise<void> {
         await client.query("BEGIN");
         // Holds first, then their three events each, in time order as a live deployment writes them.
         await client.query(
-          `INSERT INTO lock_holds (resource, token, holder, fence, acquired_at, ended_at, end_type)
-           SELECT 'lock:orders/' || (g % ${RESOURCES}), 'lk1:' || md5(g::text), 'checkout @ web-' || (g % 40) || ':' || (1000 + g % 977), (g / ${RESOURCES})::text,
+          `INSERT INTO lock_holds (id, resource, token, holder, fence, acquired_at, ended_at, end_type)
+           SELECT nextval(pg_get_serial_sequence('lock_holds_current', 'id')), 'lock:orders/' || (g % ${RESOURCES}), 'lk1:' || md5(g::text), 'checkout @ web-' || (g % 40) || ':' || (1000 + g % 977), (g / ${RESOURCES})::text,
                   'epoch'::timestamptz + (${START} + g * ${step})::bigint * interval '1 millisecond',
                   'epoch'::timestamptz + (${START} + g * ${step} + 1000 + (g % 29) * 1000)::bigint * interval '1 millisecond',
                   CASE WHEN g % 50 = 0 THEN 'expired' ELSE 'released' END

@@ -98,27 +98,41 @@ export function eventsQuery(options: { limit: number; before?: string; filters: 
   return { sql, args };
 }
 
-/** The held-at-T query (exported for the benchmark's EXPLAIN). */
+/** The held-at-T query (exported for the benchmark's EXPLAIN): ended holds from `lock_holds`, open ones from `lock_holds_current`. */
 export function heldAtQuery(options: HeldAtOptions): { sql: string; args: unknown[] } {
   const { at, resource, deployment, limit, before } = options;
   const { args, arg } = params([String(at)]);
   const cursor = before ? parseCursor(before) : null;
   const keyset = cursor ? `AND (acquired_at, id) < (${TS(arg(cursor.ms))}, ${arg(cursor.id)}::bigint)` : "";
-  const columns = `id, resource, deployment, token, holder, fence, ${MS("acquired_at")} AS acquired_ms, ${MS("ended_at")} AS ended_ms, end_type`;
+  const columns = `id, resource, deployment, token, holder, fence, ${MS("acquired_at")} AS acquired_ms`;
+  const ended = `${columns}, ${MS("ended_at")} AS ended_ms, end_type`;
+  const open = `${columns}, NULL::bigint AS ended_ms, NULL::text AS end_type`;
+  const page = arg(limit + 1);
   if (resource !== undefined) {
-    // One lock's holds hardly overlap: the latest few acquired by T, of which those still open at T. Asked of
-    // a resource on every deployment, so for each deployment it has holds on (holds on two overlap freely).
+    // One lock's holds hardly overlap: of its ended holds, the latest few acquired by T, of which those still
+    // open at T. Asked of a resource on every deployment, so for each deployment it has holds on (holds on two
+    // overlap freely). Its open holds are few: every one acquired by T.
     const r = arg(resource);
     const lock = deployment === undefined ? "deps.d" : arg(deployment);
-    const latest = `SELECT ${columns}, ended_at FROM lock_holds WHERE resource = ${r} AND deployment = ${lock} AND acquired_at <= ${TS("$1")} ${keyset}
+    const latest = `SELECT ${ended}, ended_at FROM lock_holds WHERE resource = ${r} AND deployment = ${lock} AND acquired_at <= ${TS("$1")} ${keyset}
         ORDER BY acquired_at DESC, id DESC LIMIT ${arg(Math.max(limit + 1, 16))}`;
-    const from = deployment === undefined ? `${deploymentsOf("lock_holds", r)} SELECT h.* FROM deps CROSS JOIN LATERAL (${latest}) h` : `SELECT * FROM (${latest}) h`;
-    const sql = `${from} WHERE h.ended_at IS NULL OR h.ended_at > ${TS("$1")} ORDER BY h.acquired_ms DESC, h.id DESC LIMIT ${arg(limit + 1)}`;
+    const endedHolds =
+      deployment === undefined ? `${deploymentsOf("lock_holds", r)} SELECT h.* FROM deps CROSS JOIN LATERAL (${latest}) h` : `SELECT * FROM (${latest}) h`;
+    const openHolds = `SELECT ${open} FROM lock_holds_current WHERE resource = ${r} ${deployment === undefined ? "" : `AND deployment = ${lock}`} AND acquired_at <= ${TS("$1")} ${keyset}`;
+    const sql = `SELECT * FROM (
+        SELECT id, resource, deployment, token, holder, fence, acquired_ms, ended_ms, end_type FROM (${endedHolds} WHERE h.ended_at > ${TS("$1")}) x
+        UNION ALL ${openHolds}
+      ) held ORDER BY acquired_ms DESC, id DESC LIMIT ${page}`;
     return { sql, args };
   }
   const only = deployment === undefined ? "" : `AND deployment = ${arg(deployment)}`;
-  const sql = `SELECT ${columns} FROM lock_holds WHERE tstzrange(acquired_at, ended_at, '[)') @> ${TS("$1")} ${only} ${keyset}
-      ORDER BY acquired_at DESC, id DESC LIMIT ${arg(limit + 1)}`;
+  const sql = `SELECT * FROM (
+      (SELECT ${ended} FROM lock_holds WHERE tstzrange(acquired_at, ended_at, '[)') @> ${TS("$1")} ${only} ${keyset}
+        ORDER BY acquired_at DESC, id DESC LIMIT ${page})
+      UNION ALL
+      (SELECT ${open} FROM lock_holds_current WHERE acquired_at <= ${TS("$1")} ${only} ${keyset}
+        ORDER BY acquired_at DESC, id DESC LIMIT ${page})
+    ) held ORDER BY acquired_ms DESC, id DESC LIMIT ${page}`;
   return { sql, args };
 }
 
@@ -135,9 +149,10 @@ interface HoldRow extends Pick<LockHold, "id" | "resource" | "deployment" | "tok
 }
 
 /**
- * Lock history in PostgreSQL: `lock_events` (every event, newest-first pages by lock or by time) and
- * `lock_holds` (one row per value from acquired to its end, for "who held it at T"), kept in step by
- * each batch's transaction. A lock is a resource on a deployment: every row names both.
+ * Lock history in PostgreSQL: `lock_events` (every event, newest-first pages by lock or by time) and the
+ * holds (one row per value from acquired to its end, for "who held it at T": `lock_holds_current` while it is
+ * open, `lock_holds` once it ended), kept in step by each batch's transaction. A lock is a resource on a
+ * deployment: every row names both.
  */
 export class PostgresHistory implements HistoryStore {
   constructor(private readonly db: Database) {}
@@ -156,35 +171,52 @@ export class PostgresHistory implements HistoryStore {
     let broken = false;
     try {
       await client.query("BEGIN");
-      const inserted = await client.query<{ at_ms: string; resource: string; deployment: string; type: string; token: string | null; holder: string | null; fence: string | null }>(
+      // Only the dedup keys come back: an event with a key that did not come back was another console's copy.
+      const inserted = await client.query<{ dd: string | null }>(
         `INSERT INTO lock_events (at, resource, deployment, type, node, token, holder, fence, detail, dedup)
          SELECT ${TS("u.a")}, u.r, u.dep, u.t, u.n, u.tok, u.h, u.f, u.d, u.dd
          FROM json_to_recordset($1::json) AS u(a bigint, r text, dep text, t text, n text, tok text, h text, f text, d text, dd bigint)
          ON CONFLICT (dedup) WHERE dedup IS NOT NULL DO NOTHING
-         RETURNING ${MS("at")} AS at_ms, resource, deployment, type, token, holder, fence`,
+         RETURNING dedup::text AS dd`,
         [JSON.stringify(rows)],
       );
+      const kept = new Set<string>();
+      for (const r of inserted.rows) if (r.dd !== null) kept.add(r.dd);
       // Holds follow the events this batch actually stored, so a second console's copy opens or closes nothing.
-      const acquired = inserted.rows.filter((r) => r.type === "acquired" && r.token !== null);
+      const stored = rows.filter((r) => r.dd === null || kept.has(r.dd));
+      const acquired = stored.filter((r) => r.t === "acquired" && r.tok !== null);
       if (acquired.length > 0) {
         await client.query(
-          `INSERT INTO lock_holds (resource, deployment, token, holder, fence, acquired_at)
-           SELECT u.resource, u.deployment, u.token, u.holder, u.fence, ${TS("u.at_ms")}
-           FROM json_to_recordset($1::json) AS u(resource text, deployment text, token text, holder text, fence text, at_ms bigint)
-           ON CONFLICT (deployment, resource, md5(token)) WHERE ended_at IS NULL DO NOTHING`,
-          [JSON.stringify(acquired)],
+          `INSERT INTO lock_holds_current (resource, deployment, token, holder, fence, acquired_at)
+           SELECT u.r, u.dep, u.tok, u.h, u.f, ${TS("u.a")}
+           FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, h text, f text, a bigint)
+           ON CONFLICT (resource, deployment, md5(token)) DO NOTHING`,
+          [JSON.stringify(acquired.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, h: r.h, f: r.f, a: r.a })))],
         );
       }
-      const ended = inserted.rows.filter((r) => ENDS.has(r.type));
+      const ended = stored.filter((r) => ENDS.has(r.t));
       if (ended.length > 0) {
-        // An end without a known value closes the lock's open holds (on its own deployment only: the same
-        // resource on another deployment is another lock). `greatest`: another console's clock
-        // may put the end a moment before the acquisition, and a range cannot run backwards.
+        // An end moves its hold from lock_holds_current to lock_holds. An end without a known value ends the
+        // lock's open holds (on its own deployment only: the same resource on another deployment is another
+        // lock). Each end finds its holds by one index lookup (the lateral subquery, kept a nested loop by
+        // OFFSET 0, whatever the statistics say). `greatest`: another console's clock may put the end a moment
+        // before the acquisition, and a range cannot run backwards.
         await client.query(
-          `UPDATE lock_holds h SET ended_at = greatest(${TS("u.at_ms")}, h.acquired_at), end_type = u.type
-           FROM json_to_recordset($1::json) AS u(resource text, deployment text, token text, at_ms bigint, type text)
-           WHERE h.ended_at IS NULL AND h.deployment = u.deployment AND h.resource = u.resource AND (u.token IS NULL OR md5(h.token) = md5(u.token))`,
-          [JSON.stringify(ended)],
+          `WITH e AS MATERIALIZED (
+             SELECT c.ctid AS row, u.a, u.t
+             FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, a bigint, t text)
+             CROSS JOIN LATERAL (
+               SELECT ctid FROM lock_holds_current
+               WHERE resource = u.r AND deployment = u.dep AND (u.tok IS NULL OR md5(token) = md5(u.tok))
+               OFFSET 0
+             ) c
+           ), gone AS (
+             DELETE FROM lock_holds_current c USING e WHERE c.ctid = e.row
+             RETURNING c.id, c.resource, c.deployment, c.token, c.holder, c.fence, c.acquired_at, e.a, e.t
+           )
+           INSERT INTO lock_holds (id, resource, deployment, token, holder, fence, acquired_at, ended_at, end_type)
+           SELECT id, resource, deployment, token, holder, fence, acquired_at, greatest(${TS("a")}, acquired_at), t FROM gone`,
+          [JSON.stringify(ended.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, a: r.a, t: r.t })))],
         );
       }
       await client.query("COMMIT");

@@ -103,4 +103,35 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       CREATE UNIQUE INDEX lock_holds_open ON lock_holds (deployment, resource, md5(token)) WHERE ended_at IS NULL;
     `,
   },
+  {
+    version: 5,
+    name: "open holds apart",
+    sql: `
+      -- Holds not ended yet live in a table of their own; a hold moves to lock_holds when it ends, written there
+      -- once with every index entry it will have. (Ending it by an UPDATE wrote each of its index entries twice,
+      -- the GiST one included, and an end had to search an index that kept every ended hold until VACUUM.)
+      CREATE TABLE lock_holds_current (
+        -- A hold's id for good: it keeps it in lock_holds, so the two tables never share an id.
+        id          bigint GENERATED ALWAYS AS IDENTITY,
+        resource    text NOT NULL,
+        deployment  text NOT NULL,
+        token       text NOT NULL,
+        holder      text,
+        fence       text,
+        acquired_at timestamptz NOT NULL
+      );
+      INSERT INTO lock_holds_current (id, resource, deployment, token, holder, fence, acquired_at) OVERRIDING SYSTEM VALUE
+        SELECT id, resource, deployment, token, holder, fence, acquired_at FROM lock_holds WHERE ended_at IS NULL;
+      SELECT setval(pg_get_serial_sequence('lock_holds_current', 'id'), coalesce((SELECT max(id) FROM lock_holds), 0) + 1, false);
+      DELETE FROM lock_holds WHERE ended_at IS NULL;
+      DROP INDEX lock_holds_open;
+      -- Ids come from lock_holds_current from now on.
+      ALTER TABLE lock_holds ALTER COLUMN id DROP IDENTITY;
+      ALTER TABLE lock_holds ALTER COLUMN ended_at SET NOT NULL;
+      -- At most one open hold per value of a lock (resource first: a resource asked about on every deployment).
+      CREATE UNIQUE INDEX lock_holds_current_value ON lock_holds_current (resource, deployment, md5(token));
+      -- Every lock held at T: the open holds acquired by T, newest first.
+      CREATE INDEX lock_holds_current_acquired ON lock_holds_current (acquired_at DESC, id DESC);
+    `,
+  },
 ]);

@@ -31,7 +31,7 @@ describe("PostgreSQL migrations", () => {
     expect(rows).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
     expect(await migrate(pool(url))).toEqual([]);
     const tables = await pool(url).query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename");
-    expect(tables.rows.map((r) => r.tablename)).toEqual(["audit_entries", "lock_events", "lock_holds", "lockscope_migrations"]);
+    expect(tables.rows.map((r) => r.tablename)).toEqual(["audit_entries", "lock_events", "lock_holds", "lock_holds_current", "lockscope_migrations"]);
   });
 
   it("starts with a user that may only read and write the tables once the schema is current", async () => {
@@ -45,6 +45,13 @@ describe("PostgreSQL migrations", () => {
     // PostgreSQL 15 and later give nobody but the owner CREATE on `public`; make sure of it on older ones.
     await owner.query("REVOKE CREATE ON SCHEMA public FROM PUBLIC");
     expect(await migrate(asConsole)).toEqual([]);
+    // With table privileges only, it records a hold and its end, and reads them back.
+    const history = new PostgresHistory({ pool: asConsole, display: "least_privilege", ready: () => Promise.resolve() });
+    const at = Date.parse("2026-03-01T03:00:00Z");
+    await history.insert([{ at, resource: "lock:orders/1", deployment: "default", type: "acquired", token: "tok-1" }]);
+    expect((await history.heldAt({ at: at + 1, limit: 10 })).holds.map((h) => [h.token, h.endedAt])).toEqual([["tok-1", null]]);
+    await history.insert([{ at: at + 5, resource: "lock:orders/1", deployment: "default", type: "released", token: "tok-1" }]);
+    expect((await history.heldAt({ at: at + 1, limit: 10 })).holds.map((h) => [h.token, h.endedAt])).toEqual([["tok-1", at + 5]]);
   });
 
   it("upgrades lock history recorded before deployments were named: its rows are `default`'s, and its open holds still end", async () => {
@@ -61,11 +68,10 @@ describe("PostgreSQL migrations", () => {
     expect(await migrate(p)).toEqual(MIGRATIONS.filter((m) => m.version > 3).map((m) => m.version));
     const events = await p.query<{ resource: string; type: string; deployment: string }>("SELECT resource, type, deployment FROM lock_events ORDER BY at");
     expect(events.rows.map((r) => `${r.deployment}:${r.resource}:${r.type}`)).toEqual(["default:lock:orders/1:acquired", "default:lock:orders/1:released", "default:lock:orders/2:acquired"]);
-    const holds = await p.query<{ resource: string; deployment: string }>("SELECT resource, deployment FROM lock_holds ORDER BY acquired_at");
-    expect(holds.rows).toEqual([
-      { resource: "lock:orders/1", deployment: "default" },
-      { resource: "lock:orders/2", deployment: "default" },
-    ]);
+    // The ended hold stays in lock_holds; the open one moved to lock_holds_current, each with its id.
+    const ids = async (table: string) => (await p.query<{ id: string; resource: string; deployment: string }>(`SELECT id, resource, deployment FROM ${table} ORDER BY acquired_at`)).rows;
+    expect(await ids("lock_holds")).toEqual([{ id: "1", resource: "lock:orders/1", deployment: "default" }]);
+    expect(await ids("lock_holds_current")).toEqual([{ id: "2", resource: "lock:orders/2", deployment: "default" }]);
 
     const history = new PostgresHistory({ pool: p, display: "upgraded", ready: () => Promise.resolve() });
     const at = Date.parse("2026-03-01T03:05:00Z");
@@ -76,12 +82,16 @@ describe("PostgreSQL migrations", () => {
     expect((await open()).map((h) => h.endedAt)).toEqual([null]);
     await history.insert([{ at, resource: "lock:orders/2", deployment: "default", type: "released", token: "tok-2" }]);
     expect(await open()).toEqual([]);
+    // It ended with the id it had; a hold acquired after the upgrade gets a new one.
+    expect(await ids("lock_holds")).toEqual([{ id: "1", resource: "lock:orders/1", deployment: "default" }, { id: "2", resource: "lock:orders/2", deployment: "default" }]);
+    await history.insert([{ at: at + 1, resource: "lock:orders/3", deployment: "default", type: "acquired", token: "tok-3" }]);
+    expect(await ids("lock_holds_current")).toEqual([{ id: "3", resource: "lock:orders/3", deployment: "default" }]);
     const page = await history.events({ limit: 10, filters: { resource: "lock:orders/2", deployment: "default" } });
     expect(page.events.map((e) => `${e.deployment}:${e.type}`)).toEqual(["default:released", "default:acquired"]);
 
     // Every index that finds one lock's rows names its deployment.
-    const indexes = await p.query<{ indexname: string; indexdef: string }>("SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN ('lock_events_resource_at', 'lock_holds_resource', 'lock_holds_open') ORDER BY indexname");
-    expect(indexes.rows.map((r) => r.indexname)).toEqual(["lock_events_resource_at", "lock_holds_open", "lock_holds_resource"]);
+    const indexes = await p.query<{ indexname: string; indexdef: string }>("SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN ('lock_events_resource_at', 'lock_holds_resource', 'lock_holds_current_value') ORDER BY indexname");
+    expect(indexes.rows.map((r) => r.indexname)).toEqual(["lock_events_resource_at", "lock_holds_current_value", "lock_holds_resource"]);
     for (const r of indexes.rows) expect(r.indexdef).toMatch(/\((deployment, resource|resource, deployment), /);
   });
 
