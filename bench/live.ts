@@ -644,6 +644,7 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
           // Unmeasured warm-up at the same rate (JIT, first allocations of the stream path), then the measured run.
           await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-${viewers}-warmup`, WARMUP_MS);
           await tab?.begin();
+          out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): measuring`);
           const measured = await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-${viewers}`);
           const figures = await tab?.end();
           churns.push({ ...measured, viewers, ...(figures ? { tab: figures } : {}) });

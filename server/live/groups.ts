@@ -16,6 +16,7 @@ import {
 } from "@/lib/locks/groups";
 import { engineHolderText, holderText, truncate } from "@/lib/locks/holder-text";
 import { decodeHolder } from "@/lib/locks/merge";
+import { SortedStrings } from "@/lib/locks/sorted-strings";
 import type { Lock, LockState } from "@/lib/locks/types";
 import type { LockStore } from "./store";
 
@@ -48,6 +49,22 @@ function fresh<T extends { at: number; until: number }>(made: T | null | undefin
 
 /** Sorted lists kept for reuse (one per search and sort a viewer is scrolling through). */
 const KEPT_LISTS = 8;
+/** Groups whose order by name is kept as their locks come and go, at most (the ones viewed last). */
+const KEPT_ORDERS = 8;
+/** A group's kept order is let go when no page of it was asked for this long. */
+const ORDER_IDLE_MS = 5 * 60_000;
+
+/**
+ * A group's locks by name, kept up to date as locks join and leave the list (null while the first pass builds
+ * it: what happens meanwhile waits in `pending`, the last word per lock).
+ */
+interface GroupOrder {
+  set: SortedStrings | null;
+  pending: Map<string, boolean> | null;
+  usedAt: number;
+}
+
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The groups' rows over every lock (of one deployment, or all), and until when they are reused. */
 interface GroupsAggregate {
@@ -111,13 +128,31 @@ export class LockGroups {
   private readonly lists = new Map<string, SortedList>();
   /** Aggregates and lists being built, by key: the requests that come meanwhile wait for the same build. */
   private readonly building = new Map<string, Promise<unknown>>();
+  /** Groups viewed by name, kept in order as their locks come and go (only where the source tells of them). */
+  private readonly orders = new Map<string, GroupOrder>();
 
+  /**
+   * `listed`: where the source tells of locks joining and leaving its list (one deployment's store), the
+   * groups a viewer pages through by name keep their order as locks come and go, so that a page costs the
+   * page, not a pass over every lock and a sort.
+   */
   constructor(
     private readonly store: GroupSource,
     pattern: RegExp,
+    private readonly listed: ((listener: (resource: string, listed: boolean) => void) => void) | null = null,
   ) {
     const stateless = statelessPattern(pattern);
     this.groupOf = (resource) => lockGroup(stateless, resource);
+    listed?.((resource, isListed) => this.onListed(resource, isListed));
+  }
+
+  private onListed(resource: string, isListed: boolean): void {
+    if (this.orders.size === 0) return;
+    const order = this.orders.get(this.groupOf(resource));
+    if (!order) return;
+    if (order.pending) order.pending.set(resource, isListed);
+    else if (isListed) order.set?.add(resource);
+    else order.set?.delete(resource);
   }
 
   /**
@@ -162,6 +197,15 @@ export class LockGroups {
    * other request go on meanwhile), by one build per list that every request asking for it meanwhile shares.
    */
   async page(query: LockQuery, now = Date.now()): Promise<LocksPage> {
+    if (this.listed && query.group !== undefined && query.sort === "resource" && !query.q && query.state === undefined && query.deployment === undefined) {
+      const set = await this.orderOf(query.group, now);
+      const locks: Lock[] = [];
+      for (const resource of set.slice(query.offset, query.limit, query.order === "desc")) {
+        const lock = this.store.lock(resource, now);
+        if (lock) locks.push(lock);
+      }
+      return { serverTime: now, total: set.size, offset: query.offset, locks };
+    }
     const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order, query.deployment ?? null]);
     let list = this.lists.get(key);
     if (!fresh(list, now)) list = await this.shared(key, () => this.build(query, key, now));
@@ -172,6 +216,42 @@ export class LockGroups {
       if (lock) locks.push(lock);
     }
     return { serverTime: now, total: order.length, offset: query.offset, locks };
+  }
+
+  /**
+   * A group's locks by name: built by one pass and a sort the first time a viewer asks (sliced, as any list),
+   * then kept as locks join and leave the list, until nobody has asked for `ORDER_IDLE_MS`.
+   */
+  private async orderOf(group: string, now: number): Promise<SortedStrings> {
+    for (const [name, kept] of this.orders) if (name !== group && now - kept.usedAt > ORDER_IDLE_MS) this.orders.delete(name);
+    let order = this.orders.get(group);
+    if (order) {
+      // Most recently used last: the first is the one let go when too many are kept.
+      this.orders.delete(group);
+      this.orders.set(group, order);
+      order.usedAt = now;
+      if (order.set) return order.set;
+    } else {
+      order = { set: null, pending: new Map(), usedAt: now };
+      this.orders.set(group, order);
+      while (this.orders.size > KEPT_ORDERS) this.orders.delete(this.orders.keys().next().value as string);
+    }
+    const building = order;
+    return this.shared(JSON.stringify(["order", group]), async () => {
+      const resources: string[] = [];
+      const mayHold = group === OTHER_GROUP ? () => true : (resource: string) => resource.includes(group);
+      await this.store.summariesInSlices((s) => {
+        if (mayHold(s.resource) && this.groupOf(s.resource) === group) resources.push(s.resource);
+      });
+      const set = SortedStrings.fromSorted(await sortInSlices(resources, byName));
+      for (const [resource, isListed] of building.pending ?? []) {
+        if (isListed) set.add(resource);
+        else set.delete(resource);
+      }
+      building.pending = null;
+      building.set = set;
+      return set;
+    });
   }
 
   /** The build running under `key`, or `build` started now: one build for every request that comes meanwhile. */

@@ -125,7 +125,9 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         degraded: nodesUp < watchers.length || nodesWithoutNotifications > 0,
       };
     };
-    const groups = new LockGroups(store, config.metricsGroupPattern);
+    const groups = new LockGroups(store, config.metricsGroupPattern, (listener) => {
+      store.onListed = listener;
+    });
     const hub =
       shared?.hub ??
       new StreamHub(

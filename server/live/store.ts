@@ -209,6 +209,11 @@ export class LockStore {
    * so that the consoles can share when it was first seen: see `server/live/first-seen.ts`.
    */
   firstSeen: ((resource: string, token: string, seenAt: number, ttlMs: number | null) => void) | null = null;
+  /**
+   * Told when a lock joins the list (its first state) and when it leaves it (ended and gone, or no pattern
+   * covers it any more): what the grouped view keeps its groups' orders with (`server/live/groups.ts`).
+   */
+  onListed: ((resource: string, listed: boolean) => void) | null = null;
 
   constructor(
     nodeIds: readonly string[],
@@ -454,6 +459,7 @@ export class LockStore {
       if (entry.state !== null) {
         this.count(entry.state, -1);
         this.removed.add(resource);
+        this.onListed?.(resource, false);
       }
       dropped += 1;
     }
@@ -491,6 +497,7 @@ export class LockStore {
       this.count(entry.state, -1);
       this.changed.delete(resource);
       this.removed.add(resource);
+      this.onListed?.(resource, false);
       this.ended.keep(resource, entry, now);
     });
   }
@@ -613,6 +620,7 @@ export class LockStore {
     }
     if (previousState !== entry.state && entry.state !== null) {
       if (previousState !== null) this.count(previousState, -1);
+      else this.onListed?.(entry.resource, true);
       this.count(entry.state, 1);
     }
     if (step.changed) this.changed.add(entry.resource);

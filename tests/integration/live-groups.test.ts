@@ -112,6 +112,22 @@ describe("grouped view and server-paged locks", () => {
     expect((await page("group=lock:nothing-here")).total).toBe(0);
   });
 
+  it("keeps a group paged by name current as its locks come and go", async () => {
+    const names = async () => (await page("group=lock:orders&sort=resource&order=asc&offset=6&limit=3")).locks.map((l) => `${l.resource} ${l.state}`);
+    expect(await names()).toEqual([6, 7, 8].map((i) => `lock:orders/order-${pad(i)} held`));
+    const added = `lock:orders/order-${pad(6)}a`;
+    await Promise.all(clients.map((c) => c.set(added, "foreign-token-new", "PX", 600_000)));
+    // In its place at once: the order is kept as locks join, not rebuilt once a list of a second ago is let go.
+    await until("the new lock in its place", async () => (await names())[1] === `${added} held`, 800, 20);
+    expect(await names()).toEqual([`lock:orders/order-${pad(6)} held`, `${added} held`, `lock:orders/order-${pad(7)} held`]);
+    expect((await page("group=lock:orders&limit=1")).total).toBe(ORDERS + 1);
+    await Promise.all(clients.map((c) => c.del(added)));
+    // Ended, it stays listed a few seconds as released, then leaves the group's pages.
+    await until("the ended lock shown released", async () => (await names())[1] === `${added} released`, 2_000, 20);
+    await until("the ended lock gone from the group", async () => (await page("group=lock:orders&limit=1")).total === ORDERS, 15_000, 100);
+    expect(await names()).toEqual([6, 7, 8].map((i) => `lock:orders/order-${pad(i)} held`));
+  });
+
   it("searches resources and holders over every lock, and sorts by a column", async () => {
     const byName = await page("q=ORDER-1&limit=100");
     expect(byName.locks.map((l) => l.resource)).toEqual(Array.from({ length: 10 }, (_, i) => `lock:orders/order-1${i}`));

@@ -88,3 +88,82 @@ describe("the grouped view's sorted lists", () => {
     expect(second.locks[0]?.resource).toBe("lock:orders/00050");
   });
 });
+
+/** A fleet that tells of locks joining and leaving its list, as the lock store does. */
+function tellingFleet(names: string[]) {
+  const listed = new Set(names);
+  let listener: ((resource: string, listed: boolean) => void) | null = null;
+  const summary = (resource: string): LockSummary => ({ resource, state: "held", acquiredAt: 1_000, expiresAt: 60_000, token: `t-${resource}`, quorumHeld: 3, attemptsPerMin: null, waiters: null });
+  const fleet = {
+    passes: 0,
+    /** Runs in the middle of the next pass (after half the locks were visited). */
+    duringPass: null as (() => void) | null,
+    async summariesInSlices(visit: (s: Readonly<LockSummary>) => void) {
+      fleet.passes += 1;
+      const all = [...listed];
+      all.slice(0, all.length / 2).forEach((r) => visit(summary(r)));
+      await Promise.resolve();
+      fleet.duringPass?.();
+      fleet.duringPass = null;
+      // Locks are visited as they are when their slice comes.
+      all.slice(all.length / 2).filter((r) => listed.has(r)).forEach((r) => visit(summary(r)));
+    },
+    lock(resource: string): Lock | null {
+      return listed.has(resource) ? ({ resource } as unknown as Lock) : null;
+    },
+    join(resource: string) {
+      listed.add(resource);
+      listener?.(resource, true);
+    },
+    leave(resource: string) {
+      listed.delete(resource);
+      listener?.(resource, false);
+    },
+    subscribe(l: (resource: string, listed: boolean) => void) {
+      listener = l;
+    },
+  };
+  return fleet;
+}
+
+describe("a group paged by name", () => {
+  const names = (page: { locks: Lock[] }) => page.locks.map((l) => l.resource);
+
+  it("is passed over once, then kept in order as locks come and go: every page is current, however long the viewer scrolls", async () => {
+    const fleet = tellingFleet(Array.from({ length: 3_000 }, (_, i) => `lock:orders/${String(i).padStart(4, "0")}`).concat(["lock:users/1"]));
+    const groups = new LockGroups(fleet, /^lock:([^/]+)/, (l) => fleet.subscribe(l));
+    const query = { group: "orders", sort: "resource" as const, order: "asc" as const, offset: 0, limit: 3 };
+    const t0 = 5_000_000;
+    const first = await groups.page(query, t0);
+    expect(names(first)).toEqual(["lock:orders/0000", "lock:orders/0001", "lock:orders/0002"]);
+    expect(first.total).toBe(3_000);
+    fleet.join("lock:orders/0000a");
+    fleet.leave("lock:orders/0001");
+    fleet.join("lock:users/2");
+    // At once, not after a reuse window.
+    const next = await groups.page(query, t0 + 10);
+    expect(names(next)).toEqual(["lock:orders/0000", "lock:orders/0000a", "lock:orders/0002"]);
+    expect(next.total).toBe(3_000);
+    const last = await groups.page({ ...query, order: "desc" }, t0 + 60_000);
+    expect(names(last)).toEqual(["lock:orders/2999", "lock:orders/2998", "lock:orders/2997"]);
+    expect(names(await groups.page({ ...query, offset: 2_998 }, t0 + 120_000))).toEqual(["lock:orders/2998", "lock:orders/2999"]);
+    expect(fleet.passes).toBe(1);
+    // Another sort is a list as before (a pass, reused for its window).
+    await groups.page({ ...query, sort: "heldFor" }, t0 + 120_000);
+    expect(fleet.passes).toBe(2);
+  });
+
+  it("counts what changes while its first pass runs, whether the pass had reached the lock or not", async () => {
+    const fleet = tellingFleet(["lock:jobs/a", "lock:jobs/b", "lock:jobs/c", "lock:jobs/d"]);
+    const groups = new LockGroups(fleet, /^lock:([^/]+)/, (l) => fleet.subscribe(l));
+    fleet.duringPass = () => {
+      fleet.leave("lock:jobs/a"); // visited already
+      fleet.leave("lock:jobs/d"); // not yet
+      fleet.join("lock:jobs/b2");
+      fleet.join("lock:other/x");
+    };
+    const page = await groups.page({ group: "jobs", sort: "resource", order: "asc", offset: 0, limit: 10 }, 6_000_000);
+    expect(names(page)).toEqual(["lock:jobs/b", "lock:jobs/b2", "lock:jobs/c"]);
+    expect(page.total).toBe(3);
+  });
+});

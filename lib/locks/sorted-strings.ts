@@ -1,0 +1,123 @@
+/** Strings per chunk at most: a chunk splits in two past it. */
+const CHUNK_MAX = 1_024;
+
+/** Code-unit order, the order the lock list sorts resources in (`byText` in groups.ts). */
+const before = (a: string, b: string) => a < b;
+
+/**
+ * A set of strings kept in order as they come and go, read by position: sorted chunks of at most 1,024, so an
+ * insertion or a deletion moves at most a chunk's worth of references (a sorted array of a million would move
+ * half a million on average), and a page at any offset is found by walking the chunks' sizes.
+ */
+export class SortedStrings {
+  private chunks: string[][] = [];
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Builds the set from strings already sorted and unique (a list built by one pass and a sort). */
+  static fromSorted(sorted: readonly string[]): SortedStrings {
+    const set = new SortedStrings();
+    for (let i = 0; i < sorted.length; i += CHUNK_MAX / 2) set.chunks.push(sorted.slice(i, i + CHUNK_MAX / 2));
+    set.count = sorted.length;
+    return set;
+  }
+
+  has(value: string): boolean {
+    const chunk = this.chunks[this.chunkFor(value)];
+    if (!chunk) return false;
+    const at = position(chunk, value);
+    return chunk[at] === value;
+  }
+
+  /** Adds `value`; false when it was there already. */
+  add(value: string): boolean {
+    if (this.chunks.length === 0) {
+      this.chunks.push([value]);
+      this.count = 1;
+      return true;
+    }
+    const c = this.chunkFor(value);
+    const chunk = this.chunks[c]!;
+    const at = position(chunk, value);
+    if (chunk[at] === value) return false;
+    chunk.splice(at, 0, value);
+    this.count += 1;
+    if (chunk.length > CHUNK_MAX) this.chunks.splice(c + 1, 0, chunk.splice(CHUNK_MAX / 2));
+    return true;
+  }
+
+  /** Removes `value`; false when it was not there. */
+  delete(value: string): boolean {
+    const c = this.chunkFor(value);
+    const chunk = this.chunks[c];
+    if (!chunk) return false;
+    const at = position(chunk, value);
+    if (chunk[at] !== value) return false;
+    chunk.splice(at, 1);
+    this.count -= 1;
+    if (chunk.length === 0) this.chunks.splice(c, 1);
+    return true;
+  }
+
+  /**
+   * Up to `limit` strings from position `offset`, in ascending order, or from the end in descending order
+   * (`offset` 0 of a descending read is the greatest string).
+   */
+  slice(offset: number, limit: number, descending = false): string[] {
+    const out: string[] = [];
+    if (offset >= this.count || limit <= 0) return out;
+    if (!descending) {
+      let skip = offset;
+      for (const chunk of this.chunks) {
+        if (skip >= chunk.length) {
+          skip -= chunk.length;
+          continue;
+        }
+        for (let i = skip; i < chunk.length && out.length < limit; i++) out.push(chunk[i]!);
+        skip = 0;
+        if (out.length >= limit) break;
+      }
+      return out;
+    }
+    let skip = offset;
+    for (let c = this.chunks.length - 1; c >= 0; c--) {
+      const chunk = this.chunks[c]!;
+      if (skip >= chunk.length) {
+        skip -= chunk.length;
+        continue;
+      }
+      for (let i = chunk.length - 1 - skip; i >= 0 && out.length < limit; i--) out.push(chunk[i]!);
+      skip = 0;
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /** The chunk `value` belongs in: the first whose last string is not before it, else the last chunk. */
+  private chunkFor(value: string): number {
+    let lo = 0;
+    let hi = this.chunks.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const chunk = this.chunks[mid]!;
+      if (before(chunk[chunk.length - 1]!, value)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}
+
+/** The first position in `chunk` whose string is not before `value`. */
+function position(chunk: readonly string[], value: string): number {
+  let lo = 0;
+  let hi = chunk.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (before(chunk[mid]!, value)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
