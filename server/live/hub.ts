@@ -89,6 +89,12 @@ interface Client {
   pending: Uint8Array[];
   pendingBytes: number;
   lifetime: NodeJS.Timeout;
+  /**
+   * The request, held for as long as the stream is open: its signal follows the one it was made with through a
+   * weak reference to a controller the request keeps, so once nothing holds the request its abort never arrives
+   * (the stream of a closed tab would stay open).
+   */
+  request: { readonly signal: AbortSignal } | null;
   close: (finalEvent?: string) => void;
   /** Ends the stream at once, discarding its backlog, so the server closes the socket. */
   drop: () => void;
@@ -167,13 +173,15 @@ export class StreamHub {
    * Opens one stream; `lastEventId` resumes where a previous stream of this process left off. Throws
    * `StreamLimitError` when `owner` already has as many streams open as the limits allow.
    */
-  open(lastEventId: string | null, signal: AbortSignal | null, owner: StreamOwner | null = null, group: string | null = null, deployment: string | null = null, snapshotRows = true): ReadableStream<Uint8Array> {
+  open(lastEventId: string | null, request: { readonly signal: AbortSignal } | null, owner: StreamOwner | null = null, group: string | null = null, deployment: string | null = null, snapshotRows = true): ReadableStream<Uint8Array> {
     let client: Client | null = null;
     const release = owner && this.limits ? this.limits.take(owner) : () => {};
     const stream = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
           client = this.attach(controller, lastEventId, release, group, deployment, snapshotRows);
+          client.request = request;
+          const signal = request?.signal;
           if (signal) {
             if (signal.aborted) client.close();
             else signal.addEventListener("abort", () => client?.close(), { once: true });
@@ -203,6 +211,7 @@ export class StreamHub {
       pending: [],
       pendingBytes: 0,
       lifetime: setTimeout(() => client.close("event: end\ndata: {\"reason\":\"lifetime\"}\n\n"), MAX_STREAM_MS),
+      request: null,
       close: (finalEvent) => {
         if (!detach()) return;
         try {

@@ -1,4 +1,6 @@
 import { EventEmitter } from "node:events";
+import v8 from "node:v8";
+import vm from "node:vm";
 import { describe, expect, it, vi } from "vitest";
 import type { Lock, LiveStats } from "@/lib/locks/types";
 import type { LiveEventMap } from "@/server/live/events";
@@ -87,6 +89,27 @@ describe("the stream hub", () => {
     expect(hub.clientCount).toBe(0);
     // An errored stream, not one closed after its queue: the server ends the response (and its socket) now.
     await expect(stream.getReader().read()).rejects.toThrow(/fell too far behind/);
+  });
+
+  it("closes the stream of an aborted request that nothing but the stream holds (a request's signal follows through a weak link)", async () => {
+    v8.setFlagsFromString("--expose-gc");
+    const gc = vm.runInNewContext("gc") as () => void;
+    const { hub } = setUp();
+    const tab = new AbortController();
+    // As the route does: the request, whose signal follows the tab's; nothing else keeps the request.
+    const stream = ((request: Request) => hub.open(null, request))(new Request("http://localhost/api/locks/stream", { signal: tab.signal }));
+    expect(hub.clientCount).toBe(1);
+    for (let i = 0; i < 3; i++) {
+      gc();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    tab.abort();
+    expect(hub.clientCount).toBe(0);
+    // What was queued before the abort, then the end.
+    const reader = stream.getReader();
+    let ended = false;
+    for (let i = 0; i < 10 && !ended; i++) ended = (await reader.read()).done;
+    expect(ended).toBe(true);
   });
 
   it("refuses a stream past the limit per address and per token, and counts a closed one out", async () => {

@@ -37,7 +37,7 @@ export const GET = route({ name: "GET /api/locks/stream", access: "viewer", quer
   let stream: ReadableStream<Uint8Array>;
   try {
     const group = q.locks === "none" ? NO_LOCKS : (q.group ?? null);
-    stream = getStreamHub().open(lastEventId, request.signal, streamOwner(request.headers, principal), group, deployment, q.locks !== "changes");
+    stream = getStreamHub().open(lastEventId, request, streamOwner(request.headers, principal), group, deployment, q.locks !== "changes");
   } catch (error) {
     if (error instanceof StreamLimitError) throw new ApiError("rate_limited", error.message, { limit: error.limit, per: error.scope }, { "Retry-After": "10" });
     throw error;
