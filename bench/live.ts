@@ -41,6 +41,11 @@ const HISTORY = args.has("--history");
 /** The database the console records history in, with `--history`. */
 let historyDb: { server: TestPostgres; url: string } | null = null;
 const QUICK = args.has("--quick");
+/**
+ * `--max-rate`: after the listed rates, search each size for the highest churn rate this machine sustains
+ * (see `SUSTAINED_P99_MS`): the rate doubled until a probe fails, then halved back towards the last that held.
+ */
+const MAX_RATE = args.has("--max-rate");
 const soakMinutesArg = argv.indexOf("--soak-minutes");
 const SOAK = args.has("--soak") || soakMinutesArg >= 0;
 const SOAK_MINUTES = soakMinutesArg >= 0 ? Number(argv[soakMinutesArg + 1]) : 10;
@@ -94,6 +99,20 @@ const SEMAPHORE_ACQUIRE = script("redis.call('zadd', KEYS[1], ARGV[2], ARGV[1]);
 function script(body: string): { body: string; sha: string } {
   return { body, sha: createHash("sha1").update(body).digest("hex") };
 }
+
+/**
+ * A rate is sustained when the load generator reaches it (98 % of it), every change's final state is right, and
+ * p99 delivery stays within this (the scale bar at 10,000 changes/s): the console keeps up, it does not fall
+ * behind.
+ */
+const SUSTAINED_P99_MS = 100;
+/** One probe of the search: a shorter warm-up and churn than the measured rates'. */
+const PROBE_WARMUP_MS = 1_000;
+const PROBE_MS = 5_000;
+/** The search stops once the last rate that held and the first that did not are this close (or after this many probes). */
+const SEARCH_RESOLUTION = 0.1;
+const MAX_PROBES = 8;
+const RATE_CEILING = 80_000;
 
 /** Each churned lock is held this long before its release: longer than the stream's 100 ms coalescing window. */
 const HOLD_MS = 1_000;
@@ -542,6 +561,48 @@ interface PhaseResult {
   hwmMb: number;
   /** With `--history`: events written to and dropped by the history recorder during the phase. */
   history?: { written: number; dropped: number; queued: number };
+  /** With `--max-rate`: the highest rate sustained (null: not even the first probe), and every probe. */
+  maxRate?: { sustained: number | null; probes: Probe[] };
+}
+
+interface Probe {
+  rate: number;
+  achieved: number;
+  p99: number;
+  lost: number;
+  sustained: boolean;
+}
+
+/**
+ * The highest churn rate sustained with `held` locks held: from the highest listed rate that held (else 1,000),
+ * doubled until a probe fails, then the gap between the last that held and the first that failed halved until
+ * it is within `SEARCH_RESOLUTION` of the former.
+ */
+async function findMaxRate(clients: Redis[], stream: StreamClient, pid: number, port: number, held: number, measured: ChurnResult[]): Promise<{ sustained: number | null; probes: Probe[] }> {
+  const probes: Probe[] = [];
+  const sustains = (c: ChurnResult) => c.achievedRate >= 0.98 * c.rate && c.lost === 0 && c.p99 <= SUSTAINED_P99_MS;
+  const probe = async (rate: number): Promise<boolean> => {
+    const tag = `${held}-max-${rate}`;
+    await churn(clients, stream, pid, port, rate, `${tag}-warmup`, PROBE_WARMUP_MS);
+    const c = await churn(clients, stream, pid, port, rate, tag, PROBE_MS);
+    const ok = sustains(c);
+    probes.push({ rate, achieved: c.achievedRate, p99: c.p99, lost: c.lost, sustained: ok });
+    out(`  N=${held}, highest rate: ${rate}/s ${ok ? "sustained" : "not sustained"} (p99 ${c.p99.toFixed(1)} ms, ${c.achievedRate.toFixed(0)}/s written, ${c.lost} lost)`);
+    return ok;
+  };
+  let good: number | null = Math.max(0, ...measured.filter(sustains).map((c) => c.rate)) || null;
+  let bad: number | null = null;
+  let next = good === null ? 1_000 : good * 2;
+  while (probes.length < MAX_PROBES && next <= RATE_CEILING) {
+    if (await probe(next)) good = next;
+    else bad = next;
+    if (bad === null) next = next * 2;
+    else if (good === null) next = Math.floor(next / 2);
+    else if ((bad - good) / good > SEARCH_RESOLUTION) next = Math.round((good + bad) / 2 / 100) * 100;
+    else break;
+    if (next <= 0 || (good !== null && next <= good) || (bad !== null && next >= bad)) break;
+  }
+  return { sustained: good, probes };
 }
 
 /** One client per node sending PING back to back (every 10 ms at most): how the nodes answer others meanwhile. */
@@ -657,10 +718,11 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     } finally {
       await tab?.close();
     }
+    const maxRate = MAX_RATE ? await findMaxRate(clients, stream, child.pid!, port, held, churns) : undefined;
     const hwmMb = procStats(child.pid!).hwmMb;
     stream.close();
     const history = HISTORY ? await historyCounts(port) : undefined;
-    return { held, reconcileMs, nodeP99DuringReconcileMs, bytesPerLock, snapshotMs, restMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}) };
+    return { held, reconcileMs, nodeP99DuringReconcileMs, bytesPerLock, snapshotMs, restMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}), ...(maxRate ? { maxRate } : {}) };
   } finally {
     await stopConsole(child);
     for (const c of clients) c.disconnect();
@@ -705,6 +767,18 @@ async function main(): Promise<void> {
     out("| locks held | changes/s | view | JS heap max MB | long tasks (≥ 50 ms) | longest task ms | frame interval p99 / max ms |");
     out("|---:|---:|---|---:|---:|---:|---:|");
     for (const { held, rate, tab } of tabs) out(`| ${held} | ${rate} | ${tab.view} | ${f(tab.heapMaxMb)} | ${tab.longTasks} | ${f(tab.longTaskMaxMs, 0)} | ${f(tab.frameP99Ms)} / ${f(tab.frameMaxMs)} |`);
+  }
+  if (MAX_RATE) {
+    out("");
+    out(`The highest churn rate sustained (written at 98 % of the rate or more, nothing lost, p99 delivery ≤ ${SUSTAINED_P99_MS} ms; ${PROBE_MS / 1_000} s probes):`);
+    out("");
+    out("| locks held | highest rate sustained | probes: rate (p99 ms, written per s) |");
+    out("|---:|---:|---|");
+    for (const r of results) {
+      if (!r.maxRate) continue;
+      const probes = r.maxRate.probes.map((p) => `${p.rate} ${p.sustained ? "✓" : "✗"} (${f(p.p99)}, ${f(p.achieved, 0)}${p.lost > 0 ? `, ${p.lost} lost` : ""})`).join("; ");
+      out(`| ${r.held} | ${r.maxRate.sustained === null ? "none probed held" : `${r.maxRate.sustained}/s`} | ${probes} |`);
+    }
   }
   out("");
   out(`An empty console: ${f(baselineRssMb, 0)} MB RSS.`);
