@@ -94,7 +94,7 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
                   </td>
                   <td className="mono">{h.fence ?? "—"}</td>
                   <td>{timeText(h.acquiredAt)}</td>
-                  <td>{h.endedAt === null ? "still held, or its end was not seen" : `${timeText(h.endedAt)} (${h.endType ?? "ended"})`}</td>
+                  <td>{h.endedAt === null ? "still held (or its end not seen yet)" : h.endType === "unseen" ? `by ${timeText(h.endedAt)} (its end was not seen)` : `${timeText(h.endedAt)} (${h.endType ?? "ended"})`}</td>
                 </tr>
               ))}
             </tbody>

@@ -2,7 +2,7 @@ import "server-only";
 import { createHash } from "node:crypto";
 import { decodeHolder } from "@/lib/locks/merge";
 import type { Database } from "../postgres/pool";
-import type { HeldAtOptions, HistoryFilters, HistoryPage, HistoryStore, LockHistoryEvent, LockHold, StoredLockEvent } from "./types";
+import type { HeldAtOptions, HistoryFilters, HistoryPage, HistoryStore, LockHistoryEvent, LockHold, OpenHold, StoredLockEvent } from "./types";
 
 /** Events that happen once per hold: stored once however many consoles saw them (see `dedupKey`). */
 const ONCE_PER_HOLD = new Set(["acquired", "released", "expired", "evicted", "force-released"]);
@@ -149,6 +149,39 @@ interface HoldRow extends Pick<LockHold, "id" | "resource" | "deployment" | "tok
 }
 
 /**
+ * Ends holds: each moves from lock_holds_current to lock_holds. An end without a known value (`tok` null) ends
+ * the lock's open holds (on its own deployment only: the same resource on another deployment is another lock).
+ * Each end finds its holds by one index lookup (the lateral subquery, kept a nested loop by OFFSET 0, whatever
+ * the statistics say). `greatest`: another console's clock may put the end a moment before the acquisition,
+ * and a range cannot run backwards. Returns the holds ended.
+ */
+async function endHolds(client: Queryable, ends: ReadonlyArray<{ r: string | null; dep: string; tok: string | null; a: number; t: string }>): Promise<number> {
+  const { rowCount } = await client.query(
+    `WITH e AS MATERIALIZED (
+       SELECT c.ctid AS row, u.a, u.t
+       FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, a bigint, t text)
+       CROSS JOIN LATERAL (
+         SELECT ctid FROM lock_holds_current
+         WHERE resource = u.r AND deployment = u.dep AND (u.tok IS NULL OR md5(token) = md5(u.tok))
+         OFFSET 0
+       ) c
+     ), gone AS (
+       DELETE FROM lock_holds_current c USING e WHERE c.ctid = e.row
+       RETURNING c.id, c.resource, c.deployment, c.token, c.holder, c.fence, c.acquired_at, e.a, e.t
+     )
+     INSERT INTO lock_holds (id, resource, deployment, token, holder, fence, acquired_at, ended_at, end_type)
+     SELECT id, resource, deployment, token, holder, fence, acquired_at, greatest(${TS("a")}, acquired_at), t FROM gone`,
+    [JSON.stringify(ends)],
+  );
+  return rowCount ?? 0;
+}
+
+/** What `endHolds` needs of a client or a pool. */
+interface Queryable {
+  query(sql: string, args: unknown[]): Promise<{ rowCount: number | null }>;
+}
+
+/**
  * Lock history in PostgreSQL: `lock_events` (every event, newest-first pages by lock or by time) and the
  * holds (one row per value from acquired to its end, for "who held it at T": `lock_holds_current` while it is
  * open, `lock_holds` once it ended), kept in step by each batch's transaction. A lock is a resource on a
@@ -196,28 +229,7 @@ export class PostgresHistory implements HistoryStore {
       }
       const ended = stored.filter((r) => ENDS.has(r.t));
       if (ended.length > 0) {
-        // An end moves its hold from lock_holds_current to lock_holds. An end without a known value ends the
-        // lock's open holds (on its own deployment only: the same resource on another deployment is another
-        // lock). Each end finds its holds by one index lookup (the lateral subquery, kept a nested loop by
-        // OFFSET 0, whatever the statistics say). `greatest`: another console's clock may put the end a moment
-        // before the acquisition, and a range cannot run backwards.
-        await client.query(
-          `WITH e AS MATERIALIZED (
-             SELECT c.ctid AS row, u.a, u.t
-             FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, a bigint, t text)
-             CROSS JOIN LATERAL (
-               SELECT ctid FROM lock_holds_current
-               WHERE resource = u.r AND deployment = u.dep AND (u.tok IS NULL OR md5(token) = md5(u.tok))
-               OFFSET 0
-             ) c
-           ), gone AS (
-             DELETE FROM lock_holds_current c USING e WHERE c.ctid = e.row
-             RETURNING c.id, c.resource, c.deployment, c.token, c.holder, c.fence, c.acquired_at, e.a, e.t
-           )
-           INSERT INTO lock_holds (id, resource, deployment, token, holder, fence, acquired_at, ended_at, end_type)
-           SELECT id, resource, deployment, token, holder, fence, acquired_at, greatest(${TS("a")}, acquired_at), t FROM gone`,
-          [JSON.stringify(ended.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, a: r.a, t: r.t })))],
-        );
+        await endHolds(client, ended.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, a: r.a, t: r.t })));
       }
       await client.query("COMMIT");
     } catch (error) {
@@ -266,6 +278,34 @@ export class PostgresHistory implements HistoryStore {
       endType: r.end_type,
     }));
     return { holds, next: rows.length > limit ? (holds.at(-1)?.id ?? null) : null };
+  }
+
+  async openHolds(options: { deployment: string; acquiredBefore: number; after: string | null; limit: number }): Promise<OpenHold[]> {
+    await this.db.ready();
+    const { deployment, acquiredBefore, after, limit } = options;
+    // By resource, through the (resource, deployment, md5(token)) index; the last resource's other holds (a
+    // page may end among them) are read whole, so the next page starts after it.
+    const { rows } = await this.db.pool.query<OpenHold>(
+      `SELECT resource, token FROM lock_holds_current WHERE deployment = $1 AND acquired_at < ${TS("$2")} AND ($3::text IS NULL OR resource > $3) ORDER BY resource LIMIT $4`,
+      [deployment, String(acquiredBefore), after, limit],
+    );
+    const last = rows.at(-1)?.resource;
+    if (rows.length < limit || last === undefined) return rows;
+    const rest = await this.db.pool.query<OpenHold>(`SELECT resource, token FROM lock_holds_current WHERE deployment = $1 AND acquired_at < ${TS("$2")} AND resource = $3`, [
+      deployment,
+      String(acquiredBefore),
+      last,
+    ]);
+    return [...rows.filter((h) => h.resource !== last), ...rest.rows];
+  }
+
+  async endUnseen(deployment: string, holds: readonly OpenHold[], at: number): Promise<number> {
+    if (holds.length === 0) return 0;
+    await this.db.ready();
+    return endHolds(
+      this.db.pool,
+      holds.map((h) => ({ r: h.resource, dep: deployment, tok: h.token, a: Math.trunc(at), t: "unseen" })),
+    );
   }
 
   async prune(cutoff: number, batch = 10_000): Promise<number> {

@@ -53,7 +53,7 @@ export class HistoryRecorder implements HistorySink {
   private readonly options: Required<Omit<RecorderOptions, "onDrop" | "onWritten" | "onError">> & RecorderOptions;
 
   constructor(
-    private readonly store: HistoryStore,
+    private readonly store: Pick<HistoryStore, "insert">,
     options: RecorderOptions = {},
   ) {
     this.options = { ...DEFAULTS, ...options };

@@ -77,6 +77,34 @@ export function startAuditDatabase(): void {
   );
 }
 
+/** Holds acquired this recently are left to their own end event (it may still be on its way from another console). */
+const UNSEEN_GRACE_MS = 60_000;
+const OPEN_HOLDS_PAGE = 1_000;
+
+/**
+ * Ends the deployment's open holds whose lock the live view does not hold with that value, as `unseen` at the
+ * time of the check: their end came while no console watched (the console restarted, or the end event was
+ * dropped while the database was down). This console's queued events are written first; holds acquired
+ * within the last minute are left alone. Returns how many were ended (0 without a database).
+ */
+export async function endUnseenHolds(deployment: string, holds: (resource: string, token: string) => boolean, now = Date.now()): Promise<number> {
+  const history = getHistory();
+  if (!history) return 0;
+  await history.recorder.flush();
+  let ended = 0;
+  let after: string | null = null;
+  for (;;) {
+    const page = await history.store.openHolds({ deployment, acquiredBefore: now - UNSEEN_GRACE_MS, after, limit: OPEN_HOLDS_PAGE });
+    const unseen = page.filter((h) => !holds(h.resource, h.token));
+    if (unseen.length > 0) ended += await history.store.endUnseen(deployment, unseen, Date.now());
+    const last = page.at(-1);
+    if (page.length < OPEN_HOLDS_PAGE || !last) return ended;
+    after = last.resource;
+    // The live view goes on between pages (a million open holds are a thousand pages).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
 /** The sink the live view feeds, or null when history is not recorded. */
 export function getHistorySink(): HistorySink | null {
   return getHistory()?.recorder ?? null;

@@ -48,4 +48,16 @@ export interface HistoryStore {
   heldAt(options: HeldAtOptions): Promise<{ holds: LockHold[]; next: string | null }>;
   /** Deletes events and ended holds older than `cutoff` (epoch ms), `batch` rows at a time; returns rows deleted. */
   prune(cutoff: number, batch?: number): Promise<number>;
+  /**
+   * Holds still open of one deployment acquired before `acquiredBefore` (epoch ms), by resource: those after
+   * `after` (a previous page's last resource), at most `limit` resources' worth (every open hold of each).
+   */
+  openHolds(options: { deployment: string; acquiredBefore: number; after: string | null; limit: number }): Promise<OpenHold[]>;
+  /** Ends these open holds at `at` (epoch ms) as `unseen`: their end happened while no console saw it. Returns how many. */
+  endUnseen(deployment: string, holds: readonly OpenHold[], at: number): Promise<number>;
+}
+
+export interface OpenHold {
+  resource: string;
+  token: string;
 }

@@ -10,7 +10,7 @@ import { getConfig } from "../config";
 import { singleton } from "../global";
 import { shareFirstSeen } from "./first-seen";
 import { healthContributors } from "../health";
-import { getHistorySink } from "../history/service";
+import { endUnseenHolds, getHistorySink } from "../history/service";
 import { getLogger } from "../logger";
 import { getDeploymentNodes, quorumOf, type DeploymentNodes } from "../nodes";
 import { getPatternStore } from "../patterns";
@@ -33,6 +33,9 @@ export type { LockCounts } from "./store";
 
 /** Dirty keys are read this often (every node's batch at once, so a Redlock write is one change). */
 const FLUSH_MS = 10;
+/** History holds whose end no console saw: checked this long after the live view first read the nodes, then every `UNSEEN_CHECK_MS`. */
+const UNSEEN_FIRST_CHECK_MS = 5 * 60_000;
+const UNSEEN_CHECK_MS = 60 * 60_000;
 /** Without notifications a node is rescanned this often. */
 const DEGRADED_SCAN_MS = 2_000;
 /** How often each node's `notify-keyspace-events` is read again (it can be switched off at runtime). */
@@ -51,6 +54,8 @@ export interface DeploymentLive {
   isLockKey: (key: string) => boolean;
   stats: () => LiveStats;
   stop: () => Promise<void>;
+  /** Ends the history's open holds of this deployment that its live view does not hold (see `endUnseenHolds`). */
+  endUnseenHolds: () => Promise<number>;
 }
 
 /** Given where several deployments are watched: the hub they share, which the composition ticks itself. */
@@ -125,6 +130,17 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         degraded: nodesUp < watchers.length || nodesWithoutNotifications > 0,
       };
     };
+    const timers: NodeJS.Timeout[] = [];
+    const endUnseen = () => endUnseenHolds(store.deployment, (resource, token) => store.holdsValue(resource, token));
+    /** History holds whose end no console saw are ended once the live view has read the nodes, and hourly. */
+    const checkUnseenHolds = () => {
+      endUnseen().then(
+        (ended) => {
+          if (ended > 0) log.info({ holds: ended }, "lock history: ended the holds whose end no console saw");
+        },
+        (error: unknown) => log.warn({ err: error instanceof Error ? error.message.slice(0, 200) : String(error) }, "lock history: checking open holds failed; retrying in an hour"),
+      );
+    };
     const groups = new LockGroups(store, config.metricsGroupPattern, (listener) => {
       store.onListed = listener;
     });
@@ -139,6 +155,9 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         if (!store.watching && watchers.every((w) => w.settled)) {
           store.watching = true;
           firstSeen.shareFound();
+          const first = setTimeout(checkUnseenHolds, UNSEEN_FIRST_CHECK_MS);
+          first.unref();
+          timers.push(first);
         }
         hub.sendNodes();
       };
@@ -255,7 +274,6 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       }
     };
 
-    const timers: NodeJS.Timeout[] = [];
     const every = (ms: number, fn: () => void) => {
       const timer = setInterval(fn, ms);
       timer.unref();
@@ -272,6 +290,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       // (A shared hub is ticked once for every deployment, by the composition.)
       if (!shared) hub.tick(now);
     });
+    every(UNSEEN_CHECK_MS, checkUnseenHolds);
     every(1_000, () => {
       store.sweepContention();
       if (!shared) hub.sendStats();
@@ -338,7 +357,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     };
     if (!shared) onShutdown("live-streams", 10, () => hub.closeAll("shutdown"));
     onShutdown(`live-watchers:${entry.deployment.name}`, 40, stop);
-    return { deployment: entry.deployment.name, store, hub, groups, watchers, isLockKey, stats, stop };
+    return { deployment: entry.deployment.name, store, hub, groups, watchers, isLockKey, stats, stop, endUnseenHolds: endUnseen };
   });
 }
 

@@ -341,6 +341,12 @@ export class LockStore {
     }
   }
 
+  /** Whether the lock is live with this value (held, partial or elapsed): what an open hold in the history still is. */
+  holdsValue(resource: string, token: string): boolean {
+    const entry = this.live.get(resource);
+    return entry !== undefined && entry.state !== null && isLive(entry.state) && (entry.token === token || entry.leading === token);
+  }
+
   /** Keys a node is known to hold (for the reconcile's "gone while we were away"). */
   knownOn(node: number): string[] {
     const out: string[] = [];

@@ -295,6 +295,44 @@ describe("audit and lock history in PostgreSQL", () => {
     expect(before).toMatchObject({ resource: "lock:before-start", token: "pre-token", endedAt: null });
   });
 
+  it("ends the holds whose end no console saw as unseen, and keeps those still held, too recent, or another deployment's", async () => {
+    await Promise.all(nodes.map((n) => n.set("lock:unseen/held", "tok-held", "PX", 60_000)));
+    const { getDeploymentLives } = await import("@/server/live");
+    const live = getDeploymentLives()[0]!;
+    await until("the held lock in the live view", () => Promise.resolve(live.store.holdsValue("lock:unseen/held", "tok-held")));
+    // The live view's own record of the held lock first.
+    await service.getHistory()!.recorder.flush();
+    // As a console that was down when they ended would have left them: open, acquired minutes ago.
+    const db = new pg.Client(url);
+    await db.connect();
+    try {
+      await db.query(`INSERT INTO lock_holds_current (resource, deployment, token, acquired_at) VALUES
+        ('lock:unseen/gone', 'default', 'tok-gone', now() - interval '2 minutes'),
+        ('lock:unseen/held', 'default', 'tok-held', now() - interval '2 minutes'),
+        ('lock:unseen/held', 'default', 'tok-held-before', now() - interval '3 minutes'),
+        ('lock:unseen/recent', 'default', 'tok-recent', now() - interval '10 seconds'),
+        ('lock:unseen/gone', 'cache', 'tok-gone', now() - interval '150 seconds')
+        ON CONFLICT DO NOTHING`);
+      await db.query("UPDATE lock_holds_current SET acquired_at = now() - interval '2 minutes' WHERE resource = 'lock:unseen/held' AND token = 'tok-held'");
+      const checkedAt = Date.now();
+      // These two, and whatever the earlier tests left open of locks not held now.
+      expect(await live.endUnseenHolds()).toBeGreaterThanOrEqual(2);
+      const holds = async (resource: string) =>
+        (await get<HoldsPage>(historyRoute.GET, `/api/history?at=${checkedAt - 30_000}&resource=${encodeURIComponent(resource)}`)).body.holds.map((h) => [h.deployment, h.token, h.endType]);
+      // Held at that time (the end is not known), ended since: each ended as unseen at the check.
+      expect(await holds("lock:unseen/gone")).toEqual([["default", "tok-gone", "unseen"], ["cache", "tok-gone", null]]);
+      expect(await holds("lock:unseen/held")).toEqual([["default", "tok-held", null], ["default", "tok-held-before", "unseen"]]);
+      const ended = await db.query<{ ended_ms: string }>("SELECT (extract(epoch FROM ended_at) * 1000)::bigint AS ended_ms FROM lock_holds WHERE token = 'tok-gone'");
+      expect(Number(ended.rows[0]?.ended_ms)).toBeGreaterThanOrEqual(checkedAt);
+      const open = await db.query<{ token: string }>("SELECT token FROM lock_holds_current WHERE resource LIKE 'lock:unseen/%' ORDER BY token");
+      expect(open.rows.map((r) => r.token)).toEqual(["tok-gone", "tok-held", "tok-recent"]);
+      // Nothing more to end the next time.
+      expect(await live.endUnseenHolds()).toBe(0);
+    } finally {
+      await db.end();
+    }
+  });
+
   it("deletes history older than the retention, in batches, and keeps the rest", async () => {
     const history = service.getHistory()!;
     const old = Date.now() - 8 * 86_400_000;
