@@ -101,7 +101,8 @@ export class GroupAggregator {
 
 const STATE_ORDER: Record<LockState, number> = { partial: 0, elapsed: 1, held: 2, "force-released": 3, expired: 4, released: 5 };
 
-const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+/** Code-unit order of two texts (resources are sorted by it). */
+export const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 /** Unknown figures (null) sort after every known one, whichever the order. */
 const byNumber = (a: number | null, b: number | null, dir: number) => (a === null ? (b === null ? 0 : 1) : b === null ? -1 : (a - b) * dir);
 

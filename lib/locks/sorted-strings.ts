@@ -1,7 +1,7 @@
 /** Strings per chunk at most: a chunk splits in two past it. */
 const CHUNK_MAX = 1_024;
 
-/** Code-unit order, the order the lock list sorts resources in (`byText` in groups.ts). */
+/** Code-unit order, the order the lock list sorts resources in (`byText` in lib/locks/groups.ts). */
 const before = (a: string, b: string) => a < b;
 
 /**

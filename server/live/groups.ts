@@ -1,5 +1,6 @@
 import "server-only";
 import {
+  byText,
   GroupAggregator,
   lockGroup,
   matchesSearch,
@@ -63,8 +64,6 @@ interface GroupOrder {
   pending: Map<string, boolean> | null;
   usedAt: number;
 }
-
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The groups' rows over every lock (of one deployment, or all), and until when they are reused. */
 interface GroupsAggregate {
@@ -239,11 +238,11 @@ export class LockGroups {
     const building = order;
     return this.shared(JSON.stringify(["order", group]), async () => {
       const resources: string[] = [];
-      const mayHold = group === OTHER_GROUP ? () => true : (resource: string) => resource.includes(group);
+      const inGroup = this.membersOf(group);
       await this.store.summariesInSlices((s) => {
-        if (mayHold(s.resource) && this.groupOf(s.resource) === group) resources.push(s.resource);
+        if (inGroup(s.resource)) resources.push(s.resource);
       });
-      const set = SortedStrings.fromSorted(await sortInSlices(resources, byName));
+      const set = SortedStrings.fromSorted(await sortInSlices(resources, byText));
       for (const [resource, isListed] of building.pending ?? []) {
         if (isListed) set.add(resource);
         else set.delete(resource);
@@ -252,6 +251,12 @@ export class LockGroups {
       building.set = set;
       return set;
     });
+  }
+
+  /** Whether a resource is in `group`. A group's name is a piece of each of its keys: most keys are ruled out without running the pattern. */
+  private membersOf(group: string): (resource: string) => boolean {
+    if (group === OTHER_GROUP) return (resource) => this.groupOf(resource) === group;
+    return (resource) => resource.includes(group) && this.groupOf(resource) === group;
   }
 
   /** The build running under `key`, or `build` started now: one build for every request that comes meanwhile. */
@@ -268,13 +273,11 @@ export class LockGroups {
     const started = performance.now();
     const columns = new LockColumns(query.sort, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) });
     const needle = query.q?.toLowerCase();
-    const group = query.group;
-    // A group's name is a piece of each of its keys: most keys are ruled out without running the pattern.
-    const mayHold = group === undefined || group === OTHER_GROUP ? () => true : (resource: string) => resource.includes(group);
+    const inGroup = query.group === undefined ? null : this.membersOf(query.group);
     await this.store.summariesInSlices((s) => {
       if (query.state !== undefined && s.state !== query.state) return;
       if (query.deployment !== undefined && s.deployment !== query.deployment) return;
-      if (group !== undefined && (!mayHold(s.resource) || this.groupOf(s.resource) !== group)) return;
+      if (inGroup && !inGroup(s.resource)) return;
       if (needle && !matchesSearch(s, needle)) return;
       columns.add(s);
     });

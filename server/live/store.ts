@@ -181,8 +181,11 @@ export class LockStore {
    * that read is older than what the store has. Always false once the console watches.
    */
   appliedAtStartSince(resource: string, since: number): boolean {
+    return this.staleAtStart(this.live.get(resource), resource, since);
+  }
+
+  private staleAtStart(entry: Entry | undefined, resource: string, since: number): boolean {
     if (this.context.watching) return false;
-    const entry = this.live.get(resource);
     return (entry?.startApply ?? this.goneAtStart.get(resource) ?? 0) > since;
   }
 
@@ -360,7 +363,22 @@ export class LockStore {
 
   /** New samples of one resource from one or more nodes, merged at once (so a Redlock write on three nodes is one change). */
   apply(resource: string, samples: readonly NodeSample[], now = Date.now()): void {
-    let entry = this.live.get(resource);
+    this.applyTo(this.live.get(resource), resource, samples, now);
+  }
+
+  /**
+   * `apply`, for readings of a read sent when `startApplies` was `since`: false, and nothing applied, when
+   * readings of the key were applied meanwhile (see `appliedAtStartSince`). One lookup of the lock for both.
+   */
+  applyUnlessStale(resource: string, samples: readonly NodeSample[], since: number, now = Date.now()): boolean {
+    const entry = this.live.get(resource);
+    if (this.staleAtStart(entry, resource, since)) return false;
+    this.applyTo(entry, resource, samples, now);
+    return true;
+  }
+
+  private applyTo(found: Entry | undefined, resource: string, samples: readonly NodeSample[], now: number): void {
+    let entry = found;
     if (!entry) {
       if (samples.every((s) => s.value === null)) {
         if (!this.context.watching) this.goneAtStart.set(resource, ++this.startApplyCount);

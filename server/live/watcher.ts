@@ -558,15 +558,12 @@ export class NodeWatcher {
       const now = Date.now();
       for (let k = 0; k < keys.length; k++) {
         const key = keys[k] as string;
-        if (this.ctx.store.appliedAtStartSince(key, since)) {
-          for (const w of [this, ...peers]) if (w === this ? w.readable : w.subscribedForReads) w.dirty.set(key, w.dirty.get(key) ?? null);
-          continue;
-        }
         const samples = [this.sampleOf(own[k] ?? null, null, now)];
         others.forEach((readings, p) => {
           if (readings) samples.push((peers[p] as NodeWatcher).sampleOf(readings[k] ?? null, null, now));
         });
-        this.ctx.store.apply(key, samples, now);
+        if (this.ctx.store.applyUnlessStale(key, samples, since, now)) continue;
+        for (const w of [this, ...peers]) if (w === this ? w.readable : w.subscribedForReads) w.dirty.set(key, w.dirty.get(key) ?? null);
       }
     } finally {
       clearTimeout(timer);
