@@ -3,6 +3,7 @@ import { formatByName, type LockScope } from "@/lib/locks/formats";
 import { formatView } from "@/lib/locks/formats/view";
 import type { LockSummary } from "@/lib/locks/groups";
 import { decodeHolder } from "@/lib/locks/merge";
+import { KeyBits } from "@/lib/locks/key-bits";
 import {
   adoptFirstSeen,
   forceReleaseNoted,
@@ -48,8 +49,6 @@ class Entry extends LockRecord {
   lastSentAt = NEVER_SENT;
   /** Its bucket in the expiry wheel (`UNSCHEDULED`: none). */
   wheelAt = UNSCHEDULED;
-  /** The nodes (bit i: node i) whose reading of it was applied while the console starts (see `readAtStart`). */
-  readBy = 0;
   /** While the console starts: the store's `startApplies` at its last apply (see `appliedAtStartSince`). */
   startApply = 0;
 }
@@ -135,6 +134,7 @@ export class LockStore {
     this.context.counted = on ? this.nodeUp : this.allNodes;
     if (!on) return;
     this.goneAtStart = new Map();
+    this.readsAtStart = new KeyBits();
     const now = Date.now();
     // Only the nodes up count now: every lock is merged again, unless every node is up (nothing changes).
     if (this.nodeUp.every(Boolean)) return;
@@ -150,6 +150,12 @@ export class LockStore {
   private startApplyCount = 0;
   /** Keys applied as gone on every node while the console starts, with no lock to stamp: their stamps. */
   private goneAtStart = new Map<string, number>();
+  /**
+   * The nodes (bit i: node i) whose reading of each lock was applied while the console starts (see `readAtStart`):
+   * every node's SCAN asks for every key it finds (three million asks for a million locks on three nodes), which
+   * this table answers several times faster than the lock map would.
+   */
+  private readsAtStart = new KeyBits();
 
   /** Whether every reading of `node` applied so far was taken while its watcher stayed subscribed. */
   startReadsTrusted(node: number): boolean {
@@ -161,9 +167,7 @@ export class LockStore {
    * SCAN then skips the key. Always false once the console watches.
    */
   readAtStart(resource: string, node: number): boolean {
-    if (!this.startReadsTrusted(node)) return false;
-    const entry = this.live.get(resource);
-    return entry !== undefined && (entry.readBy & (1 << node)) !== 0;
+    return this.startReadsTrusted(node) && (this.readsAtStart.get(resource) & (1 << node)) !== 0;
   }
 
   /** A node's connection dropped (or its subscriptions changed) while the console started: see `startReadsTrusted`. */
@@ -388,7 +392,9 @@ export class LockStore {
     }
     if (!this.context.watching) {
       entry.startApply = ++this.startApplyCount;
-      for (const sample of samples) if (sample.node <= MAX_BIT_NODE) entry.readBy |= 1 << sample.node;
+      let read = 0;
+      for (const sample of samples) if (sample.node <= MAX_BIT_NODE) read |= 1 << sample.node;
+      this.readsAtStart.or(resource, read);
     }
     this.recompute(entry, now, readSamples(entry, samples));
   }
@@ -475,7 +481,7 @@ export class LockStore {
     let dropped = 0;
     for (const [resource, entry] of this.live) {
       if (isLockKey(resource)) continue;
-      this.live.delete(resource);
+      this.drop(resource);
       this.wheel.unschedule(entry);
       this.settling.delete(resource);
       this.ended.stopLingering(resource);
@@ -516,7 +522,7 @@ export class LockStore {
     this.ended.lingered(now, (resource, endedAt) => {
       const entry = this.live.get(resource);
       if (!entry || entry.endedAt !== endedAt || entry.state === null || isLive(entry.state)) return;
-      this.live.delete(resource);
+      this.drop(resource);
       this.wheel.unschedule(entry);
       this.count(entry.state, -1);
       this.changed.delete(resource);
@@ -605,6 +611,12 @@ export class LockStore {
 
   // ---- internals -----------------------------------------------------------------------------------
 
+  /** Takes a lock out of the map (a lock made again later starts afresh, with no reading applied at start). */
+  private drop(resource: string): void {
+    this.live.delete(resource);
+    if (!this.context.watching) this.readsAtStart.clear(resource);
+  }
+
   private revive(resource: string): Entry {
     const old = this.ended.take(resource);
     // Its ended row may have left the list in this very frame: the stream must not send the removal after
@@ -629,7 +641,7 @@ export class LockStore {
     for (const effect of step.effects) this.applyEffect(entry, effect, now);
     switch (step.outcome) {
       case "never-held":
-        this.live.delete(entry.resource);
+        this.drop(entry.resource);
         this.wheel.unschedule(entry);
         return;
       case "idle":

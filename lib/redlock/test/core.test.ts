@@ -281,8 +281,9 @@ describe("Redlock on three nodes", () => {
       await queuedEverywhere("lock:fair", i + 1); // they arrive one after the other,
       // at distinct times: the queue orders by the arrival millisecond each waiter wrote in its value
       // (waiters of the same millisecond are in no promised order), so the next one comes after it.
-      const [, score] = await clients[0].zrange("waitq:lock:fair", -1, -1, "WITHSCORES");
-      await until("the next millisecond", () => Date.now() > Number(score), 1000, 1);
+      const last = await Promise.all(clients.map((c) => c.zrange("waitq:lock:fair", -1, -1, "WITHSCORES")));
+      const arrived = Math.max(...last.map(([, score]) => Number(score)));
+      await until("the next millisecond", () => Date.now() > arrived, 1000, 1);
     }
     // The holder's key goes away without a release (an operator's DEL, or its TTL running out): nothing
     // hands the lock over, and the waiters sleep. A contender arriving now finds it free; without fair mode
