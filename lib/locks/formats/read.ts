@@ -150,28 +150,33 @@ export function parseKeyReply(reply: unknown, plan: ReadPlan, companions: boolea
   const type = asText(reply[0]) ?? "none";
   if (type === "none") return { type: "none" };
   const pttlMs = asNumber(reply[1], -2);
-  const extras: Extras = {};
-  const readExtras = (readType: ReadType) => {
-    if (!companions) return;
-    plan.extrasOrder[readType].forEach((name, j) => {
-      const value: unknown = reply[4 + j];
-      if (value !== undefined && value !== null) extras[name] = value;
-    });
-  };
   if (type === "string") {
-    readExtras("string");
-    return { type, pttlMs, size: asNumber(reply[2], 0), value: asText(reply[3]) ?? "", extras };
+    return { type, pttlMs, size: asNumber(reply[2], 0), value: asText(reply[3]) ?? "", extras: extrasOf(reply, plan.extrasOrder.string, companions) };
   }
   if (type === "hash") {
-    readExtras("hash");
-    return { type, pttlMs, size: asNumber(reply[2], 0), fields: pairs(reply[3]), extras };
+    return { type, pttlMs, size: asNumber(reply[2], 0), fields: pairs(reply[3]), extras: extrasOf(reply, plan.extrasOrder.hash, companions) };
   }
   if (type === "zset") {
-    readExtras("zset");
     const members = pairs(reply[3]).map(([member, score]): [string, number] => [member, asNumber(score, Number.NaN)]);
-    return { type, pttlMs, size: asNumber(reply[2], 0), members, extras };
+    return { type, pttlMs, size: asNumber(reply[2], 0), members, extras: extrasOf(reply, plan.extrasOrder.zset, companions) };
   }
-  return { type: "other", redisType: type, pttlMs, extras };
+  return { type: "other", redisType: type, pttlMs, extras: NO_EXTRAS };
+}
+
+/** Most readings have no companion result: they share one empty, frozen set (a reconcile makes millions of readings). */
+const NO_EXTRAS: Extras = Object.freeze({});
+
+/** The companion results that follow a key's payload in its reply, by format. */
+function extrasOf(reply: readonly unknown[], names: readonly FormatName[], companions: boolean): Extras {
+  if (!companions) return NO_EXTRAS;
+  let extras = NO_EXTRAS;
+  for (let j = 0; j < names.length; j++) {
+    const value: unknown = reply[4 + j];
+    if (value === undefined || value === null) continue;
+    if (extras === NO_EXTRAS) extras = {};
+    extras[names[j] as FormatName] = value;
+  }
+  return extras;
 }
 
 /**

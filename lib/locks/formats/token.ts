@@ -22,8 +22,8 @@ const WITH_METADATA = /^([^:\s]{1,200}):(\d{13}):([0-9a-f]{16})$/;
 
 /** An expiry timestamp carried in the value itself, in epoch ms, or null. */
 export function valueExpiry(value: string): number | null {
-  if (MILLIS.test(value) && isEpochMs(Number(value))) return Number(value);
-  if (SECONDS.test(value) && isEpochMs(Number(value) * 1000)) return Number(value) * 1000;
+  if (value.length === 13 && MILLIS.test(value) && isEpochMs(Number(value))) return Number(value);
+  if (value.length === 10 && SECONDS.test(value) && isEpochMs(Number(value) * 1000)) return Number(value) * 1000;
   return null;
 }
 
@@ -46,7 +46,8 @@ export const token = defineFormat({
     const holder: FormatHolder = { id: value };
     const expiry = valueExpiry(value);
     if (expiry !== null) holder.expiresAt = expiry;
-    const meta = WITH_METADATA.exec(value);
+    // (Checked on every token read: the pattern's shortest match has 32 characters.)
+    const meta = value.length >= 32 ? WITH_METADATA.exec(value) : null;
     if (meta && isEpochMs(Number(meta[2]))) {
       holder.label = meta[1];
       holder.since = Number(meta[2]);
