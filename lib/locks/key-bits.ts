@@ -98,7 +98,7 @@ export class KeyBits {
 }
 
 /** FNV-1a over the code units, then murmur3's finaliser (so that keys differing in their last characters spread). */
-function hashOf(key: string): number {
+export function hashOf(key: string): number {
   let h = 0x811c9dc5 | 0;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
   h ^= h >>> 16;

@@ -4,6 +4,7 @@ import { formatView } from "@/lib/locks/formats/view";
 import type { LockSummary } from "@/lib/locks/groups";
 import { decodeHolder } from "@/lib/locks/merge";
 import { KeyBits } from "@/lib/locks/key-bits";
+import { ShardedMap } from "@/lib/locks/sharded-map";
 import {
   adoptFirstSeen,
   forceReleaseNoted,
@@ -89,7 +90,7 @@ export class LockStore {
   }
 
   private readonly nodeUp: boolean[];
-  private readonly live = new Map<string, Entry>();
+  private readonly live = new ShardedMap<Entry>();
   private readonly ended = new Retention<Entry>();
   /**
    * Locks to send. Like the other buffers of pending keys that fill and empty many times a second (the
