@@ -97,9 +97,15 @@ export class KeyBits {
   }
 }
 
-/** FNV-1a over the code units, then murmur3's finaliser (so that keys differing in their last characters spread). */
+/**
+ * Chosen at random per process: key names are written by whoever can write to the lock nodes, and a fixed hash
+ * would let them pick names that all land on the same slots.
+ */
+const SEED = Math.floor(Math.random() * 2 ** 32);
+
+/** FNV-1a over the code units from a per-process seed, then murmur3's finaliser (so that keys differing in their last characters spread). */
 export function hashOf(key: string): number {
-  let h = 0x811c9dc5 | 0;
+  let h = (0x811c9dc5 ^ SEED) | 0;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
