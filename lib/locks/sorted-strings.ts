@@ -1,8 +1,10 @@
+import { byText } from "./groups";
+
 /** Strings per chunk at most: a chunk splits in two past it. */
 const CHUNK_MAX = 1_024;
 
-/** Code-unit order, the order the lock list sorts resources in (`byText` in lib/locks/groups.ts). */
-const before = (a: string, b: string) => a < b;
+/** In the order the lock list sorts resources in. */
+const before = (a: string, b: string) => byText(a, b) < 0;
 
 /**
  * A set of strings kept in order as they come and go, read by position: sorted chunks of at most 1,024, so an
