@@ -7,7 +7,7 @@ import { getHealth } from "./health";
 import { getDeploymentLives, getKeyspaceEventCounts, getLiveEvents, getStreamHub, getWatcherStatus } from "./live";
 import { getLogger } from "./logger";
 import { isLabResource } from "@/lib/lab/keys";
-import { LockSafetyTally, readNodeSafety } from "@/lib/safety-signals";
+import { readNodeSafety } from "@/lib/safety-signals";
 import { startMetricsReporter } from "./cluster/reporter";
 import { KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, METRIC_CATALOG, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, initialisePerDeployment, metricGroup } from "./metrics";
 import { getDeploymentNodes, getNodes, quorumOf } from "./nodes";
@@ -133,15 +133,9 @@ export async function refreshConsoleMetrics(): Promise<void> {
       const labels: { deployment: string } | Record<string, never> = multi ? { deployment: live.deployment } : {};
       const counts = live.store.counts();
       for (const state of LOCK_STATES) held.set({ ...labels, state }, counts.byState[state] ?? 0);
-      // One pass over the locks for everything that needs them all.
-      const tally = new LockSafetyTally(isLabResource);
-      let oldestHeld: number | null = null;
-      await live.store.summariesInSlices((lock) => {
-        tally.add(lock);
-        if ((lock.state === "held" || lock.state === "elapsed") && lock.acquiredAt !== null && (oldestHeld === null || lock.acquiredAt < oldestHeld)) oldestHeld = lock.acquiredAt;
-      });
-      declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(labels, oldestHeld === null ? 0 : oldestHeld / 1000);
-      const safety = tally.counts;
+      // Kept by the store as locks change: no pass over every lock per scrape.
+      const safety = await live.store.safetyFacts();
+      declared("lockscope_lock_oldest_held_acquired_timestamp_seconds").set(labels, safety.oldestHeldAt === null ? 0 : safety.oldestHeldAt / 1000);
       declared("lockscope_locks_without_ttl").set(labels, safety.withoutTtl);
       declared("lockscope_locks_below_quorum").set(labels, safety.belowQuorum);
       declared("lockscope_locks_past_ttl").set(labels, safety.pastTtl);

@@ -27,6 +27,7 @@ import type { LiveEvents } from "./events";
 import { ExpiryWheel, UNSCHEDULED } from "./expiry-wheel";
 import { forceReleaseDetail, ForceHints, type ForceReleaseInfo } from "./force-hints";
 import { Retention } from "./retention";
+import { SafetyLedger, type LockSafetyFacts } from "./safety-ledger";
 import { Timelines } from "./timeline";
 
 export { SETTLE_MS, type NodeSample } from "@/lib/locks/reducer";
@@ -52,6 +53,8 @@ class Entry extends LockRecord {
   wheelAt = UNSCHEDULED;
   /** While the console starts: the store's `startApplies` at its last apply (see `appliedAtStartSince`). */
   startApply = 0;
+  /** What the safety ledger last counted it as (`SafetyLedger.update`). */
+  safety = 0;
 }
 
 /** Kept up to date with every change: reading them costs nothing, whatever the number of locks. */
@@ -109,6 +112,7 @@ export class LockStore {
   /** What `Entry.lastSentAt` counts from: the first `drain`'s time (the store reads no clock of its own there). */
   private origin: number | null = null;
   private readonly byState = emptyCounts();
+  private readonly ledger = new SafetyLedger();
   private readonly forceHints = new ForceHints();
   private readonly timelines = new Timelines();
   /** What every lock's step shares (the nodes counted change as the console starts). */
@@ -241,7 +245,10 @@ export class LockStore {
    */
   adoptFirstSeen(resource: string, token: string, at: number): void {
     const entry = this.live.get(resource);
-    if (entry && adoptFirstSeen(entry, token, at)) this.changed.add(resource);
+    if (entry && adoptFirstSeen(entry, token, at)) {
+      this.ledger.update(entry);
+      this.changed.add(resource);
+    }
   }
 
   // ---- reading -------------------------------------------------------------------------------------
@@ -327,6 +334,11 @@ export class LockStore {
 
   counts(): LockCounts {
     return { byState: { ...this.byState }, held: this.byState.held + this.byState.elapsed };
+  }
+
+  /** The lock-safety counts and oldest-lock times `/metrics` exports, kept as locks change (see `SafetyLedger`). */
+  safetyFacts(): Promise<LockSafetyFacts> {
+    return this.ledger.facts(() => this.live.values());
   }
 
   isNodeUp(index: number): boolean {
@@ -462,6 +474,7 @@ export class LockStore {
         // It ended a moment ago as released or expired: it was the operator.
         if (previous !== null) this.count(previous, -1);
         this.count("force-released", 1);
+        this.ledger.update(entry);
         this.timelines.relabelForced(entry, detail);
         this.events.emit("lock-event", { type: "force-released", resource });
         if (this.live.has(resource)) this.changed.add(resource);
@@ -483,6 +496,7 @@ export class LockStore {
     for (const [resource, entry] of this.live) {
       if (isLockKey(resource)) continue;
       this.drop(resource);
+      this.ledger.leave(entry);
       this.wheel.unschedule(entry);
       this.settling.delete(resource);
       this.ended.stopLingering(resource);
@@ -524,6 +538,7 @@ export class LockStore {
       const entry = this.live.get(resource);
       if (!entry || entry.endedAt !== endedAt || entry.state === null || isLive(entry.state)) return;
       this.drop(resource);
+      this.ledger.leave(entry);
       this.wheel.unschedule(entry);
       this.count(entry.state, -1);
       this.changed.delete(resource);
@@ -634,6 +649,7 @@ export class LockStore {
     const previousState = entry.state;
     const step = reduceLock(entry, this.context, this.forceHints.get(entry.resource), now, visible, this.step);
     if (step.outcome === "settling") {
+      this.ledger.update(entry);
       this.settling.add(entry.resource);
       return;
     }
@@ -643,9 +659,11 @@ export class LockStore {
     switch (step.outcome) {
       case "never-held":
         this.drop(entry.resource);
+        this.ledger.leave(entry);
         this.wheel.unschedule(entry);
         return;
       case "idle":
+        this.ledger.update(entry);
         return;
       case "ended":
         this.ended.linger(entry.resource, now);
@@ -655,6 +673,7 @@ export class LockStore {
         if (!Number.isNaN(step.wakeAt)) this.wheel.schedule(entry, step.wakeAt);
         break;
     }
+    this.ledger.update(entry);
     if (previousState !== entry.state && entry.state !== null) {
       if (previousState !== null) this.count(previousState, -1);
       else this.onListed?.(entry.resource, true);

@@ -2,7 +2,6 @@ import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { LiveEventMap } from "@/server/live/events";
 import { LINGER_MS, LockStore, SETTLE_MS, type NodeSample } from "@/server/live/store";
-import { LockSafetyTally } from "@/lib/safety-signals";
 
 function storeStarting() {
   const events = new EventEmitter<LiveEventMap>();
@@ -369,15 +368,13 @@ describe("the lock store's scope and holder sets", () => {
     expect(s.lock("lock:r", T + 100 + SETTLE_MS + 1)).toMatchObject({ state: "partial", scope: "quorum" });
   });
 
-  it("counts live locks that never expire by themselves", () => {
+  it("counts live locks that never expire by themselves", async () => {
     const s = store();
     s.apply("lock:forever", [{ ...sample(0, "token", "t", Infinity), reading: { ...stringReading("token", "t", Infinity), warnings: ["no-ttl"] } }, gone(1, null), gone(2, null)], T);
     s.tick(T + SETTLE_MS + 1);
     expect(s.lock("lock:forever", T + SETTLE_MS + 1)?.warnings).toEqual(["no-ttl"]);
-    // What the metrics' lockscope_locks_without_ttl counts: the store's summaries through the safety tally.
-    const tally = new LockSafetyTally(() => false);
-    s.summaries((lock) => tally.add(lock), T + SETTLE_MS + 1);
-    expect(tally.counts.withoutTtl).toBe(1);
+    // What the metrics' lockscope_locks_without_ttl says.
+    expect((await s.safetyFacts()).withoutTtl).toBe(1);
   });
 
   it("lets go at once of locks no pattern covers any more", () => {

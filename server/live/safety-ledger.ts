@@ -1,0 +1,155 @@
+import { isLabResource } from "@/lib/lab/keys";
+import type { LockSafetyCounts } from "@/lib/safety-signals";
+import type { LockRecord } from "@/lib/locks/reducer";
+
+/** What a lock was last counted as (`LockRecord`'s owner keeps it per lock: see `SafetyLedger.update`). */
+const PRESENT = 1;
+/** Present and not one of the contention lab's own locks: the alerts' locks. */
+const COUNTED = 2;
+const NO_TTL = 4;
+const PARTIAL = 8;
+const ELAPSED = 16;
+/** Held or elapsed (the lab's too): what the oldest-held gauge looks at. */
+const HELD = 32;
+
+export interface LockSafetyFacts extends LockSafetyCounts {
+  /** Acquisition time (epoch ms) of the lock held longest now (held or elapsed, the lab's included); null when none. */
+  oldestHeldAt: number | null;
+}
+
+/** A lock with what the ledger needs of it: its state and times, and its flags as last counted. */
+export type LedgerLock = Pick<LockRecord, "resource" | "state" | "expiresAt" | "acquiredAt"> & { safety: number };
+
+/**
+ * The oldest of a set of locks, kept as they change. When the one it names leaves the set (or is re-acquired,
+ * younger) it goes `stale`: it then keeps only the oldest of the locks seen since, until a pass over all of
+ * them finds the oldest again.
+ */
+class Oldest {
+  at: number | null = null;
+  resource: string | null = null;
+  stale = false;
+
+  /** `resource` is in the set now (`inSet`) with acquisition time `at`, or not. */
+  see(resource: string, inSet: boolean, at: number | null): void {
+    if (resource === this.resource) {
+      if (inSet && at !== null && at <= (this.at as number)) {
+        this.at = at;
+        return;
+      }
+      this.stale = true;
+      this.at = null;
+      this.resource = null;
+      return;
+    }
+    if (inSet && at !== null && (this.at === null || at < this.at)) {
+      this.at = at;
+      this.resource = resource;
+    }
+  }
+}
+
+/** Passes made at most for one read: under churn the oldest found may leave during the pass, and again. */
+const MAX_PASSES = 3;
+
+/**
+ * The lock-safety counts and oldest-lock times that `/metrics` exports, kept as locks change instead of by a
+ * pass over every lock at each scrape: at a million locks that pass cost the console about a second of its
+ * one thread per scrape, and held up the live view meanwhile (a Prometheus scrapes every 15 seconds). Counts
+ * are exact at all times; an oldest time is exact too, except after the oldest lock left (or was re-acquired),
+ * when the next read finds the new oldest with one pass over the locks, in slices.
+ */
+export class SafetyLedger {
+  private withoutTtl = 0;
+  private belowQuorum = 0;
+  private pastTtl = 0;
+  private readonly oldest = new Oldest();
+  private readonly oldestHeld = new Oldest();
+  /** A pass finding the oldest again, shared by the reads that come meanwhile. */
+  private pass: Promise<void> | null = null;
+  /** What the running pass has found so far: changes meanwhile are told to it too. */
+  private finding: [Oldest, Oldest] | null = null;
+
+  /** The lock's state or times may have changed (or it left the list: state null): its counts follow. */
+  update(lock: LedgerLock): void {
+    const was = lock.safety;
+    const now = flagsOf(lock);
+    if (was !== now) {
+      lock.safety = now;
+      if ((was | now) & COUNTED) {
+        this.withoutTtl += counted(now, NO_TTL) - counted(was, NO_TTL);
+        this.belowQuorum += counted(now, PARTIAL) - counted(was, PARTIAL);
+        this.pastTtl += counted(now, ELAPSED) - counted(was, ELAPSED);
+      }
+    }
+    if ((was | now) & COUNTED) {
+      this.oldest.see(lock.resource, (now & COUNTED) !== 0, lock.acquiredAt);
+      this.finding?.[0].see(lock.resource, (now & COUNTED) !== 0, lock.acquiredAt);
+    }
+    if ((was | now) & HELD) {
+      this.oldestHeld.see(lock.resource, (now & HELD) !== 0, lock.acquiredAt);
+      this.finding?.[1].see(lock.resource, (now & HELD) !== 0, lock.acquiredAt);
+    }
+  }
+
+  /** The lock leaves the store, whatever its state: it counts for nothing any more. */
+  leave(lock: LedgerLock): void {
+    const state = lock.state;
+    lock.state = null;
+    this.update(lock);
+    lock.state = state;
+  }
+
+  /**
+   * The facts now. `locks` (every lock of the store) is passed over, in slices with the event loop free
+   * between them, only when an oldest time has to be found again.
+   */
+  async facts(locks: () => Iterator<LedgerLock>, slice = 5_000): Promise<LockSafetyFacts> {
+    for (let passes = 0; passes < MAX_PASSES && (this.oldest.stale || this.oldestHeld.stale); passes++) {
+      this.pass ??= this.findOldest(locks(), slice).finally(() => {
+        this.pass = null;
+        this.finding = null;
+      });
+      await this.pass;
+    }
+    return { withoutTtl: this.withoutTtl, belowQuorum: this.belowQuorum, pastTtl: this.pastTtl, oldestAcquiredAt: this.oldest.at, oldestHeldAt: this.oldestHeld.at };
+  }
+
+  private async findOldest(locks: Iterator<LedgerLock>, slice: number): Promise<void> {
+    const finding: [Oldest, Oldest] = [new Oldest(), new Oldest()];
+    this.finding = finding;
+    for (;;) {
+      for (let i = 0; i < slice; i++) {
+        const next = locks.next();
+        if (next.done) {
+          // Locks that changed during the pass were told to `finding` as they changed: it is exact unless the
+          // one it found left meanwhile (then it is stale, and the read passes again).
+          for (const [kept, found] of [[this.oldest, finding[0]], [this.oldestHeld, finding[1]]] as const) {
+            kept.at = found.at;
+            kept.resource = found.resource;
+            kept.stale = found.stale;
+          }
+          return;
+        }
+        const lock = next.value;
+        finding[0].see(lock.resource, (lock.safety & COUNTED) !== 0, lock.acquiredAt);
+        finding[1].see(lock.resource, (lock.safety & HELD) !== 0, lock.acquiredAt);
+      }
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+}
+
+const counted = (flags: number, flag: number): number => ((flags & COUNTED) !== 0 && (flags & flag) !== 0 ? 1 : 0);
+
+function flagsOf(lock: LedgerLock): number {
+  const state = lock.state;
+  if (state !== "held" && state !== "partial" && state !== "elapsed") return 0;
+  let flags = PRESENT;
+  if (!isLabResource(lock.resource)) flags |= COUNTED;
+  if (lock.expiresAt === null) flags |= NO_TTL;
+  if (state === "partial") flags |= PARTIAL;
+  else flags |= HELD;
+  if (state === "elapsed") flags |= ELAPSED;
+  return flags;
+}
