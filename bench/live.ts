@@ -556,6 +556,8 @@ interface PhaseResult {
   bytesPerLock: number;
   snapshotMs: number;
   restMs: number;
+  /** The slowest of three `/metrics` scrapes once reconciled, with the console idle (a Prometheus's `scrape_duration_seconds`). */
+  scrapeMs: number;
   rssAfterSnapshotMb: number;
   churns: ChurnResult[];
   hwmMb: number;
@@ -693,6 +695,12 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     const reader = rest.body.getReader();
     while (!(await reader.read()).done);
     const restMs = performance.now() - restStarted;
+    let scrapeMs = 0;
+    for (let i = 0; i < 3; i++) {
+      const started = performance.now();
+      await scrape(port);
+      scrapeMs = Math.max(scrapeMs, performance.now() - started);
+    }
     const rssAfterSnapshotMb = procStats(child.pid!).rssMb;
     const churns: ChurnResult[] = [];
     const tab = BROWSER ? await BrowserTab.open(port, VIEWER, held) : null;
@@ -722,7 +730,7 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     const hwmMb = procStats(child.pid!).hwmMb;
     stream.close();
     const history = HISTORY ? await historyCounts(port) : undefined;
-    return { held, reconcileMs, nodeP99DuringReconcileMs, bytesPerLock, snapshotMs, restMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}), ...(maxRate ? { maxRate } : {}) };
+    return { held, reconcileMs, nodeP99DuringReconcileMs, bytesPerLock, snapshotMs, restMs, scrapeMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}), ...(maxRate ? { maxRate } : {}) };
   } finally {
     await stopConsole(child);
     for (const c of clients) c.disconnect();
@@ -783,9 +791,9 @@ async function main(): Promise<void> {
   out("");
   out(`An empty console: ${f(baselineRssMb, 0)} MB RSS.`);
   out("");
-  out("| locks held | reconcile s | node PING p99 during it ms | RSS per held lock (above an empty console) | stream snapshot ms | REST /api/locks ms | RSS after snapshot MB | peak RSS (VmHWM) MB |");
-  out("|---:|---:|---:|---:|---:|---:|---:|---:|");
-  for (const r of results) out(`| ${r.held} | ${f(r.reconcileMs / 1000)} | ${f(r.nodeP99DuringReconcileMs, 2)} | ${f(r.bytesPerLock, 0)} B | ${f(r.snapshotMs, 0)} | ${f(r.restMs, 0)} | ${f(r.rssAfterSnapshotMb, 0)} | ${f(r.hwmMb, 0)} |`);
+  out("| locks held | reconcile s | node PING p99 during it ms | RSS per held lock (above an empty console) | stream snapshot ms | REST /api/locks ms | /metrics scrape ms | RSS after snapshot MB | peak RSS (VmHWM) MB |");
+  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const r of results) out(`| ${r.held} | ${f(r.reconcileMs / 1000)} | ${f(r.nodeP99DuringReconcileMs, 2)} | ${f(r.bytesPerLock, 0)} B | ${f(r.snapshotMs, 0)} | ${f(r.restMs, 0)} | ${f(r.scrapeMs, 0)} | ${f(r.rssAfterSnapshotMb, 0)} | ${f(r.hwmMb, 0)} |`);
   if (HISTORY) {
     out("");
     out("| locks held | history events written | dropped | still queued at the end | PostgreSQL CPU % during each churn |");
