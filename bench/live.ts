@@ -17,7 +17,7 @@
  *
  * Run it under `flock /tmp/lockscope-build.lock`: it runs `npm run build` first when the sources changed.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
@@ -46,6 +46,11 @@ const QUICK = args.has("--quick");
  * (see `SUSTAINED_P99_MS`): the rate doubled until a probe fails, then halved back towards the last that held.
  */
 const MAX_RATE = args.has("--max-rate");
+/**
+ * `--pin`: the three nodes on CPU 0, this process and the console it starts on the others, as when the nodes
+ * run on hosts of their own: the nodes' latency is then theirs, not the wait for a core the console is using.
+ */
+const PIN = args.has("--pin");
 const soakMinutesArg = argv.indexOf("--soak-minutes");
 const SOAK = args.has("--soak") || soakMinutesArg >= 0;
 const SOAK_MINUTES = soakMinutesArg >= 0 ? Number(argv[soakMinutesArg + 1]) : 10;
@@ -607,36 +612,35 @@ async function findMaxRate(clients: Redis[], stream: StreamClient, pid: number, 
   return { sustained: good, probes };
 }
 
-/** One client per node sending PING back to back (every 10 ms at most): how the nodes answer others meanwhile. */
+/** PINGs each node every 10 ms from a process of its own (`bench/node-pinger.mjs`; on the nodes' CPU with `--pin`). */
 class NodePinger {
-  private readonly samples: number[] = [];
-  private running = true;
-  private readonly clients: Redis[];
+  private readonly child: ChildProcess;
+  private output = "";
 
   constructor(nodes: RedisNode[]) {
-    this.clients = nodes.map((n) => new Redis(n.port, "127.0.0.1"));
-    for (const c of this.clients) void this.loop(c);
-  }
-
-  private async loop(client: Redis): Promise<void> {
-    while (this.running) {
-      const t0 = performance.now();
-      try {
-        await client.ping();
-        this.samples.push(performance.now() - t0);
-      } catch {
-        return;
-      }
-      await sleep(10);
-    }
+    const script = new URL("./node-pinger.mjs", import.meta.url).pathname;
+    const ports = nodes.map((n) => String(n.port));
+    this.child = PIN ? spawn("taskset", ["-c", "0", process.execPath, script, ...ports]) : spawn(process.execPath, [script, ...ports]);
+    this.child.stdout?.on("data", (chunk: Buffer) => (this.output += chunk.toString()));
   }
 
   /** Stops, and gives the p99 round trip (ms). */
-  stop(): number {
-    this.running = false;
-    for (const c of this.clients) c.disconnect();
-    return quantile(this.samples.sort((a, b) => a - b), 0.99);
+  async stop(): Promise<number> {
+    const exited = new Promise<void>((resolve) => this.child.once("exit", () => resolve()));
+    this.child.stdin?.end("stop\n");
+    await exited;
+    const { p99 } = JSON.parse(this.output) as { p99: number };
+    return p99;
   }
+}
+
+/** `--pin`: every thread of the nodes on CPU 0; every thread of this process (and so the console and stream readers it starts later) on the others. */
+function pinCpus(nodes: RedisNode[]): void {
+  const cpus = os.availableParallelism();
+  if (cpus < 2) throw new Error("--pin needs at least 2 CPUs");
+  for (const node of nodes) execFileSync("taskset", ["-a", "-p", "-c", "0", String(node.pid)], { stdio: "ignore" });
+  execFileSync("taskset", ["-a", "-p", "-c", `1-${cpus - 1}`, String(process.pid)], { stdio: "ignore" });
+  out(`pinned: the nodes on CPU 0, the console and the load on CPU${cpus > 2 ? `s 1-${cpus - 1}` : " 1"}`);
 }
 
 /** An empty console's RSS (MB), the base the per-lock figure is measured from. */
@@ -681,7 +685,7 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
       await sleep(200);
     }
     const reconcileMs = performance.now() - consoleStarted;
-    const nodeP99DuringReconcileMs = pinger.stop();
+    const nodeP99DuringReconcileMs = await pinger.stop();
     await sleep(3_000);
     const bytesPerLock = ((procStats(child.pid!).rssMb - baselineRssMb) * 1024 * 1024) / held;
     const stream = new StreamClient(port);
@@ -743,6 +747,7 @@ async function main(): Promise<void> {
   const stopHistoryDb = await startHistoryDb();
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-live-"));
   const nodes = await startRedisNodes(3, { dir });
+  if (PIN) pinCpus(nodes);
   const started = Date.now();
   const results: PhaseResult[] = [];
   try {
