@@ -49,7 +49,10 @@ class Oldest {
   }
 }
 
-/** Passes made at most for one read: under churn the oldest found may leave during the pass, and again. */
+/**
+ * Passes in slices made at most for one read: under churn the oldest a pass found may leave before it ends, and
+ * again. Then one last pass in one go (no lock can change during it) makes the read exact.
+ */
 const MAX_PASSES = 3;
 
 /**
@@ -112,6 +115,7 @@ export class SafetyLedger {
       });
       await this.pass;
     }
+    if (this.oldest.stale || this.oldestHeld.stale) this.findOldestNow(locks());
     return { withoutTtl: this.withoutTtl, belowQuorum: this.belowQuorum, pastTtl: this.pastTtl, oldestAcquiredAt: this.oldest.at, oldestHeldAt: this.oldestHeld.at };
   }
 
@@ -131,13 +135,27 @@ export class SafetyLedger {
           }
           return;
         }
-        const lock = next.value;
-        finding[0].see(lock.resource, (lock.safety & COUNTED) !== 0, lock.acquiredAt);
-        finding[1].see(lock.resource, (lock.safety & HELD) !== 0, lock.acquiredAt);
+        seeAll(finding, next.value);
       }
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
+
+  /** One pass in one go (tens of milliseconds at a million locks): for a read whose passes in slices kept losing their oldest. */
+  private findOldestNow(locks: Iterator<LedgerLock>): void {
+    const found: [Oldest, Oldest] = [new Oldest(), new Oldest()];
+    for (let next = locks.next(); !next.done; next = locks.next()) seeAll(found, next.value);
+    for (const [kept, one] of [[this.oldest, found[0]], [this.oldestHeld, found[1]]] as const) {
+      kept.at = one.at;
+      kept.resource = one.resource;
+      kept.stale = false;
+    }
+  }
+}
+
+function seeAll(found: [Oldest, Oldest], lock: LedgerLock): void {
+  found[0].see(lock.resource, (lock.safety & COUNTED) !== 0, lock.acquiredAt);
+  found[1].see(lock.resource, (lock.safety & HELD) !== 0, lock.acquiredAt);
 }
 
 const counted = (flags: number, flag: number): number => ((flags & COUNTED) !== 0 && (flags & flag) !== 0 ? 1 : 0);

@@ -105,4 +105,26 @@ describe("the safety ledger (what /metrics exports of the locks, kept as they ch
     expect(await store.safetyFacts()).toEqual({ ...byPass(store, T + 40_002) });
     expect(facts.withoutTtl).toBe(1);
   });
+
+  it("stays exact when the oldest keeps leaving while it is looked for", async () => {
+    const store = watchingStore();
+    for (let i = 0; i < 30_000; i++) store.apply(`lock:k${i}`, NODES.map((_, n) => sample(n, `v${i}`, T + 600_000)), T + i);
+    store.apply("lock:k0", NODES.map((_, i) => sample(i, null, 0, "del")), T + 40_000);
+    let done = false;
+    const read = store.safetyFacts().then((facts) => {
+      done = true;
+      return facts;
+    });
+    // Between every two slices of every pass, the 150 oldest left go: whatever a pass found leaves before it ends.
+    let next = 1;
+    while (!done) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (done) break;
+      for (const end = next + 150; next < end; next++) store.apply(`lock:k${next}`, NODES.map((_, i) => sample(i, null, 0, "del")), T + 40_000);
+    }
+    expect(next).toBeGreaterThan(1_000);
+    const facts = await read;
+    expect(facts.oldestAcquiredAt).toBe(T + next);
+    expect(facts).toEqual(byPass(store, T + 40_000));
+  });
 });
