@@ -1,5 +1,5 @@
 import { lockValueId } from "@lockscope/redlock";
-import { formatByName, inferScope, type FormatName, type FormatReading, keepReading, type KeptReading, type LockScope } from "./formats";
+import { formatByName, inferScope, keep, type FormatName, type FormatReading, type Kept, keptFingerprint, keptFormat, type LockScope } from "./formats";
 import { decodeHolder, endReason, EXTEND_SLACK_MS, mergeSamples, transitions, type EndCause, type MergedLock } from "./merge";
 import { isLive, type LockState, type TimelineEntry, type TimelineType } from "./types";
 
@@ -77,9 +77,10 @@ export class LockRecord {
   unreadable = false;
   /**
    * One decoded reading of the value the lock is held with (not one per node: 100,000 locks × 3 nodes), kept
-   * once it ended for its row and page; the lock's format fields are built from it when served.
+   * once it ended for its row and page; the lock's format fields are built from it when served. A plain token's
+   * is its value string alone (see `Kept`).
    */
-  reading: KeptReading | null = null;
+  reading: Kept | null = null;
   /** Readings that arrived since the last merge, for it to pick the leading value's from; null when none. */
   pending: FormatReading[] | null = null;
   /** null until first counted. */
@@ -253,7 +254,7 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): b
     if (sample.reading && sample.value !== null) {
       (lock.pending ??= []).push(sample.reading);
       // Same holders, other details: a reentrant hold count, a fair lock's queue.
-      if (lock.reading && sample.value === before && sample.value === lock.reading.fingerprint && detailsDiffer(lock.reading, sample.reading)) visible = true;
+      if (lock.reading !== null && sample.value === before && sample.value === keptFingerprint(lock.reading) && detailsDiffer(lock.reading, sample.reading)) visible = true;
     }
     lock.times[sample.node] = sample.expiry;
     // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value; the
@@ -301,7 +302,7 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   }
   const wasLive = lock.state !== null && isLive(lock.state);
   const prev = wasLive ? { state: lock.state as "held", token: lock.token, leading: lock.leading, expiresAt: lock.expiresAt } : null;
-  const holderSet = lock.reading !== null && HOLDER_SETS.has(lock.reading.format);
+  const holderSet = lock.reading !== null && HOLDER_SETS.has(keptFormat(lock.reading));
   const steps = transitions(prev, { ...merged, holderSet, extensionSeen });
   const effects = step.effects;
   for (const transition of steps) {
@@ -485,16 +486,17 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
     // Keep the reading of the value the lock is held with (an ended lock keeps its last one).
     if (merged.state !== null) {
       const previous = lock.reading;
-      const next = lock.pending.find((r) => r.fingerprint === leading) ?? (previous?.fingerprint === leading ? null : (lock.pending[0] ?? null));
+      const previousFingerprint = previous === null ? null : keptFingerprint(previous);
+      const next = lock.pending.find((r) => r.fingerprint === leading) ?? (previousFingerprint === leading ? null : (lock.pending[0] ?? null));
       // The same value read again keeps the reading already held (one copy of its strings, not one per read).
-      if (next !== null && !(previous && previous.fingerprint === next.fingerprint && !detailsDiffer(previous, next))) lock.reading = keepReading(next);
-      const fingerprint = lock.reading?.fingerprint;
+      if (next !== null && !(previous !== null && previousFingerprint === next.fingerprint && !detailsDiffer(previous, next))) lock.reading = keep(next);
+      const fingerprint = lock.reading === null ? undefined : keptFingerprint(lock.reading);
       if (fingerprint !== undefined) for (let i = 0; i < lock.values.length; i++) if (lock.values[i] === fingerprint) lock.values[i] = fingerprint;
     }
     lock.pending = null;
   }
   if (merged.state === null) return merged;
-  const format = lock.reading?.format ?? "unknown";
+  const format = lock.reading === null ? "unknown" : keptFormat(lock.reading);
   // Nodes holding any value for the key: the same key held on several nodes (even with different values, a
   // split vote) is a multi-node lock; a single-instance lock lives on one.
   let holding = 0;
@@ -512,8 +514,9 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
   return merged;
 }
 
-function detailsDiffer(a: KeptReading | FormatReading, b: KeptReading | FormatReading): boolean {
-  // (A kept reading's null holders are one holder with nothing but its id.)
+function detailsDiffer(kept: Kept, b: FormatReading): boolean {
+  // (A kept reading's null holders are one holder with nothing but its id; a plain token's has no details.)
+  const a = typeof kept === "string" ? PLAIN_DETAILS : kept;
   const ah = a.holders;
   const bh = b.holders;
   if (a.waiters !== b.waiters || a.warnings.length !== b.warnings.length || (ah?.length ?? 1) !== (bh?.length ?? 1)) return true;
@@ -521,6 +524,9 @@ function detailsDiffer(a: KeptReading | FormatReading, b: KeptReading | FormatRe
   for (let i = 0; i < n; i++) if (ah?.[i]?.count !== bh?.[i]?.count) return true;
   return false;
 }
+
+/** What `detailsDiffer` compares of a plain token's kept reading (see `Kept`). */
+const PLAIN_DETAILS = Object.freeze({ holders: null, waiters: null, warnings: Object.freeze([]) });
 
 function sameExpiry(a: number | null, b: number | null): boolean {
   if (a === null || b === null) return a === b;

@@ -1,5 +1,5 @@
 import "server-only";
-import { formatByName, type LockScope } from "@/lib/locks/formats";
+import { formatByName, keptFormat, keptReading, keptWaiters, type LockScope } from "@/lib/locks/formats";
 import { formatView } from "@/lib/locks/formats/view";
 import type { LockSummary } from "@/lib/locks/groups";
 import { decodeHolder } from "@/lib/locks/merge";
@@ -302,14 +302,14 @@ export class LockStore {
     if (entry.state === null) return false;
     // As `contentionOf` says it, from the format's name rather than a built view: engine telemetry (0 when
     // none came), a library's queue, or nothing visible.
-    const source = entry.reading ? formatByName(entry.reading.format).contention : null;
+    const source = entry.reading !== null ? formatByName(keptFormat(entry.reading)).contention : null;
     if (this.contention.has(entry.resource)) {
       const figures = this.contention.get(entry.resource, now, entry.token ? lockValueId(entry.token) : null);
       summary.attemptsPerMin = figures.attemptsPerMin;
       summary.waiters = figures.waiters;
     } else {
       summary.attemptsPerMin = source === "engine" ? 0 : null;
-      summary.waiters = source === "engine" ? 0 : source === "queue" ? (entry.reading?.waiters ?? null) : null;
+      summary.waiters = source === "engine" ? 0 : source === "queue" && entry.reading !== null ? keptWaiters(entry.reading) : null;
     }
     summary.resource = entry.resource;
     summary.state = entry.state;
@@ -716,7 +716,7 @@ export class LockStore {
    * failed attempt leaves no trace, so its figures are null, never a made-up 0.
    */
   private contentionOf(entry: Entry, now: number, holderId: string | null): Lock["contention"] {
-    const view = entry.reading ? formatView([entry.reading], null) : null;
+    const view = entry.reading !== null ? formatView([keptReading(entry.reading)], null) : null;
     const source = view?.contentionSource ?? null;
     if (source === "engine" || this.contention.has(entry.resource)) return this.contention.get(entry.resource, now, holderId);
     if (source === "queue") return { attemptsPerMin: null, waiters: view?.waiters ?? null, source: (view?.waiters ?? null) === null ? null : "queue" };
@@ -732,7 +732,7 @@ export class LockStore {
     const shown = entry.token ?? entry.leading ?? entry.endedToken;
     const decoded = decodeHolder(shown);
     const holderId = entry.token ? lockValueId(entry.token) : null;
-    const view = entry.reading ? formatView([entry.reading], null) : null;
+    const view = entry.reading !== null ? formatView([keptReading(entry.reading)], null) : null;
     const scope = entry.scope ?? "quorum";
     const lock: Lock = {
       resource: entry.resource,

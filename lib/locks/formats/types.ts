@@ -124,6 +124,42 @@ export function keepReading(reading: FormatReading): KeptReading {
   return kept;
 }
 
+/**
+ * What a lock keeps of its reading: a plain token (format `token`, a string key whose one holder is its value,
+ * with no warning, waiters, fence or acquisition time: the most common lock) as its fingerprint alone, the same
+ * string as the lock's value, with no object of its own (a million locks held are a million objects fewer for
+ * the collector to mark); any other reading as a `KeptReading`.
+ */
+export type Kept = KeptReading | string;
+
+/** The part of a new reading a lock keeps (see `Kept`). */
+export function keep(reading: FormatReading): Kept {
+  const only = reading.holders.length === 1 ? reading.holders[0] : undefined;
+  const plain =
+    reading.format === "token" &&
+    reading.redisType === "string" &&
+    only !== undefined &&
+    only.id === reading.fingerprint &&
+    onlyAnId(only) &&
+    reading.warnings.length === 0 &&
+    reading.waiters === null &&
+    reading.fence === undefined &&
+    reading.acquiredAt === undefined;
+  return plain ? reading.fingerprint : keepReading(reading);
+}
+
+const NONE: readonly LockWarning[] = Object.freeze([]);
+
+/** A kept reading in full (a plain token's is made when asked for). */
+export function keptReading(kept: Kept): KeptReading {
+  if (typeof kept !== "string") return kept;
+  return { format: "token", redisType: "string", fingerprint: kept, holders: null, warnings: NONE, waiters: null };
+}
+
+export const keptFingerprint = (kept: Kept): string => (typeof kept === "string" ? kept : kept.fingerprint);
+export const keptFormat = (kept: Kept): FormatName => (typeof kept === "string" ? "token" : kept.format);
+export const keptWaiters = (kept: Kept): number | null => (typeof kept === "string" ? null : kept.waiters);
+
 function onlyAnId(holder: FormatHolder): boolean {
   for (const field in holder) if (field !== "id" && holder[field as keyof FormatHolder] !== undefined) return false;
   return true;

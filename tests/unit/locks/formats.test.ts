@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { encodeLockValue } from "@lockscope/redlock";
-import { decodeReading, discoverFormat, FORMATS, inferScope, notifyFlagsFor, READ_PLAN, recogniseFormat, type KeyReading, type RawReading } from "@/lib/locks/formats";
+import { decodeReading, discoverFormat, FORMATS, inferScope, keep, keepReading, keptReading, notifyFlagsFor, READ_PLAN, recogniseFormat, type KeyReading, type RawReading } from "@/lib/locks/formats";
 import { parseKeyReply } from "@/lib/locks/formats/read";
 import { DEFAULT_LOCK_PATTERNS, NEVER_LOCKS } from "@/lib/locks/formats/defaults";
 import { decodeShedLockValue } from "@/lib/locks/formats/shedlock";
@@ -195,5 +195,27 @@ describe("the view the merge takes", () => {
     expect(formatView(readings, `${UUID}:57`)).toMatchObject({ format: "redisson", holders: [{ thread: 57 }], warnings: [], waiters: 2, contentionSource: "queue" });
     expect(formatView(readings, `${UUID2}:1`)).toMatchObject({ warnings: ["no-ttl"], waiters: null });
     expect(formatView([null, null], null)).toBeNull();
+  });
+});
+
+describe("what a lock keeps of its reading", () => {
+  it("keeps a plain token as its value alone, and anything with more to show in full, with nothing lost either way", () => {
+    const value = encodeLockValue({ label: "checkout", host: "web-1", pid: 42, fence: "7", acquiredAt: AT });
+    const cases: Array<[string, RawReading, boolean]> = [
+      ["lock:plain", str("3f1c9a"), true],
+      ["lock:forever", str("3f1c9a", -1), false],
+      ["lock:engine", str(value), false],
+      ["lock:r", hash([[`${UUID}:57`, "2"]]), false],
+      ["semaphore:s", zset([["a", AT], ["b", AT]]), false],
+      ["lock:cart", { type: "other", redisType: "list", pttlMs: -1, extras: {} }, false],
+    ];
+    for (const [key, raw, plain] of cases) {
+      const reading = decode(key, raw);
+      if (reading === null) throw new Error(`${key} did not decode`);
+      const kept = keep(reading);
+      expect(typeof kept === "string", key).toBe(plain);
+      if (plain) expect(kept, key).toBe(reading.fingerprint);
+      expect(keptReading(kept), key).toEqual(keepReading(reading));
+    }
   });
 });
