@@ -3,7 +3,8 @@
  * node every 10 ms, timed here, where the load generator's work and garbage collection cannot hold the replies
  * up (with `--pin` this process runs on the nodes' CPU). Plain JavaScript, as the stream readers.
  *
- * argv: the nodes' ports. On a line on stdin (or its end), it stops and writes the p99 round trip (ms) to stdout.
+ * argv: the nodes' ports. On a line on stdin (or its end), it stops and writes every round trip (ms) to stdout,
+ * as a JSON array.
  */
 import net from "node:net";
 
@@ -33,9 +34,7 @@ for (const port of ports) loop(port);
 const stop = () => {
   if (!running) return;
   running = false;
-  samples.sort((a, b) => a - b);
-  const p99 = samples.length === 0 ? Number.NaN : samples[Math.min(samples.length - 1, Math.floor(samples.length * 0.99))];
-  process.stdout.write(`${JSON.stringify({ p99, samples: samples.length })}\n`, () => process.exit(0));
+  process.stdout.write(`${JSON.stringify(samples)}\n`, () => process.exit(0));
 };
 process.stdin.on("data", stop);
 process.stdin.on("end", stop);

@@ -2,11 +2,9 @@ import type { Lock } from "./locks/types";
 
 /**
  * The lock-safety facts that alerts need, computed from what the live view and the node watchers already
- * know. Pure: `server/console-metrics.ts` feeds them in at scrape time and exports the result.
+ * know. Pure: the live view counts its locks by these rules as they change (`server/live/safety-ledger.ts`),
+ * and `server/console-metrics.ts` exports the result with the nodes' facts at scrape time.
  */
-
-/** A lock key still present on some node: held by a quorum, by fewer nodes, or past its TTL and not reclaimed. */
-const PRESENT = new Set<Lock["state"]>(["held", "partial", "elapsed"]);
 
 export interface LockSafetyCounts {
   /** Present with no TTL: only a release ever ends it (a crashed holder keeps it forever). */
@@ -19,21 +17,48 @@ export interface LockSafetyCounts {
   oldestAcquiredAt: number | null;
 }
 
-/** What counting needs of a lock (`acquiredAt` null or absent where unknown). */
-type SafetyFacts = Pick<Lock, "resource" | "state" | "expiresAt"> & { acquiredAt?: number | null };
+/** What counting needs of a lock (`acquiredAt` null or absent where unknown; state null: not listed). */
+type SafetyFacts = Pick<Lock, "resource" | "expiresAt"> & { state: Lock["state"] | null; acquiredAt?: number | null };
 
-/** Counts over the present locks, one at a time; the contention lab's own locks (`isLab`) are left out, so they never page. */
+/**
+ * What a lock counts as, as bits (`safetyFlags`). A lock key still present on some node is held by a quorum,
+ * by fewer nodes, or past its TTL and not reclaimed; the contention lab's own locks are left out of the
+ * counts (`COUNTED`), so they never page.
+ */
+export const SAFETY = Object.freeze({
+  /** Present and not the lab's: what the counts and the oldest present lock are over. */
+  COUNTED: 1,
+  NO_TTL: 2,
+  PARTIAL: 4,
+  ELAPSED: 8,
+  /** Held or elapsed, the lab's too: what the oldest-held gauge looks at. */
+  HELD: 16,
+});
+
+/** The lock's `SAFETY` bits; 0 for a lock not present (ended, or not listed). */
+export function safetyFlags(lock: Readonly<SafetyFacts>, isLab: (resource: string) => boolean): number {
+  const state = lock.state;
+  if (state !== "held" && state !== "partial" && state !== "elapsed") return 0;
+  let flags = state === "partial" ? SAFETY.PARTIAL : SAFETY.HELD;
+  if (state === "elapsed") flags |= SAFETY.ELAPSED;
+  if (lock.expiresAt === null) flags |= SAFETY.NO_TTL;
+  if (!isLab(lock.resource)) flags |= SAFETY.COUNTED;
+  return flags;
+}
+
+/** Counts over the present locks, one at a time (see `safetyFlags`). */
 export class LockSafetyTally {
   readonly counts: LockSafetyCounts = { withoutTtl: 0, belowQuorum: 0, pastTtl: 0, oldestAcquiredAt: null };
 
   constructor(private readonly isLab: (resource: string) => boolean) {}
 
   add(lock: Readonly<SafetyFacts>): void {
-    if (!PRESENT.has(lock.state) || this.isLab(lock.resource)) return;
+    const flags = safetyFlags(lock, this.isLab);
+    if (!(flags & SAFETY.COUNTED)) return;
     const counts = this.counts;
-    if (lock.expiresAt === null) counts.withoutTtl++;
-    if (lock.state === "partial") counts.belowQuorum++;
-    if (lock.state === "elapsed") counts.pastTtl++;
+    if (flags & SAFETY.NO_TTL) counts.withoutTtl++;
+    if (flags & SAFETY.PARTIAL) counts.belowQuorum++;
+    if (flags & SAFETY.ELAPSED) counts.pastTtl++;
     const at = lock.acquiredAt;
     if (at !== undefined && at !== null && (counts.oldestAcquiredAt === null || at < counts.oldestAcquiredAt)) counts.oldestAcquiredAt = at;
   }

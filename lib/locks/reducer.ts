@@ -1,5 +1,5 @@
 import { lockValueId } from "@lockscope/redlock";
-import { formatByName, inferScope, keep, type FormatName, type FormatReading, type Kept, keptFingerprint, keptFormat, type LockScope } from "./formats";
+import { formatByName, inferScope, keep, type FormatName, type FormatReading, type Kept, keptDetails, keptFingerprint, keptFormat, type LockScope } from "./formats";
 import { decodeHolder, endReason, EXTEND_SLACK_MS, mergeSamples, transitions, type EndCause, type MergedLock } from "./merge";
 import { isLive, type LockState, type TimelineEntry, type TimelineType } from "./types";
 
@@ -515,8 +515,8 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
 }
 
 function detailsDiffer(kept: Kept, b: FormatReading): boolean {
-  // (A kept reading's null holders are one holder with nothing but its id; a plain token's has no details.)
-  const a = typeof kept === "string" ? PLAIN_DETAILS : kept;
+  // (A kept reading's null holders are one holder with nothing but its id.)
+  const a = keptDetails(kept);
   const ah = a.holders;
   const bh = b.holders;
   if (a.waiters !== b.waiters || a.warnings.length !== b.warnings.length || (ah?.length ?? 1) !== (bh?.length ?? 1)) return true;
@@ -524,9 +524,6 @@ function detailsDiffer(kept: Kept, b: FormatReading): boolean {
   for (let i = 0; i < n; i++) if (ah?.[i]?.count !== bh?.[i]?.count) return true;
   return false;
 }
-
-/** What `detailsDiffer` compares of a plain token's kept reading (see `Kept`). */
-const PLAIN_DETAILS = Object.freeze({ holders: null, waiters: null, warnings: Object.freeze([]) });
 
 function sameExpiry(a: number | null, b: number | null): boolean {
   if (a === null || b === null) return a === b;

@@ -1,23 +1,15 @@
 import { isLabResource } from "@/lib/lab/keys";
-import type { LockSafetyCounts } from "@/lib/safety-signals";
+import { SAFETY, safetyFlags, type LockSafetyCounts } from "@/lib/safety-signals";
 import type { LockRecord } from "@/lib/locks/reducer";
 
-/** What a lock was last counted as (`LockRecord`'s owner keeps it per lock: see `SafetyLedger.update`). */
-const PRESENT = 1;
-/** Present and not one of the contention lab's own locks: the alerts' locks. */
-const COUNTED = 2;
-const NO_TTL = 4;
-const PARTIAL = 8;
-const ELAPSED = 16;
-/** Held or elapsed (the lab's too): what the oldest-held gauge looks at. */
-const HELD = 32;
+const { COUNTED, NO_TTL, PARTIAL, ELAPSED, HELD } = SAFETY;
 
 export interface LockSafetyFacts extends LockSafetyCounts {
   /** Acquisition time (epoch ms) of the lock held longest now (held or elapsed, the lab's included); null when none. */
   oldestHeldAt: number | null;
 }
 
-/** A lock with what the ledger needs of it: its state and times, and its flags as last counted. */
+/** A lock with what the ledger needs of it: its state and times, and its `SAFETY` bits as last counted. */
 export type LedgerLock = Pick<LockRecord, "resource" | "state" | "expiresAt" | "acquiredAt"> & { safety: number };
 
 /**
@@ -75,8 +67,17 @@ export class SafetyLedger {
 
   /** The lock's state or times may have changed (or it left the list: state null): its counts follow. */
   update(lock: LedgerLock): void {
+    this.count(lock, safetyFlags(lock, isLabResource));
+  }
+
+  /** The lock leaves the store, whatever its state: it counts for nothing any more. */
+  leave(lock: LedgerLock): void {
+    this.count(lock, 0);
+  }
+
+  /** The lock counts as `now` (its `SAFETY` bits) from here on. */
+  private count(lock: LedgerLock, now: number): void {
     const was = lock.safety;
-    const now = flagsOf(lock);
     if (was !== now) {
       lock.safety = now;
       if ((was | now) & COUNTED) {
@@ -93,14 +94,6 @@ export class SafetyLedger {
       this.oldestHeld.see(lock.resource, (now & HELD) !== 0, lock.acquiredAt);
       this.finding?.[1].see(lock.resource, (now & HELD) !== 0, lock.acquiredAt);
     }
-  }
-
-  /** The lock leaves the store, whatever its state: it counts for nothing any more. */
-  leave(lock: LedgerLock): void {
-    const state = lock.state;
-    lock.state = null;
-    this.update(lock);
-    lock.state = state;
   }
 
   /**
@@ -128,11 +121,7 @@ export class SafetyLedger {
         if (next.done) {
           // Locks that changed during the pass were told to `finding` as they changed: it is exact unless the
           // one it found left meanwhile (then it is stale, and the read passes again).
-          for (const [kept, found] of [[this.oldest, finding[0]], [this.oldestHeld, finding[1]]] as const) {
-            kept.at = found.at;
-            kept.resource = found.resource;
-            kept.stale = found.stale;
-          }
+          this.adopt(finding);
           return;
         }
         seeAll(finding, next.value);
@@ -145,10 +134,15 @@ export class SafetyLedger {
   private findOldestNow(locks: Iterator<LedgerLock>): void {
     const found: [Oldest, Oldest] = [new Oldest(), new Oldest()];
     for (let next = locks.next(); !next.done; next = locks.next()) seeAll(found, next.value);
+    this.adopt(found);
+  }
+
+  /** What a pass found becomes the oldest kept. */
+  private adopt(found: [Oldest, Oldest]): void {
     for (const [kept, one] of [[this.oldest, found[0]], [this.oldestHeld, found[1]]] as const) {
       kept.at = one.at;
       kept.resource = one.resource;
-      kept.stale = false;
+      kept.stale = one.stale;
     }
   }
 }
@@ -159,15 +153,3 @@ function seeAll(found: [Oldest, Oldest], lock: LedgerLock): void {
 }
 
 const counted = (flags: number, flag: number): number => ((flags & COUNTED) !== 0 && (flags & flag) !== 0 ? 1 : 0);
-
-function flagsOf(lock: LedgerLock): number {
-  const state = lock.state;
-  if (state !== "held" && state !== "partial" && state !== "elapsed") return 0;
-  let flags = PRESENT;
-  if (!isLabResource(lock.resource)) flags |= COUNTED;
-  if (lock.expiresAt === null) flags |= NO_TTL;
-  if (state === "partial") flags |= PARTIAL;
-  else flags |= HELD;
-  if (state === "elapsed") flags |= ELAPSED;
-  return flags;
-}

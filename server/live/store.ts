@@ -1,6 +1,6 @@
 import "server-only";
 import { formatByName, keptFormat, keptReading, keptWaiters, type LockScope } from "@/lib/locks/formats";
-import { formatView } from "@/lib/locks/formats/view";
+import { formatView, type FormatView } from "@/lib/locks/formats/view";
 import type { LockSummary } from "@/lib/locks/groups";
 import { decodeHolder } from "@/lib/locks/merge";
 import { KeyBits } from "@/lib/locks/key-bits";
@@ -495,8 +495,7 @@ export class LockStore {
     let dropped = 0;
     for (const [resource, entry] of this.live) {
       if (isLockKey(resource)) continue;
-      this.drop(resource);
-      this.ledger.leave(entry);
+      this.drop(entry);
       this.wheel.unschedule(entry);
       this.settling.delete(resource);
       this.ended.stopLingering(resource);
@@ -537,8 +536,7 @@ export class LockStore {
     this.ended.lingered(now, (resource, endedAt) => {
       const entry = this.live.get(resource);
       if (!entry || entry.endedAt !== endedAt || entry.state === null || isLive(entry.state)) return;
-      this.drop(resource);
-      this.ledger.leave(entry);
+      this.drop(entry);
       this.wheel.unschedule(entry);
       this.count(entry.state, -1);
       this.changed.delete(resource);
@@ -628,9 +626,10 @@ export class LockStore {
   // ---- internals -----------------------------------------------------------------------------------
 
   /** Takes a lock out of the map (a lock made again later starts afresh, with no reading applied at start). */
-  private drop(resource: string): void {
-    this.live.delete(resource);
-    if (!this.context.watching) this.readsAtStart.clear(resource);
+  private drop(entry: Entry): void {
+    this.live.delete(entry.resource);
+    this.ledger.leave(entry);
+    if (!this.context.watching) this.readsAtStart.clear(entry.resource);
   }
 
   private revive(resource: string): Entry {
@@ -648,8 +647,9 @@ export class LockStore {
   private recompute(entry: Entry, now: number, visible: boolean): void {
     const previousState = entry.state;
     const step = reduceLock(entry, this.context, this.forceHints.get(entry.resource), now, visible, this.step);
+    // The step is all that changes the lock's state and times here.
+    this.ledger.update(entry);
     if (step.outcome === "settling") {
-      this.ledger.update(entry);
       this.settling.add(entry.resource);
       return;
     }
@@ -658,12 +658,10 @@ export class LockStore {
     for (const effect of step.effects) this.applyEffect(entry, effect, now);
     switch (step.outcome) {
       case "never-held":
-        this.drop(entry.resource);
-        this.ledger.leave(entry);
+        this.drop(entry);
         this.wheel.unschedule(entry);
         return;
       case "idle":
-        this.ledger.update(entry);
         return;
       case "ended":
         this.ended.linger(entry.resource, now);
@@ -673,7 +671,6 @@ export class LockStore {
         if (!Number.isNaN(step.wakeAt)) this.wheel.schedule(entry, step.wakeAt);
         break;
     }
-    this.ledger.update(entry);
     if (previousState !== entry.state && entry.state !== null) {
       if (previousState !== null) this.count(previousState, -1);
       else this.onListed?.(entry.resource, true);
@@ -715,12 +712,16 @@ export class LockStore {
    * client contends for), a queue the library keeps (Redisson's fair lock), or nothing: a foreign client's
    * failed attempt leaves no trace, so its figures are null, never a made-up 0.
    */
-  private contentionOf(entry: Entry, now: number, holderId: string | null): Lock["contention"] {
-    const view = entry.reading !== null ? formatView([keptReading(entry.reading)], null) : null;
+  private contentionOf(entry: Entry, now: number, holderId: string | null, view = this.viewOf(entry)): Lock["contention"] {
     const source = view?.contentionSource ?? null;
     if (source === "engine" || this.contention.has(entry.resource)) return this.contention.get(entry.resource, now, holderId);
     if (source === "queue") return { attemptsPerMin: null, waiters: view?.waiters ?? null, source: (view?.waiters ?? null) === null ? null : "queue" };
     return { ...NOT_VISIBLE };
+  }
+
+  /** The format fields of the lock's kept reading; null before any. */
+  private viewOf(entry: Entry): FormatView | null {
+    return entry.reading !== null ? formatView([keptReading(entry.reading)], null) : null;
   }
 
   private holderIdOf(resource: string): string | null {
@@ -732,7 +733,7 @@ export class LockStore {
     const shown = entry.token ?? entry.leading ?? entry.endedToken;
     const decoded = decodeHolder(shown);
     const holderId = entry.token ? lockValueId(entry.token) : null;
-    const view = entry.reading !== null ? formatView([keptReading(entry.reading)], null) : null;
+    const view = this.viewOf(entry);
     const scope = entry.scope ?? "quorum";
     const lock: Lock = {
       resource: entry.resource,
@@ -756,7 +757,7 @@ export class LockStore {
       quorum: scope === "single" ? 1 : this.quorum,
       expiresAt: entry.expiresAt === null ? null : Math.round(entry.expiresAt),
       ttlMs: entry.ttlMs === null ? null : Math.round(entry.ttlMs),
-      contention: this.contentionOf(entry, now, holderId),
+      contention: this.contentionOf(entry, now, holderId, view),
     };
     if (entry.acquiredAt !== null) lock.acquiredAt = entry.acquiredAt;
     if (entry.endedAt !== null) {

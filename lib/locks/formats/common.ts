@@ -1,5 +1,5 @@
 import { keyExpiry } from "./read";
-import type { FormatHolder, FormatName, FormatReading, KeyReading, LockWarning } from "./types";
+import { NO_WARNINGS, type FormatHolder, type FormatName, type FormatReading, type KeyReading, type LockWarning } from "./types";
 
 /** Canonical UUID text (Java's `UUID.toString()`, Node's `randomUUID()`), lower case. */
 export const UUID_SOURCE = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
@@ -28,9 +28,6 @@ export interface ReadingParts {
  * expiry), and the warnings that follow from them. A lock ends by itself only if one of the two is finite:
  * otherwise it is the `no-ttl` hazard.
  */
-/** Most readings have no warning: they share one empty list (100,000 locks, not 100,000 arrays). */
-const NO_WARNINGS: readonly LockWarning[] = Object.freeze([]);
-
 export function formatReading(format: FormatName, redisType: string, reading: KeyReading, parts: ReadingParts): FormatReading {
   const pttl = reading.raw.type === "none" ? -2 : reading.raw.pttlMs;
   const keyExpiresAt = keyExpiry(reading.at, pttl);
