@@ -381,8 +381,10 @@ class ChurnWriter {
     socket.setEncoding("latin1");
     socket.on("data", (chunk: string) => {
       // (With the end of the previous chunk: a reply may be split between two.)
+      // The tail kept starts at a line break, so a reply cut in two (a null bulk's "$-1") never reads as an error.
       const text = this.tail + chunk;
-      this.tail = text.slice(-8);
+      const lastBreak = text.lastIndexOf("\r\n");
+      this.tail = lastBreak >= 0 ? text.slice(lastBreak) : text.slice(-64);
       // Every reply of these commands is an integer, a status or a null bulk; an error reply starts a line with "-".
       const at = text.charCodeAt(0) === 45 ? 0 : text.indexOf("\r\n-");
       if (at >= 0) {
@@ -709,16 +711,18 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     const churns: ChurnResult[] = [];
     const tab = BROWSER ? await BrowserTab.open(port, VIEWER, held) : null;
     try {
-    for (const rate of RATES) {
+    for (const [rateIndex, rate] of RATES.entries()) {
       for (const viewers of VIEWERS) {
+        // (The rate's place in the list is in the keys' names, so a rate asked twice churns keys of its own.)
+        const tag = `${held}-${rate}-${viewers}-${rateIndex}`;
         // The other viewers read the same stream (in one worker of their own) and drop what they get.
         const others = viewers > 1 ? [new StreamClient(port, viewers - 1)] : [];
         try {
           // Unmeasured warm-up at the same rate (JIT, first allocations of the stream path), then the measured run.
-          await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-${viewers}-warmup`, WARMUP_MS);
+          await churn(clients, stream, child.pid!, port, rate, `${tag}-warmup`, WARMUP_MS);
           await tab?.begin();
           out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): measuring`);
-          const measured = await churn(clients, stream, child.pid!, port, rate, `${held}-${rate}-${viewers}`);
+          const measured = await churn(clients, stream, child.pid!, port, rate, tag);
           const figures = await tab?.end();
           churns.push({ ...measured, viewers, ...(figures ? { tab: figures } : {}) });
         } finally {
