@@ -109,7 +109,10 @@ function GroupRow({ group: g, deployment, now }: { group: LockGroup; deployment:
   return (
     <tr aria-label={g.group}>
       <th scope="row" className="col-group mono" data-truncates title={g.group}>
-        <Link href={groupHref(g.group, deployment)}>{g.group}</Link>
+        {/* No prefetch: 500 group rows on screen would each have the console render a page. */}
+        <Link href={groupHref(g.group, deployment)} prefetch={false}>
+          {g.group}
+        </Link>
       </th>
       <td className="col-locks mono">{g.locks.toLocaleString("en")}</td>
       <td className="col-held mono">{g.held.toLocaleString("en")}</td>

@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
-import { useEffect, useRef, type CSSProperties, type ReactNode } from "react";
+import { memo, useEffect, useRef, type CSSProperties, type ReactNode } from "react";
 import type { Lock } from "@/lib/locks/types";
 import { MessageText } from "../message-text";
 import { DeploymentSelect } from "./deployment-choices";
@@ -116,7 +116,9 @@ export function LockRowsTable({
   showDeployment?: boolean;
 }) {
   const scroller = useRef<HTMLDivElement>(null);
-  const virtualizer = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => ROW_HEIGHT, overscan: 12 });
+  // A scroll re-renders in React's next task rather than inside the scroll event (flushSync), so a burst of
+  // wheel steps costs one render, not one each; 8 rows beyond the screen cover a wheel step before it renders.
+  const virtualizer = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => ROW_HEIGHT, overscan: 8, useFlushSync: false });
   scrollerRef?.(virtualizer);
   const items = virtualizer.getVirtualItems();
   const top = items[0]?.start ?? 0;
@@ -179,9 +181,11 @@ export function LockRowsTable({
 
 /**
  * One lock. Force release is not here: it is on the lock's page, one deliberate step away from the table.
- * Cells that may end in an ellipsis (`data-truncates`) carry their full text as a title.
+ * Cells that may end in an ellipsis (`data-truncates`) carry their full text as a title. A row renders again
+ * only when its lock, its place or the clock changed, not for every scroll step. Its link does not prefetch
+ * the lock's page: a page is rendered by the console, and a scrolling table would ask for one per row shown.
  */
-function LockRow({ lock, index, now, offsetMs, showDeployment }: { lock: Lock; index: number; now: number; offsetMs: number; showDeployment: boolean }) {
+const LockRow = memo(function LockRow({ lock, index, now, offsetMs, showDeployment }: { lock: Lock; index: number; now: number; offsetMs: number; showDeployment: boolean }) {
   const live = lock.state === "held" || lock.state === "partial" || lock.state === "elapsed";
   const heldFor = live && lock.acquiredAt ? now + offsetMs - lock.acquiredAt : null;
   const c = lock.contention;
@@ -189,7 +193,9 @@ function LockRow({ lock, index, now, offsetMs, showDeployment }: { lock: Lock; i
   return (
     <tr aria-label={showDeployment ? `${lock.resource} on ${lock.deployment}` : lock.resource} aria-rowindex={index + 2} className={live ? undefined : "ended"} style={{ height: ROW_HEIGHT }}>
       <th scope="row" className="col-resource resource mono" data-truncates title={lock.resource}>
-        <Link href={lockHref(lock.resource, showDeployment ? lock.deployment : undefined)}>{lock.resource}</Link>
+        <Link href={lockHref(lock.resource, showDeployment ? lock.deployment : undefined)} prefetch={false}>
+          {lock.resource}
+        </Link>
       </th>
       {showDeployment && (
         <td className="col-deployment" data-truncates title={lock.deployment}>
@@ -232,4 +238,4 @@ function LockRow({ lock, index, now, offsetMs, showDeployment }: { lock: Lock; i
       </td>
     </tr>
   );
-}
+});

@@ -41,7 +41,7 @@ export function useLiveNodes() {
   return useLiveLocks(NO_LOCKS);
 }
 
-/** Re-renders every `ms` (TTL and "held for" text); the bars animate by themselves in between. */
+/** Re-renders every `ms`: the TTL bars and texts and the "held for" times move with it. */
 export function useNow(ms = 250): number {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
