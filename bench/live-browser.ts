@@ -3,11 +3,12 @@
  * signed in as a viewer on the Locks page while the churn runs, its table scrolled all along. What it reports
  * is what a person at that tab would feel: the page's JavaScript heap (the most it used, from the DevTools
  * protocol), its long tasks (PerformanceObserver "longtask": main-thread work of 50 ms or more, during which
- * the page does not answer) and the time between its frames (requestAnimationFrame).
+ * the page does not answer), the time between its frames (requestAnimationFrame) and the CPU Chromium used.
  *
  * The view is the one a person gets: the flat table up to 5,000 locks; above, the grouped view, from which
  * the tab opens the largest group (its server-paged, virtualized table) and scrolls that.
  */
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { chromium, type Browser, type CDPSession, type Page } from "@playwright/test";
 import { GROUPED_VIEW_ABOVE } from "../lib/locks/groups";
 
@@ -19,6 +20,39 @@ export interface TabFigures {
   longTaskMaxMs: number;
   frameP99Ms: number;
   frameMaxMs: number;
+  /** The CPU all of Chromium's processes used over the window, in % of one core (/proc, utime + stime). */
+  cpuPct: number;
+}
+
+/** CPU ticks (1/100 s) used so far by the Chromium processes this process started (its descendants named chrom…). */
+function chromiumTicks(): number {
+  const parent = new Map<number, number>();
+  const ticks = new Map<number, number>();
+  const chromium = new Set<number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // (gone meanwhile)
+    }
+    const pid = Number(entry);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    parent.set(pid, Number(fields[1]));
+    ticks.set(pid, Number(fields[11]) + Number(fields[12]));
+    if (/chrom/i.test(stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")))) chromium.add(pid);
+  }
+  let total = 0;
+  for (const pid of chromium) {
+    for (let up = parent.get(pid); up !== undefined && up > 1; up = parent.get(up)) {
+      if (up === process.pid) {
+        total += ticks.get(pid) ?? 0;
+        break;
+      }
+    }
+  }
+  return total;
 }
 
 /** Collects long tasks and frame intervals in the page from its first script on. */
@@ -33,6 +67,7 @@ export class BrowserTab {
   private heapSampler: NodeJS.Timeout | null = null;
   private heapMax = 0;
   private wheels = 0;
+  private cpuFrom = { ticks: 0, at: 0 };
 
   private constructor(
     private readonly browser: Browser,
@@ -40,6 +75,12 @@ export class BrowserTab {
     private readonly cdp: CDPSession,
     readonly view: string,
   ) {}
+
+  /**
+   * With `profileTo`, each measured window's CPU profile of the page is written to that path (`.cpuprofile`,
+   * DevTools' format), and its trace (`.trace.json`: tasks, style, layout and paint) beside it.
+   */
+  private profileTo: string | null = null;
 
   static async open(port: number, viewerToken: string, held: number): Promise<BrowserTab> {
     const browser = await chromium.launch({
@@ -72,13 +113,20 @@ export class BrowserTab {
   }
 
   /** Starts a measured window: the tab's table scrolls (down, and back up now and then) while it lasts. */
-  async begin(): Promise<void> {
+  async begin(profileTo: string | null = null): Promise<void> {
+    this.profileTo = profileTo;
+    if (profileTo) {
+      await this.cdp.send("Profiler.enable");
+      await this.cdp.send("Profiler.start");
+      await this.browser.startTracing(this.page, { categories: ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8.execute", "blink.user_timing"] });
+    }
     await this.page.evaluate(() => {
       const bench = (window as unknown as { __bench: { longTasks: number[]; frames: number[] } }).__bench;
       bench.longTasks.length = 0;
       bench.frames.length = 0;
     });
     this.heapMax = 0;
+    this.cpuFrom = { ticks: chromiumTicks(), at: performance.now() };
     const box = await this.page.locator("table tbody").first().boundingBox();
     await this.page.mouse.move((box?.x ?? 400) + 200, (box?.y ?? 300) + 100);
     this.scrolling = setInterval(() => {
@@ -97,6 +145,13 @@ export class BrowserTab {
   async end(): Promise<TabFigures> {
     if (this.scrolling) clearInterval(this.scrolling);
     if (this.heapSampler) clearInterval(this.heapSampler);
+    const cpuPct = ((chromiumTicks() - this.cpuFrom.ticks) / 100 / ((performance.now() - this.cpuFrom.at) / 1000)) * 100;
+    if (this.profileTo) {
+      const { profile } = await this.cdp.send("Profiler.stop");
+      writeFileSync(this.profileTo, JSON.stringify(profile));
+      writeFileSync(this.profileTo.replace(/\.cpuprofile$/, ".trace.json"), await this.browser.stopTracing());
+      this.profileTo = null;
+    }
     const usage = await this.cdp.send("Runtime.getHeapUsage");
     this.heapMax = Math.max(this.heapMax, usage.usedSize);
     const { longTasks, frames } = await this.page.evaluate(() => (window as unknown as { __bench: { longTasks: number[]; frames: number[] } }).__bench);
@@ -108,6 +163,7 @@ export class BrowserTab {
       longTaskMaxMs: longTasks.length > 0 ? Math.max(...longTasks) : 0,
       frameP99Ms: sorted.length > 0 ? (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? Number.NaN) : Number.NaN,
       frameMaxMs: sorted.length > 0 ? (sorted[sorted.length - 1] ?? Number.NaN) : Number.NaN,
+      cpuPct,
     };
   }
 

@@ -37,6 +37,9 @@ const args = new Set(argv);
 const JSON_OUT = args.has("--json");
 /** A Chromium tab on the Locks page during every measured churn, its table scrolling (bench/live-browser.ts). */
 const BROWSER = args.has("--browser");
+/** `--tab-profile DIR`: with `--browser`, the tab's CPU profile of every measured churn, written to DIR (`tab-<held>-<rate>.cpuprofile`). */
+const tabProfileAt = argv.indexOf("--tab-profile");
+const TAB_PROFILE_DIR = tabProfileAt >= 0 ? (argv[tabProfileAt + 1] ?? null) : null;
 const HISTORY = args.has("--history");
 /** The database the console records history in, with `--history`. */
 let historyDb: { server: TestPostgres; url: string } | null = null;
@@ -720,7 +723,7 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
         try {
           // Unmeasured warm-up at the same rate (JIT, first allocations of the stream path), then the measured run.
           await churn(clients, stream, child.pid!, port, rate, `${tag}-warmup`, WARMUP_MS);
-          await tab?.begin();
+          await tab?.begin(TAB_PROFILE_DIR ? path.join(TAB_PROFILE_DIR, `tab-${tag}.cpuprofile`) : null);
           out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): measuring`);
           const measured = await churn(clients, stream, child.pid!, port, rate, tag);
           const figures = await tab?.end();
@@ -781,9 +784,9 @@ async function main(): Promise<void> {
     out("");
     out("The Chromium tab on the Locks page, its table scrolling during each churn:");
     out("");
-    out("| locks held | changes/s | view | JS heap max MB | long tasks (≥ 50 ms) | longest task ms | frame interval p99 / max ms |");
-    out("|---:|---:|---|---:|---:|---:|---:|");
-    for (const { held, rate, tab } of tabs) out(`| ${held} | ${rate} | ${tab.view} | ${f(tab.heapMaxMb)} | ${tab.longTasks} | ${f(tab.longTaskMaxMs, 0)} | ${f(tab.frameP99Ms)} / ${f(tab.frameMaxMs)} |`);
+    out("| locks held | changes/s | view | JS heap max MB | long tasks (≥ 50 ms) | longest task ms | frame interval p99 / max ms | Chromium CPU % of a core |");
+    out("|---:|---:|---|---:|---:|---:|---:|---:|");
+    for (const { held, rate, tab } of tabs) out(`| ${held} | ${rate} | ${tab.view} | ${f(tab.heapMaxMb)} | ${tab.longTasks} | ${f(tab.longTaskMaxMs, 0)} | ${f(tab.frameP99Ms)} / ${f(tab.frameMaxMs)} | ${f(tab.cpuPct, 0)} |`);
   }
   if (MAX_RATE) {
     out("");
