@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { useQueries, useQuery, useQueryClient, type QueryKey } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef, useState } from "react";
-import type { GroupSort, LockGroup, LockGroupsPage, LocksPage } from "@/lib/locks/groups";
+import { GROUP_ROWS_WINDOW, rowsWindow, type GroupSort, type LockGroup, type LockGroupsPage, type LocksPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
 import { contentionText, deploymentsOf, formatDuration } from "./format";
@@ -133,6 +133,24 @@ function GroupRow({ group: g, deployment, now }: { group: LockGroup; deployment:
 
 const pageKey = (base: readonly unknown[], page: number): QueryKey => [...base, page];
 
+/** Which range of a large group's rows the table shows, and the way to the range before and after it. */
+function RowsWindowNav({ shown, total, onMove }: { shown: { start: number; count: number }; total: number; onMove: (start: number) => void }) {
+  const step = GROUP_ROWS_WINDOW.toLocaleString("en");
+  return (
+    <nav className="rows-window" aria-label="Rows of this group">
+      <button type="button" className="button small" disabled={shown.start === 0} onClick={() => onMove(shown.start - GROUP_ROWS_WINDOW)}>
+        ‹ Previous {step}
+      </button>
+      <span className="muted" aria-live="polite">
+        Rows {(shown.start + 1).toLocaleString("en")}–{(shown.start + shown.count).toLocaleString("en")} of {total.toLocaleString("en")}
+      </span>
+      <button type="button" className="button small" disabled={shown.start + shown.count >= total} onClick={() => onMove(shown.start + GROUP_ROWS_WINDOW)}>
+        Next {step} ›
+      </button>
+    </nav>
+  );
+}
+
 /**
  * One group's locks: a virtualized table whose rows are fetched page by page from the server as they come on
  * screen (search and sort done there, over all of the group's locks); pages off screen are let go. The tab's
@@ -149,8 +167,19 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
   const base = ["lock-page", group, deployment, search, sort.key, sort.dir] as const;
   const baseKey = JSON.stringify(base);
 
-  const firstPage = Math.floor(Math.max(0, range.first - MARGIN) / PAGE);
-  const lastPage = Math.floor((range.last + MARGIN) / PAGE);
+  const total = useRef(0);
+  const totalKey = useRef(baseKey);
+  const [windowStart, setWindowStart] = useState(0);
+  if (totalKey.current !== baseKey) {
+    totalKey.current = baseKey;
+    total.current = 0;
+    if (windowStart !== 0) setWindowStart(0);
+  }
+  // The rows scrolled through: a range of at most GROUP_ROWS_WINDOW of the group's; `range` counts from its
+  // start. (Fetched by the total known before this render; shown by the total the pages now tell.)
+  const fetching = rowsWindow(total.current, windowStart);
+  const firstPage = Math.floor(Math.max(0, fetching.start + range.first - MARGIN) / PAGE);
+  const lastPage = Math.floor((fetching.start + range.last + MARGIN) / PAGE);
   const pages = useQueries({
     queries: Array.from({ length: lastPage - firstPage + 1 }, (_, i) => firstPage + i).map((page) => ({
       queryKey: pageKey(base, page),
@@ -169,18 +198,14 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
     })),
   });
   const loaded = pages.find((p) => p.data)?.data;
-  const total = useRef(0);
-  const totalKey = useRef(baseKey);
-  if (totalKey.current !== baseKey) {
-    totalKey.current = baseKey;
-    total.current = 0;
-  }
   if (loaded) total.current = loaded.total;
+  const shown = rowsWindow(total.current, windowStart);
   const error = pages.find((p) => p.error)?.error;
 
   const rowAt = (index: number): Lock | undefined => {
-    const page = pages[Math.floor(index / PAGE) - firstPage]?.data;
-    return page && page.offset === Math.floor(index / PAGE) * PAGE ? page.locks[index % PAGE] : undefined;
+    const at = shown.start + index;
+    const page = pages[Math.floor(at / PAGE) - firstPage]?.data;
+    return page && page.offset === Math.floor(at / PAGE) * PAGE ? page.locks[at % PAGE] : undefined;
   };
 
   // Live changes of this group: patch a row on screen, reload the pages on screen when a lock comes or goes.
@@ -226,7 +251,7 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
   }, [client, group, deployment]);
 
   const scrollToTop = useRef<(() => void) | null>(null);
-  useEffect(() => scrollToTop.current?.(), [baseKey]);
+  useEffect(() => scrollToTop.current?.(), [baseKey, shown.start]);
   const onRange = useCallback((first: number, last: number) => {
     setRange((r) => (r.first === first && r.last === last ? r : { first, last }));
   }, []);
@@ -250,8 +275,11 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
         count={loaded ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? " match" : ""}` : "Loading locks…"}
       />
       {error && <LoadError what="the locks" error={error} />}
+      {total.current > GROUP_ROWS_WINDOW && <RowsWindowNav shown={shown} total={total.current} onMove={setWindowStart} />}
       <LockRowsTable
-        count={total.current}
+        count={shown.count}
+        firstRow={shown.start}
+        rowCount={total.current}
         rowAt={rowAt}
         sort={sort}
         onSort={(key) => setSort((s) => nextSort(s, key))}

@@ -91,6 +91,8 @@ export const nextSort = <K extends string>(current: { key: K; dir: 1 | -1 }, key
  */
 export function LockRowsTable({
   count,
+  firstRow = 0,
+  rowCount = count,
   rowAt,
   sort,
   onSort,
@@ -103,6 +105,9 @@ export function LockRowsTable({
   showDeployment = false,
 }: {
   count: number;
+  /** Where the rows start among all there are (a large group's table shows a range of them), and how many there are. */
+  firstRow?: number;
+  rowCount?: number;
   rowAt: (index: number) => Lock | undefined;
   sort: Sort;
   onSort: (key: SortKey) => void;
@@ -129,7 +134,7 @@ export function LockRowsTable({
   const columnCount = COLUMNS.length + (showDeployment ? 1 : 0);
   return (
     <div className="locks-scroll" ref={scroller}>
-      <table className="locks-table" aria-label="Locks" aria-rowcount={count + 1} style={{ "--node-count": nodeCount } as CSSProperties}>
+      <table className="locks-table" aria-label="Locks" aria-rowcount={rowCount + 1} style={{ "--node-count": nodeCount } as CSSProperties}>
         <thead>
           <tr aria-rowindex={1}>
             {COLUMNS.map((col) => [
@@ -152,14 +157,14 @@ export function LockRowsTable({
             const lock = rowAt(item.index);
             if (!lock) {
               return (
-                <tr key={`loading-${item.index}`} aria-rowindex={item.index + 2} style={{ height: ROW_HEIGHT }}>
+                <tr key={`loading-${item.index}`} aria-rowindex={firstRow + item.index + 2} style={{ height: ROW_HEIGHT }}>
                   <td colSpan={columnCount} className="muted">
                     Loading…
                   </td>
                 </tr>
               );
             }
-            return <LockRow key={`${lock.deployment}\u0000${lock.resource}`} lock={lock} index={item.index} now={now} offsetMs={offsetMs} showDeployment={showDeployment} />;
+            return <LockRow key={`${lock.deployment}\u0000${lock.resource}`} lock={lock} index={firstRow + item.index} now={now} offsetMs={offsetMs} showDeployment={showDeployment} />;
           })}
           {bottom > 0 && (
             <tr aria-hidden className="spacer">

@@ -273,6 +273,25 @@ export async function sortInSlices<T>(rows: T[], compare: (a: T, b: T) => number
  */
 export const GROUPED_VIEW_ABOVE = 5_000;
 
+/**
+ * Rows of a group's table the browser scrolls through at once; a larger group is shown a range of this many at
+ * a time. At 38 px a row a million rows would be 38 million px, more than a browser lays out (Chromium stops at
+ * about 33.5 million, so the last rows could not be scrolled to), and the table's scroll bookkeeping is a pass
+ * over every row each time the count changes (124 ms for a million rows in a tab on a slow machine).
+ */
+export const GROUP_ROWS_WINDOW = 100_000;
+
+/**
+ * The range of a group's `total` rows shown from `start`: `start` rounded down to a multiple of `size`, and
+ * moved back to the last range when the group has shrunk below it.
+ */
+export function rowsWindow(total: number, start: number, size = GROUP_ROWS_WINDOW): { start: number; count: number } {
+  if (total <= 0) return { start: 0, count: 0 };
+  const last = Math.floor((total - 1) / size) * size;
+  const first = Math.min(last, Math.max(0, Math.floor(start / size) * size));
+  return { start: first, count: Math.min(size, total - first) };
+}
+
 /** Case-insensitive substring search on the resource and on the holder's value (label and host are in engine values). */
 export function matchesSearch(s: Readonly<LockSummary>, needle: string): boolean {
   return s.resource.toLowerCase().includes(needle) || (s.token !== null && s.token.toLowerCase().includes(needle));

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
+import { GROUP_ROWS_WINDOW } from "@/lib/locks/groups";
 import { expect, lockNodeClients, test } from "./fixtures";
 import { accessibilityProblems, deleteMatching, FLEET, holdFleet, layoutProblems, settled, THEMES, useSystemTheme } from "./scene";
 
@@ -97,5 +98,49 @@ test.describe("grouped view of a large fleet", () => {
 
     await page.getByRole("link", { name: "← All groups" }).click();
     await expect(groups.getByRole("row", { name: `${prefix}-billing`, exact: true }).getByRole("cell").nth(0)).toHaveText("121");
+  });
+
+  test("a group larger than a table can scroll is shown a range of rows at a time, with the way to the next and back", async ({ page, request, signIn }) => {
+    test.setTimeout(180_000);
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:huge${randomBytes(2).toString("hex")}`;
+    const group = `${prefix}-all`;
+    const count = GROUP_ROWS_WINDOW + 20;
+    // Written by a script on each node (one round trip for all of them), each with its own holder.
+    const hold = "for i = 0, tonumber(ARGV[2]) - 1 do redis.call('set', string.format('%s/job-%06d', ARGV[1], i), 'huge-holder-' .. i, 'px', 600000) end";
+    await Promise.all(clients.map((c) => c.eval(hold, 0, group, String(count))));
+
+    await page.goto(`/?group=${encodeURIComponent(group)}`);
+    await expect(page.getByText(`${count.toLocaleString("en")} locks`, { exact: true })).toBeVisible({ timeout: 90_000 });
+    const rows = page.getByRole("navigation", { name: "Rows of this group" });
+    await expect(rows).toContainText(`Rows 1–100,000 of ${count.toLocaleString("en")}`);
+    await expect(rows.getByRole("button", { name: /Previous/ })).toBeDisabled();
+    const table = page.getByRole("table", { name: "Locks" });
+    await expect(table.getByRole("row", { name: `${group}/job-000000`, exact: true })).toBeVisible();
+
+    // The end of this range is as far as the table scrolls: row 100,000, the next range's rows not in it.
+    await page.locator(".locks-scroll").evaluate((box) => box.scrollTo(0, box.scrollHeight));
+    await expect(table.getByRole("row", { name: `${group}/job-099999`, exact: true })).toBeVisible();
+    await expect(table.getByRole("row", { name: `${group}/job-099999`, exact: true })).toHaveAttribute("aria-rowindex", String(100_000 + 1));
+    await expect(table.getByRole("row", { name: `${group}/job-100000`, exact: true })).toHaveCount(0);
+
+    await rows.getByRole("button", { name: /Next/ }).click();
+    await expect(rows).toContainText(`Rows 100,001–${count.toLocaleString("en")} of ${count.toLocaleString("en")}`);
+    await expect(rows.getByRole("button", { name: /Next/ })).toBeDisabled();
+    const first = table.getByRole("row", { name: `${group}/job-100000`, exact: true });
+    await expect(first).toContainText("huge-holder-100000");
+    await expect(first).toHaveAttribute("aria-rowindex", String(100_000 + 2));
+    await expect(table.getByRole("row", { name: `${group}/job-100019`, exact: true })).toBeVisible();
+    expect(await table.locator("tbody tr[aria-label]").count()).toBe(20);
+    expect(await accessibilityProblems(page), "axe on a range of a large group").toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await settled(page);
+    expect(await layoutProblems(page), "a range of a large group at 390 px").toEqual([]);
+    await page.setViewportSize({ width: 1440, height: 1000 });
+
+    await rows.getByRole("button", { name: /Previous/ }).click();
+    await expect(rows).toContainText("Rows 1–100,000");
+    await expect(table.getByRole("row", { name: `${group}/job-000000`, exact: true })).toBeVisible();
   });
 });

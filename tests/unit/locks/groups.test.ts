@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GroupAggregator, LockColumns, lockGroup, matchesSearch, OTHER_GROUP, sortGroups, sortInSlices, statelessPattern, type LockSummary } from "@/lib/locks/groups";
+import { GROUP_ROWS_WINDOW, GroupAggregator, LockColumns, lockGroup, matchesSearch, OTHER_GROUP, rowsWindow, sortGroups, sortInSlices, statelessPattern, type LockSummary } from "@/lib/locks/groups";
 
 const PATTERN = /^([^:]+:[^:/]+)/;
 const summary = (resource: string, fields: Partial<LockSummary> = {}): LockSummary => ({
@@ -119,5 +119,23 @@ describe("sortInSlices", () => {
     clearInterval(timer);
     expect(sorted.every((v, i) => v === i)).toBe(true);
     expect(ticks).toBeGreaterThan(0);
+  });
+});
+
+describe("rowsWindow", () => {
+  it("shows a large group a range of rows at a time, the last range as long as what is left", () => {
+    expect(GROUP_ROWS_WINDOW * 38).toBeLessThan(33_554_431); // (a browser lays out no taller table than this, in px)
+    expect(rowsWindow(1_000_000, 0)).toEqual({ start: 0, count: 100_000 });
+    expect(rowsWindow(1_000_000, 900_000)).toEqual({ start: 900_000, count: 100_000 });
+    expect(rowsWindow(950_001, 900_000)).toEqual({ start: 900_000, count: 50_001 });
+    expect(rowsWindow(450, 0)).toEqual({ start: 0, count: 450 });
+  });
+
+  it("starts a range on a multiple of its size and moves back when the group shrank below it", () => {
+    expect(rowsWindow(1_000_000, 150_000)).toEqual({ start: 100_000, count: 100_000 });
+    expect(rowsWindow(850_000, 900_000)).toEqual({ start: 800_000, count: 50_000 });
+    expect(rowsWindow(100_000, 100_000)).toEqual({ start: 0, count: 100_000 });
+    expect(rowsWindow(0, 200_000)).toEqual({ start: 0, count: 0 });
+    expect(rowsWindow(25, -10, 10)).toEqual({ start: 0, count: 10 });
   });
 });
