@@ -16,7 +16,10 @@ export function TtlBar({ lock, now, offsetMs }: { lock: Lock; now: number; offse
   const text = !live ? "—" : expiresAt === null ? "never expires" : remaining <= 0 ? "elapsed" : formatDuration(remaining);
   const max = total ?? 0;
   // A lock without a TTL is not drawn as a healthy full bar: it is a hazard, shown as text instead (below).
+  // The bar to a thousandth of its length, the value to the text's precision (0.1 s under 10 s, else 1 s): a
+  // long lease's row then changes once a second, not on every tick of the clock.
   const fraction = live && expiresAt !== null && total ? Math.max(0, Math.min(1, remaining / total)) : 0;
+  const valueStep = remaining < 10_000 ? 100 : 1_000;
   if (live && expiresAt === null) {
     // No bar at all: a full bar would read as a healthy lease, and this lock never frees itself.
     return (
@@ -35,10 +38,10 @@ export function TtlBar({ lock, now, offsetMs }: { lock: Lock; now: number; offse
         aria-label="TTL left"
         aria-valuemin={0}
         aria-valuemax={Math.round(max)}
-        aria-valuenow={Number.isFinite(remaining) ? Math.max(0, Math.round(Math.min(remaining, max))) : Math.round(max)}
+        aria-valuenow={Number.isFinite(remaining) ? Math.max(0, Math.round(Math.min(remaining, max) / valueStep) * valueStep) : Math.round(max)}
         aria-valuetext={text}
       >
-        <span className="ttl-fill" style={{ transform: `scaleX(${fraction.toFixed(4)})` }} />
+        <span className="ttl-fill" style={{ transform: `scaleX(${fraction.toFixed(3)})` }} />
       </span>
       <span className="ttl-text mono">{text}</span>
     </span>
