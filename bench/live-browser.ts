@@ -112,7 +112,21 @@ export class BrowserTab {
     }
   }
 
-  /** Starts a measured window: the tab's table scrolls (down, and back up now and then) while it lasts. */
+  /**
+   * Starts scrolling the tab's table (down, and back up now and then), as during the churn's unmeasured
+   * warm-up, so the measured window sees a tab that has been scrolling, not its first scroll.
+   */
+  async scroll(): Promise<void> {
+    if (this.scrolling) return;
+    const box = await this.page.locator("table tbody").first().boundingBox();
+    await this.page.mouse.move((box?.x ?? 400) + 200, (box?.y ?? 300) + 100);
+    this.scrolling = setInterval(() => {
+      this.wheels += 1;
+      void this.page.mouse.wheel(0, this.wheels % 40 === 0 ? -12_000 : 300).catch(() => undefined);
+    }, 100);
+  }
+
+  /** Starts a measured window: the tab's table scrolls while it lasts. */
   async begin(profileTo: string | null = null): Promise<void> {
     this.profileTo = profileTo;
     if (profileTo) {
@@ -127,12 +141,7 @@ export class BrowserTab {
     });
     this.heapMax = 0;
     this.cpuFrom = { ticks: chromiumTicks(), at: performance.now() };
-    const box = await this.page.locator("table tbody").first().boundingBox();
-    await this.page.mouse.move((box?.x ?? 400) + 200, (box?.y ?? 300) + 100);
-    this.scrolling = setInterval(() => {
-      this.wheels += 1;
-      void this.page.mouse.wheel(0, this.wheels % 40 === 0 ? -12_000 : 300).catch(() => undefined);
-    }, 100);
+    await this.scroll();
     this.heapSampler = setInterval(() => {
       void this.cdp
         .send("Runtime.getHeapUsage")
@@ -144,6 +153,7 @@ export class BrowserTab {
   /** Ends the window and says what the tab went through. */
   async end(): Promise<TabFigures> {
     if (this.scrolling) clearInterval(this.scrolling);
+    this.scrolling = null;
     if (this.heapSampler) clearInterval(this.heapSampler);
     const cpuPct = ((chromiumTicks() - this.cpuFrom.ticks) / 100 / ((performance.now() - this.cpuFrom.at) / 1000)) * 100;
     if (this.profileTo) {

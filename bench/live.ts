@@ -722,6 +722,7 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
         const others = viewers > 1 ? [new StreamClient(port, viewers - 1)] : [];
         try {
           // Unmeasured warm-up at the same rate (JIT, first allocations of the stream path), then the measured run.
+          await tab?.scroll();
           await churn(clients, stream, child.pid!, port, rate, `${tag}-warmup`, WARMUP_MS);
           await tab?.begin(TAB_PROFILE_DIR ? path.join(TAB_PROFILE_DIR, `tab-${tag}.cpuprofile`) : null);
           out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): measuring`);
