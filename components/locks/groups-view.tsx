@@ -256,6 +256,12 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
     setRange((r) => (r.first === first && r.last === last ? r : { first, last }));
   }, []);
 
+  // Another range starts at its top: no page is fetched for where the last one was scrolled to.
+  const moveWindow = useCallback((start: number) => {
+    setRange({ first: 0, last: 0 });
+    setWindowStart(start);
+  }, []);
+
   const offsetMs = live.data?.offsetMs ?? 0;
   return (
     <div className="panel locks-panel">
@@ -275,7 +281,7 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
         count={loaded ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? " match" : ""}` : "Loading locks…"}
       />
       {error && <LoadError what="the locks" error={error} />}
-      {total.current > GROUP_ROWS_WINDOW && <RowsWindowNav shown={shown} total={total.current} onMove={setWindowStart} />}
+      {total.current > GROUP_ROWS_WINDOW && <RowsWindowNav shown={shown} total={total.current} onMove={moveWindow} />}
       <LockRowsTable
         count={shown.count}
         firstRow={shown.start}

@@ -23,6 +23,9 @@ export const COLUMNS: Array<{ key: SortKey; label: string }> = [
   { key: "contention", label: "Contention" },
 ];
 
+/** The columns no screen width hides (globals.css). */
+const ALWAYS_SHOWN: readonly SortKey[] = ["resource", "state", "holder", "nodes", "ttl"];
+
 export interface Sort {
   key: SortKey;
   dir: 1 | -1;
@@ -131,7 +134,10 @@ export function LockRowsTable({
   const first = items[0]?.index ?? 0;
   const last = items[items.length - 1]?.index ?? 0;
   useEffect(() => onRange?.(first, last), [first, last, onRange]);
-  const columnCount = COLUMNS.length + (showDeployment ? 1 : 0);
+  // Rows of one cell (spacers, "Loading…", the empty table's text) span only the columns shown at every width.
+  // A span over a column that a narrow screen hides (held for, fence, contention: display none) makes the
+  // fixed layout add a column of its own there, which takes its width from the resource column.
+  const columnCount = ALWAYS_SHOWN.length + (showDeployment ? 1 : 0);
   return (
     <div className="locks-scroll" ref={scroller}>
       <table className="locks-table" aria-label="Locks" aria-rowcount={rowCount + 1} style={{ "--node-count": nodeCount } as CSSProperties}>
