@@ -100,7 +100,9 @@ describe("a Sentinel-managed primary with two replicas", () => {
       // The other replica, re-pointed by the sentinels, is the promoted primary's only replica.
       const other = set.replicas.find((r) => r.port !== Number(port));
       return node?.replication?.role === "master" && node.replication.replicas.map((r) => r.address).join() === `127.0.0.1:${other?.port}`;
-    });
+      // The sentinels re-point the other replica on their own schedule (failover-timeout 10 s): on a loaded
+      // machine that has taken longer than the 15 s default.
+    }, 45_000);
     await until("a lock taken on the new primary listed", async () => (await listed()).some((l) => l.resource === "lock:after-failover" && l.state === "held"));
     // Force release acts on the current primary too.
     const release = await import("@/app/api/locks/[resource]/release/route");

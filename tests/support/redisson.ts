@@ -167,16 +167,16 @@ export async function subscribeWaiter(subscriber: Redis, channel: string): Promi
   });
   await subscriber.subscribe(channel);
   // The node counts the subscription before anything is published to it (seen once in CI: a release right after
-  // the SUBSCRIBE reply reached no subscriber).
+  // the SUBSCRIBE reply reached no subscriber). Up to 5 s: on a loaded CI machine 1 s was once not enough.
   const probe = subscriber.duplicate();
   try {
     let count = 0;
-    for (let i = 0; i < 100 && count < 1; i++) {
+    for (let i = 0; i < 500 && count < 1; i++) {
       if (i > 0) await new Promise((r) => setTimeout(r, 10));
       count = Number(((await probe.pubsub("NUMSUB", channel)) as [string, number])[1]);
     }
     // Said here, not later as "woken: 0" in the test that publishes.
-    if (count < 1) throw new Error(`the waiter's SUBSCRIBE to ${channel} was answered, but the node counts no subscriber on it after 1 s`);
+    if (count < 1) throw new Error(`the waiter's SUBSCRIBE to ${channel} was answered, but the node counts no subscriber on it after 5 s`);
   } finally {
     probe.disconnect();
   }
