@@ -8,9 +8,10 @@
  * The view is the one a person gets: the flat table up to 5,000 locks; above, the grouped view, from which
  * the tab opens the largest group (its server-paged, virtualized table) and scrolls that.
  */
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { chromium, type Browser, type CDPSession, type Page } from "@playwright/test";
 import { GROUPED_VIEW_ABOVE } from "../lib/locks/groups";
+import { processes } from "./support";
 
 export interface TabFigures {
   /** What the tab showed: "table" or "group <name>". */
@@ -26,28 +27,14 @@ export interface TabFigures {
 
 /** CPU ticks (1/100 s) used so far by the Chromium processes this process started (its descendants named chrom…). */
 function chromiumTicks(): number {
-  const parent = new Map<number, number>();
-  const ticks = new Map<number, number>();
-  const chromium = new Set<number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-    } catch {
-      continue; // (gone meanwhile)
-    }
-    const pid = Number(entry);
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    parent.set(pid, Number(fields[1]));
-    ticks.set(pid, Number(fields[11]) + Number(fields[12]));
-    if (/chrom/i.test(stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")))) chromium.add(pid);
-  }
+  const all = processes();
+  const parent = new Map(all.map((p) => [p.pid, Number(p.fields[1])]));
   let total = 0;
-  for (const pid of chromium) {
+  for (const { pid, name, fields } of all) {
+    if (!/chrom/i.test(name)) continue;
     for (let up = parent.get(pid); up !== undefined && up > 1; up = parent.get(up)) {
       if (up === process.pid) {
-        total += ticks.get(pid) ?? 0;
+        total += Number(fields[11]) + Number(fields[12]);
         break;
       }
     }
@@ -68,6 +55,11 @@ export class BrowserTab {
   private heapMax = 0;
   private wheels = 0;
   private cpuFrom = { ticks: 0, at: 0 };
+  /**
+   * Set by `begin(profileTo)`: the measured window's CPU profile of the page is written to that path
+   * (`.cpuprofile`, DevTools' format), and its trace (`.trace.json`: tasks, style, layout and paint) beside it.
+   */
+  private profileTo: string | null = null;
 
   private constructor(
     private readonly browser: Browser,
@@ -75,12 +67,6 @@ export class BrowserTab {
     private readonly cdp: CDPSession,
     readonly view: string,
   ) {}
-
-  /**
-   * With `profileTo`, each measured window's CPU profile of the page is written to that path (`.cpuprofile`,
-   * DevTools' format), and its trace (`.trace.json`: tasks, style, layout and paint) beside it.
-   */
-  private profileTo: string | null = null;
 
   static async open(port: number, viewerToken: string, held: number): Promise<BrowserTab> {
     const browser = await chromium.launch({

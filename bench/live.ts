@@ -19,7 +19,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -31,13 +31,17 @@ import { ensureBuild } from "../scripts/build-if-stale.mjs";
 import { startPostgres, type TestPostgres } from "../tests/support/postgres";
 import { PROD_NODE_ARGS } from "../tests/support/production";
 import { BrowserTab, type TabFigures } from "./live-browser";
+import { processes, readStat } from "./support";
 
 const argv = process.argv.slice(2);
 const args = new Set(argv);
 const JSON_OUT = args.has("--json");
 /** A Chromium tab on the Locks page during every measured churn, its table scrolling (bench/live-browser.ts). */
 const BROWSER = args.has("--browser");
-/** `--tab-profile DIR`: with `--browser`, the tab's CPU profile of every measured churn, written to DIR (`tab-<held>-<rate>.cpuprofile`). */
+/**
+ * `--tab-profile DIR`: with `--browser`, the tab's CPU profile and trace of every measured churn, written to DIR
+ * (`tab-<held>-<rate>-<viewers>-<rate's place>.cpuprofile` and `.trace.json`).
+ */
 const tabProfileAt = argv.indexOf("--tab-profile");
 const TAB_PROFILE_DIR = tabProfileAt >= 0 ? (argv[tabProfileAt + 1] ?? null) : null;
 const HISTORY = args.has("--history");
@@ -183,20 +187,11 @@ class StreamClient {
   }
 }
 
-/**
- * `/proc/<pid>/stat` from its third field on (after the command name, which may contain spaces): [1] is the
- * parent pid, [11] and [12] utime and stime, [13] and [14] the same of the children it has reaped.
- */
-function statFields(pid: number | string): string[] {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-}
-
 function procStats(pid: number): { rssMb: number; hwmMb: number; cpuTicks: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
   const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  const fields = statFields(pid);
+  const { fields } = readStat(pid);
   return { rssMb: rss / 1024, hwmMb: hwm / 1024, cpuTicks: Number(fields[11]) + Number(fields[12]) };
 }
 
@@ -207,18 +202,9 @@ function procStats(pid: number): { rssMb: number; hwmMb: number; cpuTicks: numbe
 function postgresCpuTicks(dataDir: string): number {
   const postmaster = Number(readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
   let ticks = 0;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    let fields: string[];
-    try {
-      fields = statFields(entry);
-    } catch {
-      continue; // exited meanwhile
-    }
-    const pidNow = Number(entry);
-    const ppid = Number(fields[1]);
-    if (pidNow === postmaster) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-    else if (ppid === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
+  for (const { pid, fields } of processes()) {
+    if (pid === postmaster) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    else if (Number(fields[1]) === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
   }
   return ticks;
 }

@@ -1,8 +1,9 @@
 /**
- * What the engine benchmarks share: medians over runs, quantiles over samples, and a scratch directory for
- * the redis-server nodes they start. (lib/redis-node kills the nodes it started when the process exits.)
+ * What the benchmarks share: medians over runs, quantiles over samples, a scratch directory for the
+ * redis-server nodes they start (lib/redis-node kills the nodes it started when the process exits), and the
+ * processes' `/proc` figures.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -41,4 +42,27 @@ export function scratchDir(): string {
   // Ctrl-C would otherwise end the process without running exit hooks (these and lib/redis-node's).
   process.once("SIGINT", () => process.exit(130));
   return dir;
+}
+
+/**
+ * `/proc/<pid>/stat`: the command name, and the fields after it (the name may contain spaces): [1] is the
+ * parent pid, [11] and [12] utime and stime, [13] and [14] the same of the children it has reaped.
+ */
+export function readStat(pid: number | string): { name: string; fields: string[] } {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return { name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), fields: stat.slice(stat.lastIndexOf(")") + 2).split(" ") };
+}
+
+/** Every process running now, from one pass over `/proc` (one that exits meanwhile is left out). */
+export function processes(): Array<{ pid: number; name: string; fields: string[] }> {
+  const found: Array<{ pid: number; name: string; fields: string[] }> = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      found.push({ pid: Number(entry), ...readStat(entry) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return found;
 }
