@@ -547,6 +547,11 @@ interface PhaseResult {
   held: number;
   /** From the console's start to every held lock listed (its reconcile by SCAN), and the nodes' PING p99 meanwhile. */
   reconcileMs: number;
+  /**
+   * CPU per held lock (µs) from the console's start to every lock listed: the console's (all threads, and its
+   * main thread alone), above an empty console's start; the three nodes' together (SCAN and reads).
+   */
+  reconcileCpu: { consoleUsPerLock: number; mainUsPerLock: number; nodesUsPerLock: number };
   nodeP99DuringReconcileMs: number;
   /** The console's RSS above an empty console's, per held lock, once reconciled (bytes). */
   bytesPerLock: number;
@@ -636,6 +641,14 @@ function pinCpus(nodes: RedisNode[]): void {
 
 /** An empty console's RSS (MB), the base the per-lock figure is measured from. */
 let baselineRssMb = 0;
+/** An empty console's CPU from its start to ready plus 3 s idle (ticks, all threads / its main thread): the base of the reconcile's CPU per lock. */
+let baselineCpu = { all: 0, main: 0 };
+
+/** CPU ticks of a process's main thread (the console's event loop and everything it runs). */
+function mainThreadTicks(pid: number): number {
+  const { fields } = readStat(`${pid}/task/${pid}`);
+  return Number(fields[11]) + Number(fields[12]);
+}
 
 async function measureBaseline(nodes: RedisNode[]): Promise<void> {
   const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1"));
@@ -649,6 +662,7 @@ async function measureBaseline(nodes: RedisNode[]): Promise<void> {
   try {
     await sleep(3_000);
     baselineRssMb = procStats(child.pid!).rssMb;
+    baselineCpu = { all: procStats(child.pid!).cpuTicks, main: mainThreadTicks(child.pid!) };
   } finally {
     await stopConsole(child);
     rmSync(dataDir, { recursive: true, force: true });
@@ -662,6 +676,8 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
   await loadHeld(clients, held);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-console-"));
   const pinger = new NodePinger(nodes);
+  const nodeTicks = () => nodes.reduce((sum, n) => sum + (n.pid === undefined ? 0 : procStats(n.pid).cpuTicks), 0);
+  const nodeTicks0 = nodeTicks();
   const consoleStarted = performance.now();
   const { child, port } = await startConsole(
     nodes.map((n) => n.url),
@@ -676,6 +692,12 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
       await sleep(200);
     }
     const reconcileMs = performance.now() - consoleStarted;
+    const perLock = (ticks: number) => ((ticks / CLK_TCK) * 1e6) / held;
+    const reconcileCpu = {
+      consoleUsPerLock: perLock(procStats(child.pid!).cpuTicks - baselineCpu.all),
+      mainUsPerLock: perLock(mainThreadTicks(child.pid!) - baselineCpu.main),
+      nodesUsPerLock: perLock(nodeTicks() - nodeTicks0),
+    };
     const nodeP99DuringReconcileMs = await pinger.stop();
     await sleep(3_000);
     const bytesPerLock = ((procStats(child.pid!).rssMb - baselineRssMb) * 1024 * 1024) / held;
@@ -728,7 +750,7 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     const hwmMb = procStats(child.pid!).hwmMb;
     stream.close();
     const history = HISTORY ? await historyCounts(port) : undefined;
-    return { held, reconcileMs, nodeP99DuringReconcileMs, bytesPerLock, snapshotMs, restMs, scrapeMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}), ...(maxRate ? { maxRate } : {}) };
+    return { held, reconcileMs, reconcileCpu, nodeP99DuringReconcileMs, bytesPerLock, snapshotMs, restMs, scrapeMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}), ...(maxRate ? { maxRate } : {}) };
   } finally {
     await stopConsole(child);
     for (const c of clients) c.disconnect();
@@ -790,9 +812,9 @@ async function main(): Promise<void> {
   out("");
   out(`An empty console: ${f(baselineRssMb, 0)} MB RSS.`);
   out("");
-  out("| locks held | reconcile s | node PING p99 during it ms | RSS per held lock (above an empty console) | stream snapshot ms | REST /api/locks ms | /metrics scrape ms | RSS after snapshot MB | peak RSS (VmHWM) MB |");
-  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-  for (const r of results) out(`| ${r.held} | ${f(r.reconcileMs / 1000)} | ${f(r.nodeP99DuringReconcileMs, 2)} | ${f(r.bytesPerLock, 0)} B | ${f(r.snapshotMs, 0)} | ${f(r.restMs, 0)} | ${f(r.scrapeMs, 0)} | ${f(r.rssAfterSnapshotMb, 0)} | ${f(r.hwmMb, 0)} |`);
+  out("| locks held | reconcile s | CPU µs per lock: console (main thread) / nodes | node PING p99 during it ms | RSS per held lock (above an empty console) | stream snapshot ms | REST /api/locks ms | /metrics scrape ms | RSS after snapshot MB | peak RSS (VmHWM) MB |");
+  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const r of results) out(`| ${r.held} | ${f(r.reconcileMs / 1000)} | ${f(r.reconcileCpu.consoleUsPerLock)} (${f(r.reconcileCpu.mainUsPerLock)}) / ${f(r.reconcileCpu.nodesUsPerLock)} | ${f(r.nodeP99DuringReconcileMs, 2)} | ${f(r.bytesPerLock, 0)} B | ${f(r.snapshotMs, 0)} | ${f(r.restMs, 0)} | ${f(r.scrapeMs, 0)} | ${f(r.rssAfterSnapshotMb, 0)} | ${f(r.hwmMb, 0)} |`);
   if (HISTORY) {
     out("");
     out("| locks held | history events written | dropped | still queued at the end | PostgreSQL CPU % during each churn |");
