@@ -66,6 +66,7 @@ export class NodeWatcher {
   answering = true;
   /** A read batch still out past its deadline: later batches leave this node out until it answers. */
   busy = false;
+  /** The last start-up read sent to this node (settled or not): the next waits for it (see `inTurn`). */
   private turn: Promise<unknown> = Promise.resolve();
   /** Connected (or failed to) at least once. */
   attempted = false;
@@ -615,7 +616,7 @@ export class NodeWatcher {
    * three batches queued and other clients' commands waited behind all of them (node PING p99 5.5 to 7.8 ms
    * at a million keys, against 4.9 to 6.2 ms in turn, runs alternated on one machine).
    */
-  inTurn<T>(command: () => Promise<T>): Promise<T> {
+  private inTurn<T>(command: () => Promise<T>): Promise<T> {
     const run = this.turn.then(command);
     this.turn = run.catch(() => undefined);
     return run;

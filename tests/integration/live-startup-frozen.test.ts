@@ -3,26 +3,13 @@ import type * as GroupsModule from "@/app/api/locks/groups/route";
 import type * as LiveModule from "@/server/live";
 import type { LockGroupsPage } from "@/lib/locks/groups";
 import type { Lock, LockDetail } from "@/lib/locks/types";
-import type { TestCluster } from "../support/redis";
+import { holdLocks, type TestCluster } from "../support/redis";
 import { openStream, type StreamReader } from "../support/stream";
 import { until } from "../support/wait";
 import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 
 /** Held on all three nodes before the console starts: enough that the start-up reads are still going when a node freezes. */
 const ON_ALL = 20_000;
-
-/** Every lock the stream has told of, in its latest state. */
-function locksOf(reader: StreamReader): Map<string, Lock> {
-  const locks = new Map<string, Lock>();
-  for (const e of reader.events) {
-    if (e.event === "snapshot") for (const l of (JSON.parse(e.data) as { locks: Lock[] }).locks) locks.set(l.resource, l);
-    else if (e.event === "lock") {
-      const l = JSON.parse(e.data) as Lock;
-      locks.set(l.resource, l);
-    } else if (e.event === "lock-removed") locks.delete((JSON.parse(e.data) as { resource: string }).resource);
-  }
-  return locks;
-}
 
 describe("start-up when a node freezes while the locks are being read", () => {
   let cluster: TestCluster;
@@ -32,14 +19,7 @@ describe("start-up when a node freezes while the locks are being read", () => {
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 3 });
-    for (const node of [0, 1, 2]) {
-      const client = cluster.client(node);
-      for (let i = 0; i < ON_ALL; i += 5_000) {
-        const pipeline = client.pipeline();
-        for (let j = i; j < Math.min(ON_ALL, i + 5_000); j++) pipeline.set(`lock:all/${j}`, `token-${j}`, "PX", 600_000);
-        await pipeline.exec();
-      }
-    }
+    for (const node of [0, 1, 2]) await holdLocks(cluster.client(node), "lock:all", ON_ALL);
     groups = await import("@/app/api/locks/groups/route");
     live = await import("@/server/live");
   }, 120_000);
@@ -73,11 +53,27 @@ describe("start-up when a node freezes while the locks are being read", () => {
     cluster.pause(2);
     try {
       // The other nodes' reads do not wait on node 2: every lock is listed, held by the two that answer.
-      const group = await until("every lock listed while node 2 is frozen", async () => ((await allGroup())?.held === ON_ALL ? allGroup() : null), 60_000, 100);
+      const group = await until(
+        "every lock listed while node 2 is frozen",
+        async () => {
+          const row = await allGroup();
+          return row?.held === ON_ALL ? row : null;
+        },
+        60_000,
+        100,
+      );
       expect(group).toMatchObject({ locks: ON_ALL, held: ON_ALL });
       expect(live.getWatcherStatus().find((w) => w.nodeId === "node-2")).toMatchObject({ answering: false, up: false });
-      const seen = await until("the stream's snapshot", () => (locksOf(reader).size >= ON_ALL ? locksOf(reader) : null), 60_000, 100);
-      const notHeld = [...seen.values()].filter((l) => l.resource.startsWith("lock:all/") && (l.state !== "held" || l.quorumHeld < 2));
+      const seen = await until(
+        "the stream's snapshot",
+        () => {
+          const locks = reader.locks();
+          return locks.size >= ON_ALL ? locks : null;
+        },
+        60_000,
+        100,
+      );
+      const notHeld = [...seen.values()].filter((l): l is Lock => l !== null && l.resource.startsWith("lock:all/") && (l.state !== "held" || l.quorumHeld < 2));
       expect(notHeld.map((l) => `${l.resource} ${l.state} ${l.quorumHeld}`).slice(0, 5)).toEqual([]);
     } finally {
       cluster.resume(2);
@@ -87,7 +83,7 @@ describe("start-up when a node freezes while the locks are being read", () => {
     await until(
       "every lock held on all three nodes",
       () => {
-        const locks = [...locksOf(reader).values()].filter((l) => l.resource.startsWith("lock:all/"));
+        const locks = [...reader.locks().values()].filter((l): l is Lock => l !== null && l.resource.startsWith("lock:all/"));
         return locks.length === ON_ALL && locks.every((l) => l.state === "held" && l.quorumHeld === 3);
       },
       90_000,

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as GroupsModule from "@/app/api/locks/groups/route";
 import type { LockGroupsPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
-import type { TestCluster } from "../support/redis";
+import { holdLocks, type TestCluster } from "../support/redis";
 import { openStream, type StreamReader } from "../support/stream";
 import { until } from "../support/wait";
 import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
@@ -20,14 +20,7 @@ describe("start-up with many locks held on three nodes", () => {
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 3 });
-    const load = async (node: number, prefix: string, count: number) => {
-      const client = cluster.client(node);
-      for (let i = 0; i < count; i += 5_000) {
-        const pipeline = client.pipeline();
-        for (let j = i; j < Math.min(count, i + 5_000); j++) pipeline.set(`lock:${prefix}/${j}`, `token-${prefix}-${j}`, "PX", 600_000);
-        await pipeline.exec();
-      }
-    };
+    const load = (node: number, prefix: string, count: number) => holdLocks(cluster.client(node), `lock:${prefix}`, count, (j) => `token-${prefix}-${j}`);
     for (const node of [0, 1, 2]) await load(node, "all", ON_ALL);
     for (const node of [1, 2]) await load(node, "two", ON_TWO);
     await load(2, "one", ON_ONE);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as LocksModule from "@/app/api/locks/route";
 import type { WatcherStatus } from "@/lib/locks/types";
-import type { TestCluster } from "../support/redis";
+import { holdLocks, type TestCluster } from "../support/redis";
 import { openStream, type StreamReader } from "../support/stream";
 import { until } from "../support/wait";
 import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
@@ -16,12 +16,7 @@ describe("start-up with many locks held", () => {
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 1 });
-    const node = cluster.client(0);
-    for (let i = 0; i < HELD; i += 10_000) {
-      const pipeline = node.pipeline();
-      for (let j = i; j < i + 10_000; j++) pipeline.set(`lock:startup/${j}`, `token-${j}`, "PX", 600_000);
-      await pipeline.exec();
-    }
+    await holdLocks(cluster.client(0), "lock:startup", HELD);
     locks = await import("@/app/api/locks/route");
   }, 120_000);
 

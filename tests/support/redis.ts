@@ -49,3 +49,12 @@ export async function startCluster(count: number, extraArgs: readonly string[] =
     },
   };
 }
+
+/** Holds `count` locks `<prefix>/<j>` on one node, the value `token(j)` and a 10-minute TTL, in pipelines of 5,000. */
+export async function holdLocks(client: Redis, prefix: string, count: number, token = (j: number) => `token-${j}`): Promise<void> {
+  for (let i = 0; i < count; i += 5_000) {
+    const pipeline = client.pipeline();
+    for (let j = i; j < Math.min(count, i + 5_000); j++) pipeline.set(`${prefix}/${j}`, token(j), "PX", 600_000);
+    await pipeline.exec();
+  }
+}

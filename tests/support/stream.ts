@@ -70,21 +70,21 @@ export class StreamReader {
   get ended(): boolean {
     return this.done;
   }
-  /** The latest state of a lock as this stream told it (snapshot, then upserts and removals). */
-  lock(resource: string): Lock | null | undefined {
-    let state: Lock | null | undefined;
+  /** Every lock this stream told of, in its latest state (snapshot, then upserts); null once removed. */
+  locks(): Map<string, Lock | null> {
+    const locks = new Map<string, Lock | null>();
     for (const e of this.events) {
-      if (e.event === "snapshot") {
-        const found = (JSON.parse(e.data) as { locks: Lock[] }).locks.find((l) => l.resource === resource);
-        if (found) state = found;
-      } else if (e.event === "lock") {
+      if (e.event === "snapshot") for (const l of (JSON.parse(e.data) as { locks: Lock[] }).locks) locks.set(l.resource, l);
+      else if (e.event === "lock") {
         const lock = JSON.parse(e.data) as Lock;
-        if (lock.resource === resource) state = lock;
-      } else if (e.event === "lock-removed" && (JSON.parse(e.data) as { resource: string }).resource === resource) {
-        state = null;
-      }
+        locks.set(lock.resource, lock);
+      } else if (e.event === "lock-removed") locks.set((JSON.parse(e.data) as { resource: string }).resource, null);
     }
-    return state;
+    return locks;
+  }
+  /** The latest state of a lock as this stream told it: undefined if never, null once removed. */
+  lock(resource: string): Lock | null | undefined {
+    return this.locks().get(resource);
   }
   /** The data of the latest event of this type, parsed. */
   latest<T>(event: string): T | null {
