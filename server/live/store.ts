@@ -747,8 +747,11 @@ export class LockStore {
       token: entry.token,
       holder: decoded.holder,
       fence: decoded.fence,
+      // A node is shown up where its readings count in the merge: while the console starts that is every node
+      // (a node still being read is starting, not down: see `watching`), so a lock sent then shows what each
+      // node was read holding, and nothing needs sending again when the console starts watching.
       nodes: this.nodeIds.map((id, i) => {
-        const up = this.nodeUp[i] ?? false;
+        const up = this.context.counted[i] ?? false;
         const value = up ? (entry.values[i] ?? null) : null;
         const expiry = entry.expiryOn(i);
         return { id, up, token: value, pttlMs: value !== null && Number.isFinite(expiry) ? Math.max(0, Math.round(expiry - now)) : null };

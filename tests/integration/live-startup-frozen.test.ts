@@ -80,11 +80,13 @@ describe("start-up when a node freezes while the locks are being read", () => {
     }
     // Node 2 answers again: its watcher comes up, and every lock is held on all three nodes.
     await until("node 2's watcher up again", () => live.getWatcherStatus().every((w) => w.up && w.answering && w.reading === undefined), 60_000, 100);
+    // What the stream last said of each lock shows every node up and holding it: none keeps the view it had
+    // while node 2 was frozen or while the console was starting.
     await until(
-      "every lock held on all three nodes",
+      "every lock held on all three nodes, each node shown up with the lock's token",
       () => {
         const locks = [...reader.locks().values()].filter((l): l is Lock => l !== null && l.resource.startsWith("lock:all/"));
-        return locks.length === ON_ALL && locks.every((l) => l.state === "held" && l.quorumHeld === 3);
+        return locks.length === ON_ALL && locks.every((l) => l.state === "held" && l.quorumHeld === 3 && l.nodes.every((n) => n.up && n.token === l.token));
       },
       90_000,
       250,

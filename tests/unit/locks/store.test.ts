@@ -226,6 +226,32 @@ describe("the lock store", () => {
     expect(firstSeen).toEqual(["lock:later"]);
   });
 
+  it("sends a lock found while it starts with each node as it was read, not as down", () => {
+    const { store } = storeStarting();
+    // The watchers are still reading their nodes (none is marked up yet): node 2 does not hold the lock.
+    store.apply("lock:r", [held(0, "v", T + 60_000), held(1, "v", T + 60_000), gone(2, null)], T);
+    store.tick(T + SETTLE_MS + 1);
+    const nodes = [
+      { id: "node-0", up: true, token: "v" },
+      { id: "node-1", up: true, token: "v" },
+      { id: "node-2", up: true, token: null },
+    ];
+    const sent = store.drain(T + SETTLE_MS + 2, 100, 100).upserts.find((l) => l.resource === "lock:r");
+    expect(sent).toMatchObject({ state: "held", quorumHeld: 2, nodes });
+    // Once every node is up the console watches: nothing it showed changes, so nothing is sent again.
+    NODES.forEach((_, i) => store.setNodeUp(i, true, T + 500));
+    store.watching = true;
+    expect(store.drain(T + 600, 100, 100).upserts).toEqual([]);
+    expect(store.lock("lock:r", T + 600)).toMatchObject({ quorumHeld: 2, nodes });
+    // A node that goes down once the console watches is shown down on the locks it held.
+    store.setNodeUp(1, false, T + 700);
+    expect(store.drain(T + 800, 100, 100).upserts.find((l) => l.resource === "lock:r")?.nodes.map((n) => [n.id, n.up, n.token])).toEqual([
+      ["node-0", true, "v"],
+      ["node-1", false, null],
+      ["node-2", true, null],
+    ]);
+  });
+
   it("lists a quorum lock on nodes 1 and 2 found at start-up after node 0 came up empty", () => {
     const { store } = storeStarting();
     store.setNodeUp(0, true, T);
