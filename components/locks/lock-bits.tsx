@@ -1,6 +1,7 @@
 "use client";
 
-import type { Lock } from "@/lib/locks/types";
+import { createContext, useContext } from "react";
+import type { Lock, WatcherStatus } from "@/lib/locks/types";
 import { formatDuration, STATE_LABEL } from "./format";
 
 /**
@@ -87,15 +88,35 @@ export function LockBadges({ lock, compact = false }: { lock: Lock; compact?: bo
   );
 }
 
+/**
+ * The nodes whose readings the console does not count now (`WatcherStatus.counted`), as `deployment\0node`
+ * (an empty deployment where the console watches one). A lock is sent again when a node it is held on goes
+ * down, not when any node does: the tables show such a node down in every lock from the nodes' own status.
+ */
+export const UncountedNodes = createContext<ReadonlySet<string>>(new Set());
+
+export function uncountedNodes(statuses: readonly WatcherStatus[]): ReadonlySet<string> {
+  return new Set(statuses.filter((s) => !s.counted).map((s) => `${s.deployment ?? ""}\u0000${s.nodeId}`));
+}
+
+/** The lock's nodes as they stand now: a node the console does not count is down, its value unknown. */
+export function nodesNow(lock: Lock, uncounted: ReadonlySet<string>): Lock["nodes"] {
+  if (uncounted.size === 0) return lock.nodes;
+  return lock.nodes.map((node) =>
+    node.up && (uncounted.has(`${lock.deployment}\u0000${node.id}`) || uncounted.has(`\u0000${node.id}`)) ? { ...node, up: false, token: null, pttlMs: null } : node,
+  );
+}
+
 type DotKind = "this" | "other" | "none" | "down";
 const DOT_TEXT: Record<DotKind, string> = { this: "holds this value", other: "holds another value", none: "holds nothing", down: "down" };
 
 /** One dot per node: holds the lock's value / another value / nothing / down (shape and label, not colour alone). */
 export function NodeDots({ lock }: { lock: Lock }) {
-  const value = lock.token ?? lock.nodes.find((n) => n.token !== null)?.token ?? null;
+  const nodes = nodesNow(lock, useContext(UncountedNodes));
+  const value = lock.token ?? nodes.find((n) => n.token !== null)?.token ?? null;
   return (
     <span className="node-dots">
-      {lock.nodes.map((node) => {
+      {nodes.map((node) => {
         const kind: DotKind = !node.up ? "down" : node.token === null ? "none" : node.token === value ? "this" : "other";
         return <span key={node.id} className={`node-dot ${kind}`} title={`${node.id}: ${DOT_TEXT[kind]}`} aria-label={`${node.id}: ${DOT_TEXT[kind]}`} role="img" />;
       })}

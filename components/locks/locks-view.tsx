@@ -10,6 +10,7 @@ import { ApiRequestError, apiFetch } from "../api-client";
 import { deploymentsOf, holderText } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
+import { UncountedNodes, uncountedNodes } from "./lock-bits";
 import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
@@ -60,12 +61,14 @@ export function LocksView() {
     retry: false,
   });
   const grouped = useRef<boolean | null>(null);
+  const statuses = live.data?.nodes;
+  const uncounted = useMemo(() => uncountedNodes(statuses ?? []), [statuses]);
   const locks = live.data?.stats?.locks ?? size.data?.locks;
   if (locks !== undefined) grouped.current = locks > GROUPED_VIEW_ABOVE || (grouped.current === true && locks >= TABLE_VIEW_BELOW);
   const error = size.error ?? live.error;
   if ((error instanceof ApiRequestError && error.status === 401) || live.data?.status === "signed-out") return <SignInPrompt />;
   return (
-    <>
+    <UncountedNodes.Provider value={uncounted}>
       <Header data={live.data} />
       <ReadingNotice nodes={live.data?.nodes ?? []} />
       {size.isError && grouped.current === null ? (
@@ -81,7 +84,7 @@ export function LocksView() {
       )}
       <PatternsPanel />
       <NodesPanel />
-    </>
+    </UncountedNodes.Provider>
   );
 }
 

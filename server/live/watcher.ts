@@ -166,6 +166,7 @@ export class NodeWatcher {
       nodeId: this.id,
       up: this.up && this.answering,
       answering: this.answering,
+      counted: !this.ctx.store.watching || this.ctx.store.isNodeUp(this.index),
       notifications: this.notifications,
       lastEventAt: this.lastEventAt,
       reconnects: this.reconnects,

@@ -160,4 +160,27 @@ test.describe("a console watching two deployments", () => {
       await deleteMatching(clients, `${prefix}-*`);
     }
   });
+
+  // Last: it stops one of the orders nodes.
+  test("a node that goes down is shown down in every lock's row, held there or not", async ({ page }) => {
+    const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
+    expect(signIn.status(), await signIn.text()).toBe(200);
+    const onAll = unique("on-three");
+    const onTwo = unique("on-two");
+    for (const c of clients.slice(0, 3)) await c.set(onAll, "holder-a", "PX", 120_000);
+    for (const c of clients.slice(0, 2)) await c.set(onTwo, "holder-b", "PX", 120_000);
+
+    await page.goto(`${origin}/`);
+    const table = page.getByRole("table", { name: "Locks" });
+    const dot = (resource: string, text: string) => table.getByRole("row", { name: `${resource} on orders` }).getByRole("img", { name: `node-2: ${text}` });
+    await expect(dot(onAll, "holds this value")).toBeVisible();
+    await expect(dot(onTwo, "holds nothing")).toBeVisible();
+
+    // Node 2 goes away. The lock it held is sent again; the other is not (its quorum is unchanged), and its row
+    // still shows node 2 down, not holding nothing.
+    await nodes[2]!.stop();
+    await expect(dot(onAll, "down")).toBeVisible();
+    await expect(dot(onTwo, "down")).toBeVisible();
+    await expect(table.getByRole("row", { name: `${onTwo} on orders` }).getByRole("img", { name: "node-0: holds this value" })).toBeVisible();
+  });
 });
