@@ -28,7 +28,7 @@ export const MAX_CLIENT_BACKLOG_BYTES = 16 * 1024 * 1024;
  */
 const FRAME_WRITES_PER_SEC = 2_000;
 const MAX_FRAME_MS = 50;
-/** Frames are still produced this long after the last stream closed, so a reconnecting tab resumes. */
+/** Frames are still produced this long after the last stream that carries locks closed, so a reconnecting tab resumes. */
 const RESUME_GRACE_MS = 60_000;
 /**
  * A snapshot's parts are encoded once and served to every stream of the same view that opens within this
@@ -144,8 +144,13 @@ export class StreamHub {
   private ringBytes = 0;
   private readonly clients = new Set<Client>();
   private nextClientId = 1;
-  /** When a stream was last open (0: never), so a tab that reconnects soon can still resume. */
-  private lastClientAt = 0;
+  /**
+   * Streams open that carry locks (every stream but `?locks=none`, which the grouped view opens for the nodes and
+   * counts), and when the last of them closed (0: never): the store's changes are made into frames only while
+   * one is open or could still resume. A fleet watched from its grouped view costs no frame per change.
+   */
+  private lockStreams = 0;
+  private lastLockStreamAt = 0;
   /** When the last frame was made (epoch ms), for the frame interval of many streams. */
   private lastFrameAt = 0;
   /** Recent snapshots by view, for streams that open shortly after (see `SNAPSHOT_SHARE_MS`). */
@@ -238,7 +243,10 @@ export class StreamHub {
       client.closed = true;
       clearTimeout(client.lifetime);
       this.clients.delete(client);
-      this.lastClientAt = Date.now();
+      if (client.group !== NO_LOCKS) {
+        this.lockStreams -= 1;
+        this.lastLockStreamAt = Date.now();
+      }
       client.pending = [];
       client.snapshot = null;
       release();
@@ -246,6 +254,7 @@ export class StreamHub {
     };
     client.lifetime.unref?.();
     this.clients.add(client);
+    if (group !== NO_LOCKS) this.lockStreams += 1;
     this.write(client, encoder.encode(`retry: 2000\n: lockscope live stream\n\n`));
     this.write(client, encoder.encode(this.nodeEvent()));
     const resumeFrom = this.resumable(lastEventId);
@@ -396,8 +405,9 @@ export class StreamHub {
   /** Sends what changed (coalesced per lock) as one frame with one id. */
   tick(now = Date.now()): void {
     if (this.snapshots.size > 0) this.pruneSnapshots(now);
-    if (this.clients.size === 0 && now - this.lastClientAt > RESUME_GRACE_MS) {
-      // Nobody to send to for a while: skip the work, and make every earlier id unresumable (a later stream gets a snapshot).
+    if (this.lockStreams === 0 && now - this.lastLockStreamAt > RESUME_GRACE_MS) {
+      // No stream to send locks to for a while: skip the work, and make every earlier id unresumable (a later
+      // stream gets a snapshot; one without locks gets nothing from a frame).
       if (this.sources.store.discardChanges()) {
         this.seq += 1;
         this.ring.length = 0;

@@ -4,7 +4,7 @@ import vm from "node:vm";
 import { describe, expect, it, vi } from "vitest";
 import type { Lock, LiveStats } from "@/lib/locks/types";
 import type { LiveEventMap } from "@/server/live/events";
-import { StreamHub } from "@/server/live/hub";
+import { NO_LOCKS, StreamHub } from "@/server/live/hub";
 import { LINGER_MS, LockStore, type NodeSample } from "@/server/live/store";
 import { StreamLimitError } from "@/server/live/stream-limits";
 
@@ -55,6 +55,9 @@ class Browser {
   }
   read() {
     return this.reader.read();
+  }
+  close() {
+    return this.reader.cancel();
   }
 }
 
@@ -174,5 +177,38 @@ describe("the stream hub", () => {
     await one.drain(1);
     expect([...one.locks.keys()].sort()).toEqual(["lock:a", "lock:b"]);
     for (const stream of streams) await stream.cancel();
+  });
+
+  it("makes no frame while the only streams carry no locks, and every frame again once one does, until a minute after it closed", async () => {
+    const { store, hub } = setUp();
+    const drains = vi.spyOn(store, "drain");
+    // The grouped view's streams: nodes and counts, no lock.
+    const grouped = Array.from({ length: 3 }, () => hub.open(null, null, null, NO_LOCKS));
+    store.apply("lock:a", all("v1"), T);
+    hub.tick(T);
+    hub.tick(T + 100);
+    expect(drains).not.toHaveBeenCalled();
+
+    // A stream of every lock: its snapshot has the lock, and the next change comes as a frame.
+    const browser = new Browser(hub.open(null, null));
+    await browser.drain(3);
+    expect(browser.locks.get("lock:a")?.token).toBe("v1");
+    store.apply("lock:a", all("v2"), T + 200);
+    hub.tick(T + 200);
+    await browser.drain(1);
+    expect(browser.locks.get("lock:a")?.token).toBe("v2");
+    expect(drains).toHaveBeenCalled();
+
+    // Closed: frames are still made for a minute (the tab may reconnect and resume), then no more.
+    await browser.close();
+    const closedAt = Date.now();
+    drains.mockClear();
+    hub.tick(closedAt + 1_000);
+    expect(drains).toHaveBeenCalledTimes(1);
+    drains.mockClear();
+    hub.tick(closedAt + 61_000);
+    hub.tick(closedAt + 61_100);
+    expect(drains).not.toHaveBeenCalled();
+    for (const stream of grouped) await stream.cancel();
   });
 });
