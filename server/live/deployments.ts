@@ -8,7 +8,7 @@ import type { DeploymentNodes } from "../nodes";
 import { onShutdown } from "../shutdown";
 import { getLiveEvents, type LiveEventMap, type LiveEvents } from "./events";
 import { LockGroups, type GroupSource } from "./groups";
-import { HEARTBEAT_MS, StreamHub, TICK_MS, type HubStore } from "./hub";
+import { HEARTBEAT_MS, StreamHub, TICK_MS, type HubStore, type WantedLocks } from "./hub";
 import type { DeploymentLive, SharedLive } from "./index";
 import type { LockCounts } from "./store";
 
@@ -161,12 +161,12 @@ class ComposedLocks implements HubStore, GroupSource {
     };
   }
 
-  drain(now: number, coalesceMs: number, max: number): ReturnType<HubStore["drain"]> {
+  drain(now: number, coalesceMs: number, max: number, wanted?: WantedLocks): ReturnType<HubStore["drain"]> {
     const upserts: Lock[] = [];
     const removed: Array<{ resource: string; deployment: string }> = [];
     const contention: Array<ReturnType<HubStore["drain"]>["contention"][number]> = [];
     for (const r of this.runtimes) {
-      const changes = r.store.drain(now, coalesceMs, Math.max(0, max - upserts.length));
+      const changes = r.store.drain(now, coalesceMs, Math.max(0, max - upserts.length), wanted);
       for (const lock of changes.upserts) upserts.push(lock);
       for (const resource of changes.removed) removed.push({ resource, deployment: r.deployment });
       for (const figures of changes.contention) contention.push({ ...figures, deployment: r.deployment });

@@ -112,10 +112,14 @@ export interface HubOptions {
  * (server/live/deployments.ts), whose keys then name the deployment too and whose removals and contention
  * figures carry it.
  */
+/** Whether a stream follows the lock `resource` of `deployment` (see `StreamHub.wantedLocks`). */
+export type WantedLocks = (resource: string, deployment: string) => boolean;
+
 export interface HubStore {
   resources(): string[];
   lock(key: string, now: number): Lock | null;
-  drain(now: number, coalesceMs: number, max: number): Omit<DrainedChanges, "removed" | "contention"> & {
+  /** With `wanted`, the changed locks it refuses are dropped unbuilt (no stream would get them). */
+  drain(now: number, coalesceMs: number, max: number, wanted?: WantedLocks): Omit<DrainedChanges, "removed" | "contention"> & {
     removed: ReadonlyArray<string | { resource: string; deployment: string }>;
     contention: ReadonlyArray<DrainedChanges["contention"][number] & { deployment?: string }>;
   };
@@ -145,12 +149,13 @@ export class StreamHub {
   private readonly clients = new Set<Client>();
   private nextClientId = 1;
   /**
-   * Streams open that carry locks (every stream but `?locks=none`, which the grouped view opens for the nodes and
-   * counts), and when the last of them closed (0: never): the store's changes are made into frames only while
-   * one is open or could still resume. A fleet watched from its grouped view costs no frame per change.
+   * The views the frames are made for: each stream's (every lock, a group's, a deployment's), kept for
+   * `RESUME_GRACE_MS` after its last stream closed so that a tab that reconnects resumes. A stream of no
+   * locks (`?locks=none`, the grouped view's: nodes and counts) has none. Only the changed locks some view
+   * shows are built and encoded: a fleet watched from its grouped view costs no frame per change, a group's
+   * table only that group's changes.
    */
-  private lockStreams = 0;
-  private lastLockStreamAt = 0;
+  private readonly views = new Map<string, { group: string | null; deployment: string | null; open: number; closedAt: number }>();
   /** When the last frame was made (epoch ms), for the frame interval of many streams. */
   private lastFrameAt = 0;
   /** Recent snapshots by view, for streams that open shortly after (see `SNAPSHOT_SHARE_MS`). */
@@ -243,9 +248,10 @@ export class StreamHub {
       client.closed = true;
       clearTimeout(client.lifetime);
       this.clients.delete(client);
-      if (client.group !== NO_LOCKS) {
-        this.lockStreams -= 1;
-        this.lastLockStreamAt = Date.now();
+      const view = client.group === NO_LOCKS ? undefined : this.views.get(viewKey(client.group, client.deployment));
+      if (view) {
+        view.open -= 1;
+        view.closedAt = Date.now();
       }
       client.pending = [];
       client.snapshot = null;
@@ -254,7 +260,12 @@ export class StreamHub {
     };
     client.lifetime.unref?.();
     this.clients.add(client);
-    if (group !== NO_LOCKS) this.lockStreams += 1;
+    if (group !== NO_LOCKS) {
+      const key = viewKey(group, deployment);
+      const view = this.views.get(key) ?? { group, deployment, open: 0, closedAt: 0 };
+      view.open += 1;
+      this.views.set(key, view);
+    }
     this.write(client, encoder.encode(`retry: 2000\n: lockscope live stream\n\n`));
     this.write(client, encoder.encode(this.nodeEvent()));
     const resumeFrom = this.resumable(lastEventId);
@@ -405,7 +416,8 @@ export class StreamHub {
   /** Sends what changed (coalesced per lock) as one frame with one id. */
   tick(now = Date.now()): void {
     if (this.snapshots.size > 0) this.pruneSnapshots(now);
-    if (this.lockStreams === 0 && now - this.lastLockStreamAt > RESUME_GRACE_MS) {
+    const wanted = this.wantedLocks(now);
+    if (wanted === null) {
       // No stream to send locks to for a while: skip the work, and make every earlier id unresumable (a later
       // stream gets a snapshot; one without locks gets nothing from a frame).
       if (this.sources.store.discardChanges()) {
@@ -418,7 +430,7 @@ export class StreamHub {
     const every = Math.min(MAX_FRAME_MS, (this.clients.size * 1_000) / FRAME_WRITES_PER_SEC);
     if (every > TICK_MS && now >= this.lastFrameAt && now - this.lastFrameAt < every - TICK_MS / 2) return;
     this.lastFrameAt = now;
-    const { upserts, removed, contention } = this.sources.store.drain(now, COALESCE_MS, MAX_LOCKS_PER_TICK);
+    const { upserts, removed, contention } = this.sources.store.drain(now, COALESCE_MS, MAX_LOCKS_PER_TICK, wanted);
     if (upserts.length === 0 && removed.length === 0 && contention.length === 0) return;
     const pieces: Piece[] = [];
     // Removals first: a resource both removed and upserted in one frame must end up listed.
@@ -451,6 +463,29 @@ export class StreamHub {
       }
       if (part) this.write(client, part);
     }
+  }
+
+  /**
+   * Which changed locks the frames need: every lock's (undefined) while a view of every lock is open or may
+   * resume, else those of the groups and deployments followed; null while no view needs any.
+   */
+  private wantedLocks(now: number): WantedLocks | undefined | null {
+    const followed: Array<{ group: string | null; deployment: string | null }> = [];
+    for (const [key, view] of this.views) {
+      if (view.open === 0 && now - view.closedAt > RESUME_GRACE_MS) {
+        this.views.delete(key);
+        continue;
+      }
+      if (view.group === null && view.deployment === null) return undefined;
+      followed.push(view);
+    }
+    if (followed.length === 0) return null;
+    return (resource, deployment) => {
+      for (const view of followed) {
+        if ((view.deployment === null || view.deployment === deployment) && (view.group === null || this.groupOf(resource) === view.group)) return true;
+      }
+      return false;
+    };
   }
 
   /**
@@ -490,6 +525,11 @@ export class StreamHub {
   closeAll(reason: string): void {
     for (const client of [...this.clients]) client.close(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
   }
+}
+
+/** A view's key in `StreamHub.views`. */
+function viewKey(group: string | null, deployment: string | null): string {
+  return `${group ?? "\u0000"}\u0001${deployment ?? "\u0000"}`;
 }
 
 /** The events of a frame's text, with their resources (the frame's id line dropped: it is set again when replayed). */

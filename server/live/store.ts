@@ -554,9 +554,10 @@ export class LockStore {
 
   /**
    * The changes to send now: every changed lock not sent within `coalesceMs` (the rest wait for a later
-   * call), lock removals, and contention figures. At most `max` locks per call.
+   * call), lock removals, and contention figures. At most `max` locks per call. `wanted`: the locks some
+   * stream follows; the others are dropped from the changes unbuilt (removals are sent whatever they are).
    */
-  drain(now: number, coalesceMs: number, max: number): DrainedChanges {
+  drain(now: number, coalesceMs: number, max: number, wanted?: (resource: string, deployment: string) => boolean): DrainedChanges {
     const upserts: Lock[] = [];
     const sinceOrigin = now - (this.origin ??= now);
     const changed = this.changed;
@@ -570,7 +571,7 @@ export class LockStore {
         continue;
       }
       const entry = this.live.get(resource);
-      if (!entry || entry.state === null) {
+      if (!entry || entry.state === null || (wanted !== undefined && !wanted(resource, this.deployment))) {
         if (rest === null) changed.delete(resource);
         continue;
       }
@@ -590,6 +591,7 @@ export class LockStore {
     if (removed.length > 0) this.removed = new Set();
     const contention: DrainedChanges["contention"] = [];
     for (const resource of this.contentionChanged) {
+      if (wanted !== undefined && !wanted(resource, this.deployment)) continue;
       const entry = this.live.get(resource);
       const figures = entry ? this.contentionOf(entry, now, this.holderIdOf(resource)) : this.contention.get(resource, now, null);
       this.contention.markSent(resource, figures);

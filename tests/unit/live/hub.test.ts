@@ -211,4 +211,33 @@ describe("the stream hub", () => {
     expect(drains).not.toHaveBeenCalled();
     for (const stream of grouped) await stream.cancel();
   });
+
+  it("builds only the changed locks of the groups its streams follow", async () => {
+    const { store } = setUp();
+    const hub = new StreamHub({ store, groupOf: (resource) => resource.split("/")[0] as string, watcherStatus: () => [], stats: () => STATS });
+    const drains = vi.spyOn(store, "drain");
+    const built = () => drains.mock.results.flatMap((r) => (r.value as ReturnType<LockStore["drain"]>).upserts.map((l) => l.resource));
+    const orders = new Browser(hub.open(null, null, null, "orders"));
+    await orders.drain(3);
+    store.apply("orders/1", all("v1"), T);
+    store.apply("users/1", all("u1"), T);
+    hub.tick(T);
+    await orders.drain(1);
+    expect(built()).toEqual(["orders/1"]);
+    expect([...orders.locks.keys()]).toEqual(["orders/1"]);
+
+    // A stream of every lock: from then on every changed lock is built.
+    const every = new Browser(hub.open(null, null));
+    await every.drain(3);
+    expect(every.locks.get("users/1")?.token).toBe("u1");
+    drains.mockClear();
+    store.apply("orders/2", all("v2"), T + 200);
+    store.apply("users/2", all("u2"), T + 200);
+    hub.tick(T + 200);
+    expect(built().sort()).toEqual(["orders/2", "users/2"]);
+    await every.drain(1);
+    expect(every.locks.get("users/2")?.token).toBe("u2");
+    await every.close();
+    await orders.close();
+  });
 });
