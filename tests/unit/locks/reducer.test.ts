@@ -77,13 +77,14 @@ describe("a lock's step: acquisition", () => {
     expect(out.effects).toContainEqual({ type: "holder", id: lockValueId(value) });
   });
 
-  it("records a lock found by the first reconcile in the history only, as already held", () => {
+  it("records a lock found by the first reconcile in the history only, as already held, and counts no acquisition", () => {
     const lock = fresh(null);
     const out = step(lock, all("v", T + 10_000), T, { context: context({ watching: false }) });
     expect(lock.state).toBe("held");
     expect(timeline(out.effects)).toEqual([]);
     expect(out.effects).toContainEqual({ type: "history", item: { at: T, type: "acquired", detail: ALREADY_HELD }, token: "v" });
-    expect(events(out.effects)).toEqual(["acquired"]);
+    expect(events(out.effects)).toEqual([]);
+    expect(counted(out.effects)).toEqual([]);
   });
 
   it("drops a key never seen held", () => {

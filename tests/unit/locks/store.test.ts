@@ -185,11 +185,17 @@ describe("the lock store", () => {
     store.tick(T + 100);
     expect(store.lock("lock:s", T + 100)).toMatchObject({ state: "held", quorumHeld: 3, expiresAt: T + 60_250 });
     expect(store.get("lock:s", T + 100)?.timeline.map((e) => e.type)).toEqual(["acquired"]);
-    expect(seen).toEqual(["acquired lock:s"]);
+    // Held before the console started: no acquisition is counted for it.
+    expect(seen).toEqual([]);
+    expect(store.acquisitions.sum(T + 100, 5_000)).toBe(0);
     // The holder extends it: each node's own TTL end moves.
     store.apply("lock:s", [held(0, "v", T + 90_000), held(1, "v", T + 90_000), held(2, "v", T + 90_000)], T + 200);
     expect(store.get("lock:s", T + 200)?.timeline.map((e) => e.type)).toEqual(["acquired", "extended"]);
-    expect(seen).toEqual(["acquired lock:s", "extended lock:s"]);
+    expect(seen).toEqual(["extended lock:s"]);
+    // A lock acquired once the console watches counts.
+    store.apply("lock:n", [held(0, "n", T + 90_000), held(1, "n", T + 90_000), held(2, "n", T + 90_000)], T + 300);
+    expect(seen).toEqual(["extended lock:s", "acquired lock:n"]);
+    expect(store.acquisitions.sum(T + 300, 5_000)).toBe(1);
   });
 
   it("knows which nodes' readings it has while starting, and shares the found locks' first sightings once it watches", () => {
