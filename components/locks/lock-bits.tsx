@@ -1,7 +1,8 @@
 "use client";
 
 import { createContext, useContext } from "react";
-import type { Lock, WatcherStatus } from "@/lib/locks/types";
+import type { Lock } from "@/lib/locks/types";
+import { nodesNow, type NodeCountingMap } from "./node-counting";
 import { formatDuration, STATE_LABEL } from "./format";
 
 /**
@@ -88,31 +89,15 @@ export function LockBadges({ lock, compact = false }: { lock: Lock; compact?: bo
   );
 }
 
-/**
- * The nodes whose readings the console does not count now (`WatcherStatus.counted`), as `deployment\0node`
- * (an empty deployment where the console watches one). A lock is sent again when a node it is held on goes
- * down, not when any node does: the tables show such a node down in every lock from the nodes' own status.
- */
-export const UncountedNodes = createContext<ReadonlySet<string>>(new Set());
-
-export function uncountedNodes(statuses: readonly WatcherStatus[]): ReadonlySet<string> {
-  return new Set(statuses.filter((s) => !s.counted).map((s) => `${s.deployment ?? ""}\u0000${s.nodeId}`));
-}
-
-/** The lock's nodes as they stand now: a node the console does not count is down, its value unknown. */
-export function nodesNow(lock: Lock, uncounted: ReadonlySet<string>): Lock["nodes"] {
-  if (uncounted.size === 0) return lock.nodes;
-  return lock.nodes.map((node) =>
-    node.up && (uncounted.has(`${lock.deployment}\u0000${node.id}`) || uncounted.has(`\u0000${node.id}`)) ? { ...node, up: false, token: null, pttlMs: null } : node,
-  );
-}
+/** Each node's `counted` from its status (see `nodeCounting`): a lock's dots show the nodes as they stand now. */
+export const NodeCounting = createContext<NodeCountingMap>(new Map());
 
 type DotKind = "this" | "other" | "none" | "down";
 const DOT_TEXT: Record<DotKind, string> = { this: "holds this value", other: "holds another value", none: "holds nothing", down: "down" };
 
 /** One dot per node: holds the lock's value / another value / nothing / down (shape and label, not colour alone). */
 export function NodeDots({ lock }: { lock: Lock }) {
-  const nodes = nodesNow(lock, useContext(UncountedNodes));
+  const nodes = nodesNow(lock, useContext(NodeCounting));
   const value = lock.token ?? nodes.find((n) => n.token !== null)?.token ?? null;
   return (
     <span className="node-dots">

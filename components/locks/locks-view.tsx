@@ -10,7 +10,8 @@ import { ApiRequestError, apiFetch } from "../api-client";
 import { deploymentsOf, holderText } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
-import { UncountedNodes, uncountedNodes } from "./lock-bits";
+import { NodeCounting } from "./lock-bits";
+import { nodeCounting } from "./node-counting";
 import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
@@ -62,13 +63,13 @@ export function LocksView() {
   });
   const grouped = useRef<boolean | null>(null);
   const statuses = live.data?.nodes;
-  const uncounted = useMemo(() => uncountedNodes(statuses ?? []), [statuses]);
+  const counting = useMemo(() => nodeCounting(statuses ?? []), [statuses]);
   const locks = live.data?.stats?.locks ?? size.data?.locks;
   if (locks !== undefined) grouped.current = locks > GROUPED_VIEW_ABOVE || (grouped.current === true && locks >= TABLE_VIEW_BELOW);
   const error = size.error ?? live.error;
   if ((error instanceof ApiRequestError && error.status === 401) || live.data?.status === "signed-out") return <SignInPrompt />;
   return (
-    <UncountedNodes.Provider value={uncounted}>
+    <NodeCounting.Provider value={counting}>
       <Header data={live.data} />
       <ReadingNotice nodes={live.data?.nodes ?? []} />
       {size.isError && grouped.current === null ? (
@@ -84,7 +85,7 @@ export function LocksView() {
       )}
       <PatternsPanel />
       <NodesPanel />
-    </UncountedNodes.Provider>
+    </NodeCounting.Provider>
   );
 }
 

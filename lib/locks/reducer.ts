@@ -329,11 +329,11 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
           const held = `${merged.quorumHeld} of ${context.nodes} nodes`;
           const detail = transition.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`;
           addTimeline(step, lock, now, "acquired", detail, transition.token);
+          // (A lock found held while the console starts, above, was acquired before it: no acquisition is
+          // counted for it, in the lock events /metrics exports or the acquisitions a second, or a restart with
+          // a million locks held would show a million acquisitions.)
+          effects.push(LOCK_EVENTS.acquired, COUNT_ACQUISITION);
         }
-        // A lock found held while the console starts was acquired before it (its history entry says so): it is
-        // no acquisition now, for the lock events counted in /metrics or the acquisitions a second (a restart
-        // with a million locks held would show a million acquisitions).
-        if (context.watching) effects.push(LOCK_EVENTS.acquired, COUNT_ACQUISITION);
         if (transition.token) effects.push({ type: "holder", id: lockValueId(transition.token) });
         break;
       }

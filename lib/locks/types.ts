@@ -141,9 +141,10 @@ export interface WatcherStatus {
   /** False while the node holds a command past the per-node deadline (frozen, overloaded): not readable now. */
   answering: boolean;
   /**
-   * Its readings count in the locks' merge now: while the console starts every node's do (a node still being
-   * read is starting, not down), then those of a node up and answering. A lock is sent again when a node it
-   * is held on stops counting, not when any node does: where this is false the node is down in every lock.
+   * A lock can be shown with its readings now: once the console watches, a node up and answering (its readings
+   * count in the merge); while it starts, a node connected (or still connecting) and answering. A lock is sent
+   * again when a node it is held on stops or starts counting, not when any node does: where this is false the
+   * node is down in every lock.
    */
   counted: boolean;
   notifications: "on" | "enabled-by-console" | "unavailable";

@@ -155,7 +155,7 @@ export class StreamHub {
    * shows are built and encoded: a fleet watched from its grouped view costs no frame per change, a group's
    * table only that group's changes.
    */
-  private readonly views = new Map<string, { group: string | null; deployment: string | null; open: number; closedAt: number }>();
+  private readonly views = new Map<string, View>();
   /** When the last frame was made (epoch ms), for the frame interval of many streams. */
   private lastFrameAt = 0;
   /** Recent snapshots by view, for streams that open shortly after (see `SNAPSHOT_SHARE_MS`). */
@@ -249,10 +249,8 @@ export class StreamHub {
       clearTimeout(client.lifetime);
       this.clients.delete(client);
       const view = client.group === NO_LOCKS ? undefined : this.views.get(viewKey(client.group, client.deployment));
-      if (view) {
-        view.open -= 1;
-        view.closedAt = Date.now();
-      }
+      // (Its grace counts from the next tick, on the clock the ticks run on.)
+      if (view && --view.open === 0) view.closedAt = NOT_CLOSED;
       client.pending = [];
       client.snapshot = null;
       release();
@@ -262,13 +260,19 @@ export class StreamHub {
     this.clients.add(client);
     if (group !== NO_LOCKS) {
       const key = viewKey(group, deployment);
-      const view = this.views.get(key) ?? { group, deployment, open: 0, closedAt: 0 };
+      let view = this.views.get(key);
+      if (!view) {
+        // Its locks are in every frame from now on, not in those before: an id from before resumes only where
+        // another view covered them meanwhile (see `resumable`).
+        this.seq += 1;
+        view = { group, deployment, open: 0, closedAt: NOT_CLOSED, since: this.seq };
+        this.views.set(key, view);
+      }
       view.open += 1;
-      this.views.set(key, view);
     }
     this.write(client, encoder.encode(`retry: 2000\n: lockscope live stream\n\n`));
     this.write(client, encoder.encode(this.nodeEvent()));
-    const resumeFrom = this.resumable(lastEventId);
+    const resumeFrom = this.resumable(lastEventId, group, deployment);
     if (resumeFrom !== null) this.replayAfter(client, resumeFrom);
     else {
       const shared = this.snapshotFor(group, deployment, snapshotRows);
@@ -351,13 +355,24 @@ export class StreamHub {
     return bytes;
   }
 
-  /** The seq to replay after, or null when the id is unknown, from another process, or too old. */
-  private resumable(lastEventId: string | null): number | null {
+  /**
+   * The seq to replay after, or null when the id is unknown, from another process, or too old, or when the frames
+   * since it may lack locks of this stream's view (no view that covers them was kept all along: their changes
+   * were dropped unbuilt).
+   */
+  private resumable(lastEventId: string | null, group: string | null, deployment: string | null): number | null {
     if (!lastEventId) return null;
     const match = /^([0-9a-f]{8}):(\d{1,15})$/.exec(lastEventId.trim());
     if (!match || match[1] !== this.epoch) return null;
     const seq = Number(match[2]);
     if (seq > this.seq) return null;
+    if (group !== NO_LOCKS) {
+      let covered = false;
+      for (const view of this.views.values()) {
+        if (view.since <= seq && (view.group === null || view.group === group) && (view.deployment === null || view.deployment === deployment)) covered = true;
+      }
+      if (!covered) return null;
+    }
     if (seq === this.seq) return seq;
     const oldest = this.ring[0]?.seq;
     return oldest !== undefined && seq >= oldest - 1 ? seq : null;
@@ -470,19 +485,26 @@ export class StreamHub {
    * resume, else those of the groups and deployments followed; null while no view needs any.
    */
   private wantedLocks(now: number): WantedLocks | undefined | null {
-    const followed: Array<{ group: string | null; deployment: string | null }> = [];
+    const followed: View[] = [];
+    let every = false;
     for (const [key, view] of this.views) {
-      if (view.open === 0 && now - view.closedAt > RESUME_GRACE_MS) {
-        this.views.delete(key);
-        continue;
+      if (view.open === 0) {
+        if (view.closedAt === NOT_CLOSED) view.closedAt = now;
+        else if (now - view.closedAt > RESUME_GRACE_MS) {
+          this.views.delete(key);
+          continue;
+        }
       }
-      if (view.group === null && view.deployment === null) return undefined;
+      if (view.group === null && view.deployment === null) every = true;
       followed.push(view);
     }
+    if (every) return undefined;
     if (followed.length === 0) return null;
     return (resource, deployment) => {
+      let group: string | undefined;
       for (const view of followed) {
-        if ((view.deployment === null || view.deployment === deployment) && (view.group === null || this.groupOf(resource) === view.group)) return true;
+        if (view.deployment !== null && view.deployment !== deployment) continue;
+        if (view.group === null || view.group === (group ??= this.groupOf(resource))) return true;
       }
       return false;
     };
@@ -526,6 +548,21 @@ export class StreamHub {
     for (const client of [...this.clients]) client.close(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
   }
 }
+
+/**
+ * What the frames are made for: the streams of one group's or deployment's locks (both null: every lock), how
+ * many are open, and from which seq on every frame carries its locks.
+ */
+interface View {
+  group: string | null;
+  deployment: string | null;
+  open: number;
+  /** When its last stream closed, on the ticks' clock; `NOT_CLOSED` while one is open or until the next tick. */
+  closedAt: number;
+  since: number;
+}
+
+const NOT_CLOSED = -1;
 
 /** A view's key in `StreamHub.views`. */
 function viewKey(group: string | null, deployment: string | null): string {

@@ -166,7 +166,9 @@ export class NodeWatcher {
       nodeId: this.id,
       up: this.up && this.answering,
       answering: this.answering,
-      counted: !this.ctx.store.watching || this.ctx.store.isNodeUp(this.index),
+      // While the console starts the merge counts every node; a node it cannot reach, or that does not answer,
+      // is still not one whose readings a lock can be shown with.
+      counted: this.ctx.store.watching ? this.ctx.store.isNodeUp(this.index) : this.answering && !(this.attempted && !(this.sub.status === "ready" && this.reader.status === "ready")),
       notifications: this.notifications,
       lastEventAt: this.lastEventAt,
       reconnects: this.reconnects,

@@ -26,6 +26,9 @@ const all = (value: string | null, expiry = T + 60_000): NodeSample[] =>
 /** Reads what the stream has queued and applies it as the browser's feed does: snapshot, then upserts and removals in order. */
 class Browser {
   readonly locks = new Map<string, Lock>();
+  /** Every event's name, in order, and the last frame id. */
+  readonly events: string[] = [];
+  lastId: string | null = null;
   private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
   private buffer = "";
   private readonly decoder = new TextDecoder();
@@ -45,6 +48,8 @@ class Browser {
       this.buffer = this.buffer.slice(end + 2);
       const event = /^event: (.*)$/m.exec(block)?.[1];
       const data = /^data: (.*)$/m.exec(block)?.[1];
+      this.lastId = /^id: (.*)$/m.exec(block)?.[1] ?? this.lastId;
+      if (event) this.events.push(event);
       if (!event || !data) continue;
       if (event === "snapshot") for (const lock of (JSON.parse(data) as { locks: Lock[] }).locks) this.locks.set(lock.resource, lock);
       else if (event === "lock") {
@@ -199,17 +204,58 @@ describe("the stream hub", () => {
     expect(browser.locks.get("lock:a")?.token).toBe("v2");
     expect(drains).toHaveBeenCalled();
 
-    // Closed: frames are still made for a minute (the tab may reconnect and resume), then no more.
+    // Closed: frames are still made for a minute from the next tick (the tab may reconnect and resume), then
+    // no more.
     await browser.close();
-    const closedAt = Date.now();
     drains.mockClear();
-    hub.tick(closedAt + 1_000);
-    expect(drains).toHaveBeenCalledTimes(1);
+    hub.tick(T + 1_000);
+    hub.tick(T + 60_900);
+    expect(drains).toHaveBeenCalledTimes(2);
     drains.mockClear();
-    hub.tick(closedAt + 61_000);
-    hub.tick(closedAt + 61_100);
+    hub.tick(T + 61_100);
+    hub.tick(T + 61_200);
     expect(drains).not.toHaveBeenCalled();
     for (const stream of grouped) await stream.cancel();
+  });
+
+  it("resumes a stream only where every frame since its id carried its view's locks", async () => {
+    const { store } = setUp();
+    const hub = new StreamHub({ store, groupOf: (resource) => resource.split("/")[0] as string, watcherStatus: () => [], stats: () => STATS });
+    const users = new Browser(hub.open(null, null, null, "users"));
+    await users.drain(3);
+    const orders = new Browser(hub.open(null, null, null, "orders"));
+    await orders.drain(3);
+    store.apply("orders/1", all("o1"), T);
+    hub.tick(T);
+    await orders.drain(1);
+    const id = orders.lastId;
+    expect(id).toMatch(/^[0-9a-f]{8}:\d+$/);
+    await orders.close();
+
+    // Back within the minute: the frames since carry its group's changes, and it resumes from them.
+    store.apply("orders/1", all(null), T + 200);
+    hub.tick(T + 200);
+    const soon = new Browser(hub.open(id, null, null, "orders"));
+    await soon.drain(3);
+    expect(soon.events).toEqual(["node", "lock"]);
+    expect(soon.locks.get("orders/1")?.state).toBe("released");
+    await soon.close();
+
+    // Away for two minutes while the users' group changes: its own changes were dropped unbuilt meanwhile, so it
+    // starts again from a snapshot.
+    hub.tick(T + 300);
+    for (let t = T + 1_000; t <= T + 120_000; t += 1_000) {
+      store.apply(`users/${t}`, all("u"), t);
+      hub.tick(t);
+    }
+    store.apply("orders/2", all("o2"), T + 120_100);
+    hub.tick(T + 120_100);
+    const late = new Browser(hub.open(id, null, null, "orders"));
+    await late.drain(3);
+    expect(late.events).toEqual(["node", "snapshot"]);
+    expect(late.locks.get("orders/2")?.token).toBe("o2");
+    await late.close();
+    await users.close();
   });
 
   it("builds only the changed locks of the groups its streams follow", async () => {
