@@ -20,6 +20,7 @@ import { NO_LOCKS, StreamHub } from "../server/live/hub";
 import type { LiveEventMap } from "../server/live/events";
 import { LockStore, type NodeSample } from "../server/live/store";
 import type { LiveStats } from "../lib/locks/types";
+import { median } from "./support";
 
 const argv = process.argv.slice(2);
 const JSON_OUT = argv.includes("--json");
@@ -163,7 +164,6 @@ async function main(): Promise<void> {
     out(`round ${round + 1}: ${[...got].map(([name, r]) => `${name} ${r.cpuUsPerChange.toFixed(1)} µs`).join(", ")}`);
   }
 
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
   const rows = VIEWS.map((view) => {
     const rs = results.get(view.name) ?? [];
     return { view: view.name, cpuUsPerChange: median(rs.map((r) => r.cpuUsPerChange)), ratio: median(rs.map((r) => r.ratio)), streamBytesPerChange: median(rs.map((r) => r.bytesPerChange)) };

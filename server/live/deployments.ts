@@ -8,9 +8,9 @@ import type { DeploymentNodes } from "../nodes";
 import { onShutdown } from "../shutdown";
 import { getLiveEvents, type LiveEventMap, type LiveEvents } from "./events";
 import { LockGroups, type GroupSource } from "./groups";
-import { HEARTBEAT_MS, StreamHub, TICK_MS, type HubStore, type WantedLocks } from "./hub";
+import { HEARTBEAT_MS, StreamHub, TICK_MS, type HubStore } from "./hub";
 import type { DeploymentLive, SharedLive } from "./index";
-import type { LockCounts } from "./store";
+import type { LockCounts, WantedLocks } from "./store";
 
 /**
  * The live view of every deployment the console watches. With one deployment it is that deployment's

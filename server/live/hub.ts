@@ -2,7 +2,7 @@ import "server-only";
 import { randomBytes } from "node:crypto";
 import { OTHER_GROUP } from "@/lib/locks/groups";
 import type { Lock, LiveStats, WatcherStatus } from "@/lib/locks/types";
-import type { DrainedChanges } from "./store";
+import type { DrainedChanges, WantedLocks } from "./store";
 import { StreamLimits, type StreamLimitSettings, type StreamOwner } from "./stream-limits";
 
 /** A lock is sent at most once per this window; changes in between are merged into the next message. */
@@ -112,9 +112,6 @@ export interface HubOptions {
  * (server/live/deployments.ts), whose keys then name the deployment too and whose removals and contention
  * figures carry it.
  */
-/** Whether a stream follows the lock `resource` of `deployment` (see `StreamHub.wantedLocks`). */
-export type WantedLocks = (resource: string, deployment: string) => boolean;
-
 export interface HubStore {
   resources(): string[];
   lock(key: string, now: number): Lock | null;

@@ -64,6 +64,9 @@ export interface LockCounts {
 }
 
 
+/** Whether a stream follows the lock `resource` of `deployment` (see `StreamHub.wantedLocks`). */
+export type WantedLocks = (resource: string, deployment: string) => boolean;
+
 export interface DrainedChanges {
   upserts: Lock[];
   removed: string[];
@@ -557,7 +560,7 @@ export class LockStore {
    * call), lock removals, and contention figures. At most `max` locks per call. `wanted`: the locks some
    * stream follows; the others are dropped from the changes unbuilt (removals are sent whatever they are).
    */
-  drain(now: number, coalesceMs: number, max: number, wanted?: (resource: string, deployment: string) => boolean): DrainedChanges {
+  drain(now: number, coalesceMs: number, max: number, wanted?: WantedLocks): DrainedChanges {
     const upserts: Lock[] = [];
     const sinceOrigin = now - (this.origin ??= now);
     const changed = this.changed;

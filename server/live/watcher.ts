@@ -168,7 +168,7 @@ export class NodeWatcher {
       answering: this.answering,
       // While the console starts the merge counts every node; a node it cannot reach, or that does not answer,
       // is still not one whose readings a lock can be shown with.
-      counted: this.ctx.store.watching ? this.ctx.store.isNodeUp(this.index) : this.answering && !(this.attempted && !(this.sub.status === "ready" && this.reader.status === "ready")),
+      counted: this.ctx.store.watching ? this.ctx.store.isNodeUp(this.index) : this.answering && !this.unreachable,
       notifications: this.notifications,
       lastEventAt: this.lastEventAt,
       reconnects: this.reconnects,
@@ -184,7 +184,11 @@ export class NodeWatcher {
 
   /** Reachable by now, or given up on for the moment: what `waitUntilReconciled` waits for. */
   get settled(): boolean {
-    if (this.up) return true;
+    return this.up || this.unreachable;
+  }
+
+  /** Tried and not connected now (both connections are needed): given up on for the moment. */
+  private get unreachable(): boolean {
     return this.attempted && !(this.sub.status === "ready" && this.reader.status === "ready");
   }
 

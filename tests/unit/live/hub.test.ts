@@ -12,11 +12,13 @@ const T = Date.now();
 const NODES = ["node-0", "node-1", "node-2"];
 const STATS: LiveStats = { serverTime: T, held: 0, locks: 0, acquisitionsPerSec: 0, contentionPerSec: 0, expirationsPerSec: 0, nodesUp: 3, nodesTotal: 3, nodesNotAnswering: 0, nodesWithoutNotifications: 0, degraded: false };
 
-function setUp(options: ConstructorParameters<typeof StreamHub>[1] = {}) {
+/** `groups`: a lock's group is its resource up to the first `/` (else every lock is in `other`). */
+function setUp(options: ConstructorParameters<typeof StreamHub>[1] = {}, groups = false) {
   const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>());
   NODES.forEach((_, i) => store.setNodeUp(i, true, T));
   store.watching = true;
-  const hub = new StreamHub({ store, watcherStatus: () => [], stats: () => STATS }, options);
+  const groupOf = groups ? (resource: string) => resource.split("/")[0] as string : undefined;
+  const hub = new StreamHub({ store, ...(groupOf ? { groupOf } : {}), watcherStatus: () => [], stats: () => STATS }, options);
   return { store, hub };
 }
 
@@ -219,8 +221,7 @@ describe("the stream hub", () => {
   });
 
   it("resumes a stream only where every frame since its id carried its view's locks", async () => {
-    const { store } = setUp();
-    const hub = new StreamHub({ store, groupOf: (resource) => resource.split("/")[0] as string, watcherStatus: () => [], stats: () => STATS });
+    const { store, hub } = setUp({}, true);
     const users = new Browser(hub.open(null, null, null, "users"));
     await users.drain(3);
     const orders = new Browser(hub.open(null, null, null, "orders"));
@@ -259,8 +260,7 @@ describe("the stream hub", () => {
   });
 
   it("builds only the changed locks of the groups its streams follow", async () => {
-    const { store } = setUp();
-    const hub = new StreamHub({ store, groupOf: (resource) => resource.split("/")[0] as string, watcherStatus: () => [], stats: () => STATS });
+    const { store, hub } = setUp({}, true);
     const drains = vi.spyOn(store, "drain");
     const built = () => drains.mock.results.flatMap((r) => (r.value as ReturnType<LockStore["drain"]>).upserts.map((l) => l.resource));
     const orders = new Browser(hub.open(null, null, null, "orders"));
