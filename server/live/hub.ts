@@ -303,7 +303,7 @@ export class StreamHub {
   private snapshotFor(group: string | null, deployment: string | null, rows: boolean): SharedSnapshot {
     const now = Date.now();
     this.pruneSnapshots(now);
-    const view = `${group ?? "\u0000"}\u0001${deployment ?? "\u0000"}\u0001${rows ? 1 : 0}`;
+    const view = `${viewKey(group, deployment)}${rows ? 1 : 0}`;
     const kept = this.snapshots.get(view);
     const oldest = this.ring[0]?.seq;
     // A stream of one group or deployment would cut its part out of every frame since (see `replayAfter`): it
@@ -467,7 +467,7 @@ export class StreamHub {
         this.write(client, bytes);
         continue;
       }
-      const filter = client.deployment === null ? (client.group as string) : `${client.deployment}\u0000${client.group ?? "\u0000"}`;
+      const filter = viewKey(client.group, client.deployment);
       let part = byGroup.get(filter);
       if (part === undefined) {
         part = this.frameOf(pieces, this.seq, client.group, client.deployment);
@@ -561,9 +561,13 @@ interface View {
 
 const NOT_CLOSED = -1;
 
-/** A view's key in `StreamHub.views`. */
+/**
+ * A view's key (in `StreamHub.views`, and the base of the shared snapshots' and a tick's parts' keys). A group
+ * is any text a lock key holds, control characters included: the key is JSON, so no group or deployment name
+ * can spell another view's key (`null`, every lock, is not `"\u0000"`).
+ */
 function viewKey(group: string | null, deployment: string | null): string {
-  return `${group ?? "\u0000"}\u0001${deployment ?? "\u0000"}`;
+  return JSON.stringify([group, deployment]);
 }
 
 /** The events of a frame's text, with their resources (the frame's id line dropped: it is set again when replayed). */

@@ -286,4 +286,45 @@ describe("the stream hub", () => {
     await every.close();
     await orders.close();
   });
+  it("keeps every stream's view apart whatever its group is named (a lock key may hold control characters)", async () => {
+    // A group named NUL once shared the key of the every-lock view: its snapshot went to the every-lock
+    // streams, and once its view was made first, theirs got no lock changes at all.
+    const { store, hub } = setUp({}, true);
+    store.apply("orders/1", all("v1"), T);
+    hub.tick(T);
+    const nul = new Browser(hub.open(null, null, null, "\u0000"));
+    await nul.drain(3);
+    expect([...nul.locks.keys()]).toEqual([]);
+    const every = new Browser(hub.open(null, null));
+    await every.drain(3);
+    expect(every.locks.get("orders/1")?.token).toBe("v1");
+    store.apply("orders/1", all("v2"), T + 5_000);
+    store.apply("orders/2", all("new"), T + 5_000);
+    hub.tick(T + 5_000);
+    await every.drain(1);
+    expect(every.locks.get("orders/1")?.token).toBe("v2");
+    expect(every.locks.get("orders/2")?.token).toBe("new");
+    // The other way round: a NUL group's stream opened right after an every-lock one gets none of its snapshot.
+    const nulAgain = new Browser(hub.open(null, null, null, "\u0000"));
+    await nulAgain.drain(3);
+    expect([...nulAgain.locks.keys()]).toEqual([]);
+    await Promise.all([nul.close(), every.close(), nulAgain.close()]);
+  });
+
+  it("sends a deployment's stream its own part of a frame beside a stream of a group named like that part", async () => {
+    const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>());
+    store.deployment = "orders";
+    NODES.forEach((_, i) => store.setNodeUp(i, true, T));
+    store.watching = true;
+    const hub = new StreamHub({ store, snapshotKeys: () => [], groupOf: (resource: string) => resource.split("/")[0] as string, watcherStatus: () => [], stats: () => STATS });
+    const odd = new Browser(hub.open(null, null, null, "orders\u0000\u0000", null, false));
+    await odd.drain(3);
+    const deployment = new Browser(hub.open(null, null, null, null, "orders", false));
+    await deployment.drain(3);
+    store.apply("a/1", all("v1"), T);
+    hub.tick(T);
+    await deployment.drain(1);
+    expect(deployment.locks.get("a/1")?.token).toBe("v1");
+    await Promise.all([odd.close(), deployment.close()]);
+  });
 });
