@@ -45,6 +45,21 @@ export class ShardedMap<V> {
     for (const shard of this.shards) yield* shard.values();
   }
 
+  /**
+   * Every key's value once, for a pass that yields between steps: a shard's keys are taken when its turn
+   * comes, and each is visited with its value then (skipped if gone). A `Map` iterator would visit a key
+   * twice if it were deleted and set again behind it (a lock ended and taken again during a slow pass),
+   * at the end of the shard; keys new to the shard meanwhile are left to the next pass.
+   */
+  *valuesOnce(): IterableIterator<V> {
+    for (const shard of this.shards) {
+      for (const key of [...shard.keys()]) {
+        const value = shard.get(key);
+        if (value !== undefined) yield value;
+      }
+    }
+  }
+
   *[Symbol.iterator](): IterableIterator<[string, V]> {
     for (const shard of this.shards) yield* shard;
   }

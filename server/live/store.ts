@@ -284,11 +284,11 @@ export class LockStore {
   /**
    * `summaries` in slices of `slice` locks, the event loop free between them: a pass over 100,000 locks (a
    * metrics scrape) takes a few hundred milliseconds, which must not hold up the streams. Locks that change
-   * meanwhile are seen as they are when their slice comes.
+   * meanwhile are seen as they are when their slice comes, each once (see `ShardedMap.valuesOnce`).
    */
   async summariesInSlices(visit: (summary: Readonly<LockSummary>) => void, slice = 2_000): Promise<void> {
     const summary = emptySummary();
-    const entries = this.live.values();
+    const entries = this.live.valuesOnce();
     for (;;) {
       const now = Date.now();
       for (let i = 0; i < slice; i++) {

@@ -48,4 +48,37 @@ describe("ShardedMap", () => {
     expect(deletedUnseen.size).toBeGreaterThan(100);
     expect(map.size).toBe(500 + step);
   });
+
+  it("a pass that pauses visits each key once, with its value when visited, whatever is deleted and set again meanwhile", () => {
+    const map = new ShardedMap<string>();
+    for (let i = 0; i < 5_000; i++) map.set(`k${i}`, `k${i}:first`);
+    const visits = new Map<string, number>();
+    const seen: string[] = [];
+    let step = 0;
+    for (const value of map.valuesOnce()) {
+      seen.push(value);
+      const key = value.split(":")[0] as string;
+      visits.set(key, (visits.get(key) ?? 0) + 1);
+      // Meanwhile, each visited key and one not visited yet end and are taken again (to the end of their shard).
+      const again = `k${(step * 7) % 5_000}`;
+      for (const k of [key, again]) {
+        map.delete(k);
+        map.set(k, `${k}:again`);
+      }
+      step += 1;
+    }
+    expect(visits.size).toBe(5_000);
+    expect([...visits.values()].every((n) => n === 1)).toBe(true);
+    // A key taken again before its turn is visited with its value then.
+    expect(seen.filter((v) => v.endsWith(":again")).length).toBeGreaterThan(100);
+    // A plain iteration would visit keys set again behind it a second time.
+    let plain = 0;
+    for (const [key] of map) {
+      plain += 1;
+      map.delete(key);
+      map.set(key, "x");
+      if (plain > 20_000) break;
+    }
+    expect(plain).toBeGreaterThan(5_000);
+  });
 });
