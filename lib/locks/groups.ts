@@ -292,9 +292,12 @@ export function rowsWindow(total: number, start: number, size = GROUP_ROWS_WINDO
   return { start: first, count: Math.min(size, total - first) };
 }
 
-/** Case-insensitive substring search on the resource and on the holder's value (label and host are in engine values). */
-export function matchesSearch(s: Readonly<LockSummary>, needle: string): boolean {
-  return s.resource.toLowerCase().includes(needle) || (s.token !== null && s.token.toLowerCase().includes(needle));
+/**
+ * A search (`needle`, lower-cased): a case-insensitive substring of the resource or of the holder as the table
+ * shows it (`holderOf` reads it from the held value).
+ */
+export function matchesSearch(s: Readonly<LockSummary>, needle: string, holderOf: (value: string) => string): boolean {
+  return s.resource.toLowerCase().includes(needle) || (s.token !== null && holderOf(s.token).toLowerCase().includes(needle));
 }
 
 /** `GET /api/locks` when paged (group, q, sort, order or offset given). */

@@ -3,10 +3,10 @@ import {
   byText,
   GroupAggregator,
   lockGroup,
-  matchesSearch,
   OTHER_GROUP,
   LockColumns,
   sortGroups,
+  matchesSearch,
   sortInSlices,
   statelessPattern,
   type GroupSort,
@@ -111,6 +111,15 @@ function holderOfValue(value: string | null): string {
   return holder ? engineHolderText(holder) : `raw ${truncate(value, 28)}`;
 }
 
+/**
+ * What a search matches of a held value: an engine value's holder as the table shows it (`checkout (web-1 pid
+ * 42)`: the value holds label and host percent-encoded beside a random id), any other value as it is held.
+ */
+function searchedHolder(value: string): string {
+  const { holder } = decodeHolder(value);
+  return holder ? engineHolderText(holder) : value;
+}
+
 function fenceOfValue(value: string | null): number | null {
   const fence = value === null ? null : decodeHolder(value).fence;
   return fence === null ? null : Number(fence);
@@ -123,7 +132,8 @@ function fenceOfValue(value: string | null): number | null {
  */
 export class LockGroups {
   readonly groupOf: (resource: string) => string;
-  private groupsCache: GroupsAggregate | null = null;
+  /** The groups' rows, by the deployment asked for (null: every deployment), reused as the sorted lists are. */
+  private readonly groupsCache = new Map<string | null, GroupsAggregate>();
   private readonly lists = new Map<string, SortedList>();
   /** Aggregates and lists being built, by key: the requests that come meanwhile wait for the same build. */
   private readonly building = new Map<string, Promise<unknown>>();
@@ -160,8 +170,8 @@ export class LockGroups {
    * most of a second), shared by the requests that come while it runs and reused as the sorted lists are.
    */
   async groups(query: GroupQuery, now = Date.now()): Promise<LockGroupsPage> {
-    let aggregate = this.groupsCache;
-    if (!fresh(aggregate, now) || aggregate.deployment !== query.deployment) {
+    let aggregate = this.groupsCache.get(query.deployment ?? null);
+    if (!fresh(aggregate, now)) {
       aggregate = await this.shared(JSON.stringify(["groups", query.deployment ?? null]), () => this.aggregate(query.deployment, now));
     }
     const needle = query.q?.toLowerCase();
@@ -186,7 +196,8 @@ export class LockGroups {
       if (row.oldest && oldest) row.oldest.holder = holderText(oldest);
     }
     const aggregate: GroupsAggregate = { at: now, until: reusedUntil(now, performance.now() - started), deployment, rows, locks };
-    this.groupsCache = aggregate;
+    this.groupsCache.set(deployment ?? null, aggregate);
+    for (const [key, kept] of this.groupsCache) if (now > kept.until) this.groupsCache.delete(key);
     return aggregate;
   }
 
@@ -278,7 +289,7 @@ export class LockGroups {
       if (query.state !== undefined && s.state !== query.state) return;
       if (query.deployment !== undefined && s.deployment !== query.deployment) return;
       if (inGroup && !inGroup(s.resource)) return;
-      if (needle && !matchesSearch(s, needle)) return;
+      if (needle && !matchesSearch(s, needle, searchedHolder)) return;
       columns.add(s);
     });
     const order = await sortInSlices(columns.rows(), columns.compare(query.order));

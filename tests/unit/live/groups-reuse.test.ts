@@ -78,6 +78,19 @@ describe("the grouped view's sorted lists", () => {
     expect(fleet.passes).toBe(2);
   });
 
+  it("keeps each deployment's rows apart: viewers of different deployments do not make every poll a pass", async () => {
+    const fleet = slowFleet(1_000, 10);
+    const groups = new LockGroups(fleet, /^lock:([^/]+)/);
+    const query = { sort: "group" as const, order: "asc" as const, offset: 0, limit: 10 };
+    const t0 = 5_000_000;
+    // Within one reuse window, one viewer of every deployment and one of `eu` poll in turn.
+    for (let i = 0; i < 5; i++) {
+      await groups.groups(query, t0 + i * 100);
+      await groups.groups({ ...query, deployment: "eu" }, t0 + i * 100 + 50);
+    }
+    expect(fleet.passes).toBe(2);
+  });
+
   it("shares one build among the requests that come while it runs", async () => {
     const fleet = slowFleet(1_000, 10);
     const groups = new LockGroups(fleet, /^lock:([^/]+)/);

@@ -93,8 +93,13 @@ describe("lock groups", () => {
     };
     expect(byFence("asc")).toEqual(["lock:x", "lock:z", "lock:y"]);
     expect(byFence("desc")).toEqual(["lock:z", "lock:x", "lock:y"]);
-    expect(rows.filter((r) => matchesSearch(r, "nightly")).map((r) => r.resource)).toEqual(["lock:c"]);
-    expect(rows.filter((r) => matchesSearch(r, "lock:a")).map((r) => r.resource)).toEqual(["lock:a"]);
+    const asHeld = (value: string) => value;
+    expect(rows.filter((r) => matchesSearch(r, "nightly", asHeld)).map((r) => r.resource)).toEqual(["lock:c"]);
+    expect(rows.filter((r) => matchesSearch(r, "lock:a", asHeld)).map((r) => r.resource)).toEqual(["lock:a"]);
+    // The holder as read from the value, not the value: a search for what the value alone holds finds nothing.
+    const shown = (value: string) => (value.includes("nightly") ? "report (batch-7 pid 42)" : "—");
+    expect(rows.filter((r) => matchesSearch(r, "batch-7", shown)).map((r) => r.resource)).toEqual(["lock:c"]);
+    expect(rows.filter((r) => matchesSearch(r, "nightly", shown)).map((r) => r.resource)).toEqual([]);
   });
 });
 
