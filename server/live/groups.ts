@@ -50,6 +50,12 @@ function fresh<T extends { at: number; until: number }>(made: T | null | undefin
 
 /** Sorted lists kept for reuse (one per search and sort a viewer is scrolling through). */
 const KEPT_LISTS = 8;
+/**
+ * Passes over the locks run at once (the others wait their turn): each distinct search or sort is a pass, and
+ * over a million locks a sorted list's columns take tens of megabytes, so a viewer typing, or a script cycling
+ * searches, queues passes rather than running them all together.
+ */
+const BUILDS_AT_ONCE = 2;
 /** Groups whose order by name is kept as their locks come and go, at most (the ones viewed last). */
 const KEPT_ORDERS = 8;
 /** A group's kept order is let go when no page of it was asked for this long. */
@@ -137,6 +143,9 @@ export class LockGroups {
   private readonly lists = new Map<string, SortedList>();
   /** Aggregates and lists being built, by key: the requests that come meanwhile wait for the same build. */
   private readonly building = new Map<string, Promise<unknown>>();
+  /** Builds running, and those waiting for their turn (see `BUILDS_AT_ONCE`). */
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
   /** Groups viewed by name, kept in order as their locks come and go (only where the source tells of them). */
   private readonly orders = new Map<string, GroupOrder>();
 
@@ -270,14 +279,30 @@ export class LockGroups {
     return (resource) => resource.includes(group) && this.groupOf(resource) === group;
   }
 
-  /** The build running under `key`, or `build` started now: one build for every request that comes meanwhile. */
+  /**
+   * The build running or waiting under `key`, or `build` queued now: one build for every request that comes
+   * meanwhile, and at most `BUILDS_AT_ONCE` running.
+   */
   private shared<T>(key: string, build: () => Promise<T>): Promise<T> {
     let building = this.building.get(key) as Promise<T> | undefined;
     if (!building) {
-      building = build().finally(() => this.building.delete(key));
+      building = this.inTurn(build).finally(() => this.building.delete(key));
       this.building.set(key, building);
     }
     return building;
+  }
+
+  private async inTurn<T>(build: () => Promise<T>): Promise<T> {
+    // A finished build hands its place to the first waiting (no other can take it meanwhile).
+    if (this.running >= BUILDS_AT_ONCE) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.running += 1;
+    try {
+      return await build();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running -= 1;
+    }
   }
 
   private async build(query: LockQuery, key: string, now: number): Promise<SortedList> {

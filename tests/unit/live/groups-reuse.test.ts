@@ -91,6 +91,26 @@ describe("the grouped view's sorted lists", () => {
     expect(fleet.passes).toBe(2);
   });
 
+  it("runs at most two passes at once, the other searches waiting their turn", async () => {
+    const fleet = slowFleet(1_000, 5);
+    let running = 0;
+    let most = 0;
+    const pass = fleet.summariesInSlices.bind(fleet);
+    fleet.summariesInSlices = async (visit) => {
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await pass(visit);
+      running -= 1;
+    };
+    const groups = new LockGroups(fleet, /^lock:([^/]+)/);
+    // A script cycling through searches: every one is its own pass.
+    const pages = await Promise.all(Array.from({ length: 8 }, (_, i) => groups.page({ q: `orders/0000${i}`, sort: "ttl", order: "asc", offset: 0, limit: 10 }, 6_000_000)));
+    expect(pages.map((p) => p.total)).toEqual(Array.from({ length: 8 }, () => 1));
+    expect(fleet.passes).toBe(8);
+    expect(most).toBe(2);
+  });
+
   it("shares one build among the requests that come while it runs", async () => {
     const fleet = slowFleet(1_000, 10);
     const groups = new LockGroups(fleet, /^lock:([^/]+)/);
