@@ -255,6 +255,19 @@ export class StreamHub {
     };
     client.lifetime.unref?.();
     this.clients.add(client);
+    try {
+      this.start(client, lastEventId, snapshotRows);
+    } catch (error) {
+      // Nothing of it stays: not the client, its view's count, nor its place under the stream limits.
+      detach();
+      throw error;
+    }
+    return client;
+  }
+
+  /** Registers the client's view and writes its start: preamble, nodes, then a resume or a snapshot. */
+  private start(client: Client, lastEventId: string | null, snapshotRows: boolean): void {
+    const { group, deployment } = client;
     if (group !== NO_LOCKS) {
       const key = viewKey(group, deployment);
       let view = this.views.get(key);
@@ -279,7 +292,6 @@ export class StreamHub {
       this.replayAfter(client, shared.seq);
       this.continueSnapshot(client);
     }
-    return client;
   }
 
   /** Writes the ring's frames after `seq` to the client (only its group's and deployment's part, where it follows one). */

@@ -135,6 +135,33 @@ describe("the stream hub", () => {
     expect(() => hub.open(null, null, alice)).not.toThrow();
   });
 
+  it("leaves nothing behind of a stream whose start fails: its place under the limits and its view go", async () => {
+    const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>());
+    NODES.forEach((_, i) => store.setNodeUp(i, true, T));
+    store.watching = true;
+    let failing = true;
+    const watcherStatus = () => {
+      if (failing) throw new Error("node status unavailable");
+      return [];
+    };
+    const hub = new StreamHub({ store, watcherStatus, stats: () => STATS }, { limits: { perAddress: 1, perCredential: 1 } });
+    const alice = { address: "10.0.0.1", credential: "token-a" };
+    expect(() => hub.open(null, null, alice)).toThrow(/node status unavailable/);
+    expect(hub.clientCount).toBe(0);
+    // The address's one stream is free again, and with no view left open no lock change is built.
+    failing = false;
+    hub.tick(T + 1_000);
+    hub.tick(T + 62_000);
+    const drains = vi.spyOn(store, "drain");
+    store.apply("lock:after", all("v"), T + 62_000);
+    hub.tick(T + 62_100);
+    expect(drains).not.toHaveBeenCalled();
+    const browser = new Browser(hub.open(null, null, alice));
+    await browser.drain(3);
+    expect(browser.locks.get("lock:after")?.token).toBe("v");
+    await browser.close();
+  });
+
   it("encodes one snapshot for the streams that open together, each followed by the changes since it", async () => {
     const { store, hub } = setUp();
     for (let i = 0; i < 1_200; i++) store.apply(`lock:many:${i}`, all(`v${i}`), T);
