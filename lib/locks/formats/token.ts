@@ -1,6 +1,6 @@
 import { formatReading, isEpochMs, lockishName, stringValue } from "./common";
 import { STRING_COMPARE_DELETE, scriptRelease } from "./release";
-import { defineFormat, type FormatHolder } from "./types";
+import { defineFormat, type FormatHolder, type KeyReading } from "./types";
 
 /**
  * A plain string token, the layout most clients share: node-redlock 4 and 5 (16 random bytes as hex, `SET NX PX`
@@ -12,7 +12,8 @@ import { defineFormat, type FormatHolder } from "./types";
  * `Date.now() + timeout + 1` in ms under `lock.<name>` with `PX timeout`; the SETNX pattern of the Redis docs (the
  * one redis-lock follows) stores `<unix seconds> + timeout + 1` and often no TTL at all, its holders treating
  * the lock as free once that time has passed. Both are decoded into the holder's `expiresAt`, and the lock's end
- * is the earlier of that and the key's TTL, so such a lock is not a no-TTL hazard.
+ * is the earlier of that and the key's TTL, so such a lock is not a no-TTL hazard. A value that is a time already
+ * come on a key with a TTL is when the lock was taken, not its end (see `inValueExpiry`).
  */
 
 const SECONDS = /^\d{10}$/;
@@ -26,6 +27,21 @@ export function valueExpiry(value: string): number | null {
   if (value.length === 10 && SECONDS.test(value) && isEpochMs(Number(value) * 1000)) return Number(value) * 1000;
   return null;
 }
+
+/**
+ * A value's time taken as the lock's end: where the key has no TTL (the SETNX pattern), or where it lies ahead
+ * of the read by more than `TAKEN_AT_SLACK_MS` (redis-lock's `now + timeout + 1`). A key with a TTL whose value is
+ * a time already come holds when it was taken (`SET lock <Date.now()> NX PX 30000`): its TTL alone ends it.
+ */
+function inValueExpiry(value: string, reading: KeyReading): number | null {
+  const expiry = valueExpiry(value);
+  if (expiry === null) return null;
+  const pttl = reading.raw.type === "string" ? reading.raw.pttlMs : -2;
+  return pttl === -1 || expiry > reading.at + TAKEN_AT_SLACK_MS ? expiry : null;
+}
+
+/** How far ahead of the read a holder's clock may put "now" written as the value (clocks differ between hosts). */
+const TAKEN_AT_SLACK_MS = 1_000;
 
 export const token = defineFormat({
   name: "token",
@@ -44,7 +60,7 @@ export const token = defineFormat({
   decode(_key, reading) {
     const { value, truncated } = stringValue(reading) ?? { value: "", truncated: false };
     const holder: FormatHolder = { id: value };
-    const expiry = valueExpiry(value);
+    const expiry = inValueExpiry(value, reading);
     if (expiry !== null) holder.expiresAt = expiry;
     // (Checked on every token read: the pattern's shortest match has 32 characters.)
     const meta = value.length >= 32 ? WITH_METADATA.exec(value) : null;

@@ -79,6 +79,19 @@ describe("decoding holders", () => {
     expect(valueExpiry("0123456789abcdef")).toBeNull();
   });
 
+  it("takes a time already come in the value of a key with a TTL for when the lock was taken, not its end", () => {
+    // `SET lock:job <Date.now()> NX PX 30000`: held for 30 s, not elapsed at once; the same in seconds.
+    for (const value of [String(AT - 20), String(Math.floor(AT / 1000))]) {
+      const reading = decode("lock:job", str(value, 30_000));
+      expect(reading?.expiresAt).toBe(AT + 30_000);
+      expect(reading?.holders[0]?.expiresAt).toBeUndefined();
+    }
+    // A holder's clock a little ahead of the console's is still "now".
+    expect(decode("lock:job", str(String(AT + 300), 30_000))?.expiresAt).toBe(AT + 30_000);
+    // Without a TTL the time is the end (the SETNX pattern), come or not.
+    expect(decode("lock.foo", str(String(AT - 5_000), -1))?.expiresAt).toBe(AT - 5_000);
+  });
+
   it("decodes redlock-universal's metadata value", () => {
     const reading = decode("lock:a", str(`api-2:${AT - 3_000}:0011223344556677`));
     expect(reading?.holders[0]).toMatchObject({ label: "api-2", since: AT - 3_000 });
