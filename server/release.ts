@@ -1,7 +1,7 @@
 import "server-only";
 import { decodeReading, formatByName, readLockKeys, type FormatName, type FormatReading, type NodeReleaseResult } from "@/lib/locks/formats";
 import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
-import { lockKeyMatcher } from "@/lib/locks/glob";
+import { isNeverLock, lockKeyFilter } from "@/lib/locks/formats/defaults";
 import { prevailingValue } from "@/lib/locks/merge";
 import { decodeLockValue, REVOKE_CHANNEL } from "@lockscope/redlock";
 import { getAuditStore } from "./audit/current";
@@ -51,7 +51,7 @@ let matcherFor: { state: PatternsState; match: (key: string) => boolean } | null
 /** The patterns in force (as the live view watches them), so what it shows as a lock and what can be released never disagree. */
 export function isLockKey(resource: string): boolean {
   const state = getPatternStore().current();
-  if (matcherFor?.state !== state) matcherFor = { state, match: lockKeyMatcher(state.patterns.map((p) => p.glob)) };
+  if (matcherFor?.state !== state) matcherFor = { state, match: lockKeyFilter(state.patterns.map((p) => p.glob)) };
   return matcherFor.match(resource);
 }
 
@@ -109,6 +109,9 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   const { resource, reason, token, principal, request } = input;
   const config = getConfig();
   if (!isLockKey(resource)) {
+    if (isNeverLock(resource)) {
+      throw new ApiError("not_found", `\`${preview(resource)}\` is a key kept beside a lock (its fence, waiting queue, lease or this console's own), not a lock; nothing was touched.`);
+    }
     const patterns = getPatternStore().current().patterns.map((p) => p.glob);
     throw new ApiError("not_found", `\`${preview(resource)}\` is not a lock key under the lock patterns (${patterns.join(", ")}); nothing was touched.`);
   }

@@ -1,7 +1,7 @@
 import "server-only";
 import { createHash } from "node:crypto";
 import type { KeyReading } from "@/lib/locks/formats";
-import { lockKeyMatcher } from "@/lib/locks/glob";
+import { lockKeyFilter } from "@/lib/locks/formats/defaults";
 import type { EndCause } from "@/lib/locks/merge";
 import { restartRisk, uptimeMsAt } from "@/lib/locks/node-state";
 import type { LiveStats, LockDetail, WatcherStatus } from "@/lib/locks/types";
@@ -96,7 +96,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     // The patterns in force: LOCK_PATTERNS, or what an operator set since (PUT /api/patterns), changed live.
     const patternStore = getPatternStore();
     let patterns: readonly string[] = patternStore.current().patterns.map((p) => p.glob);
-    let matcher = lockKeyMatcher(patterns);
+    let matcher = lockKeyFilter(patterns);
     const isLockKey = (key: string) => matcher(key);
     store.declaredScope = (resource) => patternStore.declaredScope(resource);
     const watchers: NodeWatcher[] = nodes.map(
@@ -105,7 +105,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     );
     const unsubscribePatterns = patternStore.onChange((state) => {
       patterns = state.patterns.map((p) => p.glob);
-      matcher = lockKeyMatcher(patterns);
+      matcher = lockKeyFilter(patterns);
       const dropped = store.retain(isLockKey);
       log.info({ patterns, dropped }, "lock patterns changed: re-subscribing and reconciling every node");
       for (const w of watchers) void w.resubscribe().catch(guard(`re-subscribe of ${w.id}`));

@@ -196,13 +196,16 @@ export class NodeWatcher {
     if (!channel.startsWith(this.channelPrefix)) return;
     const key = channel.slice(this.channelPrefix.length);
     this.eventsUnstamped = true;
+    this.keyspaceEvents.set(event, (this.keyspaceEvents.get(event) ?? 0) + 1);
+    // The patterns' channels also carry the keys kept beside locks (a Redisson read-write lock's lease keys
+    // under `lock:*`): never read as locks.
+    if (!this.ctx.isLockKey(key)) return;
     // An end (del, expired, evicted) stays the key's cause until it is read, even if a set follows in the
     // same batch (a release that hands the lock over deletes and writes in one script).
     const cause = CAUSES[event];
     this.dirty.set(key, cause ?? this.dirty.get(key) ?? null);
     if (cause !== undefined && !this.cluster) this.ended.add(key);
     else this.ended.delete(key);
-    this.keyspaceEvents.set(event, (this.keyspaceEvents.get(event) ?? 0) + 1);
   }
 
   /** Sets `lastEventAt` if notifications came since the last call: called every few milliseconds. */

@@ -70,6 +70,21 @@ describe("the live view, whatever library took the lock", () => {
     await live("lock:redisson-orders", (l) => l.state === "released");
   });
 
+  it("shows a Redisson read lock named with a hash tag as one lock, never its lease keys, which cannot be released", async () => {
+    // `lock:{orders}` keeps `lock:{orders}:<client>:<thread>:rwlock_timeout:1` beside it, which `lock:*` also matches.
+    const redisson = new RedissonWriter(clients[2]!);
+    expect(await redisson.readLock("lock:{orders}", 57)).toBeNull();
+    const leaseKeys = await clients[2]!.keys("lock:{orders}:*rwlock_timeout*");
+    expect(leaseKeys).toHaveLength(1);
+    await live("lock:{orders}", (l) => l.state === "held" && l.format === "redisson-rw");
+    const listed = (await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Lock[] };
+    expect(listed.locks.filter((l) => l.resource.startsWith("lock:{orders}")).map((l) => l.resource)).toEqual(["lock:{orders}"]);
+    const refused = await forceRelease(leaseKeys[0]!, { reason: "stuck lease key" });
+    expect(refused.status).toBe(404);
+    expect(JSON.stringify(refused.body)).toMatch(/kept beside a lock .*not a lock; nothing was touched/);
+    expect(await clients[2]!.exists(leaseKeys[0]!)).toBe(1);
+  });
+
   it("force-releases a Redisson lock by its holder field and wakes a waiter subscribed the way Redisson's are", async () => {
     const redisson = new RedissonWriter(clients[1]!);
     await redisson.lock("lock:redisson-report", 7);

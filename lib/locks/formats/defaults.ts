@@ -1,3 +1,5 @@
+import { lockKeyMatcher } from "../glob";
+
 /**
  * The default `LOCK_PATTERNS`: the key names the common lock libraries use out of the box, so a console
  * started with no configuration shows their locks. Each entry says whose convention it is. Patterns are
@@ -47,6 +49,19 @@ export const NEVER_LOCKS = Object.freeze([
   "redisson_unlock_latch:*",
   "*:rwlock_timeout:*",
 ]);
+
+/** Whether a key is one of `NEVER_LOCKS`. */
+export const isNeverLock = lockKeyMatcher(NEVER_LOCKS);
+
+/**
+ * Which keys are locks under `patterns`: those they match, less `NEVER_LOCKS` (a broad pattern such as `lock:*`
+ * also matches a Redisson read-write lock's lease keys, `lock:{orders}:<id>:57:rwlock_timeout:1`, and one such
+ * as `*orders*` the engine's `waitq:lock:orders`). The live view watches these, and only these can be released.
+ */
+export function lockKeyFilter(patterns: readonly string[]): (key: string) => boolean {
+  const matches = lockKeyMatcher(patterns);
+  return (key) => matches(key) && !isNeverLock(key);
+}
 
 /** Keys of this console that a pattern must never match (written on every lock node: the audit stream, the lab's runs). */
 export const CONSOLE_KEYS = Object.freeze(["lockscope:audit", "lockscope:lab:runs"]);
