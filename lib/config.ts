@@ -262,11 +262,15 @@ export function maskDatabaseUrl(url: string): string {
   }
 }
 
-/** Hides the password of a redis URL for display and logs. */
+/** Query parameters that carry a secret: ioredis takes any option from a URL's query (`?password=…`). */
+export const SECRET_PARAM = /pass|secret|token|auth|key/i;
+
+/** Hides the password of a redis URL for display and logs: in its user part and in its query. */
 export function maskRedisUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = "****";
+    for (const name of [...u.searchParams.keys()]) if (SECRET_PARAM.test(name)) u.searchParams.set(name, "****");
     return u.toString().replace(/\/$/, "");
   } catch {
     return "(invalid url)";

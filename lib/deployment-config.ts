@@ -61,9 +61,9 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 const NAME = /^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$/;
 
-/** A URL as it may be shown: the password masked, nothing else changed. */
+/** A URL as it may be shown: the password masked (in the user part and in a `?password=`-like query parameter), nothing else changed. */
 export function maskUrl(url: string): string {
-  return url.replace(/(\/\/[^/@\s]*?:)[^/@\s]*@/g, "$1****@");
+  return url.replace(/(\/\/[^/@\s]*?:)[^/@\s]*@/g, "$1****@").replace(/([?&][^=&#\s]*(?:pass|secret|token|auth|key)[^=&#\s]*=)[^&#\s]*/gi, "$1****");
 }
 
 function urlProblem(s: string): string | null {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, maskRedisUrl, parseConfig } from "@/lib/config";
+import { maskUrl } from "@/lib/deployment-config";
 
 function errorOf(env: Record<string, string>): ConfigError {
   try {
@@ -86,5 +87,9 @@ describe("configuration", () => {
   it("masks passwords in node URLs", () => {
     expect(maskRedisUrl("redis://user:secret@10.0.0.1:6379")).toBe("redis://user:****@10.0.0.1:6379");
     expect(maskRedisUrl("redis://10.0.0.1:6379")).toBe("redis://10.0.0.1:6379");
+    // ioredis also takes the password (and any option) from the query.
+    expect(maskRedisUrl("redis://10.0.0.1:6379/0?password=s3cret&family=4")).toBe("redis://10.0.0.1:6379/0?password=****&family=4");
+    expect(maskRedisUrl("rediss://u:p@h:6380/?sentinelPassword=x&tls=true")).toBe("rediss://u:****@h:6380/?sentinelPassword=****&tls=true");
+    expect(maskUrl("redis://h:1/0?password=s3cret&db=2 and rediss://a:b@h2")).toBe("redis://h:1/0?password=****&db=2 and rediss://a:****@h2");
   });
 });
