@@ -41,10 +41,12 @@ local count = tonumber(redis.call('HGET', key, id)) or 0
 redis.call('HDEL', key, id)
 local writer = string.sub(id, -6) == ':write'
 if not writer then
-  -- A reader's per-hold lease keys go with it, or they would keep the hash alive in Redisson's eyes.
+  -- A reader's per-hold lease keys go with it, or they would keep the hash alive in Redisson's eyes. At most
+  -- the first 1,024 (a hold count is any number up to ten digits: a loop over it would hold the node for
+  -- seconds); the rest end with their leases.
   local prefix
   if string.find(key, '{', 1, true) then prefix = key .. ':' .. id else prefix = '{' .. key .. '}:' .. id end
-  for i = 1, count do redis.call('DEL', prefix .. ':rwlock_timeout:' .. i) end
+  for i = 1, math.min(count, 1024) do redis.call('DEL', prefix .. ':rwlock_timeout:' .. i) end
 end
 local woken = -1
 if redis.call('HLEN', key) <= 1 then
