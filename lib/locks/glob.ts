@@ -51,16 +51,24 @@ function findClassEnd(pattern: string, from: number): number {
 }
 
 function classBody(body: string): string {
-  let out = "";
+  // The class's members, each one character (an escaped one taken as it is); `a-z` between two of them is a range.
+  const members: Array<{ ch: string; escaped: boolean }> = [];
   for (let k = 0; k < body.length; k++) {
-    const ch = body[k] as string;
-    if (ch === "\\" && k + 1 < body.length) {
-      k += 1;
-      out += escapeRegex(body[k] as string);
-    } else if (ch === "-" && k > 0 && k < body.length - 1) {
-      out += "-";
+    if (body[k] === "\\" && k + 1 < body.length) members.push({ ch: body[++k] as string, escaped: true });
+    else members.push({ ch: body[k] as string, escaped: false });
+  }
+  let out = "";
+  for (let m = 0; m < members.length; m++) {
+    const start = members[m] as { ch: string };
+    const dash = members[m + 1];
+    const end = members[m + 2];
+    if (dash && !dash.escaped && dash.ch === "-" && end) {
+      // Redis swaps a range written backwards (`[z-a]` is `[a-z]`); a RegExp would refuse it.
+      const [low, high] = start.ch <= end.ch ? [start.ch, end.ch] : [end.ch, start.ch];
+      out += `${escapeRegex(low)}-${escapeRegex(high)}`;
+      m += 2;
     } else {
-      out += escapeRegex(ch);
+      out += escapeRegex(start.ch);
     }
   }
   return out;

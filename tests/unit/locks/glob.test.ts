@@ -21,6 +21,13 @@ describe("Redis glob patterns", () => {
     expect(globToRegExp("h[^e]llo").test("hello")).toBe(false);
     expect(globToRegExp("h[a-c]llo").test("hbllo")).toBe(true);
     expect(globToRegExp("h[a-c]llo").test("hdllo")).toBe(false);
+    // A range written backwards is the same range, as Redis reads it (a RegExp would throw).
+    expect(globToRegExp("h[c-a]llo").test("hbllo")).toBe(true);
+    expect(globToRegExp("h[c-a]llo").test("hdllo")).toBe(false);
+    expect(globToRegExp("h[-a]llo").test("h-llo")).toBe(true);
+    expect(globToRegExp("h[a-]llo").test("h-llo")).toBe(true);
+    expect(globToRegExp("h[a\\-c]llo").test("hbllo")).toBe(false);
+    expect(globToRegExp("h[a\\-c]llo").test("h-llo")).toBe(true);
     expect(globToRegExp("lock\\*").test("lock*")).toBe(true);
     expect(globToRegExp("lock\\*").test("lockx")).toBe(false);
   });
