@@ -103,7 +103,19 @@ for i, key in ipairs(KEYS) do
         -- One HSCAN step; a small hash answers whole in one step, so cut it to the bound here.
         local step = redis.call('HSCAN', key, 0, 'COUNT', max_items)[2]
         flat = {}
-        for j = 1, math.min(#step, 2 * max_items) do flat[j] = step[j] end
+        local has_mode = false
+        for j = 1, math.min(#step, 2 * max_items) do
+          flat[j] = step[j]
+          if j % 2 == 1 and step[j] == 'mode' then has_mode = true end
+        end
+        -- A Redisson read-write lock is told by its mode field, which one step need not reach.
+        if not has_mode then
+          local mode = redis.call('HGET', key, 'mode')
+          if mode then
+            flat[#flat + 1] = 'mode'
+            flat[#flat + 1] = mode
+          end
+        end
       end
       r = {t, pttl, size, flat}
       if companions then ${blocks.hash}
@@ -252,7 +264,7 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
   types.forEach((type, i) => {
     const key = keys[i] as string;
     if (type === "string") second.strlen(key).getrange(key, 0, maxBytes - 1);
-    else if (type === "hash") second.hlen(key).hscan(key, 0, "COUNT", maxItems);
+    else if (type === "hash") second.hlen(key).hscan(key, 0, "COUNT", maxItems).hget(key, "mode");
     else if (type === "zset") second.zcard(key).zrevrange(key, 0, maxItems - 1, "WITHSCORES");
   });
   const bodies = types.some((t) => t === "string" || t === "hash" || t === "zset") ? ((await second.exec()) ?? []) : [];
@@ -264,13 +276,17 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
     if (type !== "string" && type !== "hash" && type !== "zset") return { key, at, raw: { type: "other", redisType: type, pttlMs, extras: {} } };
     const [sizeError, size] = bodies[j] ?? [null, 0];
     const [bodyError, body] = bodies[j + 1] ?? [null, null];
-    j += 2;
+    const mode = type === "hash" ? asText(bodies[j + 2]?.[1]) : null;
+    j += type === "hash" ? 3 : 2;
     if (sizeError || bodyError) return { key, at, raw: { type: "none" } };
     const count = asNumber(size, 0);
     if (type === "string") return { key, at, raw: { type, pttlMs, size: count, value: asText(body) ?? "", extras: {} } };
     if (type === "hash") {
       const step: unknown = Array.isArray(body) ? body[1] : [];
-      return { key, at, raw: { type, pttlMs, size: count, fields: pairs(step).slice(0, maxItems), extras: {} } };
+      const fields = pairs(step).slice(0, maxItems);
+      // A Redisson read-write lock is told by its mode field, which one step need not reach.
+      if (mode !== null && !fields.some(([field]) => field === "mode")) fields.push(["mode", mode]);
+      return { key, at, raw: { type, pttlMs, size: count, fields, extras: {} } };
     }
     const members = pairs(body).map(([member, score]): [string, number] => [member, asNumber(score, Number.NaN)]);
     return { key, at, raw: { type, pttlMs, size: count, members, extras: {} } };

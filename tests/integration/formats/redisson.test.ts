@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { decodeReading, formatByName, readLockKeys, type FormatReading } from "@/lib/locks/formats";
+import { decodeReading, formatByName, readLockKeys, readLockKeysWithoutScripts, type FormatReading } from "@/lib/locks/formats";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { until } from "../../support/wait";
 import { RedissonWriter, fairWaiterChannel, lockChannel, readWriteChannel, subscribeWaiter } from "../../support/redisson";
@@ -138,6 +138,23 @@ describe("Redisson locks", () => {
     const done = await release([redis], name, a.holder(3), opts);
     expect(done.nodes[0]).toMatchObject({ result: "deleted" });
     expect(await redis.exists(name, `{${name}}:${a.holder(3)}:rwlock_timeout:1`)).toBe(0);
+  });
+
+  it("read-write lock with more readers than one read takes: still a read-write lock, in read mode, with or without scripts", async () => {
+    // 5,000 readers: the hash is a hashtable (past hash-max-listpack-entries), read a step of it at a time, which
+    // reaches the mode field once in about eighty reads.
+    const a = new RedissonWriter(redis);
+    expect(await a.readLock("catalog-wide", 1)).toBeNull();
+    const readers = Array.from({ length: 5_000 }, (_, i) => [`${a.clientId}:${1_000 + i}`, "1"]).flat();
+    await redis.hset("catalog-wide", ...readers);
+    expect(await redis.object("ENCODING", "catalog-wide")).toBe("hashtable");
+    const withScript = await read("catalog-wide");
+    const withoutScripts = decodeReading((await readLockKeysWithoutScripts(redis, ["catalog-wide"]))[0]!, { now: Date.now() });
+    for (const reading of [withScript, withoutScripts]) {
+      expect(reading?.format).toBe("redisson-rw");
+      expect(reading?.holders.length).toBeGreaterThan(0);
+      expect(reading?.holders.every((h) => h.mode === "read")).toBe(true);
+    }
   });
 
   it("read-write lock's writer: released with the message that wakes every waiter", async () => {
