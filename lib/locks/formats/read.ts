@@ -245,8 +245,8 @@ export type MultiClient = Pick<Redis, "multi">;
 
 /**
  * The same readings where a node refuses scripts (EVAL disabled or renamed on some managed services): two
- * MULTIs, one for TYPE and PTTL of every key, one for the bounded reads each type needs. A key that changes
- * type between the two answers WRONGTYPE and is read as gone until the next read. The formats' companion
+ * MULTIs, one for TYPE and PTTL of every key, one for TYPE again and the bounded reads each type needs. A key
+ * deleted or of another type by the second reads as gone until the next read (its change is notified). The formats' companion
  * reads need a script and are skipped (Redisson's fair-lock waiters read as not visible).
  */
 export async function readWithoutScripts(client: MultiClient, keys: readonly string[], limits: Partial<ReadLimits> = {}, clock?: NodeClock): Promise<KeyReading[]> {
@@ -261,11 +261,13 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
   const at = readAt(Array.isArray(time) ? Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000) : Number.NaN, sentAt, clock);
   const types = keys.map((_, i) => asText(heads[2 * i]?.[1]) ?? "none");
   const second = client.multi();
+  // Each body read starts with TYPE again: a key deleted (or replaced by another type) between the two MULTIs
+  // reads as gone, not as an empty lock of the type it had.
   types.forEach((type, i) => {
     const key = keys[i] as string;
-    if (type === "string") second.strlen(key).getrange(key, 0, maxBytes - 1);
-    else if (type === "hash") second.hlen(key).hscan(key, 0, "COUNT", maxItems).hget(key, "mode");
-    else if (type === "zset") second.zcard(key).zrevrange(key, 0, maxItems - 1, "WITHSCORES");
+    if (type === "string") second.type(key).strlen(key).getrange(key, 0, maxBytes - 1);
+    else if (type === "hash") second.type(key).hlen(key).hscan(key, 0, "COUNT", maxItems).hget(key, "mode");
+    else if (type === "zset") second.type(key).zcard(key).zrevrange(key, 0, maxItems - 1, "WITHSCORES");
   });
   const bodies = types.some((t) => t === "string" || t === "hash" || t === "zset") ? ((await second.exec()) ?? []) : [];
   let j = 0;
@@ -274,11 +276,12 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
     const pttlMs = asNumber(heads[2 * i + 1]?.[1], -2);
     if (type === "none") return { key, at, raw: { type: "none" } };
     if (type !== "string" && type !== "hash" && type !== "zset") return { key, at, raw: { type: "other", redisType: type, pttlMs, extras: {} } };
-    const [sizeError, size] = bodies[j] ?? [null, 0];
-    const [bodyError, body] = bodies[j + 1] ?? [null, null];
-    const mode = type === "hash" ? asText(bodies[j + 2]?.[1]) : null;
-    j += type === "hash" ? 3 : 2;
-    if (sizeError || bodyError) return { key, at, raw: { type: "none" } };
+    const typeNow = asText(bodies[j]?.[1]);
+    const [sizeError, size] = bodies[j + 1] ?? [null, 0];
+    const [bodyError, body] = bodies[j + 2] ?? [null, null];
+    const mode = type === "hash" ? asText(bodies[j + 3]?.[1]) : null;
+    j += type === "hash" ? 4 : 3;
+    if (typeNow !== type || sizeError || bodyError) return { key, at, raw: { type: "none" } };
     const count = asNumber(size, 0);
     if (type === "string") return { key, at, raw: { type, pttlMs, size: count, value: asText(body) ?? "", extras: {} } };
     if (type === "hash") {

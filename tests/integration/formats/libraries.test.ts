@@ -206,6 +206,31 @@ describe("lock formats with the real libraries", () => {
     expect(scripted.map((r) => r.raw.type)).toEqual(["string", "string", "hash", "zset", "other", "none"]);
   });
 
+  it("without scripts, reads a key deleted between its two reads as gone, not as an empty lock", async () => {
+    const c = clients[0]!;
+    await c.set("lock:brief", "token-b", "PX", 60_000);
+    await c.hset("lock:brief-hash", "8743c9c0-0795-4907-87fd-6c719a6b4586:1", "1");
+    await c.zadd("semaphore:brief", Date.now(), "p1");
+    const keys = ["lock:brief", "lock:brief-hash", "semaphore:brief"];
+    // The holders let go right after the first read (TYPE, PTTL) answered, before the second one is sent.
+    let multis = 0;
+    const client = {
+      multi: () => {
+        const multi = c.multi();
+        if (++multis === 2) {
+          const exec = multi.exec.bind(multi);
+          multi.exec = async () => {
+            await c.del(...keys);
+            return exec();
+          };
+        }
+        return multi;
+      },
+    } as unknown as Parameters<typeof readLockKeysWithoutScripts>[0];
+    const readings = await readLockKeysWithoutScripts(client, keys);
+    expect(readings.map((r) => r.raw.type)).toEqual(["none", "none", "none"]);
+  });
+
   it("redis-semaphore: a permit the library counts as dead is not a holder, and the library agrees", async () => {
     const c = clients[0]!;
     // A live holder refreshes inside its timeout, so only the crashed one goes stale. Each refresh also prunes
