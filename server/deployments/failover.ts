@@ -2,7 +2,9 @@ import "server-only";
 import Redis from "ioredis";
 import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
+import { readInSlots } from "@/lib/locks/cluster";
 import { lostInFailover, parseSwitchMaster, type SeenLock, type SwitchMaster } from "@/lib/locks/failover";
+import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { declared, initialiseFor } from "../metrics";
 import { authOptions, tlsOptions } from "./connection";
@@ -39,10 +41,22 @@ export function seenLocks(target: FailoverTarget, now: number, include: (resourc
     .map((l) => ({ resource: l.resource, token: l.token as string, expiresAt: l.expiresAt }));
 }
 
+/** Reads lock keys on the promoted primary with the formats' batched script, or with MULTI where the node refuses scripts (as the watcher does). */
+async function readOnNewPrimary(conn: Redis, keys: readonly string[]): Promise<KeyReading[]> {
+  try {
+    return await readLockKeys(conn, keys);
+  } catch (error) {
+    if (!isScriptRefused(error)) throw error;
+    return readLockKeysWithoutScripts(conn, keys);
+  }
+}
+
 /**
  * After a failover from `from` to `to`: reads the locks the console saw (`seen`) on the promoted primary
  * (`conn`, not yet connected; closed after), and reports every one it does not hold as lost in failover
- * (timeline, metric, one log line), and the others as held across it. Never rejects.
+ * (timeline, metric, one log line), and the others as held across it. `batching`: `slot` for a cluster node,
+ * which refuses keys of several hash slots in one script or transaction (one read per slot, as the watcher
+ * reads a cluster); `any` for a Sentinel primary (one read per batch). Never rejects.
  */
 export async function compareAfterFailover(
   ctx: { deployment: string; target: FailoverTarget; log: Logger },
@@ -50,6 +64,7 @@ export async function compareAfterFailover(
   from: string,
   to: string,
   conn: Redis,
+  batching: "slot" | "any" = "slot",
 ): Promise<void> {
   declared<"deployment">("lockscope_failovers_total").inc({ deployment: ctx.deployment });
   conn.on("error", () => undefined);
@@ -57,15 +72,13 @@ export async function compareAfterFailover(
     await conn.connect();
     const onNewPrimary = new Map<string, string | null>();
     for (let i = 0; i < seen.length; i += READ_BATCH) {
-      const batch = seen.slice(i, i + READ_BATCH);
-      const pipeline = conn.pipeline();
-      for (const lock of batch) pipeline.get(lock.resource);
-      const replies = (await pipeline.exec()) ?? [];
-      batch.forEach((lock, j) => {
-        const [error, value] = replies[j] ?? [null, null];
-        // A key that is not a string (or unreadable) is not the lock the console saw.
-        onNewPrimary.set(lock.resource, !error && typeof value === "string" ? value : null);
-      });
+      const batch = seen.slice(i, i + READ_BATCH).map((lock) => lock.resource);
+      // Read and decoded as the live view reads them, so that what is compared is what the store keeps as a
+      // lock's token: the value of a string lock, the holders' fingerprint of a hash or sorted set (Redisson,
+      // redis-semaphore). A key that is gone reads as null: not the lock the console saw.
+      const readings = batching === "slot" ? await readInSlots(batch, (keys) => readOnNewPrimary(conn, keys)) : await readOnNewPrimary(conn, batch);
+      const now = Date.now();
+      for (const reading of readings) onNewPrimary.set(reading.key, decodeReading(reading, { now })?.fingerprint ?? null);
     }
     const lost = lostInFailover(seen, onNewPrimary, Date.now());
     for (const lock of seen) {
@@ -148,7 +161,7 @@ export class SentinelFailoverMonitor {
       ...(this.deployment.tls ? { tls: tlsOptions(this.deployment.tls) } : {}),
       ...FAILOVER_READ_OPTIONS(this.timeoutMs),
     });
-    void compareAfterFailover({ deployment: this.deployment.name, target: this.target, log: this.log }, seen, from, to, conn);
+    void compareAfterFailover({ deployment: this.deployment.name, target: this.target, log: this.log }, seen, from, to, conn, "any");
   }
 
   async stop(): Promise<void> {
