@@ -99,6 +99,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     let matcher = lockKeyFilter(patterns);
     const isLockKey = (key: string) => matcher(key);
     store.declaredScope = (resource) => patternStore.declaredScope(resource);
+    store.covers = isLockKey;
     const watchers: NodeWatcher[] = nodes.map(
       (node) =>
         new NodeWatcher(node, { store, patterns: () => patterns, isLockKey, events, log, timeoutMs: config.nodeTimeoutMs, deadlineMs: config.nodeTimeoutMs, peers: () => watchers }),

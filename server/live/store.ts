@@ -206,6 +206,12 @@ export class LockStore {
   onProbe: (resources: string[]) => void = () => {};
   /** The operator's scope declaration for a key (from the lock patterns); null where none is declared. */
   declaredScope: (resource: string) => LockScope | null = () => null;
+  /**
+   * Whether a key is a lock under the patterns in force (set by the runtime). A reading of a key no pattern
+   * covers any more (a read sent before a pattern change answers after `retain`) makes no lock: nothing would
+   * ever end it.
+   */
+  covers: (resource: string) => boolean = () => true;
 
   /**
    * Where every timeline entry is also recorded, for the lock history in PostgreSQL (null without one). It
@@ -400,6 +406,7 @@ export class LockStore {
   private applyTo(found: Entry | undefined, resource: string, samples: readonly NodeSample[], now: number): void {
     let entry = found;
     if (!entry) {
+      if (!this.covers(resource)) return;
       if (samples.every((s) => s.value === null)) {
         if (!this.context.watching) this.goneAtStart.set(resource, ++this.startApplyCount);
         return;

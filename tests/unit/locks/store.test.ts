@@ -418,4 +418,15 @@ describe("the lock store's scope and holder sets", () => {
     expect(s.drain(T + 1, 0, 100).removed).toEqual(["jobs/a"]);
     expect(s.counts().held).toBe(0);
   });
+
+  it("makes no lock of a reading that answers after a pattern change left its key uncovered", () => {
+    const s = store();
+    s.covers = (k) => k.startsWith("lock:");
+    // A read sent before the change: nothing would end such a lock (no pattern's notifications reach it).
+    s.apply("jobs/late", [0, 1, 2].map((n) => sample(n, "token", "t", Infinity)), T);
+    expect(s.lock("jobs/late", T)).toBeNull();
+    expect(s.counts().held).toBe(0);
+    s.apply("lock:covered", [0, 1, 2].map((n) => sample(n, "token", "t", T + 10_000)), T);
+    expect(s.lock("lock:covered", T)?.state).toBe("held");
+  });
 });
