@@ -78,6 +78,11 @@ export class NodeWatcher {
    * change): until it ends, the locks this node holds are not all listed yet.
    */
   reading: { since: number; keysRead: number } | null = null;
+  /**
+   * A reconcile is owed: the patterns changed while another was reading or while the node did not answer,
+   * or one failed (after a notification gap, say). Run by the next periodic check that can.
+   */
+  private reconcileOwed = false;
   /** A notification came since `stampEvents` last ran (the time is taken there, not per notification). */
   private eventsUnstamped = false;
   latencyMs: number | null = null;
@@ -415,15 +420,18 @@ export class NodeWatcher {
   async recheckNotifications(): Promise<void> {
     if (!this.up || !this.answering || this.stopped) return;
     const lost = await this.checkNotifications();
-    if (!lost || !this.up) return;
-    // What was read here while notifications were off may be stale: the reconcile reads every key again.
-    this.ctx.store.forgetReadsAtStart(this.index);
-    const started = Date.now();
-    await this.reconcile();
-    this.gaps += 1;
-    this.ctx.store.markGap(this.index, 0, started);
-    this.ctx.events.emit("gap", { nodeId: this.id });
-    this.onChange();
+    if (lost && this.up) {
+      // What was read here while notifications were off may be stale: the reconcile reads every key again.
+      this.ctx.store.forgetReadsAtStart(this.index);
+      this.gaps += 1;
+      this.ctx.store.markGap(this.index, 0, Date.now());
+      this.ctx.events.emit("gap", { nodeId: this.id });
+      this.onChange();
+      this.reconcileOwed = true;
+    }
+    // A reconcile owed (this gap's, a pattern change's the node could not run then, one that failed) runs as
+    // soon as the node answers and no other is reading: tried again at every check until one succeeds.
+    if (this.reconcileOwed && this.up && this.answering && this.reading === null && !this.stopped) await this.reconcile();
   }
 
   /** INFO server on every (re)connect: run id and uptime, so a restart is known at once, whatever the TTLs. */
@@ -461,7 +469,10 @@ export class NodeWatcher {
     if (added.length > 0) await this.sub.psubscribe(...added);
     if (dropped.length > 0) await this.sub.punsubscribe(...dropped);
     this.subscribedChannels = wanted;
-    if (this.up && this.answering) await this.reconcile();
+    // A reconcile already reading took the patterns before the change, and a node not answering cannot be
+    // read now: either way the new patterns' keys are read by the reconcile owed (see `recheckNotifications`).
+    if (this.up && this.answering && this.reading === null) await this.reconcile();
+    else this.reconcileOwed = true;
   }
 
   /**
@@ -472,13 +483,23 @@ export class NodeWatcher {
    * all of them, so the default eight patterns cost one pass over the keyspace, not eight.
    */
   async reconcile(options: { periodic?: boolean } = {}): Promise<void> {
+    // Whatever was owed is read now (with the patterns in force); owed again if this one fails.
+    this.reconcileOwed = false;
     // The periodic rescan of a node without notifications is how it is watched, not a gap: not marked.
-    if (options.periodic) return this.readAllLockKeys({ keysRead: 0 });
+    if (options.periodic) {
+      return this.readAllLockKeys({ keysRead: 0 }).catch((error: unknown) => {
+        this.reconcileOwed = true;
+        throw error;
+      });
+    }
     const progress = { since: Date.now(), keysRead: 0 };
     this.reading = progress;
     this.onChange();
     try {
       await this.readAllLockKeys(progress);
+    } catch (error) {
+      this.reconcileOwed = true;
+      throw error;
     } finally {
       if (this.reading === progress) {
         this.reading = null;
