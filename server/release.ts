@@ -1,4 +1,5 @@
 import "server-only";
+import { setTimeout as sleep } from "node:timers/promises";
 import { decodeReading, formatByName, readLockKeys, type FormatName, type FormatReading, type NodeReleaseResult } from "@/lib/locks/formats";
 import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
 import { isNeverLock, lockKeyFilter } from "@/lib/locks/formats/defaults";
@@ -90,8 +91,13 @@ function currentHolder(reads: ReadonlyArray<{ id: string; reading: FormatReading
 
 const releases = () => counter("lockscope_force_releases_total", "Force releases asked for by operators, by outcome.", ["outcome"]);
 
-function outcomeOf(results: ReadonlyArray<AuditNodeResult>): AuditOutcome {
+/**
+ * `unsure`: on some node whether the release deleted the holder is unknown. Then "nothing was deleted" (a
+ * conflict, an absent lock, a plain failure) cannot be said: without a confirmed delete it is `failed`.
+ */
+function outcomeOf(results: ReadonlyArray<AuditNodeResult>, unsure: boolean): AuditOutcome {
   if (results.some((r) => r.result === "deleted")) return "released";
+  if (unsure) return "failed";
   if (results.some((r) => r.result === "mismatch")) return "conflict";
   if (results.every((r) => r.result === "absent")) return "absent";
   return "failed";
@@ -184,22 +190,42 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     throw error;
   }
 
-  const result = await format.release(
-    nodes.map((n) => n.client),
-    resource,
-    holderId,
-    { nodeTimeoutMs: Math.max(config.nodeTimeoutMs, 250) * 2 },
+  const budgetMs = Math.max(config.nodeTimeoutMs, 250) * 2;
+  // The release's own answers, one per node; null when the release threw (a bug, or an argument a format
+  // refused) after the intent was written: then no node's result is known, and each is read again below.
+  let answers: NodeReleaseResult[] | null = null;
+  let notified = { holder: false, waiters: false };
+  try {
+    const result = await format.release(
+      nodes.map((n) => n.client),
+      resource,
+      holderId,
+      { nodeTimeoutMs: budgetMs },
+    );
+    answers = result.nodes;
+    notified = result.notified;
+  } catch (error) {
+    log.error({ action: "force-release", auditId: entry.id, format: format.name, err: error }, "force release failed in the console");
+  }
+  const settled = await Promise.all(
+    nodes.map(async (node, index): Promise<Settled> => {
+      const answer = answers?.find((r) => r.index === index);
+      if (answer && answer.result === "error") {
+        // The client's message may carry Redis internals (script sha, line): the server log keeps it, the
+        // audit entry (which every viewer reads and exports) gets a plain sentence.
+        log.warn({ action: "force-release", auditId: entry.id, node: node.id, error: answer.error.slice(0, 500) }, "force release failed on a node");
+      }
+      if (answer && !(answer.result === "error" && unanswered(answer.error))) return { result: auditNodeResult(node.id, answer, format.name), unsure: false };
+      // No answer came: the script may have run there after all (a node that answered late), or not at all.
+      // Read the node again before saying anything about it.
+      const cause = answers === null ? "the release failed in the console before this node answered (details in the console's log)" : "did not answer in time";
+      const after = await readAgain(node, resource, performance.now() + Math.max(2_000, budgetMs * 2));
+      return settleUnanswered(node.id, cause, { format: leading.format, holderId }, reads[index], after);
+    }),
   );
-  const nodeResults: AuditNodeResult[] = result.nodes.map((r) => {
-    const id = nodes[r.index]?.id ?? `node-${r.index}`;
-    if (r.result === "error") {
-      // The client's message may carry Redis internals (script sha, line): the server log keeps it, the
-      // audit entry (which every viewer reads and exports) gets a plain sentence.
-      log.warn({ action: "force-release", auditId: entry.id, node: id, error: r.error.slice(0, 500) }, "force release failed on a node");
-    }
-    return auditNodeResult(id, r, format.name);
-  });
-  const outcome = outcomeOf(nodeResults);
+  const nodeResults = settled.map((s) => s.result);
+  const unsure = settled.filter((s) => s.unsure).map((s) => s.result.id);
+  const outcome = outcomeOf(nodeResults, unsure.length > 0);
   await audit.recordOutcome(entry.id, outcome, nodeResults);
   releases().inc({ outcome });
   if (outcome === "released" && leading.holders.length === 1 && peekGlobal("live-runtime") !== undefined) {
@@ -235,8 +261,8 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   if (outcome === "absent") {
     throw new ApiError("not_found", `No node held \`${preview(resource)}\` any more when the release ran; nothing was deleted.`, { auditId: entry.id });
   }
-  const wrong = result.nodes.filter((r) => r.result === "wrongtype");
-  if (outcome === "failed" && wrong.length > 0 && result.nodes.every((r) => r.result === "wrongtype" || r.result === "absent")) {
+  const wrong = (answers ?? []).filter((r) => r.result === "wrongtype");
+  if (outcome === "failed" && wrong.length > 0 && answers?.every((r) => r.result === "wrongtype" || r.result === "absent")) {
     const types = [...new Set(wrong.map((r) => (r.result === "wrongtype" && r.redisType ? r.redisType : "another layout")))];
     throw new ApiError(
       "unprocessable",
@@ -245,12 +271,20 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     );
   }
   if (outcome === "failed") {
-    throw new ApiError("unavailable", "No lock node completed the release; nothing was deleted. See the audit entry for each node's error.", {
+    const why = answers === null ? "The release failed in the console (details in its log). " : "";
+    if (unsure.length > 0) {
+      throw new ApiError(
+        "unavailable",
+        `${why}No lock node confirmed the release, and whether it deleted \`${preview(resource)}\` on ${unsure.join(", ")} is unknown: read the lock again before retrying. See the audit entry for each node.`,
+        { auditId: entry.id, nodes: nodeResults },
+      );
+    }
+    throw new ApiError("unavailable", `${why}No lock node completed the release; nothing was deleted. See the audit entry for each node's error.`, {
       auditId: entry.id,
       nodes: nodeResults,
     });
   }
-  return { released: true, deployment, format: format.name, nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })), notified: result.notified, auditId: entry.id };
+  return { released: true, deployment, format: format.name, nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })), notified, auditId: entry.id };
 }
 
 /**
@@ -285,6 +319,66 @@ async function releaseTarget(resource: string, name: string | undefined): Promis
   return holding[0] ?? { deployment: all.map((d) => d.deployment.name).join(", "), nodes: targets.flatMap((t) => t.nodes), reads: targets.flatMap((t) => t.reads) };
 }
 
+/** A node's part in the release as the audit keeps it; `unsure`: whether the release deleted there is unknown. */
+interface Settled {
+  result: AuditNodeResult;
+  unsure: boolean;
+}
+
+/**
+ * A node's error that says its answer did not come, not that the script failed there: a timeout, or the
+ * connection lost with the script sent. The script may have run on that node all the same.
+ */
+function unanswered(error: string): boolean {
+  return /^no answer|did not answer within|Command timed out|Connection is closed|ECONNRESET/i.test(error);
+}
+
+/**
+ * Reads a node until it answers or `deadline` (performance.now()) passes. The read goes on the connection the
+ * release script went on, and Redis answers one connection's commands in order: an answer shows the node after
+ * the script ran there (or after it was lost on the way).
+ */
+async function readAgain(node: LockNode, resource: string, deadline: number): Promise<NodeRead> {
+  for (;;) {
+    const read = await readNode(node, resource);
+    const left = deadline - performance.now();
+    if (read.state === "ok" || left <= 0) return read;
+    await sleep(Math.min(100, left));
+  }
+}
+
+/** Whether a node's reading has the holder: null when the node could not be read. */
+function holds(read: NodeRead | undefined, target: { format: FormatName; holderId: string }): boolean | null {
+  if (read?.state !== "ok") return null;
+  return read.reading !== null && read.reading.format === target.format && read.reading.holders.some((h) => h.id === target.holderId);
+}
+
+/**
+ * What a node whose answer to the release did not come did there, from what it held before the release and
+ * holds now (read after the script, see `readAgain`). `cause` says why its answer is missing. Pure: no I/O.
+ */
+function settleUnanswered(
+  id: string,
+  cause: string,
+  target: { format: FormatName; holderId: string },
+  before: NodeRead | undefined,
+  after: NodeRead,
+): Settled {
+  const unknown = (error: string): Settled => ({ result: { id, result: "error", error }, unsure: true });
+  const heldAfter = holds(after, target);
+  if (heldAfter === null) return unknown(`${cause}, and could not be read again: whether the lock was deleted there is unknown`);
+  if (heldAfter) return { result: { id, result: "error", error: `${cause}; read again, it still holds that holder: not deleted there` }, unsure: false };
+  const heldBefore = holds(before, target);
+  const now = after.state === "ok" ? after.reading : null;
+  if (heldBefore === null) return unknown(`${cause}; read again, it does not hold that holder, but it could not be read before the release: whether the release deleted it is unknown`);
+  // It never had that holder: the compare would have left it alone.
+  if (!heldBefore) return { result: { id, result: now === null ? "absent" : "mismatch" }, unsure: false };
+  // The holder is gone. With the key gone, or one holder out of several, that is what the release does; a
+  // single-holder lock now held by someone else may have changed hands before the script ran.
+  if (now === null || MULTI_HOLDER.has(target.format)) return { result: { id, result: "deleted" }, unsure: false };
+  return unknown(`${cause}; read again, another holder has it now: whether the release deleted that holder first is unknown`);
+}
+
 /** One node's result as the audit log keeps it: a plain sentence for anything but the three usual results. */
 function auditNodeResult(id: string, r: NodeReleaseResult, format: FormatName): AuditNodeResult {
   switch (r.result) {
@@ -302,7 +396,7 @@ function auditNodeResult(id: string, r: NodeReleaseResult, format: FormatName): 
 /** A node's failure in words a viewer can act on, without the client's or Redis's internals. */
 function plainNodeError(raw: string | undefined): string {
   if (raw?.endsWith(COMPANION_REFUSED)) return raw.slice(0, 300);
-  if (raw === undefined || raw === "no answer" || /did not answer within/.test(raw)) return "did not answer in time";
+  if (raw === undefined || raw === "no answer" || /did not answer within|^no answer within|Command timed out/.test(raw)) return "did not answer in time";
   if (/ECONNREFUSED|ECONNRESET|Connection is closed|Stream isn't writeable|enableOfflineQueue/i.test(raw)) return "not reachable";
   if (/^NOAUTH|^WRONGPASS|^NOPERM/.test(raw)) return "refused the console's credentials";
   return "the release script failed on this node (details in the console's log)";

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type Redis from "ioredis";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type * as AuditModule from "@/app/api/audit/route";
 import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
 import type * as SessionModule from "@/app/api/session/route";
@@ -46,12 +46,28 @@ describe("force release", () => {
     expect(res.status).toBe(200);
     return (res.body as { entries: AuditEntryBody[] }).entries.filter((e) => e.resource === resource);
   };
+  /**
+   * Runs `act` once, right after the next release's audit intent is durable and before any node is asked to
+   * release: the moment a node stalling or the console failing turns into "written, then unknown".
+   */
+  const afterNextIntent = async (act: () => void) => {
+    const { getAuditStore } = await import("@/server/audit/current");
+    const store = getAuditStore();
+    const recordIntent = store.recordIntent.bind(store);
+    return vi.spyOn(store, "recordIntent").mockImplementationOnce(async (entry) => {
+      await recordIntent(entry);
+      act();
+    });
+  };
+  /** The console's own connections to the lock nodes (the release script goes on these). */
+  const consoleClients = async () => (await import("@/server/nodes")).getNodes().map((n) => n.client as unknown as Redis);
   const engineValue = (label: string, fence: string | null = null) =>
     encodeLockValue({ label, host: "worker-7", pid: 4242, fence, acquiredAt: Date.now() });
 
   beforeAll(async () => {
     mkdirSync(auditDir, { recursive: true });
-    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_FILE: auditFile, LOCKSCOPE_NODE_TIMEOUT_MS: "200" } });
+    // DEBUG SLEEP (from this host only) lets a test hold a node busy while the console's release waits on it.
+    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_FILE: auditFile, LOCKSCOPE_NODE_TIMEOUT_MS: "200" }, extraArgs: ["--enable-debug-command", "local"] });
     nodes = cluster.clients();
     release = await import("@/app/api/locks/[resource]/release/route");
     audit = await import("@/app/api/audit/route");
@@ -207,10 +223,16 @@ describe("force release", () => {
 
   it("refuses non-lock keys with 404 and leaves them untouched", async () => {
     await Promise.all(nodes.map((n) => n.set("session:abc", "secret")));
-    for (const resource of ["session:abc", "lockscope:audit", "fence:lock:orders/42", "Lock:upper"]) {
+    for (const resource of ["session:abc", "Lock:upper"]) {
       const res = await postRelease(resource, { reason: "should not work" });
       expect(res.status).toBe(404);
       expect((res.body as { error: { message: string } }).error.message).toContain("not a lock key under the lock patterns");
+    }
+    // Keys kept beside locks (this console's audit stream, the engine's fence) are refused as such.
+    for (const resource of ["lockscope:audit", "fence:lock:orders/42"]) {
+      const res = await postRelease(resource, { reason: "should not work" });
+      expect(res.status).toBe(404);
+      expect((res.body as { error: { message: string } }).error.message).toMatch(/is a key kept beside a lock .*not a lock; nothing was touched/);
     }
     expect(await valuesOf("session:abc")).toEqual(["secret", "secret", "secret"]);
     expect(await nodes[0]!.exists("lockscope:audit")).toBe(1);
@@ -339,6 +361,99 @@ describe("force release", () => {
     }
     const [entry] = await auditEntries(resource);
     expect(entry?.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "error"]);
+  });
+
+  it("releases a lock whose value is the empty string (no token needed) and audits it released", async () => {
+    const resource = "lock:empty";
+    // `SET lock:empty ""`: a value Redis holds and compares like any other, with no TTL.
+    await Promise.all(nodes.map((n) => n.set(resource, "")));
+    const res = await postRelease(resource, { reason: "empty value stuck" });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect((res.body as { nodes: Array<{ result: string }> }).nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+    expect(await valuesOf(resource)).toEqual([null, null, null]);
+    const entries = await auditEntries(resource);
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ token: "", outcome: "released" });
+    expect(entries[0]!.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+  });
+
+  it("records a release that fails in the console as failed, never pending, and answers 503 without internals", async () => {
+    const resource = "lock:console-fault";
+    const value = engineValue("worker");
+    await holdEverywhere(resource, value);
+    const clients = await consoleClients();
+    // Right after the intent, the console's connections lose a method the engine's release needs: the release
+    // throws before any node is asked. The connections are whole again at the next turn of the event loop.
+    const spy = await afterNextIntent(() => {
+      for (const c of clients) Object.defineProperty(c, "evalsha", { value: undefined, configurable: true, writable: true });
+      setImmediate(() => {
+        for (const c of clients) delete (c as unknown as Record<string, unknown>).evalsha;
+      });
+    });
+    try {
+      const res = await postRelease(resource, { reason: "console fault", token: value });
+      expect(res.status, JSON.stringify(res.body)).toBe(503);
+      const message = (res.body as { error: { code: string; message: string } }).error.message;
+      expect(message).toMatch(/release failed in the console.*nothing was deleted/);
+      expect(JSON.stringify(res.body)).not.toMatch(/TypeError|evalsha|at .*\.ts:\d+/);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await valuesOf(resource)).toEqual([value, value, value]);
+    const [entry] = await auditEntries(resource);
+    expect(entry?.outcome).toBe("failed");
+    expect(entry?.nodes.map((n) => n.result)).toEqual(["error", "error", "error"]);
+    expect((entry?.nodes as Array<{ error?: string }>).every((n) => /still holds that holder: not deleted there/.test(n.error ?? ""))).toBe(true);
+  });
+
+  it("reports a release that nodes ran after their answer timed out as released, as it was", async () => {
+    const resource = "lock:late-nodes";
+    await holdEverywhere(resource, "late-v1");
+    const clients = await consoleClients();
+    // Every node is busy for a second from right after the intent: the release script queues behind the
+    // sleep on the console's own connection, past the per-node timeout, and then runs and deletes.
+    const spy = await afterNextIntent(() => {
+      for (const c of clients) c.call("DEBUG", "SLEEP", "1").catch(() => undefined);
+    });
+    try {
+      const res = await postRelease(resource, { reason: "slow nodes", token: "late-v1" });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect((res.body as { nodes: Array<{ result: string }> }).nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await valuesOf(resource)).toEqual([null, null, null]);
+    const [entry] = await auditEntries(resource);
+    expect(entry?.outcome).toBe("released");
+    expect(entry?.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+  });
+
+  it("never says nothing was deleted while the nodes that got the script have not answered", async () => {
+    const resource = "lock:silent-nodes";
+    await holdEverywhere(resource, "silent-v1");
+    // Every node stops right after the intent and stays stopped until the console has answered: the script
+    // waits in their sockets, and runs once they go on.
+    const spy = await afterNextIntent(() => {
+      for (let i = 0; i < nodes.length; i++) cluster.pause(i);
+    });
+    let res: Awaited<ReturnType<typeof postRelease>>;
+    try {
+      res = await postRelease(resource, { reason: "frozen nodes", token: "silent-v1" });
+    } finally {
+      spy.mockRestore();
+      for (let i = 0; i < nodes.length; i++) cluster.resume(i);
+    }
+    expect(res.status, JSON.stringify(res.body)).toBe(503);
+    const message = (res.body as { error: { message: string } }).error.message;
+    expect(message).not.toMatch(/nothing was deleted/i);
+    expect(message).toMatch(/whether it deleted `lock:silent-nodes` on node-0, node-1, node-2 is unknown/);
+    // And indeed: once the nodes went on, the script they had been sent deleted the lock.
+    await until("the nodes ran the release they were sent", async () => (await valuesOf(resource)).every((v) => v === null), 10_000, 20);
+    const [entry] = await auditEntries(resource);
+    expect(entry?.outcome).toBe("failed");
+    expect((entry?.nodes as Array<{ result: string; error?: string }>).map((n) => [n.result, n.error])).toEqual(
+      [0, 1, 2].map(() => ["error", "did not answer in time, and could not be read again: whether the lock was deleted there is unknown"]),
+    );
   });
 
   it("deletes nothing and says so when a node's queue key has another type; viewers see no raw Redis error", async () => {

@@ -5,7 +5,8 @@ import type { FormatReleaseResult, NodeReleaseResult, ReleaseOptions } from "./t
 /**
  * Force release for the formats that release with one script per node. Every script follows one contract:
  *
- *   KEYS[1]: the lock key; ARGV[1]: the holder id the operator saw.
+ *   KEYS[1]: the lock key; ARGV[1]: the holder id the operator saw, compared exactly (it may be "": a lock
+ *   whose value is the empty string is held by the holder "").
  *   Reply: {code, redis type before the release, subscribers that received a wake message or -1 when none was
  *   sent}, where code is
  *     "deleted"   the holder is gone (the key deleted, or only that holder taken out of it)
@@ -50,7 +51,9 @@ export async function releaseOnEveryNode(
   options: ReleaseOptions,
 ): Promise<NodeReleaseResult[]> {
   if (resource === "") throw new TypeError("Expected `resource` to be a non-empty string, got `` (string)");
-  if (holderId === "") throw new TypeError("Expected `holderId` to be a non-empty string, got `` (string)");
+  // An empty holder id is allowed: `SET lock ""` is a lock Redis holds, and every script compares the id
+  // exactly (GET, HEXISTS, ZREM), so "" matches only a holder that is "" and never means "whatever is held".
+  if (typeof holderId !== "string") throw new TypeError(`Expected \`holderId\` to be a string, got \`${String(holderId)}\` (${typeof holderId})`);
   return Promise.all(
     clients.map(async (client, index): Promise<NodeReleaseResult> => {
       try {
