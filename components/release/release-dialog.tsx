@@ -182,7 +182,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
           <dt>TTL left</dt>
           <dd>{ttlText(lock, now, offsetMs)}</dd>
           <dt>Token</dt>
-          <dd className="mono">{token ? shortToken(token) : manyHolders ? "choose a holder above" : "no single value: every value held will be deleted"}</dd>
+          <dd className="mono">{token ? shortToken(token) : manyHolders ? "choose a holder above" : "no single value: the one most nodes hold is deleted; a node holding another keeps it"}</dd>
           <dt>Nodes</dt>
           <dd>
             <ul className={styles.nodes} aria-label="Nodes">
