@@ -244,8 +244,12 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
                 settled.add(w);
                 answered.push({ w, readings });
               } else {
-                applyReadings(list, keys, [{ w, readings }]);
-                w.busy = false;
+                // (Whatever happens to these readings, the node is read again from the next batch on.)
+                try {
+                  applyReadings(list, keys, [{ w, readings }]);
+                } finally {
+                  w.busy = false;
+                }
               }
             },
             () => {
