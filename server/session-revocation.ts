@@ -1,4 +1,6 @@
 import "server-only";
+import { appendFileSync, chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { getConfig } from "./config";
 import { singleton } from "./global";
 import { whenReady } from "./health";
@@ -19,23 +21,28 @@ const MAX_ENTRIES = 100_000;
 /**
  * Signed-out sessions. A session cookie is signed, not stored, so signing out must remember its id until it
  * would have expired anyway. The list lives on the lock nodes (shared by every console over them, like
- * the audit stream) and in this process: a node outage or a node restarted empty does not bring back a
- * session this console revoked.
+ * the audit stream), in this process, and in a file of the data folder (`file`, one JSON line per sign-out,
+ * mode 0600): a node outage, a node restarted empty, or this console restarted over nodes that keep nothing
+ * (the embedded ones) does not bring back a session this console revoked.
  */
 export class SessionRevocations {
   /** Session id → expiry (epoch ms), for sessions revoked here or seen revoked on a node. */
   private readonly revoked = new Map<string, number>();
   /** Session id → when the nodes last said it was not revoked. */
   private readonly clearedAt = new Map<string, number>();
+  private loaded = false;
 
   constructor(
     private readonly nodes: () => readonly LockNode[],
     private readonly timeoutMs: number,
+    private readonly file: string | null = null,
   ) {}
 
   /** Revokes a session until `expiresAtMs`; resolves with how many nodes recorded it. */
   async revoke(id: string, expiresAtMs: number, nowMs = Date.now()): Promise<{ nodes: number; quorum: number }> {
+    this.load(nowMs);
     this.remember(id, expiresAtMs, nowMs);
+    this.persist(id, expiresAtMs);
     const nodes = this.nodes();
     const acks = await Promise.all(
       nodes.map(async (node) => {
@@ -53,6 +60,7 @@ export class SessionRevocations {
 
   /** Whether a session was signed out, here or on any console over the same nodes. */
   async isRevoked(id: string, nowMs = Date.now()): Promise<boolean> {
+    this.load(nowMs);
     const expiresAt = this.revoked.get(id);
     if (expiresAt !== undefined) {
       if (expiresAt > nowMs) return true;
@@ -82,6 +90,49 @@ export class SessionRevocations {
     return false;
   }
 
+  /** Reads the sign-outs kept in the file, once; those expired are left out of it. */
+  private load(nowMs: number): void {
+    if (this.loaded || this.file === null) return;
+    this.loaded = true;
+    let text: string;
+    try {
+      text = readFileSync(this.file, "utf8");
+    } catch {
+      return; // none yet
+    }
+    const lines = text.split("\n").filter(Boolean);
+    const kept: string[] = [];
+    for (const line of lines) {
+      try {
+        const { id, expiresAtMs } = JSON.parse(line) as { id?: unknown; expiresAtMs?: unknown };
+        if (typeof id !== "string" || typeof expiresAtMs !== "number" || expiresAtMs <= nowMs) continue;
+        this.remember(id, expiresAtMs, nowMs);
+        kept.push(line);
+      } catch {
+        // a line cut short by a crash while it was written
+      }
+    }
+    if (kept.length < lines.length) this.write(() => writeFileSync(this.file as string, kept.map((l) => `${l}\n`).join(""), { mode: 0o600 }));
+  }
+
+  private persist(id: string, expiresAtMs: number): void {
+    if (this.file === null) return;
+    const file = this.file;
+    this.write(() => {
+      mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      appendFileSync(file, `${JSON.stringify({ id, expiresAtMs })}\n`, { mode: 0o600 });
+      chmodSync(file, 0o600);
+    });
+  }
+
+  private write(action: () => void): void {
+    try {
+      action();
+    } catch (error) {
+      getLogger().warn({ action: "sign-out", file: this.file, err: error instanceof Error ? error.message : String(error) }, "could not keep sign-outs in the data folder: a restart over nodes that lost them accepts those sessions again");
+    }
+  }
+
   private remember(id: string, expiresAtMs: number, nowMs: number): void {
     this.clearedAt.delete(id);
     this.bounded(this.revoked, nowMs);
@@ -101,7 +152,10 @@ export class SessionRevocations {
 }
 
 export function getSessionRevocations(): SessionRevocations {
-  return singleton("session-revocations", () => new SessionRevocations(getNodes, getConfig().nodeTimeoutMs));
+  return singleton("session-revocations", () => {
+    const config = getConfig();
+    return new SessionRevocations(getNodes, config.nodeTimeoutMs, path.resolve(config.dataDir, "revoked-sessions.jsonl"));
+  });
 }
 
 /** Signs a session out everywhere; a shortfall on the nodes is logged (this console refuses it regardless). */
