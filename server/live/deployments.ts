@@ -5,10 +5,11 @@ import type { LiveStats, Lock, LockDetail, WatcherStatus } from "@/lib/locks/typ
 import { getConfig } from "../config";
 import { ApiError } from "../errors";
 import type { DeploymentNodes } from "../nodes";
+import { getSessionRevocations } from "../session-revocation";
 import { onShutdown } from "../shutdown";
 import { getLiveEvents, type LiveEventMap, type LiveEvents } from "./events";
 import { LockGroups, type GroupSource } from "./groups";
-import { HEARTBEAT_MS, StreamHub, TICK_MS, type HubStore } from "./hub";
+import { HEARTBEAT_MS, SESSION_CHECK_MS, StreamHub, TICK_MS, type HubStore } from "./hub";
 import type { DeploymentLive, SharedLive } from "./index";
 import type { LockCounts, WantedLocks } from "./store";
 
@@ -53,9 +54,10 @@ export function composeDeployments(entries: readonly DeploymentNodes[], start: S
   const groups = new LockGroups(locks, config.metricsGroupPattern);
   const watcherStatus = () => runtimes.flatMap((r) => r.watchers.map((w): WatcherStatus => ({ ...w.status(), deployment: r.deployment })));
   const stats = () => sumStats(runtimes.map((r) => r.stats()));
+  const sessionRevoked = (id: string) => getSessionRevocations().isRevoked(id);
   const hub = new StreamHub(
     { store: locks, snapshotKeys: (group, deployment) => locks.keys(group, deployment, groups.groupOf), groupOf: groups.groupOf, watcherStatus, stats },
-    { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken } },
+    { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken }, sessionRevoked },
   );
   const events = getLiveEvents();
   for (const entry of entries) runtimes.push(start(entry, { hub, events: namedEvents(entry.deployment.name, events) }));
@@ -65,6 +67,7 @@ export function composeDeployments(entries: readonly DeploymentNodes[], start: S
     setInterval(() => hub.tick(Date.now()), TICK_MS),
     setInterval(() => hub.sendStats(), 1_000),
     setInterval(() => hub.heartbeat(), HEARTBEAT_MS),
+    setInterval(() => void hub.checkSessions().catch(() => undefined), SESSION_CHECK_MS),
     setInterval(() => hub.sendNodes(), 5_000),
   ];
   for (const t of timers) t.unref();

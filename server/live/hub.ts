@@ -9,6 +9,8 @@ import { StreamLimits, type StreamLimitSettings, type StreamOwner } from "./stre
 export const COALESCE_MS = 100;
 /** How often the hub looks for changes to send. */
 export const TICK_MS = 10;
+/** How often the streams opened with a session cookie are checked for a sign-out (as requests are: `RECHECK_MS`). */
+export const SESSION_CHECK_MS = 2_000;
 export const HEARTBEAT_MS = 15_000;
 /** A stream ends after this long; the browser reconnects with Last-Event-ID and resumes. */
 export const MAX_STREAM_MS = 60 * 60_000;
@@ -95,6 +97,8 @@ interface Client {
    * (the stream of a closed tab would stay open).
    */
   request: { readonly signal: AbortSignal } | null;
+  /** The session cookie the stream was opened with (none for a bearer token): it ends with the session. */
+  session: { id: string; expiresAtMs: number } | null;
   close: (finalEvent?: string) => void;
   /** Ends the stream at once, discarding its backlog, so the server closes the socket. */
   drop: () => void;
@@ -105,6 +109,8 @@ export interface HubOptions {
   limits?: StreamLimitSettings;
   /** A client this far behind is dropped (tests lower it). */
   maxBacklogBytes?: number;
+  /** Whether a session was signed out (here or on another console): its streams end (see `checkSessions`). */
+  sessionRevoked?: (id: string) => Promise<boolean>;
 }
 
 /**
@@ -162,6 +168,7 @@ export class StreamHub {
   private readonly limits: StreamLimits | null;
   private readonly groupOf: (resource: string) => string;
   private readonly maxBacklogBytes: number;
+  private readonly sessionRevoked: ((id: string) => Promise<boolean>) | null;
 
   constructor(
     private readonly sources: HubSources,
@@ -170,6 +177,7 @@ export class StreamHub {
     this.limits = options.limits ? new StreamLimits(options.limits) : null;
     this.groupOf = sources.groupOf ?? (() => OTHER_GROUP);
     this.maxBacklogBytes = options.maxBacklogBytes ?? MAX_CLIENT_BACKLOG_BYTES;
+    this.sessionRevoked = options.sessionRevoked ?? null;
   }
 
   get clientCount(): number {
@@ -188,6 +196,7 @@ export class StreamHub {
         start: (controller) => {
           client = this.attach(controller, lastEventId, release, group, deployment, snapshotRows);
           client.request = request;
+          client.session = owner?.session ?? null;
           const signal = request?.signal;
           if (signal) {
             if (signal.aborted) client.close();
@@ -219,6 +228,7 @@ export class StreamHub {
       pendingBytes: 0,
       lifetime: setTimeout(() => client.close("event: end\ndata: {\"reason\":\"lifetime\"}\n\n"), MAX_STREAM_MS),
       request: null,
+      session: null,
       close: (finalEvent) => {
         if (!detach()) return;
         try {
@@ -548,6 +558,26 @@ export class StreamHub {
     if (this.clients.size > 0) this.broadcast(encoder.encode(`event: stats\ndata: ${JSON.stringify(this.sources.stats())}\n\n`));
   }
 
+  /**
+   * Ends the streams of sessions signed out (on this console or another over the same nodes) or expired,
+   * with `end {"reason":"signed-out"}`: a stream outlived its cookie by up to its hour-long lifetime.
+   */
+  async checkSessions(now = Date.now()): Promise<void> {
+    const open = new Map<string, Client[]>();
+    for (const client of this.clients) {
+      if (client.session === null) continue;
+      if (client.session.expiresAtMs <= now) client.close(SIGNED_OUT);
+      else open.set(client.session.id, [...(open.get(client.session.id) ?? []), client]);
+    }
+    const revoked = this.sessionRevoked;
+    if (revoked === null) return;
+    await Promise.all(
+      [...open].map(async ([id, clients]) => {
+        if (await revoked(id)) for (const client of clients) client.close(SIGNED_OUT);
+      }),
+    );
+  }
+
   heartbeat(): void {
     if (this.clients.size > 0) this.broadcast(encoder.encode(`: heartbeat ${Date.now()}\n\n`));
   }
@@ -572,6 +602,9 @@ interface View {
 }
 
 const NOT_CLOSED = -1;
+
+/** The last event of a stream whose session was signed out or expired. */
+const SIGNED_OUT = `event: end\ndata: ${JSON.stringify({ reason: "signed-out" })}\n\n`;
 
 /**
  * A view's key (in `StreamHub.views`, and the base of the shared snapshots' and a tick's parts' keys). A group

@@ -21,7 +21,8 @@ import { onShutdown } from "../shutdown";
 import { composeDeployments, lockDetail, sumCounts, type LiveView } from "./deployments";
 import { getLiveEvents, type LiveEvents } from "./events";
 import { LockGroups } from "./groups";
-import { HEARTBEAT_MS, StreamHub, TICK_MS } from "./hub";
+import { getSessionRevocations } from "../session-revocation";
+import { HEARTBEAT_MS, SESSION_CHECK_MS, StreamHub, TICK_MS } from "./hub";
 import { LockStore, type NodeSample } from "./store";
 import type { StreamOwner } from "./stream-limits";
 import { NodeWatcher, READ_BATCH } from "./watcher";
@@ -145,11 +146,12 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     const groups = new LockGroups(store, config.metricsGroupPattern, (listener) => {
       store.onListed = listener;
     });
+    const sessionRevoked = (id: string) => getSessionRevocations().isRevoked(id);
     const hub =
       shared?.hub ??
       new StreamHub(
         { store, groupOf: groups.groupOf, watcherStatus: () => watchers.map((w) => w.status()), stats },
-        { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken } },
+        { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken }, sessionRevoked },
       );
     for (const watcher of watchers) {
       watcher.onChange = () => {
@@ -301,6 +303,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       if (!shared) hub.sendStats();
     });
     if (!shared) every(HEARTBEAT_MS, () => hub.heartbeat());
+    if (!shared) every(SESSION_CHECK_MS, () => void hub.checkSessions().catch(guard("session check of the streams")));
     every(PROBE_MS, () => {
       const now = Date.now();
       for (const w of watchers) {
@@ -466,7 +469,7 @@ export function streamOwner(headers: Headers, principal: Principal | null): Stre
     const cookie = (headers.get("cookie") ?? "").split(/;\s*/).find((c) => c.startsWith(`${SESSION_COOKIE}=`));
     secret = cookie ? cookie.slice(SESSION_COOKIE.length + 1) : null;
   }
-  return { address, credential: secret === null ? null : createHash("sha256").update(secret).digest("base64url").slice(0, 22) };
+  return { address, credential: secret === null ? null : createHash("sha256").update(secret).digest("base64url").slice(0, 22), session: principal?.session ?? null };
 }
 
 /** The grouped view and the server-paged lock list (across deployments where several are watched). */

@@ -4,6 +4,8 @@ import "server-only";
 export interface StreamOwner {
   address: string;
   credential: string | null;
+  /** A session cookie's id and expiry: its stream ends when it is signed out or expires. */
+  session?: { id: string; expiresAtMs: number } | null;
 }
 
 export interface StreamLimitSettings {

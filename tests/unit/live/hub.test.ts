@@ -162,6 +162,28 @@ describe("the stream hub", () => {
     await browser.close();
   });
 
+  it("ends a session's streams once it is signed out or expires, and leaves a bearer token's open", async () => {
+    const signedOut = new Set<string>();
+    const { hub } = setUp({ sessionRevoked: (id) => Promise.resolve(signedOut.has(id)) });
+    const owner = (session: { id: string; expiresAtMs: number } | null) => ({ address: "10.0.0.1", credential: session?.id ?? "bearer", session });
+    const alice = new Browser(hub.open(null, null, owner({ id: "alice", expiresAtMs: T + 3_600_000 })));
+    const bob = new Browser(hub.open(null, null, owner({ id: "bob", expiresAtMs: T + 1_000 })));
+    const script = new Browser(hub.open(null, null, owner(null)));
+    for (const b of [alice, bob, script]) await b.drain(3);
+    await hub.checkSessions(T);
+    expect(hub.clientCount).toBe(3);
+    signedOut.add("alice");
+    await hub.checkSessions(T + 2_000);
+    expect(hub.clientCount).toBe(1);
+    for (const b of [alice, bob]) {
+      // What was queued, up to the end of the stream: its last event says why it ended.
+      let text = "";
+      for (let chunk = await b.read(); !chunk.done; chunk = await b.read()) text += new TextDecoder().decode(chunk.value);
+      expect(text.trimEnd().split("\n\n").at(-1)).toBe('event: end\ndata: {"reason":"signed-out"}');
+    }
+    await script.close();
+  });
+
   it("encodes one snapshot for the streams that open together, each followed by the changes since it", async () => {
     const { store, hub } = setUp();
     for (let i = 0; i < 1_200; i++) store.apply(`lock:many:${i}`, all(`v${i}`), T);
