@@ -2,6 +2,7 @@ import "server-only";
 import { Cluster, type Redis } from "ioredis";
 import { readInSlots, servingShards, type ClusterMember } from "@/lib/locks/cluster";
 import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
+import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flush-calls";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
@@ -83,6 +84,11 @@ export class NodeWatcher {
    * or one failed (after a notification gap, say). Run by the next periodic check that can.
    */
   private reconcileOwed = false;
+  /** The flush commands' counts last read (on a cluster, on each primary, by address): see `checkFlushes`. */
+  private flushCalls = new Map<string, FlushCalls>();
+  /** INFO commandstats refused (an ACL) or not understood: flushes go unnoticed until a bring-up tries again. */
+  private flushCallsUnreadable = false;
+  private flushCallsRefusalLogged = false;
   /** A notification came since `stampEvents` last ran (the time is taken there, not per notification). */
   private eventsUnstamped = false;
   latencyMs: number | null = null;
@@ -331,6 +337,8 @@ export class NodeWatcher {
         }
         const started = Date.now();
         await this.readRunFacts();
+        // Before the reconcile, which covers every flush before it: one after it is a count above this baseline.
+        await this.checkFlushes(true);
         await this.reconcile();
         if (this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) {
           this.again = true;
@@ -429,9 +437,71 @@ export class NodeWatcher {
       this.onChange();
       this.reconcileOwed = true;
     }
+    await this.checkFlushes(false);
     // A reconcile owed (this gap's, a pattern change's the node could not run then, one that failed) runs as
     // soon as the node answers and no other is reading: tried again at every check until one succeeds.
     if (this.reconcileOwed && this.up && this.answering && this.reading === null && !this.stopped) await this.reconcile();
+  }
+
+  /**
+   * FLUSHALL, FLUSHDB and SWAPDB send no keyspace notification: the locks they remove would stay shown held
+   * (until their TTL, then as expired; forever without one). The node counts them in INFO commandstats: a count
+   * that grew since the last check owes the node a reconcile, which ends the locks whose keys are gone. A bring-up
+   * (`baseline`) takes the counts afresh before its own reconcile (a restart zeroes them). One INFO per node (per
+   * primary on a cluster: a flush there empties that primary's slots only) per check. A FLUSHDB or SWAPDB of
+   * another database counts too: a reconcile for nothing, as rare as they are. Never throws: a node that fails to
+   * answer keeps its last counts, compared again at the next check.
+   */
+  private async checkFlushes(baseline: boolean): Promise<void> {
+    if (baseline) {
+      this.flushCalls.clear();
+      this.flushCallsUnreadable = false;
+    }
+    if (this.flushCallsUnreadable || this.stopped) return;
+    let nodes: Array<[string, LockClient]>;
+    try {
+      nodes = this.cluster ? this.clusterNodes("primaries").map((n): [string, LockClient] => [`${n.options.host}:${n.options.port}`, n]) : [["", this.reader]];
+    } catch {
+      // The cluster's topology is changing: the next check reads it (a primary seen for the first time then is
+      // only a baseline).
+      return;
+    }
+    let flushed = false;
+    for (const [address, node] of nodes) {
+      let calls: FlushCalls | null;
+      try {
+        calls = parseFlushCalls(await this.waitOn(() => node.info("commandstats")));
+      } catch (error) {
+        // INFO refused (an ACL, a managed service's renamed command); anything else (a lost connection, a timeout,
+        // LOADING, BUSY) passes: the next check asks again.
+        if (error instanceof Error && error.name === "ReplyError" && /^NOPERM|unknown command/i.test(error.message)) this.cannotReadFlushCalls(error.message);
+        if (this.flushCallsUnreadable) break;
+        continue;
+      }
+      if (calls === null) {
+        this.cannotReadFlushCalls("no commandstats section in the reply");
+        break;
+      }
+      if (flushedSince(this.flushCalls.get(address) ?? null, calls)) flushed = true;
+      this.flushCalls.set(address, calls);
+    }
+    // Primaries that left the cluster: a node that comes back is a new baseline.
+    if (this.cluster && this.flushCalls.size > nodes.length) {
+      const current = new Set(nodes.map(([address]) => address));
+      for (const address of [...this.flushCalls.keys()]) if (!current.has(address)) this.flushCalls.delete(address);
+    }
+    if (!flushed || this.stopped) return;
+    this.ctx.log.warn({ node: this.id }, "lock node flushed (FLUSHALL/FLUSHDB/SWAPDB): reconciling");
+    // What was read here while the console starts may be gone: the reconcile reads every key again.
+    this.ctx.store.forgetReadsAtStart(this.index);
+    this.reconcileOwed = true;
+  }
+
+  private cannotReadFlushCalls(reason: string): void {
+    this.flushCallsUnreadable = true;
+    if (this.flushCallsRefusalLogged) return;
+    this.flushCallsRefusalLogged = true;
+    this.ctx.log.warn({ node: this.id, err: reason }, "INFO commandstats unavailable: a FLUSHALL, FLUSHDB or SWAPDB on the node goes unnoticed until it reconnects");
   }
 
   /** INFO server on every (re)connect: run id and uptime, so a restart is known at once, whatever the TTLs. */
