@@ -34,6 +34,8 @@ export type { LockCounts } from "./store";
 
 /** Dirty keys are read this often (every node's batch at once, so a Redlock write is one change). */
 const FLUSH_MS = 10;
+/** Keys a node that does not answer may owe before it owes a reconcile instead (see `owe`). */
+const MAX_OWED_KEYS = 50_000;
 /** History holds whose end no console saw: checked this long after the live view first read the nodes, then every `UNSEEN_CHECK_MS`. */
 const UNSEEN_FIRST_CHECK_MS = 5 * 60_000;
 const UNSEEN_CHECK_MS = 60 * 60_000;
@@ -199,6 +201,12 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     /** Keeps what `w` owes us for a later round (its read failed, or it was left out while busy). */
     const owe = (w: NodeWatcher, keys: Map<string, Array<EndCause | undefined>>) => {
       if (!w.readable) return;
+      // A node that does not answer for long (frozen, a hung host with its connection open) would owe every key
+      // changed meanwhile: past the cap, it owes a reconcile instead (read once it answers again).
+      if (w.dirty.size + keys.size > MAX_OWED_KEYS) {
+        w.oweReconcile();
+        return;
+      }
       for (const [key, causes] of keys) if (!w.dirty.has(key) || causes[w.index]) w.dirty.set(key, causes[w.index] ?? w.dirty.get(key) ?? null);
     };
 

@@ -219,6 +219,17 @@ export class NodeWatcher {
     else this.ended.delete(key);
   }
 
+  /**
+   * Gives up the keys this node owes for a reconcile, run once it answers (see `recheckNotifications`): what a
+   * node kept away from the batches for long owes is cheaper read whole than remembered key by key.
+   */
+  oweReconcile(): void {
+    this.dirty = new Map();
+    this.ended = new Set();
+    this.ctx.store.forgetReadsAtStart(this.index);
+    this.reconcileOwed = true;
+  }
+
   /** Sets `lastEventAt` if notifications came since the last call: called every few milliseconds. */
   stampEvents(now: number): void {
     if (!this.eventsUnstamped) return;
