@@ -34,8 +34,13 @@ export function getHistory(): History | null {
         events().inc({ outcome: "written" }, n);
         queued().set(recorder.pending);
       },
-      onDrop: (n, why) => events().inc({ outcome: why === "queue-full" ? "dropped_queue_full" : "dropped_write_failed" }, n),
+      onDrop: (n, why) => {
+        events().inc({ outcome: why === "queue-full" ? "dropped_queue_full" : "dropped_write_failed" }, n);
+        queued().set(recorder.pending);
+      },
       onError: (error) => {
+        // (The backlog grows while the database is down: the gauge follows every failed write too.)
+        queued().set(recorder.pending);
         // At most one line a minute while the database is down: the counter says how much was lost.
         if (Date.now() - lastErrorLogAt < 60_000) return;
         lastErrorLogAt = Date.now();

@@ -169,6 +169,23 @@ describe("audit and lock history in PostgreSQL", () => {
     expect(await nodes[0]!.get("lock:orders/9")).toBeNull();
   });
 
+  it("shows the history's backlog in /metrics while the database is down, and its end once it is back", async () => {
+    const metrics = await import("@/app/metrics/route");
+    const queued = async () => {
+      const text = (await call(metrics.GET, "GET", "/metrics", { token: null })).body as string;
+      return Number(/^lockscope_history_queue_events (\d+)/m.exec(text)?.[1] ?? Number.NaN);
+    };
+    server.stop();
+    try {
+      // Locks taken while the database is down: their events wait in the recorder's queue.
+      for (let i = 0; i < 20; i++) await Promise.all(nodes.map((n) => n.set(`lock:backlog/${i}`, `v-${i}`, "PX", 60_000)));
+      await until("the backlog in /metrics", async () => ((await queued()) >= 20 ? true : null), 20_000, 200);
+    } finally {
+      server.start();
+    }
+    await until("the backlog written", async () => ((await queued()) === 0 ? true : null), 30_000, 200);
+  });
+
   it("stores lock history of any key name and value: quotes, backslashes, commas, braces, a NUL and a lone surrogate", async () => {
     const sink = service.getHistory()!.recorder;
     const at = Date.parse("2026-03-02T03:00:00Z");
