@@ -57,7 +57,10 @@ export class PostgresAudit implements AuditStore {
   readonly kind = "postgres";
   private readonly inflight = new Set<Promise<unknown>>();
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Database) {
+    // Both series exist from the start, so the first failure is an increase `rate()` and alerts see.
+    for (const outcome of ["ok", "failed"]) writes().inc({ sink: "postgres", outcome }, 0);
+  }
 
   async recordIntent(entry: AuditEntry): Promise<void> {
     try {

@@ -29,6 +29,9 @@ export function getHistory(): History | null {
     const log = getLogger();
     let lastErrorLogAt = 0;
     const queued = () => gauge("lockscope_history_queue_events", "Lock history events waiting to be written to the database.");
+    // Every outcome's series exists from the start, so the first drop is an increase `rate()` and alerts see.
+    for (const outcome of ["written", "dropped_queue_full", "dropped_write_failed"]) events().inc({ outcome }, 0);
+    queued().set(0);
     const recorder = new HistoryRecorder(store, {
       onWritten: (n) => {
         events().inc({ outcome: "written" }, n);

@@ -175,6 +175,11 @@ describe("audit and lock history in PostgreSQL", () => {
       const text = (await call(metrics.GET, "GET", "/metrics", { token: null })).body as string;
       return Number(/^lockscope_history_queue_events (\d+)/m.exec(text)?.[1] ?? Number.NaN);
     };
+    // Every outcome is a series from the start (at 0 until something happens), the first drop visible to rate().
+    const text = (await call(metrics.GET, "GET", "/metrics", { token: null })).body as string;
+    for (const series of ['lockscope_history_events_total{outcome="dropped_queue_full"}', 'lockscope_history_events_total{outcome="dropped_write_failed"}', 'lockscope_audit_writes_total{sink="postgres",outcome="failed"}']) {
+      expect(text).toContain(series);
+    }
     server.stop();
     try {
       // Locks taken while the database is down: their events wait in the recorder's queue.
