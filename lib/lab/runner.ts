@@ -136,7 +136,11 @@ export class LabRun {
     });
     const signal = options.signal;
     if (signal) {
-      const onAbort = () => this.#stop(stopReasonOf(signal.reason));
+      const onAbort = () => {
+        // An error as the reason (the lab lease lost) fails the run and says why.
+        if (isFailure(signal.reason)) this.#error ??= signal.reason.message;
+        this.#stop(stopReasonOf(signal.reason));
+      };
       if (signal.aborted) onAbort();
       else signal.addEventListener("abort", onAbort, { once: true });
     }
@@ -389,10 +393,9 @@ export class LabRun {
   #claimOrder(): boolean {
     if (this.#close.signal.aborted) return false;
     const { orders } = this.settings;
-    if (orders !== undefined && this.#tally.ordersPlaced >= orders) {
-      this.#close.abort("orders");
-      return false;
-    }
+    // The last orders are placed: no more are taken, and those placed (workers still waiting for the lock with
+    // theirs) go through. Closing the sale here stopped them, so a locking strategy placed fewer than asked.
+    if (orders !== undefined && this.#tally.ordersPlaced >= orders) return false;
     this.#tally.ordersPlaced += 1;
     return true;
   }
@@ -476,7 +479,13 @@ function isAbort(error: unknown): boolean {
   return error instanceof Error && error.name === "AbortError";
 }
 
+/** A reason to stop that is a failure, not a cancel (`abort()` without a reason gives an AbortError). */
+function isFailure(reason: unknown): reason is Error {
+  return reason instanceof Error && reason.name !== "AbortError";
+}
+
 function stopReasonOf(reason: unknown): StopReason {
+  if (reason === "error" || isFailure(reason)) return "error";
   return reason === "shutdown" || reason === "time-limit" ? reason : "cancelled";
 }
 

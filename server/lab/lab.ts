@@ -167,7 +167,7 @@ export class Lab {
     lease.signal.addEventListener("abort", () => {
       if (this.#active !== active) return;
       getLogger().warn({ run: id }, "the lab lease was lost (a quorum of lock nodes did not answer); stopping the run");
-      controller.abort("error");
+      controller.abort(new Error("the lab lease was lost: a quorum of lock nodes did not answer for longer than its TTL, so another console may run the lab"));
     }, { once: true });
     try {
       await addRun(client, record);

@@ -89,6 +89,25 @@ describe("lab runner", () => {
     expect(await leftovers(id)).toEqual([]);
   });
 
+  it("places exactly the orders asked for with every strategy, the locking ones too, and says so", async () => {
+    for (const strategy of ["naive", "redlock", "atomic"] as const) {
+      const { stopReason, result } = await lab({ strategy, stock: 1000, workers: 10, orders: 50, ttlMs: 1000, workMs: 5 }).run.run();
+      expect({ strategy, stopReason, orders: result!.orders, sold: result!.sold }).toEqual({ strategy, stopReason: "orders", orders: 50, sold: 50 });
+      expect(result!.remaining).toBe(950);
+    }
+  });
+
+  it("fails a run stopped by an error (the lab lease lost), with the reason, not as cancelled", async () => {
+    const controller = new AbortController();
+    const { run } = lab({ strategy: "redlock", stock: 100_000, workers: 10, ttlMs: 2000, workMs: 5 }, { signal: controller.signal });
+    const done = run.run();
+    await until("a few units are sold", () => run.progress().sold >= 5);
+    controller.abort(new Error("the lab lease was lost"));
+    const outcome = await done;
+    expect(outcome.stopReason).toBe("error");
+    expect(outcome.error).toBe("the lab lease was lost");
+  });
+
   it("stops promptly when cancelled, even with a node stalled, and brings the node back", async () => {
     const controller = new AbortController();
     const { id, run } = lab(
