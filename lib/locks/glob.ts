@@ -77,8 +77,8 @@ function classBody(body: string): string {
 /** A matcher for a list of patterns: true when any matches. */
 export function lockKeyMatcher(patterns: readonly string[]): (key: string) => boolean {
   if (patterns.length === 0) return () => false;
-  // One expression for every pattern, each anchored in its own group: a key is tested once, not once per
-  // pattern (a console starting on a million keys tests each of them on every node).
-  const combined = new RegExp(patterns.map((p) => `(?:${globToRegExp(p).source})`).join("|"), "s");
+  // One expression for every pattern: a key is tested once, not once per pattern (a console starting on a
+  // million keys tests each of them on every node), anchored once around them all.
+  const combined = new RegExp(`^(?:${patterns.map((p) => globToRegExp(p).source.slice(1, -1)).join("|")})$`, "s");
   return (key) => combined.test(key);
 }
