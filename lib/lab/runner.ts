@@ -207,8 +207,9 @@ export class LabRun {
         clearTimeout(limit);
         clearInterval(sampler);
         await this.#faults.endOrNote();
-        const read = await this.#readStock();
-        if (read?.kept === false) this.#vanished();
+        const read = await this.#finalStock();
+        if (read === null) this.#unjudged(`Node 0, which holds the stock, did not answer the final read of it for ${STOCK_NODE_SILENCE_MS / 1000} s, so what was sold cannot be judged.`);
+        else if (!read.kept) this.#vanished();
         remaining = read?.stock ?? null;
         if (remaining !== null) this.#lastStock = remaining;
         this.#sample();
@@ -255,11 +256,29 @@ export class LabRun {
 
   /** Node 0 lost the stock mid-run: the run fails, and its numbers are not a result. */
   #vanished(): void {
+    this.#unjudged("The stock on node 0 vanished mid-run (node 0 restarted empty, or the run's keys were deleted), so what was sold cannot be judged.");
+  }
+
+  /** The run's figures cannot be told (the stock gone, or not read at the end): it fails, with no result to misread. */
+  #unjudged(why: string): void {
     if (this.#stockVanished) return;
     this.#stockVanished = true;
     this.#stopReason = "error";
-    this.#error = "The stock on node 0 vanished mid-run (node 0 restarted empty, or the run's keys were deleted), so what was sold cannot be judged.";
+    this.#error = why;
     this.#stop("error");
+  }
+
+  /**
+   * The stock once the workers stopped, asked again for up to `STOCK_NODE_SILENCE_MS` while node 0 does not
+   * answer (a figure from before the end would count the last sales as lost or unsold); null if it never does.
+   */
+  async #finalStock(): Promise<{ stock: number | null; kept: boolean } | null> {
+    const until = performance.now() + STOCK_NODE_SILENCE_MS;
+    for (;;) {
+      const read = await this.#readStock();
+      if (read !== null || performance.now() >= until) return read;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 
   get #keyTtlMs(): number {

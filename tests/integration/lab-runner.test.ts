@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
+import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ping } from "@/lib/redis-node";
 import { newRunId } from "@/lib/lab/keys";
@@ -107,6 +108,36 @@ describe("lab runner", () => {
     expect(outcome.stopReason).toBe("error");
     expect(outcome.error).toBe("the lab lease was lost");
   });
+
+  it("reads the stock at the end until node 0 answers, and fails the run without figures if it never does", async () => {
+    // Node 0's answer to the final read times out (the control connection's command timeout), `failures` times.
+    const original = Reflect.get(Redis.prototype, "mget") as (...a: unknown[]) => Promise<unknown>;
+    const failFinalReads = (run: LabRun, failures: number) => {
+      Redis.prototype.mget = function (this: Redis, ...args: unknown[]) {
+        if (String(this.options.connectionName).endsWith(":control") && run.progress().phase === "stopping" && failures-- > 0) {
+          return Promise.reject(new Error("Command timed out"));
+        }
+        return original.apply(this, args);
+      } as typeof Redis.prototype.mget;
+    };
+    try {
+      const late = lab({ strategy: "atomic", stock: 100, workers: 20, ttlMs: 1000, workMs: 1 }).run;
+      failFinalReads(late, 2);
+      const answered = await late.run();
+      // A figure from before the end would count the last sales as lost (an atomic run never loses one).
+      expect(answered.stopReason).toBe("sold-out");
+      expect(answered.result).toMatchObject({ sold: 100, remaining: 0, lostUpdates: 0 });
+
+      const silent = lab({ strategy: "atomic", stock: 100, workers: 20, ttlMs: 1000, workMs: 1 }).run;
+      failFinalReads(silent, Number.POSITIVE_INFINITY);
+      const unanswered = await silent.run();
+      expect(unanswered.stopReason).toBe("error");
+      expect(unanswered.result).toBeNull();
+      expect(unanswered.error).toMatch(/did not answer the final read/);
+    } finally {
+      Redis.prototype.mget = original as typeof Redis.prototype.mget;
+    }
+  }, 30_000);
 
   it("stops promptly when cancelled, even with a node stalled, and brings the node back", async () => {
     const controller = new AbortController();
