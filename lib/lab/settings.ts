@@ -103,7 +103,8 @@ export function settingsNotes(settings: RunSettings): string[] {
   if (fault?.kind === "kill" && fault.forMs !== undefined && fault.forMs < settings.ttlMs && MULTI_NODE_STRATEGIES.has(settings.strategy)) {
     notes.push(
       `Node ${fault.node} comes back ${fault.forMs} ms after the kill, sooner than the ${settings.ttlMs} ms TTL: it restarts empty and can grant a lock ` +
-        `another worker still holds on the other nodes (the Redis documentation asks for restarts delayed by at least the TTL).`,
+        `another worker still holds on the other nodes, where that holder had no more nodes than a quorum (the Redis documentation asks for ` +
+        `restarts delayed by at least the TTL).`,
     );
   }
   if (pause && pause.probability > 0 && pause.ms <= settings.ttlMs && LOCKING_STRATEGIES.has(settings.strategy)) {
