@@ -2,7 +2,7 @@ import "server-only";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Cluster, Redis } from "ioredis";
 import { groupCandidates, type DiscoveryResult } from "@/lib/locks/discovery";
-import { NEVER_LOCKS } from "@/lib/locks/formats/defaults";
+import { isNeverLock } from "@/lib/locks/formats/defaults";
 import { discoverFormat, readLockKeys, type FormatName, type KeyReading, type ReadLimits } from "@/lib/locks/formats";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import { clusterDiscovery } from "./deployments/cluster";
@@ -68,7 +68,6 @@ interface NodeState {
   error: string | null;
 }
 
-const isNeverLock = lockKeyMatcher(NEVER_LOCKS);
 
 export class Discovery {
   private readonly options: Required<DiscoveryOptions>;

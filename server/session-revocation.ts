@@ -158,6 +158,11 @@ export function getSessionRevocations(): SessionRevocations {
   });
 }
 
+/** Whether a session was signed out, here or on another console over the same nodes (see `isRevoked`). */
+export function isSessionRevoked(id: string): Promise<boolean> {
+  return getSessionRevocations().isRevoked(id);
+}
+
 /** Signs a session out everywhere; a shortfall on the nodes is logged (this console refuses it regardless). */
 export async function revokeSession(id: string, expiresAtMs: number): Promise<void> {
   const { nodes, quorum } = await getSessionRevocations().revoke(id, expiresAtMs);

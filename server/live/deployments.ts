@@ -5,7 +5,7 @@ import type { LiveStats, Lock, LockDetail, WatcherStatus } from "@/lib/locks/typ
 import { getConfig } from "../config";
 import { ApiError } from "../errors";
 import type { DeploymentNodes } from "../nodes";
-import { getSessionRevocations } from "../session-revocation";
+import { isSessionRevoked } from "../session-revocation";
 import { onShutdown } from "../shutdown";
 import { getLiveEvents, type LiveEventMap, type LiveEvents } from "./events";
 import { LockGroups, type GroupSource } from "./groups";
@@ -54,10 +54,9 @@ export function composeDeployments(entries: readonly DeploymentNodes[], start: S
   const groups = new LockGroups(locks, config.metricsGroupPattern);
   const watcherStatus = () => runtimes.flatMap((r) => r.watchers.map((w): WatcherStatus => ({ ...w.status(), deployment: r.deployment })));
   const stats = () => sumStats(runtimes.map((r) => r.stats()));
-  const sessionRevoked = (id: string) => getSessionRevocations().isRevoked(id);
   const hub = new StreamHub(
     { store: locks, snapshotKeys: (group, deployment) => locks.keys(group, deployment, groups.groupOf), groupOf: groups.groupOf, watcherStatus, stats },
-    { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken }, sessionRevoked },
+    { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken }, sessionRevoked: isSessionRevoked },
   );
   const events = getLiveEvents();
   for (const entry of entries) runtimes.push(start(entry, { hub, events: namedEvents(entry.deployment.name, events) }));

@@ -110,11 +110,16 @@ export interface GroupQuery {
   limit: number;
 }
 
+/** An engine value's holder as the table shows it (`checkout (web-1 pid 42)`); null for any other value. */
+function engineHolderOf(value: string): string | null {
+  const { holder } = decodeHolder(value);
+  return holder ? engineHolderText(holder) : null;
+}
+
 /** The holder text of a value alone (sorting a million locks without building them): an engine value's holder, else the raw value. */
 function holderOfValue(value: string | null): string {
   if (value === null) return "—";
-  const { holder } = decodeHolder(value);
-  return holder ? engineHolderText(holder) : `raw ${truncate(value, 28)}`;
+  return engineHolderOf(value) ?? `raw ${truncate(value, 28)}`;
 }
 
 /**
@@ -122,8 +127,7 @@ function holderOfValue(value: string | null): string {
  * 42)`: the value holds label and host percent-encoded beside a random id), any other value as it is held.
  */
 function searchedHolder(value: string): string {
-  const { holder } = decodeHolder(value);
-  return holder ? engineHolderText(holder) : value;
+  return engineHolderOf(value) ?? value;
 }
 
 function fenceOfValue(value: string | null): number | null {

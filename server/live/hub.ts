@@ -567,7 +567,11 @@ export class StreamHub {
     for (const client of this.clients) {
       if (client.session === null) continue;
       if (client.session.expiresAtMs <= now) client.close(SIGNED_OUT);
-      else open.set(client.session.id, [...(open.get(client.session.id) ?? []), client]);
+      else {
+        const same = open.get(client.session.id);
+        if (same) same.push(client);
+        else open.set(client.session.id, [client]);
+      }
     }
     const revoked = this.sessionRevoked;
     if (revoked === null) return;

@@ -21,7 +21,7 @@ import { onShutdown } from "../shutdown";
 import { composeDeployments, lockDetail, sumCounts, type LiveView } from "./deployments";
 import { getLiveEvents, type LiveEvents } from "./events";
 import { LockGroups } from "./groups";
-import { getSessionRevocations } from "../session-revocation";
+import { isSessionRevoked } from "../session-revocation";
 import { HEARTBEAT_MS, SESSION_CHECK_MS, StreamHub, TICK_MS } from "./hub";
 import { LockStore, type NodeSample } from "./store";
 import type { StreamOwner } from "./stream-limits";
@@ -148,12 +148,11 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     const groups = new LockGroups(store, config.metricsGroupPattern, (listener) => {
       store.onListed = listener;
     });
-    const sessionRevoked = (id: string) => getSessionRevocations().isRevoked(id);
     const hub =
       shared?.hub ??
       new StreamHub(
         { store, groupOf: groups.groupOf, watcherStatus: () => watchers.map((w) => w.status()), stats },
-        { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken }, sessionRevoked },
+        { limits: { perAddress: config.maxStreamsPerAddress, perCredential: config.maxStreamsPerToken }, sessionRevoked: isSessionRevoked },
       );
     for (const watcher of watchers) {
       watcher.onChange = () => {

@@ -1,12 +1,9 @@
-import { mkdtempSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LockDetail } from "@/lib/locks/types";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
-import { startSentinelSet, type SentinelSet } from "../support/sentinel";
+import { promotedPrimary, setUpConsoleOverSentinels, type SentinelSet } from "../support/sentinel";
 import { until } from "../support/wait";
 
 describe("a Sentinel-managed primary with two replicas", () => {
@@ -14,11 +11,7 @@ describe("a Sentinel-managed primary with two replicas", () => {
   let set: SentinelSet;
 
   beforeAll(async () => {
-    // The console's own node is the primary the sentinels monitor.
-    cluster = await setUpConsole({ nodes: 1, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
-    set = await startSentinelSet(cluster.nodes[0]!, mkdtempSync(path.join(os.tmpdir(), "lockscope-sentinel-")));
-    delete process.env.REDIS_URLS;
-    Object.assign(process.env, { REDIS_SENTINELS: set.sentinelsVar, REDIS_SENTINEL_MASTER: set.master });
+    ({ cluster, set } = await setUpConsoleOverSentinels("lockscope-sentinel-"));
   }, 90_000);
   afterAll(async () => {
     await tearDownConsole(cluster);
@@ -89,16 +82,13 @@ describe("a Sentinel-managed primary with two replicas", () => {
     expect(text).toMatch(/^lockscope_failovers_total\{deployment="default"\} 1$/m);
     // The watcher is on the new primary: the copied lock is held there, and a new one shows up.
     await until("the copied lock held on the new primary", async () => (await listed()).some((l) => l.resource === "lock:copied" && l.state === "held"));
-    const sentinel = new Redis(set.sentinelPorts[0]!, "127.0.0.1", { maxRetriesPerRequest: 1 });
-    const [host, port] = (await sentinel.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", set.master)) as [string, string];
-    sentinel.disconnect();
-    const promoted = new Redis(Number(port), host, { maxRetriesPerRequest: 1 });
+    const { client: promoted, port } = await promotedPrimary(set);
     await promoted.set("lock:after-failover", "holder-d", "PX", 60_000);
     // The health now describes the promoted primary.
     await until("the promoted primary's replication in the health", async () => {
       const node = await replication();
       // The other replica, re-pointed by the sentinels, is the promoted primary's only replica.
-      const other = set.replicas.find((r) => r.port !== Number(port));
+      const other = set.replicas.find((r) => r.port !== port);
       return node?.replication?.role === "master" && node.replication.replicas.map((r) => r.address).join() === `127.0.0.1:${other?.port}`;
       // The sentinels re-point the other replica on their own schedule (failover-timeout 10 s): on a loaded
       // machine that has taken longer than the 15 s default.

@@ -1,14 +1,11 @@
-import { mkdtempSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import Redis from "ioredis";
 import { Semaphore } from "redis-semaphore";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LockDetail } from "@/lib/locks/types";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { RedissonWriter } from "../support/redisson";
-import { startSentinelSet, type SentinelSet } from "../support/sentinel";
+import { promotedPrimary, setUpConsoleOverSentinels, type SentinelSet } from "../support/sentinel";
 import { until } from "../support/wait";
 
 /**
@@ -21,10 +18,7 @@ describe("a Sentinel failover with locks of several libraries", () => {
   let set: SentinelSet;
 
   beforeAll(async () => {
-    cluster = await setUpConsole({ nodes: 1, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
-    set = await startSentinelSet(cluster.nodes[0]!, mkdtempSync(path.join(os.tmpdir(), "lockscope-sentinel-formats-")));
-    delete process.env.REDIS_URLS;
-    Object.assign(process.env, { REDIS_SENTINELS: set.sentinelsVar, REDIS_SENTINEL_MASTER: set.master });
+    ({ cluster, set } = await setUpConsoleOverSentinels("lockscope-sentinel-formats-"));
   }, 90_000);
   afterAll(async () => {
     await tearDownConsole(cluster);
@@ -73,10 +67,7 @@ describe("a Sentinel failover with locks of several libraries", () => {
     expect(text).toMatch(/^lockscope_failovers_total\{deployment="default"\} 1$/m);
 
     // The promoted replica does hold both, unchanged.
-    const sentinel = new Redis(set.sentinelPorts[0]!, "127.0.0.1", { maxRetriesPerRequest: 1 });
-    const [host, port] = (await sentinel.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", set.master)) as [string, string];
-    sentinel.disconnect();
-    const promoted = new Redis(Number(port), host, { maxRetriesPerRequest: 1 });
+    const { client: promoted } = await promotedPrimary(set);
     try {
       expect(await promoted.hgetall("lock:rlock")).toEqual({ [redisson.holder(7)]: "1" });
       expect(await promoted.zrange("semaphore:uploads", 0, -1)).toEqual([semaphore.identifier]);

@@ -1,8 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import Redis from "ioredis";
 import { freePort, ping, RedisNode } from "@/lib/redis-node";
+import { setUpConsole } from "./console";
+import type { TestCluster } from "./redis";
 import { until } from "./wait";
 
 /**
@@ -80,4 +83,27 @@ export async function startSentinelSet(primary: RedisNode, dir: string, master =
       await Promise.all(replicas.map((r) => r.stop()));
     },
   };
+}
+
+/**
+ * A console over a Sentinel set: the console's own node is the primary the sentinels monitor, and the console
+ * is pointed at the sentinels (REDIS_SENTINELS) before its live view starts.
+ */
+export async function setUpConsoleOverSentinels(dirPrefix: string): Promise<{ cluster: TestCluster; set: SentinelSet }> {
+  const cluster = await setUpConsole({ nodes: 1, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+  const set = await startSentinelSet(cluster.nodes[0]!, mkdtempSync(path.join(os.tmpdir(), dirPrefix)));
+  delete process.env.REDIS_URLS;
+  Object.assign(process.env, { REDIS_SENTINELS: set.sentinelsVar, REDIS_SENTINEL_MASTER: set.master });
+  return { cluster, set };
+}
+
+/** The primary the sentinels promoted (asked of the first sentinel); the caller disconnects it. */
+export async function promotedPrimary(set: SentinelSet): Promise<{ client: Redis; port: number }> {
+  const sentinel = new Redis(set.sentinelPorts[0]!, "127.0.0.1", { maxRetriesPerRequest: 1 });
+  try {
+    const [host, port] = (await sentinel.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", set.master)) as [string, string];
+    return { client: new Redis(Number(port), host, { maxRetriesPerRequest: 1 }), port: Number(port) };
+  } finally {
+    sentinel.disconnect();
+  }
 }
