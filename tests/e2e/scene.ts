@@ -106,7 +106,13 @@ const auth = { Authorization: `Bearer ${E2E_OPERATOR_TOKEN}` };
 
 /** Starts a lab run (the API takes the settings as the Demo page's form sends them) and returns its id. */
 async function startRun(request: APIRequestContext, settings: Record<string, unknown>): Promise<string> {
-  const started = await request.post("/api/demo/runs", { headers: auth, data: settings });
+  // A 503 (the lab's lease not taken: the nodes did not answer within 200 ms, as right after an earlier spec
+  // deleted a fleet of 100,000 locks) is asked again, as the Demo page's user would, for up to 15 s.
+  let started = await request.post("/api/demo/runs", { headers: auth, data: settings });
+  for (const until = Date.now() + 15_000; started.status() === 503 && Date.now() < until; ) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    started = await request.post("/api/demo/runs", { headers: auth, data: settings });
+  }
   expect(started.status(), await started.text()).toBe(202);
   return ((await started.json()) as { id: string }).id;
 }
