@@ -32,7 +32,12 @@ export { deploymentFilter, deploymentNames, historyDeployment, namedDeployment, 
 export type { LiveEventMap, LiveEvents, LockEventType } from "./events";
 export type { LockCounts } from "./store";
 
-/** Dirty keys are read this often (every node's batch at once, so a Redlock write is one change). */
+/**
+ * Dirty keys are read as soon as a notification marks them, once the batch before has been applied and at
+ * least `FLUSH_GAP_MS` after it started (every node's batch at once, so a Redlock write is one change): under
+ * load the keys that come meanwhile make the next batch. `FLUSH_MS` is the backstop for keys marked otherwise.
+ */
+const FLUSH_GAP_MS = 1;
 const FLUSH_MS = 10;
 /** Keys a node that does not answer may owe before it owes a reconcile instead (see `owe`). */
 const MAX_OWED_KEYS = 50_000;
@@ -103,9 +108,21 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     const isLockKey = (key: string) => matcher(key);
     store.declaredScope = (resource) => patternStore.declaredScope(resource);
     store.covers = isLockKey;
+    // (Bound below, once the batched read exists.)
+    let onDirty = () => {};
     const watchers: NodeWatcher[] = nodes.map(
       (node) =>
-        new NodeWatcher(node, { store, patterns: () => patterns, isLockKey, events, log, timeoutMs: config.nodeTimeoutMs, deadlineMs: config.nodeTimeoutMs, peers: () => watchers }),
+        new NodeWatcher(node, {
+          store,
+          patterns: () => patterns,
+          isLockKey,
+          events,
+          log,
+          timeoutMs: config.nodeTimeoutMs,
+          deadlineMs: config.nodeTimeoutMs,
+          peers: () => watchers,
+          onDirty: () => onDirty(),
+        }),
     );
     const unsubscribePatterns = patternStore.onChange((state) => {
       patterns = state.patterns.map((p) => p.glob);
@@ -210,8 +227,27 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     };
 
     let flushing = false;
+    let stopped = false;
+    let flushStartedAt = 0;
+    let flushTimer: NodeJS.Timeout | null = null;
+    /** Reads what is dirty as soon as the batch before allows (see `FLUSH_GAP_MS`). */
+    const flushSoon = () => {
+      if (flushTimer !== null || flushing || stopped) return;
+      flushTimer = setTimeout(
+        () => {
+          flushTimer = null;
+          void flush().catch(guard("batched read"));
+        },
+        Math.max(0, flushStartedAt + FLUSH_GAP_MS - Date.now()),
+      );
+    };
+    onDirty = flushSoon;
     const flush = async () => {
       if (flushing) return;
+      if (flushTimer !== null) {
+        clearTimeout(flushTimer);
+        flushTimer = null;
+      }
       const keys = new Map<string, Array<EndCause | undefined>>();
       // While the console starts, a node is read only once its watcher has subscribed: a reading taken before
       // would count as read there (its SCAN then skips the key) and could miss a change made before the
@@ -238,6 +274,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       // A node still busy with an earlier batch reads these keys once it answers again.
       for (const w of watchers) if (w.busy) owe(w, keys);
       flushing = true;
+      flushStartedAt = Date.now();
       try {
         const list = [...keys.keys()];
         // Every node's batch at once, so a write to every node is one change; but a node that misses the
@@ -285,6 +322,13 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         hub.tick(Date.now());
       } finally {
         flushing = false;
+      }
+      // What came meanwhile makes the next batch.
+      for (const w of watchers) {
+        if (w.dirty.size > 0 && w.readable && !w.busy && (store.watching || w.subscribedForReads)) {
+          flushSoon();
+          break;
+        }
       }
     };
 
@@ -365,8 +409,10 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     });
 
     const stop = async () => {
+      stopped = true;
       unsubscribePatterns();
       for (const t of timers) clearInterval(t);
+      if (flushTimer !== null) clearTimeout(flushTimer);
       stopReplication();
       await Promise.allSettled([...watchers.map((w) => w.stop()), failovers?.stop()]);
     };

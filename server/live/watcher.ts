@@ -43,6 +43,8 @@ export interface WatcherContext {
   deadlineMs: number;
   /** Every watcher of the deployment (this one included): while the console starts, keys found are read on all. */
   peers?: () => readonly NodeWatcher[];
+  /** A notification marked a key dirty (the runtime reads it in its next batch). */
+  onDirty?: () => void;
 }
 
 const CAUSES: Record<string, EndCause> = { del: "del", expired: "expired", evicted: "evicted" };
@@ -217,6 +219,7 @@ export class NodeWatcher {
     this.dirty.set(key, cause ?? this.dirty.get(key) ?? null);
     if (cause !== undefined && !this.cluster) this.ended.add(key);
     else this.ended.delete(key);
+    this.ctx.onDirty?.();
   }
 
   /**
