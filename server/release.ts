@@ -145,11 +145,23 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     );
   }
   let holderId: string;
+  // A string value whose text cannot stand for it (longer than the read bound, or not valid UTF-8) is deleted
+  // by its digest: that of the value the token names (its fingerprint), else of the value most nodes hold.
+  let valueDigest = leading.valueDigest;
   if (token !== undefined) {
-    if (!holding.some((r) => r.reading.format === leading.format && r.reading.holders.some((h) => h.id === token))) {
-      throw new ApiError("conflict", "The lock changed hands since you looked: no node has that holder any more. Nothing was deleted.", { current: currentHolder(answered) });
+    const named = holding.find((r) => r.reading.format === leading.format && r.reading.valueDigest !== undefined && r.reading.fingerprint === token);
+    if (named) {
+      holderId = named.reading.holders[0]?.id ?? "";
+      valueDigest = named.reading.valueDigest;
+    } else {
+      const held = (r: FormatReading) => r.format === leading.format && r.holders.some((h) => h.id === token);
+      const holder = held(leading) ? leading : holding.find((r) => held(r.reading))?.reading;
+      if (!holder) {
+        throw new ApiError("conflict", "The lock changed hands since you looked: no node has that holder any more. Nothing was deleted.", { current: currentHolder(answered) });
+      }
+      holderId = token;
+      valueDigest = holder.valueDigest;
     }
-    holderId = token;
   } else if (MULTI_HOLDER.has(leading.format) && leading.redisType !== "string") {
     throw new ApiError(
       "unprocessable",
@@ -200,7 +212,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       nodes.map((n) => n.client),
       resource,
       holderId,
-      { nodeTimeoutMs: budgetMs },
+      valueDigest === undefined ? { nodeTimeoutMs: budgetMs } : { nodeTimeoutMs: budgetMs, valueDigest },
     );
     answers = result.nodes;
     notified = result.notified;

@@ -136,6 +136,31 @@ describe("the live view, whatever library took the lock", () => {
     await live("lock:single", (l) => l.state === "expired");
   });
 
+  it("tells apart values that share their first KiB, or differ only in bytes that are not UTF-8, so no false quorum shows", async () => {
+    // Three nodes, three different values whose first 1,024 bytes agree: no value has a quorum.
+    const head = "w".repeat(1_500);
+    await Promise.all(clients.map((c, i) => c.set("lock:long-values", `${head}-writer-${i}`, "PX", 30_000)));
+    const long = await live("lock:long-values", (l) => l.state === "partial" && l.nodes.every((n) => n.token !== null));
+    expect(new Set(long.nodes.map((n) => n.token)).size).toBe(3);
+    expect(long.warnings).toContain("truncated");
+    // The same value everywhere is held by a quorum, and shows the same on every node.
+    await Promise.all(clients.map((c) => c.set("lock:long-values", `${head}-writer-0`, "PX", 30_000)));
+    const same = await live("lock:long-values", (l) => l.state === "held");
+    expect(same.quorumHeld).toBe(3);
+    expect(same.holders).toHaveLength(1);
+    expect(same.holders[0]!.id.startsWith(head.slice(0, 1_000))).toBe(true);
+
+    // 0xff and 0xfe are not UTF-8: both read as U+FFFD, yet they are two values.
+    await Promise.all(clients.map((c, i) => c.set("lock:binary-value", Buffer.from([0x4b, i === 2 ? 0xfe : 0xff, 0x31]), "PX", 30_000)));
+    const binary = await live("lock:binary-value", (l) => l.state === "held" && l.nodes.every((n) => n.token !== null));
+    expect(binary.quorumHeld).toBe(2);
+    expect(binary.nodes[0]!.token).toBe(binary.nodes[1]!.token);
+    expect(binary.nodes[2]!.token).not.toBe(binary.nodes[0]!.token);
+    await Promise.all(clients.map((c, i) => c.set("lock:binary-value", Buffer.from([0x4b, 0xf0 + i, 0x31]), "PX", 30_000)));
+    await live("lock:binary-value", (l) => l.state === "partial");
+    await Promise.all(clients.map((c) => c.del("lock:long-values", "lock:binary-value")));
+  });
+
   it("flags a lock that never expires by itself", async () => {
     await clients[0]!.setnx("lock", "crashed-before-expire");
     const held = await live("lock", (l) => l.state === "held");

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -375,6 +376,37 @@ describe("force release", () => {
     expect(entries).toHaveLength(1);
     expect(entries[0]).toMatchObject({ token: "", outcome: "released" });
     expect(entries[0]!.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+  });
+
+  it("releases a value longer than the read bound, or not valid UTF-8, by its digest, and never another value that shares its text", async () => {
+    const head = "v".repeat(1_200);
+    // The value most nodes hold goes; the node whose value differs only past the first KiB keeps it.
+    await Promise.all(nodes.map((n, i) => n.set("lock:long", `${head}-${i === 2 ? "other" : "stuck"}`, "PX", 30_000)));
+    const res = await postRelease("lock:long", { reason: "long value stuck" });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect((res.body as { nodes: Array<{ result: string }> }).nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "mismatch"]);
+    expect(await valuesOf("lock:long")).toEqual([null, null, `${head}-other`]);
+    await nodes[2]!.del("lock:long");
+
+    // The token the operator saw (the text shown, cut at the bound) names the value.
+    await holdEverywhere("lock:long", `${head}-stuck`);
+    const named = await postRelease("lock:long", { reason: "long value stuck", token: `${head}-stuck`.slice(0, 1_024) });
+    expect(named.status, JSON.stringify(named.body)).toBe(200);
+    expect(await valuesOf("lock:long")).toEqual([null, null, null]);
+    // So does the node's token the page shows (and sends): the text and the digest.
+    await holdEverywhere("lock:long", `${head}-stuck`);
+    const digest = createHash("sha1").update(`${head}-stuck`).digest("hex");
+    const byToken = await postRelease("lock:long", { reason: "long value stuck", token: `${`${head}-stuck`.slice(0, 1_024)} (sha1 ${digest})` });
+    expect(byToken.status, JSON.stringify(byToken.body)).toBe(200);
+    expect(await valuesOf("lock:long")).toEqual([null, null, null]);
+
+    await Promise.all(nodes.map((n) => n.set("lock:binary", Buffer.from([0x4b, 0xff, 0x31]), "PX", 30_000)));
+    const binary = await postRelease("lock:binary", { reason: "binary value stuck" });
+    expect(binary.status, JSON.stringify(binary.body)).toBe(200);
+    expect((binary.body as { nodes: Array<{ result: string }> }).nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+    expect(await valuesOf("lock:binary")).toEqual([null, null, null]);
+    const [entry] = await auditEntries("lock:binary");
+    expect(entry).toMatchObject({ outcome: "released" });
   });
 
   it("records a release that fails in the console as failed, never pending, and answers 503 without internals", async () => {

@@ -17,6 +17,8 @@ export interface ReadingParts {
   /** An end the library keeps in the value itself (redis-lock's expiry timestamp), when earlier than the key's TTL. */
   valueExpiresAt?: number;
   truncated?: boolean;
+  /** See `FormatReading.valueDigest`. */
+  valueDigest?: string;
   extraWarnings?: LockWarning[];
   waiters?: number | null;
   fence?: string | null;
@@ -52,15 +54,33 @@ export function formatReading(format: FormatName, redisType: string, reading: Ke
   };
   if (parts.fence !== undefined) out.fence = parts.fence;
   if (parts.acquiredAt !== undefined) out.acquiredAt = parts.acquiredAt;
+  if (parts.valueDigest !== undefined) out.valueDigest = parts.valueDigest;
   return out;
 }
 
 /** The fingerprint of a multi-holder layout: its holder ids, sorted, one per line (ids never hold a newline in these layouts). */
 export const holderFingerprint = (holders: readonly FormatHolder[]): string => holders.map((h) => h.id).sort().join("\n");
 
-/** The string value of a reading, and whether the read bound cut it. */
-export function stringValue(reading: KeyReading): { value: string; truncated: boolean } | null {
+/**
+ * The string value of a reading as text, whether the read bound cut it, and what nodes compare to tell values
+ * apart (`fingerprint`): the text, or where the text cannot stand for the value (cut by the bound, or bytes
+ * that are not valid UTF-8 shown as U+FFFD) the text with the value's digest, or beyond the digest's bound
+ * with its size.
+ */
+export function stringValue(reading: KeyReading): StringValue | null {
   const raw = reading.raw;
   if (raw.type !== "string") return null;
-  return { value: raw.value, truncated: raw.size > Buffer.byteLength(raw.value) };
+  const truncated = raw.size > Buffer.byteLength(raw.value);
+  if (raw.digest !== undefined) return { value: raw.value, truncated, fingerprint: `${raw.value} (sha1 ${raw.digest})`, valueDigest: raw.digest };
+  return { value: raw.value, truncated, fingerprint: truncated ? `${raw.value} (${raw.size} bytes)` : raw.value };
 }
+
+export interface StringValue {
+  value: string;
+  truncated: boolean;
+  fingerprint: string;
+  valueDigest?: string;
+}
+
+/** A string lock's value when the key is not a string (a reading of another type): nothing. */
+export const NO_STRING: Readonly<StringValue> = Object.freeze({ value: "", truncated: false, fingerprint: "" });

@@ -1,5 +1,5 @@
 import { decodeLockValue, forceRelease } from "@lockscope/redlock";
-import { formatReading, stringValue } from "./common";
+import { formatReading, NO_STRING, stringValue } from "./common";
 import { defineFormat, type FormatHolder, type NodeReleaseResult } from "./types";
 
 /**
@@ -22,7 +22,7 @@ export const lockscope = defineFormat({
   notify: ["$"],
   recognise: (_key, raw) => raw.type === "string" && decodeLockValue(raw.value) !== null,
   decode(_key, reading) {
-    const { value, truncated } = stringValue(reading) ?? { value: "", truncated: false };
+    const { value, truncated } = stringValue(reading) ?? NO_STRING;
     const identity = decodeLockValue(value);
     const holder: FormatHolder = { id: value };
     if (identity?.label != null) holder.label = identity.label;

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type Redis from "ioredis";
 import type { ScriptClient } from "@lockscope/redlock";
 import { defineScript, runScript, type Script } from "@lockscope/redlock";
@@ -9,7 +10,8 @@ import type { Extras, FormatName, KeyReading, LockFormat, RawReading, ReadType }
  * instant and a batch costs one command. Per key it reads what every format of that type needs, bounded so
  * one huge key cannot stall the node or the console:
  *
- *   string: the first `maxBytes` bytes (GETRANGE; STRLEN only when they fill the bound), PTTL
+ *   string: the first `maxBytes` bytes (GETRANGE; STRLEN only when they fill the bound), PTTL, and the SHA-1
+ *           of the whole value when it is longer than the bound (up to `maxDigestBytes`) or not all ASCII
  *   hash:   HLEN, then HGETALL (or at most `maxItems` fields from one HSCAN step), PTTL
  *   zset:   ZCARD, ZREVRANGE 0 maxItems-1 WITHSCORES (the highest scores first: in a set of holders scored
  *           by time, the newest, which are the live ones), PTTL
@@ -21,8 +23,9 @@ import type { Extras, FormatName, KeyReading, LockFormat, RawReading, ReadType }
  *
  * ARGV[1]: maxBytes, ARGV[2]: maxItems, ARGV[3]: "1" to run the companion blocks, ARGV[4]: "1" for a peek
  * (discovery: only what recognising a layout needs, one call per string key; PTTL is not read and answers
- * -3, a string's size is what was read).
- * Reply per key: {type} for a missing key, else {type, pttl, size, payload, extra1, extra2, ...}; after the
+ * -3, a string's size is what was read), ARGV[5]: maxDigestBytes.
+ * Reply per key: {type} for a missing key, else {type, pttl, size, payload, extra1, extra2, ...} (a string's
+ * payload is followed by its digest, or nil, before its extras); after the
  * keys, the node's clock (epoch ms, `TIME`) at the read, so every PTTL is exact in the node's clock.
  */
 export interface ReadLimits {
@@ -34,9 +37,14 @@ export interface ReadLimits {
   companions: boolean;
   /** Read only what recognising a layout needs (no TTL, no string size): discovery's peek. @default false */
   peek: boolean;
+  /**
+   * Longest string value whose digest is taken when it is longer than `maxBytes` (hashing a larger one would
+   * hold the node up). @default 65536
+   */
+  maxDigestBytes: number;
 }
 
-export const DEFAULT_READ_LIMITS: Readonly<ReadLimits> = Object.freeze({ maxBytes: 1024, maxItems: 64, companions: true, peek: false });
+export const DEFAULT_READ_LIMITS: Readonly<ReadLimits> = Object.freeze({ maxBytes: 1024, maxItems: 64, companions: true, peek: false, maxDigestBytes: 65_536 });
 
 /** Lua helper pasted in front of format blocks: the node clock in epoch ms (queue timeouts are epoch ms). */
 const NODE_NOW_LUA = `
@@ -75,6 +83,7 @@ local max_bytes = tonumber(ARGV[1])
 local max_items = tonumber(ARGV[2])
 local companions = ARGV[3] == '1'
 local peek = ARGV[4] == '1'
+local max_digest = tonumber(ARGV[5])
 local out = {}
 for i, key in ipairs(KEYS) do
   -- Most lock keys are strings: try the bounded read first and ask TYPE only when it fails (another type)
@@ -91,7 +100,17 @@ for i, key in ipairs(KEYS) do
     if t == 'string' then
       local size = #value
       if size == max_bytes and not peek then size = redis.call('STRLEN', key) end
-      r = {t, pttl, size, value}
+      -- Two values that differ only past the bound, or only in bytes that are not valid UTF-8 (the console
+      -- reads text), must not look alike: such a value is also compared, and released, by its digest.
+      local digest = false
+      if not peek then
+        if size > max_bytes then
+          if size <= max_digest then digest = redis.sha1hex(redis.call('GET', key)) end
+        elseif string.find(value, '[\\128-\\255]') then
+          digest = redis.sha1hex(value)
+        end
+      end
+      r = {t, pttl, size, value, digest}
       if companions then ${blocks.string}
       end
     elseif t == 'hash' then
@@ -163,14 +182,17 @@ export function parseKeyReply(reply: unknown, plan: ReadPlan, companions: boolea
   if (type === "none") return { type: "none" };
   const pttlMs = asNumber(reply[1], -2);
   if (type === "string") {
-    return { type, pttlMs, size: asNumber(reply[2], 0), value: asText(reply[3]) ?? "", extras: extrasOf(reply, plan.extrasOrder.string, companions) };
+    const digest = asText(reply[4]);
+    const raw: RawReading = { type, pttlMs, size: asNumber(reply[2], 0), value: asText(reply[3]) ?? "", extras: extrasOf(reply, 5, plan.extrasOrder.string, companions) };
+    if (digest !== null) raw.digest = digest;
+    return raw;
   }
   if (type === "hash") {
-    return { type, pttlMs, size: asNumber(reply[2], 0), fields: pairs(reply[3]), extras: extrasOf(reply, plan.extrasOrder.hash, companions) };
+    return { type, pttlMs, size: asNumber(reply[2], 0), fields: pairs(reply[3]), extras: extrasOf(reply, 4, plan.extrasOrder.hash, companions) };
   }
   if (type === "zset") {
     const members = pairs(reply[3]).map(([member, score]): [string, number] => [member, asNumber(score, Number.NaN)]);
-    return { type, pttlMs, size: asNumber(reply[2], 0), members, extras: extrasOf(reply, plan.extrasOrder.zset, companions) };
+    return { type, pttlMs, size: asNumber(reply[2], 0), members, extras: extrasOf(reply, 4, plan.extrasOrder.zset, companions) };
   }
   return { type: "other", redisType: type, pttlMs, extras: NO_EXTRAS };
 }
@@ -178,12 +200,12 @@ export function parseKeyReply(reply: unknown, plan: ReadPlan, companions: boolea
 /** Most readings have no companion result: they share one empty, frozen set (a reconcile makes millions of readings). */
 const NO_EXTRAS: Extras = Object.freeze({});
 
-/** The companion results that follow a key's payload in its reply, by format. */
-function extrasOf(reply: readonly unknown[], names: readonly FormatName[], companions: boolean): Extras {
+/** The companion results that follow a key's payload (from `from` on) in its reply, by format. */
+function extrasOf(reply: readonly unknown[], from: number, names: readonly FormatName[], companions: boolean): Extras {
   if (!companions) return NO_EXTRAS;
   let extras = NO_EXTRAS;
   for (let j = 0; j < names.length; j++) {
-    const value: unknown = reply[4 + j];
+    const value: unknown = reply[from + j];
     if (value === undefined || value === null) continue;
     if (extras === NO_EXTRAS) extras = {};
     extras[names[j] as FormatName] = value;
@@ -219,9 +241,9 @@ export async function readWithPlan(
   clock?: NodeClock,
 ): Promise<KeyReading[]> {
   if (keys.length === 0) return [];
-  const { maxBytes, maxItems, companions, peek } = { ...DEFAULT_READ_LIMITS, ...limits };
+  const { maxBytes, maxItems, companions, peek, maxDigestBytes } = { ...DEFAULT_READ_LIMITS, ...limits };
   const sentAt = Date.now();
-  const reply = await runScript(client, plan.script, keys, [maxBytes, maxItems, companions ? "1" : "0", peek ? "1" : "0"]);
+  const reply = await runScript(client, plan.script, keys, [maxBytes, maxItems, companions ? "1" : "0", peek ? "1" : "0", maxDigestBytes]);
   return parseReadReply(keys, reply, sentAt, plan, companions, clock);
 }
 
@@ -251,7 +273,7 @@ export type MultiClient = Pick<Redis, "multi">;
  */
 export async function readWithoutScripts(client: MultiClient, keys: readonly string[], limits: Partial<ReadLimits> = {}, clock?: NodeClock): Promise<KeyReading[]> {
   if (keys.length === 0) return [];
-  const { maxBytes, maxItems } = { ...DEFAULT_READ_LIMITS, ...limits };
+  const { maxBytes, maxItems, maxDigestBytes } = { ...DEFAULT_READ_LIMITS, ...limits };
   const sentAt = Date.now();
   const first = client.multi();
   for (const key of keys) first.type(key).pttl(key);
@@ -265,11 +287,36 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
   // reads as gone, not as an empty lock of the type it had.
   types.forEach((type, i) => {
     const key = keys[i] as string;
-    if (type === "string") second.type(key).strlen(key).getrange(key, 0, maxBytes - 1);
+    if (type === "string") second.type(key).strlen(key).getrangeBuffer(key, 0, maxBytes - 1);
     else if (type === "hash") second.type(key).hlen(key).hscan(key, 0, "COUNT", maxItems).hget(key, "mode");
     else if (type === "zset") second.type(key).zcard(key).zrevrange(key, 0, maxItems - 1, "WITHSCORES");
   });
   const bodies = types.some((t) => t === "string" || t === "hash" || t === "zset") ? ((await second.exec()) ?? []) : [];
+  // The digests the script takes (see `buildReadPlan`): of a value read whole here, or of one longer than the
+  // bound read whole in a third step (up to `maxDigestBytes`).
+  const whole = new Map<number, Buffer | null>();
+  {
+    let k = 0;
+    const third = client.multi();
+    types.forEach((type, i) => {
+      if (type === "string") {
+        const count = asNumber(bodies[k + 1]?.[1], 0);
+        if (count > maxBytes && count <= maxDigestBytes) {
+          third.getBuffer(keys[i] as string);
+          whole.set(i, null);
+        }
+      }
+      k += type === "hash" ? 4 : type === "string" || type === "zset" ? 3 : 0;
+    });
+    if (whole.size > 0) {
+      const got = (await third.exec()) ?? [];
+      let g = 0;
+      for (const i of whole.keys()) {
+        const body = got[g++]?.[1];
+        whole.set(i, Buffer.isBuffer(body) ? body : null);
+      }
+    }
+  }
   let j = 0;
   return keys.map((key, i): KeyReading => {
     const type = types[i] ?? "none";
@@ -283,7 +330,13 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
     j += type === "hash" ? 4 : 3;
     if (typeNow !== type || sizeError || bodyError) return { key, at, raw: { type: "none" } };
     const count = asNumber(size, 0);
-    if (type === "string") return { key, at, raw: { type, pttlMs, size: count, value: asText(body) ?? "", extras: {} } };
+    if (type === "string") {
+      const bytes = Buffer.isBuffer(body) ? body : Buffer.from(asText(body) ?? "");
+      const raw: RawReading = { type, pttlMs, size: count, value: bytes.toString("utf8"), extras: {} };
+      const hashed = count > maxBytes ? whole.get(i) : bytes.some((b) => b >= 0x80) ? bytes : null;
+      if (hashed) raw.digest = createHash("sha1").update(hashed).digest("hex");
+      return { key, at, raw };
+    }
     if (type === "hash") {
       const step: unknown = Array.isArray(body) ? body[1] : [];
       const fields = pairs(step).slice(0, maxItems);

@@ -1,5 +1,5 @@
 import { defineScript } from "@lockscope/redlock";
-import { formatReading, holderFingerprint, isEpochMs, lockishName, stringValue } from "./common";
+import { formatReading, holderFingerprint, isEpochMs, lockishName, NO_STRING, stringValue } from "./common";
 import { scriptRelease } from "./release";
 import { defineFormat, type FormatHolder, type KeyReading, type RawReading } from "./types";
 
@@ -43,7 +43,11 @@ if t == 'zset' then
   return {'mismatch', t, -1}
 end
 if t == 'string' then
-  if redis.call('GET', key) ~= ARGV[1] then return {'mismatch', t, -1} end
+  -- ARGV[2]: the value's digest where its text cannot stand for it (see STRING_COMPARE_DELETE).
+  local value = redis.call('GET', key)
+  if ARGV[2] ~= nil and ARGV[2] ~= '' then
+    if redis.sha1hex(value) ~= ARGV[2] then return {'mismatch', t, -1} end
+  elseif value ~= ARGV[1] then return {'mismatch', t, -1} end
   redis.call('DEL', key)
   return {'deleted', t, -1}
 end
@@ -65,8 +69,8 @@ export const redisSemaphore = defineFormat({
   decode(_key, reading) {
     const raw = reading.raw;
     if (raw.type !== "zset") {
-      const { value, truncated } = stringValue(reading) ?? { value: "", truncated: false };
-      return formatReading("redis-semaphore", "string", reading, { holders: [{ id: value }], fingerprint: value, truncated });
+      const { value, truncated, fingerprint, valueDigest } = stringValue(reading) ?? NO_STRING;
+      return formatReading("redis-semaphore", "string", reading, { holders: [{ id: value }], fingerprint, truncated, ...(valueDigest ? { valueDigest } : {}) });
     }
     const lockTimeout = inferLockTimeout(reading);
     const holders: FormatHolder[] = [];

@@ -6,7 +6,8 @@ import type { FormatReleaseResult, NodeReleaseResult, ReleaseOptions } from "./t
  * Force release for the formats that release with one script per node. Every script follows one contract:
  *
  *   KEYS[1]: the lock key; ARGV[1]: the holder id the operator saw, compared exactly (it may be "": a lock
- *   whose value is the empty string is held by the holder "").
+ *   whose value is the empty string is held by the holder ""); ARGV[2]: a string value's digest or "" (see
+ *   `STRING_COMPARE_DELETE`; the other scripts ignore it).
  *   Reply: {code, redis type before the release, subscribers that received a wake message or -1 when none was
  *   sent}, where code is
  *     "deleted"   the holder is gone (the key deleted, or only that holder taken out of it)
@@ -57,7 +58,7 @@ export async function releaseOnEveryNode(
   return Promise.all(
     clients.map(async (client, index): Promise<NodeReleaseResult> => {
       try {
-        return parseReply(index, await withTimeout(runScript(client, script, [resource], [holderId]), options.nodeTimeoutMs));
+        return parseReply(index, await withTimeout(runScript(client, script, [resource], [holderId, options.valueDigest ?? ""]), options.nodeTimeoutMs));
       } catch (error) {
         return { index, result: "error", error: (error instanceof Error ? error.message : String(error)).slice(0, 200) };
       }
@@ -77,15 +78,20 @@ export function scriptRelease(script: Script, notifies: { holder: boolean; waite
 
 /**
  * Compare-and-delete of a string lock (a plain token, a redis-semaphore mutex, a ShedLock value): deleted only
- * while the key still holds exactly that value. No message is published: these libraries' holders and waiters
- * listen to nothing (they poll), so there is nobody to tell.
+ * while the key still holds exactly that value; with a digest (ARGV[2], a value longer than the read bound or
+ * not all ASCII, whose text the console cannot send back byte for byte), while its value has that digest. No
+ * message is published: these libraries' holders and waiters listen to nothing (they poll), so there is nobody
+ * to tell.
  */
 export const STRING_COMPARE_DELETE = defineScript(`
 local key = KEYS[1]
 local t = redis.call('TYPE', key)['ok']
 if t == 'none' then return {'absent', t, -1} end
 if t ~= 'string' then return {'wrongtype', t, -1} end
-if redis.call('GET', key) ~= ARGV[1] then return {'mismatch', t, -1} end
+local value = redis.call('GET', key)
+if ARGV[2] ~= nil and ARGV[2] ~= '' then
+  if redis.sha1hex(value) ~= ARGV[2] then return {'mismatch', t, -1} end
+elseif value ~= ARGV[1] then return {'mismatch', t, -1} end
 redis.call('DEL', key)
 return {'deleted', t, -1}
 `);

@@ -1,4 +1,4 @@
-import { UUID_SOURCE, formatReading, stringValue } from "./common";
+import { NO_STRING, UUID_SOURCE, formatReading, stringValue } from "./common";
 import { STRING_COMPARE_DELETE, scriptRelease } from "./release";
 import { defineFormat, type FormatHolder } from "./types";
 
@@ -31,12 +31,12 @@ export const shedlock = defineFormat({
   notify: ["$"],
   recognise: (_key, raw) => raw.type === "string" && decodeShedLockValue(raw.value) !== null,
   decode(_key, reading) {
-    const { value, truncated } = stringValue(reading) ?? { value: "", truncated: false };
+    const { value, truncated, fingerprint, valueDigest } = stringValue(reading) ?? NO_STRING;
     const decoded = decodeShedLockValue(value);
     const holder: FormatHolder = { id: value };
     if (decoded?.host) holder.host = decoded.host;
     if (decoded?.since != null) holder.since = decoded.since;
-    return formatReading("shedlock", "string", reading, { holders: [holder], fingerprint: value, truncated });
+    return formatReading("shedlock", "string", reading, { holders: [holder], fingerprint, truncated, ...(valueDigest ? { valueDigest } : {}) });
   },
   release: scriptRelease(STRING_COMPARE_DELETE, { holder: false, waiters: false }),
 });

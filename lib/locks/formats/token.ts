@@ -1,4 +1,4 @@
-import { formatReading, isEpochMs, lockishName, stringValue } from "./common";
+import { formatReading, isEpochMs, lockishName, NO_STRING, stringValue } from "./common";
 import { STRING_COMPARE_DELETE, scriptRelease } from "./release";
 import { defineFormat, type FormatHolder, type KeyReading } from "./types";
 
@@ -58,7 +58,7 @@ export const token = defineFormat({
   // Any string could be a cache entry: only a lock-like name makes it a candidate.
   discoverable: (key, raw) => raw.type === "string" && lockishName(key),
   decode(_key, reading) {
-    const { value, truncated } = stringValue(reading) ?? { value: "", truncated: false };
+    const { value, truncated, fingerprint, valueDigest } = stringValue(reading) ?? NO_STRING;
     const holder: FormatHolder = { id: value };
     const expiry = inValueExpiry(value, reading);
     if (expiry !== null) holder.expiresAt = expiry;
@@ -70,8 +70,9 @@ export const token = defineFormat({
     }
     return formatReading("token", "string", reading, {
       holders: [holder],
-      fingerprint: value,
+      fingerprint,
       truncated,
+      ...(valueDigest ? { valueDigest } : {}),
       ...(expiry !== null ? { valueExpiresAt: expiry } : {}),
     });
   },

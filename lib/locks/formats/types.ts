@@ -53,7 +53,8 @@ export type ReadType = "string" | "hash" | "zset";
 /** What the read script saw for one key on one node, before any format looked at it. */
 export type RawReading =
   | { type: "none" }
-  | { type: "string"; pttlMs: number; size: number; value: string; extras: Extras }
+  /** `digest`: the whole value's SHA-1 (hex) when it is longer than the read bound or not all ASCII (see `buildReadPlan`). */
+  | { type: "string"; pttlMs: number; size: number; value: string; digest?: string; extras: Extras }
   | { type: "hash"; pttlMs: number; size: number; fields: Array<[string, string]>; extras: Extras }
   | { type: "zset"; pttlMs: number; size: number; members: Array<[string, number]>; extras: Extras }
   | { type: "other"; redisType: string; pttlMs: number; extras: Extras };
@@ -89,13 +90,18 @@ export interface FormatReading {
   /** This engine's values only: the fencing token and acquisition time carried in the value. */
   fence?: string | null;
   acquiredAt?: number | null;
+  /**
+   * A string value's SHA-1 (hex), where the text shown cannot stand for it (longer than the read bound, or not
+   * all ASCII): its fingerprint carries it, and force release compares by it.
+   */
+  valueDigest?: string;
 }
 
 /**
  * The part of a reading a lock keeps once merged: its holders and details, without the node's times (the
  * lock's record has those), so that nothing kept per lock is a boxed number.
  */
-export interface KeptReading extends Omit<FormatReading, "expiresAt" | "keyExpiresAt" | "holders"> {
+export interface KeptReading extends Omit<FormatReading, "expiresAt" | "keyExpiresAt" | "holders" | "valueDigest"> {
   /**
    * null: one holder whose id is the fingerprint and nothing more (a plain token, the most common lock),
    * kept without an array and an object of its own; `keptHolders` gives the list.
@@ -196,6 +202,8 @@ export interface FormatReleaseResult {
 export interface ReleaseOptions {
   /** Per-node budget; a node that does not answer in time reports "error". */
   nodeTimeoutMs: number;
+  /** The string value's digest (`FormatReading.valueDigest`): a string lock is then deleted only while its value has it. */
+  valueDigest?: string;
 }
 
 export interface LockFormat {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import type Redis from "ioredis";
 import { Mutex, Semaphore } from "redis-semaphore";
@@ -197,13 +198,19 @@ describe("lock formats with the real libraries", () => {
     await c.pexpire("lock:redisson", 60_000);
     await c.zadd("semaphore:s", Date.now(), "p1", Date.now() - 5, "p2");
     await c.rpush("lock:list", "x");
-    const keys = ["lock:a", "lock:long", "lock:redisson", "semaphore:s", "lock:list", "lock:missing"];
+    // Not UTF-8, and longer than a digest is taken of: the digests (or none) must agree too.
+    await c.set("lock:binary", Buffer.from([0x4b, 0xff, 0x31]));
+    await c.set("lock:huge", "z".repeat(70_000));
+    const keys = ["lock:a", "lock:long", "lock:redisson", "semaphore:s", "lock:list", "lock:missing", "lock:binary", "lock:huge"];
     const strip = (readings: KeyReading[]) =>
       readings.map((r) => ({ key: r.key, raw: r.raw.type === "none" ? r.raw : { ...r.raw, pttlMs: r.raw.pttlMs > 0 ? "ttl" : r.raw.pttlMs } }));
     const scripted = strip(await readLockKeys(c, keys, { companions: false }));
     const plain = strip(await readLockKeysWithoutScripts(c, keys));
     expect(plain).toEqual(scripted);
-    expect(scripted.map((r) => r.raw.type)).toEqual(["string", "string", "hash", "zset", "other", "none"]);
+    expect(scripted.map((r) => r.raw.type)).toEqual(["string", "string", "hash", "zset", "other", "none", "string", "string"]);
+    const digests = scripted.map((r) => (r.raw.type === "string" ? (r.raw.digest ?? null) : null));
+    const sha1 = (bytes: Buffer | string) => createHash("sha1").update(bytes).digest("hex");
+    expect(digests).toEqual([null, sha1("y".repeat(5_000)), null, null, null, null, sha1(Buffer.from([0x4b, 0xff, 0x31])), null]);
   });
 
   it("without scripts, reads a key deleted between its two reads as gone, not as an empty lock", async () => {

@@ -173,6 +173,9 @@ describe("the read script's reply", () => {
   it("parses each type, with companion results in place", () => {
     expect(parseKeyReply(["none"], READ_PLAN, true)).toEqual({ type: "none" });
     expect(parseKeyReply(["string", 500, 3, "abc"], READ_PLAN, true)).toEqual({ type: "string", pttlMs: 500, size: 3, value: "abc", extras: {} });
+    // A value cut by the bound (or not all ASCII) comes with its digest after the text.
+    const digest = "a9993e364706816aba3e25717850c26c9cd0d89d";
+    expect(parseKeyReply(["string", 500, 2_000, "abc", digest], READ_PLAN, true)).toEqual({ type: "string", pttlMs: 500, size: 2_000, value: "abc", digest, extras: {} });
     expect(parseKeyReply(["hash", -1, 1, ["f", "1"], [2, 1]], READ_PLAN, true)).toEqual({ type: "hash", pttlMs: -1, size: 1, fields: [["f", "1"]], extras: { redisson: [2, 1] } });
     expect(parseKeyReply(["zset", 10, 1, ["m", "1780000000000"]], READ_PLAN, true)).toEqual({ type: "zset", pttlMs: 10, size: 1, members: [["m", 1_780_000_000_000]], extras: {} });
     expect(parseKeyReply(["stream", -1], READ_PLAN, true)).toEqual({ type: "other", redisType: "stream", pttlMs: -1, extras: {} });
