@@ -52,7 +52,7 @@ export const AUDIT_OUTCOMES = ["ok", "failed"] as const;
 /** `lab`: the contention lab's own locks (`lock:lab:*`); production alerts select `traffic="production"`. */
 export const TRAFFIC = ["production", "lab"] as const;
 /** The audit log's outcomes of a release (`refused`: not attempted because the audit could not be written). */
-export const FORCE_RELEASE_OUTCOMES = ["released", "conflict", "absent", "failed", "refused"] as const;
+export const FORCE_RELEASE_OUTCOMES = ["released", "partial", "conflict", "absent", "failed", "refused"] as const;
 
 /** Seconds from a millisecond up to half a minute: how long a caller waited for a lock. */
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

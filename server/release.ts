@@ -32,7 +32,10 @@ export interface ReleaseInput {
 }
 
 export interface ReleaseResult {
+  /** The holder was deleted on at least one node. */
   released: true;
+  /** `partial`: nodes that held it did not confirm the delete, too many for the lock to be over (see `outcomeOf`). */
+  outcome: "released" | "partial";
   deployment: string;
   format: FormatName;
   nodes: Array<{ id: string; result: AuditNodeResult["result"] }>;
@@ -95,8 +98,15 @@ const releases = () => counter("lockscope_force_releases_total", "Force releases
  * `unsure`: on some node whether the release deleted the holder is unknown. Then "nothing was deleted" (a
  * conflict, an absent lock, a plain failure) cannot be said: without a confirmed delete it is `failed`.
  */
-function outcomeOf(results: ReadonlyArray<AuditNodeResult>, unsure: boolean): AuditOutcome {
-  if (results.some((r) => r.result === "deleted")) return "released";
+function outcomeOf(results: ReadonlyArray<AuditNodeResult>, unsure: boolean, heldBefore: ReadonlyArray<boolean | null>, quorum: number): AuditOutcome {
+  const deleted = results.filter((r) => r.result === "deleted").length;
+  if (deleted > 0) {
+    // `partial`: nodes that had the holder before (or could not be read then) did not confirm its delete, and
+    // too few did for the lock to be over: it may still be held by a quorum (or, on one node, still held there).
+    const had = heldBefore.filter((h) => h !== false).length;
+    const left = results.filter((r, i) => r.result === "error" && heldBefore[i] !== false).length;
+    return left > 0 && deleted < Math.min(quorum, had) ? "partial" : "released";
+  }
   if (unsure) return "failed";
   if (results.some((r) => r.result === "mismatch")) return "conflict";
   if (results.every((r) => r.result === "absent")) return "absent";
@@ -237,7 +247,13 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   );
   const nodeResults = settled.map((s) => s.result);
   const unsure = settled.filter((s) => s.unsure).map((s) => s.result.id);
-  const outcome = outcomeOf(nodeResults, unsure.length > 0);
+  const target = { format: leading.format, holderId };
+  const outcome = outcomeOf(
+    nodeResults,
+    unsure.length > 0,
+    nodes.map((_, i) => holds(reads[i], target)),
+    quorumOf(nodes.length),
+  );
   await audit.recordOutcome(entry.id, outcome, nodeResults);
   releases().inc({ outcome });
   if (outcome === "released" && leading.holders.length === 1 && peekGlobal("live-runtime") !== undefined) {
@@ -296,7 +312,15 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       nodes: nodeResults,
     });
   }
-  return { released: true, deployment, format: format.name, nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })), notified, auditId: entry.id };
+  return {
+    released: true,
+    outcome: outcome === "partial" ? "partial" : "released",
+    deployment,
+    format: format.name,
+    nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })),
+    notified,
+    auditId: entry.id,
+  };
 }
 
 /**

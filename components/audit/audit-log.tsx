@@ -21,6 +21,7 @@ const PAGE_SIZE = 50;
 const OUTCOME_TEXT: Record<AuditEntry["outcome"], string> = {
   pending: "pending (no outcome recorded)",
   released: "released",
+  partial: "partial: still held on nodes that did not confirm",
   conflict: "refused: changed hands",
   absent: "nothing held",
   failed: "failed on every node",

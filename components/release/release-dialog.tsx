@@ -11,6 +11,8 @@ import { MessageText } from "../message-text";
 
 export interface ReleaseResponse {
   released: true;
+  /** `partial`: nodes that held it did not confirm the delete, too many for the lock to be over. */
+  outcome: "released" | "partial";
   format: Lock["format"];
   nodes: Array<{ id: string; result: "deleted" | "absent" | "mismatch" | "error" }>;
   /** Who was told: only this engine's holders hear a revocation; `waiters`: a wake message went to the library's waiters. */
@@ -215,9 +217,18 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
           />
         </label>
         {outcome.kind === "released" && (
-          <p role="status" className={styles.ok}>
-            Released on {outcome.response.nodes.filter((n) => n.result === "deleted").length} of {outcome.response.nodes.length} nodes
-            {outcome.response.nodes.some((n) => n.result === "error") ? " (some nodes did not answer)" : ""}. Audit entry{" "}
+          <p role="status" className={outcome.response.outcome === "partial" ? styles.warn : styles.ok}>
+            {outcome.response.outcome === "partial" ? "Only partly released: deleted" : "Released"} on{" "}
+            {outcome.response.nodes.filter((n) => n.result === "deleted").length} of {outcome.response.nodes.length} nodes
+            {outcome.response.outcome === "partial"
+              ? `; ${outcome.response.nodes
+                  .filter((n) => n.result === "error")
+                  .map((n) => n.id)
+                  .join(", ")} did not confirm, so the lock may still be held. Read it again before retrying`
+              : outcome.response.nodes.some((n) => n.result === "error")
+                ? " (some nodes did not answer)"
+                : ""}
+            . Audit entry{" "}
             <a href={`/audit?resource=${encodeURIComponent(resource)}`}>{outcome.response.auditId}</a>.{" "}
             {outcome.response.notified.holder ? "The holder was told." : "The holder was not told."}{" "}
             {outcome.response.notified.waiters ? "Its waiters were woken." : "No waiter was woken."}

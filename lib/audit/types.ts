@@ -3,8 +3,11 @@
  * reads these; they live in lib/ so client components can import them without pulling in server code.
  */
 
-/** Where a release ended. `pending`: the intent was recorded and no outcome followed (the console died mid-release). */
-export type AuditOutcome = "pending" | "released" | "conflict" | "absent" | "failed" | "refused";
+/**
+ * Where a release ended. `pending`: the intent was recorded and no outcome followed (the console died mid-release).
+ * `partial`: deleted on some nodes, while nodes that held it did not confirm, too many for the lock to be over.
+ */
+export type AuditOutcome = "pending" | "released" | "partial" | "conflict" | "absent" | "failed" | "refused";
 
 /** What one node did with the release. */
 export interface AuditNodeResult {

@@ -23,7 +23,7 @@ export function auditIdTime(id: string): number {
   return Number(id.slice(0, 13));
 }
 
-const OUTCOMES = new Set<AuditOutcome>(["pending", "released", "conflict", "absent", "failed", "refused"]);
+const OUTCOMES = new Set<AuditOutcome>(["pending", "released", "partial", "conflict", "absent", "failed", "refused"]);
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);

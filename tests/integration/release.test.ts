@@ -488,6 +488,44 @@ describe("force release", () => {
     );
   });
 
+  it("reports a release that only one of the three nodes holding the lock confirmed as partial, not released", async () => {
+    const resource = "lock:partly-released";
+    await holdEverywhere(resource, "partly-v1");
+    // Two of the three nodes stop right after the intent: only node-0 answers, the others' deletes are unknown.
+    const spy = await afterNextIntent(() => {
+      cluster.pause(1);
+      cluster.pause(2);
+    });
+    let res: Awaited<ReturnType<typeof postRelease>>;
+    try {
+      res = await postRelease(resource, { reason: "frozen nodes", token: "partly-v1" });
+    } finally {
+      spy.mockRestore();
+      cluster.resume(1);
+      cluster.resume(2);
+    }
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ released: true, outcome: "partial" });
+    expect((res.body as { nodes: Array<{ result: string }> }).nodes.map((n) => n.result)).toEqual(["deleted", "error", "error"]);
+    const [entry] = await auditEntries(resource);
+    expect(entry?.outcome).toBe("partial");
+    await until("the nodes ran the release they were sent", async () => (await valuesOf(resource)).every((v) => v === null), 10_000, 20);
+
+    // Deleted on a quorum (two of three) with the third unknown: the lock is over, so released.
+    await holdEverywhere(resource, "partly-v2");
+    const spy2 = await afterNextIntent(() => cluster.pause(2));
+    try {
+      res = await postRelease(resource, { reason: "one frozen node", token: "partly-v2" });
+    } finally {
+      spy2.mockRestore();
+      cluster.resume(2);
+    }
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ released: true, outcome: "released" });
+    expect((await auditEntries(resource)).map((e) => e.outcome)).toEqual(["released", "partial"]);
+    await until("the third node ran the release it was sent", async () => (await valuesOf(resource)).every((v) => v === null), 10_000, 20);
+  });
+
   it("deletes nothing and says so when a node's queue key has another type; viewers see no raw Redis error", async () => {
     const resource = "lock:typed-queue";
     // This engine's value: its release also writes the engine's wait queue (a plain token's does not).
