@@ -117,6 +117,46 @@ function mergeWhere(samples: NodeSamples, now: number, counted: (i: number) => b
   return { state: "partial", token: null, leading, quorumHeld: best, expiresAt: Number.isFinite(latest) ? latest : null, unreadable: false };
 }
 
+/**
+ * The vote per holder for a lock whose value is a set of holders (one id per line, sorted: a Redlock semaphore's
+ * permits). Each holder took its permit on a quorum of nodes on its own, so two holders can each hold a quorum
+ * while no two nodes hold the same set (A on nodes 0 and 1, B on 1 and 2): the lock is held by every holder on a
+ * quorum of the reachable nodes. Null when no holder has one (the lock is partial). The token is those holders'
+ * ids, sorted, one per line; each one's permit lasts until the quorum-th latest expiry among the nodes that
+ * have it, and the lock until the last of those; `quorumHeld` is the fewest nodes any of them is held on.
+ */
+export function voteHolders(samples: NodeSamples, now: number): MergedLock | null {
+  const { values, expiries, quorum, up } = samples;
+  const nodes = new Map<string, number[]>();
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
+    if (value === null || value === undefined || up[i] !== true) continue;
+    for (const id of value.split("\n")) {
+      if (id === "") continue;
+      const on = nodes.get(id);
+      if (on) on.push(i);
+      else nodes.set(id, [i]);
+    }
+  }
+  const held: string[] = [];
+  let fewest = Infinity;
+  let end = -Infinity;
+  for (const [id, on] of nodes) {
+    if (on.length < quorum) continue;
+    held.push(id);
+    fewest = Math.min(fewest, on.length);
+    // The quorum-th latest expiry among the nodes that have this holder (a missing one counts as earliest).
+    const ends = on.map((i) => expiries[i] ?? Number.NaN).map((e) => (Number.isNaN(e) ? -Infinity : e));
+    ends.sort((a, b) => b - a);
+    end = Math.max(end, ends[quorum - 1] ?? -Infinity);
+  }
+  if (held.length === 0) return null;
+  const token = held.sort().join("\n");
+  const expiresAt = end === Infinity || end === -Infinity ? null : end;
+  const state: LiveState = expiresAt !== null && expiresAt <= now ? "elapsed" : "held";
+  return { state, token, leading: token, quorumHeld: fewest, expiresAt, unreadable: false };
+}
+
 /** Whether expiry `f` (node j) ranks before `e` (node i) from the latest down: later first, a missing one last, ties by node. */
 function rankBefore(f: number, j: number, e: number, i: number): boolean {
   const fv = Number.isNaN(f) ? -Infinity : f;

@@ -1,6 +1,20 @@
 import { lockValueId } from "@lockscope/redlock";
-import { formatByName, inferScope, keep, type FormatName, type FormatReading, type Kept, keptDetails, keptFingerprint, keptFormat, type LockScope } from "./formats";
-import { decodeHolder, endReason, EXTEND_SLACK_MS, mergeSamples, transitions, type EndCause, type MergedLock } from "./merge";
+import {
+  formatByName,
+  inferScope,
+  keep,
+  keptHolders,
+  keptReading,
+  type FormatHolder,
+  type FormatName,
+  type FormatReading,
+  type Kept,
+  keptDetails,
+  keptFingerprint,
+  keptFormat,
+  type LockScope,
+} from "./formats";
+import { decodeHolder, endReason, EXTEND_SLACK_MS, mergeSamples, transitions, voteHolders, type EndCause, type MergedLock } from "./merge";
 import { isLive, type LockState, type TimelineEntry, type TimelineType } from "./types";
 
 /**
@@ -485,6 +499,7 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
   const samples = { up: context.counted, values: lock.values, expiries: lock.times, quorum: context.quorum };
   const merged = mergeSamples(samples, now, { endSeen: lock.endSeen });
   const leading = merged.token ?? merged.leading;
+  const fresh = lock.pending;
   if (lock.pending) {
     // Keep the reading of the value the lock is held with (an ended lock keeps its last one).
     if (merged.state !== null) {
@@ -514,7 +529,28 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
   });
   lock.scope = scope;
   if (scope === "single" && merged.state === "partial" && context.quorum > 1) return mergeSamples({ ...samples, quorum: 1 }, now, { endSeen: false });
+  if (merged.state === "partial" && !merged.unreadable && lock.reading !== null && HOLDER_SETS.has(format)) {
+    // No two nodes hold the same set of holders, yet each holder may hold a quorum of its own.
+    const voted = voteHolders(samples, now);
+    if (voted !== null && voted.token !== null) {
+      lock.reading = holderSetReading(lock.reading, fresh, voted.token);
+      return voted;
+    }
+  }
   return merged;
+}
+
+/**
+ * The kept reading of a holder set that no node holds as a whole (see `voteHolders`): the holders voted in,
+ * with the details the latest readings (or the reading kept before) give them.
+ */
+function holderSetReading(previous: Kept, fresh: readonly FormatReading[] | null, token: string): Kept {
+  const base = keptReading(previous);
+  const details = new Map<string, FormatHolder>();
+  for (const h of keptHolders(base)) details.set(h.id, h);
+  if (fresh) for (const r of fresh) if (r.format === base.format) for (const h of r.holders) details.set(h.id, h);
+  const holders = token.split("\n").map((id) => details.get(id) ?? { id });
+  return { ...base, fingerprint: token, holders };
 }
 
 function detailsDiffer(kept: Kept, b: FormatReading): boolean {

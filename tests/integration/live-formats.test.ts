@@ -1,5 +1,5 @@
 import type Redis from "ioredis";
-import { Semaphore } from "redis-semaphore";
+import { RedlockSemaphore, Semaphore } from "redis-semaphore";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as LockModule from "@/app/api/locks/[resource]/route";
 import type * as LocksModule from "@/app/api/locks/route";
@@ -125,6 +125,30 @@ describe("the live view, whatever library took the lock", () => {
     const res = await forceRelease("semaphore:reports", { reason: "stuck worker", token: b.identifier });
     expect(res.body).toMatchObject({ released: true, notified: { holder: false, waiters: false } });
     await live("semaphore:reports", (l) => l.state === "force-released");
+  });
+
+  it("shows a Redlock semaphore held by every holder with a quorum of its own, though no two nodes hold the same set", async () => {
+    const options = { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0, retryInterval: 20 };
+    const a = new RedlockSemaphore(clients, "quorum-permits", 3, options);
+    const b = new RedlockSemaphore(clients, "quorum-permits", 3, options);
+    await a.acquire();
+    await b.acquire();
+    await live("semaphore:quorum-permits", (l) => l.state === "held" && l.holders.length === 2);
+    // Node 2 loses A's permit and node 0 B's (a restart without persistence, an eviction): A is held on nodes 0
+    // and 1, B on 1 and 2, a quorum each.
+    await clients[2]!.zrem("semaphore:quorum-permits", a.identifier);
+    await clients[0]!.zrem("semaphore:quorum-permits", b.identifier);
+    const split = await live("semaphore:quorum-permits", (l) => l.nodes.filter((n) => n.token !== null).length === 3 && new Set(l.nodes.map((n) => n.token)).size === 3);
+    expect(split).toMatchObject({ state: "held", scope: "quorum", quorumHeld: 2 });
+    expect(split.holders.map((h) => h.id).sort()).toEqual([a.identifier, b.identifier].sort());
+    // Node 1 loses B as well: B holds one node only, A still a quorum.
+    await clients[1]!.zrem("semaphore:quorum-permits", b.identifier);
+    const one = await live("semaphore:quorum-permits", (l) => l.holders.length === 1);
+    expect(one).toMatchObject({ state: "held", holders: [{ id: a.identifier }] });
+    // And no holder with a quorum is partial.
+    await clients[0]!.zrem("semaphore:quorum-permits", a.identifier);
+    await live("semaphore:quorum-permits", (l) => l.state === "partial");
+    await Promise.all(clients.map((c) => c.del("semaphore:quorum-permits")));
   });
 
   it("shows a SETNX lock on one node as held with scope single, counted as held, and its expiry", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decodeHolder, endReason, mergeSamples, transitions } from "@/lib/locks/merge";
+import { decodeHolder, endReason, mergeSamples, transitions, voteHolders } from "@/lib/locks/merge";
 import { missingNotifyFlags, mergedNotifyFlags } from "@/lib/locks/notify";
 import { encodeLockValue } from "@lockscope/redlock";
 
@@ -18,6 +18,17 @@ describe("merging per-node samples into one lock", () => {
     expect(merged.token).toBeNull();
     expect(merged.quorumHeld).toBe(1);
     expect(merged.expiresAt).toBe(NOW + 800);
+  });
+
+  it("votes per holder for a set of holders: each with a quorum of its own holds, until its quorum-th latest expiry", () => {
+    // A on nodes 0 and 1, B on 1 and 2, C on 2 only: no two nodes hold the same set.
+    const samples = { up: up3, values: ["A", "A\nB", "B\nC"], expiries: [NOW + 1_000, NOW + 2_000, NOW + 3_000], quorum: 2 };
+    expect(mergeSamples(samples, NOW).state).toBe("partial");
+    // A's permit lasts while nodes 0 and 1 both have it (NOW + 1,000), B's while 1 and 2 do (NOW + 2,000).
+    expect(voteHolders(samples, NOW)).toEqual({ state: "held", token: "A\nB", leading: "A\nB", quorumHeld: 2, expiresAt: NOW + 2_000, unreadable: false });
+    expect(voteHolders(samples, NOW + 2_000)?.state).toBe("elapsed");
+    // A node that cannot be read does not count; no holder with a quorum: none.
+    expect(voteHolders({ ...samples, up: [true, false, true] }, NOW)).toBeNull();
   });
 
   it("counts nodes that are down as holding nothing: 2 of 3 still hold it", () => {
