@@ -82,3 +82,36 @@ export function lockKeyMatcher(patterns: readonly string[]): (key: string) => bo
   const combined = new RegExp(`^(?:${patterns.map((p) => globToRegExp(p).source.slice(1, -1)).join("|")})$`, "s");
   return (key) => combined.test(key);
 }
+
+/** The literal text a pattern starts with, and whether that is the whole pattern (no `*`, `?`, `[` or `\`). */
+function literalHead(pattern: string): { head: string; whole: boolean } {
+  const at = pattern.search(/[*?[\\]/);
+  return at < 0 ? { head: pattern, whole: true } : { head: pattern.slice(0, at), whole: false };
+}
+
+/**
+ * Whether some key may match both patterns. Exact for a literal pattern (the other is tested on it); else
+ * decided by the literal heads: two heads of which neither starts the other cannot match one key.
+ */
+export function globsMayOverlap(a: string, b: string): boolean {
+  const ha = literalHead(a);
+  const hb = literalHead(b);
+  if (ha.whole) return globToRegExp(b).test(a);
+  if (hb.whole) return globToRegExp(a).test(b);
+  return ha.head.startsWith(hb.head) || hb.head.startsWith(ha.head);
+}
+
+/**
+ * For each pattern that some earlier one in the list may overlap (a key that both match: Redis delivers its
+ * keyspace notification once per pattern), those earlier patterns, compiled: a notification that came through
+ * a later pattern while an earlier one also matches its key is the same event again.
+ */
+export function earlierOverlaps(patterns: readonly string[]): Map<string, RegExp[]> {
+  const out = new Map<string, RegExp[]>();
+  for (let i = 1; i < patterns.length; i++) {
+    const p = patterns[i] as string;
+    const earlier = patterns.slice(0, i).filter((q) => q !== p && globsMayOverlap(p, q));
+    if (earlier.length > 0) out.set(p, earlier.map(globToRegExp));
+  }
+  return out;
+}

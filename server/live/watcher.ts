@@ -3,6 +3,7 @@ import { Cluster, type Redis } from "ioredis";
 import { readInSlots, servingShards, type ClusterMember } from "@/lib/locks/cluster";
 import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flush-calls";
+import { earlierOverlaps } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
@@ -126,6 +127,8 @@ export class NodeWatcher {
   private subscribedGeneration = -1;
   /** The keyspace channels subscribed on the current subscriber connection. */
   private subscribedChannels: string[] = [];
+  /** For each subscribed pattern, the earlier ones that may match the same keys (see `earlierOverlaps`). */
+  private overlaps = new Map<string, RegExp[]>();
   private bringingUp = false;
   private again = false;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -170,7 +173,16 @@ export class NodeWatcher {
     this.sub.on("error", attempted);
     this.reader.on("close", () => this.wentDown());
     this.reader.on("error", attempted);
-    this.sub.on("pmessage", (_pattern: string, channel: string, event: string) => this.onKeyspace(channel, event));
+    this.sub.on("pmessage", (pattern: string, channel: string, event: string) => {
+      // Overlapping patterns (`lock:*` and `lock:orders:*`) each deliver the same notification: it counts once,
+      // through the first pattern that matches its key.
+      const earlier = this.overlaps.size > 0 ? this.overlaps.get(pattern.slice(this.channelPrefix.length)) : undefined;
+      if (earlier !== undefined && channel.startsWith(this.channelPrefix)) {
+        const key = channel.slice(this.channelPrefix.length);
+        for (const re of earlier) if (re.test(key)) return;
+      }
+      this.onKeyspace(channel, event);
+    });
     this.sub.on("message", (channel: string, message: string) => this.onTelemetry(channel, message));
   }
 
@@ -344,8 +356,10 @@ export class NodeWatcher {
         await this.checkNotifications();
         if (this.subscribedGeneration !== this.subGeneration) {
           const generation = this.subGeneration;
-          this.subscribedChannels = this.ctx.patterns().map((p) => this.channelPrefix + p);
+          const patterns = this.ctx.patterns();
+          this.subscribedChannels = patterns.map((p) => this.channelPrefix + p);
           await this.sub.psubscribe(...this.subscribedChannels);
+          this.overlaps = earlierOverlaps(patterns);
           await this.sub.subscribe(CONTENTION_CHANNEL, REVOKE_CHANNEL);
           this.subscribedGeneration = generation;
         }
@@ -547,10 +561,13 @@ export class NodeWatcher {
     // Keys the new patterns bring in may be read here by another node's reconcile before the new channels
     // are subscribed: this node's own reconcile reads every key again.
     this.ctx.store.forgetReadsAtStart(this.index);
-    const wanted = this.ctx.patterns().map((p) => this.channelPrefix + p);
+    const patterns = this.ctx.patterns();
+    const wanted = patterns.map((p) => this.channelPrefix + p);
     const added = wanted.filter((c) => !this.subscribedChannels.includes(c));
     const dropped = this.subscribedChannels.filter((c) => !wanted.includes(c));
     if (added.length > 0) await this.sub.psubscribe(...added);
+    // (Once every wanted pattern is subscribed: a notification is never skipped for a pattern not delivering yet.)
+    this.overlaps = earlierOverlaps(patterns);
     if (dropped.length > 0) await this.sub.punsubscribe(...dropped);
     this.subscribedChannels = wanted;
     // A reconcile already reading took the patterns before the change, and a node not answering cannot be

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { globToRegExp, lockKeyMatcher } from "@/lib/locks/glob";
+import { globToRegExp, lockKeyMatcher, earlierOverlaps, globsMayOverlap } from "@/lib/locks/glob";
 
 describe("Redis glob patterns", () => {
   it("matches like SCAN MATCH and PSUBSCRIBE", () => {
@@ -40,5 +40,23 @@ describe("Redis glob patterns", () => {
 
   it("lets * span any character, newlines included", () => {
     expect(globToRegExp("lock:*").test("lock:a\nb")).toBe(true);
+  });
+});
+
+describe("patterns that may match the same key", () => {
+  it("tells disjoint patterns apart by their literal heads, and tests a literal pattern exactly", () => {
+    expect(globsMayOverlap("lock:*", "locks:*")).toBe(false);
+    expect(globsMayOverlap("lock:*", "lock:orders:*")).toBe(true);
+    expect(globsMayOverlap("lock:*", "*:orders:*")).toBe(true);
+    expect(globsMayOverlap("lock", "lock:*")).toBe(false);
+    expect(globsMayOverlap("lock:1", "lock:*")).toBe(true);
+    expect(globsMayOverlap("mutex:*", "semaphore:*")).toBe(false);
+  });
+
+  it("lists, for each later pattern, the earlier ones it may overlap: none for the default patterns", () => {
+    expect(earlierOverlaps(["lock:*", "locks:*", "lock.*", "mutex:*", "semaphore:*", "job-lock:*", "lock", "my_resource_name"]).size).toBe(0);
+    const overlaps = earlierOverlaps(["lock:*", "lock:orders:*", "*:orders:*"]);
+    expect([...overlaps.keys()]).toEqual(["lock:orders:*", "*:orders:*"]);
+    expect(overlaps.get("*:orders:*")?.map((re) => re.test("lock:orders:1"))).toEqual([true, true]);
   });
 });
