@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as LiveModule from "@/server/live";
 import type { TestCluster } from "../support/redis";
 import { setUpConsole, tearDownConsole } from "../support/console";
 import { until } from "../support/wait";
@@ -9,7 +10,7 @@ import { until } from "../support/wait";
  */
 describe("overlapping lock patterns", () => {
   let cluster: TestCluster;
-  let live: typeof import("@/server/live");
+  let live: typeof LiveModule;
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 1, env: { LOCK_PATTERNS: "lock:*,lock:orders:*,*:orders:*" } });
@@ -35,7 +36,7 @@ describe("overlapping lock patterns", () => {
     const persists = () => live.getKeyspaceEventCounts().find((c) => c.nodeId === "node-0")?.counts.get("persist") ?? 0;
     const persistsBefore = persists();
     await client.persist("lock:orders:1");
-    await until("the last notification counted", async () => (persists() > persistsBefore ? true : null));
+    await until("the last notification counted", () => Promise.resolve(persists() > persistsBefore ? true : null));
     expect(sets() - before).toBe(30);
     expect(persists() - persistsBefore).toBe(1);
   });
