@@ -85,14 +85,18 @@ describe("a Sentinel-managed primary with two replicas", () => {
     const { client: promoted, port } = await promotedPrimary(set);
     await promoted.set("lock:after-failover", "holder-d", "PX", 60_000);
     // The health now describes the promoted primary.
+    let lastSeen: unknown = null;
     await until("the promoted primary's replication in the health", async () => {
       const node = await replication();
+      lastSeen = node?.replication ?? null;
       // The other replica, re-pointed by the sentinels, is the promoted primary's only replica.
       const other = set.replicas.find((r) => r.port !== port);
       return node?.replication?.role === "master" && node.replication.replicas.map((r) => r.address).join() === `127.0.0.1:${other?.port}`;
-      // The sentinels re-point the other replica on their own schedule (failover-timeout 10 s): on a loaded
-      // machine that has taken longer than the 15 s default.
-    }, 45_000);
+      // The sentinels re-point the other replica on their own schedule (failover-timeout 10 s, then their
+      // 10 s checks of the replicas' configuration): on a loaded machine that has taken longer than 45 s.
+    }, 90_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}; the health's last replication of the promoted primary (port ${port}): ${JSON.stringify(lastSeen)}`);
+    });
     await until("a lock taken on the new primary listed", async () => (await listed()).some((l) => l.resource === "lock:after-failover" && l.state === "held"));
     // Force release acts on the current primary too.
     const release = await import("@/app/api/locks/[resource]/release/route");
@@ -100,5 +104,5 @@ describe("a Sentinel-managed primary with two replicas", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(await promoted.get("lock:after-failover")).toBeNull();
     promoted.disconnect();
-  });
+  }, 150_000);
 });

@@ -295,26 +295,22 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
   // The digests the script takes (see `buildReadPlan`): of a value read whole here, or of one longer than the
   // bound read whole in a third step (up to `maxDigestBytes`).
   const whole = new Map<number, Buffer | null>();
-  {
-    let k = 0;
+  let k = 0;
+  types.forEach((type, i) => {
+    if (type === "string") {
+      const count = asNumber(bodies[k + 1]?.[1], 0);
+      if (count > maxBytes && count <= maxDigestBytes) whole.set(i, null);
+    }
+    k += type === "hash" ? 4 : type === "string" || type === "zset" ? 3 : 0;
+  });
+  if (whole.size > 0) {
     const third = client.multi();
-    types.forEach((type, i) => {
-      if (type === "string") {
-        const count = asNumber(bodies[k + 1]?.[1], 0);
-        if (count > maxBytes && count <= maxDigestBytes) {
-          third.getBuffer(keys[i] as string);
-          whole.set(i, null);
-        }
-      }
-      k += type === "hash" ? 4 : type === "string" || type === "zset" ? 3 : 0;
-    });
-    if (whole.size > 0) {
-      const got = (await third.exec()) ?? [];
-      let g = 0;
-      for (const i of whole.keys()) {
-        const body = got[g++]?.[1];
-        whole.set(i, Buffer.isBuffer(body) ? body : null);
-      }
+    for (const i of whole.keys()) third.getBuffer(keys[i] as string);
+    const got = (await third.exec()) ?? [];
+    let g = 0;
+    for (const i of whole.keys()) {
+      const body = got[g++]?.[1];
+      whole.set(i, Buffer.isBuffer(body) ? body : null);
     }
   }
   let j = 0;
