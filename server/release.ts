@@ -102,10 +102,10 @@ function outcomeOf(results: ReadonlyArray<AuditNodeResult>, unsure: boolean, hel
   const deleted = results.filter((r) => r.result === "deleted").length;
   if (deleted > 0) {
     // `partial`: nodes that had the holder before (or could not be read then) did not confirm its delete, and
-    // too few did for the lock to be over: it may still be held by a quorum (or, on one node, still held there).
+    // enough of them to hold it still: a quorum, or every node that held it where fewer did (a lock on one node).
     const had = heldBefore.filter((h) => h !== false).length;
     const left = results.filter((r, i) => r.result === "error" && heldBefore[i] !== false).length;
-    return left > 0 && deleted < Math.min(quorum, had) ? "partial" : "released";
+    return left > 0 && left >= Math.min(quorum, had) ? "partial" : "released";
   }
   if (unsure) return "failed";
   if (results.some((r) => r.result === "mismatch")) return "conflict";
@@ -191,7 +191,8 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     action: "force-release",
     resource,
     deployment,
-    token: holderId,
+    // (With a digest, the value deleted is named by it: the text alone may be shared by other values.)
+    token: valueDigest === undefined ? holderId : `${holderId} (sha1 ${valueDigest})`,
     holder: holderOf(leading.format === "lockscope" ? holderId : null),
     reason,
     outcome: "pending",

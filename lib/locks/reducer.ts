@@ -529,11 +529,19 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
   });
   lock.scope = scope;
   if (scope === "single" && merged.state === "partial" && context.quorum > 1) return mergeSamples({ ...samples, quorum: 1 }, now, { endSeen: false });
-  if (merged.state === "partial" && !merged.unreadable && lock.reading !== null && HOLDER_SETS.has(format)) {
-    // No two nodes hold the same set of holders, yet each holder may hold a quorum of its own.
+  if (merged.state === "partial" && !merged.unreadable && lock.reading !== null && HOLDER_SETS.has(format) && keptReading(lock.reading).redisType !== "string") {
+    // No two nodes hold the same set of holders, yet each holder may hold a quorum of its own. (Not a string
+    // value, a redis-semaphore mutex: its text is one holder, whatever lines it has.)
     const voted = voteHolders(samples, now);
     if (voted !== null && voted.token !== null) {
       lock.reading = holderSetReading(lock.reading, fresh, voted.token);
+      // A node's expiry is its key's, which its latest holder sets: where the voted holders' own ends are
+      // known, the lock ends with the last of them.
+      const holders = keptHolders(keptReading(lock.reading));
+      if (voted.expiresAt !== null && holders.every((h) => h.expiresAt !== undefined)) {
+        const own = Math.max(...holders.map((h) => h.expiresAt as number));
+        if (own < voted.expiresAt) return { ...voted, expiresAt: own, state: own <= now ? "elapsed" : voted.state };
+      }
       return voted;
     }
   }

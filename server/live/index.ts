@@ -240,6 +240,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         },
         Math.max(0, flushStartedAt + FLUSH_GAP_MS - Date.now()),
       );
+      flushTimer.unref();
     };
     onDirty = flushSoon;
     const flush = async () => {
@@ -275,6 +276,9 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       for (const w of watchers) if (w.busy) owe(w, keys);
       flushing = true;
       flushStartedAt = Date.now();
+      // A read that failed (a node refusing it, a key that fails the script there) is owed again: the next
+      // try waits for the 10 ms interval rather than coming back at once.
+      let failed = false;
       try {
         const list = [...keys.keys()];
         // Every node's batch at once, so a write to every node is one change; but a node that misses the
@@ -301,6 +305,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
             () => {
               settled.add(w);
               w.busy = false;
+              failed = true;
               owe(w, keys);
             },
           ),
@@ -324,6 +329,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         flushing = false;
       }
       // What came meanwhile makes the next batch.
+      if (failed) return;
       for (const w of watchers) {
         if (w.dirty.size > 0 && w.readable && !w.busy && (store.watching || w.subscribedForReads)) {
           flushSoon();

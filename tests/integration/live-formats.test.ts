@@ -156,6 +156,16 @@ describe("the live view, whatever library took the lock", () => {
     await Promise.all(clients.map((c) => c.del("semaphore:quorum-permits")));
   });
 
+  it("reads a redis-semaphore mutex whose nodes hold values sharing a line as partial, not as held by that line", async () => {
+    // A mutex's value is one holder, whatever lines it has: no vote per line.
+    await clients[0]!.set("mutex:lines", "shared\nA", "PX", 30_000);
+    await clients[1]!.set("mutex:lines", "shared\nB", "PX", 30_000);
+    await live("mutex:lines", (l) => l.state === "partial" && l.nodes.filter((n) => n.token !== null).length === 2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await detail("mutex:lines")).toMatchObject({ state: "partial", quorumHeld: 1 });
+    await Promise.all(clients.map((c) => c.del("mutex:lines")));
+  });
+
   it("shows a SETNX lock on one node as held with scope single, counted as held, and its expiry", async () => {
     await clients[0]!.set("lock:single", "a-token", "PX", 1_500, "NX");
     const held = await live("lock:single", (l) => l.state === "held");

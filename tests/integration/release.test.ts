@@ -407,6 +407,8 @@ describe("force release", () => {
     expect(await valuesOf("lock:binary")).toEqual([null, null, null]);
     const [entry] = await auditEntries("lock:binary");
     expect(entry).toMatchObject({ outcome: "released" });
+    // The audit names the value deleted by its digest too: its text alone may be another value's.
+    expect(entry?.token).toBe(`K\uFFFD1 (sha1 ${createHash("sha1").update(Buffer.from([0x4b, 0xff, 0x31])).digest("hex")})`);
   });
 
   it("records a release that fails in the console as failed, never pending, and answers 503 without internals", async () => {
@@ -524,6 +526,20 @@ describe("force release", () => {
     expect(res.body).toMatchObject({ released: true, outcome: "released" });
     expect((await auditEntries(resource)).map((e) => e.outcome)).toEqual(["released", "partial"]);
     await until("the third node ran the release it was sent", async () => (await valuesOf(resource)).every((v) => v === null), 10_000, 20);
+
+    // Held on two nodes only (a quorum, no more), one of them unknown: at most one node can still hold it, so
+    // the lock is over.
+    await Promise.all(nodes.slice(0, 2).map((n) => n.set(resource, "partly-v3", "PX", 30_000)));
+    const spy3 = await afterNextIntent(() => cluster.pause(1));
+    try {
+      res = await postRelease(resource, { reason: "one of two frozen", token: "partly-v3" });
+    } finally {
+      spy3.mockRestore();
+      cluster.resume(1);
+    }
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ released: true, outcome: "released" });
+    await until("the second node ran the release it was sent", async () => (await valuesOf(resource)).every((v) => v === null), 10_000, 20);
   });
 
   it("deletes nothing and says so when a node's queue key has another type; viewers see no raw Redis error", async () => {

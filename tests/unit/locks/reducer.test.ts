@@ -332,6 +332,30 @@ describe("a lock's step: holder sets and readings", () => {
     expect(lock.token).toBe("b");
   });
 
+  it("votes a Redlock semaphore per holder, each holder's permit ending when its own does", () => {
+    // A on nodes 0 and 1, B on 1 and 2; D on node 1 and C on node 2, alone, keep those keys alive longest
+    // but hold nothing.
+    const permits = (node: number, ids: Array<[string, number]>): NodeSample => {
+      const expiry = Math.max(...ids.map(([, end]) => end));
+      const reading: FormatReading = {
+        format: "redis-semaphore",
+        redisType: "zset",
+        fingerprint: ids.map(([id]) => id).join("\n"),
+        holders: ids.map(([id, end]) => ({ id, expiresAt: end })),
+        expiresAt: expiry,
+        keyExpiresAt: expiry,
+        warnings: [],
+        waiters: null,
+      };
+      return { node, reading, value: reading.fingerprint, expiry, cause: null };
+    };
+    const lock = fresh();
+    step(lock, [permits(0, [["A", T + 10_000]]), permits(1, [["A", T + 10_000], ["B", T + 12_000], ["D", T + 60_000]]), permits(2, [["B", T + 12_000], ["C", T + 60_000]])], T);
+    reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+    expect(lock).toMatchObject({ state: "held", token: "A\nB", quorumHeld: 2, expiresAt: T + 12_000 });
+    expect(lock.reading).toMatchObject({ holders: [{ id: "A", expiresAt: T + 10_000 }, { id: "B", expiresAt: T + 12_000 }] });
+  });
+
   it("reads a key held with different values on two nodes as a Redlock whose vote is split: partial", () => {
     const lock = fresh();
     const inferred = context({ declaredScope: () => null });
