@@ -46,14 +46,15 @@ function isRedissonLock(raw: RawReading): raw is Extract<RawReading, { type: "ha
 const QUEUE_LUA = `
 ${REDISSON_BRACED_LUA}
 local queue = 'redisson_lock_queue:' .. braced
-local queued = redis.call('LLEN', queue)
-if queued > 0 then
+-- pcall: a companion key of another type (not Redisson's) must not fail the whole batch on this node.
+local queued = redis.pcall('LLEN', queue)
+if type(queued) == 'number' and queued > 0 then
   local now = node_now()
   local timeouts = 'redisson_lock_timeout:' .. braced
   local stale = 0
   for _, id in ipairs(redis.call('LRANGE', queue, 0, max_items - 1)) do
-    local score = redis.call('ZSCORE', timeouts, id)
-    if score and tonumber(score) > now then break end
+    local score = redis.pcall('ZSCORE', timeouts, id)
+    if type(score) == 'string' and tonumber(score) > now then break end
     stale = stale + 1
   end
   extra = {queued, queued - stale}

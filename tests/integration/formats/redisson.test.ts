@@ -62,6 +62,21 @@ describe("Redisson locks", () => {
     }
   });
 
+  it("a companion key of another type fails nothing: the lock and every other key of the batch are still read", async () => {
+    const app = new RedissonWriter(redis);
+    expect(await app.lock("poisoned", 7)).toBeNull();
+    // Not Redisson's queue (a string, and a list beside a string timeout set): no waiters to count, and no error.
+    await redis.set("redisson_lock_queue:{poisoned}", "not a list");
+    await redis.set("lock:beside", "token-b", "PX", 60_000);
+    const [poisoned, beside] = await readLockKeys(redis, ["poisoned", "lock:beside"]);
+    expect(decodeReading(poisoned!, { now: Date.now() })).toMatchObject({ format: "redisson", holders: [{ id: app.holder(7) }], waiters: null });
+    expect(decodeReading(beside!, { now: Date.now() })).toMatchObject({ format: "token", holders: [{ id: "token-b" }] });
+    await redis.del("redisson_lock_queue:{poisoned}");
+    await redis.rpush("redisson_lock_queue:{poisoned}", "waiter-1");
+    await redis.set("redisson_lock_timeout:{poisoned}", "not a sorted set");
+    expect(await read("poisoned")).toMatchObject({ format: "redisson", waiters: 0 });
+  });
+
   it("fair lock: the queue's live waiters are counted; release wakes only the first that has not timed out", async () => {
     const name = "payouts";
     const subscriber = cluster.client(0);
