@@ -68,7 +68,6 @@ interface NodeState {
   error: string | null;
 }
 
-
 export class Discovery {
   private readonly options: Required<DiscoveryOptions>;
   private readonly states: NodeState[];

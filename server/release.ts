@@ -223,13 +223,14 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       nodes.map((n) => n.client),
       resource,
       holderId,
-      valueDigest === undefined ? { nodeTimeoutMs: budgetMs } : { nodeTimeoutMs: budgetMs, valueDigest },
+      { nodeTimeoutMs: budgetMs, valueDigest },
     );
     answers = result.nodes;
     notified = result.notified;
   } catch (error) {
     log.error({ action: "force-release", auditId: entry.id, format: format.name, err: error }, "force release failed in the console");
   }
+  const target = { format: leading.format, holderId };
   const settled = await Promise.all(
     nodes.map(async (node, index): Promise<Settled> => {
       const answer = answers?.find((r) => r.index === index);
@@ -243,12 +244,11 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       // Read the node again before saying anything about it.
       const cause = answers === null ? "the release failed in the console before this node answered (details in the console's log)" : "did not answer in time";
       const after = await readAgain(node, resource, performance.now() + Math.max(2_000, budgetMs * 2));
-      return settleUnanswered(node.id, cause, { format: leading.format, holderId }, reads[index], after);
+      return settleUnanswered(node.id, cause, target, reads[index], after);
     }),
   );
   const nodeResults = settled.map((s) => s.result);
   const unsure = settled.filter((s) => s.unsure).map((s) => s.result.id);
-  const target = { format: leading.format, holderId };
   const outcome = outcomeOf(
     nodeResults,
     unsure.length > 0,

@@ -226,6 +226,12 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       for (const [key, causes] of keys) if (!w.dirty.has(key) || causes[w.index]) w.dirty.set(key, causes[w.index] ?? w.dirty.get(key) ?? null);
     };
 
+    /**
+     * Whether a batch reads `w` now. While the console starts, a node is read only once its watcher has
+     * subscribed: a reading taken before would count as read there (its SCAN then skips the key) and could miss
+     * a change made before the subscription. Its keys stay dirty until then.
+     */
+    const readableNow = (w: NodeWatcher) => w.readable && !w.busy && (store.watching || w.subscribedForReads);
     let flushing = false;
     let stopped = false;
     let flushStartedAt = 0;
@@ -250,10 +256,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         flushTimer = null;
       }
       const keys = new Map<string, Array<EndCause | undefined>>();
-      // While the console starts, a node is read only once its watcher has subscribed: a reading taken before
-      // would count as read there (its SCAN then skips the key) and could miss a change made before the
-      // subscription. Its keys stay dirty until then.
-      const targets = watchers.filter((w) => w.readable && !w.busy && (store.watching || w.subscribedForReads));
+      const targets = watchers.filter(readableNow);
       for (const w of targets) {
         const dirty = w.dirty;
         // All of it fits: the map itself is taken, and a fresh one collects what comes next (see
@@ -330,12 +333,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       }
       // What came meanwhile makes the next batch.
       if (failed) return;
-      for (const w of watchers) {
-        if (w.dirty.size > 0 && w.readable && !w.busy && (store.watching || w.subscribedForReads)) {
-          flushSoon();
-          break;
-        }
-      }
+      if (watchers.some((w) => w.dirty.size > 0 && readableNow(w))) flushSoon();
     };
 
     const every = (ms: number, fn: () => void) => {

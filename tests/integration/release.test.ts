@@ -60,6 +60,21 @@ describe("force release", () => {
       act();
     });
   };
+  /**
+   * A release during which the nodes `stopped` are stopped, from right after its audit intent until the console
+   * has answered: the script waits in their sockets, and runs once they go on.
+   */
+  const releaseWithNodesStopped = async (resource: string, body: unknown, stopped: readonly number[]) => {
+    const spy = await afterNextIntent(() => {
+      for (const i of stopped) cluster.pause(i);
+    });
+    try {
+      return await postRelease(resource, body);
+    } finally {
+      spy.mockRestore();
+      for (const i of stopped) cluster.resume(i);
+    }
+  };
   /** The console's own connections to the lock nodes (the release script goes on these). */
   const consoleClients = async () => (await import("@/server/nodes")).getNodes().map((n) => n.client as unknown as Redis);
   const engineValue = (label: string, fence: string | null = null) =>
@@ -467,16 +482,7 @@ describe("force release", () => {
     await holdEverywhere(resource, "silent-v1");
     // Every node stops right after the intent and stays stopped until the console has answered: the script
     // waits in their sockets, and runs once they go on.
-    const spy = await afterNextIntent(() => {
-      for (let i = 0; i < nodes.length; i++) cluster.pause(i);
-    });
-    let res: Awaited<ReturnType<typeof postRelease>>;
-    try {
-      res = await postRelease(resource, { reason: "frozen nodes", token: "silent-v1" });
-    } finally {
-      spy.mockRestore();
-      for (let i = 0; i < nodes.length; i++) cluster.resume(i);
-    }
+    const res = await releaseWithNodesStopped(resource, { reason: "frozen nodes", token: "silent-v1" }, [0, 1, 2]);
     expect(res.status, JSON.stringify(res.body)).toBe(503);
     const message = (res.body as { error: { message: string } }).error.message;
     expect(message).not.toMatch(/nothing was deleted/i);
@@ -494,18 +500,7 @@ describe("force release", () => {
     const resource = "lock:partly-released";
     await holdEverywhere(resource, "partly-v1");
     // Two of the three nodes stop right after the intent: only node-0 answers, the others' deletes are unknown.
-    const spy = await afterNextIntent(() => {
-      cluster.pause(1);
-      cluster.pause(2);
-    });
-    let res: Awaited<ReturnType<typeof postRelease>>;
-    try {
-      res = await postRelease(resource, { reason: "frozen nodes", token: "partly-v1" });
-    } finally {
-      spy.mockRestore();
-      cluster.resume(1);
-      cluster.resume(2);
-    }
+    let res = await releaseWithNodesStopped(resource, { reason: "frozen nodes", token: "partly-v1" }, [1, 2]);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({ released: true, outcome: "partial" });
     expect((res.body as { nodes: Array<{ result: string }> }).nodes.map((n) => n.result)).toEqual(["deleted", "error", "error"]);
@@ -515,13 +510,7 @@ describe("force release", () => {
 
     // Deleted on a quorum (two of three) with the third unknown: the lock is over, so released.
     await holdEverywhere(resource, "partly-v2");
-    const spy2 = await afterNextIntent(() => cluster.pause(2));
-    try {
-      res = await postRelease(resource, { reason: "one frozen node", token: "partly-v2" });
-    } finally {
-      spy2.mockRestore();
-      cluster.resume(2);
-    }
+    res = await releaseWithNodesStopped(resource, { reason: "one frozen node", token: "partly-v2" }, [2]);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({ released: true, outcome: "released" });
     expect((await auditEntries(resource)).map((e) => e.outcome)).toEqual(["released", "partial"]);
@@ -530,13 +519,7 @@ describe("force release", () => {
     // Held on two nodes only (a quorum, no more), one of them unknown: at most one node can still hold it, so
     // the lock is over.
     await Promise.all(nodes.slice(0, 2).map((n) => n.set(resource, "partly-v3", "PX", 30_000)));
-    const spy3 = await afterNextIntent(() => cluster.pause(1));
-    try {
-      res = await postRelease(resource, { reason: "one of two frozen", token: "partly-v3" });
-    } finally {
-      spy3.mockRestore();
-      cluster.resume(1);
-    }
+    res = await releaseWithNodesStopped(resource, { reason: "one of two frozen", token: "partly-v3" }, [1]);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({ released: true, outcome: "released" });
     await until("the second node ran the release it was sent", async () => (await valuesOf(resource)).every((v) => v === null), 10_000, 20);

@@ -285,23 +285,25 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
   const second = client.multi();
   // Each body read starts with TYPE again: a key deleted (or replaced by another type) between the two MULTIs
   // reads as gone, not as an empty lock of the type it had.
+  // Where each key's replies start in the second MULTI's (TYPE, size, body, and a hash's mode).
+  const at2 = new Array<number>(keys.length).fill(-1);
+  let queued = 0;
   types.forEach((type, i) => {
     const key = keys[i] as string;
     if (type === "string") second.type(key).strlen(key).getrangeBuffer(key, 0, maxBytes - 1);
     else if (type === "hash") second.type(key).hlen(key).hscan(key, 0, "COUNT", maxItems).hget(key, "mode");
     else if (type === "zset") second.type(key).zcard(key).zrevrange(key, 0, maxItems - 1, "WITHSCORES");
+    else return;
+    at2[i] = queued;
+    queued += type === "hash" ? 4 : 3;
   });
-  const bodies = types.some((t) => t === "string" || t === "hash" || t === "zset") ? ((await second.exec()) ?? []) : [];
+  const bodies = queued > 0 ? ((await second.exec()) ?? []) : [];
   // The digests the script takes (see `buildReadPlan`): of a value read whole here, or of one longer than the
   // bound read whole in a third step (up to `maxDigestBytes`).
   const whole = new Map<number, Buffer | null>();
-  let k = 0;
   types.forEach((type, i) => {
-    if (type === "string") {
-      const count = asNumber(bodies[k + 1]?.[1], 0);
-      if (count > maxBytes && count <= maxDigestBytes) whole.set(i, null);
-    }
-    k += type === "hash" ? 4 : type === "string" || type === "zset" ? 3 : 0;
+    const count = type === "string" ? asNumber(bodies[(at2[i] as number) + 1]?.[1], 0) : 0;
+    if (count > maxBytes && count <= maxDigestBytes) whole.set(i, null);
   });
   if (whole.size > 0) {
     const third = client.multi();
@@ -313,17 +315,16 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
       whole.set(i, Buffer.isBuffer(body) ? body : null);
     }
   }
-  let j = 0;
   return keys.map((key, i): KeyReading => {
     const type = types[i] ?? "none";
     const pttlMs = asNumber(heads[2 * i + 1]?.[1], -2);
     if (type === "none") return { key, at, raw: { type: "none" } };
     if (type !== "string" && type !== "hash" && type !== "zset") return { key, at, raw: { type: "other", redisType: type, pttlMs, extras: {} } };
+    const j = at2[i] as number;
     const typeNow = asText(bodies[j]?.[1]);
     const [sizeError, size] = bodies[j + 1] ?? [null, 0];
     const [bodyError, body] = bodies[j + 2] ?? [null, null];
     const mode = type === "hash" ? asText(bodies[j + 3]?.[1]) : null;
-    j += type === "hash" ? 4 : 3;
     if (typeNow !== type || sizeError || bodyError) return { key, at, raw: { type: "none" } };
     const count = asNumber(size, 0);
     if (type === "string") {

@@ -1,6 +1,6 @@
 import { defineScript } from "@lockscope/redlock";
 import { formatReading, holderFingerprint, isEpochMs, lockishName, NO_STRING, stringValue } from "./common";
-import { scriptRelease } from "./release";
+import { scriptRelease, STRING_MISMATCH_LUA } from "./release";
 import { defineFormat, type FormatHolder, type KeyReading, type RawReading } from "./types";
 
 /**
@@ -43,11 +43,7 @@ if t == 'zset' then
   return {'mismatch', t, -1}
 end
 if t == 'string' then
-  -- ARGV[2]: the value's digest where its text cannot stand for it (see STRING_COMPARE_DELETE).
-  local value = redis.call('GET', key)
-  if ARGV[2] ~= nil and ARGV[2] ~= '' then
-    if redis.sha1hex(value) ~= ARGV[2] then return {'mismatch', t, -1} end
-  elseif value ~= ARGV[1] then return {'mismatch', t, -1} end
+  ${STRING_MISMATCH_LUA}
   redis.call('DEL', key)
   return {'deleted', t, -1}
 end
@@ -70,7 +66,7 @@ export const redisSemaphore = defineFormat({
     const raw = reading.raw;
     if (raw.type !== "zset") {
       const { value, truncated, fingerprint, valueDigest } = stringValue(reading) ?? NO_STRING;
-      return formatReading("redis-semaphore", "string", reading, { holders: [{ id: value }], fingerprint, truncated, ...(valueDigest ? { valueDigest } : {}) });
+      return formatReading("redis-semaphore", "string", reading, { holders: [{ id: value }], fingerprint, truncated, valueDigest });
     }
     const lockTimeout = inferLockTimeout(reading);
     const holders: FormatHolder[] = [];

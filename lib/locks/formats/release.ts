@@ -77,6 +77,16 @@ export function scriptRelease(script: Script, notifies: { holder: boolean; waite
 }
 
 /**
+ * Lua for a release script: returns `mismatch` unless the string at `key` (of type `t`) is the value released,
+ * compared by its digest (ARGV[2]) where one is given, else by its text (ARGV[1]).
+ */
+export const STRING_MISMATCH_LUA = `
+local value = redis.call('GET', key)
+if ARGV[2] ~= nil and ARGV[2] ~= '' then
+  if redis.sha1hex(value) ~= ARGV[2] then return {'mismatch', t, -1} end
+elseif value ~= ARGV[1] then return {'mismatch', t, -1} end`;
+
+/**
  * Compare-and-delete of a string lock (a plain token, a redis-semaphore mutex, a ShedLock value): deleted only
  * while the key still holds exactly that value; with a digest (ARGV[2], a value longer than the read bound or
  * not all ASCII, whose text the console cannot send back byte for byte), while its value has that digest. No
@@ -88,10 +98,7 @@ local key = KEYS[1]
 local t = redis.call('TYPE', key)['ok']
 if t == 'none' then return {'absent', t, -1} end
 if t ~= 'string' then return {'wrongtype', t, -1} end
-local value = redis.call('GET', key)
-if ARGV[2] ~= nil and ARGV[2] ~= '' then
-  if redis.sha1hex(value) ~= ARGV[2] then return {'mismatch', t, -1} end
-elseif value ~= ARGV[1] then return {'mismatch', t, -1} end
+${STRING_MISMATCH_LUA}
 redis.call('DEL', key)
 return {'deleted', t, -1}
 `);

@@ -36,7 +36,7 @@ export const shedlock = defineFormat({
     const holder: FormatHolder = { id: value };
     if (decoded?.host) holder.host = decoded.host;
     if (decoded?.since != null) holder.since = decoded.since;
-    return formatReading("shedlock", "string", reading, { holders: [holder], fingerprint, truncated, ...(valueDigest ? { valueDigest } : {}) });
+    return formatReading("shedlock", "string", reading, { holders: [holder], fingerprint, truncated, valueDigest });
   },
   release: scriptRelease(STRING_COMPARE_DELETE, { holder: false, waiters: false }),
 });

@@ -72,7 +72,7 @@ export const token = defineFormat({
       holders: [holder],
       fingerprint,
       truncated,
-      ...(valueDigest ? { valueDigest } : {}),
+      valueDigest,
       ...(expiry !== null ? { valueExpiresAt: expiry } : {}),
     });
   },
