@@ -11,6 +11,11 @@ import { getDeploymentNodes, nodesOf, type LockNode } from "../nodes";
 
 /** How often each node's `INFO replication` is read. */
 const POLL_MS = 2_000;
+/**
+ * A reading older than this (three polls missed: the node away, INFO refused, its client not connected) is no
+ * longer shown: a replication the console cannot read now is not reported as if it were current.
+ */
+const STALE_MS = 3 * POLL_MS + 500;
 /** How long a lock's page waits for replicas to acknowledge the primary's offset (they do about once a second). */
 const ACK_WAIT_MS = 1_200;
 
@@ -20,14 +25,14 @@ const ACK_WAIT_MS = 1_200;
  * window in which a failover would lose locks. Returns a stop function.
  */
 export function watchReplication(nodes: readonly LockNode[]): () => void {
-  const states = new Map<string, ReplicationState>();
+  const states = new Map<string, { state: ReplicationState; readAt: number }>();
   const read = () => {
     for (const node of nodes) {
       // A cluster client would answer from any node: a cluster's replication is read per lock (below).
       if (node.client.status !== "ready" || node.cluster) continue;
       node.client.info("replication").then(
-        (info) => states.set(node.id, parseReplicationInfo(info)),
-        // INFO refused or the node away: the last reading stays until the next one.
+        (info) => states.set(node.id, { state: parseReplicationInfo(info), readAt: Date.now() }),
+        // INFO refused or the node away: the last reading stays until it is stale (see the health below).
         () => undefined,
       );
     }
@@ -38,7 +43,8 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
   const deployment = nodes[0]?.deployment ?? "default";
   healthContributors().set(`replication:${deployment}`, (nodeId, of) => {
     if (of !== deployment) return {};
-    const state = states.get(nodeId);
+    const reading = states.get(nodeId);
+    const state = reading && Date.now() - reading.readAt <= STALE_MS ? { ...reading.state, readAt: reading.readAt } : undefined;
     const node = nodes.find((n) => n.id === nodeId);
     // A cluster: its shards, each primary with its replicas and how far behind each is.
     const cluster = node?.cluster ? { cluster: { shards: servingShards(node.cluster.topology.shards).map(shardHealth) } } : {};
