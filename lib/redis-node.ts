@@ -86,6 +86,34 @@ export function ping(port: number, host = "127.0.0.1", timeoutMs = 500): Promise
   });
 }
 
+/**
+ * The process id of the redis-server answering on `port` (`INFO server`'s `process_id`), or null when none
+ * answers. Tells a node's own process from another that holds the port: a free port handed out to two
+ * starters at once is bound by one of them, and the other's PING is answered by the winner.
+ */
+export function serverPid(port: number, host = "127.0.0.1", timeoutMs = 500): Promise<number | null> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    let settled = false;
+    let reply = "";
+    const done = (pid: number | null) => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      resolve(pid);
+    };
+    socket.setTimeout(timeoutMs, () => done(null));
+    socket.once("error", () => done(null));
+    socket.once("connect", () => socket.write("INFO server\r\n"));
+    socket.on("data", (chunk) => {
+      reply += chunk.toString("latin1");
+      if (reply.startsWith("-")) return done(null);
+      const match = /\r\nprocess_id:(\d+)\r\n/.exec(reply);
+      if (match) done(Number(match[1]));
+    });
+  });
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // Every node this process started and has not seen exit: killed when the process exits, however it
@@ -201,16 +229,25 @@ export class RedisNode {
       if (this.child === child) this.child = null;
     });
 
+    let taken: number | null = null;
     const deadline = performance.now() + this.options.startTimeoutMs;
     while (performance.now() < deadline) {
       if (spawnError) break;
       if (this.child !== child) break;
-      if (await ping(this.port)) return;
+      if (await ping(this.port)) {
+        // Answered by this node's own process, not by another redis-server that took the port first.
+        const pid = await serverPid(this.port);
+        if (pid === child.pid && this.child === child) return;
+        if (pid !== null && pid !== child.pid) {
+          taken = pid;
+          break;
+        }
+      }
       await sleep(25);
     }
     child.kill("SIGKILL");
     await this.exited;
-    const reason = spawnError ? (spawnError as Error).message : this.logTail.trim().split("\n").slice(-3).join(" | ");
+    const reason = taken !== null ? `the port is held by another redis-server (pid ${taken})` : spawnError ? (spawnError as Error).message : this.logTail.trim().split("\n").slice(-3).join(" | ");
     throw new RedisNodeStartError(
       `redis-server did not start on port ${this.port}: ${reason || "no answer to PING"}`,
       this.port,

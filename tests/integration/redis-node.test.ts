@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ping } from "@/lib/redis-node";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { ping, RedisNode, serverPid } from "@/lib/redis-node";
 import { startCluster, type TestCluster } from "../support/redis";
 
 describe("test nodes", () => {
@@ -38,5 +41,16 @@ describe("test nodes", () => {
     expect(await ping(port, "127.0.0.1", 200)).toBe(false);
     cluster.resume(2);
     expect(await ping(port)).toBe(true);
+  });
+
+  it("does not take another redis-server that holds the port for its own: the start fails and names it, and that server is left alone", async () => {
+    const other = cluster.nodes[0]!;
+    const owner = await serverPid(other.port);
+    expect(owner).toBe(other.pid);
+    await cluster.client(0).set("lock:theirs", "kept");
+    const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-taken-"));
+    await expect(RedisNode.start({ dir, port: other.port })).rejects.toThrow(`redis-server did not start on port ${other.port}: the port is held by another redis-server (pid ${owner})`);
+    expect(await serverPid(other.port)).toBe(owner);
+    expect(await cluster.client(0).get("lock:theirs")).toBe("kept");
   });
 });

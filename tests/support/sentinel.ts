@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Redis from "ioredis";
-import { freePort, ping, RedisNode } from "@/lib/redis-node";
+import { freePort, ping, RedisNode, serverPid } from "@/lib/redis-node";
 import { setUpConsole } from "./console";
 import type { TestCluster } from "./redis";
 import { until } from "./wait";
@@ -24,7 +24,16 @@ export interface SentinelSet {
 
 const setpriv = spawnSync("setpriv", ["--pdeathsig", "KILL", "true"], { stdio: "ignore" }).status === 0;
 
+/** A sentinel on a free port; another port is tried when a process of another test took the one handed out first. */
 async function startSentinel(dir: string, master: string, primaryPort: number): Promise<{ port: number; child: ChildProcess }> {
+  for (let attempt = 1; ; attempt++) {
+    const started = await startSentinelOnce(dir, master, primaryPort);
+    if (started) return started;
+    if (attempt === 5) throw new Error("no sentinel started: five free ports were each taken by another process first");
+  }
+}
+
+async function startSentinelOnce(dir: string, master: string, primaryPort: number): Promise<{ port: number; child: ChildProcess } | null> {
   const port = await freePort();
   const conf = path.join(dir, `sentinel-${port}.conf`);
   writeFileSync(
@@ -45,8 +54,18 @@ async function startSentinel(dir: string, master: string, primaryPort: number): 
   const args = [conf, "--sentinel"];
   // Dies with the test process, however it dies (as RedisNode's nodes do).
   const child = setpriv ? spawn("setpriv", ["--pdeathsig", "KILL", "redis-server", ...args], { stdio: "ignore" }) : spawn("redis-server", args, { stdio: "ignore" });
-  await until(`sentinel on ${port}`, () => ping(port));
-  return { port, child };
+  let exited = false;
+  child.once("exit", () => {
+    exited = true;
+  });
+  // Answered by this sentinel's own process (setpriv execs it, keeping the pid), not by another that holds the port.
+  const pid = await until(`sentinel on ${port}`, async () => {
+    if (exited) return -1;
+    return (await ping(port)) ? await serverPid(port) : null;
+  });
+  if (pid === child.pid) return { port, child };
+  child.kill("SIGKILL");
+  return null;
 }
 
 export async function startSentinelSet(primary: RedisNode, dir: string, master = "locks"): Promise<SentinelSet> {

@@ -62,15 +62,20 @@ export async function readShards(conn: Redis): Promise<Shard[]> {
   });
 }
 
-/** Whether a node on `port` answers PING now (a fresh connection each time: one that failed stays failed). */
-async function answers(port: number): Promise<boolean> {
+/**
+ * The process id of the node answering on `port` now (`INFO server`), or null when none answers (a fresh
+ * connection each time: one that failed stays failed). A free port can be handed to two starters at once:
+ * the one that binds it second must not take the other's node for its own.
+ */
+async function answeringPid(port: number): Promise<number | null> {
   const c = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   c.on("error", () => undefined);
   try {
     await c.connect();
-    return (await c.ping()) === "PONG";
+    const match = /\r\nprocess_id:(\d+)\r\n/.exec(await c.info("server"));
+    return match ? Number(match[1]) : null;
   } catch {
-    return false;
+    return null;
   } finally {
     c.disconnect();
   }
@@ -83,7 +88,24 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-cluster-"));
   const children = new Map<number, ChildProcess>();
   const nodes: ClusterNode[] = [];
+  /** A node of its own on a free port, answering; another port is tried when another process took the first. */
   const spawnNode = async (): Promise<ClusterNode> => {
+    for (let attempt = 1; ; attempt++) {
+      const node = await spawnOnce();
+      const child = children.get(node.port)!;
+      let exited = false;
+      child.once("exit", () => {
+        exited = true;
+      });
+      // (setpriv execs redis-server: the pid is the node's.)
+      const pid = await until(`cluster node on ${node.port}`, async () => (exited ? -1 : await answeringPid(node.port)));
+      if (pid === child.pid) return node;
+      await node.kill();
+      children.delete(node.port);
+      if (attempt === 5) throw new Error("no cluster node started: five free ports were each taken by another process first");
+    }
+  };
+  const spawnOnce = async (): Promise<ClusterNode> => {
     const port = await freePort();
     const args = [
       "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning",
@@ -120,7 +142,6 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
     opened.push(c);
     return c;
   };
-  for (const n of nodes) await until(`cluster node on ${n.port}`, () => answers(n.port));
   await run("redis-cli", ["--cluster", "create", ...nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "1", "--cluster-yes"]);
   const admin = direct(nodes[0]!.port);
   // Every node agrees the cluster is whole, and every replica has synced with its primary.
@@ -151,7 +172,6 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
   const addPrimary = async () => {
     const node = await spawnNode();
     nodes.push(node);
-    await until(`cluster node on ${node.port}`, () => answers(node.port));
     const c = direct(node.port);
     await run("redis-cli", ["--cluster", "add-node", `127.0.0.1:${node.port}`, `127.0.0.1:${nodes[0]!.port}`]);
     const id = await nodeId(c);
