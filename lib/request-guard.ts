@@ -4,7 +4,7 @@
  * the request target `*` (`OPTIONS *`, `GET *`) with a bare 500; the contract promises a 4xx that says
  * what was wrong. Pure: no Node.js server types.
  */
-import { refuseBeforeRouting } from "./api-routes";
+import { isApiPath, refuseBeforeRouting } from "./api-routes";
 import { API_CONTENT_SECURITY_POLICY, BASE_SECURITY_HEADERS } from "./security-headers";
 
 export const ALLOWED_METHODS = Object.freeze(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const);
@@ -25,10 +25,11 @@ function refuse(status: 400 | 404 | 405, code: "bad_request" | "not_found" | "me
 }
 
 /**
+ * `hasBody`: the request has a body (a `Content-Length` above 0, or `Transfer-Encoding`).
  * Null when the request goes on to Next.js; otherwise the answer to send: a 4xx in the JSON error shape,
  * or 204 with `Allow` for OPTIONS (Node.js sends no body with a 204, so `body` is null).
  */
-export function checkRequestLine(method: string | undefined, url: string | undefined): RefusedRequest | null {
+export function checkRequestLine(method: string | undefined, url: string | undefined, hasBody = false): RefusedRequest | null {
   if (!method || !ALLOWED.has(method)) {
     return refuse(405, "method_not_allowed", `Method ${(method ?? "").slice(0, 20)} is not supported; use ${ALLOWED_METHODS.join(", ")}.`, {
       Allow: ALLOWED_METHODS.join(", "),
@@ -58,6 +59,11 @@ export function checkRequestLine(method: string | undefined, url: string | undef
   // Here rather than in the proxy alone: a request with a body skips the proxy (see proxy.ts), and would
   // otherwise get Next.js's HTML 404 or empty 405.
   const routing = refuseBeforeRouting(method, pathname);
+  // A page (or a static file) asked for with a body would skip the proxy too, and with it the host check and
+  // the page's security headers: pages take no body.
+  if (!routing && hasBody && !isApiPath(pathname)) {
+    return refuse(400, "bad_request", `A page request carries no body; send ${method} ${pathname.slice(0, 200)} without one.`);
+  }
   if (routing) {
     const allow: Record<string, string> = routing.allow ? { Allow: routing.allow } : {};
     if (routing.code === null) return { status: 204, headers: { ...GUARD_HEADERS, ...allow }, body: null };

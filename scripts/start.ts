@@ -212,7 +212,9 @@ async function main(): Promise<void> {
     // address it forwarded; never one a client wrote itself.
     req.headers["x-lockscope-client-ip"] = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], trustedProxies);
     // Broken percent-encoding and unsupported methods get the contract's 4xx here: Next.js would 500.
-    const refused = checkRequestLine(req.method, req.url);
+    const length = req.headers["content-length"];
+    const hasBody = req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+    const refused = checkRequestLine(req.method, req.url, hasBody);
     if (refused) {
       res.writeHead(refused.status, refused.headers);
       res.end(JSON.stringify(refused.body));

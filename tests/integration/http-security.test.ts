@@ -139,6 +139,11 @@ describe("the production server's request handling", () => {
     answers.push(["PUT /api/locks", await request("PUT", "/api/locks", { host: host() })]);
     answers.push(["POST /api/session (a body)", await request("POST", "/api/session", { host: host(), "content-type": "application/json" }, JSON.stringify({ token: "wrong" }))]);
     answers.push(["POST /api/nope (a body)", await request("POST", "/api/nope", { host: host(), "content-type": "application/json" }, "{}")]);
+    // A page asked for with a body would skip the proxy (its host check and headers): refused, with the headers.
+    const pageWithBody = await request("GET", "/audit", { host: host(), "content-type": "text/plain" }, "x");
+    expect(pageWithBody.status).toBe(400);
+    expect(JSON.parse(pageWithBody.text)).toEqual({ error: { code: "bad_request", message: "A page request carries no body; send GET /audit without one." } });
+    answers.push(["GET /audit (a body)", pageWithBody]);
     for (const [what, res] of answers) {
       expect(res.headers["x-content-type-options"], what).toBe("nosniff");
       expect(res.headers["referrer-policy"], what).toBe("no-referrer");

@@ -41,4 +41,16 @@ describe("raw request line guard", () => {
       expect(refused?.headers["X-Content-Type-Options"]).toBe("nosniff");
     }
   });
+
+  it("refuses a page or static file asked for with a body (it would skip the proxy's host check and headers), not an API request", () => {
+    for (const [method, url] of [["GET", "/audit"], ["HEAD", "/"], ["GET", "/_next/static/chunks/app.js"]] as const) {
+      const refused = checkRequestLine(method, url, true);
+      expect(refused?.status, `${method} ${url}`).toBe(400);
+      expect(refused?.body?.error.message).toBe(`A page request carries no body; send ${method} ${url} without one.`);
+      expect(refused?.headers["X-Frame-Options"]).toBe("DENY");
+      expect(checkRequestLine(method, url, false), `${method} ${url} without a body`).toBeNull();
+    }
+    expect(checkRequestLine("POST", "/api/session", true)).toBeNull();
+    expect(checkRequestLine("GET", "/metrics", true)).toBeNull();
+  });
 });
