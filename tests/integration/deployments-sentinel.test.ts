@@ -94,8 +94,12 @@ describe("a Sentinel-managed primary with two replicas", () => {
       return node?.replication?.role === "master" && node.replication.replicas.map((r) => r.address).join() === `127.0.0.1:${other?.port}`;
       // The sentinels re-point the other replica on their own schedule (failover-timeout 10 s, then their
       // 10 s checks of the replicas' configuration): on a loaded machine that has taken longer than 45 s.
-    }, 90_000).catch((error: unknown) => {
-      throw new Error(`${String(error)}; the health's last replication of the promoted primary (port ${port}): ${JSON.stringify(lastSeen)}`);
+    }, 90_000).catch(async (error: unknown) => {
+      // What the console's own connection to the deployment was doing meanwhile: its state, and what it answers now.
+      const { getDeploymentNodes } = await import("@/server/nodes");
+      const client = getDeploymentNodes()[0]?.nodes[0]?.client;
+      const now = client ? await client.info("replication").then((info) => info.replace(/\r\n/g, " "), (e: unknown) => `INFO failed: ${String(e)}`) : "no client";
+      throw new Error(`${String(error)}; the health's last replication of the promoted primary (port ${port}): ${JSON.stringify(lastSeen)}; the console's client: ${client?.status}, INFO now: ${now}`);
     });
     await until("a lock taken on the new primary listed", async () => (await listed()).some((l) => l.resource === "lock:after-failover" && l.state === "held"));
     // Force release acts on the current primary too.
