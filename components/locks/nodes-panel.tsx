@@ -13,6 +13,57 @@ interface NodeFacts extends HealthNode {
   longestTtlMs?: number;
   restartRisk?: boolean;
   clockSkewMs?: number | null;
+  /** `INFO replication`, read every 2 s (absent while the node cannot be read). */
+  replication?: { role: "master" | "replica" | null; replicas: Array<{ address: string; state: string; lagBytes: number }>; linkUp?: boolean };
+  /** A Redis Cluster (one node to the console): its shards, each with its replicas. */
+  cluster?: { shards: Array<{ primary: string | null; replicas: Array<{ address: string; health: string; lagBytes: number | null }> }> };
+}
+
+/** Bytes as the panel shows them: `0 B`, `145 B`, `12.3 KB`, `4.1 MB`. */
+function bytesText(n: number): string {
+  if (n < 1_000) return `${n} B`;
+  if (n < 1_000_000) return `${(n / 1_000).toFixed(1)} KB`;
+  return `${(n / 1_000_000).toFixed(1)} MB`;
+}
+
+/**
+ * Where the node's locks are copied and how far each copy is behind: writes a replica has not acknowledged
+ * are the window in which a failover would lose a lock.
+ */
+function ReplicationCell({ node }: { node: NodeFacts }) {
+  if (node.cluster) {
+    const replicas = node.cluster.shards.flatMap((s) => s.replicas);
+    const behind = Math.max(0, ...replicas.map((r) => r.lagBytes ?? 0));
+    const unhealthy = replicas.filter((r) => r.health !== "online").length;
+    const bare = node.cluster.shards.filter((s) => s.replicas.length === 0).length;
+    const warn = unhealthy > 0 || bare > 0;
+    return (
+      <td className={`wraps${warn ? " warn-text" : ""}`}>
+        {warn && <span aria-hidden>⚠ </span>}
+        {node.cluster.shards.length} {node.cluster.shards.length === 1 ? "shard" : "shards"}, {replicas.length} {replicas.length === 1 ? "replica" : "replicas"}
+        {replicas.length > 0 && `, most behind ${bytesText(behind)}`}
+        {unhealthy > 0 && `; ${unhealthy} not online`}
+        {bare > 0 && `; ${bare} ${bare === 1 ? "shard" : "shards"} without a replica`}
+      </td>
+    );
+  }
+  const r = node.replication;
+  if (!r || r.role === null) return <td className="muted">—</td>;
+  if (r.role === "replica") {
+    return <td className={r.linkUp ? "wraps" : "wraps warn-text"}>{r.linkUp ? "a replica, its link to the primary up" : "⚠ a replica, its link to the primary down"}</td>;
+  }
+  if (r.replicas.length === 0) return <td className="wraps">no replica</td>;
+  return (
+    <td className="wraps">
+      <ul className="replicas" aria-label={`Replicas of ${node.id}`}>
+        {r.replicas.map((replica) => (
+          <li key={replica.address} className={replica.state === "online" ? undefined : "warn-text"}>
+            <span className="mono">{replica.address}</span> {replica.state}, {bytesText(replica.lagBytes)} behind
+          </li>
+        ))}
+      </ul>
+    </td>
+  );
 }
 
 const NOTIFICATIONS_TEXT: Record<HealthNode["notifications"], string> = {
@@ -21,7 +72,7 @@ const NOTIFICATIONS_TEXT: Record<HealthNode["notifications"], string> = {
   unavailable: "unavailable: periodic SCAN (degraded)",
 };
 
-/** Per node: reachability, latency, notifications, last event, reconnects, persistence vs TTLs, clock skew. */
+/** Per node: reachability, latency, notifications, last event, reconnects, persistence vs TTLs, clock skew, replication. */
 export function NodesPanel() {
   const { data } = useHealth();
   // Up, answering and latency from the live stream (as the header and the counts above); the rest from health.
@@ -36,7 +87,7 @@ export function NodesPanel() {
       <h2 id="nodes-heading">Nodes</h2>
       <TableScroll label="Lock nodes, scrollable">
         <table className="nodes-table" aria-label="Lock nodes">
-          <TableHead columns={["Node", "Status", "Latency", "Notifications", "Last event", "Reconnects", "Persistence", "Uptime vs longest TTL", "Clock skew"]} />
+          <TableHead columns={["Node", "Status", "Latency", "Notifications", "Last event", "Reconnects", "Persistence", "Uptime vs longest TTL", "Clock skew", "Replication"]} />
           <tbody>
             {nodes.map((health) => {
               // (Where several deployments are watched, node ids repeat: the watcher is the one of the node's deployment.)
@@ -72,6 +123,7 @@ export function NodesPanel() {
                     )}
                   </td>
                   <td className="mono">{node.clockSkewMs == null ? "—" : `${node.clockSkewMs > 0 ? "+" : ""}${node.clockSkewMs} ms`}</td>
+                  <ReplicationCell node={node} />
                 </tr>
               );
             })}

@@ -16,6 +16,7 @@ import { deleteMatching, FLEET, holdFleet, unique } from "./scene";
 test.describe("a console watching two deployments", () => {
   let dir: string;
   let nodes: RedisNode[] = [];
+  let replica: RedisNode | null = null;
   let clients: Redis[] = [];
   let child: ChildProcess | null = null;
   let origin = "";
@@ -25,6 +26,8 @@ test.describe("a console watching two deployments", () => {
     test.setTimeout(180_000);
     dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-e2e-deployments-"));
     nodes = await startRedisNodes(4, { dir });
+    // The standalone deployment's instance has a replica (the console watches the primary only).
+    replica = (await startRedisNodes(1, { dir, extraArgs: ["--replicaof", "127.0.0.1", String(nodes[3]!.port)] }))[0] ?? null;
     const urls = nodes.map((n) => n.url);
     const file = path.join(dir, "deployments.json");
     writeFileSync(
@@ -81,7 +84,7 @@ test.describe("a console watching two deployments", () => {
       child.kill("SIGTERM");
       await exited;
     }
-    await Promise.all(nodes.map((n) => n.stop()));
+    await Promise.all([...nodes, ...(replica ? [replica] : [])].map((n) => n.stop()));
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -159,6 +162,23 @@ test.describe("a console watching two deployments", () => {
     } finally {
       await deleteMatching(clients, `${prefix}-*`);
     }
+  });
+
+  test("the nodes panel shows each node's replicas and how far behind each is", async ({ page }) => {
+    const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
+    expect(signIn.status(), await signIn.text()).toBe(200);
+    await page.goto(`${origin}/`);
+    const nodesTable = page.getByRole("table", { name: "Lock nodes" });
+    await expect(nodesTable.getByRole("columnheader", { name: "Replication" })).toBeVisible();
+    const replicas = nodesTable.getByRole("row", { name: "cache node-0" }).getByRole("list", { name: "Replicas of node-0" });
+    await expect(replicas.getByRole("listitem")).toHaveText([new RegExp(`^127\\.0\\.0\\.1:${replica!.port} online, \\d+(\\.\\d)? (B|KB|MB) behind$`)]);
+    // The Redlock set's nodes are independent instances, none of them replicated.
+    for (const id of ["node-0", "node-1", "node-2"]) await expect(nodesTable.getByRole("row", { name: `orders ${id}` }).getByRole("cell").last()).toHaveText("no replica");
+
+    // The replica stops: the primary no longer lists it.
+    await replica!.stop();
+    await expect(replicas).toHaveCount(0, { timeout: 30_000 });
+    await expect(nodesTable.getByRole("row", { name: "cache node-0" }).getByRole("cell").last()).toHaveText("no replica");
   });
 
   // Last: it stops one of the orders nodes.
