@@ -53,6 +53,9 @@ export async function startLauncher(env: Record<string, string> = {}, options: {
       "the console serves /api/health",
       async () => {
         if (exitedEarly) throw new Error("the launcher exited");
+        // Its own line once it listens: until then an answer on the port would be another process's (a free
+        // port can be handed to two starters at once, and only one of them binds it).
+        if (!out.includes(`console ready at http://`)) return false;
         return fetch(`${baseUrl}/api/health`).then(
           (res) => res.ok,
           () => false,
