@@ -19,6 +19,9 @@ export interface SentinelSet {
   sentinelPorts: number[];
   /** `host:port,…` for REDIS_SENTINELS. */
   sentinelsVar: string;
+  /** SIGSTOP the i-th sentinel: it keeps its connections and accepts new ones, but answers nothing. */
+  pauseSentinel(i: number): void;
+  resumeSentinel(i: number): void;
   close(): Promise<void>;
 }
 
@@ -97,6 +100,8 @@ export async function startSentinelSet(primary: RedisNode, dir: string, master =
     replicas,
     sentinelPorts: sentinels.map((s) => s.port),
     sentinelsVar: sentinels.map((s) => `127.0.0.1:${s.port}`).join(","),
+    pauseSentinel: (i) => sentinels[i]?.child.kill("SIGSTOP"),
+    resumeSentinel: (i) => sentinels[i]?.child.kill("SIGCONT"),
     close: async () => {
       for (const s of sentinels) s.child.kill("SIGKILL");
       await Promise.all(replicas.map((r) => r.stop()));
@@ -116,13 +121,32 @@ export async function setUpConsoleOverSentinels(dirPrefix: string): Promise<{ cl
   return { cluster, set };
 }
 
-/** The primary the sentinels promoted (asked of the first sentinel); the caller disconnects it. */
-export async function promotedPrimary(set: SentinelSet): Promise<{ client: Redis; port: number }> {
-  const sentinel = new Redis(set.sentinelPorts[0]!, "127.0.0.1", { maxRetriesPerRequest: 1 });
-  try {
-    const [host, port] = (await sentinel.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", set.master)) as [string, string];
-    return { client: new Redis(Number(port), host, { maxRetriesPerRequest: 1 }), port: Number(port) };
-  } finally {
-    sentinel.disconnect();
-  }
+/**
+ * The primary after a failover: the replica the other replica follows with its link up (the old primary is
+ * dead). Asked of the instances, not of a sentinel: a sentinel can name for a while a replica that the
+ * others' later failover turned back into a replica. Waits until the two agree; the caller disconnects it.
+ */
+export async function promotedPrimary(set: SentinelSet, timeoutMs = 90_000): Promise<{ client: Redis; port: number }> {
+  const port = await until(
+    "one replica following the other as its primary",
+    async () => {
+      for (const r of set.replicas) {
+        if (!r.running || r.isPaused) continue;
+        const c = new Redis(r.port, "127.0.0.1", { maxRetriesPerRequest: 1, retryStrategy: () => null });
+        c.on("error", () => undefined);
+        try {
+          const info = await c.info("replication");
+          const leader = /\r\nmaster_port:(\d+)\r\n/.exec(info)?.[1];
+          if (/\r\nrole:slave\r\n/.test(info) && /\r\nmaster_link_status:up\r\n/.test(info) && set.replicas.some((o) => o !== r && String(o.port) === leader)) return Number(leader);
+        } catch {
+          // (not answering yet)
+        } finally {
+          c.disconnect();
+        }
+      }
+      return null;
+    },
+    timeoutMs,
+  );
+  return { client: new Redis(port, "127.0.0.1", { maxRetriesPerRequest: 1 }), port };
 }
