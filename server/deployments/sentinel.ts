@@ -1,7 +1,42 @@
 import "server-only";
-import Redis from "ioredis";
+import Redis, { type RedisOptions } from "ioredis";
 import { authOptions, tlsOptions } from "./connection";
 import type { DeploymentDriver } from "./types";
+
+/** How long an ended Sentinel connection waits before it connects again. */
+const RECONNECT_AFTER_END_MS = 1_000;
+
+/**
+ * A connection through the sentinels that does not give up after a failover. ioredis ends a Sentinel
+ * connection for good (status `end`, no reconnect ever) when `+switch-master` arrives while it is asking a
+ * sentinel for the primary: its failover detector closes the connector meanwhile, and the connector then
+ * throws "Connection is closed." (a slow or stuck sentinel makes that window long). This one connects again
+ * after RECONNECT_AFTER_END_MS, unless it was closed on purpose (`disconnect()`, `quit()`).
+ */
+class SentinelConnection extends Redis {
+  #closedOnPurpose = false;
+
+  constructor(options: RedisOptions) {
+    super(options);
+    const quit = this.quit.bind(this);
+    this.quit = (...args: Parameters<Redis["quit"]>) => {
+      this.#closedOnPurpose = true;
+      return quit(...args);
+    };
+    this.on("end", () => {
+      if (this.#closedOnPurpose) return;
+      const timer = setTimeout(() => {
+        if (!this.#closedOnPurpose && this.status === "end") this.connect().catch(() => undefined);
+      }, RECONNECT_AFTER_END_MS);
+      timer.unref();
+    });
+  }
+
+  override disconnect(reconnect = false): void {
+    if (!reconnect) this.#closedOnPurpose = true;
+    super.disconnect(reconnect);
+  }
+}
 
 /**
  * A primary that Sentinel fails over: every connection asks the sentinels for the current primary, and
@@ -17,7 +52,7 @@ export const sentinelDriver: DeploymentDriver<"sentinel"> = {
         label: `sentinel://${d.sentinels.map((s) => (s.host.includes(":") ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`)).join(",")}/${d.master}`,
         url: null,
         connect: (options) =>
-          new Redis({
+          new SentinelConnection({
             sentinels: d.sentinels.map((s) => ({ host: s.host, port: s.port })),
             name: d.master,
             role: "master",

@@ -1,0 +1,86 @@
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Deployment } from "@/lib/deployment-config";
+import { RedisNode } from "@/lib/redis-node";
+import { promotedPrimary, startSentinelSet, type SentinelSet } from "../support/sentinel";
+import { until } from "../support/wait";
+
+/**
+ * The console's connection to a Sentinel-managed primary (the one its lock pages, force releases and watchers
+ * use), through the product's own Sentinel driver and connection options, across a failover.
+ */
+describe("a connection to a Sentinel-managed primary", () => {
+  let primary: RedisNode;
+  let set: SentinelSet;
+  let client: Redis | null = null;
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-sentinel-client-"));
+    primary = await RedisNode.start({ dir });
+    set = await startSentinelSet(primary, dir);
+  }, 90_000);
+  afterAll(async () => {
+    client?.disconnect();
+    for (let i = 0; i < set.sentinelPorts.length; i++) set.resumeSentinel(i);
+    await set?.close();
+    await primary?.stop();
+  });
+
+  it("follows a failover announced while it is asking a slow sentinel for the primary, instead of giving up for good", async () => {
+    const { sentinelDriver } = await import("@/server/deployments/sentinel");
+    const { nodeClientOptions } = await import("@/server/nodes");
+    const deployment: Deployment = {
+      name: "default",
+      kind: "sentinel",
+      sentinels: set.sentinelPorts.map((port) => ({ host: "127.0.0.1", port })),
+      master: set.master,
+      tls: null,
+      auth: { username: null, passwordFile: null },
+      sentinelAuth: { username: null, passwordFile: null },
+    };
+    const connection = sentinelDriver.endpoints(deployment)[0]!.connect(nodeClientOptions(500)) as Redis;
+    client = connection;
+    connection.on("error", () => undefined);
+    await until("connected to the primary", () => connection.status === "ready");
+    const port = async () => Number(/\r\ntcp_port:(\d+)\r\n/.exec(await connection.info("server"))?.[1]);
+    expect(await port()).toBe(primary.port);
+    // It listens for `+switch-master` on every sentinel.
+    const probes = set.sentinelPorts.map((p) => new Redis(p, "127.0.0.1", { maxRetriesPerRequest: 1 }));
+    try {
+      await until("subscribed to +switch-master on every sentinel", async () => {
+        // (A sentinel has no PUBSUB command: its client list counts each connection's subscriptions.)
+        for (const probe of probes) if (!/ sub=1 [^\n]* cmd=subscribe/.test(String(await probe.call("CLIENT", "LIST")))) return false;
+        return true;
+      });
+    } finally {
+      for (const probe of probes) probe.disconnect();
+    }
+
+    // The sentinel it asked first stops answering (a slow or stuck sentinel), then the primary dies: the
+    // connection asks that sentinel for the primary and waits, while the other two fail over and announce it.
+    set.pauseSentinel(0);
+    await primary.kill();
+    await until("the other sentinels announced a new primary", async () => {
+      const sentinel = new Redis(set.sentinelPorts[1]!, "127.0.0.1", { maxRetriesPerRequest: 1 });
+      try {
+        const [, p] = (await sentinel.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", set.master)) as [string, string];
+        return Number(p) !== primary.port;
+      } finally {
+        sentinel.disconnect();
+      }
+    }, 30_000);
+    // (A moment for the announcement to reach the connection before the first sentinel answers again.)
+    await new Promise((r) => setTimeout(r, 1_000));
+    set.resumeSentinel(0);
+
+    const { client: promotedClient, port: promoted } = await promotedPrimary(set);
+    promotedClient.disconnect();
+    await until("connected to the promoted primary", async () => connection.status === "ready" && (await port().catch(() => 0)) === promoted, 30_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}; the connection's status: ${connection.status}`);
+    });
+    expect(await connection.set("lock:after-failover", "holder", "PX", 10_000)).toBe("OK");
+  }, 120_000);
+});
