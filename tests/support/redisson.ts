@@ -175,8 +175,15 @@ export async function subscribeWaiter(subscriber: Redis, channel: string): Promi
       if (i > 0) await new Promise((r) => setTimeout(r, 10));
       count = Number(((await probe.pubsub("NUMSUB", channel)) as [string, number])[1]);
     }
-    // Said here, not later as "woken: 0" in the test that publishes.
-    if (count < 1) throw new Error(`the waiter's SUBSCRIBE to ${channel} was answered, but the node counts no subscriber on it after 5 s`);
+    // Said here, not later as "woken: 0" in the test that publishes; with what the node and the waiter's
+    // connection say, to tell a lost subscription from a connection to another server.
+    if (count < 1) {
+      const clients = String(await probe.client("LIST").catch((e: unknown) => `CLIENT LIST failed: ${String(e)}`));
+      const port = (await probe.info("server").catch(() => "")).match(/\r\ntcp_port:(\d+)/)?.[1];
+      throw new Error(
+        `the waiter's SUBSCRIBE to ${channel} was answered, but the node counts no subscriber on it after 5 s; the waiter's connection: ${subscriber.status} to port ${subscriber.options.port}; the node on port ${port ?? "?"} lists: ${clients.replace(/\n/g, " | ")}`,
+      );
+    }
   } finally {
     probe.disconnect();
   }
