@@ -52,7 +52,16 @@ function ReplicationCell({ node }: { node: NodeFacts }) {
   if (r.role === "replica") {
     return <td className={r.linkUp ? "wraps" : "wraps warn-text"}>{r.linkUp ? "a replica, its link to the primary up" : "⚠ a replica, its link to the primary down"}</td>;
   }
-  if (r.replicas.length === 0) return <td className="wraps">no replica</td>;
+  if (r.replicas.length === 0) {
+    // A Sentinel deployment's primary without a replica: a failover has nothing to promote. (Elsewhere, a
+    // Redlock node or a standalone instance, none is the design.)
+    if (!node.url.startsWith("sentinel://")) return <td className="wraps">no replica</td>;
+    return (
+      <td className="wraps warn-text">
+        <span aria-hidden>⚠ </span>no replica: a failover has nothing to promote, and the locks are on this primary alone
+      </td>
+    );
+  }
   return (
     <td className="wraps">
       <ul className="replicas" aria-label={`Replicas of ${node.id}`}>

@@ -6,17 +6,19 @@ import path from "node:path";
 import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "@/lib/redis-node";
 import { E2E_OPERATOR_TOKEN, E2E_VIEWER_TOKEN, expect, test } from "./fixtures";
+import { startSentinel } from "../support/sentinel";
 import { deleteMatching, FLEET, holdFleet, unique } from "./scene";
 
 /**
  * A second console, started by this spec on loopback with its own redis-server processes (free ports, a
- * temporary folder), watching two deployments from a deployments file: a Redlock set of three nodes and a
- * standalone instance. The e2e web server's console watches one deployment and shows no Deployment column.
+ * temporary folder), watching three deployments from a deployments file: a Redlock set of three nodes, a
+ * standalone instance with a replica, and a Sentinel-managed primary without one. The e2e web server's console watches one deployment and shows no Deployment column.
  */
-test.describe("a console watching two deployments", () => {
+test.describe("a console watching three deployments", () => {
   let dir: string;
   let nodes: RedisNode[] = [];
   let replica: RedisNode | null = null;
+  let sentinel: ChildProcess | null = null;
   let clients: Redis[] = [];
   let child: ChildProcess | null = null;
   let origin = "";
@@ -25,7 +27,10 @@ test.describe("a console watching two deployments", () => {
   test.beforeAll(async () => {
     test.setTimeout(180_000);
     dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-e2e-deployments-"));
-    nodes = await startRedisNodes(4, { dir });
+    nodes = await startRedisNodes(5, { dir });
+    // The Sentinel deployment's primary (nodes[4]) has no replica.
+    const watching = await startSentinel(dir, "locks", nodes[4]!.port);
+    sentinel = watching.child;
     // The standalone deployment's instance has a replica (the console watches the primary only).
     replica = (await startRedisNodes(1, { dir, extraArgs: ["--replicaof", "127.0.0.1", String(nodes[3]!.port)] }))[0] ?? null;
     const urls = nodes.map((n) => n.url);
@@ -36,6 +41,7 @@ test.describe("a console watching two deployments", () => {
         deployments: [
           { name: "orders", kind: "redlock", urls: urls.slice(0, 3) },
           { name: "cache", kind: "standalone", url: urls[3] },
+          { name: "failover", kind: "sentinel", sentinels: [`127.0.0.1:${watching.port}`], master: "locks" },
         ],
       }),
     );
@@ -84,6 +90,7 @@ test.describe("a console watching two deployments", () => {
       child.kill("SIGTERM");
       await exited;
     }
+    sentinel?.kill("SIGKILL");
     await Promise.all([...nodes, ...(replica ? [replica] : [])].map((n) => n.stop()));
     rmSync(dir, { recursive: true, force: true });
   });
@@ -174,6 +181,10 @@ test.describe("a console watching two deployments", () => {
     await expect(replicas.getByRole("listitem")).toHaveText([new RegExp(`^127\\.0\\.0\\.1:${replica!.port} online, \\d+(\\.\\d)? (B|KB|MB) behind$`)]);
     // The Redlock set's nodes are independent instances, none of them replicated.
     for (const id of ["node-0", "node-1", "node-2"]) await expect(nodesTable.getByRole("row", { name: `orders ${id}` }).getByRole("cell").last()).toHaveText("no replica");
+    // A Sentinel-managed primary without a replica is a warning: a failover would have nothing to promote.
+    await expect(nodesTable.getByRole("row", { name: "failover node-0" }).getByRole("cell").last()).toHaveText(
+      "⚠ no replica: a failover has nothing to promote, and the locks are on this primary alone",
+    );
 
     // The replica stops: the primary no longer lists it.
     await replica!.stop();

@@ -27,8 +27,11 @@ export interface SentinelSet {
 
 const setpriv = spawnSync("setpriv", ["--pdeathsig", "KILL", "true"], { stdio: "ignore" }).status === 0;
 
-/** A sentinel on a free port; another port is tried when a process of another test took the one handed out first. */
-async function startSentinel(dir: string, master: string, primaryPort: number): Promise<{ port: number; child: ChildProcess }> {
+/**
+ * A sentinel on a free port monitoring `primaryPort` as `master` (quorum 2); another port is tried when a process
+ * of another test took the one handed out first. The caller kills `child`.
+ */
+export async function startSentinel(dir: string, master: string, primaryPort: number): Promise<{ port: number; child: ChildProcess }> {
   for (let attempt = 1; ; attempt++) {
     const started = await startSentinelOnce(dir, master, primaryPort);
     if (started) return started;
