@@ -12,7 +12,8 @@ import { deleteMatching, FLEET, holdFleet, unique } from "./scene";
 /**
  * A second console, started by this spec on loopback with its own redis-server processes (free ports, a
  * temporary folder), watching three deployments from a deployments file: a Redlock set of three nodes, a
- * standalone instance with a replica, and a Sentinel-managed primary without one. The e2e web server's console watches one deployment and shows no Deployment column.
+ * standalone instance with a replica, and a Sentinel-managed primary without one. The e2e web server's
+ * console watches one deployment and shows no Deployment column.
  */
 test.describe("a console watching three deployments", () => {
   let dir: string;
