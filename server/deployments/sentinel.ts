@@ -36,6 +36,11 @@ class SentinelConnection extends Redis {
     if (!reconnect) this.#closedOnPurpose = true;
     super.disconnect(reconnect);
   }
+
+  /** A copy (the engine's notification subscriber is one) that does not give up either. */
+  override duplicate(override?: Partial<RedisOptions>): SentinelConnection {
+    return new SentinelConnection({ ...this.options, ...override });
+  }
 }
 
 /**

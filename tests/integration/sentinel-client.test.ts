@@ -45,7 +45,12 @@ describe("a connection to a Sentinel-managed primary", () => {
     client = connection;
     connection.on("error", () => undefined);
     await until("connected to the primary", () => connection.status === "ready");
-    const port = async () => Number(/\r\ntcp_port:(\d+)\r\n/.exec(await connection.info("server"))?.[1]);
+    // A copy of it (the engine's notification subscriber is one) goes through the same failover.
+    const copy = connection.duplicate();
+    copy.on("error", () => undefined);
+    await until("the copy connected", () => copy.status === "ready");
+    const portOf = async (c: Redis) => Number(/\r\ntcp_port:(\d+)\r\n/.exec(await c.info("server"))?.[1]);
+    const port = () => portOf(connection);
     expect(await port()).toBe(primary.port);
     // It listens for `+switch-master` on every sentinel.
     const probes = set.sentinelPorts.map((p) => new Redis(p, "127.0.0.1", { maxRetriesPerRequest: 1 }));
@@ -82,5 +87,9 @@ describe("a connection to a Sentinel-managed primary", () => {
       throw new Error(`${String(error)}; the connection's status: ${connection.status}`);
     });
     expect(await connection.set("lock:after-failover", "holder", "PX", 10_000)).toBe("OK");
+    await until("the copy connected to the promoted primary", async () => copy.status === "ready" && (await portOf(copy).catch(() => 0)) === promoted, 30_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}; the copy's status: ${copy.status}`);
+    });
+    copy.disconnect();
   }, 120_000);
 });
