@@ -68,50 +68,56 @@ export async function freePort(): Promise<number> {
   }
 }
 
-/** Sends PING over a raw socket; resolves true on +PONG (or -LOADING), false on anything else. */
-export function ping(port: number, host = "127.0.0.1", timeoutMs = 500): Promise<boolean> {
+/**
+ * Sends one inline command over a raw socket and resolves what `answer` makes of the reply so far (undefined:
+ * wait for more), or `none` on an error, a timeout or a closed connection.
+ */
+function ask<T>(port: number, host: string, timeoutMs: number, command: string, answer: (reply: string) => T | undefined, none: T): Promise<T> {
   return new Promise((resolve) => {
     const socket = net.connect({ port, host });
     let settled = false;
-    const done = (ok: boolean) => {
+    let reply = "";
+    const done = (value: T) => {
       if (settled) return;
       settled = true;
       socket.destroy();
-      resolve(ok);
+      resolve(value);
     };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once("error", () => done(false));
-    socket.once("connect", () => socket.write("PING\r\n"));
-    socket.once("data", (chunk) => done(chunk.toString("latin1").startsWith("+PONG")));
+    socket.setTimeout(timeoutMs, () => done(none));
+    socket.once("error", () => done(none));
+    socket.once("connect", () => socket.write(`${command}\r\n`));
+    socket.on("data", (chunk) => {
+      reply += chunk.toString("latin1");
+      const value = answer(reply);
+      if (value !== undefined) done(value);
+    });
   });
+}
+
+/** Sends PING over a raw socket; resolves true on +PONG, false on anything else. */
+export function ping(port: number, host = "127.0.0.1", timeoutMs = 500): Promise<boolean> {
+  return ask(port, host, timeoutMs, "PING", (reply) => reply.startsWith("+PONG"), false);
 }
 
 /**
  * The process id of the redis-server answering on `port` (`INFO server`'s `process_id`), or null when none
  * answers. Tells a node's own process from another that holds the port: a free port handed out to two
- * starters at once is bound by one of them, and the other's PING is answered by the winner.
+ * starters at once is bound by one of them, and the other's PING is answered by the winner. (INFO is
+ * answered while a node loads its data too.)
  */
 export function serverPid(port: number, host = "127.0.0.1", timeoutMs = 500): Promise<number | null> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host });
-    let settled = false;
-    let reply = "";
-    const done = (pid: number | null) => {
-      if (settled) return;
-      settled = true;
-      socket.destroy();
-      resolve(pid);
-    };
-    socket.setTimeout(timeoutMs, () => done(null));
-    socket.once("error", () => done(null));
-    socket.once("connect", () => socket.write("INFO server\r\n"));
-    socket.on("data", (chunk) => {
-      reply += chunk.toString("latin1");
-      if (reply.startsWith("-")) return done(null);
+  return ask(
+    port,
+    host,
+    timeoutMs,
+    "INFO server",
+    (reply) => {
+      if (reply.startsWith("-")) return null;
       const match = /\r\nprocess_id:(\d+)\r\n/.exec(reply);
-      if (match) done(Number(match[1]));
-    });
-  });
+      return match ? Number(match[1]) : undefined;
+    },
+    null,
+  );
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -234,14 +240,12 @@ export class RedisNode {
     while (performance.now() < deadline) {
       if (spawnError) break;
       if (this.child !== child) break;
-      if (await ping(this.port)) {
-        // Answered by this node's own process, not by another redis-server that took the port first.
-        const pid = await serverPid(this.port);
-        if (pid === child.pid && this.child === child) return;
-        if (pid !== null && pid !== child.pid) {
-          taken = pid;
-          break;
-        }
+      // Answered by this node's own process, not by another redis-server that took the port first.
+      const pid = await serverPid(this.port);
+      if (pid === child.pid && this.child === child) return;
+      if (pid !== null && pid !== child.pid) {
+        taken = pid;
+        break;
       }
       await sleep(25);
     }

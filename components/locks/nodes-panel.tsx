@@ -1,5 +1,6 @@
 "use client";
 
+import type { ReplicationState } from "@/lib/locks/replication";
 import { notUpText, useHealth, type HealthNode } from "../node-status";
 import { useLiveNodes } from "./use-live-locks";
 import { formatDuration } from "./format";
@@ -14,7 +15,7 @@ interface NodeFacts extends HealthNode {
   restartRisk?: boolean;
   clockSkewMs?: number | null;
   /** `INFO replication`, read every 2 s (absent while the node cannot be read). */
-  replication?: { role: "master" | "replica" | null; replicas: Array<{ address: string; state: string; lagBytes: number }>; linkUp?: boolean };
+  replication?: ReplicationState;
   /** A Redis Cluster (one node to the console): its shards, each with its replicas. */
   cluster?: { shards: Array<{ primary: string | null; replicas: Array<{ address: string; health: string; lagBytes: number | null }> }> };
 }

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Redis from "ioredis";
-import { freePort, ping, RedisNode, serverPid } from "@/lib/redis-node";
+import { freePort, RedisNode, serverPid } from "@/lib/redis-node";
 import { setUpConsole } from "./console";
 import type { TestCluster } from "./redis";
 import { until } from "./wait";
@@ -65,10 +65,7 @@ async function startSentinelOnce(dir: string, master: string, primaryPort: numbe
     exited = true;
   });
   // Answered by this sentinel's own process (setpriv execs it, keeping the pid), not by another that holds the port.
-  const pid = await until(`sentinel on ${port}`, async () => {
-    if (exited) return -1;
-    return (await ping(port)) ? await serverPid(port) : null;
-  });
+  const pid = await until(`sentinel on ${port}`, async () => (exited ? -1 : await serverPid(port)));
   if (pid === child.pid) return { port, child };
   child.kill("SIGKILL");
   return null;
