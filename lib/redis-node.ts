@@ -28,6 +28,13 @@ export interface RedisNodeOptions {
    * @default true
    */
   dieWithParent?: boolean;
+  /**
+   * While the node is down after `kill()` or `stop()`, hold its port: a listener of this process resets
+   * every connection, and no other process can bind the port, until the node starts again or this process
+   * exits (see `heldPorts`). Off, a down node's port refuses connections, as a crashed server's does.
+   * @default true
+   */
+  holdPortWhileDown?: boolean;
 }
 
 export class RedisNodeStartError extends Error {
@@ -85,6 +92,7 @@ function ask<T>(port: number, host: string, timeoutMs: number, command: string, 
     };
     socket.setTimeout(timeoutMs, () => done(none));
     socket.once("error", () => done(none));
+    socket.once("close", () => done(none));
     socket.once("connect", () => socket.write(`${command}\r\n`));
     socket.on("data", (chunk) => {
       reply += chunk.toString("latin1");
@@ -143,6 +151,36 @@ function track(child: ChildProcess): void {
   });
 }
 
+// Ports of this process's nodes that were killed or stopped (with `holdPortWhileDown`), each held by a
+// listener that resets every connection, until the node starts again on it or this process exits. A port
+// freed mid-test is otherwise handed to the next node any test process starts, and what still points at the
+// old node takes the new one for it: a Sentinel that watched a killed primary turns the new node into a
+// replica (wiping its keys and dropping its clients and subscribers), and a console or engine reads, writes
+// and deletes keys there.
+const heldPorts = new Map<number, net.Server>();
+
+/** Holds `port` for this process (see `heldPorts`); a port another process took meanwhile is left to it. */
+async function holdPort(port: number): Promise<void> {
+  if (heldPorts.has(port)) return;
+  const server = net.createServer((socket) => socket.resetAndDestroy());
+  await new Promise<void>((resolve) => {
+    server.once("error", () => resolve());
+    server.listen(port, "127.0.0.1", () => {
+      server.unref();
+      heldPorts.set(port, server);
+      resolve();
+    });
+  });
+}
+
+/** Lets go of a port held by `holdPort`, so that a node can bind it. */
+async function releasePort(port: number): Promise<void> {
+  const server = heldPorts.get(port);
+  if (!server) return;
+  heldPorts.delete(port);
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
 export class RedisNode {
   private child: ChildProcess | null = null;
   private exited: Promise<void> = Promise.resolve();
@@ -162,6 +200,7 @@ export class RedisNode {
       extraArgs: options.extraArgs ?? [],
       startTimeoutMs: options.startTimeoutMs ?? 10_000,
       dieWithParent: options.dieWithParent ?? true,
+      holdPortWhileDown: options.holdPortWhileDown ?? true,
     };
     if (options.port !== undefined && RESERVED_PORTS.has(options.port)) {
       throw new TypeError(`Expected \`port\` to be a port other than 6379, got \`${options.port}\` (number)`);
@@ -198,6 +237,7 @@ export class RedisNode {
   }
 
   private async launch(): Promise<void> {
+    await releasePort(this.port);
     const dir = path.join(this.options.dir, `node-${this.port}`);
     mkdirSync(dir, { recursive: true });
     const args = [
@@ -259,7 +299,10 @@ export class RedisNode {
     );
   }
 
-  /** SIGKILL: the node dies at once, losing everything in memory, as in a crash. */
+  /**
+   * SIGKILL: the node dies at once, losing everything in memory, as in a crash. Its port stays this node's
+   * (connections to it are reset) until it starts again or this process exits (see `holdPortWhileDown`).
+   */
   async kill(): Promise<void> {
     const child = this.child;
     if (!child) return;
@@ -267,6 +310,7 @@ export class RedisNode {
     child.kill("SIGKILL");
     await this.exited;
     this.paused = false;
+    if (this.options.holdPortWhileDown) await holdPort(this.port);
   }
 
   /** SIGSTOP: the node stops answering but keeps its connections and memory, as in a long GC pause. */
@@ -283,7 +327,7 @@ export class RedisNode {
     this.paused = false;
   }
 
-  /** Graceful stop (SIGTERM; Redis shuts down without saving, since saving is off). */
+  /** Graceful stop (SIGTERM; Redis shuts down without saving, since saving is off). Its port is held as after `kill()`. */
   async stop(): Promise<void> {
     const child = this.child;
     if (!child) return;
@@ -292,6 +336,7 @@ export class RedisNode {
     const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
     await this.exited;
     clearTimeout(timer);
+    if (this.options.holdPortWhileDown) await holdPort(this.port);
   }
 
   /** Starts the node again on the same port (after `kill()` or `stop()`); it comes back empty. */

@@ -113,7 +113,8 @@ async function startEmbedded(config: LockscopeConfig): Promise<RedisNode[]> {
   mkdirSync(dir, { recursive: true });
   const pidFile = path.join(dir, "pids");
   reapOrphans(pidFile, dir);
-  const nodes = await startRedisNodes(3, { dir });
+  // The lab's killed node refuses connections, as a crashed server does (its port is not held).
+  const nodes = await startRedisNodes(3, { dir, holdPortWhileDown: false });
   const writePids = () => writeFileSync(pidFile, nodes.map((n) => `${n.pid ?? ""} ${n.port}`).join("\n"));
   writePids();
   g[key("embedded-pids-writer")] = writePids;

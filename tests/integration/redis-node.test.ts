@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -33,6 +34,39 @@ describe("test nodes", () => {
     expect(await ping(port)).toBe(true);
     const fresh = cluster.client(1);
     expect(await fresh.get("lock:k")).toBeNull();
+  });
+
+  it("keeps a killed or stopped node's port from every other redis-server until the node starts again", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-held-"));
+    // Another process's redis-server asked for the port (not through this process's nodes): it must fail to bind.
+    const foreignStart = (port: number) =>
+      new Promise<string>((resolve) => {
+        const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--dir", dir], { stdio: ["ignore", "pipe", "pipe"] });
+        let out = "";
+        child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+        child.stderr.on("data", (c: Buffer) => (out += c.toString()));
+        const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
+        child.once("exit", (code, signal) => {
+          clearTimeout(timer);
+          resolve(signal === "SIGKILL" ? `still running after 3 s: ${out.slice(-300)}` : `exited ${code}: ${out.slice(-300)}`);
+        });
+      });
+    const node = await RedisNode.start({ dir });
+    try {
+      await node.kill();
+      expect(await ping(node.port)).toBe(false);
+      expect(await foreignStart(node.port)).toMatch(/exited 1: .*Address already in use/s);
+      await node.restart();
+      expect(await serverPid(node.port)).toBe(node.pid);
+      await node.stop();
+      expect(await foreignStart(node.port)).toMatch(/exited 1: .*Address already in use/s);
+      // A node of this process asked for that port takes it.
+      const again = await RedisNode.start({ dir, port: node.port });
+      expect(await serverPid(node.port)).toBe(again.pid);
+      await again.stop();
+    } finally {
+      await node.stop();
+    }
   });
 
   it("pauses a node with SIGSTOP so it stops answering, and resumes it", async () => {

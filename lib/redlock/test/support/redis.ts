@@ -35,11 +35,20 @@ export async function flushPorts(ports: readonly number[]): Promise<void> {
 class Node {
   process: ChildProcess | null = null;
   paused = false;
+  /**
+   * While killed, the node's port is held by a listener that resets every connection, until the node starts
+   * again: another test file's new node would otherwise get the port from the kernel, and this file's clients,
+   * still pointing at it, would read and write that node's keys.
+   */
+  private holder: net.Server | null = null;
 
   constructor(readonly port: number, readonly dir: string, readonly extraArgs: readonly string[]) {}
 
   /** Starts the server and resolves once it says it accepts connections (its own log line, not a poll). */
-  start(): Promise<void> {
+  async start(): Promise<void> {
+    const holder = this.holder;
+    this.holder = null;
+    if (holder) await new Promise<void>((resolve) => holder.close(() => resolve()));
     const child = spawn("redis-server", ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir, ...this.extraArgs]);
     this.process = child;
     this.paused = false;
@@ -51,6 +60,22 @@ class Node {
       });
       child.once("exit", (code) => reject(new Error(`redis-server on ${this.port} exited (${code}): ${log.slice(-300)}`)));
       child.once("error", reject);
+    });
+  }
+
+  /** Kills the process and holds its port until the next `start()`. */
+  async kill(): Promise<void> {
+    await this.end("SIGKILL");
+    if (this.holder) return;
+    const holder = net.createServer((socket) => socket.resetAndDestroy());
+    // A port another process took meanwhile is left to it.
+    await new Promise<void>((resolve) => {
+      holder.once("error", () => resolve());
+      holder.listen(this.port, "127.0.0.1", () => {
+        holder.unref();
+        this.holder = holder;
+        resolve();
+      });
     });
   }
 
@@ -112,7 +137,7 @@ export async function startCluster(count: number, extraArgs: readonly string[] =
     ports: nodes.map((n) => n.port),
     client,
     clients: (options) => nodes.map((_, i) => client(i, options)),
-    kill: (i) => node(i).end("SIGKILL"),
+    kill: (i) => node(i).kill(),
     pause: (i) => signal(i, "SIGSTOP", true),
     resume: (i) => signal(i, "SIGCONT", false),
     paused: (i) => node(i).paused,
