@@ -1,5 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import type { Locator, Page } from "@playwright/test";
+import { RedisNode } from "@/lib/redis-node";
 import type Redis from "ioredis";
 import { expect, lockNodeClients, test } from "./fixtures";
 import { busyLocks, deleteMatching, finishedLabRun, holdFleet, releasedByScript, settled, THEMES, unique, useSystemTheme } from "./scene";
@@ -45,6 +49,15 @@ test("@screenshots every page at 390 and 1440 px, light and dark", async ({ page
     // The Nodes panel shows each node's uptime and persistence once the console has read them (every 30 s).
     await expect(page.getByRole("table", { name: "Lock nodes" })).not.toContainText("unknown", { timeout: 45_000 });
     await shoot(page, "locks", () => expect(hot).toBeVisible());
+
+    // The Nodes panel, with a replica of the first node beside it (its replication column lists it).
+    const replica = await RedisNode.start({ dir: mkdtempSync(path.join(os.tmpdir(), "lockscope-shot-replica-")), extraArgs: ["--replicaof", "127.0.0.1", String(nodes[0]!.options.port)] });
+    try {
+      const replicas = page.getByRole("list", { name: "Replicas of node-0" });
+      await shoot(page, "nodes", () => expect(replicas).toContainText("online", { timeout: 20_000 }), page.getByRole("heading", { name: "Nodes", exact: true }));
+    } finally {
+      await replica.stop();
+    }
 
     await page.goto(`/locks/${encodeURIComponent(scene.hot)}`);
     await shoot(page, "lock", () => expect(page.getByRole("img", { name: /Failed acquisition attempts/ }).locator("canvas")).toBeVisible());
