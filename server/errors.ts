@@ -1,4 +1,5 @@
 import "server-only";
+import { brand, instanceOf } from "./global";
 
 /** The closed set of error codes, each mapped to one HTTP status. */
 export const ERROR_STATUS = Object.freeze({
@@ -20,6 +21,11 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 
 /** An error whose message a person can act on; anything else becomes a generic 500. */
 export class ApiError extends Error {
+  static readonly [brand] = "ApiError";
+  static override [Symbol.hasInstance](value: unknown): value is ApiError {
+    return instanceOf(this, value);
+  }
+
   constructor(
     readonly code: ErrorCode,
     message: string,

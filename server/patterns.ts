@@ -6,6 +6,7 @@ import { CONSOLE_KEYS } from "@/lib/locks/formats/defaults";
 import type { LockScope } from "@/lib/locks/formats";
 import { globToRegExp } from "@/lib/locks/glob";
 import { newAuditId } from "./audit/records";
+import { AuditNotDurableError } from "./audit/store";
 import { clientIp, type Principal } from "./auth";
 import { getConfig } from "./config";
 import { ApiError } from "./errors";
@@ -152,7 +153,8 @@ export class PatternStore {
       try {
         await auditor.recordIntent(change);
       } catch (error) {
-        throw new ApiError("unavailable", `The audit log cannot record this change, so the patterns were not changed (${errorText(error)}).`);
+        const why = error instanceof AuditNotDurableError ? error.why : errorText(error);
+        throw new ApiError("unavailable", `The audit log cannot record this change, so the patterns were not changed: ${why}.`);
       }
       const body: PatternsFile = { version: 1, patterns, updatedAt: at, updatedBy: meta.actor, basedOn: [...this.configured] };
       try {

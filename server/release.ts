@@ -207,8 +207,8 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   } catch (error) {
     if (error instanceof AuditNotDurableError) {
       releases().inc({ outcome: "refused" });
-      log.warn({ action: "force-release", auditId: entry.id, actor: entry.actor, outcome: "refused", why: error.message }, "operator action");
-      throw new ApiError("unavailable", error.message);
+      log.warn({ action: "force-release", auditId: entry.id, actor: entry.actor, outcome: "refused", why: error.why }, "operator action");
+      throw new ApiError("unavailable", `The audit log cannot record this release, so nothing was deleted: ${error.why}.`);
     }
     throw error;
   }

@@ -1,4 +1,5 @@
 import "server-only";
+import { brand, instanceOf } from "../global";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { getConfig } from "../config";
@@ -30,6 +31,11 @@ const MAX_SCAN_PER_NODE = 200_000;
 
 /** The audit entry could not be made durable; the release must not proceed. */
 export class AuditUnavailableError extends AuditNotDurableError {
+  static readonly [brand] = "AuditUnavailableError";
+  static override [Symbol.hasInstance](value: unknown): value is AuditUnavailableError {
+    return instanceOf(this, value);
+  }
+
   constructor(
     readonly streamAcks: number,
     readonly streamQuorum: number,
@@ -38,12 +44,17 @@ export class AuditUnavailableError extends AuditNotDurableError {
     const parts: string[] = [];
     if (streamAcks < streamQuorum) parts.push(`the audit stream reached ${streamAcks} of the ${streamQuorum} nodes it needs`);
     if (fileError) parts.push(`the audit file could not be written (${fileError})`);
-    super(`The audit log cannot record this release, so nothing was deleted: ${parts.join(" and ")}.`);
+    super(parts.join(" and "));
     this.name = "AuditUnavailableError";
   }
 }
 
 export class AuditFileReadError extends AuditReadError {
+  static readonly [brand] = "AuditFileReadError";
+  static override [Symbol.hasInstance](value: unknown): value is AuditFileReadError {
+    return instanceOf(this, value);
+  }
+
   constructor(fileError: string) {
     super(`The audit log cannot be read: no lock node answered and this console's audit file could not be read (${fileError}).`);
     this.name = "AuditFileReadError";

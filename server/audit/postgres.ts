@@ -68,9 +68,7 @@ export class PostgresAudit implements AuditStore {
       writes().inc({ sink: "postgres", outcome: "ok" });
     } catch (error) {
       writes().inc({ sink: "postgres", outcome: "failed" });
-      throw new AuditNotDurableError(
-        `The audit log cannot record this release, so nothing was deleted: the audit database (${this.db.display}) did not take the entry (${errorText(error)}).`,
-      );
+      throw new AuditNotDurableError(`the audit database (${this.db.display}) did not take the entry (${errorText(error)})`);
     }
   }
 

@@ -1,4 +1,5 @@
 import "server-only";
+import { brand, instanceOf } from "../global";
 import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
 
 /**
@@ -17,15 +18,28 @@ export interface AuditStore {
   drain(): Promise<void>;
 }
 
-/** The audit entry could not be made durable: the release must not proceed (503, nothing deleted). */
+/**
+ * The audit entry could not be made durable: what it records must not proceed (503, nothing changed). `why` says
+ * what failed, in words that fit after "the audit log cannot record it:"; each caller says what was not done.
+ */
 export class AuditNotDurableError extends Error {
-  constructor(message: string) {
-    super(message);
+  static readonly [brand] = "AuditNotDurableError";
+  static override [Symbol.hasInstance](value: unknown): value is AuditNotDurableError {
+    return instanceOf(this, value);
+  }
+
+  constructor(readonly why: string) {
+    super(`The audit log cannot record this: ${why}.`);
     this.name = "AuditNotDurableError";
   }
 }
 
 export class AuditReadError extends Error {
+  static readonly [brand] = "AuditReadError";
+  static override [Symbol.hasInstance](value: unknown): value is AuditReadError {
+    return instanceOf(this, value);
+  }
+
   constructor(message: string) {
     super(message);
     this.name = "AuditReadError";

@@ -1,4 +1,5 @@
 import "server-only";
+import { brand, instanceOf } from "../global";
 
 /** Who opens a stream: the client address, and a fingerprint of its credential (null for open reading). */
 export interface StreamOwner {
@@ -15,6 +16,11 @@ export interface StreamLimitSettings {
 
 /** A stream refused because its owner already has as many open as allowed. */
 export class StreamLimitError extends Error {
+  static readonly [brand] = "StreamLimitError";
+  static override [Symbol.hasInstance](value: unknown): value is StreamLimitError {
+    return instanceOf(this, value);
+  }
+
   constructor(
     readonly scope: "address" | "credential",
     readonly limit: number,
