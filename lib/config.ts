@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DEFAULT_LOCK_PATTERNS_ENV } from "./locks/formats/defaults";
+import { globProblem } from "./locks/glob";
 import { parseProxyEntry } from "./client-address";
 import { parseDeployments, type Deployment, type ReadFile } from "./deployment-config";
 
@@ -96,7 +97,11 @@ function field<T>(env: Env, name: string, schema: z.ZodType<T>, expected: string
   const raw = env[name];
   const value = raw === undefined || raw.trim() === "" ? fallback : raw.trim();
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new ConfigError(name, raw ?? "", expected);
+  if (!parsed.success) {
+    // A check that says what is wrong with this value (a custom issue marked `explains`) adds it to what was expected.
+    const why = parsed.error.issues.find((issue) => issue.code === "custom" && (issue as { params?: { explains?: boolean } }).params?.explains)?.message;
+    throw new ConfigError(name, raw ?? "", why ? `${expected} (${why.replace(/\.$/, "")})` : expected);
+  }
   return parsed.data;
 }
 
@@ -139,7 +144,25 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
   const lockPatterns = field(
     env,
     "LOCK_PATTERNS",
-    z.string().transform((s) => s.split(",").map((p) => p.trim())).pipe(z.array(z.string().min(1).max(200).regex(/^[^\s]+$/)).min(1).max(32)),
+    z
+      .string()
+      .transform((s) => s.split(",").map((p) => p.trim()))
+      .pipe(
+        z
+          .array(
+            z
+              .string()
+              .min(1)
+              .max(200)
+              .regex(/^[^\s]+$/)
+              .superRefine((glob, ctx) => {
+                const problem = globProblem(glob);
+                if (problem) ctx.addIssue({ code: "custom", message: problem, params: { explains: true } });
+              }),
+          )
+          .min(1)
+          .max(32),
+      ),
     'comma-separated Redis glob patterns of lock keys, e.g. "lock:*,mutex:*"',
     CONFIG_DEFAULTS.lockPatterns,
   );

@@ -4,7 +4,7 @@ import path from "node:path";
 import { z } from "zod";
 import { CONSOLE_KEYS } from "@/lib/locks/formats/defaults";
 import type { LockScope } from "@/lib/locks/formats";
-import { globToRegExp } from "@/lib/locks/glob";
+import { globProblem, globToRegExp } from "@/lib/locks/glob";
 import { newAuditId } from "./audit/records";
 import { AuditNotDurableError } from "./audit/store";
 import { clientIp, type Principal } from "./auth";
@@ -101,6 +101,8 @@ export function patternsProblem(patterns: readonly PatternEntry[]): string | nul
   for (const { glob } of patterns) {
     if (seen.has(glob)) return `\`${glob}\` is listed twice.`;
     seen.add(glob);
+    const unlike = globProblem(glob);
+    if (unlike) return unlike;
     const re = globToRegExp(glob);
     const own = CONSOLE_KEYS.find((key) => re.test(key));
     if (own) return `\`${glob}\` matches \`${own}\`, one of the console's own keys (its audit log, its lab runs), which must never be shown or released as a lock.`;
@@ -198,6 +200,11 @@ export class PatternStore {
       parsed = fileSchema.parse(JSON.parse(text));
     } catch {
       getLogger().error({ file: this.file }, "lock patterns file is damaged; using LOCK_PATTERNS until the patterns are saved again");
+      return fromConfig;
+    }
+    const problem = patternsProblem(parsed.patterns);
+    if (problem) {
+      getLogger().error({ file: this.file, problem }, "lock patterns file has a pattern the console cannot use; using LOCK_PATTERNS until the patterns are saved again");
       return fromConfig;
     }
     if (!sameList(parsed.basedOn, this.configured)) {

@@ -20,21 +20,10 @@ export function globToRegExp(pattern: string): RegExp {
       i += 1;
       out += escapeRegex(pattern[i] as string);
     } else if (ch === "[") {
-      const close = findClassEnd(pattern, i + 1);
-      if (close < 0) {
-        // Redis treats an unterminated class as running to the end of the pattern; a literal '[' is the
-        // closest safe reading for a pattern that is almost certainly a typo.
-        out += "\\[";
-        continue;
-      }
-      let body = pattern.slice(i + 1, close);
-      let negate = false;
-      if (body.startsWith("^")) {
-        negate = true;
-        body = body.slice(1);
-      }
-      out += `[${negate ? "^" : ""}${classBody(body)}]`;
-      i = close;
+      const { source, close } = readClass(pattern, i);
+      out += source;
+      // A class without its `]` runs to the end of the pattern, as in Redis (`globProblem` refuses it).
+      i = close < 0 ? pattern.length : close;
     } else {
       out += escapeRegex(ch);
     }
@@ -42,36 +31,58 @@ export function globToRegExp(pattern: string): RegExp {
   return new RegExp(`^${out}$`, "s");
 }
 
-function findClassEnd(pattern: string, from: number): number {
-  for (let j = from; j < pattern.length; j++) {
-    if (pattern[j] === "\\") j += 1;
-    else if (pattern[j] === "]" && j > from) return j;
-  }
-  return -1;
-}
-
-function classBody(body: string): string {
-  // The class's members, each one character (an escaped one taken as it is); `a-z` between two of them is a range.
-  const members: Array<{ ch: string; escaped: boolean }> = [];
-  for (let k = 0; k < body.length; k++) {
-    if (body[k] === "\\" && k + 1 < body.length) members.push({ ch: body[++k] as string, escaped: true });
-    else members.push({ ch: body[k] as string, escaped: false });
-  }
-  let out = "";
-  for (let m = 0; m < members.length; m++) {
-    const start = members[m] as { ch: string };
-    const dash = members[m + 1];
-    const end = members[m + 2];
-    if (dash && !dash.escaped && dash.ch === "-" && end) {
-      // Redis swaps a range written backwards (`[z-a]` is `[a-z]`); a RegExp would refuse it.
-      const [low, high] = start.ch <= end.ch ? [start.ch, end.ch] : [end.ch, start.ch];
-      out += `${escapeRegex(low)}-${escapeRegex(high)}`;
-      m += 2;
-    } else {
-      out += escapeRegex(start.ch);
+/**
+ * Why `pattern` is refused as a lock pattern, or null. Redis reads a `[` without its `]` as a class running to
+ * the end of the pattern (`zz:[a-` matches `zz:a` and `zz:-`, not `zz:[a-`), and a class that opens with `]` as
+ * a class of nothing (`[]x]` matches no key). `globToRegExp` reads them so too, but neither can be what the
+ * pattern's writer meant: the console would show and release other keys than the ones they had in mind.
+ */
+export function globProblem(pattern: string): string | null {
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i];
+    if (ch === "\\") i += 1;
+    else if (ch === "[") {
+      if (pattern[i + 1] === "]") return `\`${pattern}\` has a class that opens with \`]\`, which Redis reads as a class of nothing: write \`\\]\` for a bracket.`;
+      const { close } = readClass(pattern, i);
+      if (close < 0) return `\`${pattern}\` has a \`[\` without its \`]\`, which Redis reads as a class running to the end: write \`\\[\` for a bracket.`;
+      i = close;
     }
   }
-  return out;
+  return null;
+}
+
+/**
+ * The class that opens at `pattern[open]` (a `[`), read step by step as Redis's `stringmatchlen` reads it: an
+ * optional `^`; then, until a `]`, a `\\` taking the next character as it is, `x-y` a range (the character after
+ * the `-` is its end even when it is a `]`, and a range written backwards is the same range), else one
+ * character. Returns the class as a RegExp class and the index of its `]` (-1: none, the class ran to the end).
+ */
+function readClass(pattern: string, open: number): { source: string; close: number } {
+  let i = open + 1;
+  const negate = pattern[i] === "^";
+  if (negate) i += 1;
+  let body = "";
+  const source = () => `[${negate ? "^" : ""}${body}]`;
+  for (;;) {
+    const left = pattern.length - i;
+    const ch = pattern[i] as string;
+    if (ch === "\\" && left >= 2) {
+      body += escapeRegex(pattern[i + 1] as string);
+      i += 2;
+    } else if (left === 0) {
+      return { source: source(), close: -1 };
+    } else if (ch === "]") {
+      return { source: source(), close: i };
+    } else if (left >= 3 && pattern[i + 1] === "-") {
+      const end = pattern[i + 2] as string;
+      const [low, high] = ch <= end ? [ch, end] : [end, ch];
+      body += `${escapeRegex(low)}-${escapeRegex(high)}`;
+      i += 3;
+    } else {
+      body += escapeRegex(ch);
+      i += 1;
+    }
+  }
 }
 
 /** A matcher for a list of patterns: true when any matches. */

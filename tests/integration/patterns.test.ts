@@ -98,6 +98,9 @@ describe("lock patterns and discovery routes", () => {
       [body([{ glob: "lockscope:*" }]), 422, /audit log/],
       [body([{ glob: "*" }]), 422, /audit log/],
       [body([{ glob: "lock:*", scope: "sometimes" }]), 422, /scope/],
+      // Read by Redis otherwise than as written: a bracket without its pair, an empty class.
+      [body([{ glob: "zz:[a-" }]), 422, /`zz:\[a-` has a `\[` without its `\]`, which Redis reads as a class running to the end/],
+      [body([{ glob: "lock:[]x]" }]), 422, /class of nothing/],
       [{ patterns: [{ glob: "lock:*" }], reason: "x" }, 422, /reason/],
     ];
     for (const [input, status, message] of cases) {

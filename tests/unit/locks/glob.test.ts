@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { globToRegExp, lockKeyMatcher, earlierOverlaps, globsMayOverlap } from "@/lib/locks/glob";
+import { globProblem, globToRegExp, lockKeyMatcher, earlierOverlaps, globsMayOverlap } from "@/lib/locks/glob";
 
 describe("Redis glob patterns", () => {
   it("matches like SCAN MATCH and PSUBSCRIBE", () => {
@@ -25,11 +25,25 @@ describe("Redis glob patterns", () => {
     expect(globToRegExp("h[c-a]llo").test("hbllo")).toBe(true);
     expect(globToRegExp("h[c-a]llo").test("hdllo")).toBe(false);
     expect(globToRegExp("h[-a]llo").test("h-llo")).toBe(true);
-    expect(globToRegExp("h[a-]llo").test("h-llo")).toBe(true);
+    // As Redis reads it: the character after a `-` ends the range even when it is a `]` (here `]` to `a`), and
+    // the class then runs on (to the end of the pattern, as no `]` closes it).
+    expect(globToRegExp("h[a-]llo").test("h-llo")).toBe(false);
+    expect(globToRegExp("h[a-]llo").test("h_")).toBe(true);
+    expect(globToRegExp("h[a-]llo").test("ho")).toBe(true);
+    // An escaped character is one member, never a range's end: `[\a-c]` is `a`, `-` and `c`.
+    expect(globToRegExp("h[\\a-c]").test("hb")).toBe(false);
+    expect(globToRegExp("h[\\a-c]").test("h-")).toBe(true);
     expect(globToRegExp("h[a\\-c]llo").test("hbllo")).toBe(false);
     expect(globToRegExp("h[a\\-c]llo").test("h-llo")).toBe(true);
     expect(globToRegExp("lock\\*").test("lock*")).toBe(true);
     expect(globToRegExp("lock\\*").test("lockx")).toBe(false);
+  });
+
+  it("refuses the patterns Redis reads otherwise, and says how to write a bracket", () => {
+    expect(globProblem("zz:[a-")).toBe("`zz:[a-` has a `[` without its `]`, which Redis reads as a class running to the end: write `\\[` for a bracket.");
+    expect(globProblem("lock:[]x]")).toMatch(/^`lock:\[\]x\]` has a class that opens with `\]`, which Redis reads as a class of nothing/);
+    expect(globProblem("lock:[ab]*[")).toMatch(/without its/);
+    for (const fine of ["lock:*", "h[a-c]llo", "h[^]x]", "lock:\\[a", "lock:\\", "h[a\\]]x", "a]b"]) expect([fine, globProblem(fine)]).toEqual([fine, null]);
   });
 
   it("treats regular-expression characters literally", () => {
