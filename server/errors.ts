@@ -40,3 +40,14 @@ export class ApiError extends Error {
     return ERROR_STATUS[this.code];
   }
 }
+
+/**
+ * A lock node's failure (the Redis client's or the server's error text) in words a viewer can act on, without
+ * the client's internals; null when it is none of the kinds known here (the caller says it in its own words).
+ */
+export function nodeFailureText(raw: string | undefined): string | null {
+  if (raw === undefined || raw === "no answer" || /did not answer within|^no answer within|Command timed out/.test(raw)) return "did not answer in time";
+  if (/ECONNREFUSED|ECONNRESET|Connection is closed|Stream isn't writeable|enableOfflineQueue/i.test(raw)) return "not reachable";
+  if (/^NOAUTH|^WRONGPASS|^NOPERM/.test(raw)) return "refused the console's credentials";
+  return null;
+}

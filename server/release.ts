@@ -11,7 +11,7 @@ import { newAuditId } from "./audit/records";
 import type { AuditEntry, AuditHolder, AuditNodeResult, AuditOutcome } from "./audit/types";
 import { clientIp, type Principal } from "./auth";
 import { getConfig } from "./config";
-import { ApiError } from "./errors";
+import { ApiError, nodeFailureText } from "./errors";
 import { peekGlobal } from "./global";
 import { whenReady } from "./health";
 import { noteForceRelease } from "./live";
@@ -433,10 +433,7 @@ function auditNodeResult(id: string, r: NodeReleaseResult, format: FormatName): 
 /** A node's failure in words a viewer can act on, without the client's or Redis's internals. */
 function plainNodeError(raw: string | undefined): string {
   if (raw?.endsWith(COMPANION_REFUSED)) return raw.slice(0, 300);
-  if (raw === undefined || raw === "no answer" || /did not answer within|^no answer within|Command timed out/.test(raw)) return "did not answer in time";
-  if (/ECONNREFUSED|ECONNRESET|Connection is closed|Stream isn't writeable|enableOfflineQueue/i.test(raw)) return "not reachable";
-  if (/^NOAUTH|^WRONGPASS|^NOPERM/.test(raw)) return "refused the console's credentials";
-  return "the release script failed on this node (details in the console's log)";
+  return nodeFailureText(raw) ?? "the release script failed on this node (details in the console's log)";
 }
 
 /** A resource name for a message: long or unprintable names are cut and escaped. */

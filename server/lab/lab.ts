@@ -12,11 +12,11 @@ import { embeddedNodesOwned } from "../config";
 import { reachableByUrls } from "../deployments";
 import { instrumentRedlock } from "../engine-metrics";
 import { whenReady } from "../health";
-import { ApiError } from "../errors";
+import { ApiError, nodeFailureText } from "../errors";
 import { peekGlobal, singleton } from "../global";
 import { getLogger } from "../logger";
 import { counter } from "../metrics";
-import { getDeploymentNodes, type DeploymentNodes, type LockNode } from "../nodes";
+import { getDeploymentNodes, getNodes, type DeploymentNodes, type LockNode } from "../nodes";
 import { isShuttingDown, onShutdown } from "../shutdown";
 import { addRun, cancelRequested, clearCancel, listRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
 
@@ -370,7 +370,16 @@ async function takeLabLease(id: string): Promise<Lease> {
       );
     }
     if (isNodesFailed(error)) {
-      throw new ApiError("unavailable", `A lab run needs a quorum of lock nodes to take the lab's lease: ${error.message}.`);
+      getLogger().warn({ err: error.message }, "the lab's lease could not be taken");
+      if (error.reason === "too-slow") throw new ApiError("unavailable", `A lab run needs a quorum of lock nodes to take the lab's lease: ${error.message}.`);
+      const nodes = getNodes();
+      const failed = error.votes
+        .filter((v) => v.vote === "error")
+        .map((v) => `${nodes[v.index]?.id ?? `node ${v.index}`} ${nodeFailureText(v.error?.message) ?? "failed (details in the console's log)"}`);
+      throw new ApiError(
+        "unavailable",
+        `A lab run needs a quorum of lock nodes to take the lab's lease: ${error.votes.length - failed.length} of ${error.votes.length} answered, ${error.quorum} needed (${failed.join("; ")}).`,
+      );
     }
     throw error;
   }

@@ -251,6 +251,22 @@ describe("contention lab", () => {
     expect(await keysOf(id)).toEqual([]);
   });
 
+  it("refuses a run while no quorum of nodes answers, with 503 naming the nodes in plain words", async () => {
+    await cluster.kill(1);
+    await cluster.kill(2);
+    try {
+      const res = await call(runs.POST, "POST", "/api/demo/runs", { body: { strategy: "redlock", stock: 100, workers: 2, ttlMs: 1000, workMs: 1 } });
+      expect(res.status, JSON.stringify(res.body)).toBe(503);
+      const message = (res.body as { error: { message: string } }).error.message;
+      expect(message).toMatch(/^A lab run needs a quorum of lock nodes to take the lab's lease: 1 of 3 answered, 2 needed \(node-1 (not reachable|did not answer in time); node-2 (not reachable|did not answer in time)\)\.$/);
+    } finally {
+      await cluster.restart(1);
+      await cluster.restart(2);
+      const { getNodes } = await import("@/server/nodes");
+      await until("the console's connections to the nodes are back", () => getNodes().every((n) => n.client.status === "ready"));
+    }
+  });
+
   it("removes the keys of a run whose console died mid-run, when the next run starts", async () => {
     // What a console killed in the middle of a fenced run leaves: its record still "running", silent for
     // minutes, and keys an engine write had just left without a TTL.
