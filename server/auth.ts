@@ -153,6 +153,9 @@ export function clearSessionCookieHeader(secure: boolean): string {
 
 const ACTOR_RE = /^[\p{L}\p{N} ._@-]{1,64}$/u;
 
+/** Whether `name` can name an actor in the audit log (letters, digits, spaces and . _ @ -, up to 64), once trimmed; blank means none. */
+export const actorNameAllowed = (name: string): boolean => name.trim() === "" || ACTOR_RE.test(name.trim());
+
 /** A display name for the audit log; anything unprintable or too long falls back to the role. */
 export function cleanActor(name: string | null | undefined, role: Role): string {
   const trimmed = (name ?? "").trim();

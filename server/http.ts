@@ -72,7 +72,7 @@ export function errorResponse(error: ApiError, requestId?: string): Response {
 
 async function readJsonBody(request: Request): Promise<unknown> {
   const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/json\b/i.test(type)) {
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new ApiError("unsupported_media_type", "Send the body as JSON with `Content-Type: application/json`.");
   }
   const declared = Number(request.headers.get("content-length") ?? "0");
@@ -122,6 +122,16 @@ function queryObject(url: URL): Record<string, string> {
   return out;
 }
 
+/** A route without a query schema takes no query parameters: one given anyway is a mistake said back, not ignored. */
+function noQuery<Q>(url: URL, name: string): Q {
+  const keys = [...new Set(url.searchParams.keys())];
+  if (keys.length > 0) {
+    const shown = keys.slice(0, 3).map((k) => `\`${k.slice(0, 40)}\``).join(", ");
+    throw new ApiError("bad_request", `${name.replace(/^[A-Z]+ /, "")} takes no query parameters (got ${shown}${keys.length > 3 ? ", …" : ""}).`);
+  }
+  return undefined as Q;
+}
+
 async function readParams(context: NextContext | undefined): Promise<Record<string, string>> {
   const raw = (context ? await context.params : undefined) ?? {};
   const out: Record<string, string> = {};
@@ -164,7 +174,7 @@ export function route<P = undefined, Q = undefined, B = undefined>(
       if (MUTATING.has(request.method)) checkOrigin(request.headers, principal?.via ?? "none");
       const url = new URL(request.url);
       const params = parseWith(spec.params, await readParams(context), "path");
-      const query = parseWith(spec.query, queryObject(url), "query");
+      const query = spec.query ? parseWith(spec.query, queryObject(url), "query") : noQuery<Q>(url, spec.name);
       const body = spec.body ? parseWith(spec.body, await readJsonBody(request), "body") : (undefined as B);
       const result = await handler({ request, params, query, body, principal, requestId });
       response = result instanceof Response ? result : Response.json(result, { headers: { "Cache-Control": "no-store" } });

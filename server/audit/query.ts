@@ -2,12 +2,23 @@ import "server-only";
 import { z } from "zod";
 import { AUDIT_ID_PATTERN } from "./records";
 
+function realDay(year: number, month: number, day: number): boolean {
+  const at = new Date(Date.UTC(year, month - 1, day));
+  return at.getUTCFullYear() === year && at.getUTCMonth() === month - 1 && at.getUTCDate() === day;
+}
+
 /** A time bound: epoch milliseconds, or an ISO 8601 date/time. (The history routes take the same.) */
 export const timeBound = (name: string) =>
   z.string().transform((s, ctx) => {
     const ms = /^[0-9]{1,15}$/.test(s) ? Number(s) : Date.parse(s);
     if (!Number.isFinite(ms) || !/^[0-9]{1,15}$|^\d{4}-\d{2}-\d{2}/.test(s)) {
       ctx.addIssue({ code: "custom", message: `\`${name}\` must be epoch milliseconds or an ISO date such as 2025-01-31T12:00:00Z` });
+      return z.NEVER;
+    }
+    // Date.parse rolls a day the month does not have over into the next month (2025-02-30 is 2 March).
+    const day = /^(\d{4})-(\d{2})-(\d{2})/.exec(s);
+    if (day && !realDay(Number(day[1]), Number(day[2]), Number(day[3]))) {
+      ctx.addIssue({ code: "custom", message: `\`${name}\` names a day that does not exist (${day[0]})` });
       return z.NEVER;
     }
     return ms;

@@ -170,6 +170,9 @@ describe("audit log", () => {
       ["?before=yesterday", /entry id/],
       ["?from=last-week", /epoch milliseconds or an ISO date/],
       ["?from=2000&to=1000", /`from` must be before `to`/],
+      // Not rolled over into the next month, as Date.parse would (2 March).
+      ["?from=2025-02-30", /`from` names a day that does not exist \(2025-02-30\)/],
+      ["?to=2025-04-31T00:00:00Z", /`to` names a day that does not exist/],
       ["?page=2", /unknown field.*page/],
       ["?limit=1&limit=2", /more than once/],
       [`?resource=${"x".repeat(1100)}`, /at most 1024/],

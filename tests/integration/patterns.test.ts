@@ -122,5 +122,9 @@ describe("lock patterns and discovery routes", () => {
     expect(res.status).toBe(200);
     // billing:* is under the patterns now: only the other family is suggested.
     expect(res.body).toMatchObject({ complete: true, candidates: [{ pattern: "orders:*", format: "redisson", keys: 1, examples: ["orders:lock-1"] }] });
+    // It takes no query: a parameter given anyway is said back, not ignored.
+    const asked = await call(discovery.GET, "GET", "/api/discovery?pattern=orders:*", { token: VIEWER_TOKEN });
+    expect(asked.status).toBe(400);
+    expect(asked.body).toEqual({ error: { code: "bad_request", message: "/api/discovery takes no query parameters (got `pattern`)." } });
   });
 });

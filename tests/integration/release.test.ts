@@ -300,6 +300,8 @@ describe("force release", () => {
       [{ rawBody: "" }, 400, /empty/],
       [{ rawBody: JSON.stringify({ reason: "x".repeat(17_000) }) }, 413, /KiB/],
       [{ rawBody: "reason=hi", headers: { "content-type": "application/x-www-form-urlencoded" } }, 415, /JSON/],
+      // Another media type that starts the same way.
+      [{ rawBody: JSON.stringify({ reason: "valid reason" }), headers: { "content-type": "application/json-seq" } }, 415, /JSON/],
     ];
     for (const [options, status, message] of cases) {
       const res = await postRelease(resource, undefined, options);

@@ -51,6 +51,18 @@ describe("sign-in, sessions and health", () => {
     expect(viewer.body).toMatchObject({ role: "viewer" });
   });
 
+  it("refuses a name the audit log cannot carry with 422, rather than signing in as the role", async () => {
+    for (const name of ["bell\u0007", "<script>", "tab\tname"]) {
+      const res = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name } });
+      expect([name, res.status]).toEqual([name, 422]);
+      expect((res.body as { error: { message: string } }).error.message).toMatch(/letters, digits, spaces and \. _ @ - only/);
+      expect(res.headers.get("set-cookie")).toBeNull();
+    }
+    // A blank name is no name: the actor is the role.
+    const blank = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "  " } });
+    expect(blank.body).toEqual({ role: "operator", actor: "operator" });
+  });
+
   it("refuses a sign-in from another origin", async () => {
     const res = await call(session.POST, "POST", "/api/session", { token: null, origin: "http://evil.example", body: { token: OPERATOR_TOKEN } });
     expect(res.status).toBe(403);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { getSession, signIn, signOut } from "@/server/session";
+import { actorNameAllowed } from "@/server/auth";
 import { route } from "@/server/http";
 
 export const dynamic = "force-dynamic";
@@ -7,7 +8,11 @@ export const runtime = "nodejs";
 
 const SignInBody = z.strictObject({
   token: z.string().min(1, "the token is required").max(512, "the token is at most 512 characters"),
-  name: z.string().max(64, "the name is at most 64 characters").optional(),
+  name: z
+    .string()
+    .max(64, "the name is at most 64 characters")
+    .refine(actorNameAllowed, "the name is letters, digits, spaces and . _ @ - only")
+    .optional(),
 });
 
 // GET /api/session: who the browser is signed in as (role and actor), or 401.
