@@ -24,6 +24,12 @@ function refuse(status: 400 | 404 | 405, code: "bad_request" | "not_found" | "me
   return { status, headers: { ...GUARD_HEADERS, "Content-Type": "application/json", ...headers }, body: { error: { code, message } } };
 }
 
+/** An HTTP/1.1 request without a `Host` header (RFC 9112 requires one), refused in the contract's shape. */
+export function missingHost(httpVersion: string, host: string | undefined): RefusedRequest | null {
+  if (httpVersion !== "1.1" || host !== undefined) return null;
+  return refuse(400, "bad_request", "An HTTP/1.1 request needs a Host header.");
+}
+
 /**
  * `hasBody`: the request has a body (a `Content-Length` above 0, or `Transfer-Encoding`).
  * Null when the request goes on to Next.js; otherwise the answer to send: a 4xx in the JSON error shape,
@@ -70,4 +76,24 @@ export function checkRequestLine(method: string | undefined, url: string | undef
     return refuse(routing.status, routing.code, routing.message, allow);
   }
   return null;
+}
+
+/**
+ * The whole HTTP answer to a request Node.js's own parser refused before any handler ran (its `clientError`:
+ * headers over the size limit, a request that took too long to arrive, bytes that are not HTTP),
+ * in the contract's JSON shape with the security headers, and the connection closed. Node.js alone answers a
+ * bare 400 with neither. `code` is Node.js's error code; it is not shown.
+ */
+export function clientErrorResponse(code: string | undefined): string {
+  const [status, reason, message] =
+    code === "HPE_HEADER_OVERFLOW"
+      ? [431, "Request Header Fields Too Large", "The request's headers are larger than this server accepts (16 KiB in all, the request line included)."]
+      : code === "ERR_HTTP_REQUEST_TIMEOUT" || code === "HPE_HEADER_TIMEOUT"
+        ? [408, "Request Timeout", "The request did not arrive in time."]
+        : [400, "Bad Request", "The request is not valid HTTP/1.1 (its request line and headers must be ASCII)."];
+  const body = JSON.stringify({ error: { code: status === 400 ? "bad_request" : status === 408 ? "request_timeout" : "headers_too_large", message } });
+  const headers = { ...GUARD_HEADERS, "Content-Type": "application/json", "Content-Length": String(new TextEncoder().encode(body).length), Connection: "close" };
+  return `HTTP/1.1 ${status} ${reason}\r\n${Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join("")}\r\n${body}`;
 }

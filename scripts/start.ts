@@ -15,13 +15,14 @@ import { loadEnvConfig } from "@next/env";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import type { Duplex } from "node:stream";
 import path from "node:path";
 import v8 from "node:v8";
 import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
 import { DeploymentConfigError } from "../lib/deployment-config";
 import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
-import { checkRequestLine } from "../lib/request-guard";
+import { checkRequestLine, clientErrorResponse, missingHost } from "../lib/request-guard";
 import { clientAddress, trustedProxyList } from "../lib/client-address";
 
 /**
@@ -195,7 +196,8 @@ async function main(): Promise<void> {
   /** Requests being answered (live streams aside: they are ended by their own shutdown step), for the drain. */
   const inFlight = new Set<http.ServerResponse>();
   let onDrained: (() => void) | null = null;
-  const server = http.createServer((req, res) => {
+  // A request without Host reaches the handler, which answers it in JSON (Node.js alone answers a bare 400).
+  const server = http.createServer({ requireHostHeader: false }, (req, res) => {
     const streaming = req.url?.startsWith("/api/locks/stream") === true || (req.headers.accept ?? "").includes("text/event-stream");
     if (!streaming) {
       inFlight.add(res);
@@ -215,13 +217,23 @@ async function main(): Promise<void> {
     // Broken percent-encoding and unsupported methods get the contract's 4xx here: Next.js would 500.
     const length = req.headers["content-length"];
     const hasBody = req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
-    const refused = checkRequestLine(req.method, req.url, hasBody);
+    const refused = missingHost(req.httpVersion, req.headers.host) ?? checkRequestLine(req.method, req.url, hasBody);
     if (refused) {
-      res.writeHead(refused.status, refused.headers);
-      res.end(JSON.stringify(refused.body));
+      const text = refused.body === null ? "" : JSON.stringify(refused.body);
+      res.writeHead(refused.status, { ...refused.headers, ...(refused.body === null ? {} : { "Content-Length": String(Buffer.byteLength(text)) }) });
+      res.end(text);
       return;
     }
     void handle(req, res);
+  });
+  // A request Node.js's parser refuses gets the contract's JSON answer with the security headers, not a bare 400.
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
+    const answering = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+    if (err.code === "ECONNRESET" || !socket.writable || answering) {
+      socket.destroy();
+      return;
+    }
+    socket.end(clientErrorResponse(err.code));
   });
   server.on("error", (err: NodeJS.ErrnoException) => {
     if (err.code === "EADDRINUSE") fail(`port ${config.port} on ${config.host} is in use: set PORT to a free port.`);

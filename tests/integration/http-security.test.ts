@@ -170,6 +170,24 @@ describe("the production server's request handling", () => {
     expect(absolute).toMatch(/^HTTP\/1\.1 400 /);
   });
 
+  it("answers what Node.js's own parser refuses in JSON with the security headers, not a bare 400", async () => {
+    const cases: Array<[string, string, number, string]> = [
+      ["no Host", "GET /api/health HTTP/1.1\r\nConnection: close\r\n\r\n", 400, "bad_request"],
+      ["raw non-ASCII in the path", "GET /api/locks/lock:\u00e9\u00ff HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n", 400, "bad_request"],
+      ["not HTTP", "HELLO THERE\r\n\r\n", 400, "bad_request"],
+      ["headers over the limit", `GET /api/health HTTP/1.1\r\nHost: HOST\r\nX-Big: ${"x".repeat(20_000)}\r\n\r\n`, 431, "headers_too_large"],
+    ];
+    for (const [what, bytes, status, code] of cases) {
+      const res = await rawExchange(bytes.replaceAll("HOST", host()));
+      expect(res.slice(0, 12), what).toBe(`HTTP/1.1 ${status}`);
+      const head = res.slice(0, res.indexOf("\r\n\r\n"));
+      expect(head, what).toMatch(/\r\ncontent-type: application\/json\r\n/i);
+      expect(head, what).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
+      expect(head, what).toMatch(/\r\ncontent-security-policy: default-src 'none'/i);
+      expect(JSON.parse(res.slice(head.length + 4)), what).toMatchObject({ error: { code, message: expect.any(String) } });
+    }
+  });
+
   it("counts a client that hangs up mid-body as 499, not as a server error, and logs no error", async () => {
     const metric = async () => {
       const text = (await request("GET", "/metrics", { host: host() })).text;
