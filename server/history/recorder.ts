@@ -26,14 +26,20 @@ export interface RecorderOptions {
   flushMs?: number;
   /** Tries of one batch before it is dropped (the database refuses it, or is down that long). @default 5 */
   attempts?: number;
-  /** Called with how many events were dropped and why. */
-  onDrop?: (count: number, why: "queue-full" | "write-failed") => void;
+  /**
+   * The longest lock key recorded, in UTF-8 bytes. PostgreSQL's B-tree indexes take no entry much over
+   * 2,700 bytes: one longer key failed the INSERT of its whole batch, and with it every other lock's events
+   * in that batch. A longer key's events are dropped and counted instead. @default 2_000
+   */
+  maxResourceBytes?: number;
+  /** Called with how many events were dropped and why (with the key, for one too long). */
+  onDrop?: (count: number, why: "queue-full" | "write-failed" | "key-too-long", resource?: string) => void;
   onWritten?: (count: number) => void;
   /** Called once per failed write, with the error. */
   onError?: (error: unknown) => void;
 }
 
-const DEFAULTS = Object.freeze({ capacity: 50_000, batchSize: 2_000, flushMs: 250, attempts: 5 });
+const DEFAULTS = Object.freeze({ capacity: 50_000, batchSize: 2_000, flushMs: 250, attempts: 5, maxResourceBytes: 2_000 });
 
 /**
  * Batches lifecycle events into the history store off the live view's path: `record` only pushes onto a
@@ -66,6 +72,11 @@ export class HistoryRecorder implements HistorySink {
 
   record(event: LockHistoryEvent): void {
     if (this.closed) return;
+    // (A key of up to a third of the bound in UTF-16 units is within it whatever its characters.)
+    if (event.resource.length * 3 > this.options.maxResourceBytes && Buffer.byteLength(event.resource) > this.options.maxResourceBytes) {
+      this.options.onDrop?.(1, "key-too-long", event.resource);
+      return;
+    }
     if (this.queue.length >= this.options.capacity) {
       this.options.onDrop?.(1, "queue-full");
       return;

@@ -30,16 +30,21 @@ export function getHistory(): History | null {
     let lastErrorLogAt = 0;
     const queued = () => gauge("lockscope_history_queue_events", "Lock history events waiting to be written to the database.");
     // Every outcome's series exists from the start, so the first drop is an increase `rate()` and alerts see.
-    for (const outcome of ["written", "dropped_queue_full", "dropped_write_failed"]) events().inc({ outcome }, 0);
+    for (const outcome of ["written", "dropped_queue_full", "dropped_write_failed", "dropped_key_too_long"]) events().inc({ outcome }, 0);
+    let lastTooLongLogAt = 0;
     queued().set(0);
     const recorder = new HistoryRecorder(store, {
       onWritten: (n) => {
         events().inc({ outcome: "written" }, n);
         queued().set(recorder.pending);
       },
-      onDrop: (n, why) => {
-        events().inc({ outcome: why === "queue-full" ? "dropped_queue_full" : "dropped_write_failed" }, n);
+      onDrop: (n, why, resource) => {
+        events().inc({ outcome: why === "queue-full" ? "dropped_queue_full" : why === "key-too-long" ? "dropped_key_too_long" : "dropped_write_failed" }, n);
         queued().set(recorder.pending);
+        // At most one line a minute: the counter says how many.
+        if (why !== "key-too-long" || Date.now() - lastTooLongLogAt < 60_000) return;
+        lastTooLongLogAt = Date.now();
+        log.warn({ key: `${(resource ?? "").slice(0, 120)}…`, bytes: Buffer.byteLength(resource ?? "") }, "lock history skips a key longer than 2,000 bytes (the database cannot index it)");
       },
       onError: (error) => {
         // (The backlog grows while the database is down: the gauge follows every failed write too.)

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HistoryModule from "@/app/api/history/route";
@@ -158,6 +159,25 @@ describe("lock history with several deployments", () => {
     expect(heldAcross.body.holds.map((h) => `${h.deployment}:${h.token}`)).toEqual(["cache:tok-c", "orders:tok-o"]);
     const heldOnOrders = await allHistory<HoldsAnswer>(`?at=${t0 + 2 * min}&deployment=orders`);
     expect(heldOnOrders.body.holds.map((h) => `${h.deployment}:${h.resource}:${h.token}`)).toEqual(["orders:lock:past:tok-o"]);
+  });
+
+  it("records the other locks when one lock's key is longer than the database can index, and counts that one as dropped", async () => {
+    const metrics = await import("@/app/metrics/route");
+    const droppedTooLong = async () => {
+      const text = (await call(metrics.GET, "GET", "/metrics", { token: null })).body as string;
+      return Number(/^lockscope_history_events_total\{outcome="dropped_key_too_long"\} (\d+)/m.exec(text)?.[1] ?? Number.NaN);
+    };
+    const before = await droppedTooLong();
+    expect(before).toBe(0);
+    // 3,200 characters that do not compress: no B-tree entry can hold them. Taken with others, in one batch.
+    const long = `lock:${randomBytes(1_600).toString("hex")}`;
+    await Promise.all([ordersNode.set(long, "long-token", "PX", 120_000), ...[1, 2, 3].map((i) => ordersNode.set(`lock:beside-long/${i}`, `t-${i}`, "PX", 120_000))]);
+    for (const i of [1, 2, 3]) {
+      await until(`lock:beside-long/${i} recorded`, async () => ((await lockHistory<EventsAnswer>(`lock:beside-long/${i}`, "?deployment=orders")).body.events ?? []).some((e) => e.type === "acquired"), 20_000);
+    }
+    await until("the long key counted as dropped", async () => (await droppedTooLong()) >= 1);
+    const text = (await call(metrics.GET, "GET", "/metrics", { token: null })).body as string;
+    expect(/^lockscope_history_events_total\{outcome="dropped_write_failed"\} (\d+)/m.exec(text)?.[1]).toBe("0");
   });
 
   it("refuses a deployment it does not watch with a 400 naming those it does", async () => {
