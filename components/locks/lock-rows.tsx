@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
 import { memo, useEffect, useRef, type CSSProperties, type ReactNode } from "react";
-import type { Lock } from "@/lib/locks/types";
+import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS, type Lock } from "@/lib/locks/types";
 import { MessageText } from "../message-text";
 import { DeploymentSelect } from "./deployment-choices";
 import { contentionText, FORMAT_LABEL, formatDuration, holderText, lockHref } from "./format";
@@ -204,9 +204,15 @@ const LockRow = memo(function LockRow({ lock, index, now, offsetMs, showDeployme
   return (
     <tr aria-label={showDeployment ? `${lock.resource} on ${lock.deployment}` : lock.resource} aria-rowindex={index + 2} className={live ? undefined : "ended"} style={{ height: ROW_HEIGHT }}>
       <th scope="row" className="col-resource resource mono" data-truncates title={lock.resource}>
-        <Link href={lockHref(lock.resource, showDeployment ? lock.deployment : undefined)} prefetch={false}>
-          {lock.resource}
-        </Link>
+        {lock.resource.length > MAX_ADDRESSED_KEY_CHARS ? (
+          <span className="unlinked" title={`${lock.resource.slice(0, 200)}…\n\nThis key has ${lock.resource.length.toLocaleString("en-US")} characters: ${KEY_TOO_LONG_TO_OPEN}.`}>
+            {lock.resource}
+          </span>
+        ) : (
+          <Link href={lockHref(lock.resource, showDeployment ? lock.deployment : undefined)} prefetch={false}>
+            {lock.resource}
+          </Link>
+        )}
       </th>
       {showDeployment && (
         <td className="col-deployment" data-truncates title={lock.deployment}>

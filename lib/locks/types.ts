@@ -10,6 +10,14 @@ export type LiveState = "held" | "partial" | "elapsed";
 /** How a lock ended. */
 export type EndedState = "released" | "expired" | "force-released";
 
+/**
+ * The longest lock key whose page opens (its detail, history and force release are addressed by the key in
+ * the URL). A longer key is still listed, without a link, and said so.
+ */
+export const MAX_ADDRESSED_KEY_CHARS = 1_024;
+/** Why a key longer than `MAX_ADDRESSED_KEY_CHARS` cannot be opened, as a viewer or a script is told. */
+export const KEY_TOO_LONG_TO_OPEN = "a lock key longer than 1,024 characters is listed but cannot be opened, released or looked up here";
+
 export const isLive = (state: LockState): state is LiveState => state === "held" || state === "partial" || state === "elapsed";
 
 export interface LockHolder {

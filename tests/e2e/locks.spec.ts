@@ -75,6 +75,30 @@ test.describe("live locks", () => {
     await expect(page.getByText("released", { exact: true }).first()).toBeVisible();
   });
 
+  test("a lock whose key is too long to open is listed without a link, and says why", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    await page.goto("/");
+    const table = page.getByRole("table", { name: "Locks" });
+    await expect(table).toBeVisible({ timeout: 30_000 });
+    const resource = unique(`long-${"x".repeat(1_100)}`);
+    const short = unique("short-beside-long");
+    try {
+      await setOnAll(clients, resource, "long-key-holder", 60_000);
+      await setOnAll(clients, short, "short-key-holder", 60_000);
+      const row = table.getByRole("row", { name: resource, exact: true });
+      await expect(row).toContainText("long-key-holder");
+      await expect(row.getByRole("link")).toHaveCount(0);
+      await expect(row.locator(".unlinked")).toHaveAttribute("title", new RegExp(`This key has ${resource.length.toLocaleString("en-US")} characters: a lock key longer than 1,024 characters is listed but cannot be opened`));
+      await expect(table.getByRole("row", { name: short, exact: true }).getByRole("link", { name: short })).toBeVisible();
+      const api = await page.request.get(`/api/locks/${encodeURIComponent(resource)}`);
+      expect(api.status()).toBe(400);
+      expect(((await api.json()) as { error: { message: string } }).error.message).toContain("a lock key longer than 1,024 characters is listed but cannot be opened, released or looked up here");
+    } finally {
+      await Promise.all(clients.map((c) => c.del(resource, short)));
+    }
+  });
+
   test("asks to sign in when reading needs a token", async ({ page }) => {
     await page.goto("/");
     await expect(page.getByText("Sign in to see locks.")).toBeVisible();

@@ -311,6 +311,7 @@ describe("force release", () => {
     // Broken percent-encoding never reaches the handler: the launcher answers it (fuzz.test.ts, over HTTP).
     const tooLong = await postRelease(`lock:${"x".repeat(1100)}`, { reason: "valid reason" });
     expect(tooLong.status).toBe(400);
+    expect((tooLong.body as { error: { message: string } }).error.message).toMatch(/a lock key longer than 1,024 characters is listed but cannot be opened, released or looked up here/);
     expect(await valuesOf(resource)).toEqual(["v1", "v1", "v1"]);
     expect(await auditEntries(resource)).toHaveLength(0);
   });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS } from "@/lib/locks/types";
 import { getConfig } from "@/server/config";
 import { ApiError } from "@/server/errors";
 import { historyEvents, historyHeldAt } from "@/server/history/service";
@@ -10,7 +11,7 @@ export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
 const params = z.strictObject({
-  resource: z.string().min(1, "must not be empty").max(1024, "must be at most 1024 characters"),
+  resource: z.string().min(1, "must not be empty").max(MAX_ADDRESSED_KEY_CHARS, KEY_TOO_LONG_TO_OPEN),
 });
 
 // GET /api/locks/[resource]/history: the lock's recorded events newest first (keyset pages), or with `at` who held it then

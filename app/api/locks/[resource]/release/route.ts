@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS } from "@/lib/locks/types";
 import { requireRole } from "@/server/auth";
 import { route } from "@/server/http";
 import { deploymentName } from "@/server/live/paging-query";
@@ -8,7 +9,7 @@ export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
 const Params = z.strictObject({
-  resource: z.string().min(1, "the resource (lock key) is required").max(1024, "a lock key is at most 1024 characters"),
+  resource: z.string().min(1, "the resource (lock key) is required").max(MAX_ADDRESSED_KEY_CHARS, KEY_TOO_LONG_TO_OPEN),
 });
 
 const Query = z.strictObject({
