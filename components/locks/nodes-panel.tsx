@@ -14,6 +14,8 @@ interface NodeFacts extends HealthNode {
   longestTtlMs?: number;
   restartRisk?: boolean;
   clockSkewMs?: number | null;
+  /** Keys under the patterns found on the node whose names are not UTF-8 text (not shown: see the warning). */
+  keyNamesNotText?: number;
   /** `INFO replication`, read every 2 s (absent while the node cannot be read). */
   replication?: ReplicationState;
   /** A Redis Cluster (one node to the console): its shards, each with its replicas. */
@@ -141,6 +143,16 @@ export function NodesPanel() {
         </table>
       </TableScroll>
       {spread !== null && <p className="muted">Clock spread between nodes (from TIME): {spread} ms.</p>}
+      {nodes
+        .filter((n) => (n.keyNamesNotText ?? 0) > 0)
+        .map((n) => (
+          <p key={`${n.deployment}:${n.id}`} className="warn-text" role="note">
+            <span aria-hidden>⚠ </span>
+            {multi ? `${n.deployment ?? ""} ${n.id}` : n.id}: {n.keyNamesNotText === 1 ? "1 key" : `${n.keyNamesNotText?.toLocaleString("en")} keys`} under the lock patterns{" "}
+            {n.keyNamesNotText === 1 ? "has a name" : "have names"} that {n.keyNamesNotText === 1 ? "is" : "are"} not UTF-8 text: the console cannot show or release{" "}
+            {n.keyNamesNotText === 1 ? "it" : "them"} (the console's log names one).
+          </p>
+        ))}
     </section>
   );
 }

@@ -402,6 +402,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         answering,
         notifications: w.notifications,
         watcher: { up: w.up && answering, answering, lastEventAt: w.lastEventAt, lastEventAgeMs: w.lastEventAt === null ? null : now - w.lastEventAt, reconnects: w.reconnects, gaps: w.gaps },
+        keyNamesNotText: w.keyNamesNotText,
         persistence: { appendonly: w.facts.appendonly, save: w.facts.save },
         uptimeSec: uptimeMs === null ? null : Math.floor(uptimeMs / 1000),
         longestTtlMs: w.longestTtlMs,

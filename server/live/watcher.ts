@@ -22,6 +22,8 @@ import type { LockStore, NodeSample } from "./store";
 const ROOM_WAIT_TOTAL_MS = 60_000;
 /** Keys read per command when reading the keys that changed. */
 export const READ_BATCH = 1_000;
+/** Distinct key names that are not UTF-8 text counted per node, at most. */
+const NOT_TEXT_KEPT = 10_000;
 /**
  * A reconcile's SCAN page and read batch: small enough that the node serves its other clients between two of
  * them (at a million keys, a page of 1,000 took the node ~0.9 ms and a read of 1,000 keys ~1.8 ms, and other
@@ -77,6 +79,14 @@ export class NodeWatcher {
   attempted = false;
   reconnects = 0;
   gaps = 0;
+  /**
+   * Keys under the patterns whose names are not UTF-8 text, found on this node since the console started
+   * (distinct, counted up to NOT_TEXT_KEPT). The console reads key names as text: such a name comes with U+FFFD
+   * in place of its bytes, names no key, and the lock cannot be shown or released. Counted and logged instead
+   * of left out unsaid.
+   */
+  private readonly namesNotText = new Set<string>();
+  private namesNotTextLoggedAt = 0;
   lastEventAt: number | null = null;
   /**
    * Set while a reconcile reads the node's lock keys (at start-up, after a reconnect, after a pattern
@@ -211,6 +221,34 @@ export class NodeWatcher {
     return this.reader.status === "ready";
   }
 
+  /** How many key names under the patterns found here are not UTF-8 text (see `namesNotText`). */
+  get keyNamesNotText(): number {
+    return this.namesNotText.size;
+  }
+
+  /**
+   * A key name with U+FFFD in it is either text with that character, or bytes that are not UTF-8 that the client
+   * replaced: the second names no key. Told apart by asking whether the key the name says exists (rare keys:
+   * one EXISTS each), and counted and logged (at most once a minute) when it does not.
+   */
+  private checkTextName(key: string): void {
+    if (this.namesNotText.has(key) || this.namesNotText.size >= NOT_TEXT_KEPT || this.reader.status !== "ready") return;
+    void this.reader.exists(key).then(
+      (found) => {
+        if (found > 0 || this.namesNotText.size >= NOT_TEXT_KEPT) return;
+        this.namesNotText.add(key);
+        const now = Date.now();
+        if (now - this.namesNotTextLoggedAt < 60_000) return;
+        this.namesNotTextLoggedAt = now;
+        this.ctx.log.warn(
+          { node: this.id, count: this.namesNotText.size, example: JSON.stringify(key.slice(0, 120)) },
+          "keys under the lock patterns have names that are not UTF-8 text: the console cannot show or release them",
+        );
+      },
+      () => undefined,
+    );
+  }
+
   /** Reachable by now, or given up on for the moment: what `waitUntilReconciled` waits for. */
   get settled(): boolean {
     return this.up || this.unreachable;
@@ -232,6 +270,7 @@ export class NodeWatcher {
     // An end (del, expired, evicted) stays the key's cause until it is read, even if a set follows in the
     // same batch (a release that hands the lock over deletes and writes in one script).
     const cause = CAUSES[event];
+    if (cause === undefined && key.includes("\uFFFD")) this.checkTextName(key);
     this.dirty.set(key, cause ?? this.dirty.get(key) ?? null);
     if (cause !== undefined && !this.cluster) this.ended.add(key);
     else this.ended.delete(key);
@@ -636,6 +675,7 @@ export class NodeWatcher {
       for (const key of keys) {
         if ((!trusted && seen.has(key)) || !this.ctx.isLockKey(key)) continue;
         if (!trusted) seen.add(key);
+        if (key.includes("\uFFFD")) this.checkTextName(key);
         if (atStart && this.ctx.store.readAtStart(key, this.index)) progress.keysRead += 1;
         else toRead.push(key);
       }
