@@ -505,7 +505,9 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
     if (merged.state !== null) {
       const previous = lock.reading;
       const previousFingerprint = previous === null ? null : keptFingerprint(previous);
-      const next = lock.pending.find((r) => r.fingerprint === leading) ?? (previousFingerprint === leading ? null : (lock.pending[0] ?? null));
+      // The latest reading of that value: a key written twice in a moment (SET NX, then EXPIRE; HSET, then
+      // PEXPIRE) is read twice, and the first reading (no TTL yet) must not stand for the key as it is now.
+      const next = latestOf(lock.pending, leading) ?? (previousFingerprint === leading ? null : (lock.pending[lock.pending.length - 1] ?? null));
       // The same value read again keeps the reading already held (one copy of its strings, not one per read).
       if (next !== null && !(previous !== null && previousFingerprint === next.fingerprint && !detailsDiffer(previous, next))) lock.reading = keep(next);
       const fingerprint = lock.reading === null ? undefined : keptFingerprint(lock.reading);
@@ -561,6 +563,12 @@ function holderSetReading(previous: Kept, fresh: readonly FormatReading[] | null
   return { ...base, fingerprint: token, holders };
 }
 
+/** The last of `readings` (the latest read) with that fingerprint, or null. */
+function latestOf(readings: readonly FormatReading[], fingerprint: string | null): FormatReading | null {
+  for (let i = readings.length - 1; i >= 0; i--) if ((readings[i] as FormatReading).fingerprint === fingerprint) return readings[i] as FormatReading;
+  return null;
+}
+
 function detailsDiffer(kept: Kept, b: FormatReading): boolean {
   // (A kept reading's null holders are one holder with nothing but its id.)
   const a = keptDetails(kept);
@@ -568,7 +576,13 @@ function detailsDiffer(kept: Kept, b: FormatReading): boolean {
   const bh = b.holders;
   if (a.waiters !== b.waiters || a.warnings.length !== b.warnings.length || (ah?.length ?? 1) !== (bh?.length ?? 1)) return true;
   const n = ah?.length ?? 1;
-  for (let i = 0; i < n; i++) if (ah?.[i]?.count !== bh?.[i]?.count) return true;
+  for (let i = 0; i < n; i++) {
+    const x = ah?.[i];
+    const y = bh?.[i];
+    if (x?.count !== y?.count) return true;
+    // A holder's own start and end (a redis-semaphore permit refreshed: a new score, a new TTL).
+    if (!sameExpiry(x?.since ?? null, y?.since ?? null) || !sameExpiry(x?.expiresAt ?? null, y?.expiresAt ?? null)) return true;
+  }
   return false;
 }
 

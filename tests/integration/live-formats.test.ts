@@ -209,6 +209,43 @@ describe("the live view, whatever library took the lock", () => {
     await live("lock", (l) => l.state === "released");
   });
 
+  it("shows a key written twice in a moment as it is after the second write: SETNX then EXPIRE, HSET then PEXPIRE then HINCRBY", async () => {
+    const pause = () => new Promise((r) => setTimeout(r, 10));
+    // The article's lock: SETNX, then EXPIRE as a second command, on one node (each read apart).
+    const keys = [1, 2, 3, 4, 5].map((i) => `lock:nx-then-expire/${i}`);
+    for (const key of keys) {
+      await clients[0]!.setnx(key, `owner-${key}`);
+      await pause();
+      await clients[0]!.expire(key, 300);
+    }
+    for (const key of keys) {
+      const held = await live(key, (l) => l.state === "held" && l.expiresAt !== null);
+      expect(held.warnings, key).not.toContain("no-ttl");
+    }
+    // Redisson's reentrant hold, taken as three commands: a hold count of 2 and a TTL.
+    const field = "6f1c2b9e-3d4a-4c1b-9e8f-0a1b2c3d4e5f:1";
+    await clients[1]!.hset("lock:reentered", field, "1");
+    await pause();
+    await clients[1]!.pexpire("lock:reentered", 120_000);
+    await pause();
+    await clients[1]!.hincrby("lock:reentered", field, 1);
+    const reentered = await live("lock:reentered", (l) => l.state === "held" && l.expiresAt !== null && l.holders[0]?.count === 2);
+    expect(reentered.warnings).not.toContain("no-ttl");
+    await Promise.all([clients[1]!.del("lock:reentered"), ...keys.map((k) => clients[0]!.del(k))]);
+  });
+
+  it("shows a redis-semaphore permit refreshed with its new start and end", async () => {
+    const first = Date.now() - 5_000;
+    await Promise.all(clients.map((c) => c.multi().zadd("semaphore:refreshed", first, "permit-1").pexpire("semaphore:refreshed", 10_000).exec()));
+    await live("semaphore:refreshed", (l) => l.state === "held" && l.holders[0]?.since === first);
+    // The library's refresh: the permit's score is the time of the refresh, and the key's TTL starts again.
+    const refreshed = Date.now();
+    await Promise.all(clients.map((c) => c.multi().zadd("semaphore:refreshed", refreshed, "permit-1").pexpire("semaphore:refreshed", 10_000).exec()));
+    const shown = await live("semaphore:refreshed", (l) => l.holders[0]?.since === refreshed);
+    expect(Math.abs((shown.holders[0]?.expiresAt ?? 0) - (refreshed + 10_000))).toBeLessThan(1_000);
+    await Promise.all(clients.map((c) => c.del("semaphore:refreshed")));
+  });
+
   it("takes a pattern change at once, audited, and lets go of what no pattern covers any more", async () => {
     await clients[0]!.set("jobs/nightly-lock", "job-token", "PX", 60_000);
     expect(await detail("jobs/nightly-lock")).toBeNull();
