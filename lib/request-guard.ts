@@ -85,13 +85,13 @@ export function checkRequestLine(method: string | undefined, url: string | undef
  * bare 400 with neither. `code` is Node.js's error code; it is not shown.
  */
 export function clientErrorResponse(code: string | undefined): string {
-  const [status, reason, message] =
+  const [status, reason, errorCode, message] =
     code === "HPE_HEADER_OVERFLOW"
-      ? [431, "Request Header Fields Too Large", "The request's headers are larger than this server accepts (16 KiB in all, the request line included)."]
+      ? [431, "Request Header Fields Too Large", "headers_too_large", "The request's headers are larger than this server accepts (16 KiB in all, the request line included)."]
       : code === "ERR_HTTP_REQUEST_TIMEOUT" || code === "HPE_HEADER_TIMEOUT"
-        ? [408, "Request Timeout", "The request did not arrive in time."]
-        : [400, "Bad Request", "The request is not valid HTTP/1.1 (its request line and headers must be ASCII)."];
-  const body = JSON.stringify({ error: { code: status === 400 ? "bad_request" : status === 408 ? "request_timeout" : "headers_too_large", message } });
+        ? [408, "Request Timeout", "request_timeout", "The request did not arrive in time."]
+        : [400, "Bad Request", "bad_request", "The request is not valid HTTP/1.1 (its request line and headers must be ASCII)."];
+  const body = JSON.stringify({ error: { code: errorCode, message } });
   const headers = { ...GUARD_HEADERS, "Content-Type": "application/json", "Content-Length": String(new TextEncoder().encode(body).length), Connection: "close" };
   return `HTTP/1.1 ${status} ${reason}\r\n${Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)

@@ -143,16 +143,17 @@ export function NodesPanel() {
         </table>
       </TableScroll>
       {spread !== null && <p className="muted">Clock spread between nodes (from TIME): {spread} ms.</p>}
-      {nodes
-        .filter((n) => (n.keyNamesNotText ?? 0) > 0)
-        .map((n) => (
+      {nodes.map((n) => {
+        const count = n.keyNamesNotText ?? 0;
+        if (count === 0) return null;
+        const [keys, names, them] = count === 1 ? ["1 key", "has a name that is", "it"] : [`${count.toLocaleString("en")} keys`, "have names that are", "them"];
+        return (
           <p key={`${n.deployment}:${n.id}`} className="warn-text" role="note">
             <span aria-hidden>⚠ </span>
-            {multi ? `${n.deployment ?? ""} ${n.id}` : n.id}: {n.keyNamesNotText === 1 ? "1 key" : `${n.keyNamesNotText?.toLocaleString("en")} keys`} under the lock patterns{" "}
-            {n.keyNamesNotText === 1 ? "has a name" : "have names"} that {n.keyNamesNotText === 1 ? "is" : "are"} not UTF-8 text: the console cannot show or release{" "}
-            {n.keyNamesNotText === 1 ? "it" : "them"} (the console's log names one).
+            {`${multi ? `${n.deployment ?? ""} ${n.id}` : n.id}: ${keys} under the lock patterns ${names} not UTF-8 text: the console cannot show or release ${them} (the console's log names one).`}
           </p>
-        ))}
+        );
+      })}
     </section>
   );
 }

@@ -16,7 +16,7 @@ export type EndedState = "released" | "expired" | "force-released";
  */
 export const MAX_ADDRESSED_KEY_CHARS = 1_024;
 /** Why a key longer than `MAX_ADDRESSED_KEY_CHARS` cannot be opened, as a viewer or a script is told. */
-export const KEY_TOO_LONG_TO_OPEN = "a lock key longer than 1,024 characters is listed but cannot be opened, released or looked up here";
+export const KEY_TOO_LONG_TO_OPEN = `a lock key longer than ${MAX_ADDRESSED_KEY_CHARS.toLocaleString("en-US")} characters is listed but cannot be opened, released or looked up here`;
 
 export const isLive = (state: LockState): state is LiveState => state === "held" || state === "partial" || state === "elapsed";
 

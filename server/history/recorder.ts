@@ -39,7 +39,10 @@ export interface RecorderOptions {
   onError?: (error: unknown) => void;
 }
 
-const DEFAULTS = Object.freeze({ capacity: 50_000, batchSize: 2_000, flushMs: 250, attempts: 5, maxResourceBytes: 2_000 });
+/** The longest lock key recorded by default, in UTF-8 bytes (see `RecorderOptions.maxResourceBytes`). */
+export const MAX_RECORDED_KEY_BYTES = 2_000;
+
+const DEFAULTS = Object.freeze({ capacity: 50_000, batchSize: 2_000, flushMs: 250, attempts: 5, maxResourceBytes: MAX_RECORDED_KEY_BYTES });
 
 /**
  * Batches lifecycle events into the history store off the live view's path: `record` only pushes onto a

@@ -7,7 +7,7 @@ import { counter, gauge } from "../metrics";
 import { getDatabase } from "../postgres/pool";
 import { onShutdown } from "../shutdown";
 import { PostgresHistory } from "./postgres";
-import { HistoryRecorder, type HistorySink } from "./recorder";
+import { HistoryRecorder, MAX_RECORDED_KEY_BYTES, type HistorySink } from "./recorder";
 import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
 import type { HeldAtOptions, HistoryFilters, HistoryStore } from "./types";
 
@@ -44,7 +44,7 @@ export function getHistory(): History | null {
         // At most one line a minute: the counter says how many.
         if (why !== "key-too-long" || Date.now() - lastTooLongLogAt < 60_000) return;
         lastTooLongLogAt = Date.now();
-        log.warn({ key: `${(resource ?? "").slice(0, 120)}…`, bytes: Buffer.byteLength(resource ?? "") }, "lock history skips a key longer than 2,000 bytes (the database cannot index it)");
+        log.warn({ key: `${(resource ?? "").slice(0, 120)}…`, bytes: Buffer.byteLength(resource ?? "") }, `lock history skips a key longer than ${MAX_RECORDED_KEY_BYTES.toLocaleString("en-US")} bytes (the database cannot index it)`);
       },
       onError: (error) => {
         // (The backlog grows while the database is down: the gauge follows every failed write too.)
