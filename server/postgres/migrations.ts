@@ -134,4 +134,14 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       CREATE INDEX lock_holds_current_acquired ON lock_holds_current (acquired_at DESC, id DESC);
     `,
   },
+  {
+    version: 6,
+    name: "audit without the resource index",
+    sql: `
+      -- A B-tree entry holds about 2,700 bytes, and a lock key may be longer (1,024 characters of three or four
+      -- bytes each): its force release could not be recorded, so it was refused. The audit's resource filter
+      -- is a substring search (ILIKE '%…%'), which this index never served.
+      DROP INDEX audit_entries_resource_id;
+    `,
+  },
 ]);

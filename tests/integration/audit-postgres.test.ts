@@ -146,6 +146,17 @@ describe("audit and lock history in PostgreSQL", () => {
     }
   });
 
+  it("records the force release of a lock whose key takes 3,000 bytes (1,000 characters of three bytes each)", async () => {
+    // Within the key length a lock page addresses, but more than a B-tree index entry holds (about 2,700 bytes;
+    // characters drawn at random, so that PostgreSQL cannot compress the entry below that).
+    const resource = `lock:${Array.from({ length: 1_000 }, () => String.fromCharCode(0x4e00 + Math.floor(Math.random() * 0x5000))).join("")}`;
+    const res = await releaseAs(resource, "carol", "long key");
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await Promise.all(nodes.map((n) => n.exists(resource)))).toEqual([0, 0, 0]);
+    const page = await get<AuditPage>(auditRoute.GET, `/api/audit?resource=${encodeURIComponent(resource.slice(0, 40))}`);
+    expect(page.body.entries.map((e) => [e.resource, e.outcome, e.reason])).toEqual([[resource, "released", "long key"]]);
+  });
+
   it("refuses the release with 503 and deletes nothing while the database is down, and never shows its password", async () => {
     server.stop();
     try {
