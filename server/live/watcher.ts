@@ -3,6 +3,7 @@ import { Cluster, type Redis } from "ioredis";
 import { readInSlots, servingShards, type ClusterMember } from "@/lib/locks/cluster";
 import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flush-calls";
+import { FAIR_TIMEOUTS_GLOB, fairLockNames } from "@/lib/locks/formats/redisson";
 import { earlierOverlaps } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
@@ -130,6 +131,8 @@ export class NodeWatcher {
   /** This node's clock on the console's, so every read of a key agrees on when its TTL ends. */
   private readonly clock = new NodeClock();
   private readonly channelPrefix: string;
+  /** Redisson's fair-lock waiting times, watched beside the patterns (see `onFairQueue`). */
+  private readonly fairTimeoutsChannel: string;
   private downSince: number | null = null;
   private everUp = false;
   private enabledByUs = false;
@@ -168,6 +171,7 @@ export class NodeWatcher {
     // A cluster has database 0 only.
     const db = this.reader instanceof Cluster ? 0 : (this.reader.options.db ?? 0);
     this.channelPrefix = `__keyspace@${db}__:`;
+    this.fairTimeoutsChannel = this.channelPrefix + FAIR_TIMEOUTS_GLOB;
     this.sub.on("ready", () => {
       this.attempted = true;
       this.subGeneration += 1;
@@ -185,6 +189,10 @@ export class NodeWatcher {
     this.reader.on("close", () => this.wentDown());
     this.reader.on("error", attempted);
     this.sub.on("pmessage", (pattern: string, channel: string, event: string) => {
+      if (pattern === this.fairTimeoutsChannel) {
+        this.onFairQueue(channel);
+        return;
+      }
       // Overlapping patterns (`lock:*` and `lock:orders:*`) each deliver the same notification: it counts once,
       // through the first pattern that matches its key.
       const earlier = this.overlaps.size > 0 ? this.overlaps.get(pattern.slice(this.channelPrefix.length)) : undefined;
@@ -257,6 +265,20 @@ export class NodeWatcher {
   /** Tried and not connected now (both connections are needed): given up on for the moment. */
   private get unreachable(): boolean {
     return this.attempted && !(this.sub.status === "ready" && this.reader.status === "ready");
+  }
+
+  /**
+   * A fair lock's waiting times changed (a waiter joined, left or timed out): its lock, when it is one under
+   * the patterns, is read again for its waiter count. What ends the companion (its `del`, its expiry) ends
+   * nothing of the lock.
+   */
+  private onFairQueue(channel: string): void {
+    if (!channel.startsWith(this.channelPrefix)) return;
+    for (const key of fairLockNames(channel.slice(this.channelPrefix.length))) {
+      if (!this.ctx.isLockKey(key)) continue;
+      this.dirty.set(key, this.dirty.get(key) ?? null);
+      this.ctx.onDirty?.();
+    }
   }
 
   private onKeyspace(channel: string, event: string): void {
@@ -403,6 +425,7 @@ export class NodeWatcher {
           this.subscribedChannels = patterns.map((p) => this.channelPrefix + p);
           await this.sub.psubscribe(...this.subscribedChannels);
           this.overlaps = earlierOverlaps(patterns);
+          await this.sub.psubscribe(this.fairTimeoutsChannel);
           await this.sub.subscribe(CONTENTION_CHANNEL, REVOKE_CHANNEL);
           this.subscribedGeneration = generation;
         }
@@ -607,7 +630,8 @@ export class NodeWatcher {
     const patterns = this.ctx.patterns();
     const wanted = patterns.map((p) => this.channelPrefix + p);
     const added = wanted.filter((c) => !this.subscribedChannels.includes(c));
-    const dropped = this.subscribedChannels.filter((c) => !wanted.includes(c));
+    // (A pattern that names the fair-lock companions, dropped, leaves the watch of them on.)
+    const dropped = this.subscribedChannels.filter((c) => !wanted.includes(c) && c !== this.fairTimeoutsChannel);
     if (added.length > 0) await this.sub.psubscribe(...added);
     // (Once every wanted pattern is subscribed: a notification is never skipped for a pattern not delivering yet.)
     this.overlaps = earlierOverlaps(patterns);

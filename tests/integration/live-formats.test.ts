@@ -105,6 +105,30 @@ describe("the live view, whatever library took the lock", () => {
     await live("lock:redisson-report", (l) => l.state === "force-released");
   });
 
+  it("counts a Redisson fair lock's waiters as they join and give up, while the lock's hash stays as it was", async () => {
+    const name = "lock:fair-payouts";
+    const app = new RedissonWriter(clients[0]!);
+    const other = new RedissonWriter(clients[0]!);
+    // Held with a fixed lease (no watchdog): the hash is written once and never again.
+    expect(await app.fairLock(name, 1, 120_000)).toBeNull();
+    await live(name, (l) => l.state === "held" && l.format === "redisson");
+    expect(await other.fairLock(name, 2)).toBeGreaterThan(0);
+    await live(name, (l) => l.contention.waiters === 1 && l.contention.source === "queue");
+    expect(await other.fairLock(name, 3)).toBeGreaterThan(0);
+    await live(name, (l) => l.contention.waiters === 2);
+    // Thread 2 gives up waiting, as Redisson's acquireFailed does: off the waiting times, then off the queue.
+    await clients[0]!.eval(
+      "redis.call('zrem', KEYS[2], ARGV[1]); redis.call('lrem', KEYS[1], 0, ARGV[1])",
+      2,
+      `redisson_lock_queue:{${name}}`,
+      `redisson_lock_timeout:{${name}}`,
+      other.holder(2),
+    );
+    const one = await live(name, (l) => l.contention.waiters === 1);
+    expect(one.holders).toEqual([{ id: app.holder(1), label: app.clientId, thread: 1, count: 1 }]);
+    expect(await clients[0]!.hget(name, app.holder(1))).toBe("1");
+  });
+
   it("shows a redis-semaphore semaphore with every permit holder as one lock, holders joining and leaving, until it is released", async () => {
     const a = new Semaphore(clients[2]!, "reports", 3, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });
     const b = new Semaphore(clients[2]!, "reports", 3, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });

@@ -30,6 +30,28 @@ export function redissonPrefixName(prefix: string, name: string): string {
   return name.includes("{") ? `${prefix}:${name}` : `${prefix}:{${name}}`;
 }
 
+/**
+ * The keys of fair-lock waiting times (`redisson_lock_timeout:{name}`), as a glob. A waiter joining, leaving or
+ * timing out changes this sorted set and leaves the lock's hash as it was: the live view watches these keys
+ * too, to read the lock again (`fairLockNames`).
+ */
+export const FAIR_TIMEOUTS_GLOB = "redisson_lock_timeout:*";
+const FAIR_TIMEOUTS_PREFIX = FAIR_TIMEOUTS_GLOB.slice(0, -1);
+
+/**
+ * The lock names whose fair-lock waiting times `key` may hold (the inverse of `redissonPrefixName`): for
+ * `redisson_lock_timeout:{orders}`, the lock `orders`, or `{orders}` itself (a name with a brace keeps it).
+ * None for any other key.
+ */
+export function fairLockNames(key: string): string[] {
+  if (!key.startsWith(FAIR_TIMEOUTS_PREFIX)) return [];
+  const rest = key.slice(FAIR_TIMEOUTS_PREFIX.length);
+  const names: string[] = [];
+  if (rest.startsWith("{") && rest.endsWith("}") && !rest.slice(1).includes("{")) names.push(rest.slice(1, -1));
+  if (rest.includes("{")) names.push(rest);
+  return names;
+}
+
 /** Lua: the `{name}` part of Redisson's companion names (`prefixName` without the prefix), for `key`. */
 export const REDISSON_BRACED_LUA = `local braced = key
 if not string.find(key, '{', 1, true) then braced = '{' .. key .. '}' end`;

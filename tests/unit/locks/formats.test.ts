@@ -3,6 +3,7 @@ import { encodeLockValue } from "@lockscope/redlock";
 import { decodeReading, discoverFormat, FORMATS, inferScope, keep, keepReading, keptReading, notifyFlagsFor, READ_PLAN, recogniseFormat, type KeyReading, type RawReading } from "@/lib/locks/formats";
 import { parseKeyReply } from "@/lib/locks/formats/read";
 import { DEFAULT_LOCK_PATTERNS, NEVER_LOCKS } from "@/lib/locks/formats/defaults";
+import { fairLockNames, redissonPrefixName } from "@/lib/locks/formats/redisson";
 import { decodeShedLockValue } from "@/lib/locks/formats/shedlock";
 import { valueExpiry } from "@/lib/locks/formats/token";
 import { lockKeyMatcher } from "@/lib/locks/glob";
@@ -110,6 +111,17 @@ describe("decoding holders", () => {
     expect(plain).toMatchObject({ format: "redisson", holders: [{ id: `${UUID}:57`, label: UUID, thread: 57, count: 3 }], waiters: null, expiresAt: AT + 30_000 });
     const fair = decode("orders-lock", hash([[`${UUID}:57`, "1"]], 30_000, { redisson: [3, 2] }));
     expect(fair?.waiters).toBe(2);
+  });
+
+  it("finds the fair lock whose waiting times a key holds, for names with and without a hash tag", () => {
+    for (const name of ["orders", "lock:a}b", "{orders}", "{orders}:lock", "lock:{x}"]) {
+      expect(fairLockNames(redissonPrefixName("redisson_lock_timeout", name))).toContain(name);
+    }
+    // Without a brace of its own a name is wrapped in one, so `{orders}` may name either lock.
+    expect(fairLockNames("redisson_lock_timeout:{orders}")).toEqual(["orders", "{orders}"]);
+    expect(fairLockNames("redisson_lock_timeout:{a{b}}")).toEqual(["{a{b}}"]);
+    expect(fairLockNames("redisson_lock_queue:{orders}")).toEqual([]);
+    expect(fairLockNames("lock:orders")).toEqual([]);
   });
 
   it("lists the writer first and every reader of a Redisson read-write lock", () => {
