@@ -69,6 +69,15 @@ describe("a lock node flushed", () => {
     // Gone long before the TTL: released, not expired.
     expect(shown("lock:ttl")).toMatchObject({ state: "released", quorumHeld: 0 });
     expect(shown("lock:forever")).toMatchObject({ state: "released", quorumHeld: 0 });
+
+    // Node 1 has run one FLUSHDB, and the console has counted it (it ended the locks above): its counts reset
+    // and one FLUSHDB again leave that count as it was.
+    await Promise.all(clients.map((c) => c.set("lock:again", "again-token")));
+    await until("lock:again held on every node", () => shown("lock:again")?.quorumHeld === 3, 10_000);
+    await clients[1]!.config("RESETSTAT");
+    await clients[1]!.flushdb();
+    await until("node 1's flush noticed", () => shown("lock:again")?.quorumHeld === 2, 20_000);
+    expect(tokens("lock:again")).toEqual(["again-token", null, "again-token"]);
   });
 
   it("on a cluster, ends the locks of the primary flushed, and only those", async () => {
