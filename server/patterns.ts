@@ -4,7 +4,7 @@ import path from "node:path";
 import { z } from "zod";
 import { CONSOLE_KEYS } from "@/lib/locks/formats/defaults";
 import type { LockScope } from "@/lib/locks/formats";
-import { globProblem, globToRegExp } from "@/lib/locks/glob";
+import { globMatcher, globProblem } from "@/lib/locks/glob";
 import { newAuditId } from "./audit/records";
 import { AuditNotDurableError } from "./audit/store";
 import { clientIp, type Principal } from "./auth";
@@ -103,8 +103,8 @@ export function patternsProblem(patterns: readonly PatternEntry[]): string | nul
     seen.add(glob);
     const unlike = globProblem(glob);
     if (unlike) return unlike;
-    const re = globToRegExp(glob);
-    const own = CONSOLE_KEYS.find((key) => re.test(key));
+    const matches = globMatcher(glob);
+    const own = CONSOLE_KEYS.find(matches);
     if (own) return `\`${glob}\` matches \`${own}\`, one of the console's own keys (its audit log, its lab runs), which must never be shown or released as a lock.`;
   }
   return null;
@@ -126,9 +126,21 @@ export class PatternStore {
     return this.state;
   }
 
+  /** The patterns' matchers, compiled once per pattern (cleared when the patterns change). */
+  private readonly matchers = new Map<string, (key: string) => boolean>();
+
+  private matcherOf(glob: string): (key: string) => boolean {
+    let matches = this.matchers.get(glob);
+    if (!matches) {
+      matches = globMatcher(glob);
+      this.matchers.set(glob, matches);
+    }
+    return matches;
+  }
+
   /** The scope declared for `key` by the first pattern that matches it and declares one. */
   declaredScope(key: string): LockScope | null {
-    for (const entry of this.state.patterns) if (entry.scope && globToRegExp(entry.glob).test(key)) return entry.scope;
+    for (const entry of this.state.patterns) if (entry.scope && this.matcherOf(entry.glob)(key)) return entry.scope;
     return null;
   }
 
@@ -169,6 +181,7 @@ export class PatternStore {
         throw new ApiError("unavailable", `The patterns could not be saved in the data folder (${errorText(error)}); nothing changed.`);
       }
       this.state = { patterns, source: "console", updatedAt: at, updatedBy: meta.actor };
+      this.matchers.clear();
       await auditor.recordOutcome(change.id, "applied").catch((error: unknown) => {
         getLogger().warn({ auditId: change.id, err: errorText(error) }, "patterns changed, but the audit outcome could not be recorded");
       });

@@ -1,14 +1,36 @@
 /**
  * Redis glob patterns (the syntax of `SCAN MATCH`, `PSUBSCRIBE` and `KEYS`), compiled to regular
  * expressions so the console decides exactly as Redis does which keys are locks: `*` any run, `?` one
- * character, `[abc]`, `[^a]`, `[a-z]` classes and `\` escaping the next character.
+ * byte, `[abc]`, `[^a]`, `[a-z]` classes of bytes and `\` escaping the next byte. Redis matches a key's bytes
+ * (UTF-8 as the console writes and reads names): `?` is one byte of `é` (two) or `😀` (four). So pattern and
+ * key are both compared as byte strings (one character per byte); an ASCII key is its own byte string.
  */
 
 const REGEX_SPECIAL = /[.*+?^${}()|[\]\\/-]/g;
 const escapeRegex = (ch: string): string => ch.replace(REGEX_SPECIAL, "\\$&");
+const ASCII = /^[\x00-\x7f]*$/;
+const utf8 = new TextEncoder();
 
-/** Compiles one Redis glob pattern to an anchored RegExp (the `s` flag: `*` also spans newlines, as in Redis). */
-export function globToRegExp(pattern: string): RegExp {
+/** `text`'s UTF-8 bytes as a string of one character (U+0000 to U+00FF) per byte; ASCII text is itself. */
+export function byteString(text: string): string {
+  if (ASCII.test(text)) return text;
+  let out = "";
+  for (const byte of utf8.encode(text)) out += String.fromCharCode(byte);
+  return out;
+}
+
+/** A key matcher for one Redis glob pattern. */
+export function globMatcher(pattern: string): (key: string) => boolean {
+  const re = globToRegExp(pattern);
+  return (key) => re.test(byteString(key));
+}
+
+/**
+ * Compiles one Redis glob pattern to an anchored RegExp over byte strings (`byteString`: test a key's, never
+ * the key itself unless it is ASCII; the `s` flag: `*` also spans newlines, as in Redis).
+ */
+function globToRegExp(glob: string): RegExp {
+  const pattern = byteString(glob);
   let out = "";
   for (let i = 0; i < pattern.length; i++) {
     const ch = pattern[i] as string;
@@ -45,6 +67,10 @@ export function globProblem(pattern: string): string | null {
       if (pattern[i + 1] === "]") return `\`${pattern}\` has a class that opens with \`]\`, which Redis reads as a class of nothing: write \`\\]\` for a bracket.`;
       const { close } = readClass(pattern, i);
       if (close < 0) return `\`${pattern}\` has a \`[\` without its \`]\`, which Redis reads as a class running to the end: write \`\\[\` for a bracket.`;
+      const wide = [...pattern.slice(i + 1, close)].find((c) => !ASCII.test(c));
+      if (wide !== undefined) {
+        return `\`${pattern}\` has \`${wide}\` in a class: Redis reads a class byte by byte, and \`${wide}\` is ${utf8.encode(wide).length} bytes in UTF-8, so the class never matches it: write it outside the class (\`?\` matches one byte).`;
+      }
       i = close;
     }
   }
@@ -91,7 +117,7 @@ export function lockKeyMatcher(patterns: readonly string[]): (key: string) => bo
   // One expression for every pattern: a key is tested once, not once per pattern (a console starting on a
   // million keys tests each of them on every node), anchored once around them all.
   const combined = new RegExp(`^(?:${patterns.map((p) => globToRegExp(p).source.slice(1, -1)).join("|")})$`, "s");
-  return (key) => combined.test(key);
+  return (key) => combined.test(byteString(key));
 }
 
 /** The literal text a pattern starts with, and whether that is the whole pattern (no `*`, `?`, `[` or `\`). */
@@ -107,8 +133,8 @@ function literalHead(pattern: string): { head: string; whole: boolean } {
 export function globsMayOverlap(a: string, b: string): boolean {
   const ha = literalHead(a);
   const hb = literalHead(b);
-  if (ha.whole) return globToRegExp(b).test(a);
-  if (hb.whole) return globToRegExp(a).test(b);
+  if (ha.whole) return globMatcher(b)(a);
+  if (hb.whole) return globMatcher(a)(b);
   return ha.head.startsWith(hb.head) || hb.head.startsWith(ha.head);
 }
 
@@ -117,12 +143,12 @@ export function globsMayOverlap(a: string, b: string): boolean {
  * keyspace notification once per pattern), those earlier patterns, compiled: a notification that came through
  * a later pattern while an earlier one also matches its key is the same event again.
  */
-export function earlierOverlaps(patterns: readonly string[]): Map<string, RegExp[]> {
-  const out = new Map<string, RegExp[]>();
+export function earlierOverlaps(patterns: readonly string[]): Map<string, Array<(key: string) => boolean>> {
+  const out = new Map<string, Array<(key: string) => boolean>>();
   for (let i = 1; i < patterns.length; i++) {
     const p = patterns[i] as string;
     const earlier = patterns.slice(0, i).filter((q) => q !== p && globsMayOverlap(p, q));
-    if (earlier.length > 0) out.set(p, earlier.map(globToRegExp));
+    if (earlier.length > 0) out.set(p, earlier.map(globMatcher));
   }
   return out;
 }

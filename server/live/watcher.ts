@@ -52,7 +52,6 @@ export interface WatcherContext {
 }
 
 const CAUSES: Record<string, EndCause> = { del: "del", expired: "expired", evicted: "evicted" };
-const ASCII = /^[\x00-\x7f]*$/;
 
 /**
  * The keyspace watcher of one lock node: a subscriber connection (keyspace notifications for the lock
@@ -142,7 +141,7 @@ export class NodeWatcher {
   /** The keyspace channels subscribed on the current subscriber connection. */
   private subscribedChannels: string[] = [];
   /** For each subscribed pattern, the earlier ones that may match the same keys (see `earlierOverlaps`). */
-  private overlaps = new Map<string, RegExp[]>();
+  private overlaps = new Map<string, Array<(key: string) => boolean>>();
   private bringingUp = false;
   private again = false;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -198,10 +197,10 @@ export class NodeWatcher {
       const earlier = this.overlaps.size > 0 ? this.overlaps.get(pattern.slice(this.channelPrefix.length)) : undefined;
       if (earlier !== undefined && channel.startsWith(this.channelPrefix)) {
         const key = channel.slice(this.channelPrefix.length);
-        // Only an ASCII key: Redis matches bytes (`?` is one byte, `é` two), the expressions characters, so for
-        // any other key an earlier pattern may match here and not there. Counting such a change twice is the
-        // harmless way to be wrong; dropping it would lose it.
-        if (ASCII.test(key)) for (const re of earlier) if (re.test(key)) return;
+        // Matched byte by byte, as Redis matched it to deliver it through each pattern; except a name with U+FFFD,
+        // which may stand for bytes that are not UTF-8 (see `checkTextName`): counting such a change twice is the
+        // harmless way to be wrong, dropping it would lose it.
+        if (!key.includes("\uFFFD")) for (const matches of earlier) if (matches(key)) return;
       }
       this.onKeyspace(channel, event);
     });
