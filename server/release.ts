@@ -14,7 +14,7 @@ import { getConfig } from "./config";
 import { ApiError, nodeFailureText } from "./errors";
 import { peekGlobal } from "./global";
 import { whenReady } from "./health";
-import { noteForceRelease } from "./live";
+import { noteForceRelease, withdrawForceRelease } from "./live";
 import { getLogger } from "./logger";
 import { counter } from "./metrics";
 import { getDeploymentNodes, quorumOf, type DeploymentNodes, type LockNode } from "./nodes";
@@ -213,6 +213,13 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     throw error;
   }
 
+  // Told to the live view before any node is asked: the nodes that answer first delete the keys, and their
+  // notifications end the lock while a node that does not answer still holds the release up (seconds). The
+  // lock then ends as force-released, with the operator's words, whenever its end is seen; the note is taken
+  // back below if nothing was released. (One permit holder taken out of several does not end the lock: its
+  // timeline shows the holder leaving.)
+  const noted = leading.holders.length === 1 && peekGlobal("live-runtime") !== undefined;
+  if (noted) noteForceRelease(resource, { value: leading.fingerprint, actor: entry.actor, reason }, deployment);
   const budgetMs = Math.max(config.nodeTimeoutMs, 250) * 2;
   // The release's own answers, one per node; null when the release threw (a bug, or an argument a format
   // refused) after the intent was written: then no node's result is known, and each is read again below.
@@ -257,11 +264,11 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   );
   await audit.recordOutcome(entry.id, outcome, nodeResults);
   releases().inc({ outcome });
-  if (outcome === "released" && leading.holders.length === 1 && peekGlobal("live-runtime") !== undefined) {
-    // The live view also learns it from the revocation message (this engine's locks); telling it here puts
-    // the operator's name and reason on the lock's timeline at once, for every format. (One permit holder
-    // taken out of several does not end the lock: its timeline shows the holder leaving.)
+  if (noted && outcome === "released") {
+    // Again, now that it is done: a lock still shown held (its notifications lost) is read at once.
     noteForceRelease(resource, { value: leading.fingerprint, actor: entry.actor, reason }, deployment);
+  } else if (noted) {
+    withdrawForceRelease(resource, deployment);
   }
   if (outcome === "released" && leading.holders.length === 1 && format.name !== "lockscope") {
     // This engine's release script publishes the revocation itself. For other formats the console says it on

@@ -497,7 +497,10 @@ function nodesAgree(lock: LockRecord, counted: readonly boolean[]): boolean {
 function merge(lock: LockRecord, context: LockContext, now: number): MergedLock {
   // `times` starts with the nodes' expiries (the merge reads indices below the node count only).
   const samples = { up: context.counted, values: lock.values, expiries: lock.times, quorum: context.quorum };
-  const merged = mergeSamples(samples, now, { endSeen: lock.endSeen });
+  // A lock that ended stays ended while no reachable node holds it: what a node that is down held when last
+  // read (a force release could not reach it) is no new holder (it is read again when the node is back).
+  const ended = lock.state !== null && !isLive(lock.state);
+  const merged = mergeSamples(samples, now, { endSeen: lock.endSeen || ended });
   const leading = merged.token ?? merged.leading;
   const fresh = lock.pending;
   if (lock.pending) {

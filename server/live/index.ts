@@ -574,3 +574,10 @@ export function noteForceRelease(resource: string, info: { value?: string | null
   const runtime = deployment === undefined ? view.runtimes[0] : view.runtime(deployment);
   runtime?.store.noteForceRelease(resource, info);
 }
+
+/** Takes back a force release noted before it ran (see `noteForceRelease`) that released nothing after all. */
+export function withdrawForceRelease(resource: string, deployment?: string): void {
+  const view = startLive();
+  const runtime = deployment === undefined ? view.runtimes[0] : view.runtime(deployment);
+  runtime?.store.withdrawForceRelease(resource);
+}

@@ -470,6 +470,11 @@ export class LockStore {
    * An operator force-released `resource` (here or on another console: the revocation arrives by pub/sub).
    * Keys that vanish shortly after end as `force-released`; a lock that just ended is relabelled.
    */
+  /** Forgets a force release noted for `resource` that did not release it (a lock that already ended keeps its story). */
+  withdrawForceRelease(resource: string): void {
+    this.forceHints.delete(resource);
+  }
+
   noteForceRelease(resource: string, info: ForceReleaseInfo = {}, now = Date.now()): void {
     const detail = forceReleaseDetail(info);
     if (!this.forceHints.note(resource, info.value, detail, now)) return;
