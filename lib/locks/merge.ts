@@ -224,6 +224,8 @@ export type Transition =
   /** Holders joined or left a lock held by several at once (a semaphore, read locks): the same lock goes on. */
   | { type: "holders"; joined: string[]; left: string[] }
   | { type: "extended"; token: string; by: number }
+  /** A lock held without a TTL was given one (SET NX then EXPIRE, the classic two-command lock; PERSIST then PEXPIRE). */
+  | { type: "ttl-set"; token: string }
   | { type: "elapsed" }
   | { type: "partial" }
   | { type: "ended" };
@@ -267,6 +269,8 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
     // the waiter's value), or a next holder quicker than one read batch. Either way one lock ended.
     if (prev.token !== null) out.push({ type: "replaced" });
     out.push({ type: "acquired", token: next.token, partial: false });
+  } else if (next.token !== null && prev.token === next.token && next.expiresAt !== null && prev.expiresAt === null) {
+    out.push({ type: "ttl-set", token: next.token });
   } else if (next.extensionSeen === false) {
     // No node's own TTL end moved: whatever the quorum's did, nothing was extended.
   } else if (next.token !== null && prev.token === next.token && next.expiresAt !== null && prev.expiresAt !== null && next.expiresAt > prev.expiresAt + EXTEND_SLACK_MS) {

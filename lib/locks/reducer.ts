@@ -358,6 +358,12 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         addTimeline(step, lock, now, "extended", Number.isFinite(transition.by) ? `by ${(transition.by / 1000).toFixed(1)} s` : "TTL removed");
         effects.push(LOCK_EVENTS.extended);
         break;
+      case "ttl-set":
+        lock.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
+        if (lock.token && decodeHolder(lock.token).acquiredAt === null) effects.push({ type: "first-seen", token: lock.token, seenAt: now, ttlMs: lock.ttlMs });
+        addTimeline(step, lock, now, "extended", lock.ttlMs === null ? "TTL set" : `TTL set: expires in ${(lock.ttlMs / 1000).toFixed(1)} s`);
+        effects.push(LOCK_EVENTS.extended);
+        break;
       case "holders": {
         const list = (ids: string[]) => ids.map((id) => id.slice(0, 40)).join(", ");
         const parts = [transition.joined.length > 0 ? `joined: ${list(transition.joined)}` : null, transition.left.length > 0 ? `left: ${list(transition.left)}` : null];

@@ -258,6 +258,31 @@ describe("the live view, whatever library took the lock", () => {
     await Promise.all([clients[1]!.del("lock:reentered"), ...keys.map((k) => clients[0]!.del(k))]);
   });
 
+  it("shows a TTL given to a lock held without one, with its length for the TTL bar and on the timeline", async () => {
+    await clients[0]!.setnx("lock:ttl-later", "owner-later");
+    const bare = await live("lock:ttl-later", (l) => l.state === "held");
+    expect(bare).toMatchObject({ expiresAt: null, ttlMs: null });
+    expect(bare.warnings).toContain("no-ttl");
+    await clients[0]!.expire("lock:ttl-later", 120);
+    const timed = await live("lock:ttl-later", (l) => l.expiresAt !== null);
+    expect(timed.warnings).not.toContain("no-ttl");
+    // The bar's full length: the TTL as given, not nothing.
+    expect(timed.ttlMs).toBeGreaterThan(110_000);
+    expect(timed.ttlMs).toBeLessThanOrEqual(120_000);
+    expect(timed.timeline.map((t) => [t.type, t.detail?.replace(/[\d.]+ s$/, "N s")])).toEqual([
+      ["acquired", "by a foreign client, on 1 of 3 nodes"],
+      ["extended", "TTL set: expires in N s"],
+    ]);
+    // And taken away again, then given again (PERSIST, then PEXPIRE): each change on the timeline.
+    await clients[0]!.persist("lock:ttl-later");
+    await live("lock:ttl-later", (l) => l.expiresAt === null);
+    await clients[0]!.pexpire("lock:ttl-later", 60_000);
+    const again = await live("lock:ttl-later", (l) => l.expiresAt !== null);
+    expect(again.ttlMs).toBeLessThanOrEqual(60_000);
+    expect(again.timeline.map((t) => t.detail?.replace(/[\d.]+ s$/, "N s")).slice(1)).toEqual(["TTL set: expires in N s", "TTL removed", "TTL set: expires in N s"]);
+    await clients[0]!.del("lock:ttl-later");
+  });
+
   it("shows a redis-semaphore permit refreshed with its new start and end", async () => {
     const first = Date.now() - 5_000;
     await Promise.all(clients.map((c) => c.multi().zadd("semaphore:refreshed", first, "permit-1").pexpire("semaphore:refreshed", 10_000).exec()));

@@ -90,6 +90,9 @@ describe("how a lock ended and what changed", () => {
     expect(transitions(null, held)).toEqual([{ type: "acquired", token: "a", partial: false }]);
     expect(transitions(held, { ...held, expiresAt: NOW + 1_010 })).toEqual([]);
     expect(transitions(held, { ...held, expiresAt: NOW + 5_000 })).toEqual([{ type: "extended", token: "a", by: 4_000 }]);
+    // A TTL given to a lock held without one, and taken away again.
+    expect(transitions({ ...held, expiresAt: null }, { ...held, extensionSeen: false })).toEqual([{ type: "ttl-set", token: "a" }]);
+    expect(transitions(held, { ...held, expiresAt: null })).toEqual([{ type: "extended", token: "a", by: Infinity }]);
     // A change of hands with no free moment seen in between (a release that hands the lock over): one lock
     // ended and another began.
     expect(transitions(held, { ...held, token: "b", leading: "b" })).toEqual([{ type: "replaced" }, { type: "acquired", token: "b", partial: false }]);
