@@ -143,8 +143,22 @@ export class LockRecord {
   }
 
   /** While the reachable nodes disagree (a multi-node write or delete half applied), hold the message until then; 0: not settling. */
+  /**
+   * Until when the nodes' disagreement is waited out (0: they agree). Kept negative when the wait began while
+   * the console was still reading what was held at its start (see `settledFromStart`): no extra field per lock.
+   */
   get settleUntil(): number {
     return this.times[this.values.length + SETTLE_UNTIL] ?? 0;
+  }
+
+  /** When the wait for the nodes to agree ends (epoch ms), wherever it began. */
+  get settlesAt(): number {
+    return Math.abs(this.settleUntil);
+  }
+
+  /** The nodes disagreed on the lock as it was first read, while the console started: it was held before it. */
+  get settledFromStart(): boolean {
+    return this.settleUntil < 0;
   }
 
   set settleUntil(at: number) {
@@ -300,12 +314,16 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   if (nodesAgree(lock, context.counted)) {
     lock.settleUntil = 0;
   } else {
-    if (lock.settleUntil === 0) lock.settleUntil = now + SETTLE_MS;
-    if (now < lock.settleUntil) {
+    if (lock.settleUntil === 0) lock.settleUntil = context.watching || lock.state !== null ? now + SETTLE_MS : -(now + SETTLE_MS);
+    if (now < lock.settlesAt) {
       step.outcome = "settling";
       return step;
     }
   }
+  // (A lock held on some nodes only when the console started is counted once its wait ends, which may be after
+  // the start-up reads are done: it was still found held, not acquired.)
+  const foundAtStart = !context.watching || lock.settledFromStart;
+  if (lock.settledFromStart) lock.settleUntil = lock.settlesAt;
   const merged = merge(lock, context, now);
   const extensionSeen = lock.extensionSeen;
   lock.endSeen = false;
@@ -333,7 +351,7 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         lock.endedAt = null;
         lock.endedToken = null;
         lock.cause = null;
-        if (!context.watching && lock.timeline === null && !effects.some((e) => e.type === "timeline")) {
+        if (foundAtStart && lock.timeline === null && !effects.some((e) => e.type === "timeline")) {
           // Found by the first reconcile (and no timeline made yet, not even by this step): its "acquired" entry
           // is made up when asked for (server/live/timeline.ts); the history still learns of the hold, so "who
           // held it at T" covers locks older than this console.

@@ -532,7 +532,7 @@ export class LockStore {
     for (const resource of this.settling) {
       const entry = this.live.get(resource);
       if (!entry) this.settling.delete(resource);
-      else if (now >= entry.settleUntil) this.recompute(entry, now, true);
+      else if (now >= entry.settlesAt) this.recompute(entry, now, true);
     }
     const probe: string[] = [];
     this.wheel.fire(
