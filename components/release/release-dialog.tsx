@@ -2,7 +2,7 @@
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
-import type { Lock } from "@/lib/locks/types";
+import { isLive, type Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { FORMAT_LABEL, holderLine as formatHolderLine } from "../locks/format";
 import { useLiveLocks } from "../locks/use-live-locks";
@@ -84,11 +84,21 @@ export function whoIsTold(lock: Lock): string {
   }
 }
 
+/**
+ * Whether a node's value holds the holder chosen: the value itself, or one line of a set of holders (a
+ * semaphore's permits, a read-write lock's readers: one holder per line).
+ */
+function nodeHolds(value: string | null, chosen: string | null): boolean {
+  if (value === null || chosen === null) return false;
+  return value === chosen || value.split("\n").includes(chosen);
+}
+
 function shortToken(token: string): string {
   return token.length > 48 ? `${token.slice(0, 47)}…` : token;
 }
 
 function ttlText(lock: Lock, now: number, offsetMs: number): string {
+  if (!isLive(lock.state)) return `none: ${lock.state}`;
   if (lock.expiresAt === null) return "no TTL (never expires on its own)";
   const left = lock.expiresAt - (now + offsetMs);
   if (left <= 0) return "elapsed (Redis has not reclaimed it yet)";
@@ -188,13 +198,16 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
           <dt>Nodes</dt>
           <dd>
             <ul className={styles.nodes} aria-label="Nodes">
-              {lock.nodes.map((n) => (
-                <li key={n.id}>
-                  <span className={`dot ${n.token === null ? "down" : n.token === token ? "up" : "degraded"}`} aria-hidden />
-                  {n.id}: {n.token === null ? "holds nothing" : n.token === token ? "holds it" : `holds another value (${shortToken(n.token)})`}
-                  {n.pttlMs !== null ? `, ${Math.round(n.pttlMs / 1000)} s TTL when seen` : ""}
-                </li>
-              ))}
+              {lock.nodes.map((n) => {
+                const holds = nodeHolds(n.token, token);
+                return (
+                  <li key={n.id}>
+                    <span className={`dot ${n.token === null ? "down" : holds ? "up" : "degraded"}`} aria-hidden />
+                    {n.id}: {n.token === null ? "holds nothing" : holds ? (n.token === token ? "holds it" : "holds it, among other holders") : `holds another value (${shortToken(n.token)})`}
+                    {n.pttlMs !== null ? `, ${Math.round(n.pttlMs / 1000)} s TTL when seen` : ""}
+                  </li>
+                );
+              })}
             </ul>
           </dd>
         </dl>

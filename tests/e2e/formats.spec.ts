@@ -85,6 +85,42 @@ test.describe("locks of every format", () => {
     await dialog.getByRole("button", { name: "Close" }).click();
   });
 
+  test("the force-release dialog of a semaphore says which nodes hold the permit chosen", async ({ page, signIn }) => {
+    await signIn("operator");
+    const name = `e2e-${randomBytes(3).toString("hex")}`;
+    const permits = [0, 1, 2].map(() => new Semaphore(nodes[0]!, name, 4, { lockTimeout: 120_000, acquireTimeout: 1_000, refreshInterval: 0 }));
+    for (const p of permits) await p.acquire();
+    const resource = `semaphore:${name}`;
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    await dialog.getByLabel("Holder to release").selectOption(permits[1]!.identifier);
+    const nodeList = dialog.getByRole("list", { name: "Nodes" });
+    await expect(nodeList).toContainText("node-0: holds it, among other holders");
+    await expect(nodeList).not.toContainText("holds another value");
+    await dialog.getByLabel("Reason").fill("one worker stuck");
+    await dialog.getByRole("button", { name: "Release" }).click();
+    await expect(dialog.getByRole("status")).toContainText("released", { ignoreCase: true });
+    expect(await nodes[0]!.zscore(resource, permits[1]!.identifier)).toBeNull();
+    await dialog.getByRole("button", { name: "Close" }).click();
+    await Promise.all([permits[0]!.release(), permits[2]!.release()]);
+  });
+
+  test("a plain lock's dialog shows no TTL left once the lock is released", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("ttl-after");
+    await Promise.all(nodes.map((n) => n.set(resource, "ttl-after-token", "PX", 300_000)));
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    await expect(dialog.getByText(/^\d+ s$/)).toBeVisible();
+    await dialog.getByLabel("Reason").fill("done with it");
+    await dialog.getByRole("button", { name: "Release" }).click();
+    await expect(dialog.getByRole("status")).toContainText("The holder was not told.");
+    await expect(dialog.getByText("none: force-released")).toBeVisible();
+    await dialog.getByRole("button", { name: "Close" }).click();
+  });
+
   test("an operator adds a pattern from the page and its locks appear at once", async ({ page, signIn }) => {
     await signIn("operator");
     const resource = `e2e-jobs/${randomBytes(3).toString("hex")}`;
