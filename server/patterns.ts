@@ -263,3 +263,9 @@ export async function changePatterns(input: { patterns: PatternEntry[]; reason: 
   );
   return { ...state, auditId };
 }
+
+/** Why `resource` is not served as a lock, naming the lock patterns in force (an operator may have changed them). */
+export function notALockKey(resource: string): string {
+  const patterns = getPatternStore().current().patterns.map((x) => x.glob);
+  return `\`${resource.slice(0, 200)}\` is not a lock key: it matches none of the lock patterns (${patterns.join(", ")}). Add a pattern for it (PUT /api/patterns, or "Lock patterns and discovery" on the locks page).`;
+}

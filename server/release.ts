@@ -138,12 +138,17 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   }
   const holding = answered.filter((r): r is { id: string; state: "ok"; reading: FormatReading } => r.reading !== null);
   if (holding.length === 0) {
-    const unreachable = reads.length - answered.length;
+    // A node that does not answer may hold it still (the lock's page shows it so, as last read): that is no
+    // lock gone, but one that cannot be released now.
+    const silent = reads.filter((r) => r.state !== "ok").map((r) => r.id);
+    if (silent.length > 0) {
+      throw new ApiError(
+        "unavailable",
+        `No node that answered holds \`${preview(resource)}\`, and ${silent.join(", ")} did not answer, so it may still hold it: nothing was touched. Try again once ${silent.length === 1 ? "it answers" : "they answer"}.`,
+      );
+    }
     const where = getDeploymentNodes().length > 1 ? ` of ${input.deployment === undefined ? "any deployment" : `deployment \`${deployment}\``}` : "";
-    throw new ApiError(
-      "not_found",
-      `No node${where} holds \`${preview(resource)}\`: it was released or expired already${unreachable > 0 ? ` (${unreachable} node(s) did not answer)` : ""}.`,
-    );
+    throw new ApiError("not_found", `No node${where} holds \`${preview(resource)}\`: it was released or expired already.`);
   }
   const leadingPrint = prevailingValue(holding.map((r) => r.reading.fingerprint));
   const leading = (holding.find((r) => r.reading.fingerprint === leadingPrint) ?? holding[0])!.reading;

@@ -179,7 +179,12 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
       {lock.replication && <ReplicationPanel replication={lock.replication} />}
 
       <h2>Contention</h2>
-      <ContentionChart history={lock.contentionHistory} />
+      {lock.contention.source === null && lock.contentionHistory.attempts.every((n) => n === 0) ? (
+        // "No failed attempts" would claim what nobody can see: this library's failed attempts leave no trace.
+        <p className="muted">Not visible for this lock: its library&apos;s clients leave no trace in Redis when they fail to take it.</p>
+      ) : (
+        <ContentionChart history={lock.contentionHistory} />
+      )}
 
       <h2>Timeline</h2>
       <ol className="timeline" aria-label="Timeline">

@@ -73,6 +73,9 @@ test.describe("locks of every format", () => {
     const resource = unique("foreign");
     await Promise.all(nodes.map((n) => n.set(resource, "node-redlock-token-0f3a", "PX", 120_000)));
     await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    // A foreign client's failed attempts leave no trace: the page does not claim there were none.
+    await expect(page.getByText("Not visible for this lock")).toBeVisible();
+    await expect(page.getByText(/No failed attempts/)).toHaveCount(0);
     await page.getByRole("button", { name: "Force release" }).click();
     const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
     const note = dialog.getByRole("note", { name: "Who will be told" });

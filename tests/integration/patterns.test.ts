@@ -69,6 +69,12 @@ describe("lock patterns and discovery routes", () => {
     expect(audited[1]).toEqual({ kind: "outcome", value: { id: auditId, outcome: "applied" } });
     expect((await call(patterns.GET, "GET", "/api/patterns", { token: VIEWER_TOKEN })).body).toMatchObject({ patterns: next });
     expect(store.getPatternStore().declaredScope("billing:invoice-1")).toBe("single");
+    // A key under no pattern: the lock's page and its history both name the patterns in force now.
+    for (const route of [await import("@/app/api/locks/[resource]/route"), await import("@/app/api/locks/[resource]/history/route")]) {
+      const res = await call(route.GET, "GET", "/api/locks/user%3A1", { token: VIEWER_TOKEN, params: { resource: "user:1" } });
+      expect(res.status).toBe(404);
+      expect((res.body as { error: { message: string } }).error.message).toContain("lock patterns (lock:*, billing:*)");
+    }
 
     // A new process reads the same file.
     const file = path.join(process.env.LOCKSCOPE_DATA_DIR ?? "", "patterns.json");

@@ -97,4 +97,25 @@ describe("force release with a node down", () => {
       cluster.resume(1);
     }
   });
+
+  it("refuses with 503, touching nothing, a lock that only a node not answering holds", async () => {
+    const resource = "lock:only-on-frozen";
+    await clients[1]!.set(resource, "frozen-only", "PX", 600_000);
+    await until(`${resource} held on node-1`, async () => (await detail(resource))?.quorumHeld === 1);
+    cluster.pause(1);
+    try {
+      const res = await call(release.POST, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, {
+        token: OPERATOR_TOKEN,
+        params: { resource },
+        body: { reason: "stuck" },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(503);
+      const message = (res.body as { error: { message: string } }).error.message;
+      expect(message).toContain("node-1 did not answer, so it may still hold it: nothing was touched");
+      expect(message).not.toContain("released or expired");
+    } finally {
+      cluster.resume(1);
+    }
+    expect(await clients[1]!.get(resource)).toBe("frozen-only");
+  });
 });

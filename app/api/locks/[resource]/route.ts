@@ -5,7 +5,7 @@ import { ApiError } from "@/server/errors";
 import { route } from "@/server/http";
 import { getLockStore, isLockKey, resolveDeployment, startLive } from "@/server/live";
 import { deploymentName } from "@/server/live/paging-query";
-import { getPatternStore } from "@/server/patterns";
+import { notALockKey } from "@/server/patterns";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -21,13 +21,7 @@ const query = z.strictObject({
 
 // GET /api/locks/[resource]: one lock with its nodes, holder, TTL, timeline, contention history and replication
 export const GET = route({ name: "GET /api/locks/[resource]", access: "viewer", params, query }, async ({ params: p, query: q }) => {
-  if (!isLockKey(p.resource)) {
-    const patterns = getPatternStore().current().patterns.map((x) => x.glob);
-    throw new ApiError(
-      "not_found",
-      `\`${p.resource.slice(0, 200)}\` is not a lock key: it matches none of the lock patterns (${patterns.join(", ")}). Add a pattern for it (PUT /api/patterns, or "Lock patterns and discovery" on the locks page).`,
-    );
-  }
+  if (!isLockKey(p.resource)) throw new ApiError("not_found", notALockKey(p.resource));
   const view = startLive();
   const deployment = resolveDeployment(view, p.resource, q.deployment)?.deployment ?? q.deployment;
   const lock = deployment === undefined ? null : getLockStore().get(p.resource, Date.now(), deployment);

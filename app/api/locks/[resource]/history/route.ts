@@ -1,11 +1,11 @@
 import { z } from "zod";
 import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS } from "@/lib/locks/types";
-import { getConfig } from "@/server/config";
 import { ApiError } from "@/server/errors";
 import { historyEvents, historyHeldAt } from "@/server/history/service";
 import { LockHistoryQuery } from "@/server/history/query";
 import { route } from "@/server/http";
 import { deploymentNames, historyDeployment, isLockKey, startLive } from "@/server/live";
+import { notALockKey } from "@/server/patterns";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -16,9 +16,7 @@ const params = z.strictObject({
 
 // GET /api/locks/[resource]/history: the lock's recorded events newest first (keyset pages), or with `at` who held it then
 export const GET = route({ name: "GET /api/locks/[resource]/history", access: "viewer", params, query: LockHistoryQuery }, async ({ params: p, query }) => {
-  if (!isLockKey(p.resource)) {
-    throw new ApiError("not_found", `\`${p.resource.slice(0, 200)}\` is not a lock key: it matches none of LOCK_PATTERNS (${getConfig().lockPatterns.join(", ")}).`);
-  }
+  if (!isLockKey(p.resource)) throw new ApiError("not_found", notALockKey(p.resource));
   const view = startLive();
   // A lock is (deployment, resource): its history is that deployment's only, resolved as the lock's page is.
   const deployment = historyDeployment(view, p.resource, query.deployment);
