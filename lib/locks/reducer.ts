@@ -14,6 +14,7 @@ import {
   keptFormat,
   type LockScope,
 } from "./formats";
+import { valueExpiry } from "./formats/token";
 import { decodeHolder, endReason, EXTEND_SLACK_MS, mergeSamples, transitions, voteHolders, type EndCause, type MergedLock } from "./merge";
 import { isLive, type LockState, type TimelineEntry, type TimelineType } from "./types";
 
@@ -395,7 +396,17 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         recordEnd(step, lock, hint, now, "replaced");
         break;
       case "elapsed":
-        addTimeline(step, lock, now, "elapsed", "TTL ran out; Redis has not reclaimed the key yet");
+        addTimeline(
+          step,
+          lock,
+          now,
+          "elapsed",
+          // The SETNX pattern's lock (and redis-lock's) ends at the time written in its value, often on a key with
+          // no TTL: Redis never removes it, the next client that wants it takes it over.
+          lock.token !== null && lock.expiresAt !== null && valueExpiry(lock.token) === lock.expiresAt
+            ? "the expiry time in its value has passed; a client that wants the lock takes it over (a key without a TTL stays until then, or until force-released)"
+            : "TTL ran out; Redis has not reclaimed the key yet",
+        );
         break;
       case "partial":
         addTimeline(step, lock, now, "partial", `no value on a quorum: ${merged.quorumHeld} of ${context.nodes} nodes hold the most common one`);

@@ -192,6 +192,16 @@ describe("a lock's step: partial, elapsed, settling, unreadable", () => {
     expect(probeAgainAt(lock, T + 500 + PROBE_AFTER_MS)).toBe(T + 500 + 2 * PROBE_AFTER_MS);
   });
 
+  it("says that a lock whose expiry time is in its value (the SETNX pattern) is taken over, not reclaimed by Redis", () => {
+    const expiry = T + 2_000;
+    const value = String(expiry / 1000);
+    const lock = heldLock(value, expiry);
+    const out = reduceLock(lock, context(), null, expiry + 100, false, newLockStep());
+    expect(timeline(out.effects)).toEqual([
+      ["elapsed", "the expiry time in its value has passed; a client that wants the lock takes it over (a key without a TTL stays until then, or until force-released)", value],
+    ]);
+  });
+
   it("keeps a lock whose nodes cannot be read as unreadable, neither ended nor changed in state", () => {
     const lock = heldLock();
     const out = reduceLock(lock, context({ counted: [false, false, false] }), null, T + 100, false, newLockStep());
