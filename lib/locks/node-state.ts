@@ -37,14 +37,18 @@ export function uptimeMsAt(facts: NodeRunFacts, now: number): number | null {
 }
 
 /**
- * A node without persistence that restarted, while the console watched, sooner ago than the longest TTL
- * seen on it forgot locks that may still be valid: one can be granted to a second client while the first
- * still holds it.
+ * A node without persistence that restarted sooner ago than the longest TTL seen on it forgot locks that may
+ * still be valid: one can be granted to a second client while the first still holds it. A restart the console
+ * witnessed (the run id changed) is one; so is a start before the console began watching (a deploy or a host
+ * reboot restarts both) when some lock held now was acquired before the node started (`oldestLockAt`): the
+ * node came up during that lock's life. (Nodes started together with the console, before any lock, are not.)
  */
-export function restartRisk(facts: NodeRunFacts, persistent: boolean, longestTtlMs: number, now: number): boolean {
-  if (persistent || facts.restartedAt === null || longestTtlMs <= 0) return false;
-  const uptime = uptimeMsAt(facts, now) ?? now - facts.restartedAt;
-  return uptime < longestTtlMs;
+export function restartRisk(facts: NodeRunFacts, persistent: boolean, longestTtlMs: number, now: number, oldestLockAt: number | null = null): boolean {
+  if (persistent || longestTtlMs <= 0) return false;
+  const uptime = uptimeMsAt(facts, now) ?? (facts.restartedAt === null ? null : now - facts.restartedAt);
+  if (uptime === null || uptime >= longestTtlMs) return false;
+  if (facts.restartedAt !== null) return true;
+  return oldestLockAt !== null && oldestLockAt < now - uptime;
 }
 
 /**

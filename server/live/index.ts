@@ -406,7 +406,14 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         persistence: { appendonly: w.facts.appendonly, save: w.facts.save },
         uptimeSec: uptimeMs === null ? null : Math.floor(uptimeMs / 1000),
         longestTtlMs: w.longestTtlMs,
-        restartRisk: restartRisk(w.run, w.facts.appendonly === "yes", w.longestTtlMs, now),
+        // (A restart not witnessed left the node empty of what it held: the longest TTL is the other nodes'.)
+        restartRisk: restartRisk(
+          w.run,
+          w.facts.appendonly === "yes",
+          w.run.restartedAt === null ? Math.max(...watchers.map((x) => x.longestTtlMs)) : w.longestTtlMs,
+          now,
+          store.oldestLockAt(),
+        ),
         restartedAt: w.run.restartedAt,
         clockSkewMs: w.facts.skewMs,
         degraded: w.notifications === "unavailable" || !answering || (!w.up && w.readable),

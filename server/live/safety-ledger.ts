@@ -55,6 +55,14 @@ const MAX_PASSES = 3;
  * when the next read finds the new oldest with one pass over the locks, in slices.
  */
 export class SafetyLedger {
+  /**
+   * The oldest present lock's acquisition time as known now, without a pass: exact, or after the oldest left,
+   * the oldest seen since (a later time: what is read from it errs towards "younger").
+   */
+  get oldestKnownAt(): number | null {
+    return this.oldest.at;
+  }
+
   private withoutTtl = 0;
   private belowQuorum = 0;
   private pastTtl = 0;

@@ -350,6 +350,11 @@ export class LockStore {
     return this.ledger.facts(() => this.live.values());
   }
 
+  /** When the oldest lock present now was acquired, as known without a pass (see `SafetyLedger.oldestKnownAt`). */
+  oldestLockAt(): number | null {
+    return this.ledger.oldestKnownAt;
+  }
+
   isNodeUp(index: number): boolean {
     return this.nodeUp[index] ?? false;
   }

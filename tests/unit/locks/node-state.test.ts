@@ -23,6 +23,12 @@ describe("restarts of a lock node", () => {
     // Up for less than the TTL, but the console never saw it restart: it may simply be new.
     const fresh = nextRunFacts(INITIAL_RUN_FACTS, { runId: "ccc", uptimeSec: 1 }, T).facts;
     expect(restartRisk(fresh, false, 20_000, T + 1_000)).toBe(false);
+    // ...no lock held now is older than the node (started 1 s before T)...
+    expect(restartRisk(fresh, false, 20_000, T + 1_000, T + 500)).toBe(false);
+    // ...but one is: the node started during its life (restarted while no console watched, or with it).
+    expect(restartRisk(fresh, false, 20_000, T + 1_000, T - 5_000)).toBe(true);
+    expect(restartRisk(fresh, true, 20_000, T + 1_000, T - 5_000)).toBe(false);
+    expect(restartRisk(fresh, false, 20_000, T + 25_000, T - 5_000)).toBe(false);
   });
 });
 
