@@ -132,6 +132,7 @@ export class NodeWatcher {
   private readonly channelPrefix: string;
   /** Redisson's fair-lock waiting times, watched beside the patterns (see `onFairQueue`). */
   private readonly fairTimeoutsChannel: string;
+  private fairQueuesRefused = false;
   private downSince: number | null = null;
   private everUp = false;
   private enabledByUs = false;
@@ -264,6 +265,25 @@ export class NodeWatcher {
   /** Tried and not connected now (both connections are needed): given up on for the moment. */
   private get unreachable(): boolean {
     return this.attempted && !(this.sub.status === "ready" && this.reader.status === "ready");
+  }
+
+  /**
+   * Watches Redisson's fair-lock waiting times, where the node allows it: an ACL user without that channel
+   * (one set up before the console watched them) keeps every other watch, and its fair locks' waiter counts
+   * follow their hash's changes only. Said once in the log.
+   */
+  private async subscribeFairQueues(): Promise<void> {
+    try {
+      await this.sub.psubscribe(this.fairTimeoutsChannel);
+    } catch (error) {
+      if (!(error instanceof Error && /NOPERM/i.test(error.message))) throw error;
+      if (this.fairQueuesRefused) return;
+      this.fairQueuesRefused = true;
+      this.ctx.log.warn(
+        { node: this.id, channel: this.fairTimeoutsChannel, err: error.message },
+        "the node refuses the console's subscription to Redisson's fair-lock queues (add this channel to its ACL user): their waiter counts follow the lock's own changes only",
+      );
+    }
   }
 
   /**
@@ -424,7 +444,7 @@ export class NodeWatcher {
           this.subscribedChannels = patterns.map((p) => this.channelPrefix + p);
           await this.sub.psubscribe(...this.subscribedChannels);
           this.overlaps = earlierOverlaps(patterns);
-          await this.sub.psubscribe(this.fairTimeoutsChannel);
+          await this.subscribeFairQueues();
           await this.sub.subscribe(CONTENTION_CHANNEL, REVOKE_CHANNEL);
           this.subscribedGeneration = generation;
         }

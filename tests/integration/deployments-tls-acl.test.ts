@@ -15,12 +15,15 @@ import { until } from "../support/wait";
  */
 const CONSOLE_ACL =
   "on resetkeys ~lock:* ~locks:* ~fence:* ~waitq:* ~waitqd:* ~waitqg:* ~lockscope:* ~lock.* ~mutex:* ~semaphore:* ~job-lock:* ~lock ~my_resource_name ~redisson_lock_queue:* ~redisson_lock_timeout:* " +
-  "resetchannels &lockscope:* &__keyspace@0__:lock:* &__keyspace@0__:locks:* &__keyspace@0__:lock.* &__keyspace@0__:mutex:* &__keyspace@0__:semaphore:* &__keyspace@0__:job-lock:* &__keyspace@0__:lock &__keyspace@0__:my_resource_name &redisson_lock__channel:* &redisson_rwlock:* " +
+  "resetchannels &lockscope:* &__keyspace@0__:lock:* &__keyspace@0__:locks:* &__keyspace@0__:lock.* &__keyspace@0__:mutex:* &__keyspace@0__:semaphore:* &__keyspace@0__:job-lock:* &__keyspace@0__:lock &__keyspace@0__:my_resource_name &__keyspace@0__:redisson_lock_timeout:* &redisson_lock__channel:* &redisson_rwlock:* " +
   "-@all +ping +info +time +scan +type +get +pttl +pexpire +exists +set +del +incr +incrby +hset +hgetall +hdel +multi +exec +eval +evalsha +xadd +xrevrange +publish +subscribe +psubscribe +unsubscribe +punsubscribe +quit" +
   " +hexists +hget +hlen +hscan +zscore +zcard +zrevrange +zrem +llen +lrange +strlen +getrange " +
   "+config|get +config|set +client|setname";
-/** The same without CONFIG and CLIENT: what the README says degrades. */
-const NO_CONFIG_ACL = CONSOLE_ACL.replace(" +config|get +config|set +client|setname", "");
+/**
+ * The same without CONFIG and CLIENT: what the README says degrades; and without the fair-lock queues' channel, as
+ * a user set up before the console watched it (the rest is watched as before).
+ */
+const NO_CONFIG_ACL = CONSOLE_ACL.replace(" +config|get +config|set +client|setname", "").replace(" &__keyspace@0__:redisson_lock_timeout:*", "");
 const PASSWORD = "console-password-0123456789";
 const SERVER_NAME = "redis.lockscope.test";
 
@@ -114,7 +117,7 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     expect(res.body).toEqual({ error: { code: "unprocessable", message: "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files)." } });
   });
 
-  it("without CONFIG and CLIENT, watches by periodic SCAN (degraded) and still sees the locks", async () => {
+  it("without CONFIG and CLIENT (nor the fair-lock queues' channel), watches by periodic SCAN (degraded) and still sees the locks", async () => {
     const { NodeWatcher } = await import("@/server/live/watcher");
     const { LockStore } = await import("@/server/live/store");
     const { getLiveEvents } = await import("@/server/live");
