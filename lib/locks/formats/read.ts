@@ -250,7 +250,8 @@ export async function readWithPlan(
 /** The absolute end of a key's TTL from a PTTL sample: Infinity without TTL, NaN when the key is gone (or PTTL was not read). */
 export function keyExpiry(at: number, pttlMs: number): number {
   if (pttlMs === -1) return Infinity;
-  if (pttlMs >= 0) return at + pttlMs;
+  // (Whole milliseconds: the read's time on this console's clock may fall between two, half a round trip after the send.)
+  if (pttlMs >= 0) return Math.round(at + pttlMs);
   return Number.NaN;
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { encodeLockValue } from "@lockscope/redlock";
 import { decodeReading, discoverFormat, FORMATS, inferScope, keep, keepReading, keptReading, notifyFlagsFor, READ_PLAN, recogniseFormat, type KeyReading, type RawReading } from "@/lib/locks/formats";
-import { parseKeyReply } from "@/lib/locks/formats/read";
+import { keyExpiry, parseKeyReply } from "@/lib/locks/formats/read";
 import { DEFAULT_LOCK_PATTERNS, NEVER_LOCKS } from "@/lib/locks/formats/defaults";
 import { fairLockNames, redissonPrefixName } from "@/lib/locks/formats/redisson";
 import { decodeShedLockValue } from "@/lib/locks/formats/shedlock";
@@ -182,6 +182,13 @@ describe("scope", () => {
 });
 
 describe("the read script's reply", () => {
+  it("ends a key's TTL on a whole millisecond, whatever the read's time on this console's clock", () => {
+    expect(keyExpiry(AT + 0.5, 10_000)).toBe(AT + 10_001);
+    expect(keyExpiry(AT + 0.25, 10_000)).toBe(AT + 10_000);
+    expect(keyExpiry(AT, -1)).toBe(Infinity);
+    expect(keyExpiry(AT, -2)).toBeNaN();
+  });
+
   it("parses each type, with companion results in place", () => {
     expect(parseKeyReply(["none"], READ_PLAN, true)).toEqual({ type: "none" });
     expect(parseKeyReply(["string", 500, 3, "abc"], READ_PLAN, true)).toEqual({ type: "string", pttlMs: 500, size: 3, value: "abc", extras: {} });
