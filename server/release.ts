@@ -148,6 +148,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       );
     }
     const where = getDeploymentNodes().length > 1 ? ` of ${input.deployment === undefined ? "any deployment" : `deployment \`${deployment}\``}` : "";
+    releases().inc({ outcome: "absent" });
     throw new ApiError("not_found", `No node${where} holds \`${preview(resource)}\`: it was released or expired already.`);
   }
   const leadingPrint = prevailingValue(holding.map((r) => r.reading.fingerprint));
@@ -172,6 +173,8 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       const held = (r: FormatReading) => r.format === leading.format && r.holders.some((h) => h.id === token);
       const holder = held(leading) ? leading : holding.find((r) => held(r.reading))?.reading;
       if (!holder) {
+        // (Refused before anything is asked of the nodes: counted, as every force release asked for, not audited.)
+        releases().inc({ outcome: "conflict" });
         throw new ApiError("conflict", "The lock changed hands since you looked: no node has that holder any more. Nothing was deleted.", { current: currentHolder(answered) });
       }
       holderId = token;

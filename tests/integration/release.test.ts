@@ -192,8 +192,14 @@ describe("force release", () => {
     const seen = engineValue("old-holder");
     const current = engineValue("new-holder");
     await holdEverywhere(resource, current);
+    const { getRegistry } = await import("@/server/metrics");
+    const conflicts = async () =>
+      (await getRegistry().getSingleMetric("lockscope_force_releases_total")?.get())?.values.find((v) => v.labels.outcome === "conflict")?.value ?? 0;
+    const before = await conflicts();
     const res = await postRelease(resource, { reason: "looked stuck", token: seen });
     expect(res.status).toBe(409);
+    // Refused before any node was asked: not audited, but counted.
+    expect(await conflicts()).toBe(before + 1);
     expect(res.body).toMatchObject({
       error: { code: "conflict", details: { current: { token: current, holder: { label: "new-holder", host: "worker-7", pid: 4242 } } } },
     });
