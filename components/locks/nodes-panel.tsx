@@ -109,6 +109,8 @@ export function NodesPanel() {
               const aof = node.persistence?.appendonly;
               const save = node.persistence?.save;
               const persistent = aof === "yes";
+              // A node that is not up: its facts are what it said when last read (its uptime no longer counts on).
+              const lastRead = node.up ? null : <span className="muted"> (when last read)</span>;
               return (
                 <tr key={name} aria-label={name}>
                   <th scope="row">
@@ -121,12 +123,16 @@ export function NodesPanel() {
                   <td className={`wraps${node.notifications === "unavailable" ? " warn-text" : ""}`}>
                     {node.notifications === "unavailable" && <span aria-hidden>⚠ </span>}
                     {NOTIFICATIONS_TEXT[node.notifications]}
+                    {lastRead}
                   </td>
                   <td className="mono">{node.watcher?.lastEventAgeMs == null ? "none yet" : `${formatDuration(node.watcher.lastEventAgeMs)} ago`}</td>
                   <td className="mono">{node.watcher ? `${node.watcher.reconnects}` : "—"}</td>
-                  <td className="wraps">{aof == null ? "unknown" : persistent ? "AOF on" : `AOF off${save ? `, RDB save "${save}"` : ", no RDB save"}`}</td>
                   <td className="wraps">
-                    {node.uptimeSec == null ? "—" : formatDuration(node.uptimeSec * 1000)} vs {node.longestTtlMs ? formatDuration(node.longestTtlMs) : "—"}
+                    {aof == null ? "unknown" : persistent ? "AOF on" : `AOF off${save ? `, RDB save "${save}"` : ", no RDB save"}`}
+                    {aof != null && lastRead}
+                  </td>
+                  <td className="wraps">
+                    {node.uptimeSec == null || !node.up ? "—" : formatDuration(node.uptimeSec * 1000)} vs {node.longestTtlMs ? formatDuration(node.longestTtlMs) : "—"}
                     {node.restartRisk && (
                       <span className="risk" role="note">
                         <span aria-hidden>⚠ </span>
@@ -134,7 +140,10 @@ export function NodesPanel() {
                       </span>
                     )}
                   </td>
-                  <td className="mono">{node.clockSkewMs == null ? "—" : `${node.clockSkewMs > 0 ? "+" : ""}${node.clockSkewMs} ms`}</td>
+                  <td className="mono">
+                    {node.clockSkewMs == null ? "—" : `${node.clockSkewMs > 0 ? "+" : ""}${node.clockSkewMs} ms`}
+                    {node.clockSkewMs != null && lastRead}
+                  </td>
                   <ReplicationCell node={node} />
                 </tr>
               );
