@@ -12,7 +12,7 @@ const ASCII = /^[\x00-\x7f]*$/;
 const utf8 = new TextEncoder();
 
 /** `text`'s UTF-8 bytes as a string of one character (U+0000 to U+00FF) per byte; ASCII text is itself. */
-export function byteString(text: string): string {
+function byteString(text: string): string {
   if (ASCII.test(text)) return text;
   let out = "";
   for (const byte of utf8.encode(text)) out += String.fromCharCode(byte);

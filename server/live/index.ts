@@ -577,14 +577,16 @@ export async function waitUntilReconciled(timeoutMs: number): Promise<boolean> {
  * revocation message does the same on every console).
  */
 export function noteForceRelease(resource: string, info: { value?: string | null; actor?: string | null; reason?: string | null } = {}, deployment?: string): void {
-  const view = startLive();
-  const runtime = deployment === undefined ? view.runtimes[0] : view.runtime(deployment);
-  runtime?.store.noteForceRelease(resource, info);
+  storeOf(deployment)?.noteForceRelease(resource, info);
 }
 
 /** Takes back a force release noted before it ran (see `noteForceRelease`) that released nothing after all. */
 export function withdrawForceRelease(resource: string, deployment?: string): void {
+  storeOf(deployment)?.withdrawForceRelease(resource);
+}
+
+/** The lock store of `deployment` (default: the first). */
+function storeOf(deployment: string | undefined): LockStore | undefined {
   const view = startLive();
-  const runtime = deployment === undefined ? view.runtimes[0] : view.runtime(deployment);
-  runtime?.store.withdrawForceRelease(resource);
+  return (deployment === undefined ? view.runtimes[0] : view.runtime(deployment))?.store;
 }
