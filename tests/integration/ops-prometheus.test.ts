@@ -70,7 +70,7 @@ describe("a real Prometheus with ops/prometheus/prometheus.yml", () => {
     replace("scrape_timeout: 10s", "scrape_timeout: 2s");
     // A second job with a wrong token shows the console refusing it.
     config += [
-      "  - job_name: lockscope-wrong-token",
+      "  - job_name: wrong-token-probe",
       "    metrics_path: /metrics",
       "    authorization:",
       "      type: Bearer",
@@ -135,10 +135,10 @@ describe("a real Prometheus with ops/prometheus/prometheus.yml", () => {
   it("is refused with a wrong token", async () => {
     const targets = await until(
       () => api<{ activeTargets: Target[] }>("/api/v1/targets"),
-      (d) => d.activeTargets.some((t) => t.labels.job === "lockscope-wrong-token" && t.health === "down"),
+      (d) => d.activeTargets.some((t) => t.labels.job === "wrong-token-probe" && t.health === "down"),
       "the wrong-token target down",
     );
-    expect(targets.activeTargets.find((t) => t.labels.job === "lockscope-wrong-token")?.lastError).toMatch(/401/);
+    expect(targets.activeTargets.find((t) => t.labels.job === "wrong-token-probe")?.lastError).toMatch(/401/);
   });
 
   it("stores the console's series: three lock nodes up and a quorum of two", async () => {
@@ -162,7 +162,7 @@ describe("a real Prometheus with ops/prometheus/prometheus.yml", () => {
     const declared = [...alerts.matchAll(/^\s*- alert: (\S+)$/gm)].map((m) => m[1]).sort();
     expect(data.groups.flatMap((g) => g.rules.map((r) => r.name)).sort()).toEqual(declared);
     const firing = await api<{ alerts: Array<{ labels: { alertname: string }; state: string }> }>("/api/v1/alerts");
-    // The wrong-token job is `up == 0`, but LockscopeDown watches job="lockscope" only.
+    // The wrong-token job is `up == 0`, but it is no installation of the console: LockscopeDown watches job=~"lockscope.*" only.
     expect(firing.alerts).toEqual([]);
   });
 });
