@@ -29,10 +29,34 @@ export interface PatternEntry {
 
 export interface PatternsState {
   patterns: PatternEntry[];
-  /** `config`: from LOCK_PATTERNS; `console`: as last changed from the console. */
+  /** `config`: from LOCK_PATTERNS; `console`: as last changed from a console (this one or another over the same nodes). */
   source: "config" | "console";
   updatedAt: number | null;
   updatedBy: string | null;
+  /** Names this list: `config`, or the change's stamp. A `PUT` that gives it is refused (409) once the list has changed since. */
+  revision: string;
+}
+
+/**
+ * A change as every console over the same lock nodes shares it (`lockscope:patterns` on each node) and as this
+ * console keeps it in its data folder. `stamp` orders changes: the change's audit id (its time in ms, 13 digits,
+ * then random hex), so the newest change wins wherever two meet.
+ */
+export interface PatternsRecord {
+  version: 1;
+  stamp: string;
+  patterns: PatternEntry[];
+  updatedAt: number;
+  updatedBy: string;
+  /** The LOCK_PATTERNS of the console that wrote this (in the file: of this console when it applied it). */
+  basedOn: string[];
+}
+
+/** Where changes are shared with the other consoles: `write` resolves with the nodes that recorded it and those that did not. */
+export interface PatternsShare {
+  write(record: PatternsRecord): Promise<{ recorded: string[]; missed: string[] }>;
+  /** Reads the nodes now, so that a change made on another console is in force before this one changes them. */
+  refresh(): Promise<void>;
 }
 
 export const patternEntrySchema = z
@@ -50,6 +74,7 @@ export const putPatternsSchema = z
   .object({
     patterns: z.array(patternEntrySchema).min(1, "keep at least one pattern").max(32, "at most 32 patterns"),
     reason: z.string().trim().min(3, "say why in 3 to 500 characters").max(500, "say why in 3 to 500 characters"),
+    revision: z.string().min(1).max(100, "a revision is at most 100 characters").optional(),
   })
   .strict();
 
@@ -76,22 +101,31 @@ export interface PatternsAuditor {
   recordOutcome(id: string, outcome: "applied" | "failed"): Promise<void>;
 }
 
-interface PatternsFile {
-  version: 1;
-  patterns: PatternEntry[];
-  updatedAt: number;
-  updatedBy: string;
-  /** The LOCK_PATTERNS in force when this was written. */
-  basedOn: string[];
-}
+const STAMP = /^\d{13}-[0-9a-f]{1,32}$/;
 
-const fileSchema = z.object({
-  version: z.literal(1),
-  patterns: z.array(patternEntrySchema).min(1).max(32),
-  updatedAt: z.number(),
-  updatedBy: z.string(),
-  basedOn: z.array(z.string()),
-});
+/** A record as read from the file or a node; files written before records had a stamp get one from their time. */
+export const patternsRecordSchema = z
+  .object({
+    version: z.literal(1),
+    stamp: z.string().regex(STAMP).optional(),
+    patterns: z.array(patternEntrySchema).min(1).max(32),
+    updatedAt: z.number().int().nonnegative(),
+    updatedBy: z.string().max(200),
+    basedOn: z.array(z.string().max(1000)).max(1000),
+  })
+  .transform((r): PatternsRecord => ({ ...r, stamp: r.stamp ?? `${String(r.updatedAt).padStart(13, "0")}-0` }));
+
+/** A record from text (JSON), or why it cannot be used. */
+export function parsePatternsRecord(text: string): { record: PatternsRecord } | { problem: string } {
+  let parsed: PatternsRecord;
+  try {
+    parsed = patternsRecordSchema.parse(JSON.parse(text));
+  } catch {
+    return { problem: "damaged" };
+  }
+  const problem = patternsProblem(parsed.patterns);
+  return problem ? { problem } : { record: parsed };
+}
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
@@ -112,18 +146,39 @@ export function patternsProblem(patterns: readonly PatternEntry[]): string | nul
 
 export class PatternStore {
   private state: PatternsState;
+  /** The record in force when it came from a console (null while LOCK_PATTERNS is). */
+  private applied: PatternsRecord | null = null;
+  /** The newest stamp this store has judged (applied, or passed over as made before it started over other LOCK_PATTERNS). */
+  private judged = "";
+  private readonly startedAt = Date.now();
   private readonly listeners = new Set<(state: PatternsState) => void>();
   private chain: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly file: string,
     private readonly configured: readonly string[],
+    private share: PatternsShare | null = null,
   ) {
     this.state = this.load();
   }
 
+  /** Reads the other consoles' latest change, where the patterns are shared. */
+  async refresh(): Promise<void> {
+    await this.share?.refresh().catch(() => {});
+  }
+
+  /** From now on, changes made here are shared through `share` (and refused when it records them nowhere). */
+  shareVia(share: PatternsShare): void {
+    this.share = share;
+  }
+
   current(): PatternsState {
     return this.state;
+  }
+
+  /** The change in force as the consoles share it; null while the patterns are LOCK_PATTERNS as started. */
+  record(): PatternsRecord | null {
+    return this.applied;
   }
 
   /** The patterns' matchers, compiled once per pattern (cleared when the patterns change). */
@@ -151,17 +206,23 @@ export class PatternStore {
   }
 
   /**
-   * Replaces the patterns: validated, audited (intent first; a failing auditor refuses the change), written to
-   * the file (a failed write refuses it too), then applied and announced. Changes run one at a time.
+   * Replaces the patterns: validated, audited (intent first; a failing auditor refuses the change), recorded on
+   * the lock nodes for the other consoles (refused when no node records it), kept in the file, then applied and
+   * announced. Changes run one at a time.
    */
   replace(
     patterns: PatternEntry[],
     meta: { actor: string; role: Principal["role"]; reason: string; ip: string; userAgent: string | null },
     auditor: PatternsAuditor,
-  ): Promise<{ state: PatternsState; auditId: string }> {
+    revision?: string,
+  ): Promise<{ state: PatternsState; auditId: string; shared: { recorded: string[]; missed: string[] } | null }> {
     const run = async () => {
       const problem = patternsProblem(patterns);
       if (problem) throw new ApiError("unprocessable", problem);
+      if (revision !== undefined && revision !== this.state.revision) {
+        const by = this.state.updatedBy === null ? "set from LOCK_PATTERNS" : `changed by ${this.state.updatedBy} at ${new Date(this.state.updatedAt ?? 0).toISOString()}`;
+        throw new ApiError("conflict", `The lock patterns were ${by} since you read them (now: ${this.state.patterns.map((p) => p.glob).join(", ")}); nothing changed. Read them again and make your change on that list.`, { revision: this.state.revision });
+      }
       const at = Date.now();
       const change: PatternsChange = { id: newAuditId(at), at, action: "patterns-changed", previous: this.state.patterns, patterns, ...meta };
       try {
@@ -170,37 +231,100 @@ export class PatternStore {
         const why = error instanceof AuditNotDurableError ? error.why : errorText(error);
         throw new ApiError("unavailable", `The audit log cannot record this change, so the patterns were not changed: ${why}.`);
       }
-      const body: PatternsFile = { version: 1, patterns, updatedAt: at, updatedBy: meta.actor, basedOn: [...this.configured] };
-      try {
-        mkdirSync(path.dirname(this.file), { recursive: true });
-        const tmp = `${this.file}.${process.pid}.tmp`;
-        writeFileSync(tmp, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o600 });
-        renameSync(tmp, this.file);
-      } catch (error) {
-        await auditor.recordOutcome(change.id, "failed").catch(() => {});
-        throw new ApiError("unavailable", `The patterns could not be saved in the data folder (${errorText(error)}); nothing changed.`);
+      const record: PatternsRecord = { version: 1, stamp: change.id, patterns, updatedAt: at, updatedBy: meta.actor, basedOn: [...this.configured] };
+      let shared: { recorded: string[]; missed: string[] } | null = null;
+      if (this.share) {
+        shared = await this.share.write(record).catch(() => ({ recorded: [], missed: ["every node"] }));
+        if (shared.recorded.length === 0) {
+          await auditor.recordOutcome(change.id, "failed").catch(() => {});
+          throw new ApiError(
+            "unavailable",
+            `No lock node recorded the change (${shared.missed.join(", ")} did not answer), so the other consoles would not see it; the patterns were not changed.`,
+          );
+        }
       }
-      this.state = { patterns, source: "console", updatedAt: at, updatedBy: meta.actor };
-      this.matchers.clear();
+      try {
+        this.writeFile(record);
+      } catch (error) {
+        if (!shared) {
+          await auditor.recordOutcome(change.id, "failed").catch(() => {});
+          throw new ApiError("unavailable", `The patterns could not be saved in the data folder (${errorText(error)}); nothing changed.`);
+        }
+        // The nodes have it, so every console applies it (this one too); only a restart while no node answers
+        // would come up without it.
+        getLogger().warn({ file: this.file, err: errorText(error) }, "lock patterns changed and shared on the lock nodes, but this console's data folder could not keep them");
+      }
+      this.apply(record);
       await auditor.recordOutcome(change.id, "applied").catch((error: unknown) => {
         getLogger().warn({ auditId: change.id, err: errorText(error) }, "patterns changed, but the audit outcome could not be recorded");
       });
-      for (const listener of this.listeners) {
-        try {
-          listener(this.state);
-        } catch (error) {
-          getLogger().error({ err: error }, "a lock-patterns listener failed");
-        }
+      if (shared && shared.missed.length > 0) {
+        getLogger().warn({ recorded: shared.recorded, missed: shared.missed }, "lock patterns changed, but not every lock node recorded them: the consoles copy them there once those nodes answer");
       }
-      return { state: this.state, auditId: change.id };
+      return { state: this.state, auditId: change.id, shared };
     };
     const next = this.chain.then(run, run);
     this.chain = next.catch(() => {});
     return next;
   }
 
+  /**
+   * A change read from the lock nodes (another console's, or one this console made that they kept): applied when
+   * it is newer than any this store has judged, and either made while this console runs or made over the same
+   * LOCK_PATTERNS (an older change made over other ones is passed over: an operator who edits the environment
+   * means it). Resolves whether it applied. Runs in turn with `replace`.
+   */
+  adopt(record: PatternsRecord): Promise<boolean> {
+    const run = () => {
+      if (record.stamp <= this.judged) return false;
+      this.judged = record.stamp;
+      if (record.updatedAt < this.startedAt && !sameList(record.basedOn, this.configured)) {
+        getLogger().info({ updatedAt: record.updatedAt, updatedBy: record.updatedBy }, "the lock patterns on the lock nodes were changed over another LOCK_PATTERNS before this console started; using this console's own");
+        return false;
+      }
+      const problem = patternsProblem(record.patterns);
+      if (problem) {
+        getLogger().error({ problem }, "the lock patterns on the lock nodes have a pattern this console cannot use; keeping the patterns in force");
+        return false;
+      }
+      try {
+        this.writeFile({ ...record, basedOn: [...this.configured] });
+      } catch (error) {
+        getLogger().warn({ file: this.file, err: errorText(error) }, "applying the lock patterns changed on another console, but this console's data folder could not keep them");
+      }
+      this.apply(record);
+      getLogger().info({ patterns: record.patterns.map((p) => p.glob), updatedBy: record.updatedBy }, "lock patterns changed on another console: applied");
+      return true;
+    };
+    const next = this.chain.then(run, run);
+    this.chain = next.catch(() => {});
+    return next;
+  }
+
+  private apply(record: PatternsRecord): void {
+    this.applied = record;
+    if (record.stamp > this.judged) this.judged = record.stamp;
+    this.state = { patterns: record.patterns, source: "console", updatedAt: record.updatedAt, updatedBy: record.updatedBy, revision: record.stamp };
+    this.matchers.clear();
+    for (const listener of this.listeners) {
+      try {
+        listener(this.state);
+      } catch (error) {
+        getLogger().error({ err: error }, "a lock-patterns listener failed");
+      }
+    }
+  }
+
+  private writeFile(record: PatternsRecord): void {
+    const body: PatternsRecord = { ...record, basedOn: [...this.configured] };
+    mkdirSync(path.dirname(this.file), { recursive: true });
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    writeFileSync(tmp, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o600 });
+    renameSync(tmp, this.file);
+  }
+
   private load(): PatternsState {
-    const fromConfig: PatternsState = { patterns: this.configured.map((glob) => ({ glob })), source: "config", updatedAt: null, updatedBy: null };
+    const fromConfig: PatternsState = { patterns: this.configured.map((glob) => ({ glob })), source: "config", updatedAt: null, updatedBy: null, revision: "config" };
     let text: string;
     try {
       text = readFileSync(this.file, "utf8");
@@ -208,23 +332,20 @@ export class PatternStore {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") getLogger().error({ file: this.file, err: errorText(error) }, "lock patterns file unreadable; using LOCK_PATTERNS");
       return fromConfig;
     }
-    let parsed: PatternsFile;
-    try {
-      parsed = fileSchema.parse(JSON.parse(text));
-    } catch {
-      getLogger().error({ file: this.file }, "lock patterns file is damaged; using LOCK_PATTERNS until the patterns are saved again");
+    const parsed = parsePatternsRecord(text);
+    if ("problem" in parsed) {
+      if (parsed.problem === "damaged") getLogger().error({ file: this.file }, "lock patterns file is damaged; using LOCK_PATTERNS until the patterns are saved again");
+      else getLogger().error({ file: this.file, problem: parsed.problem }, "lock patterns file has a pattern the console cannot use; using LOCK_PATTERNS until the patterns are saved again");
       return fromConfig;
     }
-    const problem = patternsProblem(parsed.patterns);
-    if (problem) {
-      getLogger().error({ file: this.file, problem }, "lock patterns file has a pattern the console cannot use; using LOCK_PATTERNS until the patterns are saved again");
-      return fromConfig;
-    }
-    if (!sameList(parsed.basedOn, this.configured)) {
+    const { record } = parsed;
+    this.judged = record.stamp;
+    if (!sameList(record.basedOn, this.configured)) {
       getLogger().info({ file: this.file }, "LOCK_PATTERNS changed since the patterns were last edited in the console; using LOCK_PATTERNS");
       return fromConfig;
     }
-    return { patterns: parsed.patterns, source: "console", updatedAt: parsed.updatedAt, updatedBy: parsed.updatedBy };
+    this.applied = record;
+    return { patterns: record.patterns, source: "console", updatedAt: record.updatedAt, updatedBy: record.updatedBy, revision: record.stamp };
   }
 }
 
@@ -247,10 +368,12 @@ export function setPatternsAuditor(auditor: PatternsAuditor): void {
 }
 
 /** `PUT /api/patterns`: who asked and why, from the request; refused (503) while no auditor is registered. */
-export async function changePatterns(input: { patterns: PatternEntry[]; reason: string; principal: Principal; request: Request }) {
+export async function changePatterns(input: { patterns: PatternEntry[]; reason: string; revision?: string; principal: Principal; request: Request }) {
   const auditor = peekGlobal<PatternsAuditor>("patterns-auditor");
   if (!auditor) throw new ApiError("unavailable", "Pattern changes cannot be audited on this console yet, so they are refused; nothing changed.");
-  const { state, auditId } = await getPatternStore().replace(
+  const store = getPatternStore();
+  if (input.revision !== undefined) await store.refresh();
+  const { state, auditId, shared } = await store.replace(
     input.patterns,
     {
       actor: input.principal.actor,
@@ -260,8 +383,9 @@ export async function changePatterns(input: { patterns: PatternEntry[]; reason: 
       userAgent: input.request.headers.get("user-agent")?.slice(0, 300) ?? null,
     },
     auditor,
+    input.revision,
   );
-  return { ...state, auditId };
+  return { ...state, auditId, ...(shared ? { shared } : {}) };
 }
 
 /** Why `resource` is not served as a lock, naming the lock patterns in force (an operator may have changed them). */

@@ -25,6 +25,8 @@ export function startServerRuntime(): Promise<void> {
     getNodes();
     // Each feature's long-lived part starts here, one line each.
     (await import("./console-metrics")).startConsoleMetrics();
+    // Before the live view, so that it starts with the patterns the consoles share (waits at most the node timeout).
+    await (await import("./patterns-shared")).startPatternSharing();
     (await import("./live")).startLive();
     (await import("./patterns-audit")).registerPatternsAuditor();
     (await import("./discovery")).getDiscovery();

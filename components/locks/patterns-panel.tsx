@@ -19,6 +19,7 @@ interface PatternsResponse {
   source: "config" | "console";
   updatedAt: number | null;
   updatedBy: string | null;
+  revision: string;
 }
 
 interface DiscoveryResponse {
@@ -31,12 +32,14 @@ const SCOPE_TEXT = { quorum: "Redlock (quorum)", single: "single instance" } as 
 
 /**
  * The lock patterns in force and what discovery found outside them. Everyone sees both; an operator adds or
- * removes a pattern at once (PUT /api/patterns, with a reason for the audit log).
+ * removes a pattern at once (PUT /api/patterns, with a reason for the audit log). The list is read again every
+ * 5 s (another operator may change it, on any console), and a change is made on the list as shown: when the list
+ * changed meanwhile, the console refuses it (409) and the panel shows the list as it is now.
  */
 export function PatternsPanel() {
   const isOperator = useIsOperator();
   const queryClient = useQueryClient();
-  const patterns = useQuery({ queryKey: ["patterns"], queryFn: () => apiFetch<PatternsResponse>("/api/patterns"), retry: false });
+  const patterns = useQuery({ queryKey: ["patterns"], queryFn: () => apiFetch<PatternsResponse>("/api/patterns"), refetchInterval: 5_000, retry: false });
   const discovery = useQuery({ queryKey: ["discovery"], queryFn: () => apiFetch<DiscoveryResponse>("/api/discovery"), refetchInterval: 15_000, retry: false });
   const [glob, setGlob] = useState("");
   const [scope, setScope] = useState<"" | "quorum" | "single">("");
@@ -45,7 +48,11 @@ export function PatternsPanel() {
   const reasonId = useId();
   const scopeId = useId();
   const save = useMutation({
-    mutationFn: (next: PatternEntry[]) => apiFetch<PatternsResponse>("/api/patterns", { method: "PUT", body: JSON.stringify({ patterns: next, reason: reason.trim() }) }),
+    mutationFn: (next: PatternEntry[]) =>
+      apiFetch<PatternsResponse>("/api/patterns", { method: "PUT", body: JSON.stringify({ patterns: next, reason: reason.trim(), revision: patterns.data?.revision }) }),
+    onError: (error) => {
+      if (error instanceof ApiRequestError && error.status === 409) void queryClient.invalidateQueries({ queryKey: ["patterns"] });
+    },
     onSuccess: (state) => {
       queryClient.setQueryData(["patterns"], state);
       setGlob("");

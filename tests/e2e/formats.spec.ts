@@ -142,4 +142,39 @@ test.describe("locks of every format", () => {
     await expect(page.getByRole("row", { name: resource })).toHaveCount(0);
     await nodes[0]!.del(resource);
   });
+
+  test("a change made on a list another operator changed meanwhile is refused, and the panel shows the list as it is now", async ({ page, signIn, baseURL }) => {
+    await signIn("operator");
+    const origin = new URL(baseURL ?? "http://127.0.0.1").origin;
+    const [theirs, mine] = ["e2e-other", "e2e-mine"].map((name) => `${name}-${randomBytes(3).toString("hex")}/*`) as [string, string];
+    await page.goto("/");
+    const list = page.getByRole("list", { name: "Lock patterns" });
+    await expect(list).toContainText("lock:*");
+    const read = (await (await page.request.get("/api/patterns")).json()) as { patterns: Array<{ glob: string }>; revision: string };
+    // This tab's view stays as it was read until it sends its change (its reads until then answer the list before the other change).
+    let sent = false;
+    await page.route("**/api/patterns", (route) => {
+      if (route.request().method() !== "GET") sent = true;
+      return route.request().method() === "GET" && !sent ? route.fulfill({ json: read }) : route.continue();
+    });
+    const other = await page.request.put("/api/patterns", {
+      data: { patterns: [...read.patterns, { glob: theirs }], reason: "another operator's change", revision: read.revision },
+      headers: { Origin: origin },
+    });
+    expect(other.status()).toBe(200);
+    try {
+      const form = page.getByRole("form", { name: "Change lock patterns" });
+      await form.getByLabel("Reason (for the audit log)").fill("my change on an old list");
+      await form.getByLabel("Pattern").fill(mine);
+      await form.getByRole("button", { name: "Add pattern" }).click();
+      const refused = page.getByRole("alert").filter({ hasText: "since you read them" });
+      await expect(refused).toContainText("nothing changed");
+      await expect(list).toContainText(theirs);
+      await expect(list).not.toContainText(mine);
+    } finally {
+      const now = (await (await page.request.get("/api/patterns")).json()) as { revision: string };
+      const restored = await page.request.put("/api/patterns", { data: { patterns: read.patterns, reason: "end of the test", revision: now.revision }, headers: { Origin: origin } });
+      expect(restored.status()).toBe(200);
+    }
+  });
 });

@@ -48,7 +48,7 @@ describe("lock patterns and discovery routes", () => {
   it("refuses a change while nothing can audit it", async () => {
     const res = await call(patterns.PUT, "PUT", "/api/patterns", { body: body([{ glob: "lock:*" }]) });
     expect(res.status).toBe(503);
-    expect((await call(patterns.GET, "GET", "/api/patterns", { token: VIEWER_TOKEN })).body).toMatchObject({ patterns: [{ glob: "lock:*" }, { glob: "locks:*" }], source: "config" });
+    expect((await call(patterns.GET, "GET", "/api/patterns", { token: VIEWER_TOKEN })).body).toMatchObject({ patterns: [{ glob: "lock:*" }, { glob: "locks:*" }], source: "config", revision: "config" });
   });
 
   it("applies a change at once, audited, and keeps it across a restart", async () => {
@@ -94,6 +94,22 @@ describe("lock patterns and discovery routes", () => {
       auditFails = false;
     }
     expect(store.getPatternStore().current().patterns.map((p) => p.glob)).toEqual(["lock:*", "billing:*"]);
+  });
+
+  it("refuses a change made on a list that changed since it was read (409), and takes one made on the list in force", async () => {
+    const read = (await call(patterns.GET, "GET", "/api/patterns", { token: VIEWER_TOKEN })).body as { revision: string; patterns: unknown[] };
+    expect(read.revision).toMatch(/^\d{13}-[0-9a-f]+$/);
+    const list = [{ glob: "lock:*" }, { glob: "billing:*", scope: "single" }];
+    // Read before the last change: the list was LOCK_PATTERNS then.
+    const stale = await call(patterns.PUT, "PUT", "/api/patterns", { body: { ...body([{ glob: "lock:*" }]), revision: "config" } });
+    expect(stale.status).toBe(409);
+    expect(stale.body).toMatchObject({ error: { code: "conflict", details: { revision: read.revision } } });
+    expect((stale.body as { error: { message: string } }).error.message).toMatch(/were changed by operator at .* since you read them \(now: lock:\*, billing:\*\); nothing changed/);
+    expect(store.getPatternStore().current()).toMatchObject({ patterns: list, revision: read.revision });
+
+    const fresh = await call(patterns.PUT, "PUT", "/api/patterns", { body: { ...body(list), revision: read.revision } });
+    expect(fresh.status).toBe(200);
+    expect((fresh.body as { revision: string }).revision).not.toBe(read.revision);
   });
 
   it("answers bad input with a clear error and lets only operators change patterns", async () => {

@@ -113,6 +113,39 @@ describe("replicas act as one console", () => {
     expect(audit).toMatchObject({ actor: "erin", ip: "203.0.113.44" });
   });
 
+  it("shares the lock patterns: a change on one console applies on the other, and on one started later", async () => {
+    const resource = "billing:replicas/invoice-7";
+    const path_ = `/api/locks/${encodeURIComponent(resource)}`;
+    await Promise.all(cluster.clients().map((c) => c.set(resource, "billing-holder-1", "PX", 600_000)));
+    expect((await request(b, "GET", path_)).status).toBe(404);
+
+    const read = (await request(a, "GET", "/api/patterns")).body as { patterns: Array<{ glob: string }>; revision: string };
+    const next = [...read.patterns, { glob: "billing:*" }];
+    const changed = await request(a, "PUT", "/api/patterns", { body: { patterns: next, reason: "watch the billing locks", revision: read.revision } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ patterns: next, source: "console", shared: { recorded: ["node-0", "node-1", "node-2"], missed: [] } });
+    const { revision } = changed.body as { revision: string };
+
+    // B reads the nodes every 2 s: it applies the change and its live view lists the lock.
+    await until("B lists the billing lock", async () => (await request(b, "GET", path_)).status === 200, 15_000);
+    expect((await request(b, "GET", "/api/patterns")).body).toMatchObject({ patterns: next, source: "console", revision });
+    // A change on B made on the list as it was before A's: refused, nothing changed.
+    const stale = await request(b, "PUT", "/api/patterns", { body: { patterns: read.patterns, reason: "undo the billing locks", revision: read.revision } });
+    expect(stale.status).toBe(409);
+    expect(stale.body).toMatchObject({ error: { code: "conflict", details: { revision } } });
+    expect((await request(a, "GET", "/api/patterns")).body).toMatchObject({ patterns: next, revision });
+
+    // A console started later over the same nodes starts with them.
+    const c = await startLauncher({ REDIS_URLS: cluster.urls.join(","), LOCKSCOPE_OPERATOR_TOKEN: OPERATOR_TOKEN, LOCKSCOPE_SESSION_SECRET: SESSION_SECRET });
+    try {
+      expect((await request(c, "GET", "/api/patterns")).body).toMatchObject({ patterns: next, source: "console", revision });
+      await until("C lists the billing lock", async () => (await request(c, "GET", path_)).status === 200, 15_000);
+    } finally {
+      await c.stop("SIGTERM");
+      await Promise.all(cluster.clients().map((client) => client.del(resource)));
+    }
+  }, 120_000);
+
   it("gives a foreign lock the same age on every console, also on one started later", async () => {
     const resource = "lock:replicas/foreign";
     // A plain SET NX value (another library's lock): nothing in it says when it was taken.

@@ -10,5 +10,5 @@ export const GET = route({ name: "GET /api/patterns", access: "viewer" }, () => 
 // PUT /api/patterns: replaces the lock patterns at once, audited; kept across restarts.
 export const PUT = route({ name: "PUT /api/patterns", access: "operator", body: putPatternsSchema }, ({ body, principal, request }) => {
   if (!principal) throw new Error("operator routes always have a principal");
-  return changePatterns({ patterns: body.patterns, reason: body.reason, principal, request });
+  return changePatterns({ patterns: body.patterns, reason: body.reason, revision: body.revision, principal, request });
 });

@@ -1,0 +1,115 @@
+import "server-only";
+import { singleton } from "./global";
+import { whenReady } from "./health";
+import { getLogger } from "./logger";
+import { getConfig } from "./config";
+import { getNodes, type LockNode } from "./nodes";
+import { getPatternStore, parsePatternsRecord, type PatternsRecord, type PatternsShare, type PatternStore } from "./patterns";
+import { onShutdown } from "./shutdown";
+
+/**
+ * The lock patterns are shared by every console over the same lock nodes: one hash on each node of the first
+ * deployment, `{stamp, record}` (the record as JSON). A change is written to every node that answers; each
+ * console reads the stamps every `SYNC_EVERY_MS`, applies a newer change, and copies the newest to a node that
+ * missed it (a node that was down, or restarted empty). Costs one `HGET` per node per read.
+ */
+export const PATTERNS_KEY = "lockscope:patterns";
+export const SYNC_EVERY_MS = 2_000;
+
+/** Writes a change on every node that answers within the node timeout. */
+export function nodesShare(store: PatternStore, nodes: () => readonly LockNode[], timeoutMs: number): PatternsShare {
+  return {
+    refresh: () => syncPatterns(store, nodes(), timeoutMs),
+    async write(record) {
+      const list = nodes();
+      const done = await Promise.all(list.map((node) => writeTo(node, record, timeoutMs)));
+      return { recorded: list.filter((_, i) => done[i]).map((n) => n.id), missed: list.filter((_, i) => !done[i]).map((n) => n.id) };
+    },
+  };
+}
+
+async function writeTo(node: LockNode, record: PatternsRecord, timeoutMs: number): Promise<boolean> {
+  try {
+    if (!(await whenReady(node.client, timeoutMs))) return false;
+    const replies = await node.client.multi().hset(PATTERNS_KEY, "stamp", record.stamp, "record", JSON.stringify(record)).exec();
+    return replies !== null && replies.every(([error]) => error === null);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One read of the nodes: the newest change any of them holds is offered to the store, then copied to the nodes
+ * that answered with an older one or none. When no node holds any (all restarted empty), this console's own
+ * change is written back, so the patterns outlive the nodes' data as long as one console keeps them.
+ */
+export async function syncPatterns(store: PatternStore, nodes: readonly LockNode[], timeoutMs: number): Promise<void> {
+  const stamps = await Promise.all(
+    nodes.map(async (node) => {
+      if (node.client.status !== "ready") return undefined; // not answering: neither read nor repaired
+      try {
+        return (await node.client.hget(PATTERNS_KEY, "stamp")) ?? null;
+      } catch {
+        return undefined;
+      }
+    }),
+  );
+  let found: { stamp: string; node: LockNode } | null = null;
+  let fromNodes: PatternsRecord | null = null;
+  for (const [i, stamp] of stamps.entries()) {
+    if (typeof stamp === "string" && (found === null || stamp > found.stamp)) found = { stamp, node: nodes[i] as LockNode };
+  }
+  if (found && found.stamp !== store.record()?.stamp) {
+    const text = await found.node.client.hget(PATTERNS_KEY, "record").catch(() => null);
+    const parsed = text === null ? null : parsePatternsRecord(text);
+    if (!parsed || "problem" in parsed) {
+      warnOnce(`unreadable:${found.stamp}`, { node: found.node.id, problem: parsed && "problem" in parsed ? parsed.problem : "missing" }, "the lock patterns kept on a lock node cannot be read; keeping the patterns in force");
+      return;
+    }
+    fromNodes = parsed.record;
+    await store.adopt(fromNodes);
+  }
+  // The newest change known, the nodes' or this console's own (one that some nodes missed, or that outlived them).
+  const own = store.record();
+  const record = fromNodes && (!own || fromNodes.stamp > own.stamp) ? fromNodes : own;
+  if (!record) return;
+  const behind = nodes.filter((_, i) => {
+    const stamp = stamps[i];
+    return stamp === null || (typeof stamp === "string" && stamp < record.stamp);
+  });
+  await Promise.all(behind.map((node) => writeTo(node, record, timeoutMs)));
+}
+
+const warned = new Set<string>();
+function warnOnce(key: string, fields: Record<string, unknown>, message: string): void {
+  if (warned.has(key)) return;
+  warned.add(key);
+  getLogger().warn(fields, message);
+}
+
+/**
+ * Shares this console's lock patterns with the others: changes made here are written to the nodes, and the
+ * nodes are read now (waiting at most the node timeout, so the live view starts with the shared patterns) and
+ * every `SYNC_EVERY_MS` after.
+ */
+export function startPatternSharing(): Promise<void> {
+  return singleton("pattern-sharing", async () => {
+    const store = getPatternStore();
+    const timeoutMs = getConfig().nodeTimeoutMs;
+    store.shareVia(nodesShare(store, getNodes, timeoutMs));
+    const run = () => syncPatterns(store, getNodes(), timeoutMs).catch((error: unknown) => getLogger().debug({ err: (error as Error).message }, "lock patterns: reading the nodes failed"));
+    await Promise.all(getNodes().map((node) => whenReady(node.client, timeoutMs)));
+    await run();
+    let running = false;
+    const timer = setInterval(() => {
+      if (running) return;
+      running = true;
+      void run().finally(() => (running = false));
+    }, SYNC_EVERY_MS);
+    timer.unref();
+    onShutdown("pattern-sharing", 44, () => {
+      clearInterval(timer);
+      return Promise.resolve();
+    });
+  });
+}

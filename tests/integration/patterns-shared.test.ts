@@ -1,0 +1,143 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as NodesModule from "@/server/nodes";
+import type * as PatternsModule from "@/server/patterns";
+import type * as SharedModule from "@/server/patterns-shared";
+import type { TestCluster } from "../support/redis";
+import { setUpConsole, tearDownConsole } from "../support/console";
+
+type Store = PatternsModule.PatternStore;
+
+/**
+ * Consoles over the same lock nodes share the lock patterns through them (`lockscope:patterns` on each node):
+ * each store below stands for one console, with its own data folder and its own LOCK_PATTERNS, over three real
+ * redis-server nodes.
+ */
+describe("lock patterns shared between consoles", () => {
+  let cluster: TestCluster;
+  let patterns: typeof PatternsModule;
+  let shared: typeof SharedModule;
+  let nodes: typeof NodesModule;
+  const CONFIGURED = ["lock:*", "locks:*"];
+  const outcomes: Array<{ id: string; outcome: string }> = [];
+  const auditor = {
+    recordIntent: () => Promise.resolve(),
+    recordOutcome: (id: string, outcome: string) => {
+      outcomes.push({ id, outcome });
+      return Promise.resolve();
+    },
+  };
+  const meta = (actor: string) => ({ actor, role: "operator" as const, reason: "show the billing locks", ip: "127.0.0.1", userAgent: null });
+
+  /** A console's pattern store: its own data folder, sharing through the nodes. */
+  const consoleStore = (configured = CONFIGURED): { store: Store; file: string } => {
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), "lockscope-patterns-")), "patterns.json");
+    const store = new patterns.PatternStore(file, configured);
+    store.shareVia(shared.nodesShare(store, nodes.getNodes, 500));
+    return { store, file };
+  };
+  const sync = (store: Store) => shared.syncPatterns(store, nodes.getNodes(), 500);
+  const stampsOnNodes = () => Promise.all([0, 1, 2].map((i) => cluster.client(i).hget(shared.PATTERNS_KEY, "stamp")));
+  const globs = (store: Store) => store.current().patterns.map((p) => p.glob);
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 3, env: { LOCK_PATTERNS: CONFIGURED.join(",") } });
+    patterns = await import("@/server/patterns");
+    shared = await import("@/server/patterns-shared");
+    nodes = await import("@/server/nodes");
+    const { whenReady } = await import("@/server/health");
+    await Promise.all(nodes.getNodes().map((n) => whenReady(n.client, 5_000)));
+  });
+  afterAll(async () => {
+    await tearDownConsole(cluster);
+  });
+
+  it("applies a change made on one console on the other at its next read of the nodes, and keeps it in that console's folder", async () => {
+    const a = consoleStore();
+    const b = consoleStore();
+    const seenOnB: string[][] = [];
+    b.store.onChange((state) => seenOnB.push(state.patterns.map((p) => p.glob)));
+
+    const next = [{ glob: "lock:*" }, { glob: "billing:*", scope: "single" as const }];
+    const { shared: where, auditId } = await a.store.replace(next, meta("alice"), auditor);
+    expect(where).toEqual({ recorded: ["node-0", "node-1", "node-2"], missed: [] });
+    expect(await stampsOnNodes()).toEqual([auditId, auditId, auditId]);
+    expect(globs(b.store)).toEqual(CONFIGURED);
+
+    await sync(b.store);
+    expect(b.store.current()).toMatchObject({ patterns: next, source: "console", updatedBy: "alice", revision: auditId });
+    expect(seenOnB).toEqual([["lock:*", "billing:*"]]);
+    expect(b.store.declaredScope("billing:invoice-1")).toBe("single");
+    // Read again: nothing new, no second announcement.
+    await sync(b.store);
+    expect(seenOnB).toHaveLength(1);
+    // B restarted while no node answers: its own folder has the change.
+    expect(JSON.parse(readFileSync(b.file, "utf8"))).toMatchObject({ patterns: next, stamp: auditId, basedOn: CONFIGURED });
+    expect(new patterns.PatternStore(b.file, CONFIGURED).current()).toMatchObject({ patterns: next, revision: auditId });
+  });
+
+  it("copies the newest change to a node that lost it, and back to every node when all restarted empty", async () => {
+    const a = consoleStore();
+    const { auditId } = await a.store.replace([{ glob: "lock:*" }, { glob: "orders:*" }], meta("alice"), auditor);
+    await cluster.client(1).del(shared.PATTERNS_KEY);
+    const b = consoleStore();
+    await sync(b.store);
+    expect(await stampsOnNodes()).toEqual([auditId, auditId, auditId]);
+
+    await cluster.flushAll();
+    expect(await stampsOnNodes()).toEqual([null, null, null]);
+    // A console that never changed the patterns has nothing to give back; one that applied the change does.
+    const fresh = consoleStore();
+    await sync(fresh.store);
+    expect(await stampsOnNodes()).toEqual([null, null, null]);
+    await sync(a.store);
+    expect(await stampsOnNodes()).toEqual([auditId, auditId, auditId]);
+    await sync(fresh.store);
+    expect(globs(fresh.store)).toEqual(["lock:*", "orders:*"]);
+  });
+
+  it("settles two changes made at once on two consoles on the later one, everywhere", async () => {
+    const a = consoleStore();
+    const b = consoleStore();
+    const [fromA, fromB] = await Promise.all([
+      a.store.replace([{ glob: "lock:*" }, { glob: "a:*" }], meta("alice"), auditor),
+      b.store.replace([{ glob: "lock:*" }, { glob: "b:*" }], meta("bob"), auditor),
+    ]);
+    const later = fromA.auditId > fromB.auditId ? fromA : fromB;
+    // Each node keeps whichever write reached it last; two rounds of reads (every 2 s on a console) settle it.
+    for (const store of [a.store, b.store, a.store, b.store]) await sync(store);
+    expect(globs(a.store)).toEqual(later.state.patterns.map((p) => p.glob));
+    expect(globs(b.store)).toEqual(later.state.patterns.map((p) => p.glob));
+    expect(await stampsOnNodes()).toEqual([later.auditId, later.auditId, later.auditId]);
+  });
+
+  it("passes over a change made before a console started over other LOCK_PATTERNS, and applies one made while it runs", async () => {
+    const a = consoleStore();
+    await a.store.replace([{ glob: "lock:*" }, { glob: "before:*" }], meta("alice"), auditor);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const edited = consoleStore(["mutex:*"]);
+    await sync(edited.store);
+    // The environment was edited since that change: the variable wins.
+    expect(edited.store.current()).toMatchObject({ patterns: [{ glob: "mutex:*" }], source: "config", revision: "config" });
+
+    const { auditId } = await a.store.replace([{ glob: "mutex:*" }, { glob: "after:*" }], meta("alice"), auditor);
+    await sync(edited.store);
+    expect(edited.store.current()).toMatchObject({ patterns: [{ glob: "mutex:*" }, { glob: "after:*" }], source: "console", revision: auditId });
+  });
+
+  it("refuses a change when no node records it, and changes nothing", async () => {
+    const a = consoleStore();
+    await sync(a.store);
+    const before = a.store.current();
+    const kept = readFileSync(a.file, "utf8");
+    for (const i of [0, 1, 2]) await cluster.kill(i);
+    await expect(a.store.replace([{ glob: "lock:*" }, { glob: "never:*" }], meta("alice"), auditor)).rejects.toThrow(
+      /No lock node recorded the change \(node-0, node-1, node-2 did not answer\), so the other consoles would not see it; the patterns were not changed/,
+    );
+    expect(a.store.current()).toEqual(before);
+    expect(readFileSync(a.file, "utf8")).toBe(kept);
+    expect(outcomes.at(-1)).toMatchObject({ outcome: "failed" });
+  });
+});
