@@ -99,6 +99,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   counterMetric("lockscope_keyspace_events_total", ["node", "event", "deployment"], "Keyspace notifications received on lock keys, by node and event.", { shared: true, known: { event: [...KEYSPACE_EVENTS, "other"] } }),
   counterMetric("lockscope_watcher_reconnects_total", ["node", "deployment"], "Keyspace subscriber reconnections, by node."),
   counterMetric("lockscope_watcher_gaps_total", ["node", "deployment"], "Times the watcher missed events (subscriber down) and reconciled with a SCAN, by node."),
+  counterMetric("lockscope_locks_lost_in_restart_total", ["node", "deployment"], "Locks a lock node came back without after it restarted, though their TTL had not run out, by node."),
   gaugeMetric("lockscope_watcher_connected", ["node", "deployment"], "1 when the node's keyspace subscriber is connected."),
   counterMetric("lockscope_failovers_total", ["deployment"], "Failovers seen (Sentinel +switch-master, a cluster replica promoted), by deployment."),
   counterMetric("lockscope_locks_lost_in_failover_total", ["deployment"], "Locks held on a primary that its promoted replica did not have after a failover, by deployment."),

@@ -29,6 +29,7 @@ const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
   holders: "holders changed",
   gap: "watcher gap",
   "lost-in-failover": "lost in failover",
+  "lost-in-restart": "lost in restart",
   failover: "survived a failover",
 };
 

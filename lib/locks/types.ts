@@ -105,6 +105,7 @@ export const TIMELINE_TYPES = [
   "holders",
   "gap",
   "lost-in-failover",
+  "lost-in-restart",
   "failover",
 ] as const;
 export type TimelineType = (typeof TIMELINE_TYPES)[number];

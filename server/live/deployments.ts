@@ -94,6 +94,7 @@ function namedEvents(deployment: string, to: LiveEvents): LiveEvents {
   own.on("lock-event", (e) => to.emit("lock-event", { ...e, deployment }));
   own.on("reconnect", (e) => to.emit("reconnect", { ...e, deployment }));
   own.on("gap", (e) => to.emit("gap", { ...e, deployment }));
+  own.on("lost-in-restart", (e) => to.emit("lost-in-restart", { ...e, deployment }));
   own.on("contention", (e) => to.emit("contention", { ...e, deployment }));
   return own;
 }

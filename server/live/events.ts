@@ -10,6 +10,8 @@ export interface LiveEventMap {
   "lock-event": [{ type: LockEventType; resource: string; nodeId?: string } & Named];
   reconnect: [{ nodeId: string } & Named];
   gap: [{ nodeId: string } & Named];
+  /** A node restarted and came back without `count` locks whose TTL had not run out (see `LockStore.lostInRestart`). */
+  "lost-in-restart": [{ nodeId: string; count: number } & Named];
   contention: [{ resource: string } & Named];
 }
 

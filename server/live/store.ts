@@ -465,6 +465,42 @@ export class LockStore {
     if (entry) this.timelines.add(entry, { at: now, type: "lost-in-failover", detail });
   }
 
+  /** What node `index` holds as last read: each lock's value there and its expiry (epoch ms; Infinity: no TTL). */
+  heldOn(index: number): Map<string, { value: string; expiresAt: number }> {
+    const out = new Map<string, { value: string; expiresAt: number }>();
+    for (const entry of this.live.values()) {
+      const value = entry.values[index];
+      if (value !== null && value !== undefined) out.set(entry.resource, { value, expiresAt: entry.times[index] ?? Number.NaN });
+    }
+    return out;
+  }
+
+  /**
+   * Node `index` started again at `restartedAt` (its run id changed) and has been read since: the locks it held
+   * before (`before`, from `heldOn`) whose value it no longer has, though their TTL had not run out when it
+   * started, were lost in the restart (a node without persistence comes back empty; one that syncs its
+   * append-only file every second can lose the last second's writes). Each gets a `lost-in-restart` entry on
+   * its timeline, whichever way it is shown to end (or, held on other nodes still, to go on). `why` says how
+   * the node keeps its data ("without an append-only file"; "" when unknown). Returns them.
+   */
+  lostInRestart(index: number, before: ReadonlyMap<string, { value: string; expiresAt: number }>, restartedAt: number, why: string, now = Date.now()): string[] {
+    const nodeId = this.nodeIds[index] ?? `node-${index}`;
+    const lost: string[] = [];
+    for (const [resource, held] of before) {
+      if (!(held.expiresAt > restartedAt)) continue;
+      const live = this.live.get(resource);
+      if (live && live.values[index] === held.value) continue;
+      const entry = live ?? this.ended.kept(resource);
+      lost.push(resource);
+      if (!entry) continue;
+      const left = held.expiresAt === Number.POSITIVE_INFINITY ? "a key without a TTL" : `${((held.expiresAt - restartedAt) / 1000).toFixed(1)} s of its TTL left`;
+      const item = { at: now, type: "lost-in-restart" as const, node: nodeId, detail: `${nodeId} restarted${why ? ` ${why}` : ""} and came back without this lock (${left}): its holder may still think it holds it` };
+      this.timelines.add(entry, item, live ? (entry.token ?? entry.leading) : (entry.endedToken ?? entry.token ?? entry.leading));
+      if (live) this.changed.add(resource);
+    }
+    return lost;
+  }
+
   /** A lock held across a failover: the promoted replica had it (its holder went on without knowing). */
   noteFailoverSurvived(resource: string, detail: string, now = Date.now()): void {
     const entry = this.live.get(resource);

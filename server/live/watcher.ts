@@ -110,6 +110,8 @@ export class NodeWatcher {
   longestTtlMs = 0;
   facts: { appendonly: string | null; save: string | null; skewMs: number | null } = { appendonly: null, save: null, skewMs: null };
   run: NodeRunFacts = INITIAL_RUN_FACTS;
+  /** A restart seen (the run id changed) that the next reconcile settles: what the node held before it, and when it started again. */
+  private restartLoss: { before: Map<string, { value: string; expiresAt: number }>; restartedAt: number } | null = null;
   /** When the oldest command still waiting on the reader was sent (liveness probe or read batch). */
   private waitingSince = new Map<number, number>();
   private nextWaitId = 1;
@@ -633,7 +635,11 @@ export class NodeWatcher {
     const runId = /run_id:([0-9a-f]+)/.exec(info)?.[1] ?? null;
     const { facts, restarted } = nextRunFacts(this.run, { runId, uptimeSec: uptime ? Number(uptime) : null }, Date.now());
     this.run = facts;
-    if (restarted) this.ctx.log.warn({ node: this.id, uptimeSec: facts.uptimeSec, persistence: this.facts.appendonly }, "lock node restarted");
+    if (restarted) {
+      this.ctx.log.warn({ node: this.id, uptimeSec: facts.uptimeSec, persistence: this.facts.appendonly }, "lock node restarted");
+      // Taken before any reading of the restarted node (this runs ahead of the reconcile that reads it again).
+      if (this.restartLoss === null) this.restartLoss = { before: this.ctx.store.heldOn(this.index), restartedAt: facts.restartedAt ?? Date.now() };
+    }
   }
 
   /**
@@ -674,16 +680,20 @@ export class NodeWatcher {
     this.reconcileOwed = false;
     // The periodic rescan of a node without notifications is how it is watched, not a gap: not marked.
     if (options.periodic) {
-      return this.readAllLockKeys({ keysRead: 0 }).catch((error: unknown) => {
-        this.reconcileOwed = true;
-        throw error;
-      });
+      return this.readAllLockKeys({ keysRead: 0 }).then(
+        () => this.settleRestartLoss(),
+        (error: unknown) => {
+          this.reconcileOwed = true;
+          throw error;
+        },
+      );
     }
     const progress = { since: Date.now(), keysRead: 0 };
     this.reading = progress;
     this.onChange();
     try {
       await this.readAllLockKeys(progress);
+      await this.settleRestartLoss();
     } catch (error) {
       this.reconcileOwed = true;
       throw error;
@@ -693,6 +703,28 @@ export class NodeWatcher {
         this.onChange();
       }
     }
+  }
+
+  /** After a restart, once the node was read again: says which locks it came back without (see `LockStore.lostInRestart`). Never throws. */
+  private async settleRestartLoss(): Promise<void> {
+    const loss = this.restartLoss;
+    if (loss === null) return;
+    this.restartLoss = null;
+    // How the node keeps its data now that it is back (the periodic read may not have come yet).
+    try {
+      const aof = /aof_enabled:(\d)/.exec(await this.waitOn(() => this.reader.info("persistence")))?.[1];
+      if (aof !== undefined) this.facts.appendonly = aof === "1" ? "yes" : "no";
+    } catch {
+      // INFO refused or the node went again: said as unknown.
+    }
+    const why = this.facts.appendonly === "no" ? "without an append-only file" : this.facts.appendonly === "yes" ? "with an append-only file" : "";
+    const lost = this.ctx.store.lostInRestart(this.index, loss.before, loss.restartedAt, why, Date.now());
+    if (lost.length === 0) return;
+    this.ctx.events.emit("lost-in-restart", { nodeId: this.id, count: lost.length });
+    this.ctx.log.error(
+      { node: this.id, lost: lost.length, examples: lost.slice(0, 5), persistence: this.facts.appendonly },
+      "lock node restarted and came back without locks whose TTL had not run out: their holders may still think they hold them",
+    );
   }
 
   private async readAllLockKeys(progress: { keysRead: number }): Promise<void> {

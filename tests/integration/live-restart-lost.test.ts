@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as LockRoute from "@/app/api/locks/[resource]/route";
+import type * as MetricsRoute from "@/app/metrics/route";
+import type * as HealthRoute from "@/app/api/health/route";
+import type { LockDetail } from "@/lib/locks/types";
+import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import type { TestCluster } from "../support/redis";
+import { until } from "../support/wait";
+
+const METRICS_TOKEN = "it-metrics-token-restart-lost-0123";
+
+/**
+ * A lock node without persistence restarts and comes back empty: the locks it held whose TTL had not run out
+ * were lost, not released. Their pages say so (timeline: lost in restart), the metric counts them, and a lock
+ * whose TTL ran out before the node came back is not among them.
+ */
+describe("locks a restarted node came back without", () => {
+  let cluster: TestCluster;
+  let lock: typeof LockRoute;
+  let metrics: typeof MetricsRoute;
+  let health: typeof HealthRoute;
+
+  const detail = async (resource: string) => {
+    const res = await call(lock.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } });
+    return res.status === 200 ? (res.body as LockDetail) : null;
+  };
+  const lostEntries = (d: LockDetail | null) => (d?.timeline ?? []).filter((e) => e.type === "lost-in-restart");
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 3, env: { METRICS_TOKEN } });
+    lock = await import("@/app/api/locks/[resource]/route");
+    metrics = await import("@/app/metrics/route");
+    health = await import("@/app/api/health/route");
+    const { startLive, waitUntilReconciled } = await import("@/server/live");
+    (await import("@/server/console-metrics")).startConsoleMetrics();
+    startLive();
+    expect(await waitUntilReconciled(10_000)).toBe(true);
+  });
+
+  afterAll(async () => {
+    await tearDownConsole(cluster);
+  });
+
+  it("marks the locks node-1 lost, counts them, and leaves out the one that expired meanwhile", async () => {
+    const [n0, n1, n2] = cluster.clients();
+    // A single-instance lock on node 1, a Redlock on all three, one on node 1 that expires before it comes back,
+    // and one on node 0 only (node 1 never had it).
+    await n1!.set("lock:restart/single", "holder-single", "PX", 600_000);
+    await Promise.all([n0!, n1!, n2!].map((c) => c.set("lock:restart/quorum", "holder-quorum", "PX", 600_000)));
+    const shortSetAt = Date.now();
+    await n1!.set("lock:restart/short", "holder-short", "PX", 1_500);
+    await n0!.set("lock:restart/elsewhere", "holder-elsewhere", "PX", 600_000);
+    await until("the console lists the four locks", async () => (await Promise.all(["single", "quorum", "short", "elsewhere"].map((k) => detail(`lock:restart/${k}`)))).every((d) => d !== null));
+
+    const reconnects = async () => {
+      const body = (await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ id: string; watcher: { reconnects: number; up: boolean } }> };
+      return body.nodes.find((n) => n.id === "node-1")!.watcher;
+    };
+    const before = (await reconnects()).reconnects;
+    await cluster.kill(1);
+    // The short lock's TTL runs out while node 1 is down.
+    await new Promise((r) => setTimeout(r, Math.max(0, shortSetAt + 1_700 - Date.now())));
+    await cluster.restart(1);
+    await until("node 1's watcher reconnected", async () => {
+      const w = await reconnects();
+      return w.reconnects > before && w.up;
+    });
+
+    const single = await until("the single-instance lock's loss on its page", async () => {
+      const d = await detail("lock:restart/single");
+      return lostEntries(d).length > 0 ? d : null;
+    });
+    expect(single.state).not.toBe("held");
+    expect(lostEntries(single)).toEqual([
+      expect.objectContaining({
+        node: "node-1",
+        detail: expect.stringMatching(/^node-1 restarted without an append-only file and came back without this lock \(\d+\.\d s of its TTL left\): its holder may still think it holds it$/) as unknown,
+      }),
+    ]);
+    // The Redlock goes on with two nodes of three, and says what node 1 lost.
+    const quorum = await detail("lock:restart/quorum");
+    expect(quorum).toMatchObject({ state: "held" });
+    expect(lostEntries(quorum)).toHaveLength(1);
+    const short = await detail("lock:restart/short");
+    expect(short).not.toBeNull();
+    expect(lostEntries(short)).toEqual([]);
+    expect(lostEntries(await detail("lock:restart/elsewhere"))).toEqual([]);
+
+    const text = (await call(metrics.GET, "GET", "/metrics", { token: METRICS_TOKEN })).body as string;
+    expect(text).toMatch(/^lockscope_locks_lost_in_restart_total\{node="node-1"\} 2$/m);
+    expect(text).toMatch(/^lockscope_locks_lost_in_restart_total\{node="node-0"\} 0$/m);
+  }, 60_000);
+});
