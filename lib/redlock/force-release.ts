@@ -24,6 +24,8 @@ export interface ForceReleaseNodeResult {
   result: "deleted" | "absent" | "mismatch" | "not-string" | "wrong-type" | "error";
   detail?: string;
   error?: string;
+  /** `deleted` only: subscribers on this node that heard the head waiter's wake-up (0 when nobody was queued). */
+  wakeHeardBy?: number;
 }
 
 export interface ForceReleaseResult {
@@ -54,7 +56,7 @@ export async function forceRelease(
     keys: [resource],
     args: [token ?? ""],
     timeoutMs: nodeTimeoutMs,
-    parse: (raw): { status: Exclude<ForceReleaseNodeResult["result"], "error">; previous: string | null; detail: string | null } => {
+    parse: (raw): { status: Exclude<ForceReleaseNodeResult["result"], "error">; previous: string | null; detail: string | null; wokenBy: number | null } => {
       if (!Array.isArray(raw)) throw new Error(`Unexpected reply ${String(raw)}`);
       const status: unknown = raw[0];
       if (status !== "deleted" && status !== "absent" && status !== "mismatch" && status !== "not-string" && status !== "wrong-type") {
@@ -62,15 +64,19 @@ export async function forceRelease(
       }
       const previous: unknown = raw[1];
       const detail: unknown = raw[2];
-      return { status, previous: typeof previous === "string" ? previous : null, detail: typeof detail === "string" ? detail : null };
+      const wokenBy = status === "deleted" ? Number(raw[3] ?? 0) : null;
+      return { status, previous: typeof previous === "string" ? previous : null, detail: typeof detail === "string" ? detail : null, wokenBy };
     },
   });
   return {
     nodes: outcomes.map((outcome, index): ForceReleaseNodeResult =>
       outcome.state === "ok"
-        ? outcome.value.detail === null
-          ? { index, result: outcome.value.status }
-          : { index, result: outcome.value.status, detail: outcome.value.detail }
+        ? {
+            index,
+            result: outcome.value.status,
+            ...(outcome.value.detail === null ? {} : { detail: outcome.value.detail }),
+            ...(outcome.value.wokenBy === null ? {} : { wakeHeardBy: outcome.value.wokenBy }),
+          }
         : { index, result: "error", error: outcome.state === "error" ? outcome.error.message : "no answer" },
     ),
     previousValues: outcomes.map((outcome) => (outcome.state === "ok" ? outcome.value.previous : null)),

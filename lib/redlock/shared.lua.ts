@@ -64,15 +64,17 @@ local function queue_head(resource, now)
 end
 `;
 
-/** `publish_release(resource, head)`: announces a release naming `head` ("" for nobody). */
+/** `publish_release(resource, head)`: announces a release naming `head` ("" for nobody); returns how many heard the wake. */
 export const PUBLISH_RELEASE_LUA = `
 -- Wakes the head waiter of a released resource (waiters otherwise sleep until their retry timer): the
 -- message goes to the public release channel and to the wake channel of the head's engine instance (named
--- by the first 6 characters of its id), the only subscriber that needs it.
+-- by the first 6 characters of its id), the only subscriber that needs it. Returns the subscribers of that
+-- wake channel that received it (0 with nobody queued).
 local function publish_release(resource, head)
   local message = "r1|" .. head .. "|" .. resource
   redis.call("PUBLISH", "lockscope:released", message)
-  if head ~= "" then redis.call("PUBLISH", "lockscope:wake:" .. string.sub(head, 1, 6), message) end
+  if head == "" then return 0 end
+  return redis.call("PUBLISH", "lockscope:wake:" .. string.sub(head, 1, 6), message)
 end
 `;
 

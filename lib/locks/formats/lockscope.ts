@@ -48,10 +48,11 @@ export const lockscope = defineFormat({
           : n.result === "not-string"
           ? // The engine's script refused a key of another type and touched nothing.
             { index: n.index, result: "wrongtype", redisType: null, woken: null }
-          : { index: n.index, result: n.result, redisType: n.result === "absent" ? "none" : "string", woken: null },
+          : { index: n.index, result: n.result, redisType: n.result === "absent" ? "none" : "string", woken: n.result === "deleted" ? (n.wakeHeardBy ?? 0) : null },
     );
+    // The engine's script publishes the revocation (the holder's engine hears it while it watches its lock) and
+    // wakes the head waiter: woken when its engine heard it on some node (nobody queued: nobody woken).
     const deleted = nodes.some((n) => n.result === "deleted");
-    // The engine's script publishes the revocation to the holder's engine and a release to the waiters.
-    return { nodes, notified: { holder: deleted, waiters: deleted } };
+    return { nodes, notified: { holder: deleted, waiters: result.nodes.some((n) => (n.wakeHeardBy ?? 0) > 0) } };
   },
 });

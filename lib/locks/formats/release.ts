@@ -71,7 +71,8 @@ export function scriptRelease(script: Script, notifies: { holder: boolean; waite
   return async (clients: readonly ScriptClient[], resource: string, holderId: string, options: ReleaseOptions): Promise<FormatReleaseResult> => {
     const nodes = await releaseOnEveryNode(clients, script, resource, holderId, options);
     const deleted = nodes.some((n) => n.result === "deleted");
-    const woke = nodes.some((n) => n.result === "deleted" && n.woken !== null);
+    // Woken when a subscriber heard the wake message (one published to nobody wakes nobody).
+    const woke = nodes.some((n) => n.result === "deleted" && n.woken !== null && n.woken > 0);
     return { nodes, notified: { holder: notifies.holder && deleted, waiters: notifies.waiters && woke } };
   };
 }

@@ -448,6 +448,24 @@ describe("Redlock on three nodes", () => {
     expect(await node.eval(ACQUIRE_LUA, 1, "lock:fair-own", first, 10_000, "trwg:5000:500", 3)).toBe(1);
   });
 
+  it("a force release wakes the head waiter and says so; with nobody queued it says nobody heard", async () => {
+    const holder = engine();
+    await holder.acquire(["lock:forced-wake"], 120_000);
+    const waiting = engine({ fair: true, retryCount: -1, retryDelayMs: 60_000, retryJitterMs: 0 });
+    let refusals = 0;
+    waiting.on("attempt-failed", () => (refusals += 1));
+    const next = waiting.acquire(["lock:forced-wake"], 5000);
+    // Refused, queued, and listening (a fresh engine tries once more when its subscriptions take effect).
+    await until("refused twice", () => refusals === 2);
+    const forced = await forceRelease(clients, "lock:forced-wake");
+    expect(forced.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+    expect(forced.nodes.map((n) => n.wakeHeardBy)).toEqual([1, 1, 1]);
+    // Woken, the waiter takes it at once (its retry delay is a minute).
+    const held = await next;
+    const again = await forceRelease(clients, "lock:forced-wake", { token: held.value });
+    expect(again.nodes.map((n) => n.wakeHeardBy)).toEqual([0, 0, 0]);
+  });
+
   it("fair mode: a free lock reserved for a head that does not come is handed to that head by the next contender", async () => {
     const holder = engine();
     const lock = await holder.acquire(["lock:fair-idle"], 10_000);

@@ -47,6 +47,8 @@ describe("force release, fenced writes and the naive lock", () => {
 
     const result = await forceRelease(clients, "lock:a");
     expect(result.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "absent"]);
+    // Nobody was queued: no waiter heard a wake-up on the nodes that deleted.
+    expect(result.nodes.map((n) => n.wakeHeardBy)).toEqual([0, 0, undefined]);
     expect(result.previousValues).toEqual([value, value, null]);
     expect(await clients[0]!.exists("lock:a")).toBe(0);
     expect(await clients[1]!.get(fenceKey("lock:a"))).toBe("6");
@@ -73,7 +75,7 @@ describe("force release, fenced writes and the naive lock", () => {
       await pair[0]!.set("lock:c", "v");
       await local.kill(1);
       const result = await forceRelease(pair, "lock:c", { nodeTimeoutMs: 300 });
-      expect(result.nodes[0]).toEqual({ index: 0, result: "deleted" });
+      expect(result.nodes[0]).toEqual({ index: 0, result: "deleted", wakeHeardBy: 0 });
       expect(result.nodes[1]!.result).toBe("error");
       expect(result.nodes[1]!.error).toBeTruthy();
     } finally {
