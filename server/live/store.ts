@@ -476,7 +476,7 @@ export class LockStore {
   }
 
   /**
-   * Node `index` started again at `restartedAt` (its run id changed) and has been read since: the locks it held
+   * Node `index` started again by `restartedAt` (its run id changed) and has been read since: the locks it held
    * before (`before`, from `heldOn`) whose value it no longer has, though their TTL had not run out when it
    * started, were lost in the restart (a node without persistence comes back empty; one that syncs its
    * append-only file every second can lose the last second's writes). Each gets a `lost-in-restart` entry on
@@ -493,7 +493,7 @@ export class LockStore {
       const entry = live ?? this.ended.kept(resource);
       lost.push(resource);
       if (!entry) continue;
-      const left = held.expiresAt === Number.POSITIVE_INFINITY ? "a key without a TTL" : `${((held.expiresAt - restartedAt) / 1000).toFixed(1)} s of its TTL left`;
+      const left = held.expiresAt === Number.POSITIVE_INFINITY ? "a key without a TTL" : `at least ${((held.expiresAt - restartedAt) / 1000).toFixed(1)} s of its TTL left`;
       const item = { at: now, type: "lost-in-restart" as const, node: nodeId, detail: `${nodeId} restarted${why ? ` ${why}` : ""} and came back without this lock (${left}): its holder may still think it holds it` };
       this.timelines.add(entry, item, live ? (entry.token ?? entry.leading) : (entry.endedToken ?? entry.token ?? entry.leading));
       if (live) this.changed.add(resource);

@@ -638,7 +638,12 @@ export class NodeWatcher {
     if (restarted) {
       this.ctx.log.warn({ node: this.id, uptimeSec: facts.uptimeSec, persistence: this.facts.appendonly }, "lock node restarted");
       // Taken before any reading of the restarted node (this runs ahead of the reconcile that reads it again).
-      if (this.restartLoss === null) this.restartLoss = { before: this.ctx.store.heldOn(this.index), restartedAt: facts.restartedAt ?? Date.now() };
+      // The node's uptime is a difference of whole seconds: it started up to a second after `restartedAt` says,
+      // and before now. Only a lock valid at the latest start it may have had counts as lost (one that ran out
+      // within that second may have ended first).
+      const now = Date.now();
+      const latestStart = Math.min(now, (facts.restartedAt ?? now) + 1_000);
+      if (this.restartLoss === null) this.restartLoss = { before: this.ctx.store.heldOn(this.index), restartedAt: latestStart };
     }
   }
 
