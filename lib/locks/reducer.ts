@@ -430,8 +430,16 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
     step.outcome = lock.state === null ? "never-held" : "idle";
     return step;
   }
+  // An operator's force release took one value off the nodes while the lock goes on under another (a split vote,
+  // or a stale value beside a quorum's): no end to relabel, so the release is said on its own.
+  const forcedAside = hint !== null && !step.forceHintTaken && hint.value !== null && forceHintApplies(hint, hint.value, now) && !holdsValue(lock, hint.value);
+  if (forcedAside && hint.value !== null) {
+    step.forceHintTaken = true;
+    const rest = `the lock goes on with another value on ${merged.quorumHeld} of ${context.nodes} nodes`;
+    addTimeline(step, lock, now, "force-released", hint.detail ? `${hint.detail}; ${rest}` : rest, hint.value);
+  }
   step.changed =
-    visible || steps.length > 0 || lock.state !== merged.state || lock.token !== merged.token || lock.quorumHeld !== merged.quorumHeld || !sameExpiry(lock.expiresAt, merged.expiresAt);
+    visible || steps.length > 0 || forcedAside || lock.state !== merged.state || lock.token !== merged.token || lock.quorumHeld !== merged.quorumHeld || !sameExpiry(lock.expiresAt, merged.expiresAt);
   lock.token = merged.token;
   lock.leading = merged.leading;
   lock.quorumHeld = merged.quorumHeld;
@@ -440,6 +448,15 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   if (merged.expiresAt !== null) step.wakeAt = merged.state === "elapsed" ? merged.expiresAt + PROBE_AFTER_MS : merged.expiresAt;
   step.outcome = "live";
   return step;
+}
+
+/** Whether some node holds `value` (or, for this engine's values, the same acquisition rewritten with its fence). */
+function holdsValue(lock: LockRecord, value: string): boolean {
+  const id = lockValueId(value);
+  for (const held of lock.values) {
+    if (held === value || (id !== null && held !== null && lockValueId(held) === id)) return true;
+  }
+  return false;
 }
 
 /** `token`: the value the entry concerns; by default the one held until now (an end, an extension, a gap). */

@@ -1,0 +1,67 @@
+import type Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as LockModule from "@/app/api/locks/[resource]/route";
+import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
+import type { LockDetail } from "@/lib/locks/types";
+import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import type { TestCluster } from "../support/redis";
+import { until } from "../support/wait";
+
+/**
+ * A force release that takes one value off the nodes while the lock goes on under another (a split vote: two
+ * clients each on one node of three). Nothing ends, so there is no end to label; the lock's timeline still says
+ * what the operator did.
+ */
+describe("force release of one side of a split vote", () => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  let lock: typeof LockModule;
+  let release: typeof ReleaseModule;
+
+  const detail = async (resource: string) => {
+    const res = await call(lock.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } });
+    return res.status === 200 ? (res.body as LockDetail) : null;
+  };
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 3 });
+    clients = cluster.clients();
+    lock = await import("@/app/api/locks/[resource]/route");
+    release = await import("@/app/api/locks/[resource]/release/route");
+    const { waitUntilReconciled } = await import("@/server/live");
+    expect(await waitUntilReconciled(10_000)).toBe(true);
+  });
+
+  afterAll(async () => {
+    await tearDownConsole(cluster);
+  });
+
+  it("says on the timeline that the operator released one value and the lock goes on with the other", async () => {
+    const resource = "lock:split-vote";
+    await clients[0]!.set(resource, "client-a", "PX", 60_000);
+    await clients[1]!.set(resource, "client-b", "PX", 60_000);
+    const before = await until("the split vote listed", async () => {
+      const d = await detail(resource);
+      return d?.state === "partial" ? d : null;
+    });
+    const released = before.holders[0]!.id;
+    const other = released === "client-a" ? "client-b" : "client-a";
+
+    const res = await call(release.POST, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, {
+      token: OPERATOR_TOKEN,
+      params: { resource },
+      body: { reason: "one side of a split vote", token: released },
+      headers: { "x-lockscope-actor": "olivia" },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+
+    const after = await until("the release on the timeline", async () => {
+      const d = await detail(resource);
+      return d?.timeline.some((e) => e.type === "force-released") ? d : null;
+    });
+    expect(after).toMatchObject({ state: "partial", holders: [{ id: other }] });
+    expect(after.timeline.filter((e) => e.type === "force-released")).toEqual([
+      expect.objectContaining({ detail: "by olivia: “one side of a split vote”; the lock goes on with another value on 1 of 3 nodes" }),
+    ]);
+  });
+});
