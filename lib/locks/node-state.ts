@@ -18,13 +18,17 @@ export interface NodeRunFacts {
 export const INITIAL_RUN_FACTS: NodeRunFacts = Object.freeze({ runId: null, uptimeSec: null, uptimeReadAt: 0, restartedAt: null });
 
 /**
- * A new INFO server reading. A run id other than the one read before is a restart the console witnessed
- * (a restart with no write in between is invisible to the keys, and uptime alone cannot tell one that
- * happened before the console started watching).
+ * A new INFO server reading. A run id other than the one read before, of a server that started after that
+ * reading, is a restart the console witnessed (a restart with no write in between is invisible to the keys,
+ * and uptime alone cannot tell one that happened before the console started watching).
  */
 export function nextRunFacts(prev: NodeRunFacts, reading: { runId: string | null; uptimeSec: number | null }, now: number): { facts: NodeRunFacts; restarted: boolean } {
-  const restarted = prev.runId !== null && reading.runId !== null && reading.runId !== prev.runId;
-  const restartedAt = restarted ? now - (reading.uptimeSec ?? 0) * 1000 : prev.restartedAt;
+  const changed = prev.runId !== null && reading.runId !== null && reading.runId !== prev.runId;
+  const startedAt = now - (reading.uptimeSec ?? 0) * 1000;
+  // A server that was already running when the previous one was last read is another server, not a restart:
+  // a Sentinel failover's promoted replica (uptime is whole seconds: a second of slack).
+  const restarted = changed && startedAt + 1000 >= prev.uptimeReadAt;
+  const restartedAt = restarted ? startedAt : changed ? null : prev.restartedAt;
   return {
     facts: { runId: reading.runId ?? prev.runId, uptimeSec: reading.uptimeSec, uptimeReadAt: now, restartedAt },
     restarted,

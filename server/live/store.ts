@@ -465,10 +465,14 @@ export class LockStore {
     if (entry) this.timelines.add(entry, { at: now, type: "lost-in-failover", detail });
   }
 
-  /** What node `index` holds as last read: each lock's value there and its expiry (epoch ms; Infinity: no TTL). */
+  /**
+   * What node `index` holds as last read, of the locks held now: each lock's value there and its expiry (epoch ms;
+   * Infinity: no TTL). A lock that ended already (its other nodes released it while this one was down) is not.
+   */
   heldOn(index: number): Map<string, { value: string; expiresAt: number }> {
     const out = new Map<string, { value: string; expiresAt: number }>();
     for (const entry of this.live.values()) {
+      if (entry.state === null || !isLive(entry.state)) continue;
       const value = entry.values[index];
       if (value !== null && value !== undefined) out.set(entry.resource, { value, expiresAt: entry.times[index] ?? Number.NaN });
     }

@@ -11,8 +11,8 @@ const METRICS_TOKEN = "it-metrics-token-restart-lost-0123";
 
 /**
  * A lock node without persistence restarts and comes back empty: the locks it held whose TTL had not run out
- * were lost, not released. Their pages say so (timeline: lost in restart), the metric counts them, and a lock
- * whose TTL ran out before the node came back is not among them.
+ * were lost, not released. Their pages say so (timeline: lost in restart), the metric counts them, and neither
+ * a lock whose TTL ran out before the node came back nor one released meanwhile on the other nodes is among them.
  */
 describe("locks a restarted node came back without", () => {
   let cluster: TestCluster;
@@ -41,7 +41,7 @@ describe("locks a restarted node came back without", () => {
     await tearDownConsole(cluster);
   });
 
-  it("marks the locks node-1 lost, counts them, and leaves out the one that expired meanwhile", async () => {
+  it("marks the locks node-1 lost, counts them, and leaves out the one that expired and the one released meanwhile", async () => {
     const [n0, n1, n2] = cluster.clients();
     // A single-instance lock on node 1, a Redlock on all three, one on node 1 that expires before it comes back,
     // and one on node 0 only (node 1 never had it).
@@ -50,7 +50,9 @@ describe("locks a restarted node came back without", () => {
     const shortSetAt = Date.now();
     await n1!.set("lock:restart/short", "holder-short", "PX", 1_500);
     await n0!.set("lock:restart/elsewhere", "holder-elsewhere", "PX", 600_000);
-    await until("the console lists the four locks", async () => (await Promise.all(["single", "quorum", "short", "elsewhere"].map((k) => detail(`lock:restart/${k}`)))).every((d) => d !== null));
+    // And a Redlock its holder releases while node 1 is down: released, not lost.
+    await Promise.all([n0!, n1!, n2!].map((c) => c.set("lock:restart/released", "holder-released", "PX", 600_000)));
+    await until("the console lists the five locks", async () => (await Promise.all(["single", "quorum", "short", "elsewhere", "released"].map((k) => detail(`lock:restart/${k}`)))).every((d) => d !== null));
 
     const reconnects = async () => {
       const body = (await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ id: string; watcher: { reconnects: number; up: boolean } }> };
@@ -58,7 +60,9 @@ describe("locks a restarted node came back without", () => {
     };
     const before = (await reconnects()).reconnects;
     await cluster.kill(1);
-    // The short lock's TTL runs out while node 1 is down.
+    await Promise.all([n0!, n2!].map((c) => c.del("lock:restart/released")));
+    await until("the released Redlock ended", async () => (await detail("lock:restart/released"))?.state === "released");
+    // The short lock's TTL runs out while node 1 is down (the releases above took some of that time already).
     await new Promise((r) => setTimeout(r, Math.max(0, shortSetAt + 1_700 - Date.now())));
     await cluster.restart(1);
     await until("node 1's watcher reconnected", async () => {
@@ -84,7 +88,11 @@ describe("locks a restarted node came back without", () => {
     const short = await detail("lock:restart/short");
     expect(short).not.toBeNull();
     expect(lostEntries(short)).toEqual([]);
-    expect(lostEntries(await detail("lock:restart/elsewhere"))).toEqual([]);
+    for (const resource of ["lock:restart/elsewhere", "lock:restart/released"]) {
+      const d = await detail(resource);
+      expect(d).not.toBeNull();
+      expect(lostEntries(d)).toEqual([]);
+    }
 
     const text = (await call(metrics.GET, "GET", "/metrics", { token: METRICS_TOKEN })).body as string;
     expect(text).toMatch(/^lockscope_locks_lost_in_restart_total\{node="node-1"\} 2$/m);

@@ -15,6 +15,16 @@ describe("restarts of a lock node", () => {
     expect(again).toMatchObject({ restarted: true, facts: { runId: "bbb", restartedAt: T + 8_000 } });
   });
 
+  it("takes another run id of a server that was already running (a Sentinel failover's new primary) for no restart", () => {
+    const before = nextRunFacts(INITIAL_RUN_FACTS, { runId: "aaa", uptimeSec: 3_600 }, T).facts;
+    // The promoted replica has been up for a day.
+    const promoted = nextRunFacts(before, { runId: "ccc", uptimeSec: 86_400 }, T + 12_000);
+    expect(promoted).toMatchObject({ restarted: false, facts: { runId: "ccc", restartedAt: null } });
+    // A restart of it later is one.
+    const restarted = nextRunFacts(promoted.facts, { runId: "ddd", uptimeSec: 0 }, T + 60_000);
+    expect(restarted).toMatchObject({ restarted: true, facts: { restartedAt: T + 60_000 } });
+  });
+
   it("flags a risk while a node without persistence has been up for less than the longest TTL", () => {
     const facts = nextRunFacts(nextRunFacts(INITIAL_RUN_FACTS, { runId: "aaa", uptimeSec: 100 }, T).facts, { runId: "bbb", uptimeSec: 1 }, T + 1_000).facts;
     expect(restartRisk(facts, false, 20_000, T + 1_000)).toBe(true);
