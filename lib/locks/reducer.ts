@@ -430,9 +430,12 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
     step.outcome = lock.state === null ? "never-held" : "idle";
     return step;
   }
-  // An operator's force release took one value off the nodes while the lock goes on under another (a split vote,
-  // or a stale value beside a quorum's): no end to relabel, so the release is said on its own.
-  const forcedAside = hint !== null && !step.forceHintTaken && hint.value !== null && forceHintApplies(hint, hint.value, now) && !holdsValue(lock, hint.value);
+  // An operator's force release took the value the lock showed off the nodes while the lock goes on under another
+  // (one side of a split vote): no end to relabel, so the release is said on its own. Only for the value shown
+  // until this step: a hint left over from a release that ended the lock must not follow its next holder.
+  const shownBefore = prev === null ? null : (prev.token ?? prev.leading);
+  const forcedAside =
+    hint !== null && !step.forceHintTaken && hint.value !== null && shownBefore !== null && forceHintApplies(hint, shownBefore, now) && !holdsValue(lock, hint.value);
   if (forcedAside && hint.value !== null) {
     step.forceHintTaken = true;
     const rest = `the lock goes on with another value on ${merged.quorumHeld} of ${context.nodes} nodes`;

@@ -293,6 +293,28 @@ describe("a lock's step: the end", () => {
     ]);
   });
 
+  it("says a force release of the value shown when the lock goes on under another (one side of a split vote)", () => {
+    const lock = fresh();
+    step(lock, [held(0, "a", T + 60_000), held(1, "b", T + 60_000)], T);
+    step(lock, [], T + SETTLE_MS);
+    expect(lock).toMatchObject({ state: "partial", leading: "a" });
+    const at = T + SETTLE_MS + 50;
+    const out = step(lock, [gone(0)], at, { hint: { at: at - 10, value: "a", detail: "by olivia" } });
+    expect(out.forceHintTaken).toBe(true);
+    expect(timeline(out.effects)).toEqual([["force-released", "by olivia; the lock goes on with another value on 1 of 3 nodes", "a"]]);
+    expect(lock).toMatchObject({ state: "partial", leading: "b" });
+  });
+
+  it("leaves a force hint left over from an ended lock off its next holder's timeline", () => {
+    const { lock } = endedBy("del");
+    // The release is noted again after it finished (or another console's notice comes late): the hint outlives the end.
+    const hint: ForceHint = { at: T + 150, value: "v", detail: "by alice" };
+    const acquired = step(lock, all("w", T + 20_000), T + 200, { hint });
+    const extended = step(lock, all("w", T + 30_000), T + 300, { hint });
+    expect([...timeline(acquired.effects), ...timeline(extended.effects)].map(([type]) => type)).toEqual(["acquired", "extended"]);
+    expect(acquired.forceHintTaken || extended.forceHintTaken).toBe(false);
+  });
+
   it("relabels a lock that ended a moment ago when the force-release is noted after its keys went", () => {
     const { lock } = endedBy("del");
     expect(forceReleaseNoted(lock, T + 100 + 3_000)).toBe("relabel");
