@@ -1,10 +1,12 @@
 import "server-only";
+import { defineScript, runScript } from "@lockscope/redlock";
+import { isScriptRefused } from "@/lib/locks/formats/read";
 import { singleton } from "./global";
 import { whenReady } from "./health";
 import { getLogger } from "./logger";
 import { getConfig } from "./config";
 import { getNodes, type LockNode } from "./nodes";
-import { getPatternStore, parsePatternsRecord, type PatternsRecord, type PatternsShare, type PatternStore } from "./patterns";
+import { getPatternStore, parsePatternsRecord, STAMP, type PatternsRecord, type PatternsShare, type PatternStore } from "./patterns";
 import { onShutdown } from "./shutdown";
 
 /**
@@ -16,6 +18,17 @@ import { onShutdown } from "./shutdown";
 export const PATTERNS_KEY = "lockscope:patterns";
 export const SYNC_EVERY_MS = 2_000;
 
+/**
+ * Writes `record` unless the node holds a change at least as new: an older write (a copy read a moment ago, a
+ * console whose change lost the race) never replaces a newer one. Returns 1 when written, else the stamp kept.
+ */
+const WRITE_NEWER = defineScript(`
+local kept = redis.call('HGET', KEYS[1], 'stamp')
+if kept and string.match(kept, '^%d%d%d%d%d%d%d%d%d%d%d%d%d%-%x+$') and kept >= ARGV[1] then return kept end
+redis.call('HSET', KEYS[1], 'stamp', ARGV[1], 'record', ARGV[2])
+return 1
+`);
+
 /** Writes a change on every node that answers within the node timeout. */
 export function nodesShare(store: PatternStore, nodes: () => readonly LockNode[], timeoutMs: number): PatternsShare {
   return {
@@ -23,16 +36,26 @@ export function nodesShare(store: PatternStore, nodes: () => readonly LockNode[]
     async write(record) {
       const list = nodes();
       const done = await Promise.all(list.map((node) => writeTo(node, record, timeoutMs)));
-      return { recorded: list.filter((_, i) => done[i]).map((n) => n.id), missed: list.filter((_, i) => !done[i]).map((n) => n.id) };
+      const newer = done.find((d): d is string => typeof d === "string") ?? null;
+      return { recorded: list.filter((_, i) => done[i] === true).map((n) => n.id), missed: list.filter((_, i) => done[i] === false).map((n) => n.id), newer };
     },
   };
 }
 
-async function writeTo(node: LockNode, record: PatternsRecord, timeoutMs: number): Promise<boolean> {
+/** true: written; false: no answer; a stamp: the node holds that change, newer than `record`. */
+async function writeTo(node: LockNode, record: PatternsRecord, timeoutMs: number): Promise<boolean | string> {
   try {
     if (!(await whenReady(node.client, timeoutMs))) return false;
-    const replies = await node.client.multi().hset(PATTERNS_KEY, "stamp", record.stamp, "record", JSON.stringify(record)).exec();
-    return replies !== null && replies.every(([error]) => error === null);
+    const body = JSON.stringify(record);
+    try {
+      const reply = await runScript(node.client, WRITE_NEWER, [PATTERNS_KEY], [record.stamp, body]);
+      return typeof reply === "string" ? reply : true;
+    } catch (error) {
+      // Where scripts are refused (some managed services), a plain write: two changes at once may then cross.
+      if (!isScriptRefused(error)) throw error;
+      const replies = await node.client.multi().hset(PATTERNS_KEY, "stamp", record.stamp, "record", body).exec();
+      return replies !== null && replies.every(([e]) => e === null);
+    }
   } catch {
     return false;
   }
@@ -48,7 +71,9 @@ export async function syncPatterns(store: PatternStore, nodes: readonly LockNode
     nodes.map(async (node) => {
       if (node.client.status !== "ready") return undefined; // not answering: neither read nor repaired
       try {
-        return (await node.client.hget(PATTERNS_KEY, "stamp")) ?? null;
+        const stamp = await node.client.hget(PATTERNS_KEY, "stamp");
+        // Anything but a stamp (written by hand, damaged) counts as none: the node is given the newest change.
+        return stamp !== null && STAMP.test(stamp) ? stamp : null;
       } catch {
         return undefined;
       }

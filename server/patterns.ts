@@ -54,7 +54,8 @@ export interface PatternsRecord {
 
 /** Where changes are shared with the other consoles: `write` resolves with the nodes that recorded it and those that did not. */
 export interface PatternsShare {
-  write(record: PatternsRecord): Promise<{ recorded: string[]; missed: string[] }>;
+  /** `newer`: the stamp of a change newer than `record` found on some node (another console's, made meanwhile). */
+  write(record: PatternsRecord): Promise<{ recorded: string[]; missed: string[]; newer: string | null }>;
   /** Reads the nodes now, so that a change made on another console is in force before this one changes them. */
   refresh(): Promise<void>;
 }
@@ -101,7 +102,8 @@ export interface PatternsAuditor {
   recordOutcome(id: string, outcome: "applied" | "failed"): Promise<void>;
 }
 
-const STAMP = /^\d{13}-[0-9a-f]{1,32}$/;
+/** A change's stamp: its time in ms (13 digits), then random hex. */
+export const STAMP = /^\d{13}-[0-9a-f]{1,32}$/;
 
 /** A record as read from the file or a node; files written before records had a stamp get one from their time. */
 export const patternsRecordSchema = z
@@ -109,7 +111,7 @@ export const patternsRecordSchema = z
     version: z.literal(1),
     stamp: z.string().regex(STAMP).optional(),
     patterns: z.array(patternEntrySchema).min(1).max(32),
-    updatedAt: z.number().int().nonnegative(),
+    updatedAt: z.number().int().nonnegative().max(8.64e15),
     updatedBy: z.string().max(200),
     basedOn: z.array(z.string().max(1000)).max(1000),
   })
@@ -231,15 +233,22 @@ export class PatternStore {
         const why = error instanceof AuditNotDurableError ? error.why : errorText(error);
         throw new ApiError("unavailable", `The audit log cannot record this change, so the patterns were not changed: ${why}.`);
       }
-      const record: PatternsRecord = { version: 1, stamp: change.id, patterns, updatedAt: at, updatedBy: meta.actor, basedOn: [...this.configured] };
+      // Later than any change known here, whatever this host's clock says: consoles order changes by their stamps.
+      const record: PatternsRecord = { version: 1, stamp: stampAfter(this.judged, at), patterns, updatedAt: at, updatedBy: meta.actor, basedOn: [...this.configured] };
       let shared: { recorded: string[]; missed: string[] } | null = null;
       if (this.share) {
-        shared = await this.share.write(record).catch(() => ({ recorded: [], missed: ["every node"] }));
+        const written = await this.share.write(record).catch(() => ({ recorded: [], missed: ["every node"], newer: null }));
+        shared = { recorded: written.recorded, missed: written.missed };
+        if (written.newer !== null) {
+          // Another console's change reached the nodes first, and it is the later one: it stands, everywhere.
+          await auditor.recordOutcome(change.id, "failed").catch(() => {});
+          throw new ApiError("conflict", "The lock patterns were changed on another console at the same moment; theirs stands and yours was not applied. Read them again and make your change on that list.", { revision: written.newer });
+        }
         if (shared.recorded.length === 0) {
           await auditor.recordOutcome(change.id, "failed").catch(() => {});
           throw new ApiError(
             "unavailable",
-            `No lock node recorded the change (${shared.missed.join(", ")} did not answer), so the other consoles would not see it; the patterns were not changed.`,
+            `No lock node confirmed the change (${shared.missed.join(", ")} did not answer), so the other consoles would not see it; it was not applied (a node that takes it late still passes it on).`,
           );
         }
       }
@@ -349,6 +358,12 @@ export class PatternStore {
   }
 }
 
+/** A stamp later than `after` (a stamp, or "" for none) and not earlier than `at`: the later time, then random hex. */
+function stampAfter(after: string, at: number): string {
+  const time = Math.max(Math.trunc(at), (Number(after.slice(0, 13)) || 0) + 1);
+  return `${String(time).padStart(13, "0")}-${newAuditId(time).slice(14)}`;
+}
+
 function errorText(error: unknown): string {
   if (error instanceof Error) return (error as NodeJS.ErrnoException).code ?? error.message.slice(0, 200);
   return String(error).slice(0, 200);
@@ -372,7 +387,8 @@ export async function changePatterns(input: { patterns: PatternEntry[]; reason: 
   const auditor = peekGlobal<PatternsAuditor>("patterns-auditor");
   if (!auditor) throw new ApiError("unavailable", "Pattern changes cannot be audited on this console yet, so they are refused; nothing changed.");
   const store = getPatternStore();
-  if (input.revision !== undefined) await store.refresh();
+  // The newest change on the nodes first: the revision is checked against it, and the new stamp comes after it.
+  await store.refresh();
   const { state, auditId, shared } = await store.replace(
     input.patterns,
     {

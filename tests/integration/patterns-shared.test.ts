@@ -61,26 +61,27 @@ describe("lock patterns shared between consoles", () => {
     b.store.onChange((state) => seenOnB.push(state.patterns.map((p) => p.glob)));
 
     const next = [{ glob: "lock:*" }, { glob: "billing:*", scope: "single" as const }];
-    const { shared: where, auditId } = await a.store.replace(next, meta("alice"), auditor);
+    const { shared: where, state } = await a.store.replace(next, meta("alice"), auditor);
+    const revision = state.revision;
     expect(where).toEqual({ recorded: ["node-0", "node-1", "node-2"], missed: [] });
-    expect(await stampsOnNodes()).toEqual([auditId, auditId, auditId]);
+    expect(await stampsOnNodes()).toEqual([revision, revision, revision]);
     expect(globs(b.store)).toEqual(CONFIGURED);
 
     await sync(b.store);
-    expect(b.store.current()).toMatchObject({ patterns: next, source: "console", updatedBy: "alice", revision: auditId });
+    expect(b.store.current()).toMatchObject({ patterns: next, source: "console", updatedBy: "alice", revision });
     expect(seenOnB).toEqual([["lock:*", "billing:*"]]);
     expect(b.store.declaredScope("billing:invoice-1")).toBe("single");
     // Read again: nothing new, no second announcement.
     await sync(b.store);
     expect(seenOnB).toHaveLength(1);
     // B restarted while no node answers: its own folder has the change.
-    expect(JSON.parse(readFileSync(b.file, "utf8"))).toMatchObject({ patterns: next, stamp: auditId, basedOn: CONFIGURED });
-    expect(new patterns.PatternStore(b.file, CONFIGURED).current()).toMatchObject({ patterns: next, revision: auditId });
+    expect(JSON.parse(readFileSync(b.file, "utf8"))).toMatchObject({ patterns: next, stamp: revision, basedOn: CONFIGURED });
+    expect(new patterns.PatternStore(b.file, CONFIGURED).current()).toMatchObject({ patterns: next, revision });
   });
 
   it("copies the newest change to a node that lost it, and back to every node when all restarted empty", async () => {
     const a = consoleStore();
-    const { auditId } = await a.store.replace([{ glob: "lock:*" }, { glob: "orders:*" }], meta("alice"), auditor);
+    const { revision: auditId } = (await a.store.replace([{ glob: "lock:*" }, { glob: "orders:*" }], meta("alice"), auditor)).state;
     await cluster.client(1).del(shared.PATTERNS_KEY);
     const b = consoleStore();
     await sync(b.store);
@@ -101,16 +102,20 @@ describe("lock patterns shared between consoles", () => {
   it("settles two changes made at once on two consoles on the later one, everywhere", async () => {
     const a = consoleStore();
     const b = consoleStore();
-    const [fromA, fromB] = await Promise.all([
+    const outcomes = await Promise.allSettled([
       a.store.replace([{ glob: "lock:*" }, { glob: "a:*" }], meta("alice"), auditor),
       b.store.replace([{ glob: "lock:*" }, { glob: "b:*" }], meta("bob"), auditor),
     ]);
-    const later = fromA.auditId > fromB.auditId ? fromA : fromB;
-    // Each node keeps whichever write reached it last; two rounds of reads (every 2 s on a console) settle it.
-    for (const store of [a.store, b.store, a.store, b.store]) await sync(store);
+    // The later change is written everywhere; the earlier one either went first (200) or met the later one on
+    // a node (409, not applied).
+    const done = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value] : []));
+    const later = done.reduce((x, y) => (x.state.revision > y.state.revision ? x : y));
+    for (const o of outcomes) if (o.status === "rejected") expect(o.reason).toMatchObject({ code: "conflict", details: { revision: later.state.revision } });
+    // A read of the nodes (every 2 s on a console) settles the consoles.
+    for (const store of [a.store, b.store]) await sync(store);
     expect(globs(a.store)).toEqual(later.state.patterns.map((p) => p.glob));
     expect(globs(b.store)).toEqual(later.state.patterns.map((p) => p.glob));
-    expect(await stampsOnNodes()).toEqual([later.auditId, later.auditId, later.auditId]);
+    expect(await stampsOnNodes()).toEqual([later.state.revision, later.state.revision, later.state.revision]);
   });
 
   it("passes over a change made before a console started over other LOCK_PATTERNS, and applies one made while it runs", async () => {
@@ -122,9 +127,43 @@ describe("lock patterns shared between consoles", () => {
     // The environment was edited since that change: the variable wins.
     expect(edited.store.current()).toMatchObject({ patterns: [{ glob: "mutex:*" }], source: "config", revision: "config" });
 
-    const { auditId } = await a.store.replace([{ glob: "mutex:*" }, { glob: "after:*" }], meta("alice"), auditor);
+    const { revision } = (await a.store.replace([{ glob: "mutex:*" }, { glob: "after:*" }], meta("alice"), auditor)).state;
     await sync(edited.store);
-    expect(edited.store.current()).toMatchObject({ patterns: [{ glob: "mutex:*" }, { glob: "after:*" }], source: "console", revision: auditId });
+    expect(edited.store.current()).toMatchObject({ patterns: [{ glob: "mutex:*" }, { glob: "after:*" }], source: "console", revision });
+  });
+
+  it("orders a change after every change it knows, whatever the console's clock says", async () => {
+    // Another console whose clock runs a minute ahead made the change in force.
+    const ahead = `${String(Date.now() + 60_000).padStart(13, "0")}-abcdef`;
+    const record = { version: 1, stamp: ahead, patterns: [{ glob: "lock:*" }, { glob: "ahead:*" }], updatedAt: Date.now() + 60_000, updatedBy: "carol", basedOn: CONFIGURED };
+    await Promise.all([0, 1, 2].map((i) => cluster.client(i).hset(shared.PATTERNS_KEY, "stamp", ahead, "record", JSON.stringify(record))));
+    const b = consoleStore();
+    await sync(b.store);
+    expect(b.store.current().revision).toBe(ahead);
+    // This console's change, made now by its own clock, still comes after it: every console takes it.
+    const { state } = await b.store.replace([{ glob: "lock:*" }, { glob: "behind:*" }], meta("bob"), auditor);
+    expect(state.revision > ahead).toBe(true);
+    const other = consoleStore();
+    await sync(other.store);
+    expect(globs(other.store)).toEqual(["lock:*", "behind:*"]);
+  });
+
+  it("refuses a change (409) when a later one from another console is on a node already, and that one stands", async () => {
+    const b = consoleStore();
+    await sync(b.store);
+    const before = b.store.current();
+    // Another console's change reaches node 2 while this console has not read it yet.
+    const later = `${String(Date.now() + 120_000).padStart(13, "0")}-fedcba`;
+    const theirs = { version: 1, stamp: later, patterns: [{ glob: "lock:*" }, { glob: "theirs:*" }], updatedAt: Date.now(), updatedBy: "dave", basedOn: CONFIGURED };
+    await cluster.client(2).hset(shared.PATTERNS_KEY, "stamp", later, "record", JSON.stringify(theirs));
+    const refused = b.store.replace([{ glob: "lock:*" }, { glob: "mine:*" }], meta("bob"), auditor);
+    await expect(refused).rejects.toMatchObject({ code: "conflict", details: { revision: later } });
+    await expect(refused).rejects.toThrow(/changed on another console at the same moment; theirs stands and yours was not applied/);
+    expect(b.store.current()).toEqual(before);
+    // The next read gives every node and console theirs.
+    await sync(b.store);
+    expect(globs(b.store)).toEqual(["lock:*", "theirs:*"]);
+    expect(await stampsOnNodes()).toEqual([later, later, later]);
   });
 
   it("refuses a change when no node records it, and changes nothing", async () => {
@@ -134,7 +173,7 @@ describe("lock patterns shared between consoles", () => {
     const kept = readFileSync(a.file, "utf8");
     for (const i of [0, 1, 2]) await cluster.kill(i);
     await expect(a.store.replace([{ glob: "lock:*" }, { glob: "never:*" }], meta("alice"), auditor)).rejects.toThrow(
-      /No lock node recorded the change \(node-0, node-1, node-2 did not answer\), so the other consoles would not see it; the patterns were not changed/,
+      /No lock node confirmed the change \(node-0, node-1, node-2 did not answer\), so the other consoles would not see it; it was not applied/,
     );
     expect(a.store.current()).toEqual(before);
     expect(readFileSync(a.file, "utf8")).toBe(kept);
