@@ -3,7 +3,8 @@ import { NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA }
 /**
  * KEYS[1]: the resource (its lock key). ARGV[1]: the token to compare with, or "" to delete any value.
  * Returns {status, previous value or false, detail}: "deleted", "absent", "mismatch"; "deleted" adds how many
- * subscribers heard the head waiter's wake-up (its engine instance: 0 with nobody queued). "not-string" when the
+ * subscribers heard the head waiter's wake-up (its engine instance, connected to this node: 0 with nobody
+ * queued) and 1 when a waiter was queued (0 otherwise). "not-string" when the
  * key is a hash, a set or any other non-string (not a lock this engine can vouch for: left untouched, a
  * format-aware release decides about those); "wrong-type" when a companion key the script writes (the
  * resource's queue keys or its fence) holds another type: the detail names it, and nothing was written.
@@ -34,6 +35,7 @@ redis.pcall("INCR", "fence:" .. key)
 -- finding out at its next extension.
 redis.call("PUBLISH", "lockscope:revoked", cjson.encode({v = 1, resource = key, value = held}))
 -- Published even with nobody queued: an operator's release is rare, and tools may watch for it.
-local woken = publish_release(key, queue_head(key, now_ms()))
-return {"deleted", held, false, woken}
+local head = queue_head(key, now_ms())
+local woken = publish_release(key, head)
+return {"deleted", held, false, woken, head ~= "" and 1 or 0}
 `;

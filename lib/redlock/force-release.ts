@@ -24,8 +24,13 @@ export interface ForceReleaseNodeResult {
   result: "deleted" | "absent" | "mismatch" | "not-string" | "wrong-type" | "error";
   detail?: string;
   error?: string;
-  /** `deleted` only: subscribers on this node that heard the head waiter's wake-up (0 when nobody was queued). */
+  /**
+   * `deleted` only: subscribers on this node that heard the head waiter's wake-up (0 when nobody was queued). On
+   * a Redis Cluster the message reaches every node, but only subscribers connected to this one are counted.
+   */
   wakeHeardBy?: number;
+  /** `deleted` only: a waiter was queued for the resource here, and was woken. */
+  waiterQueued?: boolean;
 }
 
 export interface ForceReleaseResult {
@@ -56,7 +61,7 @@ export async function forceRelease(
     keys: [resource],
     args: [token ?? ""],
     timeoutMs: nodeTimeoutMs,
-    parse: (raw): { status: Exclude<ForceReleaseNodeResult["result"], "error">; previous: string | null; detail: string | null; wokenBy: number | null } => {
+    parse: (raw): { status: Exclude<ForceReleaseNodeResult["result"], "error">; previous: string | null; detail: string | null; wokenBy: number | null; queued: boolean } => {
       if (!Array.isArray(raw)) throw new Error(`Unexpected reply ${String(raw)}`);
       const status: unknown = raw[0];
       if (status !== "deleted" && status !== "absent" && status !== "mismatch" && status !== "not-string" && status !== "wrong-type") {
@@ -65,7 +70,7 @@ export async function forceRelease(
       const previous: unknown = raw[1];
       const detail: unknown = raw[2];
       const wokenBy = status === "deleted" ? Number(raw[3] ?? 0) : null;
-      return { status, previous: typeof previous === "string" ? previous : null, detail: typeof detail === "string" ? detail : null, wokenBy };
+      return { status, previous: typeof previous === "string" ? previous : null, detail: typeof detail === "string" ? detail : null, wokenBy, queued: raw[4] === 1 };
     },
   });
   return {
@@ -75,7 +80,7 @@ export async function forceRelease(
             index,
             result: outcome.value.status,
             ...(outcome.value.detail === null ? {} : { detail: outcome.value.detail }),
-            ...(outcome.value.wokenBy === null ? {} : { wakeHeardBy: outcome.value.wokenBy }),
+            ...(outcome.value.wokenBy === null ? {} : { wakeHeardBy: outcome.value.wokenBy, waiterQueued: outcome.value.queued }),
           }
         : { index, result: "error", error: outcome.state === "error" ? outcome.error.message : "no answer" },
     ),

@@ -1,4 +1,4 @@
-import { decodeLockValue, forceRelease } from "@lockscope/redlock";
+import { decodeLockValue, forceRelease, isClusterClient } from "@lockscope/redlock";
 import { formatReading, NO_STRING, stringValue } from "./common";
 import { defineFormat, type FormatHolder, type NodeReleaseResult } from "./types";
 
@@ -51,8 +51,11 @@ export const lockscope = defineFormat({
           : { index: n.index, result: n.result, redisType: n.result === "absent" ? "none" : "string", woken: n.result === "deleted" ? (n.wakeHeardBy ?? 0) : null },
     );
     // The engine's script publishes the revocation (the holder's engine hears it while it watches its lock) and
-    // wakes the head waiter: woken when its engine heard it on some node (nobody queued: nobody woken).
+    // wakes the head waiter: woken when its engine heard it on some node (nobody queued: nobody woken). On a
+    // cluster a node counts only its own subscribers: a queued waiter is taken as woken there.
     const deleted = nodes.some((n) => n.result === "deleted");
-    return { nodes, notified: { holder: deleted, waiters: result.nodes.some((n) => (n.wakeHeardBy ?? 0) > 0) } };
+    const cluster = clients.some((c) => isClusterClient(c));
+    const woken = result.nodes.some((n) => (n.wakeHeardBy ?? 0) > 0 || (cluster && n.waiterQueued === true));
+    return { nodes, notified: { holder: deleted, waiters: woken } };
   },
 });

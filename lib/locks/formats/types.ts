@@ -185,7 +185,7 @@ export interface DecodeContext {
 
 /** One node's answer to a force release. */
 export type NodeReleaseResult =
-  /** `woken`: subscribers that received the wake message this node published; null when it published none. */
+  /** `woken`: subscribers connected to this node that received the wake message it published (0: nobody); null when it published none. */
   | { index: number; result: "deleted" | "absent" | "mismatch" | "wrongtype"; redisType: string | null; woken: number | null }
   | { index: number; result: "error"; error: string };
 

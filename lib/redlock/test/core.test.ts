@@ -459,11 +459,11 @@ describe("Redlock on three nodes", () => {
     await until("refused twice", () => refusals === 2);
     const forced = await forceRelease(clients, "lock:forced-wake");
     expect(forced.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
-    expect(forced.nodes.map((n) => n.wakeHeardBy)).toEqual([1, 1, 1]);
+    expect(forced.nodes.map((n) => [n.wakeHeardBy, n.waiterQueued])).toEqual([[1, true], [1, true], [1, true]]);
     // Woken, the waiter takes it at once (its retry delay is a minute).
     const held = await next;
     const again = await forceRelease(clients, "lock:forced-wake", { token: held.value });
-    expect(again.nodes.map((n) => n.wakeHeardBy)).toEqual([0, 0, 0]);
+    expect(again.nodes.map((n) => [n.wakeHeardBy, n.waiterQueued])).toEqual([[0, false], [0, false], [0, false]]);
   });
 
   it("fair mode: a free lock reserved for a head that does not come is handed to that head by the next contender", async () => {
