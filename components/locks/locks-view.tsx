@@ -4,7 +4,7 @@ import Link from "next/link";
 import { useSearchParams } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
 import { useDeferredValue, useMemo, useRef, useState } from "react";
-import { GROUPED_VIEW_ABOVE, type LockGroupsPage } from "@/lib/locks/groups";
+import { byFence, GROUPED_VIEW_ABOVE, type LockGroupsPage } from "@/lib/locks/groups";
 import type { Lock, WatcherStatus } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
 import { deploymentsOf, holderText } from "./format";
@@ -34,7 +34,8 @@ function compare(key: SortKey, a: Lock, b: Lock): number {
     case "heldFor":
       return (b.acquiredAt ?? 0) - (a.acquiredAt ?? 0);
     case "fence":
-      return Number(a.fence ?? -1) - Number(b.fence ?? -1);
+      // (No fence before any.)
+      return a.fence === null || b.fence === null ? (a.fence === null ? (b.fence === null ? 0 : -1) : 1) : byFence(a.fence, b.fence);
     case "contention":
       return (a.contention.attemptsPerMin ?? -1) - (b.contention.attemptsPerMin ?? -1);
   }

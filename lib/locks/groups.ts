@@ -126,12 +126,22 @@ export function sortGroups(rows: LockGroup[], key: GroupSort, order: SortOrder):
   return rows.sort((a, b) => (key === "group" ? byText(a.group, b.group) * dir : byNumber(value(a), value(b), dir) || byText(a.group, b.group)));
 }
 
+/**
+ * Two fencing tokens (decimal digits) compared as the numbers they are, of any size (a fence may pass 2^53,
+ * where JavaScript numbers stop telling integers apart; Redis counts to 2^63).
+ */
+export function byFence(a: string, b: string): number {
+  const x = a.replace(/^0+(?=\d)/, "");
+  const y = b.replace(/^0+(?=\d)/, "");
+  return x.length - y.length || (x < y ? -1 : x > y ? 1 : 0);
+}
+
 /** What sorting reads from a lock's value, decoded once per lock and only for the column sorted by. */
 export interface ValueReaders {
   /** The holder text the table shows. */
   holder: (s: LockSummary) => string;
-  /** The fencing token, null where the value carries none. */
-  fence: (s: LockSummary) => number | null;
+  /** The fencing token as its decimal digits (a fence may pass 2^53: Redis counts to 2^63), null where the value carries none. */
+  fence: (s: LockSummary) => string | null;
 }
 
 /**
@@ -146,7 +156,7 @@ export class LockColumns {
   readonly deployments: Array<string | undefined> = [];
   /** The figure sorted by, where it is a number: NaN where unknown (V8 keeps an array of doubles unboxed). */
   private readonly numbers: number[] = [];
-  /** The figure sorted by, where it is a text (the holder). */
+  /** The figure sorted by, where it is a text (the holder; a fence's digits). */
   private readonly texts: string[] = [];
 
   constructor(
@@ -171,7 +181,7 @@ export class LockColumns {
         this.numbers.push(STATE_ORDER[s.state]);
         return;
       case "fence":
-        this.numbers.push(this.read.fence(s) ?? Number.NaN);
+        this.texts.push(this.read.fence(s) ?? "");
         return;
       case "nodes":
         this.numbers.push(s.quorumHeld);
@@ -204,6 +214,14 @@ export class LockColumns {
         return (i, j) => byResource(i, j) * dir;
       case "holder":
         return (i, j) => byText(texts[i] as string, texts[j] as string) * dir || byResource(i, j);
+      case "fence":
+        // None after every fence, in either order.
+        return (i, j) => {
+          const a = texts[i] as string;
+          const b = texts[j] as string;
+          if (a === "" || b === "") return (a === "" ? (b === "" ? 0 : 1) : -1) || byResource(i, j);
+          return byFence(a, b) * dir || byResource(i, j);
+        };
       case "state":
       case "nodes":
         return (i, j) => ((numbers[i] as number) - (numbers[j] as number)) * dir || byResource(i, j);

@@ -130,9 +130,9 @@ function searchedHolder(value: string): string {
   return engineHolderOf(value) ?? value;
 }
 
-function fenceOfValue(value: string | null): number | null {
+function fenceOfValue(value: string | null): string | null {
   const fence = value === null ? null : decodeHolder(value).fence;
-  return fence === null ? null : Number(fence);
+  return fence === null || !/^\d+$/.test(fence) ? null : fence;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GROUP_ROWS_WINDOW, GroupAggregator, LockColumns, lockGroup, matchesSearch, OTHER_GROUP, rowsWindow, sortGroups, sortInSlices, statelessPattern, type LockSummary } from "@/lib/locks/groups";
+import { byFence as fenceOrder, GROUP_ROWS_WINDOW, GroupAggregator, LockColumns, lockGroup, matchesSearch, OTHER_GROUP, rowsWindow, sortGroups, sortInSlices, statelessPattern, type LockSummary } from "@/lib/locks/groups";
 
 const PATTERN = /^([^:]+:[^:/]+)/;
 const summary = (resource: string, fields: Partial<LockSummary> = {}): LockSummary => ({
@@ -13,7 +13,7 @@ const summary = (resource: string, fields: Partial<LockSummary> = {}): LockSumma
   waiters: null,
   ...fields,
 });
-const readers = { holder: (s: LockSummary) => s.token ?? "", fence: () => null };
+const readers = { holder: (s: LockSummary) => s.token ?? "", fence: (): string | null => null };
 
 describe("lock groups", () => {
   it("names a key's group by the pattern's first capture, or other", () => {
@@ -81,8 +81,15 @@ describe("lock groups", () => {
     const busy = [summary("lock:b", { attemptsPerMin: 5 }), summary("lock:a", { attemptsPerMin: null }), summary("lock:c", { attemptsPerMin: 2 }), summary("lock:d", { attemptsPerMin: 2 })];
     expect(names("contention", "desc", busy)).toEqual(["lock:b", "lock:c", "lock:d", "lock:a"]);
     expect(names("contention", "asc", busy)).toEqual(["lock:c", "lock:d", "lock:b", "lock:a"]);
-    const fenced = [summary("lock:x", { token: "7" }), summary("lock:y", { token: null }), summary("lock:z", { token: "12" })];
-    const fenceReaders = { holder: readers.holder, fence: (s: LockSummary) => (s.token === null ? null : Number(s.token)) };
+    // Fences past 2^53 (Redis counts to 2^63) are told apart as the numbers they are.
+    const fenced = [
+      summary("lock:x", { token: "7" }),
+      summary("lock:y", { token: null }),
+      summary("lock:z", { token: "12" }),
+      summary("lock:big2", { token: "9007199254740993" }),
+      summary("lock:big1", { token: "9007199254740992" }),
+    ];
+    const fenceReaders = { holder: readers.holder, fence: (s: LockSummary) => s.token };
     const byFence = (order: "asc" | "desc") => {
       const columns = new LockColumns("fence", fenceReaders);
       for (const row of fenced) columns.add(row);
@@ -91,8 +98,11 @@ describe("lock groups", () => {
         .sort(columns.compare(order))
         .map((i) => columns.resources[i]);
     };
-    expect(byFence("asc")).toEqual(["lock:x", "lock:z", "lock:y"]);
-    expect(byFence("desc")).toEqual(["lock:z", "lock:x", "lock:y"]);
+    expect(fenceOrder("9007199254740993", "9007199254740992")).toBeGreaterThan(0);
+    expect(fenceOrder("12", "7")).toBeGreaterThan(0);
+    expect(fenceOrder("007", "7")).toBe(0);
+    expect(byFence("asc")).toEqual(["lock:x", "lock:z", "lock:big1", "lock:big2", "lock:y"]);
+    expect(byFence("desc")).toEqual(["lock:big2", "lock:big1", "lock:z", "lock:x", "lock:y"]);
     const asHeld = (value: string) => value;
     expect(rows.filter((r) => matchesSearch(r, "nightly", asHeld)).map((r) => r.resource)).toEqual(["lock:c"]);
     expect(rows.filter((r) => matchesSearch(r, "lock:a", asHeld)).map((r) => r.resource)).toEqual(["lock:a"]);
