@@ -358,10 +358,9 @@ export class PatternStore {
   }
 }
 
-/** A stamp later than `after` (a stamp, or "" for none) and not earlier than `at`: the later time, then random hex. */
+/** A stamp later than `after` (a stamp, or "" for none) and not earlier than `at`: an audit id of the later time. */
 function stampAfter(after: string, at: number): string {
-  const time = Math.max(Math.trunc(at), (Number(after.slice(0, 13)) || 0) + 1);
-  return `${String(time).padStart(13, "0")}-${newAuditId(time).slice(14)}`;
+  return newAuditId(Math.max(Math.trunc(at), (Number(after.slice(0, 13)) || 0) + 1));
 }
 
 function errorText(error: unknown): string {

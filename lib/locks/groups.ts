@@ -131,8 +131,9 @@ export function sortGroups(rows: LockGroup[], key: GroupSort, order: SortOrder):
  * where JavaScript numbers stop telling integers apart; Redis counts to 2^63).
  */
 export function byFence(a: string, b: string): number {
-  const x = a.replace(/^0+(?=\d)/, "");
-  const y = b.replace(/^0+(?=\d)/, "");
+  // (Called for every comparison of a sort: leading zeros, which no engine writes, are dropped only where there are some.)
+  const x = a.length > 1 && a.charCodeAt(0) === 48 ? a.replace(/^0+(?=\d)/, "") : a;
+  const y = b.length > 1 && b.charCodeAt(0) === 48 ? b.replace(/^0+(?=\d)/, "") : b;
   return x.length - y.length || (x < y ? -1 : x > y ? 1 : 0);
 }
 

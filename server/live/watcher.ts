@@ -716,12 +716,9 @@ export class NodeWatcher {
     if (loss === null) return;
     this.restartLoss = null;
     // How the node keeps its data now that it is back (the periodic read may not have come yet).
-    try {
-      const aof = /aof_enabled:(\d)/.exec(await this.waitOn(() => this.reader.info("persistence")))?.[1];
-      if (aof !== undefined) this.facts.appendonly = aof === "1" ? "yes" : "no";
-    } catch {
-      // INFO refused or the node went again: said as unknown.
-    }
+    await this.waitOn(() => this.readPersistence()).catch(() => {
+      // Refused, or the node went again: the last reading (or unknown) stands.
+    });
     const why = this.facts.appendonly === "no" ? "without an append-only file" : this.facts.appendonly === "yes" ? "with an append-only file" : "";
     const lost = this.ctx.store.lostInRestart(this.index, loss.before, loss.restartedAt, why, Date.now());
     if (lost.length === 0) return;
@@ -970,24 +967,29 @@ export class NodeWatcher {
       // not up yet at the first one).
       if (withInfo || this.facts.appendonly === null) {
         await this.readRunFacts();
-        if (this.notifications !== "unavailable") {
-          try {
-            const aof = (await this.reader.config("GET", "appendonly"));
-            const save = (await this.reader.config("GET", "save"));
-            this.facts.appendonly = Array.isArray(aof) && typeof aof[1] === "string" ? aof[1] : null;
-            this.facts.save = Array.isArray(save) && typeof save[1] === "string" ? save[1] : null;
-          } catch {
-            // CONFIG refused: INFO persistence still says whether AOF is on.
-          }
-        }
-        if (this.facts.appendonly === null) {
-          const persistence = await this.reader.info("persistence");
-          const aof = /aof_enabled:(\d)/.exec(persistence)?.[1];
-          this.facts.appendonly = aof === undefined ? null : aof === "1" ? "yes" : "no";
-        }
+        await this.readPersistence();
       }
     } catch {
       // Unreachable for a moment: the connection's own events mark the node down.
+    }
+  }
+
+  /** How the node keeps its data: `appendonly` and `save` by CONFIG, or whether AOF is on by INFO where CONFIG is refused. */
+  private async readPersistence(): Promise<void> {
+    if (this.notifications !== "unavailable") {
+      try {
+        const aof = (await this.reader.config("GET", "appendonly"));
+        const save = (await this.reader.config("GET", "save"));
+        this.facts.appendonly = Array.isArray(aof) && typeof aof[1] === "string" ? aof[1] : null;
+        this.facts.save = Array.isArray(save) && typeof save[1] === "string" ? save[1] : null;
+      } catch {
+        // CONFIG refused: INFO persistence still says whether AOF is on.
+      }
+    }
+    if (this.facts.appendonly === null) {
+      const persistence = await this.reader.info("persistence");
+      const aof = /aof_enabled:(\d)/.exec(persistence)?.[1];
+      this.facts.appendonly = aof === undefined ? null : aof === "1" ? "yes" : "no";
     }
   }
 

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type * as LockRoute from "@/app/api/locks/[resource]/route";
 import type * as MetricsRoute from "@/app/metrics/route";
 import type * as HealthRoute from "@/app/api/health/route";
 import type { LockDetail } from "@/lib/locks/types";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, lockDetail, setUpConsole, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -16,19 +15,13 @@ const METRICS_TOKEN = "it-metrics-token-restart-lost-0123";
  */
 describe("locks a restarted node came back without", () => {
   let cluster: TestCluster;
-  let lock: typeof LockRoute;
   let metrics: typeof MetricsRoute;
   let health: typeof HealthRoute;
 
-  const detail = async (resource: string) => {
-    const res = await call(lock.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } });
-    return res.status === 200 ? (res.body as LockDetail) : null;
-  };
   const lostEntries = (d: LockDetail | null) => (d?.timeline ?? []).filter((e) => e.type === "lost-in-restart");
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 3, env: { METRICS_TOKEN } });
-    lock = await import("@/app/api/locks/[resource]/route");
     metrics = await import("@/app/metrics/route");
     health = await import("@/app/api/health/route");
     const { startLive, waitUntilReconciled } = await import("@/server/live");
@@ -52,7 +45,7 @@ describe("locks a restarted node came back without", () => {
     await n0!.set("lock:restart/elsewhere", "holder-elsewhere", "PX", 600_000);
     // And a Redlock its holder releases while node 1 is down: released, not lost.
     await Promise.all([n0!, n1!, n2!].map((c) => c.set("lock:restart/released", "holder-released", "PX", 600_000)));
-    await until("the console lists the five locks", async () => (await Promise.all(["single", "quorum", "short", "elsewhere", "released"].map((k) => detail(`lock:restart/${k}`)))).every((d) => d !== null));
+    await until("the console lists the five locks", async () => (await Promise.all(["single", "quorum", "short", "elsewhere", "released"].map((k) => lockDetail(`lock:restart/${k}`)))).every((d) => d !== null));
 
     const reconnects = async () => {
       const body = (await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ id: string; watcher: { reconnects: number; up: boolean } }> };
@@ -61,7 +54,7 @@ describe("locks a restarted node came back without", () => {
     const before = (await reconnects()).reconnects;
     await cluster.kill(1);
     await Promise.all([n0!, n2!].map((c) => c.del("lock:restart/released")));
-    await until("the released Redlock ended", async () => (await detail("lock:restart/released"))?.state === "released");
+    await until("the released Redlock ended", async () => (await lockDetail("lock:restart/released"))?.state === "released");
     // The short lock's TTL runs out while node 1 is down (the releases above took some of that time already).
     await new Promise((r) => setTimeout(r, Math.max(0, shortSetAt + 1_700 - Date.now())));
     await cluster.restart(1);
@@ -71,7 +64,7 @@ describe("locks a restarted node came back without", () => {
     });
 
     const single = await until("the single-instance lock's loss on its page", async () => {
-      const d = await detail("lock:restart/single");
+      const d = await lockDetail("lock:restart/single");
       return lostEntries(d).length > 0 ? d : null;
     });
     expect(single.state).not.toBe("held");
@@ -82,14 +75,14 @@ describe("locks a restarted node came back without", () => {
       }),
     ]);
     // The Redlock goes on with two nodes of three, and says what node 1 lost.
-    const quorum = await detail("lock:restart/quorum");
+    const quorum = await lockDetail("lock:restart/quorum");
     expect(quorum).toMatchObject({ state: "held" });
     expect(lostEntries(quorum)).toHaveLength(1);
-    const short = await detail("lock:restart/short");
+    const short = await lockDetail("lock:restart/short");
     expect(short).not.toBeNull();
     expect(lostEntries(short)).toEqual([]);
     for (const resource of ["lock:restart/elsewhere", "lock:restart/released"]) {
-      const d = await detail(resource);
+      const d = await lockDetail(resource);
       expect(d).not.toBeNull();
       expect(lostEntries(d)).toEqual([]);
     }

@@ -1,10 +1,8 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HealthModule from "@/app/api/health/route";
-import type * as LockModule from "@/app/api/locks/[resource]/route";
 import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
-import type { LockDetail } from "@/lib/locks/types";
-import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, lockDetail, OPERATOR_TOKEN, setUpConsole, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -16,20 +14,14 @@ import { until } from "../support/wait";
 describe("force release with a node down", () => {
   let cluster: TestCluster;
   let clients: Redis[];
-  let lock: typeof LockModule;
   let release: typeof ReleaseModule;
   let health: typeof HealthModule;
 
-  const detail = async (resource: string) => {
-    const res = await call(lock.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } });
-    return res.status === 200 ? (res.body as LockDetail) : null;
-  };
 
   beforeAll(async () => {
     // A node timeout of 1.5 s: a frozen node holds a release up for several seconds (its timeout, then a read again).
     cluster = await setUpConsole({ nodes: 3, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "1500" } });
     clients = cluster.clients();
-    lock = await import("@/app/api/locks/[resource]/route");
     release = await import("@/app/api/locks/[resource]/release/route");
     health = await import("@/app/api/health/route");
     const { waitUntilReconciled } = await import("@/server/live");
@@ -43,7 +35,7 @@ describe("force release with a node down", () => {
   it("ends the lock as force-released by the operator, and the down node's last value acquires nothing", async () => {
     const resources = ["lock:down/1", "lock:down/2", "lock:down/3", "lock:down/4"];
     for (const resource of resources) await Promise.all(clients.map((c) => c.set(resource, `token-of-${resource}`, "PX", 600_000)));
-    for (const resource of resources) await until(`${resource} held on 3 nodes`, async () => (await detail(resource))?.quorumHeld === 3);
+    for (const resource of resources) await until(`${resource} held on 3 nodes`, async () => (await lockDetail(resource))?.quorumHeld === 3);
     await cluster.kill(2);
     await until("node-2 down in the health", async () => {
       const body = (await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ id: string; up: boolean }> };
@@ -63,7 +55,7 @@ describe("force release with a node down", () => {
     // Long enough for any late reading of the down node's last value to have been taken for a new holder.
     await new Promise((r) => setTimeout(r, 3_000));
     for (const resource of resources) {
-      const shown = await detail(resource);
+      const shown = await lockDetail(resource);
       const story = shown?.timeline.map((t) => `${t.type}${t.detail ? ` ${t.detail}` : ""}`);
       expect([resource, shown?.state], JSON.stringify(story)).toEqual([resource, "force-released"]);
       expect(shown?.timeline.filter((t) => t.type === "acquired"), JSON.stringify(story)).toHaveLength(1);
@@ -75,7 +67,7 @@ describe("force release with a node down", () => {
     await cluster.restart(2);
     const resource = "lock:frozen/1";
     await Promise.all(clients.map((c) => c.set(resource, "frozen-token", "PX", 600_000)));
-    await until(`${resource} held on 3 nodes`, async () => (await detail(resource))?.quorumHeld === 3);
+    await until(`${resource} held on 3 nodes`, async () => (await lockDetail(resource))?.quorumHeld === 3);
     // Frozen, not gone: the release waits out its timeout there, then reads it again, before it answers.
     cluster.pause(1);
     try {
@@ -87,7 +79,7 @@ describe("force release with a node down", () => {
       });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       const shown = await until("the lock ended", async () => {
-        const lock = await detail(resource);
+        const lock = await lockDetail(resource);
         return lock && !["held", "partial"].includes(lock.state) ? lock : null;
       });
       const story = shown.timeline.map((t) => `${t.type}${t.detail ? ` ${t.detail}` : ""}`);
@@ -101,7 +93,7 @@ describe("force release with a node down", () => {
   it("refuses with 503, touching nothing, a lock that only a node not answering holds", async () => {
     const resource = "lock:only-on-frozen";
     await clients[1]!.set(resource, "frozen-only", "PX", 600_000);
-    await until(`${resource} held on node-1`, async () => (await detail(resource))?.quorumHeld === 1);
+    await until(`${resource} held on node-1`, async () => (await lockDetail(resource))?.quorumHeld === 1);
     cluster.pause(1);
     try {
       const res = await call(release.POST, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, {

@@ -1,9 +1,7 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type * as LockModule from "@/app/api/locks/[resource]/route";
 import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
-import type { LockDetail } from "@/lib/locks/types";
-import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, lockDetail, OPERATOR_TOKEN, setUpConsole, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -15,18 +13,12 @@ import { until } from "../support/wait";
 describe("force release of one side of a split vote", () => {
   let cluster: TestCluster;
   let clients: Redis[];
-  let lock: typeof LockModule;
   let release: typeof ReleaseModule;
 
-  const detail = async (resource: string) => {
-    const res = await call(lock.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } });
-    return res.status === 200 ? (res.body as LockDetail) : null;
-  };
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 3 });
     clients = cluster.clients();
-    lock = await import("@/app/api/locks/[resource]/route");
     release = await import("@/app/api/locks/[resource]/release/route");
     const { waitUntilReconciled } = await import("@/server/live");
     expect(await waitUntilReconciled(10_000)).toBe(true);
@@ -41,7 +33,7 @@ describe("force release of one side of a split vote", () => {
     await clients[0]!.set(resource, "client-a", "PX", 60_000);
     await clients[1]!.set(resource, "client-b", "PX", 60_000);
     const before = await until("the split vote listed", async () => {
-      const d = await detail(resource);
+      const d = await lockDetail(resource);
       return d?.state === "partial" ? d : null;
     });
     const released = before.holders[0]!.id;
@@ -56,7 +48,7 @@ describe("force release of one side of a split vote", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
 
     const after = await until("the release on the timeline", async () => {
-      const d = await detail(resource);
+      const d = await lockDetail(resource);
       return d?.timeline.some((e) => e.type === "force-released") ? d : null;
     });
     expect(after).toMatchObject({ state: "partial", holders: [{ id: other }] });

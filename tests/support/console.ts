@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { LockDetail } from "@/lib/locks/types";
 import { startCluster, type TestCluster } from "./redis";
 
 export const OPERATOR_TOKEN = "it-operator-token-0123456789abcdef";
@@ -73,6 +74,13 @@ export async function call(handler: Handler, method: string, pathAndQuery: strin
     // not JSON (metrics, streams): keep the text
   }
   return { status: response.status, body: parsed, headers: response.headers };
+}
+
+/** A lock's page (`GET /api/locks/{resource}`, through its route handler) as a viewer reads it; null for any answer but 200. */
+export async function lockDetail(resource: string): Promise<LockDetail | null> {
+  const route = await import("@/app/api/locks/[resource]/route");
+  const res = await call(route.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } });
+  return res.status === 200 ? (res.body as LockDetail) : null;
 }
 
 /** Runs the console's shutdown hooks (streams, lab, audit, watchers, connections), then stops the nodes. */
