@@ -468,11 +468,13 @@ export class LockStore {
   /**
    * What node `index` holds as last read, of the locks held now: each lock's value there and its expiry (epoch ms;
    * Infinity: no TTL). A lock that ended already (its other nodes released it while this one was down) is not.
+   * `only`: of the locks it accepts (on a cluster, those in one primary's slots).
    */
-  heldOn(index: number): Map<string, { value: string; expiresAt: number }> {
+  heldOn(index: number, only?: (resource: string) => boolean): Map<string, { value: string; expiresAt: number }> {
     const out = new Map<string, { value: string; expiresAt: number }>();
     for (const entry of this.live.values()) {
       if (entry.state === null || !isLive(entry.state)) continue;
+      if (only !== undefined && !only(entry.resource)) continue;
       const value = entry.values[index];
       if (value !== null && value !== undefined) out.set(entry.resource, { value, expiresAt: entry.times[index] ?? Number.NaN });
     }
@@ -485,10 +487,12 @@ export class LockStore {
    * started, were lost in the restart (a node without persistence comes back empty; one that syncs its
    * append-only file every second can lose the last second's writes). Each gets a `lost-in-restart` entry on
    * its timeline, whichever way it is shown to end (or, held on other nodes still, to go on). `why` says how
-   * the node keeps its data ("without an append-only file"; "" when unknown). Returns them.
+   * the node keeps its data ("without an append-only file"; "" when unknown). `server`: the server that
+   * restarted, where it is not the node itself (a cluster's primary, by address). Returns them.
    */
-  lostInRestart(index: number, before: ReadonlyMap<string, { value: string; expiresAt: number }>, restartedAt: number, why: string, now = Date.now()): string[] {
+  lostInRestart(index: number, before: ReadonlyMap<string, { value: string; expiresAt: number }>, restartedAt: number, why: string, now = Date.now(), server?: string): string[] {
     const nodeId = this.nodeIds[index] ?? `node-${index}`;
+    const who = server === undefined ? nodeId : `${nodeId}'s primary ${server}`;
     const lost: string[] = [];
     for (const [resource, held] of before) {
       if (!(held.expiresAt > restartedAt)) continue;
@@ -498,7 +502,7 @@ export class LockStore {
       lost.push(resource);
       if (!entry) continue;
       const left = held.expiresAt === Number.POSITIVE_INFINITY ? "a key without a TTL" : `at least ${((held.expiresAt - restartedAt) / 1000).toFixed(1)} s of its TTL left`;
-      const item = { at: now, type: "lost-in-restart" as const, node: nodeId, detail: `${nodeId} restarted${why ? ` ${why}` : ""} and came back without this lock (${left}): its holder may still think it holds it` };
+      const item = { at: now, type: "lost-in-restart" as const, node: nodeId, detail: `${who} restarted${why ? ` ${why}` : ""} and came back without this lock (${left}): its holder may still think it holds it` };
       this.timelines.add(entry, item, live ? (entry.token ?? entry.leading) : (entry.endedToken ?? entry.token ?? entry.leading));
       if (live) this.changed.add(resource);
     }

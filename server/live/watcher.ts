@@ -1,6 +1,6 @@
 import "server-only";
 import { Cluster, type Redis } from "ioredis";
-import { readInSlots, servingShards, type ClusterMember } from "@/lib/locks/cluster";
+import { readInSlots, servingShards, slotIn, type ClusterMember } from "@/lib/locks/cluster";
 import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flush-calls";
 import { FAIR_TIMEOUTS_GLOB, fairLockNames } from "@/lib/locks/formats/redisson";
@@ -9,7 +9,7 @@ import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
-import { CONTENTION_CHANNEL, REVOKE_CHANNEL, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
+import { CONTENTION_CHANNEL, REVOKE_CHANNEL, keySlot, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
 import type { LockClient } from "../deployments";
@@ -49,6 +49,20 @@ export interface WatcherContext {
   peers?: () => readonly NodeWatcher[];
   /** A notification marked a key dirty (the runtime reads it in its next batch). */
   onDirty?: () => void;
+}
+
+/** A restart the next reconcile settles (see `NodeWatcher.restartLosses`). */
+interface RestartLoss {
+  /** A cluster's primary by address; null: the node itself. */
+  server: string | null;
+  before: Map<string, { value: string; expiresAt: number }>;
+  restartedAt: number;
+}
+
+/** What a restart check needs of INFO server. */
+function runReading(info: string): { runId: string | null; uptimeSec: number | null } {
+  const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
+  return { runId: /run_id:([0-9a-f]+)/.exec(info)?.[1] ?? null, uptimeSec: uptime ? Number(uptime) : null };
 }
 
 const CAUSES: Record<string, EndCause> = { del: "del", expired: "expired", evicted: "evicted" };
@@ -110,8 +124,15 @@ export class NodeWatcher {
   longestTtlMs = 0;
   facts: { appendonly: string | null; save: string | null; skewMs: number | null } = { appendonly: null, save: null, skewMs: null };
   run: NodeRunFacts = INITIAL_RUN_FACTS;
-  /** A restart seen (the run id changed) that the next reconcile settles: what the node held before it, and when it started again. */
-  private restartLoss: { before: Map<string, { value: string; expiresAt: number }>; restartedAt: number } | null = null;
+  /**
+   * Restarts seen (the run id changed) that the next reconcile settles: what the node held before, and when it
+   * started again. On a cluster, one per primary that restarted (`server`, its address): the locks in its slots.
+   */
+  private restartLosses: RestartLoss[] = [];
+  /** On a cluster, each primary's run facts, by address (a cluster client asks any node: `run` stays unread). */
+  private clusterRuns = new Map<string, NodeRunFacts>();
+  /** INFO server was refused (an ACL) and said so in the log once. */
+  private runFactsRefusalLogged = false;
   /** When the oldest command still waiting on the reader was sent (liveness probe or read batch). */
   private waitingSince = new Map<number, number>();
   private nextWaitId = 1;
@@ -621,30 +642,73 @@ export class NodeWatcher {
 
   /** INFO server on every (re)connect: run id and uptime, so a restart is known at once, whatever the TTLs. */
   async readRunFacts(): Promise<void> {
-    // A cluster client asks any node: run ids would differ from one reading to the next.
-    if (this.cluster) return;
-    let info: string;
+    if (this.cluster) return this.readClusterRunFacts();
+    let info: string | null;
     try {
-      info = await this.waitOn(() => this.reader.info("server"));
+      info = await this.serverInfo(this.reader);
     } catch (error) {
-      // INFO refused (a managed service's ACL): restarts go unnoticed, the rest of the view still works.
+      // Not answered in time, or refused otherwise: the next reading tells.
       if (this.reader.status !== "ready") throw error;
       return;
     }
-    const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
-    const runId = /run_id:([0-9a-f]+)/.exec(info)?.[1] ?? null;
-    const { facts, restarted } = nextRunFacts(this.run, { runId, uptimeSec: uptime ? Number(uptime) : null }, Date.now());
+    if (info === null) return;
+    const { facts, restarted } = nextRunFacts(this.run, runReading(info), Date.now());
     this.run = facts;
     if (restarted) {
       this.ctx.log.warn({ node: this.id, uptimeSec: facts.uptimeSec, persistence: this.facts.appendonly }, "lock node restarted");
-      // Taken before any reading of the restarted node (this runs ahead of the reconcile that reads it again).
-      // The node's uptime is a difference of whole seconds: it started up to a second after `restartedAt` says,
-      // and before now. Only a lock valid at the latest start it may have had counts as lost (one that ran out
-      // within that second may have ended first).
-      const now = Date.now();
-      const latestStart = Math.min(now, (facts.restartedAt ?? now) + 1_000);
-      if (this.restartLoss === null) this.restartLoss = { before: this.ctx.store.heldOn(this.index), restartedAt: latestStart };
+      this.noteRestart(facts, null);
     }
+  }
+
+  /**
+   * A cluster's primaries, each by its own INFO server: a primary that restarted before a failover could happen
+   * keeps its slots and comes back with what it persisted (without persistence, nothing; its replicas then
+   * sync to that). A replica promoted in a failover is another server at another address, a baseline here (the
+   * failover monitor compares what it had). Throws while the topology changes or a primary does not answer:
+   * the bring-up tries again, and the reconcile never reads a restarted primary before its locks were noted.
+   */
+  private async readClusterRunFacts(): Promise<void> {
+    // (Throws while the client has not caught up with the topology.)
+    this.clusterNodes("primaries");
+    const primaries = servingShards(this.cluster?.topology.shards ?? []).flatMap((s) => (s.primary !== null && s.primary.health === "online" ? [{ address: s.primary.address, slots: s.slots }] : []));
+    for (const { address, slots } of primaries) {
+      const node = clusterNodeAt(this.reader as Cluster, address);
+      if (node === undefined) throw new Error("the cluster's topology is changing; reading it again");
+      const info = await this.serverInfo(node);
+      if (info === null) return;
+      const { facts, restarted } = nextRunFacts(this.clusterRuns.get(address) ?? INITIAL_RUN_FACTS, runReading(info), Date.now());
+      this.clusterRuns.set(address, facts);
+      if (!restarted) continue;
+      this.ctx.log.warn({ node: this.id, primary: address, uptimeSec: facts.uptimeSec }, "cluster primary restarted");
+      this.noteRestart(facts, address, (resource) => slotIn(slots, keySlot(resource)));
+    }
+    // A primary that left (failed over, removed) is a baseline again should it come back.
+    for (const address of [...this.clusterRuns.keys()]) if (!primaries.some((p) => p.address === address)) this.clusterRuns.delete(address);
+  }
+
+  /** INFO server of `node`, null when refused (an ACL, a managed service): restarts then go unnoticed. Throws on anything else. */
+  private async serverInfo(node: LockClient | Redis): Promise<string | null> {
+    try {
+      return await this.waitOn(() => node.info("server"));
+    } catch (error) {
+      if (!(error instanceof Error && error.name === "ReplyError" && /^NOPERM|unknown command/i.test(error.message))) throw error;
+      if (!this.runFactsRefusalLogged) this.ctx.log.warn({ node: this.id, err: error.message }, "INFO server refused: a restart of the node goes unnoticed");
+      this.runFactsRefusalLogged = true;
+      return null;
+    }
+  }
+
+  /**
+   * Takes what the restarted server held (the locks `only` accepts), before any reading of it: this runs ahead of
+   * the reconcile that reads it again. Its uptime is a difference of whole seconds: it started up to a second
+   * after `restartedAt` says, and before now. Only a lock valid at the latest start it may have had counts as
+   * lost (one that ran out within that second may have ended first).
+   */
+  private noteRestart(facts: NodeRunFacts, server: string | null, only?: (resource: string) => boolean): void {
+    if (this.restartLosses.some((l) => l.server === server)) return;
+    const now = Date.now();
+    const latestStart = Math.min(now, (facts.restartedAt ?? now) + 1_000);
+    this.restartLosses.push({ server, before: this.ctx.store.heldOn(this.index, only), restartedAt: latestStart });
   }
 
   /**
@@ -712,22 +776,35 @@ export class NodeWatcher {
 
   /** After a restart, once the node was read again: says which locks it came back without (see `LockStore.lostInRestart`). Never throws. */
   private async settleRestartLoss(): Promise<void> {
-    const loss = this.restartLoss;
-    if (loss === null) return;
-    this.restartLoss = null;
-    // How the node keeps its data now that it is back (the periodic read may not have come yet).
-    await this.waitOn(() => this.readPersistence()).catch(() => {
-      // Refused, or the node went again: the last reading (or unknown) stands.
-    });
-    const why = this.facts.appendonly === "no" ? "without an append-only file" : this.facts.appendonly === "yes" ? "with an append-only file" : "";
-    const lost = this.ctx.store.lostInRestart(this.index, loss.before, loss.restartedAt, why, Date.now());
-    if (lost.length === 0) return;
-    this.ctx.events.emit("lost-in-restart", { nodeId: this.id, count: lost.length });
-    this.ctx.log.error(
-      { node: this.id, lost: lost.length, examples: lost.slice(0, 5), persistence: this.facts.appendonly },
-      "lock node restarted and came back without locks whose TTL had not run out: their holders may still think they hold them",
-    );
+    const losses = this.restartLosses;
+    if (losses.length === 0) return;
+    this.restartLosses = [];
+    for (const loss of losses) {
+      // How the server keeps its data now that it is back (the periodic read may not have come yet).
+      const appendonly = loss.server === null ? await this.waitOn(() => this.readPersistence()).then(() => this.facts.appendonly, () => this.facts.appendonly) : await this.primaryAppendonly(loss.server);
+      const why = appendonly === "no" ? "without an append-only file" : appendonly === "yes" ? "with an append-only file" : "";
+      const lost = this.ctx.store.lostInRestart(this.index, loss.before, loss.restartedAt, why, Date.now(), loss.server ?? undefined);
+      if (lost.length === 0) continue;
+      this.ctx.events.emit("lost-in-restart", { nodeId: this.id, count: lost.length });
+      this.ctx.log.error(
+        { node: this.id, ...(loss.server === null ? {} : { primary: loss.server }), lost: lost.length, examples: lost.slice(0, 5), persistence: appendonly },
+        "lock node restarted and came back without locks whose TTL had not run out: their holders may still think they hold them",
+      );
+    }
   }
+
+  /** Whether a cluster primary keeps an append-only file (INFO persistence), null when it cannot be read. */
+  private async primaryAppendonly(address: string): Promise<string | null> {
+    const node = clusterNodeAt(this.reader as Cluster, address);
+    if (node === undefined) return null;
+    try {
+      const aof = /aof_enabled:(\d)/.exec(await this.waitOn(() => node.info("persistence")))?.[1];
+      return aof === undefined ? null : aof === "1" ? "yes" : "no";
+    } catch {
+      return null;
+    }
+  }
+
 
   private async readAllLockKeys(progress: { keysRead: number }): Promise<void> {
     const seen = new Set<string>();

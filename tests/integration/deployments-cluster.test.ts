@@ -128,6 +128,48 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     await until("the new holder shown from the new primary", () => heldAs(key, "holder-moved-2"));
   });
 
+  it("a primary that restarts empty before any failover: the locks in its slots are reported lost in the restart, the others not", async () => {
+    const metrics = await import("@/app/metrics/route");
+    // (Counting from now, as the console's start-up does.)
+    (await import("@/server/console-metrics")).startConsoleMetrics();
+    const shard = await set.shardOf(3000);
+    const primaryNode = set.nodes.find((n) => n.port === shard.primary)!;
+    const replicaNode = set.nodes.find((n) => n.port === shard.replicas[0])!;
+    const [lost, elsewhere] = [await keyOn(shard.primary, "restart-lost"), await keyOn((await set.shardOf(15000)).primary, "restart-elsewhere")];
+    await cluster.set(lost, "holder-restart-lost", "PX", 60_000);
+    await cluster.set(elsewhere, "holder-restart-elsewhere", "PX", 60_000);
+    await until("the console saw both", async () => (await heldAs(lost, "holder-restart-lost")) && (await heldAs(elsewhere, "holder-restart-elsewhere")));
+    // Every lock held in the restarting primary's slots (the earlier tests' too) is lost with it.
+    const held = (await listed()).filter((l) => l.state === "held").map((l) => l.resource);
+    const onPrimary: string[] = [];
+    for (const resource of held) if ((await set.shardOf(keySlot(resource))).primary === shard.primary) onPrimary.push(resource);
+    expect(onPrimary).toContain(lost);
+    expect(onPrimary).not.toContain(elsewhere);
+    // The replica is frozen, so nothing fails over: the primary comes back as the primary of its slots, empty
+    // (no persistence), and the replica syncs to that once it runs again.
+    replicaNode.pause();
+    await primaryNode.restart();
+    replicaNode.resume();
+
+    const entry = await until(
+      "the lost lock's timeline says so",
+      async () => (await detail(lost)).timeline.find((t) => t.type === "lost-in-restart"),
+      30_000,
+      200,
+    );
+    expect(entry.detail).toContain(`primary 127.0.0.1:${shard.primary} restarted without an append-only file and came back without this lock`);
+    expect((await detail(lost)).state).not.toBe("held");
+    // A lock on another primary stays held, and is no part of it.
+    expect(await heldAs(elsewhere, "holder-restart-elsewhere")).toBe(true);
+    expect((await detail(elsewhere)).timeline.map((t) => t.type)).not.toContain("lost-in-restart");
+    const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
+    expect(text).toMatch(new RegExp(`^lockscope_locks_lost_in_restart_total\\{[^}]*\\} ${onPrimary.length}$`, "m"));
+    for (const resource of onPrimary) expect((await detail(resource)).timeline.map((t) => t.type)).toContain("lost-in-restart");
+    // The same primary is a baseline from then on: a lock taken on it now is held.
+    await cluster.set(lost, "holder-after-restart", "PX", 60_000);
+    await until("a lock taken on the restarted primary listed", () => heldAs(lost, "holder-after-restart"), 30_000);
+  });
+
   it("a failover: exactly the locks the promoted replica never got are reported lost, the others held across it", async () => {
     const metrics = await import("@/app/metrics/route");
     const shard = await set.shardOf(8000);

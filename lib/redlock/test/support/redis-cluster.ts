@@ -18,6 +18,11 @@ export interface ClusterNode {
   /** SIGSTOP / SIGCONT. */
   pause(): void;
   resume(): void;
+  /**
+   * SIGKILL, then a new redis-server on the same port with the same cluster config file, answering: the node
+   * comes back as what it was (a primary keeps its slots), with no data (no persistence).
+   */
+  restart(): Promise<void>;
 }
 
 /**
@@ -112,18 +117,20 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
       "--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, "--cluster-node-timeout", String(options.nodeTimeoutMs ?? 1000),
       ...(options.extraArgs ?? []),
     ];
-    const child = setpriv ? spawn("setpriv", ["--pdeathsig", "KILL", "redis-server", ...args], { stdio: "ignore" }) : spawn("redis-server", args, { stdio: "ignore" });
+    const start = () => (setpriv ? spawn("setpriv", ["--pdeathsig", "KILL", "redis-server", ...args], { stdio: "ignore" }) : spawn("redis-server", args, { stdio: "ignore" }));
+    let child = start();
     children.set(port, child);
     let paused = false;
+    const kill = () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        if (paused) child.kill("SIGCONT");
+        child.kill("SIGKILL");
+      });
     return {
       port,
-      kill: () =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          child.once("exit", () => resolve());
-          if (paused) child.kill("SIGCONT");
-          child.kill("SIGKILL");
-        }),
+      kill,
       pause: () => {
         paused = true;
         child.kill("SIGSTOP");
@@ -131,6 +138,14 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
       resume: () => {
         paused = false;
         child.kill("SIGCONT");
+      },
+      restart: async () => {
+        await kill();
+        paused = false;
+        child = start();
+        children.set(port, child);
+        const started = child;
+        await until(`cluster node on ${port} again`, async () => started.pid !== undefined && (await answeringPid(port)) === started.pid, 10_000, 20);
       },
     };
   };
@@ -143,7 +158,16 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
     return c;
   };
   await run("redis-cli", ["--cluster", "create", ...nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "1", "--cluster-yes"]);
-  const admin = direct(nodes[0]!.port);
+  let adminAt = 0;
+  let adminConn = direct(nodes[0]!.port);
+  /** The connection for the harness's own questions; once closed (its node killed or restarted), one to the next node. */
+  const admin = () => {
+    if (adminConn.status === "end") {
+      adminAt = (adminAt + 1) % nodes.length;
+      adminConn = direct(nodes[adminAt]!.port);
+    }
+    return adminConn;
+  };
   // Every node agrees the cluster is whole, and every replica has synced with its primary.
   await until(
     "the cluster is up with a synced replica per primary",
@@ -152,14 +176,14 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
         const info = await direct(n.port).call("CLUSTER", "INFO").catch(() => "");
         if (!/cluster_state:ok/.test(String(info))) return false;
       }
-      const shards = await readShards(admin);
+      const shards = await readShards(admin());
       return shards.length === primaries && shards.every((s) => s.nodes.length === 2 && s.nodes.every((x) => x.health === "online"));
     },
     30_000,
     100,
   );
   const shardOf = async (slot: number) => {
-    const shards = await readShards(admin);
+    const shards = await readShards(admin());
     const shard = shards.find((s) => {
       for (let i = 0; i + 1 < s.slots.length; i += 2) if (slot >= s.slots[i]! && slot <= s.slots[i + 1]!) return true;
       return false;
