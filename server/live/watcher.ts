@@ -6,7 +6,7 @@ import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flus
 import { FAIR_TIMEOUTS_GLOB, fairLockNames } from "@/lib/locks/formats/redisson";
 import { earlierOverlaps } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
-import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, type NodeRunFacts } from "@/lib/locks/node-state";
+import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, uptimeMsAt, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
 import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
 import { CONTENTION_CHANNEL, REVOKE_CHANNEL, keySlot, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
@@ -684,6 +684,12 @@ export class NodeWatcher {
     }
     // A primary that left (failed over, removed) is a baseline again should it come back.
     for (const address of [...this.clusterRuns.keys()]) if (!primaries.some((p) => p.address === address)) this.clusterRuns.delete(address);
+    // The cluster's own run facts (its uptime, restart and restart hazard on the nodes panel and in /metrics) are
+    // its youngest primary's: the one whose restart may have forgotten locks still valid.
+    const now = Date.now();
+    let youngest: NodeRunFacts | null = null;
+    for (const facts of this.clusterRuns.values()) if (youngest === null || (uptimeMsAt(facts, now) ?? Infinity) < (uptimeMsAt(youngest, now) ?? Infinity)) youngest = facts;
+    if (youngest !== null) this.run = youngest;
   }
 
   /** INFO server of `node`, null when refused (an ACL, a managed service): restarts then go unnoticed. Throws on anything else. */

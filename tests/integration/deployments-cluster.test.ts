@@ -165,6 +165,14 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
     expect(text).toMatch(new RegExp(`^lockscope_locks_lost_in_restart_total\\{[^}]*\\} ${onPrimary.length}$`, "m"));
     for (const resource of onPrimary) expect((await detail(resource)).timeline.map((t) => t.type)).toContain("lost-in-restart");
+    // The cluster's nodes panel row and /metrics carry the restart hazard: a primary without persistence started
+    // sooner ago than the longest TTL seen.
+    const health = await import("@/app/api/health/route");
+    const row = ((await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ id: string; restartRisk: boolean; restartedAt: number | null; uptimeSec: number | null }> }).nodes[0]!;
+    expect(row).toMatchObject({ restartRisk: true });
+    expect(row.restartedAt).not.toBeNull();
+    expect(row.uptimeSec).toBeLessThan(30);
+    expect((await call(metrics.GET, "GET", "/metrics")).body as string).toMatch(/^lockscope_node_restart_hazard\{node="node-0"\} 1$/m);
     // The same primary is a baseline from then on: a lock taken on it now is held.
     await cluster.set(lost, "holder-after-restart", "PX", 60_000);
     await until("a lock taken on the restarted primary listed", () => heldAs(lost, "holder-after-restart"), 30_000);
