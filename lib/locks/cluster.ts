@@ -42,8 +42,12 @@ const fieldsOf = (flat: unknown): Map<string, unknown> => {
   return out;
 };
 
-/** `CLUSTER SHARDS` (Redis 7) as shards; members without an address or an id are left out. */
-export function parseClusterShards(reply: unknown): ClusterShard[] {
+/**
+ * `CLUSTER SHARDS` (Redis 7) as shards; members without an address or an id are left out. A node that listens on
+ * TLS and plain TCP both has both ports listed: `tls` (the console connects with TLS) takes its TLS port, as
+ * `CLUSTER SLOTS` over TLS tells the cluster client.
+ */
+export function parseClusterShards(reply: unknown, options: { tls?: boolean } = {}): ClusterShard[] {
   if (!Array.isArray(reply)) return [];
   return reply.map((raw): ClusterShard => {
     const shard = fieldsOf(raw);
@@ -54,7 +58,7 @@ export function parseClusterShards(reply: unknown): ClusterShard[] {
     for (const rawNode of Array.isArray(shard.get("nodes")) ? (shard.get("nodes") as unknown[]) : []) {
       const node = fieldsOf(rawNode);
       const host = text(node.get("ip") ?? node.get("endpoint"), "");
-      const port = Number(node.get("port") ?? node.get("tls-port"));
+      const port = Number(options.tls ? (node.get("tls-port") ?? node.get("port")) : (node.get("port") ?? node.get("tls-port")));
       const id = text(node.get("id"), "");
       if (host === "" || !Number.isInteger(port) || id === "") continue;
       members.push({

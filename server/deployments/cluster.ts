@@ -93,7 +93,7 @@ export class ClusterTopology extends EventEmitter<{ change: [TopologyChange] }> 
     if (this.reading) return;
     this.reading = true;
     try {
-      const shards = parseClusterShards(await this.client.call("CLUSTER", "SHARDS"));
+      const shards = parseClusterShards(await this.client.call("CLUSTER", "SHARDS"), { tls: this.client.options.redisOptions?.tls !== undefined });
       if (primaryAddresses(shards).length === 0) return;
       const signature = JSON.stringify(shards.map((s) => [s.primary?.id ?? "", s.primary?.health ?? "", s.slots]));
       const before = this.shards;

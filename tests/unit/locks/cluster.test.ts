@@ -25,6 +25,16 @@ describe("a cluster's topology", () => {
     expect(parseClusterShards("not a reply")).toEqual([]);
   });
 
+  it("takes a node's TLS port when the console connects with TLS and the node lists both, its plain port otherwise", () => {
+    const both = [shard([0, 16383], ["id", "a", "port", 7000, "tls-port", 17000, "ip", "127.0.0.1", "role", "master", "health", "online"])];
+    expect(primaryAddresses(parseClusterShards(both, { tls: true }))).toEqual(["127.0.0.1:17000"]);
+    expect(primaryAddresses(parseClusterShards(both))).toEqual(["127.0.0.1:7000"]);
+    // A node on TLS alone lists only its TLS port; one on plain TCP alone only its port.
+    const tlsOnly = [shard([0, 16383], ["id", "a", "tls-port", 17000, "ip", "127.0.0.1", "role", "master", "health", "online"])];
+    expect(primaryAddresses(parseClusterShards(tlsOnly))).toEqual(["127.0.0.1:17000"]);
+    expect(primaryAddresses(parseClusterShards([shard([0, 16383], node("a", 7000, "master"))], { tls: true }))).toEqual(["127.0.0.1:7000"]);
+  });
+
   it("tells a failover (a replica now serves its primary's slots) from a resharding (slots moved between primaries)", () => {
     const failedOver = parseClusterShards([
       shard([0, 5460], node("a", 7000, "master"), node("a1", 7003, "replica")),

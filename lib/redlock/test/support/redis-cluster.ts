@@ -13,6 +13,8 @@ const setpriv = process.platform === "linux" && spawnSync("setpriv", ["--pdeaths
 /** One cluster node: a redis-server with `--cluster-enabled yes`, on a free port. */
 export interface ClusterNode {
   port: number;
+  /** With `tls`: the node's TLS port (its plain port stays open for the harness). */
+  tlsPort: number | null;
   /** SIGKILL: gone at once, as in a crash. */
   kill(): Promise<void>;
   /** SIGSTOP / SIGCONT. */
@@ -88,7 +90,16 @@ async function answeringPid(port: number): Promise<number | null> {
 
 const nodeId = async (conn: Redis) => String(await conn.call("CLUSTER", "MYID"));
 
-export async function startRedisCluster(options: { primaries?: number; nodeTimeoutMs?: number; extraArgs?: readonly string[] } = {}): Promise<RedisClusterSet> {
+/** Certificates for a cluster that also listens on TLS: the server's, one the nodes present to each other on the bus, the CA. */
+export interface ClusterTls {
+  cert: string;
+  key: string;
+  clientCert: string;
+  clientKey: string;
+  ca: string;
+}
+
+export async function startRedisCluster(options: { primaries?: number; nodeTimeoutMs?: number; extraArgs?: readonly string[]; tls?: ClusterTls } = {}): Promise<RedisClusterSet> {
   const primaries = options.primaries ?? 3;
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-cluster-"));
   const children = new Map<number, ChildProcess>();
@@ -112,9 +123,13 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
   };
   const spawnOnce = async (): Promise<ClusterNode> => {
     const port = await freePort();
+    const tls = options.tls;
+    const tlsPort = tls ? await freePort() : null;
     const args = [
       "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning",
       "--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, "--cluster-node-timeout", String(options.nodeTimeoutMs ?? 1000),
+      // The bus and replication over TLS too: a TLS client is then told the nodes' TLS ports (CLUSTER SLOTS).
+      ...(tls ? ["--tls-port", String(tlsPort), "--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-client-cert-file", tls.clientCert, "--tls-client-key-file", tls.clientKey, "--tls-ca-cert-file", tls.ca, "--tls-cluster", "yes", "--tls-replication", "yes"] : []),
       ...(options.extraArgs ?? []),
     ];
     const start = () => (setpriv ? spawn("setpriv", ["--pdeathsig", "KILL", "redis-server", ...args], { stdio: "ignore" }) : spawn("redis-server", args, { stdio: "ignore" }));
@@ -130,6 +145,7 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
       });
     return {
       port,
+      tlsPort,
       kill,
       pause: () => {
         paused = true;

@@ -1,0 +1,120 @@
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import type Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keySlot } from "@lockscope/redlock";
+import type { LockDetail } from "@/lib/locks/types";
+import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import type { TestCluster } from "../support/redis";
+import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
+import { makeCertificates, type TestCertificates } from "../support/tls";
+import { until } from "../support/wait";
+
+/**
+ * The README's least-privilege ACL with its Redis Cluster additions, word for word (as in
+ * deployments-tls-acl.test.ts, plus `+cluster|slots +cluster|shards +cluster|info +readonly`).
+ */
+const CONSOLE_ACL =
+  "on resetkeys ~lock:* ~locks:* ~fence:* ~waitq:* ~waitqd:* ~waitqg:* ~lockscope:* ~lock.* ~mutex:* ~semaphore:* ~job-lock:* ~lock ~my_resource_name ~redisson_lock_queue:* ~redisson_lock_timeout:* " +
+  "resetchannels &lockscope:* &__keyspace@0__:lock:* &__keyspace@0__:locks:* &__keyspace@0__:lock.* &__keyspace@0__:mutex:* &__keyspace@0__:semaphore:* &__keyspace@0__:job-lock:* &__keyspace@0__:lock &__keyspace@0__:my_resource_name &__keyspace@0__:redisson_lock_timeout:* &redisson_lock__channel:* &redisson_rwlock:* " +
+  "-@all +ping +info +time +scan +type +get +pttl +pexpire +exists +set +del +incr +incrby +hset +hgetall +hdel +multi +exec +eval +evalsha +xadd +xrevrange +publish +subscribe +psubscribe +unsubscribe +punsubscribe +quit" +
+  " +hexists +hget +hlen +hscan +zscore +zcard +zrevrange +zrem +llen +lrange +strlen +getrange " +
+  "+config|get +config|set +client|setname +cluster|slots +cluster|shards +cluster|info +readonly";
+const PASSWORD = "cluster-console-password-0123456789";
+const SERVER_NAME = "redis.lockscope.test";
+
+type Listed = { resource: string; state: string; token: string | null };
+
+/**
+ * A Redis Cluster whose nodes listen on TLS (bus and replication over TLS too) besides their plain ports, as
+ * while a cluster is moved to TLS: the console, given TLS seeds, a client certificate, SNI and the ACL user,
+ * must reach every primary on its TLS port (CLUSTER SHARDS names both ports; CLUSTER SLOTS over TLS the TLS
+ * ones), and nothing it does may be refused.
+ */
+describe("a Redis Cluster over TLS, watched by a least-privilege ACL user", () => {
+  let unused: TestCluster;
+  let certs: TestCertificates;
+  let set: RedisClusterSet;
+  let cluster: InstanceType<typeof Redis.Cluster>;
+  const keyOn = async (port: number, name: string) => {
+    for (let i = 0; ; i++) {
+      const key = `lock:{${name}-${i}}`;
+      if ((await set.shardOf(keySlot(key))).primary === port) return key;
+    }
+  };
+  const tlsPortOf = (port: number) => set.nodes.find((n) => n.port === port)!.tlsPort!;
+
+  beforeAll(async () => {
+    certs = makeCertificates(SERVER_NAME);
+    const passwordFile = path.join(certs.dir, "password");
+    writeFileSync(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+    unused = await setUpConsole({ nodes: 0, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "500" } });
+    set = await startRedisCluster({
+      nodeTimeoutMs: 2_000,
+      tls: { cert: certs.serverCert, key: certs.serverKey, clientCert: certs.clientCert, clientKey: certs.clientKey, ca: certs.caFile },
+      extraArgs: ["--tls-auth-clients", "yes", "--user", "lockscope", ...`>${PASSWORD} ${CONSOLE_ACL}`.split(" ")],
+    });
+    delete process.env.REDIS_URLS;
+    Object.assign(process.env, {
+      REDIS_CLUSTER_URLS: set.nodes.slice(0, 2).map((n) => `rediss://127.0.0.1:${n.tlsPort}`).join(","),
+      REDIS_TLS_CA_FILE: certs.caFile,
+      REDIS_TLS_CERT_FILE: certs.clientCert,
+      REDIS_TLS_KEY_FILE: certs.clientKey,
+      REDIS_TLS_SERVERNAME: SERVER_NAME,
+      REDIS_USERNAME: "lockscope",
+      REDIS_PASSWORD_FILE: passwordFile,
+    });
+    cluster = set.client();
+    for (const n of set.nodes) await set.direct(n.port).call("ACL", "LOG", "RESET");
+  }, 90_000);
+  afterAll(async () => {
+    await tearDownConsole(unused);
+    await set?.close();
+  });
+
+  const detail = async (resource: string) => {
+    const one = await import("@/app/api/locks/[resource]/route");
+    return (await call(one.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } })).body as LockDetail;
+  };
+  const heldAs = async (resource: string, token: string) => {
+    const locks = await import("@/app/api/locks/route");
+    const listed = ((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Listed[] }).locks;
+    return listed.some((l) => l.resource === resource && l.state === "held" && l.token === token);
+  };
+
+  it("watches every primary on its TLS port, names the TLS addresses, force-releases, and no command is refused", async () => {
+    const primaries = [...new Set(await Promise.all([0, 8000, 15000].map(async (slot) => (await set.shardOf(slot)).primary)))];
+    expect(primaries).toHaveLength(3);
+    const before = await Promise.all(primaries.map((port, i) => keyOn(port, `tls-before-${i}`)));
+    for (const key of before) await cluster.set(key, `holder-${key}`, "PX", 60_000);
+
+    const ready = await import("@/app/api/ready/route");
+    // (On failure, what the console and the nodes said: a refused command is in ACL LOG.)
+    await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200, 30_000).catch(async (error: Error) => {
+      const refused = await Promise.all(set.nodes.map((n) => set.direct(n.port).call("ACL", "LOG")));
+      throw new Error(`${error.message}: ${JSON.stringify((await call(ready.GET, "GET", "/api/ready")).body)}; ACL LOG: ${JSON.stringify(refused).slice(0, 2_000)}`);
+    });
+    await until("the locks held at start, on all three primaries", async () => (await Promise.all(before.map((k) => heldAs(k, `holder-${k}`)))).every(Boolean), 30_000);
+    // Each primary's keyspace notifications, over its TLS connection.
+    const after = await Promise.all(primaries.map((port, i) => keyOn(port, `tls-after-${i}`)));
+    for (const key of after) await cluster.set(key, `holder-${key}`, "PX", 60_000);
+    await until("the new locks, on all three primaries", async () => (await Promise.all(after.map((k) => heldAs(k, `holder-${k}`)))).every(Boolean));
+
+    // The health and the lock page name the primaries by the addresses the console reaches them at.
+    const health = await import("@/app/api/health/route");
+    const node = ((await call(health.GET, "GET", "/api/health")).body as { nodes: Array<{ up: boolean; cluster?: { shards: Array<{ primary: string }> } }> }).nodes[0];
+    expect(node?.up).toBe(true);
+    expect(node?.cluster?.shards.map((s) => s.primary).sort()).toEqual(primaries.map((p) => `127.0.0.1:${tlsPortOf(p)}`).sort());
+    const shard = await set.shardOf(keySlot(after[1]!));
+    expect((await detail(after[1]!)).replication).toMatchObject({ slot: keySlot(after[1]!), primary: `127.0.0.1:${tlsPortOf(shard.primary)}` });
+
+    const release = await import("@/app/api/locks/[resource]/release/route");
+    const res = await call(release.POST, "POST", `/api/locks/${encodeURIComponent(after[2]!)}/release`, { token: OPERATOR_TOKEN, body: { reason: "tls cluster release" }, params: { resource: after[2]! } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await cluster.exists(after[2]!)).toBe(0);
+    await until("shown force-released", async () => (await detail(after[2]!)).state === "force-released");
+
+    // Nothing the console did was refused by the ACL, on any node.
+    for (const n of set.nodes) expect(JSON.stringify(await set.direct(n.port).call("ACL", "LOG"))).toEqual("[]");
+  });
+});
