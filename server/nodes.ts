@@ -103,7 +103,12 @@ function openNodes(deployment: Deployment, nodeTimeoutMs: number, log: ReturnTyp
       wasUp = false;
     });
     const node: LockNode = { id, index, url: endpoint.url ?? "", maskedUrl: endpoint.label, deployment: deployment.name, connect: endpoint.connect, client };
-    if (endpoint.connectTo) node.cluster = { topology: new ClusterTopology(client as Cluster), connectTo: endpoint.connectTo };
+    if (endpoint.connectTo) {
+      const topology = new ClusterTopology(client as Cluster, (reason) =>
+        log.warn({ node: id, deployment: deployment.name, err: reason }, "CLUSTER SHARDS refused (a server before Redis 7.0, or the ACL): the topology is read with CLUSTER SLOTS, without the members' health and replication offsets"),
+      );
+      node.cluster = { topology, connectTo: endpoint.connectTo };
+    }
     return node;
   });
 }

@@ -78,6 +78,45 @@ export function parseClusterShards(reply: unknown, options: { tls?: boolean } = 
   });
 }
 
+/**
+ * `CLUSTER SLOTS` as shards, where `CLUSTER SHARDS` is not to be had (servers before Redis 7.0, or an ACL without
+ * it): each slot range with its primary and the replicas that can serve it, grouped by primary. It tells less:
+ * every member listed is taken as online (a failed replica is left out; a failed primary stays listed until a
+ * replica takes over), offsets are unknown (NaN), and a primary without slots is not listed at all.
+ */
+export function parseClusterSlots(reply: unknown): ClusterShard[] {
+  if (!Array.isArray(reply)) return [];
+  const byPrimary = new Map<string, ClusterShard>();
+  for (const range of reply) {
+    if (!Array.isArray(range) || range.length < 3) continue;
+    const [from, to] = [Number(range[0]), Number(range[1])];
+    if (!Number.isInteger(from) || !Number.isInteger(to)) continue;
+    const members: ClusterMember[] = [];
+    for (let i = 2; i < range.length; i++) {
+      const raw: unknown = range[i];
+      if (!Array.isArray(raw)) continue;
+      const host = text(raw[0], "");
+      const port = Number(raw[1]);
+      const id = text(raw[2], "");
+      // ("?" or "": a member whose endpoint is not known.)
+      if (host === "" || host === "?" || !Number.isInteger(port) || port <= 0 || id === "") continue;
+      const address = host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+      members.push({ id, host, port, address, role: i === 2 ? "primary" : "replica", health: "online", offset: Number.NaN });
+    }
+    const primary = members[0]?.role === "primary" ? members[0] : null;
+    if (primary === null) continue;
+    const shard = byPrimary.get(primary.id);
+    if (shard) {
+      shard.slots.push([from, to]);
+      for (const r of members.slice(1)) if (!shard.replicas.some((x) => x.id === r.id)) shard.replicas.push(r);
+    } else {
+      byPrimary.set(primary.id, { slots: [[from, to]], primary, replicas: members.slice(1) });
+    }
+  }
+  for (const shard of byPrimary.values()) shard.slots.sort((a, b) => a[0] - b[0]);
+  return [...byPrimary.values()];
+}
+
 /** The shards that serve slots, ordered by their first slot (an empty shard serves nothing to watch). */
 export function servingShards(shards: readonly ClusterShard[]): ClusterShard[] {
   return shards.filter((s) => s.slots.length > 0 && s.primary !== null).sort((a, b) => (a.slots[0]?.[0] ?? 0) - (b.slots[0]?.[0] ?? 0));

@@ -4,7 +4,7 @@ import Redis, { Cluster, type ClusterOptions, type RedisOptions } from "ioredis"
 import type { Logger } from "pino";
 import { keySlot } from "@lockscope/redlock";
 import { maskRedisUrl } from "@/lib/config";
-import { clusterFailovers, parseClusterShards, primaryAddresses, readInSlots, slotIn, type ClusterShard } from "@/lib/locks/cluster";
+import { clusterFailovers, parseClusterShards, parseClusterSlots, primaryAddresses, readInSlots, slotIn, type ClusterShard } from "@/lib/locks/cluster";
 import { readLockKeys, type ReadLimits } from "@/lib/locks/formats";
 import { initialiseFor } from "../metrics";
 import type { LockNode } from "../nodes";
@@ -81,7 +81,13 @@ export class ClusterTopology extends EventEmitter<{ change: [TopologyChange] }> 
   private readonly timer: NodeJS.Timeout;
   private reading = false;
 
-  constructor(private readonly client: Cluster) {
+  /** CLUSTER SHARDS was refused: the topology comes from CLUSTER SLOTS. */
+  slotsOnly = false;
+
+  constructor(
+    private readonly client: Cluster,
+    private readonly onSlotsOnly: (reason: string) => void = () => {},
+  ) {
     super();
     this.timer = setInterval(() => void this.read(), TOPOLOGY_POLL_MS);
     this.timer.unref();
@@ -93,7 +99,7 @@ export class ClusterTopology extends EventEmitter<{ change: [TopologyChange] }> 
     if (this.reading) return;
     this.reading = true;
     try {
-      const shards = parseClusterShards(await this.client.call("CLUSTER", "SHARDS"), { tls: this.client.options.redisOptions?.tls !== undefined });
+      const shards = await this.readShards();
       if (primaryAddresses(shards).length === 0) return;
       const signature = JSON.stringify(shards.map((s) => [s.primary?.id ?? "", s.primary?.health ?? "", s.slots]));
       const before = this.shards;
@@ -109,6 +115,23 @@ export class ClusterTopology extends EventEmitter<{ change: [TopologyChange] }> 
     } finally {
       this.reading = false;
     }
+  }
+
+  /**
+   * `CLUSTER SHARDS`; where the server refuses it (before Redis 7.0: an unknown subcommand; an ACL without it),
+   * `CLUSTER SLOTS` from then on, which tells no member's health or replication offset.
+   */
+  private async readShards(): Promise<ClusterShard[]> {
+    if (!this.slotsOnly) {
+      try {
+        return parseClusterShards(await this.client.call("CLUSTER", "SHARDS"), { tls: this.client.options.redisOptions?.tls !== undefined });
+      } catch (error) {
+        if (!(error instanceof Error && error.name === "ReplyError")) throw error;
+        this.slotsOnly = true;
+        this.onSlotsOnly(error.message);
+      }
+    }
+    return parseClusterSlots(await this.client.call("CLUSTER", "SLOTS"));
   }
 
   /** Resolves true once the topology has been read (false after `timeoutMs`). */

@@ -114,6 +114,7 @@ function shardHealth(shard: ClusterShard) {
   return {
     slots: shard.slots,
     primary: primary?.address ?? null,
-    replicas: shard.replicas.map((r) => ({ address: r.address, health: r.health, lagBytes: primary ? Math.max(0, primary.offset - r.offset) : null })),
+    // (Offsets are unknown where the topology came from CLUSTER SLOTS: no lag is given rather than none.)
+    replicas: shard.replicas.map((r) => ({ address: r.address, health: r.health, lagBytes: primary && Number.isFinite(primary.offset) && Number.isFinite(r.offset) ? Math.max(0, primary.offset - r.offset) : null })),
   };
 }

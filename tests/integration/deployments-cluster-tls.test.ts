@@ -3,6 +3,7 @@ import path from "node:path";
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keySlot } from "@lockscope/redlock";
+import type { Deployment } from "@/lib/deployment-config";
 import type { LockDetail } from "@/lib/locks/types";
 import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
@@ -20,6 +21,8 @@ const CONSOLE_ACL =
   "-@all +ping +info +time +scan +type +get +pttl +pexpire +exists +set +del +incr +incrby +hset +hgetall +hdel +multi +exec +eval +evalsha +xadd +xrevrange +publish +subscribe +psubscribe +unsubscribe +punsubscribe +quit" +
   " +hexists +hget +hlen +hscan +zscore +zcard +zrevrange +zrem +llen +lrange +strlen +getrange " +
   "+config|get +config|set +client|setname +cluster|slots +cluster|shards +cluster|info +readonly";
+/** The same without CLUSTER SHARDS: what a server before Redis 7.0 answers to it (it refuses it). */
+const NO_SHARDS_ACL = CONSOLE_ACL.replace(" +cluster|shards", "");
 const PASSWORD = "cluster-console-password-0123456789";
 const SERVER_NAME = "redis.lockscope.test";
 
@@ -36,6 +39,7 @@ describe("a Redis Cluster over TLS, watched by a least-privilege ACL user", () =
   let certs: TestCertificates;
   let set: RedisClusterSet;
   let cluster: InstanceType<typeof Redis.Cluster>;
+  let passwordFile: string;
   const keyOn = async (port: number, name: string) => {
     for (let i = 0; ; i++) {
       const key = `lock:{${name}-${i}}`;
@@ -46,13 +50,13 @@ describe("a Redis Cluster over TLS, watched by a least-privilege ACL user", () =
 
   beforeAll(async () => {
     certs = makeCertificates(SERVER_NAME);
-    const passwordFile = path.join(certs.dir, "password");
+    passwordFile = path.join(certs.dir, "password");
     writeFileSync(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
     unused = await setUpConsole({ nodes: 0, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "500" } });
     set = await startRedisCluster({
       nodeTimeoutMs: 2_000,
       tls: { cert: certs.serverCert, key: certs.serverKey, clientCert: certs.clientCert, clientKey: certs.clientKey, ca: certs.caFile },
-      extraArgs: ["--tls-auth-clients", "yes", "--user", "lockscope", ...`>${PASSWORD} ${CONSOLE_ACL}`.split(" ")],
+      extraArgs: ["--tls-auth-clients", "yes", "--user", "lockscope", ...`>${PASSWORD} ${CONSOLE_ACL}`.split(" "), "--user", "lockscope-no-shards", ...`>${PASSWORD} ${NO_SHARDS_ACL}`.split(" ")],
     });
     delete process.env.REDIS_URLS;
     Object.assign(process.env, {
@@ -116,5 +120,60 @@ describe("a Redis Cluster over TLS, watched by a least-privilege ACL user", () =
 
     // Nothing the console did was refused by the ACL, on any node.
     for (const n of set.nodes) expect(JSON.stringify(await set.direct(n.port).call("ACL", "LOG"))).toEqual("[]");
+  });
+
+  it("reads the topology with CLUSTER SLOTS where CLUSTER SHARDS is refused (servers before Redis 7.0), and watches every primary with it", async () => {
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const { endpointsOf } = await import("@/server/deployments");
+    const { ClusterTopology } = await import("@/server/deployments/cluster");
+    const { nodeClientOptions } = await import("@/server/nodes");
+    const pino = (await import("pino")).default;
+    const deployment: Deployment = {
+      name: "older",
+      kind: "cluster",
+      seeds: [`rediss://127.0.0.1:${set.nodes[0]!.tlsPort}`],
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
+      auth: { username: "lockscope-no-shards", passwordFile },
+    };
+    const [endpoint] = endpointsOf(deployment);
+    const client = endpoint!.connect(nodeClientOptions(500)) as InstanceType<typeof Redis.Cluster>;
+    const refusals: string[] = [];
+    const topology = new ClusterTopology(client, (reason) => refusals.push(reason));
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    store.deployment = "older";
+    const watcher = new NodeWatcher(
+      { id: "node-0", index: 0, url: "", maskedUrl: endpoint!.label, deployment: "older", connect: endpoint!.connect, client, cluster: { topology, connectTo: endpoint!.connectTo! } },
+      { store, patterns: () => ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    try {
+      expect(await topology.known(10_000)).toBe(true);
+      expect(topology.slotsOnly).toBe(true);
+      expect(refusals[0]).toMatch(/NOPERM/);
+      // The same primaries, slots and replicas as CLUSTER SHARDS gives, on their TLS ports.
+      const { primaryAddresses } = await import("@/lib/locks/cluster");
+      const primaries = [...new Set(await Promise.all([0, 8000, 15000].map(async (slot) => (await set.shardOf(slot)).primary)))];
+      expect(primaryAddresses(topology.shards)).toEqual(primaries.map((p) => `127.0.0.1:${tlsPortOf(p)}`).sort());
+      for (const slot of [0, 8000, 15000]) {
+        const shard = await set.shardOf(slot);
+        const read = topology.shards.find((s) => s.primary?.port === tlsPortOf(shard.primary))!;
+        expect(read.replicas.map((r) => r.port)).toEqual(shard.replicas.map(tlsPortOf));
+        expect(read.slots.some(([from, to]) => slot >= from && slot <= to)).toBe(true);
+      }
+      await until("the watcher up", () => watcher.up, 15_000);
+      const keys = await Promise.all(primaries.map((port, i) => keyOn(port, `older-${i}`)));
+      for (const key of keys) await cluster.set(key, `holder-${key}`, "PX", 30_000);
+      // (The live view's batched reads are not running here: a reconcile reads every primary.)
+      await watcher.reconcile();
+      expect(keys.map((k) => store.get(k, Date.now())?.state)).toEqual(["held", "held", "held"]);
+    } finally {
+      await watcher.stop();
+      topology.stop();
+      client.disconnect();
+    }
+    // Refused: CLUSTER SHARDS by that user, and nothing else.
+    const log = (await Promise.all(set.nodes.map((n) => set.direct(n.port).call("ACL", "LOG")))).flat() as unknown[][];
+    expect(new Set(log.map((entry) => `${String(entry[entry.indexOf("username") + 1])} ${String(entry[entry.indexOf("object") + 1])}`))).toEqual(new Set(["lockscope-no-shards cluster|shards"]));
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { keySlot } from "@lockscope/redlock";
-import { clusterFailovers, parseClusterShards, primaryAddresses, readInSlots, shardOfSlot } from "@/lib/locks/cluster";
+import { clusterFailovers, parseClusterShards, parseClusterSlots, primaryAddresses, readInSlots, shardOfSlot } from "@/lib/locks/cluster";
 
 /** One node as CLUSTER SHARDS (Redis 7) lists it. */
 const node = (id: string, port: number, role: "master" | "replica", health = "online", offset = 100) => [
@@ -33,6 +33,25 @@ describe("a cluster's topology", () => {
     const tlsOnly = [shard([0, 16383], ["id", "a", "tls-port", 17000, "ip", "127.0.0.1", "role", "master", "health", "online"])];
     expect(primaryAddresses(parseClusterShards(tlsOnly))).toEqual(["127.0.0.1:17000"]);
     expect(primaryAddresses(parseClusterShards([shard([0, 16383], node("a", 7000, "master"))], { tls: true }))).toEqual(["127.0.0.1:7000"]);
+  });
+
+  it("reads CLUSTER SLOTS where CLUSTER SHARDS is refused: ranges grouped by primary, its replicas, no health or offsets known", () => {
+    const shards = parseClusterSlots([
+      [0, 100, ["127.0.0.1", 7000, "a"], ["127.0.0.1", 7003, "a1"]],
+      [5461, 10922, ["127.0.0.1", 7001, "b"], ["127.0.0.1", 7004, "b1"]],
+      // A primary serving two ranges is one shard; a member whose endpoint is unknown ("?") is left out.
+      [101, 5460, ["127.0.0.1", 7000, "a"], ["127.0.0.1", 7003, "a1"], ["?", 7009, "x1"]],
+      [10923, 16383, ["::1", 7002, "c"]],
+      ["not", "a range"],
+    ]);
+    expect(primaryAddresses(shards)).toEqual(["127.0.0.1:7000", "127.0.0.1:7001", "[::1]:7002"]);
+    expect(shardOfSlot(shards, 3000)).toMatchObject({ slots: [[0, 100], [101, 5460]], primary: { id: "a", role: "primary", health: "online" }, replicas: [{ id: "a1", address: "127.0.0.1:7003", role: "replica" }] });
+    expect(shardOfSlot(shards, 3000)?.replicas).toHaveLength(1);
+    expect(Number.isNaN(shardOfSlot(shards, 6000)?.replicas[0]?.offset)).toBe(true);
+    expect(parseClusterSlots("not a reply")).toEqual([]);
+    // The failover comparison works on what it gives: b1 now serves b's slots.
+    const after = parseClusterSlots([[5461, 10922, ["127.0.0.1", 7004, "b1"]]]);
+    expect(clusterFailovers(shards, after)).toMatchObject([{ from: { id: "b" }, to: { id: "b1" }, slots: [[5461, 10922]] }]);
   });
 
   it("tells a failover (a replica now serves its primary's slots) from a resharding (slots moved between primaries)", () => {
