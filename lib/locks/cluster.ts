@@ -57,7 +57,10 @@ export function parseClusterShards(reply: unknown, options: { tls?: boolean } = 
     const members: ClusterMember[] = [];
     for (const rawNode of Array.isArray(shard.get("nodes")) ? (shard.get("nodes") as unknown[]) : []) {
       const node = fieldsOf(rawNode);
-      const host = text(node.get("ip") ?? node.get("endpoint"), "");
+      // The preferred endpoint (a host name where the cluster prefers them), as CLUSTER SLOTS names the node to
+      // the cluster client; its IP address where the endpoint is unknown ("?").
+      const endpoint = text(node.get("endpoint"), "");
+      const host = endpoint !== "" && endpoint !== "?" ? endpoint : text(node.get("ip"), "");
       const port = Number(options.tls ? (node.get("tls-port") ?? node.get("port")) : (node.get("port") ?? node.get("tls-port")));
       const id = text(node.get("id"), "");
       if (host === "" || !Number.isInteger(port) || id === "") continue;

@@ -35,6 +35,13 @@ describe("a cluster's topology", () => {
     expect(primaryAddresses(parseClusterShards([shard([0, 16383], node("a", 7000, "master"))], { tls: true }))).toEqual(["127.0.0.1:7000"]);
   });
 
+  it("names a node by its preferred endpoint (a host name where the cluster prefers them), by its IP address where that is unknown", () => {
+    const named = (endpoint: string) => [shard([0, 16383], ["id", "a", "port", 7000, "ip", "10.0.0.5", "endpoint", endpoint, "hostname", "redis-0.redis", "role", "master", "health", "online"])];
+    expect(primaryAddresses(parseClusterShards(named("redis-0.redis")))).toEqual(["redis-0.redis:7000"]);
+    expect(primaryAddresses(parseClusterShards(named("?")))).toEqual(["10.0.0.5:7000"]);
+    expect(primaryAddresses(parseClusterShards(named("10.0.0.5")))).toEqual(["10.0.0.5:7000"]);
+  });
+
   it("reads CLUSTER SLOTS where CLUSTER SHARDS is refused: ranges grouped by primary, its replicas, no health or offsets known", () => {
     const shards = parseClusterSlots([
       [0, 100, ["127.0.0.1", 7000, "a"], ["127.0.0.1", 7003, "a1"]],
