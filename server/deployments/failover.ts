@@ -127,6 +127,9 @@ export class SentinelFailoverMonitor {
         ...(deployment.tls ? { tls: tlsOptions(deployment.tls) } : {}),
         connectionName: "lockscope:failover",
         disableClientInfo: true,
+        // No INFO on connect: a sentinel's ACL user for the console need not have it (see the README), and a
+        // refused ready check would drop the connection before it subscribes.
+        enableReadyCheck: false,
         enableOfflineQueue: true,
         maxRetriesPerRequest: null,
         retryStrategy: (times: number) => Math.min(100 * 2 ** Math.min(times, 5), 2000),

@@ -17,7 +17,7 @@ export interface SentinelSet {
   primary: RedisNode;
   replicas: RedisNode[];
   sentinelPorts: number[];
-  /** `host:port,…` for REDIS_SENTINELS. */
+  /** `host:port,…` for REDIS_SENTINELS (their TLS ports with `tls`). */
   sentinelsVar: string;
   /** SIGSTOP the i-th sentinel: it keeps its connections and accepts new ones, but answers nothing. */
   pauseSentinel(i: number): void;
@@ -31,16 +31,41 @@ const setpriv = spawnSync("setpriv", ["--pdeathsig", "KILL", "true"], { stdio: "
  * A sentinel on a free port monitoring `primaryPort` as `master` (quorum 2); another port is tried when a process
  * of another test took the one handed out first. The caller kills `child`.
  */
-export async function startSentinel(dir: string, master: string, primaryPort: number): Promise<{ port: number; child: ChildProcess }> {
+/**
+ * TLS for a Sentinel set: every instance and sentinel also listens on a TLS port, replication and the
+ * sentinels' own connections go over TLS (so the addresses the sentinels give are TLS ports), and `sentinelConf`
+ * lines are added to every sentinel's configuration (its ACL users).
+ */
+export interface SentinelTls {
+  cert: string;
+  key: string;
+  clientCert: string;
+  clientKey: string;
+  ca: string;
+  /** The primary's TLS port (it was started with it). */
+  primaryTlsPort: number;
+  /** `--name value` arguments every replica gets besides its TLS ones (its ACL users). */
+  replicaArgs?: readonly string[];
+  sentinelConf?: readonly string[];
+}
+
+/** The TLS arguments of an instance or sentinel on `tlsPort`. */
+export const tlsServerArgs = (tls: Pick<SentinelTls, "cert" | "key" | "clientCert" | "clientKey" | "ca">, tlsPort: number): string[] => [
+  "--tls-port", String(tlsPort), "--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-client-cert-file", tls.clientCert, "--tls-client-key-file", tls.clientKey,
+  "--tls-ca-cert-file", tls.ca, "--tls-replication", "yes",
+];
+
+export async function startSentinel(dir: string, master: string, primaryPort: number, tls?: SentinelTls): Promise<{ port: number; tlsPort: number | null; child: ChildProcess }> {
   for (let attempt = 1; ; attempt++) {
-    const started = await startSentinelOnce(dir, master, primaryPort);
+    const started = await startSentinelOnce(dir, master, primaryPort, tls);
     if (started) return started;
     if (attempt === 5) throw new Error("no sentinel started: five free ports were each taken by another process first");
   }
 }
 
-async function startSentinelOnce(dir: string, master: string, primaryPort: number): Promise<{ port: number; child: ChildProcess } | null> {
+async function startSentinelOnce(dir: string, master: string, primaryPort: number, tls?: SentinelTls): Promise<{ port: number; tlsPort: number | null; child: ChildProcess } | null> {
   const port = await freePort();
+  const tlsPort = tls ? await freePort() : null;
   const conf = path.join(dir, `sentinel-${port}.conf`);
   writeFileSync(
     conf,
@@ -50,7 +75,11 @@ async function startSentinelOnce(dir: string, master: string, primaryPort: numbe
       "daemonize no",
       `dir ${dir}`,
       "loglevel warning",
-      `sentinel monitor ${master} 127.0.0.1 ${primaryPort} 2`,
+      // (Over TLS the sentinel monitors the primary's TLS port, and announces its own.)
+      ...(tls
+        ? [`tls-port ${tlsPort}`, `tls-cert-file ${tls.cert}`, `tls-key-file ${tls.key}`, `tls-client-cert-file ${tls.clientCert}`, `tls-client-key-file ${tls.clientKey}`, `tls-ca-cert-file ${tls.ca}`, "tls-replication yes", ...(tls.sentinelConf ?? [])]
+        : []),
+      `sentinel monitor ${master} 127.0.0.1 ${tls ? tls.primaryTlsPort : primaryPort} 2`,
       `sentinel down-after-milliseconds ${master} 1000`,
       `sentinel failover-timeout ${master} 10000`,
       `sentinel parallel-syncs ${master} 2`,
@@ -66,21 +95,22 @@ async function startSentinelOnce(dir: string, master: string, primaryPort: numbe
   });
   // Answered by this sentinel's own process (setpriv execs it, keeping the pid), not by another that holds the port.
   const pid = await until(`sentinel on ${port}`, async () => (exited ? -1 : await serverPid(port)));
-  if (pid === child.pid) return { port, child };
+  if (pid === child.pid) return { port, tlsPort, child };
   child.kill("SIGKILL");
   return null;
 }
 
-export async function startSentinelSet(primary: RedisNode, dir: string, master = "locks"): Promise<SentinelSet> {
+export async function startSentinelSet(primary: RedisNode, dir: string, master = "locks", tls?: SentinelTls): Promise<SentinelSet> {
   mkdirSync(dir, { recursive: true });
-  const replicas = await Promise.all([0, 1].map(() => RedisNode.start({ dir, extraArgs: ["--replicaof", "127.0.0.1", String(primary.port)] })));
+  const replicaArgs = async () => (tls ? [...tlsServerArgs(tls, await freePort()), "--replicaof", "127.0.0.1", String(tls.primaryTlsPort), ...(tls.replicaArgs ?? [])] : ["--replicaof", "127.0.0.1", String(primary.port)]);
+  const replicas = await Promise.all([0, 1].map(async () => RedisNode.start({ dir, extraArgs: await replicaArgs() })));
   const admin = new Redis(primary.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
   try {
     await until("both replicas online", async () => /connected_slaves:2/.test(await admin.info("replication")) && /state=online[^\n]*\n[^\n]*state=online/.test(await admin.info("replication")));
   } finally {
     admin.disconnect();
   }
-  const sentinels = await Promise.all([0, 1, 2].map(() => startSentinel(dir, master, primary.port)));
+  const sentinels = await Promise.all([0, 1, 2].map(() => startSentinel(dir, master, primary.port, tls)));
   // Sentinels find the replicas and each other through the primary (hello messages every 2 s).
   for (const s of sentinels) {
     const c = new Redis(s.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
@@ -99,7 +129,7 @@ export async function startSentinelSet(primary: RedisNode, dir: string, master =
     primary,
     replicas,
     sentinelPorts: sentinels.map((s) => s.port),
-    sentinelsVar: sentinels.map((s) => `127.0.0.1:${s.port}`).join(","),
+    sentinelsVar: sentinels.map((s) => `127.0.0.1:${s.tlsPort ?? s.port}`).join(","),
     pauseSentinel: (i) => sentinels[i]?.child.kill("SIGSTOP"),
     resumeSentinel: (i) => sentinels[i]?.child.kill("SIGCONT"),
     close: async () => {
