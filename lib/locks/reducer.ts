@@ -388,6 +388,10 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         const parts = [transition.joined.length > 0 ? `joined: ${list(transition.joined)}` : null, transition.left.length > 0 ? `left: ${list(transition.left)}` : null];
         addTimeline(step, lock, now, "holders", parts.filter(Boolean).join("; "));
         effects.push(LOCK_EVENTS.extended);
+        // The lock is held on since it was acquired, whoever joins or leaves: the new holder set's shared first
+        // sighting is the lock's own, not this change's (the next extension would read it back as the start).
+        const next = merged.token ?? merged.leading;
+        if (next !== null && lock.acquiredAt !== null && decodeHolder(next).acquiredAt === null) effects.push({ type: "first-seen", token: next, seenAt: lock.acquiredAt, ttlMs: lock.ttlMs });
         break;
       }
       case "replaced":

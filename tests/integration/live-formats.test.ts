@@ -133,9 +133,19 @@ describe("the live view, whatever library took the lock", () => {
     const a = new Semaphore(clients[2]!, "reports", 3, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });
     const b = new Semaphore(clients[2]!, "reports", 3, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });
     await a.acquire();
-    await live("semaphore:reports", (l) => l.state === "held" && l.holders.length === 1);
+    const first = await live("semaphore:reports", (l) => l.state === "held" && l.holders.length === 1);
+    // (Its first sighting shared by the consoles, which every later value's is measured against.)
+    await new Promise((r) => setTimeout(r, 300));
     await b.acquire();
     const both = await live("semaphore:reports", (l) => l.holders.length === 2);
+    // Held since the first holder took it, whoever joins; also after an extension (a holder's refresh), which
+    // shares the first sighting of the new holder set.
+    await clients[2]!.pexpire("semaphore:reports", 40_000);
+    const extended = await live("semaphore:reports", (l) => l.timeline.some((t) => t.type === "extended"));
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await detail("semaphore:reports"))?.acquiredAt).toBe(first.acquiredAt);
+    expect(both.acquiredAt).toBe(first.acquiredAt);
+    expect(extended.acquiredAt).toBe(first.acquiredAt);
     expect(both).toMatchObject({ format: "redis-semaphore", redisType: "zset", scope: "single" });
     expect(both.holders.map((h) => h.id).sort()).toEqual([a.identifier, b.identifier].sort());
     await a.release();
