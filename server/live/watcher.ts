@@ -1,4 +1,5 @@
 import "server-only";
+import { randomBytes } from "node:crypto";
 import { Cluster, type Redis } from "ioredis";
 import { readInSlots, servingShards, slotIn, type ClusterMember } from "@/lib/locks/cluster";
 import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
@@ -8,7 +9,7 @@ import { earlierOverlaps } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, uptimeMsAt, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
-import { mergedNotifyFlags, missingNotifyFlags } from "@/lib/locks/notify";
+import { mergedNotifyFlags, missingNotifyFlags, REQUIRED_NOTIFY_FLAGS } from "@/lib/locks/notify";
 import { CONTENTION_CHANNEL, REVOKE_CHANNEL, keySlot, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
@@ -50,6 +51,17 @@ export interface WatcherContext {
   /** A notification marked a key dirty (the runtime reads it in its next batch). */
   onDirty?: () => void;
 }
+
+/**
+ * Where CONFIG is refused (managed Redis), whether keyspace notifications are on is told by a probe: the
+ * console's own short-lived keys under this prefix (never locks: `lockscope:*`), written and deleted by it.
+ */
+export const PROBE_PREFIX = "lockscope:probe:";
+/**
+ * Each `notify-keyspace-events` flag a probe can show, with the event its commands make (see `probeNotifications`).
+ * `K` shows in any of them arriving; `e` (evictions) cannot be shown without evicting, and is taken on trust.
+ */
+const PROBED_EVENTS: Readonly<Record<string, string>> = Object.freeze({ g: "del", x: "expired", $: "set", h: "hset", z: "zadd" });
 
 /** A restart the next reconcile settles (see `NodeWatcher.restartLosses`). */
 interface RestartLoss {
@@ -131,6 +143,11 @@ export class NodeWatcher {
   private restartLosses: RestartLoss[] = [];
   /** On a cluster, each primary's run facts, by address (a cluster client asks any node: `run` stays unread). */
   private clusterRuns = new Map<string, NodeRunFacts>();
+  /** The notification probe's own events (see `probeNotifications`), while one runs; its channel subscribed on this subscriber generation. */
+  private notifyProbe: { seen: Set<string>; expected: number; done: () => void } | null = null;
+  private probeSubscribedGeneration = -1;
+  private readonly probeId = randomBytes(6).toString("hex");
+  private probeVerifiedLogged = false;
   /** INFO server was refused (an ACL) and said so in the log once. */
   private runFactsRefusalLogged = false;
   /** When the oldest command still waiting on the reader was sent (liveness probe or read batch). */
@@ -153,6 +170,9 @@ export class NodeWatcher {
   /** This node's clock on the console's, so every read of a key agrees on when its TTL ends. */
   private readonly clock = new NodeClock();
   private readonly channelPrefix: string;
+  /** This watcher's notification probe keys' channels, and the pattern it hears them by (see `probeNotifications`). */
+  private readonly probeChannelPrefix: string;
+  private readonly probePattern: string;
   /** Redisson's fair-lock waiting times, watched beside the patterns (see `onFairQueue`). */
   private readonly fairTimeoutsChannel: string;
   private fairQueuesRefused = false;
@@ -195,6 +215,8 @@ export class NodeWatcher {
     const db = this.reader instanceof Cluster ? 0 : (this.reader.options.db ?? 0);
     this.channelPrefix = `__keyspace@${db}__:`;
     this.fairTimeoutsChannel = this.channelPrefix + FAIR_TIMEOUTS_GLOB;
+    this.probeChannelPrefix = `${this.channelPrefix}${PROBE_PREFIX}${this.probeId}:`;
+    this.probePattern = `${this.channelPrefix}${PROBE_PREFIX}*`;
     this.sub.on("ready", () => {
       this.attempted = true;
       this.subGeneration += 1;
@@ -214,6 +236,12 @@ export class NodeWatcher {
     this.sub.on("pmessage", (pattern: string, channel: string, event: string) => {
       if (pattern === this.fairTimeoutsChannel) {
         this.onFairQueue(channel);
+        return;
+      }
+      // The probe's keys are never locks; a pattern as broad as `*` delivers their events too.
+      // (Every console's probes are heard: an ACL lets a pattern be subscribed only as it is written there.)
+      if (channel.startsWith(this.probePattern.slice(0, -1))) {
+        if (pattern === this.probePattern && channel.startsWith(this.probeChannelPrefix)) this.onProbeEvent(channel, event);
         return;
       }
       // Overlapping patterns (`lock:*` and `lock:orders:*`) each deliver the same notification: it counts once,
@@ -538,8 +566,17 @@ export class NodeWatcher {
       check = { refused: false, missing, setOk };
     } catch (error) {
       if (this.reader.status !== "ready") throw error;
-      check = { refused: true };
-      failure = error;
+      // CONFIG refused (managed Redis, where a parameter group sets the flags): a probe tells whether they are on.
+      const probed = await this.probeNotifications();
+      if (probed.missing === "") {
+        check = { refused: false, missing: "", setOk: true };
+        if (!this.probeVerifiedLogged) this.ctx.log.info({ node: this.id }, "CONFIG refused; keyspace notifications verified on by a probe: watching by notifications");
+        this.probeVerifiedLogged = true;
+      } else {
+        check = { refused: true };
+        failure = new Error(`${error instanceof Error ? error.message : String(error)}; ${probed.why}`);
+        this.probeVerifiedLogged = false;
+      }
     }
     const next = nextNotificationStatus({ status: before, enabledByConsole: this.enabledByUs, checked: this.notificationsChecked }, check);
     this.notificationsChecked = true;
@@ -555,6 +592,73 @@ export class NodeWatcher {
     }
     if (before !== this.notifications) this.onChange();
     return next.lost;
+  }
+
+  /**
+   * Whether keyspace notifications are on, where CONFIG cannot say: this watcher writes keys of its own under
+   * `PROBE_PREFIX` (on a cluster, in every primary's slots) and waits for their events: `set` of a string PX 20
+   * (`$`), `hset` (`h`), `zadd` (`z`), `del` of those two (`g`), and `expired` when the string is asked for
+   * after its TTL (`x`, by Redis's lazy expiry). Only the flags the formats need are asked for. `missing`: the
+   * flags whose events did not come ("" when all did); with `why` saying so, or why no probe could run (its
+   * writes or its channel refused by the ACL).
+   */
+  private async probeNotifications(): Promise<{ missing: string; why: string }> {
+    const wanted = REQUIRED_NOTIFY_FLAGS.filter((flag) => PROBED_EVENTS[flag] !== undefined);
+    const tags = this.probeTags();
+    if (tags === null) return { missing: wanted.join(""), why: "the cluster's topology is not known yet" };
+    try {
+      if (this.probeSubscribedGeneration !== this.subGeneration) {
+        await this.sub.psubscribe(this.probePattern);
+        this.probeSubscribedGeneration = this.subGeneration;
+      }
+    } catch (error) {
+      return { missing: wanted.join(""), why: `no probe: its channel was refused (${error instanceof Error ? error.message : String(error)}; the README's ACL lists it)` };
+    }
+    const seen = new Set<string>();
+    const all = new Promise<void>((resolve) => {
+      this.notifyProbe = { seen, expected: wanted.length * tags.length, done: resolve };
+    });
+    const waitMs = Math.max(300, this.ctx.deadlineMs * 2);
+    try {
+      for (const tag of tags) {
+        const key = (kind: string) => `${PROBE_PREFIX}${this.probeId}:${kind}{${tag}}`;
+        await this.waitOn(() => this.reader.set(key("s"), "1", "PX", 20));
+        // (The hash is written whether or not `h` is asked: its DEL shows `g`.)
+        await this.waitOn(() => this.reader.hset(key("h"), "f", "1"));
+        if (wanted.includes("z")) await this.waitOn(() => this.reader.zadd(key("z"), 1, "m"));
+        await this.waitOn(() => this.reader.del(key("h"), key("z")));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      for (const tag of tags) await this.waitOn(() => this.reader.exists(`${PROBE_PREFIX}${this.probeId}:s{${tag}}`));
+      await Promise.race([all, new Promise((resolve) => setTimeout(resolve, waitMs).unref())]);
+    } catch (error) {
+      if (this.reader.status !== "ready") throw error;
+      return { missing: wanted.join(""), why: `no probe: its writes were refused (${error instanceof Error ? error.message : String(error)}; the README's ACL lists them)` };
+    } finally {
+      this.notifyProbe = null;
+    }
+    // (On a cluster, a flag counts as on only where every primary's keys made its event.)
+    const missing = wanted.filter((flag) => !tags.every((tag) => seen.has(`${tag} ${flag}`))).join("");
+    return { missing, why: missing === "" ? "" : `a probe saw no events for the flags ${missing} of notify-keyspace-events (set them where the node is configured, e.g. its parameter group: ${REQUIRED_NOTIFY_FLAGS.join("")})` };
+  }
+
+  /** One hash tag per primary for the probe's keys (a cluster's in that primary's slots); null while a cluster's topology is unknown. */
+  private probeTags(): string[] | null {
+    if (!this.cluster) return [this.probeId];
+    const primaries = servingShards(this.cluster.topology.shards);
+    if (primaries.length === 0) return null;
+    return primaries.map((shard) => {
+      for (let n = 0; ; n++) if (slotIn(shard.slots, keySlot(`{${this.probeId}-${n}}`))) return `${this.probeId}-${n}`;
+    });
+  }
+
+  /** An event of a probe key (`…:<kind>{<tag>}`), counted by the tag of its primary and the flag it shows. */
+  private onProbeEvent(channel: string, event: string): void {
+    const probe = this.notifyProbe;
+    if (probe === null) return;
+    const tag = channel.slice(channel.lastIndexOf("{") + 1, -1);
+    for (const [flag, made] of Object.entries(PROBED_EVENTS)) if (made === event) probe.seen.add(`${tag} ${flag}`);
+    if (probe.seen.size >= probe.expected) probe.done();
   }
 
   /**

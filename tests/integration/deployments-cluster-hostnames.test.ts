@@ -14,7 +14,7 @@ type Listed = { resource: string; state: string; token: string | null };
  * pods' addresses change and their names do not): CLUSTER SLOTS, which the cluster client follows, names the nodes
  * by host name, and the console must reach and name every primary the same way.
  */
-describe("a Redis Cluster whose nodes are reached by host name", () => {
+describe("a managed Redis Cluster whose nodes are reached by host name", () => {
   let unused: TestCluster;
   let set: RedisClusterSet;
   let cluster: InstanceType<typeof Redis.Cluster>;
@@ -27,7 +27,12 @@ describe("a Redis Cluster whose nodes are reached by host name", () => {
 
   beforeAll(async () => {
     unused = await setUpConsole({ nodes: 0, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "500" } });
-    set = await startRedisCluster({ nodeTimeoutMs: 2_000, extraArgs: ["--cluster-announce-hostname", "localhost", "--cluster-preferred-endpoint-type", "hostname"] });
+    // And managed, as a Kubernetes operator's or a cloud's cluster often is: CONFIG renamed away, the notification
+    // flags given at start.
+    set = await startRedisCluster({
+      nodeTimeoutMs: 2_000,
+      extraArgs: ["--cluster-announce-hostname", "localhost", "--cluster-preferred-endpoint-type", "hostname", "--notify-keyspace-events", "KEA", "--rename-command", "CONFIG", ""],
+    });
     delete process.env.REDIS_URLS;
     process.env.REDIS_CLUSTER_URLS = set.urls.slice(0, 2).join(",");
     cluster = set.client();
@@ -57,8 +62,11 @@ describe("a Redis Cluster whose nodes are reached by host name", () => {
     await until("the later locks", async () => (await Promise.all(later.map((k) => heldAs(k, `holder-${k}`)))).every(Boolean));
 
     const health = await import("@/app/api/health/route");
-    const node = ((await call(health.GET, "GET", "/api/health")).body as { nodes: Array<{ up: boolean; cluster?: { shards: Array<{ primary: string }> } }> }).nodes[0];
+    const node = ((await call(health.GET, "GET", "/api/health")).body as { nodes: Array<{ up: boolean; notifications: string; cluster?: { shards: Array<{ primary: string }> } }> }).nodes[0];
     expect(node?.up).toBe(true);
+    // CONFIG refused: the notifications were found on by probing every primary.
+    expect(node?.notifications).toBe("on");
+    for (const port of primaries) expect(await set.direct(port).keys("lockscope:probe:*")).toEqual([]);
     expect(node?.cluster?.shards.map((s) => s.primary).sort()).toEqual(primaries.map((p) => `localhost:${p}`).sort());
     const one = await import("@/app/api/locks/[resource]/route");
     const page = (await call(one.GET, "GET", `/api/locks/${encodeURIComponent(keys[0]!)}`, { token: VIEWER_TOKEN, params: { resource: keys[0]! } })).body as LockDetail;

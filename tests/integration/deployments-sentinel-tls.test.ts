@@ -14,9 +14,9 @@ import { until } from "../support/wait";
 /** The README's least-privilege ACL for the lock nodes, word for word (as in deployments-tls-acl.test.ts). */
 const CONSOLE_ACL =
   "on resetkeys ~lock:* ~locks:* ~fence:* ~waitq:* ~waitqd:* ~waitqg:* ~lockscope:* ~lock.* ~mutex:* ~semaphore:* ~job-lock:* ~lock ~my_resource_name ~redisson_lock_queue:* ~redisson_lock_timeout:* " +
-  "resetchannels &lockscope:* &__keyspace@0__:lock:* &__keyspace@0__:locks:* &__keyspace@0__:lock.* &__keyspace@0__:mutex:* &__keyspace@0__:semaphore:* &__keyspace@0__:job-lock:* &__keyspace@0__:lock &__keyspace@0__:my_resource_name &__keyspace@0__:redisson_lock_timeout:* &redisson_lock__channel:* &redisson_rwlock:* " +
+  "resetchannels &lockscope:* &__keyspace@0__:lock:* &__keyspace@0__:locks:* &__keyspace@0__:lock.* &__keyspace@0__:mutex:* &__keyspace@0__:semaphore:* &__keyspace@0__:job-lock:* &__keyspace@0__:lock &__keyspace@0__:my_resource_name &__keyspace@0__:redisson_lock_timeout:* &redisson_lock__channel:* &redisson_rwlock:* &__keyspace@0__:lockscope:probe:* " +
   "-@all +ping +info +time +scan +type +get +pttl +pexpire +exists +set +del +incr +incrby +hset +hgetall +hdel +multi +exec +eval +evalsha +xadd +xrevrange +publish +subscribe +psubscribe +unsubscribe +punsubscribe +quit" +
-  " +hexists +hget +hlen +hscan +zscore +zcard +zrevrange +zrem +llen +lrange +strlen +getrange " +
+  " +hexists +hget +hlen +hscan +zscore +zcard +zrevrange +zrem +llen +lrange +strlen +getrange +zadd " +
   "+config|get +config|set +client|setname";
 /** The README's ACL for the sentinels themselves, word for word (after the password). */
 const SENTINEL_ACL = "resetchannels &+switch-master -@all +ping +sentinel|get-master-addr-by-name +sentinel|sentinels +subscribe +unsubscribe +client|setname";
