@@ -631,6 +631,9 @@ export class NodeWatcher {
       await new Promise((resolve) => setTimeout(resolve, 40));
       for (const tag of tags) await this.waitOn(() => this.reader.exists(`${PROBE_PREFIX}${this.probeId}:s{${tag}}`));
       await Promise.race([all, new Promise((resolve) => setTimeout(resolve, waitMs).unref())]);
+      // (After a stall of this console's own event loop the timer comes first: events already in the socket are
+      // read before `setImmediate` callbacks.)
+      await new Promise((resolve) => setImmediate(resolve));
     } catch (error) {
       if (this.reader.status !== "ready") throw error;
       return { missing: wanted.join(""), why: `no probe: its writes were refused (${error instanceof Error ? error.message : String(error)}; the README's ACL lists them)` };
