@@ -918,7 +918,6 @@ export class NodeWatcher {
     }
   }
 
-
   private async readAllLockKeys(progress: { keysRead: number }): Promise<void> {
     const seen = new Set<string>();
     const patterns = this.ctx.patterns();
