@@ -62,6 +62,18 @@ export function checkRequestLine(method: string | undefined, url: string | undef
   } catch {
     return refuse(400, "bad_request", "The request path is not valid URL encoding: its %XX escapes do not form UTF-8 text.");
   }
+  // The query string likewise: a broken escape would otherwise be read as other text (`?q=%ZZ` as `%ZZ`).
+  if (pathEnd >= 0 && raw[pathEnd] === "?") {
+    const hashAt = raw.indexOf("#", pathEnd);
+    const queryText = raw.slice(pathEnd + 1, hashAt < 0 ? undefined : hashAt);
+    const badQuery = /%(?![0-9A-Fa-f]{2})/.exec(queryText);
+    if (badQuery) return refuse(400, "bad_request", `The query string is not valid URL encoding: \`${queryText.slice(badQuery.index, badQuery.index + 3)}\` is not a %XX escape.`);
+    try {
+      decodeURIComponent(queryText.replaceAll("+", " "));
+    } catch {
+      return refuse(400, "bad_request", "The query string is not valid URL encoding: its %XX escapes do not form UTF-8 text.");
+    }
+  }
   // Here rather than in the proxy alone: a request with a body skips the proxy (see proxy.ts), and would
   // otherwise get Next.js's HTML 404 or empty 405.
   const routing = refuseBeforeRouting(method, pathname);
@@ -82,18 +94,38 @@ export function checkRequestLine(method: string | undefined, url: string | undef
  * The whole HTTP answer to a request Node.js's own parser refused before any handler ran (its `clientError`:
  * headers over the size limit, a request that took too long to arrive, bytes that are not HTTP),
  * in the contract's JSON shape with the security headers, and the connection closed. Node.js alone answers a
- * bare 400 with neither. `code` is Node.js's error code; it is not shown.
+ * bare 400 with neither. `code` is Node.js's error code; it is not shown. `firstLine`: the request's first line, as
+ * far as it came.
  */
-export function clientErrorResponse(code: string | undefined): string {
+export function clientErrorResponse(code: string | undefined, firstLine = ""): string {
+  // A request line of an unknown method (`FOO /path HTTP/1.1`) is a method this server does not support; bytes
+  // that are no request line at all are not HTTP.
+  if (code === "HPE_INVALID_METHOD" && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ \S+ HTTP\/1\.[01]\r?$/.test(firstLine)) {
+    return rawResponse(405, "Method Not Allowed", { error: { code: "method_not_allowed", message: `The request's method is not supported; use ${ALLOWED_METHODS.join(", ")}.` } }, { Allow: ALLOWED_METHODS.join(", ") });
+  }
   const [status, reason, errorCode, message] =
     code === "HPE_HEADER_OVERFLOW"
       ? [431, "Request Header Fields Too Large", "headers_too_large", "The request's headers are larger than this server accepts (16 KiB in all, the request line included)."]
       : code === "ERR_HTTP_REQUEST_TIMEOUT" || code === "HPE_HEADER_TIMEOUT"
         ? [408, "Request Timeout", "request_timeout", "The request did not arrive in time."]
-        : [400, "Bad Request", "bad_request", "The request is not valid HTTP/1.1 (its request line and headers must be ASCII)."];
-  const body = JSON.stringify({ error: { code: errorCode, message } });
-  const headers = { ...GUARD_HEADERS, "Content-Type": "application/json", "Content-Length": String(new TextEncoder().encode(body).length), Connection: "close" };
+        : [400, "Bad Request", "bad_request", "The request is not valid HTTP/1.1 (its request line and header names must be ASCII)."];
+  return rawResponse(status, reason, { error: { code: errorCode, message } });
+}
+
+/**
+ * A `CONNECT` request (a tunnel through a proxy, which this server is not), answered on its socket: Node.js hands
+ * it to no request handler.
+ */
+export function connectResponse(): string {
+  const refused = checkRequestLine("CONNECT", "/");
+  return rawResponse(405, "Method Not Allowed", refused?.body ?? null, { Allow: ALLOWED_METHODS.join(", ") });
+}
+
+/** A whole HTTP answer in the contract's JSON shape with the security headers, the connection closed. */
+function rawResponse(status: number, reason: string, body: unknown, extra: Record<string, string> = {}): string {
+  const text = JSON.stringify(body);
+  const headers = { ...GUARD_HEADERS, ...extra, "Content-Type": "application/json", "Content-Length": String(new TextEncoder().encode(text).length), Connection: "close" };
   return `HTTP/1.1 ${status} ${reason}\r\n${Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join("")}\r\n${body}`;
+    .join("")}\r\n${text}`;
 }

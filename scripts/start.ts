@@ -22,7 +22,7 @@ import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
 import { DeploymentConfigError } from "../lib/deployment-config";
 import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
-import { checkRequestLine, clientErrorResponse, missingHost } from "../lib/request-guard";
+import { checkRequestLine, clientErrorResponse, connectResponse, missingHost } from "../lib/request-guard";
 import { clientAddress, trustedProxyList } from "../lib/client-address";
 
 /**
@@ -225,6 +225,14 @@ async function main(): Promise<void> {
       return;
     }
     void handle(req, res);
+    // Next.js listens for protocol upgrades on the server at its first request (its development server's
+    // WebSocket), and drops such a socket in production: a request with `Upgrade` (curl --http2's h2c, a
+    // WebSocket handshake) got no answer at all. Without a listener, Node.js serves it as the request it is.
+    if (server.listenerCount("upgrade") > 0) server.removeAllListeners("upgrade");
+  });
+  // A CONNECT (a proxy tunnel) reaches no request handler: answered 405 here rather than left hanging.
+  server.on("connect", (_req: http.IncomingMessage, socket: Duplex) => {
+    socket.end(connectResponse());
   });
   // A request Node.js's parser refuses gets the contract's JSON answer with the security headers, not a bare 400.
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
@@ -233,7 +241,8 @@ async function main(): Promise<void> {
       socket.destroy();
       return;
     }
-    socket.end(clientErrorResponse(err.code));
+    const raw = (err as NodeJS.ErrnoException & { rawPacket?: Buffer }).rawPacket;
+    socket.end(clientErrorResponse(err.code, raw ? raw.toString("latin1").split("\n", 1)[0] : ""));
   });
   server.on("error", (err: NodeJS.ErrnoException) => {
     if (err.code === "EADDRINUSE") fail(`port ${config.port} on ${config.host} is in use: set PORT to a free port.`);

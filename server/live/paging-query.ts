@@ -6,11 +6,18 @@ import { z } from "zod";
 export const groupName = z.string().min(1, "must not be empty").max(200, "must be at most 200 characters");
 export const search = z.string().max(200, "must be at most 200 characters");
 export const order = z.enum(["asc", "desc"], { error: "must be asc or desc" });
-export const offset = z.coerce
-  .number({ error: "must be a whole number" })
-  .int("must be a whole number")
-  .min(0, "must be at least 0")
-  .max(10_000_000, "must be at most 10000000");
+/**
+ * A whole number in a query string, written in decimal digits only (`0x10`, `1e3`, `+5` and ` 5` are refused,
+ * as everywhere in the API), from `min` to `max`.
+ */
+export const wholeNumber = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^[0-9]{1,10}$/, "must be a whole number, in decimal digits")
+    .transform(Number)
+    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+export const offset = wholeNumber(0, 10_000_000);
 
 /** A deployment's name, as the deployments file allows them (an unknown one is refused with the names watched). */
 export const deploymentName = z

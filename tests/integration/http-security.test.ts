@@ -175,6 +175,9 @@ describe("the production server's request handling", () => {
       ["no Host", "GET /api/health HTTP/1.1\r\nConnection: close\r\n\r\n", 400, "bad_request"],
       ["raw non-ASCII in the path", "GET /api/locks/lock:\u00e9\u00ff HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n", 400, "bad_request"],
       ["not HTTP", "HELLO THERE\r\n\r\n", 400, "bad_request"],
+      ["a method this server does not know", "FOO /api/health HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n", 405, "method_not_allowed"],
+      // A proxy tunnel (this server is none): no request handler sees it.
+      ["CONNECT", "CONNECT /api/locks HTTP/1.1\r\nHost: HOST\r\n\r\n", 405, "method_not_allowed"],
       ["headers over the limit", `GET /api/health HTTP/1.1\r\nHost: HOST\r\nX-Big: ${"x".repeat(20_000)}\r\n\r\n`, 431, "headers_too_large"],
     ];
     for (const [what, bytes, status, code] of cases) {
@@ -187,6 +190,27 @@ describe("the production server's request handling", () => {
       const error = (JSON.parse(res.slice(head.length + 4)) as { error: { code: string; message: string } }).error;
       expect(error.code, what).toBe(code);
       expect(error.message.length, what).toBeGreaterThan(10);
+    }
+  });
+
+  it("serves a request that asks to switch protocols (h2c, WebSocket) as the HTTP/1.1 request it is, and refuses broken query strings", async () => {
+    for (const upgrade of ["h2c", "websocket"]) {
+      // (After another request: the server's first request is where Next.js would start listening for upgrades.)
+      await request("GET", "/api/health", { host: host() });
+      const res = await rawExchange(`GET /api/health HTTP/1.1\r\nHost: ${host()}\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: ${upgrade}\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n`);
+      expect(res.slice(0, 12), upgrade).toBe("HTTP/1.1 200");
+      expect(res).toContain('"status"');
+    }
+    for (const [target, message] of [
+      ["/api/locks?q=%ZZ", /query string is not valid URL encoding: `%ZZ`/],
+      ["/api/locks?q=%ED%A0%80", /query string is not valid URL encoding: its %XX escapes do not form UTF-8 text/],
+      ["/api/locks?limit=0x10", /limit: must be a whole number, in decimal digits/],
+      ["/api/locks/groups?limit=1e3", /limit: must be a whole number, in decimal digits/],
+      ["/api/locks?group=a&offset=%2B5", /offset: must be a whole number, in decimal digits/],
+    ] as const) {
+      const res = await request("GET", target, { host: host(), authorization: `Bearer ${VIEWER_TOKEN}` });
+      expect([target, res.status]).toEqual([target, 400]);
+      expect(res.text, target).toMatch(message);
     }
   });
 

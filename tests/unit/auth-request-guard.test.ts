@@ -6,7 +6,7 @@ describe("raw request line guard", () => {
     for (const [method, url] of [
       ["GET", "/api/locks/lock%3Aorders%2F42"],
       ["POST", "/api/locks/lock%3A%C3%A9t%C3%A9/release"],
-      ["GET", "/api/audit?resource=%ZZ"],
+      ["GET", "/api/audit?resource=lock%3Aorders%2F42&actor=al+ice"],
       ["OPTIONS", "/"],
       ["HEAD", "/audit"],
     ] as const) {
@@ -19,6 +19,14 @@ describe("raw request line guard", () => {
       const refused = checkRequestLine("POST", url);
       expect(refused?.status, url).toBe(400);
       expect(refused?.body?.error.message, url).toMatch(/not valid URL encoding/);
+    }
+  });
+
+  it("refuses broken percent-encoding in the query string with a 400 that says so", () => {
+    for (const url of ["/api/audit?resource=%ZZ", "/api/locks?q=%", "/api/locks?q=%ED%A0%80", "/api/locks?q=a%C3#frag"]) {
+      const refused = checkRequestLine("GET", url);
+      expect(refused?.status, url).toBe(400);
+      expect(refused?.body?.error.message, url).toMatch(/query string is not valid URL encoding/);
     }
   });
 

@@ -3,7 +3,7 @@ import { LOCK_SORTS } from "@/lib/locks/groups";
 import { LOCK_STATES } from "@/lib/locks/types";
 import { route } from "@/server/http";
 import { deploymentFilter, getLockGroups, getWatcherStatus, locksJsonStream, startLive } from "@/server/live";
-import { deploymentName, groupName, offset, order, search } from "@/server/live/paging-query";
+import { deploymentName, groupName, offset, order, search, wholeNumber } from "@/server/live/paging-query";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -14,7 +14,7 @@ const MAX_PAGE = 1_000;
 const query = z
   .strictObject({
     state: z.enum(LOCK_STATES, { error: `must be one of ${LOCK_STATES.join(", ")}` }).optional(),
-    limit: z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1, "must be at least 1").max(1_000_000, "must be at most 1000000").optional(),
+    limit: wholeNumber(1, 1_000_000).optional(),
     group: groupName.optional(),
     q: search.optional(),
     sort: z.enum(LOCK_SORTS, { error: `must be one of ${LOCK_SORTS.join(", ")}` }).optional(),

@@ -7,11 +7,11 @@ export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
 const ListQuery = z.strictObject({
-  limit: z.coerce
-    .number({ error: "limit must be a number" })
-    .int({ error: "limit must be a whole number" })
-    .min(1, { error: "limit must be at least 1" })
-    .max(50, { error: "limit must be at most 50 (the lab keeps its last 50 runs)" })
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,10}$/, "limit must be a whole number, in decimal digits")
+    .transform(Number)
+    .pipe(z.number().min(1, "limit must be at least 1").max(50, "limit must be at most 50 (the lab keeps its last 50 runs)"))
     .default(50),
 });
 

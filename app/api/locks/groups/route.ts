@@ -2,7 +2,7 @@ import { z } from "zod";
 import { GROUP_SORTS } from "@/lib/locks/groups";
 import { route } from "@/server/http";
 import { deploymentFilter, getLockGroups, startLive } from "@/server/live";
-import { deploymentName, offset, order, search } from "@/server/live/paging-query";
+import { deploymentName, offset, order, search, wholeNumber } from "@/server/live/paging-query";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -12,7 +12,7 @@ const query = z.strictObject({
   sort: z.enum(GROUP_SORTS, { error: `must be one of ${GROUP_SORTS.join(", ")}` }).optional(),
   order: order.optional(),
   offset: offset.optional(),
-  limit: z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1, "must be at least 1").max(10_000, "must be at most 10000").optional(),
+  limit: wholeNumber(1, 10_000).optional(),
   deployment: deploymentName.optional(),
 });
 
