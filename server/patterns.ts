@@ -2,7 +2,7 @@ import "server-only";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { CONSOLE_KEYS } from "@/lib/locks/formats/defaults";
+import { CONSOLE_KEYS, NEVER_LOCKS } from "@/lib/locks/formats/defaults";
 import type { LockScope } from "@/lib/locks/formats";
 import { globMatcher, globProblem } from "@/lib/locks/glob";
 import { newAuditId } from "./audit/records";
@@ -66,7 +66,8 @@ export const patternEntrySchema = z
       .string()
       .min(1, "a glob is at least one character")
       .max(200, "a glob is at most 200 characters")
-      .regex(/^[^\s,]+$/, "a glob has no spaces or commas"),
+      .regex(/^[^\s,]+$/, "a glob has no spaces or commas")
+      .refine((g) => !/[\u0000-\u001f\u007f]/.test(g), "a glob has no control characters"),
     scope: z.enum(["quorum", "single"]).optional(),
   })
   .strict();
@@ -74,8 +75,16 @@ export const patternEntrySchema = z
 export const putPatternsSchema = z
   .object({
     patterns: z.array(patternEntrySchema).min(1, "keep at least one pattern").max(32, "at most 32 patterns"),
-    reason: z.string().trim().min(3, "say why in 3 to 500 characters").max(500, "say why in 3 to 500 characters"),
-    revision: z.string().min(1).max(100, "a revision is at most 100 characters").optional(),
+    reason: z
+      .string()
+      .trim()
+      .min(3, "say why in 3 to 500 characters")
+      .max(500, "say why in 3 to 500 characters")
+      .refine((s) => !/[\u0000-\u0008\u000b-\u001f\u007f]/.test(s), "the reason must not contain control characters"),
+    revision: z
+      .string()
+      .regex(/^(config|\d{13}-[0-9a-f]{1,32})$/, "a revision is what GET /api/patterns gave: `config` or a change's stamp")
+      .optional(),
   })
   .strict();
 
@@ -141,7 +150,11 @@ export function patternsProblem(patterns: readonly PatternEntry[]): string | nul
     if (unlike) return unlike;
     const matches = globMatcher(glob);
     const own = CONSOLE_KEYS.find(matches);
-    if (own) return `\`${glob}\` matches \`${own}\`, one of the console's own keys (its audit log, its lab runs), which must never be shown or released as a lock.`;
+    if (own) return `\`${glob}\` matches \`${own}\`, one of the console's own keys (its audit log, its lab runs, its shared state), which must never be shown or released as a lock.`;
+    // A glob that can match only keys kept beside locks would show nothing (they are never locks).
+    const literal = /^[^*?[\\]*/.exec(glob)?.[0] ?? "";
+    const beside = NEVER_LOCKS.find((never) => /^[^*?[\\]+\*$/.test(never) && literal.startsWith(never.slice(0, -1)));
+    if (beside) return `\`${glob}\` matches only keys under \`${beside}\`, which the console or a lock library keeps beside its locks and which are never locks: it would show nothing.`;
   }
   return null;
 }

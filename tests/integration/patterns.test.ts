@@ -124,6 +124,16 @@ describe("lock patterns and discovery routes", () => {
       [body([{ glob: "zz:[a-" }]), 422, /`zz:\[a-` has a `\[` without its `\]`, which Redis reads as a class running to the end/],
       [body([{ glob: "lock:[]x]" }]), 422, /class of nothing/],
       [{ patterns: [{ glob: "lock:*" }], reason: "x" }, 422, /reason/],
+      // Control characters, in a reason (the audit log shows it) or a glob.
+      [{ patterns: [{ glob: "lock:*" }], reason: "bad\u0007reason" }, 422, /reason must not contain control characters/],
+      [body([{ glob: "lock:\u0000" }]), 422, /no control characters/],
+      // The console's shared state, and keys kept beside locks only: never locks, so the list would show nothing.
+      [body([{ glob: "lockscope:c*" }]), 422, /matches `lockscope:consoles`, one of the console's own keys/],
+      [body([{ glob: "lockscope:revoked-session:*" }]), 422, /one of the console's own keys/],
+      [body([{ glob: "fence:*" }]), 422, /matches only keys under `fence:\*`.*never locks: it would show nothing/],
+      [body([{ glob: "redisson_lock_queue:{orders}" }]), 422, /never locks/],
+      // A revision is what GET gave.
+      [{ ...body([{ glob: "lock:*" }]), revision: "bogus" }, 422, /a revision is what GET \/api\/patterns gave/],
     ];
     for (const [input, status, message] of cases) {
       const res = await call(patterns.PUT, "PUT", "/api/patterns", { body: input });

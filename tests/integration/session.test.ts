@@ -58,6 +58,11 @@ describe("sign-in, sessions and health", () => {
       expect((res.body as { error: { message: string } }).error.message).toMatch(/letters, digits, spaces and \. _ @ - only/);
       expect(res.headers.get("set-cookie")).toBeNull();
     }
+    // Too long is said as such (its letters are fine).
+    const long = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "a".repeat(65) } });
+    expect(long.status).toBe(422);
+    expect((long.body as { error: { message: string } }).error.message).toMatch(/at most 64 characters/);
+    expect((long.body as { error: { message: string } }).error.message).not.toMatch(/letters, digits/);
     // A blank name is no name: the actor is the role.
     const blank = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "  " } });
     expect(blank.body).toEqual({ role: "operator", actor: "operator" });

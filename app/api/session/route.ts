@@ -11,7 +11,8 @@ const SignInBody = z.strictObject({
   name: z
     .string()
     .max(64, "the name is at most 64 characters")
-    .refine(actorNameAllowed, "the name is letters, digits, spaces and . _ @ - only")
+    // (A name too long is told so, not also that its characters are wrong.)
+    .refine((name) => name.length > 64 || actorNameAllowed(name), "the name is letters, digits, spaces and . _ @ - only")
     .optional(),
 });
 

@@ -63,5 +63,19 @@ export function lockKeyFilter(patterns: readonly string[]): (key: string) => boo
   return (key) => matches(key) && !isNeverLock(key);
 }
 
-/** Keys of this console that a pattern must never match (written on every lock node: the audit stream, the lab's runs). */
-export const CONSOLE_KEYS = Object.freeze(["lockscope:audit", "lockscope:lab:runs"]);
+/**
+ * Keys of this console that a pattern must never match (written on the lock nodes: the audit stream, the lab's
+ * runs, and one of each kind of its shared state).
+ */
+export const CONSOLE_KEYS = Object.freeze([
+  "lockscope:audit",
+  "lockscope:lab:runs",
+  "lockscope:lab:run:0",
+  "lockscope:patterns",
+  "lockscope:consoles",
+  "lockscope:first-seen:0",
+  "lockscope:revoked-session:0",
+  "lockscope:wrong-token:seen:0",
+  "lockscope:lease:lab-run",
+  "lockscope:probe:0",
+]);
