@@ -333,7 +333,8 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     outcome: outcome === "partial" ? "partial" : "released",
     deployment,
     format: format.name,
-    nodes: nodeResults.map(({ id, result: r }) => ({ id, result: r })),
+    // (A node's `error` is the plain sentence the audit entry has: whether it is unknown or known not deleted.)
+    nodes: nodeResults.map(({ id, result: r, error }) => (r === "error" && error !== undefined ? { id, result: r, error } : { id, result: r })),
     notified,
     auditId: entry.id,
   };
