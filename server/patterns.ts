@@ -2,7 +2,7 @@ import "server-only";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { CONSOLE_KEYS, NEVER_LOCKS } from "@/lib/locks/formats/defaults";
+import { CONSOLE_KEYS, isNeverLock, NEVER_LOCKS } from "@/lib/locks/formats/defaults";
 import type { LockScope } from "@/lib/locks/formats";
 import { globMatcher, globProblem } from "@/lib/locks/glob";
 import { newAuditId } from "./audit/records";
@@ -418,6 +418,7 @@ export async function changePatterns(input: { patterns: PatternEntry[]; reason: 
 
 /** Why `resource` is not served as a lock, naming the lock patterns in force (an operator may have changed them). */
 export function notALockKey(resource: string): string {
+  if (isNeverLock(resource)) return `\`${resource.slice(0, 200)}\` is a key kept beside a lock (its fence, waiting queue, lease or this console's own), never a lock.`;
   const patterns = getPatternStore().current().patterns.map((x) => x.glob);
   return `\`${resource.slice(0, 200)}\` is not a lock key: it matches none of the lock patterns (${patterns.join(", ")}). Add a pattern for it (PUT /api/patterns, or "Lock patterns and discovery" on the locks page).`;
 }

@@ -286,6 +286,10 @@ describe("live lock view", () => {
     const notALock = await detail("session:abc");
     expect(notALock.status).toBe(404);
     expect(JSON.stringify(notALock.body)).toContain("lock patterns");
+    // A key the patterns would match but that is kept beside a lock is said to be that.
+    const beside = await detail("lock:orders:{o1}:57:rwlock_timeout:1");
+    expect(beside.status).toBe(404);
+    expect(JSON.stringify(beside.body)).toContain("kept beside a lock");
     const unknown = await detail("lock:never-seen");
     expect(unknown.status).toBe(404);
     expect(JSON.stringify(unknown.body)).toContain("no recent history");
