@@ -148,6 +148,8 @@ export class NodeWatcher {
   private probeSubscribedGeneration = -1;
   private readonly probeId = randomBytes(6).toString("hex");
   private probeVerifiedLogged = false;
+  /** Probes in a row that missed events (see `checkNotifications`). */
+  private probeMisses = 0;
   /** INFO server was refused (an ACL) and said so in the log once. */
   private runFactsRefusalLogged = false;
   /** When the oldest command still waiting on the reader was sent (liveness probe or read batch). */
@@ -567,8 +569,13 @@ export class NodeWatcher {
     } catch (error) {
       if (this.reader.status !== "ready") throw error;
       // CONFIG refused (managed Redis, where a parameter group sets the flags): a probe tells whether they are on.
+      // (A probe whose commands fail otherwise than by a refusal, a timeout, throws: it tells nothing.)
       const probed = await this.probeNotifications();
-      if (probed.missing === "") {
+      // A node found on is taken off only after two probes in a row missed events: one late burst of events (a
+      // stall) would otherwise cost a reconcile of every key. Switched off for real, it is found 5 s later, and
+      // the reconcile then reads what was missed meanwhile.
+      this.probeMisses = probed.missing === "" ? 0 : this.probeMisses + 1;
+      if (probed.missing === "" || (before !== "unavailable" && this.probeVerifiedLogged && this.probeMisses < 2)) {
         check = { refused: false, missing: "", setOk: true };
         if (!this.probeVerifiedLogged) this.ctx.log.info({ node: this.id }, "CONFIG refused; keyspace notifications verified on by a probe: watching by notifications");
         this.probeVerifiedLogged = true;
@@ -635,8 +642,9 @@ export class NodeWatcher {
       // read before `setImmediate` callbacks.)
       await new Promise((resolve) => setImmediate(resolve));
     } catch (error) {
-      if (this.reader.status !== "ready") throw error;
-      return { missing: wanted.join(""), why: `no probe: its writes were refused (${error instanceof Error ? error.message : String(error)}; the README's ACL lists them)` };
+      // Refused (the ACL, a replica): no probe can run. Anything else (a timeout) says nothing of the flags.
+      if (!(error instanceof Error && error.name === "ReplyError")) throw error;
+      return { missing: wanted.join(""), why: `no probe: its writes were refused (${error.message}; the README's ACL lists them)` };
     } finally {
       this.notifyProbe = null;
     }

@@ -75,4 +75,38 @@ describe("live view on managed Redis whose notifications are set by the service"
       await node.stop();
     }
   });
+
+  it("takes a node off notifications only after two probes in a row missed them, and back on once they come", async () => {
+    // CONFIG renamed to a name only this test knows: the console cannot use it, the test switches the flags.
+    const secret = "config-0c3f9a1e";
+    const node = await RedisNode.start({ dir: mkdtempSync(path.join(os.tmpdir(), "lockscope-managed-")), extraArgs: ["--rename-command", "CONFIG", secret, "--notify-keyspace-events", "KEA"] });
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const Redis = (await import("ioredis")).default;
+    const pino = (await import("pino")).default;
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    const admin = new Redis(node.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+    const watcher = new NodeWatcher(
+      { id: "node-0", index: 0, url: node.url, maskedUrl: node.url, deployment: "flaky", connect: (options) => new Redis(node.port, "127.0.0.1", options), client: admin },
+      { store, patterns: () => ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    try {
+      await until("the watcher up", () => watcher.up);
+      expect(watcher.notifications).toBe("on");
+      await admin.call(secret, "SET", "notify-keyspace-events", "");
+      await watcher.recheckNotifications();
+      // One probe missed them: a late burst of events looks the same, and costs no reconcile.
+      expect(watcher.notifications).toBe("on");
+      await watcher.recheckNotifications();
+      expect(watcher.notifications).toBe("unavailable");
+      await admin.call(secret, "SET", "notify-keyspace-events", "KEA");
+      await watcher.recheckNotifications();
+      expect(watcher.notifications).toBe("on");
+    } finally {
+      await watcher.stop();
+      admin.disconnect();
+      await node.stop();
+    }
+  });
 });
