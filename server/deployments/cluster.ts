@@ -126,7 +126,8 @@ export class ClusterTopology extends EventEmitter<{ change: [TopologyChange] }> 
       try {
         return parseClusterShards(await this.client.call("CLUSTER", "SHARDS"), { tls: this.client.options.redisOptions?.tls !== undefined });
       } catch (error) {
-        if (!(error instanceof Error && error.name === "ReplyError")) throw error;
+        // (Only a refusal: a passing error, LOADING or BUSY, is read again at the next reading.)
+        if (!(error instanceof Error && error.name === "ReplyError" && /^NOPERM|unknown (sub)?command/i.test(error.message))) throw error;
         this.slotsOnly = true;
         this.onSlotsOnly(error.message);
       }

@@ -148,8 +148,9 @@ export class NodeWatcher {
   private probeSubscribedGeneration = -1;
   private readonly probeId = randomBytes(6).toString("hex");
   private probeVerifiedLogged = false;
-  /** Probes in a row that missed events (see `checkNotifications`). */
+  /** Probes in a row that missed events (see `checkNotifications`), and the probe running now. */
   private probeMisses = 0;
+  private probing: Promise<{ missing: string; why: string }> | null = null;
   /** INFO server was refused (an ACL) and said so in the log once. */
   private runFactsRefusalLogged = false;
   /** When the oldest command still waiting on the reader was sent (liveness probe or read batch). */
@@ -574,7 +575,6 @@ export class NodeWatcher {
       // A node found on is taken off only after two probes in a row missed events: one late burst of events (a
       // stall) would otherwise cost a reconcile of every key. Switched off for real, it is found 5 s later, and
       // the reconcile then reads what was missed meanwhile.
-      this.probeMisses = probed.missing === "" ? 0 : this.probeMisses + 1;
       if (probed.missing === "" || (before !== "unavailable" && this.probeVerifiedLogged && this.probeMisses < 2)) {
         check = { refused: false, missing: "", setOk: true };
         if (!this.probeVerifiedLogged) this.ctx.log.info({ node: this.id }, "CONFIG refused; keyspace notifications verified on by a probe: watching by notifications");
@@ -609,7 +609,21 @@ export class NodeWatcher {
    * flags whose events did not come ("" when all did); with `why` saying so, or why no probe could run (its
    * writes or its channel refused by the ACL).
    */
-  private async probeNotifications(): Promise<{ missing: string; why: string }> {
+  private probeNotifications(): Promise<{ missing: string; why: string }> {
+    // One at a time (a bring-up and the periodic check may ask together): they share the keys and the collector.
+    this.probing ??= this.runProbe().then(
+      (result) => {
+        // Counted once per probe run (see `checkNotifications`).
+        this.probeMisses = result.missing === "" ? 0 : this.probeMisses + 1;
+        return result;
+      },
+    ).finally(() => {
+      this.probing = null;
+    });
+    return this.probing;
+  }
+
+  private async runProbe(): Promise<{ missing: string; why: string }> {
     const wanted = REQUIRED_NOTIFY_FLAGS.filter((flag) => PROBED_EVENTS[flag] !== undefined);
     const tags = this.probeTags();
     if (tags === null) return { missing: wanted.join(""), why: "the cluster's topology is not known yet" };
@@ -630,9 +644,13 @@ export class NodeWatcher {
       for (const tag of tags) {
         const key = (kind: string) => `${PROBE_PREFIX}${this.probeId}:${kind}{${tag}}`;
         await this.waitOn(() => this.reader.set(key("s"), "1", "PX", 20));
-        // (The hash is written whether or not `h` is asked: its DEL shows `g`.)
-        await this.waitOn(() => this.reader.hset(key("h"), "f", "1"));
-        if (wanted.includes("z")) await this.waitOn(() => this.reader.zadd(key("z"), 1, "m"));
+        // (The hash is written whether or not `h` is asked: its DEL shows `g`. Written with a TTL in one
+        // transaction, so that a probe cut short leaves nothing behind for long.)
+        const written = this.reader.multi().hset(key("h"), "f", "1").pexpire(key("h"), 10_000);
+        if (wanted.includes("z")) written.zadd(key("z"), 1, "m").pexpire(key("z"), 10_000);
+        const replies = await this.waitOn(() => written.exec());
+        const failed = replies?.find(([error]) => error !== null)?.[0];
+        if (failed) throw failed;
         await this.waitOn(() => this.reader.del(key("h"), key("z")));
       }
       await new Promise((resolve) => setTimeout(resolve, 40));
@@ -785,12 +803,24 @@ export class NodeWatcher {
   private async readClusterRunFacts(): Promise<void> {
     // (Throws while the client has not caught up with the topology.)
     this.clusterNodes("primaries");
-    const primaries = servingShards(this.cluster?.topology.shards ?? []).flatMap((s) => (s.primary !== null && s.primary.health === "online" ? [{ address: s.primary.address, slots: s.slots }] : []));
-    for (const { address, slots } of primaries) {
+    // Every primary that serves slots, whatever its health: one back from a restart can still be flagged failed
+    // for a while (the cluster clears the flag later), and its restart is what this is for.
+    const primaries = servingShards(this.cluster?.topology.shards ?? []).flatMap((s) => (s.primary !== null ? [{ address: s.primary.address, slots: s.slots, online: s.primary.health === "online" }] : []));
+    for (const { address, slots, online } of primaries) {
       const node = clusterNodeAt(this.reader as Cluster, address);
-      if (node === undefined) throw new Error("the cluster's topology is changing; reading it again");
-      const info = await this.serverInfo(node);
-      if (info === null) return;
+      if (node === undefined && online) throw new Error("the cluster's topology is changing; reading it again");
+      let info: string | null;
+      try {
+        info = node === undefined ? null : await this.serverInfo(node);
+      } catch (error) {
+        // One flagged failed that does not answer is read when it does (its facts are kept meanwhile).
+        if (online) throw error;
+        continue;
+      }
+      if (info === null) {
+        if (this.runFactsRefusalLogged) return;
+        continue;
+      }
       const { facts, restarted } = nextRunFacts(this.clusterRuns.get(address) ?? INITIAL_RUN_FACTS, runReading(info), Date.now());
       this.clusterRuns.set(address, facts);
       if (!restarted) continue;

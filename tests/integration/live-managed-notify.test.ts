@@ -109,4 +109,39 @@ describe("live view on managed Redis whose notifications are set by the service"
       await node.stop();
     }
   });
+
+  it("leaves no probe key behind when a probe is cut short (ZADD refused by an ACL written before the probe needed it)", async () => {
+    const node = await RedisNode.start({
+      dir: mkdtempSync(path.join(os.tmpdir(), "lockscope-managed-")),
+      extraArgs: ["--rename-command", "CONFIG", "", "--notify-keyspace-events", "KEA", "--user", "older", "on", ">older-password-0123", "~*", "&*", "+@all", "-zadd"],
+    });
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const Redis = (await import("ioredis")).default;
+    const pino = (await import("pino")).default;
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    const admin = new Redis(node.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+    const watcher = new NodeWatcher(
+      {
+        id: "node-0",
+        index: 0,
+        url: node.url,
+        maskedUrl: node.url,
+        deployment: "older",
+        connect: (options) => new Redis(node.port, "127.0.0.1", { ...options, username: "older", password: "older-password-0123" }),
+        client: admin,
+      },
+      { store, patterns: () => ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    try {
+      await until("the watcher up", () => watcher.up);
+      expect(watcher.notifications).toBe("unavailable");
+      expect(await admin.keys("lockscope:probe:*")).toEqual([]);
+    } finally {
+      await watcher.stop();
+      admin.disconnect();
+      await node.stop();
+    }
+  });
 });
