@@ -64,6 +64,14 @@ export const clusterDriver: DeploymentDriver<"cluster"> = {
   },
 };
 
+/**
+ * Whether a command was refused for good (an ACL's NOPERM, a command or subcommand the server does not have or
+ * renamed away), rather than failing for now (a timeout, LOADING, BUSY).
+ */
+export function isCommandRefused(error: unknown): error is Error {
+  return error instanceof Error && error.name === "ReplyError" && /^NOPERM|unknown (sub)?command/i.test(error.message);
+}
+
 export interface TopologyChange {
   before: ClusterShard[];
   after: ClusterShard[];
@@ -127,7 +135,7 @@ export class ClusterTopology extends EventEmitter<{ change: [TopologyChange] }> 
         return parseClusterShards(await this.client.call("CLUSTER", "SHARDS"), { tls: this.client.options.redisOptions?.tls !== undefined });
       } catch (error) {
         // (Only a refusal: a passing error, LOADING or BUSY, is read again at the next reading.)
-        if (!(error instanceof Error && error.name === "ReplyError" && /^NOPERM|unknown (sub)?command/i.test(error.message))) throw error;
+        if (!isCommandRefused(error)) throw error;
         this.slotsOnly = true;
         this.onSlotsOnly(error.message);
       }

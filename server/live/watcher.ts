@@ -14,7 +14,7 @@ import { CONTENTION_CHANNEL, REVOKE_CHANNEL, keySlot, parseContentionMessage, pa
 import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
 import type { LockClient } from "../deployments";
-import { clusterNodeAt } from "../deployments/cluster";
+import { clusterNodeAt, isCommandRefused } from "../deployments/cluster";
 import { nodeClientOptions, type LockNode } from "../nodes";
 import { ClusterSubscriber, type WatchSubscriber } from "./cluster-subscriber";
 import type { LiveEvents } from "./events";
@@ -69,6 +69,12 @@ interface RestartLoss {
   server: string | null;
   before: Map<string, { value: string; expiresAt: number }>;
   restartedAt: number;
+}
+
+/** Whether INFO persistence says AOF is on, as CONFIG GET appendonly would (`yes`, `no`); null when it does not say. */
+function appendonlyFromInfo(persistence: string): string | null {
+  const aof = /aof_enabled:(\d)/.exec(persistence)?.[1];
+  return aof === undefined ? null : aof === "1" ? "yes" : "no";
 }
 
 /** What a restart check needs of INFO server. */
@@ -176,6 +182,8 @@ export class NodeWatcher {
   /** This watcher's notification probe keys' channels, and the pattern it hears them by (see `probeNotifications`). */
   private readonly probeChannelPrefix: string;
   private readonly probePattern: string;
+  /** The keyspace channels of every console's probe keys: `probePattern` without its `*`. */
+  private readonly probeKeyspacePrefix: string;
   /** Redisson's fair-lock waiting times, watched beside the patterns (see `onFairQueue`). */
   private readonly fairTimeoutsChannel: string;
   private fairQueuesRefused = false;
@@ -219,7 +227,8 @@ export class NodeWatcher {
     this.channelPrefix = `__keyspace@${db}__:`;
     this.fairTimeoutsChannel = this.channelPrefix + FAIR_TIMEOUTS_GLOB;
     this.probeChannelPrefix = `${this.channelPrefix}${PROBE_PREFIX}${this.probeId}:`;
-    this.probePattern = `${this.channelPrefix}${PROBE_PREFIX}*`;
+    this.probeKeyspacePrefix = `${this.channelPrefix}${PROBE_PREFIX}`;
+    this.probePattern = `${this.probeKeyspacePrefix}*`;
     this.sub.on("ready", () => {
       this.attempted = true;
       this.subGeneration += 1;
@@ -243,7 +252,7 @@ export class NodeWatcher {
       }
       // The probe's keys are never locks; a pattern as broad as `*` delivers their events too.
       // (Every console's probes are heard: an ACL lets a pattern be subscribed only as it is written there.)
-      if (channel.startsWith(this.probePattern.slice(0, -1))) {
+      if (channel.startsWith(this.probeKeyspacePrefix)) {
         if (pattern === this.probePattern && channel.startsWith(this.probeChannelPrefix)) this.onProbeEvent(channel, event);
         return;
       }
@@ -743,7 +752,7 @@ export class NodeWatcher {
       } catch (error) {
         // INFO refused (an ACL, a managed service's renamed command); anything else (a lost connection, a timeout,
         // LOADING, BUSY) passes: the next check asks again.
-        if (error instanceof Error && error.name === "ReplyError" && /^NOPERM|unknown command/i.test(error.message)) this.cannotReadFlushCalls(error.message);
+        if (isCommandRefused(error)) this.cannotReadFlushCalls(error.message);
         if (this.flushCallsUnreadable) break;
         continue;
       }
@@ -842,7 +851,7 @@ export class NodeWatcher {
     try {
       return await this.waitOn(() => node.info("server"));
     } catch (error) {
-      if (!(error instanceof Error && error.name === "ReplyError" && /^NOPERM|unknown command/i.test(error.message))) throw error;
+      if (!isCommandRefused(error)) throw error;
       if (!this.runFactsRefusalLogged) this.ctx.log.warn({ node: this.id, err: error.message }, "INFO server refused: a restart of the node goes unnoticed");
       this.runFactsRefusalLogged = true;
       return null;
@@ -949,8 +958,7 @@ export class NodeWatcher {
     const node = clusterNodeAt(this.reader as Cluster, address);
     if (node === undefined) return null;
     try {
-      const aof = /aof_enabled:(\d)/.exec(await this.waitOn(() => node.info("persistence")))?.[1];
-      return aof === undefined ? null : aof === "1" ? "yes" : "no";
+      return appendonlyFromInfo(await this.waitOn(() => node.info("persistence")));
     } catch {
       return null;
     }
@@ -1214,9 +1222,7 @@ export class NodeWatcher {
       }
     }
     if (this.facts.appendonly === null) {
-      const persistence = await this.reader.info("persistence");
-      const aof = /aof_enabled:(\d)/.exec(persistence)?.[1];
-      this.facts.appendonly = aof === undefined ? null : aof === "1" ? "yes" : "no";
+      this.facts.appendonly = appendonlyFromInfo(await this.reader.info("persistence"));
     }
   }
 

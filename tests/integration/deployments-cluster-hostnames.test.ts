@@ -18,12 +18,7 @@ describe("a managed Redis Cluster whose nodes are reached by host name", () => {
   let unused: TestCluster;
   let set: RedisClusterSet;
   let cluster: InstanceType<typeof Redis.Cluster>;
-  const keyOn = async (port: number, name: string) => {
-    for (let i = 0; ; i++) {
-      const key = `lock:{${name}-${i}}`;
-      if ((await set.shardOf(keySlot(key))).primary === port) return key;
-    }
-  };
+  const keyOn = (port: number, name: string) => set.keyOn(port, name);
 
   beforeAll(async () => {
     unused = await setUpConsole({ nodes: 0, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "500" } });

@@ -9,20 +9,11 @@ import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } fro
 import type { TestCluster } from "../support/redis";
 import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
 import { makeCertificates, type TestCertificates } from "../support/tls";
+import { README_CLUSTER_ACL } from "../support/acl";
 import { until } from "../support/wait";
 
-/**
- * The README's least-privilege ACL with its Redis Cluster additions, word for word (as in
- * deployments-tls-acl.test.ts, plus `+cluster|slots +cluster|shards +cluster|info +readonly`).
- */
-const CONSOLE_ACL =
-  "on resetkeys ~lock:* ~locks:* ~fence:* ~waitq:* ~waitqd:* ~waitqg:* ~lockscope:* ~lock.* ~mutex:* ~semaphore:* ~job-lock:* ~lock ~my_resource_name ~redisson_lock_queue:* ~redisson_lock_timeout:* " +
-  "resetchannels &lockscope:* &__keyspace@0__:lock:* &__keyspace@0__:locks:* &__keyspace@0__:lock.* &__keyspace@0__:mutex:* &__keyspace@0__:semaphore:* &__keyspace@0__:job-lock:* &__keyspace@0__:lock &__keyspace@0__:my_resource_name &__keyspace@0__:redisson_lock_timeout:* &redisson_lock__channel:* &redisson_rwlock:* &__keyspace@0__:lockscope:probe:* " +
-  "-@all +ping +info +time +scan +type +get +pttl +pexpire +exists +set +del +incr +incrby +hset +hgetall +hdel +multi +exec +eval +evalsha +xadd +xrevrange +publish +subscribe +psubscribe +unsubscribe +punsubscribe +quit" +
-  " +hexists +hget +hlen +hscan +zscore +zcard +zrevrange +zrem +llen +lrange +strlen +getrange +zadd " +
-  "+config|get +config|set +client|setname +cluster|slots +cluster|shards +cluster|info +readonly";
 /** The same without CLUSTER SHARDS: what a server before Redis 7.0 answers to it (it refuses it). */
-const NO_SHARDS_ACL = CONSOLE_ACL.replace(" +cluster|shards", "");
+const NO_SHARDS_ACL = README_CLUSTER_ACL.replace(" +cluster|shards", "");
 const PASSWORD = "cluster-console-password-0123456789";
 const SERVER_NAME = "redis.lockscope.test";
 
@@ -40,12 +31,7 @@ describe("a Redis Cluster over TLS, watched by a least-privilege ACL user", () =
   let set: RedisClusterSet;
   let cluster: InstanceType<typeof Redis.Cluster>;
   let passwordFile: string;
-  const keyOn = async (port: number, name: string) => {
-    for (let i = 0; ; i++) {
-      const key = `lock:{${name}-${i}}`;
-      if ((await set.shardOf(keySlot(key))).primary === port) return key;
-    }
-  };
+  const keyOn = (port: number, name: string) => set.keyOn(port, name);
   const tlsPortOf = (port: number) => set.nodes.find((n) => n.port === port)!.tlsPort!;
 
   beforeAll(async () => {
@@ -56,7 +42,7 @@ describe("a Redis Cluster over TLS, watched by a least-privilege ACL user", () =
     set = await startRedisCluster({
       nodeTimeoutMs: 2_000,
       tls: { cert: certs.serverCert, key: certs.serverKey, clientCert: certs.clientCert, clientKey: certs.clientKey, ca: certs.caFile },
-      extraArgs: ["--tls-auth-clients", "yes", "--user", "lockscope", ...`>${PASSWORD} ${CONSOLE_ACL}`.split(" "), "--user", "lockscope-no-shards", ...`>${PASSWORD} ${NO_SHARDS_ACL}`.split(" ")],
+      extraArgs: ["--tls-auth-clients", "yes", "--user", "lockscope", ...`>${PASSWORD} ${README_CLUSTER_ACL}`.split(" "), "--user", "lockscope-no-shards", ...`>${PASSWORD} ${NO_SHARDS_ACL}`.split(" ")],
     });
     delete process.env.REDIS_URLS;
     Object.assign(process.env, {

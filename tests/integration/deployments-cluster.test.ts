@@ -13,13 +13,7 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
   let unused: TestCluster;
   let set: RedisClusterSet;
   let cluster: InstanceType<typeof Redis.Cluster>;
-  /** A lock key in the slots of the primary on `port`: the same name with the first tag that lands there. */
-  const keyOn = async (port: number, name: string) => {
-    for (let i = 0; ; i++) {
-      const key = `lock:{${name}-${i}}`;
-      if ((await set.shardOf(keySlot(key))).primary === port) return key;
-    }
-  };
+  const keyOn = (port: number, name: string) => set.keyOn(port, name);
 
   beforeAll(async () => {
     // No plain nodes: the console watches the cluster alone.

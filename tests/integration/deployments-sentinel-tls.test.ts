@@ -9,15 +9,9 @@ import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } fro
 import type { TestCluster } from "../support/redis";
 import { startSentinelSet, tlsServerArgs, type SentinelSet } from "../support/sentinel";
 import { makeCertificates, type TestCertificates } from "../support/tls";
+import { README_CONSOLE_ACL } from "../support/acl";
 import { until } from "../support/wait";
 
-/** The README's least-privilege ACL for the lock nodes, word for word (as in deployments-tls-acl.test.ts). */
-const CONSOLE_ACL =
-  "on resetkeys ~lock:* ~locks:* ~fence:* ~waitq:* ~waitqd:* ~waitqg:* ~lockscope:* ~lock.* ~mutex:* ~semaphore:* ~job-lock:* ~lock ~my_resource_name ~redisson_lock_queue:* ~redisson_lock_timeout:* " +
-  "resetchannels &lockscope:* &__keyspace@0__:lock:* &__keyspace@0__:locks:* &__keyspace@0__:lock.* &__keyspace@0__:mutex:* &__keyspace@0__:semaphore:* &__keyspace@0__:job-lock:* &__keyspace@0__:lock &__keyspace@0__:my_resource_name &__keyspace@0__:redisson_lock_timeout:* &redisson_lock__channel:* &redisson_rwlock:* &__keyspace@0__:lockscope:probe:* " +
-  "-@all +ping +info +time +scan +type +get +pttl +pexpire +exists +set +del +incr +incrby +hset +hgetall +hdel +multi +exec +eval +evalsha +xadd +xrevrange +publish +subscribe +psubscribe +unsubscribe +punsubscribe +quit" +
-  " +hexists +hget +hlen +hscan +zscore +zcard +zrevrange +zrem +llen +lrange +strlen +getrange +zadd " +
-  "+config|get +config|set +client|setname";
 /** The README's ACL for the sentinels themselves, word for word (after the password). */
 const SENTINEL_ACL = "resetchannels &+switch-master -@all +ping +sentinel|get-master-addr-by-name +sentinel|sentinels +subscribe +unsubscribe +client|setname";
 const PASSWORD = "console-password-0123456789";
@@ -63,7 +57,7 @@ describe("a Sentinel-managed primary over TLS, with ACL users on the instances a
     writeFileSync(sentinelPasswordFile, `${SENTINEL_PASSWORD}\n`, { mode: 0o600 });
     const tlsFiles = { cert: certs.serverCert, key: certs.serverKey, clientCert: certs.clientCert, clientKey: certs.clientKey, ca: certs.caFile };
     primaryTlsPort = await freePort();
-    const userArgs = ["--user", "lockscope", ...`>${PASSWORD} ${CONSOLE_ACL}`.split(" ")];
+    const userArgs = ["--user", "lockscope", ...`>${PASSWORD} ${README_CONSOLE_ACL}`.split(" ")];
     cluster = await setUpConsole({ nodes: 1, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "500" }, extraArgs: [...tlsServerArgs(tlsFiles, primaryTlsPort), ...userArgs] });
     set = await startSentinelSet(cluster.nodes[0]!, mkdtempSync(path.join(os.tmpdir(), "lockscope-sentinel-tls-")), "locks", {
       ...tlsFiles,

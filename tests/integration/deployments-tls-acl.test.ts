@@ -7,23 +7,14 @@ import { freePort } from "@/lib/redis-node";
 import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { makeCertificates, type TestCertificates } from "../support/tls";
+import { README_CONSOLE_ACL } from "../support/acl";
 import { until } from "../support/wait";
 
-/**
- * The README's least-privilege ACL, word for word: the console runs with exactly this user, over TLS with a
- * client certificate and SNI, and the node's ACL LOG must stay empty (nothing it does is refused).
- */
-const CONSOLE_ACL =
-  "on resetkeys ~lock:* ~locks:* ~fence:* ~waitq:* ~waitqd:* ~waitqg:* ~lockscope:* ~lock.* ~mutex:* ~semaphore:* ~job-lock:* ~lock ~my_resource_name ~redisson_lock_queue:* ~redisson_lock_timeout:* " +
-  "resetchannels &lockscope:* &__keyspace@0__:lock:* &__keyspace@0__:locks:* &__keyspace@0__:lock.* &__keyspace@0__:mutex:* &__keyspace@0__:semaphore:* &__keyspace@0__:job-lock:* &__keyspace@0__:lock &__keyspace@0__:my_resource_name &__keyspace@0__:redisson_lock_timeout:* &redisson_lock__channel:* &redisson_rwlock:* &__keyspace@0__:lockscope:probe:* " +
-  "-@all +ping +info +time +scan +type +get +pttl +pexpire +exists +set +del +incr +incrby +hset +hgetall +hdel +multi +exec +eval +evalsha +xadd +xrevrange +publish +subscribe +psubscribe +unsubscribe +punsubscribe +quit" +
-  " +hexists +hget +hlen +hscan +zscore +zcard +zrevrange +zrem +llen +lrange +strlen +getrange +zadd " +
-  "+config|get +config|set +client|setname";
 /**
  * The same without CONFIG and CLIENT: where the README says the notifications are probed instead; and without the fair-lock queues' channel, as
  * a user set up before the console watched it (the rest is watched as before).
  */
-const NO_CONFIG_ACL = CONSOLE_ACL.replace(" +config|get +config|set +client|setname", "").replace(" &__keyspace@0__:redisson_lock_timeout:*", "");
+const NO_CONFIG_ACL = README_CONSOLE_ACL.replace(" +config|get +config|set +client|setname", "").replace(" &__keyspace@0__:redisson_lock_timeout:*", "");
 const PASSWORD = "console-password-0123456789";
 const SERVER_NAME = "redis.lockscope.test";
 
@@ -44,7 +35,7 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       // The plain port stays for the test's own admin connection (default user); the console uses only TLS.
       extraArgs: [
         "--tls-port", String(tlsPort), "--tls-cert-file", certs.serverCert, "--tls-key-file", certs.serverKey, "--tls-ca-cert-file", certs.caFile, "--tls-auth-clients", "yes",
-        "--user", "lockscope", ...`>${PASSWORD} ${CONSOLE_ACL}`.split(" "),
+        "--user", "lockscope", ...`>${PASSWORD} ${README_CONSOLE_ACL}`.split(" "),
         "--user", "lockscope-no-config", ...`>${PASSWORD} ${NO_CONFIG_ACL}`.split(" "),
       ],
       env: {

@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import Redis from "ioredis";
+import { keySlot } from "../../slot.ts";
 import { freePort } from "./redis.ts";
 import { until } from "./wait.ts";
 
@@ -42,6 +43,8 @@ export interface RedisClusterSet {
   direct(port: number): Redis;
   /** The node serving `slot` as primary, and its replicas, from CLUSTER SHARDS. */
   shardOf(slot: number): Promise<{ primary: number; replicas: number[] }>;
+  /** A lock key in the slots of the primary on `port`: `lock:{<name>-<i>}` with the first `i` that lands there. */
+  keyOn(port: number, name: string): Promise<string>;
   /** Starts one more node and adds it to the cluster as a primary without slots; resolves its port. */
   addPrimary(): Promise<number>;
   /** Moves `slot` (and its keys, with MIGRATE) to the primary on `toPort`, as a resharding does. */
@@ -209,6 +212,12 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
     const primary = shard.nodes.find((n) => n.role === "master" && n.health === "online") ?? shard.nodes.find((n) => n.role === "master");
     return { primary: primary!.port, replicas: shard.nodes.filter((n) => n.role !== "master").map((n) => n.port) };
   };
+  const keyOn = async (port: number, name: string) => {
+    for (let i = 0; ; i++) {
+      const key = `lock:{${name}-${i}}`;
+      if ((await shardOf(keySlot(key))).primary === port) return key;
+    }
+  };
   const addPrimary = async () => {
     const node = await spawnNode();
     nodes.push(node);
@@ -242,6 +251,7 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
     nodes,
     addPrimary,
     moveSlot,
+    keyOn,
     urls: nodes.map((n) => `redis://127.0.0.1:${n.port}`),
     client: () => {
       const c = new Redis.Cluster(nodes.map((n) => ({ host: "127.0.0.1", port: n.port })), { redisOptions: { maxRetriesPerRequest: 1 } });
