@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEFAULT_LOCK_PATTERNS_ENV } from "./locks/formats/defaults";
+import { DEFAULT_LOCK_PATTERNS_ENV, patternKeysProblem } from "./locks/formats/defaults";
 import { globProblem } from "./locks/glob";
 import { parseProxyEntry } from "./client-address";
 import { parseDeployments, type Deployment, type ReadFile } from "./deployment-config";
@@ -156,12 +156,16 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
               .max(200)
               .regex(/^[^\s]+$/)
               .superRefine((glob, ctx) => {
-                const problem = globProblem(glob);
+                const problem = globProblem(glob) ?? patternKeysProblem(glob);
                 if (problem) ctx.addIssue({ code: "custom", message: problem, params: { explains: true } });
               }),
           )
           .min(1)
-          .max(32),
+          .max(32)
+          .superRefine((globs, ctx) => {
+            const twice = globs.find((glob, i) => globs.indexOf(glob) !== i);
+            if (twice !== undefined) ctx.addIssue({ code: "custom", message: `\`${twice}\` is listed twice.`, params: { explains: true } });
+          }),
       ),
     'comma-separated Redis glob patterns of lock keys, e.g. "lock:*,mutex:*"',
     CONFIG_DEFAULTS.lockPatterns,

@@ -2,7 +2,7 @@ import "server-only";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { CONSOLE_KEYS, isNeverLock, NEVER_LOCKS } from "@/lib/locks/formats/defaults";
+import { isNeverLock, patternKeysProblem } from "@/lib/locks/formats/defaults";
 import type { LockScope } from "@/lib/locks/formats";
 import { globMatcher, globProblem } from "@/lib/locks/glob";
 import { newAuditId } from "./audit/records";
@@ -146,15 +146,8 @@ export function patternsProblem(patterns: readonly PatternEntry[]): string | nul
   for (const { glob } of patterns) {
     if (seen.has(glob)) return `\`${glob}\` is listed twice.`;
     seen.add(glob);
-    const unlike = globProblem(glob);
+    const unlike = globProblem(glob) ?? patternKeysProblem(glob);
     if (unlike) return unlike;
-    const matches = globMatcher(glob);
-    const own = CONSOLE_KEYS.find(matches);
-    if (own) return `\`${glob}\` matches \`${own}\`, one of the console's own keys (its audit log, its lab runs, its shared state), which must never be shown or released as a lock.`;
-    // A glob that can match only keys kept beside locks would show nothing (they are never locks).
-    const literal = /^[^*?[\\]*/.exec(glob)?.[0] ?? "";
-    const beside = NEVER_LOCKS.find((never) => /^[^*?[\\]+\*$/.test(never) && literal.startsWith(never.slice(0, -1)));
-    if (beside) return `\`${glob}\` matches only keys under \`${beside}\`, which the console or a lock library keeps beside its locks and which are never locks: it would show nothing.`;
   }
   return null;
 }

@@ -57,6 +57,16 @@ describe("configuration", () => {
     expect(errorOf({ METRICS_GROUP_PATTERN: "([" }).variable).toBe("METRICS_GROUP_PATTERN");
   });
 
+  it("refuses LOCK_PATTERNS that match the console's own keys, match only keys kept beside locks, or list a glob twice", () => {
+    const everything = errorOf({ LOCK_PATTERNS: "lock:*,*" });
+    expect(everything.variable).toBe("LOCK_PATTERNS");
+    expect(everything.message).toContain("`*` matches `lockscope:audit`, one of the console's own keys");
+    expect(errorOf({ LOCK_PATTERNS: "lockscope:c*" }).message).toContain("matches `lockscope:consoles`");
+    expect(errorOf({ LOCK_PATTERNS: "fence:orders:*" }).message).toContain("matches only keys under `fence:*`");
+    expect(errorOf({ LOCK_PATTERNS: "lock:*,mutex:*,lock:*" }).message).toContain("`lock:*` is listed twice");
+    expect(parseConfig({ LOCK_PATTERNS: "lock:*,*:orders:*,a/*" }).lockPatterns).toEqual(["lock:*", "*:orders:*", "a/*"]);
+  });
+
   it("names a wrong secret but never shows its value", () => {
     const secret = "hunter2-but-with-spaces and more";
     for (const variable of ["LOCKSCOPE_OPERATOR_TOKEN", "LOCKSCOPE_VIEWER_TOKEN", "METRICS_TOKEN", "LOCKSCOPE_SESSION_SECRET"]) {

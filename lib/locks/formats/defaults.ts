@@ -1,4 +1,4 @@
-import { lockKeyMatcher } from "../glob";
+import { globMatcher, lockKeyMatcher } from "../glob";
 
 /**
  * The default `LOCK_PATTERNS`: the key names the common lock libraries use out of the box, so a console
@@ -79,3 +79,17 @@ export const CONSOLE_KEYS = Object.freeze([
   "lockscope:lease:lab-run",
   "lockscope:probe:0",
 ]);
+
+/**
+ * Why `glob` cannot be a lock pattern though it is a well-formed glob, for the operator; null when it can. It
+ * must not match any of the console's own keys, and must not match only keys kept beside locks (it would show
+ * nothing). Checked for `LOCK_PATTERNS` at start and for every change made in a console.
+ */
+export function patternKeysProblem(glob: string): string | null {
+  const own = CONSOLE_KEYS.find(globMatcher(glob));
+  if (own) return `\`${glob}\` matches \`${own}\`, one of the console's own keys (its audit log, its lab runs, its shared state), which must never be shown or released as a lock.`;
+  const literal = /^[^*?[\\]*/.exec(glob)?.[0] ?? "";
+  const beside = NEVER_LOCKS.find((never) => /^[^*?[\\]+\*$/.test(never) && literal.startsWith(never.slice(0, -1)));
+  if (beside) return `\`${glob}\` matches only keys under \`${beside}\`, which the console or a lock library keeps beside its locks and which are never locks: it would show nothing.`;
+  return null;
+}
