@@ -58,6 +58,11 @@ export interface PatternsShare {
   write(record: PatternsRecord): Promise<{ recorded: string[]; missed: string[]; newer: string | null }>;
   /** Reads the nodes now, so that a change made on another console is in force before this one changes them. */
   refresh(): Promise<void>;
+  /**
+   * Runs `change` while no other console changes the patterns (a lease on the nodes); `held` tells whether the
+   * lease still has time left. Rejects with an ApiError when it cannot be had.
+   */
+  exclusive<T>(label: string, change: (held: () => boolean) => Promise<T>): Promise<T>;
 }
 
 export const patternEntrySchema = z
@@ -224,63 +229,85 @@ export class PatternStore {
     auditor: PatternsAuditor,
     revision?: string,
   ): Promise<{ state: PatternsState; auditId: string; shared: { recorded: string[]; missed: string[] } | null }> {
-    const run = async () => {
-      const problem = patternsProblem(patterns);
-      if (problem) throw new ApiError("unprocessable", problem);
-      if (revision !== undefined && revision !== this.state.revision) {
-        const by = this.state.updatedBy === null ? "set from LOCK_PATTERNS" : `changed by ${this.state.updatedBy} at ${new Date(this.state.updatedAt ?? 0).toISOString()}`;
-        throw new ApiError("conflict", `The lock patterns were ${by} since you read them (now: ${this.state.patterns.map((p) => p.glob).join(", ")}); nothing changed. Read them again and make your change on that list.`, { revision: this.state.revision });
-      }
-      const at = Date.now();
-      const change: PatternsChange = { id: newAuditId(at), at, action: "patterns-changed", previous: this.state.patterns, patterns, ...meta };
-      try {
-        await auditor.recordIntent(change);
-      } catch (error) {
-        const why = error instanceof AuditNotDurableError ? error.why : errorText(error);
-        throw new ApiError("unavailable", `The audit log cannot record this change, so the patterns were not changed: ${why}.`);
-      }
-      // Later than any change known here, whatever this host's clock says: consoles order changes by their stamps.
-      const record: PatternsRecord = { version: 1, stamp: stampAfter(this.judged, at), patterns, updatedAt: at, updatedBy: meta.actor, basedOn: [...this.configured] };
-      let shared: { recorded: string[]; missed: string[] } | null = null;
-      if (this.share) {
-        const written = await this.share.write(record).catch(() => ({ recorded: [], missed: ["every node"], newer: null }));
-        shared = { recorded: written.recorded, missed: written.missed };
-        if (written.newer !== null) {
-          // Another console's change reached the nodes first, and it is the later one: it stands, everywhere.
-          await auditor.recordOutcome(change.id, "failed").catch(() => {});
-          throw new ApiError("conflict", "The lock patterns were changed on another console at the same moment; theirs stands and yours was not applied. Read them again and make your change on that list.", { revision: written.newer });
-        }
-        if (shared.recorded.length === 0) {
-          await auditor.recordOutcome(change.id, "failed").catch(() => {});
-          throw new ApiError(
-            "unavailable",
-            `No lock node confirmed the change (${shared.missed.join(", ")} did not answer), so the other consoles would not see it; it was not applied (a node that takes it late still passes it on).`,
-          );
-        }
-      }
-      try {
-        this.writeFile(record);
-      } catch (error) {
-        if (!shared) {
-          await auditor.recordOutcome(change.id, "failed").catch(() => {});
-          throw new ApiError("unavailable", `The patterns could not be saved in the data folder (${errorText(error)}); nothing changed.`);
-        }
-        // The nodes have it, so every console applies it (this one too); only a restart while no node answers
-        // would come up without it.
-        getLogger().warn({ file: this.file, err: errorText(error) }, "lock patterns changed and shared on the lock nodes, but this console's data folder could not keep them");
-      }
-      this.apply(record);
-      await auditor.recordOutcome(change.id, "applied").catch((error: unknown) => {
-        getLogger().warn({ auditId: change.id, err: errorText(error) }, "patterns changed, but the audit outcome could not be recorded");
-      });
-      if (shared && shared.missed.length > 0) {
-        getLogger().warn({ recorded: shared.recorded, missed: shared.missed }, "lock patterns changed, but not every lock node recorded them: the consoles copy them there once those nodes answer");
-      }
-      return { state: this.state, auditId: change.id, shared };
+    const problem = patternsProblem(patterns);
+    if (problem) return Promise.reject(new ApiError("unprocessable", problem));
+    const inTurn = (held: (() => boolean) | null) => {
+      const run = () => this.change(patterns, meta, auditor, revision, held);
+      const next = this.chain.then(run, run);
+      this.chain = next.catch(() => {});
+      return next;
     };
-    const next = this.chain.then(run, run);
-    this.chain = next.catch(() => {});
-    return next;
+    const share = this.share;
+    if (!share) return inTurn(null);
+    // One change at a time over all consoles: a change made at the same moment on another one either comes
+    // first (and this one is checked against it) or waits for this one.
+    return share.exclusive(`lock patterns change by ${meta.actor}`, async (held) => {
+      await share.refresh();
+      return inTurn(held);
+    });
+  }
+
+  private async change(
+    patterns: PatternEntry[],
+    meta: { actor: string; role: Principal["role"]; reason: string; ip: string; userAgent: string | null },
+    auditor: PatternsAuditor,
+    revision: string | undefined,
+    held: (() => boolean) | null,
+  ): Promise<{ state: PatternsState; auditId: string; shared: { recorded: string[]; missed: string[] } | null }> {
+    if (revision !== undefined && revision !== this.state.revision) {
+      const by = this.state.updatedBy === null ? "set from LOCK_PATTERNS" : `changed by ${this.state.updatedBy} at ${new Date(this.state.updatedAt ?? 0).toISOString()}`;
+      throw new ApiError("conflict", `The lock patterns were ${by} since you read them (now: ${this.state.patterns.map((p) => p.glob).join(", ")}); nothing changed. Read them again and make your change on that list.`, { revision: this.state.revision });
+    }
+    const at = Date.now();
+    const change: PatternsChange = { id: newAuditId(at), at, action: "patterns-changed", previous: this.state.patterns, patterns, ...meta };
+    try {
+      await auditor.recordIntent(change);
+    } catch (error) {
+      const why = error instanceof AuditNotDurableError ? error.why : errorText(error);
+      throw new ApiError("unavailable", `The audit log cannot record this change, so the patterns were not changed: ${why}.`);
+    }
+    // Later than any change known here, whatever this host's clock says: consoles order changes by their stamps.
+    const record: PatternsRecord = { version: 1, stamp: stampAfter(this.judged, at), patterns, updatedAt: at, updatedBy: meta.actor, basedOn: [...this.configured] };
+    let shared: { recorded: string[]; missed: string[] } | null = null;
+    if (this.share) {
+      if (held && !held()) {
+        await auditor.recordOutcome(change.id, "failed").catch(() => {});
+        throw new ApiError("unavailable", "The change took longer than its lease on the lock nodes (the audit log or the nodes were slow), so another console could be changing the patterns too; it was not applied. Try again.");
+      }
+      const written = await this.share.write(record).catch(() => ({ recorded: [], missed: ["every node"], newer: null }));
+      shared = { recorded: written.recorded, missed: written.missed };
+      if (written.newer !== null) {
+        // Another console's change reached the nodes first, and it is the later one: it stands, everywhere.
+        await auditor.recordOutcome(change.id, "failed").catch(() => {});
+        throw new ApiError("conflict", "The lock patterns were changed on another console at the same moment; theirs stands and yours was not applied. Read them again and make your change on that list.", { revision: written.newer });
+      }
+      if (shared.recorded.length === 0) {
+        await auditor.recordOutcome(change.id, "failed").catch(() => {});
+        throw new ApiError(
+          "unavailable",
+          `No lock node confirmed the change (${shared.missed.join(", ")} did not answer), so the other consoles would not see it; it was not applied (a node that takes it late still passes it on).`,
+        );
+      }
+    }
+    try {
+      this.writeFile(record);
+    } catch (error) {
+      if (!shared) {
+        await auditor.recordOutcome(change.id, "failed").catch(() => {});
+        throw new ApiError("unavailable", `The patterns could not be saved in the data folder (${errorText(error)}); nothing changed.`);
+      }
+      // The nodes have it, so every console applies it (this one too); only a restart while no node answers
+      // would come up without it.
+      getLogger().warn({ file: this.file, err: errorText(error) }, "lock patterns changed and shared on the lock nodes, but this console's data folder could not keep them");
+    }
+    this.apply(record);
+    await auditor.recordOutcome(change.id, "applied").catch((error: unknown) => {
+      getLogger().warn({ auditId: change.id, err: errorText(error) }, "patterns changed, but the audit outcome could not be recorded");
+    });
+    if (shared && shared.missed.length > 0) {
+      getLogger().warn({ recorded: shared.recorded, missed: shared.missed }, "lock patterns changed, but not every lock node recorded them: the consoles copy them there once those nodes answer");
+    }
+    return { state: this.state, auditId: change.id, shared };
   }
 
   /**
@@ -392,8 +419,7 @@ export async function changePatterns(input: { patterns: PatternEntry[]; reason: 
   const auditor = peekGlobal<PatternsAuditor>("patterns-auditor");
   if (!auditor) throw new ApiError("unavailable", "Pattern changes cannot be audited on this console yet, so they are refused; nothing changed.");
   const store = getPatternStore();
-  // The newest change on the nodes first: the revision is checked against it, and the new stamp comes after it.
-  await store.refresh();
+  // Where the patterns are shared, the nodes are read first: the revision is checked against the newest change.
   const { state, auditId, shared } = await store.replace(
     input.patterns,
     {

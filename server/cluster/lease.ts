@@ -16,7 +16,7 @@ export interface Lease {
 }
 
 /** Keys of the console's own leases: outside LOCK_PATTERNS' defaults, so they are not listed as locks. */
-export const LEASE_KEYS = Object.freeze({ lab: "lockscope:lease:lab-run", metricsReporter: "lockscope:lease:metrics-reporter" });
+export const LEASE_KEYS = Object.freeze({ lab: "lockscope:lease:lab-run", metricsReporter: "lockscope:lease:metrics-reporter", patterns: "lockscope:lease:patterns" });
 
 function leaseEngine(): Redlock {
   return singleton("lease-redlock", () => {
