@@ -213,4 +213,47 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     await promoted.set(fresh, "holder-fresh", "PX", 60_000);
     await until("a lock taken on the promoted replica listed", () => heldAs(fresh, "holder-fresh"));
   });
+
+  it("a primary read while the cluster flags it failed, then restarted empty before any failover: its locks are reported lost in the restart", async () => {
+    const { getDeploymentLives } = await import("@/server/live");
+    const watcher = getDeploymentLives()[0]!.watchers[0]!;
+    const shard = await set.shardOf(15000);
+    const primaryNode = set.nodes.find((n) => n.port === shard.primary)!;
+    const replicaNode = set.nodes.find((n) => n.port === shard.replicas[0])!;
+    const lost = await keyOn(shard.primary, "failed-then-restarted");
+    await set.direct(shard.primary).set(lost, "holder-failed-then-restarted", "PX", 60_000);
+    await until("the console saw it", () => heldAs(lost, "holder-failed-then-restarted"));
+    // Down long enough for the cluster to flag it failed; its replica frozen, so nothing fails over.
+    replicaNode.pause();
+    await primaryNode.kill();
+    const witness = set.direct((await set.shardOf(3000)).primary);
+    await until(
+      "the cluster flags the primary failed",
+      async () => String(await witness.call("CLUSTER", "NODES")).split("\n").some((line) => line.includes(`:${shard.primary}@`) && /\bfail\b/.test(line)),
+      30_000,
+      100,
+    );
+    // The console reads its primaries meanwhile (as its periodic check does), once its topology (read every
+    // second) has the primary failed: the read passes over it, which does not answer.
+    await until("a read of the primaries with this one failed", () => watcher.readRunFacts().then(() => true, () => false), 15_000, 200);
+    await primaryNode.restart();
+    // The replica stays frozen until the cluster clears the primary's flag (a replica that finds its primary
+    // flagged failed takes over, with the lock), then syncs to the empty primary.
+    await until(
+      "the cluster clears the primary's failed flag",
+      async () => String(await witness.call("CLUSTER", "NODES")).split("\n").some((line) => line.includes(`:${shard.primary}@`) && !/\bfail\??\b/.test(line)),
+      30_000,
+      100,
+    );
+    replicaNode.resume();
+
+    const entry = await until(
+      "the lock's timeline says it was lost in the restart",
+      async () => (await detail(lost)).timeline.find((t) => t.type === "lost-in-restart"),
+      45_000,
+      200,
+    );
+    expect(entry.detail).toContain(`primary 127.0.0.1:${shard.primary} restarted without an append-only file and came back without this lock`);
+    expect((await set.shardOf(15000)).primary).toBe(shard.primary);
+  }, 120_000);
 });
