@@ -62,7 +62,7 @@ export function nodesShare(store: PatternStore, nodes: () => readonly LockNode[]
           throw error;
         });
         try {
-          return await change(() => lease.validityMs > timeoutMs);
+          return await change(() => lease.expiresAt - Date.now() > timeoutMs);
         } finally {
           await engine.release(lease).catch(() => undefined);
         }
