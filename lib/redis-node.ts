@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { makeDirs } from "./make-dirs";
 import net from "node:net";
 import path from "node:path";
 
@@ -239,7 +239,7 @@ export class RedisNode {
   private async launch(): Promise<void> {
     await releasePort(this.port);
     const dir = path.join(this.options.dir, `node-${this.port}`);
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     const args = [
       "--port", String(this.port),
       "--bind", "127.0.0.1",

@@ -13,13 +13,14 @@
  */
 import { loadEnvConfig } from "@next/env";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { Duplex } from "node:stream";
 import path from "node:path";
 import v8 from "node:v8";
 import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
 import { DeploymentConfigError } from "../lib/deployment-config";
+import { makeDirs } from "../lib/make-dirs";
 import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { checkRequestLine, clientErrorResponse, connectResponse, missingHost } from "../lib/request-guard";
@@ -64,6 +65,15 @@ const key = (name: string) => Symbol.for(`lockscope.${name}`);
 function fail(message: string): never {
   process.stderr.write(`lockscope: ${message}\n`);
   process.exit(1);
+}
+
+/** Stops the start as a wrong value does, naming the variable, when `check` throws (a folder or file the console cannot make). */
+function usable(variable: string, value: string, expected: string, check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    fail(`${variable}=${JSON.stringify(value)} is invalid: expected ${expected} (${error instanceof Error ? error.message : String(error)}).`);
+  }
 }
 
 function haveRedisServer(): boolean {
@@ -111,7 +121,7 @@ function reapOrphans(pidFile: string, nodesDir: string): void {
 async function startEmbedded(config: LockscopeConfig): Promise<RedisNode[]> {
   ensureRedisServer();
   const dir = path.resolve(config.dataDir, "redis");
-  mkdirSync(dir, { recursive: true });
+  makeDirs(dir);
   const pidFile = path.join(dir, "pids");
   reapOrphans(pidFile, dir);
   // The lab's killed node refuses connections, as a crashed server does (its port is not held).
@@ -152,13 +162,20 @@ async function main(): Promise<void> {
   // Before anything else touches the folder: a second console on it would reap the first one's nodes
   // and write its secrets and audit file alongside it.
   const dataDir = path.resolve(config.dataDir);
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const lock = await lockDataDir(dataDir, `pid ${process.pid}, console on ${config.host}:${config.port}`);
+  usable("LOCKSCOPE_DATA_DIR", config.dataDir, "a folder the console can create and write", () => makeDirs(dataDir, 0o700));
+  const lock = await lockDataDir(dataDir, `pid ${process.pid}, console on ${config.host}:${config.port}`).catch((error: unknown) =>
+    fail(`LOCKSCOPE_DATA_DIR=${JSON.stringify(config.dataDir)} is invalid: expected a folder the console can create and write (${error instanceof Error ? error.message : String(error)}).`),
+  );
   if (!lock.held) {
     fail(`the data folder ${dataDir} is in use by another console (${lock.holder}): stop it, or give this one its own LOCKSCOPE_DATA_DIR.`);
   }
   // Held for the life of the process (the kernel lets go of it when the process ends, however it ends).
   g[key("data-dir-lock")] = lock;
+  // The audit file is written at the first release or pattern change: one it cannot be is found now.
+  usable("AUDIT_FILE", config.auditFile, "a file the console can create and append to", () => {
+    makeDirs(path.dirname(path.resolve(config.auditFile)), 0o700);
+    closeSync(openSync(config.auditFile, "a", 0o600));
+  });
 
   if (!existsSync(path.join(ROOT, ".next", "BUILD_ID"))) {
     fail(`there is no production build in ${ROOT}: run \`npm run build\` first (or \`npm start\`, which builds when needed).`);

@@ -1,6 +1,7 @@
 import "server-only";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { makeDirs } from "@/lib/make-dirs";
 import path from "node:path";
 import { jwtVerify, SignJWT, type JWTPayload } from "jose";
 import { isAllowedOrigin } from "@/lib/host-rules";
@@ -43,7 +44,7 @@ function readOrCreateSecretFile(file: string, make: () => string): { value: stri
   } catch {
     // absent: create below
   }
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  makeDirs(path.dirname(file), 0o700);
   const value = make();
   writeFileSync(file, `${value}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);

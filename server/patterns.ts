@@ -1,5 +1,6 @@
 import "server-only";
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { makeDirs } from "@/lib/make-dirs";
 import path from "node:path";
 import { z } from "zod";
 import { isNeverLock, patternKeysProblem } from "@/lib/locks/formats/defaults";
@@ -359,7 +360,7 @@ export class PatternStore {
 
   private writeFile(record: PatternsRecord): void {
     const body: PatternsRecord = { ...record, basedOn: [...this.configured] };
-    mkdirSync(path.dirname(this.file), { recursive: true });
+    makeDirs(path.dirname(this.file));
     const tmp = `${this.file}.${process.pid}.tmp`;
     writeFileSync(tmp, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o600 });
     renameSync(tmp, this.file);

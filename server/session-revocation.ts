@@ -1,5 +1,6 @@
 import "server-only";
-import { appendFileSync, chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { makeDirs } from "@/lib/make-dirs";
 import path from "node:path";
 import { getConfig } from "./config";
 import { singleton } from "./global";
@@ -119,7 +120,7 @@ export class SessionRevocations {
     if (this.file === null) return;
     const file = this.file;
     this.write(() => {
-      mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      makeDirs(path.dirname(file), 0o700);
       appendFileSync(file, `${JSON.stringify({ id, expiresAtMs })}\n`, { mode: 0o600 });
       chmodSync(file, 0o600);
     });

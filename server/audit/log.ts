@@ -1,6 +1,7 @@
 import "server-only";
 import { brand, instanceOf } from "../global";
-import { mkdir, open, type FileHandle } from "node:fs/promises";
+import { open, type FileHandle } from "node:fs/promises";
+import { makeDirs } from "@/lib/make-dirs";
 import path from "node:path";
 import { getConfig } from "../config";
 import { whenReady } from "../health";
@@ -200,7 +201,7 @@ export class AuditLog implements AuditStore {
       let goodLength = -1;
       let text = line;
       try {
-        await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
+        makeDirs(path.dirname(this.file), 0o700);
         // "a+": appends, and can read the last byte back.
         handle = await open(this.file, "a+", 0o600);
         goodLength = (await handle.stat()).size;

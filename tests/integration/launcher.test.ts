@@ -35,6 +35,24 @@ describe("npm start's launcher", () => {
     expect(launcher.output().trim()).toMatch(/^lockscope: REDIS_URLS="localhost:6380" is invalid: expected .*redis:\/\//);
   });
 
+  it("stops at once with one line naming a data folder or an audit file it cannot make", async () => {
+    // /proc refuses new entries with ENOENT, which Node's own recursive mkdir retried forever (the launcher hung).
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ LOCKSCOPE_DATA_DIR: "/proc/lockscope-nope" }, /^lockscope: LOCKSCOPE_DATA_DIR="\/proc\/lockscope-nope" is invalid: expected a folder the console can create and write \(ENOENT: .*\)\.$/],
+      [{ LOCKSCOPE_DATA_DIR: "/etc/hostname/lockscope" }, /^lockscope: LOCKSCOPE_DATA_DIR="\/etc\/hostname\/lockscope" is invalid: expected a folder the console can create and write \(ENOTDIR: .*\)\.$/],
+      [{ AUDIT_FILE: "/proc/lockscope-nope/audit.jsonl" }, /^lockscope: AUDIT_FILE="\/proc\/lockscope-nope\/audit.jsonl" is invalid: expected a file the console can create and append to \(ENOENT: .*\)\.$/],
+      [{ AUDIT_FILE: "/etc/hostname/audit.jsonl" }, /^lockscope: AUDIT_FILE="\/etc\/hostname\/audit.jsonl" is invalid: expected a file the console can create and append to \(ENOTDIR: .*\)\.$/],
+    ];
+    for (const [env, said] of cases) {
+      const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(","), ...env }, { waitReady: false });
+      const code = await Promise.race([launcher.exited, new Promise((resolve) => setTimeout(() => resolve("still running after 20 s"), 20_000))]);
+      if (code !== 1) await launcher.stop();
+      expect([env, code]).toEqual([env, 1]);
+      const lines = launcher.output().trim().split("\n");
+      expect(lines.at(-1)).toMatch(said);
+    }
+  }, 120_000);
+
   it("serves on three embedded nodes and leaves no redis-server behind after Ctrl-C", async () => {
     const launcher = await startLauncher({ REDIS_URLS: "" });
     // Right after the start, on a loaded machine, a node can briefly read as degraded (a probe slower than
