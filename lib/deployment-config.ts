@@ -190,6 +190,11 @@ function fromEnv(env: Env, c: Collector): Deployment[] {
     out.push({ name: "default", kind: "sentinel", sentinels: addresses, master: master ?? "", tls, auth, sentinelAuth });
   }
   if (cluster !== undefined) out.push({ name: "default", kind: "cluster", seeds: c.urls("REDIS_CLUSTER_URLS", list(cluster), 50), tls, auth });
+  const sentinelOnly = Object.values(ENV_SENTINEL_AUTH).filter((n) => envValue(env, n) !== undefined);
+  if (out.length > 0 && sentinelOnly.length > 0 && !out.some((d) => d.kind === "sentinel")) {
+    // Credentials for sentinels the deployment does not have would be ignored: say so instead.
+    c.add(`${sentinelOnly.join(", ")} ${sentinelOnly.length === 1 ? "is" : "are"} set, but the deployment has no sentinels: unset ${sentinelOnly.length === 1 ? "it" : "them"}, or describe a Sentinel deployment with REDIS_SENTINELS and REDIS_SENTINEL_MASTER.`);
+  }
   if (out.length === 0) {
     // Settings for a deployment that is not there would be ignored by the embedded nodes: say so instead.
     const orphans = [...Object.values(ENV_TLS), ...Object.values(ENV_AUTH), ...Object.values(ENV_SENTINEL_AUTH)].filter((n) => envValue(env, n) !== undefined);
