@@ -85,7 +85,7 @@ describe("deployment configuration", () => {
     expect(linesOf({ REDIS_URLS: "redis://a:1", REDIS_SENTINEL_USERNAME: "watcher" })).toEqual([
       "REDIS_SENTINEL_USERNAME is set, but the deployment has no sentinels: unset it, or describe a Sentinel deployment with REDIS_SENTINELS and REDIS_SENTINEL_MASTER.",
     ]);
-    expect(parseDeployments({ REDIS_SENTINELS: "s:26379", REDIS_SENTINEL_MASTER: "locks", REDIS_SENTINEL_USERNAME: "watcher" })[0]).toMatchObject({ kind: "sentinel", sentinelAuth: { username: "watcher" } });
+    expect(parseDeployments({ REDIS_SENTINELS: "s:26379", REDIS_SENTINEL_MASTER: "locks", REDIS_SENTINEL_USERNAME: "watcher" })?.[0]).toMatchObject({ kind: "sentinel", sentinelAuth: { username: "watcher" } });
     expect(parseDeployments({ REDIS_CLUSTER_URLS: "redis://a:7000, redis://b:7001" })).toEqual([
       { name: "default", kind: "cluster", seeds: ["redis://a:7000", "redis://b:7001"], tls: null, auth: { username: null, passwordFile: null } },
     ]);
