@@ -1,4 +1,5 @@
 import { decodeLockValue, lockValueId } from "@lockscope/redlock";
+import { decodeShedLockValue } from "./formats/shedlock";
 import type { LiveState, LockHolder } from "./types";
 
 /**
@@ -170,9 +171,16 @@ export interface DecodedHolder {
   acquiredAt: number | null;
 }
 
-/** The holder, fence and acquisition time carried by an engine-made value; nulls for a foreign value. */
+/**
+ * The holder, fence and acquisition time a value carries: an engine-made value's, or a ShedLock value's host and
+ * the time its task started (`ADDED:<instant>@<host>`, by the holder's clock); nulls for any other value.
+ */
 export function decodeHolder(value: string | null): DecodedHolder {
   if (value === null) return { holder: null, fence: null, acquiredAt: null };
+  if (value.startsWith("ADDED:")) {
+    const shedlock = decodeShedLockValue(value);
+    if (shedlock) return { holder: { host: shedlock.host }, fence: null, acquiredAt: shedlock.since };
+  }
   const identity = decodeLockValue(value);
   if (!identity) return { holder: null, fence: null, acquiredAt: null };
   const holder: LockHolder = {};

@@ -72,6 +72,13 @@ describe("merging per-node samples into one lock", () => {
     expect(decodeHolder(value)).toEqual({ holder: { label: "billing worker", host: "web-1", pid: 42 }, fence: "17", acquiredAt: NOW });
     expect(decodeHolder("3f1c2a9e-node-redlock-value")).toEqual({ holder: null, fence: null, acquiredAt: null });
   });
+
+  it("takes a ShedLock value's host and the time its task started as the holder and the acquisition time", () => {
+    const started = Date.parse("2026-12-04T10:52:53.408Z");
+    expect(decodeHolder("ADDED:2026-12-04T10:52:53.408Z@host-9")).toEqual({ holder: { host: "host-9" }, fence: null, acquiredAt: started });
+    expect(decodeHolder("ADDED:2026-12-04T10:52:53.408Z@host-9:2f1e0c4a-9b3d-4c5e-8f7a-1b2c3d4e5f60")).toEqual({ holder: { host: "host-9" }, fence: null, acquiredAt: started });
+    expect(decodeHolder("ADDED:not a time@host-9")).toEqual({ holder: { host: "host-9" }, fence: null, acquiredAt: null });
+  });
 });
 
 describe("how a lock ended and what changed", () => {
