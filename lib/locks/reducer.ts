@@ -217,7 +217,8 @@ export type LockEffect =
   | { type: "lock-event"; event: LockEventType }
   | { type: "count"; counter: "acquisitions" | "expirations" }
   /** A foreign value seen acquired or extended, for the consoles to share when it was first seen. */
-  | { type: "first-seen"; token: string; seenAt: number; ttlMs: number | null }
+  /** `notBefore`: a shared record older than this (an earlier lock's, made of the same value) is replaced. */
+  | { type: "first-seen"; token: string; seenAt: number; ttlMs: number | null; notBefore?: number }
   /** The value id now holding the lock, for the contention figures' waiters. */
   | { type: "holder"; id: string | null };
 
@@ -348,7 +349,9 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         const seenValue = transition.token ?? merged.leading;
         lock.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
         // (The shared record lives as long as the lock, plus a margin: its TTL as just read.)
-        if (decoded.acquiredAt === null && seenValue) effects.push({ type: "first-seen", token: seenValue, seenAt: now, ttlMs: lock.ttlMs });
+        // A lock made again of a value seen before (Redisson's holder is its client and thread) must not take the
+        // earlier lock's first sighting, still recorded for a while after it ended: one older than that end is replaced.
+        if (decoded.acquiredAt === null && seenValue) effects.push({ type: "first-seen", token: seenValue, seenAt: now, ttlMs: lock.ttlMs, ...(lock.endedAt !== null ? { notBefore: lock.endedAt } : {}) });
         lock.endedAt = null;
         lock.endedToken = null;
         lock.cause = null;

@@ -32,15 +32,21 @@ const BACKFILL_BATCH = 500;
 const BACKFILL_PAUSE_MS = 25;
 
 /**
- * Per key: record the first sighting unless one exists, renew the record's expiry, answer the recorded time.
- * KEYS: the records; ARGV: per key, the sighting time and how long to keep the record (ms).
+ * Per key: record the first sighting unless one exists (or the one recorded is older than `notBefore`: an earlier
+ * lock's, made of the same value), renew the record's expiry, answer the recorded time.
+ * KEYS: the records; ARGV: per key, the sighting time, how long to keep the record (ms) and `notBefore` (0: none).
  */
 const SHARE_SCRIPT = defineScript(`
 local out = {}
 for i, key in ipairs(KEYS) do
-  local keep = ARGV[2 * i]
-  redis.call('SET', key, ARGV[2 * i - 1], 'PX', keep, 'NX')
-  redis.call('PEXPIRE', key, keep)
+  local keep = ARGV[3 * i - 1]
+  local not_before = tonumber(ARGV[3 * i])
+  local kept = redis.call('GET', key)
+  if (not kept) or (not_before > 0 and (tonumber(kept) or 0) < not_before) then
+    redis.call('SET', key, ARGV[3 * i - 2], 'PX', keep)
+  else
+    redis.call('PEXPIRE', key, keep)
+  end
   out[i] = redis.call('GET', key)
 end
 return out
@@ -51,6 +57,8 @@ interface Sighting {
   token: string;
   seenAt: number;
   keepMs: number;
+  /** A record older than this is an earlier lock's and is replaced (0: none). */
+  notBefore: number;
   /** Batches that carried it and failed (a command timeout on a busy node 0): it is sent again a few times. */
   failures: number;
 }
@@ -89,7 +97,7 @@ export function shareFirstSeen(store: LockStore, node0: LockClient | undefined):
   const recordIn = async (batch: ReadonlyArray<[string, Sighting]>): Promise<unknown[]> => {
     if (!scriptsRefused) {
       const args: Array<string | number> = [];
-      for (const [, s] of batch) args.push(s.seenAt, s.keepMs);
+      for (const [, s] of batch) args.push(s.seenAt, s.keepMs, s.notBefore);
       try {
         const reply = await runScript(node0, SHARE_SCRIPT, batch.map(([key]) => key), args);
         return Array.isArray(reply) ? (reply as unknown[]) : [];
@@ -100,7 +108,13 @@ export function shareFirstSeen(store: LockStore, node0: LockClient | undefined):
       }
     }
     const pipeline = node0.pipeline();
-    for (const [key, s] of batch) pipeline.set(key, String(s.seenAt), "PX", s.keepMs, "NX").pexpire(key, s.keepMs).get(key);
+    // (Without a script, a record an earlier lock left is overwritten outright: consoles may then differ by the
+    // moments they saw the new lock.)
+    for (const [key, s] of batch) {
+      if (s.notBefore > 0) pipeline.set(key, String(s.seenAt), "PX", s.keepMs);
+      else pipeline.set(key, String(s.seenAt), "PX", s.keepMs, "NX");
+      pipeline.pexpire(key, s.keepMs).get(key);
+    }
     const replies = (await pipeline.exec()) ?? [];
     return batch.map((_, i) => replies[3 * i + 2]?.[1]);
   };
@@ -147,14 +161,22 @@ export function shareFirstSeen(store: LockStore, node0: LockClient | undefined):
     }
   };
 
-  const queue = (resource: string, token: string, seenAt: number, ttlMs: number | null) => {
+  const queue = (resource: string, token: string, seenAt: number, ttlMs: number | null, notBefore = 0) => {
     const key = firstSeenKey(resource, token);
     const earlier = queued.get(key);
-    queued.set(key, { resource, token, seenAt: earlier ? Math.min(earlier.seenAt, seenAt) : seenAt, keepMs: Math.ceil((ttlMs ?? WITHOUT_TTL_KEEP_MS) + MARGIN_MS), failures: earlier?.failures ?? 0 });
+    queued.set(key, {
+      resource,
+      token,
+      // (A sighting still queued of an earlier lock of the same value does not count.)
+      seenAt: earlier && earlier.seenAt >= notBefore ? Math.min(earlier.seenAt, seenAt) : seenAt,
+      keepMs: Math.ceil((ttlMs ?? WITHOUT_TTL_KEEP_MS) + MARGIN_MS),
+      notBefore: Math.max(earlier?.notBefore ?? 0, notBefore),
+      failures: earlier?.failures ?? 0,
+    });
   };
 
-  store.firstSeen = (resource, token, seenAt, ttlMs) => {
-    queue(resource, token, seenAt, ttlMs);
+  store.firstSeen = (resource, token, seenAt, ttlMs, notBefore) => {
+    queue(resource, token, seenAt, ttlMs, notBefore);
     timer ??= setTimeout(() => void flush(), FLUSH_MS);
   };
 

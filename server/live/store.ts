@@ -229,7 +229,7 @@ export class LockStore {
    * Told of every foreign lock value acquired or extended (engine values carry their own acquisition time),
    * so that the consoles can share when it was first seen: see `server/live/first-seen.ts`.
    */
-  firstSeen: ((resource: string, token: string, seenAt: number, ttlMs: number | null) => void) | null = null;
+  firstSeen: ((resource: string, token: string, seenAt: number, ttlMs: number | null, notBefore?: number) => void) | null = null;
   /**
    * Told when a lock joins the list (its first state) and when it leaves it (ended and gone, or no pattern
    * covers it any more): what the grouped view keeps its groups' orders with (`server/live/groups.ts`).
@@ -761,7 +761,7 @@ export class LockStore {
         return;
       case "first-seen":
         // Locks found while the console starts are shared afterwards, paced (see `foreignHeld`).
-        if (this.context.watching) this.firstSeen?.(entry.resource, effect.token, effect.seenAt, effect.ttlMs);
+        if (this.context.watching) this.firstSeen?.(entry.resource, effect.token, effect.seenAt, effect.ttlMs, effect.notBefore);
         return;
       case "holder":
         this.contention.holderIs(entry.resource, effect.id);
