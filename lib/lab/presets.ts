@@ -2,7 +2,7 @@ import { STRATEGIES, type RunSettings } from "./settings";
 
 /**
  * Ready-made experiments for the Demo page, each showing one lesson about locks. A preset with several
- * runs is played one run after another (one run at a time per console) and read side by side.
+ * runs is played one run after another (one run at a time over the same lock nodes, whichever console starts it) and read side by side.
  */
 export interface LabPreset {
   id: string;

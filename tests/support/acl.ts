@@ -1,6 +1,7 @@
 /**
- * The README's least-privilege ACL for the console, word for word (after `ACL SETUSER lockscope on >PASSWORD`): the
- * TLS/ACL tests run the console as exactly this user, and the nodes' ACL LOG must stay empty.
+ * The README's least-privilege ACL for the console: the same rules (the README gives them over several `ACL SETUSER
+ * lockscope` lines, after `on >PASSWORD`), as one command. The TLS/ACL tests run the console as exactly this user,
+ * and the nodes' ACL LOG must stay empty.
  */
 export const README_CONSOLE_ACL =
   "on resetkeys ~lock:* ~locks:* ~fence:* ~waitq:* ~waitqd:* ~waitqg:* ~lockscope:* ~lock.* ~mutex:* ~semaphore:* ~job-lock:* ~lock ~my_resource_name ~redisson_lock_queue:* ~redisson_lock_timeout:* " +
