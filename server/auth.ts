@@ -213,7 +213,7 @@ export async function checkPresentedToken(token: string, ip: string, via: "beare
   if (wait > 0) {
     throw new ApiError("rate_limited", `Too many wrong tokens from this address; try again in ${wait} s.`, undefined, { "Retry-After": String(wait) });
   }
-  throw new ApiError("unauthorized", via === "bearer" ? "The bearer token is not valid." : "That token is not valid for this console.");
+  throw new ApiError("unauthorized", via === "bearer" ? "The bearer token is not valid." : "That token is not valid for this console.", undefined, via === "bearer" ? BEARER_CHALLENGE : undefined);
 }
 
 /** Tells wrong tokens apart without keeping them: a keyed hash, truncated. */
@@ -221,17 +221,20 @@ function wrongTokenFingerprint(token: string): string {
   return createHmac("sha256", getSecrets().sessionSecret).update(`wrong-token:${token}`).digest().subarray(0, 8).toString("base64url");
 }
 
+/** What a 401 tells a client to send (RFC 6750). */
+export const BEARER_CHALLENGE = Object.freeze({ "WWW-Authenticate": 'Bearer realm="lockscope"' });
+
 /** Throws 401/403 unless the principal may act with `needed`. */
 export function requireRole(principal: Principal | null, needed: Role): Principal {
   if (!principal) {
     throw new ApiError("unauthorized", "Sign in on /login or send `Authorization: Bearer <token>`.", undefined, {
-      "WWW-Authenticate": 'Bearer realm="lockscope"',
+      ...BEARER_CHALLENGE,
     });
   }
   if (needed === "operator" && principal.role !== "operator") {
     if (principal.via === "open") {
       throw new ApiError("unauthorized", "This needs the operator role: sign in on /login or send the operator's bearer token.", undefined, {
-        "WWW-Authenticate": 'Bearer realm="lockscope"',
+        ...BEARER_CHALLENGE,
       });
     }
     throw new ApiError("forbidden", "This needs the operator role; you are signed in as a viewer.");

@@ -1,5 +1,6 @@
 import "server-only";
 import {
+  BEARER_CHALLENGE,
   checkPresentedToken,
   clearSessionCookieHeader,
   clientIp,
@@ -21,7 +22,7 @@ function isSecure(request: Request): boolean {
 
 /** What the browser's UI needs to know: the role decides which actions it shows. */
 export function getSession(principal: Principal | null) {
-  if (!principal) throw new ApiError("unauthorized", "Not signed in.");
+  if (!principal) throw new ApiError("unauthorized", "Not signed in.", undefined, BEARER_CHALLENGE);
   return { role: principal.role, actor: principal.actor, via: principal.via, viewerTokenRequired: getSecrets().viewerToken !== null };
 }
 

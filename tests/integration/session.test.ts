@@ -47,6 +47,7 @@ describe("sign-in, sessions and health", () => {
     const forged = Buffer.from(JSON.stringify({ r: "operator", a: "mallory", exp: 9999999999, f: "x", jti: "A".repeat(22) })).toString("base64url");
     const who = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `lockscope_session=${header}.${forged}.${mac}` } });
     expect(who.status).toBe(401);
+    expect(who.headers.get("www-authenticate")).toBe('Bearer realm="lockscope"');
     const viewer = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `lockscope_session=${header}.${data}.${mac}` } });
     expect(viewer.body).toMatchObject({ role: "viewer" });
   });
@@ -92,7 +93,10 @@ describe("sign-in, sessions and health", () => {
 
   it("limits wrong bearer tokens too, and still accepts the right one", async () => {
     const from = (token: string) => ({ token, headers: { "x-lockscope-client-ip": "10.9.9.11" } });
-    for (let i = 0; i < 5; i++) expect((await call(locks.GET, "GET", "/api/locks", from(`guessed-bearer-${i}`))).status).toBe(401);
+    for (let i = 0; i < 5; i++) {
+      const res = await call(locks.GET, "GET", "/api/locks", from(`guessed-bearer-${i}`));
+      expect([res.status, res.headers.get("www-authenticate")]).toEqual([401, 'Bearer realm="lockscope"']);
+    }
     const limited = await call(locks.GET, "GET", "/api/locks", from("guessed-bearer-5"));
     expect(limited.status).toBe(429);
     expect(limited.body).toMatchObject({ error: { code: "rate_limited" } });
