@@ -6,6 +6,7 @@ import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { DeploymentChoices } from "../locks/deployment-choices";
 import { MessageText } from "../message-text";
+import { useSession } from "../session";
 import { TableHead } from "../table-scroll";
 import styles from "./audit-log.module.css";
 
@@ -179,7 +180,10 @@ function RecordedEvents({ resource, deployment }: { resource: string; deployment
 
 /** The lock page's history section: every recorded event of this lock, and who held it at a given time. */
 export function LockHistory({ resource, deployment }: { resource: string; deployment?: string }) {
+  const session = useSession();
   const on = deployment === undefined ? {} : { deployment };
+  // Signed out, the lock's page says only "Sign in to see locks.": the history would be one more refusal.
+  if (session.isPending || session.data === null) return null;
   return (
     <section aria-labelledby="lock-history-heading">
       <h2 id="lock-history-heading">Recorded history</h2>

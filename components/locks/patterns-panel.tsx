@@ -65,11 +65,34 @@ export function PatternsPanel() {
   const current = patterns.data?.patterns ?? [];
   const canSave = reason.trim().length >= 3 && !save.isPending;
 
+  const typed = glob.trim();
+  const listed = current.find((p) => p.glob === typed);
+  // The form changes a listed pattern's scope: the glob is listed and the scope chosen differs from its own.
+  const rescoping = listed !== undefined && (listed.scope ?? "") !== scope;
+
+  const scopeText = (s: "" | "quorum" | "single" | undefined) => (s ? SCOPE_TEXT[s] : "inferred scope");
+  // What the form does with a pattern already listed, said before the operator sends anything.
+  const note =
+    !typed || !listed
+      ? null
+      : rescoping
+        ? `\`${typed}\` is listed (${scopeText(listed.scope)}): this changes it to ${scopeText(scope)}.`
+        : `\`${typed}\` is already listed (${scopeText(listed.scope)}). Choose another scope to change it.`;
+
+  /** Any edit of the pending change: a refusal of the previous one no longer applies. */
+  function edited() {
+    if (save.isError) save.reset();
+  }
+
   function add(event: FormEvent) {
     event.preventDefault();
-    const g = glob.trim();
-    if (!g || current.some((p) => p.glob === g)) return;
-    save.mutate([...current, { glob: g, ...(scope ? { scope } : {}) }]);
+    if (!typed) return;
+    const entry: PatternEntry = { glob: typed, ...(scope ? { scope } : {}) };
+    if (!listed) {
+      save.mutate([...current, entry]);
+    } else if (rescoping) {
+      save.mutate(current.map((p) => (p.glob === typed ? entry : p)));
+    }
   }
 
   return (
@@ -109,28 +132,42 @@ export function PatternsPanel() {
         <form className="pattern-form" onSubmit={add} aria-label="Change lock patterns">
           <label htmlFor={reasonId}>
             Reason (for the audit log)
-            <input id={reasonId} type="text" value={reason} minLength={3} maxLength={500} onChange={(e) => setReason(e.target.value)} placeholder="Why you change the patterns" />
+            <input id={reasonId} type="text" value={reason} minLength={3} maxLength={500} onChange={(e) => {
+                setReason(e.target.value);
+                edited();
+              }} placeholder="Why you change the patterns" />
           </label>
           <label htmlFor={globId}>
             Pattern
-            <input id={globId} type="text" className="mono" value={glob} maxLength={200} onChange={(e) => setGlob(e.target.value)} placeholder="e.g. orders:lock:*" />
+            <input id={globId} type="text" className="mono" value={glob} maxLength={200} onChange={(e) => {
+                setGlob(e.target.value);
+                edited();
+              }} placeholder="e.g. orders:lock:*" />
           </label>
           <label htmlFor={scopeId}>
             Scope
-            <select id={scopeId} value={scope} onChange={(e) => setScope(e.target.value as "" | "quorum" | "single")}>
+            <select id={scopeId} value={scope} onChange={(e) => {
+                setScope(e.target.value as "" | "quorum" | "single");
+                edited();
+              }}>
               <option value="">inferred</option>
               <option value="single">single instance</option>
               <option value="quorum">Redlock (quorum)</option>
             </select>
           </label>
           <button type="submit" className="button primary" disabled={!canSave || glob.trim() === ""}>
-            Add pattern
+            {rescoping ? "Change scope" : "Add pattern"}
           </button>
         </form>
       )}
       {save.error && (
         <p role="alert" className="error-text">
           <MessageText text={save.error.message} />
+        </p>
+      )}
+      {note && (
+        <p role="status" className="muted">
+          <MessageText text={note} />
         </p>
       )}
 

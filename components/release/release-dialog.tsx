@@ -105,6 +105,39 @@ function ttlText(lock: Lock, now: number, offsetMs: number): string {
   return left < 10_000 ? `${(left / 1000).toFixed(1)} s` : `${Math.round(left / 1000)} s`;
 }
 
+/** Nodes that still hold another value after the release (one side of a split vote, another holder): the lock goes on there. */
+function goesOn(response: ReleaseResponse): string[] {
+  return response.nodes.filter((n) => n.result === "mismatch").map((n) => n.id);
+}
+
+/** What the release did, in one sentence without its final stop. */
+function ReleasedText({ response }: { response: ReleaseResponse }) {
+  const deleted = response.nodes.filter((n) => n.result === "deleted").length;
+  const total = response.nodes.length;
+  if (response.outcome === "partial") {
+    const silent = response.nodes.filter((n) => n.result === "error").map((n) => n.id);
+    return (
+      <>
+        Only partly released: deleted on {deleted} of {total} nodes; {silent.join(", ")} did not confirm, so the lock may still be held. Read it again before retrying
+      </>
+    );
+  }
+  const others = goesOn(response);
+  if (others.length > 0) {
+    return (
+      <>
+        Released on {deleted} of {total} nodes, but the lock goes on with another value on {others.length} of {total} nodes ({others.join(", ")}). Look at the lock
+        again before releasing that value
+      </>
+    );
+  }
+  return (
+    <>
+      Released on {deleted} of {total} nodes{response.nodes.some((n) => n.result === "error") ? " (some nodes did not answer)" : ""}
+    </>
+  );
+}
+
 /** A modal `<dialog>` with the lock's facts, a required reason and "Release". Opens as soon as it mounts. */
 export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleased, onClosed }: ReleaseDialogProps) {
   // The TTL and nodes keep following the live view while the dialog is open (an extension, an expiry); the
@@ -200,6 +233,15 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
             <ul className={styles.nodes} aria-label="Nodes">
               {lock.nodes.map((n) => {
                 const holds = nodeHolds(n.token, token);
+                // A node the console cannot read is not empty: what it holds is unknown, as the lock page says.
+                if (!n.up) {
+                  return (
+                    <li key={n.id}>
+                      <span className="dot down" aria-hidden />
+                      {n.id}: down or not answering: unknown
+                    </li>
+                  );
+                }
                 return (
                   <li key={n.id}>
                     <span className={`dot ${n.token === null ? "down" : holds ? "up" : "degraded"}`} aria-hidden />
@@ -230,18 +272,8 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
           />
         </label>
         {outcome.kind === "released" && (
-          <p role="status" className={outcome.response.outcome === "partial" ? styles.warn : styles.ok}>
-            {outcome.response.outcome === "partial" ? "Only partly released: deleted" : "Released"} on{" "}
-            {outcome.response.nodes.filter((n) => n.result === "deleted").length} of {outcome.response.nodes.length} nodes
-            {outcome.response.outcome === "partial"
-              ? `; ${outcome.response.nodes
-                  .filter((n) => n.result === "error")
-                  .map((n) => n.id)
-                  .join(", ")} did not confirm, so the lock may still be held. Read it again before retrying`
-              : outcome.response.nodes.some((n) => n.result === "error")
-                ? " (some nodes did not answer)"
-                : ""}
-            . Audit entry{" "}
+          <p role="status" className={outcome.response.outcome === "partial" || goesOn(outcome.response).length > 0 ? styles.warn : styles.ok}>
+            <ReleasedText response={outcome.response} />. Audit entry{" "}
             <a href={`/audit?resource=${encodeURIComponent(resource)}`}>{outcome.response.auditId}</a>.{" "}
             {outcome.response.notified.holder ? "The holder was told." : "The holder was not told."}{" "}
             {outcome.response.notified.waiters ? "Its waiters were woken." : "No waiter was woken."}

@@ -143,6 +143,55 @@ test.describe("locks of every format", () => {
     await nodes[0]!.del(resource);
   });
 
+  test("an operator changes a listed pattern's scope from the form, is told when it is listed already, and a refusal goes once the input changes", async ({ page, signIn, baseURL }) => {
+    await signIn("operator");
+    const origin = new URL(baseURL ?? "http://127.0.0.1").origin;
+    const glob = `e2e-scoped-${randomBytes(3).toString("hex")}/*`;
+    const read = (await (await page.request.get("/api/patterns")).json()) as { patterns: Array<{ glob: string }> };
+    await page.goto("/");
+    const list = page.getByRole("list", { name: "Lock patterns" });
+    const entry = list.getByRole("listitem").filter({ hasText: glob });
+    const form = page.getByRole("form", { name: "Change lock patterns" });
+    const panel = page.getByRole("region", { name: "Lock patterns and discovery" });
+    try {
+      await form.getByLabel("Reason (for the audit log)").fill("report jobs lock on one instance");
+      await form.getByLabel("Pattern").fill(glob);
+      await form.getByRole("button", { name: "Add pattern" }).click();
+      await expect(entry).toHaveCount(1);
+      await expect(entry).not.toContainText("single instance");
+
+      // The same glob with another scope changes that entry's scope.
+      await form.getByLabel("Pattern").fill(glob);
+      await form.getByLabel("Scope").selectOption({ label: "single instance" });
+      await expect(panel.getByRole("status")).toContainText(`${glob} is listed (inferred scope): this changes it to single instance.`);
+      await form.getByRole("button", { name: "Change scope" }).click();
+      await expect(entry).toContainText("single instance");
+      await expect(entry).toHaveCount(1);
+
+      // The same glob with the same scope: nothing to change, and the panel says why.
+      await form.getByLabel("Pattern").fill(glob);
+      await form.getByLabel("Scope").selectOption({ label: "single instance" });
+      await expect(panel.getByRole("status")).toContainText(`${glob} is already listed (single instance).`);
+      await form.getByRole("button", { name: "Add pattern" }).click();
+      await expect(entry).toHaveCount(1);
+      await expect(entry).toContainText("single instance");
+
+      // A refused pattern's reason stays only until the operator edits what they were about to send.
+      await form.getByLabel("Pattern").fill("fence:*");
+      await form.getByLabel("Scope").selectOption({ label: "inferred" });
+      await form.getByRole("button", { name: "Add pattern" }).click();
+      const refused = panel.getByRole("alert").filter({ hasText: "matches only keys under" });
+      await expect(refused).toBeVisible();
+      await form.getByLabel("Pattern").fill("fence-jobs:*");
+      await expect(refused).toHaveCount(0);
+      await expect(list).not.toContainText("fence:*");
+    } finally {
+      const now = (await (await page.request.get("/api/patterns")).json()) as { revision: string };
+      const restored = await page.request.put("/api/patterns", { data: { patterns: read.patterns, reason: "end of the test", revision: now.revision }, headers: { Origin: origin } });
+      expect(restored.status()).toBe(200);
+    }
+  });
+
   test("a change made on a list another operator changed meanwhile is refused, and the panel shows the list as it is now", async ({ page, signIn, baseURL }) => {
     await signIn("operator");
     const origin = new URL(baseURL ?? "http://127.0.0.1").origin;

@@ -1,7 +1,7 @@
 import type { Locator, Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
-import { holdLock, unique } from "./scene";
+import { deleteMatching, holdLock, pauseNode, unique } from "./scene";
 
 /** Presses Tab until `target` has the focus (at most `max` times), as a keyboard user would. */
 async function tabTo(page: Page, target: Locator, max = 40): Promise<void> {
@@ -91,6 +91,51 @@ test.describe("force release from the browser", () => {
     await expect(alert).toContainText("The lock changed hands");
     await expect(alert).toContainText("new-holder (e2e-host, pid 4242), fence 6");
     for (const n of nodes) expect(await n.get(resource)).toBe(newValue);
+  });
+
+  test("a node that does not answer is shown in the dialog as unknown, as on the lock's page, not as holding nothing", async ({ page, request, signIn }) => {
+    await signIn("operator");
+    const resource = unique("node-down");
+    await holdLock(nodes, resource, "ledger-writer", "31");
+    const paused = await pauseNode(request, 2);
+    try {
+      await page.goto(`/locks/${encodeURIComponent(resource)}`);
+      const row = page.getByRole("table", { name: "Nodes holding this lock" }).getByRole("row", { name: "node-2" });
+      await expect(row).toContainText("down or not answering", { timeout: 30_000 });
+      await expect(row).toContainText("unknown");
+      await page.getByRole("button", { name: "Force release" }).click();
+      const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+      const listed = dialog.getByRole("list", { name: "Nodes" }).getByRole("listitem");
+      await expect(listed.filter({ hasText: "node-2" })).toHaveText("node-2: down or not answering: unknown");
+      await expect(listed.filter({ hasText: "node-0" })).toContainText("node-0: holds it");
+      await expect(dialog).not.toContainText("holds nothing");
+      await dialog.getByRole("button", { name: "Cancel" }).click();
+    } finally {
+      await paused.resume();
+    }
+    await deleteMatching(nodes, resource);
+  });
+
+  test("releasing one side of a split vote says the lock goes on with the other value", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("split");
+    await nodes[0]!.set(resource, "x1-on-node-0", "PX", 120_000);
+    await nodes[1]!.set(resource, "x2-on-node-1", "PX", 120_000);
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    const state = page.locator(".detail-grid");
+    await expect(state.getByText("partial", { exact: true })).toBeVisible();
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    await dialog.getByLabel("Reason").fill("one side of a split vote");
+    await dialog.getByRole("button", { name: "Release" }).click();
+    const status = dialog.getByRole("status");
+    await expect(status).toContainText(/Released on 1 of 3 nodes, but the lock goes on with another value on 1 of 3 nodes \(node-[01]\)/);
+    await dialog.getByRole("button", { name: "Close" }).click();
+    // The page agrees: still partial, with the other value on one node.
+    await expect(state.getByText("partial", { exact: true })).toBeVisible();
+    const left = (await Promise.all(nodes.map((n) => n.get(resource)))).filter((v) => v !== null);
+    expect(left).toHaveLength(1);
+    await deleteMatching(nodes, resource);
   });
 
   test("a script's release (bearer token, as with curl) shows on the audit page, with its per-node outcome", async ({ page, request, signIn }) => {

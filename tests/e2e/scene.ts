@@ -117,8 +117,8 @@ async function startRun(request: APIRequestContext, settings: Record<string, unk
   return ((await started.json()) as { id: string }).id;
 }
 
-async function run(request: APIRequestContext, id: string): Promise<{ status: string; fault?: { endedAtMs: number | null } }> {
-  return (await (await request.get(`/api/demo/runs/${id}`, { headers: auth })).json()) as { status: string; fault?: { endedAtMs: number | null } };
+async function run(request: APIRequestContext, id: string): Promise<{ status: string; fault?: { startedAtMs: number | null; endedAtMs: number | null } }> {
+  return (await (await request.get(`/api/demo/runs/${id}`, { headers: auth })).json()) as { status: string; fault?: { startedAtMs: number | null; endedAtMs: number | null } };
 }
 
 /** A short lab run with pauses past the TTL, played to its end: the Demo page has a result and charts to show. */
@@ -137,6 +137,22 @@ export async function restartNodeOne(request: APIRequestContext): Promise<void> 
   const id = await startRun(request, { strategy: "redlock", stock: 100_000, workers: 2, ttlMs: 1000, workMs: 20, fault: { node: 1, kind: "kill", atMs: 6_000, forMs: 300 } });
   await expect.poll(async () => (await run(request, id)).fault?.endedAtMs ?? null, { timeout: 60_000 }).not.toBeNull();
   expect((await request.delete(`/api/demo/runs/${id}`, { headers: auth })).status()).toBe(200);
+}
+
+/**
+ * Node `node` stopped (SIGSTOP) by a lab run, so the console sees it down or not answering, until `resume` cancels
+ * the run (SIGCONT) and the console counts every node up again. `forMs` bounds the pause should a test never resume.
+ */
+export async function pauseNode(request: APIRequestContext, node: number, forMs = 60_000): Promise<{ resume: () => Promise<void> }> {
+  const id = await startRun(request, { strategy: "redlock", stock: 100_000, workers: 2, ttlMs: 1000, workMs: 20, fault: { node, kind: "pause", atMs: 0, forMs } });
+  await expect.poll(async () => (await run(request, id)).fault?.startedAtMs ?? null, { timeout: 30_000 }).not.toBeNull();
+  return {
+    resume: async () => {
+      const cancelled = await request.delete(`/api/demo/runs/${id}`, { headers: auth });
+      expect([200, 409], await cancelled.text()).toContain(cancelled.status());
+      await expect.poll(async () => ((await (await request.get("/api/health")).json()) as { nodes: Array<{ up: boolean }> }).nodes.every((n) => n.up), { timeout: 60_000 }).toBe(true);
+    },
+  };
 }
 
 /**

@@ -35,3 +35,19 @@ test("pages hydrate under the Content-Security-Policy and report no violation", 
   await expect(page.getByRole("heading", { level: 1, name: "Audit log" })).toBeVisible();
   expect(violations).toEqual([]);
 });
+
+test("a lock's page opened signed out asks only to sign in, with no history section or raw API refusal", async ({ page }) => {
+  // The page knows it is signed out once the console has answered who is signed in.
+  const session = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/session");
+  await page.goto(`/locks/${encodeURIComponent("lock:e2e/signed-out")}`);
+  expect((await session).status()).toBe(401);
+  const main = page.getByRole("main");
+  await expect(main.getByText("Sign in to see locks.")).toBeVisible();
+  await expect(main.getByRole("link", { name: "Sign in" })).toBeVisible();
+  await expect(page.getByRole("heading", { name: "Recorded history" })).toHaveCount(0);
+  await expect(page.getByRole("heading", { name: "Who held it at…" })).toHaveCount(0);
+  await expect(page.getByRole("form", { name: "Who held it at a given time" })).toHaveCount(0);
+  await expect(main.getByRole("alert")).toHaveCount(0);
+  await expect(main).not.toContainText("Authorization: Bearer");
+  await expect(main).not.toContainText("Nothing recorded yet.");
+});

@@ -22,3 +22,27 @@ test("health answers the contract's shape without credentials", async ({ request
   expect(body.nodes).toHaveLength(3);
   for (const node of body.nodes) expect(node.url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
 });
+
+test("every page has the console's icon, so the browser asks for no missing favicon", async ({ page, signIn }) => {
+  const missing: string[] = [];
+  page.on("response", (response) => {
+    if (response.status() === 404) missing.push(response.url());
+  });
+  const errors: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text());
+  });
+  await signIn("viewer");
+  for (const path of ["/", "/audit", "/demo", "/login"]) {
+    await page.goto(path);
+    const icon = page.locator("head link[rel='icon']").first();
+    await expect(icon).toHaveAttribute("href", /\S/);
+    const href = await icon.getAttribute("href");
+    const served = await page.request.get(new URL(href ?? "", page.url()).toString());
+    expect(served.status(), `${path}: ${href}`).toBe(200);
+    expect(served.headers()["content-type"]).toContain("image/svg+xml");
+    expect(await served.text()).toContain("<svg");
+  }
+  expect(missing).toEqual([]);
+  expect(errors).toEqual([]);
+});
