@@ -21,7 +21,7 @@ export default async function AuditPage({ searchParams }: { searchParams: Search
   return (
     <section>
       <h1>Audit log</h1>
-      <p className="muted">Every force release: who, when, why, and what each node did. Newest first.</p>
+      <p className="muted">Every force release and lock-pattern change: who, when, why, and what it did (for a release, on each node). Newest first.</p>
       <AuditLog initial={{ resource: text(params.resource), actor: text(params.actor), from: localInput(params.from), to: localInput(params.to) }} />
       <HeldAtLookup />
     </section>

@@ -28,6 +28,16 @@ const OUTCOME_TEXT: Record<AuditEntry["outcome"], string> = {
   refused: "refused: audit unavailable",
 };
 
+/** A lock-pattern change's outcome in its own words (the log's closed set names a release's end: "released" is "applied"). */
+const PATTERNS_OUTCOME_TEXT: Partial<Record<AuditEntry["outcome"], string>> = {
+  released: "patterns applied",
+  failed: "patterns not applied",
+};
+
+function outcomeText(entry: AuditEntry): string {
+  return (entry.action === "patterns-changed" ? PATTERNS_OUTCOME_TEXT[entry.outcome] : undefined) ?? OUTCOME_TEXT[entry.outcome];
+}
+
 /** The query string the API takes for these filters (times sent as ISO instants). */
 export function filterQuery(filters: AuditFilterValues): URLSearchParams {
   const params = new URLSearchParams();
@@ -180,7 +190,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
                       <td className={styles.breaks}>{holderText(entry)}</td>
                       <td className={styles.reason}>{entry.reason}</td>
                       <td>
-                        <span className={`${styles.outcome} ${styles[entry.outcome] ?? ""}`}>{OUTCOME_TEXT[entry.outcome]}</span>
+                        <span className={`${styles.outcome} ${styles[entry.outcome] ?? ""}`}>{outcomeText(entry)}</span>
                       </td>
                       <td>
                         <NodeResults entry={entry} />

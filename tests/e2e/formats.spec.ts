@@ -141,6 +141,13 @@ test.describe("locks of every format", () => {
     await expect(page.getByRole("list", { name: "Lock patterns" })).not.toContainText("e2e-jobs/*");
     await expect(page.getByRole("row", { name: resource })).toHaveCount(0);
     await nodes[0]!.del(resource);
+
+    // The audit log has the change, in a lock-pattern change's words (not a release's).
+    await page.goto("/audit");
+    await expect(page.getByText("Every force release and lock-pattern change")).toBeVisible();
+    const change = page.getByRole("table", { name: "Audit entries" }).getByRole("row").filter({ hasText: "the job runner's locks" }).first();
+    await expect(change).toContainText("patterns applied");
+    await expect(change).not.toContainText("released");
   });
 
   test("an operator changes a listed pattern's scope from the form, is told when it is listed already, and a refusal goes once the input changes", async ({ page, signIn, baseURL }) => {
