@@ -171,7 +171,8 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
               <th scope="row">{node.id}</th>
               <td>{node.up ? "up" : "down or not answering"}</td>
               <td className="mono token">{node.token ?? (node.up ? "nothing" : "unknown")}</td>
-              <td className="mono">{node.pttlMs === null ? "—" : formatDuration(node.pttlMs)}</td>
+              {/* (Read when the page was: counted down to now, with the TTL above, between two reads.) */}
+              <td className="mono">{node.pttlMs === null ? "—" : formatDuration(Math.max(0, node.pttlMs - (now + offsetMs - lock.serverTime)))}</td>
             </tr>
           ))}
         </ScrollTable>

@@ -55,6 +55,32 @@ test.describe("locks of every format", () => {
     await nodes[2]!.del(resource);
   });
 
+  test("each node's TTL on a lock's page counts down between two reads of the page, as the TTL above it does", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const resource = unique("node-ttl");
+    await Promise.all(nodes.map((n) => n.set(resource, "redis-py-token", "PX", 120_000)));
+    // The page's first read only: later reads get the same answer, so nothing but the page's clock moves the TTLs.
+    let first: { status: number; body: string } | null = null;
+    await page.route(`**/api/locks/${encodeURIComponent(resource)}`, async (route) => {
+      if (first) return route.fulfill({ status: first.status, body: first.body, contentType: "application/json" });
+      const answer = await route.fetch();
+      first = { status: answer.status(), body: await answer.text() };
+      return route.fulfill({ response: answer, body: first.body });
+    });
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    const cell = page.getByRole("row", { name: "node-0" }).getByRole("cell").nth(2);
+    await expect(cell).toHaveText(/^\d+(\.\d+)? s$|^\d+ min \d+ s$/);
+    const seconds = async () => {
+      const text = await cell.innerText();
+      const m = /^(?:(\d+) min )?(\d+(?:\.\d+)?) s$/.exec(text.trim());
+      return m ? Number(m[1] ?? 0) * 60 + Number(m[2]) : Number.NaN;
+    };
+    const before = await seconds();
+    await page.waitForTimeout(2_500);
+    expect(before - (await seconds())).toBeGreaterThanOrEqual(1.5);
+    await Promise.all(nodes.map((n) => n.del(resource)));
+  });
+
   test("a lock that never expires carries the no-TTL warning", async ({ page, signIn }) => {
     await signIn("viewer");
     const resource = unique("no-ttl");
