@@ -54,9 +54,10 @@ export function StateBadge({ state }: { state: Lock["state"] }) {
   return <span className={`state-badge state-${state}`}>{STATE_LABEL[state]}</span>;
 }
 
-const WARNING_TEXT: Record<Lock["warnings"][number], { label: string; why: string }> = {
+/** `short`: the label in the table's narrow state column, where the full one would be cut (the cell's title says all). */
+const WARNING_TEXT: Record<Lock["warnings"][number], { label: string; short?: string; why: string }> = {
   "no-ttl": { label: "no TTL", why: "This key never expires by itself: if its holder crashed, nobody frees it." },
-  "stale-entries": { label: "stale permits", why: "The key still holds permits its library already counts as dead; the next acquirer prunes them." },
+  "stale-entries": { label: "stale permits", short: "stale", why: "The key still holds permits its library already counts as dead; the next acquirer prunes them." },
   truncated: { label: "partly read", why: "The key is larger than the console reads; only part of it is shown." },
 };
 
@@ -82,7 +83,7 @@ export function LockBadges({ lock, compact = false }: { lock: Lock; compact?: bo
       )}
       {lock.warnings.filter((w) => !compact || w !== "no-ttl").map((w) => (
         <span key={w} className={`state-badge warn-badge warn-${w}`} title={WARNING_TEXT[w].why}>
-          ⚠ {WARNING_TEXT[w].label}
+          ⚠ {(compact && WARNING_TEXT[w].short) || WARNING_TEXT[w].label}
         </span>
       ))}
     </span>

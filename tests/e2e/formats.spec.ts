@@ -81,6 +81,22 @@ test.describe("locks of every format", () => {
     await Promise.all(nodes.map((n) => n.del(resource)));
   });
 
+  test("a semaphore holding a permit its library counts as dead says so in the table, in full", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const resource = `semaphore:${unique("stale")}`;
+    const now = Date.now();
+    // One permit taken now, one five minutes ago with a two-minute timeout (the key's TTL): dead in the library's eyes.
+    await nodes[1]!.multi().zadd(resource, now - 300_000, "dead-permit", now, "live-permit").pexpire(resource, 120_000).exec();
+    await page.goto("/");
+    const cell = page.getByRole("row", { name: resource }).locator("td.col-state");
+    await expect(cell).toContainText("held");
+    await expect(cell).toContainText("⚠ stale");
+    await expect(cell).toHaveAttribute("title", /permits its library already counts as dead/);
+    // Not cut off by the narrow column.
+    expect(await cell.evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
+    await nodes[1]!.del(resource);
+  });
+
   test("a lock that never expires carries the no-TTL warning", async ({ page, signIn }) => {
     await signIn("viewer");
     const resource = unique("no-ttl");
