@@ -247,6 +247,11 @@ async function main(): Promise<void> {
     // WebSocket handshake) got no answer at all. Without a listener, Node.js serves it as the request it is.
     if (server.listenerCount("upgrade") > 0) server.removeAllListeners("upgrade");
   });
+  // An idle keep-alive connection stays open longer than the load balancers' own idle timeouts (60 s on AWS's):
+  // closed first by the console (Node.js's default is 5 s), a request the balancer sends on it as it closes
+  // fails (a 502 there; ECONNRESET for a client that keeps connections).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   // A CONNECT (a proxy tunnel) reaches no request handler: answered 405 here rather than left hanging.
   server.on("connect", (_req: http.IncomingMessage, socket: Duplex) => {
     socket.end(connectResponse());

@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ping, RedisNode } from "@/lib/redis-node";
 import { startCluster, type TestCluster } from "../support/redis";
@@ -52,6 +53,29 @@ describe("npm start's launcher", () => {
       expect(lines.at(-1)).toMatch(said);
     }
   }, 120_000);
+
+  it("keeps an idle keep-alive connection open past the idle timeouts of load balancers' own connections", async () => {
+    const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(",") });
+    try {
+      const { port } = new URL(launcher.baseUrl);
+      const socket = net.connect(Number(port), "127.0.0.1");
+      let received = "";
+      socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
+      const closed = new Promise<string>((resolve) => socket.once("close", () => resolve("closed")));
+      const ask = () => socket.write(`GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\n\r\n`);
+      ask();
+      await until("the first answer", () => /^HTTP\/1\.1 \d{3} /.test(received));
+      // Idle longer than Node.js's default keep-alive timeout (5 s): the connection must still be there.
+      const idle = await Promise.race([closed, new Promise<string>((resolve) => setTimeout(() => resolve("open"), 6_500))]);
+      expect(idle).toBe("open");
+      received = "";
+      ask();
+      await until("the second answer, on the same connection", () => /^HTTP\/1\.1 \d{3} /.test(received));
+      socket.destroy();
+    } finally {
+      await launcher.stop();
+    }
+  }, 60_000);
 
   it("serves on three embedded nodes and leaves no redis-server behind after Ctrl-C", async () => {
     const launcher = await startLauncher({ REDIS_URLS: "" });
