@@ -25,7 +25,7 @@ describe("a command refused for good, told from one that failed for now", () => 
     cluster = await startCluster(2, ["--busy-reply-threshold", "100"]);
     admin = cluster.client(0);
     await admin.call("ACL", "SETUSER", "limited", "on", ">limited-password-0123", "~*", "+@all", "-info", "-cluster");
-    limited = new Redis(cluster.ports[0]!, "127.0.0.1", { username: "limited", password: "limited-password-0123", maxRetriesPerRequest: 0 });
+    limited = new Redis(cluster.ports[0]!, "127.0.0.1", { username: "limited", password: "limited-password-0123", maxRetriesPerRequest: 0, enableReadyCheck: false });
   });
   afterAll(async () => {
     limited.disconnect();
