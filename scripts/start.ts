@@ -67,14 +67,12 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-/** Stops the start as a wrong value does, naming the variable, when `check` throws (a folder or file the console cannot make). */
-function usable(variable: string, value: string, expected: string, check: () => void): void {
-  try {
-    check();
-  } catch (error) {
-    fail(`${variable}=${JSON.stringify(value)} is invalid: expected ${expected} (${error instanceof Error ? error.message : String(error)}).`);
-  }
+/** Stops the start as a wrong value does, naming the variable and why (a folder or file the console cannot make). */
+function invalid(variable: string, value: string, expected: string, error: unknown): never {
+  fail(`${variable}=${JSON.stringify(value)} is invalid: expected ${expected} (${error instanceof Error ? error.message : String(error)}).`);
 }
+
+const DATA_DIR_EXPECTED = "a folder the console can create and write";
 
 function haveRedisServer(): boolean {
   return spawnSync("redis-server", ["--version"], { stdio: "ignore" }).status === 0;
@@ -162,9 +160,13 @@ async function main(): Promise<void> {
   // Before anything else touches the folder: a second console on it would reap the first one's nodes
   // and write its secrets and audit file alongside it.
   const dataDir = path.resolve(config.dataDir);
-  usable("LOCKSCOPE_DATA_DIR", config.dataDir, "a folder the console can create and write", () => makeDirs(dataDir, 0o700));
+  try {
+    makeDirs(dataDir, 0o700);
+  } catch (error) {
+    invalid("LOCKSCOPE_DATA_DIR", config.dataDir, DATA_DIR_EXPECTED, error);
+  }
   const lock = await lockDataDir(dataDir, `pid ${process.pid}, console on ${config.host}:${config.port}`).catch((error: unknown) =>
-    fail(`LOCKSCOPE_DATA_DIR=${JSON.stringify(config.dataDir)} is invalid: expected a folder the console can create and write (${error instanceof Error ? error.message : String(error)}).`),
+    invalid("LOCKSCOPE_DATA_DIR", config.dataDir, DATA_DIR_EXPECTED, error),
   );
   if (!lock.held) {
     fail(`the data folder ${dataDir} is in use by another console (${lock.holder}): stop it, or give this one its own LOCKSCOPE_DATA_DIR.`);
@@ -172,10 +174,12 @@ async function main(): Promise<void> {
   // Held for the life of the process (the kernel lets go of it when the process ends, however it ends).
   g[key("data-dir-lock")] = lock;
   // The audit file is written at the first release or pattern change: one it cannot be is found now.
-  usable("AUDIT_FILE", config.auditFile, "a file the console can create and append to", () => {
+  try {
     makeDirs(path.dirname(path.resolve(config.auditFile)), 0o700);
     closeSync(openSync(config.auditFile, "a", 0o600));
-  });
+  } catch (error) {
+    invalid("AUDIT_FILE", config.auditFile, "a file the console can create and append to", error);
+  }
 
   if (!existsSync(path.join(ROOT, ".next", "BUILD_ID"))) {
     fail(`there is no production build in ${ROOT}: run \`npm run build\` first (or \`npm start\`, which builds when needed).`);

@@ -1,7 +1,7 @@
 import "server-only";
-import { defineScript, Redlock, runScript } from "@lockscope/redlock";
+import { defineScript, runScript } from "@lockscope/redlock";
 import { isScriptRefused } from "@/lib/locks/formats/read";
-import { isNodesFailed, isResourceHeld, LEASE_KEYS } from "./cluster/lease";
+import { isNodesFailed, isResourceHeld, LEASE_KEYS, takeLease } from "./cluster/lease";
 import { ApiError } from "./errors";
 import { singleton } from "./global";
 import { whenReady } from "./health";
@@ -32,11 +32,12 @@ return 1
 `);
 
 /**
- * How long a pattern change may take under its lease (the audit log's record of intent, the nodes' writes), and
- * how long one waits for a change on another console to end.
+ * How long a pattern change's lease lasts before it is extended (it is while the change runs: the audit log's
+ * record of intent, the nodes' writes), and how many times a change tries again, about 200 ms apart, while
+ * another console's holds it.
  */
 const CHANGE_LEASE_MS = 30_000;
-const CHANGE_WAIT = { retryCount: 30, retryDelayMs: 100, retryJitterMs: 50 };
+const CHANGE_RETRIES = 15;
 
 /** Writes a change on every node that answers within the node timeout, one change at a time over all consoles. */
 export function nodesShare(store: PatternStore, nodes: () => readonly LockNode[], timeoutMs: number): PatternsShare {
@@ -44,30 +45,22 @@ export function nodesShare(store: PatternStore, nodes: () => readonly LockNode[]
     refresh: () => syncPatterns(store, nodes(), timeoutMs),
     async exclusive(label, change) {
       const list = nodes();
-      // The console's own engine, on the nodes the patterns are kept on: a majority of them must grant the lease.
-      const engine = new Redlock(
-        list.map((node) => node.client),
-        { telemetry: false, ...CHANGE_WAIT },
-      );
-      try {
-        const lease = await engine.acquire([LEASE_KEYS.patterns], CHANGE_LEASE_MS, { label }).catch((error: unknown) => {
-          if (isResourceHeld(error)) {
-            const by = error.heldBy.find((h) => h.holder?.label)?.holder?.label;
-            throw new ApiError("conflict", `The lock patterns are being changed on another console${by ? ` (${by})` : ""}, and still were after ${Math.round((CHANGE_WAIT.retryCount * CHANGE_WAIT.retryDelayMs) / 1000)} s; nothing changed. Read them again and make your change on that list.`);
-          }
-          if (isNodesFailed(error)) {
-            const silent = error.votes.filter((v) => v.vote === "error").map((v) => list[v.index]?.id ?? `node-${v.index}`);
-            throw new ApiError("unavailable", `The lock patterns are changed only while most lock nodes answer, so that two consoles never change them at once (${silent.join(", ") || "too many nodes"} did not answer in time); nothing changed.`);
-          }
-          throw error;
-        });
-        try {
-          return await change(() => lease.expiresAt - Date.now() > timeoutMs);
-        } finally {
-          await engine.release(lease).catch(() => undefined);
+      const lease = await takeLease(LEASE_KEYS.patterns, CHANGE_LEASE_MS, label, CHANGE_RETRIES).catch((error: unknown) => {
+        if (isResourceHeld(error)) {
+          const by = error.heldBy.find((h) => h.holder?.label)?.holder?.label;
+          throw new ApiError("conflict", `The lock patterns are being changed on another console${by ? ` (${by})` : ""}, and still were after ${Math.round(CHANGE_RETRIES / 5)} s; nothing changed. Read them again and make your change on that list.`);
         }
+        if (isNodesFailed(error)) {
+          const silent = error.votes.filter((v) => v.vote === "error").map((v) => list[v.index]?.id ?? `node-${v.index}`);
+          throw new ApiError("unavailable", `The lock patterns are changed only while most lock nodes answer, so that two consoles never change them at once (${silent.join(", ") || "too many nodes"} did not answer in time); nothing changed.`);
+        }
+        throw error;
+      });
+      try {
+        // Held while not lost (the lease is extended as the change runs; lost, its signal aborts).
+        return await change(() => !lease.signal.aborted);
       } finally {
-        await engine.quit().catch(() => undefined);
+        await lease.release();
       }
     },
     async write(record) {

@@ -60,8 +60,8 @@ export interface PatternsShare {
   /** Reads the nodes now, so that a change made on another console is in force before this one changes them. */
   refresh(): Promise<void>;
   /**
-   * Runs `change` while no other console changes the patterns (a lease on the nodes); `held` tells whether the
-   * lease still has time left. Rejects with an ApiError when it cannot be had.
+   * Runs `change` while no other console changes the patterns (a lease on the nodes, extended while it runs);
+   * `held` tells whether the lease is still held. Rejects with an ApiError when it cannot be had.
    */
   exclusive<T>(label: string, change: (held: () => boolean) => Promise<T>): Promise<T>;
 }
@@ -273,7 +273,7 @@ export class PatternStore {
     if (this.share) {
       if (held && !held()) {
         await auditor.recordOutcome(change.id, "failed").catch(() => {});
-        throw new ApiError("unavailable", "The change took longer than its lease on the lock nodes (the audit log or the nodes were slow), so another console could be changing the patterns too; it was not applied. Try again.");
+        throw new ApiError("unavailable", "The change lost its lease on the lock nodes while it was made (too few nodes answered to extend it), so another console could be changing the patterns too; it was not applied. Try again.");
       }
       const written = await this.share.write(record).catch(() => ({ recorded: [], missed: ["every node"], newer: null }));
       shared = { recorded: written.recorded, missed: written.missed };

@@ -30,13 +30,14 @@ function leaseEngine(): Redlock {
 
 /**
  * Takes `resource` for as long as the caller holds the lease. Rejects with the engine's `ResourceHeldError`
- * (whose `heldBy[].holder.label` names the holder) or `NodesFailedError` when it cannot be had.
+ * (whose `heldBy[].holder.label` names the holder) or `NodesFailedError` when it cannot be had. `retryCount`:
+ * tries again that many times (the engine's pause between tries, 200 ms or so) while another holds it.
  */
-export function takeLease(resource: string, ttlMs: number, label: string): Promise<Lease> {
+export function takeLease(resource: string, ttlMs: number, label: string, retryCount = 0): Promise<Lease> {
   return new Promise<Lease>((resolve, reject) => {
     let letGo: () => void = () => undefined;
     const released = new Promise<void>((r) => (letGo = r));
-    const held = leaseEngine().using([resource], ttlMs, { retryCount: 0, label }, async (signal) => {
+    const held = leaseEngine().using([resource], ttlMs, { retryCount, label }, async (signal) => {
       resolve({
         signal,
         release: async () => {

@@ -36,6 +36,9 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     const locks = await import("@/app/api/locks/route");
     return ((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Listed[] }).locks;
   };
+  /** The `lost-in-restart` entry on `resource`'s timeline, once it is there. */
+  const lostInRestart = (resource: string, timeoutMs: number) =>
+    until(`${resource}'s timeline says it was lost in the restart`, async () => (await detail(resource)).timeline.find((t) => t.type === "lost-in-restart"), timeoutMs, 200);
   const heldAs = async (resource: string, token: string) => (await listed()).some((l) => l.resource === resource && l.state === "held" && l.token === token);
 
   it("watches every primary: locks found by SCAN at start and by each primary's notifications, the slot's primary and replicas on the lock page, force release", async () => {
@@ -145,12 +148,7 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     await primaryNode.restart();
     replicaNode.resume();
 
-    const entry = await until(
-      "the lost lock's timeline says so",
-      async () => (await detail(lost)).timeline.find((t) => t.type === "lost-in-restart"),
-      30_000,
-      200,
-    );
+    const entry = await lostInRestart(lost, 30_000);
     expect(entry.detail).toContain(`primary 127.0.0.1:${shard.primary} restarted without an append-only file and came back without this lock`);
     expect((await detail(lost)).state).not.toBe("held");
     // A lock on another primary stays held, and is no part of it.
@@ -239,12 +237,7 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     await until("a read of the primaries with this one failed", () => watcher.readRunFacts().then(() => true, () => false), 15_000, 200);
     await primaryNode.restart();
 
-    const entry = await until(
-      "the lock's timeline says it was lost in the restart",
-      async () => (await detail(lost)).timeline.find((t) => t.type === "lost-in-restart"),
-      45_000,
-      200,
-    );
+    const entry = await lostInRestart(lost, 45_000);
     expect(entry.detail).toContain(`primary 127.0.0.1:${shard.primary} restarted without an append-only file and came back without this lock`);
     expect((await set.shardOf(15000)).primary).toBe(shard.primary);
   }, 120_000);
