@@ -53,7 +53,7 @@ export function ContentionChart({ history }: { history: { bucketMs: number; ends
     <figure className="contention-chart">
       <div ref={host} className="chart-box" role="img" aria-label={`Failed acquisition attempts per 10 seconds over the last ${minutes} minutes: ${total} in total`} />
       <figcaption className="muted">
-        {total === 0 ? `No failed attempts in the last ${minutes} minutes.` : `${total} failed attempts in the last ${minutes} minutes (engine telemetry).`}
+        {total === 0 ? `No failed attempts in the last ${minutes} minutes.` : `${total} failed attempt${total === 1 ? "" : "s"} in the last ${minutes} minutes (engine telemetry).`}
       </figcaption>
     </figure>
   );

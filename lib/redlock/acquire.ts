@@ -86,6 +86,9 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   let roundStart = started;
   let acquired = false;
   let bootstrapped = false;
+  // Refused by a node's acquire script at least once: with telemetry on, the waiter was announced on the
+  // contention channel, so giving up is announced too.
+  let contended = false;
 
   try {
     for (let attempt = 1; ; attempt++) {
@@ -147,6 +150,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         answered += 1;
         if (outcome.value.kind === "granted") granted += 1;
         else if (outcome.value.kind === "damaged") damaged += 1;
+        else if (outcome.value.kind !== "unchecked") contended = true;
       }
 
       let failure: Failure | null = null;
@@ -272,8 +276,10 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
     }
   } finally {
     // Giving up, for whatever reason (the signal, the last attempt, a throwing listener): leave the queues,
-    // and give back a lock that releases granted meanwhile.
-    if (!acquired && queued) leaveQueue(engine, resources, id, clients.map((_, i) => i), value);
+    // give back a lock that releases granted meanwhile, and say so where the attempts were announced (a
+    // waiter that never queued runs the same script for that: it leaves no queue and finds no lock).
+    const announce = !acquired && contended && settings.telemetry;
+    if (!acquired && (queued || announce)) leaveQueue(engine, resources, id, clients.map((_, i) => i), value, announce);
     if (waiter) {
       engine.notifications.removeWaiter(resources, waiter);
       engine.notifications.unretain();

@@ -31,12 +31,13 @@ export function lateAcquireHandler(engine: () => Engine): NonNullable<RoundOptio
 
 /**
  * Leave the waiter queues on the given nodes (fire and forget: a stale entry lapses anyway). With
- * `value` (giving up), a lock a release granted to this waiter meanwhile is deleted and handed on.
+ * `value` (giving up), a lock a release granted to this waiter meanwhile is deleted and handed on, and
+ * with `announce` the give-up is published on the contention channel (the waiter was counted there).
  */
-export function leaveQueue(engine: Engine, resources: readonly string[], id: string, nodes: readonly number[], value?: string): void {
+export function leaveQueue(engine: Engine, resources: readonly string[], id: string, nodes: readonly number[], value?: string, announce = false): void {
   if (nodes.length === 0) return;
   const clients = nodes.map((i) => engine.clients[i]!);
-  const args = value === undefined ? [id] : [id, value];
+  const args = value === undefined ? [id] : announce ? [id, value, "1"] : [id, value];
   void runRound(clients, LEAVE_QUEUE, { keys: resources, args, timeoutMs: engine.settings.nodeTimeoutMs, parse: parseNumber, nodes }).then((outcomes) =>
     reportErrors(engine, outcomes, "leave-queue", nodes),
   );

@@ -22,6 +22,17 @@ import { decodeLockValue, INSTANCE_TAG_LENGTH, lockValueId } from "./identity.ts
 export const CONTENTION_CHANNEL = "lockscope:contention";
 
 /**
+ * On the same channel, a waiter that stopped waiting without the lock (its last attempt failed, its signal
+ * aborted, an error) and had been refused at least once, published by the leave-queue script on every node:
+ *
+ *   l1|<waiter's lock value>|<resource>
+ *
+ * A subscriber counting waiters stops counting it at once instead of after its retry window. Consumers
+ * that only know `c1` ignore it.
+ */
+export const GAVE_UP_PREFIX = "l1|";
+
+/**
  * A lock released, published on the node that deleted it: by the release script for each resource that
  * has queued waiters there (an uncontended release publishes nothing), and by `forceRelease` for each
  * resource it deleted:
@@ -70,6 +81,12 @@ export interface ContentionEvent {
   at?: number;
 }
 
+/** A waiter that gave up (see GAVE_UP_PREFIX). */
+export interface GaveUpEvent {
+  resource: string;
+  waiterId: string;
+}
+
 export interface ReleaseEvent {
   resource: string;
   /** The head of the resource's waiter queue: the waiter that should retry first. */
@@ -112,6 +129,15 @@ export function parseContentionMessage(raw: string): ContentionEvent | null {
   };
   if (at && /^[0-9]{1,16}$/.test(at)) event.at = Number(at);
   return event;
+}
+
+/** Parses a waiter's give-up message on CONTENTION_CHANNEL (`l1|…`); null for anything else. */
+export function parseGaveUpMessage(raw: string): GaveUpEvent | null {
+  if (!raw.startsWith(GAVE_UP_PREFIX)) return null;
+  const parts = splitHead(raw, 2);
+  if (!parts || parts.rest === "") return null;
+  const waiterId = lockValueId(parts.head[1]!);
+  return waiterId ? { resource: parts.rest, waiterId } : null;
 }
 
 /** Parses a RELEASE_CHANNEL message; null for anything else. */

@@ -1,9 +1,12 @@
 import "server-only";
-import type { ContentionEvent } from "@lockscope/redlock";
+import type { ContentionEvent, GaveUpEvent } from "@lockscope/redlock";
 import type { LockContention } from "@/lib/locks/types";
 import { BucketCounter } from "@/lib/locks/window";
 
-/** A waiter counts while it retried within this long and does not hold the lock. */
+/**
+ * A waiter counts while it retried within this long, does not hold the lock and has not said it gave up (an
+ * engine older than the give-up message, or a waiter that crashed, drops out after this).
+ */
 export const WAITER_STALE_MS = 3_000;
 /** One attempt reaches us once per node where the resource was held: copies within this window are one. */
 const DEDUPE_MS = 5_000;
@@ -24,6 +27,12 @@ interface ResourceContention {
 export class ContentionTracker {
   private readonly resources = new Map<string, ResourceContention>();
   private readonly seen = new Map<string, number>();
+  /**
+   * `waiterId|resource` of waiters that gave up, kept as long as copies of their attempts may still come
+   * (each node's messages come on a connection of their own: one node's give-up can overtake another's
+   * last refusal).
+   */
+  private readonly gone = new Map<string, number>();
   /** Attempts over all resources, per second, for the header's contention/s. */
   readonly total = new BucketCounter(1_000, 10);
 
@@ -40,9 +49,19 @@ export class ContentionTracker {
       this.resources.set(event.resource, entry);
     }
     entry.attempts.add(now);
-    entry.waiters.set(event.waiterId, now);
+    if (!this.gone.has(`${event.waiterId}|${event.resource}`)) entry.waiters.set(event.waiterId, now);
     this.total.add(now);
     return true;
+  }
+
+  /** A waiter stopped waiting without the lock; true when it was counted until now. */
+  gaveUp(event: GaveUpEvent, now: number): boolean {
+    const id = `${event.waiterId}|${event.resource}`;
+    if (!this.gone.has(id)) {
+      this.gone.set(id, now);
+      if (this.gone.size > MAX_DEDUPE) prune(this.gone, now, true);
+    }
+    return this.resources.get(event.resource)?.waiters.delete(event.waiterId) ?? false;
   }
 
   /** The waiter holding the lock now (its value's id) is no longer waiting. */
@@ -99,10 +118,8 @@ export class ContentionTracker {
   }
 
   private pruneSeen(now: number, force: boolean): void {
-    for (const [id, at] of this.seen) {
-      if (now - at > DEDUPE_MS || (force && this.seen.size > MAX_DEDUPE / 2)) this.seen.delete(id);
-      else if (!force) break; // insertion order is time order: the rest are newer
-    }
+    prune(this.seen, now, force);
+    prune(this.gone, now, force);
   }
 
   private dropQuietest(now: number): void {
@@ -114,5 +131,13 @@ export class ContentionTracker {
     }
     const oldest = this.resources.keys().next().value;
     if (oldest !== undefined) this.resources.delete(oldest);
+  }
+}
+
+/** Forgets entries older than the dedupe window (with `force`, also the oldest half of a full map). */
+function prune(map: Map<string, number>, now: number, force: boolean): void {
+  for (const [id, at] of map) {
+    if (now - at > DEDUPE_MS || (force && map.size > MAX_DEDUPE / 2)) map.delete(id);
+    else if (!force) break; // insertion order is time order: the rest are newer
   }
 }

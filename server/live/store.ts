@@ -20,7 +20,7 @@ import {
 import { isLive, type Lock, type LockDetail, type LockState } from "@/lib/locks/types";
 import { BucketCounter } from "@/lib/locks/window";
 import { lockValueId } from "@lockscope/redlock";
-import type { ContentionEvent } from "@lockscope/redlock";
+import type { ContentionEvent, GaveUpEvent } from "@lockscope/redlock";
 import type { HistorySink } from "../history/recorder";
 import { ContentionTracker } from "./contention";
 import type { LiveEvents } from "./events";
@@ -446,6 +446,13 @@ export class LockStore {
         this.timelines.add(entry, { at: now, type: "gap", node: nodeId, detail });
       }
     }
+  }
+
+  /** A waiter said it gave up: it stops counting among the lock's waiters now. */
+  recordGaveUp(event: GaveUpEvent, now = Date.now()): void {
+    if (!this.contention.gaveUp(event, now)) return;
+    this.contentionChanged.add(event.resource);
+    this.events.emit("contention", { resource: event.resource });
   }
 
   recordContention(event: ContentionEvent, now = Date.now()): void {

@@ -66,7 +66,7 @@ export class Timelines {
       const count = Number(/^(\d+)/.exec(last.detail ?? "")?.[1] ?? "1") + 1;
       last.detail = `${count} failed attempts, last by ${who}`;
     } else {
-      this.add(owner, { at: now, type: "attempts", detail: `1 failed attempts, last by ${who}` });
+      this.add(owner, { at: now, type: "attempts", detail: `1 failed attempt, by ${who}` });
     }
   }
 

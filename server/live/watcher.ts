@@ -10,7 +10,7 @@ import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, uptimeMsAt, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
 import { mergedNotifyFlags, missingNotifyFlags, REQUIRED_NOTIFY_FLAGS } from "@/lib/locks/notify";
-import { CONTENTION_CHANNEL, REVOKE_CHANNEL, keySlot, parseContentionMessage, parseRevokeMessage } from "@lockscope/redlock";
+import { CONTENTION_CHANNEL, REVOKE_CHANNEL, keySlot, parseContentionMessage, parseGaveUpMessage, parseRevokeMessage } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
 import type { LockClient } from "../deployments";
@@ -402,7 +402,12 @@ export class NodeWatcher {
   private onTelemetry(channel: string, message: string): void {
     if (channel === CONTENTION_CHANNEL) {
       const event = parseContentionMessage(message);
-      if (event && this.ctx.isLockKey(event.resource)) this.ctx.store.recordContention(event);
+      if (event) {
+        if (this.ctx.isLockKey(event.resource)) this.ctx.store.recordContention(event);
+      } else {
+        const gone = parseGaveUpMessage(message);
+        if (gone && this.ctx.isLockKey(gone.resource)) this.ctx.store.recordGaveUp(gone);
+      }
     } else if (channel === REVOKE_CHANNEL) {
       const event = parseRevokeMessage(message);
       if (event && this.ctx.isLockKey(event.resource)) this.ctx.store.noteForceRelease(event.resource, { value: event.value });

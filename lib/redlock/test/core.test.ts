@@ -14,6 +14,7 @@ import {
   LockRevokedError,
   lockValueId,
   parseContentionMessage,
+  parseGaveUpMessage,
   parseReleaseMessage,
   Redlock,
   ResourceHeldError,
@@ -159,6 +160,59 @@ describe("Redlock on three nodes", () => {
     expect(events[0]).toMatchObject({ resource: "lock:contended", label: "patient", pid: process.pid });
     expect(new Set(events.map((e) => e.waiterId)).size).toBe(1);
     await lock.release();
+  });
+
+  it("says on the contention channel when a refused waiter gives up, on every node, and not when it got the lock", async () => {
+    // What node 1 publishes on the channel, in order: refusals as `c<attempt>`, give-ups as `gave-up`.
+    const subscriber = cluster.client(1);
+    const heard: Array<{ resource: string; waiterId: string; what: string }> = [];
+    subscriber.on("message", (channel: string, message: string) => {
+      if (channel !== CONTENTION_CHANNEL) return;
+      const refused = parseContentionMessage(message);
+      const gone = parseGaveUpMessage(message);
+      if (refused) heard.push({ resource: refused.resource, waiterId: refused.waiterId, what: `c${refused.attempt}` });
+      else if (gone) heard.push({ resource: gone.resource, waiterId: gone.waiterId, what: "gave-up" });
+    });
+    await subscriber.subscribe(CONTENTION_CHANNEL);
+    const of = (resource: string) => heard.filter((h) => h.resource === resource);
+    const holder = engine();
+    const held = await Promise.all(["lock:gives-up", "lock:poll-only", "lock:aborts", "lock:quiet"].map((r) => holder.acquire([r], 10_000)));
+
+    // The last attempt refused (the default: queued waiters).
+    await expect(engine({ retryCount: 1, retryDelayMs: 10, retryJitterMs: 0 }).acquire(["lock:gives-up"], 1000)).rejects.toBeInstanceOf(ResourceHeldError);
+    await until("the give-up heard", () => of("lock:gives-up").some((h) => h.what === "gave-up"));
+    expect(of("lock:gives-up").map((h) => h.what)).toEqual(["c1", "c2", "gave-up"]);
+    expect(new Set(of("lock:gives-up").map((h) => h.waiterId)).size).toBe(1);
+
+    // A waiter that only polls (it never queued) says so as well.
+    await expect(engine({ retryCount: 0, wakeOnRelease: false }).acquire(["lock:poll-only"], 1000)).rejects.toBeInstanceOf(ResourceHeldError);
+    await until("the poll-only give-up heard", () => of("lock:poll-only").some((h) => h.what === "gave-up"));
+    expect(of("lock:poll-only").map((h) => h.what)).toEqual(["c1", "gave-up"]);
+
+    // Its signal aborted while it waited.
+    const controller = new AbortController();
+    const patient = engine({ retryCount: -1, retryDelayMs: 60_000, retryJitterMs: 0 });
+    patient.once("attempt-failed", () => controller.abort(new Error("no longer needed")));
+    await expect(patient.acquire(["lock:aborts"], 1000, { signal: controller.signal })).rejects.toBeInstanceOf(AcquireAbortedError);
+    await until("the aborted waiter's give-up heard", () => of("lock:aborts").some((h) => h.what === "gave-up"));
+    expect(of("lock:aborts").map((h) => h.what)).toEqual(["c1", "gave-up"]);
+
+    // Nothing said for a waiter that got the lock after a refusal, nor with telemetry off.
+    const waiting = engine({ retryDelayMs: 60_000, retryJitterMs: 0 }).acquire(["lock:quiet"], 5000);
+    await queuedEverywhere("lock:quiet");
+    await held[3]!.release();
+    const got = await waiting;
+    await expect(engine({ retryCount: 0, telemetry: false }).acquire(["lock:quiet"], 1000)).rejects.toBeInstanceOf(ResourceHeldError);
+    // Once node 1's queue is empty its leave-queue script has run, so whatever it published comes before a
+    // message published there now.
+    await until("the silent waiter left node 1's queue", async () => (await clients[1]!.zcard("waitq:lock:quiet")) === 0);
+    await clients[1]!.publish(CONTENTION_CHANNEL, `l1|${encodeLockValue({ label: null, host: null, pid: null, fence: null, acquiredAt: 0 })}|lock:marker`);
+    await until("the marker heard", () => of("lock:marker").length === 1);
+    expect(of("lock:quiet").length).toBeGreaterThan(0);
+    expect(of("lock:quiet").filter((h) => h.what === "gave-up")).toEqual([]);
+    await got.release();
+    await subscriber.unsubscribe();
+    await Promise.all(held.slice(0, 3).map((lock) => lock.release()));
   });
 
   it("wakes a waiter when the holder releases, instead of letting it sleep its retry delay", async () => {

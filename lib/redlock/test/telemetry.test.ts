@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { encodeLockValue, lockValueId, parseContentionMessage, parseReleaseMessage, parseRevokeMessage, parseWakeMessage } from "../index.ts";
+import { encodeLockValue, lockValueId, parseContentionMessage, parseGaveUpMessage, parseReleaseMessage, parseRevokeMessage, parseWakeMessage } from "../index.ts";
 
 describe("telemetry messages", () => {
   const value = encodeLockValue({ label: "lab", host: "box", pid: 7, fence: null, acquiredAt: 1000 });
@@ -21,6 +21,13 @@ describe("telemetry messages", () => {
     "rejects %j",
     (raw) => expect(parseContentionMessage(raw)).toBeNull(),
   );
+
+  it("parses a waiter's give-up into resource and waiter id, and nothing else as one", () => {
+    expect(parseGaveUpMessage(`l1|${value}|lock:orders/42|x`)).toEqual({ resource: "lock:orders/42|x", waiterId: lockValueId(value) });
+    for (const raw of [`l1|${value}|`, "l1|deadbeef|lock:a", `l2|${value}|lock:a`, `c1|1|1|${value}|lock:a`, "l1|"]) expect(parseGaveUpMessage(raw), raw).toBeNull();
+    // A consumer that knows only refusals ignores it.
+    expect(parseContentionMessage(`l1|${value}|lock:a`)).toBeNull();
+  });
 
   it("parses release and revocation messages", () => {
     expect(parseReleaseMessage("r1||lock:a|b")).toEqual({ resource: "lock:a|b", nextWaiterId: null });
