@@ -70,7 +70,7 @@ function holderLine(holder: { label?: string | null; host?: string | null; pid?:
 export function whoIsTold(lock: Lock): string {
   switch (lock.format) {
     case "lockscope":
-      return "The holder's using() signal aborts at once and the fence moves on, so its late fenced writes are refused; the next waiter is woken.";
+      return "A holder running in using() hears it and its signal aborts at once; one that took the lock with a plain acquire finds out at its next extend or release. The fence moves on, so its late fenced writes are refused; the next waiter is woken.";
     case "redisson":
       return "The Redisson holder is not told: it keeps working, and writing, until its next renewal or unlock finds the lock gone. Its waiters are woken with Redisson's unlock message, and one may take the lock at once.";
     case "redisson-rw":
@@ -275,7 +275,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
           <p role="status" className={outcome.response.outcome === "partial" || goesOn(outcome.response).length > 0 ? styles.warn : styles.ok}>
             <ReleasedText response={outcome.response} />. Audit entry{" "}
             <a href={`/audit?resource=${encodeURIComponent(resource)}`}>{outcome.response.auditId}</a>.{" "}
-            {outcome.response.notified.holder ? "The holder was told." : "The holder was not told."}{" "}
+            {outcome.response.notified.holder ? "The holder was told." : "The holder was not told: if it still runs, it finds out at its next extend or release."}{" "}
             {outcome.response.notified.waiters ? "Its waiters were woken." : "No waiter was woken."}
           </p>
         )}

@@ -1,10 +1,12 @@
+import { INSTANCE_TAG_LENGTH } from "./identity.ts";
 import { NOW_MS_LUA, PUBLISH_RELEASE_LUA, QUEUE_HEAD_LUA, QUEUE_KEYS_WRONG_LUA } from "./shared.lua.ts";
 
 /**
  * KEYS[1]: the resource (its lock key). ARGV[1]: the token to compare with, or "" to delete any value.
  * Returns {status, previous value or false, detail}: "deleted", "absent", "mismatch"; "deleted" adds how many
  * subscribers heard the head waiter's wake-up (its engine instance, connected to this node: 0 with nobody
- * queued) and 1 when a waiter was queued (0 otherwise). "not-string" when the
+ * queued), 1 when a waiter was queued (0 otherwise), and how many heard the revocation on the holder's own
+ * engine instance's channel (0 for a value this engine did not make, or a holder not listening). "not-string" when the
  * key is a hash, a set or any other non-string (not a lock this engine can vouch for: left untouched, a
  * format-aware release decides about those); "wrong-type" when a companion key the script writes (the
  * resource's queue keys or its fence) holds another type: the detail names it, and nothing was written.
@@ -34,8 +36,15 @@ redis.pcall("INCR", "fence:" .. key)
 -- The evicted holder's engine subscribes to this and aborts its using() signal at once, instead of
 -- finding out at its next extension.
 redis.call("PUBLISH", "lockscope:revoked", cjson.encode({v = 1, resource = key, value = held}))
+-- And on the holder's own instance channel (the first ${INSTANCE_TAG_LENGTH} characters of its id): whoever hears it
+-- there is the holder's engine, so the count says whether the holder was told. It listens while a using()
+-- routine holds the lock (or one of its waiters waits).
+local told = 0
+if string.sub(held, 1, 4) == "lk1:" and string.sub(held, 21, 21) == ":" and string.find(string.sub(held, 5, 20), "^[%w_%-]+$") then
+  told = redis.call("PUBLISH", "lockscope:wake:" .. string.sub(held, 5, ${4 + INSTANCE_TAG_LENGTH}), "v1|" .. held .. "|" .. key)
+end
 -- Published even with nobody queued: an operator's release is rare, and tools may watch for it.
 local head = queue_head(key, now_ms())
 local woken = publish_release(key, head)
-return {"deleted", held, false, woken, head ~= "" and 1 or 0}
+return {"deleted", held, false, woken, head ~= "" and 1 or 0, told}
 `;

@@ -31,6 +31,13 @@ export interface ForceReleaseNodeResult {
   wakeHeardBy?: number;
   /** `deleted` only: a waiter was queued for the resource here, and was woken. */
   waiterQueued?: boolean;
+  /**
+   * `deleted` only: subscribers on this node that heard the revocation on the holder's own engine instance's
+   * channel: at least 1 when the holder was told (it listens while a `using()` routine holds the lock); 0 for a
+   * holder that does not listen (a plain `acquire`, which finds out at its next extend or release) or a value
+   * this engine did not make. On a Redis Cluster only subscribers connected to this node count.
+   */
+  holderHeardBy?: number;
 }
 
 export interface ForceReleaseResult {
@@ -61,7 +68,7 @@ export async function forceRelease(
     keys: [resource],
     args: [token ?? ""],
     timeoutMs: nodeTimeoutMs,
-    parse: (raw): { status: Exclude<ForceReleaseNodeResult["result"], "error">; previous: string | null; detail: string | null; wokenBy: number | null; queued: boolean } => {
+    parse: (raw): { status: Exclude<ForceReleaseNodeResult["result"], "error">; previous: string | null; detail: string | null; wokenBy: number | null; queued: boolean; told: number | null } => {
       if (!Array.isArray(raw)) throw new Error(`Unexpected reply ${String(raw)}`);
       const status: unknown = raw[0];
       if (status !== "deleted" && status !== "absent" && status !== "mismatch" && status !== "not-string" && status !== "wrong-type") {
@@ -70,7 +77,8 @@ export async function forceRelease(
       const previous: unknown = raw[1];
       const detail: unknown = raw[2];
       const wokenBy = status === "deleted" ? Number(raw[3] ?? 0) : null;
-      return { status, previous: typeof previous === "string" ? previous : null, detail: typeof detail === "string" ? detail : null, wokenBy, queued: raw[4] === 1 };
+      const told = status === "deleted" ? Number(raw[5] ?? 0) : null;
+      return { status, previous: typeof previous === "string" ? previous : null, detail: typeof detail === "string" ? detail : null, wokenBy, queued: raw[4] === 1, told };
     },
   });
   return {
@@ -80,7 +88,7 @@ export async function forceRelease(
             index,
             result: outcome.value.status,
             ...(outcome.value.detail === null ? {} : { detail: outcome.value.detail }),
-            ...(outcome.value.wokenBy === null ? {} : { wakeHeardBy: outcome.value.wokenBy, waiterQueued: outcome.value.queued }),
+            ...(outcome.value.wokenBy === null ? {} : { wakeHeardBy: outcome.value.wokenBy, waiterQueued: outcome.value.queued, holderHeardBy: outcome.value.told ?? 0 }),
           }
         : { index, result: "error", error: outcome.state === "error" ? outcome.error.message : "no answer" },
     ),

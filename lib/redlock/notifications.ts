@@ -248,6 +248,10 @@ export class Notifications {
       // Parsed and remembered even with nobody waiting yet: a waiter being refused right now may need it.
       const event = parseWakeMessage(message);
       if (!event) return;
+      if (event.kind === "revoke") {
+        this.#revoked(event.value, event.resource);
+        return;
+      }
       const next = event.nextWaiterId ?? "";
       const grant = event.kind === "grant" ? { node, attempt: event.attempt, fence: event.fence } : null;
       this.#recent[this.#recentAt] = { resource: event.resource, next, at: performance.now(), grant };
@@ -263,10 +267,14 @@ export class Notifications {
       }
     } else if (channel === REVOKE_CHANNEL) {
       const event = parseRevokeMessage(message);
-      if (!event) return;
-      this.#recentRevocations[this.#recentRevocationAt] = { value: event.value, resource: event.resource, at: performance.now() };
-      this.#recentRevocationAt = (this.#recentRevocationAt + 1) % RECENT_MESSAGES;
-      this.#held.get(event.value)?.(event.resource);
+      if (event) this.#revoked(event.value, event.resource);
     }
+  }
+
+  /** A lock with `value` was taken away (heard on the shared channel and, for this instance's own, on its channel). */
+  #revoked(value: string, resource: string): void {
+    this.#recentRevocations[this.#recentRevocationAt] = { value, resource, at: performance.now() };
+    this.#recentRevocationAt = (this.#recentRevocationAt + 1) % RECENT_MESSAGES;
+    this.#held.get(value)?.(resource);
   }
 }

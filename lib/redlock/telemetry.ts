@@ -52,6 +52,11 @@ export const RELEASE_CHANNEL = "lockscope:released";
  * message (wake up and try again) or, when the release handed the lock over (see HAND_OVER_LUA):
  *
  *   g1|<waiter id>|<attempt>|<the node's fence for the resource, or empty>|<resource>
+ *
+ * and `forceRelease`, besides REVOKE_CHANNEL, tells the holder's own instance (the one that made the
+ * deleted engine value), so the count of subscribers that heard it says whether the holder was told:
+ *
+ *   v1|<the deleted lock value>|<resource>
  */
 export const WAKE_CHANNEL_PREFIX = "lockscope:wake:";
 
@@ -147,16 +152,25 @@ export function parseReleaseMessage(raw: string): ReleaseEvent | null {
   return { resource: parts.rest, nextWaiterId: parts.head[1] || null };
 }
 
-/** A message on an engine instance's wake channel: a wake-up, or a lock written in the waiter's value. */
+/**
+ * A message on an engine instance's wake channel: a wake-up, a lock written in the waiter's value, or one of
+ * the instance's locks taken away by `forceRelease`.
+ */
 export type WakeEvent =
   | ({ kind: "wake" } & ReleaseEvent)
-  | { kind: "grant"; resource: string; nextWaiterId: string; attempt: number; fence: string };
+  | { kind: "grant"; resource: string; nextWaiterId: string; attempt: number; fence: string }
+  | ({ kind: "revoke" } & RevokeEvent);
 
-/** Parses a wake channel message (`r1|...` or `g1|...`); null for anything else. */
+/** Parses a wake channel message (`r1|...`, `g1|...` or `v1|...`); null for anything else. */
 export function parseWakeMessage(raw: string): WakeEvent | null {
   if (raw.startsWith("r1|")) {
     const release = parseReleaseMessage(raw);
     return release && { kind: "wake", ...release };
+  }
+  if (raw.startsWith("v1|")) {
+    const revoked = splitHead(raw, 2);
+    if (!revoked || revoked.rest === "" || lockValueId(revoked.head[1]!) === null) return null;
+    return { kind: "revoke", resource: revoked.rest, value: revoked.head[1]! };
   }
   const parts = splitHead(raw, 4);
   if (!parts || parts.head[0] !== "g1" || parts.rest === "") return null;

@@ -126,7 +126,7 @@ test.describe("locks of every format", () => {
     await expect(dialog).not.toContainText("aborts at once");
     await dialog.getByLabel("Reason").fill("foreign holder stuck");
     await dialog.getByRole("button", { name: "Release" }).click();
-    await expect(dialog.getByRole("status")).toContainText("The holder was not told.");
+    await expect(dialog.getByRole("status")).toContainText("The holder was not told: if it still runs");
     await dialog.getByRole("button", { name: "Close" }).click();
   });
 
@@ -161,7 +161,7 @@ test.describe("locks of every format", () => {
     await expect(dialog.getByText(/^\d+ s$/)).toBeVisible();
     await dialog.getByLabel("Reason").fill("done with it");
     await dialog.getByRole("button", { name: "Release" }).click();
-    await expect(dialog.getByRole("status")).toContainText("The holder was not told.");
+    await expect(dialog.getByRole("status")).toContainText("The holder was not told: if it still runs");
     await expect(dialog.getByText("none: force-released")).toBeVisible();
     await dialog.getByRole("button", { name: "Close" }).click();
   });

@@ -106,8 +106,10 @@ describe("force release", () => {
 
     const res = await postRelease(resource, { reason: "stuck after deploy", token: value }, { headers: { "x-lockscope-actor": "alice" } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    const body = res.body as { released: boolean; nodes: Array<{ id: string; result: string }>; auditId: string };
+    const body = res.body as { released: boolean; nodes: Array<{ id: string; result: string }>; auditId: string; notified: { holder: boolean } };
     expect(body.released).toBe(true);
+    // No engine runs this holder here: nobody heard the revocation, and the answer does not say it was told.
+    expect(body.notified.holder).toBe(false);
     expect(body.nodes).toEqual([
       { id: "node-0", result: "deleted" },
       { id: "node-1", result: "deleted" },
@@ -152,13 +154,16 @@ describe("force release", () => {
       let evictedFence: string | null = null;
       const holding = redlock.using([resource], 30_000, async (signal, lock) => {
         evictedFence = lock.fence;
-        // The revocation subscription is the engine's; wait until every node sees a subscriber.
-        await until("every node sees a revocation subscriber", async () => {
-          const subs = await Promise.all(nodes.map((n) => n.pubsub("NUMSUB", "lockscope:revoked") as Promise<[string, number]>));
+        // The holder's engine listens on its own channel (the console listens on the shared one): wait until
+        // every node has it.
+        const own = `lockscope:wake:${lock.value.slice(4, 10)}`;
+        await until("every node sees the holder's subscriber", async () => {
+          const subs = await Promise.all(nodes.map((n) => n.pubsub("NUMSUB", own) as Promise<[string, number]>));
           return subs.every(([, count]) => count > 0);
         }, 15_000, 20);
         const res = await postRelease(resource, { reason: "holder hung", token: lock.value });
         expect(res.status, JSON.stringify(res.body)).toBe(200);
+        expect((res.body as { notified: { holder: boolean } }).notified.holder).toBe(true);
         await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
         return (signal.reason as Error).name;
       });

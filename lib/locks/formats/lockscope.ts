@@ -6,7 +6,7 @@ import { defineFormat, type FormatHolder, type NodeReleaseResult } from "./types
  * This engine's own values (`lk1:<id>:<acquiredAt>:<pid>:<fence>:<host>:<label>`, see lib/redlock/identity.ts),
  * decoded with the engine's public `decodeLockValue` so the layout has one owner. Force release goes through
  * the engine's `forceRelease`, which also revokes the holder (its `using()` signal aborts at once), advances the
- * fence and wakes the head waiter: the only format whose holder hears about it.
+ * fence and wakes the head waiter: the only format whose holder can hear about it (while it listens).
  */
 /** How a release refused for a companion key's type ends its message (the console passes it on as is: it holds no Redis internals). */
 export const COMPANION_REFUSED = "which the release would write: nothing was written";
@@ -50,12 +50,16 @@ export const lockscope = defineFormat({
             { index: n.index, result: "wrongtype", redisType: null, woken: null }
           : { index: n.index, result: n.result, redisType: n.result === "absent" ? "none" : "string", woken: n.result === "deleted" ? (n.wakeHeardBy ?? 0) : null },
     );
-    // The engine's script publishes the revocation (the holder's engine hears it while it watches its lock) and
-    // wakes the head waiter: woken when its engine heard it on some node (nobody queued: nobody woken). On a
-    // cluster a node counts only its own subscribers: a queued waiter is taken as woken there.
+    // The engine's script publishes the revocation, also on the holder's own engine instance's channel: told
+    // when the holder's engine heard it there on some node (it listens while a using() routine holds the lock;
+    // a plain acquire's holder finds out at its next extend or release). It wakes the head waiter: woken when
+    // its engine heard it on some node (nobody queued: nobody woken). On a cluster a node counts only its own
+    // subscribers and the engine listens through one node: a published revocation, or a queued waiter, is
+    // taken as heard there.
     const deleted = nodes.some((n) => n.result === "deleted");
     const cluster = clients.some((c) => isClusterClient(c));
+    const told = cluster ? deleted : result.nodes.some((n) => (n.holderHeardBy ?? 0) > 0);
     const woken = result.nodes.some((n) => (n.wakeHeardBy ?? 0) > 0 || (cluster && n.waiterQueued === true));
-    return { nodes, notified: { holder: deleted, waiters: woken } };
+    return { nodes, notified: { holder: told, waiters: woken } };
   },
 });

@@ -291,6 +291,8 @@ describe("Redlock on three nodes", () => {
       // At once: the engine must already listen for revocations when the routine starts.
       const result = await forceRelease(clients, "lock:revoked", { token: lock.value });
       expect(result.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+      // The routine starts once the engine listens on a quorum of nodes: there, the holder heard it.
+      expect(result.nodes.filter((n) => (n.holderHeardBy ?? 0) > 0).length).toBeGreaterThanOrEqual(2);
       await aborted(signal);
       return signal.reason as unknown;
     });
@@ -514,6 +516,8 @@ describe("Redlock on three nodes", () => {
     const forced = await forceRelease(clients, "lock:forced-wake");
     expect(forced.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
     expect(forced.nodes.map((n) => [n.wakeHeardBy, n.waiterQueued])).toEqual([[1, true], [1, true], [1, true]]);
+    // The holder took it with a plain acquire and does not listen: it was not told (it finds out when it extends).
+    expect(forced.nodes.map((n) => n.holderHeardBy)).toEqual([0, 0, 0]);
     // Woken, the waiter takes it at once (its retry delay is a minute).
     const held = await next;
     const again = await forceRelease(clients, "lock:forced-wake", { token: held.value });

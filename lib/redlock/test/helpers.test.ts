@@ -75,7 +75,7 @@ describe("force release, fenced writes and the naive lock", () => {
       await pair[0]!.set("lock:c", "v");
       await local.kill(1);
       const result = await forceRelease(pair, "lock:c", { nodeTimeoutMs: 300 });
-      expect(result.nodes[0]).toEqual({ index: 0, result: "deleted", wakeHeardBy: 0, waiterQueued: false });
+      expect(result.nodes[0]).toEqual({ index: 0, result: "deleted", wakeHeardBy: 0, waiterQueued: false, holderHeardBy: 0 });
       expect(result.nodes[1]!.result).toBe("error");
       expect(result.nodes[1]!.error).toBeTruthy();
     } finally {

@@ -42,6 +42,8 @@ describe("telemetry messages", () => {
     expect(parseWakeMessage("r1|abc|lock:a")).toEqual({ kind: "wake", resource: "lock:a", nextWaiterId: "abc" });
     expect(parseWakeMessage("g1|abc|3|17|lock:a|b")).toEqual({ kind: "grant", resource: "lock:a|b", nextWaiterId: "abc", attempt: 3, fence: "17" });
     expect(parseWakeMessage("g1|abc|1||lock:a")).toEqual({ kind: "grant", resource: "lock:a", nextWaiterId: "abc", attempt: 1, fence: "" });
+    expect(parseWakeMessage(`v1|${value}|lock:a|b`)).toEqual({ kind: "revoke", resource: "lock:a|b", value });
+    for (const raw of [`v1|${value}|`, "v1|not-an-engine-value|lock:a", "v2|x|lock:a"]) expect(parseWakeMessage(raw), raw).toBeNull();
     // No waiter, no attempt, a fence that is not a number, no resource: not a grant.
     for (const raw of ["g1||1||lock:a", "g1|abc|0||lock:a", "g1|abc|x||lock:a", "g1|abc|1|1e3|lock:a", "g1|abc|1||", "g2|abc|1||lock:a"]) {
       expect(parseWakeMessage(raw), raw).toBeNull();

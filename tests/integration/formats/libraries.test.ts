@@ -54,8 +54,17 @@ describe("lock formats with the real libraries", () => {
     expect(wrong.nodes.map((n) => n.result)).toEqual(["mismatch", "mismatch", "mismatch"]);
     const released = await formatByName("lockscope").release!(clients, "lock:engine", lock.value, opts);
     expect(released.nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
-    // The revocation goes to the holder's engine; nobody was queued, so no waiter was woken.
-    expect(released.notified).toEqual({ holder: true, waiters: false });
+    // A holder that took the lock with a plain acquire does not listen: it finds out at its next extend or
+    // release, and the answer does not claim it was told. Nobody was queued, so no waiter was woken.
+    expect(released.notified).toEqual({ holder: false, waiters: false });
+    // A using() routine listens, and hears it.
+    const heard = await engine.using(["lock:engine"], 10_000, async (signal, held) => {
+      const told = await formatByName("lockscope").release!(clients, "lock:engine", held.value, opts);
+      expect(told.notified).toEqual({ holder: true, waiters: false });
+      await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
+      return (signal.reason as Error).name;
+    });
+    expect(heard).toBe("LockRevokedError");
   });
 
   it("node-redlock 5 and 4: a plain token on every node, compared and deleted", async () => {
