@@ -12,6 +12,7 @@ import {
   keptDetails,
   keptFingerprint,
   keptFormat,
+  keptWaitersChangeAt,
   type LockScope,
 } from "./formats";
 import { valueExpiry } from "./formats/token";
@@ -456,6 +457,9 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   lock.expiresAt = merged.expiresAt;
   lock.state = merged.state;
   if (merged.expiresAt !== null) step.wakeAt = merged.state === "elapsed" ? merged.expiresAt + PROBE_AFTER_MS : merged.expiresAt;
+  // A waiter count that drops by itself: the lock is read again then (see probeAgainAt).
+  const waitersChangeAt = keptWaitersChangeAt(lock.reading);
+  if (waitersChangeAt < step.wakeAt || (Number.isNaN(step.wakeAt) && !Number.isNaN(waitersChangeAt))) step.wakeAt = waitersChangeAt;
   step.outcome = "live";
   return step;
 }
@@ -497,11 +501,13 @@ function endDetail(how: "replaced" | "ended", reason: ReturnType<typeof endReaso
 }
 
 /**
- * When a lock whose expiry timer fired should be read again (its TTL ran out long ago and Redis has not
- * reclaimed the key: reading it expires it lazily), else NaN.
+ * When a lock whose timer fired should be read again, else NaN: its TTL ran out long ago and Redis has not
+ * reclaimed the key (reading it expires it lazily), or its waiter count drops by itself now (a fair-lock
+ * waiter timed out, which writes no key). Again a second later while no new reading comes.
  */
 export function probeAgainAt(lock: LockRecord, now: number): number {
-  return lock.state === "elapsed" && lock.expiresAt !== null && now >= lock.expiresAt + PROBE_AFTER_MS ? now + PROBE_AFTER_MS : Number.NaN;
+  if (lock.state === "elapsed" && lock.expiresAt !== null && now >= lock.expiresAt + PROBE_AFTER_MS) return now + PROBE_AFTER_MS;
+  return now >= keptWaitersChangeAt(lock.reading) ? now + PROBE_AFTER_MS : Number.NaN;
 }
 
 /**
@@ -639,7 +645,7 @@ function detailsDiffer(kept: Kept, b: FormatReading): boolean {
   const a = keptDetails(kept);
   const ah = a.holders;
   const bh = b.holders;
-  if (a.waiters !== b.waiters || a.warnings.length !== b.warnings.length || (ah?.length ?? 1) !== (bh?.length ?? 1)) return true;
+  if (a.waiters !== b.waiters || !sameExpiry(typeof kept === "string" ? null : (kept.waitersChangeAt ?? null), b.waitersChangeAt ?? null) || a.warnings.length !== b.warnings.length || (ah?.length ?? 1) !== (bh?.length ?? 1)) return true;
   const n = ah?.length ?? 1;
   for (let i = 0; i < n; i++) {
     const x = ah?.[i];

@@ -129,6 +129,30 @@ describe("the live view, whatever library took the lock", () => {
     expect(await clients[0]!.hget(name, app.holder(1))).toBe("1");
   });
 
+  it("stops counting a Redisson fair-lock waiter whose wait ran out though no key was written (its client died)", async () => {
+    const name = "lock:fair-crashed";
+    const app = new RedissonWriter(clients[0]!);
+    expect(await app.fairLock(name, 1, 120_000)).toBeNull();
+    await live(name, (l) => l.state === "held" && l.format === "redisson");
+    // Redisson wrote this waiter's entry with the time it stops waiting, 1.5 s from now; its client then died,
+    // so nothing is written again: no notification says the count dropped.
+    const dead = `${app.clientId}:7`;
+    await clients[0]!.eval(
+      "redis.call('zadd', KEYS[2], ARGV[2], ARGV[1]); redis.call('rpush', KEYS[1], ARGV[1])",
+      2,
+      `redisson_lock_queue:{${name}}`,
+      `redisson_lock_timeout:{${name}}`,
+      dead,
+      Date.now() + 1_500,
+    );
+    await live(name, (l) => l.contention.waiters === 1);
+    const after = await live(name, (l) => l.contention.waiters === 0);
+    expect(after.state).toBe("held");
+    // Nothing was touched: the queue is Redisson's to clean.
+    expect(await clients[0]!.lrange(`redisson_lock_queue:{${name}}`, 0, -1)).toEqual([dead]);
+    expect(await clients[0]!.hget(name, app.holder(1))).toBe("1");
+  });
+
   it("shows a redis-semaphore semaphore with every permit holder as one lock, holders joining and leaving, until it is released", async () => {
     const a = new Semaphore(clients[2]!, "reports", 3, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });
     const b = new Semaphore(clients[2]!, "reports", 3, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });

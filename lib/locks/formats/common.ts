@@ -21,6 +21,8 @@ export interface ReadingParts {
   valueDigest?: string;
   extraWarnings?: LockWarning[];
   waiters?: number | null;
+  /** See `FormatReading.waitersChangeAt`. */
+  waitersChangeAt?: number;
   fence?: string | null;
   acquiredAt?: number | null;
 }
@@ -52,6 +54,7 @@ export function formatReading(format: FormatName, redisType: string, reading: Ke
     warnings,
     waiters: parts.waiters ?? null,
   };
+  if (parts.waitersChangeAt !== undefined) out.waitersChangeAt = parts.waitersChangeAt;
   if (parts.fence !== undefined) out.fence = parts.fence;
   if (parts.acquiredAt !== undefined) out.acquiredAt = parts.acquiredAt;
   if (parts.valueDigest !== undefined) out.valueDigest = parts.valueDigest;

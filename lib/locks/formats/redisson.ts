@@ -73,13 +73,17 @@ local queued = redis.pcall('LLEN', queue)
 if type(queued) == 'number' and queued > 0 then
   local now = node_now()
   local timeouts = 'redisson_lock_timeout:' .. braced
-  local stale = 0
+  local stale, next_stale = 0, -1
   for _, id in ipairs(redis.call('LRANGE', queue, 0, max_items - 1)) do
     local score = redis.pcall('ZSCORE', timeouts, id)
-    if type(score) == 'string' and tonumber(score) > now then break end
+    if type(score) == 'string' and tonumber(score) > now then
+      -- The first live waiter stops waiting this many ms from now, unless it is served or renews first.
+      next_stale = math.floor(tonumber(score) - now)
+      break
+    end
     stale = stale + 1
   end
-  extra = {queued, queued - stale}
+  extra = {queued, queued - stale, next_stale}
 end
 `;
 
@@ -87,6 +91,15 @@ end
 function queueWaiters(extra: unknown): number | null {
   if (!Array.isArray(extra) || typeof extra[1] !== "number") return null;
   return extra[1];
+}
+
+/**
+ * When the first waiting thread times out (epoch ms, console clock: the read's time plus what the node
+ * said was left), so the count is read again then: a waiter that crashed changes no key when it times out.
+ */
+function queueChangesAt(extra: unknown, at: number): number | undefined {
+  if (!Array.isArray(extra) || typeof extra[2] !== "number" || extra[2] < 0) return undefined;
+  return at + extra[2];
 }
 
 const RELEASE = defineScript(`
@@ -149,6 +162,7 @@ export const redisson = defineFormat({
       fingerprint: holderFingerprint(holders),
       truncated: raw.type === "hash" && raw.size > raw.fields.length,
       waiters: raw.type === "hash" ? queueWaiters(raw.extras.redisson) : null,
+      waitersChangeAt: raw.type === "hash" ? queueChangesAt(raw.extras.redisson, reading.at) : undefined,
     });
   },
   release: scriptRelease(RELEASE, { holder: false, waiters: true }),
