@@ -75,6 +75,8 @@ const PAGE_METHODS = ["GET", "HEAD", "OPTIONS"];
  */
 export function refuseBeforeRouting(method: string, pathname: string): RouteRefusal | null {
   if (!isApiPath(pathname)) {
+    // (Next.js answers OPTIONS on a page with a 400, on a static file with a 500.)
+    if (method === "OPTIONS") return { status: 204, code: null, message: "", allow: PAGE_METHODS.join(", ") };
     if (PAGE_METHODS.includes(method)) return null;
     return { status: 405, code: "method_not_allowed", message: `Pages answer ${PAGE_METHODS.join(", ")}, not ${method}.`, allow: PAGE_METHODS.join(", ") };
   }

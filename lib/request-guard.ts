@@ -5,29 +5,49 @@
  * what was wrong. Pure: no Node.js server types.
  */
 import { isApiPath, refuseBeforeRouting } from "./api-routes";
+import { isAllowedHost, type HostRules } from "./host-rules";
 import { API_CONTENT_SECURITY_POLICY, BASE_SECURITY_HEADERS } from "./security-headers";
 
 export const ALLOWED_METHODS = Object.freeze(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const);
 
+type RefusalCode = "bad_request" | "not_found" | "method_not_allowed" | "misdirected_request";
+
 export interface RefusedRequest {
   /** 204 for OPTIONS (`*` or a route): what is supported, answered here, with no body. */
-  status: 204 | 400 | 404 | 405;
+  status: 204 | 400 | 404 | 405 | 421;
   headers: Record<string, string>;
-  body: { error: { code: "bad_request" | "not_found" | "method_not_allowed"; message: string } } | null;
+  body: { error: { code: RefusalCode; message: string } } | null;
 }
 
 const ALLOWED = new Set<string>(ALLOWED_METHODS);
 
 const GUARD_HEADERS = { ...BASE_SECURITY_HEADERS, "Content-Security-Policy": API_CONTENT_SECURITY_POLICY, "Cache-Control": "no-store" };
 
-function refuse(status: 400 | 404 | 405, code: "bad_request" | "not_found" | "method_not_allowed", message: string, headers: Record<string, string> = {}): RefusedRequest {
+function refuse(status: 400 | 404 | 405 | 421, code: RefusalCode, message: string, headers: Record<string, string> = {}): RefusedRequest {
   return { status, headers: { ...GUARD_HEADERS, "Content-Type": "application/json", ...headers }, body: { error: { code, message } } };
 }
 
-/** An HTTP/1.1 request without a `Host` header (RFC 9112 requires one), refused in the contract's shape. */
-export function missingHost(httpVersion: string, host: string | undefined): RefusedRequest | null {
-  if (httpVersion !== "1.1" || host !== undefined) return null;
-  return refuse(400, "bad_request", "An HTTP/1.1 request needs a Host header.");
+/**
+ * The request's `Host`, checked before anything else runs (a page, a route, a redirect, a refusal of the
+ * path): none, or more than one (RFC 9112: 400; only the first would be checked), is a 400; a name this
+ * console does not answer to (DNS rebinding sends the attacker's) a 421. `hosts`: every `Host` header sent.
+ */
+export function checkHost(rules: HostRules, hosts: readonly string[]): RefusedRequest | null {
+  if (hosts.length === 0) return refuse(400, "bad_request", "The request needs a Host header.");
+  if (hosts.length > 1) return refuse(400, "bad_request", `The request has ${hosts.length} Host headers; send one.`);
+  if (isAllowedHost(rules, hosts[0]!)) return null;
+  return refuse(
+    421,
+    "misdirected_request",
+    `This console does not answer to the host name ${JSON.stringify(hosts[0]!.slice(0, 100))}. Use localhost or a configured name, or add it to ALLOWED_HOSTS (or set LOCKSCOPE_PUBLIC_ORIGIN).`,
+  );
+}
+
+/** The `Host` headers of a request, from Node.js's raw header list (its `headers.host` keeps only the first). */
+export function hostHeaders(rawHeaders: readonly string[]): string[] {
+  const hosts: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === "host") hosts.push(rawHeaders[i + 1]!);
+  return hosts;
 }
 
 /**
@@ -62,6 +82,17 @@ export function checkRequestLine(method: string | undefined, url: string | undef
   } catch {
     return refuse(400, "bad_request", "The request path is not valid URL encoding: its %XX escapes do not form UTF-8 text.");
   }
+  // What clients and Next.js rewrite into another path (a redirect, another route, another lock's name) is
+  // refused as sent: a backslash (read as `/`) and a `.` or `..` segment, also percent-encoded.
+  if (pathname.includes("\\")) {
+    return refuse(400, "bad_request", "The request path contains a backslash, which would be read as `/`; write it as %5C where it is part of a name.");
+  }
+  for (const segment of pathname.split("/")) {
+    const decoded = segment.length <= 6 ? decodeURIComponent(segment) : segment;
+    if (decoded === "." || decoded === "..") {
+      return refuse(400, "bad_request", `The request path has a \`${decoded}\` segment, which would be resolved into another path; name the resource without it.`);
+    }
+  }
   // The query string likewise: a broken escape would otherwise be read as other text (`?q=%ZZ` as `%ZZ`).
   if (pathEnd >= 0 && raw[pathEnd] === "?") {
     const hashAt = raw.indexOf("#", pathEnd);
@@ -73,6 +104,10 @@ export function checkRequestLine(method: string | undefined, url: string | undef
     } catch {
       return refuse(400, "bad_request", "The query string is not valid URL encoding: its %XX escapes do not form UTF-8 text.");
     }
+  }
+  // Next.js answers an API path with a trailing slash with a redirect to the path without it.
+  if (isApiPath(pathname) && pathname.endsWith("/")) {
+    return refuse(404, "not_found", `There is no API route at ${pathname.slice(0, 200)}: drop the trailing slash.`);
   }
   // Here rather than in the proxy alone: a request with a body skips the proxy (see proxy.ts), and would
   // otherwise get Next.js's HTML 404 or empty 405.
@@ -104,7 +139,13 @@ export function clientErrorResponse(code: string | undefined, firstLine = ""): s
     return rawResponse(405, "Method Not Allowed", { error: { code: "method_not_allowed", message: `The request's method is not supported; use ${ALLOWED_METHODS.join(", ")}.` } }, { Allow: ALLOWED_METHODS.join(", ") });
   }
   const [status, reason, errorCode, message] =
-    code === "HPE_HEADER_OVERFLOW"
+    code === "HPE_INVALID_CONTENT_LENGTH"
+      ? [400, "Bad Request", "bad_request", "The request's Content-Length is not a number."]
+      : code === "HPE_UNEXPECTED_CONTENT_LENGTH"
+        ? [400, "Bad Request", "bad_request", "The request gives Content-Length more than once: send it once."]
+        : code === "HPE_INVALID_TRANSFER_ENCODING"
+          ? [400, "Bad Request", "bad_request", "The request's Transfer-Encoding is not chunked, or comes with a Content-Length: send Transfer-Encoding: chunked or a Content-Length, not both."]
+          : code === "HPE_HEADER_OVERFLOW"
       ? [431, "Request Header Fields Too Large", "headers_too_large", "The request's headers are larger than this server accepts (16 KiB in all, the request line included)."]
       : code === "ERR_HTTP_REQUEST_TIMEOUT" || code === "HPE_HEADER_TIMEOUT"
         ? [408, "Request Timeout", "request_timeout", "The request did not arrive in time."]

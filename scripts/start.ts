@@ -15,6 +15,7 @@ import { loadEnvConfig } from "@next/env";
 import { spawnSync } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import os from "node:os";
 import type { Duplex } from "node:stream";
 import path from "node:path";
 import v8 from "node:v8";
@@ -23,7 +24,8 @@ import { DeploymentConfigError } from "../lib/deployment-config";
 import { makeDirs } from "../lib/make-dirs";
 import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
-import { checkRequestLine, clientErrorResponse, connectResponse, missingHost } from "../lib/request-guard";
+import { checkHost, checkRequestLine, clientErrorResponse, connectResponse, hostHeaders } from "../lib/request-guard";
+import { hostRules } from "../lib/host-rules";
 import { clientAddress, trustedProxyList } from "../lib/client-address";
 
 /**
@@ -213,6 +215,15 @@ async function main(): Promise<void> {
   await app.prepare();
 
   const trustedProxies = config.trustedProxies.length > 0 ? trustedProxyList(config.trustedProxies) : null;
+  // The host names it answers to, as the pages and routes check them (server/host-check.ts), here checked
+  // first: before a refusal of the path, a redirect or a static file.
+  const rules = hostRules({
+    bindHost: config.host,
+    port: config.port,
+    publicOrigin: config.publicOrigin,
+    allowedHosts: config.allowedHosts,
+    interfaceAddresses: Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address)),
+  });
   let stopping = false;
   /** Requests being answered (live streams aside: they are ended by their own shutdown step), for the drain. */
   const inFlight = new Set<http.ServerResponse>();
@@ -238,7 +249,7 @@ async function main(): Promise<void> {
     // Broken percent-encoding and unsupported methods get the contract's 4xx here: Next.js would 500.
     const length = req.headers["content-length"];
     const hasBody = req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
-    const refused = missingHost(req.httpVersion, req.headers.host) ?? checkRequestLine(req.method, req.url, hasBody);
+    const refused = checkHost(rules, hostHeaders(req.rawHeaders)) ?? checkRequestLine(req.method, req.url, hasBody);
     if (refused) {
       const text = refused.body === null ? "" : JSON.stringify(refused.body);
       res.writeHead(refused.status, { ...refused.headers, ...(refused.body === null ? {} : { "Content-Length": String(Buffer.byteLength(text)) }) });

@@ -94,6 +94,13 @@ describe("the production server's request handling", () => {
       ["GET", "/api/health", undefined],
       ["POST", "/api/session", JSON.stringify({ token: OPERATOR_TOKEN })],
       ["POST", "/api/locks/lock%3Aa/release", JSON.stringify({ reason: "rebinding attempt" })],
+      // Before anything else answers: the guard's own refusals, OPTIONS, a static file.
+      ["OPTIONS", "/api/locks", undefined],
+      ["DELETE", "/api/locks", undefined],
+      ["GET", "/api/nope", undefined],
+      ["GET", "/api/locks/%ZZ", undefined],
+      ["GET", "/api/locks/", undefined],
+      ["GET", "/icon.svg", undefined],
     ] as const) {
       const res = await request(method, path, { ...rebound, "content-type": "application/json", origin: `http://${rebound.host}`, authorization: `Bearer ${OPERATOR_TOKEN}` }, body);
       expect(res.status, `${method} ${path}`).toBe(421);
@@ -179,6 +186,16 @@ describe("the production server's request handling", () => {
       // A proxy tunnel (this server is none): no request handler sees it.
       ["CONNECT", "CONNECT /api/locks HTTP/1.1\r\nHost: HOST\r\n\r\n", 405, "method_not_allowed"],
       ["headers over the limit", `GET /api/health HTTP/1.1\r\nHost: HOST\r\nX-Big: ${"x".repeat(20_000)}\r\n\r\n`, 431, "headers_too_large"],
+      // Only the first of two would be checked.
+      ["two Host headers", "GET /api/health HTTP/1.1\r\nHost: HOST\r\nHost: attacker.example\r\nConnection: close\r\n\r\n", 400, "bad_request"],
+      ["HTTP/1.0 without Host", "GET /api/health HTTP/1.0\r\n\r\n", 400, "bad_request"],
+      ["a Content-Length that is no number", "POST /api/session HTTP/1.1\r\nHost: HOST\r\nContent-Length: abc\r\n\r\n", 400, "bad_request"],
+      ["Content-Length twice", "POST /api/session HTTP/1.1\r\nHost: HOST\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcde", 400, "bad_request"],
+      ["Content-Length and Transfer-Encoding", "POST /api/session HTTP/1.1\r\nHost: HOST\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "bad_request"],
+      // Paths Next.js would redirect or resolve into another route, or another lock's name.
+      ["a backslash in the path", "POST /api/locks/lock:q\\..\\lock:v/release HTTP/1.1\r\nHost: HOST\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 400, "bad_request"],
+      ["an encoded dot segment", "GET /api/locks/%2E%2E/history HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n", 400, "bad_request"],
+      ["a trailing slash", "GET /api/locks/ HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n", 404, "not_found"],
     ];
     for (const [what, bytes, status, code] of cases) {
       const res = await rawExchange(bytes.replaceAll("HOST", host()));
@@ -190,6 +207,14 @@ describe("the production server's request handling", () => {
       const error = (JSON.parse(res.slice(head.length + 4)) as { error: { code: string; message: string } }).error;
       expect(error.code, what).toBe(code);
       expect(error.message.length, what).toBeGreaterThan(10);
+      if (what.includes("Content-Length")) expect(error.message, what).toMatch(/Content-Length/);
+      if (what.includes("Transfer-Encoding")) expect(error.message, what).toMatch(/Transfer-Encoding/);
+    }
+    // OPTIONS on a page or a static file says what pages answer (Next.js: 400 on a page, 500 on a file).
+    for (const path of ["/", "/login", "/icon.svg"]) {
+      const res = await rawExchange(`OPTIONS ${path} HTTP/1.1\r\nHost: ${host()}\r\nConnection: close\r\n\r\n`);
+      expect(res.slice(0, 12), path).toBe("HTTP/1.1 204");
+      expect(res, path).toMatch(/\r\nallow: GET, HEAD, OPTIONS\r\n/i);
     }
   });
 

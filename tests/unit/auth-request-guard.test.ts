@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { checkRequestLine } from "@/lib/request-guard";
+import { hostRules } from "@/lib/host-rules";
+import { checkHost, checkRequestLine, hostHeaders } from "@/lib/request-guard";
 
 describe("raw request line guard", () => {
   it("lets well-formed requests through", () => {
@@ -7,8 +8,10 @@ describe("raw request line guard", () => {
       ["GET", "/api/locks/lock%3Aorders%2F42"],
       ["POST", "/api/locks/lock%3A%C3%A9t%C3%A9/release"],
       ["GET", "/api/audit?resource=lock%3Aorders%2F42&actor=al+ice"],
-      ["OPTIONS", "/"],
       ["HEAD", "/audit"],
+      // Dots inside a name are no dot segment.
+      ["GET", "/api/locks/lock%3A..%2Fx"],
+      ["GET", "/api/locks/.lock"],
     ] as const) {
       expect(checkRequestLine(method, url), `${method} ${url}`).toBeNull();
     }
@@ -60,5 +63,40 @@ describe("raw request line guard", () => {
     }
     expect(checkRequestLine("POST", "/api/session", true)).toBeNull();
     expect(checkRequestLine("GET", "/metrics", true)).toBeNull();
+  });
+
+  it("refuses, as sent, a path that Next.js or a client would turn into another (another route, another lock's name)", () => {
+    for (const url of ["/api/locks/lock:q\\..\\lock:v/release", "/api/locks/%2e%2e/release", "/api/locks/%2E/history", "/api/locks/../health", "/api/locks/lock%3Ax/./release", "/audit/.."]) {
+      const refused = checkRequestLine("POST", url);
+      expect(refused?.status, url).toBe(400);
+      expect(refused?.body?.error.code, url).toBe("bad_request");
+      expect(refused?.body?.error.message, url).toMatch(/backslash|segment/);
+    }
+    for (const url of ["/api/locks/", "/api/locks/lock%3Ax/release/", "/metrics/"]) {
+      const refused = checkRequestLine("GET", url);
+      expect(refused?.status, url).toBe(404);
+      expect(refused?.body?.error.message, url).toMatch(/drop the trailing slash/);
+    }
+  });
+
+  it("answers OPTIONS on a page or a static file with what pages answer", () => {
+    for (const url of ["/", "/login", "/_next/static/chunks/app.js"]) {
+      const options = checkRequestLine("OPTIONS", url);
+      expect(options?.status, url).toBe(204);
+      expect(options?.headers.Allow, url).toBe("GET, HEAD, OPTIONS");
+    }
+  });
+
+  it("checks the Host first: one, naming this console (421 otherwise)", () => {
+    const rules = hostRules({ bindHost: "127.0.0.1", port: 3000, publicOrigin: null, allowedHosts: ["console.example"] });
+    expect(checkHost(rules, ["localhost:3000"])).toBeNull();
+    expect(checkHost(rules, ["console.example"])).toBeNull();
+    const foreign = checkHost(rules, ["evil.example"]);
+    expect(foreign?.status).toBe(421);
+    expect(foreign?.body?.error).toMatchObject({ code: "misdirected_request" });
+    expect(foreign?.body?.error.message).toContain('"evil.example"');
+    expect(checkHost(rules, [])?.body?.error.message).toBe("The request needs a Host header.");
+    // Two Host headers: only the first would be checked by what follows.
+    expect(checkHost(rules, hostHeaders(["Host", "localhost", "Accept", "*/*", "host", "evil.example"]))?.body?.error.message).toBe("The request has 2 Host headers; send one.");
   });
 });
