@@ -181,7 +181,7 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
   const authorization = headers.get("authorization");
   if (authorization !== null) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!match?.[1]) throw new ApiError("unauthorized", "The Authorization header must be `Bearer <token>`.");
+    if (!match?.[1]) throw new ApiError("unauthorized", "The Authorization header must be `Bearer <token>`.", undefined, BEARER_CHALLENGE);
     const role = await checkPresentedToken(match[1], clientIp(headers), "bearer");
     return { role, actor: cleanActor(headers.get("x-lockscope-actor"), role), via: "bearer" };
   }
@@ -206,14 +206,15 @@ export async function checkPresentedToken(token: string, ip: string, via: "beare
   // The scrape credential is right where it belongs (/metrics checks it itself): not a guess to count.
   const metricsToken = getConfig().metricsToken;
   if (metricsToken !== null && tokensEqual(token, metricsToken)) {
-    throw new ApiError("unauthorized", "METRICS_TOKEN is only for scraping /metrics; use the operator or viewer token here.");
+    throw new ApiError("unauthorized", "METRICS_TOKEN is only for scraping /metrics; use the operator or viewer token here.", undefined, BEARER_CHALLENGE);
   }
   const { retryAfterSeconds: wait, crossed } = await getWrongTokenLimiter().fail(ip, wrongTokenFingerprint(token));
   if (crossed) getLogger().warn({ ip, via, action: "wrong-token", outcome: "limited" }, "too many wrong tokens from one address");
   if (wait > 0) {
     throw new ApiError("rate_limited", `Too many wrong tokens from this address; try again in ${wait} s.`, undefined, { "Retry-After": String(wait) });
   }
-  throw new ApiError("unauthorized", via === "bearer" ? "The bearer token is not valid." : "That token is not valid for this console.", undefined, via === "bearer" ? BEARER_CHALLENGE : undefined);
+  // Every 401 names the scheme to authenticate with (RFC 9110), the sign-in form's too.
+  throw new ApiError("unauthorized", via === "bearer" ? "The bearer token is not valid." : "That token is not valid for this console.", undefined, BEARER_CHALLENGE);
 }
 
 /** Tells wrong tokens apart without keeping them: a keyed hash, truncated. */

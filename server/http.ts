@@ -25,7 +25,12 @@ class ClientClosedRequest extends Error {
   }
 }
 
-type Access = "public" | "viewer" | "operator";
+/**
+ * `probe`: anyone, and the credentials sent are not read at all (health and readiness checks: a load balancer's
+ * probe that carries a stale or foreign Authorization header still gets its answer, never a 401 or 429);
+ * `public`: anyone, with the principal when the credentials are good.
+ */
+type Access = "probe" | "public" | "viewer" | "operator";
 
 export interface RouteContext<P, Q, B> {
   request: Request;
@@ -114,9 +119,10 @@ async function readJsonBody(request: Request): Promise<unknown> {
 }
 
 function queryObject(url: URL): Record<string, string> {
-  const out: Record<string, string> = {};
+  // No prototype: `constructor`, `toString` or `__proto__` are parameter names like any other (and unknown ones).
+  const out = Object.create(null) as Record<string, string>;
   for (const [key, value] of url.searchParams) {
-    if (key in out) throw new ApiError("bad_request", `Query parameter \`${key.slice(0, 40)}\` is given more than once.`);
+    if (Object.hasOwn(out, key)) throw new ApiError("bad_request", `Query parameter \`${key.slice(0, 40)}\` is given more than once.`);
     out[key] = value;
   }
   return out;
@@ -169,8 +175,10 @@ export function route<P = undefined, Q = undefined, B = undefined>(
     try {
       // The proxy refuses other hosts before any route runs; checked here too for callers that bypass it.
       assertServedHost(request.headers);
-      principal = spec.access === "public" ? await safeAuthenticate(request.headers) : await authenticate(request.headers);
-      if (spec.access !== "public") principal = requireRole(principal, spec.access);
+      if (spec.access !== "probe") {
+        principal = spec.access === "public" ? await safeAuthenticate(request.headers) : await authenticate(request.headers);
+        if (spec.access !== "public") principal = requireRole(principal, spec.access);
+      }
       if (MUTATING.has(request.method)) checkOrigin(request.headers, principal?.via ?? "none");
       const url = new URL(request.url);
       const params = parseWith(spec.params, await readParams(context), "path");

@@ -5,6 +5,8 @@ import type * as SessionModule from "@/app/api/session/route";
 import type { TestCluster } from "../support/redis";
 import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 
+const METRICS_TOKEN = "it-session-metrics-token-0123456789abcdef";
+
 type SessionRoute = typeof SessionModule;
 type HealthRoute = typeof HealthModule;
 type LocksRoute = typeof LocksModule;
@@ -16,7 +18,7 @@ describe("sign-in, sessions and health", () => {
   let locks: LocksRoute;
 
   beforeAll(async () => {
-    cluster = await setUpConsole({ nodes: 3 });
+    cluster = await setUpConsole({ nodes: 3, env: { METRICS_TOKEN } });
     session = await import("@/app/api/session/route");
     health = await import("@/app/api/health/route");
     locks = await import("@/app/api/locks/route");
@@ -88,7 +90,16 @@ describe("sign-in, sessions and health", () => {
     const right = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: OPERATOR_TOKEN } });
     expect(right.status).toBe(200);
     const other = await call(session.POST, "POST", "/api/session", { token: null, headers: { "x-lockscope-client-ip": "10.9.9.10" }, body: { token: "wrong-token-number-6" } });
-    expect(other.status).toBe(401);
+    expect([other.status, other.headers.get("www-authenticate")]).toEqual([401, 'Bearer realm="lockscope"']);
+  });
+
+  it("names the scheme on every 401: a malformed Authorization header, the scrape token used elsewhere", async () => {
+    for (const authorization of ["Basic Zm9vOmJhcg==", "Bearer", "Bearer a b"]) {
+      const res = await call(locks.GET, "GET", "/api/locks", { token: null, headers: { authorization, "x-lockscope-client-ip": "10.9.9.12" } });
+      expect([res.status, res.headers.get("www-authenticate")], authorization).toEqual([401, 'Bearer realm="lockscope"']);
+    }
+    const scrape = await call(locks.GET, "GET", "/api/locks", { token: METRICS_TOKEN, headers: { "x-lockscope-client-ip": "10.9.9.12" } });
+    expect([scrape.status, scrape.headers.get("www-authenticate")]).toEqual([401, 'Bearer realm="lockscope"']);
   });
 
   it("limits wrong bearer tokens too, and still accepts the right one", async () => {
@@ -101,6 +112,8 @@ describe("sign-in, sessions and health", () => {
     expect(limited.status).toBe(429);
     expect(limited.body).toMatchObject({ error: { code: "rate_limited" } });
     expect((await call(locks.GET, "GET", "/api/locks", from(VIEWER_TOKEN))).status).toBe(200);
+    // A health probe from that address, carrying a wrong token, is still answered: it reads no credentials.
+    expect((await call(health.GET, "GET", "/api/health", from("guessed-bearer-6"))).status).toBe(200);
   });
 
   it("revokes the session on sign-out: a copy of the cookie no longer works, even after the nodes lose it", async () => {
