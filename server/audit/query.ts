@@ -7,12 +7,22 @@ function realDay(year: number, month: number, day: number): boolean {
   return at.getUTCFullYear() === year && at.getUTCMonth() === month - 1 && at.getUTCDate() === day;
 }
 
+/**
+ * ISO 8601 as the console reads it: a day (midnight UTC), or a day and time with `Z` or an offset. A time
+ * without one would be read in the server's own time zone; anything after it (`2025-01-01 (hello)`) is refused,
+ * where `Date.parse` would read what it can.
+ */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
+
 /** A time bound: epoch milliseconds, or an ISO 8601 date/time. (The history routes take the same.) */
 export const timeBound = (name: string) =>
   z.string().transform((s, ctx) => {
-    const ms = /^[0-9]{1,15}$/.test(s) ? Number(s) : Date.parse(s);
-    if (!Number.isFinite(ms) || !/^[0-9]{1,15}$|^\d{4}-\d{2}-\d{2}/.test(s)) {
-      ctx.addIssue({ code: "custom", message: `\`${name}\` must be epoch milliseconds or an ISO date such as 2025-01-31T12:00:00Z` });
+    const ms = /^[0-9]{1,15}$/.test(s) ? Number(s) : ISO_INSTANT.test(s) ? Date.parse(s) : Number.NaN;
+    if (!Number.isFinite(ms)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `\`${name}\` must be epoch milliseconds, an ISO date (2025-01-31, midnight UTC) or an ISO date and time with Z or an offset (2025-01-31T12:00:00Z)`,
+      });
       return z.NEVER;
     }
     // Date.parse rolls a day the month does not have over into the next month (2025-02-30 is 2 March).

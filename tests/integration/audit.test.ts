@@ -168,12 +168,20 @@ describe("audit log", () => {
       ["?limit=501", /at most 500/],
       ["?limit=ten", /whole number/],
       ["?before=yesterday", /entry id/],
-      ["?from=last-week", /epoch milliseconds or an ISO date/],
+      ["?from=last-week", /epoch milliseconds, an ISO date/],
+      // What Date.parse would read anyway: text after the date, a time in the server's own zone.
+      ["?from=2025-01-01%20(hello%20world)", /epoch milliseconds, an ISO date/],
+      ["?to=2025-01-01%20PST", /epoch milliseconds, an ISO date/],
+      ["?from=2025-01-01T00:00:00", /with Z or an offset/],
       ["?from=2000&to=1000", /`from` must be before `to`/],
       // Not rolled over into the next month, as Date.parse would (2 March).
       ["?from=2025-02-30", /`from` names a day that does not exist \(2025-02-30\)/],
       ["?to=2025-04-31T00:00:00Z", /`to` names a day that does not exist/],
       ["?page=2", /unknown field.*page/],
+      // Names an object has built in are parameters like any other (not "given more than once").
+      ["?constructor=1", /unknown field.*constructor/],
+      ["?toString=1", /unknown field.*toString/],
+      ["?__proto__=1", /unknown field.*__proto__/],
       ["?limit=1&limit=2", /more than once/],
       [`?resource=${"x".repeat(1100)}`, /at most 1024/],
     ];
