@@ -99,8 +99,9 @@ export class PostgresAudit implements AuditStore {
     };
     // The id starts with the entry's time: a keyset cursor on the primary key.
     if (before) where.push(`id < ${arg(before)}`);
-    if (filters.resource) where.push(`resource ILIKE ${arg(containing(filters.resource))}`);
-    if (filters.actor) where.push(`actor ILIKE ${arg(containing(filters.actor))}`);
+    // Looked up as they were stored (`clean`).
+    if (filters.resource) where.push(`resource ILIKE ${arg(containing(clean(filters.resource)))}`);
+    if (filters.actor) where.push(`actor ILIKE ${arg(containing(clean(filters.actor)))}`);
     if (filters.from !== undefined) where.push(`at >= to_timestamp(${arg(filters.from / 1000)})`);
     if (filters.to !== undefined) where.push(`at < to_timestamp(${arg(filters.to / 1000)})`);
     const sql = `SELECT id, (extract(epoch FROM at) * 1000)::bigint AS at_ms, actor, role, action, resource, deployment, token, holder, reason, outcome,

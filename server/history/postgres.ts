@@ -44,15 +44,17 @@ export function parseCursor(cursor: string): { ms: string; id: string } {
   return { ms: ms ?? "0", id: id ?? "0" };
 }
 
-export const CURSOR_PATTERN = /^[0-9]{1,15}-[0-9]{1,19}$/;
+// An id of up to 18 digits: every one fits PostgreSQL's bigint (19 digits may not: a 400, not the database's error).
+export const CURSOR_PATTERN = /^[0-9]{1,15}-[0-9]{1,18}$/;
 
 /** Builds the SQL and its parameters with the next `$n` placeholder for each value. */
 function params(first: unknown[] = []) {
   const args = [...first];
   return {
     args,
+    // Text is looked up as it was stored (`clean`: a NUL, which PostgreSQL refuses, as U+FFFD).
     arg: (value: unknown): string => {
-      args.push(value);
+      args.push(typeof value === "string" ? clean(value) : value);
       return `$${args.length}`;
     },
   };

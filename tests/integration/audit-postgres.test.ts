@@ -220,6 +220,16 @@ describe("audit and lock history in PostgreSQL", () => {
     ]);
     const held = await get<HoldsPage>(lockHistoryRoute.GET, `/api/locks/x/history?at=${at + 500}`, { resource: stored });
     expect(held.body.holds.map((h) => [h.token, h.acquiredAt, h.endedAt, h.endType])).toEqual([['v"1",{NULL}\\\uFFFD\uFFFD', at, at + 1_000, "released"]]);
+    // Asked for by the name the live view shows (with the NUL): looked up as it was stored, not refused by the database.
+    const asShown = 'lock:odd/"q",{b}\\x\u0000\uFFFDé😀';
+    const shown = await get<EventsPage>(lockHistoryRoute.GET, `/api/locks/${encodeURIComponent(asShown)}/history`, { resource: asShown });
+    expect(shown.status, JSON.stringify(shown.body)).toBe(200);
+    expect(shown.body.events.map((e) => e.type)).toEqual(["released", "acquired"]);
+    // Filters with a NUL read the same way, in the audit too.
+    for (const [handler, path] of [[auditRoute.GET, "/api/audit?actor=%00"], [auditRoute.GET, "/api/audit?resource=a%00b"], [historyRoute.GET, "/api/history?resource=%00"]] as const) {
+      const res = await get<unknown>(handler, path);
+      expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(200);
+    }
   });
 
   it("records lock history, pages it newest first by resource and by time, and answers who held a lock at an instant", async () => {

@@ -180,6 +180,26 @@ describe("lock history with several deployments", () => {
     expect(/^lockscope_history_events_total\{outcome="dropped_write_failed"\} (\d+)/m.exec(text)?.[1]).toBe("0");
   });
 
+  it("answers a cursor past the database's numbers with a 400, and reads a name with a NUL as it was recorded", async () => {
+    for (const res of [await allHistory<EventsAnswer>("?before=1-9999999999999999999"), await lockHistory<EventsAnswer>("lock:shared", "?deployment=orders&before=1-9999999999999999999")]) {
+      expect(res.status).toBe(400);
+      expect(res.body.error?.message).toMatch(/`before`/);
+    }
+    // PostgreSQL refuses a NUL in text: the key is recorded with U+FFFD there, and looked up the same way.
+    const key = "lock:n\u0000ul";
+    await ordersNode.set(key, "nul-token", "PX", 120_000);
+    await until("the NUL key's acquisition recorded", async () => {
+      const res = await lockHistory<EventsAnswer>(key, "?deployment=orders");
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.events.some((e) => e.type === "acquired" && e.token === "nul-token");
+    });
+    for (const query of ["?resource=lock%3An%00ul", "?resource=%00"]) {
+      const res = await allHistory<EventsAnswer>(query);
+      expect(res.status, `${query}: ${JSON.stringify(res.body)}`).toBe(200);
+    }
+    await ordersNode.del(key);
+  });
+
   it("refuses a deployment it does not watch with a 400 naming those it does", async () => {
     for (const res of [await allHistory<EventsAnswer>("?deployment=billing"), await lockHistory<EventsAnswer>("lock:shared", "?deployment=billing")]) {
       expect(res.status).toBe(400);
