@@ -126,6 +126,7 @@ export function LabClient() {
                   <button
                     type="button"
                     className="button"
+                    aria-label={`Edit preset: ${p.name}`}
                     onClick={() => {
                       setFormSettings(p.runs[0]!);
                       setFormVersion((v) => v + 1);

@@ -66,6 +66,19 @@ test("a viewer watches the lab but cannot start a run", async ({ page, signIn })
   await expect(page.getByRole("button", { name: "Run preset: The read-modify-write race" })).toBeDisabled();
   await expect(page.getByRole("table", { name: "Lab results" }).or(page.getByText("No runs yet"))).toBeVisible();
   await expect(page.getByText("Sign in with the operator token to start runs")).toBeVisible();
+
+  // Each preset's Edit button names its preset (a screen reader lists buttons by name, out of their cards).
+  await expect(page.getByRole("button", { name: "Edit", exact: true })).toHaveCount(0);
+  for (const name of ["The read-modify-write race", "Naive lock with pauses", "Redlock with a node killed", "Fenced Redlock with pauses"]) {
+    await expect(page.getByRole("button", { name: `Edit preset: ${name}`, exact: true })).toHaveText("Edit");
+  }
+  const settings = page.getByRole("form", { name: "Run settings" });
+  await page.getByRole("button", { name: "Edit preset: Redlock with a node killed", exact: true }).click();
+  await expect(settings.getByRole("combobox", { name: "Strategy" })).toHaveValue("redlock");
+  await expect(settings.getByRole("spinbutton", { name: "Stock" })).toHaveValue("400");
+  await page.getByRole("button", { name: "Edit preset: The read-modify-write race", exact: true }).click();
+  await expect(settings.getByRole("combobox", { name: "Strategy" })).toHaveValue("none");
+  await expect(settings.getByRole("spinbutton", { name: "Stock" })).toHaveValue("200");
 });
 
 test("a script drives the lab over HTTP, and the run's lock shows on the Locks page while it runs", async ({ page, request, signIn }) => {
