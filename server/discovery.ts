@@ -65,6 +65,8 @@ interface NodeState {
   node: DiscoveryNode;
   current: NodeScan;
   lastComplete: NodeScan | null;
+  /** When `lastComplete` ended, on the wall clock: people read it as "scanned 3 min ago". */
+  lastCompleteAt: number | null;
   error: string | null;
 }
 
@@ -79,7 +81,7 @@ export class Discovery {
     for (const [name, value] of [["count", this.options.count], ["stepsPerSecond", this.options.stepsPerSecond]] as const) {
       if (!(Number.isFinite(value) && value > 0)) throw new TypeError(`Expected \`${name}\` to be a positive number, got \`${String(value)}\` (${typeof value})`);
     }
-    this.states = nodes.map((node) => ({ node, current: { scanned: 0, found: new Map() }, lastComplete: null, error: null }));
+    this.states = nodes.map((node) => ({ node, current: { scanned: 0, found: new Map() }, lastComplete: null, lastCompleteAt: null, error: null }));
   }
 
   /** Starts the background passes (idempotent). */
@@ -133,6 +135,7 @@ export class Discovery {
       } while (cursor !== "0" && !signal.aborted);
       if (cursor === "0") {
         state.lastComplete = state.current;
+        state.lastCompleteAt = Date.now();
         state.error = null;
       }
       return true;
@@ -144,8 +147,15 @@ export class Discovery {
     }
   }
 
-  /** What was found: each node's last full pass (or the one under way before the first ends), grouped. */
-  result(): DiscoveryResult & { nodes: Array<{ id: string; scannedKeys: number; complete: boolean; error: string | null }> } {
+  /**
+   * What was found: each node's last full pass (or the one under way before the first ends), grouped.
+   * `scannedAt`: when the oldest of those full passes ended (the findings are at least that recent), null until
+   * every node has been scanned to its end.
+   */
+  result(): DiscoveryResult & {
+    scannedAt: number | null;
+    nodes: Array<{ id: string; scannedKeys: number; complete: boolean; scannedAt: number | null; error: string | null }>;
+  } {
     const isLockKey = lockKeyMatcher(this.options.patterns());
     const found = new Map<string, FormatName>();
     let scannedKeys = 0;
@@ -154,15 +164,18 @@ export class Discovery {
       scannedKeys += shown.scanned;
       for (const [key, format] of shown.found) if (!found.has(key)) found.set(key, format);
     }
+    const ends = this.states.map((s) => s.lastCompleteAt);
     return {
       scannedKeys,
       complete: this.states.every((s) => s.lastComplete !== null),
+      scannedAt: ends.length > 0 && ends.every((at): at is number => at !== null) ? Math.min(...ends) : null,
       // A key may have come under the patterns since it was found: it is shown as a lock now, not suggested.
       candidates: groupCandidates(found, (key) => !isLockKey(key)),
       nodes: this.states.map((s) => ({
         id: s.node.id,
         scannedKeys: (s.lastComplete ?? s.current).scanned,
         complete: s.lastComplete !== null,
+        scannedAt: s.lastCompleteAt,
         error: s.error,
       })),
     };

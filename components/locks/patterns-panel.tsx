@@ -8,6 +8,7 @@ import { MessageText } from "../message-text";
 import { useIsOperator } from "../session";
 import { TableHead, TableScroll } from "../table-scroll";
 import { FORMAT_LABEL } from "./format";
+import { useNow } from "./use-live-locks";
 
 interface PatternEntry {
   glob: string;
@@ -25,7 +26,19 @@ interface PatternsResponse {
 interface DiscoveryResponse {
   scannedKeys: number;
   complete: boolean;
+  /** When the oldest of the nodes' last full scans ended (server clock); null until every node was scanned to its end. */
+  scannedAt: number | null;
+  serverTime: number;
   candidates: Array<{ pattern: string; format: Lock["format"]; keys: number; examples: string[] }>;
+}
+
+/** "3 min ago", "1 h 20 min ago": how long ago discovery's last full scan ended. */
+function agoText(ms: number): string {
+  const minutes = Math.floor(Math.max(0, ms) / 60_000);
+  if (minutes < 1) return "less than a minute ago";
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.floor(minutes / 60);
+  return minutes % 60 === 0 ? `${hours} h ago` : `${hours} h ${minutes % 60} min ago`;
 }
 
 const SCOPE_TEXT = { quorum: "Redlock (quorum)", single: "single instance" } as const;
@@ -41,6 +54,7 @@ export function PatternsPanel() {
   const queryClient = useQueryClient();
   const patterns = useQuery({ queryKey: ["patterns"], queryFn: () => apiFetch<PatternsResponse>("/api/patterns"), refetchInterval: 5_000, retry: false });
   const discovery = useQuery({ queryKey: ["discovery"], queryFn: () => apiFetch<DiscoveryResponse>("/api/discovery"), refetchInterval: 15_000, retry: false });
+  const now = useNow(10_000);
   const [glob, setGlob] = useState("");
   const [scope, setScope] = useState<"" | "quorum" | "single">("");
   const [reason, setReason] = useState("");
@@ -69,6 +83,13 @@ export function PatternsPanel() {
   const listed = current.find((p) => p.glob === typed);
   // The form changes a listed pattern's scope: the glob is listed and the scope chosen differs from its own.
   const rescoping = listed !== undefined && (listed.scope ?? "") !== scope;
+
+  // The scan's age on the console's clock (the browser's may be off), as of the later of the last tick and the last answer.
+  const scanned = discovery.data
+    ? discovery.data.scannedAt === null
+      ? "Not scanned yet: the first scan of every node has not ended."
+      : `Scanned ${agoText(Math.max(now, discovery.dataUpdatedAt) - discovery.dataUpdatedAt + discovery.data.serverTime - discovery.data.scannedAt)} (a new scan starts 10 minutes after one ends).`
+    : null;
 
   const scopeText = (s: "" | "quorum" | "single" | undefined) => (s ? SCOPE_TEXT[s] : "inferred scope");
   // What the form does with a pattern already listed, said before the operator sends anything.
@@ -172,6 +193,7 @@ export function PatternsPanel() {
       )}
 
       <h3>Lock-shaped keys outside the patterns</h3>
+      {scanned && <p className="muted">{scanned}</p>}
       {discovery.error ? (
         <p className="muted">Discovery is not available: {discovery.error.message}</p>
       ) : !discovery.data ? (
@@ -200,6 +222,7 @@ export function PatternsPanel() {
                       <button
                         type="button"
                         className="button small"
+                        aria-label={`Add pattern ${c.pattern}`}
                         disabled={!canSave || current.some((p) => p.glob === c.pattern)}
                         title={canSave ? undefined : "Give a reason first (it goes to the audit log)"}
                         onClick={() => save.mutate([...current, { glob: c.pattern }])}

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { Semaphore } from "redis-semaphore";
 import { RedissonWriter } from "../support/redisson";
@@ -190,6 +191,65 @@ test.describe("locks of every format", () => {
     const change = page.getByRole("table", { name: "Audit entries" }).getByRole("row").filter({ hasText: "the job runner's locks" }).first();
     await expect(change).toContainText("patterns applied");
     await expect(change).not.toContainText("released");
+  });
+
+  /** Answers the page's discovery reads with these findings (the console's own scan finds only what is on its nodes at start). */
+  async function discoveryAnswers(page: Page, answer: () => { scannedAt: number | null; candidates: Array<{ pattern: string; examples: string[] }> }) {
+    await page.route("**/api/discovery", (route) => {
+      const { scannedAt, candidates } = answer();
+      return route.fulfill({
+        json: { scannedKeys: 1_234, complete: scannedAt !== null, scannedAt, serverTime: Date.now(), candidates: candidates.map((c) => ({ ...c, format: "redisson", keys: c.examples.length })), nodes: [] },
+      });
+    });
+  }
+
+  test("discovery says when it last scanned the nodes, or that it has not yet", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const section = page.getByRole("region", { name: "Lock patterns and discovery" });
+
+    // The console's own scan starts with the console; its answer says when its last full pass ended.
+    await expect.poll(async () => ((await (await page.request.get("/api/discovery")).json()) as { scannedAt: number | null }).scannedAt, { timeout: 60_000 }).not.toBeNull();
+    const real = (await (await page.request.get("/api/discovery")).json()) as { scannedAt: number; serverTime: number };
+    expect(real.serverTime - real.scannedAt).toBeGreaterThanOrEqual(0);
+    expect(real.serverTime - real.scannedAt).toBeLessThan(60 * 60_000);
+    await page.goto("/");
+    await expect(section).toContainText(/Scanned (less than a minute|\d+ min) ago \(a new scan starts 10 minutes after one ends\)\./);
+
+    // A scan that ended 3 minutes ago, then none ended yet.
+    let scannedAt: number | null = Date.now() - 3 * 60_000 - 10_000;
+    await discoveryAnswers(page, () => ({ scannedAt, candidates: [] }));
+    await page.reload();
+    await expect(section).toContainText("Scanned 3 min ago");
+    scannedAt = null;
+    await page.reload();
+    await expect(section).toContainText("Not scanned yet: the first scan of every node has not ended.");
+    await expect(section).not.toContainText("Scanned");
+  });
+
+  test("each family discovery suggests has its own Add pattern button, named for its glob, that adds that glob", async ({ page, signIn, baseURL }) => {
+    await signIn("operator");
+    const origin = new URL(baseURL ?? "http://127.0.0.1").origin;
+    const section = page.getByRole("region", { name: "Lock patterns and discovery" });
+    const found = [`e2e-found-${randomBytes(3).toString("hex")}:*`, `e2e-found-${randomBytes(3).toString("hex")}.*`];
+    await discoveryAnswers(page, () => ({ scannedAt: Date.now() - 60_000, candidates: found.map((pattern) => ({ pattern, examples: [pattern.replace("*", "a"), pattern.replace("*", "b")] })) }));
+    await page.goto("/");
+    const table = section.getByRole("table", { name: "Discovered lock keys" });
+    // A screen reader lists the buttons by name, out of their rows: each names its glob; the text stays "Add pattern".
+    await expect(table.getByRole("button", { name: "Add pattern", exact: true })).toHaveCount(0);
+    for (const glob of found) await expect(table.getByRole("button", { name: `Add pattern ${glob}`, exact: true })).toHaveText("Add pattern");
+
+    const read = (await (await page.request.get("/api/patterns")).json()) as { patterns: Array<{ glob: string }> };
+    try {
+      await page.getByRole("form", { name: "Change lock patterns" }).getByLabel("Reason (for the audit log)").fill("the locks discovery found");
+      await table.getByRole("button", { name: `Add pattern ${found[1]!}`, exact: true }).click();
+      const list = page.getByRole("list", { name: "Lock patterns" });
+      await expect(list).toContainText(found[1]!);
+      await expect(list).not.toContainText(found[0]!);
+    } finally {
+      const now = (await (await page.request.get("/api/patterns")).json()) as { revision: string };
+      const restored = await page.request.put("/api/patterns", { data: { patterns: read.patterns, reason: "end of the test", revision: now.revision }, headers: { Origin: origin } });
+      expect(restored.status()).toBe(200);
+    }
   });
 
   test("an operator changes a listed pattern's scope from the form, is told when it is listed already, and a refusal goes once the input changes", async ({ page, signIn, baseURL }) => {
