@@ -16,7 +16,16 @@ function timeText(at: number): string {
   return new Date(at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
 }
 
-const NOT_RECORDING = "Lock history is recorded when the console keeps its audit in PostgreSQL (AUDIT_DATABASE_URL); until then only the live timeline is shown.";
+/** Without a history database the routes answer `recording: false`: the one line said instead of a table or a form that can only come back empty. */
+const NOT_RECORDING = "Lock history is not recorded on this console: set `AUDIT_DATABASE_URL` to a PostgreSQL database to record it and to ask who held a lock at a given time.";
+
+function NotRecording() {
+  return (
+    <p className="muted">
+      <MessageText text={NOT_RECORDING} />
+    </p>
+  );
+}
 
 /** A lock's history route, on the deployment named (where the console watches several; else it finds it). */
 function lockHistoryPath(resource: string, deployment: string | undefined, params: URLSearchParams): string {
@@ -73,7 +82,7 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
           <MessageText text={holds.error.message} />
         </p>
       )}
-      {holds.data && !holds.data.recording && <p className="muted">{NOT_RECORDING}</p>}
+      {holds.data && !holds.data.recording && <NotRecording />}
       {holds.data?.recording && (
         <div className="panel">
           <table className={styles.table} aria-label={`Holds at ${timeText(holds.data.at)}`}>
@@ -106,9 +115,9 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
   );
 }
 
-/** A lock's recorded history, newest first, read page by page from the database beyond what the live view keeps. */
-function RecordedEvents({ resource, deployment }: { resource: string; deployment?: string }) {
-  const result = useInfiniteQuery({
+/** A lock's recorded events, newest first, page by page; its first answer also says whether history is recorded at all. */
+function useRecordedEvents(resource: string, deployment: string | undefined, enabled: boolean) {
+  return useInfiniteQuery({
     queryKey: ["history", resource, deployment ?? null],
     initialPageParam: null as string | null,
     queryFn: ({ pageParam }) => {
@@ -119,9 +128,13 @@ function RecordedEvents({ resource, deployment }: { resource: string; deployment
     getNextPageParam: (last) => last.next,
     refetchInterval: 15_000,
     retry: (count, error) => !(error instanceof ApiRequestError && error.status < 500) && count < 1,
+    enabled,
   });
+}
+
+/** A lock's recorded history, newest first, read page by page from the database beyond what the live view keeps. */
+function RecordedEvents({ resource, deployment, result }: { resource: string; deployment?: string; result: ReturnType<typeof useRecordedEvents> }) {
   const pages = result.data?.pages ?? [];
-  if (pages[0] && !pages[0].recording) return <p className="muted">{NOT_RECORDING}</p>;
   // The page did not say which deployment, and the lock is on several (or, ended, on none now): one link to each.
   const choices = result.error instanceof ApiRequestError && result.error.status === 409 ? ((result.error.details as { deployments?: string[] } | undefined)?.deployments ?? []) : [];
   if (choices.length > 0) {
@@ -181,25 +194,51 @@ function RecordedEvents({ resource, deployment }: { resource: string; deployment
 /** The lock page's history section: every recorded event of this lock, and who held it at a given time. */
 export function LockHistory({ resource, deployment }: { resource: string; deployment?: string }) {
   const session = useSession();
+  const signedIn = !session.isPending && session.data !== null;
+  const events = useRecordedEvents(resource, deployment, signedIn);
   const on = deployment === undefined ? {} : { deployment };
   // Signed out, the lock's page says only "Sign in to see locks.": the history would be one more refusal.
-  if (session.isPending || session.data === null) return null;
+  if (!signedIn) return null;
+  const first = events.data?.pages[0];
   return (
     <section aria-labelledby="lock-history-heading">
       <h2 id="lock-history-heading">Recorded history</h2>
-      <RecordedEvents resource={resource} {...on} />
-      <h3>Who held it at…</h3>
-      <HeldAt resource={resource} {...on} />
+      {first && !first.recording ? (
+        <NotRecording />
+      ) : events.isPending ? (
+        <p className="muted">Loading…</p>
+      ) : (
+        <RecordedEvents resource={resource} result={events} {...on} />
+      )}
+      {/* Asked only where history is recorded (and the lock's deployment is known): elsewhere it could only fail. */}
+      {first?.recording && (
+        <>
+          <h3>Who held it at…</h3>
+          <HeldAt resource={resource} {...on} />
+        </>
+      )}
     </section>
   );
 }
 
 /** The audit page's postmortem question: what was held at a given time (of one lock, or of every lock). */
 export function HeldAtLookup() {
+  const session = useSession();
+  const signedIn = !session.isPending && session.data !== null;
+  // Whether history is recorded: without a database the route answers `recording: false`.
+  const probe = useQuery({
+    queryKey: ["history-recording"],
+    queryFn: () => apiFetch<EventsAnswer>("/api/history?limit=1"),
+    enabled: signedIn,
+    retry: false,
+    staleTime: 60_000,
+  });
+  // Signed out, the audit page asks only to sign in (the audit log above says so): this would be one more refusal.
+  if (!signedIn || probe.isPending || (probe.error instanceof ApiRequestError && probe.error.status === 401)) return null;
   return (
     <section aria-labelledby="held-at-heading">
       <h2 id="held-at-heading">Who held what, when</h2>
-      <HeldAt />
+      {probe.data && !probe.data.recording ? <NotRecording /> : <HeldAt />}
     </section>
   );
 }

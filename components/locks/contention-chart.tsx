@@ -4,6 +4,26 @@ import { useEffect, useRef } from "react";
 import "uplot/dist/uPlot.min.css";
 import { themeColor, useResolvedTheme, withAlpha } from "../theme-switch";
 
+const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+/** The time axis's steps, in seconds: ticks fall on whole minutes only (1, 2, 5, 10… of them). */
+const TIME_STEPS = [60, 120, 300, 600, 1_800, 3_600];
+
+/**
+ * The time axis's labels: one line each, all in one format ("2:50 PM", "14:50"), and the least room a tick needs so
+ * that two labels never touch. uPlot's own labels add the date under the first one, wider than the gap to the next,
+ * and how close that next tick is depends on where the window starts.
+ */
+function timeAxis(): { format: (seconds: number) => string; space: number } {
+  const format = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit" });
+  const ctx = document.createElement("canvas").getContext("2d");
+  let widest = 60;
+  if (ctx) {
+    ctx.font = AXIS_FONT;
+    for (const hour of [0, 10, 12, 22, 23]) widest = Math.max(widest, ctx.measureText(format.format(new Date(2026, 0, 1, hour, 58))).width);
+  }
+  return { format: (seconds) => format.format(new Date(seconds * 1000)), space: Math.ceil(widest) + 16 };
+}
+
 /** Failed attempts per 10 s over the last minutes (uPlot), with the same figures as text for screen readers. */
 export function ContentionChart({ history }: { history: { bucketMs: number; endsAt: number; attempts: number[] } }) {
   const host = useRef<HTMLDivElement>(null);
@@ -24,6 +44,7 @@ export function ContentionChart({ history }: { history: { bucketMs: number; ends
       const stroke = themeColor("--other", "#9a5b00");
       const axis = themeColor("--muted", "#888");
       const grid = themeColor("--chart-grid", "rgba(128,128,128,0.15)");
+      const time = timeAxis();
       plot = new UPlot(
         {
           width: Math.max(240, el.clientWidth),
@@ -32,8 +53,21 @@ export function ContentionChart({ history }: { history: { bucketMs: number; ends
           cursor: { show: true },
           scales: { y: { range: (_u, _min, max) => [0, Math.max(4, max)] } },
           axes: [
-            { stroke: axis, grid: { stroke: grid } },
-            { stroke: axis, grid: { stroke: grid }, label: "attempts / 10 s" },
+            {
+              stroke: axis,
+              grid: { stroke: grid },
+              font: AXIS_FONT,
+              incrs: TIME_STEPS,
+              space: time.space,
+              // Whole multiples of the step inside the window (uPlot's own may add one past its end, cut by the edge).
+              splits: (_u, _axis, min, max, step) => {
+                const ticks: number[] = [];
+                for (let t = Math.ceil(min / step) * step; t <= max; t += step) ticks.push(t);
+                return ticks;
+              },
+              values: (_u, splits) => splits.map(time.format),
+            },
+            { stroke: axis, grid: { stroke: grid }, font: AXIS_FONT, label: "attempts / 10 s" },
           ],
           series: [{}, { label: "failed attempts", stroke, fill: withAlpha(stroke, 0.2), width: 1.5 }],
         },

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
+import type { Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { encodeLockValue } from "@lockscope/redlock";
 import { Redlock } from "@lockscope/redlock";
 import { expect, lockNodeClients, test } from "./fixtures";
-import { deleteMatching } from "./scene";
+import { deleteMatching, holdLock, settled } from "./scene";
 
 const unique = (name: string) => `lock:e2e/${name}-${randomBytes(3).toString("hex")}`;
 
@@ -71,6 +72,16 @@ test.describe("live locks", () => {
     // A foreign client's failed attempts leave no trace in Redis: no chart claiming there were none.
     await expect(page.getByText("Not visible for this lock")).toBeVisible();
     await expect(page.getByRole("img", { name: /Failed acquisition attempts per 10 seconds/ })).toHaveCount(0);
+
+    // This console keeps no history database (its history routes answer `recording: false`): the history section says
+    // so in one line, naming the setting, and offers no "who held it at…" form that could only come back empty.
+    expect(((await (await page.request.get(`/api/locks/${encodeURIComponent(resource)}/history?limit=1`)).json()) as { recording: boolean }).recording).toBe(false);
+    const history = page.getByRole("region", { name: "Recorded history" });
+    await expect(history).toContainText("Lock history is not recorded on this console: set AUDIT_DATABASE_URL");
+    await expect(history.locator("code")).toHaveText("AUDIT_DATABASE_URL");
+    await expect(page.getByRole("heading", { name: "Who held it at…" })).toHaveCount(0);
+    await expect(page.getByRole("form", { name: "Who held it at a given time" })).toHaveCount(0);
+    await expect(history.getByRole("table")).toHaveCount(0);
 
     await Promise.all(clients.map((c) => c.del(resource)));
     await expect(timeline).toContainText("released");
@@ -172,5 +183,107 @@ test.describe("live locks", () => {
     await Promise.all(hot.map((l) => holder.release(l)));
     await Promise.all([holder, ...waiters].map((r) => r.quit()));
     await deleteMatching(clients, `${prefix}/*`);
+  });
+});
+
+/** The contention chart's time labels as drawn on its canvas: one box per tick (its lines stacked), left to right. */
+async function chartTimeLabels(page: Page): Promise<{ canvasWidth: number; labels: Array<{ text: string; left: number; right: number }> }> {
+  return page.evaluate(() => {
+    const canvas = document.querySelector<HTMLCanvasElement>(".contention-chart canvas");
+    const drawn = canvas && "drawnText" in canvas ? (canvas.drawnText as DrawnText[]) : [];
+    // The time axis is under the plot: its labels hang from their tick (baseline top), centred on it, unrotated.
+    const byTick = new Map<number, DrawnText[]>();
+    for (const t of drawn) {
+      if (t.baseline !== "top" || t.align !== "center" || t.rotated) continue;
+      const at = Math.round(t.x);
+      byTick.set(at, [...(byTick.get(at) ?? []), t]);
+    }
+    const labels = [...byTick].map(([x, lines]) => {
+      const width = Math.max(...lines.map((l) => l.width));
+      return { text: lines.map((l) => l.text).join(" / "), left: x - width / 2, right: x + width / 2 };
+    });
+    return { canvasWidth: canvas?.width ?? 0, labels: labels.sort((a, b) => a.left - b.left) };
+  });
+}
+
+interface DrawnText {
+  text: string;
+  x: number;
+  width: number;
+  align: string;
+  baseline: string;
+  rotated: boolean;
+}
+
+test.describe("the contention chart", () => {
+  // The labels depend on the clock: one zone and one language, so a run reads the same times wherever it runs.
+  test.use({ timezoneId: "UTC", locale: "en-US" });
+
+  test("its time labels never overlap or leave the chart, wherever its 10 minutes start and however wide it is", async ({ page, request, signIn }) => {
+    test.setTimeout(120_000);
+    await signIn("viewer");
+    const clients = await lockNodeClients(request);
+    const resource = `lock:e2e/chart-${randomBytes(3).toString("hex")}`;
+    try {
+      await holdLock(clients, resource, "flash-sale", "9", 300_000);
+      // What the chart draws (the canvas keeps its own list: each redraw starts with a clear of the whole canvas).
+      await page.addInitScript(() => {
+        type Drawn = { text: string; x: number; width: number; align: string; baseline: string; rotated: boolean };
+        const proto = CanvasRenderingContext2D.prototype;
+        // The originals, taken off the prototype (each called on its own context below).
+        const fillText = Object.getOwnPropertyDescriptor(proto, "fillText")?.value as (this: CanvasRenderingContext2D, text: string, x: number, y: number, maxWidth?: number) => void;
+        const clearRect = Object.getOwnPropertyDescriptor(proto, "clearRect")?.value as (this: CanvasRenderingContext2D, x: number, y: number, w: number, h: number) => void;
+        proto.fillText = function (this: CanvasRenderingContext2D, text: string, x: number, y: number, maxWidth?: number) {
+          const m = this.getTransform();
+          const list = ((this.canvas as HTMLCanvasElement & { drawnText?: Drawn[] }).drawnText ??= []);
+          list.push({ text, x: m.a * x + m.c * y + m.e, width: this.measureText(text).width, align: this.textAlign, baseline: this.textBaseline, rotated: m.b !== 0 || m.c !== 0 });
+          return maxWidth === undefined ? fillText.call(this, text, x, y) : fillText.call(this, text, x, y, maxWidth);
+        };
+        proto.clearRect = function (this: CanvasRenderingContext2D, x: number, y: number, w: number, h: number) {
+          if (w >= this.canvas.width && h >= this.canvas.height) (this.canvas as HTMLCanvasElement & { drawnText?: Drawn[] }).drawnText = [];
+          return clearRect.call(this, x, y, w, h);
+        };
+      });
+      // The lock's page as the console answers it, with the chart's window ending where the test says.
+      let endsAt = 0;
+      await page.route(
+        (url) => url.pathname === `/api/locks/${encodeURIComponent(resource)}`,
+        async (route) => {
+          const response = await route.fetch();
+          const body = (await response.json()) as { contentionHistory: { bucketMs: number; endsAt: number; attempts: number[] } };
+          body.contentionHistory = { bucketMs: 10_000, endsAt, attempts: Array.from({ length: 60 }, (_, i) => (i * 7) % 5) };
+          await route.fulfill({ response, json: body });
+        },
+      );
+      const figure = page.getByRole("img", { name: /Failed acquisition attempts per 10 seconds/ });
+      // A window ending on a whole 10 minutes, then 5 s later, and so on through a whole minute.
+      const base = Math.floor(Date.now() / 600_000) * 600_000;
+      for (let offset = 0; offset < 60_000; offset += 5_000) {
+        endsAt = base + offset;
+        await page.setViewportSize({ width: 1440, height: 1000 });
+        await page.goto(`/locks/${encodeURIComponent(resource)}`);
+        await expect(figure.locator("canvas")).toBeVisible();
+        for (const width of [390, 820, 1280, 1440, 2560]) {
+          await page.setViewportSize({ width, height: 1000 });
+          await settled(page);
+          const box = await figure.boundingBox();
+          // Drawn at this size: the canvas is as wide as its box (the chart redraws when its box changes).
+          await expect.poll(async () => (await chartTimeLabels(page)).canvasWidth).toBe(Math.round(Math.max(240, box?.width ?? 0) * (await page.evaluate(() => devicePixelRatio))));
+          const { canvasWidth, labels } = await chartTimeLabels(page);
+          const where = `window ending ${new Date(endsAt).toISOString()}, ${width} px: ${labels.map((l) => `${l.text} [${Math.round(l.left)}, ${Math.round(l.right)}]`).join(", ")}`;
+          expect(labels.length, where).toBeGreaterThan(0);
+          for (const [i, label] of labels.entries()) {
+            expect(label.left, `${where}: "${label.text}" leaves the chart on the left`).toBeGreaterThanOrEqual(0);
+            expect(label.right, `${where}: "${label.text}" leaves the chart on the right`).toBeLessThanOrEqual(canvasWidth);
+            const next = labels[i + 1];
+            if (next) expect(label.right, `${where}: "${label.text}" overlaps "${next.text}"`).toBeLessThanOrEqual(next.left);
+          }
+        }
+      }
+    } finally {
+      await page.unrouteAll({ behavior: "ignoreErrors" });
+      await Promise.all(clients.map((c) => c.del(resource)));
+      for (const c of clients) c.disconnect();
+    }
   });
 });

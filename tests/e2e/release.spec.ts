@@ -62,6 +62,12 @@ test.describe("force release from the browser", () => {
     await expect(entry).toContainText("released");
     for (const id of ["node-0", "node-1", "node-2"]) await expect(entry).toContainText(`${id}: deleted`);
 
+    // This console keeps no lock history (no history database): "who held what, when" says so in one line, naming
+    // the setting, instead of a form whose every answer would be empty.
+    const heldAt = page.getByRole("region", { name: "Who held what, when" });
+    await expect(heldAt).toContainText("Lock history is not recorded on this console: set AUDIT_DATABASE_URL");
+    await expect(page.getByRole("form", { name: "Who held it at a given time" })).toHaveCount(0);
+
     await page.getByRole("searchbox", { name: "Actor" }).fill("nobody-by-this-name");
     await page.getByRole("button", { name: "Apply filters" }).click();
     await expect(page.getByText("No force releases recorded that match these filters.")).toBeVisible();

@@ -51,3 +51,17 @@ test("a lock's page opened signed out asks only to sign in, with no history sect
   await expect(main).not.toContainText("Authorization: Bearer");
   await expect(main).not.toContainText("Nothing recorded yet.");
 });
+
+test("the audit page opened signed out asks only to sign in, with no who-held-it form or raw API refusal", async ({ page }) => {
+  // The page knows it is signed out once the console has answered who is signed in.
+  const session = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/session");
+  await page.goto("/audit");
+  expect((await session).status()).toBe(401);
+  const main = page.getByRole("main");
+  await expect(main.getByText("Reading the audit log needs the viewer or operator token")).toBeVisible();
+  await expect(main.getByRole("link", { name: "sign in", exact: true })).toHaveAttribute("href", "/login?next=/audit");
+  await expect(page.getByRole("heading", { name: "Who held what, when" })).toHaveCount(0);
+  await expect(page.getByRole("form", { name: "Who held it at a given time" })).toHaveCount(0);
+  await expect(main.getByRole("alert")).toHaveCount(0);
+  await expect(main).not.toContainText("Authorization: Bearer");
+});
