@@ -152,3 +152,75 @@ export function earlierOverlaps(patterns: readonly string[]): Map<string, Array<
   }
   return out;
 }
+
+/** One step of a glob over bytes: `*`, or one byte out of the set `admits` (a literal, `?`, a class). */
+type GlobStep = { star: true } | { star: false; admits: (byte: number) => boolean };
+
+/** A glob as steps (read as `globToRegExp` reads it). */
+function globSteps(glob: string): GlobStep[] {
+  const pattern = byteString(glob);
+  const steps: GlobStep[] = [];
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i] as string;
+    if (ch === "*") {
+      if (!steps.at(-1)?.star) steps.push({ star: true });
+    } else if (ch === "?") {
+      steps.push({ star: false, admits: () => true });
+    } else if (ch === "[") {
+      const { source, close } = readClass(pattern, i);
+      const re = new RegExp(`^${source}$`, "s");
+      steps.push({ star: false, admits: (byte) => re.test(String.fromCharCode(byte)) });
+      i = close < 0 ? pattern.length : close;
+    } else {
+      const literal = (ch === "\\" && i + 1 < pattern.length ? pattern[++i] : ch) as string;
+      const code = literal.charCodeAt(0);
+      steps.push({ star: false, admits: (byte) => byte === code });
+    }
+  }
+  return steps;
+}
+
+/**
+ * Whether `glob` spells out `prefix` (ASCII) at its start, however it is written: its first steps are one byte
+ * each (no `*`), each admitting that byte of the prefix (`[l]ockscope:*`, `?ockscope:lease:*`, `[kl]ockscope:*`
+ * do for `lockscope:`), so it matches keys under the prefix by naming them; `[a-z]*:x`, which could only meet
+ * them through a `*`, does not.
+ */
+export function globPinsPrefix(glob: string, prefix: string): boolean {
+  const steps = globSteps(glob);
+  if (steps.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) {
+    const step = steps[i] as GlobStep;
+    if (step.star || !step.admits(prefix.charCodeAt(i))) return false;
+  }
+  return true;
+}
+
+/**
+ * Keys a glob matches, one per way of filling its wildcards (each `*` with nothing, with one byte, with a
+ * lock-like name; each `?` and class with a printable byte it admits): what it matches in practice.
+ */
+export function globSamples(glob: string): string[] {
+  const steps = globSteps(glob);
+  const samples: string[] = [];
+  for (const fill of ["", "x", "lock:x/"]) {
+    let bytes = "";
+    for (const step of steps) {
+      if (step.star) {
+        bytes += fill;
+        continue;
+      }
+      let chosen = -1;
+      for (const byte of [120, 97, 48, 95, ...Array.from({ length: 256 }, (_, b) => b)]) {
+        if (step.admits(byte)) {
+          chosen = byte;
+          break;
+        }
+      }
+      if (chosen < 0) return []; // a class of nothing: the glob matches no key
+      bytes += String.fromCharCode(chosen);
+    }
+    samples.push(new TextDecoder().decode(Uint8Array.from(bytes, (c) => c.charCodeAt(0))));
+  }
+  return samples;
+}

@@ -63,6 +63,15 @@ describe("configuration", () => {
     expect(everything.message).toContain("`*` matches `lockscope:audit`, one of the console's own keys");
     expect(errorOf({ LOCK_PATTERNS: "lockscope:c*" }).message).toContain("matches `lockscope:consoles`");
     expect(errorOf({ LOCK_PATTERNS: "fence:orders:*" }).message).toContain("matches only keys under `fence:*`");
+    // However the glob is spelt: a class of one character, `?` in place of a known one.
+    for (const glob of ["[l]ockscope:wrong-token:address:*", "[l]ockscope:lab:run:*:series", "?ockscope:lease:metrics-*", "lockscop[e]:lease:patterns"]) {
+      expect(errorOf({ LOCK_PATTERNS: glob }).message, glob).toMatch(/the console's own keys/);
+    }
+    for (const glob of ["[f]ence:*", "fenc[e]:*", "w[a]itq:*", "*:rwlock_timeout:*", "redisson_lock_[q]ueue:*"]) {
+      expect(errorOf({ LOCK_PATTERNS: glob }).message, glob).toContain("matches only keys under");
+    }
+    // Patterns that name locks elsewhere stay allowed, also where some key could meet a console key's shape.
+    for (const glob of ["lock:*", "*:orders", "job-lock:*", "[a-z]*:lock", "mutex:?", "*waitq:*"]) expect(() => parseConfig({ LOCK_PATTERNS: glob }), glob).not.toThrow();
     expect(errorOf({ LOCK_PATTERNS: "lock:*,mutex:*,lock:*" }).message).toContain("`lock:*` is listed twice");
     expect(parseConfig({ LOCK_PATTERNS: "lock:*,*:orders:*,a/*" }).lockPatterns).toEqual(["lock:*", "*:orders:*", "a/*"]);
   });

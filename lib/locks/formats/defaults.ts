@@ -1,4 +1,4 @@
-import { globMatcher, lockKeyMatcher } from "../glob";
+import { globMatcher, globPinsPrefix, globSamples, lockKeyMatcher } from "../glob";
 
 /**
  * The default `LOCK_PATTERNS`: the key names the common lock libraries use out of the box, so a console
@@ -86,10 +86,16 @@ export const CONSOLE_KEYS = Object.freeze([
  * nothing). Checked for `LOCK_PATTERNS` at start and for every change made in a console.
  */
 export function patternKeysProblem(glob: string): string | null {
-  const own = CONSOLE_KEYS.find(globMatcher(glob));
-  if (own) return `\`${glob}\` matches \`${own}\`, one of the console's own keys (its audit log, its lab runs, its shared state), which must never be shown or released as a lock.`;
-  const literal = /^[^*?[\\]*/.exec(glob)?.[0] ?? "";
-  const beside = NEVER_LOCKS.find((never) => /^[^*?[\\]+\*$/.test(never) && literal.startsWith(never.slice(0, -1)));
+  // One of the keys it writes, or (however the glob is spelt: `[l]ockscope:*`, `?ockscope:lease:*`) a glob whose
+  // every key starts where theirs do.
+  const own = CONSOLE_KEYS.find(globMatcher(glob)) ?? (globPinsPrefix(glob, "lockscope:") ? "lockscope:*" : undefined);
+  if (own) {
+    const what = own.endsWith("*") ? `keys under \`${own}\`, the console's own keys` : `\`${own}\`, one of the console's own keys`;
+    return `\`${glob}\` matches ${what} (its audit log, its lab runs, its shared state), which must never be shown or released as a lock.`;
+  }
+  // Every key it matches in practice (its wildcards filled several ways) is one kept beside locks.
+  const samples = globSamples(glob);
+  const beside = samples.length > 0 && samples.every(isNeverLock) ? NEVER_LOCKS.find((never) => globMatcher(never)(samples[0]!)) : undefined;
   if (beside) return `\`${glob}\` matches only keys under \`${beside}\`, which the console or a lock library keeps beside its locks and which are never locks: it would show nothing.`;
   return null;
 }
