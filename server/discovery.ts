@@ -84,16 +84,21 @@ export class Discovery {
     this.states = nodes.map((node) => ({ node, current: { scanned: 0, found: new Map() }, lastComplete: null, lastCompleteAt: null, error: null }));
   }
 
-  /** Starts the background passes (idempotent). */
+  /**
+   * Starts the background passes (idempotent): each node on its own schedule, so that a node down, retried
+   * every `retryMs`, does not make the healthy ones scan again before their `passIntervalMs`.
+   */
   start(): void {
     if (this.running) return;
     const signal = this.abort.signal;
-    this.running = (async () => {
-      while (!signal.aborted) {
-        const failed = await this.runPass(signal);
-        await sleep(failed ? this.options.retryMs : this.options.passIntervalMs, undefined, { signal }).catch(() => {});
-      }
-    })();
+    this.running = Promise.all(
+      this.states.map(async (state) => {
+        while (!signal.aborted) {
+          const ok = await this.scanNode(state, signal);
+          await sleep(ok ? this.options.passIntervalMs : this.options.retryMs, undefined, { signal }).catch(() => {});
+        }
+      }),
+    ).then(() => undefined);
   }
 
   async stop(): Promise<void> {

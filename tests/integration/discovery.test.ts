@@ -100,4 +100,37 @@ describe("lock discovery", () => {
     patterns = [...patterns, "billing:*"];
     expect(discovery.result().candidates.map((c) => c.pattern)).not.toContain("billing:*");
   });
+
+  it("scans a healthy node once per pass interval while another node is down and retried", async () => {
+    const local = await startCluster(2);
+    try {
+      const healthy = local.client(0);
+      const down = local.client(1, { lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
+      await local.kill(1);
+      await healthy.set("app:lock:x", "0123456789abcdef0123456789abcdef", "PX", 600_000);
+      const scans = async () => Number(/^cmdstat_scan:calls=(\d+)/m.exec(await healthy.info("commandstats"))?.[1] ?? 0);
+      const before = await scans();
+      const discovery = new Discovery(
+        [
+          { id: "node-0", client: healthy },
+          { id: "node-1", client: down, ready: async () => false },
+        ],
+        { patterns: () => ["lock:*"], passIntervalMs: 600_000, retryMs: 50 },
+      );
+      discovery.start();
+      // The down node is retried many times meanwhile.
+      await new Promise((r) => setTimeout(r, 1_500));
+      await discovery.stop();
+      const result = discovery.result();
+      expect(result.nodes.map((n) => [n.id, n.complete, n.error])).toEqual([
+        ["node-0", true, null],
+        ["node-1", false, "not connected"],
+      ]);
+      // One pass of a near-empty node is one SCAN (the cursor comes back 0): not one per retry of the other.
+      expect((await scans()) - before).toBe(1);
+      expect(result.candidates.map((c) => c.pattern)).toEqual(["app:lock:*"]);
+    } finally {
+      await local.close();
+    }
+  });
 });
