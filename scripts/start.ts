@@ -360,12 +360,15 @@ async function main(): Promise<void> {
   process.off("SIGINT", stopWhileStarting);
   process.off("SIGTERM", stopWhileStarting);
   process.on("SIGINT", () => void shutdown("SIGINT"));
-  // When whoever started us (npm, a shell) dies without passing the signal on, we are reparented:
-  // shut down rather than leave a console and its nodes running with nobody to stop them.
-  const parent = process.ppid;
-  setInterval(() => {
-    if (process.ppid !== parent) void shutdown("parent exit");
-  }, 1000).unref();
+  // With nodes of its own: when whoever started us (npm, a shell) dies without passing the signal on, we are
+  // reparented; shut down rather than leave a console and its nodes running with nobody to stop them. A console
+  // on the team's nodes keeps running when reparented (started with nohup or setsid, or daemonized).
+  if (nodes.length > 0) {
+    const parent = process.ppid;
+    setInterval(() => {
+      if (process.ppid !== parent) void shutdown("parent exit");
+    }, 1000).unref();
+  }
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("uncaughtException", (error) => {
     process.stderr.write(`lockscope: crashed: ${error.stack ?? String(error)}\n`);

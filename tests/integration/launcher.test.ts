@@ -1,9 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ping, RedisNode } from "@/lib/redis-node";
+import { freePort, ping, RedisNode } from "@/lib/redis-node";
 import { startCluster, type TestCluster } from "../support/redis";
 import { redisServerChildren, redisServerPids, startLauncher, type LauncherProcess } from "../support/launcher";
 import { until } from "../support/wait";
@@ -105,6 +106,47 @@ describe("npm start's launcher", () => {
     // The nodes it did not start are still there.
     expect(await cluster.client(0).ping()).toBe("PONG");
   }, 120_000);
+  it("keeps running when its parent exits (nohup, setsid) on the team's nodes, and stops with its own nodes", async () => {
+    /** Starts the launcher from a shell that exits once told to: the launcher is then reparented. */
+    const fromShell = async (env: Record<string, string>) => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-reparent-"));
+      const port = await freePort();
+      const go = path.join(dir, "go");
+      const shell = spawn("sh", ["-c", `"${process.execPath}" --import tsx scripts/start.ts > "${dir}/out.log" 2>&1 & echo $!; while [ ! -f "${go}" ]; do sleep 0.1; done`], {
+        cwd: path.resolve(import.meta.dirname, "../.."),
+        env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", NODE_ENV: "production", LOCKSCOPE_DATA_DIR: dir, ...env },
+        stdio: ["ignore", "pipe", "ignore"],
+      });
+      const pid = Number(await new Promise<string>((resolve) => shell.stdout.once("data", (c: Buffer) => resolve(c.toString()))));
+      const health = () => fetch(`http://127.0.0.1:${port}/api/health`).then((r) => r.ok, () => false);
+      await until("the console serves /api/health", health, 90_000, 200);
+      writeFileSync(go, "");
+      await new Promise<void>((resolve) => shell.once("exit", () => resolve()));
+      const alive = () => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      return { pid, health, alive, log: () => readFileSync(path.join(dir, "out.log"), "utf8") };
+    };
+    const external = await fromShell({ REDIS_URLS: cluster.urls.join(",") });
+    try {
+      // Longer than the once-a-second check for a new parent.
+      await new Promise((r) => setTimeout(r, 3_000));
+      expect(external.alive()).toBe(true);
+      expect(await external.health()).toBe(true);
+    } finally {
+      process.kill(external.pid, "SIGTERM");
+    }
+    await until("the console stopped on SIGTERM", () => !external.alive(), 20_000);
+    const embedded = await fromShell({});
+    await until("the console with its own nodes stopped once reparented", () => !embedded.alive(), 30_000);
+    expect(embedded.log()).toContain("parent exit");
+  }, 240_000);
+
   describe("one console per data folder", () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-folder-"));
     let first: LauncherProcess;
