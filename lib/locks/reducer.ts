@@ -33,6 +33,7 @@ export const FORCE_HINT_MS = 10_000;
 /** A force-release noted this long after a lock ended relabels its end. */
 const RELABEL_WITHIN_MS = 3_000;
 export const ALREADY_HELD = "already held when the console started watching";
+export const ALREADY_HELD_WHEN_COVERED = "already held when the lock patterns came to cover it";
 
 /** Formats whose value is a set of holders that join and leave one lock (see `LockSummary.holderSet`). */
 const HOLDER_SETS: ReadonlySet<FormatName> = new Set<FormatName>(["redis-semaphore", "redisson-rw"]);
@@ -193,6 +194,11 @@ export interface LockContext {
   watching: boolean;
   /** The operator's scope declaration for a key (from the lock patterns); null where none is declared. */
   declaredScope: (resource: string) => LockScope | null;
+  /**
+   * Whether the lock was first found by the reads that follow a change of the lock patterns bringing its key
+   * in: it was held already, not acquired as it came into view.
+   */
+  coveredByPatterns?: (lock: LockRecord) => boolean;
 }
 
 /** An operator's force-release noted for a resource (here or on another console). */
@@ -356,7 +362,12 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         lock.endedAt = null;
         lock.endedToken = null;
         lock.cause = null;
-        if (foundAtStart && lock.timeline === null && !effects.some((e) => e.type === "timeline")) {
+        if (!foundAtStart && (lock.timeline?.length ?? 0) === 0 && context.coveredByPatterns?.(lock) === true) {
+          // Came into view with a change of the patterns: held since before it, so no acquisition is counted
+          // (a pattern that covers a thousand held locks is not a thousand acquisitions), and its history entry
+          // says so rather than giving the change's time as an acquisition's.
+          addTimeline(step, lock, lock.acquiredAt, "acquired", ALREADY_HELD_WHEN_COVERED, transition.token);
+        } else if (foundAtStart && lock.timeline === null && !effects.some((e) => e.type === "timeline")) {
           // Found by the first reconcile (and no timeline made yet, not even by this step): its "acquired" entry
           // is made up when asked for (server/live/timeline.ts); the history still learns of the hold, so "who
           // held it at T" covers locks older than this console.

@@ -124,12 +124,19 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
           onDirty: () => onDirty(),
         }),
     );
+    let patternChanges = 0;
     const unsubscribePatterns = patternStore.onChange((state) => {
       patterns = state.patterns.map((p) => p.glob);
+      const before = matcher;
       matcher = lockKeyFilter(patterns);
       const dropped = store.retain(isLockKey);
       log.info({ patterns, dropped }, "lock patterns changed: re-subscribing and reconciling every node");
-      for (const w of watchers) void w.resubscribe().catch(guard(`re-subscribe of ${w.id}`));
+      // The locks the reconciles find under the keys the change brought in were held before it.
+      const change = ++patternChanges;
+      store.patternsWidened((resource) => !before(resource));
+      void Promise.all(watchers.map((w) => w.resubscribe().catch(guard(`re-subscribe of ${w.id}`)))).then(() => {
+        if (change === patternChanges) store.patternsWidened(null);
+      });
     });
     const stats = (): LiveStats => {
       const now = Date.now();

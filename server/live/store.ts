@@ -120,6 +120,10 @@ export class LockStore {
   private readonly timelines = new Timelines();
   /** What every lock's step shares (the nodes counted change as the console starts). */
   private readonly context: LockContext;
+  /** See `patternsWidened`. */
+  private widened: ((resource: string) => boolean) | null = null;
+  /** Locks found by a reconcile after the patterns brought them in, not yet shown (settling): see `coveredByPatterns`. */
+  private readonly coveredNow = new Set<string>();
   /** One step's outcome, reused for every step (nothing is allocated per lock for it). */
   private readonly step = newLockStep();
   readonly contention = new ContentionTracker();
@@ -245,7 +249,14 @@ export class LockStore {
     this.quorum = quorum;
     this.nodeUp = nodeIds.map(() => false);
     this.allNodes = nodeIds.map(() => true);
-    this.context = { counted: this.allNodes, quorum, nodes: nodeIds.length, watching: false, declaredScope: (resource) => this.declaredScope(resource) };
+    this.context = {
+      counted: this.allNodes,
+      quorum,
+      nodes: nodeIds.length,
+      watching: false,
+      declaredScope: (resource) => this.declaredScope(resource),
+      coveredByPatterns: (lock) => this.coveredNow.size > 0 && this.coveredNow.has((lock as Entry).resource),
+    };
   }
 
   /**
@@ -393,8 +404,17 @@ export class LockStore {
   // ---- writing -------------------------------------------------------------------------------------
 
   /** New samples of one resource from one or more nodes, merged at once (so a Redlock write on three nodes is one change). */
-  apply(resource: string, samples: readonly NodeSample[], now = Date.now()): void {
-    this.applyTo(this.live.get(resource), resource, samples, now);
+  /** `found`: read by a reconcile (a SCAN), not because the key changed. */
+  apply(resource: string, samples: readonly NodeSample[], now = Date.now(), found = false): void {
+    this.applyTo(this.live.get(resource), resource, samples, now, found);
+  }
+
+  /**
+   * The lock patterns changed: `isNew` tells the keys they bring in, until the reconciles that follow are done
+   * (null). A lock such a reconcile finds is one held since before, not an acquisition (see `coveredByPatterns`).
+   */
+  patternsWidened(isNew: ((resource: string) => boolean) | null): void {
+    this.widened = isNew;
   }
 
   /**
@@ -408,8 +428,8 @@ export class LockStore {
     return true;
   }
 
-  private applyTo(found: Entry | undefined, resource: string, samples: readonly NodeSample[], now: number): void {
-    let entry = found;
+  private applyTo(known: Entry | undefined, resource: string, samples: readonly NodeSample[], now: number, found = false): void {
+    let entry = known;
     if (!entry) {
       if (!this.covers(resource)) return;
       if (samples.every((s) => s.value === null)) {
@@ -417,6 +437,7 @@ export class LockStore {
         return;
       }
       entry = this.revive(resource);
+      if (found && this.widened?.(resource)) this.coveredNow.add(resource);
     }
     if (!this.context.watching) {
       entry.startApply = ++this.startApplyCount;
@@ -701,6 +722,7 @@ export class LockStore {
   /** Takes a lock out of the map (a lock made again later starts afresh, with no reading applied at start). */
   private drop(entry: Entry): void {
     this.live.delete(entry.resource);
+    this.coveredNow.delete(entry.resource);
     this.ledger.leave(entry);
     if (!this.context.watching) this.readsAtStart.clear(entry.resource);
   }
@@ -720,6 +742,8 @@ export class LockStore {
   private recompute(entry: Entry, now: number, visible: boolean): void {
     const previousState = entry.state;
     const step = reduceLock(entry, this.context, this.forceHints.get(entry.resource), now, visible, this.step);
+    // Its first entry made: a lock the patterns brought in is told apart only at its first acquisition.
+    if (this.coveredNow.size > 0 && (entry.timeline?.length ?? 0) > 0) this.coveredNow.delete(entry.resource);
     // The step is all that changes the lock's state and times here.
     this.ledger.update(entry);
     if (step.outcome === "settling") {

@@ -1003,7 +1003,7 @@ export class NodeWatcher {
         else {
           const readings = await this.read(batch);
           const now = Date.now();
-          for (const reading of readings) this.applyReading(reading, null, now);
+          for (const reading of readings) this.applyReading(reading, null, now, true);
         }
         progress.keysRead += batch.length;
         // Every lock found already held at start is recorded in the history: the first reconcile of more locks
@@ -1180,8 +1180,9 @@ export class NodeWatcher {
     }
   }
 
-  private applyReading(reading: KeyReading, cause: EndCause, now: number): void {
-    this.ctx.store.apply(reading.key, [this.sampleOf(reading, cause, now)], now);
+  /** `found`: read by the reconcile's SCAN (see `LockStore.apply`). */
+  private applyReading(reading: KeyReading, cause: EndCause, now: number, found = false): void {
+    this.ctx.store.apply(reading.key, [this.sampleOf(reading, cause, now)], now, found);
   }
 
   /** Latency, clock skew (TIME), persistence and uptime, for the nodes panel. */

@@ -113,7 +113,7 @@ describe("lock discovery", () => {
       const discovery = new Discovery(
         [
           { id: "node-0", client: healthy },
-          { id: "node-1", client: down, ready: async () => false },
+          { id: "node-1", client: down, ready: () => Promise.resolve(false) },
         ],
         { patterns: () => ["lock:*"], passIntervalMs: 600_000, retryMs: 50 },
       );
