@@ -228,7 +228,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
           </table>
         </TableScroll>
         {result.isPending && <p className="muted">Loading…</p>}
-        {!result.isPending && entries.length === 0 && !result.error && <p className="muted">No force releases recorded{query.size > 0 ? " that match these filters" : " yet"}.</p>}
+        {!result.isPending && entries.length === 0 && !result.error && <p className="muted">No force releases or pattern changes recorded{query.size > 0 ? " that match these filters" : " yet"}.</p>}
         {result.hasNextPage && (
           <button type="button" className="button" onClick={() => void result.fetchNextPage()} disabled={result.isFetchingNextPage}>
             {result.isFetchingNextPage ? "Loading…" : "Load older entries"}
