@@ -87,6 +87,9 @@ export function checkRequestLine(method: string | undefined, url: string | undef
   if (pathname.includes("\\")) {
     return refuse(400, "bad_request", "The request path contains a backslash, which would be read as `/`; write it as %5C where it is part of a name.");
   }
+  if (pathname.includes("//")) {
+    return refuse(400, "bad_request", "The request path has an empty segment (`//`), which would be merged into one `/`; write a `/` that is part of a name as %2F.");
+  }
   for (const segment of pathname.split("/")) {
     const decoded = segment.length <= 6 ? decodeURIComponent(segment) : segment;
     if (decoded === "." || decoded === "..") {
