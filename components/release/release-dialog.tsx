@@ -15,7 +15,7 @@ export interface ReleaseResponse {
   outcome: "released" | "partial";
   format: Lock["format"];
   nodes: Array<{ id: string; result: "deleted" | "absent" | "mismatch" | "error" }>;
-  /** Who was told: only this engine's holders hear a revocation; `waiters`: a wake message went to the library's waiters. */
+  /** `holder`: the holder's process heard the revocation (only this engine's can); `waiters`: a wake message went to the library's waiters. */
   notified: { holder: boolean; waiters: boolean };
   auditId: string;
 }
@@ -275,7 +275,9 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
           <p role="status" className={outcome.response.outcome === "partial" || goesOn(outcome.response).length > 0 ? styles.warn : styles.ok}>
             <ReleasedText response={outcome.response} />. Audit entry{" "}
             <a href={`/audit?resource=${encodeURIComponent(resource)}`}>{outcome.response.auditId}</a>.{" "}
-            {outcome.response.notified.holder ? "The holder was told." : "The holder was not told: if it still runs, it finds out at its next extend or release."}{" "}
+            {outcome.response.notified.holder
+              ? "The holder's process heard it: a using() routine holding the lock stops at once."
+              : "The holder was not told: if it still runs, it finds out at its next extend or release."}{" "}
             {outcome.response.notified.waiters ? "Its waiters were woken." : "No waiter was woken."}
           </p>
         )}

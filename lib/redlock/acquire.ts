@@ -86,9 +86,9 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   let roundStart = started;
   let acquired = false;
   let bootstrapped = false;
-  // Refused by a node's acquire script at least once: with telemetry on, the waiter was announced on the
-  // contention channel, so giving up is announced too.
-  let contended = false;
+  // The nodes whose acquire script refused it at least once: with telemetry on, the waiter was announced on
+  // the contention channel there, so giving up is announced too.
+  const refusedOn = new Set<number>();
 
   try {
     for (let attempt = 1; ; attempt++) {
@@ -150,7 +150,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
         answered += 1;
         if (outcome.value.kind === "granted") granted += 1;
         else if (outcome.value.kind === "damaged") damaged += 1;
-        else if (outcome.value.kind !== "unchecked") contended = true;
+        else if (outcome.value.kind !== "unchecked") refusedOn.add(i);
       }
 
       let failure: Failure | null = null;
@@ -277,9 +277,11 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   } finally {
     // Giving up, for whatever reason (the signal, the last attempt, a throwing listener): leave the queues,
     // give back a lock that releases granted meanwhile, and say so where the attempts were announced (a
-    // waiter that never queued runs the same script for that: it leaves no queue and finds no lock).
-    const announce = !acquired && contended && settings.telemetry;
-    if (!acquired && (queued || announce)) leaveQueue(engine, resources, id, clients.map((_, i) => i), value, announce);
+    // waiter that never queued runs the same script for that, on the nodes that refused it: it leaves no
+    // queue and finds no lock).
+    const announce = !acquired && refusedOn.size > 0 && settings.telemetry;
+    if (!acquired && queued) leaveQueue(engine, resources, id, clients.map((_, i) => i), value, announce);
+    else if (announce) leaveQueue(engine, resources, id, [...refusedOn], value, true);
     if (waiter) {
       engine.notifications.removeWaiter(resources, waiter);
       engine.notifications.unretain();

@@ -37,8 +37,8 @@ redis.pcall("INCR", "fence:" .. key)
 -- finding out at its next extension.
 redis.call("PUBLISH", "lockscope:revoked", cjson.encode({v = 1, resource = key, value = held}))
 -- And on the holder's own instance channel (the first ${INSTANCE_TAG_LENGTH} characters of its id): whoever hears it
--- there is the holder's engine, so the count says whether the holder was told. It listens while a using()
--- routine holds the lock (or one of its waiters waits).
+-- there is the holder's engine instance, so the count says whether the holder's process was listening (it is
+-- while a using() routine or a waiter of that instance runs, and a moment after).
 local told = 0
 if string.sub(held, 1, 4) == "lk1:" and string.sub(held, 21, 21) == ":" and string.find(string.sub(held, 5, 20), "^[%w_%-]+$") then
   told = redis.call("PUBLISH", "lockscope:wake:" .. string.sub(held, 5, ${4 + INSTANCE_TAG_LENGTH}), "v1|" .. held .. "|" .. key)

@@ -33,9 +33,11 @@ export interface ForceReleaseNodeResult {
   waiterQueued?: boolean;
   /**
    * `deleted` only: subscribers on this node that heard the revocation on the holder's own engine instance's
-   * channel: at least 1 when the holder was told (it listens while a `using()` routine holds the lock); 0 for a
-   * holder that does not listen (a plain `acquire`, which finds out at its next extend or release) or a value
-   * this engine did not make. On a Redis Cluster only subscribers connected to this node count.
+   * channel: at least 1 when the holder's process was listening (an engine instance listens while any `using()`
+   * routine or waiter of its runs, and 2 s after). A `using()` routine holding the lock then aborts at once; a
+   * holder that took it with a plain `acquire` finds out only at its next extend or release, listening or not.
+   * 0: nobody there listened, or the value is not this engine's. On a Redis Cluster only subscribers connected to
+   * this node count.
    */
   holderHeardBy?: number;
 }
