@@ -125,17 +125,27 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         }),
     );
     let patternChanges = 0;
+    // The patterns before the first change whose reconciles have not all run (changes can follow one another
+    // faster than a large keyspace is read).
+    let coveredBefore: ((resource: string) => boolean) | null = null;
     const unsubscribePatterns = patternStore.onChange((state) => {
       patterns = state.patterns.map((p) => p.glob);
-      const before = matcher;
+      coveredBefore ??= matcher;
+      const before = coveredBefore;
       matcher = lockKeyFilter(patterns);
       const dropped = store.retain(isLockKey);
       log.info({ patterns, dropped }, "lock patterns changed: re-subscribing and reconciling every node");
-      // The locks the reconciles find under the keys the change brought in were held before it.
+      // The locks the reconciles find under the keys the changes brought in were held before them: so marked
+      // until every node has read the keys under the patterns now in force (a reconcile already running when
+      // they changed owes another; a node down reads them when it is back), for at most 10 minutes.
       const change = ++patternChanges;
       store.patternsWidened((resource) => !before(resource));
-      void Promise.all(watchers.map((w) => w.resubscribe().catch(guard(`re-subscribe of ${w.id}`)))).then(() => {
-        if (change === patternChanges) store.patternsWidened(null);
+      const until = Date.now() + 600_000;
+      void Promise.all(watchers.map((w) => w.resubscribe().catch(guard(`re-subscribe of ${w.id}`)))).then(async () => {
+        while (change === patternChanges && Date.now() < until && !watchers.every((w) => w.reconciled)) await new Promise((resolve) => setTimeout(resolve, 500).unref());
+        if (change !== patternChanges) return;
+        coveredBefore = null;
+        store.patternsWidened(null);
       });
     });
     const stats = (): LiveStats => {

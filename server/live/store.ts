@@ -742,8 +742,6 @@ export class LockStore {
   private recompute(entry: Entry, now: number, visible: boolean): void {
     const previousState = entry.state;
     const step = reduceLock(entry, this.context, this.forceHints.get(entry.resource), now, visible, this.step);
-    // Its first entry made: a lock the patterns brought in is told apart only at its first acquisition.
-    if (this.coveredNow.size > 0 && (entry.timeline?.length ?? 0) > 0) this.coveredNow.delete(entry.resource);
     // The step is all that changes the lock's state and times here.
     this.ledger.update(entry);
     if (step.outcome === "settling") {
@@ -753,6 +751,8 @@ export class LockStore {
     this.settling.delete(entry.resource);
     if (step.forceHintTaken) this.forceHints.delete(entry.resource);
     for (const effect of step.effects) this.applyEffect(entry, effect, now);
+    // Its first entry made: a lock the patterns brought in is told apart only at its first acquisition.
+    if (this.coveredNow.size > 0 && (entry.timeline?.length ?? 0) > 0) this.coveredNow.delete(entry.resource);
     switch (step.outcome) {
       case "never-held":
         this.drop(entry);

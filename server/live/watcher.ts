@@ -130,6 +130,11 @@ export class NodeWatcher {
    * or one failed (after a notification gap, say). Run by the next periodic check that can.
    */
   private reconcileOwed = false;
+
+  /** Whether this node has read every key under the patterns in force (no reconcile running or owed). */
+  get reconciled(): boolean {
+    return this.reading === null && !this.reconcileOwed;
+  }
   /** The flush commands' counts last read (on a cluster, on each primary, by address): see `checkFlushes`. */
   private flushCalls = new Map<string, FlushCalls>();
   /** INFO commandstats refused (an ACL) or not understood: flushes go unnoticed until a bring-up tries again. */
