@@ -468,8 +468,10 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   lock.expiresAt = merged.expiresAt;
   lock.state = merged.state;
   if (merged.expiresAt !== null) step.wakeAt = merged.state === "elapsed" ? merged.expiresAt + PROBE_AFTER_MS : merged.expiresAt;
-  // A waiter count that drops by itself: the lock is read again then (see probeAgainAt).
-  const waitersChangeAt = keptWaitersChangeAt(lock.reading);
+  // A waiter count that drops by itself: the lock is read again then (see probeAgainAt); one already past is
+  // being read again (the probe's own second), not woken for at once in a loop.
+  const changeAt = keptWaitersChangeAt(lock.reading);
+  const waitersChangeAt = changeAt > now ? changeAt : changeAt <= now ? now + PROBE_AFTER_MS : Number.NaN;
   if (waitersChangeAt < step.wakeAt || (Number.isNaN(step.wakeAt) && !Number.isNaN(waitersChangeAt))) step.wakeAt = waitersChangeAt;
   step.outcome = "live";
   return step;
