@@ -181,17 +181,18 @@ function globSteps(glob: string): GlobStep[] {
 }
 
 /**
- * Whether `glob` spells out `prefix` (ASCII) at its start, however it is written: its first steps are one byte
- * each (no `*`), each admitting that byte of the prefix (`[l]ockscope:*`, `?ockscope:lease:*`, `[kl]ockscope:*`
- * do for `lockscope:`), so it matches keys under the prefix by naming them; `[a-z]*:x`, which could only meet
- * them through a `*`, does not.
+ * Whether `glob` spells out `prefix` (ASCII) at its start, however it is written: its first steps each admit
+ * that byte of the prefix and no other (`[l]ockscope:*` and `lockscop[e]:*` do for `lockscope:`), so every key it
+ * matches is under the prefix. `?ockscope:*`, `[kl]ockscope:*` or `[a-z]*:x` also match other keys.
  */
 export function globPinsPrefix(glob: string, prefix: string): boolean {
   const steps = globSteps(glob);
   if (steps.length < prefix.length) return false;
   for (let i = 0; i < prefix.length; i++) {
     const step = steps[i] as GlobStep;
-    if (step.star || !step.admits(prefix.charCodeAt(i))) return false;
+    if (step.star) return false;
+    const byte = prefix.charCodeAt(i);
+    for (let other = 0; other < 256; other++) if (step.admits(other) !== (other === byte)) return false;
   }
   return true;
 }
