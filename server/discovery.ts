@@ -146,8 +146,10 @@ export class Discovery {
       return true;
     } catch (error) {
       if (signal.aborted) return true;
-      state.error = error instanceof Error ? error.message.slice(0, 200) : String(error);
-      getLogger().warn({ node: state.node.id, err: state.error }, "lock discovery scan failed on a node; it tries again shortly");
+      const message = error instanceof Error ? error.message.slice(0, 200) : String(error);
+      // Said once per failure, not at every retry of a node that stays down.
+      if (message !== state.error) getLogger().warn({ node: state.node.id, err: message }, "lock discovery scan failed on a node; it tries again shortly");
+      state.error = message;
       return false;
     }
   }
