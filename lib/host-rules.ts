@@ -64,7 +64,8 @@ const HOST_HEADER = /^(?<name>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.
 export function hostNameOf(hostHeader: string | null): string | null {
   if (!hostHeader) return null;
   const match = HOST_HEADER.exec(hostHeader.trim());
-  return match?.groups?.name ? match.groups.name.toLowerCase() : null;
+  // A fully qualified name may end with the root's dot (`localhost.`, `lockscope.example.com.`): the same host.
+  return match?.groups?.name ? match.groups.name.toLowerCase().replace(/(?<=[^.])\.$/, "") : null;
 }
 
 /** Whether a request addressed with this Host header is for this console. The port is not compared (proxies, port mappings). */

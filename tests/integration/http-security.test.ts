@@ -195,6 +195,7 @@ describe("the production server's request handling", () => {
       // Paths Next.js would redirect or resolve into another route, or another lock's name.
       ["a backslash in the path", "POST /api/locks/lock:q\\..\\lock:v/release HTTP/1.1\r\nHost: HOST\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 400, "bad_request"],
       ["an encoded dot segment", "GET /api/locks/%2E%2E/history HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n", 400, "bad_request"],
+      ["a tab in the path (read as nothing by URL parsers: `.\t.` would become `..`)", "GET /api/locks/.\t./health HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n", 400, "bad_request"],
       ["a double slash", "POST /api/locks/lock:q//release HTTP/1.1\r\nHost: HOST\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 400, "bad_request"],
       ["a trailing slash", "GET /api/locks/ HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n", 404, "not_found"],
     ];

@@ -23,8 +23,8 @@ describe("host rules", () => {
   const rules = hostRules({ bindHost: "127.0.0.1", port: 3000, publicOrigin: null, allowedHosts: ["lockscope.internal"] });
 
   it("answers to localhost, the loopback addresses, the bind address and ALLOWED_HOSTS, on any port", () => {
-    for (const host of ["localhost:3000", "127.0.0.1:3000", "[::1]:3000", "LOCALHOST", "lockscope.internal:8080"]) expect(isAllowedHost(rules, host), host).toBe(true);
-    for (const host of ["attacker.example:3000", "localhost.attacker.example", "evil@localhost", "localhost/x", "", null, "127.0.0.1:3000, evil"]) {
+    for (const host of ["localhost:3000", "127.0.0.1:3000", "[::1]:3000", "LOCALHOST", "lockscope.internal:8080", "localhost.:3000", "lockscope.internal."]) expect(isAllowedHost(rules, host), host).toBe(true);
+    for (const host of ["attacker.example:3000", "localhost.attacker.example", "evil@localhost", "localhost/x", "", null, "127.0.0.1:3000, evil", "localhost..", "attacker.example."]) {
       expect(isAllowedHost(rules, host), String(host)).toBe(false);
     }
   });
