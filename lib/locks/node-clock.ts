@@ -11,6 +11,8 @@ export class NodeClock {
   private offset = Number.NaN;
   private bestRtt = Infinity;
   private bestAt = 0;
+  /** The offset's moves (when, by how much), the last `ageMs`: see `recentShift`. */
+  private shifts: Array<{ at: number; by: number }> = [];
 
   /**
    * @param ageMs How long the best round trip stands before a slower read may replace it (the clocks drift
@@ -25,10 +27,27 @@ export class NodeClock {
     // The best round trip ages by 1 ms for every `ageMs / 10`, so a clock that drifts is followed within minutes.
     const aged = this.bestRtt + ((receivedAt - this.bestAt) * 10) / this.ageMs;
     if (Number.isNaN(this.offset) || rtt <= aged) {
-      this.offset = (sentAt + receivedAt) / 2 - nodeMs;
+      const offset = (sentAt + receivedAt) / 2 - nodeMs;
+      const by = Math.abs(offset - this.offset);
+      if (by >= 1) {
+        this.shifts = this.shifts.filter((s) => receivedAt - s.at < this.ageMs).slice(-31);
+        this.shifts.push({ at: receivedAt, by });
+      }
+      this.offset = offset;
       this.bestRtt = rtt;
       this.bestAt = receivedAt;
     }
     return nodeMs + this.offset;
+  }
+
+  /**
+   * How far the offset moved, in all, over the last `ageMs`: a TTL end read before a move and one read after it
+   * disagree by up to that much with nothing changed on the node (it moves most while the console starts, its
+   * first reads slowed by the start's own work, and a quicker read then takes over).
+   */
+  recentShift(now: number): number {
+    let total = 0;
+    for (const shift of this.shifts) if (now - shift.at < this.ageMs) total += shift.by;
+    return total;
   }
 }

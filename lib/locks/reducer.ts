@@ -50,6 +50,11 @@ export interface NodeSample {
   expiry: number;
   /** What the keyspace notification said removed the key, when one did. */
   cause: EndCause;
+  /**
+   * How much later than before this node's TTL end may read without being an extension, where that is more
+   * than `EXTEND_SLACK_MS` (its clock's offset moved lately: see `NodeClock.recentShift`).
+   */
+  slack?: number;
 }
 
 /** Where each time sits in `LockRecord.times`, after the nodes' expiries. */
@@ -284,7 +289,7 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): b
     if (before !== null && sample.value === null) lock.endSeen = true;
     // An extension is a node's own TTL end moving later for the value it holds: the quorum's TTL end also
     // moves as other nodes' readings come in, and that is no extension.
-    if (before !== null && sample.value === before && (sample.expiry > beforeExpiry + EXTEND_SLACK_MS || (sample.expiry === Infinity && Number.isFinite(beforeExpiry)))) {
+    if (before !== null && sample.value === before && (sample.expiry > beforeExpiry + (sample.slack ?? EXTEND_SLACK_MS) || (sample.expiry === Infinity && Number.isFinite(beforeExpiry)))) {
       lock.extensionSeen = true;
     }
     lock.values[sample.node] = sample.value;

@@ -9,6 +9,7 @@ import { earlierOverlaps } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, uptimeMsAt, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
+import { EXTEND_SLACK_MS } from "@/lib/locks/merge";
 import { mergedNotifyFlags, missingNotifyFlags, REQUIRED_NOTIFY_FLAGS } from "@/lib/locks/notify";
 import { CONTENTION_CHANNEL, REVOKE_CHANNEL, keySlot, parseContentionMessage, parseGaveUpMessage, parseRevokeMessage } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
@@ -1129,7 +1130,11 @@ export class NodeWatcher {
       if (ttl > this.longestTtlMs) this.longestTtlMs = Math.round(ttl);
     }
     if (decoded === null) return { node: this.index, reading: null, value: null, expiry: Number.NaN, cause };
-    return { node: this.index, reading: decoded, value: decoded.fingerprint, expiry: decoded.expiresAt, cause };
+    const sample: NodeSample = { node: this.index, reading: decoded, value: decoded.fingerprint, expiry: decoded.expiresAt, cause };
+    // The node's clock moved on the console's lately: a TTL end read before may differ by that much.
+    const shift = this.clock.recentShift(now);
+    if (shift > 0) sample.slack = EXTEND_SLACK_MS + shift;
+    return sample;
   }
 
   /**

@@ -24,6 +24,17 @@ describe("a node's clock on the console's", () => {
     expect(clock.toLocal(63_000, 62_000, 62_010)).toBeCloseTo(62_005, 5);
   });
 
+  it("says how far its offset moved lately: a slow first read while the console starts, then a quick one", () => {
+    const clock = new NodeClock(60_000);
+    // The first read waited 180 ms (the start's own work): its TTL end is 90 ms off.
+    clock.toLocal(1_000_000, 1_000_000, 1_000_180);
+    expect(clock.recentShift(1_000_180)).toBe(0);
+    clock.toLocal(1_001_000, 1_001_000, 1_001_002);
+    expect(clock.recentShift(1_001_002)).toBeCloseTo(89, 5);
+    // A minute later that move no longer counts.
+    expect(clock.recentShift(1_061_003)).toBe(0);
+  });
+
   it("falls back to the middle of the round trip when the node's time is not known", () => {
     expect(new NodeClock().toLocal(Number.NaN, 100, 300)).toBe(200);
   });

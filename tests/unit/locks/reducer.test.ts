@@ -112,6 +112,16 @@ describe("a lock's step: extension", () => {
     expect(lock.ttlMs).toBe(89_800);
   });
 
+  it("does not call a TTL end moved by the node's clock (its offset moved since) an extension", () => {
+    const lock = heldLock();
+    // 89 ms later than before, read after the clock's offset moved by 89 ms: nothing changed on the node.
+    const moved = step(lock, [0, 1, 2].map((n) => ({ ...held(n, "v", T + 10_089), slack: 50 + 89 })), T + 100);
+    expect(events(moved.effects)).toEqual([]);
+    // Without that move it would be one.
+    const other = heldLock();
+    expect(events(step(other, all("v", T + 10_089), T + 100).effects)).toEqual(["extended"]);
+  });
+
   it("does not call a re-read of the same TTL end (a few ms off) an extension", () => {
     const lock = heldLock();
     const out = step(lock, all("v", T + 10_010), T + 100);
