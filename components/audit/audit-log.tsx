@@ -7,6 +7,7 @@ import { apiFetch, ApiRequestError } from "../api-client";
 import styles from "./audit-log.module.css";
 import { MessageText } from "../message-text";
 import { TableHead, TableScroll } from "../table-scroll";
+import { useSession } from "../session";
 
 export interface AuditFilterValues {
   resource: string;
@@ -75,8 +76,10 @@ function NodeResults({ entry }: { entry: AuditEntry }) {
   );
 }
 
-/** The audit log: every force release, newest first, with filters, per-node outcomes and CSV/JSON export. */
+/** The audit log: every force release and pattern change, newest first, with filters, per-node outcomes and CSV/JSON export. */
 export function AuditLog({ initial }: { initial: AuditFilterValues }) {
+  const session = useSession();
+  const signedOut = !session.isPending && session.data === null;
   const [draft, setDraft] = useState<AuditFilterValues>(initial);
   const [filters, setFilters] = useState<AuditFilterValues>(initial);
   const [expanded, setExpanded] = useState<string | null>(null);
@@ -93,6 +96,8 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
     },
     getNextPageParam: (last) => last.next,
     refetchInterval: 15_000,
+    // Signed out, only the sign-in prompt shows: the read would be refused.
+    enabled: !signedOut,
   });
 
   function apply(event: FormEvent) {
@@ -118,7 +123,9 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
     return `/api/audit/export?${params.toString()}`;
   };
 
-  if (result.error instanceof ApiRequestError && result.error.status === 401) {
+  // Until the session is known nothing is shown, so a signed-out visitor never sees the filters come and go.
+  if (session.isPending) return <p className="muted">Loading…</p>;
+  if (signedOut || (result.error instanceof ApiRequestError && result.error.status === 401)) {
     return (
       <p className="panel">
         Reading the audit log needs the viewer or operator token: <a href="/login?next=/audit">sign in</a>.

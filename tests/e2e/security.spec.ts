@@ -53,6 +53,12 @@ test("a lock's page opened signed out asks only to sign in, with no history sect
 });
 
 test("the audit page opened signed out asks only to sign in, with no who-held-it form or raw API refusal", async ({ page }) => {
+  // Whether the audit log's filters ever showed, even for a moment before the refusal came.
+  await page.addInitScript(() => {
+    new MutationObserver(() => {
+      if (document.querySelector('form[aria-label="Filter the audit log"]')) (window as unknown as { sawFilters?: boolean }).sawFilters = true;
+    }).observe(document, { childList: true, subtree: true });
+  });
   // The page knows it is signed out once the console has answered who is signed in.
   const session = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/session");
   await page.goto("/audit");
@@ -64,4 +70,5 @@ test("the audit page opened signed out asks only to sign in, with no who-held-it
   await expect(page.getByRole("form", { name: "Who held it at a given time" })).toHaveCount(0);
   await expect(main.getByRole("alert")).toHaveCount(0);
   await expect(main).not.toContainText("Authorization: Bearer");
+  expect(await page.evaluate(() => (window as unknown as { sawFilters?: boolean }).sawFilters ?? false)).toBe(false);
 });
