@@ -68,6 +68,19 @@ export function hostNameOf(hostHeader: string | null): string | null {
   return match?.groups?.name ? match.groups.name.toLowerCase().replace(/(?<=[^.])\.$/, "") : null;
 }
 
+/** The host names and origins a console with this configuration answers to (`interfaceAddresses`: this machine's). */
+export function consoleHostRules(
+  config: { host: string; port: number; publicOrigin: string | null; allowedHosts: readonly string[] },
+  interfaceAddresses: readonly string[],
+): HostRules {
+  return hostRules({ bindHost: config.host, port: config.port, publicOrigin: config.publicOrigin, allowedHosts: config.allowedHosts, interfaceAddresses });
+}
+
+/** What a request addressed to another host name is told (421). */
+export function misdirectedMessage(hostHeader: string | null): string {
+  return `This console does not answer to the host name ${JSON.stringify((hostHeader ?? "").slice(0, 100))}. Use localhost or a configured name, or add it to ALLOWED_HOSTS (or set LOCKSCOPE_PUBLIC_ORIGIN).`;
+}
+
 /** Whether a request addressed with this Host header is for this console. The port is not compared (proxies, port mappings). */
 export function isAllowedHost(rules: HostRules, hostHeader: string | null): boolean {
   const name = hostNameOf(hostHeader);

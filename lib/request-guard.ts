@@ -5,7 +5,7 @@
  * what was wrong. Pure: no Node.js server types.
  */
 import { isApiPath, refuseBeforeRouting } from "./api-routes";
-import { isAllowedHost, type HostRules } from "./host-rules";
+import { isAllowedHost, misdirectedMessage, type HostRules } from "./host-rules";
 import { API_CONTENT_SECURITY_POLICY, BASE_SECURITY_HEADERS } from "./security-headers";
 
 export const ALLOWED_METHODS = Object.freeze(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const);
@@ -36,11 +36,7 @@ export function checkHost(rules: HostRules, hosts: readonly string[]): RefusedRe
   if (hosts.length === 0) return refuse(400, "bad_request", "The request needs a Host header.");
   if (hosts.length > 1) return refuse(400, "bad_request", `The request has ${hosts.length} Host headers; send one.`);
   if (isAllowedHost(rules, hosts[0]!)) return null;
-  return refuse(
-    421,
-    "misdirected_request",
-    `This console does not answer to the host name ${JSON.stringify(hosts[0]!.slice(0, 100))}. Use localhost or a configured name, or add it to ALLOWED_HOSTS (or set LOCKSCOPE_PUBLIC_ORIGIN).`,
-  );
+  return refuse(421, "misdirected_request", misdirectedMessage(hosts[0]!));
 }
 
 /** The `Host` headers of a request, from Node.js's raw header list (its `headers.host` keeps only the first). */
@@ -128,6 +124,26 @@ export function checkRequestLine(method: string | undefined, url: string | undef
   return null;
 }
 
+type ParserRefusal = readonly [status: number, reason: string, code: string, message: string];
+
+const NOT_HTTP: ParserRefusal = [400, "Bad Request", "bad_request", "The request is not valid HTTP/1.1 (its request line and header names must be ASCII)."];
+const TIMED_OUT: ParserRefusal = [408, "Request Timeout", "request_timeout", "The request did not arrive in time."];
+
+/** What each of Node.js's parser errors is told; any other is `NOT_HTTP`. */
+const PARSER_REFUSALS: ReadonlyMap<string, ParserRefusal> = new Map(Object.entries({
+  HPE_INVALID_CONTENT_LENGTH: [400, "Bad Request", "bad_request", "The request's Content-Length is not a number."],
+  HPE_UNEXPECTED_CONTENT_LENGTH: [400, "Bad Request", "bad_request", "The request gives Content-Length more than once: send it once."],
+  HPE_INVALID_TRANSFER_ENCODING: [
+    400,
+    "Bad Request",
+    "bad_request",
+    "The request's Transfer-Encoding is not chunked, or comes with a Content-Length: send Transfer-Encoding: chunked or a Content-Length, not both.",
+  ],
+  HPE_HEADER_OVERFLOW: [431, "Request Header Fields Too Large", "headers_too_large", "The request's headers are larger than this server accepts (16 KiB in all, the request line included)."],
+  ERR_HTTP_REQUEST_TIMEOUT: TIMED_OUT,
+  HPE_HEADER_TIMEOUT: TIMED_OUT,
+}));
+
 /**
  * The whole HTTP answer to a request Node.js's own parser refused before any handler ran (its `clientError`:
  * headers over the size limit, a request that took too long to arrive, bytes that are not HTTP),
@@ -141,18 +157,7 @@ export function clientErrorResponse(code: string | undefined, firstLine = ""): s
   if (code === "HPE_INVALID_METHOD" && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ \S+ HTTP\/1\.[01]\r?$/.test(firstLine)) {
     return rawResponse(405, "Method Not Allowed", { error: { code: "method_not_allowed", message: `The request's method is not supported; use ${ALLOWED_METHODS.join(", ")}.` } }, { Allow: ALLOWED_METHODS.join(", ") });
   }
-  const [status, reason, errorCode, message] =
-    code === "HPE_INVALID_CONTENT_LENGTH"
-      ? [400, "Bad Request", "bad_request", "The request's Content-Length is not a number."]
-      : code === "HPE_UNEXPECTED_CONTENT_LENGTH"
-        ? [400, "Bad Request", "bad_request", "The request gives Content-Length more than once: send it once."]
-        : code === "HPE_INVALID_TRANSFER_ENCODING"
-          ? [400, "Bad Request", "bad_request", "The request's Transfer-Encoding is not chunked, or comes with a Content-Length: send Transfer-Encoding: chunked or a Content-Length, not both."]
-          : code === "HPE_HEADER_OVERFLOW"
-      ? [431, "Request Header Fields Too Large", "headers_too_large", "The request's headers are larger than this server accepts (16 KiB in all, the request line included)."]
-      : code === "ERR_HTTP_REQUEST_TIMEOUT" || code === "HPE_HEADER_TIMEOUT"
-        ? [408, "Request Timeout", "request_timeout", "The request did not arrive in time."]
-        : [400, "Bad Request", "bad_request", "The request is not valid HTTP/1.1 (its request line and header names must be ASCII)."];
+  const [status, reason, errorCode, message] = (code === undefined ? undefined : PARSER_REFUSALS.get(code)) ?? NOT_HTTP;
   return rawResponse(status, reason, { error: { code: errorCode, message } });
 }
 

@@ -25,7 +25,7 @@ import { makeDirs } from "../lib/make-dirs";
 import { lockDataDir } from "./data-dir-lock";
 import { startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { checkHost, checkRequestLine, clientErrorResponse, connectResponse, hostHeaders } from "../lib/request-guard";
-import { hostRules } from "../lib/host-rules";
+import { consoleHostRules } from "../lib/host-rules";
 import { clientAddress, trustedProxyList } from "../lib/client-address";
 
 /**
@@ -217,13 +217,7 @@ async function main(): Promise<void> {
   const trustedProxies = config.trustedProxies.length > 0 ? trustedProxyList(config.trustedProxies) : null;
   // The host names it answers to, as the pages and routes check them (server/host-check.ts), here checked
   // first: before a refusal of the path, a redirect or a static file.
-  const rules = hostRules({
-    bindHost: config.host,
-    port: config.port,
-    publicOrigin: config.publicOrigin,
-    allowedHosts: config.allowedHosts,
-    interfaceAddresses: Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address)),
-  });
+  const rules = consoleHostRules(config, Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address)));
   let stopping = false;
   /** Requests being answered (live streams aside: they are ended by their own shutdown step), for the drain. */
   const inFlight = new Set<http.ServerResponse>();

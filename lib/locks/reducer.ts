@@ -476,8 +476,10 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   // A waiter count that drops by itself: the lock is read again then (see probeAgainAt); one already past is
   // being read again (the probe's own second), not woken for at once in a loop.
   const changeAt = keptWaitersChangeAt(lock.reading);
-  const waitersChangeAt = changeAt > now ? changeAt : changeAt <= now ? now + PROBE_AFTER_MS : Number.NaN;
-  if (waitersChangeAt < step.wakeAt || (Number.isNaN(step.wakeAt) && !Number.isNaN(waitersChangeAt))) step.wakeAt = waitersChangeAt;
+  if (!Number.isNaN(changeAt)) {
+    const at = changeAt > now ? changeAt : now + PROBE_AFTER_MS;
+    if (Number.isNaN(step.wakeAt) || at < step.wakeAt) step.wakeAt = at;
+  }
   step.outcome = "live";
   return step;
 }
