@@ -78,7 +78,7 @@ describe("audit log", () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-audit-"));
-    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_FILE: path.join(dir, "audit.jsonl"), LOCKSCOPE_NODE_TIMEOUT_MS: "200" } });
+    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_FILE: path.join(dir, "audit.jsonl") } });
     nodes = cluster.clients();
     auditRoute = await import("@/app/api/audit/route");
     exportRoute = await import("@/app/api/audit/export/route");
