@@ -10,7 +10,7 @@ export interface LiveEventMap {
   "lock-event": [{ type: LockEventType; resource: string; nodeId?: string } & Named];
   reconnect: [{ nodeId: string } & Named];
   gap: [{ nodeId: string } & Named];
-  /** A node restarted and came back without `count` locks whose TTL had not run out (see `LockStore.lostInRestart`). */
+  /** A node restarted and came back without `count` locks whose TTL had not run out (see `LockStore.lostInRestart`), the lab's left out. */
   "lost-in-restart": [{ nodeId: string; count: number } & Named];
   contention: [{ resource: string } & Named];
 }

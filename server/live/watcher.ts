@@ -1,6 +1,7 @@
 import "server-only";
 import { randomBytes } from "node:crypto";
 import { Cluster, type Redis } from "ioredis";
+import { isLabResource } from "@/lib/lab/keys";
 import { readInSlots, servingShards, slotIn, type ClusterMember } from "@/lib/locks/cluster";
 import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flush-calls";
@@ -956,7 +957,9 @@ export class NodeWatcher {
       const why = appendonly === "no" ? "without an append-only file" : appendonly === "yes" ? "with an append-only file" : "";
       const lost = this.ctx.store.lostInRestart(this.index, loss.before, loss.restartedAt, why, Date.now(), loss.server ?? undefined);
       if (lost.length === 0) continue;
-      this.ctx.events.emit("lost-in-restart", { nodeId: this.id, count: lost.length });
+      // The lab's own locks (a lab fault kills a node on purpose) are told on their pages, but never page anyone.
+      const counted = lost.filter((resource) => !isLabResource(resource)).length;
+      if (counted > 0) this.ctx.events.emit("lost-in-restart", { nodeId: this.id, count: counted });
       this.ctx.log.error(
         { node: this.id, ...(loss.server === null ? {} : { primary: loss.server }), lost: lost.length, examples: lost.slice(0, 5), persistence: appendonly },
         "lock node restarted and came back without locks whose TTL had not run out: their holders may still think they hold them",
