@@ -77,6 +77,22 @@ async function historyClient() {
   return node.client;
 }
 
+/**
+ * Reads or writes the run history on node 0; a node that fails meanwhile (its connection up, its commands
+ * timing out: a stalled or overloaded node) is a 503 that says so, not a 500.
+ */
+async function onHistory<T>(use: (client: Redis) => Promise<T>): Promise<T> {
+  const client = await historyClient();
+  try {
+    return await use(client);
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    const why = nodeFailureText(error instanceof Error ? error.message : undefined) ?? "failed (details in the console's log)";
+    getLogger().warn({ err: (error as Error).message }, "the lab's run history on node 0 could not be read or written");
+    throw new ApiError("unavailable", `Node 0 (${stockNode().maskedUrl}) holds the lab's stock and run history and ${why}.`);
+  }
+}
+
 /** The embedded nodes, when this console started them itself (only then may the lab kill and pause them). */
 function processControl(): NodeProcessControl | null {
   if (!embeddedNodesOwned()) return null;
@@ -306,12 +322,12 @@ export class Lab {
     if (active?.record.id === id) return this.#snapshot(active);
     const finished = this.#finished.get(id);
     if (finished) return { ...finished };
-    return readRun(await historyClient(), id);
+    return onHistory((client) => readRun(client, id));
   }
 
   /** Recent runs, newest first (without their chart series). */
   async list(limit: number): Promise<RunRecord[]> {
-    const runs = await listRuns(await historyClient(), limit);
+    const runs = await onHistory((client) => listRuns(client, limit));
     const active = this.#active;
     const listed = new Set(runs.map((r) => r.id));
     // This console's finished runs that node 0 does not have (it restarted empty, or is still to take one).
@@ -335,14 +351,15 @@ export class Lab {
       await active.done;
       return { record: { ...active.record }, pending: false };
     }
-    const client = await historyClient();
-    const record = this.#finished.get(id) ?? (await readRun(client, id));
-    if (!record) throw new ApiError("not_found", `No lab run ${id} in the last runs.`);
-    if (record.status !== "running") {
-      throw new ApiError("conflict", `Run ${id} has already ended (${record.status}); there is nothing to cancel.`, { status: record.status });
-    }
-    await requestCancel(client, id);
-    return { record: markStale(record, Date.now()), pending: true };
+    return onHistory(async (client) => {
+      const record = this.#finished.get(id) ?? (await readRun(client, id));
+      if (!record) throw new ApiError("not_found", `No lab run ${id} in the last runs.`);
+      if (record.status !== "running") {
+        throw new ApiError("conflict", `Run ${id} has already ended (${record.status}); there is nothing to cancel.`, { status: record.status });
+      }
+      await requestCancel(client, id);
+      return { record: markStale(record, Date.now()), pending: true };
+    });
   }
 
   async stopForShutdown(): Promise<void> {

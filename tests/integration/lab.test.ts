@@ -267,6 +267,28 @@ describe("contention lab", () => {
     }
   });
 
+  it("answers 503, not 500, when node 0 (the run history) stops answering", async () => {
+    const { newRunId } = await import("@/lib/lab/keys");
+    const unknown = newRunId();
+    // The console's connection to node 0 is up first, as it is while a console serves.
+    expect((await call(runs.GET, "GET", "/api/demo/runs", { token: VIEWER_TOKEN })).status).toBe(200);
+    // SIGSTOP: the console's connection stays open, its commands time out.
+    cluster.pause(0);
+    try {
+      const answers = [
+        await call(runs.GET, "GET", "/api/demo/runs", { token: VIEWER_TOKEN }),
+        await call(run.GET, "GET", `/api/demo/runs/${unknown}`, { params: { id: unknown }, token: VIEWER_TOKEN }),
+        await call(run.DELETE, "DELETE", `/api/demo/runs/${unknown}`, { params: { id: unknown } }),
+      ];
+      for (const res of answers) {
+        expect(res.status, JSON.stringify(res.body)).toBe(503);
+        expect((res.body as { error: { message: string } }).error.message).toMatch(/^Node 0 \(redis:\/\/127\.0\.0\.1:\d+\) holds the lab's stock and run history and did not answer in time\.$/);
+      }
+    } finally {
+      cluster.resume(0);
+    }
+  });
+
   it("removes the keys of a run whose console died mid-run, when the next run starts", async () => {
     // What a console killed in the middle of a fenced run leaves: its record still "running", silent for
     // minutes, and keys an engine write had just left without a TTL.
