@@ -18,7 +18,7 @@ import { getLogger } from "../logger";
 import { counter } from "../metrics";
 import { getDeploymentNodes, getNodes, type DeploymentNodes, type LockNode } from "../nodes";
 import { isShuttingDown, onShutdown } from "../shutdown";
-import { addRun, cancelRequested, clearCancel, listRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
+import { addRun, cancelRequested, clearCancel, dropRun, listRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
 
 /**
  * The console's contention lab: one run at a time across every console over the same lock nodes (the run
@@ -186,11 +186,14 @@ export class Lab {
       controller.abort(new Error("the lab lease was lost: a quorum of lock nodes did not answer for longer than its TTL, so another console may run the lab"));
     }, { once: true });
     try {
-      await addRun(client, record);
+      await onHistory((history) => addRun(history, record));
     } catch (error) {
       this.#active = null;
+      // The record was sent: a node that stalled runs it once it answers again. Taking it back on the same
+      // connection runs after it, so a run the caller was told did not start never shows in the history.
+      dropRun(client, id).catch(() => {});
       await lease.release();
-      throw new ApiError("unavailable", `Could not record the run on node 0 (${stockNode().maskedUrl}): ${(error as Error).message}`);
+      throw error;
     }
     getLogger().info({ run: id, actor, strategy: settings.strategy, workers: settings.workers, stock: settings.stock, fault: settings.fault ?? null, faultMode: run.faultMode }, "lab run started");
     active.done = this.#drive(active);

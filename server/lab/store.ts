@@ -36,6 +36,11 @@ export async function addRun(client: Redis, record: RunRecord): Promise<void> {
   await client.eval(ADD_RUN_LUA, 1, RUNS_LIST_KEY, record.id, JSON.stringify(withoutSeries(record)), RUNS_KEPT);
 }
 
+/** Removes a run from the history: its id, its record and its series. */
+export async function dropRun(client: Redis, id: string): Promise<void> {
+  await client.multi().lrem(RUNS_LIST_KEY, 0, id).del(runRecordKey(id), seriesKey(id)).exec();
+}
+
 // Rewrites a run's record and, when given, its series. A record that is gone was either trimmed out of
 // the history (the list is full without it: it stays gone) or lost with node 0's data (node 0 restarted
 // empty: the list is shorter, or empty), in which case the run is put back, so a run that outlived a

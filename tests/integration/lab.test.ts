@@ -289,6 +289,21 @@ describe("contention lab", () => {
     }
   });
 
+  it("leaves no run in the history when node 0 stalls while a run is being recorded (the start answered 503)", async () => {
+    const listed = async () => ((await call(runs.GET, "GET", "/api/demo/runs", { token: VIEWER_TOKEN })).body as { runs: RunRecord[] }).runs.map((r) => r.id);
+    const before = await listed();
+    cluster.pause(0);
+    try {
+      const res = await call(runs.POST, "POST", "/api/demo/runs", { body: { strategy: "atomic", stock: 10, workers: 2, ttlMs: 1000, workMs: 0 } });
+      expect(res.status, JSON.stringify(res.body)).toBe(503);
+      expect((res.body as { error: { message: string } }).error.message).toMatch(/^Node 0 \(redis:\/\/127\.0\.0\.1:\d+\) holds the lab's stock and run history and did not answer in time\.$/);
+    } finally {
+      cluster.resume(0);
+    }
+    // Node 0 now runs what was sent to it while stopped; the console's next read comes after it.
+    expect(await listed()).toEqual(before);
+  });
+
   it("removes the keys of a run whose console died mid-run, when the next run starts", async () => {
     // What a console killed in the middle of a fenced run leaves: its record still "running", silent for
     // minutes, and keys an engine write had just left without a TTL.
