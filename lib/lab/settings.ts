@@ -107,8 +107,13 @@ export function settingsNotes(settings: RunSettings): string[] {
         `restarts delayed by at least the TTL).`,
     );
   }
-  if (pause && pause.probability > 0 && pause.ms <= settings.ttlMs && LOCKING_STRATEGIES.has(settings.strategy)) {
-    notes.push(`Pauses of ${pause.ms} ms do not outlast the ${settings.ttlMs} ms TTL, so no lock expires under its holder.`);
+  if (LOCKING_STRATEGIES.has(settings.strategy)) {
+    // A holder keeps its lock for its work plus any pause: that sum, not the pause alone, is what outlasts the TTL.
+    if (settings.workMs >= settings.ttlMs) {
+      notes.push(`${settings.workMs} ms of work per order outlasts the ${settings.ttlMs} ms TTL: every lock expires under its holder before it writes the stock.`);
+    } else if (pause && pause.probability > 0 && settings.workMs + pause.ms < settings.ttlMs) {
+      notes.push(`Pauses of ${pause.ms} ms (on top of ${settings.workMs} ms of work) do not outlast the ${settings.ttlMs} ms TTL, so no lock expires under its holder.`);
+    }
   }
   return notes;
 }

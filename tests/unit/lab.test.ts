@@ -48,6 +48,17 @@ describe("lab settings", () => {
     expect(settingsNotes({ ...base, pause: { probability: 0.5, ms: 100 } }).join(" ")).toMatch(/do not outlast/);
   });
 
+  it("never says no lock expires when the work, or the work with a pause, outlasts the TTL", () => {
+    // Each order works 200 ms under a 100 ms lock: every lock expires under its holder, pauses or not.
+    const slowWork = settingsNotes({ ...base, strategy: "naive", ttlMs: 100, workMs: 200, pause: { probability: 0.1, ms: 50 } }).join(" ");
+    expect(slowWork).not.toMatch(/no lock expires/);
+    expect(slowWork).toMatch(/200 ms of work per order outlasts the 100 ms TTL: every lock expires under its holder/);
+    expect(settingsNotes({ ...base, ttlMs: 100, workMs: 200 }).join(" ")).toMatch(/every lock expires under its holder/);
+    // 600 ms of work and a 500 ms pause: the paused holders outlast the 1000 ms TTL.
+    expect(settingsNotes({ ...base, ttlMs: 1000, workMs: 600, pause: { probability: 0.1, ms: 500 } })).toEqual([]);
+    expect(settingsNotes({ ...base, strategy: "atomic", ttlMs: 100, workMs: 200 })).toEqual([]);
+  });
+
   it("spaces lock retries out as the crowd grows, within 10 to 100 ms", () => {
     expect(retryDelayFor(1)).toBe(10);
     expect(retryDelayFor(50)).toBe(15);
