@@ -123,6 +123,22 @@ const redisUrl = z.string().refine((s) => {
   }
 });
 
+/**
+ * An origin browsers send in `Origin`: http or https, a host, maybe a port, nothing else (the console is served at
+ * the root; another scheme's origin is never sent, or is "null", and every browser request would be refused).
+ */
+const httpOrigin = z
+  .string()
+  .refine((s) => {
+    try {
+      const u = new URL(s);
+      return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "" && u.username === "" && u.password === "" && u.pathname === "/" && u.search === "" && u.hash === "" && !/[?#]/.test(s);
+    } catch {
+      return false;
+    }
+  })
+  .transform((s) => new URL(s).origin);
+
 /** A DNS name, an IPv4 address or a bracketed IPv6 address, as it appears in a Host header (without the port). */
 const HOST_NAME = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])$/;
 
@@ -230,8 +246,8 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
   const publicOrigin = field(
     env,
     "LOCKSCOPE_PUBLIC_ORIGIN",
-    z.union([z.undefined(), z.string().url().transform((s) => new URL(s).origin)]),
-    "the console's public origin, e.g. https://lockscope.example.com (only behind a proxy)",
+    z.union([z.undefined(), httpOrigin]),
+    "the console's public origin, http(s)://host[:port] without a path, e.g. https://lockscope.example.com (only behind a proxy)",
     undefined,
   ) ?? null;
   const allowedHosts = field(

@@ -46,6 +46,18 @@ describe("configuration", () => {
     expect(parseConfig({ PORT: " 8080 " }).port).toBe(8080);
   });
 
+  it("refuses a LOCKSCOPE_PUBLIC_ORIGIN that is not an http(s) origin, naming the variable", () => {
+    // A browser's Origin is never ftp:, ws: or "null" (file:, mailto:): the console would refuse every sign-in and
+    // release; a path is not part of an origin (the console is served at the root).
+    for (const bad of ["ftp://lockscope.example.com", "ws://lockscope.example.com", "file:///srv/lockscope", "mailto:ops@example.com", "https://example.com/lockscope", "https://example.com/?x=1", "https://ops:pw@example.com"]) {
+      const error = errorOf({ LOCKSCOPE_PUBLIC_ORIGIN: bad });
+      expect(error.variable, bad).toBe("LOCKSCOPE_PUBLIC_ORIGIN");
+      expect(error.message).not.toContain("pw@");
+    }
+    expect(parseConfig({ LOCKSCOPE_PUBLIC_ORIGIN: "https://lockscope.example.com/" }).publicOrigin).toBe("https://lockscope.example.com");
+    expect(parseConfig({ LOCKSCOPE_PUBLIC_ORIGIN: "http://10.0.0.5:8080" }).publicOrigin).toBe("http://10.0.0.5:8080");
+  });
+
   it("refuses short tokens and a viewer token equal to the operator token", () => {
     expect(errorOf({ LOCKSCOPE_OPERATOR_TOKEN: "short" }).variable).toBe("LOCKSCOPE_OPERATOR_TOKEN");
     const same = "abcdefghijklmnopqrstuvwxyz";
