@@ -144,6 +144,10 @@ const HOST_NAME = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0
 
 const token = z.string().min(16).max(512).regex(/^[\x21-\x7e]+$/);
 
+/** A whole number written in decimal digits: `Number()` alone would also read `0x1F90` or `8e3` as a number. */
+const wholeNumber = (min: number, max: number) =>
+  z.string().regex(/^[0-9]{1,15}$/).transform(Number).pipe(z.number().int().min(min).max(max));
+
 /**
  * Parses and validates the configuration; throws `ConfigError` on the first wrong variable, and
  * `DeploymentConfigError` with every mistake in the deployment settings. `readFile` opens the files the
@@ -187,7 +191,7 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     CONFIG_DEFAULTS.lockPatterns,
   );
   const host = field(env, "HOST", z.string().min(1).max(255).regex(/^[A-Za-z0-9.:[\]-]+$/), "a hostname or IP address to bind, e.g. 127.0.0.1", CONFIG_DEFAULTS.host);
-  const port = field(env, "PORT", z.coerce.number().int().min(1).max(65535), "a TCP port number from 1 to 65535", String(CONFIG_DEFAULTS.port));
+  const port = field(env, "PORT", wholeNumber(1, 65535), "a TCP port number from 1 to 65535", String(CONFIG_DEFAULTS.port));
   const optionalToken = (name: string) =>
     field(env, name, z.union([z.undefined(), token]), "a token of 16 to 512 printable characters without spaces", undefined) ?? null;
   const operatorToken = optionalToken("LOCKSCOPE_OPERATOR_TOKEN");
@@ -210,7 +214,7 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
   const historyRetentionDays = field(
     env,
     "HISTORY_RETENTION_DAYS",
-    z.coerce.number().int().min(1).max(3650),
+    wholeNumber(1, 3650),
     "a whole number of days from 1 to 3650",
     String(CONFIG_DEFAULTS.historyRetentionDays),
   );
@@ -224,7 +228,7 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
   const nodeTimeoutMs = field(
     env,
     "LOCKSCOPE_NODE_TIMEOUT_MS",
-    z.coerce.number().int().min(10).max(60_000),
+    wholeNumber(10, 60_000),
     "a per-node command timeout in milliseconds from 10 to 60000",
     String(CONFIG_DEFAULTS.nodeTimeoutMs),
   );
@@ -242,7 +246,7 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     "a regular expression whose first group names a lock's group for metrics labels",
     CONFIG_DEFAULTS.metricsGroupPattern,
   );
-  const metricsMaxGroups = field(env, "METRICS_MAX_GROUPS", z.coerce.number().int().min(0).max(1000), "a whole number from 0 to 1000", String(CONFIG_DEFAULTS.metricsMaxGroups));
+  const metricsMaxGroups = field(env, "METRICS_MAX_GROUPS", wholeNumber(0, 1000), "a whole number from 0 to 1000", String(CONFIG_DEFAULTS.metricsMaxGroups));
   const publicOrigin = field(
     env,
     "LOCKSCOPE_PUBLIC_ORIGIN",
@@ -265,7 +269,7 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     "",
   );
   const streamLimit = (name: string, fallback: number) =>
-    field(env, name, z.coerce.number().int().min(1).max(100_000), "a whole number of streams from 1 to 100000", String(fallback));
+    field(env, name, wholeNumber(1, 100_000), "a whole number of streams from 1 to 100000", String(fallback));
   const maxStreamsPerAddress = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_ADDRESS", CONFIG_DEFAULTS.maxStreamsPerAddress);
   const maxStreamsPerToken = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_TOKEN", CONFIG_DEFAULTS.maxStreamsPerToken);
   return {

@@ -38,7 +38,7 @@ describe("configuration", () => {
   });
 
   it("refuses a PORT that is not a port number", () => {
-    for (const bad of ["abc", "0", "70000", "80.5", "-1"]) {
+    for (const bad of ["abc", "0", "70000", "80.5", "-1", "0x1F90", "8e3", "0b11"]) {
       const error = errorOf({ PORT: bad });
       expect(error.variable).toBe("PORT");
       expect(error.message).toContain("1 to 65535");
@@ -56,6 +56,15 @@ describe("configuration", () => {
     }
     expect(parseConfig({ LOCKSCOPE_PUBLIC_ORIGIN: "https://lockscope.example.com/" }).publicOrigin).toBe("https://lockscope.example.com");
     expect(parseConfig({ LOCKSCOPE_PUBLIC_ORIGIN: "http://10.0.0.5:8080" }).publicOrigin).toBe("http://10.0.0.5:8080");
+  });
+
+  it("reads whole-number settings as decimal digits only (no hex or exponent read as another number)", () => {
+    const settings = ["HISTORY_RETENTION_DAYS", "LOCKSCOPE_NODE_TIMEOUT_MS", "METRICS_MAX_GROUPS", "LOCKSCOPE_MAX_STREAMS_PER_ADDRESS", "LOCKSCOPE_MAX_STREAMS_PER_TOKEN"];
+    for (const variable of settings) {
+      for (const bad of ["0x1e", "1e2", "0o17"]) expect(errorOf({ [variable]: bad }).variable, `${variable}=${bad}`).toBe(variable);
+    }
+    const config = parseConfig({ HISTORY_RETENTION_DAYS: "90", LOCKSCOPE_NODE_TIMEOUT_MS: " 750 ", METRICS_MAX_GROUPS: "0", LOCKSCOPE_MAX_STREAMS_PER_ADDRESS: "5" });
+    expect([config.historyRetentionDays, config.nodeTimeoutMs, config.metricsMaxGroups, config.maxStreamsPerAddress]).toEqual([90, 750, 0, 5]);
   });
 
   it("refuses short tokens and a viewer token equal to the operator token", () => {
