@@ -152,7 +152,8 @@ export class LabRun {
     return {
       phase: this.#phase,
       fraction: round3(
-        this.#phase === "finished" && this.#stopReason !== "cancelled" && this.#stopReason !== "shutdown" && this.#stopReason !== "error"
+        // Full only for a sale that ended (sold out, or every order placed); one stopped early shows how far it came.
+        this.#phase === "finished" && (this.#stopReason === "sold-out" || this.#stopReason === "orders")
           ? 1
           : progressFraction({ stock: this.settings.stock, remaining: this.#lastStock, orders: this.settings.orders, ordersPlaced: t.ordersPlaced }),
       ),

@@ -87,6 +87,8 @@ describe("lab runner", () => {
     expect(result!.sold).toBeGreaterThan(0);
     expect(result!.lostUpdates).toBe(0);
     expect(result!.remaining).toBe(100_000 - result!.sold);
+    // The progress bar shows the share sold, not a full bar for a sale that did not end.
+    expect(run.progress()).toMatchObject({ phase: "finished", fraction: Math.round((result!.sold / 100_000) * 1000) / 1000 });
     expect(await leftovers(id)).toEqual([]);
   });
 
