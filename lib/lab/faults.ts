@@ -46,9 +46,14 @@ export class FaultInjector {
       : null;
   }
 
-  /** Clears the timers not yet fired. */
+  /** Clears the timers not yet fired; the run has ended, so a fault that never started says so. */
   cancel(): void {
     for (const timer of this.#timers) clearTimeout(timer);
+    const report = this.report;
+    if (this.fault && report && report.startedAtMs === null) {
+      const endedAtMs = this.env.startedAt() === 0 ? 0 : Math.round(performance.now() - this.env.startedAt());
+      report.description = describeFault(this.fault, this.mode, report, endedAtMs);
+    }
   }
 
   /** Ends the fault, noting (never throwing) when the node could not be brought back. */
@@ -130,7 +135,8 @@ export class FaultInjector {
   }
 }
 
-export function describeFault(fault: NonNullable<RunSettings["fault"]>, mode: FaultMode, report: FaultReport | null): string {
+/** `runEndedAtMs`: the run ended then (ms since its workers started) without the fault having started. */
+export function describeFault(fault: NonNullable<RunSettings["fault"]>, mode: FaultMode, report: FaultReport | null, runEndedAtMs?: number): string {
   const span = fault.forMs === undefined ? "until the run ends" : `for ${fault.forMs} ms`;
   const notOwned = "(the console does not own that node's process, so the node itself keeps running)";
   let what: string;
@@ -145,7 +151,9 @@ export function describeFault(fault: NonNullable<RunSettings["fault"]>, mode: Fa
         ? `Cuts the lab workers' own connections to node ${fault.node} at ${fault.atMs} ms ${span} ${notOwned}`
         : `Stalls the lab workers' own commands to node ${fault.node} at ${fault.atMs} ms ${span} ${notOwned}`;
   }
-  if (!report || report.startedAtMs === null) return `${what}.`;
+  if (!report || report.startedAtMs === null) {
+    return runEndedAtMs === undefined ? `${what}.` : `${what}; it never happened: the run ended at ${runEndedAtMs} ms, before it was due.`;
+  }
   const when = report.endedAtMs === null ? `; started at ${report.startedAtMs} ms` : `; it lasted from ${report.startedAtMs} to ${report.endedAtMs} ms`;
   return `${what}${when}.`;
 }

@@ -80,6 +80,20 @@ describe("lab runner", () => {
     expect(cluster.nodes[1]!.isPaused).toBe(false);
   });
 
+  it("says a fault that was due after the run ended never happened", async () => {
+    const acted: string[] = [];
+    const control = processControl();
+    const { run } = lab(
+      { strategy: "redlock", stock: 20, workers: 5, ttlMs: 500, workMs: 1, fault: { node: 1, kind: "kill", atMs: 60_000, forMs: 1000 } },
+      { processControl: { ...control, kill: (i) => (acted.push(`kill ${i}`), control.kill(i)), restart: (i) => (acted.push(`restart ${i}`), control.restart(i)) } },
+    );
+    const outcome = await run.run();
+    expect(outcome.stopReason).toBe("sold-out");
+    expect(acted).toEqual([]);
+    expect(outcome.fault).toMatchObject({ startedAtMs: null, endedAtMs: null });
+    expect(outcome.fault!.description).toMatch(/^Kills node 1's redis-server \(SIGKILL\) at 60000 ms and restarts it, empty, 1000 ms later; it never happened: the run ended at \d+ ms, before it was due\.$/);
+  });
+
   it("stops at its time limit, reports what it sold, and cleans up", async () => {
     const { id, run } = lab({ strategy: "naive", stock: 100_000, workers: 10, ttlMs: 1000, workMs: 20 }, { maxRunMs: 800 });
     const { stopReason, result } = await run.run();
