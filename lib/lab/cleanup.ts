@@ -1,32 +1,73 @@
 import { openLabClient } from "./connections";
 import { runKeys } from "./keys";
 
+/** A node that could not be cleaned at the end of a run is tried again this often, for this long. */
+const RETRY_EVERY_MS = 2_000;
+const RETRY_FOR_MS = 10 * 60_000;
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** Deletes every key of run `id` on one node (`SCAN MATCH` on the run's exact prefixes); throws when the node fails. */
+async function removeFromNode(url: string, id: string): Promise<void> {
+  const { cleanupPatterns } = runKeys(id);
+  const client = openLabClient(url, 2000, `lockscope:lab:${id}:cleanup`);
+  try {
+    await client.connect();
+    for (const pattern of cleanupPatterns) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await client.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+        cursor = next;
+        if (keys.length > 0) await client.unlink(...keys);
+      } while (cursor !== "0");
+    }
+  } finally {
+    client.disconnect();
+  }
+}
+
 /**
  * Deletes every key of run `id` on every node: `SCAN MATCH` on the run's exact prefixes, and nothing
  * else. Resolves a note per node that could not be cleaned (the keys there expire by their TTL).
  */
 export async function removeRunKeys(nodeUrls: readonly string[], id: string): Promise<string[]> {
-  const { cleanupPatterns } = runKeys(id);
   const notes: string[] = [];
   await Promise.all(
-    nodeUrls.map(async (url, node) => {
-      const client = openLabClient(url, 2000, `lockscope:lab:${id}:cleanup`);
-      try {
-        await client.connect();
-        for (const pattern of cleanupPatterns) {
-          let cursor = "0";
-          do {
-            const [next, keys] = await client.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-            cursor = next;
-            if (keys.length > 0) await client.unlink(...keys);
-          } while (cursor !== "0");
-        }
-      } catch (error) {
-        notes.push(`Could not remove this run's keys from node ${node}: ${error instanceof Error ? error.message : String(error)} (they expire by their TTL).`);
-      } finally {
-        client.disconnect();
-      }
-    }),
+    nodeUrls.map((url, node) =>
+      removeFromNode(url, id).catch((error: unknown) => {
+        notes.push(`Could not remove this run's keys from node ${node}: ${errorText(error)} (they expire by their TTL).`);
+      }),
+    ),
   );
   return notes;
+}
+
+/**
+ * The end of a run: deletes its keys on every node, and from a node that did not answer, again in the background
+ * until it does (every 2 s, for up to 10 minutes), then once more. A node that stalled (stopped, overloaded) runs the
+ * workers' last writes once it answers again, after the run has stopped renewing its keys: a key an engine write
+ * makes then (a fence) has no TTL and no run left to remove it. Resolves a note per node not cleaned yet.
+ */
+export async function removeRunKeysEventually(nodeUrls: readonly string[], id: string): Promise<string[]> {
+  const notes: string[] = [];
+  await Promise.all(
+    nodeUrls.map((url, node) =>
+      removeFromNode(url, id).catch((error: unknown) => {
+        notes.push(`Could not remove this run's keys from node ${node} yet: ${errorText(error)}; trying again until it answers.`);
+        retry(url, id, performance.now() + RETRY_FOR_MS);
+      }),
+    ),
+  );
+  return notes;
+}
+
+function retry(url: string, id: string, until: number, passesLeft = 2): void {
+  if (passesLeft === 0 || performance.now() > until) return;
+  setTimeout(() => {
+    removeFromNode(url, id).then(
+      // Answered: one more pass, for writes the node had queued and ran just after this one.
+      () => retry(url, id, until, passesLeft - 1),
+      () => retry(url, id, until, passesLeft),
+    );
+  }, RETRY_EVERY_MS).unref();
 }

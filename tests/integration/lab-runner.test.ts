@@ -170,6 +170,24 @@ describe("lab runner", () => {
     expect(cluster.nodes[2]!.isPaused).toBe(false);
     expect(await leftovers(id)).toEqual([]);
   });
+  it("removes its keys from a node that stalled through the end of the run, once that node answers again", async () => {
+    // Not a lab fault: node 2 stops answering mid-run (a GC-like stall of the server) and stays stopped past the end,
+    // so the cleanup cannot reach it; on SIGCONT it runs the workers' queued writes (the fence among them, no TTL).
+    const { id, run } = lab({ strategy: "redlock-fenced", stock: 200, workers: 20, ttlMs: 500, workMs: 5 });
+    const done = run.run();
+    await until("20 units are sold", () => run.progress().sold >= 20);
+    cluster.pause(2);
+    let outcome: Awaited<typeof done>;
+    try {
+      outcome = await done;
+    } finally {
+      cluster.resume(2);
+    }
+    expect(outcome.result).toMatchObject({ sold: 200, remaining: 0, lostUpdates: 0 });
+    expect(outcome.notes.join(" ")).toMatch(/Could not remove this run's keys from node 2 yet: .*; trying again until it answers\./);
+    await until("node 2 has none of the run's keys", async () => (await leftovers(id)).length === 0, 20_000);
+  }, 60_000);
+
   it("fails a run whose stock vanished when node 0 restarted empty mid-run, with no result to misread", async () => {
     const { id, run } = lab({ strategy: "redlock-fenced", stock: 100_000, workers: 10, ttlMs: 1000, workMs: 2 });
     const done = run.run();
