@@ -61,7 +61,7 @@ export async function forceRelease(
   options: ForceReleaseOptions = {},
 ): Promise<ForceReleaseResult> {
   const nodes = check.clientList<ForceReleaseClient>("clients", clients, ["evalsha", "eval"]);
-  check.nonEmptyString("resource", resource);
+  check.resource("resource", resource);
   const token = check.nullableString("token", options.token ?? DEFAULTS.token);
   if (token === "") check.fail("token", "a non-empty string or null", token);
   const nodeTimeoutMs = check.positiveInteger("nodeTimeoutMs", options.nodeTimeoutMs ?? DEFAULTS.nodeTimeoutMs);

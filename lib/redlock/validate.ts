@@ -1,5 +1,14 @@
 /** Argument checks at the public entry points, so bad input fails at once with the argument's name. */
 import { CrossSlotError } from "./errors.ts";
+import {
+  FENCE_KEY_PREFIX,
+  FENCE_MARKER_KEY,
+  FENCE_RESEED_KEY,
+  LAST_FENCE_KEY_PREFIX,
+  WAIT_DEADLINE_KEY_PREFIX,
+  WAIT_QUEUE_KEY_PREFIX,
+  WAIT_TICKET_KEY_PREFIX,
+} from "./keys.ts";
 import { keyInSlotOf, keySlot } from "./slot.ts";
 
 function describe(value: unknown): string {
@@ -49,10 +58,37 @@ export function nonEmptyString(name: string, value: unknown): string {
   return value;
 }
 
+/**
+ * The keys the engine keeps beside its locks (see keys.ts). A lock on one of them would be a lock value
+ * written over a fence counter, a fence marker or a waiter queue, and its release (or a force release)
+ * would delete it: a fence marker written by a lock makes a node that lost its fences look trusted, and a
+ * deleted `fence:` or `fence-seen:` key lets a fence repeat. So no resource may be named like one.
+ */
+const ENGINE_KEY_PREFIXES = [FENCE_KEY_PREFIX, LAST_FENCE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_DEADLINE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX];
+const ENGINE_KEYS = [FENCE_MARKER_KEY, FENCE_RESEED_KEY];
+const NOT_AN_ENGINE_KEY = `named like none of the keys the engine keeps beside its locks (${[...ENGINE_KEY_PREFIXES.map((p) => `${p}*`), ...ENGINE_KEYS].join(", ")})`;
+
+// (A loop, not `some` with a closure: this runs on every acquisition.)
+function isEngineKey(name: string): boolean {
+  if (ENGINE_KEYS.includes(name)) return true;
+  for (const prefix of ENGINE_KEY_PREFIXES) if (name.startsWith(prefix)) return true;
+  return false;
+}
+
+/** A lock key (a resource): a non-empty string that is not one of the engine's own keys. */
+export function resource(name: string, value: unknown): string {
+  nonEmptyString(name, value);
+  if (isEngineKey(value as string)) fail(name, NOT_AN_ENGINE_KEY, value);
+  return value as string;
+}
+
 export function resourceList(name: string, value: unknown): string[] {
   if (!Array.isArray(value) || value.length === 0) fail(name, "a non-empty array of non-empty strings", value);
   const list = value as unknown[];
-  for (const item of list) if (typeof item !== "string" || item === "") fail(name, "a non-empty array of non-empty strings", value);
+  for (const item of list) {
+    if (typeof item !== "string" || item === "") fail(name, "a non-empty array of non-empty strings", value);
+    if (isEngineKey(item)) fail(name, `an array of resources ${NOT_AN_ENGINE_KEY}`, value);
+  }
   // Most locks name one resource: no Set to build for it.
   if (list.length > 1 && new Set(list).size !== list.length) fail(name, "an array without duplicates", value);
   return list.length === 1 ? [list[0] as string] : [...(list as string[])];

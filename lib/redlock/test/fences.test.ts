@@ -218,4 +218,29 @@ describe("fencing tokens", () => {
     await redlock.release(next);
     expect((await redlock.release(evicted)).released).toBe(false);
   });
+
+  it("no lock or force release can be made on the engine's own keys: a lock cannot pose as a fence marker, nor a release delete a fence", async () => {
+    const redlock = engine();
+    await allReady();
+    const first = await redlock.acquire(["lock:named"], 1000);
+    await redlock.release(first);
+    const fences = await fencesOn("lock:named");
+    const marked = await markers();
+    // A lock on the marker of a node that came back empty would make its lost fences count again; a force
+    // release of `fence:` or `fence-seen:` would let a fence repeat or a stale fenced write land.
+    for (const name of [FENCE_MARKER_KEY, "lockscope:fence-reseed", fenceKey("lock:named"), "fence-seen:stock", "waitq:lock:named", "waitqd:lock:named", "waitqg:lock:named"]) {
+      const taken: unknown = await redlock.acquire(["lock:other", name], 60_000, { fenced: false, retryCount: 0 }).catch((e: unknown) => e);
+      expect(taken).toBeInstanceOf(TypeError);
+      expect((taken as Error).message).toContain("named like none of the keys the engine keeps beside its locks");
+      const forced: unknown = await forceRelease(direct, name).catch((e: unknown) => e);
+      expect(forced).toBeInstanceOf(TypeError);
+      expect((forced as Error).message).toContain(`Expected \`resource\` to be named like none of the keys the engine keeps beside its locks`);
+    }
+    expect(await fencesOn("lock:named")).toEqual(fences);
+    expect(await markers()).toEqual(marked);
+    for (const client of direct) expect(await client.exists("lock:other")).toBe(0);
+    const next = await redlock.acquire(["lock:named"], 1000);
+    expect(BigInt(next.fence!)).toBeGreaterThan(BigInt(first.fence!));
+    await redlock.release(next);
+  });
 });
