@@ -64,7 +64,7 @@ export async function forceRelease(
   check.resource("resource", resource);
   const token = check.nullableString("token", options.token ?? DEFAULTS.token);
   if (token === "") check.fail("token", "a non-empty string or null", token);
-  const nodeTimeoutMs = check.positiveInteger("nodeTimeoutMs", options.nodeTimeoutMs ?? DEFAULTS.nodeTimeoutMs);
+  const nodeTimeoutMs = check.timerMs("nodeTimeoutMs", options.nodeTimeoutMs ?? DEFAULTS.nodeTimeoutMs, 1);
 
   const outcomes = await runRound(nodes, SCRIPT, {
     keys: [resource],

@@ -1,6 +1,7 @@
 import type { RedlockClient, ScriptClient, SubscriberClient } from "./client.ts";
 import { toError } from "./errors.ts";
 import { quorumOf } from "./round.ts";
+import { MAX_TIMER_MS } from "./sleep.ts";
 import { parseRevokeMessage, parseWakeMessage, REVOKE_CHANNEL } from "./telemetry.ts";
 
 /** @internal A waiter between attempts, woken early by a release of one of its resources. */
@@ -149,7 +150,7 @@ export class Notifications {
   whenListening(timeoutMs: number): Promise<void> {
     if (this.#closed || !this.#subscribers || this.#subscribed >= quorumOf(this.clients.length)) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, timeoutMs);
+      const timer = setTimeout(done, Math.min(timeoutMs, MAX_TIMER_MS));
       function done() {
         clearTimeout(timer);
         resolve();

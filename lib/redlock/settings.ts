@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { MAX_TIMER_MS } from "./sleep.ts";
 import * as check from "./validate.ts";
 
 /** Settings for a `Redlock` instance; each can also be given per call where noted. */
@@ -96,16 +97,20 @@ export function resolveSettings(settings: unknown): ResolvedSettings {
   const s = settings as RedlockSettings;
   const pid = s.pid === undefined ? process.pid : s.pid;
   if (pid !== null) check.nonNegativeInteger("pid", pid);
+  const retryDelayMs = check.timerMs("retryDelayMs", s.retryDelayMs ?? DEFAULT_SETTINGS.retryDelayMs, 0);
+  const retryJitterMs = check.timerMs("retryJitterMs", s.retryJitterMs ?? DEFAULT_SETTINGS.retryJitterMs, 0);
+  // A pause is at most their sum: one timer.
+  if (retryDelayMs + retryJitterMs > MAX_TIMER_MS) check.timerMs("retryDelayMs + retryJitterMs", retryDelayMs + retryJitterMs, 0);
   return Object.freeze({
     driftFactor: check.numberInRange("driftFactor", s.driftFactor ?? DEFAULT_SETTINGS.driftFactor, 0, 0.5),
     retryCount: retryCount("retryCount", s.retryCount ?? DEFAULT_SETTINGS.retryCount),
-    retryDelayMs: check.nonNegativeInteger("retryDelayMs", s.retryDelayMs ?? DEFAULT_SETTINGS.retryDelayMs),
-    retryJitterMs: check.nonNegativeInteger("retryJitterMs", s.retryJitterMs ?? DEFAULT_SETTINGS.retryJitterMs),
+    retryDelayMs,
+    retryJitterMs,
     automaticExtensionThresholdMs: check.positiveInteger(
       "automaticExtensionThresholdMs",
       s.automaticExtensionThresholdMs ?? DEFAULT_SETTINGS.automaticExtensionThresholdMs,
     ),
-    nodeTimeoutMs: check.positiveInteger("nodeTimeoutMs", s.nodeTimeoutMs ?? DEFAULT_SETTINGS.nodeTimeoutMs),
+    nodeTimeoutMs: check.timerMs("nodeTimeoutMs", s.nodeTimeoutMs ?? DEFAULT_SETTINGS.nodeTimeoutMs, 1),
     label: check.nullableString("label", s.label === undefined ? DEFAULT_SETTINGS.label : s.label),
     host: check.nullableString("host", s.host === undefined ? hostname() : s.host),
     pid,
@@ -113,6 +118,6 @@ export function resolveSettings(settings: unknown): ResolvedSettings {
     fair: check.boolean("fair", s.fair ?? DEFAULT_SETTINGS.fair),
     telemetry: check.boolean("telemetry", s.telemetry ?? DEFAULT_SETTINGS.telemetry),
     wakeOnRelease: check.boolean("wakeOnRelease", s.wakeOnRelease ?? DEFAULT_SETTINGS.wakeOnRelease),
-    subscriberIdleMs: check.nonNegativeInteger("subscriberIdleMs", s.subscriberIdleMs ?? DEFAULT_SETTINGS.subscriberIdleMs),
+    subscriberIdleMs: check.timerMs("subscriberIdleMs", s.subscriberIdleMs ?? DEFAULT_SETTINGS.subscriberIdleMs, 0),
   });
 }

@@ -4,15 +4,13 @@ import { LockExpiredError, LockLostError, LockRevokedError, toError } from "./er
 import { extendLock } from "./extend.ts";
 import { lockState, type RedlockLock } from "./lock.ts";
 import { releaseLock } from "./release.ts";
+import { MAX_TIMER_MS } from "./sleep.ts";
 import * as check from "./validate.ts";
 
 export type UsingRoutine<T> = (signal: AbortSignal, lock: RedlockLock) => Promise<T> | T;
 
-/**
- * The longest delay `setTimeout` honours (2^31 - 1 ms, about 24.8 days): a longer one fires at once. A
- * timer due later is set for this long and set again when it fires.
- */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+// Timers are capped at MAX_TIMER_MS (a longer one fires at once): one due later is set for that long and
+// set again when it fires.
 
 /**
  * Holds the lock while `routine` runs: extends it when `automaticExtensionThresholdMs` of validity is

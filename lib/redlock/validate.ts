@@ -9,6 +9,7 @@ import {
   WAIT_QUEUE_KEY_PREFIX,
   WAIT_TICKET_KEY_PREFIX,
 } from "./keys.ts";
+import { MAX_TIMER_MS } from "./sleep.ts";
 import { keyInSlotOf, keySlot } from "./slot.ts";
 
 function describe(value: unknown): string {
@@ -33,6 +34,17 @@ export function positiveInteger(name: string, value: unknown): number {
 
 export function nonNegativeInteger(name: string, value: unknown): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) fail(name, "a non-negative integer", value);
+  return value;
+}
+
+/**
+ * A delay the engine sets a timer for: an integer from `min` to MAX_TIMER_MS (a longer timer would fire
+ * after 1 ms, turning a long timeout into an immediate one).
+ */
+export function timerMs(name: string, value: unknown, min: 0 | 1): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > MAX_TIMER_MS) {
+    fail(name, `${min === 1 ? "a positive" : "a non-negative"} integer of at most ${MAX_TIMER_MS} (ms, the longest timer Node.js honours)`, value);
+  }
   return value;
 }
 

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type RedlockClient, type SubscriberClient } from "../index.ts";
+import { describe, expect, it, vi } from "vitest";
+import { abortableSleep, acquireNaive, DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type NaiveLockClient, type RedlockClient, type SubscriberClient } from "../index.ts";
 
 /** A client that records what it is asked and answers nothing: these tests must fail before any command. */
 function fakeClient(calls: string[]): RedlockClient {
@@ -38,11 +38,15 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
     [() => redlock.acquire(["lock:a"], 1000, { signal: {} as AbortSignal }), "Expected `signal` to be an AbortSignal"],
     [() => redlock.using(["lock:a"], 300, () => 1), "Expected `ttlMs` to be greater than `automaticExtensionThresholdMs` (500)"],
     [() => redlock.using(["lock:a"], 1000, {}, undefined as unknown as () => void), "Expected `routine` to be a function"],
-    [() => forceRelease(clients, "lock:a", { nodeTimeoutMs: 0 }), "Expected `nodeTimeoutMs` to be a positive integer, got `0` (number)"],
+    [() => forceRelease(clients, "lock:a", { nodeTimeoutMs: 0 }), "Expected `nodeTimeoutMs` to be a positive integer of at most 2147483647 (ms, the longest timer Node.js honours), got `0` (number)"],
     [() => forceRelease(clients, ""), "Expected `resource` to be a non-empty string"],
     [() => fencedWrite(clients[0]!, "stock", "01", { type: "del" }), "Expected `fence` to be a decimal fence string, got `\"01\"` (string)"],
     [() => fencedWrite(clients[0]!, "stock", "1", { type: "incrby", by: 0.5 }), "Expected `operation.by` to be an integer"],
-    [() => fencedWrite(clients[0]!, "stock", "1", { type: "del" }, { timeoutMs: 0 }), "Expected `timeoutMs` to be a positive integer, got `0` (number)"],
+    [() => fencedWrite(clients[0]!, "stock", "1", { type: "del" }, { timeoutMs: 0 }), "Expected `timeoutMs` to be a positive integer of at most 2147483647 (ms, the longest timer Node.js honours), got `0` (number)"],
+    // Past 2^31 - 1 ms Node fires a timer after 1 ms: a long timeout would become an immediate one.
+    [() => forceRelease(clients, "lock:a", { nodeTimeoutMs: 2 ** 31 }), "Expected `nodeTimeoutMs` to be a positive integer of at most 2147483647"],
+    [() => fencedWrite(clients[0]!, "stock", "1", { type: "del" }, { timeoutMs: 2 ** 31 }), "Expected `timeoutMs` to be a positive integer of at most 2147483647"],
+    [() => acquireNaive({} as NaiveLockClient, "lock:a", 1000, { retryDelayMs: 2 ** 31 }), "Expected `retryDelayMs` to be a non-negative integer of at most 2147483647"],
   ] as Array<[() => unknown, string]>)("%#", async (call, message) => {
     const error: unknown = await Promise.resolve()
       .then(call)
@@ -56,9 +60,30 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
     expect(() => new Redlock([{} as RedlockClient])).toThrow(TypeError);
     expect(() => new Redlock([clients[0]!, clients[0]!])).toThrow("one per node");
     expect(() => new Redlock(clients, { driftFactor: 2 })).toThrow("Expected `driftFactor` to be a number from 0 to 0.5, got `2` (number)");
-    expect(() => new Redlock(clients, { retryDelayMs: -1 })).toThrow("Expected `retryDelayMs` to be a non-negative integer, got `-1` (number)");
+    expect(() => new Redlock(clients, { retryDelayMs: -1 })).toThrow("Expected `retryDelayMs` to be a non-negative integer of at most 2147483647 (ms, the longest timer Node.js honours), got `-1` (number)");
     expect(() => new Redlock(clients, { nodeTimeoutMs: 0 })).toThrow("Expected `nodeTimeoutMs` to be a positive integer");
     expect(() => new Redlock(clients, { label: 5 as unknown as string })).toThrow("Expected `label` to be a string or null, got `5` (number)");
+  });
+
+  it("refuses timer settings longer than Node.js can wait (a longer timer fires after 1 ms), and sleeps that long when asked", async () => {
+    // nodeTimeoutMs 2^31 made every node a failed vote after 1 ms; a retry delay that long retried at once.
+    for (const name of ["nodeTimeoutMs", "retryDelayMs", "retryJitterMs", "subscriberIdleMs"]) {
+      expect(() => new Redlock(clients, { [name]: 2 ** 31 })).toThrow(`Expected \`${name}\` to be a`);
+      expect(() => new Redlock(clients, { [name]: 2 ** 31 })).toThrow("integer of at most 2147483647 (ms, the longest timer Node.js honours), got `2147483648` (number)");
+      expect(new Redlock(clients, { retryDelayMs: 0, retryJitterMs: 0, [name]: 2 ** 31 - 1 }).settings[name as "nodeTimeoutMs"]).toBe(2 ** 31 - 1);
+    }
+    expect(() => new Redlock(clients, { retryDelayMs: 2 ** 30, retryJitterMs: 2 ** 30 })).toThrow("Expected `retryDelayMs + retryJitterMs` to be a non-negative integer of at most 2147483647");
+    vi.useFakeTimers();
+    try {
+      let done: boolean | null = null;
+      void abortableSleep(2 ** 31 + 5).then((ranOut) => (done = ranOut));
+      await vi.advanceTimersByTimeAsync(2 ** 31 - 1);
+      expect(done).toBeNull();
+      await vi.advanceTimersByTimeAsync(10);
+      expect(done).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("refuses an unknown setting or option by name, with the nearest known name, instead of ignoring it", async () => {
