@@ -274,12 +274,14 @@ export default class Redlock extends EventEmitter {
     if (Math.floor(duration) !== duration) throw durationError();
     const held = natives.get(existing);
     if (!held || held.released || existing.expiration < Date.now()) throw new ExecutionError("Cannot extend an already-expired lock.", []);
-    existing.expiration = 0;
     try {
       await held.native.extend(duration);
     } catch (error) {
+      // The lock stays as it was, as node-redlock's does: an extension that failed for want of a quorum in
+      // time may be tried again while the lock's validity lasts.
       throw new ExecutionError(`${QUORUM_MESSAGE} (${toError(error).message})`, []);
     }
+    existing.expiration = 0;
     natives.delete(existing);
     const replacement = new Lock(this, existing.resources, existing.value, [], held.native.expiresAt);
     natives.set(replacement, held);

@@ -189,6 +189,27 @@ describe("compat, the 5.x API, on 3 nodes with one or two taken by someone else"
     }
     expect([await a.get("{r}c"), await b.get("{r}c"), await c.get("{r}c")]).toEqual([null, "other1", "other2"]);
   });
+
+  it("an extension that failed leaves the lock as it was, to be extended again, as node-redlock's does", async () => {
+    const lock = await redlock.acquire(["{r}d"], HUGE);
+    const expiration = lock.expiration;
+    // Two nodes stop answering for a moment: the extension has no quorum in time.
+    cluster.pause(1);
+    cluster.pause(2);
+    try {
+      expect(await rejection(lock.extend(3 * HUGE))).toBeInstanceOf(ExecutionError);
+    } finally {
+      cluster.resume(1);
+      cluster.resume(2);
+    }
+    expect(lock.expiration).toBe(expiration);
+    const extended = await lock.extend(3 * HUGE);
+    expect(extended).toBeInstanceOf(Lock);
+    expect(lock.expiration).toBe(0);
+    expect(bucket(await a.pttl("{r}d"))).toBe(bucket(3 * HUGE));
+    await extended.release();
+    await until("released on every node", async () => (await Promise.all([a, b, c].map((n) => n.exists("{r}d")))).every((n) => n === 0));
+  });
 });
 
 describe("compat on a node that does not answer", () => {
