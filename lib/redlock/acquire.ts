@@ -63,7 +63,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
     if (options.fenced !== undefined) fenced = check.boolean("fenced", options.fenced);
     if (options.fair !== undefined) fair = check.boolean("fair", options.fair);
     if (options.retryCount !== undefined) retries = checkRetryCount("retryCount", options.retryCount);
-    if (options.label !== undefined) tail = encodeIdentityTail(settings.host, check.nullableString("label", options.label));
+    if (options.label !== undefined) tail = encodeIdentityTail(settings.host, check.holderField("label", options.label));
   }
 
   const { clients, quorum } = engine;

@@ -1,4 +1,5 @@
 import { randomFillSync } from "node:crypto";
+import * as check from "./validate.ts";
 
 /**
  * Who holds (or waits for) a lock, read back from the value the engine wrote. Every field is null when
@@ -36,8 +37,9 @@ export interface LockValueFields {
  */
 const PREFIX = "lk1:";
 const ID_LENGTH = 16;
-const VALUE_PATTERN =
-  /^lk1:([A-Za-z0-9_-]{16}):([0-9a-z]{1,11}):(0|[1-9][0-9]{0,9})?:(0|[1-9][0-9]{0,39})?:([^:]{0,1024}):([^:]{0,1024})$/;
+const VALUE_PATTERN = new RegExp(
+  `^lk1:([A-Za-z0-9_-]{16}):([0-9a-z]{1,11}):(0|[1-9][0-9]{0,9})?:(0|[1-9][0-9]{0,39})?:([^:]{0,${check.MAX_ENCODED_FIELD}}):([^:]{0,${check.MAX_ENCODED_FIELD}})$`,
+);
 
 // randomFillSync per value is a syscall; drawing ids from a pooled buffer keeps the hot path cheap.
 const POOL_SIZE = 12 * 256;
@@ -90,6 +92,8 @@ export function composeLockValue(id: string, acquiredAt: number, pid: number | n
 
 /** A unique lock value (token) carrying the holder's identity. */
 export function encodeLockValue(fields: LockValueFields): string {
+  check.holderField("host", fields.host);
+  check.holderField("label", fields.label);
   return composeLockValue(randomId(), fields.acquiredAt, fields.pid, fields.fence, encodeIdentityTail(fields.host, fields.label));
 }
 

@@ -53,8 +53,8 @@ export async function acquireNaive(client: NaiveLockClient, resource: string, tt
   const timeoutMs = check.nonNegativeInteger("timeoutMs", options.timeoutMs ?? DEFAULTS.timeoutMs);
   const signal = check.abortSignal("signal", options.signal);
   const token = encodeLockValue({
-    label: check.nullableString("label", options.label ?? DEFAULTS.label),
-    host: options.host === undefined ? hostname() : check.nullableString("host", options.host),
+    label: check.holderField("label", options.label ?? DEFAULTS.label),
+    host: options.host === undefined ? hostname() : check.holderField("host", options.host),
     pid: options.pid === undefined ? process.pid : options.pid,
     fence: null,
     acquiredAt: Date.now(),

@@ -65,6 +65,29 @@ export function nullableString(name: string, value: unknown): string | null {
   return value;
 }
 
+/** The longest host or label a lock value carries, percent-encoded: `decodeLockValue` reads no longer one. */
+export const MAX_ENCODED_FIELD = 1024;
+
+/**
+ * A holder's host or label, written percent-encoded into every lock value: null, or a string that can be
+ * encoded (no lone surrogate) and stays within what `decodeLockValue` reads back, so the holder and its
+ * contention stay readable by any tool.
+ */
+export function holderField(name: string, value: unknown): string | null {
+  nullableString(name, value);
+  if (value === null) return null;
+  let encoded: string | null;
+  try {
+    encoded = encodeURIComponent(value as string);
+  } catch {
+    encoded = null; // a lone surrogate
+  }
+  if (encoded === null || encoded.length > MAX_ENCODED_FIELD) {
+    fail(name, `a string or null of well-formed text, at most ${MAX_ENCODED_FIELD} characters once percent-encoded`, value);
+  }
+  return value as string;
+}
+
 export function nonEmptyString(name: string, value: unknown): string {
   if (typeof value !== "string" || value === "") fail(name, "a non-empty string", value);
   return value;

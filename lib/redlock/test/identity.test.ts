@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decodeLockValue, encodeLockValue, lockValueId } from "../index.ts";
+import { acquireNaive, decodeLockValue, encodeLockValue, lockValueId, Redlock, type NaiveLockClient, type RedlockClient } from "../index.ts";
 
 describe("lock values carry the holder's identity", () => {
   const fields = { label: "checkout worker", host: "web-1.internal", pid: 4242, fence: "17", acquiredAt: 1_760_000_000_123 };
@@ -39,5 +39,20 @@ describe("lock values carry the holder's identity", () => {
   ])("returns null for %s", (_name, value) => {
     expect(decodeLockValue(value)).toBeNull();
     expect(lockValueId(value)).toBeNull();
+  });
+
+  it("refuses, with a TypeError naming it, a label or host no value could carry readably", async () => {
+    // 400 "é" are 2400 characters percent-encoded: the lock was taken, but its value read back as null (no
+    // holder, no contention for any console); a lone surrogate threw a URIError from the constructor.
+    const longest = "x".repeat(1024);
+    expect(decodeLockValue(encodeLockValue({ ...fields, label: longest, host: longest }))).toEqual({ ...fields, label: longest, host: longest });
+    const client = { evalsha: () => new Promise(() => {}), eval: () => new Promise(() => {}), set: () => new Promise(() => {}), duplicate: () => { throw new Error("not here"); } } as unknown as RedlockClient;
+    for (const [name, text] of [["label", "é".repeat(400)], ["label", "x".repeat(1025)], ["host", "h".repeat(1025)], ["label", "\ud800"], ["host", "web-\udfff"]] as const) {
+      const expected = `Expected \`${name}\` to be a string or null of well-formed text, at most 1024 characters once percent-encoded`;
+      expect(() => encodeLockValue({ ...fields, [name]: text })).toThrow(expected);
+      expect(() => new Redlock([client], { [name]: text })).toThrow(expected);
+      await expect(acquireNaive({} as NaiveLockClient, "lock:a", 1000, { [name]: text })).rejects.toThrow(expected);
+      if (name === "label") await expect(new Redlock([client]).acquire(["lock:a"], 1000, { label: text })).rejects.toThrow(expected);
+    }
   });
 });
