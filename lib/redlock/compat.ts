@@ -13,6 +13,7 @@ import { NodesFailedError, ResourceHeldError, toError, type NodeVote } from "./e
 import type { RedlockLock } from "./lock.ts";
 import { engineOf, Redlock as NativeRedlock } from "./redlock.ts";
 import type { RedlockSettings } from "./settings.ts";
+import { abortableSleep } from "./sleep.ts";
 import { usingLock } from "./using.ts";
 
 /** node-redlock's settings (5.x names; 4.x takes the same). */
@@ -267,15 +268,33 @@ export default class Redlock extends EventEmitter {
   extend(existing: LegacyLock, ttl: number, callback?: Callback<LegacyLock>): Promise<LegacyLock>;
   extend(existing: Lock | LegacyLock, duration: number, third?: Partial<Settings> | Callback<LegacyLock>): Promise<Lock | LegacyLock> {
     if (existing instanceof LegacyLock) return nodeify(this.#extendLegacy(existing, duration), typeof third === "function" ? third : undefined);
-    return this.#extend(existing, duration);
+    return this.#extend(existing, duration, this.#merge(typeof third === "function" ? undefined : third));
   }
 
-  async #extend(existing: Lock, duration: number): Promise<Lock> {
+  /**
+   * Extends the engine's lock, trying again after the retry delay while too few nodes answered in time, as
+   * node-redlock's extension retries (its retryCount); a lock a quorum no longer holds, or whose validity ran
+   * out, will not come back, so that is reported at once.
+   */
+  async #extendNative(native: RedlockLock, duration: number, settings: Settings): Promise<void> {
+    const maxAttempts = settings.retryCount === -1 ? Infinity : settings.retryCount + 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await native.extend(duration);
+        return;
+      } catch (error) {
+        if (!(error instanceof NodesFailedError) || attempt >= maxAttempts) throw error;
+      }
+      await abortableSleep(Math.max(0, settings.retryDelay + Math.floor((Math.random() * 2 - 1) * settings.retryJitter)));
+    }
+  }
+
+  async #extend(existing: Lock, duration: number, settings: Settings): Promise<Lock> {
     if (Math.floor(duration) !== duration) throw durationError();
     const held = natives.get(existing);
     if (!held || held.released || existing.expiration < Date.now()) throw new ExecutionError("Cannot extend an already-expired lock.", []);
     try {
-      await held.native.extend(duration);
+      await this.#extendNative(held.native, duration, settings);
     } catch (error) {
       // The lock stays as it was, as node-redlock's does: an extension that failed for want of a quorum in
       // time may be tried again while the lock's validity lasts.
@@ -366,7 +385,7 @@ export default class Redlock extends EventEmitter {
       throw new LockError(`Cannot extend lock on resource ${JSON.stringify(lock.resource)} because the lock has already expired.`, 0);
     }
     try {
-      await held.native.extend(ttl);
+      await this.#extendNative(held.native, ttl, this.settings);
     } catch {
       throw new LockError(`Unable to extend the lock on resource ${JSON.stringify(lock.resource)}.`, 1);
     }

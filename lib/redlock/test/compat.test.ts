@@ -190,14 +190,32 @@ describe("compat, the 5.x API, on 3 nodes with one or two taken by someone else"
     expect([await a.get("{r}c"), await b.get("{r}c"), await c.get("{r}c")]).toEqual([null, "other1", "other2"]);
   });
 
+  it("an extension tries again while too few nodes answer, within its retries, as node-redlock's does", async () => {
+    const lock = await redlock.acquire(["{r}e"], HUGE);
+    cluster.pause(1);
+    cluster.pause(2);
+    const extending = lock.extend(3 * HUGE).then(
+      (extended) => extended,
+      (error: unknown) => error,
+    );
+    // Past one round's node timeout (200 ms) and well within 10 retries of 200 ± 100 ms.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    cluster.resume(1);
+    cluster.resume(2);
+    const extended = await extending;
+    expect(extended).toBeInstanceOf(Lock);
+    expect(bucket(await b.pttl("{r}e"))).toBe(bucket(3 * HUGE));
+    await (extended as Lock).release();
+  });
+
   it("an extension that failed leaves the lock as it was, to be extended again, as node-redlock's does", async () => {
     const lock = await redlock.acquire(["{r}d"], HUGE);
     const expiration = lock.expiration;
-    // Two nodes stop answering for a moment: the extension has no quorum in time.
+    // Two nodes stop answering for a moment: the extension (no retries) has no quorum in time.
     cluster.pause(1);
     cluster.pause(2);
     try {
-      expect(await rejection(lock.extend(3 * HUGE))).toBeInstanceOf(ExecutionError);
+      expect(await rejection(redlock.extend(lock, 3 * HUGE, { retryCount: 0 }))).toBeInstanceOf(ExecutionError);
     } finally {
       cluster.resume(1);
       cluster.resume(2);
