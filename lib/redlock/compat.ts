@@ -10,7 +10,7 @@ import { createRequire } from "node:module";
 import { acquireLock, type AttemptObserver } from "./acquire.ts";
 import type { RedlockClient } from "./client.ts";
 import { NodesFailedError, ResourceHeldError, toError, type NodeVote } from "./errors.ts";
-import type { RedlockLock } from "./lock.ts";
+import type { RedlockLock, ReleaseResult } from "./lock.ts";
 import { engineOf, Redlock as NativeRedlock } from "./redlock.ts";
 import type { RedlockSettings } from "./settings.ts";
 import { abortableSleep } from "./sleep.ts";
@@ -332,8 +332,18 @@ export default class Redlock extends EventEmitter {
       signal.addEventListener("abort", () => (compat.error = toError(signal.reason)), { once: true });
       return routine(compat);
     };
-    const { value } = await this.#attempted(resources, (onAttempt) => usingLock<T>(engine, resources, duration, {}, withSignal, onAttempt));
-    return value;
+    let released: ReleaseResult | undefined;
+    let value: T;
+    try {
+      ({ value } = await this.#attempted(resources, (onAttempt) => usingLock<T>(engine, resources, duration, {}, withSignal, onAttempt, (result) => (released = result))));
+    } catch (error) {
+      if (released === undefined || released.released) throw error;
+    }
+    // node-redlock releases in a `finally` that throws when a quorum no longer held the lock: its
+    // ExecutionError replaces the routine's outcome, so a caller never takes work done under a lost lock for
+    // done under the lock.
+    if (released !== undefined && !released.released) throw new ExecutionError(QUORUM_MESSAGE, [this.#stats(released.votes, resources.length)]);
+    return value!;
   }
 
   // ---- 4.x ----

@@ -2,7 +2,7 @@ import { acquireLock, type AcquireOptions, type AttemptObserver } from "./acquir
 import type { Engine } from "./engine.ts";
 import { LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors.ts";
 import { extendLock } from "./extend.ts";
-import { lockState, type RedlockLock } from "./lock.ts";
+import { lockState, type RedlockLock, type ReleaseResult } from "./lock.ts";
 import { releaseLock } from "./release.ts";
 import { MAX_TIMER_MS } from "./sleep.ts";
 import * as check from "./validate.ts";
@@ -19,7 +19,16 @@ export type UsingRoutine<T> = (signal: AbortSignal, lock: RedlockLock) => Promis
  * until the validity ran out. Releases it afterwards. Resolves or rejects with the routine's outcome;
  * nothing the engine does in the background can reject.
  */
-export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: unknown, options: AcquireOptions, routine: unknown, onAttempt?: AttemptObserver): Promise<T> {
+export async function usingLock<T>(
+  engine: Engine,
+  resources: unknown,
+  ttlArg: unknown,
+  options: AcquireOptions,
+  routine: unknown,
+  onAttempt?: AttemptObserver,
+  /** @internal Told how the release after the routine went (the node-redlock-compatible entry reports a failed one). */
+  onReleased?: (result: ReleaseResult) => void,
+): Promise<T> {
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
   if (typeof routine !== "function") check.fail("routine", "a function", routine);
   const threshold = engine.settings.automaticExtensionThresholdMs;
@@ -108,6 +117,7 @@ export async function usingLock<T>(engine: Engine, resources: unknown, ttlArg: u
     clearTimeout(expiryTimer);
     stopWatching();
     if (pending.extension) await pending.extension;
-    await releaseLock(engine, lock);
+    const released = await releaseLock(engine, lock);
+    onReleased?.(released);
   }
 }
