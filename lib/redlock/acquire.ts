@@ -335,10 +335,18 @@ async function fenceDecision(
     }
   }
   // Fewer than a quorum of marked nodes answered. When the nodes that did not answer could not make up a
-  // quorum either, no retry can help: an operator must re-seed (docs/engine.md), so it fails at once.
+  // quorum either, no retry can help: an operator must re-seed (docs/engine.md), so it fails at once. Unless
+  // no node that answered has a marker: then this may be a deployment whose nodes were never seeded, which
+  // a later attempt seeds once every node answers.
+  const mayBeNew = mayBootstrap && trusted === 0 && unmarked.length + unanswered === outcomes.length;
   return {
     kind: "failed",
-    failure: { reason: "nodes-failed", votes, fence: new FenceUnavailableError(resources, "untrusted", evidenceOf(outcomes), quorum, attempt), fatal: trusted + unanswered < quorum },
+    failure: {
+      reason: "nodes-failed",
+      votes,
+      fence: new FenceUnavailableError(resources, "untrusted", evidenceOf(outcomes), quorum, attempt),
+      fatal: trusted + unanswered < quorum && !mayBeNew,
+    },
   };
 }
 

@@ -178,6 +178,26 @@ describe("fencing tokens", () => {
     await redlock.release(lock);
   });
 
+  it("the first fenced acquisition of a deployment waits for a node that answers late, rather than fail as if fences were lost", async () => {
+    const resource = "lock:first";
+    await Promise.all(direct.map((c) => c.del(FENCE_MARKER_KEY)));
+    await direct[0]!.set(fenceKey(resource), "7");
+    const redlock = engine({ retryCount: 3 });
+    // No node has a marker, so seeding them needs every node: node 2 answers nothing until the first attempt
+    // failed. That is no loss of fences (which only an operator could repair): a later attempt can seed.
+    cluster.pause(2);
+    redlock.once("attempt-failed", () => cluster.resume(2));
+    let lock: Awaited<ReturnType<Redlock["acquire"]>>;
+    try {
+      lock = await redlock.acquire([resource], 5000);
+    } finally {
+      if (cluster.paused(2)) cluster.resume(2);
+    }
+    expect(lock.fence).toBe("8");
+    expect((await markers()).every((m) => m !== null)).toBe(true);
+    await redlock.release(lock);
+  });
+
   it("a damaged fence key is a FenceUnavailableError, and nothing is taken", async () => {
     const resource = "lock:damaged";
     await Promise.all(direct.map((c) => c.set(fenceKey(resource), "not a number")));
