@@ -49,12 +49,15 @@ export async function extendLock(engine: Engine, lock: RedlockLock, ttlArg: unkn
   });
   reportErrors(engine, outcomes, "extend");
   const votes = votesOf(outcomes, isOne);
+  // Released while the extension ran (the release was sent after it on every connection, so it deleted what
+  // was extended): that is the caller's own doing, not slow or failed nodes.
+  if (state.releasing) throw new LockLostError(resources, state.value, votes, `Lock on ${JSON.stringify(resources)} was released`);
   const votesFor = votes.filter((v) => v.vote === "for").length;
   let error: Error | null = null;
   if (votesFor >= engine.quorum) {
     const deadline = roundStart + ttlMs - driftMs(engine.settings, ttlMs);
     const validityMs = deadline - performance.now();
-    if (validityMs > 0 && !state.releasing) {
+    if (validityMs > 0) {
       state.deadline = deadline;
       renewLock(lock, validityMs);
       if (engine.listening("extended")) engine.emit("extended", { resources, ttlMs, validityMs });

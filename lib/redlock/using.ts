@@ -55,7 +55,8 @@ export async function usingLock<T>(
   const pending: { extension: Promise<void> | null } = { extension: null };
 
   const lose = (reason: Error) => {
-    if (stopped || controller.signal.aborted) return;
+    // Released by its holder (the routine, or whoever has the lock object) while the routine runs: not lost.
+    if (stopped || controller.signal.aborted || state.releasing) return;
     controller.abort(reason);
     state.lostReported = true;
     if (engine.listening("lost")) engine.emit("lost", { resources: lock.resources, reason });

@@ -264,6 +264,34 @@ describe("Redlock on three nodes", () => {
     await lock.release();
   });
 
+  it("an extension that a release of the same lock overtook says the lock was released, not that the nodes were slow", async () => {
+    const redlock = engine();
+    const failed: Error[] = [];
+    redlock.on("extend-failed", ({ error }) => failed.push(error));
+    const lock = await redlock.acquire(["lock:extend-release"], 5000);
+    const extending = redlock.extend(lock, 5000).catch((e: unknown) => e);
+    expect((await redlock.release(lock)).released).toBe(true);
+    const error = await extending;
+    expect(error).toBeInstanceOf(LockLostError);
+    expect((error as Error).message).toBe('Lock on ["lock:extend-release"] was released');
+    expect(failed).toEqual([]);
+    for (const client of clients) expect(await client.exists("lock:extend-release")).toBe(0);
+  });
+
+  it("using(): a routine that releases its own lock is not told it lost it", async () => {
+    const redlock = engine();
+    const lost: Array<RedlockEvents["lost"][0]> = [];
+    redlock.on("lost", (event) => lost.push(event));
+    const abortedAtEnd = await redlock.using(["lock:self-release"], 600, async (signal, lock) => {
+      expect((await lock.release()).released).toBe(true);
+      // Past the time its extension was due and past its validity: neither may count as losing it.
+      await until("the released lock's validity ran out", () => Date.now() > lock.expiresAt + 100, 5000, 20);
+      return signal.aborted;
+    });
+    expect(abortedAtEnd).toBe(false);
+    expect(lost).toEqual([]);
+  });
+
   it("using() extends automatically and aborts its signal when the key is deleted behind it", async () => {
     const redlock = engine({ automaticExtensionThresholdMs: 200 });
     const lost: Array<RedlockEvents["lost"][0]> = [];
