@@ -76,6 +76,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   let waiter: AcquireWaiter | null = null;
   const timeoutMs = settings.nodeTimeoutMs;
   const drift = driftMs(settings, ttlMs);
+  check.ttlAboveDrift(ttlMs, drift);
   // The first try of a one-resource, unfenced, unfair acquisition is the bare `SET NX PX` (a node runs no
   // script for the common, uncontended case); the nodes that refuse it run the acquire script right after,
   // which publishes the refusal, queues the waiter and says who holds the lock. Fenced acquisitions need

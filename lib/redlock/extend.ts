@@ -30,6 +30,7 @@ function parseFlag(raw: unknown): number {
 export async function extendLock(engine: Engine, lock: RedlockLock, ttlArg: unknown): Promise<RedlockLock> {
   const state = lockState(lock);
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
+  check.ttlAboveDrift(ttlMs, driftMs(engine.settings, ttlMs));
   const resources = lock.resources;
   if (state.releasing) throw new LockLostError(resources, state.value, [], `Lock on ${JSON.stringify(resources)} was released`);
   const roundStart = performance.now();

@@ -33,7 +33,7 @@ export async function usingLock<T>(
   if (typeof routine !== "function") check.fail("routine", "a function", routine);
   const threshold = engine.settings.automaticExtensionThresholdMs;
   if (ttlMs <= threshold) {
-    check.fail("ttlMs", `greater than \`automaticExtensionThresholdMs\` (${threshold}), so the lock can be extended before it expires,`, ttlMs);
+    check.fail("ttlMs", `greater than \`automaticExtensionThresholdMs\` (${threshold}), so the lock can be extended before it expires`, ttlMs);
   }
   // Listen for revocations before the lock exists: a force release that lands right after the acquisition
   // must abort the signal, not go unheard because the subscriber connections were still being made.

@@ -48,6 +48,16 @@ export function timerMs(name: string, value: unknown, min: 0 | 1): number {
   return value;
 }
 
+/**
+ * A TTL no longer than its drift allowance (`driftMs` in engine.ts) leaves no validity however fast the nodes
+ * answer: refused at the entry point rather than tried until the retries run out.
+ */
+export function ttlAboveDrift(ttlMs: number, driftMs: number): void {
+  if (ttlMs <= driftMs) {
+    fail("ttlMs", `greater than its clock drift allowance (round(driftFactor × ttlMs) + 2 = ${driftMs} ms), or no validity could ever be left`, ttlMs);
+  }
+}
+
 export function numberInRange(name: string, value: unknown, min: number, max: number): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
     fail(name, `a number from ${min} to ${max}`, value);

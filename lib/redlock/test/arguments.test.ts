@@ -30,13 +30,16 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
   it.each([
     [() => redlock.acquire(["lock:a"], -5), "Expected `ttlMs` to be a positive integer, got `-5` (number)"],
     [() => redlock.acquire(["lock:a"], 1.5), "Expected `ttlMs` to be a positive integer, got `1.5` (number)"],
+    // No validity could ever be left: refused rather than tried until the retries run out ("too slow").
+    [() => redlock.acquire(["lock:a"], 2), "Expected `ttlMs` to be greater than its clock drift allowance (round(driftFactor × ttlMs) + 2 = 2 ms), or no validity could ever be left, got `2` (number)"],
+    [() => new Redlock(clients, { driftFactor: 0.5 }).acquire(["lock:a"], 4), "Expected `ttlMs` to be greater than its clock drift allowance (round(driftFactor × ttlMs) + 2 = 4 ms)"],
     [() => redlock.acquire([], 1000), "Expected `resources` to be a non-empty array of non-empty strings, got `` (array)"],
     [() => redlock.acquire("lock:a" as unknown as string[], 1000), "Expected `resources` to be a non-empty array of non-empty strings"],
     [() => redlock.acquire(["lock:a", "lock:a"], 1000), "Expected `resources` to be an array without duplicates"],
     [() => redlock.acquire(["lock:a"], 1000, { retryCount: -2 }), "Expected `retryCount` to be a non-negative integer, got `-2` (number)"],
     [() => redlock.acquire(["lock:a"], 1000, { fenced: "yes" as unknown as boolean }), "Expected `fenced` to be a boolean"],
     [() => redlock.acquire(["lock:a"], 1000, { signal: {} as AbortSignal }), "Expected `signal` to be an AbortSignal"],
-    [() => redlock.using(["lock:a"], 300, () => 1), "Expected `ttlMs` to be greater than `automaticExtensionThresholdMs` (500)"],
+    [() => redlock.using(["lock:a"], 300, () => 1), "Expected `ttlMs` to be greater than `automaticExtensionThresholdMs` (500), so the lock can be extended before it expires, got `300` (number)"],
     [() => redlock.using(["lock:a"], 1000, {}, undefined as unknown as () => void), "Expected `routine` to be a function"],
     [() => forceRelease(clients, "lock:a", { nodeTimeoutMs: 0 }), "Expected `nodeTimeoutMs` to be a positive integer of at most 2147483647 (ms, the longest timer Node.js honours), got `0` (number)"],
     [() => forceRelease(clients, ""), "Expected `resource` to be a non-empty string"],

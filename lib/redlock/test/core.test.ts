@@ -253,6 +253,7 @@ describe("Redlock on three nodes", () => {
       return ttls.every((ms) => ms > 1500);
     });
 
+    await expect(redlock.extend(lock, 2)).rejects.toThrow("Expected `ttlMs` to be greater than its clock drift allowance (round(driftFactor × ttlMs) + 2 = 2 ms)");
     const short = await redlock.acquire(["lock:short"], 50);
     await until("the short lock's validity ran out", () => Date.now() > short.expiresAt + 1, 5000, 5);
     await expect(redlock.extend(short, 1000)).rejects.toBeInstanceOf(LockExpiredError);
