@@ -38,8 +38,14 @@ export function leaveQueue(engine: Engine, resources: readonly string[], id: str
   if (nodes.length === 0) return;
   const clients = nodes.map((i) => engine.clients[i]!);
   const args = value === undefined ? [id] : announce ? [id, value, "1"] : [id, value];
-  void runRound(clients, LEAVE_QUEUE, { keys: resources, args, timeoutMs: engine.settings.nodeTimeoutMs, parse: parseNumber, nodes }).then((outcomes) =>
-    reportErrors(engine, outcomes, "leave-queue", nodes),
-  );
+  let round: ReturnType<typeof runRound<number>>;
+  try {
+    round = runRound(clients, LEAVE_QUEUE, { keys: resources, args, timeoutMs: engine.settings.nodeTimeoutMs, parse: parseNumber, nodes });
+  } catch {
+    // A client that answers no promise (runRound refuses it): the operation that got here already failed with
+    // that error, which this must not replace; the entries lapse.
+    return;
+  }
+  void round.then((outcomes) => reportErrors(engine, outcomes, "leave-queue", nodes));
 }
 

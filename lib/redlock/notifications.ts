@@ -205,7 +205,14 @@ export class Notifications {
   }
 
   #subscribe(generation: Array<SubscriberClient | null>, subscriber: SubscriberClient, index: number, failures: number): void {
-    subscriber.subscribe(REVOKE_CHANNEL, this.wakeChannel).then(
+    // A promise whatever the client returns or throws: a failure here is that node's error, never a throw.
+    let subscribed: Promise<unknown>;
+    try {
+      subscribed = Promise.resolve(subscriber.subscribe(REVOKE_CHANNEL, this.wakeChannel));
+    } catch (error) {
+      subscribed = Promise.reject(toError(error));
+    }
+    subscribed.then(
       () => {
         if (this.#subscribers !== generation) return;
         this.#subscribed += 1;

@@ -1,6 +1,6 @@
 import type { RedlockClient, ScriptClient } from "./client.ts";
 import { NodeTimeoutError, toError } from "./errors.ts";
-import { isClusterClient, isNoScript, type Script } from "./script.ts";
+import { isClusterClient, isNoScript, notAPromise, promised, type Script } from "./script.ts";
 
 /**
  * A plain `SET <key> <value> PX <ttl> NX` instead of a script (keys: the resource; args: value, TTL): the
@@ -88,11 +88,21 @@ class Round<T> {
       } catch (error) {
         call = Promise.reject(toError(error));
       }
+      // A client that answers through callbacks (node_redis 3.x: every command returns a boolean) cannot be
+      // used: stop before the command goes to any other node, with an error that says so.
+      if (typeof (call as Promise<unknown> | null | undefined)?.then !== "function") throw notAPromise(script === null ? "set" : "evalsha", call);
       call.then(
         (raw) => this.#reply(index, raw),
         (error: unknown) => {
           if (script === null || !isNoScript(error)) return this.#fail(index, error);
-          client.eval(script.source, keys.length, ...keysAndArgs).then(
+          let retry: Promise<unknown>;
+          try {
+            retry = promised("eval", client.eval(script.source, keys.length, ...keysAndArgs));
+          } catch (evalError) {
+            retry = Promise.reject(toError(evalError));
+          }
+          // (Here a client that returned no promise is that node's failed vote: the round is under way.)
+          retry.then(
             (raw) => this.#reply(index, raw),
             (evalError: unknown) => this.#fail(index, evalError),
           );

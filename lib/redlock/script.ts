@@ -32,14 +32,33 @@ export function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith("NOSCRIPT");
 }
 
+/** @internal The error for a client whose `method` returned no promise (see `promised`). */
+export function notAPromise(method: string, returned: unknown): TypeError {
+  return new TypeError(
+    `Expected the client's \`${method}()\` to return a promise (a promise-based client such as ioredis), got ${returned === null ? "null" : typeof returned}`,
+  );
+}
+
+/**
+ * @internal The client's answer as a promise, or a rejection with `notAPromise`: a callback-style client
+ * (node_redis 3.x: every command returns a boolean) has the methods the engine needs but answers through
+ * callbacks it is never given.
+ */
+export function promised(method: string, call: unknown): Promise<unknown> {
+  if (typeof (call as Promise<unknown> | null | undefined)?.then === "function") return call as Promise<unknown>;
+  return Promise.reject(notAPromise(method, call));
+}
+
 /**
  * EVALSHA, falling back to EVAL when the node lacks the script; EVAL also loads it, so the next EVALSHA
  * hits. The engine's rounds do the same inline (see round.ts) to stay allocation-free on the hot path.
  */
 export function runScript(client: ScriptClient, script: Script, keys: readonly string[], args: ReadonlyArray<string | number> = []): Promise<unknown> {
   const form = isClusterClient(client) ? script.cluster : script;
-  return client.evalsha(form.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
-    if (!isNoScript(error)) throw error;
-    return client.eval(form.source, keys.length, ...keys, ...args);
-  });
+  return Promise.resolve()
+    .then(() => promised("evalsha", client.evalsha(form.sha, keys.length, ...keys, ...args)))
+    .catch((error: unknown) => {
+      if (!isNoScript(error)) throw error;
+      return promised("eval", client.eval(form.source, keys.length, ...keys, ...args));
+    });
 }

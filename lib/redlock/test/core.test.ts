@@ -82,6 +82,33 @@ describe("Redlock on three nodes", () => {
     expect((await lock.release()).released).toBe(true);
   });
 
+  it("a callback-style client (every command returns a boolean) is refused with a TypeError at its first command, sent to no other node", async () => {
+    // node_redis 3.x has every method the engine needs, sends each command, and answers through a callback
+    // the engine never gives it: here the commands go out through the real connections, and return true.
+    const callbackStyle = (client: Redis): RedlockClient => {
+      const send = (command: () => Promise<unknown>) => {
+        command().catch(() => {});
+        return true as unknown as Promise<unknown>;
+      };
+      return {
+        evalsha: (...args) => send(() => client.evalsha(...args)),
+        eval: (...args) => send(() => client.eval(...args)),
+        set: (...args) => send(() => client.set(...args)),
+        duplicate: () => client.duplicate(),
+      };
+    };
+    const redlock = new Redlock(clients.map(callbackStyle), { retryCount: 1, retryDelayMs: 10 });
+    engines.push(redlock);
+    for (const [options, method] of [[{}, "set"], [{ fenced: true }, "evalsha"]] as const) {
+      const error: unknown = await redlock.acquire(["lock:callbacks"], 60_000, options).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TypeError);
+      expect((error as Error).message).toBe(`Expected the client's \`${method}()\` to return a promise (a promise-based client such as ioredis), got boolean`);
+    }
+    // Only the first node was sent anything: no other node holds the lock, so no quorum is left behind.
+    expect(await clients[1]!.exists("lock:callbacks")).toBe(0);
+    expect(await clients[2]!.exists("lock:callbacks")).toBe(0);
+  });
+
   it("keeps 100 concurrent contenders mutually exclusive", async () => {
     const redlocks = Array.from({ length: 5 }, () => engine({ retryCount: -1, retryDelayMs: 50, retryJitterMs: 25 }));
     let inside = 0;
