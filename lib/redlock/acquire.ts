@@ -86,6 +86,8 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   const started = performance.now();
   let roundStart = started;
   let acquired = false;
+  // Whether any command went out: an acquisition stopped before its first round has no queue to leave.
+  let sent = false;
   let bootstrapped = false;
   // The nodes whose acquire script refused it at least once: with telemetry on, the waiter was announced on
   // the contention channel there, so giving up is announced too.
@@ -98,6 +100,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
       // fenced waiter still runs its next attempt (which finds its own value and renews it): it must read
       // the fences of every node that answers, not only of the nodes that granted it.
       const grantedBy = waiter && !fenced && waiter.grants >= quorum ? waiter : null;
+      sent = true;
       let outcomes: Array<NodeOutcome<AcquireReply>>;
       // The nodes that ran the acquire script in this attempt (null: all of them), so may have queued it.
       let scriptNodes: number[] | null = null;
@@ -281,7 +284,7 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
     // waiter that never queued runs the same script for that, on the nodes that refused it: it leaves no
     // queue and finds no lock).
     const announce = !acquired && refusedOn.size > 0 && settings.telemetry;
-    if (!acquired && queued) leaveQueue(engine, resources, id, clients.map((_, i) => i), value, announce);
+    if (!acquired && queued && sent) leaveQueue(engine, resources, id, clients.map((_, i) => i), value, announce);
     else if (announce) leaveQueue(engine, resources, id, [...refusedOn], value, true);
     if (waiter) {
       engine.notifications.removeWaiter(resources, waiter);

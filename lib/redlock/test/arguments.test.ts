@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { abortableSleep, acquireNaive, DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type NaiveLockClient, type RedlockClient, type SubscriberClient } from "../index.ts";
+import { AcquireAbortedError, abortableSleep, acquireNaive, DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type NaiveLockClient, type RedlockClient, type SubscriberClient } from "../index.ts";
 
 /** A client that records what it is asked and answers nothing: these tests must fail before any command. */
 function fakeClient(calls: string[]): RedlockClient {
@@ -102,6 +102,14 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
       .catch((e: unknown) => e);
     expect(option).toBeInstanceOf(TypeError);
     expect((option as Error).message).toContain("Unknown acquire option `retryDelay`: did you mean");
+  });
+
+  it("an acquisition whose signal had already aborted rejects with AcquireAbortedError, and sends nothing either", async () => {
+    const reason = new Error("gave up before asking");
+    const error: unknown = await redlock.acquire(["lock:a"], 1000, { signal: AbortSignal.abort(reason) }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AcquireAbortedError);
+    expect((error as AcquireAbortedError).cause).toBe(reason);
+    expect((error as AcquireAbortedError).attempts).toBe(0);
   });
 
   it("sent no command for any of them", () => {
