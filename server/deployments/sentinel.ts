@@ -43,6 +43,11 @@ class SentinelConnection extends Redis {
   }
 }
 
+/** How long the console waits for one sentinel's answer before it asks the next: its connect timeout (at least 1 s). */
+function sentinelCommandTimeoutMs(options: RedisOptions): number {
+  return Math.max(1_000, Number(options.connectTimeout ?? 0));
+}
+
 /**
  * A primary that Sentinel fails over: every connection asks the sentinels for the current primary, and
  * `failoverDetector` makes ioredis listen for `+switch-master` on a sentinel and reconnect to the new one
@@ -62,6 +67,10 @@ export const sentinelDriver: DeploymentDriver<"sentinel"> = {
             name: d.master,
             role: "master",
             failoverDetector: true,
+            // A sentinel that accepts the connection but does not answer (a frozen process, a stuck host) is
+            // passed over for the next one after this long: without a bound the connection would wait on it
+            // for ever and never reach the primary the other sentinels name.
+            sentinelCommandTimeout: sentinelCommandTimeoutMs(options),
             ...authOptions(d.auth, null),
             ...(sentinelAuth.username ? { sentinelUsername: sentinelAuth.username } : {}),
             ...(sentinelAuth.password ? { sentinelPassword: sentinelAuth.password } : {}),

@@ -1,0 +1,59 @@
+import Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import type { TestCluster } from "../support/redis";
+import { promotedPrimary, setUpConsoleOverSentinels, type SentinelSet } from "../support/sentinel";
+import { until } from "../support/wait";
+
+/**
+ * One sentinel of three stops answering for good (a frozen process, a host that still accepts connections but
+ * answers nothing) and then the primary dies: the other two fail over, and the console must follow them rather
+ * than wait on the stuck one for ever.
+ */
+describe("a Sentinel deployment with one sentinel stuck through a failover", () => {
+  let cluster: TestCluster;
+  let set: SentinelSet;
+
+  beforeAll(async () => {
+    ({ cluster, set } = await setUpConsoleOverSentinels("lockscope-sentinel-stuck-"));
+  }, 90_000);
+  afterAll(async () => {
+    set?.resumeSentinel(0);
+    await tearDownConsole(cluster);
+    await set?.close();
+  });
+
+  it("follows the promoted primary: ready again, a lock taken there listed, and force-released there", async () => {
+    const ready = await import("@/app/api/ready/route");
+    const locks = await import("@/app/api/locks/route");
+    const release = await import("@/app/api/locks/[resource]/release/route");
+    const listed = async () => ((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Array<{ resource: string; state: string; token: string | null }> }).locks;
+    await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200, 30_000);
+    const primary = new Redis(set.primary.port, "127.0.0.1", { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    primary.on("error", () => undefined);
+    await primary.set("lock:stuck/copied", "holder-copied", "PX", 120_000);
+    expect(await primary.wait(2, 5_000)).toBe(2);
+    await until("the lock listed", async () => (await listed()).some((l) => l.resource === "lock:stuck/copied" && l.state === "held"));
+    primary.disconnect();
+
+    // The first sentinel the console asks stops answering and stays so; then the primary dies.
+    set.pauseSentinel(0);
+    await set.primary.kill();
+    const promoted = await promotedPrimary(set);
+    await promoted.client.set("lock:stuck/after", "holder-after", "PX", 120_000);
+
+    await until("a lock taken on the promoted primary listed", async () => (await listed()).some((l) => l.resource === "lock:stuck/after" && l.state === "held" && l.token === "holder-after"), 45_000);
+    expect((await call(ready.GET, "GET", "/api/ready")).status).toBe(200);
+    expect((await listed()).find((l) => l.resource === "lock:stuck/copied")).toMatchObject({ state: "held", token: "holder-copied" });
+    // Each of the console's connections passes over the stuck sentinel on its own: until the one that releases
+    // has, the release is refused with nothing touched (503), and asked again.
+    const res = await until("the release reaches the promoted primary", async () => {
+      const answer = await call(release.POST, "POST", "/api/locks/lock%3Astuck%2Fafter/release", { body: { reason: "sentinel stuck", token: "holder-after" }, params: { resource: "lock:stuck/after" } });
+      return answer.status === 503 ? null : answer;
+    }, 30_000);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await promoted.client.get("lock:stuck/after")).toBeNull();
+    expect(await promoted.client.get("lock:stuck/copied")).toBe("holder-copied");
+    promoted.client.disconnect();
+  }, 180_000);
+});
