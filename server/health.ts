@@ -1,5 +1,6 @@
 import "server-only";
 import { getConfig } from "./config";
+import { isCommandRefused } from "./deployments/cluster";
 import { singleton } from "./global";
 import { getDeploymentNodes, quorumOf, type LockNode } from "./nodes";
 
@@ -60,14 +61,32 @@ export function whenReady(client: NodeClient, timeoutMs: number): Promise<boolea
   });
 }
 
-async function probe(client: NodeClient, timeoutMs: number): Promise<number | null> {
+/**
+ * The node's PING round trip in ms; null when it does not answer. A cluster answers PING on every node even
+ * while it refuses every command on a key (`cluster_state:fail`: slots without a primary, with full coverage
+ * required): then it is down to the console, as the node that answered says (`CLUSTER INFO`).
+ */
+async function probe(node: LockNode, timeoutMs: number): Promise<number | null> {
+  const client = node.client;
   if (!(await whenReady(client, timeoutMs))) return null;
   const started = performance.now();
   try {
     await client.ping();
-    return Math.round((performance.now() - started) * 100) / 100;
+    const latencyMs = Math.round((performance.now() - started) * 100) / 100;
+    if (node.cluster && !(await clusterServes(client))) return null;
+    return latencyMs;
   } catch {
     return null;
+  }
+}
+
+/** Whether the cluster node the client asks says the cluster serves; true where CLUSTER INFO is refused (an ACL without it: PING alone tells then). */
+async function clusterServes(client: NodeClient): Promise<boolean> {
+  try {
+    return /^cluster_state:ok\r?$/m.test(String(await client.call("CLUSTER", "INFO")));
+  } catch (error) {
+    if (isCommandRefused(error)) return true;
+    throw error;
   }
 }
 
@@ -79,7 +98,7 @@ export async function getHealth(): Promise<Health> {
       let degraded = false;
       const results = await Promise.all(
         nodes.map(async (node): Promise<NodeHealth> => {
-          const latencyMs = await probe(node.client, getConfig().nodeTimeoutMs);
+          const latencyMs = await probe(node, getConfig().nodeTimeoutMs);
           let base: NodeHealth = { id: node.id, deployment: node.deployment, url: node.maskedUrl, up: latencyMs !== null, latencyMs, notifications: "unavailable" };
           for (const contribute of contributors) {
             const { degraded: d, ...extra } = contribute(node.id, node.deployment);
