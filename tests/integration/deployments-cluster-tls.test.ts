@@ -162,4 +162,27 @@ describe("a Redis Cluster over TLS, watched by a least-privilege ACL user", () =
     const log = (await Promise.all(set.nodes.map((n) => set.direct(n.port).call("ACL", "LOG")))).flat() as unknown[][];
     expect(new Set(log.map((entry) => `${String(entry[entry.indexOf("username") + 1])} ${String(entry[entry.indexOf("object") + 1])}`))).toEqual(new Set(["lockscope-no-shards cluster|shards"]));
   });
+
+  it("follows a failover over TLS: the lock held across it, released on the promoted replica, and no command is refused", async () => {
+    for (const n of set.nodes) await set.direct(n.port).call("ACL", "LOG", "RESET");
+    const shard = await set.shardOf(8000);
+    const key = await keyOn(shard.primary, "tls-failover");
+    const primary = set.direct(shard.primary);
+    await primary.set(key, "holder-tls-failover", "PX", 120_000);
+    expect(await primary.wait(1, 5_000)).toBe(1);
+    await until("the lock listed", () => heldAs(key, "holder-tls-failover"));
+    // The console reads the replicas too (their replication, the lock page): it has connections to them in
+    // read-only mode, which the cluster client switches back to read-write once one is promoted.
+    await until("the lock page shows the replica with the lock", async () => (await detail(key)).replication?.replicas[0]?.hasLock === true);
+    await set.nodes.find((n) => n.port === shard.primary)!.kill();
+    await until("the replica serves the slots", async () => (await set.shardOf(8000)).primary === shard.replicas[0], 30_000);
+    await until("held across the failover", async () => (await detail(key)).timeline.some((t) => t.type === "failover"), 30_000);
+    await until("the lock held on the promoted replica", () => heldAs(key, "holder-tls-failover"), 30_000);
+    const release = await import("@/app/api/locks/[resource]/release/route");
+    const res = await call(release.POST, "POST", `/api/locks/${encodeURIComponent(key)}/release`, { token: OPERATOR_TOKEN, body: { reason: "after the failover", token: "holder-tls-failover" }, params: { resource: key } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await set.direct(shard.replicas[0]!).exists(key)).toBe(0);
+    // Nothing the console did was refused by the ACL, on any node still running.
+    for (const n of set.nodes) if (n.port !== shard.primary) expect(JSON.stringify(await set.direct(n.port).call("ACL", "LOG"))).toEqual("[]");
+  });
 });
