@@ -63,7 +63,10 @@ const ACQUIRED_AT = 1;
 const TTL_MS = 2;
 const ENDED_AT = 3;
 const SETTLE_UNTIL = 4;
-const TIMES = 5;
+const LEFTOVER = 5;
+const TIMES = 6;
+/** Nodes past this index are not tracked in `LockRecord.leftover` (a bit each in a double's exact integers). */
+const MAX_LEFTOVER_NODE = 30;
 
 /**
  * One lock's state, one per lock (100,000 locks and more). Its numbers live in one array of doubles,
@@ -171,6 +174,19 @@ export class LockRecord {
 
   set settleUntil(at: number) {
     this.times[this.values.length + SETTLE_UNTIL] = at;
+  }
+
+  /**
+   * Of a lock that ended: the nodes (one bit each) that did not answer when it ended and held its value then,
+   * and have been read with nothing else since. What they still hold is what is left of the lock that ended
+   * (its holder's delete could not reach them), not a new holder: it acquires nothing when they answer again.
+   */
+  get leftover(): number {
+    return this.times[this.values.length + LEFTOVER] || 0;
+  }
+
+  set leftover(nodes: number) {
+    this.times[this.values.length + LEFTOVER] = nodes;
   }
 
   /** Node `node`'s expiry for the value it holds (NaN when it holds none). */
@@ -286,6 +302,8 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): b
     }
     const before = lock.values[sample.node] ?? null;
     const beforeExpiry = lock.expiryOn(sample.node);
+    // Read with another value (or none): what this node holds now is no remnant of the lock that ended.
+    if (sample.value !== before && sample.node <= MAX_LEFTOVER_NODE && (lock.leftover & (1 << sample.node)) !== 0) lock.leftover &= ~(1 << sample.node);
     if (before !== null && sample.value === null) lock.endSeen = true;
     // An extension is a node's own TTL end moving later for the value it holds: the quorum's TTL end also
     // moves as other nodes' readings come in, and that is no extension.
@@ -322,6 +340,8 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   step.changed = false;
   step.wakeAt = Number.NaN;
   step.forceHintTaken = false;
+  // What nodes keep of this lock since it ended counts for nothing (see `leftover`).
+  if (lock.leftover !== 0) context = { ...context, counted: context.counted.map((c, i) => c && (i > MAX_LEFTOVER_NODE || (lock.leftover & (1 << i)) === 0)) };
   // A client writes (or deletes) a Redlock key on the nodes one by one: a read between two of those writes
   // sees the nodes disagree for a moment. Such a view counts (state, timeline, events, streams) only if it
   // lasts SETTLE_MS; until then the lock keeps its previous state.
@@ -354,6 +374,7 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   for (const transition of steps) {
     switch (transition.type) {
       case "acquired": {
+        lock.leftover = 0;
         const decoded = decodeHolder(transition.token);
         lock.acquiredAt = decoded.acquiredAt ?? now;
         // A foreign value carries no acquisition time: the consoles agree on when it was first seen.
@@ -439,6 +460,11 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         const reason = recordEnd(step, lock, hint, now, "ended");
         lock.endedAt = now;
         lock.endedToken = lock.token ?? lock.leading;
+        // Nodes that did not answer as it ended and held its value: what they keep of it when they answer
+        // again (its holder's delete never reached them) is no new acquisition.
+        let leftover = 0;
+        for (let i = 0; i < lock.values.length && i <= MAX_LEFTOVER_NODE; i++) if (!context.counted[i] && lock.values[i] !== null && lock.values[i] === lock.endedToken) leftover |= 1 << i;
+        lock.leftover = leftover;
         lock.state = reason === "evicted" ? "expired" : reason;
         lock.token = null;
         lock.leading = null;

@@ -234,6 +234,21 @@ describe("a lock's step: partial, elapsed, settling, unreadable", () => {
 });
 
 describe("a lock's step: the end", () => {
+  it("acquires nothing when a node that did not answer as the lock ended answers again with its value; another value there is a new lock", () => {
+    const lock = heldLock("v");
+    // Its holder deletes it on the two nodes that answer, node 1 being down: it ends there.
+    step(lock, [gone(0), gone(2)], T + 100, { context: context({ counted: [true, false, true] }) });
+    expect(lock.state).toBe("released");
+    // Node 1 answers again, still with the value its holder's delete never reached: what is left of that lock.
+    const back = [step(lock, [held(1, "v", T + 10_000)], T + 200), reduceLock(lock, context(), null, T + 200 + SETTLE_MS, false, newLockStep())];
+    expect(lock).toMatchObject({ state: "released", endedToken: "v" });
+    expect(back.flatMap((out) => [...timeline(out.effects), ...events(out.effects), ...counted(out.effects)])).toEqual([]);
+    // Node 1 is read with another value: that one is a lock of its own.
+    const next = [step(lock, [held(1, "w", T + 20_000)], T + 300), reduceLock(lock, context(), null, T + 300 + SETTLE_MS, false, newLockStep())];
+    expect(lock).toMatchObject({ state: "partial", leading: "w" });
+    expect(next.flatMap((out) => timeline(out.effects)).map(([type, detail]) => `${type} ${detail}`)).toEqual(["acquired by a foreign client, on 1 of 3 nodes (no quorum)"]);
+  });
+
   const endedBy = (cause: NodeSample["cause"], at = T + 100, expiry = T + 10_000) => {
     const lock = heldLock("v", expiry);
     const out = step(lock, allGone(cause), at);
