@@ -143,7 +143,12 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
   // The TTL and nodes keep following the live view while the dialog is open (an extension, an expiry); the
   // holder it releases stays the one the operator opened it for.
   const live = useLiveLocks();
-  const lock = live.data?.locks.find((l) => l.resource === resource && l.deployment === opened.deployment) ?? opened;
+  const listed = live.data?.locks.find((l) => l.resource === resource && l.deployment === opened.deployment);
+  // An ended lock leaves the live list a few seconds after it ends: keep showing it as last listed (ended),
+  // never again as the held lock the dialog was opened on.
+  const [lastListed, setLastListed] = useState<Lock | null>(null);
+  if (listed && listed !== lastListed) setLastListed(listed);
+  const lock = listed ?? lastListed ?? opened;
   const offsetMs = live.data?.offsetMs ?? serverOffsetMs;
   const dialogRef = useRef<HTMLDialogElement>(null);
   const closeRef = useRef<HTMLButtonElement>(null);

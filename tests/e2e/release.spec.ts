@@ -99,6 +99,41 @@ test.describe("force release from the browser", () => {
     for (const n of nodes) expect(await n.get(resource)).toBe(newValue);
   });
 
+  test("a lock that ended while the dialog was open stays shown as ended, also once it has left the live list", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("ended-open");
+    // Marks when the tab has applied the live list without this lock: the stream's removal, then (timers run in
+    // deadline order) the list's next update and its render, well before this mark's own timer.
+    await page.addInitScript((watched) => {
+      const Native = window.EventSource;
+      window.EventSource = class extends Native {
+        constructor(url: string | URL, init?: EventSourceInit) {
+          super(url, init);
+          this.addEventListener("lock-removed", (e) => {
+            const removal = JSON.parse((e as MessageEvent<string>).data) as { resource: string };
+            if (removal.resource === watched) setTimeout(() => document.body.setAttribute("data-removal-applied", "yes"), 1_000);
+          });
+        }
+      };
+    }, resource);
+    await holdLock(nodes, resource, "report-job", "12");
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page.locator(".detail-grid")).toContainText("report-job");
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    const listed = dialog.getByRole("list", { name: "Nodes" }).getByRole("listitem");
+    await expect(listed).toHaveCount(3);
+    await expect(listed.first()).toContainText("holds it");
+
+    await deleteMatching(nodes, resource);
+    await expect(dialog).toContainText("none: released");
+    await expect(page.locator("body")).toHaveAttribute("data-removal-applied", "yes", { timeout: 30_000 });
+    // Not the lock as it was opened, held with its TTL running down on every node.
+    await expect(dialog).toContainText("none: released");
+    for (const item of await listed.all()) await expect(item).toContainText("holds nothing");
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+  });
+
   test("a node that does not answer is shown in the dialog as unknown, as on the lock's page, not as holding nothing", async ({ page, request, signIn }) => {
     await signIn("operator");
     const resource = unique("node-down");
