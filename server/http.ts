@@ -57,10 +57,12 @@ const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /** Renders a zod failure as one sentence a person can act on. */
 export function describeZodError(error: z.ZodError, where: string): string {
+  // An issue of the whole query or body (an unknown field, `from` after `to`) is said without a prefix:
+  // "Invalid query: query: …" said it twice.
   const parts = error.issues.slice(0, 5).map((issue) => {
-    const at = issue.path.length > 0 ? issue.path.join(".") : where;
-    if (issue.code === "unrecognized_keys") return `${where}: unknown field(s) ${issue.keys.map((k) => `\`${k}\``).join(", ")}`;
-    return `${at}: ${issue.message}`;
+    const at = issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+    if (issue.code === "unrecognized_keys") return `${at}unknown field(s) ${issue.keys.map((k) => `\`${k}\``).join(", ")}`;
+    return `${at}${issue.message}`;
   });
   return `Invalid ${where}: ${parts.join("; ")}.`;
 }
