@@ -180,7 +180,7 @@ export function LockRowsTable({
           {count === 0 && (
             <tr>
               <td colSpan={columnCount} className="muted empty">
-                {empty}
+                <div className="empty-note">{empty}</div>
               </td>
             </tr>
           )}

@@ -4,9 +4,7 @@ import type Redis from "ioredis";
 import { encodeLockValue } from "@lockscope/redlock";
 import { Redlock } from "@lockscope/redlock";
 import { expect, lockNodeClients, test } from "./fixtures";
-import { deleteMatching, holdLock, settled } from "./scene";
-
-const unique = (name: string) => `lock:e2e/${name}-${randomBytes(3).toString("hex")}`;
+import { deleteMatching, holdLock, settled, unique } from "./scene";
 
 async function setOnAll(clients: Redis[], key: string, value: string, ttlMs: number) {
   await Promise.all(clients.map((c) => c.set(key, value, "PX", ttlMs)));
@@ -109,6 +107,28 @@ test.describe("live locks", () => {
       expect(((await api.json()) as { error: { message: string } }).error.message).toContain("a lock key longer than 1,024 characters is listed but cannot be opened, released or looked up here");
     } finally {
       await Promise.all(clients.map((c) => c.del(resource, short)));
+    }
+  });
+
+  test("a filter that matches no lock says so on screen, on a phone as on a laptop", async ({ page, signIn }) => {
+    await signIn("viewer");
+    for (const width of [390, 1440]) {
+      await page.setViewportSize({ width, height: 844 });
+      await page.goto("/");
+      await expect(page.getByRole("status", { name: "Live connection" })).toHaveText(/live/);
+      await page.getByLabel("Filter locks").fill(unique("matches-no-lock"));
+      const note = page.getByText("No lock matches the filter.");
+      await expect(note).toBeVisible();
+      // The table is wider than a phone's screen (it scrolls in its box): the sentence must be inside the box's view.
+      const text = await note.evaluate((el) => {
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        const { left, right } = range.getBoundingClientRect();
+        const box = el.closest(".locks-scroll")!.getBoundingClientRect();
+        return { left, right, boxLeft: box.left, boxRight: box.right };
+      });
+      expect(text.left, `${width} px`).toBeGreaterThanOrEqual(text.boxLeft);
+      expect(text.right, `${width} px`).toBeLessThanOrEqual(text.boxRight);
     }
   });
 
