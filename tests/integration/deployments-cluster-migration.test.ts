@@ -1,13 +1,10 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keySlot } from "@lockscope/redlock";
-import type { LockDetail } from "@/lib/locks/types";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, listedLocks, lockDetail, setUpConsole, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
 import { until } from "../support/wait";
-
-type Listed = { resource: string; state: string; token: string | null };
 
 /**
  * A slot half-way through a resharding (MIGRATING on its primary, IMPORTING on the next, some of its keys moved)
@@ -31,14 +28,8 @@ describe("a Redis Cluster resharding and failing over by hand", () => {
     await set?.close();
   });
 
-  const detail = async (resource: string) => {
-    const one = await import("@/app/api/locks/[resource]/route");
-    return (await call(one.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } })).body as LockDetail;
-  };
-  const listed = async () => {
-    const locks = await import("@/app/api/locks/route");
-    return ((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Listed[] }).locks;
-  };
+  const detail = async (resource: string) => (await lockDetail(resource))!;
+  const listed = listedLocks;
   const heldAs = async (resource: string, token: string) => (await listed()).some((l) => l.resource === resource && l.state === "held" && l.token === token);
   const release = async (resource: string, token: string) => {
     const route = await import("@/app/api/locks/[resource]/release/route");

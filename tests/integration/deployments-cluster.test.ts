@@ -2,12 +2,10 @@ import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keySlot, Redlock } from "@lockscope/redlock";
 import type { LockDetail } from "@/lib/locks/types";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, listedLocks, lockDetail, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
 import { until } from "../support/wait";
-
-type Listed = { resource: string; state: string; deployment: string; scope: string; token: string | null; format: string };
 
 describe("a Redis Cluster of three primaries with a replica each", () => {
   let unused: TestCluster;
@@ -28,14 +26,8 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     await set?.close();
   });
 
-  const detail = async (resource: string) => {
-    const one = await import("@/app/api/locks/[resource]/route");
-    return (await call(one.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } })).body as LockDetail;
-  };
-  const listed = async () => {
-    const locks = await import("@/app/api/locks/route");
-    return ((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Listed[] }).locks;
-  };
+  const detail = async (resource: string) => (await lockDetail(resource))!;
+  const listed = listedLocks;
   /** The `lost-in-restart` entry on `resource`'s timeline, once it is there. */
   const lostInRestart = (resource: string, timeoutMs: number) =>
     until(`${resource}'s timeline says it was lost in the restart`, async () => (await detail(resource)).timeline.find((t) => t.type === "lost-in-restart"), timeoutMs, 200);

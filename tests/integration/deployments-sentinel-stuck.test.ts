@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, listedLocks, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { promotedPrimary, setUpConsoleOverSentinels, type SentinelSet } from "../support/sentinel";
 import { until } from "../support/wait";
@@ -25,9 +25,8 @@ describe("a Sentinel deployment with one sentinel stuck through a failover", () 
 
   it("follows the promoted primary: ready again, a lock taken there listed, and force-released there", async () => {
     const ready = await import("@/app/api/ready/route");
-    const locks = await import("@/app/api/locks/route");
     const release = await import("@/app/api/locks/[resource]/release/route");
-    const listed = async () => ((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Array<{ resource: string; state: string; token: string | null }> }).locks;
+    const listed = listedLocks;
     await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200, 30_000);
     const primary = new Redis(set.primary.port, "127.0.0.1", { maxRetriesPerRequest: 0, retryStrategy: () => null });
     primary.on("error", () => undefined);

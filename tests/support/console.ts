@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { LockDetail } from "@/lib/locks/types";
+import type { Lock, LockDetail } from "@/lib/locks/types";
 import { startCluster, type TestCluster } from "./redis";
 
 export const OPERATOR_TOKEN = "it-operator-token-0123456789abcdef";
@@ -81,6 +81,12 @@ export async function lockDetail(resource: string): Promise<LockDetail | null> {
   const route = await import("@/app/api/locks/[resource]/route");
   const res = await call(route.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } });
   return res.status === 200 ? (res.body as LockDetail) : null;
+}
+
+/** The live locks (`GET /api/locks`, through its route handler) as a viewer reads them. */
+export async function listedLocks(): Promise<Lock[]> {
+  const route = await import("@/app/api/locks/route");
+  return ((await call(route.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Lock[] }).locks;
 }
 
 /** Runs the console's shutdown hooks (streams, lab, audit, watchers, connections), then stops the nodes. */
