@@ -62,8 +62,10 @@ describe("a Redis Cluster that stops serving", () => {
 
     // Back (empty, without persistence): the cluster serves again, and so says the console.
     await primary.restart();
+    // (Each node of the cluster finds its slots covered again on its own, a moment apart: the health probe and the
+    // /metrics one may ask different nodes, so each is waited for.)
     await until("the cluster shown up again", async () => (await read()).nodes[0]?.up === true, 30_000);
-    expect(await nodeUp()).toBe("1");
+    await until("lockscope_node_up 1 again", async () => (await nodeUp()) === "1", 30_000);
     await until("ready again", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200, 30_000);
   }, 120_000);
 });
