@@ -27,32 +27,22 @@ async function removeFromNode(url: string, id: string): Promise<void> {
 }
 
 /**
- * Deletes every key of run `id` on every node: `SCAN MATCH` on the run's exact prefixes, and nothing
- * else. Resolves a note per node that could not be cleaned (the keys there expire by their TTL).
+ * Deletes every key of run `id` on every node: `SCAN MATCH` on the run's exact prefixes, and nothing else.
+ * Resolves a note per node that could not be cleaned. By default the keys there expire by their TTL. With
+ * `untilAnswered` (the end of a run), such a node is cleaned again in the background until it answers (every 2 s,
+ * for up to 10 minutes), then once more: a node that stalled (stopped, overloaded) runs the workers' last writes
+ * once it answers again, after the run has stopped renewing its keys, and a key an engine write makes then (a
+ * fence) has no TTL and no run left to remove it.
  */
-export async function removeRunKeys(nodeUrls: readonly string[], id: string): Promise<string[]> {
+export async function removeRunKeys(nodeUrls: readonly string[], id: string, { untilAnswered = false } = {}): Promise<string[]> {
   const notes: string[] = [];
   await Promise.all(
     nodeUrls.map((url, node) =>
       removeFromNode(url, id).catch((error: unknown) => {
-        notes.push(`Could not remove this run's keys from node ${node}: ${errorText(error)} (they expire by their TTL).`);
-      }),
-    ),
-  );
-  return notes;
-}
-
-/**
- * The end of a run: deletes its keys on every node, and from a node that did not answer, again in the background
- * until it does (every 2 s, for up to 10 minutes), then once more. A node that stalled (stopped, overloaded) runs the
- * workers' last writes once it answers again, after the run has stopped renewing its keys: a key an engine write
- * makes then (a fence) has no TTL and no run left to remove it. Resolves a note per node not cleaned yet.
- */
-export async function removeRunKeysEventually(nodeUrls: readonly string[], id: string): Promise<string[]> {
-  const notes: string[] = [];
-  await Promise.all(
-    nodeUrls.map((url, node) =>
-      removeFromNode(url, id).catch((error: unknown) => {
+        if (!untilAnswered) {
+          notes.push(`Could not remove this run's keys from node ${node}: ${errorText(error)} (they expire by their TTL).`);
+          return;
+        }
         notes.push(`Could not remove this run's keys from node ${node} yet: ${errorText(error)}; trying again until it answers.`);
         retry(url, id, performance.now() + RETRY_FOR_MS);
       }),

@@ -1,7 +1,7 @@
 import { setMaxListeners } from "node:events";
 import type Redis from "ioredis";
 import { abortableSleep, Redlock } from "@lockscope/redlock";
-import { removeRunKeysEventually } from "./cleanup";
+import { removeRunKeys } from "./cleanup";
 import { boundedAll, NodeSwitch, openLabClient, SwitchedClient } from "./connections";
 import { FaultInjector, type NodeProcessControl } from "./faults";
 import { runKeys, type RunKeys } from "./keys";
@@ -367,7 +367,7 @@ export class LabRun {
 
   /** Deletes every key of this run (its exact prefixes, on every node), and nothing else; a node that does not answer, once it does. */
   async #cleanup(): Promise<void> {
-    this.#notes.push(...(await removeRunKeysEventually(this.#options.nodeUrls, this.#options.id)));
+    this.#notes.push(...(await removeRunKeys(this.#options.nodeUrls, this.#options.id, { untilAnswered: true })));
   }
 
   #startSampler(): ReturnType<typeof setInterval> {

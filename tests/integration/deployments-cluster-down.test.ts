@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
-import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
+import { setUpConsoleOverCluster, type RedisClusterSet } from "../support/redis-cluster";
 import { until } from "../support/wait";
 
 type NodeRow = { id: string; up: boolean };
@@ -18,10 +18,7 @@ describe("a Redis Cluster that stops serving", () => {
 
   beforeAll(async () => {
     // (A timeout long enough for a PING that the cluster client first sends to the dead node, then to another.)
-    unused = await setUpConsole({ nodes: 0, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "2000" } });
-    set = await startRedisCluster({ nodeTimeoutMs: 1_000 });
-    delete process.env.REDIS_URLS;
-    process.env.REDIS_CLUSTER_URLS = set.urls.slice(0, 2).join(",");
+    ({ unused, set } = await setUpConsoleOverCluster({ consoleNodeTimeoutMs: 2000, clusterNodeTimeoutMs: 1_000 }));
   }, 90_000);
   afterAll(async () => {
     await tearDownConsole(unused);

@@ -1,9 +1,9 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keySlot } from "@lockscope/redlock";
-import { call, listedLocks, lockDetail, setUpConsole, tearDownConsole } from "../support/console";
+import { call, listedLocks, lockDetail, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
-import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
+import { setUpConsoleOverCluster, type RedisClusterSet } from "../support/redis-cluster";
 import { until } from "../support/wait";
 
 /**
@@ -17,10 +17,7 @@ describe("a Redis Cluster resharding and failing over by hand", () => {
   let cluster: InstanceType<typeof Redis.Cluster>;
 
   beforeAll(async () => {
-    unused = await setUpConsole({ nodes: 0, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
-    set = await startRedisCluster({ nodeTimeoutMs: 2_000 });
-    delete process.env.REDIS_URLS;
-    process.env.REDIS_CLUSTER_URLS = set.urls.slice(0, 2).join(",");
+    ({ unused, set } = await setUpConsoleOverCluster({ consoleNodeTimeoutMs: 300, clusterNodeTimeoutMs: 2_000 }));
     cluster = set.client();
   }, 90_000);
   afterAll(async () => {

@@ -2,9 +2,9 @@ import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keySlot, Redlock } from "@lockscope/redlock";
 import type { LockDetail } from "@/lib/locks/types";
-import { call, listedLocks, lockDetail, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, listedLocks, lockDetail, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
-import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
+import { setUpConsoleOverCluster, type RedisClusterSet } from "../support/redis-cluster";
 import { until } from "../support/wait";
 
 describe("a Redis Cluster of three primaries with a replica each", () => {
@@ -15,10 +15,7 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
 
   beforeAll(async () => {
     // No plain nodes: the console watches the cluster alone.
-    unused = await setUpConsole({ nodes: 0, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
-    set = await startRedisCluster({ nodeTimeoutMs: 2_000 });
-    delete process.env.REDIS_URLS;
-    process.env.REDIS_CLUSTER_URLS = set.urls.slice(0, 2).join(",");
+    ({ unused, set } = await setUpConsoleOverCluster({ consoleNodeTimeoutMs: 300, clusterNodeTimeoutMs: 2_000 }));
     cluster = set.client();
   }, 90_000);
   afterAll(async () => {
