@@ -1,6 +1,8 @@
 import "server-only";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import { lockGroup, OTHER_GROUP, statelessPattern } from "@/lib/locks/groups";
+import type { LockEventType } from "@/lib/locks/reducer";
+import { LOCK_STATES } from "@/lib/locks/types";
 import packageJson from "@/package.json";
 import { getConfig } from "./config";
 import { singleton } from "./global";
@@ -37,8 +39,8 @@ export interface MetricDefinition {
   shared?: true;
 }
 
-export const LOCK_STATES = ["held", "partial", "elapsed", "released", "expired", "force-released"] as const;
-export const LOCK_EVENT_TYPES = ["acquired", "extended", "released", "expired", "evicted", "force-released"] as const;
+export { LOCK_STATES };
+export const LOCK_EVENT_TYPES = ["acquired", "extended", "released", "expired", "evicted", "force-released", "lost"] as const satisfies readonly LockEventType[];
 export const ATTEMPT_RESULTS = ["acquired", "conflict", "nodes-failed", "validity"] as const;
 export const ENGINE_OPERATIONS = ["acquire", "commit-fence", "release", "extend", "leave-queue", "subscribe"] as const;
 export const NOTIFICATION_STATUSES = ["on", "enabled-by-console", "unavailable"] as const;

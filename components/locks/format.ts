@@ -38,6 +38,7 @@ export const STATE_LABEL: Record<Lock["state"], string> = {
   released: "released",
   expired: "expired",
   "force-released": "force-released",
+  lost: "lost",
 };
 
 /** A lock's page; `deployment` where the console watches several (the same resource may be a lock on more than one). */

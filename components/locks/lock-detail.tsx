@@ -23,6 +23,7 @@ const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
   expired: "expired",
   evicted: "evicted",
   "force-released": "force-released",
+  lost: "lost",
   elapsed: "TTL elapsed",
   partial: "quorum lost",
   attempts: "failed attempts",

@@ -5,7 +5,7 @@ import { useSearchParams } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
 import { useDeferredValue, useMemo, useRef, useState } from "react";
 import { byFence, GROUPED_VIEW_ABOVE, type LockGroupsPage } from "@/lib/locks/groups";
-import type { Lock, WatcherStatus } from "@/lib/locks/types";
+import { STATE_ORDER, type Lock, type WatcherStatus } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
 import { deploymentsOf, holderText } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
@@ -16,8 +16,6 @@ import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
 import { useLiveLocks, useLiveNodes, useNow } from "./use-live-locks";
-
-const STATE_ORDER: Record<Lock["state"], number> = { partial: 0, elapsed: 1, held: 2, "force-released": 3, expired: 4, released: 5 };
 
 function compare(key: SortKey, a: Lock, b: Lock): number {
   switch (key) {

@@ -1,4 +1,4 @@
-import { isLive, type Lock, type LockState } from "./types";
+import { isLive, STATE_ORDER, type Lock, type LockState } from "./types";
 
 /** The group of keys the pattern does not name (no match, an empty or over-long capture). */
 export const OTHER_GROUP = "other";
@@ -45,7 +45,7 @@ export interface LockGroup {
   held: number;
   partial: number;
   elapsed: number;
-  /** released, expired or force-released a moment ago, still listed. */
+  /** released, expired, force-released or lost a moment ago, still listed. */
   ended: number;
   /** Sums over the locks whose contention can be seen; null when none of them can. */
   contention: { attemptsPerMin: number | null; waiters: number | null };
@@ -98,8 +98,6 @@ export class GroupAggregator {
     return [...this.groups.values()];
   }
 }
-
-const STATE_ORDER: Record<LockState, number> = { partial: 0, elapsed: 1, held: 2, "force-released": 3, expired: 4, released: 5 };
 
 /** Code-unit order of two texts (resources are sorted by it). */
 export const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

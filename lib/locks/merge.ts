@@ -190,16 +190,20 @@ export function decodeHolder(value: string | null): DecodedHolder {
   return { holder, fence: identity.fence, acquiredAt: identity.acquiredAt };
 }
 
-/** What made the keys go away, as the keyspace notifications (or an operator) said. */
-export type EndCause = "del" | "expired" | "evicted" | "force-released" | null;
+/**
+ * What made the keys go away, as the keyspace notifications (or an operator) said; `lost` where the node that
+ * held them restarted without them or was replaced by a replica that never had them.
+ */
+export type EndCause = "del" | "expired" | "evicted" | "force-released" | "lost" | null;
 
 /**
  * How a lock ended. The notification decides when there is one; without one (a reconnect found the keys
  * gone, or notifications are off) the keys' TTL does: gone after the expiry means it expired, gone before
  * means somebody deleted it.
  */
-export function endReason(cause: EndCause, expiresAt: number | null, now: number): "released" | "expired" | "evicted" | "force-released" {
+export function endReason(cause: EndCause, expiresAt: number | null, now: number): "released" | "expired" | "evicted" | "force-released" | "lost" {
   if (cause === "force-released") return "force-released";
+  if (cause === "lost") return "lost";
   if (cause === "expired") return "expired";
   if (cause === "evicted") return "evicted";
   if (cause === "del") return "released";

@@ -231,7 +231,7 @@ export interface ForceHint {
   detail: string | null;
 }
 
-export type LockEventType = "acquired" | "extended" | "released" | "expired" | "evicted" | "force-released";
+export type LockEventType = "acquired" | "extended" | "released" | "expired" | "evicted" | "force-released" | "lost";
 
 /** What one step of a lock asks of the store, in the order it happened. */
 export type LockEffect =
@@ -278,6 +278,7 @@ const LOCK_EVENTS: { readonly [K in LockEventType]: LockEffect } = Object.freeze
   expired: Object.freeze({ type: "lock-event", event: "expired" }),
   evicted: Object.freeze({ type: "lock-event", event: "evicted" }),
   "force-released": Object.freeze({ type: "lock-event", event: "force-released" }),
+  lost: Object.freeze({ type: "lock-event", event: "lost" }),
 });
 const COUNT_ACQUISITION: LockEffect = Object.freeze({ type: "count", counter: "acquisitions" });
 const COUNT_EXPIRATION: LockEffect = Object.freeze({ type: "count", counter: "expirations" });
@@ -541,8 +542,12 @@ function recordEnd(step: LockStep, lock: LockRecord, hint: ForceHint | null, now
   return reason;
 }
 
+/** The end entry of a lock that ended `lost`. */
+export const LOST_END_DETAIL = "a node lost its keys while its TTL ran: nobody released it, and its holder may still think it holds it";
+
 function endDetail(how: "replaced" | "ended", reason: ReturnType<typeof endReason>): string | undefined {
   if (how === "replaced") return reason === "released" ? "handed straight to the next holder" : "the next holder took it at once";
+  if (reason === "lost") return LOST_END_DETAIL;
   return reason === "evicted" ? "evicted under memory pressure (maxmemory)" : undefined;
 }
 

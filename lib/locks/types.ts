@@ -3,12 +3,15 @@ import type { ContentionSource, FormatHolder, FormatName, LockScope, LockWarning
 /** The shapes the live view serves (see docs/api.md), shared by the server and the browser. */
 export type { ContentionSource, FormatHolder, FormatName, LockScope, LockWarning } from "./formats/types";
 
-export const LOCK_STATES = ["held", "partial", "elapsed", "released", "expired", "force-released"] as const;
+export const LOCK_STATES = ["held", "partial", "elapsed", "released", "expired", "force-released", "lost"] as const;
 export type LockState = (typeof LOCK_STATES)[number];
 /** States of a lock some node still holds. */
 export type LiveState = "held" | "partial" | "elapsed";
-/** How a lock ended. */
-export type EndedState = "released" | "expired" | "force-released";
+/**
+ * How a lock ended. `lost`: a node lost its keys while their TTL ran (it restarted without them, or a failover
+ * promoted a replica that never had them): nobody released it, and its holder may still think it holds it.
+ */
+export type EndedState = "released" | "expired" | "force-released" | "lost";
 
 /**
  * The longest lock key whose page opens (its detail, history and force release are addressed by the key in
@@ -17,6 +20,9 @@ export type EndedState = "released" | "expired" | "force-released";
 export const MAX_ADDRESSED_KEY_CHARS = 1_024;
 /** Why a key longer than `MAX_ADDRESSED_KEY_CHARS` cannot be opened, as a viewer or a script is told. */
 export const KEY_TOO_LONG_TO_OPEN = `a lock key longer than ${MAX_ADDRESSED_KEY_CHARS.toLocaleString("en-US")} characters is listed but cannot be opened, released or looked up here`;
+
+/** The order the tables sort states in: the live ones needing a look first, then the ends, the unplanned first. */
+export const STATE_ORDER: Readonly<Record<LockState, number>> = { partial: 0, elapsed: 1, held: 2, lost: 3, "force-released": 4, expired: 5, released: 6 };
 
 export const isLive = (state: LockState): state is LiveState => state === "held" || state === "partial" || state === "elapsed";
 
@@ -79,7 +85,7 @@ export interface Lock {
   acquiredAt?: number;
   /** The TTL the lock was last set or extended with, for drawing the remaining fraction. */
   ttlMs: number | null;
-  /** Epoch ms when it ended (released, expired, force-released). */
+  /** Epoch ms when it ended (released, expired, force-released, lost). */
   endedAt?: number;
   /** The value that was held when it ended. */
   endedToken?: string | null;
@@ -99,6 +105,7 @@ export const TIMELINE_TYPES = [
   "expired",
   "evicted",
   "force-released",
+  "lost",
   "elapsed",
   "partial",
   "attempts",

@@ -181,7 +181,7 @@ export class ClusterFailoverMonitor {
     for (const failover of clusterFailovers(before, after)) {
       const seen = seenLocks(this.target, now, (resource) => slotIn(failover.slots, keySlot(resource)));
       const conn = this.cluster.connectTo(failover.to.host, failover.to.port, FAILOVER_READ_OPTIONS(this.timeoutMs));
-      void compareAfterFailover({ deployment: this.deployment, target: this.target, log: this.log }, seen, failover.from.address, failover.to.address, conn);
+      void compareAfterFailover({ deployment: this.deployment, target: this.target, log: this.log, seenAt: now }, seen, failover.from.address, failover.to.address, conn);
     }
   }
 

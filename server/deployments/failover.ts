@@ -27,8 +27,11 @@ export const FAILOVER_READ_OPTIONS = (timeoutMs: number) =>
 export interface FailoverTarget {
   /** The locks the console shows now (its last view of the old primary). */
   locks: (now: number) => Lock[];
-  /** Says on a lock's timeline that the failover lost it. */
-  noteLost: (resource: string, detail: string) => void;
+  /**
+   * Says on a lock's timeline that the failover lost it, and ends it as lost (not released) where the promoted
+   * replica's reading ends it; `seenAt`: when the console's view was taken, at the failover's announcement.
+   */
+  noteLost: (lock: SeenLock, detail: string, seenAt: number) => void;
   /** Says on a lock's timeline that it was held across the failover (the promoted replica had it). */
   noteSurvived: (resource: string, detail: string) => void;
 }
@@ -59,7 +62,7 @@ async function readOnNewPrimary(conn: Redis, keys: readonly string[]): Promise<K
  * reads a cluster); `any` for a Sentinel primary (one read per batch). Never rejects.
  */
 export async function compareAfterFailover(
-  ctx: { deployment: string; target: FailoverTarget; log: Logger },
+  ctx: { deployment: string; target: FailoverTarget; log: Logger; seenAt: number },
   seen: readonly SeenLock[],
   from: string,
   to: string,
@@ -85,7 +88,7 @@ export async function compareAfterFailover(
       if (onNewPrimary.get(lock.resource) === lock.token) ctx.target.noteSurvived(lock.resource, `held across the failover from ${from} to ${to}: the promoted replica has it`);
     }
     for (const lock of lost) {
-      ctx.target.noteLost(lock.resource, `held on ${from} with its lease running; the promoted replica ${to} does not have it (written after the replica's last copy)`);
+      ctx.target.noteLost(lock, `held on ${from} with its lease running; the promoted replica ${to} does not have it (written after the replica's last copy)`, ctx.seenAt);
     }
     declared<"deployment">("lockscope_locks_lost_in_failover_total").inc({ deployment: ctx.deployment }, lost.length);
     const fields = { deployment: ctx.deployment, from, to, held: seen.length, lost: lost.length };
@@ -164,7 +167,7 @@ export class SentinelFailoverMonitor {
       ...(this.deployment.tls ? { tls: tlsOptions(this.deployment.tls) } : {}),
       ...FAILOVER_READ_OPTIONS(this.timeoutMs),
     });
-    void compareAfterFailover({ deployment: this.deployment.name, target: this.target, log: this.log }, seen, from, to, conn, "any");
+    void compareAfterFailover({ deployment: this.deployment.name, target: this.target, log: this.log, seenAt: now }, seen, from, to, conn, "any");
   }
 
   async stop(): Promise<void> {

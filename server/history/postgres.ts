@@ -5,8 +5,8 @@ import type { Database } from "../postgres/pool";
 import type { HeldAtOptions, HistoryFilters, HistoryPage, HistoryStore, LockHistoryEvent, LockHold, OpenHold, StoredLockEvent } from "./types";
 
 /** Events that happen once per hold: stored once however many consoles saw them (see `dedupKey`). */
-const ONCE_PER_HOLD = new Set(["acquired", "released", "expired", "evicted", "force-released"]);
-const ENDS = new Set(["released", "expired", "evicted", "force-released"]);
+const ONCE_PER_HOLD = new Set(["acquired", "released", "expired", "evicted", "force-released", "lost"]);
+const ENDS = new Set(["released", "expired", "evicted", "force-released", "lost"]);
 /**
  * Consoles see the same event a few milliseconds apart; events of one kind for one value of one lock (a
  * resource on a deployment) within this window are one. (A foreign client that writes the same value again later is a new hold.)

@@ -257,7 +257,7 @@ export function lockDetail(view: LiveView, resource: string, name: string | unde
 
 /** The counts of every deployment's store, added up (the oldest lock is the oldest of all). */
 export function sumCounts(all: readonly LockCounts[]): LockCounts {
-  const out: LockCounts = { byState: { held: 0, partial: 0, elapsed: 0, released: 0, expired: 0, "force-released": 0 }, held: 0 };
+  const out: LockCounts = { byState: { held: 0, partial: 0, elapsed: 0, released: 0, expired: 0, "force-released": 0, lost: 0 }, held: 0 };
   for (const c of all) {
     for (const [state, n] of Object.entries(c.byState) as Array<[keyof LockCounts["byState"], number]>) out.byState[state] += n;
     out.held += c.held;

@@ -203,7 +203,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     // Sentinel deployments: failovers compared with the console's last view (locks lost in failover).
     // Clusters: a primary's slots served by its replica, compared the same way.
     const deployment = entry.deployment;
-    const failoverTarget: FailoverTarget = { locks: (now) => store.list(now), noteLost: (resource, detail) => store.noteLostInFailover(resource, detail), noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail) };
+    const failoverTarget: FailoverTarget = { locks: (now) => store.list(now), noteLost: (lock, detail, seenAt) => store.noteLostInFailover(lock, detail, seenAt), noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail) };
     const clustered = nodes.find((n) => n.cluster);
     const failovers =
       deployment?.kind === "sentinel"

@@ -17,6 +17,7 @@ import {
   LockRecord,
   type NodeSample,
 } from "@/lib/locks/reducer";
+import type { SeenLock } from "@/lib/locks/failover";
 import { isLive, type Lock, type LockDetail, type LockState } from "@/lib/locks/types";
 import { BucketCounter } from "@/lib/locks/window";
 import { lockValueId } from "@lockscope/redlock";
@@ -57,6 +58,18 @@ class Entry extends LockRecord {
   safety = 0;
 }
 
+/**
+ * What a node held before it may have lost it (see `LockStore.suspectLost`): each lock's value there and its
+ * expiry. `consume`: each lock's suspicion ends at the node's first reading of it (a failover's, made for the
+ * purpose); else it lasts until cleared (a restart's, which the restart's own report reads afterwards).
+ */
+interface LostSuspects {
+  node: number;
+  held: Map<string, { value: string; expiresAt: number }> | ReadonlyMap<string, { value: string; expiresAt: number }>;
+  since: number;
+  consume: boolean;
+}
+
 /** Kept up to date with every change: reading them costs nothing, whatever the number of locks. */
 export interface LockCounts {
   byState: Record<LockState, number>;
@@ -73,7 +86,7 @@ export interface DrainedChanges {
   contention: Array<{ resource: string } & Lock["contention"]>;
 }
 
-const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, elapsed: 0, released: 0, expired: 0, "force-released": 0 });
+const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, elapsed: 0, released: 0, expired: 0, "force-released": 0, lost: 0 });
 
 /**
  * Every lock the watchers see, merged across nodes, with its timeline. All mutation goes through
@@ -117,6 +130,8 @@ export class LockStore {
   private readonly byState = emptyCounts();
   private readonly ledger = new SafetyLedger();
   private readonly forceHints = new ForceHints();
+  /** Copies a node may have lost (a restart, a failover), until that node is read: see `suspectLost`. */
+  private lostSuspects: LostSuspects[] = [];
   private readonly timelines = new Timelines();
   /** What every lock's step shares (the nodes counted change as the console starts). */
   private readonly context: LockContext;
@@ -439,6 +454,7 @@ export class LockStore {
       entry = this.revive(resource);
       if (found && this.widened?.(resource)) this.coveredNow.add(resource);
     }
+    if (this.lostSuspects.length !== 0) this.markLost(entry, samples, now);
     if (!this.context.watching) {
       entry.startApply = ++this.startApplyCount;
       let read = 0;
@@ -488,9 +504,34 @@ export class LockStore {
    * A failover's new primary does not hold `resource`, which the console saw held on the old one (see
    * server/deployments/failover.ts): said on the lock's timeline, whichever way the lock is shown to end.
    */
-  noteLostInFailover(resource: string, detail: string, now = Date.now()): void {
-    const entry = this.live.get(resource) ?? this.ended.kept(resource);
-    if (entry) this.timelines.add(entry, { at: now, type: "lost-in-failover", detail });
+  noteLostInFailover(lock: SeenLock, detail: string, seenAt: number, now = Date.now()): void {
+    const entry = this.live.get(lock.resource) ?? this.ended.kept(lock.resource);
+    if (!entry) return;
+    this.timelines.add(entry, { at: now, type: "lost-in-failover", detail });
+    if (entry.endedAt === null) {
+      // Not read on the promoted replica yet: that reading ends it as lost, not released.
+      const expiresAt = lock.expiresAt ?? Number.POSITIVE_INFINITY;
+      for (let node = 0; node < entry.values.length; node++) {
+        if (entry.values[node] !== lock.token) continue;
+        let suspects = this.lostSuspects.find((s) => s.consume && s.node === node);
+        if (suspects === undefined) {
+          suspects = { node, held: new Map(), since: 0, consume: true };
+          this.lostSuspects.push(suspects);
+        }
+        (suspects.held as Map<string, { value: string; expiresAt: number }>).set(lock.resource, { value: lock.token, expiresAt });
+      }
+      for (const s of this.lostSuspects) if (s.consume) for (const [resource, held] of s.held) if (!(held.expiresAt > now)) (s.held as Map<string, unknown>).delete(resource);
+      this.lostSuspects = this.lostSuspects.filter((s) => !s.consume || s.held.size > 0);
+    } else if (entry.state === "released" && entry.endedAt >= seenAt && entry.endedToken === lock.token) {
+      // The watcher read the promoted replica first, and took the value's absence for a release.
+      this.count("released", -1);
+      entry.state = "lost";
+      this.count("lost", 1);
+      this.ledger.update(entry);
+      this.timelines.relabelLost(entry);
+      this.events.emit("lock-event", { type: "lost", resource: lock.resource });
+      if (this.live.has(lock.resource)) this.changed.add(lock.resource);
+    }
   }
 
   /**
@@ -535,6 +576,40 @@ export class LockStore {
       if (live) this.changed.add(resource);
     }
     return lost;
+  }
+
+  /**
+   * Node `index` may have lost what it held (`held`: each lock's value there and its expiry, from `heldOn`): it
+   * restarted by `since`, or a failover replaced it. Until `clearSuspects(index, held)`, the first reading of such
+   * a lock there that shows its value gone (or replaced) with no notification saying why, while its TTL still
+   * ran, ends it as `lost`, not `released`: nobody released it. `held` is kept by reference, not copied.
+   */
+  suspectLost(index: number, held: ReadonlyMap<string, { value: string; expiresAt: number }>, since: number): void {
+    this.lostSuspects.push({ node: index, held, since, consume: false });
+  }
+
+  /** The suspicion `suspectLost(index, held)` raised is settled (the node was read again). */
+  clearSuspects(index: number, held: ReadonlyMap<string, { value: string; expiresAt: number }>): void {
+    this.lostSuspects = this.lostSuspects.filter((s) => s.node !== index || s.held !== held);
+  }
+
+  /** Gives the samples that read a suspected copy gone the cause `lost` (see `suspectLost`). */
+  private markLost(entry: Entry, samples: readonly NodeSample[], now: number): void {
+    for (const sample of samples) {
+      if (sample.cause !== null) continue;
+      const shown = entry.values[sample.node];
+      if (shown === null || shown === undefined || sample.value === shown) continue;
+      for (const suspects of this.lostSuspects) {
+        if (suspects.node !== sample.node) continue;
+        const held = suspects.held.get(entry.resource);
+        if (held === undefined) continue;
+        if (suspects.consume) (suspects.held as Map<string, unknown>).delete(entry.resource);
+        if (held.value === shown && held.expiresAt > suspects.since && now < held.expiresAt) {
+          sample.cause = "lost";
+          break;
+        }
+      }
+    }
   }
 
   /** A lock held across a failover: the promoted replica had it (its holder went on without knowing). */

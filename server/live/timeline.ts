@@ -1,5 +1,5 @@
 import "server-only";
-import { ALREADY_HELD } from "@/lib/locks/reducer";
+import { ALREADY_HELD, LOST_END_DETAIL } from "@/lib/locks/reducer";
 import type { TimelineEntry, TimelineType } from "@/lib/locks/types";
 import { pushCapped } from "@/lib/locks/window";
 import type { HistorySink } from "../history/recorder";
@@ -70,13 +70,22 @@ export class Timelines {
     }
   }
 
-  /** The lock that just ended as released or expired was force-released: its end entry says so, in the operator's words. */
+  /** The lock that just ended as released, expired or lost was force-released: its end entry says so, in the operator's words. */
   relabelForced(owner: TimelineOwner, detail: string | null): void {
-    const last = [...this.of(owner)].reverse().find((t) => t.type === "released" || t.type === "expired");
+    const last = [...this.of(owner)].reverse().find((t) => t.type === "released" || t.type === "expired" || t.type === "lost");
     if (last) {
       last.type = "force-released";
       last.detail = detail ?? undefined;
       if (!last.detail) delete last.detail;
+    }
+  }
+
+  /** The lock that just ended as released was lost (a failover's promoted replica never had it): its end entry says so. */
+  relabelLost(owner: TimelineOwner): void {
+    const last = [...this.of(owner)].reverse().find((t) => t.type === "released");
+    if (last) {
+      last.type = "lost";
+      last.detail = LOST_END_DETAIL;
     }
   }
 

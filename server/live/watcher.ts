@@ -880,7 +880,10 @@ export class NodeWatcher {
     if (this.restartLosses.some((l) => l.server === server)) return;
     const now = Date.now();
     const latestStart = Math.min(now, (facts.restartedAt ?? now) + 1_000);
-    this.restartLosses.push({ server, before: this.ctx.store.heldOn(this.index, only), restartedAt: latestStart });
+    const before = this.ctx.store.heldOn(this.index, only);
+    this.restartLosses.push({ server, before, restartedAt: latestStart });
+    // Read again without them, they end as lost, not released.
+    this.ctx.store.suspectLost(this.index, before, latestStart);
   }
 
   /**
@@ -952,6 +955,7 @@ export class NodeWatcher {
     if (losses.length === 0) return;
     this.restartLosses = [];
     for (const loss of losses) {
+      this.ctx.store.clearSuspects(this.index, loss.before);
       // How the server keeps its data now that it is back (the periodic read may not have come yet).
       const appendonly = loss.server === null ? await this.waitOn(() => this.readPersistence()).then(() => this.facts.appendonly, () => this.facts.appendonly) : await this.primaryAppendonly(loss.server);
       const why = appendonly === "no" ? "without an append-only file" : appendonly === "yes" ? "with an append-only file" : "";

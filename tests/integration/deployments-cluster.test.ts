@@ -195,6 +195,9 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     expect(text).toMatch(/^lockscope_failovers_total\{deployment="default"\} 1$/m);
     // The watcher is on the promoted replica: the copied lock held there, a new lock there seen.
     await until("the copied lock held on the new primary", () => heldAs(copied, "holder-copied"), 30_000);
+    // Nobody released the lost ones: they end as lost, whichever of the watcher and the comparison read the promoted replica first.
+    await until("the lost locks ended as lost", async () => (await detail(lost1)).state === "lost" && (await detail(lost2)).state === "lost");
+    expect((await detail(lost1)).timeline.map((t) => t.type)).not.toContain("released");
     const promoted = set.direct(replicaNode.port);
     const fresh = await keyOn(replicaNode.port, "after-failover");
     await promoted.set(fresh, "holder-fresh", "PX", 60_000);

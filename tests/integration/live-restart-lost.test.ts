@@ -70,7 +70,10 @@ describe("locks a restarted node came back without", () => {
       const d = await lockDetail("lock:restart/single");
       return lostEntries(d).length > 0 ? d : null;
     });
-    expect(single.state).not.toBe("held");
+    // Nobody released it: it ended lost, and its end entry says what that means for its holder.
+    expect(single.state).toBe("lost");
+    expect(single.timeline.filter((e) => e.type === "released")).toEqual([]);
+    expect(single.timeline).toContainEqual(expect.objectContaining({ type: "lost", detail: expect.stringContaining("its holder may still think it holds it") as unknown }));
     expect(lostEntries(single)).toEqual([
       expect.objectContaining({
         node: "node-1",
@@ -84,6 +87,8 @@ describe("locks a restarted node came back without", () => {
     const short = await lockDetail("lock:restart/short");
     expect(short).not.toBeNull();
     expect(lostEntries(short)).toEqual([]);
+    expect(short!.state).toBe("expired");
+    expect((await lockDetail("lock:restart/released"))!.state).toBe("released");
     for (const resource of ["lock:restart/elsewhere", "lock:restart/released"]) {
       const d = await lockDetail(resource);
       expect(d).not.toBeNull();
@@ -95,5 +100,8 @@ describe("locks a restarted node came back without", () => {
     const text = (await call(metrics.GET, "GET", "/metrics", { token: METRICS_TOKEN })).body as string;
     expect(text).toMatch(/^lockscope_locks_lost_in_restart_total\{node="node-1"\} 2$/m);
     expect(text).toMatch(/^lockscope_locks_lost_in_restart_total\{node="node-0"\} 0$/m);
+    // Ended as lost: the single-instance lock and the lab's (the Redlock goes on); no release counted.
+    expect(text).toMatch(/^lockscope_lock_events_total\{type="lost"\} 2$/m);
+    expect(text).toMatch(/^lockscope_lock_events_total\{type="released"\} 1$/m);
   }, 60_000);
 });

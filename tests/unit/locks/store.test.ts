@@ -27,6 +27,17 @@ function storeWithNodesUp() {
   return { store, seen };
 }
 
+/** One node, as a single Redis server (or a Sentinel or cluster deployment) is watched. */
+function storeOnOneNode() {
+  const events = new EventEmitter<LiveEventMap>();
+  const seen: string[] = [];
+  events.on("lock-event", (e) => seen.push(`${e.type} ${e.resource}`));
+  const store = new LockStore(["node-0"], 1, events);
+  store.setNodeUp(0, true, T);
+  store.watching = true;
+  return { store, seen };
+}
+
 const held = (node: number, value: string, expiry: number): NodeSample => ({ node, value, expiry, cause: null });
 const gone = (node: number, cause: NodeSample["cause"] = "del"): NodeSample => ({ node, value: null, expiry: Number.NaN, cause });
 
@@ -169,6 +180,53 @@ describe("the lock store", () => {
     expect(store.lock("lock:j", T + 12)?.state).toBe("force-released");
     expect(store.get("lock:j", T + 12)?.timeline.at(-1)).toMatchObject({ type: "force-released", detail: "by alice: “stuck worker”" });
     expect(seen).toContain("force-released lock:j");
+  });
+
+  it("ends a lock a restarted node came back without as lost, and only the first reading that finds it gone", () => {
+    const { store, seen } = storeOnOneNode();
+    store.apply("lock:r", [held(0, "v", T + 60_000)], T);
+    store.apply("lock:short", [held(0, "s", T + 500)], T);
+    store.apply("lock:kept", [held(0, "k", T + 60_000)], T);
+    const before = store.heldOn(0);
+    store.suspectLost(0, before, T + 100);
+    // Read again: one gone with its TTL running, one whose TTL ran out before the reading, one the node kept.
+    store.apply("lock:r", [gone(0, null)], T + 1_000);
+    store.apply("lock:short", [gone(0, null)], T + 1_000);
+    store.apply("lock:kept", [held(0, "k", T + 60_000)], T + 1_000);
+    expect(store.lock("lock:r", T + 1_000)).toMatchObject({ state: "lost", endedToken: "v" });
+    expect(store.get("lock:r", T + 1_000)?.timeline.at(-1)).toMatchObject({ type: "lost", detail: expect.stringContaining("nobody released it") as unknown });
+    expect(store.lock("lock:short", T + 1_000)?.state).toBe("expired");
+    expect(store.lock("lock:kept", T + 1_000)?.state).toBe("held");
+    // Taken again and released (no notification seen) before the suspicion is cleared: a release, not a loss.
+    store.apply("lock:r", [held(0, "w", T + 60_000)], T + 1_100);
+    store.apply("lock:r", [gone(0, null)], T + 1_200);
+    expect(store.lock("lock:r", T + 1_200)?.state).toBe("released");
+    store.clearSuspects(0, before);
+    store.apply("lock:kept", [gone(0, null)], T + 1_300);
+    expect(store.lock("lock:kept", T + 1_300)?.state).toBe("released");
+    expect(seen.filter((e) => !e.startsWith("acquired"))).toEqual(["lost lock:r", "expired lock:short", "released lock:r", "released lock:kept"]);
+  });
+
+  it("ends a lock a failover's promoted replica never had as lost, whether the replica is read after the comparison or before it", () => {
+    const { store, seen } = storeOnOneNode();
+    store.apply("lock:late", [held(0, "a", T + 60_000)], T);
+    store.apply("lock:early", [held(0, "b", T + 60_000)], T);
+    // The watcher read the promoted replica before the comparison said what it lacks: first taken for a release.
+    store.apply("lock:early", [gone(0, null)], T + 50);
+    expect(store.lock("lock:early", T + 50)?.state).toBe("released");
+    store.noteLostInFailover({ resource: "lock:early", token: "b", expiresAt: T + 60_000 }, "not on the replica", T + 10, T + 60);
+    store.noteLostInFailover({ resource: "lock:late", token: "a", expiresAt: T + 60_000 }, "not on the replica", T + 10, T + 60);
+    store.apply("lock:late", [gone(0, null)], T + 80);
+    expect(store.lock("lock:early", T + 80)?.state).toBe("lost");
+    expect(store.get("lock:early", T + 80)?.timeline.map((e) => e.type)).toEqual(["acquired", "lost", "lost-in-failover"]);
+    expect(store.lock("lock:late", T + 80)?.state).toBe("lost");
+    expect(store.get("lock:late", T + 80)?.timeline.map((e) => e.type)).toEqual(["acquired", "lost-in-failover", "lost"]);
+    expect(store.counts().byState).toMatchObject({ lost: 2, released: 0 });
+    // A lock taken again there later ends as it ends: the suspicion was used up.
+    store.apply("lock:late", [held(0, "c", T + 60_000)], T + 200);
+    store.apply("lock:late", [gone(0, null)], T + 300);
+    expect(store.lock("lock:late", T + 300)?.state).toBe("released");
+    expect(seen.filter((e) => !e.startsWith("acquired"))).toEqual(["released lock:early", "lost lock:early", "lost lock:late", "released lock:late"]);
   });
 
   it("finds locks at start-up node by node without a made-up extension or a partial step, and still sees a real extension", () => {
