@@ -4,7 +4,7 @@ import type Redis from "ioredis";
 import { encodeLockValue } from "@lockscope/redlock";
 import { Redlock } from "@lockscope/redlock";
 import { expect, lockNodeClients, test } from "./fixtures";
-import { deleteMatching, holdLock, settled, unique } from "./scene";
+import { deleteMatching, holdLock, restartNodeOne, settled, unique } from "./scene";
 
 async function setOnAll(clients: Redis[], key: string, value: string, ttlMs: number) {
   await Promise.all(clients.map((c) => c.set(key, value, "PX", ttlMs)));
@@ -84,6 +84,24 @@ test.describe("live locks", () => {
     await Promise.all(clients.map((c) => c.del(resource)));
     await expect(timeline).toContainText("released");
     await expect(page.getByText("released", { exact: true }).first()).toBeVisible();
+  });
+
+  test("a lock its node came back without after a restart reads lost on its page, not released", async ({ page, request, signIn }) => {
+    test.setTimeout(120_000);
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    const resource = unique("payouts/7");
+    // A single-instance lock on node 1 (the embedded nodes keep nothing across a restart).
+    await clients[1]!.set(resource, "payout-worker-token-9", "PX", 300_000);
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    const state = page.locator(".detail-grid .state-badge").first();
+    await expect(state).toHaveText("held");
+    await restartNodeOne(request);
+    await expect(state).toHaveText("lost", { timeout: 30_000 });
+    const timeline = page.getByRole("list", { name: "Timeline" });
+    await expect(timeline).toContainText("nobody released it, and its holder may still think it holds it");
+    await expect(timeline).toContainText("lost in restart on node-1 — node-1 restarted without an append-only file and came back without this lock");
+    await expect(timeline.getByText("released", { exact: true })).toHaveCount(0);
   });
 
   test("a lock whose key is too long to open is listed without a link, and says why", async ({ page, request, signIn }) => {
