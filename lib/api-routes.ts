@@ -27,6 +27,7 @@ export const API_ROUTES: readonly ApiRoute[] = Object.freeze([
   { pattern: "/api/locks/[resource]", methods: ["GET"] },
   { pattern: "/api/locks/[resource]/history", methods: ["GET"] },
   { pattern: "/api/locks/[resource]/release", methods: ["POST"] },
+  { pattern: "/api/losses", methods: ["GET"] },
   { pattern: "/api/patterns", methods: ["GET", "PUT"] },
   { pattern: "/api/ready", methods: ["GET"] },
   { pattern: "/api/session", methods: ["GET", "POST", "DELETE"] },

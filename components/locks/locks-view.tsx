@@ -13,6 +13,7 @@ import type { LiveLocks } from "./live-feed";
 import { NodeCounting } from "./lock-bits";
 import { nodeCounting } from "./node-counting";
 import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey } from "./lock-rows";
+import { LossesPanel } from "./losses-panel";
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
 import { useLiveLocks, useLiveNodes, useNow } from "./use-live-locks";
@@ -71,6 +72,7 @@ export function LocksView() {
     <NodeCounting.Provider value={counting}>
       <Header data={live.data} />
       <ReadingNotice nodes={live.data?.nodes ?? []} />
+      <LossesPanel />
       {size.isError && grouped.current === null ? (
         <LoadError what="the locks" error={size.error} />
       ) : group !== null ? (

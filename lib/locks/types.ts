@@ -117,6 +117,23 @@ export const TIMELINE_TYPES = [
 ] as const;
 export type TimelineType = (typeof TIMELINE_TYPES)[number];
 
+/** A lock a node lost while its TTL ran: it restarted without it, or a failover promoted a replica without it (`GET /api/losses`). */
+export interface LockLoss {
+  /** Epoch ms (server clock) when the console found it lost. */
+  at: number;
+  resource: string;
+  deployment: string;
+  /** The node that lost it (on a Redis Cluster the node watched; the detail names the primary). */
+  node: string;
+  kind: "restart" | "failover";
+  /** The timeline entry's words. */
+  detail: string;
+  /** The value it was held with there (for whom it was lost). */
+  token: string;
+  /** Still held with that value (a Redlock that kept its quorum); false once it ended or changed hands. */
+  wentOn: boolean;
+}
+
 export interface TimelineEntry {
   at: number;
   type: TimelineType;

@@ -1,10 +1,11 @@
 import "server-only";
 import { createHash } from "node:crypto";
+import { isLabResource } from "@/lib/lab/keys";
 import type { KeyReading } from "@/lib/locks/formats";
 import { lockKeyFilter } from "@/lib/locks/formats/defaults";
 import type { EndCause } from "@/lib/locks/merge";
 import { restartRisk, uptimeMsAt } from "@/lib/locks/node-state";
-import type { LiveStats, LockDetail, WatcherStatus } from "@/lib/locks/types";
+import type { LiveStats, LockDetail, LockLoss, WatcherStatus } from "@/lib/locks/types";
 import { clientIp, SESSION_COOKIE, type Principal } from "../auth";
 import { getConfig } from "../config";
 import { singleton } from "../global";
@@ -474,6 +475,18 @@ export function getLockStore(): LockStoreView {
     serverTime: () => Date.now(),
     counts: () => (view.multi ? sumCounts(view.runtimes.map((r) => r.store.counts())) : (view.runtimes[0] as DeploymentLive).store.counts()),
   };
+}
+
+/**
+ * The locks nodes lost while their TTL ran (restarts, failovers) in the last 24 hours, newest first, as
+ * `GET /api/losses` lists them: the contention lab's own locks, which its faults lose on purpose, left out.
+ * `deployment`: that deployment's only.
+ */
+export function getLosses(deployment?: string, now = Date.now()): LockLoss[] {
+  const all = startLive()
+    .runtimes.filter((r) => deployment === undefined || r.deployment === deployment)
+    .flatMap((r) => r.store.losses(r.deployment, now).filter((loss) => !isLabResource(loss.resource)));
+  return all.sort((a, b) => b.at - a.at);
 }
 
 /** Each deployment's live view (one where the console watches one). */

@@ -18,7 +18,7 @@ import {
   type NodeSample,
 } from "@/lib/locks/reducer";
 import type { SeenLock } from "@/lib/locks/failover";
-import { isLive, type Lock, type LockDetail, type LockState } from "@/lib/locks/types";
+import { isLive, type Lock, type LockDetail, type LockLoss, type LockState } from "@/lib/locks/types";
 import { BucketCounter } from "@/lib/locks/window";
 import { lockValueId } from "@lockscope/redlock";
 import type { ContentionEvent, GaveUpEvent } from "@lockscope/redlock";
@@ -36,6 +36,9 @@ export { LINGER_MS, RECENT_CAP, RECENT_TTL_MS } from "./retention";
 export { TIMELINE_CAP } from "./timeline";
 
 const NEVER_SENT = -(2 ** 30);
+/** Losses (see `LockStore.losses`) are listed this long, and at most this many. */
+export const LOSSES_KEPT_MS = 24 * 3_600_000;
+export const MAX_LOSSES = 1_000;
 /** The last node a bit of a small integer stands for (the start-up bookkeeping's masks: see `readAtStart`). */
 const MAX_BIT_NODE = 30;
 
@@ -130,6 +133,8 @@ export class LockStore {
   private readonly byState = emptyCounts();
   private readonly ledger = new SafetyLedger();
   private readonly forceHints = new ForceHints();
+  /** Locks nodes lost while their TTL ran, newest last (see `losses`). */
+  private lossLog: Array<Omit<LockLoss, "deployment" | "wentOn">> = [];
   /** Copies a node may have lost (a restart, a failover), until that node is read: see `suspectLost`. */
   private lostSuspects: LostSuspects[] = [];
   private readonly timelines = new Timelines();
@@ -506,6 +511,9 @@ export class LockStore {
    */
   noteLostInFailover(lock: SeenLock, detail: string, seenAt: number, now = Date.now()): void {
     const entry = this.live.get(lock.resource) ?? this.ended.kept(lock.resource);
+    // (A Sentinel or cluster deployment is one node here.)
+    const node = Math.max(0, entry?.values.indexOf(lock.token) ?? 0);
+    this.logLoss({ at: now, resource: lock.resource, node: this.nodeIds[node] ?? `node-${node}`, kind: "failover", detail, token: lock.token });
     if (!entry) return;
     this.timelines.add(entry, { at: now, type: "lost-in-failover", detail });
     if (entry.endedAt === null) {
@@ -569,9 +577,10 @@ export class LockStore {
       if (live && live.values[index] === held.value) continue;
       const entry = live ?? this.ended.kept(resource);
       lost.push(resource);
-      if (!entry) continue;
       const left = held.expiresAt === Number.POSITIVE_INFINITY ? "a key without a TTL" : `at least ${((held.expiresAt - restartedAt) / 1000).toFixed(1)} s of its TTL left`;
       const item = { at: now, type: "lost-in-restart" as const, node: nodeId, detail: `${who} restarted${why ? ` ${why}` : ""} and came back without this lock (${left}): its holder may still think it holds it` };
+      this.logLoss({ at: now, resource, node: nodeId, kind: "restart", detail: item.detail, token: held.value });
+      if (!entry) continue;
       this.timelines.add(entry, item, live ? (entry.token ?? entry.leading) : (entry.endedToken ?? entry.token ?? entry.leading));
       if (live) this.changed.add(resource);
     }
@@ -610,6 +619,27 @@ export class LockStore {
         }
       }
     }
+  }
+
+  private logLoss(loss: Omit<LockLoss, "deployment" | "wentOn">): void {
+    this.lossLog.push(loss);
+    let drop = Math.max(0, this.lossLog.length - MAX_LOSSES);
+    while (drop < this.lossLog.length && loss.at - (this.lossLog[drop] as { at: number }).at > LOSSES_KEPT_MS) drop += 1;
+    if (drop > 0) this.lossLog.splice(0, drop);
+  }
+
+  /**
+   * The locks nodes lost while their TTL ran (a restart, a failover) in the last `LOSSES_KEPT_MS` (at most
+   * `MAX_LOSSES`), newest first, each with whether it goes on with the value it had.
+   */
+  losses(deployment: string, now = Date.now()): LockLoss[] {
+    const out: LockLoss[] = [];
+    for (let i = this.lossLog.length - 1; i >= 0; i--) {
+      const loss = this.lossLog[i] as Omit<LockLoss, "deployment" | "wentOn">;
+      if (now - loss.at > LOSSES_KEPT_MS) break;
+      out.push({ ...loss, deployment, wentOn: this.holdsValue(loss.resource, loss.token) });
+    }
+    return out;
   }
 
   /** A lock held across a failover: the promoted replica had it (its holder went on without knowing). */

@@ -46,12 +46,16 @@ test.describe("every page at every width, light and dark", () => {
     for (const n of nodes) n.disconnect();
   });
 
-  test("the locks page, with a restarted node's warning in the Nodes panel", async ({ page, request, signIn }) => {
+  test("the locks page, with a restarted node's warning in the Nodes panel and the lock it lost", async ({ page, request, signIn }) => {
     test.setTimeout(120_000);
     await signIn("operator");
     await page.goto("/");
     await expect(page.getByRole("status", { name: "Live connection" })).toHaveText(/live/);
+    const lostLock = unique("payments/settlement-batch");
+    await nodes[1]!.set(lostLock, "settlement-worker-token", "PX", 600_000);
     await restartNodeOne(request);
+    const losses = page.getByRole("table", { name: "Losses" });
+    await expect(losses).toContainText(lostLock, { timeout: 30_000 });
     scene = await busyLocks(nodes);
     const nodesPanel = page.getByRole("table", { name: "Lock nodes" });
     const row = page.getByRole("table", { name: "Locks" }).getByRole("row", { name: scene.hot, exact: true });
@@ -60,6 +64,7 @@ test.describe("every page at every width, light and dark", () => {
     await expect(nodesPanel.getByRole("row", { name: "node-1" })).toContainText("Restart risk", { timeout: 45_000 });
     await checkEveryLayout(page, async () => {
       await expect(row).toBeVisible();
+      await expect(losses).toBeVisible();
     });
   });
 

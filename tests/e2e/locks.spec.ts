@@ -102,6 +102,15 @@ test.describe("live locks", () => {
     await expect(timeline).toContainText("nobody released it, and its holder may still think it holds it");
     await expect(timeline).toContainText("lost in restart on node-1 — node-1 restarted without an append-only file and came back without this lock");
     await expect(timeline.getByText("released", { exact: true })).toHaveCount(0);
+
+    // Long after it left the list, the locks page still names it, for the on-call the alert woke.
+    await page.goto("/");
+    const losses = page.getByRole("region", { name: /Lost in node restarts and failovers/ });
+    await expect(losses).toContainText(/In the last 24 hours, nodes lost \d+ locks? while/);
+    const row = losses.getByRole("row").filter({ hasText: resource });
+    await expect(row.getByRole("cell")).toHaveText([/ago$/, resource, "node-1", "restarted without it", "ended"]);
+    await row.getByRole("link", { name: resource }).click();
+    await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
   });
 
   test("a lock whose key is too long to open is listed without a link, and says why", async ({ page, request, signIn }) => {

@@ -1,7 +1,7 @@
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LockDetail } from "@/lib/locks/types";
-import { call, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, listedLosses, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { setUpConsoleOverSentinels, type SentinelSet } from "../support/sentinel";
 import { until } from "../support/wait";
@@ -85,6 +85,11 @@ describe("a Sentinel-managed primary with two replicas", () => {
     // Nobody released the lost ones: they end as lost, whichever of the watcher and the comparison read the promoted primary first.
     await until("the lost locks ended as lost", async () => (await Promise.all(["lock:lost/1", "lock:lost/2"].map(detail))).every((d) => d.state === "lost"));
     expect((await detail("lock:lost/1")).timeline.map((t) => t.type)).not.toContain("released");
+    const losses = await listedLosses();
+    expect(losses.map((l) => [l.resource, l.kind, l.wentOn]).sort()).toEqual([
+      ["lock:lost/1", "failover", false],
+      ["lock:lost/2", "failover", false],
+    ]);
     // The health now describes the promoted primary: a master whose one replica is the other replica. (Which
     // replica that is is read from the health, not fixed once: under load the sentinels have been seen to
     // promote one replica and then, in a later epoch, the other; the console follows whichever is primary.)

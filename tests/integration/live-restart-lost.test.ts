@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as MetricsRoute from "@/app/metrics/route";
 import type * as HealthRoute from "@/app/api/health/route";
 import type { LockDetail } from "@/lib/locks/types";
-import { call, lockDetail, setUpConsole, tearDownConsole } from "../support/console";
+import { call, listedLosses, lockDetail, setUpConsole, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -96,6 +96,13 @@ describe("locks a restarted node came back without", () => {
     }
 
     expect(lostEntries(await lockDetail("lock:lab:rmx00000000abc:stock"))).toHaveLength(1);
+
+    // The on-call's list of what was lost: the two locks node 1 came back without, the one that went on marked
+    // so; not the lab's, not the one that expired first, not those released or never on node 1.
+    const losses = await listedLosses();
+    expect(losses.map((l) => l.resource).sort()).toEqual(["lock:restart/quorum", "lock:restart/single"]);
+    expect(losses.find((l) => l.resource === "lock:restart/single")).toMatchObject({ node: "node-1", kind: "restart", token: "holder-single", wentOn: false, deployment: "default", detail: lostEntries(single)[0]!.detail });
+    expect(losses.find((l) => l.resource === "lock:restart/quorum")).toMatchObject({ node: "node-1", kind: "restart", token: "holder-quorum", wentOn: true });
 
     const text = (await call(metrics.GET, "GET", "/metrics", { token: METRICS_TOKEN })).body as string;
     expect(text).toMatch(/^lockscope_locks_lost_in_restart_total\{node="node-1"\} 2$/m);

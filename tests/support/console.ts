@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Lock, LockDetail } from "@/lib/locks/types";
+import type { Lock, LockDetail, LockLoss } from "@/lib/locks/types";
 import { startCluster, type TestCluster } from "./redis";
 
 export const OPERATOR_TOKEN = "it-operator-token-0123456789abcdef";
@@ -53,6 +53,14 @@ export function useDeployments(deployments: ReadonlyArray<Record<string, unknown
 }
 
 /** Calls a route handler the way Next.js would, with a bearer token (operator by default) and our Origin. */
+/** `GET /api/losses` as a viewer: the locks nodes lost while their TTL ran, newest first. */
+export async function listedLosses(query = ""): Promise<LockLoss[]> {
+  const route = await import("@/app/api/losses/route");
+  const res = await call(route.GET, "GET", `/api/losses${query}`, { token: VIEWER_TOKEN });
+  if (res.status !== 200) throw new Error(`GET /api/losses${query}: ${res.status} ${JSON.stringify(res.body)}`);
+  return (res.body as { losses: LockLoss[] }).losses;
+}
+
 export async function call(handler: Handler, method: string, pathAndQuery: string, options: CallOptions = {}): Promise<{ status: number; body: unknown; headers: Headers }> {
   const headers = new Headers(options.headers);
   const token = options.token === undefined ? OPERATOR_TOKEN : options.token;

@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { LiveEventMap } from "@/server/live/events";
-import { LINGER_MS, LockStore, SETTLE_MS, type NodeSample } from "@/server/live/store";
+import { LINGER_MS, LockStore, LOSSES_KEPT_MS, MAX_LOSSES, SETTLE_MS, type NodeSample } from "@/server/live/store";
 
 function storeStarting() {
   const events = new EventEmitter<LiveEventMap>();
@@ -227,6 +227,29 @@ describe("the lock store", () => {
     store.apply("lock:late", [gone(0, null)], T + 300);
     expect(store.lock("lock:late", T + 300)?.state).toBe("released");
     expect(seen.filter((e) => !e.startsWith("acquired"))).toEqual(["released lock:early", "lost lock:early", "lost lock:late", "released lock:late"]);
+  });
+
+  it("lists the locks lost in the last 24 hours, newest first, at most 1,000, each with whether it goes on", () => {
+    const { store } = storeOnOneNode();
+    const seen = (resource: string) => ({ resource, token: `t-${resource}`, expiresAt: null });
+    store.apply("lock:on", [held(0, "t-lock:on", T + 60_000)], T);
+    store.noteLostInFailover(seen("lock:old"), "lost", T, T);
+    store.noteLostInFailover(seen("lock:on"), "lost", T + 1, T + 1);
+    for (let i = 0; i < MAX_LOSSES; i++) store.noteLostInFailover(seen(`lock:n${i}`), "lost", T + 2, T + LOSSES_KEPT_MS + i);
+    const losses = store.losses("default", T + LOSSES_KEPT_MS + MAX_LOSSES);
+    expect(losses).toHaveLength(MAX_LOSSES);
+    expect(losses[0]).toMatchObject({ resource: `lock:n${MAX_LOSSES - 1}`, deployment: "default", node: "node-0", kind: "failover", token: `t-lock:n${MAX_LOSSES - 1}`, wentOn: false });
+    expect(losses.at(-1)?.resource).toBe("lock:n0");
+    // Fewer than 1,000 and within the day: the older ones stay; the lock held still with its value goes on.
+    const { store: other } = storeOnOneNode();
+    other.apply("lock:on", [held(0, "t-lock:on", T + 60_000)], T);
+    other.noteLostInFailover(seen("lock:old"), "lost", T, T);
+    other.noteLostInFailover(seen("lock:on"), "lost", T + 1, T + 1);
+    expect(other.losses("default", T + 2).map((l) => [l.resource, l.wentOn])).toEqual([
+      ["lock:on", true],
+      ["lock:old", false],
+    ]);
+    expect(other.losses("default", T + LOSSES_KEPT_MS + 2)).toEqual([]);
   });
 
   it("finds locks at start-up node by node without a made-up extension or a partial step, and still sees a real extension", () => {
