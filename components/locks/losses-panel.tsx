@@ -7,13 +7,16 @@ import { apiFetch } from "../api-client";
 import { TableHead, TableScroll } from "../table-scroll";
 import { formatDuration, lockHref } from "./format";
 
-/** The newest losses the panel lists; `GET /api/losses` gives them all. */
-const SHOWN = 20;
+/** How many rows each of the panel's lists shows; `GET /api/losses` gives them all. */
+const SHOWN = 10;
+
+const count = (n: number) => (n === 1 ? "1 lock" : `${n.toLocaleString("en")} locks`);
 
 /**
  * The locks nodes lost while their TTL ran (a restart without them, a failover to a replica that never had them)
  * in the last 24 hours: the on-call's answer to "which locks?" when a lost-lock alert fires, long after the
- * locks themselves left the list. Shown only when there are any.
+ * locks themselves left the list. Shown only when there are any: those gone first, those that go on (a Redlock
+ * that kept its quorum on the other nodes) folded away.
  */
 export function LossesPanel() {
   const { data } = useQuery({
@@ -24,23 +27,15 @@ export function LossesPanel() {
   const losses = data?.losses ?? [];
   if (!data || losses.length === 0) return null;
   const multi = new Set(losses.map((l) => l.deployment)).size > 1;
-  const wentOn = losses.filter((l) => l.wentOn).length;
-  const lost = losses.length === 1 ? "1 lock" : `${losses.length.toLocaleString("en")} locks`;
-  return (
-    <section className="panel losses-panel" aria-labelledby="losses-heading">
-      <h2 id="losses-heading">
-        <span aria-hidden>⚠ </span>Lost in node restarts and failovers
-      </h2>
-      <p>
-        In the last 24 hours, nodes lost {lost} while {losses.length === 1 ? "its" : "their"} TTL ran
-        {wentOn > 0 ? ` (${wentOn.toLocaleString("en")} of them ${wentOn === 1 ? "goes" : "go"} on, held on a quorum of the other nodes)` : ""}. Their holders may
-        still think they hold them while another client takes them: check the work those holders did.
-      </p>
-      <TableScroll label="Losses, scrollable">
-        <table className="losses-table" aria-label="Losses">
-          <TableHead columns={["When", "Lock", "Node", "How", "Now"]} />
+  const ended = losses.filter((l) => !l.wentOn);
+  const wentOn = losses.filter((l) => l.wentOn);
+  const table = (rows: LockLoss[], label: string) => (
+    <>
+      <TableScroll label={`${label}, scrollable`}>
+        <table className="losses-table" aria-label={label}>
+          <TableHead columns={["When", "Lock", "Node", "How"]} />
           <tbody>
-            {losses.slice(0, SHOWN).map((loss) => (
+            {rows.slice(0, SHOWN).map((loss) => (
               <tr key={`${loss.deployment} ${loss.resource} ${loss.node} ${loss.at}`}>
                 <td className="mono" title={new Date(loss.at).toISOString()}>
                   {formatDuration(data.serverTime - loss.at)} ago
@@ -50,16 +45,41 @@ export function LossesPanel() {
                 </td>
                 <td>{multi ? `${loss.deployment} ${loss.node}` : loss.node}</td>
                 <td>{loss.kind === "restart" ? "restarted without it" : "failover to a replica without it"}</td>
-                <td>{loss.wentOn ? "goes on (quorum kept)" : "ended"}</td>
               </tr>
             ))}
           </tbody>
         </table>
       </TableScroll>
-      {losses.length > SHOWN && (
+      {rows.length > SHOWN && (
         <p className="muted">
-          The {SHOWN} newest of {losses.length.toLocaleString("en")}: <code>GET /api/losses</code> lists them all.
+          The {SHOWN} newest of {rows.length.toLocaleString("en")}: <code>GET /api/losses</code> lists them all.
         </p>
+      )}
+    </>
+  );
+  return (
+    <section className="panel losses-panel" aria-labelledby="losses-heading">
+      <h2 id="losses-heading">
+        <span aria-hidden>⚠ </span>Lost in node restarts and failovers
+      </h2>
+      <p>
+        In the last 24 hours, nodes lost {count(losses.length)} while {losses.length === 1 ? "its" : "their"} TTL ran
+        {ended.length === 0
+          ? losses.length === 1
+            ? "; it goes on, held on a quorum of the other nodes."
+            : "; each goes on, held on a quorum of the other nodes."
+          : ended.length === 1
+            ? `; ${losses.length === 1 ? "it is" : "1 of them is"} gone: its holder may still think it holds it while another client takes it. Check the work that holder did.`
+            : `; ${ended.length === losses.length ? "they are" : `${ended.length.toLocaleString("en")} of them are`} gone: their holders may still think they hold them while other clients take them. Check the work those holders did.`}
+      </p>
+      {ended.length > 0 && table(ended, "Lost and gone")}
+      {wentOn.length > 0 && (
+        <details className="losses-went-on">
+          <summary>
+            {count(wentOn.length)} {wentOn.length === 1 ? "goes" : "go"} on, held on a quorum of the other nodes
+          </summary>
+          {table(wentOn, "Lost copies, going on")}
+        </details>
       )}
     </section>
   );

@@ -130,7 +130,7 @@ export interface LockLoss {
   detail: string;
   /** The value it was held with there (for whom it was lost). */
   token: string;
-  /** Still held with that value (a Redlock that kept its quorum); false once it ended or changed hands. */
+  /** Still held with that value (a Redlock that kept its quorum); false otherwise (it ended, or no quorum holds that value). */
   wentOn: boolean;
 }
 

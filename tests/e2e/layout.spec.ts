@@ -54,7 +54,7 @@ test.describe("every page at every width, light and dark", () => {
     const lostLock = unique("payments/settlement-batch");
     await nodes[1]!.set(lostLock, "settlement-worker-token", "PX", 600_000);
     await restartNodeOne(request);
-    const losses = page.getByRole("table", { name: "Losses" });
+    const losses = page.getByRole("table", { name: "Lost and gone" });
     await expect(losses).toContainText(lostLock, { timeout: 30_000 });
     scene = await busyLocks(nodes);
     const nodesPanel = page.getByRole("table", { name: "Lock nodes" });

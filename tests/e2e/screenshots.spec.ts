@@ -6,7 +6,7 @@ import type { Locator, Page } from "@playwright/test";
 import { RedisNode } from "@/lib/redis-node";
 import type Redis from "ioredis";
 import { expect, lockNodeClients, test } from "./fixtures";
-import { busyLocks, deleteMatching, finishedLabRun, holdFleet, releasedByScript, settled, THEMES, unique, useSystemTheme } from "./scene";
+import { busyLocks, deleteMatching, finishedLabRun, holdFleet, releasedByScript, restartNodeOne, settled, THEMES, unique, useSystemTheme } from "./scene";
 
 /**
  * `npm run screenshots`: every page at 390 and 1440 px, light and dark, into docs/screenshot-<page>-<width>-<theme>.png.
@@ -78,6 +78,15 @@ test("@screenshots every page at 390 and 1440 px, light and dark", async ({ page
     await results.locator("tbody tr").filter({ hasText: "none" }).first().getByRole("button").click();
     await expect(page.getByRole("region", { name: "Live" })).toContainText("What the numbers say");
     await shoot(page, "demo", () => expect(page.getByRole("figure", { name: "Orders per second" }).locator("canvas")).toBeVisible(), page.getByRole("region", { name: "Live" }));
+
+    // Node 1 restarts empty: a single-instance lock ends lost, and the Redlocks it held go on with the other two.
+    const payout = "lock:payouts/batch-2024-11-30";
+    await nodes[1]!.set(payout, "payout-runner-7f2c91", "PX", 900_000);
+    await restartNodeOne(request);
+    await page.goto("/");
+    const losses = page.getByRole("table", { name: "Lost and gone" });
+    await expect(losses).toContainText(payout, { timeout: 30_000 });
+    await shoot(page, "losses", () => expect(losses).toBeVisible());
 
     await page.request.delete("/api/session", { headers: { Origin: new URL(page.url()).origin } });
     await page.goto("/login");
