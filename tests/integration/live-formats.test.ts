@@ -1,5 +1,5 @@
 import type Redis from "ioredis";
-import { RedlockSemaphore, Semaphore } from "redis-semaphore";
+import { MultiSemaphore, RedlockSemaphore, Semaphore } from "redis-semaphore";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as LockModule from "@/app/api/locks/[resource]/route";
 import type * as LocksModule from "@/app/api/locks/route";
@@ -183,6 +183,20 @@ describe("the live view, whatever library took the lock", () => {
     const res = await forceRelease("semaphore:reports", { reason: "stuck worker", token: b.identifier });
     expect(res.body).toMatchObject({ released: true, notified: { holder: false, waiters: false } });
     await live("semaphore:reports", (l) => l.state === "force-released");
+  });
+
+  it("shows a MultiSemaphore holder of several permits once, with their number, and force-releases all of them by its id", async () => {
+    const a = new MultiSemaphore(clients[1]!, "renders", 4, 3, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });
+    await a.acquire();
+    const held = await live("semaphore:renders", (l) => l.state === "held");
+    expect(held.holders).toEqual([expect.objectContaining({ id: a.identifier, count: 3 })]);
+    const res = await forceRelease("semaphore:renders", { reason: "stuck renderer", token: a.identifier });
+    expect(res.body).toMatchObject({ released: true, format: "redis-semaphore" });
+    await live("semaphore:renders", (l) => l.state === "force-released");
+    // Every permit it held is free again: another holder takes all four.
+    const next = new MultiSemaphore(clients[1]!, "renders", 4, 4, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });
+    expect(await next.tryAcquire()).toBe(true);
+    await next.release();
   });
 
   it("shows a Redlock semaphore held by every holder with a quorum of its own, though no two nodes hold the same set", async () => {

@@ -9,8 +9,11 @@ import { defineFormat, type FormatHolder, type KeyReading, type RawReading } fro
  *   optionally `-<suffix>`), `SET NX PX lockTimeout`, released by compare-and-delete.
  * - `Semaphore` / `RedlockSemaphore`: a sorted set `semaphore:<key>`, member = the holder's identifier, score =
  *   the holder's `Date.now()` when it acquired or last refreshed; every acquire and refresh also `PEXPIRE`s the
- *   whole key to `lockTimeout`; release is `ZREM` of that member. `MultiSemaphore` adds one member per permit,
- *   `<identifier>_<i>`, each listed here as its own holder.
+ *   whole key to `lockTimeout`; release is `ZREM` of that member.
+ * - `MultiSemaphore` / `RedlockMultiSemaphore`: one holder taking several permits adds one member per permit,
+ *   `<identifier>_0` to `<identifier>_<n-1>`, all with the same score (one ZADD). Its refresh looks at `_0` only
+ *   and then writes back every `_<i>`: the permits live and die together. They are shown as one holder, id
+ *   `<identifier>`, `count` its permits, and released together (see `permitGroups`).
  * The library prunes entries older than `now - lockTimeout` (ZREMRANGEBYSCORE) at the next acquire or refresh,
  * not Redis: until then a dead entry stays in the key, but counts for nothing. `lockTimeout` is not stored; the
  * last write set the key's TTL to it at the time of the newest score, so `key expiry - newest score` is it (or
@@ -32,14 +35,54 @@ export function inferLockTimeout(reading: KeyReading): number {
   return Number.isFinite(inferred) && inferred > 0 ? Math.round(inferred) : DEFAULT_LOCK_TIMEOUT_MS;
 }
 
+/** A MultiSemaphore permit's member: `<identifier>_<i>`. */
+const PERMIT = /^(.+)_(0|[1-9]\d{0,5})$/;
+
+/**
+ * A MultiSemaphore holder's permits among `members`: ids `<identifier>_0` to `<identifier>_<n-1>`, n of at least
+ * two, every one with the same score (the library adds and refreshes them in one ZADD). Returns each such
+ * identifier with its permit count; the members of a group are not holders of their own. A plain
+ * `Semaphore`'s identifiers (a UUID, or a UUID and `-<suffix>`) hold no `_`.
+ */
+export function permitGroups(members: ReadonlyArray<readonly [string, number]>): Map<string, number> {
+  const byPrefix = new Map<string, { indices: Set<number>; score: number; same: boolean }>();
+  for (const [member, score] of members) {
+    const match = PERMIT.exec(member);
+    if (!match) continue;
+    const prefix = match[1] as string;
+    const group = byPrefix.get(prefix) ?? { indices: new Set<number>(), score, same: true };
+    group.indices.add(Number(match[2]));
+    if (group.score !== score) group.same = false;
+    byPrefix.set(prefix, group);
+  }
+  const groups = new Map<string, number>();
+  for (const [prefix, { indices, same }] of byPrefix) {
+    const n = indices.size;
+    if (n < 2 || !same) continue;
+    let contiguous = true;
+    for (let i = 0; i < n && contiguous; i++) contiguous = indices.has(i);
+    if (contiguous) groups.set(prefix, n);
+  }
+  return groups;
+}
+
 const RELEASE = defineScript(`
--- A semaphore loses only that permit holder (as the library's own release, ZREM); an emptied sorted set is
--- removed by Redis itself. A mutex is compared and deleted.
+-- A semaphore loses only that holder (as the library's own release, ZREM); an emptied sorted set is removed by
+-- Redis itself. A mutex is compared and deleted.
 local key = KEYS[1]
 local t = redis.call('TYPE', key)['ok']
 if t == 'none' then return {'absent', t, -1} end
 if t == 'zset' then
   if redis.call('ZREM', key, ARGV[1]) == 1 then return {'deleted', t, -1} end
+  -- A MultiSemaphore holder: every one of its permits, <id>_0, <id>_1, ... (as the library's own release).
+  -- Taking out some of them would not free those permits: the holder's next refresh, which checks <id>_0
+  -- only, writes every one back, past the semaphore's limit if another holder took them meanwhile.
+  local removed = 0
+  for i = 0, redis.call('ZCARD', key) - 1 do
+    if redis.call('ZREM', key, ARGV[1] .. '_' .. i) == 0 then break end
+    removed = removed + 1
+  end
+  if removed > 0 then return {'deleted', t, -1} end
   return {'mismatch', t, -1}
 end
 if t == 'string' then
@@ -69,17 +112,22 @@ export const redisSemaphore = defineFormat({
       return formatReading("redis-semaphore", "string", reading, { holders: [{ id: value }], fingerprint, truncated, valueDigest });
     }
     const lockTimeout = inferLockTimeout(reading);
+    const groups = permitGroups(raw.members);
     const holders: FormatHolder[] = [];
     let stale = 0;
     let end = -Infinity;
     for (const [member, score] of raw.members) {
       const expiresAt = score + lockTimeout;
       end = Math.max(end, expiresAt);
+      // A MultiSemaphore holder's permits are one holder, named once (by its permit `_0`).
+      const group = groups.size > 0 ? PERMIT.exec(member) : null;
+      const permits = group ? groups.get(group[1] as string) : undefined;
+      if (group && permits !== undefined && group[2] !== "0") continue;
       if (expiresAt <= reading.at) {
         stale += 1;
         continue;
       }
-      holders.push({ id: member, since: score, expiresAt });
+      holders.push(permits !== undefined && group ? { id: group[1] as string, count: permits, since: score, expiresAt } : { id: member, since: score, expiresAt });
     }
     return formatReading("redis-semaphore", "zset", reading, {
       holders,

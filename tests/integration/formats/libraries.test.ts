@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import type Redis from "ioredis";
-import { Mutex, Semaphore } from "redis-semaphore";
+import { LostLockError, MultiSemaphore, Mutex, Semaphore } from "redis-semaphore";
 import { createLock, IoredisAdapter } from "redlock-universal";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { decodeReading, formatByName, notifyFlagsFor, readLockKeys, readLockKeysWithoutScripts, type FormatReading, type KeyReading } from "@/lib/locks/formats";
@@ -152,6 +152,33 @@ describe("lock formats with the real libraries", () => {
     const fourth = make();
     expect(await fourth.tryAcquire()).toBe(true);
     for (const p of [...permits, fourth]) p.stopRefresh();
+  });
+
+  it("redis-semaphore's MultiSemaphore: a holder of several permits is one holder, released whole, and the library agrees", async () => {
+    const c = clients[0]!;
+    // A holder taking two of three permits at once, beside a holder of one. The library adds `<id>_0`, `<id>_1`.
+    let lost: (error: Error) => void = () => {};
+    const lostA = new Promise<Error>((resolve) => (lost = resolve));
+    const a = new MultiSemaphore(c, "exports", 3, 2, { lockTimeout: 10_000, refreshInterval: 50, acquireTimeout: 1_000, onLockLost: (e) => lost(e) });
+    const b = new Semaphore(c, "exports", 3, { lockTimeout: 10_000, acquireTimeout: 1_000, onLockLost: () => {} });
+    await a.acquire();
+    await b.acquire();
+    const [reading] = await readEverywhere("semaphore:exports");
+    // Two holders, not three: the two permits are one holder's.
+    expect(reading?.holders.map((h) => ({ id: h.id, count: h.count })).sort((x, y) => x.id.localeCompare(y.id))).toEqual(
+      [{ id: a.identifier, count: 2 }, { id: b.identifier, count: undefined }].sort((x, y) => x.id.localeCompare(y.id)),
+    );
+    // Released by the holder id shown: both of its permits go, the other holder stays.
+    const released = await formatByName("redis-semaphore").release!(clients, "semaphore:exports", a.identifier, opts);
+    expect(released.nodes[0]?.result).toBe("deleted");
+    expect(await c.zrange("semaphore:exports", 0, -1)).toEqual([b.identifier]);
+    // The holder finds out at its next refresh (which looks at its first permit) and writes nothing back.
+    expect(await lostA).toBeInstanceOf(LostLockError);
+    // The two freed permits are free in the library's eyes, and the semaphore never holds more than its limit.
+    const next = new MultiSemaphore(c, "exports", 3, 2, { lockTimeout: 10_000, acquireTimeout: 1_000, onLockLost: () => {} });
+    expect(await next.tryAcquire()).toBe(true);
+    expect(await c.zcard("semaphore:exports")).toBe(3);
+    for (const p of [a, b, next]) p.stopRefresh();
   });
 
   it("never touches a key of another type", async () => {
