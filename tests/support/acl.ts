@@ -11,4 +11,4 @@ export const README_CONSOLE_ACL =
   "+config|get +config|set +client|setname";
 
 /** What the README adds to it on a Redis Cluster. */
-export const README_CLUSTER_ACL = `${README_CONSOLE_ACL} +cluster|slots +cluster|shards +cluster|info +readonly +readwrite`;
+export const README_CLUSTER_ACL = `${README_CONSOLE_ACL} +cluster|slots +cluster|shards +cluster|info +readonly +readwrite +spublish`;

@@ -1,6 +1,6 @@
 import { defineScript } from "@lockscope/redlock";
 import { UUID_SOURCE, formatReading, holderFingerprint } from "./common";
-import { REDISSON_BRACED_LUA } from "./redisson";
+import { REDISSON_BRACED_LUA, REDISSON_WAKE_LUA, redissonNodeArgs } from "./redisson";
 import { scriptRelease } from "./release";
 import { defineFormat, type FormatHolder, type RawReading } from "./types";
 
@@ -29,6 +29,7 @@ function isReadWriteLock(raw: RawReading): raw is Extract<RawReading, { type: "h
 }
 
 const RELEASE = defineScript(`
+${REDISSON_WAKE_LUA}
 local key = KEYS[1]
 local id = ARGV[1]
 local t = redis.call('TYPE', key)['ok']
@@ -55,7 +56,7 @@ if redis.call('HLEN', key) <= 1 then
   ${REDISSON_BRACED_LUA}
   local message = '0'
   if writer then message = '1' end
-  woken = redis.call('PUBLISH', 'redisson_rwlock:' .. braced, message)
+  woken = wake('redisson_rwlock:' .. braced, message)
 elseif writer then
   redis.call('HSET', key, 'mode', 'read')
 end
@@ -88,5 +89,5 @@ export const redissonReadWrite = defineFormat({
       truncated: raw.type === "hash" && raw.size > raw.fields.length,
     });
   },
-  release: scriptRelease(RELEASE, { holder: false, waiters: true }),
+  release: scriptRelease(RELEASE, { holder: false, waiters: true }, redissonNodeArgs),
 });

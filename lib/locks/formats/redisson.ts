@@ -1,4 +1,4 @@
-import { defineScript } from "@lockscope/redlock";
+import { defineScript, isClusterClient, type ScriptClient } from "@lockscope/redlock";
 import { UUID_SOURCE, formatReading, holderFingerprint } from "./common";
 import { scriptRelease } from "./release";
 import { defineFormat, type FormatHolder, type RawReading } from "./types";
@@ -13,7 +13,8 @@ import { defineFormat, type FormatHolder, type RawReading } from "./types";
  *   `0` (`LockPubSub.UNLOCK_MESSAGE`) on the lock's channel.
  * - Names of companion objects come from `prefixName(prefix, name)`: `prefix:name` when the name holds a `{`,
  *   else `prefix:{name}` (so they share the lock's cluster slot). The channel is
- *   `redisson_lock__channel:{name}`; waiters of a plain RLock subscribe to it.
+ *   `redisson_lock__channel:{name}`; waiters of a plain RLock subscribe to it (SSUBSCRIBE on a Redis Cluster of
+ *   Redis 7 or later, where unlock SPUBLISHes: see `REDISSON_WAKE_LUA`).
  * - The fair lock adds a list `redisson_lock_queue:{name}` of waiting `<client id>:<thread id>`s and a sorted
  *   set `redisson_lock_timeout:{name}` scoring each by the epoch ms when it stops waiting; a queue entry whose
  *   time has passed is stale (dropped by the next acquirer). Each fair waiter subscribes to its own channel,
@@ -55,6 +56,27 @@ export function fairLockNames(key: string): string[] {
 /** Lua: the `{name}` part of Redisson's companion names (`prefixName` without the prefix), for `key`. */
 export const REDISSON_BRACED_LUA = `local braced = key
 if not string.find(key, '{', 1, true) then braced = '{' .. key .. '}' end`;
+
+/**
+ * Lua: `wake(channel, message)` sends a Redisson message the way Redisson's own unlock does, and answers how
+ * many subscribers received it. Redisson sends it with PUBLISH, or on a Redis Cluster of Redis 7 or later with
+ * SPUBLISH (sharded pub/sub: `shardedSubscriptionMode` AUTO, the default of its cluster configuration; its
+ * waiters SSUBSCRIBE on the node serving the lock's slot, where a PUBLISH does not reach them). Which one a
+ * client uses is not in Redis: on a cluster (ARGV[3] is `1`, see `redissonNodeArgs`) both go out, and a node
+ * without sharded pub/sub (before Redis 7) answers the SPUBLISH with an error that is ignored. Every channel here
+ * carries the lock's hash tag: it is in the lock's slot.
+ */
+export const REDISSON_WAKE_LUA = `local function wake(channel, message)
+  local heard = redis.call('PUBLISH', channel, message)
+  if ARGV[3] == '1' then
+    local sharded = redis.pcall('SPUBLISH', channel, message)
+    if type(sharded) == 'number' then heard = heard + sharded end
+  end
+  return heard
+end`;
+
+/** The release scripts' ARGV[3]: `1` on a Redis Cluster, where Redisson's waiters may listen on sharded pub/sub. */
+export const redissonNodeArgs = (client: ScriptClient): readonly string[] => [isClusterClient(client) ? "1" : "0"];
 
 const isCount = (value: string) => /^[1-9]\d{0,9}$/.test(value);
 
@@ -103,6 +125,7 @@ function queueChangesAt(extra: unknown, at: number): number | undefined {
 }
 
 const RELEASE = defineScript(`
+${REDISSON_WAKE_LUA}
 local function node_now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -129,12 +152,12 @@ if redis.call('EXISTS', queue) == 1 then
   for _, id in ipairs(redis.call('LRANGE', queue, 0, 99)) do
     local score = redis.call('ZSCORE', timeouts, id)
     if score and tonumber(score) > now then
-      woken = redis.call('PUBLISH', channel .. ':' .. id, '0')
+      woken = wake(channel .. ':' .. id, '0')
       break
     end
   end
 else
-  woken = redis.call('PUBLISH', channel, '0')
+  woken = wake(channel, '0')
 end
 return {'deleted', t, woken}
 `);
@@ -165,5 +188,5 @@ export const redisson = defineFormat({
       waitersChangeAt: raw.type === "hash" ? queueChangesAt(raw.extras.redisson, reading.at) : undefined,
     });
   },
-  release: scriptRelease(RELEASE, { holder: false, waiters: true }),
+  release: scriptRelease(RELEASE, { holder: false, waiters: true }, redissonNodeArgs),
 });

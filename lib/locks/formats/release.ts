@@ -7,7 +7,8 @@ import type { FormatReleaseResult, NodeReleaseResult, ReleaseOptions } from "./t
  *
  *   KEYS[1]: the lock key; ARGV[1]: the holder id the operator saw, compared exactly (it may be "": a lock
  *   whose value is the empty string is held by the holder ""); ARGV[2]: a string value's digest or "" (see
- *   `STRING_COMPARE_DELETE`; the other scripts ignore it).
+ *   `STRING_COMPARE_DELETE`; the other scripts ignore it); ARGV[3] on: what the format adds for that node
+ *   (`scriptRelease`'s `nodeArgs`).
  *   Reply: {code, redis type before the release, subscribers that received a wake message or -1 when none was
  *   sent}, where code is
  *     "deleted"   the holder is gone (the key deleted, or only that holder taken out of it)
@@ -50,6 +51,7 @@ export async function releaseOnEveryNode(
   resource: string,
   holderId: string,
   options: ReleaseOptions,
+  nodeArgs: (client: ScriptClient) => readonly string[] = () => [],
 ): Promise<NodeReleaseResult[]> {
   if (resource === "") throw new TypeError("Expected `resource` to be a non-empty string, got `` (string)");
   // An empty holder id is allowed: `SET lock ""` is a lock Redis holds, and every script compares the id
@@ -58,7 +60,7 @@ export async function releaseOnEveryNode(
   return Promise.all(
     clients.map(async (client, index): Promise<NodeReleaseResult> => {
       try {
-        return parseReply(index, await withTimeout(runScript(client, script, [resource], [holderId, options.valueDigest ?? ""]), options.nodeTimeoutMs));
+        return parseReply(index, await withTimeout(runScript(client, script, [resource], [holderId, options.valueDigest ?? "", ...nodeArgs(client)]), options.nodeTimeoutMs));
       } catch (error) {
         return { index, result: "error", error: (error instanceof Error ? error.message : String(error)).slice(0, 200) };
       }
@@ -66,10 +68,13 @@ export async function releaseOnEveryNode(
   );
 }
 
-/** A release function for formats whose waiters (if any) are woken inside the script itself. */
-export function scriptRelease(script: Script, notifies: { holder: boolean; waiters: boolean }) {
+/**
+ * A release function for formats whose waiters (if any) are woken inside the script itself. `nodeArgs`: more
+ * ARGV for the script on that node (ARGV[3] on).
+ */
+export function scriptRelease(script: Script, notifies: { holder: boolean; waiters: boolean }, nodeArgs?: (client: ScriptClient) => readonly string[]) {
   return async (clients: readonly ScriptClient[], resource: string, holderId: string, options: ReleaseOptions): Promise<FormatReleaseResult> => {
-    const nodes = await releaseOnEveryNode(clients, script, resource, holderId, options);
+    const nodes = await releaseOnEveryNode(clients, script, resource, holderId, options, nodeArgs);
     const deleted = nodes.some((n) => n.result === "deleted");
     // Woken when a subscriber heard the wake message (one published to nobody wakes nobody).
     const woke = nodes.some((n) => n.result === "deleted" && n.woken !== null && n.woken > 0);
