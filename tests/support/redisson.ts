@@ -65,6 +65,29 @@ export class RedissonWriter {
     return reply === -1 ? null : reply === 1;
   }
 
+  /**
+   * RFencedLock.tryLockAndGetToken (RedissonFencedLock.tryLockInnerAsync, sent as Redisson sends it): the RLock
+   * layout, and a fencing counter `redisson_lock_token:{name}` (a string, no TTL) INCRed on every acquisition.
+   * Resolves the fencing token when acquired, null when it is held.
+   */
+  async fencedLock(name: string, threadId: number, leaseMs = 30_000): Promise<number | null> {
+    const reply = (await this.redis.eval(
+      `if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
+         local token = redis.call('incr', KEYS[2]);
+         redis.call('hincrby', KEYS[1], ARGV[2], 1);
+         redis.call('pexpire', KEYS[1], ARGV[1]);
+         return {-1, token};
+       end;
+       return {redis.call('pttl', KEYS[1]), -1};`,
+      2,
+      name,
+      redissonPrefixName("redisson_lock_token", name),
+      leaseMs,
+      this.holder(threadId),
+    )) as [number, number];
+    return reply[0] === -1 ? reply[1] : null;
+  }
+
   /** RedissonFairLock.tryLock: acquires when free and first in line; otherwise queues the thread. */
   async fairLock(name: string, threadId: number, leaseMs = 30_000, waitMs = 300_000): Promise<number | null> {
     const reply = await this.redis.eval(

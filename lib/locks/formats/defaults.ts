@@ -9,8 +9,8 @@ import { globMatcher, globPinsPrefix, globSamples, lockKeyMatcher } from "../glo
  * the key name the application gives them, so they have no convention to list; the discovery scan finds
  * their keys wherever they are (by layout: a Redisson lock is a hash of `<uuid>:<thread id>` fields) and
  * suggests a pattern. Keys the console and the libraries keep beside their locks (the engine's `fence:*`,
- * `waitq*:*`, Redisson's `redisson_lock_queue:{…}`, `redisson_lock_timeout:{…}`, `redisson_unlock_latch:…`,
- * `{…}:…:rwlock_timeout:…`) are not locks and must never match.
+ * `waitq*:*`, Redisson's `redisson_lock_queue:{…}`, `redisson_lock_timeout:{…}`, `redisson_unlock_latch:…`, the
+ * fenced lock's counter `redisson_lock_token:{…}`, `{…}:…:rwlock_timeout:…`) are not locks and must never match.
  */
 export const DEFAULT_LOCK_PATTERN_LIST = Object.freeze([
   // Lockscope's engine and most hand-written SET NX locks: `lock:<resource>`, and the plural some teams use.
@@ -47,6 +47,9 @@ export const NEVER_LOCKS = Object.freeze([
   "redisson_lock_queue:*",
   "redisson_lock_timeout:*",
   "redisson_unlock_latch:*",
+  // RFencedLock's fencing counter (a string without TTL, INCRed on every acquisition): deleted, the tokens would
+  // start again below those already handed out.
+  "redisson_lock_token:*",
   "*:rwlock_timeout:*",
 ]);
 

@@ -1,6 +1,8 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { decodeReading, formatByName, readLockKeys, readLockKeysWithoutScripts, type FormatReading } from "@/lib/locks/formats";
+import { lockKeyFilter } from "@/lib/locks/formats/defaults";
+import { Discovery } from "@/server/discovery";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { until } from "../../support/wait";
 import { RedissonWriter, fairWaiterChannel, lockChannel, readWriteChannel, subscribeWaiter } from "../../support/redisson";
@@ -190,5 +192,22 @@ describe("Redisson locks", () => {
     const done = await formatByName("redisson-rw").release!([redis], name, `${a.holder(4)}:write`, opts);
     expect(done.nodes[0]).toMatchObject({ result: "deleted", woken: 1 });
     expect(await waiter.message).toBe("1");
+  });
+
+  it("fenced lock: a lock like an RLock, and its fencing counter is never suggested or released as a lock", async () => {
+    const app = new RedissonWriter(redis);
+    expect(await app.fencedLock("orders", 9)).toBe(1);
+    expect(await app.fencedLock("orders", 9)).toBe(2);
+    expect(await redis.get("redisson_lock_token:{orders}")).toBe("2");
+    expect(await read("orders")).toMatchObject({ format: "redisson", holders: [{ id: app.holder(9), count: 2 }] });
+    // Discovery suggests the lock, not the counter beside it (a string whose name says lock, that never expires).
+    const discovery = new Discovery([{ id: "node-0", client: redis }], { patterns: () => ["lock:*"], count: 100, stepsPerSecond: 50 });
+    await discovery.runPass();
+    expect(discovery.result().candidates.map((c) => c.pattern)).toEqual(["orders"]);
+    // Deleting the counter would start the tokens again from 1, below those already handed out: even a pattern
+    // that covers it (an operator's `*orders*`) never shows or releases it.
+    const isLock = lockKeyFilter(["*orders*"]);
+    expect(isLock("orders")).toBe(true);
+    expect(isLock("redisson_lock_token:{orders}")).toBe(false);
   });
 });
