@@ -41,16 +41,38 @@ if id == 'mode' or redis.call('HEXISTS', key, id) == 0 then return {'mismatch', 
 local count = tonumber(redis.call('HGET', key, id)) or 0
 redis.call('HDEL', key, id)
 local writer = string.sub(id, -6) == ':write'
+-- Lease keys are named after the lock as Redisson's suffixName has it: {name}:<holder>:rwlock_timeout:<n>.
+local lease_prefix
+if string.find(key, '{', 1, true) then lease_prefix = key .. ':' else lease_prefix = '{' .. key .. '}:' end
+-- At most 1,024 holds of a holder are looked at (a hold count is any number up to ten digits: a loop over it
+-- would hold the node for seconds); the lease keys of the others end with their leases.
 if not writer then
-  -- A reader's per-hold lease keys go with it, or they would keep the hash alive in Redisson's eyes. At most
-  -- the first 1,024 (a hold count is any number up to ten digits: a loop over it would hold the node for
-  -- seconds); the rest end with their leases.
-  local prefix
-  if string.find(key, '{', 1, true) then prefix = key .. ':' .. id else prefix = '{' .. key .. '}:' .. id end
-  for i = 1, math.min(count, 1024) do redis.call('DEL', prefix .. ':rwlock_timeout:' .. i) end
+  -- A reader's per-hold lease keys go with it, or they would keep the hash alive in Redisson's eyes.
+  for i = 1, math.min(count, 1024) do redis.call('DEL', lease_prefix .. id .. ':rwlock_timeout:' .. i) end
 end
 local woken = -1
-if redis.call('HLEN', key) <= 1 then
+local others = redis.call('HLEN', key) > 1
+if others and not writer then
+  -- As Redisson's read unlock: the lock lives as long as the longest lease left (the reader taken out may have
+  -- had the longest one); with none left, a read lock is over, and a write lock keeps its writer.
+  local longest = -3
+  for _, field in ipairs(redis.call('HKEYS', key)) do
+    local holds = tonumber(redis.call('HGET', key, field))
+    if holds then
+      -- (Its newest 1,024 holds: their leases were taken last.)
+      for i = holds, math.max(1, holds - 1023), -1 do
+        longest = math.max(longest, redis.call('PTTL', lease_prefix .. field .. ':rwlock_timeout:' .. i))
+      end
+    end
+  end
+  if longest > 0 then
+    redis.call('PEXPIRE', key, longest)
+    return {'deleted', t, woken}
+  end
+  if redis.call('HGET', key, 'mode') == 'write' then return {'deleted', t, woken} end
+  others = false
+end
+if not others then
   -- Nobody holds it any more: delete it and wake the waiters with the message Redisson's own unlock sends.
   redis.call('DEL', key)
   ${REDISSON_BRACED_LUA}

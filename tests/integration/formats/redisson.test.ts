@@ -149,6 +149,43 @@ describe("Redisson locks", () => {
     expect(await redis.exists(name)).toBe(0);
   });
 
+  it("read-write lock: taking out the reader with the longest lease leaves the lock as long as the leases left, as Redisson's unlock does", async () => {
+    const name = "catalog-leases";
+    const a = new RedissonWriter(redis);
+    const b = new RedissonWriter(redis);
+    // A read with a lease of ten minutes, B with one of four seconds (leaseTime given to tryLock).
+    expect(await a.readLock(name, 1, 600_000)).toBeNull();
+    expect(await b.readLock(name, 2, 4_000)).toBeNull();
+    const done = await formatByName("redisson-rw").release!([redis], name, a.holder(1), opts);
+    expect(done.nodes[0]).toMatchObject({ result: "deleted", woken: null });
+    // The lock now lives as long as B's lease, not A's ten minutes (read at one instant).
+    const [[, lockTtl], [, leaseTtl]] = (await redis.multi().pttl(name).pttl(`{${name}}:${b.holder(2)}:rwlock_timeout:1`).exec()) as [[null, number], [null, number]];
+    expect(leaseTtl).toBeGreaterThan(0);
+    expect(lockTtl).toBe(leaseTtl);
+    // B's lease ends without B releasing (its process died): a writer gets the lock then, not ten minutes later.
+    const writer = new RedissonWriter(redis);
+    await until("a writer takes the lock once the lease left has run out", async () => (await writer.writeLock(name, 3)) === null);
+    expect(await read(name)).toMatchObject({ format: "redisson-rw", holders: [{ id: `${writer.holder(3)}:write`, mode: "write" }] });
+  });
+
+  it("read-write lock: taking out a reader when the others' leases have all run out ends the lock and wakes the waiters", async () => {
+    const name = "catalog-dead";
+    const subscriber = cluster.client(0);
+    const a = new RedissonWriter(redis);
+    const b = new RedissonWriter(redis);
+    expect(await a.readLock(name, 1, 600_000)).toBeNull();
+    expect(await b.readLock(name, 2, 300)).toBeNull();
+    // B died and its lease ran out (Redis removed its lease key); its field stays while A's lease keeps the hash.
+    await until("B's lease has run out", async () => (await redis.exists(`{${name}}:${b.holder(2)}:rwlock_timeout:1`)) === 0);
+    expect(await redis.hexists(name, b.holder(2))).toBe(1);
+    const waiter = await subscribeWaiter(subscriber, readWriteChannel(name));
+    const done = await formatByName("redisson-rw").release!([redis], name, a.holder(1), opts);
+    expect(done.nodes[0]).toMatchObject({ result: "deleted", woken: 1 });
+    expect(await waiter.message).toBe("0");
+    expect(await redis.exists(name)).toBe(0);
+    await subscriber.unsubscribe();
+  });
+
   it("read-write lock: a reader with a huge hold count is released at once, the node serving others meanwhile", async () => {
     const name = "catalog-huge";
     const a = new RedissonWriter(redis);
