@@ -12,7 +12,7 @@ import {
   keptDetails,
   keptFingerprint,
   keptFormat,
-  keptWaitersChangeAt,
+  keptChangesAt,
   type LockScope,
 } from "./formats";
 import { valueExpiry } from "./formats/token";
@@ -500,9 +500,10 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   lock.expiresAt = merged.expiresAt;
   lock.state = merged.state;
   if (merged.expiresAt !== null) step.wakeAt = merged.state === "elapsed" ? merged.expiresAt + PROBE_AFTER_MS : merged.expiresAt;
-  // A waiter count that drops by itself: the lock is read again then (see probeAgainAt); one already past is
-  // being read again (the probe's own second), not woken for at once in a loop.
-  const changeAt = keptWaitersChangeAt(lock.reading);
+  // A reading that changes by itself (a waiter count that drops, a semaphore permit going stale): the lock is
+  // read again then (see probeAgainAt); a time already past is being read again (the probe's own second), not
+  // woken for at once in a loop.
+  const changeAt = keptChangesAt(lock.reading);
   if (!Number.isNaN(changeAt)) {
     const at = changeAt > now ? changeAt : now + PROBE_AFTER_MS;
     if (Number.isNaN(step.wakeAt) || at < step.wakeAt) step.wakeAt = at;
@@ -553,12 +554,13 @@ function endDetail(how: "replaced" | "ended", reason: ReturnType<typeof endReaso
 
 /**
  * When a lock whose timer fired should be read again, else NaN: its TTL ran out long ago and Redis has not
- * reclaimed the key (reading it expires it lazily), or its waiter count drops by itself now (a fair-lock
- * waiter timed out, which writes no key). Again a second later while no new reading comes.
+ * reclaimed the key (reading it expires it lazily), or its reading changes by itself now (a fair-lock waiter
+ * timed out, a semaphore permit went stale: neither writes a key). Again a second later while no new reading
+ * comes.
  */
 export function probeAgainAt(lock: LockRecord, now: number): number {
   if (lock.state === "elapsed" && lock.expiresAt !== null && now >= lock.expiresAt + PROBE_AFTER_MS) return now + PROBE_AFTER_MS;
-  return now >= keptWaitersChangeAt(lock.reading) ? now + PROBE_AFTER_MS : Number.NaN;
+  return now >= keptChangesAt(lock.reading) ? now + PROBE_AFTER_MS : Number.NaN;
 }
 
 /**
@@ -696,7 +698,7 @@ function detailsDiffer(kept: Kept, b: FormatReading): boolean {
   const a = keptDetails(kept);
   const ah = a.holders;
   const bh = b.holders;
-  if (a.waiters !== b.waiters || !sameExpiry(typeof kept === "string" ? null : (kept.waitersChangeAt ?? null), b.waitersChangeAt ?? null) || a.warnings.length !== b.warnings.length || (ah?.length ?? 1) !== (bh?.length ?? 1)) return true;
+  if (a.waiters !== b.waiters || !sameExpiry(typeof kept === "string" ? null : (kept.changesAt ?? null), b.changesAt ?? null) || a.warnings.length !== b.warnings.length || (ah?.length ?? 1) !== (bh?.length ?? 1)) return true;
   const n = ah?.length ?? 1;
   for (let i = 0; i < n; i++) {
     const x = ah?.[i];

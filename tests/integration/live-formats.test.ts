@@ -185,6 +185,26 @@ describe("the live view, whatever library took the lock", () => {
     await live("semaphore:reports", (l) => l.state === "force-released");
   });
 
+  it("stops showing a redis-semaphore permit holder that crashed once its permit is dead in the library's eyes, though no key was written", async () => {
+    // Both take a permit with a lock timeout of 10 s and do not refresh; A dies (its permit stays in the key) and B
+    // takes its permit 3 s later, which sets the key's TTL to B's end. From A's end to B's nothing is written.
+    const options = { lockTimeout: 10_000, acquireTimeout: 1_000, refreshInterval: 0 };
+    const a = new Semaphore(clients[0]!, "crashes", 2, options);
+    const b = new Semaphore(clients[0]!, "crashes", 2, options);
+    await a.acquire();
+    await live("semaphore:crashes", (l) => l.state === "held" && l.holders.length === 1);
+    await new Promise((r) => setTimeout(r, 3_000));
+    await b.acquire();
+    // (Taken before A's end: the library pruned nothing.)
+    expect(await clients[0]!.zscore("semaphore:crashes", a.identifier)).not.toBeNull();
+    const after = await live("semaphore:crashes", (l) => l.state === "held" && l.holders.length === 1 && l.holders[0]?.id === b.identifier);
+    expect(after.warnings).toContain("stale-entries");
+    // The library agrees: A's permit counts for nothing, a newcomer gets in beside B.
+    const c = new Semaphore(clients[0]!, "crashes", 2, options);
+    expect(await c.tryAcquire()).toBe(true);
+    await Promise.all([b.release(), c.release()]);
+  });
+
   it("shows a MultiSemaphore holder of several permits once, with their number, and force-releases all of them by its id", async () => {
     const a = new MultiSemaphore(clients[1]!, "renders", 4, 3, { lockTimeout: 30_000, acquireTimeout: 1_000, refreshInterval: 0 });
     await a.acquire();

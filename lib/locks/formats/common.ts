@@ -21,8 +21,8 @@ export interface ReadingParts {
   valueDigest?: string;
   extraWarnings?: LockWarning[];
   waiters?: number | null;
-  /** See `FormatReading.waitersChangeAt`. */
-  waitersChangeAt?: number;
+  /** See `FormatReading.changesAt`. */
+  changesAt?: number;
   fence?: string | null;
   acquiredAt?: number | null;
 }
@@ -54,7 +54,7 @@ export function formatReading(format: FormatName, redisType: string, reading: Ke
     warnings,
     waiters: parts.waiters ?? null,
   };
-  if (parts.waitersChangeAt !== undefined) out.waitersChangeAt = parts.waitersChangeAt;
+  if (parts.changesAt !== undefined) out.changesAt = parts.changesAt;
   if (parts.fence !== undefined) out.fence = parts.fence;
   if (parts.acquiredAt !== undefined) out.acquiredAt = parts.acquiredAt;
   if (parts.valueDigest !== undefined) out.valueDigest = parts.valueDigest;

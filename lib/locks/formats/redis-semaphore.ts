@@ -129,9 +129,14 @@ export const redisSemaphore = defineFormat({
       }
       holders.push(permits !== undefined && group ? { id: group[1] as string, count: permits, since: score, expiresAt } : { id: member, since: score, expiresAt });
     }
+    // The first holder whose permit goes stale before the semaphore ends leaves with no key written (a holder
+    // that stopped refreshing, its process dead): the lock is read again then.
+    let changesAt = Infinity;
+    for (const h of holders) if (h.expiresAt !== undefined && h.expiresAt < end) changesAt = Math.min(changesAt, h.expiresAt);
     return formatReading("redis-semaphore", "zset", reading, {
       holders,
       fingerprint: holderFingerprint(holders),
+      ...(Number.isFinite(changesAt) ? { changesAt } : {}),
       // The semaphore is held while any permit is alive in the library's eyes.
       ...(Number.isFinite(end) ? { valueExpiresAt: end } : {}),
       truncated: raw.size > raw.members.length,

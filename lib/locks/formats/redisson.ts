@@ -185,7 +185,7 @@ export const redisson = defineFormat({
       fingerprint: holderFingerprint(holders),
       truncated: raw.type === "hash" && raw.size > raw.fields.length,
       waiters: raw.type === "hash" ? queueWaiters(raw.extras.redisson) : null,
-      waitersChangeAt: raw.type === "hash" ? queueChangesAt(raw.extras.redisson, reading.at) : undefined,
+      changesAt: raw.type === "hash" ? queueChangesAt(raw.extras.redisson, reading.at) : undefined,
     });
   },
   release: scriptRelease(RELEASE, { holder: false, waiters: true }, redissonNodeArgs),

@@ -88,10 +88,12 @@ export interface FormatReading {
   /** Waiters the layout shows (Redisson's fair-lock queue); null where they cannot be seen. */
   waiters: number | null;
   /**
-   * When `waiters` drops by itself, with no key written (a fair-lock waiter timing out: its client may have
-   * died): epoch ms, console clock. The lock is read again then.
+   * When the reading changes by itself, with no key written: `waiters` drops (a fair-lock waiter timing out: its
+   * client may have died), or a holder leaves (a redis-semaphore permit whose holder stopped refreshing is dead
+   * in the library's eyes from then on, though it stays in the key until the next acquire or refresh prunes
+   * it). Epoch ms, console clock. The lock is read again then.
    */
-  waitersChangeAt?: number;
+  changesAt?: number;
   /** This engine's values only: the fencing token and acquisition time carried in the value. */
   fence?: string | null;
   acquiredAt?: number | null;
@@ -130,7 +132,7 @@ export function keepReading(reading: FormatReading): KeptReading {
     warnings: reading.warnings,
     waiters: reading.waiters,
   };
-  if (reading.waitersChangeAt !== undefined) kept.waitersChangeAt = reading.waitersChangeAt;
+  if (reading.changesAt !== undefined) kept.changesAt = reading.changesAt;
   if (reading.fence !== undefined) kept.fence = reading.fence;
   if (reading.acquiredAt !== undefined) kept.acquiredAt = reading.acquiredAt;
   return kept;
@@ -177,8 +179,8 @@ export const keptDetails = (kept: Kept): Pick<KeptReading, "holders" | "waiters"
 export const keptFingerprint = (kept: Kept): string => (typeof kept === "string" ? kept : kept.fingerprint);
 export const keptFormat = (kept: Kept): FormatName => (typeof kept === "string" ? "token" : kept.format);
 export const keptWaiters = (kept: Kept): number | null => (typeof kept === "string" ? null : kept.waiters);
-/** See `FormatReading.waitersChangeAt`; NaN when the count changes only with a write. */
-export const keptWaitersChangeAt = (kept: Kept | null): number => (kept === null || typeof kept === "string" ? Number.NaN : (kept.waitersChangeAt ?? Number.NaN));
+/** See `FormatReading.changesAt`; NaN when the reading changes only with a write. */
+export const keptChangesAt = (kept: Kept | null): number => (kept === null || typeof kept === "string" ? Number.NaN : (kept.changesAt ?? Number.NaN));
 
 function onlyAnId(holder: FormatHolder): boolean {
   for (const field in holder) if (field !== "id" && holder[field as keyof FormatHolder] !== undefined) return false;
