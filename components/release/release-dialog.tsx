@@ -2,6 +2,7 @@
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
+import { whoIsTold } from "@/lib/locks/release-text";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { FORMAT_LABEL, holderLine as formatHolderLine } from "../locks/format";
@@ -60,28 +61,6 @@ function holderLine(holder: { label?: string | null; host?: string | null; pid?:
   if (!holder) return "a foreign value (not written by the Lockscope engine)";
   const where = [holder.host, holder.pid !== undefined && holder.pid !== null ? `pid ${holder.pid}` : null].filter(Boolean).join(", ");
   return [holder.label ?? "unlabelled holder", where ? `(${where})` : null].filter(Boolean).join(" ");
-}
-
-/**
- * Who hears about the release, per format, before the operator confirms: only this engine's holders listen
- * for a revocation. A foreign holder is never told and keeps working (and writing) until its next extend or
- * release, while a waiter may take the lock the same millisecond.
- */
-export function whoIsTold(lock: Lock): string {
-  switch (lock.format) {
-    case "lockscope":
-      return "A holder running in using() hears it and its signal aborts at once; one that took the lock with a plain acquire finds out at its next extend or release. The fence moves on, so its late fenced writes are refused; the next waiter is woken.";
-    case "redisson":
-      return "The Redisson holder is not told: it keeps working, and writing, until its next renewal or unlock finds the lock gone. Its waiters are woken with Redisson's unlock message, and one may take the lock at once.";
-    case "redisson-rw":
-      return "That one holder is taken out and is not told: it keeps working until its next renewal or unlock. When it was the last holder, the waiters are woken and one may take the lock at once.";
-    case "redis-semaphore":
-      return "The holder is not told (redis-semaphore listens for no revocation): it keeps working until its next refresh or release finds its permit gone, while another client may take the freed permit at once.";
-    case "shedlock":
-      return "The job holding it is not told: it runs on, while another instance may start the same job at its next schedule.";
-    default:
-      return "The holder is not told (its library listens for no revocation): it keeps working, and writing, until its next extend or release, while another client may take the lock the same millisecond.";
-  }
 }
 
 /**

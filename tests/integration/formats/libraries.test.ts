@@ -5,6 +5,7 @@ import { LostLockError, MultiSemaphore, Mutex, Semaphore } from "redis-semaphore
 import { createLock, IoredisAdapter } from "redlock-universal";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { decodeReading, formatByName, notifyFlagsFor, readLockKeys, readLockKeysWithoutScripts, type FormatReading, type KeyReading } from "@/lib/locks/formats";
+import { whoIsTold } from "@/lib/locks/release-text";
 import { Redlock } from "@lockscope/redlock";
 import { startCluster, type TestCluster } from "../../support/redis";
 import { NodeRedlock } from "../../../lib/redlock/test/support/node-redlock.ts";
@@ -23,7 +24,7 @@ interface Redlock4Lock {
 }
 const require = createRequire(import.meta.url);
 const Redlock4 = require("redlock4") as new (clients: unknown[], options?: { retryCount?: number }) => { lock(resource: string, ttl: number): Promise<Redlock4Lock> };
-const redisLock = require("redis-lock") as (client: unknown) => (name: string, timeoutMs?: number) => Promise<() => Promise<unknown>>;
+const redisLock = require("redis-lock") as (client: unknown, retryDelay?: number) => (name: string, timeoutMs?: number) => Promise<() => Promise<unknown>>;
 
 describe("lock formats with the real libraries", () => {
   let cluster: TestCluster;
@@ -118,6 +119,29 @@ describe("lock formats with the real libraries", () => {
     expect(await c.exists("lock.invoice")).toBe(0);
   });
 
+  it("redis-lock: a holder released by force frees its successor's lock when it unlocks, and the release dialog says so", async () => {
+    const c = clients[0]!;
+    const v4Client = {
+      v4: true,
+      set: (key: string, value: number, o: { PX: number; NX: boolean }) => c.set(key, String(value), "PX", o.PX, "NX"),
+      del: (key: string) => c.del(key),
+    };
+    const lock = redisLock(v4Client, 10);
+    const unlockA = await lock("report", 8_000);
+    const [reading] = await readEverywhere("lock.report");
+    const released = await formatByName("token").release!(clients, "lock.report", reading!.holders[0]!.id, opts);
+    expect(released.nodes[0]?.result).toBe("deleted");
+    // Another client takes it at once; then the released holder finishes its work and unlocks, as it would.
+    await lock("report", 8_000);
+    const successor = await c.get("lock.report");
+    expect(successor).not.toBeNull();
+    await unlockA();
+    // redis-lock's unlock is a plain DEL: the successor's lock is gone while it still works under it.
+    expect(await c.get("lock.report")).toBeNull();
+    // What the operator reads before confirming says so.
+    expect(whoIsTold({ format: reading!.format, holders: reading!.holders })).toMatch(/unlock will free the lock under the client that took it over/);
+  });
+
   it("redis-semaphore's mutex: `mutex:<key>` with the instance identifier", async () => {
     const mutex = new Mutex(clients[0]!, "payments", { lockTimeout: 10_000, acquireTimeout: 1_000 });
     await mutex.acquire();
@@ -203,6 +227,13 @@ describe("lock formats with the real libraries", () => {
     expect(reading).toMatchObject({ format: "shedlock", holders: [{ id: value, host: "worker-3" }] });
     const released = await formatByName("shedlock").release!(clients, "job-lock:default:nightly-report", value, opts);
     expect(released.nodes[0]?.result).toBe("deleted");
+    // Another instance starts the job; the released one ends and unlocks as ShedLock's provider does without safe
+    // updates (past lockAtLeastFor: DEL of the key, whoever holds it).
+    const next = `ADDED:${new Date().toISOString()}@worker-4:0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9`;
+    expect(await clients[0]!.set("job-lock:default:nightly-report", next, "PX", 60_000, "NX")).toBe("OK");
+    await clients[0]!.del("job-lock:default:nightly-report");
+    expect(await clients[0]!.exists("job-lock:default:nightly-report")).toBe(0);
+    expect(whoIsTold({ format: "shedlock", holders: reading!.holders })).toMatch(/deletes the lock .* whoever holds it then/);
   });
 
   it("a SETNX lock whose EXPIRE never came is flagged no-ttl", async () => {

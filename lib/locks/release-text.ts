@@ -1,0 +1,31 @@
+import type { Lock } from "./types";
+
+/**
+ * Who hears about a force release, and what the holder does next, per format: what the release dialog tells the
+ * operator before they confirm. Only this engine's holders listen for a revocation. A foreign holder is never
+ * told and keeps working (and writing) until its next extend or release, while a waiter may take the lock the
+ * same millisecond; some libraries' release then deletes the key whoever holds it.
+ */
+export function whoIsTold(lock: Pick<Lock, "format" | "holders">): string {
+  switch (lock.format) {
+    case "lockscope":
+      return "A holder running in using() hears it and its signal aborts at once; one that took the lock with a plain acquire finds out at its next extend or release. The fence moves on, so its late fenced writes are refused; the next waiter is woken.";
+    case "redisson":
+      return "The Redisson holder is not told: it keeps working, and writing, until its next renewal or unlock finds the lock gone. Its waiters are woken with Redisson's unlock message, and one may take the lock at once.";
+    case "redisson-rw":
+      return "That one holder is taken out and is not told: it keeps working until its next renewal or unlock. When it was the last holder, the waiters are woken and one may take the lock at once.";
+    case "redis-semaphore":
+      return "The holder is not told (redis-semaphore listens for no revocation): it keeps working until its next refresh or release finds its permit gone, while another client may take the freed permit at once.";
+    case "shedlock":
+      // ShedLock's Redis providers (unless built with safe updates) unlock with a plain DEL, or before
+      // lockAtLeastFor with SET XX of their own value: neither looks at who holds the key.
+      return "The job holding it is not told: it runs on, while another instance may start the same job at its next schedule. When the released job ends, ShedLock's unlock deletes the lock (or, before its lockAtLeastFor, rewrites it) whoever holds it then, unless the provider was built with safe updates: the instance that took it over may lose it to a third.";
+    default:
+      // redis-lock (and the SETNX pattern it follows) keeps its expiry in the value and unlocks with a plain DEL
+      // while that time has not come, whoever holds the key by then.
+      if (lock.format === "token" && lock.holders[0]?.expiresAt !== undefined) {
+        return "The holder is not told (its library listens for no revocation): it keeps working, and writing, while another client may take the lock the same millisecond. This lock keeps its expiry in its value, as redis-lock writes it: such a library unlocks by deleting the key whoever holds it, so the released holder's unlock will free the lock under the client that took it over.";
+      }
+      return "The holder is not told (its library listens for no revocation): it keeps working, and writing, until its next extend or release, while another client may take the lock the same millisecond.";
+  }
+}
