@@ -28,6 +28,8 @@ import { isLive, type LockState, type TimelineEntry, type TimelineType } from ".
 export const SETTLE_MS = 30;
 /** A key whose TTL ran out this long ago and that Redis still has not reclaimed is read again (lazily expiring it). */
 export const PROBE_AFTER_MS = 1_000;
+/** The longest wait between two reads of a lock whose in-value expiry has passed (see `probeAgainAt`). */
+export const VALUE_EXPIRY_PROBE_MAX_MS = 60_000;
 /** A force-release noted this long before the keys vanish explains their going. */
 export const FORCE_HINT_MS = 10_000;
 /** A force-release noted this long after a lock ended relabels its end. */
@@ -556,10 +558,16 @@ function endDetail(how: "replaced" | "ended", reason: ReturnType<typeof endReaso
  * When a lock whose timer fired should be read again, else NaN: its TTL ran out long ago and Redis has not
  * reclaimed the key (reading it expires it lazily), or its reading changes by itself now (a fair-lock waiter
  * timed out, a semaphore permit went stale: neither writes a key). Again a second later while no new reading
- * comes.
+ * comes (a lock past the expiry time in its value: later and later, see below).
  */
 export function probeAgainAt(lock: LockRecord, now: number): number {
-  if (lock.state === "elapsed" && lock.expiresAt !== null && now >= lock.expiresAt + PROBE_AFTER_MS) return now + PROBE_AFTER_MS;
+  if (lock.state === "elapsed" && lock.expiresAt !== null && now >= lock.expiresAt + PROBE_AFTER_MS) {
+    // A lock that ends at the time in its value (the SETNX pattern), often on a key without a TTL, stays until a
+    // client takes it over: no read removes it. It is read again as long after as it has been elapsed, at most
+    // a minute later (an abandoned one is not read every second for ever).
+    const inValue = lock.token !== null && valueExpiry(lock.token) === lock.expiresAt;
+    return now + (inValue ? Math.min(VALUE_EXPIRY_PROBE_MAX_MS, Math.max(PROBE_AFTER_MS, now - lock.expiresAt)) : PROBE_AFTER_MS);
+  }
   return now >= keptChangesAt(lock.reading) ? now + PROBE_AFTER_MS : Number.NaN;
 }
 

@@ -212,6 +212,20 @@ describe("a lock's step: partial, elapsed, settling, unreadable", () => {
     ]);
   });
 
+  it("reads a SETNX-pattern lock left after the expiry time in its value less and less often, not every second for ever", () => {
+    // A key without a TTL: no read removes it, only a client taking it over (or a force release).
+    const expiry = T + 2_000;
+    const value = String(expiry / 1000);
+    const lock = heldLock(value, expiry);
+    reduceLock(lock, context(), null, expiry + 100, false, newLockStep());
+    expect(lock.state).toBe("elapsed");
+    // Read once a second after, as a key whose TTL ran out is (the read itself would remove that one).
+    expect(probeAgainAt(lock, expiry + PROBE_AFTER_MS)).toBe(expiry + 2 * PROBE_AFTER_MS);
+    // Then as long again as it has been elapsed, up to once a minute.
+    expect(probeAgainAt(lock, expiry + 10_000)).toBe(expiry + 20_000);
+    expect(probeAgainAt(lock, expiry + 3_600_000)).toBe(expiry + 3_600_000 + 60_000);
+  });
+
   it("keeps a lock whose nodes cannot be read as unreadable, neither ended nor changed in state", () => {
     const lock = heldLock();
     const out = reduceLock(lock, context({ counted: [false, false, false] }), null, T + 100, false, newLockStep());
