@@ -137,6 +137,7 @@ export class LockStore {
   private lossLog: Array<Omit<LockLoss, "deployment" | "wentOn">> = [];
   /** Copies a node may have lost (a restart, a failover), until that node is read: see `suspectLost`. */
   private lostSuspects: LostSuspects[] = [];
+  private suspectsPrunedAt = Number.NEGATIVE_INFINITY;
   private readonly timelines = new Timelines();
   /** What every lock's step shares (the nodes counted change as the console starts). */
   private readonly context: LockContext;
@@ -528,8 +529,13 @@ export class LockStore {
         }
         (suspects.held as Map<string, { value: string; expiresAt: number }>).set(lock.resource, { value: lock.token, expiresAt });
       }
-      for (const s of this.lostSuspects) if (s.consume) for (const [resource, held] of s.held) if (!(held.expiresAt > now)) (s.held as Map<string, unknown>).delete(resource);
-      this.lostSuspects = this.lostSuspects.filter((s) => !s.consume || s.held.size > 0);
+      // Those never read again (their keys left the patterns) go once their TTL has run out: looked for at most
+      // every 10 s (a failover can lose a million locks, one call each).
+      if (now - this.suspectsPrunedAt >= 10_000) {
+        this.suspectsPrunedAt = now;
+        for (const s of this.lostSuspects) if (s.consume) for (const [resource, held] of s.held) if (!(held.expiresAt > now)) (s.held as Map<string, unknown>).delete(resource);
+        this.lostSuspects = this.lostSuspects.filter((s) => !s.consume || s.held.size > 0);
+      }
     } else if (entry.state === "released" && entry.endedAt >= seenAt && entry.endedToken === lock.token) {
       // The watcher read the promoted replica first, and took the value's absence for a release.
       this.count("released", -1);
@@ -623,9 +629,8 @@ export class LockStore {
 
   private logLoss(loss: Omit<LockLoss, "deployment" | "wentOn">): void {
     this.lossLog.push(loss);
-    let drop = Math.max(0, this.lossLog.length - MAX_LOSSES);
-    while (drop < this.lossLog.length && loss.at - (this.lossLog[drop] as { at: number }).at > LOSSES_KEPT_MS) drop += 1;
-    if (drop > 0) this.lossLog.splice(0, drop);
+    // Trimmed in batches: a restart can lose a million locks at once, one call each.
+    if (this.lossLog.length >= 2 * MAX_LOSSES) this.lossLog.splice(0, this.lossLog.length - MAX_LOSSES);
   }
 
   /**
@@ -634,7 +639,7 @@ export class LockStore {
    */
   losses(deployment: string, now = Date.now()): LockLoss[] {
     const out: LockLoss[] = [];
-    for (let i = this.lossLog.length - 1; i >= 0; i--) {
+    for (let i = this.lossLog.length - 1; i >= 0 && out.length < MAX_LOSSES; i--) {
       const loss = this.lossLog[i] as Omit<LockLoss, "deployment" | "wentOn">;
       if (now - loss.at > LOSSES_KEPT_MS) break;
       out.push({ ...loss, deployment, wentOn: this.holdsValue(loss.resource, loss.token) });
