@@ -1,4 +1,5 @@
 import "server-only";
+import { isDatabaseUnreachable } from "../postgres/errors";
 import type { HistoryStore, LockHistoryEvent } from "./types";
 
 /** What the live view calls for every lifecycle event: never blocks, never throws. */
@@ -24,8 +25,14 @@ export interface RecorderOptions {
   batchSize?: number;
   /** How long an event may wait for a fuller batch. @default 250 */
   flushMs?: number;
-  /** Tries of one batch before it is dropped (the database refuses it, or is down that long). @default 5 */
+  /**
+   * Tries of one batch the database refuses before it is dropped. Tries that fail because the database does
+   * not answer (`unreachable`) do not count: the batch waits, with the rest of the queue, until it is back.
+   * @default 5
+   */
   attempts?: number;
+  /** Whether a failed write failed because the database did not answer. @default isDatabaseUnreachable */
+  unreachable?: (error: unknown) => boolean;
   /**
    * The longest lock key recorded, in UTF-8 bytes. PostgreSQL's B-tree indexes take no entry much over
    * 2,700 bytes: one longer key failed the INSERT of its whole batch, and with it every other lock's events
@@ -42,7 +49,7 @@ export interface RecorderOptions {
 /** The longest lock key recorded by default, in UTF-8 bytes (see `RecorderOptions.maxResourceBytes`). */
 export const MAX_RECORDED_KEY_BYTES = 2_000;
 
-const DEFAULTS = Object.freeze({ capacity: 50_000, batchSize: 2_000, flushMs: 250, attempts: 5, maxResourceBytes: MAX_RECORDED_KEY_BYTES });
+const DEFAULTS = Object.freeze({ capacity: 50_000, batchSize: 2_000, flushMs: 250, attempts: 5, maxResourceBytes: MAX_RECORDED_KEY_BYTES, unreachable: isDatabaseUnreachable });
 
 /**
  * Batches lifecycle events into the history store off the live view's path: `record` only pushes onto a
@@ -53,7 +60,10 @@ export class HistoryRecorder implements HistorySink {
   private queue: LockHistoryEvent[] = [];
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> | null = null;
+  /** Writes failed in a row (for the backoff). */
   private failures = 0;
+  /** Of those, the ones the database refused (for `attempts`). */
+  private refusals = 0;
   /** When a write last failed (epoch ms; 0: never). */
   private failedAt = 0;
   private closed = false;
@@ -161,16 +171,20 @@ export class HistoryRecorder implements HistorySink {
         await this.store.insert(batch);
         this.queue.splice(0, batch.length);
         this.failures = 0;
+        this.refusals = 0;
         this.options.onWritten?.(batch.length);
       } catch (error) {
         this.failures += 1;
         this.failedAt = Date.now();
         this.options.onError?.(error);
         // The batch stays at the head of the queue (the queue's bound still holds) and is retried with a
-        // backoff; a batch that keeps failing is given up so it cannot block the rest for ever.
-        if (this.failures >= this.options.attempts) {
+        // backoff. A batch the database keeps refusing is given up so it cannot block the rest for ever; while
+        // the database does not answer at all, nothing is given up: the queue waits for it (up to `capacity`).
+        if (!this.options.unreachable(error)) this.refusals += 1;
+        if (this.refusals >= this.options.attempts) {
           this.queue.splice(0, batch.length);
           this.failures = 0;
+          this.refusals = 0;
           this.options.onDrop?.(batch.length, "write-failed");
         }
       } finally {

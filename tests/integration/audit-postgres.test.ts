@@ -202,6 +202,38 @@ describe("audit and lock history in PostgreSQL", () => {
     await until("the backlog written", async () => ((await queued()) === 0 ? true : null), 30_000, 200);
   });
 
+  it("keeps the history's backlog while the database is down, however many writes fail, and writes all of it once it is back", async () => {
+    const { createDatabase } = await import("@/server/postgres/pool");
+    const { PostgresHistory } = await import("@/server/history/postgres");
+    const { HistoryRecorder } = await import("@/server/history/recorder");
+    const db = createDatabase(url);
+    const store = new PostgresHistory(db);
+    const drops: Array<[number, string]> = [];
+    const failures: unknown[] = [];
+    const recorder = new HistoryRecorder(store, { attempts: 2, flushMs: 60_000, onDrop: (n, why) => drops.push([n, why]), onError: (e) => failures.push(e) });
+    const at = Date.now();
+    try {
+      server.stop();
+      try {
+        for (let i = 0; i < 3; i++) recorder.record({ at: at + i, resource: `lock:while-down/${i}`, deployment: "default", type: "acquired", token: `down-${i}` });
+        // Each flush is one write, refused by a server that is not there: far more than `attempts` (a queue
+        // that empties has given its events up).
+        while (failures.length < 6 && recorder.pending > 0) await recorder.flush();
+        expect(drops).toEqual([]);
+        expect(recorder.pending).toBe(3);
+      } finally {
+        server.start();
+      }
+      await recorder.flush();
+      expect(recorder.pending).toBe(0);
+      const page = await store.events({ limit: 10, filters: { from: at, to: at + 3 } });
+      expect(page.events.map((e) => e.resource).sort()).toEqual(["lock:while-down/0", "lock:while-down/1", "lock:while-down/2"]);
+    } finally {
+      await recorder.close();
+      await db.pool.end();
+    }
+  });
+
   it("stores lock history of any key name and value: quotes, backslashes, commas, braces, a NUL and a lone surrogate", async () => {
     const sink = service.getHistory()!.recorder;
     const at = Date.parse("2026-03-02T03:00:00Z");

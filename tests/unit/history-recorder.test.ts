@@ -72,6 +72,29 @@ describe("history recorder", () => {
     expect(recorder.pending).toBe(0);
   });
 
+  it("keeps every queued event while the database does not answer, however long, and writes them once it is back", async () => {
+    const store = new GatedStore();
+    const unreachable = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+    const insert = store.insert.bind(store);
+    let down = true;
+    store.insert = async (events) => {
+      if (down) throw unreachable;
+      return insert(events);
+    };
+    const drops: Array<[number, string]> = [];
+    const recorder = new HistoryRecorder(store, { batchSize: 10, flushMs: 1_000, attempts: 3, onDrop: (n, why) => drops.push([n, why]) });
+    recorder.record(event(1));
+    recorder.record(event(2));
+    // Many more tries than `attempts`: the database is down, not refusing these events.
+    for (let i = 0; i < 10; i++) await recorder.flush();
+    expect(drops).toEqual([]);
+    expect(recorder.pending).toBe(2);
+    down = false;
+    await recorder.flush();
+    expect(store.written.flat().map((e) => e.at)).toEqual([1, 2]);
+    expect(recorder.pending).toBe(0);
+  });
+
   it("makes a bulk producer wait for room once the queue is half full, and never while the database fails", async () => {
     const store = new GatedStore();
     store.close();

@@ -1,0 +1,30 @@
+import "server-only";
+
+/** Node.js socket errors that say the server could not be reached or went away, not that it refused a statement. */
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE"]);
+
+/**
+ * SQLSTATEs of a server that is going away or not yet taking work: class 08 (connection exception),
+ * `57P01`–`57P03` (shut down by the administrator, crashed, starting up or shutting down) and `53300`
+ * (too many connections).
+ */
+const UNAVAILABLE_STATES = /^(08...|57P0[123]|53300)$/;
+
+/** What node-postgres says when a connection fails or ends under a query (its errors carry no code). */
+const CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
+/**
+ * Whether a database error means "the database did not answer" (down, restarting, unreachable), as
+ * opposed to "it answered and refused this" (a constraint, a schema it does not have, a bad value). Work
+ * that failed for the first reason is worth keeping until the database is back; work refused is not.
+ */
+export function isDatabaseUnreachable(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const code = (e as Error & { code?: unknown }).code;
+    if (typeof code === "string" && (NETWORK_CODES.has(code) || UNAVAILABLE_STATES.test(code))) return true;
+    if (CONNECTION_MESSAGES.test(e.message)) return true;
+    // Node.js reports a host name with several addresses that all refused as one AggregateError.
+    if (e instanceof AggregateError && e.errors.some((inner) => isDatabaseUnreachable(inner))) return true;
+  }
+  return false;
+}
