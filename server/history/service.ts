@@ -19,6 +19,7 @@ interface History {
 }
 
 const events = () => counter("lockscope_history_events_total", "Lock history events by what became of them (written to the database, or dropped and why).", ["outcome"]);
+const writeFailures = () => counter("lockscope_history_write_failures_total", "Lock history writes the database failed (each batch is retried; see lockscope_history_events_total for what was dropped).");
 
 /** Lock history, when AUDIT_DATABASE_URL is set; null otherwise (the live view's memory is all there is). */
 export function getHistory(): History | null {
@@ -31,6 +32,7 @@ export function getHistory(): History | null {
     const queued = () => gauge("lockscope_history_queue_events", "Lock history events waiting to be written to the database.");
     // Every outcome's series exists from the start, so the first drop is an increase `rate()` and alerts see.
     for (const outcome of ["written", "dropped_queue_full", "dropped_write_failed", "dropped_key_too_long"]) events().inc({ outcome }, 0);
+    writeFailures().inc(0);
     let lastTooLongLogAt = 0;
     queued().set(0);
     const recorder = new HistoryRecorder(store, {
@@ -47,6 +49,7 @@ export function getHistory(): History | null {
         log.warn({ key: `${(resource ?? "").slice(0, 120)}…`, bytes: Buffer.byteLength(resource ?? "") }, `lock history skips a key longer than ${MAX_RECORDED_KEY_BYTES.toLocaleString("en-US")} bytes (the database cannot index it)`);
       },
       onError: (error) => {
+        writeFailures().inc();
         // (The backlog grows while the database is down: the gauge follows every failed write too.)
         queued().set(recorder.pending);
         // At most one line a minute while the database is down: the counter says how much was lost.

@@ -188,7 +188,7 @@ describe("audit and lock history in PostgreSQL", () => {
     };
     // Every outcome is a series from the start (at 0 until something happens), the first drop visible to rate().
     const text = (await call(metrics.GET, "GET", "/metrics", { token: null })).body as string;
-    for (const series of ['lockscope_history_events_total{outcome="dropped_queue_full"}', 'lockscope_history_events_total{outcome="dropped_write_failed"}', 'lockscope_audit_writes_total{sink="postgres",outcome="failed"}']) {
+    for (const series of ['lockscope_history_events_total{outcome="dropped_queue_full"}', 'lockscope_history_events_total{outcome="dropped_write_failed"}', "lockscope_history_write_failures_total ", 'lockscope_audit_writes_total{sink="postgres",outcome="failed"}']) {
       expect(text).toContain(series);
     }
     server.stop();
@@ -196,6 +196,16 @@ describe("audit and lock history in PostgreSQL", () => {
       // Locks taken while the database is down: their events wait in the recorder's queue.
       for (let i = 0; i < 20; i++) await Promise.all(nodes.map((n) => n.set(`lock:backlog/${i}`, `v-${i}`, "PX", 60_000)));
       await until("the backlog in /metrics", async () => ((await queued()) >= 20 ? true : null), 20_000, 200);
+      // The failed writes are counted too: with the backlog, what LockscopeHistoryNotRecorded fires on.
+      await until(
+        "failed history writes in /metrics",
+        async () => {
+          const text = (await call(metrics.GET, "GET", "/metrics", { token: null })).body as string;
+          return Number(/^lockscope_history_write_failures_total (\d+)/m.exec(text)?.[1] ?? 0) > 0 ? true : null;
+        },
+        20_000,
+        200,
+      );
     } finally {
       server.start();
     }
