@@ -56,3 +56,44 @@ export function clientAddress(remote: string | undefined, forwardedFor: string |
   }
   return nearest;
 }
+
+/**
+ * The key a client's wrong tokens are counted under. An IPv4 address is itself. An IPv6 address stands for
+ * its /64 network: one host on one network is given the whole /64 (SLAAC, privacy addresses, an ISP's
+ * prefix per customer), so a guesser could otherwise take a fresh address for every guess. Written the same
+ * way whatever the address's spelling (`2001:DB8:0:0::1`, `2001:db8::1`). Anything else is kept as it is.
+ */
+export function wrongTokenKey(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const hextets = expandIpv6(address.replace(/%.*$/, ""));
+  if (!hextets) return address;
+  return `${hextets.slice(0, 4).map((h) => h.toString(16)).join(":")}::/64`;
+}
+
+/** The eight 16-bit groups of an IPv6 address (`::` expanded, a dotted IPv4 tail as two groups); null if malformed. */
+function expandIpv6(address: string): number[] | null {
+  const halves = address.toLowerCase().split("::");
+  if (halves.length > 2) return null;
+  const groups = (text: string): number[] | null => {
+    if (text === "") return [];
+    const out: number[] = [];
+    for (const part of text.split(":")) {
+      if (part.includes(".")) {
+        const octets = part.split(".").map(Number);
+        if (octets.length !== 4 || octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255)) return null;
+        out.push((octets[0]! << 8) | octets[1]!, (octets[2]! << 8) | octets[3]!);
+      } else if (/^[0-9a-f]{1,4}$/.test(part)) {
+        out.push(parseInt(part, 16));
+      } else {
+        return null;
+      }
+    }
+    return out;
+  };
+  const head = groups(halves[0]!);
+  const tail = halves.length === 2 ? groups(halves[1]!) : [];
+  if (!head || !tail) return null;
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 2 ? missing < 1 : missing !== 0) return null;
+  return [...head, ...new Array<number>(missing).fill(0), ...tail];
+}

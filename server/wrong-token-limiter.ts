@@ -1,4 +1,5 @@
 import "server-only";
+import { wrongTokenKey } from "@/lib/client-address";
 import type { LockClient } from "./deployments";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import { getConfig } from "./config";
@@ -13,7 +14,7 @@ export interface WrongTokenVerdict {
 }
 
 /**
- * Wrong tokens per client address in a one-minute window, counted once per distinct token (by fingerprint):
+ * Wrong tokens per client address (an IPv6 one by its /64 network) in a one-minute window, counted once per distinct token (by fingerprint):
  * a script retrying with one stale token is not a guesser, an address trying many different tokens is.
  *
  * The counts live on lock node 0 (rate-limiter-flexible's Redis store), so every console over the same nodes
@@ -44,7 +45,9 @@ export class WrongTokenLimiter {
    * Records a wrong token from `ip` and says whether the address must wait. The answer is about the
    * address as it was before this token: the limit's worth of wrong tokens get 401, the next ones 429.
    */
-  async fail(ip: string, fingerprint: string): Promise<WrongTokenVerdict> {
+  async fail(address: string, fingerprint: string): Promise<WrongTokenVerdict> {
+    // An IPv6 client counts by its /64 (see `wrongTokenKey`).
+    const ip = wrongTokenKey(address);
     const before = await this.#perAddress.get(ip);
     const wait = before && before.consumedPoints >= this.#maxDistinct ? Math.max(1, Math.ceil(before.msBeforeNext / 1000)) : 0;
     if (!(await consumed(this.#seen, `${ip}:${fingerprint}`))) return { retryAfterSeconds: wait, crossed: false };

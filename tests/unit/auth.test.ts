@@ -77,6 +77,17 @@ describe("authentication", () => {
     expect((await rejected(auth.authenticate(from("10.7.0.3", "guess-number-6")))).status).toBe(401);
   });
 
+  it("counts an IPv6 client's wrong tokens by its /64 network, however it rotates or writes its address", async () => {
+    const from = (ip: string, token: string) => new Headers({ authorization: `Bearer ${token}`, "x-lockscope-client-ip": ip });
+    // One host on one network holds the whole /64: a new address for each guess is still the same guesser.
+    const rotating = ["2001:db8:7:1::1", "2001:db8:7:1::2", "2001:DB8:7:1:0:0:0:3", "2001:db8:7:1:ffff:ffff:ffff:ffff", "2001:0db8:0007:0001::abcd"];
+    for (const [i, ip] of rotating.entries()) expect((await rejected(auth.authenticate(from(ip, `v6-guess-${i}`)))).status, ip).toBe(401);
+    expect((await rejected(auth.authenticate(from("2001:db8:7:1::99", "v6-guess-5")))).status).toBe(429);
+    // The right token is still accepted from that network, and another network is not held to its count.
+    await expect(auth.authenticate(from("2001:db8:7:1::99", OPERATOR))).resolves.toMatchObject({ role: "operator" });
+    expect((await rejected(auth.authenticate(from("2001:db8:7:2::1", "v6-guess-6")))).status).toBe(401);
+  });
+
   it("checks roles: 401 without a principal, 403 for a viewer acting as operator", () => {
     expect(thrown(() => auth.requireRole(null, "viewer")).status).toBe(401);
     expect(thrown(() => auth.requireRole({ role: "viewer", actor: "v", via: "bearer" }, "operator")).status).toBe(403);
