@@ -57,7 +57,10 @@ export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
  */
 export function displayedValue(variable: string, value: string): string {
   if (SECRET_VARIABLES.has(variable)) return `(hidden, ${value.length} characters)`;
-  return JSON.stringify(value.replace(/(\/\/[^/@\s]*?:)[^/@\s]*@/g, "$1****@"));
+  // A URL's password, in its user part or in its query (`?password=…`), is never shown.
+  return JSON.stringify(
+    value.replace(/(\/\/[^/@\s]*?:)[^/@\s]*@/g, "$1****@").replace(/([?&][^=&#\s]*(?:pass|secret|token|auth|key)[^=&#\s]*=)[^&#\s]*/gi, "$1****"),
+  );
 }
 
 /** One environment variable that does not parse: the message says which, what it held and what is expected. */
@@ -298,11 +301,15 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
   };
 }
 
-/** Hides the password of a postgres:// URL for display and logs. */
+/**
+ * Hides the password of a postgres:// URL for display and logs: in its user part and in its query
+ * (node-postgres takes `?password=`, `?sslpassword=` and any other option from it).
+ */
 export function maskDatabaseUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = "****";
+    for (const name of [...u.searchParams.keys()]) if (SECRET_PARAM.test(name)) u.searchParams.set(name, "****");
     return u.toString();
   } catch {
     return "(invalid url)";

@@ -25,5 +25,19 @@ describe("AUDIT_DATABASE_URL and HISTORY_RETENTION_DAYS", () => {
   it("masks the password wherever the URL is shown", () => {
     expect(maskDatabaseUrl("postgres://lockscope:s3cret@db:5432/lockscope?sslmode=require")).toBe("postgres://lockscope:****@db:5432/lockscope?sslmode=require");
     expect(maskDatabaseUrl("postgres://db/lockscope")).toBe("postgres://db/lockscope");
+    // node-postgres takes the password (and the client key's passphrase) from the query string too.
+    const shown = maskDatabaseUrl("postgres://lockscope@db:5432/lockscope?password=s3cret&sslmode=require&sslpassword=k3y");
+    expect(shown).not.toMatch(/s3cret|k3y/);
+    expect(shown).toBe("postgres://lockscope@db:5432/lockscope?password=****&sslmode=require&sslpassword=****");
+    // A URL refused at start is named without it either.
+    let error: unknown;
+    try {
+      parseConfig({ AUDIT_DATABASE_URL: "postgres://db:5432?password=s3cret" });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(/AUDIT_DATABASE_URL=/);
+    expect((error as Error).message).not.toContain("s3cret");
   });
 });
