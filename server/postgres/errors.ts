@@ -10,8 +10,11 @@ const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOST
  */
 const UNAVAILABLE_STATES = /^(08...|57P0[123]|53300)$/;
 
-/** What node-postgres says when a connection fails or ends under a query (its errors carry no code). */
-const CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+/**
+ * What node-postgres says when a connection fails or ends under a query, or when a server that took the
+ * query answers nothing at all, not even its own statement timeout (its errors carry no code).
+ */
+const CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout)/;
 
 /**
  * Whether a database error means "the database did not answer" (down, restarting, unreachable), as
