@@ -70,6 +70,10 @@ export function getHistory(): History | null {
     onShutdown("history", 35, async () => {
       clearInterval(timer);
       await recorder.close();
+      // Events still queued die with the process: say how many, since no counter outlives it.
+      if (recorder.pending > 0) {
+        log.warn({ database: db.display, events: recorder.pending }, "lock history events were not written before shutdown: the database did not take them");
+      }
     });
     return { store, recorder };
   });
