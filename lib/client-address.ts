@@ -58,12 +58,12 @@ export function clientAddress(remote: string | undefined, forwardedFor: string |
 }
 
 /**
- * The key a client's wrong tokens are counted under. An IPv4 address is itself. An IPv6 address stands for
- * its /64 network: one host on one network is given the whole /64 (SLAAC, privacy addresses, an ISP's
- * prefix per customer), so a guesser could otherwise take a fresh address for every guess. Written the same
+ * The key a client is limited under (its wrong tokens, its live streams). An IPv4 address is itself. An IPv6
+ * address stands for its /64 network: one host on one network is given the whole /64 (SLAAC, privacy
+ * addresses, an ISP's prefix per customer), so a client could otherwise take a fresh address for every try. Written the same
  * way whatever the address's spelling (`2001:DB8:0:0::1`, `2001:db8::1`). Anything else is kept as it is.
  */
-export function wrongTokenKey(address: string): string {
+export function clientLimitKey(address: string): string {
   if (isIP(address) !== 6) return address;
   const hextets = expandIpv6(address.replace(/%.*$/, ""));
   if (!hextets) return address;

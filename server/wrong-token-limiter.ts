@@ -1,5 +1,5 @@
 import "server-only";
-import { wrongTokenKey } from "@/lib/client-address";
+import { clientLimitKey } from "@/lib/client-address";
 import type { LockClient } from "./deployments";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import { getConfig } from "./config";
@@ -46,8 +46,8 @@ export class WrongTokenLimiter {
    * address as it was before this token: the limit's worth of wrong tokens get 401, the next ones 429.
    */
   async fail(address: string, fingerprint: string): Promise<WrongTokenVerdict> {
-    // An IPv6 client counts by its /64 (see `wrongTokenKey`).
-    const ip = wrongTokenKey(address);
+    // An IPv6 client counts by its /64 (see `clientLimitKey`).
+    const ip = clientLimitKey(address);
     const before = await this.#perAddress.get(ip);
     const wait = before && before.consumedPoints >= this.#maxDistinct ? Math.max(1, Math.ceil(before.msBeforeNext / 1000)) : 0;
     if (!(await consumed(this.#seen, `${ip}:${fingerprint}`))) return { retryAfterSeconds: wait, crossed: false };

@@ -6,6 +6,7 @@ import { lockKeyFilter } from "@/lib/locks/formats/defaults";
 import type { EndCause } from "@/lib/locks/merge";
 import { restartRisk, uptimeMsAt } from "@/lib/locks/node-state";
 import type { LiveStats, LockDetail, LockLoss, WatcherStatus } from "@/lib/locks/types";
+import { clientLimitKey } from "@/lib/client-address";
 import { clientIp, SESSION_COOKIE, type Principal } from "../auth";
 import { getConfig } from "../config";
 import { singleton } from "../global";
@@ -557,7 +558,8 @@ export function locksJsonStream(options: { state?: string; limit?: number; deplo
  * the secret itself) of the bearer token or session cookie that signed it in; null for open reading.
  */
 export function streamOwner(headers: Headers, principal: Principal | null): StreamOwner {
-  const address = clientIp(headers);
+  // An IPv6 client counts by its /64 (see `clientLimitKey`).
+  const address = clientLimitKey(clientIp(headers));
   let secret: string | null = null;
   if (principal?.via === "bearer") secret = /^Bearer\s+(.+)$/i.exec(headers.get("authorization") ?? "")?.[1] ?? null;
   else if (principal?.via === "session") {

@@ -63,6 +63,18 @@ describe("live stream limits", () => {
     expect((await call(head, "HEAD", "/api/locks/stream", { token: null })).status).toBe(401);
   });
 
+  it("counts an IPv6 client's streams by its /64 network, so a new address per stream gains it nothing", async () => {
+    const tabs = [];
+    for (let i = 1; i <= 3; i++) tabs.push(await tab({ clientIp: `2001:db8:5:1::${i}` }));
+    const refused = await attempt(VIEWER_TOKEN, "2001:db8:5:1:ffff::4");
+    expect(refused.status).toBe(429);
+    expect(refused.body?.error.message).toContain("from this address (at most 3");
+    // Another network is not affected.
+    const other = await tab({ clientIp: "2001:db8:5:2::1" });
+    for (const t of [...tabs, other]) t.close();
+    await until("the streams closed", () => clients() === 0, 10_000);
+  });
+
   it("refuses a stream past the limit per address with a 429 that says why, and takes one again once a tab closes", async () => {
     const tabs = [];
     for (let i = 0; i < 3; i++) tabs.push(await tab({ clientIp: "10.1.0.1" }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clientAddress, parseProxyEntry, trustedProxyList, wrongTokenKey } from "@/lib/client-address";
+import { clientAddress, clientLimitKey, parseProxyEntry, trustedProxyList } from "@/lib/client-address";
 import { ConfigError, parseConfig } from "@/lib/config";
 
 describe("the client address behind trusted proxies", () => {
@@ -37,14 +37,14 @@ describe("the client address behind trusted proxies", () => {
     expect(() => parseConfig({ TRUSTED_PROXIES: "10.0.0.0/8,lb.internal" })).toThrow(/TRUSTED_PROXIES=.*expected comma-separated IP addresses or CIDRs/);
   });
 
-  it("counts wrong tokens by IPv4 address, and by /64 network for IPv6 whatever its spelling", () => {
-    expect(wrongTokenKey("203.0.113.7")).toBe("203.0.113.7");
-    expect(wrongTokenKey("unknown")).toBe("unknown");
+  it("limits clients by IPv4 address, and by /64 network for IPv6 whatever its spelling", () => {
+    expect(clientLimitKey("203.0.113.7")).toBe("203.0.113.7");
+    expect(clientLimitKey("unknown")).toBe("unknown");
     for (const spelling of ["2001:db8:7:1::1", "2001:DB8:7:1:0:0:0:1", "2001:0db8:0007:0001:ffff::", "2001:db8:7:1:1:2:192.0.2.1", "2001:db8:7:1::1%eth0"]) {
-      expect(wrongTokenKey(spelling), spelling).toBe("2001:db8:7:1::/64");
+      expect(clientLimitKey(spelling), spelling).toBe("2001:db8:7:1::/64");
     }
-    expect(wrongTokenKey("::1")).toBe("0:0:0:0::/64");
-    expect(wrongTokenKey("fe80::1")).toBe("fe80:0:0:0::/64");
-    expect(wrongTokenKey("2001:db8:7:2::1")).not.toBe(wrongTokenKey("2001:db8:7:1::1"));
+    expect(clientLimitKey("::1")).toBe("0:0:0:0::/64");
+    expect(clientLimitKey("fe80::1")).toBe("fe80:0:0:0::/64");
+    expect(clientLimitKey("2001:db8:7:2::1")).not.toBe(clientLimitKey("2001:db8:7:1::1"));
   });
 });
