@@ -129,14 +129,17 @@ export class HistoryRecorder implements HistorySink {
     for (const wake of waiting) wake();
   }
 
-  /** Writes everything queued (shutdown, tests). Resolves when the queue is empty or a write failed. */
-  async flush(): Promise<void> {
+  /**
+   * Writes everything queued (shutdown, tests, before the unseen-holds check). Resolves true once the queue is
+   * empty, false as soon as a write failed (the events stay queued).
+   */
+  async flush(): Promise<boolean> {
     for (;;) {
       if (this.writing) await this.writing;
-      if (this.queue.length === 0) return;
+      if (this.queue.length === 0) return true;
       const before = this.failures;
       await this.writeOnce();
-      if (this.failures > before) return;
+      if (this.failures > before) return false;
     }
   }
 

@@ -110,7 +110,9 @@ const OPEN_HOLDS_PAGE = 1_000;
 export async function endUnseenHolds(deployment: string, holds: (resource: string, token: string) => boolean, now = Date.now()): Promise<number> {
   const history = getHistory();
   if (!history) return 0;
-  await history.recorder.flush();
+  // An end still queued (the database was down, and may be back by the next query) must not be taken for one
+  // nobody saw: with the queue not written, the check waits for its next turn.
+  if (!(await history.recorder.flush())) throw new Error("this console's queued history events could not be written first");
   let ended = 0;
   let after: string | null = null;
   for (;;) {

@@ -34,6 +34,19 @@ describe("history recorder", () => {
     expect(store.written.flat().map((e) => e.at)).toEqual([0, 1, 2, 3, 4, 5, 6]);
   });
 
+  it("says whether a flush wrote everything queued, so that nothing reads the database as if it had", async () => {
+    const store = new GatedStore();
+    const recorder = new HistoryRecorder(store, { batchSize: 2, flushMs: 1_000, unreachable: () => true });
+    for (let i = 0; i < 3; i++) recorder.record(event(i));
+    store.failing = true;
+    expect(await recorder.flush()).toBe(false);
+    expect(recorder.pending).toBe(3);
+    store.failing = false;
+    expect(await recorder.flush()).toBe(true);
+    expect(recorder.pending).toBe(0);
+    expect(store.written.flat().map((e) => e.at)).toEqual([0, 1, 2]);
+  });
+
   it("never blocks while the database is slow: past the capacity events are dropped and counted", async () => {
     const store = new GatedStore();
     store.close();
