@@ -160,6 +160,19 @@ function Header({ data }: { data: LiveLocks | undefined }) {
   );
 }
 
+/**
+ * How many rows the table shows, and what they are: ended locks stay listed a few seconds after they end, so the
+ * rows are more than the locks held. "held" counts as the "locks held" tile does (TTL elapsed, not yet reclaimed, included).
+ */
+function countText(rows: readonly Lock[], total: number): string {
+  const shown = rows.length === total ? `${total} ${total === 1 ? "lock" : "locks"} shown` : `${rows.length} of ${total} locks shown`;
+  if (rows.length === 0) return shown;
+  const held = rows.filter((l) => l.state === "held" || l.state === "elapsed").length;
+  const partial = rows.filter((l) => l.state === "partial").length;
+  const ended = rows.length - held - partial;
+  return `${shown}: ${[`${held} held`, partial > 0 ? `${partial} partial` : null, ended > 0 ? `${ended} ended` : null].filter(Boolean).join(", ")}`;
+}
+
 /** Every lock of a small fleet, live from the tab's stream, filtered and sorted in the browser. */
 function LocksTable() {
   const query = useLiveLocks();
@@ -197,7 +210,7 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
       <TableTools
         deployment={{ choices: deployments, value: shownDeployment, onChange: setDeployment }}
         search={{ label: "Filter locks", placeholder: "Filter by resource, holder or state", value: filter, onChange: setFilter }}
-        count={rows.length === (data?.locks.length ?? 0) ? `${rows.length} ${rows.length === 1 ? "lock" : "locks"}` : `${rows.length} of ${data?.locks.length ?? 0} locks`}
+        count={countText(rows, data?.locks.length ?? 0)}
       />
       <LockRowsTable
         count={rows.length}
