@@ -3,7 +3,7 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import { whoIsTold } from "@/lib/locks/release-text";
-import { isLive, type Lock } from "@/lib/locks/types";
+import { isLive, type EndedState, type Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { FORMAT_LABEL, holderLine as formatHolderLine } from "../locks/format";
 import { useLiveLocks } from "../locks/use-live-locks";
@@ -83,6 +83,14 @@ function ttlText(lock: Lock, now: number, offsetMs: number): string {
   if (left <= 0) return "elapsed (Redis has not reclaimed it yet)";
   return left < 10_000 ? `${(left / 1000).toFixed(1)} s` : `${Math.round(left / 1000)} s`;
 }
+
+/** How an ended lock ended, as the dialog says it (the state the live view last gave it). */
+const ENDED_TEXT: Record<EndedState, string> = {
+  released: "it was released (its key was deleted)",
+  expired: "it expired (its TTL ran out)",
+  "force-released": "it was force-released (see the audit log)",
+  lost: "it was lost: a node restarted without it, or a failover promoted a replica that never had it (see its timeline)",
+};
 
 /** Nodes that still hold another value after the release (one side of a split vote, another holder): the lock goes on there. */
 function goesOn(response: ReleaseResponse): string[] {
@@ -174,7 +182,9 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
   }
 
   const sending = outcome.kind === "sending";
-  const finished = outcome.kind === "released" || outcome.kind === "changed-hands";
+  // The lock ended while the dialog was open (by its holder, its TTL, another operator): nothing left to release.
+  const ended = !isLive(lock.state) && outcome.kind !== "released" && outcome.kind !== "sending" ? lock.state : null;
+  const finished = outcome.kind === "released" || outcome.kind === "changed-hands" || ended !== null;
   // The Release button goes once there is an outcome: hand the focus to Close rather than lose it to the page.
   useEffect(() => {
     if (finished) closeRef.current?.focus();
@@ -237,9 +247,11 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
             </ul>
           </dd>
         </dl>
-        <p className={opened.format === "lockscope" ? "muted" : styles.alert} role="note" aria-label="Who will be told">
-          {whoIsTold(opened)} This is recorded in the audit log with your name and reason.
-        </p>
+        {ended === null && (
+          <p className={opened.format === "lockscope" ? "muted" : styles.alert} role="note" aria-label="Who will be told">
+            {whoIsTold(opened)} This is recorded in the audit log with your name and reason.
+          </p>
+        )}
         <label htmlFor={reasonId}>
           Reason
           <textarea
@@ -255,6 +267,12 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
             placeholder="Why, for the audit log (at least 3 characters)"
           />
         </label>
+        {ended !== null && outcome.kind !== "changed-hands" && (
+          <p role="status" className={styles.warn}>
+            This lock has ended: {ENDED_TEXT[ended]}
+            {lock.endedAt ? ` at ${new Date(lock.endedAt).toLocaleTimeString()}` : ""}; there is nothing to release.
+          </p>
+        )}
         {outcome.kind === "released" && (
           <p role="status" className={outcome.response.outcome === "partial" || goesOn(outcome.response).length > 0 ? styles.warn : styles.ok}>
             <ReleasedText response={outcome.response} />. Audit entry{" "}

@@ -131,7 +131,31 @@ test.describe("force release from the browser", () => {
     // Not the lock as it was opened, held with its TTL running down on every node.
     await expect(dialog).toContainText("none: released");
     for (const item of await listed.all()) await expect(item).toContainText("holds nothing");
-    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.getByRole("button", { name: "Close" }).click();
+  });
+
+  test("an ended lock's dialog says how it ended and offers no release", async ({ page, signIn }) => {
+    await signIn("operator");
+    for (const [how, end, said] of [
+      ["released", (resource: string) => deleteMatching(nodes, resource), "This lock has ended: it was released (its key was deleted)"],
+      ["expired", () => Promise.resolve(), "This lock has ended: it expired (its TTL ran out)"],
+    ] as const) {
+      const resource = unique(`ended-${how}`);
+      await holdLock(nodes, resource, "report-job", "12", how === "expired" ? 8_000 : 120_000);
+      await page.goto(`/locks/${encodeURIComponent(resource)}`);
+      await expect(page.locator(".detail-grid")).toContainText("report-job");
+      await page.getByRole("button", { name: "Force release" }).click();
+      const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+      await dialog.getByLabel("Reason").fill("looks stuck");
+      await expect(dialog.getByRole("button", { name: "Release" })).toBeEnabled();
+
+      await end(resource);
+      await expect(dialog.getByRole("status")).toContainText(said, { timeout: 20_000 });
+      await expect(dialog.getByRole("status")).toContainText("there is nothing to release");
+      await expect(dialog.getByRole("button", { name: "Release" })).toHaveCount(0);
+      await dialog.getByRole("button", { name: "Close" }).click();
+      await expect(dialog).toBeHidden();
+    }
   });
 
   test("a node that does not answer is shown in the dialog as unknown, as on the lock's page, not as holding nothing", async ({ page, request, signIn }) => {
@@ -226,7 +250,7 @@ test.describe("force release from the browser", () => {
 
     await tabTo(page, page.getByLabel("Filter locks"));
     await page.keyboard.type(resource);
-    await expect(page.getByText(/^1 of \d+ locks$/)).toBeVisible();
+    await expect(page.getByText(/^1 of \d+ locks shown: 1 held$/)).toBeVisible();
     await tabTo(page, page.getByRole("link", { name: resource }));
     await page.keyboard.press("Enter");
     await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
