@@ -6,13 +6,14 @@ export const dynamic = "force-dynamic";
 
 type SearchParams = Promise<Record<string, string | string[] | undefined>>;
 
-/** `?from=` and `?to=` arrive as ISO instants; the inputs want local `YYYY-MM-DDTHH:mm:ss`. */
-function localInput(value: string | string[] | undefined): string {
+/**
+ * `?from=` and `?to=` (ISO instants or epoch ms) as ISO instants. The browser turns them into its own local time
+ * for the inputs: this server's time zone is not the reader's.
+ */
+function instant(value: string | string[] | undefined): string {
   if (typeof value !== "string") return "";
   const ms = /^\d{1,15}$/.test(value) ? Number(value) : Date.parse(value);
-  if (!Number.isFinite(ms)) return "";
-  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
-  return d.toISOString().slice(0, 19);
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : "";
 }
 
 export default async function AuditPage({ searchParams }: { searchParams: SearchParams }) {
@@ -22,7 +23,7 @@ export default async function AuditPage({ searchParams }: { searchParams: Search
     <section>
       <h1>Audit log</h1>
       <p className="muted">Every force release and lock-pattern change: who, when, why, and what it did (for a release, on each node). Newest first.</p>
-      <AuditLog initial={{ resource: text(params.resource), actor: text(params.actor), from: localInput(params.from), to: localInput(params.to) }} />
+      <AuditLog initial={{ resource: text(params.resource), actor: text(params.actor), from: instant(params.from), to: instant(params.to) }} />
       <HeldAtLookup />
     </section>
   );

@@ -39,6 +39,13 @@ function outcomeText(entry: AuditEntry): string {
   return (entry.action === "patterns-changed" ? PATTERNS_OUTCOME_TEXT[entry.outcome] : undefined) ?? OUTCOME_TEXT[entry.outcome];
 }
 
+/** An ISO instant as a `datetime-local` input value in this browser's time zone (empty when unset). */
+function localInput(iso: string): string {
+  const ms = iso ? Date.parse(iso) : NaN;
+  if (!Number.isFinite(ms)) return "";
+  return new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+}
+
 /** The query string the API takes for these filters (times sent as ISO instants). */
 export function filterQuery(filters: AuditFilterValues): URLSearchParams {
   const params = new URLSearchParams();
@@ -76,12 +83,17 @@ function NodeResults({ entry }: { entry: AuditEntry }) {
   );
 }
 
-/** The audit log: every force release and pattern change, newest first, with filters, per-node outcomes and CSV/JSON export. */
+/**
+ * The audit log: every force release and pattern change, newest first, with filters, per-node outcomes and CSV/JSON
+ * export. `initial`: the filters the address names, `from` and `to` as ISO instants.
+ */
 export function AuditLog({ initial }: { initial: AuditFilterValues }) {
   const session = useSession();
   const signedOut = !session.isPending && session.data === null;
-  const [draft, setDraft] = useState<AuditFilterValues>(initial);
-  const [filters, setFilters] = useState<AuditFilterValues>(initial);
+  // `initial` comes from the address, with `from` and `to` as ISO instants: read in this browser's time zone. (The
+  // form is first drawn once the session is known, in the browser: the server's rendering never shows these.)
+  const [draft, setDraft] = useState<AuditFilterValues>(() => ({ ...initial, from: localInput(initial.from), to: localInput(initial.to) }));
+  const [filters, setFilters] = useState<AuditFilterValues>(draft);
   const [expanded, setExpanded] = useState<string | null>(null);
   const query = filterQuery(filters);
 

@@ -1,0 +1,37 @@
+import { expect, lockNodeClients, test } from "./fixtures";
+import { releasedByScript, unique } from "./scene";
+
+test.describe("the audit page", () => {
+  // A browser in another time zone than the console's (which runs in this machine's).
+  test.use({ timezoneId: Intl.DateTimeFormat().resolvedOptions().timeZone === "Asia/Kathmandu" ? "America/New_York" : "Asia/Kathmandu" });
+
+  test("a time filter kept in the address shows the same times and entries after a reload, in the browser's time zone", async ({ page, request, signIn }) => {
+    const nodes = await lockNodeClients(request);
+    const resource = unique("audit-window");
+    try {
+      await releasedByScript(request, nodes, resource, "oncall-bot", "checking the time filter");
+    } finally {
+      for (const n of nodes) n.disconnect();
+    }
+    await signIn("viewer");
+    await page.goto(`/audit?resource=${encodeURIComponent(resource)}`);
+    const entry = page.getByRole("table", { name: "Audit entries" }).getByRole("row").filter({ hasText: resource });
+    await expect(entry).toHaveCount(1);
+    // From a minute before the release, as the browser's clock reads it.
+    const at = Number((await entry.getAttribute("data-audit-id"))?.split("-")[0]);
+    const from = await page.evaluate((ms) => {
+      const d = new Date(ms - 60_000);
+      const two = (n: number) => String(n).padStart(2, "0");
+      return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}T${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+    }, at);
+    await page.getByLabel("From").fill(from);
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect(entry).toHaveCount(1);
+
+    // The address keeps the filter: reloaded (or sent to a colleague), the page shows the same window.
+    await page.reload();
+    await expect(page.getByLabel("From")).toHaveValue(from);
+    await expect(entry).toHaveCount(1);
+    await expect(page.getByText("No force releases or pattern changes recorded")).toHaveCount(0);
+  });
+});
