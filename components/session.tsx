@@ -36,7 +36,16 @@ export function SessionControl() {
   const queryClient = useQueryClient();
   if (!data || data.via === "open") {
     return (
-      <a className="button" href="/login">
+      <a
+        className="button"
+        href="/login"
+        onClick={(event) => {
+          // Back to this page, with its query (a group, the audit filters), once signed in.
+          if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey || window.location.pathname === "/login") return;
+          event.preventDefault();
+          window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname + window.location.search)}`);
+        }}
+      >
         Sign in
       </a>
     );
