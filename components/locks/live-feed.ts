@@ -232,6 +232,8 @@ class LiveFeed {
           if (res.status === 401) {
             this.retryTimer = null;
             this.setStatus("signed-out");
+            // The session ended: the header asks who is signed in again.
+            void this.client.invalidateQueries({ queryKey: ["session"] });
             return;
           }
           this.connect();

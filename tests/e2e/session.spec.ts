@@ -10,3 +10,16 @@ test("the header's Sign in brings the reader back to the page they were on", asy
   expect(new URL(page.url()).pathname).toBe("/audit");
   await expect(page.getByRole("searchbox", { name: "Resource" })).toHaveValue("lock:orders");
 });
+
+test("once the session has ended, the header stops naming the signed-in operator and offers Sign in", async ({ page, signIn, baseURL }) => {
+  await signIn("operator");
+  await page.goto("/");
+  const signedInAs = page.getByRole("banner").getByLabel("Signed in as");
+  await expect(signedInAs).toHaveText("e2e-operator (operator)");
+  // Signed out in another tab (or the session expired): the cookie this tab has no longer counts.
+  const ended = await page.request.delete("/api/session", { headers: { Origin: new URL(baseURL ?? "http://127.0.0.1").origin } });
+  expect(ended.status()).toBe(204);
+  await expect(page.getByRole("main").getByText("Sign in to see locks.")).toBeVisible({ timeout: 30_000 });
+  await expect(signedInAs).toHaveCount(0);
+  await expect(page.getByRole("banner").getByRole("link", { name: "Sign in" })).toBeVisible();
+});
