@@ -24,6 +24,8 @@ const GROUP_COLUMNS: Array<{ key: GroupSort; label: string }> = [
   { key: "held", label: "Held" },
   { key: "partial", label: "Partial" },
   { key: "elapsed", label: "TTL elapsed" },
+  // Ended a moment ago and still listed: with them, a group's locks add up (held + partial + TTL elapsed + ended).
+  { key: "ended", label: "Ended" },
   { key: "contention", label: "Contention" },
   { key: "oldest", label: "Oldest holder" },
   { key: "ttl", label: "Shortest TTL" },
@@ -118,6 +120,7 @@ function GroupRow({ group: g, deployment, now }: { group: LockGroup; deployment:
       <td className="col-held mono">{g.held.toLocaleString("en")}</td>
       <td className="col-partial mono">{g.partial > 0 ? <strong>{g.partial.toLocaleString("en")}</strong> : "0"}</td>
       <td className="col-elapsed mono">{g.elapsed.toLocaleString("en")}</td>
+      <td className="col-ended mono">{g.ended.toLocaleString("en")}</td>
       <td className="col-contention" data-truncates title={contention ?? "Not visible for these locks' libraries"}>
         {contention ?? <span className="muted">not visible</span>}
       </td>

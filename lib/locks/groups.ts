@@ -55,7 +55,7 @@ export interface LockGroup {
   shortestTtl: { resource: string; expiresAt: number; deployment?: string } | null;
 }
 
-export const GROUP_SORTS = ["group", "locks", "held", "partial", "elapsed", "contention", "oldest", "ttl"] as const;
+export const GROUP_SORTS = ["group", "locks", "held", "partial", "elapsed", "ended", "contention", "oldest", "ttl"] as const;
 export type GroupSort = (typeof GROUP_SORTS)[number];
 
 /** Sort keys of the server-paged lock list, one per column of the locks table. */

@@ -100,6 +100,30 @@ test.describe("grouped view of a large fleet", () => {
     await expect(groups.getByRole("row", { name: `${prefix}-billing`, exact: true }).getByRole("cell").nth(0)).toHaveText("121");
   });
 
+  test("a group's row adds up while its locks end: held, partial, TTL elapsed and ended make its locks", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:ending${randomBytes(2).toString("hex")}`;
+    await holdFleet(clients, prefix);
+    await page.goto("/");
+    const groups = page.getByRole("table", { name: "Lock groups" });
+    const orders = groups.getByRole("row", { name: `${prefix}-orders`, exact: true });
+    await expect(orders.getByRole("cell").nth(1)).toHaveText("450", { timeout: 30_000 });
+    const column = async (name: string) => (await groups.getByRole("columnheader").allTextContents()).findIndex((text) => text.trim() === name) - 1;
+
+    const ended = await column("Ended");
+    expect(ended, "an Ended column").toBeGreaterThan(0);
+    // Three of the group's locks are released: listed a few seconds more, as ended, and no longer held. (One row as
+    // drawn, read at once: the figures of one refresh.)
+    await Promise.all(clients.map((c) => c.del(`${prefix}-orders/job-0001`, `${prefix}-orders/job-0002`, `${prefix}-orders/job-0003`)));
+    await expect
+      .poll(async () => {
+        const cells = await orders.getByRole("cell").allTextContents();
+        return [cells[0], cells[1], cells[ended]].join(" ");
+      })
+      .toBe("450 447 3");
+  });
+
   test("a group larger than a table can scroll is shown a range of rows at a time, with the way to the next and back", async ({ page, request, signIn }) => {
     test.setTimeout(180_000);
     await signIn("viewer");
