@@ -137,19 +137,19 @@ function Header({ data }: { data: LiveLocks | undefined }) {
       <dl className="locks-counts" aria-label="Live counts">
         <div>
           <dt>locks held</dt>
-          <dd>{held}</dd>
+          <dd>{held.toLocaleString("en")}</dd>
         </div>
         <div>
           <dt>acquisitions/s</dt>
-          <dd>{stats?.acquisitionsPerSec ?? 0}</dd>
+          <dd>{(stats?.acquisitionsPerSec ?? 0).toLocaleString("en")}</dd>
         </div>
         <div>
           <dt>contention/s</dt>
-          <dd>{stats?.contentionPerSec ?? 0}</dd>
+          <dd>{(stats?.contentionPerSec ?? 0).toLocaleString("en")}</dd>
         </div>
         <div>
           <dt>expirations/s</dt>
-          <dd>{stats?.expirationsPerSec ?? 0}</dd>
+          <dd>{(stats?.expirationsPerSec ?? 0).toLocaleString("en")}</dd>
         </div>
         <div>
           <dt>nodes up</dt>
@@ -165,12 +165,13 @@ function Header({ data }: { data: LiveLocks | undefined }) {
  * rows are more than the locks held. "held" counts as the "locks held" tile does (TTL elapsed, not yet reclaimed, included).
  */
 function countText(rows: readonly Lock[], total: number): string {
-  const shown = rows.length === total ? `${total} ${total === 1 ? "lock" : "locks"} shown` : `${rows.length} of ${total} locks shown`;
+  const n = (count: number) => count.toLocaleString("en");
+  const shown = rows.length === total ? `${n(total)} ${total === 1 ? "lock" : "locks"} shown` : `${n(rows.length)} of ${n(total)} locks shown`;
   if (rows.length === 0) return shown;
   const held = rows.filter((l) => l.state === "held" || l.state === "elapsed").length;
   const partial = rows.filter((l) => l.state === "partial").length;
   const ended = rows.length - held - partial;
-  return `${shown}: ${[`${held} held`, partial > 0 ? `${partial} partial` : null, ended > 0 ? `${ended} ended` : null].filter(Boolean).join(", ")}`;
+  return `${shown}: ${[`${n(held)} held`, partial > 0 ? `${n(partial)} partial` : null, ended > 0 ? `${n(ended)} ended` : null].filter(Boolean).join(", ")}`;
 }
 
 /** Every lock of a small fleet, live from the tab's stream, filtered and sorted in the browser. */

@@ -109,6 +109,8 @@ test.describe("grouped view of a large fleet", () => {
     const groups = page.getByRole("table", { name: "Lock groups" });
     const orders = groups.getByRole("row", { name: `${prefix}-orders`, exact: true });
     await expect(orders.getByRole("cell").nth(1)).toHaveText("450", { timeout: 30_000 });
+    // Thousands written as the groups' figures are ("5,210", not "5210").
+    await expect(page.locator("dl[aria-label='Live counts'] > div").filter({ hasText: "locks held" }).locator("dd")).toHaveText(/^\d{1,3}(,\d{3})+$/);
     const column = async (name: string) => (await groups.getByRole("columnheader").allTextContents()).findIndex((text) => text.trim() === name) - 1;
 
     const ended = await column("Ended");

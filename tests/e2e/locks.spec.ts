@@ -97,18 +97,18 @@ test.describe("live locks", () => {
     await clients[0]!.set(`${prefix}/split`, "only-on-node-0", "PX", 120_000);
     await clients[1]!.set(`${prefix}/split`, "only-on-node-1", "PX", 120_000);
     await page.getByLabel("Filter locks").fill(prefix);
-    await expect(page.getByText(/^4 (of \d+ )?locks shown/)).toHaveText(/^4 (of \d+ )?locks shown: 3 held, 1 partial$/);
+    await expect(page.getByText(/^4 (of [\d,]+ )?locks shown/)).toHaveText(/^4 (of [\d,]+ )?locks shown: 3 held, 1 partial$/);
     // One of the three ends: it stays listed a few seconds, as ended, and is no longer counted as held.
     await Promise.all(clients.map((c) => c.del(`${prefix}/c`)));
     await expect(table.getByRole("row", { name: `${prefix}/c`, exact: true }).getByRole("cell").nth(0)).toHaveText("released");
-    await expect(page.getByText(/^4 (of \d+ )?locks shown/)).toHaveText(/^4 (of \d+ )?locks shown: 2 held, 1 partial, 1 ended$/);
+    await expect(page.getByText(/^4 (of [\d,]+ )?locks shown/)).toHaveText(/^4 (of [\d,]+ )?locks shown: 2 held, 1 partial, 1 ended$/);
     await page.getByLabel("Filter locks").fill("");
     // Unfiltered, the count's "held" is the "locks held" tile's figure.
     const tile = page.locator("dl[aria-label='Live counts'] > div").filter({ hasText: "locks held" }).locator("dd");
     await expect
       .poll(async () => {
-        const count = (await page.getByText(/^\d+ locks? shown/).textContent()) ?? "";
-        return count.match(/: (\d+) held/)?.[1] === (await tile.textContent());
+        const count = (await page.getByText(/^[\d,]+ locks? shown/).textContent()) ?? "";
+        return count.match(/: ([\d,]+) held/)?.[1] === (await tile.textContent());
       })
       .toBe(true);
     await Promise.all(clients.map((c) => c.del(`${prefix}/a`, `${prefix}/b`, `${prefix}/split`)));
@@ -237,14 +237,14 @@ test.describe("live locks", () => {
     await page.goto("/");
     await expect(page.getByRole("status", { name: "Live connection" })).toHaveText(/live/);
     const table = page.getByRole("table", { name: "Locks" });
-    await expect(page.getByText(/\d+ locks shown/)).toHaveText(/^(3[0-9]{3}) locks shown: /, { timeout: 30_000 });
+    await expect(page.getByText(/\d+ locks shown/)).toHaveText(/^(3,[0-9]{3}) locks shown: /, { timeout: 30_000 });
     // Virtualized: only what fits on screen is in the DOM.
     expect(await table.getByRole("row").count()).toBeLessThan(120);
     await expect(table.getByRole("row", { name: `${prefix}/a-hot-sku-0`, exact: true })).toBeVisible();
     await expect(table.getByRole("row", { name: `${prefix}/a-split-brain`, exact: true })).toContainText("partial");
     await expect(table.getByRole("row", { name: `${prefix}/a-hot-sku-0`, exact: true })).toContainText(/\d+\/min/, { timeout: 20_000 });
     await page.getByLabel("Filter locks").fill("order-00042");
-    await expect(page.getByText(/^1 of \d+ locks shown: 1 held$/)).toBeVisible();
+    await expect(page.getByText(/^1 of [\d,]+ locks shown: 1 held$/)).toBeVisible();
     await page.getByLabel("Filter locks").fill("");
     // Most contended first: click Contention twice (ascending, then descending).
     await page.getByRole("button", { name: "Contention" }).click();

@@ -250,7 +250,7 @@ test.describe("force release from the browser", () => {
 
     await tabTo(page, page.getByLabel("Filter locks"));
     await page.keyboard.type(resource);
-    await expect(page.getByText(/^1 of \d+ locks shown: 1 held$/)).toBeVisible();
+    await expect(page.getByText(/^1 of [\d,]+ locks shown: 1 held$/)).toBeVisible();
     await tabTo(page, page.getByRole("link", { name: resource }));
     await page.keyboard.press("Enter");
     await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
