@@ -1,6 +1,7 @@
 "use client";
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
+import type { ReactNode } from "react";
 import { apiFetch, ApiRequestError } from "./api-client";
 
 export interface SessionInfo {
@@ -30,24 +31,30 @@ export function useIsOperator(): boolean {
   return useSession().data?.role === "operator";
 }
 
+/** A link to the sign-in page that comes back to this page, with its query (a group, the audit filters), once signed in. */
+export function SignInLink({ className, children }: { className?: string; children: ReactNode }) {
+  return (
+    <a
+      className={className}
+      href="/login"
+      onClick={(event) => {
+        if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey || window.location.pathname === "/login") return;
+        event.preventDefault();
+        window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname + window.location.search)}`);
+      }}
+    >
+      {children}
+    </a>
+  );
+}
+
 /** Sign-in state in the header: who you are, and a sign-in or sign-out control. */
 export function SessionControl() {
   const { data } = useSession();
   const queryClient = useQueryClient();
   if (!data || data.via === "open") {
     return (
-      <a
-        className="button"
-        href="/login"
-        onClick={(event) => {
-          // Back to this page, with its query (a group, the audit filters), once signed in.
-          if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey || window.location.pathname === "/login") return;
-          event.preventDefault();
-          window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname + window.location.search)}`);
-        }}
-      >
-        Sign in
-      </a>
+      <SignInLink className="button">Sign in</SignInLink>
     );
   }
   return (

@@ -7,7 +7,7 @@ import { apiFetch, ApiRequestError } from "../api-client";
 import styles from "./audit-log.module.css";
 import { MessageText } from "../message-text";
 import { TableHead, TableScroll } from "../table-scroll";
-import { useSession } from "../session";
+import { SignInLink, useSession } from "../session";
 
 export interface AuditFilterValues {
   resource: string;
@@ -140,7 +140,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
   if (signedOut || (result.error instanceof ApiRequestError && result.error.status === 401)) {
     return (
       <p className="panel">
-        Reading the audit log needs the viewer or operator token: <a href="/login?next=/audit">sign in</a>.
+        Reading the audit log needs the viewer or operator token: <SignInLink>sign in</SignInLink>.
       </p>
     );
   }

@@ -1,6 +1,5 @@
 "use client";
 
-import Link from "next/link";
 import { useSearchParams } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
 import { useDeferredValue, useMemo, useRef, useState } from "react";
@@ -16,6 +15,7 @@ import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey
 import { LossesPanel } from "./losses-panel";
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
+import { SignInLink } from "../session";
 import { useLiveLocks, useLiveNodes, useNow } from "./use-live-locks";
 
 function compare(key: SortKey, a: Lock, b: Lock): number {
@@ -96,9 +96,7 @@ function SignInPrompt() {
       <p>
         <strong>Sign in to see locks.</strong> This console needs the viewer or operator token to show them.
       </p>
-      <Link className="button primary" href="/login?next=%2F">
-        Sign in
-      </Link>
+      <SignInLink className="button primary">Sign in</SignInLink>
     </div>
   );
 }

@@ -11,6 +11,23 @@ test("the header's Sign in brings the reader back to the page they were on", asy
   await expect(page.getByRole("searchbox", { name: "Resource" })).toHaveValue("lock:orders");
 });
 
+test("signed out, a shared audit search or a group's page asks to sign in and then shows what the link named", async ({ page }) => {
+  for (const [path, link, back] of [
+    ["/audit?resource=lock%3Aorders", "sign in", async () => expect(page.getByRole("searchbox", { name: "Resource" })).toHaveValue("lock:orders")],
+    ["/?group=lock%3Aorders", "Sign in", async () => expect(page.getByRole("heading", { level: 2, name: "lock:orders" })).toBeVisible()],
+  ] as const) {
+    await page.context().clearCookies();
+    await page.goto(path);
+    await page.getByRole("main").getByRole("link", { name: link, exact: true }).click();
+    await expect(page).toHaveURL(/\/login/);
+    await page.getByLabel("Token").fill(E2E_VIEWER_TOKEN);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL((url) => url.pathname !== "/login");
+    expect(new URL(page.url()).pathname + new URL(page.url()).search, path).toBe(path);
+    await back();
+  }
+});
+
 test("once the session has ended, the header stops naming the signed-in operator and offers Sign in", async ({ page, signIn, baseURL }) => {
   await signIn("operator");
   await page.goto("/");
