@@ -72,11 +72,7 @@ export function GroupsTable({ deployments }: { deployments: readonly string[] })
       <TableTools
         deployment={{ choices: deployments, value: shownDeployment, onChange: setDeployment }}
         search={{ label: "Filter groups", placeholder: "Filter groups by name", value: text, onChange: setText }}
-        count={
-          data
-            ? `${data.locks.toLocaleString("en")} locks in ${data.total.toLocaleString("en")} ${data.total === 1 ? "group" : "groups"}${data.total > data.groups.length ? `, first ${data.groups.length} shown` : ""}`
-            : "Loading groups…"
-        }
+        count={data ? groupsCount(data, search !== "") : "Loading groups…"}
       />
       {query.isError && <LoadError what="the groups" error={query.error} />}
       <div className="locks-scroll groups-scroll">
@@ -103,6 +99,19 @@ export function GroupsTable({ deployments }: { deployments: readonly string[] })
       <p className="muted groups-note">Locks are grouped by the start of their name (the console&apos;s group pattern). Open a group to see its locks.</p>
     </div>
   );
+}
+
+/**
+ * How many groups and locks the table shows. `locks` is the whole fleet's (of the deployment chosen): with a
+ * search, the matching groups' own locks come first, the fleet's beside them.
+ */
+function groupsCount(data: LockGroupsPage, searched: boolean): string {
+  const n = (count: number) => count.toLocaleString("en");
+  const groups = `${n(data.total)} ${data.total === 1 ? "group" : "groups"}`;
+  const firstShown = data.total > data.groups.length ? `, first ${n(data.groups.length)} shown` : "";
+  if (!searched) return `${n(data.locks)} locks in ${groups}${firstShown}`;
+  const matching = data.groups.reduce((sum, g) => sum + g.locks, 0);
+  return `${groups} ${data.total === 1 ? "matches" : "match"}${firstShown}: ${n(matching)} ${matching === 1 ? "lock" : "locks"}${firstShown ? " in those" : ""} (of ${n(data.locks)} in all)`;
 }
 
 function GroupRow({ group: g, deployment, now }: { group: LockGroup; deployment: string; now: number }) {

@@ -111,6 +111,10 @@ test.describe("grouped view of a large fleet", () => {
     await expect(orders.getByRole("cell").nth(1)).toHaveText("450", { timeout: 30_000 });
     // Thousands written as the groups' figures are ("5,210", not "5210").
     await expect(page.locator("dl[aria-label='Live counts'] > div").filter({ hasText: "locks held" }).locator("dd")).toHaveText(/^\d{1,3}(,\d{3})+$/);
+    // Filtered, the count is the matching groups' locks, beside the fleet's.
+    await page.getByRole("searchbox", { name: "Filter groups" }).fill(`${prefix}-orders`);
+    await expect(groups.getByRole("row")).toHaveCount(2);
+    await expect(page.locator(".locks-tools [aria-live]")).toHaveText(/^1 group matches: 450 locks \(of [\d,]+ in all\)$/);
     const column = async (name: string) => (await groups.getByRole("columnheader").allTextContents()).findIndex((text) => text.trim() === name) - 1;
 
     const ended = await column("Ended");
