@@ -173,6 +173,11 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
       if (error instanceof ApiRequestError && error.status === 409) {
         const details = error.details as { current?: CurrentHolder } | undefined;
         setOutcome({ kind: "changed-hands", current: details?.current ?? null, message: error.message });
+      } else if (error instanceof ApiRequestError && error.status === 401) {
+        // Signed out meanwhile (expired, or in another tab): said in the page's words, not the API's, and the header
+        // asks who is signed in again.
+        setOutcome({ kind: "error", message: "Your session has ended, so nothing was released. Sign in again, then release the lock." });
+        void queryClient.invalidateQueries({ queryKey: ["session"] });
       } else if (error instanceof ApiRequestError) {
         setOutcome({ kind: "error", message: error.message });
       } else {

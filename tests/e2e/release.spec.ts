@@ -158,6 +158,23 @@ test.describe("force release from the browser", () => {
     }
   });
 
+  test("a release sent after the session ended says so in plain words, releases nothing, and the header offers Sign in", async ({ page, signIn, baseURL }) => {
+    await signIn("operator");
+    const resource = unique("session-ended");
+    const value = await holdLock(nodes, resource, "night-batch", "8");
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    await dialog.getByLabel("Reason").fill("stuck since midnight");
+    // The session ends while the dialog is open (it expired, or the operator signed out in another tab).
+    expect((await page.request.delete("/api/session", { headers: { Origin: new URL(baseURL ?? "http://127.0.0.1").origin } })).status()).toBe(204);
+    await dialog.getByRole("button", { name: "Release" }).click();
+    await expect(dialog.getByRole("alert")).toHaveText("Your session has ended, so nothing was released. Sign in again, then release the lock.");
+    await expect(page.getByRole("banner").getByRole("link", { name: "Sign in" })).toBeVisible();
+    for (const n of nodes) expect(await n.get(resource)).toBe(value);
+    await deleteMatching(nodes, resource);
+  });
+
   test("a node that does not answer is shown in the dialog as unknown, as on the lock's page, not as holding nothing", async ({ page, request, signIn }) => {
     await signIn("operator");
     const resource = unique("node-down");
