@@ -30,3 +30,9 @@ export async function apiFetch<T>(path: string, init?: RequestInit): Promise<T> 
   }
   return data as T;
 }
+
+/** An API refusal in a page's words: there a 401 means the reader's session has ended (the API's own message speaks to scripts). */
+export function errorText(error: unknown): string {
+  if (error instanceof ApiRequestError && error.status === 401) return "You are not signed in, or your session has ended: sign in again, then try once more.";
+  return error instanceof Error ? error.message : String(error);
+}

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import { LAB_PRESETS, type LabPreset } from "@/lib/lab/presets";
 import { LOCKING_STRATEGIES, type RunSettings } from "@/lib/lab/settings";
 import type { RunRecord } from "@/lib/lab/types";
-import { apiFetch, ApiRequestError } from "../api-client";
+import { apiFetch, ApiRequestError, errorText } from "../api-client";
 import { useHealth } from "../node-status";
 import { useIsOperator, useSession } from "../session";
 import { explainRun, stopText } from "./explain";
@@ -60,7 +60,7 @@ export function LabClient() {
         const runningId = (e.details as { runningId?: string } | undefined)?.runningId;
         if (runningId) setWatching(runningId);
       }
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorText(e));
       return null;
     }
   }
@@ -94,7 +94,7 @@ export function LabClient() {
     try {
       await apiFetch(`/api/demo/runs/${run.id}`, { method: "DELETE" });
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorText(e));
     }
     await queryClient.invalidateQueries({ queryKey: runKey(run.id) });
   }

@@ -3,7 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
 import type { Lock } from "@/lib/locks/types";
-import { apiFetch, ApiRequestError } from "../api-client";
+import { apiFetch, ApiRequestError, errorText } from "../api-client";
 import { MessageText } from "../message-text";
 import { useIsOperator } from "../session";
 import { TableHead, TableScroll } from "../table-scroll";
@@ -183,7 +183,7 @@ export function PatternsPanel() {
       )}
       {save.error && (
         <p role="alert" className="error-text">
-          <MessageText text={save.error.message} />
+          <MessageText text={errorText(save.error)} />
         </p>
       )}
       {note && (

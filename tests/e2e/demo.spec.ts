@@ -109,3 +109,15 @@ test("a script drives the lab over HTTP, and the run's lock shows on the Locks p
   }
   expect((await request.delete(`/api/demo/runs/${id}`, { headers: auth })).status()).toBe(409);
 });
+
+test("a run started after the session ended says to sign in again, in the page's words", async ({ page, signIn, baseURL }) => {
+  await signIn("operator");
+  await page.goto("/demo");
+  const start = page.getByRole("button", { name: "Start run" });
+  await expect(start).toBeEnabled();
+  // The session ends while the page is open (it expired, or the operator signed out in another tab).
+  expect((await page.request.delete("/api/session", { headers: { Origin: new URL(baseURL ?? "http://127.0.0.1").origin } })).status()).toBe(204);
+  await start.click();
+  const settings = page.getByRole("region", { name: "Settings" });
+  await expect(settings.getByRole("alert")).toHaveText("You are not signed in, or your session has ended: sign in again, then try once more.");
+});
