@@ -68,7 +68,8 @@ export function SessionControl() {
         onClick={async () => {
           await fetch("/api/session", { method: "DELETE", credentials: "same-origin" });
           await queryClient.invalidateQueries();
-          window.location.assign("/login");
+          // Signing in again (as another role, say) comes back here.
+          window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname + window.location.search)}`);
         }}
       >
         Sign out

@@ -1,4 +1,4 @@
-import { E2E_VIEWER_TOKEN, expect, test } from "./fixtures";
+import { E2E_OPERATOR_TOKEN, E2E_VIEWER_TOKEN, expect, test } from "./fixtures";
 
 test("the header's Sign in brings the reader back to the page they were on", async ({ page }) => {
   await page.goto("/audit?resource=lock%3Aorders");
@@ -9,6 +9,18 @@ test("the header's Sign in brings the reader back to the page they were on", asy
   await page.waitForURL((url) => url.pathname !== "/login");
   expect(new URL(page.url()).pathname).toBe("/audit");
   await expect(page.getByRole("searchbox", { name: "Resource" })).toHaveValue("lock:orders");
+});
+
+test("signing out and in again, as an operator, comes back to the page the viewer was on", async ({ page, signIn }) => {
+  await signIn("viewer");
+  await page.goto("/audit?resource=lock%3Aorders");
+  await page.getByRole("banner").getByRole("button", { name: "Sign out" }).click();
+  await expect(page).toHaveURL(/\/login/);
+  await page.getByLabel("Token").fill(E2E_OPERATOR_TOKEN);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL((url) => url.pathname !== "/login");
+  expect(new URL(page.url()).pathname + new URL(page.url()).search).toBe("/audit?resource=lock%3Aorders");
+  await expect(page.getByRole("banner").getByLabel("Signed in as")).toContainText("(operator)");
 });
 
 test("signed out, a shared audit search or a group's page asks to sign in and then shows what the link named", async ({ page }) => {
