@@ -1,12 +1,21 @@
+import type { Page } from "@playwright/test";
 import { E2E_OPERATOR_TOKEN, E2E_VIEWER_TOKEN, expect, test } from "./fixtures";
+
+/** Signs in on the sign-in page, once it has hydrated (the header's node status is filled in by client code). */
+async function signInOnPage(page: Page, token: string): Promise<void> {
+  await expect(page).toHaveURL(/\/login/);
+  await expect(page.getByRole("status", { name: "Lock nodes" })).toContainText("up");
+  await page.getByLabel("Token").fill(token);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL((url) => url.pathname !== "/login");
+}
 
 test("the header's Sign in brings the reader back to the page they were on", async ({ page }) => {
   await page.goto("/audit?resource=lock%3Aorders");
+  // (The link goes back to the page once the page has hydrated: its node status is filled in by client code.)
+  await expect(page.getByRole("status", { name: "Lock nodes" })).toContainText("up");
   await page.getByRole("banner").getByRole("link", { name: "Sign in" }).click();
-  await expect(page).toHaveURL(/\/login/);
-  await page.getByLabel("Token").fill(E2E_VIEWER_TOKEN);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.waitForURL((url) => url.pathname !== "/login");
+  await signInOnPage(page, E2E_VIEWER_TOKEN);
   expect(new URL(page.url()).pathname).toBe("/audit");
   await expect(page.getByRole("searchbox", { name: "Resource" })).toHaveValue("lock:orders");
 });
@@ -14,11 +23,9 @@ test("the header's Sign in brings the reader back to the page they were on", asy
 test("signing out and in again, as an operator, comes back to the page the viewer was on", async ({ page, signIn }) => {
   await signIn("viewer");
   await page.goto("/audit?resource=lock%3Aorders");
+  await expect(page.getByRole("status", { name: "Lock nodes" })).toContainText("up");
   await page.getByRole("banner").getByRole("button", { name: "Sign out" }).click();
-  await expect(page).toHaveURL(/\/login/);
-  await page.getByLabel("Token").fill(E2E_OPERATOR_TOKEN);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.waitForURL((url) => url.pathname !== "/login");
+  await signInOnPage(page, E2E_OPERATOR_TOKEN);
   expect(new URL(page.url()).pathname + new URL(page.url()).search).toBe("/audit?resource=lock%3Aorders");
   await expect(page.getByRole("banner").getByLabel("Signed in as")).toContainText("(operator)");
 });
@@ -30,11 +37,9 @@ test("signed out, a shared audit search or a group's page asks to sign in and th
   ] as const) {
     await page.context().clearCookies();
     await page.goto(path);
+    await expect(page.getByRole("status", { name: "Lock nodes" })).toContainText("up");
     await page.getByRole("main").getByRole("link", { name: link, exact: true }).click();
-    await expect(page).toHaveURL(/\/login/);
-    await page.getByLabel("Token").fill(E2E_VIEWER_TOKEN);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL((url) => url.pathname !== "/login");
+    await signInOnPage(page, E2E_VIEWER_TOKEN);
     expect(new URL(page.url()).pathname + new URL(page.url()).search, path).toBe(path);
     await back();
   }
