@@ -1,7 +1,7 @@
 "use client";
 
 import { useQueryClient } from "@tanstack/react-query";
-import { useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import { sameOriginPath } from "@/lib/safe-redirect";
 import { apiFetch, ApiRequestError } from "./api-client";
 import { MessageText } from "./message-text";
@@ -12,6 +12,14 @@ export function LoginForm({ next }: { next: string }) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const queryClient = useQueryClient();
+  const tokenField = useRef<HTMLInputElement>(null);
+  const nameField = useRef<HTMLInputElement>(null);
+  // What was typed, pasted or filled in by a password manager before the page came alive is in the fields but not
+  // yet in the state (Sign in would stay disabled): take it once, as the page starts.
+  useEffect(() => {
+    if (tokenField.current?.value) setToken(tokenField.current.value);
+    if (nameField.current?.value) setName(nameField.current.value);
+  }, []);
 
   async function submit(event: FormEvent) {
     event.preventDefault();
@@ -31,11 +39,11 @@ export function LoginForm({ next }: { next: string }) {
     <form className="panel" onSubmit={submit} style={{ display: "grid", gap: "0.8rem", maxWidth: 420 }}>
       <label>
         Token
-        <input type="password" autoComplete="current-password" required value={token} onChange={(e) => setToken(e.target.value)} />
+        <input ref={tokenField} type="password" autoComplete="current-password" required value={token} onChange={(e) => setToken(e.target.value)} />
       </label>
       <label>
         Your name (for the audit log)
-        <input type="text" autoComplete="username" maxLength={64} value={name} onChange={(e) => setName(e.target.value)} />
+        <input ref={nameField} type="text" autoComplete="username" maxLength={64} value={name} onChange={(e) => setName(e.target.value)} />
       </label>
       {error && (
         <p role="alert" className="error-text">

@@ -57,3 +57,21 @@ test("once the session has ended, the header stops naming the signed-in operator
   await expect(signedInAs).toHaveCount(0);
   await expect(page.getByRole("banner").getByRole("link", { name: "Sign in" })).toBeVisible();
 });
+
+test("a token typed or filled in before the sign-in page came alive still signs in", async ({ page }) => {
+  // The page's scripts held back until the token is in the field, as on a slow connection or with a password manager.
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await page.route((url) => url.pathname.startsWith("/_next/static/") && url.pathname.endsWith(".js"), async (route) => {
+    await held;
+    await route.continue();
+  });
+  await page.goto("/login?next=%2Faudit", { waitUntil: "commit" });
+  await page.getByLabel("Token").fill(E2E_VIEWER_TOKEN);
+  release();
+  await expect(page.getByRole("status", { name: "Lock nodes" })).toContainText("up");
+  await expect(page.getByRole("button", { name: "Sign in" })).toBeEnabled();
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL((url) => url.pathname === "/audit");
+  await expect(page.getByRole("banner").getByLabel("Signed in as")).toContainText("(viewer)");
+});
