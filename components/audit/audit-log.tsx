@@ -128,6 +128,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
   }
 
   const entries = result.data?.pages.flatMap((p) => p.entries) ?? [];
+  const refused = result.error instanceof ApiRequestError && result.error.status === 400;
   const source = result.data?.pages[0]?.source;
   const exportHref = (format: "csv" | "json") => {
     const params = new URLSearchParams(query);
@@ -171,12 +172,18 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
           <button type="button" className="button" onClick={clear}>
             Clear
           </button>
-          <a className="button" href={exportHref("csv")} download>
-            Export CSV
-          </a>
-          <a className="button" href={exportHref("json")} download>
-            Export JSON
-          </a>
+          {(["csv", "json"] as const).map((format) =>
+            // Filters the console refused (a From after the To) would only download a failed file: no export then.
+            refused ? (
+              <button key={format} type="button" className="button" disabled title="The filters above were refused: correct them first">
+                Export {format.toUpperCase()}
+              </button>
+            ) : (
+              <a key={format} className="button" href={exportHref(format)} download>
+                Export {format.toUpperCase()}
+              </a>
+            ),
+          )}
         </div>
       </form>
 

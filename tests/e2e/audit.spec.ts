@@ -34,4 +34,20 @@ test.describe("the audit page", () => {
     await expect(entry).toHaveCount(1);
     await expect(page.getByText("No force releases or pattern changes recorded")).toHaveCount(0);
   });
+
+  test("filters the console refuses say why, and offer no export that would only fail", async ({ page, signIn }) => {
+    await signIn("viewer");
+    await page.goto("/audit");
+    await page.getByLabel("From", { exact: true }).fill("2026-03-02T10:00:00");
+    await page.getByLabel("To", { exact: true }).fill("2026-03-01T10:00:00");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect(page.getByRole("main").getByRole("alert")).toContainText("must be before");
+    const filters = page.getByRole("form", { name: "Filter the audit log" });
+    await expect(filters.getByRole("link", { name: /^Export/ })).toHaveCount(0);
+    await expect(filters.getByRole("button", { name: "Export CSV" })).toBeDisabled();
+    await expect(filters.getByRole("button", { name: "Export JSON" })).toBeDisabled();
+    // Corrected, they are offered again.
+    await page.getByRole("button", { name: "Clear" }).click();
+    await expect(filters.getByRole("link", { name: "Export CSV" })).toBeVisible();
+  });
 });
