@@ -182,9 +182,10 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
       {lock.replication && <ReplicationPanel replication={lock.replication} />}
 
       <h2>Contention</h2>
-      {lock.contention.source === null && lock.contentionHistory.attempts.every((n) => n === 0) ? (
-        // "No failed attempts" would claim what nobody can see: this library's failed attempts leave no trace.
-        <p className="muted">Not visible for this lock: its library&apos;s clients leave no trace in Redis when they fail to take it.</p>
+      {lock.contention.attemptsPerMin === null && lock.contentionHistory.attempts.every((n) => n === 0) ? (
+        // "No failed attempts" would claim what nobody can see: this library's failed attempts leave no trace (a
+        // Redisson fair lock's queue shows its waiters, above, never its failed attempts).
+        <p className="muted">Failed attempts are not visible for this lock: its library&apos;s clients leave no trace in Redis when they fail to take it.</p>
       ) : (
         <ContentionChart history={lock.contentionHistory} />
       )}

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { Semaphore } from "redis-semaphore";
+import { redissonPrefixName } from "@/lib/locks/formats/redisson";
 import { RedissonWriter } from "../support/redisson";
 import { expect, lockNodeClients, test } from "./fixtures";
 import { unique } from "./scene";
@@ -38,12 +39,26 @@ test.describe("locks of every format", () => {
     await redisson.unlock(redissonKey, 77, 120_000);
   });
 
+  test("a Redisson fair lock's page counts its queued waiters and claims no figure of failed attempts, which its clients never leave", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const resource = unique("fair");
+    const redisson = new RedissonWriter(nodes[0]!);
+    await redisson.fairLock(resource, 1, 120_000);
+    await redisson.fairLock(resource, 2, 120_000);
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page.locator(".detail-grid")).toContainText("1 waiting in the library's queue");
+    await expect(page.getByText("Failed attempts are not visible for this lock")).toBeVisible();
+    await expect(page.getByText(/No failed attempts in the last/)).toHaveCount(0);
+    await expect(page.getByRole("img", { name: /Failed acquisition attempts per 10 seconds/ })).toHaveCount(0);
+    await nodes[0]!.del(resource, redissonPrefixName("redisson_lock_queue", resource), redissonPrefixName("redisson_lock_timeout", resource));
+  });
+
   test("a lock on one node is held, single-instance, and counted as held", async ({ page, signIn }) => {
     await signIn("viewer");
     const resource = unique("single");
     await page.goto("/");
     const counts = page.getByRole("list", { name: "Live counts" }).or(page.locator(".locks-counts"));
-    const heldCount = async () => Number(await counts.locator("div", { hasText: "locks held" }).locator("dd").innerText());
+    const heldCount = async () => Number((await counts.locator("div", { hasText: "locks held" }).locator("dd").innerText()).replaceAll(",", ""));
     await expect(page.getByRole("status", { name: "Live connection" })).toContainText(/live|degraded/);
     await nodes[2]!.set(resource, "redis-py-token", "PX", 120_000);
     const row = page.getByRole("row", { name: resource });
@@ -117,7 +132,7 @@ test.describe("locks of every format", () => {
     await Promise.all(nodes.map((n) => n.set(resource, "node-redlock-token-0f3a", "PX", 120_000)));
     await page.goto(`/locks/${encodeURIComponent(resource)}`);
     // A foreign client's failed attempts leave no trace: the page does not claim there were none.
-    await expect(page.getByText("Not visible for this lock")).toBeVisible();
+    await expect(page.getByText("Failed attempts are not visible for this lock")).toBeVisible();
     await expect(page.getByText(/No failed attempts/)).toHaveCount(0);
     await page.getByRole("button", { name: "Force release" }).click();
     const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });

@@ -68,7 +68,7 @@ test.describe("live locks", () => {
     const timeline = page.getByRole("list", { name: "Timeline" });
     await expect(timeline).toContainText("acquired");
     // A foreign client's failed attempts leave no trace in Redis: no chart claiming there were none.
-    await expect(page.getByText("Not visible for this lock")).toBeVisible();
+    await expect(page.getByText("Failed attempts are not visible for this lock")).toBeVisible();
     await expect(page.getByRole("img", { name: /Failed acquisition attempts per 10 seconds/ })).toHaveCount(0);
 
     // This console keeps no history database (its history routes answer `recording: false`): the history section says
