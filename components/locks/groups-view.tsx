@@ -290,7 +290,7 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
           </>
         }
         search={{ label: "Search this group", placeholder: "Search by resource or holder", value: text, onChange: setText }}
-        count={loaded ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? " match" : ""}` : "Loading locks…"}
+        count={loaded ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? (total.current === 1 ? " matches" : " match") : ""}` : "Loading locks…"}
       />
       {error && <LoadError what="the locks" error={error} />}
       {total.current > GROUP_ROWS_WINDOW && <RowsWindowNav shown={shown} total={total.current} onMove={moveWindow} />}

@@ -79,7 +79,7 @@ test.describe("grouped view of a large fleet", () => {
 
     // Search by holder, over every lock of the group.
     await page.getByRole("searchbox", { name: "Search this group" }).fill("nightly");
-    await expect(page.getByText("1 lock match", { exact: true })).toBeVisible();
+    await expect(page.getByText("1 lock matches", { exact: true })).toBeVisible();
     await expect(table.getByRole("row", { name: `${prefix}-orders/job-0007`, exact: true })).toContainText("nightly-report");
     await page.getByRole("searchbox", { name: "Search this group" }).fill("");
 
