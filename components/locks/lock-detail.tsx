@@ -26,6 +26,7 @@ const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
   lost: "lost",
   elapsed: "TTL elapsed",
   partial: "quorum lost",
+  quorum: "quorum reached",
   attempts: "failed attempts",
   holders: "holders changed",
   gap: "watcher gap",

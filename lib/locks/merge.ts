@@ -240,6 +240,11 @@ export type Transition =
   | { type: "ttl-set"; token: string }
   | { type: "elapsed" }
   | { type: "partial" }
+  /**
+   * A partial lock's value holds a quorum (a node that was down came back with it, a slow write completed): the
+   * same lock goes on.
+   */
+  | { type: "quorum" }
   | { type: "ended" };
 
 /** Expiry moves by a millisecond or two between two PTTL samples; anything less than this is not an extension. */
@@ -292,5 +297,6 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
   }
   if (next.state === "elapsed" && prev.state !== "elapsed") out.push({ type: "elapsed" });
   if (next.state === "partial" && prev.state !== "partial") out.push({ type: "partial" });
+  if (prev.state === "partial" && next.state !== "partial" && next.token !== null && !out.some((t) => t.type === "acquired")) out.push({ type: "quorum" });
   return out;
 }

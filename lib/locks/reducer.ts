@@ -459,6 +459,9 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
       case "partial":
         addTimeline(step, lock, now, "partial", `no value on a quorum: ${merged.quorumHeld} of ${context.nodes} nodes hold the most common one`);
         break;
+      case "quorum":
+        addTimeline(step, lock, now, "quorum", `a quorum holds its value: ${merged.quorumHeld} of ${context.nodes} nodes`);
+        break;
       case "ended": {
         const reason = recordEnd(step, lock, hint, now, "ended");
         lock.endedAt = now;

@@ -108,6 +108,7 @@ export const TIMELINE_TYPES = [
   "lost",
   "elapsed",
   "partial",
+  "quorum",
   "attempts",
   "holders",
   "gap",

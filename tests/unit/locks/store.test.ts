@@ -121,6 +121,22 @@ describe("the lock store", () => {
     expect(lock?.nodes.map((n) => n.up)).toEqual([true, true, false]);
   });
 
+  it("says a lock held on exactly a quorum lost it while one of its nodes was down, and regained it when the node came back", () => {
+    const { store } = storeWithNodesUp();
+    store.apply("lock:q", [held(0, "v", T + 60_000), held(1, "v", T + 60_000), gone(2, null)], T);
+    store.tick(T + SETTLE_MS + 1);
+    expect(store.lock("lock:q", T + SETTLE_MS + 1)?.state).toBe("held");
+    store.setNodeUp(1, false, T + 1_000);
+    store.tick(T + 1_000 + SETTLE_MS + 1);
+    expect(store.lock("lock:q", T + 1_000 + SETTLE_MS + 1)?.state).toBe("partial");
+    store.setNodeUp(1, true, T + 5_000);
+    store.tick(T + 5_000 + SETTLE_MS + 1);
+    expect(store.lock("lock:q", T + 5_000 + SETTLE_MS + 1)).toMatchObject({ state: "held", token: "v", quorumHeld: 2 });
+    const timeline = store.get("lock:q", T + 5_000 + SETTLE_MS + 1)?.timeline ?? [];
+    expect(timeline.map((e) => e.type)).toEqual(["acquired", "partial", "quorum"]);
+    expect(timeline.at(-1)?.detail).toBe("a quorum holds its value: 2 of 3 nodes");
+  });
+
   it("counts a hand-over (the release writes the next holder's value) as a release and an acquisition", () => {
     const { store, seen } = storeWithNodesUp();
     store.apply("lock:k", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
