@@ -236,6 +236,31 @@ const KIND_FIELDS: Record<DeploymentKind, { needs: string[]; allows: string[] }>
 };
 const KIND_SPECIFIC = ["urls", "url", "sentinels", "master", "seeds", "sentinelAuth"];
 
+/**
+ * What is wrong with a file `JSON.parse` refused, and where (line and column), in one line and without any of
+ * the file's text: V8's message quotes the characters around the mistake, line breaks and a URL's password
+ * included (a comma left after `"redis://:secret@db"`).
+ */
+function jsonSyntaxProblem(text: string, message: string): string {
+  let position: number | null = null;
+  const at = / at position (\d+)/.exec(message);
+  if (at) position = Number(at[1]);
+  // `Unexpected token 'x', ..."<up to 10 characters either side>"... is not valid JSON`, or the whole text when short.
+  const quoted = /^Unexpected token '([\s\S]+?)', (\.\.\.)?"([\s\S]*)"(?:\.\.\.)? is not valid JSON$/.exec(message);
+  if (position === null && quoted) {
+    const [, token = "", cutBefore, around = ""] = quoted;
+    const start = text.indexOf(around);
+    if (start >= 0) position = start + (cutBefore ? 10 : Math.max(0, around.indexOf(token)));
+  }
+  if (position === null && /Unexpected end of JSON input/.test(message)) position = text.length;
+  const what = quoted ? `unexpected ${JSON.stringify(quoted[1])}` : message.replace(/ in JSON at position[\s\S]*$| at position[\s\S]*$/, "").replace(/\s+/g, " ").trim();
+  if (position === null || position > text.length) return what;
+  const before = text.slice(0, position);
+  const line = before.split("\n").length;
+  const column = position - before.lastIndexOf("\n");
+  return `${what} at line ${line}, column ${column}`;
+}
+
 function fromFile(path: string, c: Collector, readFile: ReadFile): Deployment[] {
   const where = `LOCKSCOPE_DEPLOYMENTS_FILE=${JSON.stringify(path)}`;
   let text: string;
@@ -250,7 +275,7 @@ function fromFile(path: string, c: Collector, readFile: ReadFile): Deployment[] 
   try {
     json = JSON.parse(text);
   } catch (error) {
-    c.add(`${where} is not JSON (${(error as Error).message}): expected {"deployments": [{"name": …, "kind": …}, …]}.`);
+    c.add(`${where} is not JSON (${jsonSyntaxProblem(text, (error as Error).message)}): expected {"deployments": [{"name": …, "kind": …}, …]}.`);
     return [];
   }
   const parsed = fileSchema.safeParse(json);

@@ -147,4 +147,21 @@ describe("deployment configuration", () => {
       'LOCKSCOPE_DEPLOYMENTS_FILE="/nope.json" cannot be read (ENOENT): expected a readable JSON file.',
     ]);
   });
+  it("says where a deployments file is not JSON, in one line and without quoting the file (a URL's password)", () => {
+    const problem = (text: string) => {
+      const lines = linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? text : readFile(p)));
+      expect(lines).toHaveLength(1);
+      const [line = ""] = lines;
+      expect(line).not.toMatch(/\n/);
+      expect(line).not.toMatch(/s3cret|pw@db/);
+      expect(line.startsWith('LOCKSCOPE_DEPLOYMENTS_FILE="/d.json" is not JSON (')).toBe(true);
+      expect(line.endsWith('): expected {"deployments": [{"name": …, "kind": …}, …]}.')).toBe(true);
+      return line;
+    };
+    // A comma left after the last URL (a password in it), in a list and in an object; a missing comma; a cut file.
+    expect(problem('{"deployments": [\n  {"name": "orders", "kind": "redlock",\n   "urls": ["redis://:s3cret-pw@db",]}]}\n')).toMatch(/\(unexpected "]" at line 3, column 37\)/);
+    expect(problem('{ "deployments": [\n  { "name": "orders", "kind": "standalone", "url": "redis://:s3cret-pw@db",\n  } ] }\n')).toMatch(/ at line 3, column 3\)/);
+    expect(problem('{"deployments": [\n{"name": "a", "kind": "standalone" "url": "redis://:s3cret-pw@db"}]}')).toMatch(/ at line 2, column 36\)/);
+    expect(problem('{"deployments": [\n')).toMatch(/ at line 2, column 1\)/);
+  });
 });
