@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import net from "node:net";
@@ -145,6 +145,54 @@ describe("npm start's launcher", () => {
     const embedded = await fromShell({});
     await until("the console with its own nodes stopped once reparented", () => !embedded.alive(), 30_000);
     expect(embedded.log()).toContain("parent exit");
+  }, 240_000);
+
+  it("stops, cleanly, on a SIGTERM or SIGINT sent to npm alone (`npm run start:prod` and `npm start` under a process manager)", async () => {
+    // A process manager signals the process it started: npm, which passes the signal to its script's shell.
+    for (const [script, env, signal] of [
+      ["start:prod", { REDIS_URLS: cluster.urls.join(",") }, "SIGTERM"],
+      ["start", {}, "SIGINT"],
+    ] as const) {
+      const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-npm-signal-"));
+      const port = await freePort();
+      const npm = spawn("npm", ["run", "--silent", script], {
+        cwd: path.resolve(import.meta.dirname, "../.."),
+        env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", LOCKSCOPE_DATA_DIR: dir, ...env },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      npm.stdout.on("data", (c: Buffer) => (out += c.toString()));
+      npm.stderr.on("data", (c: Buffer) => (out += c.toString()));
+      const npmExited = new Promise<void>((resolve) => npm.once("exit", () => resolve()));
+      const listening = () =>
+        new Promise<boolean>((resolve) => {
+          const socket = net.connect(port, "127.0.0.1");
+          socket.once("connect", () => (socket.destroy(), resolve(true)));
+          socket.once("error", () => resolve(false));
+        });
+      try {
+        await until(`${script} serves`, async () => out.includes("console ready at http://") && (await listening()), 90_000, 200);
+        const pidsFile = path.join(dir, "redis", "pids");
+        const nodePorts = existsSync(pidsFile) ? readFileSync(pidsFile, "utf8").trim().split("\n").map((line) => line.split(" ")[1]) : [];
+        expect(nodePorts).toHaveLength(script === "start" ? 3 : 0);
+        npm.kill(signal);
+        await npmExited;
+        // The console heard the signal itself and shut down in order, its port and nodes let go.
+        await until(`the console of ${script} stopped`, async () => out.includes("lockscope: stopped in") && !(await listening()), 20_000, 200);
+        expect(out).toContain(`lockscope: ${signal} received, shutting down`);
+        for (const nodePort of nodePorts) expect(redisServerPids(`:${nodePort}`)).toEqual([]);
+      } finally {
+        if (npm.exitCode === null && npm.signalCode === null) npm.kill("SIGKILL");
+        // A console the signal never reached: found by its data folder, stopped.
+        for (const pid of readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))) {
+          try {
+            if (readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`LOCKSCOPE_DATA_DIR=${dir}`)) process.kill(Number(pid), "SIGTERM");
+          } catch {
+            // ended meanwhile, or not ours to read
+          }
+        }
+      }
+    }
   }, 240_000);
 
   describe("one console per data folder", () => {
