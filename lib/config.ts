@@ -239,14 +239,21 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     env,
     "METRICS_GROUP_PATTERN",
     z.string().transform((s, ctx) => {
+      let pattern: RegExp;
       try {
-        return new RegExp(s);
+        pattern = new RegExp(s);
       } catch {
         ctx.addIssue({ code: "custom", message: "bad regexp" });
         return z.NEVER;
       }
+      // Its capture groups, counted on a pattern that matches the empty string: without one, every lock is `other`.
+      if ((new RegExp(`${s}|`).exec("")?.length ?? 1) < 2) {
+        ctx.addIssue({ code: "custom", message: "it has no capture group: wrap the part that names the group in parentheses", params: { explains: true } });
+        return z.NEVER;
+      }
+      return pattern;
     }),
-    "a regular expression whose first group names a lock's group for metrics labels",
+    "a regular expression whose first group names a lock's group for metrics labels, e.g. ^([^:]+:[^:/]+)",
     CONFIG_DEFAULTS.metricsGroupPattern,
   );
   const metricsMaxGroups = field(env, "METRICS_MAX_GROUPS", wholeNumber(0, 1000), "a whole number from 0 to 1000", String(CONFIG_DEFAULTS.metricsMaxGroups));

@@ -78,6 +78,17 @@ describe("configuration", () => {
     expect(errorOf({ METRICS_GROUP_PATTERN: "([" }).variable).toBe("METRICS_GROUP_PATTERN");
   });
 
+  it("refuses a metrics group pattern without a capture group, which would put every lock in `other`", () => {
+    const noGroup = errorOf({ METRICS_GROUP_PATTERN: "^[^:]+:[^:/]+" });
+    expect(noGroup.variable).toBe("METRICS_GROUP_PATTERN");
+    expect(noGroup.message).toBe(
+      'METRICS_GROUP_PATTERN="^[^:]+:[^:/]+" is invalid: expected a regular expression whose first group names a lock\'s group for metrics labels, e.g. ^([^:]+:[^:/]+) (it has no capture group: wrap the part that names the group in parentheses).',
+    );
+    // A group that does not capture does not count; a named one does.
+    expect(errorOf({ METRICS_GROUP_PATTERN: "^(?:lock):[a-z]+" }).variable).toBe("METRICS_GROUP_PATTERN");
+    expect(parseConfig({ METRICS_GROUP_PATTERN: "^(?<group>[^:]+)" }).metricsGroupPattern.exec("lock:a")?.[1]).toBe("lock");
+  });
+
   it("refuses LOCK_PATTERNS that match the console's own keys, match only keys kept beside locks, or list a glob twice", () => {
     const everything = errorOf({ LOCK_PATTERNS: "lock:*,*" });
     expect(everything.variable).toBe("LOCK_PATTERNS");
