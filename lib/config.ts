@@ -2,7 +2,7 @@ import { z } from "zod";
 import { DEFAULT_LOCK_PATTERNS_ENV, patternKeysProblem } from "./locks/formats/defaults";
 import { globProblem } from "./locks/glob";
 import { parseProxyEntry } from "./client-address";
-import { parseDeployments, type Deployment, type ReadFile } from "./deployment-config";
+import { maskUrl, parseDeployments, type Deployment, type ReadFile } from "./deployment-config";
 
 /**
  * The console's configuration, parsed once from an environment-shaped record. This module never reads the
@@ -53,14 +53,12 @@ export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
 
 /**
  * What an error may show of a wrong value: nothing but its length for a secret (a token one character too
- * short is still almost the whole token), and URLs with their password masked (`REDIS_URLS` carries them).
+ * short is still almost the whole token), and URLs with their password masked (`REDIS_URLS` and
+ * `AUDIT_DATABASE_URL` carry them, in the user part or in the query: `?password=`).
  */
 export function displayedValue(variable: string, value: string): string {
   if (SECRET_VARIABLES.has(variable)) return `(hidden, ${value.length} characters)`;
-  // A URL's password, in its user part or in its query (`?password=…`), is never shown.
-  return JSON.stringify(
-    value.replace(/(\/\/[^/@\s]*?:)[^/@\s]*@/g, "$1****@").replace(/([?&][^=&#\s]*(?:pass|secret|token|auth|key)[^=&#\s]*=)[^&#\s]*/gi, "$1****"),
-  );
+  return JSON.stringify(maskUrl(value));
 }
 
 /** One environment variable that does not parse: the message says which, what it held and what is expected. */

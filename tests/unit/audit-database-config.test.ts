@@ -39,5 +39,15 @@ describe("AUDIT_DATABASE_URL and HISTORY_RETENTION_DAYS", () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(/AUDIT_DATABASE_URL=/);
     expect((error as Error).message).not.toContain("s3cret");
+    // The PostgreSQL client also takes the password from the query.
+    expect(maskDatabaseUrl("postgres://lockscope@db/lockscope?password=s3cret&sslmode=verify-full")).toBe("postgres://lockscope@db/lockscope?password=****&sslmode=verify-full");
+    expect(maskDatabaseUrl("postgres://lockscope@db/lockscope?sslpassword=s3cret")).not.toContain("s3cret");
+  });
+
+  it("masks a password given in the query of a wrong URL", () => {
+    for (const url of ["postgres://lockscope@db?password=s3cret", "mysql://lockscope@db/lockscope?password=s3cret"]) {
+      expect(() => parseConfig({ AUDIT_DATABASE_URL: url })).toThrow(ConfigError);
+      expect(() => parseConfig({ AUDIT_DATABASE_URL: url })).not.toThrow(/s3cret/);
+    }
   });
 });

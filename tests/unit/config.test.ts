@@ -127,6 +127,10 @@ describe("configuration", () => {
     expect(error.message).not.toContain("s3cret");
     expect(error.message).not.toContain("pa55");
     expect(error.message).toContain("10.0.0.2:6381");
+    // ioredis takes a password from the query too.
+    const inQuery = errorOf({ REDIS_URLS: "redis://10.0.0.1:6380?password=s3cret,redis//10.0.0.2:6381" });
+    expect(inQuery.variable).toBe("REDIS_URLS");
+    expect(inQuery.message).not.toContain("s3cret");
   });
 
   it("reads ALLOWED_HOSTS as host names without ports", () => {
