@@ -144,7 +144,26 @@ function useStandaloneConfig(): void {
   process.env.__NEXT_PRIVATE_STANDALONE_CONFIG = JSON.stringify(config);
 }
 
+/** The variables that name a file or a folder. */
+const PATH_VARIABLES = [
+  "LOCKSCOPE_DATA_DIR",
+  "AUDIT_FILE",
+  "LOCKSCOPE_DEPLOYMENTS_FILE",
+  "REDIS_PASSWORD_FILE",
+  "REDIS_SENTINEL_PASSWORD_FILE",
+  "REDIS_TLS_CA_FILE",
+  "REDIS_TLS_CERT_FILE",
+  "REDIS_TLS_KEY_FILE",
+];
+
 async function main(): Promise<void> {
+  // A relative path in the environment names a file of the folder the console was started from (`node
+  // /opt/lockscope/start.mjs` from /etc/lockscope), as any command reads its arguments; the console then runs
+  // in its own folder, where the defaults and the paths in its `.env` files are.
+  for (const name of PATH_VARIABLES) {
+    const value = process.env[name]?.trim();
+    if (value && !path.isAbsolute(value)) process.env[name] = path.resolve(value);
+  }
   process.chdir(ROOT);
   // `.env.production.local`, `.env.local`, `.env.production`, `.env`, as `next start` reads them; variables
   // already in the environment win. Names are logged, never values.

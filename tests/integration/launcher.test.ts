@@ -195,6 +195,40 @@ describe("npm start's launcher", () => {
     }
   }, 240_000);
 
+  it("reads relative paths in the environment from the folder it was started in, not its own", async () => {
+    const here = mkdtempSync(path.join(os.tmpdir(), "lockscope-cwd-"));
+    writeFileSync(path.join(here, "deployments.json"), JSON.stringify({ deployments: [{ name: "orders", kind: "redlock", urls: cluster.urls }] }));
+    const port = await freePort();
+    const child = spawn(process.execPath, [path.resolve(import.meta.dirname, "../../dist/start.mjs")], {
+      cwd: here,
+      env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", LOCKSCOPE_DATA_DIR: "data", LOCKSCOPE_DEPLOYMENTS_FILE: "deployments.json" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    try {
+      await until(
+        "the console serves /api/health",
+        async () => {
+          if (child.exitCode !== null) throw new Error(`the launcher exited:\n${out}`);
+          if (!out.includes("console ready at http://")) return false;
+          return fetch(`http://127.0.0.1:${port}/api/health`).then((r) => r.ok, () => false);
+        },
+        90_000,
+        200,
+      );
+      const health = (await (await fetch(`http://127.0.0.1:${port}/api/health`)).json()) as HealthBody;
+      expect(health.nodes.map((n) => n.url)).toEqual(cluster.urls);
+      expect(out).toContain(`kept in ${path.join(here, "data", "operator-token")}`);
+      expect(readFileSync(path.join(here, "data", "operator-token"), "utf8").trim()).toMatch(/^lsop_/);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+    }
+  }, 120_000);
+
   describe("one console per data folder", () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-folder-"));
     let first: LauncherProcess;
