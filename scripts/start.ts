@@ -367,6 +367,8 @@ async function main(): Promise<void> {
     server.closeAllConnections();
     await Promise.all(nodes.map((n) => n.stop()));
     rmSync(path.resolve(config.dataDir, "redis", "pids"), { force: true });
+    // Each start's nodes get new ports, so new folders: the stopped ones' (empty: no persistence) go with them.
+    for (const n of nodes) if (!n.running) rmSync(path.resolve(config.dataDir, "redis", `node-${n.port}`), { recursive: true, force: true });
     process.stdout.write(`lockscope: stopped in ${Date.now() - startedAt} ms.\n`);
     process.exit(0);
   };

@@ -78,7 +78,7 @@ describe("npm start's launcher", () => {
     }
   }, 60_000);
 
-  it("serves on three embedded nodes and leaves no redis-server behind after Ctrl-C", async () => {
+  it("serves on three embedded nodes and leaves no redis-server, nor its folder, behind after Ctrl-C", async () => {
     const launcher = await startLauncher({ REDIS_URLS: "" });
     // Right after the start, on a loaded machine, a node can briefly read as degraded (a probe slower than
     // the node timeout, a watcher still subscribing): wait for "ok", as an operator watching would.
@@ -93,8 +93,11 @@ describe("npm start's launcher", () => {
     for (const port of ports) expect(redisServerPids(`:${port}`)).toHaveLength(1);
     expect(redisServerChildren(launcher.child.pid!)).toHaveLength(3);
     expect(launcher.output()).toContain(`console ready at http://localhost:${launcher.port}`);
+    for (const port of ports) expect(existsSync(path.join(launcher.dataDir, "redis", `node-${port}`))).toBe(true);
     expect(await launcher.stop("SIGINT")).toBe(0);
     for (const port of ports) expect(redisServerPids(`:${port}`)).toEqual([]);
+    // A start's node folders go with its nodes: the data folder does not gather three more at every start.
+    expect(readdirSync(path.join(launcher.dataDir, "redis")).filter((entry) => entry.startsWith("node-"))).toEqual([]);
   }, 120_000);
 
   it("uses the nodes in REDIS_URLS and starts none of its own", async () => {
