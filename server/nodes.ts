@@ -98,8 +98,11 @@ function openNodes(deployment: Deployment, nodeTimeoutMs: number, log: ReturnTyp
       if (wasUp !== true) log.info({ node: id, deployment: deployment.name, url }, "lock node up");
       wasUp = true;
     });
-    client.on("error", (err: Error) => {
-      if (wasUp !== false) log.warn({ node: id, deployment: deployment.name, url, err: err.message }, "lock node unreachable");
+    client.on("error", (err: Error & { lastNodeError?: unknown }) => {
+      // A cluster client says only "Failed to refresh slots cache."; the seeds' own answer says why (a node
+      // without cluster support, a wrong password, a refused connection).
+      const why = err.lastNodeError instanceof Error ? `${err.message.replace(/\.$/, "")}: ${err.lastNodeError.message}` : err.message;
+      if (wasUp !== false) log.warn({ node: id, deployment: deployment.name, url, err: why }, "lock node unreachable");
       wasUp = false;
     });
     const node: LockNode = { id, index, url: endpoint.url ?? "", maskedUrl: endpoint.label, deployment: deployment.name, connect: endpoint.connect, client };

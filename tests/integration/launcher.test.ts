@@ -232,6 +232,17 @@ describe("npm start's launcher", () => {
     }
   }, 120_000);
 
+  it("says why a REDIS_CLUSTER_URLS seed that is not a cluster node cannot be reached", async () => {
+    const launcher = await startLauncher({ REDIS_CLUSTER_URLS: cluster.urls[0]! });
+    try {
+      await until("the log says why", () => launcher.output().includes("lock node unreachable"), 30_000, 200);
+      const line = launcher.output().split("\n").find((l) => l.includes("lock node unreachable")) ?? "";
+      expect((JSON.parse(line) as { err: string }).err).toMatch(/cluster support disabled/);
+    } finally {
+      expect(await launcher.stop("SIGTERM")).toBe(0);
+    }
+  }, 120_000);
+
   describe("one console per data folder", () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-folder-"));
     let first: LauncherProcess;
