@@ -2,7 +2,7 @@ import { z } from "zod";
 import { DEFAULT_LOCK_PATTERNS_ENV, patternKeysProblem } from "./locks/formats/defaults";
 import { globProblem } from "./locks/glob";
 import { parseProxyEntry } from "./client-address";
-import { maskUrl, parseDeployments, type Deployment, type ReadFile } from "./deployment-config";
+import { maskUrl, parseDeployments, urlProblem, type Deployment, type ReadFile } from "./deployment-config";
 
 /**
  * The console's configuration, parsed once from an environment-shaped record. This module never reads the
@@ -158,8 +158,22 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
   const redisUrls = field(
     env,
     "REDIS_URLS",
-    z.union([z.undefined(), z.string().transform((s) => s.split(",").map((p) => p.trim())).pipe(z.array(redisUrl).min(1).max(15))]),
-    "comma-separated redis:// or rediss:// URLs of independent lock nodes, e.g. redis://127.0.0.1:6380,redis://127.0.0.1:6381 (unset for the embedded nodes)",
+    z
+      .string()
+      .transform((s) => s.split(",").map((p) => p.trim()))
+      .superRefine((urls, ctx) => {
+        // Which URL is wrong, and why (never with its password); the first mistake is enough to fix.
+        const explain = (message: string) => ctx.addIssue({ code: "custom", message, params: { explains: true } });
+        if (urls.length > 15) return explain(`${urls.length} URLs: at most 15`);
+        const wrong = urls.findIndex((u) => u === "" || urlProblem(u) !== null);
+        if (wrong >= 0) {
+          const u = urls[wrong] ?? "";
+          explain(u === "" ? `URL ${wrong + 1} is empty` : `URL ${wrong + 1} (${JSON.stringify(maskUrl(u))}) ${urlProblem(u)}`);
+        }
+      })
+      .pipe(z.array(redisUrl).min(1).max(15))
+      .optional(),
+    "comma-separated redis:// or rediss:// URLs of independent lock nodes, e.g. redis://127.0.0.1:6380,redis://127.0.0.1:6381, or unset for the embedded nodes",
     undefined,
   );
   const lockPatterns = field(

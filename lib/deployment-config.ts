@@ -66,7 +66,8 @@ export function maskUrl(url: string): string {
   return url.replace(/(\/\/[^/@\s]*?:)[^/@\s]*@/g, "$1****@").replace(/([?&][^=&#\s]*(?:pass|secret|token|auth|key)[^=&#\s]*=)[^&#\s]*/gi, "$1****");
 }
 
-function urlProblem(s: string): string | null {
+/** What is wrong with a node's URL (`is not a URL`, `has no host`…), or null. */
+export function urlProblem(s: string): string | null {
   let u: URL;
   try {
     u = new URL(s);

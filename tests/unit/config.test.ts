@@ -37,6 +37,18 @@ describe("configuration", () => {
     expect(errorOf({ REDIS_URLS: "redis://a:1,,redis://b:2" }).variable).toBe("REDIS_URLS");
   });
 
+  it("says which of the REDIS_URLS is wrong, and how many it takes", () => {
+    const expected = "expected comma-separated redis:// or rediss:// URLs of independent lock nodes, e.g. redis://127.0.0.1:6380,redis://127.0.0.1:6381, or unset for the embedded nodes";
+    expect(errorOf({ REDIS_URLS: "redis://10.0.0.1:6379,redis//:s3cret@10.0.0.2:6379" }).message).toBe(
+      `REDIS_URLS="redis://10.0.0.1:6379,redis//:****@10.0.0.2:6379" is invalid: ${expected} (URL 2 ("redis//:****@10.0.0.2:6379") is not a URL).`,
+    );
+    expect(errorOf({ REDIS_URLS: "redis://10.0.0.1:6379," }).message).toContain(" (URL 2 is empty).");
+    expect(errorOf({ REDIS_URLS: "redis://10.0.0.1:163790" }).message).toContain(' (URL 1 ("redis://10.0.0.1:163790") is not a URL).');
+    expect(errorOf({ REDIS_URLS: "rediss://h:1,http://h:2" }).message).toContain(' (URL 2 ("http://h:2") is not a redis:// or rediss:// URL).');
+    const sixteen = Array.from({ length: 16 }, (_, i) => `redis://10.0.0.${i + 1}:6379`).join(",");
+    expect(errorOf({ REDIS_URLS: sixteen }).message).toContain(" (16 URLs: at most 15).");
+  });
+
   it("refuses a PORT that is not a port number", () => {
     for (const bad of ["abc", "0", "70000", "80.5", "-1", "0x1F90", "8e3", "0b11"]) {
       const error = errorOf({ PORT: bad });
