@@ -300,7 +300,9 @@ async function main(): Promise<void> {
     fail(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
   });
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
-  const shownHost = config.host === "127.0.0.1" || config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
+  // An IPv6 address goes in brackets in a URL (http://[::1]:3000), or the line cannot be opened as printed.
+  const shownHost =
+    config.host === "127.0.0.1" || config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
   process.stdout.write(`lockscope: console ready at http://${shownHost}:${config.port}\n`);
   const printToken = g[key("print-operator-token")];
   if (typeof printToken === "function") (printToken as () => void)();

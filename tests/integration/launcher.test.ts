@@ -243,6 +243,18 @@ describe("npm start's launcher", () => {
     }
   }, 120_000);
 
+  it("prints a URL that can be opened when it listens on an IPv6 address", async () => {
+    const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(","), HOST: "::1" }, { waitReady: false });
+    try {
+      await until("the console says where it serves", () => launcher.output().includes("console ready at"), 90_000, 200);
+      const url = /console ready at (\S+)/.exec(launcher.output())?.[1] ?? "";
+      expect(url).toBe(`http://[::1]:${launcher.port}`);
+      expect((await fetch(`${url}/api/health`)).status).toBe(200);
+    } finally {
+      expect(await launcher.stop("SIGTERM")).toBe(0);
+    }
+  }, 120_000);
+
   describe("one console per data folder", () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-folder-"));
     let first: LauncherProcess;
