@@ -21,12 +21,15 @@ const count = (n: number) => (n === 1 ? "1 lock" : `${n.toLocaleString("en")} lo
 export function LossesPanel() {
   const { data } = useQuery({
     queryKey: ["losses"],
-    queryFn: () => apiFetch<{ serverTime: number; losses: LockLoss[] }>("/api/losses"),
+    queryFn: () => apiFetch<{ serverTime: number; deployments: string[]; losses: LockLoss[] }>("/api/losses"),
     refetchInterval: 10_000,
   });
   const losses = data?.losses ?? [];
   if (!data || losses.length === 0) return null;
-  const multi = new Set(losses.map((l) => l.deployment)).size > 1;
+  // (Where the console watches several deployments, a lock's page and its node are named with its deployment.)
+  const multi = data.deployments.length > 1;
+  const nodes = new Set(losses.map((l) => (multi ? `${l.deployment} ${l.node}` : l.node)));
+  const who = nodes.size === 1 ? [...nodes][0] : "nodes";
   const ended = losses.filter((l) => !l.wentOn);
   const wentOn = losses.filter((l) => l.wentOn);
   const table = (rows: LockLoss[], label: string) => (
@@ -63,7 +66,7 @@ export function LossesPanel() {
         <span aria-hidden>⚠ </span>Lost in node restarts and failovers
       </h2>
       <p>
-        In the last 24 hours, nodes lost {count(losses.length)} while {losses.length === 1 ? "its" : "their"} TTL ran
+        In the last 24 hours, {who} lost {count(losses.length)} while {losses.length === 1 ? "its" : "their"} TTL ran
         {ended.length === 0
           ? losses.length === 1
             ? "; it goes on, held on a quorum of the other nodes."

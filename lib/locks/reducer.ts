@@ -513,6 +513,9 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
     const at = changeAt > now ? changeAt : now + PROBE_AFTER_MS;
     if (Number.isNaN(step.wakeAt) || at < step.wakeAt) step.wakeAt = at;
   }
+  // A node that lost its copy while the lock went on (a Redlock that kept its quorum) says nothing of how the
+  // lock will end later.
+  if (lock.cause === "lost") lock.cause = null;
   step.outcome = "live";
   return step;
 }

@@ -131,7 +131,10 @@ export interface LockLoss {
   detail: string;
   /** The value it was held with there (for whom it was lost). */
   token: string;
-  /** Still held with that value (a Redlock that kept its quorum); false otherwise (it ended, or no quorum holds that value). */
+  /**
+   * When the loss was found, the lock was still held with that value (a Redlock that kept its quorum on the other
+   * nodes); false: it was gone (it ended, or no quorum held that value). How it ends later does not change it.
+   */
   wentOn: boolean;
 }
 

@@ -134,7 +134,7 @@ export class LockStore {
   private readonly ledger = new SafetyLedger();
   private readonly forceHints = new ForceHints();
   /** Locks nodes lost while their TTL ran, newest last (see `losses`). */
-  private lossLog: Array<Omit<LockLoss, "deployment" | "wentOn">> = [];
+  private lossLog: Array<Omit<LockLoss, "deployment">> = [];
   /** Copies a node may have lost (a restart, a failover), until that node is read: see `suspectLost`. */
   private lostSuspects: LostSuspects[] = [];
   private suspectsPrunedAt = Number.NEGATIVE_INFINITY;
@@ -512,9 +512,11 @@ export class LockStore {
    */
   noteLostInFailover(lock: SeenLock, detail: string, seenAt: number, now = Date.now()): void {
     const entry = this.live.get(lock.resource) ?? this.ended.kept(lock.resource);
+    // Released (or expired) by its holder since the failover was announced, as a notification said: not lost.
+    if (entry && entry.endedAt !== null && entry.endedAt >= seenAt && entry.endedToken === lock.token && entry.cause !== null && entry.cause !== "lost") return;
     // (A Sentinel or cluster deployment is one node here.)
     const node = Math.max(0, entry?.values.indexOf(lock.token) ?? 0);
-    this.logLoss({ at: now, resource: lock.resource, node: this.nodeIds[node] ?? `node-${node}`, kind: "failover", detail, token: lock.token });
+    this.logLoss({ at: now, resource: lock.resource, node: this.nodeIds[node] ?? `node-${node}`, kind: "failover", detail, token: lock.token, wentOn: false });
     if (!entry) return;
     this.timelines.add(entry, { at: now, type: "lost-in-failover", detail });
     if (entry.endedAt === null) {
@@ -536,15 +538,19 @@ export class LockStore {
         for (const s of this.lostSuspects) if (s.consume) for (const [resource, held] of s.held) if (!(held.expiresAt > now)) (s.held as Map<string, unknown>).delete(resource);
         this.lostSuspects = this.lostSuspects.filter((s) => !s.consume || s.held.size > 0);
       }
-    } else if (entry.state === "released" && entry.endedAt >= seenAt && entry.endedToken === lock.token) {
-      // The watcher read the promoted replica first, and took the value's absence for a release.
-      this.count("released", -1);
+    } else if (entry.state === "released" && entry.endedAt >= seenAt && entry.endedToken === lock.token && entry.cause === null) {
+      // The watcher read the promoted replica first, and took the value's absence (no notification said why) for
+      // a release. Counted by state only while it is still listed.
+      const listed = this.live.has(lock.resource);
+      if (listed) this.count("released", -1);
       entry.state = "lost";
-      this.count("lost", 1);
-      this.ledger.update(entry);
+      if (listed) {
+        this.count("lost", 1);
+        this.ledger.update(entry);
+        this.changed.add(lock.resource);
+      }
       this.timelines.relabelLost(entry);
       this.events.emit("lock-event", { type: "lost", resource: lock.resource });
-      if (this.live.has(lock.resource)) this.changed.add(lock.resource);
     }
   }
 
@@ -585,7 +591,9 @@ export class LockStore {
       lost.push(resource);
       const left = held.expiresAt === Number.POSITIVE_INFINITY ? "a key without a TTL" : `at least ${((held.expiresAt - restartedAt) / 1000).toFixed(1)} s of its TTL left`;
       const item = { at: now, type: "lost-in-restart" as const, node: nodeId, detail: `${who} restarted${why ? ` ${why}` : ""} and came back without this lock (${left}): its holder may still think it holds it` };
-      this.logLoss({ at: now, resource, node: nodeId, kind: "restart", detail: item.detail, token: held.value });
+      // Whether it went on: still held with that value on a quorum of the other nodes, now that the node was read.
+      const wentOn = live !== undefined && live.state !== null && isLive(live.state) && (live.token === held.value || live.leading === held.value);
+      this.logLoss({ at: now, resource, node: nodeId, kind: "restart", detail: item.detail, token: held.value, wentOn });
       if (!entry) continue;
       this.timelines.add(entry, item, live ? (entry.token ?? entry.leading) : (entry.endedToken ?? entry.token ?? entry.leading));
       if (live) this.changed.add(resource);
@@ -627,7 +635,7 @@ export class LockStore {
     }
   }
 
-  private logLoss(loss: Omit<LockLoss, "deployment" | "wentOn">): void {
+  private logLoss(loss: Omit<LockLoss, "deployment">): void {
     this.lossLog.push(loss);
     // Trimmed in batches: a restart can lose a million locks at once, one call each.
     if (this.lossLog.length >= 2 * MAX_LOSSES) this.lossLog.splice(0, this.lossLog.length - MAX_LOSSES);
@@ -635,14 +643,14 @@ export class LockStore {
 
   /**
    * The locks nodes lost while their TTL ran (a restart, a failover) in the last `LOSSES_KEPT_MS` (at most
-   * `MAX_LOSSES`), newest first, each with whether it goes on with the value it had.
+   * `MAX_LOSSES`), newest first, each with whether it went on with the value it had when the loss was found.
    */
   losses(deployment: string, now = Date.now()): LockLoss[] {
     const out: LockLoss[] = [];
     for (let i = this.lossLog.length - 1; i >= 0 && out.length < MAX_LOSSES; i--) {
-      const loss = this.lossLog[i] as Omit<LockLoss, "deployment" | "wentOn">;
+      const loss = this.lossLog[i] as Omit<LockLoss, "deployment">;
       if (now - loss.at > LOSSES_KEPT_MS) break;
-      out.push({ ...loss, deployment, wentOn: this.holdsValue(loss.resource, loss.token) });
+      out.push({ ...loss, deployment });
     }
     return out;
   }

@@ -258,16 +258,53 @@ describe("the lock store", () => {
     expect(losses).toHaveLength(MAX_LOSSES);
     expect(losses[0]).toMatchObject({ resource: `lock:n${n - 1}`, deployment: "default", node: "node-0", kind: "failover", token: `t-lock:n${n - 1}`, wentOn: false });
     expect(losses.at(-1)?.resource).toBe(`lock:n${n - MAX_LOSSES}`);
-    // Fewer than 1,000 and within the day: the older ones stay; the lock held still with its value goes on.
+    // Fewer than 1,000 and within the day: the older ones stay.
     const { store: other } = storeOnOneNode();
-    other.apply("lock:on", [held(0, "t-lock:on", T + 60_000)], T);
     other.noteLostInFailover(seen("lock:old"), "lost", T, T);
-    other.noteLostInFailover(seen("lock:on"), "lost", T + 1, T + 1);
-    expect(other.losses("default", T + 2).map((l) => [l.resource, l.wentOn])).toEqual([
-      ["lock:on", true],
-      ["lock:old", false],
-    ]);
+    other.noteLostInFailover(seen("lock:new"), "lost", T + 1, T + 1);
+    expect(other.losses("default", T + 2).map((l) => l.resource)).toEqual(["lock:new", "lock:old"]);
     expect(other.losses("default", T + LOSSES_KEPT_MS + 2)).toEqual([]);
+  });
+
+  it("keeps a Redlock whose restarted node lost its copy going, listed as going on, and ends it later as its holder ends it", () => {
+    const { store, seen } = storeWithNodesUp();
+    for (const resource of ["lock:kept", "lock:handed"]) store.apply(resource, [0, 1, 2].map((node) => held(node, `v-${resource}`, T + 60_000)), T);
+    const before = store.heldOn(0);
+    store.suspectLost(0, before, T + 100);
+    for (const resource of ["lock:kept", "lock:handed"]) store.apply(resource, [gone(0, null)], T + 1_000);
+    store.tick(T + 1_000 + SETTLE_MS + 1);
+    store.lostInRestart(0, before, T + 100, "without an append-only file", T + 1_100);
+    store.clearSuspects(0, before);
+    expect(store.lock("lock:kept", T + 1_100)).toMatchObject({ state: "held", quorumHeld: 2 });
+    // Its holder releases one, and hands the other to the next holder (a plain SET, no notification): neither is lost.
+    store.apply("lock:kept", [gone(1, null), gone(2, null)], T + 2_000);
+    store.apply("lock:handed", [held(1, "next", T + 60_000), held(2, "next", T + 60_000)], T + 2_000);
+    expect(store.lock("lock:kept", T + 2_000)?.state).toBe("released");
+    expect(store.get("lock:handed", T + 2_000)?.timeline.map((e) => e.type)).toEqual(["acquired", "lost-in-restart", "released", "acquired"]);
+    expect(seen.filter((e) => !e.startsWith("acquired"))).toEqual(["released lock:kept", "released lock:handed"]);
+    // The list still says they went on when the loss was found.
+    expect(store.losses("default", T + 2_000).map((l) => [l.resource, l.wentOn]).sort()).toEqual([
+      ["lock:handed", true],
+      ["lock:kept", true],
+    ]);
+  });
+
+  it("leaves a lock its holder released after a failover was announced released, and relabels a late-found loss without unbalancing the counts", () => {
+    const { store, seen } = storeOnOneNode();
+    store.apply("lock:freed", [held(0, "f", T + 60_000)], T);
+    store.apply("lock:late", [held(0, "l", T + 60_000)], T);
+    // The failover is announced at T + 10; the holder's release comes with its notification; the other is read gone.
+    store.apply("lock:freed", [gone(0, "del")], T + 20);
+    store.apply("lock:late", [gone(0, null)], T + 20);
+    // The comparison answers after the lock left the list.
+    store.tick(T + 20 + LINGER_MS + 1);
+    store.noteLostInFailover({ resource: "lock:freed", token: "f", expiresAt: T + 60_000 }, "not on the replica", T + 10, T + 20 + LINGER_MS + 2);
+    store.noteLostInFailover({ resource: "lock:late", token: "l", expiresAt: T + 60_000 }, "not on the replica", T + 10, T + 20 + LINGER_MS + 2);
+    expect(store.get("lock:freed", T + 20 + LINGER_MS + 2)?.state).toBe("released");
+    expect(store.get("lock:late", T + 20 + LINGER_MS + 2)?.state).toBe("lost");
+    expect(store.losses("default", T + 20 + LINGER_MS + 2).map((l) => l.resource)).toEqual(["lock:late"]);
+    expect(Object.values(store.counts().byState).every((n) => n >= 0)).toBe(true);
+    expect(seen.filter((e) => !e.startsWith("acquired"))).toEqual(["released lock:freed", "released lock:late", "lost lock:late"]);
   });
 
   it("finds locks at start-up node by node without a made-up extension or a partial step, and still sees a real extension", () => {
