@@ -325,27 +325,26 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
  * (node-postgres takes `?password=`, `?sslpassword=` and any other option from it).
  */
 export function maskDatabaseUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "****";
-    for (const name of [...u.searchParams.keys()]) if (SECRET_PARAM.test(name)) u.searchParams.set(name, "****");
-    return u.toString();
-  } catch {
-    return "(invalid url)";
-  }
+  return withSecretsMasked(url)?.toString() ?? "(invalid url)";
 }
 
 /** Query parameters that carry a secret: ioredis takes any option from a URL's query (`?password=…`). */
 export const SECRET_PARAM = /pass|secret|token|auth|key/i;
 
+/** `url` parsed, with `****` for its password and for every query parameter that names a secret; null when it is no URL. */
+function withSecretsMasked(url: string): URL | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  if (u.password) u.password = "****";
+  for (const name of [...u.searchParams.keys()]) if (SECRET_PARAM.test(name)) u.searchParams.set(name, "****");
+  return u;
+}
+
 /** Hides the password of a redis URL for display and logs: in its user part and in its query. */
 export function maskRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "****";
-    for (const name of [...u.searchParams.keys()]) if (SECRET_PARAM.test(name)) u.searchParams.set(name, "****");
-    return u.toString().replace(/\/$/, "");
-  } catch {
-    return "(invalid url)";
-  }
+  return withSecretsMasked(url)?.toString().replace(/\/$/, "") ?? "(invalid url)";
 }

@@ -68,7 +68,7 @@ class Entry extends LockRecord {
  */
 interface LostSuspects {
   node: number;
-  held: Map<string, { value: string; expiresAt: number }> | ReadonlyMap<string, { value: string; expiresAt: number }>;
+  held: Map<string, { value: string; expiresAt: number }>;
   since: number;
   consume: boolean;
 }
@@ -529,28 +529,20 @@ export class LockStore {
           suspects = { node, held: new Map(), since: 0, consume: true };
           this.lostSuspects.push(suspects);
         }
-        (suspects.held as Map<string, { value: string; expiresAt: number }>).set(lock.resource, { value: lock.token, expiresAt });
+        suspects.held.set(lock.resource, { value: lock.token, expiresAt });
       }
       // Those never read again (their keys left the patterns) go once their TTL has run out: looked for at most
       // every 10 s (a failover can lose a million locks, one call each).
       if (now - this.suspectsPrunedAt >= 10_000) {
         this.suspectsPrunedAt = now;
-        for (const s of this.lostSuspects) if (s.consume) for (const [resource, held] of s.held) if (!(held.expiresAt > now)) (s.held as Map<string, unknown>).delete(resource);
+        for (const s of this.lostSuspects) if (s.consume) for (const [resource, held] of s.held) if (!(held.expiresAt > now)) s.held.delete(resource);
         this.lostSuspects = this.lostSuspects.filter((s) => !s.consume || s.held.size > 0);
       }
     } else if (entry.state === "released" && entry.endedAt >= seenAt && entry.endedToken === lock.token && entry.cause === null) {
       // The watcher read the promoted replica first, and took the value's absence (no notification said why) for
-      // a release. Counted by state only while it is still listed.
-      const listed = this.live.has(lock.resource);
-      if (listed) this.count("released", -1);
-      entry.state = "lost";
-      if (listed) {
-        this.count("lost", 1);
-        this.ledger.update(entry);
-        this.changed.add(lock.resource);
-      }
+      // a release.
       this.timelines.relabelLost(entry);
-      this.events.emit("lock-event", { type: "lost", resource: lock.resource });
+      this.relabelled(entry, "released", "lost");
     }
   }
 
@@ -592,8 +584,7 @@ export class LockStore {
       const left = held.expiresAt === Number.POSITIVE_INFINITY ? "a key without a TTL" : `at least ${((held.expiresAt - restartedAt) / 1000).toFixed(1)} s of its TTL left`;
       const item = { at: now, type: "lost-in-restart" as const, node: nodeId, detail: `${who} restarted${why ? ` ${why}` : ""} and came back without this lock (${left}): its holder may still think it holds it` };
       // Whether it went on: still held with that value on a quorum of the other nodes, now that the node was read.
-      const wentOn = live !== undefined && live.state !== null && isLive(live.state) && (live.token === held.value || live.leading === held.value);
-      this.logLoss({ at: now, resource, node: nodeId, kind: "restart", detail: item.detail, token: held.value, wentOn });
+      this.logLoss({ at: now, resource, node: nodeId, kind: "restart", detail: item.detail, token: held.value, wentOn: this.holdsValue(resource, held.value) });
       if (!entry) continue;
       this.timelines.add(entry, item, live ? (entry.token ?? entry.leading) : (entry.endedToken ?? entry.token ?? entry.leading));
       if (live) this.changed.add(resource);
@@ -607,12 +598,12 @@ export class LockStore {
    * a lock there that shows its value gone (or replaced) with no notification saying why, while its TTL still
    * ran, ends it as `lost`, not `released`: nobody released it. `held` is kept by reference, not copied.
    */
-  suspectLost(index: number, held: ReadonlyMap<string, { value: string; expiresAt: number }>, since: number): void {
+  suspectLost(index: number, held: Map<string, { value: string; expiresAt: number }>, since: number): void {
     this.lostSuspects.push({ node: index, held, since, consume: false });
   }
 
   /** The suspicion `suspectLost(index, held)` raised is settled (the node was read again). */
-  clearSuspects(index: number, held: ReadonlyMap<string, { value: string; expiresAt: number }>): void {
+  clearSuspects(index: number, held: Map<string, { value: string; expiresAt: number }>): void {
     this.lostSuspects = this.lostSuspects.filter((s) => s.node !== index || s.held !== held);
   }
 
@@ -626,7 +617,7 @@ export class LockStore {
         if (suspects.node !== sample.node) continue;
         const held = suspects.held.get(entry.resource);
         if (held === undefined) continue;
-        if (suspects.consume) (suspects.held as Map<string, unknown>).delete(entry.resource);
+        if (suspects.consume) suspects.held.delete(entry.resource);
         if (held.value === shown && held.expiresAt > suspects.since && now < held.expiresAt) {
           sample.cause = "lost";
           break;
@@ -682,12 +673,8 @@ export class LockStore {
         return;
       case "relabel":
         // It ended a moment ago as released or expired: it was the operator.
-        if (previous !== null) this.count(previous, -1);
-        this.count("force-released", 1);
-        this.ledger.update(entry);
         this.timelines.relabelForced(entry, detail);
-        this.events.emit("lock-event", { type: "force-released", resource });
-        if (this.live.has(resource)) this.changed.add(resource);
+        this.relabelled(entry, previous, "force-released");
         return;
       case null:
         // Still held here: its keys were just deleted, and their keyspace notifications may never come (a
@@ -695,6 +682,21 @@ export class LockStore {
         if (entry.endedAt === null && this.live.has(resource)) this.onProbe([resource]);
         return;
     }
+  }
+
+  /**
+   * A lock that ended a moment ago as `previous` ended as `to` after all: counted by state only while it is still
+   * listed (once it left the list, it counts for nothing), and said as a lock event.
+   */
+  private relabelled(entry: Entry, previous: LockState | null, to: "force-released" | "lost"): void {
+    entry.state = to;
+    if (this.live.has(entry.resource)) {
+      if (previous !== null) this.count(previous, -1);
+      this.count(to, 1);
+      this.ledger.update(entry);
+      this.changed.add(entry.resource);
+    }
+    this.events.emit("lock-event", { type: to, resource: entry.resource });
   }
 
   /**

@@ -72,21 +72,21 @@ export class Timelines {
 
   /** The lock that just ended as released, expired or lost was force-released: its end entry says so, in the operator's words. */
   relabelForced(owner: TimelineOwner, detail: string | null): void {
-    const last = [...this.of(owner)].reverse().find((t) => t.type === "released" || t.type === "expired" || t.type === "lost");
-    if (last) {
-      last.type = "force-released";
-      last.detail = detail ?? undefined;
-      if (!last.detail) delete last.detail;
-    }
+    this.relabelEnd(owner, ["released", "expired", "lost"], "force-released", detail);
   }
 
   /** The lock that just ended as released was lost (a failover's promoted replica never had it): its end entry says so. */
   relabelLost(owner: TimelineOwner): void {
-    const last = [...this.of(owner)].reverse().find((t) => t.type === "released");
-    if (last) {
-      last.type = "lost";
-      last.detail = LOST_END_DETAIL;
-    }
+    this.relabelEnd(owner, ["released"], "lost", LOST_END_DETAIL);
+  }
+
+  /** The last entry of one of the types `from` (the lock's end) becomes a `to`, with `detail` (none when null). */
+  private relabelEnd(owner: TimelineOwner, from: readonly TimelineType[], to: TimelineType, detail: string | null): void {
+    const last = [...this.of(owner)].reverse().find((t) => from.includes(t.type));
+    if (!last) return;
+    last.type = to;
+    if (detail) last.detail = detail;
+    else delete last.detail;
   }
 
   /** The operator's words for an end already known to be forced. */
