@@ -13,6 +13,7 @@ import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { peekGlobal, setGlobal, singleton } from "./global";
 import { getLogger } from "./logger";
+import type { PatternRefusal } from "./live/watcher";
 
 /**
  * The lock patterns in force, changed live by an operator (`PUT /api/patterns`): applied at once (listeners,
@@ -213,6 +214,40 @@ export class PatternStore {
     return null;
   }
 
+  /** Asks a deployment's lock nodes which patterns the console's Redis user may not watch (see `NodeWatcher.refusedPatterns`). */
+  private readonly accessChecks = new Set<(globs: readonly string[]) => Promise<PatternRefusal[]>>();
+
+  /** From now on, a change's new patterns are checked with `check` before it applies; returns the function that stops it. */
+  checkAccessWith(check: (globs: readonly string[]) => Promise<PatternRefusal[]>): () => void {
+    this.accessChecks.add(check);
+    return () => this.accessChecks.delete(check);
+  }
+
+  /**
+   * Refuses (422) a change whose new patterns some lock node does not let the console's Redis user watch: applied,
+   * such a pattern would stop every watcher of those nodes from coming up (one subscription covers every pattern).
+   */
+  private async checkAccess(patterns: readonly PatternEntry[]): Promise<void> {
+    const added = patterns.map((p) => p.glob).filter((glob) => !this.state.patterns.some((p) => p.glob === glob));
+    if (added.length === 0 || this.accessChecks.size === 0) return;
+    const refusals = (await Promise.all([...this.accessChecks].map((check) => check(added).catch(() => [])))).flat();
+    if (refusals.length === 0) return;
+    const byGlob = new Map<string, { nodes: Set<string>; rules: Set<string> }>();
+    for (const r of refusals) {
+      const entry = byGlob.get(r.glob) ?? { nodes: new Set(), rules: new Set() };
+      entry.nodes.add(r.node);
+      entry.rules.add(r.rule);
+      byGlob.set(r.glob, entry);
+    }
+    const refused = [...byGlob].map(([glob, e]) => ({ glob, nodes: [...e.nodes], rules: [...e.rules].sort() }));
+    const words = refused.map((r) => `\`${r.glob}\` (${r.nodes.join(", ")} refuse${r.nodes.length === 1 ? "s" : ""} it; the user needs ${r.rules.map((rule) => `\`${rule}\``).join(" and ")})`);
+    throw new ApiError(
+      "unprocessable",
+      `The console's Redis user may not watch ${words.join(", ")}: add those rules to the user's ACL on every lock node, then make this change again. Nothing changed.`,
+      { refused },
+    );
+  }
+
   /** Called with the new state after every applied change; returns the unsubscribe function. */
   onChange(listener: (state: PatternsState) => void): () => void {
     this.listeners.add(listener);
@@ -232,6 +267,15 @@ export class PatternStore {
   ): Promise<{ state: PatternsState; auditId: string; shared: { recorded: string[]; missed: string[] } | null }> {
     const problem = patternsProblem(patterns);
     if (problem) return Promise.reject(new ApiError("unprocessable", problem));
+    return this.checkAccess(patterns).then(() => this.replaceChecked(patterns, meta, auditor, revision));
+  }
+
+  private replaceChecked(
+    patterns: PatternEntry[],
+    meta: { actor: string; role: Principal["role"]; reason: string; ip: string; userAgent: string | null },
+    auditor: PatternsAuditor,
+    revision?: string,
+  ): Promise<{ state: PatternsState; auditId: string; shared: { recorded: string[]; missed: string[] } | null }> {
     const inTurn = (held: (() => boolean) | null) => {
       const run = () => this.change(patterns, meta, auditor, revision, held);
       const next = this.chain.then(run, run);

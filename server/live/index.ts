@@ -126,6 +126,8 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
           onDirty: () => onDirty(),
         }),
     );
+    // A change's new patterns are first tried on these nodes (a pattern the console's Redis user may not watch is refused).
+    const stopAccessCheck = patternStore.checkAccessWith(async (globs) => (await Promise.all(watchers.map((w) => w.refusedPatterns(globs)))).flat());
     let patternChanges = 0;
     // The patterns before the first change whose reconciles have not all run (changes can follow one another
     // faster than a large keyspace is read).
@@ -442,6 +444,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     const stop = async () => {
       stopped = true;
       unsubscribePatterns();
+      stopAccessCheck();
       for (const t of timers) clearInterval(t);
       if (flushTimer !== null) clearTimeout(flushTimer);
       stopReplication();

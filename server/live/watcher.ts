@@ -3,10 +3,10 @@ import { randomBytes } from "node:crypto";
 import { Cluster, type Redis } from "ioredis";
 import { isLabResource } from "@/lib/lab/keys";
 import { readInSlots, servingShards, slotIn, type ClusterMember } from "@/lib/locks/cluster";
-import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
+import { decodeReading, isAccessRefused, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flush-calls";
 import { FAIR_TIMEOUTS_GLOB, fairLockNames } from "@/lib/locks/formats/redisson";
-import { earlierOverlaps } from "@/lib/locks/glob";
+import { earlierOverlaps, globSamples } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, uptimeMsAt, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
@@ -64,6 +64,17 @@ export const PROBE_PREFIX = "lockscope:probe:";
  * `K` shows in any of them arriving; `e` (evictions) cannot be shown without evicting, and is taken on trust.
  */
 const PROBED_EVENTS: Readonly<Record<string, string>> = Object.freeze({ g: "del", x: "expired", $: "set", h: "hset", z: "zadd" });
+
+/** A lock pattern a node does not let the console's Redis user watch (see `NodeWatcher.refusedPatterns`). */
+export interface PatternRefusal {
+  /** The node as the nodes panel shows it (its URL, password masked). */
+  node: string;
+  glob: string;
+  /** `channel`: it may not subscribe to the pattern's keyspace channel; `keys`: it may not read the keys. */
+  refused: "channel" | "keys";
+  /** What the node's ACL needs for it: `&<channel>` or `~<glob>`. */
+  rule: string;
+}
 
 /** A restart the next reconcile settles (see `NodeWatcher.restartLosses`). */
 interface RestartLoss {
@@ -214,7 +225,7 @@ export class NodeWatcher {
   onChange: () => void = () => {};
 
   constructor(
-    node: LockNode,
+    private readonly node: LockNode,
     private readonly ctx: WatcherContext,
   ) {
     this.id = node.id;
@@ -910,6 +921,50 @@ export class NodeWatcher {
     // read now: either way the new patterns' keys are read by the reconcile owed (see `recheckNotifications`).
     if (this.up && this.answering && this.reading === null) await this.reconcile();
     else this.reconcileOwed = true;
+  }
+
+  /**
+   * Which of `globs` this node does not let the console's Redis user watch, before they become lock patterns
+   * (`PUT /api/patterns`): the watcher subscribes to each pattern's keyspace channel (on a connection of its own,
+   * dropped after) and reads a key each one matches, as it reads locks. Only refusals are reported: a node that
+   * does not answer is not judged here (its watcher says what it refuses when it comes up).
+   */
+  async refusedPatterns(globs: readonly string[]): Promise<PatternRefusal[]> {
+    if (globs.length === 0 || this.stopped || !this.readable) return [];
+    const refusals: PatternRefusal[] = [];
+    const options = { ...nodeClientOptions(this.ctx.timeoutMs), lazyConnect: true, enableAutoPipelining: false, autoResubscribe: false, retryStrategy: () => null, connectionName: "lockscope:access-check" };
+    let first: Redis | undefined;
+    if (this.cluster) {
+      const primary = servingShards(this.cluster.topology.shards)[0]?.primary;
+      if (primary) first = this.cluster.connectTo(primary.host, primary.port, options);
+    } else {
+      first = this.node.connect(options) as Redis;
+    }
+    if (first) {
+      const check = first;
+      check.on("error", () => undefined);
+      try {
+        await check.connect();
+        for (const glob of globs) {
+          const channel = this.channelPrefix + glob;
+          await check.psubscribe(channel).catch((error: unknown) => {
+            if (isAccessRefused(error)) refusals.push({ node: this.node.maskedUrl, glob, refused: "channel", rule: `&${channel}` });
+          });
+        }
+      } catch {
+        // Not reachable now: not judged.
+      } finally {
+        check.disconnect();
+      }
+    }
+    for (const glob of globs) {
+      const key = globSamples(glob)[1];
+      if (key === undefined) continue;
+      await this.waitOn(() => (this.scriptsRefused ? readLockKeysWithoutScripts(this.reader, [key], {}, this.clock) : readLockKeys(this.reader, [key], {}, this.clock))).catch((error: unknown) => {
+        if (isAccessRefused(error)) refusals.push({ node: this.node.maskedUrl, glob, refused: "keys", rule: `~${glob}` });
+      });
+    }
+    return refusals;
   }
 
   /**

@@ -108,6 +108,42 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     expect(res.body).toEqual({ error: { code: "unprocessable", message: "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files)." } });
   });
 
+  it("refuses a lock pattern the console's user may not watch, naming the ACL rules it needs, and the live view stays up", async () => {
+    const patterns = await import("@/app/api/patterns/route");
+    const ready = await import("@/app/api/ready/route");
+    const locks = await import("@/app/api/locks/route");
+    (await import("@/server/patterns")).setPatternsAuditor({ recordIntent: () => Promise.resolve(), recordOutcome: () => Promise.resolve() });
+    const before = (await call(patterns.GET, "GET", "/api/patterns", { token: VIEWER_TOKEN })).body as { patterns: Array<{ glob: string }> };
+    const wanted = { patterns: [...before.patterns, { glob: "orders:*" }], reason: "watch the order locks" };
+    const refused = await call(patterns.PUT, "PUT", "/api/patterns", { body: wanted });
+    expect(refused.status).toBe(422);
+    const error = (refused.body as { error: { code: string; message: string; details: unknown } }).error;
+    expect(error.message).toBe(
+      `The console's Redis user may not watch \`orders:*\` (rediss://127.0.0.1:${tlsPort} refuses it; the user needs \`&__keyspace@0__:orders:*\` and \`~orders:*\`): add those rules to the user's ACL on every lock node, then make this change again. Nothing changed.`,
+    );
+    expect(error.details).toEqual({ refused: [{ glob: "orders:*", nodes: [`rediss://127.0.0.1:${tlsPort}`], rules: ["&__keyspace@0__:orders:*", "~orders:*"] }] });
+    expect((await call(patterns.GET, "GET", "/api/patterns", { token: VIEWER_TOKEN })).body).toMatchObject({ patterns: before.patterns });
+    expect((await call(ready.GET, "GET", "/api/ready")).status).toBe(200);
+
+    // Only the channel missing: only that rule is named.
+    await admin.call("ACL", "SETUSER", "lockscope", "~orders:*");
+    const channelOnly = await call(patterns.PUT, "PUT", "/api/patterns", { body: wanted });
+    expect(channelOnly.status).toBe(422);
+    expect((channelOnly.body as { error: { details: unknown } }).error.details).toEqual({ refused: [{ glob: "orders:*", nodes: [`rediss://127.0.0.1:${tlsPort}`], rules: ["&__keyspace@0__:orders:*"] }] });
+
+    // With the rules in place the same change applies, and its locks are watched.
+    await admin.call("ACL", "SETUSER", "lockscope", "&__keyspace@0__:orders:*");
+    const applied = await call(patterns.PUT, "PUT", "/api/patterns", { body: wanted });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    await admin.set("orders:1", "holder-token-9", "PX", 30_000);
+    await until("the order lock listed", async () => {
+      const body = (await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Array<{ resource: string; state: string }> };
+      return body.locks.some((l) => l.resource === "orders:1" && l.state === "held");
+    });
+    expect((await call(ready.GET, "GET", "/api/ready")).status).toBe(200);
+    await admin.call("ACL", "LOG", "RESET");
+  });
+
   it("without CONFIG and CLIENT (nor the fair-lock queues' channel), finds the notifications on by its probe over TLS and still sees the locks", async () => {
     const { NodeWatcher } = await import("@/server/live/watcher");
     const { LockStore } = await import("@/server/live/store");

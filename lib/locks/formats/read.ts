@@ -260,7 +260,15 @@ export function keyExpiry(at: number, pttlMs: number): number {
  * managed services): the caller then sends the same commands without one.
  */
 export function isScriptRefused(error: unknown): error is Error {
-  return error instanceof Error && /unknown command|not allowed|NOPERM|disabled/i.test(error.message);
+  return error instanceof Error && !/NOPERM .*(keys|channels) used as arguments/i.test(error.message) && /unknown command|not allowed|NOPERM|disabled/i.test(error.message);
+}
+
+/**
+ * Whether a command was refused because the ACL user may not touch one of its keys or channels, not the command
+ * itself (`NOPERM` for the keys a command names, `ERR … can't access` for a key a script touches).
+ */
+export function isAccessRefused(error: unknown): error is Error {
+  return error instanceof Error && /NOPERM .*(keys|channels) used as arguments|can't access at least one of the keys/i.test(error.message);
 }
 
 /** What reading without scripts needs: MULTI (an ioredis client has it). */
