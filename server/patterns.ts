@@ -214,7 +214,7 @@ export class PatternStore {
     return null;
   }
 
-  /** Asks a deployment's lock nodes which patterns the console's Redis user may not watch (see `NodeWatcher.refusedPatterns`). */
+  /** Asks a deployment's lock nodes which patterns the console's Redis user may not watch (see `NodeWatcher.tryPatterns`). */
   private readonly accessChecks = new Set<(globs: readonly string[]) => Promise<PatternRefusal[]>>();
 
   /** From now on, a change's new patterns are checked with `check` before it applies; returns the function that stops it. */

@@ -4,6 +4,7 @@ import type { ReplicationState } from "@/lib/locks/replication";
 import { notUpText, useHealth, type HealthNode } from "../node-status";
 import { useLiveNodes } from "./use-live-locks";
 import { formatDuration } from "./format";
+import { MessageText } from "../message-text";
 import { TableHead, TableScroll } from "../table-scroll";
 
 /** What the live view adds to each node in /api/health. */
@@ -16,6 +17,8 @@ interface NodeFacts extends HealthNode {
   clockSkewMs?: number | null;
   /** Keys under the patterns found on the node whose names are not UTF-8 text (not shown: see the warning). */
   keyNamesNotText?: number;
+  /** Lock patterns the node does not let the console's Redis user watch, and the ACL rule each needs. */
+  refusedPatterns?: Array<{ glob: string; rule: string }>;
   /** `INFO replication`, read every 2 s (absent while the node cannot be read). */
   replication?: ReplicationState;
   /** A Redis Cluster (one node to the console): its shards, each with its replicas. */
@@ -160,6 +163,20 @@ export function NodesPanel() {
           <p key={`${n.deployment}:${n.id}`} className="warn-text" role="note">
             <span aria-hidden>⚠ </span>
             {`${multi ? `${n.deployment ?? ""} ${n.id}` : n.id}: ${keys} under the lock patterns ${names} not UTF-8 text: the console cannot show or release ${them} (the console's log names one).`}
+          </p>
+        );
+      })}
+      {nodes.map((n) => {
+        const refused = n.refusedPatterns ?? [];
+        if (refused.length === 0) return null;
+        const globs = [...new Set(refused.map((r) => `\`${r.glob}\``))];
+        const rules = [...new Set(refused.map((r) => `\`${r.rule}\``))];
+        return (
+          <p key={`refused:${n.deployment}:${n.id}`} className="warn-text" role="note">
+            <span aria-hidden>⚠ </span>
+            <MessageText
+              text={`${multi ? `${n.deployment ?? ""} ${n.id}` : n.id} does not let the console's Redis user watch the lock ${globs.length === 1 ? "pattern" : "patterns"} ${globs.join(", ")}: ${globs.length === 1 ? "its" : "their"} locks are not read on this node. Add ${rules.join(" and ")} to that user's ACL on the node; the console tries again every 30 s.`}
+            />
           </p>
         );
       })}

@@ -194,6 +194,11 @@ export interface WatcherStatus {
    * pattern change): until then the list lacks some of the locks the node holds. `keysRead`: so far.
    */
   reading?: { since: number; keysRead: number };
+  /**
+   * Present while the node does not let the console's Redis user watch some lock patterns (their keyspace
+   * channel or their keys refused by its ACL): their locks are not read on this node. `rule`: what the ACL user needs.
+   */
+  refusedPatterns?: Array<{ glob: string; rule: string }>;
 }
 
 export interface LiveStats {

@@ -127,7 +127,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         }),
     );
     // A change's new patterns are first tried on these nodes (a pattern the console's Redis user may not watch is refused).
-    const stopAccessCheck = patternStore.checkAccessWith(async (globs) => (await Promise.all(watchers.map((w) => w.refusedPatterns(globs)))).flat());
+    const stopAccessCheck = patternStore.checkAccessWith(async (globs) => (await Promise.all(watchers.map((w) => w.tryPatterns(globs)))).flat());
     let patternChanges = 0;
     // The patterns before the first change whose reconciles have not all run (changes can follow one another
     // faster than a large keyspace is read).
@@ -169,7 +169,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         nodesTotal: watchers.length,
         nodesNotAnswering,
         nodesWithoutNotifications,
-        degraded: nodesUp < watchers.length || nodesWithoutNotifications > 0,
+        degraded: nodesUp < watchers.length || nodesWithoutNotifications > 0 || watchers.some((w) => w.refusedPatterns.length > 0),
       };
     };
     const timers: NodeJS.Timeout[] = [];
@@ -437,7 +437,8 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         ),
         restartedAt: w.run.restartedAt,
         clockSkewMs: w.facts.skewMs,
-        degraded: w.notifications === "unavailable" || !answering || (!w.up && w.readable),
+        ...(w.refusedPatterns.length > 0 ? { refusedPatterns: w.refusedPatterns.map((r) => ({ glob: r.glob, rule: r.rule })) } : {}),
+        degraded: w.notifications === "unavailable" || !answering || (!w.up && w.readable) || w.refusedPatterns.length > 0,
       };
     });
 

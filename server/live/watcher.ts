@@ -6,7 +6,7 @@ import { readInSlots, servingShards, slotIn, type ClusterMember } from "@/lib/lo
 import { decodeReading, isAccessRefused, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flush-calls";
 import { FAIR_TIMEOUTS_GLOB, fairLockNames } from "@/lib/locks/formats/redisson";
-import { earlierOverlaps, globSamples } from "@/lib/locks/glob";
+import { earlierOverlaps, globSamples, lockKeyMatcher } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
 import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, uptimeMsAt, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
@@ -65,7 +65,7 @@ export const PROBE_PREFIX = "lockscope:probe:";
  */
 const PROBED_EVENTS: Readonly<Record<string, string>> = Object.freeze({ g: "del", x: "expired", $: "set", h: "hset", z: "zadd" });
 
-/** A lock pattern a node does not let the console's Redis user watch (see `NodeWatcher.refusedPatterns`). */
+/** A lock pattern a node does not let the console's Redis user watch (see `NodeWatcher.tryPatterns`). */
 export interface PatternRefusal {
   /** The node as the nodes panel shows it (its URL, password masked). */
   node: string;
@@ -74,6 +74,11 @@ export interface PatternRefusal {
   refused: "channel" | "keys";
   /** What the node's ACL needs for it: `&<channel>` or `~<glob>`. */
   rule: string;
+}
+
+/** A list of refusals as text, to tell whether it changed. */
+function refusalsText(refusals: readonly PatternRefusal[]): string {
+  return refusals.map((r) => `${r.glob} ${r.rule}`).join("\n");
 }
 
 /** A restart the next reconcile settles (see `NodeWatcher.restartLosses`). */
@@ -219,6 +224,14 @@ export class NodeWatcher {
   private again = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private stopped = false;
+  /**
+   * The lock patterns this node does not let the console's Redis user watch (its keyspace channel or its keys
+   * refused): their keys are not watched here, and the node's status and the log say so, until the node allows
+   * them (tried again with the facts read every few rounds).
+   */
+  private refusals: PatternRefusal[] = [];
+  /** Null while every pattern in force is watched here; else the patterns that are. */
+  private watchedMatch: ((key: string) => boolean) | null = null;
   /** Scripts refused (EVAL disabled or renamed): read with MULTI instead. */
   private scriptsRefused = false;
   /** Called when the watcher's status changes (up, down, notifications). */
@@ -303,11 +316,22 @@ export class NodeWatcher {
       gaps: this.gaps,
       ...(this.latencyMs !== null ? { latencyMs: this.latencyMs } : {}),
       ...(this.reading !== null ? { reading: { since: this.reading.since, keysRead: this.reading.keysRead } } : {}),
+      ...(this.refusals.length > 0 ? { refusedPatterns: this.refusals.map((r) => ({ glob: r.glob, rule: r.rule })) } : {}),
     };
   }
 
   get readable(): boolean {
     return this.reader.status === "ready";
+  }
+
+  /** The patterns this node refuses the console's Redis user (see `refusals`). */
+  get refusedPatterns(): readonly PatternRefusal[] {
+    return this.refusals;
+  }
+
+  /** Whether this watcher reads `key`: a lock key under a pattern this node lets the console watch. */
+  private watches(key: string): boolean {
+    return this.ctx.isLockKey(key) && (this.watchedMatch === null || this.watchedMatch(key));
   }
 
   /** How many key names under the patterns found here are not UTF-8 text (see `namesNotText`). */
@@ -375,7 +399,7 @@ export class NodeWatcher {
   private onFairQueue(channel: string): void {
     if (!channel.startsWith(this.channelPrefix)) return;
     for (const key of fairLockNames(channel.slice(this.channelPrefix.length))) {
-      if (!this.ctx.isLockKey(key)) continue;
+      if (!this.watches(key)) continue;
       this.dirty.set(key, this.dirty.get(key) ?? null);
       this.ctx.onDirty?.();
     }
@@ -388,7 +412,7 @@ export class NodeWatcher {
     this.keyspaceEvents.set(event, (this.keyspaceEvents.get(event) ?? 0) + 1);
     // The patterns' channels also carry the keys kept beside locks (a Redisson read-write lock's lease keys
     // under `lock:*`): never read as locks.
-    if (!this.ctx.isLockKey(key)) return;
+    if (!this.watches(key)) return;
     // An end (del, expired, evicted) stays the key's cause until it is read, even if a set follows in the
     // same batch (a release that hands the lock over deletes and writes in one script).
     const cause = CAUSES[event];
@@ -527,9 +551,11 @@ export class NodeWatcher {
         if (this.subscribedGeneration !== this.subGeneration) {
           const generation = this.subGeneration;
           const patterns = this.ctx.patterns();
-          this.subscribedChannels = patterns.map((p) => this.channelPrefix + p);
-          await this.sub.psubscribe(...this.subscribedChannels);
-          this.overlaps = earlierOverlaps(patterns);
+          const channelRefusals = await this.subscribePatterns(patterns);
+          const subscribed = patterns.filter((p) => !channelRefusals.some((r) => r.glob === p));
+          this.subscribedChannels = subscribed.map((p) => this.channelPrefix + p);
+          this.overlaps = earlierOverlaps(subscribed);
+          this.setRefusals(patterns, [...channelRefusals, ...(await this.keyRefusals(patterns))]);
           await this.subscribeFairQueues();
           await this.sub.subscribe(CONTENTION_CHANNEL, REVOKE_CHANNEL);
           this.subscribedGeneration = generation;
@@ -902,21 +928,26 @@ export class NodeWatcher {
    * before dropping the old ones (no change falls between the two), then reconcile, which reads the keys the
    * new patterns bring in; the runtime drops the locks that no pattern covers any more.
    */
-  async resubscribe(): Promise<void> {
+  async resubscribe(options: { retryRefused?: boolean } = {}): Promise<void> {
     if (this.stopped || this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) return;
-    // Keys the new patterns bring in may be read here by another node's reconcile before the new channels
-    // are subscribed: this node's own reconcile reads every key again.
-    this.ctx.store.forgetReadsAtStart(this.index);
+    const refusedBefore = refusalsText(this.refusals);
     const patterns = this.ctx.patterns();
     const wanted = patterns.map((p) => this.channelPrefix + p);
-    const added = wanted.filter((c) => !this.subscribedChannels.includes(c));
+    const added = patterns.filter((p) => !this.subscribedChannels.includes(this.channelPrefix + p));
     // (A pattern that names the fair-lock companions, dropped, leaves the watch of them on.)
     const dropped = this.subscribedChannels.filter((c) => !wanted.includes(c) && c !== this.fairTimeoutsChannel);
-    if (added.length > 0) await this.sub.psubscribe(...added);
+    const channelRefusals = await this.subscribePatterns(added);
+    const subscribed = patterns.filter((p) => !channelRefusals.some((r) => r.glob === p));
     // (Once every wanted pattern is subscribed: a notification is never skipped for a pattern not delivering yet.)
-    this.overlaps = earlierOverlaps(patterns);
+    this.overlaps = earlierOverlaps(subscribed);
     if (dropped.length > 0) await this.sub.punsubscribe(...dropped);
-    this.subscribedChannels = wanted;
+    this.subscribedChannels = subscribed.map((p) => this.channelPrefix + p);
+    this.setRefusals(patterns, [...channelRefusals, ...(await this.keyRefusals(patterns))]);
+    // Tried again and still refused as before: nothing new to read.
+    if (options.retryRefused && refusalsText(this.refusals) === refusedBefore) return;
+    // Keys the new patterns bring in may have been read here by another node's reconcile before the new
+    // channels were subscribed: this node's own reconcile reads every key again.
+    this.ctx.store.forgetReadsAtStart(this.index);
     // A reconcile already reading took the patterns before the change, and a node not answering cannot be
     // read now: either way the new patterns' keys are read by the reconcile owed (see `recheckNotifications`).
     if (this.up && this.answering && this.reading === null) await this.reconcile();
@@ -929,7 +960,7 @@ export class NodeWatcher {
    * dropped after) and reads a key each one matches, as it reads locks. Only refusals are reported: a node that
    * does not answer is not judged here (its watcher says what it refuses when it comes up).
    */
-  async refusedPatterns(globs: readonly string[]): Promise<PatternRefusal[]> {
+  async tryPatterns(globs: readonly string[]): Promise<PatternRefusal[]> {
     if (globs.length === 0 || this.stopped || !this.readable) return [];
     const refusals: PatternRefusal[] = [];
     const options = { ...nodeClientOptions(this.ctx.timeoutMs), lazyConnect: true, enableAutoPipelining: false, autoResubscribe: false, retryStrategy: () => null, connectionName: "lockscope:access-check" };
@@ -957,14 +988,63 @@ export class NodeWatcher {
         check.disconnect();
       }
     }
+    // (A read that fails otherwise, the node not answering now: not judged.)
+    return [...refusals, ...(await this.keyRefusals(globs).catch(() => []))];
+  }
+
+  /** Which of `globs` this node does not let the console's Redis user read: a key each one matches is read as locks are. */
+  private async keyRefusals(globs: readonly string[]): Promise<PatternRefusal[]> {
+    const refusals: PatternRefusal[] = [];
     for (const glob of globs) {
       const key = globSamples(glob)[1];
       if (key === undefined) continue;
       await this.waitOn(() => (this.scriptsRefused ? readLockKeysWithoutScripts(this.reader, [key], {}, this.clock) : readLockKeys(this.reader, [key], {}, this.clock))).catch((error: unknown) => {
         if (isAccessRefused(error)) refusals.push({ node: this.node.maskedUrl, glob, refused: "keys", rule: `~${glob}` });
+        else throw error;
       });
     }
     return refusals;
+  }
+
+  /**
+   * Subscribes to the keyspace channels of `globs`, all in one command; where the node refuses it (one channel its
+   * ACL user lacks refuses the command), one by one, leaving out the channels it refuses. Returns those.
+   */
+  private async subscribePatterns(globs: readonly string[]): Promise<PatternRefusal[]> {
+    if (globs.length === 0) return [];
+    try {
+      await this.sub.psubscribe(...globs.map((p) => this.channelPrefix + p));
+      return [];
+    } catch (error) {
+      if (!isAccessRefused(error)) throw error;
+    }
+    const refusals: PatternRefusal[] = [];
+    for (const glob of globs) {
+      const channel = this.channelPrefix + glob;
+      try {
+        await this.sub.psubscribe(channel);
+      } catch (error) {
+        if (!isAccessRefused(error)) throw error;
+        refusals.push({ node: this.node.maskedUrl, glob, refused: "channel", rule: `&${channel}` });
+      }
+    }
+    return refusals;
+  }
+
+  /** From now on, the keys of the patterns `refusals` names are not watched here; said in the log when it changes. */
+  private setRefusals(patterns: readonly string[], refusals: PatternRefusal[]): void {
+    const changed = refusalsText(refusals) !== refusalsText(this.refusals);
+    this.refusals = refusals;
+    this.watchedMatch = refusals.length === 0 ? null : lockKeyMatcher(patterns.filter((p) => !refusals.some((r) => r.glob === p)));
+    if (!changed) return;
+    if (refusals.length === 0) this.ctx.log.info({ node: this.id }, "the node lets the console watch every lock pattern again");
+    else {
+      this.ctx.log.error(
+        { node: this.id, refused: refusals.map((r) => ({ pattern: r.glob, rule: r.rule })) },
+        "the node refuses the console's Redis user some lock patterns: their locks are not watched on this node until those rules are added to its ACL user",
+      );
+    }
+    this.onChange();
   }
 
   /**
@@ -1039,7 +1119,8 @@ export class NodeWatcher {
 
   private async readAllLockKeys(progress: { keysRead: number }): Promise<void> {
     const seen = new Set<string>();
-    const patterns = this.ctx.patterns();
+    const watched = this.watchedMatch;
+    const patterns = this.ctx.patterns().filter((p) => !this.refusals.some((r) => r.glob === p));
     const literals = patterns.filter((p) => !/[*?[\\]/.test(p));
     const globs = patterns.filter((p) => /[*?[\\]/.test(p));
     let waited = 0;
@@ -1058,7 +1139,7 @@ export class NodeWatcher {
     let toRead: string[] = [];
     const readFresh = async (keys: readonly string[], last = false) => {
       for (const key of keys) {
-        if ((!trusted && seen.has(key)) || !this.ctx.isLockKey(key)) continue;
+        if ((!trusted && seen.has(key)) || !this.watches(key)) continue;
         if (!trusted) seen.add(key);
         if (key.includes("\uFFFD")) this.checkTextName(key);
         if (atStart && this.ctx.store.readAtStart(key, this.index)) progress.keysRead += 1;
@@ -1103,7 +1184,7 @@ export class NodeWatcher {
     if (trusted) return;
     // Keys the store thinks this node holds that the scan did not return: read them once more (a key
     // deleted while we were away is absent now; one created during the scan is read as it is).
-    const missing = this.ctx.store.knownOn(this.index).filter((resource) => !seen.has(resource));
+    const missing = this.ctx.store.knownOn(this.index).filter((resource) => !seen.has(resource) && (watched === null || watched(resource)));
     for (let i = 0; i < missing.length; i += READ_BATCH) {
       const readings = await this.read(missing.slice(i, i + READ_BATCH));
       const now = Date.now();
@@ -1282,6 +1363,8 @@ export class NodeWatcher {
         await this.readRunFacts();
         await this.readPersistence();
       }
+      // Patterns the node refused: allowed since (an operator added the rules), they are watched from now on.
+      if (withInfo && this.refusals.length > 0 && this.up) await this.resubscribe({ retryRefused: true });
     } catch {
       // Unreachable for a moment: the connection's own events mark the node down.
     }

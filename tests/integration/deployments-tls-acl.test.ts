@@ -141,6 +141,24 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       return body.locks.some((l) => l.resource === "orders:1" && l.state === "held");
     });
     expect((await call(ready.GET, "GET", "/api/ready")).status).toBe(200);
+
+    // The rule taken away again (the node drops the subscription): the watcher comes back up without that
+    // pattern, and the node's health says which pattern and what it needs.
+    const health = await import("@/app/api/health/route");
+    const channels = README_CONSOLE_ACL.split(" ").filter((rule) => rule.startsWith("&"));
+    await admin.call("ACL", "SETUSER", "lockscope", "resetchannels", ...channels);
+    const node = await until("the refusal in the node's health", async () => {
+      const body = (await call(health.GET, "GET", "/api/health")).body as { status: string; nodes: Array<{ refusedPatterns?: unknown; watcher?: { up: boolean } }> };
+      return body.nodes[0]?.refusedPatterns && body.nodes[0].watcher?.up ? body : undefined;
+    });
+    expect(node.status).toBe("degraded");
+    expect(node.nodes[0]?.refusedPatterns).toEqual([{ glob: "orders:*", rule: "&__keyspace@0__:orders:*" }]);
+    expect((await call(ready.GET, "GET", "/api/ready")).status).toBe(200);
+    await admin.set("lock:invoice/8", "holder-token-10", "PX", 30_000);
+    await until("a lock under another pattern still listed", async () => {
+      const body = (await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { locks: Array<{ resource: string }> };
+      return body.locks.some((l) => l.resource === "lock:invoice/8");
+    });
     await admin.call("ACL", "LOG", "RESET");
   });
 
@@ -174,6 +192,62 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       expect(store.get("lock:restricted/1", Date.now())?.deployment).toBe("restricted");
     } finally {
       await watcher.stop();
+    }
+  });
+
+  it("watches the patterns a node allows when it refuses others, says which and what they need, and takes them up once allowed", async () => {
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const { endpointsOf } = await import("@/server/deployments");
+    const { lockKeyMatcher } = await import("@/lib/locks/glob");
+    const pino = (await import("pino")).default;
+    // The README's user, with the channel of `jobs:*` but not its keys, and nothing of `orders:*`.
+    await admin.call("ACL", "SETUSER", "lockscope-narrow", ...`>${PASSWORD} ${README_CONSOLE_ACL} &__keyspace@0__:jobs:*`.split(" "));
+    const deployment: Deployment = {
+      name: "narrow",
+      kind: "standalone",
+      url: `rediss://127.0.0.1:${tlsPort}`,
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
+      auth: { username: "lockscope-narrow", passwordFile },
+    };
+    const [endpoint] = endpointsOf(deployment);
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    store.deployment = "narrow";
+    const patterns = ["lock:*", "orders:*", "jobs:*"];
+    const watcher = new NodeWatcher(
+      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "narrow", connect: endpoint!.connect, client: admin },
+      { store, patterns: () => patterns, isLockKey: lockKeyMatcher(patterns), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    try {
+      await admin.set("lock:narrow/1", "holder-a", "PX", 30_000);
+      await admin.set("orders:narrow/1", "holder-b", "PX", 30_000);
+      await admin.set("jobs:narrow/1", "holder-c", "PX", 30_000);
+      await until("the watcher up", () => watcher.up);
+      expect(watcher.status().refusedPatterns).toEqual([
+        { glob: "orders:*", rule: "&__keyspace@0__:orders:*" },
+        { glob: "orders:*", rule: "~orders:*" },
+        { glob: "jobs:*", rule: "~jobs:*" },
+      ]);
+      const now = () => Date.now();
+      expect(store.get("lock:narrow/1", now())?.state).toBe("held");
+      expect(store.get("orders:narrow/1", now())).toBeNull();
+      expect(store.get("jobs:narrow/1", now())).toBeNull();
+      // A change under the pattern it may watch is still heard.
+      await admin.set("lock:narrow/2", "holder-d", "PX", 30_000);
+      await until("the new lock's notification heard", () => watcher.dirty.has("lock:narrow/2"));
+
+      await admin.call("ACL", "SETUSER", "lockscope-narrow", "~orders:*", "~jobs:*", "&__keyspace@0__:orders:*");
+      await watcher.refreshFacts(true);
+      expect(watcher.status().refusedPatterns).toBeUndefined();
+      expect(store.get("orders:narrow/1", now())?.state).toBe("held");
+      expect(store.get("jobs:narrow/1", now())?.state).toBe("held");
+      await admin.set("orders:narrow/2", "holder-e", "PX", 30_000);
+      await until("the order lock's notification heard", () => watcher.dirty.has("orders:narrow/2"));
+    } finally {
+      await watcher.stop();
+      await admin.call("ACL", "DELUSER", "lockscope-narrow");
+      await admin.call("ACL", "LOG", "RESET");
     }
   });
 
