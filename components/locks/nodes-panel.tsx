@@ -19,6 +19,8 @@ interface NodeFacts extends HealthNode {
   keyNamesNotText?: number;
   /** Lock patterns the node does not let the console's Redis user watch, and the ACL rule each needs. */
   refusedPatterns?: Array<{ glob: string; rule: string }>;
+  /** A cluster's slots that no primary serves now (a shard lost, no replica promoted), in ranges. */
+  unservedSlots?: Array<[number, number]>;
   /** `INFO replication`, read every 2 s (absent while the node cannot be read). */
   replication?: ReplicationState;
   /** A Redis Cluster (one node to the console): its shards, each with its replicas. */
@@ -163,6 +165,17 @@ export function NodesPanel() {
           <p key={`${n.deployment}:${n.id}`} className="warn-text" role="note">
             <span aria-hidden>⚠ </span>
             {`${multi ? `${n.deployment ?? ""} ${n.id}` : n.id}: ${keys} under the lock patterns ${names} not UTF-8 text: the console cannot show or release ${them} (the console's log names one).`}
+          </p>
+        );
+      })}
+      {nodes.map((n) => {
+        const ranges = n.unservedSlots ?? [];
+        if (ranges.length === 0) return null;
+        const slots = ranges.map(([from, to]) => (from === to ? `${from}` : `${from}–${to}`)).join(", ");
+        return (
+          <p key={`unserved:${n.deployment}:${n.id}`} className="warn-text" role="note">
+            <span aria-hidden>⚠ </span>
+            {`${multi ? `${n.deployment ?? ""} ${n.id}` : n.id}: no primary serves the slots ${slots} (a shard lost, no replica promoted). The cluster serves the others; the locks in these slots are shown as last read, marked unreadable, until a primary serves them again.`}
           </p>
         );
       })}

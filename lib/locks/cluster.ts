@@ -125,6 +125,16 @@ export function servingShards(shards: readonly ClusterShard[]): ClusterShard[] {
   return shards.filter((s) => s.slots.length > 0 && s.primary !== null).sort((a, b) => (a.slots[0]?.[0] ?? 0) - (b.slots[0]?.[0] ?? 0));
 }
 
+/**
+ * The slots of the shards whose primary is not online (failed, and no replica promoted): a cluster that serves
+ * the slots it still covers (`cluster-require-full-coverage no`) answers for every other slot meanwhile.
+ */
+export function unservedSlots(shards: readonly ClusterShard[]): Array<[number, number]> {
+  return servingShards(shards)
+    .filter((s) => s.primary?.health !== "online")
+    .flatMap((s) => s.slots);
+}
+
 /** The addresses of the primaries that serve slots, sorted: what the watcher subscribes to. */
 export function primaryAddresses(shards: readonly ClusterShard[]): string[] {
   return servingShards(shards)

@@ -222,7 +222,15 @@ export interface LockContext {
    * in: it was held already, not acquired as it came into view.
    */
   coveredByPatterns?: (lock: LockRecord) => boolean;
+  /**
+   * Keys no node can be read for now though their nodes count (a Redis Cluster serving the slots it still covers,
+   * one shard lost): merged as if every node were down. Null while there are none.
+   */
+  unreadable?: ((resource: string) => boolean) | null;
 }
+
+/** No node counts: what a key that cannot be read is merged with. */
+const NONE_COUNTED: readonly boolean[] = Object.freeze([]);
 
 /** An operator's force-release noted for a resource (here or on another console). */
 export interface ForceHint {
@@ -631,7 +639,8 @@ function nodesAgree(lock: LockRecord, counted: readonly boolean[]): boolean {
  */
 function merge(lock: LockRecord, context: LockContext, now: number): MergedLock {
   // `times` starts with the nodes' expiries (the merge reads indices below the node count only).
-  const samples = { up: context.counted, values: lock.values, expiries: lock.times, quorum: context.quorum };
+  const up = context.unreadable?.(lock.resource) ? NONE_COUNTED : context.counted;
+  const samples = { up, values: lock.values, expiries: lock.times, quorum: context.quorum };
   // A lock that ended stays ended while no reachable node holds it: what a node that is down held when last
   // read (a force release could not reach it) is no new holder (it is read again when the node is back).
   const ended = lock.state !== null && !isLive(lock.state);

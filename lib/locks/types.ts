@@ -199,6 +199,8 @@ export interface WatcherStatus {
    * channel or their keys refused by its ACL): their locks are not read on this node. `rule`: what the ACL user needs.
    */
   refusedPatterns?: Array<{ glob: string; rule: string }>;
+  /** On a cluster, present while slots have no primary serving them (a shard lost, none promoted): how many. Their locks read unreadable. */
+  unservedSlots?: number;
 }
 
 export interface LiveStats {

@@ -2,7 +2,7 @@ import "server-only";
 import { EventEmitter } from "node:events";
 import type Redis from "ioredis";
 import type { RedisOptions } from "ioredis";
-import { primaryAddresses, servingShards } from "@/lib/locks/cluster";
+import { servingShards } from "@/lib/locks/cluster";
 import type { ClusterTopology } from "../deployments/cluster";
 
 /** What the watcher needs of its subscriber connection: an ioredis connection, or a cluster's set of them. */
@@ -56,7 +56,9 @@ export class ClusterSubscriber extends EventEmitter implements WatchSubscriber {
   /** Opens connections to new primaries and closes those to nodes that are not primaries any more. */
   private sync(): void {
     if (this.stopped) return;
-    const wanted = new Map(servingShards(this.topology.shards).map((s) => [s.primary!.address, s.primary!]));
+    // A primary the cluster marked failed, with no replica promoted, is not waited for: the cluster may go on
+    // serving the other slots (with `cluster-require-full-coverage no`), and their notifications with them.
+    const wanted = new Map(servingShards(this.topology.shards).filter((s) => s.primary!.health === "online").map((s) => [s.primary!.address, s.primary!]));
     let changed = false;
     for (const [address, conn] of this.connections) {
       if (wanted.has(address)) continue;
@@ -85,7 +87,7 @@ export class ClusterSubscriber extends EventEmitter implements WatchSubscriber {
         }
       });
     }
-    const home = primaryAddresses(this.topology.shards)[0] ?? null;
+    const home = [...wanted.keys()].sort()[0] ?? null;
     if (home !== this.home) {
       this.home = home;
       if (this.channels.size > 0) void this.subscribeHome().catch(() => undefined);

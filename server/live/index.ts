@@ -169,7 +169,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         nodesTotal: watchers.length,
         nodesNotAnswering,
         nodesWithoutNotifications,
-        degraded: nodesUp < watchers.length || nodesWithoutNotifications > 0 || watchers.some((w) => w.refusedPatterns.length > 0),
+        degraded: nodesUp < watchers.length || nodesWithoutNotifications > 0 || watchers.some((w) => w.refusedPatterns.length > 0 || w.unservedSlots.length > 0),
       };
     };
     const timers: NodeJS.Timeout[] = [];
@@ -438,7 +438,8 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         restartedAt: w.run.restartedAt,
         clockSkewMs: w.facts.skewMs,
         ...(w.refusedPatterns.length > 0 ? { refusedPatterns: w.refusedPatterns.map((r) => ({ glob: r.glob, rule: r.rule })) } : {}),
-        degraded: w.notifications === "unavailable" || !answering || (!w.up && w.readable) || w.refusedPatterns.length > 0,
+        ...(w.unservedSlots.length > 0 ? { unservedSlots: w.unservedSlots } : {}),
+        degraded: w.notifications === "unavailable" || !answering || (!w.up && w.readable) || w.refusedPatterns.length > 0 || w.unservedSlots.length > 0,
       };
     });
 

@@ -480,6 +480,20 @@ export class LockStore {
     }
   }
 
+  /**
+   * The keys `unreadable` accepts cannot be read now though their node counts (a Redis Cluster that serves the
+   * slots it still covers, one shard lost): merged as unreadable, as if their node were down, until they can
+   * (null: every key). Only the locks it changes for are merged again.
+   */
+  setUnreadable(unreadable: ((resource: string) => boolean) | null, now = Date.now()): void {
+    const before = this.context.unreadable ?? null;
+    if (before === null && unreadable === null) return;
+    this.context.unreadable = unreadable;
+    for (const entry of this.live.values()) {
+      if ((before?.(entry.resource) ?? false) !== (unreadable?.(entry.resource) ?? false)) this.recompute(entry, now, true);
+    }
+  }
+
   /** Marks a watcher's blind spot in the timelines of the locks the node holds. */
   markGap(index: number, downMs: number, now = Date.now()): void {
     const nodeId = this.nodeIds[index] ?? `node-${index}`;

@@ -2,7 +2,7 @@ import "server-only";
 import { randomBytes } from "node:crypto";
 import { Cluster, type Redis } from "ioredis";
 import { isLabResource } from "@/lib/lab/keys";
-import { readInSlots, servingShards, slotIn, type ClusterMember } from "@/lib/locks/cluster";
+import { readInSlots, servingShards, slotIn, unservedSlots, type ClusterMember } from "@/lib/locks/cluster";
 import { decodeReading, isAccessRefused, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flush-calls";
 import { FAIR_TIMEOUTS_GLOB, fairLockNames } from "@/lib/locks/formats/redisson";
@@ -232,6 +232,9 @@ export class NodeWatcher {
   private refusals: PatternRefusal[] = [];
   /** Null while every pattern in force is watched here; else the patterns that are. */
   private watchedMatch: ((key: string) => boolean) | null = null;
+  /** On a cluster: the slots no primary serves now (see `followUnserved`). */
+  private unserved: Array<[number, number]> = [];
+  private readonly onTopology = () => this.followUnserved();
   /** Scripts refused (EVAL disabled or renamed): read with MULTI instead. */
   private scriptsRefused = false;
   /** Called when the watcher's status changes (up, down, notifications). */
@@ -272,6 +275,7 @@ export class NodeWatcher {
     const attempted = () => {
       this.attempted = true;
     };
+    this.cluster?.topology.on("change", this.onTopology);
     this.sub.on("close", () => this.wentDown());
     this.sub.on("error", attempted);
     this.reader.on("close", () => this.wentDown());
@@ -317,11 +321,34 @@ export class NodeWatcher {
       ...(this.latencyMs !== null ? { latencyMs: this.latencyMs } : {}),
       ...(this.reading !== null ? { reading: { since: this.reading.since, keysRead: this.reading.keysRead } } : {}),
       ...(this.refusals.length > 0 ? { refusedPatterns: this.refusals.map((r) => ({ glob: r.glob, rule: r.rule })) } : {}),
+      ...(this.unserved.length > 0 ? { unservedSlots: this.unserved.reduce((n, [from, to]) => n + to - from + 1, 0) } : {}),
     };
   }
 
   get readable(): boolean {
     return this.reader.status === "ready";
+  }
+
+  /** On a cluster: slots no primary serves now, in ranges (empty elsewhere). */
+  get unservedSlots(): ReadonlyArray<[number, number]> {
+    return this.unserved;
+  }
+
+  /**
+   * On a cluster: a shard whose primary failed with no replica promoted serves nothing, while the cluster may
+   * go on serving the other slots (`cluster-require-full-coverage no`). The locks in its slots cannot be read:
+   * merged as unreadable (their last readings kept) until a primary serves them again, when the reconcile that
+   * follows the new connection reads them.
+   */
+  private followUnserved(): void {
+    if (!this.cluster) return;
+    const slots = unservedSlots(this.cluster.topology.shards);
+    if (JSON.stringify(slots) === JSON.stringify(this.unserved)) return;
+    this.unserved = slots;
+    this.ctx.store.setUnreadable(slots.length === 0 ? null : (resource) => slotIn(slots, keySlot(resource)));
+    if (slots.length > 0) this.ctx.log.warn({ node: this.id, slots }, "a cluster shard has no primary serving its slots: its locks are shown unreadable until one does");
+    else this.ctx.log.info({ node: this.id }, "every cluster slot is served again");
+    this.onChange();
   }
 
   /** The patterns this node refuses the console's Redis user (see `refusals`). */
@@ -547,6 +574,7 @@ export class NodeWatcher {
       do {
         this.again = false;
         if (this.stopped || this.sub.status !== "ready" || this.reader.status !== "ready") return;
+        this.followUnserved();
         await this.checkNotifications();
         if (this.subscribedGeneration !== this.subGeneration) {
           const generation = this.subGeneration;
@@ -988,19 +1016,21 @@ export class NodeWatcher {
         check.disconnect();
       }
     }
-    // (A read that fails otherwise, the node not answering now: not judged.)
-    return [...refusals, ...(await this.keyRefusals(globs).catch(() => []))];
+    return [...refusals, ...(await this.keyRefusals(globs))];
   }
 
-  /** Which of `globs` this node does not let the console's Redis user read: a key each one matches is read as locks are. */
+  /**
+   * Which of `globs` this node does not let the console's Redis user read: a key each one matches is read as locks
+   * are (on a cluster, one in a slot a primary serves). A read that fails otherwise judges nothing.
+   */
   private async keyRefusals(globs: readonly string[]): Promise<PatternRefusal[]> {
     const refusals: PatternRefusal[] = [];
     for (const glob of globs) {
-      const key = globSamples(glob)[1];
+      const unserved = this.unserved;
+      const key = globSamples(glob).find((k) => unserved.length === 0 || !slotIn(unserved, keySlot(k)));
       if (key === undefined) continue;
       await this.waitOn(() => (this.scriptsRefused ? readLockKeysWithoutScripts(this.reader, [key], {}, this.clock) : readLockKeys(this.reader, [key], {}, this.clock))).catch((error: unknown) => {
         if (isAccessRefused(error)) refusals.push({ node: this.node.maskedUrl, glob, refused: "keys", rule: `~${glob}` });
-        else throw error;
       });
     }
     return refusals;
@@ -1179,12 +1209,16 @@ export class NodeWatcher {
         await readFresh(keys);
       } while (cursor !== "0");
     }
-    // Read whether or not they exist: an absent key reads as gone, which is what the store needs to know.
-    await readFresh(literals, true);
+    // Read whether or not they exist: an absent key reads as gone, which is what the store needs to know (on a
+    // cluster, those in slots a primary serves).
+    const unserved = this.unserved;
+    await readFresh(unserved.length === 0 ? literals : literals.filter((key) => !slotIn(unserved, keySlot(key))), true);
     if (trusted) return;
     // Keys the store thinks this node holds that the scan did not return: read them once more (a key
     // deleted while we were away is absent now; one created during the scan is read as it is).
-    const missing = this.ctx.store.knownOn(this.index).filter((resource) => !seen.has(resource) && (watched === null || watched(resource)));
+    const missing = this.ctx.store
+      .knownOn(this.index)
+      .filter((resource) => !seen.has(resource) && (watched === null || watched(resource)) && (unserved.length === 0 || !slotIn(unserved, keySlot(resource))));
     for (let i = 0; i < missing.length; i += READ_BATCH) {
       const readings = await this.read(missing.slice(i, i + READ_BATCH));
       const now = Date.now();
@@ -1389,6 +1423,7 @@ export class NodeWatcher {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.cluster?.topology.off("change", this.onTopology);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await Promise.allSettled([this.sub.quit(), this.reader.quit()]);
     this.sub.disconnect();
