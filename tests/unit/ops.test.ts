@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { getRegistry } from "@/server/metrics";
@@ -85,6 +85,22 @@ describe("the alert rules", () => {
     const named = metricNames(read("ops/prometheus/alerts.yml"));
     expect(named.length).toBeGreaterThan(8);
     expect(named.filter((name) => !exported.has(name))).toEqual([]);
+  });
+
+  it("tell the on-call where to look: every description names a console route that exists", () => {
+    // `GET /path?query` in a description, its query and any template left out: a route or a page of app/.
+    const routeExists = (route: string) => {
+      const segments = route.replace(/^\//, "").split("/").filter(Boolean);
+      const dir = path.join(ROOT, "app", ...segments);
+      return existsSync(path.join(dir, "route.ts")) || existsSync(path.join(dir, "page.tsx"));
+    };
+    const rules = [...read("ops/prometheus/alerts.yml").matchAll(/- alert: (\S+)\n[\s\S]*?description: "((?:[^"\\]|\\.)*)"/g)].map((m) => ({ alert: m[1]!, description: m[2]! }));
+    expect(rules.length).toBeGreaterThanOrEqual(21);
+    const without = rules.filter(({ description }) => {
+      const routes = [...description.matchAll(/\bGET (\/[A-Za-z0-9/_-]*)/g)].map((m) => m[1]!);
+      return routes.length === 0 || !routes.every(routeExists);
+    });
+    expect(without.map((r) => r.alert)).toEqual([]);
   });
 
   it("have a unit test in alerts.test.yml for every alert", () => {
