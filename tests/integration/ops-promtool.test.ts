@@ -2,7 +2,22 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { PROMETHEUS_DIR, promtool } from "../support/prometheus";
+import { PROMETHEUS_DIR, ROOT, promtool } from "../support/prometheus";
+
+interface Panel {
+  title: string;
+  targets?: Array<{ expr?: string; legendFormat?: string }>;
+  panels?: Panel[];
+}
+
+/** The dashboard's query of that panel and legend, with Grafana's variables as "All" and a 5m rate interval. */
+function dashboardQuery(title: string, legend: string): string {
+  const dashboard = JSON.parse(readFileSync(path.join(ROOT, "ops", "grafana", "lockscope.json"), "utf8")) as { panels: Panel[] };
+  const panel = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]).find((p) => p.title === title);
+  const expr = panel?.targets?.find((t) => t.legendFormat === legend)?.expr;
+  if (!expr) throw new Error(`no query "${legend}" in the dashboard's panel "${title}"`);
+  return expr.replaceAll("$__rate_interval", "5m").replace(/=~"\$[a-z]+"/g, '=~".*"');
+}
 
 describe("ops/prometheus with the real promtool", () => {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "lockscope-promtool-"));
@@ -31,6 +46,42 @@ describe("ops/prometheus with the real promtool", () => {
     const { status, output } = promtool(["check", "config", path.join(tmp, "prometheus.yml")]);
     expect(output).toMatch(/SUCCESS: .*prometheus\.yml is valid/);
     expect(output).toMatch(/SUCCESS: \d+ rules found/);
+    expect(status).toBe(0);
+  });
+
+  it("shows each installation's lock nodes on the dashboard: a node down in one is not hidden by the other's node of that name", () => {
+    // Two installations (one job each, as ops/prometheus/prometheus.yml says), both with node-0..node-2;
+    // node-0 of lockscope-us is down.
+    const series = (job: string, node: string, up: number) => `      - series: 'lockscope_node_up{job="${job}", instance="${job}:3000", node="${node}"}'\n        values: "${up}x5"`;
+    const nodeUp = dashboardQuery("Node up", "{{job}} {{deployment}} {{node}}");
+    const nodesUp = dashboardQuery("Nodes up", "up {{job}}");
+    const yml = [
+      "evaluation_interval: 1m",
+      "tests:",
+      "  - interval: 1m",
+      "    input_series:",
+      ...["node-0", "node-1", "node-2"].map((n) => series("lockscope", n, 1)),
+      series("lockscope-us", "node-0", 0),
+      series("lockscope-us", "node-1", 1),
+      series("lockscope-us", "node-2", 1),
+      "    promql_expr_test:",
+      `      - expr: ${JSON.stringify(`${nodeUp} == 0`)}`,
+      "        eval_time: 2m",
+      "        exp_samples:",
+      "          - labels: '{job=\"lockscope-us\", node=\"node-0\"}'",
+      "            value: 0",
+      `      - expr: ${JSON.stringify(nodesUp)}`,
+      "        eval_time: 2m",
+      "        exp_samples:",
+      "          - labels: '{job=\"lockscope\"}'",
+      "            value: 3",
+      "          - labels: '{job=\"lockscope-us\"}'",
+      "            value: 2",
+      "",
+    ].join("\n");
+    writeFileSync(path.join(tmp, "dashboard.test.yml"), yml);
+    const { status, output } = promtool(["test", "rules", path.join(tmp, "dashboard.test.yml")]);
+    expect(output).toContain("SUCCESS");
     expect(status).toBe(0);
   });
 

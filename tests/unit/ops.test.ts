@@ -51,7 +51,7 @@ describe("the Grafana dashboard", () => {
       for (const target of panel.targets ?? []) expect(target.expr, panel.title).toMatch(/lockscope_|time\(\)/);
       expect(panel.gridPos).toBeDefined();
     }
-    expect(dashboard.templating.list.map((v) => v.name)).toEqual(["datasource", "instance"]);
+    expect(dashboard.templating.list.map((v) => v.name)).toEqual(["datasource", "job", "instance"]);
   });
 
   it("queries only metrics the console exports", async () => {
