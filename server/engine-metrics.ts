@@ -21,6 +21,8 @@ function groupOf(resources: readonly string[]): string {
 
 function attempt(group: string, result: (typeof ATTEMPT_RESULTS)[number]): void {
   initialiseFor("lockscope_redlock_acquire_attempts_total", { group: [group], result: ATTEMPT_RESULTS });
+  // A lock is lost only after it was acquired: its group's series is at 0 by then, so increase() sees the first loss.
+  initialiseFor("lockscope_redlock_locks_lost_total", { group: [group] });
   declared<"group" | "result">("lockscope_redlock_acquire_attempts_total").inc({ group, result });
 }
 

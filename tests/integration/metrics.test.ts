@@ -211,6 +211,8 @@ describe("GET /metrics on real lock nodes", () => {
     // Lost: an operator force-releases a lock its holder still uses; the holder's signal aborts.
     const lost = redlock.using(["lock:orders/lost"], 10_000, (signal) => new Promise<string>((resolve) => signal.addEventListener("abort", () => resolve("aborted"), { once: true })));
     await untilScrape((s) => (s.get('lockscope_locks_held{state="held"}') ?? 0) >= 1, "the lock held");
+    // The group's lost-lock series is there at 0 before its first loss, or increase() never sees that loss.
+    expect(samples(await scrape()).get('lockscope_redlock_locks_lost_total{group="lock:orders"}')).toBe(0);
     await within("the force release", forceRelease(cluster.clients(), "lock:orders/lost"));
     expect(await within("the holder's signal aborting after the force release", lost)).toBe("aborted");
 
