@@ -157,7 +157,8 @@ export class Lab {
         nodeUrls: nodes.map((n) => n.url),
         processControl: processControl(),
         signal: controller.signal,
-        onRedlock: (redlock) => instrumentRedlock(redlock),
+        // The workers' clients are the nodes' in order: their errors count under the nodes' ids, made at 0 now.
+        onRedlock: (redlock) => instrumentRedlock(redlock, { nodeIds: nodes.map((n) => n.id) }),
       });
     } catch (error) {
       await lease.release();

@@ -95,6 +95,15 @@ describe("contention lab", () => {
     expect(record.result!.waitP99Ms).toBeGreaterThanOrEqual(record.result!.waitP50Ms);
   });
 
+  it("exports its engine's per-node error series at 0 before a node fails, so the first error is seen", async () => {
+    const id = await start({ strategy: "redlock", stock: 10, workers: 2, ttlMs: 1000, workMs: 1 });
+    expect((await finish(id)).status).toBe("done");
+    const metrics = await import("@/app/metrics/route");
+    const res = await call(metrics.GET, "GET", "/metrics", { token: null });
+    expect(res.status).toBe(200);
+    for (const node of ["node-0", "node-1", "node-2"]) expect(res.body as string).toContain(`lockscope_redlock_node_errors_total{node="${node}",operation="acquire"} 0\n`);
+  });
+
   it("Redlock with 100 workers sells exactly the stock while one of three nodes is killed and restarted mid-run", async () => {
     const id = await start({ strategy: "redlock", stock: 300, workers: 100, ttlMs: 1000, workMs: 1 });
     await waitUntil(id, (r) => r.progress.sold >= 30 || r.status !== "running", "30 units are sold");
