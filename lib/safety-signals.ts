@@ -15,6 +15,12 @@ export interface LockSafetyCounts {
   pastTtl: number;
   /** Acquisition time (epoch ms) of the oldest present lock, whatever its state; null when none. */
   oldestAcquiredAt: number | null;
+  /**
+   * When the TTL of the lock longest past it ran out (epoch ms); null when none is. A lock ending by its TTL is
+   * past it for the moment Redis takes to reclaim its key: under a flow of them `pastTtl` is above 0 at every
+   * scrape, while this stays a moment ago; a lock stuck past its TTL makes it old.
+   */
+  oldestPastTtlAt: number | null;
 }
 
 /** What counting needs of a lock (`acquiredAt` null or absent where unknown; state null: not listed). */
@@ -48,7 +54,7 @@ export function safetyFlags(lock: Readonly<SafetyFacts>, isLab: (resource: strin
 
 /** Counts over the present locks, one at a time (see `safetyFlags`). */
 export class LockSafetyTally {
-  readonly counts: LockSafetyCounts = { withoutTtl: 0, belowQuorum: 0, pastTtl: 0, oldestAcquiredAt: null };
+  readonly counts: LockSafetyCounts = { withoutTtl: 0, belowQuorum: 0, pastTtl: 0, oldestAcquiredAt: null, oldestPastTtlAt: null };
 
   constructor(private readonly isLab: (resource: string) => boolean) {}
 
@@ -58,7 +64,11 @@ export class LockSafetyTally {
     const counts = this.counts;
     if (flags & SAFETY.NO_TTL) counts.withoutTtl++;
     if (flags & SAFETY.PARTIAL) counts.belowQuorum++;
-    if (flags & SAFETY.ELAPSED) counts.pastTtl++;
+    if (flags & SAFETY.ELAPSED) {
+      counts.pastTtl++;
+      const expired = lock.expiresAt;
+      if (expired !== null && (counts.oldestPastTtlAt === null || expired < counts.oldestPastTtlAt)) counts.oldestPastTtlAt = expired;
+    }
     const at = lock.acquiredAt;
     if (at !== undefined && at !== null && (counts.oldestAcquiredAt === null || at < counts.oldestAcquiredAt)) counts.oldestAcquiredAt = at;
   }

@@ -141,6 +141,7 @@ export async function refreshConsoleMetrics(): Promise<void> {
       declared("lockscope_locks_without_ttl").set(labels, safety.withoutTtl);
       declared("lockscope_locks_below_quorum").set(labels, safety.belowQuorum);
       declared("lockscope_locks_past_ttl").set(labels, safety.pastTtl);
+      declared("lockscope_lock_oldest_past_ttl_expiry_timestamp_seconds").set(labels, safety.oldestPastTtlAt === null ? 0 : safety.oldestPastTtlAt / 1000);
       declared("lockscope_lock_oldest_acquired_timestamp_seconds").set(labels, safety.oldestAcquiredAt === null ? 0 : safety.oldestAcquiredAt / 1000);
     }
 

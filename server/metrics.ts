@@ -118,6 +118,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   gaugeMetric("lockscope_locks_without_ttl", ["deployment"], "Locks present on the nodes with no TTL (only a release ends them).", { shared: true }),
   gaugeMetric("lockscope_locks_below_quorum", ["deployment"], "Locks held by fewer nodes than a quorum.", { shared: true }),
   gaugeMetric("lockscope_locks_past_ttl", ["deployment"], "Locks whose TTL has run out while their key is still on a node.", { shared: true }),
+  gaugeMetric("lockscope_lock_oldest_past_ttl_expiry_timestamp_seconds", ["deployment"], "When the TTL of the lock longest past its TTL ran out (Unix seconds), its key still on a node; 0 when none is past its TTL.", { shared: true }),
   gaugeMetric("lockscope_lock_oldest_acquired_timestamp_seconds", ["deployment"], "Acquisition time (Unix seconds) of the oldest lock present on the nodes, held by a quorum or not, past its TTL or not; 0 when none.", { shared: true }),
   gaugeMetric("lockscope_quorum_size", ["deployment"], "Nodes that must agree for a Redlock lock (floor(N/2)+1).", { shared: true }),
   gaugeMetric("lockscope_nodes", ["deployment"], "Lock nodes configured.", { shared: true }),

@@ -12,6 +12,9 @@ export interface LockSafetyFacts extends LockSafetyCounts {
 /** A lock with what the ledger needs of it: its state and times, and its `SAFETY` bits as last counted. */
 export type LedgerLock = Pick<LockRecord, "resource" | "state" | "expiresAt" | "acquiredAt"> & { safety: number };
 
+/** The three oldest kept: the present locks' by acquisition, the held ones' by acquisition, the past-TTL ones' by expiry. */
+type Oldests = [Oldest, Oldest, Oldest];
+
 /**
  * The oldest of a set of locks, kept as they change. When the one it names leaves the set (or is re-acquired,
  * younger) it goes `stale`: it then keeps only the oldest of the locks seen since, until a pass over all of
@@ -68,10 +71,12 @@ export class SafetyLedger {
   private pastTtl = 0;
   private readonly oldest = new Oldest();
   private readonly oldestHeld = new Oldest();
+  /** The counted lock longest past its TTL, by when its TTL ran out. */
+  private readonly oldestPastTtl = new Oldest();
   /** A pass finding the oldest again, shared by the reads that come meanwhile. */
   private pass: Promise<void> | null = null;
   /** What the running pass has found so far: changes meanwhile are told to it too. */
-  private finding: [Oldest, Oldest] | null = null;
+  private finding: Oldests | null = null;
 
   /** The lock's state or times may have changed (or it left the list: state null): its counts follow. */
   update(lock: LedgerLock): void {
@@ -102,6 +107,10 @@ export class SafetyLedger {
       this.oldestHeld.see(lock.resource, (now & HELD) !== 0, lock.acquiredAt);
       this.finding?.[1].see(lock.resource, (now & HELD) !== 0, lock.acquiredAt);
     }
+    if (((was | now) & COUNTED) && ((was | now) & ELAPSED)) {
+      this.oldestPastTtl.see(lock.resource, counted(now, ELAPSED) === 1, lock.expiresAt);
+      this.finding?.[2].see(lock.resource, counted(now, ELAPSED) === 1, lock.expiresAt);
+    }
   }
 
   /**
@@ -109,19 +118,27 @@ export class SafetyLedger {
    * between them, only when an oldest time has to be found again.
    */
   async facts(locks: () => Iterator<LedgerLock>, slice = 5_000): Promise<LockSafetyFacts> {
-    for (let passes = 0; passes < MAX_PASSES && (this.oldest.stale || this.oldestHeld.stale); passes++) {
+    const stale = () => this.oldest.stale || this.oldestHeld.stale || this.oldestPastTtl.stale;
+    for (let passes = 0; passes < MAX_PASSES && stale(); passes++) {
       this.pass ??= this.findOldest(locks(), slice).finally(() => {
         this.pass = null;
         this.finding = null;
       });
       await this.pass;
     }
-    if (this.oldest.stale || this.oldestHeld.stale) this.findOldestNow(locks());
-    return { withoutTtl: this.withoutTtl, belowQuorum: this.belowQuorum, pastTtl: this.pastTtl, oldestAcquiredAt: this.oldest.at, oldestHeldAt: this.oldestHeld.at };
+    if (stale()) this.findOldestNow(locks());
+    return {
+      withoutTtl: this.withoutTtl,
+      belowQuorum: this.belowQuorum,
+      pastTtl: this.pastTtl,
+      oldestAcquiredAt: this.oldest.at,
+      oldestHeldAt: this.oldestHeld.at,
+      oldestPastTtlAt: this.oldestPastTtl.at,
+    };
   }
 
   private async findOldest(locks: Iterator<LedgerLock>, slice: number): Promise<void> {
-    const finding: [Oldest, Oldest] = [new Oldest(), new Oldest()];
+    const finding: Oldests = [new Oldest(), new Oldest(), new Oldest()];
     this.finding = finding;
     for (;;) {
       for (let i = 0; i < slice; i++) {
@@ -140,14 +157,14 @@ export class SafetyLedger {
 
   /** One pass in one go (tens of milliseconds at a million locks): for a read whose passes in slices kept losing their oldest. */
   private findOldestNow(locks: Iterator<LedgerLock>): void {
-    const found: [Oldest, Oldest] = [new Oldest(), new Oldest()];
+    const found: Oldests = [new Oldest(), new Oldest(), new Oldest()];
     for (let next = locks.next(); !next.done; next = locks.next()) seeAll(found, next.value);
     this.adopt(found);
   }
 
   /** What a pass found becomes the oldest kept. */
-  private adopt(found: [Oldest, Oldest]): void {
-    for (const [kept, one] of [[this.oldest, found[0]], [this.oldestHeld, found[1]]] as const) {
+  private adopt(found: Oldests): void {
+    for (const [kept, one] of [[this.oldest, found[0]], [this.oldestHeld, found[1]], [this.oldestPastTtl, found[2]]] as const) {
       kept.at = one.at;
       kept.resource = one.resource;
       kept.stale = one.stale;
@@ -155,9 +172,10 @@ export class SafetyLedger {
   }
 }
 
-function seeAll(found: [Oldest, Oldest], lock: LedgerLock): void {
+function seeAll(found: Oldests, lock: LedgerLock): void {
   found[0].see(lock.resource, (lock.safety & COUNTED) !== 0, lock.acquiredAt);
   found[1].see(lock.resource, (lock.safety & HELD) !== 0, lock.acquiredAt);
+  found[2].see(lock.resource, counted(lock.safety, ELAPSED) === 1, lock.expiresAt);
 }
 
 const counted = (flags: number, flag: number): number => ((flags & COUNTED) !== 0 && (flags & flag) !== 0 ? 1 : 0);

@@ -183,12 +183,18 @@ describe("GET /metrics on real lock nodes", () => {
     await clients[2]!.set("lock:safety/split", "holder-b", "PX", 600_000);
     // On one node only: a single-instance lock, held (not below quorum); it keeps node 1's longest TTL long.
     await clients[1]!.set("lock:safety/long", "long-holder", "PX", 600_000);
+    // The SETNX pattern of the Redis documentation: its expiry (Unix seconds) in the value, no TTL, and a holder
+    // that died 5 minutes ago: stuck past its TTL.
+    const stuckUntil = Math.floor(Date.now() / 1000) - 300;
+    await Promise.all(clients.map((c) => c.set("lock:safety/stuck", String(stuckUntil))));
     const s = samples(
       await untilScrape(
-        (m) => m.get("lockscope_locks_without_ttl") === 1 && m.get("lockscope_locks_below_quorum") === 1 && (m.get('lockscope_node_longest_ttl_seconds{node="node-1"}') ?? 0) >= 500,
-        "a lock without TTL and one below quorum",
+        (m) => m.get("lockscope_locks_without_ttl") === 1 && m.get("lockscope_locks_below_quorum") === 1 && m.get("lockscope_locks_past_ttl") === 1 && (m.get('lockscope_node_longest_ttl_seconds{node="node-1"}') ?? 0) >= 500,
+        "a lock without TTL, one below quorum and one past its TTL",
       ),
     );
+    // How long it has been past its TTL, for LockscopeLockStuckPastTtl.
+    expect(s.get("lockscope_lock_oldest_past_ttl_expiry_timestamp_seconds")).toBe(stuckUntil);
     expect(s.get("lockscope_lock_oldest_acquired_timestamp_seconds")).toBeGreaterThan(0);
     for (const node of ["node-0", "node-1", "node-2"]) {
       // The test nodes run with `--save "" --appendonly no`.
@@ -203,7 +209,7 @@ describe("GET /metrics on real lock nodes", () => {
     await cluster.restart(1);
     const after = samples(await untilScrape((m) => m.get('lockscope_node_restart_hazard{node="node-1"}') === 1, "the restart hazard on node-1"));
     expect(after.get('lockscope_node_restart_hazard{node="node-0"}')).toBe(0);
-    await Promise.all(cluster.clients().map((c) => c.del("lock:safety/forever", "lock:safety/split", "lock:safety/long")));
+    await Promise.all(cluster.clients().map((c) => c.del("lock:safety/forever", "lock:safety/split", "lock:safety/long", "lock:safety/stuck")));
   }, 60_000);
 
   it("counts lost locks, failed extensions and node errors", async () => {

@@ -11,14 +11,16 @@ describe("lock-safety signals", () => {
         { resource: "lock:b", state: "held", expiresAt: null, acquiredAt: 2_000 },
         { resource: "lock:c", state: "partial", expiresAt: 9_000, acquiredAt: 1_000 },
         { resource: "lock:d", state: "elapsed", expiresAt: 100, acquiredAt: 4_000 },
+        { resource: "lock:lab:r1:fence", state: "elapsed", expiresAt: 50, acquiredAt: 4_000 },
         { resource: "lock:e", state: "released", expiresAt: null, acquiredAt: 10 },
         { resource: "lock:lab:r1:stock", state: "partial", expiresAt: null, acquiredAt: 5 },
       ],
       isLab,
     );
     // The single-node lock (partial) is the oldest: held-too-long must see it.
-    expect(counts).toEqual({ withoutTtl: 1, belowQuorum: 1, pastTtl: 1, oldestAcquiredAt: 1_000 });
-    expect(lockSafetyCounts([], isLab)).toEqual({ withoutTtl: 0, belowQuorum: 0, pastTtl: 0, oldestAcquiredAt: null });
+    // The lock longest past its TTL is lock:d (the lab's own is left out).
+    expect(counts).toEqual({ withoutTtl: 1, belowQuorum: 1, pastTtl: 1, oldestAcquiredAt: 1_000, oldestPastTtlAt: 100 });
+    expect(lockSafetyCounts([], isLab)).toEqual({ withoutTtl: 0, belowQuorum: 0, pastTtl: 0, oldestAcquiredAt: null, oldestPastTtlAt: null });
   });
 
   it("reads the watcher's node facts and tolerates missing ones", () => {
