@@ -152,6 +152,29 @@ describe("a real Prometheus with ops/prometheus/prometheus.yml", () => {
     expect(quorum.result[0]?.value[1]).toBe("2");
   });
 
+  it("answers every query of the Grafana dashboard, with data for the lock nodes and the lock-safety facts", async () => {
+    interface Panel {
+      title: string;
+      targets?: Array<{ expr?: string; legendFormat?: string }>;
+      panels?: Panel[];
+    }
+    const dashboard = JSON.parse(readFileSync(path.join(PROMETHEUS_DIR, "..", "grafana", "lockscope.json"), "utf8")) as { panels: Panel[] };
+    const queries = dashboard.panels
+      .flatMap((p) => [p, ...(p.panels ?? [])])
+      .flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, legend: t.legendFormat ?? "", expr: (t.expr ?? "").replaceAll("$__rate_interval", "1m").replace(/=~"\$[a-z]+"/g, '=~".*"') })));
+    expect(queries.length).toBeGreaterThan(40);
+    // On a healthy console these show something (others are empty until their event: a lab run, a lock held).
+    const withData = new Set(["Nodes up", "Node up", "Keyspace notifications", "PING latency", "Locks by state", "Locks without TTL, below quorum, past TTL", "Node persistence and restart hazard", "Node clock skew", "Locks lost in node restarts and failovers"]);
+    for (const q of queries) {
+      const answer = await until(
+        () => api<{ result: unknown[] }>(`/api/v1/query?query=${encodeURIComponent(q.expr)}`),
+        (d) => !withData.has(q.panel) || d.result.length > 0 || q.legend.startsWith("failover"),
+        `data for "${q.panel}" (${q.legend}): ${q.expr}`,
+      );
+      expect(Array.isArray(answer.result), q.expr).toBe(true);
+    }
+  });
+
   it("loads and evaluates every alert rule, and none fires on a healthy console", async () => {
     const data = await until(
       () => api<{ groups: RuleGroup[] }>("/api/v1/rules"),

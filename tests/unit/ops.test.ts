@@ -56,6 +56,8 @@ describe("the Grafana dashboard", () => {
 
   it("queries only metrics the console exports", async () => {
     const exported = await exportedNames();
+    // Exported only with AUDIT_DATABASE_URL (server/history/service.ts); tests/integration/audit-postgres.test.ts reads them.
+    for (const name of ["lockscope_history_events_total", "lockscope_history_queue_events", "lockscope_history_write_failures_total"]) exported.add(name);
     const queried = metricNames(panels.flatMap((p) => p.targets ?? []).map((t) => t.expr ?? "").join("\n"));
     expect(queried.length).toBeGreaterThan(20);
     expect(queried.filter((name) => !exported.has(name))).toEqual([]);
@@ -74,6 +76,13 @@ describe("the Grafana dashboard", () => {
     ]) {
       expect(queried).toContain(name);
     }
+  });
+  it("has a panel for every metric an alert rule watches: the on-call paged by one finds it on the dashboard", () => {
+    const queried = new Set(metricNames(panels.flatMap((p) => p.targets ?? []).map((t) => t.expr ?? "").join("\n")));
+    // The rules' expressions only (their annotations may name a metric to look at, as a description does).
+    const exprs = [...read("ops/prometheus/alerts.yml").matchAll(/^\s+expr: (\|\n(?:\s{10,}.*\n)+|.*\n)/gm)].map((m) => m[1]!);
+    expect(exprs.length).toBeGreaterThanOrEqual(21);
+    expect(metricNames(exprs.join("\n")).filter((name) => !queried.has(name))).toEqual([]);
   });
 });
 
