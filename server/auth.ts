@@ -173,6 +173,16 @@ function readCookie(header: string | null, name: string): string | null {
 }
 
 /**
+ * The session the request's cookie names, when its signature, role, token fingerprint and expiry are good,
+ * whether or not it was signed out and whatever other credentials came along: what signing out or in again
+ * must revoke.
+ */
+export async function carriedSession(headers: Headers): Promise<Principal | null> {
+  const cookie = readCookie(headers.get("cookie"), SESSION_COOKIE);
+  return cookie ? verifySessionCookieValue(cookie) : null;
+}
+
+/**
  * Who is asking. A bearer token wins over a cookie; a wrong bearer token is a 401 (429 once the address
  * has sent too many; never silently downgraded to the open viewer). A signed-out session counts as no
  * session. Without credentials, reading is open only when no viewer token is set.

@@ -1,6 +1,7 @@
 import "server-only";
 import {
   BEARER_CHALLENGE,
+  carriedSession,
   checkPresentedToken,
   clearSessionCookieHeader,
   clientIp,
@@ -44,11 +45,15 @@ export async function signIn(request: Request, token: string, name: string | und
   );
 }
 
-/** Clears the cookie and, for a session cookie, revokes the session: a copy of the cookie no longer works. */
-export async function signOut(request: Request, principal: Principal | null): Promise<Response> {
-  if (principal?.via === "session" && principal.session) {
-    await revokeSession(principal.session.id, principal.session.expiresAtMs);
-    getLogger().info({ ip: clientIp(request.headers), action: "sign-out", role: principal.role, actor: principal.actor }, "operator action");
+/**
+ * Clears the cookie and revokes the session it names: a copy of the cookie no longer works. The cookie is read
+ * whatever else the request carries: a bearer token (which decides who is asking) must not leave it valid.
+ */
+export async function signOut(request: Request): Promise<Response> {
+  const carried = await carriedSession(request.headers);
+  if (carried?.session) {
+    await revokeSession(carried.session.id, carried.session.expiresAtMs);
+    getLogger().info({ ip: clientIp(request.headers), action: "sign-out", role: carried.role, actor: carried.actor }, "operator action");
   }
   return new Response(null, { status: 204, headers: { "Set-Cookie": clearSessionCookieHeader(isSecure(request)), "Cache-Control": "no-store" } });
 }

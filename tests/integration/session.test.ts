@@ -137,6 +137,19 @@ describe("sign-in, sessions and health", () => {
     expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie } })).status).toBe(401);
   });
 
+  it("signs the cookie's session out whatever other credentials come along: a bearer token, right or wrong", async () => {
+    for (const bearer of [OPERATOR_TOKEN, VIEWER_TOKEN, "not-a-token-of-this-console"]) {
+      const signedIn = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "dave" } });
+      const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+      expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie } })).status).toBe(200);
+      const out = await call(session.DELETE, "DELETE", "/api/session", { token: bearer, headers: { cookie, "x-lockscope-client-ip": "10.9.9.20" } });
+      expect(out.status).toBe(204);
+      expect(out.headers.get("set-cookie")).toMatch(/^lockscope_session=;.*Max-Age=0/);
+      const after = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie } });
+      expect([bearer.slice(0, 12), after.status]).toEqual([bearer.slice(0, 12), 401]);
+    }
+  });
+
   it("answers bad bodies with a 4xx that says what was wrong", async () => {
     const unknown = await call(session.POST, "POST", "/api/session", { token: null, body: { token: "x", admin: true } });
     expect(unknown.status).toBe(422);

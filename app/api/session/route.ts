@@ -25,4 +25,4 @@ export const POST = route({ name: "POST /api/session", access: "public", body: S
 );
 
 // DELETE /api/session: sign out; clears the cookie and revokes the session on every console.
-export const DELETE = route({ name: "DELETE /api/session", access: "public" }, ({ request, principal }) => signOut(request, principal));
+export const DELETE = route({ name: "DELETE /api/session", access: "public" }, ({ request }) => signOut(request));
