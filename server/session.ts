@@ -37,7 +37,11 @@ export async function signIn(request: Request, token: string, name: string | und
     throw error;
   }
   const actor = cleanActor(name, role);
-  getLogger().info({ ip, action: "sign-in", role, actor, outcome: "ok" }, "operator action");
+  // The session the browser still carries is replaced, so it is revoked (a copy of the old cookie, stolen or
+  // planted before this sign-in, must not outlive it); a failed sign-in above leaves it as it was.
+  const replaced = await carriedSession(request.headers);
+  if (replaced?.session) await revokeSession(replaced.session.id, replaced.session.expiresAtMs);
+  getLogger().info({ ip, action: "sign-in", role, actor, outcome: "ok", replacedSession: replaced !== null }, "operator action");
   const value = await createSessionCookieValue(role, actor);
   return Response.json(
     { role, actor },

@@ -150,6 +150,21 @@ describe("sign-in, sessions and health", () => {
     }
   });
 
+  it("revokes the session a new sign-in replaces: the old cookie no longer works, the new one does", async () => {
+    const first = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "erin" } });
+    const old = (first.headers.get("set-cookie") ?? "").split(";")[0]!;
+    // A failed sign-in changes nothing: the session it came with goes on.
+    const wrong = await call(session.POST, "POST", "/api/session", { token: null, headers: { cookie: old, "x-lockscope-client-ip": "10.9.9.21" }, body: { token: "not-a-token-of-this-console" } });
+    expect(wrong.status).toBe(401);
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: old } })).status).toBe(200);
+    const again = await call(session.POST, "POST", "/api/session", { token: null, headers: { cookie: old }, body: { token: VIEWER_TOKEN, name: "erin" } });
+    expect(again.status).toBe(200);
+    const fresh = (again.headers.get("set-cookie") ?? "").split(";")[0]!;
+    expect(fresh).not.toBe(old);
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: old } })).status).toBe(401);
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: fresh } })).body).toMatchObject({ role: "viewer", actor: "erin" });
+  });
+
   it("answers bad bodies with a 4xx that says what was wrong", async () => {
     const unknown = await call(session.POST, "POST", "/api/session", { token: null, body: { token: "x", admin: true } });
     expect(unknown.status).toBe(422);
