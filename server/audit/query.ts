@@ -1,5 +1,6 @@
 import "server-only";
 import { z } from "zod";
+import { queryText } from "../query-text";
 import { AUDIT_ID_PATTERN } from "./records";
 
 function realDay(year: number, month: number, day: number): boolean {
@@ -16,7 +17,7 @@ const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(
 
 /** A time bound: epoch milliseconds, or an ISO 8601 date/time. (The history routes take the same.) */
 export const timeBound = (name: string) =>
-  z.string().transform((s, ctx) => {
+  queryText("epoch milliseconds or an ISO date or date and time (2025-01-31T12:00:00Z)").transform((s, ctx) => {
     const ms = /^[0-9]{1,15}$/.test(s) ? Number(s) : ISO_INSTANT.test(s) ? Date.parse(s) : Number.NaN;
     if (!Number.isFinite(ms)) {
       ctx.addIssue({
@@ -35,15 +36,14 @@ export const timeBound = (name: string) =>
   });
 
 /** A page size from 1 to 500. */
-export const pageLimit = z
-  .string()
+export const pageLimit = queryText("a whole number from 1 to 500")
   .regex(/^[0-9]{1,4}$/, "`limit` must be a whole number from 1 to 500")
   .transform(Number)
   .pipe(z.number().int().min(1, "`limit` must be at least 1").max(500, "`limit` is at most 500"));
 
 const filterFields = {
-  resource: z.string().max(1024, "`resource` is at most 1024 characters").optional(),
-  actor: z.string().max(64, "`actor` is at most 64 characters").optional(),
+  resource: queryText("part of a lock's key name").max(1024, "`resource` is at most 1024 characters").optional(),
+  actor: queryText("part of the name of who acted").max(64, "`actor` is at most 64 characters").optional(),
   from: timeBound("from").optional(),
   to: timeBound("to").optional(),
 };
@@ -52,7 +52,7 @@ const filterFields = {
 export const AuditListQuery = z
   .strictObject({
     limit: pageLimit.optional(),
-    before: z.string().regex(AUDIT_ID_PATTERN, "`before` must be an entry id from a previous page's `next`").optional(),
+    before: queryText("an entry id from a previous page's `next`").regex(AUDIT_ID_PATTERN, "`before` must be an entry id from a previous page's `next`").optional(),
     ...filterFields,
   })
   .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { message: "`from` must be before `to`" });
@@ -60,7 +60,7 @@ export const AuditListQuery = z
 /** `GET /api/audit/export` query: every matching entry (up to a cap) as CSV or JSON. */
 export const AuditExportQuery = z
   .strictObject({
-    format: z.enum(["csv", "json"], "`format` must be csv or json").optional(),
+    format: queryText("csv or json").pipe(z.enum(["csv", "json"], "`format` must be csv or json")).optional(),
     ...filterFields,
   })
   .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { message: "`from` must be before `to`" });

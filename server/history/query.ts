@@ -2,11 +2,12 @@ import "server-only";
 import { z } from "zod";
 import { pageLimit, timeBound } from "../audit/query";
 import { deploymentName } from "../live/paging-query";
+import { queryText } from "../query-text";
 import { CURSOR_PATTERN } from "./postgres";
 
 const fields = {
   limit: pageLimit.optional(),
-  before: z.string().regex(CURSOR_PATTERN, "`before` must be a `next` value from a previous page").optional(),
+  before: queryText("the `next` value of a previous page").regex(CURSOR_PATTERN, "`before` must be a `next` value from a previous page").optional(),
   from: timeBound("from").optional(),
   to: timeBound("to").optional(),
   at: timeBound("at").optional(),
@@ -24,6 +25,6 @@ export const LockHistoryQuery = z
 
 /** `GET /api/history`: every resource's events by time range, or with `at` every hold at that instant (of one deployment with `deployment`). */
 export const HistoryQuery = z
-  .strictObject({ ...fields, resource: z.string().min(1).max(1024, "`resource` is at most 1024 characters").optional(), deployment: deploymentName.optional() })
+  .strictObject({ ...fields, resource: queryText("the lock's key name").max(1024, "`resource` is at most 1024 characters").optional(), deployment: deploymentName.optional() })
   .refine(ordered, { message: "`from` must be before `to`" })
   .refine(notBoth, { message: "`at` asks what was held at an instant: use it without `from`/`to`" });

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { LOCK_SORTS } from "@/lib/locks/groups";
 import { LOCK_STATES } from "@/lib/locks/types";
 import { route } from "@/server/http";
+import { queryText } from "@/server/query-text";
 import { deploymentFilter, getLockGroups, getWatcherStatus, locksJsonStream, startLive } from "@/server/live";
 import { deploymentName, groupName, offset, order, search, wholeNumber } from "@/server/live/paging-query";
 
@@ -13,11 +14,11 @@ const MAX_PAGE = 1_000;
 
 const query = z
   .strictObject({
-    state: z.enum(LOCK_STATES, { error: `must be one of ${LOCK_STATES.join(", ")}` }).optional(),
+    state: queryText(`a lock state (${LOCK_STATES.join(", ")})`).pipe(z.enum(LOCK_STATES, { error: `must be one of ${LOCK_STATES.join(", ")}` })).optional(),
     limit: wholeNumber(1, 1_000_000).optional(),
     group: groupName.optional(),
     q: search.optional(),
-    sort: z.enum(LOCK_SORTS, { error: `must be one of ${LOCK_SORTS.join(", ")}` }).optional(),
+    sort: queryText(`what to sort by (${LOCK_SORTS.join(", ")})`).pipe(z.enum(LOCK_SORTS, { error: `must be one of ${LOCK_SORTS.join(", ")}` })).optional(),
     order: order.optional(),
     offset: offset.optional(),
     deployment: deploymentName.optional(),

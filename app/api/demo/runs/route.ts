@@ -1,14 +1,14 @@
 import { z } from "zod";
 import { runSettingsSchema } from "@/lib/lab/settings";
 import { route } from "@/server/http";
+import { queryText } from "@/server/query-text";
 import { getLab } from "@/server/lab/lab";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
 const ListQuery = z.strictObject({
-  limit: z
-    .string()
+  limit: queryText("a whole number from 1 to 50")
     .regex(/^[0-9]{1,10}$/, "limit must be a whole number, in decimal digits")
     .transform(Number)
     .pipe(z.number().min(1, "limit must be at least 1").max(50, "limit must be at most 50 (the lab keeps its last 50 runs)"))

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { GROUP_SORTS } from "@/lib/locks/groups";
 import { route } from "@/server/http";
+import { queryText } from "@/server/query-text";
 import { deploymentFilter, getLockGroups, startLive } from "@/server/live";
 import { deploymentName, offset, order, search, wholeNumber } from "@/server/live/paging-query";
 
@@ -9,7 +10,7 @@ export const runtime = "nodejs";
 
 const query = z.strictObject({
   q: search.optional(),
-  sort: z.enum(GROUP_SORTS, { error: `must be one of ${GROUP_SORTS.join(", ")}` }).optional(),
+  sort: queryText(`what to sort by (${GROUP_SORTS.join(", ")})`).pipe(z.enum(GROUP_SORTS, { error: `must be one of ${GROUP_SORTS.join(", ")}` })).optional(),
   order: order.optional(),
   offset: offset.optional(),
   limit: wholeNumber(1, 10_000).optional(),

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ApiError } from "@/server/errors";
 import { route } from "@/server/http";
+import { queryText } from "@/server/query-text";
 import { deploymentFilter, getStreamHub, startLive, streamOwner } from "@/server/live";
 import { NO_LOCKS } from "@/server/live/hub";
 import { deploymentName, groupName } from "@/server/live/paging-query";
@@ -12,11 +13,11 @@ export const runtime = "nodejs";
 const query = z
   .strictObject({
     // EventSource sends Last-Event-ID itself on reconnect; a page that opens a new EventSource passes it here.
-    lastEventId: z.string().max(64, "must be at most 64 characters").optional(),
+    lastEventId: queryText("the id of the last event received").max(64, "must be at most 64 characters").optional(),
     // One group's locks only (GET /api/locks/groups names them); locks=none: nodes and stats, no lock at all;
     // locks=changes: a snapshot without lock rows, then the changes (a page that pages its rows from GET /api/locks).
     group: groupName.optional(),
-    locks: z.enum(["all", "none", "changes"], { error: "must be all, none or changes" }).optional(),
+    locks: queryText("all, none or changes").pipe(z.enum(["all", "none", "changes"], { error: "must be all, none or changes" })).optional(),
     // One deployment's locks only (where the console watches several).
     deployment: deploymentName.optional(),
   })
