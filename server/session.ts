@@ -2,6 +2,7 @@ import "server-only";
 import {
   BEARER_CHALLENGE,
   carriedSession,
+  checkOrigin,
   checkPresentedToken,
   clearSessionCookieHeader,
   clientIp,
@@ -55,6 +56,9 @@ export async function signIn(request: Request, token: string, name: string | und
  */
 export async function signOut(request: Request): Promise<Response> {
   const carried = await carriedSession(request.headers);
+  // Read here rather than by the route wrapper (which reads no credentials for sign-out): a browser's request
+  // with the cookie must come from this console's own origin.
+  checkOrigin(request.headers, carried ? "session" : "none");
   if (carried?.session) {
     await revokeSession(carried.session.id, carried.session.expiresAtMs);
     getLogger().info({ ip: clientIp(request.headers), action: "sign-out", role: carried.role, actor: carried.actor }, "operator action");

@@ -150,6 +150,24 @@ describe("sign-in, sessions and health", () => {
     }
   });
 
+  it("signs out from an address past the wrong-token limit too: the bearer token beside the cookie is not read", async () => {
+    const ip = "10.9.9.22";
+    const signedIn = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "frank" } });
+    const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+    for (let i = 0; i < 5; i++) await call(locks.GET, "GET", "/api/locks", { token: `guessed-before-sign-out-${i}`, headers: { "x-lockscope-client-ip": ip } });
+    expect((await call(locks.GET, "GET", "/api/locks", { token: "guessed-before-sign-out-5", headers: { "x-lockscope-client-ip": ip } })).status).toBe(429);
+    const out = await call(session.DELETE, "DELETE", "/api/session", { token: "guessed-before-sign-out-6", headers: { cookie, "x-lockscope-client-ip": ip } });
+    expect(out.status).toBe(204);
+    expect(out.headers.get("set-cookie")).toMatch(/Max-Age=0/);
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie } })).status).toBe(401);
+    // A cookie alone still needs this console's Origin to sign out (a browser's request always carries it).
+    const again = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "frank" } });
+    const second = (again.headers.get("set-cookie") ?? "").split(";")[0]!;
+    expect((await call(session.DELETE, "DELETE", "/api/session", { token: null, origin: null, headers: { cookie: second } })).status).toBe(403);
+    expect((await call(session.DELETE, "DELETE", "/api/session", { token: null, origin: "http://evil.example", headers: { cookie: second } })).status).toBe(403);
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: second } })).status).toBe(200);
+  });
+
   it("revokes the session a new sign-in replaces: the old cookie no longer works, the new one does", async () => {
     const first = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "erin" } });
     const old = (first.headers.get("set-cookie") ?? "").split(";")[0]!;

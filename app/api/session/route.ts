@@ -24,5 +24,6 @@ export const POST = route({ name: "POST /api/session", access: "public", body: S
   signIn(request, body.token, body.name),
 );
 
-// DELETE /api/session: sign out; clears the cookie and revokes the session on every console.
-export const DELETE = route({ name: "DELETE /api/session", access: "public" }, ({ request }) => signOut(request));
+// DELETE /api/session: sign out; clears the cookie and revokes the session on every console. A bearer token sent
+// beside the cookie is not read: wrong, or from an address past the wrong-token limit, it must not keep the session.
+export const DELETE = route({ name: "DELETE /api/session", access: "probe" }, ({ request }) => signOut(request));
