@@ -163,23 +163,33 @@ export function cleanActor(name: string | null | undefined, role: Role): string 
   return ACTOR_RE.test(trimmed) ? `${trimmed}` : role;
 }
 
-function readCookie(header: string | null, name: string): string | null {
-  if (!header) return null;
+/** At most this many cookies of one name are read from a request (each costs a signature check). */
+const MAX_SESSION_COOKIES = 4;
+
+/**
+ * Every value of the cookie `name`, in the order sent. A browser sends two of one name when another site of
+ * the parent domain set one for the whole domain (or an older path's cookie is left): the console's own
+ * comes in any position.
+ */
+function readCookies(header: string | null, name: string): string[] {
+  const values: string[] = [];
+  if (!header) return values;
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (eq > 0 && part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
+    if (values.length === MAX_SESSION_COOKIES) break;
   }
-  return null;
+  return values;
 }
 
 /**
- * The session the request's cookie names, when its signature, role, token fingerprint and expiry are good,
- * whether or not it was signed out and whatever other credentials came along: what signing out or in again
- * must revoke.
+ * The sessions the request's session cookies name, those whose signature, role, token fingerprint and expiry
+ * are good, whether or not they were signed out and whatever other credentials came along: what signing out
+ * or in again must revoke, every one of them.
  */
-export async function carriedSession(headers: Headers): Promise<Principal | null> {
-  const cookie = readCookie(headers.get("cookie"), SESSION_COOKIE);
-  return cookie ? verifySessionCookieValue(cookie) : null;
+export async function carriedSessions(headers: Headers): Promise<Principal[]> {
+  const sessions = await Promise.all(readCookies(headers.get("cookie"), SESSION_COOKIE).map((value) => verifySessionCookieValue(value)));
+  return sessions.filter((s): s is Principal => s !== null);
 }
 
 /**
@@ -195,10 +205,10 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
     const role = await checkPresentedToken(match[1], clientIp(headers), "bearer");
     return { role, actor: cleanActor(headers.get("x-lockscope-actor"), role), via: "bearer" };
   }
-  const cookie = readCookie(headers.get("cookie"), SESSION_COOKIE);
-  if (cookie) {
-    const principal = await verifySessionCookieValue(cookie);
-    if (principal?.session && !(await getSessionRevocations().isRevoked(principal.session.id))) return principal;
+  // The first session cookie that is good and not signed out: one a sibling site set for the parent domain,
+  // sent before the console's own, must not hide it.
+  for (const principal of await carriedSessions(headers)) {
+    if (principal.session && !(await getSessionRevocations().isRevoked(principal.session.id))) return principal;
   }
   if (getSecrets().viewerToken === null) return { role: "viewer", actor: "anonymous", via: "open" };
   return null;

@@ -1,7 +1,7 @@
 import "server-only";
 import {
   BEARER_CHALLENGE,
-  carriedSession,
+  carriedSessions,
   checkOrigin,
   checkPresentedToken,
   clearSessionCookieHeader,
@@ -40,9 +40,9 @@ export async function signIn(request: Request, token: string, name: string | und
   const actor = cleanActor(name, role);
   // The session the browser still carries is replaced, so it is revoked (a copy of the old cookie, stolen or
   // planted before this sign-in, must not outlive it); a failed sign-in above leaves it as it was.
-  const replaced = await carriedSession(request.headers);
-  if (replaced?.session) await revokeSession(replaced.session.id, replaced.session.expiresAtMs);
-  getLogger().info({ ip, action: "sign-in", role, actor, outcome: "ok", replacedSession: replaced !== null }, "operator action");
+  const replaced = await carriedSessions(request.headers);
+  await revokeAll(replaced);
+  getLogger().info({ ip, action: "sign-in", role, actor, outcome: "ok", replacedSessions: replaced.length }, "operator action");
   const value = await createSessionCookieValue(role, actor);
   return Response.json(
     { role, actor },
@@ -50,18 +50,20 @@ export async function signIn(request: Request, token: string, name: string | und
   );
 }
 
+async function revokeAll(sessions: readonly Principal[]): Promise<void> {
+  await Promise.all(sessions.flatMap(({ session }) => (session ? [revokeSession(session.id, session.expiresAtMs)] : [])));
+}
+
 /**
  * Clears the cookie and revokes the session it names: a copy of the cookie no longer works. The cookie is read
  * whatever else the request carries: a bearer token (which decides who is asking) must not leave it valid.
  */
 export async function signOut(request: Request): Promise<Response> {
-  const carried = await carriedSession(request.headers);
+  const carried = await carriedSessions(request.headers);
   // Read here rather than by the route wrapper (which reads no credentials for sign-out): a browser's request
   // with the cookie must come from this console's own origin.
-  checkOrigin(request.headers, carried ? "session" : "none");
-  if (carried?.session) {
-    await revokeSession(carried.session.id, carried.session.expiresAtMs);
-    getLogger().info({ ip: clientIp(request.headers), action: "sign-out", role: carried.role, actor: carried.actor }, "operator action");
-  }
+  checkOrigin(request.headers, carried.length > 0 ? "session" : "none");
+  await revokeAll(carried);
+  for (const { role, actor } of carried) getLogger().info({ ip: clientIp(request.headers), action: "sign-out", role, actor }, "operator action");
   return new Response(null, { status: 204, headers: { "Set-Cookie": clearSessionCookieHeader(isSecure(request)), "Cache-Control": "no-store" } });
 }

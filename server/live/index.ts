@@ -7,7 +7,7 @@ import type { EndCause } from "@/lib/locks/merge";
 import { restartRisk, uptimeMsAt } from "@/lib/locks/node-state";
 import type { LiveStats, LockDetail, LockLoss, WatcherStatus } from "@/lib/locks/types";
 import { clientLimitKey } from "@/lib/client-address";
-import { clientIp, SESSION_COOKIE, type Principal } from "../auth";
+import { clientIp, type Principal } from "../auth";
 import { getConfig } from "../config";
 import { singleton } from "../global";
 import { shareFirstSeen } from "./first-seen";
@@ -567,10 +567,8 @@ export function streamOwner(headers: Headers, principal: Principal | null): Stre
   const address = clientLimitKey(clientIp(headers));
   let secret: string | null = null;
   if (principal?.via === "bearer") secret = /^Bearer\s+(.+)$/i.exec(headers.get("authorization") ?? "")?.[1] ?? null;
-  else if (principal?.via === "session") {
-    const cookie = (headers.get("cookie") ?? "").split(/;\s*/).find((c) => c.startsWith(`${SESSION_COOKIE}=`));
-    secret = cookie ? cookie.slice(SESSION_COOKIE.length + 1) : null;
-  }
+  // The session that signed the request in, by its id: of two session cookies sent, not merely the first.
+  else if (principal?.via === "session") secret = principal.session ? `session:${principal.session.id}` : null;
   return { address, credential: secret === null ? null : createHash("sha256").update(secret).digest("base64url").slice(0, 22), session: principal?.session ?? null };
 }
 

@@ -183,6 +183,25 @@ describe("sign-in, sessions and health", () => {
     expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: fresh } })).body).toMatchObject({ role: "viewer", actor: "erin" });
   });
 
+  it("with two session cookies (one set for a parent domain by a sibling site), signs both out and is signed in by the one still valid", async () => {
+    const signIn = async (token: string, name: string, cookie?: string) => {
+      const res = await call(session.POST, "POST", "/api/session", { token: null, ...(cookie ? { headers: { cookie } } : {}), body: { token, name } });
+      expect(res.status).toBe(200);
+      return (res.headers.get("set-cookie") ?? "").split(";")[0]!;
+    };
+    const whoIs = async (cookie: string) => (await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie } })).body;
+    const planted = await signIn(VIEWER_TOKEN, "planted");
+    const own = await signIn(OPERATOR_TOKEN, "gina");
+    // The browser sends the older cookie first.
+    const out = await call(session.DELETE, "DELETE", "/api/session", { token: null, headers: { cookie: `${planted}; ${own}` } });
+    expect(out.status).toBe(204);
+    expect([await whoIs(planted), await whoIs(own)]).toMatchObject([{ error: { code: "unauthorized" } }, { error: { code: "unauthorized" } }]);
+    // Signing in while carrying the planted cookie revokes it; the browser then sends it (revoked) before the new one.
+    const plantedAgain = await signIn(VIEWER_TOKEN, "planted");
+    const fresh = await signIn(OPERATOR_TOKEN, "gina", plantedAgain);
+    expect(await whoIs(`${plantedAgain}; ${fresh}`)).toMatchObject({ role: "operator", actor: "gina", via: "session" });
+  });
+
   it("answers bad bodies with a 4xx that says what was wrong", async () => {
     const unknown = await call(session.POST, "POST", "/api/session", { token: null, body: { token: "x", admin: true } });
     expect(unknown.status).toBe(422);
