@@ -216,6 +216,14 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
   if (operatorToken && viewerToken && operatorToken === viewerToken) {
     throw new ConfigError("LOCKSCOPE_VIEWER_TOKEN", viewerToken, "a token different from LOCKSCOPE_OPERATOR_TOKEN");
   }
+  // The scrape token sits in Prometheus's configuration: were it a role's token too, it would release or read locks.
+  if (metricsToken && (metricsToken === operatorToken || metricsToken === viewerToken)) {
+    throw new ConfigError("METRICS_TOKEN", metricsToken, "a token different from LOCKSCOPE_OPERATOR_TOKEN and LOCKSCOPE_VIEWER_TOKEN");
+  }
+  // Whoever knows the key that signs session cookies can make one for any role, given a glimpse of one cookie.
+  if (sessionSecret && [operatorToken, viewerToken, metricsToken].includes(sessionSecret)) {
+    throw new ConfigError("LOCKSCOPE_SESSION_SECRET", sessionSecret, "a secret different from every token (LOCKSCOPE_OPERATOR_TOKEN, LOCKSCOPE_VIEWER_TOKEN, METRICS_TOKEN)");
+  }
   const dataDir = field(env, "LOCKSCOPE_DATA_DIR", z.string().min(1), "a folder path", CONFIG_DEFAULTS.dataDir);
   const auditFile = field(env, "AUDIT_FILE", z.string().min(1), "a file path", `${dataDir}/audit.jsonl`);
   const auditDatabaseUrl =

@@ -85,6 +85,24 @@ describe("configuration", () => {
     expect(errorOf({ LOCKSCOPE_OPERATOR_TOKEN: same, LOCKSCOPE_VIEWER_TOKEN: same }).variable).toBe("LOCKSCOPE_VIEWER_TOKEN");
   });
 
+  it("refuses a scrape token or a session secret that is also the operator's or the viewer's token", () => {
+    const operator = "operator-abcdefghijklmnopqrstuvwxyz";
+    const viewer = "viewer-abcdefghijklmnopqrstuvwxyz";
+    const both = { LOCKSCOPE_OPERATOR_TOKEN: operator, LOCKSCOPE_VIEWER_TOKEN: viewer };
+    // The scrape token sits in Prometheus's configuration: it must not also release locks, or read them.
+    for (const same of [operator, viewer]) {
+      const error = errorOf({ ...both, METRICS_TOKEN: same });
+      expect([error.variable, error.expected]).toEqual(["METRICS_TOKEN", "a token different from LOCKSCOPE_OPERATOR_TOKEN and LOCKSCOPE_VIEWER_TOKEN"]);
+      expect(error.message).not.toContain(same);
+    }
+    // Whoever knows the key that signs session cookies can make one for any role: no token may be that key.
+    for (const same of [operator, viewer, "metrics-abcdefghijklmnopqrstuvwxyz"]) {
+      const error = errorOf({ ...both, METRICS_TOKEN: same === operator || same === viewer ? "metrics-abcdefghijklmnopqrstuvwxyz" : same, LOCKSCOPE_SESSION_SECRET: same });
+      expect([error.variable, error.expected]).toEqual(["LOCKSCOPE_SESSION_SECRET", "a secret different from every token (LOCKSCOPE_OPERATOR_TOKEN, LOCKSCOPE_VIEWER_TOKEN, METRICS_TOKEN)"]);
+      expect(error.message).not.toContain(same);
+    }
+  });
+
   it("refuses an unknown log level and a bad metrics group pattern", () => {
     expect(errorOf({ LOG_LEVEL: "loud" }).message).toContain("one of fatal, error");
     expect(errorOf({ METRICS_GROUP_PATTERN: "([" }).variable).toBe("METRICS_GROUP_PATTERN");
