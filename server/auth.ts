@@ -87,11 +87,15 @@ export function roleForToken(token: string): Role | null {
   return null;
 }
 
-/** Sessions name the token they were made from, so rotating a token ends its sessions. */
+/**
+ * Sessions name the token they were made from, so rotating a token ends its sessions. Keyed with the session
+ * secret: a cookie's payload is signed, not encrypted, and a plain hash of the token in it would let whoever
+ * reads a cookie (a copy signed out long ago included) test guesses of the token offline.
+ */
 function tokenFingerprint(role: Role): string {
-  const { operatorToken, viewerToken } = getSecrets();
+  const { operatorToken, viewerToken, sessionSecret } = getSecrets();
   const token = role === "operator" ? operatorToken : (viewerToken ?? "open");
-  return digest(`fingerprint:${token}`).subarray(0, 8).toString("base64url");
+  return createHmac("sha256", sessionSecret).update(`session-token:${token}`).digest().subarray(0, 8).toString("base64url");
 }
 
 const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;

@@ -122,6 +122,27 @@ describe("authentication", () => {
     expect(auth.clearSessionCookieHeader(false)).toMatch(/Max-Age=0/);
   });
 
+  it("puts nothing in a session cookie that would let whoever reads it check a guess of the token offline", async () => {
+    const tokenMark = async () => {
+      const value = await auth.createSessionCookieValue("operator", "erin");
+      const payload = JSON.parse(Buffer.from(value.split(".")[1]!, "base64url").toString("utf8")) as { f: string };
+      return payload.f;
+    };
+    const before = await tokenMark();
+    // The same operator token on a console with another session key: what the cookie carries of the token differs,
+    // so the token alone (a guess) cannot reproduce it.
+    const secret = process.env.LOCKSCOPE_SESSION_SECRET;
+    try {
+      resetGlobals();
+      process.env.LOCKSCOPE_SESSION_SECRET = "unit-other-session-secret-9876543210";
+      expect(await tokenMark()).not.toBe(before);
+    } finally {
+      resetGlobals();
+      process.env.LOCKSCOPE_SESSION_SECRET = secret;
+    }
+    expect(await tokenMark()).toBe(before);
+  });
+
   it("keeps actor names printable and short", () => {
     expect(auth.cleanActor("alice", "operator")).toBe("alice");
     expect(auth.cleanActor("  Zoë O. ", "operator")).toBe("Zoë O.");
