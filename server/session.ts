@@ -61,8 +61,10 @@ async function revokeAll(sessions: readonly Principal[]): Promise<void> {
 export async function signOut(request: Request): Promise<Response> {
   const carried = await carriedSessions(request.headers);
   // Read here rather than by the route wrapper (which reads no credentials for sign-out): a browser's request
-  // with the cookie must come from this console's own origin.
-  checkOrigin(request.headers, carried.length > 0 ? "session" : "none");
+  // with the cookie must come from this console's own origin. One with an Authorization header is a script's
+  // (a browser adds none to another site's request without asking the console first, which it refuses), and
+  // may come without Origin, as on every other route.
+  checkOrigin(request.headers, carried.length > 0 && !request.headers.has("authorization") ? "session" : "none");
   await revokeAll(carried);
   for (const { role, actor } of carried) getLogger().info({ ip: clientIp(request.headers), action: "sign-out", role, actor }, "operator action");
   return new Response(null, { status: 204, headers: { "Set-Cookie": clearSessionCookieHeader(isSecure(request)), "Cache-Control": "no-store" } });

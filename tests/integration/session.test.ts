@@ -142,7 +142,8 @@ describe("sign-in, sessions and health", () => {
       const signedIn = await call(session.POST, "POST", "/api/session", { token: null, body: { token: OPERATOR_TOKEN, name: "dave" } });
       const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!;
       expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie } })).status).toBe(200);
-      const out = await call(session.DELETE, "DELETE", "/api/session", { token: bearer, headers: { cookie, "x-lockscope-client-ip": "10.9.9.20" } });
+      // A script's request (no Origin: only browsers send one, and none can add Authorization to another site's request unasked).
+      const out = await call(session.DELETE, "DELETE", "/api/session", { token: bearer, origin: null, headers: { cookie, "x-lockscope-client-ip": "10.9.9.20" } });
       expect(out.status).toBe(204);
       expect(out.headers.get("set-cookie")).toMatch(/^lockscope_session=;.*Max-Age=0/);
       const after = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie } });
