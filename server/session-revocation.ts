@@ -19,6 +19,9 @@ export const RECHECK_MS = 2_000;
 
 const MAX_ENTRIES = 100_000;
 
+/** Sign-outs told again to a node that reconnects are written this many at a time. */
+const REPUBLISH_BATCH = 1_000;
+
 /**
  * Signed-out sessions. A session cookie is signed, not stored, so signing out must remember its id until it
  * would have expired anyway. The list lives on the lock nodes (shared by every console over them, like
@@ -32,6 +35,8 @@ export class SessionRevocations {
   /** Session id → when the nodes last said it was not revoked. */
   private readonly clearedAt = new Map<string, number>();
   private loaded = false;
+  /** The node connections whose (re)connections this list follows (see `follow`). */
+  private readonly followed = new WeakSet<object>();
 
   constructor(
     private readonly nodes: () => readonly LockNode[],
@@ -42,6 +47,7 @@ export class SessionRevocations {
   /** Revokes a session until `expiresAtMs`; resolves with how many nodes recorded it. */
   async revoke(id: string, expiresAtMs: number, nowMs = Date.now()): Promise<{ nodes: number; quorum: number }> {
     this.load(nowMs);
+    this.follow();
     this.remember(id, expiresAtMs, nowMs);
     this.persist(id, expiresAtMs);
     const nodes = this.nodes();
@@ -62,6 +68,7 @@ export class SessionRevocations {
   /** Whether a session was signed out, here or on any console over the same nodes. */
   async isRevoked(id: string, nowMs = Date.now()): Promise<boolean> {
     this.load(nowMs);
+    this.follow();
     const expiresAt = this.revoked.get(id);
     if (expiresAt !== undefined) {
       if (expiresAt > nowMs) return true;
@@ -89,6 +96,31 @@ export class SessionRevocations {
     this.bounded(this.clearedAt, nowMs - RECHECK_MS);
     this.clearedAt.set(id, nowMs);
     return false;
+  }
+
+  /**
+   * Tells each node, whenever its connection is (re)established, every sign-out this console knows of. A node
+   * that was down when a session was signed out, or that came back empty from a restart, would otherwise let
+   * the other consoles over it accept that session again until it expired (this console alone remembers).
+   */
+  private follow(): void {
+    for (const node of this.nodes()) {
+      if (this.followed.has(node.client)) continue;
+      this.followed.add(node.client);
+      node.client.on("ready", () => void this.republish(node));
+      if (node.client.status === "ready") void this.republish(node);
+    }
+  }
+
+  private async republish(node: LockNode, nowMs = Date.now()): Promise<void> {
+    const live = [...this.revoked].filter(([, expiresAtMs]) => expiresAtMs > nowMs);
+    for (let i = 0; i < live.length; i += REPUBLISH_BATCH) {
+      try {
+        await Promise.all(live.slice(i, i + REPUBLISH_BATCH).map(([id, expiresAtMs]) => node.client.set(`${REVOKED_SESSION_PREFIX}${id}`, "1", "PXAT", expiresAtMs)));
+      } catch {
+        return; // down again: its next reconnection tells it again
+      }
+    }
   }
 
   /** Reads the sign-outs kept in the file, once; those expired are left out of it. */
