@@ -1,7 +1,7 @@
 "use client";
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import type { ReactNode } from "react";
+import { useState, type ReactNode } from "react";
 import { apiFetch, ApiRequestError } from "./api-client";
 
 export interface SessionInfo {
@@ -52,13 +52,14 @@ export function SignInLink({ className, children }: { className?: string; childr
 export function SessionControl() {
   const { data } = useSession();
   const queryClient = useQueryClient();
+  const [signOutFailed, setSignOutFailed] = useState<string | null>(null);
   if (!data || data.via === "open") {
     return (
       <SignInLink className="button">Sign in</SignInLink>
     );
   }
   return (
-    <span className="node-status">
+    <span className="node-status session-control">
       <span className="muted" aria-label="Signed in as">
         {data.actor} ({data.role})
       </span>
@@ -66,7 +67,17 @@ export function SessionControl() {
         type="button"
         className="button"
         onClick={async () => {
-          await fetch("/api/session", { method: "DELETE", credentials: "same-origin" });
+          setSignOutFailed(null);
+          // Only the console's 204 means the session has ended: on anything else it is still valid, and the page
+          // must not look signed out.
+          const answer = await fetch("/api/session", { method: "DELETE", credentials: "same-origin" }).then(
+            (res) => (res.ok ? null : `the console answered ${res.status}`),
+            () => "the console could not be reached",
+          );
+          if (answer !== null) {
+            setSignOutFailed(`Not signed out: ${answer}, and your session is still valid. Try again.`);
+            return;
+          }
           await queryClient.invalidateQueries();
           // Signing in again (as another role, say) comes back here.
           window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname + window.location.search)}`);
@@ -74,6 +85,11 @@ export function SessionControl() {
       >
         Sign out
       </button>
+      {signOutFailed ? (
+        <span role="alert" className="error-text">
+          {signOutFailed}
+        </span>
+      ) : null}
     </span>
   );
 }
