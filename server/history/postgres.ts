@@ -178,6 +178,20 @@ async function endHolds(client: Queryable, ends: ReadonlyArray<{ r: string | nul
   return rowCount ?? 0;
 }
 
+/**
+ * Corrects recorded ends: the end event of each value (whichever console's copy was stored, within the dedup
+ * window of its time) and its hold's end type become what the end turned out to be.
+ */
+async function relabelEnds(client: Queryable, relabels: ReadonlyArray<{ r: string | null; dep: string; tok: string | null; a: number; t: string; was: string; d: string | null }>): Promise<void> {
+  const args = [JSON.stringify(relabels), DEDUP_WINDOW_MS];
+  const matches = (table: string, type: string, at: string) =>
+    `${table}.resource = u.r AND ${table}.deployment = u.dep AND (u.tok IS NULL OR md5(${table}.token) = md5(u.tok)) AND ${table}.${type} = u.was
+     AND ${table}.${at} BETWEEN ${TS("(u.a - $2::bigint)")} AND ${TS("(u.a + $2::bigint)")}`;
+  const u = "json_to_recordset($1::json) AS u(r text, dep text, tok text, a bigint, t text, was text, d text)";
+  await client.query(`UPDATE lock_events SET type = u.t, detail = u.d FROM ${u} WHERE ${matches("lock_events", "type", "at")}`, args);
+  await client.query(`UPDATE lock_holds SET end_type = u.t FROM ${u} WHERE ${matches("lock_holds", "end_type", "ended_at")}`, args);
+}
+
 /** What `endHolds` needs of a client or a pool. */
 interface Queryable {
   query(sql: string, args: unknown[]): Promise<{ rowCount: number | null }>;
@@ -198,16 +212,19 @@ export class PostgresHistory implements HistoryStore {
     // One JSON parameter per statement, unpacked by PostgreSQL (`json_to_recordset`): node-postgres writes a
     // JavaScript array parameter as an array literal, escaping element by element in JavaScript, which at
     // 10,000 events a second took a tenth of a core of the console's event loop; JSON.stringify is native.
-    const rows = events.map((e) => {
+    const rows = events.flatMap((e) => {
+      if (e.relabels !== undefined) return [];
       const { holder, fence } = holderText(e.token);
-      return { a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, n: clean(e.node), tok: clean(e.token), h: clean(holder), f: fence, d: clean(e.detail), dd: dedupKey(e) };
+      return [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, n: clean(e.node), tok: clean(e.token), h: clean(holder), f: fence, d: clean(e.detail), dd: dedupKey(e) }];
     });
+    // Corrections of ends already recorded (in this batch or an earlier one): applied after this batch's rows.
+    const relabels = events.flatMap((e) => (e.relabels === undefined ? [] : [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, was: e.relabels, tok: clean(e.token), d: clean(e.detail) }]));
     const client = await this.db.pool.connect();
     let broken = false;
     try {
       await client.query("BEGIN");
       // Only the dedup keys come back: an event with a key that did not come back was another console's copy.
-      const inserted = await client.query<{ dd: string | null }>(
+      const inserted = rows.length === 0 ? { rows: [] } : await client.query<{ dd: string | null }>(
         `INSERT INTO lock_events (at, resource, deployment, type, node, token, holder, fence, detail, dedup)
          SELECT ${TS("u.a")}, u.r, u.dep, u.t, u.n, u.tok, u.h, u.f, u.d, u.dd
          FROM json_to_recordset($1::json) AS u(a bigint, r text, dep text, t text, n text, tok text, h text, f text, d text, dd bigint)
@@ -233,6 +250,7 @@ export class PostgresHistory implements HistoryStore {
       if (ended.length > 0) {
         await endHolds(client, ended.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, a: r.a, t: r.t })));
       }
+      if (relabels.length > 0) await relabelEnds(client, relabels);
       await client.query("COMMIT");
     } catch (error) {
       broken = true;

@@ -16,6 +16,11 @@ export interface LockHistoryEvent {
   /** The lock value the event concerns (the holder's token); null when none is known. */
   token?: string | null;
   detail?: string | null;
+  /**
+   * Set on a correction: the lock's end recorded as this type (its value's, within seconds of `at`) turned out to
+   * be `type` (a force release, a loss, learnt a moment later). The stored end is changed, not added to.
+   */
+  relabels?: TimelineType;
 }
 
 /** Who held what at an instant: of one resource, of one deployment, or both. */

@@ -555,7 +555,7 @@ export class LockStore {
     } else if (entry.state === "released" && entry.endedAt >= seenAt && entry.endedToken === lock.token && entry.cause === null) {
       // The watcher read the promoted replica first, and took the value's absence (no notification said why) for
       // a release.
-      this.timelines.relabelLost(entry);
+      this.timelines.relabelLost(entry, entry.endedToken);
       this.relabelled(entry, "released", "lost");
     }
   }
@@ -687,7 +687,7 @@ export class LockStore {
         return;
       case "relabel":
         // It ended a moment ago as released or expired: it was the operator.
-        this.timelines.relabelForced(entry, detail);
+        this.timelines.relabelForced(entry, detail, entry.endedToken);
         this.relabelled(entry, previous, "force-released");
         return;
       case null:

@@ -70,23 +70,31 @@ export class Timelines {
     }
   }
 
-  /** The lock that just ended as released, expired or lost was force-released: its end entry says so, in the operator's words. */
-  relabelForced(owner: TimelineOwner, detail: string | null): void {
-    this.relabelEnd(owner, ["released", "expired", "lost"], "force-released", detail);
+  /**
+   * The lock that just ended as released, expired or lost was force-released: its end entry says so, in the
+   * operator's words. `token`: the value it ended with.
+   */
+  relabelForced(owner: TimelineOwner, detail: string | null, token: string | null): void {
+    this.relabelEnd(owner, ["released", "expired", "lost"], "force-released", detail, token);
   }
 
   /** The lock that just ended as released was lost (a failover's promoted replica never had it): its end entry says so. */
-  relabelLost(owner: TimelineOwner): void {
-    this.relabelEnd(owner, ["released"], "lost", LOST_END_DETAIL);
+  relabelLost(owner: TimelineOwner, token: string | null): void {
+    this.relabelEnd(owner, ["released"], "lost", LOST_END_DETAIL, token);
   }
 
-  /** The last entry of one of the types `from` (the lock's end) becomes a `to`, with `detail` (none when null). */
-  private relabelEnd(owner: TimelineOwner, from: readonly TimelineType[], to: TimelineType, detail: string | null): void {
+  /**
+   * The last entry of one of the types `from` (the lock's end) becomes a `to`, with `detail` (none when null);
+   * the lock history's record of that end is corrected too.
+   */
+  private relabelEnd(owner: TimelineOwner, from: readonly TimelineType[], to: TimelineType, detail: string | null, token: string | null): void {
     const last = [...this.of(owner)].reverse().find((t) => from.includes(t.type));
     if (!last) return;
+    const was = last.type;
     last.type = to;
     if (detail) last.detail = detail;
     else delete last.detail;
+    this.history?.record({ at: last.at, type: to, resource: owner.resource, token, deployment: this.deployment, detail, relabels: was, ...(last.node ? { node: last.node } : {}) });
   }
 
   /** The operator's words for an end already known to be forced. */

@@ -380,6 +380,28 @@ describe("audit and lock history in PostgreSQL", () => {
     expect(before).toMatchObject({ resource: "lock:before-start", token: "pre-token", endedAt: null });
   });
 
+  it("corrects a recorded release into a force release when the operator's release is learnt a moment after the keys went", async () => {
+    const resource = "lock:relabel-history/1";
+    const path = `/api/locks/${encodeURIComponent(resource)}/history`;
+    const events = async () => (await get<EventsPage>(lockHistoryRoute.GET, path, { resource })).body.events;
+    await Promise.all(nodes.map((n) => n.set(resource, "relabel-token", "PX", 30_000)));
+    await until("the acquisition in the history", async () => (await events()).some((e) => e.type === "acquired"));
+    // Deleted on every node, as another console's force release does before its revocation arrives here.
+    await Promise.all(nodes.map((n) => n.del(resource)));
+    await until("the release written to the history", async () => (await events()).some((e) => e.type === "released"));
+    const { getDeploymentLives } = await import("@/server/live");
+    getDeploymentLives()[0]!.store.noteForceRelease(resource, { value: "relabel-token", actor: "carol", reason: "stuck after a deploy" });
+    await service.getHistory()!.recorder.flush();
+    const after = await events();
+    expect(after.map((e) => [e.type, e.token])).toEqual([
+      ["force-released", "relabel-token"],
+      ["acquired", "relabel-token"],
+    ]);
+    expect(after[0]?.detail).toBe("by carol: “stuck after a deploy”");
+    const held = await get<HoldsPage>(lockHistoryRoute.GET, `${path}?at=${Math.round((after[0]!.at + after[1]!.at) / 2)}`, { resource });
+    expect(held.body.holds.map((h) => [h.token, h.endType])).toEqual([["relabel-token", "force-released"]]);
+  });
+
   it("ends the holds whose end no console saw as unseen, and keeps those still held, too recent, or another deployment's", async () => {
     await Promise.all(nodes.map((n) => n.set("lock:unseen/held", "tok-held", "PX", 60_000)));
     const { getDeploymentLives } = await import("@/server/live");

@@ -42,6 +42,19 @@ describe("the live view's history hook", () => {
     expect(store.get("lock:a", T + 1_000)?.deployment).toBe("orders");
   });
 
+  it("corrects the recorded end when a force release of a lock that just ended arrives a moment later", () => {
+    const { store, recorded } = storeRecording();
+    store.apply("lock:j", all("v", T + 10_000), T);
+    store.apply("lock:j", NODES.map((_, i) => gone(i)), T + 10);
+    store.noteForceRelease("lock:j", { value: "v", actor: "alice", reason: "stuck worker" }, T + 12);
+    expect(recorded.map((e) => [e.type, e.token, e.relabels ?? null])).toEqual([
+      ["acquired", "v", null],
+      ["released", "v", null],
+      ["force-released", "v", "released"],
+    ]);
+    expect(recorded[2]).toMatchObject({ at: recorded[1]!.at, detail: "by alice: “stuck worker”" });
+  });
+
   it("records a lock found held by the first reconcile as a hold, at the time it was acquired", () => {
     const { store, recorded } = storeRecording(false);
     store.apply("lock:old", all("foreign", T + 10_000), T);
