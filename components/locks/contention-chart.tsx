@@ -13,7 +13,7 @@ const TIME_STEPS = [60, 120, 300, 600, 1_800, 3_600];
  * that two labels never touch. uPlot's own labels add the date under the first one, wider than the gap to the next,
  * and how close that next tick is depends on where the window starts.
  */
-function timeAxis(): { format: (seconds: number) => string; space: number } {
+function timeAxis(): { format: (seconds: number) => string; space: number; widest: number } {
   const format = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit" });
   const ctx = document.createElement("canvas").getContext("2d");
   let widest = 60;
@@ -21,7 +21,7 @@ function timeAxis(): { format: (seconds: number) => string; space: number } {
     ctx.font = AXIS_FONT;
     for (const hour of [0, 10, 12, 22, 23]) widest = Math.max(widest, ctx.measureText(format.format(new Date(2026, 0, 1, hour, 58))).width);
   }
-  return { format: (seconds) => format.format(new Date(seconds * 1000)), space: Math.ceil(widest) + 16 };
+  return { format: (seconds) => format.format(new Date(seconds * 1000)), space: Math.ceil(widest) + 16, widest };
 }
 
 /** Failed attempts per 10 s over the last minutes (uPlot), with the same figures as text for screen readers. */
@@ -59,10 +59,17 @@ export function ContentionChart({ history }: { history: { bucketMs: number; ends
               font: AXIS_FONT,
               incrs: TIME_STEPS,
               space: time.space,
-              // Whole multiples of the step inside the window (uPlot's own may add one past its end, cut by the edge).
-              splits: (_u, _axis, min, max, step) => {
+              // Whole multiples of the step inside the window (uPlot's own may add one past its end, cut by the edge),
+              // leaving out a tick so near the chart's right edge that its label, centred on it, would be cut there.
+              splits: (u, _axis, min, max, step) => {
+                const ratio = window.devicePixelRatio || 1;
+                const plotRight = (u.bbox.left + u.bbox.width) / ratio;
+                const pxPerSecond = u.bbox.width / ratio / Math.max(1, max - min);
                 const ticks: number[] = [];
-                for (let t = Math.ceil(min / step) * step; t <= max; t += step) ticks.push(t);
+                for (let t = Math.ceil(min / step) * step; t <= max; t += step) {
+                  if (plotRight + (t - max) * pxPerSecond + time.widest / 2 > u.width) continue;
+                  ticks.push(t);
+                }
                 return ticks;
               },
               values: (_u, splits) => splits.map(time.format),

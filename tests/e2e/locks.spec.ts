@@ -331,8 +331,9 @@ test.describe("the contention chart", () => {
         },
       );
       const figure = page.getByRole("img", { name: /Failed acquisition attempts per 10 seconds/ });
-      // A window ending on a whole 10 minutes, then 5 s later, and so on through a whole minute.
-      const base = Math.floor(Date.now() / 600_000) * 600_000;
+      // A window ending on a whole 10 minutes, then 5 s later, and so on through a whole minute; at 10:50 PM, whose
+      // labels ("10:50 PM") are about the widest there are, whatever the time the test runs.
+      const base = Date.UTC(2026, 0, 1, 22, 50);
       for (let offset = 0; offset < 60_000; offset += 5_000) {
         endsAt = base + offset;
         await page.setViewportSize({ width: 1440, height: 1000 });
