@@ -2,14 +2,17 @@ import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
 import { GROUP_ROWS_WINDOW } from "@/lib/locks/groups";
 import { expect, lockNodeClients, test } from "./fixtures";
-import { accessibilityProblems, deleteMatching, FLEET, holdFleet, layoutProblems, settled, THEMES, useSystemTheme } from "./scene";
+import { accessibilityProblems, deleteMatching, FLEET, holdFleet, layoutProblems, settled, THEMES, untilNoGroupMatches, useSystemTheme } from "./scene";
 
 test.describe("grouped view of a large fleet", () => {
   let clients: Redis[] = [];
   let prefix = "";
-  test.afterEach(async () => {
-    // The fleet goes, so the pages after this one see a small fleet's table again.
-    if (clients.length > 0 && prefix) await deleteMatching(clients, `${prefix}-*`);
+  test.afterEach(async ({ request }) => {
+    // The fleet goes, so the pages after this one see a small fleet's table again (once the console has read it go).
+    if (clients.length > 0 && prefix) {
+      await deleteMatching(clients, `${prefix}-*`);
+      await untilNoGroupMatches(request, prefix);
+    }
     for (const c of clients) c.disconnect();
     clients = [];
   });

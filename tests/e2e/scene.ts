@@ -215,6 +215,19 @@ export async function deleteMatching(nodes: Redis[], match: string): Promise<voi
   }
 }
 
+/**
+ * Waits until the console lists no group matching `prefix`: the locks a test deleted are read as gone (and out of
+ * the list), so that a later test's node restart cannot find them still held there and report them lost.
+ */
+export async function untilNoGroupMatches(request: APIRequestContext, prefix: string): Promise<void> {
+  await expect
+    .poll(async () => ((await (await request.get(`/api/locks/groups?q=${encodeURIComponent(prefix)}`, { headers: auth })).json()) as { total: number }).total, {
+      timeout: 120_000,
+      intervals: [500],
+    })
+    .toBe(0);
+}
+
 /** A lock held, then force-released by a script (bearer token, as with curl), so the audit log has an entry. */
 export async function releasedByScript(request: APIRequestContext, nodes: Redis[], resource: string, actor: string, reason: string): Promise<void> {
   await holdLock(nodes, resource, "settlement-batch", "311");
