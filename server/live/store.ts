@@ -1,6 +1,6 @@
 import "server-only";
-import { formatByName, keptFormat, keptReading, keptWaiters, type LockScope } from "@/lib/locks/formats";
-import { formatView, type FormatView } from "@/lib/locks/formats/view";
+import { formatByName, keptFormat, keptWaiters, type LockScope } from "@/lib/locks/formats";
+import { keptView, type FormatView } from "@/lib/locks/formats/view";
 import type { LockSummary } from "@/lib/locks/groups";
 import { decodeHolder } from "@/lib/locks/merge";
 import { KeyBits } from "@/lib/locks/key-bits";
@@ -952,7 +952,7 @@ export class LockStore {
 
   /** The format fields of the lock's kept reading; null before any. */
   private viewOf(entry: Entry): FormatView | null {
-    return entry.reading !== null ? formatView([keptReading(entry.reading)], null) : null;
+    return entry.reading !== null ? keptView(entry.reading) : null;
   }
 
   private holderIdOf(resource: string): string | null {

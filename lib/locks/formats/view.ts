@@ -1,5 +1,5 @@
 import { formatByName } from "./index";
-import { keptHolders, type ContentionSource, type FormatHolder, type FormatName, type FormatReading, type KeptReading, type LockWarning } from "./types";
+import { keptHolders, type ContentionSource, type FormatHolder, type FormatName, type FormatReading, type Kept, type KeptReading, type LockWarning } from "./types";
 
 /**
  * The bridge from per-node format readings to the merged lock (lib/locks/merge.ts): what the quorum vote
@@ -47,5 +47,28 @@ export function formatView(readings: ReadonlyArray<KeptReading | null>, leading:
     contentionSource: formatByName(first.format).contention,
     fence: first.fence ?? null,
     acquiredAt: first.acquiredAt ?? null,
+  };
+}
+
+/**
+ * `formatView` of a lock's one kept reading (`formatView([keptReading(kept)], null)`), as every changed lock's
+ * row is built: without the lists and copies that view of several readings makes (and, for a plain token,
+ * without making its reading first).
+ */
+export function keptView(kept: Kept): FormatView {
+  if (typeof kept === "string") {
+    return { format: "token", redisType: "string", holders: [{ id: kept }], warnings: [], waiters: null, contentionSource: formatByName("token").contention, fence: null, acquiredAt: null };
+  }
+  const warnings: LockWarning[] = [];
+  for (const w of kept.warnings) if (!warnings.includes(w)) warnings.push(w);
+  return {
+    format: kept.format,
+    redisType: kept.redisType,
+    holders: keptHolders(kept),
+    warnings,
+    waiters: kept.waiters,
+    contentionSource: formatByName(kept.format).contention,
+    fence: kept.fence ?? null,
+    acquiredAt: kept.acquiredAt ?? null,
   };
 }

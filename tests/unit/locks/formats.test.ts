@@ -231,6 +231,24 @@ describe("the view the merge takes", () => {
     expect(formatView(readings, `${UUID2}:1`)).toMatchObject({ warnings: ["no-ttl"], waiters: null });
     expect(formatView([null, null], null)).toBeNull();
   });
+
+  it("gives a lock's one kept reading the view its list of one gives", async () => {
+    const { formatView, keptView } = await import("@/lib/locks/formats/view");
+    const engine = encodeLockValue({ label: "billing", host: "web-1", pid: 42, fence: "7", acquiredAt: AT - 500 });
+    const readings = [
+      decode("lock:plain", str("3f1c9a")),
+      decode("lock:orders", str(engine)),
+      decode("orders-lock", hash([[`${UUID}:57`, "1"]], 30_000, { redisson: [2, 2] })),
+      decode("orders-lock", hash([[`${UUID2}:1`, "1"]], -1)),
+      decode("semaphore:uploads", zset([[UUID, AT - 100], [UUID2, AT - 50]])),
+      decode("job-lock:default:report", str(`ADDED:2026-05-29T10:00:00.123Z@worker-3:${UUID}`)),
+    ];
+    for (const reading of readings) {
+      if (reading === null) throw new Error("a reading did not decode");
+      const kept = keep(reading);
+      expect(keptView(kept)).toEqual(formatView([keptReading(kept)], null));
+    }
+  });
 });
 
 describe("what a lock keeps of its reading", () => {
