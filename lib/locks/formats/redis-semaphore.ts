@@ -35,6 +35,9 @@ export function inferLockTimeout(reading: KeyReading): number {
   return Number.isFinite(inferred) && inferred > 0 ? Math.round(inferred) : DEFAULT_LOCK_TIMEOUT_MS;
 }
 
+/** What `permitGroups` gives where no member is a permit (shared: it is only read). */
+const NO_PERMIT_GROUPS: ReadonlyMap<string, number> = new Map();
+
 /** A MultiSemaphore permit's member: `<identifier>_<i>`. */
 const PERMIT = /^(.+)_(0|[1-9]\d{0,5})$/;
 
@@ -44,17 +47,20 @@ const PERMIT = /^(.+)_(0|[1-9]\d{0,5})$/;
  * identifier with its permit count; the members of a group are not holders of their own. A plain
  * `Semaphore`'s identifiers (a UUID, or a UUID and `-<suffix>`) hold no `_`.
  */
-export function permitGroups(members: ReadonlyArray<readonly [string, number]>): Map<string, number> {
-  const byPrefix = new Map<string, { indices: Set<number>; score: number; same: boolean }>();
+export function permitGroups(members: ReadonlyArray<readonly [string, number]>): ReadonlyMap<string, number> {
+  // Made only when a member looks like a permit: a plain Semaphore's holders (every change of one is decoded) need no map.
+  let byPrefix: Map<string, { indices: Set<number>; score: number; same: boolean }> | null = null;
   for (const [member, score] of members) {
     const match = PERMIT.exec(member);
     if (!match) continue;
+    byPrefix ??= new Map();
     const prefix = match[1] as string;
     const group = byPrefix.get(prefix) ?? { indices: new Set<number>(), score, same: true };
     group.indices.add(Number(match[2]));
     if (group.score !== score) group.same = false;
     byPrefix.set(prefix, group);
   }
+  if (byPrefix === null) return NO_PERMIT_GROUPS;
   const groups = new Map<string, number>();
   for (const [prefix, { indices, same }] of byPrefix) {
     const n = indices.size;
