@@ -226,13 +226,18 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       const now = Date.now();
       for (let k = 0; k < list.length; k++) {
         const key = list[k] as string;
-        const causes = keys.get(key) ?? [];
-        const samples: NodeSample[] = [];
+        const causes = keys.get(key);
+        // Made at its size (every change of every lock comes here: an array grown by push starts at 16 places).
+        let count = 0;
+        for (const { readings } of answered) if (readings[k] !== undefined) count += 1;
+        if (count === 0) continue;
+        const samples = new Array<NodeSample>(count);
+        let i = 0;
         for (const { w, readings } of answered) {
           const reading = readings[k];
-          if (reading !== undefined) samples.push(w.sampleOf(reading, causes[w.index] ?? null, now));
+          if (reading !== undefined) samples[i++] = w.sampleOf(reading, causes?.[w.index] ?? null, now);
         }
-        if (samples.length > 0) store.apply(key, samples, now);
+        store.apply(key, samples, now);
       }
     };
     /** Keeps what `w` owes us for a later round (its read failed, or it was left out while busy). */
@@ -289,7 +294,8 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
           if (!whole) dirty.delete(key);
           let causes = keys.get(key);
           if (!causes) {
-            causes = [];
+            // (At its size: an empty array given its third place first grows to 17.)
+            causes = new Array<EndCause | undefined>(watchers.length);
             keys.set(key, causes);
           }
           causes[w.index] = cause;
