@@ -397,7 +397,11 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         // (The shared record lives as long as the lock, plus a margin: its TTL as just read.)
         // A lock made again of a value seen before (Redisson's holder is its client and thread) must not take the
         // earlier lock's first sighting, still recorded for a while after it ended: one older than that end is replaced.
-        if (decoded.acquiredAt === null && seenValue) effects.push({ type: "first-seen", token: seenValue, seenAt: now, ttlMs: lock.ttlMs, ...(lock.endedAt !== null ? { notBefore: lock.endedAt } : {}) });
+        if (decoded.acquiredAt === null && seenValue) {
+          const firstSeen: Extract<LockEffect, { type: "first-seen" }> = { type: "first-seen", token: seenValue, seenAt: now, ttlMs: lock.ttlMs };
+          if (lock.endedAt !== null) firstSeen.notBefore = lock.endedAt;
+          effects.push(firstSeen);
+        }
         lock.endedAt = null;
         lock.endedToken = null;
         lock.cause = null;

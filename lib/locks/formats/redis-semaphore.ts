@@ -1,5 +1,5 @@
 import { defineScript } from "@lockscope/redlock";
-import { formatReading, holderFingerprint, isEpochMs, lockishName, NO_STRING, stringValue } from "./common";
+import { formatReading, holderFingerprint, isEpochMs, lockishName, NO_STRING, stringValue, type ReadingParts } from "./common";
 import { scriptRelease, STRING_MISMATCH_LUA } from "./release";
 import { defineFormat, type FormatHolder, type KeyReading, type RawReading } from "./types";
 
@@ -139,15 +139,11 @@ export const redisSemaphore = defineFormat({
     // that stopped refreshing, its process dead): the lock is read again then.
     let changesAt = Infinity;
     for (const h of holders) if (h.expiresAt !== undefined && h.expiresAt < end) changesAt = Math.min(changesAt, h.expiresAt);
-    return formatReading("redis-semaphore", "zset", reading, {
-      holders,
-      fingerprint: holderFingerprint(holders),
-      ...(Number.isFinite(changesAt) ? { changesAt } : {}),
-      // The semaphore is held while any permit is alive in the library's eyes.
-      ...(Number.isFinite(end) ? { valueExpiresAt: end } : {}),
-      truncated: raw.size > raw.members.length,
-      extraWarnings: stale > 0 ? ["stale-entries"] : [],
-    });
+    const parts: ReadingParts = { holders, fingerprint: holderFingerprint(holders), truncated: raw.size > raw.members.length, extraWarnings: stale > 0 ? ["stale-entries"] : [] };
+    if (Number.isFinite(changesAt)) parts.changesAt = changesAt;
+    // The semaphore is held while any permit is alive in the library's eyes.
+    if (Number.isFinite(end)) parts.valueExpiresAt = end;
+    return formatReading("redis-semaphore", "zset", reading, parts);
   },
   release: scriptRelease(RELEASE, { holder: false, waiters: false }),
 });

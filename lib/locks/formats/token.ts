@@ -1,4 +1,4 @@
-import { formatReading, isEpochMs, lockishName, NO_STRING, stringValue } from "./common";
+import { formatReading, isEpochMs, lockishName, NO_STRING, stringValue, type ReadingParts } from "./common";
 import { STRING_COMPARE_DELETE, scriptRelease } from "./release";
 import { defineFormat, type FormatHolder, type KeyReading } from "./types";
 
@@ -68,13 +68,9 @@ export const token = defineFormat({
       holder.label = meta[1];
       holder.since = Number(meta[2]);
     }
-    return formatReading("token", "string", reading, {
-      holders: [holder],
-      fingerprint,
-      truncated,
-      valueDigest,
-      ...(expiry !== null ? { valueExpiresAt: expiry } : {}),
-    });
+    const parts: ReadingParts = { holders: [holder], fingerprint, truncated, valueDigest };
+    if (expiry !== null) parts.valueExpiresAt = expiry;
+    return formatReading("token", "string", reading, parts);
   },
   release: scriptRelease(STRING_COMPARE_DELETE, { holder: false, waiters: false }),
 });
