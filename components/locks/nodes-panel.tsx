@@ -12,8 +12,8 @@ interface NodeFacts extends HealthNode {
   watcher?: { up: boolean; lastEventAt: number | null; lastEventAgeMs: number | null; reconnects: number; gaps: number };
   persistence?: { appendonly: string | null; save: string | null };
   uptimeSec?: number | null;
-  longestTtlMs?: number;
-  restartRisk?: boolean;
+  longestTtlMs?: number | null;
+  restartRisk?: boolean | null;
   clockSkewMs?: number | null;
   /** Keys under the patterns found on the node whose names are not UTF-8 text (not shown: see the warning). */
   keyNamesNotText?: number;

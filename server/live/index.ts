@@ -432,15 +432,13 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         keyNamesNotText: w.keyNamesNotText,
         persistence: { appendonly: w.facts.appendonly, save: w.facts.save },
         uptimeSec: uptimeMs === null ? null : Math.floor(uptimeMs / 1000),
-        longestTtlMs: w.longestTtlMs,
+        // Unknown (null) until the node was read: a node never reached has no longest TTL and no hazard to tell.
+        longestTtlMs: w.ttlsRead ? w.longestTtlMs : null,
         // (A restart not witnessed left the node empty of what it held: the longest TTL is the other nodes'.)
-        restartRisk: restartRisk(
-          w.run,
-          w.facts.appendonly === "yes",
-          w.run.restartedAt === null ? Math.max(...watchers.map((x) => x.longestTtlMs)) : w.longestTtlMs,
-          now,
-          store.oldestLockAt(),
-        ),
+        restartRisk:
+          uptimeMs === null || !w.ttlsRead
+            ? null
+            : restartRisk(w.run, w.facts.appendonly === "yes", w.run.restartedAt === null ? Math.max(...watchers.map((x) => x.longestTtlMs)) : w.longestTtlMs, now, store.oldestLockAt()),
         restartedAt: w.run.restartedAt,
         clockSkewMs: w.facts.skewMs,
         ...(w.refusedPatterns.length > 0 ? { refusedPatterns: w.refusedPatterns.map((r) => ({ glob: r.glob, rule: r.rule })) } : {}),

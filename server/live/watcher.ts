@@ -163,6 +163,8 @@ export class NodeWatcher {
   latencyMs: number | null = null;
   private readonly rtts: number[] = [];
   longestTtlMs = 0;
+  /** Every lock key of the node was read once (a reconcile finished): until then `longestTtlMs` is unknown, not 0. */
+  ttlsRead = false;
   facts: { appendonly: string | null; save: string | null; skewMs: number | null } = { appendonly: null, save: null, skewMs: null };
   run: NodeRunFacts = INITIAL_RUN_FACTS;
   /**
@@ -1090,7 +1092,10 @@ export class NodeWatcher {
     // The periodic rescan of a node without notifications is how it is watched, not a gap: not marked.
     if (options.periodic) {
       return this.readAllLockKeys({ keysRead: 0 }).then(
-        () => this.settleRestartLoss(),
+        () => {
+          this.ttlsRead = true;
+          return this.settleRestartLoss();
+        },
         (error: unknown) => {
           this.reconcileOwed = true;
           throw error;
@@ -1102,6 +1107,7 @@ export class NodeWatcher {
     this.onChange();
     try {
       await this.readAllLockKeys(progress);
+      this.ttlsRead = true;
       await this.settleRestartLoss();
     } catch (error) {
       this.reconcileOwed = true;
