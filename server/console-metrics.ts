@@ -48,7 +48,7 @@ export function startConsoleMetrics(): HotCounts {
     const deployments = deploymentsLabelled();
     if (deployments) {
       for (const { deployment, nodes } of getDeploymentNodes()) {
-        for (const name of ["lockscope_keyspace_events_total", "lockscope_watcher_reconnects_total", "lockscope_watcher_gaps_total", "lockscope_locks_lost_in_restart_total"]) {
+        for (const name of ["lockscope_keyspace_events_total", "lockscope_watcher_reconnects_total", "lockscope_watcher_gaps_total", "lockscope_locks_lost_in_restart_total", "lockscope_node_restart_hazards_total"]) {
           initialisePerDeployment(name, [deployment.name], { node: nodes.map((n) => n.id) });
         }
       }
@@ -56,7 +56,7 @@ export function startConsoleMetrics(): HotCounts {
       initialisePerDeployment("lockscope_locks_held", deployments);
     } else {
       const nodeIds = getNodes().map((n) => n.id);
-      for (const name of ["lockscope_keyspace_events_total", "lockscope_watcher_reconnects_total", "lockscope_watcher_gaps_total", "lockscope_locks_lost_in_restart_total"]) {
+      for (const name of ["lockscope_keyspace_events_total", "lockscope_watcher_reconnects_total", "lockscope_watcher_gaps_total", "lockscope_locks_lost_in_restart_total", "lockscope_node_restart_hazards_total"]) {
         initialiseFor(name, { node: nodeIds });
       }
     }
@@ -65,6 +65,7 @@ export function startConsoleMetrics(): HotCounts {
     const reconnects = declared<"node" | "deployment">("lockscope_watcher_reconnects_total");
     const gaps = declared<"node" | "deployment">("lockscope_watcher_gaps_total");
     const lostInRestart = declared<"node" | "deployment">("lockscope_locks_lost_in_restart_total");
+    const restartHazards = declared<"node" | "deployment">("lockscope_node_restart_hazards_total");
     const contention = declared<"group" | "traffic">("lockscope_lock_contention_events_total");
     const events = getLiveEvents();
     events.on("lock-event", (e) => {
@@ -75,6 +76,7 @@ export function startConsoleMetrics(): HotCounts {
     events.on("reconnect", (e) => reconnects.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));
     events.on("gap", (e) => gaps.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));
     events.on("lost-in-restart", (e) => lostInRestart.inc(withDeployment({ node: e.nodeId }, e.deployment, multi), e.count));
+    events.on("restart-hazard", (e) => restartHazards.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));
     events.on("contention", (e) => {
       const group = metricGroup(e.resource);
       initialiseFor("lockscope_lock_contention_events_total", { group: [group] });

@@ -96,6 +96,7 @@ function namedEvents(deployment: string, to: LiveEvents): LiveEvents {
   own.on("gap", (e) => to.emit("gap", { ...e, deployment }));
   own.on("lost-in-restart", (e) => to.emit("lost-in-restart", { ...e, deployment }));
   own.on("contention", (e) => to.emit("contention", { ...e, deployment }));
+  own.on("restart-hazard", (e) => to.emit("restart-hazard", { ...e, deployment }));
   return own;
 }
 

@@ -13,6 +13,11 @@ export interface LiveEventMap {
   /** A node restarted and came back without `count` locks whose TTL had not run out (see `LockStore.lostInRestart`), the lab's left out. */
   "lost-in-restart": [{ nodeId: string; count: number } & Named];
   contention: [{ resource: string } & Named];
+  /**
+   * The console saw a node restart without persistence sooner than the longest TTL it knew on it: a lock it held may
+   * be granted again. Told once per restart seen, when it is seen (the hazard itself may be over by the next scrape).
+   */
+  "restart-hazard": [{ nodeId: string } & Named];
 }
 
 /** Where several deployments are watched, the process-wide emitter's events name theirs (see server/live/deployments.ts). */

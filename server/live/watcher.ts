@@ -8,7 +8,7 @@ import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flus
 import { FAIR_TIMEOUTS_GLOB, fairLockNames } from "@/lib/locks/formats/redisson";
 import { earlierOverlaps, globSamples, lockKeyMatcher } from "@/lib/locks/glob";
 import type { EndCause } from "@/lib/locks/merge";
-import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, uptimeMsAt, type NodeRunFacts } from "@/lib/locks/node-state";
+import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts, restartRisk, uptimeMsAt, type NodeRunFacts } from "@/lib/locks/node-state";
 import { NodeClock } from "@/lib/locks/node-clock";
 import { EXTEND_SLACK_MS } from "@/lib/locks/merge";
 import { mergedNotifyFlags, missingNotifyFlags, REQUIRED_NOTIFY_FLAGS } from "@/lib/locks/notify";
@@ -946,6 +946,9 @@ export class NodeWatcher {
   private noteRestart(facts: NodeRunFacts, server: string | null, only?: (resource: string) => boolean): void {
     if (this.restartLosses.some((l) => l.server === server)) return;
     const now = Date.now();
+    // Counted now, as the restart is seen: with TTLs shorter than the scrape interval the hazard is over before
+    // the next scrape reads it (the persistence is the last read before the restart, as the hazard gauge's).
+    if (restartRisk(facts, this.facts.appendonly === "yes", this.longestTtlMs, now)) this.ctx.events.emit("restart-hazard", { nodeId: this.id });
     const latestStart = Math.min(now, (facts.restartedAt ?? now) + 1_000);
     const before = this.ctx.store.heldOn(this.index, only);
     this.restartLosses.push({ server, before, restartedAt: latestStart });
