@@ -9,7 +9,7 @@ import { getLogger } from "./logger";
 import { isLabResource } from "@/lib/lab/keys";
 import { readNodeSafety } from "@/lib/safety-signals";
 import { startMetricsReporter } from "./cluster/reporter";
-import { KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, METRIC_CATALOG, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, initialisePerDeployment, metricGroup } from "./metrics";
+import { DEPLOYMENT_LABEL, KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, METRIC_CATALOG, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, initialisePerDeployment, metricGroup } from "./metrics";
 import { getDeploymentNodes, getNodes, quorumOf } from "./nodes";
 
 const KNOWN_KEYSPACE_EVENTS = new Set<string>(KEYSPACE_EVENTS);
@@ -66,7 +66,7 @@ export function startConsoleMetrics(): HotCounts {
     const gaps = declared<"node" | "deployment">("lockscope_watcher_gaps_total");
     const lostInRestart = declared<"node" | "deployment">("lockscope_locks_lost_in_restart_total");
     const restartHazards = declared<"node" | "deployment">("lockscope_node_restart_hazards_total");
-    const contention = declared<"group" | "traffic">("lockscope_lock_contention_events_total");
+    const contention = declared<"group" | "traffic" | "deployment">("lockscope_lock_contention_events_total");
     const events = getLiveEvents();
     events.on("lock-event", (e) => {
       if (!KNOWN_LOCK_EVENTS.has(e.type)) return;
@@ -79,8 +79,11 @@ export function startConsoleMetrics(): HotCounts {
     events.on("restart-hazard", (e) => restartHazards.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));
     events.on("contention", (e) => {
       const group = metricGroup(e.resource);
-      initialiseFor("lockscope_lock_contention_events_total", { group: [group] });
-      contention.inc({ group, traffic: isLabResource(e.resource) ? "lab" : "production" });
+      // Per deployment where several are watched: a group's name says nothing of which nodes its locks are on.
+      // Series stay bounded: METRICS_MAX_GROUPS groups (and other) × traffic × the deployments configured.
+      const on: Record<string, readonly string[]> = multi && e.deployment !== undefined ? { [DEPLOYMENT_LABEL]: [e.deployment] } : {};
+      initialiseFor("lockscope_lock_contention_events_total", { group: [group], ...on });
+      contention.inc(withDeployment({ group, traffic: isLabResource(e.resource) ? "lab" : "production" }, e.deployment, multi));
     });
     return hot;
   });

@@ -97,7 +97,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   gaugeMetric("lockscope_locks_held", ["state", "deployment"], "Locks the console knows of, by state (held counts the quorum-held ones).", { shared: true, known: { state: LOCK_STATES } }),
   gaugeMetric("lockscope_lock_oldest_held_acquired_timestamp_seconds", ["deployment"], "Acquisition time (Unix seconds) of the lock held longest now; 0 when none is held.", { shared: true }),
   counterMetric("lockscope_lock_events_total", ["type", "deployment"], "Lock lifecycle events seen on the lock nodes, by type.", { shared: true, known: { type: LOCK_EVENT_TYPES } }),
-  counterMetric("lockscope_lock_contention_events_total", ["group", "traffic"], "Failed acquisition attempts published by lock engines (contention telemetry), by lock group and traffic (production or lab).", { shared: true, known: { traffic: TRAFFIC } }),
+  counterMetric("lockscope_lock_contention_events_total", ["group", "traffic", "deployment"], "Failed acquisition attempts published by lock engines (contention telemetry), by lock group and traffic (production or lab); group other: keys without a group or past METRICS_MAX_GROUPS.", { shared: true, known: { traffic: TRAFFIC } }),
   counterMetric("lockscope_keyspace_events_total", ["node", "event", "deployment"], "Keyspace notifications received on lock keys, by node and event.", { shared: true, known: { event: [...KEYSPACE_EVENTS, "other"] } }),
   counterMetric("lockscope_watcher_reconnects_total", ["node", "deployment"], "Keyspace subscriber reconnections, by node."),
   counterMetric("lockscope_watcher_gaps_total", ["node", "deployment"], "Times the watcher missed events (subscriber down) and reconciled with a SCAN, by node."),

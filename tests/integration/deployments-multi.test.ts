@@ -270,4 +270,42 @@ describe("several deployments in one console", () => {
     expect(check.output).toBe("");
     expect(check.status).toBe(0);
   });
+
+  it("counts contention per deployment: the same group on two deployments is two series", async () => {
+    const { metrics } = await routes();
+    const { Redlock } = await import("@lockscope/redlock");
+    const onOrders = new Redlock(ordersNodes, { retryCount: 0, label: "multi-contention" });
+    const onCache = new Redlock([cacheNode], { retryCount: 0, label: "multi-contention" });
+    try {
+      const counted = (text: string, deployment: string | null) =>
+        text
+          .split("\n")
+          .filter((l) => l.startsWith("lockscope_lock_contention_events_total{") && l.includes('group="lock:contended"') && l.includes('traffic="production"'))
+          .filter((l) => (deployment === null ? !l.includes("deployment=") : l.includes(`deployment="${deployment}"`)))
+          .map((l) => Number(l.slice(l.lastIndexOf(" ") + 1)));
+      const scrape = async () => String((await call(metrics, "GET", "/metrics")).body);
+      // Conflicts on orders only: counted on orders, nothing on the cache.
+      const heldOnOrders = await onOrders.acquire(["lock:contended/1"], 10_000);
+      await expect(onOrders.acquire(["lock:contended/1"], 10_000)).rejects.toThrow();
+      const first = await until("contention counted on orders", async () => {
+        const t = await scrape();
+        return (counted(t, "orders")[0] ?? 0) >= 1 ? t : null;
+      });
+      expect(counted(first, "cache").filter((n) => n > 0)).toEqual([]);
+      // Then one on the cache, the same group: its own series.
+      const heldOnCache = await onCache.acquire(["lock:contended/1"], 10_000);
+      await expect(onCache.acquire(["lock:contended/1"], 10_000)).rejects.toThrow();
+      const text = await until("contention counted on the cache", async () => {
+        const t = await scrape();
+        return (counted(t, "cache")[0] ?? 0) >= 1 ? t : null;
+      });
+      expect(counted(text, "orders")).toHaveLength(1);
+      expect(counted(text, null)).toEqual([]);
+      await heldOnOrders.release();
+      await heldOnCache.release();
+    } finally {
+      await onOrders.quit();
+      await onCache.quit();
+    }
+  });
 });
