@@ -118,6 +118,7 @@ export async function refreshConsoleMetrics(): Promise<void> {
     const labels: { deployment: string } | Record<string, never> = multi ? { deployment: d.deployment.name } : {};
     declared("lockscope_nodes").set(labels, d.nodes.length);
     declared("lockscope_quorum_size").set(labels, quorumOf(d.nodes.length));
+    declared("lockscope_deployment_info").set({ ...labels, kind: d.deployment.kind }, 1);
   }
 
   const health = await getHealth();

@@ -123,6 +123,8 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   gaugeMetric("lockscope_lock_oldest_acquired_timestamp_seconds", ["deployment"], "Acquisition time (Unix seconds) of the oldest lock present on the nodes, held by a quorum or not, past its TTL or not; 0 when none.", { shared: true }),
   gaugeMetric("lockscope_quorum_size", ["deployment"], "Nodes that must agree for a Redlock lock (floor(N/2)+1).", { shared: true }),
   gaugeMetric("lockscope_nodes", ["deployment"], "Lock nodes configured.", { shared: true }),
+  // One series per deployment configured, kind from a closed set (DEPLOYMENT_KINDS): bounded.
+  gaugeMetric("lockscope_deployment_info", ["kind", "deployment"], "Always 1; kind says what the deployment is (redlock: N independent nodes; standalone, sentinel, cluster: one node to the console).", { shared: true }),
 ])
 
 const catalogByName = new Map(METRIC_CATALOG.map((d) => [d.name, d]));

@@ -258,6 +258,12 @@ describe("several deployments in one console", () => {
     expect(value("lockscope_node_up", { node: "node-2", deployment: "orders" })).toBe(1);
     expect(value("lockscope_quorum_size", { deployment: "orders" })).toBe(2);
     expect(value("lockscope_nodes", { deployment: "orders" })).toBe(3);
+    // Each deployment's kind, for the alerts to say what is down (a Redlock quorum, the one instance, the cluster).
+    expect(series("lockscope_deployment_info").map((s) => [s.labels.deployment, s.labels.kind, s.value]).sort()).toEqual([
+      ["cache", "standalone", 1],
+      ["orders", "redlock", 1],
+      ["sessions", "cluster", 1],
+    ]);
     expect(value("lockscope_locks_held", { deployment: "orders", state: "held" })).toBeGreaterThanOrEqual(1);
     expect(value("lockscope_keyspace_events_total", { node: "node-0", deployment: "cache", event: "set" })).toBeGreaterThanOrEqual(1);
     // No series of these without its deployment: `node-0` alone would stand for three different nodes.

@@ -80,6 +80,8 @@ describe("a Sentinel-managed primary with two replicas", () => {
     const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
     expect(text).toMatch(/^lockscope_locks_lost_in_failover_total\{deployment="default"\} 2$/m);
     expect(text).toMatch(/^lockscope_failovers_total\{deployment="default"\} 1$/m);
+    // One deployment: no deployment label, the kind named.
+    expect(text).toMatch(/^lockscope_deployment_info\{kind="sentinel"\} 1$/m);
     // The watcher is on the new primary: the copied lock is held there, and a new one shows up.
     await until("the copied lock held on the new primary", async () => (await listed()).some((l) => l.resource === "lock:copied" && l.state === "held"));
     // Nobody released the lost ones: they end as lost, whichever of the watcher and the comparison read the promoted primary first.

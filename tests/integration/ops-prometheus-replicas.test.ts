@@ -9,6 +9,7 @@ const METRICS_TOKEN = "it-replicas-metrics-token-0123456789";
 interface Alert {
   labels: Record<string, string>;
   state: string;
+  annotations?: Record<string, string>;
 }
 
 /** Two consoles on the same three nodes, both scraped by one real Prometheus with the shipped rules. */
@@ -63,6 +64,9 @@ describe("a real Prometheus scraping two replicas", () => {
     expect(alerts[0]!.labels).toMatchObject({ node: "node-2", job: "lockscope" });
     expect(alerts[0]!.labels.instance).toBeUndefined();
     expect(await prometheus.scalar("sum(max by (node) (lockscope_node_up))")).toBe("2");
-    expect(await alertsNamed("LockscopeQuorumAtRisk")).toHaveLength(1);
+    const atRisk = await alertsNamed("LockscopeQuorumAtRisk");
+    expect(atRisk).toHaveLength(1);
+    // The summary reads the total and the quorum from the consoles' own series.
+    expect(atRisk[0]!.annotations?.summary).toBe("Redlock quorum at risk: 2 of 3 lock nodes up, 2 needed");
   }, 120_000);
 });

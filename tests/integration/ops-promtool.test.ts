@@ -85,6 +85,38 @@ describe("ops/prometheus with the real promtool", () => {
     expect(status).toBe(0);
   });
 
+  it("names each deployment's kind beside its quorum on the dashboard, and still shows the quorum without it", () => {
+    const quorum = dashboardQuery("Nodes up", "quorum {{job}} {{deployment}} {{kind}}");
+    const series = (name: string, labels: string, value: number) => `      - series: '${name}{job="lockscope", instance="c:3000", ${labels}}'\n        values: "${value}x5"`;
+    const yml = [
+      "evaluation_interval: 1m",
+      "tests:",
+      "  - interval: 1m",
+      "    input_series:",
+      series("lockscope_quorum_size", 'deployment="orders"', 2),
+      series("lockscope_deployment_info", 'deployment="orders", kind="redlock"', 1),
+      series("lockscope_quorum_size", 'deployment="payments"', 1),
+      series("lockscope_deployment_info", 'deployment="payments", kind="sentinel"', 1),
+      // A console that does not export the kind: its quorum is still shown.
+      `      - series: 'lockscope_quorum_size{job="lockscope-old", instance="o:3000"}'\n        values: "2x5"`,
+      "    promql_expr_test:",
+      `      - expr: ${JSON.stringify(quorum)}`,
+      "        eval_time: 2m",
+      "        exp_samples:",
+      "          - labels: '{job=\"lockscope\", deployment=\"orders\", kind=\"redlock\"}'",
+      "            value: 2",
+      "          - labels: '{job=\"lockscope\", deployment=\"payments\", kind=\"sentinel\"}'",
+      "            value: 1",
+      "          - labels: '{job=\"lockscope-old\"}'",
+      "            value: 2",
+      "",
+    ].join("\n");
+    writeFileSync(path.join(tmp, "dashboard-quorum.test.yml"), yml);
+    const { status, output } = promtool(["test", "rules", path.join(tmp, "dashboard-quorum.test.yml")]);
+    expect(output).toContain("SUCCESS");
+    expect(status).toBe(0);
+  });
+
   it("really fails on a broken rule (the check is not a no-op)", () => {
     writeFileSync(path.join(tmp, "broken.yml"), "groups:\n  - name: x\n    rules:\n      - alert: Broken\n        expr: sum(lockscope_node_up\n");
     const { status } = promtool(["check", "rules", path.join(tmp, "broken.yml")]);
