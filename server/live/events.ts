@@ -12,6 +12,7 @@ export interface LiveEventMap {
   gap: [{ nodeId: string } & Named];
   /** A node restarted and came back without `count` locks whose TTL had not run out (see `LockStore.lostInRestart`), the lab's left out. */
   "lost-in-restart": [{ nodeId: string; count: number } & Named];
+  /** A failed acquisition attempt (engine telemetry); a waiter giving up is none. */
   contention: [{ resource: string } & Named];
   /**
    * The console saw a node restart without persistence sooner than the longest TTL it knew on it: a lock it held may

@@ -507,9 +507,8 @@ export class LockStore {
 
   /** A waiter said it gave up: it stops counting among the lock's waiters now. */
   recordGaveUp(event: GaveUpEvent, now = Date.now()): void {
-    if (!this.contention.gaveUp(event, now)) return;
-    this.contentionChanged.add(event.resource);
-    this.events.emit("contention", { resource: event.resource });
+    // (Its waiter count changes, shown by the streams; it is no failed attempt, so no contention event is counted.)
+    if (this.contention.gaveUp(event, now)) this.contentionChanged.add(event.resource);
   }
 
   recordContention(event: ContentionEvent, now = Date.now()): void {

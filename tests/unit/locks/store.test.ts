@@ -188,6 +188,19 @@ describe("the lock store", () => {
     expect(probed).toEqual([["lock:p"]]);
   });
 
+  it("counts a failed attempt once: its waiter giving up later is no second contention event", () => {
+    const events = new EventEmitter<LiveEventMap>();
+    const counted: string[] = [];
+    events.on("contention", (e) => counted.push(e.resource));
+    const store = new LockStore(NODES, 2, events);
+    NODES.forEach((_, i) => store.setNodeUp(i, true, T));
+    store.watching = true;
+    store.recordContention({ resource: "lock:c", waiterId: "w1", label: "checkout", host: null, pid: null, attempt: 1 }, T);
+    expect(store.get("lock:c", T)).toBeNull();
+    store.recordGaveUp({ resource: "lock:c", waiterId: "w1" }, T + 10);
+    expect(counted).toEqual(["lock:c"]);
+  });
+
   it("relabels a lock that just ended as force-released when the revocation arrives", () => {
     const { store, seen } = storeWithNodesUp();
     store.apply("lock:j", [held(0, "v", T + 10_000), held(1, "v", T + 10_000), held(2, "v", T + 10_000)], T);
