@@ -1,19 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as MetricsRoute from "@/app/metrics/route";
 import { call, setUpConsole, tearDownConsole } from "../support/console";
+import { samples } from "../support/prometheus";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
-
-/** `name{labels}` → value, for every sample line of a Prometheus text scrape. */
-function samples(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split("\n")) {
-    if (line === "" || line.startsWith("#")) continue;
-    const cut = line.lastIndexOf(" ");
-    out.set(line.slice(0, cut), Number(line.slice(cut + 1)));
-  }
-  return out;
-}
 
 /**
  * A restart hazard shorter than the scrape interval: the lock's TTL is a few seconds, the node (without

@@ -2,23 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as MetricsRoute from "@/app/metrics/route";
 import type { Redlock as RedlockClass } from "@lockscope/redlock";
 import { call, setUpConsole, tearDownConsole } from "../support/console";
-import { promtool } from "../support/prometheus";
+import { promtool, samples } from "../support/prometheus";
 import type { TestCluster } from "../support/redis";
 import { until, within } from "../support/wait";
 
 const METRICS_TOKEN = "it-metrics-token-0123456789abcdef";
 const MAX_GROUPS = 4;
-
-/** `name{labels}` → value, for every sample line of a Prometheus text scrape. */
-function samples(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split("\n")) {
-    if (line === "" || line.startsWith("#")) continue;
-    const cut = line.lastIndexOf(" ");
-    out.set(line.slice(0, cut), Number(line.slice(cut + 1)));
-  }
-  return out;
-}
 
 /** The console's own series (the catalog's `lockscope_` metrics, not the Node.js process ones). */
 function consoleSeries(text: string): string[] {

@@ -90,3 +90,14 @@ export async function startPrometheus(targets: readonly string[], metricsToken: 
     },
   };
 }
+
+/** A Prometheus text exposition as series (name and labels, as written) to value; comments and blank lines skipped. */
+export function samples(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const cut = line.lastIndexOf(" ");
+    out.set(line.slice(0, cut), Number(line.slice(cut + 1)));
+  }
+  return out;
+}
