@@ -999,7 +999,7 @@ export class NodeWatcher {
     const options = { ...nodeClientOptions(this.ctx.timeoutMs), lazyConnect: true, enableAutoPipelining: false, autoResubscribe: false, retryStrategy: () => null, connectionName: "lockscope:access-check" };
     let first: Redis | undefined;
     if (this.cluster) {
-      const primary = servingShards(this.cluster.topology.shards)[0]?.primary;
+      const primary = servingShards(this.cluster.topology.shards).find((s) => s.primary?.health === "online")?.primary;
       if (primary) first = this.cluster.connectTo(primary.host, primary.port, options);
     } else {
       first = this.node.connect(options) as Redis;
