@@ -1126,7 +1126,9 @@ export class NodeWatcher {
   /** After a restart, once the node was read again: says which locks it came back without (see `LockStore.lostInRestart`). Never throws. */
   private async settleRestartLoss(): Promise<void> {
     const losses = this.restartLosses;
-    if (losses.length === 0) return;
+    // On a cluster with slots no primary serves, their keys were not read (a restarted primary the cluster still
+    // flags failed): settled by the reconcile that follows once they are served.
+    if (losses.length === 0 || this.unserved.length > 0) return;
     this.restartLosses = [];
     for (const loss of losses) {
       this.ctx.store.clearSuspects(this.index, loss.before);
