@@ -260,15 +260,22 @@ export function keyExpiry(at: number, pttlMs: number): number {
  * managed services): the caller then sends the same commands without one.
  */
 export function isScriptRefused(error: unknown): error is Error {
-  return error instanceof Error && !/NOPERM .*(keys|channels) used as arguments/i.test(error.message) && /unknown command|not allowed|NOPERM|disabled/i.test(error.message);
+  return error instanceof Error && !ACCESS_REFUSED.test(error.message) && /unknown command|not allowed|NOPERM|disabled/i.test(error.message);
 }
 
 /**
+ * A key or channel the ACL user may not touch, in the texts of Redis 7.0 (`NOPERM this user has no permissions to
+ * access one of the keys used as arguments`, `… can't access at least one of the keys` from a script) and of 7.2
+ * and later (`NOPERM No permissions to access a key`, `… the 'k' key`, `ERR ACL failure in script: …`).
+ */
+const ACCESS_REFUSED = /NOPERM .*(keys|channels) used as arguments|can't access at least one of the keys|no permissions to access (a|the '.*') (key|channel)\b/i;
+
+/**
  * Whether a command was refused because the ACL user may not touch one of its keys or channels, not the command
- * itself (`NOPERM` for the keys a command names, `ERR … can't access` for a key a script touches).
+ * itself (`NOPERM` for the keys a command names, an `ERR` for a key a script touches).
  */
 export function isAccessRefused(error: unknown): error is Error {
-  return error instanceof Error && /NOPERM .*(keys|channels) used as arguments|can't access at least one of the keys/i.test(error.message);
+  return error instanceof Error && ACCESS_REFUSED.test(error.message);
 }
 
 /** What reading without scripts needs: MULTI (an ioredis client has it). */
