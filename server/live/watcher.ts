@@ -220,6 +220,8 @@ export class NodeWatcher {
   private subscribedGeneration = -1;
   /** The keyspace channels subscribed on the current subscriber connection. */
   private subscribedChannels: string[] = [];
+  /** The `resubscribe` running, which the next waits for (see there). */
+  private resubscribeTurn: Promise<unknown> = Promise.resolve();
   /** For each subscribed pattern, the earlier ones that may match the same keys (see `earlierOverlaps`). */
   private overlaps = new Map<string, Array<(key: string) => boolean>>();
   private bringingUp = false;
@@ -962,7 +964,24 @@ export class NodeWatcher {
    * new patterns bring in; the runtime drops the locks that no pattern covers any more.
    */
   async resubscribe(options: { retryRefused?: boolean } = {}): Promise<void> {
-    if (this.stopped || this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) return;
+    // One at a time (a pattern change and the 30 s retry of refused patterns can overlap): each takes the
+    // patterns in force when its turn comes, so the last to finish never writes back the patterns before a change.
+    const turn = this.resubscribeTurn.then(() => this.resubscribeInTurn(options.retryRefused ?? false));
+    this.resubscribeTurn = turn.catch(() => false);
+    if (!(await turn)) return;
+    // Keys the new patterns bring in may have been read here by another node's reconcile before the new
+    // channels were subscribed: this node's own reconcile reads every key again.
+    this.ctx.store.forgetReadsAtStart(this.index);
+    // A reconcile already reading took the patterns before the change, and a node not answering cannot be
+    // read now: either way the new patterns' keys are read by the reconcile owed (see `recheckNotifications`).
+    if (this.up && this.answering && this.reading === null) await this.reconcile();
+    else this.reconcileOwed = true;
+  }
+
+  /** The subscriptions of `resubscribe`, in its turn; true when the node is to be read again. */
+  private async resubscribeInTurn(retryRefused: boolean): Promise<boolean> {
+    if (this.stopped || this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) return false;
+    const generation = this.subGeneration;
     const refusedBefore = refusalsText(this.refusals);
     const patterns = this.ctx.patterns();
     const wanted = patterns.map((p) => this.channelPrefix + p);
@@ -975,16 +994,12 @@ export class NodeWatcher {
     this.overlaps = earlierOverlaps(subscribed);
     if (dropped.length > 0) await this.sub.punsubscribe(...dropped);
     this.subscribedChannels = subscribed.map((p) => this.channelPrefix + p);
-    this.setRefusals(patterns, [...channelRefusals, ...(await this.keyRefusals(patterns))]);
+    const keyRefusals = await this.keyRefusals(patterns);
+    // Reconnected meanwhile: the connect subscribes and judges every pattern anew.
+    if (this.subGeneration !== generation) return false;
+    this.setRefusals(patterns, [...channelRefusals, ...keyRefusals]);
     // Tried again and still refused as before: nothing new to read.
-    if (options.retryRefused && refusalsText(this.refusals) === refusedBefore) return;
-    // Keys the new patterns bring in may have been read here by another node's reconcile before the new
-    // channels were subscribed: this node's own reconcile reads every key again.
-    this.ctx.store.forgetReadsAtStart(this.index);
-    // A reconcile already reading took the patterns before the change, and a node not answering cannot be
-    // read now: either way the new patterns' keys are read by the reconcile owed (see `recheckNotifications`).
-    if (this.up && this.answering && this.reading === null) await this.reconcile();
-    else this.reconcileOwed = true;
+    return !(retryRefused && refusalsText(this.refusals) === refusedBefore);
   }
 
   /**

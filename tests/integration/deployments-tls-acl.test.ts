@@ -251,6 +251,54 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     }
   });
 
+  it("a pattern change made while the refused patterns are asked again is the one that stands", async () => {
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const { endpointsOf } = await import("@/server/deployments");
+    const { lockKeyMatcher } = await import("@/lib/locks/glob");
+    const pino = (await import("pino")).default;
+    // The README's user, with nothing of `orders:*`, and the channels of the patterns the change brings and drops.
+    const extra = ["a", "b", "c", "d", "e", "fresh"].flatMap((p) => [`~${p}:*`, `&__keyspace@0__:${p}:*`]);
+    await admin.call("ACL", "SETUSER", "lockscope-race", ...`>${PASSWORD} ${README_CONSOLE_ACL}`.split(" "), ...extra);
+    const deployment: Deployment = {
+      name: "race",
+      kind: "standalone",
+      url: `rediss://127.0.0.1:${tlsPort}`,
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
+      auth: { username: "lockscope-race", passwordFile },
+    };
+    const [endpoint] = endpointsOf(deployment);
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    store.deployment = "race";
+    let patterns = ["lock:*", "orders:*", "a:*", "b:*", "c:*", "d:*", "e:*"];
+    let matcher = lockKeyMatcher(patterns);
+    const watcher = new NodeWatcher(
+      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "race", connect: endpoint!.connect, client: admin },
+      { store, patterns: () => patterns, isLockKey: (key) => matcher(key), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    try {
+      await until("the watcher up", () => watcher.up);
+      expect(watcher.status().refusedPatterns?.map((r) => r.glob)).toEqual(["orders:*", "orders:*"]);
+      await admin.set("fresh:race/1", "holder-a", "PX", 30_000);
+      // The refused patterns asked again (as every 30 s) and, before that has settled, an operator's change that
+      // drops `orders:*` and five others and brings `fresh:*`.
+      const retry = watcher.resubscribe({ retryRefused: true });
+      patterns = ["lock:*", "fresh:*"];
+      matcher = lockKeyMatcher(patterns);
+      const change = watcher.resubscribe();
+      await Promise.all([retry, change]);
+      expect(watcher.status().refusedPatterns).toBeUndefined();
+      await until("the new pattern's lock read", () => store.get("fresh:race/1", Date.now())?.state === "held");
+      await admin.set("fresh:race/2", "holder-b", "PX", 30_000);
+      await until("the new pattern's notification heard", () => watcher.dirty.has("fresh:race/2"));
+    } finally {
+      await watcher.stop();
+      await admin.call("ACL", "DELUSER", "lockscope-race");
+      await admin.call("ACL", "LOG", "RESET");
+    }
+  });
+
   it("refuses the server's certificate without the SNI name it was issued for", async () => {
     const { endpointsOf } = await import("@/server/deployments");
     const [endpoint] = endpointsOf({
