@@ -587,7 +587,7 @@ export class NodeWatcher {
           const subscribed = patterns.filter((p) => !channelRefusals.some((r) => r.glob === p));
           this.subscribedChannels = subscribed.map((p) => this.channelPrefix + p);
           this.overlaps = earlierOverlaps(subscribed);
-          this.setRefusals(patterns, [...channelRefusals, ...(await this.keyRefusals(patterns))]);
+          this.setRefusals(patterns, [...channelRefusals, ...(await this.keyRefusals(patterns, "throw"))]);
           await this.subscribeFairQueues();
           await this.sub.subscribe(CONTENTION_CHANNEL, REVOKE_CHANNEL);
           this.subscribedGeneration = generation;
@@ -994,7 +994,7 @@ export class NodeWatcher {
     this.overlaps = earlierOverlaps(subscribed);
     if (dropped.length > 0) await this.sub.punsubscribe(...dropped);
     this.subscribedChannels = subscribed.map((p) => this.channelPrefix + p);
-    const keyRefusals = await this.keyRefusals(patterns);
+    const keyRefusals = await this.keyRefusals(patterns, "keep");
     // Reconnected meanwhile: the connect subscribes and judges every pattern anew.
     if (this.subGeneration !== generation) return false;
     this.setRefusals(patterns, [...channelRefusals, ...keyRefusals]);
@@ -1036,21 +1036,31 @@ export class NodeWatcher {
         check.disconnect();
       }
     }
-    return [...refusals, ...(await this.keyRefusals(globs))];
+    return [...refusals, ...(await this.keyRefusals(globs, "skip"))];
   }
 
   /**
    * Which of `globs` this node does not let the console's Redis user read: a key each one matches is read as locks
-   * are (on a cluster, one in a slot a primary serves). A read that fails otherwise judges nothing.
+   * are (on a cluster, one in a slot a primary serves). A read that fails otherwise (a timeout, the node going
+   * away) judges nothing, and `unjudged` says what then stands: `skip` reports nothing for the pattern (a
+   * change's check: the node is not judged); `keep` keeps what this node was last found to refuse for it (a
+   * pattern read as allowed on a slow moment would have its keys read, and refused, by every reconcile);
+   * `throw` fails the call (the connect tries again).
    */
-  private async keyRefusals(globs: readonly string[]): Promise<PatternRefusal[]> {
+  private async keyRefusals(globs: readonly string[], unjudged: "skip" | "keep" | "throw"): Promise<PatternRefusal[]> {
     const refusals: PatternRefusal[] = [];
+    const before = (glob: string) => (unjudged === "keep" ? this.refusals.filter((r) => r.glob === glob && r.refused === "keys") : []);
     for (const glob of globs) {
       const unserved = this.unserved;
       const key = globSamples(glob).find((k) => unserved.length === 0 || !slotIn(unserved, keySlot(k)));
-      if (key === undefined) continue;
+      if (key === undefined) {
+        refusals.push(...before(glob));
+        continue;
+      }
       await this.waitOn(() => (this.scriptsRefused ? readLockKeysWithoutScripts(this.reader, [key], {}, this.clock) : readLockKeys(this.reader, [key], {}, this.clock))).catch((error: unknown) => {
         if (isAccessRefused(error)) refusals.push({ node: this.node.maskedUrl, glob, refused: "keys", rule: `~${glob}` });
+        else if (unjudged === "throw") throw error;
+        else refusals.push(...before(glob));
       });
     }
     return refusals;

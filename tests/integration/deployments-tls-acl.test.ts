@@ -299,6 +299,50 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     }
   });
 
+  it("a node that does not answer while its refused patterns are asked again still has them refused", async () => {
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const { endpointsOf } = await import("@/server/deployments");
+    const { lockKeyMatcher } = await import("@/lib/locks/glob");
+    const pino = (await import("pino")).default;
+    // The README's user, with the channel of `orders:*` but not its keys.
+    await admin.call("ACL", "SETUSER", "lockscope-slow", ...`>${PASSWORD} ${README_CONSOLE_ACL} &__keyspace@0__:orders:*`.split(" "));
+    const deployment: Deployment = {
+      name: "slow",
+      kind: "standalone",
+      url: `rediss://127.0.0.1:${tlsPort}`,
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
+      auth: { username: "lockscope-slow", passwordFile },
+    };
+    const [endpoint] = endpointsOf(deployment);
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    store.deployment = "slow";
+    const patterns = ["lock:*", "orders:*"];
+    const watcher = new NodeWatcher(
+      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "slow", connect: endpoint!.connect, client: admin },
+      { store, patterns: () => patterns, isLockKey: lockKeyMatcher(patterns), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    const refused = [{ glob: "orders:*", rule: "~orders:*" }];
+    try {
+      await until("the watcher up", () => watcher.up);
+      expect(watcher.status().refusedPatterns).toEqual(refused);
+      // The node holds every command for longer than the watcher waits for a read (5 s) as the refused patterns
+      // are asked again: both sample reads time out.
+      await admin.call("CLIENT", "PAUSE", "11000", "ALL");
+      await watcher.resubscribe({ retryRefused: true }).catch(() => undefined);
+      expect(watcher.status().refusedPatterns).toEqual(refused);
+      await until("the node answering again", async () => (await admin.ping()) === "PONG" && watcher.answering);
+      await admin.set("lock:slow/1", "holder-a", "PX", 30_000);
+      await until("a lock under the allowed pattern heard", () => watcher.dirty.has("lock:slow/1"));
+      expect(watcher.status().refusedPatterns).toEqual(refused);
+    } finally {
+      await watcher.stop();
+      await admin.call("ACL", "DELUSER", "lockscope-slow");
+      await admin.call("ACL", "LOG", "RESET");
+    }
+  });
+
   it("refuses the server's certificate without the SNI name it was issued for", async () => {
     const { endpointsOf } = await import("@/server/deployments");
     const [endpoint] = endpointsOf({
