@@ -1011,7 +1011,9 @@ export class NodeWatcher {
   async tryPatterns(globs: readonly string[]): Promise<PatternRefusal[]> {
     if (globs.length === 0 || this.stopped || !this.readable) return [];
     const refusals: PatternRefusal[] = [];
-    const options = { ...nodeClientOptions(this.ctx.timeoutMs), lazyConnect: true, enableAutoPipelining: false, autoResubscribe: false, retryStrategy: () => null, connectionName: "lockscope:access-check" };
+    // Tried once (no retry, nor a new round of the sentinels when none answers): a node not reached is not judged,
+    // and the change's answer does not wait on it.
+    const options = { ...nodeClientOptions(this.ctx.timeoutMs), lazyConnect: true, enableAutoPipelining: false, autoResubscribe: false, retryStrategy: () => null, sentinelRetryStrategy: () => null, connectionName: "lockscope:access-check" };
     let first: Redis | undefined;
     if (this.cluster) {
       const primary = servingShards(this.cluster.topology.shards).find((s) => s.primary?.health === "online")?.primary;

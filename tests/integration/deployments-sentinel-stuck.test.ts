@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, listedLocks, tearDownConsole } from "../support/console";
+import { call, listedLocks, OPERATOR_TOKEN, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { promotedPrimary, setUpConsoleOverSentinels, type SentinelSet } from "../support/sentinel";
 import { until } from "../support/wait";
@@ -55,4 +55,20 @@ describe("a Sentinel deployment with one sentinel stuck through a failover", () 
     expect(await promoted.client.get("lock:stuck/copied")).toBe("holder-copied");
     promoted.client.disconnect();
   }, 180_000);
+
+  it("answers a lock pattern change while no sentinel answers, judging no node", async () => {
+    const patterns = await import("@/app/api/patterns/route");
+    (await import("@/server/patterns")).setPatternsAuditor({ recordIntent: () => Promise.resolve(), recordOutcome: () => Promise.resolve() });
+    const before = (await call(patterns.GET, "GET", "/api/patterns", { token: OPERATOR_TOKEN })).body as { patterns: Array<{ glob: string }> };
+    // The watcher's connections to the primary stay; every sentinel stops answering (one already has).
+    set.pauseSentinel(1);
+    set.pauseSentinel(2);
+    try {
+      const changed = await call(patterns.PUT, "PUT", "/api/patterns", { body: { patterns: [...before.patterns, { glob: "orders:*" }], reason: "watch the order locks" } });
+      expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    } finally {
+      set.resumeSentinel(1);
+      set.resumeSentinel(2);
+    }
+  }, 120_000);
 });
