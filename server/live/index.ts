@@ -222,7 +222,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     };
 
     /** Applies one node's (or several nodes') readings of `list`, merged per key. */
-    const applyReadings = (list: readonly string[], keys: Map<string, Array<EndCause | undefined>>, answered: Array<{ w: NodeWatcher; readings: Array<KeyReading | null> }>) => {
+    const applyReadings = (list: readonly string[], keys: Map<string, Array<EndCause | undefined>>, answered: Array<{ w: NodeWatcher; readings: Array<KeyReading | null | undefined> }>) => {
       const now = Date.now();
       for (let k = 0; k < list.length; k++) {
         const key = list[k] as string;
@@ -314,7 +314,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         // Every node's batch at once, so a write to every node is one change; but a node that misses the
         // per-node deadline (frozen, overloaded) does not hold the others back: its readings are applied
         // on their own when they come, and until then it is left out of later batches.
-        const answered: Array<{ w: NodeWatcher; readings: Array<KeyReading | null> }> = [];
+        const answered: Array<{ w: NodeWatcher; readings: Array<KeyReading | null | undefined> }> = [];
         const settled = new Set<NodeWatcher>();
         let onTime = true;
         const reads = targets.map((w) =>

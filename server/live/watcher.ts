@@ -1281,14 +1281,16 @@ export class NodeWatcher {
     try {
       const [own, ...others] = await Promise.all([
         this.inTurn(() => this.read(keys)),
-        ...peers.map((w) => Promise.race([w.inTurn(() => w.read(keys)).catch(() => null), deadline])),
+        ...peers.map((w) => Promise.race([w.inTurn(() => w.readWatched(keys, (mine) => w.read(mine))).catch(() => null), deadline])),
       ]);
       const now = Date.now();
       for (let k = 0; k < keys.length; k++) {
         const key = keys[k] as string;
         const samples = [this.sampleOf(own[k] ?? null, null, now)];
         others.forEach((readings, p) => {
-          if (readings) samples.push((peers[p] as NodeWatcher).sampleOf(readings[k] ?? null, null, now));
+          // (No reading: the key of a pattern that node refuses.)
+          const reading = readings ? readings[k] : undefined;
+          if (reading !== undefined) samples.push((peers[p] as NodeWatcher).sampleOf(reading, null, now));
         });
         if (this.ctx.store.applyUnlessStale(key, samples, since, now)) continue;
         for (const w of [this, ...peers]) if (w === this ? w.readable : w.subscribedForReads) w.dirty.set(key, w.dirty.get(key) ?? null);
@@ -1374,7 +1376,27 @@ export class NodeWatcher {
    * Reads a batch of dirty keys: `null` for a key whose latest notification here was an end (gone, not
    * read), else the key's reading.
    */
-  async readDirty(keys: readonly string[]): Promise<Array<KeyReading | null>> {
+  async readDirty(keys: readonly string[]): Promise<Array<KeyReading | null | undefined>> {
+    return this.readWatched(keys, (mine) => this.readDirtyWatched(mine));
+  }
+
+  /**
+   * Reads with `read` the keys this node may be read for, and gives no reading (undefined) for the others: the keys
+   * of the patterns it refuses the console (see `refusals`), which another node may allow. A batch is every
+   * node's (the keys changed anywhere, the locks probed everywhere), and one key the node's ACL refuses fails the
+   * whole command: read, the batch would fail here at every try, and every other key with it.
+   */
+  private async readWatched<T>(keys: readonly string[], read: (keys: readonly string[]) => Promise<T[]>): Promise<Array<T | undefined>> {
+    const watched = this.watchedMatch;
+    if (watched === null) return read(keys);
+    const mine = keys.filter((key) => watched(key));
+    if (mine.length === keys.length) return read(keys);
+    const readings = await read(mine);
+    let next = 0;
+    return keys.map((key) => (watched(key) ? readings[next++] : undefined));
+  }
+
+  private async readDirtyWatched(keys: readonly string[]): Promise<Array<KeyReading | null>> {
     if (this.ended.size === 0) return this.read(keys);
     let ends = 0;
     const gone = keys.map((key) => this.ended.has(key) && ++ends > 0);

@@ -343,6 +343,47 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     }
   });
 
+  it("a node that refuses a pattern reads the other locks of a batch that names one of its keys", async () => {
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const { endpointsOf } = await import("@/server/deployments");
+    const { lockKeyMatcher } = await import("@/lib/locks/glob");
+    const pino = (await import("pino")).default;
+    // The README's user, with nothing of `orders:*` (which another node of the deployment may allow).
+    await admin.call("ACL", "SETUSER", "lockscope-batch", ...`>${PASSWORD} ${README_CONSOLE_ACL}`.split(" "));
+    const deployment: Deployment = {
+      name: "batch",
+      kind: "standalone",
+      url: `rediss://127.0.0.1:${tlsPort}`,
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
+      auth: { username: "lockscope-batch", passwordFile },
+    };
+    const [endpoint] = endpointsOf(deployment);
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    store.deployment = "batch";
+    const patterns = ["lock:*", "orders:*"];
+    const watcher = new NodeWatcher(
+      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "batch", connect: endpoint!.connect, client: admin },
+      { store, patterns: () => patterns, isLockKey: lockKeyMatcher(patterns), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    try {
+      await admin.set("lock:batch/1", "holder-a", "PX", 30_000);
+      await admin.set("orders:batch/1", "holder-b", "PX", 30_000);
+      await until("the watcher up", () => watcher.up);
+      expect(watcher.status().refusedPatterns?.map((r) => r.glob)).toEqual(["orders:*", "orders:*"]);
+      // The keys changed on any node of a deployment are read on every node in one batch (and a lock whose TTL
+      // ran out is probed everywhere): here, one the node refuses among them.
+      const readings = await watcher.readDirty(["lock:batch/1", "orders:batch/1"]);
+      expect(readings[0]).toMatchObject({ key: "lock:batch/1" });
+      expect(readings[1]).toBeUndefined();
+    } finally {
+      await watcher.stop();
+      await admin.call("ACL", "DELUSER", "lockscope-batch");
+      await admin.call("ACL", "LOG", "RESET");
+    }
+  });
+
   it("refuses the server's certificate without the SNI name it was issued for", async () => {
     const { endpointsOf } = await import("@/server/deployments");
     const [endpoint] = endpointsOf({
