@@ -1382,18 +1382,21 @@ export class NodeWatcher {
 
   /**
    * Reads with `read` the keys this node may be read for, and gives no reading (undefined) for the others: the keys
-   * of the patterns it refuses the console (see `refusals`), which another node may allow. A batch is every
-   * node's (the keys changed anywhere, the locks probed everywhere), and one key the node's ACL refuses fails the
-   * whole command: read, the batch would fail here at every try, and every other key with it.
+   * of the patterns it refuses the console (see `refusals`), which another node may allow, and on a cluster those
+   * in slots no primary serves (see `followUnserved`: kept as last read). A batch is every node's (the keys
+   * changed anywhere, the locks probed everywhere: a lock whose TTL ran out, one force-released), and one key that
+   * cannot be read fails the whole batch: read, it would fail here at every try, and every other key with it.
    */
   private async readWatched<T>(keys: readonly string[], read: (keys: readonly string[]) => Promise<T[]>): Promise<Array<T | undefined>> {
     const watched = this.watchedMatch;
-    if (watched === null) return read(keys);
-    const mine = keys.filter((key) => watched(key));
+    const unserved = this.unserved;
+    if (watched === null && unserved.length === 0) return read(keys);
+    const readable = (key: string) => (watched === null || watched(key)) && (unserved.length === 0 || !slotIn(unserved, keySlot(key)));
+    const mine = keys.filter(readable);
     if (mine.length === keys.length) return read(keys);
     const readings = await read(mine);
     let next = 0;
-    return keys.map((key) => (watched(key) ? readings[next++] : undefined));
+    return keys.map((key) => (readable(key) ? readings[next++] : undefined));
   }
 
   private async readDirtyWatched(keys: readonly string[]): Promise<Array<KeyReading | null>> {

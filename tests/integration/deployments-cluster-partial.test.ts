@@ -57,6 +57,14 @@ describe("a Redis Cluster that serves the slots it still covers", () => {
     // The lost shard's lock cannot be read: kept as last read, marked so, not ended.
     await until("the lost shard's lock unreadable", async () => (await list()).some((l) => l.resource === gone && l.state === "held" && l.unreadable === true), 15_000);
     await until("the served shard's lock readable", async () => (await list()).some((l) => l.resource === served && l.state === "held" && l.unreadable === undefined), 15_000);
+    // The lost shard's lock probed (as one is once its TTL runs out, or after a force-release): the served
+    // slots' changes are still followed.
+    const { startLive } = await import("@/server/live");
+    startLive().runtimes[0]!.store.onProbe([gone]);
+    const afterProbe = await set.keyOn((await set.shardOf(100)).primary, "after-probe");
+    await witness.set(afterProbe, "holder-after-probe", "PX", 120_000);
+    await until("a lock taken in a served slot after the probe listed", async () => (await list()).some((l) => l.resource === afterProbe && l.state === "held"), 15_000);
+    expect((await list()).find((l) => l.resource === gone)).toMatchObject({ state: "held", unreadable: true });
 
     const body = await until("the cluster shown degraded, its unserved slots named", async () => {
       const b = await read();
