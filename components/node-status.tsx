@@ -1,7 +1,7 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import type { WatcherStatus } from "@/lib/locks/types";
+import { nodePills, notUpText, type PillNode } from "@/lib/locks/node-pills";
 import { apiFetch } from "./api-client";
 import { useLiveNodes } from "./locks/use-live-locks";
 
@@ -30,33 +30,14 @@ export function useHealth(options: { enabled?: boolean } = {}) {
   });
 }
 
-/**
- * How a node whose readings do not count is shown: still reading its locks (start-up, a reconnect: not down),
- * not answering, or down.
- */
-export function notUpText(node: Pick<WatcherStatus, "reading" | "answering">): string {
-  return node.reading ? "reading its locks" : node.answering ? "down" : "not answering";
-}
-
-interface PillNode {
-  id: string;
-  up: boolean;
-  /** How it is not up (`notUpText`). */
-  notUp: string;
-  /** Not up because its locks are still being read: shown amber, not red. */
-  reading?: boolean;
-  notifications: HealthNode["notifications"];
-  /** Up, but some lock patterns are refused to the console (its ACL user): shown amber. */
-  refused?: boolean;
-  title: string;
-}
+export { notUpText };
 
 function Pills({ nodes, summary, status }: { nodes: PillNode[]; summary: string; status: string }) {
   return (
     <div className="node-status" role="status" aria-label="Lock nodes">
       {nodes.map((node) => (
         <span key={node.id} className="node-pill" title={node.title} aria-label={`${node.id} ${node.up ? "up" : node.notUp}`}>
-          <span className={`dot ${node.up ? (node.notifications === "unavailable" || node.refused ? "degraded" : "up") : node.reading ? "degraded" : "down"}`} aria-hidden />
+          <span className={`dot ${node.up ? (node.notifications === "unavailable" || node.partial ? "degraded" : "up") : node.reading ? "degraded" : "down"}`} aria-hidden />
           {node.id}
         </span>
       ))}
@@ -76,19 +57,7 @@ export function NodeStatus() {
   const stream = live.data && live.data.status !== "signed-out" && live.data.nodes.length > 0 ? live.data : null;
   const { data, isError } = useHealth({ enabled: stream === null });
   if (stream) {
-    const total = stream.nodes.length;
-    const up = stream.stats?.nodesUp ?? stream.nodes.filter((n) => n.up).length;
-    const quorumOk = up >= Math.floor(total / 2) + 1;
-    const degraded = stream.nodes.some((n) => !n.up || n.notifications === "unavailable" || (n.refusedPatterns?.length ?? 0) > 0);
-    // A node whose locks are still being read (start-up, a reconnect) is not down: it is not counted yet.
-    const reading = stream.nodes.filter((n) => !n.up && n.reading).length;
-    const status = reading > 0 ? "degraded" : !quorumOk ? "down" : degraded ? "degraded" : "ok";
-    const nodes = stream.nodes.map((n): PillNode => {
-      const notUp = notUpText(n);
-      const refused = n.refusedPatterns?.length ? ` · refuses the console the lock patterns ${[...new Set(n.refusedPatterns.map((r) => r.glob))].join(", ")}` : "";
-      return { id: n.nodeId, up: n.up, notUp, reading: n.reading !== undefined, notifications: n.notifications, refused: refused !== "", title: `${n.nodeId} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}${refused}` };
-    });
-    const summary = reading > 0 ? `${up}/${total} up · reading the locks of ${reading} ${reading === 1 ? "node" : "nodes"}` : `${up}/${total} up · quorum ${quorumOk ? "ok" : "lost"} · ${status}`;
+    const { nodes, status, summary } = nodePills(stream.nodes, stream.stats?.nodesUp);
     return <Pills nodes={nodes} status={status} summary={summary} />;
   }
   if (isError) {
