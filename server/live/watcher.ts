@@ -591,6 +591,9 @@ export class NodeWatcher {
           await this.subscribeFairQueues();
           await this.sub.subscribe(CONTENTION_CHANNEL, REVOKE_CHANNEL);
           this.subscribedGeneration = generation;
+          // A pattern change made meanwhile found the node connecting and left its patterns to this: subscribed
+          // now (the reconcile below reads their keys).
+          if (this.ctx.patterns().join("\n") !== patterns.join("\n")) await this.resubscribeInTurn(false);
         }
         const started = Date.now();
         await this.readRunFacts();
@@ -966,9 +969,7 @@ export class NodeWatcher {
   async resubscribe(options: { retryRefused?: boolean } = {}): Promise<void> {
     // One at a time (a pattern change and the 30 s retry of refused patterns can overlap): each takes the
     // patterns in force when its turn comes, so the last to finish never writes back the patterns before a change.
-    const turn = this.resubscribeTurn.then(() => this.resubscribeInTurn(options.retryRefused ?? false));
-    this.resubscribeTurn = turn.catch(() => false);
-    if (!(await turn)) return;
+    if (!(await this.resubscribeInTurn(options.retryRefused ?? false))) return;
     // Keys the new patterns bring in may have been read here by another node's reconcile before the new
     // channels were subscribed: this node's own reconcile reads every key again.
     this.ctx.store.forgetReadsAtStart(this.index);
@@ -978,8 +979,14 @@ export class NodeWatcher {
     else this.reconcileOwed = true;
   }
 
-  /** The subscriptions of `resubscribe`, in its turn; true when the node is to be read again. */
-  private async resubscribeInTurn(retryRefused: boolean): Promise<boolean> {
+  /** The subscriptions of `resubscribe`, after those before it; true when the node is to be read again. */
+  private resubscribeInTurn(retryRefused: boolean): Promise<boolean> {
+    const turn = this.resubscribeTurn.then(() => this.resubscribeNow(retryRefused));
+    this.resubscribeTurn = turn.catch(() => false);
+    return turn;
+  }
+
+  private async resubscribeNow(retryRefused: boolean): Promise<boolean> {
     if (this.stopped || this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) return false;
     const generation = this.subGeneration;
     const refusedBefore = refusalsText(this.refusals);

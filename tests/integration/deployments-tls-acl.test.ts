@@ -384,6 +384,61 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     }
   });
 
+  it("a pattern change made while a node reconnects is watched there once it is back", async () => {
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const { endpointsOf } = await import("@/server/deployments");
+    const { lockKeyMatcher } = await import("@/lib/locks/glob");
+    const pino = (await import("pino")).default;
+    await admin.call("ACL", "SETUSER", "lockscope-back", ...`>${PASSWORD} ${README_CONSOLE_ACL} ~fresh:* &__keyspace@0__:fresh:*`.split(" "));
+    const deployment: Deployment = {
+      name: "back",
+      kind: "standalone",
+      url: `rediss://127.0.0.1:${tlsPort}`,
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
+      auth: { username: "lockscope-back", passwordFile },
+    };
+    const [endpoint] = endpointsOf(deployment);
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    store.deployment = "back";
+    let patterns = ["lock:*"];
+    let matcher = lockKeyMatcher(patterns);
+    // Armed: the next time the watcher takes the patterns (subscribing as it comes back), an operator's change
+    // lands right after, and every node is asked to re-subscribe (as the runtime does).
+    let armed = false;
+    let watcher: InstanceType<typeof NodeWatcher> | undefined = undefined;
+    const current = () => {
+      const taken = patterns;
+      if (armed) {
+        armed = false;
+        patterns = ["lock:*", "fresh:*"];
+        matcher = lockKeyMatcher(patterns);
+        queueMicrotask(() => void watcher?.resubscribe());
+      }
+      return taken;
+    };
+    watcher = new NodeWatcher(
+      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "back", connect: endpoint!.connect, client: admin },
+      { store, patterns: current, isLockKey: (key) => matcher(key), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    try {
+      await until("the watcher up", () => watcher.up);
+      const reconnects = watcher.status().reconnects;
+      armed = true;
+      // The node drops the watcher's connections (a restart, a network blip); they come back.
+      await admin.call("CLIENT", "KILL", "USER", "lockscope-back");
+      await until("the watcher back", () => watcher.up && watcher.status().reconnects > reconnects);
+      expect(armed).toBe(false);
+      await admin.set("fresh:back/1", "holder-a", "PX", 30_000);
+      await until("the new pattern's notification heard", () => watcher.dirty.has("fresh:back/1"));
+    } finally {
+      await watcher.stop();
+      await admin.call("ACL", "DELUSER", "lockscope-back");
+      await admin.call("ACL", "LOG", "RESET");
+    }
+  });
+
   it("refuses the server's certificate without the SNI name it was issued for", async () => {
     const { endpointsOf } = await import("@/server/deployments");
     const [endpoint] = endpointsOf({
