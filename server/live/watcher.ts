@@ -220,6 +220,8 @@ export class NodeWatcher {
   private subscribedGeneration = -1;
   /** The keyspace channels subscribed on the current subscriber connection. */
   private subscribedChannels: string[] = [];
+  /** A judgement of the patterns is running after a refused read (see `judgeAgain`). */
+  private judging = false;
   /** The `resubscribe` running, which the next waits for (see there). */
   private resubscribeTurn: Promise<unknown> = Promise.resolve();
   /** For each subscribed pattern, the earlier ones that may match the same keys (see `earlierOverlaps`). */
@@ -1426,6 +1428,31 @@ export class NodeWatcher {
   }
 
   private async readBatch(keys: readonly string[]): Promise<KeyReading[]> {
+    try {
+      return await this.readBatchOnce(keys);
+    } catch (error) {
+      if (isAccessRefused(error)) this.judgeAgain();
+      throw error;
+    }
+  }
+
+  /**
+   * A read refused a key the node was not known to refuse (a pattern's key rule taken away from the console's ACL
+   * user, which Redis does not tell its subscribers): the patterns are judged again at once rather than at the next
+   * 30 s retry, so that the refused pattern's keys are left out of this node's reads (each batch naming one
+   * would fail here, and every other key in it).
+   */
+  private judgeAgain(): void {
+    if (this.judging) return;
+    this.judging = true;
+    void this.resubscribe({ retryRefused: true })
+      .catch(() => undefined)
+      .finally(() => {
+        this.judging = false;
+      });
+  }
+
+  private async readBatchOnce(keys: readonly string[]): Promise<KeyReading[]> {
     if (this.scriptsRefused) return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys, {}, this.clock));
     try {
       return await this.waitOn(() => readLockKeys(this.reader, keys, {}, this.clock));

@@ -439,6 +439,47 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     }
   });
 
+  it("a pattern whose keys a node stops allowing is found refused at the first read it refuses, and left out there", async () => {
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const { endpointsOf } = await import("@/server/deployments");
+    const { lockKeyMatcher } = await import("@/lib/locks/glob");
+    const pino = (await import("pino")).default;
+    await admin.call("ACL", "SETUSER", "lockscope-revoked", ...`>${PASSWORD} ${README_CONSOLE_ACL} ~orders:* &__keyspace@0__:orders:*`.split(" "));
+    const deployment: Deployment = {
+      name: "revoked",
+      kind: "standalone",
+      url: `rediss://127.0.0.1:${tlsPort}`,
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
+      auth: { username: "lockscope-revoked", passwordFile },
+    };
+    const [endpoint] = endpointsOf(deployment);
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    store.deployment = "revoked";
+    const patterns = ["lock:*", "orders:*"];
+    const watcher = new NodeWatcher(
+      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "revoked", connect: endpoint!.connect, client: admin },
+      { store, patterns: () => patterns, isLockKey: lockKeyMatcher(patterns), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    try {
+      await admin.set("lock:revoked/1", "holder-a", "PX", 30_000);
+      await until("the watcher up", () => watcher.up);
+      expect(watcher.status().refusedPatterns).toBeUndefined();
+      // The keys' rule taken away (the channel's stays: the node keeps the subscription, and says nothing).
+      await admin.call("ACL", "SETUSER", "lockscope-revoked", "resetkeys", ...README_CONSOLE_ACL.split(" ").filter((rule) => rule.startsWith("~")));
+      await expect(watcher.readDirty(["lock:revoked/1", "orders:revoked/1"])).rejects.toThrow(/NOPERM/);
+      await until("the pattern found refused", () => watcher.status().refusedPatterns?.some((r) => r.glob === "orders:*" && r.rule === "~orders:*"));
+      const readings = await watcher.readDirty(["lock:revoked/1", "orders:revoked/1"]);
+      expect(readings[0]).toMatchObject({ key: "lock:revoked/1" });
+      expect(readings[1]).toBeUndefined();
+    } finally {
+      await watcher.stop();
+      await admin.call("ACL", "DELUSER", "lockscope-revoked");
+      await admin.call("ACL", "LOG", "RESET");
+    }
+  });
+
   it("refuses the server's certificate without the SNI name it was issued for", async () => {
     const { endpointsOf } = await import("@/server/deployments");
     const [endpoint] = endpointsOf({
