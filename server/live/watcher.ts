@@ -1162,9 +1162,12 @@ export class NodeWatcher {
   /** After a restart, once the node was read again: says which locks it came back without (see `LockStore.lostInRestart`). Never throws. */
   private async settleRestartLoss(): Promise<void> {
     const losses = this.restartLosses;
-    // On a cluster with slots no primary serves, their keys were not read (a restarted primary the cluster still
-    // flags failed): settled by the reconcile that follows once they are served.
-    if (losses.length === 0 || this.unserved.length > 0) return;
+    if (losses.length === 0) return;
+    // On a cluster with slots no primary serves (as far as it says: a restarted primary is flagged failed for a
+    // while after it is back), the reconcile did not read their keys: the locks there would count as still held
+    // as last read, and their loss go unsaid. Settled by the reconcile once every slot is served (the primary's
+    // new connection brings one).
+    if (this.unserved.length > 0) return;
     this.restartLosses = [];
     for (const loss of losses) {
       this.ctx.store.clearSuspects(this.index, loss.before);
