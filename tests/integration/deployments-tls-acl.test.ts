@@ -56,6 +56,47 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     await tearDownConsole(cluster);
   });
 
+  /**
+   * A watcher of the TLS node alone, with a store of its own (deployment `name`), as the ACL user `user`: one the
+   * node started with, or, given `rules`, one made here with the README's rules and those (deleted after, with the
+   * ACL LOG reset). `isLockKey`: by default the patterns in force.
+   */
+  const watcherAs = async (
+    user: string,
+    name: string,
+    patterns: () => readonly string[],
+    options: { rules?: string[]; isLockKey?: (key: string) => boolean } = {},
+  ) => {
+    const { NodeWatcher } = await import("@/server/live/watcher");
+    const { LockStore } = await import("@/server/live/store");
+    const { getLiveEvents } = await import("@/server/live");
+    const { endpointsOf } = await import("@/server/deployments");
+    const { lockKeyMatcher } = await import("@/lib/locks/glob");
+    const pino = (await import("pino")).default;
+    if (options.rules) await admin.call("ACL", "SETUSER", user, ...`>${PASSWORD} ${README_CONSOLE_ACL}`.split(" "), ...options.rules);
+    const deployment: Deployment = {
+      name,
+      kind: "standalone",
+      url: `rediss://127.0.0.1:${tlsPort}`,
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
+      auth: { username: user, passwordFile },
+    };
+    const [endpoint] = endpointsOf(deployment);
+    const store = new LockStore(["node-0"], 1, getLiveEvents());
+    store.deployment = name;
+    const watcher = new NodeWatcher(
+      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: name, connect: endpoint!.connect, client: admin },
+      { store, patterns, isLockKey: options.isLockKey ?? ((key) => lockKeyMatcher(patterns())(key)), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+    );
+    const stop = async () => {
+      await watcher.stop();
+      if (!options.rules) return;
+      await admin.call("ACL", "DELUSER", user);
+      await admin.call("ACL", "LOG", "RESET");
+    };
+    return { watcher, store, stop };
+  };
+
   it("shows, force-releases and audits locks on the standalone deployment, and no command is refused", async () => {
     const locks = await import("@/app/api/locks/route");
     const ready = await import("@/app/api/ready/route");
@@ -163,25 +204,7 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
   });
 
   it("without CONFIG and CLIENT (nor the fair-lock queues' channel), finds the notifications on by its probe over TLS and still sees the locks", async () => {
-    const { NodeWatcher } = await import("@/server/live/watcher");
-    const { LockStore } = await import("@/server/live/store");
-    const { getLiveEvents } = await import("@/server/live");
-    const { endpointsOf } = await import("@/server/deployments");
-    const pino = (await import("pino")).default;
-    const deployment: Deployment = {
-      name: "restricted",
-      kind: "standalone",
-      url: `rediss://127.0.0.1:${tlsPort}`,
-      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
-      auth: { username: "lockscope-no-config", passwordFile },
-    };
-    const [endpoint] = endpointsOf(deployment);
-    const store = new LockStore(["node-0"], 1, getLiveEvents());
-    store.deployment = "restricted";
-    const watcher = new NodeWatcher(
-      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "restricted", connect: endpoint!.connect, client: admin },
-      { store, patterns: () => ["lock:*"], isLockKey: (k) => k.startsWith("lock:"), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
-    );
+    const { watcher, store, stop } = await watcherAs("lockscope-no-config", "restricted", () => ["lock:*"], { isLockKey: (k) => k.startsWith("lock:") });
     try {
       await until("the watcher up", () => watcher.up);
       // (Switched on by the console's own user, which may CONFIG SET: this one cannot read them, and probes.)
@@ -191,34 +214,14 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       await watcher.reconcile();
       expect(store.get("lock:restricted/1", Date.now())?.deployment).toBe("restricted");
     } finally {
-      await watcher.stop();
+      await stop();
     }
   });
 
   it("watches the patterns a node allows when it refuses others, says which and what they need, and takes them up once allowed", async () => {
-    const { NodeWatcher } = await import("@/server/live/watcher");
-    const { LockStore } = await import("@/server/live/store");
-    const { getLiveEvents } = await import("@/server/live");
-    const { endpointsOf } = await import("@/server/deployments");
-    const { lockKeyMatcher } = await import("@/lib/locks/glob");
-    const pino = (await import("pino")).default;
     // The README's user, with the channel of `jobs:*` but not its keys, and nothing of `orders:*`.
-    await admin.call("ACL", "SETUSER", "lockscope-narrow", ...`>${PASSWORD} ${README_CONSOLE_ACL} &__keyspace@0__:jobs:*`.split(" "));
-    const deployment: Deployment = {
-      name: "narrow",
-      kind: "standalone",
-      url: `rediss://127.0.0.1:${tlsPort}`,
-      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
-      auth: { username: "lockscope-narrow", passwordFile },
-    };
-    const [endpoint] = endpointsOf(deployment);
-    const store = new LockStore(["node-0"], 1, getLiveEvents());
-    store.deployment = "narrow";
     const patterns = ["lock:*", "orders:*", "jobs:*"];
-    const watcher = new NodeWatcher(
-      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "narrow", connect: endpoint!.connect, client: admin },
-      { store, patterns: () => patterns, isLockKey: lockKeyMatcher(patterns), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
-    );
+    const { watcher, store, stop } = await watcherAs("lockscope-narrow", "narrow", () => patterns, { rules: ["&__keyspace@0__:jobs:*"] });
     try {
       await admin.set("lock:narrow/1", "holder-a", "PX", 30_000);
       await admin.set("orders:narrow/1", "holder-b", "PX", 30_000);
@@ -245,38 +248,15 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       await admin.set("orders:narrow/2", "holder-e", "PX", 30_000);
       await until("the order lock's notification heard", () => watcher.dirty.has("orders:narrow/2"));
     } finally {
-      await watcher.stop();
-      await admin.call("ACL", "DELUSER", "lockscope-narrow");
-      await admin.call("ACL", "LOG", "RESET");
+      await stop();
     }
   });
 
   it("a pattern change made while the refused patterns are asked again is the one that stands", async () => {
-    const { NodeWatcher } = await import("@/server/live/watcher");
-    const { LockStore } = await import("@/server/live/store");
-    const { getLiveEvents } = await import("@/server/live");
-    const { endpointsOf } = await import("@/server/deployments");
-    const { lockKeyMatcher } = await import("@/lib/locks/glob");
-    const pino = (await import("pino")).default;
     // The README's user, with nothing of `orders:*`, and the channels of the patterns the change brings and drops.
     const extra = ["a", "b", "c", "d", "e", "fresh"].flatMap((p) => [`~${p}:*`, `&__keyspace@0__:${p}:*`]);
-    await admin.call("ACL", "SETUSER", "lockscope-race", ...`>${PASSWORD} ${README_CONSOLE_ACL}`.split(" "), ...extra);
-    const deployment: Deployment = {
-      name: "race",
-      kind: "standalone",
-      url: `rediss://127.0.0.1:${tlsPort}`,
-      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
-      auth: { username: "lockscope-race", passwordFile },
-    };
-    const [endpoint] = endpointsOf(deployment);
-    const store = new LockStore(["node-0"], 1, getLiveEvents());
-    store.deployment = "race";
     let patterns = ["lock:*", "orders:*", "a:*", "b:*", "c:*", "d:*", "e:*"];
-    let matcher = lockKeyMatcher(patterns);
-    const watcher = new NodeWatcher(
-      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "race", connect: endpoint!.connect, client: admin },
-      { store, patterns: () => patterns, isLockKey: (key) => matcher(key), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
-    );
+    const { watcher, store, stop } = await watcherAs("lockscope-race", "race", () => patterns, { rules: extra });
     try {
       await until("the watcher up", () => watcher.up);
       expect(watcher.status().refusedPatterns?.map((r) => r.glob)).toEqual(["orders:*", "orders:*"]);
@@ -285,7 +265,6 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       // drops `orders:*` and five others and brings `fresh:*`.
       const retry = watcher.resubscribe({ retryRefused: true });
       patterns = ["lock:*", "fresh:*"];
-      matcher = lockKeyMatcher(patterns);
       const change = watcher.resubscribe();
       await Promise.all([retry, change]);
       expect(watcher.status().refusedPatterns).toBeUndefined();
@@ -293,36 +272,14 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       await admin.set("fresh:race/2", "holder-b", "PX", 30_000);
       await until("the new pattern's notification heard", () => watcher.dirty.has("fresh:race/2"));
     } finally {
-      await watcher.stop();
-      await admin.call("ACL", "DELUSER", "lockscope-race");
-      await admin.call("ACL", "LOG", "RESET");
+      await stop();
     }
   });
 
   it("a node that does not answer while its refused patterns are asked again still has them refused", async () => {
-    const { NodeWatcher } = await import("@/server/live/watcher");
-    const { LockStore } = await import("@/server/live/store");
-    const { getLiveEvents } = await import("@/server/live");
-    const { endpointsOf } = await import("@/server/deployments");
-    const { lockKeyMatcher } = await import("@/lib/locks/glob");
-    const pino = (await import("pino")).default;
     // The README's user, with the channel of `orders:*` but not its keys.
-    await admin.call("ACL", "SETUSER", "lockscope-slow", ...`>${PASSWORD} ${README_CONSOLE_ACL} &__keyspace@0__:orders:*`.split(" "));
-    const deployment: Deployment = {
-      name: "slow",
-      kind: "standalone",
-      url: `rediss://127.0.0.1:${tlsPort}`,
-      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
-      auth: { username: "lockscope-slow", passwordFile },
-    };
-    const [endpoint] = endpointsOf(deployment);
-    const store = new LockStore(["node-0"], 1, getLiveEvents());
-    store.deployment = "slow";
     const patterns = ["lock:*", "orders:*"];
-    const watcher = new NodeWatcher(
-      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "slow", connect: endpoint!.connect, client: admin },
-      { store, patterns: () => patterns, isLockKey: lockKeyMatcher(patterns), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
-    );
+    const { watcher, stop } = await watcherAs("lockscope-slow", "slow", () => patterns, { rules: ["&__keyspace@0__:orders:*"] });
     const refused = [{ glob: "orders:*", rule: "~orders:*" }];
     try {
       await until("the watcher up", () => watcher.up);
@@ -337,36 +294,14 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       await until("a lock under the allowed pattern heard", () => watcher.dirty.has("lock:slow/1"));
       expect(watcher.status().refusedPatterns).toEqual(refused);
     } finally {
-      await watcher.stop();
-      await admin.call("ACL", "DELUSER", "lockscope-slow");
-      await admin.call("ACL", "LOG", "RESET");
+      await stop();
     }
   });
 
   it("a node that refuses a pattern reads the other locks of a batch that names one of its keys", async () => {
-    const { NodeWatcher } = await import("@/server/live/watcher");
-    const { LockStore } = await import("@/server/live/store");
-    const { getLiveEvents } = await import("@/server/live");
-    const { endpointsOf } = await import("@/server/deployments");
-    const { lockKeyMatcher } = await import("@/lib/locks/glob");
-    const pino = (await import("pino")).default;
     // The README's user, with nothing of `orders:*` (which another node of the deployment may allow).
-    await admin.call("ACL", "SETUSER", "lockscope-batch", ...`>${PASSWORD} ${README_CONSOLE_ACL}`.split(" "));
-    const deployment: Deployment = {
-      name: "batch",
-      kind: "standalone",
-      url: `rediss://127.0.0.1:${tlsPort}`,
-      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
-      auth: { username: "lockscope-batch", passwordFile },
-    };
-    const [endpoint] = endpointsOf(deployment);
-    const store = new LockStore(["node-0"], 1, getLiveEvents());
-    store.deployment = "batch";
     const patterns = ["lock:*", "orders:*"];
-    const watcher = new NodeWatcher(
-      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "batch", connect: endpoint!.connect, client: admin },
-      { store, patterns: () => patterns, isLockKey: lockKeyMatcher(patterns), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
-    );
+    const { watcher, stop } = await watcherAs("lockscope-batch", "batch", () => patterns, { rules: [] });
     try {
       await admin.set("lock:batch/1", "holder-a", "PX", 30_000);
       await admin.set("orders:batch/1", "holder-b", "PX", 30_000);
@@ -378,50 +313,29 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       expect(readings[0]).toMatchObject({ key: "lock:batch/1" });
       expect(readings[1]).toBeUndefined();
     } finally {
-      await watcher.stop();
-      await admin.call("ACL", "DELUSER", "lockscope-batch");
-      await admin.call("ACL", "LOG", "RESET");
+      await stop();
     }
   });
 
   it("a pattern change made while a node reconnects is watched there once it is back", async () => {
-    const { NodeWatcher } = await import("@/server/live/watcher");
-    const { LockStore } = await import("@/server/live/store");
-    const { getLiveEvents } = await import("@/server/live");
-    const { endpointsOf } = await import("@/server/deployments");
     const { lockKeyMatcher } = await import("@/lib/locks/glob");
-    const pino = (await import("pino")).default;
-    await admin.call("ACL", "SETUSER", "lockscope-back", ...`>${PASSWORD} ${README_CONSOLE_ACL} ~fresh:* &__keyspace@0__:fresh:*`.split(" "));
-    const deployment: Deployment = {
-      name: "back",
-      kind: "standalone",
-      url: `rediss://127.0.0.1:${tlsPort}`,
-      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
-      auth: { username: "lockscope-back", passwordFile },
-    };
-    const [endpoint] = endpointsOf(deployment);
-    const store = new LockStore(["node-0"], 1, getLiveEvents());
-    store.deployment = "back";
     let patterns = ["lock:*"];
-    let matcher = lockKeyMatcher(patterns);
     // Armed: the next time the watcher takes the patterns (subscribing as it comes back), an operator's change
     // lands right after, and every node is asked to re-subscribe (as the runtime does).
     let armed = false;
-    let watcher: InstanceType<typeof NodeWatcher> | undefined = undefined;
+    const asked: { resubscribe?: () => Promise<void> } = {};
     const current = () => {
       const taken = patterns;
       if (armed) {
         armed = false;
         patterns = ["lock:*", "fresh:*"];
-        matcher = lockKeyMatcher(patterns);
-        queueMicrotask(() => void watcher?.resubscribe());
+        queueMicrotask(() => void asked.resubscribe?.());
       }
       return taken;
     };
-    watcher = new NodeWatcher(
-      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "back", connect: endpoint!.connect, client: admin },
-      { store, patterns: current, isLockKey: (key) => matcher(key), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
-    );
+    // (Whether a key is a lock follows the patterns without taking them, which would fire the change.)
+    const { watcher, stop } = await watcherAs("lockscope-back", "back", current, { rules: ["~fresh:*", "&__keyspace@0__:fresh:*"], isLockKey: (key) => lockKeyMatcher(patterns)(key) });
+    asked.resubscribe = () => watcher.resubscribe();
     try {
       await until("the watcher up", () => watcher.up);
       const reconnects = watcher.status().reconnects;
@@ -433,35 +347,13 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       await admin.set("fresh:back/1", "holder-a", "PX", 30_000);
       await until("the new pattern's notification heard", () => watcher.dirty.has("fresh:back/1"));
     } finally {
-      await watcher.stop();
-      await admin.call("ACL", "DELUSER", "lockscope-back");
-      await admin.call("ACL", "LOG", "RESET");
+      await stop();
     }
   });
 
   it("a pattern whose keys a node stops allowing is found refused at the first read it refuses, and left out there", async () => {
-    const { NodeWatcher } = await import("@/server/live/watcher");
-    const { LockStore } = await import("@/server/live/store");
-    const { getLiveEvents } = await import("@/server/live");
-    const { endpointsOf } = await import("@/server/deployments");
-    const { lockKeyMatcher } = await import("@/lib/locks/glob");
-    const pino = (await import("pino")).default;
-    await admin.call("ACL", "SETUSER", "lockscope-revoked", ...`>${PASSWORD} ${README_CONSOLE_ACL} ~orders:* &__keyspace@0__:orders:*`.split(" "));
-    const deployment: Deployment = {
-      name: "revoked",
-      kind: "standalone",
-      url: `rediss://127.0.0.1:${tlsPort}`,
-      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKey, servername: SERVER_NAME },
-      auth: { username: "lockscope-revoked", passwordFile },
-    };
-    const [endpoint] = endpointsOf(deployment);
-    const store = new LockStore(["node-0"], 1, getLiveEvents());
-    store.deployment = "revoked";
     const patterns = ["lock:*", "orders:*"];
-    const watcher = new NodeWatcher(
-      { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: "revoked", connect: endpoint!.connect, client: admin },
-      { store, patterns: () => patterns, isLockKey: lockKeyMatcher(patterns), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
-    );
+    const { watcher, stop } = await watcherAs("lockscope-revoked", "revoked", () => patterns, { rules: ["~orders:*", "&__keyspace@0__:orders:*"] });
     try {
       await admin.set("lock:revoked/1", "holder-a", "PX", 30_000);
       await until("the watcher up", () => watcher.up);
@@ -474,9 +366,7 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       expect(readings[0]).toMatchObject({ key: "lock:revoked/1" });
       expect(readings[1]).toBeUndefined();
     } finally {
-      await watcher.stop();
-      await admin.call("ACL", "DELUSER", "lockscope-revoked");
-      await admin.call("ACL", "LOG", "RESET");
+      await stop();
     }
   });
 
