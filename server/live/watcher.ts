@@ -241,6 +241,8 @@ export class NodeWatcher {
   /** On a cluster: the slots no primary serves now (see `followUnserved`). */
   private unserved: Array<[number, number]> = [];
   private readonly onTopology = () => this.followUnserved();
+  /** The bring-up's last failure as logged, and the tries failed the same way since (see `noteBringUpFailure`). */
+  private bringUpFailure: { err: string; loggedAt: number; since: number } | null = null;
   /** Scripts refused (EVAL disabled or renamed): read with MULTI instead. */
   private scriptsRefused = false;
   /** Called when the watcher's status changes (up, down, notifications). */
@@ -569,6 +571,23 @@ export class NodeWatcher {
     void this.waitOn(() => this.reader.ping()).catch(() => undefined);
   }
 
+  /**
+   * Says that the bring-up failed (it is tried again every second): at once, then at most once a minute while it
+   * fails the same way, with how many tries failed meanwhile (a Redis Cluster refusing every command while a
+   * shard is lost would otherwise write a line a second for as long as it lasts).
+   */
+  private noteBringUpFailure(err: string): void {
+    const now = Date.now();
+    const same = this.bringUpFailure !== null && this.bringUpFailure.err === err;
+    if (same && now - this.bringUpFailure!.loggedAt < 60_000) {
+      this.bringUpFailure!.since += 1;
+      return;
+    }
+    const tries = same ? this.bringUpFailure!.since + 1 : 1;
+    this.ctx.log.warn({ node: this.id, err, ...(tries > 1 ? { triesFailed: tries } : {}) }, "lock watcher could not come up; retrying");
+    this.bringUpFailure = { err, loggedAt: now, since: 0 };
+  }
+
   /** Runs on every (re)connect of either connection: notifications, subscriptions, reconcile, then up. */
   async bringUp(): Promise<void> {
     if (this.bringingUp) {
@@ -621,10 +640,11 @@ export class NodeWatcher {
         }
         this.everUp = true;
         this.downSince = null;
+        this.bringUpFailure = null;
         this.onChange();
       } while (this.again);
     } catch (error) {
-      this.ctx.log.warn({ node: this.id, err: error instanceof Error ? error.message : String(error) }, "lock watcher could not come up; retrying");
+      this.noteBringUpFailure(error instanceof Error ? error.message : String(error));
       this.retryTimer ??= setTimeout(() => {
         this.retryTimer = null;
         void this.bringUp();

@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import type Redis from "ioredis";
+import type { Logger } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Deployment } from "@/lib/deployment-config";
 import { freePort } from "@/lib/redis-node";
@@ -65,7 +66,7 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     user: string,
     name: string,
     patterns: () => readonly string[],
-    options: { rules?: string[]; isLockKey?: (key: string) => boolean } = {},
+    options: { rules?: string[]; isLockKey?: (key: string) => boolean; log?: Logger } = {},
   ) => {
     const { NodeWatcher } = await import("@/server/live/watcher");
     const { LockStore } = await import("@/server/live/store");
@@ -86,7 +87,7 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     store.deployment = name;
     const watcher = new NodeWatcher(
       { id: "node-0", index: 0, url: endpoint!.url ?? "", maskedUrl: endpoint!.label, deployment: name, connect: endpoint!.connect, client: admin },
-      { store, patterns, isLockKey: options.isLockKey ?? ((key) => lockKeyMatcher(patterns())(key)), events: getLiveEvents(), log: pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
+      { store, patterns, isLockKey: options.isLockKey ?? ((key) => lockKeyMatcher(patterns())(key)), events: getLiveEvents(), log: options.log ?? pino({ level: "silent" }), timeoutMs: 500, deadlineMs: 500 },
     );
     const stop = async () => {
       await watcher.stop();
@@ -365,6 +366,27 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
       const readings = await watcher.readDirty(["lock:revoked/1", "orders:revoked/1"]);
       expect(readings[0]).toMatchObject({ key: "lock:revoked/1" });
       expect(readings[1]).toBeUndefined();
+    } finally {
+      await stop();
+    }
+  });
+
+  it("says once, not every second, that a node refusing its reads keeps the watcher from coming up, and comes up once allowed", async () => {
+    const pino = (await import("pino")).default;
+    const lines: Array<{ msg: string; err?: string }> = [];
+    const log = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string; err?: string }) });
+    // The README's user without SCAN: every bring-up fails at its reconcile, and is tried again a second later.
+    const { watcher, stop } = await watcherAs("lockscope-noscan", "noscan", () => ["lock:*"], { rules: ["-scan"], log });
+    const failures = () => lines.filter((l) => l.msg === "lock watcher could not come up; retrying");
+    try {
+      await until("the first failure said", () => failures().length > 0);
+      // Three more tries, the same way.
+      await new Promise((resolve) => setTimeout(resolve, 3_500));
+      expect(failures()).toHaveLength(1);
+      expect(failures()[0]?.err).toMatch(/NOPERM/);
+      expect(watcher.up).toBe(false);
+      await admin.call("ACL", "SETUSER", "lockscope-noscan", "+scan");
+      await until("the watcher up", () => watcher.up);
     } finally {
       await stop();
     }
