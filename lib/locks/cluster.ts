@@ -125,6 +125,11 @@ export function servingShards(shards: readonly ClusterShard[]): ClusterShard[] {
   return shards.filter((s) => s.slots.length > 0 && s.primary !== null).sort((a, b) => (a.slots[0]?.[0] ?? 0) - (b.slots[0]?.[0] ?? 0));
 }
 
+/** The shards that serve slots with their primary online, ordered by their first slot. */
+export function servedShards(shards: readonly ClusterShard[]): ClusterShard[] {
+  return servingShards(shards).filter((s) => s.primary?.health === "online");
+}
+
 /**
  * The slots of the shards whose primary is not online (failed, and no replica promoted): a cluster that serves
  * the slots it still covers (`cluster-require-full-coverage no`) answers for every other slot meanwhile.

@@ -2,7 +2,7 @@ import "server-only";
 import { EventEmitter } from "node:events";
 import type Redis from "ioredis";
 import type { RedisOptions } from "ioredis";
-import { servingShards } from "@/lib/locks/cluster";
+import { servedShards } from "@/lib/locks/cluster";
 import type { ClusterTopology } from "../deployments/cluster";
 
 /** What the watcher needs of its subscriber connection: an ioredis connection, or a cluster's set of them. */
@@ -58,7 +58,7 @@ export class ClusterSubscriber extends EventEmitter implements WatchSubscriber {
     if (this.stopped) return;
     // A primary the cluster marked failed, with no replica promoted, is not waited for: the cluster may go on
     // serving the other slots (with `cluster-require-full-coverage no`), and their notifications with them.
-    const wanted = new Map(servingShards(this.topology.shards).filter((s) => s.primary!.health === "online").map((s) => [s.primary!.address, s.primary!]));
+    const wanted = new Map(servedShards(this.topology.shards).map((s) => [s.primary!.address, s.primary!]));
     let changed = false;
     for (const [address, conn] of this.connections) {
       if (wanted.has(address)) continue;

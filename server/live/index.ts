@@ -169,7 +169,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         nodesTotal: watchers.length,
         nodesNotAnswering,
         nodesWithoutNotifications,
-        degraded: nodesUp < watchers.length || nodesWithoutNotifications > 0 || watchers.some((w) => w.refusedPatterns.length > 0 || w.unservedSlots.length > 0),
+        degraded: nodesUp < watchers.length || nodesWithoutNotifications > 0 || watchers.some((w) => w.partlyWatched),
       };
     };
     const timers: NodeJS.Timeout[] = [];
@@ -423,6 +423,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       const now = Date.now();
       const uptimeMs = uptimeMsAt(w.run, now);
       const answering = w.answering;
+      const refusedPatterns = w.refusedRules();
       return {
         // A connected node that keeps commands waiting is not up, whatever its connection says.
         ...(answering ? {} : { up: false, latencyMs: null }),
@@ -441,9 +442,9 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
             : restartRisk(w.run, w.facts.appendonly === "yes", w.run.restartedAt === null ? Math.max(...watchers.map((x) => x.longestTtlMs)) : w.longestTtlMs, now, store.oldestLockAt()),
         restartedAt: w.run.restartedAt,
         clockSkewMs: w.facts.skewMs,
-        ...(w.refusedPatterns.length > 0 ? { refusedPatterns: w.refusedPatterns.map((r) => ({ glob: r.glob, rule: r.rule })) } : {}),
+        ...(refusedPatterns ? { refusedPatterns } : {}),
         ...(w.unservedSlots.length > 0 ? { unservedSlots: w.unservedSlots } : {}),
-        degraded: w.notifications === "unavailable" || !answering || (!w.up && w.readable) || w.refusedPatterns.length > 0 || w.unservedSlots.length > 0,
+        degraded: w.notifications === "unavailable" || !answering || (!w.up && w.readable) || w.partlyWatched,
       };
     });
 

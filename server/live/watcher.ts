@@ -2,7 +2,7 @@ import "server-only";
 import { randomBytes } from "node:crypto";
 import { Cluster, type Redis } from "ioredis";
 import { isLabResource } from "@/lib/lab/keys";
-import { readInSlots, servingShards, slotIn, unservedSlots, type ClusterMember } from "@/lib/locks/cluster";
+import { readInSlots, servedShards, servingShards, slotIn, unservedSlots, type ClusterMember } from "@/lib/locks/cluster";
 import { decodeReading, isAccessRefused, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flush-calls";
 import { FAIR_TIMEOUTS_GLOB, fairLockNames } from "@/lib/locks/formats/redisson";
@@ -315,6 +315,7 @@ export class NodeWatcher {
   }
 
   status() {
+    const refusedPatterns = this.refusedRules();
     return {
       nodeId: this.id,
       up: this.up && this.answering,
@@ -328,7 +329,7 @@ export class NodeWatcher {
       gaps: this.gaps,
       ...(this.latencyMs !== null ? { latencyMs: this.latencyMs } : {}),
       ...(this.reading !== null ? { reading: { since: this.reading.since, keysRead: this.reading.keysRead } } : {}),
-      ...(this.refusals.length > 0 ? { refusedPatterns: this.refusals.map((r) => ({ glob: r.glob, rule: r.rule })) } : {}),
+      ...(refusedPatterns ? { refusedPatterns } : {}),
       ...(this.unserved.length > 0 ? { unservedSlots: this.unserved.reduce((n, [from, to]) => n + to - from + 1, 0) } : {}),
     };
   }
@@ -359,14 +360,32 @@ export class NodeWatcher {
     this.onChange();
   }
 
-  /** The patterns this node refuses the console's Redis user (see `refusals`). */
-  get refusedPatterns(): readonly PatternRefusal[] {
-    return this.refusals;
-  }
-
   /** Whether this watcher reads `key`: a lock key under a pattern this node lets the console watch. */
   private watches(key: string): boolean {
     return this.ctx.isLockKey(key) && (this.watchedMatch === null || this.watchedMatch(key));
+  }
+
+  /**
+   * Whether this node may be read for `key`: not under a pattern it refuses the console (see `refusals`), nor, on a
+   * cluster, in a slot no primary serves (see `followUnserved`: kept as last read).
+   */
+  private mayRead(key: string): boolean {
+    return (this.watchedMatch === null || this.watchedMatch(key)) && (this.unserved.length === 0 || !slotIn(this.unserved, keySlot(key)));
+  }
+
+  /** The node's refusal of `glob`, with the ACL rule that would allow it. */
+  private refusal(glob: string, refused: PatternRefusal["refused"]): PatternRefusal {
+    return { node: this.node.maskedUrl, glob, refused, rule: refused === "channel" ? `&${this.channelPrefix}${glob}` : `~${glob}` };
+  }
+
+  /** Lock patterns this node refuses the console, each with the rule it needs, as the node's status and health give them; undefined while none. */
+  refusedRules(): Array<{ glob: string; rule: string }> | undefined {
+    return this.refusals.length === 0 ? undefined : this.refusals.map((r) => ({ glob: r.glob, rule: r.rule }));
+  }
+
+  /** Some of this node's locks are not watched now: patterns it refuses the console, a cluster's unserved slots. */
+  get partlyWatched(): boolean {
+    return this.refusals.length > 0 || this.unserved.length > 0;
   }
 
   /** How many key names under the patterns found here are not UTF-8 text (see `namesNotText`). */
@@ -1045,7 +1064,7 @@ export class NodeWatcher {
     const options = { ...nodeClientOptions(this.ctx.timeoutMs), lazyConnect: true, enableAutoPipelining: false, autoResubscribe: false, retryStrategy: () => null, sentinelRetryStrategy: () => null, connectionName: "lockscope:access-check" };
     let first: Redis | undefined;
     if (this.cluster) {
-      const primary = servingShards(this.cluster.topology.shards).find((s) => s.primary?.health === "online")?.primary;
+      const primary = servedShards(this.cluster.topology.shards)[0]?.primary;
       if (primary) first = this.cluster.connectTo(primary.host, primary.port, options);
     } else {
       first = this.node.connect(options) as Redis;
@@ -1058,7 +1077,7 @@ export class NodeWatcher {
         for (const glob of globs) {
           const channel = this.channelPrefix + glob;
           await check.psubscribe(channel).catch((error: unknown) => {
-            if (isAccessRefused(error)) refusals.push({ node: this.node.maskedUrl, glob, refused: "channel", rule: `&${channel}` });
+            if (isAccessRefused(error)) refusals.push(this.refusal(glob, "channel"));
           });
         }
       } catch {
@@ -1088,8 +1107,9 @@ export class NodeWatcher {
         refusals.push(...before(glob));
         continue;
       }
-      await this.waitOn(() => (this.scriptsRefused ? readLockKeysWithoutScripts(this.reader, [key], {}, this.clock) : readLockKeys(this.reader, [key], {}, this.clock))).catch((error: unknown) => {
-        if (isAccessRefused(error)) refusals.push({ node: this.node.maskedUrl, glob, refused: "keys", rule: `~${glob}` });
+      // (As a batch is read, with or without scripts; not `readBatch`, whose refusal would judge the patterns again.)
+      await this.readBatchOnce([key]).catch((error: unknown) => {
+        if (isAccessRefused(error)) refusals.push(this.refusal(glob, "keys"));
         else if (unjudged === "throw") throw error;
         else refusals.push(...before(glob));
       });
@@ -1116,7 +1136,7 @@ export class NodeWatcher {
         await this.sub.psubscribe(channel);
       } catch (error) {
         if (!isAccessRefused(error)) throw error;
-        refusals.push({ node: this.node.maskedUrl, glob, refused: "channel", rule: `&${channel}` });
+        refusals.push(this.refusal(glob, "channel"));
       }
     }
     return refusals;
@@ -1219,7 +1239,6 @@ export class NodeWatcher {
 
   private async readAllLockKeys(progress: { keysRead: number }): Promise<void> {
     const seen = new Set<string>();
-    const watched = this.watchedMatch;
     const patterns = this.ctx.patterns().filter((p) => !this.refusals.some((r) => r.glob === p));
     const literals = patterns.filter((p) => !/[*?[\\]/.test(p));
     const globs = patterns.filter((p) => /[*?[\\]/.test(p));
@@ -1281,14 +1300,11 @@ export class NodeWatcher {
     }
     // Read whether or not they exist: an absent key reads as gone, which is what the store needs to know (on a
     // cluster, those in slots a primary serves).
-    const unserved = this.unserved;
-    await readFresh(unserved.length === 0 ? literals : literals.filter((key) => !slotIn(unserved, keySlot(key))), true);
+    await readFresh(literals.filter((key) => this.mayRead(key)), true);
     if (trusted) return;
     // Keys the store thinks this node holds that the scan did not return: read them once more (a key
     // deleted while we were away is absent now; one created during the scan is read as it is).
-    const missing = this.ctx.store
-      .knownOn(this.index)
-      .filter((resource) => !seen.has(resource) && (watched === null || watched(resource)) && (unserved.length === 0 || !slotIn(unserved, keySlot(resource))));
+    const missing = this.ctx.store.knownOn(this.index).filter((resource) => !seen.has(resource) && this.mayRead(resource));
     for (let i = 0; i < missing.length; i += READ_BATCH) {
       const readings = await this.read(missing.slice(i, i + READ_BATCH));
       const now = Date.now();
@@ -1420,15 +1436,13 @@ export class NodeWatcher {
    * cannot be read fails the whole batch: read, it would fail here at every try, and every other key with it.
    */
   private async readWatched<T>(keys: readonly string[], read: (keys: readonly string[]) => Promise<T[]>): Promise<Array<T | undefined>> {
-    const watched = this.watchedMatch;
-    const unserved = this.unserved;
-    if (watched === null && unserved.length === 0) return read(keys);
-    const readable = (key: string) => (watched === null || watched(key)) && (unserved.length === 0 || !slotIn(unserved, keySlot(key)));
-    const mine = keys.filter(readable);
+    if (this.watchedMatch === null && this.unserved.length === 0) return read(keys);
+    const readable = keys.map((key) => this.mayRead(key));
+    const mine = keys.filter((_, i) => readable[i]);
     if (mine.length === keys.length) return read(keys);
     const readings = await read(mine);
     let next = 0;
-    return keys.map((key) => (readable(key) ? readings[next++] : undefined));
+    return keys.map((_, i) => (readable[i] ? readings[next++] : undefined));
   }
 
   private async readDirtyWatched(keys: readonly string[]): Promise<Array<KeyReading | null>> {
