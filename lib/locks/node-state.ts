@@ -52,7 +52,10 @@ export function restartRisk(facts: NodeRunFacts, persistent: boolean, longestTtl
   const uptime = uptimeMsAt(facts, now) ?? (facts.restartedAt === null ? null : now - facts.restartedAt);
   if (uptime === null || uptime >= longestTtlMs) return false;
   if (facts.restartedAt !== null) return true;
-  return oldestLockAt !== null && oldestLockAt < now - uptime;
+  // Uptime is whole seconds: the node started up to a second before `now - uptime`. Only a lock acquired before
+  // the earliest start is surely older than the node; one taken in its first second (an application and its
+  // Redis started together) would otherwise page for the lock's whole TTL.
+  return oldestLockAt !== null && oldestLockAt < now - uptime - 1000;
 }
 
 /**

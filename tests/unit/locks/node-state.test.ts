@@ -40,6 +40,15 @@ describe("restarts of a lock node", () => {
     expect(restartRisk(fresh, true, 20_000, T + 1_000, T - 5_000)).toBe(false);
     expect(restartRisk(fresh, false, 20_000, T + 25_000, T - 5_000)).toBe(false);
   });
+
+  it("does not take a lock acquired in the node's first second for one older than the node (uptime is whole seconds)", () => {
+    // Read as up 2 s at T: it started after T - 3 s and by T - 2 s.
+    const fresh = nextRunFacts(INITIAL_RUN_FACTS, { runId: "ddd", uptimeSec: 2 }, T).facts;
+    // A lock acquired at T - 2.3 s may be younger than the node (started at T - 2.9 s, say): no hazard claimed.
+    expect(restartRisk(fresh, false, 60_000, T + 100, T - 2_300)).toBe(false);
+    // One acquired before T - 3 s is older than the node whatever the fraction.
+    expect(restartRisk(fresh, false, 60_000, T + 100, T - 3_100)).toBe(true);
+  });
 });
 
 describe("a node that does not answer", () => {
