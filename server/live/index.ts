@@ -1,5 +1,6 @@
 import "server-only";
 import { createHash } from "node:crypto";
+import path from "node:path";
 import { isLabResource } from "@/lib/lab/keys";
 import type { KeyReading } from "@/lib/locks/formats";
 import { lockKeyFilter } from "@/lib/locks/formats/defaults";
@@ -25,6 +26,7 @@ import { getLiveEvents, type LiveEvents } from "./events";
 import { LockGroups } from "./groups";
 import { isSessionRevoked } from "../session-revocation";
 import { HEARTBEAT_MS, SESSION_CHECK_MS, StreamHub, TICK_MS } from "./hub";
+import { LossJournal } from "./losses-journal";
 import { LockStore, type NodeSample } from "./store";
 import type { StreamOwner } from "./stream-limits";
 import { NodeWatcher, READ_BATCH } from "./watcher";
@@ -84,6 +86,17 @@ export function startLive(): LiveView {
   return singleton("live-runtime", () => composeDeployments(getDeploymentNodes(), startDeploymentLive));
 }
 
+/** The losses list kept in the data folder for every deployment (see `LossJournal`), written out at shutdown. */
+function getLossJournal(): LossJournal {
+  return singleton("loss-journal", () => {
+    const journal = new LossJournal(path.resolve(getConfig().dataDir, "losses.jsonl"), (err) =>
+      getLogger().warn({ err }, "could not keep the losses list in the data folder: a restarted console will not list the losses found before"),
+    );
+    onShutdown("loss-journal", 45, () => journal.flush());
+    return journal;
+  });
+}
+
 /**
  * One deployment's live view (idempotent per deployment). `shared` is null where it is the only deployment:
  * it then owns the stream hub and its timers, as a console of one deployment always did.
@@ -102,6 +115,9 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     );
     store.deployment = entry.deployment.name;
     store.history = getHistorySink();
+    const lossJournal = getLossJournal();
+    store.restoreLosses(lossJournal.restore(entry.deployment.name));
+    store.onLoss = (loss) => lossJournal.record(entry.deployment.name, loss);
     const firstSeen = shareFirstSeen(store, nodes[0]?.client);
     // The patterns in force: LOCK_PATTERNS, or what an operator set since (PUT /api/patterns), changed live.
     const patternStore = getPatternStore();

@@ -639,8 +639,17 @@ export class LockStore {
     }
   }
 
+  /** Told of each loss as it is logged (the console keeps them in its data folder: `LossJournal`). */
+  onLoss: ((loss: Omit<LockLoss, "deployment">) => void) | null = null;
+
+  /** Losses found before this console started (kept by `LossJournal`), oldest first: listed before the new ones. */
+  restoreLosses(losses: ReadonlyArray<Omit<LockLoss, "deployment">>): void {
+    this.lossLog = [...losses, ...this.lossLog].slice(-MAX_LOSSES);
+  }
+
   private logLoss(loss: Omit<LockLoss, "deployment">): void {
     this.lossLog.push(loss);
+    this.onLoss?.(loss);
     // Trimmed in batches: a restart can lose a million locks at once, one call each.
     if (this.lossLog.length >= 2 * MAX_LOSSES) this.lossLog.splice(0, this.lossLog.length - MAX_LOSSES);
   }
