@@ -25,6 +25,19 @@ export interface Principal {
 }
 
 export const SESSION_COOKIE = "lockscope_session";
+/**
+ * The session cookie's name where the console is reached over https (`LOCKSCOPE_PUBLIC_ORIGIN=https://…`): a
+ * browser takes a `__Host-` cookie only from this very host, `Secure`, for `/` and without `Domain`, so another
+ * site of the parent domain cannot plant one (a session of its own, to have an operator act as it) or shadow it.
+ */
+export const SECURE_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
+
+/** Whether the console is reached over https, so its cookies are `Secure` and the session's is `SECURE_SESSION_COOKIE`. */
+export function cookiesSecure(): boolean {
+  return getConfig().publicOrigin?.startsWith("https:") ?? false;
+}
+
+const sessionCookieName = (secure: boolean) => (secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE);
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
 export const CLIENT_IP_HEADER = "x-lockscope-client-ip";
 
@@ -143,7 +156,7 @@ export async function verifySessionCookieValue(value: string, nowMs = Date.now()
 
 export function sessionCookieHeader(value: string, secure: boolean): string {
   return [
-    `${SESSION_COOKIE}=${value}`,
+    `${sessionCookieName(secure)}=${value}`,
     "Path=/",
     "HttpOnly",
     "SameSite=Strict",
@@ -152,8 +165,10 @@ export function sessionCookieHeader(value: string, secure: boolean): string {
   ].join("; ");
 }
 
-export function clearSessionCookieHeader(secure: boolean): string {
-  return [`${SESSION_COOKIE}=`, "Path=/", "HttpOnly", "SameSite=Strict", "Max-Age=0", ...(secure ? ["Secure"] : [])].join("; ");
+/** The Set-Cookie values that clear the session cookie (over https, also the plain-named one older versions set). */
+export function clearSessionCookieHeaders(secure: boolean): string[] {
+  const clear = (name: string) => [`${name}=`, "Path=/", "HttpOnly", "SameSite=Strict", "Max-Age=0", ...(secure ? ["Secure"] : [])].join("; ");
+  return secure ? [clear(SECURE_SESSION_COOKIE), clear(SESSION_COOKIE)] : [clear(SESSION_COOKIE)];
 }
 
 const ACTOR_RE = /^[\p{L}\p{N} ._@-]{1,64}$/u;
@@ -192,7 +207,7 @@ function readCookies(header: string | null, name: string): string[] {
  * or in again must revoke, every one of them.
  */
 export async function carriedSessions(headers: Headers): Promise<Principal[]> {
-  const sessions = await Promise.all(readCookies(headers.get("cookie"), SESSION_COOKIE).map((value) => verifySessionCookieValue(value)));
+  const sessions = await Promise.all(readCookies(headers.get("cookie"), sessionCookieName(cookiesSecure())).map((value) => verifySessionCookieValue(value)));
   return sessions.filter((s): s is Principal => s !== null);
 }
 

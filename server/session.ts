@@ -4,7 +4,8 @@ import {
   carriedSessions,
   checkOrigin,
   checkPresentedToken,
-  clearSessionCookieHeader,
+  clearSessionCookieHeaders,
+  cookiesSecure,
   clientIp,
   cleanActor,
   createSessionCookieValue,
@@ -12,15 +13,10 @@ import {
   sessionCookieHeader,
   type Principal,
 } from "./auth";
-import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { getLogger } from "./logger";
 import { revokeSession } from "./session-revocation";
 
-function isSecure(request: Request): boolean {
-  const publicOrigin = getConfig().publicOrigin;
-  return (publicOrigin ?? request.url).startsWith("https:");
-}
 
 /** What the browser's UI needs to know: the role decides which actions it shows. */
 export function getSession(principal: Principal | null) {
@@ -46,7 +42,7 @@ export async function signIn(request: Request, token: string, name: string | und
   const value = await createSessionCookieValue(role, actor);
   return Response.json(
     { role, actor },
-    { headers: { "Set-Cookie": sessionCookieHeader(value, isSecure(request)), "Cache-Control": "no-store" } },
+    { headers: { "Set-Cookie": sessionCookieHeader(value, cookiesSecure()), "Cache-Control": "no-store" } },
   );
 }
 
@@ -67,5 +63,7 @@ export async function signOut(request: Request): Promise<Response> {
   checkOrigin(request.headers, carried.length > 0 && !request.headers.has("authorization") ? "session" : "none");
   await revokeAll(carried);
   for (const { role, actor } of carried) getLogger().info({ ip: clientIp(request.headers), action: "sign-out", role, actor }, "operator action");
-  return new Response(null, { status: 204, headers: { "Set-Cookie": clearSessionCookieHeader(isSecure(request)), "Cache-Control": "no-store" } });
+  const headers = new Headers({ "Cache-Control": "no-store" });
+  for (const cookie of clearSessionCookieHeaders(cookiesSecure())) headers.append("Set-Cookie", cookie);
+  return new Response(null, { status: 204, headers });
 }
