@@ -37,6 +37,8 @@ const SCAN_COUNT = 500;
 const RECONCILE_BATCH = 200;
 /** The longest a node's first reconcile waits for the other nodes' watchers to subscribe (see `peersSubscribed`). */
 const PEER_WAIT_MS = 2_000;
+/** A start-up batch waits this many node deadlines for its turn on another node (see `readForPeer`). */
+const TURN_WAIT_DEADLINES = 4;
 
 export interface WatcherContext {
   store: LockStore;
@@ -1324,28 +1326,47 @@ export class NodeWatcher {
     // Readings of a key that something else applied while these were out (a notification's read, an end)
     // are older than what the store has: not applied, the key is read again on every node instead.
     const since = this.ctx.store.startApplies;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), this.ctx.deadlineMs)));
-    try {
-      const [own, ...others] = await Promise.all([
-        this.inTurn(() => this.read(keys)),
-        ...peers.map((w) => Promise.race([w.inTurn(() => w.readWatched(keys, (mine) => w.read(mine))).catch(() => null), deadline])),
-      ]);
-      const now = Date.now();
-      for (let k = 0; k < keys.length; k++) {
-        const key = keys[k] as string;
-        const samples = [this.sampleOf(own[k] ?? null, null, now)];
-        others.forEach((readings, p) => {
-          // (No reading: the key of a pattern that node refuses.)
-          const reading = readings ? readings[k] : undefined;
-          if (reading !== undefined) samples.push((peers[p] as NodeWatcher).sampleOf(reading, null, now));
-        });
-        if (this.ctx.store.applyUnlessStale(key, samples, since, now)) continue;
-        for (const w of [this, ...peers]) if (w === this ? w.readable : w.subscribedForReads) w.dirty.set(key, w.dirty.get(key) ?? null);
-      }
-    } finally {
-      clearTimeout(timer);
+    const [own, ...others] = await Promise.all([this.inTurn(() => this.read(keys)), ...peers.map((w) => w.readForPeer(keys, this.ctx.deadlineMs))]);
+    const now = Date.now();
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k] as string;
+      const samples = [this.sampleOf(own[k] ?? null, null, now)];
+      others.forEach((readings, p) => {
+        // (No reading: the key of a pattern that node refuses.)
+        const reading = readings ? readings[k] : undefined;
+        if (reading !== undefined) samples.push((peers[p] as NodeWatcher).sampleOf(reading, null, now));
+      });
+      if (this.ctx.store.applyUnlessStale(key, samples, since, now)) continue;
+      for (const w of [this, ...peers]) if (w === this ? w.readable : w.subscribedForReads) w.dirty.set(key, w.dirty.get(key) ?? null);
     }
+  }
+
+  /**
+   * Another node's start-up batch, read here in turn; null when this node is late. The deadline counts from
+   * this node's turn: waiting behind the other watchers' batches on it (up to two, longer on a busy console) is
+   * not the node being late, and a lock read on all three nodes was shown held by two until this node's own
+   * SCAN came to it. A turn that does not come within a few deadlines (a node frozen in an earlier batch) is
+   * given up on as well, and the batch is then not sent.
+   */
+  private readForPeer(keys: readonly string[], deadlineMs: number): Promise<Array<KeyReading | null | undefined> | null> {
+    return new Promise((resolve) => {
+      let answered = false;
+      const answer = (readings: Array<KeyReading | null | undefined> | null) => {
+        if (answered) return;
+        answered = true;
+        clearTimeout(turnTimer);
+        clearTimeout(readTimer);
+        resolve(readings);
+      };
+      let readTimer: NodeJS.Timeout | undefined;
+      const turnTimer = setTimeout(() => answer(null), TURN_WAIT_DEADLINES * deadlineMs);
+      this.inTurn(async () => {
+        if (answered) return null;
+        clearTimeout(turnTimer);
+        readTimer = setTimeout(() => answer(null), deadlineMs);
+        return this.readWatched(keys, (mine) => this.read(mine));
+      }).then(answer, () => answer(null));
+    });
   }
 
   /**
