@@ -61,9 +61,16 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 const NAME = /^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$/;
 
+/**
+ * The password of a URL's user part: everything after `//user:` up to the last `@` before the next URL of a list
+ * (`,scheme:` or `//`) or a space. A password is often random (`openssl rand -base64` writes `/` and `+`) and may hold
+ * `/`, `@` or `#`, which a URL reserves: such a URL does not parse, and its error must hide the password all the same.
+ */
+const USER_PASSWORD = /(\/\/[^/@\s,:]*:)(?:(?!\/\/|,[a-z][a-z0-9+.-]*:)[^\s])*@/gi;
+
 /** A URL as it may be shown: the password masked (in the user part and in a `?password=`-like query parameter), nothing else changed. */
 export function maskUrl(url: string): string {
-  return url.replace(/(\/\/[^/@\s]*?:)[^/@\s]*@/g, "$1****@").replace(/([?&][^=&#\s]*(?:pass|secret|token|auth|key)[^=&#\s]*=)[^&#\s]*/gi, "$1****");
+  return url.replace(USER_PASSWORD, "$1****@").replace(/([?&][^=&#\s]*(?:pass|secret|token|auth|key)[^=&#\s]*=)[^&#\s]*/gi, "$1****");
 }
 
 /** What is wrong with a node's URL (`is not a URL`, `has no host`…), or null. */

@@ -163,6 +163,19 @@ describe("configuration", () => {
     expect(inQuery.message).not.toContain("s3cret");
   });
 
+  it("never shows a password that breaks its URL (a `/` or `@` in it, as `openssl rand -base64` makes)", () => {
+    // The URL does not parse, so the start stops on it: the message must still hide the password.
+    const database = errorOf({ AUDIT_DATABASE_URL: "postgres://lockscope:Zq/8SECRETx+w=@postgres:5432/lockscope" });
+    expect(database.variable).toBe("AUDIT_DATABASE_URL");
+    expect(database.message).not.toContain("SECRET");
+    expect(database.message).toContain("@postgres:5432/lockscope");
+    const nodes = errorOf({ REDIS_URLS: "redis://:pa/SECRET@10.0.0.1:6380,redis://:p@SECRET@10.0.0.2:6381,http://10.0.0.3:6382" });
+    expect(nodes.message).not.toContain("SECRET");
+    expect(nodes.message).toContain("10.0.0.2:6381");
+    expect(maskUrl("redis://:p@SECRET@h:1/0")).toBe("redis://:****@h:1/0");
+    expect(maskUrl("redis://u:a/SECRET@h:1,redis://h2:2")).toBe("redis://u:****@h:1,redis://h2:2");
+  });
+
   it("reads ALLOWED_HOSTS as host names without ports", () => {
     expect(parseConfig({}).allowedHosts).toEqual([]);
     expect(parseConfig({ ALLOWED_HOSTS: "Lockscope.internal, 10.0.0.5,[::1]" }).allowedHosts).toEqual(["lockscope.internal", "10.0.0.5", "[::1]"]);
