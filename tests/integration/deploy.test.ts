@@ -134,6 +134,7 @@ interface ComposeService {
   volumes?: string[];
   healthcheck?: { test: string[] };
   command?: string[];
+  ports?: string[];
 }
 
 describe("the container recipe", () => {
@@ -158,6 +159,13 @@ describe("the container recipe", () => {
       const source = volume.split(":")[0]!;
       if (source.startsWith("./")) expect(existsSync(path.join(ROOT, source)), source).toBe(true);
     }
+  });
+
+  it("compose.yaml publishes the consoles and Prometheus on this machine's loopback only, nothing else", () => {
+    // Reading is open without LOCKSCOPE_VIEWER_TOKEN and Prometheus has no sign-in: a port published on every
+    // address of the host would serve the locks, the audit log and the metrics to the whole network.
+    const published = Object.fromEntries(Object.entries(services).flatMap(([name, s]) => (s.ports ?? []).map((p) => [p, name])));
+    expect(published).toEqual({ "127.0.0.1:3000:3000": "console-1", "127.0.0.1:3001:3000": "console-2", "127.0.0.1:9090:9090": "prometheus" });
   });
 
   it("the compose Prometheus config scrapes both consoles and passes promtool with the shipped rules", () => {
