@@ -182,7 +182,14 @@ function fromEnv(env: Env, c: Collector): Deployment[] {
   const master = envValue(env, "REDIS_SENTINEL_MASTER");
   const cluster = envValue(env, "REDIS_CLUSTER_URLS");
   if (urls !== undefined) out.push({ name: "default", kind: "redlock", urls: c.urls("REDIS_URLS", list(urls), 15), tls, auth });
-  if (url !== undefined) out.push({ name: "default", kind: "standalone", url: c.urls("REDIS_URL", [url], 1)[0] ?? url, tls, auth });
+  if (url !== undefined) {
+    // Several URLs where one is taken: the nodes of a Redlock set given to the wrong variable (a comma inside one
+    // URL's password is still one URL).
+    const given = list(url).filter((u) => /^[a-z][a-z0-9+.-]*:\/\//i.test(u)).length;
+    if (given > 1) c.add(`REDIS_URL holds ${given} URLs: it takes one standalone instance; put the independent nodes of a Redlock set in REDIS_URLS, or several deployments in LOCKSCOPE_DEPLOYMENTS_FILE.`);
+    else c.urls("REDIS_URL", [url], 1);
+    out.push({ name: "default", kind: "standalone", url, tls, auth });
+  }
   if (sentinels !== undefined || master !== undefined) {
     const addresses: SentinelAddress[] = [];
     if (sentinels === undefined) c.add("REDIS_SENTINELS is missing: REDIS_SENTINEL_MASTER needs the sentinels' host:port list, e.g. 10.0.0.1:26379,10.0.0.2:26379.");

@@ -74,6 +74,14 @@ describe("deployment configuration", () => {
     expect(url.join("")).not.toContain("hunter2");
   });
 
+  it("says that REDIS_URL takes one instance when it is given a list of nodes", () => {
+    expect(linesOf({ REDIS_URL: "redis://10.0.0.1:6379,redis://:s3cret@10.0.0.2:6379" })).toEqual([
+      "REDIS_URL holds 2 URLs: it takes one standalone instance; put the independent nodes of a Redlock set in REDIS_URLS, or several deployments in LOCKSCOPE_DEPLOYMENTS_FILE.",
+    ]);
+    // A comma inside one URL's password is still one URL.
+    expect(parseDeployments({ REDIS_URL: "redis://:a,b@10.0.0.9:6379" }, readFile)?.[0]).toMatchObject({ kind: "standalone", url: "redis://:a,b@10.0.0.9:6379" });
+  });
+
   it("refuses TLS settings no URL uses and two deployments in the variables; reads a Redis Cluster's seeds", () => {
     expect(linesOf({ REDIS_URLS: "redis://a:1", REDIS_TLS_CA_FILE: "/ca.pem" })).toEqual(["REDIS_TLS_* is set but no URL of the deployment is rediss://: use rediss:// URLs for TLS."]);
     expect(linesOf({ REDIS_URLS: "redis://a:1", REDIS_URL: "redis://b:1" })).toEqual([
