@@ -11,6 +11,8 @@ export interface WatchSubscriber {
   psubscribe(...patterns: string[]): Promise<unknown>;
   punsubscribe(...patterns: string[]): Promise<unknown>;
   subscribe(...channels: string[]): Promise<unknown>;
+  /** Answered once every notification sent before it has come (on each connection). */
+  ping(): Promise<unknown>;
   quit(): Promise<unknown>;
   disconnect(): void;
   on(event: "ready" | "close" | "error", listener: () => void): unknown;
@@ -125,6 +127,10 @@ export class ClusterSubscriber extends EventEmitter implements WatchSubscriber {
   async subscribe(...channels: string[]): Promise<unknown> {
     for (const c of channels) this.channels.add(c);
     return this.subscribeHome();
+  }
+
+  async ping(): Promise<unknown> {
+    return Promise.all([...this.connections.values()].map((c) => c.ping()));
   }
 
   async quit(): Promise<unknown> {

@@ -128,6 +128,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     store.covers = isLockKey;
     // (Bound below, once the batched read exists.)
     let onDirty = () => {};
+    let drained: (until: number) => Promise<void> = () => Promise.resolve();
     const watchers: NodeWatcher[] = nodes.map(
       (node) =>
         new NodeWatcher(node, {
@@ -140,6 +141,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
           deadlineMs: config.nodeTimeoutMs,
           peers: () => watchers,
           onDirty: () => onDirty(),
+          drained: (until) => drained(until),
         }),
     );
     // A change's new patterns are first tried on these nodes (a pattern the console's Redis user may not watch is refused).
@@ -273,8 +275,10 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
      * subscribed: a reading taken before would count as read there (its SCAN then skips the key) and could miss
      * a change made before the subscription. Its keys stay dirty until then.
      */
-    const readableNow = (w: NodeWatcher) => w.readable && !w.busy && (store.watching || w.subscribedForReads);
+    const readableNow = (w: NodeWatcher) => w.readable && !w.busy && (store.watching ? w.readInBatches : w.subscribedForReads);
     let flushing = false;
+    /** Batches read so far (see `drained`). */
+    let flushesDone = 0;
     let stopped = false;
     let flushStartedAt = 0;
     let flushTimer: NodeJS.Timeout | null = null;
@@ -291,6 +295,17 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       flushTimer.unref();
     };
     onDirty = flushSoon;
+    drained = async (until) => {
+      // The keys dirty now are read by as many batches as they fill (a batch takes the oldest first), after the one
+      // running: changes that keep coming after this call are not waited for.
+      const backlog = watchers.reduce((n, w) => n + (readableNow(w) ? w.dirty.size : 0), 0);
+      const enough = flushesDone + Math.ceil(backlog / (READ_BATCH * 2)) + (flushing ? 1 : 0);
+      while (Date.now() < until && !stopped && (flushing || flushesDone < enough)) {
+        if (!flushing && !watchers.some((w) => w.dirty.size > 0 && readableNow(w))) return;
+        flushSoon();
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    };
     const flush = async () => {
       if (flushing) return;
       if (flushTimer !== null) {
@@ -373,6 +388,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         hub.tick(Date.now());
       } finally {
         flushing = false;
+        flushesDone += 1;
       }
       // What came meanwhile makes the next batch.
       if (failed) return;

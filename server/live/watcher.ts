@@ -39,6 +39,8 @@ const RECONCILE_BATCH = 200;
 const PEER_WAIT_MS = 2_000;
 /** A start-up batch waits this many node deadlines for its turn on another node (see `readForPeer`). */
 const TURN_WAIT_DEADLINES = 4;
+/** The longest a restart's check waits for the other nodes' notifications to be read (see `drainPeers`). */
+const DRAIN_MS = 5_000;
 
 export interface WatcherContext {
   store: LockStore;
@@ -54,6 +56,11 @@ export interface WatcherContext {
   peers?: () => readonly NodeWatcher[];
   /** A notification marked a key dirty (the runtime reads it in its next batch). */
   onDirty?: () => void;
+  /**
+   * Resolves once the runtime has read every key dirty on the nodes it reads now, or at `until` (epoch ms) if it
+   * has not by then (see `NodeWatcher.drainPeers`).
+   */
+  drained?: (until: number) => Promise<void>;
 }
 
 /**
@@ -200,7 +207,13 @@ export class NodeWatcher {
    * later write would have come after it. Not on a cluster: a slot moving between primaries notifies on two
    * connections, in no order between them.
    */
-  private ended = new Set<string>();
+  private ended = new Map<string, EndCause>();
+  /**
+   * The ends (see `ended`) the batch read last took, which it gives as readings without asking the node: applied
+   * again should the connection drop (see `applyEndsAtDrop`) in case that batch's readings never were. A later
+   * notification of the key takes it out (what the node said last is what stands).
+   */
+  private endsInFlight = new Map<string, EndCause>();
   /** Keyspace notifications received, by event name: counted here and read by the metrics when scraped (nothing per notification beyond this). */
   readonly keyspaceEvents = new Map<string, number>();
   /** This node's clock on the console's, so every read of a key agrees on when its TTL ends. */
@@ -340,6 +353,15 @@ export class NodeWatcher {
     return this.reader.status === "ready";
   }
 
+  /**
+   * Whether the runtime's batches may read this node once the console watches: not while it comes back from a
+   * drop (until its bring-up has checked for a restart and reconciled). Read before, a node that restarted empty
+   * would have the locks it lost read as gone with no cause, and end them as released before its restart is known.
+   */
+  get readInBatches(): boolean {
+    return this.up || !this.everUp;
+  }
+
   /** On a cluster: slots no primary serves now, in ranges (empty elsewhere). */
   get unservedSlots(): ReadonlyArray<[number, number]> {
     return this.unserved;
@@ -474,8 +496,9 @@ export class NodeWatcher {
     const cause = CAUSES[event];
     if (cause === undefined && key.includes("\uFFFD")) this.checkTextName(key);
     this.dirty.set(key, cause ?? this.dirty.get(key) ?? null);
-    if (cause !== undefined && !this.cluster) this.ended.add(key);
+    if (cause !== undefined && !this.cluster) this.ended.set(key, cause);
     else this.ended.delete(key);
+    if (this.endsInFlight.size > 0) this.endsInFlight.delete(key);
     this.ctx.onDirty?.();
   }
 
@@ -485,7 +508,8 @@ export class NodeWatcher {
    */
   oweReconcile(): void {
     this.dirty = new Map();
-    this.ended = new Set();
+    this.ended = new Map();
+    this.endsInFlight = new Map();
     this.ctx.store.forgetReadsAtStart(this.index);
     this.reconcileOwed = true;
   }
@@ -517,8 +541,8 @@ export class NodeWatcher {
     // Whatever happens while we are away is lost: forget pending reads, the reconcile will cover them (all of
     // them: what was read here while the console started may be stale by then).
     this.ctx.store.forgetReadsAtStart(this.index);
+    this.applyEndsAtDrop();
     this.dirty.clear();
-    this.ended.clear();
     this.waitingSince.clear();
     // A new connection starts afresh: the bring-up's commands tell whether the node answers.
     this.answering = true;
@@ -535,6 +559,21 @@ export class NodeWatcher {
     this.syncCounted();
     this.ctx.log.warn({ node: this.id }, "lock watcher lost its node; will reconcile on reconnect");
     this.onChange();
+  }
+
+  /**
+   * The keys this node said had ended (del, expired, evicted: the latest notification of each) on the connection
+   * that dropped, which no batch had read yet: the node said so before it went away, so its copy ended then, for
+   * the reason given. Applied now as the batch would have; left to the reconcile, a restart that comes back
+   * empty would find them gone and count them lost in it (a burst of releases the console was still reading).
+   */
+  private applyEndsAtDrop(): void {
+    const ends = this.endsInFlight.size === 0 ? this.ended : new Map([...this.endsInFlight, ...this.ended]);
+    this.ended = new Map();
+    this.endsInFlight = new Map();
+    if (this.stopped || ends.size === 0) return;
+    const now = Date.now();
+    for (const [key, cause] of ends) this.ctx.store.apply(key, [this.sampleOf(null, cause, now)], now);
   }
 
   /** Tells the store whether this node's readings count (up and answering). */
@@ -925,6 +964,7 @@ export class NodeWatcher {
     this.run = facts;
     if (restarted) {
       this.ctx.log.warn({ node: this.id, uptimeSec: facts.uptimeSec, persistence: this.facts.appendonly }, "lock node restarted");
+      if (!this.restartLosses.some((l) => l.server === null)) await this.drainPeers();
       this.noteRestart(facts, null);
     }
   }
@@ -983,6 +1023,32 @@ export class NodeWatcher {
       this.runFactsRefusalLogged = true;
       return null;
     }
+  }
+
+  /**
+   * Before a restarted node's locks are taken as what it held: the other nodes' notifications the console has not
+   * read yet (a burst of releases it is still reading) are read first. A PING on a subscriber connection is
+   * answered after every notification its node sent before it, so by then every change the other nodes made before
+   * the restart was found is marked dirty; then the runtime's batches read them. A lock its holder released on the
+   * other nodes then ended as released (this node is not read meanwhile: see `readInBatches`), and is not among
+   * those the node held. Whether that release came just before the restart or just after cannot be told apart: the
+   * holder was done with the lock either way, and a page for a loss nobody could act on is the worse mistake. One
+   * still held elsewhere stays, and if this node came back without it, it was lost here. Waits DRAIN_MS at most (a
+   * node that does not answer, a stream of changes that never lets up): what is read by then is what the check
+   * goes by.
+   */
+  private async drainPeers(): Promise<void> {
+    const peers = (this.ctx.peers?.() ?? []).filter((w) => w !== this && w.subscribedForReads);
+    if (peers.length === 0 || this.ctx.drained === undefined) return;
+    const until = Date.now() + DRAIN_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_MS)));
+    try {
+      await Promise.race([Promise.allSettled(peers.map((w) => w.sub.ping())), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+    await this.ctx.drained(until);
   }
 
   /**
@@ -1470,9 +1536,20 @@ export class NodeWatcher {
     if (this.ended.size === 0) return this.read(keys);
     let ends = 0;
     const gone = keys.map((key) => this.ended.has(key) && ++ends > 0);
-    // A batch that covers every end takes the set itself (see `LockStore.changed`).
-    if (ends === this.ended.size) this.ended = new Set();
-    else for (let i = 0; i < keys.length; i++) if (gone[i]) this.ended.delete(keys[i] as string);
+    // A batch that covers every end takes the map itself (see `LockStore.changed`).
+    if (ends === this.ended.size) {
+      this.endsInFlight = this.ended;
+      this.ended = new Map();
+    } else {
+      const taken = new Map<string, EndCause>();
+      for (let i = 0; i < keys.length; i++) {
+        if (!gone[i]) continue;
+        const key = keys[i] as string;
+        taken.set(key, this.ended.get(key) ?? null);
+        this.ended.delete(key);
+      }
+      this.endsInFlight = taken;
+    }
     const readings = await this.read(keys.filter((_, i) => !gone[i]));
     let next = 0;
     return gone.map((isGone) => (isGone ? null : (readings[next++] as KeyReading)));
