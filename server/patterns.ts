@@ -13,7 +13,7 @@ import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { peekGlobal, setGlobal, singleton } from "./global";
 import { getLogger } from "./logger";
-import type { PatternRefusal } from "./live/watcher";
+import type { PatternCheck } from "./live/watcher";
 
 /**
  * The lock patterns in force, changed live by an operator (`PUT /api/patterns`): applied at once (listeners,
@@ -214,11 +214,14 @@ export class PatternStore {
     return null;
   }
 
-  /** Asks a deployment's lock nodes which patterns the console's Redis user may not watch (see `NodeWatcher.tryPatterns`). */
-  private readonly accessChecks = new Set<(globs: readonly string[]) => Promise<PatternRefusal[]>>();
+  /**
+   * Asks a deployment's lock nodes which patterns the console's Redis user may not watch, each node's answer by
+   * `until` (epoch ms; see `NodeWatcher.tryPatterns`).
+   */
+  private readonly accessChecks = new Set<(globs: readonly string[], until: number) => Promise<PatternCheck[]>>();
 
   /** From now on, a change's new patterns are checked with `check` before it applies; returns the function that stops it. */
-  checkAccessWith(check: (globs: readonly string[]) => Promise<PatternRefusal[]>): () => void {
+  checkAccessWith(check: (globs: readonly string[], until: number) => Promise<PatternCheck[]>): () => void {
     this.accessChecks.add(check);
     return () => this.accessChecks.delete(check);
   }
@@ -226,12 +229,17 @@ export class PatternStore {
   /**
    * Refuses (422) a change whose new patterns some lock node does not let the console's Redis user watch: applied,
    * such a pattern would stop every watcher of those nodes from coming up (one subscription covers every pattern).
+   * The whole check has one deadline (ACCESS_CHECK_MS), whatever the number of nodes and globs: a node that has not
+   * answered by then is not judged (its watcher says what it refuses when it answers). Returns those nodes.
    */
-  private async checkAccess(patterns: readonly PatternEntry[]): Promise<void> {
+  private async checkAccess(patterns: readonly PatternEntry[]): Promise<string[]> {
     const added = patterns.map((p) => p.glob).filter((glob) => !this.state.patterns.some((p) => p.glob === glob));
-    if (added.length === 0 || this.accessChecks.size === 0) return;
-    const refusals = (await Promise.all([...this.accessChecks].map((check) => check(added).catch(() => [])))).flat();
-    if (refusals.length === 0) return;
+    if (added.length === 0 || this.accessChecks.size === 0) return [];
+    const until = Date.now() + ACCESS_CHECK_MS;
+    const answers = (await Promise.all([...this.accessChecks].map((check) => check(added, until).catch((): PatternCheck[] => [])))).flat();
+    const refusals = answers.flatMap((a) => a.refusals);
+    const notChecked = answers.filter((a) => !a.checked).map((a) => a.node);
+    if (refusals.length === 0) return notChecked;
     const byGlob = new Map<string, { nodes: Set<string>; rules: Set<string> }>();
     for (const r of refusals) {
       const entry = byGlob.get(r.glob) ?? { nodes: new Set(), rules: new Set() };
@@ -241,10 +249,11 @@ export class PatternStore {
     }
     const refused = [...byGlob].map(([glob, e]) => ({ glob, nodes: [...e.nodes], rules: [...e.rules].sort() }));
     const words = refused.map((r) => `\`${r.glob}\` (${r.nodes.join(", ")} refuse${r.nodes.length === 1 ? "s" : ""} it; the user needs ${r.rules.map((rule) => `\`${rule}\``).join(" and ")})`);
+    const unasked = notChecked.length === 0 ? "" : ` ${notCheckedWords(notChecked)}.`;
     throw new ApiError(
       "unprocessable",
-      `The console's Redis user may not watch ${words.join(", ")}: add those rules to the user's ACL on every lock node, then make this change again. Nothing changed.`,
-      { refused },
+      `The console's Redis user may not watch ${words.join(", ")}: add those rules to the user's ACL on every lock node, then make this change again. Nothing changed.${unasked}`,
+      notChecked.length === 0 ? { refused } : { refused, notChecked },
     );
   }
 
@@ -264,10 +273,10 @@ export class PatternStore {
     meta: { actor: string; role: Principal["role"]; reason: string; ip: string; userAgent: string | null },
     auditor: PatternsAuditor,
     revision?: string,
-  ): Promise<{ state: PatternsState; auditId: string; shared: { recorded: string[]; missed: string[] } | null }> {
+  ): Promise<{ state: PatternsState; auditId: string; shared: { recorded: string[]; missed: string[] } | null; notChecked: string[] }> {
     const problem = patternsProblem(patterns);
     if (problem) return Promise.reject(new ApiError("unprocessable", problem));
-    return this.checkAccess(patterns).then(() => this.replaceChecked(patterns, meta, auditor, revision));
+    return this.checkAccess(patterns).then(async (notChecked) => ({ ...(await this.replaceChecked(patterns, meta, auditor, revision)), notChecked }));
   }
 
   private replaceChecked(
@@ -454,6 +463,14 @@ export function getPatternStore(): PatternStore {
   });
 }
 
+/** The longest a pattern change's ACL check waits for the lock nodes, all of them together (see `checkAccess`). */
+export const ACCESS_CHECK_MS = 3_000;
+
+/** The nodes a change's ACL check could not ask, as the answer names them. */
+function notCheckedWords(nodes: readonly string[]): string {
+  return `Not checked (no answer within ${ACCESS_CHECK_MS / 1000} s): ${nodes.join(", ")}`;
+}
+
 /** The audit service registers itself here (kept on globalThis: the routes are bundled apart from it). */
 export function setPatternsAuditor(auditor: PatternsAuditor): void {
   setGlobal("patterns-auditor", auditor);
@@ -465,7 +482,7 @@ export async function changePatterns(input: { patterns: PatternEntry[]; reason: 
   if (!auditor) throw new ApiError("unavailable", "Pattern changes cannot be audited on this console yet, so they are refused; nothing changed.");
   const store = getPatternStore();
   // Where the patterns are shared, the nodes are read first: the revision is checked against the newest change.
-  const { state, auditId, shared } = await store.replace(
+  const { state, auditId, shared, notChecked } = await store.replace(
     input.patterns,
     {
       actor: input.principal.actor,
@@ -477,7 +494,7 @@ export async function changePatterns(input: { patterns: PatternEntry[]; reason: 
     auditor,
     input.revision,
   );
-  return { ...state, auditId, ...(shared ? { shared } : {}) };
+  return { ...state, auditId, ...(shared ? { shared } : {}), ...(notChecked.length > 0 ? { notChecked } : {}) };
 }
 
 /** Why `resource` is not served as a lock, naming the lock patterns in force (an operator may have changed them). */

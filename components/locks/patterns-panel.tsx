@@ -21,6 +21,8 @@ interface PatternsResponse {
   updatedAt: number | null;
   updatedBy: string | null;
   revision: string;
+  /** In a change's answer: lock nodes that did not answer its ACL check in time (their watchers tell later). */
+  notChecked?: string[];
 }
 
 interface DiscoveryResponse {
@@ -184,6 +186,11 @@ export function PatternsPanel() {
       {save.error && (
         <p role="alert" className="error-text">
           <MessageText text={errorText(save.error)} />
+        </p>
+      )}
+      {save.data?.notChecked && !save.isPending && (
+        <p role="status" className="muted">
+          <MessageText text={`Applied. Not checked against the ACL of ${save.data.notChecked.join(", ")} (no answer within 3 s): if that node refuses a new pattern, its status on the nodes panel says so.`} />
         </p>
       )}
       {note && (

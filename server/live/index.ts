@@ -145,7 +145,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         }),
     );
     // A change's new patterns are first tried on these nodes (a pattern the console's Redis user may not watch is refused).
-    const stopAccessCheck = patternStore.checkAccessWith(async (globs) => (await Promise.all(watchers.map((w) => w.tryPatterns(globs)))).flat());
+    const stopAccessCheck = patternStore.checkAccessWith((globs, until) => Promise.all(watchers.map((w) => w.tryPatterns(globs, until))));
     let patternChanges = 0;
     // The patterns before the first change whose reconciles have not all run (changes can follow one another
     // faster than a large keyspace is read).

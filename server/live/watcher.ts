@@ -85,6 +85,20 @@ export interface PatternRefusal {
   rule: string;
 }
 
+/** One node's answer to a pattern change's check (see `NodeWatcher.tryPatterns`). */
+export interface PatternCheck {
+  /** The node as the nodes panel shows it. */
+  node: string;
+  refusals: PatternRefusal[];
+  /** False when the node could not be asked about every glob by the deadline (unreachable, frozen, slow). */
+  checked: boolean;
+}
+
+/** What `tryPatterns` throws at its deadline. */
+class PastDeadline extends Error {
+  override name = "PastDeadline";
+}
+
 /** A list of refusals as text, to tell whether it changed. */
 function refusalsText(refusals: readonly PatternRefusal[]): string {
   return refusals.map((r) => `${r.glob} ${r.rule}`).join("\n");
@@ -1122,11 +1136,23 @@ export class NodeWatcher {
    * Which of `globs` this node does not let the console's Redis user watch, before they become lock patterns
    * (`PUT /api/patterns`): the watcher subscribes to each pattern's keyspace channel (on a connection of its own,
    * dropped after) and reads a key each one matches, as it reads locks. Only refusals are reported: a node that
-   * does not answer is not judged here (its watcher says what it refuses when it comes up).
+   * does not answer is not judged here (its watcher says what it refuses when it comes up), and `checked` says
+   * so. Every command races `until` (epoch ms), the whole check's deadline: a frozen node (its port still takes
+   * connections) would otherwise hold an operator's change for seconds per glob.
    */
-  async tryPatterns(globs: readonly string[]): Promise<PatternRefusal[]> {
-    if (globs.length === 0 || this.stopped || !this.readable) return [];
+  async tryPatterns(globs: readonly string[], until: number): Promise<PatternCheck> {
+    const node = this.node.maskedUrl;
+    if (globs.length === 0 || this.stopped) return { node, refusals: [], checked: true };
+    if (!this.readable) return { node, refusals: [], checked: false };
     const refusals: PatternRefusal[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new PastDeadline("the check's deadline passed")), Math.max(0, until - Date.now()))));
+    late.catch(() => undefined);
+    const inTime = <T>(command: Promise<T>): Promise<T> => {
+      // (A command left behind settles later, unheard.)
+      command.catch(() => undefined);
+      return Promise.race([command, late]);
+    };
     // Tried once (no retry, nor a new round of the sentinels when none answers): a node not reached is not judged,
     // and the change's answer does not wait on it.
     const options = { ...nodeClientOptions(this.ctx.timeoutMs), lazyConnect: true, enableAutoPipelining: false, autoResubscribe: false, retryStrategy: () => null, sentinelRetryStrategy: () => null, connectionName: "lockscope:access-check" };
@@ -1137,35 +1163,55 @@ export class NodeWatcher {
     } else {
       first = this.node.connect(options) as Redis;
     }
-    if (first) {
-      const check = first;
-      check.on("error", () => undefined);
-      try {
-        await check.connect();
-        for (const glob of globs) {
-          const channel = this.channelPrefix + glob;
-          await check.psubscribe(channel).catch((error: unknown) => {
-            if (isAccessRefused(error)) refusals.push(this.refusal(glob, "channel"));
-          });
+    let checked = true;
+    try {
+      if (first) {
+        const check = first;
+        check.on("error", () => undefined);
+        try {
+          await inTime(check.connect());
+          for (const glob of globs) {
+            const channel = this.channelPrefix + glob;
+            await inTime(check.psubscribe(channel)).catch((error: unknown) => {
+              if (error instanceof PastDeadline) throw error;
+              if (isAccessRefused(error)) refusals.push(this.refusal(glob, "channel"));
+              else checked = false;
+            });
+          }
+        } catch (error) {
+          if (error instanceof PastDeadline) throw error;
+          // Not reachable now: not judged.
+          checked = false;
+        } finally {
+          check.disconnect();
         }
-      } catch {
-        // Not reachable now: not judged.
-      } finally {
-        check.disconnect();
       }
+      const unjudged: string[] = [];
+      refusals.push(...(await this.keyRefusals(globs, "skip", { inTime, unjudged })));
+      if (unjudged.length > 0) checked = false;
+    } catch (error) {
+      if (!(error instanceof PastDeadline)) throw error;
+      checked = false;
+    } finally {
+      clearTimeout(timer);
     }
-    return [...refusals, ...(await this.keyRefusals(globs, "skip"))];
+    return { node, refusals, checked };
   }
 
   /**
    * Which of `globs` this node does not let the console's Redis user read: a key each one matches is read as locks
    * are (on a cluster, one in a slot a primary serves). A read that fails otherwise (a timeout, the node going
    * away) judges nothing, and `unjudged` says what then stands: `skip` reports nothing for the pattern (a
-   * change's check: the node is not judged); `keep` keeps what this node was last found to refuse for it (a
-   * pattern read as allowed on a slow moment would have its keys read, and refused, by every reconcile);
-   * `throw` fails the call (the connect tries again).
+   * change's check: the node is not judged, and the glob is added to `check.unjudged`); `keep` keeps what this
+   * node was last found to refuse for it (a pattern read as allowed on a slow moment would have its keys read, and
+   * refused, by every reconcile); `throw` fails the call (the connect tries again). `check.inTime`: each read races
+   * the check's deadline (what it throws passes through).
    */
-  private async keyRefusals(globs: readonly string[], unjudged: "skip" | "keep" | "throw"): Promise<PatternRefusal[]> {
+  private async keyRefusals(
+    globs: readonly string[],
+    unjudged: "skip" | "keep" | "throw",
+    check: { inTime?: <T>(command: Promise<T>) => Promise<T>; unjudged?: string[] } = {},
+  ): Promise<PatternRefusal[]> {
     const refusals: PatternRefusal[] = [];
     const before = (glob: string) => (unjudged === "keep" ? this.refusals.filter((r) => r.glob === glob && r.refused === "keys") : []);
     for (const glob of globs) {
@@ -1176,10 +1222,15 @@ export class NodeWatcher {
         continue;
       }
       // (As a batch is read, with or without scripts; not `readBatch`, whose refusal would judge the patterns again.)
-      await this.readBatchOnce([key]).catch((error: unknown) => {
+      const read = this.readBatchOnce([key]);
+      await (check.inTime ? check.inTime(read) : read).catch((error: unknown) => {
+        if (error instanceof PastDeadline) throw error;
         if (isAccessRefused(error)) refusals.push(this.refusal(glob, "keys"));
         else if (unjudged === "throw") throw error;
-        else refusals.push(...before(glob));
+        else {
+          refusals.push(...before(glob));
+          check.unjudged?.push(glob);
+        }
       });
     }
     return refusals;
