@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { decodeReading, formatByName, readLockKeys, type FormatName, type FormatReading, type NodeReleaseResult } from "@/lib/locks/formats";
 import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
 import { isNeverLock, lockKeyFilter } from "@/lib/locks/formats/defaults";
+import { globMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/merge";
 import { decodeLockValue, REVOKE_CHANNEL } from "@lockscope/redlock";
 import { getAuditStore } from "./audit/current";
@@ -138,9 +139,21 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   }
   const holding = answered.filter((r): r is { id: string; state: "ok"; reading: FormatReading } => r.reading !== null);
   if (holding.length === 0) {
+    // A node whose ACL refuses the console's Redis user the key answered, but cannot be read: it may hold the lock,
+    // and no retry changes that until its ACL does.
+    const refused = reads.filter((r) => r.state !== "ok" && refusesKey(r.error)).map((r) => r.id);
     // A node that does not answer may hold it still (the lock's page shows it so, as last read): that is no
     // lock gone, but one that cannot be released now.
-    const silent = reads.filter((r) => r.state !== "ok").map((r) => r.id);
+    const silent = reads.filter((r) => r.state !== "ok" && !refused.includes(r.id)).map((r) => r.id);
+    if (refused.length > 0) {
+      const rule = keyRuleFor(resource);
+      const one = refused.length === 1;
+      throw new ApiError(
+        "unprocessable",
+        `${refused.join(", ")} ${one ? "refuses" : "refuse"} the console's Redis user the key \`${preview(resource)}\` (the user needs \`${rule}\` there), so ${one ? "it" : "they"} may hold it, and no node the console may read does${silent.length > 0 ? ` (${silent.join(", ")} did not answer)` : ""}: nothing was touched. Add the rule to the console's Redis user on ${refused.join(", ")}, then try again.`,
+        { refused, rule },
+      );
+    }
     if (silent.length > 0) {
       throw new ApiError(
         "unavailable",
@@ -254,7 +267,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
         // audit entry (which every viewer reads and exports) gets a plain sentence.
         log.warn({ action: "force-release", auditId: entry.id, node: node.id, error: answer.error.slice(0, 500) }, "force release failed on a node");
       }
-      if (answer && !(answer.result === "error" && unanswered(answer.error))) return { result: auditNodeResult(node.id, answer, format.name), unsure: false };
+      if (answer && !(answer.result === "error" && unanswered(answer.error))) return { result: auditNodeResult(node.id, answer, format.name, resource), unsure: false };
       // No answer came: the script may have run there after all (a node that answered late), or not at all.
       // Read the node again before saying anything about it.
       const cause = answers === null ? "the release failed in the console before this node answered (details in the console's log)" : "did not answer in time";
@@ -433,7 +446,7 @@ function settleUnanswered(
 }
 
 /** One node's result as the audit log keeps it: a plain sentence for anything but the three usual results. */
-function auditNodeResult(id: string, r: NodeReleaseResult, format: FormatName): AuditNodeResult {
+function auditNodeResult(id: string, r: NodeReleaseResult, format: FormatName, resource: string): AuditNodeResult {
   switch (r.result) {
     case "deleted":
     case "absent":
@@ -442,13 +455,31 @@ function auditNodeResult(id: string, r: NodeReleaseResult, format: FormatName): 
     case "wrongtype":
       return { id, result: "error", error: `holds ${r.redisType ? `a ${r.redisType}` : "a key"} that is not a ${format} lock (or a companion key of another type): left untouched` };
     case "error":
-      return { id, result: "error", error: plainNodeError(r.error) };
+      return { id, result: "error", error: plainNodeError(r.error, resource) };
   }
 }
 
+/**
+ * Whether a node's error is its ACL refusing the console's Redis user the key (`NOPERM`, which Redis answers before
+ * the command or script runs: nothing was done there). Not the credentials, which the node accepted.
+ */
+function refusesKey(error: string | undefined): boolean {
+  return error !== undefined && /^NOPERM\b.*\bkeys?\b/i.test(error);
+}
+
+/** The ACL key rule the console's Redis user needs for `resource`: that of the first lock pattern that matches it. */
+function keyRuleFor(resource: string): string {
+  const glob = getPatternStore()
+    .current()
+    .patterns.map((p) => p.glob)
+    .find((g) => globMatcher(g)(resource));
+  return `~${glob ?? resource}`;
+}
+
 /** A node's failure in words a viewer can act on, without the client's or Redis's internals. */
-function plainNodeError(raw: string | undefined): string {
+function plainNodeError(raw: string | undefined, resource: string): string {
   if (raw?.endsWith(COMPANION_REFUSED)) return raw.slice(0, 300);
+  if (refusesKey(raw)) return `its ACL does not let the console's Redis user at this key (the user needs \`${keyRuleFor(resource)}\` there): nothing was deleted on this node`;
   return nodeFailureText(raw) ?? "the release script failed on this node (details in the console's log)";
 }
 
