@@ -314,6 +314,7 @@ export class NodeWatcher {
     };
     this.cluster?.topology.on("change", this.onTopology);
     this.sub.on("close", () => this.wentDown());
+    this.sub.on("joined", () => this.primariesJoined());
     this.sub.on("error", attempted);
     this.reader.on("close", () => this.wentDown());
     this.reader.on("error", attempted);
@@ -588,6 +589,19 @@ export class NodeWatcher {
     if (this.stopped || ends.size === 0) return;
     const now = Date.now();
     for (const [key, cause] of ends) this.ctx.store.apply(key, [this.sampleOf(null, cause, now)], now);
+  }
+
+  /**
+   * On a cluster: primaries joined while the others stayed subscribed (a replica promoted for a primary that failed
+   * earlier, the other slots served on; a new shard), their connections subscribed. No gap for the other slots: the
+   * keys are read again (those in the new primaries' slots changed unheard), by the periodic check if a reconcile
+   * runs now.
+   */
+  private primariesJoined(): void {
+    if (this.stopped) return;
+    this.ctx.store.forgetReadsAtStart(this.index);
+    if (this.up && this.answering && this.reading === null) void this.reconcile().catch(() => undefined);
+    else this.reconcileOwed = true;
   }
 
   /** Tells the store whether this node's readings count (up and answering). */
