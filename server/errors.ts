@@ -48,6 +48,8 @@ export class ApiError extends Error {
 export function nodeFailureText(raw: string | undefined): string | null {
   if (raw === undefined || raw === "no answer" || /did not answer within|^no answer within|Command timed out/.test(raw)) return "did not answer in time";
   if (/ECONNREFUSED|ECONNRESET|Connection is closed|Stream isn't writeable|enableOfflineQueue/i.test(raw)) return "not reachable";
-  if (/^NOAUTH|^WRONGPASS|^NOPERM/.test(raw)) return "refused the console's credentials";
+  if (/^NOAUTH|^WRONGPASS/.test(raw)) return "refused the console's credentials";
+  // The credentials were accepted; the user's ACL rules leave out the command or a key (7.2 words it in a script as ERR).
+  if (/^NOPERM|^ERR ACL failure/.test(raw)) return "refused by its ACL: the console's Redis user may not run this command or use this key there";
   return null;
 }
