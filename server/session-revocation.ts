@@ -1,8 +1,9 @@
 import "server-only";
-import { appendFileSync, chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, writeFileSync } from "node:fs";
 import { makeDirs } from "@/lib/make-dirs";
 import path from "node:path";
 import { getConfig } from "./config";
+import { readDataLines } from "./data-lines";
 import { singleton } from "./global";
 import { whenReady } from "./health";
 import { getLogger } from "./logger";
@@ -127,13 +128,7 @@ export class SessionRevocations {
   private load(nowMs: number): void {
     if (this.loaded || this.file === null) return;
     this.loaded = true;
-    let text: string;
-    try {
-      text = readFileSync(this.file, "utf8");
-    } catch {
-      return; // none yet
-    }
-    const lines = text.split("\n").filter(Boolean);
+    const lines = readDataLines(this.file);
     const kept: string[] = [];
     for (const line of lines) {
       try {

@@ -1,8 +1,9 @@
-import { appendFileSync, chmodSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { makeDirs } from "@/lib/make-dirs";
 import type { LockLoss } from "@/lib/locks/types";
+import { readDataLines } from "../data-lines";
 import { LOSSES_KEPT_MS, MAX_LOSSES } from "./store";
 
 type Loss = Omit<LockLoss, "deployment">;
@@ -84,16 +85,8 @@ export class LossJournal {
   private load(now: number): void {
     if (this.loaded || this.file === null) return;
     this.loaded = true;
-    let text: string;
-    try {
-      text = readFileSync(this.file, "utf8");
-    } catch {
-      return; // none yet
-    }
-    let read = 0;
-    for (const raw of text.split("\n")) {
-      if (raw === "") continue;
-      read++;
+    const raws = readDataLines(this.file);
+    for (const raw of raws) {
       let parsed: z.infer<typeof line>;
       try {
         parsed = line.parse(JSON.parse(raw));
@@ -103,10 +96,10 @@ export class LossJournal {
       const { deployment, ...loss } = parsed;
       if (now - loss.at <= LOSSES_KEPT_MS) pushBounded(this.kept, deployment, loss);
     }
-    this.linesInFile = read;
+    this.linesInFile = raws.length;
     let keptCount = 0;
     for (const losses of this.kept.values()) keptCount += Math.min(losses.length, MAX_LOSSES);
-    if (keptCount < read) {
+    if (keptCount < raws.length) {
       try {
         this.rewrite(now);
       } catch (error) {

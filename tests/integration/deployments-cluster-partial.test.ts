@@ -18,8 +18,7 @@ describe("a Redis Cluster that serves the slots it still covers", () => {
   let set: RedisClusterSet;
 
   beforeAll(async () => {
-    ({ unused, set } = await setUpConsoleOverCluster({ consoleNodeTimeoutMs: 2000, clusterNodeTimeoutMs: 1_000 }));
-    for (const node of set.nodes) await set.direct(node.port).config("SET", "cluster-require-full-coverage", "no");
+    ({ unused, set } = await setUpConsoleOverCluster({ consoleNodeTimeoutMs: 2000, clusterNodeTimeoutMs: 1_000, partialCoverage: true }));
   }, 90_000);
   afterAll(async () => {
     await tearDownConsole(unused);

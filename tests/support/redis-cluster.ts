@@ -9,9 +9,15 @@ export { startRedisCluster, type RedisClusterSet };
  * A console that watches a Redis Cluster (three primaries, a replica each) and no plain nodes, given two of the
  * cluster's addresses as its seeds: `unused` (no nodes) is what `tearDownConsole` takes, `set` the cluster.
  */
-export async function setUpConsoleOverCluster(options: { consoleNodeTimeoutMs: number; clusterNodeTimeoutMs: number }): Promise<{ unused: TestCluster; set: RedisClusterSet }> {
+export async function setUpConsoleOverCluster(options: {
+  consoleNodeTimeoutMs: number;
+  clusterNodeTimeoutMs: number;
+  /** `cluster-require-full-coverage no`: the cluster serves the slots it still covers when a shard is lost. */
+  partialCoverage?: boolean;
+}): Promise<{ unused: TestCluster; set: RedisClusterSet }> {
   const unused = await setUpConsole({ nodes: 0, env: { LOCKSCOPE_NODE_TIMEOUT_MS: String(options.consoleNodeTimeoutMs) } });
   const set = await startRedisCluster({ nodeTimeoutMs: options.clusterNodeTimeoutMs });
+  if (options.partialCoverage) for (const node of set.nodes) await set.direct(node.port).config("SET", "cluster-require-full-coverage", "no");
   delete process.env.REDIS_URLS;
   process.env.REDIS_CLUSTER_URLS = set.urls.slice(0, 2).join(",");
   return { unused, set };
