@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { encodeLockValue } from "@lockscope/redlock";
 import { decodeReading, discoverFormat, FORMATS, inferScope, keep, keepReading, keptReading, notifyFlagsFor, READ_PLAN, recogniseFormat, type KeyReading, type RawReading } from "@/lib/locks/formats";
-import { keyExpiry, parseKeyReply } from "@/lib/locks/formats/read";
+import { keyExpiry, parseKeyReplies } from "@/lib/locks/formats/read";
 import { DEFAULT_LOCK_PATTERNS, NEVER_LOCKS } from "@/lib/locks/formats/defaults";
 import { fairLockNames, redissonPrefixName } from "@/lib/locks/formats/redisson";
 import { decodeShedLockValue } from "@/lib/locks/formats/shedlock";
@@ -190,14 +190,40 @@ describe("the read script's reply", () => {
   });
 
   it("parses each type, with companion results in place", () => {
-    expect(parseKeyReply(["none"], READ_PLAN, true)).toEqual({ type: "none" });
-    expect(parseKeyReply(["string", 500, 3, "abc"], READ_PLAN, true)).toEqual({ type: "string", pttlMs: 500, size: 3, value: "abc", extras: {} });
-    // A value cut by the bound (or not all ASCII) comes with its digest after the text.
     const digest = "a9993e364706816aba3e25717850c26c9cd0d89d";
-    expect(parseKeyReply(["string", 500, 2_000, "abc", digest], READ_PLAN, true)).toEqual({ type: "string", pttlMs: 500, size: 2_000, value: "abc", digest, extras: {} });
-    expect(parseKeyReply(["hash", -1, 1, ["f", "1"], [2, 1]], READ_PLAN, true)).toEqual({ type: "hash", pttlMs: -1, size: 1, fields: [["f", "1"]], extras: { redisson: [2, 1] } });
-    expect(parseKeyReply(["zset", 10, 1, ["m", "1780000000000"]], READ_PLAN, true)).toEqual({ type: "zset", pttlMs: 10, size: 1, members: [["m", 1_780_000_000_000]], extras: {} });
-    expect(parseKeyReply(["stream", -1], READ_PLAN, true)).toEqual({ type: "other", redisType: "stream", pttlMs: -1, extras: {} });
+    // One flat list: each key's kind (a number for the types read in full, the name of any other), its fields, and
+    // after the last key the node's clock.
+    const reply = [
+      0,
+      1, 500, 3, "abc", null,
+      // A value cut by the bound (or not all ASCII) comes with its digest after the text.
+      1, 500, 2_000, "abc", digest,
+      2, -1, 1, ["f", "1"], [2, 1],
+      3, 10, 1, ["m", "1780000000000"],
+      "stream", -1,
+      2, 20, 1, ["g", "2"], null,
+      1_780_000_000_000,
+    ];
+    const { raws, next } = parseKeyReplies(reply, 7, READ_PLAN, true);
+    expect(raws).toEqual([
+      { type: "none" },
+      { type: "string", pttlMs: 500, size: 3, value: "abc", extras: {} },
+      { type: "string", pttlMs: 500, size: 2_000, value: "abc", digest, extras: {} },
+      { type: "hash", pttlMs: -1, size: 1, fields: [["f", "1"]], extras: { redisson: [2, 1] } },
+      { type: "zset", pttlMs: 10, size: 1, members: [["m", 1_780_000_000_000]], extras: {} },
+      { type: "other", redisType: "stream", pttlMs: -1, extras: {} },
+      { type: "hash", pttlMs: 20, size: 1, fields: [["g", "2"]], extras: {} },
+    ]);
+    expect(reply[next]).toBe(1_780_000_000_000);
+  });
+
+  it("reads a hash without its companion result when companions are off", () => {
+    const { raws, next } = parseKeyReplies([2, -1, 1, ["f", "1"], 1, 5, 1, "x", null, 7], 2, READ_PLAN, false);
+    expect(raws).toEqual([
+      { type: "hash", pttlMs: -1, size: 1, fields: [["f", "1"]], extras: {} },
+      { type: "string", pttlMs: 5, size: 1, value: "x", extras: {} },
+    ]);
+    expect(next).toBe(9);
   });
 });
 
