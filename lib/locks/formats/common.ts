@@ -1,5 +1,5 @@
 import { keyExpiry } from "./read";
-import { NO_WARNINGS, type FormatHolder, type FormatName, type FormatReading, type KeyReading, type LockWarning } from "./types";
+import { NO_WARNINGS, type FormatHolder, type FormatName, type FormatReading, type KeyReading, type LockWarning, type RawReading } from "./types";
 
 /** Canonical UUID text (Java's `UUID.toString()`, Node's `randomUUID()`), lower case. */
 export const UUID_SOURCE = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
@@ -33,32 +33,41 @@ export interface ReadingParts {
  * otherwise it is the `no-ttl` hazard.
  */
 export function formatReading(format: FormatName, redisType: string, reading: KeyReading, parts: ReadingParts): FormatReading {
-  const pttl = reading.raw.type === "none" ? -2 : reading.raw.pttlMs;
-  const keyExpiresAt = keyExpiry(reading.at, pttl);
-  const expiresAt = parts.valueExpiresAt !== undefined ? Math.min(keyExpiresAt, parts.valueExpiresAt) : keyExpiresAt;
-  let warnings: readonly LockWarning[] = NO_WARNINGS;
-  if (expiresAt === Infinity || parts.truncated || (parts.extraWarnings?.length ?? 0) > 0) {
-    const list: LockWarning[] = [];
-    if (expiresAt === Infinity) list.push("no-ttl");
-    for (const w of parts.extraWarnings ?? []) if (!list.includes(w)) list.push(w);
-    if (parts.truncated) list.push("truncated");
-    warnings = list;
-  }
-  const out: FormatReading = {
-    format,
-    redisType,
-    fingerprint: parts.fingerprint,
-    holders: parts.holders,
-    expiresAt,
-    keyExpiresAt,
-    warnings,
-    waiters: parts.waiters ?? null,
-  };
+  const out = baseReading(format, redisType, reading, parts.holders, parts.fingerprint, parts.valueExpiresAt, parts.truncated ?? false, parts.extraWarnings, parts.waiters ?? null);
   if (parts.changesAt !== undefined) out.changesAt = parts.changesAt;
   if (parts.fence !== undefined) out.fence = parts.fence;
   if (parts.acquiredAt !== undefined) out.acquiredAt = parts.acquiredAt;
   if (parts.valueDigest !== undefined) out.valueDigest = parts.valueDigest;
   return out;
+}
+
+/**
+ * `formatReading` with the parts it always reads given one by one (no `ReadingParts` object): a plain token is
+ * decoded three times per lock by the start-up reconcile, a million locks in a row.
+ */
+export function baseReading(
+  format: FormatName,
+  redisType: string,
+  reading: KeyReading,
+  holders: FormatHolder[],
+  fingerprint: string,
+  valueExpiresAt: number | undefined,
+  truncated: boolean,
+  extraWarnings: readonly LockWarning[] | undefined = undefined,
+  waiters: number | null = null,
+): FormatReading {
+  const pttl = reading.raw.type === "none" ? -2 : reading.raw.pttlMs;
+  const keyExpiresAt = keyExpiry(reading.at, pttl);
+  const expiresAt = valueExpiresAt !== undefined ? Math.min(keyExpiresAt, valueExpiresAt) : keyExpiresAt;
+  let warnings: readonly LockWarning[] = NO_WARNINGS;
+  if (expiresAt === Infinity || truncated || (extraWarnings?.length ?? 0) > 0) {
+    const list: LockWarning[] = [];
+    if (expiresAt === Infinity) list.push("no-ttl");
+    for (const w of extraWarnings ?? []) if (!list.includes(w)) list.push(w);
+    if (truncated) list.push("truncated");
+    warnings = list;
+  }
+  return { format, redisType, fingerprint, holders, expiresAt, keyExpiresAt, warnings, waiters };
 }
 
 /** The fingerprint of a multi-holder layout: its holder ids, sorted, one per line (ids never hold a newline in these layouts). */
@@ -73,9 +82,23 @@ export const holderFingerprint = (holders: readonly FormatHolder[]): string => h
 export function stringValue(reading: KeyReading): StringValue | null {
   const raw = reading.raw;
   if (raw.type !== "string") return null;
-  const truncated = raw.size > Buffer.byteLength(raw.value);
-  if (raw.digest !== undefined) return { value: raw.value, truncated, fingerprint: `${raw.value} (sha1 ${raw.digest})`, valueDigest: raw.digest };
-  return { value: raw.value, truncated, fingerprint: truncated ? `${raw.value} (${raw.size} bytes)` : raw.value };
+  const truncated = isTruncated(raw);
+  const fingerprint = stringFingerprint(raw, truncated);
+  return raw.digest !== undefined ? { value: raw.value, truncated, fingerprint, valueDigest: raw.digest } : { value: raw.value, truncated, fingerprint };
+}
+
+type StringRaw = Extract<RawReading, { type: "string" }>;
+
+/** Whether the read bound cut a string value (its text is shorter than its size). */
+export function isTruncated(raw: StringRaw): boolean {
+  // (A string's UTF-8 bytes are never fewer than its UTF-16 code units: a size within those needs no count.)
+  return raw.size > raw.value.length && raw.size > Buffer.byteLength(raw.value);
+}
+
+/** What nodes compare of a string value (see `stringValue`). */
+export function stringFingerprint(raw: StringRaw, truncated: boolean): string {
+  if (raw.digest !== undefined) return `${raw.value} (sha1 ${raw.digest})`;
+  return truncated ? `${raw.value} (${raw.size} bytes)` : raw.value;
 }
 
 export interface StringValue {
