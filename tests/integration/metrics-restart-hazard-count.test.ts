@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as HealthRoute from "@/app/api/health/route";
 import type * as MetricsRoute from "@/app/metrics/route";
 import { call, setUpConsole, tearDownConsole } from "../support/console";
 import { samples } from "../support/prometheus";
@@ -14,11 +15,13 @@ import { until } from "../support/wait";
 describe("a restart hazard over before the next scrape", () => {
   let cluster: TestCluster;
   let route: typeof MetricsRoute;
+  let health: typeof HealthRoute;
   const scrape = async () => samples(String((await call(route.GET, "GET", "/metrics", { token: null })).body));
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 3 });
     route = await import("@/app/metrics/route");
+    health = await import("@/app/api/health/route");
     const { startLive, waitUntilReconciled } = await import("@/server/live");
     (await import("@/server/console-metrics")).startConsoleMetrics();
     startLive();
@@ -39,7 +42,14 @@ describe("a restart hazard over before the next scrape", () => {
 
     await Promise.all(cluster.clients().map((c) => c.set("lock:short/1", "holder", "PX", 8_000)));
     await until("the 8 s TTL seen on node-1", async () => ((await scrape()).get('lockscope_node_longest_ttl_seconds{node="node-1"}') ?? 0) > 5);
+    const restartAt = Date.now();
     await cluster.restart(1);
+    // The console saw the restart (the nodes panel says when). Until it reads the new server, /metrics counts the
+    // old server's uptime on, which is past 9 s already on a console that took long to start.
+    await until("node-1's restart seen", async () => {
+      const body = (await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ id: string; restartedAt: number | null }> };
+      return (body.nodes.find((n) => n.id === "node-1")?.restartedAt ?? 0) >= restartAt - 1_000;
+    });
     // Nothing scraped while the hazard lasted: the next scrape comes after it is over.
     const after = await until(
       "node-1 back, up longer than the longest TTL",
