@@ -30,8 +30,10 @@ describe("lock discovery", () => {
     probe = cluster.client(0);
     await redis.call("DEBUG", "POPULATE", OTHER_KEYS, "bulk:item");
     const redisson = new RedissonWriter(redis);
-    for (let i = 0; i < 12; i++) await redisson.lock(`billing:invoice-${i}`, 40 + i);
-    await redisson.lock("myLock", 1);
+    // Every lock outlives the pass (a million keys take a minute or more on a busy machine): one that expired
+    // before the scan reached it would rightly go unfound.
+    for (let i = 0; i < 12; i++) await redisson.lock(`billing:invoice-${i}`, 40 + i, 600_000);
+    await redisson.lock("myLock", 1, 600_000);
     await redis.set("app:lock:orders", "0123456789abcdef0123456789abcdef", "PX", 600_000);
     await redis.set("app:lock:payments", "fedcba9876543210fedcba9876543210", "PX", 600_000);
     await redis.set("cache:order:9", encodeLockValue({ label: "worker", host: "h", pid: 1, fence: null, acquiredAt: Date.now() }), "PX", 600_000);
@@ -39,7 +41,7 @@ describe("lock discovery", () => {
     await semaphore.acquire();
     semaphore.stopRefresh();
     // Under the patterns already: shown as locks, never suggested.
-    await redisson.lock("lock:already-shown", 1);
+    await redisson.lock("lock:already-shown", 1, 600_000);
     // Companions and caches: never suggested.
     await redis.rpush("redisson_lock_queue:{billing:invoice-0}", "x:1");
     await redis.set("session:abc", "not a lock");
@@ -99,7 +101,7 @@ describe("lock discovery", () => {
     // A suggestion goes as soon as the patterns cover it.
     patterns = [...patterns, "billing:*"];
     expect(discovery.result().candidates.map((c) => c.pattern)).not.toContain("billing:*");
-  });
+  }, 300_000);
 
   it("scans a healthy node once per pass interval while another node is down and retried", async () => {
     const local = await startCluster(2);
