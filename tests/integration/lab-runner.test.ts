@@ -45,7 +45,7 @@ describe("lab runner", () => {
 
   it("kills a node's process mid-run and restarts it after the TTL; Redlock still sells exactly the stock", async () => {
     const { id, run } = lab(
-      { strategy: "redlock", stock: 300, workers: 40, ttlMs: 300, workMs: 1, fault: { node: 1, kind: "kill", atMs: 200, forMs: 600 } },
+      { strategy: "redlock", stock: 300, workers: 40, ttlMs: 2_000, workMs: 1, fault: { node: 1, kind: "kill", atMs: 200, forMs: 2_500 } },
       { processControl: processControl() },
     );
     expect(run.faultMode).toBe("process");
@@ -56,7 +56,7 @@ describe("lab runner", () => {
     expect(outcome.fault!.endedAtMs).not.toBeNull();
     expect(await ping(cluster.nodes[1]!.port)).toBe(true);
     expect(await leftovers(id)).toEqual([]);
-  });
+  }, 180_000);
 
   it("stops a node's process (SIGSTOP) mid-run and continues it; Redlock still sells exactly the stock", async () => {
     const { run } = lab(
@@ -71,7 +71,7 @@ describe("lab runner", () => {
   });
 
   it("on nodes it does not own, stalls only its workers' commands to the node, and says so", async () => {
-    const { run } = lab({ strategy: "redlock", stock: 150, workers: 20, ttlMs: 500, workMs: 1, fault: { node: 1, kind: "pause", atMs: 50 } });
+    const { run } = lab({ strategy: "redlock", stock: 150, workers: 20, ttlMs: 10_000, workMs: 1, fault: { node: 1, kind: "pause", atMs: 50 } });
     expect(run.faultMode).toBe("connections");
     const outcome = await run.run();
     expect(outcome.result).toMatchObject({ sold: 150, remaining: 0, lostUpdates: 0 });
@@ -95,7 +95,7 @@ describe("lab runner", () => {
   });
 
   it("stops at its time limit, reports what it sold, and cleans up", async () => {
-    const { id, run } = lab({ strategy: "naive", stock: 100_000, workers: 10, ttlMs: 1000, workMs: 20 }, { maxRunMs: 800 });
+    const { id, run } = lab({ strategy: "naive", stock: 100_000, workers: 10, ttlMs: 10_000, workMs: 20 }, { maxRunMs: 800 });
     const { stopReason, result } = await run.run();
     expect(stopReason).toBe("time-limit");
     expect(result!.sold).toBeGreaterThan(0);
@@ -108,7 +108,7 @@ describe("lab runner", () => {
 
   it("places exactly the orders asked for with every strategy, the locking ones too, and says so", async () => {
     for (const strategy of ["naive", "redlock", "atomic"] as const) {
-      const { stopReason, result } = await lab({ strategy, stock: 1000, workers: 10, orders: 50, ttlMs: 1000, workMs: 5 }).run.run();
+      const { stopReason, result } = await lab({ strategy, stock: 1000, workers: 10, orders: 50, ttlMs: 10_000, workMs: 5 }).run.run();
       expect({ strategy, stopReason, orders: result!.orders, sold: result!.sold }).toEqual({ strategy, stopReason: "orders", orders: 50, sold: 50 });
       expect(result!.remaining).toBe(950);
     }
@@ -158,7 +158,7 @@ describe("lab runner", () => {
   it("stops promptly when cancelled, even with a node stalled, and brings the node back", async () => {
     const controller = new AbortController();
     const { id, run } = lab(
-      { strategy: "redlock", stock: 100_000, workers: 50, ttlMs: 2000, workMs: 5, fault: { node: 2, kind: "pause", atMs: 0 } },
+      { strategy: "redlock", stock: 100_000, workers: 50, ttlMs: 10_000, workMs: 5, fault: { node: 2, kind: "pause", atMs: 0 } },
       { processControl: processControl(), signal: controller.signal },
     );
     const done = run.run();
