@@ -7,7 +7,7 @@ import { onShutdown } from "../shutdown";
 /**
  * A lease held across every console over the same lock nodes, taken with the console's own engine: the
  * lab's "one run at a time" and the metrics reporter. Held with `using()`, so it is extended while held and
- * `signal` aborts the moment it is lost (quorum gone for longer than its TTL, or force-released).
+ * `signal` aborts the moment it is lost (no quorum answered its extensions for the last `EXTEND_AHEAD_MS` of its validity, or force-released).
  */
 export interface Lease {
   readonly signal: AbortSignal;
@@ -18,11 +18,19 @@ export interface Lease {
 /** Keys of the console's own leases: outside LOCK_PATTERNS' defaults, so they are not listed as locks. */
 export const LEASE_KEYS = Object.freeze({ lab: "lockscope:lease:lab-run", metricsReporter: "lockscope:lease:metrics-reporter", patterns: "lockscope:lease:patterns" });
 
+/**
+ * A lease is extended once this much of its validity is left (every lease's TTL is longer: 10 s at least), and
+ * tried again until it runs out: it is lost only when a quorum does not answer for about this long. With the
+ * engine's default (500 ms), a node down and another stalled for a moment when the extension fell due (a fork
+ * for a snapshot, a busy machine) lost the lease, and the lab run holding it stopped.
+ */
+const EXTEND_AHEAD_MS = 5_000;
+
 function leaseEngine(): Redlock {
   return singleton("lease-redlock", () => {
     // No contention telemetry (a refused lease is not contention anyone should be paged for) and no retries:
     // a caller that finds the lease held is told so at once.
-    const redlock = new Redlock(getNodes().map((n) => n.client), { telemetry: false, retryCount: 0 });
+    const redlock = new Redlock(getNodes().map((n) => n.client), { telemetry: false, retryCount: 0, automaticExtensionThresholdMs: EXTEND_AHEAD_MS });
     onShutdown("lease-engine", 45, () => redlock.quit());
     return redlock;
   });
