@@ -11,7 +11,7 @@ import type { AuditEntry } from "@/server/audit/types";
 import type { LockHold, StoredLockEvent } from "@/server/history/types";
 import type { TestCluster } from "../support/redis";
 import { startPostgres, type TestPostgres } from "../support/postgres";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import { until } from "../support/wait";
 
 interface AuditPage {
@@ -78,8 +78,7 @@ describe("audit and lock history in PostgreSQL", () => {
     }
     // Held before the live view starts watching: its hold must still reach the history.
     await Promise.all(nodes.map((n) => n.set("lock:before-start", "pre-token", "PX", 60_000)));
-    const { waitUntilReconciled } = await import("@/server/live");
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
   afterAll(async () => {
     await tearDownConsole(cluster);

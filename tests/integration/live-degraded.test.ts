@@ -5,7 +5,7 @@ import type * as HealthModule from "@/app/api/health/route";
 import type { Lock } from "@/lib/locks/types";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
-import { call, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
+import { call, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 
 
 describe("live view on nodes that refuse CONFIG (managed Redis)", () => {
@@ -20,8 +20,7 @@ describe("live view on nodes that refuse CONFIG (managed Redis)", () => {
     clients = cluster.clients();
     locks = await import("@/app/api/locks/route");
     health = await import("@/app/api/health/route");
-    const { waitUntilReconciled } = await import("@/server/live");
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { lockDetail, setUpConsole, tearDownConsole } from "../support/console";
+import { lockDetail, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -16,8 +16,7 @@ describe("held-since of a foreign lock made again of the same value", () => {
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 3 });
     clients = cluster.clients();
-    const { waitUntilReconciled } = await import("@/server/live");
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
   afterAll(async () => {
     await tearDownConsole(cluster);

@@ -7,7 +7,7 @@ import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
 import type * as PatternsModule from "@/app/api/patterns/route";
 import type * as AuditModule from "@/app/api/audit/route";
 import type { Lock, LockDetail } from "@/lib/locks/types";
-import { call, OPERATOR_TOKEN, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, OPERATOR_TOKEN, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { lockChannel, RedissonWriter, subscribeWaiter } from "../support/redisson";
 import { until } from "../support/wait";
@@ -47,8 +47,7 @@ describe("the live view, whatever library took the lock", () => {
     patterns = await import("@/app/api/patterns/route");
     audit = await import("@/app/api/audit/route");
     (await import("@/server/patterns-audit")).registerPatternsAuditor();
-    const { waitUntilReconciled } = await import("@/server/live");
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
 
   afterAll(async () => {

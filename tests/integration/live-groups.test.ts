@@ -8,7 +8,7 @@ import type { Lock } from "@/lib/locks/types";
 import type { TestCluster } from "../support/redis";
 import { openStream as openStreamFor, type StreamReader } from "../support/stream";
 import { until } from "../support/wait";
-import { call, lockDetail, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, lockDetail, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 
 const ORDERS = 30;
 const pad = (i: number) => String(i).padStart(2, "0");
@@ -45,8 +45,7 @@ describe("grouped view and server-paged locks", () => {
     locks = await import("@/app/api/locks/route");
     groups = await import("@/app/api/locks/groups/route");
     stream = await import("@/app/api/locks/stream/route");
-    const { waitUntilReconciled } = await import("@/server/live");
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
     const { encodeLockValue } = await import("@lockscope/redlock");
     // 30 order locks held by engine clients (one an hour old, one about to expire), 5 billing locks held by a foreign client.
     const values = Array.from({ length: ORDERS }, (_, i) =>

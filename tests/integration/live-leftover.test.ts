@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { lockDetail, setUpConsole, tearDownConsole } from "../support/console";
+import { lockDetail, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -13,9 +13,7 @@ describe("a node that missed a release answers again", () => {
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 3, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
-    const { startLive, waitUntilReconciled } = await import("@/server/live");
-    startLive();
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
   afterAll(async () => {
     if (cluster?.paused(1)) cluster.resume(1);

@@ -18,7 +18,7 @@ describe("live stream limits", () => {
     stream = await import("@/app/api/locks/stream/route");
     const live = await import("@/server/live");
     clients = () => live.getStreamHub().clientCount;
-    expect(await live.waitUntilReconciled(10_000)).toBe(true);
+    expect(await live.waitUntilReconciled(30_000)).toBe(true);
   });
 
   afterAll(async () => {

@@ -9,7 +9,7 @@ import type { Lock } from "@/lib/locks/types";
 import { RedisNode } from "@/lib/redis-node";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
-import { call, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
+import { call, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 
 /**
  * Managed Redis (ElastiCache, Memorystore, Azure Cache) refuses CONFIG, and sets `notify-keyspace-events` in
@@ -26,8 +26,7 @@ describe("live view on managed Redis whose notifications are set by the service"
     cluster = await setUpConsole({ nodes: 3, extraArgs: ["--rename-command", "CONFIG", "", "--notify-keyspace-events", "KEA"] });
     locks = await import("@/app/api/locks/route");
     health = await import("@/app/api/health/route");
-    const { waitUntilReconciled } = await import("@/server/live");
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
 
   afterAll(async () => {

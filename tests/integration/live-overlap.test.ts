@@ -15,7 +15,7 @@ describe("overlapping lock patterns", () => {
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 1, env: { LOCK_PATTERNS: "lock:?,lock:*,lock:orders:*,*:orders:*,*:é" } });
     live = await import("@/server/live");
-    expect(await live.waitUntilReconciled(10_000)).toBe(true);
+    expect(await live.waitUntilReconciled(30_000)).toBe(true);
   });
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HealthRoute from "@/app/api/health/route";
-import { call, listedLosses, lockDetail, setUpConsole, tearDownConsole } from "../support/console";
+import { call, listedLosses, lockDetail, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import { holdLocks, type TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -19,9 +19,7 @@ describe("a single node restarting right after a burst of releases", () => {
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 1 });
     health = await import("@/app/api/health/route");
-    const { startLive, waitUntilReconciled } = await import("@/server/live");
-    startLive();
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
 
   afterAll(async () => {

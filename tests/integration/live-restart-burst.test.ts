@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type Redis from "ioredis";
 import type * as HealthRoute from "@/app/api/health/route";
 import type * as MetricsRoute from "@/app/metrics/route";
-import { call, listedLosses, lockDetail, setUpConsole, tearDownConsole } from "../support/console";
+import { call, listedLosses, lockDetail, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import { holdLocks, type TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -31,10 +31,7 @@ describe("a node restarting while the console reads a burst of releases", () => 
     cluster = await setUpConsole({ nodes: 3, env: { METRICS_TOKEN } });
     health = await import("@/app/api/health/route");
     metrics = await import("@/app/metrics/route");
-    const { startLive, waitUntilReconciled } = await import("@/server/live");
-    (await import("@/server/console-metrics")).startConsoleMetrics();
-    startLive();
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled({ metrics: true });
   });
 
   afterAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeLockValue } from "@lockscope/redlock";
 import type * as HealthModule from "@/app/api/health/route";
-import { call, setUpConsole, tearDownConsole } from "../support/console";
+import { call, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -33,9 +33,7 @@ describe("a node restarted before the console started", () => {
     await new Promise((r) => setTimeout(r, 1_500));
     await cluster.restart(2);
     health = await import("@/app/api/health/route");
-    const { startLive, waitUntilReconciled } = await import("@/server/live");
-    startLive();
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
 
   afterAll(async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as MetricsRoute from "@/app/metrics/route";
 import type * as HealthRoute from "@/app/api/health/route";
 import type { LockDetail } from "@/lib/locks/types";
-import { call, listedLosses, lockDetail, setUpConsole, tearDownConsole } from "../support/console";
+import { call, listedLosses, lockDetail, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -24,10 +24,7 @@ describe("locks a restarted node came back without", () => {
     cluster = await setUpConsole({ nodes: 3, env: { METRICS_TOKEN } });
     metrics = await import("@/app/metrics/route");
     health = await import("@/app/api/health/route");
-    const { startLive, waitUntilReconciled } = await import("@/server/live");
-    (await import("@/server/console-metrics")).startConsoleMetrics();
-    startLive();
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled({ metrics: true });
   });
 
   afterAll(async () => {

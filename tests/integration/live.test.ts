@@ -9,7 +9,7 @@ import type { Lock, LockDetail } from "@/lib/locks/types";
 import type { TestCluster } from "../support/redis";
 import { openStream as openStreamFor, type StreamReader } from "../support/stream";
 import { until } from "../support/wait";
-import { call, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
+import { call, ORIGIN, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 
 // node-redlock's package.json "exports" hides its type declarations; the part used here, via require.
 interface NodeRedlockLock {
@@ -54,8 +54,7 @@ describe("live lock view", () => {
     lock = await import("@/app/api/locks/[resource]/route");
     stream = await import("@/app/api/locks/stream/route");
     health = await import("@/app/api/health/route");
-    const { waitUntilReconciled } = await import("@/server/live");
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
 
   afterAll(async () => {

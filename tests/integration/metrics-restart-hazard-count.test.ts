@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HealthRoute from "@/app/api/health/route";
 import type * as MetricsRoute from "@/app/metrics/route";
-import { call, setUpConsole, tearDownConsole } from "../support/console";
+import { call, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import { samples } from "../support/prometheus";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
@@ -22,10 +22,7 @@ describe("a restart hazard over before the next scrape", () => {
     cluster = await setUpConsole({ nodes: 3 });
     route = await import("@/app/metrics/route");
     health = await import("@/app/api/health/route");
-    const { startLive, waitUntilReconciled } = await import("@/server/live");
-    (await import("@/server/console-metrics")).startConsoleMetrics();
-    startLive();
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled({ metrics: true });
   });
 
   afterAll(async () => {

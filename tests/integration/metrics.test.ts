@@ -49,7 +49,7 @@ describe("GET /metrics on real lock nodes", () => {
     const { Redlock } = await import("@lockscope/redlock");
     startConsoleMetrics();
     startLive();
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    expect(await waitUntilReconciled(30_000)).toBe(true);
     redlock = new Redlock(cluster.clients(), { retryCount: 0, label: "metrics-test" });
     instrumentRedlock(redlock);
   });

@@ -2,7 +2,7 @@ import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HealthModule from "@/app/api/health/route";
 import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
-import { call, lockDetail, OPERATOR_TOKEN, setUpConsole, tearDownConsole } from "../support/console";
+import { call, lockDetail, OPERATOR_TOKEN, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -23,8 +23,7 @@ describe("lock nodes on IPv6 addresses", () => {
     clients = cluster.clients();
     release = await import("@/app/api/locks/[resource]/release/route");
     health = await import("@/app/api/health/route");
-    const { waitUntilReconciled } = await import("@/server/live");
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { README_CONSOLE_ACL } from "../support/acl";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { call, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
 
 const PASSWORD = "console-password-frozen-0123456789";
@@ -20,9 +20,7 @@ describe("the ACL check of a pattern change with a frozen lock node", () => {
     cluster = await setUpConsole({ nodes: 3 });
     for (const c of cluster.clients()) await c.call("ACL", "SETUSER", "lockscope", ...`>${PASSWORD} ${README_CONSOLE_ACL} ${EXTRA_CHANNELS}`.split(" "));
     process.env.REDIS_URLS = cluster.ports.map((port) => `redis://lockscope:${PASSWORD}@127.0.0.1:${port}`).join(",");
-    const { startLive, waitUntilReconciled } = await import("@/server/live");
-    startLive();
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
     (await import("@/server/patterns")).setPatternsAuditor({ recordIntent: () => Promise.resolve(), recordOutcome: () => Promise.resolve() });
   });
 

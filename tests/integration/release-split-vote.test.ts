@@ -1,7 +1,7 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
-import { call, lockDetail, OPERATOR_TOKEN, setUpConsole, tearDownConsole } from "../support/console";
+import { call, lockDetail, OPERATOR_TOKEN, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -20,8 +20,7 @@ describe("force release of one side of a split vote", () => {
     cluster = await setUpConsole({ nodes: 3 });
     clients = cluster.clients();
     release = await import("@/app/api/locks/[resource]/release/route");
-    const { waitUntilReconciled } = await import("@/server/live");
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
 
   afterAll(async () => {

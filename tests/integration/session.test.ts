@@ -3,7 +3,7 @@ import type * as HealthModule from "@/app/api/health/route";
 import type * as LocksModule from "@/app/api/locks/route";
 import type * as SessionModule from "@/app/api/session/route";
 import type { TestCluster } from "../support/redis";
-import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
+import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 
 const METRICS_TOKEN = "it-session-metrics-token-0123456789abcdef";
 
@@ -23,8 +23,7 @@ describe("sign-in, sessions and health", () => {
     health = await import("@/app/api/health/route");
     locks = await import("@/app/api/locks/route");
     // The nodes' watchers have read the nodes (health says "degraded" while a node is still being read).
-    const { waitUntilReconciled } = await import("@/server/live");
-    expect(await waitUntilReconciled(10_000)).toBe(true);
+    await startLiveReconciled();
   });
   afterAll(async () => {
     await tearDownConsole(cluster);

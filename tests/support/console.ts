@@ -103,3 +103,13 @@ export async function tearDownConsole(cluster: TestCluster | undefined): Promise
   for (const hook of getShutdownHooks()) await hook.run();
   await cluster?.close();
 }
+
+/**
+ * Starts the console's live view (with `metrics`, what reports it on /metrics first) and waits until every node's
+ * watcher has read its node, or given up on it for now. A start-up on a busy machine takes seconds: up to 30 s.
+ */
+export async function startLiveReconciled(options: { metrics?: boolean } = {}): Promise<void> {
+  if (options.metrics) (await import("@/server/console-metrics")).startConsoleMetrics();
+  const { waitUntilReconciled } = await import("@/server/live");
+  if (!(await waitUntilReconciled(30_000))) throw new Error("the console's watchers had not read their nodes after 30 s");
+}
