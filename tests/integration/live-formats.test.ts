@@ -258,7 +258,7 @@ describe("the live view, whatever library took the lock", () => {
   });
 
   it("shows a SETNX lock on one node as held with scope single, counted as held, and its expiry", async () => {
-    await clients[0]!.set("lock:single", "a-token", "PX", 1_500, "NX");
+    await clients[0]!.set("lock:single", "a-token", "PX", 4_000, "NX");
     const held = await live("lock:single", (l) => l.state === "held");
     expect(held).toMatchObject({ format: "token", scope: "single", quorum: 1, quorumHeld: 1, holders: [{ id: "a-token" }] });
     const list = await call(locks.GET, "GET", "/api/locks?state=held", { token: VIEWER_TOKEN });
