@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type * as RunsModule from "@/app/api/demo/runs/route";
 import type * as RunModule from "@/app/api/demo/runs/[id]/route";
 import type { RunRecord, RunSettings } from "@/lib/lab/types";
@@ -49,6 +49,16 @@ describe("contention lab", () => {
   }
 
   const finish = (id: string) => waitUntil(id, (r) => r.status !== "running", "it ends");
+
+  // A test that failed mid-run leaves its run going: cancelled here, or every later test would get 409.
+  afterEach(async () => {
+    const listed = await call(runs.GET, "GET", "/api/demo/runs", { token: VIEWER_TOKEN });
+    if (listed.status !== 200) return;
+    for (const left of (listed.body as { runs: RunRecord[] }).runs.filter((r) => r.status === "running")) {
+      await call(run.DELETE, "DELETE", `/api/demo/runs/${left.id}`, { params: { id: left.id } });
+      await finish(left.id);
+    }
+  }, 150_000);
 
   /** Every key on every node whose name mentions the run. */
   async function keysOf(id: string): Promise<string[]> {
