@@ -1,3 +1,4 @@
+import "server-only";
 import { readFileSync } from "node:fs";
 
 /** The lines of a JSON-lines file kept in the data folder, blank ones left out; none while it does not exist. */

@@ -1,3 +1,4 @@
+import "server-only";
 import { appendFileSync, chmodSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";

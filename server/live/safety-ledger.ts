@@ -1,3 +1,4 @@
+import "server-only";
 import { isLabResource } from "@/lib/lab/keys";
 import { SAFETY, safetyFlags, type LockSafetyCounts } from "@/lib/safety-signals";
 import type { LockRecord } from "@/lib/locks/reducer";
