@@ -26,7 +26,7 @@ export async function getReadiness(): Promise<Readiness> {
   const read = getWatcherStatus().filter((w) => w.up).length;
   const missing: string[] = [];
   if (!reconciled) missing.push("the keyspace watchers have not finished reading the locks on the nodes that answer yet");
-  else if (read === 0) missing.push(`none of the ${health.nodes.length} lock nodes answers, so this console has nothing to show`);
+  else if (read === 0) missing.push(`${health.nodes.length === 1 ? "the lock node does not answer" : `none of the ${health.nodes.length} lock nodes answers`}, so this console has nothing to show`);
   if (missing.length > 0) {
     throw new ApiError("unavailable", `Not ready: ${missing.join("; ")}.`, { quorum: health.quorum, reconciled, nodesRead: read }, { "Retry-After": "1" });
   }
