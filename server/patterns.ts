@@ -5,7 +5,7 @@ import path from "node:path";
 import { z } from "zod";
 import { isNeverLock, patternKeysProblem } from "@/lib/locks/formats/defaults";
 import type { LockScope } from "@/lib/locks/formats";
-import { globMatcher, globProblem } from "@/lib/locks/glob";
+import { globMatcher, globProblem, PATTERN_ACCESS_CHECK_MS } from "@/lib/locks/glob";
 import { newAuditId } from "./audit/records";
 import { AuditNotDurableError } from "./audit/store";
 import { clientIp, type Principal } from "./auth";
@@ -229,13 +229,13 @@ export class PatternStore {
   /**
    * Refuses (422) a change whose new patterns some lock node does not let the console's Redis user watch: applied,
    * such a pattern would stop every watcher of those nodes from coming up (one subscription covers every pattern).
-   * The whole check has one deadline (ACCESS_CHECK_MS), whatever the number of nodes and globs: a node that has not
+   * The whole check has one deadline (PATTERN_ACCESS_CHECK_MS), whatever the number of nodes and globs: a node that has not
    * answered by then is not judged (its watcher says what it refuses when it answers). Returns those nodes.
    */
   private async checkAccess(patterns: readonly PatternEntry[]): Promise<string[]> {
     const added = patterns.map((p) => p.glob).filter((glob) => !this.state.patterns.some((p) => p.glob === glob));
     if (added.length === 0 || this.accessChecks.size === 0) return [];
-    const until = Date.now() + ACCESS_CHECK_MS;
+    const until = Date.now() + PATTERN_ACCESS_CHECK_MS;
     const answers = (await Promise.all([...this.accessChecks].map((check) => check(added, until).catch((): PatternCheck[] => [])))).flat();
     const refusals = answers.flatMap((a) => a.refusals);
     const notChecked = answers.filter((a) => !a.checked).map((a) => a.node);
@@ -463,12 +463,9 @@ export function getPatternStore(): PatternStore {
   });
 }
 
-/** The longest a pattern change's ACL check waits for the lock nodes, all of them together (see `checkAccess`). */
-export const ACCESS_CHECK_MS = 3_000;
-
 /** The nodes a change's ACL check could not ask, as the answer names them. */
 function notCheckedWords(nodes: readonly string[]): string {
-  return `Not checked (no answer within ${ACCESS_CHECK_MS / 1000} s): ${nodes.join(", ")}`;
+  return `Not checked (no answer within ${PATTERN_ACCESS_CHECK_MS / 1000} s): ${nodes.join(", ")}`;
 }
 
 /** The audit service registers itself here (kept on globalThis: the routes are bundled apart from it). */

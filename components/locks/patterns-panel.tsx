@@ -2,6 +2,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
+import { PATTERN_ACCESS_CHECK_MS } from "@/lib/locks/glob";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError, errorText } from "../api-client";
 import { MessageText } from "../message-text";
@@ -190,7 +191,7 @@ export function PatternsPanel() {
       )}
       {save.data?.notChecked && !save.isPending && (
         <p role="status" className="muted">
-          <MessageText text={`Applied. Not checked against the ACL of ${save.data.notChecked.join(", ")} (no answer within 3 s): if that node refuses a new pattern, its status on the nodes panel says so.`} />
+          <MessageText text={`Applied. Not checked against the ACL of ${save.data.notChecked.join(", ")} (no answer within ${PATTERN_ACCESS_CHECK_MS / 1000} s): if that node refuses a new pattern, its status on the nodes panel says so.`} />
         </p>
       )}
       {note && (

@@ -225,3 +225,6 @@ export function globSamples(glob: string): string[] {
   }
   return samples;
 }
+
+/** The longest a lock-pattern change's ACL check waits for the lock nodes, all of them together (`PUT /api/patterns`). */
+export const PATTERN_ACCESS_CHECK_MS = 3_000;
