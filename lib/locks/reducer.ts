@@ -70,15 +70,29 @@ const TIMES = 6;
 /** Nodes past this index are not tracked in `LockRecord.leftover` (a bit each in a double's exact integers). */
 const MAX_LEFTOVER_NODE = 30;
 
+/** Nodes past this index hold their value in `LockRecord`'s array form only (a bit each in a small integer). */
+const MAX_BIT_NODE = 30;
+
 /**
  * One lock's state, one per lock (100,000 locks and more). Its numbers live in one array of doubles,
  * `times`, with NaN for "none": a number field of an object holds a separately allocated box in V8 (five per
  * lock here), and every such object is one more for the garbage collector to mark while the console churns.
+ * The nodes' values take no array while the nodes agree (see `valueOn`).
  */
 export class LockRecord {
   readonly resource: string;
-  /** Each node's fingerprint of the key (null: absent). */
-  readonly values: Array<string | null>;
+  /** How many nodes the lock is read on. */
+  readonly nodeCount: number;
+  /**
+   * Each node's fingerprint of the key (null: absent), kept without an array of its own while the nodes agree,
+   * as they do nearly always: `held` is the value and `heldBy` a bit per node holding it. Once nodes hold
+   * different values (a split vote, a write between two nodes), or with more nodes than bits, `each` keeps every
+   * node's value and is the only record until they agree again. A million locks' arrays of three were two
+   * million more objects for a full collection to mark, about as long again as the rest of the lock table.
+   */
+  private held: string | null = null;
+  private heldBy = 0;
+  private each: Array<string | null> | null = null;
   /**
    * Each node's expiry for its value (epoch ms; NaN when absent, Infinity when it never ends by itself) at
    * indices 0 to n-1, then the lock's own times (the getters below). Only ever doubles, so V8 keeps them unboxed.
@@ -115,7 +129,8 @@ export class LockRecord {
 
   constructor(resource: string, nodes: number, timeline: TimelineEntry[] | null) {
     this.resource = resource;
-    this.values = new Array<string | null>(nodes).fill(null);
+    this.nodeCount = nodes;
+    if (nodes > MAX_BIT_NODE + 1) this.each = new Array<string | null>(nodes).fill(null);
     // Filled with NaN from the start: an array only ever given doubles keeps them unboxed.
     this.times = new Array<number>(nodes + TIMES).fill(Number.NaN);
     this.times[nodes + SETTLE_UNTIL] = 0;
@@ -161,7 +176,7 @@ export class LockRecord {
    * the console was still reading what was held at its start (see `settledFromStart`): no extra field per lock.
    */
   get settleUntil(): number {
-    return this.times[this.values.length + SETTLE_UNTIL] ?? 0;
+    return this.times[this.nodeCount + SETTLE_UNTIL] ?? 0;
   }
 
   /** When the wait for the nodes to agree ends (epoch ms), wherever it began. */
@@ -175,7 +190,7 @@ export class LockRecord {
   }
 
   set settleUntil(at: number) {
-    this.times[this.values.length + SETTLE_UNTIL] = at;
+    this.times[this.nodeCount + SETTLE_UNTIL] = at;
   }
 
   /**
@@ -184,27 +199,106 @@ export class LockRecord {
    * (its holder's delete could not reach them), not a new holder: it acquires nothing when they answer again.
    */
   get leftover(): number {
-    return this.times[this.values.length + LEFTOVER] || 0;
+    return this.times[this.nodeCount + LEFTOVER] || 0;
   }
 
   set leftover(nodes: number) {
-    this.times[this.values.length + LEFTOVER] = nodes;
+    this.times[this.nodeCount + LEFTOVER] = nodes;
   }
 
   /** Node `node`'s expiry for the value it holds (NaN when it holds none). */
   expiryOn(node: number): number {
-    return node < this.values.length ? (this.times[node] ?? Number.NaN) : Number.NaN;
+    return node < this.nodeCount ? (this.times[node] ?? Number.NaN) : Number.NaN;
   }
 
   private time(slot: number): number | null {
-    const value = this.times[this.values.length + slot] ?? Number.NaN;
+    const value = this.times[this.nodeCount + slot] ?? Number.NaN;
     return Number.isNaN(value) ? null : value;
   }
 
   private setTime(slot: number, value: number | null): void {
-    this.times[this.values.length + slot] = value ?? Number.NaN;
+    this.times[this.nodeCount + slot] = value ?? Number.NaN;
+  }
+
+  /** Node `node`'s fingerprint of the key (null: absent). */
+  valueOn(node: number): string | null {
+    if (this.each !== null) return this.each[node] ?? null;
+    return node <= MAX_BIT_NODE && (this.heldBy & (1 << node)) !== 0 ? this.held : null;
+  }
+
+  setValueOn(node: number, value: string | null): void {
+    if (node < 0 || node >= this.nodeCount) return;
+    if (this.each === null) {
+      if (value === null) {
+        this.heldBy &= ~(1 << node);
+        if (this.heldBy === 0) this.held = null;
+        return;
+      }
+      if (this.heldBy === 0 || this.heldBy === 1 << node) {
+        this.held = value;
+        this.heldBy = 1 << node;
+        return;
+      }
+      if (this.held === value) {
+        this.heldBy |= 1 << node;
+        return;
+      }
+      this.each = this.valuesInto(new Array<string | null>(this.nodeCount));
+    }
+    this.each[node] = value;
+    this.agreeAgain();
+  }
+
+  /** The copy a node already holds of `value` (each node's reply is its own string: one copy for all), else `value`. */
+  keptCopy(value: string): string {
+    if (this.each === null) return this.held === value ? this.held : value;
+    for (const held of this.each) if (held === value) return held;
+    return value;
+  }
+
+  /** Nodes' copies of `value` become `value` itself (one string for the lock's value and its kept reading). */
+  shareValue(value: string): void {
+    if (this.each === null) {
+      if (this.held === value) this.held = value;
+      return;
+    }
+    for (let i = 0; i < this.each.length; i++) if (this.each[i] === value) this.each[i] = value;
+  }
+
+  /** The first node holding `value`; -1 when none does. */
+  nodeHolding(value: string): number {
+    for (let i = 0; i < this.nodeCount; i++) if (this.valueOn(i) === value) return i;
+    return -1;
+  }
+
+  /** Every node's fingerprint, written into `out` (which is returned). */
+  valuesInto(out: Array<string | null>): Array<string | null> {
+    for (let i = 0; i < this.nodeCount; i++) out[i] = this.valueOn(i);
+    return out;
+  }
+
+  /** Back to one value without an array once the nodes that hold one agree. */
+  private agreeAgain(): void {
+    const each = this.each;
+    if (each === null || this.nodeCount > MAX_BIT_NODE + 1) return;
+    let value: string | null = null;
+    let by = 0;
+    for (let i = 0; i < each.length; i++) {
+      const held = each[i] ?? null;
+      if (held === null) continue;
+      if (value !== null && held !== value) return;
+      value = held;
+      by |= 1 << i;
+    }
+    this.held = value;
+    this.heldBy = by;
+    this.each = null;
   }
 }
+
+/** A scratch array per node count for a merge's view of the nodes' values (merges run one at a time). */
+const mergeValues: Array<Array<string | null>> = [];
+const valuesOf = (lock: LockRecord): Array<string | null> => lock.valuesInto((mergeValues[lock.nodeCount] ??= new Array<string | null>(lock.nodeCount).fill(null)));
 
 /** What the locks of one store share: the nodes and how their readings count. */
 export interface LockContext {
@@ -301,17 +395,10 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): b
   let visible = false;
   for (const sample of samples) {
     // (The record's times sit after its nodes' expiries: a node index past them would shift every one.)
-    if (sample.node >= lock.values.length) continue;
+    if (sample.node >= lock.nodeCount) continue;
     // Each node's reply is its own string: keep one copy of a value all nodes hold (100,000 locks × 3 nodes).
-    if (sample.value !== null) {
-      for (const held of lock.values) {
-        if (held !== null && held === sample.value) {
-          sample.value = held;
-          break;
-        }
-      }
-    }
-    const before = lock.values[sample.node] ?? null;
+    if (sample.value !== null) sample.value = lock.keptCopy(sample.value);
+    const before = lock.valueOn(sample.node);
     const beforeExpiry = lock.expiryOn(sample.node);
     // Read with another value (or none): what this node holds now is no remnant of the lock that ended.
     if (sample.value !== before && sample.node <= MAX_LEFTOVER_NODE && (lock.leftover & (1 << sample.node)) !== 0) lock.leftover &= ~(1 << sample.node);
@@ -321,7 +408,7 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): b
     if (before !== null && sample.value === before && (sample.expiry > beforeExpiry + (sample.slack ?? EXTEND_SLACK_MS) || (sample.expiry === Infinity && Number.isFinite(beforeExpiry)))) {
       lock.extensionSeen = true;
     }
-    lock.values[sample.node] = sample.value;
+    lock.setValueOn(sample.node, sample.value);
     if (sample.reading && sample.value !== null) {
       (lock.pending ??= []).push(sample.reading);
       // Same holders, other details: a reentrant hold count, a fair lock's queue.
@@ -483,7 +570,7 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         // Nodes that did not answer as it ended and held its value: what they keep of it when they answer
         // again (its holder's delete never reached them) is no new acquisition.
         let leftover = 0;
-        for (let i = 0; i < lock.values.length && i <= MAX_LEFTOVER_NODE; i++) if (!context.counted[i] && lock.values[i] !== null && lock.values[i] === lock.endedToken) leftover |= 1 << i;
+        for (let i = 0; i < lock.nodeCount && i <= MAX_LEFTOVER_NODE; i++) if (!context.counted[i] && lock.valueOn(i) !== null && lock.valueOn(i) === lock.endedToken) leftover |= 1 << i;
         lock.leftover = leftover;
         lock.state = reason === "evicted" ? "expired" : reason;
         lock.token = null;
@@ -537,7 +624,8 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
 /** Whether some node holds `value` (or, for this engine's values, the same acquisition rewritten with its fence). */
 function holdsValue(lock: LockRecord, value: string): boolean {
   const id = lockValueId(value);
-  for (const held of lock.values) {
+  for (let i = 0; i < lock.nodeCount; i++) {
+    const held = lock.valueOn(i);
     if (held === value || (id !== null && held !== null && lockValueId(held) === id)) return true;
   }
   return false;
@@ -629,9 +717,9 @@ export function adoptFirstSeen(lock: LockRecord, token: string, at: number): boo
 
 function nodesAgree(lock: LockRecord, counted: readonly boolean[]): boolean {
   let seen: string | null | undefined;
-  for (let i = 0; i < lock.values.length; i++) {
+  for (let i = 0; i < lock.nodeCount; i++) {
     if (!counted[i]) continue;
-    const value = lock.values[i] ?? null;
+    const value = lock.valueOn(i);
     if (seen === undefined) seen = value;
     else if (value !== seen) return false;
   }
@@ -646,7 +734,7 @@ function nodesAgree(lock: LockRecord, counted: readonly boolean[]): boolean {
 function merge(lock: LockRecord, context: LockContext, now: number): MergedLock {
   // `times` starts with the nodes' expiries (the merge reads indices below the node count only).
   const up = context.unreadable?.(lock.resource) ? NONE_COUNTED : context.counted;
-  const samples = { up, values: lock.values, expiries: lock.times, quorum: context.quorum };
+  const samples = { up, values: valuesOf(lock), expiries: lock.times, quorum: context.quorum };
   // A lock that ended stays ended while no reachable node holds it: what a node that is down held when last
   // read (a force release could not reach it) is no new holder (it is read again when the node is back).
   const ended = lock.state !== null && !isLive(lock.state);
@@ -664,7 +752,7 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
       // The same value read again keeps the reading already held (one copy of its strings, not one per read).
       if (next !== null && !(previous !== null && previousFingerprint === next.fingerprint && !detailsDiffer(previous, next))) lock.reading = keep(next);
       const fingerprint = lock.reading === null ? undefined : keptFingerprint(lock.reading);
-      if (fingerprint !== undefined) for (let i = 0; i < lock.values.length; i++) if (lock.values[i] === fingerprint) lock.values[i] = fingerprint;
+      if (fingerprint !== undefined) lock.shareValue(fingerprint);
     }
     lock.pending = null;
   }
@@ -674,7 +762,7 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
   // split vote) is a multi-node lock; a single-instance lock lives on one.
   let holding = 0;
   const counted = context.counted;
-  for (let i = 0; i < lock.values.length; i++) if (counted[i] && lock.values[i] !== null && lock.values[i] !== undefined) holding += 1;
+  for (let i = 0; i < lock.nodeCount; i++) if (counted[i] && lock.valueOn(i) !== null) holding += 1;
   const scope = inferScope({
     declared: context.declaredScope(lock.resource),
     format: formatByName(format).scope,

@@ -417,7 +417,7 @@ export class LockStore {
   knownOn(node: number): string[] {
     const out: string[] = [];
     for (const entry of this.live.values()) {
-      if (entry.values[node] !== null && entry.values[node] !== undefined) out.push(entry.resource);
+      if (entry.valueOn(node) !== null) out.push(entry.resource);
     }
     return out;
   }
@@ -476,7 +476,7 @@ export class LockStore {
     // While starting, every node counts already (see `watching`).
     if (!this.watching) return;
     for (const entry of this.live.values()) {
-      if (entry.values[index] !== null && entry.values[index] !== undefined) this.recompute(entry, now, true);
+      if (entry.valueOn(index) !== null) this.recompute(entry, now, true);
     }
   }
 
@@ -499,7 +499,7 @@ export class LockStore {
     const nodeId = this.nodeIds[index] ?? `node-${index}`;
     const detail = downMs > 0 ? `no notifications from ${nodeId} for ${(downMs / 1000).toFixed(1)} s; state reconciled by SCAN` : `state reconciled by SCAN`;
     for (const entry of this.live.values()) {
-      if (entry.values[index] !== null && entry.values[index] !== undefined && entry.state !== null && isLive(entry.state)) {
+      if (entry.valueOn(index) !== null && entry.state !== null && isLive(entry.state)) {
         this.timelines.add(entry, { at: now, type: "gap", node: nodeId, detail });
       }
     }
@@ -528,15 +528,15 @@ export class LockStore {
     // Released (or expired) by its holder since the failover was announced, as a notification said: not lost.
     if (entry && entry.endedAt !== null && entry.endedAt >= seenAt && entry.endedToken === lock.token && entry.cause !== null && entry.cause !== "lost") return;
     // (A Sentinel or cluster deployment is one node here.)
-    const node = Math.max(0, entry?.values.indexOf(lock.token) ?? 0);
+    const node = Math.max(0, entry?.nodeHolding(lock.token) ?? 0);
     this.logLoss({ at: now, resource: lock.resource, node: this.nodeIds[node] ?? `node-${node}`, kind: "failover", detail, token: lock.token, wentOn: false });
     if (!entry) return;
     this.timelines.add(entry, { at: now, type: "lost-in-failover", detail });
     if (entry.endedAt === null) {
       // Not read on the promoted replica yet: that reading ends it as lost, not released.
       const expiresAt = lock.expiresAt ?? Number.POSITIVE_INFINITY;
-      for (let node = 0; node < entry.values.length; node++) {
-        if (entry.values[node] !== lock.token) continue;
+      for (let node = 0; node < entry.nodeCount; node++) {
+        if (entry.valueOn(node) !== lock.token) continue;
         let suspects = this.lostSuspects.find((s) => s.consume && s.node === node);
         if (suspects === undefined) {
           suspects = { node, held: new Map(), since: 0, consume: true };
@@ -569,8 +569,8 @@ export class LockStore {
     for (const entry of this.live.values()) {
       if (entry.state === null || !isLive(entry.state)) continue;
       if (only !== undefined && !only(entry.resource)) continue;
-      const value = entry.values[index];
-      if (value !== null && value !== undefined) out.set(entry.resource, { value, expiresAt: entry.times[index] ?? Number.NaN });
+      const value = entry.valueOn(index);
+      if (value !== null) out.set(entry.resource, { value, expiresAt: entry.times[index] ?? Number.NaN });
     }
     return out;
   }
@@ -591,7 +591,7 @@ export class LockStore {
     for (const [resource, held] of before) {
       if (!(held.expiresAt > restartedAt)) continue;
       const live = this.live.get(resource);
-      if (live && live.values[index] === held.value) continue;
+      if (live && live.valueOn(index) === held.value) continue;
       const entry = live ?? this.ended.kept(resource);
       lost.push(resource);
       const left = held.expiresAt === Number.POSITIVE_INFINITY ? "a key without a TTL" : `at least ${((held.expiresAt - restartedAt) / 1000).toFixed(1)} s of its TTL left`;
@@ -624,8 +624,8 @@ export class LockStore {
   private markLost(entry: Entry, samples: readonly NodeSample[], now: number): void {
     for (const sample of samples) {
       if (sample.cause !== null) continue;
-      const shown = entry.values[sample.node];
-      if (shown === null || shown === undefined || sample.value === shown) continue;
+      const shown = entry.valueOn(sample.node);
+      if (shown === null || sample.value === shown) continue;
       for (const suspects of this.lostSuspects) {
         if (suspects.node !== sample.node) continue;
         const held = suspects.held.get(entry.resource);
@@ -991,7 +991,7 @@ export class LockStore {
       // node was read holding, and nothing needs sending again when the console starts watching.
       nodes: this.nodeIds.map((id, i) => {
         const up = this.context.counted[i] ?? false;
-        const value = up ? (entry.values[i] ?? null) : null;
+        const value = up ? entry.valueOn(i) : null;
         const expiry = entry.expiryOn(i);
         return { id, up, token: value, pttlMs: value !== null && Number.isFinite(expiry) ? Math.max(0, Math.round(expiry - now)) : null };
       }),

@@ -474,3 +474,62 @@ describe("a lock's first sighting shared by the consoles", () => {
     expect(adoptFirstSeen(lock, "v", T - 5_000)).toBe(false);
   });
 });
+
+describe("a lock record's values on its nodes", () => {
+  const values = (lock: LockRecord) => Array.from({ length: lock.nodeCount }, (_, i) => lock.valueOn(i));
+
+  it("keeps each node's value through agreement, a split and agreement again", () => {
+    const lock = fresh();
+    readSamples(lock, [held(0, "a", T + 1_000), held(2, "a", T + 1_000)]);
+    expect(values(lock)).toEqual(["a", null, "a"]);
+    // A hand-over written on one node so far: the nodes disagree.
+    readSamples(lock, [held(1, "b", T + 2_000)]);
+    expect(values(lock)).toEqual(["a", "b", "a"]);
+    readSamples(lock, [held(0, "b", T + 2_000)]);
+    expect(values(lock)).toEqual(["b", "b", "a"]);
+    readSamples(lock, [held(2, "b", T + 2_000)]);
+    expect(values(lock)).toEqual(["b", "b", "b"]);
+    readSamples(lock, [gone(1)]);
+    expect(values(lock)).toEqual(["b", null, "b"]);
+    readSamples(lock, [gone(0), gone(2)]);
+    expect(values(lock)).toEqual([null, null, null]);
+    // One node alone, then another value on it.
+    readSamples(lock, [held(1, "c", T + 3_000)]);
+    readSamples(lock, [held(1, "d", T + 3_000)]);
+    expect(values(lock)).toEqual([null, "d", null]);
+    expect(lock.nodeHolding("d")).toBe(1);
+    expect(lock.nodeHolding("c")).toBe(-1);
+  });
+
+  it("merges a split vote the same whichever way its values are kept", () => {
+    const lock = fresh();
+    step(lock, [held(0, "a", T + 10_000), held(1, "b", T + 10_000), held(2, "b", T + 10_000)], T);
+    expect(values(lock)).toEqual(["a", "b", "b"]);
+    // Held back while the nodes disagree, then counted.
+    const out = step(lock, [], T + SETTLE_MS);
+    expect(lock.token).toBe("b");
+    expect(lock.quorumHeld).toBe(2);
+    expect(timeline(out.effects).map(([type]) => type)).toEqual(["acquired"]);
+  });
+
+  it("keeps one copy of a value all nodes hold, however many strings the nodes' replies were", () => {
+    const lock = fresh();
+    const copies = [0, 1, 2].map((i) => ["to", "ken"].join("") + "".padEnd(i, ""));
+    readSamples(lock, copies.map((value, node) => held(node, value, T + 1_000)));
+    expect(lock.keptCopy("token")).toBe(lock.valueOn(0));
+    expect(lock.valueOn(1)).toBe(lock.valueOn(0));
+  });
+
+  it("keeps every node's value on a deployment of more nodes than a bit mask holds", () => {
+    const lock = new LockRecord("lock:wide", 40, []);
+    const samples = Array.from({ length: 40 }, (_, node) => held(node, node === 35 ? "other" : "v", T + 1_000));
+    readSamples(lock, samples);
+    expect(values(lock).filter((v) => v === "v")).toHaveLength(39);
+    expect(lock.valueOn(35)).toBe("other");
+    readSamples(lock, [held(35, "v", T + 1_000)]);
+    expect(values(lock).every((v) => v === "v")).toBe(true);
+    readSamples(lock, [gone(39)]);
+    expect(lock.valueOn(39)).toBeNull();
+    expect(lock.valueOn(38)).toBe("v");
+  });
+});
