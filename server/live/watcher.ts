@@ -220,14 +220,16 @@ export class NodeWatcher {
   /**
    * Dirty keys whose latest notification here was an end (del, expired, evicted): gone from this node, so the
    * batch reads them as absent without asking. Notifications on one connection come in the node's order, so a
-   * later write would have come after it. Not on a cluster: a slot moving between primaries notifies on two
-   * connections, in no order between them.
+   * later write would have come after it. On a cluster the batch reads them all the same (a slot moving between
+   * primaries notifies on two connections, in no order between them): there they are kept only for a drop (see
+   * `applyEndsAtDrop`), each the word of the primary that owns the key.
    */
   private ended = new Map<string, EndCause>();
   /**
    * The ends (see `ended`) the batch read last took, which it gives as readings without asking the node: applied
    * again should the connection drop (see `applyEndsAtDrop`) in case that batch's readings never were. A later
-   * notification of the key takes it out (what the node said last is what stands).
+   * notification of the key takes it out (what the node said last is what stands). On a cluster, only while the
+   * batch that took them is out (see `readClusterDirty`).
    */
   private endsInFlight = new Map<string, EndCause>();
   /** Keyspace notifications received, by event name: counted here and read by the metrics when scraped (nothing per notification beyond this). */
@@ -513,7 +515,7 @@ export class NodeWatcher {
     const cause = CAUSES[event];
     if (cause === undefined && key.includes("\uFFFD")) this.checkTextName(key);
     this.dirty.set(key, cause ?? this.dirty.get(key) ?? null);
-    if (cause !== undefined && !this.cluster) this.ended.set(key, cause);
+    if (cause !== undefined) this.ended.set(key, cause);
     else this.ended.delete(key);
     if (this.endsInFlight.size > 0) this.endsInFlight.delete(key);
     this.ctx.onDirty?.();
@@ -583,6 +585,10 @@ export class NodeWatcher {
    * that dropped, which no batch had read yet: the node said so before it went away, so its copy ended then, for
    * the reason given. Applied now as the batch would have; left to the reconcile, a restart that comes back
    * empty would find them gone and count them lost in it (a burst of releases the console was still reading).
+   * On a cluster, the ends every primary announced (one primary's connection dropping drops the watcher's): the
+   * primary that owns a key is the only one that notifies of it, so each is that shard's own word. (A key whose slot
+   * was moving between two primaries that very moment may have its old primary's end come last: shown ended until
+   * the reconcile that follows reads it on the new one.)
    */
   private applyEndsAtDrop(): void {
     const ends = this.endsInFlight.size === 0 ? this.ended : new Map([...this.endsInFlight, ...this.ended]);
@@ -1612,6 +1618,7 @@ export class NodeWatcher {
 
   private async readDirtyWatched(keys: readonly string[]): Promise<Array<KeyReading | null>> {
     if (this.ended.size === 0) return this.read(keys);
+    if (this.cluster) return this.readClusterDirty(keys);
     let ends = 0;
     const gone = keys.map((key) => this.ended.has(key) && ++ends > 0);
     // A batch that covers every end takes the map itself (see `LockStore.changed`).
@@ -1631,6 +1638,31 @@ export class NodeWatcher {
     const readings = await this.read(keys.filter((_, i) => !gone[i]));
     let next = 0;
     return gone.map((isGone) => (isGone ? null : (readings[next++] as KeyReading)));
+  }
+
+  /**
+   * A cluster's batch: every key is read (see `ended`), and the ends among them are in flight while it is out, for
+   * a drop meanwhile to apply (see `applyEndsAtDrop`). Read, the readings speak for them; not read (their primary
+   * went away mid-batch), they stand as the primary gave them, for the next batch or the drop.
+   */
+  private async readClusterDirty(keys: readonly string[]): Promise<KeyReading[]> {
+    const taken = new Map<string, EndCause>();
+    for (const key of keys) {
+      const cause = this.ended.get(key);
+      if (cause === undefined) continue;
+      taken.set(key, cause);
+      this.ended.delete(key);
+    }
+    this.endsInFlight = taken;
+    try {
+      return await this.read(keys);
+    } catch (error) {
+      // (A notification of the key since took it out of `taken`; a drop meanwhile applied them already.)
+      if (this.endsInFlight === taken) for (const [key, cause] of taken) if (!this.ended.has(key)) this.ended.set(key, cause);
+      throw error;
+    } finally {
+      if (this.endsInFlight === taken) this.endsInFlight = new Map();
+    }
   }
 
   async read(keys: readonly string[]): Promise<KeyReading[]> {

@@ -1,9 +1,9 @@
 // The console's tests start Redis Clusters with the engine package's helper (the same processes and waits).
-import { startRedisCluster, type RedisClusterSet } from "../../lib/redlock/test/support/redis-cluster.ts";
+import { readShards, startRedisCluster, type RedisClusterSet } from "../../lib/redlock/test/support/redis-cluster.ts";
 import { setUpConsole } from "./console";
 import type { TestCluster } from "./redis";
 
-export { startRedisCluster, type RedisClusterSet };
+export { readShards, startRedisCluster, type RedisClusterSet };
 
 /**
  * A console that watches a Redis Cluster (three primaries, a replica each) and no plain nodes, given two of the
