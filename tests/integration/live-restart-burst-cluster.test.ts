@@ -41,12 +41,11 @@ describe("a cluster primary going away right after a burst of releases in its sl
     return body.nodes[0]!.watcher;
   };
   const heldCount = async () => (await import("@/server/live")).getLockStore().counts().held;
-  /** Whether `node` has no notification left in its output buffers to the console's watcher (all sent on the wire). */
-  const notificationsSent = async (node: Redis) => {
-    const watchers = String(await node.call("CLIENT", "LIST", "TYPE", "pubsub"))
-      .split("\n")
-      .filter((line) => line.includes(" name=lockscope:watcher "));
-    return watchers.length > 0 && watchers.every((line) => / obl=0 /.test(line) && / oll=0 /.test(line));
+  /** The `del` notifications the console's watcher has received so far (counted as each arrives). */
+  const delsReceived = async () => {
+    let total = 0;
+    for (const { counts } of (await import("@/server/live")).getKeyspaceEventCounts()) total += counts.get("del") ?? 0;
+    return total;
   };
 
   /** `count` lock keys `lock:<name>/<j>` spread over the slots of the primary on `port` (as a service's locks would be). */
@@ -65,14 +64,16 @@ describe("a cluster primary going away right after a burst of releases in its sl
     }
   };
   /**
-   * Every holder releases (one DEL each, all sent at once), and the primary has sent the console word of each: a
-   * release it carried out but never announced before it died cannot be told from a loss.
+   * Every holder releases (one DEL each, all sent at once), and the console has received the primary's word of each
+   * (read as they come, not yet all read back from the node): a release the primary carried out but whose word never
+   * reached the console before it died cannot be told from a loss.
    */
   const releaseAll = async (node: Redis, keys: readonly string[]) => {
+    const before = await delsReceived();
     const pipeline = node.pipeline();
     for (const key of keys) pipeline.del(key);
     await pipeline.exec();
-    await until("the primary sent the console every notification", () => notificationsSent(node), 30_000, 5);
+    await until("the console received every release's notification", async () => (await delsReceived()) >= before + keys.length, 30_000, 2);
   };
 
   it("lists none of the released locks as lost in a restart, only the one its holder kept on that primary", async () => {
@@ -102,7 +103,9 @@ describe("a cluster primary going away right after a burst of releases in its sl
     await until("the console read every release", async () => (await heldCount()) === 1, 60_000);
 
     expect((await listedLosses()).map((l) => l.resource)).toEqual([kept]);
-    for (const j of [0, BURST / 2, BURST - 1]) {
+    // (On a busy machine the restart takes longer than an ended lock stays listed: the pages kept are the latest
+    // 10,000 ended, so the last releases' pages are the ones read.)
+    for (const j of [BURST - 5_000, BURST - 1_000, BURST - 1]) {
       const d = await lockDetail(burst[j]!);
       expect(d?.state).toBe("released");
       expect(d!.timeline.filter((e) => e.type === "lost-in-restart" || e.type === "lost")).toEqual([]);
