@@ -12,18 +12,11 @@ import { EventEmitter } from "node:events";
 import { decodeReading } from "../lib/locks/formats";
 import type { LiveEventMap } from "../server/live/events";
 import { LockStore, type NodeSample } from "../server/live/store";
-import { median } from "./support";
+import { median, numberArg } from "./support";
 
 const argv = process.argv.slice(2);
-const numberArg = (name: string, fallback: number, least: number): number => {
-  const at = argv.indexOf(name);
-  if (at < 0) return fallback;
-  const value = Number(argv[at + 1]);
-  if (!Number.isInteger(value) || value < least) throw new TypeError(`Expected \`${name}\` to be a whole number of at least ${least}, got \`${argv[at + 1]}\``);
-  return value;
-};
-const HELD = numberArg("--held", 1_000_000, 1);
-const ROUNDS = numberArg("--rounds", 9, 1);
+const HELD = numberArg(argv, "--held", 1_000_000, 1);
+const ROUNDS = numberArg(argv, "--rounds", 9, 1);
 const NODES = ["node-0", "node-1", "node-2"];
 
 const gc = (globalThis as { gc?: () => void }).gc;

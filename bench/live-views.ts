@@ -20,19 +20,12 @@ import { NO_LOCKS, StreamHub } from "../server/live/hub";
 import type { LiveEventMap } from "../server/live/events";
 import { LockStore, type NodeSample } from "../server/live/store";
 import type { LiveStats } from "../lib/locks/types";
-import { median } from "./support";
+import { median, numberArg } from "./support";
 
 const argv = process.argv.slice(2);
 const JSON_OUT = argv.includes("--json");
-const numberArg = (name: string, fallback: number, least: number): number => {
-  const at = argv.indexOf(name);
-  if (at < 0) return fallback;
-  const value = Number(argv[at + 1]);
-  if (!Number.isInteger(value) || value < least) throw new TypeError(`Expected \`${name}\` to be a whole number of at least ${least}, got \`${argv[at + 1]}\``);
-  return value;
-};
-const HELD = numberArg("--held", 1_000, 0);
-const ROUNDS = numberArg("--rounds", 15, 1);
+const HELD = numberArg(argv, "--held", 1_000, 0);
+const ROUNDS = numberArg(argv, "--rounds", 15, 1);
 const out = (line = "") => (JSON_OUT ? process.stderr : process.stdout).write(`${line}\n`);
 
 const RATE = 10_000;

@@ -7,6 +7,15 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
+/** The whole number given as `name` on the command line (`--held 1000`), `fallback` when absent; at least `least`. */
+export function numberArg(argv: readonly string[], name: string, fallback: number, least: number): number {
+  const at = argv.indexOf(name);
+  if (at < 0) return fallback;
+  const value = Number(argv[at + 1]);
+  if (!Number.isInteger(value) || value < least) throw new TypeError(`Expected \`${name}\` to be a whole number of at least ${least}, got \`${argv[at + 1]}\``);
+  return value;
+}
+
 /** The median of `xs`; NaN when empty. */
 export const median = (xs: number[]): number => {
   if (xs.length === 0) return NaN;
