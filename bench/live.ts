@@ -31,7 +31,7 @@ import { ensureBuild } from "../scripts/build-if-stale.mjs";
 import { startPostgres, type TestPostgres } from "../tests/support/postgres";
 import { PROD_NODE_ARGS } from "../tests/support/production";
 import { BrowserTab, type TabFigures } from "./live-browser";
-import { processes, readStat } from "./support";
+import { processes, readStat, scratchDir } from "./support";
 
 const argv = process.argv.slice(2);
 const args = new Set(argv);
@@ -234,6 +234,10 @@ async function startConsole(urls: string[], dataDir: string): Promise<{ child: C
       ...(historyDb ? { AUDIT_DATABASE_URL: historyDb.url } : {}),
     },
   });
+  // A run ended by a signal (its own, not the terminal's Ctrl-C to the whole group) must not leave the console running.
+  const killAtExit = () => child.kill("SIGKILL");
+  process.once("exit", killAtExit);
+  child.once("exit", () => process.removeListener("exit", killAtExit));
   let log = "";
   const keep = (c: Buffer) => {
     log = (log + c.toString()).slice(-4000);
@@ -761,7 +765,8 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
 async function main(): Promise<void> {
   if (!ensureBuild(ROOT)) throw new Error("`npm run build` failed; see the output above");
   const stopHistoryDb = await startHistoryDb();
-  const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-live-"));
+  // (Removed at exit, and a signal to this process still runs the exit hooks that stop the nodes and the console.)
+  const dir = scratchDir();
   const nodes = await startRedisNodes(3, { dir });
   if (PIN) pinCpus(nodes);
   const started = Date.now();
@@ -914,7 +919,7 @@ async function serverMemoryMb(port: number): Promise<{ heapMb: number; externalM
  */
 async function soak(minutes: number): Promise<void> {
   if (!ensureBuild(ROOT)) throw new Error("`npm run build` failed; see the output above");
-  const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-soak-"));
+  const dir = scratchDir();
   const nodes = await startRedisNodes(3, { dir });
   const clients = nodes.map((n) => new Redis(n.port, "127.0.0.1", { enableAutoPipelining: true }));
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-console-"));

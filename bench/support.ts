@@ -48,8 +48,10 @@ export const fixed = (x: number, digits: number): string => (Number.isFinite(x) 
 export function scratchDir(): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-bench-"));
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  // Ctrl-C would otherwise end the process without running exit hooks (these and lib/redis-node's).
+  // Ctrl-C, or `kill` of this process, would otherwise end it without running exit hooks (these, lib/redis-node's
+  // and a benchmark's own, which stop what it started).
   process.once("SIGINT", () => process.exit(130));
+  process.once("SIGTERM", () => process.exit(143));
   return dir;
 }
 
