@@ -99,6 +99,11 @@ class PastDeadline extends Error {
   override name = "PastDeadline";
 }
 
+/** What a cluster's read throws when the watcher dropped while it was out (see `NodeWatcher.read`). */
+class ReadAcrossDrop extends Error {
+  override name = "ReadAcrossDrop";
+}
+
 /** A list of refusals as text, to tell whether it changed. */
 function refusalsText(refusals: readonly PatternRefusal[]): string {
   return refusals.map((r) => `${r.glob} ${r.rule}`).join("\n");
@@ -246,6 +251,8 @@ export class NodeWatcher {
   private readonly fairTimeoutsChannel: string;
   private fairQueuesRefused = false;
   private downSince: number | null = null;
+  /** How many times a connection of the watcher dropped (see `wentDown`): a cluster's read out across one is not applied (see `read`). */
+  private drops = 0;
   private everUp = false;
   private enabledByUs = false;
   private notificationsChecked = false;
@@ -557,6 +564,7 @@ export class NodeWatcher {
 
   private wentDown(): void {
     this.attempted = true;
+    this.drops += 1;
     // Whatever happens while we are away is lost: forget pending reads, the reconcile will cover them (all of
     // them: what was read here while the console started may be stale by then).
     this.ctx.store.forgetReadsAtStart(this.index);
@@ -1667,9 +1675,18 @@ export class NodeWatcher {
 
   async read(keys: readonly string[]): Promise<KeyReading[]> {
     if (keys.length === 0) return [];
-    // On a cluster, one batch per hash slot.
-    if (this.cluster) return readInSlots(keys, (batch) => this.readBatch(batch));
-    return this.readBatch(keys);
+    if (!this.cluster) return this.readBatch(keys);
+    // On a cluster, one batch per hash slot. The cluster client sends a command again when its connection drops (and
+    // after CLUSTERDOWN, MOVED), to whichever node serves the slot by then: a primary that restarted empty answers
+    // that the keys it forgot are gone, before the bring-up's restart check has taken what it held (the locks lost
+    // in the restart would end as released), and a failover's promoted replica answers before the failover was
+    // compared. So a read out when the watcher dropped is no primary's word: it fails, and its keys are read again
+    // once the bring-up has checked for a restart and reconciled (the runtime owes them: see `readInBatches`; a
+    // reconcile fails, and the bring-up tries again). The ends announced before the drop were applied at it.
+    const drops = this.drops;
+    const readings = await readInSlots(keys, (batch) => this.readBatch(batch));
+    if (this.drops !== drops) throw new ReadAcrossDrop("the watcher dropped while the read was out: the keys are read again after the bring-up");
+    return readings;
   }
 
   private async readBatch(keys: readonly string[]): Promise<KeyReading[]> {
