@@ -27,9 +27,22 @@ export function isClusterClient(client: unknown): boolean {
   return typeof client === "object" && client !== null && (client as { isCluster?: unknown }).isCluster === true;
 }
 
-/** The node does not have the script cached (first use, SCRIPT FLUSH, or a node that restarted empty). */
+/**
+ * How ioredis's cluster client begins its error for a command it tried `maxRedirections` times (after MOVED,
+ * CLUSTERDOWN, a dropped connection) whose last try got a reply error: that reply's text follows (ioredis
+ * `Cluster.handleError`).
+ */
+const CLUSTER_TRIES_SPENT = "Too many Cluster redirections. Last error: ReplyError: ";
+
+/**
+ * The node does not have the script cached (first use, SCRIPT FLUSH, or a node that restarted empty). Also when a
+ * cluster client's last try got the reply (a primary that restarted empty while the command was tried again): only
+ * a reply that starts with NOSCRIPT, never an error that merely mentions it.
+ */
 export function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith("NOSCRIPT");
+  if (!(error instanceof Error)) return false;
+  const { message } = error;
+  return message.startsWith("NOSCRIPT") || (message.startsWith(CLUSTER_TRIES_SPENT) && message.startsWith("NOSCRIPT", CLUSTER_TRIES_SPENT.length));
 }
 
 /** @internal The error for a client whose `method` returned no promise (see `promised`). */

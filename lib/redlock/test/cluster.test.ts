@@ -1,4 +1,4 @@
-import type { Cluster } from "ioredis";
+import Redis, { type Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   companionKey,
@@ -20,7 +20,7 @@ import { EXTEND_LUA } from "../extend.lua.ts";
 import { FORCE_RELEASE_LUA } from "../force-release.lua.ts";
 import { LEAVE_QUEUE_LUA } from "../leave-queue.lua.ts";
 import { RELEASE_LUA } from "../release.lua.ts";
-import { defineScript } from "../script.ts";
+import { defineScript, isNoScript, runScript } from "../script.ts";
 import { startRedisCluster, type RedisClusterSet } from "./support/redis-cluster.ts";
 import { until } from "./support/wait.ts";
 
@@ -145,5 +145,69 @@ describe("Redlock with a Redis Cluster client as its one node (three primaries, 
     await expect(routine).rejects.toBeInstanceOf(LockRevokedError);
     expect(await client.exists("lock:revoked")).toBe(0);
     expect(BigInt((await client.get(companionKey(FENCE_KEY_PREFIX, "lock:revoked", "cluster")))!)).toBeGreaterThan(BigInt(fence));
+  });
+});
+
+/**
+ * ioredis's cluster client tries a command again after a redirection, CLUSTERDOWN or a dropped connection, and once it
+ * has tried `maxRedirections` times it rejects with its own error, the last reply in its text: a primary that restarted
+ * empty while a command was being tried again answers the last try with NOSCRIPT, and the client says
+ * `Too many Cluster redirections. Last error: ReplyError: NOSCRIPT …`. The node lacks the script all the same.
+ */
+describe("NOSCRIPT as a Redis Cluster client reports it after its tries", () => {
+  let set: RedisClusterSet;
+  /** A cluster client out of tries at its first error: every reply error comes wrapped, as after the last try. */
+  let client: Cluster;
+  const script = defineScript("return redis.call('GET', KEYS[1])");
+  const failing = defineScript("return redis.error_reply('ERR refused by the script')");
+
+  beforeAll(async () => {
+    set = await startRedisCluster();
+    client = new Redis.Cluster(set.nodes.map((n) => ({ host: "127.0.0.1", port: n.port })), { maxRedirections: 0, redisOptions: { maxRetriesPerRequest: 1 } });
+    client.on("error", () => undefined);
+  }, 60_000);
+  afterAll(async () => {
+    client?.disconnect();
+    await set?.close();
+  });
+
+  it("falls back to EVAL when the wrapped reply is NOSCRIPT, for a script and for the engine's rounds", async () => {
+    await client.set("lock:wrapped", "held-by-someone");
+    const wrapped = await client.evalsha(script.cluster.sha, 1, "lock:wrapped").catch((e: unknown) => e);
+    expect(String((wrapped as Error).message)).toMatch(/^Too many Cluster redirections\. Last error: ReplyError: NOSCRIPT /);
+    expect(isNoScript(wrapped)).toBe(true);
+    expect(await runScript(client, script, ["lock:wrapped"])).toBe("held-by-someone");
+
+    // The engine's round on a node whose script cache is empty (a primary that restarted empty).
+    await Promise.all(set.nodes.map((n) => set.direct(n.port).script("FLUSH")));
+    const redlock = new Redlock([client], { retryCount: 0 });
+    try {
+      const lock = await redlock.acquire(["lock:wrapped-engine"], 5_000);
+      expect(await client.get("lock:wrapped-engine")).toBe(lock.value);
+      expect((await lock.release()).released).toBe(true);
+    } finally {
+      await redlock.quit();
+    }
+  });
+
+  it("does not take any other error the client wraps for NOSCRIPT", async () => {
+    // Loaded on every node: the wrapped reply is the script's own error, which stands (no EVAL sent after it).
+    for (const n of set.nodes) {
+      await set.direct(n.port).script("LOAD", failing.cluster.source);
+      await set.direct(n.port).config("RESETSTAT");
+    }
+    const wrapped = await client.evalsha(failing.cluster.sha, 1, "lock:wrapped-other").catch((e: unknown) => e);
+    expect(String((wrapped as Error).message)).toBe("Too many Cluster redirections. Last error: ReplyError: ERR refused by the script");
+    expect(isNoScript(wrapped)).toBe(false);
+    await expect(runScript(client, failing, ["lock:wrapped-other"])).rejects.toThrow(/^Too many Cluster redirections\. Last error: ReplyError: ERR refused/);
+    for (const n of set.nodes) expect(await set.direct(n.port).info("commandstats")).not.toContain("cmdstat_eval:");
+    for (const message of [
+      "Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN The cluster is down",
+      "Too many Cluster redirections. Last error: Error: Connection is closed.",
+      "ERR Error running script: NOSCRIPT is not a command",
+      "Too many Cluster redirections. Last error: ReplyError: ERR user_script:1: NOSCRIPT No matching script",
+    ]) {
+      expect(isNoScript(new Error(message)), message).toBe(false);
+    }
   });
 });
