@@ -251,7 +251,7 @@ export class NodeWatcher {
   private readonly fairTimeoutsChannel: string;
   private fairQueuesRefused = false;
   private downSince: number | null = null;
-  /** How many times a connection of the watcher dropped (see `wentDown`): a cluster's read out across one is not applied (see `read`). */
+  /** How many times a connection of the watcher dropped (see `wentDown`): a read out across one is not applied (see `read`). */
   private drops = 0;
   private everUp = false;
   private enabledByUs = false;
@@ -1675,16 +1675,17 @@ export class NodeWatcher {
 
   async read(keys: readonly string[]): Promise<KeyReading[]> {
     if (keys.length === 0) return [];
-    if (!this.cluster) return this.readBatch(keys);
-    // On a cluster, one batch per hash slot. The cluster client sends a command again when its connection drops (and
-    // after CLUSTERDOWN, MOVED), to whichever node serves the slot by then: a primary that restarted empty answers
-    // that the keys it forgot are gone, before the bring-up's restart check has taken what it held (the locks lost
-    // in the restart would end as released), and a failover's promoted replica answers before the failover was
-    // compared. So a read out when the watcher dropped is no primary's word: it fails, and its keys are read again
-    // once the bring-up has checked for a restart and reconciled (the runtime owes them: see `readInBatches`; a
-    // reconcile fails, and the bring-up tries again). The ends announced before the drop were applied at it.
+    // A client sends a command again when its connection drops: a standalone node's once it has reconnected (ioredis
+    // resends what was unanswered), a cluster's to whichever node serves the slot by then (and after CLUSTERDOWN,
+    // MOVED). A node that restarted empty answers that the keys it forgot are gone, before the bring-up's restart
+    // check has taken what it held (the locks lost in the restart would end as released), and a failover's promoted
+    // replica answers before the failover was compared. So a read out when the watcher dropped is no node's word: it
+    // fails, and its keys are read again once the bring-up has checked for a restart and reconciled (the runtime owes
+    // them: see `readInBatches`; a reconcile fails, and the bring-up tries again). The ends announced before the drop
+    // were applied at it.
     const drops = this.drops;
-    const readings = await readInSlots(keys, (batch) => this.readBatch(batch));
+    // On a cluster, one batch per hash slot.
+    const readings = this.cluster ? await readInSlots(keys, (batch) => this.readBatch(batch)) : await this.readBatch(keys);
     if (this.drops !== drops) throw new ReadAcrossDrop("the watcher dropped while the read was out: the keys are read again after the bring-up");
     return readings;
   }
