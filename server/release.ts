@@ -1,6 +1,6 @@
 import "server-only";
 import { setTimeout as sleep } from "node:timers/promises";
-import { decodeReading, formatByName, readLockKeys, type FormatName, type FormatReading, type NodeReleaseResult } from "@/lib/locks/formats";
+import { DEFAULT_READ_LIMITS, decodeReading, formatByName, readLockKeys, type FormatName, type FormatReading, type NodeReleaseResult } from "@/lib/locks/formats";
 import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
 import { isNeverLock, lockKeyFilter } from "@/lib/locks/formats/defaults";
 import { globMatcher } from "@/lib/locks/glob";
@@ -186,10 +186,14 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       const held = (r: FormatReading) => r.format === leading.format && r.holders.some((h) => h.id === token);
       const holder = held(leading) ? leading : holding.find((r) => held(r.reading))?.reading;
       if (!holder) {
+        // The node's token of a value too long to compare names it all the same: not a lock that changed hands.
+        const tooLong = holding.find((r) => tooLongToCompare(r.reading) && r.reading.fingerprint === token);
+        if (tooLong) throw tooLongToRelease(resource);
         // (Refused before anything is asked of the nodes: counted, as every force release asked for, not audited.)
         releases().inc({ outcome: "conflict" });
         throw new ApiError("conflict", "The lock changed hands since you looked: no node has that holder any more. Nothing was deleted.", { current: currentHolder(answered) });
       }
+      if (tooLongToCompare(holder)) throw tooLongToRelease(resource);
       holderId = token;
       valueDigest = holder.valueDigest;
     }
@@ -198,6 +202,8 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       "unprocessable",
       `\`${preview(resource)}\` is held by several holders at once (${leading.format}): say which one to release (\`token\`: the holder's id); nothing was touched.`,
     );
+  } else if (tooLongToCompare(leading)) {
+    throw tooLongToRelease(resource);
   } else {
     const first = leading.holders[0];
     if (!first) throw new ApiError("not_found", `No holder of \`${preview(resource)}\` is left to release; nothing was touched.`);
@@ -481,6 +487,24 @@ function plainNodeError(raw: string | undefined, resource: string): string {
   if (raw?.endsWith(COMPANION_REFUSED)) return raw.slice(0, 300);
   if (refusesKey(raw)) return `its ACL does not let the console's Redis user at this key (the user needs \`${keyRuleFor(resource)}\` there): nothing was deleted on this node`;
   return nodeFailureText(raw) ?? "the release script failed on this node (details in the console's log)";
+}
+
+/**
+ * A string value cut by the read bound whose digest was not taken (longer than the digest's bound): neither its text
+ * nor its size tells it from another value that starts alike, so no release can compare it on the nodes (the
+ * release script would compare the whole value with the text shown and find a "mismatch" on every node).
+ */
+function tooLongToCompare(reading: FormatReading): boolean {
+  return reading.redisType === "string" && reading.valueDigest === undefined && reading.warnings.includes("truncated");
+}
+
+/** The 422 for a value `tooLongToCompare`: said before the audit intent, since nothing can be done. */
+function tooLongToRelease(resource: string): ApiError {
+  const bound = `${DEFAULT_READ_LIMITS.maxDigestBytes / 1024} KiB`;
+  return new ApiError(
+    "unprocessable",
+    `\`${preview(resource)}\` holds a value longer than ${bound}: the console compares a value by its digest up to ${bound} only, so it cannot tell this one from another value that starts alike and cannot release it safely; nothing was touched. Delete the key on the nodes yourself once you are sure who holds it.`,
+  );
 }
 
 /** A resource name for a message: long or unprintable names are cut and escaped. */

@@ -440,6 +440,29 @@ describe("force release", () => {
     expect(entry?.token).toBe(`K\uFFFD1 (sha1 ${createHash("sha1").update(Buffer.from([0x4b, 0xff, 0x31])).digest("hex")})`);
   });
 
+  it("refuses a string value longer than the digest's bound with 422, touching nothing and auditing nothing", async () => {
+    // Past 64 KiB the console reads the first KiB and the size, no digest: it cannot tell this value from another
+    // that starts alike, so no release can compare it. Not "the lock changed hands": nobody took it.
+    const value = "h".repeat(70_000);
+    await holdEverywhere("lock:huge", value);
+    const shown = value.slice(0, 1_024);
+    for (const body of [{ reason: "huge value stuck" }, { reason: "huge value stuck", token: shown }, { reason: "huge value stuck", token: `${shown} (70000 bytes)` }]) {
+      const res = await postRelease("lock:huge", body);
+      expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(422);
+      const { error } = res.body as { error: { code: string; message: string } };
+      expect(error.code).toBe("unprocessable");
+      expect(error.message).toContain("longer than 64 KiB");
+      expect(error.message).toContain("nothing was touched");
+    }
+    expect(await valuesOf("lock:huge")).toEqual([value, value, value]);
+    expect(await auditEntries("lock:huge")).toEqual([]);
+    // A token naming no holder at all is still the 409 it was.
+    const stale = await postRelease("lock:huge", { reason: "huge value stuck", token: "someone-else" });
+    expect(stale.status).toBe(409);
+    expect(await valuesOf("lock:huge")).toEqual([value, value, value]);
+    await Promise.all(nodes.map((n) => n.del("lock:huge")));
+  });
+
   it("records a release that fails in the console as failed, never pending, and answers 503 without internals", async () => {
     const resource = "lock:console-fault";
     const value = engineValue("worker");
