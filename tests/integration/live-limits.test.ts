@@ -61,6 +61,12 @@ describe("live stream limits", () => {
     expect(clients()).toBe(before);
     await Promise.all(answers.map((res) => res.body?.cancel() ?? Promise.resolve()));
     expect((await call(head, "HEAD", "/api/locks/stream", { token: null })).status).toBe(401);
+    // As GET would answer: a deployment the console does not watch is a 400 there too, not a 200 for a stream GET refuses.
+    const unknown = await call(head, "HEAD", "/api/locks/stream?deployment=billing", { token: VIEWER_TOKEN });
+    const refused = await call(stream.GET, "GET", "/api/locks/stream?deployment=billing", { token: VIEWER_TOKEN });
+    expect(refused.status).toBe(400);
+    expect(unknown.status).toBe(400);
+    expect(clients()).toBe(before);
   });
 
   it("counts an IPv6 client's streams by its /64 network, so a new address per stream gains it nothing", async () => {

@@ -47,5 +47,8 @@ export const GET = route({ name: "GET /api/locks/stream", access: "viewer", quer
 });
 
 // HEAD /api/locks/stream: the stream's headers, without opening a stream (Next.js would otherwise run GET,
-// and nobody would ever read or cancel that stream)
-export const HEAD = route({ name: "HEAD /api/locks/stream", access: "viewer", query }, () => new Response(null, { headers: STREAM_HEADERS }));
+// and nobody would ever read or cancel that stream); refused as GET would be (a deployment not watched: 400)
+export const HEAD = route({ name: "HEAD /api/locks/stream", access: "viewer", query }, ({ query: q }) => {
+  deploymentFilter(startLive(), q.deployment);
+  return new Response(null, { headers: STREAM_HEADERS });
+});
