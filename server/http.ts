@@ -83,6 +83,17 @@ async function readJsonBody(request: Request): Promise<unknown> {
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new ApiError("unsupported_media_type", "Send the body as JSON with `Content-Type: application/json`.");
   }
+  // A compressed body would be read as text it is not (a gzip body as "not valid UTF-8", a body merely labelled so
+  // as plain JSON): the console decodes no content coding, and says so (RFC 9110 §15.5.16, RFC 7694).
+  const encoding = request.headers.get("content-encoding");
+  if (encoding !== null && !/^\s*identity\s*$/i.test(encoding)) {
+    throw new ApiError(
+      "unsupported_media_type",
+      `The body is sent with \`Content-Encoding: ${encoding.slice(0, 40)}\`, which this console does not decode; send the JSON uncompressed.`,
+      undefined,
+      { "Accept-Encoding": "identity" },
+    );
+  }
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > MAX_BODY_BYTES) throw new ApiError("payload_too_large", `The body is over ${MAX_BODY_BYTES / 1024} KiB.`);
   const reader = request.body?.getReader();

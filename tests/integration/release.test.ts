@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { gzipSync } from "node:zlib";
 import type Redis from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type * as AuditModule from "@/app/api/audit/route";
@@ -9,7 +10,7 @@ import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
 import type * as SessionModule from "@/app/api/session/route";
 import { encodeLockValue, fencedWrite, Redlock } from "@lockscope/redlock";
 import type { TestCluster } from "../support/redis";
-import { call, OPERATOR_TOKEN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
+import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 import { until } from "../support/wait";
 
 interface AuditEntryBody {
@@ -313,12 +314,27 @@ describe("force release", () => {
       [{ rawBody: "reason=hi", headers: { "content-type": "application/x-www-form-urlencoded" } }, 415, /JSON/],
       // Another media type that starts the same way.
       [{ rawBody: JSON.stringify({ reason: "valid reason" }), headers: { "content-type": "application/json-seq" } }, 415, /JSON/],
+      // A body in a content coding the console does not decode is not read as if it were plain JSON.
+      [{ rawBody: JSON.stringify({ reason: "valid reason" }), headers: { "content-encoding": "gzip" } }, 415, /Content-Encoding: gzip.*uncompressed/],
+      [{ rawBody: JSON.stringify({ reason: "valid reason" }), headers: { "content-encoding": "br, identity" } }, 415, /Content-Encoding: br, identity/],
     ];
     for (const [options, status, message] of cases) {
       const res = await postRelease(resource, undefined, options);
       expect(res.status, JSON.stringify(options).slice(0, 120)).toBe(status);
       expect((res.body as { error: { message: string } }).error.message).toMatch(message);
     }
+    // A compressed body is told so, not "not valid UTF-8".
+    const gzipped = await release.POST(
+      new Request(`${ORIGIN}${releasePath(resource)}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, origin: ORIGIN, host: new URL(ORIGIN).host, "content-type": "application/json", "content-encoding": "gzip" },
+        body: gzipSync(JSON.stringify({ reason: "valid reason" })),
+      }),
+      { params: Promise.resolve({ resource }) },
+    );
+    expect(gzipped.status).toBe(415);
+    expect(gzipped.headers.get("accept-encoding")).toBe("identity");
+    expect(((await gzipped.json()) as { error: { message: string } }).error.message).toMatch(/Content-Encoding: gzip/);
     // Broken percent-encoding never reaches the handler: the launcher answers it (fuzz.test.ts, over HTTP).
     const tooLong = await postRelease(`lock:${"x".repeat(1100)}`, { reason: "valid reason" });
     expect(tooLong.status).toBe(400);
