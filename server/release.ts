@@ -210,6 +210,16 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     holderId = first.id;
   }
 
+  // A semaphore member that is not valid UTF-8 is read, shown and given back with U+FFFD in place of its bytes, a
+  // text no member has: the release (ZREM by that text) would remove nothing and find the lock "changed hands".
+  const members = holding.filter((r) => r.reading.format === "redis-semaphore" && r.reading.redisType === "zset" && r.reading.holders.some((h) => h.id === holderId));
+  if (holderId.includes("\uFFFD") && members.length > 0 && !(await someNodeHasMember(nodes.filter((n) => members.some((r) => r.id === n.id)), resource, holderId))) {
+    throw new ApiError(
+      "unprocessable",
+      `The holder \`${preview(holderId)}\` of \`${preview(resource)}\` is not valid UTF-8 on the nodes (the console shows such bytes as U+FFFD), so the console cannot name it to take it out; nothing was touched. Remove that member on the nodes yourself (ZREM) once you are sure whose it is.`,
+    );
+  }
+
   const entry: AuditEntry = {
     id: newAuditId(),
     at: Date.now(),
@@ -487,6 +497,25 @@ function plainNodeError(raw: string | undefined, resource: string): string {
   if (raw?.endsWith(COMPANION_REFUSED)) return raw.slice(0, 300);
   if (refusesKey(raw)) return `its ACL does not let the console's Redis user at this key (the user needs \`${keyRuleFor(resource)}\` there): nothing was deleted on this node`;
   return nodeFailureText(raw) ?? "the release script failed on this node (details in the console's log)";
+}
+
+/**
+ * Whether one of `nodes` has the sorted-set member `holderId` (or, for a MultiSemaphore holder, its first permit
+ * `<id>_0`), compared as the release script compares it. A node that cannot be asked counts as having it: the
+ * release then says what happened there.
+ */
+async function someNodeHasMember(nodes: readonly LockNode[], resource: string, holderId: string): Promise<boolean> {
+  const found = await Promise.all(
+    nodes.map(async (node) => {
+      try {
+        const [one, firstPermit] = await Promise.all([node.client.zscore(resource, holderId), node.client.zscore(resource, `${holderId}_0`)]);
+        return one !== null || firstPermit !== null;
+      } catch {
+        return true;
+      }
+    }),
+  );
+  return found.some(Boolean);
 }
 
 /**

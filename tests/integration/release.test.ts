@@ -479,6 +479,32 @@ describe("force release", () => {
     await Promise.all(nodes.map((n) => n.del("lock:huge")));
   });
 
+  it("refuses a semaphore holder whose id is not valid UTF-8 with 422 (it cannot be named), and releases one that holds a real U+FFFD", async () => {
+    // The console reads members as text: the bytes ff 41 are shown, and given back as `token`, as "\uFFFDA", which no
+    // member is. Removing nothing and answering "the lock changed hands" would be untrue; docs/formats.md says such
+    // a holder cannot be released.
+    const resource = "semaphore:not-text";
+    const now = Date.now();
+    for (const n of nodes) {
+      await n.zadd(resource, now, Buffer.from([0xff, 0x41]), now, "\uFFFDreal", now, "plain-holder");
+      await n.pexpire(resource, 30_000);
+    }
+    const refused = await postRelease(resource, { reason: "holder not text", token: "\uFFFDA" });
+    expect(refused.status, JSON.stringify(refused.body).slice(0, 300)).toBe(422);
+    const { error } = refused.body as { error: { code: string; message: string } };
+    expect(error.code).toBe("unprocessable");
+    expect(error.message).toContain("not valid UTF-8");
+    expect(error.message).toContain("nothing was touched");
+    expect(await Promise.all(nodes.map((n) => n.zcard(resource)))).toEqual([3, 3, 3]);
+    expect(await auditEntries(resource)).toEqual([]);
+    // A member whose text holds U+FFFD itself is named exactly by it.
+    const real = await postRelease(resource, { reason: "real replacement character", token: "\uFFFDreal" });
+    expect(real.status, JSON.stringify(real.body).slice(0, 300)).toBe(200);
+    expect(await Promise.all(nodes.map((n) => n.zscore(resource, "\uFFFDreal")))).toEqual([null, null, null]);
+    expect(await Promise.all(nodes.map((n) => n.zcard(resource)))).toEqual([2, 2, 2]);
+    await Promise.all(nodes.map((n) => n.del(resource)));
+  });
+
   it("records a release that fails in the console as failed, never pending, and answers 503 without internals", async () => {
     const resource = "lock:console-fault";
     const value = engineValue("worker");
