@@ -505,6 +505,29 @@ describe("force release", () => {
     await Promise.all(nodes.map((n) => n.del(resource)));
   });
 
+  it("releases a semaphore holder past the read bound (the 64 newest members are read), not a false 409", async () => {
+    // The oldest permit of a 100-permit semaphore is not among the members read: it is still there, and a release
+    // naming it takes it out rather than answering that the lock changed hands.
+    const resource = "semaphore:wide";
+    const now = Date.now();
+    for (const n of nodes) {
+      await n.zadd(resource, ...Array.from({ length: 100 }, (_, i) => [now - 100 + i, `holder-${i}`]).flat());
+      await n.pexpire(resource, 30_000);
+    }
+    const res = await postRelease(resource, { reason: "oldest permit stuck", token: "holder-0" });
+    expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(200);
+    expect((res.body as { nodes: Array<{ result: string }> }).nodes.map((n) => n.result)).toEqual(["deleted", "deleted", "deleted"]);
+    expect(await Promise.all(nodes.map((n) => n.zscore(resource, "holder-0")))).toEqual([null, null, null]);
+    expect(await Promise.all(nodes.map((n) => n.zcard(resource)))).toEqual([99, 99, 99]);
+    const [entry] = await auditEntries(resource);
+    expect(entry).toMatchObject({ token: "holder-0", outcome: "released" });
+    // A holder no node has is still the 409 it was, and touches nothing.
+    const stale = await postRelease(resource, { reason: "oldest permit stuck", token: "holder-x" });
+    expect(stale.status).toBe(409);
+    expect(await Promise.all(nodes.map((n) => n.zcard(resource)))).toEqual([99, 99, 99]);
+    await Promise.all(nodes.map((n) => n.del(resource)));
+  });
+
   it("records a release that fails in the console as failed, never pending, and answers 503 without internals", async () => {
     const resource = "lock:console-fault";
     const value = engineValue("worker");
