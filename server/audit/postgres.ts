@@ -1,6 +1,7 @@
 import "server-only";
 import type { Database } from "../postgres/pool";
 import { getLogger } from "../logger";
+import { databaseErrorText as errorText, readFailure } from "../postgres/errors";
 import { counter } from "../metrics";
 import { AuditNotDurableError, AuditReadError, type AuditStore } from "./store";
 import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
@@ -43,11 +44,6 @@ function containing(text: string): string {
 
 /** PostgreSQL drops no character but NUL, which it refuses in text: a reason typed with one still records. */
 const clean = (text: string) => text.replace(/\u0000/g, "\uFFFD");
-
-function errorText(error: unknown): string {
-  // pg's messages name the server's complaint, never the connection's password.
-  return error instanceof Error ? error.message.slice(0, 200) : String(error).slice(0, 200);
-}
 
 /**
  * The audit log in PostgreSQL (AUDIT_DATABASE_URL): one row per entry, shared by every console. An intent
@@ -113,7 +109,8 @@ export class PostgresAudit implements AuditStore {
       await this.db.ready();
       rows = (await this.db.pool.query<Row>(sql, args)).rows;
     } catch (error) {
-      throw new AuditReadError(`The audit log cannot be read: the audit database (${this.db.display}) did not answer (${errorText(error)}).`);
+      getLogger().warn({ database: this.db.display, err: errorText(error) }, "audit log read failed");
+      throw new AuditReadError(`The audit log cannot be read: the audit database (${this.db.display}) ${readFailure(error)}.`);
     }
     const entries = rows.slice(0, limit).map(fromRow);
     return { entries, next: rows.length > limit ? (entries.at(-1)?.id ?? null) : null, source: "postgres" };

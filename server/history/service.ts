@@ -4,6 +4,7 @@ import { ApiError } from "../errors";
 import { singleton } from "../global";
 import { getLogger } from "../logger";
 import { counter, gauge } from "../metrics";
+import { databaseErrorText, readFailure } from "../postgres/errors";
 import { getDatabase } from "../postgres/pool";
 import { onShutdown } from "../shutdown";
 import { PostgresHistory } from "./postgres";
@@ -55,13 +56,13 @@ export function getHistory(): History | null {
         // At most one line a minute while the database is down: the counter says how much was lost.
         if (Date.now() - lastErrorLogAt < 60_000) return;
         lastErrorLogAt = Date.now();
-        log.warn({ database: db.display, err: error instanceof Error ? error.message.slice(0, 200) : String(error) }, "lock history write failed; retrying");
+        log.warn({ database: db.display, err: databaseErrorText(error) }, "lock history write failed; retrying");
       },
     });
     const days = getConfig().historyRetentionDays;
     const prune = () => {
       store.prune(Date.now() - days * 86_400_000).catch((error: unknown) => {
-        log.warn({ database: db.display, err: error instanceof Error ? error.message.slice(0, 200) : String(error) }, "lock history retention failed; retrying in an hour");
+        log.warn({ database: db.display, err: databaseErrorText(error) }, "lock history retention failed; retrying in an hour");
       });
     };
     const timer = setInterval(prune, PRUNE_EVERY_MS);
@@ -134,7 +135,8 @@ export function getHistorySink(): HistorySink | null {
 
 function unavailable(error: unknown): never {
   const db = getDatabase();
-  throw new ApiError("unavailable", `Lock history cannot be read: the database (${db?.display ?? "unset"}) did not answer (${error instanceof Error ? error.message.slice(0, 200) : "error"}).`);
+  getLogger().warn({ database: db?.display, err: databaseErrorText(error) }, "lock history read failed");
+  throw new ApiError("unavailable", `Lock history cannot be read: the database (${db?.display ?? "unset"}) ${readFailure(error)}.`);
 }
 
 /** The routes add the deployments the console watches. */

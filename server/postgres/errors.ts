@@ -31,3 +31,16 @@ export function isDatabaseUnreachable(error: unknown): boolean {
   }
   return false;
 }
+
+/** A database error as the console's log keeps it: pg's messages name the server's complaint, never the connection's password. */
+export function databaseErrorText(error: unknown): string {
+  return error instanceof Error ? error.message.slice(0, 200) : String(error).slice(0, 200);
+}
+
+/**
+ * How a failed read of the database is told to whoever asked (a viewer's page): whether the database did not answer
+ * or refused the query, not its own words, which name its tables, columns and roles; the console's log has them.
+ */
+export function readFailure(error: unknown): string {
+  return isDatabaseUnreachable(error) ? "did not answer" : "refused the query (the console's log has its error)";
+}
