@@ -28,6 +28,33 @@ export interface LockNode {
   cluster?: { topology: ClusterTopology; connectTo: (host: string, port: number, options: RedisOptions) => Redis } | null;
 }
 
+/** Connections of each client seen dropping since `connectionDrops` first looked at it. */
+const drops = new WeakMap<LockClient, { count: number }>();
+
+/**
+ * How many times a connection of `client` dropped since it was first asked about (a cluster client: any of its node
+ * connections). A command out across a drop may have run and had its answer lost, and ioredis sends what a dropped
+ * connection left unanswered again once it reconnects (a cluster client, to whichever node serves the slot then):
+ * the answer that comes is the second run's, not the first's.
+ */
+export function connectionDrops(client: LockClient): number {
+  let seen = drops.get(client);
+  if (!seen) {
+    const counter = { count: 0 };
+    seen = counter;
+    drops.set(client, counter);
+    const follow = (connection: Redis) => connection.on("close", () => (counter.count += 1));
+    if ((client as Cluster).isCluster === true) {
+      const cluster = client as Cluster;
+      for (const connection of cluster.nodes("all")) follow(connection);
+      cluster.on("+node", (connection: Redis) => follow(connection));
+    } else {
+      follow(client as Redis);
+    }
+  }
+  return seen.count;
+}
+
 /** Connection options for every console connection to a lock node: fail fast, never queue while down. */
 export function nodeClientOptions(timeoutMs: number) {
   return {

@@ -18,7 +18,7 @@ import { whenReady } from "./health";
 import { noteForceRelease, withdrawForceRelease } from "./live";
 import { getLogger } from "./logger";
 import { counter } from "./metrics";
-import { getDeploymentNodes, quorumOf, type DeploymentNodes, type LockNode } from "./nodes";
+import { connectionDrops, getDeploymentNodes, quorumOf, type DeploymentNodes, type LockNode } from "./nodes";
 import { getPatternStore, type PatternsState } from "./patterns";
 
 export interface ReleaseInput {
@@ -267,6 +267,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   // refused) after the intent was written: then no node's result is known, and each is read again below.
   let answers: NodeReleaseResult[] | null = null;
   let notified = { holder: false, waiters: false };
+  const dropsBefore = nodes.map((n) => connectionDrops(n.client));
   try {
     const result = await format.release(
       nodes.map((n) => n.client),
@@ -288,10 +289,18 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
         // audit entry (which every viewer reads and exports) gets a plain sentence.
         log.warn({ action: "force-release", auditId: entry.id, node: node.id, error: answer.error.slice(0, 500) }, "force release failed on a node");
       }
-      if (answer && !(answer.result === "error" && unanswered(answer.error))) return { result: auditNodeResult(node.id, answer, format.name, resource), unsure: false };
-      // No answer came: the script may have run there after all (a node that answered late), or not at all.
-      // Read the node again before saying anything about it.
-      const cause = answers === null ? "the release failed in the console before this node answered (details in the console's log)" : "did not answer in time";
+      // An answer other than "deleted" that came across a dropped connection may be a second run's (the client sent
+      // the script again), after a first that deleted the lock and whose answer was lost with the connection.
+      const resent = answer !== undefined && answer.result !== "deleted" && connectionDrops(node.client) !== dropsBefore[index];
+      if (answer && !resent && !(answer.result === "error" && unanswered(answer.error))) return { result: auditNodeResult(node.id, answer, format.name, resource), unsure: false };
+      // No answer came, or not the first run's: the script may have run there after all (a node that answered late),
+      // or not at all. Read the node again before saying anything about it.
+      const cause =
+        answers === null
+          ? "the release failed in the console before this node answered (details in the console's log)"
+          : resent
+            ? "its connection dropped while the release was out, so its answer may be that of the script sent again"
+            : "did not answer in time";
       const after = await readAgain(node, resource, performance.now() + Math.max(2_000, budgetMs * 2));
       return settleUnanswered(node.id, cause, target, reads[index], after);
     }),

@@ -9,6 +9,8 @@ import net from "node:net";
  *   TCP connection gives up after a long partition), and new ones pass again.
  * - `delay(ms)`: every reply reaches the client `ms` late (a slow node, or a slow link), order kept.
  * - `refuse()`: new connections are closed at once and open ones cut (the node's port is closed).
+ * - `loseReply(text)`: the next reply that contains `text` never reaches its client, whose connection is cut
+ *   instead: the node carried the command out, and the client lost the answer with the connection.
  * When the node itself goes away (killed or restarted), the client's connection is cut too.
  */
 export interface TcpProxy {
@@ -17,12 +19,14 @@ export interface TcpProxy {
   heal(): void;
   delay(ms: number): void;
   refuse(): void;
+  loseReply(text: string): void;
   close(): Promise<void>;
 }
 
 export async function startProxy(targetPort: number, host = "127.0.0.1"): Promise<TcpProxy> {
   let mode: "pass" | "partition" | "refuse" = "pass";
   let delayMs = 0;
+  let losing: Buffer | null = null;
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket; partitioned: boolean }>();
 
   const server = net.createServer((client) => {
@@ -46,8 +50,13 @@ export async function startProxy(targetPort: number, host = "127.0.0.1"): Promis
       if (mode === "partition" || pair.partitioned) return;
       upstream.write(chunk);
     });
-    upstream.on("data", (chunk) => {
+    upstream.on("data", (chunk: Buffer) => {
       if (mode === "partition" || pair.partitioned) return;
+      if (losing !== null && chunk.includes(losing)) {
+        losing = null;
+        cut();
+        return;
+      }
       if (delayMs === 0) client.write(chunk);
       else setTimeout(() => client.writable && client.write(chunk), delayMs);
     });
@@ -80,6 +89,9 @@ export async function startProxy(targetPort: number, host = "127.0.0.1"): Promis
     },
     delay: (ms) => {
       delayMs = ms;
+    },
+    loseReply: (text) => {
+      losing = Buffer.from(text);
     },
     refuse: () => {
       mode = "refuse";
