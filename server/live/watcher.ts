@@ -403,10 +403,14 @@ export class NodeWatcher {
     if (!this.cluster) return;
     const slots = unservedSlots(this.cluster.topology.shards);
     if (JSON.stringify(slots) === JSON.stringify(this.unserved)) return;
+    const before = this.unserved;
     this.unserved = slots;
     this.ctx.store.setUnreadable(slots.length === 0 ? null : (resource) => slotIn(slots, keySlot(resource)));
     if (slots.length > 0) this.ctx.log.warn({ node: this.id, slots }, "a cluster shard has no primary serving its slots: its locks are shown unreadable until one does");
     else this.ctx.log.info({ node: this.id }, "every cluster slot is served again");
+    // Slots served again are read again, whichever comes first: this, or the primary's connection joining (whose
+    // reconcile, run while the topology still had the slots unserved, left their keys unread).
+    if (before.some(([from, to]) => !slots.some(([a, b]) => a <= from && to <= b))) this.primariesJoined();
     this.onChange();
   }
 
