@@ -6,9 +6,9 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { GROUP_ROWS_WINDOW, rowsWindow, type GroupSort, type LockGroup, type LockGroupsPage, type LocksPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
-import { contentionText, deploymentsOf, formatDuration } from "./format";
+import { contentionText, deploymentsOf, formatDuration, holderText } from "./format";
 import { liveFeed } from "./live-feed";
-import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort } from "./lock-rows";
+import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { useLiveLocks, useNow } from "./use-live-locks";
 
 /** Groups shown at once; a search narrows the rest. */
@@ -164,6 +164,33 @@ function RowsWindowNav({ shown, total, onMove }: { shown: { start: number; count
 }
 
 /**
+ * Whether a lock's change may move its row in a table sorted by `key` (the server sorts and pages: a row patched
+ * in place keeps its old place), or, under a search, take it out of the results (a search matches the resource,
+ * which does not change, or the holder).
+ */
+function mayMove(key: SortKey, searched: boolean, before: Lock, after: Lock): boolean {
+  if (searched && (before.token !== after.token || before.endedToken !== after.endedToken)) return true;
+  switch (key) {
+    case "resource":
+      return false;
+    case "state":
+      return before.state !== after.state;
+    case "holder":
+      return holderText(before) !== holderText(after);
+    case "nodes":
+      return before.quorumHeld !== after.quorumHeld;
+    case "ttl":
+      return before.expiresAt !== after.expiresAt;
+    case "heldFor":
+      return before.acquiredAt !== after.acquiredAt;
+    case "fence":
+      return before.fence !== after.fence;
+    case "contention":
+      return before.contention.attemptsPerMin !== after.contention.attemptsPerMin;
+  }
+}
+
+/**
  * One group's locks: a virtualized table whose rows are fetched page by page from the server as they come on
  * screen (search and sort done there, over all of the group's locks); pages off screen are let go. The tab's
  * stream follows this group only: a row on screen is updated in place, and a lock arriving or leaving
@@ -220,7 +247,10 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
     return page && page.offset === Math.floor(at / PAGE) * PAGE ? page.locks[at % PAGE] : undefined;
   };
 
-  // Live changes of this group: patch a row on screen, reload the pages on screen when a lock comes or goes.
+  // Live changes of this group: patch a row on screen, reload the pages on screen when a lock comes or goes, or
+  // when a change on screen may move its row (the figure sorted by) or take it out of the search's results.
+  const sortKey = sort.key;
+  const searched = search !== "";
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | null = null;
     const reload = () => {
@@ -238,6 +268,7 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
         if (deployment && on !== undefined && on !== deployment) return;
         const same = (l: Lock) => l.resource === resource && (on === undefined || l.deployment === on);
         let found = false;
+        let moved = false;
         for (const [key, page] of client.getQueriesData<LocksPage>({ queryKey: ["lock-page", group] })) {
           if (!page?.locks.some(same)) continue;
           found = true;
@@ -245,13 +276,18 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
             ...page,
             locks: page.locks.map((l) => {
               if (!same(l)) return l;
-              if ("lock" in change) return change.lock;
-              const { resource: _resource, deployment: _deployment, ...contention } = change.contention;
-              return { ...l, contention };
+              let next: Lock;
+              if ("lock" in change) next = change.lock;
+              else {
+                const { resource: _resource, deployment: _deployment, ...contention } = change.contention;
+                next = { ...l, contention };
+              }
+              if (mayMove(sortKey, searched, l, next)) moved = true;
+              return next;
             }),
           });
         }
-        if (!found && "lock" in change) reload();
+        if ((!found && "lock" in change) || moved) reload();
       } else {
         reload();
       }
@@ -260,7 +296,7 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
       stop();
       if (timer) clearTimeout(timer);
     };
-  }, [client, group, deployment]);
+  }, [client, group, deployment, sortKey, searched]);
 
   const scrollToTop = useRef<(() => void) | null>(null);
   useEffect(() => scrollToTop.current?.(), [baseKey, shown.start]);

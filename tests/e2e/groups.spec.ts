@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type Redis from "ioredis";
+import { encodeLockValue } from "@lockscope/redlock";
 import { GROUP_ROWS_WINDOW } from "@/lib/locks/groups";
 import { expect, lockNodeClients, test } from "./fixtures";
 import { accessibilityProblems, deleteMatching, FLEET, holdFleet, layoutProblems, settled, THEMES, untilNoGroupMatches, useSystemTheme } from "./scene";
@@ -131,6 +132,61 @@ test.describe("grouped view of a large fleet", () => {
         return [cells[0], cells[1], cells[ended]].join(" ");
       })
       .toBe("450 447 3");
+  });
+
+  test("a group's table sorted by TTL or searched by holder is ordered again when a lock on screen changes, not only at its periodic refresh", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:resort${randomBytes(2).toString("hex")}`;
+    const group = `${prefix}-jobs`;
+    // One value on every node, as a real holder writes it.
+    const hold = (name: string, label: string, ttlMs: number) => {
+      const value = encodeLockValue({ label, host: "web-1", pid: 7, fence: null, acquiredAt: Date.now() });
+      return Promise.all(clients.map((c) => c.set(`${group}/${name}`, value, "PX", ttlMs)));
+    };
+    await hold("a", "alpha-worker", 60_000);
+    await hold("b", "beta-worker", 120_000);
+    await hold("c", "gamma-worker", 180_000);
+    // The page's clock is the test's, moved only by `step` (a tenth of a second at a time) and `runFor`: a few
+    // seconds in all, so no periodic refresh of the pages (every 10 s) comes, and what the table shows after a
+    // change is what the live stream made of it.
+    await page.clock.install();
+    await page.clock.pauseAt(new Date());
+    const step = () => page.clock.runFor(100);
+    await page.goto(`/?group=${encodeURIComponent(group)}`);
+    const table = page.getByRole("table", { name: "Locks" });
+    const order = async () => (await step(), await table.locator("tbody tr[aria-label]").evaluateAll((rows) => rows.map((r) => r.getAttribute("aria-label"))));
+    await expect.poll(order, { timeout: 30_000 }).toEqual([`${group}/a`, `${group}/b`, `${group}/c`]);
+    // TTL, longest first.
+    await table.getByRole("button", { name: "TTL" }).click();
+    await table.getByRole("button", { name: "TTL" }).click();
+    await expect(table.getByRole("columnheader", { name: "TTL" })).toHaveAttribute("aria-sort", "descending");
+    await expect.poll(order).toEqual([`${group}/c`, `${group}/b`, `${group}/a`]);
+    // (The pages may ask once more on their own a moment after the sort: that comes before the change.)
+    await page.clock.runFor(3_000);
+
+    // a's holder extends it to 10 minutes: its row says so at once, and once the table has caught up (a second or
+    // two of the page's time, far from its periodic refresh) it is first, where its TTL puts it.
+    await Promise.all(clients.map((c) => c.pexpire(`${group}/a`, 600_000)));
+    const ttlOfA = table.getByRole("row", { name: `${group}/a`, exact: true }).locator(".ttl-text");
+    await expect.poll(async () => (await step(), await ttlOfA.textContent())).toMatch(/^(9|10) min/);
+    // (The console serves a sorted list up to a second old, as the table asks again a second after a change: a
+    // second of real time passes too.)
+    await page.waitForTimeout(1_000);
+    await page.clock.runFor(2_000);
+    await expect.poll(order).toEqual([`${group}/a`, `${group}/c`, `${group}/b`]);
+
+    // Searched by holder: a lock taken over by another holder no longer matches, and leaves the results.
+    await page.getByRole("searchbox", { name: "Search this group" }).fill("beta-worker");
+    await expect.poll(order).toEqual([`${group}/b`]);
+    await page.clock.runFor(3_000);
+    await hold("b", "delta-worker", 120_000);
+    const holderOfB = table.getByRole("row", { name: `${group}/b`, exact: true }).locator(".col-holder");
+    await expect.poll(async () => (await step(), await holderOfB.textContent())).toContain("delta-worker");
+    await page.waitForTimeout(1_000);
+    await page.clock.runFor(2_000);
+    await expect.poll(order).toEqual([]);
+    await expect(page.getByText("No lock in this group matches the search.")).toBeVisible();
   });
 
   test("a group larger than a table can scroll is shown a range of rows at a time, with the way to the next and back", async ({ page, request, signIn }) => {
