@@ -63,7 +63,8 @@ class LiveFeed {
   private stats: LiveStats | null = null;
   private offsetMs = 0;
   private version = 0;
-  private touched = new Set<string>();
+  /** Locks changed since the last apply, whose page may be open in this tab (see `apply`). */
+  private touched = new Map<string, Lock>();
   /**
    * The deployment of the locks seen: a console of one deployment names it on locks but not on removals and
    * contention figures, which then belong to it.
@@ -166,11 +167,18 @@ class LiveFeed {
     source.addEventListener("lock", (e) => {
       const lock = JSON.parse(e.data as string) as Lock;
       this.track(e);
-      if (this.tell({ lock })) return;
-      this.soleDeployment = lock.deployment;
       const key = rowKey(lock.deployment, lock.resource);
+      if (this.tell({ lock })) {
+        // A lock's page follows its group's stream: its lock is patched as with every lock (see `apply`).
+        if (this.detailShown(lock)) {
+          this.touched.set(key, lock);
+          this.schedule();
+        }
+        return;
+      }
+      this.soleDeployment = lock.deployment;
       (this.snapshot ?? this.locks).set(key, lock);
-      this.touched.add(key);
+      this.touched.set(key, lock);
       this.schedule();
     });
     source.addEventListener("lock-removed", (e) => {
@@ -242,6 +250,11 @@ class LiveFeed {
     }, delay);
   }
 
+  /** Whether a page of this lock (its URL naming the deployment or not) is open in this tab. */
+  private detailShown(lock: Lock): boolean {
+    return this.client.getQueryData(lockDetailKey(lock.resource)) !== undefined || this.client.getQueryData(lockDetailKey(lock.resource, lock.deployment)) !== undefined;
+  }
+
   /** A group's change goes to its listeners, not into the tab's rows; true when it did. */
   private tell(change: Parameters<GroupListener>[0]): boolean {
     if (this.scope.locks !== "group") return false;
@@ -268,8 +281,8 @@ class LiveFeed {
     }
     if (body.part === body.parts - 1) {
       this.track(e);
-      // A new stream of the group: whatever changed before it is not in it.
-      this.tell({ resync: true });
+      // A new stream of the group: whatever changed before it is not in it (a lock's page open on it reads its lock again).
+      if (this.tell({ resync: true })) void this.client.invalidateQueries({ queryKey: ["lock"] });
       this.locks.clear();
       for (const [k, v] of target) this.locks.set(k, v);
       this.snapshot = null;
@@ -314,9 +327,7 @@ class LiveFeed {
     this.client.setQueryData(LIVE_LOCKS_KEY, data);
     // A lock page open in this tab (its URL naming the deployment or not): patch its live fields now, refetch its
     // timeline soon. A page showing the same resource on another deployment is left alone.
-    for (const touched of this.touched) {
-      const lock = this.locks.get(touched);
-      if (!lock) continue;
+    for (const lock of this.touched.values()) {
       for (const key of [lockDetailKey(lock.resource), lockDetailKey(lock.resource, lock.deployment)]) {
         const shown = this.client.getQueryData<Lock>(key);
         if (shown === undefined || shown.deployment !== lock.deployment) continue;

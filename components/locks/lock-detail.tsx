@@ -2,6 +2,7 @@
 
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
+import { GROUPED_VIEW_ABOVE } from "@/lib/locks/groups";
 import type { LockDetail, LockReplication } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
@@ -9,12 +10,15 @@ import { ContentionChart } from "./contention-chart";
 import { DeploymentChoices } from "./deployment-choices";
 import { contentionText, FORMAT_LABEL, formatDuration, holderLine, holderText, lockHref } from "./format";
 import { LockBadges, NodeDots, TtlBar } from "./lock-bits";
-import { lockDetailKey } from "./live-feed";
-import { useLiveLocks, useNow } from "./use-live-locks";
+import { lockDetailKey, type FeedScope } from "./live-feed";
+import { useLiveLocks, useLiveNodes, useNow } from "./use-live-locks";
 import { MessageText } from "../message-text";
 import { TableHead, TableScroll } from "../table-scroll";
 
 type DetailResponse = LockDetail & { serverTime: number };
+
+const NO_LOCKS: FeedScope = { locks: "none" };
+const EVERY_LOCK: FeedScope = { locks: "all" };
 
 const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
   acquired: "acquired",
@@ -40,7 +44,6 @@ const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
  * `deployment`: the one the URL names (where the console watches several); without it the console finds it.
  */
 export function LockDetailView({ resource, deployment }: { resource: string; deployment?: string }) {
-  const live = useLiveLocks();
   const now = useNow(250);
   const query = useQuery({
     queryKey: lockDetailKey(resource, deployment ?? null),
@@ -48,6 +51,13 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
     refetchInterval: 5_000,
     retry: false,
   });
+  // A small fleet's tab keeps every lock on its stream (the locks table is a step back). A large one's follows the
+  // lock's group (a fleet may hold a million locks), from which the live feed patches this page's lock; until the
+  // page knows the group, nodes and counts only.
+  const fleet = useLiveNodes().data?.stats?.locks;
+  const everyLock = fleet !== undefined && fleet <= GROUPED_VIEW_ABOVE;
+  const group = everyLock ? undefined : query.data?.group;
+  const live = useLiveLocks(everyLock ? EVERY_LOCK : group === undefined ? NO_LOCKS : { locks: "group", group });
   const offsetMs = live.data?.offsetMs ?? (query.data ? query.data.serverTime - query.dataUpdatedAt : 0);
   // The resource is a lock on several deployments and the URL did not say which: one link to each.
   const choices = query.error instanceof ApiRequestError && query.error.status === 409 ? ((query.error.details as { deployments?: string[] } | undefined)?.deployments ?? []) : [];
@@ -86,7 +96,7 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
       </p>
       <div className="detail-title">
         <h1 className="mono">{lock.resource}</h1>
-        <ForceReleaseButton resource={lock.resource} lock={lock} serverOffsetMs={offsetMs} />
+        <ForceReleaseButton resource={lock.resource} lock={lock} serverOffsetMs={offsetMs} {...(group !== undefined ? { group } : {})} />
       </div>
       <div className="panel detail-grid">
         <dl>

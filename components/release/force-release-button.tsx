@@ -14,6 +14,8 @@ export interface ForceReleaseButtonProps {
   lock: Lock;
   /** Server clock minus browser clock, for the TTL countdown (the live view knows it). @default 0 */
   serverOffsetMs?: number;
+  /** The lock's group (its page's): the dialog follows the lock on that group's stream rather than every lock's. */
+  group?: string;
   /** Called once the release succeeded. */
   onReleased?: (response: ReleaseResponse) => void;
   className?: string;
@@ -47,7 +49,7 @@ function openDialog(queryClient: QueryClient, props: Omit<ReleaseDialogProps, "o
  * not filled: the filled red is kept for the dialog's final "Release". Renders nothing for viewers, and
  * nothing once the lock has ended.
  */
-export function ForceReleaseButton({ resource, lock, serverOffsetMs = 0, onReleased, className }: ForceReleaseButtonProps) {
+export function ForceReleaseButton({ resource, lock, serverOffsetMs = 0, group, onReleased, className }: ForceReleaseButtonProps) {
   const isOperator = useIsOperator();
   const queryClient = useQueryClient();
   if (!isOperator || !isLive(lock.state)) return null;
@@ -56,7 +58,7 @@ export function ForceReleaseButton({ resource, lock, serverOffsetMs = 0, onRelea
       type="button"
       className={`button danger-outline ${className ?? ""}`}
       aria-haspopup="dialog"
-      onClick={() => openDialog(queryClient, { resource, lock, serverOffsetMs, onReleased })}
+      onClick={() => openDialog(queryClient, { resource, lock, serverOffsetMs, onReleased, ...(group !== undefined ? { group } : {}) })}
     >
       Force release
     </button>

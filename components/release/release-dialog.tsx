@@ -6,6 +6,7 @@ import { whoIsTold } from "@/lib/locks/release-text";
 import { isLive, type EndedState, type Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { FORMAT_LABEL, holderLine as formatHolderLine } from "../locks/format";
+import { liveFeed, type FeedScope } from "../locks/live-feed";
 import { useLiveLocks } from "../locks/use-live-locks";
 import styles from "./force-release.module.css";
 import { MessageText } from "../message-text";
@@ -34,12 +35,16 @@ type Outcome =
   | { kind: "changed-hands"; current: CurrentHolder | null; message: string }
   | { kind: "error"; message: string };
 
+const EVERY_LOCK: FeedScope = { locks: "all" };
+
 export interface ReleaseDialogProps {
   resource: string;
   /** The lock as it was when the operator opened the dialog: its token is what the release compares against. */
   lock: Lock;
   /** Server clock minus browser clock, for the TTL countdown. */
   serverOffsetMs: number;
+  /** The lock's group: the dialog follows the lock on that group's stream (else on every lock's). */
+  group?: string;
   onReleased?: (response: ReleaseResponse) => void;
   /** The dialog closed (Cancel, Close, Escape). */
   onClosed: () => void;
@@ -126,11 +131,42 @@ function ReleasedText({ response }: { response: ReleaseResponse }) {
 }
 
 /** A modal `<dialog>` with the lock's facts, a required reason and "Release". Opens as soon as it mounts. */
-export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleased, onClosed }: ReleaseDialogProps) {
+export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, onReleased, onClosed }: ReleaseDialogProps) {
   // The TTL and nodes keep following the live view while the dialog is open (an extension, an expiry); the
-  // holder it releases stays the one the operator opened it for.
-  const live = useLiveLocks();
-  const listed = live.data?.locks.find((l) => l.resource === resource && l.deployment === opened.deployment);
+  // holder it releases stays the one the operator opened it for. With the lock's group, the tab's stream carries
+  // that group's changes (as for the lock's page), which the dialog hears, rather than every lock.
+  const live = useLiveLocks(group === undefined ? EVERY_LOCK : { locks: "group", group });
+  const queryClient = useQueryClient();
+  const [streamed, setStreamed] = useState<Lock | null>(null);
+  useEffect(() => {
+    if (group === undefined) return;
+    // The group's stream brings changes only: what changed before it (re)started is read once, then, unless a
+    // change came meanwhile (newer than the reading), shown.
+    let heard = 0;
+    let open = true;
+    const read = () => {
+      const asked = heard;
+      apiFetch<Lock>(`/api/locks/${encodeURIComponent(resource)}?deployment=${encodeURIComponent(opened.deployment)}`).then(
+        (lock) => {
+          if (open && heard === asked) setStreamed(lock);
+        },
+        () => undefined,
+      );
+    };
+    const stop = liveFeed(queryClient).listen((change) => {
+      if ("resync" in change) read();
+      else if ("lock" in change && change.lock.resource === resource && change.lock.deployment === opened.deployment) {
+        heard += 1;
+        setStreamed(change.lock);
+      }
+    });
+    read();
+    return () => {
+      open = false;
+      stop();
+    };
+  }, [queryClient, resource, opened.deployment, group]);
+  const listed = live.data?.locks.find((l) => l.resource === resource && l.deployment === opened.deployment) ?? streamed ?? undefined;
   // An ended lock leaves the live list a few seconds after it ends: keep showing it as last listed (ended),
   // never again as the held lock the dialog was opened on.
   const [lastListed, setLastListed] = useState<Lock | null>(null);
@@ -142,7 +178,6 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, onReleas
   const [reason, setReason] = useState("");
   const [outcome, setOutcome] = useState<Outcome>({ kind: "idle" });
   const [now, setNow] = useState(() => Date.now());
-  const queryClient = useQueryClient();
   const titleId = useId();
   const reasonId = useId();
   const [chosen, setChosen] = useState<string | null>(() => targetToken(opened));

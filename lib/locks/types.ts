@@ -151,6 +151,8 @@ export interface LockDetail extends Lock {
   contentionHistory: { bucketMs: number; endsAt: number; attempts: number[] };
   /** On a cluster, and where the deployment has replicas: the primary that holds the lock and whether each replica has it; null elsewhere. */
   replication?: LockReplication | null;
+  /** The lock's group, as the grouped view names it (`GET /api/locks/{resource}`): a lock's page follows that group's changes. */
+  group?: string;
 }
 
 /**

@@ -3,7 +3,7 @@ import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS } from "@/lib/locks/types
 import { lockReplication } from "@/server/deployments/replication";
 import { ApiError } from "@/server/errors";
 import { route } from "@/server/http";
-import { getLockStore, isLockKey, resolveDeployment, startLive } from "@/server/live";
+import { getLockGroups, getLockStore, isLockKey, resolveDeployment, startLive } from "@/server/live";
 import { deploymentName } from "@/server/live/paging-query";
 import { notALockKey } from "@/server/patterns";
 
@@ -29,5 +29,6 @@ export const GET = route({ name: "GET /api/locks/[resource]", access: "viewer", 
     const where = q.deployment !== undefined ? ` on deployment \`${q.deployment}\`` : view.multi ? ` on any deployment (${view.runtimes.map((r) => r.deployment).join(", ")})` : "";
     throw new ApiError("not_found", `No node${where} holds \`${p.resource.slice(0, 200)}\` and it has no recent history: it was released or expired, or never taken.`);
   }
-  return { serverTime: Date.now(), ...lock, replication: await lockReplication(p.resource, lock.deployment) };
+  // `group`: the lock's group (as the grouped view names it), whose stream a lock's page follows.
+  return { serverTime: Date.now(), ...lock, group: getLockGroups().groupOf(p.resource), replication: await lockReplication(p.resource, lock.deployment) };
 });
