@@ -1,11 +1,11 @@
 import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keySlot } from "@lockscope/redlock";
-import type * as HealthRoute from "@/app/api/health/route";
 import type * as MetricsRoute from "@/app/metrics/route";
 import { call, listedLosses, lockDetail, startLiveReconciled, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { readShards, setUpConsoleOverCluster, type RedisClusterSet } from "../support/redis-cluster";
+import { firstWatcher } from "../support/restart";
 import { until } from "../support/wait";
 
 /** Enough releases that the console is still reading them when their primary goes away. */
@@ -21,12 +21,10 @@ const BURST = 50_000;
 describe("a cluster primary going away right after a burst of releases in its slots", () => {
   let unused: TestCluster;
   let set: RedisClusterSet;
-  let health: typeof HealthRoute;
   let metrics: typeof MetricsRoute;
 
   beforeAll(async () => {
     ({ unused, set } = await setUpConsoleOverCluster({ consoleNodeTimeoutMs: 300, clusterNodeTimeoutMs: 2_000 }));
-    health = await import("@/app/api/health/route");
     metrics = await import("@/app/metrics/route");
     await startLiveReconciled({ metrics: true });
   }, 90_000);
@@ -36,10 +34,6 @@ describe("a cluster primary going away right after a burst of releases in its sl
     await set?.close();
   });
 
-  const watcher = async () => {
-    const body = (await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ watcher: { reconnects: number; up: boolean } }> };
-    return body.nodes[0]!.watcher;
-  };
   const heldCount = async () => (await import("@/server/live")).getLockStore().counts().held;
   /** The `del` notifications the console's watcher has received so far (counted as each arrives). */
   const delsReceived = async () => {
@@ -88,7 +82,7 @@ describe("a cluster primary going away right after a burst of releases in its sl
     await primary.set(kept, "holder-kept", "PX", 600_000);
     await set.direct((await set.shardOf(15000)).primary).set(elsewhere, "holder-elsewhere", "PX", 600_000);
     await until("the console lists every lock", async () => (await heldCount()) === BURST + 2, 60_000);
-    const before = (await watcher()).reconnects;
+    const before = (await firstWatcher()).reconnects;
 
     // The primary restarts as soon as its releases are done and announced. Its replica is frozen meanwhile, so
     // nothing fails over: it comes back as the primary of its slots, empty.
@@ -97,7 +91,7 @@ describe("a cluster primary going away right after a burst of releases in its sl
     await primaryNode.restart();
     replicaNode.resume();
     await until("the watcher reconnected and reconciled", async () => {
-      const w = await watcher();
+      const w = await firstWatcher();
       return w.reconnects > before && w.up;
     }, 60_000);
     await until("the console read every release", async () => (await heldCount()) === 1, 60_000);
@@ -127,7 +121,7 @@ describe("a cluster primary going away right after a burst of releases in its sl
     await hold(primary, burst);
     await primary.set(kept, "holder-kept", "PX", 600_000);
     await until("the console lists every lock", async () => (await heldCount()) === heldBefore + BURST + 1, 60_000);
-    const before = (await watcher()).reconnects;
+    const before = (await firstWatcher()).reconnects;
 
     // The primary dies as soon as its releases are done and announced, and its replica has every one of them: the
     // cluster promotes it.
@@ -137,7 +131,7 @@ describe("a cluster primary going away right after a burst of releases in its sl
     // (The harness's own connection may be to the node that died: a question it fails is asked again.)
     await until("the replica promoted", () => set.shardOf(8000).then((s) => s.primary === shard.replicas[0], () => false), 60_000, 200);
     await until("the watcher reconnected and reconciled", async () => {
-      const w = await watcher();
+      const w = await firstWatcher();
       return w.reconnects > before && w.up;
     }, 60_000);
     await until("the console read every release", async () => (await heldCount()) === heldBefore + 1, 60_000);

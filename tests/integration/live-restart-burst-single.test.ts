@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type * as HealthRoute from "@/app/api/health/route";
-import { call, listedLosses, lockDetail, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
+import { listedLosses, lockDetail, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import { holdLocks, type TestCluster } from "../support/redis";
+import { firstWatcher } from "../support/restart";
 import { until } from "../support/wait";
 
 /** Enough releases that the console is still reading them when the restarted node is back. */
@@ -14,11 +14,9 @@ const BURST = 50_000;
  */
 describe("a single node restarting right after a burst of releases", () => {
   let cluster: TestCluster;
-  let health: typeof HealthRoute;
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 1 });
-    health = await import("@/app/api/health/route");
     await startLiveReconciled();
   });
 
@@ -26,10 +24,6 @@ describe("a single node restarting right after a burst of releases", () => {
     await tearDownConsole(cluster);
   });
 
-  const watcher = async () => {
-    const body = (await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ watcher: { reconnects: number; up: boolean } }> };
-    return body.nodes[0]!.watcher;
-  };
   const heldCount = async () => (await import("@/server/live")).getLockStore().counts().held;
 
   it("lists none of the released locks as lost, and still the one its holder kept", async () => {
@@ -37,13 +31,13 @@ describe("a single node restarting right after a burst of releases", () => {
     await holdLocks(n0!, "lock:single-burst", BURST);
     await n0!.set("lock:single-kept", "holder-kept", "PX", 600_000);
     await until("the console lists every lock", async () => (await heldCount()) === BURST + 1, 60_000);
-    const before = (await watcher()).reconnects;
+    const before = (await firstWatcher()).reconnects;
     const pipeline = n0!.pipeline();
     for (let j = 0; j < BURST; j++) pipeline.del(`lock:single-burst/${j}`);
     await pipeline.exec();
     await cluster.restart(0);
     await until("the watcher reconnected and reconciled", async () => {
-      const w = await watcher();
+      const w = await firstWatcher();
       return w.reconnects > before && w.up;
     });
     await until("the console read every release", async () => (await heldCount()) === 0, 60_000);

@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type * as HealthRoute from "@/app/api/health/route";
-import type * as MetricsRoute from "@/app/metrics/route";
-import { call, listedLosses, lockDetail, startLiveReconciled, tearDownConsole } from "../support/console";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { lockDetail, startLiveReconciled, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { setUpConsoleOverCluster, type RedisClusterSet } from "../support/redis-cluster";
+import { expectLostInRestart, firstWatcher, holdConsoleReadOn, untilBackAndEnded } from "../support/restart";
 import { until } from "../support/wait";
 
 const LOCKS = 20;
@@ -16,14 +15,10 @@ const LOCKS = 20;
 describe("a cluster primary restarting empty while a read of its keys is out", () => {
   let unused: TestCluster;
   let set: RedisClusterSet;
-  let health: typeof HealthRoute;
-  let metrics: typeof MetricsRoute;
 
   beforeAll(async () => {
     // (A node timeout long enough that a primary stopped for a few seconds is not failed over.)
     ({ unused, set } = await setUpConsoleOverCluster({ consoleNodeTimeoutMs: 300, clusterNodeTimeoutMs: 10_000 }));
-    health = await import("@/app/api/health/route");
-    metrics = await import("@/app/metrics/route");
     await startLiveReconciled({ metrics: true });
   }, 90_000);
 
@@ -31,11 +26,6 @@ describe("a cluster primary restarting empty while a read of its keys is out", (
     await tearDownConsole(unused);
     await set?.close();
   });
-
-  const watcher = async () => {
-    const body = (await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ watcher: { reconnects: number; up: boolean } }> };
-    return body.nodes[0]!.watcher;
-  };
 
   it("lists the locks the primary came back without as lost in the restart, not released", async () => {
     const shard = await set.shardOf(3000);
@@ -46,18 +36,9 @@ describe("a cluster primary restarting empty while a read of its keys is out", (
     const keys = Array.from({ length: LOCKS }, (_, i) => `${tag}/${i}`);
     for (const key of keys) await primary.set(key, `holder-${key}`, "PX", 600_000);
     await until("the console lists every lock held", async () => (await Promise.all(keys.map(lockDetail))).every((d) => d?.state === "held"), 30_000);
-    const before = (await watcher()).reconnects;
+    const before = (await firstWatcher()).reconnects;
 
-    // Every holder extends its lock, and the primary pauses writes right after: the notifications go out, and the
-    // console's read of the keys (a script, which a write pause holds too) waits on the primary.
-    const pipeline = primary.pipeline();
-    for (const key of keys) pipeline.pexpire(key, 600_000);
-    pipeline.call("CLIENT", "PAUSE", "20000", "WRITE");
-    await pipeline.exec();
-    await until("the console's read of the keys waits on the primary", async () => {
-      const clients = String(await primary.call("CLIENT", "LIST"));
-      return clients.split("\n").some((line) => line.includes("name=lockscope:watcher-reader") && /\bcmd=eval(sha)?\b/.test(line) && /\bflags=\S*b/.test(line));
-    }, 10_000, 20);
+    await holdConsoleReadOn(primary, keys);
 
     // The primary restarts with that read still out, and comes back as the primary of its slots, empty (nothing fails
     // over). The cluster client sends the read again. A restarted primary refuses commands on keys for its first 2 s
@@ -68,15 +49,8 @@ describe("a cluster primary restarting empty while a read of its keys is out", (
     primaryNode.pause();
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     primaryNode.resume();
-    await until("the watcher reconnected and reconciled", async () => {
-      const w = await watcher();
-      return w.reconnects > before && w.up;
-    }, 60_000);
-    await until("every lock ended", async () => (await Promise.all(keys.map(lockDetail))).every((d) => d !== null && d.state !== "held"), 30_000);
+    await untilBackAndEnded(before, keys);
 
-    expect((await Promise.all(keys.map(lockDetail))).map((d) => d?.state)).toEqual(keys.map(() => "lost"));
-    expect((await listedLosses()).filter((l) => l.kind === "restart").map((l) => l.resource).sort()).toEqual([...keys].sort());
-    const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
-    expect(text).toMatch(new RegExp(`^lockscope_locks_lost_in_restart_total\\{[^}]*\\} ${LOCKS}$`, "m"));
+    await expectLostInRestart(keys);
   }, 120_000);
 });

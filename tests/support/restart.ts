@@ -1,0 +1,45 @@
+import type Redis from "ioredis";
+import { expect } from "vitest";
+import { call, listedLosses, lockDetail } from "./console";
+import { until } from "./wait";
+
+/** The watcher of the console's first node as `GET /api/health` shows it: its reconnects, and whether it is up. */
+export async function firstWatcher(): Promise<{ reconnects: number; up: boolean }> {
+  const health = await import("@/app/api/health/route");
+  const body = (await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ watcher: { reconnects: number; up: boolean } }> };
+  return body.nodes[0]!.watcher;
+}
+
+/**
+ * Every holder of `keys` extends its lock on `node`, and the node pauses writes right after: the notifications go
+ * out, and the console's read of the keys (a script, which a write pause holds too) waits on the node. Resolves
+ * once that read is seen waiting there.
+ */
+export async function holdConsoleReadOn(node: Redis, keys: readonly string[]): Promise<void> {
+  const pipeline = node.pipeline();
+  for (const key of keys) pipeline.pexpire(key, 600_000);
+  pipeline.call("CLIENT", "PAUSE", "20000", "WRITE");
+  await pipeline.exec();
+  await until("the console's read of the keys waits on the node", async () => {
+    const clients = String(await node.call("CLIENT", "LIST"));
+    return clients.split("\n").some((line) => line.includes("name=lockscope:watcher-reader") && /\bcmd=eval(sha)?\b/.test(line) && /\bflags=\S*b/.test(line));
+  }, 10_000, 20);
+}
+
+/** Waits for the first node's watcher to have reconnected since `reconnectsBefore` and be up, and every lock of `keys` to have ended. */
+export async function untilBackAndEnded(reconnectsBefore: number, keys: readonly string[]): Promise<void> {
+  await until("the watcher reconnected and reconciled", async () => {
+    const w = await firstWatcher();
+    return w.reconnects > reconnectsBefore && w.up;
+  }, 60_000);
+  await until("every lock ended", async () => (await Promise.all(keys.map(lockDetail))).every((d) => d !== null && d.state !== "held"), 30_000);
+}
+
+/** Every lock of `keys` ended lost in a restart: on its page, on the losses list, and counted in `/metrics`. */
+export async function expectLostInRestart(keys: readonly string[]): Promise<void> {
+  expect((await Promise.all(keys.map(lockDetail))).map((d) => d?.state)).toEqual(keys.map(() => "lost"));
+  expect((await listedLosses()).filter((l) => l.kind === "restart").map((l) => l.resource).sort()).toEqual([...keys].sort());
+  const metrics = await import("@/app/metrics/route");
+  const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
+  expect(text).toMatch(new RegExp(`^lockscope_locks_lost_in_restart_total\\{[^}]*\\} ${keys.length}$`, "m"));
+}
