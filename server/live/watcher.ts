@@ -99,7 +99,7 @@ class PastDeadline extends Error {
   override name = "PastDeadline";
 }
 
-/** What a cluster's read throws when the watcher dropped while it was out (see `NodeWatcher.read`). */
+/** What a read throws when the watcher dropped while it was out (see `NodeWatcher.read`). */
 class ReadAcrossDrop extends Error {
   override name = "ReadAcrossDrop";
 }
