@@ -186,8 +186,8 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       const held = (r: FormatReading) => r.format === leading.format && r.holders.some((h) => h.id === token);
       let holder = held(leading) ? leading : holding.find((r) => held(r.reading))?.reading;
       // A semaphore is read up to its 64 newest members: a holder past them is asked for by name before saying it is gone.
-      const unread = holding.filter((r) => r.reading.format === "redis-semaphore" && r.reading.redisType === "zset" && r.reading.warnings.includes("truncated"));
-      if (!holder && unread.length > 0 && (await someNodeHasMember(nodes.filter((n) => unread.some((r) => r.id === n.id)), resource, token, false))) {
+      const unread = holding.filter((r) => isSemaphoreSet(r.reading) && r.reading.warnings.includes("truncated"));
+      if (!holder && unread.length > 0 && (await someNodeHasMember(nodes, unread, resource, token, false))) {
         holder = unread[0]?.reading;
       }
       if (!holder) {
@@ -217,8 +217,8 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
 
   // A semaphore member that is not valid UTF-8 is read, shown and given back with U+FFFD in place of its bytes, a
   // text no member has: the release (ZREM by that text) would remove nothing and find the lock "changed hands".
-  const members = holding.filter((r) => r.reading.format === "redis-semaphore" && r.reading.redisType === "zset" && r.reading.holders.some((h) => h.id === holderId));
-  if (holderId.includes("\uFFFD") && members.length > 0 && !(await someNodeHasMember(nodes.filter((n) => members.some((r) => r.id === n.id)), resource, holderId, true))) {
+  const members = holding.filter((r) => isSemaphoreSet(r.reading) && r.reading.holders.some((h) => h.id === holderId));
+  if (holderId.includes("\uFFFD") && members.length > 0 && !(await someNodeHasMember(nodes, members, resource, holderId, true))) {
     throw new ApiError(
       "unprocessable",
       `The holder \`${preview(holderId)}\` of \`${preview(resource)}\` is not valid UTF-8 on the nodes (the console shows such bytes as U+FFFD), so the console cannot name it to take it out; nothing was touched. Remove that member on the nodes yourself (ZREM) once you are sure whose it is.`,
@@ -513,14 +513,17 @@ function plainNodeError(raw: string | undefined, resource: string): string {
   return nodeFailureText(raw) ?? "the release script failed on this node (details in the console's log)";
 }
 
+/** A redis-semaphore semaphore's reading (a sorted set of permits, whose members the release takes out by name). */
+const isSemaphoreSet = (reading: FormatReading): boolean => reading.format === "redis-semaphore" && reading.redisType === "zset";
+
 /**
- * Whether one of `nodes` has the sorted-set member `holderId` (or, for a MultiSemaphore holder, its first permit
- * `<id>_0`), compared as the release script compares it. `unknownHas`: whether a node that cannot be asked counts
- * as having it.
+ * Whether one of the nodes that gave `readings` has the sorted-set member `holderId` (or, for a MultiSemaphore holder,
+ * its first permit `<id>_0`), compared as the release script compares it. `unknownHas`: whether a node that cannot
+ * be asked counts as having it.
  */
-async function someNodeHasMember(nodes: readonly LockNode[], resource: string, holderId: string, unknownHas: boolean): Promise<boolean> {
+async function someNodeHasMember(nodes: readonly LockNode[], readings: ReadonlyArray<{ id: string }>, resource: string, holderId: string, unknownHas: boolean): Promise<boolean> {
   const found = await Promise.all(
-    nodes.map(async (node) => {
+    nodes.filter((n) => readings.some((r) => r.id === n.id)).map(async (node) => {
       try {
         const [one, firstPermit] = await Promise.all([node.client.zscore(resource, holderId), node.client.zscore(resource, `${holderId}_0`)]);
         return one !== null || firstPermit !== null;

@@ -17,7 +17,7 @@ import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
 import type { LockClient } from "../deployments";
 import { clusterNodeAt, isCommandRefused } from "../deployments/cluster";
-import { nodeClientOptions, type LockNode } from "../nodes";
+import { connectionDrops, nodeClientOptions, type LockNode } from "../nodes";
 import { ClusterSubscriber, type WatchSubscriber } from "./cluster-subscriber";
 import type { LiveEvents } from "./events";
 import type { LockStore, NodeSample } from "./store";
@@ -99,7 +99,7 @@ class PastDeadline extends Error {
   override name = "PastDeadline";
 }
 
-/** What a read throws when the watcher dropped while it was out (see `NodeWatcher.read`). */
+/** What a read throws when its connection dropped while it was out (see `NodeWatcher.read`). */
 class ReadAcrossDrop extends Error {
   override name = "ReadAcrossDrop";
 }
@@ -251,8 +251,6 @@ export class NodeWatcher {
   private readonly fairTimeoutsChannel: string;
   private fairQueuesRefused = false;
   private downSince: number | null = null;
-  /** How many times a connection of the watcher dropped (see `wentDown`): a read out across one is not applied (see `read`). */
-  private drops = 0;
   private everUp = false;
   private enabledByUs = false;
   private notificationsChecked = false;
@@ -568,7 +566,6 @@ export class NodeWatcher {
 
   private wentDown(): void {
     this.attempted = true;
-    this.drops += 1;
     // Whatever happens while we are away is lost: forget pending reads, the reconcile will cover them (all of
     // them: what was read here while the console started may be stale by then).
     this.ctx.store.forgetReadsAtStart(this.index);
@@ -1679,18 +1676,16 @@ export class NodeWatcher {
 
   async read(keys: readonly string[]): Promise<KeyReading[]> {
     if (keys.length === 0) return [];
-    // A client sends a command again when its connection drops: a standalone node's once it has reconnected (ioredis
-    // resends what was unanswered), a cluster's to whichever node serves the slot by then (and after CLUSTERDOWN,
-    // MOVED). A node that restarted empty answers that the keys it forgot are gone, before the bring-up's restart
-    // check has taken what it held (the locks lost in the restart would end as released), and a failover's promoted
-    // replica answers before the failover was compared. So a read out when the watcher dropped is no node's word: it
-    // fails, and its keys are read again once the bring-up has checked for a restart and reconciled (the runtime owes
-    // them: see `readInBatches`; a reconcile fails, and the bring-up tries again). The ends announced before the drop
-    // were applied at it.
-    const drops = this.drops;
+    // A client sends a command again when its connection drops (see `connectionDrops`). A node that restarted empty
+    // answers that the keys it forgot are gone, before the bring-up's restart check has taken what it held (the locks
+    // lost in the restart would end as released), and a failover's promoted replica answers before the failover was
+    // compared. So a read out across a drop of the reader is no node's word: it fails, and its keys are read again
+    // once the bring-up has checked for a restart and reconciled (the runtime owes them: see `readInBatches`; a
+    // reconcile fails, and the bring-up tries again). The ends announced before the drop were applied at it.
+    const drops = connectionDrops(this.reader);
     // On a cluster, one batch per hash slot.
     const readings = this.cluster ? await readInSlots(keys, (batch) => this.readBatch(batch)) : await this.readBatch(keys);
-    if (this.drops !== drops) throw new ReadAcrossDrop("the watcher dropped while the read was out: the keys are read again after the bring-up");
+    if (connectionDrops(this.reader) !== drops) throw new ReadAcrossDrop("the reader's connection dropped while the read was out: the keys are read again after the bring-up");
     return readings;
   }
 
