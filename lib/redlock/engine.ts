@@ -1,4 +1,5 @@
 import type { RedlockClient } from "./client.ts";
+import type { DropClock } from "./drops.ts";
 import type { NodeVote } from "./errors.ts";
 import type { RedlockEvents } from "./events.ts";
 import type { LockOwner } from "./lock.ts";
@@ -23,6 +24,8 @@ export interface FenceRepairer {
 /** @internal What the operations (acquire, release, extend, using) share from their `Redlock`. */
 export interface Engine {
   readonly clients: readonly RedlockClient[];
+  /** When each client's connection last dropped (see `dropClock`), in the order of `clients`. */
+  readonly drops: readonly DropClock[];
   readonly settings: ResolvedSettings;
   readonly quorum: number;
   /** A client is a Redis Cluster client: every resource of one lock must be in one hash slot. */

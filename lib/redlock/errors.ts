@@ -151,6 +151,19 @@ export class NodeTimeoutError extends Error {
   }
 }
 
+/**
+ * A node's connection dropped while a release was out, and its answer said nothing was deleted: the client
+ * sent the release again once it reconnected, and that second run cannot tell whether the first one deleted
+ * the lock (its answer was lost with the connection) or whether the lock was gone before. Counted as that
+ * node's failed vote, never as a sign that the lock was lost.
+ */
+export class AnswerLostError extends Error {
+  constructor(readonly index: number) {
+    super(`Node ${index}'s connection dropped while the release was out; the answer that came is of the release sent again, which cannot tell whether the first one deleted the lock`);
+    this.name = "AnswerLostError";
+  }
+}
+
 /** The naive lock's release found a value that is not ours: the lock expired and maybe changed hands. */
 export class NaiveLockLostError extends Error {
   constructor(readonly resource: string, readonly token: string, readonly found: string | null) {

@@ -4,6 +4,7 @@ import { acquireModes } from "./acquire.lua.ts";
 import { lateAcquireHandler } from "./leave-queue.ts";
 import { heldAndMarked, isGranted, isGrantedAndMarked } from "./replies.ts";
 import type { RedlockClient } from "./client.ts";
+import { dropClock } from "./drops.ts";
 import type { Engine } from "./engine.ts";
 import type { RedlockEvents } from "./events.ts";
 import { extendLock } from "./extend.ts";
@@ -67,6 +68,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
     const instanceTag = randomId().slice(0, INSTANCE_TAG_LENGTH);
     this.#engine = {
       clients: nodes,
+      drops: nodes.map(dropClock),
       settings: this.settings,
       quorum,
       clustered: nodes.some(isClusterClient),

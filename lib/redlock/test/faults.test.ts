@@ -1,9 +1,11 @@
+import IORedis from "ioredis";
 import type Redis from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { fencedWrite, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "../index.ts";
 import { until } from "./support/wait.ts";
 import { startCluster, type TestCluster } from "./support/redis.ts";
 import { failFastClients } from "./support/support.ts";
+import { startProxy, type TcpProxy } from "./support/proxy.ts";
 
 /** Every client answers a PING (a fail-fast client reconnects a moment after its node came back). */
 const answering = (clients: Redis[]) =>
@@ -217,6 +219,48 @@ describe("slow and stopped nodes", () => {
     expect(reasons).toEqual(["validity", "validity", "validity"]);
     // Each too-late lock was released before the next attempt, not left to expire.
     for (const client of clients) expect(await client.exists("lock:slow")).toBe(0);
+    await redlock.quit();
+  });
+});
+
+describe("a release whose answer is lost with the connection", () => {
+  let cluster: TestCluster;
+  let proxies: TcpProxy[];
+  let clients: Redis[];
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    proxies = await Promise.all(cluster.ports.map((port) => startProxy(port)));
+    // ioredis's defaults: what a dropped connection left unanswered is sent again once it reconnects.
+    clients = proxies.map((p) => {
+      const client = new IORedis(p.port, "127.0.0.1", { retryStrategy: () => 20 });
+      client.on("error", () => {
+        // The cut is made on purpose; the engine's votes tell what it did.
+      });
+      return client;
+    });
+    await answering(clients);
+  });
+  afterAll(async () => {
+    for (const client of clients) client.disconnect();
+    await Promise.all(proxies.map((p) => p.close()));
+    await cluster.close();
+  });
+
+  it.each([1, 3])("is not reported lost when the node ran it (%i node(s))", async (size) => {
+    const nodes = clients.slice(0, size);
+    const redlock = new Redlock(nodes, { nodeTimeoutMs: 2000 });
+    const lost: unknown[] = [];
+    redlock.on("lost", (event) => lost.push(event));
+    const resource = `lock:answer-lost-${size}`;
+    const lock = await redlock.acquire([resource], 30_000);
+    // A quorum of nodes delete it, and their answers never arrive: the client resends the release.
+    for (const proxy of proxies.slice(0, redlock.quorum)) proxy.loseReply(":1\r\n");
+    const { released, votes } = await redlock.release(lock);
+    for (const client of cluster.clients().slice(0, size)) expect(await client.exists(resource)).toBe(0);
+    expect(lost).toEqual([]);
+    // The resent release found nothing to delete; that answer says nothing about whether the first one did.
+    expect(votes.filter((v) => v.vote === "against")).toEqual([]);
+    expect(released).toBe(false);
     await redlock.quit();
   });
 });
