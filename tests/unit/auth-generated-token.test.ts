@@ -4,7 +4,9 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 
 describe("generated operator token", () => {
-  it("is generated once when none is configured, kept with mode 0600, and reused on the next start", async () => {
+  // The first import of the server's auth module transforms its whole import tree, which took over 5 s (the unit
+  // tests' default timeout) on a loaded machine; what this test checks is the token, not how long that takes.
+  it("is generated once when none is configured, kept with mode 0600, and reused on the next start", { timeout: 30_000 }, async () => {
     const store = globalThis as unknown as Record<symbol, unknown>;
     for (const name of ["config", "secrets", "launcher-config"]) delete store[Symbol.for(`lockscope.${name}`)];
     const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-token-"));
