@@ -72,7 +72,7 @@ const CONSOLE_NODE_ARGS = consoleArgsAt >= 0 ? (argv[consoleArgsAt + 1] ?? "").s
 const consoleLogAt = argv.indexOf("--console-log");
 const CONSOLE_LOG = consoleLogAt >= 0 ? (argv[consoleLogAt + 1] ?? null) : null;
 /**
- * `--latency-trace FILE`: for each measured churn, every change's write time (Unix ms) and delivery, and the
+ * `--latency-trace FILE`: for each measured churn, every change's write time (Unix ms), delivery and kind, and the
  * console main thread's scheduler counters (`/proc/<pid>/task/<pid>/schedstat`: ran, waited runnable) every
  * tick, appended as tab-separated lines, to line up a slow stretch with what the console was doing then.
  */
@@ -442,7 +442,7 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
         worstAt = p.sentAt - t0;
       }
       latencies.push(at - p.sentAt);
-      if (trace) trace.push(`d\t${(performance.timeOrigin + p.sentAt).toFixed(1)}\t${(at - p.sentAt).toFixed(1)}`);
+      if (trace) trace.push(`d\t${(performance.timeOrigin + p.sentAt).toFixed(1)}\t${(at - p.sentAt).toFixed(1)}\t${p.kind}`);
       pending.delete(lock.resource);
     }
   };
