@@ -240,10 +240,31 @@ describe("a release whose answer is lost with the connection", () => {
     });
     await answering(clients);
   });
+  /** How many of `nodes` saw their connection drop since this was called. */
+  const dropsSeen = (nodes: Redis[]) => {
+    const dropped = new Set<Redis>();
+    for (const node of nodes) node.once("close", () => dropped.add(node));
+    return () => dropped.size;
+  };
   afterAll(async () => {
     for (const client of clients) client.disconnect();
     await Promise.all(proxies.map((p) => p.close()));
     await cluster.close();
+  });
+
+  it.each([1, 3])("an acquisition whose answers are lost is still had (%i node(s))", async (size) => {
+    const nodes = clients.slice(0, size);
+    const redlock = new Redlock(nodes, { nodeTimeoutMs: 2000, retryCount: 0 });
+    const resource = `lock:grant-lost-${size}`;
+    const cut = dropsSeen(nodes);
+    for (const proxy of proxies.slice(0, redlock.quorum)) proxy.loseReply("+OK\r\n");
+    const outcome = await redlock.acquire([resource], 30_000).then(
+      (lock) => ({ held: true, lock }),
+      (error: unknown) => ({ held: false, error }),
+    );
+    expect(cut()).toBe(redlock.quorum);
+    expect(outcome).toMatchObject({ held: true });
+    await redlock.quit();
   });
 
   it.each([1, 3])("is not reported lost when the node ran it (%i node(s))", async (size) => {
@@ -254,8 +275,10 @@ describe("a release whose answer is lost with the connection", () => {
     const resource = `lock:answer-lost-${size}`;
     const lock = await redlock.acquire([resource], 30_000);
     // A quorum of nodes delete it, and their answers never arrive: the client resends the release.
+    const cut = dropsSeen(nodes);
     for (const proxy of proxies.slice(0, redlock.quorum)) proxy.loseReply(":1\r\n");
     const { released, votes } = await redlock.release(lock);
+    expect(cut()).toBe(redlock.quorum);
     for (const client of cluster.clients().slice(0, size)) expect(await client.exists(resource)).toBe(0);
     expect(lost).toEqual([]);
     // The resent release found nothing to delete; that answer says nothing about whether the first one did.
