@@ -152,10 +152,10 @@ export class NodeTimeoutError extends Error {
 }
 
 /**
- * A node's connection dropped while a release was out, and its answer said nothing was deleted: the client
- * sent the release again once it reconnected, and that second run cannot tell whether the first one deleted
- * the lock (its answer was lost with the connection) or whether the lock was gone before. Counted as that
- * node's failed vote, never as a sign that the lock was lost.
+ * A node's connection dropped while a release (or `forceRelease`) was out, and its answer said nothing was
+ * deleted: the client sent the script again once it reconnected, and that second run cannot tell whether the
+ * first one deleted the lock (its answer was lost with the connection) or whether the lock was gone before.
+ * Counted as that node's failed vote (`forceRelease`: its `error` result), never as a sign that the lock was lost.
  */
 export class AnswerLostError extends Error {
   constructor(readonly index: number) {

@@ -1,4 +1,6 @@
 import type { ForceReleaseClient } from "./client.ts";
+import { dropClock } from "./drops.ts";
+import { AnswerLostError } from "./errors.ts";
 import { FORCE_RELEASE_LUA } from "./force-release.lua.ts";
 import { runRound } from "./round.ts";
 import { defineScript } from "./script.ts";
@@ -66,6 +68,8 @@ export async function forceRelease(
   if (token === "") check.fail("token", "a non-empty string or null", token);
   const nodeTimeoutMs = check.timerMs("nodeTimeoutMs", options.nodeTimeoutMs ?? DEFAULTS.nodeTimeoutMs, 1);
 
+  const drops = nodes.map(dropClock);
+  const sentAt = performance.now();
   const outcomes = await runRound(nodes, SCRIPT, {
     keys: [resource],
     args: [token ?? ""],
@@ -83,6 +87,14 @@ export async function forceRelease(
       return { status, previous: typeof previous === "string" ? previous : null, detail: typeof detail === "string" ? detail : null, wokenBy, queued: raw[4] === 1, told };
     },
   });
+  // "absent" or "mismatch" from a node whose connection dropped meanwhile may be the answer of the script sent
+  // again after a first run that deleted the value (see `dropClock`): what that node did is unknown.
+  for (let index = 0; index < outcomes.length; index++) {
+    const outcome = outcomes[index]!;
+    if (outcome.state === "ok" && (outcome.value.status === "absent" || outcome.value.status === "mismatch") && drops[index]!.at >= sentAt) {
+      outcomes[index] = { state: "error", error: new AnswerLostError(index) };
+    }
+  }
   return {
     nodes: outcomes.map((outcome, index): ForceReleaseNodeResult =>
       outcome.state === "ok"

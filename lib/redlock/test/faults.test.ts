@@ -1,7 +1,7 @@
 import IORedis from "ioredis";
 import type Redis from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { fencedWrite, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "../index.ts";
+import { fencedWrite, forceRelease, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "../index.ts";
 import { until } from "./support/wait.ts";
 import { startCluster, type TestCluster } from "./support/redis.ts";
 import { failFastClients } from "./support/support.ts";
@@ -264,6 +264,20 @@ describe("a release whose answer is lost with the connection", () => {
     );
     expect(cut()).toBe(redlock.quorum);
     expect(outcome).toMatchObject({ held: true });
+    await redlock.quit();
+  });
+
+  it("a force release whose answer is lost says the node's result is unknown, not absent", async () => {
+    const redlock = new Redlock(clients, { nodeTimeoutMs: 2000 });
+    const resource = "lock:force-answer-lost";
+    await redlock.acquire([resource], 30_000);
+    const cut = dropsSeen(clients.slice(0, 1));
+    proxies[0]!.loseReply("deleted");
+    const result = await forceRelease(clients, resource, { nodeTimeoutMs: 2000 });
+    expect(cut()).toBe(1);
+    for (const client of cluster.clients()) expect(await client.exists(resource)).toBe(0);
+    expect(result.nodes.map((n) => n.result)).toEqual(["error", "deleted", "deleted"]);
+    expect(result.nodes[0]!.error).toMatch(/connection dropped while the release was out/);
     await redlock.quit();
   });
 
