@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { getRegistry } from "@/server/metrics";
+import { METRIC_CATALOG, getRegistry } from "@/server/metrics";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const read = (file: string) => readFileSync(path.join(ROOT, file), "utf8");
@@ -9,6 +9,7 @@ const read = (file: string) => readFileSync(path.join(ROOT, file), "utf8");
 interface Target {
   expr?: string;
   refId?: string;
+  legendFormat?: string;
 }
 interface Panel {
   id: number;
@@ -30,6 +31,37 @@ function metricNames(text: string): string[] {
   const names = new Set<string>();
   for (const [name] of text.matchAll(/\blockscope_[a-z0-9_]+/g)) names.add(name.replace(/_(bucket|sum|count)$/, ""));
   return [...names].sort();
+}
+
+/**
+ * The labels each metric the console exports carries: the catalog's, and those of the lock history's three
+ * (made only with AUDIT_DATABASE_URL, in server/history/service.ts). Node.js's process metrics are left out: the
+ * shipped queries read them by name alone.
+ */
+const METRIC_LABELS = new Map<string, readonly string[]>([
+  ...METRIC_CATALOG.map((d): [string, readonly string[]] => [d.name, d.labels]),
+  ["lockscope_history_events_total", ["outcome"]],
+  ["lockscope_history_write_failures_total", []],
+  ["lockscope_history_queue_events", []],
+]);
+
+/** Labels every series has once scraped (`job`, `instance`), and a histogram's buckets (`le`). */
+const SCRAPE_LABELS = ["job", "instance", "le"];
+
+/**
+ * The labels a PromQL expression selects, groups or joins by (`{x="…"}`, `by (x)`, `on (x)`, `group_left (x)`…),
+ * with those `shown` (a legend's `{{x}}`, an annotation's `$labels.x`), that no metric it names carries: a label
+ * that does not exist matches nothing, groups nothing and shows nothing, silently.
+ */
+function unknownLabels(expr: string, shown: readonly string[] = []): string[] {
+  const carried = new Set(SCRAPE_LABELS);
+  for (const name of metricNames(expr)) for (const label of METRIC_LABELS.get(name) ?? []) carried.add(label);
+  const used = new Set(shown);
+  for (const [, list] of expr.matchAll(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g)) {
+    for (const label of list!.split(",").map((l) => l.trim()).filter(Boolean)) used.add(label);
+  }
+  for (const [, matchers] of expr.matchAll(/\{([^{}]*)\}/g)) for (const [, label] of matchers!.matchAll(/([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)/g)) used.add(label!);
+  return [...used].filter((label) => !carried.has(label)).sort();
 }
 
 async function exportedNames(): Promise<Set<string>> {
@@ -77,6 +109,15 @@ describe("the Grafana dashboard", () => {
       expect(queried).toContain(name);
     }
   });
+  it("selects, groups and shows only labels the metrics it queries carry", () => {
+    const targets = panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr ?? "", legend: t.legendFormat ?? "" })));
+    expect(targets.length).toBeGreaterThan(40);
+    const wrong = targets
+      .map(({ panel, expr, legend }) => ({ panel, labels: unknownLabels(expr.replace(/\$[a-z_]+/g, "x"), [...legend.matchAll(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g)].map((m) => m[1]!)) }))
+      .filter((t) => t.labels.length > 0);
+    expect(wrong).toEqual([]);
+  });
+
   it("has a panel for every metric an alert rule watches: the on-call paged by one finds it on the dashboard", () => {
     const queried = new Set(metricNames(panels.flatMap((p) => p.targets ?? []).map((t) => t.expr ?? "").join("\n")));
     // The rules' expressions only (their annotations may name a metric to look at, as a description does).
@@ -94,6 +135,26 @@ describe("the alert rules", () => {
     const named = metricNames(read("ops/prometheus/alerts.yml"));
     expect(named.length).toBeGreaterThan(8);
     expect(named.filter((name) => !exported.has(name))).toEqual([]);
+  });
+
+  it("select, group and name in their messages only labels the metrics they query carry", () => {
+    const rules = read("ops/prometheus/alerts.yml")
+      .split(/^\s*- alert: /m)
+      .slice(1)
+      .map((block) => {
+        const alert = block.split("\n")[0]!;
+        const expr = /^\s+expr: (\|\n(?:\s{10,}.*\n)+|.*\n)/m.exec(block)?.[1] ?? "";
+        // The queries the summaries and descriptions run (`printf "max(lockscope_nodes{job=%q, …})" … | query`).
+        const queries = [...block.matchAll(/printf \\"((?:[^"\\]|\\[^"])*)\\"/g)].map((m) => m[1]!);
+        const shown = [...block.matchAll(/\$labels\.([A-Za-z_][A-Za-z0-9_]*)/g), ...block.matchAll(/\| label \\"([A-Za-z_][A-Za-z0-9_]*)\\"/g)].map((m) => m[1]!);
+        return { alert, expr, queries, shown };
+      });
+    expect(rules.length).toBeGreaterThanOrEqual(21);
+    expect(rules.every((r) => r.expr !== "")).toBe(true);
+    const wrong = rules
+      .map(({ alert, expr, queries, shown }) => ({ alert, labels: unknownLabels([expr, ...queries].join("\n"), shown) }))
+      .filter((r) => r.labels.length > 0);
+    expect(wrong).toEqual([]);
   });
 
   it("tell the on-call where to look: every description names a console route that exists", () => {
