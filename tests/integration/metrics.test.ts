@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as MetricsRoute from "@/app/metrics/route";
 import type { Redlock as RedlockClass } from "@lockscope/redlock";
@@ -83,6 +85,18 @@ describe("GET /metrics on real lock nodes", () => {
     expect(s.get('lockscope_node_notifications{node="node-0",status="enabled-by-console"}')).toBe(1);
     expect(s.get('lockscope_watcher_connected{node="node-1"}')).toBe(1);
     expect(s.get('lockscope_lab_runs_total{strategy="atomic",status="done"}')).toBe(0);
+  });
+
+  it("exports every metric the shipped alert rules and Grafana dashboard name", async () => {
+    const ops = (file: string) => readFileSync(path.resolve(import.meta.dirname, "../../ops", file), "utf8");
+    // Histograms are queried through their _bucket, _sum and _count series.
+    const named = (text: string) => new Set([...text.matchAll(/\blockscope_[a-z0-9_]+/g)].map(([name]) => name.replace(/_(bucket|sum|count)$/, "")));
+    const referenced = new Set([...named(ops("prometheus/alerts.yml")), ...named(ops("grafana/lockscope.json"))]);
+    // Exported only with AUDIT_DATABASE_URL: audit-postgres.test.ts scrapes them from a console with a database.
+    for (const name of ["lockscope_history_events_total", "lockscope_history_queue_events", "lockscope_history_write_failures_total"]) referenced.delete(name);
+    expect(referenced.size).toBeGreaterThan(40);
+    const scraped = new Set([...(await scrape()).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+    expect([...referenced].filter((name) => !scraped.has(name)).sort()).toEqual([]);
   });
 
   it("counts what the engine and the watcher see, and passes promtool check metrics after load", async () => {
