@@ -15,6 +15,7 @@ interface Panel {
   id: number;
   type: string;
   title: string;
+  description?: string;
   targets?: Target[];
   panels?: Panel[];
   gridPos?: { h: number; w: number; x: number; y: number };
@@ -116,6 +117,23 @@ describe("the Grafana dashboard", () => {
       .map(({ panel, expr, legend }) => ({ panel, labels: unknownLabels(expr.replace(/\$[a-z_]+/g, "x"), [...legend.matchAll(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g)].map((m) => m[1]!)) }))
       .filter((t) => t.labels.length > 0);
     expect(wrong).toEqual([]);
+  });
+
+  it("shows, on a panel that names an alert, a metric that alert watches", () => {
+    // Each rule's expression, by alert name.
+    const rules = new Map(
+      read("ops/prometheus/alerts.yml")
+        .split(/^\s*- alert: /m)
+        .slice(1)
+        .map((block): [string, string] => [block.split("\n")[0]!, /^\s+expr: (\|\n(?:\s{10,}.*\n)+|.*\n)/m.exec(block)?.[1] ?? ""]),
+    );
+    const claims = panels.flatMap((p) => [...(p.description ?? "").matchAll(/\bLockscope[A-Z][A-Za-z]+/g)].map(([alert]) => ({ panel: p.title, alert, queried: metricNames((p.targets ?? []).map((t) => t.expr ?? "").join("\n")) })));
+    expect(claims.length).toBeGreaterThan(5);
+    const unrelated = claims.filter(({ alert, queried }) => {
+      const watched = metricNames(rules.get(alert) ?? "");
+      return watched.length === 0 || !queried.some((name) => watched.includes(name));
+    });
+    expect(unrelated.map(({ panel, alert }) => `${panel}: ${alert}`)).toEqual([]);
   });
 
   it("has a panel for every metric an alert rule watches: the on-call paged by one finds it on the dashboard", () => {
