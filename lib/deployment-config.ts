@@ -84,7 +84,7 @@ export function urlProblem(s: string): string | null {
   if (u.protocol !== "redis:" && u.protocol !== "rediss:") return "is not a redis:// or rediss:// URL";
   if (u.hostname === "") return "has no host";
   if (u.port !== "" && !(Number(u.port) >= 1 && Number(u.port) <= 65535)) return "has a port outside 1 to 65535";
-  if (u.pathname !== "" && u.pathname !== "/" && !/^\/\d{1,2}$/.test(u.pathname)) return "has a path other than a database number (/0 to /15)";
+  if (u.pathname !== "" && u.pathname !== "/" && !/^\/\d{1,2}$/.test(u.pathname)) return "has a path other than a database number (/0, /1, …)";
   return null;
 }
 

@@ -103,7 +103,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   counterMetric("lockscope_watcher_gaps_total", ["node", "deployment"], "Times the watcher missed events (subscriber down) and reconciled with a SCAN, by node."),
   counterMetric("lockscope_locks_lost_in_restart_total", ["node", "deployment"], "Locks a lock node came back without after it restarted, though their TTL had not run out, by node."),
   counterMetric("lockscope_node_restart_hazards_total", ["node", "deployment"], "Restarts of the node without persistence sooner than the longest TTL the console knew on it, counted as the console saw them (the hazard gauge can miss one shorter than the scrape interval), by node."),
-  gaugeMetric("lockscope_watcher_connected", ["node", "deployment"], "1 when the node's keyspace subscriber is connected."),
+  gaugeMetric("lockscope_watcher_connected", ["node", "deployment"], "1 while the console watches the node: its keyspace subscriber subscribed, the node reconciled and answering."),
   counterMetric("lockscope_failovers_total", ["deployment"], "Failovers seen (Sentinel +switch-master, a cluster replica promoted), by deployment."),
   counterMetric("lockscope_locks_lost_in_failover_total", ["deployment"], "Locks held on a primary that its promoted replica did not have after a failover, by deployment."),
   gaugeMetric("lockscope_watcher_last_event_timestamp_seconds", ["node", "deployment"], "When the node's subscriber last received a notification (Unix seconds); 0 before the first."),

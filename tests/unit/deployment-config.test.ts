@@ -70,7 +70,7 @@ describe("deployment configuration", () => {
     ]);
     for (const line of lines) expect(line).not.toContain("\n");
     const url = linesOf({ REDIS_URL: "rediss://user:hunter2-password@host:6380/abc" });
-    expect(url).toEqual(['REDIS_URL: URL 1 ("rediss://user:****@host:6380/abc") has a path other than a database number (/0 to /15): expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.']);
+    expect(url).toEqual(['REDIS_URL: URL 1 ("rediss://user:****@host:6380/abc") has a path other than a database number (/0, /1, …): expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.']);
     expect(url.join("")).not.toContain("hunter2");
   });
 
