@@ -34,6 +34,38 @@ function maskUrl(value: unknown): unknown {
   return typeof value === "string" && /^rediss?:\/\//i.test(value) ? maskRedisUrl(value) : value;
 }
 
+/**
+ * Redis repeats the first arguments of a command it does not know (`ERR unknown command 'publish', with args
+ * beginning with: 'lockscope:revoked' '{"value":"<a lock token>"}'`; Redis 6 quotes them with backticks): a lock
+ * token, a holder's value, a release's reason, a password sent with HELLO. The rest of the reply stays.
+ */
+const ECHOED_ARGUMENTS = /(with args beginning with:)[^\r\n]*/g;
+
+/** An error's text without the command arguments Redis repeats in it (see `ECHOED_ARGUMENTS`). */
+export function withoutArguments(text: string): string {
+  return text.replace(ECHOED_ARGUMENTS, "$1 [redacted]");
+}
+
+/**
+ * What the log keeps of an error, whoever logs it and however (an Error, its message, `String(error)`): its name,
+ * code, message and stack, and its cause the same way. Nothing else: ioredis hangs the command and its arguments
+ * on every reply error (`command.args`: a lock token, a reason, the password of a failed AUTH), a Redis Cluster
+ * client its last node's error, a pipeline the errors before it.
+ */
+export function loggedError(value: unknown, depth = 0): unknown {
+  if (typeof value === "string") return withoutArguments(value);
+  if (typeof value !== "object" || value === null) return value;
+  const { name, message, code, stack, cause } = value as { name?: unknown; message?: unknown; code?: unknown; stack?: unknown; cause?: unknown };
+  if (typeof message !== "string") return `[${Object.prototype.toString.call(value).slice(8, -1)}: not logged]`;
+  return {
+    type: typeof name === "string" ? name : "Error",
+    message: withoutArguments(message),
+    ...(typeof code === "string" || typeof code === "number" ? { code } : {}),
+    ...(typeof stack === "string" ? { stack: withoutArguments(stack) } : {}),
+    ...(cause !== undefined && depth < 3 ? { cause: loggedError(cause, depth + 1) } : {}),
+  };
+}
+
 /** The console's logger; `destination` is for tests (default: stdout). */
 export function createLogger(level: LockscopeConfig["logLevel"], destination?: DestinationStream): Logger {
   return pino(
@@ -41,7 +73,9 @@ export function createLogger(level: LockscopeConfig["logLevel"], destination?: D
       level,
       base: { service: "lockscope", pid: process.pid },
       redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
-      serializers: { url: maskUrl, redisUrl: maskUrl },
+      // `err` and `error` are where every caller puts an error or its text (pino's own `err` serializer keeps
+      // every property of an error, the command's arguments with them).
+      serializers: { url: maskUrl, redisUrl: maskUrl, err: loggedError, error: loggedError },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     destination,
@@ -50,7 +84,8 @@ export function createLogger(level: LockscopeConfig["logLevel"], destination?: D
 
 /**
  * Structured JSON logs: one line per request, per node state change and per operator action (never one
- * per lock event), level from LOG_LEVEL. Secrets are masked by field name, whatever the caller passes.
+ * per lock event), level from LOG_LEVEL. Secrets are masked by field name, whatever the caller passes, and an
+ * error under `err` or `error` keeps no command arguments (`loggedError`).
  */
 export function getLogger(): Logger {
   return singleton("logger", () => createLogger(getConfig().logLevel));
