@@ -42,14 +42,47 @@ export class ApiError extends Error {
 }
 
 /**
+ * How ioredis's cluster client begins its error for a command it tried `maxRedirections` times (after MOVED,
+ * CLUSTERDOWN, a dropped connection) whose last try got a reply error: that reply's text follows (ioredis
+ * `Cluster.handleError`; the engine's `isNoScript` knows the same form).
+ */
+const CLUSTER_TRIES_SPENT = "Too many Cluster redirections. Last error: ReplyError: ";
+
+/**
+ * The node's reply in an error's text: the text itself, or the reply a cluster client reports after its tries
+ * (only that exact prefix at the start, so a text that merely mentions a reply is not taken for it).
+ */
+export function replyText(raw: string): string {
+  return raw.startsWith(CLUSTER_TRIES_SPENT) ? raw.slice(CLUSTER_TRIES_SPENT.length) : raw;
+}
+
+/** The node's reply when `error` is a reply error, also one a cluster client reports after its tries; else null. */
+export function replyOf(error: unknown): string | null {
+  if (!(error instanceof Error)) return null;
+  if (error.name === "ReplyError") return error.message;
+  const reply = replyText(error.message);
+  return reply === error.message ? null : reply;
+}
+
+/**
  * A lock node's failure (the Redis client's or the server's error text) in words a viewer can act on, without
  * the client's internals; null when it is none of the kinds known here (the caller says it in its own words).
  */
 export function nodeFailureText(raw: string | undefined): string | null {
   if (raw === undefined || raw === "no answer" || /did not answer within|^no answer within|Command timed out/.test(raw)) return "did not answer in time";
   if (/ECONNREFUSED|ECONNRESET|Connection is closed|Stream isn't writeable|enableOfflineQueue/i.test(raw)) return "not reachable";
-  if (/^NOAUTH|^WRONGPASS/.test(raw)) return "refused the console's credentials";
+  const reply = replyText(raw);
+  if (/^NOAUTH|^WRONGPASS/.test(reply)) return "refused the console's credentials";
   // The credentials were accepted; the user's ACL rules leave out the command or a key (7.2 words it in a script as ERR).
-  if (/^NOPERM|^ERR ACL failure/.test(raw)) return "refused by its ACL: the console's Redis user may not run this command or use this key there";
+  if (/^NOPERM|^ERR ACL failure/.test(reply)) return "refused by its ACL: the console's Redis user may not run this command or use this key there";
   return null;
+}
+
+/**
+ * Whether a node's error is its ACL refusing the console's Redis user the key (`NOPERM`, which Redis answers before
+ * the command or script runs: nothing was done there), also as a cluster client reports it after its tries. Not
+ * the credentials, which the node accepted.
+ */
+export function refusesKey(error: string | undefined): boolean {
+  return error !== undefined && /^NOPERM\b.*\bkeys?\b/i.test(replyText(error));
 }

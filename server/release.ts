@@ -12,7 +12,7 @@ import { newAuditId } from "./audit/records";
 import type { AuditEntry, AuditHolder, AuditNodeResult, AuditOutcome } from "./audit/types";
 import { clientIp, type Principal } from "./auth";
 import { getConfig } from "./config";
-import { ApiError, nodeFailureText } from "./errors";
+import { ApiError, nodeFailureText, refusesKey } from "./errors";
 import { peekGlobal } from "./global";
 import { whenReady } from "./health";
 import { noteForceRelease, withdrawForceRelease } from "./live";
@@ -487,14 +487,6 @@ function auditNodeResult(id: string, r: NodeReleaseResult, format: FormatName, r
     case "error":
       return { id, result: "error", error: plainNodeError(r.error, resource) };
   }
-}
-
-/**
- * Whether a node's error is its ACL refusing the console's Redis user the key (`NOPERM`, which Redis answers before
- * the command or script runs: nothing was done there). Not the credentials, which the node accepted.
- */
-function refusesKey(error: string | undefined): boolean {
-  return error !== undefined && /^NOPERM\b.*\bkeys?\b/i.test(error);
 }
 
 /** The ACL key rule the console's Redis user needs for `resource`: that of the first lock pattern that matches it. */

@@ -6,6 +6,7 @@ import { keySlot } from "@lockscope/redlock";
 import { maskRedisUrl } from "@/lib/config";
 import { clusterFailovers, parseClusterShards, parseClusterSlots, primaryAddresses, readInSlots, slotIn, type ClusterShard } from "@/lib/locks/cluster";
 import { readLockKeys, type ReadLimits } from "@/lib/locks/formats";
+import { replyOf } from "../errors";
 import { initialiseFor } from "../metrics";
 import type { LockNode } from "../nodes";
 import { urlOptions } from "./connection";
@@ -66,10 +67,12 @@ export const clusterDriver: DeploymentDriver<"cluster"> = {
 
 /**
  * Whether a command was refused for good (an ACL's NOPERM, a command or subcommand the server does not have or
- * renamed away), rather than failing for now (a timeout, LOADING, BUSY).
+ * renamed away), rather than failing for now (a timeout, LOADING, BUSY); also when a cluster client reports the
+ * refusal after its tries (`replyOf`).
  */
 export function isCommandRefused(error: unknown): error is Error {
-  return error instanceof Error && error.name === "ReplyError" && /^NOPERM|unknown (sub)?command/i.test(error.message);
+  const reply = replyOf(error);
+  return reply !== null && /^NOPERM|unknown (sub)?command/i.test(reply);
 }
 
 export interface TopologyChange {

@@ -1,7 +1,10 @@
-import Redis from "ioredis";
+import Redis, { type Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readLockKeys } from "@/lib/locks/formats";
 import { isCommandRefused } from "@/server/deployments/cluster";
+import { nodeFailureText, refusesKey } from "@/server/errors";
 import { startCluster, type TestCluster } from "../support/redis";
+import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
 
 /**
  * What the console takes for a command refused for good (and then stops asking, or falls back: CLUSTER SLOTS for
@@ -71,5 +74,81 @@ describe("a command refused for good, told from one that failed for now", () => 
     const disabled = await failure(() => admin.call("CLUSTER", "SHARDS"));
     expect((disabled as Error).message).toMatch(/cluster support disabled/);
     expect(isCommandRefused(disabled)).toBe(false);
+  });
+});
+
+/**
+ * ioredis's cluster client tries a command again after MOVED, CLUSTERDOWN or a dropped connection, and once it has
+ * tried `maxRedirections` times it rejects with its own error, the last reply in its text (`Too many Cluster
+ * redirections. Last error: ReplyError: NOPERM …`): a refusal all the same. Here a cluster client out of tries at its
+ * first error, so that every reply error comes wrapped, as after the last try.
+ */
+describe("a refusal as a Redis Cluster client reports it after its tries", () => {
+  let set: RedisClusterSet;
+  let client: Cluster;
+  const failure = (run: () => Promise<unknown>) =>
+    run().then(
+      () => {
+        throw new Error("the command was expected to fail");
+      },
+      (error: unknown) => error as Error,
+    );
+  const wrapped = /^Too many Cluster redirections\. Last error: ReplyError: /;
+
+  beforeAll(async () => {
+    set = await startRedisCluster();
+    // A user without CLUSTER SHARDS or CLUSTER INFO, whose keys are `lock:allowed:*` only.
+    for (const node of set.nodes) {
+      await set.direct(node.port).call("ACL", "SETUSER", "limited", "on", ">limited-password-0123", "~lock:allowed:*", "+@all", "-cluster|shards", "-cluster|info");
+    }
+    client = new Redis.Cluster(
+      set.nodes.map((n) => ({ host: "127.0.0.1", port: n.port })),
+      // (No ready check: it asks CLUSTER INFO, which this user may not run.)
+      { maxRedirections: 0, enableReadyCheck: false, redisOptions: { username: "limited", password: "limited-password-0123", maxRetriesPerRequest: 1 } },
+    );
+    client.on("error", () => undefined);
+  }, 60_000);
+  afterAll(async () => {
+    client?.disconnect();
+    await set?.close();
+  });
+
+  it("takes a wrapped NOPERM or unknown subcommand for a command refused for good", async () => {
+    const shards = await failure(() => client.call("CLUSTER", "SHARDS"));
+    expect(shards.message).toMatch(/^Too many Cluster redirections\. Last error: ReplyError: NOPERM /);
+    expect(isCommandRefused(shards)).toBe(true);
+    const subcommand = await failure(() => client.call("CLUSTER", "NOT-A-SUBCOMMAND"));
+    expect(subcommand.message).toMatch(/^Too many Cluster redirections\. Last error: ReplyError: ERR unknown subcommand/);
+    expect(isCommandRefused(subcommand)).toBe(true);
+  });
+
+  it("takes a wrapped NOPERM on the lock's key for the ACL refusing the key, and a wrapped WRONGPASS for the credentials", async () => {
+    // The console's own read of a lock, as a force release reads each node first.
+    const read = await failure(() => readLockKeys(client, ["lock:refused"]));
+    expect(read.message).toMatch(wrapped);
+    expect(refusesKey(read.message)).toBe(true);
+    expect(nodeFailureText(read.message)).toBe("refused by its ACL: the console's Redis user may not run this command or use this key there");
+    const auth = await failure(() => client.call("AUTH", "limited", "not-the-password"));
+    expect(auth.message).toMatch(/^Too many Cluster redirections\. Last error: ReplyError: WRONGPASS /);
+    expect(nodeFailureText(auth.message)).toBe("refused the console's credentials");
+  });
+
+  it("does not take any other error the client wraps, nor a text that merely mentions a refusal, for one", async () => {
+    const own = await failure(() => client.eval("return redis.error_reply('ERR the script refused: NOPERM keys')", 1, "lock:allowed:x"));
+    expect(own.message).toBe("Too many Cluster redirections. Last error: ReplyError: ERR the script refused: NOPERM keys");
+    expect(isCommandRefused(own)).toBe(false);
+    expect(refusesKey(own.message)).toBe(false);
+    expect(nodeFailureText(own.message)).toBeNull();
+    for (const text of [
+      // ioredis's own errors after its tries are not replies.
+      "Too many Cluster redirections. Last error: Error: NOPERM this user has no permissions to access one of the keys used as arguments",
+      "Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN The cluster is down",
+      // The prefix anywhere but at the start.
+      "lockscope: Too many Cluster redirections. Last error: ReplyError: NOPERM this user has no permissions to access one of the keys used as arguments",
+      "Last error: ReplyError: WRONGPASS invalid username-password pair or user is disabled.",
+    ]) {
+      const error = new Error(text);
+      expect([text, isCommandRefused(error), refusesKey(text), nodeFailureText(text)]).toEqual([text, false, false, null]);
+    }
   });
 });
