@@ -185,9 +185,12 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     } else {
       const held = (r: FormatReading) => r.format === leading.format && r.holders.some((h) => h.id === token);
       let holder = held(leading) ? leading : holding.find((r) => held(r.reading))?.reading;
-      // A semaphore is read up to its 64 newest members: a holder past them is asked for by name before saying it is gone.
-      const unread = holding.filter((r) => isSemaphoreSet(r.reading) && r.reading.warnings.includes("truncated"));
-      if (!holder && unread.length > 0 && (await someNodeHasMember(nodes, unread, resource, token, false))) {
+      // A semaphore is read up to its 64 newest members, a Redisson read-write lock up to 64 of its fields (one HSCAN
+      // step): a holder past them is asked for by name before saying it is gone.
+      const unread = holding.filter(
+        (r) => r.reading.format === leading.format && (isSemaphoreSet(r.reading) || isReadWriteHash(r.reading)) && r.reading.warnings.includes("truncated"),
+      );
+      if (!holder && unread.length > 0 && (await someNodeHasHolder(nodes, unread, resource, token, false))) {
         holder = unread[0]?.reading;
       }
       if (!holder) {
@@ -218,7 +221,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   // A semaphore member that is not valid UTF-8 is read, shown and given back with U+FFFD in place of its bytes, a
   // text no member has: the release (ZREM by that text) would remove nothing and find the lock "changed hands".
   const members = holding.filter((r) => isSemaphoreSet(r.reading) && r.reading.holders.some((h) => h.id === holderId));
-  if (holderId.includes("\uFFFD") && members.length > 0 && !(await someNodeHasMember(nodes, members, resource, holderId, true))) {
+  if (holderId.includes("\uFFFD") && members.length > 0 && !(await someNodeHasHolder(nodes, members, resource, holderId, true))) {
     throw new ApiError(
       "unprocessable",
       `The holder \`${preview(holderId)}\` of \`${preview(resource)}\` is not valid UTF-8 on the nodes (the console shows such bytes as U+FFFD), so the console cannot name it to take it out; nothing was touched. Remove that member on the nodes yourself (ZREM) once you are sure whose it is.`,
@@ -508,15 +511,27 @@ function plainNodeError(raw: string | undefined, resource: string): string {
 /** A redis-semaphore semaphore's reading (a sorted set of permits, whose members the release takes out by name). */
 const isSemaphoreSet = (reading: FormatReading): boolean => reading.format === "redis-semaphore" && reading.redisType === "zset";
 
+/** A Redisson read-write lock's reading (a hash of its mode and holder fields, whose holders the release takes out by name). */
+const isReadWriteHash = (reading: FormatReading): boolean => reading.format === "redisson-rw" && reading.redisType === "hash";
+
 /**
- * Whether one of the nodes that gave `readings` has the sorted-set member `holderId` (or, for a MultiSemaphore holder,
- * its first permit `<id>_0`), compared as the release script compares it. `unknownHas`: whether a node that cannot
- * be asked counts as having it.
+ * Whether one of the nodes that gave `readings` has the holder `holderId`, compared as the release script compares
+ * it: a semaphore's sorted-set member (or, for a MultiSemaphore holder, its first permit `<id>_0`), a read-write
+ * lock's hash field other than its `mode`. `unknownHas`: whether a node that cannot be asked counts as having it.
  */
-async function someNodeHasMember(nodes: readonly LockNode[], readings: ReadonlyArray<{ id: string }>, resource: string, holderId: string, unknownHas: boolean): Promise<boolean> {
+async function someNodeHasHolder(
+  nodes: readonly LockNode[],
+  readings: ReadonlyArray<{ id: string; reading: FormatReading }>,
+  resource: string,
+  holderId: string,
+  unknownHas: boolean,
+): Promise<boolean> {
   const found = await Promise.all(
-    nodes.filter((n) => readings.some((r) => r.id === n.id)).map(async (node) => {
+    nodes.map(async (node) => {
+      const reading = readings.find((r) => r.id === node.id)?.reading;
+      if (!reading) return false;
       try {
+        if (reading.redisType === "hash") return holderId !== "mode" && (await node.client.hexists(resource, holderId)) === 1;
         const [one, firstPermit] = await Promise.all([node.client.zscore(resource, holderId), node.client.zscore(resource, `${holderId}_0`)]);
         return one !== null || firstPermit !== null;
       } catch {

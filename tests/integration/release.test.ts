@@ -10,7 +10,9 @@ import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
 import type * as SessionModule from "@/app/api/session/route";
 import { encodeLockValue, fencedWrite, Redlock } from "@lockscope/redlock";
 import type { TestCluster } from "../support/redis";
+import { decodeReading, readLockKeys } from "@/lib/locks/formats";
 import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
+import { RedissonWriter } from "../support/redisson";
 import { until } from "../support/wait";
 
 interface AuditEntryBody {
@@ -526,6 +528,34 @@ describe("force release", () => {
     expect(stale.status).toBe(409);
     expect(await Promise.all(nodes.map((n) => n.zcard(resource)))).toEqual([99, 99, 99]);
     await Promise.all(nodes.map((n) => n.del(resource)));
+  });
+
+  it("releases a Redisson read-write lock's reader past the read bound (64 of its fields are read), not a false 409", async () => {
+    // 600 readers of one read-write lock on node 0, taken with Redisson's commands: the read takes one HSCAN step of
+    // the hash (and its mode), so most readers are not among the holders read. They are still there.
+    const resource = "lock:rw-wide";
+    const redisson = new RedissonWriter(nodes[0]!);
+    for (let thread = 1; thread <= 600; thread++) expect(await redisson.readLock(resource, thread)).toBeNull();
+    const [reading] = await readLockKeys(nodes[0]!, [resource]);
+    const read = new Set(decodeReading(reading!, { now: Date.now() })?.holders.map((h) => h.id));
+    expect(read.size).toBeLessThan(600);
+    const unread = Array.from({ length: 600 }, (_, i) => redisson.holder(i + 1)).find((id) => !read.has(id))!;
+    const res = await postRelease(resource, { reason: "reader stuck", token: unread });
+    expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(200);
+    expect((res.body as { format: string; nodes: Array<{ result: string }> }).format).toBe("redisson-rw");
+    expect((res.body as { nodes: Array<{ result: string }> }).nodes.map((n) => n.result)).toEqual(["deleted", "absent", "absent"]);
+    expect(await nodes[0]!.hexists(resource, unread)).toBe(0);
+    // The mode and the 599 other readers stay.
+    expect(await nodes[0]!.hlen(resource)).toBe(600);
+    const [entry] = await auditEntries(resource);
+    expect(entry).toMatchObject({ token: unread, outcome: "released" });
+    // A reader no node has, or the mode field, is still the 409 it was, and touches nothing.
+    for (const token of [`${redisson.clientId}:9999`, "mode"]) {
+      const stale = await postRelease(resource, { reason: "reader stuck", token });
+      expect([token, stale.status]).toEqual([token, 409]);
+    }
+    expect(await nodes[0]!.hlen(resource)).toBe(600);
+    await nodes[0]!.del(resource);
   });
 
   it("records a release that fails in the console as failed, never pending, and answers 503 without internals", async () => {
