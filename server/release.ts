@@ -1,6 +1,6 @@
 import "server-only";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DEFAULT_READ_LIMITS, decodeReading, formatByName, readLockKeys, type FormatName, type FormatReading, type NodeReleaseResult } from "@/lib/locks/formats";
+import { DEFAULT_READ_LIMITS, decodeReading, formatByName, isScriptRefused, readLockKeys, type FormatName, type FormatReading, type NodeReleaseResult } from "@/lib/locks/formats";
 import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
 import { isNeverLock, lockKeyFilter } from "@/lib/locks/formats/defaults";
 import { globMatcher } from "@/lib/locks/glob";
@@ -46,7 +46,8 @@ export interface ReleaseResult {
 }
 
 /** What a node held when the console looked. */
-type NodeRead = { id: string; state: "ok"; reading: FormatReading | null } | { id: string; state: "error"; error: string };
+/** `scriptsRefused`: the node refuses scripts (EVAL disabled, renamed or not granted), which a force release runs. */
+type NodeRead = { id: string; state: "ok"; reading: FormatReading | null } | { id: string; state: "error"; error: string; scriptsRefused?: true };
 
 /** Formats where several holders share the lock at once: releasing "whatever is held" would pick one at random. */
 const MULTI_HOLDER: ReadonlySet<FormatName> = new Set<FormatName>(["redis-semaphore", "redisson-rw"]);
@@ -68,7 +69,7 @@ async function readNode(node: LockNode, resource: string): Promise<NodeRead> {
     const [reading] = await readLockKeys(node.client, [resource]);
     return { id: node.id, state: "ok", reading: reading ? decodeReading(reading, { now: Date.now() }) : null };
   } catch (error) {
-    return { id: node.id, state: "error", error: (error instanceof Error ? error.message : String(error)).slice(0, 200) };
+    return { id: node.id, state: "error", error: (error instanceof Error ? error.message : String(error)).slice(0, 200), ...(isScriptRefused(error) ? { scriptsRefused: true as const } : {}) };
   }
 }
 
@@ -135,6 +136,17 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   const { deployment, nodes, reads } = await releaseTarget(resource, input.deployment);
   const answered = reads.filter((r): r is Extract<NodeRead, { state: "ok" }> => r.state === "ok");
   if (answered.length === 0) {
+    // Nodes that refuse scripts answered, but a force release is a script on every node: no retry helps.
+    const scriptsRefused = reads.filter((r) => r.state === "error" && r.scriptsRefused === true).map((r) => r.id);
+    if (scriptsRefused.length > 0) {
+      const one = scriptsRefused.length === 1;
+      const silent = reads.filter((r) => !scriptsRefused.includes(r.id)).map((r) => r.id);
+      throw new ApiError(
+        "unprocessable",
+        `${scriptsRefused.join(", ")} ${one ? "refuses" : "refuse"} scripts (EVAL and EVALSHA disabled, renamed or not granted to the console's Redis user)${silent.length > 0 ? `, and ${silent.join(", ")} did not answer` : ""}: a force release runs a script on every node, so this lock cannot be released by the console; nothing was touched.`,
+        { scriptsRefused },
+      );
+    }
     throw new ApiError("unavailable", "No lock node answered, so the lock cannot be released; nothing was touched.");
   }
   const holding = answered.filter((r): r is { id: string; state: "ok"; reading: FormatReading } => r.reading !== null);
