@@ -19,7 +19,7 @@ import os from "node:os";
 import type { Duplex } from "node:stream";
 import path from "node:path";
 import v8 from "node:v8";
-import { ConfigError, parseConfig, type LockscopeConfig } from "../lib/config";
+import { ConfigError, parseConfig, withoutArguments, type LockscopeConfig } from "../lib/config";
 import { DeploymentConfigError } from "../lib/deployment-config";
 import { makeDirs } from "../lib/make-dirs";
 import { lockDataDir } from "./data-dir-lock";
@@ -388,14 +388,14 @@ async function main(): Promise<void> {
   }
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("uncaughtException", (error) => {
-    process.stderr.write(`lockscope: crashed: ${error.stack ?? String(error)}\n`);
+    process.stderr.write(`lockscope: crashed: ${withoutArguments(error.stack ?? String(error))}\n`);
     stopNodesSync();
     process.exit(1);
   });
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`lockscope: could not start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`lockscope: could not start: ${withoutArguments(error instanceof Error ? error.message : String(error))}\n`);
   process.exit(1);
 });
 

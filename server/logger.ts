@@ -1,6 +1,6 @@
 import "server-only";
 import pino, { type DestinationStream, type Logger } from "pino";
-import { maskRedisUrl, type LockscopeConfig } from "@/lib/config";
+import { maskRedisUrl, withoutArguments, type LockscopeConfig } from "@/lib/config";
 import { getConfig } from "./config";
 import { singleton } from "./global";
 
@@ -32,18 +32,6 @@ export const REDACTED_PATHS = [
 /** A redis:// URL logged under any of these names loses its password. */
 function maskUrl(value: unknown): unknown {
   return typeof value === "string" && /^rediss?:\/\//i.test(value) ? maskRedisUrl(value) : value;
-}
-
-/**
- * Redis repeats the first arguments of a command it does not know (`ERR unknown command 'publish', with args
- * beginning with: 'lockscope:revoked' '{"value":"<a lock token>"}'`; Redis 6 quotes them with backticks): a lock
- * token, a holder's value, a release's reason, a password sent with HELLO. The rest of the reply stays.
- */
-const ECHOED_ARGUMENTS = /(with args beginning with:)[^\r\n]*/g;
-
-/** An error's text without the command arguments Redis repeats in it (see `ECHOED_ARGUMENTS`). */
-export function withoutArguments(text: string): string {
-  return text.replace(ECHOED_ARGUMENTS, "$1 [redacted]");
 }
 
 /**

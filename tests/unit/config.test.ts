@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, maskRedisUrl, parseConfig } from "@/lib/config";
+import { ConfigError, maskRedisUrl, parseConfig, withoutArguments } from "@/lib/config";
 import { maskUrl } from "@/lib/deployment-config";
 
 function errorOf(env: Record<string, string>): ConfigError {
@@ -189,5 +189,16 @@ describe("configuration", () => {
     expect(maskRedisUrl("redis://10.0.0.1:6379/0?password=s3cret&family=4")).toBe("redis://10.0.0.1:6379/0?password=****&family=4");
     expect(maskRedisUrl("rediss://u:p@h:6380/?sentinelPassword=x&tls=true")).toBe("rediss://u:****@h:6380/?sentinelPassword=****&tls=true");
     expect(maskUrl("redis://h:1/0?password=s3cret&db=2 and rediss://a:b@h2")).toBe("redis://h:1/0?password=****&db=2 and rediss://a:****@h2");
+  });
+
+  it("leaves out the command arguments Redis repeats in an error, keeping the rest of its lines", () => {
+    // Redis 7 quotes them with single quotes, Redis 6 with backticks; a stack's later lines stay.
+    expect(withoutArguments("ReplyError: ERR unknown command 'auth', with args beginning with: 'lockscope' 'hunter2' \n    at parse (x.js:1:1)")).toBe(
+      "ReplyError: ERR unknown command 'auth', with args beginning with: [redacted]\n    at parse (x.js:1:1)",
+    );
+    expect(withoutArguments("ERR unknown command `publish`, with args beginning with: `lockscope:revoked`, `{\"value\":\"tok\"}`, ")).toBe(
+      "ERR unknown command `publish`, with args beginning with: [redacted]",
+    );
+    expect(withoutArguments("NOPERM this user has no permissions to run the 'eval' command")).toBe("NOPERM this user has no permissions to run the 'eval' command");
   });
 });
