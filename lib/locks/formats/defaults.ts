@@ -9,7 +9,7 @@ import { globMatcher, globPinsPrefix, globSamples, lockKeyMatcher } from "../glo
  * the key name the application gives them, so they have no convention to list; the discovery scan finds
  * their keys wherever they are (by layout: a Redisson lock is a hash of `<uuid>:<thread id>` fields) and
  * suggests a pattern. Keys the console and the libraries keep beside their locks (the engine's `fence:*`,
- * `waitq*:*`, Redisson's `redisson_lock_queue:{…}`, `redisson_lock_timeout:{…}`, `redisson_unlock_latch:…`, the
+ * `fence-seen:*`, `waitq*:*`, Redisson's `redisson_lock_queue:{…}`, `redisson_lock_timeout:{…}`, `redisson_unlock_latch:…`, the
  * fenced lock's counter `redisson_lock_token:{…}`, `{…}:…:rwlock_timeout:…`) are not locks and must never match.
  */
 export const DEFAULT_LOCK_PATTERN_LIST = Object.freeze([
@@ -41,6 +41,9 @@ export const DEFAULT_LOCK_PATTERNS_ENV = DEFAULT_LOCK_PATTERNS.join(",");
 export const NEVER_LOCKS = Object.freeze([
   "lockscope:*",
   "fence:*",
+  // The engine's fenced writes: the highest fence that wrote to a data key. Deleted, an evicted holder's late
+  // write would land (a broad pattern such as `*orders*` matches `fence-seen:orders:42`).
+  "fence-seen:*",
   "waitq:*",
   "waitqd:*",
   "waitqg:*",
