@@ -21,8 +21,7 @@ function byteString(text: string): string {
 
 /** A key matcher for one Redis glob pattern. */
 export function globMatcher(pattern: string): (key: string) => boolean {
-  const re = globToRegExp(pattern);
-  return (key) => re.test(byteString(key));
+  return lockKeyMatcher([pattern]);
 }
 
 /**
@@ -111,13 +110,73 @@ function readClass(pattern: string, open: number): { source: string; close: numb
   }
 }
 
-/** A matcher for a list of patterns: true when any matches. */
+/**
+ * A matcher for a list of patterns: true when any matches. Its cost stays linear in the key's length for a
+ * pattern with one `*` and proportional to key × pattern for one with more, however the pattern is written: a
+ * pattern is an operator's input, and deciding whether a key is a lock must never tie up the console.
+ */
 export function lockKeyMatcher(patterns: readonly string[]): (key: string) => boolean {
   if (patterns.length === 0) return () => false;
-  // One expression for every pattern: a key is tested once, not once per pattern (a console starting on a
-  // million keys tests each of them on every node), anchored once around them all.
-  const combined = new RegExp(`^(?:${patterns.map((p) => globToRegExp(p).source.slice(1, -1)).join("|")})$`, "s");
-  return (key) => combined.test(byteString(key));
+  const oneStar: string[] = [];
+  const stepped: GlobTable[] = [];
+  for (const p of patterns) {
+    const steps = globSteps(p);
+    if (steps.filter((step) => step.star).length <= 1) oneStar.push(p);
+    else stepped.push(globTable(steps));
+  }
+  // One expression for every pattern of at most one `*`: a key is tested once, not once per pattern (a console
+  // starting on a million keys tests each of them on every node), anchored once around them all. With two or
+  // more, a regular expression backtracks: `*a*a*…*b` tried on a long key of `a`s takes (key length)^(stars)
+  // steps, hours for a dozen stars. Those are matched step by step instead (`tableMatches`).
+  const combined = oneStar.length === 0 ? null : new RegExp(`^(?:${oneStar.map((p) => globToRegExp(p).source.slice(1, -1)).join("|")})$`, "s");
+  if (stepped.length === 0) return (key) => combined!.test(byteString(key));
+  return (key) => {
+    const bytes = byteString(key);
+    return (combined?.test(bytes) ?? false) || stepped.some((table) => tableMatches(table, bytes));
+  };
+}
+
+/** A glob's steps compiled: null for `*`, else which of the 256 bytes the step admits (1) or not (0). */
+type GlobTable = ReadonlyArray<Uint8Array | null>;
+
+function globTable(steps: readonly GlobStep[]): GlobTable {
+  return steps.map((step) => {
+    if (step.star) return null;
+    const admits = new Uint8Array(256);
+    for (let byte = 0; byte < 256; byte++) admits[byte] = step.admits(byte) ? 1 : 0;
+    return admits;
+  });
+}
+
+/**
+ * Whether a byte string matches a compiled glob, in at most (bytes × steps) steps: a mismatch after a `*` lets
+ * that `*` take one more byte and tries again from there. Only the latest `*` ever needs to: whatever the earlier
+ * ones took, the latest can take instead, since a `*` takes any bytes.
+ */
+function tableMatches(table: GlobTable, bytes: string): boolean {
+  let step = 0;
+  let at = 0;
+  let lastStar = -1;
+  let starFrom = 0;
+  while (at < bytes.length) {
+    const admits = table[step];
+    if (admits === null) {
+      lastStar = step;
+      starFrom = at;
+      step += 1;
+    } else if (admits !== undefined && admits[bytes.charCodeAt(at)] === 1) {
+      step += 1;
+      at += 1;
+    } else if (lastStar >= 0) {
+      step = lastStar + 1;
+      starFrom += 1;
+      at = starFrom;
+    } else {
+      return false;
+    }
+  }
+  while (table[step] === null) step += 1;
+  return step === table.length;
 }
 
 /** The literal text a pattern starts with, and whether that is the whole pattern (no `*`, `?`, `[` or `\`). */

@@ -39,7 +39,9 @@ describe("lock patterns read as Redis reads them", () => {
   };
 
   it("matches exactly the keys SCAN MATCH finds, for every pattern it accepts", async () => {
-    const accepted = ["lock:*", "lock\\*", "h?llo", "h[ae]llo", "h[^e]llo", "h[a-c]llo", "h[c-a]llo", "h[-a]llo", "h[a-]llo]", "h[a\\-c]llo", "h[\\a-c]llo", "h[^-a]llo", "[^]x]", "a]b", "lock:\\[a", "lock:\\", "job.(1)+*", "lock:a*b", "*x]", "lock:?", "lock:??", "lock:????", "lock:é*", "h?l", "h??l", "h????l", "h[^a]?l", "lock:\\é"];
+    const accepted = ["lock:*", "lock\\*", "h?llo", "h[ae]llo", "h[^e]llo", "h[a-c]llo", "h[c-a]llo", "h[-a]llo", "h[a-]llo]", "h[a\\-c]llo", "h[\\a-c]llo", "h[^-a]llo", "[^]x]", "a]b", "lock:\\[a", "lock:\\", "job.(1)+*", "lock:a*b", "*x]", "lock:?", "lock:??", "lock:????", "lock:é*", "h?l", "h??l", "h????l", "h[^a]?l", "lock:\\é",
+      // Two or more `*` (matched step by step, not by one regular expression).
+      "*l*", "h*l*o", "*[ae]*o", "l*:*", "*\\**", "lock:*é*", "*?l*", "**x]**", "*a*]*b*", "h*l*l*o", "*[^l]*:*", "*\\\\*", "*\n*"];
     const differ: Array<{ pattern: string; console: string[]; redis: string[] }> = [];
     for (const pattern of accepted) {
       expect([pattern, globProblem(pattern)]).toEqual([pattern, null]);
