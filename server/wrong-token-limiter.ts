@@ -50,6 +50,9 @@ export class WrongTokenLimiter {
     const ip = clientLimitKey(address);
     const before = await this.#perAddress.get(ip);
     const wait = before && before.consumedPoints >= this.#maxDistinct ? Math.max(1, Math.ceil(before.msBeforeNext / 1000)) : 0;
+    // Past the limit every wrong token gets 429 whatever it is, so there is nothing left to record: a guesser
+    // (who needs no credential) must not put a key per guess on the lock node that holds the count.
+    if (wait > 0) return { retryAfterSeconds: wait, crossed: false };
     if (!(await consumed(this.#seen, `${ip}:${fingerprint}`))) return { retryAfterSeconds: wait, crossed: false };
     const after = await this.#perAddress.consume(ip).catch((rejection: unknown) => {
       if (rejection instanceof RateLimiterRes) return rejection;
