@@ -169,7 +169,7 @@ function RowsWindowNav({ shown, total, onMove }: { shown: { start: number; count
  * which does not change, or the holder).
  */
 function mayMove(key: SortKey, searched: boolean, before: Lock, after: Lock): boolean {
-  if (searched && (before.token !== after.token || before.endedToken !== after.endedToken)) return true;
+  if (searched && (before.token !== after.token || before.endedToken !== after.endedToken || holderText(before) !== holderText(after))) return true;
   switch (key) {
     case "resource":
       return false;

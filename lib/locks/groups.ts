@@ -1,3 +1,4 @@
+import type { Kept } from "./formats/types";
 import { isLive, STATE_ORDER, type Lock, type LockState } from "./types";
 
 /** The group of keys the pattern does not name (no match, an empty or over-long capture). */
@@ -29,6 +30,11 @@ export interface LockSummary {
   expiresAt: number | null;
   /** The value shown for it: the quorum's, else the most widely held one, else the one it ended with. */
   token: string | null;
+  /**
+   * The format's reading the lock keeps (its layout and holders, as its row shows them: see `holderTextOf`); null
+   * or absent before any.
+   */
+  reading?: Kept | null;
   quorumHeld: number;
   /** Where the console can see them (engine telemetry, a library's queue); null where it cannot. */
   attemptsPerMin: number | null;
@@ -310,11 +316,11 @@ export function rowsWindow(total: number, start: number, size = GROUP_ROWS_WINDO
 }
 
 /**
- * A search (`needle`, lower-cased): a case-insensitive substring of the resource or of the holder as the table
- * shows it (`holderOf` reads it from the held value).
+ * A search (`needle`, lower-cased): a case-insensitive substring of the resource or of what `searched` gives
+ * for the lock (the holder as the table shows it, and what else of the value a search may find).
  */
-export function matchesSearch(s: Readonly<LockSummary>, needle: string, holderOf: (value: string) => string): boolean {
-  return s.resource.toLowerCase().includes(needle) || (s.token !== null && holderOf(s.token).toLowerCase().includes(needle));
+export function matchesSearch(s: Readonly<LockSummary>, needle: string, searched: (s: Readonly<LockSummary>) => string): boolean {
+  return s.resource.toLowerCase().includes(needle) || searched(s).toLowerCase().includes(needle);
 }
 
 /** `GET /api/locks` when paged (group, q, sort, order or offset given). */

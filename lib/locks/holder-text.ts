@@ -17,16 +17,42 @@ export function engineHolderText(h: LockHolder): string {
   return [h.label, where ? `(${where})` : null].filter(Boolean).join(" ") || "engine lock (no label)";
 }
 
-export function holderText(lock: Lock): string {
-  if (lock.format === "unknown") return `a ${lock.redisType} of unknown layout`;
-  if (lock.format !== "lockscope" && lock.holders.length > 0) {
-    const first = lock.holders[0]!;
-    if (lock.holders.length > 1) return `${lock.holders.length} holders: ${lock.holders.slice(0, 2).map(holderLine).join(", ")}${lock.holders.length > 2 ? ", …" : ""}`;
-    return lock.format === "token" && first.label === undefined ? `raw ${truncate(first.id, 28)}` : holderLine(first);
+/**
+ * What the holder text is made of: a lock's fields, or a listed lock's few (the server sorts and searches a
+ * group's locks by this text without building each lock: server/live/groups.ts).
+ */
+export interface HolderParts {
+  format: Lock["format"];
+  redisType: string;
+  holders: readonly Lock["holders"][number][];
+  /** This engine's (or ShedLock's) holder, decoded from the value; read only where the format names no holders. */
+  holder: () => LockHolder | null;
+  /** The value, where nothing else names the holder. */
+  raw: () => string | null;
+}
+
+export function holderTextOf(parts: HolderParts): string {
+  const { format, holders } = parts;
+  if (format === "unknown") return `a ${parts.redisType} of unknown layout`;
+  if (format !== "lockscope" && holders.length > 0) {
+    const first = holders[0]!;
+    if (holders.length > 1) return `${holders.length} holders: ${holders.slice(0, 2).map(holderLine).join(", ")}${holders.length > 2 ? ", …" : ""}`;
+    return format === "token" && first.label === undefined ? `raw ${truncate(first.id, 28)}` : holderLine(first);
   }
-  if (lock.holder) return engineHolderText(lock.holder);
-  const raw = lock.token ?? lock.endedToken ?? lock.nodes.find((n) => n.token !== null)?.token ?? null;
+  const holder = parts.holder();
+  if (holder) return engineHolderText(holder);
+  const raw = parts.raw();
   return raw === null ? "—" : `raw ${truncate(raw, 28)}`;
+}
+
+export function holderText(lock: Lock): string {
+  return holderTextOf({
+    format: lock.format,
+    redisType: lock.redisType,
+    holders: lock.holders,
+    holder: () => lock.holder,
+    raw: () => lock.token ?? lock.endedToken ?? lock.nodes.find((n) => n.token !== null)?.token ?? null,
+  });
 }
 
 export function truncate(text: string, max: number): string {

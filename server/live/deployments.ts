@@ -124,7 +124,7 @@ function sumStats(all: readonly LiveStats[]): LiveStats {
  */
 class ComposedLocks implements HubStore, GroupSource {
   /** Refilled for every summary visited (the stores do the same with theirs): nothing allocated per lock. */
-  private readonly summary: LockSummary = { resource: "", state: "held", acquiredAt: null, expiresAt: null, token: null, quorumHeld: 0, attemptsPerMin: null, waiters: null, deployment: "" };
+  private readonly summary: LockSummary = { resource: "", state: "held", acquiredAt: null, expiresAt: null, token: null, reading: null, quorumHeld: 0, attemptsPerMin: null, waiters: null, deployment: "" };
 
   constructor(private readonly runtimes: readonly DeploymentLive[]) {}
 

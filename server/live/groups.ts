@@ -12,10 +12,13 @@ import {
   type GroupSort,
   type LockGroupsPage,
   type LockSort,
+  type LockSummary,
   type LocksPage,
   type SortOrder,
 } from "@/lib/locks/groups";
-import { engineHolderText, holderText, truncate } from "@/lib/locks/holder-text";
+import { decodeLockValue } from "@lockscope/redlock";
+import { keptHolders, type Kept } from "@/lib/locks/formats/types";
+import { holderText, holderTextOf, type HolderParts } from "@/lib/locks/holder-text";
 import { decodeHolder } from "@/lib/locks/merge";
 import { SortedStrings } from "@/lib/locks/sorted-strings";
 import type { Lock, LockState } from "@/lib/locks/types";
@@ -110,24 +113,29 @@ export interface GroupQuery {
   limit: number;
 }
 
-/** An engine value's holder as the table shows it (`checkout (web-1 pid 42)`); null for any other value. */
-function engineHolderOf(value: string): string | null {
-  const { holder } = decodeHolder(value);
-  return holder ? engineHolderText(holder) : null;
-}
-
-/** The holder text of a value alone (sorting a million locks without building them): an engine value's holder, else the raw value. */
-function holderOfValue(value: string | null): string {
-  if (value === null) return "—";
-  return engineHolderOf(value) ?? `raw ${truncate(value, 28)}`;
+/** What a listed lock's kept reading says of its layout and holders, as its row (`Lock`) has them. */
+function layoutOf(reading: Kept | null | undefined): Pick<HolderParts, "format" | "redisType" | "holders"> {
+  if (reading === null || reading === undefined) return { format: "unknown", redisType: "none", holders: [] };
+  if (typeof reading === "string") return { format: "token", redisType: "string", holders: [{ id: reading }] };
+  return { format: reading.format, redisType: reading.redisType, holders: keptHolders(reading) };
 }
 
 /**
- * What a search matches of a held value: an engine value's holder as the table shows it (`checkout (web-1 pid
- * 42)`: the value holds label and host percent-encoded beside a random id), any other value as it is held.
+ * The holder text of a listed lock as its row shows it (`holderText`), from its summary: a Redisson lock's
+ * `<client id> thread <n>`, a semaphore's holders, an engine value's `checkout (web-1 pid 42)`, else the raw value.
  */
-function searchedHolder(value: string): string {
-  return engineHolderOf(value) ?? value;
+function shownHolder(s: Readonly<LockSummary>): string {
+  return holderTextOf({ ...layoutOf(s.reading), holder: () => decodeHolder(s.token).holder, raw: () => s.token });
+}
+
+/**
+ * What a search matches of a lock's holder: the holder as the table shows it, and a value held that is not an
+ * engine value as it is held (its full text, which the row's holder cell gives as its title, where the table
+ * shows it cut). An engine value holds label and host percent-encoded beside a random id: only the holder shown.
+ */
+function searchedHolder(s: Readonly<LockSummary>): string {
+  const shown = shownHolder(s);
+  return s.token === null || decodeLockValue(s.token) !== null ? shown : `${shown}\n${s.token}`;
 }
 
 function fenceOfValue(value: string | null): string | null {
@@ -311,7 +319,7 @@ export class LockGroups {
 
   private async build(query: LockQuery, key: string, now: number): Promise<SortedList> {
     const started = performance.now();
-    const columns = new LockColumns(query.sort, { holder: (s) => holderOfValue(s.token), fence: (s) => fenceOfValue(s.token) });
+    const columns = new LockColumns(query.sort, { holder: shownHolder, fence: (s) => fenceOfValue(s.token) });
     const needle = query.q?.toLowerCase();
     const inGroup = query.group === undefined ? null : this.membersOf(query.group);
     await this.store.summariesInSlices((s) => {

@@ -357,6 +357,7 @@ export class LockStore {
     summary.acquiredAt = entry.acquiredAt;
     summary.expiresAt = entry.expiresAt;
     summary.token = entry.token ?? entry.leading ?? entry.endedToken;
+    summary.reading = entry.reading;
     summary.quorumHeld = entry.quorumHeld;
     return true;
   }
@@ -1020,5 +1021,5 @@ function allGone(samples: readonly NodeSample[]): boolean {
 const NOT_VISIBLE = Object.freeze({ attemptsPerMin: null, waiters: null, source: null });
 
 function emptySummary(): LockSummary {
-  return { resource: "", state: "held", acquiredAt: null, expiresAt: null, token: null, quorumHeld: 0, attemptsPerMin: null, waiters: null };
+  return { resource: "", state: "held", acquiredAt: null, expiresAt: null, token: null, reading: null, quorumHeld: 0, attemptsPerMin: null, waiters: null };
 }

@@ -103,11 +103,11 @@ describe("lock groups", () => {
     expect(fenceOrder("007", "7")).toBe(0);
     expect(byFence("asc")).toEqual(["lock:x", "lock:z", "lock:big1", "lock:big2", "lock:y"]);
     expect(byFence("desc")).toEqual(["lock:big2", "lock:big1", "lock:z", "lock:x", "lock:y"]);
-    const asHeld = (value: string) => value;
+    const asHeld = (s: LockSummary) => s.token ?? "";
     expect(rows.filter((r) => matchesSearch(r, "nightly", asHeld)).map((r) => r.resource)).toEqual(["lock:c"]);
     expect(rows.filter((r) => matchesSearch(r, "lock:a", asHeld)).map((r) => r.resource)).toEqual(["lock:a"]);
     // The holder as read from the value, not the value: a search for what the value alone holds finds nothing.
-    const shown = (value: string) => (value.includes("nightly") ? "report (batch-7 pid 42)" : "—");
+    const shown = (s: LockSummary) => (s.token?.includes("nightly") ? "report (batch-7 pid 42)" : "—");
     expect(rows.filter((r) => matchesSearch(r, "batch-7", shown)).map((r) => r.resource)).toEqual(["lock:c"]);
     expect(rows.filter((r) => matchesSearch(r, "nightly", shown)).map((r) => r.resource)).toEqual([]);
   });
