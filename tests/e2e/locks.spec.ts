@@ -187,6 +187,32 @@ test.describe("live locks", () => {
     }
   });
 
+  test("the filter finds a lock by its state as the table shows it: 'TTL elapsed'", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    const prefix = unique("state-shown");
+    // The SETNX pattern: the value is when the lock ends (unix seconds), the key has no TTL and outlives it, so
+    // the lock stays "TTL elapsed, not yet reclaimed".
+    const ended = `${prefix}/ended`;
+    const held = `${prefix}/held`;
+    try {
+      await Promise.all(clients.map((c) => c.set(ended, String(Math.floor(Date.now() / 1000) + 2))));
+      await setOnAll(clients, held, "still-held-token", 120_000);
+      await page.goto("/");
+      const table = page.getByRole("table", { name: "Locks" });
+      await expect(table).toBeVisible({ timeout: 30_000 });
+      const endedRow = table.getByRole("row", { name: ended, exact: true });
+      await expect(endedRow.getByRole("cell").nth(0)).toHaveText("TTL elapsed", { timeout: 15_000 });
+      await expect(table.getByRole("row", { name: held, exact: true }).getByRole("cell").nth(0)).toHaveText("held");
+
+      await page.getByLabel("Filter locks").fill("TTL elapsed");
+      await expect(endedRow).toBeVisible();
+      await expect(table.getByRole("row", { name: held, exact: true })).toHaveCount(0);
+    } finally {
+      await Promise.all(clients.map((c) => c.del(ended, held)));
+    }
+  });
+
   test("asks to sign in when reading needs a token", async ({ page }) => {
     await page.goto("/");
     await expect(page.getByText("Sign in to see locks.")).toBeVisible();
