@@ -53,6 +53,19 @@ export function deploymentsOf(nodes: ReadonlyArray<{ deployment?: string }>): st
   return names.length > 1 ? names : [];
 }
 
+/**
+ * How many node dots a row of the locks table has at most, which its Nodes column is laid out for: the nodes of
+ * the deployment shown (`deployment`), else of the largest deployment watched (a lock's dots are its own
+ * deployment's nodes, never every deployment's); 3 until the nodes are known.
+ */
+export function nodeColumnCount(nodes: ReadonlyArray<{ deployment?: string }> | undefined, deployment?: string | null): number {
+  if (nodes === undefined) return 3;
+  const names = deploymentsOf(nodes);
+  if (names.length === 0) return nodes.length;
+  const count = (name: string) => nodes.filter((n) => n.deployment === name).length;
+  return deployment && names.includes(deployment) ? count(deployment) : Math.max(...names.map(count));
+}
+
 export function remainingMs(lock: Lock, now: number, offsetMs: number): number {
   if (lock.expiresAt === null) return Infinity;
   return lock.expiresAt - (now + offsetMs);

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { GROUP_ROWS_WINDOW, rowsWindow, type GroupSort, type LockGroup, type LockGroupsPage, type LocksPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
-import { contentionText, deploymentsOf, formatDuration, holderText } from "./format";
+import { contentionText, deploymentsOf, formatDuration, holderText, nodeColumnCount } from "./format";
 import { liveFeed } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { useLiveLocks, useNow } from "./use-live-locks";
@@ -337,7 +337,7 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
         rowAt={rowAt}
         sort={sort}
         onSort={(key) => setSort((s) => nextSort(s, key))}
-        nodeCount={live.data?.nodes.length ?? 3}
+        nodeCount={nodeColumnCount(live.data?.nodes, deployment)}
         now={now}
         offsetMs={offsetMs}
         showDeployment={deploymentsOf(live.data?.nodes ?? []).length > 0}

@@ -6,7 +6,7 @@ import { useDeferredValue, useMemo, useRef, useState } from "react";
 import { byFence, GROUPED_VIEW_ABOVE, type LockGroupsPage } from "@/lib/locks/groups";
 import { STATE_ORDER, type Lock, type WatcherStatus } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
-import { deploymentsOf, holderText, STATE_LABEL } from "./format";
+import { deploymentsOf, holderText, nodeColumnCount, STATE_LABEL } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
 import { NodeCounting } from "./lock-bits";
@@ -202,8 +202,7 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
     return filtered;
   }, [data?.locks, deferredFilter, sort, shownDeployment]);
 
-  // The node dots are per deployment: as many as the largest deployment has.
-  const nodeCount = deployments.length > 0 ? Math.max(...deployments.map((d) => data?.nodes.filter((n) => n.deployment === d).length ?? 0)) : (data?.nodes.length ?? 3);
+  const nodeCount = nodeColumnCount(data?.nodes, shownDeployment);
 
   return (
     <div className="panel locks-panel">

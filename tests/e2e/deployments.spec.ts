@@ -172,6 +172,40 @@ test.describe("a console watching three deployments", () => {
     }
   });
 
+  test("a group's table is as wide in its Nodes column as the deployment shown has nodes", async ({ page }) => {
+    const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
+    expect(signIn.status(), await signIn.text()).toBe(200);
+    const group = `lock:nodes${randomBytes(2).toString("hex")}`;
+    try {
+      for (const c of clients.slice(0, 3)) await c.set(`${group}/on-orders`, "orders-holder", "PX", 120_000);
+      await clients[3]!.set(`${group}/on-cache`, "cache-holder", "PX", 120_000);
+      const table = page.getByRole("table", { name: "Locks" });
+      // The Nodes column is laid out for this many dots (the three deployments have 3, 1 and 1 nodes: 5 in all).
+      const dotsLaidOut = () => table.evaluate((el) => getComputedStyle(el).getPropertyValue("--node-count").trim());
+
+      // One deployment's locks of the group: its one node.
+      await page.goto(`${origin}/?group=${encodeURIComponent(group)}&deployment=cache`);
+      const onCache = table.getByRole("row", { name: `${group}/on-cache on cache`, exact: true });
+      await expect(onCache.getByRole("img", { name: /^node-0: / })).toHaveCount(1);
+      await expect.poll(dotsLaidOut).toBe("1");
+
+      // Every deployment's: as many as the largest has, never their sum.
+      await page.goto(`${origin}/?group=${encodeURIComponent(group)}`);
+      await expect(table.getByRole("row", { name: `${group}/on-orders on orders`, exact: true }).getByRole("img", { name: /^node-\d: / })).toHaveCount(3);
+      await expect.poll(dotsLaidOut).toBe("3");
+
+      // The table of every lock, filtered by one deployment: that deployment's.
+      await page.goto(`${origin}/`);
+      await expect(table.getByRole("row", { name: `${group}/on-orders on orders`, exact: true })).toBeVisible();
+      await expect.poll(dotsLaidOut).toBe("3");
+      await page.getByRole("combobox", { name: "Deployment" }).selectOption("cache");
+      await expect(table.getByRole("row", { name: `${group}/on-orders on orders`, exact: true })).toHaveCount(0);
+      await expect.poll(dotsLaidOut).toBe("1");
+    } finally {
+      await Promise.all([...clients.slice(0, 3).map((c) => c.del(`${group}/on-orders`)), clients[3]!.del(`${group}/on-cache`)]);
+    }
+  });
+
   test("the nodes panel shows each node's replicas and how far behind each is", async ({ page }) => {
     const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
     expect(signIn.status(), await signIn.text()).toBe(200);
