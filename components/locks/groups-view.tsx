@@ -213,6 +213,9 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
     totalKey.current = baseKey;
     total.current = 0;
     if (windowStart !== 0) setWindowStart(0);
+    // Another search or sort starts at the table's top (it scrolls there below): its pages are asked for there
+    // only, not first where the last one was scrolled to (as many rows on screen, from the first).
+    if (range.first !== 0) setRange({ first: 0, last: range.last - range.first });
   }
   // The rows scrolled through: a range of at most GROUP_ROWS_WINDOW of the group's; `range` counts from its
   // start. (Fetched by the total known before this render; shown by the total the pages now tell.)

@@ -189,6 +189,48 @@ test.describe("grouped view of a large fleet", () => {
     await expect(page.getByText("No lock in this group matches the search.")).toBeVisible();
   });
 
+  test("a new sort in a group's table scrolled down asks the console for its first rows only, not for the rows where it was scrolled", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:onesort${randomBytes(2).toString("hex")}`;
+    const group = `${prefix}-jobs`;
+    const name = (i: number) => `${group}/job-${String(i).padStart(4, "0")}`;
+    for (const c of clients) {
+      const pipeline = c.pipeline();
+      for (let i = 0; i < 400; i++) pipeline.set(name(i), `holder-${i}`, "PX", 600_000);
+      await pipeline.exec();
+    }
+    // The page's clock is the test's (moved a hundredth of a second at a time, and by `runFor`): nothing the page
+    // times (its periodic refresh every 10 s, a reload a second after a change) runs unless the test moves it.
+    await page.clock.install();
+    await page.clock.pauseAt(new Date());
+    const step = () => page.clock.runFor(10);
+    // The pages the table asks for, as `sort order offset`.
+    const asked: string[] = [];
+    page.on("request", (r) => {
+      const url = new URL(r.url());
+      if (url.pathname === "/api/locks" && url.searchParams.has("group")) asked.push(`${url.searchParams.get("sort")} ${url.searchParams.get("order")} ${url.searchParams.get("offset")}`);
+    });
+    await page.goto(`/?group=${encodeURIComponent(group)}`);
+    const count = page.locator(".locks-tools [aria-live]");
+    await expect.poll(async () => (await step(), await count.textContent()), { timeout: 30_000 }).toBe("400 locks");
+    // (The pages ask once more a second after the tab's stream of the group starts: that comes first.)
+    await page.clock.runFor(3_000);
+    const table = page.getByRole("table", { name: "Locks" });
+    // Scrolled to the 200th row: its pages come.
+    await page.locator(".locks-scroll").evaluate((box) => box.scrollTo(0, 38 * 200));
+    await expect.poll(async () => (await step(), await table.getByRole("row", { name: name(200), exact: true }).count())).toBe(1);
+
+    await table.getByRole("button", { name: "Resource", exact: true }).click();
+    await expect(table.getByRole("columnheader", { name: "Resource" })).toHaveAttribute("aria-sort", "descending");
+    // The table starts at its top, the last name first.
+    await expect.poll(async () => (await step(), await table.getByRole("row").nth(1).getAttribute("aria-label"))).toBe(name(399));
+    await page.clock.runFor(3_000);
+    // (Real time too, for a request sent last to be seen.)
+    await page.waitForTimeout(500);
+    expect(asked.filter((a) => a.startsWith("resource desc"))).toEqual(["resource desc 0"]);
+  });
+
   test("a lock's page in a large fleet, and its release dialog, receive that lock's changes, not the whole fleet, and stay live", async ({ page, request, signIn }) => {
     test.setTimeout(120_000);
     await signIn("operator");
