@@ -299,7 +299,9 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
       stop();
       if (timer) clearTimeout(timer);
     };
-  }, [client, group, deployment, sortKey, searched]);
+    // `baseKey`: a new search or sort (either way) asks for its pages afresh, after whatever change owed a reload of
+    // the pages before it: that reload would only ask for them once more.
+  }, [client, group, deployment, sortKey, searched, baseKey]);
 
   const scrollToTop = useRef<(() => void) | null>(null);
   useEffect(() => scrollToTop.current?.(), [baseKey, shown.start]);
