@@ -201,9 +201,10 @@ test.describe("grouped view of a large fleet", () => {
       await pipeline.exec();
     }
     // The page's clock is the test's (moved a hundredth of a second at a time, and by `runFor`): nothing the page
-    // times (its periodic refresh every 10 s, a reload a second after a change) runs unless the test moves it.
+    // times (its periodic refresh every 10 s, a reload a second after a change) runs unless the test moves it. (Paused
+    // a second ahead: paused at the time it was installed, it may already be past it.)
     await page.clock.install();
-    await page.clock.pauseAt(new Date());
+    await page.clock.pauseAt(new Date(Date.now() + 1_000));
     const step = () => page.clock.runFor(10);
     // The pages the table asks for, as `sort order offset`.
     const asked: string[] = [];
@@ -238,7 +239,7 @@ test.describe("grouped view of a large fleet", () => {
     const group = `${prefix}-jobs`;
     for (const [name, ttlMs] of [["a", 60_000], ["b", 120_000], ["c", 180_000]] as const) await Promise.all(clients.map((c) => c.set(`${group}/${name}`, `holder-${name}`, "PX", ttlMs)));
     await page.clock.install();
-    await page.clock.pauseAt(new Date());
+    await page.clock.pauseAt(new Date(Date.now() + 1_000));
     const step = () => page.clock.runFor(10);
     const asked: string[] = [];
     page.on("request", (r) => {
