@@ -1,6 +1,6 @@
 import type { Lock } from "@/lib/locks/types";
 
-export { holderLine, holderText, truncate } from "@/lib/locks/holder-text";
+export { holderLine, holderText, lockSearchText, truncate } from "@/lib/locks/holder-text";
 
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return "∞";

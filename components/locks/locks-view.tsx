@@ -6,7 +6,7 @@ import { useDeferredValue, useMemo, useRef, useState } from "react";
 import { byFence, GROUPED_VIEW_ABOVE, type LockGroupsPage } from "@/lib/locks/groups";
 import { STATE_ORDER, type Lock, type WatcherStatus } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
-import { deploymentsOf, holderText, nodeColumnCount, STATE_LABEL } from "./format";
+import { deploymentsOf, holderText, lockSearchText, nodeColumnCount, STATE_LABEL } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
 import { NodeCounting } from "./lock-bits";
@@ -196,7 +196,7 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
     const all = shownDeployment ? (data?.locks ?? []).filter((l) => l.deployment === shownDeployment) : (data?.locks ?? []);
     const filtered = deferredFilter
       ? // The state as its column shows it ("TTL elapsed"), not the word behind it.
-        all.filter((l) => l.resource.toLowerCase().includes(deferredFilter) || holderText(l).toLowerCase().includes(deferredFilter) || STATE_LABEL[l.state].toLowerCase().includes(deferredFilter))
+        all.filter((l) => l.resource.toLowerCase().includes(deferredFilter) || lockSearchText(l).toLowerCase().includes(deferredFilter) || STATE_LABEL[l.state].toLowerCase().includes(deferredFilter))
       : all.slice();
     filtered.sort((a, b) => compare(sort.key, a, b) * sort.dir || (a.resource < b.resource ? -1 : a.resource > b.resource ? 1 : a.deployment < b.deployment ? -1 : 1));
     return filtered;

@@ -45,15 +45,25 @@ export function holderTextOf(parts: HolderParts): string {
   return raw === null ? "—" : `raw ${truncate(raw, 28)}`;
 }
 
+/** The value a lock's row stands for: the quorum's, else the one it ended with, else the first a node holds. */
+const shownValue = (lock: Lock): string | null => lock.token ?? lock.endedToken ?? lock.nodes.find((n) => n.token !== null)?.token ?? null;
+
 export function holderText(lock: Lock): string {
-  return holderTextOf({
-    format: lock.format,
-    redisType: lock.redisType,
-    holders: lock.holders,
-    holder: () => lock.holder,
-    raw: () => lock.token ?? lock.endedToken ?? lock.nodes.find((n) => n.token !== null)?.token ?? null,
-  });
+  return holderTextOf({ format: lock.format, redisType: lock.redisType, holders: lock.holders, holder: () => lock.holder, raw: () => shownValue(lock) });
 }
+
+/**
+ * What a search finds a lock by besides its resource (the table of a small fleet, and the server for a group's):
+ * the holder as the table shows it (`shown`), and a value that is not this engine's as it is held, in full (the
+ * holder cell's title carries it where the table cuts it: a pasted token is found). An engine value holds label
+ * and host percent-encoded beside a random id: only its holder as shown.
+ */
+export function holderSearchText(shown: string, value: string | null, format: Lock["format"]): string {
+  return value === null || format === "lockscope" ? shown : `${shown}\n${value}`;
+}
+
+/** `holderSearchText` of a lock. */
+export const lockSearchText = (lock: Lock): string => holderSearchText(holderText(lock), shownValue(lock), lock.format);
 
 export function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;

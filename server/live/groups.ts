@@ -16,9 +16,8 @@ import {
   type LocksPage,
   type SortOrder,
 } from "@/lib/locks/groups";
-import { decodeLockValue } from "@lockscope/redlock";
 import { keptHolders, type Kept } from "@/lib/locks/formats/types";
-import { holderText, holderTextOf, type HolderParts } from "@/lib/locks/holder-text";
+import { holderSearchText, holderText, holderTextOf, type HolderParts } from "@/lib/locks/holder-text";
 import { decodeHolder } from "@/lib/locks/merge";
 import { SortedStrings } from "@/lib/locks/sorted-strings";
 import type { Lock, LockState } from "@/lib/locks/types";
@@ -124,18 +123,14 @@ function layoutOf(reading: Kept | null | undefined): Pick<HolderParts, "format" 
  * The holder text of a listed lock as its row shows it (`holderText`), from its summary: a Redisson lock's
  * `<client id> thread <n>`, a semaphore's holders, an engine value's `checkout (web-1 pid 42)`, else the raw value.
  */
-function shownHolder(s: Readonly<LockSummary>): string {
-  return holderTextOf({ ...layoutOf(s.reading), holder: () => decodeHolder(s.token).holder, raw: () => s.token });
+function shownHolder(s: Readonly<LockSummary>, layout = layoutOf(s.reading)): string {
+  return holderTextOf({ ...layout, holder: () => decodeHolder(s.token).holder, raw: () => s.token });
 }
 
-/**
- * What a search matches of a lock's holder: the holder as the table shows it, and a value held that is not an
- * engine value as it is held (its full text, which the row's holder cell gives as its title, where the table
- * shows it cut). An engine value holds label and host percent-encoded beside a random id: only the holder shown.
- */
+/** What a search matches of a lock's holder (`holderSearchText`: as the table of a small fleet filters). */
 function searchedHolder(s: Readonly<LockSummary>): string {
-  const shown = shownHolder(s);
-  return s.token === null || decodeLockValue(s.token) !== null ? shown : `${shown}\n${s.token}`;
+  const layout = layoutOf(s.reading);
+  return holderSearchText(shownHolder(s, layout), s.token, layout.format);
 }
 
 function fenceOfValue(value: string | null): string | null {
@@ -319,7 +314,7 @@ export class LockGroups {
 
   private async build(query: LockQuery, key: string, now: number): Promise<SortedList> {
     const started = performance.now();
-    const columns = new LockColumns(query.sort, { holder: shownHolder, fence: (s) => fenceOfValue(s.token) });
+    const columns = new LockColumns(query.sort, { holder: (s) => shownHolder(s), fence: (s) => fenceOfValue(s.token) });
     const needle = query.q?.toLowerCase();
     const inGroup = query.group === undefined ? null : this.membersOf(query.group);
     await this.store.summariesInSlices((s) => {

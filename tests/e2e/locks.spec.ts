@@ -213,6 +213,27 @@ test.describe("live locks", () => {
     }
   });
 
+  test("the filter finds a lock by its whole token pasted in, where the Holder column shows the token cut", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    // node-redlock's token: 16 random bytes as hex, 32 characters; the column shows 27 of them and an ellipsis.
+    const token = randomBytes(16).toString("hex");
+    const resource = unique("pasted-token");
+    try {
+      await setOnAll(clients, resource, token, 120_000);
+      await page.goto("/");
+      const table = page.getByRole("table", { name: "Locks" });
+      await expect(table).toBeVisible({ timeout: 30_000 });
+      const row = table.getByRole("row", { name: resource, exact: true });
+      await expect(row).toContainText(`raw ${token.slice(0, 27)}…`);
+
+      await page.getByLabel("Filter locks").fill(token);
+      await expect(row).toBeVisible();
+    } finally {
+      await Promise.all(clients.map((c) => c.del(resource)));
+    }
+  });
+
   test("asks to sign in when reading needs a token", async ({ page }) => {
     await page.goto("/");
     await expect(page.getByText("Sign in to see locks.")).toBeVisible();
