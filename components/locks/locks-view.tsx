@@ -18,25 +18,31 @@ import { PatternsPanel } from "./patterns-panel";
 import { SignInLink } from "../session";
 import { useLiveLocks, useLiveNodes, useNow } from "./use-live-locks";
 
-function compare(key: SortKey, a: Lock, b: Lock): number {
+/**
+ * Two locks in the order of column `key` (`dir` 1 ascending, -1 descending). A figure that is unknown (no fence,
+ * no TTL, contention not visible, no acquisition time) comes after every known one in either order, as a
+ * group's table sorts on the server (docs/api.md).
+ */
+function compare(key: SortKey, a: Lock, b: Lock, dir: 1 | -1): number {
+  const known = <T,>(x: T | null, y: T | null, by: (x: T, y: T) => number) => (x === null ? (y === null ? 0 : 1) : y === null ? -1 : by(x, y) * dir);
   switch (key) {
     case "resource":
-      return a.resource < b.resource ? -1 : a.resource > b.resource ? 1 : 0;
+      return (a.resource < b.resource ? -1 : a.resource > b.resource ? 1 : 0) * dir;
     case "state":
-      return STATE_ORDER[a.state] - STATE_ORDER[b.state];
+      return (STATE_ORDER[a.state] - STATE_ORDER[b.state]) * dir;
     case "holder":
-      return holderText(a).localeCompare(holderText(b));
+      return holderText(a).localeCompare(holderText(b)) * dir;
     case "nodes":
-      return a.quorumHeld - b.quorumHeld;
+      return (a.quorumHeld - b.quorumHeld) * dir;
     case "ttl":
-      return (a.expiresAt ?? Infinity) - (b.expiresAt ?? Infinity);
+      return known(a.expiresAt, b.expiresAt, (x, y) => x - y);
     case "heldFor":
-      return (b.acquiredAt ?? 0) - (a.acquiredAt ?? 0);
+      // "Held for" ascending is the shortest-held first: the latest acquisition.
+      return known(a.acquiredAt ?? null, b.acquiredAt ?? null, (x, y) => y - x);
     case "fence":
-      // (No fence before any.)
-      return a.fence === null || b.fence === null ? (a.fence === null ? (b.fence === null ? 0 : -1) : 1) : byFence(a.fence, b.fence);
+      return known(a.fence, b.fence, byFence);
     case "contention":
-      return (a.contention.attemptsPerMin ?? -1) - (b.contention.attemptsPerMin ?? -1);
+      return known(a.contention.attemptsPerMin, b.contention.attemptsPerMin, (x, y) => x - y);
   }
 }
 
@@ -198,7 +204,7 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
       ? // The state as its column shows it ("TTL elapsed"), not the word behind it.
         all.filter((l) => l.resource.toLowerCase().includes(deferredFilter) || lockSearchText(l).toLowerCase().includes(deferredFilter) || STATE_LABEL[l.state].toLowerCase().includes(deferredFilter))
       : all.slice();
-    filtered.sort((a, b) => compare(sort.key, a, b) * sort.dir || (a.resource < b.resource ? -1 : a.resource > b.resource ? 1 : a.deployment < b.deployment ? -1 : 1));
+    filtered.sort((a, b) => compare(sort.key, a, b, sort.dir) || (a.resource < b.resource ? -1 : a.resource > b.resource ? 1 : a.deployment < b.deployment ? -1 : 1));
     return filtered;
   }, [data?.locks, deferredFilter, sort, shownDeployment]);
 

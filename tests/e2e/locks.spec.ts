@@ -234,6 +234,34 @@ test.describe("live locks", () => {
     }
   });
 
+  test("sorted by Fence either way, locks without a fence come last, as in a group's table", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    const prefix = unique("fence-order");
+    const names = ["twelve", "five", "none"].map((n) => `${prefix}/${n}`);
+    try {
+      await holdLock(clients, `${prefix}/twelve`, "writer", "12");
+      await holdLock(clients, `${prefix}/five`, "writer", "5");
+      await setOnAll(clients, `${prefix}/none`, "foreign-token", 120_000);
+      await page.setViewportSize({ width: 1440, height: 900 });
+      await page.goto("/");
+      const table = page.getByRole("table", { name: "Locks" });
+      await expect(table).toBeVisible({ timeout: 30_000 });
+      await page.getByLabel("Filter locks").fill(prefix);
+      const order = () => table.locator("tbody tr[aria-label]").evaluateAll((rows) => rows.map((r) => r.getAttribute("aria-label")));
+      await expect.poll(order).toEqual([...names].sort());
+
+      await table.getByRole("button", { name: "Fence", exact: true }).click();
+      await expect(table.getByRole("columnheader", { name: "Fence" })).toHaveAttribute("aria-sort", "ascending");
+      await expect.poll(order).toEqual([`${prefix}/five`, `${prefix}/twelve`, `${prefix}/none`]);
+      await table.getByRole("button", { name: "Fence", exact: true }).click();
+      await expect(table.getByRole("columnheader", { name: "Fence" })).toHaveAttribute("aria-sort", "descending");
+      await expect.poll(order).toEqual([`${prefix}/twelve`, `${prefix}/five`, `${prefix}/none`]);
+    } finally {
+      await Promise.all(clients.map((c) => c.del(...names)));
+    }
+  });
+
   test("asks to sign in when reading needs a token", async ({ page }) => {
     await page.goto("/");
     await expect(page.getByText("Sign in to see locks.")).toBeVisible();
