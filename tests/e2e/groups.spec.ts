@@ -149,9 +149,10 @@ test.describe("grouped view of a large fleet", () => {
     await hold("c", "gamma-worker", 180_000);
     // The page's clock is the test's, moved only by `step` (a tenth of a second at a time) and `runFor`: a few
     // seconds in all, so no periodic refresh of the pages (every 10 s) comes, and what the table shows after a
-    // change is what the live stream made of it.
+    // change is what the live stream made of it. (Paused a second ahead: paused at the time it was installed, it
+    // may already be past it.)
     await page.clock.install();
-    await page.clock.pauseAt(new Date());
+    await page.clock.pauseAt(new Date(Date.now() + 1_000));
     const step = () => page.clock.runFor(100);
     await page.goto(`/?group=${encodeURIComponent(group)}`);
     const table = page.getByRole("table", { name: "Locks" });
