@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
-import { encodeLockValue } from "@lockscope/redlock";
+import { decodeLockValue, encodeLockValue } from "@lockscope/redlock";
 import { hashOf } from "@/lib/locks/key-bits";
 import type { LiveEventMap } from "@/server/live/events";
 import { LockGroups } from "@/server/live/groups";
@@ -8,7 +8,18 @@ import { LINGER_MS, LockStore, type NodeSample } from "@/server/live/store";
 
 const T = 1_800_000_000_000;
 const NODES = ["node-0", "node-1", "node-2"];
-const heldAll = (value: string, expiry = T + 600_000): NodeSample[] => NODES.map((_, node) => ({ node, value, expiry, cause: null }));
+/** A string value's reading as the formats decode it: this engine's value, else a plain token. */
+const readingOf = (value: string, expiry: number): NodeSample["reading"] => ({
+  format: decodeLockValue(value) ? "lockscope" : "token",
+  redisType: "string",
+  fingerprint: value,
+  holders: [{ id: value }],
+  expiresAt: expiry,
+  keyExpiresAt: expiry,
+  warnings: [],
+  waiters: null,
+});
+const heldAll = (value: string, expiry = T + 600_000): NodeSample[] => NODES.map((_, node) => ({ node, reading: readingOf(value, expiry), value, expiry, cause: null }));
 const goneAll = (): NodeSample[] => NODES.map((_, node) => ({ node, value: null, expiry: Number.NaN, cause: "del" }));
 
 function setUp() {
