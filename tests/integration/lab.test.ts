@@ -97,6 +97,17 @@ describe("contention lab", () => {
     expect(record.notes).toEqual([]);
   });
 
+  it("never tells the operator no lock expires on a run whose locks expired under their holders", async () => {
+    // 49 ms of pause under a 50 ms lock: shorter than the TTL, but taking the lock, reading and writing the stock
+    // and the timer's own lateness use up the 1 ms left, so the locks expire before their holders release them.
+    const id = await start({ strategy: "naive", stock: 20, workers: 1, ttlMs: 50, workMs: 0, pause: { probability: 1, ms: 49 } });
+    const record = await finish(id);
+    expect(record.status).toBe("done");
+    expect(record.result!.locksLost).toBeGreaterThan(0);
+    expect(record.notes.join(" ")).not.toMatch(/no lock expires/);
+    expect(record.notes.join(" ")).toMatch(/1 ms to spare/);
+  });
+
   it("the naive lock is exact when nobody outlasts the TTL", async () => {
     const id = await start({ strategy: "naive", stock: 60, workers: 20, ttlMs: 10_000, workMs: 1 });
     const record = await finish(id);
