@@ -24,6 +24,9 @@ export interface FaultEnvironment {
   mayStart: () => boolean;
 }
 
+/** How long the end of a cut waits for a connection it closed to finish closing (a stalled node may never answer the close). */
+const CUT_CLOSE_WAIT_MS = 2_000;
+
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
@@ -35,6 +38,8 @@ export class FaultInjector {
   #active = false;
   #timers: Array<ReturnType<typeof setTimeout>> = [];
   #work: Promise<void> = Promise.resolve();
+  /** The workers' connections a cut closed, each with when it has finished closing. */
+  #cut: Array<{ client: Worker["clients"][number]; closed: Promise<void> }> = [];
 
   constructor(
     private readonly fault: RunSettings["fault"],
@@ -93,8 +98,15 @@ export class FaultInjector {
         if (fault.kind === "kill") await control.kill(fault.node);
         else control.pause(fault.node);
       } else if (fault.kind === "kill") {
-        // Cut: the workers' connections to the node close and refuse commands until the fault ends.
-        for (const worker of this.env.workers()) worker.clients[fault.node]?.disconnect();
+        // Cut: the workers' connections to the node close and refuse commands until the fault ends. A
+        // connection is closed ("end") only once its socket is: the end of the cut waits for that.
+        this.#cut = this.env.workers().flatMap((worker) => {
+          const client = worker.clients[fault.node];
+          if (!client) return [];
+          const closed = client.status === "end" ? Promise.resolve() : new Promise<void>((resolve) => client.once("end", () => resolve()));
+          client.disconnect();
+          return [{ client, closed }];
+        });
       } else {
         this.env.switches[fault.node]!.stall();
       }
@@ -121,12 +133,23 @@ export class FaultInjector {
       if (fault.kind === "kill") await control.restart(fault.node);
       else control.resume(fault.node);
     } else if (fault.kind === "kill") {
-      await Promise.all(
-        this.env.workers().map((worker) => {
-          const client = worker.clients[fault.node];
-          return client && client.status === "end" ? client.connect().catch(() => {}) : Promise.resolve();
-        }),
-      );
+      const cut = this.#cut;
+      this.#cut = [];
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, CUT_CLOSE_WAIT_MS)));
+      try {
+        await Promise.all(
+          cut.map(async ({ client, closed }) => {
+            // A short cut ends before its sockets have closed: reconnecting a client still "ready" then did
+            // nothing, and the close that came next left it cut until the run ended.
+            await Promise.race([closed, late]);
+            if (client.status === "connecting" || client.status === "connect" || client.status === "ready") return;
+            await client.connect().catch(() => {});
+          }),
+        );
+      } finally {
+        clearTimeout(timer);
+      }
     } else {
       this.env.switches[fault.node]!.resume();
     }

@@ -80,6 +80,28 @@ describe("lab runner", () => {
     expect(cluster.nodes[1]!.isPaused).toBe(false);
   });
 
+  it("on nodes it does not own, reconnects its workers when a short cut ends, as the fault's description says", async () => {
+    // A cut of 1 ms ends before the connections it closed have finished closing.
+    const controller = new AbortController();
+    const { id, run } = lab(
+      { strategy: "redlock", stock: 100_000, workers: 20, ttlMs: 1000, workMs: 2, fault: { node: 1, kind: "kill", atMs: 100, forMs: 1 } },
+      { signal: controller.signal },
+    );
+    const done = run.run();
+    const workersOnNode1 = async () => {
+      const list = (await cluster.client(1).client("LIST")) as string;
+      return list.split("\n").filter((line) => line.includes(`name=lockscope:lab:${id}:w`)).length;
+    };
+    try {
+      await until("the cut has ended", () => typeof run.fault()?.endedAtMs === "number");
+      expect(run.fault()!.description).toMatch(/^Cuts the lab workers' own connections to node 1 at 100 ms for 1 ms .*; it lasted from \d+ to \d+ ms\.$/);
+      await until("the 20 workers are connected to node 1 again", async () => (await workersOnNode1()) === 20, 10_000);
+    } finally {
+      controller.abort("cancelled");
+      await done;
+    }
+  });
+
   it("says a fault that was due after the run ended never happened", async () => {
     const acted: string[] = [];
     const control = processControl();
