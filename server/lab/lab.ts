@@ -219,7 +219,8 @@ export class Lab {
       void (async () => {
         try {
           const snapshot = this.#snapshot(active);
-          await saveRun(client, { ...snapshot, series: undefined });
+          // With its chart so far: another console over the same nodes serves the run from node 0 alone.
+          await saveRun(client, { ...snapshot, series: undefined }, snapshot.series ?? []);
           if (await cancelRequested(client, record.id)) controller.abort("cancelled");
         } catch {
           // Node 0 unreachable for a moment: the run itself notices when it lasts.

@@ -186,6 +186,24 @@ describe("contention lab", () => {
     expect(record.result).toMatchObject({ sold: 120, remaining: 880, lostUpdates: 0, orders: 120 });
   });
 
+  it("serves a running run's live charts from every console, not only from the one running it", async () => {
+    const { readRun } = await import("@/server/lab/store");
+    const id = await start({ strategy: "naive", stock: 100_000, workers: 5, ttlMs: 1000, workMs: 5 });
+    const live = await waitUntil(id, (r) => r.progress.sold > 0 && (r.series?.length ?? 0) >= 4, "it has chart points");
+    // What another console over the same nodes answers to GET /api/demo/runs/{id}: the record on node 0.
+    const elsewhere = await until(
+      "node 0's record of the running run has chart points",
+      async () => {
+        const record = await readRun(cluster.client(0), id);
+        return record && record.status === "running" && record.series!.length >= 4 ? record : null;
+      },
+      10_000,
+    );
+    expect(elsewhere.series!.slice(0, 4)).toEqual(live.series!.slice(0, 4));
+    const cancelled = await call(run.DELETE, "DELETE", `/api/demo/runs/${id}`, { params: { id } });
+    expect(cancelled.status).toBe(200);
+  });
+
   it("runs one at a time: a second run gets 409 with the running one's id, and a cancelled run cleans up", async () => {
     await cluster.client(0).set("stock", "10");
     await cluster.client(0).set("lock:someone-else", "theirs");
