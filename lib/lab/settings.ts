@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { FaultMode } from "./types";
 
 /**
  * A contention-lab run's settings, as `POST /api/demo/runs` takes them. The limits keep one run bounded on
@@ -92,20 +93,29 @@ export function checkAgainstNodes(settings: RunSettings, nodeCount: number): str
 
 /**
  * Things worth saying about settings that are allowed but do something the operator may not expect.
- * Shown with the run.
+ * Shown with the run. `faultMode`: how the run's fault acts (on the node's process, or only on the lab
+ * workers' connections to it, which leaves the node running with its keys). @default "process"
  */
-export function settingsNotes(settings: RunSettings): string[] {
+export function settingsNotes(settings: RunSettings, faultMode: FaultMode = "process"): string[] {
   const notes: string[] = [];
   const { fault, pause } = settings;
   if (fault && !MULTI_NODE_STRATEGIES.has(settings.strategy)) {
     notes.push(`The ${settings.strategy} strategy uses node 0 only, so the fault on node ${fault.node} does not touch its orders.`);
   }
   if (fault?.kind === "kill" && fault.forMs !== undefined && fault.forMs < settings.ttlMs && MULTI_NODE_STRATEGIES.has(settings.strategy)) {
-    notes.push(
-      `Node ${fault.node} comes back ${fault.forMs} ms after the kill, sooner than the ${settings.ttlMs} ms TTL: it restarts empty and can grant a lock ` +
-        `another worker still holds on the other nodes, where that holder had no more nodes than a quorum (the Redis documentation asks for ` +
-        `restarts delayed by at least the TTL).`,
-    );
+    // Only a node restarted empty forgets the locks it granted; a cut of the workers' connections does not.
+    if (faultMode === "connections") {
+      notes.push(
+        `Node ${fault.node} keeps running with its locks through the cut, so it cannot grant a lock twice when the workers' connections come back ` +
+          `${fault.forMs} ms later, sooner than the ${settings.ttlMs} ms TTL (a node restarted empty can; the lab restarts only nodes the console started).`,
+      );
+    } else {
+      notes.push(
+        `Node ${fault.node} comes back ${fault.forMs} ms after the kill, sooner than the ${settings.ttlMs} ms TTL: it restarts empty and can grant a lock ` +
+          `another worker still holds on the other nodes, where that holder had no more nodes than a quorum (the Redis documentation asks for ` +
+          `restarts delayed by at least the TTL).`,
+      );
+    }
   }
   if (LOCKING_STRATEGIES.has(settings.strategy)) {
     // A holder keeps its lock for its work plus any pause: that sum, not the pause alone, is what outlasts the TTL.

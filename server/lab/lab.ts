@@ -174,7 +174,7 @@ export class Lab {
       finishedAt: null,
       heartbeatAt: now,
       progress: run.progress(),
-      notes: settingsNotes(settings),
+      notes: settingsNotes(settings, run.faultMode),
       ...(run.fault() ? { fault: run.fault()! } : {}),
     };
     const active: ActiveRun = { record, lease, controller, run, done: Promise.resolve() };

@@ -186,6 +186,16 @@ describe("contention lab", () => {
     expect(record.result).toMatchObject({ sold: 120, remaining: 880, lostUpdates: 0, orders: 120 });
   });
 
+  it("on nodes it does not own, never warns that a short kill restarts the node empty: it only cuts the workers' connections", async () => {
+    const id = await start({ strategy: "redlock", stock: 50, workers: 5, ttlMs: 5000, workMs: 1, fault: { node: 1, kind: "kill", atMs: 0, forMs: 100 } });
+    const record = await finish(id);
+    expect(record.fault).toMatchObject({ mode: "connections" });
+    expect(record.fault!.description).toMatch(/the node itself keeps running/);
+    const notes = record.notes.join(" ");
+    expect(notes).not.toMatch(/restarts empty/);
+    expect(notes).toMatch(/Node 1 keeps running with its locks through the cut, so it cannot grant a lock twice/);
+  });
+
   it("serves a running run's live charts from every console, not only from the one running it", async () => {
     const { readRun } = await import("@/server/lab/store");
     const id = await start({ strategy: "naive", stock: 100_000, workers: 5, ttlMs: 1000, workMs: 5 });
