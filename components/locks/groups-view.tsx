@@ -33,6 +33,8 @@ const GROUP_COLUMNS: Array<{ key: GroupSort; label: string }> = [
 
 /** A group's page; with a deployment, that deployment's locks of the group only. */
 export const groupHref = (group: string, deployment = "") => `/?group=${encodeURIComponent(group)}${deployment ? `&deployment=${encodeURIComponent(deployment)}` : ""}`;
+/** Every group, of one deployment where one is given. */
+const allGroupsHref = (deployment: string | null) => (deployment ? `/?deployment=${encodeURIComponent(deployment)}` : "/");
 
 /** A search box whose value reaches the server a moment after the typing stops. */
 function useSettledText(delayMs = 250): [string, string, (text: string) => void] {
@@ -49,10 +51,12 @@ function useSettledText(delayMs = 250): [string, string, (text: string) => void]
  * One row per group of locks (the group pattern names them), from the server, refreshed every 3 s; where the
  * console watches several deployments (`deployments`), filtered by one on demand.
  */
-export function GroupsTable({ deployments }: { deployments: readonly string[] }) {
+export function GroupsTable({ deployments, deployment }: { deployments: readonly string[]; deployment: string }) {
   const [sort, setSort] = useState<{ key: GroupSort; dir: 1 | -1 }>({ key: "group", dir: 1 });
   const [text, search, setText] = useSettledText();
-  const [deployment, setDeployment] = useState("");
+  // The deployment chosen is in the address (`?deployment=`), so that a group opened from here, and the way back
+  // to all groups (its link, the browser's Back), keep it.
+  const setDeployment = useCallback((chosen: string) => window.history.replaceState(null, "", allGroupsHref(chosen)), []);
   const shownDeployment = deployments.includes(deployment) ? deployment : "";
   const now = useNow(1_000);
   const params = new URLSearchParams({ sort: sort.key, order: sort.dir === 1 ? "asc" : "desc", limit: String(GROUPS_SHOWN) });
@@ -321,7 +325,7 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
       <TableTools
         before={
           <>
-            <Link href="/" className="back-link">
+            <Link href={allGroupsHref(deployment)} className="back-link">
               ← All groups
             </Link>
             <h2 className="group-title mono" title={group}>

@@ -57,7 +57,7 @@ export function LocksView() {
   const live = useLiveNodes();
   const searchParams = useSearchParams();
   const group = searchParams.get("group");
-  // A group opened from the grouped view filtered by deployment: that deployment's locks of the group.
+  // The grouped view's deployment filter, and a group opened from it so: that deployment's locks of the group.
   const deploymentParam = searchParams.get("deployment");
   // How many locks: asked once when the page opens, then from the stream's counts (every second).
   const size = useQuery({
@@ -84,7 +84,7 @@ export function LocksView() {
       ) : group !== null ? (
         <GroupLocks group={group} deployment={deploymentParam} />
       ) : grouped.current === true ? (
-        <GroupsTable deployments={deploymentsOf(live.data?.nodes ?? [])} />
+        <GroupsTable deployments={deploymentsOf(live.data?.nodes ?? [])} deployment={deploymentParam ?? ""} />
       ) : grouped.current === false ? (
         <LocksTable />
       ) : (

@@ -167,6 +167,16 @@ test.describe("a console watching three deployments", () => {
       const table = page.getByRole("table", { name: "Locks" });
       await expect(table.getByRole("row", { name: `${prefix}-orders/job-0000 on orders`, exact: true })).toBeVisible();
       await expect(table.getByRole("row", { name: `${prefix}-orders/job-0000 on cache`, exact: true })).toHaveCount(0);
+
+      // Back to every group: still the deployment chosen, by the page's link and by the browser's Back.
+      await page.getByRole("link", { name: "← All groups" }).click();
+      await expect(page.getByRole("combobox", { name: "Deployment" })).toHaveValue("orders");
+      await expect(orders.getByRole("cell").nth(0)).toHaveText("30");
+      await orders.getByRole("link", { name: `${prefix}-orders` }).click();
+      await expect(page.getByText("30 locks", { exact: true })).toBeVisible();
+      await page.goBack();
+      await expect(page.getByRole("combobox", { name: "Deployment" })).toHaveValue("orders");
+      await expect(orders.getByRole("cell").nth(0)).toHaveText("30");
     } finally {
       await deleteMatching(clients, `${prefix}-*`);
     }
