@@ -1,9 +1,31 @@
 import { randomBytes } from "node:crypto";
+import type { Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { encodeLockValue } from "@lockscope/redlock";
 import { GROUP_ROWS_WINDOW } from "@/lib/locks/groups";
 import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
 import { accessibilityProblems, deleteMatching, FLEET, holdFleet, layoutProblems, settled, THEMES, untilNoGroupMatches, useSystemTheme } from "./scene";
+
+/**
+ * The page's clock put in the test's hands, paused a second ahead (paused at the time it was installed, it may
+ * already be past it): nothing the page times (its refresh every 10 s, a reload a second after a change) runs
+ * unless `step` (`stepMs` at a time) or `page.clock.runFor` moves it.
+ */
+async function pauseClock(page: Page, stepMs: number): Promise<() => Promise<void>> {
+  await page.clock.install();
+  await page.clock.pauseAt(new Date(Date.now() + 1_000));
+  return () => page.clock.runFor(stepMs);
+}
+
+/** The pages of a group's locks the page asks the console for, as `sort order offset`, in the order asked. */
+function groupPagesAsked(page: Page): string[] {
+  const asked: string[] = [];
+  page.on("request", (r) => {
+    const url = new URL(r.url());
+    if (url.pathname === "/api/locks" && url.searchParams.has("group")) asked.push(`${url.searchParams.get("sort")} ${url.searchParams.get("order")} ${url.searchParams.get("offset")}`);
+  });
+  return asked;
+}
 
 test.describe("grouped view of a large fleet", () => {
   let clients: Redis[] = [];
@@ -149,11 +171,8 @@ test.describe("grouped view of a large fleet", () => {
     await hold("c", "gamma-worker", 180_000);
     // The page's clock is the test's, moved only by `step` (a tenth of a second at a time) and `runFor`: a few
     // seconds in all, so no periodic refresh of the pages (every 10 s) comes, and what the table shows after a
-    // change is what the live stream made of it. (Paused a second ahead: paused at the time it was installed, it
-    // may already be past it.)
-    await page.clock.install();
-    await page.clock.pauseAt(new Date(Date.now() + 1_000));
-    const step = () => page.clock.runFor(100);
+    // change is what the live stream made of it.
+    const step = await pauseClock(page, 100);
     await page.goto(`/?group=${encodeURIComponent(group)}`);
     const table = page.getByRole("table", { name: "Locks" });
     const order = async () => (await step(), await table.locator("tbody tr[aria-label]").evaluateAll((rows) => rows.map((r) => r.getAttribute("aria-label"))));
@@ -201,18 +220,9 @@ test.describe("grouped view of a large fleet", () => {
       for (let i = 0; i < 400; i++) pipeline.set(name(i), `holder-${i}`, "PX", 600_000);
       await pipeline.exec();
     }
-    // The page's clock is the test's (moved a hundredth of a second at a time, and by `runFor`): nothing the page
-    // times (its periodic refresh every 10 s, a reload a second after a change) runs unless the test moves it. (Paused
-    // a second ahead: paused at the time it was installed, it may already be past it.)
-    await page.clock.install();
-    await page.clock.pauseAt(new Date(Date.now() + 1_000));
-    const step = () => page.clock.runFor(10);
-    // The pages the table asks for, as `sort order offset`.
-    const asked: string[] = [];
-    page.on("request", (r) => {
-      const url = new URL(r.url());
-      if (url.pathname === "/api/locks" && url.searchParams.has("group")) asked.push(`${url.searchParams.get("sort")} ${url.searchParams.get("order")} ${url.searchParams.get("offset")}`);
-    });
+    // The page's clock is the test's (a hundredth of a second at a time, and `runFor`).
+    const step = await pauseClock(page, 10);
+    const asked = groupPagesAsked(page);
     await page.goto(`/?group=${encodeURIComponent(group)}`);
     const count = page.locator(".locks-tools [aria-live]");
     await expect.poll(async () => (await step(), await count.textContent()), { timeout: 30_000 }).toBe("400 locks");
@@ -239,14 +249,8 @@ test.describe("grouped view of a large fleet", () => {
     prefix = `lock:flip${randomBytes(2).toString("hex")}`;
     const group = `${prefix}-jobs`;
     for (const [name, ttlMs] of [["a", 60_000], ["b", 120_000], ["c", 180_000]] as const) await Promise.all(clients.map((c) => c.set(`${group}/${name}`, `holder-${name}`, "PX", ttlMs)));
-    await page.clock.install();
-    await page.clock.pauseAt(new Date(Date.now() + 1_000));
-    const step = () => page.clock.runFor(10);
-    const asked: string[] = [];
-    page.on("request", (r) => {
-      const url = new URL(r.url());
-      if (url.pathname === "/api/locks" && url.searchParams.has("group")) asked.push(`${url.searchParams.get("sort")} ${url.searchParams.get("order")} ${url.searchParams.get("offset")}`);
-    });
+    const step = await pauseClock(page, 10);
+    const asked = groupPagesAsked(page);
     await page.goto(`/?group=${encodeURIComponent(group)}`);
     const table = page.getByRole("table", { name: "Locks" });
     const order = async () => (await step(), await table.locator("tbody tr[aria-label]").evaluateAll((rows) => rows.map((r) => r.getAttribute("aria-label"))));
