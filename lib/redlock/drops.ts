@@ -1,3 +1,5 @@
+import { AnswerLostError } from "./errors.ts";
+import type { NodeOutcome } from "./round.ts";
 import { isClusterClient } from "./script.ts";
 
 /** @internal When a client's connection last dropped, on `performance.now()`'s clock (-Infinity: never seen to). */
@@ -37,4 +39,16 @@ export function dropClock(client: object): DropClock {
     follow(client);
   }
   return made;
+}
+
+/**
+ * @internal An answer `unsure` says the first run may have made otherwise (nothing deleted, say), from a node whose
+ * connection dropped since `sentAt`, may be the answer of the command sent again: it becomes that node's error
+ * (`AnswerLostError`), as a node that did not answer.
+ */
+export function doubtAcrossDrops<T>(outcomes: Array<NodeOutcome<T>>, drops: readonly DropClock[], sentAt: number, unsure: (value: T) => boolean): void {
+  for (let index = 0; index < outcomes.length; index++) {
+    const outcome = outcomes[index]!;
+    if (outcome.state === "ok" && drops[index]!.at >= sentAt && unsure(outcome.value)) outcomes[index] = { state: "error", error: new AnswerLostError(index) };
+  }
 }

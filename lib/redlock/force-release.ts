@@ -1,6 +1,5 @@
 import type { ForceReleaseClient } from "./client.ts";
-import { dropClock } from "./drops.ts";
-import { AnswerLostError } from "./errors.ts";
+import { doubtAcrossDrops, dropClock } from "./drops.ts";
 import { FORCE_RELEASE_LUA } from "./force-release.lua.ts";
 import { runRound } from "./round.ts";
 import { defineScript } from "./script.ts";
@@ -88,13 +87,8 @@ export async function forceRelease(
     },
   });
   // "absent" or "mismatch" from a node whose connection dropped meanwhile may be the answer of the script sent
-  // again after a first run that deleted the value (see `dropClock`): what that node did is unknown.
-  for (let index = 0; index < outcomes.length; index++) {
-    const outcome = outcomes[index]!;
-    if (outcome.state === "ok" && (outcome.value.status === "absent" || outcome.value.status === "mismatch") && drops[index]!.at >= sentAt) {
-      outcomes[index] = { state: "error", error: new AnswerLostError(index) };
-    }
-  }
+  // again after a first run that deleted the value: what that node did is unknown.
+  doubtAcrossDrops(outcomes, drops, sentAt, (reply) => reply.status === "absent" || reply.status === "mismatch");
   return {
     nodes: outcomes.map((outcome, index): ForceReleaseNodeResult =>
       outcome.state === "ok"

@@ -1,5 +1,6 @@
 import { reportErrors, votesOf, type Engine } from "./engine.ts";
-import { AnswerLostError, LockLostError } from "./errors.ts";
+import { doubtAcrossDrops } from "./drops.ts";
+import { LockLostError } from "./errors.ts";
 import { lockState, type RedlockLock, type HoldState, type ReleaseResult } from "./lock.ts";
 import { RELEASE_LUA } from "./release.lua.ts";
 import type { ScriptClient } from "./client.ts";
@@ -59,20 +60,6 @@ export function releaseLock(engine: Engine, lock: RedlockLock): Promise<ReleaseR
   return (state.releasing ??= releaseOnce(engine, lock, state));
 }
 
-/**
- * A node that answered "not deleted" after its connection dropped while the release was out answered the
- * release sent again (see `dropClock`): the first run may have deleted the lock. That answer becomes the
- * node's failed vote, so a lock this release deleted is never reported lost.
- */
-function unknownAcrossDrops(engine: Engine, outcomes: Array<NodeOutcome<ReleaseReply>>, isFor: (reply: ReleaseReply) => boolean, sentAt: number): void {
-  for (let index = 0; index < outcomes.length; index++) {
-    const outcome = outcomes[index]!;
-    if (outcome.state === "ok" && !isFor(outcome.value) && engine.drops[index]!.at >= sentAt) {
-      outcomes[index] = { state: "error", error: new AnswerLostError(index) };
-    }
-  }
-}
-
 async function releaseOnce(engine: Engine, lock: RedlockLock, state: HoldState): Promise<ReleaseResult> {
   const resources = lock.resources;
   const early = resources.length === 1 ? engine.releaseEarly : { quorum: engine.quorum, isFor: (reply: ReleaseReply) => reply.deleted === resources.length, when: "either" as const };
@@ -85,7 +72,9 @@ async function releaseOnce(engine: Engine, lock: RedlockLock, state: HoldState):
     early,
     onLate: engine.onLateRelease,
   });
-  unknownAcrossDrops(engine, outcomes, early.isFor, sentAt);
+  // A node that answered "not deleted" after its connection dropped may have deleted it in the first run: never a
+  // sign that the lock was lost.
+  doubtAcrossDrops(outcomes, engine.drops, sentAt, (reply) => !early.isFor(reply));
   reportErrors(engine, outcomes, "release");
   const votes = votesOf(outcomes, early.isFor);
   let votesFor = 0;
