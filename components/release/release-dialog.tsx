@@ -1,12 +1,12 @@
 "use client";
 
 import { useQueryClient } from "@tanstack/react-query";
-import { useEffect, useId, useRef, useState, type FormEvent } from "react";
+import { useCallback, useEffect, useId, useRef, useState, useSyncExternalStore, type FormEvent } from "react";
 import { whoIsTold } from "@/lib/locks/release-text";
 import { isLive, type EndedState, type Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { FORMAT_LABEL, holderLine as formatHolderLine } from "../locks/format";
-import { liveFeed, type FeedScope } from "../locks/live-feed";
+import { lockDetailKey, type FeedScope } from "../locks/live-feed";
 import { useLiveLocks } from "../locks/use-live-locks";
 import styles from "./force-release.module.css";
 import { MessageText } from "../message-text";
@@ -130,43 +130,28 @@ function ReleasedText({ response }: { response: ReleaseResponse }) {
   );
 }
 
+/**
+ * The lock as the page that opened the dialog has it (its query, whose key names the deployment or not): the live
+ * feed patches it with the lock's changes, also where the tab follows the lock's group rather than every lock,
+ * and reads it again after the stream started anew.
+ */
+function usePageLock(resource: string, deployment: string): Lock | undefined {
+  const client = useQueryClient();
+  const subscribe = useCallback((changed: () => void) => client.getQueryCache().subscribe(changed), [client]);
+  const read = () =>
+    [lockDetailKey(resource, deployment), lockDetailKey(resource)].map((key) => client.getQueryData<Lock>(key)).find((lock) => lock?.deployment === deployment);
+  return useSyncExternalStore(subscribe, read, () => undefined);
+}
+
 /** A modal `<dialog>` with the lock's facts, a required reason and "Release". Opens as soon as it mounts. */
 export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, onReleased, onClosed }: ReleaseDialogProps) {
   // The TTL and nodes keep following the live view while the dialog is open (an extension, an expiry); the
   // holder it releases stays the one the operator opened it for. With the lock's group, the tab's stream carries
-  // that group's changes (as for the lock's page), which the dialog hears, rather than every lock.
+  // that group's changes (as for the lock's page), which the live feed patches into the page's lock.
   const live = useLiveLocks(group === undefined ? EVERY_LOCK : { locks: "group", group });
   const queryClient = useQueryClient();
-  const [streamed, setStreamed] = useState<Lock | null>(null);
-  useEffect(() => {
-    if (group === undefined) return;
-    // The group's stream brings changes only: what changed before it (re)started is read once, then, unless a
-    // change came meanwhile (newer than the reading), shown.
-    let heard = 0;
-    let open = true;
-    const read = () => {
-      const asked = heard;
-      apiFetch<Lock>(`/api/locks/${encodeURIComponent(resource)}?deployment=${encodeURIComponent(opened.deployment)}`).then(
-        (lock) => {
-          if (open && heard === asked) setStreamed(lock);
-        },
-        () => undefined,
-      );
-    };
-    const stop = liveFeed(queryClient).listen((change) => {
-      if ("resync" in change) read();
-      else if ("lock" in change && change.lock.resource === resource && change.lock.deployment === opened.deployment) {
-        heard += 1;
-        setStreamed(change.lock);
-      }
-    });
-    read();
-    return () => {
-      open = false;
-      stop();
-    };
-  }, [queryClient, resource, opened.deployment, group]);
-  const listed = live.data?.locks.find((l) => l.resource === resource && l.deployment === opened.deployment) ?? streamed ?? undefined;
+  const onPage = usePageLock(resource, opened.deployment);
+  const listed = live.data?.locks.find((l) => l.resource === resource && l.deployment === opened.deployment) ?? onPage;
   // An ended lock leaves the live list a few seconds after it ends: keep showing it as last listed (ended),
   // never again as the held lock the dialog was opened on.
   const [lastListed, setLastListed] = useState<Lock | null>(null);
