@@ -1,6 +1,6 @@
 import IORedis from "ioredis";
 import type Redis from "ioredis";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fencedWrite, forceRelease, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "../index.ts";
 import { until } from "./support/wait.ts";
 import { startCluster, type TestCluster } from "./support/redis.ts";
@@ -240,6 +240,9 @@ describe("a release whose answer is lost with the connection", () => {
     });
     await answering(clients);
   });
+  // A test's cut leaves its connections reconnecting: their handshake's replies (the ready check's INFO) must not be
+  // the next test's lost answer, nor its command wait behind them.
+  beforeEach(() => answering(clients));
   /** How many of `nodes` saw their connection drop since this was called. */
   const dropsSeen = (nodes: Redis[]) => {
     const dropped = new Set<Redis>();
