@@ -1,3 +1,4 @@
+import { oversold } from "@/lib/lab/stats";
 import type { RunRecord } from "@/lib/lab/types";
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -29,6 +30,17 @@ export function raisedAfterSellOut(run: Pick<RunRecord, "stopReason" | "result">
 }
 
 /**
+ * Units sold beyond the stock (`result.oversold`, worked out for runs recorded before it existed); null while
+ * the run has no result.
+ */
+export function oversoldOf(run: Pick<RunRecord, "result" | "settings">): number | null {
+  const r = run.result;
+  if (!r) return null;
+  const recorded: number | undefined = (r as Partial<typeof r>).oversold;
+  return recorded ?? oversold(r.sold, run.settings.stock);
+}
+
+/**
  * What a finished run's numbers mean, one sentence each: why "remaining" is not zero, where lost updates come
  * from, what the rejected stale writes were. Empty while the run has no result.
  */
@@ -43,6 +55,12 @@ export function explainRun(run: Pick<RunRecord, "status" | "stopReason" | "resul
     );
   } else if (r.lostUpdates < 0) {
     out.push(`${plural(-r.lostUpdates, "unit")} left the stock without a sale being counted: a write went through while its buyer saw an error.`);
+  }
+  const over = oversoldOf(run) ?? 0;
+  if (over > 0) {
+    out.push(
+      `${plural(over, "unit")} more than the ${stock} in stock ${over === 1 ? "was" : "were"} sold (oversold): buyers were told they had bought units that did not exist. The stock itself never went below 0, because every buyer checked it was above 0 before writing it one lower; the lost updates are where the extra sales went.`,
+    );
   }
   if (raisedAfterSellOut(run)) {
     out.push(
@@ -62,6 +80,5 @@ export function explainRun(run: Pick<RunRecord, "status" | "stopReason" | "resul
     out.push(`${plural(r.locksLost, "lock")} expired under ${r.locksLost === 1 ? "its holder" : "their holders"} before being released (a pause or slow work past the ${run.settings.ttlMs} ms TTL).`);
   }
   if (r.lostUpdates === 0 && r.remaining === 0 && r.sold === stock) out.push(`Every one of the ${stock} units was sold exactly once.`);
-  if (!r.stockNeverNegative) out.push("The stock went below zero at some point: more was sold than there was.");
   return out;
 }

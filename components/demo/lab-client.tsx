@@ -182,6 +182,10 @@ export function LabClient() {
             <dd>sold − (stock − remaining): units sold twice, because two buyers wrote back the same stock.</dd>
           </div>
           <div>
+            <dt>Oversold</dt>
+            <dd>sold − stock, when above 0: units sold that never existed. The stock itself never goes below 0 (every buyer checks it is above 0 before writing it one lower), so overselling shows here, not in the stock.</dd>
+          </div>
+          <div>
             <dt>Stale writes rejected</dt>
             <dd>Fenced Redlock only: writes refused because their lock had expired and a newer holder had already used the stock. Each one is a lost update prevented.</dd>
           </div>

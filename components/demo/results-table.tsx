@@ -3,7 +3,7 @@
 import { LOCKING_STRATEGIES } from "@/lib/lab/settings";
 import type { RunRecord } from "@/lib/lab/types";
 import { MessageText } from "../message-text";
-import { raisedAfterSellOut } from "./explain";
+import { oversoldOf, raisedAfterSellOut } from "./explain";
 import styles from "./lab.module.css";
 import { TableHead, TableScroll } from "../table-scroll";
 
@@ -18,7 +18,7 @@ function settingsText(r: RunRecord): string {
 
 const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
 
-/** Runs side by side, one row each: the numbers to compare, lost updates marked (red and ⚠) when any. */
+/** Runs side by side, one row each: the numbers to compare, lost updates and oversold units marked (red and ⚠) when any. */
 export function ResultsTable({
   runs,
   highlight,
@@ -33,11 +33,12 @@ export function ResultsTable({
   return (
     <TableScroll label="Lab results, scrollable">
       <table className={styles.table} aria-label="Lab results">
-        <TableHead columns={["Strategy", "Status", "Sold", "Remaining", "Lost updates", "Stock never negative", "Orders/s", "Wait p50", "Wait p99", "Retries", "Stale writes rejected", "Duration", "Settings"]} />
+        <TableHead columns={["Strategy", "Status", "Sold", "Remaining", "Lost updates", "Oversold", "Orders/s", "Wait p50", "Wait p99", "Retries", "Stale writes rejected", "Duration", "Settings"]} />
         <tbody>
           {runs.map((r) => {
             const res = r.result;
             const locks = LOCKING_STRATEGIES.has(r.settings.strategy);
+            const oversold = oversoldOf(r);
             return (
               <tr key={r.id} data-run-id={r.id} className={highlight.has(r.id) ? styles.highlight : undefined}>
                 <th scope="row" className="mono">
@@ -56,7 +57,9 @@ export function ResultsTable({
                 <td className={`${styles.num} ${res && res.lostUpdates !== 0 ? styles.bad : ""}`} data-label="lost updates">
                   {res ? res.lostUpdates : "—"}
                 </td>
-                <td>{res ? (res.stockNeverNegative ? "yes" : <span className={styles.bad}>no</span>) : "—"}</td>
+                <td className={`${styles.num} ${oversold ? styles.bad : ""}`} data-label="oversold">
+                  {oversold ?? "—"}
+                </td>
                 <td className={styles.num}>{res ? res.ordersPerSec : "—"}</td>
                 <td className={styles.num}>{res ? (locks ? ms(res.waitP50Ms) : "no lock") : "—"}</td>
                 <td className={styles.num}>{res ? (locks ? ms(res.waitP99Ms) : "no lock") : "—"}</td>

@@ -7,7 +7,7 @@ import { FaultInjector, type NodeProcessControl } from "./faults";
 import { runKeys, type RunKeys } from "./keys";
 import { LAB_LIMITS, MULTI_NODE_STRATEGIES, retryDelayFor, type RunSettings } from "./settings";
 import { Sampler } from "./sampler";
-import { lostUpdates, ordersPerSec, percentile, progressFraction, Samples } from "./stats";
+import { lostUpdates, ordersPerSec, oversold, percentile, progressFraction, Samples } from "./stats";
 import { atomic } from "./strategies/atomic";
 import { naive } from "./strategies/naive";
 import { none } from "./strategies/none";
@@ -481,6 +481,7 @@ export class LabRun {
       sold: t.sold,
       remaining,
       lostUpdates: lostUpdates(t.sold, stock, remaining),
+      oversold: oversold(t.sold, stock),
       stockNeverNegative: t.minStockSeen >= 0 && remaining >= 0,
       ordersPerSec: ordersPerSec(t.sold, durationMs),
       waitP50Ms: round2(percentile(waits, 50) ?? 0),

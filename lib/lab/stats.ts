@@ -19,6 +19,14 @@ export function lostUpdates(sold: number, stock: number, remaining: number): num
   return sold - (stock - remaining);
 }
 
+/**
+ * Units sold beyond the stock: sales of units that never existed. The stock itself cannot show it: every
+ * strategy checks the stock is above 0 before writing it one lower, so it never goes below 0.
+ */
+export function oversold(sold: number, stock: number): number {
+  return Math.max(0, sold - stock);
+}
+
 export function ordersPerSec(sold: number, durationMs: number): number {
   if (durationMs <= 0) return 0;
   return round1((sold * 1000) / durationMs);

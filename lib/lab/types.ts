@@ -8,7 +8,13 @@ export interface RunResult {
   remaining: number;
   /** `sold - (stock - remaining)`: units sold twice. */
   lostUpdates: number;
-  /** Whether every stock value seen (written by a worker or sampled) stayed at zero or above. */
+  /** `max(0, sold - stock)`: units sold beyond the stock, which never existed. */
+  oversold: number;
+  /**
+   * Whether every stock value seen (written by a worker or sampled) stayed at zero or above. Kept for
+   * compatibility: every strategy checks the stock is above 0 before writing it one lower, so it is always
+   * true; overselling shows in `oversold` and `lostUpdates`.
+   */
   stockNeverNegative: boolean;
   ordersPerSec: number;
   /** Time to take the lock, per order; 0 for strategies without a lock. */

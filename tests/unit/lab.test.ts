@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { isRunId, newRunId, runKeys } from "@/lib/lab/keys";
 import { LAB_PRESETS } from "@/lib/lab/presets";
 import { checkAgainstNodes, retryDelayFor, runSettingsSchema, settingsNotes, STRATEGIES, type RunSettings } from "@/lib/lab/settings";
-import { lostUpdates, ordersPerSec, percentile, progressFraction, Samples } from "@/lib/lab/stats";
+import { lostUpdates, ordersPerSec, oversold, percentile, progressFraction, Samples } from "@/lib/lab/stats";
 
 const base: RunSettings = { strategy: "redlock", stock: 100, workers: 10, ttlMs: 1000, workMs: 5 };
 
@@ -77,6 +77,13 @@ describe("lab result math", () => {
     expect(lostUpdates(100, 100, 0)).toBe(0);
     expect(lostUpdates(40, 100, 60)).toBe(0);
     expect(lostUpdates(45, 100, 60)).toBe(5);
+  });
+
+  it("counts units sold beyond the stock as oversold, never below 0", () => {
+    expect(oversold(120, 100)).toBe(20);
+    expect(oversold(100, 100)).toBe(0);
+    // Lost updates without overselling: a run stopped early, or one whose stock a late write raised again.
+    expect(oversold(45, 100)).toBe(0);
   });
 
   it("takes percentiles by nearest rank", () => {

@@ -23,6 +23,7 @@ const result = (over: Partial<RunResult>): RunResult => ({
   sold: 100,
   remaining: 0,
   lostUpdates: 0,
+  oversold: 0,
   stockNeverNegative: true,
   ordersPerSec: 50,
   waitP50Ms: 1,
@@ -56,6 +57,14 @@ describe("lab results in words", () => {
     );
     expect(lines[1]).toContain("Why 5 remain although it sold out");
     expect(lines[1]).toContain("raising it to 5 again");
+  });
+
+  it("says how many units were sold that the stock never had", () => {
+    const raced = run({ result: result({ sold: 120, remaining: 0, lostUpdates: 20, oversold: 20 }) });
+    expect(explainRun(raced)).toContain(
+      "20 units more than the 100 in stock were sold (oversold): buyers were told they had bought units that did not exist. The stock itself never went below 0, because every buyer checked it was above 0 before writing it one lower; the lost updates are where the extra sales went.",
+    );
+    expect(explainRun(run({ result: result({ sold: 100, lostUpdates: 5, remaining: 5 }) })).join(" ")).not.toMatch(/oversold/);
   });
 
   it("says what rejected stale writes were, and that every unit sold once", () => {

@@ -1,0 +1,61 @@
+import { createElement } from "react";
+import { renderToStaticMarkup } from "react-dom/server";
+import { describe, expect, it } from "vitest";
+import { ResultsTable } from "@/components/demo/results-table";
+import type { RunRecord, RunResult } from "@/lib/lab/types";
+
+const result = (over: Partial<RunResult>): RunResult => ({
+  sold: 100,
+  remaining: 0,
+  lostUpdates: 0,
+  oversold: 0,
+  stockNeverNegative: true,
+  ordersPerSec: 50,
+  waitP50Ms: 1,
+  waitP99Ms: 10,
+  retries: 0,
+  staleWritesRejected: 0,
+  durationMs: 2000,
+  orders: 100,
+  locksLost: 0,
+  errors: 0,
+  ...over,
+});
+
+const record = (over: Partial<RunRecord>): RunRecord => ({
+  id: "rmx1wokthvsb3i5",
+  status: "done",
+  stopReason: "sold-out",
+  settings: { strategy: "none", stock: 100, workers: 20, ttlMs: 200, workMs: 5 },
+  actor: "alice",
+  createdAt: 1,
+  finishedAt: 2,
+  heartbeatAt: 2,
+  progress: { phase: "finished", fraction: 1, elapsedMs: 2000, sold: 100, orders: 100, stock: 0, retries: 0, staleWritesRejected: 0, errors: 0 },
+  result: result({}),
+  notes: [],
+  ...over,
+});
+
+const table = (runs: RunRecord[]) => renderToStaticMarkup(createElement(ResultsTable, { runs, highlight: new Set<string>(), onSelect: null }));
+const headers = (html: string) => [...html.matchAll(/<th scope="col">([^<]*)<\/th>/g)].map((m) => m[1]);
+const cell = (html: string, label: string) => new RegExp(`<td[^>]*data-label="${label}"[^>]*>([^<]*)<`).exec(html)?.[1];
+
+describe("the lab's results table", () => {
+  it("shows how many units were sold beyond the stock, a column that can say something went wrong", () => {
+    // The race without a lock: 120 sales out of a stock of 100, the stock written down to 0 and never below it.
+    const html = table([record({ result: result({ sold: 120, remaining: 0, lostUpdates: 20, oversold: 20 }) })]);
+    expect(headers(html)).toContain("Oversold");
+    expect(headers(html)).not.toContain("Stock never negative");
+    expect(cell(html, "oversold")).toBe("20");
+    expect(html).toMatch(/<td class="[^"]*bad[^"]*" data-label="oversold"/);
+    const exact = table([record({})]);
+    expect(cell(exact, "oversold")).toBe("0");
+    expect(exact).not.toMatch(/<td class="[^"]*bad[^"]*" data-label="oversold"/);
+  });
+
+  it("works the oversold figure out for a run recorded before the field existed", () => {
+    const { oversold: _oversold, ...old } = result({ sold: 130, lostUpdates: 30 });
+    expect(cell(table([record({ result: old as RunResult })]), "oversold")).toBe("30");
+  });
+});
