@@ -40,7 +40,7 @@ async function main(): Promise<void> {
         const { result } = outcome;
         if (outcome.stopReason !== "sold-out" || !result) throw new Error(`${strategy} stopped: ${outcome.stopReason} ${outcome.error ?? ""}`);
         results.get(strategy)!.push(result);
-        log(`round ${round + 1}/${rounds} ${strategy}: ${result.ordersPerSec} orders/s, p99 wait ${result.waitP99Ms} ms`);
+        log(`round ${round + 1}/${rounds} ${strategy}: ${result.ordersPerSec} sold/s, p99 wait ${result.waitP99Ms} ms`);
       }
     }
   } finally {
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
   log("");
   log(`stock ${stock}, 50 workers, work 1 ms, TTL 1000 ms, 3 nodes, ${rounds} round(s), medians`);
   log("");
-  log("| strategy | orders/s | of atomic | wait p50 ms | wait p99 ms | lost updates | retries |");
+  log("| strategy | sold/s | of atomic | wait p50 ms | wait p99 ms | lost updates | retries |");
   log("|---|---:|---:|---:|---:|---:|---:|");
   for (const r of rows) {
     log(`| ${r.strategy} | ${r.ordersPerSec} | ${r.ofAtomic} | ${r.strategy === "none" || r.strategy === "atomic" ? "no lock" : r.waitP50Ms} | ${r.strategy === "none" || r.strategy === "atomic" ? "no lock" : r.waitP99Ms} | ${r.lostUpdates} | ${r.retries} |`);

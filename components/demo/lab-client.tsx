@@ -190,6 +190,10 @@ export function LabClient() {
             <dd>Fenced Redlock only: writes refused because their lock had expired and a newer holder had already used the stock. Each one is a lost update prevented.</dd>
           </div>
           <div>
+            <dt>Sold/s</dt>
+            <dd>Units sold per second over the run. Orders that sold nothing (a stale write refused, the stock gone) are not counted.</dd>
+          </div>
+          <div>
             <dt>Wait</dt>
             <dd>Time to take the lock, per order.</dd>
           </div>
@@ -264,7 +268,7 @@ function LiveRun({ run, batch, onCancel }: { run: RunRecord; batch: Batch | null
         </div>
       )}
       <div className={styles.charts}>
-        <LabChart key={`o-${run.id}`} title="Orders per second" unit="orders/s" lines={[{ label: "orders/s", color: "--chart-orders" }]} data={[x, series.map((s) => s.ordersPerSec)]} />
+        <LabChart key={`o-${run.id}`} title="Units sold per second" unit="sold/s" lines={[{ label: "sold/s", color: "--chart-orders" }]} data={[x, series.map((s) => s.ordersPerSec)]} />
         {LOCKING_STRATEGIES.has(run.settings.strategy) ? (
           <LabChart
             key={`w-${run.id}`}

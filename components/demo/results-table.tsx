@@ -33,7 +33,7 @@ export function ResultsTable({
   return (
     <TableScroll label="Lab results, scrollable">
       <table className={styles.table} aria-label="Lab results">
-        <TableHead columns={["Strategy", "Status", "Sold", "Remaining", "Lost updates", "Oversold", "Orders/s", "Wait p50", "Wait p99", "Retries", "Stale writes rejected", "Duration", "Settings"]} />
+        <TableHead columns={["Strategy", "Status", "Sold", "Remaining", "Lost updates", "Oversold", "Sold/s", "Wait p50", "Wait p99", "Retries", "Stale writes rejected", "Duration", "Settings"]} />
         <tbody>
           {runs.map((r) => {
             const res = r.result;
@@ -60,7 +60,9 @@ export function ResultsTable({
                 <td className={`${styles.num} ${oversold ? styles.bad : ""}`} data-label="oversold">
                   {oversold ?? "—"}
                 </td>
-                <td className={styles.num}>{res ? res.ordersPerSec : "—"}</td>
+                <td className={styles.num} data-label="sold per second" title="Units sold per second (orders that did not sell are not counted)">
+                  {res ? res.ordersPerSec : "—"}
+                </td>
                 <td className={styles.num}>{res ? (locks ? ms(res.waitP50Ms) : "no lock") : "—"}</td>
                 <td className={styles.num}>{res ? (locks ? ms(res.waitP99Ms) : "no lock") : "—"}</td>
                 <td className={styles.num}>{res?.retries ?? r.progress.retries}</td>

@@ -27,6 +27,7 @@ export function oversold(sold: number, stock: number): number {
   return Math.max(0, sold - stock);
 }
 
+/** Units sold per second (what the API calls `ordersPerSec`). */
 export function ordersPerSec(sold: number, durationMs: number): number {
   if (durationMs <= 0) return 0;
   return round1((sold * 1000) / durationMs);

@@ -16,6 +16,7 @@ export interface RunResult {
    * true; overselling shows in `oversold` and `lostUpdates`.
    */
   stockNeverNegative: boolean;
+  /** Units sold per second (orders that sold nothing are not counted; the name is kept for compatibility). */
   ordersPerSec: number;
   /** Time to take the lock, per order; 0 for strategies without a lock. */
   waitP50Ms: number;
@@ -40,6 +41,7 @@ export interface SeriesPoint {
   sold: number;
   /** Stock in Redis at that moment (null when it could not be read). */
   stock: number | null;
+  /** Units sold per second over the interval (the name is kept for compatibility). */
   ordersPerSec: number;
   /** Lock wait over the interval's acquisitions; null when none happened (or no lock). */
   waitP50Ms: number | null;

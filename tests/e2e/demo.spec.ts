@@ -13,7 +13,7 @@ test("an operator runs every strategy side by side and reads the comparison", as
   await expect(progress).toBeVisible();
   const live = page.getByRole("region", { name: "Live" });
   await expect(live).toContainText("Run 1 of 5");
-  await expect(page.getByRole("figure", { name: "Orders per second" }).locator("canvas")).toBeVisible();
+  await expect(page.getByRole("figure", { name: "Units sold per second" }).locator("canvas")).toBeVisible();
 
   // The last run of the batch ends with its progress bar full.
   await expect(live).toContainText("Run 5 of 5", { timeout: 180_000 });
@@ -45,14 +45,14 @@ test("an operator runs every strategy side by side and reads the comparison", as
   await expect(atomic.row.locator("td").nth(2)).toHaveText("0");
 
   // The chart legends name the lines, and show values only while the pointer is on the chart.
-  const orders = page.getByRole("figure", { name: "Orders per second" });
-  const legend = orders.locator(".u-legend");
-  await expect(legend).toHaveText("orders/s", { useInnerText: true });
-  await orders.locator(".u-over").hover();
+  const rate = page.getByRole("figure", { name: "Units sold per second" });
+  const legend = rate.locator(".u-legend");
+  await expect(legend).toHaveText("sold/s", { useInnerText: true });
+  await rate.locator(".u-over").hover();
   await expect(legend).toContainText(/t \(s\):?\s*\d/, { useInnerText: true });
-  await expect(legend).toContainText(/orders\/s:?\s*\d/, { useInnerText: true });
+  await expect(legend).toContainText(/sold\/s:?\s*\d/, { useInnerText: true });
   await page.getByRole("heading", { level: 1 }).hover();
-  await expect(legend).toHaveText("orders/s", { useInnerText: true });
+  await expect(legend).toHaveText("sold/s", { useInnerText: true });
 
   // A run explains its own numbers: the race's lost updates, in words.
   await none.row.getByRole("button", { name: "none" }).click();

@@ -97,7 +97,7 @@ test.describe("every page at every width, light and dark", () => {
     await page.locator(`tr[data-run-id="${id}"]`).getByRole("button").click();
     await expect(page.getByRole("region", { name: "Live" })).toContainText(id);
     await checkEveryLayout(page, async () => {
-      await expect(page.getByRole("figure", { name: "Orders per second" }).locator("canvas")).toBeVisible();
+      await expect(page.getByRole("figure", { name: "Units sold per second" }).locator("canvas")).toBeVisible();
     });
   });
 

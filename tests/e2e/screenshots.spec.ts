@@ -77,7 +77,7 @@ test("@screenshots every page at 390 and 1440 px, light and dark", async ({ page
     const results = page.getByRole("table", { name: "Lab results" });
     await results.locator("tbody tr").filter({ hasText: "none" }).first().getByRole("button").click();
     await expect(page.getByRole("region", { name: "Live" })).toContainText("What the numbers say");
-    await shoot(page, "demo", () => expect(page.getByRole("figure", { name: "Orders per second" }).locator("canvas")).toBeVisible(), page.getByRole("region", { name: "Live" }));
+    await shoot(page, "demo", () => expect(page.getByRole("figure", { name: "Units sold per second" }).locator("canvas")).toBeVisible(), page.getByRole("region", { name: "Live" }));
 
     // Node 1 restarts empty: a single-instance lock ends lost, and the Redlocks it held go on with the other two.
     const payout = "lock:payouts/batch-2024-11-30";

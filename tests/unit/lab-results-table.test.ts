@@ -54,6 +54,14 @@ describe("the lab's results table", () => {
     expect(exact).not.toMatch(/<td class="[^"]*bad[^"]*" data-label="oversold"/);
   });
 
+  it("names the rate for what it counts: units sold per second, not orders placed", () => {
+    // 150 orders placed in 2 s, 100 of them sold: the figure is the 50 sales a second.
+    const html = table([record({ result: result({ sold: 100, orders: 150, ordersPerSec: 50, durationMs: 2000 }) })]);
+    expect(headers(html)).not.toContain("Orders/s");
+    expect(headers(html)).toContain("Sold/s");
+    expect(cell(html, "sold per second")).toBe("50");
+  });
+
   it("works the oversold figure out for a run recorded before the field existed", () => {
     const { oversold: _oversold, ...old } = result({ sold: 130, lostUpdates: 30 });
     expect(cell(table([record({ result: old as RunResult })]), "oversold")).toBe("30");
