@@ -39,7 +39,7 @@ export function LabClient() {
   const starting = useRef(false);
 
   // Follow a run already going when the page opens (started by someone else, or before a reload).
-  const runningElsewhere = runs.data?.find((r) => r.status === "running")?.id ?? null;
+  const runningElsewhere = runs.data?.runs.find((r) => r.status === "running")?.id ?? null;
   useEffect(() => {
     if (watching === null && runningElsewhere !== null) setWatching(runningElsewhere);
   }, [watching, runningElsewhere]);
@@ -149,6 +149,7 @@ export function LabClient() {
             initial={formSettings}
             version={formVersion}
             nodeCount={nodeCount}
+            faultMode={runs.data?.lab.faultMode ?? null}
             disabled={!operator || running || batchBusy}
             onSubmit={(settings) => {
               setBatch({ name: "Custom run", queue: [], ids: [], total: 1 });
@@ -199,7 +200,7 @@ export function LabClient() {
           </div>
         </dl>
         <p className="muted">Pick a strategy in the table to see that run&apos;s charts and what its numbers say.</p>
-        {runs.isError ? <p className="error-text"><MessageText text={runs.error.message} /></p> : <ResultsTable runs={runs.data ?? []} highlight={highlight} onSelect={running || batchBusy ? null : setWatching} />}
+        {runs.isError ? <p className="error-text"><MessageText text={runs.error.message} /></p> : <ResultsTable runs={runs.data?.runs ?? []} highlight={highlight} onSelect={running || batchBusy ? null : setWatching} />}
       </section>
     </div>
   );

@@ -2,6 +2,7 @@
 
 import { useState, type FormEvent } from "react";
 import { STRATEGIES, type RunSettings, type Strategy } from "@/lib/lab/settings";
+import type { FaultMode } from "@/lib/lab/types";
 import styles from "./lab.module.css";
 
 export const STRATEGY_TEXT: Record<Strategy, string> = {
@@ -10,6 +11,15 @@ export const STRATEGY_TEXT: Record<Strategy, string> = {
   redlock: "Redlock over every node",
   "redlock-fenced": "Redlock, stock written only with a current fence",
   atomic: "Atomic Lua decrement, no lock (the ceiling)",
+};
+
+/** What each fault kind does, in the mode the run will use (see describeFault for the run's own account). */
+const FAULT_KIND_TEXT: Record<FaultMode, Record<"kill" | "pause", string>> = {
+  process: { kill: "kill (crash, restarts empty)", pause: "pause (stops answering)" },
+  connections: {
+    kill: "kill (cuts the lab workers' connections to it; the node keeps running, with its keys)",
+    pause: "pause (holds the lab workers' commands to it; the node keeps running)",
+  },
 };
 
 /** The form's fields, as typed (strings), so a half-typed number never fights the input. */
@@ -78,6 +88,8 @@ interface Props {
   /** Bumped by the page when a preset loads new settings into the form. */
   version: number;
   nodeCount: number;
+  /** How a fault will act; null while unknown (the kinds are then named without saying how). */
+  faultMode: FaultMode | null;
   disabled: boolean;
   onSubmit: (settings: RunSettings) => void;
 }
@@ -87,7 +99,7 @@ export function RunForm(props: Props) {
   return <RunFormFields key={props.version} {...props} />;
 }
 
-function RunFormFields({ initial, nodeCount, disabled, onSubmit }: Props) {
+function RunFormFields({ initial, nodeCount, faultMode, disabled, onSubmit }: Props) {
   const [f, setF] = useState<Fields>(() => fieldsOf(initial));
   const set = <K extends keyof Fields>(key: K) => (value: Fields[K]) => setF((old) => ({ ...old, [key]: value }));
   const text = (key: keyof Fields) => ({
@@ -173,8 +185,8 @@ function RunFormFields({ initial, nodeCount, disabled, onSubmit }: Props) {
               <label>
                 Kind
                 <select value={f.faultKind} onChange={(e) => set("faultKind")(e.target.value as "kill" | "pause")}>
-                  <option value="kill">kill (crash, restarts empty)</option>
-                  <option value="pause">pause (stops answering)</option>
+                  <option value="kill">{faultMode ? FAULT_KIND_TEXT[faultMode].kill : "kill"}</option>
+                  <option value="pause">{faultMode ? FAULT_KIND_TEXT[faultMode].pause : "pause"}</option>
                 </select>
               </label>
               <label>
@@ -186,6 +198,9 @@ function RunFormFields({ initial, nodeCount, disabled, onSubmit }: Props) {
                 <input type="number" min={1} {...text("faultForMs")} />
               </label>
             </div>
+          )}
+          {f.faultOn && faultMode === "connections" && (
+            <p className={styles.hint}>This console did not start these nodes, so a fault never touches them: it acts on the lab workers&apos; own connections.</p>
           )}
         </div>
         <div className={styles.actions}>

@@ -1,18 +1,18 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import type { RunRecord } from "@/lib/lab/types";
+import type { LabInfo, RunRecord } from "@/lib/lab/types";
 import { apiFetch } from "../api-client";
 
 export const RUNS_KEY = ["lab", "runs"] as const;
 export const runKey = (id: string) => ["lab", "run", id] as const;
 
-/** Recent runs, newest first; polled faster while one of them runs. */
+/** Recent runs, newest first, and what a run would run on; polled faster while one of them runs. */
 export function useRuns() {
   return useQuery({
     queryKey: RUNS_KEY,
-    queryFn: async () => (await apiFetch<{ runs: RunRecord[] }>("/api/demo/runs?limit=20")).runs,
-    refetchInterval: (query) => (query.state.data?.some((r) => r.status === "running") ? 1500 : 10_000),
+    queryFn: () => apiFetch<{ runs: RunRecord[]; lab: LabInfo }>("/api/demo/runs?limit=20"),
+    refetchInterval: (query) => (query.state.data?.runs.some((r) => r.status === "running") ? 1500 : 10_000),
   });
 }
 

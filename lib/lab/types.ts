@@ -63,6 +63,12 @@ export interface RunProgress {
 
 export type FaultMode = "process" | "connections";
 
+/** What the lab would run on, for the page's form (`lab` in `GET /api/demo/runs`). */
+export interface LabInfo {
+  /** How a fault would act: on the node's process (nodes this console started), or on the lab workers' connections. */
+  faultMode: FaultMode;
+}
+
 /** What the fault did, for the UI to say. */
 export interface FaultReport {
   node: number;

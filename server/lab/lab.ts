@@ -5,7 +5,7 @@ import { newRunId, RUNS_KEPT } from "@/lib/lab/keys";
 import { removeRunKeys } from "@/lib/lab/cleanup";
 import { LAB_KEY_TTL_MS, LabRun, type NodeProcessControl } from "@/lib/lab/runner";
 import { checkAgainstNodes, settingsNotes, type RunSettings } from "@/lib/lab/settings";
-import type { RunRecord, RunStatus, StopReason } from "@/lib/lab/types";
+import type { LabInfo, RunRecord, RunStatus, StopReason } from "@/lib/lab/types";
 import { consoleName } from "../cluster/identity";
 import { isNodesFailed, isResourceHeld, LEASE_KEYS, takeLease, type Lease } from "../cluster/lease";
 import { embeddedNodesOwned } from "../config";
@@ -319,6 +319,11 @@ export class Lab {
     if (record.status !== "running") return { ...record };
     const fault = run.fault();
     return { ...record, heartbeatAt: Date.now(), progress: run.progress(), series: run.series(), ...(fault ? { fault } : {}) };
+  }
+
+  /** What a run started on this console would run on (the page's form says how a fault would act). */
+  info(): LabInfo {
+    return { faultMode: processControl() ? "process" : "connections" };
   }
 
   /** The run, live when this console runs it, else as recorded on node 0; null when unknown. */

@@ -76,6 +76,8 @@ test("a viewer watches the lab but cannot start a run", async ({ page, signIn })
   await page.getByRole("button", { name: "Edit preset: Redlock with a node killed", exact: true }).click();
   await expect(settings.getByRole("combobox", { name: "Strategy" })).toHaveValue("redlock");
   await expect(settings.getByRole("spinbutton", { name: "Stock" })).toHaveValue("400");
+  // The console started these nodes itself: its fault kills the node's process, which restarts empty.
+  await expect(settings.getByRole("combobox", { name: "Kind" }).locator('option[value="kill"]')).toHaveText("kill (crash, restarts empty)");
   await page.getByRole("button", { name: "Edit preset: The read-modify-write race", exact: true }).click();
   await expect(settings.getByRole("combobox", { name: "Strategy" })).toHaveValue("none");
   await expect(settings.getByRole("spinbutton", { name: "Stock" })).toHaveValue("200");

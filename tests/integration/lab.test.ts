@@ -259,6 +259,12 @@ describe("contention lab", () => {
     expect(await keysOf(id)).toEqual([]);
   });
 
+  it("tells the page that a fault acts on the lab workers' connections, the nodes not being the console's own", async () => {
+    const res = await call(runs.GET, "GET", "/api/demo/runs?limit=1", { token: VIEWER_TOKEN });
+    expect(res.status).toBe(200);
+    expect((res.body as { lab: unknown }).lab).toMatchObject({ faultMode: "connections" });
+  });
+
   it("lists the runs newest first, with their results, to viewers", async () => {
     const res = await call(runs.GET, "GET", "/api/demo/runs?limit=3", { token: VIEWER_TOKEN });
     expect(res.status).toBe(200);

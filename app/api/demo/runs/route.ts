@@ -15,9 +15,10 @@ const ListQuery = z.strictObject({
     .default(50),
 });
 
-// GET /api/demo/runs: the lab's recent runs, newest first (the last 50, shared by every console instance).
+// GET /api/demo/runs: the lab's recent runs, newest first (the last 50, shared by every console instance), and what a run would run on.
 export const GET = route({ name: "GET /api/demo/runs", access: "viewer", query: ListQuery }, async ({ query }) => ({
   runs: await getLab().list(query.limit),
+  lab: getLab().info(),
 }));
 
 // POST /api/demo/runs: start a contention-lab run (one at a time per console); 202 with its id.

@@ -1,0 +1,26 @@
+import { createElement } from "react";
+import { renderToStaticMarkup } from "react-dom/server";
+import { describe, expect, it } from "vitest";
+import { RunForm } from "@/components/demo/run-form";
+import type { RunSettings } from "@/lib/lab/settings";
+
+const withFault: RunSettings = { strategy: "redlock", stock: 400, workers: 50, ttlMs: 1000, workMs: 5, fault: { node: 1, kind: "kill", atMs: 1000, forMs: 2500 } };
+
+const form = (lab: { nodes: number; faultMode: "process" | "connections" }) =>
+  renderToStaticMarkup(createElement(RunForm, { initial: withFault, version: 0, nodeCount: lab.nodes, faultMode: lab.faultMode, disabled: false, onSubmit: () => {} }));
+const options = (html: string, value: string) => [...html.matchAll(new RegExp(`<option value="${value}"[^>]*>([^<]*)<`, "g"))].map((m) => m[1]!.replaceAll("&#x27;", "'"));
+
+describe("the lab's fault settings", () => {
+  it("says a kill cuts the lab's connections where the console does not own the node's process", () => {
+    const cut = form({ nodes: 3, faultMode: "connections" });
+    expect(options(cut, "kill").join(" ")).not.toMatch(/restarts empty/);
+    expect(options(cut, "kill")).toEqual(["kill (cuts the lab workers' connections to it; the node keeps running, with its keys)"]);
+    expect(options(cut, "pause")).toEqual(["pause (holds the lab workers' commands to it; the node keeps running)"]);
+  });
+
+  it("says a kill crashes the node, which restarts empty, where the console owns its process", () => {
+    const owned = form({ nodes: 3, faultMode: "process" });
+    expect(options(owned, "kill")).toEqual(["kill (crash, restarts empty)"]);
+    expect(options(owned, "pause")).toEqual(["pause (stops answering)"]);
+  });
+});
