@@ -6,7 +6,6 @@ import { LAB_PRESETS, type LabPreset } from "@/lib/lab/presets";
 import { LOCKING_STRATEGIES, type RunSettings } from "@/lib/lab/settings";
 import type { RunRecord } from "@/lib/lab/types";
 import { apiFetch, ApiRequestError, errorText } from "../api-client";
-import { useHealth } from "../node-status";
 import { useIsOperator, useSession } from "../session";
 import { explainRun, stopText } from "./explain";
 import { LabChart } from "./lab-chart";
@@ -28,7 +27,6 @@ interface Batch {
 export function LabClient() {
   const operator = useIsOperator();
   const session = useSession();
-  const health = useHealth();
   const queryClient = useQueryClient();
   const runs = useRuns();
   const [watching, setWatching] = useState<string | null>(null);
@@ -100,7 +98,6 @@ export function LabClient() {
   }
 
   const highlight = useMemo(() => new Set(batch?.ids ?? (watching ? [watching] : [])), [batch, watching]);
-  const nodeCount = health.data?.nodes.length ?? 3;
   const batchBusy = batch !== null && batch.queue.length > 0;
 
   return (
@@ -148,8 +145,7 @@ export function LabClient() {
           <RunForm
             initial={formSettings}
             version={formVersion}
-            nodeCount={nodeCount}
-            faultMode={runs.data?.lab.faultMode ?? null}
+            lab={runs.data?.lab ?? null}
             disabled={!operator || running || batchBusy}
             onSubmit={(settings) => {
               setBatch({ name: "Custom run", queue: [], ids: [], total: 1 });

@@ -2,7 +2,7 @@
 
 import { useState, type FormEvent } from "react";
 import { STRATEGIES, type RunSettings, type Strategy } from "@/lib/lab/settings";
-import type { FaultMode } from "@/lib/lab/types";
+import type { FaultMode, LabInfo } from "@/lib/lab/types";
 import styles from "./lab.module.css";
 
 export const STRATEGY_TEXT: Record<Strategy, string> = {
@@ -87,9 +87,8 @@ interface Props {
   initial: RunSettings;
   /** Bumped by the page when a preset loads new settings into the form. */
   version: number;
-  nodeCount: number;
-  /** How a fault will act; null while unknown (the kinds are then named without saying how). */
-  faultMode: FaultMode | null;
+  /** The nodes the lab runs on and how a fault acts on them; null while unknown (no fault can be set up yet). */
+  lab: Pick<LabInfo, "nodes" | "faultMode"> | null;
   disabled: boolean;
   onSubmit: (settings: RunSettings) => void;
 }
@@ -99,7 +98,8 @@ export function RunForm(props: Props) {
   return <RunFormFields key={props.version} {...props} />;
 }
 
-function RunFormFields({ initial, nodeCount, faultMode, disabled, onSubmit }: Props) {
+function RunFormFields({ initial, lab, disabled, onSubmit }: Props) {
+  const faultMode = lab?.faultMode ?? null;
   const [f, setF] = useState<Fields>(() => fieldsOf(initial));
   const set = <K extends keyof Fields>(key: K) => (value: Fields[K]) => setF((old) => ({ ...old, [key]: value }));
   const text = (key: keyof Fields) => ({
@@ -110,7 +110,8 @@ function RunFormFields({ initial, nodeCount, faultMode, disabled, onSubmit }: Pr
     e.preventDefault();
     onSubmit(settingsOf(f));
   };
-  const faultNodes = Array.from({ length: Math.max(0, nodeCount - 1) }, (_, i) => i + 1);
+  // Node 0 holds the stock and cannot be faulted; the nodes are the lab's own deployment's, not every deployment's.
+  const faultNodes = Array.from({ length: Math.max(0, (lab?.nodes ?? 0) - 1) }, (_, i) => i + 1);
 
   return (
     <form className={styles.form} onSubmit={submit} aria-label="Run settings">
@@ -168,7 +169,7 @@ function RunFormFields({ initial, nodeCount, faultMode, disabled, onSubmit }: Pr
         <div className={styles.group}>
           <label className={styles.check}>
             <input type="checkbox" checked={f.faultOn} disabled={faultNodes.length === 0} onChange={(e) => set("faultOn")(e.target.checked)} />
-            Node fault {faultNodes.length === 0 && <span className={styles.hint}>(needs two nodes or more)</span>}
+            Node fault {lab && faultNodes.length === 0 && <span className={styles.hint}>(needs two nodes or more)</span>}
           </label>
           {f.faultOn && (
             <div className={styles.row}>

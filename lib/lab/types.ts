@@ -65,6 +65,10 @@ export type FaultMode = "process" | "connections";
 
 /** What the lab would run on, for the page's form (`lab` in `GET /api/demo/runs`). */
 export interface LabInfo {
+  /** The deployment the lab runs on (the first its workers reach by URL alone). */
+  deployment: string;
+  /** Its lock nodes: a fault may act on node 1 to `nodes - 1` (node 0 holds the stock). */
+  nodes: number;
   /** How a fault would act: on the node's process (nodes this console started), or on the lab workers' connections. */
   faultMode: FaultMode;
 }

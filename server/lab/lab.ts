@@ -323,7 +323,8 @@ export class Lab {
 
   /** What a run started on this console would run on (the page's form says how a fault would act). */
   info(): LabInfo {
-    return { faultMode: processControl() ? "process" : "connections" };
+    const { deployment, nodes } = labDeployment();
+    return { deployment: deployment.name, nodes: nodes.length, faultMode: processControl() ? "process" : "connections" };
   }
 
   /** The run, live when this console runs it, else as recorded on node 0; null when unknown. */

@@ -6,8 +6,8 @@ import type { RunSettings } from "@/lib/lab/settings";
 
 const withFault: RunSettings = { strategy: "redlock", stock: 400, workers: 50, ttlMs: 1000, workMs: 5, fault: { node: 1, kind: "kill", atMs: 1000, forMs: 2500 } };
 
-const form = (lab: { nodes: number; faultMode: "process" | "connections" }) =>
-  renderToStaticMarkup(createElement(RunForm, { initial: withFault, version: 0, nodeCount: lab.nodes, faultMode: lab.faultMode, disabled: false, onSubmit: () => {} }));
+const form = (lab: { nodes: number; faultMode: "process" | "connections" } | null) =>
+  renderToStaticMarkup(createElement(RunForm, { initial: withFault, version: 0, lab, disabled: false, onSubmit: () => {} }));
 const options = (html: string, value: string) => [...html.matchAll(new RegExp(`<option value="${value}"[^>]*>([^<]*)<`, "g"))].map((m) => m[1]!.replaceAll("&#x27;", "'"));
 
 describe("the lab's fault settings", () => {
@@ -22,5 +22,10 @@ describe("the lab's fault settings", () => {
     const owned = form({ nodes: 3, faultMode: "process" });
     expect(options(owned, "kill")).toEqual(["kill (crash, restarts empty)"]);
     expect(options(owned, "pause")).toEqual(["pause (stops answering)"]);
+  });
+
+  it("offers the nodes the lab runs on, node 0 excepted", () => {
+    expect(options(form({ nodes: 3, faultMode: "connections" }), "[0-9]+")).toEqual(["node-1", "node-2"]);
+    expect(options(form({ nodes: 5, faultMode: "connections" }), "[0-9]+")).toEqual(["node-1", "node-2", "node-3", "node-4"]);
   });
 });
