@@ -70,6 +70,11 @@ export function runKeys(id: string): RunKeys {
 /** Where the run history lives, on node 0: a list of run ids, newest first, and one JSON string per run. */
 export const RUNS_LIST_KEY = "lockscope:lab:runs";
 export const runRecordKey = (id: string): string => `lockscope:lab:run:${id}`;
+/**
+ * Rewritten by the console running a run at each progress write, with a TTL: how long node 0 has gone without
+ * hearing from it is read from node 0's own clock (the key's PTTL), never by comparing two consoles' clocks.
+ */
+export const runHeartbeatKey = (id: string): string => `lockscope:lab:heartbeat:${id}`;
 /** Set by a console asked to cancel a run that another console instance is running. */
 export const runCancelKey = (id: string): string => `lockscope:lab:cancel:${id}`;
 export const RUNS_KEPT = 50;

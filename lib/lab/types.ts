@@ -97,7 +97,10 @@ export interface RunRecord {
   /** Epoch ms. */
   createdAt: number;
   finishedAt: number | null;
-  /** Epoch ms of the last progress write by the console running it (a silent `running` run is stale). */
+  /**
+   * Epoch ms of the last progress write, by the clock of the console running it: for reading only. Whether a
+   * `running` run went silent is judged by node 0's clock (its heartbeat key), never by comparing clocks.
+   */
   heartbeatAt: number;
   progress: RunProgress;
   result?: RunResult;

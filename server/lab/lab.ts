@@ -3,7 +3,7 @@ import { Cluster, type Redis } from "ioredis";
 import type { RedisNode } from "@/lib/redis-node";
 import { newRunId, RUNS_KEPT } from "@/lib/lab/keys";
 import { removeRunKeys } from "@/lib/lab/cleanup";
-import { LAB_KEY_TTL_MS, LabRun, type NodeProcessControl } from "@/lib/lab/runner";
+import { LabRun, type NodeProcessControl } from "@/lib/lab/runner";
 import { checkAgainstNodes, settingsNotes, type RunSettings } from "@/lib/lab/settings";
 import type { LabInfo, RunRecord, RunStatus, StopReason } from "@/lib/lab/types";
 import { consoleName } from "../cluster/identity";
@@ -18,7 +18,7 @@ import { getLogger } from "../logger";
 import { counter } from "../metrics";
 import { getDeploymentNodes, getNodes, type DeploymentNodes, type LockNode } from "../nodes";
 import { isShuttingDown, onShutdown } from "../shutdown";
-import { addRun, cancelRequested, clearCancel, dropRun, listRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
+import { addRun, cancelRequested, clearCancel, dropRun, listRuns, listStoredRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
 
 /**
  * The console's contention lab: one run at a time across every console over the same lock nodes (the run
@@ -36,8 +36,6 @@ const PROGRESS_EVERY_MS = 1000;
 /** A finished run node 0 did not take is written again this often, for this long. */
 const STORE_RETRY_MS = 2_000;
 const STORE_RETRY_FOR_MS = 10 * 60_000;
-/** A run silent this long is abandoned: by then its keys' TTLs (renewed while it ran) have run out. */
-const ABANDONED_AFTER_MS = LAB_KEY_TTL_MS;
 
 interface ActiveRun {
   record: RunRecord;
@@ -297,15 +295,17 @@ export class Lab {
   }
 
   /**
-   * Runs whose console died mid-run (still "running" in the history, silent for ABANDONED_AFTER_MS): their
+   * Runs whose console died mid-run (still "running" in the history, their heartbeat on node 0 gone: silent for
+   * HEARTBEAT_TTL_MS, by when their keys' TTLs, renewed while they ran, have run out too): their
    * keys are removed and their record closed. The run's TTLs remove most of them anyway; this catches
    * the keys an engine write had just left without one (a SET clears a key's TTL until the next renewal).
    */
   async #sweepAbandoned(client: Redis, currentId: string): Promise<void> {
     const now = Date.now();
-    const abandoned = (await listRuns(client, RUNS_KEPT)).filter(
-      (r) => r.finishedAt === null && r.id !== currentId && now - r.heartbeatAt > ABANDONED_AFTER_MS,
-    );
+    // Judged by node 0's clock (the heartbeat's TTL), never by the dead console's timestamps against ours.
+    const abandoned = (await listStoredRuns(client, RUNS_KEPT))
+      .filter(({ record, silentMs }) => record.status === "running" && record.finishedAt === null && record.id !== currentId && silentMs === null)
+      .map(({ record }) => markStale(record, null));
     for (const run of abandoned) {
       const notes = await removeRunKeys(labNodes().map((n) => n.url), run.id);
       const note = "Its console stopped mid-run; another console removed its keys.";
@@ -369,7 +369,7 @@ export class Lab {
         throw new ApiError("conflict", `Run ${id} has already ended (${record.status}); there is nothing to cancel.`, { status: record.status });
       }
       await requestCancel(client, id);
-      return { record: markStale(record, Date.now()), pending: true };
+      return { record, pending: true };
     });
   }
 

@@ -373,6 +373,60 @@ describe("contention lab", () => {
     expect(await listed()).toEqual(before);
   });
 
+  /** A run another console is running (or was), as that console records it on node 0, its clock `skewMs` off ours. */
+  async function recordedElsewhere(skewMs: number): Promise<{ id: string; settings: RunSettings }> {
+    const { addRun } = await import("@/server/lab/store");
+    const { newRunId } = await import("@/lib/lab/keys");
+    const theirNow = Date.now() + skewMs;
+    const id = newRunId(theirNow);
+    const settings: RunSettings = { strategy: "redlock-fenced", stock: 100, workers: 2, ttlMs: 1000, workMs: 1 };
+    await addRun(cluster.client(0), {
+      id,
+      status: "running",
+      settings,
+      actor: "alice",
+      createdAt: theirNow,
+      finishedAt: null,
+      heartbeatAt: theirNow,
+      progress: { phase: "running", fraction: 0.5, elapsedMs: 1000, sold: 50, orders: 50, stock: 50, retries: 0, staleWritesRejected: 0, errors: 0 },
+      notes: [],
+    });
+    return { id, settings };
+  }
+
+  it("judges a run another console runs by when node 0 last heard from it, not by that console's clock", async () => {
+    const { dropRun } = await import("@/server/lab/store");
+    // Its console's clock is 5 minutes behind ours, and it has just written its progress.
+    const { id } = await recordedElsewhere(-5 * 60_000);
+    try {
+      await cluster.client(0).mset(`lab:${id}:stock`, "50", `lab:${id}:run`, "100");
+      expect(await get(id)).toMatchObject({ id, status: "running" });
+      // Nor does the next run started take it for abandoned and remove its keys.
+      const next = await start({ strategy: "atomic", stock: 10, workers: 2, ttlMs: 1000, workMs: 0 });
+      expect((await finish(next)).status).toBe("done");
+      expect(await cluster.client(0).get(`lab:${id}:stock`)).toBe("50");
+      expect(await get(id)).toMatchObject({ id, status: "running" });
+
+      // Its console's clock 5 minutes ahead of ours, silent for 16 s by node 0's clock: it stopped reporting.
+      const ahead = await recordedElsewhere(5 * 60_000);
+      try {
+        const record = await get(ahead.id);
+        expect(record.status).toBe("running");
+        const { runHeartbeatKey } = await import("@/lib/lab/keys");
+        const ttl = await cluster.client(0).pttl(runHeartbeatKey(ahead.id));
+        await cluster.client(0).pexpire(runHeartbeatKey(ahead.id), ttl - 16_000);
+        const silent = await get(ahead.id);
+        expect(silent.status).toBe("failed");
+        expect(silent.error).toMatch(/^The console running it has not reported for \d+ s or more \(it was stopped or lost node 0\)\.$/);
+      } finally {
+        await dropRun(cluster.client(0), ahead.id);
+      }
+    } finally {
+      await dropRun(cluster.client(0), id);
+      await cluster.client(0).del(`lab:${id}:stock`, `lab:${id}:run`);
+    }
+  });
+
   it("removes the keys of a run whose console died mid-run, when the next run starts", async () => {
     // What a console killed in the middle of a fenced run leaves: its record still "running", silent for
     // minutes, and keys an engine write had just left without a TTL.
@@ -392,6 +446,9 @@ describe("contention lab", () => {
       progress: { phase: "running", fraction: 0.5, elapsedMs: 1000, sold: 50, orders: 50, stock: 50, retries: 0, staleWritesRejected: 0, errors: 0 },
       notes: [],
     });
+    // Silent for minutes: its heartbeat on node 0 has expired.
+    const { runHeartbeatKey } = await import("@/lib/lab/keys");
+    await cluster.client(0).del(runHeartbeatKey(ghost));
     await cluster.client(0).mset(`lab:${ghost}:stock`, "50", `fence-seen:lab:${ghost}:stock`, "7");
     await Promise.all([0, 1, 2].map((i) => cluster.client(i).set(`fence:lock:lab:${ghost}:stock`, "7")));
 
