@@ -79,6 +79,12 @@ export function explainRun(run: Pick<RunRecord, "status" | "stopReason" | "resul
   if (r.locksLost > 0 && run.settings.strategy !== "atomic" && run.settings.strategy !== "none") {
     out.push(`${plural(r.locksLost, "lock")} expired under ${r.locksLost === 1 ? "its holder" : "their holders"} before being released (a pause or slow work past the ${run.settings.ttlMs} ms TTL).`);
   }
+  const releaseErrors = (r as Partial<typeof r>).releaseErrors ?? 0;
+  if (releaseErrors > 0) {
+    out.push(
+      `${plural(releaseErrors, "lock release")} failed on a node error: ${releaseErrors === 1 ? "that lock was" : "those locks were"} left to expire by ${releaseErrors === 1 ? "its" : "their"} ${run.settings.ttlMs} ms TTL, which the next buyers waited out. The orders themselves went through; these are not counted as errors or as locks lost.`,
+    );
+  }
   if (r.lostUpdates === 0 && r.remaining === 0 && r.sold === stock) out.push(`Every one of the ${stock} units was sold exactly once.`);
   return out;
 }

@@ -236,7 +236,7 @@ function LiveRun({ run, batch, onCancel }: { run: RunRecord; batch: Batch | null
         <span>orders {p.orders}</span>
         <span>retries {p.retries}</span>
         <span>stale writes rejected {p.staleWritesRejected}</span>
-        <span>errors {p.errors}</span>
+        <span title="Orders that failed on a node error (a node down, a timeout) and were placed again">node errors (orders retried) {p.errors}</span>
         <span>{(p.elapsedMs / 1000).toFixed(1)} s</span>
       </div>
       {run.fault && (

@@ -78,7 +78,7 @@ export class LabRun {
   readonly settings: RunSettings;
   readonly faultMode: FaultMode;
   readonly #options: LabRunOptions;
-  readonly #tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, errors: 0, minStockSeen: Infinity, waits: new Samples() };
+  readonly #tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, releaseErrors: 0, errors: 0, minStockSeen: Infinity, waits: new Samples() };
   readonly #sampler = new Sampler();
   readonly #notes: string[] = [];
   readonly #switches: NodeSwitch[];
@@ -491,6 +491,7 @@ export class LabRun {
       durationMs: Math.round(durationMs),
       orders: t.ordersPlaced,
       locksLost: t.locksLost,
+      releaseErrors: t.releaseErrors,
       errors: t.errors,
     };
   }

@@ -11,6 +11,8 @@ export interface Tally {
   retries: number;
   staleWritesRejected: number;
   locksLost: number;
+  /** Releases that failed on a node error: the lock was left to expire by its TTL (the order itself went through). */
+  releaseErrors: number;
   errors: number;
   minStockSeen: number;
   waits: Samples;

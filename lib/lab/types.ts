@@ -30,7 +30,12 @@ export interface RunResult {
   orders: number;
   /** Locks that were gone by the time their holder released them (expired under it). */
   locksLost: number;
-  /** Commands that failed (a node down, a timeout) and were retried. */
+  /**
+   * Releases that failed on a node error (too few nodes answered), so the lock was left to expire by its TTL:
+   * neither a lock known lost nor a failed order (absent from runs recorded before it was added).
+   */
+  releaseErrors: number;
+  /** Orders that failed on a node error (a node down, a timeout) and were placed again. */
   errors: number;
 }
 

@@ -116,6 +116,41 @@ describe("lab runner", () => {
     expect(outcome.fault!.description).toMatch(/^Kills node 1's redis-server \(SIGKILL\) at 60000 ms and restarts it, empty, 1000 ms later; it never happened: the run ended at \d+ ms, before it was due\.$/);
   });
 
+  /** Makes every lab worker's `command` fail (a node error: the command timed out) where `fails(client)` says so, while `use` runs. */
+  async function failing<T>(command: "watch" | "evalsha", fails: (client: Redis, args: unknown[]) => boolean, use: () => Promise<T>): Promise<T> {
+    const original = Reflect.get(Redis.prototype, command) as (...a: unknown[]) => Promise<unknown>;
+    Reflect.set(Redis.prototype, command, function (this: Redis, ...args: unknown[]) {
+      if (/:w\d+$/.test(String(this.options.connectionName)) && fails(this, args)) return Promise.reject(new Error("Command timed out"));
+      return original.apply(this, args);
+    });
+    try {
+      return await use();
+    } finally {
+      Reflect.set(Redis.prototype, command, original);
+    }
+  }
+
+  it("counts a naive lock's release that failed on a node error as a release error, not as an order that failed", async () => {
+    // Every release fails: each lock expires by its TTL, which the next order waits out; every order still sells.
+    // Four locks: three sales, and the order that found the stock sold out.
+    const { result } = await failing("watch", () => true, () => lab({ strategy: "naive", stock: 3, workers: 1, ttlMs: 100, workMs: 0 }).run.run());
+    expect(result).toMatchObject({ sold: 3, orders: 3, remaining: 0, lostUpdates: 0, errors: 0, locksLost: 0, releaseErrors: 4 });
+  });
+
+  it("counts a Redlock release that too few nodes answered as a release error, not as a lock lost", async () => {
+    // Nodes 1 and 2 fail every release (node 0 answers and deletes): the lock is neither released on a quorum nor
+    // known to be gone, so it expires by its TTL.
+    // The engine's release of a one-resource, unfenced lock is EVALSHA sha 1 <resource> <value> (its acquisition
+    // script takes three more arguments).
+    const port0 = cluster.nodes[0]!.port;
+    const { result } = await failing(
+      "evalsha",
+      (client, args) => args.length === 4 && client.options.port !== port0,
+      () => lab({ strategy: "redlock", stock: 3, workers: 1, ttlMs: 100, workMs: 0 }).run.run(),
+    );
+    expect(result).toMatchObject({ sold: 3, remaining: 0, lostUpdates: 0, errors: 0, locksLost: 0, releaseErrors: 4 });
+  });
+
   it("stops at its time limit, reports what it sold, and cleans up", async () => {
     const { id, run } = lab({ strategy: "naive", stock: 100_000, workers: 10, ttlMs: 10_000, workMs: 20 }, { maxRunMs: 800 });
     const { stopReason, result } = await run.run();

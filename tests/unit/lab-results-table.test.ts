@@ -18,6 +18,7 @@ const result = (over: Partial<RunResult>): RunResult => ({
   durationMs: 2000,
   orders: 100,
   locksLost: 0,
+  releaseErrors: 0,
   errors: 0,
   ...over,
 });

@@ -33,6 +33,7 @@ const result = (over: Partial<RunResult>): RunResult => ({
   durationMs: 2000,
   orders: 100,
   locksLost: 0,
+  releaseErrors: 0,
   errors: 0,
   ...over,
 });
@@ -65,6 +66,14 @@ describe("lab results in words", () => {
       "20 units more than the 100 in stock were sold (oversold): buyers were told they had bought units that did not exist. The stock itself never went below 0, because every buyer checked it was above 0 before writing it one lower; the lost updates are where the extra sales went.",
     );
     expect(explainRun(run({ result: result({ sold: 100, lostUpdates: 5, remaining: 5 }) })).join(" ")).not.toMatch(/oversold/);
+  });
+
+  it("says a release that failed on a node error left the lock to expire, and is neither a lost lock nor a failed order", () => {
+    const naive = run({ settings: { strategy: "naive", stock: 100, workers: 20, ttlMs: 200, workMs: 5 }, result: result({ releaseErrors: 2 }) });
+    expect(explainRun(naive)).toContain(
+      "2 lock releases failed on a node error: those locks were left to expire by their 200 ms TTL, which the next buyers waited out. The orders themselves went through; these are not counted as errors or as locks lost.",
+    );
+    expect(explainRun(run({ settings: { strategy: "naive", stock: 100, workers: 20, ttlMs: 200, workMs: 5 } })).join(" ")).not.toMatch(/releases? failed/);
   });
 
   it("says what rejected stale writes were, and that every unit sold once", () => {

@@ -24,9 +24,11 @@ export const naive: Strategy = {
     try {
       return await readWorkWrite(ctx, client);
     } finally {
+      // A release that failed on a node error is no failed order (it sold, or found the stock sold out): the
+      // lock expires by its TTL, which the next buyer waits out.
       await releaseNaive(client, ctx.keys.lock, token).catch((error: unknown) => {
         if (error instanceof NaiveLockLostError) ctx.tally.locksLost += 1;
-        else ctx.tally.errors += 1;
+        else ctx.tally.releaseErrors += 1;
       });
     }
   },

@@ -1,5 +1,17 @@
-import { AcquireAbortedError, fencedWrite, type RedlockLock } from "@lockscope/redlock";
+import { AcquireAbortedError, fencedWrite, type RedlockLock, type ReleaseResult } from "@lockscope/redlock";
 import { readWorkWrite, type Strategy } from "../strategy";
+
+/**
+ * What a release found: `released` on a quorum; `lost` when a quorum answered that it no longer held the lock
+ * (it expired under its holder); `unconfirmed` when too few nodes answered either way (a node error: the lock
+ * expires by its TTL). `release` null: the release itself threw.
+ */
+export function releaseVerdict(release: ReleaseResult | null, nodeCount: number): "released" | "lost" | "unconfirmed" {
+  if (release?.released) return "released";
+  const quorum = Math.floor(nodeCount / 2) + 1;
+  const against = release?.votes.filter((v) => v.vote === "against").length ?? 0;
+  return against > nodeCount - quorum ? "lost" : "unconfirmed";
+}
 
 /** Redlock over every node; fenced, the stock is read and written only with a current fence. */
 export const redlock: Strategy = {
@@ -36,8 +48,10 @@ export const redlock: Strategy = {
       }
       return ctx.sold(stock - 1);
     } finally {
-      const released = await lock.release().catch(() => ({ released: false }));
-      if (!released.released) ctx.tally.locksLost += 1;
+      const release = await lock.release().catch(() => null);
+      const verdict = releaseVerdict(release, worker.clients.length);
+      if (verdict === "lost") ctx.tally.locksLost += 1;
+      else if (verdict === "unconfirmed") ctx.tally.releaseErrors += 1;
     }
   },
 };
