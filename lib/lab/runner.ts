@@ -320,6 +320,7 @@ export class LabRun {
       clients: nodeUrls.slice(0, nodeCount).map((url) => openLabClient(url, commandTimeoutMs, `lockscope:lab:${id}:w${index}`)),
       redlock: null,
       detach: null,
+      waiting: null,
     }));
     const unreachable = new Set<number>();
     // 500 workers x 3 nodes is 1,500 connections: open them in parallel, but not all at once.
@@ -421,6 +422,15 @@ export class LabRun {
   }
 
   async #work(worker: Worker): Promise<void> {
+    try {
+      await this.#orders(worker);
+    } finally {
+      // An order still waiting for its lock when the worker stops is abandoned: no wait to count.
+      worker.waiting = null;
+    }
+  }
+
+  async #orders(worker: Worker): Promise<void> {
     const tally = this.#tally;
     while (!this.#halt.signal.aborted && this.#claimOrder()) {
       let outcome: StepOutcome;
@@ -431,7 +441,8 @@ export class LabRun {
           tally.ordersPlaced -= 1;
           break;
         }
-        // A node down or slow: the order did not go through; count it and try again shortly.
+        // A node down or slow: the order did not go through; count it and place it again shortly. One still
+        // waiting for its lock keeps its wait and attempts (worker.waiting): the next step goes on with them.
         tally.errors += 1;
         tally.ordersPlaced -= 1;
         await abortableSleep(20 + Math.random() * 30, this.#halt.signal);

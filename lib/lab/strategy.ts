@@ -18,12 +18,41 @@ export interface Tally {
   waits: Samples;
 }
 
+/** An order waiting for its lock: when it started waiting, and the lock attempts it has made so far. */
+export interface Waiting {
+  since: number;
+  attempts: number;
+}
+
 /** One buyer: its own connections (index 0 is the stock node) and, for Redlock, its own engine. */
 export interface Worker {
   index: number;
   clients: Redis[];
   redlock: Redlock | null;
   detach: (() => void) | null;
+  /**
+   * The order this worker is waiting to lock, kept when a lock attempt fails with an error: the runner places
+   * the same order again, and its wait and attempts go on from there instead of starting over.
+   */
+  waiting: Waiting | null;
+}
+
+/** The worker's order waiting for its lock (a new one when none is). */
+export function waitingOrder(worker: Worker): Waiting {
+  return (worker.waiting ??= { since: performance.now(), attempts: 0 });
+}
+
+/** The order got its lock: its wait is counted, from its first attempt (before any error) to now. */
+export function lockTaken(worker: Worker, tally: Tally): void {
+  if (worker.waiting) tally.waits.push(performance.now() - worker.waiting.since);
+  worker.waiting = null;
+}
+
+/** Counts `made` more lock attempts of the worker's order; each beyond the order's first is a retry. */
+export function countAttempts(order: Waiting, made: number, tally: Tally): void {
+  if (made <= 0) return;
+  tally.retries += order.attempts === 0 ? made - 1 : made;
+  order.attempts += made;
 }
 
 export type StepOutcome = "sold" | "sold-out" | "rejected" | "stopped";

@@ -18,10 +18,13 @@ export interface RunResult {
   stockNeverNegative: boolean;
   /** Units sold per second (orders that sold nothing are not counted; the name is kept for compatibility). */
   ordersPerSec: number;
-  /** Time to take the lock, per order; 0 for strategies without a lock. */
+  /**
+   * Time to take the lock, per order, from its first attempt (an order placed again after a node error keeps
+   * its wait); 0 for strategies without a lock.
+   */
   waitP50Ms: number;
   waitP99Ms: number;
-  /** Lock attempts beyond the first, over all orders. */
+  /** Lock attempts beyond each order's first (the attempts before a node error included), over all orders. */
   retries: number;
   /** Fenced strategy: stock writes refused because a newer fence had already touched the stock. */
   staleWritesRejected: number;

@@ -151,6 +151,78 @@ describe("lab runner", () => {
     expect(result).toMatchObject({ sold: 3, remaining: 0, lostUpdates: 0, errors: 0, locksLost: 0, releaseErrors: 4 });
   });
 
+  it("keeps a naive order's lock wait and attempts across a lock attempt that failed on a node error", async () => {
+    const { id, run } = lab({ strategy: "naive", stock: 1, workers: 1, ttlMs: 1000, workMs: 0 });
+    let calls = 0;
+    let firstAt: number | undefined;
+    let lockedAt: number | undefined;
+    // Someone else holds the lock on node 0 for a while: the order waits, its second SETNX fails, it waits on.
+    await cluster.client(0).set(`lock:lab:${id}:stock`, "someone-else", "PX", 400);
+    const original = Reflect.get(Redis.prototype, "setnx") as (...a: unknown[]) => Promise<number>;
+    Reflect.set(Redis.prototype, "setnx", function (this: Redis, ...args: unknown[]) {
+      if (!/:w\d+$/.test(String(this.options.connectionName))) return original.apply(this, args);
+      calls += 1;
+      firstAt ??= performance.now();
+      if (calls === 2) return Promise.reject(new Error("Command timed out"));
+      return original.apply(this, args).then((taken) => {
+        if (taken === 1) lockedAt ??= performance.now();
+        return taken;
+      });
+    });
+    const outcome = await run.run().finally(() => Reflect.set(Redis.prototype, "setnx", original));
+    const result = outcome.result!;
+    expect(result).toMatchObject({ sold: 1, errors: 1 });
+    // Two orders took the lock (the sale, then the one that found the stock sold out): every attempt beyond each
+    // order's first is a retry, the one that failed on the node error included.
+    expect(calls).toBeGreaterThan(3);
+    expect(result.retries).toBe(calls - 2);
+    // The sale's wait (the longer of the two) runs from its first attempt, before the error, to its lock.
+    expect(result.waitP99Ms).toBeGreaterThanOrEqual(Math.floor((lockedAt! - firstAt!) * 100) / 100);
+  });
+
+  it("keeps a fenced Redlock order's lock wait and attempts across an acquisition that failed with an error", async () => {
+    // A fenced run first, so that every node has its fence marker.
+    expect((await lab({ strategy: "redlock-fenced", stock: 1, workers: 1, ttlMs: 1000, workMs: 0 }).run.run()).result).toMatchObject({ sold: 1 });
+    const { id, run } = lab({ strategy: "redlock-fenced", stock: 1, workers: 1, ttlMs: 1000, workMs: 0 }, {
+      onRedlock: (redlock) => {
+        redlock.on("attempt-failed", () => {
+          failed += 1;
+          firstAt ??= performance.now();
+        });
+        redlock.on("acquired", () => {
+          acquired += 1;
+          lockedAt ??= performance.now();
+        });
+      },
+    });
+    let failed = 0;
+    let acquired = 0;
+    let firstAt: number | undefined;
+    let lockedAt: number | undefined;
+    // Nodes 1 and 2 lost their fence markers (as when restarted empty): a quorum grants the lock but cannot vouch
+    // for its fence, and the acquisition fails with an error, until an operator re-seeds them (put back here).
+    const markers = await Promise.all([1, 2].map((i) => cluster.client(i).get("lockscope:fence-epoch")));
+    await Promise.all([0, 1, 2].map((i) => cluster.client(i).set(`lock:lab:${id}:stock`, "someone-else", "PX", 400)));
+    await Promise.all([1, 2].map((i) => cluster.client(i).del("lockscope:fence-epoch")));
+    const done = run.run();
+    try {
+      await until("an acquisition failed with an error", () => run.progress().errors >= 1, 10_000, 5);
+    } finally {
+      for (const [k, node] of [1, 2].entries()) {
+        const marker = markers[k];
+        if (marker) await cluster.client(node).set("lockscope:fence-epoch", marker);
+      }
+    }
+    const { result } = await done;
+    expect(result).toMatchObject({ sold: 1 });
+    expect(result!.errors).toBeGreaterThanOrEqual(1);
+    expect(acquired).toBe(2);
+    // Every attempt, the failed acquisitions' included, is one failed attempt or one lock taken; every one beyond
+    // each order's first is a retry.
+    expect(result!.retries).toBe(failed + acquired - 2);
+    expect(result!.waitP99Ms).toBeGreaterThanOrEqual(Math.floor((lockedAt! - firstAt!) * 100) / 100);
+  });
+
   it("stops at its time limit, reports what it sold, and cleans up", async () => {
     const { id, run } = lab({ strategy: "naive", stock: 100_000, workers: 10, ttlMs: 10_000, workMs: 20 }, { maxRunMs: 800 });
     const { stopReason, result } = await run.run();

@@ -1,5 +1,5 @@
 import { AcquireAbortedError, fencedWrite, type RedlockLock, type ReleaseResult } from "@lockscope/redlock";
-import { readWorkWrite, type Strategy } from "../strategy";
+import { countAttempts, lockTaken, readWorkWrite, waitingOrder, type Strategy } from "../strategy";
 
 /**
  * What a release found: `released` on a quorum; `lost` when a quorum answered that it no longer held the lock
@@ -13,20 +13,28 @@ export function releaseVerdict(release: ReleaseResult | null, nodeCount: number)
   return against > nodeCount - quorum ? "lost" : "unconfirmed";
 }
 
+function attemptsOf(error: unknown): number {
+  if (error instanceof AcquireAbortedError) return error.attempts;
+  const attempts = (error as { attempts?: unknown } | null)?.attempts;
+  return typeof attempts === "number" ? attempts : 1;
+}
+
 /** Redlock over every node; fenced, the stock is read and written only with a current fence. */
 export const redlock: Strategy = {
   async step(worker, ctx) {
     const client = worker.clients[0]!;
-    const waitStart = performance.now();
+    // Carried over from an acquisition that failed with an error: the same order, waiting on.
+    const order = waitingOrder(worker);
     let lock: RedlockLock;
     try {
       lock = await worker.redlock!.acquire([ctx.keys.lock], ctx.settings.ttlMs, { signal: ctx.close });
     } catch (error) {
-      if (error instanceof AcquireAbortedError) ctx.tally.retries += Math.max(0, error.attempts - 1);
+      // The engine's errors say how many attempts were made (an abort: the ones completed); one at least was.
+      countAttempts(order, attemptsOf(error), ctx.tally);
       throw error;
     }
-    ctx.tally.waits.push(performance.now() - waitStart);
-    ctx.tally.retries += lock.attempts - 1;
+    countAttempts(order, lock.attempts, ctx.tally);
+    lockTaken(worker, ctx.tally);
     try {
       const fence = lock.fence;
       if (fence === null) return await readWorkWrite(ctx, client);
