@@ -80,13 +80,16 @@ export type PauseSettings = z.infer<typeof pauseSchema>;
 export type FaultSettings = z.infer<typeof faultSchema>;
 
 /**
- * Checks that need the console's node count. Returns a message for the 422, or null when the settings fit.
+ * Checks that need the number of nodes the lab runs on. Returns a message for the 422, or null when the settings
+ * fit. `deployment`: the name of the deployment the lab runs on, said where the console watches several (its
+ * own node count is then larger than the lab's).
  */
-export function checkAgainstNodes(settings: RunSettings, nodeCount: number): string | null {
+export function checkAgainstNodes(settings: RunSettings, nodeCount: number, deployment?: string): string | null {
   if (settings.fault && settings.fault.node >= nodeCount) {
+    const which = deployment === undefined ? "" : ` (deployment ${deployment})`;
     return nodeCount < 2
-      ? `fault.node: this console has one lock node, which holds the stock and cannot be faulted.`
-      : `fault.node: this console has ${nodeCount} lock nodes; choose a node from 1 to ${nodeCount - 1} (node 0 holds the stock and cannot be faulted).`;
+      ? `fault.node: the lab runs on one lock node${which}, which holds the stock and cannot be faulted.`
+      : `fault.node: the lab runs on ${nodeCount} lock nodes${which}; choose a node from 1 to ${nodeCount - 1} (node 0 holds the stock and cannot be faulted).`;
   }
   return null;
 }

@@ -133,7 +133,7 @@ export class Lab {
     if (isShuttingDown()) throw new ApiError("unavailable", "The console is shutting down; start the run on another instance.");
     this.#refuseIfBusy();
     const nodes = labNodes();
-    const mismatch = checkAgainstNodes(settings, nodes.length);
+    const mismatch = checkAgainstNodes(settings, nodes.length, getDeploymentNodes().length > 1 ? labDeployment().deployment.name : undefined);
     if (mismatch) throw new ApiError("unprocessable", `Invalid body: ${mismatch}`);
     // The workers dial the nodes' URLs with their own connections: a deployment they cannot reach that way
     // (Sentinel; TLS or credentials from files) is refused here rather than failing every order.

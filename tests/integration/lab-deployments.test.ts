@@ -30,6 +30,6 @@ describe("the contention lab beside another deployment", () => {
     // What the page would have offered from the health's four nodes: node-3, which the lab does not have.
     const res = await call(runs.POST, "POST", "/api/demo/runs", { body: { strategy: "redlock", stock: 10, workers: 1, ttlMs: 1000, workMs: 0, fault: { node: 3, kind: "kill", atMs: 0 } } });
     expect(res.status).toBe(422);
-    expect((res.body as { error: { message: string } }).error.message).toMatch(/this console has 3 lock nodes; choose a node from 1 to 2/);
+    expect((res.body as { error: { message: string } }).error.message).toBe("Invalid body: fault.node: the lab runs on 3 lock nodes (deployment orders); choose a node from 1 to 2 (node 0 holds the stock and cannot be faulted).");
   });
 });

@@ -35,9 +35,11 @@ describe("lab settings", () => {
 
   it("checks the fault's node against the console's nodes", () => {
     const settings = { ...base, fault: { node: 3, kind: "pause" as const, atMs: 0 } };
-    expect(checkAgainstNodes(settings, 3)).toMatch(/choose a node from 1 to 2/);
+    expect(checkAgainstNodes(settings, 3)).toBe("fault.node: the lab runs on 3 lock nodes; choose a node from 1 to 2 (node 0 holds the stock and cannot be faulted).");
     expect(checkAgainstNodes(settings, 5)).toBeNull();
-    expect(checkAgainstNodes({ ...base, fault: { node: 1, kind: "kill", atMs: 0 } }, 1)).toMatch(/one lock node/);
+    expect(checkAgainstNodes({ ...base, fault: { node: 1, kind: "kill", atMs: 0 } }, 1)).toBe("fault.node: the lab runs on one lock node, which holds the stock and cannot be faulted.");
+    // Where the console watches several deployments, the lab's is named: the console itself has more nodes.
+    expect(checkAgainstNodes(settings, 3, "orders")).toMatch(/^fault\.node: the lab runs on 3 lock nodes \(deployment orders\);/);
   });
 
   it("warns when a killed node comes back before the TTL ran out, and when a fault cannot touch the strategy", () => {
