@@ -12,7 +12,15 @@ function settingsText(r: RunRecord): string {
   const parts = [`stock ${s.stock}`, `${s.workers} workers`, `TTL ${s.ttlMs} ms`, `work ${s.workMs} ms`];
   if (s.orders !== undefined) parts.push(`${s.orders} orders`);
   if (s.pause) parts.push(`pauses ${Math.round(s.pause.probability * 100)}% × ${s.pause.ms} ms`);
-  if (s.fault) parts.push(`${s.fault.kind} node-${s.fault.node} at ${s.fault.atMs} ms${s.fault.forMs !== undefined ? ` for ${s.fault.forMs} ms` : ""}`);
+  if (s.fault) {
+    const when = `at ${s.fault.atMs} ms${s.fault.forMs !== undefined ? ` for ${s.fault.forMs} ms` : ""}`;
+    // On nodes the console does not own, the fault never touches the node: it acts on the lab's own connections.
+    if (r.fault?.mode === "connections") {
+      parts.push(s.fault.kind === "kill" ? `lab's connections to node-${s.fault.node} cut ${when}` : `lab's commands to node-${s.fault.node} held ${when}`);
+    } else {
+      parts.push(`${s.fault.kind} node-${s.fault.node} ${when}`);
+    }
+  }
   return parts.join(", ");
 }
 

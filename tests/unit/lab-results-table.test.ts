@@ -63,6 +63,18 @@ describe("the lab's results table", () => {
     expect(cell(html, "sold per second")).toBe("50");
   });
 
+  it("says in a run's settings what its fault did: a kill, or a cut of the lab's connections to a node it does not own", () => {
+    const fault = { node: 1, kind: "kill" as const, atMs: 1000, forMs: 2500 };
+    const settings = { strategy: "redlock" as const, stock: 400, workers: 50, ttlMs: 1000, workMs: 5, fault };
+    const report = (mode: "process" | "connections") => ({ ...fault, mode, startedAtMs: 1000, endedAtMs: 3500, description: "" });
+    const cut = table([record({ settings, fault: report("connections") })]);
+    expect(cut).not.toMatch(/kill node-1/);
+    expect(cut).toMatch(/lab&#x27;s connections to node-1 cut at 1000 ms for 2500 ms/);
+    const stalled = table([record({ settings: { ...settings, fault: { ...fault, kind: "pause" } }, fault: { ...report("connections"), kind: "pause" } })]);
+    expect(stalled).toMatch(/lab&#x27;s commands to node-1 held at 1000 ms for 2500 ms/);
+    expect(table([record({ settings, fault: report("process") })])).toMatch(/kill node-1 at 1000 ms for 2500 ms/);
+  });
+
   it("works the oversold figure out for a run recorded before the field existed", () => {
     const { oversold: _oversold, ...old } = result({ sold: 130, lostUpdates: 30 });
     expect(cell(table([record({ result: old as RunResult })]), "oversold")).toBe("30");
