@@ -1,5 +1,7 @@
+import type { LabPreset } from "@/lib/lab/presets";
+import { MULTI_NODE_STRATEGIES } from "@/lib/lab/settings";
 import { oversold } from "@/lib/lab/stats";
-import type { RunRecord } from "@/lib/lab/types";
+import type { LabInfo, RunRecord } from "@/lib/lab/types";
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
@@ -87,4 +89,25 @@ export function explainRun(run: Pick<RunRecord, "status" | "stopReason" | "resul
   }
   if (r.lostUpdates === 0 && r.remaining === 0 && r.sold === stock) out.push(`Every one of the ${stock} units was sold exactly once.`);
   return out;
+}
+
+/**
+ * What a preset's lesson does not hold on the nodes the lab runs on here, in one sentence; null when it holds.
+ * Its fault needs a node the lab has; a kill on nodes the console did not start only cuts the lab's connections
+ * (the node neither dies nor forgets its locks); with two nodes a Redlock quorum is both.
+ */
+export function presetNote(preset: LabPreset, lab: Pick<LabInfo, "nodes" | "faultMode">): string | null {
+  const faulted = preset.runs.find((r) => r.fault !== undefined);
+  const fault = faulted?.fault;
+  if (!faulted || !fault) return null;
+  if (fault.node >= lab.nodes) {
+    return `Its fault is on node ${fault.node}, and the lab runs on ${lab.nodes === 1 ? "one node" : `${lab.nodes} nodes`} here: the run would be refused.`;
+  }
+  if (fault.kind === "kill" && lab.faultMode === "connections") {
+    return `This console did not start these nodes: the kill cuts the lab workers' connections to node ${fault.node} instead, and the node keeps running with its keys.`;
+  }
+  if (lab.nodes === 2 && MULTI_NODE_STRATEGIES.has(faulted.strategy)) {
+    return `The lab runs on two nodes here, and a Redlock quorum of two is both: no lock can be taken while node ${fault.node} is down.`;
+  }
+  return null;
 }

@@ -7,7 +7,7 @@ import { LOCKING_STRATEGIES, type RunSettings } from "@/lib/lab/settings";
 import type { RunRecord } from "@/lib/lab/types";
 import { apiFetch, ApiRequestError, errorText } from "../api-client";
 import { useIsOperator, useSession } from "../session";
-import { explainRun, stopText } from "./explain";
+import { explainRun, presetNote, stopText } from "./explain";
 import { LabChart } from "./lab-chart";
 import styles from "./lab.module.css";
 import { ResultsTable } from "./results-table";
@@ -29,6 +29,7 @@ export function LabClient() {
   const session = useSession();
   const queryClient = useQueryClient();
   const runs = useRuns();
+  const lab = runs.data?.lab ?? null;
   const [watching, setWatching] = useState<string | null>(null);
   const [batch, setBatch] = useState<Batch | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -97,6 +98,8 @@ export function LabClient() {
     await queryClient.invalidateQueries({ queryKey: runKey(run.id) });
   }
 
+  // What a preset's lesson does not hold on the nodes the lab runs on here.
+  const presetNotes = new Map(LAB_PRESETS.map((p) => [p.id, lab ? presetNote(p, lab) : null]));
   const highlight = useMemo(() => new Set(batch?.ids ?? (watching ? [watching] : [])), [batch, watching]);
   const batchBusy = batch !== null && batch.queue.length > 0;
 
@@ -109,6 +112,7 @@ export function LabClient() {
             <div key={p.id} className={styles.preset}>
               <strong>{p.name}</strong>
               <p className="muted">{p.lesson}</p>
+              {presetNotes.get(p.id) && <p className={styles.note}>{presetNotes.get(p.id)}</p>}
               <div className={styles.presetActions}>
                 <button
                   type="button"
@@ -145,7 +149,7 @@ export function LabClient() {
           <RunForm
             initial={formSettings}
             version={formVersion}
-            lab={runs.data?.lab ?? null}
+            lab={lab}
             disabled={!operator || running || batchBusy}
             onSubmit={(settings) => {
               setBatch({ name: "Custom run", queue: [], ids: [], total: 1 });

@@ -1,7 +1,8 @@
 import { createElement } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
-import { explainRun, raisedAfterSellOut, stopText } from "@/components/demo/explain";
+import { explainRun, presetNote, raisedAfterSellOut, stopText } from "@/components/demo/explain";
+import { findPreset } from "@/lib/lab/presets";
 import { MessageText } from "@/components/message-text";
 import type { RunRecord, RunResult } from "@/lib/lab/types";
 
@@ -91,5 +92,23 @@ describe("lab results in words", () => {
     expect(stopText(run({}))).toBe("done: sold out");
     expect(stopText(run({ stopReason: "orders", settings: { strategy: "atomic", stock: 100, workers: 2, ttlMs: 200, workMs: 0, orders: 30 } }))).toBe("done: all 30 orders placed");
     expect(explainRun(run({ status: "running", result: undefined }))).toEqual([]);
+  });
+});
+
+describe("lab presets in words", () => {
+  const kill = findPreset("redlock-kill")!;
+
+  it("says a preset's kill only cuts the lab's connections where the console does not own the nodes", () => {
+    expect(presetNote(kill, { nodes: 3, faultMode: "connections" })).toBe(
+      "This console did not start these nodes: the kill cuts the lab workers' connections to node 1 instead, and the node keeps running with its keys.",
+    );
+    expect(presetNote(kill, { nodes: 3, faultMode: "process" })).toBeNull();
+    expect(presetNote(findPreset("naive-pauses")!, { nodes: 3, faultMode: "connections" })).toBeNull();
+  });
+
+  it("says a preset's fault needs a node the lab does not have", () => {
+    expect(presetNote(kill, { nodes: 1, faultMode: "process" })).toBe("Its fault is on node 1, and the lab runs on one node here: the run would be refused.");
+    // Two nodes: a Redlock quorum is both, so nothing is sold while node 1 is down.
+    expect(presetNote(kill, { nodes: 2, faultMode: "process" })).toBe("The lab runs on two nodes here, and a Redlock quorum of two is both: no lock can be taken while node 1 is down.");
   });
 });
