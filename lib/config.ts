@@ -3,6 +3,7 @@ import { DEFAULT_LOCK_PATTERNS_ENV, patternKeysProblem } from "./locks/formats/d
 import { globProblem } from "./locks/glob";
 import { parseProxyEntry } from "./client-address";
 import { maskUrl, parseDeployments, urlProblem, type Deployment, type ReadFile } from "./deployment-config";
+import { linearRegExp, NotLinearError } from "./linear-regexp";
 
 /**
  * The console's configuration, parsed once from an environment-shaped record. This module never reads the
@@ -261,9 +262,19 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     z.string().transform((s, ctx) => {
       let pattern: RegExp;
       try {
-        pattern = new RegExp(s);
-      } catch {
-        ctx.addIssue({ code: "custom", message: "bad regexp" });
+        // Matched against every lock key's name, which whoever writes keys chooses: it must not be able to
+        // backtrack without end (lib/linear-regexp.ts).
+        pattern = linearRegExp(s);
+      } catch (error) {
+        if (error instanceof NotLinearError) {
+          ctx.addIssue({
+            code: "custom",
+            message: "backreferences and lookarounds are not supported: a lock key's name must not be able to stall the console, so the pattern is matched in time proportional to the key",
+            params: { explains: true },
+          });
+        } else {
+          ctx.addIssue({ code: "custom", message: "bad regexp" });
+        }
         return z.NEVER;
       }
       // Its capture groups, counted on a pattern that matches the empty string: without one, every lock is `other`.

@@ -1,4 +1,6 @@
+import vm from "node:vm";
 import { describe, expect, it } from "vitest";
+import { lockGroup, statelessPattern } from "@/lib/locks/groups";
 import { ConfigError, maskRedisUrl, parseConfig, withoutArguments } from "@/lib/config";
 import { maskUrl } from "@/lib/deployment-config";
 
@@ -117,6 +119,27 @@ describe("configuration", () => {
     // A group that does not capture does not count; a named one does.
     expect(errorOf({ METRICS_GROUP_PATTERN: "^(?:lock):[a-z]+" }).variable).toBe("METRICS_GROUP_PATTERN");
     expect(parseConfig({ METRICS_GROUP_PATTERN: "^(?<group>[^:]+)" }).metricsGroupPattern.exec("lock:a")?.[1]).toBe("lock");
+  });
+
+  it("groups by a metrics group pattern that would backtrack without end, and takes no time over a key built to stall it", () => {
+    // An operator's pattern with a nested quantifier, and a key that almost matches it: a backtracking matcher
+    // tries 2^60 ways before it gives up, with the console's only thread busy all that time.
+    const config = parseConfig({ METRICS_GROUP_PATTERN: "^lock:((a+)+)$" });
+    const pattern = statelessPattern(config.metricsGroupPattern);
+    const stall = `lock:${"a".repeat(60)}!`;
+    // (Bounded only so that a matcher that never returns fails the test rather than hanging it.)
+    const groupOf = (resource: string) => vm.runInNewContext("lockGroup(pattern, resource)", { lockGroup, pattern, resource }, { timeout: 20_000 }) as string;
+    expect(groupOf(stall)).toBe("other");
+    expect(groupOf("lock:aaa")).toBe("aaa");
+    expect(groupOf("lock:orders/42")).toBe("other");
+  });
+
+  it("refuses a metrics group pattern that cannot be matched in time proportional to the key, saying why", () => {
+    for (const pattern of ["^(lock):\\1", "^(lock)(?=:)", "^(?<!x)(lock)"]) {
+      const error = errorOf({ METRICS_GROUP_PATTERN: pattern });
+      expect(error.variable, pattern).toBe("METRICS_GROUP_PATTERN");
+      expect(error.message, pattern).toMatch(/backreferences and lookarounds are not supported: a lock key's name must not be able to stall the console/);
+    }
   });
 
   it("refuses LOCK_PATTERNS that match the console's own keys, match only keys kept beside locks, or list a glob twice", () => {
