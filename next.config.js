@@ -12,6 +12,10 @@ const nextConfig = {
   typescript: { ignoreBuildErrors: true },
   // ioredis and pino are Node-only and must not be bundled into route chunks.
   serverExternalPackages: ["ioredis", "pino", "prom-client"],
+  // The console shows no optimized image (its one icon is an SVG served as a file): `/_next/image` answers 404.
+  // Left on, the optimizer fetched its source internally without a Host header, which the host rules refuse,
+  // and passed their 421 on to a user who had sent the right host name.
+  images: { unoptimized: true },
   // No rewrites: they buffer Server-Sent Events (vercel/next.js#66263).
 };
 module.exports = nextConfig;

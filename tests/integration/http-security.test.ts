@@ -112,6 +112,19 @@ describe("the production server's request handling", () => {
     }
   });
 
+  it("answers the image optimizer's path, which the console has no use for, with 404 rather than blaming the host name", async () => {
+    // The console shows no optimized image; Next.js's optimizer fetched its source with no Host, which the host
+    // rules refused: a 421 that told a user sending the right host name that it was the wrong one.
+    for (const path of ["/_next/image?url=%2Ficon.svg&w=64&q=75", "/_next/image?url=%2Fnot-there.png&w=64&q=75"]) {
+      const res = await request("GET", path, { host: host() });
+      expect([path, res.status]).toEqual([path, 404]);
+    }
+    expect(launcher.output()).not.toContain("internal image response failed");
+    // The host rules still come first.
+    const rebound = await request("GET", "/_next/image?url=%2Ficon.svg&w=64&q=75", { host: `attacker.example:${launcher.port}` });
+    expect(rebound.status).toBe(421);
+  });
+
   it("checks Origin against the console's own origins, not against the Host header", async () => {
     const signIn = (origin: string, hostHeader = host()) =>
       request("POST", "/api/session", { host: hostHeader, origin, "content-type": "application/json" }, JSON.stringify({ token: VIEWER_TOKEN }));
