@@ -5,6 +5,7 @@ import { pageContentSecurityPolicy, setSecurityHeaders } from "@/lib/security-he
 import { getConfig } from "@/server/config";
 import { ApiError } from "@/server/errors";
 import { assertServedHost } from "@/server/host-check";
+import { noteRefusedRequest } from "@/server/refused-requests";
 
 /**
  * Runs before every request Next.js serves (pages, routes, static files) that has no body: refuses host
@@ -21,6 +22,7 @@ export function proxy(request: NextRequest): Response {
     }
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
+    noteRefusedRequest({ method: request.method, status: error.status, code: error.code, host: request.headers.get("host") });
     return secured(errorJson(error), null);
   }
   if (api) return secured(NextResponse.next(), null);

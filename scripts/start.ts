@@ -64,6 +64,15 @@ const DRAIN_BUDGET_MS = 4_000;
 const g = globalThis as unknown as Record<symbol, unknown>;
 const key = (name: string) => Symbol.for(`lockscope.${name}`);
 
+/**
+ * Counts and logs a request the launcher answered itself (server/refused-requests.ts, which the server's runtime
+ * hands over on globalThis once it has started; before that, nothing is counted).
+ */
+function noteRefused(method: string | undefined, status: number, code: string, host: string | undefined): void {
+  const note = g[key("note-refused-request")];
+  if (typeof note === "function") (note as (n: { method: string | undefined; status: number; code: string; host: string | undefined }) => void)({ method, status, code, host });
+}
+
 function fail(message: string): never {
   process.stderr.write(`lockscope: ${message}\n`);
   process.exit(1);
@@ -267,6 +276,8 @@ async function main(): Promise<void> {
       const text = refused.body === null ? "" : JSON.stringify(refused.body);
       res.writeHead(refused.status, { ...refused.headers, ...(refused.body === null ? {} : { "Content-Length": String(Buffer.byteLength(text)) }) });
       res.end(text);
+      // (OPTIONS, answered 204 without a body, is no refusal.)
+      if (refused.body !== null) noteRefused(req.method, refused.status, refused.body.error.code, req.headers.host);
       return;
     }
     void handle(req, res);
@@ -281,8 +292,9 @@ async function main(): Promise<void> {
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   // A CONNECT (a proxy tunnel) reaches no request handler: answered 405 here rather than left hanging.
-  server.on("connect", (_req: http.IncomingMessage, socket: Duplex) => {
+  server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
     socket.end(connectResponse());
+    noteRefused("CONNECT", 405, "method_not_allowed", req.headers.host);
   });
   // A request Node.js's parser refuses gets the contract's JSON answer with the security headers, not a bare 400.
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
@@ -292,7 +304,10 @@ async function main(): Promise<void> {
       return;
     }
     const raw = (err as NodeJS.ErrnoException & { rawPacket?: Buffer }).rawPacket;
-    socket.end(clientErrorResponse(err.code, raw ? raw.toString("latin1").split("\n", 1)[0] : ""));
+    const answer = clientErrorResponse(err.code, raw ? raw.toString("latin1").split("\n", 1)[0] : "");
+    socket.end(answer);
+    const [status, code] = [Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]), /"code":"([a-z_]+)"/.exec(answer)?.[1] ?? "bad_request"];
+    noteRefused(undefined, status, code, undefined);
   });
   server.on("error", (err: NodeJS.ErrnoException) => {
     if (err.code === "EADDRINUSE") fail(`port ${config.port} on ${config.host} is in use: set PORT to a free port.`);

@@ -56,6 +56,9 @@ export const TRAFFIC = ["production", "lab"] as const;
 /** The audit log's outcomes of a release (`refused`: not attempted because the audit could not be written). */
 export const FORCE_RELEASE_OUTCOMES = ["released", "partial", "conflict", "absent", "failed", "refused"] as const;
 
+/** The codes of the answers given before any page or route runs (lib/request-guard.ts, proxy.ts). */
+export const REFUSAL_CODES = ["misdirected_request", "bad_request", "not_found", "method_not_allowed", "request_timeout", "headers_too_large"] as const;
+
 /** Seconds from a millisecond up to half a minute: how long a caller waited for a lock. */
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** Seconds from 10 ms to an hour: how long a lock was held. */
@@ -76,6 +79,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   // The console itself.
   gaugeMetric("lockscope_build_info", ["version"], "Always 1; labels say which console version runs."),
   counterMetric("lockscope_http_requests_total", ["route", "method", "status"], "HTTP requests answered, by route pattern, method and status."),
+  counterMetric("lockscope_http_refused_total", ["code"], "Requests refused before any page or route ran, by error code (misdirected_request: a Host the console does not answer to).", { known: { code: REFUSAL_CODES } }),
   histogramMetric("lockscope_http_request_duration_seconds", ["route", "method"], "Time to produce an HTTP response (for streams: until the stream opened).", { buckets: HTTP_BUCKETS }),
   gaugeMetric("lockscope_metrics_reporter", [], "1 on the one console that exports the lock nodes' and the locks' metrics (the reporter lease), 0 on the others."),
   gaugeMetric("lockscope_sse_clients", [], "Browser live streams (Server-Sent Events) open now."),

@@ -22,6 +22,8 @@ export function startServerRuntime(): Promise<void> {
         process.stdout.write(`lockscope: operator token: see ${secrets.operatorTokenFile}\n`);
       }
     });
+    // The launcher answers some requests itself, before Next.js sees them (scripts/start.ts): counted and logged here.
+    setGlobal("note-refused-request", (await import("./refused-requests")).noteRefusedRequest);
     getNodes();
     // Each feature's long-lived part starts here, one line each.
     (await import("./console-metrics")).startConsoleMetrics();

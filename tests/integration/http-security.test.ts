@@ -125,6 +125,29 @@ describe("the production server's request handling", () => {
     expect(rebound.status).toBe(421);
   });
 
+  it("counts and logs the requests it refuses before any route runs, without their credentials", async () => {
+    const refusedCount = async (code: string) => {
+      const text = (await request("GET", "/metrics", { host: host() })).text;
+      const line = text.split("\n").find((l) => l.startsWith(`lockscope_http_refused_total{code="${code}"}`));
+      return line === undefined ? null : Number(line.split(" ").at(-1));
+    };
+    const before = { misdirected: await refusedCount("misdirected_request"), notFound: await refusedCount("not_found"), method: await refusedCount("method_not_allowed") };
+    // Declared at 0 from the start, so the first refusal is a step rate() sees.
+    expect(Object.values(before).every((n) => typeof n === "number")).toBe(true);
+    const secret = `Bearer ${OPERATOR_TOKEN}`;
+    // A proxy that forwards another host name (or a DNS rebinding page), an unknown API path, a method a route does not serve.
+    expect((await request("GET", "/api/locks?cursor=abc", { host: `rebound.example:${launcher.port}`, authorization: secret })).status).toBe(421);
+    expect((await request("GET", "/api/nope", { host: host(), authorization: secret })).status).toBe(404);
+    expect((await request("PATCH", "/api/locks", { host: host(), authorization: secret })).status).toBe(405);
+    expect(await refusedCount("misdirected_request")).toBe(before.misdirected! + 1);
+    expect(await refusedCount("not_found")).toBe(before.notFound! + 1);
+    expect(await refusedCount("method_not_allowed")).toBe(before.method! + 1);
+    const lines = launcher.output().split("\n").filter((l) => l.includes("request refused before routing"));
+    expect(lines.some((l) => l.includes('"status":421') && l.includes('"host":"rebound.example:') && l.includes('"code":"misdirected_request"'))).toBe(true);
+    expect(lines.some((l) => l.includes('"status":405') && l.includes('"method":"PATCH"'))).toBe(true);
+    expect(launcher.output()).not.toContain(OPERATOR_TOKEN);
+  });
+
   it("checks Origin against the console's own origins, not against the Host header", async () => {
     const signIn = (origin: string, hostHeader = host()) =>
       request("POST", "/api/session", { host: hostHeader, origin, "content-type": "application/json" }, JSON.stringify({ token: VIEWER_TOKEN }));
