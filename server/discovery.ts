@@ -12,6 +12,7 @@ import { getLogger } from "./logger";
 import { getDeploymentNodes } from "./nodes";
 import { getPatternStore } from "./patterns";
 import { onShutdown } from "./shutdown";
+import { errorText } from "@/lib/echoed-arguments";
 
 /**
  * A bounded background SCAN of every lock node that finds lock-shaped keys outside the patterns (Redisson
@@ -146,7 +147,8 @@ export class Discovery {
       return true;
     } catch (error) {
       if (signal.aborted) return true;
-      const message = error instanceof Error ? error.message.slice(0, 200) : String(error);
+      // Shown to viewers (GET /api/discovery): without the arguments Redis repeats in a refusal (a key's name).
+      const message = errorText(error).slice(0, 200);
       // Said once per failure, not at every retry of a node that stays down.
       if (message !== state.error) getLogger().warn({ node: state.node.id, err: message }, "lock discovery scan failed on a node; it tries again shortly");
       state.error = message;

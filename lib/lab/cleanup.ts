@@ -1,11 +1,11 @@
 import { openLabClient } from "./connections";
 import { runKeys } from "./keys";
+import { errorText } from "../echoed-arguments";
 
 /** A node that could not be cleaned at the end of a run is tried again this often, for this long. */
 const RETRY_EVERY_MS = 2_000;
 const RETRY_FOR_MS = 10 * 60_000;
 
-const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /** Deletes every key of run `id` on one node (`SCAN MATCH` on the run's exact prefixes); throws when the node fails. */
 async function removeFromNode(url: string, id: string): Promise<void> {

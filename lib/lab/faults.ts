@@ -2,6 +2,7 @@ import type { NodeSwitch } from "./connections";
 import type { RunSettings } from "./settings";
 import type { Worker } from "./strategy";
 import type { FaultMode, FaultReport } from "./types";
+import { errorText } from "../echoed-arguments";
 
 /** Acts on the processes of nodes this program started itself (SIGKILL then restart, SIGSTOP then SIGCONT). */
 export interface NodeProcessControl {
@@ -27,7 +28,6 @@ export interface FaultEnvironment {
 /** How long the end of a cut waits for a connection it closed to finish closing (a stalled node may never answer the close). */
 const CUT_CLOSE_WAIT_MS = 2_000;
 
-const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * The run's injected fault: a node killed (then restarted) or paused (then continued) when the run owns

@@ -14,6 +14,7 @@ import { none } from "./strategies/none";
 import { redlock } from "./strategies/redlock";
 import type { StepOutcome, Strategy, StrategyContext, Tally, Worker } from "./strategy";
 import type { FaultMode, FaultReport, RunProgress, RunResult, SeriesPoint, StopReason } from "./types";
+import { errorText } from "../echoed-arguments";
 
 /**
  * The contention lab's run: N workers, each its own client with its own connections, buying from one
@@ -71,7 +72,6 @@ const STOCK_NODE_SILENCE_MS = 10_000;
 
 const STRATEGIES: Record<RunSettings["strategy"], Strategy> = { none, naive, redlock, "redlock-fenced": redlock, atomic };
 
-const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 export class LabRun {
   readonly keys: RunKeys;

@@ -19,6 +19,7 @@ import { counter } from "../metrics";
 import { getDeploymentNodes, getNodes, type DeploymentNodes, type LockNode } from "../nodes";
 import { isShuttingDown, onShutdown } from "../shutdown";
 import { addRun, cancelRequested, clearCancel, dropRun, listRuns, listStoredRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
+import { errorText } from "@/lib/echoed-arguments";
 
 /**
  * The console's contention lab: one run at a time across every console over the same lock nodes (the run
@@ -249,7 +250,7 @@ export class Lab {
         status: "failed",
         stopReason: "error",
         finishedAt: Date.now(),
-        error: `The run stopped on an unexpected error: ${(error as Error).message}`,
+        error: `The run stopped on an unexpected error: ${errorText(error)}`,
       };
       getLogger().error({ err: error, run: record.id }, "lab run crashed");
     } finally {

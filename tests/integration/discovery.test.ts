@@ -103,6 +103,23 @@ describe("lock discovery", () => {
     expect(discovery.result().candidates.map((c) => c.pattern)).not.toContain("billing:*");
   }, 300_000);
 
+  it("says a node's failure without the arguments Redis repeats in it (a key's name, a value)", async () => {
+    // A node without scripts: Redis answers the read script with `ERR unknown command 'evalsha', with args
+    // beginning with: …`, repeating the script's first keys.
+    const local = await startCluster(1, ["--rename-command", "EVALSHA", "", "--rename-command", "EVAL", ""]);
+    try {
+      const node = local.client(0);
+      await node.set("session:user-7:tok-3f9a1c77e2", "a session, not a lock");
+      const discovery = new Discovery([{ id: "node-0", client: node }], { patterns: () => ["lock:*"] });
+      await discovery.runPass();
+      const [state] = discovery.result().nodes;
+      expect(state?.error).toMatch(/^ERR unknown command 'evalsha', with args beginning with: \[redacted\]/);
+      expect(state?.error).not.toContain("tok-3f9a1c77e2");
+    } finally {
+      await local.close();
+    }
+  });
+
   it("scans a healthy node once per pass interval while another node is down and retried", async () => {
     const local = await startCluster(2);
     try {
