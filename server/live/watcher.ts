@@ -18,6 +18,7 @@ import type { Logger } from "pino";
 import type { LockClient } from "../deployments";
 import { clusterNodeAt, isCommandRefused } from "../deployments/cluster";
 import { connectionDrops, nodeClientOptions, type LockNode } from "../nodes";
+import { replyOf } from "../errors";
 import { ClusterSubscriber, type WatchSubscriber } from "./cluster-subscriber";
 import type { LiveEvents } from "./events";
 import type { LockStore, NodeSample } from "./store";
@@ -881,8 +882,9 @@ export class NodeWatcher {
       await new Promise((resolve) => setImmediate(resolve));
     } catch (error) {
       // Refused (the ACL, a replica): no probe can run. Anything else (a timeout) says nothing of the flags.
-      if (!(error instanceof Error && error.name === "ReplyError")) throw error;
-      return { missing: wanted.join(""), why: `no probe: its writes were refused (${error.message}; the README's ACL lists them)` };
+      const refusal = probeRefusal(error);
+      if (refusal === null) throw error;
+      return { missing: wanted.join(""), why: `no probe: its writes were refused (${refusal}; the README's ACL lists them)` };
     } finally {
       this.notifyProbe = null;
     }
@@ -1788,4 +1790,15 @@ export class NodeWatcher {
     this.sub.disconnect();
     this.reader.disconnect();
   }
+}
+
+/**
+ * The node's reply when a probe's write was refused (the ACL, a replica's READONLY), as it is shown; null for any
+ * other failure (a timeout, a dropped connection, a cluster busy failing over or a node loading), which says
+ * nothing of the notification flags. A Redis Cluster client reports the reply inside its own error once it has
+ * used up its tries (`replyOf`): after a failover's CLUSTERDOWN replies, the ACL's NOPERM comes so.
+ */
+export function probeRefusal(error: unknown): string | null {
+  const reply = replyOf(error);
+  return reply === null || /^(CLUSTERDOWN|TRYAGAIN|MOVED|ASK|LOADING|BUSY|MASTERDOWN)\b/.test(reply) ? null : reply;
 }

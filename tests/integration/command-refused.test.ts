@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLockKeys } from "@/lib/locks/formats";
 import { isCommandRefused } from "@/server/deployments/cluster";
 import { nodeFailureText, refusesKey } from "@/server/errors";
+import { probeRefusal } from "@/server/live/watcher";
 import { startCluster, type TestCluster } from "../support/redis";
 import { startRedisCluster, type RedisClusterSet } from "../support/redis-cluster";
 
@@ -131,6 +132,21 @@ describe("a refusal as a Redis Cluster client reports it after its tries", () =>
     const auth = await failure(() => client.call("AUTH", "limited", "not-the-password"));
     expect(auth.message).toMatch(/^Too many Cluster redirections\. Last error: ReplyError: WRONGPASS /);
     expect(nodeFailureText(auth.message)).toBe("refused the console's credentials");
+  });
+
+  it("takes a wrapped refusal of the notification probe's write for a refusal: notifications unknown, not the node failing", async () => {
+    // The watcher's probe (CONFIG refused) writes keys of its own; an ACL without them refuses the write.
+    const write = await failure(() => client.set("lockscope:probe:it{a}:s", "1", "PX", 20));
+    expect(write.message).toMatch(wrapped);
+    expect(probeRefusal(write)).toMatch(/^NOPERM /);
+    const closed = new Redis.Cluster([{ host: "127.0.0.1", port: set.nodes[0]!.port }], { lazyConnect: true, enableOfflineQueue: false });
+    try {
+      expect(probeRefusal(await failure(() => closed.set("lockscope:probe:it{a}:s", "1")))).toBeNull();
+    } finally {
+      closed.disconnect();
+    }
+    // A cluster still failing over when the client's tries ran out says nothing of the flags either.
+    expect(probeRefusal(new Error("Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN The cluster is down"))).toBeNull();
   });
 
   it("does not take any other error the client wraps, nor a text that merely mentions a refusal, for one", async () => {
