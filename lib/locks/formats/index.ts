@@ -11,7 +11,7 @@ import type { DecodeContext, FormatName, FormatReading, KeyReading, LockFormat }
 import { unknown } from "./unknown";
 
 export * from "./types";
-export { DEFAULT_READ_LIMITS, isAccessRefused, isScriptRefused, keyExpiry, type MultiClient, type ReadLimits } from "./read";
+export { DEFAULT_READ_LIMITS, isAccessRefused, isScriptRefused, isTransactionRefused, keyExpiry, type MultiClient, type ReadBatch, type ReadLimits } from "./read";
 /** The same readings with MULTI, for a node that refuses scripts (no companion reads). */
 export { readWithoutScripts as readLockKeysWithoutScripts } from "./read";
 export { inferScope, type ScopeEvidence } from "./scope";

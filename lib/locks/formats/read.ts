@@ -331,8 +331,23 @@ export function isAccessRefused(error: unknown): error is Error {
   return error instanceof Error && ACCESS_REFUSED.test(error.message);
 }
 
-/** What reading without scripts needs: MULTI (an ioredis client has it). */
-export type MultiClient = Pick<Redis, "multi">;
+/** What reading without scripts needs: MULTI, or a pipeline where MULTI is refused (an ioredis client has both). */
+export type MultiClient = Pick<Redis, "multi" | "pipeline">;
+
+/**
+ * Whether a command failed because the node refuses transactions (MULTI or EXEC renamed away or not granted to the
+ * console's Redis user): the caller then reads with a plain pipeline (`readWithoutScripts(…, "pipeline")`).
+ */
+export function isTransactionRefused(error: unknown): error is Error {
+  return error instanceof Error && /(NOPERM .*'(multi|exec)' command|unknown command '(multi|exec)')/i.test(error.message);
+}
+
+/**
+ * How `readWithoutScripts` sends each step: `multi`, each step a snapshot of the node; `pipeline`, where the node
+ * refuses transactions, the same commands one after the other (a key changed between two of them reads as gone
+ * or as it was, and its change is notified and read again, as between two steps).
+ */
+export type ReadBatch = "multi" | "pipeline";
 
 /**
  * The same readings where a node refuses scripts (EVAL disabled or renamed on some managed services): two
@@ -340,18 +355,29 @@ export type MultiClient = Pick<Redis, "multi">;
  * deleted or of another type by the second reads as gone until the next read (its change is notified). The formats' companion
  * reads need a script and are skipped (Redisson's fair-lock waiters read as not visible).
  */
-export async function readWithoutScripts(client: MultiClient, keys: readonly string[], limits: Partial<ReadLimits> = {}, clock?: NodeClock): Promise<KeyReading[]> {
+export async function readWithoutScripts(
+  client: MultiClient,
+  keys: readonly string[],
+  limits: Partial<ReadLimits> = {},
+  clock?: NodeClock,
+  batch: ReadBatch = "multi",
+): Promise<KeyReading[]> {
   if (keys.length === 0) return [];
   const { maxBytes, maxItems, maxDigestBytes } = { ...DEFAULT_READ_LIMITS, ...limits };
+  const step = () => (batch === "multi" ? client.multi() : client.pipeline());
   const sentAt = Date.now();
-  const first = client.multi();
+  const first = step();
   for (const key of keys) first.type(key).pttl(key);
   first.time();
   const heads = (await first.exec()) ?? [];
+  // A refusal here (the ACL refusing a key) must not read as the key gone: a transaction's EXEC fails whole,
+  // a pipeline answers each command, so its first error is thrown as EXEC's would be.
+  const refused = heads.find(([error]) => error !== null)?.[0];
+  if (refused) throw refused;
   const time = heads[2 * keys.length]?.[1];
   const at = readAt(Array.isArray(time) ? Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000) : Number.NaN, sentAt, clock);
   const types = keys.map((_, i) => asText(heads[2 * i]?.[1]) ?? "none");
-  const second = client.multi();
+  const second = step();
   // Each body read starts with TYPE again: a key deleted (or replaced by another type) between the two MULTIs
   // reads as gone, not as an empty lock of the type it had.
   // Where each key's replies start in the second MULTI's (TYPE, size, body, and a hash's mode).
@@ -375,7 +401,7 @@ export async function readWithoutScripts(client: MultiClient, keys: readonly str
     if (count > maxBytes && count <= maxDigestBytes) whole.set(i, null);
   });
   if (whole.size > 0) {
-    const third = client.multi();
+    const third = step();
     for (const i of whole.keys()) third.getBuffer(keys[i] as string);
     const got = (await third.exec()) ?? [];
     let g = 0;

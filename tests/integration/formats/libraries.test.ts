@@ -275,6 +275,8 @@ describe("lock formats with the real libraries", () => {
     const scripted = strip(await readLockKeys(c, keys, { companions: false }));
     const plain = strip(await readLockKeysWithoutScripts(c, keys));
     expect(plain).toEqual(scripted);
+    // Where MULTI is refused too: the same readings from a plain pipeline.
+    expect(strip(await readLockKeysWithoutScripts(c, keys, {}, undefined, "pipeline"))).toEqual(scripted);
     expect(scripted.map((r) => r.raw.type)).toEqual(["string", "string", "hash", "zset", "other", "none", "string", "string"]);
     const digests = scripted.map((r) => (r.raw.type === "string" ? (r.raw.digest ?? null) : null));
     const sha1 = (bytes: Buffer | string) => createHash("sha1").update(bytes).digest("hex");
