@@ -148,6 +148,25 @@ describe("the production server's request handling", () => {
     expect(launcher.output()).not.toContain(OPERATOR_TOKEN);
   });
 
+  it("grants no other origin a preflight, so no other page can send sign-out (or anything) with an Authorization header", async () => {
+    // A browser sends Authorization, or DELETE, to another origin only after a preflight that origin allows. Sign-out
+    // with an Authorization header is the one request that needs no Origin with the cookie: only a script can send it.
+    for (const origin of ["http://attacker.example", `http://localhost:${launcher.port + 1}`]) {
+      const preflight = await request("OPTIONS", "/api/session", {
+        host: host(),
+        origin,
+        "access-control-request-method": "DELETE",
+        "access-control-request-headers": "authorization",
+      });
+      expect([origin, preflight.headers["access-control-allow-origin"], preflight.headers["access-control-allow-headers"]]).toEqual([origin, undefined, undefined]);
+    }
+    // And a browser's DELETE always carries its Origin: from another origin it is refused, whatever else it carries.
+    const signedIn = await request("POST", "/api/session", { host: host(), origin: `http://127.0.0.1:${launcher.port}`, "content-type": "application/json" }, JSON.stringify({ token: VIEWER_TOKEN }));
+    const cookie = (signedIn.headers["set-cookie"]?.[0] ?? "").split(";")[0]!;
+    const out = await request("DELETE", "/api/session", { host: host(), cookie, origin: "http://attacker.example", authorization: "Bearer anything" });
+    expect(out.status).toBe(403);
+  });
+
   it("checks Origin against the console's own origins, not against the Host header", async () => {
     const signIn = (origin: string, hostHeader = host()) =>
       request("POST", "/api/session", { host: hostHeader, origin, "content-type": "application/json" }, JSON.stringify({ token: VIEWER_TOKEN }));
