@@ -532,6 +532,18 @@ export function getLosses(deployment?: string, now = Date.now()): LockLoss[] {
   return all.sort((a, b) => b.at - a.at);
 }
 
+/**
+ * The nodes whose readings the live view does not have now (watcher not up: not yet read, down, refusing its
+ * reads, not answering), of `deployment` or of all; where several deployments are watched each is named
+ * `<deployment>/<node>`. `of`: how many nodes were asked about. A lock absent from the store may be held on these.
+ */
+export function unreadNodes(deployment?: string): { unread: string[]; of: number } {
+  const view = startLive();
+  const runtimes = view.runtimes.filter((r) => deployment === undefined || r.deployment === deployment);
+  const unread = runtimes.flatMap((r) => r.watchers.filter((w) => !w.status().up).map((w) => (view.multi ? `${r.deployment}/${w.id}` : w.id)));
+  return { unread, of: runtimes.reduce((n, r) => n + r.watchers.length, 0) };
+}
+
 /** Each deployment's live view (one where the console watches one). */
 export function getDeploymentLives(): readonly DeploymentLive[] {
   return startLive().runtimes;
