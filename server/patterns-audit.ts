@@ -32,7 +32,7 @@ export function registerPatternsAuditor(): void {
     },
     async recordOutcome(id, outcome) {
       // The audit log's outcomes name a release's end; an applied change is "released" in its closed set.
-      await getAuditStore().recordOutcome(id, outcome === "applied" ? "released" : "failed", []);
+      await getAuditStore().recordOutcome(id, outcome === "applied" ? "released" : "failed", [], Date.now());
     },
   });
 }

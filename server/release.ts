@@ -328,7 +328,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     nodes.map((_, i) => holds(reads[i], target)),
     quorumOf(nodes.length),
   );
-  await audit.recordOutcome(entry.id, outcome, nodeResults);
+  await audit.recordOutcome(entry.id, outcome, nodeResults, Date.now());
   releases().inc({ outcome });
   if (noted && outcome === "released") {
     // Again, now that it is done: a lock still shown held (its notifications lost) is read at once.

@@ -47,7 +47,7 @@ export interface AuditEntry {
   nodes: AuditNodeResult[];
   ip: string;
   userAgent: string | null;
-  /** Epoch ms when the outcome was recorded; absent while pending. */
+  /** Epoch ms on the console's clock (as `at`) when the action ended and its outcome was known; absent while pending. */
   finishedAt?: number;
 }
 

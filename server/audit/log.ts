@@ -143,8 +143,8 @@ export class AuditLog implements AuditStore {
   }
 
   /** Records how a release ended. Best effort: the release already happened, so a failure is logged, not thrown. */
-  async recordOutcome(id: string, outcome: AuditOutcome, nodes: AuditNodeResult[]): Promise<{ durable: boolean }> {
-    const record: AuditRecord = { v: 1, kind: "outcome", id, outcome, nodes, finishedAt: Date.now() };
+  async recordOutcome(id: string, outcome: AuditOutcome, nodes: AuditNodeResult[], finishedAt: number): Promise<{ durable: boolean }> {
+    const record: AuditRecord = { v: 1, kind: "outcome", id, outcome, nodes, finishedAt };
     const result = await this.track(this.writeEverywhere(record, this.nodes, true));
     const durable = result.fileError === null && result.streamAcked.length >= this.quorum;
     if (!durable) {

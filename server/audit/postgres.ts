@@ -68,12 +68,19 @@ export class PostgresAudit implements AuditStore {
     }
   }
 
-  async recordOutcome(id: string, outcome: AuditOutcome, nodes: AuditNodeResult[]): Promise<{ durable: boolean }> {
+  async recordOutcome(id: string, outcome: AuditOutcome, nodes: AuditNodeResult[], finishedAt: number): Promise<{ durable: boolean }> {
     try {
       await this.track(
         (async () => {
           await this.db.ready();
-          await this.db.pool.query("UPDATE audit_entries SET outcome = $2, nodes = $3, finished_at = now() WHERE id = $1", [id, outcome, JSON.stringify(nodes)]);
+          // The console's time, as `at` is: the database's own clock (now()) may run behind the console's, and an
+          // outcome would then read as recorded before its release started. (Exact milliseconds, no float.)
+          await this.db.pool.query("UPDATE audit_entries SET outcome = $2, nodes = $3, finished_at = 'epoch'::timestamptz + $4 * interval '1 millisecond' WHERE id = $1", [
+            id,
+            outcome,
+            JSON.stringify(nodes),
+            String(Math.trunc(finishedAt)),
+          ]);
         })(),
       );
       writes().inc({ sink: "postgres", outcome: "ok" });

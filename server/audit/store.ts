@@ -10,8 +10,11 @@ export interface AuditStore {
   readonly kind: "file-and-stream" | "postgres";
   /** Makes the intent durable before anything is deleted; throws `AuditNotDurableError` when it cannot. */
   recordIntent(entry: AuditEntry): Promise<void>;
-  /** Records how the release ended. Best effort: the release already happened. */
-  recordOutcome(id: string, outcome: AuditOutcome, nodes: AuditNodeResult[]): Promise<{ durable: boolean }>;
+  /**
+   * Records how the release ended, at `finishedAt` (epoch ms on the console's clock, as the entry's `at`, so that
+   * the two compare). Best effort: the release already happened.
+   */
+  recordOutcome(id: string, outcome: AuditOutcome, nodes: AuditNodeResult[], finishedAt: number): Promise<{ durable: boolean }>;
   /** A page of entries, newest first; throws `AuditReadError` when nothing can be read. */
   list(options: { limit: number; before?: string; filters: AuditFilters }): Promise<AuditPage>;
   /** Waits for writes in flight (shutdown). */

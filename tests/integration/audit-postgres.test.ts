@@ -179,6 +179,29 @@ describe("audit and lock history in PostgreSQL", () => {
     expect(await nodes[0]!.get("lock:orders/9")).toBeNull();
   });
 
+  it("keeps an entry's times on the console's clock: its outcome's time is never before its start when the database's clock runs behind", async () => {
+    const { createDatabase } = await import("@/server/postgres/pool");
+    const { PostgresAudit } = await import("@/server/audit/postgres");
+    const { newAuditId } = await import("@/server/audit/records");
+    const other = createDatabase(url);
+    try {
+      const store = new PostgresAudit(other);
+      // A console whose clock runs an hour ahead of the database's: the release starts at its `at` and ends 25 ms
+      // later by the same clock.
+      const at = Date.now() + 3_600_000;
+      const id = newAuditId(at);
+      await store.recordIntent({
+        id, at, actor: "erin", role: "operator", action: "force-release", resource: "lock:clock-ahead", token: null, holder: null,
+        reason: "clock test", outcome: "pending", nodes: [], ip: "127.0.0.1", userAgent: null,
+      });
+      await store.recordOutcome(id, "released", [{ id: "node-0", result: "deleted" }], at + 25);
+      const page = await store.list({ limit: 5, filters: { resource: "lock:clock-ahead" } });
+      expect(page.entries.map((e) => [e.at, e.finishedAt])).toEqual([[at, at + 25]]);
+    } finally {
+      await other.pool.end();
+    }
+  });
+
   it("shows the history's backlog in /metrics while the database is down, and its end once it is back", async () => {
     const metrics = await import("@/app/metrics/route");
     const queued = async () => {

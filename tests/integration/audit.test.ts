@@ -230,7 +230,7 @@ describe("audit log", () => {
           const entry = intent(i * 2 + k);
           ids.add(entry.id);
           await log.recordIntent(entry);
-          if (i % 10 !== 0) await log.recordOutcome(entry.id, "released", [{ id: "node-0", result: "deleted" }]);
+          if (i % 10 !== 0) await log.recordOutcome(entry.id, "released", [{ id: "node-0", result: "deleted" }], Date.now());
         }
       }),
     );
@@ -267,7 +267,7 @@ describe("audit log", () => {
       const log = new logModule.AuditLog(getNodes(), file, 200);
       const first = newEntry({ reason: "before the disk filled" });
       await log.recordIntent(first);
-      await log.recordOutcome(first.id, "released", [{ id: "node-0", result: "deleted" }]);
+      await log.recordOutcome(first.id, "released", [{ id: "node-0", result: "deleted" }], Date.now());
       const goodLength = statSync(file).size;
 
       const filler = path.join(mountPoint, "filler");
@@ -285,7 +285,7 @@ describe("audit log", () => {
       rmSync(filler);
       const next = newEntry({ reason: "after space was freed" });
       await log.recordIntent(next);
-      await log.recordOutcome(next.id, "released", [{ id: "node-0", result: "deleted" }]);
+      await log.recordOutcome(next.id, "released", [{ id: "node-0", result: "deleted" }], Date.now());
 
       const { records, unreadable } = parseAuditLines(readFileSync(file, "utf8"));
       expect(unreadable).toEqual([]);
@@ -302,7 +302,7 @@ describe("audit log", () => {
       appendFileSync(file, JSON.stringify({ v: 1, kind: "intent", id: newAuditId(), entry: newEntry() }).slice(0, 40));
       const next = newEntry({ reason: "after the torn record" });
       await log.recordIntent(next);
-      await log.recordOutcome(next.id, "released", [{ id: "node-0", result: "deleted" }]);
+      await log.recordOutcome(next.id, "released", [{ id: "node-0", result: "deleted" }], Date.now());
 
       const { records, unreadable } = parseAuditLines(readFileSync(file, "utf8"));
       expect(unreadable).toEqual([2]);
