@@ -43,6 +43,8 @@ export interface ReleaseResult {
   /** Who was told: only this engine's holders hear a revocation; `waiters`: a wake message went out to the library's waiters. */
   notified: { holder: boolean; waiters: boolean };
   auditId: string;
+  /** False when the audit store did not take the outcome: the entry reads `pending` until the console's retries get it in. */
+  outcomeRecorded: boolean;
 }
 
 /** What a node held when the console looked. */
@@ -328,7 +330,9 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     nodes.map((_, i) => holds(reads[i], target)),
     quorumOf(nodes.length),
   );
-  await audit.recordOutcome(entry.id, outcome, nodeResults, Date.now());
+  // The nodes have acted: an outcome the store does not take now is retried until it does (see OutcomeRetryingStore),
+  // and the operator is told, in every answer below that names the entry.
+  const { durable: outcomeRecorded } = await audit.recordOutcome(entry.id, outcome, nodeResults, Date.now());
   releases().inc({ outcome });
   if (noted && outcome === "released") {
     // Again, now that it is done: a lock still shown held (its notifications lost) is read at once.
@@ -347,7 +351,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   }
   const deleted = nodeResults.filter((r) => r.result === "deleted").length;
   log.info(
-    { action: "force-release", auditId: entry.id, actor: entry.actor, role: entry.role, ip: entry.ip, deployment, format: format.name, outcome, deleted, quorum: quorumOf(nodes.length) },
+    { action: "force-release", auditId: entry.id, actor: entry.actor, role: entry.role, ip: entry.ip, deployment, format: format.name, outcome, deleted, quorum: quorumOf(nodes.length), outcomeRecorded },
     "operator action",
   );
 
@@ -358,10 +362,11 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     throw new ApiError("conflict", "The lock changed hands while releasing: no node had that holder any more. Nothing was deleted.", {
       current,
       auditId: entry.id,
+      outcomeRecorded,
     });
   }
   if (outcome === "absent") {
-    throw new ApiError("not_found", `No node held \`${preview(resource)}\` any more when the release ran; nothing was deleted.`, { auditId: entry.id });
+    throw new ApiError("not_found", `No node held \`${preview(resource)}\` any more when the release ran; nothing was deleted.`, { auditId: entry.id, outcomeRecorded });
   }
   const wrong = (answers ?? []).filter((r) => r.result === "wrongtype");
   if (outcome === "failed" && wrong.length > 0 && answers?.every((r) => r.result === "wrongtype" || r.result === "absent")) {
@@ -369,7 +374,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     throw new ApiError(
       "unprocessable",
       `\`${preview(resource)}\` changed layout since it was read (now ${types.join(", ")}, not a ${format.name} lock): nothing was touched.`,
-      { auditId: entry.id, nodes: nodeResults },
+      { auditId: entry.id, nodes: nodeResults, outcomeRecorded },
     );
   }
   if (outcome === "failed") {
@@ -378,12 +383,13 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       throw new ApiError(
         "unavailable",
         `${why}No lock node confirmed the release, and whether it deleted \`${preview(resource)}\` on ${unsure.join(", ")} is unknown: read the lock again before retrying. See the audit entry for each node.`,
-        { auditId: entry.id, nodes: nodeResults },
+        { auditId: entry.id, nodes: nodeResults, outcomeRecorded },
       );
     }
     throw new ApiError("unavailable", `${why}No lock node completed the release; nothing was deleted. See the audit entry for each node's error.`, {
       auditId: entry.id,
       nodes: nodeResults,
+      outcomeRecorded,
     });
   }
   return {
@@ -395,6 +401,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     nodes: nodeResults.map(({ id, result: r, error }) => (r === "error" && error !== undefined ? { id, result: r, error } : { id, result: r })),
     notified,
     auditId: entry.id,
+    outcomeRecorded,
   };
 }
 

@@ -20,6 +20,8 @@ export interface ReleaseResponse {
   /** `holder`: the holder's process heard the revocation (only this engine's can); `waiters`: a wake message went to the library's waiters. */
   notified: { holder: boolean; waiters: boolean };
   auditId: string;
+  /** False: the audit log did not take the outcome yet (the entry reads pending while the console retries). */
+  outcomeRecorded: boolean;
 }
 
 interface CurrentHolder {
@@ -299,13 +301,18 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
           </p>
         )}
         {outcome.kind === "released" && (
-          <p role="status" className={outcome.response.outcome === "partial" || goesOn(outcome.response).length > 0 ? styles.warn : styles.ok}>
+          <p
+            role="status"
+            className={outcome.response.outcome === "partial" || goesOn(outcome.response).length > 0 || outcome.response.outcomeRecorded === false ? styles.warn : styles.ok}
+          >
             <ReleasedText response={outcome.response} />. Audit entry{" "}
             <a href={`/audit?resource=${encodeURIComponent(resource)}`}>{outcome.response.auditId}</a>.{" "}
             {outcome.response.notified.holder
               ? "The holder's process heard it: a using() routine holding the lock stops at once."
               : "The holder was not told: if it still runs, it finds out at its next extend or release."}{" "}
             {outcome.response.notified.waiters ? "Its waiters were woken." : "No waiter was woken."}
+            {outcome.response.outcomeRecorded === false &&
+              " The audit log did not take this outcome: the entry reads pending until the console, which keeps trying, records it."}
           </p>
         )}
         {outcome.kind === "changed-hands" && (

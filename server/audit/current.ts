@@ -3,14 +3,18 @@ import { singleton } from "../global";
 import { getDatabase } from "../postgres/pool";
 import { onShutdown } from "../shutdown";
 import { createFileAndStreamAudit } from "./log";
+import { OutcomeRetryingStore } from "./outcome-retry";
 import { PostgresAudit } from "./postgres";
 import type { AuditStore } from "./store";
 
-/** The process's audit store: PostgreSQL when AUDIT_DATABASE_URL is set, else the file and the nodes' stream. */
+/**
+ * The process's audit store: PostgreSQL when AUDIT_DATABASE_URL is set, else the file and the nodes' stream; either
+ * retries the outcomes it did not take until it does.
+ */
 export function getAuditStore(): AuditStore {
   return singleton("audit-store", () => {
     const db = getDatabase();
-    const store: AuditStore = db ? new PostgresAudit(db) : createFileAndStreamAudit();
+    const store: AuditStore = new OutcomeRetryingStore(db ? new PostgresAudit(db) : createFileAndStreamAudit());
     onShutdown("audit", 30, () => store.drain());
     return store;
   });

@@ -179,6 +179,44 @@ describe("audit and lock history in PostgreSQL", () => {
     expect(await nodes[0]!.get("lock:orders/9")).toBeNull();
   });
 
+  it("tells the operator when the release's outcome could not be recorded, and records it once the database takes it", async () => {
+    const admin = new pg.Client(url);
+    await admin.connect();
+    // The database takes the intent and refuses the outcome (as one that went away between the two would).
+    await admin.query("CREATE FUNCTION refuse_outcome() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'outcome refused by the test'; END $$");
+    await admin.query("CREATE TRIGGER refuse_outcome BEFORE UPDATE ON audit_entries FOR EACH ROW EXECUTE FUNCTION refuse_outcome()");
+    let auditId: string;
+    let answeredAt: number;
+    try {
+      const res = await releaseAs("lock:orders/unrecorded", "alice", "outcome refused");
+      answeredAt = Date.now();
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(await Promise.all(nodes.map((n) => n.exists("lock:orders/unrecorded")))).toEqual([0, 0, 0]);
+      const body = res.body as { auditId: string; outcomeRecorded?: boolean };
+      expect(body.outcomeRecorded).toBe(false);
+      auditId = body.auditId;
+      const page = await get<AuditPage>(auditRoute.GET, "/api/audit?resource=orders/unrecorded");
+      expect(page.body.entries.map((e) => [e.id, e.outcome])).toEqual([[auditId, "pending"]]);
+    } finally {
+      await admin.query("DROP TRIGGER refuse_outcome ON audit_entries");
+      await admin.query("DROP FUNCTION refuse_outcome()");
+      await admin.end();
+    }
+    const recorded = await until(
+      "the outcome written once the database takes it",
+      async () => {
+        const page = await get<AuditPage>(auditRoute.GET, "/api/audit?resource=orders/unrecorded");
+        const entry = page.body.entries[0];
+        return entry && entry.outcome !== "pending" ? entry : null;
+      },
+      30_000,
+      250,
+    );
+    expect(recorded).toMatchObject({ id: auditId, outcome: "released", nodes: [{ result: "deleted" }, { result: "deleted" }, { result: "deleted" }] });
+    // The time it ended, not the time the retry went through.
+    expect(recorded.finishedAt).toBeLessThanOrEqual(answeredAt);
+  });
+
   it("keeps an entry's times on the console's clock: its outcome's time is never before its start when the database's clock runs behind", async () => {
     const { createDatabase } = await import("@/server/postgres/pool");
     const { PostgresAudit } = await import("@/server/audit/postgres");
