@@ -254,7 +254,12 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
           </table>
         </TableScroll>
         {result.isPending && <p className="muted">Loading…</p>}
-        {!result.isPending && entries.length === 0 && !result.error && <p className="muted">No force releases or pattern changes recorded{query.size > 0 ? " that match these filters" : " yet"}.</p>}
+        {!result.isPending && entries.length === 0 && !result.error && !result.hasNextPage && (
+          <p className="muted">No force releases or pattern changes recorded{query.size > 0 ? " that match these filters" : " yet"}.</p>
+        )}
+        {!result.isPending && entries.length === 0 && !result.error && result.hasNextPage && (
+          <p className="muted">None of the newest records searched so far match these filters: load older entries to search further back.</p>
+        )}
         {result.hasNextPage && (
           <button type="button" className="button" onClick={() => void result.fetchNextPage()} disabled={result.isFetchingNextPage}>
             {result.isFetchingNextPage ? "Loading…" : "Load older entries"}

@@ -17,7 +17,7 @@ export class AuditFileCursor {
   /** The oldest record time (ms, from its id) read so far; Infinity before the first. */
   lowMs = Infinity;
   done = false;
-  /** Records read so far. */
+  /** Records read so far at or below the bound `next` was given (those newer are skipped, and not counted). */
   read = 0;
   /** Lines read so far that are no record (torn by a crash or a full disk): skipped, and reported by the log. */
   unreadable = 0;
@@ -86,9 +86,10 @@ export class AuditFileCursor {
           continue;
         }
         const at = auditIdTime(record.id);
-        this.read += 1;
         if (at < this.lowMs) this.lowMs = at;
-        if (at <= maxMs) out.push(record);
+        if (at > maxMs) continue;
+        this.read += 1;
+        out.push(record);
       }
       if (start === 0) this.done = true;
     }

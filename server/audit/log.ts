@@ -27,8 +27,11 @@ const CHUNK = 500;
  * them when deciding that no node can still hold a newer record.
  */
 const CLOCK_SKEW_MS = 60_000;
-/** Upper bound of records one page request reads per node, so a narrow filter cannot scan forever. */
-const MAX_SCAN_PER_NODE = 200_000;
+/**
+ * Upper bound of records one page request reads per source (each node's stream, the file), so a narrow filter
+ * cannot scan forever: a search that reaches it ends its page there, with a `next` that goes on below it.
+ */
+export const MAX_SCAN_PER_SOURCE = 200_000;
 
 /** The audit entry could not be made durable; the release must not proceed. */
 export class AuditUnavailableError extends AuditNotDurableError {
@@ -234,15 +237,15 @@ export class AuditLog implements AuditStore {
     const upper = Math.min(before ? auditIdTime(before) + 1 : Infinity, filters.to ?? Infinity);
     const keep = (e: AuditEntry) => (!before || e.id < before) && matchesFilters(e, filters);
     const withNodes = await this.withFile((file) => this.scan(limit, upper, filters.from, keep, file, true));
-    if (withNodes.entries) return { ...page(withNodes.entries, limit), source: "stream" };
+    if (withNodes.scanned) return { ...page(withNodes.scanned, limit, upper), source: "stream" };
     if (withNodes.fileError) throw withNodes.fileError;
     const fileOnly = await this.withFile((file) => this.scan(limit, upper, filters.from, keep, file, false));
     if (fileOnly.fileError) throw fileOnly.fileError;
-    return { ...page(fileOnly.entries ?? [], limit), source: "file" };
+    return { ...page(fileOnly.scanned ?? { entries: [], stoppedAbove: null }, limit, upper), source: "file" };
   }
 
   /** Runs `scan` with a cursor on the audit file (null when there is none yet), closed after; a file that cannot be read is reported, not thrown. */
-  private async withFile(scan: (file: FileSource) => Promise<AuditEntry[] | null>): Promise<{ entries: AuditEntry[] | null; fileError: AuditFileReadError | null }> {
+  private async withFile(scan: (file: FileSource) => Promise<Scanned | null>): Promise<{ scanned: Scanned | null; fileError: AuditFileReadError | null }> {
     const source: FileSource = { cursor: null, error: null };
     try {
       source.cursor = await AuditFileCursor.open(this.file);
@@ -250,14 +253,14 @@ export class AuditLog implements AuditStore {
       source.error = new AuditFileReadError(errorText(error));
     }
     try {
-      const entries = await scan(source);
+      const scanned = await scan(source);
       const unreadable = source.cursor?.unreadable ?? 0;
       if (unreadable > this.unreadableReported) {
         // Said once per newly found torn line, not on every page read.
         this.unreadableReported = unreadable;
         getLogger().warn({ file: this.file, count: unreadable }, "the audit file has unreadable lines (a record torn by a crash or a full disk); they are skipped");
       }
-      return { entries, fileError: source.error };
+      return { scanned, fileError: source.error };
     } finally {
       await source.cursor?.close();
     }
@@ -265,8 +268,9 @@ export class AuditLog implements AuditStore {
 
   /**
    * Merges records from the nodes' streams (when `withNodes`) and the file cursor, newest first, until the
-   * page is complete: more than `limit` matching entries newer than what every source has read past. Null
-   * when nodes were asked and none answered.
+   * page is complete: more than `limit` matching entries newer than what every source has read past, or
+   * every source read to its start or to `MAX_SCAN_PER_SOURCE` (then `stoppedAbove` says how far back the
+   * answer is complete). Null when nodes were asked and none answered.
    */
   private async scan(
     limit: number,
@@ -275,12 +279,18 @@ export class AuditLog implements AuditStore {
     keep: (e: AuditEntry) => boolean,
     fileSource: FileSource,
     withNodes: boolean,
-  ): Promise<AuditEntry[] | null> {
+  ): Promise<Scanned | null> {
     const file = () => (fileSource.error ? null : fileSource.cursor);
     const merger = new AuditMerger();
     const start = Number.isFinite(upperMs) ? String(Math.max(0, Math.trunc(upperMs + CLOCK_SKEW_MS))) : "+";
     const maxMs = upperMs + CLOCK_SKEW_MS;
-    const cursors = (withNodes ? this.nodes : []).map((node) => ({ node, end: start, done: false, answered: false, lowMs: Infinity, read: 0 }));
+    const cursors = (withNodes ? this.nodes : []).map((node) => ({ node, end: start, done: false, capped: false, answered: false, lowMs: Infinity, read: 0 }));
+    let fileCapped = false;
+    // Only entries the page may show are kept (with every outcome, whose intent may come later): a narrow
+    // filter over a long log keeps a few, not every record read.
+    const add = (record: AuditRecord) => {
+      if (record.kind === "outcome" || keep(record.entry)) merger.add(record);
+    };
     for (;;) {
       await Promise.all([
         ...cursors
@@ -294,12 +304,13 @@ export class AuditLog implements AuditStore {
                 const at = fields.indexOf("r");
                 const text = at >= 0 ? fields[at + 1] : undefined;
                 const record = text === undefined ? null : parseAuditRecord(text);
-                if (record) merger.add(record);
+                if (record) add(record);
                 c.end = `(${streamId}`;
                 c.lowMs = Number(streamId.split("-")[0]);
               }
               c.read += rows.length;
-              if (rows.length < CHUNK || c.read >= MAX_SCAN_PER_NODE) c.done = true;
+              if (rows.length < CHUNK) c.done = true;
+              else if (c.read >= MAX_SCAN_PER_SOURCE) c.done = c.capped = true;
             } catch {
               c.done = true;
             }
@@ -308,8 +319,8 @@ export class AuditLog implements AuditStore {
           const cursor = file();
           if (!cursor || cursor.done) return;
           try {
-            for (const record of await cursor.next(maxMs)) merger.add(record);
-            if (cursor.read >= MAX_SCAN_PER_NODE) cursor.done = true;
+            for (const record of await cursor.next(maxMs)) add(record);
+            if (!cursor.done && cursor.read >= MAX_SCAN_PER_SOURCE) cursor.done = fileCapped = true;
           } catch (error) {
             fileSource.error = new AuditFileReadError(errorText(error));
           }
@@ -319,15 +330,29 @@ export class AuditLog implements AuditStore {
       const active: number[] = cursors.filter((c) => !c.done).map((c) => c.lowMs);
       const cursor = file();
       if (cursor && !cursor.done) active.push(cursor.lowMs);
-      const candidates = merger.entries().filter(keep);
-      if (active.length === 0) return candidates;
+      // Sources stopped at the bound hold older records still: how far they read counts as for those reading on.
+      const stopped = cursors.filter((c) => c.capped).map((c) => c.lowMs);
+      if (fileCapped && cursor) stopped.push(cursor.lowMs);
+      const candidates = merger.entries();
+      if (active.length === 0 && stopped.length === 0) return { entries: candidates, stoppedAbove: null };
       // Every source has read past this time (allowing for clock skew): entries newer than it are complete.
-      const settledAbove = Math.max(...active) + CLOCK_SKEW_MS;
-      if (fromMs !== undefined && settledAbove < fromMs) return candidates;
-      const settled = candidates.filter((e) => e.at > settledAbove);
-      if (settled.length > limit) return settled;
+      // (By the id's time, which is what `before` pages by.)
+      const settledAbove = Math.max(...active, ...stopped) + CLOCK_SKEW_MS;
+      if (fromMs !== undefined && settledAbove < fromMs) return { entries: candidates, stoppedAbove: null };
+      const settled = candidates.filter((e) => auditIdTime(e.id) > settledAbove);
+      if (settled.length > limit) return { entries: settled, stoppedAbove: null };
+      if (active.length === 0) return { entries: settled, stoppedAbove: settledAbove };
     }
   }
+}
+
+/**
+ * What a scan found, newest first. `stoppedAbove`: a source stopped at `MAX_SCAN_PER_SOURCE` before the page
+ * filled; `entries` are every match newer than this time (ms), and older ones may exist.
+ */
+interface Scanned {
+  entries: AuditEntry[];
+  stoppedAbove: number | null;
 }
 
 /** The audit file as one source of a page: its cursor, or why it cannot be read. */
@@ -336,9 +361,17 @@ interface FileSource {
   error: AuditFileReadError | null;
 }
 
-function page(entries: AuditEntry[], limit: number): { entries: AuditEntry[]; next: string | null } {
+/**
+ * The page of a scan. A scan stopped at its bound ends the page early (fewer entries than `limit`, maybe none)
+ * with a `next` below the time it is complete to, so that the search goes on rather than seeming to end. That
+ * `next` is always older than the page's own upper bound (`upperMs`), so paging always moves back.
+ */
+function page({ entries, stoppedAbove }: Scanned, limit: number, upperMs: number): { entries: AuditEntry[]; next: string | null } {
   const shown = entries.slice(0, limit);
-  return { entries: shown, next: entries.length > limit ? (shown.at(-1)?.id ?? null) : null };
+  if (entries.length > limit) return { entries: shown, next: shown.at(-1)?.id ?? null };
+  if (stoppedAbove === null) return { entries: shown, next: null };
+  const below = Math.max(0, Math.min(stoppedAbove + 1, upperMs - 1));
+  return { entries: shown, next: `${String(Math.trunc(below)).padStart(13, "0")}-000000000000` };
 }
 
 /** The file-and-stream kind for this process's configuration. */

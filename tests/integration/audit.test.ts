@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type Redis from "ioredis";
@@ -249,6 +249,42 @@ describe("audit log", () => {
     expect(seen.map((e) => e.id)).toEqual(sorted.map((e) => e.id));
     expect(seen.filter((e) => e.outcome === "pending")).toHaveLength(32);
   });
+  it("finds an entry behind more than 200 000 newer records in the file: by time range at once, by actor page by page", async () => {
+    // A console's file keeps every release it made, for years: a page reads a bounded number of records per
+    // request, which must end a page early (with a `next`), never the search.
+    const file = path.join(dir, "long.jsonl");
+    const old = Date.now() - 30 * 86_400_000;
+    const line = (at: number, actor: string): string => {
+      const entry = newEntry({ id: newAuditId(at), at, actor, resource: "lock:long", reason: "r", ip: "::1" });
+      return `${JSON.stringify({ v: 1, kind: "intent", id: entry.id, entry })}\n`;
+    };
+    const first = line(old, "old-timer");
+    const oldId = (JSON.parse(first) as { id: string }).id;
+    writeFileSync(file, first);
+    const newer = old + 86_400_000;
+    for (let chunk = 0; chunk < 201; chunk++) {
+      let text = "";
+      for (let i = 0; i < 1_000; i++) text += line(newer + chunk * 1_000 + i, "bulk");
+      appendFileSync(file, text);
+    }
+    const log = new logModule.AuditLog([], file, 200);
+
+    const byTime = await log.list({ limit: 10, filters: { to: old + 3_600_000 } });
+    expect(byTime.entries.map((e) => e.id)).toEqual([oldId]);
+    expect(byTime.next).toBeNull();
+
+    const found: string[] = [];
+    let before: string | undefined;
+    for (let pages = 0; ; pages++) {
+      expect(pages, "pages asked").toBeLessThan(10);
+      const page = await log.list({ limit: 10, ...(before ? { before } : {}), filters: { actor: "old-timer" } });
+      found.push(...page.entries.map((e) => e.id));
+      if (!page.next) break;
+      before = page.next;
+    }
+    expect(found).toEqual([oldId]);
+  });
+
   describe("on a disk that fills up", () => {
     // A real 256 KB filesystem: a full one fails writes with ENOSPC, partway through a record.
     const mountPoint = mkdtempSync(path.join(os.tmpdir(), "lockscope-audit-disk-"));
