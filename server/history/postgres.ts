@@ -4,20 +4,30 @@ import { decodeHolder } from "@/lib/locks/merge";
 import type { Database } from "../postgres/pool";
 import type { HeldAtOptions, HistoryFilters, HistoryPage, HistoryStore, LockHistoryEvent, LockHold, OpenHold, StoredLockEvent } from "./types";
 
-/** Events that happen once per hold: stored once however many consoles saw them (see `dedupKey`). */
+/** Events that happen once per hold: stored once however many consoles saw them (see `dedupKeys`). */
 const ONCE_PER_HOLD = new Set(["acquired", "released", "expired", "evicted", "force-released", "lost"]);
 const ENDS = new Set(["released", "expired", "evicted", "force-released", "lost"]);
 /**
- * Consoles see the same event a few milliseconds apart; events of one kind for one value of one lock (a
- * resource on a deployment) within this window are one. (A foreign client that writes the same value again later is a new hold.)
+ * Consoles see the same event a few milliseconds apart (or their clocks differ by as much): events of one kind for
+ * one value of one lock (a resource on a deployment) in the same window of this length are one. (A foreign client
+ * that writes the same value again later is a new hold.)
  */
 const DEDUP_WINDOW_MS = 10_000;
 
-/** A 63-bit key for an event that several consoles record; null for per-console entries (gaps, extensions). */
-export function dedupKey(event: LockHistoryEvent): string | null {
+/**
+ * Two 63-bit keys for an event that several consoles record (each unique in the table: a second console's copy
+ * conflicts and is not stored); null for per-console entries (gaps, extensions). The first names the event's
+ * 10 s window, the second the same windows shifted by half of one: two sightings under 5 s apart are in one
+ * window of at least one of the two, whichever window mark lies between them.
+ */
+export function dedupKeys(event: LockHistoryEvent): [string, string] | null {
   if (!ONCE_PER_HOLD.has(event.type) || !event.token) return null;
-  const digest = createHash("sha256").update(`${event.deployment}\u0000${event.resource}\u0000${event.type}\u0000${event.token}\u0000${Math.floor(event.at / DEDUP_WINDOW_MS)}`).digest();
-  return (digest.readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
+  const key = (window: number) => {
+    const digest = createHash("sha256").update(`${event.deployment}\u0000${event.resource}\u0000${event.type}\u0000${event.token}\u0000${window}`).digest();
+    return (digest.readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
+  };
+  // The second key's windows are numbered apart from the first's (a key is unique within its own column anyway).
+  return [key(Math.floor(event.at / DEDUP_WINDOW_MS)), key(-1 - Math.floor((event.at + DEDUP_WINDOW_MS / 2) / DEDUP_WINDOW_MS))];
 }
 
 function holderText(token: string | null | undefined): { holder: string | null; fence: string | null } {
@@ -215,7 +225,8 @@ export class PostgresHistory implements HistoryStore {
     const rows = events.flatMap((e) => {
       if (e.relabels !== undefined) return [];
       const { holder, fence } = holderText(e.token);
-      return [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, n: clean(e.node), tok: clean(e.token), h: clean(holder), f: fence, d: clean(e.detail), dd: dedupKey(e) }];
+      const keys = dedupKeys(e);
+      return [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, n: clean(e.node), tok: clean(e.token), h: clean(holder), f: fence, d: clean(e.detail), dd: keys?.[0] ?? null, dd2: keys?.[1] ?? null }];
     });
     // Corrections of ends already recorded (in this batch or an earlier one): applied after this batch's rows.
     const relabels = events.flatMap((e) => (e.relabels === undefined ? [] : [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, was: e.relabels, tok: clean(e.token), d: clean(e.detail) }]));
@@ -224,11 +235,12 @@ export class PostgresHistory implements HistoryStore {
     try {
       await client.query("BEGIN");
       // Only the dedup keys come back: an event with a key that did not come back was another console's copy.
+      // (No conflict target: a conflict on either key's unique index skips the row.)
       const inserted = rows.length === 0 ? { rows: [] } : await client.query<{ dd: string | null }>(
-        `INSERT INTO lock_events (at, resource, deployment, type, node, token, holder, fence, detail, dedup)
-         SELECT ${TS("u.a")}, u.r, u.dep, u.t, u.n, u.tok, u.h, u.f, u.d, u.dd
-         FROM json_to_recordset($1::json) AS u(a bigint, r text, dep text, t text, n text, tok text, h text, f text, d text, dd bigint)
-         ON CONFLICT (dedup) WHERE dedup IS NOT NULL DO NOTHING
+        `INSERT INTO lock_events (at, resource, deployment, type, node, token, holder, fence, detail, dedup, dedup2)
+         SELECT ${TS("u.a")}, u.r, u.dep, u.t, u.n, u.tok, u.h, u.f, u.d, u.dd, u.dd2
+         FROM json_to_recordset($1::json) AS u(a bigint, r text, dep text, t text, n text, tok text, h text, f text, d text, dd bigint, dd2 bigint)
+         ON CONFLICT DO NOTHING
          RETURNING dedup::text AS dd`,
         [JSON.stringify(rows)],
       );

@@ -144,4 +144,15 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       DROP INDEX audit_entries_resource_id;
     `,
   },
+  {
+    version: 7,
+    name: "lock history dedup across a window mark",
+    sql: `
+      -- An event two consoles see a moment apart is stored once. Its first key (\`dedup\`) takes its 10 s window; two
+      -- sightings on either side of a window's mark had two keys and were both stored. The second key takes the
+      -- same windows shifted by 5 s: sightings under 5 s apart share at least one of the two keys.
+      ALTER TABLE lock_events ADD COLUMN dedup2 bigint;
+      CREATE UNIQUE INDEX lock_events_dedup2 ON lock_events (dedup2) WHERE dedup2 IS NOT NULL;
+    `,
+  },
 ]);

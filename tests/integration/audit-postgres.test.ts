@@ -334,6 +334,35 @@ describe("audit and lock history in PostgreSQL", () => {
     }
   });
 
+  it("stores an acquisition and an end two consoles saw a few milliseconds apart once, whichever 10 s mark lies between them", async () => {
+    const { createDatabase } = await import("@/server/postgres/pool");
+    const { PostgresHistory } = await import("@/server/history/postgres");
+    const first = createDatabase(url);
+    const second = createDatabase(url);
+    try {
+      // Two consoles, each with its own connections, whose clocks (or sightings) differ by a few milliseconds.
+      const consoleA = new PostgresHistory(first);
+      const consoleB = new PostgresHistory(second);
+      const mark = Math.floor((Date.now() - 86_400_000) / 10_000) * 10_000;
+      const event = (at: number, type: "acquired" | "released") => ({ at, resource: "lock:two-consoles", deployment: "default", type, token: "seen-twice" });
+      // Across a 10 s mark, and across the 5 s between two marks.
+      await consoleA.insert([event(mark - 3, "acquired")]);
+      await consoleB.insert([event(mark + 2, "acquired")]);
+      await consoleA.insert([event(mark + 4_999, "released")]);
+      await consoleB.insert([event(mark + 5_001, "released")]);
+      const page = await consoleA.events({ limit: 10, filters: { resource: "lock:two-consoles" } });
+      expect(page.events.map((e) => [e.type, e.at])).toEqual([
+        ["released", mark + 4_999],
+        ["acquired", mark - 3],
+      ]);
+      const held = await consoleA.heldAt({ at: mark + 1_000, resource: "lock:two-consoles", deployment: "default", limit: 10 });
+      expect(held.holds.map((h) => [h.acquiredAt, h.endedAt, h.endType])).toEqual([[mark - 3, mark + 4_999, "released"]]);
+    } finally {
+      await first.pool.end();
+      await second.pool.end();
+    }
+  });
+
   it("records lock history, pages it newest first by resource and by time, and answers who held a lock at an instant", async () => {
     const history = service.getHistory();
     expect(history).not.toBeNull();
