@@ -20,6 +20,8 @@ import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage
 export const AUDIT_STREAM_KEY = "lockscope:audit";
 /** Approximate cap per node (XADD MAXLEN ~): two records per release, so about 50 000 releases. */
 export const AUDIT_STREAM_MAXLEN = 100_000;
+/** Outcomes not yet durable whose sinks are remembered (for their retries); past it the oldest is forgotten. */
+const MAX_PARTIAL_OUTCOMES = 10_000;
 /** Records fetched per XREVRANGE while paging. */
 const CHUNK = 500;
 /**
@@ -118,6 +120,11 @@ export class AuditLog implements AuditStore {
   private fileChain: Promise<unknown> = Promise.resolve();
   private unreadableReported = 0;
   private readonly inflight = new Set<Promise<unknown>>();
+  /**
+   * Outcomes not durable yet, with the sinks that took them: offered again (OutcomeRetryingStore), an outcome goes
+   * only to the sinks that still lack it, so a long outage of the stream's quorum adds no line per retry to the file.
+   */
+  private readonly partialOutcomes = new Map<string, { file: boolean; acked: Set<string> }>();
 
   constructor(
     private readonly nodes: readonly LockNode[],
@@ -148,11 +155,20 @@ export class AuditLog implements AuditStore {
   /** Records how a release ended. Best effort: the release already happened, so a failure is logged, not thrown. */
   async recordOutcome(id: string, outcome: AuditOutcome, nodes: AuditNodeResult[], finishedAt: number): Promise<{ durable: boolean }> {
     const record: AuditRecord = { v: 1, kind: "outcome", id, outcome, nodes, finishedAt };
-    const result = await this.track(this.writeEverywhere(record, this.nodes, true));
-    const durable = result.fileError === null && result.streamAcked.length >= this.quorum;
+    const took = this.partialOutcomes.get(id) ?? { file: false, acked: new Set<string>() };
+    const result = await this.track(this.writeEverywhere(record, this.nodes.filter((n) => !took.acked.has(n.id)), !took.file));
+    if (result.fileError === null) took.file = true;
+    for (const node of result.streamAcked) took.acked.add(node);
+    const durable = took.file && took.acked.size >= this.quorum;
+    this.partialOutcomes.delete(id);
     if (!durable) {
+      this.partialOutcomes.set(id, took);
+      for (const oldest of this.partialOutcomes.keys()) {
+        if (this.partialOutcomes.size <= MAX_PARTIAL_OUTCOMES) break;
+        this.partialOutcomes.delete(oldest);
+      }
       getLogger().warn(
-        { auditId: id, streamAcks: result.streamAcked.length, fileError: result.fileError },
+        { auditId: id, streamAcks: took.acked.size, fileError: result.fileError },
         "audit outcome not durable; the entry may read as pending on some consoles",
       );
     }

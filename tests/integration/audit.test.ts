@@ -249,6 +249,31 @@ describe("audit log", () => {
     expect(seen.map((e) => e.id)).toEqual(sorted.map((e) => e.id));
     expect(seen.filter((e) => e.outcome === "pending")).toHaveLength(32);
   });
+  it("offers an outcome the stream did not take again until a quorum has it, without writing it to the file again", async () => {
+    const { getNodes } = await import("@/server/nodes");
+    const { OutcomeRetryingStore } = await import("@/server/audit/outcome-retry");
+    const file = path.join(dir, "retried.jsonl");
+    // Retried by hand below, not by its timer.
+    const store = new OutcomeRetryingStore(new logModule.AuditLog(getNodes(), file, 200), { everyMs: 3_600_000 });
+    const entry = newEntry({ resource: "lock:retried", reason: "stream lost its quorum" });
+    await store.recordIntent(entry);
+    const outcomeLines = () => parseAuditLines(readFileSync(file, "utf8")).records.filter((r) => r.kind === "outcome" && r.id === entry.id);
+    cluster.pause(1);
+    cluster.pause(2);
+    try {
+      expect((await store.recordOutcome(entry.id, "released", [{ id: "node-0", result: "deleted" }], Date.now())).durable).toBe(false);
+      expect(await store.retry()).toBe(1);
+      expect(await store.retry()).toBe(1);
+    } finally {
+      cluster.resume(1);
+      cluster.resume(2);
+    }
+    expect(await store.retry()).toBe(0);
+    expect(outcomeLines()).toHaveLength(1);
+    const listed = await store.list({ limit: 5, filters: { resource: "lock:retried" } });
+    expect(listed.entries.map((e) => [e.id, e.outcome])).toEqual([[entry.id, "released"]]);
+  });
+
   it("finds an entry behind more than 200 000 newer records in the file: by time range at once, by actor page by page", async () => {
     // A console's file keeps every release it made, for years: a page reads a bounded number of records per
     // request, which must end a page early (with a `next`), never the search.
