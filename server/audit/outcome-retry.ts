@@ -1,6 +1,6 @@
 import "server-only";
 import { getLogger } from "../logger";
-import type { AuditStore } from "./store";
+import { AuditNotDurableError, type AuditStore } from "./store";
 import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
 
 /** How often outcomes a store did not take are offered to it again. */
@@ -40,8 +40,15 @@ export class OutcomeRetryingStore implements AuditStore {
     return this.waiting.size;
   }
 
-  recordIntent(entry: AuditEntry): Promise<void> {
-    return this.store.recordIntent(entry);
+  async recordIntent(entry: AuditEntry): Promise<void> {
+    try {
+      await this.store.recordIntent(entry);
+    } catch (error) {
+      // Refused for want of an answer, the entry may still land (a slow commit): it is closed as refused once the
+      // store answers, not now (the operator's 503 does not wait for a store that is not answering).
+      if (error instanceof AuditNotDurableError && error.mayLand) this.keep(entry.id, { outcome: "refused", nodes: entry.nodes, finishedAt: Date.now() });
+      throw error;
+    }
   }
 
   list(options: { limit: number; before?: string; filters: AuditFilters }): Promise<AuditPage> {

@@ -1,10 +1,13 @@
 import "server-only";
 import type { Database } from "../postgres/pool";
 import { getLogger } from "../logger";
-import { databaseErrorText as errorText, readFailure } from "../postgres/errors";
+import { databaseErrorText as errorText, isDatabaseUnreachable, readFailure } from "../postgres/errors";
 import { counter } from "../metrics";
 import { AuditNotDurableError, AuditReadError, type AuditStore } from "./store";
 import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
+
+/** Entries whose INSERT got no answer kept at most (their outcome is written whole, see `recordOutcome`). */
+const MAX_UNANSWERED_INTENTS = 10_000;
 
 const writes = () => counter("lockscope_audit_writes_total", "Audit records written, by sink (stream: per node; file) and outcome.", ["sink", "outcome"]);
 
@@ -52,6 +55,8 @@ const clean = (text: string) => text.replace(/\u0000/g, "\uFFFD");
 export class PostgresAudit implements AuditStore {
   readonly kind = "postgres";
   private readonly inflight = new Set<Promise<unknown>>();
+  /** Entries whose INSERT got no answer: the database may commit them late, or never have them. */
+  private readonly unanswered = new Map<string, AuditEntry>();
 
   constructor(private readonly db: Database) {
     // Both series exist from the start, so the first failure is an increase `rate()` and alerts see.
@@ -64,15 +69,33 @@ export class PostgresAudit implements AuditStore {
       writes().inc({ sink: "postgres", outcome: "ok" });
     } catch (error) {
       writes().inc({ sink: "postgres", outcome: "failed" });
-      throw new AuditNotDurableError(`the audit database (${this.db.display}) did not take the entry (${errorText(error)})`);
+      // A database that did not answer (down, or too slow to commit within the timeout) may have written the entry
+      // all the same: kept, so that its outcome can be written whole whether the INSERT landed or not.
+      const mayLand = isDatabaseUnreachable(error);
+      if (mayLand) {
+        this.unanswered.set(entry.id, entry);
+        for (const oldest of this.unanswered.keys()) {
+          if (this.unanswered.size <= MAX_UNANSWERED_INTENTS) break;
+          this.unanswered.delete(oldest);
+        }
+      }
+      throw new AuditNotDurableError(`the audit database (${this.db.display}) did not take the entry (${errorText(error)})`, mayLand);
     }
   }
 
   async recordOutcome(id: string, outcome: AuditOutcome, nodes: AuditNodeResult[], finishedAt: number): Promise<{ durable: boolean }> {
+    const unanswered = this.unanswered.get(id);
     try {
       await this.track(
         (async () => {
           await this.db.ready();
+          if (unanswered) {
+            // Its INSERT may be committed by now, later, or never: the whole entry with its outcome, or the outcome
+            // over the row once the late commit ends (the INSERT waits for it on the id's unique index).
+            await this.insert({ ...unanswered, outcome, nodes, finishedAt }, "ON CONFLICT (id) DO UPDATE SET outcome = EXCLUDED.outcome, nodes = EXCLUDED.nodes, finished_at = EXCLUDED.finished_at");
+            this.unanswered.delete(id);
+            return;
+          }
           // The console's time, as `at` is: the database's own clock (now()) may run behind the console's, and an
           // outcome would then read as recorded before its release started. (Exact milliseconds, no float.)
           await this.db.pool.query("UPDATE audit_entries SET outcome = $2, nodes = $3, finished_at = 'epoch'::timestamptz + $4 * interval '1 millisecond' WHERE id = $1", [
@@ -127,11 +150,12 @@ export class PostgresAudit implements AuditStore {
     await Promise.allSettled([...this.inflight]);
   }
 
-  private async insert(entry: AuditEntry): Promise<void> {
+  private async insert(entry: AuditEntry, onConflict = ""): Promise<void> {
     await this.db.ready();
     await this.db.pool.query(
-      `INSERT INTO audit_entries (id, at, actor, role, action, resource, token, holder, reason, outcome, nodes, ip, user_agent, deployment)
-       VALUES ($1, to_timestamp($2::double precision / 1000), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+      `INSERT INTO audit_entries (id, at, actor, role, action, resource, token, holder, reason, outcome, nodes, ip, user_agent, deployment, finished_at)
+       VALUES ($1, to_timestamp($2::double precision / 1000), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+         CASE WHEN $15::bigint IS NULL THEN NULL ELSE 'epoch'::timestamptz + $15::bigint * interval '1 millisecond' END) ${onConflict}`,
       [
         entry.id,
         entry.at,
@@ -147,6 +171,7 @@ export class PostgresAudit implements AuditStore {
         entry.ip,
         entry.userAgent === null ? null : clean(entry.userAgent),
         entry.deployment ?? null,
+        entry.finishedAt === undefined ? null : String(Math.trunc(entry.finishedAt)),
       ],
     );
   }

@@ -24,6 +24,8 @@ export interface AuditStore {
 /**
  * The audit entry could not be made durable: what it records must not proceed (503, nothing changed). `why` says
  * what failed, in words that fit after "the audit log cannot record it:"; each caller says what was not done.
+ * `mayLand`: the store did not answer, and may still take the entry (a commit that was slow, not refused): its
+ * outcome must then be recorded as `refused`, or it would read `pending` ("stopped mid-release") for good.
  */
 export class AuditNotDurableError extends Error {
   static readonly [brand] = "AuditNotDurableError";
@@ -31,7 +33,10 @@ export class AuditNotDurableError extends Error {
     return instanceOf(this, value);
   }
 
-  constructor(readonly why: string) {
+  constructor(
+    readonly why: string,
+    readonly mayLand = false,
+  ) {
     super(`The audit log cannot record this: ${why}.`);
     this.name = "AuditNotDurableError";
   }

@@ -217,6 +217,67 @@ describe("audit and lock history in PostgreSQL", () => {
     expect(recorded.finishedAt).toBeLessThanOrEqual(answeredAt);
   });
 
+  it("closes the entry of a release refused while the database was too slow to commit as refused, though the database commits it late", async () => {
+    const admin = new pg.Client(url);
+    const probe = new pg.Client(url);
+    await admin.connect();
+    await probe.connect();
+    await admin.query("CREATE TABLE IF NOT EXISTS sync_probe (n int)");
+    // Every commit waits for a standby that never answers: the console's statement gives up (503, nothing deleted)
+    // while the database has written its entry, which it commits once the wait ends.
+    await admin.query("ALTER SYSTEM SET synchronous_standby_names = 'nobody'");
+    await admin.query("SELECT pg_reload_conf()");
+    const probes: Array<Promise<unknown>> = [];
+    try {
+      // The setting takes effect a moment after the reload: a probe's commit waiting for the standby says it has.
+      let probeDone = true;
+      await until(
+        "commits waiting for the standby",
+        async () => {
+          if (probeDone) {
+            probeDone = false;
+            probes.push(
+              probe.query("INSERT INTO sync_probe VALUES (1)").finally(() => {
+                probeDone = true;
+              }),
+            );
+          }
+          const { rows } = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'SyncRep'");
+          return (rows[0]?.n ?? 0) > 0;
+        },
+        20_000,
+        50,
+      );
+      const res = await releaseAs("lock:orders/slow-db", "alice", "database too slow");
+      expect(res.status, JSON.stringify(res.body)).toBe(503);
+      expect(await Promise.all(nodes.map((n) => n.get("lock:orders/slow-db")))).toEqual(Array(3).fill("value-of-lock:orders/slow-db"));
+    } finally {
+      await admin.query("ALTER SYSTEM RESET synchronous_standby_names");
+      await admin.query("SELECT pg_reload_conf()");
+      await Promise.all(probes);
+    }
+    try {
+      let seen: unknown = [];
+      const entry = await until(
+        "the late entry closed",
+        async () => {
+          const { rows } = await admin.query<{ outcome: string; actor: string }>("SELECT outcome, actor FROM audit_entries WHERE resource = 'lock:orders/slow-db'");
+          seen = rows;
+          return rows.length === 1 && rows[0]!.outcome !== "pending" ? rows[0] : null;
+        },
+        30_000,
+        250,
+      ).catch((error: unknown) => {
+        throw new Error(`${(error as Error).message}; the entry reads ${JSON.stringify(seen)}`);
+      });
+      expect(entry).toEqual({ outcome: "refused", actor: "alice" });
+    } finally {
+      await admin.query("DROP TABLE sync_probe");
+      await admin.end();
+      await probe.end();
+    }
+  });
+
   it("keeps an entry's times on the console's clock: its outcome's time is never before its start when the database's clock runs behind", async () => {
     const { createDatabase } = await import("@/server/postgres/pool");
     const { PostgresAudit } = await import("@/server/audit/postgres");
