@@ -249,6 +249,29 @@ describe("audit log", () => {
     expect(seen.map((e) => e.id)).toEqual(sorted.map((e) => e.id));
     expect(seen.filter((e) => e.outcome === "pending")).toHaveLength(32);
   });
+  it("records two operators releasing the same lock at once as one release, and never leaves the other pending", async () => {
+    const resource = "lock:raced";
+    await Promise.all(nodes.map((n) => n.set(resource, "raced-value", "PX", 30_000)));
+    const send = (actor: string) =>
+      call(release.POST, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, {
+        params: { resource },
+        body: { reason: `race by ${actor}`, token: "raced-value" },
+        headers: { "x-lockscope-actor": actor },
+      });
+    const answers = await Promise.all([send("dora"), send("emil")]);
+    const statuses = answers.map((a) => a.status).sort();
+    // One deletes it; the other finds it gone, before its intent (404, nothing audited) or after (404 or 409, audited).
+    expect(statuses[0]).toBe(200);
+    expect([404, 409]).toContain(statuses[1]);
+    expect(await Promise.all(nodes.map((n) => n.exists(resource)))).toEqual([0, 0, 0]);
+    const { body } = await getPage(`?resource=${encodeURIComponent(resource)}`);
+    expect(body.entries.filter((e) => e.outcome === "released")).toHaveLength(1);
+    expect(body.entries.every((e) => e.outcome !== "pending")).toBe(true);
+    expect(new Set(body.entries.map((e) => e.id)).size).toBe(body.entries.length);
+    const winner = answers.find((a) => a.status === 200)!.body as { auditId: string };
+    expect(body.entries.find((e) => e.outcome === "released")?.id).toBe(winner.auditId);
+  });
+
   it("offers an outcome the stream did not take again until a quorum has it, without writing it to the file again", async () => {
     const { getNodes } = await import("@/server/nodes");
     const { OutcomeRetryingStore } = await import("@/server/audit/outcome-retry");
