@@ -304,8 +304,8 @@ export class AuditLog implements AuditStore {
     let fileCapped = false;
     // Only entries the page may show are kept (with every outcome, whose intent may come later): a narrow
     // filter over a long log keeps a few, not every record read.
-    const add = (record: AuditRecord) => {
-      if (record.kind === "outcome" || keep(record.entry)) merger.add(record);
+    const add = (record: AuditRecord, own: boolean) => {
+      if (record.kind === "outcome" || keep(record.entry)) merger.add(record, own);
     };
     for (;;) {
       await Promise.all([
@@ -320,7 +320,7 @@ export class AuditLog implements AuditStore {
                 const at = fields.indexOf("r");
                 const text = at >= 0 ? fields[at + 1] : undefined;
                 const record = text === undefined ? null : parseAuditRecord(text);
-                if (record) add(record);
+                if (record) add(record, false);
                 c.end = `(${streamId}`;
                 c.lowMs = Number(streamId.split("-")[0]);
               }
@@ -335,7 +335,7 @@ export class AuditLog implements AuditStore {
           const cursor = file();
           if (!cursor || cursor.done) return;
           try {
-            for (const record of await cursor.next(maxMs)) add(record);
+            for (const record of await cursor.next(maxMs)) add(record, true);
             if (!cursor.done && cursor.read >= MAX_SCAN_PER_SOURCE) cursor.done = fileCapped = true;
           } catch (error) {
             fileSource.error = new AuditFileReadError(errorText(error));

@@ -89,27 +89,33 @@ export function parseAuditLines(text: string, firstLine = 1): AuditLines {
   return { records, unreadable };
 }
 
-/** Merges intents and outcomes read from any number of sources (the same record may come from several nodes). */
+/**
+ * Merges intents and outcomes read from any number of sources (the same record may come from several nodes).
+ * This console's file outranks the nodes' streams: it holds only what this console wrote, while anyone who may write
+ * the stream on the nodes can add records to it, with any id. An entry this console made reads as its file has it.
+ */
 export class AuditMerger {
-  private readonly intents = new Map<string, AuditEntry>();
-  private readonly outcomes = new Map<string, Extract<AuditRecord, { kind: "outcome" }>>();
+  private readonly intents = new Map<string, { entry: AuditEntry; own: boolean }>();
+  private readonly outcomes = new Map<string, { record: Extract<AuditRecord, { kind: "outcome" }>; own: boolean }>();
 
-  add(record: AuditRecord): void {
+  /** `own`: read from this console's file (else from a node's stream). */
+  add(record: AuditRecord, own = false): void {
     if (record.kind === "intent") {
-      if (!this.intents.has(record.id)) this.intents.set(record.id, record.entry);
+      const known = this.intents.get(record.id);
+      if (!known || (own && !known.own)) this.intents.set(record.id, { entry: record.entry, own });
     } else {
-      // One writer per id (ids are unique per console), so at most one outcome exists; should a record
-      // be duplicated or replayed, the latest one wins.
+      // One writer per id (ids are unique per console), so at most one outcome exists (a retry writes the same
+      // again); should records disagree, the file's wins, else the latest.
       const known = this.outcomes.get(record.id);
-      if (!known || known.finishedAt < record.finishedAt) this.outcomes.set(record.id, record);
+      if (!known || (own && !known.own) || (own === known.own && known.record.finishedAt < record.finishedAt)) this.outcomes.set(record.id, { record, own });
     }
   }
 
   /** Every entry whose intent was seen, newest first, with its outcome merged in. */
   entries(): AuditEntry[] {
     const out: AuditEntry[] = [];
-    for (const [id, intent] of this.intents) {
-      const outcome = this.outcomes.get(id);
+    for (const [id, { entry: intent }] of this.intents) {
+      const outcome = this.outcomes.get(id)?.record;
       out.push(outcome ? { ...intent, outcome: outcome.outcome, nodes: outcome.nodes, finishedAt: outcome.finishedAt } : intent);
     }
     return out.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));

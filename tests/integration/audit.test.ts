@@ -272,6 +272,22 @@ describe("audit log", () => {
     expect(body.entries.find((e) => e.outcome === "released")?.id).toBe(winner.auditId);
   });
 
+  it("lists this console's own entries as its file has them, whatever records someone added to the nodes' streams", async () => {
+    await releaseAs("lock:forged", "frank", "the real reason");
+    const id = released.at(-1)!;
+    const real = (await getPage("?resource=lock:forged")).body.entries[0]!;
+    expect(real).toMatchObject({ id, actor: "frank", outcome: "released" });
+    // A Redis user that may write the stream adds an intent and an outcome with the entry's id.
+    const forgedIntent = { v: 1, kind: "intent", id, entry: { ...real, actor: "mallory", reason: "nothing to see", outcome: "pending" } };
+    const forgedOutcome = { v: 1, kind: "outcome", id, outcome: "failed", nodes: [], finishedAt: real.finishedAt! + 3_600_000 };
+    for (const node of nodes) {
+      await node.xadd("lockscope:audit", "*", "r", JSON.stringify(forgedIntent));
+      await node.xadd("lockscope:audit", "*", "r", JSON.stringify(forgedOutcome));
+    }
+    const listed = (await getPage("?resource=lock:forged")).body.entries;
+    expect(listed.map((e) => [e.id, e.actor, e.reason, e.outcome])).toEqual([[id, "frank", "the real reason", "released"]]);
+  });
+
   it("offers an outcome the stream did not take again until a quorum has it, without writing it to the file again", async () => {
     const { getNodes } = await import("@/server/nodes");
     const { OutcomeRetryingStore } = await import("@/server/audit/outcome-retry");
