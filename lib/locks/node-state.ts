@@ -20,9 +20,15 @@ export const INITIAL_RUN_FACTS: NodeRunFacts = Object.freeze({ runId: null, upti
 /**
  * A new INFO server reading. A run id other than the one read before, of a server that started after that
  * reading, is a restart the console witnessed (a restart with no write in between is invisible to the keys,
- * and uptime alone cannot tell one that happened before the console started watching).
+ * and uptime alone cannot tell one that happened before the console started watching). `replaced`: another run
+ * id of a server that was already running, another server behind the same connection (a Sentinel failover's
+ * promoted replica, which the console can reach before the failover is announced).
  */
-export function nextRunFacts(prev: NodeRunFacts, reading: { runId: string | null; uptimeSec: number | null }, now: number): { facts: NodeRunFacts; restarted: boolean } {
+export function nextRunFacts(
+  prev: NodeRunFacts,
+  reading: { runId: string | null; uptimeSec: number | null },
+  now: number,
+): { facts: NodeRunFacts; restarted: boolean; replaced: boolean } {
   const changed = prev.runId !== null && reading.runId !== null && reading.runId !== prev.runId;
   const startedAt = now - (reading.uptimeSec ?? 0) * 1000;
   // A server that was already running when the previous one was last read is another server, not a restart:
@@ -32,6 +38,7 @@ export function nextRunFacts(prev: NodeRunFacts, reading: { runId: string | null
   return {
     facts: { runId: reading.runId ?? prev.runId, uptimeSec: reading.uptimeSec, uptimeReadAt: now, restartedAt },
     restarted,
+    replaced: changed && !restarted,
   };
 }
 

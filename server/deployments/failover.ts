@@ -3,7 +3,7 @@ import Redis from "ioredis";
 import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
 import { readInSlots } from "@/lib/locks/cluster";
-import { lostInFailover, parseSwitchMaster, type SeenLock, type SwitchMaster } from "@/lib/locks/failover";
+import { lostInFailover, parseSwitchMaster, type SeenLock } from "@/lib/locks/failover";
 import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { declared, initialiseFor } from "../metrics";
@@ -106,10 +106,14 @@ export async function compareAfterFailover(
  * console's view the moment one is announced (before the watcher has reconnected to the new primary and
  * reconciled), reads those locks on the new primary, and reports every lock the new primary does not hold
  * as lost in failover (timeline, metric, one log line). The watchers follow the new primary on their own
- * (ioredis' failover detector).
+ * (ioredis' failover detector). The sentinel leading a failover names the promoted replica to clients from the
+ * moment it reconfigures the other replicas, seconds before it announces the switch: a watcher that reconnects
+ * then reaches the new primary first, and says so (`primaryReached`) before it reads it; the failover is
+ * compared then, once.
  */
 export class SentinelFailoverMonitor {
   private readonly subscribers: Redis[] = [];
+  /** The new primaries compared with, by `host:port`, and when: each failover is compared once, whichever way it was seen first. */
   private readonly handled = new Map<string, number>();
   private stopped = false;
 
@@ -142,27 +146,33 @@ export class SentinelFailoverMonitor {
       sub.on("message", (channel: string, message: string) => {
         if (channel !== SWITCH_MASTER) return;
         const event = parseSwitchMaster(message);
-        if (event && event.master === deployment.master) this.onSwitch(event);
+        if (event && event.master === deployment.master) this.compare(`${event.from.host}:${event.from.port}`, event.to);
       });
       void sub.subscribe(SWITCH_MASTER).catch(() => undefined);
       this.subscribers.push(sub);
     }
   }
 
-  private onSwitch(event: SwitchMaster): void {
-    const from = `${event.from.host}:${event.from.port}`;
-    const to = `${event.to.host}:${event.to.port}`;
-    // Every sentinel announces the same switch: handle it once.
-    const key = `${from}>${to}`;
+  /**
+   * The watcher reached another primary than the one it read (`from`; null when unknown) before reading it: a
+   * failover, announced or not yet. Compared now, unless its announcement was compared already.
+   */
+  primaryReached(from: string | null, to: { host: string; port: number }): void {
+    this.compare(from ?? "the previous primary", to);
+  }
+
+  private compare(from: string, toServer: { host: string; port: number }): void {
+    const to = `${toServer.host}:${toServer.port}`;
+    // Every sentinel announces the same switch, and the watcher may have reached the new primary first: once.
     const now = Date.now();
     for (const [k, at] of this.handled) if (now - at > 60_000) this.handled.delete(k);
-    if (this.handled.has(key) || this.stopped) return;
-    this.handled.set(key, now);
+    if (this.handled.has(to) || this.stopped) return;
+    this.handled.set(to, now);
     // Taken at once, before the watcher reconciles with the new primary and the view changes.
     const seen = seenLocks(this.target, now);
     const conn = new Redis({
-      host: event.to.host,
-      port: event.to.port,
+      host: toServer.host,
+      port: toServer.port,
       ...authOptions(this.deployment.auth, null),
       ...(this.deployment.tls ? { tls: tlsOptions(this.deployment.tls) } : {}),
       ...FAILOVER_READ_OPTIONS(this.timeoutMs),

@@ -129,6 +129,8 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     // (Bound below, once the batched read exists.)
     let onDirty = () => {};
     let drained: (until: number) => Promise<void> = () => Promise.resolve();
+    // (Bound below to the Sentinel failover monitor.)
+    let onServerReplaced: (from: string | null, to: { host: string; port: number }) => void = () => {};
     const watchers: NodeWatcher[] = nodes.map(
       (node) =>
         new NodeWatcher(node, {
@@ -142,6 +144,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
           peers: () => watchers,
           onDirty: () => onDirty(),
           drained: (until) => drained(until),
+          onServerReplaced: (from, to) => onServerReplaced(from, to),
         }),
     );
     // A change's new patterns are first tried on these nodes (a pattern the console's Redis user may not watch is refused).
@@ -233,6 +236,8 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         : clustered?.cluster
           ? new ClusterFailoverMonitor(clustered.deployment, clustered.cluster, failoverTarget, log, config.nodeTimeoutMs)
           : null;
+    // A watcher that reached the promoted replica before the sentinels announced the failover: compared then.
+    if (failovers instanceof SentinelFailoverMonitor) onServerReplaced = (from, to) => failovers.primaryReached(from, to);
     const stopReplication = watchReplication(nodes);
     store.onProbe = (resources) => {
       // (A cause a notification already gave for the key stays.)

@@ -62,6 +62,13 @@ export interface WatcherContext {
    * has not by then (see `NodeWatcher.drainPeers`).
    */
   drained?: (until: number) => Promise<void>;
+  /**
+   * The reader reached another server, already running, where it had read another (`from`, null when its address
+   * was not known): a Sentinel deployment's promoted replica. Called before that server is read, so the view is
+   * still the old server's. A sentinel that leads a failover names the promoted replica to clients before it
+   * announces `+switch-master`, so this can come first.
+   */
+  onServerReplaced?: (from: string | null, to: { host: string; port: number }) => void;
 }
 
 /**
@@ -116,6 +123,12 @@ interface RestartLoss {
   server: string | null;
   before: Map<string, { value: string; expiresAt: number }>;
   restartedAt: number;
+}
+
+/** The address a connection is connected to now (its socket's peer); null while it has none. */
+function remoteAddressOf(client: Redis): { host: string; port: number } | null {
+  const socket = client.stream as { remoteAddress?: string; remotePort?: number } | undefined;
+  return socket?.remoteAddress !== undefined && socket.remotePort !== undefined ? { host: socket.remoteAddress, port: socket.remotePort } : null;
 }
 
 /** Whether INFO persistence says AOF is on, as CONFIG GET appendonly would (`yes`, `no`); null when it does not say. */
@@ -198,6 +211,8 @@ export class NodeWatcher {
   ttlsRead = false;
   facts: { appendonly: string | null; save: string | null; skewMs: number | null } = { appendonly: null, save: null, skewMs: null };
   run: NodeRunFacts = INITIAL_RUN_FACTS;
+  /** `host:port` of the server the reader was on when its run facts were last read; null before. */
+  private serverAddress: string | null = null;
   /**
    * Restarts seen (the run id changed) that the next reconcile settles: what the node held before, and when it
    * started again. On a cluster, one per primary that restarted (`server`, its address): the locks in its slots.
@@ -1009,12 +1024,19 @@ export class NodeWatcher {
       return;
     }
     if (info === null) return;
-    const { facts, restarted } = nextRunFacts(this.run, runReading(info), Date.now());
+    // (Taken with the reading: the connection the INFO came over.)
+    const server = remoteAddressOf(this.reader as Redis);
+    const { facts, restarted, replaced } = nextRunFacts(this.run, runReading(info), Date.now());
     this.run = facts;
+    const before = this.serverAddress;
+    if (server !== null) this.serverAddress = `${server.host}:${server.port}`;
     if (restarted) {
       this.ctx.log.warn({ node: this.id, uptimeSec: facts.uptimeSec, persistence: this.facts.appendonly }, "lock node restarted");
       if (!this.restartLosses.some((l) => l.server === null)) await this.drainPeers();
       this.noteRestart(facts, null);
+    } else if (replaced && server !== null) {
+      this.ctx.log.warn({ node: this.id, from: before, to: this.serverAddress }, "lock node is another server now (a failover's promoted replica)");
+      this.ctx.onServerReplaced?.(before, server);
     }
   }
 

@@ -9,7 +9,7 @@ describe("restarts of a lock node", () => {
     expect(first.restarted).toBe(false);
     expect(first.facts.restartedAt).toBeNull();
     const same = nextRunFacts(first.facts, { runId: "aaa", uptimeSec: 3_605 }, T + 5_000);
-    expect(same.restarted).toBe(false);
+    expect(same).toMatchObject({ restarted: false, replaced: false });
     // A restart that left no trace in the keys (the node was empty) is still a new run id.
     const again = nextRunFacts(same.facts, { runId: "bbb", uptimeSec: 2 }, T + 10_000);
     expect(again).toMatchObject({ restarted: true, facts: { runId: "bbb", restartedAt: T + 8_000 } });
@@ -19,10 +19,10 @@ describe("restarts of a lock node", () => {
     const before = nextRunFacts(INITIAL_RUN_FACTS, { runId: "aaa", uptimeSec: 3_600 }, T).facts;
     // The promoted replica has been up for a day.
     const promoted = nextRunFacts(before, { runId: "ccc", uptimeSec: 86_400 }, T + 12_000);
-    expect(promoted).toMatchObject({ restarted: false, facts: { runId: "ccc", restartedAt: null } });
+    expect(promoted).toMatchObject({ restarted: false, replaced: true, facts: { runId: "ccc", restartedAt: null } });
     // A restart of it later is one.
     const restarted = nextRunFacts(promoted.facts, { runId: "ddd", uptimeSec: 0 }, T + 60_000);
-    expect(restarted).toMatchObject({ restarted: true, facts: { restartedAt: T + 60_000 } });
+    expect(restarted).toMatchObject({ restarted: true, replaced: false, facts: { restartedAt: T + 60_000 } });
   });
 
   it("flags a risk while a node without persistence has been up for less than the longest TTL", () => {
