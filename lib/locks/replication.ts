@@ -15,6 +15,8 @@ export interface ReplicationState {
   replicas: ReplicaState[];
   /** For a replica: whether its link to the primary is up. */
   linkUp?: boolean;
+  /** For a replica: the primary it follows (`host:port`), where it says. */
+  primary?: string;
 }
 
 export function parseReplicationInfo(info: string): ReplicationState {
@@ -39,6 +41,11 @@ export function parseReplicationInfo(info: string): ReplicationState {
     });
   }
   const state: ReplicationState = { role: role === "master" ? "master" : role === "slave" ? "replica" : null, offset: known, replicas };
-  if (role === "slave") state.linkUp = fields.get("master_link_status") === "up";
+  if (role === "slave") {
+    state.linkUp = fields.get("master_link_status") === "up";
+    const host = fields.get("master_host");
+    const port = fields.get("master_port");
+    if (host !== undefined && port !== undefined) state.primary = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  }
   return state;
 }

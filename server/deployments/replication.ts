@@ -48,7 +48,10 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
     const node = nodes.find((n) => n.id === nodeId);
     // A cluster: its shards, each primary with its replicas and how far behind each is.
     const cluster = node?.cluster ? { cluster: { shards: servingShards(node.cluster.topology.shards).map(shardHealth) } } : {};
-    return { ...(node ? { deployment: node.deployment } : {}), ...(state ? { replication: state } : {}), ...cluster };
+    // A node that is a replica now (a manual failover demoted it, or its URL names a replica) is read-only: no lock
+    // can be taken, extended or force-released there, nor the console's own records written.
+    const readOnly = state?.role === "replica";
+    return { ...(node ? { deployment: node.deployment } : {}), ...(state ? { replication: state } : {}), ...cluster, ...(readOnly ? { degraded: true } : {}) };
   });
   return () => clearInterval(timer);
 }

@@ -24,6 +24,14 @@ describe("INFO replication", () => {
 
   it("gives a replica's offset and link, and nothing for an answer it cannot read", () => {
     expect(parseReplicationInfo("role:slave\r\nmaster_link_status:down\r\nslave_repl_offset:42\r\n")).toEqual({ role: "replica", offset: 42, replicas: [], linkUp: false });
+    expect(parseReplicationInfo("role:slave\r\nmaster_host:10.0.0.7\r\nmaster_port:6380\r\nmaster_link_status:up\r\nslave_repl_offset:42\r\n")).toEqual({
+      role: "replica",
+      offset: 42,
+      replicas: [],
+      linkUp: true,
+      primary: "10.0.0.7:6380",
+    });
+    expect(parseReplicationInfo("role:slave\r\nmaster_host:::1\r\nmaster_port:6380\r\n").primary).toBe("[::1]:6380");
     expect(parseReplicationInfo("")).toEqual({ role: null, offset: null, replicas: [] });
   });
 });

@@ -1,0 +1,54 @@
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RedisNode } from "@/lib/redis-node";
+import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import type { TestCluster } from "../support/redis";
+import { until } from "../support/wait";
+
+type Replication = { role: string; primary?: string; linkUp?: boolean };
+type HealthBody = { status: string; nodes: Array<{ id: string; up: boolean; replication?: Replication }> };
+
+/**
+ * A standalone primary failed over by hand (its replica made primary, the old primary made its replica): the
+ * console's URL still names the old one, now a read-only replica, where no lock can be taken or released.
+ */
+describe("a standalone node demoted to a replica by a manual failover", () => {
+  let cluster: TestCluster;
+  let replica: RedisNode;
+  const clients: Redis[] = [];
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 1 });
+    replica = await RedisNode.start({ dir: mkdtempSync(path.join(os.tmpdir(), "lockscope-demoted-")), extraArgs: ["--replicaof", "127.0.0.1", String(cluster.ports[0])] });
+  }, 60_000);
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await tearDownConsole(cluster);
+    await replica?.stop();
+  });
+
+  it("is shown degraded in the health, naming the primary it now follows", async () => {
+    const ready = await import("@/app/api/ready/route");
+    await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200);
+    const health = await import("@/app/api/health/route");
+    const read = async () => (await call(health.GET, "GET", "/api/health", { token: VIEWER_TOKEN })).body as HealthBody;
+    await until("the replica online in the primary's replication", async () => (await read()).nodes[0]?.replication?.role === "master");
+    expect((await read()).status).toBe("ok");
+
+    const oldPrimary = new Redis(cluster.ports[0]!, "127.0.0.1", { maxRetriesPerRequest: 1 });
+    const newPrimary = new Redis(replica.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+    clients.push(oldPrimary, newPrimary);
+    await newPrimary.replicaof("NO", "ONE");
+    await oldPrimary.replicaof("127.0.0.1", String(replica.port));
+
+    const demoted = await until("the node shown as a replica", async () => {
+      const body = await read();
+      return body.nodes[0]?.replication?.role === "replica" ? body : null;
+    }, 20_000);
+    expect(demoted.status).toBe("degraded");
+    expect(demoted.nodes[0]).toMatchObject({ up: true, replication: { role: "replica", primary: `127.0.0.1:${replica.port}` } });
+  }, 60_000);
+});
