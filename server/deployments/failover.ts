@@ -1,5 +1,5 @@
 import "server-only";
-import Redis from "ioredis";
+import Redis, { type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
 import { readInSlots } from "@/lib/locks/cluster";
@@ -8,6 +8,7 @@ import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScript
 import { isLive, type Lock } from "@/lib/locks/types";
 import { declared, initialiseFor } from "../metrics";
 import { authOptions, tlsOptions } from "./connection";
+import type { LockClient } from "./types";
 
 const SWITCH_MASTER = "+switch-master";
 /** Keys read per command on the new primary. */
@@ -34,6 +35,16 @@ export interface FailoverTarget {
   noteLost: (lock: SeenLock, detail: string, seenAt: number) => void;
   /** Says on a lock's timeline that it was held across the failover (the promoted replica had it). */
   noteSurvived: (resource: string, detail: string) => void;
+}
+
+/** A node's reader reached another server, already running, where it had read another (see the watcher's `onServerReplaced`). */
+export interface ServerChange {
+  /** `host:port` of the server read before, null when unknown. */
+  from: string | null;
+  /** The address the reader reached. */
+  to: { host: string; port: number };
+  runIdBefore: string | null;
+  runIdAfter: string | null;
 }
 
 /** The console's view of the locks held now (before the watcher reconciles with a promoted primary), optionally of some keys only. */
@@ -157,8 +168,8 @@ export class SentinelFailoverMonitor {
    * The watcher reached another primary than the one it read (`from`; null when unknown) before reading it: a
    * failover, announced or not yet. Compared now, unless its announcement was compared already.
    */
-  primaryReached(from: string | null, to: { host: string; port: number }): void {
-    this.compare(from ?? "the previous primary", to);
+  primaryReached(change: ServerChange): void {
+    this.compare(change.from ?? "the previous primary", change.to);
   }
 
   private compare(from: string, toServer: { host: string; port: number }): void {
@@ -185,4 +196,43 @@ export class SentinelFailoverMonitor {
     await Promise.allSettled(this.subscribers.map((s) => s.quit()));
     for (const s of this.subscribers) s.disconnect();
   }
+}
+
+/**
+ * Follows a standalone instance's endpoint to another server: a managed service's primary endpoint or a virtual IP
+ * moved to a promoted replica. Nothing announces it: the watcher knows it by the run id of a server that was already
+ * running (see `nextRunFacts`) and says so before it reads that server; the console's view is then compared with
+ * what the server behind the endpoint holds, as for Sentinel.
+ */
+export class EndpointFailoverMonitor {
+  constructor(
+    private readonly deployment: string,
+    private readonly endpoint: { label: string; connect: (options: RedisOptions) => LockClient },
+    private readonly target: FailoverTarget,
+    private readonly log: Logger,
+    private readonly timeoutMs: number,
+  ) {
+    initialiseFor("lockscope_failovers_total", { deployment: [deployment] });
+    initialiseFor("lockscope_locks_lost_in_failover_total", { deployment: [deployment] });
+  }
+
+  serverReplaced(change: ServerChange): void {
+    const now = Date.now();
+    // Taken at once, before the watcher reads the new server and the view changes.
+    const seen = seenLocks(this.target, now);
+    // Through the endpoint, as the watcher reached it: the address behind it may be a proxy's.
+    const conn = this.endpoint.connect(FAILOVER_READ_OPTIONS(this.timeoutMs));
+    if (!(conn instanceof Redis)) {
+      conn.disconnect();
+      return;
+    }
+    const runId = (id: string | null) => (id === null ? "unknown" : id.slice(0, 12));
+    // (The same endpoint before and after: the servers behind it are told apart by their run ids.)
+    const from = `${this.endpoint.label} (run id ${runId(change.runIdBefore)})`;
+    const to = `${this.endpoint.label} (run id ${runId(change.runIdAfter)})`;
+    void compareAfterFailover({ deployment: this.deployment, target: this.target, log: this.log, seenAt: now }, seen, from, to, conn, "any");
+  }
+
+  /** (Nothing to close: each comparison closes its own connection.) */
+  stop(): void {}
 }

@@ -18,7 +18,7 @@ import { getLogger } from "../logger";
 import { getDeploymentNodes, quorumOf, type DeploymentNodes } from "../nodes";
 import { getPatternStore } from "../patterns";
 import { ClusterFailoverMonitor } from "../deployments/cluster";
-import { SentinelFailoverMonitor, type FailoverTarget } from "../deployments/failover";
+import { EndpointFailoverMonitor, SentinelFailoverMonitor, type FailoverTarget, type ServerChange } from "../deployments/failover";
 import { watchReplication } from "../deployments/replication";
 import { onShutdown } from "../shutdown";
 import { composeDeployments, lockDetail, sumCounts, type LiveView } from "./deployments";
@@ -129,8 +129,8 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     // (Bound below, once the batched read exists.)
     let onDirty = () => {};
     let drained: (until: number) => Promise<void> = () => Promise.resolve();
-    // (Bound below to the Sentinel failover monitor.)
-    let onServerReplaced: (from: string | null, to: { host: string; port: number }) => void = () => {};
+    // (Bound below to the failover monitor of a Sentinel deployment or a standalone instance.)
+    let onServerReplaced: (change: ServerChange) => void = () => {};
     const watchers: NodeWatcher[] = nodes.map(
       (node) =>
         new NodeWatcher(node, {
@@ -144,7 +144,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
           peers: () => watchers,
           onDirty: () => onDirty(),
           drained: (until) => drained(until),
-          onServerReplaced: (from, to) => onServerReplaced(from, to),
+          onServerReplaced: (change) => onServerReplaced(change),
         }),
     );
     // A change's new patterns are first tried on these nodes (a pattern the console's Redis user may not watch is refused).
@@ -230,14 +230,19 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     const deployment = entry.deployment;
     const failoverTarget: FailoverTarget = { locks: (now) => store.list(now), noteLost: (lock, detail, seenAt) => store.noteLostInFailover(lock, detail, seenAt), noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail) };
     const clustered = nodes.find((n) => n.cluster);
+    // Standalone: its endpoint moved to another server (a managed service's primary endpoint, a virtual IP).
+    const standalone = deployment?.kind === "standalone" ? nodes[0] : undefined;
     const failovers =
       deployment?.kind === "sentinel"
         ? new SentinelFailoverMonitor(deployment, failoverTarget, log, config.nodeTimeoutMs)
         : clustered?.cluster
           ? new ClusterFailoverMonitor(clustered.deployment, clustered.cluster, failoverTarget, log, config.nodeTimeoutMs)
-          : null;
+          : standalone
+            ? new EndpointFailoverMonitor(standalone.deployment, { label: standalone.maskedUrl, connect: standalone.connect }, failoverTarget, log, config.nodeTimeoutMs)
+            : null;
     // A watcher that reached the promoted replica before the sentinels announced the failover: compared then.
-    if (failovers instanceof SentinelFailoverMonitor) onServerReplaced = (from, to) => failovers.primaryReached(from, to);
+    if (failovers instanceof SentinelFailoverMonitor) onServerReplaced = (change) => failovers.primaryReached(change);
+    else if (failovers instanceof EndpointFailoverMonitor) onServerReplaced = (change) => failovers.serverReplaced(change);
     const stopReplication = watchReplication(nodes);
     store.onProbe = (resources) => {
       // (A cause a notification already gave for the key stays.)

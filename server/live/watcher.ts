@@ -17,6 +17,7 @@ import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
 import type { LockClient } from "../deployments";
 import { clusterNodeAt, isCommandRefused } from "../deployments/cluster";
+import type { ServerChange } from "../deployments/failover";
 import { connectionDrops, nodeClientOptions, type LockNode } from "../nodes";
 import { replyOf } from "../errors";
 import { ClusterSubscriber, type WatchSubscriber } from "./cluster-subscriber";
@@ -63,12 +64,13 @@ export interface WatcherContext {
    */
   drained?: (until: number) => Promise<void>;
   /**
-   * The reader reached another server, already running, where it had read another (`from`, null when its address
-   * was not known): a Sentinel deployment's promoted replica. Called before that server is read, so the view is
-   * still the old server's. A sentinel that leads a failover names the promoted replica to clients before it
-   * announces `+switch-master`, so this can come first.
+   * The reader reached another server, already running, where it had read another: a Sentinel deployment's
+   * promoted replica, or the server a standalone instance's endpoint (a managed service's primary endpoint, a
+   * virtual IP) moved to. Called before that server is read, so the view is still the old server's. A sentinel that
+   * leads a failover names the promoted replica to clients before it announces `+switch-master`, so this can come
+   * first; behind an endpoint, nothing else tells.
    */
-  onServerReplaced?: (from: string | null, to: { host: string; port: number }) => void;
+  onServerReplaced?: (change: ServerChange) => void;
 }
 
 /**
@@ -1026,6 +1028,7 @@ export class NodeWatcher {
     if (info === null) return;
     // (Taken with the reading: the connection the INFO came over.)
     const server = remoteAddressOf(this.reader as Redis);
+    const previousRunId = this.run.runId;
     const { facts, restarted, replaced } = nextRunFacts(this.run, runReading(info), Date.now());
     this.run = facts;
     const before = this.serverAddress;
@@ -1036,7 +1039,7 @@ export class NodeWatcher {
       this.noteRestart(facts, null);
     } else if (replaced && server !== null) {
       this.ctx.log.warn({ node: this.id, from: before, to: this.serverAddress }, "lock node is another server now (a failover's promoted replica)");
-      this.ctx.onServerReplaced?.(before, server);
+      this.ctx.onServerReplaced?.({ from: before, to: server, runIdBefore: previousRunId, runIdAfter: facts.runId });
     }
   }
 
