@@ -75,6 +75,8 @@ export function nodeFailureText(raw: string | undefined): string | null {
   if (/^NOAUTH|^WRONGPASS/.test(reply)) return "refused the console's credentials";
   // The credentials were accepted; the user's ACL rules leave out the command or a key (7.2 words it in a script as ERR).
   if (/^NOPERM|^ERR ACL failure/.test(reply)) return "refused by its ACL: the console's Redis user may not run this command or use this key there";
+  // Redis refuses every write on a replica before it is made (in a script, at its first write: nothing before it).
+  if (/^READONLY/.test(reply)) return "is a read-only replica now, demoted by a failover or named so by its URL: nothing was written there";
   return null;
 }
 

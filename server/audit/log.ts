@@ -4,6 +4,7 @@ import { open, type FileHandle } from "node:fs/promises";
 import { makeDirs } from "@/lib/make-dirs";
 import path from "node:path";
 import { getConfig } from "../config";
+import { nodeFailureText } from "../errors";
 import { whenReady } from "../health";
 import { getLogger } from "../logger";
 import { counter } from "../metrics";
@@ -46,9 +47,11 @@ export class AuditUnavailableError extends AuditNotDurableError {
     readonly streamAcks: number,
     readonly streamQuorum: number,
     readonly fileError: string | null,
+    /** Why the nodes that did not take the record refused it, in plain words (`node-0 is a read-only replica …`). */
+    readonly streamErrors: readonly string[] = [],
   ) {
     const parts: string[] = [];
-    if (streamAcks < streamQuorum) parts.push(`the audit stream reached ${streamAcks} of the ${streamQuorum} nodes it needs`);
+    if (streamAcks < streamQuorum) parts.push(`the audit stream reached ${streamAcks} of the ${streamQuorum} nodes it needs${streamErrors.length > 0 ? ` (${streamErrors.join("; ")})` : ""}`);
     if (fileError) parts.push(`the audit file could not be written (${fileError})`);
     super(parts.join(" and "));
     this.name = "AuditUnavailableError";
@@ -70,6 +73,8 @@ export class AuditFileReadError extends AuditReadError {
 interface SinkResult {
   /** Node ids whose stream took the record. */
   streamAcked: string[];
+  /** Why each of the others did not, in plain words, where that is known (`<node id> <what happened>`). */
+  streamErrors: string[];
   fileError: string | null;
 }
 
@@ -149,7 +154,7 @@ export class AuditLog implements AuditStore {
     if (fileOk && result.streamAcked.length >= this.quorum) return;
     const refused: AuditRecord = { v: 1, kind: "outcome", id: entry.id, outcome: "refused", nodes: entry.nodes, finishedAt: Date.now() };
     await this.track(this.writeEverywhere(refused, this.nodes.filter((n) => result.streamAcked.includes(n.id)), fileOk));
-    throw new AuditUnavailableError(result.streamAcked.length, this.quorum, result.fileError);
+    throw new AuditUnavailableError(result.streamAcked.length, this.quorum, result.fileError, result.streamErrors);
   }
 
   /** Records how a release ended. Best effort: the release already happened, so a failure is logged, not thrown. */
@@ -188,6 +193,7 @@ export class AuditLog implements AuditStore {
 
   private async writeEverywhere(record: AuditRecord, nodes: readonly LockNode[], toFile: boolean): Promise<SinkResult> {
     const json = JSON.stringify(record);
+    const streamErrors: string[] = [];
     const [acks, fileError] = await Promise.all([
       Promise.all(
         nodes.map(async (node) => {
@@ -196,15 +202,17 @@ export class AuditLog implements AuditStore {
             await node.client.xadd(AUDIT_STREAM_KEY, "MAXLEN", "~", AUDIT_STREAM_MAXLEN, "*", "r", json);
             writes().inc({ sink: "stream", outcome: "ok" });
             return node.id;
-          } catch {
+          } catch (error) {
             writes().inc({ sink: "stream", outcome: "failed" });
+            const why = nodeFailureText(error instanceof Error ? error.message : undefined);
+            if (why !== null) streamErrors.push(`${node.id} ${why}`);
             return null;
           }
         }),
       ),
       toFile ? this.appendToFile(`${json}\n`) : Promise.resolve(null),
     ]);
-    return { streamAcked: acks.filter((id): id is string => id !== null), fileError };
+    return { streamAcked: acks.filter((id): id is string => id !== null), streamErrors, fileError };
   }
 
   /**

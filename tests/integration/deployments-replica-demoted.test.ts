@@ -51,4 +51,18 @@ describe("a standalone node demoted to a replica by a manual failover", () => {
     expect(demoted.status).toBe("degraded");
     expect(demoted.nodes[0]).toMatchObject({ up: true, replication: { role: "replica", primary: `127.0.0.1:${replica.port}` } });
   }, 60_000);
+
+  it("refuses a force release there, saying the node is a read-only replica", async () => {
+    const newPrimary = new Redis(replica.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+    clients.push(newPrimary);
+    await newPrimary.set("lock:on-replica", "holder-a", "PX", 60_000);
+    const oldPrimary = new Redis(cluster.ports[0]!, "127.0.0.1", { maxRetriesPerRequest: 1 });
+    clients.push(oldPrimary);
+    await until("the lock copied to the demoted node", async () => (await oldPrimary.get("lock:on-replica")) === "holder-a");
+    const release = await import("@/app/api/locks/[resource]/release/route");
+    const res = await call(release.POST, "POST", "/api/locks/lock%3Aon-replica/release", { body: { reason: "demoted node", token: "holder-a" }, params: { resource: "lock:on-replica" } });
+    expect(res.status).toBe(503);
+    expect(JSON.stringify(res.body), JSON.stringify(res.body)).toMatch(/read-only replica/);
+    expect(await newPrimary.get("lock:on-replica")).toBe("holder-a");
+  }, 60_000);
 });

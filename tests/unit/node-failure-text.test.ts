@@ -15,4 +15,13 @@ describe("a lock node's failure in words an operator can act on", () => {
       expect([raw, nodeFailureText(raw)]).toEqual([raw, "refused by its ACL: the console's Redis user may not run this command or use this key there"]);
     }
   });
+
+  it("says a node is a read-only replica, as Redis words it for a command and inside a script", () => {
+    for (const raw of [
+      "READONLY You can't write against a read only replica.",
+      "READONLY You can't write against a read only replica. script: 1234, on @user_script:1.",
+    ]) {
+      expect([raw, nodeFailureText(raw)]).toEqual([raw, "is a read-only replica now, demoted by a failover or named so by its URL: nothing was written there"]);
+    }
+  });
 });
