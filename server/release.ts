@@ -15,6 +15,7 @@ import { getConfig } from "./config";
 import { ApiError, nodeFailureText, refusesKey } from "./errors";
 import { peekGlobal } from "./global";
 import { whenReady } from "./health";
+import { lockReplication } from "./deployments/replication";
 import { noteForceRelease, withdrawForceRelease } from "./live";
 import { getLogger } from "./logger";
 import { counter } from "./metrics";
@@ -45,6 +46,18 @@ export interface ReleaseResult {
   auditId: string;
   /** False when the audit store did not take the outcome: the entry reads `pending` until the console's retries get it in. */
   outcomeRecorded: boolean;
+  /**
+   * Where the lock lives on a primary with replicas (a Sentinel or cluster deployment, a standalone instance with
+   * replicas): whether each replica has copied the delete. A failover to one that has not brings the lock back.
+   */
+  replication?: ReleaseReplication;
+}
+
+/** The release's copies, WAIT-style (see `lockReplication`): `hasRelease` once the replica acknowledged the delete. */
+export interface ReleaseReplication {
+  slot?: number;
+  primary: string;
+  replicas: Array<{ address: string; state: string; lagBytes: number; hasRelease: boolean }>;
 }
 
 /** What a node held when the console looked. */
@@ -392,6 +405,24 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       outcomeRecorded,
     });
   }
+  // The delete is on the primary; replication is asynchronous, so a replica promoted before it copied the delete
+  // would serve the lock again, to its old holder and to nobody's knowledge. Said in the answer, as the lock's page
+  // says it of a held lock (the replicas' acknowledgements are waited for up to 1.2 s).
+  const copies = await lockReplication(resource, deployment).catch(() => null);
+  const replication: ReleaseReplication | undefined =
+    copies === null
+      ? undefined
+      : {
+          ...(copies.slot === undefined ? {} : { slot: copies.slot }),
+          primary: copies.primary,
+          replicas: copies.replicas.map(({ address, state, lagBytes, hasLock }) => ({ address, state, lagBytes, hasRelease: hasLock })),
+        };
+  if (replication && replication.replicas.some((r) => !r.hasRelease)) {
+    log.warn(
+      { action: "force-release", auditId: entry.id, deployment, primary: replication.primary, replicasWithout: replication.replicas.filter((r) => !r.hasRelease).map((r) => r.address) },
+      "force release not copied to every replica yet: a failover to one without it would bring the lock back",
+    );
+  }
   return {
     released: true,
     outcome: outcome === "partial" ? "partial" : "released",
@@ -402,6 +433,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     notified,
     auditId: entry.id,
     outcomeRecorded,
+    ...(replication ? { replication } : {}),
   };
 }
 

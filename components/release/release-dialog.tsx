@@ -2,7 +2,7 @@
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useId, useRef, useState, useSyncExternalStore, type FormEvent } from "react";
-import { whoIsTold } from "@/lib/locks/release-text";
+import { replicationWarning, whoIsTold, type ReleaseCopies } from "@/lib/locks/release-text";
 import { isLive, type EndedState, type Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { FORMAT_LABEL, holderLine as formatHolderLine } from "../locks/format";
@@ -22,6 +22,8 @@ export interface ReleaseResponse {
   auditId: string;
   /** False: the audit log did not take the outcome yet (the entry reads pending while the console retries). */
   outcomeRecorded: boolean;
+  /** On a primary with replicas: which replicas copied the delete (a failover to one that did not brings the lock back). */
+  replication?: ReleaseCopies;
 }
 
 interface CurrentHolder {
@@ -303,7 +305,14 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
         {outcome.kind === "released" && (
           <p
             role="status"
-            className={outcome.response.outcome === "partial" || goesOn(outcome.response).length > 0 || outcome.response.outcomeRecorded === false ? styles.warn : styles.ok}
+            className={
+              outcome.response.outcome === "partial" ||
+              goesOn(outcome.response).length > 0 ||
+              outcome.response.outcomeRecorded === false ||
+              replicationWarning(outcome.response.replication) !== null
+                ? styles.warn
+                : styles.ok
+            }
           >
             <ReleasedText response={outcome.response} />. Audit entry{" "}
             <a href={`/audit?resource=${encodeURIComponent(resource)}`}>{outcome.response.auditId}</a>.{" "}
@@ -313,6 +322,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
             {outcome.response.notified.waiters ? "Its waiters were woken." : "No waiter was woken."}
             {outcome.response.outcomeRecorded === false &&
               " The audit log did not take this outcome: the entry reads pending until the console, which keeps trying, records it."}
+            {replicationWarning(outcome.response.replication) !== null && ` ${replicationWarning(outcome.response.replication)}`}
           </p>
         )}
         {outcome.kind === "changed-hands" && (

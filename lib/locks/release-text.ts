@@ -29,3 +29,27 @@ export function whoIsTold(lock: Pick<Lock, "format" | "holders">): string {
       return "The holder is not told (its library listens for no revocation): it keeps working, and writing, until its next extend or release, while another client may take the lock the same millisecond.";
   }
 }
+
+/** A force release's copies on the replicas of the primary it deleted on (`POST …/release`'s `replication`). */
+export interface ReleaseCopies {
+  primary: string;
+  replicas: Array<{ address: string; hasRelease: boolean }>;
+}
+
+/**
+ * What the operator must know when replicas have not copied the release yet (null when every replica has it, or
+ * there are none): replication is asynchronous, and a replica promoted before it copies the delete serves the
+ * lock again, to its old holder.
+ */
+export function replicationWarning(copies: ReleaseCopies | undefined): string | null {
+  if (!copies) return null;
+  const without = copies.replicas.filter((r) => !r.hasRelease).map((r) => r.address);
+  if (without.length === 0) return null;
+  const of = copies.replicas.length;
+  const list = without.join(", ");
+  const who =
+    without.length === 1
+      ? `${of === 1 ? "The replica" : `1 of the ${of} replicas`} (${list}) had not copied the release within 1.2 s: if it is promoted before it does`
+      : `${without.length === of ? `None of the ${of} replicas` : `${without.length} of the ${of} replicas`} (${list}) had ${without.length === of ? "" : "not "}copied the release within 1.2 s: if one of ${without.length === of ? "them" : "those"} is promoted before it does`;
+  return `${who}, the lock is back, held by the same holder. Watch the lock's page if a failover is under way.`;
+}
