@@ -335,6 +335,18 @@ export interface ForceHint {
   detail: string | null;
 }
 
+/**
+ * A lock "acquired" with the very value whose hold ended a moment before: its holder took it again (a library
+ * whose value names the client and thread, as Redisson's, does), or a node served an older copy of the key: a
+ * failover to a replica that had not copied the end (a release, a force release), a restart from an older file.
+ * Said on the timeline, since an operator who force-released it would otherwise read a new holder's acquisition.
+ */
+function backAgain(ended: { at: number; as: LockState }, now: number): string {
+  const ago = Math.max(0, now - ended.at);
+  const when = ago < 1_000 ? `${ago} ms` : `${(ago / 1000).toFixed(1)} s`;
+  return `the same value as the hold ${ended.as} ${when} before: its holder took it again, or a node served an older copy (a failover to a replica that had not copied the end, a restart from an older file)`;
+}
+
 export type LockEventType = "acquired" | "extended" | "released" | "expired" | "evicted" | "force-released" | "lost";
 
 /** What one step of a lock asks of the store, in the order it happened. */
@@ -475,6 +487,8 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
     switch (transition.type) {
       case "acquired": {
         lock.leftover = 0;
+        // The value of the hold that ended before, come back (see `backAgain`).
+        const endedBefore = lock.endedToken !== null && lock.endedToken === transition.token && lock.endedAt !== null && lock.state !== null ? { at: lock.endedAt, as: lock.state } : null;
         const decoded = decodeHolder(transition.token);
         lock.acquiredAt = decoded.acquiredAt ?? now;
         // A foreign value carries no acquisition time: the consoles agree on when it was first seen.
@@ -506,7 +520,7 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
           const who = decoded.holder?.label ?? decoded.holder?.host ?? (transition.token ? "a foreign client" : "unknown");
           const held = `${merged.quorumHeld} of ${context.nodes} nodes`;
           const detail = transition.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`;
-          addTimeline(step, lock, now, "acquired", detail, transition.token);
+          addTimeline(step, lock, now, "acquired", endedBefore ? `${detail}; ${backAgain(endedBefore, now)}` : detail, transition.token);
           // (A lock found held while the console starts, above, was acquired before it: no acquisition is
           // counted for it, in the lock events /metrics exports or the acquisitions a second, or a restart with
           // a million locks held would show a million acquisitions.)

@@ -139,6 +139,23 @@ describe("a lock's step: extension", () => {
 });
 
 describe("a lock's step: change of hands", () => {
+  it("says so when a hold's value comes back after it ended (a failover to a replica that had not copied the release), not a new holder's acquisition", () => {
+    const lock = heldLock("v", T + 60_000);
+    step(lock, allGone("del"), T + 1_000);
+    expect(lock.state).toBe("released");
+    const back = step(lock, all("v", T + 60_000), T + 3_500);
+    expect(timeline(back.effects)).toEqual([
+      [
+        "acquired",
+        "by a foreign client, on 3 of 3 nodes; the same value as the hold released 2.5 s before: its holder took it again, or a node served an older copy (a failover to a replica that had not copied the end, a restart from an older file)",
+        "v",
+      ],
+    ]);
+    // Another value after that end is a new holder's, said plainly.
+    step(lock, allGone("del"), T + 4_000);
+    expect(timeline(step(lock, all("w", T + 60_000), T + 4_500).effects)).toEqual([["acquired", "by a foreign client, on 3 of 3 nodes", "w"]]);
+  });
+
   it("counts a hand-over (del, then the next holder's value) as the old value released and the new one acquired", () => {
     const lock = heldLock("v");
     const out = step(lock, all("w", T + 20_000, "del"), T + 50);
