@@ -3,48 +3,21 @@
 import { useSearchParams } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
 import { useDeferredValue, useMemo, useRef, useState } from "react";
-import { byFence, GROUPED_VIEW_ABOVE, type LockGroupsPage } from "@/lib/locks/groups";
-import { STATE_ORDER, type Lock, type WatcherStatus } from "@/lib/locks/types";
+import { GROUPED_VIEW_ABOVE, type LockGroupsPage } from "@/lib/locks/groups";
+import { sortLocks } from "@/lib/locks/lock-order";
+import type { Lock, WatcherStatus } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
-import { deploymentsOf, holderText, lockSearchText, nodeColumnCount, STATE_LABEL } from "./format";
+import { deploymentsOf, lockSearchText, nodeColumnCount, STATE_LABEL } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
 import { NodeCounting } from "./lock-bits";
 import { nodeCounting } from "./node-counting";
-import { LoadError, LockRowsTable, nextSort, TableTools, type Sort, type SortKey } from "./lock-rows";
+import { LoadError, LockRowsTable, nextSort, TableTools, type Sort } from "./lock-rows";
 import { LossesPanel } from "./losses-panel";
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
 import { SignInLink } from "../session";
 import { useLiveLocks, useLiveNodes, useNow } from "./use-live-locks";
-
-/**
- * Two locks in the order of column `key` (`dir` 1 ascending, -1 descending). A figure that is unknown (no fence,
- * no TTL, contention not visible, no acquisition time) comes after every known one in either order, as a
- * group's table sorts on the server (docs/api.md).
- */
-function compare(key: SortKey, a: Lock, b: Lock, dir: 1 | -1): number {
-  const known = <T,>(x: T | null, y: T | null, by: (x: T, y: T) => number) => (x === null ? (y === null ? 0 : 1) : y === null ? -1 : by(x, y) * dir);
-  switch (key) {
-    case "resource":
-      return (a.resource < b.resource ? -1 : a.resource > b.resource ? 1 : 0) * dir;
-    case "state":
-      return (STATE_ORDER[a.state] - STATE_ORDER[b.state]) * dir;
-    case "holder":
-      return holderText(a).localeCompare(holderText(b)) * dir;
-    case "nodes":
-      return (a.quorumHeld - b.quorumHeld) * dir;
-    case "ttl":
-      return known(a.expiresAt, b.expiresAt, (x, y) => x - y);
-    case "heldFor":
-      // "Held for" ascending is the shortest-held first: the latest acquisition.
-      return known(a.acquiredAt ?? null, b.acquiredAt ?? null, (x, y) => y - x);
-    case "fence":
-      return known(a.fence, b.fence, byFence);
-    case "contention":
-      return known(a.contention.attemptsPerMin, b.contention.attemptsPerMin, (x, y) => x - y);
-  }
-}
 
 /** Back to the one table below this many (a fleet hovering at the threshold does not flip the page back and forth). */
 const TABLE_VIEW_BELOW = 4_000;
@@ -204,8 +177,7 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
       ? // The state as its column shows it ("TTL elapsed"), not the word behind it.
         all.filter((l) => l.resource.toLowerCase().includes(deferredFilter) || lockSearchText(l).toLowerCase().includes(deferredFilter) || STATE_LABEL[l.state].toLowerCase().includes(deferredFilter))
       : all.slice();
-    filtered.sort((a, b) => compare(sort.key, a, b, sort.dir) || (a.resource < b.resource ? -1 : a.resource > b.resource ? 1 : a.deployment < b.deployment ? -1 : 1));
-    return filtered;
+    return sortLocks(filtered, sort.key, sort.dir);
   }, [data?.locks, deferredFilter, sort, shownDeployment]);
 
   const nodeCount = nodeColumnCount(data?.nodes, shownDeployment);
