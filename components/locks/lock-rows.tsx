@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
-import { memo, useEffect, useRef, type CSSProperties, type ReactNode } from "react";
+import { memo, useEffect, useLayoutEffect, useRef, useState, type CSSProperties, type ReactNode, type RefObject } from "react";
 import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS, type Lock } from "@/lib/locks/types";
 import { MessageText } from "../message-text";
 import { DeploymentSelect } from "./deployment-choices";
@@ -88,6 +88,29 @@ export const nextSort = <K extends string>(current: { key: K; dir: 1 | -1 }, key
   current.key === key ? { key, dir: current.dir === 1 ? -1 : 1 } : { key, dir: 1 };
 
 /**
+ * How many of the table's columns the screen shows (globals.css hides held for and fence, then contention, as it
+ * narrows), counted from its header as the width changes; `atEveryWidth` (those no width hides) until counted.
+ * Rows of one cell (spacers, "Loading…", the empty table's text) span exactly these: a span over a hidden column
+ * makes the fixed layout add a column of its own there, which takes its width from the resource column; a span
+ * over fewer leaves the row (its line, its text's centre) short of the table's right edge.
+ */
+function useShownColumns(scroller: RefObject<HTMLDivElement | null>, atEveryWidth: number): number {
+  const [count, setCount] = useState(atEveryWidth);
+  useLayoutEffect(() => {
+    const box = scroller.current;
+    const header = box?.querySelector("thead tr");
+    if (!box || !header) return;
+    const measure = () => setCount([...header.children].filter((cell) => getComputedStyle(cell).display !== "none").length);
+    measure();
+    // The box's width follows the window's, whose breakpoints hide columns.
+    const observer = new ResizeObserver(measure);
+    observer.observe(box);
+    return () => observer.disconnect();
+  }, [scroller, atEveryWidth]);
+  return count;
+}
+
+/**
  * The virtualized locks table: `count` rows, of which only those on screen (plus an overscan) are rendered.
  * `rowAt` may not have a row yet (a page still loading on the server-paged table): a placeholder stands in.
  * `onRange` is told which rows are on screen, so the caller can fetch those and let the others go.
@@ -134,10 +157,7 @@ export function LockRowsTable({
   const first = items[0]?.index ?? 0;
   const last = items[items.length - 1]?.index ?? 0;
   useEffect(() => onRange?.(first, last), [first, last, onRange]);
-  // Rows of one cell (spacers, "Loading…", the empty table's text) span only the columns shown at every width.
-  // A span over a column that a narrow screen hides (held for, fence, contention: display none) makes the
-  // fixed layout add a column of its own there, which takes its width from the resource column.
-  const columnCount = ALWAYS_SHOWN.length + (showDeployment ? 1 : 0);
+  const columnCount = useShownColumns(scroller, ALWAYS_SHOWN.length + (showDeployment ? 1 : 0));
   return (
     <div className="locks-scroll" ref={scroller}>
       <table className="locks-table" aria-label="Locks" aria-rowcount={rowCount + 1} style={{ "--node-count": nodeCount } as CSSProperties}>

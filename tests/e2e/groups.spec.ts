@@ -361,4 +361,47 @@ test.describe("grouped view of a large fleet", () => {
     await expect(rows).toContainText("Rows 1–100,000");
     await expect(table.getByRole("row", { name: `${group}/job-000000`, exact: true })).toBeVisible();
   });
+
+  test("a group's rows still on their way are one row across the table at every width, the columns in their places", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:loading${randomBytes(2).toString("hex")}`;
+    const group = `${prefix}-jobs`;
+    for (const c of clients) {
+      const pipeline = c.pipeline();
+      for (let i = 0; i < 300; i++) pipeline.set(`${group}/job-${String(i).padStart(4, "0")}`, `holder-${i}`, "PX", 600_000);
+      await pipeline.exec();
+    }
+    // The group's rows after the first page never come: scrolled there, the table shows them loading.
+    await page.route(
+      (url) => url.pathname === "/api/locks" && url.searchParams.get("group") === group && url.searchParams.get("offset") !== "0",
+      () => undefined,
+    );
+    await page.setViewportSize({ width: 1440, height: 1000 });
+    await page.goto(`/?group=${encodeURIComponent(group)}`);
+    await expect(page.getByText("300 locks", { exact: true })).toBeVisible({ timeout: 30_000 });
+    await page.locator(".locks-scroll").evaluate((box) => box.scrollTo(0, 38 * 200));
+    const table = page.getByRole("table", { name: "Locks" });
+    await expect(table.getByRole("row", { name: "Loading…" }).first()).toBeVisible();
+
+    // Where the row's cells start and end, and where the header's do (the columns a width shows, and the resource's share).
+    const extent = () =>
+      table.evaluate((el) => {
+        const span = (cells: Element[]) => {
+          const boxes = cells.map((c) => c.getBoundingClientRect()).filter((r) => r.width > 0);
+          return `${Math.round(Math.min(...boxes.map((r) => r.left)))}–${Math.round(Math.max(...boxes.map((r) => r.right)))}`;
+        };
+        const head = [...el.querySelectorAll("thead th")];
+        const loading = [...el.querySelectorAll("tbody tr")].find((r) => r.textContent?.includes("Loading…"));
+        return { header: span(head), loading: loading ? span([...loading.children]) : "none" };
+      });
+    for (const width of [1440, 1100, 390]) {
+      await page.setViewportSize({ width, height: width < 800 ? 844 : 1000 });
+      await settled(page);
+      const { header, loading } = await extent();
+      expect(loading, `the loading row at ${width} px`).toBe(header);
+      expect(await layoutProblems(page), `${width} px`).toEqual([]);
+    }
+    expect(await accessibilityProblems(page), "axe on rows loading").toEqual([]);
+  });
 });
