@@ -350,6 +350,8 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
         now={now}
         offsetMs={offsetMs}
         showDeployment={deploymentsOf(live.data?.nodes ?? []).length > 0}
+        // A group opened for one deployment: its title says which.
+        deploymentColumn={deploymentsOf(live.data?.nodes ?? []).length > 0 && !deployment}
         empty={!loaded ? "Loading locks…" : search ? "No lock in this group matches the search." : "No locks in this group right now."}
         onRange={onRange}
         scrollerRef={(virtualizer) => {

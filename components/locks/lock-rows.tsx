@@ -129,6 +129,7 @@ export function LockRowsTable({
   onRange,
   scrollerRef,
   showDeployment = false,
+  deploymentColumn = showDeployment,
 }: {
   count: number;
   /** Where the rows start among all there are (a large group's table shows a range of them), and how many there are. */
@@ -143,8 +144,13 @@ export function LockRowsTable({
   empty: ReactNode;
   onRange?: (first: number, last: number) => void;
   scrollerRef?: (virtualizer: Virtualizer<HTMLDivElement, Element>) => void;
-  /** Where the console watches several deployments: a Deployment column, and lock links that name it. */
+  /** Where the console watches several deployments: lock links and row names that name the lock's. */
   showDeployment?: boolean;
+  /**
+   * A Deployment column: where the console watches several, unless the table shows one deployment's locks only
+   * (every row would say the name its filter or title says). @default showDeployment
+   */
+  deploymentColumn?: boolean;
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   // A scroll re-renders in React's next task rather than inside the scroll event (flushSync), so a burst of
@@ -157,7 +163,7 @@ export function LockRowsTable({
   const first = items[0]?.index ?? 0;
   const last = items[items.length - 1]?.index ?? 0;
   useEffect(() => onRange?.(first, last), [first, last, onRange]);
-  const columnCount = useShownColumns(scroller, ALWAYS_SHOWN.length + (showDeployment ? 1 : 0));
+  const columnCount = useShownColumns(scroller, ALWAYS_SHOWN.length + (deploymentColumn ? 1 : 0));
   return (
     <div className="locks-scroll" ref={scroller}>
       <table className="locks-table" aria-label="Locks" aria-rowcount={rowCount + 1} style={{ "--node-count": nodeCount } as CSSProperties}>
@@ -165,7 +171,7 @@ export function LockRowsTable({
           <tr aria-rowindex={1}>
             {COLUMNS.map((col) => [
               <SortHeader key={col.key} column={col.key} label={col.label} sort={sort} onSort={onSort} className={`col-${col.key}`} />,
-              showDeployment && col.key === "resource" ? (
+              deploymentColumn && col.key === "resource" ? (
                 <th key="deployment" scope="col" className="col-deployment">
                   Deployment
                 </th>
@@ -190,7 +196,17 @@ export function LockRowsTable({
                 </tr>
               );
             }
-            return <LockRow key={`${lock.deployment}\u0000${lock.resource}`} lock={lock} index={firstRow + item.index} now={now} offsetMs={offsetMs} showDeployment={showDeployment} />;
+            return (
+              <LockRow
+                key={`${lock.deployment}\u0000${lock.resource}`}
+                lock={lock}
+                index={firstRow + item.index}
+                now={now}
+                offsetMs={offsetMs}
+                showDeployment={showDeployment}
+                deploymentColumn={deploymentColumn}
+              />
+            );
           })}
           {bottom > 0 && (
             <tr aria-hidden className="spacer">
@@ -216,7 +232,21 @@ export function LockRowsTable({
  * only when its lock, its place or the clock changed, not for every scroll step. Its link does not prefetch
  * the lock's page: a page is rendered by the console, and a scrolling table would ask for one per row shown.
  */
-const LockRow = memo(function LockRow({ lock, index, now, offsetMs, showDeployment }: { lock: Lock; index: number; now: number; offsetMs: number; showDeployment: boolean }) {
+const LockRow = memo(function LockRow({
+  lock,
+  index,
+  now,
+  offsetMs,
+  showDeployment,
+  deploymentColumn,
+}: {
+  lock: Lock;
+  index: number;
+  now: number;
+  offsetMs: number;
+  showDeployment: boolean;
+  deploymentColumn: boolean;
+}) {
   const live = lock.state === "held" || lock.state === "partial" || lock.state === "elapsed";
   const heldFor = live && lock.acquiredAt ? now + offsetMs - lock.acquiredAt : null;
   const c = lock.contention;
@@ -234,7 +264,7 @@ const LockRow = memo(function LockRow({ lock, index, now, offsetMs, showDeployme
           </Link>
         )}
       </th>
-      {showDeployment && (
+      {deploymentColumn && (
         <td className="col-deployment" data-truncates title={lock.deployment}>
           {lock.deployment}
         </td>

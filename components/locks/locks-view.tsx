@@ -198,6 +198,8 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
         now={now}
         offsetMs={offsetMs}
         showDeployment={deployments.length > 0}
+        // Filtered by one deployment: the filter says which.
+        deploymentColumn={deployments.length > 0 && shownDeployment === ""}
         empty={
           !data?.ready ? (
             "Loading locks…"

@@ -216,6 +216,44 @@ test.describe("a console watching three deployments", () => {
     }
   });
 
+  test("a table shown for one deployment has no Deployment column, and its rows still open that deployment's lock", async ({ page }) => {
+    const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
+    expect(signIn.status(), await signIn.text()).toBe(200);
+    const group = `lock:one${randomBytes(2).toString("hex")}`;
+    try {
+      for (const c of clients.slice(0, 3)) await c.set(`${group}/on-orders`, "orders-holder", "PX", 120_000);
+      await clients[3]!.set(`${group}/on-cache`, "cache-holder", "PX", 120_000);
+      const table = page.getByRole("table", { name: "Locks" });
+      const column = table.getByRole("columnheader", { name: "Deployment" });
+
+      // A group opened for one deployment: every row would say the same name, which the title says once.
+      await page.goto(`${origin}/?group=${encodeURIComponent(group)}&deployment=cache`);
+      const onCache = table.getByRole("row", { name: `${group}/on-cache on cache`, exact: true });
+      await expect(onCache).toBeVisible();
+      await expect(column).toHaveCount(0);
+      await expect(onCache.getByRole("cell", { name: "cache", exact: true })).toHaveCount(0);
+      await expect(onCache.getByRole("link", { name: `${group}/on-cache` })).toHaveAttribute("href", `/locks/${encodeURIComponent(`${group}/on-cache`)}?deployment=cache`);
+
+      // The same group, every deployment's locks: the column says which is which.
+      await page.goto(`${origin}/?group=${encodeURIComponent(group)}`);
+      await expect(table.getByRole("row", { name: `${group}/on-orders on orders`, exact: true })).toBeVisible();
+      await expect(column).toBeVisible();
+
+      // The table of every lock, filtered by one deployment: no column either, until the filter is taken off.
+      await page.goto(`${origin}/`);
+      await expect(table.getByRole("row", { name: `${group}/on-orders on orders`, exact: true })).toBeVisible();
+      await expect(column).toBeVisible();
+      await page.getByRole("combobox", { name: "Deployment" }).selectOption("cache");
+      await expect(table.getByRole("row", { name: `${group}/on-orders on orders`, exact: true })).toHaveCount(0);
+      await expect(column).toHaveCount(0);
+      await expect(onCache.getByRole("link", { name: `${group}/on-cache` })).toHaveAttribute("href", `/locks/${encodeURIComponent(`${group}/on-cache`)}?deployment=cache`);
+      await page.getByRole("combobox", { name: "Deployment" }).selectOption("");
+      await expect(column).toBeVisible();
+    } finally {
+      await Promise.all([...clients.slice(0, 3).map((c) => c.del(`${group}/on-orders`)), clients[3]!.del(`${group}/on-cache`)]);
+    }
+  });
+
   test("the nodes panel shows each node's replicas and how far behind each is", async ({ page }) => {
     const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
     expect(signIn.status(), await signIn.text()).toBe(200);
