@@ -2,6 +2,7 @@
 
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
+import { useRef } from "react";
 import { GROUPED_VIEW_ABOVE } from "@/lib/locks/groups";
 import type { LockDetail, LockReplication } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
@@ -45,6 +46,7 @@ const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
  */
 export function LockDetailView({ resource, deployment }: { resource: string; deployment?: string }) {
   const now = useNow(250);
+  const title = useRef<HTMLHeadingElement>(null);
   const query = useQuery({
     queryKey: lockDetailKey(resource, deployment ?? null),
     queryFn: () => apiFetch<DetailResponse>(`/api/locks/${encodeURIComponent(resource)}${deployment === undefined ? "" : `?deployment=${encodeURIComponent(deployment)}`}`),
@@ -95,8 +97,11 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
         <Link href="/">← All locks</Link>
       </p>
       <div className="detail-title">
-        <h1 className="mono">{lock.resource}</h1>
-        <ForceReleaseButton resource={lock.resource} lock={lock} serverOffsetMs={offsetMs} {...(group !== undefined ? { group } : {})} />
+        {/* Focusable from script only: the focus comes back here when a release took the button away. */}
+        <h1 className="mono" tabIndex={-1} ref={title}>
+          {lock.resource}
+        </h1>
+        <ForceReleaseButton resource={lock.resource} lock={lock} serverOffsetMs={offsetMs} focusAfter={() => title.current} {...(group !== undefined ? { group } : {})} />
       </div>
       <div className="panel detail-grid">
         <dl>

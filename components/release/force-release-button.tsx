@@ -18,6 +18,11 @@ export interface ForceReleaseButtonProps {
   group?: string;
   /** Called once the release succeeded. */
   onReleased?: (response: ReleaseResponse) => void;
+  /**
+   * Where the focus goes when the dialog closes and this button has gone (the lock released or ended meanwhile):
+   * the page's own place for it (its title), rather than the top of the document.
+   */
+  focusAfter?: () => HTMLElement | null;
   className?: string;
 }
 
@@ -28,7 +33,7 @@ export interface ForceReleaseButtonProps {
  */
 let host: Root | null = null;
 
-function openDialog(queryClient: QueryClient, props: Omit<ReleaseDialogProps, "onClosed">): void {
+function openDialog(queryClient: QueryClient, props: Omit<ReleaseDialogProps, "onClosed">, opener: HTMLElement, focusAfter?: () => HTMLElement | null): void {
   if (!host) {
     const element = document.createElement("div");
     element.dataset.lockscope = "force-release-dialog";
@@ -38,7 +43,15 @@ function openDialog(queryClient: QueryClient, props: Omit<ReleaseDialogProps, "o
   const root = host;
   root.render(
     <QueryClientProvider client={queryClient}>
-      <ReleaseDialog key={`${props.resource}:${Date.now()}`} {...props} onClosed={() => root.render(null)} />
+      <ReleaseDialog
+        key={`${props.resource}:${Date.now()}`}
+        {...props}
+        onClosed={() => {
+          root.render(null);
+          // A closed modal dialog gives the focus back to the element that had it, the button, when it is still there.
+          if (!opener.isConnected) focusAfter?.()?.focus();
+        }}
+      />
     </QueryClientProvider>,
   );
 }
@@ -49,16 +62,26 @@ function openDialog(queryClient: QueryClient, props: Omit<ReleaseDialogProps, "o
  * not filled: the filled red is kept for the dialog's final "Release". Renders nothing for viewers, and
  * nothing once the lock has ended.
  */
-export function ForceReleaseButton({ resource, lock, serverOffsetMs = 0, group, onReleased, className }: ForceReleaseButtonProps) {
+export function ForceReleaseButton({ resource, lock, serverOffsetMs = 0, group, onReleased, focusAfter, className }: ForceReleaseButtonProps) {
   const isOperator = useIsOperator();
   const queryClient = useQueryClient();
   if (!isOperator || !isLive(lock.state)) return null;
+  // Taken off the page (the lock ended, or its release landed after the dialog closed) while it had the focus:
+  // the focus goes to the page's place for it, not to the top of the document. (The cleanup runs before React
+  // removes the button; it runs on every render too, where the button stays.)
+  const keepFocus = (button: HTMLButtonElement) => () => {
+    if (document.activeElement !== button) return;
+    queueMicrotask(() => {
+      if (!button.isConnected) focusAfter?.()?.focus();
+    });
+  };
   return (
     <button
+      ref={keepFocus}
       type="button"
       className={`button danger-outline ${className ?? ""}`}
       aria-haspopup="dialog"
-      onClick={() => openDialog(queryClient, { resource, lock, serverOffsetMs, onReleased, ...(group !== undefined ? { group } : {}) })}
+      onClick={(event) => openDialog(queryClient, { resource, lock, serverOffsetMs, onReleased, ...(group !== undefined ? { group } : {}) }, event.currentTarget, focusAfter)}
     >
       Force release
     </button>
