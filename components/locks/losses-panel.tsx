@@ -6,6 +6,7 @@ import type { LockLoss } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
 import { TableHead, TableScroll } from "../table-scroll";
 import { formatDuration, lockHref } from "./format";
+import { useNow } from "./use-live-locks";
 
 /** How many rows each of the panel's lists shows; `GET /api/losses` gives them all. */
 const SHOWN = 10;
@@ -19,11 +20,14 @@ const count = (n: number) => (n === 1 ? "1 lock" : `${n.toLocaleString("en")} lo
  * that kept its quorum on the other nodes) folded away.
  */
 export function LossesPanel() {
-  const { data } = useQuery({
+  const { data, dataUpdatedAt } = useQuery({
     queryKey: ["losses"],
     queryFn: () => apiFetch<{ serverTime: number; deployments: string[]; losses: LockLoss[] }>("/api/losses"),
     refetchInterval: 10_000,
   });
+  // Ages count on with the browser's clock, set to the console's by its last answer: between two answers (10 s
+  // apart), and after the last one where the console stops answering, "5.0 s ago" stays true.
+  const now = useNow(1_000) + (data ? data.serverTime - dataUpdatedAt : 0);
   const losses = data?.losses ?? [];
   if (!data || losses.length === 0) return null;
   // (Where the console watches several deployments, a lock's page and its node are named with its deployment.)
@@ -41,7 +45,7 @@ export function LossesPanel() {
             {rows.slice(0, SHOWN).map((loss) => (
               <tr key={`${loss.deployment} ${loss.resource} ${loss.node} ${loss.at}`}>
                 <td className="mono" title={new Date(loss.at).toISOString()}>
-                  {formatDuration(data.serverTime - loss.at)} ago
+                  {formatDuration(now - loss.at)} ago
                 </td>
                 <td className="mono wraps">
                   <Link href={lockHref(loss.resource, multi ? loss.deployment : undefined)}>{loss.resource}</Link>

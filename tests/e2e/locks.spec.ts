@@ -141,6 +141,31 @@ test.describe("live locks", () => {
     await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
   });
 
+  test("a loss's age in the losses panel counts on between the console's answers, also when they stop coming", async ({ page, signIn }) => {
+    await signIn("viewer");
+    await page.clock.install();
+    const resource = unique("lost-age");
+    // The console's answer once, as it gives it (when, by its clock, and what); then it no longer answers.
+    let answered = false;
+    await page.route("**/api/losses", async (route) => {
+      if (answered) return route.abort();
+      answered = true;
+      const now = Date.now();
+      await route.fulfill({
+        json: {
+          serverTime: now,
+          deployments: ["default"],
+          losses: [{ at: now - 5_000, resource, deployment: "default", node: "node-1", kind: "restart", detail: "node-1 restarted without this lock", token: "t-1", wentOn: false }],
+        },
+      });
+    });
+    await page.goto("/");
+    const row = page.getByRole("table", { name: "Lost and gone" }).getByRole("row").filter({ hasText: resource });
+    await expect(row.getByRole("cell").first()).toHaveText(/^\d+(\.\d)? s ago$/);
+    await page.clock.runFor(60_000);
+    await expect(row.getByRole("cell").first()).toHaveText(/^1 min \d+ s ago$/);
+  });
+
   test("a lock whose key is too long to open is listed without a link, and says why", async ({ page, request, signIn }) => {
     await signIn("viewer");
     clients = await lockNodeClients(request);
