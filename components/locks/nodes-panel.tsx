@@ -2,7 +2,7 @@
 
 import type { ReplicationState } from "@/lib/locks/replication";
 import { notUpText, useHealth, type HealthNode } from "../node-status";
-import { useLiveNodes } from "./use-live-locks";
+import { useLiveNodes, useNow } from "./use-live-locks";
 import { formatDuration } from "./format";
 import { MessageText } from "../message-text";
 import { TableHead, TableScroll } from "../table-scroll";
@@ -91,9 +91,12 @@ const NOTIFICATIONS_TEXT: Record<HealthNode["notifications"], string> = {
 
 /** Per node: reachability, latency, notifications, last event, reconnects, persistence vs TTLs, clock skew, replication. */
 export function NodesPanel() {
-  const { data } = useHealth();
+  const { data, dataUpdatedAt } = useHealth();
   // Up, answering and latency from the live stream (as the header and the counts above); the rest from health.
   const live = useLiveNodes().data?.nodes ?? [];
+  // How long since health was read (every 5 s): a node's last event counts on meanwhile, and after the last read
+  // where the console stops answering, rather than saying the age it had then.
+  const sinceRead = Math.max(0, useNow(1_000) - dataUpdatedAt);
   if (!data) return null;
   const nodes = data.nodes as NodeFacts[];
   const multi = new Set(nodes.map((n) => n.deployment)).size > 1;
@@ -130,7 +133,7 @@ export function NodesPanel() {
                     {NOTIFICATIONS_TEXT[node.notifications]}
                     {lastRead}
                   </td>
-                  <td className="mono">{node.watcher?.lastEventAgeMs == null ? "none yet" : `${formatDuration(node.watcher.lastEventAgeMs)} ago`}</td>
+                  <td className="mono">{node.watcher?.lastEventAgeMs == null ? "none yet" : `${formatDuration(node.watcher.lastEventAgeMs + sinceRead)} ago`}</td>
                   <td className="mono">{node.watcher ? `${node.watcher.reconnects}` : "—"}</td>
                   <td className="wraps">
                     {aof == null ? "unknown" : persistent ? "AOF on" : `AOF off${save ? `, RDB save "${save}"` : ", no RDB save"}`}

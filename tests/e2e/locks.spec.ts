@@ -166,6 +166,28 @@ test.describe("live locks", () => {
     await expect(row.getByRole("cell").first()).toHaveText(/^1 min \d+ s ago$/);
   });
 
+  test("a node's last event in the Nodes panel counts on between the console's answers, also when they stop coming", async ({ page, signIn }) => {
+    await signIn("viewer");
+    await page.clock.install();
+    // The console's answer once, each node's last event 2 s before it; then it no longer answers.
+    let answered = false;
+    await page.route("**/api/health", async (route) => {
+      if (answered) return route.abort();
+      answered = true;
+      const response = await route.fetch();
+      const body = (await response.json()) as { nodes: Array<{ watcher?: { lastEventAgeMs: number | null } }> };
+      for (const node of body.nodes) if (node.watcher) node.watcher.lastEventAgeMs = 2_000;
+      await route.fulfill({ response, json: body });
+    });
+    await page.goto("/");
+    const nodes = page.getByRole("table", { name: "Lock nodes" });
+    const lastEvent = nodes.getByRole("row", { name: "node-0", exact: true }).getByRole("cell").nth(3);
+    await expect(nodes.getByRole("columnheader").nth(4)).toHaveText("Last event");
+    await expect(lastEvent).toHaveText(/^\d+(\.\d)? s ago$/);
+    await page.clock.runFor(60_000);
+    await expect(lastEvent).toHaveText(/^1 min \d+ s ago$/);
+  });
+
   test("a lock whose key is too long to open is listed without a link, and says why", async ({ page, request, signIn }) => {
     await signIn("viewer");
     clients = await lockNodeClients(request);
