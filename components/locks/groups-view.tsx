@@ -211,11 +211,14 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
   const baseKey = JSON.stringify(base);
 
   const total = useRef(0);
+  // Whether `total` was told by a page of this search and sort (kept while the pages scrolled to are on their way).
+  const totalKnown = useRef(false);
   const totalKey = useRef(baseKey);
   const [windowStart, setWindowStart] = useState(0);
   if (totalKey.current !== baseKey) {
     totalKey.current = baseKey;
     total.current = 0;
+    totalKnown.current = false;
     if (windowStart !== 0) setWindowStart(0);
     // Another search or sort starts at the table's top (it scrolls there below): its pages are asked for there
     // only, not first where the last one was scrolled to (as many rows on screen, from the first).
@@ -244,7 +247,10 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
     })),
   });
   const loaded = pages.find((p) => p.data)?.data;
-  if (loaded) total.current = loaded.total;
+  if (loaded) {
+    total.current = loaded.total;
+    totalKnown.current = true;
+  }
   const shown = rowsWindow(total.current, windowStart);
   const error = pages.find((p) => p.error)?.error;
 
@@ -335,7 +341,9 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
           </>
         }
         search={{ label: "Search this group", placeholder: "Search by resource or holder", value: text, onChange: setText }}
-        count={loaded ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? (total.current === 1 ? " matches" : " match") : ""}` : "Loading locks…"}
+        // (Scrolled to rows still on their way, no page on screen has come yet: the count stays what the last one said,
+        // rather than "Loading locks…" and back, each read out.)
+        count={totalKnown.current ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? (total.current === 1 ? " matches" : " match") : ""}` : "Loading locks…"}
       />
       {error && <LoadError what="the locks" error={error} />}
       {total.current > GROUP_ROWS_WINDOW && <RowsWindowNav shown={shown} total={total.current} onMove={moveWindow} />}

@@ -383,6 +383,8 @@ test.describe("grouped view of a large fleet", () => {
     await page.locator(".locks-scroll").evaluate((box) => box.scrollTo(0, 38 * 200));
     const table = page.getByRole("table", { name: "Locks" });
     await expect(table.getByRole("row", { name: "Loading…" }).first()).toBeVisible();
+    // The count (read out as it changes) still says how many there are: they are known, only these rows are not.
+    await expect(page.locator(".locks-tools [aria-live]")).toHaveText("300 locks");
 
     // Where the row's cells start and end, and where the header's do (the columns a width shows, and the resource's share).
     const extent = () =>
