@@ -46,6 +46,9 @@ export function lockHref(resource: string, deployment?: string): string {
   return `/locks/${encodeURIComponent(resource)}${deployment === undefined ? "" : `?deployment=${encodeURIComponent(deployment)}`}`;
 }
 
+/** A group's page; with a deployment, that deployment's locks of the group only. */
+export const groupHref = (group: string, deployment = "") => `/?group=${encodeURIComponent(group)}${deployment ? `&deployment=${encodeURIComponent(deployment)}` : ""}`;
+
 /** The deployments the console watches, from its nodes' watchers: named only where there are several (else empty). */
 export function deploymentsOf(nodes: ReadonlyArray<{ deployment?: string }>): string[] {
   const names: string[] = [];

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { GROUP_ROWS_WINDOW, rowsWindow, type GroupSort, type LockGroup, type LockGroupsPage, type LocksPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
-import { contentionText, deploymentsOf, formatDuration, holderText, nodeColumnCount } from "./format";
+import { contentionText, deploymentsOf, formatDuration, groupHref, holderText, nodeColumnCount } from "./format";
 import { liveFeed } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { useLiveLocks, useNow } from "./use-live-locks";
@@ -31,8 +31,6 @@ const GROUP_COLUMNS: Array<{ key: GroupSort; label: string }> = [
   { key: "ttl", label: "Shortest TTL" },
 ];
 
-/** A group's page; with a deployment, that deployment's locks of the group only. */
-export const groupHref = (group: string, deployment = "") => `/?group=${encodeURIComponent(group)}${deployment ? `&deployment=${encodeURIComponent(deployment)}` : ""}`;
 /** Every group, of one deployment where one is given. */
 const allGroupsHref = (deployment: string | null) => (deployment ? `/?deployment=${encodeURIComponent(deployment)}` : "/");
 

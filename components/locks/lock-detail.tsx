@@ -9,7 +9,7 @@ import { apiFetch, ApiRequestError } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
 import { ContentionChart } from "./contention-chart";
 import { DeploymentChoices } from "./deployment-choices";
-import { contentionText, FORMAT_LABEL, formatDuration, holderLine, holderText, lockHref } from "./format";
+import { contentionText, FORMAT_LABEL, formatDuration, groupHref, holderLine, holderText, lockHref } from "./format";
 import { LockBadges, NodeDots, TtlBar } from "./lock-bits";
 import { lockDetailKey, type FeedScope } from "./live-feed";
 import { useLiveLocks, useLiveNodes, useNow } from "./use-live-locks";
@@ -94,7 +94,8 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
   return (
     <section className="lock-detail">
       <p>
-        <Link href="/">← All locks</Link>
+        {/* A large fleet's locks page lists groups: the way back is to this lock's group, as it was opened from. */}
+        {group !== undefined ? <Link href={groupHref(group)}>← {group}</Link> : <Link href="/">← All locks</Link>}
       </p>
       <div className="detail-title">
         {/* Focusable from script only: the focus comes back here when a release took the button away. */}

@@ -318,6 +318,30 @@ test.describe("grouped view of a large fleet", () => {
     expect(await received()).toBeLessThan(100_000);
   });
 
+  test("a lock's page in a large fleet leads back to its group, not to the list of every group", async ({ page, request, signIn }) => {
+    test.setTimeout(120_000);
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:back${randomBytes(2).toString("hex")}`;
+    await holdFleet(clients, prefix);
+    const group = `${prefix}-orders`;
+    const resource = `${group}/job-0007`;
+    await page.goto("/");
+    const groups = page.getByRole("table", { name: "Lock groups" });
+    await expect(groups.getByRole("row", { name: group, exact: true })).toBeVisible({ timeout: 60_000 });
+    await groups.getByRole("link", { name: group, exact: true }).click();
+    const table = page.getByRole("table", { name: "Locks" });
+    await table.getByRole("link", { name: resource, exact: true }).click();
+    await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
+
+    const back = page.getByRole("link", { name: `← ${group}` });
+    await expect(back).toBeVisible();
+    await back.click();
+    await expect(page).toHaveURL(`/?group=${encodeURIComponent(group)}`);
+    await expect(page.getByRole("heading", { level: 2, name: group })).toBeVisible();
+    await expect(table.getByRole("row", { name: resource, exact: true })).toBeVisible();
+  });
+
   test("a group larger than a table can scroll is shown a range of rows at a time, with the way to the next and back", async ({ page, request, signIn }) => {
     test.setTimeout(180_000);
     await signIn("viewer");
