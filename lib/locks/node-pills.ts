@@ -3,6 +3,8 @@ import type { WatcherStatus } from "./types";
 /** How a node is shown in the header: one pill. */
 export interface PillNode {
   id: string;
+  /** What the pill is called to a screen reader and in its title: the node id, with its deployment where the console watches several (ids repeat across them). */
+  name: string;
   up: boolean;
   /** How it is not up (`notUpText`). */
   notUp: string;
@@ -26,17 +28,28 @@ export function notUpText(node: Pick<WatcherStatus, "reading" | "answering">): s
 export function nodePills(statuses: readonly WatcherStatus[], nodesUp?: number): { nodes: PillNode[]; status: "ok" | "degraded" | "down"; summary: string } {
   const total = statuses.length;
   const up = nodesUp ?? statuses.filter((n) => n.up).length;
-  const quorumOk = up >= Math.floor(total / 2) + 1;
+  // Each deployment's quorum is a majority of its own nodes: where the console watches several, a majority of
+  // all of them says nothing (three of five nodes up is no quorum for a Redlock set that has one of its three).
+  const deployments = new Map<string, WatcherStatus[]>();
+  for (const n of statuses) deployments.set(n.deployment ?? "", [...(deployments.get(n.deployment ?? "") ?? []), n]);
+  const several = deployments.size > 1;
+  const majority = (count: number) => Math.floor(count / 2) + 1;
+  const lostOn = several ? [...deployments].filter(([, own]) => own.filter((n) => n.up).length < majority(own.length)).map(([name]) => name) : [];
+  const quorumOk = several ? lostOn.length === 0 : up >= majority(total);
   const nodes = statuses.map((n): PillNode => {
     const notUp = notUpText(n);
     const refused = n.refusedPatterns?.length ? ` · refuses the console the lock patterns ${[...new Set(n.refusedPatterns.map((r) => r.glob))].join(", ")}` : "";
     const unserved = n.unservedSlots ? ` · ${n.unservedSlots} ${n.unservedSlots === 1 ? "slot" : "slots"} served by no primary (their locks unreadable)` : "";
-    return { id: n.nodeId, up: n.up, notUp, reading: n.reading !== undefined, notifications: n.notifications, partial: refused !== "" || unserved !== "", title: `${n.nodeId} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}${refused}${unserved}` };
+    const name = several ? `${n.deployment ?? ""} ${n.nodeId}` : n.nodeId;
+    return { id: n.nodeId, name, up: n.up, notUp, reading: n.reading !== undefined, notifications: n.notifications, partial: refused !== "" || unserved !== "", title: `${name} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}${refused}${unserved}` };
   });
   const degraded = nodes.some((n) => !n.up || n.notifications === "unavailable" || n.partial);
   // A node whose locks are still being read (start-up, a reconnect) is not down: it is not counted yet.
   const reading = statuses.filter((n) => !n.up && n.reading).length;
-  const status = reading > 0 ? "degraded" : !quorumOk ? "down" : degraded ? "degraded" : "ok";
-  const summary = reading > 0 ? `${up}/${total} up · reading the locks of ${reading} ${reading === 1 ? "node" : "nodes"}` : `${up}/${total} up · quorum ${quorumOk ? "ok" : "lost"} · ${status}`;
+  // Several deployments, as /api/health says them: down only when every one lost its quorum (the others' locks are
+  // still shown), degraded when any is not ok.
+  const status = reading > 0 ? "degraded" : several && lostOn.length > 0 ? (lostOn.length === deployments.size ? "down" : "degraded") : !quorumOk ? "down" : degraded ? "degraded" : "ok";
+  const quorum = quorumOk ? "ok" : several ? `lost on ${lostOn.join(", ")}` : "lost";
+  const summary = reading > 0 ? `${up}/${total} up · reading the locks of ${reading} ${reading === 1 ? "node" : "nodes"}` : `${up}/${total} up · quorum ${quorum} · ${status}`;
   return { nodes, status, summary };
 }

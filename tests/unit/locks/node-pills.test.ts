@@ -37,4 +37,28 @@ describe("the header's node pills", () => {
     expect(pills.nodes[0]?.partial).toBe(true);
     expect(pills.nodes[0]?.title).toContain("5461 slots served by no primary");
   });
+
+  it("where the console watches several deployments, says a quorum lost on one of them, as /api/health does", () => {
+    // orders: a Redlock set of three, two of them down; cache and failover: one instance each, up.
+    const statuses = [
+      node({ nodeId: "node-0", deployment: "orders" }),
+      node({ nodeId: "node-1", deployment: "orders", up: false }),
+      node({ nodeId: "node-2", deployment: "orders", up: false }),
+      node({ nodeId: "node-0", deployment: "cache" }),
+      node({ nodeId: "node-0", deployment: "failover" }),
+    ];
+    const pills = nodePills(statuses, 3);
+    // 3 of 5 nodes up is a majority of the five, but no deployment's quorum is made of the others' nodes.
+    expect(pills.summary).toBe("3/5 up · quorum lost on orders · degraded");
+    expect(pills.status).toBe("degraded");
+    // Each pill is one deployment's node: told apart by name, not only by its node id (which repeats).
+    expect(pills.nodes.map((n) => n.name)).toEqual(["orders node-0", "orders node-1", "orders node-2", "cache node-0", "failover node-0"]);
+
+    // Every deployment with its quorum: ok; every one without: down.
+    expect(nodePills(statuses.map((s) => ({ ...s, up: true }))).summary).toBe("5/5 up · quorum ok · ok");
+    const down = nodePills(statuses.map((s) => ({ ...s, up: false })));
+    expect([down.summary, down.status]).toEqual(["0/5 up · quorum lost on orders, cache, failover · down", "down"]);
+    // One deployment: as before.
+    expect(nodePills([node(), node({ nodeId: "node-1", up: false }), node({ nodeId: "node-2", up: false })]).summary).toBe("1/3 up · quorum lost · down");
+  });
 });
