@@ -209,14 +209,19 @@ export class LockColumns {
     return Array.from({ length: this.length }, (_, i) => i);
   }
 
-  /** Rows compared by the column in `order`, ties by resource; unknown figures after every known one, in either order. */
+  /**
+   * Rows compared by the column in `order`, ties by resource, then (the same resource on several deployments) by
+   * deployment, both ascending in either order, as the table of a small fleet sorts them; unknown figures after
+   * every known one, in either order.
+   */
   compare(order: SortOrder): (i: number, j: number) => number {
     const dir = order === "asc" ? 1 : -1;
-    const { resources, numbers, texts } = this;
-    const byResource = (i: number, j: number) => byText(resources[i] as string, resources[j] as string);
+    const { resources, deployments, numbers, texts } = this;
+    const byDeployment = (i: number, j: number) => byText(deployments[i] ?? "", deployments[j] ?? "");
+    const byResource = (i: number, j: number) => byText(resources[i] as string, resources[j] as string) || byDeployment(i, j);
     switch (this.key) {
       case "resource":
-        return (i, j) => byResource(i, j) * dir;
+        return (i, j) => byText(resources[i] as string, resources[j] as string) * dir || byDeployment(i, j);
       case "holder":
         return (i, j) => byText(texts[i] as string, texts[j] as string) * dir || byResource(i, j);
       case "fence":

@@ -44,13 +44,14 @@ function serverOrder(locks: readonly Lock[], key: (typeof LOCK_SORTS)[number], o
       quorumHeld: l.quorumHeld,
       attemptsPerMin: l.contention.attemptsPerMin,
       waiters: l.contention.waiters,
+      deployment: l.deployment,
     };
     columns.add(summary);
   }
   return columns
     .rows()
     .sort(columns.compare(order))
-    .map((i) => columns.resources[i]!);
+    .map((i) => `${columns.resources[i]!} on ${columns.deployments[i]!}`);
 }
 
 describe("the order of the locks table", () => {
@@ -62,10 +63,13 @@ describe("the order of the locks table", () => {
     lock("lock:d", { token: "bob-4", expiresAt: 30_000, contention: { attemptsPerMin: 0, waiters: 0, source: "engine" } }),
     lock("lock:c", { token: "_carol-5", state: "elapsed", fence: "9007199254740993" }),
     lock("Lock:f", { token: "zed-6", fence: "9007199254740992" }),
+    // The same resource on two deployments (listed in the order the console may hold them, not by name): two rows.
+    lock("lock:g", { deployment: "orders", token: "same-7" }),
+    lock("lock:g", { deployment: "cache", token: "same-7" }),
   ];
 
   it.each(LOCK_SORTS.flatMap((key) => [[key, "asc"] as const, [key, "desc"] as const]))("by %s %s is the order the console pages a group in", (key, order) => {
-    const shown = sortLocks(locks.slice(), key, order === "asc" ? 1 : -1).map((l) => l.resource);
+    const shown = sortLocks(locks.slice(), key, order === "asc" ? 1 : -1).map((l) => `${l.resource} on ${l.deployment}`);
     expect(shown).toEqual(serverOrder(locks, key, order));
   });
 });
