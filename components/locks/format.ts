@@ -46,8 +46,24 @@ export function lockHref(resource: string, deployment?: string): string {
   return `/locks/${encodeURIComponent(resource)}${deployment === undefined ? "" : `?deployment=${encodeURIComponent(deployment)}`}`;
 }
 
-/** A group's page; with a deployment, that deployment's locks of the group only. */
-export const groupHref = (group: string, deployment = "") => `/?group=${encodeURIComponent(group)}${deployment ? `&deployment=${encodeURIComponent(deployment)}` : ""}`;
+/**
+ * A group's page; with a deployment, that deployment's locks of the group only. `filter`: the groups' filter it was
+ * opened from, which its way back to every group restores.
+ */
+export function groupHref(group: string, deployment = "", filter = ""): string {
+  const params = new URLSearchParams({ group });
+  if (deployment) params.set("deployment", deployment);
+  if (filter) params.set("filter", filter);
+  return `/?${params.toString()}`;
+}
+
+/** Every group, of one deployment where one is given, filtered by name where a filter is given. */
+export function allGroupsHref(deployment: string | null, filter = ""): string {
+  const params = new URLSearchParams();
+  if (deployment) params.set("deployment", deployment);
+  if (filter) params.set("filter", filter);
+  return params.size > 0 ? `/?${params.toString()}` : "/";
+}
 
 /** The deployments the console watches, from its nodes' watchers: named only where there are several (else empty). */
 export function deploymentsOf(nodes: ReadonlyArray<{ deployment?: string }>): string[] {

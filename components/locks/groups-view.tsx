@@ -6,7 +6,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { GROUP_ROWS_WINDOW, rowsWindow, type GroupSort, type LockGroup, type LockGroupsPage, type LocksPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
-import { contentionText, deploymentsOf, formatDuration, groupHref, holderText, nodeColumnCount } from "./format";
+import { allGroupsHref, contentionText, deploymentsOf, formatDuration, groupHref, holderText, nodeColumnCount } from "./format";
 import { liveFeed } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { useLiveLocks, useNow } from "./use-live-locks";
@@ -31,13 +31,11 @@ const GROUP_COLUMNS: Array<{ key: GroupSort; label: string }> = [
   { key: "ttl", label: "Shortest TTL" },
 ];
 
-/** Every group, of one deployment where one is given. */
-const allGroupsHref = (deployment: string | null) => (deployment ? `/?deployment=${encodeURIComponent(deployment)}` : "/");
 
 /** A search box whose value reaches the server a moment after the typing stops. */
-function useSettledText(delayMs = 250): [string, string, (text: string) => void] {
-  const [text, setText] = useState("");
-  const [settled, setSettled] = useState("");
+function useSettledText(delayMs = 250, initial = ""): [string, string, (text: string) => void] {
+  const [text, setText] = useState(initial);
+  const [settled, setSettled] = useState(initial.trim());
   useEffect(() => {
     const timer = setTimeout(() => setSettled(text.trim()), delayMs);
     return () => clearTimeout(timer);
@@ -49,13 +47,19 @@ function useSettledText(delayMs = 250): [string, string, (text: string) => void]
  * One row per group of locks (the group pattern names them), from the server, refreshed every 3 s; where the
  * console watches several deployments (`deployments`), filtered by one on demand.
  */
-export function GroupsTable({ deployments, deployment }: { deployments: readonly string[]; deployment: string }) {
+export function GroupsTable({ deployments, deployment, filter = "" }: { deployments: readonly string[]; deployment: string; filter?: string }) {
   const [sort, setSort] = useState<{ key: GroupSort; dir: 1 | -1 }>({ key: "group", dir: 1 });
-  const [text, search, setText] = useSettledText();
-  // The deployment chosen is in the address (`?deployment=`), so that a group opened from here, and the way back
-  // to all groups (its link, the browser's Back), keep it.
-  const setDeployment = useCallback((chosen: string) => window.history.replaceState(null, "", allGroupsHref(chosen)), []);
+  const [text, search, setText] = useSettledText(250, filter);
+  // The deployment chosen and the filter are in the address (`?deployment=`, `?filter=`), so that a group opened
+  // from here, and the way back to all groups (its link, the browser's Back), keep them.
+  const setDeployment = useCallback((chosen: string) => window.history.replaceState(null, "", allGroupsHref(chosen, search)), [search]);
   const shownDeployment = deployments.includes(deployment) ? deployment : "";
+  // (The address's deployment, not the one shown: until the console's deployments are known none is shown, and
+  // the address keeps the one asked for.)
+  useEffect(() => {
+    const href = allGroupsHref(deployment, search);
+    if (`${window.location.pathname}${window.location.search}` !== href) window.history.replaceState(null, "", href);
+  }, [search, deployment]);
   const now = useNow(1_000);
   const params = new URLSearchParams({ sort: sort.key, order: sort.dir === 1 ? "asc" : "desc", limit: String(GROUPS_SHOWN) });
   if (search) params.set("q", search);
@@ -87,7 +91,7 @@ export function GroupsTable({ deployments, deployment }: { deployments: readonly
             </tr>
           </thead>
           <tbody>
-            {data?.groups.map((g) => <GroupRow key={g.group} group={g} deployment={shownDeployment} now={now + offsetMs} />)}
+            {data?.groups.map((g) => <GroupRow key={g.group} group={g} deployment={shownDeployment} filter={search} now={now + offsetMs} />)}
             {data && data.groups.length === 0 && (
               <tr>
                 <td colSpan={GROUP_COLUMNS.length} className="muted empty">
@@ -116,14 +120,14 @@ function groupsCount(data: LockGroupsPage, searched: boolean): string {
   return `${groups} ${data.total === 1 ? "matches" : "match"}${firstShown}: ${n(matching)} ${matching === 1 ? "lock" : "locks"}${firstShown ? " in those" : ""} (of ${n(data.locks)} in all)`;
 }
 
-function GroupRow({ group: g, deployment, now }: { group: LockGroup; deployment: string; now: number }) {
+function GroupRow({ group: g, deployment, filter, now }: { group: LockGroup; deployment: string; filter: string; now: number }) {
   const c = g.contention;
   const contention = c.attemptsPerMin === null && c.waiters === null ? null : contentionText({ ...c, source: c.attemptsPerMin === null ? "queue" : "engine" });
   return (
     <tr aria-label={g.group}>
       <th scope="row" className="col-group mono" data-truncates title={g.group}>
         {/* No prefetch: 500 group rows on screen would each have the console render a page. */}
-        <Link href={groupHref(g.group, deployment)} prefetch={false}>
+        <Link href={groupHref(g.group, deployment, filter)} prefetch={false}>
           {g.group}
         </Link>
       </th>
@@ -198,7 +202,7 @@ function mayMove(key: SortKey, searched: boolean, before: Lock, after: Lock): bo
  * stream follows this group only: a row on screen is updated in place, and a lock arriving or leaving
  * reloads the pages on screen.
  */
-export function GroupLocks({ group, deployment = null }: { group: string; deployment?: string | null }) {
+export function GroupLocks({ group, deployment = null, filter = "" }: { group: string; deployment?: string | null; filter?: string }) {
   const client = useQueryClient();
   const live = useLiveLocks({ locks: "group", group });
   const [sort, setSort] = useState<Sort>({ key: "resource", dir: 1 });
@@ -329,7 +333,7 @@ export function GroupLocks({ group, deployment = null }: { group: string; deploy
       <TableTools
         before={
           <>
-            <Link href={allGroupsHref(deployment)} className="back-link">
+            <Link href={allGroupsHref(deployment, filter)} className="back-link">
               ← All groups
             </Link>
             <h2 className="group-title mono" title={group}>

@@ -32,6 +32,8 @@ export function LocksView() {
   const group = searchParams.get("group");
   // The grouped view's deployment filter, and a group opened from it so: that deployment's locks of the group.
   const deploymentParam = searchParams.get("deployment");
+  // The groups' filter, kept in the address as the deployment is (a group opened from it leads back to it).
+  const filterParam = searchParams.get("filter") ?? "";
   // How many locks: asked once when the page opens, then from the stream's counts (every second).
   const size = useQuery({
     queryKey: ["lock-groups", "size"],
@@ -55,9 +57,9 @@ export function LocksView() {
       {size.isError && grouped.current === null ? (
         <LoadError what="the locks" error={size.error} />
       ) : group !== null ? (
-        <GroupLocks group={group} deployment={deploymentParam} />
+        <GroupLocks group={group} deployment={deploymentParam} filter={filterParam} />
       ) : grouped.current === true ? (
-        <GroupsTable deployments={deploymentsOf(live.data?.nodes ?? [])} deployment={deploymentParam ?? ""} />
+        <GroupsTable deployments={deploymentsOf(live.data?.nodes ?? [])} deployment={deploymentParam ?? ""} filter={filterParam} />
       ) : grouped.current === false ? (
         <LocksTable />
       ) : (

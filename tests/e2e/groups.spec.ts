@@ -342,6 +342,35 @@ test.describe("grouped view of a large fleet", () => {
     await expect(table.getByRole("row", { name: resource, exact: true })).toBeVisible();
   });
 
+  test("the groups' filter is kept when a group opened from it leads back, by its link and by the browser's Back", async ({ page, request, signIn }) => {
+    test.setTimeout(120_000);
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:keep${randomBytes(2).toString("hex")}`;
+    await holdFleet(clients, prefix);
+    await page.goto("/");
+    const groups = page.getByRole("table", { name: "Lock groups" });
+    const orders = groups.getByRole("row", { name: `${prefix}-orders`, exact: true });
+    await expect(orders).toBeVisible({ timeout: 60_000 });
+    const filter = page.getByRole("searchbox", { name: "Filter groups" });
+    await filter.fill(prefix);
+    // (Once the typing settles: the filter is in the address, as the deployment chosen is.)
+    await expect(page).toHaveURL(`/?filter=${encodeURIComponent(prefix)}`);
+    await expect(groups.getByRole("row")).toHaveCount(1 + Object.keys(FLEET).length);
+
+    await orders.getByRole("link", { name: `${prefix}-orders` }).click();
+    await expect(page.getByText(`${FLEET.orders} locks`, { exact: true })).toBeVisible();
+    await page.getByRole("link", { name: "← All groups" }).click();
+    await expect(filter).toHaveValue(prefix);
+    await expect(groups.getByRole("row")).toHaveCount(1 + Object.keys(FLEET).length);
+
+    await orders.getByRole("link", { name: `${prefix}-orders` }).click();
+    await expect(page.getByText(`${FLEET.orders} locks`, { exact: true })).toBeVisible();
+    await page.goBack();
+    await expect(filter).toHaveValue(prefix);
+    await expect(groups.getByRole("row")).toHaveCount(1 + Object.keys(FLEET).length);
+  });
+
   test("a group larger than a table can scroll is shown a range of rows at a time, with the way to the next and back", async ({ page, request, signIn }) => {
     test.setTimeout(180_000);
     await signIn("viewer");
