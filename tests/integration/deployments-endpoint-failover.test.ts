@@ -1,5 +1,6 @@
 import { mkdtempSync } from "node:fs";
 import net from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import os from "node:os";
 import path from "node:path";
 import Redis from "ioredis";
@@ -47,10 +48,12 @@ async function startEndpoint(port: number): Promise<{ port: number; moveTo(port:
 describe("a standalone deployment whose endpoint moves to a promoted replica", () => {
   let cluster: TestCluster;
   let replica: RedisNode;
+  let replicaStartedAt = 0;
   let endpoint: Awaited<ReturnType<typeof startEndpoint>>;
 
   beforeAll(async () => {
     cluster = await setUpConsole({ nodes: 1 });
+    replicaStartedAt = Date.now();
     replica = await RedisNode.start({ dir: mkdtempSync(path.join(os.tmpdir(), "lockscope-endpoint-")), extraArgs: ["--replicaof", "127.0.0.1", String(cluster.ports[0])] });
     endpoint = await startEndpoint(cluster.ports[0]!);
     // A standalone instance (REDIS_URL), reached through the endpoint.
@@ -79,6 +82,13 @@ describe("a standalone deployment whose endpoint moves to a promoted replica", (
     try {
       await primary.set("lock:copied", "holder-a", "PX", 60_000);
       expect(await primary.wait(1, 5_000)).toBe(1);
+      // The console reads the node's run id and uptime at each connect and every 30 s: a server that started after
+      // its last reading (whole seconds, a second of slack) is taken for a restart, not another server. A replica
+      // in service is older than that reading; this one started a moment ago, so the reading is taken now, as
+      // the next periodic one would be.
+      await sleep(Math.max(0, replicaStartedAt + 2_500 - Date.now()));
+      const { getDeploymentLives } = await import("@/server/live");
+      await getDeploymentLives()[0]!.watchers[0]!.readRunFacts();
       // The replica is frozen and cut off: this one is on the primary alone.
       replica.pause();
       await primary.client("KILL", "TYPE", "replica");
