@@ -124,8 +124,12 @@ export async function compareAfterFailover(
  */
 export class SentinelFailoverMonitor {
   private readonly subscribers: Redis[] = [];
-  /** The new primaries compared with, by `host:port`, and when: each failover is compared once, whichever way it was seen first. */
-  private readonly handled = new Map<string, number>();
+  /**
+   * The new primary last compared with (`host:port`): each failover is compared once, whichever way it was seen
+   * first (every sentinel's announcement, the watcher reaching it). Only the last one: a failover back to a primary
+   * compared with before (A→B, B→A, A→B) is another failover, compared again however soon it comes.
+   */
+  private lastComparedWith: string | null = null;
   private stopped = false;
 
   constructor(
@@ -175,10 +179,9 @@ export class SentinelFailoverMonitor {
   private compare(from: string, toServer: { host: string; port: number }): void {
     const to = `${toServer.host}:${toServer.port}`;
     // Every sentinel announces the same switch, and the watcher may have reached the new primary first: once.
+    if (this.lastComparedWith === to || this.stopped) return;
+    this.lastComparedWith = to;
     const now = Date.now();
-    for (const [k, at] of this.handled) if (now - at > 60_000) this.handled.delete(k);
-    if (this.handled.has(to) || this.stopped) return;
-    this.handled.set(to, now);
     // Taken at once, before the watcher reconciles with the new primary and the view changes.
     const seen = seenLocks(this.target, now);
     const conn = new Redis({
