@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
 import { readInSlots } from "@/lib/locks/cluster";
 import { lostInFailover, parseSwitchMaster, type SeenLock } from "@/lib/locks/failover";
-import { decodeReading, isScriptRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
+import { decodeReading, isScriptRefused, isTransactionRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { declared, initialiseFor } from "../metrics";
 import { authOptions, tlsOptions } from "./connection";
@@ -55,13 +55,21 @@ export function seenLocks(target: FailoverTarget, now: number, include: (resourc
     .map((l) => ({ resource: l.resource, token: l.token as string, expiresAt: l.expiresAt }));
 }
 
-/** Reads lock keys on the promoted primary with the formats' batched script, or with MULTI where the node refuses scripts (as the watcher does). */
+/**
+ * Reads lock keys on the promoted primary as the watcher reads a node: with the formats' batched script, with MULTI
+ * where the node refuses scripts, and with a plain pipeline where it refuses MULTI or EXEC too (some managed services).
+ */
 async function readOnNewPrimary(conn: Redis, keys: readonly string[]): Promise<KeyReading[]> {
   try {
     return await readLockKeys(conn, keys);
   } catch (error) {
     if (!isScriptRefused(error)) throw error;
-    return readLockKeysWithoutScripts(conn, keys);
+  }
+  try {
+    return await readLockKeysWithoutScripts(conn, keys);
+  } catch (error) {
+    if (!isTransactionRefused(error)) throw error;
+    return readLockKeysWithoutScripts(conn, keys, {}, undefined, "pipeline");
   }
 }
 
