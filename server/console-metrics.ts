@@ -125,9 +125,12 @@ export async function refreshConsoleMetrics(): Promise<void> {
   const up = declared<"node" | "deployment">("lockscope_node_up");
   const latency = declared<"node" | "deployment">("lockscope_node_latency_seconds");
   const notifications = declared<"node" | "status" | "deployment">("lockscope_node_notifications");
+  const readOnly = declared<"node" | "deployment">("lockscope_node_read_only");
   for (const node of health.nodes) {
     const labels = withDeployment({ node: node.id }, node.deployment, multi);
     up.set(labels, node.up ? 1 : 0);
+    // (0 where the role is not known: a cluster, INFO refused, the node away for three readings.)
+    readOnly.set(labels, isReplica(node.replication) ? 1 : 0);
     if (node.latencyMs === null) latency.remove(labels);
     else latency.set(labels, node.latencyMs / 1000);
     for (const status of NOTIFICATION_STATUSES) notifications.set({ ...labels, status }, node.notifications === status ? 1 : 0);
@@ -164,6 +167,11 @@ export async function refreshConsoleMetrics(): Promise<void> {
     // The scrape still answers with everything else; the gap in the live view's series says the rest.
     getLogger().warn({ err: error instanceof Error ? error.message : String(error) }, "metrics: the live view could not be read");
   }
+}
+
+/** Whether a health entry's `replication` (the replication watch's fresh reading) says the node is a replica. */
+function isReplica(replication: unknown): boolean {
+  return typeof replication === "object" && replication !== null && (replication as { role?: unknown }).role === "replica";
 }
 
 /** A node fact is exported while it is known, and absent (not 0) while it is not: 0 would be a claim. */

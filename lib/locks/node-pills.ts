@@ -11,7 +11,10 @@ export interface PillNode {
   /** Not up because its locks are still being read: shown amber, not red. */
   reading?: boolean;
   notifications: WatcherStatus["notifications"];
-  /** Up, but some of its locks are not watched (lock patterns its ACL user refuses, a cluster's unserved slots): shown amber. */
+  /**
+   * Up, but some of its locks are not watched (lock patterns its ACL user refuses, a cluster's unserved slots), or it
+   * is a read-only replica now: shown amber.
+   */
   partial?: boolean;
   title: string;
 }
@@ -40,8 +43,18 @@ export function nodePills(statuses: readonly WatcherStatus[], nodesUp?: number):
     const notUp = notUpText(n);
     const refused = n.refusedPatterns?.length ? ` · refuses the console the lock patterns ${[...new Set(n.refusedPatterns.map((r) => r.glob))].join(", ")}` : "";
     const unserved = n.unservedSlots ? ` · ${n.unservedSlots} ${n.unservedSlots === 1 ? "slot" : "slots"} served by no primary (their locks unreadable)` : "";
+    const readOnly = n.readOnly ? ` · a read-only replica${n.readOnly.primary === null ? "" : ` of ${n.readOnly.primary}`} now: no lock can be taken or released there` : "";
     const name = several ? `${n.deployment ?? ""} ${n.nodeId}` : n.nodeId;
-    return { id: n.nodeId, name, up: n.up, notUp, reading: n.reading !== undefined, notifications: n.notifications, partial: refused !== "" || unserved !== "", title: `${name} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}${refused}${unserved}` };
+    return {
+      id: n.nodeId,
+      name,
+      up: n.up,
+      notUp,
+      reading: n.reading !== undefined,
+      notifications: n.notifications,
+      partial: refused !== "" || unserved !== "" || readOnly !== "",
+      title: `${name} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}${refused}${unserved}${readOnly}`,
+    };
   });
   const degraded = nodes.some((n) => !n.up || n.notifications === "unavailable" || n.partial);
   // A node whose locks are still being read (start-up, a reconnect) is not down: it is not counted yet.

@@ -203,6 +203,12 @@ export interface WatcherStatus {
   refusedPatterns?: Array<{ glob: string; rule: string }>;
   /** On a cluster, present while slots have no primary serving them (a shard lost, none promoted): how many. Their locks read unreadable. */
   unservedSlots?: number;
+  /**
+   * Present while the node is a replica (its last `INFO replication`, read every 2 s, says so: a failover demoted
+   * it, or its URL names a replica): read-only, no lock can be taken, extended or force-released there. `primary`:
+   * the primary it follows (`host:port`), null where it does not say.
+   */
+  readOnly?: { primary: string | null };
 }
 
 export interface LiveStats {

@@ -19,19 +19,46 @@ const STALE_MS = 3 * POLL_MS + 500;
 /** How long a lock's page waits for replicas to acknowledge the primary's offset (they do about once a second). */
 const ACK_WAIT_MS = 1_200;
 
+/** A node that is a replica now: read-only, following `primary` (null where it does not say). */
+export interface ReadOnlyNode {
+  primary: string | null;
+}
+
 /**
  * Each node's role and its replicas' acknowledged offsets, read every 2 s and shown in `GET /api/health`
  * (`replication`): where a deployment has replicas, how many bytes of writes each has not copied yet, the
- * window in which a failover would lose locks. Returns a stop function.
+ * window in which a failover would lose locks. `onReadOnly` is told when a node becomes a replica (read-only),
+ * and when it is no longer known to be one (a primary again, or its reading stale), for the header and the
+ * metrics. Returns a stop function.
  */
-export function watchReplication(nodes: readonly LockNode[]): () => void {
+export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId: string, readOnly: ReadOnlyNode | null) => void = () => undefined): () => void {
   const states = new Map<string, { state: ReplicationState; readAt: number }>();
+  /** The node's reading, while fresh. */
+  const current = (nodeId: string) => {
+    const reading = states.get(nodeId);
+    return reading && Date.now() - reading.readAt <= STALE_MS ? reading : undefined;
+  };
+  const told = new Map<string, string | null>();
+  /** Tells `onReadOnly` of a change of what the fresh reading says (`primary`, or "" for a replica that does not say). */
+  const tell = (nodeId: string) => {
+    const state = current(nodeId)?.state;
+    const readOnly = state?.role === "replica" ? { primary: state.primary ?? null } : null;
+    const key = readOnly === null ? null : (readOnly.primary ?? "");
+    if ((told.get(nodeId) ?? null) === key) return;
+    told.set(nodeId, key);
+    onReadOnly(nodeId, readOnly);
+  };
   const read = () => {
     for (const node of nodes) {
+      // (A reading gone stale since the last poll no longer says the node is a replica.)
+      tell(node.id);
       // A cluster client would answer from any node: a cluster's replication is read per lock (below).
       if (node.client.status !== "ready" || node.cluster) continue;
       node.client.info("replication").then(
-        (info) => states.set(node.id, { state: parseReplicationInfo(info), readAt: Date.now() }),
+        (info) => {
+          states.set(node.id, { state: parseReplicationInfo(info), readAt: Date.now() });
+          tell(node.id);
+        },
         // INFO refused or the node away: the last reading stays until it is stale (see the health below).
         () => undefined,
       );
@@ -43,8 +70,8 @@ export function watchReplication(nodes: readonly LockNode[]): () => void {
   const deployment = nodes[0]?.deployment ?? "default";
   healthContributors().set(`replication:${deployment}`, (nodeId, of) => {
     if (of !== deployment) return {};
-    const reading = states.get(nodeId);
-    const state = reading && Date.now() - reading.readAt <= STALE_MS ? { ...reading.state, readAt: reading.readAt } : undefined;
+    const reading = current(nodeId);
+    const state = reading ? { ...reading.state, readAt: reading.readAt } : undefined;
     const node = nodes.find((n) => n.id === nodeId);
     // A cluster: its shards, each primary with its replicas and how far behind each is.
     const cluster = node?.cluster ? { cluster: { shards: servingShards(node.cluster.topology.shards).map(shardHealth) } } : {};

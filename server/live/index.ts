@@ -243,7 +243,13 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     // A watcher that reached the promoted replica before the sentinels announced the failover: compared then.
     if (failovers instanceof SentinelFailoverMonitor) onServerReplaced = (change) => failovers.primaryReached(change);
     else if (failovers instanceof EndpointFailoverMonitor) onServerReplaced = (change) => failovers.serverReplaced(change);
-    const stopReplication = watchReplication(nodes);
+    // A node that is a replica now (demoted by a failover, or named so by its URL): its pill in the header says so.
+    const stopReplication = watchReplication(nodes, (nodeId, readOnly) => {
+      const w = watchers.find((x) => x.id === nodeId);
+      if (!w) return;
+      w.readOnly = readOnly;
+      hub.sendNodes();
+    });
     store.onProbe = (resources) => {
       // (A cause a notification already gave for the key stays.)
       for (const w of watchers) if (w.readable) for (const r of resources) w.dirty.set(r, w.dirty.get(r) ?? null);

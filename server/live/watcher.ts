@@ -296,6 +296,8 @@ export class NodeWatcher {
   private watchedMatch: ((key: string) => boolean) | null = null;
   /** On a cluster: the slots no primary serves now (see `followUnserved`). */
   private unserved: Array<[number, number]> = [];
+  /** Set by the replication watch (`watchReplication`) while the node is a replica: see `WatcherStatus.readOnly`. */
+  readOnly: { primary: string | null } | null = null;
   private readonly onTopology = () => this.followUnserved();
   /** The bring-up's last failure as logged, and the tries failed the same way since (see `noteBringUpFailure`). */
   private bringUpFailure: { err: string; loggedAt: number; since: number } | null = null;
@@ -390,6 +392,7 @@ export class NodeWatcher {
       ...(this.reading !== null ? { reading: { since: this.reading.since, keysRead: this.reading.keysRead } } : {}),
       ...(refusedPatterns ? { refusedPatterns } : {}),
       ...(this.unserved.length > 0 ? { unservedSlots: this.unserved.reduce((n, [from, to]) => n + to - from + 1, 0) } : {}),
+      ...(this.readOnly ? { readOnly: this.readOnly } : {}),
     };
   }
 

@@ -3,6 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nodePills } from "@/lib/locks/node-pills";
+import type { WatcherStatus } from "@/lib/locks/types";
 import { RedisNode } from "@/lib/redis-node";
 import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
@@ -37,6 +39,8 @@ describe("a standalone node demoted to a replica by a manual failover", () => {
     const read = async () => (await call(health.GET, "GET", "/api/health", { token: VIEWER_TOKEN })).body as HealthBody;
     await until("the replica online in the primary's replication", async () => (await read()).nodes[0]?.replication?.role === "master");
     expect((await read()).status).toBe("ok");
+    const metrics = await import("@/app/metrics/route");
+    expect((await call(metrics.GET, "GET", "/metrics")).body as string).toMatch(/^lockscope_node_read_only\{node="node-0"\} 0$/m);
 
     const oldPrimary = new Redis(cluster.ports[0]!, "127.0.0.1", { maxRetriesPerRequest: 1 });
     const newPrimary = new Redis(replica.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
@@ -50,6 +54,21 @@ describe("a standalone node demoted to a replica by a manual failover", () => {
     }, 20_000);
     expect(demoted.status).toBe("degraded");
     expect(demoted.nodes[0]).toMatchObject({ up: true, replication: { role: "replica", primary: `127.0.0.1:${replica.port}` } });
+  }, 60_000);
+
+  it("is shown read-only in the header's node pill, with the primary it follows, and in /metrics", async () => {
+    const locks = await import("@/app/api/locks/route");
+    // The node statuses the header's pills are made of (the live stream sends the same).
+    const statuses = async () => ((await call(locks.GET, "GET", "/api/locks?limit=1", { token: VIEWER_TOKEN })).body as { nodes: WatcherStatus[] }).nodes;
+    const shown = await until("the watcher's status says read-only", async () => ((await statuses())[0]?.readOnly ? await statuses() : null), 20_000);
+    expect(shown[0]?.readOnly).toEqual({ primary: `127.0.0.1:${replica.port}` });
+    const pills = nodePills(shown);
+    expect(pills.status).toBe("degraded");
+    expect(pills.nodes[0]?.title).toContain(`a read-only replica of 127.0.0.1:${replica.port}`);
+
+    const metrics = await import("@/app/metrics/route");
+    const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
+    expect(text).toMatch(/^lockscope_node_read_only\{node="node-0"\} 1$/m);
   }, 60_000);
 
   it("refuses a force release there, saying the node is a read-only replica", async () => {

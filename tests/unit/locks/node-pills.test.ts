@@ -61,4 +61,13 @@ describe("the header's node pills", () => {
     // One deployment: as before.
     expect(nodePills([node(), node({ nodeId: "node-1", up: false }), node({ nodeId: "node-2", up: false })]).summary).toBe("1/3 up · quorum lost · down");
   });
+
+  it("says degraded, in the pill and its title, for a node that is a read-only replica now (as /api/health does)", () => {
+    const pills = nodePills([node({ readOnly: { primary: "10.0.0.2:6379" } })]);
+    expect(pills.status).toBe("degraded");
+    expect(pills.summary).toBe("1/1 up · quorum ok · degraded");
+    expect(pills.nodes[0]?.partial).toBe(true);
+    expect(pills.nodes[0]?.title).toContain("a read-only replica of 10.0.0.2:6379");
+    expect(nodePills([node({ readOnly: { primary: null } })]).nodes[0]?.title).toContain("a read-only replica");
+  });
 });
