@@ -6,8 +6,9 @@ import type Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_ROUTES } from "@/lib/api-routes";
 import type { TestCluster } from "../support/redis";
-import { OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
+import { call, OPERATOR_TOKEN, ORIGIN, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
 import { startLauncher, type LauncherProcess } from "../support/launcher";
+import { until } from "../support/wait";
 
 /**
  * Malformed requests against every route the console serves (found by reading `app/` now, so a route
@@ -166,7 +167,11 @@ describe("malformed requests against every route", () => {
     cluster = await setUpConsole({ nodes: 3 });
     nodes = cluster.clients();
     await Promise.all(nodes.flatMap((n) => sentinels.map(([k, v]) => n.set(k, v))));
-  });
+    // Until its nodes are read, a lock's page answers 503 (whether it is held cannot be said): a console not ready
+    // yet, not a route failing on a bad input.
+    const ready = await import("@/app/api/ready/route");
+    await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200, 60_000);
+  }, 90_000);
   afterAll(async () => {
     await tearDownConsole(cluster);
   });
@@ -236,6 +241,7 @@ describe("malformed requests against every route", () => {
         LOCKSCOPE_OPERATOR_TOKEN: OPERATOR_TOKEN,
         LOCKSCOPE_VIEWER_TOKEN: VIEWER_TOKEN,
       });
+      await until("the console ready", () => fetch(`${launcher.baseUrl}/api/ready`).then((res) => res.status === 200, () => false), 60_000);
     }, 240_000);
     afterAll(async () => {
       await launcher?.stop("SIGTERM");
