@@ -176,7 +176,19 @@ const ACTOR_RE = /^[\p{L}\p{N} ._@-]{1,64}$/u;
 /** Whether `name` can name an actor in the audit log (letters, digits, spaces and . _ @ -, up to 64), once trimmed; blank means none. */
 export const actorNameAllowed = (name: string): boolean => name.trim() === "" || ACTOR_RE.test(name.trim());
 
-/** A display name for the audit log; anything unprintable or too long falls back to the role. */
+/**
+ * Why a write's `X-Lockscope-Actor` cannot name its sender in the audit log (null when it can, or is absent or
+ * blank, which means the role's name as at sign-in): a write is refused rather than audited under another name.
+ */
+export function actorHeaderProblem(headers: Headers): string | null {
+  const name = headers.get("x-lockscope-actor");
+  if (name === null || actorNameAllowed(name)) return null;
+  const trimmed = name.trim();
+  const what = [...trimmed].length > 64 ? `it is ${[...trimmed].length} characters long` : "it has other characters";
+  return `The X-Lockscope-Actor header must be a name of 1 to 64 letters, digits, spaces and . _ @ - (it names you in the audit log), and ${what}. Send such a name, or leave the header out to be recorded under your role's name; nothing was done.`;
+}
+
+/** A display name for the audit log; anything unprintable or too long falls back to the role (reads are lenient). */
 export function cleanActor(name: string | null | undefined, role: Role): string {
   const trimmed = (name ?? "").trim();
   return ACTOR_RE.test(trimmed) ? `${trimmed}` : role;

@@ -2,7 +2,7 @@ import "server-only";
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
 import { setSecurityHeaders } from "@/lib/security-headers";
-import { authenticate, checkOrigin, requireRole, type Principal } from "./auth";
+import { actorHeaderProblem, authenticate, checkOrigin, requireRole, type Principal } from "./auth";
 import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { assertServedHost } from "./host-check";
@@ -194,6 +194,11 @@ export function route<P = undefined, Q = undefined, B = undefined>(
         if (spec.access !== "public") principal = requireRole(principal, spec.access);
       }
       if (MUTATING.has(request.method)) checkOrigin(request.headers, principal?.via ?? "none");
+      // A write is audited under the name the script sent: one that cannot be recorded is refused, not replaced.
+      if (spec.access === "operator" && MUTATING.has(request.method) && principal?.via === "bearer") {
+        const problem = actorHeaderProblem(request.headers);
+        if (problem) throw new ApiError("bad_request", problem);
+      }
       const url = new URL(request.url);
       const params = parseWith(spec.params, await readParams(context), "path");
       const query = spec.query ? parseWith(spec.query, queryObject(url), "query") : noQuery<Q>(url, spec.name);

@@ -345,6 +345,25 @@ describe("force release", () => {
     expect(await auditEntries(resource)).toHaveLength(0);
   });
 
+  it("refuses a release whose X-Lockscope-Actor cannot name anyone with 400 saying why, touching nothing; a read with it still answers", async () => {
+    const resource = "lock:actor-header";
+    await holdEverywhere(resource, "v1");
+    for (const actor of ["<img src=x onerror=alert(1)>", "a".repeat(65), "ops\u0007bot"]) {
+      const res = await postRelease(resource, { reason: "stuck after deploy" }, { headers: { "x-lockscope-actor": actor } });
+      expect(res.status, actor.slice(0, 20)).toBe(400);
+      const error = (res.body as { error: { code: string; message: string } }).error;
+      expect(error.code).toBe("bad_request");
+      expect(error.message).toMatch(/X-Lockscope-Actor/);
+      expect(error.message).toMatch(/1 to 64 letters, digits, spaces/);
+    }
+    expect(await valuesOf(resource)).toEqual(["v1", "v1", "v1"]);
+    expect(await auditEntries(resource)).toHaveLength(0);
+    // Reads stay lenient: the role's name stands in.
+    const who = await call(session.GET, "GET", "/api/session", { headers: { "x-lockscope-actor": "<b>" } });
+    expect(who.status).toBe(200);
+    expect((who.body as { actor: string }).actor).toBe("operator");
+  });
+
   it("refuses with 503 and deletes nothing when the audit file cannot be written", async () => {
     const resource = "lock:no-file";
     await holdEverywhere(resource, "v1");
