@@ -1,5 +1,6 @@
 import "server-only";
 import { singleton } from "../global";
+import { declared } from "../metrics";
 import { getDatabase } from "../postgres/pool";
 import { onShutdown } from "../shutdown";
 import { createFileAndStreamAudit } from "./log";
@@ -14,7 +15,8 @@ import type { AuditStore } from "./store";
 export function getAuditStore(): AuditStore {
   return singleton("audit-store", () => {
     const db = getDatabase();
-    const store: AuditStore = new OutcomeRetryingStore(db ? new PostgresAudit(db) : createFileAndStreamAudit());
+    const pending = declared("lockscope_audit_outcomes_pending");
+    const store: AuditStore = new OutcomeRetryingStore(db ? new PostgresAudit(db) : createFileAndStreamAudit(), { onWaiting: (count) => pending.set(count) });
     onShutdown("audit", 30, () => store.drain());
     return store;
   });

@@ -30,7 +30,8 @@ export class OutcomeRetryingStore implements AuditStore {
 
   constructor(
     private readonly store: AuditStore,
-    private readonly options: { everyMs?: number; max?: number } = {},
+    /** `onWaiting`: told how many outcomes wait, each time that changes (the process's store exports it as a metric). */
+    private readonly options: { everyMs?: number; max?: number; onWaiting?: (count: number) => void } = {},
   ) {
     this.kind = store.kind;
   }
@@ -67,6 +68,7 @@ export class OutcomeRetryingStore implements AuditStore {
       for (const [id, waiting] of [...this.waiting]) {
         if (!(await this.attempt(id, waiting))) break;
         this.waiting.delete(id);
+        this.options.onWaiting?.(this.waiting.size);
         getLogger().info({ auditId: id, outcome: waiting.outcome }, "audit outcome recorded after the store was back");
       }
     })().finally(() => {
@@ -103,6 +105,7 @@ export class OutcomeRetryingStore implements AuditStore {
       this.waiting.delete(oldest);
       getLogger().error({ auditId: oldest, max }, "audit outcome given up: too many outcomes wait for the audit store; its entry reads pending");
     }
+    this.options.onWaiting?.(this.waiting.size);
     this.schedule();
   }
 

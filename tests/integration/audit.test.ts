@@ -8,10 +8,12 @@ import type * as AuditModule from "@/app/api/audit/route";
 import type * as ExportModule from "@/app/api/audit/export/route";
 import type * as ReleaseModule from "@/app/api/locks/[resource]/release/route";
 import type * as LogModule from "@/server/audit/log";
+import type { OutcomeRetryingStore } from "@/server/audit/outcome-retry";
 import type { AuditEntry } from "@/server/audit/types";
 import { newAuditId, parseAuditLines } from "@/server/audit/records";
 import type { TestCluster } from "../support/redis";
 import { call, setUpConsole, VIEWER_TOKEN, tearDownConsole } from "../support/console";
+import { until } from "../support/wait";
 
 interface Page {
   entries: AuditEntry[];
@@ -311,6 +313,30 @@ describe("audit log", () => {
     expect(outcomeLines()).toHaveLength(1);
     const listed = await store.list({ limit: 5, filters: { resource: "lock:retried" } });
     expect(listed.entries.map((e) => [e.id, e.outcome])).toEqual([[entry.id, "released"]]);
+  });
+
+  it("counts the console's outcomes waiting for the audit store in lockscope_audit_outcomes_pending, down to 0 once taken", async () => {
+    const { getAuditStore } = await import("@/server/audit/current");
+    const { getRegistry } = await import("@/server/metrics");
+    const pending = async () => {
+      const text = await getRegistry().getSingleMetricAsString("lockscope_audit_outcomes_pending");
+      return Number(/^lockscope_audit_outcomes_pending (\S+)$/m.exec(text)?.[1]);
+    };
+    const store = getAuditStore() as OutcomeRetryingStore;
+    const entry = newEntry({ resource: "lock:pending-gauge", reason: "stream lost its quorum" });
+    await store.recordIntent(entry);
+    expect(await pending()).toBe(0);
+    cluster.pause(1);
+    cluster.pause(2);
+    try {
+      expect((await store.recordOutcome(entry.id, "released", [{ id: "node-0", result: "deleted" }], Date.now())).durable).toBe(false);
+      expect(await pending()).toBe(1);
+    } finally {
+      cluster.resume(1);
+      cluster.resume(2);
+    }
+    await until("the store took the waiting outcome", async () => (await store.retry()) === 0, 10_000);
+    expect(await pending()).toBe(0);
   });
 
   it("finds an entry behind more than 200 000 newer records in the file: by time range at once, by actor page by page", async () => {
