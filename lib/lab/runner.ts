@@ -7,6 +7,7 @@ import { FaultInjector, type NodeProcessControl } from "./faults";
 import { runKeys, type RunKeys } from "./keys";
 import { LAB_LIMITS, MULTI_NODE_STRATEGIES, retryDelayFor, type RunSettings } from "./settings";
 import { Sampler } from "./sampler";
+import { scriptRefusal, scriptVerdict } from "./scripts-check";
 import { lostUpdates, ordersPerSec, oversold, percentile, progressFraction, Samples } from "./stats";
 import { atomic } from "./strategies/atomic";
 import { naive } from "./strategies/naive";
@@ -183,6 +184,7 @@ export class LabRun {
     let remaining: number | null = null;
     try {
       await this.#connect();
+      if (!this.#halt.signal.aborted) await this.#checkScripts();
       if (!this.#halt.signal.aborted) {
         await this.#control!
           .multi()
@@ -354,6 +356,15 @@ export class LabRun {
         worker.detach = this.#options.onRedlock?.(redlock) ?? null;
       }
     }
+  }
+
+  /** Fails the run before the sale when its nodes refuse the scripts its strategy needs (see scripts-check.ts). */
+  async #checkScripts(): Promise<void> {
+    const clients = this.#workers[0]?.clients ?? [];
+    const refusals = (await Promise.all(clients.map((client, node) => scriptRefusal(client, node)))).filter((r) => r !== null);
+    const verdict = scriptVerdict(this.settings.strategy, clients.length, refusals);
+    if (verdict && "fail" in verdict) throw new Error(verdict.fail);
+    if (verdict) this.#notes.push(verdict.note);
   }
 
   async #closeWorkers(): Promise<void> {
