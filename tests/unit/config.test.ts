@@ -125,6 +125,9 @@ describe("configuration", () => {
     // An operator's pattern with a nested quantifier, and a key that almost matches it: a backtracking matcher
     // tries 2^60 ways before it gives up, with the console's only thread busy all that time.
     const config = parseConfig({ METRICS_GROUP_PATTERN: "^lock:((a+)+)$" });
+    // An operator's pattern runs in V8's linear-time engine; the default, which cannot backtrack, in its usual one.
+    expect(config.metricsGroupPattern.flags).toContain("l");
+    expect(parseConfig({}).metricsGroupPattern.flags).not.toContain("l");
     const pattern = statelessPattern(config.metricsGroupPattern);
     const stall = `lock:${"a".repeat(60)}!`;
     // (Bounded only so that a matcher that never returns fails the test rather than hanging it.)
