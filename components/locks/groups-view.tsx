@@ -31,7 +31,6 @@ const GROUP_COLUMNS: Array<{ key: GroupSort; label: string }> = [
   { key: "ttl", label: "Shortest TTL" },
 ];
 
-
 /** A search box whose value reaches the server a moment after the typing stops. */
 function useSettledText(delayMs = 250, initial = ""): [string, string, (text: string) => void] {
   const [text, setText] = useState(initial);
@@ -51,15 +50,22 @@ export function GroupsTable({ deployments, deployment, filter = "" }: { deployme
   const [sort, setSort] = useState<{ key: GroupSort; dir: 1 | -1 }>({ key: "group", dir: 1 });
   const [text, search, setText] = useSettledText(250, filter);
   // The deployment chosen and the filter are in the address (`?deployment=`, `?filter=`), so that a group opened
-  // from here, and the way back to all groups (its link, the browser's Back), keep them.
-  const setDeployment = useCallback((chosen: string) => window.history.replaceState(null, "", allGroupsHref(chosen, search)), [search]);
+  // from here, and the way back to all groups (its link, the browser's Back), keep them. The filter goes there
+  // as it is typed, not once it settles: a group opened meanwhile carries it, and a later change of the address
+  // would cancel the way into the group (the router drops a navigation still on its way when the address is
+  // replaced). The address's deployment, not the one shown: until the console's deployments are known none is
+  // shown, and the address keeps the one asked for.
+  const typed = text.trim();
+  const setDeployment = useCallback((chosen: string) => window.history.replaceState(null, "", allGroupsHref(chosen, typed)), [typed]);
+  const setFilter = useCallback(
+    (next: string) => {
+      setText(next);
+      const href = allGroupsHref(deployment, next.trim());
+      if (`${window.location.pathname}${window.location.search}` !== href) window.history.replaceState(null, "", href);
+    },
+    [setText, deployment],
+  );
   const shownDeployment = deployments.includes(deployment) ? deployment : "";
-  // (The address's deployment, not the one shown: until the console's deployments are known none is shown, and
-  // the address keeps the one asked for.)
-  useEffect(() => {
-    const href = allGroupsHref(deployment, search);
-    if (`${window.location.pathname}${window.location.search}` !== href) window.history.replaceState(null, "", href);
-  }, [search, deployment]);
   const now = useNow(1_000);
   const params = new URLSearchParams({ sort: sort.key, order: sort.dir === 1 ? "asc" : "desc", limit: String(GROUPS_SHOWN) });
   if (search) params.set("q", search);
@@ -77,7 +83,7 @@ export function GroupsTable({ deployments, deployment, filter = "" }: { deployme
     <div className="panel locks-panel">
       <TableTools
         deployment={{ choices: deployments, value: shownDeployment, onChange: setDeployment }}
-        search={{ label: "Filter groups", placeholder: "Filter groups by name", value: text, onChange: setText }}
+        search={{ label: "Filter groups", placeholder: "Filter groups by name", value: text, onChange: setFilter }}
         count={data ? groupsCount(data, search !== "") : "Loading groups…"}
       />
       {query.isError && <LoadError what="the groups" error={query.error} />}
@@ -91,7 +97,7 @@ export function GroupsTable({ deployments, deployment, filter = "" }: { deployme
             </tr>
           </thead>
           <tbody>
-            {data?.groups.map((g) => <GroupRow key={g.group} group={g} deployment={shownDeployment} filter={search} now={now + offsetMs} />)}
+            {data?.groups.map((g) => <GroupRow key={g.group} group={g} deployment={shownDeployment} filter={typed} now={now + offsetMs} />)}
             {data && data.groups.length === 0 && (
               <tr>
                 <td colSpan={GROUP_COLUMNS.length} className="muted empty">
