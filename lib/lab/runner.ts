@@ -73,7 +73,6 @@ const STOCK_NODE_SILENCE_MS = 10_000;
 
 const STRATEGIES: Record<RunSettings["strategy"], Strategy> = { none, naive, redlock, "redlock-fenced": redlock, atomic };
 
-
 export class LabRun {
   readonly keys: RunKeys;
   readonly settings: RunSettings;

@@ -35,7 +35,7 @@ export async function scriptRefusal(client: Pick<Redis, "eval" | "evalsha">, nod
       if (!isScriptRefused(error)) return /NOSCRIPT/.test(errorText(error));
       commands.push(command);
       // Cut where Redis starts repeating the arguments (see echoed-arguments.ts): the rest of the run's error must stay.
-      reply ||= errorText(error).replace(/,?\s*with args beginning with:.*$/s, "").trim();
+      reply ||= errorText(error, { drop: true }).trim();
       return true;
     }
   };

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
 import { readInSlots } from "@/lib/locks/cluster";
 import { lostInFailover, parseSwitchMaster, type SeenLock } from "@/lib/locks/failover";
-import { decodeReading, isScriptRefused, isTransactionRefused, readLockKeys, readLockKeysWithoutScripts, type KeyReading } from "@/lib/locks/formats";
+import { decodeReading, readLockKeysAsAllowed } from "@/lib/locks/formats";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { declared, initialiseFor } from "../metrics";
 import { authOptions, tlsOptions } from "./connection";
@@ -56,24 +56,6 @@ export function seenLocks(target: FailoverTarget, now: number, include: (resourc
 }
 
 /**
- * Reads lock keys on the promoted primary as the watcher reads a node: with the formats' batched script, with MULTI
- * where the node refuses scripts, and with a plain pipeline where it refuses MULTI or EXEC too (some managed services).
- */
-async function readOnNewPrimary(conn: Redis, keys: readonly string[]): Promise<KeyReading[]> {
-  try {
-    return await readLockKeys(conn, keys);
-  } catch (error) {
-    if (!isScriptRefused(error)) throw error;
-  }
-  try {
-    return await readLockKeysWithoutScripts(conn, keys);
-  } catch (error) {
-    if (!isTransactionRefused(error)) throw error;
-    return readLockKeysWithoutScripts(conn, keys, {}, undefined, "pipeline");
-  }
-}
-
-/**
  * After a failover from `from` to `to`: reads the locks the console saw (`seen`) on the promoted primary
  * (`conn`, not yet connected; closed after), and reports every one it does not hold as lost in failover
  * (timeline, metric, one log line), and the others as held across it. `batching`: `slot` for a cluster node,
@@ -98,7 +80,7 @@ export async function compareAfterFailover(
       // Read and decoded as the live view reads them, so that what is compared is what the store keeps as a
       // lock's token: the value of a string lock, the holders' fingerprint of a hash or sorted set (Redisson,
       // redis-semaphore). A key that is gone reads as null: not the lock the console saw.
-      const readings = batching === "slot" ? await readInSlots(batch, (keys) => readOnNewPrimary(conn, keys)) : await readOnNewPrimary(conn, batch);
+      const readings = batching === "slot" ? await readInSlots(batch, (keys) => readLockKeysAsAllowed(conn, keys)) : await readLockKeysAsAllowed(conn, batch);
       const now = Date.now();
       for (const reading of readings) onNewPrimary.set(reading.key, decodeReading(reading, { now })?.fingerprint ?? null);
     }

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { Cluster, type Redis } from "ioredis";
 import { isLabResource } from "@/lib/lab/keys";
 import { readInSlots, servedShards, servingShards, slotIn, unservedSlots, type ClusterMember } from "@/lib/locks/cluster";
-import { decodeReading, isAccessRefused, isScriptRefused, isTransactionRefused, readLockKeys, readLockKeysWithoutScripts, type DecodeContext, type KeyReading } from "@/lib/locks/formats";
+import { decodeReading, isAccessRefused, readLockKeysAsAllowed, type DecodeContext, type KeyReading, type ReadRefusals } from "@/lib/locks/formats";
 import { flushedSince, parseFlushCalls, type FlushCalls } from "@/lib/locks/flush-calls";
 import { FAIR_TIMEOUTS_GLOB, fairLockNames } from "@/lib/locks/formats/redisson";
 import { earlierOverlaps, globSamples, lockKeyMatcher } from "@/lib/locks/glob";
@@ -301,10 +301,8 @@ export class NodeWatcher {
   private readonly onTopology = () => this.followUnserved();
   /** The bring-up's last failure as logged, and the tries failed the same way since (see `noteBringUpFailure`). */
   private bringUpFailure: { err: string; loggedAt: number; since: number } | null = null;
-  /** Scripts refused (EVAL disabled or renamed): read with MULTI instead. */
-  private scriptsRefused = false;
-  /** MULTI or EXEC refused as well: read with plain pipelined commands. */
-  private transactionsRefused = false;
+  /** What the node refused of the ways to read lock keys (scripts, then MULTI): later reads start from what it takes. */
+  private readonly readRefusals: ReadRefusals = { scripts: false, transactions: false };
   /** Called when the watcher's status changes (up, down, notifications). */
   onChange: () => void = () => {};
 
@@ -1746,31 +1744,14 @@ export class NodeWatcher {
       });
   }
 
-  private async readBatchOnce(keys: readonly string[]): Promise<KeyReading[]> {
-    if (this.scriptsRefused) return this.readWithoutScripts(keys);
-    try {
-      return await this.waitOn(() => readLockKeys(this.reader, keys, {}, this.clock));
-    } catch (error) {
-      if (this.reader.status !== "ready" || !isScriptRefused(error)) throw error;
-      this.scriptsRefused = true;
-      this.ctx.log.warn({ node: this.id, err: error.message }, "scripts refused: reading lock keys with MULTI instead");
-      return this.readWithoutScripts(keys);
-    }
+  private readBatchOnce(keys: readonly string[]): Promise<KeyReading[]> {
+    return readLockKeysAsAllowed(this.reader, keys, { refusals: this.readRefusals, clock: this.clock, send: (read) => this.waitOn(read), onRefused: this.onReadRefused });
   }
 
-  /** Where scripts are refused: with MULTI, or where that is refused too (some managed services), a plain pipeline. */
-  private async readWithoutScripts(keys: readonly string[]): Promise<KeyReading[]> {
-    if (!this.transactionsRefused) {
-      try {
-        return await this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys, {}, this.clock));
-      } catch (error) {
-        if (this.reader.status !== "ready" || !isTransactionRefused(error)) throw error;
-        this.transactionsRefused = true;
-        this.ctx.log.warn({ node: this.id, err: error.message }, "MULTI refused too: reading lock keys with plain pipelined commands");
-      }
-    }
-    return this.waitOn(() => readLockKeysWithoutScripts(this.reader, keys, {}, this.clock, "pipeline"));
-  }
+  private readonly onReadRefused = (what: keyof ReadRefusals, error: Error): void => {
+    const instead = what === "scripts" ? "scripts refused: reading lock keys with MULTI instead" : "MULTI refused too: reading lock keys with plain pipelined commands";
+    this.ctx.log.warn({ node: this.id, err: error.message }, instead);
+  };
 
   /** `found`: read by the reconcile's SCAN (see `LockStore.apply`). */
   private applyReading(reading: KeyReading, cause: EndCause, now: number, found = false): void {

@@ -227,4 +227,11 @@ describe("configuration", () => {
     );
     expect(withoutArguments("NOPERM this user has no permissions to run the 'eval' command")).toBe("NOPERM this user has no permissions to run the 'eval' command");
   });
+
+  it("can leave out the whole echo, for a sentence that names only the command refused", () => {
+    expect(withoutArguments("ERR unknown command 'evalsha', with args beginning with: 'f00d' '0' \n    at parse (x.js:1:1)", { drop: true })).toBe(
+      "ERR unknown command 'evalsha'\n    at parse (x.js:1:1)",
+    );
+    expect(withoutArguments("NOPERM this user has no permissions to run the 'eval' command", { drop: true })).toBe("NOPERM this user has no permissions to run the 'eval' command");
+  });
 });

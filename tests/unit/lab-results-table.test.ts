@@ -3,25 +3,8 @@ import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
 import { ResultsTable } from "@/components/demo/results-table";
 import type { RunRecord, RunResult } from "@/lib/lab/types";
+import { labResult } from "../support/lab-result";
 
-const result = (over: Partial<RunResult>): RunResult => ({
-  sold: 100,
-  remaining: 0,
-  lostUpdates: 0,
-  oversold: 0,
-  stockNeverNegative: true,
-  ordersPerSec: 50,
-  waitP50Ms: 1,
-  waitP99Ms: 10,
-  retries: 0,
-  staleWritesRejected: 0,
-  durationMs: 2000,
-  orders: 100,
-  locksLost: 0,
-  releaseErrors: 0,
-  errors: 0,
-  ...over,
-});
 
 const record = (over: Partial<RunRecord>): RunRecord => ({
   id: "rmx1wokthvsb3i5",
@@ -33,7 +16,7 @@ const record = (over: Partial<RunRecord>): RunRecord => ({
   finishedAt: 2,
   heartbeatAt: 2,
   progress: { phase: "finished", fraction: 1, elapsedMs: 2000, sold: 100, orders: 100, stock: 0, retries: 0, staleWritesRejected: 0, errors: 0 },
-  result: result({}),
+  result: labResult({}),
   notes: [],
   ...over,
 });
@@ -45,7 +28,7 @@ const cell = (html: string, label: string) => new RegExp(`<td[^>]*data-label="${
 describe("the lab's results table", () => {
   it("shows how many units were sold beyond the stock, a column that can say something went wrong", () => {
     // The race without a lock: 120 sales out of a stock of 100, the stock written down to 0 and never below it.
-    const html = table([record({ result: result({ sold: 120, remaining: 0, lostUpdates: 20, oversold: 20 }) })]);
+    const html = table([record({ result: labResult({ sold: 120, remaining: 0, lostUpdates: 20, oversold: 20 }) })]);
     expect(headers(html)).toContain("Oversold");
     expect(headers(html)).not.toContain("Stock never negative");
     expect(cell(html, "oversold")).toBe("20");
@@ -57,7 +40,7 @@ describe("the lab's results table", () => {
 
   it("names the rate for what it counts: units sold per second, not orders placed", () => {
     // 150 orders placed in 2 s, 100 of them sold: the figure is the 50 sales a second.
-    const html = table([record({ result: result({ sold: 100, orders: 150, ordersPerSec: 50, durationMs: 2000 }) })]);
+    const html = table([record({ result: labResult({ sold: 100, orders: 150, ordersPerSec: 50, durationMs: 2000 }) })]);
     expect(headers(html)).not.toContain("Orders/s");
     expect(headers(html)).toContain("Sold/s");
     expect(cell(html, "sold per second")).toBe("50");
@@ -76,7 +59,7 @@ describe("the lab's results table", () => {
   });
 
   it("works the oversold figure out for a run recorded before the field existed", () => {
-    const { oversold: _oversold, ...old } = result({ sold: 130, lostUpdates: 30 });
+    const { oversold: _oversold, ...old } = labResult({ sold: 130, lostUpdates: 30 });
     expect(cell(table([record({ result: old as RunResult })]), "oversold")).toBe("30");
   });
 });

@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import { explainRun, presetNote, raisedAfterSellOut, stopText } from "@/components/demo/explain";
 import { findPreset } from "@/lib/lab/presets";
 import { MessageText } from "@/components/message-text";
-import type { RunRecord, RunResult } from "@/lib/lab/types";
+import type { RunRecord } from "@/lib/lab/types";
+import { labResult } from "../support/lab-result";
 
 const html = (text: string) => renderToStaticMarkup(createElement(MessageText, { text }));
 
@@ -20,24 +21,6 @@ describe("messages from the API", () => {
   });
 });
 
-const result = (over: Partial<RunResult>): RunResult => ({
-  sold: 100,
-  remaining: 0,
-  lostUpdates: 0,
-  oversold: 0,
-  stockNeverNegative: true,
-  ordersPerSec: 50,
-  waitP50Ms: 1,
-  waitP99Ms: 10,
-  retries: 0,
-  staleWritesRejected: 0,
-  durationMs: 2000,
-  orders: 100,
-  locksLost: 0,
-  releaseErrors: 0,
-  errors: 0,
-  ...over,
-});
 
 type Explained = Pick<RunRecord, "status" | "stopReason" | "result" | "settings" | "progress">;
 const run = (over: Partial<Explained>): Explained => ({
@@ -45,13 +28,13 @@ const run = (over: Partial<Explained>): Explained => ({
   stopReason: "sold-out",
   settings: { strategy: "none", stock: 100, workers: 20, ttlMs: 200, workMs: 5 },
   progress: { phase: "finished", fraction: 1, elapsedMs: 2000, sold: 100, orders: 100, stock: 0, retries: 0, staleWritesRejected: 0, errors: 0 },
-  result: result({}),
+  result: labResult({}),
   ...over,
 });
 
 describe("lab results in words", () => {
   it("says why stock remains after selling out: a late write raised it again", () => {
-    const raced = run({ result: result({ sold: 155, remaining: 5, lostUpdates: 60 }) });
+    const raced = run({ result: labResult({ sold: 155, remaining: 5, lostUpdates: 60 }) });
     expect(raisedAfterSellOut(raced)).toBe(true);
     const lines = explainRun(raced);
     expect(lines[0]).toBe(
@@ -62,15 +45,15 @@ describe("lab results in words", () => {
   });
 
   it("says how many units were sold that the stock never had", () => {
-    const raced = run({ result: result({ sold: 120, remaining: 0, lostUpdates: 20, oversold: 20 }) });
+    const raced = run({ result: labResult({ sold: 120, remaining: 0, lostUpdates: 20, oversold: 20 }) });
     expect(explainRun(raced)).toContain(
       "20 units more than the 100 in stock were sold (oversold): buyers were told they had bought units that did not exist. The stock itself never went below 0, because every buyer checked it was above 0 before writing it one lower; the lost updates are where the extra sales went.",
     );
-    expect(explainRun(run({ result: result({ sold: 100, lostUpdates: 5, remaining: 5 }) })).join(" ")).not.toMatch(/oversold/);
+    expect(explainRun(run({ result: labResult({ sold: 100, lostUpdates: 5, remaining: 5 }) })).join(" ")).not.toMatch(/oversold/);
   });
 
   it("says a release that failed on a node error left the lock to expire, and is neither a lost lock nor a failed order", () => {
-    const naive = run({ settings: { strategy: "naive", stock: 100, workers: 20, ttlMs: 200, workMs: 5 }, result: result({ releaseErrors: 2 }) });
+    const naive = run({ settings: { strategy: "naive", stock: 100, workers: 20, ttlMs: 200, workMs: 5 }, result: labResult({ releaseErrors: 2 }) });
     expect(explainRun(naive)).toContain(
       "2 lock releases failed on a node error: those locks were left to expire by their 200 ms TTL, which the next buyers waited out. The orders themselves went through; these are not counted as errors or as locks lost.",
     );
@@ -78,7 +61,7 @@ describe("lab results in words", () => {
   });
 
   it("says what rejected stale writes were, and that every unit sold once", () => {
-    const fenced = run({ settings: { strategy: "redlock-fenced", stock: 100, workers: 20, ttlMs: 200, workMs: 5 }, result: result({ staleWritesRejected: 1, locksLost: 3 }) });
+    const fenced = run({ settings: { strategy: "redlock-fenced", stock: 100, workers: 20, ttlMs: 200, workMs: 5 }, result: labResult({ staleWritesRejected: 1, locksLost: 3 }) });
     const lines = explainRun(fenced);
     expect(lines[0]).toMatch(/^1 stale write was rejected: a buyer whose lock had expired under it/);
     expect(lines[1]).toBe("3 locks expired under their holders before being released (a pause or slow work past the 200 ms TTL).");
@@ -87,7 +70,7 @@ describe("lab results in words", () => {
   });
 
   it("tells a run stopped early from one that sold out", () => {
-    expect(explainRun(run({ status: "cancelled", stopReason: "cancelled", result: result({ sold: 40, remaining: 60 }) }))).toEqual(["It stopped before the stock ran out: 60 units still in stock."]);
+    expect(explainRun(run({ status: "cancelled", stopReason: "cancelled", result: labResult({ sold: 40, remaining: 60 }) }))).toEqual(["It stopped before the stock ran out: 60 units still in stock."]);
     expect(stopText(run({ status: "cancelled", stopReason: "cancelled" }))).toBe("cancelled");
     expect(stopText(run({}))).toBe("done: sold out");
     expect(stopText(run({ stopReason: "orders", settings: { strategy: "atomic", stock: 100, workers: 2, ttlMs: 200, workMs: 0, orders: 30 } }))).toBe("done: all 30 orders placed");

@@ -1,6 +1,6 @@
 import type { ScriptClient } from "@lockscope/redlock";
 import { lockscope } from "./lockscope";
-import { buildReadPlan, readWithPlan, type ReadLimits } from "./read";
+import { buildReadPlan, isScriptRefused, isTransactionRefused, readWithoutScripts, readWithPlan, type MultiClient, type ReadLimits } from "./read";
 import { redisSemaphore } from "./redis-semaphore";
 import { redisson } from "./redisson";
 import { redissonReadWrite } from "./redisson-rw";
@@ -38,6 +38,55 @@ export const READ_PLAN = buildReadPlan(FORMATS);
 /** Reads lock keys on one node in one script: one reading per key, in order (timed by the node's `clock` where given). */
 export function readLockKeys(client: ScriptClient, keys: readonly string[], limits: Partial<ReadLimits> = {}, clock?: NodeClock): Promise<KeyReading[]> {
   return readWithPlan(client, READ_PLAN, keys, limits, clock);
+}
+
+/** What a node was found to refuse of the ways to read lock keys; a reader that keeps it starts from what the node takes. */
+export interface ReadRefusals {
+  /** Scripts (EVAL disabled, renamed or not granted): read with MULTI. */
+  scripts: boolean;
+  /** MULTI or EXEC as well (some managed services): read with plain pipelined commands. */
+  transactions: boolean;
+}
+
+/**
+ * Reads lock keys on one node the best way it allows: the read script; where the node refuses scripts, MULTI;
+ * where it refuses that too, a plain pipeline. `refusals` keeps what was refused (the watcher keeps it for the
+ * node's life, so each later read goes straight to what the node takes) and `onRefused` hears each step down once.
+ * `send` wraps each attempt (the watcher's wait for its connection). A refusal counts only on a connection that is
+ * up: a command failed by a dropping connection is no answer from the node, and is thrown as it is.
+ */
+export async function readLockKeysAsAllowed(
+  client: ScriptClient & MultiClient & { status: string },
+  keys: readonly string[],
+  options: {
+    refusals?: ReadRefusals;
+    clock?: NodeClock;
+    send?: <T>(read: () => Promise<T>) => Promise<T>;
+    onRefused?: (what: keyof ReadRefusals, error: Error) => void;
+  } = {},
+): Promise<KeyReading[]> {
+  const refusals = options.refusals ?? { scripts: false, transactions: false };
+  const send = options.send ?? (<T>(read: () => Promise<T>) => read());
+  const note = (what: keyof ReadRefusals, error: unknown, refused: (error: unknown) => error is Error): void => {
+    if (client.status !== "ready" || !refused(error)) throw error;
+    refusals[what] = true;
+    options.onRefused?.(what, error);
+  };
+  if (!refusals.scripts) {
+    try {
+      return await send(() => readLockKeys(client, keys, {}, options.clock));
+    } catch (error) {
+      note("scripts", error, isScriptRefused);
+    }
+  }
+  if (!refusals.transactions) {
+    try {
+      return await send(() => readWithoutScripts(client, keys, {}, options.clock));
+    } catch (error) {
+      note("transactions", error, isTransactionRefused);
+    }
+  }
+  return send(() => readWithoutScripts(client, keys, {}, options.clock, "pipeline"));
 }
 
 /** The format whose layout the reading has; null when the key is gone on that node. */
