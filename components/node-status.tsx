@@ -36,7 +36,7 @@ function Pills({ nodes, summary, status }: { nodes: PillNode[]; summary: string;
   return (
     <div className="node-status" role="status" aria-label="Lock nodes">
       {nodes.map((node) => (
-        <span key={node.name} className="node-pill" title={node.title} aria-label={`${node.name} ${node.up ? "up" : node.notUp}`}>
+        <span key={node.name} className="node-pill" title={node.title} aria-label={node.label}>
           <span className={`dot ${node.up ? (node.notifications === "unavailable" || node.partial ? "degraded" : "up") : node.reading ? "degraded" : "down"}`} aria-hidden />
           {node.id}
         </span>
@@ -74,8 +74,10 @@ export function NodeStatus() {
       </div>
     );
   }
-  const nodes = data.nodes.map(
-    (n): PillNode => ({ id: n.id, name: data.nodes.some((other) => other.deployment !== n.deployment) ? `${n.deployment ?? ""} ${n.id}` : n.id, up: n.up, notUp: "down", notifications: n.notifications, title: `${data.nodes.some((other) => other.deployment !== n.deployment) ? `${n.deployment ?? ""} ` : ""}${n.url} · ${n.up ? `${n.latencyMs ?? "?"} ms` : "down"} · notifications ${n.notifications}` }),
-  );
+  const nodes = data.nodes.map((n): PillNode => {
+    const name = data.nodes.some((other) => other.deployment !== n.deployment) ? `${n.deployment ?? ""} ${n.id}` : n.id;
+    const label = n.up ? `${name} up${n.notifications === "unavailable" ? ", degraded: notifications unavailable (periodic SCAN)" : ""}` : `${name} down`;
+    return { id: n.id, name, up: n.up, notUp: "down", notifications: n.notifications, title: `${name === n.id ? "" : `${n.deployment ?? ""} `}${n.url} · ${n.up ? `${n.latencyMs ?? "?"} ms` : "down"} · notifications ${n.notifications}`, label };
+  });
   return <Pills nodes={nodes} status={data.status} summary={`${data.quorum.up}/${data.nodes.length} up · quorum ${data.quorum.ok ? "ok" : "lost"} · ${data.status}`} />;
 }

@@ -17,6 +17,11 @@ export interface PillNode {
    */
   partial?: boolean;
   title: string;
+  /**
+   * What a screen reader reads for the pill (its `aria-label`): the node, up or how not, and, where its dot is amber
+   * though it is up, why, as its title says it.
+   */
+  label: string;
 }
 
 /**
@@ -45,6 +50,7 @@ export function nodePills(statuses: readonly WatcherStatus[], nodesUp?: number):
     const unserved = n.unservedSlots ? ` · ${n.unservedSlots} ${n.unservedSlots === 1 ? "slot" : "slots"} served by no primary (their locks unreadable)` : "";
     const readOnly = n.readOnly ? ` · a read-only replica${n.readOnly.primary === null ? "" : ` of ${n.readOnly.primary}`} now: no lock can be taken or released there` : "";
     const name = several ? `${n.deployment ?? ""} ${n.nodeId}` : n.nodeId;
+    const why = [n.notifications === "unavailable" ? "notifications unavailable (periodic SCAN)" : null, ...[refused, unserved, readOnly].filter((s) => s !== "").map((s) => s.slice(" · ".length))].filter((s) => s !== null);
     return {
       id: n.nodeId,
       name,
@@ -54,6 +60,7 @@ export function nodePills(statuses: readonly WatcherStatus[], nodesUp?: number):
       notifications: n.notifications,
       partial: refused !== "" || unserved !== "" || readOnly !== "",
       title: `${name} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}${refused}${unserved}${readOnly}`,
+      label: n.up ? `${name} up${why.length > 0 ? `, degraded: ${why.join("; ")}` : ""}` : `${name} ${notUp}`,
     };
   });
   const degraded = nodes.some((n) => !n.up || n.notifications === "unavailable" || n.partial);

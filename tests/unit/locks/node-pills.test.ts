@@ -70,4 +70,16 @@ describe("the header's node pills", () => {
     expect(pills.nodes[0]?.title).toContain("a read-only replica of 10.0.0.2:6379");
     expect(nodePills([node({ readOnly: { primary: null } })]).nodes[0]?.title).toContain("a read-only replica");
   });
+
+  it("tells a screen reader what the pill shows: a node up but a read-only replica now, or otherwise degraded, is not read as just up", () => {
+    const label = (over: Partial<WatcherStatus>) => nodePills([node(over)]).nodes[0]?.label;
+    expect(label({})).toBe("node-0 up");
+    expect(label({ readOnly: { primary: "10.0.0.2:6379" } })).toBe("node-0 up, degraded: a read-only replica of 10.0.0.2:6379 now: no lock can be taken or released there");
+    expect(label({ readOnly: { primary: null } })).toBe("node-0 up, degraded: a read-only replica now: no lock can be taken or released there");
+    expect(label({ refusedPatterns: [{ glob: "orders:*", rule: "~orders:*" }] })).toBe("node-0 up, degraded: refuses the console the lock patterns orders:*");
+    expect(label({ unservedSlots: 5461 })).toBe("node-0 up, degraded: 5461 slots served by no primary (their locks unreadable)");
+    expect(label({ notifications: "unavailable" })).toBe("node-0 up, degraded: notifications unavailable (periodic SCAN)");
+    expect(label({ up: false, answering: false })).toBe("node-0 not answering");
+    expect(label({ up: false, answering: true })).toBe("node-0 down");
+  });
 });
