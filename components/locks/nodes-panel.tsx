@@ -58,7 +58,14 @@ function ReplicationCell({ node }: { node: NodeFacts }) {
   const r = node.replication;
   if (!r || r.role === null) return <td className="muted">—</td>;
   if (r.role === "replica") {
-    return <td className={r.linkUp ? "wraps" : "wraps warn-text"}>{r.linkUp ? "a replica, its link to the primary up" : "⚠ a replica, its link to the primary down"}</td>;
+    // The console's URL names this node, but it follows another now (a failover demoted it): Redis refuses every
+    // write there, so no lock can be taken or released on it, whatever its link.
+    return (
+      <td className="wraps warn-text">
+        <span aria-hidden>⚠ </span>a read-only replica{r.primary ? ` of ${r.primary}` : ""} now: no lock can be taken or released on this node; its link to{" "}
+        {r.primary ? "that" : "its"} primary {r.linkUp ? "up" : "down"}
+      </td>
+    );
   }
   if (r.replicas.length === 0) {
     // A Sentinel deployment's primary without a replica: a failover has nothing to promote. (Elsewhere, a
