@@ -64,9 +64,11 @@ export function TableTools({
 
 /** Why a table has nothing to show: the API's message, or that the console did not answer. */
 export function LoadError({ what, error }: { what: string; error: unknown }) {
+  // The sentence ends with its own full stop, not a second one after the message's.
+  const message = error instanceof Error ? error.message.replace(/\.$/, "") : null;
   return (
     <p role="alert" className="error-text">
-      Could not load {what}: {error instanceof Error ? <MessageText text={error.message} /> : "the console did not answer"}.
+      Could not load {what}: {message !== null ? <MessageText text={message} /> : "the console did not answer"}.
     </p>
   );
 }

@@ -3,9 +3,10 @@
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
 import type { LockLoss } from "@/lib/locks/types";
-import { apiFetch } from "../api-client";
+import { apiFetch, ApiRequestError, errorText } from "../api-client";
 import { TableHead, TableScroll } from "../table-scroll";
 import { formatDuration, lockHref } from "./format";
+import { LoadError } from "./lock-rows";
 import { useNow } from "./use-live-locks";
 
 /** How many rows each of the panel's lists shows; `GET /api/losses` gives them all. */
@@ -16,11 +17,11 @@ const count = (n: number) => (n === 1 ? "1 lock" : `${n.toLocaleString("en")} lo
 /**
  * The locks nodes lost while their TTL ran (a restart without them, a failover to a replica that never had them)
  * in the last 24 hours: the on-call's answer to "which locks?" when a lost-lock alert fires, long after the
- * locks themselves left the list. Shown only when there are any: those gone first, those that go on (a Redlock
- * that kept its quorum on the other nodes) folded away.
+ * locks themselves left the list. Shown only when there are any, or when they could not be read: those gone first,
+ * those that go on (a Redlock that kept its quorum on the other nodes) folded away.
  */
 export function LossesPanel() {
-  const { data, dataUpdatedAt } = useQuery({
+  const { data, dataUpdatedAt, error } = useQuery({
     queryKey: ["losses"],
     queryFn: () => apiFetch<{ serverTime: number; deployments: string[]; losses: LockLoss[] }>("/api/losses"),
     refetchInterval: 10_000,
@@ -29,7 +30,18 @@ export function LossesPanel() {
   // apart), and after the last one where the console stops answering, "5.0 s ago" stays true.
   const now = useNow(1_000) + (data ? data.serverTime - dataUpdatedAt : 0);
   const losses = data?.losses ?? [];
-  if (!data || losses.length === 0) return null;
+  // A read that failed is not "no losses": say so (in the page's words for a session that ended), above the last
+  // losses read where there are any.
+  const failed = error ? <LoadError what="the locks lost in node restarts and failovers" error={new Error(error instanceof ApiRequestError ? errorText(error) : "the console did not answer")} /> : null;
+  if (!data || losses.length === 0) {
+    if (!failed) return null;
+    return (
+      <section className="panel losses-panel" aria-labelledby="losses-heading">
+        <h2 id="losses-heading">Lost in node restarts and failovers</h2>
+        {failed}
+      </section>
+    );
+  }
   // (Where the console watches several deployments, a lock's page and its node are named with its deployment.)
   const multi = data.deployments.length > 1;
   const nodes = new Set(losses.map((l) => (multi ? `${l.deployment} ${l.node}` : l.node)));
@@ -69,6 +81,7 @@ export function LossesPanel() {
       <h2 id="losses-heading">
         <span aria-hidden>⚠ </span>Lost in node restarts and failovers
       </h2>
+      {failed}
       <p>
         In the last 24 hours, {who} lost {count(losses.length)} while {losses.length === 1 ? "its" : "their"} TTL ran
         {ended.length === 0

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Page } from "@playwright/test";
+import type { Page, Route } from "@playwright/test";
 import type Redis from "ioredis";
 import { encodeLockValue } from "@lockscope/redlock";
 import { Redlock } from "@lockscope/redlock";
@@ -164,6 +164,28 @@ test.describe("live locks", () => {
     await expect(row.getByRole("cell").first()).toHaveText(/^\d+(\.\d)? s ago$/);
     await page.clock.runFor(60_000);
     await expect(row.getByRole("cell").first()).toHaveText(/^1 min \d+ s ago$/);
+  });
+
+  test("the losses panel says when it could not read the losses (no answer, a refusal, a session ended), rather than show none", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const answers: Array<{ answer: (route: Route) => Promise<void>; says: RegExp }> = [
+      { answer: (route) => route.abort("connectionrefused"), says: /^Could not load the locks lost in node restarts and failovers: the console did not answer\.$/ },
+      {
+        answer: (route) => route.fulfill({ status: 503, json: { error: { code: "unavailable", message: "The console is shutting down." } } }),
+        says: /^Could not load the locks lost in node restarts and failovers: The console is shutting down\.$/,
+      },
+      {
+        answer: (route) => route.fulfill({ status: 401, json: { error: { code: "unauthorized", message: "Sign in on /login or send `Authorization: Bearer <token>`." } } }),
+        says: /^Could not load the locks lost in node restarts and failovers: You are not signed in, or your session has ended: sign in again, then try once more\.$/,
+      },
+    ];
+    for (const { answer, says } of answers) {
+      await page.unroute("**/api/losses");
+      await page.route("**/api/losses", answer);
+      await page.goto("/");
+      await expect(page.getByRole("table", { name: "Lock nodes" })).toBeVisible();
+      await expect(page.getByRole("alert").filter({ hasText: "Could not load the locks lost" })).toHaveText(says);
+    }
   });
 
   test("a node's last event in the Nodes panel counts on between the console's answers, also when they stop coming", async ({ page, signIn }) => {
