@@ -1,5 +1,9 @@
 import { LoginForm } from "@/components/login-form";
+import { MessageText } from "@/components/message-text";
+import { CONFIG_DEFAULTS } from "@/lib/config";
 import { sameOriginPath } from "@/lib/safe-redirect";
+import { signInHelp } from "@/lib/sign-in-help";
+import { getConfig } from "@/server/config";
 
 export const metadata = { title: "Sign in · Lockscope" };
 
@@ -8,11 +12,18 @@ export default async function LoginPage({ searchParams }: { searchParams: Promis
   // Any origin serves to tell a path of this console from one that leaves it; the form checks again
   // against the browser's real origin before it navigates.
   const next = sameOriginPath(typeof params.next === "string" ? params.next : null, "http://lockscope.invalid");
+  // Where this console's tokens come from (as server/auth.ts decides): whether each is set, never its value.
+  const config = getConfig();
+  const help = signInHelp({
+    operator: config.operatorToken ? "environment" : "generated",
+    defaultDataDir: config.dataDir === CONFIG_DEFAULTS.dataDir,
+    viewerToken: config.viewerToken !== null,
+  });
   return (
     <section>
       <h1>Sign in</h1>
       <p className="muted">
-        Use the operator token (printed at start and kept in <code>.lockscope/operator-token</code>) or the viewer token.
+        <MessageText text={help} />
       </p>
       <LoginForm next={next} />
     </section>

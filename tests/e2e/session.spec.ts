@@ -99,3 +99,18 @@ test("a sign-out the console did not confirm says so and leaves the page as it w
   await page.getByRole("banner").getByRole("button", { name: "Sign out" }).click();
   await page.waitForURL((url) => url.pathname === "/login");
 });
+
+test("the sign-in page says where this console's tokens come from: here both are set by environment variables, and neither is shown", async ({ page }) => {
+  await page.goto("/login");
+  const main = page.getByRole("main");
+  await expect(main.getByRole("heading", { name: "Sign in" })).toBeVisible();
+  await expect(main.locator("p").first()).toHaveText(
+    "Use the operator token, the one set in LOCKSCOPE_OPERATOR_TOKEN where the console runs, or the viewer token (LOCKSCOPE_VIEWER_TOKEN) to read only.",
+  );
+  // Neither token, nor any word of a generated one printed at start and kept in a file.
+  const html = await page.content();
+  expect(html).not.toContain(E2E_OPERATOR_TOKEN);
+  expect(html).not.toContain(E2E_VIEWER_TOKEN);
+  await expect(main).not.toContainText("printed");
+  await expect(main).not.toContainText("operator-token");
+});
