@@ -77,8 +77,23 @@ export function nodeFailureText(raw: string | undefined): string | null {
   if (/^NOPERM|^ERR ACL failure/.test(reply)) return "refused by its ACL: the console's Redis user may not run this command or use this key there";
   // Redis refuses every write on a replica before it is made (in a script, at its first write: nothing before it).
   if (/^READONLY/.test(reply)) return "is a read-only replica now, demoted by a failover or named so by its URL: nothing was written there";
+  // A command renamed or disabled on the server (`rename-command`, as managed services do): Redis refuses it before
+  // running it. (Inside a script Redis words it "Unknown Redis command called from script", and the script may have
+  // written before it: not this.) Only the command's name is said, never the arguments Redis repeats after it.
+  const unknown = UNKNOWN_COMMAND.exec(reply);
+  if (unknown) {
+    const name = unknown[1] ?? "";
+    const command = COMMAND_NAME.test(name) ? `the command \`${name.toUpperCase()}\`` : "a command the console sent";
+    return `does not know ${command} (renamed or disabled there, as some managed services do), so it did not run there`;
+  }
   return null;
 }
+
+/** Redis's reply to a command it does not know: `'name'` (Redis 7) or `` `name` `` (Redis 6), then maybe the echoed arguments. */
+const UNKNOWN_COMMAND = /^ERR unknown command ['`]([^'`\r\n]*)['`]/;
+
+/** A command name as Redis commands are named (`XADD`, `EVALSHA`, `CLIENT|LIST`): nothing else is repeated. */
+const COMMAND_NAME = /^[A-Za-z][A-Za-z0-9_|.-]{0,39}$/;
 
 /**
  * Whether a node's error is its ACL refusing the console's Redis user the key (`NOPERM`, which Redis answers before

@@ -24,4 +24,20 @@ describe("a lock node's failure in words an operator can act on", () => {
       expect([raw, nodeFailureText(raw)]).toEqual([raw, "is a read-only replica now, demoted by a failover or named so by its URL: nothing was written there"]);
     }
   });
+
+  it("names the command a node does not know (renamed or disabled, as managed services do), never the arguments Redis repeats", () => {
+    for (const raw of [
+      "ERR unknown command 'xadd', with args beginning with: 'lockscope:audit' 'MAXLEN' '~' '100000' '*' 'r' '{\"token\":\"lk1:secret-holder\"}' ",
+      "ERR unknown command `xadd`, with args beginning with: `lockscope:audit`, `MAXLEN`, ",
+      "ERR unknown command 'XADD'",
+      "Too many Cluster redirections. Last error: ReplyError: ERR unknown command 'xadd', with args beginning with: 'lockscope:audit' ",
+    ]) {
+      expect([raw, nodeFailureText(raw)]).toEqual([raw, "does not know the command `XADD` (renamed or disabled there, as some managed services do), so it did not run there"]);
+    }
+    // A name that is not a plain command name is not echoed either.
+    expect(nodeFailureText("ERR unknown command 'a b<script>', with args beginning with: 'secret' ")).toBe(
+      "does not know a command the console sent (renamed or disabled there, as some managed services do), so it did not run there",
+    );
+    expect(nodeFailureText("ERR unknown command 'evalsha', with args beginning with: 'abc' '1' 'lock:x' 'lk1:secret-holder' ")).not.toContain("secret");
+  });
 });
