@@ -48,19 +48,23 @@ const filterFields = {
   to: timeBound("to").optional(),
 };
 
+/** Where a page or an export starts: below the entry id a previous answer gave as `next` (exclusive). */
+const before = queryText("an entry id from a previous page's `next`").regex(AUDIT_ID_PATTERN, "`before` must be an entry id from a previous page's `next`").optional();
+
 /** `GET /api/audit` query: a page of entries, newest first, with optional filters. */
 export const AuditListQuery = z
   .strictObject({
     limit: pageLimit.optional(),
-    before: queryText("an entry id from a previous page's `next`").regex(AUDIT_ID_PATTERN, "`before` must be an entry id from a previous page's `next`").optional(),
+    before,
     ...filterFields,
   })
   .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { message: "`from` must be before `to`" });
 
-/** `GET /api/audit/export` query: every matching entry (up to a cap) as CSV or JSON. */
+/** `GET /api/audit/export` query: every matching entry (up to a cap) as CSV or JSON, from `before` on where given. */
 export const AuditExportQuery = z
   .strictObject({
     format: queryText("csv or json").pipe(z.enum(["csv", "json"], "`format` must be csv or json")).optional(),
+    before,
     ...filterFields,
   })
   .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { message: "`from` must be before `to`" });

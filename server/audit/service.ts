@@ -19,21 +19,26 @@ export function getAuditPage(options: { limit: number; before?: string; filters:
   return read(options.limit, options.before, options.filters);
 }
 
-/** A download of every matching entry, newest first, capped at EXPORT_MAX_ENTRIES (the response says when it was cut). */
-export async function exportAudit(format: "csv" | "json", filters: AuditFilters): Promise<Response> {
-  const { entries, next, source } = await read(EXPORT_MAX_ENTRIES, undefined, filters);
+/**
+ * A download of every matching entry older than `before` (all of them without it), newest first, capped at
+ * EXPORT_MAX_ENTRIES. Where it was cut, the response says so and gives the cursor the next export starts from
+ * (`X-Audit-Next`, and `next` in JSON): a long log is exported in parts, none twice, none missed.
+ */
+export async function exportAudit(format: "csv" | "json", filters: AuditFilters, before?: string): Promise<Response> {
+  const { entries, next, source } = await read(EXPORT_MAX_ENTRIES, before, filters);
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   const headers: Record<string, string> = {
     "Cache-Control": "no-store",
     "X-Audit-Source": source,
     "X-Audit-Truncated": next ? "true" : "false",
+    ...(next ? { "X-Audit-Next": next } : {}),
   };
   if (format === "csv") {
     return new Response(auditCsv(entries), {
       headers: { ...headers, "Content-Type": "text/csv; charset=utf-8", "Content-Disposition": `attachment; filename="lockscope-audit-${stamp}.csv"` },
     });
   }
-  return new Response(JSON.stringify({ entries, truncated: next !== null, source }, null, 2), {
+  return new Response(JSON.stringify({ entries, truncated: next !== null, next, source }, null, 2), {
     headers: { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Disposition": `attachment; filename="lockscope-audit-${stamp}.json"` },
   });
 }

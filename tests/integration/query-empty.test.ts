@@ -27,7 +27,7 @@ describe("an empty query parameter is refused with a message that names it and s
     const resource = { resource: "lock:orders/42" };
     routes = [
       { name: "GET /api/audit", handler: audit.GET, method: "GET", path: "/api/audit", query: ["limit", "before", "resource", "actor", "from", "to"] },
-      { name: "GET /api/audit/export", handler: auditExport.GET, method: "GET", path: "/api/audit/export", query: ["format", "resource", "actor", "from", "to"] },
+      { name: "GET /api/audit/export", handler: auditExport.GET, method: "GET", path: "/api/audit/export", query: ["format", "before", "resource", "actor", "from", "to"] },
       { name: "GET /api/demo/runs", handler: demoRuns.GET, method: "GET", path: "/api/demo/runs", query: ["limit"] },
       { name: "GET /api/history", handler: history.GET, method: "GET", path: "/api/history", query: ["limit", "before", "from", "to", "at", "resource", "deployment"] },
       { name: "GET /api/locks/[resource]/history", handler: lockHistory.GET, method: "GET", path: "/api/locks/lock%3Aorders%2F42/history", params: resource, query: ["limit", "before", "from", "to", "at", "deployment"] },
