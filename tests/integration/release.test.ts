@@ -86,7 +86,10 @@ describe("force release", () => {
   beforeAll(async () => {
     mkdirSync(auditDir, { recursive: true });
     // DEBUG SLEEP (from this host only) lets a test hold a node busy while the console's release waits on it.
-    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_FILE: auditFile, LOCKSCOPE_NODE_TIMEOUT_MS: "200" }, extraArgs: ["--enable-debug-command", "local"] });
+    // The node timeout is well above a stall of this process (its first release compiles and loads code while
+    // the nodes' answers wait in the sockets: 150 ms and more on a loaded machine): a node that answered must
+    // never count as silent. Stopped nodes cost their tests this timeout, not a flaky answer.
+    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_FILE: auditFile, LOCKSCOPE_NODE_TIMEOUT_MS: "1000" }, extraArgs: ["--enable-debug-command", "local"] });
     nodes = cluster.clients();
     release = await import("@/app/api/locks/[resource]/release/route");
     audit = await import("@/app/api/audit/route");
@@ -610,10 +613,11 @@ describe("force release", () => {
     const resource = "lock:late-nodes";
     await holdEverywhere(resource, "late-v1");
     const clients = await consoleClients();
-    // Every node is busy for a second from right after the intent: the release script queues behind the
-    // sleep on the console's own connection, past the per-node timeout, and then runs and deletes.
+    // Every node is busy for three seconds from right after the intent: the release script queues behind the
+    // sleep on the console's own connection, past the release's wait (twice the node timeout), and then runs and
+    // deletes, well before the console gives up reading the nodes again (twice that wait later).
     const spy = await afterNextIntent(() => {
-      for (const c of clients) c.call("DEBUG", "SLEEP", "1").catch(() => undefined);
+      for (const c of clients) c.call("DEBUG", "SLEEP", "3").catch(() => undefined);
     });
     try {
       const res = await postRelease(resource, { reason: "slow nodes", token: "late-v1" });
