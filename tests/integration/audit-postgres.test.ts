@@ -59,7 +59,9 @@ describe("audit and lock history in PostgreSQL", () => {
   beforeAll(async () => {
     server = await startPostgres();
     url = await server.createDatabase("console");
-    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "200", HISTORY_RETENTION_DAYS: "7" } });
+    // (No node here stops answering: the node timeout only has to stay well above a stall of this process, whose first
+    // releases below compile and load code while the nodes' answers wait in the sockets.)
+    cluster = await setUpConsole({ nodes: 3, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "1000", HISTORY_RETENTION_DAYS: "7" } });
     nodes = cluster.clients();
     auditRoute = await import("@/app/api/audit/route");
     exportRoute = await import("@/app/api/audit/export/route");
