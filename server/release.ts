@@ -440,8 +440,9 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
 /**
  * The deployment a release acts on, with what each of its nodes holds now. Named: that one (a 400 naming the
  * deployments for a name the console does not watch). Not named: the only one; with several, the one whose
- * nodes hold the key, read now on every deployment; a key held on several is a 409 naming them, so that a
- * release never deletes a key on a deployment the operator did not mean.
+ * nodes hold the key, read now on every deployment; a key held on several is a 409 naming them, and one held on
+ * one while another deployment's node does not answer a 503, so that a release never deletes a key on a
+ * deployment the operator did not mean.
  */
 async function releaseTarget(resource: string, name: string | undefined): Promise<{ deployment: string; nodes: LockNode[]; reads: NodeRead[] }> {
   const all = getDeploymentNodes();
@@ -465,8 +466,22 @@ async function releaseTarget(resource: string, name: string | undefined): Promis
       { deployments: names },
     );
   }
+  const only = holding[0];
   // None holds it: every deployment's reads together say whether it is gone or the nodes did not answer.
-  return holding[0] ?? { deployment: all.map((d) => d.deployment.name).join(", "), nodes: targets.flatMap((t) => t.nodes), reads: targets.flatMap((t) => t.reads) };
+  if (!only) return { deployment: all.map((d) => d.deployment.name).join(", "), nodes: targets.flatMap((t) => t.nodes), reads: targets.flatMap((t) => t.reads) };
+  // A deployment with a node that could not be read may hold the key too: releasing on the one that answered would
+  // be a guess, and the operator may mean the other. Named, the release goes ahead there.
+  const unread = targets.filter((t) => t !== only && t.reads.some((r) => r.state !== "ok"));
+  if (unread.length > 0) {
+    const names = unread.map((t) => t.deployment);
+    const which = unread.map((t) => `${t.deployment}: ${t.reads.filter((r) => r.state !== "ok").map((r) => r.id).join(", ")}`).join("; ");
+    throw new ApiError(
+      "unavailable",
+      `\`${preview(resource)}\` is held on ${only.deployment}, and ${names.join(" and ")} did not answer (${which}), so ${names.length === 1 ? "it" : "they"} may hold it too: say which to release with ?deployment=${only.deployment}; nothing was touched.`,
+      { deployments: [only.deployment], unanswered: names },
+    );
+  }
+  return only;
 }
 
 /** A node's part in the release as the audit keeps it; `unsure`: whether the release deleted there is unknown. */

@@ -232,6 +232,30 @@ describe("several deployments in one console", () => {
     expect(await cacheNode.exists("lock:only-cache")).toBe(0);
   });
 
+  it("does not guess the deployment of a release while another deployment does not answer, which may hold the key too", async () => {
+    const { release } = await routes();
+    await Promise.all(ordersNodes.map((n) => n.set("lock:maybe-both", "orders-holder", "PX", 120_000)));
+    await cacheNode.set("lock:maybe-both", "cache-holder", "PX", 120_000);
+    const path = "/api/locks/lock%3Amaybe-both/release";
+    cache.pause(0);
+    try {
+      const refused = await call(release, "POST", path, { body: { reason: "stuck worker" }, params: { resource: "lock:maybe-both" } });
+      expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+      const error = (refused.body as ErrorBody).error;
+      expect(error.message).toContain("cache did not answer");
+      expect(error.message).toContain("?deployment=orders");
+      expect(error.message).toContain("nothing was touched");
+      for (const n of ordersNodes) expect(await n.get("lock:maybe-both")).toBe("orders-holder");
+      // Named, it goes ahead on that deployment alone.
+      const named = await call(release, "POST", `${path}?deployment=orders`, { body: { reason: "stuck worker" }, params: { resource: "lock:maybe-both" } });
+      expect(named.body).toMatchObject({ released: true, deployment: "orders" });
+    } finally {
+      cache.resume(0);
+    }
+    expect(await cacheNode.get("lock:maybe-both")).toBe("cache-holder");
+    await cacheNode.del("lock:maybe-both");
+  });
+
   it("lists every deployment's nodes in health and labels node and lock metrics with their deployment", async () => {
     const { health, metrics } = await routes();
     const h = (await call(health, "GET", "/api/health")).body as { nodes: Array<{ id: string; deployment: string; up: boolean }>; deployments: Array<{ name: string; kind: string; quorum: { size: number } }> };
