@@ -52,7 +52,8 @@ describe("GET /metrics on real lock nodes", () => {
     startConsoleMetrics();
     startLive();
     expect(await waitUntilReconciled(30_000)).toBe(true);
-    redlock = new Redlock(cluster.clients(), { retryCount: 0, label: "metrics-test" });
+    // (A node timeout of 1 s, not the default 200 ms: a pause of this test process must not count answers as missing.)
+    redlock = new Redlock(cluster.clients(), { retryCount: 0, label: "metrics-test", nodeTimeoutMs: 1_000 });
     instrumentRedlock(redlock);
   });
 
