@@ -1,5 +1,7 @@
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -55,5 +57,37 @@ describe("the published package", () => {
     expect(typeof compat.default).toBe("function");
     expect(typeof compat.ExecutionError).toBe("function");
     expect(typeof compat.ResourceLockedError).toBe("function");
+  });
+
+  it("the README's TypeScript examples compile against the built types in a plain ESM project (NodeNext, strict)", () => {
+    const require = createRequire(import.meta.url);
+    const project = mkdtempSync(path.join(tmpdir(), "redlock-consumer-"));
+    try {
+      const modules = path.join(project, "node_modules");
+      mkdirSync(path.join(modules, "@lockscope"), { recursive: true });
+      mkdirSync(path.join(modules, "@types"), { recursive: true });
+      symlinkSync(root, path.join(modules, "@lockscope", "redlock"), "dir");
+      symlinkSync(path.dirname(require.resolve("ioredis/package.json")), path.join(modules, "ioredis"), "dir");
+      symlinkSync(path.dirname(require.resolve("@types/node/package.json")), path.join(modules, "@types", "node"), "dir");
+      writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+      writeFileSync(
+        path.join(project, "tsconfig.json"),
+        JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true, skipLibCheck: false, types: ["node"] }, include: ["*.ts"] }),
+      );
+      const readme = readFileSync(path.join(root, "README.md"), "utf8");
+      const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map(([, code]) => code!);
+      expect(blocks.length).toBeGreaterThanOrEqual(2);
+      // The examples name a connection `redis` they do not make.
+      blocks.forEach((code, i) => writeFileSync(path.join(project, `example-${i + 1}.ts`), `import type { Redis as AnyRedis } from "ioredis";\ndeclare const redis: AnyRedis;\n${code}`));
+      let output = "";
+      try {
+        execFileSync(process.execPath, [require.resolve("typescript/bin/tsc"), "-p", project], { cwd: project, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+      } catch (error) {
+        output = String((error as { stdout?: string }).stdout ?? error);
+      }
+      expect(output).toBe("");
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+    }
   });
 });
