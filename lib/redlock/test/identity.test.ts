@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { acquireNaive, decodeLockValue, encodeLockValue, lockValueId, Redlock, type NaiveLockClient, type RedlockClient } from "../index.ts";
 
@@ -54,5 +56,13 @@ describe("lock values carry the holder's identity", () => {
       await expect(acquireNaive({} as NaiveLockClient, "lock:a", 1000, { [name]: text })).rejects.toThrow(expected);
       if (name === "label") await expect(new Redlock([client]).acquire(["lock:a"], 1000, { label: text })).rejects.toThrow(expected);
     }
+  });
+
+  it("reads the README's example value as the holder it describes", () => {
+    const readme = readFileSync(path.join(import.meta.dirname, "..", "README.md"), "utf8");
+    const example = /^lk1:[^<\s]+$/m.exec(readme)?.[0];
+    expect(example).toBeDefined();
+    expect(decodeLockValue(example!)).toEqual({ label: "checkout worker", host: "web-1", pid: 4242, fence: "17", acquiredAt: parseInt("mh2x1k3f", 36) });
+    expect(lockValueId(example!)).toMatch(/^[A-Za-z0-9_-]{16}$/);
   });
 });
