@@ -94,6 +94,9 @@ export function composeLockValue(id: string, acquiredAt: number, pid: number | n
 export function encodeLockValue(fields: LockValueFields): string {
   check.holderField("host", fields.host);
   check.holderField("label", fields.label);
+  check.holderPid("pid", fields.pid);
+  if (fields.fence !== null) check.fenceString("fence", fields.fence);
+  check.nonNegativeInteger("acquiredAt", fields.acquiredAt);
   return composeLockValue(randomId(), fields.acquiredAt, fields.pid, fields.fence, encodeIdentityTail(fields.host, fields.label));
 }
 

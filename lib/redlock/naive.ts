@@ -55,7 +55,7 @@ export async function acquireNaive(client: NaiveLockClient, resource: string, tt
   const token = encodeLockValue({
     label: check.holderField("label", options.label ?? DEFAULTS.label),
     host: options.host === undefined ? hostname() : check.holderField("host", options.host),
-    pid: options.pid === undefined ? process.pid : options.pid,
+    pid: check.holderPid("pid", options.pid === undefined ? process.pid : options.pid),
     fence: null,
     acquiredAt: Date.now(),
   });

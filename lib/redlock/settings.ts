@@ -95,8 +95,7 @@ export function resolveSettings(settings: unknown): ResolvedSettings {
   if (typeof settings !== "object" || settings === null) check.fail("settings", "an object", settings);
   check.knownKeys("setting", settings, SETTING_NAMES);
   const s = settings as RedlockSettings;
-  const pid = s.pid === undefined ? process.pid : s.pid;
-  if (pid !== null) check.nonNegativeInteger("pid", pid);
+  const pid = check.holderPid("pid", s.pid === undefined ? process.pid : s.pid);
   const retryDelayMs = check.timerMs("retryDelayMs", s.retryDelayMs ?? DEFAULT_SETTINGS.retryDelayMs, 0);
   const retryJitterMs = check.timerMs("retryJitterMs", s.retryJitterMs ?? DEFAULT_SETTINGS.retryJitterMs, 0);
   // A pause is at most their sum: one timer.

@@ -98,6 +98,17 @@ export function holderField(name: string, value: unknown): string | null {
   return value as string;
 }
 
+/** The largest pid a lock value carries (10 decimal digits, every 32-bit pid): `decodeLockValue` reads no larger one. */
+export const MAX_PID = 9_999_999_999;
+
+/** A holder's pid, written into every lock value: null, or an integer `decodeLockValue` reads back. */
+export function holderPid(name: string, value: unknown): number | null {
+  if (value !== null && (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0 || value > MAX_PID)) {
+    fail(name, `null or a non-negative integer of at most ${MAX_PID}`, value);
+  }
+  return value;
+}
+
 export function nonEmptyString(name: string, value: unknown): string {
   if (typeof value !== "string" || value === "") fail(name, "a non-empty string", value);
   return value;

@@ -65,4 +65,20 @@ describe("lock values carry the holder's identity", () => {
     expect(decodeLockValue(example!)).toEqual({ label: "checkout worker", host: "web-1", pid: 4242, fence: "17", acquiredAt: parseInt("mh2x1k3f", 36) });
     expect(lockValueId(example!)).toMatch(/^[A-Za-z0-9_-]{16}$/);
   });
+
+  it("refuses, with a TypeError naming it, a pid, fence or time no value could carry readably", async () => {
+    // A pid of 11 digits, a negative or fractional one, a fence that is no decimal, a time that is no number:
+    // each was written into a value that decodeLockValue read as null (no holder, no contention shown).
+    const widest = { ...fields, pid: 9_999_999_999 };
+    expect(decodeLockValue(encodeLockValue(widest))).toEqual(widest);
+    const client = { evalsha: () => new Promise(() => {}), eval: () => new Promise(() => {}), set: () => new Promise(() => {}), duplicate: () => { throw new Error("not here"); } } as unknown as RedlockClient;
+    for (const pid of [10_000_000_000, -1, 1.5]) {
+      const expected = "Expected `pid` to be null or a non-negative integer of at most 9999999999";
+      expect(() => encodeLockValue({ ...fields, pid })).toThrow(expected);
+      expect(() => new Redlock([client], { pid })).toThrow(expected);
+      await expect(acquireNaive({} as NaiveLockClient, "lock:a", 1000, { pid })).rejects.toThrow(expected);
+    }
+    expect(() => encodeLockValue({ ...fields, fence: "x7" })).toThrow("Expected `fence` to be a decimal fence string");
+    expect(() => encodeLockValue({ ...fields, acquiredAt: Number.NaN })).toThrow("Expected `acquiredAt` to be a non-negative integer");
+  });
 });
