@@ -46,26 +46,50 @@ const ACQUIRE_OPTION_NAMES: readonly (keyof AcquireOptions)[] = Object.freeze(["
 /** @internal Told each attempt's votes, granted or not (the node-redlock-compatible entry keeps per-attempt stats). */
 export type AttemptObserver = (votes: readonly NodeVote[], granted: boolean) => void;
 
-export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions, onAttempt?: AttemptObserver): Promise<RedlockLock> {
+/** @internal An acquisition's arguments, checked (see `checkAcquire`). */
+export interface AcquireRequest {
+  resources: string[];
+  ttlMs: number;
+  signal: AbortSignal | undefined;
+  fenced: boolean;
+  fair: boolean;
+  retries: number;
+  /** `encodeIdentityTail` of the lock's host and label. */
+  tail: string;
+}
+
+/**
+ * @internal Checks an acquisition's arguments, sending nothing: the entry points that open the engine's
+ * subscriber connections before they acquire (`using()`, the compat entry) call it first, so a bad argument
+ * fails at once and opens no connection.
+ */
+export function checkAcquire(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions): AcquireRequest {
   const resources = check.resourceList("resources", resourcesArg);
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
   if (engine.clustered) check.oneSlot(resources);
   const settings = engine.settings;
-  let signal: AbortSignal | undefined;
-  let fenced = settings.fenced;
-  let fair = settings.fair;
-  let retries = settings.retryCount;
-  let tail = engine.identityTail;
+  const request: AcquireRequest = { resources, ttlMs, signal: undefined, fenced: settings.fenced, fair: settings.fair, retries: settings.retryCount, tail: engine.identityTail };
   if (options !== undefined) {
     if (typeof options !== "object" || options === null) check.fail("options", "an object", options);
     check.knownKeys("acquire option", options, ACQUIRE_OPTION_NAMES);
-    signal = check.abortSignal("signal", options.signal);
-    if (options.fenced !== undefined) fenced = check.boolean("fenced", options.fenced);
-    if (options.fair !== undefined) fair = check.boolean("fair", options.fair);
-    if (options.retryCount !== undefined) retries = checkRetryCount("retryCount", options.retryCount);
-    if (options.label !== undefined) tail = encodeIdentityTail(settings.host, check.holderField("label", options.label));
+    request.signal = check.abortSignal("signal", options.signal);
+    if (options.fenced !== undefined) request.fenced = check.boolean("fenced", options.fenced);
+    if (options.fair !== undefined) request.fair = check.boolean("fair", options.fair);
+    if (options.retryCount !== undefined) request.retries = checkRetryCount("retryCount", options.retryCount);
+    if (options.label !== undefined) request.tail = encodeIdentityTail(settings.host, check.holderField("label", options.label));
   }
+  check.ttlAboveDrift(ttlMs, driftMs(settings, ttlMs));
+  return request;
+}
 
+export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg: unknown, options?: AcquireOptions, onAttempt?: AttemptObserver): Promise<RedlockLock> {
+  return acquireChecked(engine, checkAcquire(engine, resourcesArg, ttlArg, options), onAttempt);
+}
+
+/** @internal `acquireLock` with arguments `checkAcquire` passed. */
+export async function acquireChecked(engine: Engine, request: AcquireRequest, onAttempt?: AttemptObserver): Promise<RedlockLock> {
+  const { resources, ttlMs, signal, fenced, fair, retries, tail } = request;
+  const settings = engine.settings;
   const { clients, quorum } = engine;
   const maxAttempts = retries === -1 ? Infinity : retries + 1;
   const id = randomId(engine.instanceTag);
@@ -76,7 +100,6 @@ export async function acquireLock(engine: Engine, resourcesArg: unknown, ttlArg:
   let waiter: AcquireWaiter | null = null;
   const timeoutMs = settings.nodeTimeoutMs;
   const drift = driftMs(settings, ttlMs);
-  check.ttlAboveDrift(ttlMs, drift);
   // The first try of a one-resource, unfenced, unfair acquisition is the bare `SET NX PX` (a node runs no
   // script for the common, uncontended case); the nodes that refuse it run the acquire script right after,
   // which publishes the refusal, queues the waiter and says who holds the lock. Fenced acquisitions need

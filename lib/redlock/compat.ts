@@ -7,8 +7,9 @@
  */
 import { EventEmitter } from "node:events";
 import { createRequire } from "node:module";
-import { acquireLock, type AttemptObserver } from "./acquire.ts";
+import { acquireChecked, checkAcquire, type AcquireRequest, type AttemptObserver } from "./acquire.ts";
 import type { RedlockClient } from "./client.ts";
+import type { Engine } from "./engine.ts";
 import { NodesFailedError, ResourceHeldError, toError, type NodeVote } from "./errors.ts";
 import type { RedlockLock, ReleaseResult } from "./lock.ts";
 import { engineOf, Redlock as NativeRedlock } from "./redlock.ts";
@@ -226,15 +227,23 @@ export default class Redlock extends EventEmitter {
 
   #take(resources: string[], duration: number, settings: Settings): Promise<{ value: RedlockLock; attempts: Array<Promise<ExecutionStats>> }> {
     if (Math.floor(duration) !== duration) return Promise.reject(durationError());
-    const engine = engineOf(this.#engine(settings));
+    let engine: Engine;
+    let request: AcquireRequest;
+    try {
+      engine = engineOf(this.#engine(settings));
+      request = checkAcquire(engine, resources, duration);
+    } catch (error) {
+      return Promise.reject(toError(error));
+    }
     return this.#attempted(resources, async (onAttempt) => {
       // Listen for releases before the first attempt (as using() does): waiters that register before the
       // subscriptions are up retry once when they come up, which would spend one of node-redlock's
-      // counted retries on catching up rather than on the lock.
+      // counted retries on catching up rather than on the lock. (The arguments were checked first: a bad one
+      // opens no connection.)
       engine.notifications.retain();
       try {
         await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs);
-        return await acquireLock(engine, resources, duration, undefined, onAttempt);
+        return await acquireChecked(engine, request, onAttempt);
       } finally {
         engine.notifications.unretain();
       }

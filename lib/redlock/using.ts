@@ -1,6 +1,6 @@
-import { acquireLock, type AcquireOptions, type AttemptObserver } from "./acquire.ts";
+import { acquireChecked, checkAcquire, type AcquireOptions, type AttemptObserver } from "./acquire.ts";
 import type { Engine } from "./engine.ts";
-import { LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors.ts";
+import { AcquireAbortedError, LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors.ts";
 import { extendLock } from "./extend.ts";
 import { lockState, type RedlockLock, type ReleaseResult } from "./lock.ts";
 import { releaseLock } from "./release.ts";
@@ -35,13 +35,16 @@ export async function usingLock<T>(
   if (ttlMs <= threshold) {
     check.fail("ttlMs", `greater than \`automaticExtensionThresholdMs\` (${threshold}), so the lock can be extended before it expires`, ttlMs);
   }
+  // Checked before any connection is opened below: a bad argument fails at once and opens none.
+  const request = checkAcquire(engine, resources, ttlMs, options);
+  if (request.signal?.aborted) throw new AcquireAbortedError(request.resources, 0, request.signal.reason);
   // Listen for revocations before the lock exists: a force release that lands right after the acquisition
   // must abort the signal, not go unheard because the subscriber connections were still being made.
   engine.notifications.retain();
   let lock: RedlockLock;
   try {
     await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs);
-    lock = await acquireLock(engine, resources, ttlMs, options, onAttempt);
+    lock = await acquireChecked(engine, request, onAttempt);
   } catch (error) {
     engine.notifications.unretain();
     throw error;

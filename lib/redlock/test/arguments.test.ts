@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
+import CompatRedlock from "../compat.ts";
 import { AcquireAbortedError, abortableSleep, acquireNaive, DEFAULT_SETTINGS, fencedWrite, forceRelease, Redlock, type NaiveLockClient, type RedlockClient, type SubscriberClient } from "../index.ts";
 
 /** A client that records what it is asked and answers nothing: these tests must fail before any command. */
@@ -120,5 +121,47 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
     expect(Object.isFrozen(DEFAULT_SETTINGS)).toBe(true);
     expect(DEFAULT_SETTINGS).toMatchObject({ driftFactor: 0.01, retryCount: 10, retryDelayMs: 200, retryJitterMs: 100, automaticExtensionThresholdMs: 500 });
     expect(redlock.settings.nodeTimeoutMs).toBe(200);
+  });
+});
+
+describe("using() and the compat entry check their arguments before opening any connection", () => {
+  // A node whose subscriber connection never finishes subscribing: a call that opened one first waited for it.
+  const calls: string[] = [];
+  const node = (): RedlockClient => ({
+    ...fakeClient(calls),
+    duplicate: (): SubscriberClient => {
+      calls.push("duplicate");
+      return {
+        subscribe: (...channels) => {
+          calls.push(`subscribe ${channels.join(" ")}`);
+          return new Promise(() => {});
+        },
+        unsubscribe: () => Promise.resolve(),
+        on: () => undefined,
+        disconnect: () => {},
+      };
+    },
+  });
+  const nodes = [node(), node(), node()];
+  const redlock = new Redlock(nodes);
+  const compat = new CompatRedlock(nodes);
+
+  it.each([
+    [() => redlock.using([], 1000, () => 1), TypeError, "Expected `resources` to be a non-empty array of non-empty strings"],
+    [() => redlock.using(["fence:a"], 1000, () => 1), TypeError, "Expected `resources` to be an array of resources named like none of the keys"],
+    [() => redlock.using(["lock:a"], 1000, { retryCount: -5 }, () => 1), TypeError, "Expected `retryCount` to be a non-negative integer, got `-5` (number)"],
+    [() => redlock.using(["lock:a"], 1000, { retryDelay: 5 } as never, () => 1), TypeError, "Unknown acquire option `retryDelay`"],
+    [() => redlock.using(["lock:a"], 1000, { signal: AbortSignal.abort() }, () => 1), AcquireAbortedError, "aborted after 0 attempts"],
+    [() => compat.acquire([], 1000), TypeError, "Expected `resources` to be a non-empty array of non-empty strings"],
+    [() => compat.acquire(["lock:a"], -5), TypeError, "Expected `ttlMs` to be a positive integer, got `-5` (number)"],
+    [() => compat.using(["lock:a", "lock:a"], 1000, () => Promise.resolve()), TypeError, "Expected `resources` to be an array without duplicates"],
+    [() => compat.lock([], 1000), TypeError, "Expected `resources` to be a non-empty array of non-empty strings"],
+  ] as Array<[() => Promise<unknown>, new (...args: never[]) => Error, string]>)("%#", async (call, type, message) => {
+    const error: unknown = await Promise.resolve()
+      .then(call)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(type);
+    expect((error as Error).message).toContain(message);
+    expect(calls).toEqual([]);
   });
 });
