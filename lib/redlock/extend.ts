@@ -88,7 +88,8 @@ export async function extendLock(engine: Engine, lock: RedlockLock, ttlArg: unkn
 async function restoreOn(engine: Engine, lock: RedlockLock, nodes: number[], ttlMs: number, roundStart: number): Promise<void> {
   const state = lockState(lock);
   const leftMs = Math.floor(ttlMs - (performance.now() - roundStart));
-  if (leftMs <= 0 || state.releasing) return;
+  // Never for a lock its holder was told it lost (see usingLock): an operator may have deleted it there.
+  if (leftMs <= 0 || state.releasing || state.lostReported) return;
   const restored = await runRound(
     nodes.map((i) => engine.clients[i]!),
     EXTEND,

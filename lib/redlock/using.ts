@@ -62,6 +62,11 @@ export async function usingLock<T>(
     if (stopped || controller.signal.aborted || state.releasing) return;
     controller.abort(reason);
     state.lostReported = true;
+    // Told the routine the lock is gone: no more extensions (one would keep a force-released lock alive on
+    // the nodes the operator did not reach, and write it back on those it did).
+    clearTimeout(extendTimer);
+    extendTimer = undefined;
+    clearTimeout(expiryTimer);
     if (engine.listening("lost")) engine.emit("lost", { resources: lock.resources, reason });
   };
   // Whatever happens to the extensions, the routine must hear about it when the validity runs out.
@@ -74,12 +79,12 @@ export async function usingLock<T>(
     }, Math.min(MAX_TIMER_MS, Math.max(0, state.deadline - performance.now()) + 1));
   };
   const schedule = (delayMs: number) => {
-    if (stopped) return;
+    if (stopped || controller.signal.aborted) return;
     const due = performance.now() + Math.max(0, delayMs);
     const arm = () => {
       extendTimer = setTimeout(() => {
         extendTimer = undefined;
-        if (stopped) return;
+        if (stopped || controller.signal.aborted) return;
         // Capped (a TTL of weeks): not due yet, wait on.
         if (performance.now() < due) return arm();
         pending.extension = extendOnce()
@@ -90,9 +95,10 @@ export async function usingLock<T>(
     arm();
   };
   const extendOnce = async () => {
-    if (stopped) return;
+    if (stopped || controller.signal.aborted) return;
     try {
       await extendLock(engine, lock, ttlMs);
+      if (controller.signal.aborted) return;
       armExpiry();
       schedule(state.deadline - performance.now() - threshold);
     } catch (error) {

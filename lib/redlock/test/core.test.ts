@@ -355,6 +355,28 @@ describe("Redlock on three nodes", () => {
     expect(reason).toBeInstanceOf(LockRevokedError);
   });
 
+  it("using() stops extending a lock once it told the routine the lock was force-released, even where only one node lost it", async () => {
+    const redlock = engine();
+    const events: string[] = [];
+    redlock.on("extended", () => events.push("extended"));
+    redlock.on("restored", () => events.push("restored"));
+    redlock.on("extend-failed", () => events.push("extend-failed"));
+    await redlock.using(["lock:revoked-one"], 1000, async (signal, lock) => {
+      // An operator whose console reaches one node only force-releases the lock there.
+      const result = await forceRelease([clients[0]!], "lock:revoked-one", { token: lock.value });
+      expect(result.nodes.map((n) => n.result)).toEqual(["deleted"]);
+      await aborted(signal);
+      expect(signal.reason).toBeInstanceOf(LockRevokedError);
+      events.push("aborted");
+      // The routine goes on a while (it may not stop at once): past the time the lock would have been extended.
+      const expiresAt = lock.expiresAt;
+      await until("the lock's validity ran out", () => Date.now() > expiresAt + 50);
+    });
+    // Told it lost the lock, the holder must not keep it alive, nor write it back where the operator deleted it.
+    expect(events).toEqual(["aborted"]);
+    expect(await clients[0]!.get("lock:revoked-one")).toBeNull();
+  });
+
   it("using() returns the routine's value, rethrows its error, and releases either way", async () => {
     const redlock = engine();
     expect(await redlock.using(["lock:u1"], 2000, () => 42)).toBe(42);
