@@ -1,6 +1,6 @@
 import { reportErrors, votesOf, type Engine } from "./engine.ts";
 import { doubtAcrossDrops } from "./drops.ts";
-import { LockLostError } from "./errors.ts";
+import { LockLostError, toError } from "./errors.ts";
 import { lockState, type RedlockLock, type HoldState, type ReleaseResult } from "./lock.ts";
 import { RELEASE_LUA } from "./release.lua.ts";
 import type { ScriptClient } from "./client.ts";
@@ -55,7 +55,13 @@ export async function releaseOnNodes(
  * nodes answered. Never rejects for node failures: an unreleased lock expires on its own.
  */
 export function releaseLock(engine: Engine, lock: RedlockLock): Promise<ReleaseResult> {
-  const state = lockState(lock);
+  let state: HoldState;
+  try {
+    state = lockState(lock);
+  } catch (error) {
+    // A promise-returning call reports a bad argument by rejecting, so a `.catch()` sees it.
+    return Promise.reject(toError(error));
+  }
   // A second release (or one racing with using()'s) shares the first: the value is deleted once.
   return (state.releasing ??= releaseOnce(engine, lock, state));
 }

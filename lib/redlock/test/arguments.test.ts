@@ -113,6 +113,20 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
     expect((error as AcquireAbortedError).attempts).toBe(0);
   });
 
+  it("release() and extend() of something that is not a lock reject (a `.catch()` sees it), naming the argument", async () => {
+    for (const call of [() => redlock.release({} as never), () => redlock.extend({} as never, 1000)]) {
+      const seen = await new Promise<unknown>((resolve) => {
+        try {
+          call().catch(resolve);
+        } catch {
+          resolve("thrown synchronously");
+        }
+      });
+      expect(seen).toBeInstanceOf(TypeError);
+      expect((seen as Error).message).toContain("Expected `lock` to be a Lock returned by acquire()");
+    }
+  });
+
   it("sent no command for any of them", () => {
     expect(calls).toEqual([]);
   });
