@@ -43,6 +43,7 @@ export interface FencedWriteOptions {
  */
 export async function fencedWrite(client: ScriptClient, key: string, fence: string, operation: FencedOperation, options: FencedWriteOptions = {}): Promise<FencedWriteResult> {
   check.nonEmptyString("key", key);
+  check.optionsObject<FencedWriteOptions>("fencedWrite", options, ["timeoutMs"]);
   const timeoutMs = check.timerMs("timeoutMs", options.timeoutMs ?? 1000, 1);
   check.fenceString("fence", fence);
   if (typeof operation !== "object" || operation === null) check.fail("operation", "an operation object", operation);

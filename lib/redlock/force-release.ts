@@ -63,6 +63,8 @@ export async function forceRelease(
 ): Promise<ForceReleaseResult> {
   const nodes = check.clientList<ForceReleaseClient>("clients", clients, ["evalsha", "eval"]);
   check.resource("resource", resource);
+  // A misspelt `token` must not be dropped: without it, whatever value the resource holds is deleted.
+  check.optionsObject<ForceReleaseOptions>("forceRelease", options, ["token", "nodeTimeoutMs"]);
   const token = check.nullableString("token", options.token ?? DEFAULTS.token);
   if (token === "") check.fail("token", "a non-empty string or null", token);
   const nodeTimeoutMs = check.timerMs("nodeTimeoutMs", options.nodeTimeoutMs ?? DEFAULTS.nodeTimeoutMs, 1);

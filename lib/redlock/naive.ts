@@ -49,6 +49,7 @@ const DEFAULTS = Object.freeze({ retryDelayMs: 10, timeoutMs: 10_000, label: nul
 export async function acquireNaive(client: NaiveLockClient, resource: string, ttlMs: number, options: NaiveAcquireOptions = {}): Promise<string> {
   check.nonEmptyString("resource", resource);
   check.positiveInteger("ttlMs", ttlMs);
+  check.optionsObject<NaiveAcquireOptions>("acquireNaive", options, ["retryDelayMs", "timeoutMs", "signal", "label", "host", "pid"]);
   const retryDelayMs = check.timerMs("retryDelayMs", options.retryDelayMs ?? DEFAULTS.retryDelayMs, 0);
   const timeoutMs = check.nonNegativeInteger("timeoutMs", options.timeoutMs ?? DEFAULTS.timeoutMs);
   const signal = check.abortSignal("signal", options.signal);

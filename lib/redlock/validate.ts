@@ -210,6 +210,13 @@ export function knownKeys(what: string, value: object, known: readonly string[])
   }
 }
 
+/** An options argument: an object with only known names (see `knownKeys`). */
+export function optionsObject<T extends object>(what: string, value: unknown, known: readonly (keyof T & string)[]): T {
+  if (typeof value !== "object" || value === null) fail("options", "an object", value);
+  knownKeys(`${what} option`, value, known);
+  return value as T;
+}
+
 /**
  * On a cluster client: the resources of one lock in one hash slot, each one whose companion keys can
  * follow it there (see keys.ts); else a `CrossSlotError` naming the resources and their slots.

@@ -51,6 +51,12 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
     [() => forceRelease(clients, "lock:a", { nodeTimeoutMs: 2 ** 31 }), "Expected `nodeTimeoutMs` to be a positive integer of at most 2147483647"],
     [() => fencedWrite(clients[0]!, "stock", "1", { type: "del" }, { timeoutMs: 2 ** 31 }), "Expected `timeoutMs` to be a positive integer of at most 2147483647"],
     [() => acquireNaive({} as NaiveLockClient, "lock:a", 1000, { retryDelayMs: 2 ** 31 }), "Expected `retryDelayMs` to be a non-negative integer of at most 2147483647"],
+    // A misspelt option would be dropped without a word: a forceRelease `token` given under another name
+    // deleted whatever value the resource held, someone else's lock included.
+    [() => forceRelease(clients, "lock:a", { value: "lk1:mine" } as never), "Unknown forceRelease option `value`: did you mean token?"],
+    [() => forceRelease(clients, "lock:a", "lk1:mine" as never), "Expected `options` to be an object, got `\"lk1:mine\"` (string)"],
+    [() => fencedWrite(clients[0]!, "stock", "1", { type: "del" }, { timeout: 50 } as never), "Unknown fencedWrite option `timeout`: did you mean timeoutMs?"],
+    [() => acquireNaive({} as NaiveLockClient, "lock:a", 1000, { retryDelay: 5 } as never), "Unknown acquireNaive option `retryDelay`: did you mean retryDelayMs?"],
   ] as Array<[() => unknown, string]>)("%#", async (call, message) => {
     const error: unknown = await Promise.resolve()
       .then(call)
