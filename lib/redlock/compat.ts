@@ -73,10 +73,10 @@ export class LockError extends Error {
   }
 }
 
-type Callback<T> = (error: Error | null, value?: T) => void;
+type NodeCallback<T> = (error: Error | null, value?: T) => void;
 
 /** Settles `callback` (4.x style) from `promise`, and returns the promise for callers that await it. */
-function nodeify<T>(promise: Promise<T>, callback?: Callback<T>): Promise<T> {
+function nodeify<T>(promise: Promise<T>, callback?: NodeCallback<T>): Promise<T> {
   if (typeof callback === "function") {
     promise.then(
       (value) => callback(null, value),
@@ -121,11 +121,11 @@ export class LegacyLock {
     public attemptsRemaining: number,
   ) {}
 
-  unlock(callback?: Callback<void>): Promise<void> {
+  unlock(callback?: NodeCallback<void>): Promise<void> {
     return this.redlock.unlock(this, callback);
   }
 
-  extend(ttl: number, callback?: Callback<LegacyLock>): Promise<LegacyLock> {
+  extend(ttl: number, callback?: NodeCallback<LegacyLock>): Promise<LegacyLock> {
     return this.redlock.extend(this, ttl, callback);
   }
 }
@@ -136,7 +136,7 @@ export type RedlockAbortSignal = AbortSignal & { error?: Error };
 const durationError = () => new Error("Duration must be an integer value in milliseconds.");
 const QUORUM_MESSAGE = "The operation was unable to achieve a quorum during its retry window.";
 
-export default class Redlock extends EventEmitter {
+class Redlock extends EventEmitter {
   /** 4.x: `Redlock.Lock` and `Redlock.LockError`, for `instanceof`. */
   static readonly Lock = LegacyLock;
   static readonly LockError = LockError;
@@ -274,8 +274,8 @@ export default class Redlock extends EventEmitter {
 
   /** 5.x: a new Lock for `duration` ms more (the old one is spent); 4.x: extends the lock in place. */
   extend(existing: Lock, duration: number, settings?: Partial<Settings>): Promise<Lock>;
-  extend(existing: LegacyLock, ttl: number, callback?: Callback<LegacyLock>): Promise<LegacyLock>;
-  extend(existing: Lock | LegacyLock, duration: number, third?: Partial<Settings> | Callback<LegacyLock>): Promise<Lock | LegacyLock> {
+  extend(existing: LegacyLock, ttl: number, callback?: NodeCallback<LegacyLock>): Promise<LegacyLock>;
+  extend(existing: Lock | LegacyLock, duration: number, third?: Partial<Settings> | NodeCallback<LegacyLock>): Promise<Lock | LegacyLock> {
     if (existing instanceof LegacyLock) return nodeify(this.#extendLegacy(existing, duration), typeof third === "function" ? third : undefined);
     return this.#extend(existing, duration, this.#merge(typeof third === "function" ? undefined : third));
   }
@@ -358,12 +358,12 @@ export default class Redlock extends EventEmitter {
   // ---- 4.x ----
 
   /** 4.x: locks `resource` (a name or an array) for `ttl` ms; rejects (or calls back) with `LockError`. */
-  lock(resource: string | string[], ttl: number, callback?: Callback<LegacyLock>): Promise<LegacyLock> {
+  lock(resource: string | string[], ttl: number, callback?: NodeCallback<LegacyLock>): Promise<LegacyLock> {
     return nodeify(this.#lockLegacy(resource, ttl, this.settings), callback);
   }
 
   /** 4.x: `lock()` with per-call settings. */
-  lockWithOptions(resource: string | string[], ttl: number, options: Partial<Settings>, callback?: Callback<LegacyLock>): Promise<LegacyLock> {
+  lockWithOptions(resource: string | string[], ttl: number, options: Partial<Settings>, callback?: NodeCallback<LegacyLock>): Promise<LegacyLock> {
     return nodeify(this.#lockLegacy(resource, ttl, this.#merge(options)), callback);
   }
 
@@ -383,7 +383,7 @@ export default class Redlock extends EventEmitter {
   }
 
   /** 4.x: releases the lock; rejects (or calls back) with `LockError` when a quorum did not hold it. */
-  unlock(lock: LegacyLock, callback?: Callback<void>): Promise<void> {
+  unlock(lock: LegacyLock, callback?: NodeCallback<void>): Promise<void> {
     const run = async () => {
       lock.expiration = 0;
       const held = natives.get(lock);
@@ -426,4 +426,22 @@ export default class Redlock extends EventEmitter {
   }
 }
 
+// The 4.x names as types, as node-redlock 4.x's type declarations (@types/redlock) had them on the class's own
+// namespace: `let lock: Redlock.Lock`, `const options: Redlock.Options`. Types only: the values are the class's
+// static members.
+type LegacyLockError = LockError;
+type LegacyOptions = Partial<Settings>;
+// eslint-disable-next-line @typescript-eslint/no-namespace -- merges with the class, as 4.x's declarations did
+declare namespace Redlock {
+  /** 4.x: what `lock()` resolves. */
+  type Lock = LegacyLock;
+  /** 4.x: what `lock()`, `unlock()` and `extend()` reject with. */
+  type LockError = LegacyLockError;
+  /** 4.x: the settings `new Redlock(clients, options)` and `lockWithOptions` take. */
+  type Options = LegacyOptions;
+  /** 4.x: a node-style callback. */
+  type Callback<T> = NodeCallback<T>;
+}
+
+export default Redlock;
 export { Redlock };
