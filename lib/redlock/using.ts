@@ -1,5 +1,5 @@
 import { acquireChecked, checkAcquire, type AcquireOptions, type AttemptObserver } from "./acquire.ts";
-import type { Engine } from "./engine.ts";
+import { driftMs, type Engine } from "./engine.ts";
 import { AcquireAbortedError, LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors.ts";
 import { extendLock } from "./extend.ts";
 import { lockState, type RedlockLock, type ReleaseResult } from "./lock.ts";
@@ -32,8 +32,15 @@ export async function usingLock<T>(
   const ttlMs = check.positiveInteger("ttlMs", ttlArg);
   if (typeof routine !== "function") check.fail("routine", "a function", routine);
   const threshold = engine.settings.automaticExtensionThresholdMs;
-  if (ttlMs <= threshold) {
-    check.fail("ttlMs", `greater than \`automaticExtensionThresholdMs\` (${threshold}), so the lock can be extended before it expires`, ttlMs);
+  // The validity a lock starts with is at most its TTL less the drift allowance: at or below the threshold, every
+  // extension would be due the moment the last one landed.
+  const drift = driftMs(engine.settings, ttlMs);
+  if (ttlMs - drift <= threshold) {
+    check.fail(
+      "ttlMs",
+      `greater than \`automaticExtensionThresholdMs\` (${threshold}) plus its clock drift allowance (round(driftFactor × ttlMs) + 2 = ${drift} ms), or the lock would be extended back-to-back`,
+      ttlMs,
+    );
   }
   // Checked before any connection is opened below: a bad argument fails at once and opens none.
   const request = checkAcquire(engine, resources, ttlMs, options);
