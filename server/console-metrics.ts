@@ -126,11 +126,15 @@ export async function refreshConsoleMetrics(): Promise<void> {
   const latency = declared<"node" | "deployment">("lockscope_node_latency_seconds");
   const notifications = declared<"node" | "status" | "deployment">("lockscope_node_notifications");
   const readOnly = declared<"node" | "deployment">("lockscope_node_read_only");
+  const unserved = declared<"node" | "deployment">("lockscope_node_unserved_slots");
+  const clusters = new Set(all.filter((d) => d.deployment.kind === "cluster").map((d) => d.deployment.name));
   for (const node of health.nodes) {
     const labels = withDeployment({ node: node.id }, node.deployment, multi);
     up.set(labels, node.up ? 1 : 0);
     // (0 where the role is not known: a cluster, INFO refused, the node away for three readings.)
     readOnly.set(labels, isReplica(node.replication) ? 1 : 0);
+    // A cluster that serves what it still covers answers PING and says cluster_state:ok: up, whatever its lost shard.
+    if (clusters.has(node.deployment)) unserved.set(labels, slotCount(node.unservedSlots));
     if (node.latencyMs === null) latency.remove(labels);
     else latency.set(labels, node.latencyMs / 1000);
     for (const status of NOTIFICATION_STATUSES) notifications.set({ ...labels, status }, node.notifications === status ? 1 : 0);
@@ -172,6 +176,16 @@ export async function refreshConsoleMetrics(): Promise<void> {
 /** Whether a health entry's `replication` (the replication watch's fresh reading) says the node is a replica. */
 function isReplica(replication: unknown): boolean {
   return typeof replication === "object" && replication !== null && (replication as { role?: unknown }).role === "replica";
+}
+
+/** How many slots a health entry's `unservedSlots` (ranges, from the watcher) covers; 0 without it. */
+function slotCount(ranges: unknown): number {
+  if (!Array.isArray(ranges)) return 0;
+  let n = 0;
+  for (const range of ranges as unknown[]) {
+    if (Array.isArray(range) && typeof range[0] === "number" && typeof range[1] === "number") n += range[1] - range[0] + 1;
+  }
+  return n;
 }
 
 /** A node fact is exported while it is known, and absent (not 0) while it is not: 0 would be a claim. */

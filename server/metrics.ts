@@ -115,6 +115,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   gaugeMetric("lockscope_node_up", ["node", "deployment"], "1 when the lock node answers PING within the node timeout (a Redis Cluster: and says it serves, cluster_state:ok).", { shared: true }),
   gaugeMetric("lockscope_node_latency_seconds", ["node", "deployment"], "PING round trip to the lock node at the last scrape; absent while it is down.", { shared: true }),
   gaugeMetric("lockscope_node_read_only", ["node", "deployment"], "1 while the lock node is a replica (INFO replication, read every 2 s: demoted by a failover, or named so by its URL): no lock can be taken, extended or force-released there; 0 otherwise.", { shared: true }),
+  gaugeMetric("lockscope_node_unserved_slots", ["node", "deployment"], "A Redis Cluster's slots that no primary serves now (a shard lost its primary and no replica was promoted, while the cluster serves the rest): no lock whose key falls in them can be taken, extended or released; 0 while every slot is served. Cluster deployments only.", { shared: true }),
   gaugeMetric("lockscope_node_notifications", ["node", "status", "deployment"], "Keyspace notification status per node: 1 for the current status, 0 for the others.", { shared: true, known: { status: NOTIFICATION_STATUSES } }),
   // Lock safety: the hazards Redlock's guarantees depend on (lab locks left out).
   gaugeMetric("lockscope_node_uptime_seconds", ["node", "deployment"], "Seconds since the lock node started (INFO server).", { shared: true }),

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
+import { samples } from "../support/prometheus";
 import { setUpConsoleOverCluster, type RedisClusterSet } from "../support/redis-cluster";
 import { until } from "../support/wait";
 
@@ -29,7 +30,9 @@ describe("a Redis Cluster that serves the slots it still covers", () => {
     const health = await import("@/app/api/health/route");
     const ready = await import("@/app/api/ready/route");
     const locks = await import("@/app/api/locks/route");
+    const metrics = await import("@/app/metrics/route");
     const read = async () => (await call(health.GET, "GET", "/api/health", { token: null })).body as HealthBody;
+    const scrape = async () => samples(String((await call(metrics.GET, "GET", "/metrics", { token: null })).body));
     const list = async () => ((await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as ListBody).locks;
     await until("ready", async () => (await call(ready.GET, "GET", "/api/ready")).status === 200, 30_000);
     const lost = await set.shardOf(8000);
@@ -76,10 +79,15 @@ describe("a Redis Cluster that serves the slots it still covers", () => {
     const [from, to] = body.nodes[0]!.unservedSlots![0]!;
     expect(from <= 8000 && 8000 <= to && from > 0 && to < 16383).toBe(true);
     expect((await call(ready.GET, "GET", "/api/ready")).status).toBe(200);
+    // The cluster answers and serves (node up, quorum ok): what pages the on-call is the count of slots no primary serves.
+    const scraped = await scrape();
+    expect(scraped.get('lockscope_node_up{node="node-0"}')).toBe(1);
+    expect(scraped.get('lockscope_node_unserved_slots{node="node-0"}')).toBe(to - from + 1);
 
     // The primary back (empty, without persistence): its slots are read again, and the lock it forgot ends lost.
     await primary.restart();
     await until("every slot served again", async () => (await read()).nodes[0]?.unservedSlots === undefined, 30_000);
+    expect((await scrape()).get('lockscope_node_unserved_slots{node="node-0"}')).toBe(0);
     await until("the lost shard's lock read again, and ended lost", async () => (await list()).some((l) => l.resource === gone && l.state === "lost" && l.unreadable === undefined), 30_000);
     expect((await list()).find((l) => l.resource === served)?.state).toBe("held");
   }, 150_000);
