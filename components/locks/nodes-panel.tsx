@@ -121,6 +121,8 @@ export function NodesPanel() {
               const watcher = live.find((n) => n.nodeId === health.id && (n.deployment === undefined || n.deployment === health.deployment));
               const name = multi ? `${health.deployment ?? ""} ${health.id}` : health.id;
               const node = watcher ? { ...health, up: watcher.up, latencyMs: watcher.latencyMs ?? health.latencyMs } : health;
+              // A replica answers PING, so it is up; but it refuses every write: no lock can be taken or released there.
+              const readOnly = watcher ? watcher.readOnly : health.replication?.role === "replica" ? { primary: health.replication.primary ?? null } : undefined;
               const aof = node.persistence?.appendonly;
               const save = node.persistence?.save;
               const persistent = aof === "yes";
@@ -131,8 +133,9 @@ export function NodesPanel() {
                   <th scope="row">
                     {name} <span className="node-url muted mono">{node.url}</span>
                   </th>
-                  <td>
-                    <span className={`dot ${node.up ? "up" : watcher?.reading ? "degraded" : "down"}`} aria-hidden /> {node.up ? "up" : !watcher ? "down" : watcher.reading ? `${notUpText(watcher)} (${watcher.reading.keysRead.toLocaleString("en")} keys so far)` : notUpText(watcher)}
+                  <td className={node.up && readOnly ? "wraps warn-text" : undefined}>
+                    <span className={`dot ${node.up ? (readOnly ? "degraded" : "up") : watcher?.reading ? "degraded" : "down"}`} aria-hidden />{" "}
+                    {node.up ? (readOnly ? `up, a read-only replica${readOnly.primary === null ? "" : ` of ${readOnly.primary}`}: no lock can be taken or released there` : "up") : !watcher ? "down" : watcher.reading ? `${notUpText(watcher)} (${watcher.reading.keysRead.toLocaleString("en")} keys so far)` : notUpText(watcher)}
                   </td>
                   <td className="mono">{node.latencyMs === null ? "—" : `${node.latencyMs} ms`}</td>
                   <td className={`wraps${node.notifications === "unavailable" ? " warn-text" : ""}`}>

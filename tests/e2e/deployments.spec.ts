@@ -275,6 +275,29 @@ test.describe("a console watching three deployments", () => {
     await expect(nodesTable.getByRole("row", { name: "cache node-0" }).getByRole("cell").last()).toHaveText("no replica");
   });
 
+  test("a node demoted to a replica is shown read-only in the nodes panel, not just up", async ({ page }) => {
+    const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
+    expect(signIn.status(), await signIn.text()).toBe(200);
+    // An empty primary elsewhere; orders node-1 made its replica (as a manual failover demotes a node the console's URL names).
+    const [primary] = await startRedisNodes(1, { dir: mkdtempSync(path.join(dir, "demoted-")) });
+    try {
+      await page.goto(`${origin}/`);
+      const nodesTable = page.getByRole("table", { name: "Lock nodes" });
+      const row = nodesTable.getByRole("row", { name: "orders node-1" });
+      await expect(row.getByRole("cell").first()).toHaveText("up");
+      await clients[1]!.replicaof("127.0.0.1", String(primary!.port));
+      // It answers PING, so it is up; but it refuses every write, which is what the operator must read here.
+      await expect(row.getByRole("cell").first()).toHaveText(`up, a read-only replica of 127.0.0.1:${primary!.port}: no lock can be taken or released there`, { timeout: 30_000 });
+      await expect(row.getByRole("cell").last()).toHaveText("⚠ a replica, its link to the primary up");
+      await expect(nodesTable.getByRole("row", { name: "orders node-0" }).getByRole("cell").first()).toHaveText("up");
+      await clients[1]!.replicaof("NO", "ONE");
+      await expect(row.getByRole("cell").first()).toHaveText("up", { timeout: 30_000 });
+    } finally {
+      await clients[1]!.replicaof("NO", "ONE");
+      await primary?.stop();
+    }
+  });
+
   // Last: it stops one of the orders nodes.
   test("a node that goes down is shown down in every lock's row, held there or not", async ({ page }) => {
     const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
