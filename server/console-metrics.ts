@@ -64,7 +64,7 @@ export function startConsoleMetrics(): HotCounts {
     const hot: HotCounts = { multi, lockEvents: new Map(), keyspaceExported: new Map() };
     const reconnects = declared<"node" | "deployment">("lockscope_watcher_reconnects_total");
     const gaps = declared<"node" | "deployment">("lockscope_watcher_gaps_total");
-    const lostInRestart = declared<"node" | "deployment">("lockscope_locks_lost_in_restart_total");
+    const lostInRestart = declared<"node" | "outcome" | "deployment">("lockscope_locks_lost_in_restart_total");
     const restartHazards = declared<"node" | "deployment">("lockscope_node_restart_hazards_total");
     const contention = declared<"group" | "traffic" | "deployment">("lockscope_lock_contention_events_total");
     const events = getLiveEvents();
@@ -75,7 +75,10 @@ export function startConsoleMetrics(): HotCounts {
     });
     events.on("reconnect", (e) => reconnects.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));
     events.on("gap", (e) => gaps.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));
-    events.on("lost-in-restart", (e) => lostInRestart.inc(withDeployment({ node: e.nodeId }, e.deployment, multi), e.count));
+    events.on("lost-in-restart", (e) => {
+      if (e.gone > 0) lostInRestart.inc(withDeployment({ node: e.nodeId, outcome: "gone" }, e.deployment, multi), e.gone);
+      if (e.heldByQuorum > 0) lostInRestart.inc(withDeployment({ node: e.nodeId, outcome: "held_by_quorum" }, e.deployment, multi), e.heldByQuorum);
+    });
     events.on("restart-hazard", (e) => restartHazards.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));
     events.on("contention", (e) => {
       const group = metricGroup(e.resource);

@@ -53,6 +53,8 @@ export const AUDIT_SINKS = ["stream", "file"] as const;
 export const AUDIT_OUTCOMES = ["ok", "failed"] as const;
 /** `lab`: the contention lab's own locks (`lock:lab:*`); production alerts select `traffic="production"`. */
 export const TRAFFIC = ["production", "lab"] as const;
+/** What became of a lock a restarted node came back without: gone, or still held on a quorum of the other nodes. */
+export const LOST_IN_RESTART_OUTCOMES = ["gone", "held_by_quorum"] as const;
 /** The audit log's outcomes of a release (`refused`: not attempted because the audit could not be written). */
 export const FORCE_RELEASE_OUTCOMES = ["released", "partial", "conflict", "absent", "failed", "refused"] as const;
 
@@ -106,7 +108,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   counterMetric("lockscope_keyspace_events_total", ["node", "event", "deployment"], "Keyspace notifications received on lock keys, by node and event.", { shared: true, known: { event: [...KEYSPACE_EVENTS, "other"] } }),
   counterMetric("lockscope_watcher_reconnects_total", ["node", "deployment"], "Keyspace subscriber reconnections, by node."),
   counterMetric("lockscope_watcher_gaps_total", ["node", "deployment"], "Times the watcher missed events (subscriber down) and reconciled with a SCAN, by node."),
-  counterMetric("lockscope_locks_lost_in_restart_total", ["node", "deployment"], "Locks a lock node came back without after it restarted, though their TTL had not run out, by node."),
+  counterMetric("lockscope_locks_lost_in_restart_total", ["node", "outcome", "deployment"], "Locks a lock node came back without after it restarted, though their TTL had not run out, by node and outcome (gone: no quorum of nodes holds it any more, its holder may think it holds what another can take; held_by_quorum: a Redlock still held on a quorum of the other nodes).", { known: { outcome: LOST_IN_RESTART_OUTCOMES } }),
   counterMetric("lockscope_node_restart_hazards_total", ["node", "deployment"], "Restarts of the node without persistence sooner than the longest TTL the console knew on it, counted as the console saw them (the hazard gauge can miss one shorter than the scrape interval), by node."),
   gaugeMetric("lockscope_watcher_connected", ["node", "deployment"], "1 while the console watches the node: its keyspace subscriber subscribed, the node reconciled and answering."),
   counterMetric("lockscope_failovers_total", ["deployment"], "Failovers seen (Sentinel +switch-master, a cluster replica promoted), by deployment."),

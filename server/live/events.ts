@@ -10,8 +10,11 @@ export interface LiveEventMap {
   "lock-event": [{ type: LockEventType; resource: string; nodeId?: string } & Named];
   reconnect: [{ nodeId: string } & Named];
   gap: [{ nodeId: string } & Named];
-  /** A node restarted and came back without `count` locks whose TTL had not run out (see `LockStore.lostInRestart`), the lab's left out. */
-  "lost-in-restart": [{ nodeId: string; count: number } & Named];
+  /**
+   * A node restarted and came back without locks whose TTL had not run out (see `LockStore.lostInRestart`), the lab's
+   * left out: `gone` no quorum holds any more, `heldByQuorum` still held on a quorum of the other nodes.
+   */
+  "lost-in-restart": [{ nodeId: string; gone: number; heldByQuorum: number } & Named];
   /** A failed acquisition attempt (engine telemetry); a waiter giving up is none. */
   contention: [{ resource: string } & Named];
   /**

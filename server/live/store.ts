@@ -583,22 +583,24 @@ export class LockStore {
    * append-only file every second can lose the last second's writes). Each gets a `lost-in-restart` entry on
    * its timeline, whichever way it is shown to end (or, held on other nodes still, to go on). `why` says how
    * the node keeps its data ("without an append-only file"; "" when unknown). `server`: the server that
-   * restarted, where it is not the node itself (a cluster's primary, by address). Returns them.
+   * restarted, where it is not the node itself (a cluster's primary, by address). Returns them, each with whether
+   * it went on (still held with its value on a quorum of the other nodes).
    */
-  lostInRestart(index: number, before: ReadonlyMap<string, { value: string; expiresAt: number }>, restartedAt: number, why: string, now = Date.now(), server?: string): string[] {
+  lostInRestart(index: number, before: ReadonlyMap<string, { value: string; expiresAt: number }>, restartedAt: number, why: string, now = Date.now(), server?: string): Array<{ resource: string; wentOn: boolean }> {
     const nodeId = this.nodeIds[index] ?? `node-${index}`;
     const who = server === undefined ? nodeId : `${nodeId}'s primary ${server}`;
-    const lost: string[] = [];
+    const lost: Array<{ resource: string; wentOn: boolean }> = [];
     for (const [resource, held] of before) {
       if (!(held.expiresAt > restartedAt)) continue;
       const live = this.live.get(resource);
       if (live && live.valueOn(index) === held.value) continue;
       const entry = live ?? this.ended.kept(resource);
-      lost.push(resource);
       const left = held.expiresAt === Number.POSITIVE_INFINITY ? "a key without a TTL" : `at least ${((held.expiresAt - restartedAt) / 1000).toFixed(1)} s of its TTL left`;
       const item = { at: now, type: "lost-in-restart" as const, node: nodeId, detail: `${who} restarted${why ? ` ${why}` : ""} and came back without this lock (${left}): its holder may still think it holds it` };
       // Whether it went on: still held with that value on a quorum of the other nodes, now that the node was read.
-      this.logLoss({ at: now, resource, node: nodeId, kind: "restart", detail: item.detail, token: held.value, wentOn: this.holdsValue(resource, held.value) });
+      const wentOn = this.holdsValue(resource, held.value);
+      lost.push({ resource, wentOn });
+      this.logLoss({ at: now, resource, node: nodeId, kind: "restart", detail: item.detail, token: held.value, wentOn });
       if (!entry) continue;
       this.timelines.add(entry, item, live ? (entry.token ?? entry.leading) : (entry.endedToken ?? entry.token ?? entry.leading));
       if (live) this.changed.add(resource);

@@ -1397,10 +1397,11 @@ export class NodeWatcher {
       const lost = this.ctx.store.lostInRestart(this.index, loss.before, loss.restartedAt, why, Date.now(), loss.server ?? undefined);
       if (lost.length === 0) continue;
       // The lab's own locks (a lab fault kills a node on purpose) are told on their pages, but never page anyone.
-      const counted = lost.filter((resource) => !isLabResource(resource)).length;
-      if (counted > 0) this.ctx.events.emit("lost-in-restart", { nodeId: this.id, count: counted });
+      const counted = lost.filter((l) => !isLabResource(l.resource));
+      const heldByQuorum = counted.filter((l) => l.wentOn).length;
+      if (counted.length > 0) this.ctx.events.emit("lost-in-restart", { nodeId: this.id, gone: counted.length - heldByQuorum, heldByQuorum });
       this.ctx.log.error(
-        { node: this.id, ...(loss.server === null ? {} : { primary: loss.server }), lost: lost.length, examples: lost.slice(0, 5), persistence: appendonly },
+        { node: this.id, ...(loss.server === null ? {} : { primary: loss.server }), lost: lost.length, examples: lost.slice(0, 5).map((l) => l.resource), persistence: appendonly },
         "lock node restarted and came back without locks whose TTL had not run out: their holders may still think they hold them",
       );
     }

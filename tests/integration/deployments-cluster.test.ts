@@ -144,7 +144,7 @@ describe("a Redis Cluster of three primaries with a replica each", () => {
     expect(await heldAs(elsewhere, "holder-restart-elsewhere")).toBe(true);
     expect((await detail(elsewhere)).timeline.map((t) => t.type)).not.toContain("lost-in-restart");
     const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
-    expect(text).toMatch(new RegExp(`^lockscope_locks_lost_in_restart_total\\{[^}]*\\} ${onPrimary.length}$`, "m"));
+    expect(text).toMatch(new RegExp(`^lockscope_locks_lost_in_restart_total\\{[^}]*outcome="gone"[^}]*\\} ${onPrimary.length}$`, "m"));
     for (const resource of onPrimary) expect((await detail(resource)).timeline.map((t) => t.type)).toContain("lost-in-restart");
     // The cluster's nodes panel row and /metrics carry the restart hazard: a primary without persistence started
     // sooner ago than the longest TTL seen.

@@ -107,7 +107,7 @@ describe("a cluster primary going away right after a burst of releases in its sl
     expect((await lockDetail(kept))?.state).toBe("lost");
     expect((await lockDetail(elsewhere))?.state).toBe("held");
     const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
-    expect(text).toMatch(/^lockscope_locks_lost_in_restart_total\{[^}]*\} 1$/m);
+    expect(text).toMatch(/^lockscope_locks_lost_in_restart_total\{[^}]*outcome="gone"[^}]*\} 1$/m);
   }, 180_000);
 
   it("lists none of the released locks as lost in a failover, and the lock its holder kept there stays held", async () => {

@@ -41,5 +41,5 @@ export async function expectLostInRestart(keys: readonly string[]): Promise<void
   expect((await listedLosses()).filter((l) => l.kind === "restart").map((l) => l.resource).sort()).toEqual([...keys].sort());
   const metrics = await import("@/app/metrics/route");
   const text = (await call(metrics.GET, "GET", "/metrics")).body as string;
-  expect(text).toMatch(new RegExp(`^lockscope_locks_lost_in_restart_total\\{[^}]*\\} ${keys.length}$`, "m"));
+  expect(text).toMatch(new RegExp(`^lockscope_locks_lost_in_restart_total\\{[^}]*outcome="gone"[^}]*\\} ${keys.length}$`, "m"));
 }
