@@ -120,7 +120,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   gaugeMetric("lockscope_node_unserved_slots", ["node", "deployment"], "A Redis Cluster's slots that no primary serves now (a shard lost its primary and no replica was promoted, while the cluster serves the rest): no lock whose key falls in them can be taken, extended or released; 0 while every slot is served. Cluster deployments only.", { shared: true }),
   gaugeMetric("lockscope_node_notifications", ["node", "status", "deployment"], "Keyspace notification status per node: 1 for the current status, 0 for the others.", { shared: true, known: { status: NOTIFICATION_STATUSES } }),
   // Lock safety: the hazards Redlock's guarantees depend on (lab locks left out).
-  gaugeMetric("lockscope_node_uptime_seconds", ["node", "deployment"], "Seconds since the lock node started (INFO server).", { shared: true }),
+  gaugeMetric("lockscope_node_uptime_seconds", ["node", "deployment"], "Seconds since the lock node started (INFO server); absent while the node cannot be read.", { shared: true }),
   gaugeMetric("lockscope_node_restart_hazard", ["node", "deployment"], "1 when the node restarted without persistence sooner than the longest TTL seen on it: it may grant a lock that is still held.", { shared: true }),
   gaugeMetric("lockscope_node_clock_skew_seconds", ["node", "deployment"], "The node's clock minus the console's (TIME), in seconds.", { shared: true }),
   gaugeMetric("lockscope_node_longest_ttl_seconds", ["node", "deployment"], "The longest lock TTL seen on the node, in seconds.", { shared: true }),

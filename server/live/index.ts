@@ -480,7 +480,9 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
         watcher: { up: w.up && answering, answering, lastEventAt: w.lastEventAt, lastEventAgeMs: w.lastEventAt === null ? null : now - w.lastEventAt, reconnects: w.reconnects, gaps: w.gaps },
         keyNamesNotText: w.keyNamesNotText,
         persistence: { appendonly: w.facts.appendonly, save: w.facts.save },
-        uptimeSec: uptimeMs === null ? null : Math.floor(uptimeMs / 1000),
+        // Counted on from the last reading while the node can be read; unknown while it cannot (killed, or away: it
+        // may be running or not, and comes back with its own uptime).
+        uptimeSec: uptimeMs === null || !w.readable || !answering ? null : Math.floor(uptimeMs / 1000),
         // Unknown (null) until the node was read: a node never reached has no longest TTL and no hazard to tell.
         longestTtlMs: w.ttlsRead ? w.longestTtlMs : null,
         // (A restart not witnessed left the node empty of what it held: the longest TTL is the other nodes'.)

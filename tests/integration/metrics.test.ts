@@ -243,5 +243,8 @@ describe("GET /metrics on real lock nodes", () => {
     expect(s.get('lockscope_redlock_node_errors_total{node="node-2",operation="acquire"}')).toBeGreaterThanOrEqual(1);
     expect(s.get('lockscope_node_up{node="node-2"}')).toBe(0);
     expect(s.has('lockscope_node_latency_seconds{node="node-2"}')).toBe(false);
+    // Nor how long it has run: it was killed, and a count going on from its last reading would say it still runs.
+    expect(s.has('lockscope_node_uptime_seconds{node="node-2"}')).toBe(false);
+    expect(s.has('lockscope_node_uptime_seconds{node="node-0"}')).toBe(true);
   });
 });
