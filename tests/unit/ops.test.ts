@@ -119,6 +119,15 @@ describe("the Grafana dashboard", () => {
     expect(wrong).toEqual([]);
   });
 
+  it("shows a rate of seconds (CPU time per second) as a share, not as a duration", () => {
+    // `rate(x_seconds_total)` is seconds per second: 0.05 is 5 % of a core, which the unit `s` would show as "50 ms".
+    const unitOf = (panel: Panel & { fieldConfig?: { defaults?: { unit?: string }; overrides?: Array<{ matcher: { id: string; options: string }; properties: Array<{ id: string; value: unknown }> }> } }, refId: string) =>
+      (panel.fieldConfig?.overrides ?? []).find((o) => o.matcher.id === "byFrameRefID" && o.matcher.options === refId)?.properties.find((p) => p.id === "unit")?.value ?? panel.fieldConfig?.defaults?.unit;
+    const rates = panels.flatMap((p) => (p.targets ?? []).filter((t) => /\brate\(\w+_seconds_total\b/.test(t.expr ?? "")).map((t) => ({ panel: p.title, refId: t.refId ?? "", unit: unitOf(p, t.refId ?? "") })));
+    expect(rates.length).toBeGreaterThan(0);
+    expect(rates.filter((r) => r.unit !== "percentunit")).toEqual([]);
+  });
+
   it("shows, on a panel that names an alert, a metric that alert watches", () => {
     // Each rule's expression, by alert name.
     const rules = new Map(
