@@ -130,12 +130,16 @@ export async function refreshConsoleMetrics(): Promise<void> {
   const notifications = declared<"node" | "status" | "deployment">("lockscope_node_notifications");
   const readOnly = declared<"node" | "deployment">("lockscope_node_read_only");
   const unserved = declared<"node" | "deployment">("lockscope_node_unserved_slots");
+  const refused = declared<"node" | "deployment">("lockscope_node_refused_patterns");
   const clusters = new Set(all.filter((d) => d.deployment.kind === "cluster").map((d) => d.deployment.name));
   for (const node of health.nodes) {
     const labels = withDeployment({ node: node.id }, node.deployment, multi);
     up.set(labels, node.up ? 1 : 0);
     // (0 where the role is not known: a cluster, INFO refused, the node away for three readings.)
     readOnly.set(labels, isReplica(node.replication) ? 1 : 0);
+    // Known while the node can be read (a refusal is found by subscribing and reading there).
+    if (node.up) refused.set(labels, patternCount(node.refusedPatterns));
+    else refused.remove(labels);
     // A cluster that serves what it still covers answers PING and says cluster_state:ok: up, whatever its lost shard.
     if (clusters.has(node.deployment)) unserved.set(labels, slotCount(node.unservedSlots));
     if (node.latencyMs === null) latency.remove(labels);
@@ -179,6 +183,12 @@ export async function refreshConsoleMetrics(): Promise<void> {
 /** Whether a health entry's `replication` (the replication watch's fresh reading) says the node is a replica. */
 function isReplica(replication: unknown): boolean {
   return typeof replication === "object" && replication !== null && (replication as { role?: unknown }).role === "replica";
+}
+
+/** How many distinct lock patterns a health entry's `refusedPatterns` (a pattern, with each ACL rule it lacks) names; 0 without it. */
+function patternCount(refusals: unknown): number {
+  if (!Array.isArray(refusals)) return 0;
+  return new Set((refusals as unknown[]).map((r) => (typeof r === "object" && r !== null ? (r as { glob?: unknown }).glob : undefined)).filter((g) => typeof g === "string")).size;
 }
 
 /** How many slots a health entry's `unservedSlots` (ranges, from the watcher) covers; 0 without it. */

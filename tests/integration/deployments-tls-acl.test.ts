@@ -187,6 +187,9 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     // The rule taken away again (the node drops the subscription): the watcher comes back up without that
     // pattern, and the node's health says which pattern and what it needs.
     const health = await import("@/app/api/health/route");
+    const metrics = await import("@/app/metrics/route");
+    const refusedSeries = async () => String((await call(metrics.GET, "GET", "/metrics", { token: null })).body).match(/^lockscope_node_refused_patterns\{node="node-0"\} (\d+)$/m)?.[1];
+    expect(await refusedSeries()).toBe("0");
     const channels = README_CONSOLE_ACL.split(" ").filter((rule) => rule.startsWith("&"));
     await admin.call("ACL", "SETUSER", "lockscope", "resetchannels", ...channels);
     const node = await until("the refusal in the node's health", async () => {
@@ -195,6 +198,8 @@ describe("a TLS node with a client certificate, watched by a least-privilege ACL
     });
     expect(node.status).toBe("degraded");
     expect(node.nodes[0]?.refusedPatterns).toEqual([{ glob: "orders:*", rule: "&__keyspace@0__:orders:*" }]);
+    // What pages the on-call (LockscopeLockPatternsRefused): the node is up, yet the console is blind to a pattern there.
+    expect(await refusedSeries()).toBe("1");
     expect((await call(ready.GET, "GET", "/api/ready")).status).toBe(200);
     await admin.set("lock:invoice/8", "holder-token-10", "PX", 30_000);
     await until("a lock under another pattern still listed", async () => {
