@@ -145,7 +145,7 @@ export async function refreshConsoleMetrics(): Promise<void> {
     if (node.latencyMs === null) latency.remove(labels);
     else latency.set(labels, node.latencyMs / 1000);
     for (const status of NOTIFICATION_STATUSES) notifications.set({ ...labels, status }, node.notifications === status ? 1 : 0);
-    setNodeSafety(labels, readNodeSafety(node));
+    setNodeSafety(labels, readNodeSafety(node), node.up);
   }
 
   try {
@@ -208,11 +208,16 @@ function setOrRemove(name: string, labels: Record<string, string>, value: number
   else metric.set(labels, value);
 }
 
-function setNodeSafety(node: Record<string, string>, safety: ReturnType<typeof readNodeSafety>): void {
+/**
+ * `up`: whether the node answers now. Its clock skew is measured at every reading: while it cannot be read the last
+ * one is no reading of now (/api/health keeps it, as the Nodes panel shows it "when last read"), so the gauge goes.
+ * Its persistence and longest TTL are what it was configured with and what it held: kept.
+ */
+function setNodeSafety(node: Record<string, string>, safety: ReturnType<typeof readNodeSafety>, up: boolean): void {
   const bit = (v: boolean | null) => (v === null ? null : v ? 1 : 0);
   setOrRemove("lockscope_node_uptime_seconds", node, safety.uptimeSec);
   setOrRemove("lockscope_node_restart_hazard", node, bit(safety.restartHazard));
-  setOrRemove("lockscope_node_clock_skew_seconds", node, safety.clockSkewMs === null ? null : safety.clockSkewMs / 1000);
+  setOrRemove("lockscope_node_clock_skew_seconds", node, safety.clockSkewMs === null || !up ? null : safety.clockSkewMs / 1000);
   setOrRemove("lockscope_node_longest_ttl_seconds", node, safety.longestTtlMs === null ? null : safety.longestTtlMs / 1000);
   setOrRemove("lockscope_node_persistence", { ...node, kind: "aof" }, bit(safety.aof));
   setOrRemove("lockscope_node_persistence", { ...node, kind: "rdb" }, bit(safety.rdb));

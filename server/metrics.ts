@@ -123,7 +123,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   // Lock safety: the hazards Redlock's guarantees depend on (lab locks left out).
   gaugeMetric("lockscope_node_uptime_seconds", ["node", "deployment"], "Seconds since the lock node started (INFO server); absent while the node cannot be read.", { shared: true }),
   gaugeMetric("lockscope_node_restart_hazard", ["node", "deployment"], "1 when the node restarted without persistence sooner than the longest TTL seen on it: it may grant a lock that is still held.", { shared: true }),
-  gaugeMetric("lockscope_node_clock_skew_seconds", ["node", "deployment"], "The node's clock minus the console's (TIME), in seconds.", { shared: true }),
+  gaugeMetric("lockscope_node_clock_skew_seconds", ["node", "deployment"], "The node's clock minus the console's (TIME), in seconds; absent while the node is down.", { shared: true }),
   gaugeMetric("lockscope_node_longest_ttl_seconds", ["node", "deployment"], "The longest lock TTL seen on the node, in seconds.", { shared: true }),
   gaugeMetric("lockscope_node_persistence", ["node", "kind", "deployment"], "1 when the node persists its keys by that kind (aof: appendonly yes; rdb: a save schedule), 0 when not.", { shared: true }),
   gaugeMetric("lockscope_locks_without_ttl", ["deployment"], "Locks present on the nodes with no TTL (only a release ends them).", { shared: true }),

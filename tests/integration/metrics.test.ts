@@ -246,5 +246,8 @@ describe("GET /metrics on real lock nodes", () => {
     // Nor how long it has run: it was killed, and a count going on from its last reading would say it still runs.
     expect(s.has('lockscope_node_uptime_seconds{node="node-2"}')).toBe(false);
     expect(s.has('lockscope_node_uptime_seconds{node="node-0"}')).toBe(true);
+    // Nor its clock's skew, which is measured on every reading (LockscopeClockSkew must not go on from the last one).
+    expect(s.has('lockscope_node_clock_skew_seconds{node="node-2"}')).toBe(false);
+    expect(s.has('lockscope_node_clock_skew_seconds{node="node-0"}')).toBe(true);
   });
 });
