@@ -58,12 +58,11 @@ function ReplicationCell({ node }: { node: NodeFacts }) {
   const r = node.replication;
   if (!r || r.role === null) return <td className="muted">—</td>;
   if (r.role === "replica") {
-    // The console's URL names this node, but it follows another now (a failover demoted it): Redis refuses every
-    // write there, so no lock can be taken or released on it, whatever its link.
+    // The console's URL names this node, but it follows another now (a failover demoted it): the state cell says
+    // it is read-only (no lock can be taken or released there); this one, whose replica and how its link is.
     return (
       <td className="wraps warn-text">
-        <span aria-hidden>⚠ </span>a read-only replica{r.primary ? ` of ${r.primary}` : ""} now: no lock can be taken or released on this node; its link to{" "}
-        {r.primary ? "that" : "its"} primary {r.linkUp ? "up" : "down"}
+        <span aria-hidden>⚠ </span>a replica{r.primary ? ` of ${r.primary}` : ""} now, its link to {r.primary ? "it" : "its primary"} {r.linkUp ? "up" : "down"}
       </td>
     );
   }

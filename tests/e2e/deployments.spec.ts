@@ -288,7 +288,7 @@ test.describe("a console watching three deployments", () => {
       await clients[1]!.replicaof("127.0.0.1", String(primary!.port));
       // It answers PING, so it is up; but it refuses every write, which is what the operator must read here.
       await expect(row.getByRole("cell").first()).toHaveText(`up, a read-only replica of 127.0.0.1:${primary!.port}: no lock can be taken or released there`, { timeout: 30_000 });
-      await expect(row.getByRole("cell").last()).toHaveText("⚠ a replica, its link to the primary up");
+      await expect(row.getByRole("cell").last()).toHaveText(`⚠ a replica of 127.0.0.1:${primary!.port} now, its link to it up`);
       await expect(nodesTable.getByRole("row", { name: "orders node-0" }).getByRole("cell").first()).toHaveText("up");
       await clients[1]!.replicaof("NO", "ONE");
       await expect(row.getByRole("cell").first()).toHaveText("up", { timeout: 30_000 });

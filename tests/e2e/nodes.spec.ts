@@ -51,13 +51,15 @@ test.describe("a lock node demoted to a replica by a manual failover", () => {
     await expect(header.getByLabel("node-0", { exact: false })).toHaveAttribute("aria-label", "node-0 up");
   });
 
-  test("the Nodes panel's replication column says whose replica it is now, and that no lock can be taken or released there", async ({ page, signIn }) => {
+  test("the Nodes panel's row says the node is a read-only replica where no lock can be taken or released, and whose", async ({ page, signIn }) => {
     await signIn("viewer");
     await page.goto("/");
     const nodesTable = page.getByRole("table", { name: "Lock nodes" });
     await expect(nodesTable.getByRole("columnheader").last()).toHaveText("Replication");
     const replication = nodesTable.getByRole("row", { name: "node-2", exact: true }).getByRole("cell").last();
-    await expect(replication).toHaveText(`⚠ a read-only replica of 127.0.0.1:${newPrimary!.port} now: no lock can be taken or released on this node; its link to that primary up`);
+    const state = nodesTable.getByRole("row", { name: "node-2", exact: true }).getByRole("cell").first();
+    await expect(state).toHaveText(`up, a read-only replica of 127.0.0.1:${newPrimary!.port}: no lock can be taken or released there`);
+    await expect(replication).toHaveText(`⚠ a replica of 127.0.0.1:${newPrimary!.port} now, its link to it up`);
     await expect(replication).toHaveClass(/warn-text/);
     // The nodes still primaries say so as before.
     await expect(nodesTable.getByRole("row", { name: "node-0", exact: true }).getByRole("cell").last()).toHaveText("no replica");
