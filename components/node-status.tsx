@@ -1,7 +1,7 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import { nodePills, notUpText, type PillNode } from "@/lib/locks/node-pills";
+import { nodePills, notUpText, pillLabel, type PillNode } from "@/lib/locks/node-pills";
 import { apiFetch } from "./api-client";
 import { useLiveNodes } from "./locks/use-live-locks";
 
@@ -76,7 +76,7 @@ export function NodeStatus() {
   }
   const nodes = data.nodes.map((n): PillNode => {
     const name = data.nodes.some((other) => other.deployment !== n.deployment) ? `${n.deployment ?? ""} ${n.id}` : n.id;
-    const label = n.up ? `${name} up${n.notifications === "unavailable" ? ", degraded: notifications unavailable (periodic SCAN)" : ""}` : `${name} down`;
+    const label = pillLabel(name, n.up, "down", n.notifications);
     return { id: n.id, name, up: n.up, notUp: "down", notifications: n.notifications, title: `${name === n.id ? "" : `${n.deployment ?? ""} `}${n.url} · ${n.up ? `${n.latencyMs ?? "?"} ms` : "down"} · notifications ${n.notifications}`, label };
   });
   return <Pills nodes={nodes} status={data.status} summary={`${data.quorum.up}/${data.nodes.length} up · quorum ${data.quorum.ok ? "ok" : "lost"} · ${data.status}`} />;

@@ -46,11 +46,13 @@ export function nodePills(statuses: readonly WatcherStatus[], nodesUp?: number):
   const quorumOk = several ? lostOn.length === 0 : up >= majority(total);
   const nodes = statuses.map((n): PillNode => {
     const notUp = notUpText(n);
-    const refused = n.refusedPatterns?.length ? ` · refuses the console the lock patterns ${[...new Set(n.refusedPatterns.map((r) => r.glob))].join(", ")}` : "";
-    const unserved = n.unservedSlots ? ` · ${n.unservedSlots} ${n.unservedSlots === 1 ? "slot" : "slots"} served by no primary (their locks unreadable)` : "";
-    const readOnly = n.readOnly ? ` · a read-only replica${n.readOnly.primary === null ? "" : ` of ${n.readOnly.primary}`} now: no lock can be taken or released there` : "";
+    // Why a node that is up is not wholly well: its title and what a screen reader reads of it both say it.
+    const reasons = [
+      n.refusedPatterns?.length ? `refuses the console the lock patterns ${[...new Set(n.refusedPatterns.map((r) => r.glob))].join(", ")}` : null,
+      n.unservedSlots ? `${n.unservedSlots} ${n.unservedSlots === 1 ? "slot" : "slots"} served by no primary (their locks unreadable)` : null,
+      n.readOnly ? `a read-only replica${n.readOnly.primary === null ? "" : ` of ${n.readOnly.primary}`} now: no lock can be taken or released there` : null,
+    ].filter((r) => r !== null);
     const name = several ? `${n.deployment ?? ""} ${n.nodeId}` : n.nodeId;
-    const why = [n.notifications === "unavailable" ? "notifications unavailable (periodic SCAN)" : null, ...[refused, unserved, readOnly].filter((s) => s !== "").map((s) => s.slice(" · ".length))].filter((s) => s !== null);
     return {
       id: n.nodeId,
       name,
@@ -58,9 +60,9 @@ export function nodePills(statuses: readonly WatcherStatus[], nodesUp?: number):
       notUp,
       reading: n.reading !== undefined,
       notifications: n.notifications,
-      partial: refused !== "" || unserved !== "" || readOnly !== "",
-      title: `${name} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}${refused}${unserved}${readOnly}`,
-      label: n.up ? `${name} up${why.length > 0 ? `, degraded: ${why.join("; ")}` : ""}` : `${name} ${notUp}`,
+      partial: reasons.length > 0,
+      title: `${name} · ${n.up ? `${n.latencyMs ?? "?"} ms round trip` : notUp} · notifications ${n.notifications}${reasons.map((r) => ` · ${r}`).join("")}`,
+      label: pillLabel(name, n.up, notUp, n.notifications, reasons),
     };
   });
   const degraded = nodes.some((n) => !n.up || n.notifications === "unavailable" || n.partial);
@@ -72,4 +74,14 @@ export function nodePills(statuses: readonly WatcherStatus[], nodesUp?: number):
   const quorum = quorumOk ? "ok" : several ? `lost on ${lostOn.join(", ")}` : "lost";
   const summary = reading > 0 ? `${up}/${total} up · reading the locks of ${reading} ${reading === 1 ? "node" : "nodes"}` : `${up}/${total} up · quorum ${quorum} · ${status}`;
   return { nodes, status, summary };
+}
+
+/**
+ * What a screen reader reads for a node's pill: the node, up or how not, and, where its dot is amber though it is
+ * up, why (notifications unavailable, then `reasons`).
+ */
+export function pillLabel(name: string, up: boolean, notUp: string, notifications: string, reasons: readonly string[] = []): string {
+  if (!up) return `${name} ${notUp}`;
+  const why = [...(notifications === "unavailable" ? ["notifications unavailable (periodic SCAN)"] : []), ...reasons];
+  return `${name} up${why.length > 0 ? `, degraded: ${why.join("; ")}` : ""}`;
 }

@@ -70,8 +70,7 @@ export function checkAcquire(engine: Engine, resourcesArg: unknown, ttlArg: unkn
   const settings = engine.settings;
   const request: AcquireRequest = { resources, ttlMs, signal: undefined, fenced: settings.fenced, fair: settings.fair, retries: settings.retryCount, tail: engine.identityTail };
   if (options !== undefined) {
-    if (typeof options !== "object" || options === null) check.fail("options", "an object", options);
-    check.knownKeys("acquire option", options, ACQUIRE_OPTION_NAMES);
+    check.optionsObject<AcquireOptions>("acquire", options, ACQUIRE_OPTION_NAMES);
     request.signal = check.abortSignal("signal", options.signal);
     if (options.fenced !== undefined) request.fenced = check.boolean("fenced", options.fenced);
     if (options.fair !== undefined) request.fair = check.boolean("fair", options.fair);

@@ -71,8 +71,9 @@ import Redlock from "@lockscope/redlock/compat";
 const options: Redlock.Options = { driftFactor: 0.01, retryCount: 3, retryDelay: 200, retryJitter: 100 };
 const redlock = new Redlock([new Redis()], options);
 let held: Redlock.Lock | null = null;
+const attempts: number[] = [];
 const done: Redlock.Callback<void> = (error) => {
-  if (error instanceof Redlock.LockError) console.log(error.attempts);
+  if (error instanceof Redlock.LockError) attempts.push(error.attempts);
 };
 held = await redlock.lock("orders/42", 1000);
 held = await held.extend(1000);
