@@ -4,6 +4,7 @@ import Link from "next/link";
 import { useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
 import { memo, useEffect, useLayoutEffect, useRef, useState, type CSSProperties, type ReactNode, type RefObject } from "react";
 import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS, type Lock } from "@/lib/locks/types";
+import { ApiRequestError, errorText } from "../api-client";
 import { MessageText } from "../message-text";
 import { DeploymentSelect } from "./deployment-choices";
 import { contentionText, FORMAT_LABEL, formatDuration, holderText, lockHref } from "./format";
@@ -62,10 +63,13 @@ export function TableTools({
   );
 }
 
-/** Why a table has nothing to show: the API's message, or that the console did not answer. */
+/**
+ * Why a table or panel has nothing to show: the API's refusal in the page's words (a 401 is a session that ended),
+ * or, where no answer came (the fetch itself failed), that the console did not answer.
+ */
 export function LoadError({ what, error }: { what: string; error: unknown }) {
   // The sentence ends with its own full stop, not a second one after the message's.
-  const message = error instanceof Error ? error.message.replace(/\.$/, "") : null;
+  const message = error instanceof ApiRequestError ? errorText(error).replace(/\.$/, "") : null;
   return (
     <p role="alert" className="error-text">
       Could not load {what}: {message !== null ? <MessageText text={message} /> : "the console did not answer"}.

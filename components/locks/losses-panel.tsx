@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
 import type { LockLoss } from "@/lib/locks/types";
-import { apiFetch, ApiRequestError, errorText } from "../api-client";
+import { apiFetch } from "../api-client";
 import { TableHead, TableScroll } from "../table-scroll";
 import { formatDuration, lockHref } from "./format";
 import { LoadError } from "./lock-rows";
@@ -32,7 +32,7 @@ export function LossesPanel() {
   const losses = data?.losses ?? [];
   // A read that failed is not "no losses": say so (in the page's words for a session that ended), above the last
   // losses read where there are any.
-  const failed = error ? <LoadError what="the locks lost in node restarts and failovers" error={new Error(error instanceof ApiRequestError ? errorText(error) : "the console did not answer")} /> : null;
+  const failed = error ? <LoadError what="the locks lost in node restarts and failovers" error={error} /> : null;
   if (!data || losses.length === 0) {
     if (!failed) return null;
     return (

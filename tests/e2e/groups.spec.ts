@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Page } from "@playwright/test";
+import type { Page, Route } from "@playwright/test";
 import type Redis from "ioredis";
 import { encodeLockValue } from "@lockscope/redlock";
 import { GROUP_ROWS_WINDOW } from "@/lib/locks/groups";
@@ -479,5 +479,25 @@ test.describe("grouped view of a large fleet", () => {
       expect(await layoutProblems(page), `${width} px`).toEqual([]);
     }
     expect(await accessibilityProblems(page), "axe on rows loading").toEqual([]);
+  });
+
+  test("a group's table that cannot read its locks says why in the page's words: no answer, a refusal, a session ended", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const group = `lock:unread${randomBytes(2).toString("hex")}-jobs`;
+    const answers: Array<{ answer: (route: Route) => Promise<void>; says: string }> = [
+      { answer: (route) => route.abort("connectionrefused"), says: "Could not load the locks: the console did not answer." },
+      { answer: (route) => route.fulfill({ status: 503, json: { error: { code: "unavailable", message: "The console is shutting down." } } }), says: "Could not load the locks: The console is shutting down." },
+      {
+        answer: (route) => route.fulfill({ status: 401, json: { error: { code: "unauthorized", message: "Sign in on /login or send `Authorization: Bearer <token>`." } } }),
+        says: "Could not load the locks: You are not signed in, or your session has ended: sign in again, then try once more.",
+      },
+    ];
+    const groupPages = (url: URL) => url.pathname === "/api/locks" && url.searchParams.get("group") === group;
+    for (const { answer, says } of answers) {
+      await page.unroute(groupPages);
+      await page.route(groupPages, answer);
+      await page.goto(`/?group=${encodeURIComponent(group)}`);
+      await expect(page.getByRole("alert").filter({ hasText: "Could not load the locks" })).toHaveText(says);
+    }
   });
 });
