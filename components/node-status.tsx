@@ -36,7 +36,7 @@ function Pills({ nodes, summary, status }: { nodes: PillNode[]; summary: string;
   return (
     <div className="node-status" role="status" aria-label="Lock nodes">
       {nodes.map((node) => (
-        <span key={node.name} className="node-pill" title={node.title} aria-label={node.label}>
+        <span key={node.name} className="node-pill" role="img" title={node.title} aria-label={node.label}>
           <span className={`dot ${node.up ? (node.notifications === "unavailable" || node.partial ? "degraded" : "up") : node.reading ? "degraded" : "down"}`} aria-hidden />
           {node.id}
         </span>

@@ -9,7 +9,7 @@ test("the shell shows navigation and three embedded lock nodes up", async ({ pag
   await expect(nav.getByRole("link", { name: "Audit" })).toBeVisible();
   const nodes = page.getByRole("status", { name: "Lock nodes" });
   await expect(nodes).toContainText("3/3 up");
-  await expect(nodes.getByLabel("node-0 up")).toBeVisible();
+  await expect(nodes.getByRole("img", { name: "node-0 up", exact: true })).toBeVisible();
   await nav.getByRole("link", { name: "Audit" }).click();
   await expect(page.getByRole("heading", { level: 1, name: "Audit log" })).toBeVisible();
 });
