@@ -230,7 +230,10 @@ export async function carriedSessions(headers: Headers): Promise<Principal[]> {
  */
 export async function authenticate(headers: Headers): Promise<Principal | null> {
   const authorization = headers.get("authorization");
-  if (authorization !== null) {
+  // Only `Bearer` carries the console's tokens. Another scheme is someone else's credential, not a wrong token:
+  // a proxy in front that checks Basic credentials (nginx's auth_basic) passes the browser's `Authorization: Basic …`
+  // on with every request, and refusing it would sign every browser out. It is read as no credentials.
+  if (authorization !== null && /^Bearer(?:\s|$)/i.test(authorization.trim())) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match?.[1]) throw new ApiError("unauthorized", "The Authorization header must be `Bearer <token>`.", undefined, BEARER_CHALLENGE);
     const role = await checkPresentedToken(match[1], clientIp(headers), "bearer");

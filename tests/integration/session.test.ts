@@ -202,6 +202,21 @@ describe("sign-in, sessions and health", () => {
     expect(await whoIs(`${plantedAgain}; ${fresh}`)).toMatchObject({ role: "operator", actor: "gina", via: "session" });
   });
 
+  it("keeps a browser signed in behind a proxy that checks Basic credentials and passes its Authorization header on", async () => {
+    // nginx's auth_basic in front: the browser then sends `Authorization: Basic …` with every request, the console's too.
+    const basic = `Basic ${Buffer.from("ops:proxy-password").toString("base64")}`;
+    const signIn = await call(session.POST, "POST", "/api/session", { token: null, headers: { authorization: basic }, body: { token: OPERATOR_TOKEN, name: "hana" } });
+    expect(signIn.status).toBe(200);
+    const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+    const who = await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie, authorization: basic } });
+    expect([who.status, who.body]).toMatchObject([200, { role: "operator", actor: "hana", via: "session" }]);
+    const listed = await call(locks.GET, "GET", "/api/locks", { token: null, headers: { cookie, authorization: basic } });
+    expect(listed.status).toBe(200);
+    // Without the cookie, the proxy's credentials are no credentials of the console's: signing in is still needed.
+    const none = await call(locks.GET, "GET", "/api/locks", { token: null, headers: { authorization: basic, "x-lockscope-client-ip": "10.9.9.30" } });
+    expect([none.status, none.headers.get("www-authenticate")]).toEqual([401, 'Bearer realm="lockscope"']);
+  });
+
   it("answers bad bodies with a 4xx that says what was wrong", async () => {
     const unknown = await call(session.POST, "POST", "/api/session", { token: null, body: { token: "x", admin: true } });
     expect(unknown.status).toBe(422);

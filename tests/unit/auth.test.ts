@@ -62,7 +62,9 @@ describe("authentication", () => {
     await expect(auth.authenticate(bearer(OPERATOR))).resolves.toMatchObject({ role: "operator", via: "bearer" });
     await expect(auth.authenticate(new Headers({ authorization: `Bearer ${VIEWER}`, "x-lockscope-actor": "dana" }))).resolves.toMatchObject({ role: "viewer", actor: "dana" });
     expect((await rejected(auth.authenticate(bearer("wrong-token")))).status).toBe(401);
-    expect((await rejected(auth.authenticate(new Headers({ authorization: "Basic abc" })))).status).toBe(401);
+    expect((await rejected(auth.authenticate(new Headers({ authorization: "Bearer" })))).status).toBe(401);
+    // Another scheme is not the console's (a proxy's Basic credentials passed on): no credentials, never a role.
+    await expect(auth.authenticate(new Headers({ authorization: "Basic abc" }))).resolves.toBeNull();
     // A viewer token is configured: no credentials means nobody.
     await expect(auth.authenticate(new Headers())).resolves.toBeNull();
   });
