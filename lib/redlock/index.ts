@@ -24,3 +24,4 @@ export { DEFAULT_SETTINGS, SETTING_NAMES, type RedlockSettings } from "./setting
 export { quorumOf } from "./round.ts";
 export { defineScript, isClusterClient, runScript, type Script } from "./script.ts";
 export { abortableSleep } from "./sleep.ts";
+export { setReplyDeadline } from "./reply-deadline.ts";

@@ -1,5 +1,6 @@
 import type { RedlockClient, ScriptClient } from "./client.ts";
 import { NodeTimeoutError, toError } from "./errors.ts";
+import { setReplyDeadline } from "./reply-deadline.ts";
 import { isClusterClient, isNoScript, notAPromise, promised, type Script } from "./script.ts";
 
 /**
@@ -21,7 +22,10 @@ export type NodeOutcome<T> =
 export interface RoundOptions<T> {
   keys: readonly string[];
   args: ReadonlyArray<string | number>;
-  /** Per-node budget: a node that has not answered by then counts as failed, so a stopped node cannot stall the round. */
+  /**
+   * Per-node budget: a node that has not answered by then counts as failed, so a stopped node cannot stall the
+   * round. (Replies that came in by then are read first: see `setReplyDeadline`.)
+   */
   timeoutMs: number;
   /** Turns the raw reply of `client` into T; a throw counts as that node's error. */
   parse: (raw: unknown, client: ScriptClient) => T;
@@ -57,7 +61,7 @@ class Round<T> {
   #votesFor = 0;
   #undecided: number;
   #done = false;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #cancelDeadline: (() => void) | undefined;
   #resolve: ((outcomes: Array<NodeOutcome<T>>) => void) | undefined;
 
   constructor(
@@ -110,7 +114,7 @@ class Round<T> {
       );
     }
     if (!this.#done) {
-      this.#timer = setTimeout(() => this.#timeout(), this.options.timeoutMs);
+      this.#cancelDeadline = setReplyDeadline(() => this.#timeout(), this.options.timeoutMs);
     }
     return promise;
   }
@@ -149,7 +153,7 @@ class Round<T> {
   }
 
   #timeout(): void {
-    this.#timer = undefined;
+    this.#cancelDeadline = undefined;
     for (let index = 0; index < this.outcomes.length; index++) {
       if (this.outcomes[index]!.state === "pending") {
         this.outcomes[index] = { state: "error", error: new NodeTimeoutError(this.options.nodes?.[index] ?? index, this.options.timeoutMs) };
@@ -161,7 +165,7 @@ class Round<T> {
   #finish(): void {
     if (this.#done) return;
     this.#done = true;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#cancelDeadline?.();
     // No copy: once done, the round never writes to `outcomes` again (late answers go to onLate).
     this.#resolve!(this.outcomes);
   }

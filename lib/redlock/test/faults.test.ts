@@ -223,6 +223,71 @@ describe("slow and stopped nodes", () => {
   });
 });
 
+describe("a client process that stalls while the nodes answer", () => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    clients = cluster.clients({ maxRetriesPerRequest: 0 });
+    await answering(clients);
+  });
+  afterAll(async () => {
+    await cluster.close();
+  });
+
+  /**
+   * The clients, and a pause of this process's event loop (a GC pause, a long synchronous task) armed for `ms` right
+   * after the next round's commands went out: every node answers at once, and its reply waits in the socket,
+   * unread, past the node timeout.
+   */
+  const stallingAfterSend = (ms: number) => {
+    let armed = false;
+    const sent = <T>(reply: Promise<T>): Promise<T> => {
+      if (armed) {
+        armed = false;
+        // (After the round's other commands and its timer: the whole round is sent in one go.)
+        process.nextTick(() => {
+          const until = performance.now() + ms;
+          while (performance.now() < until) {
+            // busy: nothing else runs, as in a stop-the-world pause
+          }
+        });
+      }
+      return reply;
+    };
+    const stalling: RedlockClient[] = clients.map((c) => ({
+      evalsha: (sha: string, numkeys: number, ...args: Array<string | number>) => sent(c.evalsha(sha, numkeys, ...args)),
+      eval: (script: string, numkeys: number, ...args: Array<string | number>) => sent(c.eval(script, numkeys, ...args)),
+      set: (key: string, value: string, px: "PX", ttlMs: number, nx: "NX") => sent(c.set(key, value, px, ttlMs, nx)),
+      duplicate: () => c.duplicate(),
+    }));
+    // (Armed from a turn of the loop that read no socket: the pause then ends where Node runs due timers first.)
+    const arm = () => new Promise<void>((resolve) => setImmediate(() => ((armed = true), resolve())));
+    return { clients: stalling, arm };
+  };
+
+  it("counts the answers that came in time: the lock is taken, extended and released on every node", async () => {
+    const stall = stallingAfterSend(300);
+    const redlock = new Redlock(stall.clients, { nodeTimeoutMs: 100, retryCount: 0 });
+    const nodeErrors: string[] = [];
+    redlock.on("node-error", (e) => nodeErrors.push(`node ${e.index}: ${e.error.message}`));
+    // The scripts loaded first: a pause then holds up one round trip, not also the fallback from EVALSHA to EVAL.
+    await redlock.release(await redlock.extend(await redlock.acquire(["lock:warm-up"], 10_000), 10_000));
+    await stall.arm();
+    const lock = await redlock.acquire(["lock:stalled"], 10_000);
+    await stall.arm();
+    const extended = await redlock.extend(lock, 10_000);
+    await stall.arm();
+    const { released, votes } = await redlock.release(extended);
+    expect(nodeErrors).toEqual([]);
+    expect(released).toBe(true);
+    // (The release resolves once a quorum deleted it: the last node's vote may still be pending.)
+    expect(votes.map((v) => v.vote)).not.toContain("error");
+    await until("every node deleted it", async () => (await Promise.all(clients.map((c) => c.exists("lock:stalled")))).every((n) => n === 0));
+    await redlock.quit();
+  });
+});
+
 describe("a release whose answer is lost with the connection", () => {
   let cluster: TestCluster;
   let proxies: TcpProxy[];
