@@ -1,6 +1,7 @@
 import "server-only";
 import type Redis from "ioredis";
-import type { Cluster, RedisOptions } from "ioredis";
+import type { Cluster, Command, RedisOptions } from "ioredis";
+import { setReplyDeadline } from "@lockscope/redlock";
 import type { Deployment } from "@/lib/deployment-config";
 import { getConfig } from "./config";
 import { endpointsOf, type LockClient } from "./deployments";
@@ -70,6 +71,42 @@ export function nodeClientOptions(timeoutMs: number) {
   } as const;
 }
 
+/** Commands a timer of `timeCommands` covers (a command sent again after a reconnect or a redirection keeps its first). */
+const timedCommands = new WeakSet<Command>();
+
+/**
+ * Takes over the `commandTimeout` of `client`'s connections (a cluster client's: each node's, as it connects):
+ * ioredis' own timer fires before replies already in the socket are read, so a stall of this process's event
+ * loop past the timeout (a GC pause, a long synchronous task) made a node that answered in time look silent (a
+ * force release refused with 503, an audit write lost). Here a command still unanswered once the timeout passed
+ * and the replies received by then were read (`setReplyDeadline`) fails as with ioredis' own: "Command timed out".
+ */
+export function timeCommands(client: LockClient): void {
+  const take = (connection: Redis) => {
+    const timeoutMs = connection.options.commandTimeout;
+    if (typeof timeoutMs !== "number") return;
+    connection.options.commandTimeout = undefined;
+    const send = connection.sendCommand.bind(connection);
+    connection.sendCommand = (command, stream) => {
+      if (!timedCommands.has(command)) {
+        timedCommands.add(command);
+        const cancel = setReplyDeadline(() => {
+          if (!command.isResolved) command.reject(new Error("Command timed out"));
+        }, timeoutMs);
+        command.promise.then(cancel, cancel);
+      }
+      return send(command, stream);
+    };
+  };
+  if ((client as Cluster).isCluster === true) {
+    const cluster = client as Cluster;
+    for (const connection of cluster.nodes("all")) take(connection);
+    cluster.on("+node", (connection: Redis) => take(connection));
+  } else {
+    take(client as Redis);
+  }
+}
+
 /** One deployment the console watches, with its nodes (ids `node-<i>` within it). */
 export interface DeploymentNodes {
   deployment: Deployment;
@@ -118,6 +155,7 @@ export function nodesOf(name: string): DeploymentNodes | undefined {
 function openNodes(deployment: Deployment, nodeTimeoutMs: number, log: ReturnType<typeof getLogger>): LockNode[] {
   return endpointsOf(deployment).map((endpoint, index): LockNode => {
     const client = endpoint.connect({ ...nodeClientOptions(nodeTimeoutMs), connectionName: "lockscope:console" });
+    timeCommands(client);
     const id = `node-${index}`;
     const url = endpoint.label;
     let wasUp: boolean | null = null;

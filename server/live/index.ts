@@ -1,6 +1,7 @@
 import "server-only";
 import { createHash } from "node:crypto";
 import path from "node:path";
+import { setReplyDeadline } from "@lockscope/redlock";
 import { isLabResource } from "@/lib/lab/keys";
 import type { KeyReading } from "@/lib/locks/formats";
 import { lockKeyFilter } from "@/lib/locks/formats/defaults";
@@ -387,11 +388,11 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
             },
           ),
         );
-        let timer: NodeJS.Timeout | undefined;
-        // At the deadline, replies already in the sockets are read first (I/O comes before setImmediate): a
-        // stall of this console's own loop must not make an answering node look late.
-        await Promise.race([Promise.all(reads), new Promise<void>((resolve) => (timer = setTimeout(() => setImmediate(resolve), config.nodeTimeoutMs)))]);
-        clearTimeout(timer);
+        let cancelDeadline: (() => void) | undefined;
+        // At the deadline, replies already in the sockets are read first: a stall of this console's own loop must
+        // not make an answering node look late.
+        await Promise.race([Promise.all(reads), new Promise<void>((resolve) => (cancelDeadline = setReplyDeadline(resolve, config.nodeTimeoutMs)))]);
+        cancelDeadline?.();
         onTime = false;
         for (const w of targets) {
           if (!settled.has(w)) {
