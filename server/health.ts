@@ -1,4 +1,5 @@
 import "server-only";
+import { setReplyDeadline } from "@lockscope/redlock";
 import { getConfig } from "./config";
 import { isCommandRefused } from "./deployments/cluster";
 import { singleton } from "./global";
@@ -44,16 +45,20 @@ export function healthContributors(): Map<string, Contributor> {
 
 type NodeClient = LockNode["client"];
 
-/** Resolves true once the client is ready, false after `timeoutMs` (a node still connecting counts as down). */
+/**
+ * Resolves true once the client is ready, false after `timeoutMs` (a node still connecting counts as down). The
+ * handshake replies already received by then are read first (`setReplyDeadline`): a stall of the console's own
+ * event loop does not make a node that answered in time look down.
+ */
 export function whenReady(client: NodeClient, timeoutMs: number): Promise<boolean> {
   if (client.status === "ready") return Promise.resolve(true);
   if (client.status === "end") return Promise.resolve(false);
   return new Promise((resolve) => {
     const onReady = () => {
-      clearTimeout(timer);
+      cancel();
       resolve(true);
     };
-    const timer = setTimeout(() => {
+    const cancel = setReplyDeadline(() => {
       client.off("ready", onReady);
       resolve(false);
     }, timeoutMs);
