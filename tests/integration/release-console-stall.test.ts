@@ -92,6 +92,23 @@ describe("a force release while the console's event loop stalls", () => {
     expect(entry).toMatchObject({ outcome: "released", nodes: [{ result: "deleted" }, { result: "deleted" }, { result: "deleted" }] });
   });
 
+  it("counts each node's delete that came in time when the stall comes right after the release script", async () => {
+    // (The format's own result per node, before the console reads again a node that did not answer.)
+    const { formatByName } = await import("@/lib/locks/formats");
+    const { getNodes } = await import("@/server/nodes");
+    const resource = "lock:stall/release-script";
+    await Promise.all(clients.map((c) => c.set(resource, "stuck-holder", "PX", 600_000)));
+    stallAfter = { command: "evalsha", ms: 1_000, nodesLeft: 3 };
+    const result = await formatByName("token").release!(
+      getNodes().map((n) => n.client),
+      resource,
+      "stuck-holder",
+      { nodeTimeoutMs: 600 },
+    );
+    expect(stallAfter, "the stall happened").toBeNull();
+    expect(result.nodes.map((n) => (n.result === "error" ? n.error : n.result))).toEqual(["deleted", "deleted", "deleted"]);
+  });
+
   it("still judges a node that does not answer late, and releases on the others", async () => {
     const resource = "lock:stall/frozen-node";
     await Promise.all(clients.map((c) => c.set(resource, "stuck-holder", "PX", 600_000)));

@@ -1,5 +1,5 @@
 import type { ScriptClient } from "@lockscope/redlock";
-import { defineScript, runScript, type Script } from "@lockscope/redlock";
+import { defineScript, runScript, setReplyDeadline, type Script } from "@lockscope/redlock";
 import type { FormatReleaseResult, NodeReleaseResult, ReleaseOptions } from "./types";
 
 /**
@@ -36,12 +36,13 @@ function parseReply(index: number, raw: unknown): NodeReleaseResult {
   };
 }
 
+/** `promise`, or "no answer" once `ms` passed and the replies received by then were read (see `setReplyDeadline`). */
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+  let cancel: (() => void) | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    cancel = setReplyDeadline(() => reject(new Error(`no answer within ${ms} ms`)), ms);
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, timeout]).finally(() => cancel?.());
 }
 
 /** Runs a release script on every node in parallel; a node that fails or times out reports "error". */
