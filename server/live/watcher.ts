@@ -12,7 +12,7 @@ import { INITIAL_RUN_FACTS, nextAnswering, nextNotificationStatus, nextRunFacts,
 import { NodeClock } from "@/lib/locks/node-clock";
 import { EXTEND_SLACK_MS } from "@/lib/locks/merge";
 import { mergedNotifyFlags, missingNotifyFlags, REQUIRED_NOTIFY_FLAGS } from "@/lib/locks/notify";
-import { CONTENTION_CHANNEL, REVOKE_CHANNEL, keySlot, parseContentionMessage, parseGaveUpMessage, parseRevokeMessage } from "@lockscope/redlock";
+import { CONTENTION_CHANNEL, REVOKE_CHANNEL, keySlot, parseContentionMessage, parseGaveUpMessage, parseRevokeMessage, setReplyDeadline } from "@lockscope/redlock";
 import type { NotificationStatus } from "../health";
 import type { Logger } from "pino";
 import type { LockClient } from "../deployments";
@@ -1544,15 +1544,17 @@ export class NodeWatcher {
         if (answered) return;
         answered = true;
         clearTimeout(turnTimer);
-        clearTimeout(readTimer);
+        cancelRead?.();
         resolve(readings);
       };
-      let readTimer: NodeJS.Timeout | undefined;
+      let cancelRead: (() => void) | undefined;
       const turnTimer = setTimeout(() => answer(null), TURN_WAIT_DEADLINES * deadlineMs);
       this.inTurn(async () => {
         if (answered) return null;
         clearTimeout(turnTimer);
-        readTimer = setTimeout(() => answer(null), deadlineMs);
+        // (Replies already in the socket at the deadline are read first: a stall of the console's own loop is not
+        // this node being late.)
+        cancelRead = setReplyDeadline(() => answer(null), deadlineMs);
         return this.readWatched(keys, (mine) => this.read(mine));
       }).then(answer, () => answer(null));
     });
