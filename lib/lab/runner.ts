@@ -214,7 +214,7 @@ export class LabRun {
         else if (!read.kept) this.#vanished();
         remaining = read?.stock ?? null;
         if (remaining !== null) this.#lastStock = remaining;
-        this.#sample();
+        this.#sample({ final: true });
         this.#stopReason ??= settings.orders !== undefined && this.#tally.ordersPlaced >= settings.orders ? "orders" : "sold-out";
       }
     } catch (error) {
@@ -404,9 +404,10 @@ export class LabRun {
     }, this.#options.sampleEveryMs ?? 250);
   }
 
-  #sample(): void {
+  /** `final`: the run's last point (the stock once the workers stopped), which the chart always keeps. */
+  #sample({ final = false } = {}): void {
     const t = Math.round(performance.now() - this.#startedAt);
-    this.#sampler.sample(t, this.#tally, this.#lastStock);
+    this.#sampler.sample(t, this.#tally, this.#lastStock, { final });
     if (this.#lastStock !== null) this.#tally.minStockSeen = Math.min(this.#tally.minStockSeen, this.#lastStock);
   }
 

@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import { isRunId, newRunId, runKeys } from "@/lib/lab/keys";
 import { LAB_PRESETS } from "@/lib/lab/presets";
 import { checkAgainstNodes, retryDelayFor, runSettingsSchema, settingsNotes, STRATEGIES, type RunSettings } from "@/lib/lab/settings";
+import { Sampler } from "@/lib/lab/sampler";
 import { lostUpdates, ordersPerSec, oversold, percentile, progressFraction, Samples } from "@/lib/lab/stats";
+import type { Tally } from "@/lib/lab/strategy";
 
 const base: RunSettings = { strategy: "redlock", stock: 100, workers: 10, ttlMs: 1000, workMs: 5 };
 
@@ -112,6 +114,31 @@ describe("lab result math", () => {
     expect(progressFraction({ stock: 100, remaining: -3, ordersPlaced: 0 })).toBe(1);
     expect(progressFraction({ stock: 1000, remaining: 990, orders: 20, ordersPlaced: 10 })).toBe(0.5);
     expect(progressFraction({ stock: 100, remaining: null, ordersPlaced: 3 })).toBe(0);
+  });
+});
+
+describe("lab charts", () => {
+  it("keeps a long run's chart from t = 0 to its final stock, evenly spaced, within 600 points", () => {
+    // A five-minute run (the limit) sampled every 250 ms, selling one unit a sample, then its final sample.
+    const stock = 2000;
+    const sampler = new Sampler();
+    sampler.start(stock);
+    const tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, releaseErrors: 0, errors: 0, minStockSeen: stock, waits: new Samples() };
+    for (let i = 1; i < 1200; i++) {
+      tally.sold = i;
+      sampler.sample(i * 250, tally, stock - i);
+    }
+    tally.sold = 1200;
+    sampler.sample(300_000, tally, stock - 1200, { final: true });
+
+    const series = sampler.series();
+    expect(series.length).toBeLessThanOrEqual(600);
+    expect(series[0]).toMatchObject({ t: 0, sold: 0, stock });
+    expect(series.at(-1)).toMatchObject({ t: 300_000, sold: 1200, stock: stock - 1200 });
+    // Every point but the final one on one grid, four units a second throughout.
+    const gaps = new Set(series.slice(1, -1).map((p, i) => p.t - series[i]!.t));
+    expect([...gaps]).toHaveLength(1);
+    expect(series.slice(1).every((p) => p.ordersPerSec === 4)).toBe(true);
   });
 });
 
