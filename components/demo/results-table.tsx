@@ -11,7 +11,8 @@ function settingsText(r: RunRecord): string {
   const s = r.settings;
   const parts = [`stock ${s.stock}`, `${s.workers} workers`, `TTL ${s.ttlMs} ms`, `work ${s.workMs} ms`];
   if (s.orders !== undefined) parts.push(`${s.orders} orders`);
-  if (s.pause) parts.push(`pauses ${Math.round(s.pause.probability * 100)}% × ${s.pause.ms} ms`);
+  // Three significant digits: a chance of 0.004 reads 0.4%, not a rounded "0%" that says the run had no pauses.
+  if (s.pause) parts.push(`pauses ${Number((s.pause.probability * 100).toPrecision(3))}% × ${s.pause.ms} ms`);
   if (s.fault) {
     const when = `at ${s.fault.atMs} ms${s.fault.forMs !== undefined ? ` for ${s.fault.forMs} ms` : ""}`;
     // On nodes the console does not own, the fault never touches the node: it acts on the lab's own connections.

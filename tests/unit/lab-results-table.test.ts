@@ -58,6 +58,15 @@ describe("the lab's results table", () => {
     expect(table([record({ settings, fault: report("process") })])).toMatch(/kill node-1 at 1000 ms for 2500 ms/);
   });
 
+  it("says a run's pause chance as it was set, a small one too", () => {
+    const settings = (probability: number) => ({ strategy: "naive" as const, stock: 100, workers: 20, ttlMs: 200, workMs: 5, pause: { probability, ms: 450 } });
+    expect(table([record({ settings: settings(0.04) })])).toMatch(/pauses 4% × 450 ms/);
+    // One order in 250 stalls: not "0%", which would say the run had no pauses.
+    expect(table([record({ settings: settings(0.004) })])).toMatch(/pauses 0\.4% × 450 ms/);
+    expect(table([record({ settings: settings(0.0001) })])).toMatch(/pauses 0\.01% × 450 ms/);
+    expect(table([record({ settings: settings(0.07) })])).toMatch(/pauses 7% × 450 ms/);
+  });
+
   it("works the oversold figure out for a run recorded before the field existed", () => {
     const { oversold: _oversold, ...old } = labResult({ sold: 130, lostUpdates: 30 });
     expect(cell(table([record({ result: old as RunResult })]), "oversold")).toBe("30");
