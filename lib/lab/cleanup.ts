@@ -7,27 +7,25 @@ const RETRY_EVERY_MS = 2_000;
 const RETRY_FOR_MS = 10 * 60_000;
 
 
-/** Deletes every key of run `id` on one node (`SCAN MATCH` on the run's exact prefixes); throws when the node fails. */
+/** Deletes every key of run `id` on one node, by name (one pipeline); throws when the node fails. */
 async function removeFromNode(url: string, id: string): Promise<void> {
-  const { cleanupPatterns } = runKeys(id);
+  const { cleanupKeys } = runKeys(id);
   const client = openLabClient(url, 2000, `lockscope:lab:${id}:cleanup`);
   try {
     await client.connect();
-    for (const pattern of cleanupPatterns) {
-      let cursor = "0";
-      do {
-        const [next, keys] = await client.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-        cursor = next;
-        if (keys.length > 0) await client.unlink(...keys);
-      } while (cursor !== "0");
-    }
+    // One UNLINK a key: a key the node's ACL refuses (a companion the strategy never made) does not keep the others.
+    const pipeline = client.pipeline();
+    for (const key of cleanupKeys) pipeline.unlink(key);
+    const replies = (await pipeline.exec()) ?? [];
+    const failed = replies.find(([error]) => error)?.[0];
+    if (failed) throw failed;
   } finally {
     client.disconnect();
   }
 }
 
 /**
- * Deletes every key of run `id` on every node: `SCAN MATCH` on the run's exact prefixes, and nothing else.
+ * Deletes every key of run `id` on every node, by name (see `RunKeys.cleanupKeys`), and nothing else.
  * Resolves a note per node that could not be cleaned. By default the keys there expire by their TTL. With
  * `untilAnswered` (the end of a run), such a node is cleaned again in the background until it answers (every 2 s,
  * for up to 10 minutes), then once more: a node that stalled (stopped, overloaded) runs the workers' last writes

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { FENCE_KEY_PREFIX, fenceKey, LAST_FENCE_KEY_PREFIX, lastFenceKey, WAIT_DEADLINE_KEY_PREFIX, WAIT_QUEUE_KEY_PREFIX, WAIT_TICKET_KEY_PREFIX } from "@lockscope/redlock";
+import { fenceKey, lastFenceKey, waitDeadlineKey, waitQueueKey, waitTicketKey } from "@lockscope/redlock";
 
 /**
  * Key names of a lab run. Every run has its own namespace: its lock key sits under the default lock
  * patterns (`lock:*`), so the live view shows the lab's locks; the stock and the engine's companion keys
- * sit outside them. Cleanup deletes exactly these prefixes, with the run id in them, and nothing else.
+ * sit outside them. Cleanup deletes exactly these names, each with the run id in it, and nothing else.
  */
 
 /** `r` + base36 time + 6 random base36 characters: sortable by creation, only [0-9a-z], no glob characters. */
@@ -35,8 +35,12 @@ export interface RunKeys {
    * lock's own TTL, and the engine's waiter queues keep one of their own (as long as their longest waiter).
    */
   expiring: { stockNode: string[]; everyNode: string[] };
-  /** SCAN MATCH patterns covering every key the run may have made, on any node. */
-  cleanupPatterns: string[];
+  /**
+   * Every key the run may make, on any node, by name: the run, the engine's companions of its lock (fence,
+   * waiter queues) and of its stock (last fence). Deleted by name, never found by SCAN, which would walk every
+   * key of nodes that also hold other data.
+   */
+  cleanupKeys: string[];
 }
 
 /** Every lab run's locks start with this: metrics label them `traffic="lab"` so production alerts ignore them. */
@@ -45,25 +49,15 @@ export const isLabResource = (resource: string): boolean => resource.startsWith(
 
 export function runKeys(id: string): RunKeys {
   if (!isRunId(id)) throw new TypeError(`Expected \`id\` to be a lab run id, got \`${id.slice(0, 40)}\``);
-  const lockPrefix = `${LAB_LOCK_PREFIX}${id}:`;
-  const dataPrefix = `lab:${id}:`;
-  const lock = `${lockPrefix}stock`;
-  const stock = `${dataPrefix}stock`;
-  const marker = `${dataPrefix}run`;
+  const lock = `${LAB_LOCK_PREFIX}${id}:stock`;
+  const stock = `lab:${id}:stock`;
+  const marker = `lab:${id}:run`;
   return {
     lock,
     stock,
     marker,
     expiring: { stockNode: [stock, marker, lastFenceKey(stock)], everyNode: [fenceKey(lock)] },
-    cleanupPatterns: [
-      `${lockPrefix}*`,
-      `${dataPrefix}*`,
-      `${FENCE_KEY_PREFIX}${lockPrefix}*`,
-      `${WAIT_QUEUE_KEY_PREFIX}${lockPrefix}*`,
-      `${WAIT_DEADLINE_KEY_PREFIX}${lockPrefix}*`,
-      `${WAIT_TICKET_KEY_PREFIX}${lockPrefix}*`,
-      `${LAST_FENCE_KEY_PREFIX}${dataPrefix}*`,
-    ],
+    cleanupKeys: [lock, fenceKey(lock), waitQueueKey(lock), waitDeadlineKey(lock), waitTicketKey(lock), stock, marker, lastFenceKey(stock)],
   };
 }
 

@@ -223,6 +223,26 @@ describe("lab runner", () => {
     expect(result!.waitP99Ms).toBeGreaterThanOrEqual(Math.floor((lockedAt! - firstAt!) * 100) / 100);
   });
 
+  it("removes its keys by name at the end, without walking every key of nodes that hold other data", async () => {
+    // Lock nodes that also hold an application's data (a standalone Redis used for caching and locks alike).
+    const others = Array.from({ length: 5_000 }, (_, i) => [`cache:item:${i}`, "v"]).flat();
+    await cluster.client(0).mset(...others);
+    try {
+      for (let i = 0; i < 3; i++) await cluster.client(i).config("RESETSTAT");
+      const { id, run } = lab({ strategy: "redlock", stock: 20, workers: 4, ttlMs: 2_000, workMs: 1 });
+      expect((await run.run()).result).toMatchObject({ sold: 20, remaining: 0, lostUpdates: 0 });
+      for (let i = 0; i < 3; i++) {
+        const stats = await cluster.client(i).info("commandstats");
+        // SCAN walks the whole keyspace (some 10 s a node per million keys), for keys whose names the run knows.
+        expect(stats, `node ${i}`).not.toMatch(/^cmdstat_scan:/m);
+      }
+      expect(await leftovers(id)).toEqual([]);
+      expect(await cluster.client(0).exists(`cache:item:0`, `cache:item:4999`)).toBe(2);
+    } finally {
+      for (let i = 0; i < 5_000; i += 1000) await cluster.client(0).del(...Array.from({ length: 1000 }, (_, j) => `cache:item:${i + j}`));
+    }
+  });
+
   it("stops at its time limit, reports what it sold, and cleans up", async () => {
     const { id, run } = lab({ strategy: "naive", stock: 100_000, workers: 10, ttlMs: 10_000, workMs: 20 }, { maxRunMs: 800 });
     const { stopReason, result } = await run.run();

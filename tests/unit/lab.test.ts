@@ -152,17 +152,15 @@ describe("lab keys and presets", () => {
     expect(isRunId("r*")).toBe(false);
   });
 
-  it("puts the run's lock under lock:* and everything it cleans under the run's own prefixes", () => {
+  it("puts the run's lock under lock:* and names everything it cleans, each name with the run's id", () => {
     const id = newRunId();
     const keys = runKeys(id);
     expect(keys.lock).toBe(`lock:lab:${id}:stock`);
     expect(keys.stock).toBe(`lab:${id}:stock`);
-    for (const pattern of keys.cleanupPatterns) {
-      expect(pattern).toContain(`:${id}:`);
-      expect(pattern.indexOf("*")).toBe(pattern.length - 1);
-    }
-    expect(keys.cleanupPatterns).toContain(`fence:lock:lab:${id}:*`);
-    expect(keys.cleanupPatterns).toContain(`fence-seen:lab:${id}:*`);
+    for (const name of keys.cleanupKeys) expect(name).toContain(`:${id}:`);
+    expect(keys.cleanupKeys).toEqual(
+      expect.arrayContaining([keys.lock, keys.stock, keys.marker, `fence:lock:lab:${id}:stock`, `waitq:lock:lab:${id}:stock`, `fence-seen:lab:${id}:stock`]),
+    );
     expect(() => runKeys("*")).toThrow(TypeError);
   });
 
