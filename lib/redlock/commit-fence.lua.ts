@@ -31,7 +31,8 @@ for i, key in ipairs(KEYS) do
 end
 for i, key in ipairs(KEYS) do
   local f = current[i]
-  if #f < #fence or (#f == #fence and f < fence) then redis.call("SET", "fence:" .. key, fence) end
+  -- (KEEPTTL: the engine gives fence keys no expiry, and keeps one an application gave them.)
+  if #f < #fence or (#f == #fence and f < fence) then redis.call("SET", "fence:" .. key, fence, "KEEPTTL") end
 end
 if held then
   for _, key in ipairs(KEYS) do

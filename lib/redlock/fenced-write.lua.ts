@@ -28,13 +28,15 @@ end
 if last and fence_older(fence, last) then
   return {0, "stale-fence", last, redis.call("GET", KEYS[1])}
 end
+-- Every write keeps the key's expiry (KEEPTTL): a fenced write changes a value, not how long its key lives (a SET
+-- would make an expiring key, and its last fence, permanent).
 if not last or fence_older(last, fence) then
-  redis.call("SET", KEYS[2], fence)
+  redis.call("SET", KEYS[2], fence, "KEEPTTL")
   last = fence
 end
 local op = ARGV[2]
 if op == "set" then
-  redis.call("SET", KEYS[1], ARGV[3])
+  redis.call("SET", KEYS[1], ARGV[3], "KEEPTTL")
   return {1, "", last, ARGV[3]}
 elseif op == "del" then
   redis.call("DEL", KEYS[1])
@@ -46,6 +48,6 @@ local after = current + tonumber(ARGV[3])
 if ARGV[4] ~= "" and after < tonumber(ARGV[4]) then
   return {0, "below-min", last, tostring(current)}
 end
-redis.call("SET", KEYS[1], tostring(after))
+redis.call("SET", KEYS[1], tostring(after), "KEEPTTL")
 return {1, "", last, tostring(after)}
 `;

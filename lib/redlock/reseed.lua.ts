@@ -64,7 +64,7 @@ for i = 3, #ARGV - 1, 2 do
   local current = redis.pcall("GET", key)
   -- (A damaged value is replaced: it is no fence at all.)
   if type(current) ~= "string" or not (current == "0" or string.match(current, "^[1-9]%d*$")) or fence_older(current, fence) then
-    redis.call("SET", key, fence)
+    redis.call("SET", key, fence, "KEEPTTL")
   end
 end
 return 1

@@ -349,10 +349,11 @@ describe("lab runner", () => {
     expect(await leftovers(id)).toEqual([]);
   });
 
-  it("keeps a TTL on every key of a run, so a run whose process is killed leaves nothing behind", async () => {
+  // (Fenced, the stock is written by the engine's fenced write, and the lock's fence and the stock's last fence are kept.)
+  it.each(["redlock", "redlock-fenced"])("keeps a TTL on every key of a run, so a run whose process is killed leaves nothing behind (%s)", async (strategy) => {
     const id = newRunId();
     const keyTtlMs = 3_000;
-    const child = spawn(process.execPath, ["--import", "tsx", path.resolve(import.meta.dirname, "../support/lab-child.ts"), cluster.urls.join(","), id, String(keyTtlMs), "redlock"], {
+    const child = spawn(process.execPath, ["--import", "tsx", path.resolve(import.meta.dirname, "../support/lab-child.ts"), cluster.urls.join(","), id, String(keyTtlMs), strategy], {
       cwd: path.resolve(import.meta.dirname, "../.."),
       stdio: ["ignore", "pipe", "inherit"],
     });

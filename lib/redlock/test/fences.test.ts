@@ -240,6 +240,29 @@ describe("fencing tokens", () => {
     await b.release(second);
   });
 
+  it("a fenced write keeps the key's expiry, and a fence write keeps one the application set", async () => {
+    const redlock = engine();
+    const node = direct[0]!;
+    await node.set("stock:expiring", "10", "PX", 60_000);
+    // An application that lets its keys expire (a sale's stock, a run's scratch keys) expires their fences too.
+    await node.set(`fence-seen:stock:expiring`, "0", "PX", 60_000);
+    await Promise.all(direct.map((c) => c.set(fenceKey("lock:expiring"), "0", "PX", 60_000)));
+    const lock = await redlock.acquire(["lock:expiring"], 5_000);
+    expect((await fencedWrite(node, "stock:expiring", lock.fence!, { type: "incrby", by: -1, min: 0 })).applied).toBe(true);
+    expect(await node.get("stock:expiring")).toBe("9");
+    expect(await node.pttl("stock:expiring"), "the stock's TTL after a fenced INCRBY").toBeGreaterThan(50_000);
+    expect(await node.pttl("fence-seen:stock:expiring"), "the last fence's TTL").toBeGreaterThan(50_000);
+    expect((await fencedWrite(node, "stock:expiring", lock.fence!, { type: "set", value: "8" })).applied).toBe(true);
+    expect(await node.pttl("stock:expiring"), "the stock's TTL after a fenced SET").toBeGreaterThan(50_000);
+    for (const c of direct) expect(await c.pttl(fenceKey("lock:expiring")), "the lock's fence key's TTL").toBeGreaterThan(50_000);
+    // A key without an expiry keeps none: nothing is made to expire that was not.
+    await node.set("stock:kept", "3");
+    expect((await fencedWrite(node, "stock:kept", lock.fence!, { type: "incrby", by: -1 })).applied).toBe(true);
+    expect(await node.pttl("stock:kept")).toBe(-1);
+    expect(await node.pttl("fence-seen:stock:kept")).toBe(-1);
+    await redlock.release(lock);
+  });
+
   it("after a force release the next fenced holder outranks the evicted one", async () => {
     const redlock = engine();
     const evicted = await redlock.acquire(["lock:evict"], 10_000);
