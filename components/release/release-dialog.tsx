@@ -55,15 +55,31 @@ export interface ReleaseDialogProps {
 }
 
 /**
- * The token to compare-and-delete with: the quorum's value, else the one value every holding node
- * agrees on. Null when the nodes disagree (a partial lock): then the release takes whatever is held.
+ * The token to compare-and-delete with: the quorum's value, else the value the page shows as leading (the one
+ * most nodes hold, the first node's on a tie, as the console merges them; across every node where none that answers
+ * holds one). Always a value the operator saw: a release without one would take whatever is held when it runs,
+ * a holder that may have taken the lock since. Null only when no node holds a value.
  */
 export function targetToken(lock: Lock): string | null {
   // Other formats compare by holder id (a Redisson holder field, a semaphore member): the single holder's.
   if (lock.format !== "lockscope" && lock.format !== "token") return lock.holders.length === 1 ? (lock.holders[0]?.id ?? null) : null;
   if (lock.token) return lock.token;
-  const held = new Set(lock.nodes.map((n) => n.token).filter((t): t is string => t !== null));
-  return held.size === 1 ? ([...held][0] ?? null) : null;
+  return mostHeld(lock.nodes.filter((n) => n.up)) ?? mostHeld(lock.nodes);
+}
+
+/** The value held by the most of `nodes`, the first seen winning a tie; null when none holds one. */
+function mostHeld(nodes: Lock["nodes"]): string | null {
+  const counts = new Map<string, number>();
+  for (const n of nodes) if (n.token !== null) counts.set(n.token, (counts.get(n.token) ?? 0) + 1);
+  let best: string | null = null;
+  let bestCount = 0;
+  for (const [value, count] of counts) {
+    if (count > bestCount) {
+      best = value;
+      bestCount = count;
+    }
+  }
+  return best;
 }
 
 function holderLine(holder: { label?: string | null; host?: string | null; pid?: number | null } | null): string {
@@ -250,7 +266,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
           <dt>TTL left</dt>
           <dd>{ttlText(lock, now, offsetMs)}</dd>
           <dt>Token</dt>
-          <dd className="mono">{token ? shortToken(token) : manyHolders ? "choose a holder above" : "no single value: the one most nodes hold is deleted; a node holding another keeps it"}</dd>
+          <dd className="mono">{token ? shortToken(token) : manyHolders ? "choose a holder above" : "none: no node holds a value"}</dd>
           <dt>Nodes</dt>
           <dd>
             <ul className={styles.nodes} aria-label="Nodes">

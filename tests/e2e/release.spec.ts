@@ -220,6 +220,26 @@ test.describe("force release from the browser", () => {
     await deleteMatching(nodes, resource);
   });
 
+  test("a split vote whose sides were replaced by a new holder while the dialog was open: the new holder is kept", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("split-replaced");
+    await nodes[0]!.set(resource, "y1-on-node-0", "PX", 120_000);
+    await nodes[1]!.set(resource, "y2-on-node-1", "PX", 120_000);
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page.locator(".detail-grid").getByText("partial", { exact: true })).toBeVisible();
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    await dialog.getByLabel("Reason").fill("split vote, both sides stuck");
+
+    // Meanwhile both sides give up and another client takes the lock on every node.
+    const fresh = await holdLock(nodes, resource, "new-holder", "40");
+    await dialog.getByRole("button", { name: "Release" }).click();
+    await expect(dialog.getByRole("alert")).toContainText("The lock changed hands");
+    for (const n of nodes) expect(await n.get(resource)).toBe(fresh);
+    await dialog.getByRole("button", { name: "Close" }).click();
+    await deleteMatching(nodes, resource);
+  });
+
   test("a script's release (bearer token, as with curl) shows on the audit page, with its per-node outcome", async ({ page, request, signIn }) => {
     const resource = unique("script");
     await holdLock(nodes, resource, "cron-runner", "9");
