@@ -291,7 +291,17 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   // back below if nothing was released. (One permit holder taken out of several does not end the lock: its
   // timeline shows the holder leaving.)
   const noted = leading.holders.length === 1 && peekGlobal("live-runtime") !== undefined;
-  if (noted) noteForceRelease(resource, { value: leading.fingerprint, actor: entry.actor, reason }, deployment);
+  // The value released, as the live view names values (a reading's fingerprint): where the token names another
+  // value than the one most nodes hold (a stray value on one node), the note and the notice name that one, so that
+  // the lock going on is not shown force-released when its own holder ends it.
+  const releasedValue =
+    holding.find(
+      (r) =>
+        r.reading.format === leading.format &&
+        r.reading.holders.some((h) => h.id === holderId) &&
+        (valueDigest === undefined || r.reading.valueDigest === valueDigest),
+    )?.reading.fingerprint ?? leading.fingerprint;
+  if (noted) noteForceRelease(resource, { value: releasedValue, actor: entry.actor, reason }, deployment);
   const budgetMs = Math.max(config.nodeTimeoutMs, 250) * 2;
   // The release's own answers, one per node; null when the release threw (a bug, or an argument a format
   // refused) after the intent was written: then no node's result is known, and each is read again below.
@@ -349,7 +359,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   releases().inc({ outcome });
   if (noted && outcome === "released") {
     // Again, now that it is done: a lock still shown held (its notifications lost) is read at once.
-    noteForceRelease(resource, { value: leading.fingerprint, actor: entry.actor, reason }, deployment);
+    noteForceRelease(resource, { value: releasedValue, actor: entry.actor, reason }, deployment);
   } else if (noted) {
     withdrawForceRelease(resource, deployment);
   }
@@ -357,7 +367,7 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
     // This engine's release script publishes the revocation itself. For other formats the console says it on
     // the same channel, so that every other console over these nodes shows the lock force-released rather
     // than released. No holder of another library listens there; the message only names the released value.
-    const message = JSON.stringify({ v: 1, resource, value: leading.fingerprint });
+    const message = JSON.stringify({ v: 1, resource, value: releasedValue });
     await Promise.all(
       nodes.map((n) => n.client.publish(REVOKE_CHANNEL, message).catch((error: unknown) => log.debug({ node: n.id, err: String(error) }, "revocation notice not published"))),
     );

@@ -55,4 +55,32 @@ describe("force release of one side of a split vote", () => {
       expect.objectContaining({ detail: "by olivia: “one side of a split vote”; the lock goes on with another value on 1 of 3 nodes" }),
     ]);
   });
+  it("a minority value released by a script does not make the quorum holder's own release read as the operator's", async () => {
+    const resource = "lock:split-minority";
+    await clients[0]!.set(resource, "quorum-holder", "PX", 60_000);
+    await clients[1]!.set(resource, "quorum-holder", "PX", 60_000);
+    await clients[2]!.set(resource, "stray-value", "PX", 60_000);
+    await until("the lock held by its quorum", async () => {
+      const d = await lockDetail(resource);
+      return d?.state === "held" && d.token === "quorum-holder" ? d : null;
+    });
+
+    const res = await call(release.POST, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, {
+      token: OPERATOR_TOKEN,
+      params: { resource },
+      body: { reason: "stray value on node-2", token: "stray-value" },
+      headers: { "x-lockscope-actor": "olivia" },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await Promise.all(clients.map((c) => c.get(resource)))).toEqual(["quorum-holder", "quorum-holder", null]);
+
+    // The quorum's holder finishes and releases its lock itself: nobody force-released that value.
+    await clients[0]!.del(resource);
+    await clients[1]!.del(resource);
+    const ended = await until("the lock ended", async () => {
+      const d = await lockDetail(resource);
+      return d !== null && d.state !== "held" && d.state !== "partial" && d.state !== "elapsed" ? d : null;
+    });
+    expect(ended.state).toBe("released");
+  });
 });
