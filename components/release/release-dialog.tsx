@@ -117,6 +117,13 @@ const ENDED_TEXT: Record<EndedState, string> = {
   lost: "it was lost: a node restarted without it, or a failover promoted a replica that never had it (see its timeline)",
 };
 
+/** Who holds the live lock now, as a release's 409 says it (`current`). */
+function nowHeldBy(lock: Lock): CurrentHolder {
+  const token = lock.token ?? mostHeld(lock.nodes);
+  const holder = lock.holder ? { label: lock.holder.label ?? null, host: lock.holder.host ?? null, pid: lock.holder.pid ?? null, fence: lock.fence } : null;
+  return { token, holder, nodes: lock.nodes.map((n) => ({ id: n.id, token: n.token })) };
+}
+
 /** Nodes that still hold another value after the release (one side of a split vote, another holder): the lock goes on there. */
 function goesOn(response: ReleaseResponse): string[] {
   return response.nodes.filter((n) => n.result === "mismatch").map((n) => n.id);
@@ -229,7 +236,21 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
   const sending = outcome.kind === "sending";
   // The lock ended while the dialog was open (by its holder, its TTL, another operator): nothing left to release.
   const ended = !isLive(lock.state) && outcome.kind !== "released" && outcome.kind !== "sending" ? lock.state : null;
-  const finished = outcome.kind === "released" || outcome.kind === "changed-hands" || ended !== null;
+  // The lock changed hands while the dialog was open: it is live, yet no node holds the holder the dialog was opened
+  // for (a node that cannot be read counts with its last value). Said at once, with the new holder, as a release would
+  // answer it; the fence and TTL shown are the new holder's, so no release of the old one is offered beside them.
+  // (A key read only in part may hold that holder past what was read: the release asks the nodes by name.)
+  const handedOver =
+    ended === null &&
+    (outcome.kind === "idle" || outcome.kind === "error") &&
+    token !== null &&
+    !lock.unreadable &&
+    !lock.warnings.includes("truncated") &&
+    !lock.nodes.some((n) => nodeHolds(n.token, token))
+      ? nowHeldBy(lock)
+      : null;
+  const shown: Outcome = handedOver ? { kind: "changed-hands", current: handedOver, message: "" } : outcome;
+  const finished = shown.kind === "released" || shown.kind === "changed-hands" || ended !== null;
   // The Release button goes once there is an outcome: hand the focus to Close rather than lose it to the page.
   useEffect(() => {
     if (finished) closeRef.current?.focus();
@@ -292,7 +313,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
             </ul>
           </dd>
         </dl>
-        {ended === null && (
+        {ended === null && shown.kind !== "changed-hands" && (
           <p className={opened.format === "lockscope" ? "muted" : styles.alert} role="note" aria-label="Who will be told">
             {whoIsTold(opened)} This is recorded in the audit log with your name and reason.
           </p>
@@ -312,7 +333,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
             placeholder="Why, for the audit log (at least 3 characters)"
           />
         </label>
-        {ended !== null && outcome.kind !== "changed-hands" && (
+        {ended !== null && shown.kind !== "changed-hands" && (
           <p role="status" className={styles.warn}>
             This lock has ended: {ENDED_TEXT[ended]}
             {lock.endedAt ? ` at ${new Date(lock.endedAt).toLocaleTimeString()}` : ""}; there is nothing to release.
@@ -341,28 +362,30 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
             {replicationWarning(outcome.response.replication) !== null && ` ${replicationWarning(outcome.response.replication)}`}
           </p>
         )}
-        {outcome.kind === "changed-hands" && (
+        {shown.kind === "changed-hands" && (
           <div role="alert" className={styles.alert}>
             <p>
               <strong>The lock changed hands</strong> since you opened this dialog; nothing was released.
             </p>
-            {outcome.current?.token ? (
+            {shown.current?.token ? (
               <p>
-                It is now held by {holderLine(outcome.current.holder)}
-                {outcome.current.holder?.fence ? `, fence ${outcome.current.holder.fence}` : ""} (token{" "}
-                <span className="mono">{shortToken(outcome.current.token)}</span>).
+                It is now held by {holderLine(shown.current.holder)}
+                {shown.current.holder?.fence ? `, fence ${shown.current.holder.fence}` : ""} (token{" "}
+                <span className="mono">{shortToken(shown.current.token)}</span>).
+              </p>
+            ) : shown.message ? (
+              <p>
+                <MessageText text={shown.message} />
               </p>
             ) : (
-              <p>
-                <MessageText text={outcome.message} />
-              </p>
+              <p>No single value is held on the nodes now (see each node above).</p>
             )}
             <p className="muted">Close this dialog and look at the lock again before releasing the new holder.</p>
           </div>
         )}
-        {outcome.kind === "error" && (
+        {shown.kind === "error" && (
           <p role="alert" className="error-text">
-            <MessageText text={outcome.message} />
+            <MessageText text={shown.message} />
           </p>
         )}
         <div className={styles.actions}>

@@ -91,12 +91,19 @@ test.describe("force release from the browser", () => {
     const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
     await dialog.getByLabel("Reason").fill("looks stuck");
 
+    await expect(dialog.getByRole("button", { name: "Release" })).toBeEnabled();
+    await expect(dialog).toContainText("Fence5");
+
     const newValue = await holdLock(nodes, resource, "new-holder", "6");
-    await dialog.getByRole("button", { name: "Release" }).click();
+    // Said as soon as the live view shows it, not only after a click on Release: the dialog never shows the old
+    // holder with the new one's fence and TTL as if it were still the lock to release.
     const alert = dialog.getByRole("alert");
     await expect(alert).toContainText("The lock changed hands");
     await expect(alert).toContainText("new-holder (e2e-host, pid 4242), fence 6");
+    await expect(dialog.getByRole("button", { name: "Release" })).toHaveCount(0);
+    await expect(dialog.getByRole("button", { name: "Close" })).toBeFocused();
     for (const n of nodes) expect(await n.get(resource)).toBe(newValue);
+    await dialog.getByRole("button", { name: "Close" }).click();
   });
 
   test("a lock that ended while the dialog was open stays shown as ended, also once it has left the live list", async ({ page, signIn }) => {
@@ -233,8 +240,8 @@ test.describe("force release from the browser", () => {
 
     // Meanwhile both sides give up and another client takes the lock on every node.
     const fresh = await holdLock(nodes, resource, "new-holder", "40");
-    await dialog.getByRole("button", { name: "Release" }).click();
     await expect(dialog.getByRole("alert")).toContainText("The lock changed hands");
+    await expect(dialog.getByRole("button", { name: "Release" })).toHaveCount(0);
     for (const n of nodes) expect(await n.get(resource)).toBe(fresh);
     await dialog.getByRole("button", { name: "Close" }).click();
     await deleteMatching(nodes, resource);
