@@ -195,6 +195,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
   const [chosen, setChosen] = useState<string | null>(() => targetToken(opened));
   const token = chosen;
   const holderId = useId();
+  const outcomeId = useId();
   const manyHolders = opened.format !== "lockscope" && opened.format !== "token" && opened.holders.length > 1;
 
   useEffect(() => {
@@ -334,13 +335,14 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
           />
         </label>
         {ended !== null && shown.kind !== "changed-hands" && (
-          <p role="status" className={styles.warn}>
+          <p id={outcomeId} role="status" className={styles.warn}>
             This lock has ended: {ENDED_TEXT[ended]}
             {lock.endedAt ? ` at ${new Date(lock.endedAt).toLocaleTimeString()}` : ""}; there is nothing to release.
           </p>
         )}
         {outcome.kind === "released" && (
           <p
+            id={outcomeId}
             role="status"
             className={
               outcome.response.outcome === "partial" ||
@@ -363,7 +365,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
           </p>
         )}
         {shown.kind === "changed-hands" && (
-          <div role="alert" className={styles.alert}>
+          <div id={outcomeId} role="alert" className={styles.alert}>
             <p>
               <strong>The lock changed hands</strong> since you opened this dialog; nothing was released.
             </p>
@@ -389,7 +391,9 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
           </p>
         )}
         <div className={styles.actions}>
-          <button ref={closeRef} type="button" className="button" onClick={() => dialogRef.current?.close()}>
+          {/* The focus comes here with the outcome: a screen reader reads the outcome with the button, which a status
+              announced as the focus moves would be cut short by. */}
+          <button ref={closeRef} type="button" className="button" onClick={() => dialogRef.current?.close()} aria-describedby={finished ? outcomeId : undefined}>
             {finished ? "Close" : "Cancel"}
           </button>
           {!finished && (

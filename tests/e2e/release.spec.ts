@@ -102,6 +102,7 @@ test.describe("force release from the browser", () => {
     await expect(alert).toContainText("new-holder (e2e-host, pid 4242), fence 6");
     await expect(dialog.getByRole("button", { name: "Release" })).toHaveCount(0);
     await expect(dialog.getByRole("button", { name: "Close" })).toBeFocused();
+    await expect(dialog.getByRole("button", { name: "Close" })).toHaveAccessibleDescription(/^The lock changed hands since you opened this dialog/);
     for (const n of nodes) expect(await n.get(resource)).toBe(newValue);
     await dialog.getByRole("button", { name: "Close" }).click();
   });
@@ -317,8 +318,10 @@ test.describe("force release from the browser", () => {
     await tabTo(page, dialog.getByRole("button", { name: "Release" }), 5);
     await page.keyboard.press("Enter");
     await expect(dialog.getByRole("status")).toContainText("Released on 3 of 3 nodes");
-    // The outcome moves the focus to Close, so Enter ends the flow.
+    // The outcome moves the focus to Close, so Enter ends the flow; a screen reader reads the outcome with it (the
+    // focus move would otherwise cut the status short, or a reader that missed the new status never hear it).
     await expect(dialog.getByRole("button", { name: "Close" })).toBeFocused();
+    await expect(dialog.getByRole("button", { name: "Close" })).toHaveAccessibleDescription(/^Released on 3 of 3 nodes\. Audit entry/);
     await page.keyboard.press("Enter");
     await expect(dialog).toBeHidden();
     // The button that opened it went with the lock: the focus comes back to the lock's page, at its title, not to
