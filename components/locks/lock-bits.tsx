@@ -1,6 +1,7 @@
 "use client";
 
 import { createContext, useContext } from "react";
+import { leadingValue } from "@/lib/locks/leading-value";
 import type { Lock } from "@/lib/locks/types";
 import { nodesNow, type NodeCountingMap } from "./node-counting";
 import { formatDuration, STATE_LABEL } from "./format";
@@ -99,7 +100,8 @@ const DOT_TEXT: Record<DotKind, string> = { this: "holds this value", other: "ho
 /** One dot per node: holds the lock's value / another value / nothing / down (shape and label, not colour alone). */
 export function NodeDots({ lock }: { lock: Lock }) {
   const nodes = nodesNow(lock, useContext(NodeCounting));
-  const value = lock.token ?? nodes.find((n) => n.token !== null)?.token ?? null;
+  // Without a quorum, the value the quorum text counts (`quorumHeld`): the one most nodes hold.
+  const value = lock.token ?? leadingValue(nodes);
   return (
     <span className="node-dots">
       {nodes.map((node) => {

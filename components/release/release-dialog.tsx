@@ -2,6 +2,7 @@
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useId, useRef, useState, useSyncExternalStore, type FormEvent } from "react";
+import { leadingValue } from "@/lib/locks/leading-value";
 import { replicationWarning, whoIsTold, type ReleaseCopies } from "@/lib/locks/release-text";
 import { isLive, type EndedState, type Lock } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
@@ -64,22 +65,7 @@ export function targetToken(lock: Lock): string | null {
   // Other formats compare by holder id (a Redisson holder field, a semaphore member): the single holder's.
   if (lock.format !== "lockscope" && lock.format !== "token") return lock.holders.length === 1 ? (lock.holders[0]?.id ?? null) : null;
   if (lock.token) return lock.token;
-  return mostHeld(lock.nodes.filter((n) => n.up)) ?? mostHeld(lock.nodes);
-}
-
-/** The value held by the most of `nodes`, the first seen winning a tie; null when none holds one. */
-function mostHeld(nodes: Lock["nodes"]): string | null {
-  const counts = new Map<string, number>();
-  for (const n of nodes) if (n.token !== null) counts.set(n.token, (counts.get(n.token) ?? 0) + 1);
-  let best: string | null = null;
-  let bestCount = 0;
-  for (const [value, count] of counts) {
-    if (count > bestCount) {
-      best = value;
-      bestCount = count;
-    }
-  }
-  return best;
+  return leadingValue(lock.nodes);
 }
 
 function holderLine(holder: { label?: string | null; host?: string | null; pid?: number | null } | null): string {
@@ -119,7 +105,7 @@ const ENDED_TEXT: Record<EndedState, string> = {
 
 /** Who holds the live lock now, as a release's 409 says it (`current`). */
 function nowHeldBy(lock: Lock): CurrentHolder {
-  const token = lock.token ?? mostHeld(lock.nodes);
+  const token = lock.token ?? leadingValue(lock.nodes);
   const holder = lock.holder ? { label: lock.holder.label ?? null, host: lock.holder.host ?? null, pid: lock.holder.pid ?? null, fence: lock.fence } : null;
   return { token, holder, nodes: lock.nodes.map((n) => ({ id: n.id, token: n.token })) };
 }
