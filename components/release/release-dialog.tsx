@@ -244,7 +244,16 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
   }, [finished]);
 
   return (
-    <dialog ref={dialogRef} aria-labelledby={titleId} className={styles.dialog} onClose={onClosed}>
+    <dialog
+      ref={dialogRef}
+      aria-labelledby={titleId}
+      className={styles.dialog}
+      onClose={onClosed}
+      // A release under way cannot be taken back: Escape then would only hide its outcome.
+      onCancel={(event) => {
+        if (sending) event.preventDefault();
+      }}
+    >
       <form onSubmit={submit} className={styles.form}>
         <h2 id={titleId} className={styles.title}>
           Force release <code>{resource}</code>
@@ -379,7 +388,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
         <div className={styles.actions}>
           {/* The focus comes here with the outcome: a screen reader reads the outcome with the button, which a status
               announced as the focus moves would be cut short by. */}
-          <button ref={closeRef} type="button" className="button" onClick={() => dialogRef.current?.close()} aria-describedby={finished ? outcomeId : undefined}>
+          <button ref={closeRef} type="button" className="button" onClick={() => dialogRef.current?.close()} disabled={sending} aria-describedby={finished ? outcomeId : undefined}>
             {finished ? "Close" : "Cancel"}
           </button>
           {!finished && (

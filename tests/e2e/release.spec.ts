@@ -206,6 +206,31 @@ test.describe("force release from the browser", () => {
     await deleteMatching(nodes, resource);
   });
 
+  test("Escape while the release is under way does not hide its outcome: the release cannot be taken back", async ({ page, request, signIn }) => {
+    await signIn("operator");
+    const resource = unique("escape-sending");
+    await holdLock(nodes, resource, "slow-release", "14");
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page.locator(".detail-grid")).toContainText("slow-release");
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    await dialog.getByLabel("Reason").fill("stuck; node-2 is slow");
+    // A node that does not answer holds the release up for seconds (its answer is waited for, then it is read again).
+    const paused = await pauseNode(request, 2);
+    try {
+      await dialog.getByRole("button", { name: "Release" }).click();
+      await expect(dialog.getByRole("button", { name: "Releasing…" })).toBeVisible();
+      await expect(dialog.getByRole("button", { name: "Cancel" })).toBeDisabled();
+      await page.keyboard.press("Escape");
+      await expect(dialog.getByRole("status")).toContainText("Released on 2 of 3 nodes", { timeout: 30_000 });
+      await expect(dialog).toBeVisible();
+    } finally {
+      await paused.resume();
+    }
+    await dialog.getByRole("button", { name: "Close" }).click();
+    await deleteMatching(nodes, resource);
+  });
+
   test("releasing one side of a split vote says the lock goes on with the other value", async ({ page, signIn }) => {
     await signIn("operator");
     const resource = unique("split");
