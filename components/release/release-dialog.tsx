@@ -103,9 +103,13 @@ const ENDED_TEXT: Record<EndedState, string> = {
   lost: "it was lost: a node restarted without it, or a failover promoted a replica that never had it (see its timeline)",
 };
 
-/** Who holds the live lock now, as a release's 409 says it (`current`). */
+/**
+ * Who holds the live lock now, as a release's 409 says it (`current`): a value (this engine's or a plain token), or
+ * the one holder of another format; no token where several hold it (a semaphore's other permits are no one value).
+ */
 function nowHeldBy(lock: Lock): CurrentHolder {
-  const token = lock.token ?? leadingValue(lock.nodes);
+  const single = lock.format === "lockscope" || lock.format === "token";
+  const token = single ? (lock.token ?? leadingValue(lock.nodes)) : lock.holders.length === 1 ? (lock.holders[0]?.id ?? null) : null;
   const holder = lock.holder ? { label: lock.holder.label ?? null, host: lock.holder.host ?? null, pid: lock.holder.pid ?? null, fence: lock.fence } : null;
   return { token, holder, nodes: lock.nodes.map((n) => ({ id: n.id, token: n.token })) };
 }
@@ -375,7 +379,7 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
                 <MessageText text={shown.message} />
               </p>
             ) : (
-              <p>No single value is held on the nodes now (see each node above).</p>
+              <p>No node has the holder you chose any more; what each node holds now is listed above.</p>
             )}
             <p className="muted">Close this dialog and look at the lock again before releasing the new holder.</p>
           </div>

@@ -167,6 +167,28 @@ test.describe("locks of every format", () => {
     await Promise.all([permits[0]!.release(), permits[2]!.release()]);
   });
 
+  test("a semaphore's dialog says so when the permit chosen is given back, without naming the others as one foreign value", async ({ page, signIn }) => {
+    await signIn("operator");
+    const name = `e2e-${randomBytes(3).toString("hex")}`;
+    const permits = [0, 1, 2].map(() => new Semaphore(nodes[0]!, name, 4, { lockTimeout: 120_000, acquireTimeout: 1_000, refreshInterval: 0 }));
+    for (const p of permits) await p.acquire();
+    const resource = `semaphore:${name}`;
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    await dialog.getByLabel("Holder to release").selectOption(permits[1]!.identifier);
+    await dialog.getByLabel("Reason").fill("one worker stuck");
+
+    await permits[1]!.release();
+    const alert = dialog.getByRole("alert");
+    await expect(alert).toContainText("No node has the holder you chose any more");
+    await expect(alert).not.toContainText("foreign value");
+    await expect(dialog.getByRole("button", { name: "Release" })).toHaveCount(0);
+    expect(await nodes[0]!.zcard(resource)).toBe(2);
+    await dialog.getByRole("button", { name: "Close" }).click();
+    await Promise.all([permits[0]!.release(), permits[2]!.release()]);
+  });
+
   test("a plain lock's dialog shows no TTL left once the lock is released", async ({ page, signIn }) => {
     await signIn("operator");
     const resource = unique("ttl-after");
