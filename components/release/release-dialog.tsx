@@ -17,7 +17,8 @@ export interface ReleaseResponse {
   /** `partial`: nodes that held it did not confirm the delete, too many for the lock to be over. */
   outcome: "released" | "partial";
   format: Lock["format"];
-  nodes: Array<{ id: string; result: "deleted" | "absent" | "mismatch" | "error" }>;
+  /** `error`: on that node, what happened in a sentence (no answer, refused, a key of another type left untouched). */
+  nodes: Array<{ id: string; result: "deleted" | "absent" | "mismatch" | "error"; error?: string }>;
   /** `holder`: the holder's process heard the revocation (only this engine's can); `waiters`: a wake message went to the library's waiters. */
   notified: { holder: boolean; waiters: boolean };
   auditId: string;
@@ -119,6 +120,14 @@ function goesOn(response: ReleaseResponse): string[] {
   return response.nodes.filter((n) => n.result === "mismatch").map((n) => n.id);
 }
 
+/** Each node where the release failed or left a key untouched, with what happened there, as the audit entry says it. */
+function failedNodes(response: ReleaseResponse): string {
+  return response.nodes
+    .filter((n) => n.result === "error")
+    .map((n) => `${n.id}: ${n.error ?? "no result"}`)
+    .join("; ");
+}
+
 /** What the release did, in one sentence without its final stop. */
 function ReleasedText({ response }: { response: ReleaseResponse }) {
   const deleted = response.nodes.filter((n) => n.result === "deleted").length;
@@ -127,7 +136,8 @@ function ReleasedText({ response }: { response: ReleaseResponse }) {
     const silent = response.nodes.filter((n) => n.result === "error").map((n) => n.id);
     return (
       <>
-        Only partly released: deleted on {deleted} of {total} nodes; {silent.join(", ")} did not confirm, so the lock may still be held. Read it again before retrying
+        Only partly released: deleted on {deleted} of {total} nodes; {silent.join(", ")} did not confirm ({failedNodes(response)}), so the lock may still be held. Read it
+        again before retrying
       </>
     );
   }
@@ -142,7 +152,7 @@ function ReleasedText({ response }: { response: ReleaseResponse }) {
   }
   return (
     <>
-      Released on {deleted} of {total} nodes{response.nodes.some((n) => n.result === "error") ? " (some nodes did not answer)" : ""}
+      Released on {deleted} of {total} nodes{response.nodes.some((n) => n.result === "error") ? ` (not on ${failedNodes(response)})` : ""}
     </>
   );
 }

@@ -231,6 +231,29 @@ test.describe("force release from the browser", () => {
     await deleteMatching(nodes, resource);
   });
 
+  test("a node that answered the release but was left untouched is named with why, not said not to have answered", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("other-type");
+    const value = "batch-7f3a";
+    await nodes[0]!.set(resource, value, "PX", 120_000);
+    await nodes[1]!.set(resource, value, "PX", 120_000);
+    // node-2 has a key of that name of another type (some other program's), which the release must not touch.
+    await nodes[2]!.hset(resource, "owner", "someone-else");
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page.locator(".detail-grid").getByText("held", { exact: true })).toBeVisible();
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    await dialog.getByLabel("Reason").fill("batch died");
+    await dialog.getByRole("button", { name: "Release" }).click();
+    const status = dialog.getByRole("status");
+    await expect(status).toContainText("Released on 2 of 3 nodes");
+    await expect(status).toContainText("node-2: holds a hash that is not a token lock");
+    await expect(status).not.toContainText("did not answer");
+    expect(await nodes[2]!.hget(resource, "owner")).toBe("someone-else");
+    await dialog.getByRole("button", { name: "Close" }).click();
+    await deleteMatching(nodes, resource);
+  });
+
   test("releasing one side of a split vote says the lock goes on with the other value", async ({ page, signIn }) => {
     await signIn("operator");
     const resource = unique("split");
