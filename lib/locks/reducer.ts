@@ -333,6 +333,11 @@ export interface ForceHint {
   value: string | null;
   /** The operator's words. */
   detail: string | null;
+  /**
+   * The value was held on some node beside the value the lock showed when the release was noted (a stray value,
+   * the side of a split vote not shown): its going is said on the lock's timeline, though the lock goes on.
+   */
+  aside?: boolean;
 }
 
 /**
@@ -606,7 +611,12 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   // until this step: a hint left over from a release that ended the lock must not follow its next holder.
   const shownBefore = prev === null ? null : (prev.token ?? prev.leading);
   const forcedAside =
-    hint !== null && !step.forceHintTaken && hint.value !== null && shownBefore !== null && forceHintApplies(hint, shownBefore, now) && !holdsValue(lock, hint.value);
+    hint !== null &&
+    !step.forceHintTaken &&
+    hint.value !== null &&
+    shownBefore !== null &&
+    (forceHintApplies(hint, shownBefore, now) || (hint.aside === true && now - hint.at < FORCE_HINT_MS)) &&
+    !holdsValue(lock, hint.value);
   if (forcedAside && hint.value !== null) {
     step.forceHintTaken = true;
     const rest = `the lock goes on with another value on ${merged.quorumHeld} of ${context.nodes} nodes`;
@@ -636,7 +646,7 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
 }
 
 /** Whether some node holds `value` (or, for this engine's values, the same acquisition rewritten with its fence). */
-function holdsValue(lock: LockRecord, value: string): boolean {
+export function holdsValue(lock: LockRecord, value: string): boolean {
   const id = lockValueId(value);
   for (let i = 0; i < lock.nodeCount; i++) {
     const held = lock.valueOn(i);

@@ -25,11 +25,17 @@ export class ForceHints {
   /** Oldest first. */
   private readonly hints = new Map<string, ForceHint>();
 
-  /** Notes a force-release of `resource`; false when it repeats one just noted and adds nothing. */
-  note(resource: string, value: string | null | undefined, detail: string | null, now: number): boolean {
+  /**
+   * Notes a force-release of `resource`; false when it repeats one just noted and adds nothing. `aside`: see
+   * `ForceHint.aside` (kept from an earlier note of the same value: a note made after the release finds it gone).
+   */
+  note(resource: string, value: string | null | undefined, detail: string | null, now: number, aside = false): boolean {
     const existing = this.hints.get(resource);
     if (existing && now - existing.at < REPEAT_MS && !detail) return false;
-    this.hints.set(resource, { at: now, value: value ?? existing?.value ?? null, detail: detail ?? existing?.detail ?? null });
+    const noted = value ?? existing?.value ?? null;
+    const hint: ForceHint = { at: now, value: noted, detail: detail ?? existing?.detail ?? null };
+    if (aside || (existing?.aside === true && existing.value === noted)) hint.aside = true;
+    this.hints.set(resource, hint);
     if (this.hints.size > MAX_HINTS) {
       const first = this.hints.keys().next().value;
       if (first !== undefined) this.hints.delete(first);

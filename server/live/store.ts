@@ -7,7 +7,9 @@ import { KeyBits } from "@/lib/locks/key-bits";
 import { ShardedMap } from "@/lib/locks/sharded-map";
 import {
   adoptFirstSeen,
+  forceHintApplies,
   forceReleaseNoted,
+  holdsValue,
   newLockStep,
   probeAgainAt,
   readSamples,
@@ -688,7 +690,16 @@ export class LockStore {
 
   noteForceRelease(resource: string, info: ForceReleaseInfo = {}, now = Date.now()): void {
     const detail = forceReleaseDetail(info);
-    if (!this.forceHints.note(resource, info.value, detail, now)) return;
+    // A value held beside the one the lock shows (a stray value on one node): the lock goes on when it goes.
+    const held = this.live.get(resource);
+    const shown = held === undefined || held.endedAt !== null ? null : (held.token ?? held.leading);
+    const aside =
+      held !== undefined &&
+      shown !== null &&
+      typeof info.value === "string" &&
+      !forceHintApplies({ at: now, value: info.value, detail: null }, shown, now) &&
+      holdsValue(held, info.value);
+    if (!this.forceHints.note(resource, info.value, detail, now, aside)) return;
     const entry = this.live.get(resource) ?? this.ended.kept(resource);
     if (!entry) return;
     const previous = entry.state;

@@ -73,6 +73,15 @@ describe("force release of one side of a split vote", () => {
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(await Promise.all(clients.map((c) => c.get(resource)))).toEqual(["quorum-holder", "quorum-holder", null]);
+    // The lock's timeline says what the operator did, though the lock goes on under its quorum's value.
+    const after = await until("the release on the timeline", async () => {
+      const d = await lockDetail(resource);
+      return d?.timeline.some((e) => e.type === "force-released") ? d : null;
+    });
+    expect(after).toMatchObject({ state: "held", token: "quorum-holder" });
+    expect(after.timeline.filter((e) => e.type === "force-released")).toEqual([
+      expect.objectContaining({ detail: "by olivia: “stray value on node-2”; the lock goes on with another value on 2 of 3 nodes" }),
+    ]);
 
     // The quorum's holder finishes and releases its lock itself: nobody force-released that value.
     await clients[0]!.del(resource);
