@@ -196,7 +196,7 @@ function fromEnv(env: Env, c: Collector): Deployment[] {
     else
       list(sentinels).forEach((s, i) => {
         const a = addressProblem(s);
-        if (typeof a === "string") c.add(`REDIS_SENTINELS: entry ${i + 1} (${JSON.stringify(s)}) ${a}: expected host:port, e.g. 10.0.0.1:26379.`);
+        if (typeof a === "string") c.add(`REDIS_SENTINELS: entry ${i + 1} (${JSON.stringify(maskUrl(s))}) ${a}: expected host:port, e.g. 10.0.0.1:26379.`);
         else addresses.push(a);
       });
     if (master === undefined) c.add("REDIS_SENTINEL_MASTER is missing: REDIS_SENTINELS needs the name of the master the sentinels monitor, e.g. mymaster.");
@@ -322,7 +322,7 @@ function fromFile(path: string, c: Collector, readFile: ReadFile): Deployment[] 
       const sentinels: SentinelAddress[] = [];
       d.sentinels.forEach((s, j) => {
         const a = addressProblem(s);
-        if (typeof a === "string") c.add(`${at(`sentinels[${j}]`)} (${JSON.stringify(s)}) ${a}: expected host:port.`);
+        if (typeof a === "string") c.add(`${at(`sentinels[${j}]`)} (${JSON.stringify(maskUrl(s))}) ${a}: expected host:port.`);
         else sentinels.push(a);
       });
       if (sentinels.length === 0 && d.sentinels.length === 0) c.add(`${at("sentinels")} is empty: expected the sentinels' host:port list.`);

@@ -74,6 +74,15 @@ describe("deployment configuration", () => {
     expect(url.join("")).not.toContain("hunter2");
   });
 
+  it("says a sentinel given as a URL is not host:port, without the password the URL carries", () => {
+    const env = linesOf({ REDIS_SENTINELS: "redis://:sentinel-pass-0123@10.0.0.1:26379,10.0.0.2:26379", REDIS_SENTINEL_MASTER: "locks" });
+    expect(env).toEqual(['REDIS_SENTINELS: entry 1 ("redis://:****@10.0.0.1:26379") is not host:port: expected host:port, e.g. 10.0.0.1:26379.']);
+    const file = JSON.stringify({ deployments: [{ name: "s", kind: "sentinel", sentinels: ["rediss://watcher:sentinel-pass-0123@10.0.0.1:26379"], master: "locks" }] });
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? file : readFile(p)))).toEqual([
+      'LOCKSCOPE_DEPLOYMENTS_FILE="/d.json": deployments[0].sentinels[0] ("rediss://watcher:****@10.0.0.1:26379") is not host:port: expected host:port.',
+    ]);
+  });
+
   it("says that REDIS_URL takes one instance when it is given a list of nodes", () => {
     expect(linesOf({ REDIS_URL: "redis://10.0.0.1:6379,redis://:s3cret@10.0.0.2:6379" })).toEqual([
       "REDIS_URL holds 2 URLs: it takes one standalone instance; put the independent nodes of a Redlock set in REDIS_URLS, or several deployments in LOCKSCOPE_DEPLOYMENTS_FILE.",
