@@ -2,7 +2,7 @@ import { z } from "zod";
 import { DEFAULT_LOCK_PATTERNS_ENV, patternKeysProblem } from "./locks/formats/defaults";
 import { globProblem } from "./locks/glob";
 import { parseProxyEntry } from "./client-address";
-import { maskUrl, parseDeployments, urlProblem, type Deployment, type ReadFile } from "./deployment-config";
+import { maskUrl, parseDeployments, shownList, urlProblem, type Deployment, type ReadFile } from "./deployment-config";
 import { linearRegExp, NotLinearError } from "./linear-regexp";
 
 /**
@@ -169,7 +169,7 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
         const wrong = urls.findIndex((u) => u === "" || urlProblem(u) !== null);
         if (wrong >= 0) {
           const u = urls[wrong] ?? "";
-          explain(u === "" ? `URL ${wrong + 1} is empty` : `URL ${wrong + 1} (${JSON.stringify(maskUrl(u))}) ${urlProblem(u)}`);
+          explain(u === "" ? `URL ${wrong + 1} is empty` : `URL ${wrong + 1} (${JSON.stringify(shownList(urls.join(","))[wrong] ?? maskUrl(u))}) ${urlProblem(u)}`);
         }
       })
       .pipe(z.array(redisUrl).min(1).max(15))

@@ -73,6 +73,15 @@ export function maskUrl(url: string): string {
   return url.replace(USER_PASSWORD, "$1****@").replace(/([?&][^=&#\s]*(?:pass|secret|token|auth|key)[^=&#\s]*=)[^&#\s]*/gi, "$1****");
 }
 
+/**
+ * `list(s)`'s pieces as they may be shown. A password that holds a comma is cut by the list into pieces that each
+ * look like no URL (`redis://:pa` and `ss@host:6379`): it is masked in the whole list first, then cut the same way.
+ */
+export function shownList(s: string): string[] {
+  const hidden = s.replace(USER_PASSWORD, (match: string, user: string) => `${user}${match.slice(user.length, -1).replace(/[^,]/g, "\u0000")}@`);
+  return list(hidden).map((piece) => maskUrl(piece.replace(/\u0000+/g, "****")));
+}
+
 /** What is wrong with a node's URL (`is not a URL`, `has no host`…), or null. */
 export function urlProblem(s: string): string | null {
   let u: URL;
@@ -107,12 +116,12 @@ class Collector {
   }
 
   /** A list of URLs: each wrong one named by position, never with its password. */
-  urls(where: string, raw: string[], max: number): string[] {
+  urls(where: string, raw: string[], max: number, shown: readonly string[] = raw.map(maskUrl)): string[] {
     if (raw.length === 0 || raw.every((u) => u === "")) this.add(`${where} is empty: expected comma-separated redis:// or rediss:// URLs.`);
     else if (raw.length > max) this.add(`${where} has ${raw.length} URLs: at most ${max}.`);
     raw.forEach((u, i) => {
       const problem = u === "" ? "is empty" : urlProblem(u);
-      if (problem) this.add(`${where}: URL ${i + 1} (${JSON.stringify(maskUrl(u))}) ${problem}: expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.`);
+      if (problem) this.add(`${where}: URL ${i + 1} (${JSON.stringify(shown[i] ?? maskUrl(u))}) ${problem}: expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.`);
     });
     return raw;
   }
@@ -181,7 +190,7 @@ function fromEnv(env: Env, c: Collector): Deployment[] {
   const sentinels = envValue(env, "REDIS_SENTINELS");
   const master = envValue(env, "REDIS_SENTINEL_MASTER");
   const cluster = envValue(env, "REDIS_CLUSTER_URLS");
-  if (urls !== undefined) out.push({ name: "default", kind: "redlock", urls: c.urls("REDIS_URLS", list(urls), 15), tls, auth });
+  if (urls !== undefined) out.push({ name: "default", kind: "redlock", urls: c.urls("REDIS_URLS", list(urls), 15, shownList(urls)), tls, auth });
   if (url !== undefined) {
     // Several URLs where one is taken: the nodes of a Redlock set given to the wrong variable (a comma inside one
     // URL's password is still one URL).
@@ -193,18 +202,20 @@ function fromEnv(env: Env, c: Collector): Deployment[] {
   if (sentinels !== undefined || master !== undefined) {
     const addresses: SentinelAddress[] = [];
     if (sentinels === undefined) c.add("REDIS_SENTINELS is missing: REDIS_SENTINEL_MASTER needs the sentinels' host:port list, e.g. 10.0.0.1:26379,10.0.0.2:26379.");
-    else
+    else {
+      const shown = shownList(sentinels);
       list(sentinels).forEach((s, i) => {
         const a = addressProblem(s);
-        if (typeof a === "string") c.add(`REDIS_SENTINELS: entry ${i + 1} (${JSON.stringify(maskUrl(s))}) ${a}: expected host:port, e.g. 10.0.0.1:26379.`);
+        if (typeof a === "string") c.add(`REDIS_SENTINELS: entry ${i + 1} (${JSON.stringify(shown[i] ?? maskUrl(s))}) ${a}: expected host:port, e.g. 10.0.0.1:26379.`);
         else addresses.push(a);
       });
+    }
     if (master === undefined) c.add("REDIS_SENTINEL_MASTER is missing: REDIS_SENTINELS needs the name of the master the sentinels monitor, e.g. mymaster.");
     else if (!/^[A-Za-z0-9._-]{1,128}$/.test(master)) c.add(`REDIS_SENTINEL_MASTER=${JSON.stringify(master)} is invalid: expected a master name of letters, digits, '.', '_' or '-'.`);
     const sentinelAuth = c.auth(named(ENV_SENTINEL_AUTH), pick(env, ENV_SENTINEL_AUTH));
     out.push({ name: "default", kind: "sentinel", sentinels: addresses, master: master ?? "", tls, auth, sentinelAuth });
   }
-  if (cluster !== undefined) out.push({ name: "default", kind: "cluster", seeds: c.urls("REDIS_CLUSTER_URLS", list(cluster), 50), tls, auth });
+  if (cluster !== undefined) out.push({ name: "default", kind: "cluster", seeds: c.urls("REDIS_CLUSTER_URLS", list(cluster), 50, shownList(cluster)), tls, auth });
   const sentinelOnly = Object.values(ENV_SENTINEL_AUTH).filter((n) => envValue(env, n) !== undefined);
   if (out.length > 0 && sentinelOnly.length > 0 && !out.some((d) => d.kind === "sentinel")) {
     // Credentials for sentinels the deployment does not have would be ignored: say so instead.

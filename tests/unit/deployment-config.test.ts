@@ -83,6 +83,34 @@ describe("deployment configuration", () => {
     ]);
   });
 
+  it("never shows a password that holds a comma, though the list is cut there", () => {
+    const secret = "redis://:pa55,word-0123@10.0.0.1:6379";
+    const envs: Array<Record<string, string>> = [
+      { REDIS_URLS: `${secret},redis://10.0.0.2:6379` },
+      { REDIS_CLUSTER_URLS: `${secret},redis://10.0.0.2:6379` },
+      { REDIS_SENTINELS: "redis://:pa55,word-0123@10.0.0.1:26379", REDIS_SENTINEL_MASTER: "locks" },
+    ];
+    for (const env of envs) {
+      const text = linesOf(env).join("\n");
+      expect(text).toContain("is not");
+      expect(text).not.toContain("pa55");
+      expect(text).not.toContain("word-0123");
+    }
+    expect(linesOf({ REDIS_URLS: `${secret},redis://10.0.0.2:6379` })[0]).toBe(
+      'REDIS_URLS: URL 1 ("redis://:****") is not a URL: expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.',
+    );
+    // The console's own check of REDIS_URLS, which comes first at start.
+    let message = "";
+    try {
+      parseConfig({ REDIS_URLS: `${secret},redis://10.0.0.2:6379` });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain("REDIS_URLS=");
+    expect(message).not.toContain("pa55");
+    expect(message).not.toContain("word-0123");
+  });
+
   it("says that REDIS_URL takes one instance when it is given a list of nodes", () => {
     expect(linesOf({ REDIS_URL: "redis://10.0.0.1:6379,redis://:s3cret@10.0.0.2:6379" })).toEqual([
       "REDIS_URL holds 2 URLs: it takes one standalone instance; put the independent nodes of a Redlock set in REDIS_URLS, or several deployments in LOCKSCOPE_DEPLOYMENTS_FILE.",
