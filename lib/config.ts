@@ -368,7 +368,13 @@ function withSecretsMasked(url: string): URL | null {
 
 export { withoutArguments } from "./echoed-arguments";
 
-/** Hides the password of a redis URL for display and logs: in its user part and in its query. */
+/**
+ * Hides the password of a redis URL for display and logs: in its user part and in its query. A user part without
+ * a colon is hidden too: Lettuce and Jedis take `redis://password@host` as the password alone.
+ */
 export function maskRedisUrl(url: string): string {
-  return withSecretsMasked(url)?.toString().replace(/\/$/, "") ?? "(invalid url)";
+  const u = withSecretsMasked(url);
+  if (u === null) return "(invalid url)";
+  if (u.username !== "" && u.password === "") u.username = "****";
+  return u.toString().replace(/\/$/, "");
 }

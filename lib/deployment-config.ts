@@ -68,9 +68,18 @@ const NAME = /^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$/;
  */
 const USER_PASSWORD = /(\/\/[^/@\s,:]*:)(?:(?!\/\/|,[a-z][a-z0-9+.-]*:)[^\s])*@/gi;
 
-/** A URL as it may be shown: the password masked (in the user part and in a `?password=`-like query parameter), nothing else changed. */
+/**
+ * The user part of a redis:// URL without a colon: Lettuce and Jedis take `redis://password@host` as the password
+ * alone (ioredis as a user name, and sends no AUTH), so a URL copied from such a client carries it there.
+ */
+export const REDIS_LONE_USER = /(\brediss?:\/\/)[^/@\s,:?#]+@/gi;
+
+/**
+ * A URL as it may be shown: the password masked (in the user part, in a `?password=`-like query parameter, and a
+ * redis:// URL's user part without a colon, see `REDIS_LONE_USER`), nothing else changed.
+ */
 export function maskUrl(url: string): string {
-  return url.replace(USER_PASSWORD, "$1****@").replace(/([?&][^=&#\s]*(?:pass|secret|token|auth|key)[^=&#\s]*=)[^&#\s]*/gi, "$1****");
+  return url.replace(USER_PASSWORD, "$1****@").replace(REDIS_LONE_USER, "$1****@").replace(/([?&][^=&#\s]*(?:pass|secret|token|auth|key)[^=&#\s]*=)[^&#\s]*/gi, "$1****");
 }
 
 /**

@@ -111,6 +111,22 @@ describe("deployment configuration", () => {
     expect(message).not.toContain("word-0123");
   });
 
+  it("hides a redis:// URL's user part without a colon, the password alone as Lettuce and Jedis write it", () => {
+    expect(linesOf({ REDIS_URL: "redis://alone-pass-8901@host:6380/abc" })).toEqual([
+      'REDIS_URL: URL 1 ("redis://****@host:6380/abc") has a path other than a database number (/0, /1, …): expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.',
+    ]);
+    let message = "";
+    try {
+      parseConfig({ REDIS_URLS: "redis://alone-pass-8901@host:6380/abc" });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain('REDIS_URLS="redis://****@host:6380/abc"');
+    expect(message).not.toContain("alone-pass");
+    // A postgres:// URL's user name is one (its password comes from PGPASSWORD or .pgpass): shown as it is.
+    expect(() => parseConfig({ AUDIT_DATABASE_URL: "postgres://lockscope@db/" })).toThrow('AUDIT_DATABASE_URL="postgres://lockscope@db/" is invalid');
+  });
+
   it("says that REDIS_URL takes one instance when it is given a list of nodes", () => {
     expect(linesOf({ REDIS_URL: "redis://10.0.0.1:6379,redis://:s3cret@10.0.0.2:6379" })).toEqual([
       "REDIS_URL holds 2 URLs: it takes one standalone instance; put the independent nodes of a Redlock set in REDIS_URLS, or several deployments in LOCKSCOPE_DEPLOYMENTS_FILE.",
