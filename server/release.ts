@@ -4,7 +4,7 @@ import { DEFAULT_READ_LIMITS, decodeReading, formatByName, isScriptRefused, read
 import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
 import { isNeverLock, lockKeyFilter } from "@/lib/locks/formats/defaults";
 import { globMatcher } from "@/lib/locks/glob";
-import { prevailingValue } from "@/lib/locks/merge";
+import { prevailingValue } from "@/lib/locks/leading-value";
 import { decodeLockValue, REVOKE_CHANNEL } from "@lockscope/redlock";
 import { getAuditStore } from "./audit/current";
 import { AuditNotDurableError } from "./audit/store";

@@ -33,21 +33,6 @@ export interface MergedLock {
   unreadable: boolean;
 }
 
-/** The value held by the most nodes (first seen wins a tie), or null when no node holds one. */
-export function prevailingValue(values: ReadonlyArray<string | null>): string | null {
-  const counts = new Map<string, number>();
-  for (const value of values) if (value !== null) counts.set(value, (counts.get(value) ?? 0) + 1);
-  let best: string | null = null;
-  let bestCount = 0;
-  for (const [value, count] of counts) {
-    if (count > bestCount) {
-      best = value;
-      bestCount = count;
-    }
-  }
-  return best;
-}
-
 const ALL = (): boolean => true;
 
 /**
