@@ -257,18 +257,31 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
 export async function checkPresentedToken(token: string, ip: string, via: "bearer" | "sign-in"): Promise<Role> {
   const role = roleForToken(token);
   if (role) return role;
-  // The scrape credential is right where it belongs (/metrics checks it itself): not a guess to count.
+  // The scrape token is counted like any other token that grants nothing here: its own message says which token
+  // it is, so uncounted it would let a guesser try METRICS_TOKEN candidates here without limit.
   const metricsToken = getConfig().metricsToken;
-  if (metricsToken !== null && tokensEqual(token, metricsToken)) {
-    throw new ApiError("unauthorized", "METRICS_TOKEN is only for scraping /metrics; use the operator or viewer token here.", undefined, BEARER_CHALLENGE);
-  }
+  const message =
+    metricsToken !== null && tokensEqual(token, metricsToken)
+      ? "METRICS_TOKEN is only for scraping /metrics; use the operator or viewer token here."
+      : via === "bearer"
+        ? "The bearer token is not valid."
+        : "That token is not valid for this console.";
+  // Every 401 names the scheme to authenticate with (RFC 9110), the sign-in form's too.
+  return refuseWrongToken(token, ip, via, message, BEARER_CHALLENGE);
+}
+
+/**
+ * Counts a wrong token from `ip` (server/wrong-token-limiter.ts) and throws: 429 with `Retry-After` once the
+ * address is past the limit, else 401 with `message` and `challenge`. Shared by the API and /metrics, so
+ * guesses at either count against the same limit.
+ */
+export async function refuseWrongToken(token: string, ip: string, via: "bearer" | "sign-in" | "metrics", message: string, challenge: Readonly<Record<string, string>>): Promise<never> {
   const { retryAfterSeconds: wait, crossed } = await getWrongTokenLimiter().fail(ip, wrongTokenFingerprint(token));
   if (crossed) getLogger().warn({ ip, via, action: "wrong-token", outcome: "limited" }, "too many wrong tokens from one address");
   if (wait > 0) {
     throw new ApiError("rate_limited", `Too many wrong tokens from this address; try again in ${wait} s.`, undefined, { "Retry-After": String(wait) });
   }
-  // Every 401 names the scheme to authenticate with (RFC 9110), the sign-in form's too.
-  throw new ApiError("unauthorized", via === "bearer" ? "The bearer token is not valid." : "That token is not valid for this console.", undefined, BEARER_CHALLENGE);
+  throw new ApiError("unauthorized", message, undefined, { ...challenge });
 }
 
 /** Tells wrong tokens apart without keeping them: a keyed hash, truncated. */

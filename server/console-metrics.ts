@@ -1,5 +1,5 @@
 import "server-only";
-import { tokensEqual } from "./auth";
+import { clientIp, refuseWrongToken, tokensEqual } from "./auth";
 import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { singleton } from "./global";
@@ -223,8 +223,13 @@ function setNodeSafety(node: Record<string, string>, safety: ReturnType<typeof r
   setOrRemove("lockscope_node_persistence", { ...node, kind: "rdb" }, bit(safety.rdb));
 }
 
-/** `METRICS_TOKEN`, where set, must come as `Authorization: Bearer <token>`; compared in constant time. */
-export function checkMetricsToken(headers: Headers): void {
+/**
+ * `METRICS_TOKEN`, where set, must come as `Authorization: Bearer <token>`; compared in constant time. A wrong one
+ * (the operator's or viewer's too: they are no scrape credentials) counts against the client address's limit of
+ * wrong tokens, the API's; past it, 429 with `Retry-After`. The right one is always accepted, whatever its address
+ * sent before, so a guesser behind the scraper's address cannot stop the scrapes.
+ */
+export async function checkMetricsToken(headers: Headers): Promise<void> {
   const expected = getConfig().metricsToken;
   if (expected === null) return;
   const challenge = { "WWW-Authenticate": 'Bearer realm="lockscope-metrics"' };
@@ -232,7 +237,8 @@ export function checkMetricsToken(headers: Headers): void {
   if (authorization === null) throw new ApiError("unauthorized", "Scraping /metrics needs `Authorization: Bearer <METRICS_TOKEN>`.", undefined, challenge);
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!match?.[1]) throw new ApiError("unauthorized", "The Authorization header must be `Bearer <METRICS_TOKEN>`.", undefined, challenge);
-  if (!tokensEqual(match[1], expected)) throw new ApiError("unauthorized", "The bearer token is not this console's METRICS_TOKEN.", undefined, challenge);
+  if (tokensEqual(match[1], expected)) return;
+  await refuseWrongToken(match[1], clientIp(headers), "metrics", "The bearer token is not this console's METRICS_TOKEN.", challenge);
 }
 
 const SHARED_METRICS = new Set(METRIC_CATALOG.filter((d) => d.shared).map((d) => d.name));

@@ -28,7 +28,8 @@ class ClientClosedRequest extends Error {
 /**
  * `probe`: anyone, and the credentials sent are not read at all (health and readiness checks: a load balancer's
  * probe that carries a stale or foreign Authorization header still gets its answer, never a 401 or 429; and
- * sign-out, which reads the session cookie itself: a bearer token beside it must not stop it);
+ * sign-out, which reads the session cookie itself: a bearer token beside it must not stop it; and /metrics, which
+ * checks its own token);
  * `public`: anyone, with the principal when the credentials are good.
  */
 type Access = "probe" | "public" | "viewer" | "operator";

@@ -75,6 +75,18 @@ describe("GET /metrics on real lock nodes", () => {
     expect(operator.status).toBe(401);
   });
 
+  it("limits wrong scrape tokens per client address with Retry-After, and still serves the right one", async () => {
+    const from = (ip: string, token: string) => call(route.GET, "GET", "/metrics", { token, headers: { "x-lockscope-client-ip": ip } });
+    for (let i = 0; i < 5; i++) expect((await from("10.8.8.1", `guessed-metrics-token-${i}`)).status).toBe(401);
+    const limited = await from("10.8.8.1", "guessed-metrics-token-5");
+    expect(limited.status).toBe(429);
+    expect(limited.body).toMatchObject({ error: { code: "rate_limited" } });
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    // A guesser behind the same address cannot stop the scrapes.
+    expect((await from("10.8.8.1", METRICS_TOKEN)).status).toBe(200);
+    expect((await from("10.8.8.2", "guessed-metrics-token-6")).status).toBe(401);
+  });
+
   it("serves the Prometheus text format with the nodes up and the quorum", async () => {
     const res = await call(route.GET, "GET", "/metrics", { token: METRICS_TOKEN });
     expect(res.status).toBe(200);

@@ -101,6 +101,24 @@ describe("sign-in, sessions and health", () => {
     expect([scrape.status, scrape.headers.get("www-authenticate")]).toEqual([401, 'Bearer realm="lockscope"']);
   });
 
+  it("counts wrong scrape tokens and the scrape token used to sign in against the same per-address limit", async () => {
+    const metrics = await import("@/app/metrics/route");
+    const headers = { "x-lockscope-client-ip": "10.9.9.13" };
+    const signIn = (token: string) => call(session.POST, "POST", "/api/session", { token: null, headers, body: { token } });
+    // The scrape token at sign-in is refused with a message of its own, and is one more token tried from here.
+    const scrapeToken = await signIn(METRICS_TOKEN);
+    expect(scrapeToken.status).toBe(401);
+    expect(scrapeToken.body).toMatchObject({ error: { message: expect.stringContaining("METRICS_TOKEN") as unknown } });
+    for (let i = 0; i < 2; i++) expect((await call(metrics.GET, "GET", "/metrics", { token: `guessed-scrape-${i}`, headers })).status).toBe(401);
+    for (let i = 0; i < 2; i++) expect((await signIn(`guessed-sign-in-${i}`)).status).toBe(401);
+    const limited = await signIn("guessed-sign-in-2");
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await call(metrics.GET, "GET", "/metrics", { token: "guessed-scrape-2", headers })).status).toBe(429);
+    expect((await call(metrics.GET, "GET", "/metrics", { token: METRICS_TOKEN, headers })).status).toBe(200);
+    expect((await signIn(OPERATOR_TOKEN)).status).toBe(200);
+  });
+
   it("limits wrong bearer tokens too, and still accepts the right one", async () => {
     const from = (token: string) => ({ token, headers: { "x-lockscope-client-ip": "10.9.9.11" } });
     for (let i = 0; i < 5; i++) {
