@@ -50,10 +50,6 @@ export const clusterDriver: DeploymentDriver<"cluster"> = {
     // Every node of a cluster takes the same credentials and TLS settings as the first seed's URL.
     const first = d.seeds[0] ?? "redis://127.0.0.1:6379";
     const nodeOptions = urlOptions(first, d.tls, d.auth);
-    const u = new URL(first);
-    if (u.username !== "" || u.password !== "") {
-      Object.assign(nodeOptions, { ...(u.username ? { username: decodeURIComponent(u.username) } : {}), ...(u.password ? { password: decodeURIComponent(u.password) } : {}) });
-    }
     return [
       {
         label: `cluster://${d.seeds.map((s) => maskRedisUrl(s).replace(/^rediss?:\/\//, "")).join(",")}`,

@@ -18,16 +18,31 @@ export function tlsOptions(tls: DeploymentTls | null): ConnectionOptions {
   };
 }
 
-/** User name and password from the settings (a URL's own credentials, where present, win: they are more specific). */
+/**
+ * User name and password for a connection to `url` (null: an address without a URL, a sentinel's or a failover's).
+ * Each comes from the URL where it carries one (it is more specific), else from the settings: a URL that names only
+ * the ACL user (`redis://lockscope@host`) takes its password from REDIS_PASSWORD_FILE, and REDIS_USERNAME applies
+ * only to a URL without a user.
+ */
 export function authOptions(auth: DeploymentAuth, url: string | null): Pick<RedisOptions, "username" | "password"> {
-  if (url !== null) {
-    const u = new URL(url);
-    if (u.username !== "" || u.password !== "") return {};
-  }
+  const u = url === null ? null : new URL(url);
+  const username = u && u.username !== "" ? decodeURIComponent(u.username) : auth.username;
+  const password = u && u.password !== "" ? decodeURIComponent(u.password) : auth.passwordFile ? readFileSync(auth.passwordFile, "utf8").trim() : null;
   return {
-    ...(auth.username ? { username: auth.username } : {}),
-    ...(auth.passwordFile ? { password: readFileSync(auth.passwordFile, "utf8").trim() } : {}),
+    ...(username ? { username } : {}),
+    ...(password !== null ? { password } : {}),
   };
+}
+
+/**
+ * The URL ioredis connects to, without its credentials (they go in `authOptions`): from a URL, ioredis takes a user
+ * name without a password as the password "" and lets it win over the options' one, so it would send no password.
+ */
+export function connectUrl(url: string): string {
+  const u = new URL(url);
+  u.username = "";
+  u.password = "";
+  return u.toString();
 }
 
 /** Options for a connection to one URL of a deployment: TLS where the URL is `rediss://`, and the credentials. */
