@@ -6,6 +6,7 @@ import path from "node:path";
 import { jwtVerify, SignJWT, type JWTPayload } from "jose";
 import { isAllowedOrigin } from "@/lib/host-rules";
 import { getConfig } from "./config";
+import { tightenDataFile } from "./data-file-mode";
 import { ApiError } from "./errors";
 import { singleton } from "./global";
 import { getHostRules } from "./host-check";
@@ -51,6 +52,7 @@ interface Secrets {
 }
 
 function readOrCreateSecretFile(file: string, make: () => string): { value: string; created: boolean } {
+  tightenDataFile(file);
   try {
     const value = readFileSync(file, "utf8").trim();
     if (value.length >= 16) return { value, created: false };

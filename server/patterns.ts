@@ -10,6 +10,7 @@ import { newAuditId } from "./audit/records";
 import { AuditNotDurableError } from "./audit/store";
 import { clientIp, type Principal } from "./auth";
 import { getConfig } from "./config";
+import { tightenDataFile } from "./data-file-mode";
 import { ApiError } from "./errors";
 import { peekGlobal, setGlobal, singleton } from "./global";
 import { getLogger } from "./logger";
@@ -422,6 +423,7 @@ export class PatternStore {
   private load(): PatternsState {
     const fromConfig: PatternsState = { patterns: this.configured.map((glob) => ({ glob })), source: "config", updatedAt: null, updatedBy: null, revision: "config" };
     let text: string;
+    tightenDataFile(this.file);
     try {
       text = readFileSync(this.file, "utf8");
     } catch (error) {

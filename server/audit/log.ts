@@ -4,6 +4,7 @@ import { open, type FileHandle } from "node:fs/promises";
 import { makeDirs } from "@/lib/make-dirs";
 import path from "node:path";
 import { getConfig } from "../config";
+import { tightenDataFile } from "../data-file-mode";
 import { nodeFailureText } from "../errors";
 import { whenReady } from "../health";
 import { getLogger } from "../logger";
@@ -136,7 +137,9 @@ export class AuditLog implements AuditStore {
     private readonly file: string,
     /** How long to wait for a node's connection that is still coming up. */
     private readonly readyTimeoutMs: number,
-  ) {}
+  ) {
+    tightenDataFile(file);
+  }
 
   get quorum(): number {
     return quorumOf(this.nodes.length);
@@ -231,6 +234,8 @@ export class AuditLog implements AuditStore {
         makeDirs(path.dirname(this.file), 0o700);
         // "a+": appends, and can read the last byte back.
         handle = await open(this.file, "a+", 0o600);
+        // A file put in place while the console runs (a restored copy) is tightened too.
+        tightenDataFile(this.file);
         goodLength = (await handle.stat()).size;
         if (!(await endsInNewline(handle, goodLength))) text = `\n${line}`;
         await handle.appendFile(text, "utf8");

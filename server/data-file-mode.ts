@@ -1,0 +1,31 @@
+import "server-only";
+import { chmodSync, statSync } from "node:fs";
+import { singleton } from "./global";
+import { getLogger } from "./logger";
+
+/**
+ * Makes one of the console's own files (the audit log, the operator token, the session key, the sign-outs, the
+ * losses, the lock patterns) readable by its owner alone, as the console creates them. One that already exists
+ * with looser permissions (left by an older version, or copied) is tightened to 0600 when the console opens it,
+ * and the log says which file, once (never what it holds). An absent file is left to be created 0600.
+ */
+export function tightenDataFile(file: string): void {
+  let mode: number;
+  try {
+    mode = statSync(file).mode & 0o777;
+  } catch {
+    return;
+  }
+  if ((mode & 0o077) === 0) return;
+  const told = singleton("data-file-mode-told", () => new Set<string>());
+  try {
+    chmodSync(file, 0o600);
+  } catch (error) {
+    // Not the owner, or a read-only mount: say so once, and go on with the file as it is.
+    if (told.has(file)) return;
+    told.add(file);
+    getLogger().warn({ file, mode: mode.toString(8), err: (error as NodeJS.ErrnoException).code ?? String(error) }, "a console data file others can read could not be tightened to 0600");
+    return;
+  }
+  getLogger().warn({ file, was: mode.toString(8) }, "a console data file others could read was tightened to 0600");
+}
