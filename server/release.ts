@@ -232,11 +232,13 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       holderId = token;
       valueDigest = holder.valueDigest;
     }
-  } else if (MULTI_HOLDER.has(leading.format) && leading.redisType !== "string") {
-    throw new ApiError(
-      "unprocessable",
-      `\`${preview(resource)}\` is held by several holders at once (${leading.format}): say which one to release (\`token\`: the holder's id); nothing was touched.`,
-    );
+  } else if (
+    (MULTI_HOLDER.has(leading.format) && leading.redisType !== "string") ||
+    leading.holders.length > 1 ||
+    (leading.redisType !== "string" && leading.warnings.includes("truncated"))
+  ) {
+    // Never guessed: taking the first of several holders would release (for a lock hash, delete) the others too.
+    throw new ApiError("unprocessable", severalHolders(resource, leading));
   } else if (tooLongToCompare(leading)) {
     throw tooLongToRelease(resource);
   } else {
@@ -634,6 +636,14 @@ function tooLongToRelease(resource: string): ApiError {
     "unprocessable",
     `\`${preview(resource)}\` holds a value longer than ${bound}: the console compares a value by its digest up to ${bound} only, so it cannot tell this one from another value that starts alike and cannot release it safely; nothing was touched. Delete the key on the nodes yourself once you are sure who holds it.`,
   );
+}
+
+/** The 422 for a release without `token` of a lock with several holders: who they are, and how to name one. */
+function severalHolders(resource: string, reading: FormatReading): string {
+  const shown = reading.holders.slice(0, 5).map((h) => `\`${preview(h.id)}\``);
+  const more = reading.holders.length > 5 || reading.warnings.includes("truncated") ? ", and more" : "";
+  const who = shown.length > 0 ? `: ${shown.join(", ")}${more}` : "";
+  return `\`${preview(resource)}\` is held by several holders at once (${reading.format})${who}. Say which one to release with \`token\` (the holder's id); nothing was touched.`;
 }
 
 /** A resource name for a message: long or unprintable names are cut and escaped. */

@@ -580,6 +580,32 @@ describe("force release", () => {
     await nodes[0]!.del(resource);
   });
 
+  it("never deletes a Redisson lock holder the operator did not name: several holder fields need a token, and one named goes alone", async () => {
+    // Two JVM threads' fields in one Redisson lock hash (Redisson writes one, but a hand-made or damaged lock
+    // can hold more): a release without a token must not pick one and delete the whole hash.
+    const resource = "lock:redisson-two";
+    const a = new RedissonWriter(nodes[0]!);
+    const b = new RedissonWriter(nodes[0]!);
+    await nodes[0]!.hset(resource, a.holder(1), "1", b.holder(2), "1");
+    await nodes[0]!.pexpire(resource, 30_000);
+    const refused = await postRelease(resource, { reason: "stuck" });
+    expect(refused.status, JSON.stringify(refused.body).slice(0, 300)).toBe(422);
+    const message = (refused.body as { error: { message: string } }).error.message;
+    expect(message).toContain(a.holder(1));
+    expect(message).toContain(b.holder(2));
+    expect(message).toMatch(/token/);
+    expect(await nodes[0]!.hgetall(resource)).toEqual({ [a.holder(1)]: "1", [b.holder(2)]: "1" });
+    expect(await auditEntries(resource)).toEqual([]);
+
+    const named = await postRelease(resource, { reason: "stuck", token: a.holder(1) });
+    expect(named.status, JSON.stringify(named.body).slice(0, 300)).toBe(200);
+    expect((named.body as { nodes: Array<{ result: string }> }).nodes.map((n) => n.result)).toEqual(["deleted", "absent", "absent"]);
+    // The holder not named keeps its hold, and the lock its lease.
+    expect(await nodes[0]!.hgetall(resource)).toEqual({ [b.holder(2)]: "1" });
+    expect(await nodes[0]!.pttl(resource)).toBeGreaterThan(0);
+    await nodes[0]!.del(resource);
+  });
+
   it("records a release that fails in the console as failed, never pending, and answers 503 without internals", async () => {
     const resource = "lock:console-fault";
     const value = engineValue("worker");

@@ -138,6 +138,12 @@ if t ~= 'hash' then return {'wrongtype', t, -1} end
 if redis.call('HEXISTS', key, 'mode') == 1 then return {'wrongtype', t, -1} end
 -- Deleted only while that holder still holds it: a lock that changed hands is spared.
 if redis.call('HEXISTS', key, ARGV[1]) == 0 then return {'mismatch', t, -1} end
+-- Only the named holder goes: a hash with other holder fields (not Redisson's own layout, one field, but a
+-- hand-made or damaged lock can have more) keeps them and its lease, and is still held: nobody is woken.
+if redis.call('HLEN', key) > 1 then
+  redis.call('HDEL', key, ARGV[1])
+  return {'deleted', t, -1}
+end
 redis.call('DEL', key)
 ${REDISSON_BRACED_LUA}
 local channel = 'redisson_lock__channel:' .. braced
