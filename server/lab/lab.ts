@@ -263,15 +263,19 @@ export class Lab {
     // This console keeps the finished run (and serves it) until node 0 has taken it.
     this.#finished.set(record.id, finished);
     while (this.#finished.size > RUNS_KEPT) this.#finished.delete(this.#finished.keys().next().value!);
+    // The lease goes first: whoever reads the run ended, on any console, can start the next one at once. Until
+    // the final record is stored the run still reads "running" everywhere (this console serves it as active);
+    // a console that dies in between leaves it "running" with a heartbeat that lapses, and the next run's
+    // start closes it (`#sweepAbandoned`).
+    await active.lease.release();
     await this.#store(finished, 0);
     getLogger().info(
       { run: record.id, status: finished.status, stopReason: finished.stopReason, strategy, result: finished.result ?? null, error: finished.error },
       "lab run finished",
     );
-    // Together, once the record is stored: whoever sees the run ended can start the next one and read it back.
+    // Together, once the record is stored: whoever sees the run ended here can start the next one and read it back.
     Object.assign(record, finished);
     this.#active = null;
-    await active.lease.release();
   }
 
   /**

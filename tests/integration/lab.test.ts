@@ -181,6 +181,46 @@ describe("contention lab", () => {
     expect(record.result).toMatchObject({ sold: 500, remaining: 0, lostUpdates: 0, retries: 0, waitP99Ms: 0 });
   });
 
+  it("lets another console start a run the moment it reads the last one done (the lab lease is let go first)", async () => {
+    const { Lab } = await import("@/server/lab/lab");
+    const { getNodes } = await import("@/server/nodes");
+    const { ApiError } = await import("@/server/errors");
+    const { getShutdownHooks, onShutdown } = await import("@/server/shutdown");
+    // A second console over the same nodes: it starts its run as soon as node 0 has the first run's final record.
+    // (Its shutdown hook would replace this console's: put that one back.)
+    const ownHook = getShutdownHooks().find((h) => h.name === "lab")!;
+    const other = new Lab();
+    onShutdown(ownHook.name, ownHook.order, ownHook.run);
+    const nodeZero = getNodes()[0]!.client as unknown as { eval: (...args: unknown[]) => Promise<unknown> };
+    const evalOwn = nodeZero.eval.bind(nodeZero);
+    let firstId = "";
+    let seen: { status: number | string; id?: string } | null = null;
+    nodeZero.eval = async (...args: unknown[]) => {
+      const reply = await evalOwn(...args);
+      // The run's record as saved: the final one is the first for this run that no longer reads "running".
+      const saved = typeof args[4] === "string" && args[3] === firstId ? (JSON.parse(args[4]) as RunRecord) : null;
+      if (seen === null && saved && saved.status !== "running") {
+        seen = { status: "pending" };
+        try {
+          seen = { status: 202, id: (await other.start({ strategy: "atomic", stock: 10, workers: 1, ttlMs: 1000, workMs: 0 }, "other")).id };
+        } catch (error) {
+          seen = { status: error instanceof ApiError ? `${error.status} ${error.message}` : String(error) };
+        }
+      }
+      return reply;
+    };
+    try {
+      firstId = await start({ strategy: "atomic", stock: 20, workers: 2, ttlMs: 1000, workMs: 0 });
+      expect((await finish(firstId)).status).toBe("done");
+      await until("the other console tried its run", () => (seen !== null && seen.status !== "pending" ? seen : null), 30_000);
+    } finally {
+      nodeZero.eval = evalOwn;
+    }
+    expect(seen).toMatchObject({ status: 202 });
+    const secondId = (seen as unknown as { id: string }).id;
+    await until("the other console's run ends", async () => ((await other.get(secondId))?.status === "done" ? true : null), 60_000);
+  });
+
   it("stops after the given number of orders", async () => {
     const id = await start({ strategy: "atomic", stock: 1000, workers: 10, orders: 120, ttlMs: 1000, workMs: 0 });
     const record = await finish(id);
