@@ -357,8 +357,9 @@ export class Lab {
   }
 
   /**
-   * Cancels a run. On this console: stops it and resolves the final record. On another console: asks it to
-   * (through node 0) and resolves the record as it stands.
+   * Cancels a run. On this console: stops it and resolves the final record, which says how the run ended: a run
+   * that ended by itself while the cancel was under way keeps its own status (`done`, `failed`), not `cancelled`.
+   * On another console: asks it to (through node 0) and resolves the record as it stands.
    */
   async cancel(id: string): Promise<{ record: RunRecord; pending: boolean }> {
     const active = this.#active;

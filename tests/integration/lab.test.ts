@@ -221,6 +221,47 @@ describe("contention lab", () => {
     await until("the other console's run ends", async () => ((await other.get(secondId))?.status === "done" ? true : null), 60_000);
   });
 
+  it("answers a cancel that comes as the run ends by itself with 200 and the run's own ending (done), not a cancel", async () => {
+    const { getLab } = await import("@/server/lab/lab");
+    const { getNodes } = await import("@/server/nodes");
+    const lab = getLab();
+    const cancelOwn = lab.cancel.bind(lab);
+    let cancelEntered: () => void = () => undefined;
+    const entered = new Promise<void>((resolve) => (cancelEntered = resolve));
+    lab.cancel = (id: string) => {
+      const answer = cancelOwn(id);
+      cancelEntered();
+      return answer;
+    };
+    const nodeZero = getNodes()[0]!.client as unknown as { eval: (...args: unknown[]) => Promise<unknown> };
+    const evalOwn = nodeZero.eval.bind(nodeZero);
+    let id = "";
+    let cancelled: Promise<Awaited<ReturnType<typeof call>>> | null = null;
+    // The run has sold out and is storing its final record: the operator's cancel arrives right then.
+    nodeZero.eval = async (...args: unknown[]) => {
+      const reply = await evalOwn(...args);
+      const saved = typeof args[4] === "string" && args[3] === id ? (JSON.parse(args[4]) as RunRecord) : null;
+      if (cancelled === null && saved && saved.status !== "running") {
+        cancelled = call(run.DELETE, "DELETE", `/api/demo/runs/${id}`, { params: { id } });
+        await entered;
+      }
+      return reply;
+    };
+    try {
+      id = await start({ strategy: "atomic", stock: 20, workers: 2, ttlMs: 1000, workMs: 0 });
+      await finish(id);
+      await until("the cancel was sent", () => cancelled, 30_000);
+    } finally {
+      nodeZero.eval = evalOwn;
+      lab.cancel = cancelOwn;
+    }
+    const res = await cancelled!;
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ id, status: "done", stopReason: "sold-out", cancelRequested: true });
+    // Once ended, a cancel is the 409 it always was.
+    expect((await call(run.DELETE, "DELETE", `/api/demo/runs/${id}`, { params: { id } })).status).toBe(409);
+  });
+
   it("stops after the given number of orders", async () => {
     const id = await start({ strategy: "atomic", stock: 1000, workers: 10, orders: 120, ttlMs: 1000, workMs: 0 });
     const record = await finish(id);
