@@ -25,12 +25,14 @@ export const LOCKING_STRATEGIES: ReadonlySet<Strategy> = new Set(["naive", "redl
 /** Which strategies use nodes other than the first (the stock node). */
 export const MULTI_NODE_STRATEGIES: ReadonlySet<Strategy> = new Set(["redlock", "redlock-fenced"]);
 
+// One message per value: the range first (1e20 is "at most", not also "not whole": zod's whole numbers stop at
+// 2^53), each check stopping the rest once it fails.
 const int = (what: string, min: number, max: number) =>
   z
     .number({ error: `${what} must be a number` })
-    .int({ error: `${what} must be a whole number` })
-    .min(min, { error: `${what} must be at least ${min}` })
-    .max(max, { error: `${what} must be at most ${max.toLocaleString("en-US")}` });
+    .min(min, { error: `${what} must be at least ${min}`, abort: true })
+    .max(max, { error: `${what} must be at most ${max.toLocaleString("en-US")}`, abort: true })
+    .int({ error: `${what} must be a whole number` });
 
 export const pauseSchema = z.strictObject({
   /** Chance, per order, that the worker stalls inside its critical section (between reading and writing the stock). */

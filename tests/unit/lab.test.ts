@@ -35,6 +35,13 @@ describe("lab settings", () => {
     expect(messageOf({ ...base, workers: "10" })).toContain("workers must be a number");
   });
 
+  it("says one thing about a number out of range or not whole, never two", () => {
+    expect(messageOf({ ...base, stock: 1e20 })).toBe("stock: stock must be at most 100,000");
+    expect(messageOf({ ...base, workers: -1e20 })).toBe("workers: workers must be at least 1");
+    expect(messageOf({ ...base, stock: 2.5 })).toBe("stock: stock must be a whole number");
+    expect(messageOf({ ...base, fault: { node: 1, kind: "kill", atMs: 1e300 } })).toBe("fault.atMs: fault.atMs must be at most 300,000");
+  });
+
   it("checks the fault's node against the console's nodes", () => {
     const settings = { ...base, fault: { node: 3, kind: "pause" as const, atMs: 0 } };
     expect(checkAgainstNodes(settings, 3)).toBe("fault.node: the lab runs on 3 lock nodes; choose a node from 1 to 2 (node 0 holds the stock and cannot be faulted).");
