@@ -550,9 +550,12 @@ function settleUnanswered(
   if (heldBefore === null) return unknown(`${cause}; read again, it does not hold that holder, but it could not be read before the release: whether the release deleted it is unknown`);
   // It never had that holder: the compare would have left it alone.
   if (!heldBefore) return { result: { id, result: now === null ? "absent" : "mismatch" }, unsure: false };
-  // The holder is gone. With the key gone, or one holder out of several, that is what the release does; a
-  // single-holder lock now held by someone else may have changed hands before the script ran.
-  if (now === null || MULTI_HOLDER.has(target.format)) return { result: { id, result: "deleted" }, unsure: false };
+  // The holder is gone. With the key gone, or one holder out of several, that is what the release does (a lock
+  // hash of another format with several holder fields loses only the named one: only those that held beside it
+  // are left); a single-holder lock now held by someone else may have changed hands before the script ran.
+  const beside = new Set(before?.state === "ok" ? (before.reading?.holders.map((h) => h.id) ?? []) : []);
+  const onlyThoseBeside = now !== null && now.format === target.format && beside.size > 1 && now.holders.every((h) => beside.has(h.id));
+  if (now === null || MULTI_HOLDER.has(target.format) || onlyThoseBeside) return { result: { id, result: "deleted" }, unsure: false };
   return unknown(`${cause}; read again, another holder has it now: whether the release deleted that holder first is unknown`);
 }
 

@@ -52,4 +52,24 @@ describe("a force release whose answer is lost with the connection", () => {
     const listed = (await call(audit.GET, "GET", "/api/audit", { token: VIEWER_TOKEN })).body as { entries: Array<{ id: string; outcome: string; nodes: Array<{ id: string; result: string }> }> };
     expect(listed.entries.find((e) => e.id === auditId)).toMatchObject({ outcome: "released", nodes: [{ id: "node-0", result: "deleted" }] });
   });
+  it("answers released when the named holder of a Redisson lock with several holder fields is taken out and the answer lost", async () => {
+    // The script took out the named field and left the other holder's: read again, another holder has the lock,
+    // which is what the release does here, not a sign that the lock changed hands first.
+    const resource = "lock:reply-lost/redisson";
+    const a = "8e7c2a0e-6a0d-4c3f-9a43-0f5d1e2b3c4d:1";
+    const b = "1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d:2";
+    await node.hset(resource, a, "1", b, "1");
+    await node.pexpire(resource, 600_000);
+    await until(`${resource} held`, async () => (await lockDetail(resource))?.state === "held");
+
+    proxy.loseReply("$7\r\ndeleted\r\n");
+    const res = await call(release.POST, "POST", `/api/locks/${encodeURIComponent(resource)}/release`, {
+      token: OPERATOR_TOKEN,
+      params: { resource },
+      body: { reason: "thread stuck", token: a },
+    });
+    expect(await node.hgetall(resource)).toEqual({ [b]: "1" });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ outcome: "released", nodes: [{ id: "node-0", result: "deleted" }] });
+  });
 });
