@@ -9,10 +9,11 @@ import { getLogger } from "./logger";
  * with looser permissions (left by an older version, or copied) is tightened to 0600 when the console opens it,
  * and the log says which file, once (never what it holds). An absent file is left to be created 0600.
  */
-export function tightenDataFile(file: string): void {
+export function tightenDataFile(file: string, knownMode?: number): void {
   let mode: number;
   try {
-    mode = statSync(file).mode & 0o777;
+    // (`knownMode`: the caller's own fresh stat of the file, so it is not read twice.)
+    mode = (knownMode ?? statSync(file).mode) & 0o777;
   } catch {
     return;
   }

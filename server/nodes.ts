@@ -44,16 +44,20 @@ export function connectionDrops(client: LockClient): number {
     const counter = { count: 0 };
     seen = counter;
     drops.set(client, counter);
-    const follow = (connection: Redis) => connection.on("close", () => (counter.count += 1));
-    if ((client as Cluster).isCluster === true) {
-      const cluster = client as Cluster;
-      for (const connection of cluster.nodes("all")) follow(connection);
-      cluster.on("+node", (connection: Redis) => follow(connection));
-    } else {
-      follow(client as Redis);
-    }
+    eachConnection(client, (connection) => connection.on("close", () => (counter.count += 1)));
   }
   return seen.count;
+}
+
+/** Calls `take` with each connection of `client`: itself, or a cluster client's node connections, now and as they come. */
+function eachConnection(client: LockClient, take: (connection: Redis) => void): void {
+  if ((client as Cluster).isCluster === true) {
+    const cluster = client as Cluster;
+    for (const connection of cluster.nodes("all")) take(connection);
+    cluster.on("+node", (connection: Redis) => take(connection));
+  } else {
+    take(client as Redis);
+  }
 }
 
 /** Connection options for every console connection to a lock node: fail fast, never queue while down. */
@@ -98,13 +102,7 @@ export function timeCommands(client: LockClient): void {
       return send(command, stream);
     };
   };
-  if ((client as Cluster).isCluster === true) {
-    const cluster = client as Cluster;
-    for (const connection of cluster.nodes("all")) take(connection);
-    cluster.on("+node", (connection: Redis) => take(connection));
-  } else {
-    take(client as Redis);
-  }
+  eachConnection(client, take);
 }
 
 /** One deployment the console watches, with its nodes (ids `node-<i>` within it). */

@@ -234,9 +234,10 @@ export class AuditLog implements AuditStore {
         makeDirs(path.dirname(this.file), 0o700);
         // "a+": appends, and can read the last byte back.
         handle = await open(this.file, "a+", 0o600);
+        const stat = await handle.stat();
+        goodLength = stat.size;
         // A file put in place while the console runs (a restored copy) is tightened too.
-        tightenDataFile(this.file);
-        goodLength = (await handle.stat()).size;
+        tightenDataFile(this.file, stat.mode);
         if (!(await endsInNewline(handle, goodLength))) text = `\n${line}`;
         await handle.appendFile(text, "utf8");
         await handle.sync();
