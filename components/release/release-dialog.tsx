@@ -109,8 +109,7 @@ const ENDED_TEXT: Record<EndedState, string> = {
  * the one holder of another format; no token where several hold it (a semaphore's other permits are no one value).
  */
 function nowHeldBy(lock: Lock): CurrentHolder {
-  const single = lock.format === "lockscope" || lock.format === "token";
-  const token = single ? (lock.token ?? leadingValue(lock.nodes)) : lock.holders.length === 1 ? (lock.holders[0]?.id ?? null) : null;
+  const token = targetToken(lock);
   const holder = lock.holder ? { label: lock.holder.label ?? null, host: lock.holder.host ?? null, pid: lock.holder.pid ?? null, fence: lock.fence } : null;
   return { token, holder, nodes: lock.nodes.map((n) => ({ id: n.id, token: n.token })) };
 }
