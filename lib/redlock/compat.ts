@@ -10,7 +10,7 @@ import { createRequire } from "node:module";
 import { acquireChecked, checkAcquire, type AcquireRequest, type AttemptObserver } from "./acquire.ts";
 import type { RedlockClient } from "./client.ts";
 import type { Engine } from "./engine.ts";
-import { NodesFailedError, ResourceHeldError, toError, type NodeVote } from "./errors.ts";
+import { LockLostError, NodesFailedError, ResourceHeldError, toError, type NodeVote } from "./errors.ts";
 import type { RedlockLock, ReleaseResult } from "./lock.ts";
 import { engineOf, Redlock as NativeRedlock } from "./redlock.ts";
 import type { RedlockSettings } from "./settings.ts";
@@ -59,8 +59,8 @@ export class ResourceLockedError extends Error {
 
 /** An operation did not reach a quorum within its retries; `attempts` has each attempt's stats. */
 export class ExecutionError extends Error {
-  constructor(message: string, readonly attempts: ReadonlyArray<Promise<ExecutionStats>>) {
-    super(message);
+  constructor(message: string, readonly attempts: ReadonlyArray<Promise<ExecutionStats>>, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = "ExecutionError";
   }
 }
@@ -130,7 +130,10 @@ export class LegacyLock {
   }
 }
 
-/** node-redlock's `using()` signal: aborted when the lock could not be extended, with the reason in `error`. */
+/**
+ * node-redlock's `using()` signal: aborted when the lock could not be extended, with the reason in `error`, an
+ * `ExecutionError` (its `cause` is the engine's `LockLostError` or `LockRevokedError`, also the signal's `reason`).
+ */
 export type RedlockAbortSignal = AbortSignal & { error?: Error };
 
 const durationError = () => new Error("Duration must be an integer value in milliseconds.");
@@ -338,7 +341,17 @@ class Redlock extends EventEmitter {
     const engine = engineOf(this.#engine(settings));
     const withSignal = (signal: AbortSignal) => {
       const compat = signal as RedlockAbortSignal;
-      signal.addEventListener("abort", () => (compat.error = toError(signal.reason)), { once: true });
+      // node-redlock's signal.error is the ExecutionError of the extension that failed: code switching over tests
+      // `signal.error instanceof ExecutionError`. The engine's own error stays its cause (and the signal's reason).
+      signal.addEventListener(
+        "abort",
+        () => {
+          const reason = toError(signal.reason);
+          const votes = reason instanceof LockLostError ? reason.votes : [];
+          compat.error = new ExecutionError(QUORUM_MESSAGE, votes.length > 0 ? [this.#stats(votes, resources.length)] : [], { cause: reason });
+        },
+        { once: true },
+      );
       return routine(compat);
     };
     let released: ReleaseResult | undefined;

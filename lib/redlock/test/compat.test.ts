@@ -143,7 +143,13 @@ describe.each([1, 3])("compat, the 5.x API, on %i node(s)", (count) => {
     });
     // As node-redlock's using(), whose release in a `finally` throws: the routine's value is not returned.
     const error = await rejection(outcome);
-    expect(seen).toBeInstanceOf(Error);
+    // node-redlock sets signal.error to the ExecutionError its failed extension threw: code switching over
+    // tests `signal.error instanceof ExecutionError`.
+    expect(seen).toBeInstanceOf(ExecutionError);
+    expect(seen!.message).toBe("The operation was unable to achieve a quorum during its retry window.");
+    const [lost] = await settledStats(seen as ExecutionError);
+    expect(lost!.votesFor.size).toBe(0);
+    expect(lost!.votesAgainst.size).toBeGreaterThanOrEqual(Math.floor(count / 2) + 1);
     expect(error).toBeInstanceOf(ExecutionError);
     expect((error as ExecutionError).message).toBe("The operation was unable to achieve a quorum during its retry window.");
     const [stats] = await settledStats(error as ExecutionError);
