@@ -38,6 +38,8 @@ describe("the published package", () => {
       "./compat": { types: "./dist/compat.d.ts", default: "./dist/compat.js" },
       "./package.json": "./package.json",
     });
+    // TypeScript's node10 resolution reads no `exports`: the subpath's types are mapped for it here.
+    expect(manifest.typesVersions).toEqual({ "*": { compat: ["./dist/compat.d.ts"] } });
   });
 
   it("runs in plain Node from the build (no bundler): relative imports carry .js, and only node: built-ins are imported", async () => {
@@ -95,20 +97,32 @@ void failed;
     return consumerErrors.filter((line) => line.startsWith(`${file}(`));
   }
 
-  function typecheckConsumer(files: Record<string, string>): string[] {
+  function typecheckConsumer(
+    files: Record<string, string>,
+    compilerOptions: Record<string, unknown> = { module: "NodeNext", moduleResolution: "NodeNext" },
+    /** link: the package folder itself; tarball: what `npm pack` makes, unpacked as `npm install` would (no sources beside it). */
+    install: "link" | "tarball" = "link",
+  ): string[] {
     const require = createRequire(import.meta.url);
     const project = mkdtempSync(path.join(tmpdir(), "redlock-consumer-"));
     try {
       const modules = path.join(project, "node_modules");
       mkdirSync(path.join(modules, "@lockscope"), { recursive: true });
       mkdirSync(path.join(modules, "@types"), { recursive: true });
-      symlinkSync(root, path.join(modules, "@lockscope", "redlock"), "dir");
+      if (install === "link") symlinkSync(root, path.join(modules, "@lockscope", "redlock"), "dir");
+      else {
+        const packedJson = execFileSync("npm", ["pack", "--json", "--pack-destination", project], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+        const [tarball] = JSON.parse(packedJson.slice(packedJson.indexOf("["))) as Array<{ filename: string }>;
+        const target = path.join(modules, "@lockscope", "redlock");
+        mkdirSync(target);
+        execFileSync("tar", ["-xzf", path.join(project, tarball!.filename), "-C", target, "--strip-components=1"]);
+      }
       symlinkSync(path.dirname(require.resolve("ioredis/package.json")), path.join(modules, "ioredis"), "dir");
       symlinkSync(path.dirname(require.resolve("@types/node/package.json")), path.join(modules, "@types", "node"), "dir");
       writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
       writeFileSync(
         path.join(project, "tsconfig.json"),
-        JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true, skipLibCheck: true, types: ["node"] }, include: ["*.ts"] }),
+        JSON.stringify({ compilerOptions: { target: "ES2022", ...compilerOptions, strict: true, noEmit: true, skipLibCheck: true, types: ["node"] }, include: ["*.ts"] }),
       );
       for (const [name, code] of Object.entries(files)) writeFileSync(path.join(project, name), code);
       try {
@@ -129,5 +143,23 @@ void failed;
 
   it("node-redlock 4.x code typed as @types/redlock declared it (Redlock.Lock, Redlock.Options, …) compiles against the compat entry", () => {
     expect(consumerErrorsIn("legacy.ts")).toEqual([]);
+  }, TSC_TIMEOUT_MS);
+
+  it("both entry points have their types in a project on TypeScript's older resolution (moduleResolution node10), which does not read `exports`", () => {
+    const errors = typecheckConsumer(
+      {
+        "node10.ts": `import { Redlock, ResourceHeldError } from "@lockscope/redlock";
+import Compat, { ExecutionError } from "@lockscope/redlock/compat";
+
+export function make(clients: ConstructorParameters<typeof Redlock>[0]): [Redlock, Compat, boolean] {
+  const error: unknown = null;
+  return [new Redlock(clients), new Compat(clients), error instanceof ResourceHeldError || error instanceof ExecutionError];
+}
+`,
+      },
+      { module: "commonjs", moduleResolution: "node10", esModuleInterop: true },
+      "tarball",
+    );
+    expect(errors).toEqual([]);
   }, TSC_TIMEOUT_MS);
 });
