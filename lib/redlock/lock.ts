@@ -97,4 +97,14 @@ export class RedlockLock {
   extend(ttlMs: number): Promise<RedlockLock> {
     return this.#state.owner.extend(this, ttlMs);
   }
+
+  /**
+   * `await using lock = await redlock.acquire(…)`: releases the lock when the block ends, as `release()` does
+   * (once: after an explicit release it sends nothing more). Never rejects for node failures, so it cannot
+   * replace the block's own error; a lock no quorum still held is reported as `release()` reports it
+   * (the `lost` event).
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
 }

@@ -292,6 +292,33 @@ describe("Redlock on three nodes", () => {
     await lock.release();
   });
 
+  it("`await using` releases the lock when the block ends, also when it throws, and after an explicit release does nothing more", async () => {
+    const redlock = engine();
+    const held = () => Promise.all(clients.map((c) => c.get("lock:scoped")));
+    {
+      await using lock = await redlock.acquire(["lock:scoped"], 60_000);
+      await until("the lock is on every node", async () => (await held()).every((v) => v === lock.value));
+    }
+    await until("the lock is gone from every node", async () => (await held()).every((v) => v === null));
+
+    await expect(
+      (async () => {
+        await using lock = await redlock.acquire(["lock:scoped"], 60_000);
+        expect(lock.resources).toEqual(["lock:scoped"]);
+        throw new Error("the work failed");
+      })(),
+    ).rejects.toThrow("the work failed");
+    await until("the lock is gone from every node", async () => (await held()).every((v) => v === null));
+
+    {
+      await using lock = await redlock.acquire(["lock:scoped"], 60_000);
+      expect((await lock.release()).released).toBe(true);
+      // Someone else takes it after the explicit release: leaving the block must not touch their lock.
+      await Promise.all(clients.map((c) => c.set("lock:scoped", "someone else", "PX", 60_000)));
+    }
+    expect(await held()).toEqual(clients.map(() => "someone else"));
+  });
+
   it("an extension that a release of the same lock overtook says the lock was released, not that the nodes were slow", async () => {
     const redlock = engine();
     const failed: Error[] = [];
