@@ -37,6 +37,9 @@ const defaultSettings: Readonly<Settings> = Object.freeze({
 /** A client as node-redlock takes it (an ioredis `Redis`); the engine's interface is what it needs. */
 export type Client = RedlockClient & { quit?(): Promise<unknown> };
 
+/** One client's answer to one attempt, as node-redlock 5.x's declarations name it. */
+export type ClientExecutionResult = { client: Client; vote: "for"; value: number } | { client: Client; vote: "against"; error: Error };
+
 /** One attempt's votes, as node-redlock reports them. */
 export interface ExecutionStats {
   readonly membershipSize: number;

@@ -67,6 +67,32 @@ describe("the published package", () => {
   const consumerFiles: Record<string, string> = {
     // The examples name a connection `redis` they do not make.
     ...Object.fromEntries(readmeBlocks.map((code, i) => [`example-${i + 1}.ts`, `import type { Redis as AnyRedis } from "ioredis";\ndeclare const redis: AnyRedis;\n${code}`])),
+    // Code written against node-redlock 5.x's type declarations, using every name they export.
+    "switched.ts": `import { Redis } from "ioredis";
+import Redlock, { ExecutionError, Lock, ResourceLockedError } from "@lockscope/redlock/compat";
+import type { ClientExecutionResult, ExecutionResult, ExecutionStats, RedlockAbortSignal, Settings } from "@lockscope/redlock/compat";
+
+const settings: Partial<Settings> = { retryCount: 3, retryDelay: 200 };
+const redlock = new Redlock([new Redis()], settings);
+redlock.on("error", (error: unknown) => {
+  if (error instanceof ResourceLockedError) return;
+});
+export function votes(result: ClientExecutionResult): string {
+  return result.vote === "for" ? \`for: \${result.value}\` : \`against: \${result.error.message}\`;
+}
+export async function held(): Promise<number> {
+  const lock: Lock = await redlock.acquire(["a"], 1000);
+  const result: ExecutionResult = await lock.release();
+  const stats: ExecutionStats[] = await Promise.all(result.attempts);
+  return stats.length;
+}
+export function work(): Promise<string> {
+  return redlock.using(["a"], 1000, async (signal: RedlockAbortSignal) => {
+    if (signal.aborted && signal.error instanceof ExecutionError) throw signal.error;
+    return "done";
+  });
+}
+`,
     "legacy.ts": `import { Redis } from "ioredis";
 import Redlock from "@lockscope/redlock/compat";
 
@@ -139,6 +165,10 @@ void failed;
   it("the README's TypeScript examples compile against the built types in a plain ESM project (NodeNext, strict)", () => {
     expect(readmeBlocks.length).toBeGreaterThanOrEqual(2);
     for (let i = 1; i <= readmeBlocks.length; i++) expect(consumerErrorsIn(`example-${i}.ts`)).toEqual([]);
+  }, TSC_TIMEOUT_MS);
+
+  it("node-redlock 5.x code typed as its own declarations had it (every exported name) compiles against the compat entry", () => {
+    expect(consumerErrorsIn("switched.ts")).toEqual([]);
   }, TSC_TIMEOUT_MS);
 
   it("node-redlock 4.x code typed as @types/redlock declared it (Redlock.Lock, Redlock.Options, …) compiles against the compat entry", () => {
