@@ -13,8 +13,9 @@ import type { Engine } from "./engine.ts";
 import { LockLostError, NodesFailedError, ResourceHeldError, toError, type NodeVote } from "./errors.ts";
 import type { RedlockLock, ReleaseResult } from "./lock.ts";
 import { engineOf, Redlock as NativeRedlock } from "./redlock.ts";
-import type { RedlockSettings } from "./settings.ts";
-import { abortableSleep } from "./sleep.ts";
+import { retryCount as retryCountOf, type RedlockSettings } from "./settings.ts";
+import { abortableSleep, MAX_TIMER_MS } from "./sleep.ts";
+import * as check from "./validate.ts";
 import { usingLock } from "./using.ts";
 
 /** node-redlock's settings (5.x names; 4.x takes the same). */
@@ -33,6 +34,25 @@ const defaultSettings: Readonly<Settings> = Object.freeze({
   retryJitter: 100,
   automaticExtensionThreshold: 500,
 });
+
+/**
+ * Refuses, with a TypeError in node-redlock's names, a setting the engine cannot use (NaN, an endless or
+ * too long delay, a fractional retry count, a drift factor out of range); what node-redlock takes and uses
+ * (a negative delay: no pause; a fractional one: rounded) is taken.
+ */
+function checkSettings(settings: Settings): Settings {
+  check.numberInRange("driftFactor", settings.driftFactor, 0, 0.5);
+  retryCountOf("retryCount", settings.retryCount);
+  const finite = (name: keyof Settings) => {
+    if (!Number.isFinite(settings[name])) check.fail(name, "a finite number", settings[name]);
+  };
+  finite("retryDelay");
+  finite("retryJitter");
+  finite("automaticExtensionThreshold");
+  const pause = Math.max(0, Math.round(settings.retryDelay)) + Math.max(0, Math.round(settings.retryJitter));
+  if (pause > MAX_TIMER_MS) check.timerMs("retryDelay + retryJitter", pause, 0);
+  return settings;
+}
 
 /** A client as node-redlock takes it (an ioredis `Redis`); the engine's interface is what it needs. */
 export type Client = RedlockClient & { quit?(): Promise<unknown> };
@@ -166,7 +186,7 @@ class Redlock extends EventEmitter {
     // The engine's scripts are what make hand-over, identity and fences work: a custom script would be
     // ignored, so it is refused rather than dropped without a word.
     if (custom.length > 0) throw new TypeError(`Custom scripts (${custom.join(", ")}) are not supported: the engine runs its own scripts`);
-    this.settings = this.#merge(settings);
+    this.settings = checkSettings(this.#merge(settings));
   }
 
   #merge(settings: Partial<Settings> | undefined): Settings {
@@ -182,6 +202,7 @@ class Redlock extends EventEmitter {
 
   /** One engine per distinct settings (most applications use one), sharing the clients. */
   #engine(settings: Settings): NativeRedlock {
+    if (settings !== this.settings) checkSettings(settings);
     const key = `${settings.driftFactor}/${settings.retryCount}/${settings.retryDelay}/${settings.retryJitter}/${settings.automaticExtensionThreshold}`;
     let engine = this.#engines.get(key);
     if (!engine) {
@@ -306,6 +327,7 @@ class Redlock extends EventEmitter {
 
   async #extend(existing: Lock, duration: number, settings: Settings): Promise<Lock> {
     if (Math.floor(duration) !== duration) throw durationError();
+    if (settings !== this.settings) checkSettings(settings);
     const held = natives.get(existing);
     if (!held || held.released || existing.expiration < Date.now()) throw new ExecutionError("Cannot extend an already-expired lock.", []);
     try {

@@ -168,6 +168,45 @@ describe.each([1, 3])("compat, the 5.x API, on %i node(s)", (count) => {
   });
 });
 
+describe("compat settings", () => {
+  let cluster: TestCluster;
+  let nodes: Redis[];
+  beforeAll(async () => {
+    cluster = await startCluster(1);
+    nodes = cluster.clients();
+  });
+  afterAll(async () => cluster.close());
+
+  it("a setting the engine cannot use is a TypeError naming it as node-redlock spells it, when the Redlock is made", () => {
+    const refused: Array<[Partial<Record<string, unknown>>, string]> = [
+      [{ retryJitter: Number.NaN }, "Expected `retryJitter` to be"],
+      [{ retryDelay: Number.POSITIVE_INFINITY }, "Expected `retryDelay` to be"],
+      [{ retryDelay: 3e9 }, "Expected `retryDelay + retryJitter` to be"],
+      [{ retryCount: 1.5 }, "Expected `retryCount` to be"],
+      [{ retryCount: -2 }, "Expected `retryCount` to be"],
+      [{ driftFactor: 2 }, "Expected `driftFactor` to be"],
+      [{ automaticExtensionThreshold: Number.NaN }, "Expected `automaticExtensionThreshold` to be"],
+    ];
+    for (const [settings, message] of refused) {
+      expect(() => new Redlock(nodes, settings), JSON.stringify(settings)).toThrow(TypeError);
+      expect(() => new Redlock(nodes, settings), JSON.stringify(settings)).toThrow(message);
+    }
+    // What node-redlock takes and uses, the compat entry takes too.
+    for (const settings of [{ retryCount: -1 }, { retryDelay: -5, retryJitter: 0 }, { retryDelay: 12.5 }, { driftFactor: 0 }]) {
+      expect(() => new Redlock(nodes, settings), JSON.stringify(settings)).not.toThrow();
+    }
+  });
+
+  it("a per-call setting the engine cannot use rejects with a TypeError naming it, sending nothing", async () => {
+    const redlock = new Redlock(nodes);
+    await expect(redlock.acquire(["{s}a"], 1000, { retryJitter: Number.NaN })).rejects.toThrow("Expected `retryJitter` to be");
+    await expect(redlock.using(["{s}a"], 1000, { driftFactor: 2 }, () => Promise.resolve(1))).rejects.toThrow("Expected `driftFactor` to be");
+    const legacy = await rejection(redlock.lockWithOptions("{s}a", 1000, { retryCount: 1.5 }));
+    expect(legacy).toBeInstanceOf(TypeError);
+    expect(await nodes[0]!.exists("{s}a")).toBe(0);
+  });
+});
+
 describe("compat, the 5.x API, on 3 nodes with one or two taken by someone else", () => {
   let cluster: TestCluster;
   let a: Redis, b: Redis, c: Redis;
