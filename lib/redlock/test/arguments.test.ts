@@ -42,8 +42,8 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
     [() => redlock.acquire(["lock:a"], 1000, { signal: {} as AbortSignal }), "Expected `signal` to be an AbortSignal"],
     [() => redlock.using(["lock:a"], 300, () => 1), "Expected `ttlMs` to be greater than `automaticExtensionThresholdMs` (500) plus its clock drift allowance (round(driftFactor × ttlMs) + 2 = 5 ms)"],
     // Validity would start at or below the threshold: the lock was extended back-to-back (about 170 rounds a
-    // second on local nodes) for as long as the routine ran.
-    [() => redlock.using(["lock:a"], 505, () => 1), "Expected `ttlMs` to be greater than `automaticExtensionThresholdMs` (500) plus its clock drift allowance (round(driftFactor × ttlMs) + 2 = 7 ms), or the lock would be extended back-to-back, got `505` (number)"],
+    // second on local nodes) for as long as the routine ran. 507 ms is the longest TTL refused with the defaults.
+    [() => redlock.using(["lock:a"], 507, () => 1), "Expected `ttlMs` to be greater than `automaticExtensionThresholdMs` (500) plus its clock drift allowance (round(driftFactor × ttlMs) + 2 = 7 ms), or the lock would be extended back-to-back, got `507` (number)"],
     [() => redlock.using(["lock:a"], 1000, {}, undefined as unknown as () => void), "Expected `routine` to be a function"],
     [() => forceRelease(clients, "lock:a", { nodeTimeoutMs: 0 }), "Expected `nodeTimeoutMs` to be a positive integer of at most 2147483647 (ms, the longest timer Node.js honours), got `0` (number)"],
     [() => forceRelease(clients, ""), "Expected `resource` to be a non-empty string"],
