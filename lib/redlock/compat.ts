@@ -88,7 +88,10 @@ export class ExecutionError extends Error {
   }
 }
 
-/** 4.x: a lock could not be taken, released or extended; `attempts` counts the attempts made. */
+/**
+ * 4.x: a lock could not be taken, released or extended; `attempts` counts the attempts made. Messages are 4.x's
+ * word for word (the retry count, the resources joined by commas): applications match on them.
+ */
 export class LockError extends Error {
   constructor(message: string, readonly attempts: number = 0) {
     super(message);
@@ -414,7 +417,7 @@ class Redlock extends EventEmitter {
       return lock;
     } catch (error) {
       if (error instanceof ExecutionError) {
-        throw new LockError(`Exceeded ${error.attempts.length} attempts to lock the resource ${JSON.stringify(resource)}.`, error.attempts.length);
+        throw new LockError(`Exceeded ${settings.retryCount} attempts to lock the resource "${String(resource)}".`, error.attempts.length);
       }
       throw error;
     }
@@ -431,7 +434,7 @@ class Redlock extends EventEmitter {
         for (const vote of result.votes) if (vote.vote === "error" && vote.error) this.emit("clientError", vote.error);
         if (result.released) return;
       }
-      throw new LockError(`Unable to fully release the lock on resource ${JSON.stringify(lock.resource)}.`);
+      throw new LockError(`Unable to fully release the lock on resource "${String(lock.resource)}".`);
     };
     return nodeify(run(), callback);
   }
@@ -439,12 +442,12 @@ class Redlock extends EventEmitter {
   async #extendLegacy(lock: LegacyLock, ttl: number): Promise<LegacyLock> {
     const held = natives.get(lock);
     if (!held || held.released || lock.expiration < Date.now()) {
-      throw new LockError(`Cannot extend lock on resource ${JSON.stringify(lock.resource)} because the lock has already expired.`, 0);
+      throw new LockError(`Cannot extend lock on resource "${String(lock.resource)}" because the lock has already expired.`, 0);
     }
     try {
       await this.#extendNative(held.native, ttl, this.settings);
     } catch {
-      throw new LockError(`Unable to extend the lock on resource ${JSON.stringify(lock.resource)}.`, 1);
+      throw new LockError(`Unable to extend the lock on resource "${String(lock.resource)}".`, 1);
     }
     lock.expiration = held.native.expiresAt;
     lock.attempts = 1;

@@ -333,7 +333,9 @@ describe("compat, the 4.x API (lock, unlock, extend, disposer, callbacks)", () =
     const unlocked = new Promise<Error | null>((resolve) => void two!.unlock((e) => resolve(e)));
     expect(two!.expiration).toBe(0);
     expect(await unlocked).toBeNull();
-    expect(await new Promise<Error | null>((resolve) => void two!.unlock((e) => resolve(e)))).toBeInstanceOf(LockError);
+    const unlockErr = await new Promise<Error | null>((resolve) => void two!.unlock((e) => resolve(e)));
+    expect(unlockErr).toBeInstanceOf(LockError);
+    expect(unlockErr!.message).toBe(`Unable to fully release the lock on resource "${String(resource)}".`);
     const extendErr = await new Promise<Error | null>((resolve) => void two!.extend(200, (e) => resolve(e)));
     expect(extendErr).toBeInstanceOf(Redlock.LockError);
     expect((extendErr as LockError).attempts).toBe(0);
@@ -346,10 +348,14 @@ describe("compat, the 4.x API (lock, unlock, extend, disposer, callbacks)", () =
     const [failed] = await lockCb(resource as string | string[], 200);
     expect(failed).toBeInstanceOf(LockError);
     expect((failed as LockError).attempts).toBe(3);
+    // 4.x's messages, word for word (applications match on them): the retry count, and the resources joined by commas.
+    const named = String(resource);
+    expect((failed as LockError).message).toBe(`Exceeded 2 attempts to lock the resource "${named}".`);
     await until("the lock's validity ran out", () => four!.expiration < Date.now());
     const expired = await rejection(four!.extend(800));
     expect(expired).toBeInstanceOf(LockError);
     expect((expired as LockError).attempts).toBe(0);
+    expect((expired as LockError).message).toBe(`Cannot extend lock on resource "${named}" because the lock has already expired.`);
     // On every node: the nodes' copies expire a moment apart, and while two still hold them a first try fails.
     const keys = Array.isArray(resource) ? resource : [resource];
     await until("the lock expired on every node", async () => (await Promise.all(nodes.map((node) => node.exists(...keys)))).every((held) => held === 0));
