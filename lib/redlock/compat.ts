@@ -9,10 +9,12 @@ import { EventEmitter } from "node:events";
 import { createRequire } from "node:module";
 import { acquireChecked, checkAcquire, type AcquireRequest, type AttemptObserver } from "./acquire.ts";
 import type { RedlockClient } from "./client.ts";
-import type { Engine } from "./engine.ts";
+import { votesOf, type Engine } from "./engine.ts";
 import { LockLostError, NodesFailedError, ResourceHeldError, toError, type NodeVote } from "./errors.ts";
 import type { RedlockLock, ReleaseResult } from "./lock.ts";
 import { engineOf, Redlock as NativeRedlock } from "./redlock.ts";
+import { releaseOnNodes } from "./release.ts";
+import { quorumOf } from "./round.ts";
 import { retryCount as retryCountOf, type RedlockSettings } from "./settings.ts";
 import { abortableSleep, MAX_TIMER_MS } from "./sleep.ts";
 import * as check from "./validate.ts";
@@ -293,13 +295,30 @@ class Redlock extends EventEmitter {
     lock.expiration = 0;
     const held = natives.get(lock);
     const attempts: Array<Promise<ExecutionStats>> = [];
-    if (held && !held.released) {
+    if (!held) {
+      const votes = await this.#releaseValue(lock.resources, lock.value);
+      attempts.push(this.#stats(votes, lock.resources.length));
+      if (votes.filter((v) => v.vote === "for").length >= quorumOf(this.servers.length)) return { attempts };
+    } else if (!held.released) {
       held.released = true;
       const result = await held.native.release();
       attempts.push(this.#stats(result.votes, lock.resources.length));
       if (result.released) return { attempts };
     }
     throw new ExecutionError(QUORUM_MESSAGE, attempts);
+  }
+
+  /**
+   * A Lock the application made itself (`new Lock(redlock, resources, value, …)` from a stored value, as node-redlock
+   * advises for releasing a lock elsewhere): compare-and-delete of that value on every node, by the engine's release
+   * script (so a waiter is still handed the lock). A vote for is a node where every resource held the value.
+   */
+  async #releaseValue(resources: unknown, value: unknown): Promise<NodeVote[]> {
+    const engine = engineOf(this.#engine(this.settings));
+    const names = check.resourceList("resources", resources);
+    const token = check.nonEmptyString("value", value);
+    const outcomes = await releaseOnNodes(engine, names, [token], this.servers.map((_, index) => index));
+    return votesOf(outcomes, (reply) => reply.deleted === names.length);
   }
 
   /** 5.x: a new Lock for `duration` ms more (the old one is spent); 4.x: extends the lock in place. */
@@ -428,7 +447,12 @@ class Redlock extends EventEmitter {
     const run = async () => {
       lock.expiration = 0;
       const held = natives.get(lock);
-      if (held && !held.released) {
+      if (!held) {
+        // Made by the application from a stored value (4.x: `new Redlock.Lock(redlock, resource, value, …)`).
+        const votes = await this.#releaseValue(Array.isArray(lock.resource) ? lock.resource : [lock.resource], lock.value);
+        for (const vote of votes) if (vote.vote === "error" && vote.error) this.emit("clientError", vote.error);
+        if (votes.filter((v) => v.vote === "for").length >= quorumOf(this.servers.length)) return;
+      } else if (!held.released) {
         held.released = true;
         const result = await held.native.release();
         for (const vote of result.votes) if (vote.vote === "error" && vote.error) this.emit("clientError", vote.error);

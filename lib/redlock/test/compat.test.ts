@@ -156,6 +156,21 @@ describe.each([1, 3])("compat, the 5.x API, on %i node(s)", (count) => {
     expect(stats!.votesFor.size).toBe(0);
   });
 
+  it("releases a Lock the application made from a stored value (node-redlock's advice for releasing elsewhere), and only that value", async () => {
+    const held = await redlock.acquire(["{r}stored1", "{r}stored2"], HUGE);
+    const stored = JSON.stringify({ resources: held.resources, value: held.value });
+    const { resources, value } = JSON.parse(stored) as { resources: string[]; value: string };
+    // Another value on a resource is left alone: a release compares the whole value.
+    const stranger = new Lock(redlock, ["{r}stored1"], "someone else's value", [], Date.now() + HUGE);
+    const refused = await rejection(redlock.release(stranger));
+    expect(refused).toBeInstanceOf(ExecutionError);
+    expect(await onEvery("{r}stored1")).toEqual(nodes.map(() => value));
+
+    const result = await new Lock(redlock, resources, value, [], Date.now() + HUGE).release();
+    expect(result.attempts).toHaveLength(1);
+    for (const key of resources) await until(`${key} deleted on every node`, async () => (await onEvery(key)).every((v) => v === null));
+  });
+
   it("refuses what node-redlock refuses: no clients, a fractional duration, extending an expired lock, a short using() duration", async () => {
     expect(() => new Redlock([])).toThrow("Redlock must be instantiated with at least one redis client.");
     await expect(redlock.acquire(["{r}e"], 1.5)).rejects.toThrow("Duration must be an integer value in milliseconds.");
@@ -362,6 +377,13 @@ describe("compat, the 4.x API (lock, unlock, extend, disposer, callbacks)", () =
     const five = await redlock.lock(resource as string | string[], 800);
     expect(five.attempts).toBe(1);
     await five.unlock();
+  });
+
+  it("unlocks a Redlock.Lock the application made from a stored value", async () => {
+    const held = await redlock.lock("legacy:stored", 60_000);
+    const copy = new Redlock.Lock(redlock, "legacy:stored", held.value, Date.now() + 60_000, 1, 0);
+    expect(await new Promise<Error | null>((resolve) => void copy.unlock((e) => resolve(e)))).toBeNull();
+    await until("legacy:stored deleted on every node", async () => (await Promise.all(nodes.map((n) => n.exists("legacy:stored")))).every((n) => n === 0));
   });
 
   it("lockWithOptions counts the attempts left", async () => {
