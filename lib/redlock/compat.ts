@@ -11,7 +11,7 @@ import { acquireChecked, checkAcquire, type AcquireRequest, type AttemptObserver
 import type { RedlockClient } from "./client.ts";
 import { votesOf, type Engine } from "./engine.ts";
 import { LockLostError, NodesFailedError, ResourceHeldError, toError, type NodeVote } from "./errors.ts";
-import type { RedlockLock, ReleaseResult } from "./lock.ts";
+import { RedlockLock, type HoldState, type ReleaseResult } from "./lock.ts";
 import { engineOf, Redlock as NativeRedlock } from "./redlock.ts";
 import { releaseOnNodes } from "./release.ts";
 import { quorumOf } from "./round.ts";
@@ -347,10 +347,27 @@ class Redlock extends EventEmitter {
     }
   }
 
+  /**
+   * The engine's lock behind a Lock the application made from a stored value (see `#releaseValue`), made when it is
+   * first extended: its value on its resources, valid until its `expiration`. None for an expired one.
+   */
+  #adopt(lock: Lock | LegacyLock, resources: unknown): { native: RedlockLock; released: boolean } | undefined {
+    const validityMs = lock.expiration - Date.now();
+    if (!(validityMs > 0)) return undefined;
+    const engine = engineOf(this.#engine(this.settings));
+    const names = check.resourceList("resources", resources);
+    const value = check.nonEmptyString("value", lock.value);
+    const now = performance.now();
+    const state: HoldState = { value, previousValue: null, deadline: now + validityMs, acquiredAtMono: now, releasing: null, lostReported: false, owner: engine.owner };
+    const held = { native: new RedlockLock(names, null, 0, state, validityMs, lock.expiration), released: false };
+    natives.set(lock, held);
+    return held;
+  }
+
   async #extend(existing: Lock, duration: number, settings: Settings): Promise<Lock> {
     if (Math.floor(duration) !== duration) throw durationError();
     if (settings !== this.settings) checkSettings(settings);
-    const held = natives.get(existing);
+    const held = natives.get(existing) ?? this.#adopt(existing, existing.resources);
     if (!held || held.released || existing.expiration < Date.now()) throw new ExecutionError("Cannot extend an already-expired lock.", []);
     try {
       await this.#extendNative(held.native, duration, settings);
@@ -464,7 +481,7 @@ class Redlock extends EventEmitter {
   }
 
   async #extendLegacy(lock: LegacyLock, ttl: number): Promise<LegacyLock> {
-    const held = natives.get(lock);
+    const held = natives.get(lock) ?? this.#adopt(lock, Array.isArray(lock.resource) ? lock.resource : [lock.resource]);
     if (!held || held.released || lock.expiration < Date.now()) {
       throw new LockError(`Cannot extend lock on resource "${String(lock.resource)}" because the lock has already expired.`, 0);
     }

@@ -156,7 +156,7 @@ describe.each([1, 3])("compat, the 5.x API, on %i node(s)", (count) => {
     expect(stats!.votesFor.size).toBe(0);
   });
 
-  it("releases a Lock the application made from a stored value (node-redlock's advice for releasing elsewhere), and only that value", async () => {
+  it("releases and extends a Lock the application made from a stored value (node-redlock's advice for releasing elsewhere), and only that value", async () => {
     const held = await redlock.acquire(["{r}stored1", "{r}stored2"], HUGE);
     const stored = JSON.stringify({ resources: held.resources, value: held.value });
     const { resources, value } = JSON.parse(stored) as { resources: string[]; value: string };
@@ -166,6 +166,12 @@ describe.each([1, 3])("compat, the 5.x API, on %i node(s)", (count) => {
     expect(refused).toBeInstanceOf(ExecutionError);
     expect(await onEvery("{r}stored1")).toEqual(nodes.map(() => value));
 
+    // Extended too, as node-redlock extends it (its value on every resource), into a new Lock.
+    const extended = await new Lock(redlock, resources, value, [], Date.now() + HUGE).extend(3 * HUGE);
+    expect(extended.value).toBe(value);
+    for (const key of resources) {
+      await until(`${key} extended on every node`, async () => (await ttlsAre(key, 3 * HUGE)).every(Boolean));
+    }
     const result = await new Lock(redlock, resources, value, [], Date.now() + HUGE).release();
     expect(result.attempts).toHaveLength(1);
     for (const key of resources) await until(`${key} deleted on every node`, async () => (await onEvery(key)).every((v) => v === null));
@@ -379,9 +385,11 @@ describe("compat, the 4.x API (lock, unlock, extend, disposer, callbacks)", () =
     await five.unlock();
   });
 
-  it("unlocks a Redlock.Lock the application made from a stored value", async () => {
+  it("extends and unlocks a Redlock.Lock the application made from a stored value", async () => {
     const held = await redlock.lock("legacy:stored", 60_000);
     const copy = new Redlock.Lock(redlock, "legacy:stored", held.value, Date.now() + 60_000, 1, 0);
+    expect(await copy.extend(120_000)).toBe(copy);
+    await until("legacy:stored extended on every node", async () => (await Promise.all(nodes.map((n) => n.pttl("legacy:stored")))).every((ms) => ms > 60_000));
     expect(await new Promise<Error | null>((resolve) => void copy.unlock((e) => resolve(e)))).toBeNull();
     await until("legacy:stored deleted on every node", async () => (await Promise.all(nodes.map((n) => n.exists("legacy:stored")))).every((n) => n === 0));
   });
