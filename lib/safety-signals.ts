@@ -23,8 +23,11 @@ export interface LockSafetyCounts {
   oldestPastTtlAt: number | null;
 }
 
-/** What counting needs of a lock (`acquiredAt` null or absent where unknown; state null: not listed). */
-type SafetyFacts = Pick<Lock, "resource" | "expiresAt"> & { state: Lock["state"] | null; acquiredAt?: number | null };
+/**
+ * What counting needs of a lock (`acquiredAt` null or absent where unknown; state null: not listed; `unreadable`:
+ * every node holding it cannot be read, its view is the last readings').
+ */
+type SafetyFacts = Pick<Lock, "resource" | "expiresAt"> & { state: Lock["state"] | null; acquiredAt?: number | null; unreadable?: boolean };
 
 /**
  * What a lock counts as, as bits (`safetyFlags`). A lock key still present on some node is held by a quorum,
@@ -45,6 +48,10 @@ export const SAFETY = Object.freeze({
 export function safetyFlags(lock: Readonly<SafetyFacts>, isLab: (resource: string) => boolean): number {
   const state = lock.state;
   if (state !== "held" && state !== "partial" && state !== "elapsed") return 0;
+  // Its TTL ran out while no node holding it can be read (down, or its slots unserved): Redis reclaims such a key by
+  // itself, so nothing says it is still present. Counted, it would page as stuck past its TTL and held ever longer
+  // for as long as the node is down, which the node and quorum alerts already say.
+  if (state === "elapsed" && lock.unreadable === true) return 0;
   let flags = state === "partial" ? SAFETY.PARTIAL : SAFETY.HELD;
   if (state === "elapsed") flags |= SAFETY.ELAPSED;
   if (lock.expiresAt === null) flags |= SAFETY.NO_TTL;

@@ -11,7 +11,7 @@ export interface LockSafetyFacts extends LockSafetyCounts {
 }
 
 /** A lock with what the ledger needs of it: its state and times, and its `SAFETY` bits as last counted. */
-export type LedgerLock = Pick<LockRecord, "resource" | "state" | "expiresAt" | "acquiredAt"> & { safety: number };
+export type LedgerLock = Pick<LockRecord, "resource" | "state" | "expiresAt" | "acquiredAt" | "unreadable"> & { safety: number };
 
 /** The three oldest kept: the present locks' by acquisition, the held ones' by acquisition, the past-TTL ones' by expiry. */
 type Oldests = [Oldest, Oldest, Oldest];

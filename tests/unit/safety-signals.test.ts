@@ -23,6 +23,17 @@ describe("lock-safety signals", () => {
     expect(lockSafetyCounts([], isLab)).toEqual({ withoutTtl: 0, belowQuorum: 0, pastTtl: 0, oldestAcquiredAt: null, oldestPastTtlAt: null });
   });
 
+  it("counts for nothing a lock whose TTL ran out while no node holding it can be read, and still counts one whose TTL runs", () => {
+    const counts = lockSafetyCounts(
+      [
+        { resource: "lock:gone", state: "elapsed", expiresAt: 100, acquiredAt: 50, unreadable: true },
+        { resource: "lock:running", state: "held", expiresAt: 9_000, acquiredAt: 2_000, unreadable: true },
+      ],
+      isLab,
+    );
+    expect(counts).toEqual({ withoutTtl: 0, belowQuorum: 0, pastTtl: 0, oldestAcquiredAt: 2_000, oldestPastTtlAt: null });
+  });
+
   it("reads the watcher's node facts and tolerates missing ones", () => {
     expect(readNodeSafety({ uptimeSec: 12, restartRisk: true, clockSkewMs: -250, longestTtlMs: 30_000, persistence: { appendonly: "no", save: "" } })).toEqual({
       uptimeSec: 12,

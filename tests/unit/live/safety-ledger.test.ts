@@ -27,10 +27,11 @@ function watchingStore(): LockStore {
 
 /** What a scrape used to compute with a pass over every lock: the reference the ledger must agree with. */
 function byPass(store: LockStore, now: number) {
-  const locks: Array<Pick<LockSummary, "resource" | "state" | "expiresAt" | "acquiredAt">> = [];
-  store.summaries((s) => locks.push({ resource: s.resource, state: s.state, expiresAt: s.expiresAt, acquiredAt: s.acquiredAt }), now);
+  const locks: Array<Pick<LockSummary, "resource" | "state" | "expiresAt" | "acquiredAt"> & { unreadable: boolean }> = [];
+  store.summaries((s) => locks.push({ resource: s.resource, state: s.state, expiresAt: s.expiresAt, acquiredAt: s.acquiredAt, unreadable: store.lock(s.resource, now)?.unreadable === true }), now);
   let oldestHeldAt: number | null = null;
   for (const l of locks) {
+    if (l.state === "elapsed" && l.unreadable) continue;
     if ((l.state === "held" || l.state === "elapsed") && l.acquiredAt !== null && (oldestHeldAt === null || l.acquiredAt < oldestHeldAt)) oldestHeldAt = l.acquiredAt;
   }
   return { ...lockSafetyCounts(locks, isLabResource), oldestHeldAt };
@@ -63,7 +64,10 @@ describe("the safety ledger (what /metrics exports of the locks, kept as they ch
         } else if (roll < 0.78) {
           const dropped = keys[Math.floor(next() * keys.length)] as string;
           store.retain((k) => k !== dropped);
-        } else if (roll < 0.8) {
+        } else if (roll < 0.81) {
+          // A node goes down or comes back: the locks only it holds read unreadable meanwhile.
+          store.setNodeUp(Math.floor(next() * NODES.length), next() < 0.5, now);
+        } else if (roll < 0.83) {
           const lock = store.lock(key, now);
           if (lock?.token) store.adoptFirstSeen(key, lock.token, now - Math.floor(next() * 100_000));
         } else {
