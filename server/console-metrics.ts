@@ -68,10 +68,18 @@ export function startConsoleMetrics(): HotCounts {
     const restartHazards = declared<"node" | "deployment">("lockscope_node_restart_hazards_total");
     const contention = declared<"group" | "traffic" | "deployment">("lockscope_lock_contention_events_total");
     const events = getLiveEvents();
+    const keyOf = (type: string, deployment: string | undefined) => (multi && deployment !== undefined ? `${type} ${deployment}` : type);
     events.on("lock-event", (e) => {
       if (!KNOWN_LOCK_EVENTS.has(e.type)) return;
-      const key = multi && e.deployment !== undefined ? `${e.type} ${e.deployment}` : e.type;
+      const key = keyOf(e.type, e.deployment);
       hot.lockEvents.set(key, (hot.lockEvents.get(key) ?? 0) + 1);
+      // One end told twice (seen as a release, then told it was a force release): counted once, as the latter. The
+      // first telling is taken back while it waits for the scrape, as it does but for a scrape a moment after it.
+      if (e.replaces !== undefined) {
+        const replaced = keyOf(e.replaces, e.deployment);
+        const pending = hot.lockEvents.get(replaced) ?? 0;
+        if (pending > 0) hot.lockEvents.set(replaced, pending - 1);
+      }
     });
     events.on("reconnect", (e) => reconnects.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));
     events.on("gap", (e) => gaps.inc(withDeployment({ node: e.nodeId }, e.deployment, multi)));

@@ -7,7 +7,11 @@ export type { LockEventType };
 
 /** What the live view emits, for the metrics and anything else in the process that counts. */
 export interface LiveEventMap {
-  "lock-event": [{ type: LockEventType; resource: string; nodeId?: string } & Named];
+  /**
+   * `replaces`: the lock's end, told a moment ago as that event, was this one after all (a force release or a
+   * failover told after the keys were seen gone): the same end, to be counted once.
+   */
+  "lock-event": [{ type: LockEventType; resource: string; nodeId?: string; replaces?: LockEventType } & Named];
   reconnect: [{ nodeId: string } & Named];
   gap: [{ nodeId: string } & Named];
   /**

@@ -732,7 +732,9 @@ export class LockStore {
       this.ledger.update(entry);
       this.changed.add(entry.resource);
     }
-    this.events.emit("lock-event", { type: to, resource: entry.resource });
+    // The end already told, as the reducer told it (an eviction ends in state expired): the counts take this one instead.
+    const replaces = previous === "released" || previous === "lost" ? previous : previous === "expired" ? (entry.cause === "evicted" ? "evicted" : "expired") : undefined;
+    this.events.emit("lock-event", replaces === undefined ? { type: to, resource: entry.resource } : { type: to, resource: entry.resource, replaces });
   }
 
   /**
