@@ -9,7 +9,7 @@ import { getLogger } from "./logger";
 import { isLabResource } from "@/lib/lab/keys";
 import { readNodeSafety } from "@/lib/safety-signals";
 import { startMetricsReporter } from "./cluster/reporter";
-import { DEPLOYMENT_LABEL, KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, METRIC_CATALOG, NOTIFICATION_STATUSES, declared, getRegistry, initialiseFor, initialisePerDeployment, metricGroup } from "./metrics";
+import { DEPLOYMENT_LABEL, KEYSPACE_EVENTS, LOCK_EVENT_TYPES, LOCK_STATES, METRIC_CATALOG, NOTIFICATION_STATUSES, count, declared, getRegistry, initialiseFor, initialisePerDeployment, metricGroup, seriesShown, seriesToShow } from "./metrics";
 import { getDeploymentNodes, getNodes, quorumOf } from "./nodes";
 
 const KNOWN_KEYSPACE_EVENTS = new Set<string>(KEYSPACE_EVENTS);
@@ -66,7 +66,6 @@ export function startConsoleMetrics(): HotCounts {
     const gaps = declared<"node" | "deployment">("lockscope_watcher_gaps_total");
     const lostInRestart = declared<"node" | "outcome" | "deployment">("lockscope_locks_lost_in_restart_total");
     const restartHazards = declared<"node" | "deployment">("lockscope_node_restart_hazards_total");
-    const contention = declared<"group" | "traffic" | "deployment">("lockscope_lock_contention_events_total");
     const events = getLiveEvents();
     const keyOf = (type: string, deployment: string | undefined) => (multi && deployment !== undefined ? `${type} ${deployment}` : type);
     events.on("lock-event", (e) => {
@@ -94,7 +93,7 @@ export function startConsoleMetrics(): HotCounts {
       // Series stay bounded: METRICS_MAX_GROUPS groups (and other) × traffic × the deployments configured.
       const on: Record<string, readonly string[]> = multi && e.deployment !== undefined ? { [DEPLOYMENT_LABEL]: [e.deployment] } : {};
       initialiseFor("lockscope_lock_contention_events_total", { group: [group], ...on });
-      contention.inc(withDeployment({ group, traffic: isLabResource(e.resource) ? "lab" : "production" }, e.deployment, multi));
+      count("lockscope_lock_contention_events_total", withDeployment({ group, traffic: isLabResource(e.resource) ? "lab" : "production" }, e.deployment, multi));
     });
     return hot;
   });
@@ -261,7 +260,9 @@ export async function scrapeMetrics(): Promise<Response> {
   const registry = getRegistry();
   const reporter = startMetricsReporter();
   declared("lockscope_metrics_reporter").set(reporter.holds() ? 1 : 0);
+  const shown = seriesToShow();
   const exported = reporter.exports() ? await registry.metrics() : (await Promise.all(registry.getMetricsAsArray().filter((m) => !SHARED_METRICS.has(m.name)).map((m) => registry.getSingleMetricAsString(m.name)))).join("\n\n") + "\n";
+  seriesShown(shown);
   return new Response(exported, {
     headers: { "Content-Type": registry.contentType, "Cache-Control": "no-store" },
   });

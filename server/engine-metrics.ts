@@ -1,7 +1,7 @@
 import "server-only";
 import type { EventEmitter } from "node:events";
 import type { RedlockEvents } from "@lockscope/redlock";
-import { ATTEMPT_RESULTS, ENGINE_OPERATIONS, declared, initialiseFor, metricGroup } from "./metrics";
+import { ATTEMPT_RESULTS, ENGINE_OPERATIONS, count, declared, initialiseFor, metricGroup } from "./metrics";
 
 /** What `instrumentRedlock` needs of a `Redlock`: its typed events. */
 export type InstrumentableRedlock = Pick<EventEmitter<RedlockEvents>, "on" | "off">;
@@ -23,7 +23,7 @@ function attempt(group: string, result: (typeof ATTEMPT_RESULTS)[number]): void 
   initialiseFor("lockscope_redlock_acquire_attempts_total", { group: [group], result: ATTEMPT_RESULTS });
   // A lock is lost only after it was acquired: its group's series is at 0 by then, so increase() sees the first loss.
   initialiseFor("lockscope_redlock_locks_lost_total", { group: [group] });
-  declared<"group" | "result">("lockscope_redlock_acquire_attempts_total").inc({ group, result });
+  count("lockscope_redlock_acquire_attempts_total", { group, result });
 }
 
 /**
@@ -49,7 +49,7 @@ export function instrumentRedlock(redlock: InstrumentableRedlock, options: Instr
   const onLost = (e: RedlockEvents["lost"][0]) => {
     const group = groupOf(e.resources);
     initialiseFor("lockscope_redlock_locks_lost_total", { group: [group] });
-    declared<"group">("lockscope_redlock_locks_lost_total").inc({ group });
+    count("lockscope_redlock_locks_lost_total", { group });
   };
   const onNodeError = (e: RedlockEvents["node-error"][0]) => {
     const node = nodeId(e.index);

@@ -185,15 +185,16 @@ function create(registry: Registry, d: MetricDefinition): Metric {
   return new Histogram({ ...common, buckets: [...(d.buckets ?? [])] });
 }
 
-/** Sets every known label combination to 0 (counters and histograms: creates the series). */
-function initialise(metric: Metric, definition: MetricDefinition, extra?: Readonly<Record<string, readonly string[]>>): void {
+/** Sets every known label combination to 0 (counters and histograms: creates the series); returns them. */
+function initialise(metric: Metric, definition: MetricDefinition, extra?: Readonly<Record<string, readonly string[]>>): Array<Record<string, string>> {
   const combos = knownCombinations(definition, extra);
-  if (!combos) return;
+  if (!combos) return [];
   for (const labels of combos) {
     if (metric instanceof Counter) metric.inc(labels, 0);
     else if (metric instanceof Gauge) metric.inc(labels, 0);
     else if (metric instanceof Histogram) metric.zero(labels);
   }
+  return combos;
 }
 
 export function getRegistry(): Registry {
@@ -247,7 +248,8 @@ export function declared<L extends string = string>(name: string): Counter<L> & 
 
 /**
  * Initialises the series of a metric for label values learnt at run time (node ids, a new group), once
- * per value, so their first increment is visible to `rate()`.
+ * per value, so their first increment is visible to `rate()`. A series made the moment it is first counted (a
+ * group's) counts through `count()`, which keeps its counts until a scrape has shown it at 0.
  */
 export function initialiseFor(name: string, values: Readonly<Record<string, readonly string[]>>): void {
   const definition = catalogByName.get(name);
@@ -257,7 +259,63 @@ export function initialiseFor(name: string, values: Readonly<Record<string, read
   const key = `${name}|${JSON.stringify(values)}`;
   if (seen.has(key)) return;
   seen.add(key);
-  initialise(metric, definition, values);
+  const made = initialise(metric, definition, values);
+  if (metric instanceof Counter) for (const labels of made) newSeries().unshown.add(seriesKey(definition, labels));
+}
+
+/** One key per series: the metric's name and its label values in the catalog's order. */
+function seriesKey(definition: MetricDefinition, labels: Readonly<Record<string, string>>): string {
+  return `${definition.name}${JSON.stringify(definition.labels.map((l) => labels[l] ?? null))}`;
+}
+
+interface NewSeries {
+  /** Counter series made at run time (`initialiseFor`) that no scrape has shown yet. */
+  unshown: Set<string>;
+  /** What was counted on them meanwhile. */
+  waiting: Map<string, { metric: Counter; labels: Record<string, string>; n: number }>;
+}
+
+const newSeries = () => singleton("metrics-new-series", (): NewSeries => ({ unshown: new Set(), waiting: new Map() }));
+
+/**
+ * Adds `n` to a series of the declared counter `name`. A series made at run time that no scrape has shown yet (a
+ * group seen for the first time) keeps its counts until one has shown it at 0: Prometheus takes a series' first
+ * sample as its start, so counts in it are a step `rate()` and `increase()` never see (a first burst of contention
+ * on a group, the engine's first attempts on it).
+ */
+export function count(name: string, labels: Readonly<Record<string, string>>, n = 1): void {
+  const definition = catalogByName.get(name);
+  const metric = declared(name);
+  const key = definition === undefined ? null : seriesKey(definition, labels);
+  const fresh = newSeries();
+  if (key === null || !fresh.unshown.has(key)) {
+    metric.inc(labels, n);
+    return;
+  }
+  const waiting = fresh.waiting.get(key);
+  if (waiting) waiting.n += n;
+  else fresh.waiting.set(key, { metric, labels: { ...labels }, n });
+}
+
+/** The series made at run time that the scrape about to be rendered shows for the first time (see `seriesShown`). */
+export function seriesToShow(): ReadonlySet<string> {
+  return new Set(newSeries().unshown);
+}
+
+/**
+ * A scrape has shown `keys` (from `seriesToShow` before it was rendered), at 0 (on a console that is not the
+ * reporter, the shared ones are not shown at all: its series appear with their counts if it becomes the reporter,
+ * as any console's do): what was counted on them goes in now, and shows at the next scrape. A series made while the
+ * scrape was rendered waits for the next one.
+ */
+export function seriesShown(keys: ReadonlySet<string>): void {
+  const fresh = newSeries();
+  for (const key of keys) {
+    const waiting = fresh.waiting.get(key);
+    if (waiting) waiting.metric.inc(waiting.labels, waiting.n);
+    fresh.waiting.delete(key);
+    fresh.unshown.delete(key);
+  }
 }
 
 /** Called by the route wrapper for every request; `route` is the route's pattern, never a lock key. */
