@@ -145,6 +145,62 @@ describe("the Grafana dashboard", () => {
     expect(unrelated.map(({ panel, alert }) => `${panel}: ${alert}`)).toEqual([]);
   });
 
+  it("colours a stat tile green only when what it shows is healthy, and never red for a healthy figure", () => {
+    type Step = { color: string; value: number | null };
+    type Field = { thresholds?: { steps: Step[] }; mappings?: Array<{ type: string; options: Record<string, { color?: string }> }> };
+    type StatPanel = Panel & { options?: { colorMode?: string }; fieldConfig?: { defaults?: Field; overrides?: Array<{ matcher: { id: string; options: string }; properties: Array<{ id: string; value: unknown }> }> } };
+    // Grafana's thresholds when a panel sets none: green, red from 80.
+    const GRAFANA_DEFAULT: Step[] = [{ color: "green", value: null }, { color: "red", value: 80 }];
+    /** The colour Grafana gives the tile of the series of `refId` at `value` (value mappings first, then thresholds). */
+    const colourOf = (title: string, refId: string, value: number): string => {
+      const panel: StatPanel | undefined = panels.find((p) => p.title === title);
+      if (!panel) throw new Error(`no panel ${title}`);
+      expect(panel.type, title).toBe("stat");
+      if (panel.options?.colorMode === "none") return "none";
+      const field: Field = { ...panel.fieldConfig?.defaults };
+      for (const o of panel.fieldConfig?.overrides ?? []) {
+        if (o.matcher.id !== "byFrameRefID" || o.matcher.options !== refId) continue;
+        for (const p of o.properties) if (p.id === "thresholds" || p.id === "mappings") Object.assign(field, { [p.id]: p.value });
+      }
+      for (const m of field.mappings ?? []) if (m.type === "value" && m.options[String(value)]?.color) return m.options[String(value)]!.color!;
+      const steps = field.thresholds?.steps ?? GRAFANA_DEFAULT;
+      return steps.filter((s) => s.value === null || value >= s.value).at(-1)!.color;
+    };
+    const refOf = (title: string, legend: RegExp) => {
+      const target = panels.find((p) => p.title === title)?.targets?.find((t) => legend.test(t.legendFormat ?? ""));
+      if (!target?.refId) throw new Error(`no series ${legend} on ${title}`);
+      return target.refId;
+    };
+    const healthy = (title: string, legend: RegExp, value: number) => colourOf(title, refOf(title, legend), value);
+    // What the lock-safety alerts fire on is not shown green; what is fine is not shown red.
+    const safety = "Node persistence and restart hazard";
+    expect(healthy(safety, /\{\{kind\}\}$/, 0)).not.toBe("green");
+    expect(healthy(safety, /\{\{kind\}\}$/, 1)).toBe("green");
+    expect(healthy(safety, /restart hazard$/, 1)).not.toBe("green");
+    expect(healthy(safety, /restart hazard$/, 0)).toBe("green");
+    expect(healthy(safety, /restart hazards \(30 min\)$/, 1)).not.toBe("green");
+    expect(healthy(safety, /restart hazards \(30 min\)$/, 0)).toBe("green");
+    const counts = "Locks without TTL, below quorum, past TTL";
+    for (const legend of [/^no TTL/, /^below quorum/, /^past TTL/]) {
+      expect(healthy(counts, legend, 3), String(legend)).not.toBe("green");
+      expect(healthy(counts, legend, 0), String(legend)).toBe("green");
+    }
+    // Ages: against the alerts' thresholds (15 minutes held, 2 minutes past the TTL), not Grafana's 80.
+    const ages = "Oldest lock present, longest past its TTL";
+    expect(healthy(ages, /^oldest present/, 300)).toBe("green");
+    expect(healthy(ages, /^oldest present/, 1_200)).not.toBe("green");
+    expect(healthy(ages, /^past its TTL/, 30)).toBe("green");
+    expect(healthy(ages, /^past its TTL/, 300)).not.toBe("green");
+    expect(healthy("Oldest held lock", /^age/, 300)).toBe("green");
+    expect(healthy("Oldest held lock", /^age/, 1_200)).not.toBe("green");
+    // A node whose notifications are unavailable is not shown green; one whose are on is.
+    expect(healthy("Keyspace notifications", /^(?!.*unavailable).*: \{\{status\}\}$/, 1)).toBe("green");
+    expect(healthy("Keyspace notifications", /unavailable/, 1)).not.toBe("green");
+    // Figures that are neither good nor bad are not coloured as either.
+    expect(["none", "blue", "text"]).toContain(healthy("Live streams open", /./, 200));
+    expect(["none", "blue", "text"]).toContain(healthy("Nodes up", /^configured/, 100));
+  });
+
   it("has a panel for every metric an alert rule watches: the on-call paged by one finds it on the dashboard", () => {
     const queried = new Set(metricNames(panels.flatMap((p) => p.targets ?? []).map((t) => t.expr ?? "").join("\n")));
     // The rules' expressions only (their annotations may name a metric to look at, as a description does).
