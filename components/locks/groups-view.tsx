@@ -4,7 +4,7 @@ import Link from "next/link";
 import { useQueries, useQuery, useQueryClient, type QueryKey } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { GROUP_ROWS_WINDOW, rowsWindow, type GroupSort, type LockGroup, type LockGroupsPage, type LocksPage } from "@/lib/locks/groups";
-import type { Lock } from "@/lib/locks/types";
+import { isLive, type Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
 import { allGroupsHref, contentionText, deploymentsOf, formatDuration, groupHref, holderText, nodeColumnCount } from "./format";
 import { liveFeed } from "./live-feed";
@@ -180,7 +180,7 @@ function RowsWindowNav({ shown, total, onMove }: { shown: { start: number; count
  * in place keeps its old place), or, under a search, take it out of the results (a search matches the resource,
  * which does not change, or the holder).
  */
-function mayMove(key: SortKey, searched: boolean, before: Lock, after: Lock): boolean {
+export function mayMove(key: SortKey, searched: boolean, before: Lock, after: Lock): boolean {
   if (searched && (before.token !== after.token || before.endedToken !== after.endedToken || holderText(before) !== holderText(after))) return true;
   switch (key) {
     case "resource":
@@ -192,9 +192,10 @@ function mayMove(key: SortKey, searched: boolean, before: Lock, after: Lock): bo
     case "nodes":
       return before.quorumHeld !== after.quorumHeld;
     case "ttl":
-      return before.expiresAt !== after.expiresAt;
+      // A lock that ends goes after every live one (its TTL and held for are shown as —).
+      return before.expiresAt !== after.expiresAt || isLive(before.state) !== isLive(after.state);
     case "heldFor":
-      return before.acquiredAt !== after.acquiredAt;
+      return before.acquiredAt !== after.acquiredAt || isLive(before.state) !== isLive(after.state);
     case "fence":
       return before.fence !== after.fence;
     case "contention":

@@ -192,11 +192,12 @@ export class LockColumns {
         this.numbers.push(s.quorumHeld);
         return;
       case "ttl":
-        this.numbers.push(s.expiresAt ?? Number.NaN);
+        // An ended lock keeps its last holder's expiry, which its row no longer shows (—): unknown, as no TTL is.
+        this.numbers.push(isLive(s.state) && s.expiresAt !== null ? s.expiresAt : Number.NaN);
         return;
       case "heldFor":
-        // "Held for" ascending is the shortest-held first: the latest acquisition.
-        this.numbers.push(s.acquiredAt === null ? Number.NaN : -s.acquiredAt);
+        // "Held for" ascending is the shortest-held first: the latest acquisition. An ended lock is held by nobody.
+        this.numbers.push(isLive(s.state) && s.acquiredAt !== null ? -s.acquiredAt : Number.NaN);
         return;
       case "contention":
         this.numbers.push(s.attemptsPerMin ?? Number.NaN);

@@ -1,12 +1,13 @@
 import { byFence, byText, type LockSort } from "./groups";
 import { holderText } from "./holder-text";
-import { STATE_ORDER, type Lock } from "./types";
+import { isLive, STATE_ORDER, type Lock } from "./types";
 
 /**
  * Two locks in the order of column `key` (`dir` 1 ascending, -1 descending), as the locks table of a small fleet
  * sorts them in the browser. A figure that is unknown (no fence, no TTL, contention not visible, no acquisition
- * time) comes after every known one in either order, as a group's table sorts on the server (docs/api.md);
- * texts (resource, holder) in code-unit order, as there: the same locks sort alike in both tables.
+ * time; an ended lock's TTL and held for, which its row shows as —) comes after every known one in either order,
+ * as a group's table sorts on the server (docs/api.md); texts (resource, holder) in code-unit order, as there: the
+ * same locks sort alike in both tables.
  */
 export function compareLocks(key: LockSort, a: Lock, b: Lock, dir: 1 | -1): number {
   const known = <T>(x: T | null, y: T | null, by: (x: T, y: T) => number) => (x === null ? (y === null ? 0 : 1) : y === null ? -1 : by(x, y) * dir);
@@ -22,10 +23,11 @@ export function compareLocks(key: LockSort, a: Lock, b: Lock, dir: 1 | -1): numb
     case "nodes":
       return (a.quorumHeld - b.quorumHeld) * dir;
     case "ttl":
-      return known(a.expiresAt, b.expiresAt, (x, y) => x - y);
+      // An ended lock keeps its last holder's expiry, which its row no longer shows (—): unknown, as no TTL is.
+      return known(isLive(a.state) ? a.expiresAt : null, isLive(b.state) ? b.expiresAt : null, (x, y) => x - y);
     case "heldFor":
-      // "Held for" ascending is the shortest-held first: the latest acquisition.
-      return known(a.acquiredAt ?? null, b.acquiredAt ?? null, (x, y) => y - x);
+      // "Held for" ascending is the shortest-held first: the latest acquisition. An ended lock is held by nobody.
+      return known(isLive(a.state) ? (a.acquiredAt ?? null) : null, isLive(b.state) ? (b.acquiredAt ?? null) : null, (x, y) => y - x);
     case "fence":
       return known(a.fence, b.fence, byFence);
     case "contention":

@@ -72,4 +72,19 @@ describe("the order of the locks table", () => {
     const shown = sortLocks(locks.slice(), key, order === "asc" ? 1 : -1).map((l) => `${l.resource} on ${l.deployment}`);
     expect(shown).toEqual(serverOrder(locks, key, order));
   });
+
+  it.each([["ttl", "asc"], ["ttl", "desc"], ["heldFor", "asc"], ["heldFor", "desc"]] as const)(
+    "by %s %s puts ended locks (whose TTL and held for show —) after every live one, in both tables",
+    (key, order) => {
+      const rows = [
+        // Released a moment ago: it kept the expiry and acquisition of its last holder, which no longer count.
+        lock("lock:ended", { state: "released", token: null, expiresAt: 5_000, acquiredAt: 100 }),
+        lock("lock:soon", { expiresAt: 20_000, acquiredAt: 2_000 }),
+        lock("lock:later", { expiresAt: 90_000, acquiredAt: 4_000 }),
+      ];
+      const shown = sortLocks(rows.slice(), key, order === "asc" ? 1 : -1).map((l) => l.resource);
+      expect(shown.at(-1)).toBe("lock:ended");
+      expect(serverOrder(rows, key, order).map((r) => r.replace(/ on .*$/, ""))).toEqual(shown);
+    },
+  );
 });
