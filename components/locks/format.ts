@@ -12,6 +12,17 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(abs / 86_400_000)} d ${Math.floor((abs % 86_400_000) / 3_600_000)} h`;
 }
 
+/**
+ * A group's shortest TTL (`LockGroup.shortestTtl`) as its row says it: the time left, or "elapsed" as the lock's
+ * own row says it once its TTL ran out and Redis has not reclaimed the key yet (a count of no time left would
+ * read as a lock about to expire).
+ */
+export function shortestTtlText(shortest: { expiresAt: number } | null, now: number): string {
+  if (shortest === null) return "—";
+  const left = shortest.expiresAt - now;
+  return left <= 0 ? "elapsed" : formatDuration(left);
+}
+
 /** The lock libraries behind each format, as the table names them. */
 export const FORMAT_LABEL: Record<Lock["format"], string> = {
   lockscope: "Lockscope",

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { GROUP_ROWS_WINDOW, rowsWindow, type GroupSort, type LockGroup, type LockGroupsPage, type LocksPage } from "@/lib/locks/groups";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
-import { allGroupsHref, contentionText, deploymentsOf, formatDuration, groupHref, holderText, nodeColumnCount } from "./format";
+import { allGroupsHref, contentionText, deploymentsOf, formatDuration, groupHref, holderText, nodeColumnCount, shortestTtlText } from "./format";
 import { liveFeed } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { useLiveLocks, useNow } from "./use-live-locks";
@@ -149,7 +149,7 @@ function GroupRow({ group: g, deployment, filter, now }: { group: LockGroup; dep
         {g.oldest ? `${g.oldest.holder ?? "unknown"}, ${formatDuration(now - g.oldest.acquiredAt)}` : "—"}
       </td>
       <td className="col-ttl mono" data-truncates title={g.shortestTtl?.resource}>
-        {g.shortestTtl ? formatDuration(g.shortestTtl.expiresAt - now) : "—"}
+        {shortestTtlText(g.shortestTtl, now)}
       </td>
     </tr>
   );
