@@ -120,7 +120,9 @@ export function sortGroups(rows: LockGroup[], key: GroupSort, order: SortOrder):
       case "contention":
         return g.contention.attemptsPerMin;
       case "oldest":
-        return g.oldest?.acquiredAt ?? null;
+        // As its column reads, how long the oldest holder has held (as "held for" sorts a group's locks): ascending
+        // is the shortest-held first, the latest acquisition.
+        return g.oldest ? -g.oldest.acquiredAt : null;
       case "ttl":
         return g.shortestTtl?.expiresAt ?? null;
       default:

@@ -54,6 +54,18 @@ describe("lock groups", () => {
     expect(sortGroups(rows, "locks", "desc").map((g) => g.group)).toEqual(["lock:orders", "lock:mail"]);
   });
 
+  it("sorts by the oldest holder as its column reads (how long it has held): ascending is the shortest-held first", () => {
+    const agg = new GroupAggregator((r) => lockGroup(PATTERN, r));
+    agg.add(summary("lock:hour/1", { acquiredAt: 1_000 }));
+    agg.add(summary("lock:minute/1", { acquiredAt: 3_540_000 }));
+    agg.add(summary("lock:day/1", { acquiredAt: 0 }));
+    // A group whose locks all ended has no oldest holder: last either way.
+    agg.add(summary("lock:gone/1", { state: "released" }));
+    // Held for, as the row shows it at 3,600,000: a day's group 1 h 0 min, an hour's 59 min 59 s, a minute's 1 min 0 s.
+    expect(sortGroups(agg.rows(), "oldest", "asc").map((g) => g.group)).toEqual(["lock:minute", "lock:hour", "lock:day", "lock:gone"]);
+    expect(sortGroups(agg.rows(), "oldest", "desc").map((g) => g.group)).toEqual(["lock:day", "lock:hour", "lock:minute", "lock:gone"]);
+  });
+
   it("sorts locks by a column, ties and unknowns last, and searches resource and holder", () => {
     const rows = [
       summary("lock:b", { expiresAt: 5_000, acquiredAt: 100 }),
