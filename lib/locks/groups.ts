@@ -112,6 +112,11 @@ const byNumber = (a: number | null, b: number | null, dir: number) => (a === nul
 
 /** Sorts groups in place by `key`, ties by name. */
 export function sortGroups(rows: LockGroup[], key: GroupSort, order: SortOrder): LockGroup[] {
+  return rows.sort(groupOrder(key, order));
+}
+
+/** Two groups in the order of `key`, ties by name (see `sortGroups`). */
+export function groupOrder(key: GroupSort, order: SortOrder): (a: LockGroup, b: LockGroup) => number {
   const dir = order === "asc" ? 1 : -1;
   const value = (g: LockGroup): number | null => {
     switch (key) {
@@ -129,7 +134,7 @@ export function sortGroups(rows: LockGroup[], key: GroupSort, order: SortOrder):
         return g[key];
     }
   };
-  return rows.sort((a, b) => (key === "group" ? byText(a.group, b.group) * dir : byNumber(value(a), value(b), dir) || byText(a.group, b.group)));
+  return (a, b) => (key === "group" ? byText(a.group, b.group) * dir : byNumber(value(a), value(b), dir) || byText(a.group, b.group));
 }
 
 /**

@@ -2,14 +2,15 @@ import "server-only";
 import {
   byText,
   GroupAggregator,
+  groupOrder,
   lockGroup,
   OTHER_GROUP,
   LockColumns,
-  sortGroups,
   matchesSearch,
   sortInSlices,
   statelessPattern,
   type GroupSort,
+  type LockGroup,
   type LockGroupsPage,
   type LockSort,
   type LockSummary,
@@ -80,6 +81,14 @@ interface GroupsAggregate {
   deployment: string | undefined;
   rows: LockGroupsPage["groups"];
   locks: number;
+  /**
+   * The rows in the orders asked for (by sort, order and search), each sorted once while the rows are reused: where
+   * the pattern makes a group of nearly every lock (keys such as `lock:job-42` under the default), there are as many
+   * rows as locks, and a poll every 3 s sorting them all was a second of the event loop each.
+   */
+  sorted: Map<string, LockGroup[]>;
+  /** The rows whose oldest holder has been read: only the rows served are (a `Lock` built per group was seconds). */
+  holdersRead: Set<LockGroup>;
 }
 
 /** A query's locks (as columns), their order (row numbers), and until when it is reused. */
@@ -191,9 +200,25 @@ export class LockGroups {
       aggregate = await this.shared(JSON.stringify(["groups", query.deployment ?? null]), () => this.aggregate(query.deployment, now));
     }
     const needle = query.q?.toLowerCase();
-    const rows = needle ? aggregate.rows.filter((g) => g.group.toLowerCase().includes(needle)) : aggregate.rows.slice();
-    sortGroups(rows, query.sort, query.order);
-    return { serverTime: now, locks: aggregate.locks, total: rows.length, offset: query.offset, groups: rows.slice(query.offset, query.offset + query.limit) };
+    const key = JSON.stringify([query.sort, query.order, needle ?? null]);
+    let rows = aggregate.sorted.get(key);
+    if (!rows) {
+      const matching = needle ? aggregate.rows.filter((g) => g.group.toLowerCase().includes(needle)) : aggregate.rows.slice();
+      rows = await sortInSlices(matching, groupOrder(query.sort, query.order));
+      aggregate.sorted.set(key, rows);
+      while (aggregate.sorted.size > KEPT_LISTS) aggregate.sorted.delete(aggregate.sorted.keys().next().value as string);
+    }
+    const served = rows.slice(query.offset, query.offset + query.limit);
+    for (const row of served) this.readHolder(aggregate, row, now);
+    return { serverTime: now, locks: aggregate.locks, total: rows.length, offset: query.offset, groups: served };
+  }
+
+  /** Names the oldest holder of a row about to be served, as the locks table names it (once per row and aggregate). */
+  private readHolder(aggregate: GroupsAggregate, row: LockGroup, now: number): void {
+    if (row.oldest === null || aggregate.holdersRead.has(row)) return;
+    aggregate.holdersRead.add(row);
+    const oldest = this.store.lock(row.oldest.resource, now, row.oldest.deployment);
+    if (oldest) row.oldest.holder = holderText(oldest);
   }
 
   private async aggregate(deployment: string | undefined, now: number): Promise<GroupsAggregate> {
@@ -205,13 +230,9 @@ export class LockGroups {
       locks += 1;
       aggregator.add(s);
     });
+    // Holders are read for the rows served only (see `readHolder`).
     const rows = aggregator.rows();
-    // Only the winners' holders are decoded: one value per group.
-    for (const row of rows) {
-      const oldest = row.oldest ? this.store.lock(row.oldest.resource, now, row.oldest.deployment) : null;
-      if (row.oldest && oldest) row.oldest.holder = holderText(oldest);
-    }
-    const aggregate: GroupsAggregate = { at: now, until: reusedUntil(now, performance.now() - started), deployment, rows, locks };
+    const aggregate: GroupsAggregate = { at: now, until: reusedUntil(now, performance.now() - started), deployment, rows, locks, sorted: new Map(), holdersRead: new Set() };
     this.groupsCache.set(deployment ?? null, aggregate);
     for (const [key, kept] of this.groupsCache) if (now > kept.until) this.groupsCache.delete(key);
     return aggregate;

@@ -199,4 +199,58 @@ describe("a group paged by name", () => {
     expect(names(page)).toEqual(["lock:jobs/b", "lock:jobs/b2", "lock:jobs/c"]);
     expect(page.total).toBe(3);
   });
+
+  describe("where the pattern makes a group of nearly every lock (keys such as lock:job-42)", () => {
+    /** `count` locks, each its own group under the default pattern; `lock` counts the locks built. */
+    function oneGroupPerLock(count: number) {
+      const summaries: LockSummary[] = Array.from({ length: count }, (_, i) => ({
+        resource: `lock:job-${String(i).padStart(6, "0")}`,
+        state: "held",
+        acquiredAt: 1_000 + i,
+        expiresAt: 60_000,
+        token: `t-${i}`,
+        quorumHeld: 3 - (i % 2),
+        attemptsPerMin: null,
+        waiters: null,
+      }));
+      const source = {
+        built: 0,
+        async summariesInSlices(visit: (s: Readonly<LockSummary>) => void) {
+          for (const s of summaries) visit(s);
+          await Promise.resolve();
+        },
+        lock(resource: string): Lock | null {
+          source.built += 1;
+          return { resource, format: "token", redisType: "string", holders: [{ id: `holder-of-${resource}` }], token: resource } as unknown as Lock;
+        },
+      } satisfies GroupSource & { built: number };
+      return source;
+    }
+
+    it("names the oldest holder of the groups served only, not of every group", async () => {
+      const fleet = oneGroupPerLock(5_000);
+      const groups = new LockGroups(fleet, /^([^:]+:[^:/]+)/);
+      const query = { sort: "oldest" as const, order: "desc" as const, offset: 0, limit: 10 };
+      const page = await groups.groups(query, 7_000_000);
+      expect(page.total).toBe(5_000);
+      expect(page.groups.map((g) => g.oldest?.holder)).toEqual(Array.from({ length: 10 }, (_, i) => `raw holder-of-lock:job-${String(i).padStart(6, "0")}`));
+      expect(fleet.built).toBe(10);
+      // The same rows polled again while they are reused: named already.
+      await groups.groups(query, 7_000_500);
+      expect(fleet.built).toBe(10);
+    });
+
+    it("lets other work run while it sorts the groups", async () => {
+      const fleet = oneGroupPerLock(60_000);
+      const groups = new LockGroups(fleet, /^([^:]+:[^:/]+)/);
+      const t0 = 8_000_000;
+      await groups.groups({ sort: "group", order: "asc", offset: 0, limit: 10 }, t0);
+      let ticks = 0;
+      const timer = setInterval(() => (ticks += 1), 0);
+      const byPartial = await groups.groups({ sort: "partial", order: "desc", offset: 0, limit: 3 }, t0 + 100);
+      clearInterval(timer);
+      expect(byPartial.groups.map((g) => g.group)).toEqual(["lock:job-000000", "lock:job-000001", "lock:job-000002"]);
+      expect(ticks).toBeGreaterThan(0);
+    });
+  });
 });
