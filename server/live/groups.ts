@@ -44,8 +44,12 @@ const REUSE_MS = 1_000;
  */
 const REUSE_PER_BUILD = 4;
 
-/** Until when a list asked for at `now`, whose build took `tookMs`, is reused. */
-const reusedUntil = (now: number, tookMs: number) => now + tookMs + Math.max(REUSE_MS, REUSE_PER_BUILD * tookMs);
+/**
+ * Until when a list asked for at `now` is reused: `madeAfterMs` after it was asked for it was made (its turn waited
+ * for, see `BUILDS_AT_ONCE`, and its build), which took `tookMs`. Counted from when it was made: a list that
+ * waited its turn longer than it is reused for was stale as it came, and made again for the next page asked.
+ */
+const reusedUntil = (now: number, madeAfterMs: number, tookMs: number) => now + madeAfterMs + Math.max(REUSE_MS, REUSE_PER_BUILD * tookMs);
 /** Whether an aggregate or list made at `at` may still be served at `now`. */
 function fresh<T extends { at: number; until: number }>(made: T | null | undefined, now: number): made is T {
   return made !== null && made !== undefined && now <= made.until && now >= made.at;
@@ -197,7 +201,8 @@ export class LockGroups {
   async groups(query: GroupQuery, now = Date.now()): Promise<LockGroupsPage> {
     let aggregate = this.groupsCache.get(query.deployment ?? null);
     if (!fresh(aggregate, now)) {
-      aggregate = await this.shared(JSON.stringify(["groups", query.deployment ?? null]), () => this.aggregate(query.deployment, now));
+      const asked = performance.now();
+      aggregate = await this.shared(JSON.stringify(["groups", query.deployment ?? null]), () => this.aggregate(query.deployment, now, asked));
     }
     const needle = query.q?.toLowerCase();
     const key = JSON.stringify([query.sort, query.order, needle ?? null]);
@@ -221,7 +226,7 @@ export class LockGroups {
     if (oldest) row.oldest.holder = holderText(oldest);
   }
 
-  private async aggregate(deployment: string | undefined, now: number): Promise<GroupsAggregate> {
+  private async aggregate(deployment: string | undefined, now: number, asked: number): Promise<GroupsAggregate> {
     const started = performance.now();
     const aggregator = new GroupAggregator(this.groupOf);
     let locks = 0;
@@ -232,7 +237,7 @@ export class LockGroups {
     });
     // Holders are read for the rows served only (see `readHolder`).
     const rows = aggregator.rows();
-    const aggregate: GroupsAggregate = { at: now, until: reusedUntil(now, performance.now() - started), deployment, rows, locks, sorted: new Map(), holdersRead: new Set() };
+    const aggregate: GroupsAggregate = { at: now, until: reusedUntil(now, performance.now() - asked, performance.now() - started), deployment, rows, locks, sorted: new Map(), holdersRead: new Set() };
     this.groupsCache.set(deployment ?? null, aggregate);
     for (const [key, kept] of this.groupsCache) if (now > kept.until) this.groupsCache.delete(key);
     return aggregate;
@@ -255,7 +260,10 @@ export class LockGroups {
     }
     const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order, query.deployment ?? null]);
     let list = this.lists.get(key);
-    if (!fresh(list, now)) list = await this.shared(key, () => this.build(query, key, now));
+    if (!fresh(list, now)) {
+      const asked = performance.now();
+      list = await this.shared(key, () => this.build(query, key, now, asked));
+    }
     const locks: Lock[] = [];
     const { columns, order } = list;
     for (const row of order.slice(query.offset, query.offset + query.limit)) {
@@ -333,7 +341,7 @@ export class LockGroups {
     }
   }
 
-  private async build(query: LockQuery, key: string, now: number): Promise<SortedList> {
+  private async build(query: LockQuery, key: string, now: number, asked: number): Promise<SortedList> {
     const started = performance.now();
     const columns = new LockColumns(query.sort, { holder: (s) => shownHolder(s), fence: (s) => fenceOfValue(s.token) });
     const needle = query.q?.toLowerCase();
@@ -346,7 +354,7 @@ export class LockGroups {
       columns.add(s);
     });
     const order = await sortInSlices(columns.rows(), columns.compare(query.order));
-    const list: SortedList = { at: now, until: reusedUntil(now, performance.now() - started), columns, order };
+    const list: SortedList = { at: now, until: reusedUntil(now, performance.now() - asked, performance.now() - started), columns, order };
     this.lists.delete(key);
     this.lists.set(key, list);
     for (const [k, kept] of this.lists) if (this.lists.size > KEPT_LISTS || now > kept.until) this.lists.delete(k);

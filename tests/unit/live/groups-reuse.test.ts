@@ -111,6 +111,30 @@ describe("the grouped view's sorted lists", () => {
     expect(most).toBe(2);
   });
 
+  it("reuses a list that waited its turn from when it was made, not from when it was asked for", async () => {
+    const fleet = slowFleet(1_000, 0);
+    const pass = fleet.summariesInSlices.bind(fleet);
+    // The first two passes (two other viewers' searches) hold the console's two places until let go.
+    const held: Array<() => void> = [];
+    fleet.summariesInSlices = async (visit) => {
+      if (held.length < 2) await new Promise<void>((resolve) => held.push(resolve));
+      await pass(visit);
+    };
+    const groups = new LockGroups(fleet, /^lock:([^/]+)/);
+    const t0 = 9_000_000;
+    const others = [groups.page({ q: "orders/1", sort: "ttl", order: "asc", offset: 0, limit: 10 }, t0), groups.page({ q: "orders/2", sort: "ttl", order: "asc", offset: 0, limit: 10 }, t0)];
+    const query = { group: "orders", sort: "ttl" as const, order: "asc" as const, offset: 0, limit: 50 };
+    const waiting = groups.page(query, t0);
+    // They take a second and a half; this list waits its turn meanwhile, then is made at once.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    for (const release of held) release();
+    await Promise.all([...others, waiting]);
+    expect(fleet.passes).toBe(3);
+    // The viewer scrolls to the next page just after it came: the list made a moment ago serves it.
+    await groups.page({ ...query, offset: 50 }, t0 + 1_600);
+    expect(fleet.passes).toBe(3);
+  });
+
   it("shares one build among the requests that come while it runs", async () => {
     const fleet = slowFleet(1_000, 10);
     const groups = new LockGroups(fleet, /^lock:([^/]+)/);
