@@ -85,6 +85,7 @@ export function GroupsTable({ deployments, deployment, filter = "" }: { deployme
         deployment={{ choices: deployments, value: shownDeployment, onChange: setDeployment }}
         search={{ label: "Filter groups", placeholder: "Filter groups by name", value: text, onChange: setFilter }}
         count={data ? groupsCount(data, search !== "") : "Loading groups…"}
+        countPending={query.isPlaceholderData || text.trim() !== search.trim()}
       />
       {query.isError && <LoadError what="the groups" error={query.error} />}
       <div className="locks-scroll groups-scroll">
@@ -101,7 +102,7 @@ export function GroupsTable({ deployments, deployment, filter = "" }: { deployme
             {data && data.groups.length === 0 && (
               <tr>
                 <td colSpan={GROUP_COLUMNS.length} className="muted empty">
-                  No group matches the filter.
+                  {search ? "No group matches the filter." : shownDeployment ? `No locks on ${shownDeployment} right now.` : "No locks under the lock patterns right now."}
                 </td>
               </tr>
             )}
@@ -352,6 +353,7 @@ export function GroupLocks({ group, deployment = null, filter = "" }: { group: s
         search={{ label: "Search this group", placeholder: "Search by resource or holder", value: text, onChange: setText }}
         // (Scrolled to rows still on their way, no page on screen has come yet: the count stays what the last one said,
         // rather than "Loading locks…" and back, each read out.)
+        countPending={pages.some((p) => p.isPlaceholderData) || text.trim() !== search.trim()}
         count={totalKnown.current ? `${total.current.toLocaleString("en")} ${total.current === 1 ? "lock" : "locks"}${search ? (total.current === 1 ? " matches" : " match") : ""}` : "Loading locks…"}
       />
       {error && <LoadError what="the locks" error={error} />}

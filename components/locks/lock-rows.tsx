@@ -40,6 +40,7 @@ export function TableTools({
   deployment,
   search,
   count,
+  countPending = false,
 }: {
   before?: ReactNode;
   /** The deployment filter, shown where the console watches several (`choices` is empty where it watches one). */
@@ -47,6 +48,8 @@ export function TableTools({
   /** The search box: its accessible label, placeholder and text. */
   search: { label: string; placeholder: string; value: string; onChange: (text: string) => void };
   count: string;
+  /** The count is still an earlier filter's (the new one's answer is on its way): not read out yet. */
+  countPending?: boolean;
 }) {
   return (
     <div className="locks-tools">
@@ -54,12 +57,47 @@ export function TableTools({
       {deployment && deployment.choices.length > 0 && <DeploymentSelect deployments={deployment.choices} value={deployment.value} onChange={deployment.onChange} />}
       <label className="filter">
         <span className="sr-only">{search.label}</span>
-        <input type="search" placeholder={search.placeholder} aria-label={search.label} value={search.value} onChange={(e) => search.onChange(e.target.value)} />
+        <input type="search" placeholder={search.placeholder} aria-label={search.label} value={search.value} maxLength={MAX_SEARCH_CHARS} onChange={(e) => search.onChange(e.target.value)} />
       </label>
-      <span className="muted" aria-live="polite">
-        {count}
-      </span>
+      <span className="muted locks-count">{count}</span>
+      <FilterAnnouncement asked={`${search.value.trim()}\u0000${deployment?.value ?? ""}`} filtered={search.value.trim() !== "" || (deployment?.value ?? "") !== ""} count={countPending ? null : count} />
     </div>
+  );
+}
+
+/** The longest search the API takes (`q`, `GET /api/locks` and `/api/locks/groups`). */
+const MAX_SEARCH_CHARS = 200;
+/** How long a filter stays unchanged (typing paused) before its count is read out. */
+const ANNOUNCE_AFTER_MS = 700;
+
+/**
+ * Reads out a table's count once the operator changed its filter (text or deployment), and only then: the count
+ * beside the box changes with every lock that comes or goes, and a live region on it read the count out every
+ * second of a busy fleet. Waits for typing to pause and for the new filter's count (`null` while an earlier one's
+ * is shown; not "Loading…").
+ */
+function FilterAnnouncement({ asked, filtered, count }: { asked: string; filtered: boolean; count: string | null }) {
+  const [said, setSaid] = useState("");
+  const [armed, setArmed] = useState(false);
+  // (Not the page's first filter, from its address, until the operator changes it.)
+  const initial = useRef(asked);
+  const changed = useRef(false);
+  useEffect(() => {
+    if (!changed.current && asked === initial.current) return;
+    changed.current = true;
+    setArmed(false);
+    const timer = setTimeout(() => setArmed(true), ANNOUNCE_AFTER_MS);
+    return () => clearTimeout(timer);
+  }, [asked]);
+  useEffect(() => {
+    if (!armed || count === null || count.startsWith("Loading")) return;
+    setArmed(false);
+    setSaid(`${filtered ? "Filtered" : "Filter cleared"}: ${count}`);
+  }, [armed, filtered, count]);
+  return (
+    <span className="sr-only" role="status">
+      {said}
+    </span>
   );
 }
 

@@ -96,12 +96,19 @@ test.describe("live locks", () => {
     for (const name of ["a", "b", "c"]) await setOnAll(clients, `${prefix}/${name}`, encodeLockValue({ label: "counter", host: "web-1", pid: 7, fence: null, acquiredAt: Date.now() }), 120_000);
     await clients[0]!.set(`${prefix}/split`, "only-on-node-0", "PX", 120_000);
     await clients[1]!.set(`${prefix}/split`, "only-on-node-1", "PX", 120_000);
+    // Nothing is read out while the operator has not changed the filter, however the count changes.
+    const readOut = page.locator(".locks-tools [role=status]");
+    await expect(readOut).toHaveText("");
     await page.getByLabel("Filter locks").fill(prefix);
     await expect(page.getByText(/^4 (of [\d,]+ )?locks shown/)).toHaveText(/^4 (of [\d,]+ )?locks shown: 3 held, 1 partial$/);
+    // The filter's count is read out once typing pauses.
+    await expect(readOut).toHaveText(/^Filtered: 4 (of [\d,]+ )?locks shown: 3 held, 1 partial$/);
     // One of the three ends: it stays listed a few seconds, as ended, and is no longer counted as held.
     await Promise.all(clients.map((c) => c.del(`${prefix}/c`)));
     await expect(table.getByRole("row", { name: `${prefix}/c`, exact: true }).getByRole("cell").nth(0)).toHaveText("released");
     await expect(page.getByText(/^4 (of [\d,]+ )?locks shown/)).toHaveText(/^4 (of [\d,]+ )?locks shown: 2 held, 1 partial, 1 ended$/);
+    // A lock that comes or goes changes the count beside the box, but is not read out (a busy fleet's would be, every second).
+    await expect(readOut).toHaveText(/^Filtered: 4 (of [\d,]+ )?locks shown: 3 held, 1 partial$/);
     await page.getByLabel("Filter locks").fill("");
     // Unfiltered, the count's "held" is the "locks held" tile's figure.
     const tile = page.locator("dl[aria-label='Live counts'] > div").filter({ hasText: "locks held" }).locator("dd");
