@@ -88,7 +88,8 @@ export function startAuditDatabase(): void {
   const db = getDatabase();
   if (!db) return;
   getHistory();
-  db.ready().then(
+  // However long the upgrade takes (a release or a history write meanwhile waits for it no longer than for a query).
+  db.ready(0).then(
     () => getLogger().info({ database: db.display }, "audit database ready"),
     (error: unknown) =>
       getLogger().error(

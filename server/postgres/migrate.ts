@@ -1,5 +1,5 @@
 import "server-only";
-import type pg from "pg";
+import pg from "pg";
 import { MIGRATIONS, type Migration } from "./migrations";
 
 /**
@@ -10,7 +10,22 @@ export const MIGRATION_LOCK_ID = 0x6c6f636b73636f70n;
 
 /** Applies the steps not yet recorded, in order, each with its record in one transaction. Returns the versions applied. */
 export async function migrate(pool: pg.Pool, steps: readonly Migration[] = MIGRATIONS): Promise<number[]> {
-  const client = await pool.connect();
+  // A connection of its own, to the pool's server, without the pool's query timeouts: a step may build an index over
+  // millions of recorded events (minutes, where a query is given seconds), and a console that starts while another
+  // migrates waits on the advisory lock until it is done. (The pool keeps its password apart from its options.) TCP
+  // keepalive instead: a server gone without a word (a host lost mid-step) still fails the step, and the next call
+  // of `ready` tries again, rather than waiting on it for good.
+  const client = new pg.Client({
+    ...pool.options,
+    password: pool.options.password,
+    statement_timeout: undefined,
+    query_timeout: undefined,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 30_000,
+  });
+  // The server going away mid-step rejects the step's query; the client's own 'error' event must not end the process.
+  client.on("error", () => undefined);
+  await client.connect();
   const applied: number[] = [];
   try {
     // Session-level lock on this connection: held across the steps' transactions, released below.
@@ -45,6 +60,6 @@ export async function migrate(pool: pg.Pool, steps: readonly Migration[] = MIGRA
     }
     return applied;
   } finally {
-    client.release();
+    await client.end().catch(() => undefined);
   }
 }

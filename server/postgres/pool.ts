@@ -11,8 +11,26 @@ export interface Database {
   pool: pg.Pool;
   /** The URL with its password masked: the only form that may be logged or shown. */
   display: string;
-  /** Resolves once the schema is current; retried on the next call after a failure (the database was down). */
-  ready(): Promise<void>;
+  /**
+   * Resolves once the schema is current; retried on the next call after a failure (the database was down). A
+   * migration may take minutes (another console's, or an index over a large table): a caller waits for it at most
+   * `waitMs` (by default as long as a query may take; 0: until it is done), then fails as a database that did not
+   * answer, while the migration goes on.
+   */
+  ready(waitMs?: number): Promise<void>;
+}
+
+/**
+ * The schema is still being upgraded (by this console or another) after the caller's wait: coded as a server not yet
+ * taking work (SQLSTATE 57P03, "cannot connect now"), so it counts as a database that did not answer: lock history
+ * keeps its events for later, a release is refused and its entry recorded as refused once the database takes it.
+ */
+export class SchemaUpgradingError extends Error {
+  readonly code = "57P03";
+  constructor(waitMs: number) {
+    super(`the database schema is being upgraded (a migration is running); not done after ${(waitMs / 1000).toFixed(1)} s`);
+    this.name = "SchemaUpgradingError";
+  }
 }
 
 /** How long a query may take before the console gives up on it (the release waits on the audit insert). */
@@ -38,21 +56,29 @@ export function createDatabase(url: string, options: { max?: number; /** 0: no t
     client.on("error", (error) => getLogger().debug({ database: display, err: error.message }, "audit database connection lost while in use"));
   });
   let migrated: Promise<void> | null = null;
+  let current = false;
   return {
     pool,
     display,
-    ready() {
-      const current =
+    ready(waitMs = timeoutMs) {
+      const migrating =
         migrated ??
         migrate(pool).then(
-          () => undefined,
+          () => {
+            current = true;
+          },
           (error: unknown) => {
             migrated = null;
             throw error;
           },
         );
-      migrated = current;
-      return current;
+      migrated = migrating;
+      if (current || waitMs <= 0) return migrating;
+      return new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new SchemaUpgradingError(waitMs)), waitMs);
+        timer.unref();
+        void migrating.then(resolve, reject).finally(() => clearTimeout(timer));
+      });
     },
   };
 }

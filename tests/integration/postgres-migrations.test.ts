@@ -2,7 +2,9 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresHistory } from "@/server/history/postgres";
 import { MIGRATIONS } from "@/server/postgres/migrations";
-import { migrate } from "@/server/postgres/migrate";
+import { isDatabaseUnreachable } from "@/server/postgres/errors";
+import { migrate, MIGRATION_LOCK_ID } from "@/server/postgres/migrate";
+import { createDatabase } from "@/server/postgres/pool";
 import { startPostgres, type TestPostgres } from "../support/postgres";
 
 describe("PostgreSQL migrations", () => {
@@ -93,6 +95,49 @@ describe("PostgreSQL migrations", () => {
     const indexes = await p.query<{ indexname: string; indexdef: string }>("SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN ('lock_events_resource_at', 'lock_holds_resource', 'lock_holds_current_value') ORDER BY indexname");
     expect(indexes.rows.map((r) => r.indexname)).toEqual(["lock_events_resource_at", "lock_holds_current_value", "lock_holds_resource"]);
     for (const r of indexes.rows) expect(r.indexdef).toMatch(/\((deployment, resource|resource, deployment), /);
+  });
+
+  it("applies a step that takes longer than the console's query timeout (an index built over a large table)", async () => {
+    const url = await server.createDatabase("long_step");
+    // The console's pool, with its query timeout cut to 300 ms; the step takes a second, as building an index over
+    // millions of recorded events takes minutes where queries are given 5 s.
+    const db = createDatabase(url, { timeoutMs: 300 });
+    try {
+      const steps = [...MIGRATIONS, { version: 98, name: "long", sql: "SELECT pg_sleep(1); CREATE TABLE long_done (x int)" }];
+      expect(await migrate(db.pool, steps)).toEqual(steps.map((m) => m.version));
+      // The pool's own queries keep their timeout.
+      await expect(db.pool.query("SELECT pg_sleep(1)")).rejects.toThrow(/statement timeout|Query read timeout/);
+    } finally {
+      await db.pool.end();
+    }
+  });
+
+  it("says the database did not answer while another console upgrades the schema, and is ready once it is done", async () => {
+    const url = await server.createDatabase("upgrading");
+    // Another console, mid-upgrade: it holds the migration lock.
+    const other = new pg.Client(url);
+    await other.connect();
+    await other.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_ID.toString()]);
+    const db = createDatabase(url, { timeoutMs: 300 });
+    try {
+      // A release or a history write waits no longer than a query would, and fails as "did not answer" (history keeps
+      // its events for later; a release is refused, its entry recorded as refused once the database takes it).
+      const waiting = await db.ready().then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(waiting).toBeInstanceOf(Error);
+      expect((waiting as Error).message).toMatch(/schema is being upgraded/);
+      expect(isDatabaseUnreachable(waiting)).toBe(true);
+      await other.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_ID.toString()]);
+      await db.ready(0);
+      const { rows } = await db.pool.query<{ version: number }>("SELECT max(version) AS version FROM lockscope_migrations");
+      expect(rows[0]?.version).toBe(Math.max(...MIGRATIONS.map((m) => m.version)));
+      await db.ready();
+    } finally {
+      await other.end();
+      await db.pool.end();
+    }
   });
 
     it("rolls a failing step back whole, records it not, and applies it once it is fixed", async () => {
