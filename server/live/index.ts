@@ -195,9 +195,19 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       };
     };
     const timers: NodeJS.Timeout[] = [];
-    const endUnseen = () => endUnseenHolds(store.deployment, (resource, token) => store.holdsValue(resource, token));
+    /**
+     * The live view's locks say which holds ended only once it has read every node (since its last connection) and
+     * every key under the patterns: a lock on a node that is down, or not read yet, may be held still.
+     */
+    const unread = () => watchers.filter((w) => !w.status().up || w.partlyWatched).map((w) => w.id);
+    const endUnseen = () => (unread().length > 0 ? Promise.resolve(0) : endUnseenHolds(store.deployment, (resource, token) => store.holdsValue(resource, token)));
     /** History holds whose end no console saw are ended once the live view has read the nodes, and hourly. */
     const checkUnseenHolds = () => {
+      const notRead = unread();
+      if (notRead.length > 0) {
+        log.info({ nodes: notRead }, "lock history: open holds not checked while these nodes are not read; next check in an hour");
+        return;
+      }
       endUnseen().then(
         (ended) => {
           if (ended > 0) log.info({ holds: ended }, "lock history: ended the holds whose end no console saw");
