@@ -1,12 +1,18 @@
 import "server-only";
 import { createHash } from "node:crypto";
 import { decodeHolder } from "@/lib/locks/merge";
+import type { TimelineType } from "@/lib/locks/types";
 import type { Database } from "../postgres/pool";
 import type { HeldAtOptions, HistoryFilters, HistoryPage, HistoryStore, LockHistoryEvent, LockHold, OpenHold, StoredLockEvent } from "./types";
 
 /** Events that happen once per hold: stored once however many consoles saw them (see `dedupKeys`). */
 const ONCE_PER_HOLD = new Set(["acquired", "released", "expired", "evicted", "force-released", "lost"]);
 const ENDS = new Set(["released", "expired", "evicted", "force-released", "lost"]);
+/**
+ * An end one console knew more of than another (it made the force release, or saw the failover lose the lock): the
+ * ends its word corrects, as the live view corrects its own timeline (`relabelForced`, `relabelLost`).
+ */
+const CORRECTS: Readonly<Record<string, readonly TimelineType[]>> = Object.freeze({ "force-released": ["released", "expired", "lost"], lost: ["released"] });
 /**
  * Consoles see the same event a few milliseconds apart (or their clocks differ by as much): events of one kind for
  * one value of one lock (a resource on a deployment) in the same window of this length are one. (A foreign client
@@ -18,12 +24,15 @@ const DEDUP_WINDOW_MS = 10_000;
  * Two 63-bit keys for an event that several consoles record (each unique in the table: a second console's copy
  * conflicts and is not stored); null for per-console entries (gaps, extensions). The first names the event's
  * 10 s window, the second the same windows shifted by half of one: two sightings under 5 s apart are in one
- * window of at least one of the two, whichever window mark lies between them.
+ * window of at least one of the two, whichever window mark lies between them. A hold has one end, whatever each
+ * console took it for (a release here, the force release it was on the console that made it): every kind of end
+ * has the same keys.
  */
 export function dedupKeys(event: LockHistoryEvent): [string, string] | null {
   if (!ONCE_PER_HOLD.has(event.type) || !event.token) return null;
+  const kind = ENDS.has(event.type) ? "end" : event.type;
   const key = (window: number) => {
-    const digest = createHash("sha256").update(`${event.deployment}\u0000${event.resource}\u0000${event.type}\u0000${event.token}\u0000${window}`).digest();
+    const digest = createHash("sha256").update(`${event.deployment}\u0000${event.resource}\u0000${kind}\u0000${event.token}\u0000${window}`).digest();
     return (digest.readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
   };
   // The second key's windows are numbered apart from the first's (a key is unique within its own column anyway).
@@ -248,6 +257,12 @@ export class PostgresHistory implements HistoryStore {
       for (const r of inserted.rows) if (r.dd !== null) kept.add(r.dd);
       // Holds follow the events this batch actually stored, so a second console's copy opens or closes nothing.
       const stored = rows.filter((r) => r.dd === null || kept.has(r.dd));
+      // An end another console stored first, as less than this one knew (a release that was a force release):
+      // corrected, as that console does once it learns (the copy this console did not store says what it was).
+      for (const r of rows) {
+        if (r.dd === null || kept.has(r.dd)) continue;
+        for (const was of CORRECTS[r.t] ?? []) relabels.push({ a: r.a, r: r.r, dep: r.dep, t: r.t, was, tok: r.tok, d: r.d });
+      }
       const acquired = stored.filter((r) => r.t === "acquired" && r.tok !== null);
       if (acquired.length > 0) {
         await client.query(

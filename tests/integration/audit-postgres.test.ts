@@ -426,6 +426,49 @@ describe("audit and lock history in PostgreSQL", () => {
     }
   });
 
+  it("stores one end of a hold two consoles saw as a release and as a force release, as the force release, whichever came first", async () => {
+    const { createDatabase } = await import("@/server/postgres/pool");
+    const { PostgresHistory } = await import("@/server/history/postgres");
+    const first = createDatabase(url);
+    const second = createDatabase(url);
+    try {
+      // The console that released knew it was forced; another saw the keys go before the release's word came (and
+      // corrects its own record once it comes, or never, if it never comes).
+      const releasing = new PostgresHistory(first);
+      const watching = new PostgresHistory(second);
+      const t = Date.now() - 3_600_000;
+      const ev = (resource: string, at: number, type: "acquired" | "released" | "force-released", relabels?: "released") => ({
+        at,
+        resource,
+        deployment: "default",
+        type,
+        token: "forced-value",
+        ...(type === "force-released" ? { detail: "by carol: “stuck”" } : {}),
+        ...(relabels ? { relabels } : {}),
+      });
+      const ends = async (resource: string) => {
+        const page = await releasing.events({ limit: 10, filters: { resource } });
+        const held = await releasing.heldAt({ at: t + 500, resource, deployment: "default", limit: 10 });
+        return { events: page.events.map((e) => [e.type, e.detail]), holds: held.holds.map((h) => h.endType) };
+      };
+      const forced = [["force-released", "by carol: “stuck”"], ["acquired", null]];
+
+      // The force release recorded first; the other console's release, then its correction.
+      await releasing.insert([ev("lock:forced/1", t, "acquired"), ev("lock:forced/1", t + 1_000, "force-released")]);
+      await watching.insert([ev("lock:forced/1", t + 1_003, "released")]);
+      await watching.insert([ev("lock:forced/1", t + 1_003, "force-released", "released")]);
+      expect(await ends("lock:forced/1")).toEqual({ events: forced, holds: ["force-released"] });
+
+      // The release recorded first, never corrected by its console: the force release's word still stands.
+      await watching.insert([ev("lock:forced/2", t, "acquired"), ev("lock:forced/2", t + 1_003, "released")]);
+      await releasing.insert([ev("lock:forced/2", t + 1_000, "force-released")]);
+      expect(await ends("lock:forced/2")).toEqual({ events: forced, holds: ["force-released"] });
+    } finally {
+      await first.pool.end();
+      await second.pool.end();
+    }
+  });
+
   it("records lock history, pages it newest first by resource and by time, and answers who held a lock at an instant", async () => {
     const history = service.getHistory();
     expect(history).not.toBeNull();
