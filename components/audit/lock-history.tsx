@@ -11,6 +11,8 @@ import { TableHead } from "../table-scroll";
 import styles from "./audit-log.module.css";
 
 const PAGE_SIZE = 50;
+/** Holds asked for at a time: at an instant thousands of locks may be held, shown a page at a time. */
+const HOLDS_PAGE_SIZE = 100;
 
 function timeText(at: number): string {
   return new Date(at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
@@ -41,18 +43,22 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
   const [draft, setDraft] = useState({ at: "", resource: "" });
   const [asked, setAsked] = useState<{ at: number; resource: string } | null>(null);
   const target = resource ?? asked?.resource.trim() ?? "";
-  const holds = useQuery({
+  const holds = useInfiniteQuery({
     queryKey: ["history-at", target, deployment ?? null, asked?.at],
     enabled: asked !== null,
-    queryFn: () => {
-      const at = new Date(asked?.at ?? 0).toISOString();
-      if (resource) return apiFetch<HoldsAnswer>(lockHistoryPath(resource, deployment, new URLSearchParams({ at, limit: "100" })));
-      const params = new URLSearchParams({ at, limit: "100" });
+    initialPageParam: null as string | null,
+    queryFn: ({ pageParam }) => {
+      const params = new URLSearchParams({ at: new Date(asked?.at ?? 0).toISOString(), limit: String(HOLDS_PAGE_SIZE) });
+      if (pageParam) params.set("before", pageParam);
+      if (resource) return apiFetch<HoldsAnswer>(lockHistoryPath(resource, deployment, params));
       if (target) params.set("resource", target);
       return apiFetch<HoldsAnswer>(`/api/history?${params.toString()}`);
     },
+    getNextPageParam: (last) => last.next,
   });
-  const showDeployment = several(holds.data);
+  const answer = holds.data?.pages[0];
+  const held = holds.data?.pages.flatMap((p) => p.holds) ?? [];
+  const showDeployment = several(answer);
   const submit = (event: FormEvent) => {
     event.preventDefault();
     const ms = new Date(draft.at).getTime();
@@ -82,20 +88,20 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
           <MessageText text={holds.error.message} />
         </p>
       )}
-      {holds.data && !holds.data.recording && <NotRecording />}
-      {holds.data?.recording && (
+      {answer && !answer.recording && <NotRecording />}
+      {answer?.recording && (
         <div className="panel">
-          <table className={styles.table} aria-label={`Holds at ${timeText(holds.data.at)}`}>
+          <table className={styles.table} aria-label={`Holds at ${timeText(answer.at)}`}>
             <TableHead columns={["Resource", showDeployment && "Deployment", "Holder", "Fence", "Acquired", "Ended"]} />
             <tbody>
-              {holds.data.holds.length === 0 && (
+              {held.length === 0 && (
                 <tr>
                   <td colSpan={showDeployment ? 6 : 5} className="muted">
-                    Nothing was held at {timeText(holds.data.at)}.
+                    Nothing was held at {timeText(answer.at)}.
                   </td>
                 </tr>
               )}
-              {holds.data.holds.map((h) => (
+              {held.map((h) => (
                 <tr key={h.id}>
                   <td className="mono">{h.resource}</td>
                   {showDeployment && <td>{h.deployment}</td>}
@@ -109,6 +115,13 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
               ))}
             </tbody>
           </table>
+        </div>
+      )}
+      {answer?.recording && holds.hasNextPage && (
+        <div>
+          <button type="button" className="button" onClick={() => void holds.fetchNextPage()} disabled={holds.isFetchingNextPage}>
+            {holds.isFetchingNextPage ? "Loading…" : "Show more holds"}
+          </button>
         </div>
       )}
     </div>
