@@ -172,7 +172,8 @@ function RecordedEvents({ resource, deployment, result }: { resource: string; de
         <table className={styles.table} aria-label="Recorded history">
           <TableHead columns={["Time", "Event", "Holder", "Fence", "Detail"]} />
           <tbody>
-            {events.length === 0 && !result.isPending && (
+            {/* (Where the history could not be read, the alert above says so: not "nothing recorded".) */}
+            {events.length === 0 && !result.isPending && !result.error && (
               <tr>
                 <td colSpan={5} className="muted">
                   Nothing recorded yet.

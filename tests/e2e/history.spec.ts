@@ -1,12 +1,22 @@
+import type Redis from "ioredis";
 import type { Route } from "@playwright/test";
 import type { LockHold } from "@/lib/history/types";
-import { expect, test } from "./fixtures";
+import { expect, lockNodeClients, test } from "./fixtures";
+import { holdLock, unique } from "./scene";
 
 /**
  * The history views with a history database's answers. The e2e console keeps no history database: its history
  * routes' answers are given here, as the API documents them (docs/api.md, "Lock history").
  */
 test.describe("lock history in the browser", () => {
+  let nodes: Redis[] = [];
+  test.beforeEach(async ({ request }) => {
+    nodes = await lockNodeClients(request);
+  });
+  test.afterEach(() => {
+    for (const n of nodes) n.disconnect();
+  });
+
   test("who held what, when: every hold at that instant, page after page, not only the first hundred", async ({ page, signIn }) => {
     await signIn("viewer");
     const at = Date.parse("2026-03-01T03:12:00Z");
@@ -46,5 +56,17 @@ test.describe("lock history in the browser", () => {
     await expect(table.getByRole("row").filter({ hasText: "lock:orders/129" })).toContainText("worker-129 @ web-1:42");
     await expect(page.getByRole("button", { name: "Show more holds" })).toHaveCount(0);
     expect(asked).toEqual(["first", hold(99).id]);
+  });
+
+  test("a lock's recorded history says it could not be read, not that nothing was recorded, while the database does not answer", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const resource = unique("history-down");
+    await holdLock(nodes, resource, "billing-worker", "17");
+    const message = "Lock history cannot be read: the database (postgres://lockscope:****@db:5432/lockscope) did not answer.";
+    await page.route(`**/api/locks/${encodeURIComponent(resource)}/history?*`, (route) => route.fulfill({ status: 503, json: { error: { code: "unavailable", message } } }));
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    const history = page.getByRole("region", { name: "Recorded history" });
+    await expect(history.getByRole("alert")).toHaveText(message);
+    await expect(history).not.toContainText("Nothing recorded yet.");
   });
 });
