@@ -31,7 +31,11 @@ export interface RecorderOptions {
    * @default 5
    */
   attempts?: number;
-  /** Whether a failed write failed because the database did not answer. @default isDatabaseUnreachable */
+  /**
+   * Whether a failed write failed because the database did not answer, or not in time (its statement timeout
+   * cancelled the batch: the database is slow, and the same batch goes through once it keeps up).
+   * @default notAnswered
+   */
   unreachable?: (error: unknown) => boolean;
   /**
    * The longest lock key recorded, in UTF-8 bytes. PostgreSQL's B-tree indexes take no entry much over
@@ -49,7 +53,10 @@ export interface RecorderOptions {
 /** The longest lock key recorded by default, in UTF-8 bytes (see `RecorderOptions.maxResourceBytes`). */
 export const MAX_RECORDED_KEY_BYTES = 2_000;
 
-const DEFAULTS = Object.freeze({ capacity: 50_000, batchSize: 2_000, flushMs: 250, attempts: 5, maxResourceBytes: MAX_RECORDED_KEY_BYTES, unreachable: isDatabaseUnreachable });
+/** SQLSTATE 57014 (query_canceled): what PostgreSQL answers a statement that ran past the statement timeout. */
+const notAnswered = (error: unknown): boolean => isDatabaseUnreachable(error) || (error instanceof Error && (error as Error & { code?: unknown }).code === "57014");
+
+const DEFAULTS = Object.freeze({ capacity: 50_000, batchSize: 2_000, flushMs: 250, attempts: 5, maxResourceBytes: MAX_RECORDED_KEY_BYTES, unreachable: notAnswered });
 
 /**
  * Batches lifecycle events into the history store off the live view's path: `record` only pushes onto a

@@ -108,6 +108,29 @@ describe("history recorder", () => {
     expect(recorder.pending).toBe(0);
   });
 
+  it("keeps the queued events while the database is too slow to write them in time, and writes them once it keeps up", async () => {
+    const store = new GatedStore();
+    // What PostgreSQL answers a statement that ran past the console's statement timeout.
+    const cancelled = Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014" });
+    const insert = store.insert.bind(store);
+    let slow = true;
+    store.insert = async (events) => {
+      if (slow) throw cancelled;
+      return insert(events);
+    };
+    const drops: Array<[number, string]> = [];
+    const recorder = new HistoryRecorder(store, { batchSize: 10, flushMs: 1_000, attempts: 3, onDrop: (n, why) => drops.push([n, why]) });
+    recorder.record(event(1));
+    recorder.record(event(2));
+    // Many more tries than `attempts`: the database is slow, not refusing these events.
+    for (let i = 0; i < 10; i++) await recorder.flush();
+    expect(drops).toEqual([]);
+    expect(recorder.pending).toBe(2);
+    slow = false;
+    await recorder.flush();
+    expect(store.written.flat().map((e) => e.at)).toEqual([1, 2]);
+  });
+
   it("makes a bulk producer wait for room once the queue is half full, and never while the database fails", async () => {
     const store = new GatedStore();
     store.close();
