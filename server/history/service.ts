@@ -129,6 +129,11 @@ export async function endUnseenHolds(deployment: string, holds: (resource: strin
   }
 }
 
+/** Whether lock history is recorded (AUDIT_DATABASE_URL is set). */
+export function historyRecorded(): boolean {
+  return getDatabase() !== null;
+}
+
 /** The sink the live view feeds, or null when history is not recorded. */
 export function getHistorySink(): HistorySink | null {
   return getHistory()?.recorder ?? null;

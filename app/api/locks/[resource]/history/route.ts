@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS } from "@/lib/locks/types";
 import { ApiError } from "@/server/errors";
-import { historyEvents, historyHeldAt } from "@/server/history/service";
+import { historyEvents, historyHeldAt, historyRecorded } from "@/server/history/service";
 import { LockHistoryQuery } from "@/server/history/query";
 import { route } from "@/server/http";
-import { deploymentNames, historyDeployment, isLockKey, startLive } from "@/server/live";
+import { deploymentNames, historyDeployment, isLockKey, namedDeployment, startLive } from "@/server/live";
 import { notALockKey } from "@/server/patterns";
 
 export const dynamic = "force-dynamic";
@@ -18,8 +18,13 @@ const params = z.strictObject({
 export const GET = route({ name: "GET /api/locks/[resource]/history", access: "viewer", params, query: LockHistoryQuery }, async ({ params: p, query }) => {
   if (!isLockKey(p.resource)) throw new ApiError("not_found", notALockKey(p.resource));
   const view = startLive();
-  // A lock is (deployment, resource): its history is that deployment's only, resolved as the lock's page is.
-  const deployment = historyDeployment(view, p.resource, query.deployment);
+  // A lock is (deployment, resource): its history is that deployment's only, resolved as the lock's page is. Where no
+  // history is recorded there is none to choose between: the answer says so (a name given is still checked).
+  const deployment = historyRecorded()
+    ? historyDeployment(view, p.resource, query.deployment)
+    : query.deployment === undefined
+      ? undefined
+      : namedDeployment(view, query.deployment).deployment;
   const deployments = deploymentNames(view);
   const limit = query.limit ?? 100;
   if (query.at !== undefined) return { ...(await historyHeldAt({ at: query.at, resource: p.resource, deployment, limit, before: query.before })), deployments };
