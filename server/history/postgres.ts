@@ -211,6 +211,54 @@ async function relabelEnds(client: Queryable, relabels: ReadonlyArray<{ r: strin
   await client.query(`UPDATE lock_holds SET end_type = u.t FROM ${u} WHERE ${matches("lock_holds", "end_type", "ended_at")}`, args);
 }
 
+/** A stored event as `insert` writes it: the fields the holds need. */
+interface HoldEvent {
+  r: string | null;
+  dep: string;
+  t: string;
+  tok: string | null;
+}
+
+/**
+ * The batch's acquisitions and ends in steps, each written as its acquisitions, then its ends, so that holds open
+ * and end in the order their events happened. One step in the usual batch; a new one starts where an event follows
+ * an end it must come after: the same value acquired again or ended again (a value comes back: a Redisson holder is
+ * its client and thread), or any value of a lock an end of no known value ended (it ends all of them). A batch
+ * written after the database was down may span minutes of one lock's life.
+ */
+function holdSteps<E extends HoldEvent>(events: readonly E[]): Array<{ acquired: E[]; ended: E[] }> {
+  const steps: Array<{ acquired: E[]; ended: E[] }> = [];
+  let step: { acquired: E[]; ended: E[] } = { acquired: [], ended: [] };
+  let endedValues = new Set<string>();
+  let endedLocks = new Set<string>();
+  let endedWhole = new Set<string>();
+  for (const e of events) {
+    const acquires = e.t === "acquired" && e.tok !== null;
+    const ends = ENDS.has(e.t);
+    if (!acquires && !ends) continue;
+    const lock = `${e.dep}\u0000${e.r ?? ""}`;
+    const value = `${lock}\u0000${e.tok ?? ""}`;
+    const after = endedWhole.has(lock) || (e.tok === null ? endedLocks.has(lock) : endedValues.has(value));
+    if (after) {
+      steps.push(step);
+      step = { acquired: [], ended: [] };
+      endedValues = new Set();
+      endedLocks = new Set();
+      endedWhole = new Set();
+    }
+    if (acquires) {
+      step.acquired.push(e);
+      continue;
+    }
+    step.ended.push(e);
+    endedLocks.add(lock);
+    if (e.tok === null) endedWhole.add(lock);
+    else endedValues.add(value);
+  }
+  if (step.acquired.length > 0 || step.ended.length > 0) steps.push(step);
+  return steps;
+}
+
 /** What `endHolds` needs of a client or a pool. */
 interface Queryable {
   query(sql: string, args: unknown[]): Promise<{ rowCount: number | null }>;
@@ -263,19 +311,19 @@ export class PostgresHistory implements HistoryStore {
         if (r.dd === null || kept.has(r.dd)) continue;
         for (const was of CORRECTS[r.t] ?? []) relabels.push({ a: r.a, r: r.r, dep: r.dep, t: r.t, was, tok: r.tok, d: r.d });
       }
-      const acquired = stored.filter((r) => r.t === "acquired" && r.tok !== null);
-      if (acquired.length > 0) {
-        await client.query(
-          `INSERT INTO lock_holds_current (resource, deployment, token, holder, fence, acquired_at)
-           SELECT u.r, u.dep, u.tok, u.h, u.f, ${TS("u.a")}
-           FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, h text, f text, a bigint)
-           ON CONFLICT (resource, deployment, md5(token)) DO NOTHING`,
-          [JSON.stringify(acquired.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, h: r.h, f: r.f, a: r.a })))],
-        );
-      }
-      const ended = stored.filter((r) => ENDS.has(r.t));
-      if (ended.length > 0) {
-        await endHolds(client, ended.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, a: r.a, t: r.t })));
+      for (const { acquired, ended } of holdSteps(stored)) {
+        if (acquired.length > 0) {
+          await client.query(
+            `INSERT INTO lock_holds_current (resource, deployment, token, holder, fence, acquired_at)
+             SELECT u.r, u.dep, u.tok, u.h, u.f, ${TS("u.a")}
+             FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, h text, f text, a bigint)
+             ON CONFLICT (resource, deployment, md5(token)) DO NOTHING`,
+            [JSON.stringify(acquired.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, h: r.h, f: r.f, a: r.a })))],
+          );
+        }
+        if (ended.length > 0) {
+          await endHolds(client, ended.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, a: r.a, t: r.t })));
+        }
       }
       if (relabels.length > 0) await relabelEnds(client, relabels);
       await client.query("COMMIT");

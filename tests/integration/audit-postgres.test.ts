@@ -469,6 +469,33 @@ describe("audit and lock history in PostgreSQL", () => {
     }
   });
 
+  it("opens and ends holds in the order their events happened, also when one batch holds a value's end and its next acquisition", async () => {
+    // After the database was down, one batch carries minutes of events: here a holder (a Redisson thread, whose value
+    // is the same each time) takes the lock three times, 30 s apart, and a holder of a value not known ends it once.
+    const store = service.getHistory()!.store;
+    const t = Date.now() - 7_200_000;
+    const ev = (at: number, type: "acquired" | "released" | "expired", token: string | null = "thread-1") => ({ at: t + at, resource: "lock:backlog/1", deployment: "default", type, token });
+    await store.insert([
+      ev(0, "acquired"),
+      ev(10_000, "released"),
+      ev(30_000, "acquired"),
+      ev(40_000, "released"),
+      ev(60_000, "acquired"),
+      ev(70_000, "acquired", "thread-2"),
+      ev(80_000, "expired", null),
+    ]);
+    const holdsAt = async (at: number) =>
+      (await store.heldAt({ at: t + at, resource: "lock:backlog/1", deployment: "default", limit: 10 })).holds.map((h) => [h.token, h.acquiredAt - t, h.endedAt === null ? null : h.endedAt - t, h.endType]);
+    expect(await holdsAt(5_000)).toEqual([["thread-1", 0, 10_000, "released"]]);
+    expect(await holdsAt(20_000)).toEqual([]);
+    expect(await holdsAt(35_000)).toEqual([["thread-1", 30_000, 40_000, "released"]]);
+    expect(await holdsAt(75_000)).toEqual([
+      ["thread-2", 70_000, 80_000, "expired"],
+      ["thread-1", 60_000, 80_000, "expired"],
+    ]);
+    expect(await holdsAt(90_000)).toEqual([]);
+  });
+
   it("records lock history, pages it newest first by resource and by time, and answers who held a lock at an instant", async () => {
     const history = service.getHistory();
     expect(history).not.toBeNull();
