@@ -4,7 +4,9 @@ import { queryText } from "../query-text";
 import { AUDIT_ID_PATTERN } from "./records";
 
 function realDay(year: number, month: number, day: number): boolean {
-  const at = new Date(Date.UTC(year, month - 1, day));
+  // (Not Date.UTC, which reads a year from 0 to 99 as 1900 to 1999.)
+  const at = new Date(0);
+  at.setUTCFullYear(year, month - 1, day);
   return at.getUTCFullYear() === year && at.getUTCMonth() === month - 1 && at.getUTCDate() === day;
 }
 
