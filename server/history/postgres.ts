@@ -1,5 +1,6 @@
 import "server-only";
 import { createHash } from "node:crypto";
+import { lockValueId } from "@lockscope/redlock";
 import { decodeHolder } from "@/lib/locks/merge";
 import type { TimelineType } from "@/lib/locks/types";
 import type { Database } from "../postgres/pool";
@@ -31,8 +32,10 @@ const DEDUP_WINDOW_MS = 10_000;
 export function dedupKeys(event: LockHistoryEvent): [string, string] | null {
   if (!ONCE_PER_HOLD.has(event.type) || !event.token) return null;
   const kind = ENDS.has(event.type) ? "end" : event.type;
+  // An engine-made value is one acquisition by its id, with or without the fence it is rewritten with.
+  const value = lockValueId(event.token) ?? event.token;
   const key = (window: number) => {
-    const digest = createHash("sha256").update(`${event.deployment}\u0000${event.resource}\u0000${kind}\u0000${event.token}\u0000${window}`).digest();
+    const digest = createHash("sha256").update(`${event.deployment}\u0000${event.resource}\u0000${kind}\u0000${value}\u0000${window}`).digest();
     return (digest.readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
   };
   // The second key's windows are numbered apart from the first's (a key is unique within its own column anyway).
@@ -53,6 +56,19 @@ function holderText(token: string | null | undefined): { holder: string | null; 
  */
 const clean = (text: string | null | undefined): string | null =>
   text === null || text === undefined ? null : text.replace(/\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\uFFFD");
+
+/**
+ * The start of an engine-made value up to its id (`lk1:<id>:`), null for a foreign value. A fenced acquisition
+ * writes its value without the fence, then the same id with it: a hold recorded with one is ended (and corrected)
+ * by an end recorded with the other.
+ */
+function acquisitionPrefix(token: string | null): string | null {
+  const id = token === null ? null : lockValueId(token);
+  return token === null || id === null ? null : token.slice(0, token.indexOf(id) + id.length + 1);
+}
+
+/** Whether `column` holds the value `u.tok`, or (`u.pre`) the same acquisition of an engine-made one. */
+const sameValue = (column: string) => `(u.tok IS NULL OR md5(${column}) = md5(u.tok) OR left(${column}, length(u.pre)) = u.pre)`;
 
 /** Epoch ms to timestamptz and back, exactly (no floating point on the way). */
 const TS = (param: string) => `('epoch'::timestamptz + ${param} * interval '1 millisecond')`;
@@ -180,10 +196,10 @@ async function endHolds(client: Queryable, ends: ReadonlyArray<{ r: string | nul
   const { rowCount } = await client.query(
     `WITH e AS MATERIALIZED (
        SELECT c.ctid AS row, u.a, u.t
-       FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, a bigint, t text)
+       FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, pre text, a bigint, t text)
        CROSS JOIN LATERAL (
          SELECT ctid FROM lock_holds_current
-         WHERE resource = u.r AND deployment = u.dep AND (u.tok IS NULL OR md5(token) = md5(u.tok))
+         WHERE resource = u.r AND deployment = u.dep AND ${sameValue("token")}
          OFFSET 0
        ) c
      ), gone AS (
@@ -192,7 +208,7 @@ async function endHolds(client: Queryable, ends: ReadonlyArray<{ r: string | nul
      )
      INSERT INTO lock_holds (id, resource, deployment, token, holder, fence, acquired_at, ended_at, end_type)
      SELECT id, resource, deployment, token, holder, fence, acquired_at, greatest(${TS("a")}, acquired_at), t FROM gone`,
-    [JSON.stringify(ends)],
+    [JSON.stringify(ends.map((e) => ({ ...e, pre: acquisitionPrefix(e.tok) })))],
   );
   return rowCount ?? 0;
 }
@@ -202,11 +218,11 @@ async function endHolds(client: Queryable, ends: ReadonlyArray<{ r: string | nul
  * window of its time) and its hold's end type become what the end turned out to be.
  */
 async function relabelEnds(client: Queryable, relabels: ReadonlyArray<{ r: string | null; dep: string; tok: string | null; a: number; t: string; was: string; d: string | null }>): Promise<void> {
-  const args = [JSON.stringify(relabels), DEDUP_WINDOW_MS];
+  const args = [JSON.stringify(relabels.map((r) => ({ ...r, pre: acquisitionPrefix(r.tok) }))), DEDUP_WINDOW_MS];
   const matches = (table: string, type: string, at: string) =>
-    `${table}.resource = u.r AND ${table}.deployment = u.dep AND (u.tok IS NULL OR md5(${table}.token) = md5(u.tok)) AND ${table}.${type} = u.was
+    `${table}.resource = u.r AND ${table}.deployment = u.dep AND ${sameValue(`${table}.token`)} AND ${table}.${type} = u.was
      AND ${table}.${at} BETWEEN ${TS("(u.a - $2::bigint)")} AND ${TS("(u.a + $2::bigint)")}`;
-  const u = "json_to_recordset($1::json) AS u(r text, dep text, tok text, a bigint, t text, was text, d text)";
+  const u = "json_to_recordset($1::json) AS u(r text, dep text, tok text, pre text, a bigint, t text, was text, d text)";
   await client.query(`UPDATE lock_events SET type = u.t, detail = u.d FROM ${u} WHERE ${matches("lock_events", "type", "at")}`, args);
   await client.query(`UPDATE lock_holds SET end_type = u.t FROM ${u} WHERE ${matches("lock_holds", "end_type", "ended_at")}`, args);
 }

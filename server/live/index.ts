@@ -200,7 +200,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
      * every key under the patterns: a lock on a node that is down, or not read yet, may be held still.
      */
     const unread = () => watchers.filter((w) => !w.status().up || w.partlyWatched).map((w) => w.id);
-    const endUnseen = () => (unread().length > 0 ? Promise.resolve(0) : endUnseenHolds(store.deployment, (resource, token) => store.holdsValue(resource, token)));
+    const endUnseen = () => (unread().length > 0 ? Promise.resolve(0) : endUnseenHolds(store.deployment, (resource, token) => store.holdsAcquisition(resource, token)));
     /** History holds whose end no console saw are ended once the live view has read the nodes, and hourly. */
     const checkUnseenHolds = () => {
       const notRead = unread();

@@ -410,10 +410,22 @@ export class LockStore {
     }
   }
 
-  /** Whether the lock is live with this value (held, partial or elapsed): what an open hold in the history still is. */
+  /** Whether the lock is live with this value (held, partial or elapsed). */
   holdsValue(resource: string, token: string): boolean {
     const entry = this.live.get(resource);
     return entry !== undefined && entry.state !== null && isLive(entry.state) && (entry.token === token || entry.leading === token);
+  }
+
+  /**
+   * Whether the lock is live with this value or, for an engine-made value, with the same acquisition rewritten with
+   * its fence (the same value id): what an open hold in the history still is.
+   */
+  holdsAcquisition(resource: string, token: string): boolean {
+    if (this.holdsValue(resource, token)) return true;
+    const id = lockValueId(token);
+    const entry = this.live.get(resource);
+    if (id === null || entry === undefined || entry.state === null || !isLive(entry.state)) return false;
+    return [entry.token, entry.leading].some((value) => value !== null && lockValueId(value) === id);
   }
 
   /** Keys a node is known to hold (for the reconcile's "gone while we were away"). */

@@ -602,6 +602,59 @@ describe("audit and lock history in PostgreSQL", () => {
     expect(before).toMatchObject({ resource: "lock:before-start", token: "pre-token", endedAt: null });
   });
 
+  it("ends the hold of a fenced acquisition, whose value is rewritten with its fence, with the lock's release", async () => {
+    const { encodeLockValue } = await import("@lockscope/redlock");
+    const resource = "lock:fenced-history/1";
+    const path = `/api/locks/${encodeURIComponent(resource)}/history`;
+    const events = async () => (await get<EventsPage>(lockHistoryRoute.GET, path, { resource })).body.events;
+    // The engine writes a fenced acquisition twice: its value without the fence, then the same value id with it.
+    const unfenced = encodeLockValue({ label: "billing", host: "web-1", pid: 42, fence: null, acquiredAt: Date.now() });
+    const fields = unfenced.split(":");
+    fields[4] = "17";
+    const fenced = fields.join(":");
+    await Promise.all(nodes.map((n) => n.set(resource, unfenced, "PX", 60_000)));
+    await until("the acquisition in the history", async () => (await events()).some((e) => e.type === "acquired"));
+    await Promise.all(nodes.map((n) => n.set(resource, fenced, "PX", 60_000)));
+    const { getDeploymentLives } = await import("@/server/live");
+    const live = getDeploymentLives()[0]!;
+    await until("the fence in the live view", () => Promise.resolve(live.store.holdsValue(resource, fenced)));
+    // Held for minutes by then: the check for holds whose end nobody saw finds it held, by its value id.
+    await service.getHistory()!.recorder.flush();
+    const db = new pg.Client(url);
+    await db.connect();
+    try {
+      await db.query("UPDATE lock_holds_current SET acquired_at = acquired_at - interval '2 minutes' WHERE resource = $1", [resource]);
+    } finally {
+      await db.end();
+    }
+    await live.endUnseenHolds();
+    const stillHeld = await get<HoldsPage>(lockHistoryRoute.GET, `${path}?at=${Date.now()}`, { resource });
+    expect(stillHeld.body.holds.map((h) => [h.token, h.endType])).toEqual([[unfenced, null]]);
+    await Promise.all(nodes.map((n) => n.del(resource)));
+    await until("the release in the history", async () => (await events()).some((e) => e.type === "released"));
+    await service.getHistory()!.recorder.flush();
+    const after = await events();
+    const held = await get<HoldsPage>(lockHistoryRoute.GET, `${path}?at=${Math.round((after[0]!.at + after.at(-1)!.at) / 2)}`, { resource });
+    expect(held.body.holds.map((h) => [h.endType, h.endedAt])).toEqual([["released", after[0]!.at]]);
+    const open = await get<HoldsPage>(lockHistoryRoute.GET, `${path}?at=${Date.now()}`, { resource });
+    expect(open.body.holds).toEqual([]);
+
+    // Two consoles, one of which read the value before its fence and one after: one acquisition, one hold.
+    const store = service.getHistory()!.store;
+    const t = Date.now() - 600_000;
+    const other = "lock:fenced-history/2";
+    await store.insert([{ at: t, resource: other, deployment: "default", type: "acquired", token: unfenced }]);
+    await store.insert([{ at: t + 3, resource: other, deployment: "default", type: "acquired", token: fenced }]);
+    await store.insert([{ at: t + 1_000, resource: other, deployment: "default", type: "released", token: fenced }]);
+    const page = await store.events({ limit: 10, filters: { resource: other } });
+    expect(page.events.map((e) => [e.type, e.token])).toEqual([
+      ["released", fenced],
+      ["acquired", unfenced],
+    ]);
+    const holds = await store.heldAt({ at: t + 500, resource: other, deployment: "default", limit: 10 });
+    expect(holds.holds.map((h) => [h.token, h.endedAt, h.endType])).toEqual([[unfenced, t + 1_000, "released"]]);
+  });
+
   it("corrects a recorded release into a force release when the operator's release is learnt a moment after the keys went", async () => {
     const resource = "lock:relabel-history/1";
     const path = `/api/locks/${encodeURIComponent(resource)}/history`;
