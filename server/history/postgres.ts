@@ -192,11 +192,16 @@ interface HoldRow extends Pick<LockHold, "id" | "resource" | "deployment" | "tok
  * the statistics say). `greatest`: another console's clock may put the end a moment before the acquisition,
  * and a range cannot run backwards. Returns the holds ended.
  */
-async function endHolds(client: Queryable, ends: ReadonlyArray<{ r: string | null; dep: string; tok: string | null; a: number; t: string }>): Promise<number> {
+async function endHolds(
+  client: Queryable,
+  ends: ReadonlyArray<{ r: string | null; dep: string; tok: string | null; h?: string | null; f?: string | null; a: number; t: string }>,
+): Promise<number> {
+  // A hold recorded with a fenced acquisition's value before its fence ends as the lock ended: with the value (and
+  // so the holder and fence) its end was recorded with.
   const { rowCount } = await client.query(
     `WITH e AS MATERIALIZED (
-       SELECT c.ctid AS row, u.a, u.t
-       FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, pre text, a bigint, t text)
+       SELECT c.ctid AS row, u.a, u.t, u.tok, u.h, u.f
+       FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, pre text, h text, f text, a bigint, t text)
        CROSS JOIN LATERAL (
          SELECT ctid FROM lock_holds_current
          WHERE resource = u.r AND deployment = u.dep AND ${sameValue("token")}
@@ -204,10 +209,12 @@ async function endHolds(client: Queryable, ends: ReadonlyArray<{ r: string | nul
        ) c
      ), gone AS (
        DELETE FROM lock_holds_current c USING e WHERE c.ctid = e.row
-       RETURNING c.id, c.resource, c.deployment, c.token, c.holder, c.fence, c.acquired_at, e.a, e.t
+       RETURNING c.id, c.resource, c.deployment, c.token, c.holder, c.fence, c.acquired_at, e.a, e.t,
+         (e.tok IS NOT NULL AND e.tok <> c.token) AS rewritten, e.tok AS end_token, e.h AS end_holder, e.f AS end_fence
      )
      INSERT INTO lock_holds (id, resource, deployment, token, holder, fence, acquired_at, ended_at, end_type)
-     SELECT id, resource, deployment, token, holder, fence, acquired_at, greatest(${TS("a")}, acquired_at), t FROM gone`,
+     SELECT id, resource, deployment, CASE WHEN rewritten THEN end_token ELSE token END, CASE WHEN rewritten THEN end_holder ELSE holder END,
+       CASE WHEN rewritten THEN end_fence ELSE fence END, acquired_at, greatest(${TS("a")}, acquired_at), t FROM gone`,
     [JSON.stringify(ends.map((e) => ({ ...e, pre: acquisitionPrefix(e.tok) })))],
   );
   return rowCount ?? 0;
@@ -338,7 +345,7 @@ export class PostgresHistory implements HistoryStore {
           );
         }
         if (ended.length > 0) {
-          await endHolds(client, ended.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, a: r.a, t: r.t })));
+          await endHolds(client, ended.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, h: r.h, f: r.f, a: r.a, t: r.t })));
         }
       }
       if (relabels.length > 0) await relabelEnds(client, relabels);

@@ -635,7 +635,8 @@ describe("audit and lock history in PostgreSQL", () => {
     await service.getHistory()!.recorder.flush();
     const after = await events();
     const held = await get<HoldsPage>(lockHistoryRoute.GET, `${path}?at=${Math.round((after[0]!.at + after.at(-1)!.at) / 2)}`, { resource });
-    expect(held.body.holds.map((h) => [h.endType, h.endedAt])).toEqual([["released", after[0]!.at]]);
+    // Ended, it reads as the lock ended: with its fence.
+    expect(held.body.holds.map((h) => [h.endType, h.endedAt, h.token, h.fence])).toEqual([["released", after[0]!.at, fenced, "17"]]);
     const open = await get<HoldsPage>(lockHistoryRoute.GET, `${path}?at=${Date.now()}`, { resource });
     expect(open.body.holds).toEqual([]);
 
@@ -652,7 +653,7 @@ describe("audit and lock history in PostgreSQL", () => {
       ["acquired", unfenced],
     ]);
     const holds = await store.heldAt({ at: t + 500, resource: other, deployment: "default", limit: 10 });
-    expect(holds.holds.map((h) => [h.token, h.endedAt, h.endType])).toEqual([[unfenced, t + 1_000, "released"]]);
+    expect(holds.holds.map((h) => [h.token, h.fence, h.endedAt, h.endType])).toEqual([[fenced, "17", t + 1_000, "released"]]);
   });
 
   it("corrects a recorded release into a force release when the operator's release is learnt a moment after the keys went", async () => {
