@@ -7,6 +7,12 @@ import type { DeploymentDriver } from "./types";
 const RECONNECT_AFTER_END_MS = 1_000;
 
 /**
+ * A sentinel's answer (as ioredis words it) when it monitors no master of the name asked: an error from
+ * `SENTINEL SENTINELS <name>`, or no address from `SENTINEL GET-MASTER-ADDR-BY-NAME <name>`.
+ */
+const NO_SUCH_MASTER = /No such master with that name|successfully, but got an invalid reply: null$/;
+
+/**
  * A connection through the sentinels that does not give up after a failover. ioredis ends a Sentinel
  * connection for good (status `end`, no reconnect ever) when `+switch-master` arrives while it is asking a
  * sentinel for the primary: its failover detector closes the connector meanwhile, and the connector then
@@ -15,6 +21,11 @@ const RECONNECT_AFTER_END_MS = 1_000;
  */
 class SentinelConnection extends Redis {
   #closedOnPurpose = false;
+  /**
+   * Why each sentinel asked in the current round named no primary. (Not a private `#` field: ioredis may report
+   * before this class's fields exist.)
+   */
+  private sentinelAnswers?: string[];
 
   constructor(options: RedisOptions) {
     super(options);
@@ -32,6 +43,21 @@ class SentinelConnection extends Redis {
     });
   }
 
+  /**
+   * ioredis says "All sentinels are unreachable" after a round in which every sentinel answered that it monitors no
+   * master of the name given: a wrong master name then reads as a network fault. Such a round is said for what it is.
+   */
+  override silentEmit(eventName: string, arg?: unknown): boolean {
+    if (eventName === "sentinelError" && arg instanceof Error) {
+      (this.sentinelAnswers ??= []).push(arg.message);
+    } else if (eventName === "error" && arg instanceof Error && arg.message.startsWith("All sentinels are unreachable")) {
+      const answers = this.sentinelAnswers ?? [];
+      this.sentinelAnswers = [];
+      if (answers.length > 0 && answers.every((m) => NO_SUCH_MASTER.test(m))) return super.silentEmit(eventName, noSuchMaster(this.options));
+    }
+    return super.silentEmit(eventName, arg);
+  }
+
   override disconnect(reconnect = false): void {
     if (!reconnect) this.#closedOnPurpose = true;
     super.disconnect(reconnect);
@@ -41,6 +67,15 @@ class SentinelConnection extends Redis {
   override duplicate(override?: Partial<RedisOptions>): SentinelConnection {
     return new SentinelConnection({ ...this.options, ...override });
   }
+}
+
+/** The error of a round in which every sentinel answered that it monitors no master named as the options name it. */
+function noSuchMaster(options: RedisOptions): Error {
+  const sentinels = (options.sentinels ?? []).map((s) => `${s.host?.includes(":") ? `[${s.host}]` : (s.host ?? "?")}:${s.port ?? 26379}`).join(", ");
+  return new Error(
+    `The sentinels (${sentinels}) answer, but none monitors a master named ${JSON.stringify(options.name ?? "")}: check the master name ` +
+      `(REDIS_SENTINEL_MASTER, or "master" in the deployments file); SENTINEL MASTERS on a sentinel lists the names it monitors.`,
+  );
 }
 
 /** How long the console waits for one sentinel's answer before it asks the next: its connect timeout (at least 1 s). */

@@ -29,6 +29,33 @@ describe("a connection to a Sentinel-managed primary", () => {
     await primary?.stop();
   });
 
+  it("says the sentinels answered but monitor no master of the name given, rather than that they are unreachable", async () => {
+    const { sentinelDriver } = await import("@/server/deployments/sentinel");
+    const { nodeClientOptions } = await import("@/server/nodes");
+    const deployment: Deployment = {
+      name: "default",
+      kind: "sentinel",
+      sentinels: set.sentinelPorts.map((port) => ({ host: "127.0.0.1", port })),
+      master: "lokcs",
+      tls: null,
+      auth: { username: null, passwordFile: null },
+      sentinelAuth: { username: null, passwordFile: null },
+    };
+    const connection = sentinelDriver.endpoints(deployment)[0]!.connect(nodeClientOptions(500)) as Redis;
+    const errors: string[] = [];
+    connection.on("error", (error: Error) => errors.push(error.message));
+    try {
+      // (What the console logs as the node's "lock node unreachable" reason.)
+      const message = await until("an error", () => errors[0] ?? null);
+      expect(message).not.toMatch(/unreachable/);
+      expect(message).toContain(`"lokcs"`);
+      expect(message).toContain(set.sentinelPorts.map((p) => `127.0.0.1:${p}`).join(", "));
+      expect(message).toContain("SENTINEL MASTERS");
+    } finally {
+      connection.disconnect();
+    }
+  });
+
   it("follows a failover announced while it is asking a slow sentinel for the primary, instead of giving up for good", async () => {
     const { sentinelDriver } = await import("@/server/deployments/sentinel");
     const { nodeClientOptions } = await import("@/server/nodes");
