@@ -332,7 +332,9 @@ function fromFile(path: string, c: Collector, readFile: ReadFile): Deployment[] 
     const record = d as Record<string, unknown>;
     for (const f of fields.needs) if (record[f] === undefined) c.add(`${at(f)} is missing: a ${d.kind} deployment needs it.`);
     for (const f of KIND_SPECIFIC) if (record[f] !== undefined && !fields.needs.includes(f) && !fields.allows.includes(f)) c.add(`${at(f)} does not apply to a ${d.kind} deployment.`);
-    const tls = d.tls ? c.tls((f) => at(`tls.${f}`), d.tls) : null;
+    // A `tls` given, even empty, asks for TLS (with the system's CAs where it names no CA file): a Sentinel deployment
+    // has no rediss:// URL to ask for it otherwise, and for the other kinds it must match their URLs' scheme.
+    const tls = d.tls ? (c.tls((f) => at(`tls.${f}`), d.tls) ?? { caFile: null, certFile: null, keyFile: null, servername: null }) : null;
     const auth = c.auth(at, d);
     const base = { name: d.name, tls, auth };
     if (d.kind === "redlock" && d.urls) out.push({ ...base, kind: "redlock", urls: c.urls(at("urls"), d.urls, 15) });

@@ -155,6 +155,16 @@ describe("deployment configuration", () => {
     ]);
   });
 
+  it("takes an empty tls in a deployments file for TLS with the system's CAs, not for no TLS", () => {
+    const file = (d: object) => JSON.stringify({ deployments: [d] });
+    const sentinel = file({ name: "payments", kind: "sentinel", sentinels: ["e:26379"], master: "payments", tls: {} });
+    // A Sentinel deployment has no URL whose scheme could ask for TLS: `tls` is the only way to, CA file or not.
+    expect(parseDeployments({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, () => sentinel)?.[0]?.tls).toEqual({ caFile: null, certFile: null, keyFile: null, servername: null });
+    // Where no URL is rediss://, it is refused as any other TLS setting no URL would use.
+    const plain = file({ name: "cache", kind: "standalone", url: "redis://d:1", tls: {} });
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, () => plain)).toEqual(['deployment "cache": tls is set but no URL of it is rediss://: use rediss:// URLs for TLS.']);
+  });
+
   it("reads a deployments file, and names each wrong field by its path", () => {
     const good = JSON.stringify({ deployments: [{ name: "payments", kind: "standalone", url: "rediss://p:6380", tls: { caFile: "/ca.pem" }, username: "lockscope", passwordFile: "/pw" }] });
     expect(parseDeployments({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? good : readFile(p)))).toEqual([
