@@ -1,5 +1,7 @@
 import "server-only";
 import Redis, { type RedisOptions } from "ioredis";
+import type { Deployment } from "@/lib/deployment-config";
+import { parseSwitchMaster } from "@/lib/locks/failover";
 import { authOptions, tlsOptions } from "./connection";
 import type { DeploymentDriver } from "./types";
 
@@ -12,28 +14,100 @@ const RECONNECT_AFTER_END_MS = 1_000;
  */
 const NO_SUCH_MASTER = /No such master with that name|successfully, but got an invalid reply: null$/;
 
+type SentinelDeployment = Extract<Deployment, { kind: "sentinel" }>;
+type Address = { host: string; port: number };
+
+/**
+ * A deployment's failovers, for its connections: one subscription to `+switch-master` on each sentinel, open while
+ * a connection is, telling each connection of a switch of the deployment's master only. (ioredis' own failover
+ * detector opens one subscription per sentinel for every connection, and drops the connection on a switch of any
+ * master the sentinels monitor: one sentinel group watching several masters, a failover of one made the console
+ * reconnect, mark a gap and read again every deployment on that group.)
+ */
+class SwitchWatch {
+  private readonly connections = new Set<SentinelConnection>();
+  private subscribers: Redis[] = [];
+
+  constructor(private readonly deployment: SentinelDeployment) {}
+
+  add(connection: SentinelConnection): void {
+    this.connections.add(connection);
+    if (this.subscribers.length === 0) this.open();
+  }
+
+  remove(connection: SentinelConnection): void {
+    this.connections.delete(connection);
+    if (this.connections.size > 0) return;
+    for (const sub of this.subscribers) sub.disconnect();
+    this.subscribers = [];
+  }
+
+  private open(): void {
+    const d = this.deployment;
+    const sentinelAuth = authOptions(d.sentinelAuth, null);
+    this.subscribers = d.sentinels.map((sentinel) => {
+      const sub = new Redis({
+        host: sentinel.host,
+        port: sentinel.port,
+        ...sentinelAuth,
+        ...(d.tls ? { tls: tlsOptions(d.tls) } : {}),
+        connectionName: "lockscope:switch",
+        disableClientInfo: true,
+        // No INFO on connect: the sentinels' ACL user for the console need not have it (see the README).
+        enableReadyCheck: false,
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+        retryStrategy: (times: number) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
+      });
+      // A sentinel that is down is one of several: the others announce the switch too.
+      sub.on("error", () => undefined);
+      sub.on("message", (channel: string, message: string) => {
+        if (channel !== "+switch-master") return;
+        const event = parseSwitchMaster(message);
+        if (event?.master !== d.master) return;
+        for (const connection of this.connections) connection.primarySwitched(event.to);
+      });
+      void sub.subscribe("+switch-master").catch(() => undefined);
+      return sub;
+    });
+  }
+}
+
 /**
  * A connection through the sentinels that does not give up after a failover. ioredis ends a Sentinel
  * connection for good (status `end`, no reconnect ever) when `+switch-master` arrives while it is asking a
  * sentinel for the primary: its failover detector closes the connector meanwhile, and the connector then
  * throws "Connection is closed." (a slow or stuck sentinel makes that window long). This one connects again
- * after RECONNECT_AFTER_END_MS, unless it was closed on purpose (`disconnect()`, `quit()`).
+ * after RECONNECT_AFTER_END_MS, unless it was closed on purpose (`disconnect()`, `quit()`). It moves to a new
+ * primary when its deployment's `SwitchWatch` says a sentinel announced one.
  */
 class SentinelConnection extends Redis {
   #closedOnPurpose = false;
+  /** A switch announced while the connection was asking the sentinels for the primary, which may have named the old one. */
+  #switchedTo: Address | null = null;
   /**
    * Why each sentinel asked in the current round named no primary. (Not a private `#` field: ioredis may report
    * before this class's fields exist.)
    */
   private sentinelAnswers?: string[];
 
-  constructor(options: RedisOptions) {
+  constructor(
+    options: RedisOptions,
+    private readonly switches: SwitchWatch,
+  ) {
     super(options);
+    switches.add(this);
     const quit = this.quit.bind(this);
     this.quit = (...args: Parameters<Redis["quit"]>) => {
-      this.#closedOnPurpose = true;
+      this.closedOnPurpose();
       return quit(...args);
     };
+    this.on("ready", () => {
+      const to = this.#switchedTo;
+      this.#switchedTo = null;
+      // (Once only: a sentinel announcing a host name the socket knows by its address would otherwise never settle.)
+      if (to !== null && !this.isOn(to)) this.disconnect(true);
+    });
     this.on("end", () => {
       if (this.#closedOnPurpose) return;
       const timer = setTimeout(() => {
@@ -58,14 +132,37 @@ class SentinelConnection extends Redis {
     return super.silentEmit(eventName, arg);
   }
 
+  /**
+   * A sentinel announced that `to` is the deployment's primary now: the connection asks the sentinels again, unless
+   * it is on `to` already (every sentinel announces the same switch). One asking them now may be told the old
+   * primary: it checks where it landed once connected.
+   */
+  primarySwitched(to: Address): void {
+    if (this.#closedOnPurpose) return;
+    if (this.status === "ready" || this.status === "connect") {
+      if (!this.isOn(to)) this.disconnect(true);
+    } else if (this.status === "connecting") {
+      this.#switchedTo = to;
+    }
+  }
+
+  private isOn(to: Address): boolean {
+    return this.stream?.remotePort === to.port && this.stream.remoteAddress?.replace(/^::ffff:/, "") === to.host;
+  }
+
+  private closedOnPurpose(): void {
+    this.#closedOnPurpose = true;
+    this.switches.remove(this);
+  }
+
   override disconnect(reconnect = false): void {
-    if (!reconnect) this.#closedOnPurpose = true;
+    if (!reconnect) this.closedOnPurpose();
     super.disconnect(reconnect);
   }
 
   /** A copy (the engine's notification subscriber is one) that does not give up either. */
   override duplicate(override?: Partial<RedisOptions>): SentinelConnection {
-    return new SentinelConnection({ ...this.options, ...override });
+    return new SentinelConnection({ ...this.options, ...override }, this.switches);
   }
 }
 
@@ -84,14 +181,15 @@ function sentinelCommandTimeoutMs(options: RedisOptions): number {
 }
 
 /**
- * A primary that Sentinel fails over: every connection asks the sentinels for the current primary, and
- * `failoverDetector` makes ioredis listen for `+switch-master` on a sentinel and reconnect to the new one
- * at once (rather than when the old primary's connection finally fails).
+ * A primary that Sentinel fails over: every connection asks the sentinels for the current primary, and moves to the
+ * new one as soon as a sentinel announces `+switch-master` for the deployment's master (rather than when the old
+ * primary's connection finally fails); see `SwitchWatch`.
  */
 export const sentinelDriver: DeploymentDriver<"sentinel"> = {
   kind: "sentinel",
   endpoints: (d) => {
     const sentinelAuth = authOptions(d.sentinelAuth, null);
+    const switches = new SwitchWatch(d);
     return [
       {
         label: `sentinel://${d.sentinels.map((s) => (s.host.includes(":") ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`)).join(",")}/${d.master}`,
@@ -101,7 +199,8 @@ export const sentinelDriver: DeploymentDriver<"sentinel"> = {
             sentinels: d.sentinels.map((s) => ({ host: s.host, port: s.port })),
             name: d.master,
             role: "master",
-            failoverDetector: true,
+            // (Failovers come from `switches`, which tells this deployment's switches from other masters'.)
+            failoverDetector: false,
             // A sentinel that accepts the connection but does not answer (a frozen process, a stuck host) is
             // passed over for the next one after this long: without a bound the connection would wait on it
             // for ever and never reach the primary the other sentinels name.
@@ -111,7 +210,7 @@ export const sentinelDriver: DeploymentDriver<"sentinel"> = {
             ...(sentinelAuth.password ? { sentinelPassword: sentinelAuth.password } : {}),
             ...(d.tls ? { tls: tlsOptions(d.tls), enableTLSForSentinelMode: true, sentinelTLS: tlsOptions(d.tls) } : {}),
             ...options,
-          }),
+          }, switches),
       },
     ];
   },

@@ -56,6 +56,61 @@ describe("a connection to a Sentinel-managed primary", () => {
     }
   });
 
+  it("stays connected through a failover of another master the same sentinels monitor", async () => {
+    const { sentinelDriver } = await import("@/server/deployments/sentinel");
+    const { nodeClientOptions } = await import("@/server/nodes");
+    // A second master with a replica, monitored by the same three sentinels (one sentinel group, several masters).
+    const dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-sentinel-other-"));
+    const other = await RedisNode.start({ dir });
+    const otherReplica = await RedisNode.start({ dir, extraArgs: ["--replicaof", "127.0.0.1", String(other.port)] });
+    const sentinels = set.sentinelPorts.map((p) => new Redis(p, "127.0.0.1", { maxRetriesPerRequest: 1 }));
+    const probes = set.sentinelPorts.map((p) => new Redis(p, "127.0.0.1", { maxRetriesPerRequest: 1 }));
+    const deployment: Deployment = {
+      name: "default",
+      kind: "sentinel",
+      sentinels: set.sentinelPorts.map((port) => ({ host: "127.0.0.1", port })),
+      master: set.master,
+      tls: null,
+      auth: { username: null, passwordFile: null },
+      sentinelAuth: { username: null, passwordFile: null },
+    };
+    const connection = sentinelDriver.endpoints(deployment)[0]!.connect(nodeClientOptions(500)) as Redis;
+    connection.on("error", () => undefined);
+    let closes = 0;
+    try {
+      for (const s of sentinels) {
+        await s.call("SENTINEL", "MONITOR", "other", "127.0.0.1", other.port, 2);
+        await s.call("SENTINEL", "SET", "other", "down-after-milliseconds", 1_000);
+      }
+      await until("every sentinel knows the other master's replica", async () => {
+        for (const s of sentinels) if (((await s.call("SENTINEL", "REPLICAS", "other")) as unknown[]).length !== 1) return false;
+        return true;
+      }, 30_000);
+      await until("connected to this deployment's primary", () => connection.status === "ready");
+      connection.on("close", () => (closes += 1));
+      // Every sentinel's announcement of the other master's switch, as the connection's own subscriptions hear it.
+      const heard = new Set<number>();
+      probes.forEach((probe, i) =>
+        probe.on("message", (channel: string, message: string) => {
+          if (channel === "+switch-master" && message.startsWith("other ")) heard.add(i);
+        }),
+      );
+      await Promise.all(probes.map((probe) => probe.subscribe("+switch-master")));
+      // (Refused with NOGOODSLAVE until the sentinel has seen the replica's link up.)
+      await until("the other master's failover started", async () => (await sentinels[0]!.call("SENTINEL", "FAILOVER", "other").catch(() => null)) === "OK", 30_000);
+      await until("every sentinel announced the other master's switch", () => heard.size === probes.length, 30_000);
+      expect(await connection.ping()).toBe("PONG");
+      expect(closes).toBe(0);
+      expect(connection.status).toBe("ready");
+    } finally {
+      connection.disconnect();
+      for (const s of sentinels) await s.call("SENTINEL", "REMOVE", "other").catch(() => undefined);
+      for (const c of [...sentinels, ...probes]) c.disconnect();
+      await otherReplica.stop();
+      await other.stop();
+    }
+  }, 90_000);
+
   it("follows a failover announced while it is asking a slow sentinel for the primary, instead of giving up for good", async () => {
     const { sentinelDriver } = await import("@/server/deployments/sentinel");
     const { nodeClientOptions } = await import("@/server/nodes");
@@ -119,4 +174,20 @@ describe("a connection to a Sentinel-managed primary", () => {
     });
     copy.disconnect();
   }, 120_000);
+
+  it("moves to the new primary of a failover made by hand, where the old primary stays up and its connection open", async () => {
+    const connection = client!;
+    const portOf = async (c: Redis) => Number(/\r\ntcp_port:(\d+)\r\n/.exec(await c.info("server"))?.[1]);
+    const from = await portOf(connection);
+    const to = set.replicas.find((r) => r.port !== from)!.port;
+    const sentinel = new Redis(set.sentinelPorts[1]!, "127.0.0.1", { maxRetriesPerRequest: 1 });
+    try {
+      // (Refused with NOGOODSLAVE until the sentinel has seen the other replica's link up.)
+      await until("the failover started", async () => (await sentinel.call("SENTINEL", "FAILOVER", set.master).catch(() => null)) === "OK", 30_000);
+    } finally {
+      sentinel.disconnect();
+    }
+    await until("on the new primary", async () => connection.status === "ready" && (await portOf(connection).catch(() => 0)) === to, 30_000);
+    expect(await connection.set("lock:after-manual-failover", "holder", "PX", 10_000)).toBe("OK");
+  }, 60_000);
 });
