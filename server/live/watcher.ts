@@ -746,7 +746,7 @@ export class NodeWatcher {
         await this.readRunFacts();
         // Before the reconcile, which covers every flush before it: one after it is a count above this baseline.
         await this.checkFlushes(true);
-        await this.reconcile();
+        await this.reconcile({ runFactsRead: true });
         if (this.sub.status !== "ready" || this.subscribedGeneration !== this.subGeneration) {
           this.again = true;
           continue;
@@ -1345,12 +1345,16 @@ export class NodeWatcher {
    * the globs share one SCAN: a single glob as its MATCH, several as one unfiltered walk checked against
    * all of them, so the default eight patterns cost one pass over the keyspace, not eight.
    */
-  async reconcile(options: { periodic?: boolean } = {}): Promise<void> {
+  async reconcile(options: { periodic?: boolean; runFactsRead?: boolean } = {}): Promise<void> {
     // Whatever was owed is read now (with the patterns in force); owed again if this one fails.
     this.reconcileOwed = false;
+    // On a cluster, a primary back from a restart is read here as soon as its slots are served again (or its
+    // notifications found off, or at the periodic rescan), often before the periodic read of the run facts: its
+    // restart is noted first, so that the locks it came back without end lost, not released.
+    const runFacts = this.cluster && options.runFactsRead !== true ? () => this.readRunFacts() : () => Promise.resolve();
     // The periodic rescan of a node without notifications is how it is watched, not a gap: not marked.
     if (options.periodic) {
-      return this.readAllLockKeys({ keysRead: 0 }).then(
+      return runFacts().then(() => this.readAllLockKeys({ keysRead: 0 })).then(
         () => {
           this.ttlsRead = true;
           return this.settleRestartLoss();
@@ -1365,6 +1369,7 @@ export class NodeWatcher {
     this.reading = progress;
     this.onChange();
     try {
+      await runFacts();
       await this.readAllLockKeys(progress);
       this.ttlsRead = true;
       await this.settleRestartLoss();
