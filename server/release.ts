@@ -5,7 +5,8 @@ import { COMPANION_REFUSED } from "@/lib/locks/formats/lockscope";
 import { isNeverLock, lockKeyFilter } from "@/lib/locks/formats/defaults";
 import { globMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/leading-value";
-import { decodeLockValue, REVOKE_CHANNEL } from "@lockscope/redlock";
+import { decodeLockValue, keySlot, REVOKE_CHANNEL } from "@lockscope/redlock";
+import { slotIn, unservedSlots } from "@/lib/locks/cluster";
 import { getAuditStore } from "./audit/current";
 import { AuditNotDurableError } from "./audit/store";
 import { newAuditId } from "./audit/records";
@@ -62,7 +63,7 @@ export interface ReleaseReplication {
 
 /** What a node held when the console looked. */
 /** `scriptsRefused`: the node refuses scripts (EVAL disabled, renamed or not granted), which a force release runs. */
-type NodeRead = { id: string; state: "ok"; reading: FormatReading | null } | { id: string; state: "error"; error: string; scriptsRefused?: true };
+type NodeRead = { id: string; state: "ok"; reading: FormatReading | null } | { id: string; state: "error"; error: string; scriptsRefused?: true; unservedSlot?: number };
 
 /** Formats where several holders share the lock at once: releasing "whatever is held" would pick one at random. */
 const MULTI_HOLDER: ReadonlySet<FormatName> = new Set<FormatName>(["redis-semaphore", "redisson-rw"]);
@@ -80,6 +81,12 @@ async function readNode(node: LockNode, resource: string): Promise<NodeRead> {
   // Right after start (or a reconnect) a node's connection may still be coming up: wait a moment for it
   // rather than report a healthy node as down (commands fail fast while it is not ready).
   if (!(await whenReady(node.client, getConfig().nodeTimeoutMs))) return { id: node.id, state: "error", error: "not connected" };
+  if (node.cluster) {
+    // A slot whose primary failed with no replica promoted: the cluster answers for it only after its tries (its
+    // client waits through every CLUSTERDOWN), and no try can read or delete the key there.
+    const slot = keySlot(resource);
+    if (slotIn(unservedSlots(node.cluster.topology.shards), slot)) return { id: node.id, state: "error", error: `hash slot ${slot} has no primary serving it`, unservedSlot: slot };
+  }
   try {
     const [reading] = await readLockKeys(node.client, [resource]);
     return { id: node.id, state: "ok", reading: reading ? decodeReading(reading, { now: Date.now() }) : null };
@@ -160,6 +167,13 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
         "unprocessable",
         `${scriptsRefused.join(", ")} ${one ? "refuses" : "refuse"} scripts (EVAL and EVALSHA disabled, renamed or not granted to the console's Redis user)${silent.length > 0 ? `, and ${silent.join(", ")} did not answer` : ""}: a force release runs a script on every node, so this lock cannot be released by the console; nothing was touched.`,
         { scriptsRefused },
+      );
+    }
+    const unserved = reads.find((r) => r.state === "error" && r.unservedSlot !== undefined);
+    if (unserved?.state === "error" && reads.length === 1) {
+      throw new ApiError(
+        "unavailable",
+        `\`${preview(resource)}\` is in hash slot ${unserved.unservedSlot}, which no primary of the cluster serves now (its primary failed, and no replica was promoted): it cannot be read or released until one serves it; nothing was touched.`,
       );
     }
     throw new ApiError("unavailable", "No lock node answered, so the lock cannot be released; nothing was touched.");

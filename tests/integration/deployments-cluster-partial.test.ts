@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keySlot } from "@lockscope/redlock";
 import { call, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { samples } from "../support/prometheus";
@@ -67,6 +68,13 @@ describe("a Redis Cluster that serves the slots it still covers", () => {
     await witness.set(afterProbe, "holder-after-probe", "PX", 120_000);
     await until("a lock taken in a served slot after the probe listed", async () => (await list()).some((l) => l.resource === afterProbe && l.state === "held"), 15_000);
     expect((await list()).find((l) => l.resource === gone)).toMatchObject({ state: "held", unreadable: true });
+    // A force release of it is refused, saying why: no primary serves its slot (the cluster itself answers).
+    const releaseRoute = await import("@/app/api/locks/[resource]/release/route");
+    const refused = await call(releaseRoute.POST, "POST", `/api/locks/${encodeURIComponent(gone)}/release`, { body: { reason: "shard lost", token: "holder-gone" }, params: { resource: gone } });
+    expect(refused.status).toBe(503);
+    expect((refused.body as { error: { message: string } }).error.message).toBe(
+      `\`${gone}\` is in hash slot ${keySlot(gone)}, which no primary of the cluster serves now (its primary failed, and no replica was promoted): it cannot be read or released until one serves it; nothing was touched.`,
+    );
 
     const body = await until("the cluster shown degraded, its unserved slots named", async () => {
       const b = await read();
