@@ -107,7 +107,8 @@ export function urlProblem(s: string): string | null {
 }
 
 function addressProblem(s: string): SentinelAddress | string {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(s);
+  // (A host name may have `_`, as Docker Compose service names often do: a node URL's host may, and so does this.)
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(s);
   if (!m) return "is not host:port";
   const port = Number(m[2]);
   if (port < 1 || port > 65535) return "has a port outside 1 to 65535";

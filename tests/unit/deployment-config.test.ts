@@ -155,6 +155,13 @@ describe("deployment configuration", () => {
     ]);
   });
 
+  it("takes a sentinel host name with an underscore, as a node URL's host may have (a Compose service name)", () => {
+    expect(parseDeployments({ REDIS_SENTINELS: "redis_sentinel_1:26379,redis_sentinel_2:26379", REDIS_SENTINEL_MASTER: "locks" })?.[0]).toMatchObject({
+      sentinels: [{ host: "redis_sentinel_1", port: 26379 }, { host: "redis_sentinel_2", port: 26379 }],
+    });
+    expect(parseDeployments({ REDIS_URL: "redis://redis_primary:6379" })?.[0]).toMatchObject({ url: "redis://redis_primary:6379" });
+  });
+
   it("takes an empty tls in a deployments file for TLS with the system's CAs, not for no TLS", () => {
     const file = (d: object) => JSON.stringify({ deployments: [d] });
     const sentinel = file({ name: "payments", kind: "sentinel", sentinels: ["e:26379"], master: "payments", tls: {} });
