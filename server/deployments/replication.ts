@@ -6,6 +6,7 @@ import { servingShards, shardOfSlot, type ClusterShard } from "@/lib/locks/clust
 import { parseReplicationInfo, type ReplicationState } from "@/lib/locks/replication";
 import type { LockReplication } from "@/lib/locks/types";
 import { healthContributors } from "../health";
+import { getLogger } from "../logger";
 import { clusterNodeAt } from "./cluster";
 import { getDeploymentNodes, nodesOf, type LockNode } from "../nodes";
 
@@ -38,6 +39,12 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
     const reading = states.get(nodeId);
     return reading && Date.now() - reading.readAt <= STALE_MS ? reading : undefined;
   };
+  /**
+   * Nodes whose URL names a node of a Redis Cluster (`cluster_enabled:1`) where the deployment is not a cluster: the
+   * console sees only the keys of the slots that node serves, and every other key answers MOVED there.
+   */
+  const clusterNodes = new Set<string>();
+  const clusterChecked = new Set<string>();
   const told = new Map<string, string | null>();
   /** Tells `onReadOnly` of a change of what the fresh reading says (`primary`, or "" for a replica that does not say). */
   const tell = (nodeId: string) => {
@@ -54,6 +61,21 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
       tell(node.id);
       // A cluster client would answer from any node: a cluster's replication is read per lock (below).
       if (node.client.status !== "ready" || node.cluster) continue;
+      if (!clusterChecked.has(node.id)) {
+        clusterChecked.add(node.id);
+        node.client.info("cluster").then(
+          (info) => {
+            if (!/^cluster_enabled:1\r?$/m.test(info)) return;
+            clusterNodes.add(node.id);
+            getLogger().warn(
+              { node: node.id, deployment: node.deployment, url: node.maskedUrl },
+              "the node is a Redis Cluster node: only the keys of the slots it serves are watched; describe the deployment as a cluster (REDIS_CLUSTER_URLS, or kind cluster with seeds in the deployments file)",
+            );
+          },
+          // (INFO refused or the node away: asked again once it is ready.)
+          () => clusterChecked.delete(node.id),
+        );
+      }
       node.client.info("replication").then(
         (info) => {
           states.set(node.id, { state: parseReplicationInfo(info), readAt: Date.now() });
@@ -78,7 +100,15 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
     // A node that is a replica now (a manual failover demoted it, or its URL names a replica) is read-only: no lock
     // can be taken, extended or force-released there, nor the console's own records written.
     const readOnly = state?.role === "replica";
-    return { ...(node ? { deployment: node.deployment } : {}), ...(state ? { replication: state } : {}), ...cluster, ...(readOnly ? { degraded: true } : {}) };
+    // A node of a Redis Cluster watched as a standalone instance or a Redlock node: its other shards' locks are not seen.
+    const clusterNode = clusterNodes.has(nodeId);
+    return {
+      ...(node ? { deployment: node.deployment } : {}),
+      ...(state ? { replication: state } : {}),
+      ...cluster,
+      ...(clusterNode ? { clusterNode: true } : {}),
+      ...(readOnly || clusterNode ? { degraded: true } : {}),
+    };
   });
   return () => clearInterval(timer);
 }
