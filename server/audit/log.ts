@@ -36,6 +36,13 @@ const CLOCK_SKEW_MS = 60_000;
  * cannot scan forever: a search that reaches it ends its page there, with a `next` that goes on below it.
  */
 export const MAX_SCAN_PER_SOURCE = 200_000;
+/**
+ * How long after an entry's intent its outcome is looked for in the streams' part newer than a page (see
+ * `withLateOutcomes`): an outcome is retried until a quorum takes it, so this is the longest quorum outage after which
+ * a page below the outcome still reads it. It bounds what an entry left pending for good (a console stopped
+ * mid-release) costs each page that shows it.
+ */
+const LATE_OUTCOME_WINDOW_MS = 24 * 60 * 60_000;
 
 /** The audit entry could not be made durable; the release must not proceed. */
 export class AuditUnavailableError extends AuditNotDurableError {
@@ -267,11 +274,62 @@ export class AuditLog implements AuditStore {
     const upper = Math.min(before ? auditIdTime(before) + 1 : Infinity, filters.to ?? Infinity);
     const keep = (e: AuditEntry) => (!before || e.id < before) && matchesFilters(e, filters);
     const withNodes = await this.withFile((file) => this.scan(limit, upper, filters.from, keep, file, true));
-    if (withNodes.scanned) return { ...page(withNodes.scanned, limit, upper), source: "stream" };
+    if (withNodes.scanned) {
+      const shown = page(withNodes.scanned, limit, upper);
+      return { ...shown, entries: await this.withLateOutcomes(shown.entries, upper), source: "stream" };
+    }
     if (withNodes.fileError) throw withNodes.fileError;
     const fileOnly = await this.withFile((file) => this.scan(limit, upper, filters.from, keep, file, false));
     if (fileOnly.fileError) throw fileOnly.fileError;
     return { ...page(fileOnly.scanned ?? { entries: [], stoppedAbove: null }, limit, upper), source: "file" };
+  }
+
+  /**
+   * The page's entries with the outcomes the streams hold above the part a bounded page read (`upperMs`, a `to` or a
+   * `before`). An outcome is written after its intent, and a retried one (the quorum was gone for a while) long after:
+   * its stream id can be newer than the page's bound while its entry is inside it. Read only for entries still
+   * pending once the page is merged (rare: the file already closes this console's own), newest first, within
+   * `LATE_OUTCOME_WINDOW_MS` after the newest of them and up to `MAX_SCAN_PER_SOURCE` records per node; where none is
+   * found the entry stays pending.
+   */
+  private async withLateOutcomes(entries: AuditEntry[], upperMs: number): Promise<AuditEntry[]> {
+    const wanted = new Set(entries.filter((e) => e.outcome === "pending").map((e) => e.id));
+    if (wanted.size === 0 || !Number.isFinite(upperMs)) return entries;
+    // The newer part: stream ids from just above where the page's read started, up to the window after the newest.
+    const aboveMs = Math.max(0, Math.trunc(upperMs + CLOCK_SKEW_MS)) + 1;
+    const untilMs = Math.trunc(Math.max(...[...wanted].map(auditIdTime)) + LATE_OUTCOME_WINDOW_MS + CLOCK_SKEW_MS);
+    if (untilMs < aboveMs) return entries;
+    const above = String(aboveMs);
+    const merger = new AuditMerger();
+    await Promise.all(
+      this.nodes.map(async (node) => {
+        const found = new Set<string>();
+        let end = String(untilMs);
+        try {
+          if (!(await whenReady(node.client, this.readyTimeoutMs))) return;
+          for (let read = 0; read < MAX_SCAN_PER_SOURCE && found.size < wanted.size; ) {
+            const rows = await node.client.xrevrange(AUDIT_STREAM_KEY, end, above, "COUNT", CHUNK);
+            for (const [streamId, fields] of rows) {
+              end = `(${streamId}`;
+              const at = fields.indexOf("r");
+              const text = at >= 0 ? fields[at + 1] : undefined;
+              const record = text === undefined ? null : parseAuditRecord(text);
+              if (record?.kind !== "outcome" || !wanted.has(record.id)) continue;
+              merger.add(record);
+              found.add(record.id);
+            }
+            read += rows.length;
+            if (rows.length < CHUNK) break;
+          }
+        } catch {
+          // A node that fails here lacks nothing the others have; its entries may stay pending.
+        }
+      }),
+    );
+    const outcomes = new Map<string, AuditEntry>();
+    for (const entry of entries) if (wanted.has(entry.id)) merger.add({ v: 1, kind: "intent", id: entry.id, entry });
+    for (const merged of merger.entries()) outcomes.set(merged.id, merged);
+    return entries.map((e) => outcomes.get(e.id) ?? e);
   }
 
   /** Runs `scan` with a cursor on the audit file (null when there is none yet), closed after; a file that cannot be read is reported, not thrown. */
