@@ -375,9 +375,11 @@ export class AuditLog implements AuditStore {
     const cursors = (withNodes ? this.nodes : []).map((node) => ({ node, end: start, done: false, capped: false, answered: false, lowMs: Infinity, read: 0 }));
     let fileCapped = false;
     // Only entries the page may show are kept (with every outcome, whose intent may come later): a narrow
-    // filter over a long log keeps a few, not every record read.
+    // filter over a long log keeps a few, not every record read. Of this console's own entries that do not match,
+    // the id is kept, so that a stream record with that id saying otherwise does not stand in for them.
     const add = (record: AuditRecord, own: boolean) => {
       if (record.kind === "outcome" || keep(record.entry)) merger.add(record, own);
+      else if (own) merger.leaveOutOwn(record.id);
     };
     for (;;) {
       await Promise.all([

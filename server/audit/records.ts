@@ -97,10 +97,13 @@ export function parseAuditLines(text: string, firstLine = 1): AuditLines {
 export class AuditMerger {
   private readonly intents = new Map<string, { entry: AuditEntry; own: boolean }>();
   private readonly outcomes = new Map<string, { record: Extract<AuditRecord, { kind: "outcome" }>; own: boolean }>();
+  /** Ids whose intent in this console's file was left out (a filter did not match it): a stream's version is not listed either. */
+  private readonly ownLeftOut = new Set<string>();
 
   /** `own`: read from this console's file (else from a node's stream). */
   add(record: AuditRecord, own = false): void {
     if (record.kind === "intent") {
+      if (this.ownLeftOut.has(record.id)) return;
       const known = this.intents.get(record.id);
       if (!known || (own && !known.own)) this.intents.set(record.id, { entry: record.entry, own });
     } else {
@@ -109,6 +112,16 @@ export class AuditMerger {
       const known = this.outcomes.get(record.id);
       if (!known || (own && !known.own) || (own === known.own && known.record.finishedAt < record.finishedAt)) this.outcomes.set(record.id, { record, own });
     }
+  }
+
+  /**
+   * An intent read from this console's file that the reader does not list (it does not match the filters): the
+   * entry reads as the file has it, so a stream's record with its id (which may say otherwise) is not listed in its
+   * place. Only the id is kept.
+   */
+  leaveOutOwn(id: string): void {
+    this.ownLeftOut.add(id);
+    this.intents.delete(id);
   }
 
   /** Every entry whose intent was seen, newest first, with its outcome merged in. */

@@ -308,6 +308,11 @@ describe("audit log", () => {
     }
     const listed = (await getPage("?resource=lock:forged")).body.entries;
     expect(listed.map((e) => [e.id, e.actor, e.reason, e.outcome])).toEqual([[id, "frank", "the real reason", "released"]]);
+    // Filtered on what only the added record says, the entry is not listed: its file says otherwise.
+    expect((await getPage("?actor=mallory")).body.entries).toEqual([]);
+    expect((await getPage("?resource=lock:forged&actor=mallory")).body.entries).toEqual([]);
+    const exported = await call(exportRoute.GET, "GET", "/api/audit/export?format=json&actor=mallory", { token: VIEWER_TOKEN });
+    expect((exported.body as Page).entries).toEqual([]);
   });
 
   it("offers an outcome the stream did not take again until a quorum has it, without writing it to the file again", async () => {
