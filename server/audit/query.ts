@@ -73,3 +73,14 @@ export const AuditExportQuery = z
 
 /** The most entries one export returns. */
 export const EXPORT_MAX_ENTRIES = 10_000;
+
+/**
+ * A `from` or `to` kept in the Audit page's address, as an ISO instant for the page's inputs: read as the API reads
+ * it, so a link filters the page as it filters `GET /api/audit`. "" (no filter, the input left empty) when there is
+ * none or it is one the API refuses: a time without a zone would otherwise be read in this server's time zone, and a
+ * day the month does not have as a day of the next.
+ */
+export function addressInstant(value: string | string[] | undefined): string {
+  const parsed = timeBound("from").safeParse(value);
+  return parsed.success ? new Date(parsed.data).toISOString() : "";
+}
