@@ -130,6 +130,8 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
   const entries = result.data?.pages.flatMap((p) => p.entries) ?? [];
   const refused = result.error instanceof ApiRequestError && result.error.status === 400;
   const source = result.data?.pages[0]?.source;
+  // Any page read from too few nodes may lack entries, not only the first.
+  const missingNodes = [...new Set(result.data?.pages.flatMap((p) => p.missingNodes ?? []) ?? [])];
   const exportHref = (format: "csv" | "json") => {
     const params = new URLSearchParams(query);
     params.set("format", format);
@@ -190,6 +192,11 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
       {source === "file" && (
         <p role="status" className={styles.notice}>
           No lock node answered: showing this console&apos;s own audit file, which lacks entries written by other console instances.
+        </p>
+      )}
+      {source === "stream" && missingNodes.length > 0 && (
+        <p role="status" className={styles.notice}>
+          Too few lock nodes answered ({missingNodes.join(", ")} did not): entries written by other console instances may be missing.
         </p>
       )}
       {result.error && !(result.error instanceof ApiRequestError && result.error.status === 401) && (

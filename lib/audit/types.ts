@@ -68,4 +68,10 @@ export interface AuditPage {
   next: string | null;
   /** Where the entries came from: the nodes' stream, this console's file when no node answered, or PostgreSQL. */
   source: "stream" | "file" | "postgres";
+  /**
+   * With `source` "stream": the lock nodes whose stream could not be read, when fewer than a quorum of nodes
+   * were read. Entries other console instances wrote may then be missing (they are sure to be on a quorum, not on
+   * the nodes read). Absent when a quorum was read.
+   */
+  missingNodes?: string[];
 }

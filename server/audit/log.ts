@@ -276,12 +276,15 @@ export class AuditLog implements AuditStore {
     const withNodes = await this.withFile((file) => this.scan(limit, upper, filters.from, keep, file, true));
     if (withNodes.scanned) {
       const shown = page(withNodes.scanned, limit, upper);
-      return { ...shown, entries: await this.withLateOutcomes(shown.entries, upper), source: "stream" };
+      const unread = withNodes.scanned.unreadNodes;
+      // Every entry is on a quorum of nodes, so any quorum read has it; fewer may lack what other consoles wrote.
+      const missing = this.nodes.length - unread.length < this.quorum ? { missingNodes: unread } : {};
+      return { ...shown, entries: await this.withLateOutcomes(shown.entries, upper, unread), source: "stream", ...missing };
     }
     if (withNodes.fileError) throw withNodes.fileError;
     const fileOnly = await this.withFile((file) => this.scan(limit, upper, filters.from, keep, file, false));
     if (fileOnly.fileError) throw fileOnly.fileError;
-    return { ...page(fileOnly.scanned ?? { entries: [], stoppedAbove: null }, limit, upper), source: "file" };
+    return { ...page(fileOnly.scanned ?? { entries: [], stoppedAbove: null, unreadNodes: [] }, limit, upper), source: "file" };
   }
 
   /**
@@ -292,7 +295,7 @@ export class AuditLog implements AuditStore {
    * `LATE_OUTCOME_WINDOW_MS` after the newest of them and up to `MAX_SCAN_PER_SOURCE` records per node; where none is
    * found the entry stays pending.
    */
-  private async withLateOutcomes(entries: AuditEntry[], upperMs: number): Promise<AuditEntry[]> {
+  private async withLateOutcomes(entries: AuditEntry[], upperMs: number, unreadNodes: readonly string[]): Promise<AuditEntry[]> {
     const wanted = new Set(entries.filter((e) => e.outcome === "pending").map((e) => e.id));
     if (wanted.size === 0 || !Number.isFinite(upperMs)) return entries;
     // The newer part: stream ids from just above where the page's read started, up to the window after the newest.
@@ -302,7 +305,8 @@ export class AuditLog implements AuditStore {
     const above = String(aboveMs);
     const merger = new AuditMerger();
     await Promise.all(
-      this.nodes.map(async (node) => {
+      // (Not from the nodes that just failed to answer the page's read: they would only make it wait.)
+      this.nodes.filter((node) => !unreadNodes.includes(node.id)).map(async (node) => {
         const found = new Set<string>();
         let end = String(untilMs);
         try {
@@ -372,7 +376,7 @@ export class AuditLog implements AuditStore {
     const merger = new AuditMerger();
     const start = Number.isFinite(upperMs) ? String(Math.max(0, Math.trunc(upperMs + CLOCK_SKEW_MS))) : "+";
     const maxMs = upperMs + CLOCK_SKEW_MS;
-    const cursors = (withNodes ? this.nodes : []).map((node) => ({ node, end: start, done: false, capped: false, answered: false, lowMs: Infinity, read: 0 }));
+    const cursors = (withNodes ? this.nodes : []).map((node) => ({ node, end: start, done: false, capped: false, answered: false, failed: false, lowMs: Infinity, read: 0 }));
     let fileCapped = false;
     // Only entries the page may show are kept (with every outcome, whose intent may come later): a narrow
     // filter over a long log keeps a few, not every record read. Of this console's own entries that do not match,
@@ -402,7 +406,7 @@ export class AuditLog implements AuditStore {
               if (rows.length < CHUNK) c.done = true;
               else if (c.read >= MAX_SCAN_PER_SOURCE) c.done = c.capped = true;
             } catch {
-              c.done = true;
+              c.done = c.failed = true;
             }
           }),
         (async () => {
@@ -417,6 +421,7 @@ export class AuditLog implements AuditStore {
         })(),
       ]);
       if (withNodes && !cursors.some((c) => c.answered)) return null;
+      const unreadNodes = cursors.filter((c) => c.failed).map((c) => c.node.id);
       const active: number[] = cursors.filter((c) => !c.done).map((c) => c.lowMs);
       const cursor = file();
       if (cursor && !cursor.done) active.push(cursor.lowMs);
@@ -424,14 +429,14 @@ export class AuditLog implements AuditStore {
       const stopped = cursors.filter((c) => c.capped).map((c) => c.lowMs);
       if (fileCapped && cursor) stopped.push(cursor.lowMs);
       const candidates = merger.entries();
-      if (active.length === 0 && stopped.length === 0) return { entries: candidates, stoppedAbove: null };
+      if (active.length === 0 && stopped.length === 0) return { entries: candidates, stoppedAbove: null, unreadNodes };
       // Every source has read past this time (allowing for clock skew): entries newer than it are complete.
       // (By the id's time, which is what `before` pages by.)
       const settledAbove = Math.max(...active, ...stopped) + CLOCK_SKEW_MS;
-      if (fromMs !== undefined && settledAbove < fromMs) return { entries: candidates, stoppedAbove: null };
+      if (fromMs !== undefined && settledAbove < fromMs) return { entries: candidates, stoppedAbove: null, unreadNodes };
       const settled = candidates.filter((e) => auditIdTime(e.id) > settledAbove);
-      if (settled.length > limit) return { entries: settled, stoppedAbove: null };
-      if (active.length === 0) return { entries: settled, stoppedAbove: settledAbove };
+      if (settled.length > limit) return { entries: settled, stoppedAbove: null, unreadNodes };
+      if (active.length === 0) return { entries: settled, stoppedAbove: settledAbove, unreadNodes };
     }
   }
 }
@@ -443,6 +448,8 @@ export class AuditLog implements AuditStore {
 interface Scanned {
   entries: AuditEntry[];
   stoppedAbove: number | null;
+  /** Nodes whose stream failed to answer (not read, or not read to the end the page needed). */
+  unreadNodes: string[];
 }
 
 /** The audit file as one source of a page: its cursor, or why it cannot be read. */

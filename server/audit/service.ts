@@ -25,20 +25,22 @@ export function getAuditPage(options: { limit: number; before?: string; filters:
  * (`X-Audit-Next`, and `next` in JSON): a long log is exported in parts, none twice, none missed.
  */
 export async function exportAudit(format: "csv" | "json", filters: AuditFilters, before?: string): Promise<Response> {
-  const { entries, next, source } = await read(EXPORT_MAX_ENTRIES, before, filters);
+  const { entries, next, source, missingNodes } = await read(EXPORT_MAX_ENTRIES, before, filters);
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   const headers: Record<string, string> = {
     "Cache-Control": "no-store",
     "X-Audit-Source": source,
     "X-Audit-Truncated": next ? "true" : "false",
     ...(next ? { "X-Audit-Next": next } : {}),
+    // Fewer than a quorum of nodes read: entries other consoles wrote may be missing.
+    ...(missingNodes ? { "X-Audit-Missing-Nodes": missingNodes.join(",") } : {}),
   };
   if (format === "csv") {
     return new Response(auditCsv(entries), {
       headers: { ...headers, "Content-Type": "text/csv; charset=utf-8", "Content-Disposition": `attachment; filename="lockscope-audit-${stamp}.csv"` },
     });
   }
-  return new Response(JSON.stringify({ entries, truncated: next !== null, next, source }, null, 2), {
+  return new Response(JSON.stringify({ entries, truncated: next !== null, next, source, ...(missingNodes ? { missingNodes } : {}) }, null, 2), {
     headers: { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Disposition": `attachment; filename="lockscope-audit-${stamp}.json"` },
   });
 }
