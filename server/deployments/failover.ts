@@ -3,14 +3,14 @@ import Redis, { type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
 import { readInSlots } from "@/lib/locks/cluster";
-import { lostInFailover, parseSwitchMaster, type SeenLock } from "@/lib/locks/failover";
+import { lostInFailover, type SeenLock } from "@/lib/locks/failover";
 import { decodeReading, readLockKeysAsAllowed } from "@/lib/locks/formats";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { declared, initialiseFor } from "../metrics";
 import { authOptions, tlsOptions } from "./connection";
+import { subscribeToSwitches } from "./sentinel";
 import type { LockClient } from "./types";
 
-const SWITCH_MASTER = "+switch-master";
 /** Keys read per command on the new primary. */
 const READ_BATCH = 500;
 
@@ -106,14 +106,14 @@ export async function compareAfterFailover(
  * Follows a Sentinel deployment's failovers: subscribed to `+switch-master` on every sentinel, it takes the
  * console's view the moment one is announced (before the watcher has reconnected to the new primary and
  * reconciled), reads those locks on the new primary, and reports every lock the new primary does not hold
- * as lost in failover (timeline, metric, one log line). The watchers follow the new primary on their own
- * (ioredis' failover detector). The sentinel leading a failover names the promoted replica to clients from the
- * moment it reconfigures the other replicas, seconds before it announces the switch: a watcher that reconnects
- * then reaches the new primary first, and says so (`primaryReached`) before it reads it; the failover is
- * compared then, once.
+ * as lost in failover (timeline, metric, one log line). The watchers follow the new primary on their own (the
+ * Sentinel driver moves their connections when a sentinel announces the switch: `SwitchWatch`). The sentinel
+ * leading a failover names the promoted replica to clients from the moment it reconfigures the other replicas,
+ * seconds before it announces the switch: a watcher that reconnects then reaches the new primary first, and says
+ * so (`primaryReached`) before it reads it; the failover is compared then, once.
  */
 export class SentinelFailoverMonitor {
-  private readonly subscribers: Redis[] = [];
+  private readonly subscribers: Redis[];
   /**
    * The new primary last compared with (`host:port`): each failover is compared once, whichever way it was seen
    * first (every sentinel's announcement, the watcher reaching it). Only the last one: a failover back to a primary
@@ -130,32 +130,7 @@ export class SentinelFailoverMonitor {
   ) {
     initialiseFor("lockscope_failovers_total", { deployment: [deployment.name] });
     initialiseFor("lockscope_locks_lost_in_failover_total", { deployment: [deployment.name] });
-    const sentinelAuth = authOptions(deployment.sentinelAuth, null);
-    for (const sentinel of deployment.sentinels) {
-      const sub = new Redis({
-        host: sentinel.host,
-        port: sentinel.port,
-        ...sentinelAuth,
-        ...(deployment.tls ? { tls: tlsOptions(deployment.tls) } : {}),
-        connectionName: "lockscope:failover",
-        disableClientInfo: true,
-        // No INFO on connect: a sentinel's ACL user for the console need not have it (see the README), and a
-        // refused ready check would drop the connection before it subscribes.
-        enableReadyCheck: false,
-        enableOfflineQueue: true,
-        maxRetriesPerRequest: null,
-        retryStrategy: (times: number) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
-      });
-      // A sentinel that is down is one of several: the others announce the failover too.
-      sub.on("error", () => undefined);
-      sub.on("message", (channel: string, message: string) => {
-        if (channel !== SWITCH_MASTER) return;
-        const event = parseSwitchMaster(message);
-        if (event && event.master === deployment.master) this.compare(`${event.from.host}:${event.from.port}`, event.to);
-      });
-      void sub.subscribe(SWITCH_MASTER).catch(() => undefined);
-      this.subscribers.push(sub);
-    }
+    this.subscribers = subscribeToSwitches(deployment, "lockscope:failover", (event) => this.compare(`${event.from.host}:${event.from.port}`, event.to));
   }
 
   /**

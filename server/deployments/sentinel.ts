@@ -1,7 +1,7 @@
 import "server-only";
 import Redis, { type RedisOptions } from "ioredis";
 import type { Deployment } from "@/lib/deployment-config";
-import { parseSwitchMaster } from "@/lib/locks/failover";
+import { parseSwitchMaster, type SwitchMaster } from "@/lib/locks/failover";
 import { authOptions, tlsOptions } from "./connection";
 import type { DeploymentDriver } from "./types";
 
@@ -15,6 +15,8 @@ const RECONNECT_AFTER_END_MS = 1_000;
 const NO_SUCH_MASTER = /No such master with that name|successfully, but got an invalid reply: null$/;
 
 type SentinelDeployment = Extract<Deployment, { kind: "sentinel" }>;
+
+const SWITCH_MASTER = "+switch-master";
 type Address = { host: string; port: number };
 
 /**
@@ -43,34 +45,44 @@ class SwitchWatch {
   }
 
   private open(): void {
-    const d = this.deployment;
-    const sentinelAuth = authOptions(d.sentinelAuth, null);
-    this.subscribers = d.sentinels.map((sentinel) => {
-      const sub = new Redis({
-        host: sentinel.host,
-        port: sentinel.port,
-        ...sentinelAuth,
-        ...(d.tls ? { tls: tlsOptions(d.tls) } : {}),
-        connectionName: "lockscope:switch",
-        disableClientInfo: true,
-        // No INFO on connect: the sentinels' ACL user for the console need not have it (see the README).
-        enableReadyCheck: false,
-        enableOfflineQueue: true,
-        maxRetriesPerRequest: null,
-        retryStrategy: (times: number) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
-      });
-      // A sentinel that is down is one of several: the others announce the switch too.
-      sub.on("error", () => undefined);
-      sub.on("message", (channel: string, message: string) => {
-        if (channel !== "+switch-master") return;
-        const event = parseSwitchMaster(message);
-        if (event?.master !== d.master) return;
-        for (const connection of this.connections) connection.primarySwitched(event.to);
-      });
-      void sub.subscribe("+switch-master").catch(() => undefined);
-      return sub;
+    this.subscribers = subscribeToSwitches(this.deployment, "lockscope:switch", (event) => {
+      for (const connection of this.connections) connection.primarySwitched(event.to);
     });
   }
+}
+
+/**
+ * Subscribes to `+switch-master` on each of the deployment's sentinels (a connection of its own to each, named
+ * `connectionName`) and calls `onSwitch` for every switch of the deployment's master announced there (each sentinel
+ * announces the same switch; other masters the sentinels monitor are not told). Returns the subscribers, to close.
+ */
+export function subscribeToSwitches(d: SentinelDeployment, connectionName: string, onSwitch: (event: SwitchMaster) => void): Redis[] {
+  const sentinelAuth = authOptions(d.sentinelAuth, null);
+  return d.sentinels.map((sentinel) => {
+    const sub = new Redis({
+      host: sentinel.host,
+      port: sentinel.port,
+      ...sentinelAuth,
+      ...(d.tls ? { tls: tlsOptions(d.tls) } : {}),
+      connectionName,
+      disableClientInfo: true,
+      // No INFO on connect: the sentinels' ACL user for the console need not have it (see the README), and a
+      // refused ready check would drop the connection before it subscribes.
+      enableReadyCheck: false,
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: null,
+      retryStrategy: (times: number) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
+    });
+    // A sentinel that is down is one of several: the others announce the switch too.
+    sub.on("error", () => undefined);
+    sub.on("message", (channel: string, message: string) => {
+      if (channel !== SWITCH_MASTER) return;
+      const event = parseSwitchMaster(message);
+      if (event?.master === d.master) onSwitch(event);
+    });
+    void sub.subscribe(SWITCH_MASTER).catch(() => undefined);
+    return sub;
+  });
 }
 
 /**
