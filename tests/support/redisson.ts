@@ -16,6 +16,9 @@ import { redissonPrefixName } from "@/lib/locks/formats/redisson";
  * - Read-write lock: HSET `mode` read/write with the first holder, readers' HINCRBY of `<client>:<thread>` plus
  *   one `{name}:<client>:<thread>:rwlock_timeout:<n>` string per hold, writers' `<client>:<thread>:write`.
  */
+/** A Java long: a number, or a bigint where it is past 2^53. */
+export type ThreadId = number | bigint;
+
 export class RedissonWriter {
   /** The Redisson instance id (`ServiceManager.getId()`): one UUID per client. */
   readonly clientId: string;
@@ -27,12 +30,16 @@ export class RedissonWriter {
     this.clientId = clientId;
   }
 
-  holder(threadId: number): string {
+  /**
+   * The holder field of a thread: any Java long, as a bigint where it is past 2^53 (reactive and coroutine code
+   * passes Redisson `ThreadLocalRandom.current().nextLong()` as the thread id, negative half the time).
+   */
+  holder(threadId: ThreadId): string {
     return `${this.clientId}:${threadId}`;
   }
 
   /** RLock.tryLock: null when acquired (or re-entered), else the holder's TTL left. */
-  async lock(name: string, threadId: number, leaseMs = 30_000): Promise<number | null> {
+  async lock(name: string, threadId: ThreadId, leaseMs = 30_000): Promise<number | null> {
     const reply = await this.redis.eval(
       `local taken = redis.call('exists', KEYS[1]) == 1
        if taken and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return redis.call('pttl', KEYS[1]) end
@@ -48,7 +55,7 @@ export class RedissonWriter {
   }
 
   /** RLock.unlock: true when the last hold went and the waiters were told. */
-  async unlock(name: string, threadId: number, leaseMs = 30_000): Promise<boolean | null> {
+  async unlock(name: string, threadId: ThreadId, leaseMs = 30_000): Promise<boolean | null> {
     const reply = await this.redis.eval(
       `if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -1 end
        if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then redis.call('pexpire', KEYS[1], ARGV[2]) return 0 end
@@ -70,7 +77,7 @@ export class RedissonWriter {
    * layout, and a fencing counter `redisson_lock_token:{name}` (a string, no TTL) INCRed on every acquisition.
    * Resolves the fencing token when acquired, null when it is held.
    */
-  async fencedLock(name: string, threadId: number, leaseMs = 30_000): Promise<number | null> {
+  async fencedLock(name: string, threadId: ThreadId, leaseMs = 30_000): Promise<number | null> {
     const reply = (await this.redis.eval(
       `if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
          local token = redis.call('incr', KEYS[2]);
@@ -89,7 +96,7 @@ export class RedissonWriter {
   }
 
   /** RedissonFairLock.tryLock: acquires when free and first in line; otherwise queues the thread. */
-  async fairLock(name: string, threadId: number, leaseMs = 30_000, waitMs = 300_000): Promise<number | null> {
+  async fairLock(name: string, threadId: ThreadId, leaseMs = 30_000, waitMs = 300_000): Promise<number | null> {
     const reply = await this.redis.eval(
       `local queue, timeouts, id, now = KEYS[2], KEYS[3], ARGV[2], tonumber(ARGV[4])
        local head = redis.call('lindex', queue, 0)
@@ -121,7 +128,7 @@ export class RedissonWriter {
   }
 
   /** RReadWriteLock.readLock().tryLock. */
-  async readLock(name: string, threadId: number, leaseMs = 30_000): Promise<number | null> {
+  async readLock(name: string, threadId: ThreadId, leaseMs = 30_000): Promise<number | null> {
     const timeoutPrefix = `${name.includes("{") ? name : `{${name}}`}:${this.holder(threadId)}:rwlock_timeout`;
     const reply = await this.redis.eval(
       `local mode = redis.call('hget', KEYS[1], 'mode')
@@ -145,7 +152,7 @@ export class RedissonWriter {
   }
 
   /** RReadWriteLock.writeLock().tryLock. */
-  async writeLock(name: string, threadId: number, leaseMs = 30_000): Promise<number | null> {
+  async writeLock(name: string, threadId: ThreadId, leaseMs = 30_000): Promise<number | null> {
     const reply = await this.redis.eval(
       `local mode = redis.call('hget', KEYS[1], 'mode')
        if mode == false then

@@ -1,6 +1,6 @@
 import { defineScript } from "@lockscope/redlock";
 import { UUID_SOURCE, formatReading, holderFingerprint } from "./common";
-import { REDISSON_BRACED_LUA, REDISSON_WAKE_LUA, redissonNodeArgs } from "./redisson";
+import { JAVA_LONG_SOURCE, REDISSON_BRACED_LUA, REDISSON_WAKE_LUA, redissonNodeArgs, threadNumber } from "./redisson";
 import { scriptRelease } from "./release";
 import { defineFormat, type FormatHolder, type RawReading } from "./types";
 
@@ -18,7 +18,7 @@ import { defineFormat, type FormatHolder, type RawReading } from "./types";
  * thread still reads turns the lock to `read` without publishing.
  */
 
-const HOLDER_FIELD = new RegExp(`^(${UUID_SOURCE}):(\\d{1,19})(:write)?$`);
+const HOLDER_FIELD = new RegExp(`^(${UUID_SOURCE}):(${JAVA_LONG_SOURCE})(:write)?$`);
 const isCount = (value: string) => /^[1-9]\d{0,9}$/.test(value);
 
 function isReadWriteLock(raw: RawReading): raw is Extract<RawReading, { type: "hash" }> {
@@ -101,7 +101,12 @@ export const redissonReadWrite = defineFormat({
     for (const [field, value] of fields) {
       const match = HOLDER_FIELD.exec(field);
       if (!match) continue;
-      holders.push({ id: field, label: match[1], thread: Number(match[2]), count: Number(value), mode: match[3] ? "write" : "read" });
+      const holder: FormatHolder = { id: field, label: match[1] };
+      const thread = threadNumber(match[2]);
+      if (thread !== undefined) holder.thread = thread;
+      holder.count = Number(value);
+      holder.mode = match[3] ? "write" : "read";
+      holders.push(holder);
     }
     // The writer first: it is the one that excludes everybody else.
     holders.sort((a, b) => (a.mode === b.mode ? 0 : a.mode === "write" ? -1 : 1));

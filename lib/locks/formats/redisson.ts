@@ -24,7 +24,23 @@ import { defineFormat, type FormatHolder, type RawReading } from "./types";
  * ids, is deprecated): scope `single`.
  */
 
-export const REDISSON_FIELD = new RegExp(`^(${UUID_SOURCE}):(\\d{1,19})$`);
+/**
+ * A Java long as Redisson writes it in a holder field: a thread id, or whatever `lock(threadId)` was given (reactive
+ * and coroutine code passes `ThreadLocalRandom.current().nextLong()`, negative half the time).
+ */
+export const JAVA_LONG_SOURCE = "-?\\d{1,19}";
+
+export const REDISSON_FIELD = new RegExp(`^(${UUID_SOURCE}):(${JAVA_LONG_SOURCE})$`);
+
+/**
+ * A holder field's thread id as a number, only where the number is that id: past 2^53 (most random ids) a
+ * JavaScript number is a neighbour of it, so the thread is left out and the holder's id (the field) names it.
+ */
+export function threadNumber(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
 
 /** Redisson's `prefixName`: the name of a companion object of `name`. */
 export function redissonPrefixName(prefix: string, name: string): string {
@@ -184,7 +200,11 @@ export const redisson = defineFormat({
     const fields = raw.type === "hash" ? raw.fields : [];
     const holders = fields.map(([field, value]): FormatHolder => {
       const match = REDISSON_FIELD.exec(field);
-      return { id: field, label: match?.[1] ?? field, thread: Number(match?.[2]), count: Number(value) };
+      const holder: FormatHolder = { id: field, label: match?.[1] ?? field };
+      const thread = threadNumber(match?.[2]);
+      if (thread !== undefined) holder.thread = thread;
+      holder.count = Number(value);
+      return holder;
     });
     return formatReading("redisson", "hash", reading, {
       holders,

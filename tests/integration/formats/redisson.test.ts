@@ -64,6 +64,37 @@ describe("Redisson locks", () => {
     }
   });
 
+  it("RLock and read-write lock taken with a random thread id (reactive code's nextLong()): holder shown, its thread exact or not at all, released", async () => {
+    const subscriber = cluster.client(0);
+    const app = new RedissonWriter(redis);
+    // Reactive and coroutine code hands Redisson `ThreadLocalRandom.current().nextLong()` as the thread id: negative
+    // half the time, and mostly past 2^53, where a JavaScript number is no longer the same id.
+    const negative = -7394718251934526131n;
+    const past53 = 7394718251934526131n;
+    for (const [name, thread] of [["reactive-neg", negative], ["reactive-big", past53], ["reactive-small", -42]] as const) {
+      expect(await app.lock(name, thread)).toBeNull();
+      const reading = await read(name);
+      expect(reading).toMatchObject({ format: "redisson", holders: [{ id: app.holder(thread), label: app.clientId, count: 1 }] });
+      // Never a number near the thread id (7394718251934526000 for the one above): the id itself, or none.
+      expect(reading?.holders[0]?.thread).toBe(typeof thread === "number" ? thread : undefined);
+      const waiter = await subscribeWaiter(subscriber, lockChannel(name));
+      const done = await formatByName("redisson").release!([redis], name, app.holder(thread), opts);
+      expect(done.nodes[0]).toMatchObject({ result: "deleted", woken: 1 });
+      expect(await waiter.message).toBe("0");
+      await subscriber.unsubscribe();
+    }
+    const rw = "reactive-rw";
+    expect(await app.readLock(rw, negative)).toBeNull();
+    expect(await app.readLock(rw, 5)).toBeNull();
+    const reading = await read(rw);
+    expect(reading?.format).toBe("redisson-rw");
+    expect(reading?.holders.map((h) => h.id).sort()).toEqual([app.holder(negative), app.holder(5)].sort());
+    const out = await formatByName("redisson-rw").release!([redis], rw, app.holder(negative), opts);
+    expect(out.nodes[0]?.result).toBe("deleted");
+    expect(await redis.hgetall(rw)).toEqual({ mode: "read", [app.holder(5)]: "1" });
+    expect(await redis.exists(`{${rw}}:${app.holder(negative)}:rwlock_timeout:1`)).toBe(0);
+  });
+
   it("a companion key of another type fails nothing: the lock and every other key of the batch are still read", async () => {
     const app = new RedissonWriter(redis);
     expect(await app.lock("poisoned", 7)).toBeNull();

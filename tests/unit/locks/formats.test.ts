@@ -113,6 +113,17 @@ describe("decoding holders", () => {
     expect(fair?.waiters).toBe(2);
   });
 
+  it("decodes a Redisson holder whose thread id is any Java long, without showing a neighbour of one past 2^53", () => {
+    // Reactive code passes `ThreadLocalRandom.current().nextLong()` as the thread id.
+    const negative = decode("reactive", hash([[`${UUID}:-7394718251934526131`, "1"]]));
+    expect(negative).toMatchObject({ format: "redisson", holders: [{ id: `${UUID}:-7394718251934526131`, label: UUID, count: 1 }] });
+    expect(negative?.holders[0]?.thread).toBeUndefined();
+    expect(decode("reactive", hash([[`${UUID}:-42`, "2"]]))?.holders[0]).toEqual({ id: `${UUID}:-42`, label: UUID, thread: -42, count: 2 });
+    expect(decode("reactive", hash([[`${UUID}:9007199254740993`, "1"]]))?.holders[0]?.thread).toBeUndefined();
+    const rw = decode("reactive-rw", hash([["mode", "write"], [`${UUID}:-9223372036854775808:write`, "1"]]));
+    expect(rw).toMatchObject({ format: "redisson-rw", holders: [{ id: `${UUID}:-9223372036854775808:write`, mode: "write", count: 1 }] });
+  });
+
   it("finds the fair lock whose waiting times a key holds, for names with and without a hash tag", () => {
     for (const name of ["orders", "lock:a}b", "{orders}", "{orders}:lock", "lock:{x}"]) {
       expect(fairLockNames(redissonPrefixName("redisson_lock_timeout", name))).toContain(name);
