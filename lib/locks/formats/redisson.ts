@@ -166,14 +166,18 @@ local channel = 'redisson_lock__channel:' .. braced
 -- -1: no wake message was sent (a fair queue whose waiters all timed out).
 local woken = -1
 local queue = 'redisson_lock_queue:' .. braced
-if redis.call('EXISTS', queue) == 1 then
+-- pcall, as the read does: the lock is deleted by now, and a companion key of another type (not Redisson's) must
+-- not turn that into an error. A queue that is not a list is no fair lock's: the lock's own channel is woken.
+local queued = redis.pcall('LRANGE', queue, 0, 99)
+if type(queued) == 'table' and queued.err == nil and #queued > 0 then
   -- Fair lock: as Redisson's own unlock, wake only the first queued thread that has not timed out, on its
   -- own channel. The queue is left to Redisson (the woken thread takes itself off it when it acquires).
   local now = node_now()
   local timeouts = 'redisson_lock_timeout:' .. braced
-  for _, id in ipairs(redis.call('LRANGE', queue, 0, 99)) do
-    local score = redis.call('ZSCORE', timeouts, id)
-    if score and tonumber(score) > now then
+  for _, id in ipairs(queued) do
+    -- (Waiting times of another type: nobody counts as waiting, as the read says.)
+    local score = redis.pcall('ZSCORE', timeouts, id)
+    if type(score) == 'string' and tonumber(score) > now then
       woken = wake(channel .. ':' .. id, '0')
       break
     end

@@ -110,6 +110,31 @@ describe("Redisson locks", () => {
     expect(await read("poisoned")).toMatchObject({ format: "redisson", waiters: 0 });
   });
 
+  it("a release beside a companion key of another type releases the lock and says so, instead of an error for a lock it deleted", async () => {
+    const subscriber = cluster.client(0);
+    const app = new RedissonWriter(redis);
+    // Not a list: no fair lock's queue, so the lock is an RLock whose waiters listen on the lock's channel.
+    expect(await app.lock("poisoned-release", 7)).toBeNull();
+    await redis.set("redisson_lock_queue:{poisoned-release}", "not a list");
+    const waiter = await subscribeWaiter(subscriber, lockChannel("poisoned-release"));
+    const done = await formatByName("redisson").release!([redis], "poisoned-release", app.holder(7), opts);
+    expect(done.nodes[0]).toMatchObject({ result: "deleted", woken: 1 });
+    expect(done.notified.waiters).toBe(true);
+    expect(await waiter.message).toBe("0");
+    expect(await redis.exists("poisoned-release")).toBe(0);
+    expect(await redis.get("redisson_lock_queue:{poisoned-release}")).toBe("not a list");
+    await subscriber.unsubscribe();
+    // A queue beside waiting times of another type: nobody in it counts as waiting (as the read says), so nobody
+    // is woken, and the lock is released all the same.
+    expect(await app.lock("poisoned-times", 7)).toBeNull();
+    await redis.rpush("redisson_lock_queue:{poisoned-times}", app.holder(8));
+    await redis.set("redisson_lock_timeout:{poisoned-times}", "not a sorted set");
+    expect(await read("poisoned-times")).toMatchObject({ format: "redisson", waiters: 0 });
+    const second = await formatByName("redisson").release!([redis], "poisoned-times", app.holder(7), opts);
+    expect(second.nodes[0]).toMatchObject({ result: "deleted", woken: null });
+    expect(await redis.exists("poisoned-times")).toBe(0);
+  });
+
   it("fair lock: the queue's live waiters are counted; release wakes only the first that has not timed out", async () => {
     const name = "payouts";
     const subscriber = cluster.client(0);
