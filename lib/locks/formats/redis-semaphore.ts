@@ -79,13 +79,21 @@ local key = KEYS[1]
 local t = redis.call('TYPE', key)['ok']
 if t == 'none' then return {'absent', t, -1} end
 if t == 'zset' then
-  if redis.call('ZREM', key, ARGV[1]) == 1 then return {'deleted', t, -1} end
+  local id = ARGV[1]
+  -- One permit of a MultiSemaphore holder, named on its own (<id>_<i>, with <id>_0 beside it scored the same:
+  -- a read cut by its bound shows such a holder's permits apart): its holder goes whole, as below.
+  local prefix = string.match(id, '^(.+)_%d+$')
+  if prefix then
+    local score = redis.call('ZSCORE', key, id)
+    if score and score == redis.call('ZSCORE', key, prefix .. '_0') then id = prefix end
+  end
+  if id == ARGV[1] and redis.call('ZREM', key, id) == 1 then return {'deleted', t, -1} end
   -- A MultiSemaphore holder: every one of its permits, <id>_0, <id>_1, ... (as the library's own release).
   -- Taking out some of them would not free those permits: the holder's next refresh, which checks <id>_0
   -- only, writes every one back, past the semaphore's limit if another holder took them meanwhile.
   local removed = 0
   for i = 0, redis.call('ZCARD', key) - 1 do
-    if redis.call('ZREM', key, ARGV[1] .. '_' .. i) == 0 then break end
+    if redis.call('ZREM', key, id .. '_' .. i) == 0 then break end
     removed = removed + 1
   end
   if removed > 0 then return {'deleted', t, -1} end

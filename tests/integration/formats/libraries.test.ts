@@ -205,6 +205,30 @@ describe("lock formats with the real libraries", () => {
     for (const p of [a, b, next]) p.stopRefresh();
   });
 
+  it("redis-semaphore's MultiSemaphore: a permit shown on its own (a read cut by the bound) is released with its whole holder, and the library agrees", async () => {
+    const c = clients[0]!;
+    // Seventy permits of one holder: more than one read takes (64), and among equal scores Redis orders by member,
+    // so `<id>_0` is not among those read and the holder's permits are shown one by one.
+    let lost: (error: Error) => void = () => {};
+    const lostA = new Promise<Error>((resolve) => (lost = resolve));
+    const a = new MultiSemaphore(c, "bulk", 100, 70, { lockTimeout: 10_000, refreshInterval: 50, acquireTimeout: 1_000, onLockLost: (e) => lost(e) });
+    await a.acquire();
+    const [reading] = await readEverywhere("semaphore:bulk");
+    expect(reading?.warnings).toContain("truncated");
+    const shown = reading!.holders[0]!.id;
+    expect(shown.startsWith(`${a.identifier}_`)).toBe(true);
+    // Released by that id: every permit of its holder goes, as the library's own release takes them.
+    const released = await formatByName("redis-semaphore").release!(clients, "semaphore:bulk", shown, opts);
+    expect(released.nodes[0]?.result).toBe("deleted");
+    expect(await c.zcard("semaphore:bulk")).toBe(0);
+    // The holder finds out at its next refresh and writes nothing back; the permits are free in the library's eyes.
+    expect(await lostA).toBeInstanceOf(LostLockError);
+    const next = new MultiSemaphore(c, "bulk", 100, 100, { lockTimeout: 10_000, acquireTimeout: 1_000, onLockLost: () => {} });
+    expect(await next.tryAcquire()).toBe(true);
+    expect(await c.zcard("semaphore:bulk")).toBe(100);
+    for (const p of [a, next]) p.stopRefresh();
+  });
+
   it("never touches a key of another type", async () => {
     await clients[0]!.hset("lock:profile", "name", "x");
     for (const name of ["token", "shedlock", "redis-semaphore"] as const) {
