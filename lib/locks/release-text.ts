@@ -1,6 +1,12 @@
 import type { Lock } from "./types";
 
 /**
+ * A ShedLock value that ends in the provider's own UUID (lib/locks/formats/shedlock.ts reads the same shape; that
+ * module runs on the server only, this text is shown in the browser too).
+ */
+const SHEDLOCK_OWN_VALUE = /^ADDED:[^@]{10,64}@.*:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
  * Who hears about a force release, and what the holder does next, per format: what the release dialog tells the
  * operator before they confirm. Only this engine's holders listen for a revocation. A foreign holder is never
  * told and keeps working (and writing) until its next extend or release, while a waiter may take the lock the
@@ -17,9 +23,14 @@ export function whoIsTold(lock: Pick<Lock, "format" | "holders">): string {
     case "redis-semaphore":
       return "The holder is not told (redis-semaphore listens for no revocation): it keeps working until its next refresh or release finds its permit gone, while another client may take the freed permit at once.";
     case "shedlock":
-      // ShedLock's Redis providers (unless built with safe updates) unlock with a plain DEL, or before
-      // lockAtLeastFor with SET XX of their own value: neither looks at who holds the key.
-      return "The job holding it is not told: it runs on, while another instance may start the same job at its next schedule. When the released job ends, ShedLock's unlock deletes the lock (or, before its lockAtLeastFor, rewrites it) whoever holds it then, unless the provider was built with safe updates: the instance that took it over may lose it to a third.";
+      // ShedLock's Redis providers that write a value of their own (`ADDED:<instant>@<host>:<uuid>`: Spring Data,
+      // Jedis, Lettuce) unlock, and before lockAtLeastFor shorten the TTL, only while the key holds that value.
+      // Older ones (a value without the UUID) unlock with a plain DEL, or before lockAtLeastFor with SET XX of a
+      // new value: neither looks at who holds the key.
+      if (SHEDLOCK_OWN_VALUE.test(lock.holders[0]?.id ?? "")) {
+        return "The job holding it is not told: it runs on, while another instance may start the same job at its next schedule. When the released job ends, its unlock finds the lock no longer holds its value and leaves it to the instance that took it over.";
+      }
+      return "The job holding it is not told: it runs on, while another instance may start the same job at its next schedule. When the released job ends, ShedLock's unlock deletes the lock (or, before its lockAtLeastFor, rewrites it) whoever holds it then: the instance that took it over may lose it to a third.";
     default:
       // redis-lock (and the SETNX pattern it follows) keeps its expiry in the value and unlocks with a plain DEL
       // while that time has not come, whoever holds the key by then.
