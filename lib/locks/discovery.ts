@@ -27,16 +27,31 @@ export interface DiscoveryResult {
 const SEPARATORS = [":", "/", ".", "|", "#"];
 const escapeGlob = (text: string): string => text.replace(/[*?[\]\\]/g, "\\$&");
 
+/** A key's last part that is only the word saying lock (`lock`, `leader`, `write_lock`): a constant, not a resource's id. */
+const LOCK_WORD = /^([a-z]+[-_])?(lock|locks|locked|mutex|lease|leases|semaphore|leader|election|singleton)$/i;
+
+/** Where the last separator at or before `end` is in `key`; -1 for none. */
+function lastSeparator(key: string, end: number): number {
+  let cut = -1;
+  for (const sep of SEPARATORS) cut = Math.max(cut, key.lastIndexOf(sep, end));
+  return cut;
+}
+
 /**
  * The glob that covers a key and its siblings: everything up to its last separator, then `*`
- * (`orders:lock:42` → `orders:lock:*`, `lock.invoice` → `lock.*`). A key without a separator (`myLock`,
- * Redisson's usual names) is suggested as itself. Glob characters in the kept part are escaped, so the
- * suggestion matches exactly the family it names.
+ * (`orders:lock:42` → `orders:lock:*`, `lock.invoice` → `lock.*`). When the last part is the word that says
+ * lock (`user:42:lock`), that part is kept and the one before it varies (`user:*:lock`): `user:42:*` would
+ * cover that user's other keys (a profile, a session, a cache) and none of the other users' locks. A key
+ * without a separator (`myLock`, Redisson's usual names) is suggested as itself. Glob characters in the kept
+ * part are escaped, so the suggestion matches exactly the family it names.
  */
 export function suggestGlob(key: string): string {
-  let cut = -1;
-  for (const sep of SEPARATORS) cut = Math.max(cut, key.lastIndexOf(sep));
+  const cut = lastSeparator(key, key.length);
   if (cut <= 0 || cut === key.length - 1) return escapeGlob(key);
+  if (LOCK_WORD.test(key.slice(cut + 1))) {
+    const before = lastSeparator(key, cut - 1);
+    return `${escapeGlob(key.slice(0, before + 1))}*${escapeGlob(key.slice(cut))}`;
+  }
   return `${escapeGlob(key.slice(0, cut + 1))}*`;
 }
 

@@ -11,6 +11,20 @@ describe("suggested globs", () => {
     expect(suggestGlob(":x")).toBe(":x");
     expect(suggestGlob("trailing:")).toBe("trailing:");
   });
+  it("keeps a last part that only says lock, so the suggestion covers the other resources' locks and not this resource's other keys", () => {
+    const glob = suggestGlob("user:42:lock");
+    expect(glob).toBe("user:*:lock");
+    expect(["user:42:lock", "user:43:lock"].filter(globMatcher(glob))).toEqual(["user:42:lock", "user:43:lock"]);
+    expect(["user:42:profile", "user:42:session", "user:42:cache"].filter(globMatcher(glob))).toEqual([]);
+    expect(suggestGlob("jobs/eu-1/leader")).toBe("jobs/*/leader");
+    expect(suggestGlob("orders.42.write_lock")).toBe("orders.*.write_lock");
+    expect(suggestGlob("orders:lock")).toBe("*:lock");
+    // A last part that names the resource as well (`lock-1`) is the part that varies.
+    expect(suggestGlob("orders:lock-1")).toBe("orders:*");
+    expect(groupCandidates([["user:42:lock", "token"], ["user:43:lock", "token"]])).toEqual([
+      { pattern: "user:*:lock", format: "token", keys: 2, examples: ["user:42:lock", "user:43:lock"] },
+    ]);
+  });
   it("escapes glob characters so a suggestion matches only its family", () => {
     const glob = suggestGlob("weird[1]*:lock:7");
     expect(glob).toBe("weird\\[1\\]\\*:lock:*");
