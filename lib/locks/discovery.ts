@@ -27,6 +27,30 @@ export interface DiscoveryResult {
 const SEPARATORS = [":", "/", ".", "|", "#"];
 const escapeGlob = (text: string): string => text.replace(/[*?[\]\\]/g, "\\$&");
 
+/** The longest glob a lock pattern may be (`PUT /api/patterns`). */
+const MAX_GLOB_LENGTH = 200;
+/** What a lock pattern may not hold (`PUT /api/patterns`: spaces, commas, control characters); each of its bytes is written `?`. */
+const UNWRITABLE = /[\s,\u0000-\u001f\u007f]/g;
+const utf8 = new TextEncoder();
+const writable = (glob: string): string => glob.replace(UNWRITABLE, (ch) => "?".repeat(utf8.encode(ch).length));
+
+/**
+ * `glob` as a lock pattern can be written: a space, comma or control character of the key as `?` (one per byte,
+ * as Redis matches), and past 200 characters the longest start of the key that fits, then `*`. Either way it
+ * still matches `key`.
+ */
+function asPattern(key: string, glob: string): string {
+  const out = writable(glob);
+  if (out.length <= MAX_GLOB_LENGTH) return out;
+  let head = "";
+  for (const ch of key) {
+    const piece = writable(escapeGlob(ch));
+    if (head.length + piece.length + 1 > MAX_GLOB_LENGTH) break;
+    head += piece;
+  }
+  return `${head}*`;
+}
+
 /** A key's last part that is only the word saying lock (`lock`, `leader`, `write_lock`): a constant, not a resource's id. */
 const LOCK_WORD = /^([a-z]+[-_])?(lock|locks|locked|mutex|lease|leases|semaphore|leader|election|singleton)$/i;
 
@@ -43,9 +67,14 @@ function lastSeparator(key: string, end: number): number {
  * lock (`user:42:lock`), that part is kept and the one before it varies (`user:*:lock`): `user:42:*` would
  * cover that user's other keys (a profile, a session, a cache) and none of the other users' locks. A key
  * without a separator (`myLock`, Redisson's usual names) is suggested as itself. Glob characters in the kept
- * part are escaped, so the suggestion matches exactly the family it names.
+ * part are escaped, so the suggestion matches exactly the family it names; it is one `PUT /api/patterns` takes
+ * (see `asPattern`), so an operator can add it as it is.
  */
 export function suggestGlob(key: string): string {
+  return asPattern(key, familyGlob(key));
+}
+
+function familyGlob(key: string): string {
   const cut = lastSeparator(key, key.length);
   if (cut <= 0 || cut === key.length - 1) return escapeGlob(key);
   if (LOCK_WORD.test(key.slice(cut + 1))) {

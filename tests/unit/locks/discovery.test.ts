@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { groupCandidates, suggestGlob } from "@/lib/locks/discovery";
 import { globMatcher } from "@/lib/locks/glob";
+import { patternEntrySchema, patternsProblem } from "@/server/patterns";
 
 describe("suggested globs", () => {
   it("keeps everything up to the last separator", () => {
@@ -24,6 +25,19 @@ describe("suggested globs", () => {
     expect(groupCandidates([["user:42:lock", "token"], ["user:43:lock", "token"]])).toEqual([
       { pattern: "user:*:lock", format: "token", keys: 2, examples: ["user:42:lock", "user:43:lock"] },
     ]);
+  });
+  it("suggests a glob the lock patterns take as it is, which still matches the key", () => {
+    // Lock names are the application's: a space, a comma, a tab, a no-break space, a name over 200 characters.
+    const keys = ["my lock", "orders,eu:lock:7", "job\tx:lock:1", "a\u00a0b:lock:1", "report 2024", `${"x".repeat(300)}:lock:1`, `${"é".repeat(150)} 1`];
+    for (const key of keys) {
+      const glob = suggestGlob(key);
+      expect([key, patternEntrySchema.safeParse({ glob }).success, patternsProblem([{ glob }])]).toEqual([key, true, null]);
+      expect([key, glob, globMatcher(glob)(key)]).toEqual([key, glob, true]);
+    }
+    expect(suggestGlob("my lock")).toBe("my?lock");
+    expect(suggestGlob("orders,eu:lock:7")).toBe("orders?eu:lock:*");
+    // A no-break space is two bytes in UTF-8: two `?`.
+    expect(suggestGlob("a\u00a0b:lock:1")).toBe("a??b:lock:*");
   });
   it("escapes glob characters so a suggestion matches only its family", () => {
     const glob = suggestGlob("weird[1]*:lock:7");
