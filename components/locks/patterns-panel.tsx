@@ -33,6 +33,8 @@ interface DiscoveryResponse {
   scannedAt: number | null;
   serverTime: number;
   candidates: Array<{ pattern: string; format: Lock["format"]; keys: number; examples: string[] }>;
+  /** Each node's scan: `error` says why its last pass stopped (down, keys its ACL refuses, scripts refused), null once one ends. */
+  nodes: Array<{ id: string; error: string | null }>;
 }
 
 /** "3 min ago", "1 h 20 min ago": how long ago discovery's last full scan ended. */
@@ -93,6 +95,9 @@ export function PatternsPanel() {
       ? "Not scanned yet: the first scan of every node has not ended."
       : `Scanned ${agoText(Math.max(now, discovery.dataUpdatedAt) - discovery.dataUpdatedAt + discovery.data.serverTime - discovery.data.scannedAt)} (a new scan starts 10 minutes after one ends).`
     : null;
+  // A node whose scan keeps failing is scanned again every 5 s from its start: say so, rather than let "none yet"
+  // read as a scan still on its way.
+  const failing = discovery.data?.nodes.filter((n) => n.error !== null) ?? [];
 
   const scopeText = (s: "" | "quorum" | "single" | undefined) => (s ? SCOPE_TEXT[s] : "inferred scope");
   // What the form does with a pattern already listed, said before the operator sends anything.
@@ -202,6 +207,13 @@ export function PatternsPanel() {
 
       <h3>Lock-shaped keys outside the patterns</h3>
       {scanned && <p className="muted">{scanned}</p>}
+      {failing.length > 0 && (
+        <p role="status" className="error-text">
+          <MessageText
+            text={`${failing.map((n) => `${n.id}: its scan failed (${n.error})`).join("; ")}. ${failing.length === 1 ? "It is" : "They are"} scanned again from the start every 5 s; what is suggested from ${failing.length === 1 ? "it" : "them"} is what the last full scan found, if one ended.`}
+          />
+        </p>
+      )}
       {discovery.error ? (
         <p className="muted">Discovery is not available: {discovery.error.message}</p>
       ) : !discovery.data ? (
@@ -210,7 +222,9 @@ export function PatternsPanel() {
         <p className="muted">
           {discovery.data.complete
             ? `None: ${discovery.data.scannedKeys} keys scanned, every lock-shaped key is under a pattern.`
-            : `None yet: ${discovery.data.scannedKeys} keys scanned so far (the scan is paced so a busy node does not notice it).`}
+            : failing.length > 0
+              ? `None yet: ${discovery.data.scannedKeys} keys scanned so far.`
+              : `None yet: ${discovery.data.scannedKeys} keys scanned so far (the scan is paced so a busy node does not notice it).`}
         </p>
       ) : (
         <TableScroll label="Discovered lock keys, scrollable">
