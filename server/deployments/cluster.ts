@@ -1,10 +1,11 @@
 import "server-only";
+import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { keySlot } from "@lockscope/redlock";
 import { maskRedisUrl } from "@/lib/config";
-import { clusterFailovers, parseClusterShards, parseClusterSlots, primaryAddresses, readInSlots, slotIn, type ClusterShard } from "@/lib/locks/cluster";
+import { clusterFailovers, parseClusterShards, parseClusterSlots, primaryAddresses, readInSlots, servingShards, slotIn, type ClusterShard } from "@/lib/locks/cluster";
 import { readLockKeys, type ReadLimits } from "@/lib/locks/formats";
 import { replyOf } from "../errors";
 import { initialiseFor } from "../metrics";
@@ -195,14 +196,22 @@ export function clusterNodeAt(client: Cluster, address: string): Redis | undefin
 }
 
 /**
- * Discovery's walk of a cluster: every primary's keys in turn (the cursor is `<primary>:<its cursor>`, the
- * primaries in address order), and reads one hash slot at a time.
+ * Discovery's walk of a cluster: every primary's keys in turn (the cursor is `<primary>:<its cursor>:<walk>`, the
+ * primaries in address order), and reads one hash slot at a time. `<walk>` names the primaries and their slots
+ * the pass started with: once they change (a failover, a primary added or lost, slots moved), the next step
+ * fails and the pass starts again, since the cursor would go on over another primary's keys, or a moved slot's
+ * keys would be passed over, while the pass read as complete.
  */
 export function clusterDiscovery(client: Cluster, topology: ClusterTopology) {
   return {
     scan: async (cursor: string, count: number): Promise<[string, string[]]> => {
       const primaries = primaryAddresses(topology.shards);
-      const m = /^(\d+):(\d+)$/.exec(cursor);
+      const walk = createHash("sha1")
+        .update(JSON.stringify(servingShards(topology.shards).map((s) => [s.primary?.address, s.slots])))
+        .digest("hex")
+        .slice(0, 16);
+      const m = /^(\d+):(\d+):([0-9a-f]+)$/.exec(cursor);
+      if (m && m[3] !== walk) throw new Error("the cluster's primaries or their slots changed during the scan (a failover, a primary added or lost, a slot moved); scanning again shortly");
       const at = m ? Number(m[1]) : 0;
       const conn = clusterNodeAt(client, primaries[at] ?? "");
       if (!conn) {
@@ -210,8 +219,8 @@ export function clusterDiscovery(client: Cluster, topology: ClusterTopology) {
         throw new Error("the cluster's topology is changing; scanning again shortly");
       }
       const [next, keys] = await conn.scan(m ? (m[2] as string) : "0", "COUNT", count);
-      if (next !== "0") return [`${at}:${next}`, keys];
-      return [at + 1 < primaries.length ? `${at + 1}:0` : "0", keys];
+      if (next !== "0") return [`${at}:${next}:${walk}`, keys];
+      return [at + 1 < primaries.length ? `${at + 1}:0:${walk}` : "0", keys];
     },
     read: (keys: string[], limits: Partial<ReadLimits>) => readInSlots(keys, (batch) => readLockKeys(client, batch, limits)),
   };
