@@ -66,6 +66,8 @@ interface NodeState {
   node: DiscoveryNode;
   current: NodeScan;
   lastComplete: NodeScan | null;
+  /** The patterns `lastComplete` passed over as locks (their keys were neither read nor suggested). */
+  lastGlobs: readonly string[];
   /** When `lastComplete` ended, on the wall clock: people read it as "scanned 3 min ago". */
   lastCompleteAt: number | null;
   error: string | null;
@@ -82,7 +84,7 @@ export class Discovery {
     for (const [name, value] of [["count", this.options.count], ["stepsPerSecond", this.options.stepsPerSecond]] as const) {
       if (!(Number.isFinite(value) && value > 0)) throw new TypeError(`Expected \`${name}\` to be a positive number, got \`${String(value)}\` (${typeof value})`);
     }
-    this.states = nodes.map((node) => ({ node, current: { scanned: 0, found: new Map() }, lastComplete: null, lastCompleteAt: null, error: null }));
+    this.states = nodes.map((node) => ({ node, current: { scanned: 0, found: new Map() }, lastComplete: null, lastGlobs: [], lastCompleteAt: null, error: null }));
   }
 
   /**
@@ -95,8 +97,16 @@ export class Discovery {
     this.running = Promise.all(
       this.states.map(async (state) => {
         while (!signal.aborted) {
-          const ok = await this.scanNode(state, signal);
-          await sleep(ok ? this.options.passIntervalMs : this.options.retryMs, undefined, { signal }).catch(() => {});
+          if (!(await this.scanNode(state, signal))) {
+            await sleep(this.options.retryMs, undefined, { signal }).catch(() => {});
+            continue;
+          }
+          // The next pass starts when it is due, or at once when a pattern is taken out: the keys it covered were
+          // passed over as locks, so the pass that ended cannot tell whether they are lock-shaped keys outside.
+          const due = performance.now() + this.options.passIntervalMs;
+          while (!signal.aborted && performance.now() < due && !this.narrowed(state.lastGlobs)) {
+            await sleep(Math.min(1_000, due - performance.now()), undefined, { signal }).catch(() => {});
+          }
         }
       }),
     ).then(() => undefined);
@@ -115,16 +125,30 @@ export class Discovery {
     return done.includes(false);
   }
 
+  /** Whether a pattern of `globs` is no longer one of the lock patterns. */
+  private narrowed(globs: readonly string[]): boolean {
+    const now = this.options.patterns();
+    return globs.some((glob) => !now.includes(glob));
+  }
+
   /** Scans one node to its end; false when it failed on the way. */
   private async scanNode(state: NodeState, signal: AbortSignal): Promise<boolean> {
     const { count, stepsPerSecond, maxCandidatesPerNode } = this.options;
     const stepMs = 1000 / stepsPerSecond;
-    const isLockKey = lockKeyMatcher(this.options.patterns());
+    let globs = this.options.patterns();
+    let isLockKey = lockKeyMatcher(globs);
     state.current = { scanned: 0, found: new Map() };
     let cursor = "0";
     try {
       if (state.node.ready && !(await state.node.ready())) throw new Error("not connected");
       do {
+        if (this.narrowed(globs)) {
+          // A pattern taken out mid-pass: the keys it covered were passed over until now. The pass starts again.
+          globs = this.options.patterns();
+          isLockKey = lockKeyMatcher(globs);
+          state.current = { scanned: 0, found: new Map() };
+          cursor = "0";
+        }
         const started = performance.now();
         const [next, keys] = state.node.scan ? await state.node.scan(cursor, count) : await state.node.client.scan(cursor, "COUNT", count);
         cursor = next;
@@ -141,6 +165,7 @@ export class Discovery {
       } while (cursor !== "0" && !signal.aborted);
       if (cursor === "0") {
         state.lastComplete = state.current;
+        state.lastGlobs = globs;
         state.lastCompleteAt = Date.now();
         state.error = null;
       }
@@ -174,16 +199,19 @@ export class Discovery {
       for (const [key, format] of shown.found) if (!found.has(key)) found.set(key, format);
     }
     const ends = this.states.map((s) => s.lastCompleteAt);
+    // A node's last full pass no longer covers what is outside the patterns once one of those it passed over as
+    // locks is taken out: not complete until the next pass (which starts at once) ends.
+    const complete = (s: NodeState) => s.lastComplete !== null && !this.narrowed(s.lastGlobs);
     return {
       scannedKeys,
-      complete: this.states.every((s) => s.lastComplete !== null),
+      complete: this.states.every(complete),
       scannedAt: ends.length > 0 && ends.every((at): at is number => at !== null) ? Math.min(...ends) : null,
       // A key may have come under the patterns since it was found: it is shown as a lock now, not suggested.
       candidates: groupCandidates(found, (key) => !isLockKey(key)),
       nodes: this.states.map((s) => ({
         id: s.node.id,
         scannedKeys: (s.lastComplete ?? s.current).scanned,
-        complete: s.lastComplete !== null,
+        complete: complete(s),
         scannedAt: s.lastCompleteAt,
         error: s.error,
       })),

@@ -5,6 +5,7 @@ import { encodeLockValue } from "@lockscope/redlock";
 import { Discovery } from "@/server/discovery";
 import { startCluster, type TestCluster } from "../support/redis";
 import { RedissonWriter } from "../support/redisson";
+import { until } from "../support/wait";
 
 /**
  * Discovery on a node with 1,000,000 other keys (made by DEBUG POPULATE): it finds the lock-shaped keys
@@ -148,6 +149,33 @@ describe("lock discovery", () => {
       // One pass of a near-empty node is one SCAN (the cursor comes back 0): not one per retry of the other.
       expect((await scans()) - before).toBe(1);
       expect(result.candidates.map((c) => c.pattern)).toEqual(["app:lock:*"]);
+    } finally {
+      await local.close();
+    }
+  });
+});
+
+describe("lock discovery as the patterns change", () => {
+  it("scans again at once when a pattern is taken out, and meanwhile does not say every lock-shaped key is under one", async () => {
+    const local = await startCluster(1);
+    try {
+      const node = local.client(0);
+      await new RedissonWriter(node).lock("billing:invoice-1", 1, 600_000);
+      let patterns = ["lock:*", "billing:*"];
+      const discovery = new Discovery([{ id: "node-0", client: node }], { patterns: () => patterns, passIntervalMs: 600_000 });
+      discovery.start();
+      try {
+        await until("the first pass ends", () => discovery.result().complete);
+        expect(discovery.result().candidates).toEqual([]);
+        // The operator takes `billing:*` out: the pass that ended passed over its keys as locks.
+        patterns = ["lock:*"];
+        expect(discovery.result()).toMatchObject({ complete: false, nodes: [{ id: "node-0", complete: false }] });
+        const found = await until("billing's lock suggested, by a pass started at once (not ten minutes later)", () => discovery.result().candidates.find((c) => c.pattern === "billing:*"));
+        expect(found).toMatchObject({ format: "redisson", keys: 1, examples: ["billing:invoice-1"] });
+        expect(discovery.result().complete).toBe(true);
+      } finally {
+        await discovery.stop();
+      }
     } finally {
       await local.close();
     }
