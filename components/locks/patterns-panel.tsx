@@ -82,7 +82,11 @@ export function PatternsPanel() {
 
   if (patterns.error instanceof ApiRequestError && patterns.error.status === 401) return null;
   const current = patterns.data?.patterns ?? [];
-  const canSave = reason.trim().length >= 3 && !save.isPending;
+  // A change is the whole new list: made before the list in force was read, it would be made on an empty one and
+  // replace every pattern (and without a revision, nothing would refuse it).
+  const loaded = patterns.data !== undefined;
+  const canSave = loaded && reason.trim().length >= 3 && !save.isPending;
+  const cannotSave = loaded ? "Give a reason first (it goes to the audit log)" : "The lock patterns in force have not been read yet";
 
   const typed = glob.trim();
   const listed = current.find((p) => p.glob === typed);
@@ -115,7 +119,7 @@ export function PatternsPanel() {
 
   function add(event: FormEvent) {
     event.preventDefault();
-    if (!typed) return;
+    if (!typed || !canSave) return;
     const entry: PatternEntry = { glob: typed, ...(scope ? { scope } : {}) };
     if (!listed) {
       save.mutate([...current, entry]);
@@ -148,7 +152,7 @@ export function PatternsPanel() {
                 className="button small"
                 aria-label={`Remove pattern ${p.glob}`}
                 disabled={!canSave || current.length <= 1}
-                title={canSave ? undefined : "Give a reason first (it goes to the audit log)"}
+                title={canSave ? undefined : cannotSave}
                 onClick={() => save.mutate(current.filter((x) => x.glob !== p.glob))}
               >
                 Remove
@@ -184,7 +188,7 @@ export function PatternsPanel() {
               <option value="quorum">Redlock (quorum)</option>
             </select>
           </label>
-          <button type="submit" className="button primary" disabled={!canSave || glob.trim() === ""}>
+          <button type="submit" className="button primary" disabled={!canSave || glob.trim() === ""} title={canSave ? undefined : cannotSave}>
             {rescoping ? "Change scope" : "Add pattern"}
           </button>
         </form>
@@ -246,7 +250,7 @@ export function PatternsPanel() {
                         className="button small"
                         aria-label={`Add pattern ${c.pattern}`}
                         disabled={!canSave || current.some((p) => p.glob === c.pattern)}
-                        title={canSave ? undefined : "Give a reason first (it goes to the audit log)"}
+                        title={canSave ? undefined : cannotSave}
                         onClick={() => save.mutate([...current, { glob: c.pattern }])}
                       >
                         Add pattern

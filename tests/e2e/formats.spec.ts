@@ -338,6 +338,36 @@ test.describe("locks of every format", () => {
     }
   });
 
+  test("while the lock patterns in force have not been read, the panel sends no change, which would replace them all", async ({ page, signIn, baseURL }) => {
+    await signIn("operator");
+    const origin = new URL(baseURL ?? "http://127.0.0.1").origin;
+    const mine = `e2e-unread-${randomBytes(3).toString("hex")}/*`;
+    const read = (await (await page.request.get("/api/patterns")).json()) as { patterns: Array<{ glob: string }> };
+    // The page's reads of the list fail (a proxy answering for a console that restarts behind it).
+    await page.route("**/api/patterns", (route) =>
+      route.request().method() === "GET" ? route.fulfill({ status: 502, json: { error: { code: "unavailable", message: "The console is restarting." } } }) : route.continue(),
+    );
+    await page.goto("/");
+    try {
+      const form = page.getByRole("form", { name: "Change lock patterns" });
+      await expect(page.getByRole("region", { name: "Lock patterns and discovery" }).getByRole("alert")).toContainText("The console is restarting.");
+      await form.getByLabel("Reason (for the audit log)").fill("our job runner's locks");
+      await form.getByLabel("Pattern").fill(mine);
+      const add = form.getByRole("button", { name: "Add pattern" });
+      await expect(add).toBeDisabled();
+      await expect(add).toHaveAttribute("title", "The lock patterns in force have not been read yet");
+      // Nothing was sent: the patterns in force are still every one read before.
+      const now = (await (await page.request.get("/api/patterns")).json()) as { patterns: Array<{ glob: string }> };
+      expect(now.patterns).toEqual(read.patterns);
+    } finally {
+      const now = (await (await page.request.get("/api/patterns")).json()) as { patterns: Array<{ glob: string }>; revision: string };
+      if (JSON.stringify(now.patterns) !== JSON.stringify(read.patterns)) {
+        const restored = await page.request.put("/api/patterns", { data: { patterns: read.patterns, reason: "end of the test", revision: now.revision }, headers: { Origin: origin } });
+        expect(restored.status()).toBe(200);
+      }
+    }
+  });
+
   test("a change made on a list another operator changed meanwhile is refused, and the panel shows the list as it is now", async ({ page, signIn, baseURL }) => {
     await signIn("operator");
     const origin = new URL(baseURL ?? "http://127.0.0.1").origin;
