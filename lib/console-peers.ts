@@ -18,6 +18,25 @@ export interface ConsoleBeat {
 /** An entry older than this is a console that stopped without saying so. */
 export const PEER_STALE_MS = 30_000;
 
+/**
+ * An entry older than this is removed from the nodes by the consoles that still beat: a console that was
+ * killed (SIGKILL, out of memory, a crash loop) never removes its own, and the list is kept alive by the
+ * others' beats, so without this it would grow by one entry per such stop, forever. Far beyond any clock skew
+ * between consoles: a live console's entry is never removed.
+ */
+export const PEER_FORGET_MS = 10 * 60_000;
+
+/** The fields of `entries` (one node's list: field → beat) that hold beats of consoles long gone. */
+export function forgottenEntries(entries: Readonly<Record<string, string>>, nowMs: number): string[] {
+  return Object.entries(entries)
+    .filter(([, raw]) => {
+      const beat = parseBeat(raw);
+      // An entry this version cannot read may be a later version's: left to the list's own expiry.
+      return beat !== null && nowMs - beat.at > PEER_FORGET_MS;
+    })
+    .map(([field]) => field);
+}
+
 export interface PeerWarning {
   /** Stable for one condition, so a warning is logged once while it lasts. */
   key: string;

@@ -1,6 +1,6 @@
 import "server-only";
 import { randomBytes } from "node:crypto";
-import { peerWarnings, parseBeat, PEER_STALE_MS, type ConsoleBeat } from "@/lib/console-peers";
+import { forgottenEntries, peerWarnings, parseBeat, PEER_STALE_MS, type ConsoleBeat } from "@/lib/console-peers";
 import { singleton } from "../global";
 import { getLogger } from "../logger";
 import { getNodes } from "../nodes";
@@ -20,8 +20,9 @@ export interface ConsoleRegistry {
 /**
  * Every console says it is there, on every lock node, every 10 s, with a fingerprint of its session key, and
  * warns (once per condition) when another console's key differs, or when its own was generated while
- * others run: then a session made on one replica would be refused by the other. Costs one HSET, one
- * PEXPIRE and one HGETALL per node per beat.
+ * others run: then a session made on one replica would be refused by the other. Entries of consoles that
+ * stopped without removing theirs are removed after `PEER_FORGET_MS`. Costs one HSET, one PEXPIRE and one
+ * HGETALL per node per beat (and an HDEL when there is such an entry).
  */
 export function startConsoleRegistry(): ConsoleRegistry {
   return singleton("console-registry", () => {
@@ -40,7 +41,11 @@ export function startConsoleRegistry(): ConsoleRegistry {
             .pexpire(CONSOLES_KEY, PEER_STALE_MS * 2)
             .hgetall(CONSOLES_KEY)
             .exec()) as [unknown, unknown, [Error | null, Record<string, string>]];
-          return all[1];
+          const entries = all[1] ?? {};
+          // Consoles that were killed without removing their entry, long ago: the list stays as long as the live ones.
+          const forgotten = forgottenEntries(entries, now);
+          if (forgotten.length > 0) await node.client.hdel(CONSOLES_KEY, ...forgotten).catch(() => 0);
+          return entries;
         }),
       );
       // The newest beat of each console over every node that answered.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseBeat, peerWarnings, PEER_STALE_MS, type ConsoleBeat } from "@/lib/console-peers";
+import { forgottenEntries, parseBeat, PEER_FORGET_MS, peerWarnings, PEER_STALE_MS, type ConsoleBeat } from "@/lib/console-peers";
 
 const now = 1_700_000_000_000;
 const beat = (id: string, secret: string, generated = false, at = now): ConsoleBeat => ({ id, name: id.split("/")[0]!, secret, generated, at });
@@ -28,5 +28,14 @@ describe("what a console concludes from the other consoles' beats", () => {
     expect(parseBeat("{")).toBeNull();
     expect(parseBeat(JSON.stringify({ id: "x" }))).toBeNull();
     expect(parseBeat(JSON.stringify(beat("a/1", "f")))).toEqual(beat("a/1", "f"));
+  });
+
+  it("forgets the entries of consoles gone for longer than PEER_FORGET_MS, and none it cannot read", () => {
+    const entries = {
+      "gone:3000/1": JSON.stringify(beat("gone:3000/1", "fp1", false, now - PEER_FORGET_MS - 1)),
+      "recent:3000/2": JSON.stringify(beat("recent:3000/2", "fp1", false, now - PEER_STALE_MS * 4)),
+      "later-version:3000/3": JSON.stringify({ id: "later-version:3000/3", at: 0 }),
+    };
+    expect(forgottenEntries(entries, now)).toEqual(["gone:3000/1"]);
   });
 });
