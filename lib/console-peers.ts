@@ -11,6 +11,12 @@ export interface ConsoleBeat {
   secret: string;
   /** True when that key was generated into its data folder (no LOCKSCOPE_SESSION_SECRET). */
   generated: boolean;
+  /**
+   * Fingerprints of the operator token and of the viewer token (`"none"`: reading needs no token), keyed with the
+   * session key: comparable between consoles that share it. Absent from the beats of earlier versions.
+   */
+  operator?: string;
+  viewer?: string;
   /** Epoch ms of the beat. */
   at: number;
 }
@@ -47,13 +53,24 @@ export function parseBeat(raw: string): ConsoleBeat | null {
   try {
     const v = JSON.parse(raw) as Partial<ConsoleBeat>;
     if (typeof v.id !== "string" || typeof v.name !== "string" || typeof v.secret !== "string" || typeof v.generated !== "boolean" || typeof v.at !== "number") return null;
-    return { id: v.id, name: v.name, secret: v.secret, generated: v.generated, at: v.at };
+    return {
+      id: v.id,
+      name: v.name,
+      secret: v.secret,
+      generated: v.generated,
+      at: v.at,
+      ...(typeof v.operator === "string" ? { operator: v.operator } : {}),
+      ...(typeof v.viewer === "string" ? { viewer: v.viewer } : {}),
+    };
   } catch {
     return null;
   }
 }
 
-/** The live other consoles, and what is wrong between them and this one for sessions to work everywhere. */
+/**
+ * The live other consoles, and what is wrong between them and this one for sessions to work everywhere: another
+ * session key, or (with the same key) other tokens, since a session is checked against the token it was made from.
+ */
 export function peerWarnings(self: ConsoleBeat, beats: readonly ConsoleBeat[], nowMs: number): { peers: ConsoleBeat[]; warnings: PeerWarning[] } {
   const peers = beats.filter((b) => b.id !== self.id && nowMs - b.at < PEER_STALE_MS);
   const warnings: PeerWarning[] = [];
@@ -64,6 +81,28 @@ export function peerWarnings(self: ConsoleBeat, beats: readonly ConsoleBeat[], n
         message:
           `console ${peer.name} signs sessions with a different key: a browser signed in on one is signed out on the other. ` +
           "Set the same LOCKSCOPE_SESSION_SECRET on every console over these lock nodes.",
+      });
+      continue;
+    }
+    // Same key: a session made on one is checked on the other against the token it was made from.
+    if (self.operator && peer.operator && peer.operator !== self.operator) {
+      warnings.push({
+        key: `operator:${peer.id}`,
+        message:
+          `console ${peer.name} takes a different operator token: the token of one is refused by the other, and an operator signed in on one is signed out on the other. ` +
+          "Set the same LOCKSCOPE_OPERATOR_TOKEN on every console over these lock nodes (a console without one generates its own).",
+      });
+    }
+    if (self.viewer && peer.viewer && peer.viewer !== self.viewer) {
+      const how =
+        peer.viewer === "none"
+          ? "lets anyone read without a viewer token, and this one asks for one: a page asks for sign-in on one and not on the other"
+          : self.viewer === "none"
+            ? "asks for a viewer token, and this one lets anyone read without one: a page asks for sign-in on one and not on the other"
+            : "takes a different viewer token: the viewer token of one is refused by the other, and a viewer signed in on one is signed out on the other";
+      warnings.push({
+        key: `viewer:${peer.id}`,
+        message: `console ${peer.name} ${how}. Set the same LOCKSCOPE_VIEWER_TOKEN (or none) on every console over these lock nodes.`,
       });
     }
   }

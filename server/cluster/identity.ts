@@ -22,6 +22,18 @@ export function ownSessionSecretFingerprint(): string {
   return sessionSecretFingerprint(getSecrets().sessionSecret);
 }
 
+/**
+ * Tells the tokens this console takes from another console's, for consoles that share a session key (a session
+ * is checked against the token it was made from): keyed hashes under the session key, so whoever reads the nodes
+ * can test no guess of a token with them. `viewer` is `"none"` when reading needs no token.
+ */
+export function ownTokenFingerprints(): { operator: string; viewer: string } {
+  const { operatorToken, viewerToken, sessionSecret } = getSecrets();
+  const fingerprint = (role: string, token: string) =>
+    createHmac("sha256", sessionSecret).update(`lockscope ${role}-token fingerprint:${token}`).digest().subarray(0, 12).toString("base64url");
+  return { operator: fingerprint("operator", operatorToken), viewer: viewerToken === null ? "none" : fingerprint("viewer", viewerToken) };
+}
+
 /** True when no LOCKSCOPE_SESSION_SECRET is set and the secret was generated into the data folder. */
 export function sessionSecretGenerated(): boolean {
   return getConfig().sessionSecret === null;

@@ -5,7 +5,7 @@ import { singleton } from "../global";
 import { getLogger } from "../logger";
 import { getNodes } from "../nodes";
 import { onShutdown } from "../shutdown";
-import { consoleName, ownSessionSecretFingerprint, sessionSecretGenerated } from "./identity";
+import { consoleName, ownSessionSecretFingerprint, ownTokenFingerprints, sessionSecretGenerated } from "./identity";
 
 /** One hash on every lock node: console id → its latest beat (JSON). */
 export const CONSOLES_KEY = "lockscope:consoles";
@@ -18,16 +18,23 @@ export interface ConsoleRegistry {
 }
 
 /**
- * Every console says it is there, on every lock node, every 10 s, with a fingerprint of its session key, and
- * warns (once per condition) when another console's key differs, or when its own was generated while
- * others run: then a session made on one replica would be refused by the other. Entries of consoles that
- * stopped without removing theirs are removed after `PEER_FORGET_MS`. Costs one HSET, one PEXPIRE and one
- * HGETALL per node per beat (and an HDEL when there is such an entry).
+ * Every console says it is there, on every lock node, every 10 s, with fingerprints of its session key and its
+ * tokens, and warns (once per condition) when another console's key or (with the same key) tokens differ, or
+ * when its own key was generated while others run: then a session made on one replica would be refused by the
+ * other. Entries of consoles that stopped without removing theirs are removed after `PEER_FORGET_MS`. Costs
+ * one HSET, one PEXPIRE and one HGETALL per node per beat (and an HDEL when there is such an entry).
  */
 export function startConsoleRegistry(): ConsoleRegistry {
   return singleton("console-registry", () => {
     const name = consoleName();
-    const self: ConsoleBeat = { id: `${name}/${randomBytes(4).toString("hex")}`, name, secret: ownSessionSecretFingerprint(), generated: sessionSecretGenerated(), at: Date.now() };
+    const self: ConsoleBeat = {
+      id: `${name}/${randomBytes(4).toString("hex")}`,
+      name,
+      secret: ownSessionSecretFingerprint(),
+      generated: sessionSecretGenerated(),
+      ...ownTokenFingerprints(),
+      at: Date.now(),
+    };
     let peers: ConsoleBeat[] = [];
     const reported = new Set<string>();
     const beat = async () => {

@@ -195,4 +195,25 @@ describe("replicas act as one console", () => {
       await c.stop("SIGTERM");
     }
   }, 120_000);
+
+  it("a console that shares the session key but takes another operator token says so, and the others name it", async () => {
+    const otherToken = "it-replicas-other-operator-token-9876";
+    const c = await startLauncher({ REDIS_URLS: cluster.urls.join(","), LOCKSCOPE_OPERATOR_TOKEN: otherToken, LOCKSCOPE_SESSION_SECRET: SESSION_SECRET });
+    try {
+      // A's operator signed in on A is signed out on C: the session names the token it was made from.
+      const signedIn = await request(a, "POST", "/api/session", { bearer: false, body: { token: OPERATOR_TOKEN, name: "dana" } });
+      const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+      const onC = await request(c, "GET", "/api/session", { bearer: false, headers: { cookie } });
+      expect((onC.body as { role?: string } | null)?.role).not.toBe("operator");
+      await until("C names a console that takes another operator token", () => /console \S+ takes a different operator token/.test(c.output()), 30_000);
+      expect(c.output()).toContain("LOCKSCOPE_OPERATOR_TOKEN");
+      await until("A names C", () => new RegExp(`console \\S+:${c.port} takes a different operator token`).test(a.output()), 30_000);
+      for (const out of [a.output(), c.output()]) {
+        expect(out).not.toContain(otherToken);
+        expect(out).not.toContain(OPERATOR_TOKEN);
+      }
+    } finally {
+      await c.stop("SIGTERM");
+    }
+  }, 120_000);
 });

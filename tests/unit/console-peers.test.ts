@@ -38,4 +38,21 @@ describe("what a console concludes from the other consoles' beats", () => {
     };
     expect(forgottenEntries(entries, now)).toEqual(["gone:3000/1"]);
   });
+
+  it("names a console with the same key that takes other tokens, and says nothing of a console that does not say", () => {
+    const self: ConsoleBeat = { ...beat("a:3000/1", "fp1"), operator: "op1", viewer: "none" };
+    const otherOperator: ConsoleBeat = { ...beat("b:3000/2", "fp1"), operator: "op2", viewer: "none" };
+    const asksViewer: ConsoleBeat = { ...beat("c:3000/3", "fp1"), operator: "op1", viewer: "v1" };
+    const earlierVersion = beat("d:3000/4", "fp1");
+    const { warnings } = peerWarnings(self, [self, otherOperator, asksViewer, earlierVersion], now);
+    expect(warnings.map((w) => w.key)).toEqual(["operator:b:3000/2", "viewer:c:3000/3"]);
+    expect(warnings[0]!.message).toContain("console b:3000 takes a different operator token");
+    expect(warnings[0]!.message).toContain("LOCKSCOPE_OPERATOR_TOKEN");
+    expect(warnings[1]!.message).toContain("console c:3000 asks for a viewer token, and this one lets anyone read without one");
+    expect(warnings[1]!.message).toContain("LOCKSCOPE_VIEWER_TOKEN");
+    // Under another key the tokens' fingerprints cannot be compared: the key is what is said.
+    const otherKey: ConsoleBeat = { ...beat("e:3000/5", "fp2"), operator: "op2", viewer: "v2" };
+    expect(peerWarnings(self, [otherKey], now).warnings.map((w) => w.key)).toEqual(["mismatch:e:3000/5"]);
+    expect(parseBeat(JSON.stringify(otherKey))).toEqual(otherKey);
+  });
 });
