@@ -37,10 +37,18 @@ export function startMetricsReporter(): MetricsReporter {
     /** Whether the last try found the lease held by another console (only then does this one stay quiet). */
     let heldElsewhere = false;
     let timer: NodeJS.Timeout | undefined;
+    /** Set by the shutdown step: from then on no lease is kept. */
+    let stopped = false;
     const attempt = async () => {
       if (lease || isShuttingDown()) return;
       try {
         const taken = await takeLease(LEASE_KEYS.metricsReporter, REPORTER_TTL_MS, `metrics reporter ${consoleName()}`);
+        if (stopped) {
+          // Taken by a try that began before the console started stopping: kept, it would be extended until the
+          // connections close and then hold every other console off for its whole TTL.
+          await taken.release();
+          return;
+        }
         lease = taken;
         heldElsewhere = false;
         getLogger().info({ part: "replicas" }, "this console reports the lock nodes' metrics");
@@ -59,10 +67,13 @@ export function startMetricsReporter(): MetricsReporter {
     timer.unref();
     // First of all at shutdown: another console takes over at its next try instead of after the TTL.
     onShutdown("metrics-reporter", 5, async () => {
+      stopped = true;
       clearInterval(timer);
       timer = undefined;
       const held = lease;
       lease = null;
+      // A try under way lets go of what it takes by itself (see above): waited for here, it would hold up the
+      // drain of the requests in flight for as long as unreachable nodes take to fail it.
       await held?.release();
     });
     const holds = () => lease !== null && !lease.signal.aborted;
