@@ -406,9 +406,10 @@ const COUNT_EXPIRATION: LockEffect = Object.freeze({ type: "count", counter: "ex
 
 /**
  * Folds one or more nodes' new samples of the lock into it (so a Redlock write on three nodes is one change);
- * true when something shown changed. The merge comes after, in `reduceLock`.
+ * true when something shown changed. The merge comes after, in `reduceLock`. `now`: when they are applied (without
+ * it, any change of a node's value begins a new wait for the nodes to agree).
  */
-export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): boolean {
+export function readSamples(lock: LockRecord, samples: readonly NodeSample[], now = Number.NaN): boolean {
   let visible = false;
   for (const sample of samples) {
     // (The record's times sit after its nodes' expiries: a node index past them would shift every one.)
@@ -425,6 +426,10 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[]): b
     if (before !== null && sample.value === before && (sample.expiry > beforeExpiry + (sample.slack ?? EXTEND_SLACK_MS) || (sample.expiry === Infinity && Number.isFinite(beforeExpiry)))) {
       lock.extensionSeen = true;
     }
+    // A new write or delete on a node of a Redlock whose nodes already disagreed (held on two of three nodes, a
+    // split vote): a read between its nodes' writes is waited out as any other, so a wait that ended before it
+    // begins again (one still running is not drawn out). A lock on one instance of several disagrees by design.
+    if (sample.value !== before && lock.scope !== "single" && lock.settleUntil > 0 && !(now < lock.settleUntil)) lock.settleUntil = 0;
     lock.setValueOn(sample.node, sample.value);
     if (sample.reading && sample.value !== null) {
       (lock.pending ??= []).push(sample.reading);

@@ -482,7 +482,7 @@ export class LockStore {
       for (const sample of samples) if (sample.node <= MAX_BIT_NODE) read |= 1 << sample.node;
       this.readsAtStart.or(resource, read);
     }
-    this.recompute(entry, now, readSamples(entry, samples));
+    this.recompute(entry, now, readSamples(entry, samples, now));
   }
 
   setNodeUp(index: number, up: boolean, now = Date.now()): void {

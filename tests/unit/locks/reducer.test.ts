@@ -39,7 +39,7 @@ const allGone = (cause: NodeSample["cause"] = "del") => [0, 1, 2].map((node) => 
 
 /** Folds the samples in and steps the lock once, as the store does for new readings. */
 function step(lock: LockRecord, samples: NodeSample[], now: number, options: { context?: LockContext; hint?: ForceHint | null } = {}) {
-  const visible = readSamples(lock, samples);
+  const visible = readSamples(lock, samples, now);
   return reduceLock(lock, options.context ?? context(), options.hint ?? null, now, visible, newLockStep());
 }
 
@@ -202,6 +202,43 @@ describe("a lock's step: partial, elapsed, settling, unreadable", () => {
     expect(lock).toMatchObject({ state: "partial", token: null, leading: "v", quorumHeld: 1 });
   });
 
+  it("holds back a release caught half-way on a lock held on two of three nodes, as on three", () => {
+    const lock = fresh();
+    step(lock, [held(0, "v", T + 10_000), held(1, "v", T + 10_000), gone(2, null)], T);
+    reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+    expect(lock).toMatchObject({ state: "held", quorumHeld: 2 });
+    // Its holder's delete reached node 0, not node 1 yet, when the nodes were read.
+    const half = step(lock, [gone(0)], T + 1_000);
+    expect(half.outcome).toBe("settling");
+    expect(lock).toMatchObject({ state: "held", quorumHeld: 2 });
+    const done = step(lock, [gone(1)], T + 1_010);
+    expect(timeline(done.effects).map(([type]) => type)).toEqual(["released"]);
+    expect(lock.state).toBe("released");
+  });
+
+  it("holds back a hand-over caught half-way on a lock held on two of three nodes: the old value released, the new acquired", () => {
+    const lock = fresh();
+    step(lock, [held(0, "v", T + 10_000), held(1, "v", T + 10_000), gone(2, null)], T);
+    reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+    // Node 0 handed over to w; node 1 not yet.
+    const half = step(lock, [held(0, "w", T + 20_000, "del")], T + 1_000);
+    expect(half.outcome).toBe("settling");
+    step(lock, [held(1, "w", T + 20_000, "del")], T + 1_010);
+    const done = reduceLock(lock, context(), null, T + 1_000 + SETTLE_MS, false, newLockStep());
+    expect(timeline(done.effects)).toEqual([
+      ["released", "handed straight to the next holder", "v"],
+      ["acquired", "by a foreign client, on 2 of 3 nodes", "w"],
+    ]);
+    expect(lock).toMatchObject({ state: "held", token: "w", acquiredAt: T + 1_000 + SETTLE_MS });
+  });
+
+  it("does not draw out a wait already running with more changes", () => {
+    const lock = heldLock();
+    expect(step(lock, [gone(0)], T + 100).outcome).toBe("settling");
+    expect(step(lock, [held(0, "w", T + 20_000)], T + 110).outcome).toBe("settling");
+    expect(lock.settleUntil).toBe(T + 100 + SETTLE_MS);
+  });
+
   it("says when a lock first seen without a quorum is acquired", () => {
     const lock = fresh();
     step(lock, [held(0, "v", T + 10_000), gone(1, null), gone(2, null)], T);
@@ -355,7 +392,9 @@ describe("a lock's step: the end", () => {
     step(lock, [], T + SETTLE_MS);
     expect(lock).toMatchObject({ state: "partial", leading: "a" });
     const at = T + SETTLE_MS + 50;
-    const out = step(lock, [gone(0)], at, { hint: { at: at - 10, value: "a", detail: "by olivia" } });
+    const hint = { at: at - 10, value: "a", detail: "by olivia" };
+    step(lock, [gone(0)], at, { hint });
+    const out = reduceLock(lock, context(), hint, at + SETTLE_MS, false, newLockStep());
     expect(out.forceHintTaken).toBe(true);
     expect(timeline(out.effects)).toEqual([["force-released", "by olivia; the lock goes on with another value on 1 of 3 nodes", "a"]]);
     expect(lock).toMatchObject({ state: "partial", leading: "b" });
