@@ -212,6 +212,11 @@ export interface LockSummary {
    * at its own moment), and that is not an extension.
    */
   extensionSeen?: boolean;
+  /**
+   * The value the lock was shown with until now is held on none of the nodes read: whatever value leads now is
+   * another lock's, even one held on fewer nodes than a quorum.
+   */
+  shownGone?: boolean;
 }
 
 export type Transition =
@@ -263,14 +268,20 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
   if (next.state === null) return wasLive ? [{ type: "ended" }] : [];
   if (!wasLive) return [{ type: "acquired", token: next.token ?? next.leading, partial: next.state === "partial" }];
   const out: Transition[] = [];
-  const change = next.holderSet ? holderChange(prev.token ?? prev.leading, next.token ?? next.leading) : null;
+  const shown = prev.token ?? prev.leading;
+  const change = next.holderSet ? holderChange(shown, next.token ?? next.leading) : null;
   if (change) {
     out.push({ type: "holders", ...change });
-  } else if (next.token !== null && prev.token !== next.token && prev.leading !== next.token && !sameAcquisition(prev.token ?? prev.leading, next.token)) {
+  } else if (next.token !== null && prev.token !== next.token && prev.leading !== next.token && !sameAcquisition(shown, next.token)) {
     // A release that hands the lock to the next waiter (this engine's hand-over: the release script writes
-    // the waiter's value), or a next holder quicker than one read batch. Either way one lock ended.
-    if (prev.token !== null) out.push({ type: "replaced" });
+    // the waiter's value), or a next holder quicker than one read batch. Either way one lock ended (a value
+    // held on fewer nodes than a quorum too, once no node holds it any more).
+    if (prev.token !== null || next.shownGone === true) out.push({ type: "replaced" });
     out.push({ type: "acquired", token: next.token, partial: false });
+  } else if (next.state === "partial" && next.shownGone === true && next.leading !== null && next.leading !== shown && !sameAcquisition(shown, next.leading)) {
+    // The same, with the next value on fewer nodes than a quorum (a contender that took one node, the next
+    // holder's write not on a quorum yet): the lock shown until now ended, and this one is a lock of its own.
+    out.push({ type: "replaced" }, { type: "acquired", token: next.leading, partial: true });
   } else if (next.token !== null && prev.token === next.token && next.expiresAt !== null && prev.expiresAt === null) {
     out.push({ type: "ttl-set", token: next.token });
   } else if (next.extensionSeen === false) {
@@ -281,7 +292,8 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
     out.push({ type: "extended", token: next.token, by: Infinity });
   }
   if (next.state === "elapsed" && prev.state !== "elapsed") out.push({ type: "elapsed" });
-  if (next.state === "partial" && prev.state !== "partial") out.push({ type: "partial" });
-  if (prev.state === "partial" && next.state !== "partial" && next.token !== null && !out.some((t) => t.type === "acquired")) out.push({ type: "quorum" });
+  const acquired = out.some((t) => t.type === "acquired");
+  if (next.state === "partial" && prev.state !== "partial" && !acquired) out.push({ type: "partial" });
+  if (prev.state === "partial" && next.state !== "partial" && next.token !== null && !acquired) out.push({ type: "quorum" });
   return out;
 }

@@ -114,6 +114,8 @@ export class LockRecord {
   endSeen = false;
   /** A node was read with a later TTL end for the value it held, since the last merge. */
   extensionSeen = false;
+  /** A node was read with another value in place of the one it held, since the last merge. */
+  replacedSeen = false;
   /** Every node that holds it is unreadable: the view is the last readings'. */
   unreadable = false;
   /**
@@ -421,6 +423,7 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[], no
     // Read with another value (or none): what this node holds now is no remnant of the lock that ended.
     if (sample.value !== before && sample.node <= MAX_LEFTOVER_NODE && (lock.leftover & (1 << sample.node)) !== 0) lock.leftover &= ~(1 << sample.node);
     if (before !== null && sample.value === null) lock.endSeen = true;
+    if (before !== null && sample.value !== null && sample.value !== before) lock.replacedSeen = true;
     // An extension is a node's own TTL end moving later for the value it holds: the quorum's TTL end also
     // moves as other nodes' readings come in, and that is no extension.
     if (before !== null && sample.value === before && (sample.expiry > beforeExpiry + (sample.slack ?? EXTEND_SLACK_MS) || (sample.expiry === Infinity && Number.isFinite(beforeExpiry)))) {
@@ -480,8 +483,10 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   if (lock.settledFromStart) lock.settleUntil = lock.settlesAt;
   const merged = merge(lock, context, now);
   const extensionSeen = lock.extensionSeen;
+  const replacedSeen = lock.replacedSeen;
   lock.endSeen = false;
   lock.extensionSeen = false;
+  lock.replacedSeen = false;
   if (lock.unreadable !== merged.unreadable) {
     lock.unreadable = merged.unreadable;
     visible = true;
@@ -491,7 +496,11 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   const holderSet = lock.reading !== null && HOLDER_SETS.has(keptFormat(lock.reading));
   // (Spelt out, not `{ ...merged, holderSet, extensionSeen }`: that copy of the merge's result took V8's slow path,
   // about 800 bytes a step, for every change of every lock.)
-  const steps = transitions(prev, { state: merged.state, token: merged.token, leading: merged.leading, expiresAt: merged.expiresAt, holderSet, extensionSeen });
+  const shown = prev === null ? null : (prev.token ?? prev.leading);
+  // (A partial lock's value gone counts only where another value took its place on a node: one side of a split
+  // vote released leaves the other side, held before, going on.)
+  const shownGone = shown !== null && prev !== null && !merged.unreadable && (prev.token !== null || replacedSeen) && !heldOnCounted(lock, context, shown);
+  const steps = transitions(prev, { state: merged.state, token: merged.token, leading: merged.leading, expiresAt: merged.expiresAt, holderSet, extensionSeen, shownGone });
   const effects = step.effects;
   for (const transition of steps) {
     switch (transition.type) {
@@ -742,6 +751,12 @@ export function adoptFirstSeen(lock: LockRecord, token: string, at: number): boo
   if ((lock.token ?? lock.leading) !== token || lock.acquiredAt === null || at === lock.acquiredAt) return false;
   lock.acquiredAt = at;
   return true;
+}
+
+/** Whether a node whose readings count holds `value`. */
+function heldOnCounted(lock: LockRecord, context: LockContext, value: string): boolean {
+  for (let i = 0; i < lock.nodeCount; i++) if (context.counted[i] && lock.valueOn(i) === value) return true;
+  return false;
 }
 
 function nodesAgree(lock: LockRecord, counted: readonly boolean[]): boolean {

@@ -167,6 +167,54 @@ describe("a lock's step: change of hands", () => {
     expect(lock).toMatchObject({ state: "held", token: "w", acquiredAt: T + 50, cause: null, endedAt: null });
   });
 
+  it("ends a held lock whose value is gone everywhere when another value is left on fewer nodes than a quorum, and says that one's acquisition", () => {
+    const lock = heldLock("v");
+    // v is released on every node; another client's w is on node 0 only (it took no other node).
+    step(lock, [held(0, "w", T + 30_000, "del"), gone(1), gone(2)], T + 1_000);
+    const out = reduceLock(lock, context(), null, T + 1_000 + SETTLE_MS, false, newLockStep());
+    expect(timeline(out.effects)).toEqual([
+      ["released", "handed straight to the next holder", "v"],
+      ["acquired", "by a foreign client, on 1 of 3 nodes (no quorum)", "w"],
+    ]);
+    expect(events(out.effects)).toEqual(["released", "acquired"]);
+    expect(lock).toMatchObject({ state: "partial", token: null, leading: "w", acquiredAt: T + 1_000 + SETTLE_MS });
+    // w takes a quorum: the same lock goes on.
+    step(lock, [held(1, "w", T + 30_000)], T + 2_000);
+    const more = reduceLock(lock, context(), null, T + 2_000 + SETTLE_MS, false, newLockStep());
+    expect(timeline(more.effects).map(([type]) => type)).toEqual(["quorum"]);
+    expect(lock).toMatchObject({ state: "held", token: "w", acquiredAt: T + 1_000 + SETTLE_MS });
+  });
+
+  it("ends a partial lock whose value is gone everywhere when another value replaces it, held or not", () => {
+    const lock = heldLock("v");
+    // A release that reached two of three nodes: v is left on node 0 alone.
+    step(lock, [gone(1), gone(2)], T + 1_000);
+    reduceLock(lock, context(), null, T + 1_000 + SETTLE_MS, false, newLockStep());
+    expect(lock).toMatchObject({ state: "partial", leading: "v" });
+    // On node 0, v is deleted and another client's w written within one read.
+    step(lock, [held(0, "w", T + 30_000, "del")], T + 2_000);
+    const out = reduceLock(lock, context(), null, T + 2_000 + SETTLE_MS, false, newLockStep());
+    expect(timeline(out.effects).map(([type, , token]) => [type, token])).toEqual([
+      ["released", "v"],
+      ["acquired", "w"],
+    ]);
+    expect(lock).toMatchObject({ state: "partial", leading: "w", acquiredAt: T + 2_000 + SETTLE_MS });
+    // Partial w, gone everywhere, replaced by x on a quorum: w ended, x acquired.
+    const taken = step(lock, all("x", T + 40_000, "del"), T + 3_000);
+    expect(timeline(taken.effects).map(([type, , token]) => [type, token])).toEqual([
+      ["released", "w"],
+      ["acquired", "x"],
+    ]);
+    expect(lock).toMatchObject({ state: "held", token: "x", acquiredAt: T + 3_000 });
+  });
+
+  it("keeps a held lock whose value some node still holds going as partial when another value leads the vote", () => {
+    const lock = heldLock("v");
+    step(lock, [held(0, "w", T + 30_000, "del"), gone(2)], T + 1_000);
+    const out = reduceLock(lock, context(), null, T + 1_000 + SETTLE_MS, false, newLockStep());
+    expect(timeline(out.effects).map(([type]) => type)).toEqual(["partial"]);
+  });
+
   it("counts a lock that expired and was taken within one read as expired", () => {
     const lock = heldLock("v", T + 1_000);
     const out = step(lock, all("w", T + 11_000, "expired"), T + 1_002);
