@@ -652,9 +652,9 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
     const at = changeAt > now ? changeAt : now + PROBE_AFTER_MS;
     if (Number.isNaN(step.wakeAt) || at < step.wakeAt) step.wakeAt = at;
   }
-  // A node that lost its copy while the lock went on (a Redlock that kept its quorum) says nothing of how the
-  // lock will end later.
-  if (lock.cause === "lost") lock.cause = null;
+  // A node whose copy went (lost, deleted, expired, evicted) while the lock went on (a Redlock that kept its
+  // quorum, or partial) says nothing of how the lock will end later: that end's own readings say it, or its TTL.
+  lock.cause = null;
   step.outcome = "live";
   return step;
 }

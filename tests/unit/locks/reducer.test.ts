@@ -400,6 +400,20 @@ describe("a lock's step: the end", () => {
     expect(endedBy(null, T + 100, T + 1_000).lock.state).toBe("released");
   });
 
+  it("judges by the TTL a lock that went on after one node's copy was deleted, its last keys then read gone after their expiry", () => {
+    const lock = heldLock("v", T + 1_000);
+    // A release that reached node 0 only (its holder stopped there): held on nodes 1 and 2.
+    step(lock, [gone(0, "del")], T + 100);
+    reduceLock(lock, context(), null, T + 100 + SETTLE_MS, false, newLockStep());
+    expect(lock).toMatchObject({ state: "held", quorumHeld: 2 });
+    // The TTL runs out; Redis has not reclaimed the keys; the probe a second later reads them gone, no notification yet.
+    reduceLock(lock, context(), null, T + 1_000, false, newLockStep());
+    expect(lock.state).toBe("elapsed");
+    const out = step(lock, [gone(1, null), gone(2, null)], T + 2_000);
+    expect(lock.state).toBe("expired");
+    expect(counted(out.effects)).toEqual(["expirations"]);
+  });
+
   it("ends as force-released, in the operator's words, when a force-release of this value was noted", () => {
     const lock = heldLock("v");
     const out = step(lock, allGone("del"), T + 100, { hint: { at: T + 90, value: "v", detail: "by alice: “stuck”" } });
