@@ -217,6 +217,11 @@ export interface LockSummary {
    * another lock's, even one held on fewer nodes than a quorum.
    */
   shownGone?: boolean;
+  /**
+   * The key was deleted (or expired, or evicted) and written again with the same value since the last reading
+   * (a notification said so): another lock made of the same value (a constant such as `1`), not an extension.
+   */
+  madeAgain?: boolean;
 }
 
 export type Transition =
@@ -272,6 +277,8 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
   const change = next.holderSet ? holderChange(shown, next.token ?? next.leading) : null;
   if (change) {
     out.push({ type: "holders", ...change });
+  } else if (next.madeAgain === true && next.token !== null && prev.token === next.token) {
+    out.push({ type: "replaced" }, { type: "acquired", token: next.token, partial: false });
   } else if (next.token !== null && prev.token !== next.token && prev.leading !== next.token && !sameAcquisition(shown, next.token)) {
     // A release that hands the lock to the next waiter (this engine's hand-over: the release script writes
     // the waiter's value), or a next holder quicker than one read batch. Either way one lock ended (a value

@@ -426,7 +426,13 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[], no
     if (before !== null && sample.value !== null && sample.value !== before) lock.replacedSeen = true;
     // An extension is a node's own TTL end moving later for the value it holds: the quorum's TTL end also
     // moves as other nodes' readings come in, and that is no extension.
-    if (before !== null && sample.value === before && (sample.expiry > beforeExpiry + (sample.slack ?? EXTEND_SLACK_MS) || (sample.expiry === Infinity && Number.isFinite(beforeExpiry)))) {
+    const sameEnd = sample.expiry === beforeExpiry || Math.abs(sample.expiry - beforeExpiry) <= (sample.slack ?? EXTEND_SLACK_MS);
+    if (before !== null && sample.value === before && sample.cause !== null && sample.cause !== "lost" && !sameEnd) {
+      // The key ended (a notification said how) and was written again with the same value, and a TTL of its own,
+      // before this read: what ended it stands as the cause (see `madeAgain` in `reduceLock`), and no TTL moved.
+      // (A key moved to another Redis Cluster primary, deleted on the old one, keeps its TTL end: not this.)
+      lock.cause = sample.cause;
+    } else if (before !== null && sample.value === before && (sample.expiry > beforeExpiry + (sample.slack ?? EXTEND_SLACK_MS) || (sample.expiry === Infinity && Number.isFinite(beforeExpiry)))) {
       lock.extensionSeen = true;
     }
     // A new write or delete on a node of a Redlock whose nodes already disagreed (held on two of three nodes, a
@@ -500,7 +506,12 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   // (A partial lock's value gone counts only where another value took its place on a node: one side of a split
   // vote released leaves the other side, held before, going on.)
   const shownGone = shown !== null && prev !== null && !merged.unreadable && (prev.token !== null || replacedSeen) && !heldOnCounted(lock, context, shown);
-  const steps = transitions(prev, { state: merged.state, token: merged.token, leading: merged.leading, expiresAt: merged.expiresAt, holderSet, extensionSeen, shownGone });
+  // On a deployment of one node, a cause that stands while the lock goes on with the value it had says its key was
+  // deleted (or expired) and written again with that value within one read: a new lock (a constant value such as
+  // `1`, which every client of a SET NX script writes). (On several nodes one node's copy may go while the lock goes
+  // on: there a cause says nothing of the lock.)
+  const madeAgain = context.nodes === 1 && lock.cause !== null && lock.cause !== "lost" && prev !== null && prev.token !== null && merged.token === prev.token;
+  const steps = transitions(prev, { state: merged.state, token: merged.token, leading: merged.leading, expiresAt: merged.expiresAt, holderSet, extensionSeen, shownGone, madeAgain });
   const effects = step.effects;
   for (const transition of steps) {
     switch (transition.type) {
@@ -520,6 +531,8 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         if (decoded.acquiredAt === null && seenValue) {
           const firstSeen: Extract<LockEffect, { type: "first-seen" }> = { type: "first-seen", token: seenValue, seenAt: now, ttlMs: lock.ttlMs };
           if (lock.endedAt !== null) firstSeen.notBefore = lock.endedAt;
+          // The same value's lock that ended in this very step: its sighting is that lock's, not this one's.
+          if (madeAgain) firstSeen.notBefore = now;
           effects.push(firstSeen);
         }
         lock.endedAt = null;

@@ -215,6 +215,31 @@ describe("a lock's step: change of hands", () => {
     expect(timeline(out.effects).map(([type]) => type)).toEqual(["partial"]);
   });
 
+  it("ends a lock on one node whose key was deleted and written again with the same value within one read, and counts the new one", () => {
+    const one = context({ counted: [true], quorum: 1, nodes: 1 });
+    const lock = new LockRecord("lock:a", 1, []);
+    step(lock, [held(0, "1", T + 10_000)], T, { context: one });
+    const out = step(lock, [held(0, "1", T + 15_000, "del")], T + 5_000, { context: one });
+    expect(timeline(out.effects)).toEqual([
+      ["released", "handed straight to the next holder", "1"],
+      ["acquired", "by a foreign client, on 1 of 1 nodes", "1"],
+    ]);
+    expect(events(out.effects)).toEqual(["released", "acquired"]);
+    expect(counted(out.effects)).toEqual(["acquisitions"]);
+    expect(out.effects).toContainEqual({ type: "first-seen", token: "1", seenAt: T + 5_000, ttlMs: 10_000, notBefore: T + 5_000 });
+    expect(lock).toMatchObject({ state: "held", token: "1", acquiredAt: T + 5_000, ttlMs: 10_000, cause: null });
+    // Written again (an extension by SET XX), no end in between: an extension, as before.
+    const extended = step(lock, [held(0, "1", T + 20_000)], T + 6_000, { context: one });
+    expect(timeline(extended.effects).map(([type]) => type)).toEqual(["extended"]);
+    // Expired and taken again with the same value: expired, then acquired.
+    const again = step(lock, [held(0, "1", T + 40_000, "expired")], T + 20_010, { context: one });
+    expect(timeline(again.effects).map(([type]) => type)).toEqual(["expired", "acquired"]);
+    // Deleted on one Redis Cluster primary and found on another with its TTL end (its slot moved): the same lock.
+    const moved = step(lock, [held(0, "1", T + 40_000, "del")], T + 21_000, { context: one });
+    expect(moved.effects).toEqual([]);
+    expect(lock).toMatchObject({ state: "held", acquiredAt: T + 20_010 });
+  });
+
   it("counts a lock that expired and was taken within one read as expired", () => {
     const lock = heldLock("v", T + 1_000);
     const out = step(lock, all("w", T + 11_000, "expired"), T + 1_002);
