@@ -41,10 +41,14 @@ describe("a lock pattern with many wildcards", () => {
     // (Bounded only so that a console that never answers fails the test rather than hanging it.)
     const health = await fetch(`${launcher.baseUrl}/api/health`, { signal: AbortSignal.timeout(60_000) });
     expect(health.status).toBe(200);
-    const detail = await fetch(`${launcher.baseUrl}/api/locks/${encodeURIComponent(lock)}`, {
-      headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
-      signal: AbortSignal.timeout(60_000),
-    });
+    // The lock shows once the watchers have read its notifications on the nodes (404 until then, not a hang).
+    const lockDetail = () =>
+      fetch(`${launcher.baseUrl}/api/locks/${encodeURIComponent(lock)}`, {
+        headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
+        signal: AbortSignal.timeout(60_000),
+      });
+    let detail = await lockDetail();
+    for (const until = Date.now() + 20_000; detail.status === 404 && Date.now() < until; detail = await lockDetail()) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(detail.status).toBe(200);
     expect(await detail.json()).toMatchObject({ resource: lock, holders: [{ id: "holder-1" }] });
     const nearMissDetail = await fetch(`${launcher.baseUrl}/api/locks/${encodeURIComponent(nearMiss)}`, {
