@@ -284,10 +284,11 @@ const newSeries = () => singleton("metrics-new-series", (): NewSeries => ({ unsh
  * on a group, the engine's first attempts on it).
  */
 export function count(name: string, labels: Readonly<Record<string, string>>, n = 1): void {
-  const definition = catalogByName.get(name);
   const metric = declared(name);
-  const key = definition === undefined ? null : seriesKey(definition, labels);
   const fresh = newSeries();
+  // (Nearly always none waits for its first scrape: no series key is made per count then.)
+  const definition = fresh.unshown.size === 0 ? undefined : catalogByName.get(name);
+  const key = definition === undefined ? null : seriesKey(definition, labels);
   if (key === null || !fresh.unshown.has(key)) {
     metric.inc(labels, n);
     return;

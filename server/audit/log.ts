@@ -315,9 +315,7 @@ export class AuditLog implements AuditStore {
             const rows = await node.client.xrevrange(AUDIT_STREAM_KEY, end, above, "COUNT", CHUNK);
             for (const [streamId, fields] of rows) {
               end = `(${streamId}`;
-              const at = fields.indexOf("r");
-              const text = at >= 0 ? fields[at + 1] : undefined;
-              const record = text === undefined ? null : parseAuditRecord(text);
+              const record = streamRecord(fields);
               if (record?.kind !== "outcome" || !wanted.has(record.id)) continue;
               merger.add(record);
               found.add(record.id);
@@ -395,9 +393,7 @@ export class AuditLog implements AuditStore {
               const rows = await c.node.client.xrevrange(AUDIT_STREAM_KEY, c.end, "-", "COUNT", CHUNK);
               c.answered = true;
               for (const [streamId, fields] of rows) {
-                const at = fields.indexOf("r");
-                const text = at >= 0 ? fields[at + 1] : undefined;
-                const record = text === undefined ? null : parseAuditRecord(text);
+                const record = streamRecord(fields);
                 if (record) add(record, false);
                 c.end = `(${streamId}`;
                 c.lowMs = Number(streamId.split("-")[0]);
@@ -475,4 +471,11 @@ function page({ entries, stoppedAbove }: Scanned, limit: number, upperMs: number
 export function createFileAndStreamAudit(): AuditLog {
   const config = getConfig();
   return new AuditLog(getNodes(), path.resolve(config.auditFile), config.nodeTimeoutMs);
+}
+
+/** The audit record a stream entry holds (its `r` field), null when it holds none this version reads. */
+function streamRecord(fields: readonly string[]): AuditRecord | null {
+  const at = fields.indexOf("r");
+  const text = at >= 0 ? fields[at + 1] : undefined;
+  return text === undefined ? null : parseAuditRecord(text);
 }
