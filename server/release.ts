@@ -148,12 +148,14 @@ function outcomeOf(results: ReadonlyArray<AuditNodeResult>, unsure: boolean, hel
 export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   const { resource, reason, token, principal, request } = input;
   const config = getConfig();
+  // The patterns as the consoles share them now: another console may have changed them since this one last read
+  // them (it reads them every few seconds).
+  await getPatternStore().refresh();
   if (!isLockKey(resource)) {
     if (isNeverLock(resource)) {
       throw new ApiError("not_found", `\`${preview(resource)}\` is a key kept beside a lock (its fence, waiting queue, lease or this console's own), not a lock; nothing was touched.`);
     }
-    const patterns = getPatternStore().current().patterns.map((p) => p.glob);
-    throw new ApiError("not_found", `\`${preview(resource)}\` is not a lock key under the lock patterns (${patterns.join(", ")}); nothing was touched.`);
+    throw new ApiError("not_found", `\`${preview(resource)}\` is not a lock key under the lock patterns (${patternList()}); nothing was touched.`);
   }
   const { deployment, nodes, reads } = await releaseTarget(resource, input.deployment);
   const answered = reads.filter((r): r is Extract<NodeRead, { state: "ok" }> => r.state === "ok");
@@ -299,6 +301,22 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       throw new ApiError("unavailable", `The audit log cannot record this release, so nothing was deleted: ${error.why}.`);
     }
     throw error;
+  }
+
+  // Checked again as late as it can be, and nothing awaited between this check and the scripts going out: the
+  // patterns may have changed (on this console or another) since the first check, while the nodes were read and
+  // the intent written, and no key outside the patterns is ever deleted.
+  await getPatternStore().refresh();
+  if (!isLockKey(resource)) {
+    const notAsked = nodes.map((n) => ({ id: n.id, result: "error" as const, error: "not asked: the key was no longer under the lock patterns when the release was to run; nothing was deleted" }));
+    const { durable: outcomeRecorded } = await audit.recordOutcome(entry.id, "failed", notAsked, Date.now());
+    releases().inc({ outcome: "failed" });
+    log.warn({ action: "force-release", auditId: entry.id, actor: entry.actor, outcome: "failed", why: "lock patterns changed" }, "operator action");
+    throw new ApiError(
+      "not_found",
+      `\`${preview(resource)}\` is no longer under the lock patterns (${patternList()}): they changed while the release was being made, so nothing was deleted.`,
+      { auditId: entry.id, outcomeRecorded },
+    );
   }
 
   // Told to the live view before any node is asked: the nodes that answer first delete the keys, and their
@@ -661,6 +679,14 @@ function severalHolders(resource: string, reading: FormatReading): string {
   const more = reading.holders.length > 5 || reading.warnings.includes("truncated") ? ", and more" : "";
   const who = shown.length > 0 ? `: ${shown.join(", ")}${more}` : "";
   return `\`${preview(resource)}\` is held by several holders at once (${reading.format})${who}. Say which one to release with \`token\` (the holder's id); nothing was touched.`;
+}
+
+/** The lock patterns in force, for a message. */
+function patternList(): string {
+  return getPatternStore()
+    .current()
+    .patterns.map((p) => p.glob)
+    .join(", ");
 }
 
 /** A resource name for a message: long or unprintable names are cut and escaped. */
