@@ -7,6 +7,7 @@ import { globMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/leading-value";
 import { decodeLockValue, keySlot, REVOKE_CHANNEL } from "@lockscope/redlock";
 import { slotIn, unservedSlots } from "@/lib/locks/cluster";
+import { parseReplicationInfo } from "@/lib/locks/replication";
 import { getAuditStore } from "./audit/current";
 import { AuditNotDurableError } from "./audit/store";
 import { newAuditId } from "./audit/records";
@@ -306,7 +307,8 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   // Checked again as late as it can be, and nothing awaited between this check and the scripts going out: the
   // patterns may have changed (on this console or another) since the first check, while the nodes were read and
   // the intent written, and no key outside the patterns is ever deleted.
-  await getPatternStore().refresh();
+  // Read with them: which nodes are replicas now, never asked (see `replicaOf`).
+  const [, replicas] = await Promise.all([getPatternStore().refresh(), Promise.all(nodes.map(replicaOf))]);
   if (!isLockKey(resource)) {
     const notAsked = nodes.map((n) => ({ id: n.id, result: "error" as const, error: "not asked: the key was no longer under the lock patterns when the release was to run; nothing was deleted" }));
     const { durable: outcomeRecorded } = await audit.recordOutcome(entry.id, "failed", notAsked, Date.now());
@@ -342,21 +344,29 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   let answers: NodeReleaseResult[] | null = null;
   let notified = { holder: false, waiters: false };
   const dropsBefore = nodes.map((n) => connectionDrops(n.client));
+  const asked = nodes.filter((_, i) => replicas[i] === null);
   try {
-    const result = await format.release(
-      nodes.map((n) => n.client),
-      resource,
-      holderId,
-      { nodeTimeoutMs: budgetMs, valueDigest },
-    );
-    answers = result.nodes;
-    notified = result.notified;
+    if (asked.length > 0) {
+      const result = await format.release(
+        asked.map((n) => n.client),
+        resource,
+        holderId,
+        { nodeTimeoutMs: budgetMs, valueDigest },
+      );
+      // (Indexed by the nodes asked; from here on by all the deployment's nodes.)
+      answers = result.nodes.map((r) => ({ ...r, index: nodes.indexOf(asked[r.index] as LockNode) }));
+      notified = result.notified;
+    } else {
+      answers = [];
+    }
   } catch (error) {
     log.error({ action: "force-release", auditId: entry.id, format: format.name, err: error }, "force release failed in the console");
   }
   const target = { format: leading.format, holderId };
   const settled = await Promise.all(
     nodes.map(async (node, index): Promise<Settled> => {
+      const replica = replicas[index];
+      if (replica) return { result: { id: node.id, result: "error", error: replicaText(replica) }, unsure: false };
       const answer = answers?.find((r) => r.index === index);
       if (answer && answer.result === "error") {
         // The client's message may carry Redis internals (script sha, line): the server log keeps it, the
@@ -440,6 +450,19 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
       throw new ApiError(
         "unavailable",
         `${why}No lock node confirmed the release, and whether it deleted \`${preview(resource)}\` on ${unsure.join(", ")} is unknown: read the lock again before retrying. See the audit entry for each node.`,
+        { auditId: entry.id, nodes: nodeResults, outcomeRecorded },
+      );
+    }
+    const onReplicas = nodes.filter((_, i) => replicas[i] !== null).map((n) => n.id);
+    if (onReplicas.length === nodes.length) {
+      const one = onReplicas.length === 1;
+      throw new ApiError(
+        "unavailable",
+        `${onReplicas.join(", ")} ${one ? "is a replica" : "are replicas"} now, not ${one ? "a primary" : "primaries"}: a delete there would not reach ${one ? "its primary" : "their primaries"}, which ${one ? "keeps" : "keep"} the lock, so no node was asked and nothing was deleted. ${
+          getDeploymentNodes().find((d) => d.deployment.name === deployment)?.deployment.kind === "sentinel"
+            ? "The deployment is failing over: try again once the console follows the new primary."
+            : "Point the console at the primary (or describe the deployment as a Sentinel one), then release it there."
+        }`,
         { auditId: entry.id, nodes: nodeResults, outcomeRecorded },
       );
     }
@@ -589,6 +612,28 @@ function settleUnanswered(
   const onlyThoseBeside = now !== null && now.format === target.format && beside.size > 1 && now.holders.every((h) => beside.has(h.id));
   if (now === null || MULTI_HOLDER.has(target.format) || onlyThoseBeside) return { result: { id, result: "deleted" }, unsure: false };
   return unknown(`${cause}; read again, another holder has it now: whether the release deleted that holder first is unknown`);
+}
+
+/**
+ * The primary a node follows where it is a replica now (its URL names a replica, or a failover demoted it; "" where
+ * it does not say), else null. A replica is never asked to release: a read-only one refuses the delete, and a
+ * writable one (`replica-read-only no`) would make it there alone, never on its primary, which keeps the lock.
+ * A cluster's client sends the release to the key's primary itself. A node whose role cannot be read (INFO refused)
+ * is asked: a read-only replica still refuses the delete.
+ */
+async function replicaOf(node: LockNode): Promise<{ primary: string } | null> {
+  if (node.cluster) return null;
+  try {
+    const state = parseReplicationInfo(await node.client.info("replication"));
+    return state.role === "replica" ? { primary: state.primary ?? "" } : null;
+  } catch {
+    return null;
+  }
+}
+
+function replicaText(replica: { primary: string }): string {
+  const of = replica.primary === "" ? "" : ` of ${replica.primary}`;
+  return `is a replica${of} now, not a primary (a failover demoted it, or its URL names a replica): a read-only replica refuses the delete, and a writable one would keep it to itself while its primary keeps the lock, so it was not asked; nothing was deleted there`;
 }
 
 /** One node's result as the audit log keeps it: a plain sentence for anything but the three usual results. */
