@@ -113,6 +113,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   gaugeMetric("lockscope_watcher_connected", ["node", "deployment"], "1 while the console watches the node: its keyspace subscriber subscribed, the node reconciled and answering."),
   counterMetric("lockscope_failovers_total", ["deployment"], "Failovers seen (Sentinel +switch-master, a cluster replica promoted), by deployment."),
   counterMetric("lockscope_locks_lost_in_failover_total", ["deployment"], "Locks held on a primary that its promoted replica did not have after a failover, by deployment."),
+  counterMetric("lockscope_force_releases_undone_total", ["deployment"], "Force releases a failover undid: the promoted replica had not copied the delete and holds the lock again, for the holder it was released from, by deployment."),
   gaugeMetric("lockscope_watcher_last_event_timestamp_seconds", ["node", "deployment"], "When the node's subscriber last received a notification (Unix seconds); 0 before the first."),
   gaugeMetric("lockscope_node_up", ["node", "deployment"], "1 when the lock node answers PING within the node timeout (a Redis Cluster: and says it serves, cluster_state:ok).", { shared: true }),
   gaugeMetric("lockscope_node_latency_seconds", ["node", "deployment"], "PING round trip to the lock node at the last scrape; absent while it is down.", { shared: true }),

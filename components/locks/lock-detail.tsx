@@ -37,6 +37,7 @@ const TIMELINE_TEXT: Record<LockDetail["timeline"][number]["type"], string> = {
   gap: "watcher gap",
   "lost-in-failover": "lost in failover",
   "lost-in-restart": "lost in restart",
+  "release-undone": "force release undone",
   failover: "survived a failover",
 };
 

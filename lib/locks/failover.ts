@@ -39,3 +39,12 @@ export function parseSwitchMaster(message: string): SwitchMaster | null {
 export function lostInFailover(seen: readonly SeenLock[], onNewPrimary: ReadonlyMap<string, string | null>, readAt: number): SeenLock[] {
   return seen.filter((lock) => (lock.expiresAt === null || lock.expiresAt > readAt) && onNewPrimary.get(lock.resource) !== lock.token);
 }
+
+/**
+ * The force releases a failover undid: locks the console saw force-released (`forced`, each with the value it
+ * released, and not taken again since) whose promoted replica holds that very value. The replica had not copied the
+ * delete when the primary failed, and serves the lock again, to the holder it was released from.
+ */
+export function releasesUndone(forced: readonly SeenLock[], onNewPrimary: ReadonlyMap<string, string | null>): SeenLock[] {
+  return forced.filter((lock) => onNewPrimary.get(lock.resource) === lock.token);
+}

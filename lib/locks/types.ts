@@ -115,6 +115,7 @@ export const TIMELINE_TYPES = [
   "lost-in-failover",
   "lost-in-restart",
   "failover",
+  "release-undone",
 ] as const;
 export type TimelineType = (typeof TIMELINE_TYPES)[number];
 

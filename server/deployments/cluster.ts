@@ -11,7 +11,7 @@ import { replyOf } from "../errors";
 import { initialiseFor } from "../metrics";
 import type { LockNode } from "../nodes";
 import { urlOptions } from "./connection";
-import { compareAfterFailover, FAILOVER_READ_OPTIONS, seenLocks, type FailoverTarget } from "./failover";
+import { compareAfterFailover, FAILOVER_READ_OPTIONS, forceReleasedLocks, seenLocks, type FailoverTarget } from "./failover";
 import type { DeploymentDriver } from "./types";
 
 /** How often the topology (`CLUSTER SHARDS`) is read: failovers, resharding and new primaries are followed this fast. */
@@ -173,15 +173,18 @@ export class ClusterFailoverMonitor {
   ) {
     initialiseFor("lockscope_failovers_total", { deployment: [deployment] });
     initialiseFor("lockscope_locks_lost_in_failover_total", { deployment: [deployment] });
+    initialiseFor("lockscope_force_releases_undone_total", { deployment: [deployment] });
     cluster.topology.on("change", this.onChange);
   }
 
   private compare({ before, after }: TopologyChange): void {
     const now = Date.now();
     for (const failover of clusterFailovers(before, after)) {
-      const seen = seenLocks(this.target, now, (resource) => slotIn(failover.slots, keySlot(resource)));
+      const inSlots = (resource: string) => slotIn(failover.slots, keySlot(resource));
+      const seen = seenLocks(this.target, now, inSlots);
+      const forced = forceReleasedLocks(this.target, inSlots);
       const conn = this.cluster.connectTo(failover.to.host, failover.to.port, FAILOVER_READ_OPTIONS(this.timeoutMs));
-      void compareAfterFailover({ deployment: this.deployment, target: this.target, log: this.log, seenAt: now }, seen, failover.from.address, failover.to.address, conn);
+      void compareAfterFailover({ deployment: this.deployment, target: this.target, log: this.log, seenAt: now }, seen, forced, failover.from.address, failover.to.address, conn);
     }
   }
 

@@ -3,7 +3,7 @@ import Redis, { type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
 import { readInSlots } from "@/lib/locks/cluster";
-import { lostInFailover, type SeenLock } from "@/lib/locks/failover";
+import { lostInFailover, releasesUndone, type SeenLock } from "@/lib/locks/failover";
 import { decodeReading, readLockKeysAsAllowed } from "@/lib/locks/formats";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { declared, initialiseFor } from "../metrics";
@@ -35,6 +35,10 @@ export interface FailoverTarget {
   noteLost: (lock: SeenLock, detail: string, seenAt: number) => void;
   /** Says on a lock's timeline that it was held across the failover (the promoted replica had it). */
   noteSurvived: (resource: string, detail: string) => void;
+  /** The locks shown force-released now (ended so, not taken again since), each with the value released. */
+  forceReleased: () => SeenLock[];
+  /** Says on a lock's timeline that the failover undid its force release (the promoted replica holds the value released). */
+  noteReleaseUndone: (resource: string, detail: string) => void;
 }
 
 /** A node's reader reached another server, already running, where it had read another (see the watcher's `onServerReplaced`). */
@@ -55,16 +59,24 @@ export function seenLocks(target: FailoverTarget, now: number, include: (resourc
     .map((l) => ({ resource: l.resource, token: l.token as string, expiresAt: l.expiresAt }));
 }
 
+/** The locks shown force-released now (see `FailoverTarget.forceReleased`), optionally of some keys only. */
+export function forceReleasedLocks(target: FailoverTarget, include: (resource: string) => boolean = () => true): SeenLock[] {
+  return target.forceReleased().filter((l) => include(l.resource));
+}
+
 /**
  * After a failover from `from` to `to`: reads the locks the console saw (`seen`) on the promoted primary
  * (`conn`, not yet connected; closed after), and reports every one it does not hold as lost in failover
- * (timeline, metric, one log line), and the others as held across it. `batching`: `slot` for a cluster node,
+ * (timeline, metric, one log line), and the others as held across it. `forced`: the locks the console saw
+ * force-released, read there too: one the promoted replica holds with the value released is a release the failover
+ * undid (timeline, metric, one log line). `batching`: `slot` for a cluster node,
  * which refuses keys of several hash slots in one script or transaction (one read per slot, as the watcher
  * reads a cluster); `any` for a Sentinel primary (one read per batch). Never rejects.
  */
 export async function compareAfterFailover(
   ctx: { deployment: string; target: FailoverTarget; log: Logger; seenAt: number },
   seen: readonly SeenLock[],
+  forced: readonly SeenLock[],
   from: string,
   to: string,
   conn: Redis,
@@ -75,8 +87,9 @@ export async function compareAfterFailover(
   try {
     await conn.connect();
     const onNewPrimary = new Map<string, string | null>();
-    for (let i = 0; i < seen.length; i += READ_BATCH) {
-      const batch = seen.slice(i, i + READ_BATCH).map((lock) => lock.resource);
+    const asked = [...seen, ...forced];
+    for (let i = 0; i < asked.length; i += READ_BATCH) {
+      const batch = asked.slice(i, i + READ_BATCH).map((lock) => lock.resource);
       // Read and decoded as the live view reads them, so that what is compared is what the store keeps as a
       // lock's token: the value of a string lock, the holders' fingerprint of a hash or sorted set (Redisson,
       // redis-semaphore). A key that is gone reads as null: not the lock the console saw.
@@ -92,6 +105,17 @@ export async function compareAfterFailover(
       ctx.target.noteLost(lock, `held on ${from} with its lease running; the promoted replica ${to} does not have it (written after the replica's last copy)`, ctx.seenAt);
     }
     declared<"deployment">("lockscope_locks_lost_in_failover_total").inc({ deployment: ctx.deployment }, lost.length);
+    const undone = releasesUndone(forced, onNewPrimary);
+    for (const lock of undone) {
+      ctx.target.noteReleaseUndone(
+        lock.resource,
+        `the force release was undone by the failover from ${from} to ${to}: the promoted replica had not copied it, and holds the lock again for the holder it was released from`,
+      );
+    }
+    declared<"deployment">("lockscope_force_releases_undone_total").inc({ deployment: ctx.deployment }, undone.length);
+    if (undone.length > 0) {
+      ctx.log.warn({ deployment: ctx.deployment, from, to, resources: undone.slice(0, 20).map((l) => l.resource), undone: undone.length }, "failover undid force releases: the promoted replica had not copied them");
+    }
     const fields = { deployment: ctx.deployment, from, to, held: seen.length, lost: lost.length };
     if (lost.length > 0) ctx.log.warn(fields, "failover lost locks: the promoted replica did not have them");
     else ctx.log.info(fields, "failover: the promoted replica holds every lock the console saw");
@@ -130,6 +154,7 @@ export class SentinelFailoverMonitor {
   ) {
     initialiseFor("lockscope_failovers_total", { deployment: [deployment.name] });
     initialiseFor("lockscope_locks_lost_in_failover_total", { deployment: [deployment.name] });
+    initialiseFor("lockscope_force_releases_undone_total", { deployment: [deployment.name] });
     this.subscribers = subscribeToSwitches(deployment, "lockscope:failover", (event) => this.compare(`${event.from.host}:${event.from.port}`, event.to));
   }
 
@@ -149,6 +174,7 @@ export class SentinelFailoverMonitor {
     const now = Date.now();
     // Taken at once, before the watcher reconciles with the new primary and the view changes.
     const seen = seenLocks(this.target, now);
+    const forced = forceReleasedLocks(this.target);
     const conn = new Redis({
       host: toServer.host,
       port: toServer.port,
@@ -156,7 +182,7 @@ export class SentinelFailoverMonitor {
       ...(this.deployment.tls ? { tls: tlsOptions(this.deployment.tls) } : {}),
       ...FAILOVER_READ_OPTIONS(this.timeoutMs),
     });
-    void compareAfterFailover({ deployment: this.deployment.name, target: this.target, log: this.log, seenAt: now }, seen, from, to, conn, "any");
+    void compareAfterFailover({ deployment: this.deployment.name, target: this.target, log: this.log, seenAt: now }, seen, forced, from, to, conn, "any");
   }
 
   async stop(): Promise<void> {
@@ -182,12 +208,14 @@ export class EndpointFailoverMonitor {
   ) {
     initialiseFor("lockscope_failovers_total", { deployment: [deployment] });
     initialiseFor("lockscope_locks_lost_in_failover_total", { deployment: [deployment] });
+    initialiseFor("lockscope_force_releases_undone_total", { deployment: [deployment] });
   }
 
   serverReplaced(change: ServerChange): void {
     const now = Date.now();
     // Taken at once, before the watcher reads the new server and the view changes.
     const seen = seenLocks(this.target, now);
+    const forced = forceReleasedLocks(this.target);
     // Through the endpoint, as the watcher reached it: the address behind it may be a proxy's.
     const conn = this.endpoint.connect(FAILOVER_READ_OPTIONS(this.timeoutMs));
     if (!(conn instanceof Redis)) {
@@ -198,7 +226,7 @@ export class EndpointFailoverMonitor {
     // (The same endpoint before and after: the servers behind it are told apart by their run ids.)
     const from = `${this.endpoint.label} (run id ${runId(change.runIdBefore)})`;
     const to = `${this.endpoint.label} (run id ${runId(change.runIdAfter)})`;
-    void compareAfterFailover({ deployment: this.deployment, target: this.target, log: this.log, seenAt: now }, seen, from, to, conn, "any");
+    void compareAfterFailover({ deployment: this.deployment, target: this.target, log: this.log, seenAt: now }, seen, forced, from, to, conn, "any");
   }
 
   /** (Nothing to close: each comparison closes its own connection.) */

@@ -239,7 +239,13 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
     // Sentinel deployments: failovers compared with the console's last view (locks lost in failover).
     // Clusters: a primary's slots served by its replica, compared the same way.
     const deployment = entry.deployment;
-    const failoverTarget: FailoverTarget = { locks: (now) => store.list(now), noteLost: (lock, detail, seenAt) => store.noteLostInFailover(lock, detail, seenAt), noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail) };
+    const failoverTarget: FailoverTarget = {
+      locks: (now) => store.list(now),
+      noteLost: (lock, detail, seenAt) => store.noteLostInFailover(lock, detail, seenAt),
+      noteSurvived: (resource, detail) => store.noteFailoverSurvived(resource, detail),
+      forceReleased: () => store.forceReleased(),
+      noteReleaseUndone: (resource, detail) => store.noteReleaseUndone(resource, detail),
+    };
     const clustered = nodes.find((n) => n.cluster);
     // Standalone: its endpoint moved to another server (a managed service's primary endpoint, a virtual IP).
     const standalone = deployment?.kind === "standalone" ? nodes[0] : undefined;

@@ -54,6 +54,11 @@ export class Retention<T extends { endedAt: number | null }> {
     }
   }
 
+  /** Every ended lock kept off the list, oldest end first. */
+  keptLocks(): IterableIterator<T> {
+    return this.recent.values();
+  }
+
   /** The ended lock kept for `resource`, if any. */
   kept(resource: string): T | undefined {
     return this.recent.get(resource);

@@ -686,6 +686,29 @@ export class LockStore {
   }
 
   /** A lock held across a failover: the promoted replica had it (its holder went on without knowing). */
+  /**
+   * The locks that ended force-released and were not taken again since (listed still, or kept for their page), each
+   * with the value released: what a failover to a replica that had not copied the delete would bring back.
+   */
+  forceReleased(): SeenLock[] {
+    const out: SeenLock[] = [];
+    const add = (entry: Entry) => {
+      if (entry.state === "force-released" && entry.endedToken !== null) out.push({ resource: entry.resource, token: entry.endedToken, expiresAt: entry.expiresAt });
+    };
+    for (const entry of this.live.values()) add(entry);
+    for (const entry of this.ended.keptLocks()) if (!this.live.has(entry.resource)) add(entry);
+    return out;
+  }
+
+  /** A failover undid the force release of `resource` (see server/deployments/failover.ts): said on its timeline. */
+  noteReleaseUndone(resource: string, detail: string, now = Date.now()): void {
+    const live = this.live.get(resource);
+    const entry = live ?? this.ended.kept(resource);
+    if (!entry) return;
+    this.timelines.add(entry, { at: now, type: "release-undone", detail }, live ? (entry.token ?? entry.leading) : (entry.endedToken ?? entry.token ?? entry.leading));
+    if (live) this.changed.add(resource);
+  }
+
   noteFailoverSurvived(resource: string, detail: string, now = Date.now()): void {
     const entry = this.live.get(resource);
     if (entry) this.timelines.add(entry, { at: now, type: "failover", detail });

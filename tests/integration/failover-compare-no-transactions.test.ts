@@ -32,11 +32,11 @@ describe("a failover compared on a primary that refuses scripts and MULTI", () =
     ];
     const lost: string[] = [];
     const survived: string[] = [];
-    const target: FailoverTarget = { locks: () => [], noteLost: (lock) => lost.push(lock.resource), noteSurvived: (resource) => survived.push(resource) };
+    const target: FailoverTarget = { locks: () => [], noteLost: (lock) => lost.push(lock.resource), noteSurvived: (resource) => survived.push(resource), forceReleased: () => [], noteReleaseUndone: () => undefined };
     const warnings: string[] = [];
     const log = pino({ level: "info" }, { write: (line: string) => warnings.push(line) });
     const conn = new Redis({ host: "127.0.0.1", port: cluster.ports[0]!, username: "lockscope", password: "pw-no-tx", ...FAILOVER_READ_OPTIONS(500) });
-    await compareAfterFailover({ deployment: "no-tx", target, log, seenAt: now }, seen, "old-primary:6379", `127.0.0.1:${cluster.ports[0]}`, conn, "any");
+    await compareAfterFailover({ deployment: "no-tx", target, log, seenAt: now }, seen, [], "old-primary:6379", `127.0.0.1:${cluster.ports[0]}`, conn, "any");
     expect({ lost, survived }, warnings.join("")).toEqual({ lost: ["lock:gone"], survived: ["lock:kept"] });
   });
 });

@@ -24,6 +24,8 @@ describe("Sentinel failovers compared", () => {
       },
       noteLost: () => undefined,
       noteSurvived: () => undefined,
+      forceReleased: () => [],
+      noteReleaseUndone: () => undefined,
     };
     const deployment = { name: "once", kind: "sentinel" as const, sentinels: [], master: "locks", tls: null, auth: { username: null, passwordFile: null }, sentinelAuth: { username: null, passwordFile: null } };
     const monitor = new SentinelFailoverMonitor(deployment, target, pino({ level: "silent" }), 200);

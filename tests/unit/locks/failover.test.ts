@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lostInFailover, parseSwitchMaster } from "@/lib/locks/failover";
+import { lostInFailover, parseSwitchMaster, releasesUndone } from "@/lib/locks/failover";
 
 describe("locks lost in failover", () => {
   const now = 1_000_000;
@@ -21,6 +21,21 @@ describe("locks lost in failover", () => {
     ]);
     expect(lostInFailover(seen, onNewPrimary, now).map((l) => l.resource)).toEqual(["lock:lost", "lock:other-holder", "lock:no-ttl"]);
     expect(lostInFailover([], onNewPrimary, now)).toEqual([]);
+  });
+
+  it("undid the force releases whose value the new primary holds again, and no other", () => {
+    const forced = [
+      { resource: "lock:back", token: "a", expiresAt: now + 30_000 },
+      { resource: "lock:gone", token: "b", expiresAt: now + 30_000 },
+      { resource: "lock:taken-by-another", token: "c", expiresAt: now + 30_000 },
+    ];
+    const onNewPrimary = new Map<string, string | null>([
+      ["lock:back", "a"],
+      ["lock:gone", null],
+      ["lock:taken-by-another", "d"],
+    ]);
+    expect(releasesUndone(forced, onNewPrimary).map((l) => l.resource)).toEqual(["lock:back"]);
+    expect(releasesUndone([], onNewPrimary)).toEqual([]);
   });
 
   it("reads a sentinel's +switch-master message, and nothing else", () => {
