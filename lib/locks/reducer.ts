@@ -116,6 +116,14 @@ export class LockRecord {
   extensionSeen = false;
   /** A node was read with another value in place of the one it held, since the last merge. */
   replacedSeen = false;
+  /**
+   * The nodes (one bit each, up to node 30) read since the last merge with the value they held and a TTL end of
+   * their own: moved later (an extension), or written again after an end a notification told (see `madeAgain` in
+   * `reduceLock`). A small integer: no box of its own.
+   */
+  renewedOn = 0;
+  /** A node was read with the value it held written again after an end a notification told, since the last merge. */
+  remadeSeen = false;
   /** Every node that holds it is unreadable: the view is the last readings'. */
   unreadable = false;
   /**
@@ -432,8 +440,11 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[], no
       // before this read: what ended it stands as the cause (see `madeAgain` in `reduceLock`), and no TTL moved.
       // (A key moved to another Redis Cluster primary, deleted on the old one, keeps its TTL end: not this.)
       lock.cause = sample.cause;
+      lock.remadeSeen = true;
+      if (sample.node <= MAX_LEFTOVER_NODE) lock.renewedOn |= 1 << sample.node;
     } else if (before !== null && sample.value === before && (sample.expiry > beforeExpiry + (sample.slack ?? EXTEND_SLACK_MS) || (sample.expiry === Infinity && Number.isFinite(beforeExpiry)))) {
       lock.extensionSeen = true;
+      if (sample.node <= MAX_LEFTOVER_NODE) lock.renewedOn |= 1 << sample.node;
     }
     // A new write or delete on a node of a Redlock whose nodes already disagreed (held on two of three nodes, a
     // split vote): a read between its nodes' writes is waited out as any other, so a wait that ended before it
@@ -490,9 +501,13 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   const merged = merge(lock, context, now);
   const extensionSeen = lock.extensionSeen;
   const replacedSeen = lock.replacedSeen;
+  const renewedOn = lock.renewedOn;
+  const remadeSeen = lock.remadeSeen;
   lock.endSeen = false;
   lock.extensionSeen = false;
   lock.replacedSeen = false;
+  lock.renewedOn = 0;
+  lock.remadeSeen = false;
   if (lock.unreadable !== merged.unreadable) {
     lock.unreadable = merged.unreadable;
     visible = true;
@@ -506,11 +521,21 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   // (A partial lock's value gone counts only where another value took its place on a node: one side of a split
   // vote released leaves the other side, held before, going on.)
   const shownGone = shown !== null && prev !== null && !merged.unreadable && (prev.token !== null || replacedSeen) && !heldOnCounted(lock, context, shown);
-  // On a deployment of one node, a cause that stands while the lock goes on with the value it had says its key was
-  // deleted (or expired) and written again with that value within one read: a new lock (a constant value such as
-  // `1`, which every client of a SET NX script writes). (On several nodes one node's copy may go while the lock goes
-  // on: there a cause says nothing of the lock.)
-  const madeAgain = context.nodes === 1 && lock.cause !== null && lock.cause !== "lost" && prev !== null && prev.token !== null && merged.token === prev.token;
+  // A cause that stands while the lock goes on with the value it had says a key was deleted (or expired) and written
+  // again with that value within one read: a new lock (a constant value such as `1`, which every client of a SET NX
+  // script writes; Redisson's client and thread taking it again) where that happened on as many nodes as the lock
+  // needs. One node's copy written again while the rest of a quorum goes on untouched is the same lock. A node
+  // read before its own notification came counts by its TTL end that moved (the notification, read next with that
+  // same end, then says nothing more); an extension of every node alongside one node written again is not told apart.
+  // Some node must have been written again: a quorum extended while another node's copy expired is an extension.
+  const madeAgain =
+    remadeSeen &&
+    lock.cause !== null &&
+    lock.cause !== "lost" &&
+    prev !== null &&
+    prev.token !== null &&
+    merged.token === prev.token &&
+    renewedHolding(lock, context, renewedOn, prev.token) >= (lock.scope === "single" ? 1 : context.quorum);
   const steps = transitions(prev, { state: merged.state, token: merged.token, leading: merged.leading, expiresAt: merged.expiresAt, holderSet, extensionSeen, shownGone, madeAgain });
   const effects = step.effects;
   for (const transition of steps) {
@@ -764,6 +789,13 @@ export function adoptFirstSeen(lock: LockRecord, token: string, at: number): boo
   if ((lock.token ?? lock.leading) !== token || lock.acquiredAt === null || at === lock.acquiredAt) return false;
   lock.acquiredAt = at;
   return true;
+}
+
+/** How many of the nodes in `renewed` (a bit each) count and hold `value`. */
+function renewedHolding(lock: LockRecord, context: LockContext, renewed: number, value: string): number {
+  let n = 0;
+  for (let i = 0; i < lock.nodeCount && i <= MAX_LEFTOVER_NODE; i++) if ((renewed & (1 << i)) !== 0 && context.counted[i] && lock.valueOn(i) === value) n += 1;
+  return n;
 }
 
 /** Whether a node whose readings count holds `value`. */

@@ -240,6 +240,44 @@ describe("a lock's step: change of hands", () => {
     expect(lock).toMatchObject({ state: "held", acquiredAt: T + 20_010 });
   });
 
+  it("ends a Redlock whose keys were deleted and written again with the same value on a quorum within one read, and counts the new one", () => {
+    const lock = heldLock("1", T + 10_000);
+    const out = step(lock, all("1", T + 15_000, "del"), T + 5_000);
+    expect(timeline(out.effects)).toEqual([
+      ["released", "handed straight to the next holder", "1"],
+      ["acquired", "by a foreign client, on 3 of 3 nodes", "1"],
+    ]);
+    expect(events(out.effects)).toEqual(["released", "acquired"]);
+    expect(counted(out.effects)).toEqual(["acquisitions"]);
+    expect(out.effects).toContainEqual({ type: "first-seen", token: "1", seenAt: T + 5_000, ttlMs: 10_000, notBefore: T + 5_000 });
+    expect(lock).toMatchObject({ state: "held", token: "1", acquiredAt: T + 5_000, ttlMs: 10_000, cause: null });
+    // Expired and taken again with the same value, one node's notification not yet in when it was read (its TTL end
+    // moved, no cause): expired, then acquired.
+    const again = step(lock, [held(0, "1", T + 40_000, "expired"), held(1, "1", T + 40_000, "expired"), held(2, "1", T + 40_000)], T + 15_010);
+    expect(timeline(again.effects).map(([type]) => type)).toEqual(["expired", "acquired"]);
+    expect(lock.acquiredAt).toBe(T + 15_010);
+    // That node's late notification, its reading the same as before: nothing more.
+    expect(step(lock, [held(2, "1", T + 40_000, "expired")], T + 15_020).effects).toEqual([]);
+    // Extended on every node (no end in between): an extension, as before.
+    const extended = step(lock, all("1", T + 50_000), T + 16_000);
+    expect(timeline(extended.effects).map(([type]) => type)).toEqual(["extended"]);
+  });
+
+  it("extends a Redlock whose holder extended it on a quorum as one node's copy expired, in the same read", () => {
+    const lock = heldLock("v", T + 10_000);
+    const out = step(lock, [gone(0, "expired"), held(1, "v", T + 20_000), held(2, "v", T + 20_000)], T + 9_990);
+    const settled = reduceLock(lock, context(), null, T + 9_990 + SETTLE_MS, false, newLockStep());
+    expect([...timeline(out.effects), ...timeline(settled.effects)].map(([type]) => type)).toEqual(["extended"]);
+    expect(lock).toMatchObject({ state: "held", token: "v", acquiredAt: T });
+  });
+
+  it("keeps a Redlock going when one node's copy alone was deleted and written again with its value", () => {
+    const lock = heldLock("1", T + 10_000);
+    const out = step(lock, [held(0, "1", T + 15_000, "del")], T + 5_000);
+    expect(timeline(out.effects)).toEqual([]);
+    expect(lock).toMatchObject({ state: "held", token: "1", acquiredAt: T, cause: null });
+  });
+
   it("counts a lock that expired and was taken within one read as expired", () => {
     const lock = heldLock("v", T + 1_000);
     const out = step(lock, all("w", T + 11_000, "expired"), T + 1_002);
