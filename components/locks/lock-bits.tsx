@@ -1,7 +1,6 @@
 "use client";
 
 import { createContext, useContext } from "react";
-import { leadingValue } from "@/lib/locks/leading-value";
 import type { Lock } from "@/lib/locks/types";
 import { nodesNow, type NodeCountingMap } from "./node-counting";
 import { formatDuration, STATE_LABEL } from "./format";
@@ -100,8 +99,9 @@ const DOT_TEXT: Record<DotKind, string> = { this: "holds this value", other: "ho
 /** One dot per node: holds the lock's value / another value / nothing / down (shape and label, not colour alone). */
 export function NodeDots({ lock }: { lock: Lock }) {
   const nodes = nodesNow(lock, useContext(NodeCounting));
-  // Without a quorum, the value the quorum text counts (`quorumHeld`): the one most nodes hold.
-  const value = lock.token ?? leadingValue(nodes);
+  // Without a quorum, the value the quorum text counts (`quorumHeld`): the one most nodes hold. A split vote with no
+  // side ahead has none: every node holding a value holds another.
+  const value = lock.token ?? lock.leading ?? null;
   return (
     <span className="node-dots">
       {nodes.map((node) => {

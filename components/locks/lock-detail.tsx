@@ -4,6 +4,7 @@ import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
 import { useRef } from "react";
 import { GROUPED_VIEW_ABOVE } from "@/lib/locks/groups";
+import { isSplitVote } from "@/lib/locks/holder-text";
 import type { LockDetail, LockReplication } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
@@ -165,7 +166,9 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
               <NodeDots lock={lock} />{" "}
               {lock.scope === "single"
                 ? `single instance: held on ${lock.nodes.filter((n) => n.token !== null).map((n) => n.id).join(", ") || "no node now"}`
-                : `${lock.quorumHeld} of ${lock.nodes.length} nodes hold ${lock.token === null ? "the most common value" : "the value"} (quorum ${lock.quorum})`}
+                : isSplitVote(lock)
+                  ? `split vote: ${lock.quorumHeld} of ${lock.nodes.length} nodes hold each of the values tied for most (quorum ${lock.quorum})`
+                  : `${lock.quorumHeld} of ${lock.nodes.length} nodes hold ${lock.token === null ? "the most common value" : "the value"} (quorum ${lock.quorum})`}
             </dd>
           </div>
           <div>

@@ -57,16 +57,16 @@ export interface ReleaseDialogProps {
 }
 
 /**
- * The token to compare-and-delete with: the quorum's value, else the value the page shows as leading (the one
- * most nodes hold, the first node's on a tie, as the console merges them; across every node where none that answers
- * holds one). Always a value the operator saw: a release without one would take whatever is held when it runs,
+ * The token to compare-and-delete with: the quorum's value, else the value the page shows as leading, else (a split
+ * vote with no side ahead) the one most nodes hold, the first node's on a tie (across every node where none that
+ * answers holds one). Always a value the operator saw: a release without one would take whatever is held when it runs,
  * a holder that may have taken the lock since. Null only when no node holds a value.
  */
 export function targetToken(lock: Lock): string | null {
   // Other formats compare by holder id (a Redisson holder field, a semaphore member): the single holder's.
   if (lock.format !== "lockscope" && lock.format !== "token") return lock.holders.length === 1 ? (lock.holders[0]?.id ?? null) : null;
   if (lock.token) return lock.token;
-  return leadingValue(lock.nodes);
+  return lock.leading ?? leadingValue(lock.nodes);
 }
 
 function holderLine(holder: { label?: string | null; host?: string | null; pid?: number | null } | null): string {

@@ -29,10 +29,16 @@ export interface HolderParts {
   holder: () => LockHolder | null;
   /** The value, where nothing else names the holder. */
   raw: () => string | null;
+  /** A split vote with no side ahead: no value leads, so no holder is named. */
+  split?: boolean;
 }
+
+/** The holder text of a split vote with no side ahead. */
+export const SPLIT_VOTE_HOLDER = "split vote: no value leads";
 
 export function holderTextOf(parts: HolderParts): string {
   const { format, holders } = parts;
+  if (parts.split === true) return SPLIT_VOTE_HOLDER;
   if (format === "unknown") return `a ${parts.redisType} of unknown layout`;
   if (format !== "lockscope" && holders.length > 0) {
     const first = holders[0]!;
@@ -45,11 +51,14 @@ export function holderTextOf(parts: HolderParts): string {
   return raw === null ? "—" : `raw ${truncate(raw, 28)}`;
 }
 
-/** The value a lock's row stands for: the quorum's, else the one it ended with, else the first a node holds. */
-const shownValue = (lock: Lock): string | null => lock.token ?? lock.endedToken ?? lock.nodes.find((n) => n.token !== null)?.token ?? null;
+/** The value a lock's row stands for: the quorum's, else the one it ended with, else the leading one, else the first a node holds. */
+const shownValue = (lock: Lock): string | null => lock.token ?? lock.endedToken ?? lock.leading ?? lock.nodes.find((n) => n.token !== null)?.token ?? null;
+
+/** A live lock without a quorum whose nodes hold values none of which leads (see `Lock.leading`). */
+export const isSplitVote = (lock: Lock): boolean => lock.state === "partial" && lock.token === null && lock.leading === undefined;
 
 export function holderText(lock: Lock): string {
-  return holderTextOf({ format: lock.format, redisType: lock.redisType, holders: lock.holders, holder: () => lock.holder, raw: () => shownValue(lock) });
+  return holderTextOf({ format: lock.format, redisType: lock.redisType, holders: lock.holders, holder: () => lock.holder, raw: () => shownValue(lock), split: isSplitVote(lock) });
 }
 
 /**

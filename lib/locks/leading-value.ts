@@ -16,8 +16,8 @@ export function prevailingValue(values: ReadonlyArray<string | null>): string | 
 }
 
 /**
- * The value a lock's page shows as leading where no value has a quorum: the one most of the nodes that answer
- * hold, the first node's on a tie, as the console merges the nodes' readings (`mergeSamples`); across every node
+ * The value most of the nodes that answer hold where no value has a quorum, the first node's on a tie (the live
+ * view names none on a tie the lock was not held with before: a split vote, see `Lock.leading`); across every node
  * where none that answers holds one. Null when no node holds a value.
  */
 export function leadingValue(nodes: readonly LockNodeView[]): string | null {

@@ -21,7 +21,11 @@ export interface MergedLock {
   state: LiveState | null;
   /** The value held by a quorum; null when none has one. */
   token: string | null;
-  /** The most widely held value (== token when held). */
+  /**
+   * The most widely held value (== token when held). Where no value has a quorum and several are held by the most
+   * nodes (a split vote), the one the lock was shown with if it is among them, else null: no value leads, whatever
+   * node holds which.
+   */
   leading: string | null;
   quorumHeld: number;
   /** When the lock stops being held by a quorum (partial: when the last key goes); null without TTL. */
@@ -43,22 +47,27 @@ const ALL = (): boolean => true;
  * unreachable node held one when last read, and no reachable node was seen dropping it, the lock is not
  * over: nobody can tell, so it is the merge of the last readings, marked `unreadable`.
  */
-export function mergeSamples(samples: NodeSamples, now: number, options: { endSeen?: boolean } = {}): MergedLock {
-  const current = mergeWhere(samples, now, (i) => samples.up[i] === true);
+export function mergeSamples(samples: NodeSamples, now: number, options: { endSeen?: boolean; shown?: string | null } = {}): MergedLock {
+  const shown = options.shown ?? null;
+  const current = mergeWhere(samples, now, (i) => samples.up[i] === true, shown);
   // `endSeen`: a reachable node was just read without the value it held. The lock's end was seen there;
   // what an unreachable node may still keep cannot bring it back.
   if (current.state !== null || options.endSeen) return current;
-  const last = mergeWhere(samples, now, ALL);
+  const last = mergeWhere(samples, now, ALL, shown);
   return last.state === null ? current : { ...last, unreadable: true };
 }
 
-function mergeWhere(samples: NodeSamples, now: number, counted: (i: number) => boolean): MergedLock {
+/** `shown`: the value the lock was shown with until now, which goes on leading a split vote it is one side of. */
+function mergeWhere(samples: NodeSamples, now: number, counted: (i: number) => boolean, shown: string | null): MergedLock {
   // Runs for every change of every lock: counts in place (a handful of nodes) instead of building maps,
   // lists and sorted copies.
   const { values, expiries, quorum } = samples;
   const n = values.length;
   let leading: string | null = null;
   let best = 0;
+  // Several values held by the most nodes: none of them leads by itself (which node holds which says nothing).
+  let tied = false;
+  let shownTied = false;
   for (let i = 0; i < n; i++) {
     const value = values[i] ?? null;
     if (value === null || !counted(i)) continue;
@@ -67,13 +76,26 @@ function mergeWhere(samples: NodeSamples, now: number, counted: (i: number) => b
     if (before) continue;
     let count = 1;
     for (let j = i + 1; j < n; j++) if (values[j] === value && counted(j)) count += 1;
-    // The value held by the most nodes; the first seen wins a tie.
     if (count > best) {
       best = count;
       leading = value;
+      tied = false;
+      shownTied = value === shown;
+    } else if (count === best) {
+      tied = true;
+      if (value === shown) shownTied = true;
     }
   }
   if (leading === null) return { state: null, token: null, leading: null, quorumHeld: 0, expiresAt: null, unreadable: false };
+  // (Two values cannot both hold a majority. A lock on one instance, merged with a quorum of one, held on two nodes
+  // with different values keeps the one it was shown with, else the first node's: each node's is a lock of its own.)
+  if (tied && shownTied) leading = shown;
+  else if (tied && best < quorum) leading = null;
+  if (leading === null) {
+    let latest = -Infinity;
+    for (let i = 0; i < n; i++) if (counted(i) && values[i] !== null && values[i] !== undefined) latest = Math.max(latest, expiries[i] ?? Number.NaN);
+    return { state: "partial", token: null, leading: null, quorumHeld: best, expiresAt: Number.isFinite(latest) ? latest : null, unreadable: false };
+  }
   if (best >= quorum) {
     // Validity ends at the quorum-th latest expiry among the nodes holding it (a missing one counts as earliest).
     let expiry = Number.NaN;
@@ -285,9 +307,10 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
     // held on fewer nodes than a quorum too, once no node holds it any more).
     if (prev.token !== null || next.shownGone === true) out.push({ type: "replaced" });
     out.push({ type: "acquired", token: next.token, partial: false });
-  } else if (next.state === "partial" && next.shownGone === true && next.leading !== null && next.leading !== shown && !sameAcquisition(shown, next.leading)) {
+  } else if (next.state === "partial" && next.shownGone === true && next.leading !== shown && (next.leading === null || !sameAcquisition(shown, next.leading))) {
     // The same, with the next value on fewer nodes than a quorum (a contender that took one node, the next
-    // holder's write not on a quorum yet): the lock shown until now ended, and this one is a lock of its own.
+    // holder's write not on a quorum yet), or a split vote with no side ahead (no value: null): the lock shown
+    // until now ended, and this one is a lock of its own.
     out.push({ type: "replaced" }, { type: "acquired", token: next.leading, partial: true });
   } else if (next.token !== null && prev.token === next.token && next.expiresAt !== null && prev.expiresAt === null) {
     out.push({ type: "ttl-set", token: next.token });

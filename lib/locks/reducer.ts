@@ -576,7 +576,12 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         } else {
           const who = decoded.holder?.label ?? decoded.holder?.host ?? (transition.token ? "a foreign client" : "unknown");
           const held = `${merged.quorumHeld} of ${context.nodes} nodes`;
-          const detail = transition.partial ? `by ${who}, on ${held} (no quorum)` : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`;
+          const detail =
+            transition.token === null && transition.partial
+              ? splitVoteText(lock, context, merged.quorumHeld)
+              : transition.partial
+                ? `by ${who}, on ${held} (no quorum)`
+                : `by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`;
           addTimeline(step, lock, now, "acquired", endedBefore ? `${detail}; ${backAgain(endedBefore, now)}` : detail, transition.token);
           // (A lock found held while the console starts, above, was acquired before it: no acquisition is
           // counted for it, in the lock events /metrics exports or the acquisitions a second, or a restart with
@@ -629,7 +634,13 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
         );
         break;
       case "partial":
-        addTimeline(step, lock, now, "partial", `no value on a quorum: ${merged.quorumHeld} of ${context.nodes} nodes hold the most common one`);
+        addTimeline(
+          step,
+          lock,
+          now,
+          "partial",
+          merged.leading === null ? splitVoteText(lock, context, merged.quorumHeld) : `no value on a quorum: ${merged.quorumHeld} of ${context.nodes} nodes hold the most common one`,
+        );
         break;
       case "quorum":
         addTimeline(step, lock, now, "quorum", `a quorum holds its value: ${merged.quorumHeld} of ${context.nodes} nodes`);
@@ -662,11 +673,13 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   // (one side of a split vote): no end to relabel, so the release is said on its own. Only for the value shown
   // until this step: a hint left over from a release that ended the lock must not follow its next holder.
   const shownBefore = prev === null ? null : (prev.token ?? prev.leading);
+  // (A split vote with no side ahead shows no value: the value released was one of its sides.)
+  const splitBefore = prev !== null && shownBefore === null;
   const forcedAside =
     hint !== null &&
     !step.forceHintTaken &&
     hint.value !== null &&
-    shownBefore !== null &&
+    (shownBefore !== null || splitBefore) &&
     (forceHintApplies(hint, shownBefore, now) || (hint.aside === true && now - hint.at < FORCE_HINT_MS)) &&
     !holdsValue(lock, hint.value);
   if (forcedAside && hint.value !== null) {
@@ -675,7 +688,7 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
     addTimeline(step, lock, now, "force-released", hint.detail ? `${hint.detail}; ${rest}` : rest, hint.value);
   }
   step.changed =
-    visible || steps.length > 0 || forcedAside || lock.state !== merged.state || lock.token !== merged.token || lock.quorumHeld !== merged.quorumHeld || !sameExpiry(lock.expiresAt, merged.expiresAt);
+    visible || steps.length > 0 || forcedAside || lock.state !== merged.state || lock.token !== merged.token || lock.leading !== merged.leading || lock.quorumHeld !== merged.quorumHeld || !sameExpiry(lock.expiresAt, merged.expiresAt);
   lock.token = merged.token;
   lock.leading = merged.leading;
   lock.quorumHeld = merged.quorumHeld;
@@ -705,6 +718,21 @@ export function holdsValue(lock: LockRecord, value: string): boolean {
     if (held === value || (id !== null && held !== null && lockValueId(held) === id)) return true;
   }
   return false;
+}
+
+/**
+ * What a split vote with no side ahead is said to be: how many values the nodes that count hold most widely, and on
+ * how many nodes each (no node order in it: no value is named).
+ */
+function splitVoteText(lock: LockRecord, context: LockContext, most: number): string {
+  const counts = new Map<string, number>();
+  for (let i = 0; i < lock.nodeCount; i++) {
+    const value = lock.valueOn(i);
+    if (context.counted[i] && value !== null) counts.set(value, (counts.get(value) ?? 0) + 1);
+  }
+  let tied = 0;
+  for (const count of counts.values()) if (count === most) tied += 1;
+  return `split vote: ${tied} values on ${most} of ${context.nodes} nodes each, none on a quorum`;
 }
 
 /** `token`: the value the entry concerns; by default the one held until now (an end, an extension, a gap). */
@@ -827,7 +855,9 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
   // A lock that ended stays ended while no reachable node holds it: what a node that is down held when last
   // read (a force release could not reach it) is no new holder (it is read again when the node is back).
   const ended = lock.state !== null && !isLive(lock.state);
-  const merged = mergeSamples(samples, now, { endSeen: lock.endSeen || ended });
+  // The value the lock is shown with goes on leading a split vote it is one side of (see `MergedLock.leading`).
+  const shown = ended || lock.state === null ? null : (lock.token ?? lock.leading);
+  const merged = mergeSamples(samples, now, { endSeen: lock.endSeen || ended, shown });
   const leading = merged.token ?? merged.leading;
   const fresh = lock.pending;
   if (lock.pending) {
@@ -837,7 +867,10 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
       const previousFingerprint = previous === null ? null : keptFingerprint(previous);
       // The latest reading of that value: a key written twice in a moment (SET NX, then EXPIRE; HSET, then
       // PEXPIRE) is read twice, and the first reading (no TTL yet) must not stand for the key as it is now.
-      const next = latestOf(lock.pending, leading) ?? (previousFingerprint === leading ? null : (lock.pending[lock.pending.length - 1] ?? null));
+      // A split vote with no side ahead (no leading value) keeps the reading it has: its layout, not its holder, is
+      // shown (a first one comes from whichever reading came last).
+      const keepPrevious = leading === null ? previous !== null : previousFingerprint === leading;
+      const next = latestOf(lock.pending, leading) ?? (keepPrevious ? null : (lock.pending[lock.pending.length - 1] ?? null));
       // The same value read again keeps the reading already held (one copy of its strings, not one per read).
       if (next !== null && !(previous !== null && previousFingerprint === next.fingerprint && !detailsDiffer(previous, next))) lock.reading = keep(next);
       const fingerprint = lock.reading === null ? undefined : keptFingerprint(lock.reading);
@@ -860,7 +893,7 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
     previous: lock.scope,
   });
   lock.scope = scope;
-  if (scope === "single" && merged.state === "partial" && context.quorum > 1) return mergeSamples({ ...samples, quorum: 1 }, now, { endSeen: false });
+  if (scope === "single" && merged.state === "partial" && context.quorum > 1) return mergeSamples({ ...samples, quorum: 1 }, now, { endSeen: false, shown });
   if (merged.state === "partial" && !merged.unreadable && lock.reading !== null && HOLDER_SETS.has(format) && keptReading(lock.reading).redisType !== "string") {
     // No two nodes hold the same set of holders, yet each holder may hold a quorum of its own. (Not a string
     // value, a redis-semaphore mutex: its text is one holder, whatever lines it has.)

@@ -70,6 +70,12 @@ export interface Lock {
   warnings: LockWarning[];
   /** The value held by a quorum of nodes; null when no value has a quorum. */
   token: string | null;
+  /**
+   * Without a quorum (`partial`), the value the lock is shown with: the one held by the most nodes (where several
+   * are, the one the lock was held with before, if it is one of them). Absent while `token` is set, and for a split
+   * vote with no side ahead: no value leads, and the locks table names no holder.
+   */
+  leading?: string;
   /** Decoded from engine-made values; null for foreign values (node-redlock, redlock-py, SETNX scripts). */
   holder: LockHolder | null;
   /** Fencing token where the engine issued one. */

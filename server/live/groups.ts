@@ -137,7 +137,8 @@ function layoutOf(reading: Kept | null | undefined): Pick<HolderParts, "format" 
  * `<client id> thread <n>`, a semaphore's holders, an engine value's `checkout (web-1 pid 42)`, else the raw value.
  */
 function shownHolder(s: Readonly<LockSummary>, layout = layoutOf(s.reading)): string {
-  return holderTextOf({ ...layout, holder: () => decodeHolder(s.token).holder, raw: () => s.token });
+  // (A partial lock without a value is a split vote with no side ahead: see `Lock.leading`.)
+  return holderTextOf({ ...layout, holder: () => decodeHolder(s.token).holder, raw: () => s.token, split: s.state === "partial" && s.token === null });
 }
 
 /** What a search matches of a lock's holder (`holderSearchText`: as the table of a small fleet filters). */

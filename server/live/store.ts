@@ -1052,6 +1052,7 @@ export class LockStore {
       ttlMs: entry.ttlMs === null ? null : Math.round(entry.ttlMs),
       contention: this.contentionOf(entry, now, holderId, view),
     };
+    if (entry.token === null && entry.leading !== null) lock.leading = entry.leading;
     if (entry.acquiredAt !== null) lock.acquiredAt = entry.acquiredAt;
     if (entry.endedAt !== null) {
       lock.endedAt = entry.endedAt;

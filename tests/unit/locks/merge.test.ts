@@ -20,6 +20,24 @@ describe("merging per-node samples into one lock", () => {
     expect(merged.expiresAt).toBe(NOW + 800);
   });
 
+  it("names no leading value for a split vote with no side ahead, whichever node holds which side", () => {
+    const expiries = [NOW + 500, NOW + 800, Number.NaN];
+    for (const values of [["a", "b", null], ["b", "a", null], [null, "b", "a"]]) {
+      expect(mergeSamples({ up: up3, values, expiries, quorum: 2 }, NOW)).toMatchObject({ state: "partial", token: null, leading: null, quorumHeld: 1 });
+    }
+    // Five nodes split 2/2/1, in any order.
+    const up5 = [true, true, true, true, true];
+    const five = Array.from({ length: 5 }, () => NOW + 1_000);
+    for (const values of [["a", "a", "b", "b", "c"], ["c", "b", "a", "b", "a"], ["b", "a", "c", "a", "b"]]) {
+      expect(mergeSamples({ up: up5, values, expiries: five, quorum: 3 }, NOW)).toMatchObject({ state: "partial", leading: null, quorumHeld: 2 });
+    }
+    // A value ahead of the others leads, wherever it is.
+    expect(mergeSamples({ up: up5, values: ["c", "b", "a", "b", null], expiries: five, quorum: 3 }, NOW)).toMatchObject({ state: "partial", leading: "b", quorumHeld: 2 });
+    // The value the lock was shown with, one of those tied, goes on leading (its holder lost the quorum; another contends).
+    expect(mergeSamples({ up: up3, values: ["b", "a", null], expiries, quorum: 2 }, NOW, { shown: "a" })).toMatchObject({ leading: "a", quorumHeld: 1 });
+    expect(mergeSamples({ up: up3, values: ["b", "c", null], expiries, quorum: 2 }, NOW, { shown: "a" })).toMatchObject({ leading: null });
+  });
+
   it("votes per holder for a set of holders: each with a quorum of its own holds, until its quorum-th latest expiry", () => {
     // A on nodes 0 and 1, B on 1 and 2, C on 2 only: no two nodes hold the same set.
     const samples = { up: up3, values: ["A", "A\nB", "B\nC"], expiries: [NOW + 1_000, NOW + 2_000, NOW + 3_000], quorum: 2 };

@@ -513,9 +513,26 @@ describe("a lock's step: the end", () => {
 
   it("says a force release of the value shown when the lock goes on under another (one side of a split vote)", () => {
     const lock = fresh();
+    // Held with a on nodes 0 and 2, b on node 1; then node 2's copy goes: a and b on one node each, a still shown.
+    step(lock, [held(0, "a", T + 60_000), held(1, "b", T + 60_000), held(2, "a", T + 60_000)], T);
+    step(lock, [], T + SETTLE_MS);
+    step(lock, [gone(2)], T + 100);
+    step(lock, [], T + 100 + SETTLE_MS);
+    expect(lock).toMatchObject({ state: "partial", leading: "a" });
+    const at = T + 100 + SETTLE_MS + 50;
+    const hint = { at: at - 10, value: "a", detail: "by olivia" };
+    step(lock, [gone(0)], at, { hint });
+    const out = reduceLock(lock, context(), hint, at + SETTLE_MS, false, newLockStep());
+    expect(out.forceHintTaken).toBe(true);
+    expect(timeline(out.effects)).toEqual([["force-released", "by olivia; the lock goes on with another value on 1 of 3 nodes", "a"]]);
+    expect(lock).toMatchObject({ state: "partial", leading: "b" });
+  });
+
+  it("says a force release of one side of a split vote that showed no value", () => {
+    const lock = fresh();
     step(lock, [held(0, "a", T + 60_000), held(1, "b", T + 60_000)], T);
     step(lock, [], T + SETTLE_MS);
-    expect(lock).toMatchObject({ state: "partial", leading: "a" });
+    expect(lock).toMatchObject({ state: "partial", leading: null });
     const at = T + SETTLE_MS + 50;
     const hint = { at: at - 10, value: "a", detail: "by olivia" };
     step(lock, [gone(0)], at, { hint });
@@ -551,6 +568,66 @@ describe("a lock's step: the end", () => {
     const out = step(lock, [gone(0), gone(1)], T + 20, { context: context({ counted: [true, true, false] }) });
     expect(out.outcome).toBe("ended");
     expect(lock.state).toBe("released");
+  });
+});
+
+describe("a lock's step: a split vote", () => {
+  it("shows a lock first seen split between values on as many nodes each with no holder, whichever node holds which", () => {
+    for (const [first, second] of [
+      ["a", "b"],
+      ["b", "a"],
+    ] as const) {
+      const lock = fresh();
+      step(lock, [held(0, first, T + 10_000), held(1, second, T + 10_000), gone(2, null)], T);
+      const out = reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+      expect(lock).toMatchObject({ state: "partial", token: null, leading: null, quorumHeld: 1 });
+      expect(timeline(out.effects)).toEqual([["acquired", "split vote: 2 values on 1 of 3 nodes each, none on a quorum", null]]);
+      expect(out.effects.some((e) => e.type === "first-seen")).toBe(false);
+    }
+    // Five nodes split 2/2/1.
+    const five = new LockRecord("lock:a", 5, []);
+    const ctx5 = context({ counted: [true, true, true, true, true], quorum: 3, nodes: 5 });
+    step(five, ["c", "b", "a", "b", "a"].map((v, node) => held(node, v, T + 10_000)), T, { context: ctx5 });
+    const out = reduceLock(five, ctx5, null, T + SETTLE_MS, false, newLockStep());
+    expect(five).toMatchObject({ state: "partial", leading: null, quorumHeld: 2 });
+    expect(timeline(out.effects)).toEqual([["acquired", "split vote: 2 values on 2 of 5 nodes each, none on a quorum", null]]);
+  });
+
+  it("keeps the value a lock was held with leading when another ties with it, wherever each is", () => {
+    for (const [node, other] of [
+      [0, 1],
+      [1, 0],
+    ] as const) {
+      const lock = heldLock("a");
+      step(lock, [held(other, "b", T + 20_000, "del"), gone(2)], T + 1_000);
+      const out = reduceLock(lock, context(), null, T + 1_000 + SETTLE_MS, false, newLockStep());
+      expect(lock.valueOn(node)).toBe("a");
+      expect(lock).toMatchObject({ state: "partial", token: null, leading: "a", quorumHeld: 1, acquiredAt: T });
+      expect(timeline(out.effects).map(([type]) => type)).toEqual(["partial"]);
+      // The other side takes a quorum and the first is gone: it ended, the other acquired it.
+      step(lock, [held(node, "b", T + 20_000, "del")], T + 2_000);
+      const taken = reduceLock(lock, context(), null, T + 2_000 + SETTLE_MS, false, newLockStep());
+      expect(timeline(taken.effects).map(([type, , token]) => [type, token])).toEqual([
+        ["released", "a"],
+        ["acquired", "b"],
+      ]);
+    }
+  });
+
+  it("says a held lock's value replaced by a split vote ended, and the split began, whichever node holds which", () => {
+    for (const values of [
+      ["b", "c"],
+      ["c", "b"],
+    ]) {
+      const lock = heldLock("a");
+      step(lock, [held(0, values[0] as string, T + 20_000, "del"), held(1, values[1] as string, T + 20_000, "del"), gone(2)], T + 1_000);
+      const out = reduceLock(lock, context(), null, T + 1_000 + SETTLE_MS, false, newLockStep());
+      expect(timeline(out.effects)).toEqual([
+        ["released", "handed straight to the next holder", "a"],
+        ["acquired", "split vote: 2 values on 1 of 3 nodes each, none on a quorum", null],
+      ]);
+      expect(lock).toMatchObject({ state: "partial", token: null, leading: null });
+    }
   });
 });
 

@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type Redis from "ioredis";
+import type * as LiveModule from "@/server/live";
+import { holderText } from "@/lib/locks/holder-text";
+import type { TestCluster } from "../support/redis";
+import { setUpConsole, tearDownConsole } from "../support/console";
+import { until } from "../support/wait";
+
+/**
+ * Two clients race for a free lock on three Redis nodes and each takes one node: no value has a quorum, and neither
+ * is ahead of the other. Which node holds which value says nothing of who holds the lock: the row names no holder,
+ * the same whichever way round the nodes went.
+ */
+describe("a split vote with no side ahead", () => {
+  let cluster: TestCluster;
+  let clients: Redis[];
+  let live: typeof LiveModule;
+  const shown = (resource: string) => live.getLockStore().get(resource, Date.now());
+
+  beforeAll(async () => {
+    cluster = await setUpConsole({ nodes: 3, env: { LOCK_PATTERNS: "lock:*" } });
+    clients = cluster.clients();
+    live = await import("@/server/live");
+    live.startLive();
+    expect(await live.waitUntilReconciled(30_000)).toBe(true);
+  });
+
+  afterAll(async () => {
+    await tearDownConsole(cluster);
+  });
+
+  it("shows the lock partial with no holder, whichever node holds which value", async () => {
+    const seen = [];
+    for (const [name, first, second] of [
+      ["lock:split/1", "worker-a", "worker-b"],
+      ["lock:split/2", "worker-b", "worker-a"],
+    ] as const) {
+      await Promise.all([clients[0]!.set(name, first, "PX", 60_000), clients[1]!.set(name, second, "PX", 60_000)]);
+      const lock = await until(`${name} read on both nodes`, () => {
+        const l = shown(name);
+        return l?.state === "partial" && l.nodes[0]?.token === first && l.nodes[1]?.token === second && l.timeline.length > 0 ? l : null;
+      });
+      seen.push({ holder: holderText(lock), leading: lock.leading, quorumHeld: lock.quorumHeld, timeline: lock.timeline.map((t) => `${t.type} ${t.detail ?? ""}`) });
+    }
+    expect(seen[0]).toEqual({ holder: "split vote: no value leads", leading: undefined, quorumHeld: 1, timeline: ["acquired split vote: 2 values on 1 of 3 nodes each, none on a quorum"] });
+    expect(seen[1]).toEqual(seen[0]);
+  });
+
+  it("keeps the value a lock was held with as its holder when its quorum splits, whichever node keeps it", async () => {
+    for (const [name, keeps, takes] of [
+      ["lock:split/3", 0, 1],
+      ["lock:split/4", 1, 0],
+    ] as const) {
+      await Promise.all([clients[keeps]!.set(name, "worker-a", "PX", 60_000), clients[2]!.set(name, "worker-a", "PX", 60_000)]);
+      await until(`${name} held`, () => shown(name)?.state === "held");
+      // Node 2's copy goes; another worker holds the third node: one node each.
+      await clients[takes]!.set(name, "worker-b", "PX", 60_000);
+      await clients[2]!.del(name);
+      const lock = await until(`${name} partial`, () => {
+        const l = shown(name);
+        return l?.state === "partial" && l.nodes[2]?.token === null && l.nodes[takes]?.token === "worker-b" ? l : null;
+      });
+      expect([name, holderText(lock), lock.leading]).toEqual([name, "raw worker-a", "worker-a"]);
+    }
+  });
+});
