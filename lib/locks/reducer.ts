@@ -114,7 +114,10 @@ export class LockRecord {
   endSeen = false;
   /** A node was read with a later TTL end for the value it held, since the last merge. */
   extensionSeen = false;
-  /** A node was read with another value in place of the one it held, since the last merge. */
+  /**
+   * A node was read with a value in place of another it held, or where it held none, since the last merge: a value
+   * that arrived, not one held before.
+   */
   replacedSeen = false;
   /**
    * The nodes (one bit each, up to node 30) read since the last merge with the value they held and a TTL end of
@@ -431,7 +434,7 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[], no
     // Read with another value (or none): what this node holds now is no remnant of the lock that ended.
     if (sample.value !== before && sample.node <= MAX_LEFTOVER_NODE && (lock.leftover & (1 << sample.node)) !== 0) lock.leftover &= ~(1 << sample.node);
     if (before !== null && sample.value === null) lock.endSeen = true;
-    if (before !== null && sample.value !== null && sample.value !== before) lock.replacedSeen = true;
+    if (sample.value !== null && sample.value !== before) lock.replacedSeen = true;
     // An extension is a node's own TTL end moving later for the value it holds: the quorum's TTL end also
     // moves as other nodes' readings come in, and that is no extension.
     const sameEnd = sample.expiry === beforeExpiry || Math.abs(sample.expiry - beforeExpiry) <= (sample.slack ?? EXTEND_SLACK_MS);
@@ -518,8 +521,8 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   // (Spelt out, not `{ ...merged, holderSet, extensionSeen }`: that copy of the merge's result took V8's slow path,
   // about 800 bytes a step, for every change of every lock.)
   const shown = prev === null ? null : (prev.token ?? prev.leading);
-  // (A partial lock's value gone counts only where another value took its place on a node: one side of a split
-  // vote released leaves the other side, held before, going on.)
+  // (A partial lock's value gone counts only where a value arrived on a node, in its place or on another node: one
+  // side of a split vote released leaves the other side, held before, going on.)
   const shownGone = shown !== null && prev !== null && !merged.unreadable && (prev.token !== null || replacedSeen) && !heldOnCounted(lock, context, shown);
   // A cause that stands while the lock goes on with the value it had says a key was deleted (or expired) and written
   // again with that value within one read: a new lock (a constant value such as `1`, which every client of a SET NX

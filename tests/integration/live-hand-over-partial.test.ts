@@ -58,4 +58,28 @@ describe("a partial lock replaced by another holder's value", () => {
     expect(lock.acquiredAt).not.toBe(firstAcquiredAt);
     expect(lock.acquiredAt).toBeGreaterThanOrEqual(before);
   });
+
+  it("does the same when the next value arrives on another node than the one the first holder's value left", async () => {
+    const resource = "lock:hand-over-partial-elsewhere";
+    await Promise.all(clients.map((c) => c.set(resource, "first-holder", "PX", 60_000)));
+    await until("the lock held on three nodes", () => shown(resource)?.quorumHeld === 3);
+
+    // The release reaches nodes 1 and 2 only.
+    await clients[1]!.del(resource);
+    await clients[2]!.del(resource);
+    await until("the lock partial on node 0", () => shown(resource)?.state === "partial" && tokens(resource)?.join() === "first-holder,,");
+    const entriesBefore = shown(resource)?.timeline.length ?? 0;
+
+    // Node 0's copy goes as another client takes node 1, both before the console reads them.
+    const before = Date.now();
+    await Promise.all([clients[0]!.del(resource), clients[1]!.set(resource, "next-holder", "PX", 60_000)]);
+    const lock = await until("the next value on node 1 alone", () => {
+      const l = shown(resource);
+      return l?.nodes.map((n) => n.token).join() === ",next-holder," && l.timeline.length > entriesBefore ? l : null;
+    });
+
+    expect(lock.timeline.slice(entriesBefore).map((t) => t.type)).toEqual(["released", "acquired"]);
+    expect(lock).toMatchObject({ state: "partial", leading: "next-holder" });
+    expect(lock.acquiredAt).toBeGreaterThanOrEqual(before);
+  });
 });

@@ -208,6 +208,22 @@ describe("a lock's step: change of hands", () => {
     expect(lock).toMatchObject({ state: "held", token: "x", acquiredAt: T + 3_000 });
   });
 
+  it("ends a partial lock whose last copy goes as another value arrives on another node in the same read, and says that one's acquisition", () => {
+    const lock = heldLock("v");
+    // A release that reached two of three nodes: v is left on node 0 alone.
+    step(lock, [gone(1), gone(2)], T + 1_000);
+    reduceLock(lock, context(), null, T + 1_000 + SETTLE_MS, false, newLockStep());
+    expect(lock).toMatchObject({ state: "partial", leading: "v" });
+    // v's last copy is deleted on node 0 while another client takes node 1, both before the next read.
+    step(lock, [gone(0, "del"), held(1, "w", T + 30_000, null)], T + 2_000);
+    const out = reduceLock(lock, context(), null, T + 2_000 + SETTLE_MS, false, newLockStep());
+    expect(timeline(out.effects).map(([type, , token]) => [type, token])).toEqual([
+      ["released", "v"],
+      ["acquired", "w"],
+    ]);
+    expect(lock).toMatchObject({ state: "partial", leading: "w", acquiredAt: T + 2_000 + SETTLE_MS });
+  });
+
   it("keeps a held lock whose value some node still holds going as partial when another value leads the vote", () => {
     const lock = heldLock("v");
     step(lock, [held(0, "w", T + 30_000, "del"), gone(2)], T + 1_000);
