@@ -620,8 +620,9 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
       }
       case "replaced":
         // The previous lock ended (released, most often by a hand-over to the next waiter) and the next
-        // one began before any read saw the key free: the end counts like any other.
-        recordEnd(step, lock, hint, now, "replaced");
+        // one began before any read saw the key free: the end counts like any other. Where no value arrived (the
+        // next is a value another client left on a node before, which outlived it), nothing was handed over.
+        recordEnd(step, lock, hint, now, replacedSeen || madeAgain ? "replaced" : "ended");
         break;
       case "elapsed":
         addTimeline(

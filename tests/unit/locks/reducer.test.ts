@@ -185,6 +185,20 @@ describe("a lock's step: change of hands", () => {
     expect(lock).toMatchObject({ state: "held", token: "w", acquiredAt: T + 1_000 + SETTLE_MS });
   });
 
+  it("says no hand-over when a held lock is released and a value another client left on one node before stays", () => {
+    const lock = fresh();
+    // v on nodes 0 and 1; a contender's value on node 2 since before (it took no other node).
+    step(lock, [held(0, "v", T + 60_000), held(1, "v", T + 60_000), held(2, "s", T + 2_000)], T);
+    reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+    expect(lock).toMatchObject({ state: "held", token: "v" });
+    step(lock, [gone(0, "del"), gone(1, "del")], T + 1_000);
+    const out = reduceLock(lock, context(), null, T + 1_000 + SETTLE_MS, false, newLockStep());
+    expect(timeline(out.effects)).toEqual([
+      ["released", "", "v"],
+      ["acquired", "by a foreign client, on 1 of 3 nodes (no quorum)", "s"],
+    ]);
+  });
+
   it("ends a partial lock whose value is gone everywhere when another value replaces it, held or not", () => {
     const lock = heldLock("v");
     // A release that reached two of three nodes: v is left on node 0 alone.
