@@ -14,7 +14,12 @@ const CHUNK_BYTES = 64 * 1024;
  * handed to `parseAuditRecord`, which decides what a record looks like.
  */
 export class AuditFileCursor {
-  /** The oldest record time (ms, from its id) read so far; Infinity before the first. */
+  /**
+   * The oldest intent time (ms, from its id) read so far; Infinity before the first. Records further back were
+   * written before every record read, so their intents are older than this (give or take the moment between an id
+   * and its line). Outcomes do not count: one is written at the end of its release, and one retried until the store
+   * took it long after, so its id (its intent's) says nothing of where it lies in the file.
+   */
   lowMs = Infinity;
   done = false;
   /** Records read so far at or below the bound `next` was given (those newer are skipped, and not counted). */
@@ -86,7 +91,7 @@ export class AuditFileCursor {
           continue;
         }
         const at = auditIdTime(record.id);
-        if (at < this.lowMs) this.lowMs = at;
+        if (record.kind === "intent" && at < this.lowMs) this.lowMs = at;
         if (at > maxMs) continue;
         this.read += 1;
         out.push(record);
