@@ -57,11 +57,13 @@ export class AuditUnavailableError extends AuditNotDurableError {
     readonly fileError: string | null,
     /** Why the nodes that did not take the record refused it, in plain words (`node-0 is a read-only replica …`). */
     readonly streamErrors: readonly string[] = [],
+    /** The entry's `refused` outcome did not reach every sink that may hold its intent: it is to be retried. */
+    mayLand = false,
   ) {
     const parts: string[] = [];
     if (streamAcks < streamQuorum) parts.push(`the audit stream reached ${streamAcks} of the ${streamQuorum} nodes it needs${streamErrors.length > 0 ? ` (${streamErrors.join("; ")})` : ""}`);
     if (fileError) parts.push(`the audit file could not be written (${fileError})`);
-    super(parts.join(" and "));
+    super(parts.join(" and "), mayLand);
     this.name = "AuditUnavailableError";
   }
 }
@@ -154,8 +156,10 @@ export class AuditLog implements AuditStore {
 
   /**
    * Records the intent of a release before anything is deleted. Throws `AuditUnavailableError` unless it
-   * is durable; the sinks that did take it then also get a "refused" outcome so the entry is not left
-   * pending.
+   * is durable; the entry then gets a "refused" outcome so that it is not left pending. The outcome goes to every
+   * node, not only those that acknowledged the intent: a node that did not answer in time (stalled, slow) may run
+   * the intent all the same once it goes on, and a page read from it would otherwise show the entry pending. Where
+   * the outcome is not durable yet, the error says so (`mayLand`), and it is offered again as any outcome is.
    */
   async recordIntent(entry: AuditEntry): Promise<void> {
     const record: AuditRecord = { v: 1, kind: "intent", id: entry.id, entry };
@@ -163,8 +167,12 @@ export class AuditLog implements AuditStore {
     const fileOk = result.fileError === null;
     if (fileOk && result.streamAcked.length >= this.quorum) return;
     const refused: AuditRecord = { v: 1, kind: "outcome", id: entry.id, outcome: "refused", nodes: entry.nodes, finishedAt: Date.now() };
-    await this.track(this.writeEverywhere(refused, this.nodes.filter((n) => result.streamAcked.includes(n.id)), fileOk));
-    throw new AuditUnavailableError(result.streamAcked.length, this.quorum, result.fileError, result.streamErrors);
+    const closed = await this.track(this.writeEverywhere(refused, this.nodes, fileOk));
+    // What a retry of the outcome (`recordOutcome`) still has to write: the file is done where it lacks the intent.
+    const took = { file: !fileOk || closed.fileError === null, acked: new Set(closed.streamAcked) };
+    const durable = took.file && took.acked.size >= this.quorum;
+    if (!durable) this.rememberPartial(entry.id, took);
+    throw new AuditUnavailableError(result.streamAcked.length, this.quorum, result.fileError, result.streamErrors, !durable);
   }
 
   /** Records how a release ended. Best effort: the release already happened, so a failure is logged, not thrown. */
@@ -177,17 +185,22 @@ export class AuditLog implements AuditStore {
     const durable = took.file && took.acked.size >= this.quorum;
     this.partialOutcomes.delete(id);
     if (!durable) {
-      this.partialOutcomes.set(id, took);
-      for (const oldest of this.partialOutcomes.keys()) {
-        if (this.partialOutcomes.size <= MAX_PARTIAL_OUTCOMES) break;
-        this.partialOutcomes.delete(oldest);
-      }
+      this.rememberPartial(id, took);
       getLogger().warn(
         { auditId: id, streamAcks: took.acked.size, fileError: result.fileError },
         "audit outcome not durable; the entry may read as pending on some consoles",
       );
     }
     return { durable };
+  }
+
+  private rememberPartial(id: string, took: { file: boolean; acked: Set<string> }): void {
+    this.partialOutcomes.delete(id);
+    this.partialOutcomes.set(id, took);
+    for (const oldest of this.partialOutcomes.keys()) {
+      if (this.partialOutcomes.size <= MAX_PARTIAL_OUTCOMES) break;
+      this.partialOutcomes.delete(oldest);
+    }
   }
 
   /** Waits for audit writes in flight (shutdown). */
