@@ -146,18 +146,21 @@ export function heldAtQuery(options: HeldAtOptions): { sql: string; args: unknow
   const open = `${columns}, NULL::bigint AS ended_ms, NULL::text AS end_type`;
   const page = arg(limit + 1);
   if (resource !== undefined) {
-    // One lock's holds hardly overlap: of its ended holds, the latest few acquired by T, of which those still
-    // open at T. Asked of a resource on every deployment, so for each deployment it has holds on (holds on two
-    // overlap freely). Its open holds are few: every one acquired by T.
+    // Of its ended holds, those whose span holds T, however many of the lock's later holds were acquired by T: one
+    // hold can outlast many others (a semaphore's long permit, a hold whose end was only learnt later). Either index
+    // serves it: the lock's own holds back from T, or the holds of every lock around T (the range index). Asked of a
+    // resource on every deployment, so for each deployment it has holds on. Its open holds are few: every one
+    // acquired by T.
     const r = arg(resource);
     const lock = deployment === undefined ? "deps.d" : arg(deployment);
-    const latest = `SELECT ${ended}, ended_at FROM lock_holds WHERE resource = ${r} AND deployment = ${lock} AND acquired_at <= ${TS("$1")} ${keyset}
-        ORDER BY acquired_at DESC, id DESC LIMIT ${arg(Math.max(limit + 1, 16))}`;
+    const latest = `SELECT ${ended} FROM lock_holds WHERE resource = ${r} AND deployment = ${lock} AND acquired_at <= ${TS("$1")}
+        AND tstzrange(acquired_at, ended_at, '[)') @> ${TS("$1")} ${keyset}
+        ORDER BY acquired_at DESC, id DESC LIMIT ${page}`;
     const endedHolds =
       deployment === undefined ? `${deploymentsOf("lock_holds", r)} SELECT h.* FROM deps CROSS JOIN LATERAL (${latest}) h` : `SELECT * FROM (${latest}) h`;
     const openHolds = `SELECT ${open} FROM lock_holds_current WHERE resource = ${r} ${deployment === undefined ? "" : `AND deployment = ${lock}`} AND acquired_at <= ${TS("$1")} ${keyset}`;
     const sql = `SELECT * FROM (
-        SELECT id, resource, deployment, token, holder, fence, acquired_ms, ended_ms, end_type FROM (${endedHolds} WHERE h.ended_at > ${TS("$1")}) x
+        SELECT id, resource, deployment, token, holder, fence, acquired_ms, ended_ms, end_type FROM (${endedHolds}) x
         UNION ALL ${openHolds}
       ) held ORDER BY acquired_ms DESC, id DESC LIMIT ${page}`;
     return { sql, args };

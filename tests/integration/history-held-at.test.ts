@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type * as HistoryModule from "@/app/api/history/route";
+import type * as LockHistoryModule from "@/app/api/locks/[resource]/history/route";
+import type * as ServiceModule from "@/server/history/service";
+import type { HoldsAnswer } from "@/lib/history/types";
+import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
+import { startPostgres, type TestPostgres } from "../support/postgres";
+import type { TestCluster } from "../support/redis";
+
+/** "Who held it at…" of a busy lock, asked of the lock and of every lock at that instant. */
+describe("lock history: who held a busy lock at an instant", () => {
+  let postgres: TestPostgres;
+  let cluster: TestCluster;
+  let historyRoute: typeof HistoryModule;
+  let lockHistoryRoute: typeof LockHistoryModule;
+  let service: typeof ServiceModule;
+
+  beforeAll(async () => {
+    postgres = await startPostgres();
+    const url = await postgres.createDatabase("console");
+    cluster = await setUpConsole({ nodes: 1, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+    historyRoute = await import("@/app/api/history/route");
+    lockHistoryRoute = await import("@/app/api/locks/[resource]/history/route");
+    service = await import("@/server/history/service");
+    await (await import("@/server/postgres/pool")).getDatabase()!.ready(0);
+  }, 60_000);
+
+  afterAll(async () => {
+    await tearDownConsole(cluster);
+    await postgres?.close();
+  });
+
+  const heldOfLock = async (resource: string, at: number) => {
+    const res = await call(lockHistoryRoute.GET, "GET", `/api/locks/${encodeURIComponent(resource)}/history?at=${at}`, { token: VIEWER_TOKEN, params: { resource } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return (res.body as HoldsAnswer).holds.map((h) => [h.token, h.acquiredAt, h.endedAt]);
+  };
+  const heldOfAll = async (resource: string, at: number) => {
+    const res = await call(historyRoute.GET, "GET", `/api/history?at=${at}`, { token: VIEWER_TOKEN });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return (res.body as HoldsAnswer).holds.filter((h) => h.resource === resource).map((h) => [h.token, h.acquiredAt, h.endedAt]);
+  };
+
+  it("finds a hold acquired before the lock's last hundred holds, as the instant's list of every lock does", async () => {
+    const sink = service.getHistory()!.recorder;
+    const resource = "lock:busy";
+    const t0 = Date.parse("2026-03-01T03:00:00Z");
+    const min = 60_000;
+    const sec = 1_000;
+    // A long hold (a semaphore's permit kept, say, or a hold whose end was learnt late) while 150 short ones came and went.
+    sink.record({ at: t0, resource, deployment: "default", type: "acquired", token: "tok-long" });
+    for (let i = 0; i < 150; i++) {
+      sink.record({ at: t0 + (i + 1) * 10 * sec, resource, deployment: "default", type: "acquired", token: `tok-${i}` });
+      sink.record({ at: t0 + (i + 1) * 10 * sec + 5 * sec, resource, deployment: "default", type: "released", token: `tok-${i}` });
+    }
+    sink.record({ at: t0 + 30 * min, resource, deployment: "default", type: "expired", token: "tok-long" });
+    expect(await sink.flush()).toBe(true);
+
+    const at = t0 + 28 * min;
+    expect(await heldOfAll(resource, at)).toEqual([["tok-long", t0, t0 + 30 * min]]);
+    expect(await heldOfLock(resource, at)).toEqual([["tok-long", t0, t0 + 30 * min]]);
+    // While a short one was held too: both, newest acquisition first, a page at a time as well.
+    const during = t0 + 100 * sec + 2 * sec;
+    const both = [
+      ["tok-9", t0 + 100 * sec, t0 + 105 * sec],
+      ["tok-long", t0, t0 + 30 * min],
+    ];
+    expect(await heldOfLock(resource, during)).toEqual(both);
+    const paged: unknown[] = [];
+    let query = `?at=${during}&limit=1`;
+    for (;;) {
+      const res = await call(lockHistoryRoute.GET, "GET", `/api/locks/${encodeURIComponent(resource)}/history${query}`, { token: VIEWER_TOKEN, params: { resource } });
+      const body = res.body as HoldsAnswer;
+      paged.push(...body.holds.map((h) => [h.token, h.acquiredAt, h.endedAt]));
+      if (!body.next) break;
+      query = `?at=${during}&limit=1&before=${body.next}`;
+    }
+    expect(paged).toEqual(both);
+  });
+});
