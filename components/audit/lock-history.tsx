@@ -110,7 +110,15 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
                   </td>
                   <td className="mono">{h.fence ?? "—"}</td>
                   <td>{timeText(h.acquiredAt)}</td>
-                  <td>{h.endedAt === null ? "still held (or its end not seen yet)" : h.endType === "unseen" ? `by ${timeText(h.endedAt)} (its end was not seen)` : `${timeText(h.endedAt)} (${h.endType ?? "ended"})`}</td>
+                  <td>
+                    {h.endedAt === null
+                      ? "still held (or its end not seen yet)"
+                      : h.endType === "unseen"
+                        ? `by ${timeText(h.endedAt)} (its end was not seen)`
+                        : h.endType === "unwatched"
+                          ? `not known after ${timeText(h.endedAt)} (its deployment is no longer watched)`
+                          : `${timeText(h.endedAt)} (${h.endType ?? "ended"})`}
+                  </td>
                 </tr>
               ))}
             </tbody>

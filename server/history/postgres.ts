@@ -429,6 +429,43 @@ export class PostgresHistory implements HistoryStore {
     );
   }
 
+  async markWatched(deployments: readonly string[], at: number): Promise<void> {
+    if (deployments.length === 0) return;
+    await this.db.ready();
+    await this.db.pool.query(
+      `INSERT INTO history_deployments (name, watched_at) SELECT name, ${TS("$2")} FROM unnest($1::text[]) AS d(name)
+       ON CONFLICT (name) DO UPDATE SET watched_at = greatest(history_deployments.watched_at, excluded.watched_at)`,
+      [[...new Set(deployments)], String(Math.trunc(at))],
+    );
+  }
+
+  async endUnwatched(watchedBefore: number, now: number, batch = 10_000): Promise<number> {
+    await this.db.ready();
+    // Holds a console of an earlier version opened for a deployment it did not note: watched now, as far as is known.
+    await this.db.pool.query(
+      `INSERT INTO history_deployments (name, watched_at) SELECT DISTINCT deployment, ${TS("$1")} FROM lock_holds_current ON CONFLICT (name) DO NOTHING`,
+      [String(Math.trunc(now))],
+    );
+    let total = 0;
+    // In batches, each its own short transaction, like the retention's.
+    for (;;) {
+      const { rowCount } = await this.db.pool.query(
+        `WITH stale AS (
+           SELECT c.ctid AS row, d.watched_at FROM lock_holds_current c JOIN history_deployments d ON d.name = c.deployment
+           WHERE d.watched_at < ${TS("$1")} LIMIT $2
+         ), gone AS (
+           DELETE FROM lock_holds_current c USING stale WHERE c.ctid = stale.row
+           RETURNING c.id, c.resource, c.deployment, c.token, c.holder, c.fence, c.acquired_at, stale.watched_at
+         )
+         INSERT INTO lock_holds (id, resource, deployment, token, holder, fence, acquired_at, ended_at, end_type)
+         SELECT id, resource, deployment, token, holder, fence, acquired_at, greatest(watched_at, acquired_at), 'unwatched' FROM gone`,
+        [String(Math.trunc(watchedBefore)), batch],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < batch) return total;
+    }
+  }
+
   async prune(cutoff: number, batch = 10_000): Promise<number> {
     await this.db.ready();
     let total = 0;

@@ -59,11 +59,19 @@ export function getHistory(): History | null {
         log.warn({ database: db.display, err: databaseErrorText(error) }, "lock history write failed; retrying");
       },
     });
-    const days = getConfig().historyRetentionDays;
+    const config = getConfig();
+    const days = config.historyRetentionDays;
+    const watched = config.deployments?.map((d) => d.name) ?? (config.redisUrls ? ["default"] : []);
     const prune = () => {
       store.prune(Date.now() - days * 86_400_000).catch((error: unknown) => {
         log.warn({ database: db.display, err: databaseErrorText(error) }, "lock history retention failed; retrying in an hour");
       });
+      keepWatched(watched).then(
+        (ended) => {
+          if (ended > 0) log.info({ holds: ended }, "lock history: ended the open holds of deployments no console has watched for a day");
+        },
+        (error: unknown) => log.warn({ database: db.display, err: databaseErrorText(error) }, "lock history: noting the deployments watched failed; retrying in an hour"),
+      );
     };
     const timer = setInterval(prune, PRUNE_EVERY_MS);
     timer.unref();
@@ -127,6 +135,24 @@ export async function endUnseenHolds(deployment: string, holds: (resource: strin
     // The live view goes on between pages (a million open holds are a thousand pages).
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
+}
+
+/**
+ * A deployment no console has watched for this long is taken to be gone from every console's configuration (or
+ * renamed): longer than a console is down for an upgrade or a night's outage.
+ */
+const UNWATCHED_AFTER_MS = 24 * 60 * 60_000;
+
+/**
+ * Notes that this console watches `deployments` (all of its own, at once: one not noted yet may be one whose last
+ * mark is old), then ends the open holds of every deployment no console has watched for a day as `unwatched`, at
+ * when it was last watched: no console will see their end. Returns how many were ended (0 without a database).
+ */
+export async function keepWatched(deployments: readonly string[], now = Date.now()): Promise<number> {
+  const history = getHistory();
+  if (!history) return 0;
+  await history.store.markWatched(deployments, now);
+  return history.store.endUnwatched(now - UNWATCHED_AFTER_MS, now);
 }
 
 /** Whether lock history is recorded (AUDIT_DATABASE_URL is set). */

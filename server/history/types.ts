@@ -60,6 +60,14 @@ export interface HistoryStore {
   openHolds(options: { deployment: string; acquiredBefore: number; after: string | null; limit: number }): Promise<OpenHold[]>;
   /** Ends these open holds at `at` (epoch ms) as `unseen`: their end happened while no console saw it. Returns how many. */
   endUnseen(deployment: string, holds: readonly OpenHold[], at: number): Promise<number>;
+  /** Notes that a console watches these deployments at `at` (epoch ms). */
+  markWatched(deployments: readonly string[], at: number): Promise<void>;
+  /**
+   * Ends as `unwatched`, at the time each deployment was last watched, the open holds of every deployment no console
+   * has watched since `watchedBefore` (epoch ms); a deployment with open holds never noted counts as watched `now`.
+   * Returns how many holds were ended.
+   */
+  endUnwatched(watchedBefore: number, now: number): Promise<number>;
 }
 
 export interface OpenHold {

@@ -155,4 +155,18 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       CREATE UNIQUE INDEX lock_events_dedup2 ON lock_events (dedup2) WHERE dedup2 IS NOT NULL;
     `,
   },
+  {
+    version: 8,
+    name: "deployments watched",
+    sql: `
+      -- When a console last watched each deployment (every console notes its own hourly). The open holds of one no
+      -- console has watched for a day (taken out of the configuration, renamed) are ended as \`unwatched\` then; no
+      -- console would ever see their end. Those open now count as watched at this upgrade.
+      CREATE TABLE history_deployments (
+        name        text PRIMARY KEY,
+        watched_at  timestamptz NOT NULL
+      );
+      INSERT INTO history_deployments (name, watched_at) SELECT DISTINCT deployment, now() FROM lock_holds_current;
+    `,
+  },
 ]);

@@ -33,7 +33,7 @@ describe("PostgreSQL migrations", () => {
     expect(rows).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
     expect(await migrate(pool(url))).toEqual([]);
     const tables = await pool(url).query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename");
-    expect(tables.rows.map((r) => r.tablename)).toEqual(["audit_entries", "lock_events", "lock_holds", "lock_holds_current", "lockscope_migrations"]);
+    expect(tables.rows.map((r) => r.tablename)).toEqual(["audit_entries", "history_deployments", "lock_events", "lock_holds", "lock_holds_current", "lockscope_migrations"]);
   });
 
   it("starts with a user that may only read and write the tables once the schema is current", async () => {
