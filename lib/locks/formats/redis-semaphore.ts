@@ -13,7 +13,8 @@ import { defineFormat, type FormatHolder, type KeyReading, type RawReading } fro
  * - `MultiSemaphore` / `RedlockMultiSemaphore`: one holder taking several permits adds one member per permit,
  *   `<identifier>_0` to `<identifier>_<n-1>`, all with the same score (one ZADD). Its refresh looks at `_0` only
  *   and then writes back every `_<i>`: the permits live and die together. They are shown as one holder, id
- *   `<identifier>`, `count` its permits, and released together (see `permitGroups`).
+ *   `<identifier>`, `count` its permits (at least those read, when the read's bound cuts them), and released
+ *   together (see `permitGroups`).
  * The library prunes entries older than `now - lockTimeout` (ZREMRANGEBYSCORE) at the next acquire or refresh,
  * not Redis: until then a dead entry stays in the key, but counts for nothing. `lockTimeout` is not stored; the
  * last write set the key's TTL to it at the time of the newest score, so `key expiry - newest score` is it (or
@@ -46,8 +47,13 @@ const PERMIT = /^(.+)_(0|[1-9]\d{0,5})$/;
  * two, every one with the same score (the library adds and refreshes them in one ZADD). Returns each such
  * identifier with its permit count; the members of a group are not holders of their own. A plain
  * `Semaphore`'s identifiers (a UUID, or a UUID and `-<suffix>`) hold no `_`.
+ *
+ * `truncated`: the members are the newest of a larger set (the read's bound). Redis orders equal scores by member,
+ * highest first, and `_0` is the lowest of a holder's permits: a holder cut by the bound is the one with the oldest
+ * score read, and its `_0` is among those left out. Its permits read (two or more) are still one holder, of at least
+ * as many permits as were read, and at least one more than the highest permit number read.
  */
-export function permitGroups(members: ReadonlyArray<readonly [string, number]>): ReadonlyMap<string, number> {
+export function permitGroups(members: ReadonlyArray<readonly [string, number]>, truncated = false): ReadonlyMap<string, number> {
   // Made only when a member looks like a permit: a plain Semaphore's holders (every change of one is decoded) need no map.
   let byPrefix: Map<string, { indices: Set<number>; score: number; same: boolean }> | null = null;
   for (const [member, score] of members) {
@@ -61,13 +67,16 @@ export function permitGroups(members: ReadonlyArray<readonly [string, number]>):
     byPrefix.set(prefix, group);
   }
   if (byPrefix === null) return NO_PERMIT_GROUPS;
+  let oldest = Infinity;
+  if (truncated) for (const [, score] of members) oldest = Math.min(oldest, score);
   const groups = new Map<string, number>();
-  for (const [prefix, { indices, same }] of byPrefix) {
+  for (const [prefix, { indices, score, same }] of byPrefix) {
     const n = indices.size;
     if (n < 2 || !same) continue;
     let contiguous = true;
     for (let i = 0; i < n && contiguous; i++) contiguous = indices.has(i);
     if (contiguous) groups.set(prefix, n);
+    else if (truncated && score === oldest && !indices.has(0)) groups.set(prefix, Math.max(n, Math.max(...indices) + 1));
   }
   return groups;
 }
@@ -81,7 +90,7 @@ if t == 'none' then return {'absent', t, -1} end
 if t == 'zset' then
   local id = ARGV[1]
   -- One permit of a MultiSemaphore holder, named on its own (<id>_<i>, with <id>_0 beside it scored the same:
-  -- a read cut by its bound shows such a holder's permits apart): its holder goes whole, as below.
+  -- a token may name any of them): its holder goes whole, as below.
   local prefix = string.match(id, '^(.+)_%d+$')
   if prefix then
     local score = redis.call('ZSCORE', key, id)
@@ -126,17 +135,23 @@ export const redisSemaphore = defineFormat({
       return formatReading("redis-semaphore", "string", reading, { holders: [{ id: value }], fingerprint, truncated, valueDigest });
     }
     const lockTimeout = inferLockTimeout(reading);
-    const groups = permitGroups(raw.members);
+    const truncated = raw.size > raw.members.length;
+    const groups = permitGroups(raw.members, truncated);
+    // The holders of several permits already named (by the first of their permits read).
+    const named = groups.size > 0 ? new Set<string>() : null;
     const holders: FormatHolder[] = [];
     let stale = 0;
     let end = -Infinity;
     for (const [member, score] of raw.members) {
       const expiresAt = score + lockTimeout;
       end = Math.max(end, expiresAt);
-      // A MultiSemaphore holder's permits are one holder, named once (by its permit `_0`).
-      const group = groups.size > 0 ? PERMIT.exec(member) : null;
+      // A MultiSemaphore holder's permits are one holder, named once.
+      const group = named ? PERMIT.exec(member) : null;
       const permits = group ? groups.get(group[1] as string) : undefined;
-      if (group && permits !== undefined && group[2] !== "0") continue;
+      if (group && permits !== undefined) {
+        if (named!.has(group[1] as string)) continue;
+        named!.add(group[1] as string);
+      }
       if (expiresAt <= reading.at) {
         stale += 1;
         continue;
@@ -147,7 +162,7 @@ export const redisSemaphore = defineFormat({
     // that stopped refreshing, its process dead): the lock is read again then.
     let changesAt = Infinity;
     for (const h of holders) if (h.expiresAt !== undefined && h.expiresAt < end) changesAt = Math.min(changesAt, h.expiresAt);
-    const parts: ReadingParts = { holders, fingerprint: holderFingerprint(holders), truncated: raw.size > raw.members.length, extraWarnings: stale > 0 ? ["stale-entries"] : [] };
+    const parts: ReadingParts = { holders, fingerprint: holderFingerprint(holders), truncated, extraWarnings: stale > 0 ? ["stale-entries"] : [] };
     if (Number.isFinite(changesAt)) parts.changesAt = changesAt;
     // The semaphore is held while any permit is alive in the library's eyes.
     if (Number.isFinite(end)) parts.valueExpiresAt = end;
