@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Cluster, Redis } from "ioredis";
 import { groupCandidates, type DiscoveryResult } from "@/lib/locks/discovery";
 import { isNeverLock } from "@/lib/locks/formats/defaults";
-import { discoverFormat, readLockKeys, type FormatName, type KeyReading, type ReadLimits } from "@/lib/locks/formats";
+import { discoverFormat, isAccessRefused, readLockKeys, type FormatName, type KeyReading, type ReadLimits } from "@/lib/locks/formats";
 import { lockKeyMatcher } from "@/lib/locks/glob";
 import { clusterDiscovery } from "./deployments/cluster";
 import { singleton } from "./global";
@@ -59,6 +59,8 @@ const PEEK = Object.freeze({ maxBytes: 256, maxItems: 8, companions: false, peek
 
 interface NodeScan {
   scanned: number;
+  /** Keys outside the patterns that the node's ACL does not let the console's Redis user read: passed over. */
+  refused: number;
   found: Map<string, FormatName>;
 }
 
@@ -84,7 +86,7 @@ export class Discovery {
     for (const [name, value] of [["count", this.options.count], ["stepsPerSecond", this.options.stepsPerSecond]] as const) {
       if (!(Number.isFinite(value) && value > 0)) throw new TypeError(`Expected \`${name}\` to be a positive number, got \`${String(value)}\` (${typeof value})`);
     }
-    this.states = nodes.map((node) => ({ node, current: { scanned: 0, found: new Map() }, lastComplete: null, lastGlobs: [], lastCompleteAt: null, error: null }));
+    this.states = nodes.map((node) => ({ node, current: { scanned: 0, refused: 0, found: new Map() }, lastComplete: null, lastGlobs: [], lastCompleteAt: null, error: null }));
   }
 
   /**
@@ -137,7 +139,7 @@ export class Discovery {
     const stepMs = 1000 / stepsPerSecond;
     let globs = this.options.patterns();
     let isLockKey = lockKeyMatcher(globs);
-    state.current = { scanned: 0, found: new Map() };
+    state.current = { scanned: 0, refused: 0, found: new Map() };
     let cursor = "0";
     try {
       if (state.node.ready && !(await state.node.ready())) throw new Error("not connected");
@@ -146,7 +148,7 @@ export class Discovery {
           // A pattern taken out mid-pass: the keys it covered were passed over until now. The pass starts again.
           globs = this.options.patterns();
           isLockKey = lockKeyMatcher(globs);
-          state.current = { scanned: 0, found: new Map() };
+          state.current = { scanned: 0, refused: 0, found: new Map() };
           cursor = "0";
         }
         const started = performance.now();
@@ -155,7 +157,7 @@ export class Discovery {
         state.current.scanned += keys.length;
         const outside = keys.filter((key) => !isLockKey(key) && !isNeverLock(key));
         if (outside.length > 0) {
-          for (const reading of state.node.read ? await state.node.read(outside, PEEK) : await readLockKeys(state.node.client, outside, PEEK)) {
+          for (const reading of await this.readAllowed(state, outside)) {
             const format = discoverFormat(reading);
             if (format && state.current.found.size < maxCandidatesPerNode) state.current.found.set(reading.key, format.name);
           }
@@ -182,13 +184,37 @@ export class Discovery {
   }
 
   /**
+   * Peeks at `keys` on the node in one read; where its ACL refuses the console's Redis user one of them (a user
+   * allowed only the lock patterns' keys refuses them all), one key at a time, passing over (and counting) those it
+   * refuses, so the pass carries on and still finds the keys the user may read.
+   */
+  private async readAllowed(state: NodeState, keys: string[]): Promise<KeyReading[]> {
+    const read = (batch: string[]) => (state.node.read ? state.node.read(batch, PEEK) : readLockKeys(state.node.client, batch, PEEK));
+    try {
+      return await read(keys);
+    } catch (error) {
+      if (!isAccessRefused(error)) throw error;
+    }
+    const readings: KeyReading[] = [];
+    for (const key of keys) {
+      try {
+        readings.push(...(await read([key])));
+      } catch (error) {
+        if (!isAccessRefused(error)) throw error;
+        state.current.refused += 1;
+      }
+    }
+    return readings;
+  }
+
+  /**
    * What was found: each node's last full pass (or the one under way before the first ends), grouped.
    * `scannedAt`: when the oldest of those full passes ended (the findings are at least that recent), null until
    * every node has been scanned to its end.
    */
   result(): DiscoveryResult & {
     scannedAt: number | null;
-    nodes: Array<{ id: string; scannedKeys: number; complete: boolean; scannedAt: number | null; error: string | null }>;
+    nodes: Array<{ id: string; scannedKeys: number; refusedKeys: number; complete: boolean; scannedAt: number | null; error: string | null }>;
   } {
     const isLockKey = lockKeyMatcher(this.options.patterns());
     const found = new Map<string, FormatName>();
@@ -211,6 +237,7 @@ export class Discovery {
       nodes: this.states.map((s) => ({
         id: s.node.id,
         scannedKeys: (s.lastComplete ?? s.current).scanned,
+        refusedKeys: (s.lastComplete ?? s.current).refused,
         complete: complete(s),
         scannedAt: s.lastCompleteAt,
         error: s.error,

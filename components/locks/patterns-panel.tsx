@@ -33,8 +33,11 @@ interface DiscoveryResponse {
   scannedAt: number | null;
   serverTime: number;
   candidates: Array<{ pattern: string; format: Lock["format"]; keys: number; examples: string[] }>;
-  /** Each node's scan: `error` says why its last pass stopped (down, keys its ACL refuses, scripts refused), null once one ends. */
-  nodes: Array<{ id: string; error: string | null }>;
+  /**
+   * Each node's scan: `error` says why its last pass stopped (down, scripts refused), null once one ends;
+   * `refusedKeys`, the keys outside the patterns its ACL does not let the console's Redis user read (passed over).
+   */
+  nodes: Array<{ id: string; error: string | null; refusedKeys: number }>;
 }
 
 /** "3 min ago", "1 h 20 min ago": how long ago discovery's last full scan ended. */
@@ -102,6 +105,9 @@ export function PatternsPanel() {
   // A node whose scan keeps failing is scanned again every 5 s from its start: say so, rather than let "none yet"
   // read as a scan still on its way.
   const failing = discovery.data?.nodes.filter((n) => n.error !== null) ?? [];
+  // Keys a node's ACL does not let the console read are passed over: "every lock-shaped key is under a pattern"
+  // would not be true of them.
+  const refused = discovery.data?.nodes.filter((n) => n.refusedKeys > 0) ?? [];
 
   const scopeText = (s: "" | "quorum" | "single" | undefined) => (s ? SCOPE_TEXT[s] : "inferred scope");
   // What the form does with a pattern already listed, said before the operator sends anything.
@@ -218,6 +224,13 @@ export function PatternsPanel() {
           />
         </p>
       )}
+      {refused.length > 0 && (
+        <p role="status" className="muted">
+          <MessageText
+            text={`Not looked at: ${refused.map((n) => `${n.refusedKeys} ${n.refusedKeys === 1 ? "key" : "keys"} on ${n.id}`).join(", ")}, which the ${refused.length === 1 ? "node's" : "nodes'"} ACL does not let the console's Redis user read. To let discovery look at such keys, give the user \`~<glob>\` for them.`}
+          />
+        </p>
+      )}
       {discovery.error ? (
         <p className="muted">Discovery is not available: {discovery.error.message}</p>
       ) : !discovery.data ? (
@@ -225,7 +238,9 @@ export function PatternsPanel() {
       ) : discovery.data.candidates.length === 0 ? (
         <p className="muted">
           {discovery.data.complete
-            ? `None: ${discovery.data.scannedKeys} keys scanned, every lock-shaped key is under a pattern.`
+            ? refused.length > 0
+              ? `None: ${discovery.data.scannedKeys} keys scanned, every lock-shaped key the console may read is under a pattern.`
+              : `None: ${discovery.data.scannedKeys} keys scanned, every lock-shaped key is under a pattern.`
             : failing.length > 0
               ? `None yet: ${discovery.data.scannedKeys} keys scanned so far.`
               : `None yet: ${discovery.data.scannedKeys} keys scanned so far (the scan is paced so a busy node does not notice it).`}

@@ -3,6 +3,7 @@ import { Semaphore } from "redis-semaphore";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeLockValue } from "@lockscope/redlock";
 import { Discovery } from "@/server/discovery";
+import { README_CONSOLE_ACL } from "../support/acl";
 import { startCluster, type TestCluster } from "../support/redis";
 import { RedissonWriter } from "../support/redisson";
 import { until } from "../support/wait";
@@ -176,6 +177,36 @@ describe("lock discovery as the patterns change", () => {
       } finally {
         await discovery.stop();
       }
+    } finally {
+      await local.close();
+    }
+  });
+});
+
+describe("lock discovery as a least-privilege user", () => {
+  it("as a least-privilege user, carries on past the keys its ACL refuses, finds those it may read, and says how many it could not", async () => {
+    const local = await startCluster(1);
+    try {
+      const admin = local.client(0);
+      // The README's user, allowed at `orders:*` besides (as the README advises, to let discovery look there).
+      await admin.call("ACL", "SETUSER", "lockscope", ...`${README_CONSOLE_ACL} ~orders:* >discovery-password-0123`.split(" "));
+      const redisson = new RedissonWriter(admin);
+      // Readable and lock-shaped, among many keys the user may not read (several SCAN steps of them).
+      await redisson.lock("orders:invoice-1", 1, 600_000);
+      await redisson.lock("orders:invoice-2", 1, 600_000);
+      await admin.set("app:lock:payments", "fedcba9876543210fedcba9876543210", "PX", 600_000);
+      const pipeline = admin.pipeline();
+      for (let i = 0; i < 300; i++) pipeline.set(`session:${i}`, "not a lock");
+      await pipeline.exec();
+      await admin.set("lock:shown", "x", "PX", 600_000);
+      const refusedKeys = 301; // the sessions and app:lock:payments
+      const node = local.client(0, { username: "lockscope", password: "discovery-password-0123" });
+      const discovery = new Discovery([{ id: "node-0", client: node }], { patterns: () => ["lock:*"], count: 50, stepsPerSecond: 1_000 });
+      await discovery.runPass();
+      const result = discovery.result();
+      expect(result.nodes).toEqual([expect.objectContaining({ id: "node-0", complete: true, error: null, refusedKeys })]);
+      expect(result.complete).toBe(true);
+      expect(result.candidates.map((c) => c.pattern)).toEqual(["orders:*"]);
     } finally {
       await local.close();
     }
