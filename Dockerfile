@@ -3,7 +3,7 @@
 # stages, and a final stage holding only `.next/standalone` (the server with the node_modules it needs, the
 # static assets and the compiled launcher `start.mjs`). Nothing is downloaded or built when it starts.
 #   docker build -t lockscope .
-#   docker run -p 127.0.0.1:3000:3000 -e REDIS_URLS=redis://… -e LOCKSCOPE_OPERATOR_TOKEN=… -e LOCKSCOPE_SESSION_SECRET=… lockscope
+#   docker run -p 127.0.0.1:3000:3000 --stop-timeout 20 -e REDIS_URLS=redis://… -e LOCKSCOPE_OPERATOR_TOKEN=… -e LOCKSCOPE_SESSION_SECRET=… lockscope
 
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app

@@ -54,6 +54,8 @@ export default defineConfig({
       LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN,
       LOCKSCOPE_VIEWER_TOKEN: E2E_VIEWER_TOKEN,
       LOG_LEVEL: "warn",
+      // Stopped by SIGTERM with 10 s to go, and no load balancer in front: no shutdown delay.
+      LOCKSCOPE_SHUTDOWN_DELAY_MS: "0",
     },
   },
 });

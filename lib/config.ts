@@ -38,6 +38,12 @@ export interface LockscopeConfig {
   maxStreamsPerAddress: number;
   maxStreamsPerToken: number;
   /**
+   * How long the console goes on serving after SIGTERM, with `/api/ready` already 503, before it stops accepting
+   * connections and shuts down: load balancers and kube-proxy keep sending new connections for a few seconds after
+   * a pod is marked terminating. SIGINT (Ctrl-C) shuts down at once.
+   */
+  shutdownDelayMs: number;
+  /**
    * Where the locks live (see `lib/deployment-config.ts`); `null` means the embedded default. A `REDIS_URLS`
    * set is also in `redisUrls`, as before.
    */
@@ -91,6 +97,9 @@ export const CONFIG_DEFAULTS = Object.freeze({
   historyRetentionDays: 30,
   maxStreamsPerAddress: 20,
   maxStreamsPerToken: 50,
+  // Long enough for endpoint removal to reach kube-proxy and the load balancers (a few seconds), short enough that
+  // it plus the shutdown's own 10 s stays within Kubernetes' default grace period of 30 s.
+  shutdownDelayMs: 5_000,
 } as const);
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -316,6 +325,13 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     field(env, name, wholeNumber(1, 100_000), "a whole number of streams from 1 to 100000", String(fallback));
   const maxStreamsPerAddress = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_ADDRESS", CONFIG_DEFAULTS.maxStreamsPerAddress);
   const maxStreamsPerToken = streamLimit("LOCKSCOPE_MAX_STREAMS_PER_TOKEN", CONFIG_DEFAULTS.maxStreamsPerToken);
+  const shutdownDelayMs = field(
+    env,
+    "LOCKSCOPE_SHUTDOWN_DELAY_MS",
+    wholeNumber(0, 60_000),
+    "a whole number of milliseconds from 0 to 60000 that the console keeps serving, not ready, after SIGTERM (0: stop at once)",
+    String(CONFIG_DEFAULTS.shutdownDelayMs),
+  );
   return {
     redisUrls: redisUrls ?? null,
     lockPatterns,
@@ -338,6 +354,7 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     trustedProxies,
     maxStreamsPerAddress,
     maxStreamsPerToken,
+    shutdownDelayMs,
     deployments: parseDeployments(env, options.readFile),
   };
 }

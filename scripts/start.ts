@@ -332,21 +332,48 @@ async function main(): Promise<void> {
         resolve(0);
       };
     });
+  /** Ends the shutdown delay early (a second signal), while it runs. */
+  let endDelay: (() => void) | null = null;
   /**
-   * SIGTERM/SIGINT: stop accepting and turn not-ready, end the live streams (a final event and a reconnect
-   * hint, so browsers move to another console), let the requests in flight finish (DRAIN_BUDGET_MS at
-   * most), then run the other shutdown hooks in order (the lab run stops, the audit file is flushed,
-   * watchers and Redis connections close), stop the embedded nodes and exit 0, all within
-   * SHUTDOWN_BUDGET_MS (a process manager's SIGKILL usually follows at 10 s).
+   * SIGTERM/SIGINT: turn not-ready; on SIGTERM go on serving for the shutdown delay (load balancers and
+   * kube-proxy send new connections for a few seconds after a pod is marked terminating: refused, they fail),
+   * every answer saying `Connection: close`. Then stop accepting, end the live streams (a final event and a
+   * reconnect hint, so browsers move to another console), let the requests in flight finish (DRAIN_BUDGET_MS
+   * at most), run the other shutdown hooks in order (the lab run stops, the audit file is flushed, watchers and
+   * Redis connections close), stop the embedded nodes and exit 0, all within SHUTDOWN_BUDGET_MS of the delay's
+   * end (a process manager's SIGKILL must not come before the delay plus 10 s).
    */
   const shutdown = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal (Ctrl-C again, an impatient operator) does not wait for the rest of the delay.
+      if (endDelay) {
+        process.stdout.write(`lockscope: ${signal} received during the shutdown delay; shutting down now.\n`);
+        endDelay();
+      }
+      return;
+    }
     stopping = true;
     g[key("shutting-down")] = true;
+    const signalledAt = Date.now();
+    // Only SIGTERM, what process managers and Kubernetes send: Ctrl-C at a terminal means now.
+    const delayMs = signal === "SIGTERM" ? config.shutdownDelayMs : 0;
+    if (delayMs > 0) {
+      process.stdout.write(`lockscope: ${signal} received, shutting down in ${delayMs} ms: not ready, still serving meanwhile (LOCKSCOPE_SHUTDOWN_DELAY_MS).\n`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delayMs);
+        endDelay = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      endDelay = null;
+      process.stdout.write("lockscope: shutting down…\n");
+    } else {
+      process.stdout.write(`lockscope: ${signal} received, shutting down…\n`);
+    }
     const startedAt = Date.now();
     // Leave the embedded nodes time to stop (RedisNode.stop escalates to SIGKILL after 3 s).
     const hooksDeadline = startedAt + SHUTDOWN_BUDGET_MS - (nodes.length > 0 ? 3_500 : 500);
-    process.stdout.write(`lockscope: ${signal} received, shutting down…\n`);
     const force = setTimeout(() => {
       process.stderr.write("lockscope: shutdown took too long; exiting.\n");
       stopNodesSync();
@@ -386,7 +413,7 @@ async function main(): Promise<void> {
     rmSync(path.resolve(config.dataDir, "redis", "pids"), { force: true });
     // Each start's nodes get new ports, so new folders: the stopped ones' (empty: no persistence) go with them.
     for (const n of nodes) if (!n.running) rmSync(path.resolve(config.dataDir, "redis", `node-${n.port}`), { recursive: true, force: true });
-    process.stdout.write(`lockscope: stopped in ${Date.now() - startedAt} ms.\n`);
+    process.stdout.write(`lockscope: stopped in ${Date.now() - signalledAt} ms.\n`);
     process.exit(0);
   };
   process.off("SIGINT", stopWhileStarting);

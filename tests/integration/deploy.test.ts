@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import yaml from "js-yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CONFIG_DEFAULTS } from "@/lib/config";
 import { freePort } from "@/lib/redis-node";
 import { PROD_NODE_ARGS } from "../support/production";
 import { startCluster, type TestCluster } from "../support/redis";
@@ -135,6 +136,7 @@ interface ComposeService {
   healthcheck?: { test: string[] };
   command?: string[];
   ports?: string[];
+  stop_grace_period?: string;
 }
 
 describe("the container recipe", () => {
@@ -158,6 +160,16 @@ describe("the container recipe", () => {
     for (const volume of prometheus?.volumes ?? []) {
       const source = volume.split(":")[0]!;
       if (source.startsWith("./")) expect(existsSync(path.join(ROOT, source)), source).toBe(true);
+    }
+  });
+
+  it("compose.yaml waits for a console's shutdown delay and its shutdown before killing it", () => {
+    const consoles = Object.entries(services).filter(([, s]) => s.build !== undefined);
+    for (const [name, service] of consoles) {
+      // Docker waits 10 s unless told otherwise: less than the default delay plus the shutdown's own 10 s.
+      const grace = /^(\d+)s$/.exec(service.stop_grace_period ?? "")?.[1];
+      expect(grace, `${name}: stop_grace_period`).toBeDefined();
+      expect(Number(grace) * 1000, name).toBeGreaterThanOrEqual(CONFIG_DEFAULTS.shutdownDelayMs + 10_000);
     }
   });
 

@@ -25,7 +25,8 @@ export async function startLauncher(env: Record<string, string> = {}, options: {
   const dataDir = env.LOCKSCOPE_DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-"));
   const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts", "start.ts")], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", NODE_ENV: "production", ...env, LOCKSCOPE_DATA_DIR: dataDir },
+    // No shutdown delay unless a test asks for one: nothing balances load onto these consoles, and a SIGTERM stops them at once.
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", NODE_ENV: "production", LOCKSCOPE_SHUTDOWN_DELAY_MS: "0", ...env, LOCKSCOPE_DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

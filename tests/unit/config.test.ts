@@ -81,6 +81,18 @@ describe("configuration", () => {
     expect([config.historyRetentionDays, config.nodeTimeoutMs, config.metricsMaxGroups, config.maxStreamsPerAddress]).toEqual([90, 750, 0, 5]);
   });
 
+  it("keeps serving 5 s after SIGTERM by default, and refuses a shutdown delay that is not whole milliseconds from 0 to 60000", () => {
+    expect(parseConfig({}).shutdownDelayMs).toBe(5_000);
+    expect(parseConfig({ LOCKSCOPE_SHUTDOWN_DELAY_MS: "0" }).shutdownDelayMs).toBe(0);
+    expect(parseConfig({ LOCKSCOPE_SHUTDOWN_DELAY_MS: "15000" }).shutdownDelayMs).toBe(15_000);
+    for (const bad of ["5s", "-1", "60001", "2.5", "1e4"]) {
+      const error = errorOf({ LOCKSCOPE_SHUTDOWN_DELAY_MS: bad });
+      expect(error.message, bad).toBe(
+        `LOCKSCOPE_SHUTDOWN_DELAY_MS=${JSON.stringify(bad)} is invalid: expected a whole number of milliseconds from 0 to 60000 that the console keeps serving, not ready, after SIGTERM (0: stop at once).`,
+      );
+    }
+  });
+
   it("refuses short tokens and a viewer token equal to the operator token", () => {
     expect(errorOf({ LOCKSCOPE_OPERATOR_TOKEN: "short" }).variable).toBe("LOCKSCOPE_OPERATOR_TOKEN");
     const same = "abcdefghijklmnopqrstuvwxyz";
