@@ -125,6 +125,42 @@ const postgresUrl = z.string().refine((s) => {
   }
 });
 
+/** The `sslmode` values node-postgres takes; each but `disable` is TLS with the certificate and host name checked (see below). */
+const DATABASE_SSL_MODES = ["disable", "prefer", "require", "verify-ca", "verify-full"];
+
+/**
+ * What in an AUDIT_DATABASE_URL's TLS parameters the console could not use, or would use without checking the
+ * server's certificate; null when nothing. node-postgres checks the certificate and its host name in every mode
+ * but `no-verify`, and, with `uselibpqcompat=true`, `prefer`, `require` and `verify-ca` (libpq's meanings); it
+ * reads `sslrootcert`, `sslcert` and `sslkey` at each new connection, so a wrong path would only show as a
+ * database that never answers. With `readFile`, those files are opened now.
+ */
+export function databaseTlsProblem(url: string, readFile?: ReadFile): string | null {
+  const params = new URL(url).searchParams;
+  const mode = params.get("sslmode");
+  const unchecked = "does not check the server's certificate: use sslmode=verify-full (with sslrootcert=<the CA's PEM file> where your own CA signed it), or sslmode=disable for plain TCP";
+  if (mode === "no-verify") return `sslmode=no-verify ${unchecked}`;
+  if (mode !== null && !DATABASE_SSL_MODES.includes(mode)) return `sslmode=${mode} is not a mode: expected verify-full (or require, the same here), or disable for plain TCP`;
+  if (params.get("uselibpqcompat") === "true" && mode !== null && ["prefer", "require", "verify-ca"].includes(mode)) {
+    return `uselibpqcompat=true with sslmode=${mode} ${unchecked}`;
+  }
+  if ((params.get("sslcert") === null) !== (params.get("sslkey") === null)) return "a client certificate needs both sslcert and sslkey";
+  if (!readFile) return null;
+  for (const name of ["sslrootcert", "sslcert", "sslkey"]) {
+    const file = params.get(name);
+    if (file === null) continue;
+    let text: string;
+    try {
+      text = readFile(file);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      return `${name}=${JSON.stringify(file)} cannot be read${code ? ` (${code})` : ""}`;
+    }
+    if (!/-----BEGIN [A-Z0-9 ]+-----/.test(text)) return `${name}=${JSON.stringify(file)} holds no PEM block: expected a PEM file (-----BEGIN …-----)`;
+  }
+  return null;
+}
+
 const redisUrl = z.string().refine((s) => {
   try {
     const u = new URL(s);
@@ -244,6 +280,10 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
       "a postgres:// URL with a database name, e.g. postgres://lockscope:secret@db:5432/lockscope (unset for the audit file and the nodes' stream)",
       undefined,
     ) ?? null;
+  const tlsProblem = auditDatabaseUrl === null ? null : databaseTlsProblem(auditDatabaseUrl, options.readFile);
+  if (tlsProblem !== null) {
+    throw new ConfigError("AUDIT_DATABASE_URL", env.AUDIT_DATABASE_URL ?? "", `a postgres:// URL with TLS settings the console can use, the server's certificate checked (${tlsProblem})`);
+  }
   const historyRetentionDays = field(
     env,
     "HISTORY_RETENTION_DAYS",
