@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import yaml from "js-yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clientAddress, trustedProxyList } from "@/lib/client-address";
 import { CONFIG_DEFAULTS } from "@/lib/config";
 import { freePort } from "@/lib/redis-node";
 import { PROD_NODE_ARGS } from "../support/production";
@@ -152,7 +153,6 @@ describe("the container recipe", () => {
     for (const [, service] of consoles) {
       expect(service.environment?.REDIS_URLS).toBe(urls);
       expect(service.environment?.LOCKSCOPE_SESSION_SECRET).toMatch(/^\$\{LOCKSCOPE_SESSION_SECRET:\?/);
-      expect(service.environment?.TRUSTED_PROXIES).toBeTruthy();
     }
     expect(Object.values(services).some((s) => s.image?.startsWith("postgres:"))).toBe(true);
     const prometheus = Object.values(services).find((s) => s.image?.startsWith("prom/prometheus"));
@@ -160,6 +160,20 @@ describe("the container recipe", () => {
     for (const volume of prometheus?.volumes ?? []) {
       const source = volume.split(":")[0]!;
       if (source.startsWith("./")) expect(existsSync(path.join(ROOT, source)), source).toBe(true);
+    }
+  });
+
+  it("compose.yaml: a client of the published ports cannot choose the address its wrong tokens are counted and audited under", () => {
+    // Nothing proxies for the consoles there: a browser's connection through a published port comes from the
+    // compose network's gateway (Docker's port mapping), Prometheus's from its own address on that network, and
+    // each can write any X-Forwarded-For it likes.
+    const consoles = Object.entries(services).filter(([, s]) => s.build !== undefined);
+    for (const [name, service] of consoles) {
+      const value = service.environment?.TRUSTED_PROXIES;
+      const trusted = value ? trustedProxyList(value.split(",").map((p) => p.trim())) : null;
+      for (const peer of ["172.17.0.1", "172.18.0.1", "192.168.16.1", "10.0.0.7"]) {
+        expect(clientAddress(peer, "203.0.113.9", trusted), `${name}: a request from ${peer} forging X-Forwarded-For`).toBe(peer);
+      }
     }
   });
 
