@@ -251,7 +251,24 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     'comma-separated Redis glob patterns of lock keys, e.g. "lock:*,mutex:*"',
     CONFIG_DEFAULTS.lockPatterns,
   );
-  const host = field(env, "HOST", z.string().min(1).max(255).regex(/^[A-Za-z0-9.:[\]-]+$/), "a hostname or IP address to bind, e.g. 127.0.0.1", CONFIG_DEFAULTS.host);
+  const host = field(
+    env,
+    "HOST",
+    z
+      .string()
+      .min(1)
+      .max(255)
+      .regex(/^[A-Za-z0-9.:[\]-]+$/)
+      .superRefine((h, ctx) => {
+        // As in a URL; the address to listen on is the bare one (Node.js looks `[::1]` up as a host name, and fails).
+        const bare = /^\[([0-9A-Fa-f:.]+)\]$/.exec(h)?.[1];
+        if (bare !== undefined || /[[\]]/.test(h)) {
+          ctx.addIssue({ code: "custom", message: `an IPv6 address goes without brackets here${bare === undefined ? "" : `: ${bare}`}`, params: { explains: true } });
+        }
+      }),
+    "a hostname or IP address to bind, e.g. 127.0.0.1",
+    CONFIG_DEFAULTS.host,
+  );
   const port = field(env, "PORT", wholeNumber(1, 65535), "a TCP port number from 1 to 65535", String(CONFIG_DEFAULTS.port));
   const optionalToken = (name: string) =>
     field(env, name, z.union([z.undefined(), token]), "a token of 16 to 512 printable characters without spaces", undefined) ?? null;

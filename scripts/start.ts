@@ -312,6 +312,10 @@ async function main(): Promise<void> {
   server.on("error", (err: NodeJS.ErrnoException) => {
     if (err.code === "EADDRINUSE") fail(`port ${config.port} on ${config.host} is in use: set PORT to a free port.`);
     if (err.code === "EADDRNOTAVAIL") fail(`HOST=${config.host} is not an address of this machine: set HOST, e.g. 127.0.0.1.`);
+    // A name the resolver does not know (a typo, a container's name outside its network).
+    if (err.code === "ENOTFOUND" || err.code === "EAI_AGAIN" || err.code === "EAI_NONAME" || err.code === "EAI_FAIL") {
+      invalid("HOST", config.host, "a hostname or IP address of this machine to bind, e.g. 127.0.0.1", err);
+    }
     fail(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
   });
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));

@@ -37,6 +37,21 @@ describe("npm start's launcher", () => {
     expect(launcher.output().trim()).toMatch(/^lockscope: REDIS_URLS="localhost:6380" is invalid: expected .*redis:\/\//);
   });
 
+  it("stops with one line naming HOST when it names no address the console can listen on", async () => {
+    const cases: Array<[string, RegExp]> = [
+      // What an IPv6 address looks like in a URL, where listening takes it bare.
+      ["[::1]", /^lockscope: HOST="\[::1\]" is invalid: expected a hostname or IP address to bind, e.g. 127.0.0.1 \(an IPv6 address goes without brackets here: ::1\)\.$/],
+      ["no-such-host.invalid", /^lockscope: HOST="no-such-host.invalid" is invalid: expected a hostname or IP address of this machine to bind, e.g. 127.0.0.1 \(.*ENOTFOUND.*\)\.$/],
+    ];
+    for (const [host, said] of cases) {
+      const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(","), HOST: host }, { waitReady: false });
+      const code = await Promise.race([launcher.exited, new Promise((resolve) => setTimeout(() => resolve("still running after 30 s"), 30_000))]);
+      if (code !== 1) await launcher.stop("SIGKILL");
+      expect([host, code]).toEqual([host, 1]);
+      expect(launcher.output().trim().split("\n").at(-1)).toMatch(said);
+    }
+  }, 120_000);
+
   it("stops at once with one line naming a data folder or an audit file it cannot make", async () => {
     // /proc refuses new entries with ENOENT, which Node's own recursive mkdir retried forever (the launcher hung).
     const cases: Array<[Record<string, string>, RegExp]> = [
