@@ -241,6 +241,20 @@ async function main(): Promise<void> {
   const app = next({ dev: false, dir: ROOT, hostname: config.host, port: config.port });
   const handle = app.getRequestHandler();
   await app.prepare();
+  // The server's runtime (instrumentation.ts) starts within prepare(), which only logs its failure: the console
+  // would then listen and answer every request with a 500. A start that cannot work stops here, saying why.
+  const runtime = g[key("runtime-started")];
+  if (runtime instanceof Promise) {
+    await runtime.catch((error: unknown) => {
+      // (Next.js prefixes the error's own message with where it was thrown.)
+      const message = (error instanceof Error ? error.message : String(error)).replace(/^An error occurred while loading instrumentation hook: /, "");
+      const file = (error as NodeJS.ErrnoException | null)?.path;
+      if (typeof file === "string" && path.resolve(file).startsWith(dataDir + path.sep)) {
+        invalid("LOCKSCOPE_DATA_DIR", config.dataDir, "a folder whose files the console can read and write", message);
+      }
+      fail(`could not start: ${withoutArguments(message)}`);
+    });
+  }
 
   const trustedProxies = config.trustedProxies.length > 0 ? trustedProxyList(config.trustedProxies) : null;
   // The host names it answers to, as the pages and routes check them (server/host-check.ts), here checked

@@ -70,6 +70,26 @@ describe("npm start's launcher", () => {
     }
   }, 120_000);
 
+  it("stops with one line naming the data folder when a file of its own there cannot be read, instead of serving 500s", async () => {
+    // A secret mounted at the token's path (a Kubernetes Secret volume is a folder), or a volume whose files another
+    // user owns: the console's runtime cannot start.
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-unreadable-"));
+    mkdirSync(path.join(dataDir, "operator-token"));
+    try {
+      const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(","), LOCKSCOPE_DATA_DIR: dataDir }, { waitReady: false });
+      const code = await Promise.race([launcher.exited, new Promise((resolve) => setTimeout(() => resolve("still running after 60 s"), 60_000))]);
+      if (code !== 1) await launcher.stop("SIGKILL");
+      expect(code, launcher.output()).toBe(1);
+      const last = launcher.output().trim().split("\n").at(-1);
+      expect(last).toBe(
+        `lockscope: LOCKSCOPE_DATA_DIR=${JSON.stringify(dataDir)} is invalid: expected a folder whose files the console can read and write (EISDIR: illegal operation on a directory, open '${path.join(dataDir, "operator-token")}').`,
+      );
+      expect(launcher.output()).not.toContain("console ready");
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it("keeps an idle keep-alive connection open past the idle timeouts of load balancers' own connections", async () => {
     const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(",") });
     try {
