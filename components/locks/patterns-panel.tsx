@@ -250,8 +250,9 @@ export function PatternsPanel() {
           <table aria-label="Discovered lock keys">
             <TableHead columns={["Suggested pattern", "Looks like", "Keys", "Examples", isOperator && "Action"]} />
             <tbody>
+              {/* A pattern is suggested once per format found under it: the same glob can head two rows. */}
               {discovery.data.candidates.map((c) => (
-                <tr key={c.pattern} aria-label={c.pattern}>
+                <tr key={`${c.format}\u0000${c.pattern}`} aria-label={c.pattern}>
                   <th scope="row" className="mono">
                     {c.pattern}
                   </th>
