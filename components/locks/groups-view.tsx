@@ -158,6 +158,9 @@ function GroupRow({ group: g, deployment, filter, now }: { group: LockGroup; dep
 
 const pageKey = (base: readonly unknown[], page: number): QueryKey => [...base, page];
 
+/** A page of a group's locks, and which of the table's pages it is. */
+type PageOfRows = LocksPage & { page: number };
+
 /** Which range of a large group's rows the table shows, and the way to the range before and after it. */
 function RowsWindowNav({ shown, total, onMove }: { shown: { start: number; count: number }; total: number; onMove: (start: number) => void }) {
   const step = GROUP_ROWS_WINDOW.toLocaleString("en");
@@ -239,20 +242,39 @@ export function GroupLocks({ group, deployment = null, filter = "" }: { group: s
   const fetching = rowsWindow(total.current, windowStart);
   const firstPage = Math.floor(Math.max(0, fetching.start + range.first - MARGIN) / PAGE);
   const lastPage = Math.floor((fetching.start + range.last + MARGIN) / PAGE);
+  // The first page on screen is read by its place in the list; each after it from where the one before ended
+  // (its `next`), so the pages on screen follow one another however locks come and go between their reads: read
+  // by offset, a lock taken or ended ahead of them shifted the later pages, which showed a lock twice (React then
+  // warned of a duplicate key) or skipped one.
+  const pageQueries: Array<{ page: number; key: QueryKey; from: string | null }> = [];
+  for (let page = firstPage; page <= lastPage; page++) {
+    if (page === firstPage) {
+      pageQueries.push({ page, key: pageKey(base, page), from: `offset=${page * PAGE}` });
+      continue;
+    }
+    const before = pageQueries[pageQueries.length - 1]!;
+    const read = before.from === null ? undefined : client.getQueryData<PageOfRows>(before.key);
+    // The list ends with the page before: no page after it (not one waiting forever, its last rows shown).
+    if (read && read.next === null) break;
+    const next = read?.next ?? null;
+    pageQueries.push({ page, key: [...pageKey(base, page), next], from: next === null ? null : `after=${encodeURIComponent(next)}` });
+  }
   const pages = useQueries({
-    queries: Array.from({ length: lastPage - firstPage + 1 }, (_, i) => firstPage + i).map((page) => ({
-      queryKey: pageKey(base, page),
-      queryFn: () => {
-        const params = new URLSearchParams({ group, sort: sort.key, order: sort.dir === 1 ? "asc" : "desc", offset: String(page * PAGE), limit: String(PAGE) });
+    queries: pageQueries.map(({ page, key, from }) => ({
+      queryKey: key,
+      queryFn: async (): Promise<PageOfRows> => {
+        const params = new URLSearchParams({ group, sort: sort.key, order: sort.dir === 1 ? "asc" : "desc", limit: String(PAGE) });
         if (search) params.set("q", search);
         if (deployment) params.set("deployment", deployment);
-        return apiFetch<LocksPage>(`/api/locks?${params.toString()}`);
+        return { ...(await apiFetch<LocksPage>(`/api/locks?${params.toString()}&${from ?? ""}`)), page };
       },
+      // A page after one still on its way waits for it.
+      enabled: from !== null,
       // Pages off screen leave the cache at once: the tab holds the rows it shows and a margin, no more.
       gcTime: 0,
       staleTime: 2_000,
       refetchInterval: 10_000,
-      placeholderData: (previous: LocksPage | undefined) => previous,
+      placeholderData: (previous: PageOfRows | undefined) => previous,
       retry: false,
     })),
   });
@@ -264,11 +286,22 @@ export function GroupLocks({ group, deployment = null, filter = "" }: { group: s
   const shown = rowsWindow(total.current, windowStart);
   const error = pages.find((p) => p.error)?.error;
 
-  const rowAt = (index: number): Lock | undefined => {
-    const at = shown.start + index;
-    const page = pages[Math.floor(at / PAGE) - firstPage]?.data;
-    return page && page.offset === Math.floor(at / PAGE) * PAGE ? page.locks[at % PAGE] : undefined;
-  };
+  // Each lock in one row only: a page shown while its next one is on its way (the one before it changed) may
+  // still hold a row the page before now holds too, and a lock whose figure sorted by changed may be in both
+  // until they are read again. The later row waits as a row still loading.
+  const rowsOnScreen = new Map<number, Lock>();
+  const seen = new Set<string>();
+  pages.forEach((p, i) => {
+    const data = p.data;
+    if (!data || data.page !== firstPage + i) return;
+    data.locks.forEach((lock, at) => {
+      const id = `${lock.deployment}\u0000${lock.resource}`;
+      if (seen.has(id)) return;
+      seen.add(id);
+      rowsOnScreen.set(data.page * PAGE + at, lock);
+    });
+  });
+  const rowAt = (index: number): Lock | undefined => rowsOnScreen.get(shown.start + index);
 
   // Live changes of this group: patch a row on screen, reload the pages on screen when a lock comes or goes, or
   // when a change on screen may move its row (the figure sorted by) or take it out of the search's results.
@@ -292,10 +325,10 @@ export function GroupLocks({ group, deployment = null, filter = "" }: { group: s
         const same = (l: Lock) => l.resource === resource && (on === undefined || l.deployment === on);
         let found = false;
         let moved = false;
-        for (const [key, page] of client.getQueriesData<LocksPage>({ queryKey: ["lock-page", group] })) {
+        for (const [key, page] of client.getQueriesData<PageOfRows>({ queryKey: ["lock-page", group] })) {
           if (!page?.locks.some(same)) continue;
           found = true;
-          client.setQueryData<LocksPage>(key, {
+          client.setQueryData<PageOfRows>(key, {
             ...page,
             locks: page.locks.map((l) => {
               if (!same(l)) return l;

@@ -157,6 +157,24 @@ export interface ValueReaders {
 }
 
 /**
+ * Where a page of the server-paged list ended: the last row's figure sorted by (as the list had it; null where
+ * unknown, and always null by `resource`), its resource and its deployment. The next page is the rows after it in
+ * the list's order (`after`), wherever that row is by then: pages read in turn while locks come and go neither
+ * repeat a lock nor skip one that stayed, as pages read by offset did (a lock taken or ended ahead of the
+ * viewer's place moved every row after it).
+ */
+export interface PageCursor {
+  value: number | string | null;
+  resource: string;
+  deployment: string | null;
+}
+
+/** The kind of figure a sort's cursor carries: none (by resource), a number, or a text. */
+export function cursorKind(sort: LockSort): "none" | "number" | "text" {
+  return sort === "resource" ? "none" : sort === "holder" || sort === "fence" ? "text" : "number";
+}
+
+/**
  * A query's locks for one sort, as columns: each lock's resource and deployment (what its row is built from
  * when a page is served) and the one figure it is sorted by; the order is a list of row numbers. No object per
  * lock: a list of a million locks lives as long as it is reused (seconds), and as a million copied summaries
@@ -209,6 +227,55 @@ export class LockColumns {
       case "contention":
         this.numbers.push(s.attemptsPerMin ?? Number.NaN);
         return;
+    }
+  }
+
+  /** Where a page ending at `row` ended (see `PageCursor`). */
+  cursorOf(row: number): PageCursor {
+    const resource = this.resources[row] as string;
+    const deployment = this.deployments[row] ?? null;
+    switch (cursorKind(this.key)) {
+      case "none":
+        return { value: null, resource, deployment };
+      case "text": {
+        const text = this.texts[row] as string;
+        // No fence is kept as "" (after every fence).
+        return { value: this.key === "fence" && text === "" ? null : text, resource, deployment };
+      }
+      case "number": {
+        const n = this.numbers[row] as number;
+        return { value: Number.isNaN(n) ? null : n, resource, deployment };
+      }
+    }
+  }
+
+  /**
+   * The position in `sorted` (this list's rows sorted by `compare(order)`) of the first row that comes after
+   * `cursor` in that order: where the page after one that ended at `cursor` starts.
+   */
+  firstAfter(sorted: readonly number[], order: SortOrder, cursor: PageCursor): number {
+    // The cursor is compared as one more row, there only while this (synchronous) search runs.
+    const at = this.length;
+    this.resources.push(cursor.resource);
+    this.deployments.push(cursor.deployment ?? undefined);
+    const kind = cursorKind(this.key);
+    if (kind === "number") this.numbers.push(typeof cursor.value === "number" ? cursor.value : Number.NaN);
+    if (kind === "text") this.texts.push(typeof cursor.value === "string" ? cursor.value : "");
+    try {
+      const compare = this.compare(order);
+      let lo = 0;
+      let hi = sorted.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (compare(sorted[mid] as number, at) <= 0) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    } finally {
+      this.resources.pop();
+      this.deployments.pop();
+      if (kind === "number") this.numbers.pop();
+      if (kind === "text") this.texts.pop();
     }
   }
 
@@ -340,8 +407,11 @@ export function matchesSearch(s: Readonly<LockSummary>, needle: string, searched
 export interface LocksPage {
   serverTime: number;
   total: number;
+  /** Where in the list (as it is now) the page starts. */
   offset: number;
   locks: Lock[];
+  /** Where to read the next page from (`after`), null when the list ends with this page. */
+  next: string | null;
 }
 
 /** `GET /api/locks/groups`. */

@@ -34,6 +34,24 @@ export class SortedStrings {
     return chunk[at] === value;
   }
 
+  /** How many strings come before `value` (in ascending order), `value` itself not counted. */
+  countBefore(value: string): number {
+    if (this.chunks.length === 0) return 0;
+    const c = this.chunkFor(value);
+    let count = 0;
+    for (let i = 0; i < c; i++) count += this.chunks[i]!.length;
+    return count + position(this.chunks[c]!, value);
+  }
+
+  /**
+   * The position (as `slice` counts it, in either order) of the first string after `value` in that order, whether
+   * `value` is in the set or not.
+   */
+  positionAfter(value: string, descending = false): number {
+    const before = this.countBefore(value);
+    return descending ? this.count - before : before + (this.has(value) ? 1 : 0);
+  }
+
   /** Adds `value`; false when it was there already. */
   add(value: string): boolean {
     if (this.chunks.length === 0) {

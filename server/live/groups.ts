@@ -15,6 +15,7 @@ import {
   type LockSort,
   type LockSummary,
   type LocksPage,
+  type PageCursor,
   type SortOrder,
 } from "@/lib/locks/groups";
 import { keptHolders, type Kept } from "@/lib/locks/formats/types";
@@ -22,6 +23,7 @@ import { holderSearchText, holderText, holderTextOf, type HolderParts } from "@/
 import { decodeHolder } from "@/lib/locks/merge";
 import { SortedStrings } from "@/lib/locks/sorted-strings";
 import type { Lock, LockState } from "@/lib/locks/types";
+import { encodeCursor } from "./paging-query";
 import type { LockStore } from "./store";
 
 /**
@@ -111,7 +113,9 @@ export interface LockQuery {
   state?: LockState;
   sort: LockSort;
   order: SortOrder;
+  /** Where the page starts: a position in the list, or (`after`) the row after where the page before ended. */
   offset: number;
+  after?: PageCursor;
   limit: number;
 }
 
@@ -252,12 +256,17 @@ export class LockGroups {
   async page(query: LockQuery, now = Date.now()): Promise<LocksPage> {
     if (this.listed && query.group !== undefined && query.sort === "resource" && !query.q && query.state === undefined && query.deployment === undefined) {
       const set = await this.orderOf(query.group, now);
+      const descending = query.order === "desc";
+      const start = query.after ? set.positionAfter(query.after.resource, descending) : query.offset;
+      const rows = set.slice(start, query.limit, descending);
       const locks: Lock[] = [];
-      for (const resource of set.slice(query.offset, query.limit, query.order === "desc")) {
+      for (const resource of rows) {
         const lock = this.store.lock(resource, now);
         if (lock) locks.push(lock);
       }
-      return { serverTime: now, total: set.size, offset: query.offset, locks };
+      const last = rows.at(-1);
+      const next = last !== undefined && start + rows.length < set.size ? encodeCursor({ value: null, resource: last, deployment: null }) : null;
+      return { serverTime: now, total: set.size, offset: start, locks, next };
     }
     const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order, query.deployment ?? null]);
     let list = this.lists.get(key);
@@ -267,11 +276,15 @@ export class LockGroups {
     }
     const locks: Lock[] = [];
     const { columns, order } = list;
-    for (const row of order.slice(query.offset, query.offset + query.limit)) {
+    const start = query.after ? columns.firstAfter(order, query.order, query.after) : query.offset;
+    const end = Math.min(order.length, start + query.limit);
+    for (let i = start; i < end; i++) {
+      const row = order[i] as number;
       const lock = this.store.lock(columns.resources[row] as string, now, columns.deployments[row]);
       if (lock) locks.push(lock);
     }
-    return { serverTime: now, total: order.length, offset: query.offset, locks };
+    const next = end > start && end < order.length ? encodeCursor(columns.cursorOf(order[end - 1] as number)) : null;
+    return { serverTime: now, total: order.length, offset: start, locks, next };
   }
 
   /**

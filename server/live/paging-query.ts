@@ -1,5 +1,6 @@
 import "server-only";
 import { z } from "zod";
+import { cursorKind, type LockSort, type PageCursor } from "@/lib/locks/groups";
 import { queryText } from "../query-text";
 
 /** Query fields shared by the paged lock list, the groups and the group-filtered stream. */
@@ -23,3 +24,46 @@ export const offset = wholeNumber(0, 10_000_000);
 export const deploymentName = queryText("a deployment's name")
   .max(40, "must be at most 40 characters")
   .regex(/^[a-z0-9-]+$/, "must be a deployment's name: lower-case letters, digits or '-'");
+
+/** A page's `next`, as the API hands it out: opaque to callers (base64url of the cursor's JSON). */
+export function encodeCursor(cursor: PageCursor): string {
+  return Buffer.from(JSON.stringify([cursor.value, cursor.resource, cursor.deployment]), "utf8").toString("base64url");
+}
+
+function decodeCursor(text: string): PageCursor | null {
+  if (!/^[A-Za-z0-9_-]+$/.test(text)) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 3) return null;
+  const [value, resource, deployment] = parsed as unknown[];
+  if (!(value === null || typeof value === "string" || (typeof value === "number" && Number.isFinite(value)))) return null;
+  if (typeof resource !== "string" || !(deployment === null || typeof deployment === "string")) return null;
+  return { value, resource, deployment };
+}
+
+const NOT_A_CURSOR = "must be the `next` of a page of this list, as the console gave it";
+
+/** Where to go on from: the `next` of the page before (see `PageCursor`). */
+// (A cursor carries the last row's resource and, sorted by holder, its holder text: as long as the request line
+// the server takes, not a shorter cap that would stop a table scrolling past a long key.)
+export const after = queryText("the `next` of the page before")
+  .max(16_000, "must be at most 16000 characters")
+  .transform((text, ctx) => {
+    const cursor = decodeCursor(text);
+    if (cursor === null) {
+      ctx.addIssue({ code: "custom", message: NOT_A_CURSOR });
+      return z.NEVER;
+    }
+    return cursor;
+  });
+
+/** Whether `cursor` was made by a list sorted by `sort` (a cursor of another sort carries another kind of figure). */
+export function cursorFits(cursor: PageCursor, sort: LockSort): boolean {
+  const kind = cursorKind(sort);
+  return cursor.value === null || (kind === "number" ? typeof cursor.value === "number" : kind === "text" && typeof cursor.value === "string");
+}
+export const CURSOR_OF_ANOTHER_SORT = `${NOT_A_CURSOR} (a \`next\` is only good for the same sort)`;

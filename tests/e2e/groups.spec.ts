@@ -245,6 +245,49 @@ test.describe("grouped view of a large fleet", () => {
     expect(asked.filter((a) => a.startsWith("resource desc"))).toEqual(["resource desc 0"]);
   });
 
+  test("a group's table scrolled while locks are taken ahead of it shows each lock once and skips none", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:churnpage${randomBytes(2).toString("hex")}`;
+    const group = `${prefix}-jobs`;
+    const name = (i: number) => `${group}/job-${String(i).padStart(4, "0")}`;
+    for (const c of clients) {
+      const pipeline = c.pipeline();
+      for (let i = 0; i < 300; i++) pipeline.set(name(i), `holder-${i}`, "PX", 600_000);
+      await pipeline.exec();
+    }
+    // The page's clock is the test's: the reload a change on screen schedules a second later does not run.
+    const step = await pauseClock(page, 10);
+    await page.setViewportSize({ width: 1440, height: 1000 });
+    await page.goto(`/?group=${encodeURIComponent(group)}`);
+    const count = page.locator(".locks-tools .locks-count");
+    await expect.poll(async () => (await step(), await count.textContent()), { timeout: 30_000 }).toBe("300 locks");
+    // Scrolled to the 190th row, the rows on screen come from two pages: the one from row 100 and the one from row
+    // 200. The second waits until three locks were taken ahead of them both.
+    const held: Route[] = [];
+    const laterPage = (url: URL) => url.pathname === "/api/locks" && url.searchParams.get("group") === group && url.searchParams.get("offset") !== "0" && url.searchParams.get("offset") !== "100";
+    await page.route(laterPage, (route) => void held.push(route));
+    await page.locator(".locks-scroll").evaluate((box) => box.scrollTo(0, 38 * 190));
+    const table = page.getByRole("table", { name: "Locks" });
+    await expect.poll(async () => (await step(), await table.getByRole("row", { name: name(195), exact: true }).count())).toBe(1);
+    await expect.poll(async () => (await step(), held.length)).toBeGreaterThan(0);
+    for (const suffix of ["a", "b", "c"]) await Promise.all(clients.map((c) => c.set(`${name(10)}${suffix}`, `ahead-${suffix}`, "PX", 600_000)));
+    await expect
+      .poll(async () => ((await (await page.request.get(`/api/locks?group=${encodeURIComponent(group)}&limit=1`)).json()) as { total: number }).total)
+      .toBe(303);
+    for (const route of held) await route.continue();
+    await page.unroute(laterPage);
+
+    await expect.poll(async () => (await step(), await table.getByRole("row", { name: name(205), exact: true }).count())).toBe(1);
+    const shown = await table.locator("tbody tr[aria-label]").evaluateAll((rows) => rows.map((r) => r.getAttribute("aria-label") ?? ""));
+    expect(shown.filter((r, i) => shown.indexOf(r) !== i), "rows shown twice").toEqual([]);
+    // The rows on screen follow one another, none skipped.
+    const numbers = shown.map((r) => Number(r.slice(-4)));
+    expect(numbers).toEqual(Array.from({ length: numbers.length }, (_, i) => numbers[0]! + i));
+    expect(numbers).toContain(199);
+    expect(numbers).toContain(200);
+  });
+
   test("a group's table asks the console once for a new sort order given right after a change on screen, not once more a second later", async ({ page, request, signIn }) => {
     await signIn("viewer");
     clients = await lockNodeClients(request);

@@ -4,7 +4,7 @@ import { LOCK_STATES } from "@/lib/locks/types";
 import { route } from "@/server/http";
 import { queryText } from "@/server/query-text";
 import { deploymentFilter, getLockGroups, getWatcherStatus, locksJsonStream, startLive } from "@/server/live";
-import { deploymentName, groupName, offset, order, search, wholeNumber } from "@/server/live/paging-query";
+import { after, CURSOR_OF_ANOTHER_SORT, cursorFits, deploymentName, groupName, offset, order, search, wholeNumber } from "@/server/live/paging-query";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -21,20 +21,23 @@ const query = z
     sort: queryText(`what to sort by (${LOCK_SORTS.join(", ")})`).pipe(z.enum(LOCK_SORTS, { error: `must be one of ${LOCK_SORTS.join(", ")}` })).optional(),
     order: order.optional(),
     offset: offset.optional(),
+    after: after.optional(),
     deployment: deploymentName.optional(),
   })
-  .refine((q) => !isPaged(q) || q.limit === undefined || q.limit <= MAX_PAGE, { message: `must be at most ${MAX_PAGE} with group, q, sort, order or offset`, path: ["limit"] });
+  .refine((q) => !isPaged(q) || q.limit === undefined || q.limit <= MAX_PAGE, { message: `must be at most ${MAX_PAGE} with group, q, sort, order, offset or after`, path: ["limit"] })
+  .refine((q) => q.offset === undefined || q.after === undefined, { message: "give offset or after, not both", path: ["after"] })
+  .refine((q) => q.after === undefined || cursorFits(q.after, q.sort ?? "resource"), { message: CURSOR_OF_ANOTHER_SORT, path: ["after"] });
 
-function isPaged(q: { group?: string; q?: string; sort?: string; order?: string; offset?: number }): boolean {
-  return q.group !== undefined || q.q !== undefined || q.sort !== undefined || q.order !== undefined || q.offset !== undefined;
+function isPaged(q: { group?: string; q?: string; sort?: string; order?: string; offset?: number; after?: unknown }): boolean {
+  return q.group !== undefined || q.q !== undefined || q.sort !== undefined || q.order !== undefined || q.offset !== undefined || q.after !== undefined;
 }
 
 const JSON_HEADERS = { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store" };
 
 // GET /api/locks: every lock the console sees, merged across nodes (snapshot; the stream keeps it live)
 // Body: {serverTime, nodes, total, locks}, streamed so a very large snapshot never sits in memory at once. With
-// group, q, sort, order or offset: one page of the matching locks, searched and sorted over all of them. With
-// deployment: that deployment's locks only.
+// group, q, sort, order, offset or after: one page of the matching locks, searched and sorted over all of them
+// (`next` goes on from where it ended). With deployment: that deployment's locks only.
 export const GET = route({ name: "GET /api/locks", access: "viewer", query }, async ({ query: q }) => {
   const deployment = deploymentFilter(startLive(), q.deployment);
   if (isPaged(q)) {
@@ -46,9 +49,10 @@ export const GET = route({ name: "GET /api/locks", access: "viewer", query }, as
       sort: q.sort ?? "resource",
       order: q.order ?? "asc",
       offset: q.offset ?? 0,
+      ...(q.after !== undefined ? { after: q.after } : {}),
       limit: q.limit ?? 100,
     });
-    return new Response(JSON.stringify({ serverTime: page.serverTime, nodes: getWatcherStatus(), total: page.total, offset: page.offset, locks: page.locks }), { headers: JSON_HEADERS });
+    return new Response(JSON.stringify({ serverTime: page.serverTime, nodes: getWatcherStatus(), total: page.total, offset: page.offset, locks: page.locks, next: page.next }), { headers: JSON_HEADERS });
   }
   return new Response(
     locksJsonStream({ ...(q.state ? { state: q.state } : {}), ...(q.limit !== undefined ? { limit: q.limit } : {}), ...(deployment !== undefined ? { deployment } : {}) }),

@@ -55,4 +55,19 @@ describe("SortedStrings", () => {
     expect(set.has("lock:job/02500a")).toBe(false);
     expect(set.slice(0, 10)).toEqual([]);
   });
+
+  it("goes on after a string, in either order, whether the string is still in the set or not", () => {
+    const keys = Array.from({ length: 3_000 }, (_, i) => `lock:job/${String(i).padStart(5, "0")}`);
+    const set = SortedStrings.fromSorted(keys);
+    expect(set.slice(set.positionAfter("lock:job/01500"), 2)).toEqual(["lock:job/01501", "lock:job/01502"]);
+    expect(set.slice(set.positionAfter("lock:job/01500", true), 2, true)).toEqual(["lock:job/01499", "lock:job/01498"]);
+    set.delete("lock:job/01500");
+    set.add("lock:job/00001a");
+    expect(set.slice(set.positionAfter("lock:job/01500"), 1)).toEqual(["lock:job/01501"]);
+    expect(set.slice(set.positionAfter("lock:job/01500", true), 1, true)).toEqual(["lock:job/01499"]);
+    expect(set.slice(set.positionAfter("lock:job/02999"), 1)).toEqual([]);
+    expect(set.slice(set.positionAfter("lock:job/00000", true), 1, true)).toEqual([]);
+    expect(set.slice(set.positionAfter("a"), 1)).toEqual(["lock:job/00000"]);
+    expect(new SortedStrings().positionAfter("x")).toBe(0);
+  });
 });
