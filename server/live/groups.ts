@@ -258,14 +258,21 @@ export class LockGroups {
       const set = await this.orderOf(query.group, now);
       const descending = query.order === "desc";
       const start = query.after ? set.positionAfter(query.after.resource, descending) : query.offset;
-      const rows = set.slice(start, query.limit, descending);
       const locks: Lock[] = [];
-      for (const resource of rows) {
-        const lock = this.store.lock(resource, now);
-        if (lock) locks.push(lock);
+      // (A name the store no longer lists is passed over, and the page goes on to fill up.)
+      let at = start;
+      let last: string | undefined;
+      while (locks.length < query.limit && at < set.size) {
+        const rows = set.slice(at, query.limit - locks.length, descending);
+        if (rows.length === 0) break;
+        at += rows.length;
+        for (const resource of rows) {
+          last = resource;
+          const lock = this.store.lock(resource, now);
+          if (lock) locks.push(lock);
+        }
       }
-      const last = rows.at(-1);
-      const next = last !== undefined && start + rows.length < set.size ? encodeCursor({ value: null, resource: last, deployment: null }) : null;
+      const next = last !== undefined && at < set.size ? encodeCursor({ value: null, resource: last, deployment: null }) : null;
       return { serverTime: now, total: set.size, offset: start, locks, next };
     }
     const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order, query.deployment ?? null]);
@@ -277,9 +284,11 @@ export class LockGroups {
     const locks: Lock[] = [];
     const { columns, order } = list;
     const start = query.after ? columns.firstAfter(order, query.order, query.after) : query.offset;
-    const end = Math.min(order.length, start + query.limit);
-    for (let i = start; i < end; i++) {
-      const row = order[i] as number;
+    // A list reused a moment may hold locks that have left the store since: they are passed over, and the page
+    // goes on down the list until it is full (it was served short, the first page too, while more locks followed).
+    let end = start;
+    while (locks.length < query.limit && end < order.length) {
+      const row = order[end++] as number;
       const lock = this.store.lock(columns.resources[row] as string, now, columns.deployments[row]);
       if (lock) locks.push(lock);
     }

@@ -278,3 +278,21 @@ describe("a group paged by name", () => {
     });
   });
 });
+
+describe("a reused sorted list", () => {
+  it("serves a full first page when locks on it left the list since it was made", async () => {
+    const names = Array.from({ length: 30 }, (_, i) => `lock:orders/${String(i).padStart(2, "0")}`);
+    const fleet = tellingFleet(names);
+    // Sorted by TTL: a list made by a pass, reused for its window (not kept in order as locks come and go).
+    const groups = new LockGroups(fleet, /^lock:([^/]+)/);
+    const query = { group: "orders", sort: "ttl" as const, order: "asc" as const, offset: 0, limit: 10 };
+    const t0 = 7_000_000;
+    expect((await groups.page(query, t0)).locks).toHaveLength(10);
+    fleet.leave("lock:orders/02");
+    fleet.leave("lock:orders/05");
+    // Within the reuse window: the same list, whose rows are read live.
+    const again = await groups.page(query, t0 + 500);
+    expect(fleet.passes).toBe(1);
+    expect(again.locks.map((l) => l.resource)).toEqual(names.filter((n) => n !== "lock:orders/02" && n !== "lock:orders/05").slice(0, 10));
+  });
+});
