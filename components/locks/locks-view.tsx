@@ -207,6 +207,9 @@ function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
             "Loading locks…"
           ) : deferredFilter ? (
             "No lock matches the filter."
+          ) : shownDeployment ? (
+            // Other deployments may hold locks: nothing here says the patterns miss any.
+            `No locks on ${shownDeployment} right now.`
           ) : (
             <>
               No locks under the lock patterns right now; locks taken on any node appear here as they happen. Only keys that match a pattern are

@@ -137,6 +137,21 @@ test.describe("a console watching three deployments", () => {
     await expect(choices.getByRole("link")).toHaveText([`${resource} on orders`, `${resource} on cache`]);
   });
 
+  test("the locks table filtered to a deployment that holds no lock says so, not that no lock is under the patterns", async ({ page }) => {
+    const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
+    expect(signIn.status(), await signIn.text()).toBe(200);
+    const resource = unique("elsewhere");
+    for (const n of clients.slice(0, 3)) await n.set(resource, "orders-holder", "PX", 120_000);
+    await page.goto(`${origin}/`);
+    const table = page.getByRole("table", { name: "Locks" });
+    await expect(table.getByRole("row", { name: `${resource} on orders` })).toBeVisible();
+    // The Sentinel deployment's primary holds no lock in this spec.
+    await page.getByRole("combobox", { name: "Deployment" }).selectOption("failover");
+    await expect(table).toContainText("No locks on failover right now.");
+    await expect(table).not.toContainText("No locks under the lock patterns");
+    for (const n of clients.slice(0, 3)) await n.del(resource);
+  });
+
   test("a large fleet's groups filter by deployment, and a group opened so shows that deployment's locks only", async ({ page }) => {
     test.setTimeout(120_000);
     const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_VIEWER_TOKEN, name: "e2e-viewer" }, headers: { Origin: origin } });
