@@ -356,6 +356,9 @@ describe("a release whose answer is lost with the connection", () => {
     redlock.on("lost", (event) => lost.push(event));
     const resource = `lock:answer-lost-${size}`;
     const lock = await redlock.acquire([resource], 30_000);
+    // The acquisition is decided once a quorum granted it: a node's grant may still be on its way, and its reply
+    // must not be the one lost below. A PING on each connection comes back after every reply before it.
+    await Promise.all(nodes.map((client) => client.ping()));
     // A quorum of nodes delete it, and their answers never arrive: the client resends the release.
     const cut = dropsSeen(nodes);
     for (const proxy of proxies.slice(0, redlock.quorum)) proxy.loseReply(":1\r\n");
