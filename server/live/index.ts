@@ -456,6 +456,7 @@ export function startDeploymentLive(entry: DeploymentNodes, shared: SharedLive |
       for (const w of watchers) {
         w.checkAnswering(now);
         w.probe();
+        w.checkSubscriber(now);
       }
     });
     every(NOTIFY_CHECK_MS, () => {

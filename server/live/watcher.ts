@@ -43,6 +43,12 @@ const PEER_WAIT_MS = 2_000;
 const TURN_WAIT_DEADLINES = 4;
 /** The longest a restart's check waits for the other nodes' notifications to be read (see `drainPeers`). */
 const DRAIN_MS = 5_000;
+/** How often the subscriber connection is asked a PING (see `checkSubscriber`). */
+const SUB_PING_MS = 5_000;
+/** A subscriber PING unanswered this long while the node answers the reader: the connection is taken for dead. */
+const SUB_SILENT_MS = 10_000;
+/** ...and still unanswered this much later, the reader having answered again meanwhile (see `checkSubscriber`). */
+const SUB_CONFIRM_MS = 1_000;
 
 export interface WatcherContext {
   store: LockStore;
@@ -237,6 +243,9 @@ export class NodeWatcher {
   private nextWaitId = 1;
   private lastAnswerAt: number | null = null;
   private answeringSince = 0;
+  /** The PING out on the subscriber connection (see `checkSubscriber`); `suspectAt`: when it was first found late. */
+  private subPing: { sentAt: number; generation: number; suspectAt: number | null } | null = null;
+  private subPingSettledAt = 0;
   private counted = false;
   /** Keys to read, with the end a notification gave (replaced by a fresh map when a batch takes them all). */
   dirty = new Map<string, EndCause>();
@@ -695,6 +704,48 @@ export class NodeWatcher {
   probe(): void {
     if (!this.readable || this.waitingSince.size > 0) return;
     void this.waitOn(() => this.reader.ping()).catch(() => undefined);
+  }
+
+  /**
+   * A subscriber connection the network dropped without a word (a NAT gateway, a firewall or a load balancer that
+   * forgot an idle flow: no FIN, no RST) stays open to the client and to the node alike, and delivers nothing more:
+   * every change after it unheard, the locks shown as they were until their TTL (for good without one). Called every
+   * few hundred milliseconds: the subscriber is asked a PING every SUB_PING_MS (answered after every notification
+   * sent before it); one still unanswered SUB_SILENT_MS after it was sent, while the node answers the reader, and
+   * again SUB_CONFIRM_MS later, the reader having answered meanwhile (replies that came together after a stall are
+   * read by then), means the connection is dead: it is dropped and made again, and the bring-up reconciles and marks
+   * the gap. A node that answers neither (frozen, overloaded) is left alone. Not on a cluster, whose reader answers
+   * from any primary, not from the one a subscriber connection is on.
+   */
+  checkSubscriber(now = Date.now()): void {
+    if (this.cluster || this.stopped || !this.up || this.sub.status !== "ready") return;
+    const ping = this.subPing;
+    if (ping === null || ping.generation !== this.subGeneration) {
+      if (ping === null && now - this.subPingSettledAt < SUB_PING_MS) return;
+      const sent = { sentAt: now, generation: this.subGeneration, suspectAt: null };
+      this.subPing = sent;
+      const settled = () => {
+        if (this.subPing !== sent) return;
+        this.subPing = null;
+        this.subPingSettledAt = Date.now();
+      };
+      this.sub.ping().then(settled, settled);
+      return;
+    }
+    const answeredSince = (at: number) => this.answering && this.lastAnswerAt !== null && this.lastAnswerAt > at;
+    if (ping.suspectAt === null) {
+      if (answeredSince(ping.sentAt + SUB_SILENT_MS)) ping.suspectAt = now;
+      return;
+    }
+    if (now - ping.suspectAt < SUB_CONFIRM_MS || !answeredSince(ping.suspectAt)) return;
+    this.subPing = null;
+    this.ctx.log.warn(
+      { node: this.id, silentMs: now - ping.sentAt },
+      "the watcher's subscriber connection stopped answering while the node answers (dropped on the way, as by a firewall or a NAT gateway): reconnecting it and reconciling",
+    );
+    // (Ended, then destroyed after ioredis' `disconnectTimeout` where the peer never answers: its `close` brings the
+    // reconnect and the bring-up.)
+    (this.sub as Redis).disconnect(true);
   }
 
   /**
