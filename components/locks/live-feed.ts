@@ -212,8 +212,11 @@ class LiveFeed {
       this.offsetMs = this.stats.serverTime - Date.now();
       this.schedule();
     });
-    source.addEventListener("end", () => {
-      // The server ends streams at shutdown and after their lifetime: resume after a pause.
+    source.addEventListener("end", (e) => {
+      // The server ends streams at shutdown and after their lifetime (resume after a pause), and when the session
+      // that opened it was signed out or expired: the header asks who is signed in again. Where reading is open
+      // the stream comes back as anyone's, and nothing else would tell the page the operator is no longer signed in.
+      if (endReason(e) === "signed-out") void this.client.invalidateQueries({ queryKey: ["session"] });
       this.reconnectLater();
     });
     source.addEventListener("error", () => {
@@ -336,6 +339,16 @@ class LiveFeed {
       }
     }
     this.touched.clear();
+  }
+}
+
+/** The reason an `end` event gives (`shutdown`, `lifetime`, `signed-out`), or null. */
+function endReason(e: MessageEvent): string | null {
+  try {
+    const reason = (JSON.parse(e.data as string) as { reason?: unknown }).reason;
+    return typeof reason === "string" ? reason : null;
+  } catch {
+    return null;
   }
 }
 

@@ -1,0 +1,92 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Redis from "ioredis";
+import { freePort, startRedisNodes, type RedisNode } from "@/lib/redis-node";
+import { E2E_OPERATOR_TOKEN, expect, test } from "./fixtures";
+
+/**
+ * The tab's live stream against a second console, started by this spec on loopback with its own redis-server
+ * (a free port, a temporary folder), where reading is open (no viewer token), so that the test can end the
+ * console's session or stop the console itself without touching the e2e web server's.
+ */
+test.describe("the live stream of a console where reading is open", () => {
+  let dir: string;
+  let nodes: RedisNode[] = [];
+  let child: ChildProcess | null = null;
+  let origin = "";
+  let output = "";
+
+  test.beforeAll(async () => {
+    test.setTimeout(180_000);
+    dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-e2e-live-stream-"));
+    nodes = await startRedisNodes(1, { dir });
+    const port = await freePort();
+    origin = `http://127.0.0.1:${port}`;
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      NODE_ENV: "production",
+      LOG_LEVEL: "warn",
+      LOCKSCOPE_DATA_DIR: path.join(dir, "data"),
+      REDIS_URLS: nodes.map((n) => n.url).join(","),
+      LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN,
+    };
+    delete env.LOCKSCOPE_VIEWER_TOKEN;
+    child = spawn(process.execPath, ["--import", "tsx", path.join(process.cwd(), "scripts", "start.ts")], { cwd: process.cwd(), env, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout?.on("data", (c: Buffer) => (output += c.toString()));
+    child.stderr?.on("data", (c: Buffer) => (output += c.toString()));
+    await expect
+      .poll(
+        async () => {
+          if (child?.exitCode !== null) throw new Error(`the second console exited:\n${output.slice(-2000)}`);
+          return fetch(`${origin}/api/ready`).then(
+            (res) => res.status,
+            () => 0,
+          );
+        },
+        { timeout: 120_000, intervals: [250] },
+      )
+      .toBe(200);
+  });
+
+  test.afterAll(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child?.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    await Promise.all(nodes.map((n) => n.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("an operator's session that ends while a lock's page is open: the header offers Sign in and Force release goes", async ({ page }) => {
+    const client = new Redis(Number(new URL(nodes[0]!.url).port), "127.0.0.1", { maxRetriesPerRequest: 1 });
+    client.on("error", () => undefined);
+    try {
+      await client.set("lock:open-reading", "holder-token", "PX", 120_000);
+      const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_OPERATOR_TOKEN, name: "e2e-operator" }, headers: { Origin: origin } });
+      expect(signIn.status()).toBe(200);
+      // The page's stream carries every lock of this small fleet once the page knows its size: the session is to end
+      // while that stream is open (one opened after the sign-out is anyone's, and has no session to end).
+      const everyLock = page.waitForResponse((res) => new URL(res.url()).pathname === "/api/locks/stream" && new URL(res.url()).search === "");
+      await page.goto(`${origin}/locks/${encodeURIComponent("lock:open-reading")}`);
+      await everyLock;
+      const signedInAs = page.getByRole("banner").getByLabel("Signed in as");
+      await expect(signedInAs).toHaveText("e2e-operator (operator)");
+      await expect(page.getByRole("button", { name: "Force release" })).toBeVisible();
+      // Signed out in another tab (or the session expired): the page can still read, as anyone can on this console.
+      const ended = await page.request.delete(`${origin}/api/session`, { headers: { Origin: origin } });
+      expect(ended.status()).toBe(204);
+      await expect(page.getByRole("banner").getByRole("link", { name: "Sign in" })).toBeVisible({ timeout: 30_000 });
+      await expect(signedInAs).toHaveCount(0);
+      await expect(page.getByRole("button", { name: "Force release" })).toHaveCount(0);
+      // The lock's page goes on showing the lock.
+      await expect(page.getByRole("heading", { name: "lock:open-reading" })).toBeVisible();
+    } finally {
+      client.disconnect();
+    }
+  });
+});
