@@ -49,12 +49,14 @@ function Pills({ nodes, summary, status }: { nodes: PillNode[]; summary: string;
 /**
  * The nodes' status in the header: one pill per node, the quorum, and the overall status as text. It takes
  * node state from the tab's live stream, the same source as the page below it, so the two never disagree
- * (a node kill shows in both at once); /api/health is only the fallback where the stream is not open to
- * this visitor (signed out).
+ * (a node kill shows in both at once); /api/health is the fallback where the stream is not open to this
+ * visitor (signed out) and while it reconnects: what it told last may be stale by then (the console stopped,
+ * restarting or out of reach), and is shown only until /api/health answers or fails.
  */
 export function NodeStatus() {
   const live = useLiveNodes();
-  const stream = live.data && live.data.status !== "signed-out" && live.data.nodes.length > 0 ? live.data : null;
+  const told = live.data && live.data.status !== "signed-out" && live.data.nodes.length > 0 ? live.data : null;
+  const stream = told && told.status !== "reconnecting" ? told : null;
   const { data, isError } = useHealth({ enabled: stream === null });
   if (stream) {
     const { nodes, status, summary } = nodePills(stream.nodes, stream.stats?.nodesUp);
@@ -66,6 +68,10 @@ export function NodeStatus() {
         <span className="status-text down">Console unreachable</span>
       </div>
     );
+  }
+  if (!data && told) {
+    const { nodes, status, summary } = nodePills(told.nodes, told.stats?.nodesUp);
+    return <Pills nodes={nodes} status={status} summary={summary} />;
   }
   if (!data) {
     return (

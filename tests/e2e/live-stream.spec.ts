@@ -89,4 +89,14 @@ test.describe("the live stream of a console where reading is open", () => {
       client.disconnect();
     }
   });
+
+  // (Last: it stops this spec's console.)
+  test("a console that stops answering is said unreachable in the header, not shown with its nodes up as last told", async ({ page }) => {
+    await page.goto(`${origin}/audit`);
+    const nodeStatus = page.getByRole("banner").getByRole("status", { name: "Lock nodes" });
+    await expect(nodeStatus).toContainText("1/1 up");
+    child?.kill("SIGKILL");
+    await expect(nodeStatus).toContainText("Console unreachable", { timeout: 30_000 });
+    await expect(nodeStatus).not.toContainText("1/1 up");
+  });
 });
