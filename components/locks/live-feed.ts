@@ -41,6 +41,14 @@ const rowKey = (deployment: string, resource: string) => `${deployment}\u0000${r
 const APPLY_MS = 100;
 /** A page change keeps the stream open this long, so navigating between pages does not reconnect. */
 const LINGER_MS = 5_000;
+/**
+ * The console sends the counts every second and the nodes every 5 s: a stream that brought nothing for this long
+ * is taken for dead (a frozen console, or a network path that drops everything without closing the connection,
+ * which the browser would wait on for ever), closed and opened again, resuming from its last id.
+ */
+const SILENT_MS = 20_000;
+/** The events that show a stream is alive (its heartbeat comments never reach the page). */
+const STREAM_EVENTS = ["open", "snapshot", "lock", "lock-removed", "contention", "node", "stats", "end"] as const;
 
 /**
  * The tab's one EventSource on /api/locks/stream (browsers allow six connections per origin), shared by
@@ -53,6 +61,10 @@ class LiveFeed {
   private closeTimer: ReturnType<typeof setTimeout> | null = null;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private applyTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Checks, while a stream is open, that it still brings something (see `SILENT_MS`). */
+  private watchdog: ReturnType<typeof setInterval> | null = null;
+  /** When the open stream last brought an event (epoch ms, the browser's clock). */
+  private heardAt = 0;
   private retries = 0;
   private lastEventId: string | null = null;
   private readonly locks = new Map<string, Lock>();
@@ -140,6 +152,8 @@ class LiveFeed {
 
   private shutdown(): void {
     this.closeTimer = null;
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = null;
     this.source?.close();
     this.source = null;
     if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -159,6 +173,12 @@ class LiveFeed {
     const url = `/api/locks/stream${params.size > 0 ? `?${params.toString()}` : ""}`;
     const source = new EventSource(url, { withCredentials: true });
     this.source = source;
+    this.heardAt = Date.now();
+    for (const type of STREAM_EVENTS) source.addEventListener(type, this.heard);
+    // (A stream still connecting counts too: a request the console never answers is waited on for ever as well.)
+    this.watchdog ??= setInterval(() => {
+      if (this.source && this.source.readyState !== EventSource.CLOSED && Date.now() - this.heardAt > SILENT_MS) this.reconnectLater();
+    }, SILENT_MS / 4);
     source.addEventListener("open", () => {
       this.retries = 0;
       if (this.ready) this.setStatus("live");
@@ -228,6 +248,10 @@ class LiveFeed {
       this.reconnectLater();
     });
   }
+
+  private readonly heard = (): void => {
+    this.heardAt = Date.now();
+  };
 
   private reconnectLater(): void {
     this.source?.close();

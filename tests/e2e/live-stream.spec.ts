@@ -90,6 +90,24 @@ test.describe("the live stream of a console where reading is open", () => {
     }
   });
 
+  test("a console that freezes with the stream open is shown reconnecting, not live, and live again once it answers", async ({ page }) => {
+    test.setTimeout(120_000);
+    const everyLock = page.waitForResponse((res) => new URL(res.url()).pathname === "/api/locks/stream" && new URL(res.url()).search === "");
+    await page.goto(origin);
+    await everyLock;
+    const connection = page.getByRole("status", { name: "Live connection" });
+    await expect(connection).toHaveText("live");
+    // Frozen (a stalled process, a network path that drops everything without closing the connection): the stream
+    // stays open, and nothing comes.
+    child?.kill("SIGSTOP");
+    try {
+      await expect(connection).toHaveText("reconnecting…", { timeout: 60_000 });
+    } finally {
+      child?.kill("SIGCONT");
+    }
+    await expect(connection).toHaveText("live", { timeout: 30_000 });
+  });
+
   // (Last: it stops this spec's console.)
   test("a console that stops answering is said unreachable in the header, not shown with its nodes up as last told", async ({ page }) => {
     await page.goto(`${origin}/audit`);
