@@ -1,7 +1,8 @@
+import AxeBuilder from "@axe-core/playwright";
 import type { Locator, Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
-import { deleteMatching, holdLock, pauseNode, unique } from "./scene";
+import { deleteMatching, holdLock, pauseNode, THEMES, unique, useSystemTheme } from "./scene";
 
 /** Presses Tab until `target` has the focus (at most `max` times), as a keyboard user would. */
 async function tabTo(page: Page, target: Locator, max = 40): Promise<void> {
@@ -332,6 +333,28 @@ test.describe("force release from the browser", () => {
     });
     expect(response.status()).toBe(403);
     for (const n of nodes) expect(await n.get(resource)).toBe(value);
+  });
+
+  test("the dialog's Release button is readable in both themes: its text has AA contrast on its red", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("contrast");
+    await holdLock(nodes, resource, "stuck-worker", "5");
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    // (A disabled button is exempt from contrast: the reason makes Release the button the operator reads and presses.)
+    await dialog.getByLabel("Reason").fill("hung since the deploy");
+    await expect(dialog.getByRole("button", { name: "Release" })).toBeEnabled();
+    for (const theme of THEMES) {
+      await useSystemTheme(page, theme);
+      const contrast = await new AxeBuilder({ page }).include("dialog").withRules(["color-contrast"]).analyze();
+      expect(
+        contrast.violations.flatMap((v) => v.nodes.map((n) => `${n.target.join(" ")}: ${n.failureSummary?.split("\n")[1]?.trim() ?? v.help}`)),
+        theme,
+      ).toEqual([]);
+    }
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await deleteMatching(nodes, resource);
   });
 
   test("the whole force release works with the keyboard alone: filter, open the lock, release with a reason, close", async ({ page, signIn }) => {
