@@ -2,6 +2,7 @@
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useId, useRef, useState, useSyncExternalStore, type FormEvent } from "react";
+import { isSplitVote, SPLIT_VOTE_HOLDER } from "@/lib/locks/holder-text";
 import { leadingValue } from "@/lib/locks/leading-value";
 import { replicationWarning, whoIsTold, type ReleaseCopies } from "@/lib/locks/release-text";
 import { isLive, type EndedState, type Lock } from "@/lib/locks/types";
@@ -73,6 +74,18 @@ function holderLine(holder: { label?: string | null; host?: string | null; pid?:
   if (!holder) return "a foreign value (not written by the Lockscope engine)";
   const where = [holder.host, holder.pid !== undefined && holder.pid !== null ? `pid ${holder.pid}` : null].filter(Boolean).join(", ");
   return [holder.label ?? "unlabelled holder", where ? `(${where})` : null].filter(Boolean).join(" ");
+}
+
+/**
+ * The holder of a split vote with no side ahead, as the dialog says it: no value leads (the lock names no holder), and
+ * the value released is the one proposed, on the nodes listed, with its holder where the lock's reading names it. (Not
+ * "a foreign value": the values may be this engine's, each with its fence.)
+ */
+function splitVoteHolder(lock: Lock, token: string | null): string {
+  if (token === null) return SPLIT_VOTE_HOLDER;
+  const on = lock.nodes.filter((n) => nodeHolds(n.token, token)).map((n) => n.id);
+  const named = lock.holders.find((h) => h.id === token);
+  return `${SPLIT_VOTE_HOLDER}; released here: the value on ${on.join(", ") || "no node now"}${named ? ` (${formatHolderLine(named)})` : ""}`;
 }
 
 /**
@@ -285,6 +298,8 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
                   </option>
                 ))}
               </select>
+            ) : (opened.format === "lockscope" || opened.format === "token") && isSplitVote(opened) ? (
+              splitVoteHolder(opened, token)
             ) : opened.format === "lockscope" || opened.format === "token" ? (
               holderLine(opened.holder)
             ) : (
@@ -292,7 +307,8 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
             )}
           </dd>
           <dt>Fence</dt>
-          <dd>{lock.fence ?? "none (not taken fenced)"}</dd>
+          {/* A split vote names no value, so no fence either: its values may each carry one. */}
+          <dd>{lock.fence ?? (isSplitVote(lock) ? "unknown: no value leads" : "none (not taken fenced)")}</dd>
           <dt>TTL left</dt>
           <dd>{ttlText(lock, now, offsetMs)}</dd>
           <dt>Token</dt>

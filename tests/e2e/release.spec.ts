@@ -1,6 +1,7 @@
 import AxeBuilder from "@axe-core/playwright";
 import type { Locator, Page } from "@playwright/test";
 import type Redis from "ioredis";
+import { encodeLockValue } from "@lockscope/redlock";
 import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
 import { deleteMatching, holdLock, pauseNode, THEMES, unique, useSystemTheme } from "./scene";
 
@@ -274,6 +275,25 @@ test.describe("force release from the browser", () => {
     await expect(state.getByText("partial", { exact: true })).toBeVisible();
     const left = (await Promise.all(nodes.map((n) => n.get(resource)))).filter((v) => v !== null);
     expect(left).toHaveLength(1);
+    await deleteMatching(nodes, resource);
+  });
+
+  test("a split vote of this engine's values: the dialog says no value leads and which node's value goes, not a foreign value without a fence", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("split-engine");
+    await nodes[0]!.set(resource, encodeLockValue({ label: "checkout-api", host: "web-1", pid: 11, fence: "901", acquiredAt: Date.now() }), "PX", 120_000);
+    await nodes[1]!.set(resource, encodeLockValue({ label: "billing-worker", host: "web-2", pid: 22, fence: "902", acquiredAt: Date.now() }), "PX", 120_000);
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page.locator(".detail-grid")).toContainText("split vote: no value leads");
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    const fact = (name: string) => dialog.locator(`dt:text-is("${name}") + dd`);
+    // Both values were written by this engine, each with its fence: neither is foreign, nor taken without a fence.
+    await expect(fact("Holder")).toContainText("split vote: no value leads");
+    await expect(fact("Holder")).toContainText(/the value on node-[01]/);
+    await expect(fact("Holder")).not.toContainText("foreign");
+    await expect(fact("Fence")).not.toContainText("not taken fenced");
+    await dialog.getByRole("button", { name: "Cancel" }).click();
     await deleteMatching(nodes, resource);
   });
 
