@@ -51,7 +51,7 @@ export function LocksView() {
   if ((error instanceof ApiRequestError && error.status === 401) || live.data?.status === "signed-out") return <SignInPrompt />;
   return (
     <NodeCounting.Provider value={counting}>
-      <Header data={live.data} />
+      <Header data={live.data} everyLock={group === null && grouped.current === false} />
       <ReadingNotice nodes={live.data?.nodes ?? []} />
       <LossesPanel />
       {size.isError && grouped.current === null ? (
@@ -100,11 +100,20 @@ function ReadingNotice({ nodes }: { nodes: readonly WatcherStatus[] }) {
 
 const CONNECTION_TEXT: Record<string, string> = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", degraded: "degraded" };
 
-function Header({ data }: { data: LiveLocks | undefined }) {
+/** A count, or "–" while it is not known. */
+const figureText = (n: number | null | undefined) => (n === null || n === undefined ? "–" : n.toLocaleString("en"));
+
+/**
+ * The page's title, connection and live counts. The counts come from the stream's `stats` (every second); until the
+ * first arrives (the page just opened, or the console is being reached again) they are not known and say so: only
+ * the locks held can be counted meanwhile, and only where the tab holds every lock (`everyLock`: the one table of a
+ * small fleet; a large fleet's grouped view holds none, and would count 0).
+ */
+function Header({ data, everyLock }: { data: LiveLocks | undefined; everyLock: boolean }) {
   const stats = data?.stats;
   const degraded = data?.status === "live" && (stats?.degraded ?? data.nodes.some((n) => !n.up || n.notifications === "unavailable"));
   const connection = data?.status === "live" ? (degraded ? "degraded" : "live") : (data?.status ?? "connecting");
-  const held = stats?.held ?? data?.locks.filter((l) => l.state === "held" || l.state === "elapsed").length ?? 0;
+  const held = stats?.held ?? (everyLock && data?.ready ? data.locks.filter((l) => l.state === "held" || l.state === "elapsed").length : null);
   const nodesUp = stats ? `${stats.nodesUp}/${stats.nodesTotal}` : data ? `${data.nodes.filter((n) => n.up).length}/${data.nodes.length}` : "–";
   return (
     <div className="locks-header">
@@ -116,19 +125,19 @@ function Header({ data }: { data: LiveLocks | undefined }) {
       <dl className="locks-counts" aria-label="Live counts">
         <div>
           <dt>locks held</dt>
-          <dd>{held.toLocaleString("en")}</dd>
+          <dd>{figureText(held)}</dd>
         </div>
         <div>
           <dt>acquisitions/s</dt>
-          <dd>{(stats?.acquisitionsPerSec ?? 0).toLocaleString("en")}</dd>
+          <dd>{figureText(stats?.acquisitionsPerSec)}</dd>
         </div>
         <div>
           <dt>contention/s</dt>
-          <dd>{(stats?.contentionPerSec ?? 0).toLocaleString("en")}</dd>
+          <dd>{figureText(stats?.contentionPerSec)}</dd>
         </div>
         <div>
           <dt>expirations/s</dt>
-          <dd>{(stats?.expirationsPerSec ?? 0).toLocaleString("en")}</dd>
+          <dd>{figureText(stats?.expirationsPerSec)}</dd>
         </div>
         <div>
           <dt>nodes up</dt>

@@ -338,6 +338,19 @@ test.describe("live locks", () => {
     }
   });
 
+  test("a large fleet's header does not count its locks as 0 held before the console has counted them", async ({ page, signIn }) => {
+    await signIn("viewer");
+    // A fleet of 6,000 held locks, shown grouped; the live stream's counts (every second) have not come yet: here they
+    // never do, the stream being cut, as while the console is reached again.
+    const group = { group: "lock:fleet", locks: 6_000, held: 6_000, partial: 0, elapsed: 0, ended: 0, contention: { attemptsPerMin: 0, waiters: 0 }, oldest: null, shortestTtl: null };
+    await page.route(/\/api\/locks\/groups/, (route: Route) => route.fulfill({ json: { serverTime: Date.now(), locks: 6_000, total: 1, offset: 0, groups: [group] } }));
+    await page.route(/\/api\/locks\/stream/, (route: Route) => route.abort());
+    await page.goto("/");
+    await expect(page.getByRole("table", { name: "Lock groups" }).getByRole("row", { name: "lock:fleet", exact: true })).toContainText("6,000");
+    const tile = (name: string) => page.getByLabel("Live counts").locator("div").filter({ has: page.getByText(name, { exact: true }) }).getByRole("definition");
+    for (const name of ["locks held", "acquisitions/s", "contention/s", "expirations/s"]) await expect(tile(name), name).toHaveText("–");
+  });
+
   test("asks to sign in when reading needs a token", async ({ page }) => {
     await page.goto("/");
     await expect(page.getByText("Sign in to see locks.")).toBeVisible();
