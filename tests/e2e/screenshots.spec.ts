@@ -43,12 +43,18 @@ test("@screenshots every page at 390 and 1440 px, light and dark", async ({ page
     const released = unique("payments/settlement");
     await releasedByScript(request, nodes, released, "alice", "batch hung on a dead database connection after the failover");
 
+    // The header's counts come with the live stream's first figures (a dash until then), the rates with nothing before.
+    const ratesTile = page.getByLabel("Live counts").locator("div").filter({ has: page.getByText("acquisitions/s", { exact: true }) }).getByRole("definition");
+    const counted = () => expect(ratesTile).toHaveText(/^\d/);
     await page.goto("/");
     const hot = page.getByRole("table", { name: "Locks" }).getByRole("row", { name: scene.hot, exact: true });
     await expect(hot).toContainText(/\d+\/min/, { timeout: 30_000 });
     // The Nodes panel shows each node's uptime and persistence once the console has read them (every 30 s).
     await expect(page.getByRole("table", { name: "Lock nodes" })).not.toContainText("unknown", { timeout: 45_000 });
-    await shoot(page, "locks", () => expect(hot).toBeVisible());
+    await shoot(page, "locks", async () => {
+      await expect(hot).toBeVisible();
+      await counted();
+    });
 
     // The Nodes panel, with a replica of the first node beside it (its replication column lists it).
     const replica = await RedisNode.start({ dir: mkdtempSync(path.join(os.tmpdir(), "lockscope-shot-replica-")), extraArgs: ["--replicaof", "127.0.0.1", String(nodes[0]!.options.port)] });
@@ -67,7 +73,10 @@ test("@screenshots every page at 390 and 1440 px, light and dark", async ({ page
     await holdFleet(nodes, fleet);
     await page.goto("/");
     const orders = page.getByRole("table", { name: "Lock groups" }).getByRole("row", { name: `${fleet}-orders`, exact: true });
-    await shoot(page, "groups", () => expect(orders).toBeVisible({ timeout: 20_000 }));
+    await shoot(page, "groups", async () => {
+      await expect(orders).toBeVisible({ timeout: 20_000 });
+      await counted();
+    });
     await deleteMatching(nodes, `${fleet}-*`);
 
     await page.goto("/audit");
@@ -86,7 +95,10 @@ test("@screenshots every page at 390 and 1440 px, light and dark", async ({ page
     await page.goto("/");
     const losses = page.getByRole("table", { name: "Lost and gone" });
     await expect(losses).toContainText(payout, { timeout: 30_000 });
-    await shoot(page, "losses", () => expect(losses).toBeVisible());
+    await shoot(page, "losses", async () => {
+      await expect(losses).toBeVisible();
+      await counted();
+    });
 
     await page.request.delete("/api/session", { headers: { Origin: new URL(page.url()).origin } });
     await page.goto("/login");
