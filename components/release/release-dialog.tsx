@@ -329,7 +329,8 @@ export function ReleaseDialog({ resource, lock: opened, serverOffsetMs, group, o
                 }
                 return (
                   <li key={n.id}>
-                    <span className={`dot ${n.token === null ? "down" : holds ? "up" : "degraded"}`} aria-hidden />
+                    {/* An empty ring for a node holding nothing, as the page's node dots draw it: the cross is for a node down. */}
+                    <span className={`dot ${n.token === null ? "none" : holds ? "up" : "degraded"}`} aria-hidden />
                     {n.id}: {n.token === null ? "holds nothing" : holds ? (n.token === token ? "holds it" : "holds it, among other holders") : `holds another value (${shortToken(n.token)})`}
                     {n.pttlMs !== null ? `, ${Math.round(n.pttlMs / 1000)} s TTL when seen` : ""}
                   </li>

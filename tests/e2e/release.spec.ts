@@ -208,6 +208,29 @@ test.describe("force release from the browser", () => {
     await deleteMatching(nodes, resource);
   });
 
+  test("a node that holds nothing is marked in the dialog as holding nothing, not with the cross of a node that is down", async ({ page, signIn }) => {
+    await signIn("operator");
+    const resource = unique("two-of-three");
+    await holdLock(nodes.slice(0, 2), resource, "ledger-writer", "17");
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page.locator(".detail-grid")).toContainText("ledger-writer");
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    const empty = dialog.getByRole("list", { name: "Nodes" }).getByRole("listitem").filter({ hasText: "node-2" });
+    await expect(empty).toContainText("node-2: holds nothing");
+    // The mark beside it, as drawn: the page's mark for a node holding nothing (an empty ring), not the red cross the
+    // dialog, the node pills and the Nodes panel draw for a node that is down.
+    const mark = await empty.locator(".dot").evaluate((el) => {
+      const style = getComputedStyle(el);
+      return { clipPath: style.clipPath, background: style.backgroundColor, border: style.borderTopStyle };
+    });
+    expect(mark.clipPath).toBe("none");
+    expect(mark.background).toBe("rgba(0, 0, 0, 0)");
+    expect(mark.border).toBe("solid");
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await deleteMatching(nodes, resource);
+  });
+
   test("Escape while the release is under way does not hide its outcome: the release cannot be taken back", async ({ page, request, signIn }) => {
     await signIn("operator");
     const resource = unique("escape-sending");
