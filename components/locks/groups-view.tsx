@@ -161,16 +161,30 @@ const pageKey = (base: readonly unknown[], page: number): QueryKey => [...base, 
 /** A page of a group's locks, and which of the table's pages it is. */
 type PageOfRows = LocksPage & { page: number };
 
-/** Which range of a large group's rows the table shows, and the way to the range before and after it. */
+/**
+ * Which range of a large group's rows the table shows, and the way to the range before and after it. The range is read
+ * out when it moves (Previous, Next, the group shrinking under it), not when the group's total changes: in a busy
+ * group that is each time a lock is taken or ends, every second or so.
+ */
 function RowsWindowNav({ shown, total, onMove }: { shown: { start: number; count: number }; total: number; onMove: (start: number) => void }) {
   const step = GROUP_ROWS_WINDOW.toLocaleString("en");
+  const text = `Rows ${(shown.start + 1).toLocaleString("en")}–${(shown.start + shown.count).toLocaleString("en")} of ${total.toLocaleString("en")}`;
+  const [said, setSaid] = useState("");
+  const saidFor = useRef(shown.start);
+  useEffect(() => {
+    if (saidFor.current === shown.start) return;
+    saidFor.current = shown.start;
+    // The text as the range moved (not a dependency: a later total alone is not read out).
+    setSaid(text);
+  }, [shown.start]);
   return (
     <nav className="rows-window" aria-label="Rows of this group">
       <button type="button" className="button small" disabled={shown.start === 0} onClick={() => onMove(shown.start - GROUP_ROWS_WINDOW)}>
         ‹ Previous {step}
       </button>
-      <span className="muted" aria-live="polite">
-        Rows {(shown.start + 1).toLocaleString("en")}–{(shown.start + shown.count).toLocaleString("en")} of {total.toLocaleString("en")}
+      <span className="muted">{text}</span>
+      <span className="sr-only" role="status">
+        {said}
       </span>
       <button type="button" className="button small" disabled={shown.start + shown.count >= total} onClick={() => onMove(shown.start + GROUP_ROWS_WINDOW)}>
         Next {step} ›

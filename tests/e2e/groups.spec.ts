@@ -481,6 +481,28 @@ test.describe("grouped view of a large fleet", () => {
     await expect(table.getByRole("row", { name: `${group}/job-000000`, exact: true })).toBeVisible();
   });
 
+  test("a large group's range of rows is read out when the operator moves it, not each time a lock comes or goes", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const group = "lock:range-read-out";
+    // A group of more than one range, whose total moves as locks are taken (its pages read again every 10 s).
+    let total = GROUP_ROWS_WINDOW + 20;
+    await page.route(/\/api\/locks\?group=/, (route: Route) => route.fulfill({ json: { serverTime: Date.now(), total, offset: 0, locks: [], next: null } }));
+    await page.goto(`/?group=${encodeURIComponent(group)}`);
+    const rows = page.getByRole("navigation", { name: "Rows of this group" });
+    await expect(rows).toContainText("Rows 1–100,000 of 100,020");
+    // What a screen reader reads out of the range: its live region's text.
+    const readOut = () => rows.locator("[aria-live], [role='status']").evaluateAll((els) => els.map((el) => el.textContent ?? "").join(" | "));
+    const before = await readOut();
+
+    total += 1;
+    await expect(rows).toContainText("Rows 1–100,000 of 100,021", { timeout: 20_000 });
+    expect(await readOut(), "read out again for a lock taken").toBe(before);
+
+    await rows.getByRole("button", { name: /Next/ }).click();
+    await expect(rows).toContainText("Rows 100,001–100,021 of 100,021");
+    await expect.poll(readOut).toContain("Rows 100,001–100,021 of 100,021");
+  });
+
   test("a group's rows still on their way are one row across the table at every width, the columns in their places", async ({ page, request, signIn }) => {
     await signIn("viewer");
     clients = await lockNodeClients(request);
