@@ -84,7 +84,9 @@ function SignInPrompt() {
 
 /**
  * While the console reads a node's lock keys (at start-up, after a reconnect or a pattern change), the list
- * lacks some of the locks that node holds: said above it, with the progress.
+ * lacks some of the locks that node holds: said above it, with the progress. Only what is read is a live region:
+ * the count of keys, which changes with every node report (every 5 s) while a large fleet is read, is beside it,
+ * not read out each time.
  */
 function ReadingNotice({ nodes }: { nodes: readonly WatcherStatus[] }) {
   const reading = nodes.filter((n) => n.reading);
@@ -92,8 +94,11 @@ function ReadingNotice({ nodes }: { nodes: readonly WatcherStatus[] }) {
   const keys = reading.reduce((sum, n) => sum + (n.reading?.keysRead ?? 0), 0);
   const names = reading.map((n) => (n.deployment ? `${n.nodeId} (${n.deployment})` : n.nodeId)).join(", ");
   return (
-    <p className="warn-text reading-notice" role="status" aria-label="Reading the nodes' locks">
-      Reading the locks on {names}: {keys.toLocaleString("en")} {keys === 1 ? "key" : "keys"} so far. Until it ends, the list lacks some of the locks {reading.length === 1 ? "this node holds" : "these nodes hold"}.
+    <p className="warn-text reading-notice">
+      <span role="status" aria-label="Reading the nodes' locks">
+        Reading the locks on {names}: until it ends, the list lacks some of the locks {reading.length === 1 ? "this node holds" : "these nodes hold"}.
+      </span>{" "}
+      {keys.toLocaleString("en")} {keys === 1 ? "key" : "keys"} read so far.
     </p>
   );
 }

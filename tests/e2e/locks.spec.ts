@@ -3,7 +3,7 @@ import type { Page, Route } from "@playwright/test";
 import type Redis from "ioredis";
 import { encodeLockValue } from "@lockscope/redlock";
 import { Redlock } from "@lockscope/redlock";
-import { expect, lockNodeClients, test } from "./fixtures";
+import { E2E_VIEWER_TOKEN, expect, lockNodeClients, test } from "./fixtures";
 import { deleteMatching, holdLock, restartNodeOne, settled, unique } from "./scene";
 
 async function setOnAll(clients: Redis[], key: string, value: string, ttlMs: number) {
@@ -349,6 +349,34 @@ test.describe("live locks", () => {
     await expect(page.getByRole("table", { name: "Lock groups" }).getByRole("row", { name: "lock:fleet", exact: true })).toContainText("6,000");
     const tile = (name: string) => page.getByLabel("Live counts").locator("div").filter({ has: page.getByText(name, { exact: true }) }).getByRole("definition");
     for (const name of ["locks held", "acquisitions/s", "contention/s", "expirations/s"]) await expect(tile(name), name).toHaveText("–");
+  });
+
+  test("while the console reads a node's locks, the notice above the list is read out once, not again with each count of keys read", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    const { nodes } = (await (await request.get("/api/locks?limit=1", { headers: { Authorization: `Bearer ${E2E_VIEWER_TOKEN}` } })).json()) as { nodes: Array<Record<string, unknown>> };
+    // node-0 is being read (as after a reconnect to a node of many keys): each stream the page opens says how far.
+    let keysRead = 1_000;
+    await page.route(/\/api\/locks\/stream/, (route: Route) => {
+      const reading = nodes.map((n, i) => (i === 0 ? { ...n, up: false, reading: { since: Date.now() - 5_000, keysRead } } : n));
+      const snapshot = JSON.stringify({ serverTime: Date.now(), part: 0, parts: 1, nodes: reading, locks: [] });
+      return route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body: `retry: 300\n\nevent: snapshot\ndata: ${snapshot}\n\n` });
+    });
+    await page.goto("/");
+    const notice = page.locator("main").getByText(/^Reading the locks on node-0/);
+    await expect(notice).toBeVisible();
+    await expect(page.locator("main")).toContainText("1,000 keys");
+    // What a screen reader reads out of it: the text of the page's live regions about it.
+    const readOut = () =>
+      page
+        .locator("main")
+        .locator("[role='status'], [aria-live]")
+        .evaluateAll((els) => els.map((el) => el.textContent ?? "").filter((text) => text.includes("Reading the locks")).join(" | "));
+    const before = await readOut();
+    expect(before).toContain("Reading the locks on node-0");
+
+    keysRead = 2_000;
+    await expect(page.locator("main")).toContainText("2,000 keys", { timeout: 20_000 });
+    expect(await readOut(), "read out again for each count").toBe(before);
   });
 
   test("asks to sign in when reading needs a token", async ({ page }) => {
