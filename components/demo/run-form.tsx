@@ -168,7 +168,8 @@ function RunFormFields({ initial, lab, disabled, onSubmit }: Props) {
 
         <div className={styles.group}>
           <label className={styles.check}>
-            <input type="checkbox" checked={f.faultOn} disabled={faultNodes.length === 0} onChange={(e) => set("faultOn")(e.target.checked)} />
+            {/* Without a node to fault it can only be switched off (a preset's fault), never on. */}
+            <input type="checkbox" checked={f.faultOn} disabled={faultNodes.length === 0 && !f.faultOn} onChange={(e) => set("faultOn")(e.target.checked)} />
             Node fault {lab && faultNodes.length === 0 && <span className={styles.hint}>(needs two nodes or more)</span>}
           </label>
           {f.faultOn && (

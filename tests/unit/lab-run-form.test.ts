@@ -29,3 +29,15 @@ describe("the lab's fault settings", () => {
     expect(options(form({ nodes: 5, faultMode: "connections" }), "[0-9]+")).toEqual(["node-1", "node-2", "node-3", "node-4"]);
   });
 });
+
+describe("the lab's fault switch", () => {
+  it("lets a fault loaded from a preset be switched off where the lab has no node to fault", () => {
+    // The Redlock-with-a-node-killed preset, edited on a lab of one node: the run would be refused (fault.node),
+    // so the operator must be able to untick the fault and run the rest of the settings.
+    const html = form({ nodes: 1, faultMode: "connections" });
+    const faultSwitch = /<input type="checkbox"[^>]*\/>\s*Node fault/.exec(html)?.[0];
+    expect(faultSwitch).toBeDefined();
+    expect(faultSwitch).toMatch(/checked=""/);
+    expect(faultSwitch).not.toMatch(/disabled=""/);
+  });
+});
