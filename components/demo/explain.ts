@@ -32,6 +32,15 @@ export function raisedAfterSellOut(run: Pick<RunRecord, "stopReason" | "result">
 }
 
 /**
+ * The stock to show for a run: its result's once ended, the live figure while it runs; null for a run that ended
+ * without a result (its stock vanished, or its console went silent), whose last figure read is no longer the stock.
+ */
+export function stockOf(run: Pick<RunRecord, "status" | "result" | "progress">): number | null {
+  if (run.result) return run.result.remaining;
+  return run.status === "running" ? run.progress.stock : null;
+}
+
+/**
  * Units sold beyond the stock (`result.oversold`, worked out for runs recorded before it existed); null while
  * the run has no result.
  */

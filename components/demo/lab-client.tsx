@@ -7,7 +7,7 @@ import { LOCKING_STRATEGIES, type RunSettings } from "@/lib/lab/settings";
 import type { RunRecord } from "@/lib/lab/types";
 import { apiFetch, ApiRequestError, errorText } from "../api-client";
 import { useIsOperator, useSession } from "../session";
-import { explainRun, presetNote, stopText } from "./explain";
+import { explainRun, presetNote, stockOf, stopText } from "./explain";
 import { LabChart } from "./lab-chart";
 import styles from "./lab.module.css";
 import { ResultsTable } from "./results-table";
@@ -236,7 +236,7 @@ function LiveRun({ run, batch, onCancel }: { run: RunRecord; batch: Batch | null
         <span>
           sold <strong>{p.sold}</strong> of {run.settings.stock}
         </span>
-        <span>stock {p.stock ?? "—"}</span>
+        <span>stock {stockOf(run) ?? "—"}</span>
         <span>orders {p.orders}</span>
         <span>retries {p.retries}</span>
         <span>stale writes rejected {p.staleWritesRejected}</span>

@@ -3,7 +3,7 @@
 import { LOCKING_STRATEGIES } from "@/lib/lab/settings";
 import type { RunRecord } from "@/lib/lab/types";
 import { MessageText } from "../message-text";
-import { oversoldOf, raisedAfterSellOut } from "./explain";
+import { oversoldOf, raisedAfterSellOut, stockOf } from "./explain";
 import styles from "./lab.module.css";
 import { TableHead, TableScroll } from "../table-scroll";
 
@@ -60,7 +60,7 @@ export function ResultsTable({
                 </td>
                 <td className={styles.num}>{res?.sold ?? r.progress.sold}</td>
                 <td className={styles.num}>
-                  {res?.remaining ?? r.progress.stock ?? "—"}
+                  {stockOf(r) ?? "—"}
                   {raisedAfterSellOut(r) && <span className={styles.cellNote}>raised by a late write</span>}
                 </td>
                 <td className={`${styles.num} ${res && res.lostUpdates !== 0 ? styles.bad : ""}`} data-label="lost updates">

@@ -72,3 +72,25 @@ describe("the lab's results table", () => {
     expect(cell(table([record({ result: old as RunResult })]), "oversold")).toBe("30");
   });
 });
+
+describe("the lab's results table, for a run that ended without a result", () => {
+  it("shows no stock left for a run whose stock vanished mid-run, rather than the last figure read before it did", () => {
+    // Node 0 restarted empty mid-run: the stock is gone, and the run failed with no result to misread. Its progress
+    // still holds the last stock read while the run was selling.
+    const vanished = record({
+      status: "failed",
+      stopReason: "error",
+      error: "The stock on node 0 vanished mid-run (node 0 restarted empty, or the run's keys were deleted), so what was sold cannot be judged.",
+      settings: { strategy: "redlock", stock: 100_000, workers: 10, ttlMs: 1000, workMs: 2 },
+      progress: { phase: "finished", fraction: 0.005, elapsedMs: 3000, sold: 523, orders: 523, stock: 99_477, retries: 0, staleWritesRejected: 0, errors: 0 },
+      result: undefined,
+    });
+    const cells = [...table([vanished]).matchAll(/<td[^>]*>(.*?)<\/td>/g)].map((m) => m[1]);
+    // Status, Sold, Remaining: the units the workers sold are known; what is left of a stock that vanished is not.
+    expect(cells[1]).toBe("523");
+    expect(cells[2]).toBe("—");
+    // A running run shows the stock as it stands.
+    const running = record({ status: "running", stopReason: undefined, result: undefined, progress: { ...vanished.progress, phase: "running" } });
+    expect([...table([running]).matchAll(/<td[^>]*>(.*?)<\/td>/g)].map((m) => m[1])[2]).toBe("99477");
+  });
+});
