@@ -156,7 +156,8 @@ function RunFormFields({ initial, lab, disabled, onSubmit }: Props) {
             <div className={styles.row}>
               <label>
                 Probability per order
-                <input type="number" min={0} max={1} step={0.01} {...text("pauseProbability")} />
+                {/* Any chance from 0 to 1, as the API takes it: one order in 250 (0.004) is a pause rate worth trying. */}
+                <input type="number" min={0} max={1} step="any" {...text("pauseProbability")} />
               </label>
               <label>
                 Pause (ms)

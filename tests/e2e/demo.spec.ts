@@ -123,3 +123,19 @@ test("a run started after the session ended says to sign in again, in the page's
   const settings = page.getByRole("region", { name: "Settings" });
   await expect(settings.getByRole("alert")).toHaveText("You are not signed in, or your session has ended: sign in again, then try once more.");
 });
+
+test("an operator runs pauses with a chance below 1% from the form", async ({ page, signIn }) => {
+  await signIn("operator");
+  await page.goto("/demo");
+  const settings = page.getByRole("form", { name: "Run settings" });
+  await settings.getByRole("combobox", { name: "Strategy" }).selectOption("atomic");
+  await settings.getByRole("spinbutton", { name: "Stock" }).fill("20");
+  await settings.getByRole("spinbutton", { name: "Workers" }).fill("2");
+  await settings.getByRole("checkbox", { name: /Inject pauses/ }).check();
+  // One order in 200 stalls: a chance the API takes (0 to 1), as the results table shows it (0.5%).
+  await settings.getByRole("spinbutton", { name: "Probability per order" }).fill("0.005");
+  await settings.getByRole("spinbutton", { name: "Pause (ms)" }).fill("50");
+  await page.getByRole("button", { name: "Start run" }).click();
+  const rows = page.getByRole("table", { name: "Lab results" }).locator("tbody tr");
+  await expect(rows.filter({ hasText: "pauses 0.5% × 50 ms" }).filter({ hasText: "done" })).toHaveCount(1, { timeout: 30_000 });
+});
