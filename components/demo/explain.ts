@@ -74,8 +74,11 @@ export function explainRun(run: Pick<RunRecord, "status" | "stopReason" | "resul
     );
   }
   if (raisedAfterSellOut(run)) {
+    // The late writer read N + 1 and wrote N after the others had sold those units down to 0: N sold units are back
+    // in stock, each one a lost update (lostUpdates = oversold + remaining once the stock has sold out).
+    const share = r.remaining >= r.lostUpdates ? (r.lostUpdates === 1 ? "the one lost update" : `all ${r.lostUpdates} lost updates`) : `${r.remaining} of the ${r.lostUpdates} lost updates`;
     out.push(
-      `Why ${r.remaining} remain although it sold out: the run stops when a buyer reads a stock of 0, but a buyer that had read an older, higher stock wrote it back after that, raising it to ${r.remaining} again. That late write is one of the lost updates.`,
+      `Why ${r.remaining} remain although it sold out: the run stops when a buyer reads a stock of 0, but a buyer that had read an older, higher stock wrote it back after that, raising it to ${r.remaining} again. That late write put ${plural(r.remaining, "unit")} already sold back in stock: ${share}.`,
     );
   } else if (r.remaining > 0 && run.stopReason === "orders") {
     out.push(`The run stopped after its ${run.settings.orders ?? r.orders} orders, with ${plural(r.remaining, "unit")} still in stock.`);

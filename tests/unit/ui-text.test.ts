@@ -44,6 +44,17 @@ describe("lab results in words", () => {
     expect(lines[1]).toContain("raising it to 5 again");
   });
 
+  it("says how many of the lost updates the late write that raised the stock made, all at once", () => {
+    // The naive lock with pauses: a holder read 32, stalled past its TTL while the others sold those 32 units, and
+    // wrote 31 after the sale closed: 31 sold units back in stock, most of the 32 lost updates.
+    const naive = run({ settings: { strategy: "naive", stock: 100, workers: 20, ttlMs: 200, workMs: 5 }, result: labResult({ sold: 101, remaining: 31, lostUpdates: 32, oversold: 1 }) });
+    const why = explainRun(naive).find((line) => line.startsWith("Why 31 remain"));
+    expect(why).toContain("31 of the 32 lost updates");
+    expect(why).not.toContain("one of the lost updates");
+    const all = run({ result: labResult({ sold: 100, remaining: 1, lostUpdates: 1, oversold: 0 }) });
+    expect(explainRun(all).find((line) => line.startsWith("Why 1 remain"))).toContain("the one lost update");
+  });
+
   it("says how many units were sold that the stock never had", () => {
     const raced = run({ result: labResult({ sold: 120, remaining: 0, lostUpdates: 20, oversold: 20 }) });
     expect(explainRun(raced)).toContain(
