@@ -89,7 +89,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   gaugeMetric("lockscope_audit_outcomes_pending", [], "Audit outcomes (how a force release or a pattern change ended) the audit store has not taken yet, kept in this console's memory and offered again every 5 s (at most 10 000; lost if the console stops)."),
   counterMetric("lockscope_force_releases_total", ["outcome"], "Force releases asked for by operators, by outcome.", { known: { outcome: FORCE_RELEASE_OUTCOMES } }),
   counterMetric("lockscope_lab_runs_total", ["strategy", "status"], "Lab runs finished, by strategy and status.", { known: { strategy: LAB_STRATEGIES, status: LAB_STATUSES } }),
-  counterMetric("lockscope_lab_lost_updates_total", ["strategy"], "Units sold twice in lab runs, by strategy.", { known: { strategy: LAB_STRATEGIES } }),
+  counterMetric("lockscope_lab_lost_updates_total", ["strategy"], "Sales of units already sold in lab runs (lost updates), by strategy.", { known: { strategy: LAB_STRATEGIES } }),
 
   // The lock engine, from the events of the console's own Redlock instances.
   counterMetric("lockscope_redlock_acquire_attempts_total", ["group", "result"], "Lock acquisition attempts by the console's Redlock engine, by lock group and result."),

@@ -62,7 +62,8 @@ export function explainRun(run: Pick<RunRecord, "status" | "stopReason" | "resul
   const out: string[] = [];
   if (r.lostUpdates > 0) {
     out.push(
-      `${plural(r.lostUpdates, "unit was", "units were")} sold twice (lost updates): buyers completed ${r.sold} sales, but the stock only went down by ${stock - r.remaining}, from ${stock} to ${r.remaining}. Two buyers read the same stock and both wrote it back one lower.`,
+      // Counted in sales, not units: a race can sell one unit many times, so there can be more lost updates than units.
+      `${r.lostUpdates} of the ${plural(r.sold, "sale")} sold a unit already sold (lost updates): the stock only went down by ${stock - r.remaining}, from ${stock} to ${r.remaining}. Two buyers read the same stock and both wrote it back one lower.`,
     );
   } else if (r.lostUpdates < 0) {
     out.push(`${plural(-r.lostUpdates, "unit")} left the stock without a sale being counted: a write went through while its buyer saw an error.`);

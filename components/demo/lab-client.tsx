@@ -180,7 +180,7 @@ export function LabClient() {
           </div>
           <div>
             <dt>Lost updates</dt>
-            <dd>sold − (stock − remaining): units sold twice, because two buyers wrote back the same stock.</dd>
+            <dd>sold − (stock − remaining): sales of a unit already sold, because two buyers wrote back the same stock (a unit sold three times counts twice).</dd>
           </div>
           <div>
             <dt>Oversold</dt>

@@ -14,7 +14,7 @@ export function percentile(values: Float64Array | number[], p: number): number |
   return values[rank - 1]!;
 }
 
-/** Units sold twice: every sale the workers counted beyond what left the stock. */
+/** Lost updates: every sale the workers counted beyond what left the stock (sales of units already sold). */
 export function lostUpdates(sold: number, stock: number, remaining: number): number {
   return sold - (stock - remaining);
 }

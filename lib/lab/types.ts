@@ -6,7 +6,7 @@ export interface RunResult {
   sold: number;
   /** Stock left in Redis at the end. */
   remaining: number;
-  /** `sold - (stock - remaining)`: units sold twice. */
+  /** `sold - (stock - remaining)`: sales of units already sold (a unit sold three times counts twice). */
   lostUpdates: number;
   /** `max(0, sold - stock)`: units sold beyond the stock, which never existed. */
   oversold: number;

@@ -259,7 +259,7 @@ export class Lab {
     const { strategy } = record.settings;
     counter("lockscope_lab_runs_total", "Lab runs finished, by strategy and status.", ["strategy", "status"]).inc({ strategy, status: finished.status });
     const lost = Math.max(0, finished.result?.lostUpdates ?? 0);
-    counter("lockscope_lab_lost_updates_total", "Units sold twice in lab runs, by strategy.", ["strategy"]).inc({ strategy }, lost);
+    counter("lockscope_lab_lost_updates_total", "Sales of units already sold in lab runs (lost updates), by strategy.", ["strategy"]).inc({ strategy }, lost);
     // This console keeps the finished run (and serves it) until node 0 has taken it.
     this.#finished.set(record.id, finished);
     while (this.#finished.size > RUNS_KEPT) this.#finished.delete(this.#finished.keys().next().value!);

@@ -57,7 +57,7 @@ test("an operator runs every strategy side by side and reads the comparison", as
   // A run explains its own numbers: the race's lost updates, in words.
   await none.row.getByRole("button", { name: "none" }).click();
   await expect(live).toContainText("What the numbers say");
-  await expect(live).toContainText(/sold twice \(lost updates\): buyers completed \d+ sales, but the stock only went down by \d+/);
+  await expect(live).toContainText(/\d+ of the \d+ sales sold a unit already sold \(lost updates\): the stock only went down by \d+/);
 });
 
 test("a viewer watches the lab but cannot start a run", async ({ page, signIn }) => {

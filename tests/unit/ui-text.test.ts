@@ -38,10 +38,18 @@ describe("lab results in words", () => {
     expect(raisedAfterSellOut(raced)).toBe(true);
     const lines = explainRun(raced);
     expect(lines[0]).toBe(
-      "60 units were sold twice (lost updates): buyers completed 155 sales, but the stock only went down by 95, from 100 to 5. Two buyers read the same stock and both wrote it back one lower.",
+      "60 of the 155 sales sold a unit already sold (lost updates): the stock only went down by 95, from 100 to 5. Two buyers read the same stock and both wrote it back one lower.",
     );
     expect(lines[1]).toContain("Why 5 remain although it sold out");
     expect(lines[1]).toContain("raising it to 5 again");
+  });
+
+  it("counts the lost updates of a race as sales of units already sold, never as more units than the stock had", () => {
+    // The read-modify-write race: 25 buyers kept writing back stale stock, so 100 units took 2346 sales to sell out.
+    const race = run({ result: labResult({ sold: 2346, remaining: 0, lostUpdates: 2246, oversold: 2246 }) });
+    const [first] = explainRun(race);
+    expect(first).not.toMatch(/2246 units were sold twice/);
+    expect(first).toMatch(/^2246 of the 2346 sales sold a unit already sold \(lost updates\): the stock only went down by 100, from 100 to 0\./);
   });
 
   it("says how many of the lost updates the late write that raised the stock made, all at once", () => {
