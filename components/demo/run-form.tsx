@@ -88,7 +88,7 @@ interface Props {
   /** Bumped by the page when a preset loads new settings into the form. */
   version: number;
   /** The nodes the lab runs on and how a fault acts on them; null while unknown (no fault can be set up yet). */
-  lab: Pick<LabInfo, "nodes" | "faultMode"> | null;
+  lab: Pick<LabInfo, "deployment" | "nodes" | "faultMode"> | null;
   disabled: boolean;
   onSubmit: (settings: RunSettings) => void;
 }
@@ -116,6 +116,12 @@ function RunFormFields({ initial, lab, disabled, onSubmit }: Props) {
   return (
     <form className={styles.form} onSubmit={submit} aria-label="Run settings">
       <fieldset disabled={disabled} className={styles.fieldset}>
+        {/* With several deployments the lab runs on the first its workers reach by URL: say which, or a run is read as another's. */}
+        {lab && (
+          <p className={`${styles.wide} ${styles.hint}`}>
+            Runs on deployment <strong>{lab.deployment}</strong>: {lab.nodes} lock {lab.nodes === 1 ? "node" : "nodes"} (node-0 holds the stock).
+          </p>
+        )}
         <label className={styles.wide}>
           Strategy
           <select value={f.strategy} onChange={(e) => set("strategy")(e.target.value as Strategy)}>

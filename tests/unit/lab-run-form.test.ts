@@ -6,8 +6,8 @@ import type { RunSettings } from "@/lib/lab/settings";
 
 const withFault: RunSettings = { strategy: "redlock", stock: 400, workers: 50, ttlMs: 1000, workMs: 5, fault: { node: 1, kind: "kill", atMs: 1000, forMs: 2500 } };
 
-const form = (lab: { nodes: number; faultMode: "process" | "connections" } | null) =>
-  renderToStaticMarkup(createElement(RunForm, { initial: withFault, version: 0, lab, disabled: false, onSubmit: () => {} }));
+const form = (lab: { nodes: number; faultMode: "process" | "connections"; deployment?: string } | null) =>
+  renderToStaticMarkup(createElement(RunForm, { initial: withFault, version: 0, lab: lab && { deployment: "default", ...lab }, disabled: false, onSubmit: () => {} }));
 const options = (html: string, value: string) => [...html.matchAll(new RegExp(`<option value="${value}"[^>]*>([^<]*)<`, "g"))].map((m) => m[1]!.replaceAll("&#x27;", "'"));
 
 describe("the lab's fault settings", () => {
@@ -39,5 +39,15 @@ describe("the lab's fault switch", () => {
     expect(faultSwitch).toBeDefined();
     expect(faultSwitch).toMatch(/checked=""/);
     expect(faultSwitch).not.toMatch(/disabled=""/);
+  });
+});
+
+describe("where the lab runs", () => {
+  it("names the deployment the lab runs on and its lock nodes, so a run on several deployments is not taken for another's", () => {
+    // A console watching a standalone cache first and the orders Redlock set second: the lab runs on the cache (the
+    // first deployment its workers reach by URL), one node, where "Redlock over every node" is one node.
+    const text = form({ deployment: "cache", nodes: 1, faultMode: "connections" }).replace(/<[^>]+>/g, "");
+    expect(text).toMatch(/Runs on deployment cache: 1 lock node/);
+    expect(form({ deployment: "orders", nodes: 3, faultMode: "connections" }).replace(/<[^>]+>/g, "")).toMatch(/Runs on deployment orders: 3 lock nodes/);
   });
 });
