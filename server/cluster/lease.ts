@@ -1,7 +1,7 @@
 import "server-only";
 import { Redlock, type NodesFailedError, type ResourceHeldError } from "@lockscope/redlock";
 import { singleton } from "../global";
-import { getNodes } from "../nodes";
+import { getNodes, type LockNode } from "../nodes";
 import { onShutdown } from "../shutdown";
 
 /**
@@ -26,12 +26,22 @@ export const LEASE_KEYS = Object.freeze({ lab: "lockscope:lease:lab-run", metric
  */
 const EXTEND_AHEAD_MS = 5_000;
 
-function leaseEngine(): Redlock {
-  return singleton("lease-redlock", () => {
+/**
+ * Where a lease is held when not on the first deployment's nodes: on those of deployment `deployment` (the lab's
+ * lease is held on the nodes the lab runs on, which every console running the lab over them shares, whatever
+ * other deployments each watches).
+ */
+export interface LeaseNodes {
+  deployment: string;
+  nodes: readonly LockNode[];
+}
+
+function leaseEngine(on?: LeaseNodes): Redlock {
+  return singleton(on ? `lease-redlock:${on.deployment}` : "lease-redlock", () => {
     // No contention telemetry (a refused lease is not contention anyone should be paged for) and no retries:
     // a caller that finds the lease held is told so at once.
-    const redlock = new Redlock(getNodes().map((n) => n.client), { telemetry: false, retryCount: 0, automaticExtensionThresholdMs: EXTEND_AHEAD_MS });
-    onShutdown("lease-engine", 45, () => redlock.quit());
+    const redlock = new Redlock((on?.nodes ?? getNodes()).map((n) => n.client), { telemetry: false, retryCount: 0, automaticExtensionThresholdMs: EXTEND_AHEAD_MS });
+    onShutdown(on ? `lease-engine:${on.deployment}` : "lease-engine", 45, () => redlock.quit());
     return redlock;
   });
 }
@@ -41,11 +51,11 @@ function leaseEngine(): Redlock {
  * (whose `heldBy[].holder.label` names the holder) or `NodesFailedError` when it cannot be had. `retryCount`:
  * tries again that many times (the engine's pause between tries, 200 ms or so) while another holds it.
  */
-export function takeLease(resource: string, ttlMs: number, label: string, retryCount = 0): Promise<Lease> {
+export function takeLease(resource: string, ttlMs: number, label: string, retryCount = 0, on?: LeaseNodes): Promise<Lease> {
   return new Promise<Lease>((resolve, reject) => {
     let letGo: () => void = () => undefined;
     const released = new Promise<void>((r) => (letGo = r));
-    const held = leaseEngine().using([resource], ttlMs, { retryCount, label }, async (signal) => {
+    const held = leaseEngine(on).using([resource], ttlMs, { retryCount, label }, async (signal) => {
       resolve({
         signal,
         release: async () => {

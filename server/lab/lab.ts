@@ -16,7 +16,7 @@ import { ApiError, nodeFailureText } from "../errors";
 import { peekGlobal, singleton } from "../global";
 import { getLogger } from "../logger";
 import { counter } from "../metrics";
-import { getDeploymentNodes, getNodes, type DeploymentNodes, type LockNode } from "../nodes";
+import { getDeploymentNodes, type DeploymentNodes, type LockNode } from "../nodes";
 import { isShuttingDown, onShutdown } from "../shutdown";
 import { addRun, cancelRequested, clearCancel, dropRun, listRuns, listStoredRuns, markStale, readRun, requestCancel, saveRun, sortNewestFirst } from "./store";
 import { errorText } from "@/lib/echoed-arguments";
@@ -390,7 +390,10 @@ export class Lab {
 /** The lab lease for run `id`, or the 409 (another console's run) / 503 (no quorum) that says why not. */
 async function takeLabLease(id: string): Promise<Lease> {
   try {
-    return await takeLease(LEASE_KEYS.lab, LAB_LEASE_TTL_MS, `lab run ${id} on ${consoleName()}`);
+    // On the lab's own nodes, not the first deployment's: every console running the lab over them meets there, and
+    // a deployment the lab does not run on can neither stop a run nor let a second one run alongside.
+    const { deployment, nodes } = labDeployment();
+    return await takeLease(LEASE_KEYS.lab, LAB_LEASE_TTL_MS, `lab run ${id} on ${consoleName()}`, 0, { deployment: deployment.name, nodes });
   } catch (error) {
     if (isResourceHeld(error)) {
       const label = error.heldBy.find((h) => h.holder?.label)?.holder?.label ?? "";
@@ -406,7 +409,7 @@ async function takeLabLease(id: string): Promise<Lease> {
     if (isNodesFailed(error)) {
       getLogger().warn({ err: error.message }, "the lab's lease could not be taken");
       if (error.reason === "too-slow") throw new ApiError("unavailable", `A lab run needs a quorum of lock nodes to take the lab's lease: ${error.message}.`);
-      const nodes = getNodes();
+      const nodes = labNodes();
       const failed = error.votes
         .filter((v) => v.vote === "error")
         .map((v) => `${nodes[v.index]?.id ?? `node ${v.index}`} ${nodeFailureText(v.error?.message) ?? "failed (details in the console's log)"}`);
