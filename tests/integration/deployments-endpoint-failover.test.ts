@@ -80,6 +80,9 @@ describe("a standalone deployment whose endpoint moves to a promoted replica", (
     primary.on("error", () => undefined);
     const promoted = new Redis(replica.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
     try {
+      // The replica's first sync starts up to 5 s after it connects (Redis' diskless sync delay): it is in sync
+      // before the copied lock is written, so that the write reaches it.
+      await until("the replica in sync", async () => /master_link_status:up/.test(await promoted.info("replication")), 30_000);
       await primary.set("lock:copied", "holder-a", "PX", 60_000);
       expect(await primary.wait(1, 5_000)).toBe(1);
       // The console reads the node's run id and uptime at each connect and every 30 s: a server that started after
