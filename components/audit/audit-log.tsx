@@ -69,9 +69,18 @@ function timeText(at: number): string {
   return new Date(at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
 }
 
+/**
+ * Which entry a row's controls are about, in words a listener can tell apart from the next row's ("the release of
+ * lock:orders/42 at" the time the row shows): every row has a Details button and a node list, and the entry's id
+ * says nothing to a person.
+ */
+function entryName(entry: AuditEntry): string {
+  return `${entry.action === "patterns-changed" ? "the lock-pattern change" : `the release of ${entry.resource}`} at ${timeText(entry.at)}`;
+}
+
 function NodeResults({ entry }: { entry: AuditEntry }) {
   return (
-    <ul className={styles.nodes} aria-label={`Per-node outcome of ${entry.id}`}>
+    <ul className={styles.nodes} aria-label={`Per-node outcome of ${entryName(entry)}`}>
       {entry.nodes.map((n) => (
         <li key={n.id} title={n.error}>
           <span className={`dot ${n.result === "deleted" ? "up" : n.result === "error" ? "down" : "degraded"}`} aria-hidden />
@@ -229,7 +238,14 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
                         <NodeResults entry={entry} />
                       </td>
                       <td>
-                        <button type="button" className="button" aria-expanded={open} onClick={() => setExpanded(open ? null : entry.id)}>
+                        {/* Named for its entry (the name starts with the words shown): each row has one. */}
+                        <button
+                          type="button"
+                          className="button"
+                          aria-expanded={open}
+                          aria-label={`${open ? "Hide details" : "Details"} of ${entryName(entry)}`}
+                          onClick={() => setExpanded(open ? null : entry.id)}
+                        >
                           {open ? "Hide" : "Details"}
                         </button>
                       </td>

@@ -35,6 +35,39 @@ test.describe("the audit page", () => {
     await expect(page.getByText("No force releases or pattern changes recorded")).toHaveCount(0);
   });
 
+  test("each entry's Details button and node list say which entry they are about, so a screen reader tells the rows apart", async ({ page, request, signIn }) => {
+    const nodes = await lockNodeClients(request);
+    const prefix = unique("details");
+    const resources = [`${prefix}/a`, `${prefix}/b`];
+    try {
+      for (const resource of resources) await releasedByScript(request, nodes, resource, "oncall-bot", "checking the details buttons");
+    } finally {
+      for (const n of nodes) n.disconnect();
+    }
+    await signIn("viewer");
+    await page.goto(`/audit?resource=${encodeURIComponent(prefix)}`);
+    const table = page.getByRole("table", { name: "Audit entries" });
+    const names: string[] = [];
+    for (const resource of resources) {
+      const row = table.getByRole("row").filter({ hasText: resource });
+      await expect(row).toHaveCount(1);
+      // The entry as its row shows it: the release of that lock, at the time in its first cell.
+      const entry = `the release of ${resource} at ${(await row.getByRole("cell").first().textContent()) ?? ""}`;
+      await expect(row.getByRole("button", { name: `Details of ${entry}`, exact: true })).toBeVisible();
+      await expect(row.getByRole("list", { name: `Per-node outcome of ${entry}`, exact: true })).toBeVisible();
+      names.push(`Details of ${entry}`);
+    }
+    expect(new Set(names).size).toBe(resources.length);
+    await expect(table.getByRole("button", { name: "Details", exact: true })).toHaveCount(0);
+    // Opened from the keyboard, the button says it is open, and which entry it would hide.
+    const first = names[0] ?? "";
+    await table.getByRole("button", { name: first, exact: true }).focus();
+    await page.keyboard.press("Enter");
+    const hide = table.getByRole("button", { name: first.replace(/^Details/, "Hide details"), exact: true });
+    await expect(hide).toHaveAttribute("aria-expanded", "true");
+    await expect(hide).toBeFocused();
+  });
+
   test("filters the console refuses say why, and offer no export that would only fail", async ({ page, signIn }) => {
     await signIn("viewer");
     await page.goto("/audit");
