@@ -71,14 +71,18 @@ export function LocksView() {
   );
 }
 
+/** Signed out, the page still has its heading: it is what a screen reader lists, and jumps to, to tell where it is. */
 function SignInPrompt() {
   return (
-    <div className="panel">
-      <p>
-        <strong>Sign in to see locks.</strong> This console needs the viewer or operator token to show them.
-      </p>
-      <SignInLink className="button primary">Sign in</SignInLink>
-    </div>
+    <>
+      <h1>Locks</h1>
+      <div className="panel">
+        <p>
+          <strong>Sign in to see locks.</strong> This console needs the viewer or operator token to show them.
+        </p>
+        <SignInLink className="button primary">Sign in</SignInLink>
+      </div>
+    </>
   );
 }
 

@@ -72,3 +72,12 @@ test("the audit page opened signed out asks only to sign in, with no who-held-it
   await expect(main).not.toContainText("Authorization: Bearer");
   expect(await page.evaluate(() => (window as unknown as { sawFilters?: boolean }).sawFilters ?? false)).toBe(false);
 });
+
+test("signed out, the locks page keeps its one heading, Locks, as a group's page does", async ({ page }) => {
+  for (const path of ["/", "/?group=lock%3Aorders"]) {
+    await page.goto(path);
+    await expect(page.getByRole("main").getByText("Sign in to see locks."), path).toBeVisible();
+    await expect(page.getByRole("heading", { level: 1 }), path).toHaveCount(1);
+    await expect(page.getByRole("heading", { level: 1 }), path).toHaveText("Locks");
+  }
+});
