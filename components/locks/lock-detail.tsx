@@ -67,15 +67,20 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
   const choices = query.error instanceof ApiRequestError && query.error.status === 409 ? ((query.error.details as { deployments?: string[] } | undefined)?.deployments ?? []) : [];
 
   if (query.error instanceof ApiRequestError && query.error.status === 401) {
+    // Signed out, the page keeps its heading, the lock's name (the address names it already): a screen reader's
+    // list of headings is how its user tells which page this is.
     return (
-      <div className="panel">
-        <p>
-          <strong>Sign in to see locks.</strong>
-        </p>
-        <Link className="button primary" href={`/login?next=${encodeURIComponent(lockHref(resource, deployment))}`}>
-          Sign in
-        </Link>
-      </div>
+      <section>
+        <h1 className="mono">{resource}</h1>
+        <div className="panel">
+          <p>
+            <strong>Sign in to see locks.</strong>
+          </p>
+          <Link className="button primary" href={`/login?next=${encodeURIComponent(lockHref(resource, deployment))}`}>
+            Sign in
+          </Link>
+        </div>
+      </section>
     );
   }
   if (query.error) {

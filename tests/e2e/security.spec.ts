@@ -81,3 +81,11 @@ test("signed out, the locks page keeps its one heading, Locks, as a group's page
     await expect(page.getByRole("heading", { level: 1 }), path).toHaveText("Locks");
   }
 });
+
+test("signed out, a lock's page keeps its one heading, the lock's name", async ({ page }) => {
+  const resource = "lock:e2e/signed-out-heading";
+  await page.goto(`/locks/${encodeURIComponent(resource)}`);
+  await expect(page.getByRole("main").getByText("Sign in to see locks.")).toBeVisible();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveCount(1);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(resource);
+});
