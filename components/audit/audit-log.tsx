@@ -1,7 +1,7 @@
 "use client";
 
 import { useInfiniteQuery } from "@tanstack/react-query";
-import { Fragment, useState, type FormEvent } from "react";
+import { Fragment, useEffect, useRef, useState, type FormEvent } from "react";
 import type { AuditEntry, AuditPage } from "@/lib/audit/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import styles from "./audit-log.module.css";
@@ -104,6 +104,11 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
   const [draft, setDraft] = useState<AuditFilterValues>(() => ({ ...initial, from: localInput(initial.from), to: localInput(initial.to) }));
   const [filters, setFilters] = useState<AuditFilterValues>(draft);
   const [expanded, setExpanded] = useState<string | null>(null);
+  // Each Apply filters or Clear (counted), and what its answer was said as: the table changes silently, so what the
+  // filters found is read out once, when their answer comes (not on the log's refresh every 15 s).
+  const [asked, setAsked] = useState(0);
+  const [said, setSaid] = useState("");
+  const saidFor = useRef(0);
   const query = filterQuery(filters);
 
   const result = useInfiniteQuery({
@@ -124,6 +129,8 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
   function apply(event: FormEvent) {
     event.preventDefault();
     setFilters(draft);
+    setAsked((n) => n + 1);
+    setSaid("");
     const url = new URL(window.location.href);
     url.search = filterQuery(draft).toString();
     window.history.replaceState(null, "", url);
@@ -133,6 +140,8 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
     const empty = { resource: "", actor: "", from: "", to: "" };
     setDraft(empty);
     setFilters(empty);
+    setAsked((n) => n + 1);
+    setSaid("");
     window.history.replaceState(null, "", window.location.pathname);
   }
 
@@ -141,6 +150,20 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
   const source = result.data?.pages[0]?.source;
   // Any page read from too few nodes may lack entries, not only the first.
   const missingNodes = [...new Set(result.data?.pages.flatMap((p) => p.missingNodes ?? []) ?? [])];
+  // What the filters found, in the words the page shows below the table (a refusal is read out by its alert).
+  const found =
+    entries.length > 0
+      ? `${entries.length.toLocaleString("en")} ${entries.length === 1 ? "entry" : "entries"} shown${result.hasNextPage ? "; older entries can be loaded" : ""}.`
+      : result.hasNextPage
+        ? "None of the newest records searched so far match these filters: load older entries to search further back."
+        : `No force releases or pattern changes recorded${query.size > 0 ? " that match these filters" : " yet"}.`;
+  const answered = !result.isPending && !result.isFetching;
+  const failed = result.error !== null;
+  useEffect(() => {
+    if (asked === 0 || saidFor.current === asked || !answered) return;
+    saidFor.current = asked;
+    if (!failed) setSaid(`${query.size > 0 ? "Filtered" : "Filters cleared"}: ${found}`);
+  }, [asked, answered, failed, found, query.size]);
   const exportHref = (format: "csv" | "json") => {
     const params = new URLSearchParams(query);
     params.set("format", format);
@@ -198,6 +221,9 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
         </div>
       </form>
 
+      <p className="sr-only" role="status">
+        {said}
+      </p>
       {source === "file" && (
         <p role="status" className={styles.notice}>
           No lock node answered: showing this console&apos;s own audit file, which lacks entries written by other console instances.

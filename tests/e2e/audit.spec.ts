@@ -68,6 +68,31 @@ test.describe("the audit page", () => {
     await expect(hide).toBeFocused();
   });
 
+  test("what Apply filters or Clear found is read out once the answer is there, as the table changes silently", async ({ page, request, signIn }) => {
+    const nodes = await lockNodeClients(request);
+    const resource = unique("announced");
+    try {
+      await releasedByScript(request, nodes, resource, "oncall-bot", "checking what the filters say");
+    } finally {
+      for (const n of nodes) n.disconnect();
+    }
+    await signIn("viewer");
+    await page.goto("/audit");
+    await expect(page.getByRole("table", { name: "Audit entries" }).getByRole("row").nth(1)).toBeVisible();
+    const said = page.getByRole("main").getByRole("status").filter({ hasText: /^Filter/ });
+    // Nothing is read out before the operator asks.
+    await expect(said).toHaveCount(0);
+    const box = page.getByRole("searchbox", { name: "Resource" });
+    await box.fill(resource);
+    await box.press("Enter");
+    await expect(said).toHaveText(/^Filtered: 1 entry shown/);
+    await box.fill(unique("never-released"));
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect(said).toHaveText(/^Filtered: .*match these filters/);
+    await page.getByRole("button", { name: "Clear" }).click();
+    await expect(said).toHaveText(/^Filters cleared: \d+ entr(y|ies) shown/);
+  });
+
   test("filters the console refuses say why, and offer no export that would only fail", async ({ page, signIn }) => {
     await signIn("viewer");
     await page.goto("/audit");
