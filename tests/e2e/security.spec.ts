@@ -89,3 +89,15 @@ test("signed out, a lock's page keeps its one heading, the lock's name", async (
   await expect(page.getByRole("heading", { level: 1 })).toHaveCount(1);
   await expect(page.getByRole("heading", { level: 1 })).toHaveText(resource);
 });
+
+test("a lock's page is titled with the lock's name, signed out or in, so its tab and a screen reader say which lock", async ({ page, signIn }) => {
+  const resource = "lock:e2e/titled/orders 42";
+  const path = `/locks/${encodeURIComponent(resource)}`;
+  await page.goto(path);
+  await expect(page.getByRole("main").getByText("Sign in to see locks.")).toBeVisible();
+  await expect(page).toHaveTitle(`${resource} · Lockscope`);
+  await signIn("viewer");
+  await page.goto(path);
+  await expect(page.getByRole("main").getByRole("alert")).toBeVisible();
+  await expect(page).toHaveTitle(`${resource} · Lockscope`);
+});
