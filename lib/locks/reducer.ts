@@ -135,7 +135,11 @@ export class LockRecord {
    * is its value string alone (see `Kept`).
    */
   reading: Kept | null = null;
-  /** Readings that arrived since the last merge, for it to pick the leading value's from; null when none. */
+  /**
+   * Readings that arrived since the last merge, for it to pick the leading value's from; null when none. While the
+   * nodes hold different values it also keeps, past the merge, one reading of each other value a node still holds
+   * (see `readingsAside`): the readings of a split vote come once, when its values are written.
+   */
   pending: FormatReading[] | null = null;
   /** null until first counted. */
   scope: LockScope | null = null;
@@ -276,6 +280,14 @@ export class LockRecord {
       return;
     }
     for (let i = 0; i < this.each.length; i++) if (this.each[i] === value) this.each[i] = value;
+  }
+
+  /**
+   * Whether the nodes may hold different values (a split vote, a write between two nodes): `each` keeps them
+   * (as it always does with more nodes than bits). False while they agree, nearly always.
+   */
+  get mayDisagree(): boolean {
+    return this.each !== null;
   }
 
   /** The first node holding `value`; -1 when none does. */
@@ -865,6 +877,7 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
   const leading = merged.token ?? merged.leading;
   const fresh = lock.pending;
   if (lock.pending) {
+    const previousReading = lock.reading;
     // Keep the reading of the value the lock is held with (an ended lock keeps its last one).
     if (merged.state !== null) {
       const previous = lock.reading;
@@ -880,7 +893,7 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
       const fingerprint = lock.reading === null ? undefined : keptFingerprint(lock.reading);
       if (fingerprint !== undefined) lock.shareValue(fingerprint);
     }
-    lock.pending = null;
+    lock.pending = merged.state !== null && lock.mayDisagree ? readingsAside(lock, lock.pending, lock.reading, previousReading) : null;
   }
   if (merged.state === null) return merged;
   const format = lock.reading === null ? "unknown" : keptFormat(lock.reading);
@@ -928,6 +941,39 @@ function holderSetReading(previous: Kept, fresh: readonly FormatReading[] | null
   if (fresh) for (const r of fresh) if (r.format === base.format) for (const h of r.holders) details.set(h.id, h);
   const holders = token.split("\n").map((id) => details.get(id) ?? { id });
   return { ...base, fingerprint: token, holders };
+}
+
+/**
+ * What a merge keeps of `pending` while the nodes hold different values: the latest reading of each value a node
+ * still holds (up or down) other than the one the lock is shown with (`kept`), and the reading it was shown with
+ * until this merge (`before`) where a node still holds that value. A later merge that moves the lock to one of those
+ * values with no new reading of it (the node holding the value shown restarts empty, or goes down) takes its reading
+ * from here, so the holder shown is one some node holds. Compacted in place (at most one reading per node); null
+ * when nothing is left. Runs only while the nodes disagree, never for a lock whose nodes agree.
+ */
+function readingsAside(lock: LockRecord, pending: FormatReading[], kept: Kept | null, before: Kept | null): FormatReading[] | null {
+  const keptValue = kept === null ? null : keptFingerprint(kept);
+  let w = 0;
+  for (let i = 0; i < pending.length; i++) {
+    const reading = pending[i] as FormatReading;
+    const value = reading.fingerprint;
+    if (value === keptValue || lock.nodeHolding(value) < 0) continue;
+    let later = false;
+    for (let j = i + 1; j < pending.length && !later; j++) later = (pending[j] as FormatReading).fingerprint === value;
+    if (!later) pending[w++] = reading;
+  }
+  pending.length = w;
+  if (before !== null && before !== kept) {
+    const value = keptFingerprint(before);
+    if (value !== keptValue && lock.nodeHolding(value) >= 0 && latestOf(pending, value) === null) pending.push(readingOf(before));
+  }
+  return pending.length > 0 ? pending : null;
+}
+
+/** A kept reading as a reading again (with no node times: a merge reads only its holders and details). */
+function readingOf(kept: Kept): FormatReading {
+  const { holders, ...rest } = keptReading(kept);
+  return { ...rest, holders: holders ?? [{ id: rest.fingerprint }], expiresAt: Number.NaN, keyExpiresAt: Number.NaN };
 }
 
 /** The last of `readings` (the latest read) with that fingerprint, or null. */

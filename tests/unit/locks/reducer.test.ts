@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { FormatReading } from "@/lib/locks/formats";
+import { keptView } from "@/lib/locks/formats/view";
 import {
   adoptFirstSeen,
   ALREADY_HELD,
@@ -658,6 +659,63 @@ describe("a lock's step: a split vote", () => {
       ]);
       expect(lock).toMatchObject({ state: "partial", token: null, leading: null });
     }
+  });
+});
+
+describe("a lock's step: the holder of a partial lock", () => {
+  /** A plain token's reading, as the watcher decodes one. */
+  const token = (node: number, value: string, expiry = T + 60_000, cause: NodeSample["cause"] = null): NodeSample => ({
+    node,
+    value,
+    expiry,
+    cause,
+    reading: { format: "token", redisType: "string", fingerprint: value, holders: [{ id: value }], expiresAt: expiry, keyExpiresAt: expiry, warnings: [], waiters: null },
+  });
+  /** The holders the lock's row names (its kept reading's). */
+  const holders = (lock: LockRecord) => (lock.reading === null ? [] : keptView(lock.reading).holders.map((h) => h.id));
+
+  it("names the value node 0 holds once node 1, the other side of a split vote, restarts empty, whichever side was read last", () => {
+    for (const order of [
+      [0, 1],
+      [1, 0],
+    ] as const) {
+      const lock = fresh();
+      const sides = [token(0, "only-on-node-0"), token(1, "only-on-node-1")];
+      step(lock, [sides[order[0]] as NodeSample, sides[order[1]] as NodeSample, gone(2, null)], T);
+      reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+      expect(lock).toMatchObject({ state: "partial", leading: null });
+      // Node 1 restarted without its key (one node holding a value, two none: waited out as any disagreement).
+      step(lock, [gone(1, "lost")], T + 1_000);
+      const out = reduceLock(lock, context(), null, T + 1_000 + SETTLE_MS, false, newLockStep());
+      expect([order, lock.state, lock.leading, holders(lock), out.changed]).toEqual([order, "partial", "only-on-node-0", ["only-on-node-0"], true]);
+      // The nodes agree again: nothing is kept aside for the lock any more.
+      expect(lock.pending).toBeNull();
+    }
+  });
+
+  it("names the value a node holds once the node holding the value shown restarts empty or goes down", () => {
+    const shownThenOther = () => {
+      const lock = fresh();
+      // Held on node 1 first (partial: declared a Redlock), then another client takes node 0: node 1's value goes on
+      // being shown.
+      step(lock, [token(1, "first-on-node-1"), gone(0, null), gone(2, null)], T);
+      reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+      step(lock, [token(0, "then-on-node-0")], T + 100);
+      reduceLock(lock, context(), null, T + 100 + SETTLE_MS, false, newLockStep());
+      expect([lock.state, lock.leading, holders(lock)]).toEqual(["partial", "first-on-node-1", ["first-on-node-1"]]);
+      return lock;
+    };
+    const restarted = shownThenOther();
+    step(restarted, [gone(1, "lost")], T + 1_000);
+    reduceLock(restarted, context(), null, T + 1_000 + SETTLE_MS, false, newLockStep());
+    expect([restarted.leading, holders(restarted)]).toEqual(["then-on-node-0", ["then-on-node-0"]]);
+    const down = shownThenOther();
+    reduceLock(down, context({ counted: [true, false, true] }), null, T + 1_000, true, newLockStep());
+    expect([down.leading, holders(down)]).toEqual(["then-on-node-0", ["then-on-node-0"]]);
+    // Node 1 back (not read again yet), then node 0 down: node 1's value leads again, named as before.
+    reduceLock(down, context(), null, T + 2_000, true, newLockStep());
+    reduceLock(down, context({ counted: [false, true, true] }), null, T + 3_000, true, newLockStep());
+    expect([down.leading, holders(down)]).toEqual(["first-on-node-1", ["first-on-node-1"]]);
   });
 });
 
