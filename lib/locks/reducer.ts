@@ -710,7 +710,7 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   lock.quorumHeld = merged.quorumHeld;
   lock.expiresAt = merged.expiresAt;
   lock.state = merged.state;
-  if (merged.expiresAt !== null) step.wakeAt = merged.state === "elapsed" ? merged.expiresAt + PROBE_AFTER_MS : merged.expiresAt;
+  if (merged.expiresAt !== null) step.wakeAt = expiryWakeAt(merged, merged.expiresAt, now);
   // A reading that changes by itself (a waiter count that drops, a semaphore permit going stale): the lock is
   // read again then (see probeAgainAt); a time already past is being read again (the probe's own second), not
   // woken for at once in a loop.
@@ -783,17 +783,34 @@ function endDetail(how: "replaced" | "ended", reason: ReturnType<typeof endReaso
 }
 
 /**
+ * When the expiry timer of a live lock whose TTL ends at `expiresAt` fires: at that end; for an elapsed lock,
+ * a moment after it (to read it again: see `probeAgainAt`). A partial lock stays partial once its last key's TTL
+ * has run out (only the keys' going ends it), so past that end it is woken as an elapsed one is, to be read again;
+ * and not at all while no node holding it can be read (a node that answers again merges it again). A time already
+ * past would fire on every turn of the timer wheel (100 ms) for as long as Redis kept the keys or the nodes stayed
+ * away: a merge ten times a second for each such lock.
+ */
+function expiryWakeAt(merged: MergedLock, expiresAt: number, now: number): number {
+  if (merged.state === "elapsed") return expiresAt + PROBE_AFTER_MS;
+  if (merged.state !== "partial" || expiresAt > now) return expiresAt;
+  return merged.unreadable ? Number.NaN : expiresAt + PROBE_AFTER_MS;
+}
+
+/**
  * When a lock whose timer fired should be read again, else NaN: its TTL ran out long ago and Redis has not
- * reclaimed the key (reading it expires it lazily), or its reading changes by itself now (a fair-lock waiter
- * timed out, a semaphore permit went stale: neither writes a key). Again a second later while no new reading
- * comes (a lock past the expiry time in its value: later and later, see below).
+ * reclaimed the key (reading it expires it lazily; a partial lock's last key alike, unless no node holding it can
+ * be read), or its reading changes by itself now (a fair-lock waiter timed out, a semaphore permit went stale:
+ * neither writes a key). Again a second later while no new reading comes (a lock past the expiry time in its value:
+ * later and later, see below).
  */
 export function probeAgainAt(lock: LockRecord, now: number): number {
-  if (lock.state === "elapsed" && lock.expiresAt !== null && now >= lock.expiresAt + PROBE_AFTER_MS) {
+  const past = lock.state === "elapsed" || (lock.state === "partial" && !lock.unreadable);
+  if (past && lock.expiresAt !== null && now >= lock.expiresAt + PROBE_AFTER_MS) {
     // A lock that ends at the time in its value (the SETNX pattern), often on a key without a TTL, stays until a
     // client takes it over: no read removes it. It is read again as long after as it has been elapsed, at most
     // a minute later (an abandoned one is not read every second for ever).
-    const inValue = lock.token !== null && valueExpiry(lock.token) === lock.expiresAt;
+    const value = lock.token ?? lock.leading;
+    const inValue = value !== null && valueExpiry(value) === lock.expiresAt;
     return now + (inValue ? Math.min(VALUE_EXPIRY_PROBE_MAX_MS, Math.max(PROBE_AFTER_MS, now - lock.expiresAt)) : PROBE_AFTER_MS);
   }
   return now >= keptChangesAt(lock.reading) ? now + PROBE_AFTER_MS : Number.NaN;

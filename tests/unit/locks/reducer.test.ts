@@ -422,6 +422,26 @@ describe("a lock's step: partial, elapsed, settling, unreadable", () => {
     expect(probeAgainAt(lock, expiry + 3_600_000)).toBe(expiry + 3_600_000 + 60_000);
   });
 
+  it("reads a partial lock whose last key's TTL ran out a while later, once a second, as an elapsed one", () => {
+    const lock = fresh();
+    step(lock, [held(0, "v", T + 500), gone(1, null), gone(2, null)], T);
+    reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+    const out = reduceLock(lock, context(), null, T + 600, false, newLockStep());
+    expect(lock).toMatchObject({ state: "partial", expiresAt: T + 500 });
+    expect(out.wakeAt).toBe(T + 500 + PROBE_AFTER_MS);
+    expect(probeAgainAt(lock, T + 500 + PROBE_AFTER_MS)).toBe(T + 500 + 2 * PROBE_AFTER_MS);
+  });
+
+  it("sets no timer for a partial lock past its TTL while no node holding it can be read: only a node back changes it", () => {
+    const lock = fresh();
+    step(lock, [held(0, "v", T + 500), held(1, "w", T + 400), gone(2, null)], T);
+    reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+    const down = reduceLock(lock, context({ counted: [false, false, false] }), null, T + 1_000, true, newLockStep());
+    expect(lock).toMatchObject({ state: "partial", unreadable: true, expiresAt: T + 500 });
+    expect(down.wakeAt).toBeNaN();
+    expect(probeAgainAt(lock, T + 60_000)).toBeNaN();
+  });
+
   it("keeps a lock whose nodes cannot be read as unreadable, neither ended nor changed in state", () => {
     const lock = heldLock();
     const out = reduceLock(lock, context({ counted: [false, false, false] }), null, T + 100, false, newLockStep());

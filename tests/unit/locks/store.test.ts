@@ -466,6 +466,32 @@ describe("the lock store", () => {
     expect(seen).toEqual(["acquired lock:rq", "released lock:rq"]);
   });
 
+  it("merges a partial lock past its TTL whose nodes are all down once, not on every tick until they are back", () => {
+    const { store } = storeWithNodesUp();
+    let merges = 0;
+    store.declaredScope = () => {
+      merges += 1;
+      return "quorum";
+    };
+    const probed: string[] = [];
+    store.onProbe = (resources) => probed.push(...resources);
+    store.apply("lock:p", [held(0, "v", T + 500), gone(1, null), gone(2, null)], T);
+    store.tick(T + SETTLE_MS + 1);
+    expect(store.lock("lock:p", T + SETTLE_MS + 1)?.state).toBe("partial");
+    NODES.forEach((_, i) => store.setNodeUp(i, false, T + 100));
+    merges = 0;
+    // Ten seconds of the console's ticks (every 10 ms), its TTL running out half a second in.
+    for (let t = T + 110; t <= T + 10_100; t += 10) store.tick(t);
+    expect(store.lock("lock:p", T + 10_100)).toMatchObject({ state: "partial", unreadable: true });
+    expect({ merges, probed }).toEqual({ merges: 1, probed: [] });
+    // Node 0 back, still holding it: merged, and read again (a read expires the key), about once a second.
+    store.setNodeUp(0, true, T + 10_100);
+    merges = 0;
+    for (let t = T + 10_110; t <= T + 20_100; t += 10) store.tick(t);
+    expect(probed.length).toBeGreaterThan(0);
+    expect(merges).toBeLessThanOrEqual(12);
+  });
+
   it("keeps one timer per lock however often its lease is renewed", () => {
     const { store } = storeWithNodesUp();
     const leases = 200;
