@@ -75,8 +75,11 @@ class LiveFeed {
   private stats: LiveStats | null = null;
   private offsetMs = 0;
   private version = 0;
-  /** Locks changed since the last apply, whose page may be open in this tab (see `apply`). */
-  private touched = new Map<string, Lock>();
+  /**
+   * Locks changed since the last apply, whose page may be open in this tab (see `apply`), each with when the stream
+   * told it (the console's clock): its nodes' TTLs were read then, and the page counts them down from it.
+   */
+  private touched = new Map<string, { lock: Lock; serverTime: number }>();
   /**
    * The deployment of the locks seen: a console of one deployment names it on locks but not on removals and
    * contention figures, which then belong to it.
@@ -188,17 +191,18 @@ class LiveFeed {
       const lock = JSON.parse(e.data as string) as Lock;
       this.track(e);
       const key = rowKey(lock.deployment, lock.resource);
+      const told = { lock, serverTime: Date.now() + this.offsetMs };
       if (this.tell({ lock })) {
         // A lock's page follows its group's stream: its lock is patched as with every lock (see `apply`).
         if (this.detailShown(lock)) {
-          this.touched.set(key, lock);
+          this.touched.set(key, told);
           this.schedule();
         }
         return;
       }
       this.soleDeployment = lock.deployment;
       (this.snapshot ?? this.locks).set(key, lock);
-      this.touched.set(key, lock);
+      this.touched.set(key, told);
       this.schedule();
     });
     source.addEventListener("lock-removed", (e) => {
@@ -353,12 +357,13 @@ class LiveFeed {
     };
     this.client.setQueryData(LIVE_LOCKS_KEY, data);
     // A lock page open in this tab (its URL naming the deployment or not): patch its live fields now, refetch its
-    // timeline soon. A page showing the same resource on another deployment is left alone.
-    for (const lock of this.touched.values()) {
+    // timeline soon. A page showing the same resource on another deployment is left alone. The page's server time
+    // moves with its nodes' TTLs: kept from its last read, every node's TTL read short by the time since.
+    for (const { lock, serverTime } of this.touched.values()) {
       for (const key of [lockDetailKey(lock.resource), lockDetailKey(lock.resource, lock.deployment)]) {
         const shown = this.client.getQueryData<Lock>(key);
         if (shown === undefined || shown.deployment !== lock.deployment) continue;
-        this.client.setQueryData(key, (old: object | undefined) => (old ? { ...old, ...lock } : old));
+        this.client.setQueryData(key, (old: object | undefined) => (old ? { ...old, ...lock, serverTime } : old));
         void this.client.invalidateQueries({ queryKey: key });
       }
     }
