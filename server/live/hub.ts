@@ -1,5 +1,5 @@
 import "server-only";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { OTHER_GROUP } from "@/lib/locks/groups";
 import type { Lock, LiveStats, WatcherStatus } from "@/lib/locks/types";
 import type { DrainedChanges, WantedLocks } from "./store";
@@ -63,6 +63,8 @@ interface Frame {
 interface SharedSnapshot {
   /** The view: group, deployment, rows or not. */
   view: string;
+  /** The view's tag, in its id (see `filterTag`). */
+  tag: string;
   /** When it was made (epoch ms). */
   at: number;
   /** The frames after this one follow it. */
@@ -82,6 +84,10 @@ interface Client {
   group: string | null;
   /** The deployment whose locks this stream carries; null: every deployment's. */
   deployment: string | null;
+  /** Whether its snapshot carries the locks' rows (false: `?locks=changes`). */
+  rows: boolean;
+  /** Its filter's tag, the last part of every id it is sent (see `filterTag`). */
+  tag: string;
   controller: ReadableStreamDefaultController<Uint8Array>;
   closed: boolean;
   /**
@@ -142,8 +148,8 @@ export interface HubSources {
 
 /**
  * Fans the store's changes out to every open stream. One hub per process; every browser tab is one
- * client with one bounded backlog. Frames carry `id: <epoch>:<seq>`; a reconnect with a known id replays
- * the frames since, anything else gets a fresh snapshot.
+ * client with one bounded backlog. Frames carry `id: <epoch>:<seq>:<filter tag>`; a reconnect with a known id
+ * of a stream of the same filter replays the frames since, anything else gets a fresh snapshot.
  */
 export class StreamHub {
   readonly epoch = randomBytes(4).toString("hex");
@@ -222,6 +228,8 @@ export class StreamHub {
       id,
       group,
       deployment,
+      rows: snapshotRows,
+      tag: filterTag(group, deployment, snapshotRows),
       controller,
       closed: false,
       snapshot: null,
@@ -293,7 +301,7 @@ export class StreamHub {
     }
     this.write(client, encoder.encode(`retry: 2000\n: lockscope live stream\n\n`));
     this.write(client, encoder.encode(this.nodeEvent()));
-    const resumeFrom = this.resumable(lastEventId, group, deployment);
+    const resumeFrom = this.resumable(lastEventId, client);
     if (resumeFrom !== null) this.replayAfter(client, resumeFrom);
     else {
       const shared = this.snapshotFor(group, deployment, snapshotRows);
@@ -309,10 +317,10 @@ export class StreamHub {
   private replayAfter(client: Client, seq: number): void {
     for (const frame of this.ring) {
       if (frame.seq <= seq) continue;
-      if (client.group === null && client.deployment === null) this.write(client, frame.bytes);
+      if (client.group === null && client.deployment === null && client.rows) this.write(client, frame.bytes);
       else {
         // Replays are rare: the group's part of an old frame is cut out of its text rather than kept apart.
-        const bytes = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, client.group, client.deployment);
+        const bytes = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, client.group, client.deployment, client.tag);
         if (bytes) this.write(client, bytes);
       }
     }
@@ -340,7 +348,7 @@ export class StreamHub {
     const all = group === NO_LOCKS || !rows ? [] : snapshotKeys ? snapshotKeys(group, deployment) : this.sources.store.resources();
     const resources = group === null || snapshotKeys ? all : all.filter((r) => this.groupOf(r) === group);
     const parts = Math.max(1, Math.ceil(resources.length / SNAPSHOT_PART));
-    const made: SharedSnapshot = { view, at: now, seq: this.seq, resources, parts, encoded: [], bytes: 0, streams: 0 };
+    const made: SharedSnapshot = { view, tag: filterTag(group, deployment, rows), at: now, seq: this.seq, resources, parts, encoded: [], bytes: 0, streams: 0 };
     if (kept) this.snapshotBytes -= kept.bytes;
     this.snapshots.set(view, made);
     return made;
@@ -366,7 +374,7 @@ export class StreamHub {
     }
     const last = index === snap.parts - 1;
     const head = `{"serverTime":${now},"part":${index},"parts":${snap.parts}${index === 0 ? `,"nodes":${JSON.stringify(this.sources.watcherStatus())}` : ""},"locks":[`;
-    const bytes = encoder.encode(`${last ? `id: ${this.epoch}:${snap.seq}\n` : ""}event: snapshot\ndata: ${head}${locks.join(",")}]}\n\n`);
+    const bytes = encoder.encode(`${last ? `id: ${this.epoch}:${snap.seq}:${snap.tag}\n` : ""}event: snapshot\ndata: ${head}${locks.join(",")}]}\n\n`);
     if (this.snapshots.get(snap.view) === snap && this.snapshotBytes + bytes.byteLength <= SNAPSHOT_SHARE_MAX_BYTES) {
       snap.encoded[index] = bytes;
       snap.bytes += bytes.byteLength;
@@ -376,14 +384,16 @@ export class StreamHub {
   }
 
   /**
-   * The seq to replay after, or null when the id is unknown, from another process, or too old, or when the frames
-   * since it may lack locks of this stream's view (no view that covers them was kept all along: their changes
-   * were dropped unbuilt).
+   * The seq to replay after, or null when the id is unknown, from another process, or too old, or from a stream of
+   * another filter (the client holds that filter's locks, not this one's: the frames since would lack the state
+   * this view's locks were in before), or when the frames since it may lack locks of this stream's view (no view
+   * that covers them was kept all along: their changes were dropped unbuilt).
    */
-  private resumable(lastEventId: string | null, group: string | null, deployment: string | null): number | null {
+  private resumable(lastEventId: string | null, client: Client): number | null {
+    const { group, deployment } = client;
     if (!lastEventId) return null;
-    const match = /^([0-9a-f]{8}):(\d{1,15})$/.exec(lastEventId.trim());
-    if (!match || match[1] !== this.epoch) return null;
+    const match = /^([0-9a-f]{8}):(\d{1,15}):([0-9a-f]{12})$/.exec(lastEventId.trim());
+    if (!match || match[1] !== this.epoch || match[3] !== client.tag) return null;
     const seq = Number(match[2]);
     if (seq > this.seq) return null;
     if (group !== NO_LOCKS) {
@@ -476,7 +486,7 @@ export class StreamHub {
     for (const lock of upserts) pieces.push({ resource: lock.resource, deployment: lock.deployment, text: `event: lock\ndata: ${JSON.stringify(lock)}\n\n` });
     for (const figures of contention) pieces.push({ resource: figures.resource, deployment: figures.deployment, text: `event: contention\ndata: ${JSON.stringify(figures)}\n\n` });
     this.seq += 1;
-    const bytes = this.frameOf(pieces, this.seq, null, null) as Uint8Array;
+    const bytes = this.frameOf(pieces, this.seq, null, null, EVERY_LOCK_TAG) as Uint8Array;
     this.ring.push({ seq: this.seq, bytes });
     this.ringBytes += bytes.byteLength;
     while (this.ring.length > 1 && (this.ringBytes > RING_MAX_BYTES || this.ring.length > RING_MAX_FRAMES)) {
@@ -486,14 +496,14 @@ export class StreamHub {
     // Each followed group's part is encoded once per tick, whatever the number of its streams.
     const byGroup = new Map<string, Uint8Array | null>();
     for (const client of this.clients) {
-      if (client.group === null && client.deployment === null) {
+      if (client.group === null && client.deployment === null && client.rows) {
         this.write(client, bytes);
         continue;
       }
-      const filter = viewKey(client.group, client.deployment);
+      const filter = `${viewKey(client.group, client.deployment)}${client.rows ? 1 : 0}`;
       let part = byGroup.get(filter);
       if (part === undefined) {
-        part = this.frameOf(pieces, this.seq, client.group, client.deployment);
+        part = this.frameOf(pieces, this.seq, client.group, client.deployment, client.tag);
         byGroup.set(filter, part);
       }
       if (part) this.write(client, part);
@@ -531,10 +541,11 @@ export class StreamHub {
   }
 
   /**
-   * One frame of `pieces`, ending with the frame's id; with `group` or `deployment`, only their pieces (null when
-   * none: its streams get nothing this time, and resume from their last id as well as from this one).
+   * One frame of `pieces`, ending with the frame's id (tagged with the streams' filter, `tag`); with `group` or
+   * `deployment`, only their pieces (null when none: its streams get nothing this time, and resume from their last
+   * id as well as from this one).
    */
-  private frameOf(pieces: readonly Piece[], seq: number, group: string | null, deployment: string | null): Uint8Array | null {
+  private frameOf(pieces: readonly Piece[], seq: number, group: string | null, deployment: string | null, tag: string): Uint8Array | null {
     const kept =
       group === NO_LOCKS
         ? []
@@ -543,7 +554,7 @@ export class StreamHub {
           : pieces.filter((p) => (deployment === null || p.deployment === deployment) && (group === null || this.groupOf(p.resource) === group));
     if (kept.length === 0) return null;
     const texts = kept.map((p) => p.text);
-    texts[texts.length - 1] = `id: ${this.epoch}:${seq}\n${texts[texts.length - 1] ?? ""}`;
+    texts[texts.length - 1] = `id: ${this.epoch}:${seq}:${tag}\n${texts[texts.length - 1] ?? ""}`;
     return encoder.encode(texts.join(""));
   }
 
@@ -619,6 +630,18 @@ const SIGNED_OUT = `event: end\ndata: ${JSON.stringify({ reason: "signed-out" })
 function viewKey(group: string | null, deployment: string | null): string {
   return JSON.stringify([group, deployment]);
 }
+
+/**
+ * A stream filter's tag (12 hex digits), the last part of its ids: an id resumes only a stream of the same group,
+ * deployment and rows or not. A client holds the locks of the filter it was sent: with another's id, the frames
+ * since would bring this view's changes without the state its locks were in before (a silent gap).
+ */
+function filterTag(group: string | null, deployment: string | null, rows: boolean): string {
+  return createHash("sha256").update(`${viewKey(group, deployment)}${rows ? 1 : 0}`).digest("hex").slice(0, 12);
+}
+
+/** The tag of the frames as made (every lock, with rows), kept in the ring. */
+const EVERY_LOCK_TAG = filterTag(null, null, true);
 
 /** The events of a frame's text, with their resources (the frame's id line dropped: it is set again when replayed). */
 function piecesOf(text: string): Piece[] {

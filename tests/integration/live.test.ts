@@ -77,7 +77,7 @@ describe("live lock view", () => {
       ["node-2", true],
     ]);
     expect(body.locks.find((l) => l.resource === "lock:before-open")).toMatchObject({ state: "held", token: "seed-token", quorumHeld: 3 });
-    expect(snapshot.id).toMatch(/^[0-9a-f]{8}:\d+$/);
+    expect(snapshot.id).toMatch(/^[0-9a-f]{8}:\d+:[0-9a-f]{12}$/);
 
     const abort = new AbortController();
     const raw = await stream.GET(

@@ -280,7 +280,7 @@ describe("the stream hub", () => {
     hub.tick(T);
     await orders.drain(1);
     const id = orders.lastId;
-    expect(id).toMatch(/^[0-9a-f]{8}:\d+$/);
+    expect(id).toMatch(/^[0-9a-f]{8}:\d+:[0-9a-f]{12}$/);
     await orders.close();
 
     // Back within the minute: the frames since carry its group's changes, and it resumes from them.
