@@ -34,6 +34,14 @@ const MAX_FRAME_MS = 100;
 /** Frames are still produced this long after the last stream that carries locks closed, so a reconnecting tab resumes. */
 const RESUME_GRACE_MS = 60_000;
 /**
+ * Views kept at most after their last stream closed (within `RESUME_GRACE_MS`). Every changed lock is checked
+ * against each view kept, and a view is any group name a stream asks for: a script looping over names would
+ * otherwise add a view per name for a minute each, at no cost to itself. Past it the view closed longest ago is
+ * forgotten at once (its tab, back, gets a snapshot). Views with a stream open count apart: the stream limits
+ * bound them.
+ */
+export const MAX_KEPT_VIEWS = 256;
+/**
  * A snapshot's parts are encoded once and served to every stream of the same view that opens within this
  * long (a team's tabs opening on an incident), followed by the frames since it from the ring.
  */
@@ -166,6 +174,8 @@ export class StreamHub {
    * table only that group's changes.
    */
   private readonly views = new Map<string, View>();
+  /** The views with no stream open, by key, the one closed longest ago first (at most `MAX_KEPT_VIEWS`). */
+  private readonly keptViews = new Map<string, View>();
   /** When the last frame was made (epoch ms), for the frame interval of many streams. */
   private lastFrameAt = 0;
   /** Recent snapshots by view, for streams that open shortly after (see `SNAPSHOT_SHARE_MS`). */
@@ -189,6 +199,11 @@ export class StreamHub {
 
   get clientCount(): number {
     return this.clients.size;
+  }
+
+  /** The views the frames are made for: those of the open streams, and those kept for a while after (diagnostics, tests). */
+  get viewCount(): number {
+    return this.views.size;
   }
 
   /**
@@ -264,9 +279,13 @@ export class StreamHub {
       client.closed = true;
       clearTimeout(client.lifetime);
       this.clients.delete(client);
-      const view = client.group === NO_LOCKS ? undefined : this.views.get(viewKey(client.group, client.deployment));
-      // (Its grace counts from the next tick, on the clock the ticks run on.)
-      if (view && --view.open === 0) view.closedAt = NOT_CLOSED;
+      const key = viewKey(client.group, client.deployment);
+      const view = client.group === NO_LOCKS ? undefined : this.views.get(key);
+      if (view && --view.open === 0) {
+        // (Its grace counts from the next tick, on the clock the ticks run on.)
+        view.closedAt = NOT_CLOSED;
+        this.keepView(key, view);
+      }
       client.pending = [];
       client.snapshot = null;
       release();
@@ -297,6 +316,7 @@ export class StreamHub {
         view = { group, deployment, open: 0, closedAt: NOT_CLOSED, since: this.seq };
         this.views.set(key, view);
       }
+      if (view.open === 0) this.keptViews.delete(key);
       view.open += 1;
     }
     this.write(client, encoder.encode(`retry: 2000\n: lockscope live stream\n\n`));
@@ -310,6 +330,20 @@ export class StreamHub {
       // Frames made since a shared snapshot wait behind it, as those that come while it is written.
       this.replayAfter(client, shared.seq);
       this.continueSnapshot(client);
+    }
+  }
+
+  /**
+   * Keeps a view its last stream left, for a tab that comes back; past `MAX_KEPT_VIEWS` the one closed longest ago
+   * is forgotten (no frame since carries its locks for sure: an id of its streams then gets a snapshot, see
+   * `resumable`).
+   */
+  private keepView(key: string, view: View): void {
+    this.keptViews.set(key, view);
+    for (const [oldKey] of this.keptViews) {
+      if (this.keptViews.size <= MAX_KEPT_VIEWS) break;
+      this.keptViews.delete(oldKey);
+      this.views.delete(oldKey);
     }
   }
 
@@ -340,7 +374,10 @@ export class StreamHub {
     // A stream of one group or deployment would cut its part out of every frame since (see `replayAfter`): it
     // shares a snapshot only while no frame came after it.
     const filtered = group !== null || deployment !== null;
-    if (kept && (kept.seq === this.seq || (!filtered && oldest !== undefined && oldest <= kept.seq + 1))) return kept;
+    // Nor one made before its view was (last) made: a view forgotten meanwhile (see `keepView`) had its locks'
+    // changes dropped unbuilt, so the frames since that snapshot may lack them.
+    const since = group === NO_LOCKS ? 0 : (this.views.get(viewKey(group, deployment))?.since ?? Number.POSITIVE_INFINITY);
+    if (kept && kept.seq >= since && (kept.seq === this.seq || (!filtered && oldest !== undefined && oldest <= kept.seq + 1))) return kept;
     const snapshotKeys = this.sources.snapshotKeys;
     // (Without rows, the snapshot only marks where the changes start: at a million locks, a group's rows
     // would take the console seconds to write and the browser to read, only to be dropped by a page that
@@ -522,6 +559,7 @@ export class StreamHub {
         if (view.closedAt === NOT_CLOSED) view.closedAt = now;
         else if (now - view.closedAt > RESUME_GRACE_MS) {
           this.views.delete(key);
+          this.keptViews.delete(key);
           continue;
         }
       }

@@ -4,7 +4,7 @@ import vm from "node:vm";
 import { describe, expect, it, vi } from "vitest";
 import type { Lock, LiveStats } from "@/lib/locks/types";
 import type { LiveEventMap } from "@/server/live/events";
-import { NO_LOCKS, StreamHub } from "@/server/live/hub";
+import { MAX_KEPT_VIEWS, NO_LOCKS, StreamHub } from "@/server/live/hub";
 import { LINGER_MS, LockStore, type NodeSample } from "@/server/live/store";
 import { StreamLimitError } from "@/server/live/stream-limits";
 
@@ -307,6 +307,29 @@ describe("the stream hub", () => {
     expect(late.locks.get("orders/2")?.token).toBe("o2");
     await late.close();
     await users.close();
+  });
+
+  it("gives a stream a fresh snapshot where its view was forgotten since the last one was made (a script asked for many groups)", async () => {
+    const { store, hub } = setUp({}, true);
+    store.apply("orders/1", all("v1"), T);
+    hub.tick(T);
+    const first = new Browser(hub.open(null, null));
+    await first.drain(3);
+    expect(first.locks.get("orders/1")?.token).toBe("v1");
+    store.apply("orders/0", all("x"), T + 100);
+    hub.tick(T + 100);
+    await first.drain(1);
+    await first.close();
+    // A script opens and closes a stream per made-up group: the every-lock view is forgotten, and the changes
+    // of the locks no view kept shows are dropped unbuilt.
+    for (let i = 0; i < MAX_KEPT_VIEWS; i++) await hub.open(null, null, null, `made-up-${i}`).cancel();
+    store.apply("orders/1", all("v2"), T + 200);
+    hub.tick(T + 200);
+    // A tab opens within the second the first one's snapshot may be shared: not that one, whose frames since lack the change.
+    const second = new Browser(hub.open(null, null));
+    await second.drain(3);
+    expect(second.locks.get("orders/1")?.token).toBe("v2");
+    await second.close();
   });
 
   it("builds only the changed locks of the groups its streams follow", async () => {
