@@ -27,6 +27,7 @@ import { startRedisNodes, type RedisNode } from "../lib/redis-node";
 import { checkHost, checkRequestLine, clientErrorResponse, connectResponse, hostHeaders } from "../lib/request-guard";
 import { consoleHostRules } from "../lib/host-rules";
 import { clientAddress, trustedProxyList } from "../lib/client-address";
+import { invalidLine, listenFailure } from "../lib/listen-error";
 
 /**
  * The folder that holds `.next`: this file's own in the standalone folder (`start.mjs` beside `server.js`),
@@ -80,7 +81,7 @@ function fail(message: string): never {
 
 /** Stops the start as a wrong value does, naming the variable and why (a folder or file the console cannot make). */
 function invalid(variable: string, value: string, expected: string, error: unknown): never {
-  fail(`${variable}=${JSON.stringify(value)} is invalid: expected ${expected} (${error instanceof Error ? error.message : String(error)}).`);
+  fail(invalidLine(variable, value, expected, error instanceof Error ? error.message : String(error)));
 }
 
 const DATA_DIR_EXPECTED = "a folder the console can create and write";
@@ -323,15 +324,7 @@ async function main(): Promise<void> {
     const [status, code] = [Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]), /"code":"([a-z_]+)"/.exec(answer)?.[1] ?? "bad_request"];
     noteRefused(undefined, status, code, undefined);
   });
-  server.on("error", (err: NodeJS.ErrnoException) => {
-    if (err.code === "EADDRINUSE") fail(`port ${config.port} on ${config.host} is in use: set PORT to a free port.`);
-    if (err.code === "EADDRNOTAVAIL") fail(`HOST=${config.host} is not an address of this machine: set HOST, e.g. 127.0.0.1.`);
-    // A name the resolver does not know (a typo, a container's name outside its network).
-    if (err.code === "ENOTFOUND" || err.code === "EAI_AGAIN" || err.code === "EAI_NONAME" || err.code === "EAI_FAIL") {
-      invalid("HOST", config.host, "a hostname or IP address of this machine to bind, e.g. 127.0.0.1", err);
-    }
-    fail(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
-  });
+  server.on("error", (err: NodeJS.ErrnoException) => fail(listenFailure(err, config.host, config.port)));
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   // An IPv6 address goes in brackets in a URL (http://[::1]:3000), or the line cannot be opened as printed.
   const shownHost =
