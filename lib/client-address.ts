@@ -37,6 +37,17 @@ function normalise(address: string): string {
   return mapped?.[1] ?? trimmed;
 }
 
+/**
+ * One X-Forwarded-For entry as an address. Some proxies (Azure's Application Gateway among them) write the
+ * client's port too: `1.2.3.4:5678`, `[2001:db8::1]:443`; read as anything else than the address, every client
+ * behind them would be the proxy. An IPv6 address without brackets has no port (`2001:db8::443` ends in a group).
+ */
+function hopAddress(entry: string): string {
+  const trimmed = entry.trim();
+  const address = /^\[([0-9A-Fa-f:.]+)\](?::\d{1,5})?$/.exec(trimmed)?.[1] ?? /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(trimmed)?.[1] ?? trimmed;
+  return normalise(address);
+}
+
 function isTrusted(list: BlockList, address: string): boolean {
   const version = isIP(address);
   return version !== 0 && list.check(address, version === 4 ? "ipv4" : "ipv6");
@@ -45,7 +56,7 @@ function isTrusted(list: BlockList, address: string): boolean {
 export function clientAddress(remote: string | undefined, forwardedFor: string | readonly string[] | undefined, trusted: BlockList | null): string {
   const peer = remote ? normalise(remote) : "unknown";
   if (!trusted || forwardedFor === undefined || !isTrusted(trusted, peer)) return peer;
-  const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(",") : (forwardedFor as string)).split(",").map(normalise).filter((h) => h !== "");
+  const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(",") : (forwardedFor as string)).split(",").map(hopAddress).filter((h) => h !== "");
   let nearest = peer;
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i]!;

@@ -27,6 +27,23 @@ describe("the client address behind trusted proxies", () => {
     expect(clientAddress("10.0.0.2", "not-an-ip, 10.0.0.4", trusted)).toBe("10.0.0.4");
   });
 
+  it("reads an X-Forwarded-For entry that carries a port as its address (some proxies, Azure's gateway, append one)", () => {
+    expect(clientAddress("10.0.0.2", "198.51.100.9:5678", trusted)).toBe("198.51.100.9");
+    expect(clientAddress("10.0.0.2", "[2001:db8::1]:443", trusted)).toBe("2001:db8::1");
+    expect(clientAddress("10.0.0.2", "[2001:db8::1]", trusted)).toBe("2001:db8::1");
+    expect(clientAddress("10.0.0.2", "[::ffff:198.51.100.9]:80", trusted)).toBe("198.51.100.9");
+    // A trusted proxy's own entry with a port is still that proxy: skipped.
+    expect(clientAddress("10.0.0.2", "1.2.3.4:1, 198.51.100.9:5678, 192.168.1.5:8080", trusted)).toBe("198.51.100.9");
+    // Two clients behind the proxy are two addresses, counted apart.
+    const one = clientAddress("10.0.0.2", "198.51.100.9:5678", trusted);
+    const other = clientAddress("10.0.0.2", "198.51.100.10:41234", trusted);
+    expect(clientLimitKey(one)).not.toBe(clientLimitKey(other));
+    // An IPv6 address without brackets has no port: its last group is part of it.
+    expect(clientAddress("10.0.0.2", "2001:db8::443", trusted)).toBe("2001:db8::443");
+    // From a peer no one trusts, the header is not read, port or not.
+    expect(clientAddress("203.0.113.7", "198.51.100.9:5678", trusted)).toBe("203.0.113.7");
+  });
+
   it("parses TRUSTED_PROXIES and names a wrong entry", () => {
     expect(parseProxyEntry("10.0.0.0/8")).toEqual({ address: "10.0.0.0", prefix: 8, family: "ipv4" });
     expect(parseProxyEntry("::1")).toEqual({ address: "::1", prefix: 128, family: "ipv6" });
