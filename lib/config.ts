@@ -59,6 +59,48 @@ export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Every variable the configuration reads (here and in `lib/deployment-config.ts`), in `.env.example`'s order: a
+ * `LOCKSCOPE_…` one not among them is named at start (`lib/unknown-variables.ts`).
+ */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze([
+  "REDIS_URLS",
+  "REDIS_URL",
+  "REDIS_SENTINELS",
+  "REDIS_SENTINEL_MASTER",
+  "REDIS_SENTINEL_USERNAME",
+  "REDIS_SENTINEL_PASSWORD_FILE",
+  "REDIS_CLUSTER_URLS",
+  "REDIS_TLS_CA_FILE",
+  "REDIS_TLS_CERT_FILE",
+  "REDIS_TLS_KEY_FILE",
+  "REDIS_TLS_SERVERNAME",
+  "REDIS_USERNAME",
+  "REDIS_PASSWORD_FILE",
+  "LOCKSCOPE_DEPLOYMENTS_FILE",
+  "LOCK_PATTERNS",
+  "HOST",
+  "PORT",
+  "LOCKSCOPE_OPERATOR_TOKEN",
+  "LOCKSCOPE_VIEWER_TOKEN",
+  "METRICS_TOKEN",
+  "LOCKSCOPE_SESSION_SECRET",
+  "TRUSTED_PROXIES",
+  "LOCKSCOPE_PUBLIC_ORIGIN",
+  "ALLOWED_HOSTS",
+  "LOCKSCOPE_DATA_DIR",
+  "AUDIT_FILE",
+  "AUDIT_DATABASE_URL",
+  "HISTORY_RETENTION_DAYS",
+  "LOCKSCOPE_NODE_TIMEOUT_MS",
+  "LOCKSCOPE_MAX_STREAMS_PER_ADDRESS",
+  "LOCKSCOPE_MAX_STREAMS_PER_TOKEN",
+  "LOCKSCOPE_SHUTDOWN_DELAY_MS",
+  "METRICS_GROUP_PATTERN",
+  "METRICS_MAX_GROUPS",
+  "LOG_LEVEL",
+]);
+
+/**
  * What an error may show of a wrong value: nothing but its length for a secret (a token one character too
  * short is still almost the whole token), and URLs with their password masked (`REDIS_URLS` and
  * `AUDIT_DATABASE_URL` carry them, in the user part or in the query: `?password=`).

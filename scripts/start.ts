@@ -28,6 +28,7 @@ import { checkHost, checkRequestLine, clientErrorResponse, connectResponse, host
 import { consoleHostRules } from "../lib/host-rules";
 import { clientAddress, trustedProxyList } from "../lib/client-address";
 import { invalidLine, listenFailure } from "../lib/listen-error";
+import { unknownVariables } from "../lib/unknown-variables";
 
 /**
  * The folder that holds `.next`: this file's own in the standalone folder (`start.mjs` beside `server.js`),
@@ -186,6 +187,11 @@ async function main(): Promise<void> {
     // One line per mistake, each prefixed like every other line the launcher prints.
     if (error instanceof DeploymentConfigError) fail(error.lines.join("\nlockscope: "));
     throw error;
+  }
+  // A misspelled variable would be ignored without a word (`LOCKSCOPE_VIEWR_TOKEN` leaves reading open). Names
+  // only: a value may be a secret.
+  for (const { name, closest } of unknownVariables(process.env)) {
+    process.stderr.write(`lockscope: ${name} is not a variable the console reads, and is ignored: did you mean ${closest}?\n`);
   }
 
   // Before anything else touches the folder: a second console on it would reap the first one's nodes
