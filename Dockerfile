@@ -32,7 +32,8 @@ COPY --from=build --chown=root:root /app/.next/standalone ./
 USER lockscope
 VOLUME ["/data"]
 EXPOSE 3000
-# /api/health answers 200 whenever the process serves (node state is in its body); node has fetch built in.
+# /api/health answers 200 whenever the process serves (node state is in its body), within about a second whatever
+# LOCKSCOPE_NODE_TIMEOUT_MS (it waits at most 1 s for a node); node has fetch built in.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/api/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # The launcher, not server.js: it adds the request-line guard, the client address and the graceful shutdown.

@@ -95,6 +95,31 @@ async function clusterServes(client: NodeClient): Promise<boolean> {
   }
 }
 
+/**
+ * How long `/api/health` waits for a node at most, whatever `LOCKSCOPE_NODE_TIMEOUT_MS` (up to 60 s): a container's
+ * or a load balancer's health check gives up after a few seconds (3 s in the Dockerfile), and a console that
+ * answered it only after a hung node's timeout would be taken for dead while it serves. A node that has not
+ * answered by then is reported not up.
+ */
+const HEALTH_NODE_WAIT_MAX_MS = 1_000;
+
+/** What `work` resolves to, or null when it fails or has not settled within `ms` (replies already received count: `setReplyDeadline`). */
+function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T | null> {
+  return new Promise((resolve) => {
+    const cancel = setReplyDeadline(() => resolve(null), ms);
+    work.then(
+      (value) => {
+        cancel();
+        resolve(value);
+      },
+      () => {
+        cancel();
+        resolve(null);
+      },
+    );
+  });
+}
+
 /** Every deployment's nodes, probed now, with what the live view and the replication watch add. */
 export async function getHealth(): Promise<Health> {
   const contributors = [...healthContributors().values()];
@@ -103,7 +128,9 @@ export async function getHealth(): Promise<Health> {
       let degraded = false;
       const results = await Promise.all(
         nodes.map(async (node): Promise<NodeHealth> => {
-          const latencyMs = await probe(node, getConfig().nodeTimeoutMs);
+          const waitMs = Math.min(getConfig().nodeTimeoutMs, HEALTH_NODE_WAIT_MAX_MS);
+          // The probe as a whole, its PING too (whose own timeout is the node timeout), within the wait.
+          const latencyMs = await withinDeadline(probe(node, waitMs), waitMs);
           let base: NodeHealth = { id: node.id, deployment: node.deployment, url: node.maskedUrl, up: latencyMs !== null, latencyMs, notifications: "unavailable" };
           for (const contribute of contributors) {
             const { degraded: d, ...extra } = contribute(node.id, node.deployment);
