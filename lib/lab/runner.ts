@@ -56,7 +56,7 @@ export const LAB_KEY_TTL_MS = 60_000;
 const KEY_RENEW_MAX_EVERY_MS = 5_000;
 
 export interface LabOutcome {
-  /** null when there is nothing to judge: the stock vanished mid-run (see `error`). */
+  /** null when there is nothing to judge: the sale never began (stopped while connecting), or the stock vanished mid-run (see `error`). */
   result: RunResult | null;
   stopReason: StopReason;
   fault: FaultReport | null;
@@ -233,8 +233,13 @@ export class LabRun {
       this.#phase = "finished";
     }
     if (durationMs === 0 && this.#startedAt !== 0) durationMs = performance.now() - this.#startedAt;
+    // Stopped while the workers were still connecting: the stock was never written, so there is nothing to judge.
+    const started = this.#startedAt !== 0;
+    if (!started && this.#stopReason !== "error") {
+      this.#notes.push("It stopped before the sale began (its workers were still connecting): no stock was written and nothing was sold, so it has no figures.");
+    }
     return {
-      result: this.#stockVanished ? null : this.#result(remaining, durationMs),
+      result: this.#stockVanished || !started ? null : this.#result(remaining, durationMs),
       stopReason: this.#stopReason ?? "error",
       fault: this.fault(),
       series: this.series(),

@@ -274,6 +274,22 @@ describe("lab runner", () => {
     expect(outcome.error).toBe("the lab lease was lost");
   });
 
+  it("records no figures for a run cancelled while its workers were still connecting: its stock was never written", async () => {
+    const controller = new AbortController();
+    const { id, run } = lab({ strategy: "redlock", stock: 500, workers: 200, ttlMs: 1000, workMs: 1 }, { signal: controller.signal });
+    const done = run.run();
+    // run() is waiting for its first connection: nothing is written yet.
+    expect(run.progress().phase).toBe("connecting");
+    controller.abort("cancelled");
+    const outcome = await done;
+    expect(outcome.stopReason).toBe("cancelled");
+    // Not "500 remaining, 0 sold": that stock never existed in Redis.
+    expect(outcome.result).toBeNull();
+    expect(outcome.notes).toContain("It stopped before the sale began (its workers were still connecting): no stock was written and nothing was sold, so it has no figures.");
+    expect(run.progress()).toMatchObject({ phase: "finished", sold: 0, stock: null, fraction: 0 });
+    expect(await leftovers(id)).toEqual([]);
+  });
+
   it("reads the stock at the end until node 0 answers, and fails the run without figures if it never does", async () => {
     // Node 0's answer to the final read times out (the control connection's command timeout), `failures` times.
     const original = Reflect.get(Redis.prototype, "mget") as (...a: unknown[]) => Promise<unknown>;
