@@ -241,7 +241,7 @@ function LiveRun({ run, batch, onCancel }: { run: RunRecord; batch: Batch | null
         <span>retries {p.retries}</span>
         <span>stale writes rejected {p.staleWritesRejected}</span>
         <span title="Orders that failed on a node error (a node down, a timeout) and were placed again">node errors (orders retried) {p.errors}</span>
-        <span>{(p.elapsedMs / 1000).toFixed(1)} s</span>
+        <span title="How long the workers ran (the results table's Duration): undoing the fault and cleaning up are not counted">{(p.elapsedMs / 1000).toFixed(1)} s</span>
       </div>
       {run.fault && (
         <p className={styles.fault}>

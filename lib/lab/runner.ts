@@ -96,6 +96,8 @@ export class LabRun {
   #stockVanished = false;
   #phase: RunProgress["phase"] = "connecting";
   #startedAt = 0;
+  /** When the workers stopped (0 until then): the run's duration ends here, not after the fault is undone and the keys removed. */
+  #saleEndedAt = 0;
   #lastStock: number | null = null;
   #stopReason: StopReason | null = null;
   #error: string | undefined;
@@ -157,7 +159,8 @@ export class LabRun {
           ? 1
           : progressFraction({ stock: this.settings.stock, remaining: this.#lastStock, orders: this.settings.orders, ordersPlaced: t.ordersPlaced }),
       ),
-      elapsedMs: this.#startedAt === 0 ? 0 : Math.round(performance.now() - this.#startedAt),
+      // Stops with the workers, as `durationMs` does: undoing a fault and cleaning up a stalled node are not the sale's time.
+      elapsedMs: this.#startedAt === 0 ? 0 : Math.round(this.#saleTimeMs()),
       sold: t.sold,
       orders: t.ordersPlaced,
       stock: this.#lastStock,
@@ -203,8 +206,9 @@ export class LabRun {
           await Promise.all(this.#workers.map((w) => this.#work(w)));
         } finally {
           clearInterval(renewer);
+          this.#saleEndedAt = performance.now();
         }
-        durationMs = performance.now() - this.#startedAt;
+        durationMs = this.#saleTimeMs();
         this.#phase = "stopping";
         clearTimeout(limit);
         clearInterval(sampler);
@@ -232,7 +236,7 @@ export class LabRun {
       for (const keeper of this.#keepers) keeper.disconnect();
       this.#phase = "finished";
     }
-    if (durationMs === 0 && this.#startedAt !== 0) durationMs = performance.now() - this.#startedAt;
+    if (durationMs === 0 && this.#startedAt !== 0) durationMs = this.#saleTimeMs();
     // Stopped while the workers were still connecting: the stock was never written, so there is nothing to judge.
     const started = this.#startedAt !== 0;
     if (!started && this.#stopReason !== "error") {
@@ -246,6 +250,11 @@ export class LabRun {
       notes: this.#notes.slice(),
       ...(this.#error !== undefined ? { error: this.#error } : {}),
     };
+  }
+
+  /** ms from the workers' start to their stop (to now while they run). */
+  #saleTimeMs(): number {
+    return (this.#saleEndedAt === 0 ? performance.now() : this.#saleEndedAt) - this.#startedAt;
   }
 
   #stop(reason: StopReason): void {

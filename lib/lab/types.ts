@@ -60,6 +60,7 @@ export interface RunProgress {
   phase: "connecting" | "running" | "stopping" | "cleaning" | "finished";
   /** 0..1: share of the stock sold (or of the orders placed, with `orders` set). */
   fraction: number;
+  /** ms since the workers started; stops when they stop (a finished run's is its `result.durationMs`: cleanup is not counted). */
   elapsedMs: number;
   sold: number;
   orders: number;

@@ -353,6 +353,24 @@ describe("lab runner", () => {
     await until("node 2 has none of the run's keys", async () => (await leftovers(id)).length === 0, 20_000);
   }, 60_000);
 
+  it("tells the same run time in its live progress as in its result, even when a node stalls through the cleanup", async () => {
+    // Node 2 stops answering mid-run and stays stopped past the end: removing the run's keys waits on it for seconds.
+    const { id, run } = lab({ strategy: "redlock", stock: 200, workers: 20, ttlMs: 1000, workMs: 2 });
+    const done = run.run();
+    await until("20 units are sold", () => run.progress().sold >= 20);
+    cluster.pause(2);
+    let outcome: Awaited<typeof done>;
+    try {
+      outcome = await done;
+    } finally {
+      cluster.resume(2);
+    }
+    expect(outcome.notes.join(" ")).toMatch(/Could not remove this run's keys from node 2 yet/);
+    // The Demo page shows the first as the Live counter and the second as the table's Duration.
+    expect(run.progress().elapsedMs).toBe(outcome.result!.durationMs);
+    await until("node 2 has none of the run's keys", async () => (await leftovers(id)).length === 0, 20_000);
+  }, 60_000);
+
   it("fails a run whose stock vanished when node 0 restarted empty mid-run, with no result to misread", async () => {
     const { id, run } = lab({ strategy: "redlock-fenced", stock: 100_000, workers: 10, ttlMs: 1000, workMs: 2 });
     const done = run.run();
