@@ -199,7 +199,7 @@ export function LabClient() {
             <dd>Time to take the lock, per order.</dd>
           </div>
         </dl>
-        <p className="muted">Pick a strategy in the table to see that run&apos;s charts and what its numbers say.</p>
+        <p className="muted">Every run the lab keeps (its last 50), newest first. Pick a strategy in the table to see that run&apos;s charts and what its numbers say.</p>
         {runs.isError ? <p className="error-text"><MessageText text={runs.error.message} /></p> : <ResultsTable runs={runs.data?.runs ?? []} highlight={highlight} onSelect={running || batchBusy ? null : setWatching} />}
       </section>
     </div>

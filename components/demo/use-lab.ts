@@ -7,11 +7,14 @@ import { apiFetch } from "../api-client";
 export const RUNS_KEY = ["lab", "runs"] as const;
 export const runKey = (id: string) => ["lab", "run", id] as const;
 
-/** Recent runs, newest first, and what a run would run on; polled faster while one of them runs. */
+/**
+ * Every run the lab keeps (the API's default: its last 50), newest first, so runs are compared side by side without
+ * the older ones missing; and what a run would run on. Polled faster while one of them runs.
+ */
 export function useRuns() {
   return useQuery({
     queryKey: RUNS_KEY,
-    queryFn: () => apiFetch<{ runs: RunRecord[]; lab: LabInfo }>("/api/demo/runs?limit=20"),
+    queryFn: () => apiFetch<{ runs: RunRecord[]; lab: LabInfo }>("/api/demo/runs"),
     refetchInterval: (query) => (query.state.data?.runs.some((r) => r.status === "running") ? 1500 : 10_000),
   });
 }

@@ -139,3 +139,26 @@ test("an operator runs pauses with a chance below 1% from the form", async ({ pa
   const rows = page.getByRole("table", { name: "Lab results" }).locator("tbody tr");
   await expect(rows.filter({ hasText: "pauses 0.5% × 50 ms" }).filter({ hasText: "done" })).toHaveCount(1, { timeout: 30_000 });
 });
+
+test("the results table lists every run the lab keeps, not only the latest 20", async ({ page, request, signIn }) => {
+  test.setTimeout(180_000);
+  const auth = { Authorization: `Bearer ${E2E_OPERATOR_TOKEN}` };
+  const kept = async () => ((await (await request.get("/api/demo/runs", { headers: auth })).json()) as { runs: Array<{ id: string }> }).runs;
+  // Short runs over HTTP, one after another (one at a time), until the lab keeps more than 20.
+  while ((await kept()).length <= 20) {
+    const started = await request.post("/api/demo/runs", { headers: auth, data: { strategy: "atomic", stock: 1, workers: 1, ttlMs: 1000, workMs: 0 } });
+    expect(started.status(), await started.text()).toBe(202);
+    const { id } = (await started.json()) as { id: string };
+    await expect
+      .poll(async () => ((await (await request.get(`/api/demo/runs/${id}`, { headers: auth })).json()) as { status: string }).status, { timeout: 30_000 })
+      .not.toBe("running");
+  }
+  const runs = await kept();
+
+  await signIn("viewer");
+  await page.goto("/demo");
+  const rows = page.getByRole("table", { name: "Lab results" }).locator("tbody tr");
+  // Every run kept, the oldest among them: comparing runs never silently drops the earlier ones.
+  await expect(rows).toHaveCount(runs.length);
+  await expect(rows.last()).toHaveAttribute("data-run-id", runs.at(-1)!.id);
+});
