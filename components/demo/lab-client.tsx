@@ -36,6 +36,10 @@ export function LabClient() {
   const [formSettings, setFormSettings] = useState<RunSettings>(LAB_PRESETS[0]!.runs[0]!);
   const [formVersion, setFormVersion] = useState(0);
   const starting = useRef(false);
+  const liveHeading = useRef<HTMLHeadingElement>(null);
+  /** Runs whose end is still to be announced: started here, or seen running. */
+  const awaitingEnd = useRef(new Set<string>());
+  const [announcement, setAnnouncement] = useState("");
 
   // Follow a run already going when the page opens (started by someone else, or before a reload).
   const runningElsewhere = runs.data?.runs.find((r) => r.status === "running")?.id ?? null;
@@ -51,6 +55,7 @@ export function LabClient() {
     setError(null);
     try {
       const { id } = await apiFetch<{ id: string }>("/api/demo/runs", { method: "POST", body: JSON.stringify(settings) });
+      awaitingEnd.current.add(id);
       setWatching(id);
       await queryClient.invalidateQueries({ queryKey: RUNS_KEY });
       return id;
@@ -80,7 +85,27 @@ export function LabClient() {
     if (run && run.status !== "running") void queryClient.invalidateQueries({ queryKey: RUNS_KEY });
   }, [run?.status, run, queryClient]);
 
+  // The status region says when the watched run ends: the page gives no other sign to someone not looking at it.
+  useEffect(() => {
+    if (!run) return;
+    if (run.status === "running") {
+      awaitingEnd.current.add(run.id);
+      return;
+    }
+    if (!awaitingEnd.current.delete(run.id)) return;
+    const position = batch && batch.total > 1 ? batch.ids.indexOf(run.id) + 1 : 0;
+    const which = position > 0 && batch ? `Run ${position} of ${batch.total} (${batch.name}), ${run.settings.strategy},` : `The ${run.settings.strategy} run`;
+    const all = position > 0 && batch && position === batch.total ? ` All ${batch.total} runs have ended.` : "";
+    setAnnouncement(`${which} ended: ${stopText(run)}.${all}`);
+  }, [run, batch]);
+
+  // Starting or cancelling a run disables or removes the button pressed: focus goes to the Live panel, where the run shows.
+  function focusLive() {
+    liveHeading.current?.focus();
+  }
+
   function play(preset: LabPreset) {
+    focusLive();
     setFormSettings(preset.runs[0]!);
     setFormVersion((v) => v + 1);
     setBatch({ name: preset.name, queue: [...preset.runs], ids: [], total: preset.runs.length });
@@ -89,6 +114,7 @@ export function LabClient() {
 
   async function cancel() {
     if (!run) return;
+    focusLive();
     setBatch((b) => (b ? { ...b, queue: [] } : b));
     try {
       await apiFetch(`/api/demo/runs/${run.id}`, { method: "DELETE" });
@@ -152,6 +178,7 @@ export function LabClient() {
             lab={lab}
             disabled={!operator || running || batchBusy}
             onSubmit={(settings) => {
+              focusLive();
               setBatch({ name: "Custom run", queue: [], ids: [], total: 1 });
               void start(settings).then((id) => {
                 if (id) setBatch({ name: "Custom run", queue: [], ids: [id], total: 1 });
@@ -166,7 +193,12 @@ export function LabClient() {
         </section>
 
         <section className="panel" aria-labelledby="live-title">
-          <h2 id="live-title">Live</h2>
+          <h2 id="live-title" ref={liveHeading} tabIndex={-1}>
+            Live
+          </h2>
+          <p role="status" className="sr-only">
+            {announcement}
+          </p>
           {run ? <LiveRun run={run} batch={batch} onCancel={operator ? cancel : null} /> : <p className="muted">Start a run to watch it here.</p>}
         </section>
       </div>

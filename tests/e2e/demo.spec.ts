@@ -162,3 +162,30 @@ test("the results table lists every run the lab keeps, not only the latest 20", 
   await expect(rows).toHaveCount(runs.length);
   await expect(rows.last()).toHaveAttribute("data-run-id", runs.at(-1)!.id);
 });
+
+test("a keyboard user starts runs without losing focus, and is told when each run ends", async ({ page, signIn }) => {
+  test.setTimeout(120_000);
+  await signIn("operator");
+  await page.goto("/demo");
+  const live = page.getByRole("region", { name: "Live" });
+  const liveHeading = live.getByRole("heading", { name: "Live" });
+  const status = live.getByRole("status");
+
+  // Start run, pressed from the keyboard, is disabled while the run lasts: focus moves on to the run, not to the page.
+  const settings = page.getByRole("form", { name: "Run settings" });
+  await settings.getByRole("combobox", { name: "Strategy" }).selectOption("atomic");
+  await settings.getByRole("spinbutton", { name: "Stock" }).fill("50");
+  await settings.getByRole("spinbutton", { name: "Workers" }).fill("5");
+  await page.getByRole("button", { name: "Start run" }).focus();
+  await page.keyboard.press("Enter");
+  await expect(liveHeading).toBeFocused();
+  await expect(status).toHaveText("The atomic run ended: done: sold out.", { timeout: 30_000 });
+  await expect(liveHeading).toBeFocused();
+
+  // A preset's Run button, the same way.
+  await page.getByRole("button", { name: "Run preset: The read-modify-write race" }).focus();
+  await page.keyboard.press("Enter");
+  await expect(liveHeading).toBeFocused();
+  await expect(status).toHaveText("The none run ended: done: sold out.", { timeout: 60_000 });
+  await expect(liveHeading).toBeFocused();
+});
