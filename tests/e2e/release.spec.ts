@@ -72,7 +72,7 @@ test.describe("force release from the browser", () => {
 
     await page.getByRole("searchbox", { name: "Actor" }).fill("nobody-by-this-name");
     await page.getByRole("button", { name: "Apply filters" }).click();
-    await expect(page.getByText("No force releases or pattern changes recorded that match these filters.")).toBeVisible();
+    await expect(page.getByText("No force releases or pattern changes recorded that match these filters.", { exact: true })).toBeVisible();
     await page.getByRole("button", { name: "Clear" }).click();
     await expect(entry).toHaveCount(1);
 
