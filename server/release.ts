@@ -7,7 +7,7 @@ import { globMatcher } from "@/lib/locks/glob";
 import { prevailingValue } from "@/lib/locks/leading-value";
 import { decodeLockValue, keySlot, REVOKE_CHANNEL } from "@lockscope/redlock";
 import { slotIn, unservedSlots } from "@/lib/locks/cluster";
-import { parseReplicationInfo } from "@/lib/locks/replication";
+import { readReplicationInfo } from "@/lib/locks/replication";
 import { getAuditStore } from "./audit/current";
 import { AuditNotDurableError } from "./audit/store";
 import { newAuditId } from "./audit/records";
@@ -474,7 +474,9 @@ export async function releaseLock(input: ReleaseInput): Promise<ReleaseResult> {
   }
   // The delete is on the primary; replication is asynchronous, so a replica promoted before it copied the delete
   // would serve the lock again, to its old holder and to nobody's knowledge. Said in the answer, as the lock's page
-  // says it of a held lock (the replicas' acknowledgements are waited for up to 1.2 s).
+  // says it of a held lock (the replicas' acknowledgements are waited for up to 1.2 s). The primary's INFO is read
+  // again for it, not taken from `replicaOf`'s reading: that one's offset is from before the delete, and a replica
+  // that acknowledged it may still lack the delete.
   const copies = await lockReplication(resource, deployment).catch(() => null);
   const replication: ReleaseReplication | undefined =
     copies === null
@@ -615,24 +617,24 @@ function settleUnanswered(
 }
 
 /**
- * The primary a node follows where it is a replica now (its URL names a replica, or a failover demoted it; "" where
- * it does not say), else null. A replica is never asked to release: a read-only one refuses the delete, and a
- * writable one (`replica-read-only no`) would make it there alone, never on its primary, which keeps the lock.
- * A cluster's client sends the release to the key's primary itself. A node whose role cannot be read (INFO refused)
- * is asked: a read-only replica still refuses the delete.
+ * The primary a node follows where it is a replica now (its URL names a replica, or a failover demoted it; null where
+ * it does not say), else null. A replica is never asked to release, read-only or not: a read-only one refuses the
+ * delete, and a writable one (`replica-read-only no`) would make it there alone, never on its primary, which keeps
+ * the lock. A cluster's client sends the release to the key's primary itself. A node whose role cannot be read (INFO
+ * refused, or a reply that names no role) is asked: a read-only replica still refuses the delete.
  */
-async function replicaOf(node: LockNode): Promise<{ primary: string } | null> {
+async function replicaOf(node: LockNode): Promise<{ primary: string | null } | null> {
   if (node.cluster) return null;
   try {
-    const state = parseReplicationInfo(await node.client.info("replication"));
-    return state.role === "replica" ? { primary: state.primary ?? "" } : null;
+    const { role } = readReplicationInfo(await node.client.info("replication"));
+    return role.kind === "replica" ? { primary: role.primary } : null;
   } catch {
     return null;
   }
 }
 
-function replicaText(replica: { primary: string }): string {
-  const of = replica.primary === "" ? "" : ` of ${replica.primary}`;
+function replicaText(replica: { primary: string | null }): string {
+  const of = replica.primary === null ? "" : ` of ${replica.primary}`;
   return `is a replica${of} now, not a primary (a failover demoted it, or its URL names a replica): a read-only replica refuses the delete, and a writable one would keep it to itself while its primary keeps the lock, so it was not asked; nothing was deleted there`;
 }
 

@@ -19,14 +19,32 @@ export interface ReplicationState {
   primary?: string;
 }
 
-export function parseReplicationInfo(info: string): ReplicationState {
+/**
+ * What a node is, as its `INFO replication` says: a primary; a replica, following `primary` (`host:port`, null
+ * where it does not say) over a link up or down, read-only or writable (`replica-read-only no`; null where it does
+ * not say); or unknown where the reply names no role the console knows (`why` says what it gave). This is the one
+ * place that rule lives: the replication watch, the health and a force release read a node's role from it.
+ */
+export type NodeRole =
+  | { kind: "primary" }
+  | { kind: "replica"; primary: string | null; linkUp: boolean; readOnly: boolean | null }
+  | { kind: "unknown"; why: string };
+
+/** An `INFO replication` reply read once: the node's role, and its replication (offsets, replicas) for the health. */
+export interface ReplicationReading {
+  role: NodeRole;
+  state: ReplicationState;
+}
+
+/** Reads an `INFO replication` reply; never throws: a reply it cannot make sense of gives the role `unknown`. */
+export function readReplicationInfo(info: string): ReplicationReading {
   const fields = new Map<string, string>();
   for (const line of info.split(/\r?\n/)) {
     const at = line.indexOf(":");
     if (at > 0) fields.set(line.slice(0, at), line.slice(at + 1).trim());
   }
-  const role = fields.get("role");
-  const offset = Number(fields.get(role === "slave" ? "slave_repl_offset" : "master_repl_offset"));
+  const role = roleOf(fields);
+  const offset = Number(fields.get(role.kind === "replica" ? "slave_repl_offset" : "master_repl_offset"));
   const known = Number.isFinite(offset) ? offset : null;
   const replicas: ReplicaState[] = [];
   for (const [name, value] of fields) {
@@ -40,12 +58,30 @@ export function parseReplicationInfo(info: string): ReplicationState {
       lagBytes: known !== null && Number.isFinite(replicaOffset) ? Math.max(0, known - replicaOffset) : 0,
     });
   }
-  const state: ReplicationState = { role: role === "master" ? "master" : role === "slave" ? "replica" : null, offset: known, replicas };
-  if (role === "slave") {
-    state.linkUp = fields.get("master_link_status") === "up";
-    const host = fields.get("master_host");
-    const port = fields.get("master_port");
-    if (host !== undefined && port !== undefined) state.primary = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const state: ReplicationState = { role: role.kind === "primary" ? "master" : role.kind === "replica" ? "replica" : null, offset: known, replicas };
+  if (role.kind === "replica") {
+    state.linkUp = role.linkUp;
+    if (role.primary !== null) state.primary = role.primary;
   }
-  return state;
+  return { role, state };
+}
+
+/** The replication of an `INFO replication` reply (see `readReplicationInfo`). */
+export function parseReplicationInfo(info: string): ReplicationState {
+  return readReplicationInfo(info).state;
+}
+
+function roleOf(fields: ReadonlyMap<string, string>): NodeRole {
+  const role = fields.get("role");
+  if (role === "master") return { kind: "primary" };
+  if (role !== "slave") return { kind: "unknown", why: !role ? "the reply names no role" : `the reply names the role \`${role.slice(0, 40)}\`, neither master nor slave` };
+  const host = fields.get("master_host");
+  const port = fields.get("master_port");
+  const readOnly = fields.get("slave_read_only");
+  return {
+    kind: "replica",
+    primary: host !== undefined && port !== undefined ? `${host.includes(":") ? `[${host}]` : host}:${port}` : null,
+    linkUp: fields.get("master_link_status") === "up",
+    readOnly: readOnly === "1" ? true : readOnly === "0" ? false : null,
+  };
 }

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Cluster } from "ioredis";
 import { keySlot } from "@lockscope/redlock";
 import { servingShards, shardOfSlot, type ClusterShard } from "@/lib/locks/cluster";
-import { parseReplicationInfo, type ReplicationState } from "@/lib/locks/replication";
+import { parseReplicationInfo, readReplicationInfo, type ReplicationReading, type ReplicationState } from "@/lib/locks/replication";
 import type { LockReplication } from "@/lib/locks/types";
 import { healthContributors } from "../health";
 import { getLogger } from "../logger";
@@ -33,7 +33,7 @@ export interface ReadOnlyNode {
  * metrics. Returns a stop function.
  */
 export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId: string, readOnly: ReadOnlyNode | null) => void = () => undefined): () => void {
-  const states = new Map<string, { state: ReplicationState; readAt: number }>();
+  const states = new Map<string, ReplicationReading & { readAt: number }>();
   /** The node's reading, while fresh. */
   const current = (nodeId: string) => {
     const reading = states.get(nodeId);
@@ -48,8 +48,8 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
   const told = new Map<string, string | null>();
   /** Tells `onReadOnly` of a change of what the fresh reading says (`primary`, or "" for a replica that does not say). */
   const tell = (nodeId: string) => {
-    const state = current(nodeId)?.state;
-    const readOnly = state?.role === "replica" ? { primary: state.primary ?? null } : null;
+    const role = current(nodeId)?.role;
+    const readOnly = role?.kind === "replica" ? { primary: role.primary } : null;
     const key = readOnly === null ? null : (readOnly.primary ?? "");
     if ((told.get(nodeId) ?? null) === key) return;
     told.set(nodeId, key);
@@ -78,7 +78,7 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
       }
       node.client.info("replication").then(
         (info) => {
-          states.set(node.id, { state: parseReplicationInfo(info), readAt: Date.now() });
+          states.set(node.id, { ...readReplicationInfo(info), readAt: Date.now() });
           tell(node.id);
         },
         // INFO refused or the node away: the last reading stays until it is stale (see the health below).
@@ -99,7 +99,7 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
     const cluster = node?.cluster ? { cluster: { shards: servingShards(node.cluster.topology.shards).map(shardHealth) } } : {};
     // A node that is a replica now (a manual failover demoted it, or its URL names a replica) is read-only: no lock
     // can be taken, extended or force-released there, nor the console's own records written.
-    const readOnly = state?.role === "replica";
+    const readOnly = reading?.role.kind === "replica";
     // A node of a Redis Cluster watched as a standalone instance or a Redlock node: its other shards' locks are not seen.
     const clusterNode = clusterNodes.has(nodeId);
     return {
