@@ -62,9 +62,22 @@ interface Piece {
   text: string;
 }
 
-interface Frame {
-  seq: number;
+/**
+ * A frame of one view's events, encoded once, ending with the id of the filter it was made for (`tag`). Its id line
+ * stands before its last event (a browser whose stream breaks mid-frame has not taken the id: it resumes from the
+ * frame before and gets this one whole); `idAt` and `idLength` locate it, so that the same view's frame under
+ * another filter's id (`?locks=changes`: the same events, without rows in its snapshot) is made by setting another
+ * id line in, not by encoding the events again (see `withId`).
+ */
+interface TaggedFrame {
   bytes: Uint8Array;
+  tag: string;
+  idAt: number;
+  idLength: number;
+}
+
+interface Frame extends TaggedFrame {
+  seq: number;
 }
 
 /** One view's snapshot (every lock, a group's, a deployment's), its parts encoded once as the first stream reads them. */
@@ -351,11 +364,11 @@ export class StreamHub {
   private replayAfter(client: Client, seq: number): void {
     for (const frame of this.ring) {
       if (frame.seq <= seq) continue;
-      if (client.group === null && client.deployment === null && client.rows) this.write(client, frame.bytes);
+      if (client.group === null && client.deployment === null) this.write(client, this.withId(frame, frame.seq, client.tag));
       else {
         // Replays are rare: the group's part of an old frame is cut out of its text rather than kept apart.
-        const bytes = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, client.group, client.deployment, client.tag);
-        if (bytes) this.write(client, bytes);
+        const part = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, client.group, client.deployment, client.tag);
+        if (part) this.write(client, part.bytes);
       }
     }
   }
@@ -523,27 +536,37 @@ export class StreamHub {
     for (const lock of upserts) pieces.push({ resource: lock.resource, deployment: lock.deployment, text: `event: lock\ndata: ${JSON.stringify(lock)}\n\n` });
     for (const figures of contention) pieces.push({ resource: figures.resource, deployment: figures.deployment, text: `event: contention\ndata: ${JSON.stringify(figures)}\n\n` });
     this.seq += 1;
-    const bytes = this.frameOf(pieces, this.seq, null, null, EVERY_LOCK_TAG) as Uint8Array;
-    this.ring.push({ seq: this.seq, bytes });
+    const everyLock = this.frameOf(pieces, this.seq, null, null, EVERY_LOCK_TAG) as TaggedFrame;
+    const bytes = everyLock.bytes;
+    this.ring.push({ seq: this.seq, ...everyLock });
     this.ringBytes += bytes.byteLength;
     while (this.ring.length > 1 && (this.ringBytes > RING_MAX_BYTES || this.ring.length > RING_MAX_FRAMES)) {
       const dropped = this.ring.shift();
       if (dropped) this.ringBytes -= dropped.bytes.byteLength;
     }
-    // Each followed group's part is encoded once per tick, whatever the number of its streams.
-    const byGroup = new Map<string, Uint8Array | null>();
+    // Each view's part (every lock, a followed group's or deployment's) is encoded once per tick, whatever the number
+    // of its streams; its streams of the other filter (rows in the snapshot or not) get it under their own id line,
+    // set in once per filter. Each stream still gets its frame as one write.
+    const parts = new Map<string, TaggedFrame | null>([[viewKey(null, null), everyLock]]);
+    const frames = new Map<string, Uint8Array | null>();
     for (const client of this.clients) {
       if (client.group === null && client.deployment === null && client.rows) {
         this.write(client, bytes);
         continue;
       }
-      const filter = `${viewKey(client.group, client.deployment)}${client.rows ? 1 : 0}`;
-      let part = byGroup.get(filter);
-      if (part === undefined) {
-        part = this.frameOf(pieces, this.seq, client.group, client.deployment, client.tag);
-        byGroup.set(filter, part);
+      const view = viewKey(client.group, client.deployment);
+      const filter = `${view}${client.rows ? 1 : 0}`;
+      let frame = frames.get(filter);
+      if (frame === undefined) {
+        let part = parts.get(view);
+        if (part === undefined) {
+          part = this.frameOf(pieces, this.seq, client.group, client.deployment, client.tag);
+          parts.set(view, part);
+        }
+        frame = part && this.withId(part, this.seq, client.tag);
+        frames.set(filter, frame);
       }
-      if (part) this.write(client, part);
+      if (frame) this.write(client, frame);
     }
   }
 
@@ -583,17 +606,36 @@ export class StreamHub {
    * `deployment`, only their pieces (null when none: its streams get nothing this time, and resume from their last
    * id as well as from this one).
    */
-  private frameOf(pieces: readonly Piece[], seq: number, group: string | null, deployment: string | null, tag: string): Uint8Array | null {
+  private frameOf(pieces: readonly Piece[], seq: number, group: string | null, deployment: string | null, tag: string): TaggedFrame | null {
     const kept =
       group === NO_LOCKS
         ? []
         : group === null && deployment === null
           ? pieces
           : pieces.filter((p) => (deployment === null || p.deployment === deployment) && (group === null || this.groupOf(p.resource) === group));
-    if (kept.length === 0) return null;
+    const last = kept.at(-1);
+    if (last === undefined) return null;
     const texts = kept.map((p) => p.text);
-    texts[texts.length - 1] = `id: ${this.epoch}:${seq}:${tag}\n${texts[texts.length - 1] ?? ""}`;
-    return encoder.encode(texts.join(""));
+    const id = this.idLine(seq, tag);
+    texts[texts.length - 1] = `${id}${last.text}`;
+    const bytes = encoder.encode(texts.join(""));
+    // (The id line is ASCII: as many bytes as characters.)
+    return { bytes, tag, idAt: bytes.byteLength - Buffer.byteLength(last.text) - id.length, idLength: id.length };
+  }
+
+  /** A frame's bytes under the id of the filter `tag` (of the same view): the bytes as made, or a copy with that id line set in. */
+  private withId(frame: TaggedFrame, seq: number, tag: string): Uint8Array {
+    if (frame.tag === tag) return frame.bytes;
+    const id = encoder.encode(this.idLine(seq, tag));
+    const bytes = new Uint8Array(frame.bytes.byteLength - frame.idLength + id.byteLength);
+    bytes.set(frame.bytes.subarray(0, frame.idAt));
+    bytes.set(id, frame.idAt);
+    bytes.set(frame.bytes.subarray(frame.idAt + frame.idLength), frame.idAt + id.byteLength);
+    return bytes;
+  }
+
+  private idLine(seq: number, tag: string): string {
+    return `id: ${this.epoch}:${seq}:${tag}\n`;
   }
 
   private nodeEvent(): string {

@@ -400,4 +400,58 @@ describe("the stream hub", () => {
     expect(deployment.locks.get("a/1")?.token).toBe("v1");
     await Promise.all([odd.close(), deployment.close()]);
   });
+
+  it("encodes each view's frame once for its streams with rows and without (`?locks=changes`), each under its own id, and resumes each", async () => {
+    const { store, hub } = setUp({}, true);
+    const everyRows = new Browser(hub.open(null, null));
+    const everyChanges = [new Browser(hub.open(null, null, null, null, null, false)), new Browser(hub.open(null, null, null, null, null, false))];
+    const ordersRows = new Browser(hub.open(null, null, null, "orders"));
+    const ordersChanges = new Browser(hub.open(null, null, null, "orders", null, false));
+    const browsers = [everyRows, ...everyChanges, ordersRows, ordersChanges];
+    for (const b of browsers) await b.drain(3);
+    // (The second stream of a view shares the first one's snapshot: the nodes are told again after it.)
+    await everyChanges[1]?.drain(1);
+
+    const encode = vi.spyOn(TextEncoder.prototype, "encode");
+    // (A resource beyond ASCII: the id line is set in by byte.)
+    store.apply("orders/ü✓-1", all("o1"), T);
+    store.apply("users/1", all("u1"), T);
+    hub.tick(T);
+    const framesEncoded = encode.mock.calls.filter(([text]) => text?.includes("event: lock\n")).length;
+    encode.mockRestore();
+    // One for every lock's streams, one for the group's, whichever their filter.
+    expect(framesEncoded).toBe(2);
+
+    const raw = await Promise.all(browsers.map(async (b) => new TextDecoder().decode((await b.read()).value)));
+    const [rowsText, changesText, changesText2, ordersText, ordersChangesText] = raw as [string, string, string, string, string];
+    const idOf = (text: string) => /^id: (.*)$/m.exec(text)?.[1] as string;
+    const tagOf = (text: string) => idOf(text).split(":")[2] as string;
+    // The same events, with the id before the last one, differing in the filter's tag alone.
+    expect(changesText).toBe(changesText2);
+    expect(tagOf(changesText)).not.toBe(tagOf(rowsText));
+    expect(changesText.replace(tagOf(changesText), "TAG")).toBe(rowsText.replace(tagOf(rowsText), "TAG"));
+    expect(ordersChangesText.replace(tagOf(ordersChangesText), "TAG")).toBe(ordersText.replace(tagOf(ordersText), "TAG"));
+    for (const text of raw) {
+      expect(text.endsWith("\n\n")).toBe(true);
+      expect(text.split("\n\n").at(-2)).toMatch(/^id: [0-9a-f]{8}:\d+:[0-9a-f]{12}\nevent: lock\ndata: \{/);
+    }
+    expect(ordersChangesText).toContain('"resource":"orders/ü✓-1"');
+    expect(ordersChangesText).not.toContain("users/1");
+
+    // Each resumes from its own id, with the frames since under its own tag; another filter's id gets a snapshot.
+    const changesId = idOf(changesText);
+    for (const b of browsers) await b.close();
+    store.apply("users/1", all(null), T + 200);
+    hub.tick(T + 200);
+    const back = new Browser(hub.open(changesId, null, null, null, null, false));
+    await back.drain(3);
+    expect(back.events).toEqual(["node", "lock"]);
+    expect(back.lastId?.split(":")[2]).toBe(tagOf(changesText));
+    expect(back.locks.get("users/1")?.state).toBe("released");
+    const other = new Browser(hub.open(idOf(rowsText), null, null, null, null, false));
+    await other.drain(3);
+    expect(other.events).toEqual(["node", "snapshot"]);
+    await Promise.all([back.close(), other.close()]);
+  });
 });
+
