@@ -253,8 +253,9 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
 /**
  * The role a presented token (bearer or sign-in) grants, or 401 for a wrong one. A correct token is always
  * accepted, whatever its address sent before: a guesser behind the same address (or the same proxy) must
- * not lock the operator out. Wrong tokens are counted per address and token fingerprint, on the lock nodes
- * for every console (server/wrong-token-limiter.ts); past the limit, they get 429 with `Retry-After`.
+ * not lock the operator out. Wrong tokens are counted per address and token fingerprint, and from all addresses
+ * together, on the lock nodes for every console (server/wrong-token-limiter.ts); past either limit, they get 429
+ * with `Retry-After`.
  */
 export async function checkPresentedToken(token: string, ip: string, via: "bearer" | "sign-in"): Promise<Role> {
   const role = roleForToken(token);
@@ -274,14 +275,19 @@ export async function checkPresentedToken(token: string, ip: string, via: "beare
 
 /**
  * Counts a wrong token from `ip` (server/wrong-token-limiter.ts) and throws: 429 with `Retry-After` once the
- * address is past the limit, else 401 with `message` and `challenge`. Shared by the API and /metrics, so
+ * address, or all addresses together, are past their limit, else 401 with `message` and `challenge`. Shared by the API and /metrics, so
  * guesses at either count against the same limit.
  */
 export async function refuseWrongToken(token: string, ip: string, via: "bearer" | "sign-in" | "metrics", message: string, challenge: Readonly<Record<string, string>>): Promise<never> {
-  const { retryAfterSeconds: wait, crossed } = await getWrongTokenLimiter().fail(ip, wrongTokenFingerprint(token));
-  if (crossed) getLogger().warn({ ip, via, action: "wrong-token", outcome: "limited" }, "too many wrong tokens from one address");
+  const { retryAfterSeconds: wait, limit, crossed } = await getWrongTokenLimiter().fail(ip, wrongTokenFingerprint(token));
+  if (crossed === "address") getLogger().warn({ ip, via, action: "wrong-token", outcome: "limited" }, "too many wrong tokens from one address");
+  if (crossed === "everyone") getLogger().warn({ ip, via, action: "wrong-token", outcome: "limited-everyone" }, "too many wrong tokens from all addresses together: every wrong token is refused for the rest of the minute");
   if (wait > 0) {
-    throw new ApiError("rate_limited", `Too many wrong tokens from this address; try again in ${wait} s.`, undefined, { "Retry-After": String(wait) });
+    const message =
+      limit === "everyone"
+        ? `Too many wrong tokens from many addresses together: every wrong token is refused for now; try again in ${wait} s (a right token still works).`
+        : `Too many wrong tokens from this address; try again in ${wait} s.`;
+    throw new ApiError("rate_limited", message, undefined, { "Retry-After": String(wait) });
   }
   throw new ApiError("unauthorized", message, undefined, { ...challenge });
 }

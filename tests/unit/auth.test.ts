@@ -171,14 +171,27 @@ describe("authentication", () => {
   it("limits distinct wrong tokens per address and says how long to wait (in memory without lock nodes)", async () => {
     const { WrongTokenLimiter } = await import("@/server/wrong-token-limiter");
     const limiter = new WrongTokenLimiter(null, 3, 60);
-    for (let i = 0; i < 3; i++) expect(await limiter.fail("10.0.0.1", `fp${i}`)).toEqual({ retryAfterSeconds: 0, crossed: i === 2 });
+    for (let i = 0; i < 3; i++) expect(await limiter.fail("10.0.0.1", `fp${i}`)).toEqual({ retryAfterSeconds: 0, limit: null, crossed: i === 2 ? "address" : null });
     const limited = await limiter.fail("10.0.0.1", "fp3");
     expect(limited.retryAfterSeconds).toBeGreaterThan(0);
     expect(limited.retryAfterSeconds).toBeLessThanOrEqual(60);
-    expect(limited.crossed).toBe(false);
+    expect([limited.limit, limited.crossed]).toEqual(["address", null]);
     expect((await limiter.fail("10.0.0.2", "fp0")).retryAfterSeconds).toBe(0);
     // One stale token sent again and again is one wrong token, not a guesser.
     for (let i = 0; i < 10; i++) await limiter.fail("10.0.0.3", "stale");
     expect((await limiter.fail("10.0.0.3", "another")).retryAfterSeconds).toBe(0);
+  });
+
+  it("limits distinct wrong tokens from all addresses together, each address staying under its own limit", async () => {
+    const { WrongTokenLimiter } = await import("@/server/wrong-token-limiter");
+    const limiter = new WrongTokenLimiter(null, 3, 60, 6);
+    const verdicts = [];
+    for (let a = 0; a < 3; a++) for (let i = 0; i < 2; i++) verdicts.push(await limiter.fail(`10.1.0.${a}`, `fp${a}-${i}`));
+    expect(verdicts.map((v) => [v.retryAfterSeconds, v.crossed])).toEqual([[0, null], [0, null], [0, null], [0, null], [0, null], [0, "everyone"]]);
+    // A new address's first wrong token waits for everyone's window to end.
+    const limited = await limiter.fail("10.1.0.9", "fresh");
+    expect(limited.limit).toBe("everyone");
+    expect(limited.retryAfterSeconds).toBeGreaterThan(0);
+    expect(limited.retryAfterSeconds).toBeLessThanOrEqual(60);
   });
 });
