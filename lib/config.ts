@@ -4,6 +4,7 @@ import { globProblem } from "./locks/glob";
 import { parseProxyEntry } from "./client-address";
 import { maskUrl, parseDeployments, shownList, urlProblem, type Deployment, type ReadFile } from "./deployment-config";
 import { linearRegExp, NotLinearError } from "./linear-regexp";
+import { MAKE_SECRET, MIN_SECRET_LENGTH, weakSecretProblem } from "./secret-strength";
 
 /**
  * The console's configuration, parsed once from an environment-shaped record. This module never reads the
@@ -317,7 +318,22 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
   const operatorToken = optionalToken("LOCKSCOPE_OPERATOR_TOKEN");
   const viewerToken = optionalToken("LOCKSCOPE_VIEWER_TOKEN");
   const metricsToken = optionalToken("METRICS_TOKEN");
-  const sessionSecret = optionalToken("LOCKSCOPE_SESSION_SECRET");
+  // Whoever guesses the key that signs session cookies makes a cookie for any role, offline from one cookie seen:
+  // it must be random, and long, not a token-sized phrase.
+  const sessionSecret =
+    field(
+      env,
+      "LOCKSCOPE_SESSION_SECRET",
+      z.union([
+        z.undefined(),
+        token.superRefine((secret, ctx) => {
+          const problem = weakSecretProblem(secret);
+          if (problem) ctx.addIssue({ code: "custom", message: problem, params: { explains: true } });
+        }),
+      ]),
+      `a random secret of at least ${MIN_SECRET_LENGTH} printable characters without spaces, as random as ${MIN_SECRET_LENGTH} bytes (it signs session cookies); make one with \`${MAKE_SECRET}\``,
+      undefined,
+    ) ?? null;
   if (operatorToken && viewerToken && operatorToken === viewerToken) {
     throw new ConfigError("LOCKSCOPE_VIEWER_TOKEN", viewerToken, "a token different from LOCKSCOPE_OPERATOR_TOKEN");
   }

@@ -13,7 +13,7 @@ import { until } from "../support/wait";
  * Headers set by the proxy and answers Next.js gives before any route runs are only visible over HTTP.
  */
 
-const SESSION_SECRET = "it-session-secret-0123456789abcdef";
+const SESSION_SECRET = "l8h0TsNoAdUM/3V/z+Z4RhNoVG7d0ny0mortMT0pxrU=";
 
 interface RawResponse {
   status: number;

@@ -21,7 +21,7 @@ describe("a real Prometheus scraping two replicas", () => {
 
   beforeAll(async () => {
     cluster = await startCluster(3);
-    const env = { REDIS_URLS: cluster.urls.join(","), METRICS_TOKEN, LOCKSCOPE_SESSION_SECRET: "it-replicas-metrics-session-secret-01" };
+    const env = { REDIS_URLS: cluster.urls.join(","), METRICS_TOKEN, LOCKSCOPE_SESSION_SECRET: "cIV/i24E0hoyOZLEw78JV1Bw2K+oFlUhjHj3usSD0js=" };
     a = await startLauncher(env);
     b = await startLauncher(env);
     prometheus = await startPrometheus([`127.0.0.1:${a.port}`, `127.0.0.1:${b.port}`], METRICS_TOKEN);

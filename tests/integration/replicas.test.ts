@@ -4,7 +4,7 @@ import { startCluster, type TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
 const OPERATOR_TOKEN = "it-replicas-operator-token-0123456";
-const SESSION_SECRET = "it-replicas-session-secret-0123456789";
+const SESSION_SECRET = "AyyzuYm9Eq22LGcwDzFD4fHgj29SKJMQcpuWYVxIXVE=";
 
 interface Answer {
   status: number;

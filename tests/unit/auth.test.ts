@@ -40,7 +40,7 @@ describe("authentication", () => {
     Object.assign(process.env, {
       LOCKSCOPE_OPERATOR_TOKEN: OPERATOR,
       LOCKSCOPE_VIEWER_TOKEN: VIEWER,
-      LOCKSCOPE_SESSION_SECRET: "unit-session-secret-0123456789",
+      LOCKSCOPE_SESSION_SECRET: "klmUoDxjEdsEPAsnnhpwNmCzGMpBZ2QKyxz4aGHF4uk=",
       LOCKSCOPE_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "lockscope-auth-")),
     });
     delete process.env.LOCKSCOPE_PUBLIC_ORIGIN;
@@ -136,7 +136,7 @@ describe("authentication", () => {
     const secret = process.env.LOCKSCOPE_SESSION_SECRET;
     try {
       resetGlobals();
-      process.env.LOCKSCOPE_SESSION_SECRET = "unit-other-session-secret-9876543210";
+      process.env.LOCKSCOPE_SESSION_SECRET = "ZE1GAa7aIySZbmlr1d1gQaJBZdpHXkdk6GGlCW9l48g=";
       expect(await tokenMark()).not.toBe(before);
     } finally {
       resetGlobals();

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import vm from "node:vm";
 import { describe, expect, it } from "vitest";
 import { lockGroup, statelessPattern } from "@/lib/locks/groups";
@@ -100,8 +101,10 @@ describe("configuration", () => {
   });
 
   it("refuses a scrape token or a session secret that is also the operator's or the viewer's token", () => {
-    const operator = "operator-abcdefghijklmnopqrstuvwxyz";
-    const viewer = "viewer-abcdefghijklmnopqrstuvwxyz";
+    // Random, as a session secret must be: the one refused below is refused for being a token, not for being weak.
+    const operator = "l8h0TsNoAdUM/3V/z+Z4RhNoVG7d0ny0mortMT0pxrU=";
+    const viewer = "klmUoDxjEdsEPAsnnhpwNmCzGMpBZ2QKyxz4aGHF4uk=";
+    const metrics = "cIV/i24E0hoyOZLEw78JV1Bw2K+oFlUhjHj3usSD0js=";
     const both = { LOCKSCOPE_OPERATOR_TOKEN: operator, LOCKSCOPE_VIEWER_TOKEN: viewer };
     // The scrape token sits in Prometheus's configuration: it must not also release locks, or read them.
     for (const same of [operator, viewer]) {
@@ -110,10 +113,31 @@ describe("configuration", () => {
       expect(error.message).not.toContain(same);
     }
     // Whoever knows the key that signs session cookies can make one for any role: no token may be that key.
-    for (const same of [operator, viewer, "metrics-abcdefghijklmnopqrstuvwxyz"]) {
-      const error = errorOf({ ...both, METRICS_TOKEN: same === operator || same === viewer ? "metrics-abcdefghijklmnopqrstuvwxyz" : same, LOCKSCOPE_SESSION_SECRET: same });
+    for (const same of [operator, viewer, metrics]) {
+      const error = errorOf({ ...both, METRICS_TOKEN: metrics, LOCKSCOPE_SESSION_SECRET: same });
       expect([error.variable, error.expected]).toEqual(["LOCKSCOPE_SESSION_SECRET", "a secret different from every token (LOCKSCOPE_OPERATOR_TOKEN, LOCKSCOPE_VIEWER_TOKEN, METRICS_TOKEN)"]);
       expect(error.message).not.toContain(same);
+    }
+  });
+
+  it("refuses a session secret that is short or not random, naming the variable, the minimum and how to make one, never the secret", () => {
+    for (const [weak, why] of [
+      ["unit-session-secret-0123456789", "(it is 30 characters long)"],
+      ["passwordpasswordpasswordpassword", "(its characters vary too little for random bytes"],
+      // 16 random bytes in hex: 32 characters, half the randomness asked for.
+      ["9f86d081884c7d659a2feaa0c55ad015", "(its characters vary too little for random bytes"],
+      ["it-replicas-session-secret-0123456789", "(its characters vary too little for random bytes"],
+    ] as const) {
+      const error = errorOf({ LOCKSCOPE_SESSION_SECRET: weak });
+      expect(error.variable).toBe("LOCKSCOPE_SESSION_SECRET");
+      expect(error.message).toMatch(/^LOCKSCOPE_SESSION_SECRET=\(hidden, \d+ characters\) is invalid: expected a random secret of at least 32 printable characters/);
+      expect(error.message).toContain("make one with `openssl rand -base64 32`");
+      expect(error.message).toContain(why);
+      expect(error.message).not.toContain(weak);
+    }
+    // What the README and the errors say to use: 32 random bytes, in base64 or hex.
+    for (const strong of ["AyyzuYm9Eq22LGcwDzFD4fHgj29SKJMQcpuWYVxIXVE=", "ZE1GAa7aIySZbmlr1d1gQaJBZdpHXkdk6GGlCW9l48g", randomBytes(32).toString("hex")]) {
+      expect(parseConfig({ LOCKSCOPE_SESSION_SECRET: strong }).sessionSecret).toBe(strong);
     }
   });
 
