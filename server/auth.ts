@@ -228,7 +228,8 @@ export async function carriedSessions(headers: Headers): Promise<Principal[]> {
 /**
  * Who is asking. A bearer token wins over a cookie; a wrong bearer token is a 401 (429 once the address
  * has sent too many; never silently downgraded to the open viewer). A signed-out session counts as no
- * session. Without credentials, reading is open only when no viewer token is set.
+ * session; two different live ones are a 401 (see below). Without credentials, reading is open only when no
+ * viewer token is set.
  */
 export async function authenticate(headers: Headers): Promise<Principal | null> {
   const authorization = headers.get("authorization");
@@ -241,11 +242,25 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
     const role = await checkPresentedToken(match[1], clientIp(headers), "bearer");
     return { role, actor: cleanActor(headers.get("x-lockscope-actor"), role), via: "bearer" };
   }
-  // The first session cookie that is good and not signed out: one a sibling site set for the parent domain,
-  // sent before the console's own, must not hide it.
+  // The session cookie that is good and not signed out: one a sibling site set for the parent domain (signed out
+  // by a later sign-in here), sent before the console's own, must not hide it.
+  const live = new Map<string, Principal>();
   for (const principal of await carriedSessions(headers)) {
-    if (principal.session && !(await getSessionRevocations().isRevoked(principal.session.id))) return principal;
+    if (principal.session && !(await getSessionRevocations().isRevoked(principal.session.id))) live.set(principal.session.id, principal);
   }
+  // Two live ones: over http another site of the parent domain can set `lockscope_session` for the whole domain
+  // (a session of its own, taken with a token it holds), and the browser may send it first. Reading either would
+  // have the user act as someone else, unaware; the console sets one cookie per host, so two are never its own.
+  if (live.size > 1) {
+    throw new ApiError(
+      "unauthorized",
+      "This browser sent two different sessions of this console (another site of the same parent domain can set one over http): sign in again, which ends both. Serving the console over https (LOCKSCOPE_PUBLIC_ORIGIN=https://…) keeps other sites from setting its cookie.",
+      undefined,
+      { ...BEARER_CHALLENGE },
+    );
+  }
+  const [principal] = live.values();
+  if (principal) return principal;
   if (getSecrets().viewerToken === null) return { role: "viewer", actor: "anonymous", via: "open" };
   return null;
 }

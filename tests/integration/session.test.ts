@@ -220,6 +220,30 @@ describe("sign-in, sessions and health", () => {
     expect(await whoIs(`${plantedAgain}; ${fresh}`)).toMatchObject({ role: "operator", actor: "gina", via: "session" });
   });
 
+  it("refuses a request carrying two different live sessions (one planted for the parent domain over http) rather than acting as either", async () => {
+    const signIn = async (token: string, name: string, cookie?: string) => {
+      const res = await call(session.POST, "POST", "/api/session", { token: null, ...(cookie ? { headers: { cookie } } : {}), body: { token, name } });
+      expect(res.status).toBe(200);
+      return (res.headers.get("set-cookie") ?? "").split(";")[0]!;
+    };
+    // The operator signs in; afterwards another site of the parent domain plants a session of its own (signed in
+    // with a viewer token it holds) for the whole domain with a longer path, which the browser sends first.
+    const own = await signIn(OPERATOR_TOKEN, "ivan");
+    const planted = await signIn(VIEWER_TOKEN, "mallory");
+    const both = `${planted}; ${own}`;
+    const listed = await call(locks.GET, "GET", "/api/locks", { token: null, headers: { cookie: both } });
+    expect([listed.status, listed.headers.get("www-authenticate")]).toEqual([401, 'Bearer realm="lockscope"']);
+    expect(listed.body).toMatchObject({ error: { code: "unauthorized", message: expect.stringMatching(/two different sessions.*[Ss]ign in again/) as unknown } });
+    // The pages ask who is signed in: no one, so the browser goes to sign-in.
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: both } })).status).toBe(401);
+    // Each alone is what it was; one sent twice is one session.
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: own } })).body).toMatchObject({ role: "operator", actor: "ivan" });
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `${own}; ${own}` } })).body).toMatchObject({ role: "operator", actor: "ivan" });
+    // Signing in again ends both; the planted one, still sent first, is then passed over.
+    const fresh = await signIn(OPERATOR_TOKEN, "ivan", both);
+    expect((await call(session.GET, "GET", "/api/session", { token: null, headers: { cookie: `${planted}; ${fresh}` } })).body).toMatchObject({ role: "operator", actor: "ivan", via: "session" });
+  });
+
   it("keeps a browser signed in behind a proxy that checks Basic credentials and passes its Authorization header on", async () => {
     // nginx's auth_basic in front: the browser then sends `Authorization: Basic …` with every request, the console's too.
     const basic = `Basic ${Buffer.from("ops:proxy-password").toString("base64")}`;
