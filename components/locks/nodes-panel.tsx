@@ -1,6 +1,7 @@
 "use client";
 
 import type { ReplicationState } from "@/lib/locks/replication";
+import { replicaConsequence, replicaText } from "@/lib/locks/node-pills";
 import { notUpText, useHealth, type HealthNode } from "../node-status";
 import { useLiveNodes, useNow } from "./use-live-locks";
 import { formatDuration } from "./format";
@@ -134,7 +135,7 @@ export function NodesPanel() {
                   </th>
                   <td className={node.up && readOnly ? "wraps warn-text" : undefined}>
                     <span className={`dot ${node.up ? (readOnly ? "degraded" : "up") : watcher?.reading ? "degraded" : "down"}`} aria-hidden />{" "}
-                    {node.up ? (readOnly ? `up, a read-only replica${readOnly.primary === null ? "" : ` of ${readOnly.primary}`}: no lock can be taken or released there` : "up") : !watcher ? "down" : watcher.reading ? `${notUpText(watcher)} (${watcher.reading.keysRead.toLocaleString("en")} keys so far)` : notUpText(watcher)}
+                    {node.up ? (readOnly ? `up, ${replicaText(readOnly)}: ${replicaConsequence(readOnly)}` : "up") : !watcher ? "down" : watcher.reading ? `${notUpText(watcher)} (${watcher.reading.keysRead.toLocaleString("en")} keys so far)` : notUpText(watcher)}
                   </td>
                   <td className="mono">{node.latencyMs === null ? "—" : `${node.latencyMs} ms`}</td>
                   <td className={`wraps${node.notifications === "unavailable" ? " warn-text" : ""}`}>

@@ -24,6 +24,18 @@ export interface PillNode {
   label: string;
 }
 
+/** A node that is a replica now, as the header and the nodes panel name it. */
+export function replicaText(replica: NonNullable<WatcherStatus["readOnly"]>): string {
+  return `a ${replica.writable ? "writable" : "read-only"} replica${replica.primary === null ? "" : ` of ${replica.primary}`}`;
+}
+
+/** What a replica means for the locks on it. */
+export function replicaConsequence(replica: NonNullable<WatcherStatus["readOnly"]>): string {
+  return replica.writable
+    ? "a lock written there stays there, never seen by its primary or the primary's clients, and the console releases nothing there"
+    : "no lock can be taken or released there";
+}
+
 /**
  * How a node whose readings do not count is shown: still reading its locks (start-up, a reconnect: not down),
  * not answering, or down.
@@ -50,7 +62,7 @@ export function nodePills(statuses: readonly WatcherStatus[], nodesUp?: number):
     const reasons = [
       n.refusedPatterns?.length ? `refuses the console the lock patterns ${[...new Set(n.refusedPatterns.map((r) => r.glob))].join(", ")}` : null,
       n.unservedSlots ? `${n.unservedSlots} ${n.unservedSlots === 1 ? "slot" : "slots"} served by no primary (their locks unreadable)` : null,
-      n.readOnly ? `a read-only replica${n.readOnly.primary === null ? "" : ` of ${n.readOnly.primary}`} now: no lock can be taken or released there` : null,
+      n.readOnly ? `${replicaText(n.readOnly)} now: ${replicaConsequence(n.readOnly)}` : null,
     ].filter((r) => r !== null);
     const name = several ? `${n.deployment ?? ""} ${n.nodeId}` : n.nodeId;
     return {

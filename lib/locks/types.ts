@@ -213,9 +213,11 @@ export interface WatcherStatus {
   /**
    * Present while the node is a replica (its last `INFO replication`, read every 2 s, says so: a failover demoted
    * it, or its URL names a replica): read-only, no lock can be taken, extended or force-released there. `primary`:
-   * the primary it follows (`host:port`), null where it does not say.
+   * the primary it follows (`host:port`), null where it does not say. `writable`: the replica takes writes
+   * (`replica-read-only no`): a lock written there stays there, never seen by its primary, and the console
+   * releases nothing there.
    */
-  readOnly?: { primary: string | null };
+  readOnly?: { primary: string | null; writable?: true };
 }
 
 export interface LiveStats {

@@ -20,9 +20,10 @@ const STALE_MS = 3 * POLL_MS + 500;
 /** How long a lock's page waits for replicas to acknowledge the primary's offset (they do about once a second). */
 const ACK_WAIT_MS = 1_200;
 
-/** A node that is a replica now: read-only, following `primary` (null where it does not say). */
+/** A node that is a replica now, following `primary` (null where it does not say); `writable`: it takes writes (`replica-read-only no`). */
 export interface ReadOnlyNode {
   primary: string | null;
+  writable?: true;
 }
 
 /**
@@ -49,8 +50,8 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
   /** Tells `onReadOnly` of a change of what the fresh reading says (`primary`, or "" for a replica that does not say). */
   const tell = (nodeId: string) => {
     const role = current(nodeId)?.role;
-    const readOnly = role?.kind === "replica" ? { primary: role.primary } : null;
-    const key = readOnly === null ? null : (readOnly.primary ?? "");
+    const readOnly = role?.kind === "replica" ? { primary: role.primary, ...(role.readOnly === false ? { writable: true as const } : {}) } : null;
+    const key = readOnly === null ? null : `${readOnly.primary ?? ""}${readOnly.writable ? " writable" : ""}`;
     if ((told.get(nodeId) ?? null) === key) return;
     told.set(nodeId, key);
     onReadOnly(nodeId, readOnly);

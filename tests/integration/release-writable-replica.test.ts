@@ -39,6 +39,13 @@ describe("a force release on a node that is a writable replica", () => {
     await primary.set("lock:on-writable-replica", "holder-a", "PX", 60_000);
     await until("the lock copied to the replica", async () => (await onReplica.get("lock:on-writable-replica")) === "holder-a");
 
+    // The nodes the live view shows: a writable replica, not called read-only.
+    const locks = await import("@/app/api/locks/route");
+    await until("the node shown as a writable replica of its primary", async () => {
+      const body = (await call(locks.GET, "GET", "/api/locks", { token: VIEWER_TOKEN })).body as { nodes: Array<{ readOnly?: { primary: string | null; writable?: boolean } }> };
+      return body.nodes[0]?.readOnly?.primary === `127.0.0.1:${primaryNode.port}` && body.nodes[0]?.readOnly?.writable === true;
+    });
+
     const release = await import("@/app/api/locks/[resource]/release/route");
     const res = await call(release.POST, "POST", "/api/locks/lock%3Aon-writable-replica/release", {
       body: { reason: "stuck job", token: "holder-a" },

@@ -76,6 +76,10 @@ describe("the header's node pills", () => {
     expect(label({})).toBe("node-0 up");
     expect(label({ readOnly: { primary: "10.0.0.2:6379" } })).toBe("node-0 up, degraded: a read-only replica of 10.0.0.2:6379 now: no lock can be taken or released there");
     expect(label({ readOnly: { primary: null } })).toBe("node-0 up, degraded: a read-only replica now: no lock can be taken or released there");
+    // A replica that takes writes (`replica-read-only no`) is not called read-only: what is written there stays there.
+    expect(label({ readOnly: { primary: "10.0.0.2:6379", writable: true } })).toBe(
+      "node-0 up, degraded: a writable replica of 10.0.0.2:6379 now: a lock written there stays there, never seen by its primary or the primary's clients, and the console releases nothing there",
+    );
     expect(label({ refusedPatterns: [{ glob: "orders:*", rule: "~orders:*" }] })).toBe("node-0 up, degraded: refuses the console the lock patterns orders:*");
     expect(label({ unservedSlots: 5461 })).toBe("node-0 up, degraded: 5461 slots served by no primary (their locks unreadable)");
     expect(label({ notifications: "unavailable" })).toBe("node-0 up, degraded: notifications unavailable (periodic SCAN)");
