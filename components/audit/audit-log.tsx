@@ -82,10 +82,12 @@ function NodeResults({ entry }: { entry: AuditEntry }) {
   return (
     <ul className={styles.nodes} aria-label={`Per-node outcome of ${entryName(entry)}`}>
       {entry.nodes.map((n) => (
-        <li key={n.id} title={n.error}>
+        <li key={n.id}>
           <span className={`dot ${n.result === "deleted" ? "up" : n.result === "error" ? "down" : "degraded"}`} aria-hidden />
-          {n.id}: {n.result}
-          {n.error ? ` (${n.error})` : ""}
+          <span>
+            {n.id}: {n.result}
+            {n.error ? ` (${n.error})` : ""}
+          </span>
         </li>
       ))}
     </ul>
@@ -242,7 +244,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
 
       <div className="panel">
         <TableScroll label="Audit entries, scrollable">
-          <table className={styles.table} aria-label="Audit entries">
+          <table className={`${styles.table} ${styles.entries}`} aria-label="Audit entries">
             <TableHead columns={["Time", "Actor", "Resource", "Holder", "Reason", "Outcome", "Nodes", <span className="sr-only">Details</span>]} />
             <tbody>
               {entries.map((entry) => {
@@ -252,13 +254,19 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
                     <tr data-audit-id={entry.id}>
                       <td title={new Date(entry.at).toISOString()}>{timeText(entry.at)}</td>
                       <td>
-                        {entry.actor} <span className="muted">({entry.role})</span>
+                        <div className={styles.actor}>
+                          {entry.actor} <span className="muted">({entry.role})</span>
+                        </div>
                       </td>
-                      <td className={`mono ${styles.breaks}`}>{entry.resource}</td>
-                      <td className={styles.breaks}>{holderText(entry)}</td>
-                      <td className={styles.reason}>{entry.reason}</td>
+                      <td className="mono">{entry.resource}</td>
                       <td>
-                        <span className={`${styles.outcome} ${styles[entry.outcome] ?? ""}`}>{outcomeText(entry)}</span>
+                        <div className={styles.holder}>{holderText(entry)}</div>
+                      </td>
+                      <td>{entry.reason}</td>
+                      <td>
+                        <div className={styles.outcomeBox}>
+                          <span className={`${styles.outcome} ${styles[entry.outcome] ?? ""}`}>{outcomeText(entry)}</span>
+                        </div>
                       </td>
                       <td>
                         <NodeResults entry={entry} />

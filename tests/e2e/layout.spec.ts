@@ -1,7 +1,8 @@
+import { randomBytes } from "node:crypto";
 import type { Page } from "@playwright/test";
 import type Redis from "ioredis";
-import { expect, lockNodeClients, test } from "./fixtures";
-import { accessibilityProblems, busyLocks, holdLock, finishedLabRun, layoutProblems, releasedByScript, restartNodeOne, scrollingTables, settled, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
+import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
+import { accessibilityProblems, busyLocks, deleteMatching, holdLock, finishedLabRun, layoutProblems, releasedByScript, restartNodeOne, scrollingTables, settled, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
 
 /** The page's background as the theme painted it: dark has a low luminance, light a high one. */
 async function backgroundLuminance(page: Page): Promise<number> {
@@ -110,6 +111,67 @@ test.describe("every page at every width, light and dark", () => {
       await expect(page.getByRole("button", { name: "Sign in" })).toBeVisible();
     });
   });
+});
+
+test("the audit log keeps long entries inside its table at laptop widths, every word of them readable", async ({ page, request, signIn, baseURL }) => {
+  await signIn("operator");
+  const origin = new URL(baseURL ?? "http://127.0.0.1").origin;
+  const tag = randomBytes(3).toString("hex");
+  // A force release by a script with a long name, one of whose nodes answered but was left untouched: the node's
+  // outcome says why in a sentence.
+  const resource = unique("audit-long-node-outcome");
+  const actor = `settlement-reconciliation-oncall-bot@payments-${tag}.example`;
+  const nodes = await lockNodeClients(request);
+  try {
+    await nodes[0]!.set(resource, "batch-7f3a", "PX", 120_000);
+    await nodes[1]!.set(resource, "batch-7f3a", "PX", 120_000);
+    await nodes[2]!.hset(resource, "owner", "someone-else");
+    const released = await request.post(`/api/locks/${encodeURIComponent(resource)}/release`, {
+      data: { reason: "settlement batch died mid-run" },
+      headers: { Authorization: `Bearer ${E2E_OPERATOR_TOKEN}`, "X-Lockscope-Actor": actor },
+    });
+    expect(released.status(), await released.text()).toBe(200);
+    await deleteMatching(nodes, resource);
+  } finally {
+    for (const n of nodes) n.disconnect();
+  }
+  // A long list of lock patterns, as an operator who declares each team's lock families builds one: 24 globs of about
+  // 80 characters. Its entry names the new list (Resource) and the one it replaced (Reason), and so does the change back.
+  const read = (await (await page.request.get("/api/patterns")).json()) as { patterns: Array<{ glob: string; scope?: string }>; revision: string };
+  const added = Array.from({ length: 24 }, (_, i) => ({ glob: `e2e-layout-${tag}/tenant-${String(i).padStart(2, "0")}/reconciliation-batch-settlement-queue-worker-lock:*` }));
+  const changed = await page.request.put("/api/patterns", {
+    data: { patterns: [...read.patterns, ...added], reason: `every tenant's settlement queue locks, as listed in the runbook for ${tag}`, revision: read.revision },
+    headers: { Origin: origin },
+  });
+  expect(changed.status(), await changed.text()).toBe(200);
+  try {
+    await page.goto("/audit");
+    const table = page.getByRole("table", { name: "Audit entries" });
+    const change = table.getByRole("row").filter({ hasText: `runbook for ${tag}` });
+    const release = table.getByRole("row").filter({ hasText: resource });
+    await expect(change).toHaveCount(1);
+    await expect(release).toHaveCount(1);
+    // Each cell holds its whole text: the new list, the node's sentence, the script's name.
+    await expect(change.getByRole("cell").nth(2)).toContainText(added[23]!.glob);
+    await expect(release.getByRole("listitem").filter({ hasText: "node-2" })).toHaveText("node-2: error (holds a hash that is not a token lock (or a companion key of another type): left untouched)");
+    await expect(release.getByRole("cell").nth(1)).toContainText(actor);
+    for (const width of [1440, 1280]) {
+      await page.setViewportSize({ width, height: 1000 });
+      await settled(page);
+      expect(await scrollingTables(page), `tables scrolling sideways at ${width} px`).toEqual([]);
+      expect(await layoutProblems(page), `${width} px`).toEqual([]);
+      // Each row's Details button stays inside the table's box, where it is seen and clicked without scrolling.
+      const box = await page.getByRole("region", { name: "Audit entries, scrollable" }).boundingBox();
+      for (const row of [change, release]) {
+        const details = await row.getByRole("button", { name: /^Details of / }).boundingBox();
+        expect(details!.x + details!.width, `the Details button's right edge at ${width} px`).toBeLessThanOrEqual(box!.x + box!.width + 0.5);
+      }
+    }
+  } finally {
+    const now = (await (await page.request.get("/api/patterns")).json()) as { revision: string };
+    const restored = await page.request.put("/api/patterns", { data: { patterns: read.patterns, reason: "end of the test", revision: now.revision }, headers: { Origin: origin } });
+    expect(restored.status()).toBe(200);
+  }
 });
 
 test("the theme switch pins a theme over the system's, keeps it across reloads, and paints it before any script of the app runs", async ({ page }) => {
