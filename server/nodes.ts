@@ -135,6 +135,11 @@ export function getDeploymentNodes(): readonly DeploymentNodes[] {
   });
 }
 
+/** The names of the deployments the console watches, in the configuration's order. */
+export function watchedDeploymentNames(): string[] {
+  return getDeploymentNodes().map((d) => d.deployment.name);
+}
+
 /**
  * The nodes of the first deployment: where the console keeps what it shares with other consoles (the audit
  * stream, session revocations, the console registry and its leases, the wrong-token counts). With one

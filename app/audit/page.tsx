@@ -1,6 +1,7 @@
 import { AuditLog } from "@/components/audit/audit-log";
 import { HeldAtLookup } from "@/components/audit/lock-history";
 import { addressInstant } from "@/server/audit/query";
+import { watchedDeploymentNames } from "@/server/nodes";
 
 export const metadata = { title: "Audit log · Lockscope" };
 export const dynamic = "force-dynamic";
@@ -14,7 +15,10 @@ export default async function AuditPage({ searchParams }: { searchParams: Search
     <section>
       <h1>Audit log</h1>
       <p className="muted">Every force release and lock-pattern change: who, when, why, and what it did (for a release, on each node). Newest first.</p>
-      <AuditLog initial={{ resource: text(params.resource), actor: text(params.actor), from: addressInstant(params.from), to: addressInstant(params.to) }} />
+      <AuditLog
+        initial={{ resource: text(params.resource), actor: text(params.actor), deployment: text(params.deployment), from: addressInstant(params.from), to: addressInstant(params.to) }}
+        deployments={watchedDeploymentNames()}
+      />
       <HeldAtLookup />
     </section>
   );

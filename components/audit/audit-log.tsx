@@ -2,7 +2,7 @@
 
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { Fragment, useEffect, useRef, useState, type FormEvent } from "react";
-import type { AuditEntry, AuditPage } from "@/lib/audit/types";
+import type { AuditAnswer, AuditEntry } from "@/lib/audit/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import styles from "./audit-log.module.css";
 import { MessageText } from "../message-text";
@@ -12,6 +12,8 @@ import { SignInLink, useSession } from "../session";
 export interface AuditFilterValues {
   resource: string;
   actor: string;
+  /** A deployment's name, exactly; empty for every deployment. */
+  deployment: string;
   /** `datetime-local` input values (browser's local time), empty when unset. */
   from: string;
   to: string;
@@ -51,6 +53,7 @@ export function filterQuery(filters: AuditFilterValues): URLSearchParams {
   const params = new URLSearchParams();
   if (filters.resource.trim()) params.set("resource", filters.resource.trim());
   if (filters.actor.trim()) params.set("actor", filters.actor.trim());
+  if (filters.deployment) params.set("deployment", filters.deployment);
   for (const key of ["from", "to"] as const) {
     const ms = filters[key] ? new Date(filters[key]).getTime() : NaN;
     if (Number.isFinite(ms)) params.set(key, new Date(ms).toISOString());
@@ -71,16 +74,35 @@ function timeText(at: number): string {
 
 /**
  * Which entry a row's controls are about, in words a listener can tell apart from the next row's ("the release of
- * lock:orders/42 at" the time the row shows): every row has a Details button and a node list, and the entry's id
- * says nothing to a person.
+ * lock:orders/42 at" the time the row shows, "on orders" too where the table names deployments): every row has a
+ * Details button and a node list, and the entry's id says nothing to a person.
  */
-function entryName(entry: AuditEntry): string {
-  return `${entry.action === "patterns-changed" ? "the lock-pattern change" : `the release of ${entry.resource}`} at ${timeText(entry.at)}`;
+function entryName(entry: AuditEntry, withDeployment: boolean): string {
+  const on = withDeployment && entry.deployment ? ` on ${entry.deployment}` : "";
+  return `${entry.action === "patterns-changed" ? "the lock-pattern change" : `the release of ${entry.resource}${on}`} at ${timeText(entry.at)}`;
 }
 
-function NodeResults({ entry }: { entry: AuditEntry }) {
+/**
+ * Whether the table names each entry's deployment: where the console watches several, or where the entries name
+ * another than the one it watches (releases made while it watched others); not while it shows one deployment's
+ * entries only, where every row would say the same name, as the locks table does.
+ */
+export function showsDeployment(watched: readonly string[], entries: readonly AuditEntry[], filtered: string): boolean {
+  if (filtered && watched.length > 1) return false;
+  const named = new Set(watched);
+  for (const e of entries) if (e.deployment !== undefined) named.add(e.deployment);
+  return named.size > 1;
+}
+
+/** The Deployment cell: a lock-pattern change applies to every deployment; an older release named none. */
+function DeploymentCell({ entry }: { entry: AuditEntry }) {
+  if (entry.deployment !== undefined) return <td>{entry.deployment}</td>;
+  return <td className="muted">{entry.action === "patterns-changed" ? "all" : "not recorded"}</td>;
+}
+
+function NodeResults({ entry, name }: { entry: AuditEntry; name: string }) {
   return (
-    <ul className={styles.nodes} aria-label={`Per-node outcome of ${entryName(entry)}`}>
+    <ul className={styles.nodes} aria-label={`Per-node outcome of ${name}`}>
       {entry.nodes.map((n) => (
         <li key={n.id}>
           <span className={`dot ${n.result === "deleted" ? "up" : n.result === "error" ? "down" : "degraded"}`} aria-hidden />
@@ -96,9 +118,10 @@ function NodeResults({ entry }: { entry: AuditEntry }) {
 
 /**
  * The audit log: every force release and pattern change, newest first, with filters, per-node outcomes and CSV/JSON
- * export. `initial`: the filters the address names, `from` and `to` as ISO instants.
+ * export. `initial`: the filters the address names, `from` and `to` as ISO instants. `deployments`: those the console
+ * watches (with several, the filters can pick one).
  */
-export function AuditLog({ initial }: { initial: AuditFilterValues }) {
+export function AuditLog({ initial, deployments }: { initial: AuditFilterValues; deployments: readonly string[] }) {
   const session = useSession();
   const signedOut = !session.isPending && session.data === null;
   // `initial` comes from the address, with `from` and `to` as ISO instants: read in this browser's time zone. (The
@@ -120,7 +143,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
       const params = new URLSearchParams(query);
       params.set("limit", String(PAGE_SIZE));
       if (pageParam) params.set("before", pageParam);
-      return apiFetch<AuditPage>(`/api/audit?${params.toString()}`);
+      return apiFetch<AuditAnswer>(`/api/audit?${params.toString()}`);
     },
     getNextPageParam: (last) => last.next,
     refetchInterval: 15_000,
@@ -139,7 +162,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
   }
 
   function clear() {
-    const empty = { resource: "", actor: "", from: "", to: "" };
+    const empty = { resource: "", actor: "", deployment: "", from: "", to: "" };
     setDraft(empty);
     setFilters(empty);
     setAsked((n) => n + 1);
@@ -148,6 +171,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
   }
 
   const entries = result.data?.pages.flatMap((p) => p.entries) ?? [];
+  const withDeployment = showsDeployment(deployments, entries, filters.deployment);
   const refused = result.error instanceof ApiRequestError && result.error.status === 400;
   const source = result.data?.pages[0]?.source;
   // Any page read from too few nodes may lack entries, not only the first.
@@ -193,6 +217,21 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
           Actor
           <input type="search" value={draft.actor} maxLength={64} onChange={(e) => setDraft({ ...draft, actor: e.target.value })} placeholder="e.g. alice" />
         </label>
+        {deployments.length > 1 && (
+          <label>
+            Deployment
+            <select value={draft.deployment} onChange={(e) => setDraft({ ...draft, deployment: e.target.value })}>
+              <option value="">All deployments</option>
+              {/* A name the address gave that the console does not watch: shown as asked, and refused below. */}
+              {draft.deployment && !deployments.includes(draft.deployment) && <option value={draft.deployment}>{draft.deployment}</option>}
+              {deployments.map((name) => (
+                <option key={name} value={name}>
+                  {name}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
         <label>
           From
           <input type="datetime-local" step={1} value={draft.from} onChange={(e) => setDraft({ ...draft, from: e.target.value })} />
@@ -245,10 +284,11 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
       <div className="panel">
         <TableScroll label="Audit entries, scrollable">
           <table className={`${styles.table} ${styles.entries}`} aria-label="Audit entries">
-            <TableHead columns={["Time", "Actor", "Resource", "Holder", "Reason", "Outcome", "Nodes", <span className="sr-only">Details</span>]} />
+            <TableHead columns={["Time", "Actor", "Resource", withDeployment && "Deployment", "Holder", "Reason", "Outcome", "Nodes", <span className="sr-only">Details</span>]} />
             <tbody>
               {entries.map((entry) => {
                 const open = expanded === entry.id;
+                const name = entryName(entry, withDeployment);
                 return (
                   <Fragment key={entry.id}>
                     <tr data-audit-id={entry.id}>
@@ -259,6 +299,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
                         </div>
                       </td>
                       <td className="mono">{entry.resource}</td>
+                      {withDeployment && <DeploymentCell entry={entry} />}
                       <td>
                         <div className={styles.holder}>{holderText(entry)}</div>
                       </td>
@@ -269,7 +310,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
                         </div>
                       </td>
                       <td>
-                        <NodeResults entry={entry} />
+                        <NodeResults entry={entry} name={name} />
                       </td>
                       <td>
                         {/* Named for its entry (the name starts with the words shown): each row has one. */}
@@ -277,7 +318,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
                           type="button"
                           className="button"
                           aria-expanded={open}
-                          aria-label={`${open ? "Hide details" : "Details"} of ${entryName(entry)}`}
+                          aria-label={`${open ? "Hide details" : "Details"} of ${name}`}
                           onClick={() => setExpanded(open ? null : entry.id)}
                         >
                           {open ? "Hide" : "Details"}
@@ -286,7 +327,7 @@ export function AuditLog({ initial }: { initial: AuditFilterValues }) {
                     </tr>
                     {open && (
                       <tr className={styles.detailRow}>
-                        <td colSpan={8}>
+                        <td colSpan={withDeployment ? 9 : 8}>
                           <dl className={styles.details}>
                             <dt>Entry</dt>
                             <dd className="mono">{entry.id}</dd>

@@ -56,6 +56,11 @@ export interface AuditFilters {
   resource?: string;
   /** Substring of the actor, case-insensitive. */
   actor?: string;
+  /**
+   * The deployment an entry names, exactly: its force releases. Entries that name none (lock-pattern changes, which
+   * apply to every deployment, and releases recorded before deployments were named) are left out.
+   */
+  deployment?: string;
   /** Epoch ms, inclusive. */
   from?: number;
   /** Epoch ms, exclusive. */
@@ -74,4 +79,9 @@ export interface AuditPage {
    * the nodes read). Absent when a quorum was read.
    */
   missingNodes?: string[];
+}
+
+/** `GET /api/audit`'s answer: a page, and the deployments the console watches (in its configuration's order). */
+export interface AuditAnswer extends AuditPage {
+  deployments: string[];
 }

@@ -128,6 +128,7 @@ export class PostgresAudit implements AuditStore {
     // Looked up as they were stored (`clean`).
     if (filters.resource) where.push(`resource ILIKE ${arg(containing(clean(filters.resource)))}`);
     if (filters.actor) where.push(`actor ILIKE ${arg(containing(clean(filters.actor)))}`);
+    if (filters.deployment !== undefined) where.push(`deployment = ${arg(filters.deployment)}`);
     if (filters.from !== undefined) where.push(`at >= to_timestamp(${arg(filters.from / 1000)})`);
     if (filters.to !== undefined) where.push(`at < to_timestamp(${arg(filters.to / 1000)})`);
     const sql = `SELECT id, (extract(epoch FROM at) * 1000)::bigint AS at_ms, actor, role, action, resource, deployment, token, holder, reason, outcome,

@@ -138,6 +138,7 @@ export class AuditMerger {
 export function matchesFilters(entry: AuditEntry, filters: AuditFilters): boolean {
   if (filters.resource && !entry.resource.toLowerCase().includes(filters.resource.toLowerCase())) return false;
   if (filters.actor && !entry.actor.toLowerCase().includes(filters.actor.toLowerCase())) return false;
+  if (filters.deployment !== undefined && entry.deployment !== filters.deployment) return false;
   if (filters.from !== undefined && entry.at < filters.from) return false;
   if (filters.to !== undefined && entry.at >= filters.to) return false;
   return true;

@@ -1,10 +1,11 @@
 import "server-only";
 import { ApiError } from "../errors";
+import { watchedDeploymentNames } from "../nodes";
 import { getAuditStore } from "./current";
 import { EXPORT_MAX_ENTRIES } from "./query";
 import { auditCsv } from "./records";
 import { AuditReadError } from "./store";
-import type { AuditFilters, AuditPage } from "./types";
+import type { AuditAnswer, AuditFilters, AuditPage } from "./types";
 
 async function read(limit: number, before: string | undefined, filters: AuditFilters): Promise<AuditPage> {
   try {
@@ -15,8 +16,25 @@ async function read(limit: number, before: string | undefined, filters: AuditFil
   }
 }
 
-export function getAuditPage(options: { limit: number; before?: string; filters: AuditFilters }): Promise<AuditPage> {
-  return read(options.limit, options.before, options.filters);
+/**
+ * The filters as the store applies them: a `deployment` the console does not watch is a 400 naming those it does;
+ * the only deployment of a console of one filters nothing (as on every route that takes `deployment`), so its
+ * entries recorded before deployments were named, and its pattern changes, are still listed.
+ */
+function storeFilters(filters: AuditFilters): AuditFilters {
+  if (filters.deployment === undefined) return filters;
+  const names = watchedDeploymentNames();
+  if (!names.includes(filters.deployment)) {
+    throw new ApiError("bad_request", `No deployment is named \`${filters.deployment}\`: this console watches ${names.map((n) => `\`${n}\``).join(", ")}.`, {
+      deployments: names,
+    });
+  }
+  return names.length > 1 ? filters : { ...filters, deployment: undefined };
+}
+
+export async function getAuditPage(options: { limit: number; before?: string; filters: AuditFilters }): Promise<AuditAnswer> {
+  const filters = storeFilters(options.filters);
+  return { ...(await read(options.limit, options.before, filters)), deployments: watchedDeploymentNames() };
 }
 
 /**
@@ -25,7 +43,7 @@ export function getAuditPage(options: { limit: number; before?: string; filters:
  * (`X-Audit-Next`, and `next` in JSON): a long log is exported in parts, none twice, none missed.
  */
 export async function exportAudit(format: "csv" | "json", filters: AuditFilters, before?: string): Promise<Response> {
-  const { entries, next, source, missingNodes } = await read(EXPORT_MAX_ENTRIES, before, filters);
+  const { entries, next, source, missingNodes } = await read(EXPORT_MAX_ENTRIES, before, storeFilters(filters));
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   const headers: Record<string, string> = {
     "Cache-Control": "no-store",

@@ -1,3 +1,3 @@
 import "server-only";
 
-export type { AuditEntry, AuditFilters, AuditHolder, AuditNodeResult, AuditOutcome, AuditPage } from "@/lib/audit/types";
+export type { AuditAnswer, AuditEntry, AuditFilters, AuditHolder, AuditNodeResult, AuditOutcome, AuditPage } from "@/lib/audit/types";

@@ -17,6 +17,9 @@ test.describe("the audit page", () => {
     await page.goto(`/audit?resource=${encodeURIComponent(resource)}`);
     const entry = page.getByRole("table", { name: "Audit entries" }).getByRole("row").filter({ hasText: resource });
     await expect(entry).toHaveCount(1);
+    // This console watches one deployment: no Deployment column or filter, which would say the same name everywhere.
+    await expect(page.getByRole("table", { name: "Audit entries" }).getByRole("columnheader", { name: "Deployment" })).toHaveCount(0);
+    await expect(page.getByRole("combobox", { name: "Deployment" })).toHaveCount(0);
     // From a minute before the release, as the browser's clock reads it.
     const at = Number((await entry.getAttribute("data-audit-id"))?.split("-")[0]);
     const from = await page.evaluate((ms) => {

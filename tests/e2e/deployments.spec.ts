@@ -7,7 +7,7 @@ import Redis from "ioredis";
 import { freePort, startRedisNodes, type RedisNode } from "@/lib/redis-node";
 import { E2E_OPERATOR_TOKEN, E2E_VIEWER_TOKEN, expect, test } from "./fixtures";
 import { startSentinel } from "../support/sentinel";
-import { deleteMatching, FLEET, holdFleet, unique } from "./scene";
+import { deleteMatching, FLEET, holdFleet, scrollingTables, settled, unique } from "./scene";
 
 /**
  * A second console, started by this spec on loopback with its own redis-server processes (free ports, a
@@ -267,6 +267,57 @@ test.describe("a console watching three deployments", () => {
     } finally {
       await Promise.all([...clients.slice(0, 3).map((c) => c.del(`${group}/on-orders`)), clients[3]!.del(`${group}/on-cache`)]);
     }
+  });
+
+  test("the audit log names each release's deployment, and filters by it", async ({ page }) => {
+    const signIn = await page.request.post(`${origin}/api/session`, { data: { token: E2E_OPERATOR_TOKEN, name: "e2e-operator" }, headers: { Origin: origin } });
+    expect(signIn.status(), await signIn.text()).toBe(200);
+    const resource = unique("audited");
+    for (const n of clients.slice(0, 3)) await n.set(resource, "orders-holder", "PX", 120_000);
+    await clients[3]!.set(resource, "cache-holder", "PX", 120_000);
+    // The same lock name force-released on two deployments, by a script: two entries a reader must tell apart.
+    for (const deployment of ["orders", "cache"]) {
+      const released = await page.request.post(`${origin}/api/locks/${encodeURIComponent(resource)}/release?deployment=${deployment}`, {
+        data: { reason: `${deployment} worker hung` },
+        headers: { Authorization: `Bearer ${E2E_OPERATOR_TOKEN}` },
+      });
+      expect(released.status(), await released.text()).toBe(200);
+    }
+
+    await page.goto(`${origin}/audit?resource=${encodeURIComponent(resource)}`);
+    const table = page.getByRole("table", { name: "Audit entries" });
+    const column = table.getByRole("columnheader", { name: "Deployment" });
+    const onOrders = table.getByRole("row").filter({ hasText: "orders worker hung" });
+    const onCache = table.getByRole("row").filter({ hasText: "cache worker hung" });
+    await expect(column).toBeVisible();
+    await expect(onOrders.getByRole("cell", { name: "orders", exact: true })).toBeVisible();
+    await expect(onCache.getByRole("cell", { name: "cache", exact: true })).toBeVisible();
+    // A screen reader tells the two rows' buttons apart by the deployment too.
+    await expect(onCache.getByRole("button", { name: new RegExp(`^Details of the release of ${resource.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} on cache at `) })).toBeVisible();
+    // The extra column still fits a laptop's screen.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await settled(page);
+    expect(await scrollingTables(page), "tables scrolling sideways at 1280 px").toEqual([]);
+
+    // The filter picks one deployment's entries (the address keeps it); the column, saying one name on every row, goes.
+    const filter = page.getByRole("form", { name: "Filter the audit log" }).getByRole("combobox", { name: "Deployment" });
+    await expect(filter.getByRole("option")).toHaveText(["All deployments", "orders", "cache", "failover"]);
+    await filter.selectOption("cache");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect(onOrders).toHaveCount(0);
+    await expect(onCache).toBeVisible();
+    await expect(column).toHaveCount(0);
+    await expect(page).toHaveURL(/[?&]deployment=cache(&|$)/);
+    // The export downloads what the page shows.
+    await expect(page.getByRole("link", { name: "Export CSV" })).toHaveAttribute("href", /[?&]deployment=cache(&|$)/);
+    await page.reload();
+    await expect(filter).toHaveValue("cache");
+    await expect(onCache).toBeVisible();
+    await expect(onOrders).toHaveCount(0);
+
+    // An address naming a deployment this console does not watch: refused, in words that say which it watches.
+    await page.goto(`${origin}/audit?deployment=billing`);
+    await expect(page.getByRole("alert").filter({ hasText: "No deployment is named billing: this console watches orders, cache, failover." })).toBeVisible();
   });
 
   test("the nodes panel shows each node's replicas and how far behind each is", async ({ page }) => {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HistoryModule from "@/app/api/history/route";
 import type * as LockHistoryModule from "@/app/api/locks/[resource]/history/route";
 import type * as ServiceModule from "@/server/history/service";
+import type { AuditAnswer } from "@/lib/audit/types";
 import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
 import { call, setUpConsole, tearDownConsole, useDeployments, VIEWER_TOKEN } from "../support/console";
 import { startPostgres, type TestPostgres } from "../support/postgres";
@@ -209,5 +210,33 @@ describe("lock history with several deployments", () => {
     const malformed = await allHistory<EventsAnswer>("?deployment=Orders%20EU");
     expect(malformed.status).toBe(400);
     expect(malformed.body.error?.message).toMatch(/deployment/);
+  });
+
+  it("lists the audit entries of one deployment from the database, each release under the deployment it acted on", async () => {
+    const release = (await import("@/app/api/locks/[resource]/release/route")).POST;
+    const audit = (await import("@/app/api/audit/route")).GET;
+    const resource = "lock:audited-shared";
+    await ordersNode.set(resource, "orders-holder", "PX", 120_000);
+    await cacheNode.set(resource, "cache-holder", "PX", 120_000);
+    for (const deployment of ["orders", "cache"]) {
+      const res = await call(release, "POST", `/api/locks/${encodeURIComponent(resource)}/release?deployment=${deployment}`, { body: { reason: `${deployment} worker hung` }, params: { resource } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    }
+    const listed = async (query: string) => {
+      const res = await call(audit, "GET", `/api/audit?resource=${encodeURIComponent(resource)}${query}`, { token: VIEWER_TOKEN });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body as AuditAnswer;
+    };
+    const all = await listed("");
+    expect(all.source).toBe("postgres");
+    expect(all.deployments).toEqual(["orders", "cache"]);
+    expect(all.entries.map((e) => [e.deployment, e.reason])).toEqual([
+      ["cache", "cache worker hung"],
+      ["orders", "orders worker hung"],
+    ]);
+    expect((await listed("&deployment=orders")).entries.map((e) => [e.deployment, e.reason])).toEqual([["orders", "orders worker hung"]]);
+    const unknown = await call(audit, "GET", "/api/audit?deployment=billing", { token: VIEWER_TOKEN });
+    expect(unknown.status).toBe(400);
+    expect((unknown.body as ErrorBody).error?.message).toBe("No deployment is named `billing`: this console watches `orders`, `cache`.");
   });
 });

@@ -85,6 +85,16 @@ describe("audit records", () => {
     expect(matchesFilters(e, { from: 5001 })).toBe(false);
   });
 
+  it("filters by the deployment an entry names, exactly, leaving out entries that name none", () => {
+    expect(matchesFilters(entry({ deployment: "orders" }), { deployment: "orders" })).toBe(true);
+    expect(matchesFilters(entry({ deployment: "orders-eu" }), { deployment: "orders" })).toBe(false);
+    expect(matchesFilters(entry({ deployment: "cache" }), { deployment: "orders" })).toBe(false);
+    // A lock-pattern change (every deployment's) and a release recorded before deployments were named.
+    expect(matchesFilters(entry({ action: "patterns-changed" }), { deployment: "orders" })).toBe(false);
+    expect(matchesFilters(entry(), { deployment: "orders" })).toBe(false);
+    expect(matchesFilters(entry(), {})).toBe(true);
+  });
+
   it("writes CSV a spreadsheet opens safely", () => {
     // The reason cell sits between the token and the outcome.
     const reasonCell = (reason: string) => auditCsv([entry({ reason })]).split("\r\n")[1]!.split(",lk1:abc,")[1]!.split(",pending,")[0];

@@ -7,5 +7,5 @@ export const runtime = "nodejs";
 
 // GET /api/audit/export: every matching audit entry (up to 10 000, older than `before` where given) as a CSV or JSON download.
 export const GET = route({ name: "GET /api/audit/export", access: "viewer", query: AuditExportQuery }, ({ query }) =>
-  exportAudit(query.format ?? "json", { resource: query.resource, actor: query.actor, from: query.from, to: query.to }, query.before),
+  exportAudit(query.format ?? "json", { resource: query.resource, actor: query.actor, deployment: query.deployment, from: query.from, to: query.to }, query.before),
 );
