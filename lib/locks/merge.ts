@@ -244,6 +244,11 @@ export interface LockSummary {
    * (a notification said so): another lock made of the same value (a constant such as `1`), not an extension.
    */
   madeAgain?: boolean;
+  /**
+   * The lock was a split vote with no side ahead, and the value held by a quorum now is one of its sides (a node
+   * that held it then holds it still): the same lock goes on, decided, not another one acquired.
+   */
+  sideWon?: boolean;
 }
 
 export type Transition =
@@ -301,7 +306,7 @@ export function transitions(prev: LockSummary | null, next: LockSummary): Transi
     out.push({ type: "holders", ...change });
   } else if (next.madeAgain === true && next.token !== null && prev.token === next.token) {
     out.push({ type: "replaced" }, { type: "acquired", token: next.token, partial: false });
-  } else if (next.token !== null && prev.token !== next.token && prev.leading !== next.token && !sameAcquisition(shown, next.token)) {
+  } else if (next.token !== null && prev.token !== next.token && prev.leading !== next.token && !sameAcquisition(shown, next.token) && next.sideWon !== true) {
     // A release that hands the lock to the next waiter (this engine's hand-over: the release script writes
     // the waiter's value), or a next holder quicker than one read batch. Either way one lock ended (a value
     // held on fewer nodes than a quorum too, once no node holds it any more).

@@ -127,6 +127,11 @@ export class LockRecord {
   renewedOn = 0;
   /** A node was read with the value it held written again after an end a notification told, since the last merge. */
   remadeSeen = false;
+  /**
+   * The nodes (one bit each, up to node 30) read with another value than they held (or none), since the last merge:
+   * a node not among them holds what it held at that merge (a split vote's side, see `sideWon` in `reduceLock`).
+   */
+  changedOn = 0;
   /** Every node that holds it is unreadable: the view is the last readings'. */
   unreadable = false;
   /**
@@ -447,6 +452,7 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[], no
     if (sample.value !== before && sample.node <= MAX_LEFTOVER_NODE && (lock.leftover & (1 << sample.node)) !== 0) lock.leftover &= ~(1 << sample.node);
     if (before !== null && sample.value === null) lock.endSeen = true;
     if (sample.value !== null && sample.value !== before) lock.replacedSeen = true;
+    if (sample.value !== before && sample.node <= MAX_LEFTOVER_NODE) lock.changedOn |= 1 << sample.node;
     // An extension is a node's own TTL end moving later for the value it holds: the quorum's TTL end also
     // moves as other nodes' readings come in, and that is no extension.
     const sameEnd = sample.expiry === beforeExpiry || Math.abs(sample.expiry - beforeExpiry) <= (sample.slack ?? EXTEND_SLACK_MS);
@@ -518,6 +524,8 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   const replacedSeen = lock.replacedSeen;
   const renewedOn = lock.renewedOn;
   const remadeSeen = lock.remadeSeen;
+  const changedOn = lock.changedOn;
+  lock.changedOn = 0;
   lock.endSeen = false;
   lock.extensionSeen = false;
   lock.replacedSeen = false;
@@ -551,7 +559,10 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
     prev.token !== null &&
     merged.token === prev.token &&
     renewedHolding(lock, context, renewedOn, prev.token) >= (lock.scope === "single" ? 1 : context.quorum);
-  const steps = transitions(prev, { state: merged.state, token: merged.token, leading: merged.leading, expiresAt: merged.expiresAt, holderSet, extensionSeen, shownGone, madeAgain });
+  // A split vote with no side ahead (no value shown) decided: the value a quorum holds now was one of its sides, as
+  // a node that held it then and was read with nothing else since says. (A node past 30 is taken as changed.)
+  const sideWon = prev !== null && shown === null && merged.token !== null && keptOnCounted(lock, context, changedOn, merged.token);
+  const steps = transitions(prev, { state: merged.state, token: merged.token, leading: merged.leading, expiresAt: merged.expiresAt, holderSet, extensionSeen, shownGone, madeAgain, sideWon });
   const effects = step.effects;
   for (const transition of steps) {
     switch (transition.type) {
@@ -658,9 +669,25 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
           merged.leading === null ? splitVoteText(lock, context, merged.quorumHeld) : `no value on a quorum: ${merged.quorumHeld} of ${context.nodes} nodes hold the most common one`,
         );
         break;
-      case "quorum":
-        addTimeline(step, lock, now, "quorum", `a quorum holds its value: ${merged.quorumHeld} of ${context.nodes} nodes`);
+      case "quorum": {
+        const held = `${merged.quorumHeld} of ${context.nodes} nodes`;
+        if (!sideWon) {
+          addTimeline(step, lock, now, "quorum", `a quorum holds its value: ${held}`);
+          break;
+        }
+        // A split vote decided: its acquisition was counted when it began, with no holder; this side's is named now,
+        // and its first sighting (none was shared for a split) is the split's, so every console counts its age alike.
+        const decoded = decodeHolder(merged.token);
+        const who = decoded.holder?.label ?? decoded.holder?.host ?? "a foreign client";
+        if (decoded.acquiredAt !== null) lock.acquiredAt = decoded.acquiredAt;
+        lock.ttlMs = merged.expiresAt !== null ? Math.max(0, merged.expiresAt - now) : null;
+        addTimeline(step, lock, now, "quorum", `a quorum holds one side's value: by ${who}, on ${held}${decoded.fence ? `, fence ${decoded.fence}` : ""}`, merged.token);
+        if (merged.token !== null) {
+          if (decoded.acquiredAt === null && lock.acquiredAt !== null) effects.push({ type: "first-seen", token: merged.token, seenAt: lock.acquiredAt, ttlMs: lock.ttlMs });
+          effects.push({ type: "holder", id: lockValueId(merged.token) });
+        }
         break;
+      }
       case "ended": {
         const reason = recordEnd(step, lock, hint, now, "ended");
         lock.endedAt = now;
@@ -857,6 +884,12 @@ function renewedHolding(lock: LockRecord, context: LockContext, renewed: number,
   let n = 0;
   for (let i = 0; i < lock.nodeCount && i <= MAX_LEFTOVER_NODE; i++) if ((renewed & (1 << i)) !== 0 && context.counted[i] && lock.valueOn(i) === value) n += 1;
   return n;
+}
+
+/** Whether a node whose readings count, and that is not in `changed` (a bit each), holds `value`. */
+function keptOnCounted(lock: LockRecord, context: LockContext, changed: number, value: string): boolean {
+  for (let i = 0; i < lock.nodeCount && i <= MAX_LEFTOVER_NODE; i++) if ((changed & (1 << i)) === 0 && context.counted[i] && lock.valueOn(i) === value) return true;
+  return false;
 }
 
 /** Whether a node whose readings count holds `value`. */

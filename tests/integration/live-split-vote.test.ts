@@ -46,6 +46,25 @@ describe("a split vote with no side ahead", () => {
     expect(seen[1]).toEqual(seen[0]);
   });
 
+  it("goes on as the same lock when one side takes the third node: one acquisition, the winner named", async () => {
+    const name = "lock:split/5";
+    await Promise.all([clients[0]!.set(name, "worker-a", "PX", 60_000), clients[1]!.set(name, "worker-b", "PX", 60_000)]);
+    const split = await until(`${name} split`, () => {
+      const l = shown(name);
+      return l?.state === "partial" && l.nodes[0]?.token === "worker-a" && l.nodes[1]?.token === "worker-b" && l.timeline.length > 0 ? l : null;
+    });
+    await clients[2]!.set(name, "worker-a", "PX", 60_000);
+    const won = await until(`${name} held by worker-a`, () => {
+      const l = shown(name);
+      return l?.state === "held" && l.token === "worker-a" ? l : null;
+    });
+    expect(won.timeline.map((t) => `${t.type} ${t.detail ?? ""}`)).toEqual([
+      "acquired split vote: 2 values on 1 of 3 nodes each, none on a quorum",
+      "quorum a quorum holds one side's value: by a foreign client, on 2 of 3 nodes",
+    ]);
+    expect(won.acquiredAt).toBe(split.acquiredAt);
+  });
+
   it("keeps the value a lock was held with as its holder when its quorum splits, whichever node keeps it", async () => {
     for (const [name, keeps, takes] of [
       ["lock:split/3", 0, 1],

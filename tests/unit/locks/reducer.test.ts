@@ -680,6 +680,31 @@ describe("a lock's step: a split vote", () => {
       expect(lock).toMatchObject({ state: "partial", token: null, leading: null });
     }
   });
+  it("counts one acquisition when a side of a split vote takes a quorum: the same lock goes on, with that side's holder", () => {
+    for (const [nodes, quorum, sides, gain] of [
+      [3, 2, ["a", "b", null], [2]],
+      [5, 3, ["a", "a", "b", "b", null], [4]],
+      // The other side's node handed over to the winner (its value deleted, the winner's written).
+      [3, 2, ["a", "b", null], [1]],
+    ] as const) {
+      const ctx = context({ counted: new Array<boolean>(nodes).fill(true), quorum, nodes });
+      const lock = new LockRecord("lock:a", nodes, []);
+      const first = step(lock, sides.map((v, node) => (v === null ? gone(node, null) : held(node, v, T + 10_000))), T, { context: ctx });
+      const split = [first, reduceLock(lock, ctx, null, T + SETTLE_MS, false, newLockStep())];
+      expect(lock).toMatchObject({ state: "partial", leading: null });
+      expect(split.flatMap((out) => counted(out.effects))).toEqual(["acquisitions"]);
+      const read = step(lock, gain.map((node) => held(node, "a", T + 10_000, sides[node] === null ? null : "del")), T + 100, { context: ctx });
+      const won = [read, reduceLock(lock, ctx, null, T + 100 + SETTLE_MS, false, newLockStep())];
+      expect(lock).toMatchObject({ state: "held", token: "a", acquiredAt: T + SETTLE_MS });
+      const effects = won.flatMap((out) => out.effects);
+      expect(timeline(effects)).toEqual([["quorum", `a quorum holds one side's value: by a foreign client, on ${lock.quorumHeld} of ${nodes} nodes`, "a"]]);
+      expect(events(effects)).toEqual([]);
+      expect(counted(effects)).toEqual([]);
+      // Its first sighting is the split's, shared with the other consoles; its holder is the contention figures'.
+      expect(effects).toContainEqual({ type: "first-seen", token: "a", seenAt: T + SETTLE_MS, ttlMs: lock.ttlMs });
+      expect(effects).toContainEqual({ type: "holder", id: null });
+    }
+  });
 });
 
 describe("a lock's step: the holder of a partial lock", () => {
