@@ -543,7 +543,12 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   const shown = prev === null ? null : (prev.token ?? prev.leading);
   // (A partial lock's value gone counts only where a value arrived on a node, in its place or on another node: one
   // side of a split vote released leaves the other side, held before, going on.)
-  const shownGone = shown !== null && prev !== null && !merged.unreadable && (prev.token !== null || replacedSeen) && !heldOnCounted(lock, context, shown);
+  // A split vote with no side ahead shows no value: it is gone where a value arrived and no node still holds what it
+  // held at the last merge (every side of it released or replaced).
+  const shownGone =
+    prev !== null &&
+    !merged.unreadable &&
+    (shown !== null ? (prev.token !== null || replacedSeen) && !heldOnCounted(lock, context, shown) : replacedSeen && !anyKeptOnCounted(lock, context, changedOn));
   // A cause that stands while the lock goes on with the value it had says a key was deleted (or expired) and written
   // again with that value within one read: a new lock (a constant value such as `1`, which every client of a SET NX
   // script writes; Redisson's client and thread taking it again) where that happened on as many nodes as the lock
@@ -889,6 +894,15 @@ function renewedHolding(lock: LockRecord, context: LockContext, renewed: number,
 /** Whether a node whose readings count, and that is not in `changed` (a bit each), holds `value`. */
 function keptOnCounted(lock: LockRecord, context: LockContext, changed: number, value: string): boolean {
   for (let i = 0; i < lock.nodeCount && i <= MAX_LEFTOVER_NODE; i++) if ((changed & (1 << i)) === 0 && context.counted[i] && lock.valueOn(i) === value) return true;
+  return false;
+}
+
+/**
+ * Whether a node whose readings count, and that is not in `changed` (a bit each), holds a value: one it held at the
+ * last merge. (A node past 30, tracked in no bit, counts as keeping what it holds.)
+ */
+function anyKeptOnCounted(lock: LockRecord, context: LockContext, changed: number): boolean {
+  for (let i = 0; i < lock.nodeCount; i++) if (context.counted[i] && lock.valueOn(i) !== null && (i > MAX_LEFTOVER_NODE || (changed & (1 << i)) === 0)) return true;
   return false;
 }
 

@@ -680,6 +680,27 @@ describe("a lock's step: a split vote", () => {
       expect(lock).toMatchObject({ state: "partial", token: null, leading: null });
     }
   });
+  it("ends a split vote whose sides are all gone when another value replaces them, held or not, and says that one's acquisition", () => {
+    for (const [replacing, expected] of [
+      [all("c", T + 20_000, "del"), ["acquired", "by a foreign client, on 3 of 3 nodes", "c", "held"]],
+      [[held(0, "c", T + 20_000, "del"), gone(1, "del")], ["acquired", "by a foreign client, on 1 of 3 nodes (no quorum)", "c", "partial"]],
+    ] as const) {
+      const lock = fresh();
+      step(lock, [held(0, "a", T + 10_000), held(1, "b", T + 10_000), gone(2, null)], T);
+      reduceLock(lock, context(), null, T + SETTLE_MS, false, newLockStep());
+      expect(lock).toMatchObject({ state: "partial", leading: null });
+      const read = step(lock, [...replacing], T + 100);
+      const out = [read, reduceLock(lock, context(), null, T + 100 + SETTLE_MS, false, newLockStep())];
+      const [type, detail, token, state] = expected;
+      expect(out.flatMap((o) => timeline(o.effects))).toEqual([
+        ["released", "handed straight to the next holder", null],
+        [type, detail, token],
+      ]);
+      expect(out.flatMap((o) => events(o.effects))).toEqual(["released", "acquired"]);
+      expect(lock).toMatchObject({ state, leading: "c", acquiredAt: read.outcome === "settling" ? T + 100 + SETTLE_MS : T + 100 });
+    }
+  });
+
   it("counts one acquisition when a side of a split vote takes a quorum: the same lock goes on, with that side's holder", () => {
     for (const [nodes, quorum, sides, gain] of [
       [3, 2, ["a", "b", null], [2]],
