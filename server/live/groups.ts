@@ -272,7 +272,7 @@ export class LockGroups {
           if (lock) locks.push(lock);
         }
       }
-      const next = last !== undefined && at < set.size ? encodeCursor({ value: null, resource: last, deployment: null }) : null;
+      const next = last !== undefined && at < set.size ? encodeCursor({ value: null, resource: last, deployment: null }, "resource") : null;
       return { serverTime: now, total: set.size, offset: start, locks, next };
     }
     const key = JSON.stringify([query.group ?? null, query.q?.toLowerCase() ?? null, query.state ?? null, query.sort, query.order, query.deployment ?? null]);
@@ -292,7 +292,7 @@ export class LockGroups {
       const lock = this.store.lock(columns.resources[row] as string, now, columns.deployments[row]);
       if (lock) locks.push(lock);
     }
-    const next = end > start && end < order.length ? encodeCursor(columns.cursorOf(order[end - 1] as number)) : null;
+    const next = end > start && end < order.length ? encodeCursor(columns.cursorOf(order[end - 1] as number), query.sort) : null;
     return { serverTime: now, total: order.length, offset: start, locks, next };
   }
 

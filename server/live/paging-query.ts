@@ -1,6 +1,6 @@
 import "server-only";
 import { z } from "zod";
-import { cursorKind, type LockSort, type PageCursor } from "@/lib/locks/groups";
+import { cursorKind, LOCK_SORTS, type LockSort, type PageCursor } from "@/lib/locks/groups";
 import { queryText } from "../query-text";
 
 /** Query fields shared by the paged lock list, the groups and the group-filtered stream. */
@@ -25,12 +25,21 @@ export const deploymentName = queryText("a deployment's name")
   .max(40, "must be at most 40 characters")
   .regex(/^[a-z0-9-]+$/, "must be a deployment's name: lower-case letters, digits or '-'");
 
-/** A page's `next`, as the API hands it out: opaque to callers (base64url of the cursor's JSON). */
-export function encodeCursor(cursor: PageCursor): string {
-  return Buffer.from(JSON.stringify([cursor.value, cursor.resource, cursor.deployment]), "utf8").toString("base64url");
+/** A `next` as read back: where the page before ended, and the sort of the list it was made by. */
+export interface GivenCursor extends PageCursor {
+  /** Absent in a `next` given before the sort was written into it (its figure's kind is all it tells). */
+  sort?: LockSort;
 }
 
-function decodeCursor(text: string): PageCursor | null {
+/**
+ * A page's `next`, as the API hands it out: opaque to callers (base64url of the cursor's JSON). It names the sort
+ * of its list: two sorts by figures of one kind (`ttl` and `heldFor`, both numbers) would take it alike otherwise.
+ */
+export function encodeCursor(cursor: PageCursor, sort: LockSort): string {
+  return Buffer.from(JSON.stringify([cursor.value, cursor.resource, cursor.deployment, sort]), "utf8").toString("base64url");
+}
+
+function decodeCursor(text: string): GivenCursor | null {
   if (!/^[A-Za-z0-9_-]+$/.test(text)) return null;
   let parsed: unknown;
   try {
@@ -38,11 +47,14 @@ function decodeCursor(text: string): PageCursor | null {
   } catch {
     return null;
   }
-  if (!Array.isArray(parsed) || parsed.length !== 3) return null;
-  const [value, resource, deployment] = parsed as unknown[];
+  // (Three places: a `next` a table held across the console's upgrade, without its sort.)
+  if (!Array.isArray(parsed) || (parsed.length !== 3 && parsed.length !== 4)) return null;
+  const [value, resource, deployment, sort] = parsed as unknown[];
   if (!(value === null || typeof value === "string" || (typeof value === "number" && Number.isFinite(value)))) return null;
   if (typeof resource !== "string" || !(deployment === null || typeof deployment === "string")) return null;
-  return { value, resource, deployment };
+  if (parsed.length === 3) return { value, resource, deployment };
+  if (typeof sort !== "string" || !(LOCK_SORTS as readonly string[]).includes(sort)) return null;
+  return { value, resource, deployment, sort: sort as LockSort };
 }
 
 const NOT_A_CURSOR = "must be the `next` of a page of this list, as the console gave it";
@@ -61,9 +73,15 @@ export const after = queryText("the `next` of the page before")
     return cursor;
   });
 
-/** Whether `cursor` was made by a list sorted by `sort` (a cursor of another sort carries another kind of figure). */
-export function cursorFits(cursor: PageCursor, sort: LockSort): boolean {
+/** Whether `cursor` was made by a list sorted by `sort`: as it says, and with the kind of figure that sort has. */
+export function cursorFits(cursor: GivenCursor, sort: LockSort): boolean {
+  if (cursor.sort !== undefined && cursor.sort !== sort) return false;
   const kind = cursorKind(sort);
   return cursor.value === null || (kind === "number" ? typeof cursor.value === "number" : kind === "text" && typeof cursor.value === "string");
 }
-export const CURSOR_OF_ANOTHER_SORT = `${NOT_A_CURSOR} (a \`next\` is only good for the same sort)`;
+
+/** Why a `next` of another sort is refused, naming the sort it is good for where it says. */
+export function cursorOfAnotherSort(cursor: GivenCursor | undefined): string {
+  const made = cursor?.sort === undefined ? "" : `: this one is of sort=${cursor.sort}`;
+  return `${NOT_A_CURSOR} (a \`next\` is only good for the same sort${made})`;
+}

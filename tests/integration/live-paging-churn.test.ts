@@ -88,12 +88,20 @@ describe("paging a group's locks while they churn", () => {
     const byTtl = await page(`group=lock:churn&sort=ttl&limit=${PAGE}`);
     expect(byTtl.next).toEqual(expect.any(String));
     const next = encodeURIComponent(byTtl.next as string);
-    for (const query of ["after=not%20a%20cursor", "after=bm9wZQ", `sort=holder&after=${next}`, `sort=ttl&offset=8&after=${next}`]) {
+    // Cursors of another sort carrying the same kind of figure (a number, or none: by resource) are refused alike.
+    const byName = await page(`group=lock:churn&sort=resource&limit=${PAGE}`);
+    expect(byName.next).toEqual(expect.any(String));
+    const nameNext = encodeURIComponent(byName.next as string);
+    // One that says its sort but carries another kind of figure (not as the console makes them).
+    const forged = Buffer.from(JSON.stringify(["soon", "lock:churn/s-01", null, "ttl"]), "utf8").toString("base64url");
+    for (const query of ["after=not%20a%20cursor", "after=bm9wZQ", `sort=ttl&after=${forged}`, `sort=holder&after=${next}`, `sort=heldFor&after=${next}`, `sort=state&after=${nameNext}`, `sort=ttl&offset=8&after=${next}`]) {
       const res = await call(locks.GET, "GET", `/api/locks?group=lock:churn&${query}`, { token: VIEWER_TOKEN });
       expect(res.status, query).toBe(400);
       const error = (res.body as { error: { code: string; message: string } }).error;
       expect(error.code).toBe("bad_request");
       expect(error.message, query).toContain("after");
+      // A `next` of another sort says which sort it is good for.
+      if (query.startsWith("sort=heldFor")) expect(error.message).toContain("sort=ttl");
     }
     // The last page says the list ends there.
     const last = await page(`group=lock:churn&sort=resource&order=desc&offset=0&limit=${STAYING}`);

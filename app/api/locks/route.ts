@@ -4,7 +4,7 @@ import { LOCK_STATES } from "@/lib/locks/types";
 import { route } from "@/server/http";
 import { queryText } from "@/server/query-text";
 import { deploymentFilter, getLockGroups, getWatcherStatus, locksJsonStream, startLive } from "@/server/live";
-import { after, CURSOR_OF_ANOTHER_SORT, cursorFits, deploymentName, groupName, offset, order, search, wholeNumber } from "@/server/live/paging-query";
+import { after, cursorFits, cursorOfAnotherSort, deploymentName, groupName, offset, order, search, wholeNumber, type GivenCursor } from "@/server/live/paging-query";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
@@ -26,7 +26,7 @@ const query = z
   })
   .refine((q) => !isPaged(q) || q.limit === undefined || q.limit <= MAX_PAGE, { message: `must be at most ${MAX_PAGE} with group, q, sort, order, offset or after`, path: ["limit"] })
   .refine((q) => q.offset === undefined || q.after === undefined, { message: "give offset or after, not both", path: ["after"] })
-  .refine((q) => q.after === undefined || cursorFits(q.after, q.sort ?? "resource"), { message: CURSOR_OF_ANOTHER_SORT, path: ["after"] });
+  .refine((q) => q.after === undefined || cursorFits(q.after, q.sort ?? "resource"), { error: (issue) => cursorOfAnotherSort((issue.input as { after?: GivenCursor }).after), path: ["after"] });
 
 function isPaged(q: { group?: string; q?: string; sort?: string; order?: string; offset?: number; after?: unknown }): boolean {
   return q.group !== undefined || q.q !== undefined || q.sort !== undefined || q.order !== undefined || q.offset !== undefined || q.after !== undefined;
