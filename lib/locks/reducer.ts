@@ -519,7 +519,7 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   // the start-up reads are done: it was still found held, not acquired.)
   const foundAtStart = !context.watching || lock.settledFromStart;
   if (lock.settledFromStart) lock.settleUntil = lock.settlesAt;
-  const merged = merge(lock, context, now);
+  let merged = merge(lock, context, now);
   const extensionSeen = lock.extensionSeen;
   const replacedSeen = lock.replacedSeen;
   const renewedOn = lock.renewedOn;
@@ -537,6 +537,12 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   }
   const wasLive = lock.state !== null && isLive(lock.state);
   const prev = wasLive ? { state: lock.state as "held", token: lock.token, leading: lock.leading, expiresAt: lock.expiresAt } : null;
+  // Each node reclaims the keys whose TTL ran out in its own expiry cycle (up to about 100 ms apart, more than the
+  // wait for the nodes to agree): the copies of a lock whose TTL ran out that are left, its value past their own
+  // TTL, are that lock not reclaimed yet everywhere, elapsed, not a lock that lost its quorum (partial).
+  if (prev !== null && prev.token !== null && prev.expiresAt !== null && prev.expiresAt <= now && merged.state === "partial" && !merged.unreadable && onlyPastCopiesOf(lock, context, prev.token, now)) {
+    merged = { state: "elapsed", token: prev.token, leading: prev.token, quorumHeld: merged.quorumHeld, expiresAt: prev.expiresAt, unreadable: false };
+  }
   const holderSet = lock.reading !== null && HOLDER_SETS.has(keptFormat(lock.reading));
   // (Spelt out, not `{ ...merged, holderSet, extensionSeen }`: that copy of the merge's result took V8's slow path,
   // about 800 bytes a step, for every change of every lock.)
@@ -904,6 +910,16 @@ function keptOnCounted(lock: LockRecord, context: LockContext, changed: number, 
 function anyKeptOnCounted(lock: LockRecord, context: LockContext, changed: number): boolean {
   for (let i = 0; i < lock.nodeCount; i++) if (context.counted[i] && lock.valueOn(i) !== null && (i > MAX_LEFTOVER_NODE || (changed & (1 << i)) === 0)) return true;
   return false;
+}
+
+/** Whether every node whose readings count holds `value`, with its TTL run out by `now`, or nothing. */
+function onlyPastCopiesOf(lock: LockRecord, context: LockContext, value: string, now: number): boolean {
+  for (let i = 0; i < lock.nodeCount; i++) {
+    if (!context.counted[i]) continue;
+    const held = lock.valueOn(i);
+    if (held !== null && (held !== value || !(lock.expiryOn(i) <= now))) return false;
+  }
+  return true;
 }
 
 /** Whether a node whose readings count holds `value`. */

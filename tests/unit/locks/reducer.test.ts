@@ -17,6 +17,7 @@ import {
   type LockContext,
   type LockEffect,
   LockRecord,
+  type LockStep,
   type NodeSample,
 } from "@/lib/locks/reducer";
 import { encodeLockValue, lockValueId } from "@lockscope/redlock";
@@ -396,6 +397,32 @@ describe("a lock's step: partial, elapsed, settling, unreadable", () => {
     expect(timeline(out.effects)).toEqual([["elapsed", "TTL ran out; Redis has not reclaimed the key yet", "v"]]);
     expect(out.wakeAt).toBe(T + 500 + PROBE_AFTER_MS);
     expect(probeAgainAt(lock, T + 500 + PROBE_AFTER_MS)).toBe(T + 500 + 2 * PROBE_AFTER_MS);
+  });
+
+  it("keeps a Redlock whose TTL ran out elapsed while its nodes reclaim its keys one by one, not partial, then expired", () => {
+    for (const wheelFirst of [true, false]) {
+      const lock = heldLock("v", T + 1_000);
+      const out: LockStep[] = [];
+      // The expiry timer fires at the TTL's end, or Redis's own expiry cycle comes first on a node.
+      if (wheelFirst) out.push(reduceLock(lock, context(), null, T + 1_000, false, newLockStep()));
+      // Each node reclaims its copy in its own expiry cycle, further apart than the wait for the nodes to agree.
+      for (const [node, at] of [
+        [0, T + 1_005],
+        [1, T + 1_070],
+      ] as const) {
+        out.push(step(lock, [gone(node, "expired")], at), reduceLock(lock, context(), null, at + SETTLE_MS, false, newLockStep()));
+        expect([wheelFirst, node, lock.state, lock.token]).toEqual([wheelFirst, node, "elapsed", "v"]);
+      }
+      expect(lock).toMatchObject({ quorumHeld: 1, expiresAt: T + 1_000 });
+      out.push(step(lock, [gone(2, "expired")], T + 1_150));
+      expect(lock.state).toBe("expired");
+      expect(out.flatMap((o) => timeline(o.effects)).map(([type]) => type)).toEqual(["elapsed", "expired"]);
+    }
+    // A copy left with a TTL of its own still running (written again there), or with none: partial, as before.
+    const stuck = heldLock("v", T + 1_000);
+    step(stuck, [gone(0, "expired"), gone(1, "expired"), held(2, "v", Number.POSITIVE_INFINITY)], T + 1_010);
+    reduceLock(stuck, context(), null, T + 1_010 + SETTLE_MS, false, newLockStep());
+    expect(stuck.state).toBe("partial");
   });
 
   it("says that a lock whose expiry time is in its value (the SETNX pattern) is taken over, not reclaimed by Redis", () => {
