@@ -748,7 +748,13 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   lock.quorumHeld = merged.quorumHeld;
   lock.expiresAt = merged.expiresAt;
   lock.state = merged.state;
-  if (merged.expiresAt !== null) step.wakeAt = expiryWakeAt(merged, merged.expiresAt, now);
+  if (merged.expiresAt !== null) {
+    step.wakeAt = expiryWakeAt(merged, merged.expiresAt, now);
+    // Already past (a lock read again long after its TTL ran out: the probe's own read comes here): the next read, at
+    // the probe's pace. A time in the past fires at the wheel's next turn, and each read's answer set one again: a read
+    // every 100 ms for as long as the key stayed (a SETNX-pattern lock's, which no read removes).
+    if (step.wakeAt <= now) step.wakeAt = probeAgainAt(lock, now);
+  }
   // A reading that changes by itself (a waiter count that drops, a semaphore permit going stale): the lock is
   // read again then (see probeAgainAt); a time already past is being read again (the probe's own second), not
   // woken for at once in a loop.

@@ -492,6 +492,31 @@ describe("the lock store", () => {
     expect(merges).toBeLessThanOrEqual(12);
   });
 
+  it("reads a SETNX-pattern lock left after the expiry time in its value less and less often, each read's answer included", () => {
+    const { store } = storeWithNodesUp();
+    // The expiry time is in the value (seconds), on keys without a TTL: no read removes them.
+    const expiry = T + 2_000;
+    const value = String(expiry / 1000);
+    const readings = () => [held(0, value, expiry), held(1, value, expiry), held(2, value, expiry)];
+    const probedAt: number[] = [];
+    store.onProbe = () => probedAt.push(-1);
+    store.apply("lock:setnx", readings(), T);
+    // Thirty seconds of the console's ticks; each read asked for is answered (the same keys) on the next.
+    for (let t = T + 10; t <= T + 32_000; t += 10) {
+      store.tick(t);
+      if (probedAt.at(-1) === -1) {
+        probedAt[probedAt.length - 1] = t - T;
+        store.apply("lock:setnx", readings(), t + 2);
+      }
+    }
+    expect(store.lock("lock:setnx", T + 32_000)?.state).toBe("elapsed");
+    // A second after it elapsed, then about as long again as it has been elapsed (1, 2, 4, 8 s later, give or take
+    // the timer wheel's 100 ms): five reads in thirty seconds, not one every turn of the wheel.
+    const gaps = probedAt.slice(1).map((at, i) => at - (probedAt[i] as number));
+    expect({ first: probedAt[0], reads: probedAt.length }).toEqual({ first: 3_000, reads: 5 });
+    expect(gaps.every((gap, i) => gap >= 1_000 && gap >= 2 * ((gaps[i - 1] ?? 0) - 100))).toBe(true);
+  });
+
   it("keeps one timer per lock however often its lease is renewed", () => {
     const { store } = storeWithNodesUp();
     const leases = 200;
