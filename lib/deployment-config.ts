@@ -307,6 +307,9 @@ function fromFile(path: string, c: Collector, readFile: ReadFile): Deployment[] 
     c.add(`${where} cannot be read${code ? ` (${code})` : ""}: expected a readable JSON file.`);
     return [];
   }
+  // A byte-order mark, which editors on Windows write at the head of UTF-8 files: no JSON, but no mistake either (the
+  // error said `unexpected "" at line 1, column 1`, the character invisible).
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let json: unknown;
   try {
     json = JSON.parse(text);

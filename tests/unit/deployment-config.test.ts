@@ -242,4 +242,9 @@ describe("deployment configuration", () => {
     expect(problem('{"deployments": [\n{"name": "a", "kind": "standalone" "url": "redis://:s3cret-pw@db"}]}')).toMatch(/ at line 2, column 36\)/);
     expect(problem('{"deployments": [\n')).toMatch(/ at line 2, column 1\)/);
   });
+  it("reads a deployments file saved with a byte-order mark (Windows Notepad's UTF-8) as the same file without one", () => {
+    const text = '{"deployments": [{"name": "orders", "kind": "standalone", "url": "redis://10.0.0.5:6379"}]}';
+    const read = (content: string) => parseDeployments({ LOCKSCOPE_DEPLOYMENTS_FILE: "/d.json" }, (p) => (p === "/d.json" ? content : readFile(p)));
+    expect(read(`\uFEFF${text}`)).toEqual(read(text));
+  });
 });
