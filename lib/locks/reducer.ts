@@ -507,6 +507,17 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   // sees the nodes disagree for a moment. Such a view counts (state, timeline, events, streams) only if it
   // lasts SETTLE_MS; until then the lock keeps its previous state.
   if (nodesAgree(lock, context.counted)) {
+    // A value deleted and written again (a notification said so) on fewer nodes than the lock needs, so far: a client
+    // writes the nodes one by one, and each node's write may come in a read of its own (its notification's). The rest
+    // of that write is waited for as a disagreement is, so that a lock made again on a quorum is seen as one (see
+    // `madeAgain`); one node's copy written again alone is the same lock once the wait is over.
+    if (remadeShort(lock, context)) {
+      if (lock.settleUntil === 0) lock.settleUntil = now + SETTLE_MS;
+      if (now < lock.settlesAt) {
+        step.outcome = "settling";
+        return step;
+      }
+    }
     lock.settleUntil = 0;
   } else {
     if (lock.settleUntil === 0) lock.settleUntil = context.watching || lock.state !== null ? now + SETTLE_MS : -(now + SETTLE_MS);
@@ -894,6 +905,16 @@ export function adoptFirstSeen(lock: LockRecord, token: string, at: number): boo
   if ((lock.token ?? lock.leading) !== token || lock.acquiredAt === null || at === lock.acquiredAt) return false;
   lock.acquiredAt = at;
   return true;
+}
+
+/**
+ * Whether a node of a live lock was read with its value written again after an end a notification told, on fewer of
+ * the nodes that count than a quorum, since the last merge (see `reduceLock`). Never for a lock on one instance.
+ */
+function remadeShort(lock: LockRecord, context: LockContext): boolean {
+  if (!lock.remadeSeen || !context.watching || lock.cause === null || lock.cause === "lost" || lock.token === null || lock.scope === "single") return false;
+  if (lock.state === null || !isLive(lock.state)) return false;
+  return renewedHolding(lock, context, lock.renewedOn, lock.token) < context.quorum;
 }
 
 /** How many of the nodes in `renewed` (a bit each) count and hold `value`. */

@@ -48,4 +48,29 @@ describe("a Redlock taken again with the same value", () => {
     expect(lock.state).toBe("held");
     expect(lock.acquiredAt).toBeGreaterThanOrEqual(before);
   });
+
+  it("does the same when the next worker's writes reach the nodes one after another, each read on its own", async () => {
+    const resource = "lock:same-value-again-redlock/one-by-one";
+    await Promise.all(clients.map((c) => c.set(resource, "1", "PX", 60_000)));
+    const first = await until("the lock held on three nodes", () => {
+      const l = shown(resource);
+      return l?.state === "held" && l.quorumHeld === 3 && l.timeline.length > 0 ? l : null;
+    });
+    const entriesBefore = first.timeline.length;
+
+    const before = Date.now();
+    // A worker on the far side of a network: a few milliseconds between one node and the next.
+    for (const c of clients) {
+      await c.multi().del(resource).set(resource, "1", "PX", 90_000).exec();
+      await new Promise((resolve) => setTimeout(resolve, 3));
+    }
+    const lock = await until("the change on the lock's timeline", () => {
+      const l = shown(resource);
+      return l !== null && l.timeline.length > entriesBefore ? l : null;
+    });
+
+    expect(lock.timeline.slice(entriesBefore).map((t) => t.type)).toEqual(["released", "acquired"]);
+    expect(lock.state).toBe("held");
+    expect(lock.acquiredAt).toBeGreaterThanOrEqual(before);
+  });
 });
