@@ -1,12 +1,12 @@
-import type { ReactNode } from "react";
+import type { ReactNode, Ref } from "react";
 
 /**
  * A box a wide table scrolls sideways in, so the page never does. It is a named, focusable region: a keyboard
  * user can focus it and scroll it with the arrow keys, and a screen reader announces what it holds.
  */
-export function TableScroll({ label, children }: { label: string; children: ReactNode }) {
+export function TableScroll({ label, children, ref }: { label: string; children: ReactNode; ref?: Ref<HTMLDivElement> }) {
   return (
-    <div className="table-scroll" role="region" aria-label={label} tabIndex={0}>
+    <div ref={ref} className="table-scroll" role="region" aria-label={label} tabIndex={0}>
       {children}
     </div>
   );

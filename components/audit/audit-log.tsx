@@ -8,6 +8,7 @@ import styles from "./audit-log.module.css";
 import { MessageText } from "../message-text";
 import { TableHead, TableScroll } from "../table-scroll";
 import { SignInLink, useSession } from "../session";
+import { LoadMore, useLoadMore, type LoadMoreWords } from "../load-more";
 
 export interface AuditFilterValues {
   resource: string;
@@ -20,6 +21,16 @@ export interface AuditFilterValues {
 }
 
 const PAGE_SIZE = 50;
+
+const OLDER_ENTRIES: LoadMoreWords = {
+  label: "Load older entries",
+  busyLabel: "Loading older entries…",
+  one: "older entry",
+  many: "older entries",
+  done: "loaded",
+  end: "No older entries are left.",
+  noneYet: "No older entries match these filters in the records searched so far: load older entries again to search further back.",
+};
 
 const OUTCOME_TEXT: Record<AuditEntry["outcome"], string> = {
   pending: "pending (no outcome recorded)",
@@ -172,6 +183,17 @@ export function AuditLog({ initial, deployments }: { initial: AuditFilterValues;
 
   const entries = result.data?.pages.flatMap((p) => p.entries) ?? [];
   const withDeployment = showsDeployment(deployments, entries, filters.deployment);
+  // With no entry to go to, a last load that found none leaves focus on the table's box (its button is gone).
+  const tableBox = useRef<HTMLDivElement>(null);
+  const older = useLoadMore({
+    keys: entries.map((e) => e.id),
+    words: OLDER_ENTRIES,
+    fallback: tableBox,
+    load: async () => {
+      const page = await result.fetchNextPage();
+      return { keys: page.data?.pages.flatMap((p) => p.entries.map((e) => e.id)) ?? [], more: page.hasNextPage, failed: page.isFetchNextPageError };
+    },
+  });
   const refused = result.error instanceof ApiRequestError && result.error.status === 400;
   const source = result.data?.pages[0]?.source;
   // Any page read from too few nodes may lack entries, not only the first.
@@ -282,7 +304,7 @@ export function AuditLog({ initial, deployments }: { initial: AuditFilterValues;
       )}
 
       <div className="panel">
-        <TableScroll label="Audit entries, scrollable">
+        <TableScroll label="Audit entries, scrollable" ref={tableBox}>
           <table className={`${styles.table} ${styles.entries}`} aria-label="Audit entries">
             <TableHead columns={["Time", "Actor", "Resource", withDeployment && "Deployment", "Holder", "Reason", "Outcome", "Nodes", <span className="sr-only">Details</span>]} />
             <tbody>
@@ -291,7 +313,7 @@ export function AuditLog({ initial, deployments }: { initial: AuditFilterValues;
                 const name = entryName(entry, withDeployment);
                 return (
                   <Fragment key={entry.id}>
-                    <tr data-audit-id={entry.id}>
+                    <tr data-audit-id={entry.id} {...older.rowProps(entry.id)}>
                       <td title={new Date(entry.at).toISOString()}>{timeText(entry.at)}</td>
                       <td>
                         <div className={styles.actor}>
@@ -358,11 +380,7 @@ export function AuditLog({ initial, deployments }: { initial: AuditFilterValues;
         {!result.isPending && entries.length === 0 && !result.error && result.hasNextPage && (
           <p className="muted">None of the newest records searched so far match these filters: load older entries to search further back.</p>
         )}
-        {result.hasNextPage && (
-          <button type="button" className="button" onClick={() => void result.fetchNextPage()} disabled={result.isFetchingNextPage}>
-            {result.isFetchingNextPage ? "Loading…" : "Load older entries"}
-          </button>
-        )}
+        <LoadMore control={older} more={result.hasNextPage} />
       </div>
     </div>
   );

@@ -4,6 +4,7 @@ import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
 import { apiFetch, ApiRequestError } from "../api-client";
+import { LoadMore, useLoadMore, type LoadMoreWords } from "../load-more";
 import { DeploymentChoices } from "../locks/deployment-choices";
 import { MessageText } from "../message-text";
 import { useSession } from "../session";
@@ -13,6 +14,26 @@ import styles from "./audit-log.module.css";
 const PAGE_SIZE = 50;
 /** Holds asked for at a time: at an instant thousands of locks may be held, shown a page at a time. */
 const HOLDS_PAGE_SIZE = 100;
+
+const MORE_HOLDS: LoadMoreWords = {
+  label: "Show more holds",
+  busyLabel: "Loading more holds…",
+  one: "more hold",
+  many: "more holds",
+  done: "shown",
+  end: "Every hold at that time is shown.",
+  noneYet: "No more holds found yet: show more holds to look further.",
+};
+
+const OLDER_EVENTS: LoadMoreWords = {
+  label: "Load older events",
+  busyLabel: "Loading older events…",
+  one: "older event",
+  many: "older events",
+  done: "loaded",
+  end: "No older events are left.",
+  noneYet: "No older events found yet: load older events to look further back.",
+};
 
 function timeText(at: number): string {
   return new Date(at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
@@ -58,6 +79,14 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
   });
   const answer = holds.data?.pages[0];
   const held = holds.data?.pages.flatMap((p) => p.holds) ?? [];
+  const more = useLoadMore({
+    keys: held.map((h) => h.id),
+    words: MORE_HOLDS,
+    load: async () => {
+      const page = await holds.fetchNextPage();
+      return { keys: page.data?.pages.flatMap((p) => p.holds.map((h) => h.id)) ?? [], more: page.hasNextPage, failed: page.isFetchNextPageError };
+    },
+  });
   const showDeployment = several(answer);
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -102,7 +131,7 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
                 </tr>
               )}
               {held.map((h) => (
-                <tr key={h.id}>
+                <tr key={h.id} {...more.rowProps(h.id)}>
                   <td className="mono">{h.resource}</td>
                   {showDeployment && <td>{h.deployment}</td>}
                   <td className="mono" title={h.token}>
@@ -125,13 +154,7 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
           </table>
         </div>
       )}
-      {answer?.recording && holds.hasNextPage && (
-        <div>
-          <button type="button" className="button" onClick={() => void holds.fetchNextPage()} disabled={holds.isFetchingNextPage}>
-            {holds.isFetchingNextPage ? "Loading…" : "Show more holds"}
-          </button>
-        </div>
-      )}
+      <LoadMore control={more} more={answer?.recording === true && holds.hasNextPage} />
     </div>
   );
 }
@@ -156,6 +179,15 @@ function useRecordedEvents(resource: string, deployment: string | undefined, ena
 /** A lock's recorded history, newest first, read page by page from the database beyond what the live view keeps. */
 function RecordedEvents({ resource, deployment, result }: { resource: string; deployment?: string; result: ReturnType<typeof useRecordedEvents> }) {
   const pages = result.data?.pages ?? [];
+  const events = pages.flatMap((p) => p.events);
+  const older = useLoadMore({
+    keys: events.map((e) => e.id),
+    words: OLDER_EVENTS,
+    load: async () => {
+      const page = await result.fetchNextPage();
+      return { keys: page.data?.pages.flatMap((p) => p.events.map((e) => e.id)) ?? [], more: page.hasNextPage, failed: page.isFetchNextPageError };
+    },
+  });
   // The page did not say which deployment, and the lock is on several (or, ended, on none now): one link to each.
   const choices = result.error instanceof ApiRequestError && result.error.status === 409 ? ((result.error.details as { deployments?: string[] } | undefined)?.deployments ?? []) : [];
   if (choices.length > 0) {
@@ -166,7 +198,6 @@ function RecordedEvents({ resource, deployment, result }: { resource: string; de
       </div>
     );
   }
-  const events = pages.flatMap((p) => p.events);
   const on = several(pages[0]) ? (deployment ?? events[0]?.deployment) : undefined;
   return (
     <div className={styles.wrap}>
@@ -189,7 +220,7 @@ function RecordedEvents({ resource, deployment, result }: { resource: string; de
               </tr>
             )}
             {events.map((e) => (
-              <tr key={e.id}>
+              <tr key={e.id} {...older.rowProps(e.id)}>
                 <td>{timeText(e.at)}</td>
                 <td>{e.type}</td>
                 <td className="mono" title={e.token ?? undefined}>
@@ -202,13 +233,7 @@ function RecordedEvents({ resource, deployment, result }: { resource: string; de
           </tbody>
         </table>
       </div>
-      {result.hasNextPage && (
-        <div>
-          <button type="button" className="button" onClick={() => void result.fetchNextPage()} disabled={result.isFetchingNextPage}>
-            {result.isFetchingNextPage ? "Loading…" : "Load older events"}
-          </button>
-        </div>
-      )}
+      <LoadMore control={older} more={result.hasNextPage} />
     </div>
   );
 }

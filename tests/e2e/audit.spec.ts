@@ -96,6 +96,49 @@ test.describe("the audit page", () => {
     await expect(said).toHaveText(/^Filters cleared: \d+ entr(y|ies) shown/);
   });
 
+  test("Load older entries, pressed from the keyboard, keeps focus while it loads, then moves it to the first older entry and says how many came", async ({ page, request, signIn }) => {
+    test.setTimeout(120_000);
+    const nodes = await lockNodeClients(request);
+    const prefix = unique("older");
+    const resource = (i: number) => `${prefix}/${String(i).padStart(2, "0")}`;
+    // A page (50) and three older entries, released one after the other: entry 02 is the newest of the older ones.
+    try {
+      for (let i = 0; i < 53; i++) await releasedByScript(request, nodes, resource(i), "oncall-bot", "checking the older entries");
+    } finally {
+      for (const n of nodes) n.disconnect();
+    }
+    await signIn("viewer");
+    // The older page is held back until the test lets it through, to look at the page while it loads.
+    let letThrough: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (letThrough = resolve));
+    await page.route(/\/api\/audit\?.*before=/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(`/audit?resource=${encodeURIComponent(prefix)}`);
+    const rows = page.getByRole("table", { name: "Audit entries" }).getByRole("row").filter({ hasText: prefix });
+    await expect(rows).toHaveCount(50);
+    const said = page.getByRole("main").getByRole("status").filter({ hasText: /older entr/ });
+    await expect(said).toHaveCount(0);
+
+    // (Named "Loading older entries…" while it loads.)
+    const more = page.getByRole("button", { name: /^Load(ing)? older entries/ });
+    await expect(more).toHaveText("Load older entries");
+    await more.focus();
+    await page.keyboard.press("Enter");
+    // Loading, the button stays where it was, focused, and says it cannot be pressed again yet.
+    await expect(more).toHaveAttribute("aria-disabled", "true");
+    await expect(more).toBeFocused();
+    await page.keyboard.press("Enter");
+    await expect(more).toBeFocused();
+    letThrough();
+
+    await expect(rows).toHaveCount(53);
+    await expect(rows.filter({ hasText: resource(2) })).toBeFocused();
+    await expect(said).toHaveText("3 older entries loaded. No older entries are left.");
+    await expect(more).toHaveCount(0);
+  });
+
   test("filters the console refuses say why, and offer no export that would only fail", async ({ page, signIn }) => {
     await signIn("viewer");
     await page.goto("/audit");
