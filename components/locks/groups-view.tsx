@@ -171,6 +171,10 @@ function RowsWindowNav({ shown, total, onMove }: { shown: { start: number; count
   const text = `Rows ${(shown.start + 1).toLocaleString("en")}–${(shown.start + shown.count).toLocaleString("en")} of ${total.toLocaleString("en")}`;
   const [said, setSaid] = useState("");
   const saidFor = useRef(shown.start);
+  // Marked aria-disabled, not disabled, at either end: a button pressed from the keyboard to reach the last (or first)
+  // range would otherwise drop focus to the page's top as it became disabled. Focus stays on it; the status reads the range.
+  const atStart = shown.start === 0;
+  const atEnd = shown.start + shown.count >= total;
   useEffect(() => {
     if (saidFor.current === shown.start) return;
     saidFor.current = shown.start;
@@ -179,14 +183,18 @@ function RowsWindowNav({ shown, total, onMove }: { shown: { start: number; count
   }, [shown.start]);
   return (
     <nav className="rows-window" aria-label="Rows of this group">
-      <button type="button" className="button small" disabled={shown.start === 0} onClick={() => onMove(shown.start - GROUP_ROWS_WINDOW)}>
+      <button type="button" className="button small" aria-disabled={atStart || undefined} onClick={() => {
+          if (!atStart) onMove(shown.start - GROUP_ROWS_WINDOW);
+        }}>
         ‹ Previous {step}
       </button>
       <span className="muted">{text}</span>
       <span className="sr-only" role="status">
         {said}
       </span>
-      <button type="button" className="button small" disabled={shown.start + shown.count >= total} onClick={() => onMove(shown.start + GROUP_ROWS_WINDOW)}>
+      <button type="button" className="button small" aria-disabled={atEnd || undefined} onClick={() => {
+          if (!atEnd) onMove(shown.start + GROUP_ROWS_WINDOW);
+        }}>
         Next {step} ›
       </button>
     </nav>

@@ -503,6 +503,39 @@ test.describe("grouped view of a large fleet", () => {
     await expect.poll(readOut).toContain("Rows 100,001–100,021 of 100,021");
   });
 
+  test("a large group's Next and Previous, pressed from the keyboard up to the last and first range, keep focus there", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const group = "lock:range-keyboard";
+    const total = GROUP_ROWS_WINDOW + 20;
+    await page.route(/\/api\/locks\?group=/, (route: Route) => route.fulfill({ json: { serverTime: Date.now(), total, offset: 0, locks: [], next: null } }));
+    await page.goto(`/?group=${encodeURIComponent(group)}`);
+    const rows = page.getByRole("navigation", { name: "Rows of this group" });
+    await expect(rows).toContainText("Rows 1–100,000 of 100,020");
+    const previous = rows.getByRole("button", { name: /Previous/ });
+    const next = rows.getByRole("button", { name: /Next/ });
+
+    // Next takes the last range: focus stays on it (not on the page's top), and it says it can go no further.
+    await next.focus();
+    await page.keyboard.press("Enter");
+    await expect(rows).toContainText("Rows 100,001–100,020 of 100,020");
+    await expect(rows.getByRole("status")).toHaveText("Rows 100,001–100,020 of 100,020");
+    await expect(next).toBeFocused();
+    await expect(next).toHaveAttribute("aria-disabled", "true");
+    // Pressed again, it does nothing.
+    await page.keyboard.press("Enter");
+    await expect(rows).toContainText("Rows 100,001–100,020 of 100,020");
+    await expect(next).toBeFocused();
+
+    // Back with Previous (Shift+Tab reaches it from Next), to the first range.
+    await page.keyboard.press("Shift+Tab");
+    await expect(previous).toBeFocused();
+    await expect(previous).not.toHaveAttribute("aria-disabled", "true");
+    await page.keyboard.press(" ");
+    await expect(rows.getByRole("status")).toHaveText("Rows 1–100,000 of 100,020");
+    await expect(previous).toBeFocused();
+    await expect(previous).toHaveAttribute("aria-disabled", "true");
+  });
+
   test("a group's rows still on their way are one row across the table at every width, the columns in their places", async ({ page, request, signIn }) => {
     await signIn("viewer");
     clients = await lockNodeClients(request);
