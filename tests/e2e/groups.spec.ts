@@ -90,6 +90,8 @@ test.describe("grouped view of a large fleet", () => {
     expect(rendered, "pages fetched for group rows nobody opened").toEqual([]);
     await orders.getByRole("link", { name: `${prefix}-orders` }).click();
     await expect(page).toHaveURL(/\?group=/);
+    // The tab names the group, as a lock's page names its lock.
+    await expect(page).toHaveTitle(`${prefix}-orders · Lockscope`);
     const table = page.getByRole("table", { name: "Locks" });
     await expect(page.getByText("450 locks", { exact: true })).toBeVisible();
     await expect(table.getByRole("row", { name: `${prefix}-orders/job-0000`, exact: true })).toBeVisible();
@@ -408,6 +410,8 @@ test.describe("grouped view of a large fleet", () => {
     await page.getByRole("link", { name: "← All groups" }).click();
     await expect(filter).toHaveValue(prefix);
     await expect(groups.getByRole("row")).toHaveCount(1 + Object.keys(FLEET).length);
+    // Back on the whole fleet, the tab no longer names a group.
+    await expect(page).toHaveTitle("Lockscope");
 
     await orders.getByRole("link", { name: `${prefix}-orders` }).click();
     await expect(page.getByText(`${FLEET.orders} locks`, { exact: true })).toBeVisible();
