@@ -177,6 +177,26 @@ describe("force release, fenced writes and the naive lock", () => {
     expect(await node.get("stock:typed")).toBe("5");
   });
 
+  it("fencedWrite's incrby counts exactly on large counters, as INCRBY does, and refuses a value INCRBY would refuse", async () => {
+    const node = clients[0]!;
+    // A counter of bytes or micro-units passes 10^14 soon: its value stays a plain integer.
+    await node.set("bytes", "123456789012345");
+    expect(await fencedWrite(node, "bytes", "3", { type: "incrby", by: 1 })).toEqual({ applied: true, reason: null, lastFence: "3", value: "123456789012346" });
+    expect(await node.get("bytes")).toBe("123456789012346");
+    expect(await node.incrby("bytes", 1)).toBe(123456789012347);
+    expect(await fencedWrite(node, "bytes", "3", { type: "incrby", by: -1, min: 200_000_000_000_000 })).toEqual({ applied: false, reason: "below-min", lastFence: "3", value: "123456789012347" });
+    expect(await fencedWrite(node, "bytes", "2", { type: "incrby", by: 1 })).toEqual({ applied: false, reason: "stale-fence", lastFence: "3", value: "123456789012347" });
+    // What INCRBY refuses (not an integer, or past 64 bits) is refused, and nothing is written.
+    await node.set("ratio", "1.5");
+    await expect(fencedWrite(node, "ratio", "4", { type: "incrby", by: -1 })).rejects.toThrow(/not an integer/);
+    expect(await node.get("ratio")).toBe("1.5");
+    expect(await node.exists(lastFenceKey("ratio"))).toBe(0);
+    await node.set("huge", "9223372036854775807");
+    await expect(fencedWrite(node, "huge", "4", { type: "incrby", by: 1 })).rejects.toThrow(/not an integer or out of range|overflow/);
+    expect(await node.get("huge")).toBe("9223372036854775807");
+    expect(await node.exists(lastFenceKey("huge"))).toBe(0);
+  });
+
   it("fencedWrite's incrby on a value that is no integer writes nothing, not even the last fence", async () => {
     const node = clients[0]!;
     await node.set("stock:text", "ten");
