@@ -40,8 +40,10 @@ export class ResourceHeldError extends Error {
 }
 
 /**
- * "Broken": too few nodes answered for a quorum, or they answered too slowly for the lock to have any
- * validity left (`reason: "too-slow"`).
+ * "Broken": too few nodes answered for a quorum, or too few agreed while too few refused to tell that the lock
+ * is gone (an extension: some nodes still hold it, others do not, others failed), or they answered too slowly
+ * for the lock to have any validity left (`reason: "too-slow"`). The message names every node that did not
+ * agree, and why.
  */
 export class NodesFailedError extends Error {
   constructor(
@@ -51,12 +53,23 @@ export class NodesFailedError extends Error {
     readonly attempts: number,
     readonly reason: "errors" | "too-slow" = "errors",
   ) {
-    const failed = votes.filter((v) => v.vote === "error");
-    const detail = failed.map((v) => `node ${v.index}: ${v.error?.message ?? "failed"}`).join("; ");
+    let agreed = 0;
+    let answered = 0;
+    const why: string[] = [];
+    for (const v of votes) {
+      if (v.vote === "for") agreed += 1;
+      if (v.vote === "for" || v.vote === "against") answered += 1;
+      if (v.vote === "against") why.push(`node ${v.index}: refused`);
+      else if (v.vote === "error") why.push(`node ${v.index}: ${v.error?.message ?? "failed"}`);
+      else if (v.vote === "pending") why.push(`node ${v.index}: had not answered when the round was decided`);
+    }
+    const detail = why.length > 0 ? ` (${why.join("; ")})` : "";
     super(
       reason === "too-slow"
         ? `The nodes answered too slowly: no validity left (after ${attempts} attempt${attempts === 1 ? "" : "s"})`
-        : `Only ${votes.length - failed.length} of ${votes.length} nodes answered, quorum is ${quorum}${detail ? ` (${detail})` : ""}`,
+        : answered < quorum
+          ? `Only ${answered} of ${votes.length} nodes answered, quorum is ${quorum}${detail}`
+          : `Only ${agreed} of ${votes.length} nodes agreed, quorum is ${quorum}${detail}`,
     );
     this.name = "NodesFailedError";
   }

@@ -183,6 +183,43 @@ describe("slow and stopped nodes", () => {
     await redlock.quit();
   });
 
+  it("a failed extension says how many nodes agreed and why each other one did not, naming a node the round did not wait for", async () => {
+    // Nodes switched to never answer a script (muted) or to fail it at once (broken), per test step.
+    const muted = new Set<number>();
+    const broken = new Set<number>();
+    const switched: RedlockClient[] = clients.map((c, i) => ({
+      evalsha: (...args: Parameters<Redis["evalsha"]>) => (muted.has(i) ? new Promise(() => {}) : broken.has(i) ? Promise.reject(new Error(`node ${i} is broken`)) : c.evalsha(...args)),
+      eval: (...args: Parameters<Redis["eval"]>) => (muted.has(i) ? new Promise(() => {}) : broken.has(i) ? Promise.reject(new Error(`node ${i} is broken`)) : c.eval(...args)),
+      set: (key: string, value: string, px: "PX", ttlMs: number, nx: "NX") => c.set(key, value, px, ttlMs, nx),
+      duplicate: () => c.duplicate(),
+    }));
+    const redlock = new Redlock(switched, { nodeTimeoutMs: 100, retryCount: 0 });
+    try {
+      const lock = await redlock.acquire(["lock:split-extend"], 10_000);
+      await until("every node holds the lock", async () => (await Promise.all(clients.map((c) => c.get("lock:split-extend")))).every((v) => v === lock.value));
+
+      // Node 2 still holds it, node 1 holds another value, node 0 does not answer: one vote for, quorum 2.
+      await clients[1]!.set("lock:split-extend", "someone else", "PX", 10_000);
+      muted.add(0);
+      const split: unknown = await redlock.extend(lock, 10_000).catch((e: unknown) => e);
+      expect(split).toBeInstanceOf(NodesFailedError);
+      expect((split as Error).message).toBe("Only 1 of 3 nodes agreed, quorum is 2 (node 0: Node 0 did not answer within 100 ms; node 1: refused)");
+
+      // Node 1 fails at once and node 2 refuses: the round is decided without node 0, which had not answered.
+      await clients[2]!.set("lock:split-extend", "someone else", "PX", 10_000);
+      await clients[1]!.set("lock:split-extend", lock.value, "PX", 10_000);
+      broken.add(1);
+      const undecided: unknown = await redlock.extend(lock, 10_000).catch((e: unknown) => e);
+      expect(undecided).toBeInstanceOf(NodesFailedError);
+      expect((undecided as NodesFailedError).votes.map((v) => v.vote)).toEqual(["pending", "error", "against"]);
+      expect((undecided as Error).message).toBe("Only 1 of 3 nodes answered, quorum is 2 (node 0: had not answered when the round was decided; node 1: node 1 is broken; node 2: refused)");
+    } finally {
+      muted.clear();
+      broken.clear();
+      await redlock.quit();
+    }
+  });
+
   it("never returns a lock whose validity ran out while the nodes answered", async () => {
     // A client process that stalls (a long GC pause, a blocked event loop) right after each reply: the
     // nodes answer in time, but the whole 100 ms TTL is gone by the time the engine looks at the votes.
