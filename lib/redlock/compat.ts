@@ -332,15 +332,18 @@ class Redlock extends EventEmitter {
   /**
    * Extends the engine's lock, trying again after the retry delay while too few nodes answered in time, as
    * node-redlock's extension retries (its retryCount); a lock a quorum no longer holds, or whose validity ran
-   * out, will not come back, so that is reported at once.
+   * out, will not come back, so that is reported at once. `failed` is told each failed attempt's stats (the
+   * votes of the nodes that had answered), as node-redlock's `ExecutionError.attempts` has them.
    */
-  async #extendNative(native: RedlockLock, duration: number, settings: Settings): Promise<void> {
+  async #extendNative(native: RedlockLock, duration: number, settings: Settings, failed: Array<Promise<ExecutionStats>>): Promise<void> {
     const maxAttempts = settings.retryCount === -1 ? Infinity : settings.retryCount + 1;
     for (let attempt = 1; ; attempt++) {
       try {
         await native.extend(duration);
         return;
       } catch (error) {
+        // (A lock whose validity ran out is refused before anything is sent: no votes.)
+        if (error instanceof NodesFailedError || error instanceof LockLostError) failed.push(this.#stats(error.votes, native.resources.length));
         if (!(error instanceof NodesFailedError) || attempt >= maxAttempts) throw error;
       }
       await abortableSleep(Math.max(0, settings.retryDelay + Math.floor((Math.random() * 2 - 1) * settings.retryJitter)));
@@ -369,12 +372,13 @@ class Redlock extends EventEmitter {
     if (settings !== this.settings) checkSettings(settings);
     const held = natives.get(existing) ?? this.#adopt(existing, existing.resources);
     if (!held || held.released || existing.expiration < Date.now()) throw new ExecutionError("Cannot extend an already-expired lock.", []);
+    const failed: Array<Promise<ExecutionStats>> = [];
     try {
-      await this.#extendNative(held.native, duration, settings);
+      await this.#extendNative(held.native, duration, settings, failed);
     } catch (error) {
       // The lock stays as it was, as node-redlock's does: an extension that failed for want of a quorum in
       // time may be tried again while the lock's validity lasts.
-      throw new ExecutionError(`${QUORUM_MESSAGE} (${toError(error).message})`, []);
+      throw new ExecutionError(`${QUORUM_MESSAGE} (${toError(error).message})`, failed);
     }
     existing.expiration = 0;
     natives.delete(existing);
@@ -486,7 +490,7 @@ class Redlock extends EventEmitter {
       throw new LockError(`Cannot extend lock on resource "${String(lock.resource)}" because the lock has already expired.`, 0);
     }
     try {
-      await this.#extendNative(held.native, ttl, this.settings);
+      await this.#extendNative(held.native, ttl, this.settings, []);
     } catch {
       throw new LockError(`Unable to extend the lock on resource "${String(lock.resource)}".`, 1);
     }

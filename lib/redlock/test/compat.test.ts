@@ -285,6 +285,42 @@ describe("compat, the 5.x API, on 3 nodes with one or two taken by someone else"
     await (extended as Lock).release();
   });
 
+  it("a failed extension's ExecutionError has each attempt's stats, naming the nodes that refused or failed, as node-redlock's", async () => {
+    // Taken over on two nodes: the lock is lost, the extension fails at once; its one attempt says who refused.
+    const lost = await redlock.acquire(["{r}x"], HUGE);
+    await b.set("{r}x", "other1", "PX", HUGE);
+    await c.set("{r}x", "other2", "PX", HUGE);
+    const refused = await rejection(lost.extend(HUGE));
+    expect(refused).toBeInstanceOf(ExecutionError);
+    const refusals = await settledStats(refused as ExecutionError);
+    expect(refusals).toHaveLength(1);
+    // (Node a, which still held it, is in votesFor when it had answered by the time b and c decided it.)
+    expect([...refusals[0]!.votesFor].every((client) => client === a)).toBe(true);
+    expect([...refusals[0]!.votesAgainst.keys()]).toEqual([b, c]);
+    for (const v of refusals[0]!.votesAgainst.values()) expect(v.message).toBe("The operation was applied to: 0 of the 1 requested resources.");
+    await lost.release().catch(() => {});
+
+    // Two nodes stop answering: every attempt within the retries has its stats, the silent nodes' errors in them.
+    const slow = await redlock.acquire(["{r}y"], HUGE);
+    cluster.pause(1);
+    cluster.pause(2);
+    let failed: unknown;
+    try {
+      failed = await rejection(redlock.extend(slow, HUGE, { retryCount: 1, retryDelay: 10, retryJitter: 0 }));
+    } finally {
+      cluster.resume(1);
+      cluster.resume(2);
+    }
+    expect(failed).toBeInstanceOf(ExecutionError);
+    const attempts = await settledStats(failed as ExecutionError);
+    expect(attempts).toHaveLength(2);
+    for (const s of attempts) {
+      expect([...s.votesAgainst.keys()]).toEqual([b, c]);
+      for (const v of s.votesAgainst.values()) expect(v.message).toMatch(/did not answer within/);
+    }
+    await slow.release();
+  });
+
   it("an extension that failed leaves the lock as it was, to be extended again, as node-redlock's does", async () => {
     const lock = await redlock.acquire(["{r}d"], HUGE);
     const expiration = lock.expiration;
