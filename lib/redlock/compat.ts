@@ -333,11 +333,13 @@ class Redlock extends EventEmitter {
    * Extends the engine's lock, trying again after the retry delay while too few nodes answered in time, as
    * node-redlock's extension retries (its retryCount); a lock a quorum no longer holds, or whose validity ran
    * out, will not come back, so that is reported at once. `failed` is told each failed attempt's stats (the
-   * votes of the nodes that had answered), as node-redlock's `ExecutionError.attempts` has them.
+   * votes of the nodes that had answered), as node-redlock's `ExecutionError.attempts` has them; `tried`
+   * counts the attempts.
    */
-  async #extendNative(native: RedlockLock, duration: number, settings: Settings, failed: Array<Promise<ExecutionStats>>): Promise<void> {
+  async #extendNative(native: RedlockLock, duration: number, settings: Settings, failed: Array<Promise<ExecutionStats>>, tried = { attempts: 0 }): Promise<void> {
     const maxAttempts = settings.retryCount === -1 ? Infinity : settings.retryCount + 1;
     for (let attempt = 1; ; attempt++) {
+      tried.attempts = attempt;
       try {
         await native.extend(duration);
         return;
@@ -489,13 +491,15 @@ class Redlock extends EventEmitter {
     if (!held || held.released || lock.expiration < Date.now()) {
       throw new LockError(`Cannot extend lock on resource "${String(lock.resource)}" because the lock has already expired.`, 0);
     }
+    const tried = { attempts: 0 };
     try {
-      await this.#extendNative(held.native, ttl, this.settings, []);
+      await this.#extendNative(held.native, ttl, this.settings, [], tried);
     } catch {
-      throw new LockError(`Unable to extend the lock on resource "${String(lock.resource)}".`, 1);
+      // 4.x extended through its lock routine, and failed with its message (the retry count, as 4.x words it).
+      throw new LockError(`Exceeded ${this.settings.retryCount} attempts to lock the resource "${String(lock.resource)}".`, tried.attempts);
     }
+    // (4.x updates the expiration only: `attempts` stays the acquisition's.)
     lock.expiration = held.native.expiresAt;
-    lock.attempts = 1;
     return lock;
   }
 

@@ -421,6 +421,18 @@ describe("compat, the 4.x API (lock, unlock, extend, disposer, callbacks)", () =
     await five.unlock();
   });
 
+  it("a failed extension rejects with 4.x's LockError, word for word, with the attempts it made", async () => {
+    const lock = await redlock.lock("legacy:taken-over", 60_000);
+    const attempts = lock.attempts;
+    await Promise.all(nodes.map((n) => n.set("legacy:taken-over", "someone else", "PX", 60_000)));
+    const error = await new Promise<Error | null>((resolve) => void lock.extend(60_000, (e) => resolve(e)));
+    expect(error).toBeInstanceOf(Redlock.LockError);
+    expect(error!.message).toBe('Exceeded 2 attempts to lock the resource "legacy:taken-over".');
+    // The lock is gone from a quorum: no retry can bring it back, so one attempt was made.
+    expect((error as LockError).attempts).toBe(1);
+    expect(lock.attempts).toBe(attempts);
+  });
+
   it("extends and unlocks a Redlock.Lock the application made from a stored value", async () => {
     const held = await redlock.lock("legacy:stored", 60_000);
     const copy = new Redlock.Lock(redlock, "legacy:stored", held.value, Date.now() + 60_000, 1, 0);
