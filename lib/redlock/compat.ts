@@ -378,6 +378,8 @@ class Redlock extends EventEmitter {
     try {
       await this.#extendNative(held.native, duration, settings, failed);
     } catch (error) {
+      // A bad duration is the caller's mistake, refused before anything was sent: a TypeError, as the README says.
+      if (error instanceof TypeError) throw error;
       // The lock stays as it was, as node-redlock's does: an extension that failed for want of a quorum in
       // time may be tried again while the lock's validity lasts.
       throw new ExecutionError(`${QUORUM_MESSAGE} (${toError(error).message})`, failed);
@@ -494,7 +496,9 @@ class Redlock extends EventEmitter {
     const tried = { attempts: 0 };
     try {
       await this.#extendNative(held.native, ttl, this.settings, [], tried);
-    } catch {
+    } catch (error) {
+      // A bad TTL is refused before anything is sent (see #extend).
+      if (error instanceof TypeError) throw error;
       // 4.x extended through its lock routine, and failed with its message (the retry count, as 4.x words it).
       throw new LockError(`Exceeded ${this.settings.retryCount} attempts to lock the resource "${String(lock.resource)}".`, tried.attempts);
     }

@@ -218,6 +218,24 @@ describe("compat settings", () => {
     }
   });
 
+  it("an extension by a duration that is not a positive integer is a TypeError, as the README says, and leaves the lock as it was", async () => {
+    const redlock = new Redlock(nodes);
+    const lock = await redlock.acquire(["{s}ext"], 60_000);
+    for (const duration of [0, -5, 1]) {
+      const error = await rejection(lock.extend(duration));
+      expect(error, String(duration)).toBeInstanceOf(TypeError);
+      expect((error as Error).message, String(duration)).toMatch(/^Expected `ttlMs` to be/);
+    }
+    const legacy = await redlock.lock("{s}ext-legacy", 60_000);
+    const legacyError = await new Promise<Error | null>((resolve) => void legacy.extend(-5, (e) => resolve(e)));
+    expect(legacyError).toBeInstanceOf(TypeError);
+    // Nothing was sent: the locks are held as they were, and extend as asked.
+    const extended = await lock.extend(120_000);
+    expect(await nodes[0]!.pttl("{s}ext")).toBeGreaterThan(60_000);
+    await extended.release();
+    await legacy.unlock();
+  });
+
   it("a per-call setting the engine cannot use rejects with a TypeError naming it, sending nothing", async () => {
     const redlock = new Redlock(nodes);
     await expect(redlock.acquire(["{s}a"], 1000, { retryJitter: Number.NaN })).rejects.toThrow("Expected `retryJitter` to be");
