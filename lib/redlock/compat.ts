@@ -239,10 +239,16 @@ class Redlock extends EventEmitter {
     return Promise.resolve(stats);
   }
 
-  /** Closes the engine's own connections and runs `quit()` on every client (as node-redlock does). */
-  async quit(): Promise<void> {
-    await Promise.all([...this.#engines.values()].map((e) => e.quit()));
-    await Promise.all(this.servers.map((c) => Promise.resolve(c.quit?.())));
+  /**
+   * Closes the engine's own connections and runs `quit()` on every client (as node-redlock does); 4.x: calls
+   * `callback` back when done, as 4.x's `quit(callback)` does.
+   */
+  quit(callback?: NodeCallback<void>): Promise<void> {
+    const quitting = async () => {
+      await Promise.all([...this.#engines.values()].map((e) => e.quit()));
+      await Promise.all(this.servers.map((c) => Promise.resolve(c.quit?.())));
+    };
+    return nodeify(quitting(), callback);
   }
 
   /** Runs `operation` with an observer that keeps each acquisition attempt's stats; a refusal becomes ExecutionError. */

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LegacyLock} from "../compat.ts";
 import Redlock, { ExecutionError, Lock, LockError, ResourceLockedError, type ExecutionStats } from "../compat.ts";
 import { freePort, startCluster, type TestCluster } from "./support/redis.ts";
-import { until } from "./support/wait.ts";
+import { until, within } from "./support/wait.ts";
 
 // node-redlock's own suites (5.x src/single.test.ts and src/multi.test.ts, 4.x test.js) check these
 // behaviours; here they are checked against the compat entry on real redis-server nodes.
@@ -481,6 +481,16 @@ describe("compat, the 4.x API (lock, unlock, extend, disposer, callbacks)", () =
     });
     expect(unlockErrors).toHaveLength(1);
     expect(unlockErrors[0]).toBeInstanceOf(LockError);
+  });
+
+  it("quit(callback) quits every client and calls back, as 4.x's quit does", async () => {
+    const own = cluster.clients();
+    const quitting = new Redlock(own);
+    const lock = await quitting.lock("legacy:quit", 60_000);
+    await lock.unlock();
+    const called = await within("quit's callback", new Promise<Error | null>((resolve) => void quitting.quit((error) => resolve(error))), 5_000);
+    expect(called).toBeNull();
+    await until("every client closed its connection", () => own.every((client) => client.status === "end"));
   });
 
   it("refuses custom scripts instead of ignoring them", () => {
