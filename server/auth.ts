@@ -2,6 +2,7 @@ import "server-only";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { makeDirs } from "@/lib/make-dirs";
+import { MAKE_SECRET, MIN_SECRET_LENGTH, weakSecretProblem } from "@/lib/secret-strength";
 import path from "node:path";
 import { jwtVerify, SignJWT, type JWTPayload } from "jose";
 import { isAllowedOrigin } from "@/lib/host-rules";
@@ -66,6 +67,29 @@ function readOrCreateSecretFile(file: string, make: () => string): { value: stri
   return { value, created: true };
 }
 
+/**
+ * The session key kept in the data folder: generated there (32 random bytes) when absent or empty. One written
+ * there by hand must be as random as one set in `LOCKSCOPE_SESSION_SECRET`: whoever guesses it makes a session
+ * cookie for any role. A weak one stops the start, naming the file and how to make a good one, never the value.
+ */
+function sessionSecretFromFile(file: string): string {
+  tightenDataFile(file);
+  let kept = "";
+  try {
+    kept = readFileSync(file, "utf8").trim();
+  } catch {
+    // absent: generated below
+  }
+  if (kept === "") return readOrCreateSecretFile(file, () => randomBytes(32).toString("base64url")).value;
+  const problem = weakSecretProblem(kept);
+  if (problem !== null) {
+    throw new Error(
+      `the session secret in ${file} is too weak to sign session cookies (${problem}): expected a random secret of at least ${MIN_SECRET_LENGTH} characters, as random as ${MIN_SECRET_LENGTH} bytes; replace it with one made by \`${MAKE_SECRET} > ${file}\`, or delete the file and the console generates one`,
+    );
+  }
+  return kept;
+}
+
 /** Tokens and the session key; a missing operator token is generated once and kept with mode 0600. */
 export function getSecrets(): Secrets {
   return singleton("secrets", (): Secrets => {
@@ -78,9 +102,7 @@ export function getSecrets(): Secrets {
       operatorToken = result.value;
       generated = result.created;
     }
-    const sessionSecret = config.sessionSecret
-      ? Buffer.from(config.sessionSecret, "utf8")
-      : Buffer.from(readOrCreateSecretFile(path.resolve(config.dataDir, "session-secret"), () => randomBytes(32).toString("base64url")).value, "utf8");
+    const sessionSecret = Buffer.from(config.sessionSecret ?? sessionSecretFromFile(path.resolve(config.dataDir, "session-secret")), "utf8");
     return { operatorToken, viewerToken: config.viewerToken, sessionSecret, generated, operatorTokenFile };
   });
 }

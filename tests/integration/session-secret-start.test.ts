@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPERATOR_TOKEN } from "../support/console";
 import { startLauncher } from "../support/launcher";
@@ -50,5 +53,21 @@ describe("the console's start, given LOCKSCOPE_SESSION_SECRET", () => {
     } finally {
       await launcher.stop("SIGTERM");
     }
+  }, 120_000);
+
+  it("stops with one line naming the data folder's session-secret file and how to make a good one when a weak key was written there by hand", async () => {
+    delete process.env.LOCKSCOPE_SESSION_SECRET;
+    const weak = "sessions-secret-2024";
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), "lockscope-weak-secret-"));
+    const file = path.join(dataDir, "session-secret");
+    writeFileSync(file, `${weak}\n`, { mode: 0o600 });
+    const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(","), LOCKSCOPE_OPERATOR_TOKEN: OPERATOR_TOKEN, LOCKSCOPE_DATA_DIR: dataDir, LOG_LEVEL: "debug" }, { waitReady: false });
+    const code = await Promise.race([launcher.exited, new Promise((resolve) => setTimeout(() => resolve("still running after 60 s"), 60_000))]);
+    if (code !== 1) await launcher.stop("SIGKILL");
+    expect(code).toBe(1);
+    const lines = launcher.output().trim().split("\n");
+    expect(lines.at(-1)).toContain(`lockscope: could not start: the session secret in ${file} is too weak to sign session cookies`);
+    expect(lines.at(-1)).toContain(`openssl rand -base64 32 > ${file}`);
+    expect(launcher.output()).not.toContain(weak);
   }, 120_000);
 });
