@@ -165,8 +165,11 @@ export interface ValueReaders {
  */
 export interface PageCursor {
   value: number | string | null;
+  /** The last row's key; only its beginning where `keyDigest` is given. */
   resource: string;
   deployment: string | null;
+  /** Where the key was too long to carry whole in a URL: the SHA-256 (base64url) of the whole key. */
+  keyDigest?: string;
 }
 
 /** The kind of figure a sort's cursor carries: none (by resource), a number, or a text. */

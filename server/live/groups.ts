@@ -23,7 +23,7 @@ import { holderSearchText, holderText, holderTextOf, type HolderParts } from "@/
 import { decodeHolder } from "@/lib/locks/merge";
 import { SortedStrings } from "@/lib/locks/sorted-strings";
 import type { Lock, LockState } from "@/lib/locks/types";
-import { encodeCursor } from "./paging-query";
+import { cursorKey, encodeCursor } from "./paging-query";
 import type { LockStore } from "./store";
 
 /**
@@ -127,6 +127,16 @@ export interface GroupQuery {
   order: SortOrder;
   offset: number;
   limit: number;
+}
+
+/** The keys of `set` that begin with `prefix`, in order (those a long key's cursor may name). */
+function* keysBeginning(set: SortedStrings, prefix: string): Generator<string> {
+  for (let at = set.countBefore(prefix); at < set.size; at += 64) {
+    for (const key of set.slice(at, 64)) {
+      if (!key.startsWith(prefix)) return;
+      yield key;
+    }
+  }
 }
 
 /** What a listed lock's kept reading says of its layout and holders, as its row (`Lock`) has them. */
@@ -257,7 +267,7 @@ export class LockGroups {
     if (this.listed && query.group !== undefined && query.sort === "resource" && !query.q && query.state === undefined && query.deployment === undefined) {
       const set = await this.orderOf(query.group, now);
       const descending = query.order === "desc";
-      const start = query.after ? set.positionAfter(query.after.resource, descending) : query.offset;
+      const start = query.after ? set.positionAfter(cursorKey(query.after, keysBeginning(set, query.after.resource), descending), descending) : query.offset;
       const locks: Lock[] = [];
       // (A name the store no longer lists is passed over, and the page goes on to fill up.)
       let at = start;
@@ -283,7 +293,7 @@ export class LockGroups {
     }
     const locks: Lock[] = [];
     const { columns, order } = list;
-    const start = query.after ? columns.firstAfter(order, query.order, query.after) : query.offset;
+    const start = query.after ? columns.firstAfter(order, query.order, { ...query.after, resource: cursorKey(query.after, columns.resources, query.sort === "resource" && query.order === "desc") }) : query.offset;
     // A list reused a moment may hold locks that have left the store since: they are passed over, and the page
     // goes on down the list until it is full (it was served short, the first page too, while more locks followed).
     let end = start;
