@@ -4,7 +4,7 @@ import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
 import { useRef } from "react";
 import { GROUPED_VIEW_ABOVE } from "@/lib/locks/groups";
-import { isSplitVote } from "@/lib/locks/holder-text";
+import { isSplitVote, SPLIT_VOTE_HOLDER } from "@/lib/locks/holder-text";
 import type { LockDetail, LockReplication } from "@/lib/locks/types";
 import { apiFetch, ApiRequestError } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
@@ -98,6 +98,7 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
   const lock = query.data;
   if (!lock) return <p className="muted">Loading {resource}…</p>;
   const isLive = lock.state === "held" || lock.state === "partial" || lock.state === "elapsed";
+  const split = isSplitVote(lock);
   return (
     <section className="lock-detail">
       <p>
@@ -138,6 +139,8 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
           <div>
             <dt>{lock.holders.length > 1 ? `Holders (${lock.holders.length})` : "Holder"}</dt>
             <dd>
+              {/* A split vote with no side ahead names every side's holder, each with its nodes: none leads. */}
+              {split && lock.holders.length > 1 && <p>{SPLIT_VOTE_HOLDER}; each side:</p>}
               {lock.holders.length > 1 ? (
                 <ul className="holder-list">
                   {lock.holders.map((h) => (
@@ -171,7 +174,7 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
               <NodeDots lock={lock} />{" "}
               {lock.scope === "single"
                 ? `single instance: held on ${lock.nodes.filter((n) => n.token !== null).map((n) => n.id).join(", ") || "no node now"}`
-                : isSplitVote(lock)
+                : split
                   ? `split vote: ${lock.quorumHeld} of ${lock.nodes.length} nodes hold each of the values tied for most (quorum ${lock.quorum})`
                   : `${lock.quorumHeld} of ${lock.nodes.length} nodes hold ${lock.token === null ? "the most common value" : "the value"} (quorum ${lock.quorum})`}
             </dd>

@@ -77,15 +77,15 @@ function holderLine(holder: { label?: string | null; host?: string | null; pid?:
 }
 
 /**
- * The holder of a split vote with no side ahead, as the dialog says it: no value leads (the lock names no holder), and
- * the value released is the one proposed, on the nodes listed, with its holder where the lock's reading names it. (Not
+ * The holder of a split vote with no side ahead, as the dialog says it: no value leads (the lock names no holder),
+ * every side's holder with the nodes holding it, and the value released: the one proposed, on the nodes listed. (Not
  * "a foreign value": the values may be this engine's, each with its fence.)
  */
 function splitVoteHolder(lock: Lock, token: string | null): string {
-  if (token === null) return SPLIT_VOTE_HOLDER;
+  const sides = lock.holders.length > 0 ? `: ${lock.holders.map(formatHolderLine).join("; ")}` : "";
+  if (token === null) return `${SPLIT_VOTE_HOLDER}${sides}`;
   const on = lock.nodes.filter((n) => nodeHolds(n.token, token)).map((n) => n.id);
-  const named = lock.holders.find((h) => h.id === token);
-  return `${SPLIT_VOTE_HOLDER}; released here: the value on ${on.join(", ") || "no node now"}${named ? ` (${formatHolderLine(named)})` : ""}`;
+  return `${SPLIT_VOTE_HOLDER}${sides}; released here: the value on ${on.join(", ") || "no node now"}`;
 }
 
 /**

@@ -8,7 +8,9 @@ export function holderLine(h: Lock["holders"][number]): string {
   const parts = [who, h.host ? `on ${h.host}` : null, h.pid !== undefined ? `pid ${h.pid}` : null, h.thread !== undefined ? `thread ${h.thread}` : null];
   if (h.count !== undefined && h.count > 1) parts.push(`×${h.count}`);
   if (h.mode) parts.push(`(${h.mode})`);
-  return parts.filter(Boolean).join(" ");
+  const line = parts.filter(Boolean).join(" ");
+  // One side of a split vote: where it is held.
+  return h.nodes !== undefined && h.nodes.length > 0 ? `${line}, held on ${h.nodes.join(", ")}` : line;
 }
 
 /** An engine value's holder: label (host pid). */

@@ -1037,6 +1037,37 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
   return merged;
 }
 
+/** A split vote's holder (see `splitVoteHolders`): the ids of the nodes holding it. */
+export type SideHolder = FormatHolder & { nodes: string[] };
+
+/**
+ * The holders of a split vote with no side ahead (no value on a quorum, none leading): every side's, each with the
+ * nodes (of those whose readings count) holding it, in node order (the holders of node 0's value first). Which
+ * side was read last changes nothing. A holder on several sides (a member of two semaphore sets) is listed once,
+ * with all its nodes. A side's holders come from its latest reading (the one kept, or the one kept aside for
+ * it: see `readingsAside`); without one, from its value alone.
+ */
+export function splitVoteHolders(lock: LockRecord, counted: readonly boolean[], nodeIds: readonly string[]): SideHolder[] {
+  const byId = new Map<string, SideHolder>();
+  const keptValue = lock.reading === null ? null : keptFingerprint(lock.reading);
+  // (Of formats whose value is one holder, the value is its id, whatever lines it has.)
+  const oneHolder = lock.reading === null || keptReading(lock.reading).redisType === "string";
+  for (let i = 0; i < lock.nodeCount; i++) {
+    const value = counted[i] ? lock.valueOn(i) : null;
+    if (value === null) continue;
+    const aside = lock.pending === null ? null : latestOf(lock.pending, value);
+    const holders =
+      lock.reading !== null && value === keptValue ? keptHolders(keptReading(lock.reading)) : aside !== null ? aside.holders : oneHolder ? [{ id: value }] : value.split("\n").map((id) => ({ id }));
+    const node = nodeIds[i] ?? `node-${i}`;
+    for (const h of holders) {
+      const listed = byId.get(h.id);
+      if (listed === undefined) byId.set(h.id, { ...h, nodes: [node] });
+      else if (!listed.nodes.includes(node)) listed.nodes.push(node);
+    }
+  }
+  return [...byId.values()];
+}
+
 /**
  * The kept reading of a holder set that no node holds as a whole (see `voteHolders`): the holders voted in,
  * with the details the latest readings (or the reading kept before) give them.

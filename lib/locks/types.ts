@@ -64,8 +64,11 @@ export interface Lock {
   redisType: string;
   /** `quorum`: a Redlock over the node set; `single`: a lock on one instance by design, held while its node holds it. */
   scope: LockScope;
-  /** Who holds it, as the format decodes it; `id` is what force release compares. */
-  holders: FormatHolder[];
+  /**
+   * Who holds it, as the format decodes it; `id` is what force release compares. On a split vote with no side
+   * ahead, every side's holders, each with `nodes`: the nodes holding it, in node order.
+   */
+  holders: Array<FormatHolder & { nodes?: string[] }>;
   /** `no-ttl`: never expires by itself; `stale-entries`; `truncated` (see docs/formats.md). */
   warnings: LockWarning[];
   /** The value held by a quorum of nodes; null when no value has a quorum. */

@@ -14,6 +14,7 @@ import {
   probeAgainAt,
   readSamples,
   reduceLock,
+  splitVoteHolders,
   type LockContext,
   type LockEffect,
   LockRecord,
@@ -1032,7 +1033,8 @@ export class LockStore {
       format: view?.format ?? "unknown",
       redisType: view?.redisType ?? "none",
       scope,
-      holders: view?.holders ?? [],
+      // A split vote with no side ahead names every side's holders, each with its nodes (no one holder leads).
+      holders: entry.state === "partial" && entry.token === null && entry.leading === null ? splitVoteHolders(entry, this.context.counted, this.nodeIds) : (view?.holders ?? []),
       warnings: view?.warnings ?? [],
       token: entry.token,
       holder: decoded.holder,

@@ -308,11 +308,13 @@ test.describe("force release from the browser", () => {
     await nodes[1]!.set(resource, encodeLockValue({ label: "billing-worker", host: "web-2", pid: 22, fence: "902", acquiredAt: Date.now() }), "PX", 120_000);
     await page.goto(`/locks/${encodeURIComponent(resource)}`);
     await expect(page.locator(".detail-grid")).toContainText("split vote: no value leads");
+    // Every side's holder, with the node holding it, in node order: not whichever was read last.
+    await expect(page.locator(".detail-grid .holder-list li")).toHaveText(["checkout-api on web-1 pid 11, held on node-0", "billing-worker on web-2 pid 22, held on node-1"]);
     await page.getByRole("button", { name: "Force release" }).click();
     const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
     const fact = (name: string) => dialog.locator(`dt:text-is("${name}") + dd`);
     // Both values were written by this engine, each with its fence: neither is foreign, nor taken without a fence.
-    await expect(fact("Holder")).toContainText("split vote: no value leads");
+    await expect(fact("Holder")).toContainText("split vote: no value leads: checkout-api on web-1 pid 11, held on node-0; billing-worker on web-2 pid 22, held on node-1");
     await expect(fact("Holder")).toContainText(/the value on node-[01]/);
     await expect(fact("Holder")).not.toContainText("foreign");
     await expect(fact("Fence")).not.toContainText("not taken fenced");

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type Redis from "ioredis";
 import type * as LiveModule from "@/server/live";
 import { holderText } from "@/lib/locks/holder-text";
+import type { Lock } from "@/lib/locks/types";
 import type { TestCluster } from "../support/redis";
-import { setUpConsole, tearDownConsole } from "../support/console";
+import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 import { until } from "../support/wait";
 
 /**
@@ -44,6 +45,31 @@ describe("a split vote with no side ahead", () => {
     }
     expect(seen[0]).toEqual({ holder: "split vote: no value leads", leading: undefined, quorumHeld: 1, timeline: ["acquired split vote: 2 values on 1 of 3 nodes each, none on a quorum"] });
     expect(seen[1]).toEqual(seen[0]);
+  });
+
+  it("names every side's holder with the node holding it, in node order, whichever node holds which, in the API", async () => {
+    const locks = await import("@/app/api/locks/route");
+    const detail = await import("@/app/api/locks/[resource]/route");
+    for (const [name, on0, on1] of [
+      ["lock:split/6", "worker-a", "worker-b"],
+      ["lock:split/7", "worker-b", "worker-a"],
+    ] as const) {
+      await Promise.all([clients[0]!.set(name, on0, "PX", 60_000), clients[1]!.set(name, on1, "PX", 60_000)]);
+      await until(`${name} read on both nodes`, () => {
+        const l = shown(name);
+        return l?.state === "partial" && l.leading === undefined && l.nodes[0]?.token === on0 && l.nodes[1]?.token === on1;
+      });
+      // (A search of its own: a list asked for a moment ago is reused, without a lock taken since.)
+      const listed = await call(locks.GET, "GET", `/api/locks?q=${encodeURIComponent(name)}`, { token: VIEWER_TOKEN });
+      expect(listed.status).toBe(200);
+      const page = await call(detail.GET, "GET", `/api/locks/${encodeURIComponent(name)}`, { token: VIEWER_TOKEN, params: { resource: name } });
+      expect(page.status).toBe(200);
+      const bothSides = [
+        { id: on0, nodes: ["node-0"] },
+        { id: on1, nodes: ["node-1"] },
+      ];
+      expect([name, (listed.body as { locks: Lock[] }).locks.find((l) => l.resource === name)?.holders, (page.body as Lock).holders]).toEqual([name, bothSides, bothSides]);
+    }
   });
 
   it("goes on as the same lock when one side takes the third node: one acquisition, the winner named", async () => {

@@ -611,6 +611,53 @@ describe("the lock store's scope and holder sets", () => {
     expect((await s.safetyFacts()).withoutTtl).toBe(1);
   });
 
+  it("names every side of a split vote with no side ahead, each with its nodes, in node order, whichever was read last", () => {
+    for (const order of [
+      [0, 1],
+      [1, 0],
+    ]) {
+      const s = store();
+      s.declaredScope = () => "quorum";
+      const values = ["worker-a", "worker-b"];
+      for (const node of order) s.apply("lock:split", [sample(node, "token", values[node]!, T + 10_000)], T + node);
+      s.apply("lock:split", [gone(2, null)], T + 2);
+      s.tick(T + SETTLE_MS + 5);
+      const lock = s.lock("lock:split", T + SETTLE_MS + 5);
+      expect([order, lock?.state, lock?.token, lock?.leading, lock?.holders]).toEqual([
+        order,
+        "partial",
+        null,
+        undefined,
+        [
+          { id: "worker-a", nodes: ["node-0"] },
+          { id: "worker-b", nodes: ["node-1"] },
+        ],
+      ]);
+    }
+  });
+
+  it("names each holder of a split semaphore once, with every node holding it", () => {
+    const s = store();
+    s.declaredScope = () => "quorum";
+    // No member holds a quorum (2 of 3): `a` and `c` hold one node each, `b` none.
+    s.apply("semaphore:split", [sample(1, "redis-semaphore", "c", T + 10_000), sample(0, "redis-semaphore", "a", T + 10_000), gone(2, null)], T);
+    s.tick(T + SETTLE_MS + 5);
+    const lock = s.lock("semaphore:split", T + SETTLE_MS + 5);
+    expect(lock?.state).toBe("partial");
+    expect(lock?.holders).toEqual([
+      { id: "a", nodes: ["node-0"] },
+      { id: "c", nodes: ["node-1"] },
+    ]);
+  });
+
+  it("lists no nodes beside the holder of a lock a value leads", () => {
+    const s = store();
+    s.declaredScope = () => "quorum";
+    s.apply("lock:led", [sample(0, "token", "worker-a", T + 10_000), sample(1, "token", "worker-a", T + 10_000), sample(2, "token", "worker-b", T + 10_000)], T);
+    s.tick(T + SETTLE_MS + 5);
+    expect(s.lock("lock:led", T + SETTLE_MS + 5)?.holders).toEqual([{ id: "worker-a" }]);
+  });
+
   it("lets go at once of locks no pattern covers any more", () => {
     const s = store();
     s.apply("jobs/a", [0, 1, 2].map((n) => sample(n, "token", "t", T + 10_000)), T);
