@@ -99,10 +99,22 @@ function entryName(entry: AuditEntry, withDeployment: boolean): string {
  * entries only, where every row would say the same name, as the locks table does.
  */
 export function showsDeployment(watched: readonly string[], entries: readonly AuditEntry[], filtered: string): boolean {
-  if (filtered && watched.length > 1) return false;
+  // (The one deployment of a console of one filters nothing: its entries may name others.)
+  if (filtered && (watched.length > 1 || !watched.includes(filtered))) return false;
   const named = new Set(watched);
   for (const e of entries) if (e.deployment !== undefined) named.add(e.deployment);
   return named.size > 1;
+}
+
+/**
+ * The deployments the filter offers: those the console watches, then (by name) those the entries shown name
+ * besides (releases made on a deployment since removed from the configuration), and the one chosen.
+ */
+export function deploymentChoices(watched: readonly string[], entries: readonly AuditEntry[], chosen: string): string[] {
+  const others = new Set<string>();
+  for (const e of entries) if (e.deployment !== undefined && !watched.includes(e.deployment)) others.add(e.deployment);
+  if (chosen && !watched.includes(chosen)) others.add(chosen);
+  return [...watched, ...[...others].sort()];
 }
 
 /** The Deployment cell: a lock-pattern change applies to every deployment; an older release named none. */
@@ -130,7 +142,7 @@ function NodeResults({ entry, name }: { entry: AuditEntry; name: string }) {
 /**
  * The audit log: every force release and pattern change, newest first, with filters, per-node outcomes and CSV/JSON
  * export. `initial`: the filters the address names, `from` and `to` as ISO instants. `deployments`: those the console
- * watches (with several, the filters can pick one).
+ * watches (with several, or entries naming others, the filters can pick one).
  */
 export function AuditLog({ initial, deployments }: { initial: AuditFilterValues; deployments: readonly string[] }) {
   const session = useSession();
@@ -183,6 +195,7 @@ export function AuditLog({ initial, deployments }: { initial: AuditFilterValues;
 
   const entries = result.data?.pages.flatMap((p) => p.entries) ?? [];
   const withDeployment = showsDeployment(deployments, entries, filters.deployment);
+  const choices = deploymentChoices(deployments, entries, draft.deployment);
   // With no entry to go to, a last load that found none leaves focus on the table's box (its button is gone).
   const tableBox = useRef<HTMLDivElement>(null);
   const older = useLoadMore({
@@ -239,14 +252,12 @@ export function AuditLog({ initial, deployments }: { initial: AuditFilterValues;
           Actor
           <input type="search" value={draft.actor} maxLength={64} onChange={(e) => setDraft({ ...draft, actor: e.target.value })} placeholder="e.g. alice" />
         </label>
-        {deployments.length > 1 && (
+        {choices.length > 1 && (
           <label>
             Deployment
             <select value={draft.deployment} onChange={(e) => setDraft({ ...draft, deployment: e.target.value })}>
               <option value="">All deployments</option>
-              {/* A name the address gave that the console does not watch: shown as asked, and refused below. */}
-              {draft.deployment && !deployments.includes(draft.deployment) && <option value={draft.deployment}>{draft.deployment}</option>}
-              {deployments.map((name) => (
+              {choices.map((name) => (
                 <option key={name} value={name}>
                   {name}
                 </option>

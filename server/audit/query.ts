@@ -47,7 +47,7 @@ export const pageLimit = queryText("a whole number from 1 to 500")
 const filterFields = {
   resource: queryText("part of a lock's key name").max(1024, "`resource` is at most 1024 characters").optional(),
   actor: queryText("part of the name of who acted").max(64, "`actor` is at most 64 characters").optional(),
-  // Checked against the deployments watched by the route (a 400 naming them).
+  // Any well-formed name: a deployment removed from the configuration is still named by its entries.
   deployment: deploymentName.optional(),
   from: timeBound("from").optional(),
   to: timeBound("to").optional(),

@@ -17,19 +17,15 @@ async function read(limit: number, before: string | undefined, filters: AuditFil
 }
 
 /**
- * The filters as the store applies them: a `deployment` the console does not watch is a 400 naming those it does;
- * the only deployment of a console of one filters nothing (as on every route that takes `deployment`), so its
- * entries recorded before deployments were named, and its pattern changes, are still listed.
+ * The filters as the store applies them. Any deployment's name is taken, watched or not: releases made on a
+ * deployment since removed from the configuration still name it, and are found by it (a name no entry carries
+ * finds none). The only deployment of a console of one filters nothing (as on every route that takes
+ * `deployment`), so its entries recorded before deployments were named, and its pattern changes, are still listed.
  */
 function storeFilters(filters: AuditFilters): AuditFilters {
   if (filters.deployment === undefined) return filters;
   const names = watchedDeploymentNames();
-  if (!names.includes(filters.deployment)) {
-    throw new ApiError("bad_request", `No deployment is named \`${filters.deployment}\`: this console watches ${names.map((n) => `\`${n}\``).join(", ")}.`, {
-      deployments: names,
-    });
-  }
-  return names.length > 1 ? filters : { ...filters, deployment: undefined };
+  return names.length === 1 && names[0] === filters.deployment ? { ...filters, deployment: undefined } : filters;
 }
 
 export async function getAuditPage(options: { limit: number; before?: string; filters: AuditFilters }): Promise<AuditAnswer> {

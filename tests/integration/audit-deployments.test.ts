@@ -9,7 +9,7 @@ type ErrorBody = { error: { code: string; message: string; details?: { deploymen
 /**
  * The audit log of a console watching two deployments, `orders` (a Redlock set) and `cache` (a standalone
  * instance), both holding a lock named `lock:shared`: each force release names its deployment, and the list and
- * the export filter by it, refusing a deployment the console does not watch.
+ * the export filter by it, a deployment since removed from the configuration too (its entries still name it).
  */
 describe("the audit log filtered by deployment", () => {
   let orders: TestCluster;
@@ -98,20 +98,39 @@ describe("the audit log filtered by deployment", () => {
     expect((json.body as AuditAnswer).entries.map((e) => [e.deployment, e.reason])).toEqual([["orders", "orders worker hung"]]);
   });
 
-  it("refuses a deployment the console does not watch, or a malformed name, with a 400 that says which it watches", async () => {
+  it("finds the releases of a deployment since removed from the configuration by its name, and none of a name no entry carries", async () => {
     const { exported } = await routes();
-    for (const res of [await list("?deployment=billing"), await call(exported, "GET", "/api/audit/export?format=csv&deployment=billing", { token: VIEWER_TOKEN })]) {
+    // A release recorded while the console watched `payments` too, as the log keeps it after the deployment is gone.
+    const { getAuditStore } = await import("@/server/audit/current");
+    const { newAuditId } = await import("@/server/audit/records");
+    const ofOrders = ((await list("?deployment=orders")).body as AuditAnswer).entries[0]!;
+    const removed = { ...ofOrders, id: newAuditId(), at: Date.now(), deployment: "payments", reason: "payments worker hung" };
+    await getAuditStore().recordIntent(removed);
+    await getAuditStore().recordOutcome(removed.id, "released", removed.nodes, Date.now());
+
+    const everything = (await list("")).body as AuditAnswer;
+    expect(everything.deployments).toEqual(["orders", "cache"]);
+    expect(everything.entries.map((e) => e.deployment)).toContain("payments");
+    for (const res of [await list("?deployment=payments"), await call(exported, "GET", "/api/audit/export?format=json&deployment=payments", { token: VIEWER_TOKEN })]) {
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect((res.body as AuditAnswer).entries.map((e) => [e.deployment, e.reason])).toEqual([["payments", "payments worker hung"]]);
+    }
+    const none = await list("?deployment=billing");
+    expect(none.status).toBe(200);
+    expect((none.body as AuditAnswer).entries).toEqual([]);
+    // Exactly a name: a part of one finds nothing.
+    expect(((await list("?deployment=ord")).body as AuditAnswer).entries).toEqual([]);
+  });
+
+  it("refuses a malformed deployment name with a 400 that says what a name is", async () => {
+    const { exported } = await routes();
+    for (const res of [await list("?deployment=Orders%20EU"), await call(exported, "GET", "/api/audit/export?format=csv&deployment=Orders%20EU", { token: VIEWER_TOKEN })]) {
       expect(res.status).toBe(400);
       const { error } = res.body as ErrorBody;
       expect(error.code).toBe("bad_request");
-      expect(error.message).toBe("No deployment is named `billing`: this console watches `orders`, `cache`.");
-      expect(error.details?.deployments).toEqual(["orders", "cache"]);
+      expect(error.message).toMatch(/deployment's name: lower-case letters, digits or '-'/);
     }
-    // Exactly a name: a part of one is not one.
-    expect((await list("?deployment=ord")).status).toBe(400);
-    const malformed = await list("?deployment=Orders%20EU");
-    expect(malformed.status).toBe(400);
-    expect((malformed.body as ErrorBody).error.message).toMatch(/deployment/);
     expect((await list("?deployment=")).status).toBe(400);
+    expect((await list(`?deployment=${"a".repeat(41)}`)).status).toBe(400);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { showsDeployment } from "@/components/audit/audit-log";
+import { deploymentChoices, showsDeployment } from "@/components/audit/audit-log";
 import type { AuditEntry } from "@/lib/audit/types";
 
 const entry = (deployment?: string): AuditEntry => ({
@@ -37,5 +37,17 @@ describe("the audit table's Deployment column", () => {
 
   it("is left out while the table shows one deployment's entries: every row would say the same name", () => {
     expect(showsDeployment(["orders", "cache"], [entry("cache")], "cache")).toBe(false);
+    // A deployment since removed from the configuration, on a console that watches one.
+    expect(showsDeployment(["default"], [entry("payments")], "payments")).toBe(false);
+  });
+});
+
+describe("the audit filter's deployments", () => {
+  it("offers those watched, then those the entries name besides, and the one chosen", () => {
+    expect(deploymentChoices(["orders", "cache"], [entry("cache"), entry()], "")).toEqual(["orders", "cache"]);
+    expect(deploymentChoices(["orders", "cache"], [entry("payments"), entry("cache"), entry("billing"), entry("payments")], "")).toEqual(["orders", "cache", "billing", "payments"]);
+    expect(deploymentChoices(["default"], [entry("default"), entry("payments")], "")).toEqual(["default", "payments"]);
+    expect(deploymentChoices(["default"], [], "payments")).toEqual(["default", "payments"]);
+    expect(deploymentChoices(["default"], [entry("default")], "")).toEqual(["default"]);
   });
 });
