@@ -9,6 +9,7 @@ import { MessageText } from "../message-text";
 import { TableHead, TableScroll } from "../table-scroll";
 import { SignInLink, useSession } from "../session";
 import { LoadMore, useLoadMore, type LoadMoreWords } from "../load-more";
+import { ClampedText } from "./clamped-text";
 
 export interface AuditFilterValues {
   resource: string;
@@ -331,12 +332,16 @@ export function AuditLog({ initial, deployments }: { initial: AuditFilterValues;
                           {entry.actor} <span className="muted">({entry.role})</span>
                         </div>
                       </td>
-                      <td className="mono">{entry.resource}</td>
+                      <td>
+                        <ClampedText text={entry.resource} className="mono" about={`the ${entry.action === "patterns-changed" ? "pattern list" : "resource"} of ${name}`} />
+                      </td>
                       {withDeployment && <DeploymentCell entry={entry} />}
                       <td>
                         <div className={styles.holder}>{holderText(entry)}</div>
                       </td>
-                      <td>{entry.reason}</td>
+                      <td>
+                        <ClampedText text={entry.reason} about={`the reason for ${name}`} />
+                      </td>
                       <td>
                         <div className={styles.outcomeBox}>
                           <span className={`${styles.outcome} ${styles[entry.outcome] ?? ""}`}>{outcomeText(entry)}</span>

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Page } from "@playwright/test";
+import type { Locator, Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
 import { accessibilityProblems, busyLocks, deleteMatching, holdLock, finishedLabRun, layoutProblems, releasedByScript, restartNodeOne, scrollingTables, settled, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
@@ -140,7 +140,11 @@ test("the audit log keeps long entries inside its table at laptop widths, every 
   const read = (await (await page.request.get("/api/patterns")).json()) as { patterns: Array<{ glob: string; scope?: string }>; revision: string };
   const added = Array.from({ length: 24 }, (_, i) => ({ glob: `e2e-layout-${tag}/tenant-${String(i).padStart(2, "0")}/reconciliation-batch-settlement-queue-worker-lock:*` }));
   const changed = await page.request.put("/api/patterns", {
-    data: { patterns: [...read.patterns, ...added], reason: `every tenant's settlement queue locks, as listed in the runbook for ${tag}`, revision: read.revision },
+    data: {
+      patterns: [...read.patterns, ...added],
+      reason: `every tenant's settlement queue locks, as listed in the runbook for ${tag}. Each tenant's reconciliation worker takes one lock per batch, and the on-call team wants to see them all here, to force-release a batch that hangs after a deploy without asking the owning team for its lock's name first.`,
+      revision: read.revision,
+    },
     headers: { Origin: origin },
   });
   expect(changed.status(), await changed.text()).toBe(200);
@@ -160,6 +164,9 @@ test("the audit log keeps long entries inside its table at laptop widths, every 
       await settled(page);
       expect(await scrollingTables(page), `tables scrolling sideways at ${width} px`).toEqual([]);
       expect(await layoutProblems(page), `${width} px`).toEqual([]);
+      // The change's list of 24 patterns and its long reason show their first lines: its row is about as tall as its
+      // neighbours, not two screens.
+      expect((await change.boundingBox())!.height, `the change's row height at ${width} px`).toBeLessThanOrEqual(200);
       // Each row's Details button stays inside the table's box, where it is seen and clicked without scrolling.
       const box = await page.getByRole("region", { name: "Audit entries, scrollable" }).boundingBox();
       for (const row of [change, release]) {
@@ -167,6 +174,31 @@ test("the audit log keeps long entries inside its table at laptop widths, every 
         expect(details!.x + details!.width, `the Details button's right edge at ${width} px`).toBeLessThanOrEqual(box!.x + box!.width + 0.5);
       }
     }
+    // A clamped cell has a Show all button, named for its entry, that shows the whole text and hides it again, from the
+    // keyboard too; a cell whose text fits has none.
+    await expect(release.getByRole("button", { name: /^Show all/ })).toHaveCount(0);
+    const hidesText = (button: Locator) => button.evaluate((el) => {
+      const box = document.getElementById(el.getAttribute("aria-controls") ?? "");
+      return box ? box.scrollHeight > box.clientHeight + 1 : null;
+    });
+    for (const what of ["pattern list", "reason"]) {
+      const show = change.getByRole("button", { name: new RegExp(`^Show all of the ${what} (of|for) the lock-pattern change at `) });
+      await expect(show).toHaveAttribute("aria-expanded", "false");
+      expect(await hidesText(show), `the ${what} is clamped`).toBe(true);
+      const collapsed = (await change.boundingBox())!.height;
+      await show.focus();
+      await page.keyboard.press("Enter");
+      const less = change.getByRole("button", { name: new RegExp(`^Show less of the ${what} (of|for) the lock-pattern change at `) });
+      await expect(less).toHaveAttribute("aria-expanded", "true");
+      await expect(less).toBeFocused();
+      expect(await hidesText(less), `the whole ${what} shows`).toBe(false);
+      expect((await change.boundingBox())!.height, `the row grows to show the whole ${what}`).toBeGreaterThan(collapsed);
+      await page.keyboard.press("Enter");
+      await expect(show).toHaveAttribute("aria-expanded", "false");
+      await expect(show).toBeFocused();
+      expect(await hidesText(show), `the ${what} is clamped again`).toBe(true);
+    }
+    await expect(change.getByRole("cell").nth(2)).toContainText(added[23]!.glob);
   } finally {
     const now = (await (await page.request.get("/api/patterns")).json()) as { revision: string };
     const restored = await page.request.put("/api/patterns", { data: { patterns: read.patterns, reason: "end of the test", revision: now.revision }, headers: { Origin: origin } });
