@@ -9,6 +9,7 @@ import { MessageText } from "../message-text";
 import { TableHead, TableScroll } from "../table-scroll";
 import { SignInLink, useSession } from "../session";
 import { LoadMore, useLoadMore, type LoadMoreWords } from "../load-more";
+import { BreakableName } from "../breakable-name";
 import { ClampedText } from "./clamped-text";
 
 export interface AuditFilterValues {
@@ -329,7 +330,7 @@ export function AuditLog({ initial, deployments }: { initial: AuditFilterValues;
                       <td title={new Date(entry.at).toISOString()}>{timeText(entry.at)}</td>
                       <td>
                         <div className={styles.actor}>
-                          {entry.actor} <span className="muted">({entry.role})</span>
+                          <BreakableName text={entry.actor} /> <span className="muted">({entry.role})</span>
                         </div>
                       </td>
                       <td>
@@ -337,7 +338,9 @@ export function AuditLog({ initial, deployments }: { initial: AuditFilterValues;
                       </td>
                       {withDeployment && <DeploymentCell entry={entry} />}
                       <td>
-                        <div className={styles.holder}>{holderText(entry)}</div>
+                        <div className={styles.holder}>
+                          <BreakableName text={holderText(entry)} />
+                        </div>
                       </td>
                       <td>
                         <ClampedText text={entry.reason} about={`the reason for ${name}`} />

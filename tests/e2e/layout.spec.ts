@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Locator, Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
-import { accessibilityProblems, busyLocks, deleteMatching, holdLock, finishedLabRun, layoutProblems, releasedByScript, restartNodeOne, scrollingTables, settled, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
+import { accessibilityProblems, busyLocks, deleteMatching, holdLock, finishedLabRun, layoutProblems, midWordBreaks, releasedByScript, restartNodeOne, scrollingTables, settled, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
 
 /** The page's background as the theme painted it: dark has a low luminance, light a high one. */
 async function backgroundLuminance(page: Page): Promise<number> {
@@ -164,6 +164,8 @@ test("the audit log keeps long entries inside its table at laptop widths, every 
       await settled(page);
       expect(await scrollingTables(page), `tables scrolling sideways at ${width} px`).toEqual([]);
       expect(await layoutProblems(page), `${width} px`).toEqual([]);
+      // The script's long name wraps between its parts ("oncall-" / "bot@payments-…"), never inside a word ("exam" / "ple").
+      expect(await midWordBreaks(release.getByRole("cell").nth(1)), `the actor's name at ${width} px`).toEqual([]);
       // The change's list of 24 patterns and its long reason show their first lines: its row is about as tall as its
       // neighbours, not two screens.
       expect((await change.boundingBox())!.height, `the change's row height at ${width} px`).toBeLessThanOrEqual(200);

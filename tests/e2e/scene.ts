@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import AxeBuilder from "@axe-core/playwright";
-import type { APIRequestContext, Page } from "@playwright/test";
+import type { APIRequestContext, Locator, Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { Redlock } from "@lockscope/redlock";
 import { encodeLockValue } from "@lockscope/redlock";
@@ -258,4 +258,40 @@ export async function holdFleet(nodes: Redis[], prefix: string): Promise<void> {
     for (const { key, value } of values) pipeline.set(key, value, "PX", 600_000);
     await pipeline.exec();
   }
+}
+
+/**
+ * Where an element's text wraps inside a word, as "exam|ple" (empty when it wraps only at spaces or after a
+ * separator: "-", "_", ".", "@", ":", "/"). Read from where each character is drawn, across the element's text nodes.
+ */
+export async function midWordBreaks(element: Locator): Promise<string[]> {
+  return element.evaluate((root) => {
+    // Every character, with the top of the line it is drawn on (null for one drawn nowhere: a space at a line's end).
+    const chars: Array<{ ch: string; top: number | null }> = [];
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const text = node.textContent ?? "";
+      for (let i = 0; i < text.length; i++) {
+        const range = document.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const rect = [...range.getClientRects()].find((r) => r.width > 0);
+        chars.push({ ch: text[i]!, top: rect ? Math.round(rect.top) : null });
+      }
+    }
+    const all = chars.map((c) => c.ch).join("");
+    const breaks: string[] = [];
+    let last = -1;
+    for (let i = 0; i < chars.length; i++) {
+      const top = chars[i]!.top;
+      if (top === null) continue;
+      const before = last >= 0 ? chars[last]!.top : top;
+      // A new line: fine after a separator or where a space (drawn or not) stands between the two characters.
+      if (top !== before && !/[-_.@:/]/.test(chars[last]!.ch) && !/\s/.test(all.slice(last, i + 1))) {
+        breaks.push(`${all.slice(Math.max(0, i - 12), i)}|${all.slice(i, i + 12)}`);
+      }
+      last = i;
+    }
+    return breaks;
+  });
 }
