@@ -10,6 +10,7 @@ import { allGroupsHref, contentionText, deploymentsOf, formatDuration, groupHref
 import { liveFeed } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { useLiveLocks, useNow } from "./use-live-locks";
+import { ScrollHint } from "../table-scroll";
 
 /** Groups shown at once; a search narrows the rest. */
 const GROUPS_SHOWN = 500;
@@ -67,6 +68,7 @@ export function GroupsTable({ deployments, deployment, filter = "" }: { deployme
   );
   const shownDeployment = deployments.includes(deployment) ? deployment : "";
   const now = useNow(1_000);
+  const groupsBox = useRef<HTMLDivElement>(null);
   const params = new URLSearchParams({ sort: sort.key, order: sort.dir === 1 ? "asc" : "desc", limit: String(GROUPS_SHOWN) });
   if (search) params.set("q", search);
   if (shownDeployment) params.set("deployment", shownDeployment);
@@ -88,7 +90,8 @@ export function GroupsTable({ deployments, deployment, filter = "" }: { deployme
         countPending={query.isPlaceholderData || text.trim() !== search.trim()}
       />
       {query.isError && <LoadError what="the groups" error={query.error} />}
-      <div className="locks-scroll groups-scroll">
+      <ScrollHint box={groupsBox} />
+      <div className="locks-scroll groups-scroll" ref={groupsBox}>
         <table className="groups-table" aria-label="Lock groups">
           <thead>
             <tr>

@@ -5,6 +5,7 @@ import { useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
 import { memo, useEffect, useLayoutEffect, useRef, useState, type CSSProperties, type ReactNode, type RefObject } from "react";
 import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS, type Lock } from "@/lib/locks/types";
 import { ApiRequestError, errorText } from "../api-client";
+import { ScrollHint } from "../table-scroll";
 import { MessageText } from "../message-text";
 import { DeploymentSelect } from "./deployment-choices";
 import { contentionText, FORMAT_LABEL, formatDuration, holderText, lockHref } from "./format";
@@ -209,64 +210,67 @@ export function LockRowsTable({
   useEffect(() => onRange?.(first, last), [first, last, onRange]);
   const columnCount = useShownColumns(scroller, ALWAYS_SHOWN.length + (deploymentColumn ? 1 : 0));
   return (
-    <div className="locks-scroll" ref={scroller}>
-      <table className="locks-table" aria-label="Locks" aria-rowcount={rowCount + 1} style={{ "--node-count": nodeCount } as CSSProperties}>
-        <thead>
-          <tr aria-rowindex={1}>
-            {COLUMNS.map((col) => [
-              <SortHeader key={col.key} column={col.key} label={col.label} sort={sort} onSort={onSort} className={`col-${col.key}`} />,
-              deploymentColumn && col.key === "resource" ? (
-                <th key="deployment" scope="col" className="col-deployment">
-                  Deployment
-                </th>
-              ) : null,
-            ])}
-          </tr>
-        </thead>
-        <tbody>
-          {top > 0 && (
-            <tr aria-hidden className="spacer">
-              <td colSpan={columnCount} style={{ height: top }} />
+    <>
+      <ScrollHint box={scroller} />
+      <div className="locks-scroll" ref={scroller}>
+        <table className="locks-table" aria-label="Locks" aria-rowcount={rowCount + 1} style={{ "--node-count": nodeCount } as CSSProperties}>
+          <thead>
+            <tr aria-rowindex={1}>
+              {COLUMNS.map((col) => [
+                <SortHeader key={col.key} column={col.key} label={col.label} sort={sort} onSort={onSort} className={`col-${col.key}`} />,
+                deploymentColumn && col.key === "resource" ? (
+                  <th key="deployment" scope="col" className="col-deployment">
+                    Deployment
+                  </th>
+                ) : null,
+              ])}
             </tr>
-          )}
-          {items.map((item) => {
-            const lock = rowAt(item.index);
-            if (!lock) {
+          </thead>
+          <tbody>
+            {top > 0 && (
+              <tr aria-hidden className="spacer">
+                <td colSpan={columnCount} style={{ height: top }} />
+              </tr>
+            )}
+            {items.map((item) => {
+              const lock = rowAt(item.index);
+              if (!lock) {
+                return (
+                  <tr key={`loading-${item.index}`} aria-rowindex={firstRow + item.index + 2} style={{ height: ROW_HEIGHT }}>
+                    <td colSpan={columnCount} className="muted">
+                      Loading…
+                    </td>
+                  </tr>
+                );
+              }
               return (
-                <tr key={`loading-${item.index}`} aria-rowindex={firstRow + item.index + 2} style={{ height: ROW_HEIGHT }}>
-                  <td colSpan={columnCount} className="muted">
-                    Loading…
-                  </td>
-                </tr>
+                <LockRow
+                  key={`${lock.deployment}\u0000${lock.resource}`}
+                  lock={lock}
+                  index={firstRow + item.index}
+                  now={now}
+                  offsetMs={offsetMs}
+                  showDeployment={showDeployment}
+                  deploymentColumn={deploymentColumn}
+                />
               );
-            }
-            return (
-              <LockRow
-                key={`${lock.deployment}\u0000${lock.resource}`}
-                lock={lock}
-                index={firstRow + item.index}
-                now={now}
-                offsetMs={offsetMs}
-                showDeployment={showDeployment}
-                deploymentColumn={deploymentColumn}
-              />
-            );
-          })}
-          {bottom > 0 && (
-            <tr aria-hidden className="spacer">
-              <td colSpan={columnCount} style={{ height: bottom }} />
-            </tr>
-          )}
-          {count === 0 && (
-            <tr>
-              <td colSpan={columnCount} className="muted empty">
-                <div className="empty-note">{empty}</div>
-              </td>
-            </tr>
-          )}
-        </tbody>
-      </table>
-    </div>
+            })}
+            {bottom > 0 && (
+              <tr aria-hidden className="spacer">
+                <td colSpan={columnCount} style={{ height: bottom }} />
+              </tr>
+            )}
+            {count === 0 && (
+              <tr>
+                <td colSpan={columnCount} className="muted empty">
+                  <div className="empty-note">{empty}</div>
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
+    </>
   );
 }
 

@@ -295,3 +295,20 @@ export async function midWordBreaks(element: Locator): Promise<string[]> {
     return breaks;
   });
 }
+
+/**
+ * Table boxes that scroll sideways with no visible hint that they do (a phone shows no scroll bar until one scrolls):
+ * each needs its "scroll sideways" hint on screen beside it.
+ */
+export async function unhintedScrollingTables(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll(".table-scroll, .locks-scroll")]
+      // Not one in a closed <details>, which is not drawn (its hint comes when it opens).
+      .filter((box) => box.checkVisibility() && box.scrollWidth > box.clientWidth + 1)
+      .filter((box) => {
+        const hint = box.parentElement?.querySelector(":scope > .scroll-hint");
+        return !hint || hint.getBoundingClientRect().height === 0;
+      })
+      .map((box) => box.querySelector("table")?.getAttribute("aria-label") ?? "a table"),
+  );
+}
