@@ -103,7 +103,15 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
     <section className="lock-detail">
       <p>
         {/* A large fleet's locks page lists groups: the way back is to this lock's group, as it was opened from. */}
-        {group !== undefined ? <Link href={groupHref(group)}>← {group}</Link> : <Link href="/">← All locks</Link>}
+        {group !== undefined ? (
+          <Link href={groupHref(group)} className="back-link">
+            ← {group}
+          </Link>
+        ) : (
+          <Link href="/" className="back-link">
+            ← All locks
+          </Link>
+        )}
       </p>
       <div className="detail-title">
         {/* Focusable from script only: the focus comes back here when a release took the button away. */}

@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
-import { memo, useEffect, useLayoutEffect, useRef, useState, type CSSProperties, type ReactNode, type RefObject } from "react";
+import { memo, useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore, type CSSProperties, type ReactNode, type RefObject } from "react";
 import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS, type Lock } from "@/lib/locks/types";
 import { ApiRequestError, errorText } from "../api-client";
 import { ScrollHint } from "../table-scroll";
@@ -34,6 +34,21 @@ export interface Sort {
 }
 
 export const ROW_HEIGHT = 38;
+/** On a phone (globals.css, max-width 640px) a row is a finger's height, its lock's link with it. */
+const TOUCH_ROW_HEIGHT = 44;
+const PHONE = "(max-width: 640px)";
+
+function onPhoneChange(change: () => void): () => void {
+  const query = window.matchMedia(PHONE);
+  query.addEventListener("change", change);
+  return () => query.removeEventListener("change", change);
+}
+
+/** A row's height at this screen's width (the virtualized table places its rows by it). */
+function useRowHeight(): number {
+  const phone = useSyncExternalStore(onPhoneChange, () => window.matchMedia(PHONE).matches, () => false);
+  return phone ? TOUCH_ROW_HEIGHT : ROW_HEIGHT;
+}
 
 /** A table's tools: what comes first (a way back, a title), the filter box, and the live count beside it. */
 export function TableTools({
@@ -200,7 +215,10 @@ export function LockRowsTable({
   const scroller = useRef<HTMLDivElement>(null);
   // A scroll re-renders in React's next task rather than inside the scroll event (flushSync), so a burst of
   // wheel steps costs one render, not one each; 8 rows beyond the screen cover a wheel step before it renders.
-  const virtualizer = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => ROW_HEIGHT, overscan: 8, useFlushSync: false });
+  const rowHeight = useRowHeight();
+  const virtualizer = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => rowHeight, overscan: 8, useFlushSync: false });
+  // Rows placed at the other height are placed again (the phone turned, the window narrowed past a phone's width).
+  useEffect(() => virtualizer.measure(), [virtualizer, rowHeight]);
   scrollerRef?.(virtualizer);
   const items = virtualizer.getVirtualItems();
   const top = items[0]?.start ?? 0;
@@ -236,7 +254,7 @@ export function LockRowsTable({
               const lock = rowAt(item.index);
               if (!lock) {
                 return (
-                  <tr key={`loading-${item.index}`} aria-rowindex={firstRow + item.index + 2} style={{ height: ROW_HEIGHT }}>
+                  <tr key={`loading-${item.index}`} aria-rowindex={firstRow + item.index + 2} style={{ height: rowHeight }}>
                     <td colSpan={columnCount} className="muted">
                       Loading…
                     </td>
@@ -250,6 +268,7 @@ export function LockRowsTable({
                   index={firstRow + item.index}
                   now={now}
                   offsetMs={offsetMs}
+                  rowHeight={rowHeight}
                   showDeployment={showDeployment}
                   deploymentColumn={deploymentColumn}
                 />
@@ -285,6 +304,7 @@ const LockRow = memo(function LockRow({
   index,
   now,
   offsetMs,
+  rowHeight,
   showDeployment,
   deploymentColumn,
 }: {
@@ -292,6 +312,7 @@ const LockRow = memo(function LockRow({
   index: number;
   now: number;
   offsetMs: number;
+  rowHeight: number;
   showDeployment: boolean;
   deploymentColumn: boolean;
 }) {
@@ -300,7 +321,7 @@ const LockRow = memo(function LockRow({
   const c = lock.contention;
   const holder = holderText(lock);
   return (
-    <tr aria-label={showDeployment ? `${lock.resource} on ${lock.deployment}` : lock.resource} aria-rowindex={index + 2} className={live ? undefined : "ended"} style={{ height: ROW_HEIGHT }}>
+    <tr aria-label={showDeployment ? `${lock.resource} on ${lock.deployment}` : lock.resource} aria-rowindex={index + 2} className={live ? undefined : "ended"} style={{ height: rowHeight }}>
       <th scope="row" className="col-resource resource mono" data-truncates title={lock.resource}>
         {lock.resource.length > MAX_ADDRESSED_KEY_CHARS ? (
           <span className="unlinked" title={`${lock.resource.slice(0, 200)}…\n\nThis key has ${lock.resource.length.toLocaleString("en-US")} characters: ${KEY_TOO_LONG_TO_OPEN}.`}>

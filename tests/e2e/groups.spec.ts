@@ -4,7 +4,7 @@ import type Redis from "ioredis";
 import { encodeLockValue } from "@lockscope/redlock";
 import { GROUP_ROWS_WINDOW } from "@/lib/locks/groups";
 import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
-import { accessibilityProblems, deleteMatching, FLEET, holdFleet, layoutProblems, settled, THEMES, unhintedScrollingTables, untilNoGroupMatches, useSystemTheme } from "./scene";
+import { accessibilityProblems, deleteMatching, FLEET, holdFleet, layoutProblems, settled, smallTapTargets, THEMES, unhintedScrollingTables, untilNoGroupMatches, useSystemTheme } from "./scene";
 
 /**
  * The page's clock put in the test's hands, paused a second ahead (paused at the time it was installed, it may
@@ -67,7 +67,8 @@ test.describe("grouped view of a large fleet", () => {
     await expect(orders).toContainText("nightly-report (web-3 pid 2007)");
     await expect(groups.getByRole("row", { name: `${prefix}-mail`, exact: true }).getByRole("cell").nth(0)).toHaveText("40");
 
-    // Both themes, a phone and a laptop: nothing cut or scrolling sideways unannounced, nothing axe calls serious.
+    // Both themes, a phone and a laptop: nothing cut or scrolling sideways unannounced, no control too small for a
+    // finger on the phone, nothing axe calls serious.
     for (const theme of THEMES) {
       await useSystemTheme(page, theme);
       for (const width of [390, 1440]) {
@@ -75,6 +76,7 @@ test.describe("grouped view of a large fleet", () => {
         await settled(page);
         expect(await layoutProblems(page), `${width} px, ${theme}`).toEqual([]);
         await expect.poll(() => unhintedScrollingTables(page), { message: `tables scrolling sideways with no hint at ${width} px, ${theme}` }).toEqual([]);
+        if (width === 390) expect(await smallTapTargets(page), `controls smaller than a finger at ${width} px, ${theme}`).toEqual([]);
         expect(await accessibilityProblems(page), `axe at ${width} px, ${theme}`).toEqual([]);
       }
     }

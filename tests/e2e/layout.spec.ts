@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Locator, Page } from "@playwright/test";
 import type Redis from "ioredis";
 import { E2E_OPERATOR_TOKEN, expect, lockNodeClients, test } from "./fixtures";
-import { accessibilityProblems, busyLocks, deleteMatching, holdLock, finishedLabRun, layoutProblems, midWordBreaks, releasedByScript, restartNodeOne, scrollingTables, settled, unhintedScrollingTables, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
+import { accessibilityProblems, busyLocks, deleteMatching, holdLock, finishedLabRun, layoutProblems, midWordBreaks, releasedByScript, restartNodeOne, scrollingTables, settled, smallTapTargets, unhintedScrollingTables, THEMES, unique, useSystemTheme, WIDTHS, type Theme } from "./scene";
 
 /** The page's background as the theme painted it: dark has a low luminance, light a high one. */
 async function backgroundLuminance(page: Page): Promise<number> {
@@ -14,7 +14,8 @@ async function backgroundLuminance(page: Page): Promise<number> {
 
 /**
  * Every width in both themes, on one page: nothing scrolls sideways, the header collapses cleanly, no cell is
- * cut; a table that scrolls sideways says so; at laptop widths and wider no table needs sideways scrolling; axe finds nothing serious or critical in either
+ * cut; a table that scrolls sideways says so; on a phone every control is at least a finger's size; at laptop widths
+ * and wider no table needs sideways scrolling; axe finds nothing serious or critical in either
  * theme, on a phone or a laptop.
  */
 async function checkEveryLayout(page: Page, ready: () => Promise<void>) {
@@ -30,6 +31,7 @@ async function checkEveryLayout(page: Page, ready: () => Promise<void>) {
       expect(await layoutProblems(page), `${width} px, ${theme}`).toEqual([]);
       if (width >= 1440) expect(await scrollingTables(page), `tables scrolling sideways at ${width} px, ${theme}`).toEqual([]);
       await expect.poll(() => unhintedScrollingTables(page), { message: `tables scrolling sideways with no hint at ${width} px, ${theme}` }).toEqual([]);
+      if (width === 390) expect(await smallTapTargets(page), `controls smaller than a finger at ${width} px, ${theme}`).toEqual([]);
       // A phone's layout (tables that scroll in their box) and a laptop's.
       if (width === 390 || width === 1440) expect(await accessibilityProblems(page), `axe at ${width} px, ${theme}`).toEqual([]);
     }

@@ -297,6 +297,35 @@ export async function midWordBreaks(element: Locator): Promise<string[]> {
 }
 
 /**
+ * Controls a finger cannot hit reliably on a phone: less than 44 × 44 px (Apple's and WCAG 2.5.5's size), as
+ * sentences. A checkbox or radio counts with its label, which takes the tap too; a link inside a sentence is exempt
+ * (WCAG's inline exception), as is a control a screen reader alone reaches (visually hidden).
+ */
+export async function smallTapTargets(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const problems: string[] = [];
+    const controls = document.querySelectorAll("a[href], button, select, textarea, input:not([type='hidden']), summary, [role='button']");
+    for (const control of controls) {
+      const target = control.matches("input[type='checkbox'], input[type='radio']") ? (control.closest("label") ?? control) : control;
+      const r = target.getBoundingClientRect();
+      const style = getComputedStyle(target);
+      if (r.width <= 1 || r.height <= 1 || style.visibility === "hidden" || !target.checkVisibility() || target.closest(".sr-only, [aria-hidden='true']")) continue;
+      if (control.tagName === "A") {
+        const block = control.parentElement;
+        const own = (control.textContent ?? "").trim();
+        const around = (block?.textContent ?? "").trim();
+        if (block && getComputedStyle(control).display === "inline" && around.length > own.length + 3 && !block.matches("td, th, li")) continue;
+      }
+      if (r.width < 43.5 || r.height < 43.5) {
+        const name = (control.getAttribute("aria-label") ?? control.textContent ?? "").trim().replace(/\s+/g, " ").slice(0, 40) || control.tagName.toLowerCase();
+        problems.push(`${control.tagName.toLowerCase()} "${name}" is ${Math.round(r.width)} × ${Math.round(r.height)} px`);
+      }
+    }
+    return problems;
+  });
+}
+
+/**
  * Table boxes that scroll sideways with no visible hint that they do (a phone shows no scroll bar until one scrolls):
  * each needs its "scroll sideways" hint on screen beside it.
  */
