@@ -17,6 +17,7 @@ import {
 } from "./formats";
 import { valueExpiry } from "./formats/token";
 import { decodeHolder, endReason, EXTEND_SLACK_MS, mergeSamples, transitions, voteHolders, type EndCause, type MergedLock } from "./merge";
+import { TimeSlots } from "./time-slots";
 import { isLive, type LockState, type TimelineEntry, type TimelineType } from "./types";
 
 /**
@@ -59,7 +60,7 @@ export interface NodeSample {
   slack?: number;
 }
 
-/** Where each time sits in `LockRecord.times`, after the nodes' expiries. */
+/** Where each time sits in a lock's slot of numbers (`LockRecord.num`), after the nodes' expiries. */
 const EXPIRES_AT = 0;
 const ACQUIRED_AT = 1;
 const TTL_MS = 2;
@@ -74,10 +75,11 @@ const MAX_LEFTOVER_NODE = 30;
 const MAX_BIT_NODE = 30;
 
 /**
- * One lock's state, one per lock (100,000 locks and more). Its numbers live in one array of doubles,
- * `times`, with NaN for "none": a number field of an object holds a separately allocated box in V8 (five per
- * lock here), and every such object is one more for the garbage collector to mark while the console churns.
- * The nodes' values take no array while the nodes agree (see `valueOn`).
+ * One lock's state, one per lock (a million locks and more). Its numbers live in a slot of doubles outside the
+ * heap (`TimeSlots`), with NaN for "none": a number field of an object holds a separately allocated box in V8
+ * (five per lock here), and an array of them two objects per lock; every such object is one more for the
+ * garbage collector to mark while the console churns. The nodes' values take no array while the nodes agree
+ * (see `valueOn`).
  */
 export class LockRecord {
   readonly resource: string;
@@ -94,10 +96,12 @@ export class LockRecord {
   private heldBy = 0;
   private each: Array<string | null> | null = null;
   /**
-   * Each node's expiry for its value (epoch ms; NaN when absent, Infinity when it never ends by itself) at
-   * indices 0 to n-1, then the lock's own times (the getters below). Only ever doubles, so V8 keeps them unboxed.
+   * The lock's numbers, in `slots` at `slot`: each node's expiry for its value (epoch ms; NaN when absent,
+   * Infinity when it never ends by itself) at indices 0 to n-1, then the lock's own times (the getters below).
+   * -1 once the lock is disposed of (see `dispose`): it then reads NaN and writes nothing.
    */
-  readonly times: number[];
+  private slot: number;
+  private readonly slots: TimeSlots;
   /** null until first counted. */
   state: LockState | null = null;
   token: string | null = null;
@@ -149,14 +153,37 @@ export class LockRecord {
   /** null until first counted. */
   scope: LockScope | null = null;
 
-  constructor(resource: string, nodes: number, timeline: TimelineEntry[] | null) {
+  /**
+   * `slots`: where its numbers live, `nodes + TIME_FIELDS` doubles a slot (a store's own table, given back when
+   * the lock is disposed of); by default a table shared by every lock on as many nodes made without one.
+   */
+  constructor(resource: string, nodes: number, timeline: TimelineEntry[] | null, slots: TimeSlots = sharedSlots(nodes + TIMES)) {
+    if (slots.width !== nodes + TIMES) throw new RangeError(`Expected slots of ${nodes + TIMES} numbers for a lock on ${nodes} nodes, got ${slots.width}`);
     this.resource = resource;
     this.nodeCount = nodes;
     if (nodes > MAX_BIT_NODE + 1) this.each = new Array<string | null>(nodes).fill(null);
-    // Filled with NaN from the start: an array only ever given doubles keeps them unboxed.
-    this.times = new Array<number>(nodes + TIMES).fill(Number.NaN);
-    this.times[nodes + SETTLE_UNTIL] = 0;
+    this.slots = slots;
+    this.slot = slots.take();
+    this.setNum(nodes + SETTLE_UNTIL, 0);
     this.timeline = timeline;
+  }
+
+  /**
+   * The lock is gone for good (out of its store, ended and no longer kept): its slot of numbers goes back to its
+   * table for the next lock. It reads no numbers after (NaN), and keeps none it is given.
+   */
+  dispose(): void {
+    if (this.slot < 0) return;
+    this.slots.give(this.slot);
+    this.slot = -1;
+  }
+
+  private num(index: number): number {
+    return this.slot < 0 ? Number.NaN : this.slots.get(this.slot, index);
+  }
+
+  private setNum(index: number, value: number): void {
+    if (this.slot >= 0) this.slots.set(this.slot, index, value);
   }
 
   /** When the lock stops being held (epoch ms); null for a key without a TTL or a lock not held. */
@@ -198,7 +225,8 @@ export class LockRecord {
    * the console was still reading what was held at its start (see `settledFromStart`): no extra field per lock.
    */
   get settleUntil(): number {
-    return this.times[this.nodeCount + SETTLE_UNTIL] ?? 0;
+    const at = this.num(this.nodeCount + SETTLE_UNTIL);
+    return Number.isNaN(at) ? 0 : at;
   }
 
   /** When the wait for the nodes to agree ends (epoch ms), wherever it began. */
@@ -212,7 +240,7 @@ export class LockRecord {
   }
 
   set settleUntil(at: number) {
-    this.times[this.nodeCount + SETTLE_UNTIL] = at;
+    this.setNum(this.nodeCount + SETTLE_UNTIL, at);
   }
 
   /**
@@ -221,25 +249,35 @@ export class LockRecord {
    * (its holder's delete could not reach them), not a new holder: it acquires nothing when they answer again.
    */
   get leftover(): number {
-    return this.times[this.nodeCount + LEFTOVER] || 0;
+    return this.num(this.nodeCount + LEFTOVER) || 0;
   }
 
   set leftover(nodes: number) {
-    this.times[this.nodeCount + LEFTOVER] = nodes;
+    this.setNum(this.nodeCount + LEFTOVER, nodes);
   }
 
   /** Node `node`'s expiry for the value it holds (NaN when it holds none). */
   expiryOn(node: number): number {
-    return node < this.nodeCount ? (this.times[node] ?? Number.NaN) : Number.NaN;
+    return node >= 0 && node < this.nodeCount ? this.num(node) : Number.NaN;
+  }
+
+  setExpiryOn(node: number, expiry: number): void {
+    if (node >= 0 && node < this.nodeCount) this.setNum(node, expiry);
+  }
+
+  /** Every node's expiry, written into `out` (which is returned). */
+  expiriesInto(out: number[]): number[] {
+    for (let i = 0; i < this.nodeCount; i++) out[i] = this.num(i);
+    return out;
   }
 
   private time(slot: number): number | null {
-    const value = this.times[this.nodeCount + slot] ?? Number.NaN;
+    const value = this.num(this.nodeCount + slot);
     return Number.isNaN(value) ? null : value;
   }
 
   private setTime(slot: number, value: number | null): void {
-    this.times[this.nodeCount + slot] = value ?? Number.NaN;
+    this.setNum(this.nodeCount + slot, value ?? Number.NaN);
   }
 
   /** Node `node`'s fingerprint of the key (null: absent). */
@@ -329,6 +367,19 @@ export class LockRecord {
 /** A scratch array per node count for a merge's view of the nodes' values (merges run one at a time). */
 const mergeValues: Array<Array<string | null>> = [];
 const valuesOf = (lock: LockRecord): Array<string | null> => lock.valuesInto((mergeValues[lock.nodeCount] ??= new Array<string | null>(lock.nodeCount).fill(null)));
+const mergeExpiries: number[][] = [];
+const expiriesOf = (lock: LockRecord): number[] => lock.expiriesInto((mergeExpiries[lock.nodeCount] ??= new Array<number>(lock.nodeCount).fill(Number.NaN)));
+
+/** A table of slots for the locks of one store, on `nodes` nodes (see `LockRecord.dispose`). */
+export function lockSlots(nodes: number): TimeSlots {
+  return new TimeSlots(nodes + TIMES);
+}
+
+/** The slots of locks made without a table of their own, one table per slot width. */
+const sharedTables: TimeSlots[] = [];
+function sharedSlots(width: number): TimeSlots {
+  return (sharedTables[width] ??= new TimeSlots(width));
+}
 
 /** What the locks of one store share: the nodes and how their readings count. */
 export interface LockContext {
@@ -477,7 +528,7 @@ export function readSamples(lock: LockRecord, samples: readonly NodeSample[], no
       // Same holders, other details: a reentrant hold count, a fair lock's queue.
       if (lock.reading !== null && sample.value === before && sample.value === keptFingerprint(lock.reading) && detailsDiffer(lock.reading, sample.reading)) visible = true;
     }
-    lock.times[sample.node] = sample.expiry;
+    lock.setExpiryOn(sample.node, sample.expiry);
     // What ended the value this node held: its deletion, or (a hand-over) a deletion and a new value; the
     // latter only while that value is still the lock's (a node that applies a hand-over late must not
     // pass its cause on to the lock that already followed).
@@ -972,9 +1023,8 @@ function nodesAgree(lock: LockRecord, counted: readonly boolean[]): boolean {
  * one instance by design never reads as a Redlock that lost its quorum.
  */
 function merge(lock: LockRecord, context: LockContext, now: number): MergedLock {
-  // `times` starts with the nodes' expiries (the merge reads indices below the node count only).
   const up = context.unreadable?.(lock.resource) ? NONE_COUNTED : context.counted;
-  const samples = { up, values: valuesOf(lock), expiries: lock.times, quorum: context.quorum };
+  const samples = { up, values: valuesOf(lock), expiries: expiriesOf(lock), quorum: context.quorum };
   // A lock that ended stays ended while no reachable node holds it: what a node that is down held when last
   // read (a force release could not reach it) is no new holder (it is read again when the node is back).
   const ended = lock.state !== null && !isLive(lock.state);

@@ -16,6 +16,9 @@ export class Retention<T extends { endedAt: number | null }> {
   /** Ended locks off the list, oldest first. */
   private readonly recent = new Map<string, T>();
 
+  /** `forget`: called with each lock no longer kept (past `RECENT_CAP` or `RECENT_TTL_MS`, or replaced). */
+  constructor(private readonly forget: (lock: T) => void = () => {}) {}
+
   /** The lock ended at `now`: it stays listed a while. */
   linger(resource: string, now: number): void {
     this.lingering.delete(resource);
@@ -41,16 +44,20 @@ export class Retention<T extends { endedAt: number | null }> {
 
   /** Keeps an ended lock that left the list, for its page. */
   keep(resource: string, lock: T, now: number): void {
+    const replaced = this.recent.get(resource);
     this.recent.delete(resource);
+    if (replaced !== undefined && replaced !== lock) this.forget(replaced);
     this.recent.set(resource, lock);
     while (this.recent.size > RECENT_CAP) {
-      const first = this.recent.keys().next().value;
+      const first = this.recent.entries().next().value;
       if (first === undefined) break;
-      this.recent.delete(first);
+      this.recent.delete(first[0]);
+      this.forget(first[1]);
     }
     for (const [kept, ended] of this.recent) {
-      if (ended.endedAt !== null && now - ended.endedAt > RECENT_TTL_MS) this.recent.delete(kept);
-      else break;
+      if (ended.endedAt === null || now - ended.endedAt <= RECENT_TTL_MS) break;
+      this.recent.delete(kept);
+      this.forget(ended);
     }
   }
 

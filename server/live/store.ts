@@ -18,8 +18,10 @@ import {
   type LockContext,
   type LockEffect,
   LockRecord,
+  lockSlots,
   type NodeSample,
 } from "@/lib/locks/reducer";
+import type { TimeSlots } from "@/lib/locks/time-slots";
 import type { SeenLock } from "@/lib/locks/failover";
 import { isLive, type Lock, type LockDetail, type LockLoss, type LockState } from "@/lib/locks/types";
 import { BucketCounter } from "@/lib/locks/window";
@@ -116,7 +118,10 @@ export class LockStore {
 
   private readonly nodeUp: boolean[];
   private readonly live = new ShardedMap<Entry>();
-  private readonly ended = new Retention<Entry>();
+  /** Ended locks kept for their pages; a lock no longer kept there is gone for good (its slot goes back). */
+  private readonly ended = new Retention<Entry>((entry) => entry.dispose());
+  /** Every lock's numbers, a slot each (see `LockRecord`): given back when a lock is gone for good. */
+  private readonly slots: TimeSlots;
   /**
    * Locks to send. Like the other buffers of pending keys that fill and empty many times a second (the
    * watchers' `dirty` and `ended`, the first-seen queue), it is replaced by a fresh set when it is emptied
@@ -271,6 +276,7 @@ export class LockStore {
   ) {
     this.nodeIds = nodeIds;
     this.quorum = quorum;
+    this.slots = lockSlots(nodeIds.length);
     this.nodeUp = nodeIds.map(() => false);
     this.allNodes = nodeIds.map(() => true);
     this.context = {
@@ -586,7 +592,7 @@ export class LockStore {
       if (entry.state === null || !isLive(entry.state)) continue;
       if (only !== undefined && !only(entry.resource)) continue;
       const value = entry.valueOn(index);
-      if (value !== null) out.set(entry.resource, { value, expiresAt: entry.times[index] ?? Number.NaN });
+      if (value !== null) out.set(entry.resource, { value, expiresAt: entry.expiryOn(index) });
     }
     return out;
   }
@@ -791,6 +797,7 @@ export class LockStore {
         this.removed.add(resource);
         this.onListed?.(resource, false);
       }
+      entry.dispose();
       dropped += 1;
     }
     return dropped;
@@ -897,12 +904,13 @@ export class LockStore {
   }
 
   /** Sizes of the internal structures, for the soak benchmark and tests of the memory bounds. */
-  sizes(): { live: number; recent: number; wheelEntries: number; wheelBuckets: number; lingering: number; settling: number; forceHints: number } {
+  sizes(): { live: number; recent: number; timeSlots: number; wheelEntries: number; wheelBuckets: number; lingering: number; settling: number; forceHints: number } {
     const wheel = this.wheel.sizes();
     const ended = this.ended.sizes();
     return {
       live: this.live.size,
       recent: ended.recent,
+      timeSlots: this.slots.size,
       wheelEntries: wheel.entries,
       wheelBuckets: wheel.buckets,
       lingering: ended.lingering,
@@ -927,7 +935,8 @@ export class LockStore {
     // the new lock (the browser would delete a live lock).
     this.removed.delete(resource);
     // Only locks found by the first reconcile start without a timeline array (made up when asked for).
-    const entry = new Entry(resource, this.nodeIds.length, old ? this.timelines.of(old) : this.watching ? [] : null);
+    const entry = new Entry(resource, this.nodeIds.length, old ? this.timelines.of(old) : this.watching ? [] : null, this.slots);
+    old?.dispose();
     this.live.set(resource, entry);
     return entry;
   }

@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { LiveEventMap } from "@/server/live/events";
-import { LINGER_MS, LockStore, LOSSES_KEPT_MS, MAX_LOSSES, SETTLE_MS, type NodeSample } from "@/server/live/store";
+import { LINGER_MS, LockStore, LOSSES_KEPT_MS, MAX_LOSSES, RECENT_CAP, SETTLE_MS, type NodeSample } from "@/server/live/store";
 
 function storeStarting() {
   const events = new EventEmitter<LiveEventMap>();
@@ -557,6 +557,34 @@ describe("the lock store", () => {
     expect(store.sizes().lingering).toBe(500);
     store.tick(T + 999 + LINGER_MS);
     expect(store.sizes()).toMatchObject({ lingering: 0, live: 0, recent: 1_000, wheelEntries: 0 });
+  });
+
+  it("keeps numbers for no more locks than it holds and keeps, and a lock made in a freed place shows its own times", () => {
+    const { store } = storeWithNodesUp();
+    const all = (value: string, expiry: number) => [0, 1, 2].map((node) => held(node, value, expiry));
+    const ended = RECENT_CAP + 500;
+    for (let i = 0; i < ended; i++) {
+      store.apply(`lock:gone${i}`, all(`v${i}`, T + 60_000 + i), T);
+      store.apply(`lock:gone${i}`, [gone(0), gone(1), gone(2)], T + 1);
+    }
+    store.apply("lock:kept", all("k", T + 90_000), T + 1);
+    store.tick(T + 1 + LINGER_MS);
+    // 500 ended locks are no longer kept for their pages: their places are free.
+    expect(store.sizes()).toMatchObject({ live: 1, recent: RECENT_CAP, timeSlots: RECENT_CAP + 1 });
+
+    // New locks take freed places, and each shows its own expiry and acquisition, not an ended lock's.
+    const now = T + 2 + LINGER_MS;
+    for (let i = 0; i < 300; i++) store.apply(`lock:new${i}`, all(`n${i}`, now + 30_000 + i), now);
+    expect(store.sizes()).toMatchObject({ live: 301, recent: RECENT_CAP, timeSlots: RECENT_CAP + 301 });
+    expect(store.lock("lock:new7", now)).toMatchObject({ state: "held", token: "n7", acquiredAt: now, expiresAt: now + 30_007 });
+    // An ended lock taken again leaves the kept ones: one place for it, not two.
+    store.apply(`lock:gone${ended - 1}`, all("again", now + 20_000), now);
+    expect(store.sizes()).toMatchObject({ live: 302, recent: RECENT_CAP - 1, timeSlots: RECENT_CAP + 301 });
+    expect(store.lock(`lock:gone${ended - 1}`, now)).toMatchObject({ state: "held", token: "again", expiresAt: now + 20_000 });
+    // Locks no pattern covers any more are gone for good.
+    store.retain((resource) => !resource.startsWith("lock:new"));
+    expect(store.sizes()).toMatchObject({ live: 2, recent: RECENT_CAP - 1, timeSlots: RECENT_CAP + 1 });
+    expect(store.lock("lock:kept", now)).toMatchObject({ state: "held", token: "k", expiresAt: T + 90_000 });
   });
 });
 
