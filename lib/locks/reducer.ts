@@ -805,8 +805,9 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
   }
   step.changed =
     visible || steps.length > 0 || forcedAside || lock.state !== merged.state || lock.token !== merged.token || lock.leading !== merged.leading || lock.quorumHeld !== merged.quorumHeld || !sameExpiry(lock.expiresAt, merged.expiresAt);
-  lock.token = merged.token;
-  lock.leading = merged.leading;
+  // The nodes' copy of the value (one string per lock for its nodes, its kept reading and its token, not two).
+  lock.token = merged.token === null ? null : lock.keptCopy(merged.token);
+  lock.leading = merged.leading === null ? null : lock.keptCopy(merged.leading);
   lock.quorumHeld = merged.quorumHeld;
   lock.expiresAt = merged.expiresAt;
   lock.state = merged.state;
