@@ -74,6 +74,13 @@ const MAX_LEFTOVER_NODE = 30;
 /** Nodes past this index hold their value in `LockRecord`'s array form only (a bit each in a small integer). */
 const MAX_BIT_NODE = 30;
 
+/** `LockRecord.flags`: a bit per yes-or-no fact. */
+const END_SEEN = 1;
+const EXTENSION_SEEN = 2;
+const REPLACED_SEEN = 4;
+const REMADE_SEEN = 8;
+const UNREADABLE = 16;
+
 /**
  * One lock's state, one per lock (a million locks and more). Its numbers live in a slot of doubles outside the
  * heap (`TimeSlots`), with NaN for "none": a number field of an object holds a separately allocated box in V8
@@ -114,15 +121,40 @@ export class LockRecord {
    * only for whether it is made yet; the store's timeline (server/live/timeline.ts) fills it.
    */
   timeline: TimelineEntry[] | null;
+  /**
+   * The lock's yes-or-no facts (`endSeen`, `extensionSeen`, `replacedSeen`, `remadeSeen`, `unreadable`), a bit
+   * each in one small integer: a field each was four more fields per lock for a full collection to visit.
+   */
+  private flags = 0;
   /** A node was read without the value it held, since the last merge: the end was seen, not guessed. */
-  endSeen = false;
+  get endSeen(): boolean {
+    return (this.flags & END_SEEN) !== 0;
+  }
+
+  set endSeen(on: boolean) {
+    this.flags = on ? this.flags | END_SEEN : this.flags & ~END_SEEN;
+  }
+
   /** A node was read with a later TTL end for the value it held, since the last merge. */
-  extensionSeen = false;
+  get extensionSeen(): boolean {
+    return (this.flags & EXTENSION_SEEN) !== 0;
+  }
+
+  set extensionSeen(on: boolean) {
+    this.flags = on ? this.flags | EXTENSION_SEEN : this.flags & ~EXTENSION_SEEN;
+  }
+
   /**
    * A node was read with a value in place of another it held, or where it held none, since the last merge: a value
    * that arrived, not one held before.
    */
-  replacedSeen = false;
+  get replacedSeen(): boolean {
+    return (this.flags & REPLACED_SEEN) !== 0;
+  }
+
+  set replacedSeen(on: boolean) {
+    this.flags = on ? this.flags | REPLACED_SEEN : this.flags & ~REPLACED_SEEN;
+  }
   /**
    * The nodes (one bit each, up to node 30) read since the last merge with the value they held and a TTL end of
    * their own: moved later (an extension), or written again after an end a notification told (see `madeAgain` in
@@ -130,14 +162,26 @@ export class LockRecord {
    */
   renewedOn = 0;
   /** A node was read with the value it held written again after an end a notification told, since the last merge. */
-  remadeSeen = false;
+  get remadeSeen(): boolean {
+    return (this.flags & REMADE_SEEN) !== 0;
+  }
+
+  set remadeSeen(on: boolean) {
+    this.flags = on ? this.flags | REMADE_SEEN : this.flags & ~REMADE_SEEN;
+  }
   /**
    * The nodes (one bit each, up to node 30) read with another value than they held (or none), since the last merge:
    * a node not among them holds what it held at that merge (a split vote's side, see `sideWon` in `reduceLock`).
    */
   changedOn = 0;
   /** Every node that holds it is unreadable: the view is the last readings'. */
-  unreadable = false;
+  get unreadable(): boolean {
+    return (this.flags & UNREADABLE) !== 0;
+  }
+
+  set unreadable(on: boolean) {
+    this.flags = on ? this.flags | UNREADABLE : this.flags & ~UNREADABLE;
+  }
   /**
    * One decoded reading of the value the lock is held with (not one per node: 100,000 locks × 3 nodes), kept
    * once it ended for its row and page; the lock's format fields are built from it when served. A plain token's
