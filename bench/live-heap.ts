@@ -7,34 +7,65 @@
  * node's reply is). Then the heap used per lock after two full collections, and the time of each of `--rounds` more
  * full collections (`gc()`, the whole heap marked and swept at once, the collector's helper threads included): the
  * median and the least. Compare builds by running it on each, alternately, on a quiet machine.
+ *
+ * First, what a lock churned through a watching console costs while it is held and once it ended and is kept for its
+ * page (10,000 such locks, as many as are kept, in a store of their own): every lock a churn takes and releases is kept so.
  */
 import { EventEmitter } from "node:events";
 import { decodeReading } from "../lib/locks/formats";
 import type { LiveEventMap } from "../server/live/events";
-import { LockStore, type NodeSample } from "../server/live/store";
+import { LINGER_MS, LockStore, RECENT_CAP, type NodeSample } from "../server/live/store";
 import { median, numberArg } from "./support";
 
 const argv = process.argv.slice(2);
 const HELD = numberArg(argv, "--held", 1_000_000, 1);
 const ROUNDS = numberArg(argv, "--rounds", 9, 1);
+/** As many as the console keeps for their pages once ended. */
+const CHURNED = RECENT_CAP;
 const NODES = ["node-0", "node-1", "node-2"];
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("Expected to run with `--expose-gc` (use `npm run bench:live:heap`)");
+const fullGc: () => void = gc;
 
-const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>());
 const now = Date.now();
-for (let i = 0; i < HELD; i++) {
-  const key = `lock:orders/${i}`;
-  const samples: NodeSample[] = NODES.map((_, node) => {
-    // (A string of its own per node, as each node's reply is.)
+/** Each node's reading of a plain-token lock, a string of its own per node (as each node's reply is). */
+const heldOnEvery = (key: string, i: number, pttlMs: number): NodeSample[] =>
+  NODES.map((_, node) => {
     const value = [`tok-${i.toString(36)}`, "abcdefghijklmnop"].join("-");
-    const reading = decodeReading({ key, at: now, raw: { type: "string", pttlMs: 3_600_000, size: value.length, value, extras: {} } }, { now });
+    const reading = decodeReading({ key, at: now, raw: { type: "string", pttlMs, size: value.length, value, extras: {} } }, { now });
     if (reading === null) throw new Error(`Expected a reading of ${key}`);
     return { node, reading, value: reading.fingerprint, expiry: reading.expiresAt, cause: null };
   });
-  store.apply(key, samples, now);
+
+/** Heap per lock of `CHURNED` locks taken while the console watches, then once released and kept for their pages. */
+function churnedLocks(): { held: number; kept: number } {
+  const churned = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>());
+  NODES.forEach((_, node) => churned.setNodeUp(node, true, now));
+  churned.watching = true;
+  fullGc();
+  fullGc();
+  const before = process.memoryUsage().heapUsed;
+  for (let i = 0; i < CHURNED; i++) churned.apply(`lock:churn/${i}`, heldOnEvery(`lock:churn/${i}`, i, 30_000), now + 1);
+  churned.drain(now + 2, 0, Number.MAX_SAFE_INTEGER);
+  fullGc();
+  fullGc();
+  const held = process.memoryUsage().heapUsed;
+  const gone = NODES.map((_, node): NodeSample => ({ node, value: null, expiry: Number.NaN, cause: "del" }));
+  for (let i = 0; i < CHURNED; i++) churned.apply(`lock:churn/${i}`, gone, now + 200);
+  churned.tick(now + 200 + LINGER_MS);
+  churned.drain(now + 201 + LINGER_MS, 0, Number.MAX_SAFE_INTEGER);
+  const sizes = churned.sizes();
+  if (sizes.recent !== CHURNED || sizes.live !== 0) throw new Error(`Expected ${CHURNED} ended locks kept, the store has ${JSON.stringify(sizes)}`);
+  fullGc();
+  fullGc();
+  const kept = process.memoryUsage().heapUsed;
+  return { held: Math.round((held - before) / CHURNED), kept: Math.round((kept - before) / CHURNED) };
 }
+const churnedCost = churnedLocks();
+
+const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>());
+for (let i = 0; i < HELD; i++) store.apply(`lock:orders/${i}`, heldOnEvery(`lock:orders/${i}`, i, 3_600_000), now);
 gc();
 gc();
 const used = process.memoryUsage().heapUsed;
@@ -47,5 +78,6 @@ for (let i = 0; i < ROUNDS; i++) {
 const held = store.counts().held;
 if (held !== HELD) throw new Error(`Expected ${HELD} locks held, the store counts ${held}`);
 process.stdout.write(
+  `${CHURNED} locks taken while the console watches: heap ${churnedCost.held} B per lock held, ${churnedCost.kept} B per lock once ended and kept for its page\n` +
   `${HELD} plain-token locks on three nodes: heap ${Math.round(used / HELD)} B per lock; a full collection ${median(times).toFixed(0)} ms (median of ${ROUNDS}), ${Math.min(...times).toFixed(0)} ms at least\n`,
 );
