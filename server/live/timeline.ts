@@ -6,6 +6,14 @@ import type { HistorySink } from "../history/recorder";
 
 /** Timeline entries kept per resource. */
 export const TIMELINE_CAP = 100;
+/**
+ * A timeline this short is copied to an array of its exact length for each entry added: an array grown by `push`
+ * takes room for 17 entries at its first, and nearly every lock's timeline holds two or three (held, then ended).
+ * 136 bytes per lock, for every lock churned through the console (ended locks are kept for their pages).
+ */
+const EXACT_UP_TO = 8;
+/** Distinct entry texts shared (one string for every lock "by a foreign client, on 3 of 3 nodes"); forgotten when full. */
+const SHARED_TEXTS = 1_000;
 
 /** What of a lock its timeline needs (the store's entry). */
 export interface TimelineOwner {
@@ -47,10 +55,27 @@ export class Timelines {
 
   /** `token`: the value the entry concerns; by default the one held until now (an end, an extension, a gap). */
   add(owner: TimelineOwner, item: TimelineItem, token = owner.token ?? owner.leading, heldSince = owner.acquiredAt): void {
-    pushCapped(this.of(owner, heldSince), item, TIMELINE_CAP);
+    if (item.detail !== undefined) item.detail = this.shared(item.detail);
+    const timeline = this.of(owner, heldSince);
+    if (timeline.length < EXACT_UP_TO) owner.timeline = timeline.concat([item]);
+    else pushCapped(timeline, item, TIMELINE_CAP);
     // A burst of failed attempts is one entry whose count grows in place: the metrics count those, not history.
     if (item.type !== "attempts") this.record(owner.resource, item, token);
   }
+
+  /**
+   * One copy of an entry's text for every lock that shows it. Texts are built per entry (holder, node counts), as
+   * a chain of the parts they were joined from, and a lock kept with its timeline kept the chain and its parts.
+   */
+  private shared(text: string): string {
+    const known = this.texts.get(text);
+    if (known !== undefined) return known;
+    if (this.texts.size >= SHARED_TEXTS) this.texts = new Map();
+    this.texts.set(text, text);
+    return text;
+  }
+
+  private texts = new Map<string, string>();
 
   /** Into the lock history only. */
   record(resource: string, item: TimelineItem, token: string | null): void {
