@@ -67,7 +67,17 @@ const TTL_MS = 2;
 const ENDED_AT = 3;
 const SETTLE_UNTIL = 4;
 const LEFTOVER = 5;
-const TIMES = 6;
+/** Small integers of the lock's, kept as doubles in its slot too (a field each would be one more for a collection to visit). */
+const HELD_BY = 6;
+const QUORUM_HELD = 7;
+const RENEWED_ON = 8;
+const CHANGED_ON = 9;
+/** Numbers of the lock record's own, after the nodes' expiries. */
+const OWN_NUMBERS = 10;
+/** Numbers after those that a subclass keeps (`extra`, `setExtra`): the store's per-lock bookkeeping. */
+export const EXTRA_NUMBERS = 4;
+/** Doubles in a lock's slot, after its nodes' expiries. */
+const NUMBERS = OWN_NUMBERS + EXTRA_NUMBERS;
 /** Nodes past this index are not tracked in `LockRecord.leftover` (a bit each in a double's exact integers). */
 const MAX_LEFTOVER_NODE = 30;
 
@@ -100,12 +110,12 @@ export class LockRecord {
    * million more objects for a full collection to mark, about as long again as the rest of the lock table.
    */
   private held: string | null = null;
-  private heldBy = 0;
   private each: Array<string | null> | null = null;
   /**
    * The lock's numbers, in `slots` at `slot`: each node's expiry for its value (epoch ms; NaN when absent,
-   * Infinity when it never ends by itself) at indices 0 to n-1, then the lock's own times (the getters below).
-   * -1 once the lock is disposed of (see `dispose`): it then reads NaN and writes nothing.
+   * Infinity when it never ends by itself) at indices 0 to n-1, then the lock's own times and small integers (the
+   * getters below), then `EXTRA_NUMBERS` of a subclass's. -1 once the lock is disposed of (see `dispose`): it
+   * then reads NaN (0 for the small integers) and writes nothing.
    */
   private slot: number;
   private readonly slots: TimeSlots;
@@ -113,7 +123,6 @@ export class LockRecord {
   state: LockState | null = null;
   token: string | null = null;
   leading: string | null = null;
-  quorumHeld = 0;
   endedToken: string | null = null;
   cause: EndCause = null;
   /**
@@ -155,12 +164,6 @@ export class LockRecord {
   set replacedSeen(on: boolean) {
     this.flags = on ? this.flags | REPLACED_SEEN : this.flags & ~REPLACED_SEEN;
   }
-  /**
-   * The nodes (one bit each, up to node 30) read since the last merge with the value they held and a TTL end of
-   * their own: moved later (an extension), or written again after an end a notification told (see `madeAgain` in
-   * `reduceLock`). A small integer: no box of its own.
-   */
-  renewedOn = 0;
   /** A node was read with the value it held written again after an end a notification told, since the last merge. */
   get remadeSeen(): boolean {
     return (this.flags & REMADE_SEEN) !== 0;
@@ -169,11 +172,6 @@ export class LockRecord {
   set remadeSeen(on: boolean) {
     this.flags = on ? this.flags | REMADE_SEEN : this.flags & ~REMADE_SEEN;
   }
-  /**
-   * The nodes (one bit each, up to node 30) read with another value than they held (or none), since the last merge:
-   * a node not among them holds what it held at that merge (a split vote's side, see `sideWon` in `reduceLock`).
-   */
-  changedOn = 0;
   /** Every node that holds it is unreadable: the view is the last readings'. */
   get unreadable(): boolean {
     return (this.flags & UNREADABLE) !== 0;
@@ -198,11 +196,11 @@ export class LockRecord {
   scope: LockScope | null = null;
 
   /**
-   * `slots`: where its numbers live, `nodes + TIME_FIELDS` doubles a slot (a store's own table, given back when
-   * the lock is disposed of); by default a table shared by every lock on as many nodes made without one.
+   * `slots`: where its numbers live (`lockSlots(nodes)`: a store's own table, given back when the lock is disposed
+   * of); by default a table shared by every lock on as many nodes made without one.
    */
-  constructor(resource: string, nodes: number, timeline: TimelineEntry[] | null, slots: TimeSlots = sharedSlots(nodes + TIMES)) {
-    if (slots.width !== nodes + TIMES) throw new RangeError(`Expected slots of ${nodes + TIMES} numbers for a lock on ${nodes} nodes, got ${slots.width}`);
+  constructor(resource: string, nodes: number, timeline: TimelineEntry[] | null, slots: TimeSlots = sharedSlots(nodes + NUMBERS)) {
+    if (slots.width !== nodes + NUMBERS) throw new RangeError(`Expected slots of ${nodes + NUMBERS} numbers for a lock on ${nodes} nodes, got ${slots.width}`);
     this.resource = resource;
     this.nodeCount = nodes;
     if (nodes > MAX_BIT_NODE + 1) this.each = new Array<string | null>(nodes).fill(null);
@@ -228,6 +226,58 @@ export class LockRecord {
 
   private setNum(index: number, value: number): void {
     if (this.slot >= 0) this.slots.set(this.slot, index, value);
+  }
+
+  /** A subclass's number `k` (below `EXTRA_NUMBERS`); NaN until set. */
+  protected extra(k: number): number {
+    return this.num(this.nodeCount + OWN_NUMBERS + k);
+  }
+
+  protected setExtra(k: number, value: number): void {
+    this.setNum(this.nodeCount + OWN_NUMBERS + k, value);
+  }
+
+  /** Bits of the nodes holding `held`, while the nodes agree (see `valueOn`). */
+  private get heldBy(): number {
+    return this.num(this.nodeCount + HELD_BY) || 0;
+  }
+
+  private set heldBy(nodes: number) {
+    this.setNum(this.nodeCount + HELD_BY, nodes);
+  }
+
+  /** How many counted nodes hold the value the lock is shown with. */
+  get quorumHeld(): number {
+    return this.num(this.nodeCount + QUORUM_HELD) || 0;
+  }
+
+  set quorumHeld(nodes: number) {
+    this.setNum(this.nodeCount + QUORUM_HELD, nodes);
+  }
+
+  /**
+   * The nodes (one bit each, up to node 30) read since the last merge with the value they held and a TTL end of
+   * their own: moved later (an extension), or written again after an end a notification told (see `madeAgain` in
+   * `reduceLock`).
+   */
+  get renewedOn(): number {
+    return this.num(this.nodeCount + RENEWED_ON) || 0;
+  }
+
+  set renewedOn(nodes: number) {
+    this.setNum(this.nodeCount + RENEWED_ON, nodes);
+  }
+
+  /**
+   * The nodes (one bit each, up to node 30) read with another value than they held (or none), since the last merge:
+   * a node not among them holds what it held at that merge (a split vote's side, see `sideWon` in `reduceLock`).
+   */
+  get changedOn(): number {
+    return this.num(this.nodeCount + CHANGED_ON) || 0;
+  }
+
+  set changedOn(nodes: number) {
+    this.setNum(this.nodeCount + CHANGED_ON, nodes);
   }
 
   /** When the lock stops being held (epoch ms); null for a key without a TTL or a lock not held. */
@@ -416,7 +466,7 @@ const expiriesOf = (lock: LockRecord): number[] => lock.expiriesInto((mergeExpir
 
 /** A table of slots for the locks of one store, on `nodes` nodes (see `LockRecord.dispose`). */
 export function lockSlots(nodes: number): TimeSlots {
-  return new TimeSlots(nodes + TIMES);
+  return new TimeSlots(nodes + NUMBERS);
 }
 
 /** The slots of locks made without a table of their own, one table per slot width. */

@@ -53,18 +53,53 @@ const MAX_BIT_NODE = 30;
  */
 class Entry extends LockRecord {
   /**
-   * When this lock was last sent to the streams (per-lock coalescing), in ms since the store was made: a small
-   * integer kept inside the entry, where an epoch time would be a separately allocated number per lock.
-   * `NEVER_SENT` before the first time.
+   * When this lock was last sent to the streams (per-lock coalescing), in ms since the store was made (the first
+   * drain's time). `NEVER_SENT` before the first time. Like the numbers below, kept in the lock's slot of doubles
+   * (`LockRecord.extra`), not in a field of the entry.
    */
-  lastSentAt = NEVER_SENT;
+  get lastSentAt(): number {
+    const at = this.extra(LAST_SENT_AT);
+    return Number.isNaN(at) ? NEVER_SENT : at;
+  }
+
+  set lastSentAt(at: number) {
+    this.setExtra(LAST_SENT_AT, at);
+  }
+
   /** Its bucket in the expiry wheel (`UNSCHEDULED`: none). */
-  wheelAt = UNSCHEDULED;
+  get wheelAt(): number {
+    const at = this.extra(WHEEL_AT);
+    return Number.isNaN(at) ? UNSCHEDULED : at;
+  }
+
+  set wheelAt(at: number) {
+    this.setExtra(WHEEL_AT, at);
+  }
+
   /** While the console starts: the store's `startApplies` at its last apply (see `appliedAtStartSince`). */
-  startApply = 0;
+  get startApply(): number {
+    return this.extra(START_APPLY) || 0;
+  }
+
+  set startApply(count: number) {
+    this.setExtra(START_APPLY, count);
+  }
+
   /** What the safety ledger last counted it as (`SafetyLedger.update`). */
-  safety = 0;
+  get safety(): number {
+    return this.extra(SAFETY_COUNTED) || 0;
+  }
+
+  set safety(flags: number) {
+    this.setExtra(SAFETY_COUNTED, flags);
+  }
 }
+
+/** `Entry`'s numbers in its slot (`LockRecord.extra`), below `EXTRA_NUMBERS` (lib/locks/reducer.ts). */
+const LAST_SENT_AT = 0;
+const WHEEL_AT = 1;
+const START_APPLY = 2;
+const SAFETY_COUNTED = 3;
 
 /**
  * What a node held before it may have lost it (see `LockStore.suspectLost`): each lock's value there and its

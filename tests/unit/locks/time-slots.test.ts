@@ -43,6 +43,6 @@ describe("a table of locks' numbers", () => {
   });
 
   it("refuses a table made for another number of nodes", () => {
-    expect(() => new LockRecord("lock:a", 5, null, lockSlots(3))).toThrow("Expected slots of 11 numbers for a lock on 5 nodes, got 9");
+    expect(() => new LockRecord("lock:a", 5, null, lockSlots(3))).toThrow("Expected slots of 19 numbers for a lock on 5 nodes, got 17");
   });
 });
