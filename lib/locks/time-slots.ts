@@ -1,24 +1,29 @@
-/** Slots per block: a block of a lock table on three nodes is 4,096 × 9 doubles (288 KiB). */
-const BLOCK_BITS = 12;
+/** Slots per block: a block of a lock table on three nodes is 1,024 × 17 doubles (136 KiB). */
+const BLOCK_BITS = 10;
 const BLOCK = 1 << BLOCK_BITS;
 const IN_BLOCK = BLOCK - 1;
+const FULL_WORD = 0xffffffff;
 
 /**
- * The numbers of many locks (each lock's times and its nodes' expiries: `width` doubles a lock), in blocks of
- * doubles outside the JavaScript heap. A lock holds the index of its slot, a small integer, instead of an array
- * of its own: with a million locks held, their arrays were two million objects (the array and its store of
- * doubles) for every full collection of the console's heap to mark, and 120 bytes of heap a lock.
+ * The numbers of many locks (each lock's times, its nodes' expiries and its small integers: `width` doubles a
+ * lock), in blocks of doubles outside the JavaScript heap. A lock holds the index of its slot, a small integer,
+ * instead of fields or an array of its own: with a million locks held, their arrays were two million objects
+ * (the array and its store of doubles) for every full collection of the console's heap to mark, and their fields
+ * eight more for it to visit per lock.
  *
- * A slot is taken when a lock is made and given back when the lock is gone for good (`give`); a slot given back
- * is the next one taken. Blocks are never given back: the table's high-water mark stays allocated (9 doubles,
- * 72 bytes a lock on three nodes), as a `Map` keeps its largest table.
+ * A slot is taken when a lock is made and given back when the lock is gone for good (`give`). The lowest free
+ * slot is taken first, so that after a burst of locks the last blocks empty as their locks go, and a block left
+ * empty at the end is released: the table shrinks back (a block at a time) rather than keeping its high-water mark.
  */
 export class TimeSlots {
   readonly width: number;
   private readonly blocks: Float64Array[] = [];
-  /** Slots given back, to be taken again first. */
-  private readonly free: number[] = [];
-  private next = 0;
+  /** Per block, a bit per slot taken. */
+  private readonly taken: Uint32Array[] = [];
+  /** Per block, how many of its slots are taken. */
+  private readonly counts: number[] = [];
+  /** No block below this one has a free slot. */
+  private lowestFree = 0;
   private used = 0;
 
   constructor(width: number) {
@@ -26,21 +31,50 @@ export class TimeSlots {
     this.width = width;
   }
 
-  /** A slot of its own for a new lock, every number NaN. */
+  /** A slot of its own for a new lock (the lowest free one), every number NaN. */
   take(): number {
-    const slot = this.free.length > 0 ? (this.free.pop() as number) : this.next++;
-    const block = slot >>> BLOCK_BITS;
-    while (this.blocks.length <= block) this.blocks.push(new Float64Array(BLOCK * this.width));
+    let block = this.lowestFree;
+    while (block < this.blocks.length && this.counts[block] === BLOCK) block++;
+    if (block === this.blocks.length) {
+      this.blocks.push(new Float64Array(BLOCK * this.width));
+      this.taken.push(new Uint32Array(BLOCK >>> 5));
+      this.counts.push(0);
+    }
+    this.lowestFree = block;
+    const bits = this.taken[block] as Uint32Array;
+    let word = 0;
+    while (bits[word] === FULL_WORD) word++;
+    const value = bits[word] as number;
+    // The lowest clear bit of the word, alone.
+    const bit = 31 - Math.clz32(~value & (value + 1));
+    bits[word] = value | (1 << bit);
+    this.counts[block] = (this.counts[block] as number) + 1;
+    this.used += 1;
+    const slot = (block << BLOCK_BITS) | (word << 5) | bit;
     const start = (slot & IN_BLOCK) * this.width;
     (this.blocks[block] as Float64Array).fill(Number.NaN, start, start + this.width);
-    this.used += 1;
     return slot;
   }
 
-  /** The slot's lock is gone: the slot is free for the next lock. */
+  /** The slot's lock is gone: the slot is free for the next lock (giving back a free slot does nothing). */
   give(slot: number): void {
-    this.free.push(slot);
+    const block = slot >>> BLOCK_BITS;
+    const bits = this.taken[block];
+    if (bits === undefined) return;
+    const word = (slot & IN_BLOCK) >>> 5;
+    const mask = 1 << (slot & 31);
+    const value = bits[word] as number;
+    if ((value & mask) === 0) return;
+    bits[word] = value & ~mask;
+    this.counts[block] = (this.counts[block] as number) - 1;
     this.used -= 1;
+    if (block < this.lowestFree) this.lowestFree = block;
+    while (this.counts.length > 0 && this.counts[this.counts.length - 1] === 0) {
+      this.blocks.pop();
+      this.taken.pop();
+      this.counts.pop();
+    }
+    if (this.lowestFree > this.blocks.length) this.lowestFree = this.blocks.length;
   }
 
   get(slot: number, index: number): number {
@@ -54,5 +88,10 @@ export class TimeSlots {
   /** Slots in use (taken and not given back). */
   get size(): number {
     return this.used;
+  }
+
+  /** Bytes of doubles allocated for slots (whole blocks). */
+  get bytes(): number {
+    return this.blocks.length * BLOCK * this.width * Float64Array.BYTES_PER_ELEMENT;
   }
 }

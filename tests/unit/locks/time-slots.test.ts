@@ -22,6 +22,26 @@ describe("a table of locks' numbers", () => {
     expect(slots.get(taken[4_101] as number, 0)).toBe(4_101 * 10);
   });
 
+  it("takes the lowest free place first and lets the table shrink back after a burst", () => {
+    const slots = new TimeSlots(17);
+    const block = 1_024 * 17 * 8;
+    const burst = Array.from({ length: 3_000 }, () => slots.take());
+    expect(slots.bytes).toBe(3 * block);
+    // The burst's last locks go: the emptied last block is released.
+    for (const slot of burst.slice(2_048)) slots.give(slot);
+    expect([slots.size, slots.bytes]).toEqual([2_048, 2 * block]);
+    // A lock of the first block goes: the next lock takes its place, not one past the rest.
+    slots.give(burst[10] as number);
+    expect(slots.take()).toBe(burst[10]);
+    // Giving a place back twice changes nothing.
+    slots.give(burst[20] as number);
+    slots.give(burst[20] as number);
+    expect(slots.size).toBe(2_047);
+    for (const slot of burst.slice(0, 2_048)) slots.give(slot);
+    expect([slots.size, slots.bytes]).toEqual([0, 0]);
+    expect(slots.take()).toBe(0);
+  });
+
   it("refuses a width that is not a positive whole number", () => {
     expect(() => new TimeSlots(0)).toThrow("Expected a positive whole number of doubles a slot, got 0");
   });
