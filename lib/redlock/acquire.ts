@@ -56,6 +56,11 @@ export interface AcquireRequest {
   retries: number;
   /** `encodeIdentityTail` of the lock's host and label. */
   tail: string;
+  /**
+   * The waiter is not woken when the engine's subscriber connections, opened at its first refusal, start
+   * listening (see `Waiter.pollsUntilListening`): the compat entry's attempts are counted as node-redlock's.
+   */
+  pollsUntilListening?: boolean;
 }
 
 /**
@@ -261,7 +266,7 @@ export async function acquireChecked(engine: Engine, request: AcquireRequest, on
       if (!waiter && settings.wakeOnRelease && !lastAttempt) {
         // Registered before anything else is awaited, so a release heard from now on wakes it (and a
         // grant for this attempt heard a moment ago is replayed by addWaiter).
-        waiter = newWaiter(id, clients.length, quorum);
+        waiter = newWaiter(id, clients.length, quorum, request.pollsUntilListening);
         waiter.attempt = attempt;
         engine.notifications.retain();
         engine.notifications.addWaiter(resources, waiter);

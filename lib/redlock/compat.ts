@@ -273,19 +273,11 @@ class Redlock extends EventEmitter {
     } catch (error) {
       return Promise.reject(toError(error));
     }
-    return this.#attempted(resources, async (onAttempt) => {
-      // Listen for releases before the first attempt (as using() does): waiters that register before the
-      // subscriptions are up retry once when they come up, which would spend one of node-redlock's
-      // counted retries on catching up rather than on the lock. (The arguments were checked first: a bad one
-      // opens no connection.)
-      engine.notifications.retain();
-      try {
-        await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs);
-        return await acquireChecked(engine, request, onAttempt);
-      } finally {
-        engine.notifications.unretain();
-      }
-    });
+    // An uncontended lock opens no connection, as node-redlock's: the engine opens its subscriber connections
+    // at the first refusal, and its waiter does not retry at once when they come up, which would spend one of
+    // node-redlock's counted retries on catching up rather than on the lock. (The arguments were checked first.)
+    request.pollsUntilListening = true;
+    return this.#attempted(resources, (onAttempt) => acquireChecked(engine, request, onAttempt));
   }
 
   /** 5.x: locks `resources` for `duration` ms; rejects with `ExecutionError` when no quorum was reached. */

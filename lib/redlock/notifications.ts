@@ -10,6 +10,11 @@ export interface Waiter {
   wake(): void;
   /** Node `node` wrote the lock in this waiter's value, answering its attempt `attempt` (see HAND_OVER_LUA). */
   grant(node: number, attempt: number, fence: string): void;
+  /**
+   * Not woken when the subscriptions first take effect (see `#subscribe`): it polls on its retry delay for a
+   * release heard before then, as node-redlock does, rather than spend one of its counted attempts at once.
+   */
+  readonly pollsUntilListening?: boolean;
 }
 
 /**
@@ -221,7 +226,7 @@ export class Notifications {
         // Releases published before the first subscription took effect were not heard: every current
         // waiter retries once, so none sleeps through a release it missed.
         this.#listening = true;
-        for (const set of this.#waiters.values()) for (const waiter of set) waiter.wake();
+        for (const set of this.#waiters.values()) for (const waiter of set) if (!waiter.pollsUntilListening) waiter.wake();
       },
       (error: unknown) => {
         this.onNodeError(index, toError(error));

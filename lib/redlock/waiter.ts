@@ -10,6 +10,7 @@ import { abortableSleep } from "./sleep.ts";
  * attempt: its refusal left the tickets those releases answered, and validity is measured from its start.
  */
 export interface AcquireWaiter extends Waiter {
+  pollsUntilListening: boolean;
   woken: boolean;
   resolve: (() => void) | null;
   attempt: number;
@@ -24,9 +25,10 @@ export interface AcquireWaiter extends Waiter {
 export const GRANTED_NODE = 1;
 const EXCLUDED_NODE = -1;
 
-export function newWaiter(id: string, nodes: number, quorum: number): AcquireWaiter {
+export function newWaiter(id: string, nodes: number, quorum: number, pollsUntilListening = false): AcquireWaiter {
   const waiter: AcquireWaiter = {
     id,
+    pollsUntilListening,
     woken: false,
     resolve: null,
     attempt: 0,

@@ -497,3 +497,37 @@ describe("compat, the 4.x API (lock, unlock, extend, disposer, callbacks)", () =
     expect(() => new Redlock(nodes, { lockScript: (s: string) => s } as never)).toThrow("Custom scripts (lockScript) are not supported");
   });
 });
+
+describe("compat connections", () => {
+  let cluster: TestCluster;
+  let nodes: Redis[];
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    nodes = cluster.clients();
+  });
+  afterAll(async () => cluster.close());
+
+  /** Connections in subscribe mode on each node (the engine's own subscriber connections). */
+  const subscribers = () => Promise.all(nodes.map(async (n) => String(await n.call("CLIENT", "LIST", "TYPE", "pubsub")).split("\n").filter(Boolean).length));
+
+  it("an uncontended lock opens no connection of its own, as node-redlock's does: closing the clients lets the process end", async () => {
+    const redlock = new Redlock(nodes);
+    try {
+      const lock = await redlock.acquire(["{c}free"], 60_000);
+      await lock.release();
+      const legacy = await redlock.lock("{c}free-legacy", 60_000);
+      await legacy.unlock();
+      expect(await subscribers()).toEqual([0, 0, 0]);
+      // A contended one still waits for a release (and is handed the lock by it) within its retries.
+      const held = await redlock.acquire(["{c}busy"], 60_000);
+      const waiting = redlock.acquire(["{c}busy"], 60_000, { retryCount: -1, retryDelay: 60_000 });
+      await until("the waiter listens for releases", async () => (await subscribers()).every((n) => n === 1));
+      await held.release();
+      const next = await within("the waiter handed the lock", waiting, 10_000);
+      expect(await nodes[0]!.get("{c}busy")).toBe(next.value);
+      await next.release();
+    } finally {
+      await redlock.quit();
+    }
+  });
+});
