@@ -164,6 +164,9 @@ export class LegacyLock {
  */
 export type RedlockAbortSignal = AbortSignal & { error?: Error };
 
+/** How many distinct settings keep an engine each (see `Redlock.#engine`). */
+const MAX_ENGINES = 8;
+
 const durationError = () => new Error("Duration must be an integer value in milliseconds.");
 const QUORUM_MESSAGE = "The operation was unable to achieve a quorum during its retry window.";
 
@@ -176,7 +179,10 @@ class Redlock extends EventEmitter {
   /** 4.x name of the clients. */
   readonly servers: Client[];
   readonly settings: Settings;
+  /** The engines of the settings used last, most recent last (see `#engine`). */
   readonly #engines = new Map<string, NativeRedlock>();
+  /** Engines dropped from `#engines` while still in use: closed once idle, or by `quit()`. */
+  readonly #retired = new Set<NativeRedlock>();
 
   constructor(clients: Iterable<Client>, settings: Partial<Settings> = {}, scripts: Record<string, unknown> = {}) {
     super();
@@ -205,12 +211,20 @@ class Redlock extends EventEmitter {
     };
   }
 
-  /** One engine per distinct settings (most applications use one), sharing the clients. */
+  /**
+   * One engine per distinct settings (most applications use one), sharing the clients. Only the last
+   * `MAX_ENGINES` settings keep theirs: an application that computes its settings per call would otherwise
+   * make an engine (and keep it, with its subscriber connections) for every call. A dropped engine that is
+   * idle is closed at once; one still in use (a waiter, a `using()` routine) when it goes idle.
+   */
   #engine(settings: Settings): NativeRedlock {
     if (settings !== this.settings) checkSettings(settings);
     const key = `${settings.driftFactor}/${settings.retryCount}/${settings.retryDelay}/${settings.retryJitter}/${settings.automaticExtensionThreshold}`;
     let engine = this.#engines.get(key);
-    if (!engine) {
+    if (engine) {
+      // Most recently used last.
+      this.#engines.delete(key);
+    } else {
       const native: RedlockSettings = {
         driftFactor: settings.driftFactor,
         retryCount: settings.retryCount,
@@ -219,8 +233,19 @@ class Redlock extends EventEmitter {
         automaticExtensionThresholdMs: Math.max(1, Math.round(settings.automaticExtensionThreshold)),
       };
       engine = new NativeRedlock(this.servers, native);
-      this.#engines.set(key, engine);
+      for (const retired of this.#retired) {
+        if (!engineOf(retired).notifications.idle) continue;
+        this.#retired.delete(retired);
+        void retired.quit();
+      }
+      if (this.#engines.size >= MAX_ENGINES) {
+        const [oldestKey, oldest] = this.#engines.entries().next().value!;
+        this.#engines.delete(oldestKey);
+        if (engineOf(oldest).notifications.idle) void oldest.quit();
+        else this.#retired.add(oldest);
+      }
     }
+    this.#engines.set(key, engine);
     return engine;
   }
 
@@ -245,7 +270,8 @@ class Redlock extends EventEmitter {
    */
   quit(callback?: NodeCallback<void>): Promise<void> {
     const quitting = async () => {
-      await Promise.all([...this.#engines.values()].map((e) => e.quit()));
+      await Promise.all([...this.#engines.values(), ...this.#retired].map((e) => e.quit()));
+      this.#retired.clear();
       await Promise.all(this.servers.map((c) => Promise.resolve(c.quit?.())));
     };
     return nodeify(quitting(), callback);

@@ -91,6 +91,11 @@ export class Notifications {
     private readonly onNodeError: (index: number, error: Error) => void,
   ) {}
 
+  /** Nothing waits, listens for a revocation or holds the subscription open (it may still be closing after use). */
+  get idle(): boolean {
+    return this.#users <= 0;
+  }
+
   /** Keeps the subscription open (opening it if needed) until the matching `unretain()`. */
   retain(): void {
     if (this.#closed) return;

@@ -1,4 +1,7 @@
+import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
+import path from "node:path";
+import { promisify } from "node:util";
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LegacyLock} from "../compat.ts";
@@ -529,5 +532,38 @@ describe("compat connections", () => {
     } finally {
       await redlock.quit();
     }
+  });
+});
+
+describe("compat per-call settings", () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startCluster(1);
+  });
+  afterAll(async () => cluster.close());
+
+  it("a long-running application passing settings of its own on every call keeps its memory: what each call made is let go", async () => {
+    const script = path.join(import.meta.dirname, "support", "compat-settings-heap.ts");
+    const run = async (count: number) => {
+      const { stdout } = await promisify(execFile)(process.execPath, ["--expose-gc", "--import", "tsx", script, String(cluster.ports[0]), String(count)], { cwd: import.meta.dirname });
+      return (JSON.parse(stdout) as { grewBytes: number }).grewBytes;
+    };
+    // 2000 calls with settings of their own hold on to no more than a few hundred calls' worth.
+    expect(await run(2000)).toBeLessThan(2_000_000);
+  });
+
+  it("a using() routine keeps its lock while other calls with settings of their own come and go, and quit() closes every connection", async () => {
+    const [node, observer] = [...cluster.clients(), ...cluster.clients()] as [Redis, Redis];
+    const redlock = new Redlock([node]);
+    const value = await redlock.using(["{p}held"], 5_000, { retryDelay: 1 }, async (signal) => {
+      for (let i = 0; i < 20; i++) await (await redlock.acquire([`{p}other-${i}`], 5_000, { retryDelay: 10 + i })).release();
+      expect(signal.aborted).toBe(false);
+      return "done";
+    });
+    expect(value).toBe("done");
+    expect(await observer.exists("{p}held")).toBe(0);
+    // (quit() quits the clients too, as node-redlock's does.)
+    await redlock.quit();
+    await until("no subscriber connection left", async () => String(await observer.call("CLIENT", "LIST", "TYPE", "pubsub")).trim() === "");
   });
 });
