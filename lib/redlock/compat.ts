@@ -9,11 +9,13 @@ import { EventEmitter } from "node:events";
 import { createRequire } from "node:module";
 import { acquireChecked, checkAcquire, type AcquireRequest, type AttemptObserver } from "./acquire.ts";
 import type { RedlockClient } from "./client.ts";
+import { doubtAcrossDrops } from "./drops.ts";
 import { votesOf, type Engine } from "./engine.ts";
 import { LockLostError, NodesFailedError, ResourceHeldError, toError, type NodeVote } from "./errors.ts";
 import { RedlockLock, type HoldState, type ReleaseResult } from "./lock.ts";
 import { engineOf, Redlock as NativeRedlock } from "./redlock.ts";
 import { releaseOnNodes } from "./release.ts";
+import type { ReleaseReply } from "./replies.ts";
 import { quorumOf } from "./round.ts";
 import { retryCount as retryCountOf, type RedlockSettings } from "./settings.ts";
 import { abortableSleep, MAX_TIMER_MS } from "./sleep.ts";
@@ -341,8 +343,13 @@ class Redlock extends EventEmitter {
     const engine = engineOf(this.#engine(this.settings));
     const names = check.resourceList("resources", resources);
     const token = check.nonEmptyString("value", value);
+    const deletedAll = (reply: ReleaseReply) => reply.deleted === names.length;
+    const sentAt = performance.now();
     const outcomes = await releaseOnNodes(engine, names, [token], this.servers.map((_, index) => index));
-    return votesOf(outcomes, (reply) => reply.deleted === names.length);
+    // As the engine's own release: "nothing deleted" from a node whose connection dropped meanwhile may answer the
+    // release sent again, which cannot see what the first did (AnswerLostError, never a vote that it was not held).
+    doubtAcrossDrops(outcomes, engine.drops, sentAt, (reply) => !deletedAll(reply));
+    return votesOf(outcomes, deletedAll);
   }
 
   /** 5.x: a new Lock for `duration` ms more (the old one is spent); 4.x: extends the lock in place. */

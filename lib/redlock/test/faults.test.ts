@@ -1,7 +1,8 @@
 import IORedis from "ioredis";
 import type Redis from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { fencedWrite, forceRelease, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "../index.ts";
+import CompatRedlock, { ExecutionError, Lock as CompatLock } from "../compat.ts";
+import { AnswerLostError, fencedWrite, forceRelease, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "../index.ts";
 import { until } from "./support/wait.ts";
 import { startCluster, type TestCluster } from "./support/redis.ts";
 import { failFastClients } from "./support/support.ts";
@@ -409,5 +410,29 @@ describe("a release whose answer is lost with the connection", () => {
     expect(votes.filter((v) => v.vote === "against")).toEqual([]);
     expect(released).toBe(false);
     await redlock.quit();
+  });
+
+  it("compat: a Lock the application made from a stored value is not said to be held by nobody when its release's answers are lost", async () => {
+    // (No quit(): the compat entry's quit() quits the clients too, and these are shared.)
+    const redlock = new CompatRedlock(clients);
+    const resource = "lock:answer-lost-rebuilt";
+    const held = await redlock.acquire([resource], 30_000);
+    await Promise.all(clients.map((client) => client.ping()));
+    // Released elsewhere, from the stored value, as node-redlock advises.
+    const rebuilt = new CompatLock(redlock, [resource], held.value, [], held.expiration);
+    const cut = dropsSeen(clients);
+    for (const proxy of proxies.slice(0, 2)) proxy.loseReply(":1\r\n");
+    const error = await redlock.release(rebuilt).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(cut()).toBe(2);
+    for (const client of cluster.clients()) await until("the node ran the release", async () => (await client.exists(resource)) === 0, 5_000);
+    expect(error).toBeInstanceOf(ExecutionError);
+    const [stats] = await Promise.all((error as ExecutionError).attempts);
+    // The resent release found nothing to delete: that says nothing about what the first one did.
+    const reasons = [...stats!.votesAgainst.values()];
+    expect(reasons).toHaveLength(2);
+    for (const reason of reasons) expect(reason).toBeInstanceOf(AnswerLostError);
   });
 });
