@@ -10,7 +10,7 @@ import type { RedlockEvents } from "./events.ts";
 import { extendLock } from "./extend.ts";
 import { encodeIdentityTail, INSTANCE_TAG_LENGTH, randomId } from "./identity.ts";
 import { wakeChannel } from "./telemetry.ts";
-import type { RedlockLock, LockOwner, ReleaseResult } from "./lock.ts";
+import { lockState, RedlockLock, type LockOwner, type ReleaseResult } from "./lock.ts";
 import { Notifications } from "./notifications.ts";
 import { deletedOne, releaseLock } from "./release.ts";
 import { FenceRepairs, seedAll, type ReseedResult } from "./reseed.ts";
@@ -21,6 +21,14 @@ import { usingLock, type UsingRoutine } from "./using.ts";
 import * as check from "./validate.ts";
 
 let readEngine: (redlock: Redlock) => Engine;
+
+/**
+ * The instance that acquired `lock` (its nodes are the ones that hold it), or undefined for something that is not a
+ * lock (the operation then rejects with its TypeError).
+ */
+function ownerOf(lock: unknown): LockOwner | undefined {
+  return lock instanceof RedlockLock ? lockState(lock).owner : undefined;
+}
 
 /** @internal For the package's other entry points (compat.ts), which run the same operations. */
 export const engineOf = (redlock: Redlock): Engine => readEngine(redlock);
@@ -106,13 +114,23 @@ export class Redlock extends EventEmitter<RedlockEvents> {
     return acquireLock(this.#engine, resources, ttlMs, options);
   }
 
-  /** See `releaseLock`: resolves `{released, votes}`, never rejects for node failures. */
+  /**
+   * See `releaseLock`: resolves `{released, votes}`, never rejects for node failures. A lock another instance
+   * acquired is released by that instance (its nodes, its events), as `lock.release()` does.
+   */
   release(lock: RedlockLock): Promise<ReleaseResult> {
+    const owner = ownerOf(lock);
+    if (owner && owner !== this.#engine.owner) return owner.release(lock);
     return releaseLock(this.#engine, lock);
   }
 
-  /** Extends the same `RedlockLock` by `ttlMs` from now; refuses an expired lock. */
+  /**
+   * Extends the same `RedlockLock` by `ttlMs` from now; refuses an expired lock. A lock another instance
+   * acquired is extended by that instance (its nodes, its events), as `lock.extend()` does.
+   */
   extend(lock: RedlockLock, ttlMs: number): Promise<RedlockLock> {
+    const owner = ownerOf(lock);
+    if (owner && owner !== this.#engine.owner) return owner.extend(lock, ttlMs);
     return extendLock(this.#engine, lock, ttlMs);
   }
 

@@ -755,3 +755,32 @@ describe("Redlock on three nodes", () => {
     expect((await redlock.release(lock)).released).toBe(true);
   });
 });
+
+describe("a lock released or extended through another Redlock instance", () => {
+  let a: TestCluster;
+  let b: TestCluster;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startCluster(3), startCluster(3)]);
+  });
+  afterAll(async () => {
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it("is released and extended on the nodes of the instance that acquired it, whose events report it", async () => {
+    const owner = new Redlock(a.clients());
+    const other = new Redlock(b.clients());
+    const events: string[] = [];
+    for (const [name, redlock] of [["owner", owner], ["other", other]] as const) {
+      for (const event of ["released", "extended", "lost", "extend-failed"] as const) redlock.on(event, () => events.push(`${name} ${event}`));
+    }
+    const observers = a.clients();
+    const lock = await owner.acquire(["lock:elsewhere"], 10_000);
+    await other.extend(lock, 60_000);
+    await until("extended on every node of the owner", async () => (await Promise.all(observers.map((n) => n.pttl("lock:elsewhere")))).every((ms) => ms > 10_000));
+    const { released } = await other.release(lock);
+    expect(released).toBe(true);
+    await until("released on every node of the owner", async () => (await Promise.all(observers.map((n) => n.exists("lock:elsewhere")))).every((n) => n === 0));
+    expect(events).toEqual(["owner extended", "owner released"]);
+    await Promise.all([owner.quit(), other.quit()]);
+  });
+});
