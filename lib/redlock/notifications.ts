@@ -4,6 +4,12 @@ import { quorumOf } from "./round.ts";
 import { MAX_TIMER_MS } from "./sleep.ts";
 import { parseRevokeMessage, parseWakeMessage, REVOKE_CHANNEL } from "./telemetry.ts";
 
+/** A client that says when its connection closed for good (ioredis: "end"). */
+interface Followable {
+  on(event: "end", listener: () => void): unknown;
+  removeListener?(event: "end", listener: () => void): unknown;
+}
+
 /** @internal A waiter between attempts, woken early by a release of one of its resources. */
 export interface Waiter {
   id: string;
@@ -74,6 +80,8 @@ export class Notifications {
   #users = 0;
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
+  /** Stops following the clients' "end" (see `#followClients`). */
+  #unfollowClients: (() => void) | null = null;
   readonly #waiters = new Map<string, Set<Waiter>>();
   readonly #held = new Map<string, (resource: string) => void>();
   // A ring of the last messages heard on the wake channel.
@@ -207,6 +215,7 @@ export class Notifications {
       return subscriber;
     });
     this.#subscribers = generation;
+    this.#followClients();
     this.#listening = false;
     this.#subscribed = 0;
     generation.forEach((subscriber, index) => {
@@ -246,6 +255,25 @@ export class Notifications {
     );
   }
 
+  /**
+   * While the connections are open: when the application closes one of its clients for good (ioredis emits
+   * "end"), connections nobody uses any more close at once instead of after `idleMs`, so they do not keep the
+   * process alive after the application let go of its own.
+   */
+  #followClients(): void {
+    const onEnd = () => {
+      if (this.#users > 0 || !this.#subscribers) return;
+      if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer);
+      this.#idleTimer = undefined;
+      this.#disconnect();
+    };
+    const followed = this.clients.filter((client) => typeof (client as Partial<Followable>).on === "function") as unknown as Followable[];
+    for (const client of followed) client.on("end", onEnd);
+    this.#unfollowClients = () => {
+      for (const client of followed) client.removeListener?.("end", onEnd);
+    };
+  }
+
   #releaseQuorumWaiters(): void {
     const waiting = this.#onQuorum;
     this.#onQuorum = [];
@@ -255,6 +283,8 @@ export class Notifications {
   #disconnect(): void {
     const subscribers = this.#subscribers;
     this.#subscribers = null;
+    this.#unfollowClients?.();
+    this.#unfollowClients = null;
     this.#listening = false;
     this.#subscribed = 0;
     this.#releaseQuorumWaiters();

@@ -784,3 +784,29 @@ describe("a lock released or extended through another Redlock instance", () => {
     await Promise.all([owner.quit(), other.quit()]);
   });
 });
+
+describe("the engine's own connections when the application closes its clients", () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+  });
+  afterAll(async () => cluster.close());
+
+  it("close with them, without waiting for subscriberIdleMs, so the process can end", async () => {
+    const [observer] = cluster.clients() as [Redis];
+    const subscribers = async () => String(await observer.call("CLIENT", "LIST", "TYPE", "pubsub")).split("\n").filter(Boolean).length;
+    const own = cluster.clients();
+    const redlock = new Redlock(own, { subscriberIdleMs: 600_000 });
+    expect(await redlock.using(["lock:closing"], 5_000, () => "done")).toBe("done");
+    expect(await subscribers()).toBe(1);
+    // The application closes its own clients and forgets the engine (no quit()).
+    await Promise.all(own.map((client) => client.quit()));
+    await until("the application's clients closed", () => own.every((client) => client.status === "end"));
+    await until("the engine's subscriber connections closed", async () => (await subscribers()) === 0);
+    // The engine still works once given clients that are open again (a client reconnected by the application).
+    await Promise.all(own.map((client) => client.connect()));
+    expect(await redlock.using(["lock:closing"], 5_000, () => "again")).toBe("again");
+    await redlock.quit();
+    await Promise.all(own.map((client) => client.quit()));
+  });
+});
