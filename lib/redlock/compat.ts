@@ -251,6 +251,19 @@ class Redlock extends EventEmitter {
     return engine;
   }
 
+  /**
+   * Emits a vote's error. These run inside the engine's operations (an attempt a quorum granted, a release): a
+   * listener that throws must not turn a lock that was taken into a rejection that leaves it held, so what it
+   * throws is dropped, as the engine's own events do.
+   */
+  #tell(event: "error" | "clientError", error: Error): void {
+    try {
+      this.emit(event, error);
+    } catch {
+      // (see above)
+    }
+  }
+
   #stats(votes: readonly NodeVote[], resources: number): Promise<ExecutionStats> {
     const stats: ExecutionStats = { membershipSize: this.servers.length, quorumSize: Math.floor(this.servers.length / 2) + 1, votesFor: new Set(), votesAgainst: new Map() };
     for (const vote of votes) {
@@ -259,8 +272,8 @@ class Redlock extends EventEmitter {
       else if (vote.vote === "against" || vote.vote === "error") {
         const error = vote.vote === "error" ? (vote.error ?? new Error("failed")) : new ResourceLockedError(`The operation was applied to: 0 of the ${resources} requested resources.`);
         stats.votesAgainst.set(client, error);
-        this.emit("error", error);
-        if (vote.vote === "error") this.emit("clientError", error);
+        this.#tell("error", error);
+        if (vote.vote === "error") this.#tell("clientError", error);
       }
     }
     return Promise.resolve(stats);
@@ -506,12 +519,12 @@ class Redlock extends EventEmitter {
       if (!held) {
         // Made by the application from a stored value (4.x: `new Redlock.Lock(redlock, resource, value, …)`).
         const votes = await this.#releaseValue(Array.isArray(lock.resource) ? lock.resource : [lock.resource], lock.value);
-        for (const vote of votes) if (vote.vote === "error" && vote.error) this.emit("clientError", vote.error);
+        for (const vote of votes) if (vote.vote === "error" && vote.error) this.#tell("clientError", vote.error);
         if (votes.filter((v) => v.vote === "for").length >= quorumOf(this.servers.length)) return;
       } else if (!held.released) {
         held.released = true;
         const result = await held.native.release();
-        for (const vote of result.votes) if (vote.vote === "error" && vote.error) this.emit("clientError", vote.error);
+        for (const vote of result.votes) if (vote.vote === "error" && vote.error) this.#tell("clientError", vote.error);
         if (result.released) return;
       }
       throw new LockError(`Unable to fully release the lock on resource "${String(lock.resource)}".`);

@@ -6,6 +6,7 @@ import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LegacyLock} from "../compat.ts";
 import Redlock, { ExecutionError, Lock, LockError, ResourceLockedError, type ExecutionStats } from "../compat.ts";
+import { startProxy } from "./support/proxy.ts";
 import { freePort, startCluster, type TestCluster } from "./support/redis.ts";
 import { until, within } from "./support/wait.ts";
 
@@ -565,5 +566,43 @@ describe("compat per-call settings", () => {
     // (quit() quits the clients too, as node-redlock's does.)
     await redlock.quit();
     await until("no subscriber connection left", async () => String(await observer.call("CLIENT", "LIST", "TYPE", "pubsub")).trim() === "");
+  });
+});
+
+describe("compat listeners", () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+  });
+  afterAll(async () => cluster.close());
+
+  it("an \"error\" listener that throws neither fails a lock that a quorum granted nor leaves it held", async () => {
+    const [a, b, c] = cluster.clients() as [Redis, Redis, Redis];
+    // Nodes a and b answer late, so node c's refusal is among the votes that decide the attempt.
+    const proxies = await Promise.all([0, 1].map((i) => startProxy(cluster.ports[i]!)));
+    for (const proxy of proxies) proxy.delay(100);
+    const slow = proxies.map((proxy) => new Redis(proxy.port, "127.0.0.1"));
+    await Promise.all(slow.map((client) => client.ping()));
+    const redlock = new Redlock([...slow, c]);
+    redlock.on("error", (error: Error) => {
+      throw error;
+    });
+    try {
+      await c.set("{l}x", "someone else");
+      const outcome = await redlock.acquire(["{l}x"], 60_000).then(
+        (lock) => ({ lock }),
+        (error: unknown) => ({ error }),
+      );
+      expect(outcome).toHaveProperty("lock");
+      const { lock } = outcome as { lock: Lock };
+      expect([await a.get("{l}x"), await b.get("{l}x")]).toEqual([lock.value, lock.value]);
+      // Prompt answers again: the release's first script run on those nodes takes two round trips (NOSCRIPT, EVAL).
+      for (const proxy of proxies) proxy.delay(0);
+      await lock.release();
+      expect([await a.get("{l}x"), await b.get("{l}x"), await c.get("{l}x")]).toEqual([null, null, "someone else"]);
+    } finally {
+      for (const client of slow) client.disconnect();
+      await Promise.all(proxies.map((proxy) => proxy.close()));
+    }
   });
 });
