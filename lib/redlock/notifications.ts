@@ -7,7 +7,24 @@ import { parseRevokeMessage, parseWakeMessage, REVOKE_CHANNEL } from "./telemetr
 /** A client that says when its connection closed for good (ioredis: "end"). */
 interface Followable {
   on(event: "end", listener: () => void): unknown;
-  removeListener?(event: "end", listener: () => void): unknown;
+}
+
+/** Per client, what to run when it ends: one listener on the client however many engine instances use it. */
+const endWatchers = new WeakMap<object, Set<() => void>>();
+
+/** Runs `onEnd` when `client` closes for good, until the returned function is called. */
+function watchEnd(client: Followable, onEnd: () => void): () => void {
+  let watchers = endWatchers.get(client);
+  if (!watchers) {
+    const made = new Set<() => void>();
+    watchers = made;
+    endWatchers.set(client, made);
+    client.on("end", () => {
+      for (const watcher of [...made]) watcher();
+    });
+  }
+  watchers.add(onEnd);
+  return () => watchers.delete(onEnd);
 }
 
 /** @internal A waiter between attempts, woken early by a release of one of its resources. */
@@ -267,10 +284,9 @@ export class Notifications {
       this.#idleTimer = undefined;
       this.#disconnect();
     };
-    const followed = this.clients.filter((client) => typeof (client as Partial<Followable>).on === "function") as unknown as Followable[];
-    for (const client of followed) client.on("end", onEnd);
+    const unwatch = this.clients.filter((client) => typeof (client as Partial<Followable>).on === "function").map((client) => watchEnd(client as unknown as Followable, onEnd));
     this.#unfollowClients = () => {
-      for (const client of followed) client.removeListener?.("end", onEnd);
+      for (const stop of unwatch) stop();
     };
   }
 

@@ -809,4 +809,28 @@ describe("the engine's own connections when the application closes its clients",
     await redlock.quit();
     await Promise.all(own.map((client) => client.quit()));
   });
+
+  it("many engine instances over the same clients add no listener per instance to them", async () => {
+    const own = cluster.clients();
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    const engines = Array.from({ length: 12 }, () => new Redlock(own));
+    try {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const routines = engines.map((redlock, i) => redlock.using([`lock:many-${i}`], 5_000, () => gate));
+      await until("every engine listens", async () => String(await own[0]!.call("CLIENT", "LIST", "TYPE", "pubsub")).split("\n").filter(Boolean).length >= engines.length);
+      release();
+      await Promise.all(routines);
+      // (A warning is emitted on the next tick.)
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.name === "MaxListenersExceededWarning").map((w) => w.message)).toEqual([]);
+      expect(own[0]!.listenerCount("end")).toBeLessThanOrEqual(1);
+    } finally {
+      process.off("warning", onWarning);
+      await Promise.all(engines.map((e) => e.quit()));
+      await Promise.all(own.map((client) => client.quit()));
+    }
+  });
 });
