@@ -217,7 +217,8 @@ class Redlock extends EventEmitter {
    * One engine per distinct settings (most applications use one), sharing the clients. Only the last
    * `MAX_ENGINES` settings keep theirs: an application that computes its settings per call would otherwise
    * make an engine (and keep it, with its subscriber connections) for every call. A dropped engine that is
-   * idle is closed at once; one still in use (a waiter, a `using()` routine) when it goes idle.
+   * idle is closed at once; one still in use (a waiter, a `using()` routine) finishes that work, closes its
+   * connections after its idle time as any engine does, and is let go at a later drop or by `quit()`.
    */
   #engine(settings: Settings): NativeRedlock {
     if (settings !== this.settings) checkSettings(settings);
