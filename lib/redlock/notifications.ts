@@ -99,6 +99,8 @@ export class Notifications {
   #closed = false;
   /** Stops following the clients' "end" (see `#followClients`). */
   #unfollowClients: (() => void) | null = null;
+  /** A client ended while the connections were in use: they close as soon as nothing uses them. */
+  #clientEnded = false;
   readonly #waiters = new Map<string, Set<Waiter>>();
   readonly #held = new Map<string, (resource: string) => void>();
   // A ring of the last messages heard on the wake channel.
@@ -135,6 +137,10 @@ export class Notifications {
   unretain(): void {
     this.#users -= 1;
     if (this.#users > 0 || this.#closed || !this.#subscribers) return;
+    if (this.#clientEnded) {
+      this.#disconnect();
+      return;
+    }
     this.#idleTimer = setTimeout(() => {
       this.#idleTimer = undefined;
       if (this.#users === 0) this.#disconnect();
@@ -274,12 +280,16 @@ export class Notifications {
 
   /**
    * While the connections are open: when the application closes one of its clients for good (ioredis emits
-   * "end"), connections nobody uses any more close at once instead of after `idleMs`, so they do not keep the
-   * process alive after the application let go of its own.
+   * "end"), connections nobody uses any more close at once instead of after `idleMs` (ones in use, as soon as
+   * their last user is done), so they do not keep the process alive after the application let go of its own.
    */
   #followClients(): void {
     const onEnd = () => {
-      if (this.#users > 0 || !this.#subscribers) return;
+      if (!this.#subscribers) return;
+      if (this.#users > 0) {
+        this.#clientEnded = true;
+        return;
+      }
       if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer);
       this.#idleTimer = undefined;
       this.#disconnect();
@@ -301,6 +311,7 @@ export class Notifications {
     this.#subscribers = null;
     this.#unfollowClients?.();
     this.#unfollowClients = null;
+    this.#clientEnded = false;
     this.#listening = false;
     this.#subscribed = 0;
     this.#releaseQuorumWaiters();

@@ -833,4 +833,20 @@ describe("the engine's own connections when the application closes its clients",
       await Promise.all(own.map((client) => client.quit()));
     }
   });
+
+  it("close once a using() routine during which the application quit its clients ends", async () => {
+    const [observer] = cluster.clients() as [Redis];
+    const subscribers = async () => String(await observer.call("CLIENT", "LIST", "TYPE", "pubsub")).split("\n").filter(Boolean).length;
+    const own = cluster.clients();
+    for (const client of own) client.on("error", () => {});
+    const redlock = new Redlock(own, { subscriberIdleMs: 600_000 });
+    // A shutdown: the application quits its clients while a routine still runs, and the routine then ends.
+    const value = await redlock.using(["lock:closing-during"], 5_000, async () => {
+      await Promise.all(own.map((client) => client.quit()));
+      await until("the application's clients closed", () => own.every((client) => client.status === "end"));
+      return "done";
+    });
+    expect(value).toBe("done");
+    await until("the engine's subscriber connections closed", async () => (await subscribers()) === 0);
+  });
 });
