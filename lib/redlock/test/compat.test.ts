@@ -588,9 +588,9 @@ describe("compat listeners", () => {
 
   it("an \"error\" listener that throws neither fails a lock that a quorum granted nor leaves it held", async () => {
     const [a, b, c] = cluster.clients() as [Redis, Redis, Redis];
-    // Nodes a and b answer late, so node c's refusal is among the votes that decide the attempt.
+    // Nodes a and b answer late (well within nodeTimeoutMs), so node c's refusal is among the votes that decide the attempt.
     const proxies = await Promise.all([0, 1].map((i) => startProxy(cluster.ports[i]!)));
-    for (const proxy of proxies) proxy.delay(100);
+    for (const proxy of proxies) proxy.delay(50);
     const slow = proxies.map((proxy) => new Redis(proxy.port, "127.0.0.1"));
     await Promise.all(slow.map((client) => client.ping()));
     const redlock = new Redlock([...slow, c]);
