@@ -293,14 +293,21 @@ class Redlock extends EventEmitter {
     return nodeify(quitting(), callback);
   }
 
-  /** Runs `operation` with an observer that keeps each acquisition attempt's stats; a refusal becomes ExecutionError. */
-  async #attempted<T>(resources: readonly string[], operation: (onAttempt: AttemptObserver) => Promise<T>): Promise<{ value: T; attempts: Array<Promise<ExecutionStats>> }> {
+  /**
+   * Runs `operation` with an observer that keeps each acquisition attempt's stats; a refusal becomes ExecutionError.
+   * `acquiring` says whether a failure is the acquisition's (false once a `using()` routine runs: its errors are its own).
+   */
+  async #attempted<T>(
+    resources: readonly string[],
+    operation: (onAttempt: AttemptObserver) => Promise<T>,
+    acquiring: () => boolean = () => true,
+  ): Promise<{ value: T; attempts: Array<Promise<ExecutionStats>> }> {
     const attempts: Array<Promise<ExecutionStats>> = [];
     try {
       const value = await operation((votes) => attempts.push(this.#stats(votes, resources.length)));
       return { value, attempts };
     } catch (error) {
-      if (error instanceof ResourceHeldError || error instanceof NodesFailedError) throw new ExecutionError(QUORUM_MESSAGE, attempts);
+      if (acquiring() && (error instanceof ResourceHeldError || error instanceof NodesFailedError)) throw new ExecutionError(QUORUM_MESSAGE, attempts);
       throw error;
     }
   }
@@ -456,7 +463,9 @@ class Redlock extends EventEmitter {
       throw new Error("A lock `duration` must be at least 100ms greater than the `automaticExtensionThreshold` setting.");
     }
     const engine = engineOf(this.#engine(settings));
+    let routineStarted = false;
     const withSignal = (signal: AbortSignal) => {
+      routineStarted = true;
       const compat = signal as RedlockAbortSignal;
       // node-redlock's signal.error is the ExecutionError of the extension that failed: code switching over tests
       // `signal.error instanceof ExecutionError`. The engine's own error stays its cause (and the signal's reason).
@@ -474,7 +483,11 @@ class Redlock extends EventEmitter {
     let released: ReleaseResult | undefined;
     let value: T;
     try {
-      ({ value } = await this.#attempted(resources, (onAttempt) => usingLock<T>(engine, resources, duration, {}, withSignal, onAttempt, (result) => (released = result))));
+      ({ value } = await this.#attempted(
+        resources,
+        (onAttempt) => usingLock<T>(engine, resources, duration, {}, withSignal, onAttempt, (result) => (released = result)),
+        () => !routineStarted,
+      ));
     } catch (error) {
       if (released === undefined || released.released) throw error;
     }

@@ -5,6 +5,7 @@ import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LegacyLock} from "../compat.ts";
 import Redlock, { ExecutionError, Lock, LockError, ResourceLockedError, type ExecutionStats } from "../compat.ts";
+import { Redlock as NativeRedlock, ResourceHeldError } from "../index.ts";
 import { startProxy } from "./support/proxy.ts";
 import { freePort, startCluster, type TestCluster } from "./support/redis.ts";
 import { until, within } from "./support/wait.ts";
@@ -613,6 +614,30 @@ describe("compat listeners", () => {
     } finally {
       for (const client of slow) client.disconnect();
       await Promise.all(proxies.map((proxy) => proxy.close()));
+    }
+  });
+});
+
+describe("compat using() and the routine's own errors", () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startCluster(1);
+  });
+  afterAll(async () => cluster.close());
+
+  it("rejects with the routine's error as thrown, also one of the engine's (an application moving to the native API)", async () => {
+    const [node] = cluster.clients() as [Redis];
+    const redlock = new Redlock([node]);
+    const native = new NativeRedlock([node], { retryCount: 0 });
+    const held = await native.acquire(["{u}other"], 60_000);
+    try {
+      const error = await rejection(redlock.using(["{u}mine"], 5_000, async () => native.acquire(["{u}other"], 60_000)));
+      expect(error).toBeInstanceOf(ResourceHeldError);
+      expect(await node.exists("{u}mine")).toBe(0);
+    } finally {
+      await held.release();
+      await native.quit();
+      await redlock.quit();
     }
   });
 });
