@@ -66,8 +66,8 @@ export class Samples {
     return this.#length;
   }
 
-  /** A copy of the values from `from` on (for per-interval percentiles). */
-  slice(from = 0): Float64Array {
-    return this.#data.slice(from, this.#length);
+  /** A copy of the values from `from` up to `to` (the end when absent), for per-interval percentiles. */
+  slice(from = 0, to = this.#length): Float64Array {
+    return this.#data.slice(from, Math.min(to, this.#length));
   }
 }

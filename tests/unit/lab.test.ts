@@ -147,6 +147,29 @@ describe("lab charts", () => {
     expect([...gaps]).toHaveLength(1);
     expect(series.slice(1).every((p) => p.ordersPerSec === 4)).toBe(true);
   });
+
+  it("keeps a burst and a long lock wait on a long run's chart after it thins the chart out", () => {
+    // A five-minute run sampled every 250 ms: one unit a sample, except a burst of 400 units with one 5-second
+    // lock wait between the first two samples (an interval the thinning drops a point of).
+    const stock = 5000;
+    const sampler = new Sampler();
+    sampler.start(stock);
+    const tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, releaseErrors: 0, errors: 0, minStockSeen: stock, waits: new Samples() };
+    for (let i = 1; i < 1200; i++) {
+      tally.sold += i === 1 ? 400 : 1;
+      tally.waits.push(i === 1 ? 5000 : 1);
+      sampler.sample(i * 250, tally, stock - tally.sold);
+    }
+    sampler.sample(300_000, tally, stock - tally.sold, { final: true });
+
+    const series = sampler.series();
+    expect(series.length).toBeLessThanOrEqual(600);
+    // The chart's units sold per second, over each point's interval, add up to what was sold.
+    const charted = series.slice(1).reduce((sum, p, i) => sum + (p.ordersPerSec * (p.t - series[i]!.t)) / 1000, 0);
+    expect(Math.round(charted)).toBe(tally.sold);
+    // The 5-second wait is on the chart.
+    expect(Math.max(...series.map((p) => p.waitP99Ms ?? 0))).toBe(5000);
+  });
 });
 
 describe("lab keys and presets", () => {
