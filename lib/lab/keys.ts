@@ -43,9 +43,16 @@ export interface RunKeys {
   cleanupKeys: string[];
 }
 
-/** Every lab run's locks start with this: metrics label them `traffic="lab"` so production alerts ignore them. */
+/** Every lab run's lock starts with this (then the run id and `:stock`). */
 export const LAB_LOCK_PREFIX = "lock:lab:";
-export const isLabResource = (resource: string): boolean => resource.startsWith(LAB_LOCK_PREFIX);
+/** A lab run's lock, exactly: `lock:lab:<run id>:stock`. */
+const LAB_LOCK_PATTERN = new RegExp(`^${LAB_LOCK_PREFIX}${RUN_ID_PATTERN.source.slice(1, -1)}:stock$`);
+/**
+ * Whether a lock is a lab run's: metrics label it `traffic="lab"` and the safety gauges and losses leave it out,
+ * so production alerts ignore it. Only the exact shape the lab makes counts: an operator's own lock that merely
+ * starts with `lock:lab:` (a service named "lab") is production and pages like any other.
+ */
+export const isLabResource = (resource: string): boolean => LAB_LOCK_PATTERN.test(resource);
 
 export function runKeys(id: string): RunKeys {
   if (!isRunId(id)) throw new TypeError(`Expected \`id\` to be a lab run id, got \`${id.slice(0, 40)}\``);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isRunId, newRunId, runKeys } from "@/lib/lab/keys";
+import { isLabResource, isRunId, newRunId, runKeys } from "@/lib/lab/keys";
+import { lockSafetyCounts } from "@/lib/safety-signals";
 import { LAB_PRESETS } from "@/lib/lab/presets";
 import { checkAgainstNodes, retryDelayFor, runSettingsSchema, settingsNotes, STRATEGIES, type RunSettings } from "@/lib/lab/settings";
 import { Sampler } from "@/lib/lab/sampler";
@@ -173,6 +174,21 @@ describe("lab charts", () => {
 });
 
 describe("lab keys and presets", () => {
+  it("counts a lock of the operator's own under lock:lab: as production, not as the lab's", () => {
+    // A service named "lab" (lock:lab:samples/42) is production: its locks page and alert like any other.
+    const own = ["lock:lab:samples/42", "lock:lab:r1:stock", "lock:lab:rmx00000000abc:stock:extra", "lock:lab:rmx00000000abc"];
+    for (const resource of own) expect(isLabResource(resource), resource).toBe(false);
+    expect(isLabResource(runKeys(newRunId()).lock)).toBe(true);
+    const counts = lockSafetyCounts(
+      [
+        { resource: "lock:lab:samples/42", state: "held", expiresAt: null, acquiredAt: 1_000 },
+        { resource: runKeys(newRunId()).lock, state: "held", expiresAt: null, acquiredAt: 500 },
+      ],
+      isLabResource,
+    );
+    expect(counts).toMatchObject({ withoutTtl: 1, oldestAcquiredAt: 1_000 });
+  });
+
   it("makes run ids that sort by time and carry no glob characters", () => {
     const a = newRunId(1_700_000_000_000);
     const b = newRunId(1_700_000_000_001);

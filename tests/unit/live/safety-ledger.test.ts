@@ -44,7 +44,7 @@ describe("the safety ledger (what /metrics exports of the locks, kept as they ch
     for (const seed of [1, 2, 3]) {
       const next = random(seed);
       const store = watchingStore();
-      const keys = Array.from({ length: 40 }, (_, i) => (i % 8 === 0 ? `lock:lab:r1:k${i}` : `lock:k${i}`));
+      const keys = Array.from({ length: 40 }, (_, i) => (i % 8 === 0 ? `lock:lab:rmx000000${String(i).padStart(4, "0")}:stock` : `lock:k${i}`));
       let now = T;
       let token = 0;
       for (let step = 0; step < 1_500; step++) {
@@ -85,11 +85,11 @@ describe("the safety ledger (what /metrics exports of the locks, kept as they ch
     const all = (value: string, expiry: number) => NODES.map((_, i) => sample(i, value, expiry));
     store.apply("lock:old", all("a", T + 60_000), T);
     store.apply("lock:mid", all("b", T + 60_000), T + 1_000);
-    store.apply("lock:lab:r1:x", all("c", T + 60_000), T - 5_000);
+    store.apply("lock:lab:rmx00000000abc:stock", all("c", T + 60_000), T - 5_000);
     expect(await store.safetyFacts()).toMatchObject({ oldestAcquiredAt: T, oldestHeldAt: T - 5_000 });
     store.apply("lock:old", NODES.map((_, i) => sample(i, null, 0, "del")), T + 2_000);
     expect(await store.safetyFacts()).toMatchObject({ oldestAcquiredAt: T + 1_000, oldestHeldAt: T - 5_000 });
-    store.apply("lock:lab:r1:x", NODES.map((_, i) => sample(i, null, 0, "del")), T + 3_000);
+    store.apply("lock:lab:rmx00000000abc:stock", NODES.map((_, i) => sample(i, null, 0, "del")), T + 3_000);
     expect(await store.safetyFacts()).toMatchObject({ oldestAcquiredAt: T + 1_000, oldestHeldAt: T + 1_000 });
   });
 
