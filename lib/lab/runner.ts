@@ -420,7 +420,11 @@ export class LabRun {
 
   /** `final`: the run's last point (the stock once the workers stopped), which the chart always keeps. */
   #sample({ final = false } = {}): void {
-    const t = Math.round(performance.now() - this.#startedAt);
+    // A read still in flight when the workers stopped is left out: the final point, at the sale's end, stands for it.
+    if (!final && this.#saleEndedAt !== 0) return;
+    // At the sale's end for the final point, not once the fault is undone (a killed node restarted, a stalled one
+    // answered): the chart spans the run's duration, as `durationMs` does, and its last rate is not diluted.
+    const t = Math.round(this.#saleTimeMs());
     this.#sampler.sample(t, this.#tally, this.#lastStock, { final });
     if (this.#lastStock !== null) this.#tally.minStockSeen = Math.min(this.#tally.minStockSeen, this.#lastStock);
   }

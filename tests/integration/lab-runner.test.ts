@@ -371,6 +371,21 @@ describe("lab runner", () => {
     await until("node 2 has none of the run's keys", async () => (await leftovers(id)).length === 0, 20_000);
   }, 60_000);
 
+  it("ends its chart where the sale ended, not after the slow restart of a node killed until the end", async () => {
+    // The killed node takes 1.5 s more to start again (a large dataset to load): that is not the sale's time.
+    const slowRestart: NodeProcessControl = { ...processControl(), restart: async (i) => {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await cluster.restart(i);
+    } };
+    const { run } = lab({ strategy: "redlock", stock: 200, workers: 20, ttlMs: 1000, workMs: 2, fault: { node: 1, kind: "kill", atMs: 100 } }, { processControl: slowRestart });
+    const outcome = await run.run();
+    expect(outcome.fault!.endedAtMs).not.toBeNull();
+    const last = outcome.series.at(-1)!;
+    // The chart's last point is the stock once the workers stopped, at the run's duration.
+    expect(last).toMatchObject({ t: outcome.result!.durationMs, sold: 200, stock: 0 });
+    expect(outcome.series.every((p, i) => i === 0 || p.t > outcome.series[i - 1]!.t)).toBe(true);
+  }, 60_000);
+
   it("fails a run whose stock vanished when node 0 restarted empty mid-run, with no result to misread", async () => {
     const { id, run } = lab({ strategy: "redlock-fenced", stock: 100_000, workers: 10, ttlMs: 1000, workMs: 2 });
     const done = run.run();
