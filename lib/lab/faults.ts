@@ -21,6 +21,8 @@ export interface FaultEnvironment {
   notes: string[];
   /** performance.now() at the run's start, 0 before. */
   startedAt: () => number;
+  /** ms from the workers' start to their stop (to now while they run): when the sale ended, for a fault it outran. */
+  saleTimeMs: () => number;
   /** The run is still running (not halted, not stopping). */
   mayStart: () => boolean;
 }
@@ -56,7 +58,8 @@ export class FaultInjector {
     for (const timer of this.#timers) clearTimeout(timer);
     const report = this.report;
     if (this.fault && report && report.startedAtMs === null) {
-      const endedAtMs = this.env.startedAt() === 0 ? 0 : Math.round(performance.now() - this.env.startedAt());
+      // The sale's end, not now: reading the stock at the end and undoing the run can take seconds past it.
+      const endedAtMs = this.env.startedAt() === 0 ? 0 : Math.round(this.env.saleTimeMs());
       report.description = describeFault(this.fault, this.mode, report, endedAtMs);
     }
   }

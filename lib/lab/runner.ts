@@ -134,6 +134,7 @@ export class LabRun {
       workers: () => this.#workers,
       notes: this.#notes,
       startedAt: () => this.#startedAt,
+      saleTimeMs: () => this.#saleTimeMs(),
       mayStart: () => !this.#halt.signal.aborted && this.#phase === "running",
     });
     const signal = options.signal;

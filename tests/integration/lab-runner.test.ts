@@ -130,6 +130,24 @@ describe("lab runner", () => {
     }
   }
 
+  it("says a fault due after the sale never happened as of the sale's end, even when the final read of the stock was slow", async () => {
+    // Node 0 answers the run's stock reads 1.5 s late: the run's end (undoing, cleanup) comes well after its sale.
+    const original = Reflect.get(Redis.prototype, "mget") as (...a: unknown[]) => Promise<unknown>;
+    Reflect.set(Redis.prototype, "mget", async function (this: Redis, ...args: unknown[]) {
+      if (/:control$/.test(String(this.options.connectionName))) await new Promise((resolve) => setTimeout(resolve, 1_500));
+      return original.apply(this, args);
+    });
+    let outcome: Awaited<ReturnType<LabRun["run"]>>;
+    try {
+      outcome = await lab({ strategy: "atomic", stock: 20, workers: 5, ttlMs: 500, workMs: 1, fault: { node: 1, kind: "pause", atMs: 1_000 } }).run.run();
+    } finally {
+      Reflect.set(Redis.prototype, "mget", original);
+    }
+    expect(outcome.stopReason).toBe("sold-out");
+    const [, endedAt] = /the run ended at (\d+) ms, before it was due\.$/.exec(outcome.fault!.description) ?? [];
+    expect(Number(endedAt)).toBe(outcome.result!.durationMs);
+  });
+
   it("counts a naive lock's release that failed on a node error as a release error, not as an order that failed", async () => {
     // Every release fails: each lock expires by its TTL, which the next order waits out; every order still sells.
     // Four locks: three sales, and the order that found the stock sold out.
