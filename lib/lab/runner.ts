@@ -430,11 +430,16 @@ export class LabRun {
     if (this.#lastStock !== null) this.#tally.minStockSeen = Math.min(this.#tally.minStockSeen, this.#lastStock);
   }
 
-  /** The stock on node 0, and whether node 0 still has the run's keys; null when node 0 did not answer. */
+  /**
+   * The stock on node 0, and whether node 0 still has the run's keys (the marker and the stock: the stock is
+   * written with the marker and deleted only by the cleanup, so one gone alone, evicted or deleted by hand, is
+   * lost too, and a stock read earlier is no figure to judge the sale by); null when node 0 did not answer.
+   */
   async #readStock(): Promise<{ stock: number | null; kept: boolean } | null> {
     try {
       const [stock, marker] = await this.#control!.mget(this.keys.stock, this.keys.marker);
-      return { stock: stock === null || stock === undefined ? null : Number(stock), kept: marker !== null && marker !== undefined };
+      const present = (value: string | null | undefined): value is string => value !== null && value !== undefined;
+      return { stock: present(stock) ? Number(stock) : null, kept: present(marker) && present(stock) };
     } catch {
       return null;
     }

@@ -416,6 +416,19 @@ describe("lab runner", () => {
     expect(await leftovers(id)).toEqual([]);
   });
 
+  it.each(["atomic", "redlock-fenced"] as const)("fails a run (%s) whose stock key alone was deleted mid-run (evicted, or deleted by hand), with no result to misread", async (strategy) => {
+    const { id, run } = lab({ strategy, stock: 100_000, workers: 5, ttlMs: 1000, workMs: 2 });
+    const done = run.run();
+    await until("10 units are sold", () => run.progress().sold >= 10);
+    // The run's marker stays: only the stock is gone, as a memory-full node's volatile-* eviction can leave it.
+    await cluster.client(0).del(run.keys.stock);
+    const outcome = await done;
+    expect(outcome.stopReason).toBe("error");
+    expect(outcome.error).toMatch(/stock on node 0 vanished mid-run/);
+    expect(outcome.result).toBeNull();
+    expect(await leftovers(id)).toEqual([]);
+  });
+
   // (Fenced, the stock is written by the engine's fenced write, and the lock's fence and the stock's last fence are kept.)
   it.each(["redlock", "redlock-fenced"])("keeps a TTL on every key of a run, so a run whose process is killed leaves nothing behind (%s)", async (strategy) => {
     const id = newRunId();

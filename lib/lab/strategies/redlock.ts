@@ -39,9 +39,11 @@ export const redlock: Strategy = {
       const fence = lock.fence;
       if (fence === null) return await readWorkWrite(ctx, client);
       // A fenced read: adding 0 records our fence on the stock, so a holder that paused past its TTL
-      // has its later write refused even when we have not written yet.
-      const read = await fencedWrite(client, ctx.keys.stock, fence, { type: "incrby", by: 0 });
-      if (!read.applied) {
+      // has its later write refused even when we have not written yet. With a floor of 1 a stock of 0 (sold out)
+      // is refused as below it, fence recorded, and nothing written: a stock key gone (deleted, evicted) is not
+      // made again as "0", which would pass for a sell-out; the run's reads of the stock find it gone.
+      const read = await fencedWrite(client, ctx.keys.stock, fence, { type: "incrby", by: 0, min: 1 });
+      if (!read.applied && read.reason !== "below-min") {
         ctx.tally.staleWritesRejected += 1;
         return "rejected";
       }
