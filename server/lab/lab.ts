@@ -134,13 +134,20 @@ export class Lab {
     if (isShuttingDown()) throw new ApiError("unavailable", "The console is shutting down; start the run on another instance.");
     this.#refuseIfBusy();
     const nodes = labNodes();
-    const mismatch = checkAgainstNodes(settings, nodes.length, getDeploymentNodes().length > 1 ? labDeployment().deployment.name : undefined);
-    if (mismatch) throw new ApiError("unprocessable", `Invalid body: ${mismatch}`);
     // The workers dial the nodes' URLs with their own connections: a deployment they cannot reach that way
-    // (Sentinel; TLS or credentials from files) is refused here rather than failing every order.
-    if (!reachableByUrls(labDeployment().deployment)) {
-      throw new ApiError("unprocessable", "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files).");
+    // (a Cluster; Sentinel; TLS or credentials from files) is refused here rather than failing every order, and
+    // before the settings are checked against its nodes, which the lab would not run on.
+    const { deployment } = labDeployment();
+    if (!reachableByUrls(deployment)) {
+      throw new ApiError(
+        "unprocessable",
+        deployment.kind === "cluster"
+          ? "The lab runs on independent lock nodes (a Redlock set or a standalone instance); this console watches a Redis Cluster."
+          : "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files).",
+      );
     }
+    const mismatch = checkAgainstNodes(settings, nodes.length, getDeploymentNodes().length > 1 ? deployment.name : undefined);
+    if (mismatch) throw new ApiError("unprocessable", `Invalid body: ${mismatch}`);
     const client = await historyClient();
     this.#refuseIfBusy();
 
