@@ -100,12 +100,30 @@ export function checkAgainstNodes(settings: RunSettings, nodeCount: number, depl
  * Things worth saying about settings that are allowed but do something the operator may not expect.
  * Shown with the run. `faultMode`: how the run's fault acts (on the node's process, or only on the lab
  * workers' connections to it, which leaves the node running with its keys). @default "process"
+ * `nodeCount`: the lab's lock nodes, where known (a fault on one of two leaves Redlock no quorum).
  */
-export function settingsNotes(settings: RunSettings, faultMode: FaultMode = "process"): string[] {
+export function settingsNotes(settings: RunSettings, faultMode: FaultMode = "process", nodeCount?: number): string[] {
   const notes: string[] = [];
   const { fault, pause } = settings;
   if (fault && !MULTI_NODE_STRATEGIES.has(settings.strategy)) {
     notes.push(`The ${settings.strategy} strategy uses node 0 only, so the fault on node ${fault.node} does not touch its orders.`);
+  }
+  // A quorum is floor(n / 2) + 1: without one node, only two nodes (or fewer) fall short of it. The run then sells
+  // nothing while the fault lasts, and its lock wait leaves out the orders that were still waiting when it stopped.
+  if (fault && MULTI_NODE_STRATEGIES.has(settings.strategy) && nodeCount === 2) {
+    const what =
+      faultMode === "connections"
+        ? fault.kind === "kill"
+          ? `the lab workers' connections to node ${fault.node} are cut`
+          : `the lab workers' commands to node ${fault.node} are held`
+        : fault.kind === "kill"
+          ? `node ${fault.node} is down`
+          : `node ${fault.node} is stopped (SIGSTOP)`;
+    const span = fault.forMs === undefined ? `from ${fault.atMs} ms until the run ends` : `from ${fault.atMs} ms for ${fault.forMs} ms`;
+    notes.push(
+      `With 2 lock nodes a Redlock quorum is both: no lock can be taken while ${what}, ${span}, so nothing sells meanwhile; ` +
+        `orders still waiting for their lock when the run stops are not counted in the lock wait.`,
+    );
   }
   if (fault?.kind === "kill" && fault.forMs !== undefined && fault.forMs < settings.ttlMs && MULTI_NODE_STRATEGIES.has(settings.strategy)) {
     // Only a node restarted empty forgets the locks it granted; a cut of the workers' connections does not.

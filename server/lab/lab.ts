@@ -180,7 +180,7 @@ export class Lab {
       finishedAt: null,
       heartbeatAt: now,
       progress: run.progress(),
-      notes: settingsNotes(settings, run.faultMode),
+      notes: settingsNotes(settings, run.faultMode, nodes.length),
       ...(run.fault() ? { fault: run.fault()! } : {}),
     };
     const active: ActiveRun = { record, lease, controller, run, done: Promise.resolve() };

@@ -64,6 +64,17 @@ describe("lab settings", () => {
     expect(settingsNotes({ ...base, pause: { probability: 0.5, ms: 100 } }).join(" ")).toMatch(/fit in the 1000 ms TTL with 895 ms to spare/);
   });
 
+  it("warns that a fault on one of two nodes stops every Redlock acquisition while it lasts", () => {
+    const cut = settingsNotes({ ...base, fault: { node: 1, kind: "kill", atMs: 1000 } }, "connections", 2).join(" ");
+    expect(cut).toMatch(/With 2 lock nodes a Redlock quorum is both: no lock can be taken while the lab workers' connections to node 1 are cut, from 1000 ms until the run ends/);
+    expect(cut).toMatch(/orders still waiting for their lock when the run stops are not counted in the lock wait/);
+    const stopped = settingsNotes({ ...base, strategy: "redlock-fenced", fault: { node: 1, kind: "pause", atMs: 0, forMs: 5000 } }, "process", 2).join(" ");
+    expect(stopped).toMatch(/no lock can be taken while node 1 is stopped \(SIGSTOP\), from 0 ms for 5000 ms/);
+    // Three nodes keep a quorum of two without node 1; the naive lock uses node 0 only.
+    expect(settingsNotes({ ...base, fault: { node: 1, kind: "kill", atMs: 0, forMs: 3000 } }, "process", 3)).toEqual([]);
+    expect(settingsNotes({ ...base, strategy: "naive", fault: { node: 1, kind: "kill", atMs: 0 } }, "connections", 2).join(" ")).not.toMatch(/quorum/);
+  });
+
   it("says no margin is left when the work, or the work with a pause, outlasts the TTL", () => {
     // Each order works 200 ms under a 100 ms lock: every lock expires under its holder, pauses or not.
     const slowWork = settingsNotes({ ...base, strategy: "naive", ttlMs: 100, workMs: 200, pause: { probability: 0.1, ms: 50 } }).join(" ");
