@@ -164,6 +164,7 @@ export class LockRecord {
   set replacedSeen(on: boolean) {
     this.flags = on ? this.flags | REPLACED_SEEN : this.flags & ~REPLACED_SEEN;
   }
+
   /** A node was read with the value it held written again after an end a notification told, since the last merge. */
   get remadeSeen(): boolean {
     return (this.flags & REMADE_SEEN) !== 0;
@@ -172,6 +173,7 @@ export class LockRecord {
   set remadeSeen(on: boolean) {
     this.flags = on ? this.flags | REMADE_SEEN : this.flags & ~REMADE_SEEN;
   }
+
   /** Every node that holds it is unreadable: the view is the last readings'. */
   get unreadable(): boolean {
     return (this.flags & UNREADABLE) !== 0;
@@ -180,6 +182,7 @@ export class LockRecord {
   set unreadable(on: boolean) {
     this.flags = on ? this.flags | UNREADABLE : this.flags & ~UNREADABLE;
   }
+
   /**
    * One decoded reading of the value the lock is held with (not one per node: 100,000 locks × 3 nodes), kept
    * once it ended for its row and page; the lock's format fields are built from it when served. A plain token's
