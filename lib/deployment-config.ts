@@ -359,6 +359,32 @@ function fromFile(path: string, c: Collector, readFile: ReadFile): Deployment[] 
   return out;
 }
 
+/** The variable that holds a field of the deployments file, for the lines about the deployment the variables describe. */
+const FIELD_VARIABLES: Record<string, string> = { urls: "REDIS_URLS", seeds: "REDIS_CLUSTER_URLS" };
+
+/** The server a URL that parses leads to (`host:port`, the host in lower case); null for a URL that does not parse. */
+function serverOf(url: string): string | null {
+  if (urlProblem(url) !== null) return null;
+  const u = new URL(url);
+  return `${u.hostname.toLowerCase()}:${u.port === "" ? 6379 : Number(u.port)}`;
+}
+
+/**
+ * A Redlock set's server listed twice (with the same database or another: one server's databases fail together):
+ * each copy counts towards the quorum, so one server would hold a lock "on a quorum" alone, and the set would read
+ * as having its quorum with half its servers down.
+ */
+function sameNodeTwice(c: Collector, where: string, urls: readonly string[]): void {
+  const first = new Map<string, number>();
+  urls.forEach((url, i) => {
+    const server = serverOf(url);
+    if (server === null) return;
+    const at = first.get(server);
+    if (at === undefined) first.set(server, i);
+    else c.add(`${where}: URLs ${at + 1} and ${i + 1} name the same server (${server}): a Redlock set's nodes must be independent servers, or one counts twice towards the quorum.`);
+  });
+}
+
 /**
  * The deployments the configuration describes; `null` when none is (the launcher then starts embedded
  * nodes). Throws `DeploymentConfigError` listing every mistake. Without `readFile` the files named are
@@ -376,6 +402,8 @@ export function parseDeployments(env: Env, readFile?: ReadFile): Deployment[] | 
     deployments = fromEnv(env, c);
   }
   for (const d of deployments) {
+    const where = (field: string) => (file === undefined ? (FIELD_VARIABLES[field] ?? field) : `deployment ${JSON.stringify(d.name)}: ${field}`);
+    if (d.kind === "redlock") sameNodeTwice(c, where("urls"), d.urls);
     const urls = d.kind === "redlock" ? d.urls : d.kind === "standalone" ? [d.url] : d.kind === "cluster" ? d.seeds : null;
     // TLS is chosen per URL by its scheme: settings no URL would use are a mistake, not a silent no-op.
     if (d.tls && urls && !urls.some((u) => u.startsWith("rediss://"))) {

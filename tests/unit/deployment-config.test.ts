@@ -155,6 +155,26 @@ describe("deployment configuration", () => {
     ]);
   });
 
+  it("refuses a Redlock set that lists one node twice, which would count it twice towards the quorum", () => {
+    expect(linesOf({ REDIS_URLS: "redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.1" })).toEqual([
+      "REDIS_URLS: URLs 1 and 3 name the same server (10.0.0.1:6379): a Redlock set's nodes must be independent servers, or one counts twice towards the quorum.",
+    ]);
+    expect(linesOf({ REDIS_URLS: "redis://:secret@Node-A:6380/0,redis://node-b:6380,redis://node-a:6380/" })).toEqual([
+      "REDIS_URLS: URLs 1 and 3 name the same server (node-a:6380): a Redlock set's nodes must be independent servers, or one counts twice towards the quorum.",
+    ]);
+    files["/twice.json"] = JSON.stringify({ deployments: [{ name: "orders", kind: "redlock", urls: ["redis://a:6379", "redis://b:6379", "redis://b:6379"] }] });
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/twice.json" })).toEqual([
+      'deployment "orders": urls: URLs 2 and 3 name the same server (b:6379): a Redlock set\'s nodes must be independent servers, or one counts twice towards the quorum.',
+    ]);
+    // Several deployments may share a node; a standalone instance and a cluster's seeds are no quorum.
+    files["/shared.json"] = JSON.stringify({ deployments: [{ name: "a", kind: "redlock", urls: ["redis://a:6379", "redis://b:6379", "redis://c:6379"] }, { name: "b", kind: "standalone", url: "redis://a:6379" }] });
+    expect(parseDeployments({ LOCKSCOPE_DEPLOYMENTS_FILE: "/shared.json" }, readFile)).toHaveLength(2);
+    // Two databases of one server fail together: no more independent than one.
+    expect(linesOf({ REDIS_URLS: "redis://a:6379/0,redis://a:6379/1,redis://b:6379" })).toEqual([
+      "REDIS_URLS: URLs 1 and 2 name the same server (a:6379): a Redlock set's nodes must be independent servers, or one counts twice towards the quorum.",
+    ]);
+  });
+
   it("takes a sentinel host name with an underscore, as a node URL's host may have (a Compose service name)", () => {
     expect(parseDeployments({ REDIS_SENTINELS: "redis_sentinel_1:26379,redis_sentinel_2:26379", REDIS_SENTINEL_MASTER: "locks" })?.[0]).toMatchObject({
       sentinels: [{ host: "redis_sentinel_1", port: 26379 }, { host: "redis_sentinel_2", port: 26379 }],
