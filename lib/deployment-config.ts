@@ -386,6 +386,23 @@ function sameNodeTwice(c: Collector, where: string, urls: readonly string[]): vo
 }
 
 /**
+ * A cluster's seeds that differ in scheme or credentials: the console reaches every node of the cluster (those it
+ * discovers too) with the first seed's TLS and credentials, so another seed's would be ignored.
+ */
+function seedsDisagree(c: Collector, where: string, seeds: readonly string[]): void {
+  const parsed = seeds.map((s) => (urlProblem(s) === null ? new URL(s) : null));
+  const head = parsed[0];
+  if (!head) return;
+  parsed.forEach((u, i) => {
+    if (!u || i === 0) return;
+    const differs = [u.protocol !== head.protocol ? "scheme" : null, u.username !== head.username ? "user name" : null, u.password !== head.password ? "password" : null].filter((x) => x !== null);
+    if (differs.length > 0) {
+      c.add(`${where}: URL ${i + 1} differs from URL 1 in its ${differs.join(" and ")}: every node of a cluster is reached with the first URL's TLS and credentials; give every URL the same.`);
+    }
+  });
+}
+
+/**
  * The deployments the configuration describes; `null` when none is (the launcher then starts embedded
  * nodes). Throws `DeploymentConfigError` listing every mistake. Without `readFile` the files named are
  * not opened (their contents are checked where they are read).
@@ -404,6 +421,7 @@ export function parseDeployments(env: Env, readFile?: ReadFile): Deployment[] | 
   for (const d of deployments) {
     const where = (field: string) => (file === undefined ? (FIELD_VARIABLES[field] ?? field) : `deployment ${JSON.stringify(d.name)}: ${field}`);
     if (d.kind === "redlock") sameNodeTwice(c, where("urls"), d.urls);
+    if (d.kind === "cluster") seedsDisagree(c, where("seeds"), d.seeds);
     const urls = d.kind === "redlock" ? d.urls : d.kind === "standalone" ? [d.url] : d.kind === "cluster" ? d.seeds : null;
     // TLS is chosen per URL by its scheme: settings no URL would use are a mistake, not a silent no-op.
     if (d.tls && urls && !urls.some((u) => u.startsWith("rediss://"))) {

@@ -175,6 +175,21 @@ describe("deployment configuration", () => {
     ]);
   });
 
+  it("refuses a cluster's seeds that differ in scheme or credentials, which only the first seed's would apply", () => {
+    expect(linesOf({ REDIS_CLUSTER_URLS: "redis://a:7000,rediss://b:7001", REDIS_TLS_CA_FILE: "/ca.pem" })).toEqual([
+      "REDIS_CLUSTER_URLS: URL 2 differs from URL 1 in its scheme: every node of a cluster is reached with the first URL's TLS and credentials; give every URL the same.",
+    ]);
+    expect(linesOf({ REDIS_CLUSTER_URLS: "redis://a:7000,redis://lockscope:s3cret@b:7001,redis://:s3cret@c:7002" })).toEqual([
+      "REDIS_CLUSTER_URLS: URL 2 differs from URL 1 in its user name and password: every node of a cluster is reached with the first URL's TLS and credentials; give every URL the same.",
+      "REDIS_CLUSTER_URLS: URL 3 differs from URL 1 in its password: every node of a cluster is reached with the first URL's TLS and credentials; give every URL the same.",
+    ]);
+    files["/seeds.json"] = JSON.stringify({ deployments: [{ name: "sessions", kind: "cluster", seeds: ["rediss://:pw@a:7000", "redis://:pw@b:7000"], tls: {} }] });
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/seeds.json" })).toEqual([
+      'deployment "sessions": seeds: URL 2 differs from URL 1 in its scheme: every node of a cluster is reached with the first URL\'s TLS and credentials; give every URL the same.',
+    ]);
+    expect(parseDeployments({ REDIS_CLUSTER_URLS: "rediss://:pw@a:7000,rediss://:pw@b:7001", REDIS_TLS_CA_FILE: "/ca.pem" }, readFile)?.[0]).toMatchObject({ kind: "cluster" });
+  });
+
   it("takes a sentinel host name with an underscore, as a node URL's host may have (a Compose service name)", () => {
     expect(parseDeployments({ REDIS_SENTINELS: "redis_sentinel_1:26379,redis_sentinel_2:26379", REDIS_SENTINEL_MASTER: "locks" })?.[0]).toMatchObject({
       sentinels: [{ host: "redis_sentinel_1", port: 26379 }, { host: "redis_sentinel_2", port: 26379 }],
