@@ -45,6 +45,11 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
    * console sees only the keys of the slots that node serves, and every other key answers MOVED there.
    */
   const clusterNodes = new Set<string>();
+  /**
+   * Nodes whose URL names a sentinel (its address given where a Redis instance's was meant): it answers PING and
+   * INFO, but holds no key and runs no lock command, so no lock can be seen, taken or released there.
+   */
+  const sentinelNodes = new Set<string>();
   const clusterChecked = new Set<string>();
   const told = new Map<string, string | null>();
   /** Tells `onReadOnly` of a change of what the fresh reading says (`primary`, or "" for a replica that does not say). */
@@ -76,6 +81,17 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
           // (INFO refused or the node away: asked again once it is ready.)
           () => clusterChecked.delete(node.id),
         );
+        node.client.info("server").then(
+          (info) => {
+            if (!/^redis_mode:sentinel\r?$/m.test(info) || sentinelNodes.has(node.id)) return;
+            sentinelNodes.add(node.id);
+            getLogger().warn(
+              { node: node.id, deployment: node.deployment, url: node.maskedUrl },
+              "the node is a sentinel, not a Redis instance: it holds no locks, and is counted down; describe the deployment as Sentinel (REDIS_SENTINELS and REDIS_SENTINEL_MASTER, or kind sentinel with sentinels and master in the deployments file)",
+            );
+          },
+          () => clusterChecked.delete(node.id),
+        );
       }
       node.client.info("replication").then(
         (info) => {
@@ -103,7 +119,10 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
     const readOnly = reading?.role.kind === "replica";
     // A node of a Redis Cluster watched as a standalone instance or a Redlock node: its other shards' locks are not seen.
     const clusterNode = clusterNodes.has(nodeId);
+    // A sentinel answers PING: it is no lock node all the same, and counts as down (health, readiness, /metrics).
+    const sentinelNode = sentinelNodes.has(nodeId);
     return {
+      ...(sentinelNode ? { up: false, latencyMs: null, sentinelNode: true } : {}),
       ...(node ? { deployment: node.deployment } : {}),
       ...(state ? { replication: state } : {}),
       ...cluster,
