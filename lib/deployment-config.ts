@@ -403,6 +403,20 @@ function seedsDisagree(c: Collector, where: string, seeds: readonly string[]): v
 }
 
 /**
+ * Parts of a cluster's seed URLs that no connection would use: a cluster client dials each node by address with
+ * the first seed's TLS and credentials, so a query (`?password=…`, which a standalone instance's URL may carry)
+ * and a database number (a cluster has database 0 only) would be dropped in silence.
+ */
+function seedPartsUnused(c: Collector, where: string, seeds: readonly string[]): void {
+  seeds.forEach((seed, i) => {
+    if (urlProblem(seed) !== null) return;
+    const u = new URL(seed);
+    if (u.search !== "") c.add(`${where}: URL ${i + 1} has query options (?…), which a cluster's connections do not read: give the password in the URL's user part (redis://:password@host) or in a password file.`);
+    if (u.pathname.length > 1 && u.pathname !== "/0") c.add(`${where}: URL ${i + 1} names database ${u.pathname.slice(1)}: a Redis Cluster has database 0 only; leave the path out.`);
+  });
+}
+
+/**
  * The deployments the configuration describes; `null` when none is (the launcher then starts embedded
  * nodes). Throws `DeploymentConfigError` listing every mistake. Without `readFile` the files named are
  * not opened (their contents are checked where they are read).
@@ -421,7 +435,10 @@ export function parseDeployments(env: Env, readFile?: ReadFile): Deployment[] | 
   for (const d of deployments) {
     const where = (field: string) => (file === undefined ? (FIELD_VARIABLES[field] ?? field) : `deployment ${JSON.stringify(d.name)}: ${field}`);
     if (d.kind === "redlock") sameNodeTwice(c, where("urls"), d.urls);
-    if (d.kind === "cluster") seedsDisagree(c, where("seeds"), d.seeds);
+    if (d.kind === "cluster") {
+      seedsDisagree(c, where("seeds"), d.seeds);
+      seedPartsUnused(c, where("seeds"), d.seeds);
+    }
     const urls = d.kind === "redlock" ? d.urls : d.kind === "standalone" ? [d.url] : d.kind === "cluster" ? d.seeds : null;
     // TLS is chosen per URL by its scheme: settings no URL would use are a mistake, not a silent no-op.
     if (d.tls && urls && !urls.some((u) => u.startsWith("rediss://"))) {

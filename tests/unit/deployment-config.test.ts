@@ -190,6 +190,16 @@ describe("deployment configuration", () => {
     expect(parseDeployments({ REDIS_CLUSTER_URLS: "rediss://:pw@a:7000,rediss://:pw@b:7001", REDIS_TLS_CA_FILE: "/ca.pem" }, readFile)?.[0]).toMatchObject({ kind: "cluster" });
   });
 
+  it("refuses what a cluster's seed URLs carry that no connection to the cluster reads: a query, a database", () => {
+    expect(linesOf({ REDIS_CLUSTER_URLS: "redis://a:7000?password=s3cret,redis://b:7001?password=s3cret" })).toEqual([
+      "REDIS_CLUSTER_URLS: URL 1 has query options (?…), which a cluster's connections do not read: give the password in the URL's user part (redis://:password@host) or in a password file.",
+      "REDIS_CLUSTER_URLS: URL 2 has query options (?…), which a cluster's connections do not read: give the password in the URL's user part (redis://:password@host) or in a password file.",
+    ]);
+    files["/db.json"] = JSON.stringify({ deployments: [{ name: "sessions", kind: "cluster", seeds: ["redis://a:7000/2"] }] });
+    expect(linesOf({ LOCKSCOPE_DEPLOYMENTS_FILE: "/db.json" })).toEqual(['deployment "sessions": seeds: URL 1 names database 2: a Redis Cluster has database 0 only; leave the path out.']);
+    expect(parseDeployments({ REDIS_CLUSTER_URLS: "redis://a:7000/0,redis://b:7001/" }, readFile)?.[0]).toMatchObject({ kind: "cluster" });
+  });
+
   it("takes a sentinel host name with an underscore, as a node URL's host may have (a Compose service name)", () => {
     expect(parseDeployments({ REDIS_SENTINELS: "redis_sentinel_1:26379,redis_sentinel_2:26379", REDIS_SENTINEL_MASTER: "locks" })?.[0]).toMatchObject({
       sentinels: [{ host: "redis_sentinel_1", port: 26379 }, { host: "redis_sentinel_2", port: 26379 }],
