@@ -8,6 +8,7 @@ import type { LockReplication } from "@/lib/locks/types";
 import { healthContributors } from "../health";
 import { getLogger } from "../logger";
 import { clusterNodeAt } from "./cluster";
+import { sentinelsAnswering } from "./sentinel";
 import { getDeploymentNodes, nodesOf, type LockNode } from "../nodes";
 
 /** How often each node's `INFO replication` is read. */
@@ -121,13 +122,16 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
     const clusterNode = clusterNodes.has(nodeId);
     // A sentinel answers PING: it is no lock node all the same, and counts as down (health, readiness, /metrics).
     const sentinelNode = sentinelNodes.has(nodeId);
+    // A Sentinel deployment's sentinels: with none answering, a failover would go unheard (and none can happen).
+    const sentinels = sentinelsAnswering(deployment);
     return {
+      ...(sentinels ? { sentinels } : {}),
       ...(sentinelNode ? { up: false, latencyMs: null, sentinelNode: true } : {}),
       ...(node ? { deployment: node.deployment } : {}),
       ...(state ? { replication: state } : {}),
       ...cluster,
       ...(clusterNode ? { clusterNode: true } : {}),
-      ...(readOnly || clusterNode ? { degraded: true } : {}),
+      ...(readOnly || clusterNode || sentinels?.answering === 0 ? { degraded: true } : {}),
     };
   });
   return () => clearInterval(timer);

@@ -2,6 +2,7 @@ import "server-only";
 import Redis, { type RedisOptions } from "ioredis";
 import type { Deployment } from "@/lib/deployment-config";
 import { parseSwitchMaster, type SwitchMaster } from "@/lib/locks/failover";
+import { singleton } from "../global";
 import { authOptions, tlsOptions } from "./connection";
 import type { DeploymentDriver } from "./types";
 
@@ -44,11 +45,29 @@ class SwitchWatch {
     this.subscribers = [];
   }
 
+  /** How many of the deployment's sentinels the console is subscribed to now; null while no connection watches. */
+  answering(): { answering: number; total: number } | null {
+    if (this.subscribers.length === 0) return null;
+    return { answering: this.subscribers.filter((s) => s.status === "ready").length, total: this.subscribers.length };
+  }
+
   private open(): void {
     this.subscribers = subscribeToSwitches(this.deployment, "lockscope:switch", (event) => {
       for (const connection of this.connections) connection.primarySwitched(event.to);
     });
   }
+}
+
+/** Each Sentinel deployment's switch watch, by deployment name (kept per process: the health reads it from any bundle). */
+const switchWatches = () => singleton("sentinel-switch-watches", () => new Map<string, SwitchWatch>());
+
+/**
+ * How many of a Sentinel deployment's sentinels answer the console now (it is subscribed to their `+switch-master`),
+ * of how many; null for a deployment that is not Sentinel or not watched yet. None answering: the console would not
+ * hear a failover, nor find the primary again once its connection drops.
+ */
+export function sentinelsAnswering(deployment: string): { answering: number; total: number } | null {
+  return switchWatches().get(deployment)?.answering() ?? null;
 }
 
 /**
@@ -202,6 +221,7 @@ export const sentinelDriver: DeploymentDriver<"sentinel"> = {
   endpoints: (d) => {
     const sentinelAuth = authOptions(d.sentinelAuth, null);
     const switches = new SwitchWatch(d);
+    switchWatches().set(d.name, switches);
     return [
       {
         label: `sentinel://${d.sentinels.map((s) => (s.host.includes(":") ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`)).join(",")}/${d.master}`,
