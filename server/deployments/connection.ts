@@ -4,18 +4,38 @@ import type { ConnectionOptions } from "node:tls";
 import type { RedisOptions } from "ioredis";
 import type { DeploymentAuth, DeploymentTls } from "@/lib/deployment-config";
 
+/** The last contents read of each TLS file: what a connection uses while a renewal leaves the file unreadable. */
+const lastRead = new Map<string, Buffer>();
+
+/** A TLS file as it is now; while it cannot be read (mid-renewal), the last contents read. The files were checked at start. */
+function freshFile(file: string): Buffer {
+  try {
+    const contents = readFileSync(file);
+    lastRead.set(file, contents);
+    return contents;
+  } catch (error) {
+    const last = lastRead.get(file);
+    if (last) return last;
+    throw error;
+  }
+}
+
 /**
- * TLS options from a deployment's files, read when a connection is made (so a rotated certificate is
- * picked up by the next connection). The files were checked at start.
+ * TLS options from a deployment's files, read whenever a socket is opened with them: ioredis copies a connection's
+ * `tls` options at each connect (`Object.assign`), reconnects included, so the file-backed ones are getters and a
+ * renewed CA, certificate or key is used from the next (re)connection on. A connection that kept the contents read
+ * when it was made would, after a rotation, reconnect with the old ones and be refused for ever.
  */
 export function tlsOptions(tls: DeploymentTls | null): ConnectionOptions {
   if (!tls) return {};
-  return {
-    ...(tls.caFile ? { ca: readFileSync(tls.caFile) } : {}),
-    ...(tls.certFile ? { cert: readFileSync(tls.certFile) } : {}),
-    ...(tls.keyFile ? { key: readFileSync(tls.keyFile) } : {}),
-    ...(tls.servername ? { servername: tls.servername } : {}),
+  const options: ConnectionOptions = tls.servername ? { servername: tls.servername } : {};
+  const lazily = (field: "ca" | "cert" | "key", file: string | null) => {
+    if (file) Object.defineProperty(options, field, { enumerable: true, get: () => freshFile(file) });
   };
+  lazily("ca", tls.caFile);
+  lazily("cert", tls.certFile);
+  lazily("key", tls.keyFile);
+  return options;
 }
 
 /**
