@@ -10,7 +10,7 @@ import { readLockKeys, type ReadLimits } from "@/lib/locks/formats";
 import { replyOf } from "../errors";
 import { initialiseFor } from "../metrics";
 import type { LockNode } from "../nodes";
-import { urlOptions } from "./connection";
+import { followPasswordFile, urlOptions } from "./connection";
 import { compareAfterFailover, FAILOVER_READ_OPTIONS, forceReleasedLocks, seenLocks, type FailoverTarget } from "./failover";
 import type { DeploymentDriver } from "./types";
 
@@ -55,8 +55,17 @@ export const clusterDriver: DeploymentDriver<"cluster"> = {
       {
         label: `cluster://${d.seeds.map((s) => maskRedisUrl(s).replace(/^rediss?:\/\//, "")).join(",")}`,
         url: null,
-        connect: (options) => new Cluster(seeds, clusterOptions(options, nodeOptions)),
-        connectTo: (host, port, options) => new Redis({ host, port, ...nodeOptions, ...options }),
+        connect: (options) => {
+          const client = new Cluster(seeds, clusterOptions(options, nodeOptions));
+          // (Each node's connection is made from these options, the password file read then.)
+          if (client.options.redisOptions) followPasswordFile(client.options.redisOptions, "password", d.auth, first);
+          return client;
+        },
+        connectTo: (host, port, options) => {
+          const client = new Redis({ host, port, ...nodeOptions, ...options });
+          followPasswordFile(client.options, "password", d.auth, first);
+          return client;
+        },
       },
     ];
   },

@@ -55,6 +55,34 @@ export function authOptions(auth: DeploymentAuth, url: string | null): Pick<Redi
 }
 
 /**
+ * Makes a connection read its password file at each connect, reconnects included, rather than keep the password read
+ * when it was made: rotated the usual way (a second password added to the ACL user, the file rewritten, the old
+ * password removed), a connection that drops afterwards would otherwise sign in with the old one, and be refused
+ * until the console restarts. `options` is a connection's own options (`client.options`; a cluster client's
+ * `options.redisOptions`, from which it makes each node's connection), read by ioredis at each connect; `field` the
+ * password they carry. Nothing changes where the password is not the file's (the URL carries one, or none is set).
+ */
+export function followPasswordFile(options: object, field: "password" | "sentinelPassword", auth: DeploymentAuth, url: string | null): void {
+  const file = auth.passwordFile;
+  if (file === null || (url !== null && new URL(url).password !== "")) return;
+  let last: string | undefined;
+  Object.defineProperty(options, field, {
+    enumerable: true,
+    configurable: true,
+    get: () => {
+      // (While the file is being replaced and cannot be read, the last password read.)
+      try {
+        last = readFileSync(file, "utf8").trim();
+      } catch (error) {
+        if (last === undefined) throw error;
+      }
+      return last;
+    },
+    set: () => undefined,
+  });
+}
+
+/**
  * The URL ioredis connects to, without its credentials (they go in `authOptions`): from a URL, ioredis takes a user
  * name without a password as the password "" and lets it win over the options' one, so it would send no password.
  */

@@ -3,7 +3,7 @@ import Redis, { type RedisOptions } from "ioredis";
 import type { Deployment } from "@/lib/deployment-config";
 import { parseSwitchMaster, type SwitchMaster } from "@/lib/locks/failover";
 import { singleton } from "../global";
-import { authOptions, tlsOptions } from "./connection";
+import { authOptions, followPasswordFile, tlsOptions } from "./connection";
 import type { DeploymentDriver } from "./types";
 
 /** How long an ended Sentinel connection waits before it connects again. */
@@ -31,7 +31,7 @@ class SwitchWatch {
   private readonly connections = new Set<SentinelConnection>();
   private subscribers: Redis[] = [];
 
-  constructor(private readonly deployment: SentinelDeployment) {}
+  constructor(readonly deployment: SentinelDeployment) {}
 
   add(connection: SentinelConnection): void {
     this.connections.add(connection);
@@ -92,6 +92,7 @@ export function subscribeToSwitches(d: SentinelDeployment, connectionName: strin
       maxRetriesPerRequest: null,
       retryStrategy: (times: number) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
     });
+    followPasswordFile(sub.options, "password", d.sentinelAuth, null);
     // A sentinel that is down is one of several: the others announce the switch too.
     sub.on("error", () => undefined);
     sub.on("message", (channel: string, message: string) => {
@@ -127,6 +128,9 @@ class SentinelConnection extends Redis {
     private readonly switches: SwitchWatch,
   ) {
     super(options);
+    // (The instances' password and the sentinels' are read from their files at each connect.)
+    followPasswordFile(this.options, "password", switches.deployment.auth, null);
+    followPasswordFile(this.options, "sentinelPassword", switches.deployment.sentinelAuth, null);
     switches.add(this);
     const quit = this.quit.bind(this);
     this.quit = (...args: Parameters<Redis["quit"]>) => {

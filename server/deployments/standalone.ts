@@ -1,7 +1,7 @@
 import "server-only";
 import Redis from "ioredis";
 import { maskRedisUrl } from "@/lib/config";
-import { connectUrl, urlOptions } from "./connection";
+import { connectUrl, followPasswordFile, urlOptions } from "./connection";
 import type { DeploymentDriver } from "./types";
 
 /** One Redis instance: single-instance locks, held where that instance holds them. */
@@ -11,7 +11,11 @@ export const standaloneDriver: DeploymentDriver<"standalone"> = {
     {
       label: maskRedisUrl(d.url),
       url: d.url,
-      connect: (options) => new Redis(connectUrl(d.url), { ...urlOptions(d.url, d.tls, d.auth), ...options }),
+      connect: (options) => {
+        const client = new Redis(connectUrl(d.url), { ...urlOptions(d.url, d.tls, d.auth), ...options });
+        followPasswordFile(client.options, "password", d.auth, d.url);
+        return client;
+      },
     },
   ],
 };
