@@ -52,6 +52,13 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
    */
   const sentinelNodes = new Set<string>();
   const clusterChecked = new Set<string>();
+  /**
+   * Each node's run id (INFO server), read every poll where a deployment has several nodes: two URLs that reach one
+   * server (another name or address for it, a proxy in front of it) share it, and that server would count twice
+   * towards the quorum.
+   */
+  const runIds = new Map<string, { runId: string; readAt: number }>();
+  const sameServerLogged = new Set<string>();
   const told = new Map<string, string | null>();
   /** Tells `onReadOnly` of a change of what the fresh reading says (`primary`, or "" for a replica that does not say). */
   const tell = (nodeId: string) => {
@@ -94,6 +101,15 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
           () => clusterChecked.delete(node.id),
         );
       }
+      if (nodes.length > 1) {
+        node.client.info("server").then(
+          (info) => {
+            const runId = /^run_id:([0-9a-f]+)\r?$/m.exec(info)?.[1];
+            if (runId) runIds.set(node.id, { runId, readAt: Date.now() });
+          },
+          () => undefined,
+        );
+      }
       node.client.info("replication").then(
         (info) => {
           states.set(node.id, { ...readReplicationInfo(info), readAt: Date.now() });
@@ -103,6 +119,26 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
         () => undefined,
       );
     }
+  };
+  /** The id of the first node before `nodeId` that answers with the same run id now (both read fresh), if any. */
+  const sameServerBefore = (nodeId: string): string | undefined => {
+    const fresh = (id: string) => {
+      const r = runIds.get(id);
+      return r && Date.now() - r.readAt <= STALE_MS ? r.runId : undefined;
+    };
+    const own = fresh(nodeId);
+    if (own === undefined) return undefined;
+    const at = nodes.findIndex((n) => n.id === nodeId);
+    const same = nodes.slice(0, Math.max(0, at)).find((n) => fresh(n.id) === own);
+    if (same && !sameServerLogged.has(nodeId)) {
+      sameServerLogged.add(nodeId);
+      const node = nodes[at];
+      getLogger().warn(
+        { node: nodeId, deployment: node?.deployment, url: node?.maskedUrl, sameServerAs: same.id },
+        "two URLs of the deployment reach the same server (the same run id): it is counted once, the second URL down; give each node of a Redlock set its own server",
+      );
+    }
+    return same?.id;
   };
   read();
   const timer = setInterval(read, POLL_MS);
@@ -122,16 +158,19 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
     const clusterNode = clusterNodes.has(nodeId);
     // A sentinel answers PING: it is no lock node all the same, and counts as down (health, readiness, /metrics).
     const sentinelNode = sentinelNodes.has(nodeId);
+    // A node that is the same server as one before it in the list counts once, as that one: not up here.
+    const sameServerAs = sameServerBefore(nodeId);
     // A Sentinel deployment's sentinels: with none answering, a failover would go unheard (and none can happen).
     const sentinels = sentinelsAnswering(deployment);
     return {
       ...(sentinels ? { sentinels } : {}),
       ...(sentinelNode ? { up: false, latencyMs: null, sentinelNode: true } : {}),
+      ...(sameServerAs ? { up: false, latencyMs: null, sameServerAs } : {}),
       ...(node ? { deployment: node.deployment } : {}),
       ...(state ? { replication: state } : {}),
       ...cluster,
       ...(clusterNode ? { clusterNode: true } : {}),
-      ...(readOnly || clusterNode || sentinels?.answering === 0 ? { degraded: true } : {}),
+      ...(readOnly || clusterNode || sameServerAs || sentinels?.answering === 0 ? { degraded: true } : {}),
     };
   });
   return () => clearInterval(timer);
