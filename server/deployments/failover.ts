@@ -1,4 +1,6 @@
 import "server-only";
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import Redis, { type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
@@ -167,14 +169,24 @@ export class SentinelFailoverMonitor {
   }
 
   private compare(from: string, toServer: { host: string; port: number }): void {
-    const to = `${toServer.host}:${toServer.port}`;
-    // Every sentinel announces the same switch, and the watcher may have reached the new primary first: once.
-    if (this.lastComparedWith === to || this.stopped) return;
-    this.lastComparedWith = to;
+    if (this.stopped) return;
     const now = Date.now();
     // Taken at once, before the watcher reconciles with the new primary and the view changes.
     const seen = seenLocks(this.target, now);
     const forced = forceReleasedLocks(this.target);
+    // Told apart by address: sentinels that announce host names (`announce-hostnames yes`) name the new primary by
+    // its name, the watcher by the address its socket reached; the name is resolved first, or one failover would be
+    // compared (and its lost locks counted) twice.
+    void addressOf(toServer.host).then((host) => {
+      const to = `${host}:${toServer.port}`;
+      // Every sentinel announces the same switch, and the watcher may have reached the new primary first: once.
+      if (this.lastComparedWith === to || this.stopped) return;
+      this.lastComparedWith = to;
+      this.compareWith(from, toServer, `${toServer.host}:${toServer.port}`, now, seen, forced);
+    });
+  }
+
+  private compareWith(from: string, toServer: { host: string; port: number }, to: string, now: number, seen: SeenLock[], forced: SeenLock[]): void {
     const conn = new Redis({
       host: toServer.host,
       port: toServer.port,
@@ -189,6 +201,17 @@ export class SentinelFailoverMonitor {
     this.stopped = true;
     await Promise.allSettled(this.subscribers.map((s) => s.quit()));
     for (const s of this.subscribers) s.disconnect();
+  }
+}
+
+/** The IP address `host` names (the first IPv4 one, as the console's connections dial), itself for an address; the name where it does not resolve. */
+async function addressOf(host: string): Promise<string> {
+  const bare = host.replace(/^::ffff:/, "");
+  if (isIP(bare) !== 0) return bare;
+  try {
+    return (await lookup(bare, { family: 4 }).catch(() => lookup(bare))).address.replace(/^::ffff:/, "");
+  } catch {
+    return bare;
   }
 }
 

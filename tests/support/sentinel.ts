@@ -55,15 +55,15 @@ export const tlsServerArgs = (tls: Pick<SentinelTls, "cert" | "key" | "clientCer
   "--tls-ca-cert-file", tls.ca, "--tls-replication", "yes",
 ];
 
-export async function startSentinel(dir: string, master: string, primaryPort: number, tls?: SentinelTls): Promise<{ port: number; tlsPort: number | null; child: ChildProcess }> {
+export async function startSentinel(dir: string, master: string, primaryPort: number, tls?: SentinelTls, hostnames = false): Promise<{ port: number; tlsPort: number | null; child: ChildProcess }> {
   for (let attempt = 1; ; attempt++) {
-    const started = await startSentinelOnce(dir, master, primaryPort, tls);
+    const started = await startSentinelOnce(dir, master, primaryPort, tls, hostnames);
     if (started) return started;
     if (attempt === 5) throw new Error("no sentinel started: five free ports were each taken by another process first");
   }
 }
 
-async function startSentinelOnce(dir: string, master: string, primaryPort: number, tls?: SentinelTls): Promise<{ port: number; tlsPort: number | null; child: ChildProcess } | null> {
+async function startSentinelOnce(dir: string, master: string, primaryPort: number, tls: SentinelTls | undefined, hostnames: boolean): Promise<{ port: number; tlsPort: number | null; child: ChildProcess } | null> {
   const port = await freePort();
   const tlsPort = tls ? await freePort() : null;
   const conf = path.join(dir, `sentinel-${port}.conf`);
@@ -79,7 +79,9 @@ async function startSentinelOnce(dir: string, master: string, primaryPort: numbe
       ...(tls
         ? [`tls-port ${tlsPort}`, `tls-cert-file ${tls.cert}`, `tls-key-file ${tls.key}`, `tls-client-cert-file ${tls.clientCert}`, `tls-client-key-file ${tls.clientKey}`, `tls-ca-cert-file ${tls.ca}`, "tls-replication yes", ...(tls.sentinelConf ?? [])]
         : []),
-      `sentinel monitor ${master} 127.0.0.1 ${tls ? tls.primaryTlsPort : primaryPort} 2`,
+      // (With `hostnames`, the instances are known and announced by the name localhost, as by DNS names elsewhere.)
+      ...(hostnames ? ["sentinel resolve-hostnames yes", "sentinel announce-hostnames yes"] : []),
+      `sentinel monitor ${master} ${hostnames ? "localhost" : "127.0.0.1"} ${tls ? tls.primaryTlsPort : primaryPort} 2`,
       `sentinel down-after-milliseconds ${master} 1000`,
       `sentinel failover-timeout ${master} 10000`,
       `sentinel parallel-syncs ${master} 2`,
@@ -100,9 +102,18 @@ async function startSentinelOnce(dir: string, master: string, primaryPort: numbe
   return null;
 }
 
-export async function startSentinelSet(primary: RedisNode, dir: string, master = "locks", tls?: SentinelTls): Promise<SentinelSet> {
+export async function startSentinelSet(primary: RedisNode, dir: string, master = "locks", tls?: SentinelTls, hostnames = false): Promise<SentinelSet> {
   mkdirSync(dir, { recursive: true });
-  const replicaArgs = async () => (tls ? [...tlsServerArgs(tls, await freePort()), "--replicaof", "127.0.0.1", String(tls.primaryTlsPort), ...(tls.replicaArgs ?? [])] : ["--replicaof", "127.0.0.1", String(primary.port)]);
+  const announce = hostnames ? ["--replica-announce-ip", "localhost"] : [];
+  const replicaArgs = async () => (tls ? [...tlsServerArgs(tls, await freePort()), "--replicaof", "127.0.0.1", String(tls.primaryTlsPort), ...(tls.replicaArgs ?? [])] : ["--replicaof", "127.0.0.1", String(primary.port), ...announce]);
+  if (hostnames) {
+    const c = new Redis(primary.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+    try {
+      await c.config("SET", "replica-announce-ip", "localhost");
+    } finally {
+      c.disconnect();
+    }
+  }
   const replicas = await Promise.all([0, 1].map(async () => RedisNode.start({ dir, extraArgs: await replicaArgs() })));
   const admin = new Redis(primary.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
   try {
@@ -110,7 +121,7 @@ export async function startSentinelSet(primary: RedisNode, dir: string, master =
   } finally {
     admin.disconnect();
   }
-  const sentinels = await Promise.all([0, 1, 2].map(() => startSentinel(dir, master, primary.port, tls)));
+  const sentinels = await Promise.all([0, 1, 2].map(() => startSentinel(dir, master, primary.port, tls, hostnames)));
   // Sentinels find the replicas and each other through the primary (hello messages every 2 s).
   for (const s of sentinels) {
     const c = new Redis(s.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
@@ -143,9 +154,9 @@ export async function startSentinelSet(primary: RedisNode, dir: string, master =
  * A console over a Sentinel set: the console's own node is the primary the sentinels monitor, and the console
  * is pointed at the sentinels (REDIS_SENTINELS) before its live view starts.
  */
-export async function setUpConsoleOverSentinels(dirPrefix: string): Promise<{ cluster: TestCluster; set: SentinelSet }> {
+export async function setUpConsoleOverSentinels(dirPrefix: string, options: { hostnames?: boolean } = {}): Promise<{ cluster: TestCluster; set: SentinelSet }> {
   const cluster = await setUpConsole({ nodes: 1, env: { LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
-  const set = await startSentinelSet(cluster.nodes[0]!, mkdtempSync(path.join(os.tmpdir(), dirPrefix)));
+  const set = await startSentinelSet(cluster.nodes[0]!, mkdtempSync(path.join(os.tmpdir(), dirPrefix)), "locks", undefined, options.hostnames ?? false);
   delete process.env.REDIS_URLS;
   Object.assign(process.env, { REDIS_SENTINELS: set.sentinelsVar, REDIS_SENTINEL_MASTER: set.master });
   return { cluster, set };
