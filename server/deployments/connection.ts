@@ -1,5 +1,7 @@
 import "server-only";
+import { lookup } from "node:dns/promises";
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import type { ConnectionOptions } from "node:tls";
 import type { RedisOptions } from "ioredis";
 import type { DeploymentAuth, DeploymentTls } from "@/lib/deployment-config";
@@ -99,4 +101,15 @@ export function urlOptions(url: string, tls: DeploymentTls | null, auth: Deploym
     ...authOptions(auth, url),
     ...(url.startsWith("rediss://") ? { tls: tlsOptions(tls) } : {}),
   };
+}
+
+/** The IP address `host` names (the first IPv4 one, as the console's connections dial), itself for an address; the name where it does not resolve. */
+export async function addressOf(host: string): Promise<string> {
+  const bare = host.replace(/^::ffff:/, "");
+  if (isIP(bare) !== 0) return bare;
+  try {
+    return (await lookup(bare, { family: 4 }).catch(() => lookup(bare))).address.replace(/^::ffff:/, "");
+  } catch {
+    return bare;
+  }
 }

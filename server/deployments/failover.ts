@@ -1,6 +1,4 @@
 import "server-only";
-import { lookup } from "node:dns/promises";
-import { isIP } from "node:net";
 import Redis, { type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
@@ -9,7 +7,7 @@ import { lostInFailover, releasesUndone, type SeenLock } from "@/lib/locks/failo
 import { decodeReading, readLockKeysAsAllowed } from "@/lib/locks/formats";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { declared, initialiseFor } from "../metrics";
-import { authOptions, tlsOptions } from "./connection";
+import { addressOf, authOptions, tlsOptions } from "./connection";
 import { subscribeToSwitches } from "./sentinel";
 import type { LockClient } from "./types";
 
@@ -201,17 +199,6 @@ export class SentinelFailoverMonitor {
     this.stopped = true;
     await Promise.allSettled(this.subscribers.map((s) => s.quit()));
     for (const s of this.subscribers) s.disconnect();
-  }
-}
-
-/** The IP address `host` names (the first IPv4 one, as the console's connections dial), itself for an address; the name where it does not resolve. */
-async function addressOf(host: string): Promise<string> {
-  const bare = host.replace(/^::ffff:/, "");
-  if (isIP(bare) !== 0) return bare;
-  try {
-    return (await lookup(bare, { family: 4 }).catch(() => lookup(bare))).address.replace(/^::ffff:/, "");
-  } catch {
-    return bare;
   }
 }
 

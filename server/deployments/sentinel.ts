@@ -3,7 +3,7 @@ import Redis, { type RedisOptions } from "ioredis";
 import type { Deployment } from "@/lib/deployment-config";
 import { parseSwitchMaster, type SwitchMaster } from "@/lib/locks/failover";
 import { singleton } from "../global";
-import { authOptions, followPasswordFile, tlsOptions } from "./connection";
+import { addressOf, authOptions, followPasswordFile, tlsOptions } from "./connection";
 import type { DeploymentDriver } from "./types";
 
 /** How long an ended Sentinel connection waits before it connects again. */
@@ -53,7 +53,12 @@ class SwitchWatch {
 
   private open(): void {
     this.subscribers = subscribeToSwitches(this.deployment, "lockscope:switch", (event) => {
-      for (const connection of this.connections) connection.primarySwitched(event.to);
+      // By address: sentinels that announce host names name the new primary by its name, which a connection's socket
+      // knows by its address; told the name, a connection already on the new primary would leave it and come back
+      // (one more reconnect and gap in the live view for one failover).
+      void addressOf(event.to.host).then((host) => {
+        for (const connection of this.connections) connection.primarySwitched({ host, port: event.to.port });
+      });
     });
   }
 }
