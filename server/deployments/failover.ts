@@ -1,4 +1,5 @@
 import "server-only";
+import { isIP } from "node:net";
 import Redis, { type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
@@ -144,6 +145,8 @@ export class SentinelFailoverMonitor {
    * compared with before (A→B, B→A, A→B) is another failover, compared again however soon it comes.
    */
   private lastComparedWith: string | null = null;
+  /** The new primary as last named (`host:port`, a host name where the sentinels announce names). */
+  private lastNamed: string | null = null;
   private stopped = false;
 
   constructor(
@@ -168,6 +171,10 @@ export class SentinelFailoverMonitor {
 
   private compare(from: string, toServer: { host: string; port: number }): void {
     if (this.stopped) return;
+    const named = `${toServer.host}:${toServer.port}`;
+    // The same announcement again (every sentinel sends it): nothing new, not even a view to take.
+    if (named === this.lastNamed) return;
+    this.lastNamed = named;
     const now = Date.now();
     // Taken at once, before the watcher reconciles with the new primary and the view changes.
     const seen = seenLocks(this.target, now);
@@ -175,13 +182,16 @@ export class SentinelFailoverMonitor {
     // Told apart by address: sentinels that announce host names (`announce-hostnames yes`) name the new primary by
     // its name, the watcher by the address its socket reached; the name is resolved first, or one failover would be
     // compared (and its lost locks counted) twice.
-    void addressOf(toServer.host).then((host) => {
+    const reached = (host: string) => {
       const to = `${host}:${toServer.port}`;
       // Every sentinel announces the same switch, and the watcher may have reached the new primary first: once.
       if (this.lastComparedWith === to || this.stopped) return;
       this.lastComparedWith = to;
-      this.compareWith(from, toServer, `${toServer.host}:${toServer.port}`, now, seen, forced);
-    });
+      this.compareWith(from, toServer, named, now, seen, forced);
+    };
+    const bare = toServer.host.replace(/^::ffff:/, "");
+    if (isIP(bare) !== 0) reached(bare);
+    else void addressOf(bare).then(reached);
   }
 
   private compareWith(from: string, toServer: { host: string; port: number }, to: string, now: number, seen: SeenLock[], forced: SeenLock[]): void {
