@@ -1,5 +1,5 @@
 import type { LabPreset } from "@/lib/lab/presets";
-import { MULTI_NODE_STRATEGIES } from "@/lib/lab/settings";
+import { LOCKING_STRATEGIES, MULTI_NODE_STRATEGIES } from "@/lib/lab/settings";
 import { oversold } from "@/lib/lab/stats";
 import type { LabInfo, RunRecord } from "@/lib/lab/types";
 
@@ -85,6 +85,9 @@ export function explainRun(run: Pick<RunRecord, "status" | "stopReason" | "resul
     out.push(`The run stopped after its ${run.settings.orders ?? r.orders} orders, with ${plural(r.remaining, "unit")} still in stock.`);
   } else if (r.remaining > 0 && run.stopReason !== "sold-out") {
     out.push(`It stopped before the stock ran out: ${plural(r.remaining, "unit")} still in stock.`);
+  }
+  if (LOCKING_STRATEGIES.has(run.settings.strategy) && r.waitP50Ms === null) {
+    out.push("No order took the lock before the run stopped, so no lock wait was measured.");
   }
   if (r.staleWritesRejected > 0) {
     out.push(

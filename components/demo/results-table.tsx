@@ -27,6 +27,9 @@ function settingsText(r: RunRecord): string {
 
 const ms = (n: number) => `${n < 10 ? n.toFixed(1) : Math.round(n)} ms`;
 
+/** A lock-wait figure: none for a strategy without a lock, none measured for a locking run that never took its lock. */
+const waitText = (locks: boolean, wait: number | null) => (!locks ? "no lock" : wait === null ? "no lock taken" : ms(wait));
+
 /** Runs side by side, one row each: the numbers to compare, lost updates and oversold units marked (red and ⚠) when any. */
 export function ResultsTable({
   runs,
@@ -72,8 +75,8 @@ export function ResultsTable({
                 <td className={styles.num} data-label="sold per second" title="Units sold per second (orders that did not sell are not counted)">
                   {res ? res.ordersPerSec : "—"}
                 </td>
-                <td className={styles.num}>{res ? (locks ? ms(res.waitP50Ms) : "no lock") : "—"}</td>
-                <td className={styles.num}>{res ? (locks ? ms(res.waitP99Ms) : "no lock") : "—"}</td>
+                <td className={styles.num} data-label="wait p50">{res ? waitText(locks, res.waitP50Ms) : "—"}</td>
+                <td className={styles.num} data-label="wait p99">{res ? waitText(locks, res.waitP99Ms) : "—"}</td>
                 <td className={styles.num}>{res?.retries ?? r.progress.retries}</td>
                 <td className={styles.num}>{res?.staleWritesRejected ?? r.progress.staleWritesRejected}</td>
                 <td className={styles.num}>{res ? `${(res.durationMs / 1000).toFixed(1)} s` : "—"}</td>

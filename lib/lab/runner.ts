@@ -5,7 +5,7 @@ import { removeRunKeys } from "./cleanup";
 import { boundedAll, NodeSwitch, openLabClient, SwitchedClient } from "./connections";
 import { FaultInjector, type NodeProcessControl } from "./faults";
 import { runKeys, type RunKeys } from "./keys";
-import { LAB_LIMITS, MULTI_NODE_STRATEGIES, retryDelayFor, type RunSettings } from "./settings";
+import { LAB_LIMITS, LOCKING_STRATEGIES, MULTI_NODE_STRATEGIES, retryDelayFor, type RunSettings } from "./settings";
 import { Sampler } from "./sampler";
 import { scriptRefusal, scriptVerdict } from "./scripts-check";
 import { lostUpdates, ordersPerSec, oversold, percentile, progressFraction, Samples } from "./stats";
@@ -530,8 +530,7 @@ export class LabRun {
       oversold: oversold(t.sold, stock),
       stockNeverNegative: t.minStockSeen >= 0 && remaining >= 0,
       ordersPerSec: ordersPerSec(t.sold, durationMs),
-      waitP50Ms: round2(percentile(waits, 50) ?? 0),
-      waitP99Ms: round2(percentile(waits, 99) ?? 0),
+      ...waitFigures(waits, LOCKING_STRATEGIES.has(this.settings.strategy)),
       retries: t.retries,
       staleWritesRejected: t.staleWritesRejected,
       durationMs: Math.round(durationMs),
@@ -555,6 +554,17 @@ function isFailure(reason: unknown): reason is Error {
 function stopReasonOf(reason: unknown): StopReason {
   if (reason === "error" || isFailure(reason)) return "error";
   return reason === "shutdown" || reason === "time-limit" ? reason : "cancelled";
+}
+
+/**
+ * The run's lock-wait percentiles: 0 for a strategy without a lock; null for a locking run that never took its
+ * lock (a 0 would read as "took it at once", which is the opposite of what happened).
+ */
+function waitFigures(waits: Float64Array, locking: boolean): Pick<RunResult, "waitP50Ms" | "waitP99Ms"> {
+  if (!locking) return { waitP50Ms: 0, waitP99Ms: 0 };
+  const p50 = percentile(waits, 50);
+  const p99 = percentile(waits, 99);
+  return { waitP50Ms: p50 === null ? null : round2(p50), waitP99Ms: p99 === null ? null : round2(p99) };
 }
 
 const round2 = (n: number) => Math.round(n * 100) / 100;

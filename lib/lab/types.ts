@@ -20,10 +20,10 @@ export interface RunResult {
   ordersPerSec: number;
   /**
    * Time to take the lock, per order, from its first attempt (an order placed again after a node error keeps
-   * its wait); 0 for strategies without a lock.
+   * its wait); 0 for strategies without a lock; null for a locking run that never took its lock (nothing measured).
    */
-  waitP50Ms: number;
-  waitP99Ms: number;
+  waitP50Ms: number | null;
+  waitP99Ms: number | null;
   /** Lock attempts beyond each order's first (the attempts before a node error included), over all orders. */
   retries: number;
   /** Fenced strategy: stock writes refused because a newer fence had already touched the stock. */

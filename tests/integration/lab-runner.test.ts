@@ -273,6 +273,18 @@ describe("lab runner", () => {
     expect(await leftovers(id)).toEqual([]);
   });
 
+  it("reports no lock wait for a locking run that never took its lock, rather than a wait of 0 ms", async () => {
+    const id = newRunId();
+    // Someone else holds the run's lock on node 0 for the whole run: no worker ever takes it.
+    await cluster.client(0).set(`lock:lab:${id}:stock`, "someone else", "PX", 60_000);
+    const run = new LabRun({ id, settings: { strategy: "naive", stock: 100, workers: 3, ttlMs: 1_000, workMs: 1 }, nodeUrls: cluster.urls, maxRunMs: 600 });
+    const { stopReason, result } = await run.run();
+    expect(stopReason).toBe("time-limit");
+    expect(result).toMatchObject({ sold: 0, remaining: 100, waitP50Ms: null, waitP99Ms: null });
+    expect(result!.retries).toBeGreaterThan(0);
+    expect(await leftovers(id)).toEqual([]);
+  });
+
   it("places exactly the orders asked for with every strategy, the locking ones too, and says so", async () => {
     for (const strategy of ["naive", "redlock", "atomic"] as const) {
       const { stopReason, result } = await lab({ strategy, stock: 1000, workers: 10, orders: 50, ttlMs: 10_000, workMs: 5 }).run.run();

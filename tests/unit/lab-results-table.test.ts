@@ -67,6 +67,16 @@ describe("the lab's results table", () => {
     expect(table([record({ settings: settings(0.07) })])).toMatch(/pauses 7% × 450 ms/);
   });
 
+  it("says a locking run that never took its lock has no lock wait, not a wait of 0 ms", () => {
+    const settings = { strategy: "naive" as const, stock: 100, workers: 3, ttlMs: 1000, workMs: 1 };
+    const html = table([record({ settings, stopReason: "time-limit", result: labResult({ sold: 0, remaining: 100, waitP50Ms: null, waitP99Ms: null }) })]);
+    expect(cell(html, "wait p50")).toBe("no lock taken");
+    expect(cell(html, "wait p99")).toBe("no lock taken");
+    expect(html).not.toMatch(/0\.0 ms/);
+    expect(cell(table([record({ settings })]), "wait p99")).toBe("10 ms");
+    expect(cell(table([record({})]), "wait p99")).toBe("no lock");
+  });
+
   it("works the oversold figure out for a run recorded before the field existed", () => {
     const { oversold: _oversold, ...old } = labResult({ sold: 130, lostUpdates: 30 });
     expect(cell(table([record({ result: old as RunResult })]), "oversold")).toBe("30");

@@ -44,6 +44,12 @@ describe("lab results in words", () => {
     expect(lines[1]).toContain("raising it to 5 again");
   });
 
+  it("says a locking run that never took its lock measured no lock wait", () => {
+    const starved = run({ stopReason: "time-limit", settings: { strategy: "redlock", stock: 100, workers: 3, ttlMs: 1000, workMs: 1 }, result: labResult({ sold: 0, remaining: 100, waitP50Ms: null, waitP99Ms: null }) });
+    expect(explainRun(starved)).toContain("No order took the lock before the run stopped, so no lock wait was measured.");
+    expect(explainRun(run({})).join(" ")).not.toMatch(/no lock wait/);
+  });
+
   it("counts the lost updates of a race as sales of units already sold, never as more units than the stock had", () => {
     // The read-modify-write race: 25 buyers kept writing back stale stock, so 100 units took 2346 sales to sell out.
     const race = run({ result: labResult({ sold: 2346, remaining: 0, lostUpdates: 2246, oversold: 2246 }) });
