@@ -3,7 +3,7 @@
 import { LOCKING_STRATEGIES } from "@/lib/lab/settings";
 import type { RunRecord } from "@/lib/lab/types";
 import { MessageText } from "../message-text";
-import { oversoldOf, raisedAfterSellOut, stockOf } from "./explain";
+import { oversoldOf, raisedAfterSellOut, stockOf, stopText } from "./explain";
 import styles from "./lab.module.css";
 import { TableHead, TableScroll } from "../table-scroll";
 
@@ -58,8 +58,9 @@ export function ResultsTable({
                     {r.settings.strategy}
                   </button>
                 </th>
-                <td>
-                  <span className={`${styles.status} ${styles[r.status]}`}>{r.status}</span>
+                <td data-label="status">
+                  {/* Why it stopped (the time limit, a cancel, a sell-out), as the run's own panel says it; the colour is its status. */}
+                  <span className={`${styles.status} ${styles[r.status]}`}>{stopText(r)}</span>
                 </td>
                 <td className={styles.num}>{res?.sold ?? r.progress.sold}</td>
                 <td className={styles.num}>

@@ -77,6 +77,15 @@ describe("the lab's results table", () => {
     expect(cell(table([record({})]), "wait p99")).toBe("no lock");
   });
 
+  it("says in the status column why a run stopped: the time limit, a cancel, a sell-out", () => {
+    const status = (html: string) => /<td[^>]*data-label="status"[^>]*><span[^>]*>([^<]*)</.exec(html)?.[1];
+    expect(status(table([record({ stopReason: "time-limit", result: labResult({ sold: 40, remaining: 60 }) })]))).toBe("stopped at the time limit");
+    expect(status(table([record({ status: "cancelled", stopReason: "cancelled", result: labResult({ sold: 40, remaining: 60 }) })]))).toBe("cancelled");
+    expect(status(table([record({ status: "cancelled", stopReason: "shutdown", result: labResult({ sold: 40, remaining: 60 }) })]))).toBe("stopped: the console shut down");
+    expect(status(table([record({})]))).toBe("done: sold out");
+    expect(status(table([record({ status: "failed", stopReason: "error", result: undefined, error: "node 0 vanished" })]))).toBe("failed");
+  });
+
   it("works the oversold figure out for a run recorded before the field existed", () => {
     const { oversold: _oversold, ...old } = labResult({ sold: 130, lostUpdates: 30 });
     expect(cell(table([record({ result: old as RunResult })]), "oversold")).toBe("30");
