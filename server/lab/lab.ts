@@ -59,11 +59,14 @@ function labNodes(): LockNode[] {
   return labDeployment().nodes;
 }
 
+const CLUSTER_REFUSAL = "The lab runs on independent lock nodes (a Redlock set or a standalone instance); this console watches a Redis Cluster.";
+
 function stockNode(): LockNode & { client: Redis } {
   const node = labNodes()[0];
   if (!node) throw new ApiError("unavailable", "No lock nodes are configured.");
-  // The lab's workers dial independent nodes by URL; a cluster client is not one of them.
-  if (node.cluster || node.client instanceof Cluster) throw new ApiError("unavailable", "The lab runs on independent lock nodes; this console watches a Redis Cluster.");
+  // The lab's workers dial independent nodes by URL; a cluster client is not one of them. That never changes while
+  // the console runs, so it is a refusal (422, as POST answers), not a 503 that tells the client to try again later.
+  if (node.cluster || node.client instanceof Cluster) throw new ApiError("unprocessable", CLUSTER_REFUSAL);
   return node as LockNode & { client: Redis };
 }
 
@@ -142,7 +145,7 @@ export class Lab {
       throw new ApiError(
         "unprocessable",
         deployment.kind === "cluster"
-          ? "The lab runs on independent lock nodes (a Redlock set or a standalone instance); this console watches a Redis Cluster."
+          ? CLUSTER_REFUSAL
           : "The lab runs only on Redlock or standalone deployments reached by plain URLs (no Sentinel, TLS files or password files).",
       );
     }

@@ -27,4 +27,20 @@ describe("the contention lab on a Redis Cluster", () => {
       );
     }
   });
+
+  it("answers the list and a run's page with a refusal that says the lab does not run on a Cluster, not 503 \"try later\"", async () => {
+    const runs = await import("@/app/api/demo/runs/route");
+    const one = await import("@/app/api/demo/runs/[id]/route");
+    const message = "The lab runs on independent lock nodes (a Redlock set or a standalone instance); this console watches a Redis Cluster.";
+    const answers = [
+      await call(runs.GET, "GET", "/api/demo/runs"),
+      await call(one.GET, "GET", "/api/demo/runs/rmx1wokthvsb3i5", { params: { id: "rmx1wokthvsb3i5" } }),
+      await call(one.DELETE, "DELETE", "/api/demo/runs/rmx1wokthvsb3i5", { params: { id: "rmx1wokthvsb3i5" } }),
+    ];
+    for (const res of answers) {
+      expect(res.status, JSON.stringify(res.body)).toBe(422);
+      expect(res.body).toEqual({ error: { code: "unprocessable", message } });
+      expect(res.headers.get("retry-after")).toBeNull();
+    }
+  });
 });
