@@ -89,6 +89,13 @@ export function explainRun(run: Pick<RunRecord, "status" | "stopReason" | "resul
   if (LOCKING_STRATEGIES.has(run.settings.strategy) && r.waitP50Ms === null) {
     out.push("No order took the lock before the run stopped, so no lock wait was measured.");
   }
+  const waitingAtStop = (r as Partial<typeof r>).waitingAtStop ?? 0;
+  if (waitingAtStop > 0) {
+    // A starved run's p99 would otherwise look small: the orders that waited longest are the ones it cannot count.
+    out.push(
+      `${plural(waitingAtStop, "order was", "orders were")} still waiting for the lock when the run stopped: ${waitingAtStop === 1 ? "it never took it, so its wait is" : "they never took it, so their waits are"} not in the wait p50 and p99, which count only the orders that took the lock.`,
+    );
+  }
   if (r.staleWritesRejected > 0) {
     out.push(
       `${plural(r.staleWritesRejected, "stale write was", "stale writes were")} rejected: a buyer whose lock had expired under it (a pause past the TTL) tried to read or write the stock with an older fence than the one the next holder had already used. The stock refused it, the buyer retried with a new lock, and no update was lost.`,

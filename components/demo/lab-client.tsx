@@ -228,7 +228,7 @@ export function LabClient() {
           </div>
           <div>
             <dt>Wait</dt>
-            <dd>Time to take the lock, per order. &ldquo;No lock taken&rdquo;: no order took the lock before the run stopped, so there is no wait to show.</dd>
+            <dd>Time to take the lock, per order. &ldquo;No lock taken&rdquo;: no order took the lock before the run stopped, so there is no wait to show. Orders still waiting for the lock when the run stopped never took it and are not counted: the table says how many, next to the p99.</dd>
           </div>
         </dl>
         <p className="muted">Every run the lab keeps (its last 50), newest first. Pick a strategy in the table to see that run&apos;s charts and what its numbers say.</p>

@@ -1,7 +1,7 @@
 "use client";
 
 import { LOCKING_STRATEGIES } from "@/lib/lab/settings";
-import type { RunRecord } from "@/lib/lab/types";
+import type { RunRecord, RunResult } from "@/lib/lab/types";
 import { MessageText } from "../message-text";
 import { oversoldOf, raisedAfterSellOut, stockOf, stopText } from "./explain";
 import styles from "./lab.module.css";
@@ -51,6 +51,8 @@ export function ResultsTable({
             const res = r.result;
             const locks = LOCKING_STRATEGIES.has(r.settings.strategy);
             const oversold = oversoldOf(r);
+            // Absent from runs recorded before it was added.
+            const waitingAtStop = (res as Partial<RunResult> | undefined)?.waitingAtStop ?? 0;
             return (
               <tr key={r.id} data-run-id={r.id} className={highlight.has(r.id) ? styles.highlight : undefined}>
                 <th scope="row" className="mono">
@@ -77,7 +79,11 @@ export function ResultsTable({
                   {res ? res.ordersPerSec : "—"}
                 </td>
                 <td className={styles.num} data-label="wait p50">{res ? waitText(locks, res.waitP50Ms) : "—"}</td>
-                <td className={styles.num} data-label="wait p99">{res ? waitText(locks, res.waitP99Ms) : "—"}</td>
+                <td className={styles.num} data-label="wait p99">
+                  {res ? waitText(locks, res.waitP99Ms) : "—"}
+                  {/* Orders that never took the lock are not in the percentiles: say how many, or a starved run's p99 looks small. */}
+                  {waitingAtStop > 0 && <span className={styles.cellNote}>{waitingAtStop === 1 ? "1 order" : `${waitingAtStop} orders`} still waiting at the stop</span>}
+                </td>
                 <td className={styles.num}>{res?.retries ?? r.progress.retries}</td>
                 <td className={styles.num}>{res?.staleWritesRejected ?? r.progress.staleWritesRejected}</td>
                 <td className={styles.num}>{res ? `${(res.durationMs / 1000).toFixed(1)} s` : "—"}</td>

@@ -78,7 +78,7 @@ export class LabRun {
   readonly settings: RunSettings;
   readonly faultMode: FaultMode;
   readonly #options: LabRunOptions;
-  readonly #tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, releaseErrors: 0, errors: 0, minStockSeen: Infinity, waits: new Samples() };
+  readonly #tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, releaseErrors: 0, errors: 0, waitingAtStop: 0, minStockSeen: Infinity, waits: new Samples() };
   readonly #sampler = new Sampler();
   readonly #notes: string[] = [];
   readonly #switches: NodeSwitch[];
@@ -460,7 +460,9 @@ export class LabRun {
     try {
       await this.#orders(worker);
     } finally {
-      // An order still waiting for its lock when the worker stops is abandoned: no wait to count.
+      // An order still waiting for its lock when the worker stops is abandoned: no wait to count, so the
+      // percentiles leave it out; it is counted here, for the result to say how many the percentiles miss.
+      if (worker.waiting) this.#tally.waitingAtStop += 1;
       worker.waiting = null;
     }
   }
@@ -538,6 +540,7 @@ export class LabRun {
       locksLost: t.locksLost,
       releaseErrors: t.releaseErrors,
       errors: t.errors,
+      waitingAtStop: t.waitingAtStop,
     };
   }
 }

@@ -14,6 +14,8 @@ export interface Tally {
   /** Releases that failed on a node error: the lock was left to expire by its TTL (the order itself went through). */
   releaseErrors: number;
   errors: number;
+  /** Orders still waiting for the lock when their worker stopped (sold out, cancelled, time limit): no wait counted. */
+  waitingAtStop: number;
   minStockSeen: number;
   waits: Samples;
 }

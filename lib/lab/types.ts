@@ -40,6 +40,12 @@ export interface RunResult {
   releaseErrors: number;
   /** Orders that failed on a node error (a node down, a timeout) and were placed again. */
   errors: number;
+  /**
+   * Orders still waiting for the lock when the run stopped (sold out, cancelled, time limit): they never took it,
+   * so their waits are not in `waitP50Ms`/`waitP99Ms`, which a starved run's would raise (absent from runs recorded
+   * before it was added).
+   */
+  waitingAtStop: number;
 }
 
 /** One point of the live charts, every quarter second (thinned evenly on long runs). */

@@ -285,6 +285,19 @@ describe("lab runner", () => {
     expect(await leftovers(id)).toEqual([]);
   });
 
+  it("says how many orders were still waiting for the lock when the run stopped, whose waits no percentile counts", async () => {
+    const id = newRunId();
+    // Someone else holds the run's lock on every node: no worker takes it.
+    for (let i = 0; i < 3; i++) await cluster.client(i).set(`lock:lab:${id}:stock`, "someone else", "PX", 60_000);
+    const run = new LabRun({ id, settings: { strategy: "redlock", stock: 100, workers: 4, ttlMs: 1_000, workMs: 1 }, nodeUrls: cluster.urls, maxRunMs: 600 });
+    const { stopReason, result } = await run.run();
+    expect(stopReason).toBe("time-limit");
+    // Every worker was waiting with its order when the time limit came.
+    expect(result).toMatchObject({ sold: 0, waitingAtStop: 4 });
+    const fine = await lab({ strategy: "naive", stock: 30, workers: 1, ttlMs: 10_000, workMs: 1 }).run.run();
+    expect(fine.result).toMatchObject({ sold: 30, waitingAtStop: 0 });
+  });
+
   it("places exactly the orders asked for with every strategy, the locking ones too, and says so", async () => {
     for (const strategy of ["naive", "redlock", "atomic"] as const) {
       const { stopReason, result } = await lab({ strategy, stock: 1000, workers: 10, orders: 50, ttlMs: 10_000, workMs: 5 }).run.run();

@@ -17,5 +17,6 @@ export const labResult = (over: Partial<RunResult> = {}): RunResult => ({
   locksLost: 0,
   releaseErrors: 0,
   errors: 0,
+  waitingAtStop: 0,
   ...over,
 });

@@ -86,6 +86,13 @@ describe("the lab's results table", () => {
     expect(status(table([record({ status: "failed", stopReason: "error", result: undefined, error: "node 0 vanished" })]))).toBe("failed");
   });
 
+  it("says next to the wait p99 how many orders were still waiting for the lock when the run stopped", () => {
+    const settings = { strategy: "redlock" as const, stock: 100, workers: 50, ttlMs: 1000, workMs: 1 };
+    const html = table([record({ settings, stopReason: "time-limit", result: labResult({ sold: 40, remaining: 60, waitP99Ms: 12, waitingAtStop: 45 }) })]);
+    expect(html).toMatch(/data-label="wait p99"[^>]*>12 ms<span[^>]*>45 orders still waiting at the stop<\/span>/);
+    expect(table([record({ settings })])).not.toMatch(/still waiting at the stop/);
+  });
+
   it("works the oversold figure out for a run recorded before the field existed", () => {
     const { oversold: _oversold, ...old } = labResult({ sold: 130, lostUpdates: 30 });
     expect(cell(table([record({ result: old as RunResult })]), "oversold")).toBe("30");

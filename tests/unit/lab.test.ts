@@ -142,7 +142,7 @@ describe("lab charts", () => {
     const stock = 2000;
     const sampler = new Sampler();
     sampler.start(stock);
-    const tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, releaseErrors: 0, errors: 0, minStockSeen: stock, waits: new Samples() };
+    const tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, releaseErrors: 0, errors: 0, waitingAtStop: 0, minStockSeen: stock, waits: new Samples() };
     for (let i = 1; i < 1200; i++) {
       tally.sold = i;
       sampler.sample(i * 250, tally, stock - i);
@@ -166,7 +166,7 @@ describe("lab charts", () => {
     const stock = 5000;
     const sampler = new Sampler();
     sampler.start(stock);
-    const tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, releaseErrors: 0, errors: 0, minStockSeen: stock, waits: new Samples() };
+    const tally: Tally = { sold: 0, ordersPlaced: 0, retries: 0, staleWritesRejected: 0, locksLost: 0, releaseErrors: 0, errors: 0, waitingAtStop: 0, minStockSeen: stock, waits: new Samples() };
     for (let i = 1; i < 1200; i++) {
       tally.sold += i === 1 ? 400 : 1;
       tally.waits.push(i === 1 ? 5000 : 1);

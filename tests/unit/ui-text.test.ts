@@ -50,6 +50,18 @@ describe("lab results in words", () => {
     expect(explainRun(run({})).join(" ")).not.toMatch(/no lock wait/);
   });
 
+  it("says how many orders were still waiting for the lock when the run stopped, and that the percentiles leave them out", () => {
+    const starved = run({ stopReason: "cancelled", status: "cancelled", settings: { strategy: "naive", stock: 100, workers: 20, ttlMs: 1000, workMs: 1 }, result: labResult({ sold: 10, remaining: 90, waitingAtStop: 19 }) });
+    expect(explainRun(starved)).toContain(
+      "19 orders were still waiting for the lock when the run stopped: they never took it, so their waits are not in the wait p50 and p99, which count only the orders that took the lock.",
+    );
+    const one = run({ settings: { strategy: "naive", stock: 100, workers: 20, ttlMs: 1000, workMs: 1 }, result: labResult({ waitingAtStop: 1 }) });
+    expect(explainRun(one)).toContain(
+      "1 order was still waiting for the lock when the run stopped: it never took it, so its wait is not in the wait p50 and p99, which count only the orders that took the lock.",
+    );
+    expect(explainRun(run({ settings: one.settings })).join(" ")).not.toMatch(/still waiting/);
+  });
+
   it("counts the lost updates of a race as sales of units already sold, never as more units than the stock had", () => {
     // The read-modify-write race: 25 buyers kept writing back stale stock, so 100 units took 2346 sales to sell out.
     const race = run({ result: labResult({ sold: 2346, remaining: 0, lostUpdates: 2246, oversold: 2246 }) });
