@@ -172,6 +172,21 @@ const MAX_ENGINES = 8;
 const durationError = () => new Error("Duration must be an integer value in milliseconds.");
 const QUORUM_MESSAGE = "The operation was unable to achieve a quorum during its retry window.";
 
+/**
+ * A `ResourceLockedError`'s message, node-redlock's when the count is known ("applied to: 1 of the 2"); where it is
+ * not, what is known: a vote against means the operation did not go through on every resource there.
+ */
+function lockedMessage(applied: number | null, resources: number): string {
+  if (applied === null) return `The operation was not applied to all of the ${resources} requested resources (how many it was applied to is not known).`;
+  return `The operation was applied to: ${applied} of the ${resources} requested resources.`;
+}
+
+/**
+ * A release by the engine's own lock: its result has each node's vote only (for: every resource deleted). With
+ * one resource a vote against is 0 deleted; with several, how many is not in the result.
+ */
+const releasedUnknown = (resources: number) => (): number | null => (resources === 1 ? 0 : null);
+
 class Redlock extends EventEmitter {
   /** 4.x: `Redlock.Lock` and `Redlock.LockError`, for `instanceof`. */
   static readonly Lock = LegacyLock;
@@ -265,13 +280,18 @@ class Redlock extends EventEmitter {
     }
   }
 
-  #stats(votes: readonly NodeVote[], resources: number): Promise<ExecutionStats> {
+  /**
+   * node-redlock's stats of one attempt. `applied` tells, for a node that voted against, on how many of the
+   * resources the operation still went through there, null when the engine's result cannot tell. The default, 0,
+   * holds for acquisitions and extensions: their scripts act on every resource of a node or on none.
+   */
+  #stats(votes: readonly NodeVote[], resources: number, applied: (index: number) => number | null = () => 0): Promise<ExecutionStats> {
     const stats: ExecutionStats = { membershipSize: this.servers.length, quorumSize: Math.floor(this.servers.length / 2) + 1, votesFor: new Set(), votesAgainst: new Map() };
     for (const vote of votes) {
       const client = this.servers[vote.index]!;
       if (vote.vote === "for") stats.votesFor.add(client);
       else if (vote.vote === "against" || vote.vote === "error") {
-        const error = vote.vote === "error" ? (vote.error ?? new Error("failed")) : new ResourceLockedError(`The operation was applied to: 0 of the ${resources} requested resources.`);
+        const error = vote.vote === "error" ? (vote.error ?? new Error("failed")) : new ResourceLockedError(lockedMessage(applied(vote.index), resources));
         stats.votesAgainst.set(client, error);
         this.#tell("error", error);
         if (vote.vote === "error") this.#tell("clientError", error);
@@ -343,13 +363,13 @@ class Redlock extends EventEmitter {
     const held = natives.get(lock);
     const attempts: Array<Promise<ExecutionStats>> = [];
     if (!held) {
-      const votes = await this.#releaseValue(lock.resources, lock.value);
-      attempts.push(this.#stats(votes, lock.resources.length));
+      const { votes, deleted } = await this.#releaseValue(lock.resources, lock.value);
+      attempts.push(this.#stats(votes, lock.resources.length, (index) => deleted[index] ?? null));
       if (votes.filter((v) => v.vote === "for").length >= quorumOf(this.servers.length)) return { attempts };
     } else if (!held.released) {
       held.released = true;
       const result = await held.native.release();
-      attempts.push(this.#stats(result.votes, lock.resources.length));
+      attempts.push(this.#stats(result.votes, lock.resources.length, releasedUnknown(lock.resources.length)));
       if (result.released) return { attempts };
     }
     throw new ExecutionError(QUORUM_MESSAGE, attempts);
@@ -358,9 +378,10 @@ class Redlock extends EventEmitter {
   /**
    * A Lock the application made itself (`new Lock(redlock, resources, value, …)` from a stored value, as node-redlock
    * advises for releasing a lock elsewhere): compare-and-delete of that value on every node, by the engine's release
-   * script (so a waiter is still handed the lock). A vote for is a node where every resource held the value.
+   * script (so a waiter is still handed the lock). A vote for is a node where every resource held the value;
+   * `deleted` has how many resources each node deleted (null for a node without an answer to count).
    */
-  async #releaseValue(resources: unknown, value: unknown): Promise<NodeVote[]> {
+  async #releaseValue(resources: unknown, value: unknown): Promise<{ votes: NodeVote[]; deleted: Array<number | null> }> {
     const engine = engineOf(this.#engine(this.settings));
     const names = check.resourceList("resources", resources);
     const token = check.nonEmptyString("value", value);
@@ -370,7 +391,7 @@ class Redlock extends EventEmitter {
     // As the engine's own release: "nothing deleted" from a node whose connection dropped meanwhile may answer the
     // release sent again, which cannot see what the first did (AnswerLostError, never a vote that it was not held).
     doubtAcrossDrops(outcomes, engine.drops, sentAt, (reply) => !deletedAll(reply));
-    return votesOf(outcomes, deletedAll);
+    return { votes: votesOf(outcomes, deletedAll), deleted: outcomes.map((outcome) => (outcome.state === "ok" ? outcome.value.deleted : null)) };
   }
 
   /** 5.x: a new Lock for `duration` ms more (the old one is spent); 4.x: extends the lock in place. */
@@ -494,7 +515,7 @@ class Redlock extends EventEmitter {
     // node-redlock releases in a `finally` that throws when a quorum no longer held the lock: its
     // ExecutionError replaces the routine's outcome, so a caller never takes work done under a lost lock for
     // done under the lock.
-    if (released !== undefined && !released.released) throw new ExecutionError(QUORUM_MESSAGE, [this.#stats(released.votes, resources.length)]);
+    if (released !== undefined && !released.released) throw new ExecutionError(QUORUM_MESSAGE, [this.#stats(released.votes, resources.length, releasedUnknown(resources.length))]);
     return value!;
   }
 
@@ -532,7 +553,7 @@ class Redlock extends EventEmitter {
       const held = natives.get(lock);
       if (!held) {
         // Made by the application from a stored value (4.x: `new Redlock.Lock(redlock, resource, value, …)`).
-        const votes = await this.#releaseValue(Array.isArray(lock.resource) ? lock.resource : [lock.resource], lock.value);
+        const { votes } = await this.#releaseValue(Array.isArray(lock.resource) ? lock.resource : [lock.resource], lock.value);
         for (const vote of votes) if (vote.vote === "error" && vote.error) this.#tell("clientError", vote.error);
         if (votes.filter((v) => v.vote === "for").length >= quorumOf(this.servers.length)) return;
       } else if (!held.released) {

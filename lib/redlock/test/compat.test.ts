@@ -343,6 +343,34 @@ describe("compat, the 5.x API, on 3 nodes with one or two taken by someone else"
     await slow.release();
   });
 
+  it("a multi-resource release that a majority applied to some resources only says so, never \"0 of 2\"", async () => {
+    // One of the two resources taken over on b and c: each deletes the other one, so 1 of the 2 is released there.
+    const lock = await redlock.acquire(["{r}m1", "{r}m2"], HUGE);
+    await b.set("{r}m2", "other1", "PX", HUGE);
+    await c.set("{r}m2", "other2", "PX", HUGE);
+    const refused = await rejection(lock.release());
+    expect(refused).toBeInstanceOf(ExecutionError);
+    const [stats] = await settledStats(refused as ExecutionError);
+    expect([...stats!.votesAgainst.keys()]).toEqual([b, c]);
+    // The engine's release says only that a node did not release both: how many it did is not in its result.
+    for (const v of stats!.votesAgainst.values()) {
+      expect(v).toBeInstanceOf(ResourceLockedError);
+      expect(v.message).toBe("The operation was not applied to all of the 2 requested resources (how many it was applied to is not known).");
+    }
+    expect([await b.get("{r}m1"), await c.get("{r}m1")]).toEqual([null, null]);
+
+    // A Lock made from a stored value is released by compare-and-delete here, whose replies count what was deleted.
+    const taken = await redlock.acquire(["{r}n1", "{r}n2"], HUGE);
+    await b.set("{r}n2", "other1", "PX", HUGE);
+    await c.set("{r}n2", "other2", "PX", HUGE);
+    const stored = await rejection(new Lock(redlock, ["{r}n1", "{r}n2"], taken.value, [], Date.now() + HUGE).release());
+    expect(stored).toBeInstanceOf(ExecutionError);
+    const [storedStats] = await settledStats(stored as ExecutionError);
+    expect([...storedStats!.votesAgainst.keys()]).toEqual([b, c]);
+    for (const v of storedStats!.votesAgainst.values()) expect(v.message).toBe("The operation was applied to: 1 of the 2 requested resources.");
+    await Promise.all([a, b, c].map((n) => n.del("{r}m1", "{r}m2", "{r}n1", "{r}n2")));
+  });
+
   it("an extension that failed leaves the lock as it was, to be extended again, as node-redlock's does", async () => {
     const lock = await redlock.acquire(["{r}d"], HUGE);
     const expiration = lock.expiration;
