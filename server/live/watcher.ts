@@ -651,12 +651,19 @@ export class NodeWatcher {
     else this.reconcileOwed = true;
   }
 
-  /** Tells the store whether this node's readings count (up and answering). */
+  /**
+   * Tells the store whether this node's readings count: up and answering, and not the same server as a node before
+   * it in the set (two URLs reaching one server, another name or a proxy for it: its copy of a lock is one, not two
+   * towards the quorum; health counts it once too).
+   */
   private syncCounted(): void {
-    const counted = this.up && this.answering;
-    if (counted === this.counted) return;
-    this.counted = counted;
-    this.ctx.store.setNodeUp(this.index, counted);
+    const counted = this.up && this.answering && !this.sameServerAsEarlier();
+    if (counted !== this.counted) {
+      this.counted = counted;
+      this.ctx.store.setNodeUp(this.index, counted);
+    }
+    // A later node reaching the same server counts while this one is down, and not while it is up.
+    if (this.run.runId !== null) for (const peer of this.ctx.peers?.() ?? []) if (peer.index > this.index && peer.run.runId === this.run.runId) peer.syncCounted();
   }
 
   /**
@@ -1066,6 +1073,13 @@ export class NodeWatcher {
     this.ctx.log.warn({ node: this.id, err: reason }, "INFO commandstats unavailable: a FLUSHALL, FLUSHDB or SWAPDB on the node goes unnoticed until it reconnects");
   }
 
+  /** Whether a node before this one in the set answers with this one's run id now: the same server. */
+  private sameServerAsEarlier(): boolean {
+    const runId = this.cluster ? null : this.run.runId;
+    if (runId === null) return false;
+    return (this.ctx.peers?.() ?? []).some((peer) => peer.index < this.index && peer.up && !peer.cluster && peer.run.runId === runId);
+  }
+
   /** INFO server on every (re)connect: run id and uptime, so a restart is known at once, whatever the TTLs. */
   async readRunFacts(): Promise<void> {
     if (this.cluster) return this.readClusterRunFacts();
@@ -1083,6 +1097,12 @@ export class NodeWatcher {
     const previousRunId = this.run.runId;
     const { facts, restarted, replaced } = nextRunFacts(this.run, runReading(info), Date.now());
     this.run = facts;
+    // Which nodes count may change with a run id: this one's, or a later one reaching the same server.
+    if (facts.runId !== previousRunId) {
+      this.syncCounted();
+      // (A later node of the old run id counts again.)
+      if (previousRunId !== null) for (const peer of this.ctx.peers?.() ?? []) if (peer.index > this.index && peer.run.runId === previousRunId) peer.syncCounted();
+    }
     const before = this.serverAddress;
     if (server !== null) this.serverAddress = `${server.host}:${server.port}`;
     if (restarted) {

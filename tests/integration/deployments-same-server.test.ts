@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startProxy, type TcpProxy } from "../../lib/redlock/test/support/proxy";
-import { call, setUpConsole, tearDownConsole } from "../support/console";
+import { call, lockDetail, setUpConsole, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -35,6 +35,14 @@ describe("a Redlock set with two URLs reaching the same server", () => {
       return b.nodes[1]?.sameServerAs === "node-0" ? b : null;
     }, 20_000);
     expect(marked.nodes.map((n) => n.up)).toEqual([true, false, true]);
+    // A lock on both servers is held on two nodes of three, not three: the second URL's copy is the first's.
+    const [first, other] = cluster.clients();
+    await Promise.all([first!, other!].map((c) => c.set("lock:same-server/1", "holder-1", "PX", 120_000)));
+    const held = await until("the lock seen on both servers", async () => {
+      const d = await lockDetail("lock:same-server/1");
+      return d?.state === "held" ? d : null;
+    }, 20_000);
+    expect(held.quorumHeld).toBe(2);
 
     await cluster.kill(1);
     const body = await until("the other server seen down", async () => {
@@ -43,5 +51,12 @@ describe("a Redlock set with two URLs reaching the same server", () => {
     }, 20_000);
     expect(body.quorum).toEqual({ size: 2, up: 1, ok: false });
     expect(body.status).toBe("down");
+    // With the other server gone, the one left holds it on one node of the quorum's two: not held by a quorum.
+    const left = await until("the lock seen with the other server down", async () => {
+      const d = await lockDetail("lock:same-server/1");
+      return d?.nodes[2]?.up === false ? d : null;
+    }, 20_000);
+    expect(left.quorumHeld).toBe(1);
+    expect(left.state).not.toBe("held");
   }, 60_000);
 });
