@@ -150,12 +150,23 @@ export class HistoryRecorder implements HistorySink {
     }
   }
 
-  async close(): Promise<void> {
+  /**
+   * Takes no more events and writes those queued: resolves once they are written, a write failed, or `waitMs`
+   * passed (a database that does not answer holds a write for its whole timeout: the shutdown cannot wait for it).
+   * What is left then is `pending` (a write still in flight counted with it).
+   */
+  async close(waitMs = Number.POSITIVE_INFINITY): Promise<void> {
     this.closed = true;
     this.wakeWaiting();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await this.flush();
+    if (!Number.isFinite(waitMs)) {
+      await this.flush();
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.flush(), new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    clearTimeout(timer);
   }
 
   private kick(delayMs: number): void {

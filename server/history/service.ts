@@ -13,6 +13,8 @@ import type { EventsAnswer, HoldsAnswer } from "@/lib/history/types";
 import type { HeldAtOptions, HistoryFilters, HistoryStore } from "./types";
 
 const PRUNE_EVERY_MS = 60 * 60_000;
+/** How long the shutdown waits for queued events to be written before it says how many were not. */
+const CLOSE_WAIT_MS = 2_000;
 
 interface History {
   store: HistoryStore;
@@ -78,7 +80,8 @@ export function getHistory(): History | null {
     setTimeout(prune, 10_000).unref();
     onShutdown("history", 35, async () => {
       clearInterval(timer);
-      await recorder.close();
+      // Within the launcher's share of the shutdown for one step (3 s at most), so the count below is logged.
+      await recorder.close(CLOSE_WAIT_MS);
       // Events still queued die with the process: say how many, since no counter outlives it.
       if (recorder.pending > 0) {
         log.warn({ database: db.display, events: recorder.pending }, "lock history events were not written before shutdown: the database did not take them");
