@@ -78,7 +78,8 @@ export function getHistory(): History | null {
     const timer = setInterval(prune, PRUNE_EVERY_MS);
     timer.unref();
     setTimeout(prune, 10_000).unref();
-    onShutdown("history", 35, async () => {
+    // After the live view's watchers (40): until they stop, the locks they see end are recorded too.
+    onShutdown("history", 42, async () => {
       clearInterval(timer);
       // Within the launcher's share of the shutdown for one step (3 s at most), so the count below is logged.
       await recorder.close(CLOSE_WAIT_MS);

@@ -89,7 +89,7 @@ export function getDatabase(): Database | null {
   if (url === null) return null;
   return singleton("audit-database", () => {
     const db = createDatabase(url);
-    // Last among the audit's hooks: the history flush (35) and audit drain (30) still need it.
+    // Last among the audit's hooks: the history flush (42) and audit drain (30) still need it.
     onShutdown("audit-database", 45, () => db.pool.end());
     return db;
   });
