@@ -144,9 +144,11 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
                       ? "still held (or its end not seen yet)"
                       : h.endType === "unseen"
                         ? `by ${timeText(h.endedAt)} (its end was not seen)`
-                        : h.endType === "unwatched"
-                          ? `not known after ${timeText(h.endedAt)} (its deployment is no longer watched)`
-                          : `${timeText(h.endedAt)} (${h.endType ?? "ended"})`}
+                        : h.endType === "holders"
+                          ? `${timeText(h.endedAt)} (its holders changed)`
+                          : h.endType === "unwatched"
+                            ? `not known after ${timeText(h.endedAt)} (its deployment is no longer watched)`
+                            : `${timeText(h.endedAt)} (${h.endType ?? "ended"})`}
                   </td>
                 </tr>
               ))}

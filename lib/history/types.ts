@@ -37,7 +37,7 @@ export interface LockHold {
   fence: string | null;
   acquiredAt: number;
   endedAt: number | null;
-  /** released, expired, evicted, force-released, lost; null while open. */
+  /** released, expired, evicted, force-released, lost (`holders`: a holder set that changed; `unseen`, `unwatched`); null while open. */
   endType: string | null;
 }
 

@@ -803,7 +803,8 @@ export function reduceLock(lock: LockRecord, context: LockContext, hint: ForceHi
       case "holders": {
         const list = (ids: string[]) => ids.map((id) => id.slice(0, 40)).join(", ");
         const parts = [transition.joined.length > 0 ? `joined: ${list(transition.joined)}` : null, transition.left.length > 0 ? `left: ${list(transition.left)}` : null];
-        addTimeline(step, lock, now, "holders", parts.filter(Boolean).join("; "));
+        // Recorded with the holder set it changed to: the lock history's hold of that moment (lock.token is still the set before).
+        addTimeline(step, lock, now, "holders", parts.filter(Boolean).join("; "), merged.token ?? merged.leading);
         effects.push(LOCK_EVENTS.extended);
         // The lock is held on since it was acquired, whoever joins or leaves: the new holder set's shared first
         // sighting is the lock's own, not this change's (the next extension would read it back as the start).

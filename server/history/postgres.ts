@@ -7,7 +7,7 @@ import type { Database } from "../postgres/pool";
 import type { HeldAtOptions, HistoryFilters, HistoryPage, HistoryStore, LockHistoryEvent, LockHold, OpenHold, StoredLockEvent } from "./types";
 
 /** Events that happen once per hold: stored once however many consoles saw them (see `dedupKeys`). */
-const ONCE_PER_HOLD = new Set(["acquired", "released", "expired", "evicted", "force-released", "lost"]);
+const ONCE_PER_HOLD = new Set(["acquired", "holders", "released", "expired", "evicted", "force-released", "lost"]);
 const ENDS = new Set(["released", "expired", "evicted", "force-released", "lost"]);
 /**
  * An end one console knew more of than another (it made the force release, or saw the failover lose the lock): the
@@ -190,24 +190,25 @@ interface HoldRow extends Pick<LockHold, "id" | "resource" | "deployment" | "tok
 
 /**
  * Ends holds: each moves from lock_holds_current to lock_holds. An end without a known value (`tok` null) ends
- * the lock's open holds (on its own deployment only: the same resource on another deployment is another lock).
+ * the lock's open holds (on its own deployment only: the same resource on another deployment is another lock),
+ * but the one of value `but` where given (a holder set's change: every set but the new one ends).
  * Each end finds its holds by one index lookup (the lateral subquery, kept a nested loop by OFFSET 0, whatever
  * the statistics say). `greatest`: another console's clock may put the end a moment before the acquisition,
  * and a range cannot run backwards. Returns the holds ended.
  */
 async function endHolds(
   client: Queryable,
-  ends: ReadonlyArray<{ r: string | null; dep: string; tok: string | null; h?: string | null; f?: string | null; a: number; t: string }>,
+  ends: ReadonlyArray<{ r: string | null; dep: string; tok: string | null; but?: string | null; h?: string | null; f?: string | null; a: number; t: string }>,
 ): Promise<number> {
   // A hold recorded with a fenced acquisition's value before its fence ends as the lock ended: with the value (and
   // so the holder and fence) its end was recorded with.
   const { rowCount } = await client.query(
     `WITH e AS MATERIALIZED (
        SELECT c.ctid AS row, u.a, u.t, u.tok, u.h, u.f
-       FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, pre text, h text, f text, a bigint, t text)
+       FROM json_to_recordset($1::json) AS u(r text, dep text, tok text, pre text, but text, h text, f text, a bigint, t text)
        CROSS JOIN LATERAL (
          SELECT ctid FROM lock_holds_current
-         WHERE resource = u.r AND deployment = u.dep AND ${sameValue("token")}
+         WHERE resource = u.r AND deployment = u.dep AND ${sameValue("token")} AND (u.but IS NULL OR md5(token) <> md5(u.but))
          OFFSET 0
        ) c
      ), gone AS (
@@ -249,7 +250,8 @@ interface HoldEvent {
  * The batch's acquisitions and ends in steps, each written as its acquisitions, then its ends, so that holds open
  * and end in the order their events happened. One step in the usual batch; a new one starts where an event follows
  * an end it must come after: the same value acquired again or ended again (a value comes back: a Redisson holder is
- * its client and thread), or any value of a lock an end of no known value ended (it ends all of them). A batch
+ * its client and thread), or any value of a lock an end of no known value, or a holder set's change, ended (it
+ * ends all of them). A batch
  * written after the database was down may span minutes of one lock's life.
  */
 function holdSteps<E extends HoldEvent>(events: readonly E[]): Array<{ acquired: E[]; ended: E[] }> {
@@ -259,12 +261,15 @@ function holdSteps<E extends HoldEvent>(events: readonly E[]): Array<{ acquired:
   let endedLocks = new Set<string>();
   let endedWhole = new Set<string>();
   for (const e of events) {
-    const acquires = e.t === "acquired" && e.tok !== null;
-    const ends = ENDS.has(e.t);
+    // A holder set's change (a semaphore's holders joining or leaving) ends the hold of the set before and opens
+    // one of the set it changed to (its value): both at once, as an end of the lock's other values.
+    const changes = e.t === "holders" && e.tok !== null;
+    const acquires = (e.t === "acquired" || changes) && e.tok !== null;
+    const ends = ENDS.has(e.t) || changes;
     if (!acquires && !ends) continue;
     const lock = `${e.dep}\u0000${e.r ?? ""}`;
     const value = `${lock}\u0000${e.tok ?? ""}`;
-    const after = endedWhole.has(lock) || (e.tok === null ? endedLocks.has(lock) : endedValues.has(value));
+    const after = endedWhole.has(lock) || (e.tok === null || changes ? endedLocks.has(lock) : endedValues.has(value));
     if (after) {
       steps.push(step);
       step = { acquired: [], ended: [] };
@@ -272,13 +277,11 @@ function holdSteps<E extends HoldEvent>(events: readonly E[]): Array<{ acquired:
       endedLocks = new Set();
       endedWhole = new Set();
     }
-    if (acquires) {
-      step.acquired.push(e);
-      continue;
-    }
+    if (acquires) step.acquired.push(e);
+    if (!ends) continue;
     step.ended.push(e);
     endedLocks.add(lock);
-    if (e.tok === null) endedWhole.add(lock);
+    if (e.tok === null || changes) endedWhole.add(lock);
     else endedValues.add(value);
   }
   if (step.acquired.length > 0 || step.ended.length > 0) steps.push(step);
@@ -348,7 +351,10 @@ export class PostgresHistory implements HistoryStore {
           );
         }
         if (ended.length > 0) {
-          await endHolds(client, ended.map((r) => ({ r: r.r, dep: r.dep, tok: r.tok, h: r.h, f: r.f, a: r.a, t: r.t })));
+          await endHolds(
+            client,
+            ended.map((r) => (r.t === "holders" ? { r: r.r, dep: r.dep, tok: null, but: r.tok, a: r.a, t: r.t } : { r: r.r, dep: r.dep, tok: r.tok, h: r.h, f: r.f, a: r.a, t: r.t })),
+          );
         }
       }
       if (relabels.length > 0) await relabelEnds(client, relabels);
