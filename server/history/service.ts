@@ -159,6 +159,20 @@ export async function keepWatched(deployments: readonly string[], now = Date.now
   return history.store.endUnwatched(now - UNWATCHED_AFTER_MS, now);
 }
 
+/**
+ * A lock key the history never records (see `MAX_RECORDED_KEY_BYTES`): asked about, the answer says so (422), not
+ * an empty history as if its events were still to come. Without a database the routes' `recording: false` says enough.
+ */
+export function checkRecordedKey(resource: string | undefined): void {
+  if (resource === undefined || getDatabase() === null) return;
+  const bytes = Buffer.byteLength(resource);
+  if (bytes <= MAX_RECORDED_KEY_BYTES) return;
+  throw new ApiError(
+    "unprocessable",
+    `Lock history is not recorded for a key longer than ${MAX_RECORDED_KEY_BYTES.toLocaleString("en-US")} bytes (this one has ${bytes.toLocaleString("en-US")}): the database cannot index it. The live view still shows the lock.`,
+  );
+}
+
 /** Whether lock history is recorded (AUDIT_DATABASE_URL is set). */
 export function historyRecorded(): boolean {
   return getDatabase() !== null;

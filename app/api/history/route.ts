@@ -1,4 +1,4 @@
-import { historyEvents, historyHeldAt } from "@/server/history/service";
+import { checkRecordedKey, historyEvents, historyHeldAt } from "@/server/history/service";
 import { HistoryQuery } from "@/server/history/query";
 import { route } from "@/server/http";
 import { deploymentNames, namedDeployment, startLive } from "@/server/live";
@@ -8,6 +8,7 @@ export const runtime = "nodejs";
 
 // GET /api/history: every lock's recorded events by time range newest first (keyset pages), or with `at` every hold at that instant
 export const GET = route({ name: "GET /api/history", access: "viewer", query: HistoryQuery }, async ({ query }) => {
+  checkRecordedKey(query.resource);
   const view = startLive();
   const deployment = query.deployment === undefined ? undefined : namedDeployment(view, query.deployment).deployment;
   const deployments = deploymentNames(view);

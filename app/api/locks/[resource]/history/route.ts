@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS } from "@/lib/locks/types";
 import { ApiError } from "@/server/errors";
-import { historyEvents, historyHeldAt, historyRecorded } from "@/server/history/service";
+import { checkRecordedKey, historyEvents, historyHeldAt, historyRecorded } from "@/server/history/service";
 import { LockHistoryQuery } from "@/server/history/query";
 import { route } from "@/server/http";
 import { deploymentNames, historyDeployment, isLockKey, namedDeployment, startLive } from "@/server/live";
@@ -17,6 +17,7 @@ const params = z.strictObject({
 // GET /api/locks/[resource]/history: the lock's recorded events newest first (keyset pages), or with `at` who held it then
 export const GET = route({ name: "GET /api/locks/[resource]/history", access: "viewer", params, query: LockHistoryQuery }, async ({ params: p, query }) => {
   if (!isLockKey(p.resource)) throw new ApiError("not_found", notALockKey(p.resource));
+  checkRecordedKey(p.resource);
   const view = startLive();
   // A lock is (deployment, resource): its history is that deployment's only, resolved as the lock's page is. Where no
   // history is recorded there is none to choose between: the answer says so (a name given is still checked).
