@@ -132,7 +132,12 @@ export async function endUnseenHolds(deployment: string, holds: (resource: strin
   for (;;) {
     const page = await history.store.openHolds({ deployment, acquiredBefore: now - UNSEEN_GRACE_MS, after, limit: OPEN_HOLDS_PAGE });
     const unseen = page.filter((h) => !holds(h.resource, h.token));
-    if (unseen.length > 0) ended += await history.store.endUnseen(deployment, unseen, Date.now());
+    if (unseen.length > 0) {
+      // A lock that ended since the queue was written (while its hold was read) is not held now, and its end is
+      // queued: written first, it ends its hold as it happened, and the hold is no longer open to end as unseen.
+      if (!(await history.recorder.flush())) throw new Error("this console's queued history events could not be written first");
+      ended += await history.store.endUnseen(deployment, unseen, Date.now());
+    }
     const last = page.at(-1);
     if (page.length < OPEN_HOLDS_PAGE || !last) return ended;
     after = last.resource;
