@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HistoryQuery } from "@/server/history/query";
+import { AT_FUTURE_SLACK_MS, HistoryQuery, LockHistoryQuery } from "@/server/history/query";
 
 const issues = (query: Record<string, string>) => {
   const parsed = HistoryQuery.safeParse(query);
@@ -14,5 +14,16 @@ describe("the history routes' time bounds", () => {
       expect(parsed.data?.at).toBe(Date.parse(day));
     }
     for (const day of ["0001-02-29", "0050-04-31", "2025-02-29"]) expect(issues({ at: day })).toEqual([`\`at\` names a day that does not exist (${day})`]);
+  });
+
+  it("refuses an instant later than now (a mistyped year), and takes one a browser's clock a little ahead names", () => {
+    const future = "`at` is later than now: the history tells who held a lock up to now (the live view shows who holds it)";
+    const nextYear = new Date(Date.now() + 366 * 86_400_000).toISOString();
+    expect(issues({ at: nextYear })).toEqual([future]);
+    expect(issues({ at: String(Date.now() + AT_FUTURE_SLACK_MS + 60_000) })).toEqual([future]);
+    const lock = LockHistoryQuery.safeParse({ at: "9999-12-31" });
+    expect(lock.success ? [] : lock.error.issues.map((i) => i.message)).toEqual([future]);
+    expect(HistoryQuery.safeParse({ at: String(Date.now() + 60_000) }).success).toBe(true);
+    expect(HistoryQuery.safeParse({ from: String(Date.now() - 1_000), to: nextYear }).success).toBe(true);
   });
 });
