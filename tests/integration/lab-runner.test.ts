@@ -445,9 +445,18 @@ describe("lab runner", () => {
     const { id, run } = lab({ strategy, stock: 100_000, workers: 5, ttlMs: 1000, workMs: 2 });
     const done = run.run();
     await until("10 units are sold", () => run.progress().sold >= 10);
-    // The run's marker stays: only the stock is gone, as a memory-full node's volatile-* eviction can leave it.
-    await cluster.client(0).del(run.keys.stock);
-    const outcome = await done;
+    // The run's marker stays: only the stock is gone, as a memory-full node's volatile-* eviction can leave it. It is
+    // deleted again until the run ends, as such a node goes on evicting: a buyer's write in flight as it went (a
+    // fenced run's) writes it again once.
+    let ended = false;
+    const finished = done.finally(() => {
+      ended = true;
+    });
+    while (!ended) {
+      await cluster.client(0).del(run.keys.stock);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const outcome = await finished;
     expect(outcome.stopReason).toBe("error");
     expect(outcome.error).toMatch(/stock on node 0 vanished mid-run/);
     expect(outcome.result).toBeNull();
