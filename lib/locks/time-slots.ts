@@ -12,8 +12,8 @@ const FULL_WORD = 0xffffffff;
  * eight more for it to visit per lock.
  *
  * A slot is taken when a lock is made and given back when the lock is gone for good (`give`). The lowest free
- * slot is taken first, so that after a burst of locks the last blocks empty as their locks go, and a block left
- * empty at the end is released: the table shrinks back (a block at a time) rather than keeping its high-water mark.
+ * slot is taken first, so that after a burst of locks the last blocks empty as their locks go, and blocks left
+ * empty at the end are released but one: the table shrinks back rather than keeping its high-water mark.
  */
 export class TimeSlots {
   readonly width: number;
@@ -69,7 +69,9 @@ export class TimeSlots {
     this.counts[block] = (this.counts[block] as number) - 1;
     this.used -= 1;
     if (block < this.lowestFree) this.lowestFree = block;
-    while (this.counts.length > 0 && this.counts[this.counts.length - 1] === 0) {
+    // One empty block is kept at the end, so that a table whose use hovers at a block's edge (a churn) does not
+    // release and allocate a block over and over.
+    while (this.counts.length > 1 && this.counts[this.counts.length - 1] === 0 && this.counts[this.counts.length - 2] === 0) {
       this.blocks.pop();
       this.taken.pop();
       this.counts.pop();

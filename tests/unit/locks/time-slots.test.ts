@@ -22,14 +22,18 @@ describe("a table of locks' numbers", () => {
     expect(slots.get(taken[4_101] as number, 0)).toBe(4_101 * 10);
   });
 
-  it("takes the lowest free place first and lets the table shrink back after a burst", () => {
+  it("takes the lowest free place first and lets the table shrink back after a burst, keeping one spare block", () => {
     const slots = new TimeSlots(17);
     const block = 1_024 * 17 * 8;
     const burst = Array.from({ length: 3_000 }, () => slots.take());
     expect(slots.bytes).toBe(3 * block);
-    // The burst's last locks go: the emptied last block is released.
+    // The burst's last locks go: the emptied last block is kept, as the one spare block.
     for (const slot of burst.slice(2_048)) slots.give(slot);
-    expect([slots.size, slots.bytes]).toEqual([2_048, 2 * block]);
+    expect([slots.size, slots.bytes]).toEqual([2_048, 3 * block]);
+    // The second block's locks go too: one empty block is released, the other kept.
+    for (const slot of burst.slice(1_024, 2_048)) slots.give(slot);
+    expect([slots.size, slots.bytes]).toEqual([1_024, 2 * block]);
+    for (let i = 0; i < 1_024; i++) expect(slots.take()).toBeLessThan(2_048);
     // A lock of the first block goes: the next lock takes its place, not one past the rest.
     slots.give(burst[10] as number);
     expect(slots.take()).toBe(burst[10]);
@@ -37,8 +41,8 @@ describe("a table of locks' numbers", () => {
     slots.give(burst[20] as number);
     slots.give(burst[20] as number);
     expect(slots.size).toBe(2_047);
-    for (const slot of burst.slice(0, 2_048)) slots.give(slot);
-    expect([slots.size, slots.bytes]).toEqual([0, 0]);
+    for (let slot = 0; slot < 2_048; slot++) slots.give(slot);
+    expect([slots.size, slots.bytes]).toEqual([0, block]);
     expect(slots.take()).toBe(0);
   });
 
