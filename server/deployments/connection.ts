@@ -103,13 +103,19 @@ export function urlOptions(url: string, tls: DeploymentTls | null, auth: Deploym
   };
 }
 
+/** `host` as an IP address when it is one (an IPv4-mapped IPv6 address as its IPv4 form); null for a name. */
+export function ipAddressOf(host: string): string | null {
+  const bare = host.replace(/^::ffff:/, "");
+  return isIP(bare) !== 0 ? bare : null;
+}
+
 /** The IP address `host` names (the first IPv4 one, as the console's connections dial), itself for an address; the name where it does not resolve. */
 export async function addressOf(host: string): Promise<string> {
-  const bare = host.replace(/^::ffff:/, "");
-  if (isIP(bare) !== 0) return bare;
+  const ip = ipAddressOf(host);
+  if (ip !== null) return ip;
   try {
-    return (await lookup(bare, { family: 4 }).catch(() => lookup(bare))).address.replace(/^::ffff:/, "");
+    return (await lookup(host, { family: 4 }).catch(() => lookup(host))).address.replace(/^::ffff:/, "");
   } catch {
-    return bare;
+    return host;
   }
 }

@@ -1,5 +1,4 @@
 import "server-only";
-import { isIP } from "node:net";
 import Redis, { type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import type { Deployment } from "@/lib/deployment-config";
@@ -8,7 +7,7 @@ import { lostInFailover, releasesUndone, type SeenLock } from "@/lib/locks/failo
 import { decodeReading, readLockKeysAsAllowed } from "@/lib/locks/formats";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { declared, initialiseFor } from "../metrics";
-import { addressOf, authOptions, tlsOptions } from "./connection";
+import { addressOf, authOptions, ipAddressOf, tlsOptions } from "./connection";
 import { subscribeToSwitches } from "./sentinel";
 import type { LockClient } from "./types";
 
@@ -189,9 +188,9 @@ export class SentinelFailoverMonitor {
       this.lastComparedWith = to;
       this.compareWith(from, toServer, named, now, seen, forced);
     };
-    const bare = toServer.host.replace(/^::ffff:/, "");
-    if (isIP(bare) !== 0) reached(bare);
-    else void addressOf(bare).then(reached);
+    const ip = ipAddressOf(toServer.host);
+    if (ip !== null) reached(ip);
+    else void addressOf(toServer.host).then(reached);
   }
 
   private compareWith(from: string, toServer: { host: string; port: number }, to: string, now: number, seen: SeenLock[], forced: SeenLock[]): void {

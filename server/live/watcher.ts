@@ -663,7 +663,13 @@ export class NodeWatcher {
       this.ctx.store.setNodeUp(this.index, counted);
     }
     // A later node reaching the same server counts while this one is down, and not while it is up.
-    if (this.run.runId !== null) for (const peer of this.ctx.peers?.() ?? []) if (peer.index > this.index && peer.run.runId === this.run.runId) peer.syncCounted();
+    this.recountLaterPeers(this.run.runId);
+  }
+
+  /** Later nodes of the set that answer with run id `runId` tell the store again whether they count (see `syncCounted`). */
+  private recountLaterPeers(runId: string | null): void {
+    if (runId === null) return;
+    for (const peer of this.ctx.peers?.() ?? []) if (peer.index > this.index && peer.run.runId === runId) peer.syncCounted();
   }
 
   /**
@@ -1101,7 +1107,7 @@ export class NodeWatcher {
     if (facts.runId !== previousRunId) {
       this.syncCounted();
       // (A later node of the old run id counts again.)
-      if (previousRunId !== null) for (const peer of this.ctx.peers?.() ?? []) if (peer.index > this.index && peer.run.runId === previousRunId) peer.syncCounted();
+      this.recountLaterPeers(previousRunId);
     }
     const before = this.serverAddress;
     if (server !== null) this.serverAddress = `${server.host}:${server.port}`;
