@@ -10,6 +10,7 @@ import { TableHead, TableScroll } from "../table-scroll";
 import { SignInLink, useSession } from "../session";
 import { LoadMore, useLoadMore, type LoadMoreWords } from "../load-more";
 import { BreakableName } from "../breakable-name";
+import { timeText } from "../time-text";
 import { ClampedText } from "./clamped-text";
 
 export interface AuditFilterValues {
@@ -79,10 +80,6 @@ function holderText(entry: AuditEntry): string {
   if (!h) return entry.token ? "foreign value" : "—";
   const where = [h.host, h.pid !== null ? `pid ${h.pid}` : null].filter(Boolean).join(" ");
   return [h.label ?? "unlabelled", where ? `(${where})` : null].filter(Boolean).join(" ");
-}
-
-function timeText(at: number): string {
-  return new Date(at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
 }
 
 /**

@@ -9,6 +9,7 @@ import { DeploymentChoices } from "../locks/deployment-choices";
 import { MessageText } from "../message-text";
 import { useSession } from "../session";
 import { TableHead } from "../table-scroll";
+import { timeText } from "../time-text";
 import styles from "./audit-log.module.css";
 
 const PAGE_SIZE = 50;
@@ -34,10 +35,6 @@ const OLDER_EVENTS: LoadMoreWords = {
   end: "No older events are left.",
   noneYet: "No older events found yet: load older events to look further back.",
 };
-
-function timeText(at: number): string {
-  return new Date(at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
-}
 
 /** Without a history database the routes answer `recording: false`: the one line said instead of a table or a form that can only come back empty. */
 const NOT_RECORDING = "Lock history is not recorded on this console: set `AUDIT_DATABASE_URL` to a PostgreSQL database to record it and to ask who held a lock at a given time.";

@@ -22,6 +22,10 @@ test.describe("the audit page", () => {
     await expect(page.getByRole("combobox", { name: "Deployment" })).toHaveCount(0);
     // From a minute before the release, as the browser's clock reads it.
     const at = Number((await entry.getAttribute("data-audit-id"))?.split("-")[0]);
+    // Its time names the browser's zone: it is read against logs and alerts written in other zones.
+    const zone = await page.evaluate((ms) => new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(ms).find((p) => p.type === "timeZoneName")?.value ?? "", at);
+    expect(zone).toMatch(/^GMT[+-]|^[A-Z]{3,4}$/);
+    await expect(entry.getByRole("cell").first()).toContainText(` ${zone}`);
     const from = await page.evaluate((ms) => {
       const d = new Date(ms - 60_000);
       const two = (n: number) => String(n).padStart(2, "0");
