@@ -147,6 +147,16 @@ export function primaryAddresses(shards: readonly ClusterShard[]): string[] {
     .sort();
 }
 
+/**
+ * What tells two readings of a topology apart for the console: each shard's primary (its id, its address, its
+ * health) and slots. A primary back at a new address with its id (a container given a new IP, its volume kept)
+ * is a change: the watcher must subscribe there. The order `CLUSTER SHARDS` lists the shards in is not: it moves
+ * as nodes come and go, and would only make changes of nothing.
+ */
+export function topologySignature(shards: readonly ClusterShard[]): string {
+  return JSON.stringify(shards.map((s) => JSON.stringify([s.primary?.id ?? "", s.primary?.address ?? "", s.primary?.health ?? "", s.slots])).sort());
+}
+
 export function shardOfSlot(shards: readonly ClusterShard[], slot: number): ClusterShard | null {
   return shards.find((s) => s.primary !== null && s.slots.some(([from, to]) => slot >= from && slot <= to)) ?? null;
 }

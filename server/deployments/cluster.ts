@@ -5,7 +5,7 @@ import Redis, { Cluster, type ClusterOptions, type RedisOptions } from "ioredis"
 import type { Logger } from "pino";
 import { keySlot } from "@lockscope/redlock";
 import { maskRedisUrl } from "@/lib/config";
-import { clusterFailovers, parseClusterShards, parseClusterSlots, primaryAddresses, readInSlots, servingShards, slotIn, type ClusterShard } from "@/lib/locks/cluster";
+import { clusterFailovers, parseClusterShards, parseClusterSlots, primaryAddresses, readInSlots, servingShards, slotIn, topologySignature, type ClusterShard } from "@/lib/locks/cluster";
 import { readLockKeys, type ReadLimits } from "@/lib/locks/formats";
 import { replyOf } from "../errors";
 import { initialiseFor } from "../metrics";
@@ -118,7 +118,7 @@ export class ClusterTopology extends EventEmitter<{ change: [TopologyChange] }> 
     try {
       const shards = await this.readShards();
       if (primaryAddresses(shards).length === 0) return;
-      const signature = JSON.stringify(shards.map((s) => [s.primary?.id ?? "", s.primary?.health ?? "", s.slots]));
+      const signature = topologySignature(shards);
       const before = this.shards;
       this.shards = shards;
       if (signature !== this.signature) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { keySlot } from "@lockscope/redlock";
-import { clusterFailovers, parseClusterShards, parseClusterSlots, primaryAddresses, readInSlots, shardOfSlot } from "@/lib/locks/cluster";
+import { clusterFailovers, parseClusterShards, parseClusterSlots, primaryAddresses, readInSlots, shardOfSlot, topologySignature } from "@/lib/locks/cluster";
 
 /** One node as CLUSTER SHARDS (Redis 7) lists it. */
 const node = (id: string, port: number, role: "master" | "replica", health = "online", offset = 100) => [
@@ -77,6 +77,29 @@ describe("a cluster's topology", () => {
       shard([10923, 16383], node("c", 7002, "master"), node("c1", 7005, "replica")),
     ]);
     expect(clusterFailovers(before, resharded)).toEqual([]);
+  });
+
+  it("tells a primary back at a new address with its id as a change, and shards listed in another order as none", () => {
+    const moved = parseClusterShards([
+      shard([0, 5460], node("a", 7000, "master"), node("a1", 7003, "replica")),
+      shard([5461, 10922], node("b", 7101, "master"), node("b1", 7004, "replica", "online", 90)),
+      shard([10923, 16383], node("c", 7002, "master"), node("c1", 7005, "replica")),
+    ]);
+    expect(topologySignature(moved)).not.toBe(topologySignature(before));
+    expect(clusterFailovers(before, moved)).toEqual([]);
+    const reordered = parseClusterShards([
+      shard([10923, 16383], node("c", 7002, "master"), node("c1", 7005, "replica")),
+      shard([0, 5460], node("a", 7000, "master"), node("a1", 7003, "replica")),
+      shard([5461, 10922], node("b", 7001, "master"), node("b1", 7004, "replica", "online", 90)),
+    ]);
+    expect(topologySignature(reordered)).toBe(topologySignature(before));
+    // A primary failed (its health), or slots moved, is a change.
+    const failed = parseClusterShards([
+      shard([0, 5460], node("a", 7000, "master", "failed"), node("a1", 7003, "replica")),
+      shard([5461, 10922], node("b", 7001, "master"), node("b1", 7004, "replica", "online", 90)),
+      shard([10923, 16383], node("c", 7002, "master"), node("c1", 7005, "replica")),
+    ]);
+    expect(topologySignature(failed)).not.toBe(topologySignature(before));
   });
 
   it("reads keys one hash slot at a time and returns the readings in the keys' order", async () => {

@@ -26,6 +26,12 @@ export interface ClusterNode {
    * comes back as what it was (a primary keeps its slots), with no data (no persistence).
    */
   restart(): Promise<void>;
+  /**
+   * SIGKILL, then a new redis-server with the same cluster config file on another free port, answering: the same
+   * node (its id, a primary its slots) at a new address, as a container restarted with its volume comes back;
+   * `port` is the new one after. Resolves it.
+   */
+  relocate(): Promise<number>;
 }
 
 /**
@@ -128,14 +134,17 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
     const port = await freePort();
     const tls = options.tls;
     const tlsPort = tls ? await freePort() : null;
-    const args = [
-      "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning",
+    const argsAt = (listen: number) => [
+      "--port", String(listen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning",
       "--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`, "--cluster-node-timeout", String(options.nodeTimeoutMs ?? 1000),
       // The bus and replication over TLS too: a TLS client is then told the nodes' TLS ports (CLUSTER SLOTS).
       ...(tls ? ["--tls-port", String(tlsPort), "--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-client-cert-file", tls.clientCert, "--tls-client-key-file", tls.clientKey, "--tls-ca-cert-file", tls.ca, "--tls-cluster", "yes", "--tls-replication", "yes"] : []),
       ...(options.extraArgs ?? []),
     ];
-    const start = () => (setpriv ? spawn("setpriv", ["--pdeathsig", "KILL", "redis-server", ...args], { stdio: "ignore" }) : spawn("redis-server", args, { stdio: "ignore" }));
+    const start = (listen = port) => {
+      const args = argsAt(listen);
+      return setpriv ? spawn("setpriv", ["--pdeathsig", "KILL", "redis-server", ...args], { stdio: "ignore" }) : spawn("redis-server", args, { stdio: "ignore" });
+    };
     let child = start();
     children.set(port, child);
     let paused = false;
@@ -146,7 +155,7 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
         if (paused) child.kill("SIGCONT");
         child.kill("SIGKILL");
       });
-    return {
+    const node: ClusterNode = {
       port,
       tlsPort,
       kill,
@@ -161,12 +170,25 @@ export async function startRedisCluster(options: { primaries?: number; nodeTimeo
       restart: async () => {
         await kill();
         paused = false;
-        child = start();
-        children.set(port, child);
+        const at = node.port;
+        child = start(at);
+        children.set(at, child);
         const started = child;
-        await until(`cluster node on ${port} again`, async () => started.pid !== undefined && (await answeringPid(port)) === started.pid, 10_000, 20);
+        await until(`cluster node on ${at} again`, async () => started.pid !== undefined && (await answeringPid(at)) === started.pid, 10_000, 20);
+      },
+      relocate: async () => {
+        await kill();
+        paused = false;
+        const moved = await freePort();
+        child = start(moved);
+        children.set(moved, child);
+        node.port = moved;
+        const started = child;
+        await until(`cluster node moved to ${moved}`, async () => started.pid !== undefined && (await answeringPid(moved)) === started.pid, 10_000, 20);
+        return moved;
       },
     };
+    return node;
   };
   for (let i = 0; i < primaries * 2; i++) nodes.push(await spawnNode());
   const opened: Array<{ disconnect(): void }> = [];
