@@ -16,10 +16,54 @@ const ENDS = new Set(["released", "expired", "evicted", "force-released", "lost"
 const CORRECTS: Readonly<Record<string, readonly TimelineType[]>> = Object.freeze({ "force-released": ["released", "expired", "lost"], lost: ["released"] });
 /**
  * Consoles see the same event a few milliseconds apart (or their clocks differ by as much): events of one kind for
- * one value of one lock (a resource on a deployment) in the same window of this length are one. (A foreign client
- * that writes the same value again later is a new hold.)
+ * one value of one lock (a resource on a deployment) in the same window of this length are one, unless a hold of
+ * that value ended between them (see `HoldBursts`): a value taken again is a new hold.
  */
 const DEDUP_WINDOW_MS = 10_000;
+
+/**
+ * Which hold of its value an event is about, counted as every console that sees the same events counts it: the
+ * holds of that value on that lock that ended before it in a burst (events of the value each at most
+ * `DEDUP_WINDOW_MS` after the one before). A Redisson holder's value is its client and thread, so the thread's next
+ * job takes the lock with the value it just released, often within a second: without this its acquisition and end
+ * fell in the window of the hold before and were taken for copies of them, and the hold was never recorded. Events
+ * of one value in different bursts are more than a window apart, so they never share one.
+ */
+class HoldBursts {
+  private readonly bursts = new Map<string, { ends: number; lastAt: number }>();
+  /** What each event was counted as, so a batch written again (after a failed write) is counted the same. */
+  private readonly counted = new WeakMap<LockHistoryEvent, number>();
+  private sweptAt = Number.NEGATIVE_INFINITY;
+
+  of(event: LockHistoryEvent): number {
+    const known = this.counted.get(event);
+    if (known !== undefined) return known;
+    let ended = 0;
+    if (ONCE_PER_HOLD.has(event.type) && event.token) {
+      const key = `${event.deployment}\u0000${event.resource}\u0000${lockValueId(event.token) ?? event.token}`;
+      const burst = this.bursts.get(key);
+      if (burst !== undefined && event.at - burst.lastAt <= DEDUP_WINDOW_MS) {
+        ended = burst.ends;
+        burst.lastAt = Math.max(burst.lastAt, event.at);
+        if (ENDS.has(event.type)) burst.ends += 1;
+      } else if (ENDS.has(event.type)) {
+        this.bursts.set(key, { ends: 1, lastAt: event.at });
+      } else if (burst !== undefined) {
+        this.bursts.delete(key);
+      }
+      this.sweep(event.at);
+    }
+    this.counted.set(event, ended);
+    return ended;
+  }
+
+  /** Bursts over (nothing of their value for a window) are let go, a pass every window. */
+  private sweep(now: number): void {
+    if (now - this.sweptAt < DEDUP_WINDOW_MS) return;
+    this.sweptAt = now;
+    for (const [key, burst] of this.bursts) if (now - burst.lastAt > DEDUP_WINDOW_MS) this.bursts.delete(key);
+  }
+}
 
 /**
  * Two 63-bit keys for an event that several consoles record (each unique in the table: a second console's copy
@@ -29,13 +73,15 @@ const DEDUP_WINDOW_MS = 10_000;
  * console took it for (a release here, the force release it was on the console that made it): every kind of end
  * has the same keys.
  */
-export function dedupKeys(event: LockHistoryEvent): [string, string] | null {
+export function dedupKeys(event: LockHistoryEvent, endedBefore = 0): [string, string] | null {
   if (!ONCE_PER_HOLD.has(event.type) || !event.token) return null;
   const kind = ENDS.has(event.type) ? "end" : event.type;
   // An engine-made value is one acquisition by its id, with or without the fence it is rewritten with.
   const value = lockValueId(event.token) ?? event.token;
   const key = (window: number) => {
-    const digest = createHash("sha256").update(`${event.deployment}\u0000${event.resource}\u0000${kind}\u0000${value}\u0000${window}`).digest();
+    // (The first hold of a burst keys as before holds were counted.)
+    const hold = endedBefore > 0 ? `\u0000${endedBefore}` : "";
+    const digest = createHash("sha256").update(`${event.deployment}\u0000${event.resource}\u0000${kind}\u0000${value}\u0000${window}${hold}`).digest();
     return (digest.readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
   };
   // The second key's windows are numbered apart from the first's (a key is unique within its own column anyway).
@@ -300,6 +346,8 @@ interface Queryable {
  * deployment: every row names both.
  */
 export class PostgresHistory implements HistoryStore {
+  private readonly bursts = new HoldBursts();
+
   constructor(private readonly db: Database) {}
 
   async insert(events: readonly LockHistoryEvent[]): Promise<void> {
@@ -311,7 +359,7 @@ export class PostgresHistory implements HistoryStore {
     const rows = events.flatMap((e) => {
       if (e.relabels !== undefined) return [];
       const { holder, fence } = holderText(e.token);
-      const keys = dedupKeys(e);
+      const keys = dedupKeys(e, this.bursts.of(e));
       return [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, n: clean(e.node), tok: clean(e.token), h: clean(holder), f: fence, d: clean(e.detail), dd: keys?.[0] ?? null, dd2: keys?.[1] ?? null }];
     });
     // Corrections of ends already recorded (in this batch or an earlier one): applied after this batch's rows.

@@ -426,6 +426,36 @@ describe("audit and lock history in PostgreSQL", () => {
     }
   });
 
+  it("stores each hold of a value taken again seconds after its release once, though two consoles saw every one", async () => {
+    const { createDatabase } = await import("@/server/postgres/pool");
+    const { PostgresHistory } = await import("@/server/history/postgres");
+    const first = createDatabase(url);
+    const second = createDatabase(url);
+    try {
+      const consoleA = new PostgresHistory(first);
+      const consoleB = new PostgresHistory(second);
+      const t = Math.floor((Date.now() - 86_400_000) / 10_000) * 10_000 + 1_000;
+      // A Redisson thread's value, its next job taking the lock a second after the last: three holds within 6 s.
+      const event = (at: number, type: "acquired" | "released") => ({ at, resource: "lock:retaken", deployment: "default", type, token: "client-uuid:57" });
+      const seen = [event(t, "acquired"), event(t + 2_000, "released"), event(t + 3_000, "acquired"), event(t + 4_000, "released"), event(t + 5_000, "acquired"), event(t + 6_000, "released")];
+      // Each console writes each event on its own, the second a few milliseconds after the first.
+      for (const e of seen) {
+        await consoleA.insert([e]);
+        await consoleB.insert([{ ...e, at: e.at + 3 }]);
+      }
+      const page = await consoleA.events({ limit: 20, filters: { resource: "lock:retaken" } });
+      expect(page.events.map((e) => [e.type, e.at - t])).toEqual([...seen].reverse().map((e) => [e.type, e.at - t]));
+      const heldAt = async (at: number) => (await consoleA.heldAt({ at, resource: "lock:retaken", deployment: "default", limit: 10 })).holds.map((h) => [h.acquiredAt - t, h.endedAt === null ? null : h.endedAt - t]);
+      expect(await heldAt(t + 1_000)).toEqual([[0, 2_000]]);
+      expect(await heldAt(t + 3_500)).toEqual([[3_000, 4_000]]);
+      expect(await heldAt(t + 5_500)).toEqual([[5_000, 6_000]]);
+      expect(await heldAt(t + 4_500)).toEqual([]);
+    } finally {
+      await first.pool.end();
+      await second.pool.end();
+    }
+  });
+
   it("stores one end of a hold two consoles saw as a release and as a force release, as the force release, whichever came first", async () => {
     const { createDatabase } = await import("@/server/postgres/pool");
     const { PostgresHistory } = await import("@/server/history/postgres");

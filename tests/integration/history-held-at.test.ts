@@ -77,4 +77,29 @@ describe("lock history: who held a busy lock at an instant", () => {
     }
     expect(paged).toEqual(both);
   });
+
+  it("records a value taken again seconds after its release as a hold of its own (a Redisson thread's next job)", async () => {
+    const sink = service.getHistory()!.recorder;
+    const resource = "lock:again";
+    // Redisson's value is its client and thread: the same thread's next job takes the lock with the same value.
+    const token = "1b3e4a1c-7f00-4c2e-9a7e-3c5d7e9f1a2b:57";
+    const t0 = Date.parse("2026-03-02T03:00:00Z");
+    const sec = 1_000;
+    const holds: Array<[number, number]> = [
+      [t0, t0 + 2 * sec],
+      [t0 + 3 * sec, t0 + 4 * sec],
+      [t0 + 6 * sec, t0 + 9 * sec],
+    ];
+    // Each event written on its own, as events seconds apart are.
+    for (const [from, to] of holds) {
+      sink.record({ at: from, resource, deployment: "default", type: "acquired", token });
+      expect(await sink.flush()).toBe(true);
+      sink.record({ at: to, resource, deployment: "default", type: "released", token });
+      expect(await sink.flush()).toBe(true);
+    }
+    for (const [from, to] of holds) expect(await heldOfLock(resource, from + 500)).toEqual([[token, from, to]]);
+    // Between two of them, nobody held it.
+    expect(await heldOfLock(resource, t0 + 5 * sec)).toEqual([]);
+    expect(await heldOfAll(resource, t0 + 7 * sec)).toEqual([[token, t0 + 6 * sec, t0 + 9 * sec]]);
+  });
 });
