@@ -67,7 +67,7 @@ class HoldBursts {
 
 /**
  * Two 63-bit keys for an event that several consoles record (each unique in the table: a second console's copy
- * conflicts and is not stored); null for per-console entries (gaps, extensions). The first names the event's
+ * conflicts and is not stored); null for per-console entries (gaps, extensions: see `exactKey`). The first names the event's
  * 10 s window, the second the same windows shifted by half of one: two sightings under 5 s apart are in one
  * window of at least one of the two, whichever window mark lies between them. A hold has one end, whatever each
  * console took it for (a release here, the force release it was on the console that made it): every kind of end
@@ -86,6 +86,17 @@ export function dedupKeys(event: LockHistoryEvent, endedBefore = 0): [string, st
   };
   // The second key's windows are numbered apart from the first's (a key is unique within its own column anyway).
   return [key(Math.floor(event.at / DEDUP_WINDOW_MS)), key(-1 - Math.floor((event.at + DEDUP_WINDOW_MS / 2) / DEDUP_WINDOW_MS))];
+}
+
+/**
+ * The key of an event only this console records (an extension, a gap; an end of no known value): its every field,
+ * to the millisecond. Another console's copy differs in time, and is stored as its own; the same batch written
+ * again is not (a write whose COMMIT went through but whose answer was lost is retried whole).
+ */
+export function exactKey(event: LockHistoryEvent): string {
+  const fields = JSON.stringify([event.deployment, event.resource, event.type, event.token ?? null, Math.trunc(event.at), event.node ?? null, event.detail ?? null]);
+  const digest = createHash("sha256").update(`exact\u0000${fields}`).digest();
+  return (digest.readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
 }
 
 function holderText(token: string | null | undefined): { holder: string | null; fence: string | null } {
@@ -360,7 +371,7 @@ export class PostgresHistory implements HistoryStore {
       if (e.relabels !== undefined) return [];
       const { holder, fence } = holderText(e.token);
       const keys = dedupKeys(e, this.bursts.of(e));
-      return [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, n: clean(e.node), tok: clean(e.token), h: clean(holder), f: fence, d: clean(e.detail), dd: keys?.[0] ?? null, dd2: keys?.[1] ?? null }];
+      return [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, n: clean(e.node), tok: clean(e.token), h: clean(holder), f: fence, d: clean(e.detail), dd: keys?.[0] ?? exactKey(e), dd2: keys?.[1] ?? null }];
     });
     // Corrections of ends already recorded (in this batch or an earlier one): applied after this batch's rows.
     const relabels = events.flatMap((e) => (e.relabels === undefined ? [] : [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, was: e.relabels, tok: clean(e.token), d: clean(e.detail) }]));
@@ -368,7 +379,8 @@ export class PostgresHistory implements HistoryStore {
     let broken = false;
     try {
       await client.query("BEGIN");
-      // Only the dedup keys come back: an event with a key that did not come back was another console's copy.
+      // Only the dedup keys come back: an event with a key that did not come back was another console's copy, or
+      // this batch's own stored by a write whose answer was lost.
       // (No conflict target: a conflict on either key's unique index skips the row.)
       const inserted = rows.length === 0 ? { rows: [] } : await client.query<{ dd: string | null }>(
         `INSERT INTO lock_events (at, resource, deployment, type, node, token, holder, fence, detail, dedup, dedup2)
@@ -380,12 +392,13 @@ export class PostgresHistory implements HistoryStore {
       );
       const kept = new Set<string>();
       for (const r of inserted.rows) if (r.dd !== null) kept.add(r.dd);
-      // Holds follow the events this batch actually stored, so a second console's copy opens or closes nothing.
-      const stored = rows.filter((r) => r.dd === null || kept.has(r.dd));
+      // Holds follow the events this batch actually stored, so a second console's copy (or this batch's own, written
+      // before) opens or closes nothing.
+      const stored = rows.filter((r) => kept.has(r.dd));
       // An end another console stored first, as less than this one knew (a release that was a force release):
       // corrected, as that console does once it learns (the copy this console did not store says what it was).
       for (const r of rows) {
-        if (r.dd === null || kept.has(r.dd)) continue;
+        if (kept.has(r.dd)) continue;
         for (const was of CORRECTS[r.t] ?? []) relabels.push({ a: r.a, r: r.r, dep: r.dep, t: r.t, was, tok: r.tok, d: r.d });
       }
       for (const { acquired, ended } of holdSteps(stored)) {

@@ -456,6 +456,28 @@ describe("audit and lock history in PostgreSQL", () => {
     }
   });
 
+  it("stores a batch written again (its COMMIT went through, its answer was lost) once, extensions and gaps too", async () => {
+    const store = service.getHistory()!.store;
+    const t = Date.now() - 5_400_000;
+    const batch = [
+      { at: t, resource: "lock:written-twice", deployment: "default", type: "acquired" as const, token: "twice" },
+      { at: t + 1_000, resource: "lock:written-twice", deployment: "default", type: "extended" as const, token: "twice", detail: "TTL end moved 10 s later" },
+      { at: t + 1_500, resource: "lock:written-twice", deployment: "default", type: "gap" as const, node: "node-1", detail: "node-1 was away 2 s" },
+      { at: t + 2_000, resource: "lock:written-twice", deployment: "default", type: "released" as const, token: "twice" },
+    ];
+    await store.insert(batch);
+    await store.insert(batch);
+    const page = await store.events({ limit: 10, filters: { resource: "lock:written-twice" } });
+    expect(page.events.map((e) => [e.type, e.at - t])).toEqual([
+      ["released", 2_000],
+      ["gap", 1_500],
+      ["extended", 1_000],
+      ["acquired", 0],
+    ]);
+    const held = await store.heldAt({ at: t + 500, resource: "lock:written-twice", deployment: "default", limit: 10 });
+    expect(held.holds.map((h) => [h.acquiredAt - t, h.endedAt === null ? null : h.endedAt - t])).toEqual([[0, 2_000]]);
+  });
+
   it("stores one end of a hold two consoles saw as a release and as a force release, as the force release, whichever came first", async () => {
     const { createDatabase } = await import("@/server/postgres/pool");
     const { PostgresHistory } = await import("@/server/history/postgres");
