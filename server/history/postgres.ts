@@ -2,6 +2,7 @@ import "server-only";
 import { createHash } from "node:crypto";
 import { lockValueId } from "@lockscope/redlock";
 import { decodeHolder } from "@/lib/locks/merge";
+import { storedText } from "@/lib/history/stored-text";
 import type { TimelineType } from "@/lib/locks/types";
 import type { Database } from "../postgres/pool";
 import type { HeldAtOptions, HistoryFilters, HistoryPage, HistoryStore, LockHistoryEvent, LockHold, OpenHold, StoredLockEvent } from "./types";
@@ -107,12 +108,6 @@ function holderText(token: string | null | undefined): { holder: string | null; 
   return { holder: [h.label, where].filter((p) => p !== undefined && p !== null).join(" @ ") || null, fence: decoded.fence };
 }
 
-/**
- * Text PostgreSQL stores (key names and values may hold anything): no NUL byte, and no lone UTF-16 surrogate
- * (JSON would carry it as an escape that PostgreSQL refuses).
- */
-const clean = (text: string | null | undefined): string | null =>
-  text === null || text === undefined ? null : text.replace(/\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\uFFFD");
 
 /**
  * The start of an engine-made value up to its id (`lk1:<id>:`), null for a foreign value. A fenced acquisition
@@ -144,9 +139,9 @@ function params(first: unknown[] = []) {
   const args = [...first];
   return {
     args,
-    // Text is looked up as it was stored (`clean`: a NUL, which PostgreSQL refuses, as U+FFFD).
+    // Text is looked up as it was stored (`storedText`: a NUL, which PostgreSQL refuses, as U+FFFD).
     arg: (value: unknown): string => {
-      args.push(typeof value === "string" ? clean(value) : value);
+      args.push(typeof value === "string" ? storedText(value) : value);
       return `$${args.length}`;
     },
   };
@@ -371,10 +366,10 @@ export class PostgresHistory implements HistoryStore {
       if (e.relabels !== undefined) return [];
       const { holder, fence } = holderText(e.token);
       const keys = dedupKeys(e, this.bursts.of(e));
-      return [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, n: clean(e.node), tok: clean(e.token), h: clean(holder), f: fence, d: clean(e.detail), dd: keys?.[0] ?? exactKey(e), dd2: keys?.[1] ?? null }];
+      return [{ a: Math.trunc(e.at), r: storedText(e.resource), dep: e.deployment, t: e.type, n: storedText(e.node), tok: storedText(e.token), h: storedText(holder), f: fence, d: storedText(e.detail), dd: keys?.[0] ?? exactKey(e), dd2: keys?.[1] ?? null }];
     });
     // Corrections of ends already recorded (in this batch or an earlier one): applied after this batch's rows.
-    const relabels = events.flatMap((e) => (e.relabels === undefined ? [] : [{ a: Math.trunc(e.at), r: clean(e.resource), dep: e.deployment, t: e.type, was: e.relabels, tok: clean(e.token), d: clean(e.detail) }]));
+    const relabels = events.flatMap((e) => (e.relabels === undefined ? [] : [{ a: Math.trunc(e.at), r: storedText(e.resource), dep: e.deployment, t: e.type, was: e.relabels, tok: storedText(e.token), d: storedText(e.detail) }]));
     const client = await this.db.pool.connect();
     let broken = false;
     try {

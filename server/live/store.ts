@@ -2,6 +2,7 @@ import "server-only";
 import { formatByName, keptFormat, keptWaiters, type LockScope } from "@/lib/locks/formats";
 import { keptView, type FormatView } from "@/lib/locks/formats/view";
 import type { LockSummary } from "@/lib/locks/groups";
+import { storedText } from "@/lib/history/stored-text";
 import { decodeHolder } from "@/lib/locks/merge";
 import { KeyBits } from "@/lib/locks/key-bits";
 import { ShardedMap } from "@/lib/locks/sharded-map";
@@ -460,14 +461,15 @@ export class LockStore {
 
   /**
    * Whether the lock is live with this value or, for an engine-made value, with the same acquisition rewritten with
-   * its fence (the same value id): what an open hold in the history still is.
+   * its fence (the same value id): what an open hold in the history still is. `token` may be as the history stores
+   * it (`storedText`: a binary value's NUL bytes as U+FFFD), and is then compared with the live value so stored.
    */
   holdsAcquisition(resource: string, token: string): boolean {
     if (this.holdsValue(resource, token)) return true;
-    const id = lockValueId(token);
     const entry = this.live.get(resource);
-    if (id === null || entry === undefined || entry.state === null || !isLive(entry.state)) return false;
-    return [entry.token, entry.leading].some((value) => value !== null && lockValueId(value) === id);
+    if (entry === undefined || entry.state === null || !isLive(entry.state)) return false;
+    const id = lockValueId(token);
+    return [entry.token, entry.leading].some((value) => value !== null && ((id !== null && lockValueId(value) === id) || (token.includes("\uFFFD") && storedText(value) === token)));
   }
 
   /** Keys a node is known to hold (for the reconcile's "gone while we were away"). */
