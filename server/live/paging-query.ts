@@ -11,11 +11,12 @@ export const search = queryText("the text to look for").max(200, "must be at mos
 export const order = queryText("asc or desc").pipe(z.enum(["asc", "desc"], { error: "must be asc or desc" }));
 /**
  * A whole number in a query string, written in decimal digits only (`0x10`, `1e3`, `+5` and ` 5` are refused,
- * as everywhere in the API), from `min` to `max`.
+ * as everywhere in the API), from `min` to `max`. However many digits it has, a number is refused by its range: one
+ * too long to be in it is still a whole number, and is told its bound (it reads as Infinity at the worst, above any).
  */
 export const wholeNumber = (min: number, max: number) =>
   queryText(`a whole number from ${min} to ${max}`)
-    .regex(/^[0-9]{1,10}$/, "must be a whole number, in decimal digits")
+    .regex(/^[0-9]+$/, "must be a whole number, in decimal digits")
     .transform(Number)
     .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
 

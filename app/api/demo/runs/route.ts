@@ -9,7 +9,8 @@ export const runtime = "nodejs";
 
 const ListQuery = z.strictObject({
   limit: queryText("a whole number from 1 to 50")
-    .regex(/^[0-9]{1,10}$/, "limit must be a whole number, in decimal digits")
+    // (Any number of digits: one too long is refused by its range below, not as "not a whole number".)
+    .regex(/^[0-9]+$/, "limit must be a whole number, in decimal digits")
     .transform(Number)
     .pipe(z.number().min(1, "limit must be at least 1").max(50, "limit must be at most 50 (the lab keeps its last 50 runs)"))
     .default(50),
