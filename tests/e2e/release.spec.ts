@@ -83,6 +83,38 @@ test.describe("force release from the browser", () => {
     expect(readFileSync(csv, "utf8")).toContain("worker hung after deploy 4711");
   });
 
+  test("a lock whose key holds a percent sign and two hex digits is titled, shown and released as itself, not as the key it would decode to", async ({ page, signIn }) => {
+    await signIn("operator");
+    // A key made from an already URL-encoded name (`user%40example.com`), beside the key that name decodes to.
+    const base = unique("pct");
+    const resource = `${base}:user%40example.com`;
+    const decoded = `${base}:user@example.com`;
+    await holdLock(nodes, resource, "encoded-name-worker", "3");
+    const other = await holdLock(nodes, decoded, "decoded-name-worker", "9");
+
+    await page.goto("/");
+    await page.getByRole("row", { name: resource }).getByRole("link", { name: resource }).click();
+    await expect(page).toHaveTitle(`${resource} · Lockscope`);
+    await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
+    await expect(page.locator(".detail-grid")).toContainText("encoded-name-worker");
+    await page.getByRole("button", { name: "Force release" }).click();
+    const dialog = page.getByRole("dialog", { name: `Force release ${resource}` });
+    await expect(dialog).toContainText("encoded-name-worker");
+    await dialog.getByLabel("Reason").fill("holder of the encoded name hung");
+    await dialog.getByRole("button", { name: "Release" }).click();
+    await expect(dialog.getByRole("status")).toContainText("Released on 3 of 3 nodes");
+    for (const n of nodes) {
+      expect(await n.get(resource)).toBeNull();
+      expect(await n.get(decoded)).toBe(other);
+    }
+    // Opened by its address too (the page rendered on the server, not reached from the table).
+    await page.goto(`/locks/${encodeURIComponent(decoded)}`);
+    await expect(page).toHaveTitle(`${decoded} · Lockscope`);
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page).toHaveTitle(`${resource} · Lockscope`);
+    await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
+  });
+
   test("when the lock changed hands while the dialog was open, it says so, shows the new holder and deletes nothing", async ({ page, signIn }) => {
     await signIn("operator");
     const resource = unique("handover");
