@@ -200,12 +200,34 @@ const ACTOR_RE = /^[\p{L}\p{N} ._@-]{1,64}$/u;
 /** Whether `name` can name an actor in the audit log (letters, digits, spaces and . _ @ -, up to 64), once trimmed; blank means none. */
 export const actorNameAllowed = (name: string): boolean => name.trim() === "" || ACTOR_RE.test(name.trim());
 
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+const utf8Strict = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * `X-Lockscope-Actor` as its sender wrote it. HTTP carries a header's value as bytes, which Node.js reads one
+ * character per byte (Latin-1), while curl, Python's requests and most clients send text as UTF-8: `Jürgen` arrives
+ * as `JÃ¼rgen`, and `Zoë` as `ZoÃ«`, which is no name. Bytes that form UTF-8 are read as UTF-8; others (a client that
+ * sends Latin-1, as HTTP allows) stay as they came.
+ */
+export function actorHeader(headers: Headers): string | null {
+  const raw = headers.get("x-lockscope-actor");
+  if (raw === null || ASCII_ONLY.test(raw)) return raw;
+  const bytes = Buffer.from(raw, "latin1");
+  // (A value with a character past U+00FF did not come from the wire's bytes: it is taken as it is.)
+  if (bytes.toString("latin1") !== raw) return raw;
+  try {
+    return utf8Strict.decode(bytes);
+  } catch {
+    return raw;
+  }
+}
+
 /**
  * Why a write's `X-Lockscope-Actor` cannot name its sender in the audit log (null when it can, or is absent or
  * blank, which means the role's name as at sign-in): a write is refused rather than audited under another name.
  */
 export function actorHeaderProblem(headers: Headers): string | null {
-  const name = headers.get("x-lockscope-actor");
+  const name = actorHeader(headers);
   if (name === null || actorNameAllowed(name)) return null;
   const trimmed = name.trim();
   const what = [...trimmed].length > 64 ? `it is ${[...trimmed].length} characters long` : "it has other characters";
@@ -262,7 +284,7 @@ export async function authenticate(headers: Headers): Promise<Principal | null> 
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match?.[1]) throw new ApiError("unauthorized", "The Authorization header must be `Bearer <token>`.", undefined, BEARER_CHALLENGE);
     const role = await checkPresentedToken(match[1], clientIp(headers), "bearer");
-    return { role, actor: cleanActor(headers.get("x-lockscope-actor"), role), via: "bearer" };
+    return { role, actor: cleanActor(actorHeader(headers), role), via: "bearer" };
   }
   // The session cookie that is good and not signed out: one a sibling site set for the parent domain (signed out
   // by a later sign-in here), sent before the console's own, must not hide it.
