@@ -41,6 +41,20 @@ describe("sign-in, sessions and health", () => {
     expect(who.body).toMatchObject({ role: "operator", actor: "alice", via: "session" });
   });
 
+  it("signs in with a token pasted with spaces or a line break around it (no token has any), and still refuses one with a space inside", async () => {
+    const headers = { "x-lockscope-client-ip": "192.0.2.77" };
+    for (const pasted of [`${OPERATOR_TOKEN} `, ` ${OPERATOR_TOKEN}`, `${OPERATOR_TOKEN}\n`, `\t${OPERATOR_TOKEN}\r\n`]) {
+      const res = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: pasted, name: "alice" } });
+      expect([JSON.stringify(pasted), res.status]).toEqual([JSON.stringify(pasted), 200]);
+      expect(res.body).toEqual({ role: "operator", actor: "alice" });
+    }
+    const inside = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: `${OPERATOR_TOKEN.slice(0, 8)} ${OPERATOR_TOKEN.slice(8)}` } });
+    expect(inside.status).toBe(401);
+    const blank = await call(session.POST, "POST", "/api/session", { token: null, headers, body: { token: "   " } });
+    expect(blank.status).toBe(422);
+    expect(blank.body).toMatchObject({ error: { code: "unprocessable", message: expect.stringContaining("the token is required") as unknown } });
+  });
+
   it("refuses a forged or tampered cookie", async () => {
     const res = await call(session.POST, "POST", "/api/session", { token: null, body: { token: VIEWER_TOKEN } });
     const value = (res.headers.get("set-cookie") ?? "").split(";")[0]!.split("=")[1]!;

@@ -7,7 +7,9 @@ export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
 const SignInBody = z.strictObject({
-  token: z.string().min(1, "the token is required").max(512, "the token is at most 512 characters"),
+  // No token has a space or a line break (configured ones are printable ASCII without spaces, generated ones base64url):
+  // around it they come from the paste, and would make the right token a wrong one, counted towards the limit.
+  token: z.string().trim().min(1, "the token is required").max(512, "the token is at most 512 characters"),
   name: z
     .string()
     .max(64, "the name is at most 64 characters")
