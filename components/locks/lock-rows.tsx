@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
 import { memo, useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore, type CSSProperties, type ReactNode, type RefObject } from "react";
-import { KEY_TOO_LONG_TO_OPEN, MAX_ADDRESSED_KEY_CHARS, type Lock } from "@/lib/locks/types";
+import { KEY_TOO_LONG_TO_OPEN, keyChars, MAX_ADDRESSED_KEY_CHARS, type Lock } from "@/lib/locks/types";
 import { ApiRequestError, errorText } from "../api-client";
 import { ScrollHint } from "../table-scroll";
 import { MessageText } from "../message-text";
@@ -323,8 +323,8 @@ const LockRow = memo(function LockRow({
   return (
     <tr aria-label={showDeployment ? `${lock.resource} on ${lock.deployment}` : lock.resource} aria-rowindex={index + 2} className={live ? undefined : "ended"} style={{ height: rowHeight }}>
       <th scope="row" className="col-resource resource mono" data-truncates title={lock.resource}>
-        {lock.resource.length > MAX_ADDRESSED_KEY_CHARS ? (
-          <span className="unlinked" title={`${lock.resource.slice(0, 200)}…\n\nThis key has ${lock.resource.length.toLocaleString("en-US")} characters: ${KEY_TOO_LONG_TO_OPEN}.`}>
+        {keyChars(lock.resource) > MAX_ADDRESSED_KEY_CHARS ? (
+          <span className="unlinked" title={`${lock.resource.slice(0, 200)}…\n\nThis key has ${keyChars(lock.resource).toLocaleString("en-US")} characters: ${KEY_TOO_LONG_TO_OPEN}.`}>
             {lock.resource}
           </span>
         ) : (

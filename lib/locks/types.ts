@@ -18,6 +18,17 @@ export type EndedState = "released" | "expired" | "force-released" | "lost";
  * the URL). A longer key is still listed, without a link, and said so.
  */
 export const MAX_ADDRESSED_KEY_CHARS = 1_024;
+/**
+ * A key's length in characters (Unicode code points), as the routes addressed by a key count it against
+ * `MAX_ADDRESSED_KEY_CHARS`: an emoji is one character, though two UTF-16 units.
+ */
+export function keyChars(resource: string): number {
+  if (resource.length <= MAX_ADDRESSED_KEY_CHARS) return resource.length;
+  let chars = 0;
+  for (const _ of resource) chars++;
+  return chars;
+}
+
 /** Why a key longer than `MAX_ADDRESSED_KEY_CHARS` cannot be opened, as a viewer or a script is told. */
 export const KEY_TOO_LONG_TO_OPEN = `a lock key longer than ${MAX_ADDRESSED_KEY_CHARS.toLocaleString("en-US")} characters is listed but cannot be opened, released or looked up here`;
 

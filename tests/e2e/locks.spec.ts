@@ -225,9 +225,18 @@ test.describe("live locks", () => {
     await expect(table).toBeVisible({ timeout: 30_000 });
     const resource = unique(`long-${"x".repeat(1_100)}`);
     const short = unique("short-beside-long");
+    // 700 emoji: 1,400 UTF-16 units, but 700 characters and more as the console counts them: it opens.
+    const emoji = unique(`emoji-${"🔒".repeat(700)}`);
     try {
       await setOnAll(clients, resource, "long-key-holder", 60_000);
       await setOnAll(clients, short, "short-key-holder", 60_000);
+      await setOnAll(clients, emoji, "emoji-key-holder", 60_000);
+      const emojiRow = table.getByRole("row", { name: emoji, exact: true });
+      await expect(emojiRow).toContainText("emoji-key-holder");
+      await emojiRow.getByRole("link").click();
+      await expect(page.getByText("emoji-key-holder").first()).toBeVisible();
+      expect((await page.request.get(`/api/locks/${encodeURIComponent(emoji)}`)).status()).toBe(200);
+      await page.goBack();
       const row = table.getByRole("row", { name: resource, exact: true });
       await expect(row).toContainText("long-key-holder");
       await expect(row.getByRole("link")).toHaveCount(0);
@@ -237,7 +246,7 @@ test.describe("live locks", () => {
       expect(api.status()).toBe(400);
       expect(((await api.json()) as { error: { message: string } }).error.message).toContain("a lock key longer than 1,024 characters is listed but cannot be opened, released or looked up here");
     } finally {
-      await Promise.all(clients.map((c) => c.del(resource, short)));
+      await Promise.all(clients.map((c) => c.del(resource, short, emoji)));
     }
   });
 
