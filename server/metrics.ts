@@ -85,7 +85,7 @@ export const METRIC_CATALOG: readonly MetricDefinition[] = Object.freeze<MetricD
   histogramMetric("lockscope_http_request_duration_seconds", ["route", "method"], "Time to produce an HTTP response (for streams: until the stream opened).", { buckets: HTTP_BUCKETS }),
   gaugeMetric("lockscope_metrics_reporter", [], "1 on the one console that exports the lock nodes' and the locks' metrics (the reporter lease), 0 on the others."),
   gaugeMetric("lockscope_sse_clients", [], "Browser live streams (Server-Sent Events) open now."),
-  counterMetric("lockscope_audit_writes_total", ["sink", "outcome"], "Audit records written, by sink (stream: per node; file) and outcome.", { known: { sink: AUDIT_SINKS, outcome: AUDIT_OUTCOMES } }),
+  counterMetric("lockscope_audit_writes_total", ["sink", "outcome"], "Audit records written, by sink (stream: the audit stream on the lock nodes, once per node; file: the audit file; postgres: the audit database, with AUDIT_DATABASE_URL) and outcome.", { known: { sink: AUDIT_SINKS, outcome: AUDIT_OUTCOMES } }),
   gaugeMetric("lockscope_audit_outcomes_pending", [], "Audit outcomes (how a force release or a pattern change ended) the audit store has not taken yet, kept in this console's memory and offered again every 5 s (at most 10 000; lost if the console stops)."),
   counterMetric("lockscope_force_releases_total", ["outcome"], "Force releases asked for by operators, by outcome.", { known: { outcome: FORCE_RELEASE_OUTCOMES } }),
   counterMetric("lockscope_lab_runs_total", ["strategy", "status"], "Lab runs finished, by strategy and status.", { known: { strategy: LAB_STRATEGIES, status: LAB_STATUSES } }),

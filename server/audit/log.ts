@@ -123,7 +123,7 @@ async function cutBack(handle: FileHandle, length: number, text: string, file: s
   }
 }
 
-const writes = () => counter("lockscope_audit_writes_total", "Audit records written, by sink (stream: per node; file) and outcome.", ["sink", "outcome"]);
+const writes = () => counter("lockscope_audit_writes_total", "Audit records written, by sink (stream: the audit stream on the lock nodes, once per node; file: the audit file; postgres: the audit database, with AUDIT_DATABASE_URL) and outcome.", ["sink", "outcome"]);
 
 /**
  * Writes and reads the audit log: a Redis stream on every lock node (what every console instance sees)

@@ -9,7 +9,7 @@ import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage
 /** Entries whose INSERT got no answer kept at most (their outcome is written whole, see `recordOutcome`). */
 const MAX_UNANSWERED_INTENTS = 10_000;
 
-const writes = () => counter("lockscope_audit_writes_total", "Audit records written, by sink (stream: per node; file) and outcome.", ["sink", "outcome"]);
+const writes = () => counter("lockscope_audit_writes_total", "Audit records written, by sink (stream: the audit stream on the lock nodes, once per node; file: the audit file; postgres: the audit database, with AUDIT_DATABASE_URL) and outcome.", ["sink", "outcome"]);
 
 /** An `audit_log` row as read: the entry's fields, its times as text, `deployment` null on older rows. */
 interface Row extends Pick<AuditEntry, "id" | "actor" | "role" | "action" | "resource" | "token" | "holder" | "reason" | "outcome" | "nodes" | "ip"> {

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { GroupLimiter, METRIC_CATALOG, OTHER_GROUP, counter, getRegistry, histogram } from "@/server/metrics";
 
@@ -59,6 +61,15 @@ describe("the metric catalog", () => {
     expect(text).toContain("lockscope_process_cpu_user_seconds_total");
     expect(text).toMatch(/lockscope_build_info\{version="\d+\.\d+\.\d+"\} 1/);
     expect(text).not.toMatch(/^# TYPE \S+ summary$/m);
+  });
+
+  it("names in lockscope_audit_writes_total's HELP every sink the audit stores count, the audit database too", async () => {
+    // The sinks the stores count writes under (`sink: "…"` in server/audit/): stream and file, or the database.
+    const dir = path.resolve(import.meta.dirname, "../../server/audit");
+    const sinks = new Set(readdirSync(dir).flatMap((file) => [...readFileSync(path.join(dir, file), "utf8").matchAll(/\bsink: "([a-z]+)"/g)].map((m) => m[1]!)));
+    expect([...sinks].sort()).toEqual(["file", "postgres", "stream"]);
+    const help = /^# HELP lockscope_audit_writes_total (.*)$/m.exec(await getRegistry().metrics())?.[1] ?? "";
+    for (const sink of sinks) expect(help).toMatch(new RegExp(`\\b${sink}\\b`));
   });
 
   it("hands the declared metric to another part of the console asking for it again", () => {
