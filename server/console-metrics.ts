@@ -142,8 +142,10 @@ export async function refreshConsoleMetrics(): Promise<void> {
   for (const node of health.nodes) {
     const labels = withDeployment({ node: node.id }, node.deployment, multi);
     up.set(labels, node.up ? 1 : 0);
-    // (0 where the role is not known: a cluster, INFO refused, the node away for three readings.)
-    readOnly.set(labels, isReplica(node.replication) ? 1 : 0);
+    // Known while the node answers (0 where its role is not known: a cluster, INFO refused); absent while it does not:
+    // 0 would call a node nobody can read a writable primary.
+    if (node.up) readOnly.set(labels, isReplica(node.replication) ? 1 : 0);
+    else readOnly.remove(labels);
     // Known while the node can be read (a refusal is found by subscribing and reading there).
     if (node.up) refused.set(labels, patternCount(node.refusedPatterns));
     else refused.remove(labels);
