@@ -72,6 +72,17 @@ describe("the metric catalog", () => {
     for (const sink of sinks) expect(help).toMatch(new RegExp(`\\b${sink}\\b`));
   });
 
+  it("names in lockscope_failovers_total's HELP each kind of deployment whose failovers it counts", async () => {
+    // A monitor per kind counts them (server/deployments/: Sentinel, cluster, a standalone instance's endpoint).
+    const dir = path.resolve(import.meta.dirname, "../../server/deployments");
+    const monitors = readdirSync(dir).flatMap((file) => [...readFileSync(path.join(dir, file), "utf8").matchAll(/^export class (\w+)FailoverMonitor\b/gm)].map((m) => m[1]!));
+    expect(monitors.sort()).toEqual(["Cluster", "Endpoint", "Sentinel"]);
+    const help = /^# HELP lockscope_failovers_total (.*)$/m.exec(await getRegistry().metrics())?.[1] ?? "";
+    expect(help).toMatch(/Sentinel/);
+    expect(help).toMatch(/cluster/);
+    expect(help).toMatch(/standalone/);
+  });
+
   it("hands the declared metric to another part of the console asking for it again", () => {
     const first = counter("lockscope_lab_runs_total", "Lab runs finished, by strategy and status.", ["strategy", "status"]);
     const again = counter("lockscope_lab_runs_total", "Lab runs finished, by strategy and status.", ["strategy", "status"]);
