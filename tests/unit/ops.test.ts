@@ -181,10 +181,14 @@ describe("the Grafana dashboard", () => {
     expect(healthy(safety, /restart hazards \(30 min\)$/, 1)).not.toBe("green");
     expect(healthy(safety, /restart hazards \(30 min\)$/, 0)).toBe("green");
     const counts = "Locks without TTL, below quorum, past TTL";
-    for (const legend of [/^no TTL/, /^below quorum/, /^past TTL/]) {
+    for (const legend of [/^no TTL/, /^below quorum/]) {
       expect(healthy(counts, legend, 3), String(legend)).not.toBe("green");
       expect(healthy(counts, legend, 0), String(legend)).toBe("green");
     }
+    // Locks ending by their TTL are past it for the moment Redis takes to reclaim their keys: under a steady flow of
+    // them the count is above 0 at most scrapes on a healthy console. What LockscopeLockStuckPastTtl fires on is how
+    // long the oldest has been past it (the ages' tile below), so the count is coloured neither good nor bad.
+    for (const n of [0, 3, 23]) expect(["none", "blue", "text", "transparent"]).toContain(healthy(counts, /^past TTL/, n));
     // Ages: against the alerts' thresholds (15 minutes held, 2 minutes past the TTL), not Grafana's 80.
     const ages = "Oldest lock present, longest past its TTL";
     expect(healthy(ages, /^oldest present/, 300)).toBe("green");
