@@ -3,7 +3,7 @@ import { clientIp, refuseWrongToken, tokensEqual } from "./auth";
 import { getConfig } from "./config";
 import { ApiError } from "./errors";
 import { singleton } from "./global";
-import { getHealth } from "./health";
+import { HEALTH_NODE_WAIT_MAX_MS, getHealth } from "./health";
 import { getDeploymentLives, getKeyspaceEventCounts, getLiveEvents, getStreamHub, getWatcherStatus } from "./live";
 import { getLogger } from "./logger";
 import { isLabResource } from "@/lib/lab/keys";
@@ -119,8 +119,24 @@ function exportHotCounts(hot: HotCounts): void {
   }
 }
 
+/** Time a scrape keeps for itself besides waiting for the nodes (the live view's counts, the rendering, the network). */
+const SCRAPE_MARGIN_MS = 1_000;
+
+/**
+ * How long a scrape waits for a lock node before `lockscope_node_up` says it does not answer: the node timeout,
+ * the console's own measure of a node that does not answer (its live view and engine wait as long), not
+ * /api/health's cap of a second for health checkers, which would page nodes slow to answer but within it. Within
+ * the scrape timeout Prometheus sends (`X-Prometheus-Scrape-Timeout-Seconds`), less a margin, so that a node that
+ * hangs is told down in the answer instead of failing the scrape (a second at least).
+ */
+export function scrapeNodeWaitMs(nodeTimeoutMs: number, scrapeTimeoutSeconds: string | null): number {
+  const scrapeTimeout = scrapeTimeoutSeconds === null ? Number.NaN : Number(scrapeTimeoutSeconds) * 1000;
+  if (!Number.isFinite(scrapeTimeout) || scrapeTimeout <= 0) return nodeTimeoutMs;
+  return Math.min(nodeTimeoutMs, Math.max(HEALTH_NODE_WAIT_MAX_MS, scrapeTimeout - SCRAPE_MARGIN_MS));
+}
+
 /** Per-node health and the live view's counts, read when Prometheus scrapes (never kept up to date in between). */
-export async function refreshConsoleMetrics(): Promise<void> {
+export async function refreshConsoleMetrics(options: { nodeWaitMs?: number } = {}): Promise<void> {
   const hot = startConsoleMetrics();
   const all = getDeploymentNodes();
   const multi = all.length > 1;
@@ -131,7 +147,7 @@ export async function refreshConsoleMetrics(): Promise<void> {
     declared("lockscope_deployment_info").set({ ...labels, kind: d.deployment.kind }, 1);
   }
 
-  const health = await getHealth();
+  const health = await getHealth({ nodeWaitMs: options.nodeWaitMs ?? getConfig().nodeTimeoutMs });
   const up = declared<"node" | "deployment">("lockscope_node_up");
   const latency = declared<"node" | "deployment">("lockscope_node_latency_seconds");
   const notifications = declared<"node" | "status" | "deployment">("lockscope_node_notifications");
@@ -257,8 +273,8 @@ const SHARED_METRICS = new Set(METRIC_CATALOG.filter((d) => d.shared).map((d) =>
  * the shared ones (the nodes', the locks') only from the elected reporter (or from every console while
  * none can be elected).
  */
-export async function scrapeMetrics(): Promise<Response> {
-  await refreshConsoleMetrics();
+export async function scrapeMetrics(headers: Headers): Promise<Response> {
+  await refreshConsoleMetrics({ nodeWaitMs: scrapeNodeWaitMs(getConfig().nodeTimeoutMs, headers.get("x-prometheus-scrape-timeout-seconds")) });
   const registry = getRegistry();
   const reporter = startMetricsReporter();
   declared("lockscope_metrics_reporter").set(reporter.holds() ? 1 : 0);

@@ -101,7 +101,7 @@ async function clusterServes(client: NodeClient): Promise<boolean> {
  * answered it only after a hung node's timeout would be taken for dead while it serves. A node that has not
  * answered by then is reported not up.
  */
-const HEALTH_NODE_WAIT_MAX_MS = 1_000;
+export const HEALTH_NODE_WAIT_MAX_MS = 1_000;
 
 /** What `work` resolves to, or null when it fails or has not settled within `ms` (replies already received count: `setReplyDeadline`). */
 function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T | null> {
@@ -120,15 +120,18 @@ function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T | null> {
   });
 }
 
-/** Every deployment's nodes, probed now, with what the live view and the replication watch add. */
-export async function getHealth(): Promise<Health> {
+/**
+ * Every deployment's nodes, probed now, with what the live view and the replication watch add. `nodeWaitMs`: how
+ * long to wait for a node before reporting it not up (default: the node timeout, at most `HEALTH_NODE_WAIT_MAX_MS`).
+ */
+export async function getHealth(options: { nodeWaitMs?: number } = {}): Promise<Health> {
   const contributors = [...healthContributors().values()];
+  const waitMs = options.nodeWaitMs ?? Math.min(getConfig().nodeTimeoutMs, HEALTH_NODE_WAIT_MAX_MS);
   const deployments = await Promise.all(
     getDeploymentNodes().map(async ({ deployment, nodes }) => {
       let degraded = false;
       const results = await Promise.all(
         nodes.map(async (node): Promise<NodeHealth> => {
-          const waitMs = Math.min(getConfig().nodeTimeoutMs, HEALTH_NODE_WAIT_MAX_MS);
           // The probe as a whole, its PING too (whose own timeout is the node timeout), within the wait.
           const latencyMs = await withinDeadline(probe(node, waitMs), waitMs);
           let base: NodeHealth = { id: node.id, deployment: node.deployment, url: node.maskedUrl, up: latencyMs !== null, latencyMs, notifications: "unavailable" };

@@ -8,5 +8,5 @@ export const runtime = "nodejs";
 // checkMetricsToken alone: the API's tokens grant nothing here, and the right scrape token is no wrong API token)
 export const GET = route({ name: "GET /metrics", access: "probe" }, async ({ request }) => {
   await checkMetricsToken(request.headers);
-  return scrapeMetrics();
+  return scrapeMetrics(request.headers);
 });
