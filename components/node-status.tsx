@@ -17,7 +17,7 @@ export interface HealthNode {
 
 export interface HealthResponse {
   status: "ok" | "degraded" | "down";
-  quorum: { size: number; up: number; ok: boolean };
+  quorum: { size: number; up: number; ok: boolean; readOnly?: number };
   nodes: HealthNode[];
 }
 
@@ -85,5 +85,5 @@ export function NodeStatus() {
     const label = pillLabel(name, n.up, "down", n.notifications);
     return { id: n.id, name, up: n.up, notUp: "down", notifications: n.notifications, title: `${name === n.id ? "" : `${n.deployment ?? ""} `}${n.url} · ${n.up ? `${n.latencyMs ?? "?"} ms` : "down"} · notifications ${n.notifications}`, label };
   });
-  return <Pills nodes={nodes} status={data.status} summary={`${data.quorum.up}/${data.nodes.length} up · quorum ${data.quorum.ok ? "ok" : "lost"} · ${data.status}`} />;
+  return <Pills nodes={nodes} status={data.status} summary={`${data.quorum.up + (data.quorum.readOnly ?? 0)}/${data.nodes.length} up${data.quorum.readOnly ? `, ${data.quorum.readOnly} read-only` : ""} · quorum ${data.quorum.ok ? "ok" : "lost"} · ${data.status}`} />;
 }

@@ -23,8 +23,11 @@ export interface NodeHealth {
 
 export interface Quorum {
   size: number;
+  /** Nodes that count towards it: up and taking writes (a read-only replica answers but takes no lock). */
   up: number;
   ok: boolean;
+  /** Nodes up but read-only replicas, not counted in `up`; absent when none. */
+  readOnly?: number;
 }
 
 export interface Health {
@@ -143,11 +146,15 @@ export async function getHealth(options: { nodeWaitMs?: number } = {}): Promise<
           return base;
         }),
       );
-      const up = results.filter((n) => n.up).length;
+      const answering = results.filter((n) => n.up).length;
+      const readOnly = results.filter((n) => n.up && n.readOnly === true).length;
+      const up = answering - readOnly;
       const size = quorumOf(nodes.length);
       const ok = up >= size;
-      const status: Health["status"] = !ok ? "down" : up !== nodes.length || degraded ? "degraded" : "ok";
-      return { name: deployment.name, kind: deployment.kind, status, quorum: { size, up, ok }, nodes: results };
+      // Down: fewer than a quorum answer. A quorum lost to read-only replicas is degraded: they answer, and their
+      // locks are shown, but no lock can be taken.
+      const status: Health["status"] = answering < size ? "down" : !ok || answering !== nodes.length || degraded ? "degraded" : "ok";
+      return { name: deployment.name, kind: deployment.kind, status, quorum: { size, up, ok, ...(readOnly > 0 ? { readOnly } : {}) }, nodes: results };
     }),
   );
   const only = deployments.length === 1 ? deployments[0] : undefined;
@@ -160,6 +167,7 @@ export async function getHealth(options: { nodeWaitMs?: number } = {}): Promise<
       size: deployments.reduce((n, d) => n + d.quorum.size, 0),
       up: deployments.reduce((n, d) => n + d.quorum.up, 0),
       ok: deployments.every((d) => d.quorum.ok),
+      ...(deployments.some((d) => d.quorum.readOnly) ? { readOnly: deployments.reduce((n, d) => n + (d.quorum.readOnly ?? 0), 0) } : {}),
     },
     nodes: deployments.flatMap((d) => d.nodes),
     deployments: deployments.map(({ name, kind, status: s, quorum }) => ({ name, kind, status: s, quorum })),

@@ -1,13 +1,13 @@
 import "server-only";
 import { ApiError } from "./errors";
-import { getHealth } from "./health";
+import { getHealth, type Quorum } from "./health";
 import { getWatcherStatus, waitUntilReconciled } from "./live";
 import { isShuttingDown } from "./shutdown";
 
 export interface Readiness {
   ready: true;
   /** Informative: a lost quorum is the incident a console is for, not a reason to take it out of service. */
-  quorum: { size: number; up: number; ok: boolean };
+  quorum: Quorum;
   reconciled: true;
   /** Where the console watches several deployments: each one's status and quorum (as in `/api/health`). */
   deployments?: NonNullable<Awaited<ReturnType<typeof getHealth>>["deployments"]>;

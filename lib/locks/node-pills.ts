@@ -44,18 +44,25 @@ export function notUpText(node: Pick<WatcherStatus, "reading" | "answering">): s
   return node.reading ? "reading its locks" : node.answering ? "down" : "not answering";
 }
 
+/** A node that answers but takes no write (a read-only replica): it counts for no quorum, as no lock can be taken there. */
+const readOnlyNow = (n: Pick<WatcherStatus, "up" | "readOnly">): boolean => n.up && n.readOnly !== undefined && n.readOnly !== null && !n.readOnly.writable;
+
 /** The header's pills, overall status and summary from the live stream's node statuses. */
 export function nodePills(statuses: readonly WatcherStatus[], nodesUp?: number): { nodes: PillNode[]; status: "ok" | "degraded" | "down"; summary: string } {
   const total = statuses.length;
   const up = nodesUp ?? statuses.filter((n) => n.up).length;
+  const readOnly = statuses.filter(readOnlyNow).length;
   // Each deployment's quorum is a majority of its own nodes: where the console watches several, a majority of
-  // all of them says nothing (three of five nodes up is no quorum for a Redlock set that has one of its three).
+  // all of them says nothing (three of five nodes up is no quorum for a Redlock set that has one of its three). A
+  // read-only replica answers (it is up: its locks are shown) but takes no lock: it counts for no quorum.
   const deployments = new Map<string, WatcherStatus[]>();
   for (const n of statuses) deployments.set(n.deployment ?? "", [...(deployments.get(n.deployment ?? "") ?? []), n]);
   const several = deployments.size > 1;
   const majority = (count: number) => Math.floor(count / 2) + 1;
-  const lostOn = several ? [...deployments].filter(([, own]) => own.filter((n) => n.up).length < majority(own.length)).map(([name]) => name) : [];
-  const quorumOk = several ? lostOn.length === 0 : up >= majority(total);
+  const lostOn = several ? [...deployments].filter(([, own]) => own.filter((n) => n.up && !readOnlyNow(n)).length < majority(own.length)).map(([name]) => name) : [];
+  const downOn = several ? [...deployments].filter(([, own]) => own.filter((n) => n.up).length < majority(own.length)).map(([name]) => name) : [];
+  const quorumOk = several ? lostOn.length === 0 : up - readOnly >= majority(total);
+  const answering = several ? downOn.length === 0 : up >= majority(total);
   const nodes = statuses.map((n): PillNode => {
     const notUp = notUpText(n);
     // Why a node that is up is not wholly well: its title and what a screen reader reads of it both say it.
@@ -82,9 +89,12 @@ export function nodePills(statuses: readonly WatcherStatus[], nodesUp?: number):
   const reading = statuses.filter((n) => !n.up && n.reading).length;
   // Several deployments, as /api/health says them: down only when every one lost its quorum (the others' locks are
   // still shown), degraded when any is not ok.
-  const status = reading > 0 ? "degraded" : several && lostOn.length > 0 ? (lostOn.length === deployments.size ? "down" : "degraded") : !quorumOk ? "down" : degraded ? "degraded" : "ok";
+  // (Down is fewer than a quorum answering; a quorum lost to read-only replicas is degraded: their locks are shown.)
+  const status =
+    reading > 0 ? "degraded" : several && downOn.length > 0 ? (downOn.length === deployments.size ? "down" : "degraded") : !answering ? "down" : degraded || !quorumOk ? "degraded" : "ok";
   const quorum = quorumOk ? "ok" : several ? `lost on ${lostOn.join(", ")}` : "lost";
-  const summary = reading > 0 ? `${up}/${total} up · reading the locks of ${reading} ${reading === 1 ? "node" : "nodes"}` : `${up}/${total} up · quorum ${quorum} · ${status}`;
+  const upText = `${up}/${total} up${readOnly > 0 ? `, ${readOnly} read-only` : ""}`;
+  const summary = reading > 0 ? `${upText} · reading the locks of ${reading} ${reading === 1 ? "node" : "nodes"}` : `${upText} · quorum ${quorum} · ${status}`;
   return { nodes, status, summary };
 }
 

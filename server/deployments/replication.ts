@@ -154,6 +154,8 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
     // A node that is a replica now (a manual failover demoted it, or its URL names a replica) is read-only: no lock
     // can be taken, extended or force-released there, nor the console's own records written.
     const readOnly = reading?.role.kind === "replica";
+    // (It answers, but takes no lock: it counts for no quorum. A replica that takes writes, `replica-read-only no`, does.)
+    const takesNoWrites = reading?.role.kind === "replica" && reading.role.readOnly !== false;
     // A node of a Redis Cluster watched as a standalone instance or a Redlock node: its other shards' locks are not seen.
     const clusterNode = clusterNodes.has(nodeId);
     // A sentinel answers PING: it is no lock node all the same, and counts as down (health, readiness, /metrics).
@@ -170,6 +172,7 @@ export function watchReplication(nodes: readonly LockNode[], onReadOnly: (nodeId
       ...(state ? { replication: state } : {}),
       ...cluster,
       ...(clusterNode ? { clusterNode: true } : {}),
+      ...(takesNoWrites ? { readOnly: true } : {}),
       ...(readOnly || clusterNode || sameServerAs || sentinels?.answering === 0 ? { degraded: true } : {}),
     };
   });

@@ -11,7 +11,7 @@ import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
 type Replication = { role: string; primary?: string; linkUp?: boolean };
-type HealthBody = { status: string; nodes: Array<{ id: string; up: boolean; replication?: Replication }> };
+type HealthBody = { status: string; quorum: { size: number; up: number; ok: boolean; readOnly?: number }; nodes: Array<{ id: string; up: boolean; replication?: Replication }> };
 
 /**
  * A standalone primary failed over by hand (its replica made primary, the old primary made its replica): the
@@ -54,6 +54,8 @@ describe("a standalone node demoted to a replica by a manual failover", () => {
     }, 20_000);
     expect(demoted.status).toBe("degraded");
     expect(demoted.nodes[0]).toMatchObject({ up: true, replication: { role: "replica", primary: `127.0.0.1:${replica.port}` } });
+    // It answers, but no lock can be taken there: it counts for no quorum.
+    expect(demoted.quorum).toEqual({ size: 1, up: 0, ok: false, readOnly: 1 });
   }, 60_000);
 
   it("is shown read-only in the header's node pill, with the primary it follows, and in /metrics", async () => {

@@ -67,6 +67,6 @@ describe("a real Prometheus scraping two replicas", () => {
     const atRisk = await alertsNamed("LockscopeQuorumAtRisk");
     expect(atRisk).toHaveLength(1);
     // The summary reads the total and the quorum from the consoles' own series.
-    expect(atRisk[0]!.annotations?.summary).toBe("Redlock quorum at risk: 2 of 3 lock nodes up, 2 needed");
+    expect(atRisk[0]!.annotations?.summary).toBe("Redlock quorum at risk: 2 of 3 lock nodes up and writable, 2 needed");
   }, 120_000);
 });

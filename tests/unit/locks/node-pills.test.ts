@@ -65,10 +65,30 @@ describe("the header's node pills", () => {
   it("says degraded, in the pill and its title, for a node that is a read-only replica now (as /api/health does)", () => {
     const pills = nodePills([node({ readOnly: { primary: "10.0.0.2:6379" } })]);
     expect(pills.status).toBe("degraded");
-    expect(pills.summary).toBe("1/1 up · quorum ok · degraded");
+    // It answers (its locks are shown) but takes no lock: no quorum.
+    expect(pills.summary).toBe("1/1 up, 1 read-only · quorum lost · degraded");
     expect(pills.nodes[0]?.partial).toBe(true);
     expect(pills.nodes[0]?.title).toContain("a read-only replica of 10.0.0.2:6379");
     expect(nodePills([node({ readOnly: { primary: null } })]).nodes[0]?.title).toContain("a read-only replica");
+  });
+
+  it("counts a Redlock set's read-only replicas for no quorum: two of three demoted is a quorum lost, though all three answer", () => {
+    const replica = { readOnly: { primary: "10.0.0.9:6379" } };
+    const two = nodePills([node(), node({ nodeId: "node-1", ...replica }), node({ nodeId: "node-2", ...replica })]);
+    expect([two.summary, two.status]).toEqual(["3/3 up, 2 read-only · quorum lost · degraded", "degraded"]);
+    const one = nodePills([node(), node({ nodeId: "node-1", ...replica }), node({ nodeId: "node-2" })]);
+    expect([one.summary, one.status]).toEqual(["3/3 up, 1 read-only · quorum ok · degraded", "degraded"]);
+    // A replica that takes writes takes locks: it counts.
+    const writable = nodePills([node(), node({ nodeId: "node-1", readOnly: { primary: null, writable: true } }), node({ nodeId: "node-2", ...replica })]);
+    expect(writable.summary).toBe("3/3 up, 1 read-only · quorum ok · degraded");
+    // Several deployments: the quorum is lost where the read-only replicas are.
+    const several = nodePills([
+      node({ deployment: "orders" }),
+      node({ nodeId: "node-1", deployment: "orders", ...replica }),
+      node({ nodeId: "node-2", deployment: "orders", ...replica }),
+      node({ deployment: "cache" }),
+    ]);
+    expect([several.summary, several.status]).toEqual(["4/4 up, 2 read-only · quorum lost on orders · degraded", "degraded"]);
   });
 
   it("tells a screen reader what the pill shows: a node up but a read-only replica now, or otherwise degraded, is not read as just up", () => {
