@@ -47,14 +47,23 @@ const ALL = (): boolean => true;
  * unreachable node held one when last read, and no reachable node was seen dropping it, the lock is not
  * over: nobody can tell, so it is the merge of the last readings, marked `unreadable`.
  */
-export function mergeSamples(samples: NodeSamples, now: number, options: { endSeen?: boolean; shown?: string | null } = {}): MergedLock {
+export function mergeSamples(samples: NodeSamples, now: number, options: { endSeen?: boolean; ended?: boolean; shown?: string | null } = {}): MergedLock {
   const shown = options.shown ?? null;
   const current = mergeWhere(samples, now, (i) => samples.up[i] === true, shown);
+  if (current.state !== null) return current;
   // `endSeen`: a reachable node was just read without the value it held. The lock's end was seen there;
-  // what an unreachable node may still keep cannot bring it back.
-  if (current.state !== null || options.endSeen) return current;
+  // what an unreachable node may still keep cannot bring it back. Unless the unreachable nodes held the value on
+  // a quorum by themselves (of a lock not already ended, `ended`): one node's copy gone (deleted there alone,
+  // evicted) says nothing of theirs, and while they keep it nobody else can take the lock.
+  if (options.endSeen && (options.ended || !heldByUnreachableQuorum(samples, now, shown))) return current;
   const last = mergeWhere(samples, now, ALL, shown);
   return last.state === null ? current : { ...last, unreadable: true };
+}
+
+function heldByUnreachableQuorum(samples: NodeSamples, now: number, shown: string | null): boolean {
+  if (samples.quorum <= 1) return false;
+  const unreachable = mergeWhere(samples, now, (i) => samples.up[i] !== true, shown);
+  return unreachable.token !== null && unreachable.quorumHeld >= samples.quorum;
 }
 
 /** `shown`: the value the lock was shown with until now, which goes on leading a split vote it is one side of. */

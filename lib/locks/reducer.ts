@@ -1129,7 +1129,7 @@ function merge(lock: LockRecord, context: LockContext, now: number): MergedLock 
   const ended = lock.state !== null && !isLive(lock.state);
   // The value the lock is shown with goes on leading a split vote it is one side of (see `MergedLock.leading`).
   const shown = ended || lock.state === null ? null : (lock.token ?? lock.leading);
-  const merged = mergeSamples(samples, now, { endSeen: lock.endSeen || ended, shown });
+  const merged = mergeSamples(samples, now, { endSeen: lock.endSeen || ended, ended, shown });
   const leading = merged.token ?? merged.leading;
   const fresh = lock.pending;
   if (lock.pending) {

@@ -71,6 +71,15 @@ describe("merging per-node samples into one lock", () => {
     expect(merged).toMatchObject({ state: null, unreadable: false });
   });
 
+  it("does not end a lock that the unreachable nodes held on a quorum by themselves when one node drops it", () => {
+    const samples = { up: [false, true, false], values: ["a", null, "a"], expiries: [NOW + 1_000, Number.NaN, NOW + 1_000], quorum: 2 };
+    expect(mergeSamples(samples, NOW, { endSeen: true })).toMatchObject({ state: "held", token: "a", quorumHeld: 2, unreadable: true });
+    // Already ended (released with every node read): what they keep does not bring it back.
+    expect(mergeSamples(samples, NOW, { endSeen: true, ended: true })).toMatchObject({ state: null });
+    // A quorum lock on one node only is not held by it: the end seen stands.
+    expect(mergeSamples({ ...samples, values: ["a", null, null] }, NOW, { endSeen: true })).toMatchObject({ state: null });
+  });
+
   it("is elapsed when the TTL ran out but the keys are still there", () => {
     const merged = mergeSamples({ up: up3, values: ["a", "a", "a"], expiries: [NOW - 10, NOW - 5, NOW - 1], quorum: 2 }, NOW);
     expect(merged.state).toBe("elapsed");
