@@ -1,5 +1,5 @@
 import type { Kept } from "./formats/types";
-import { isLive, STATE_ORDER, type Lock, type LockState } from "./types";
+import { isLive, STATE_ORDER, type Lock, type LockState, type WatcherStatus } from "./types";
 
 /** The group of keys the pattern does not name (no match, an empty or over-long capture). */
 export const OTHER_GROUP = "other";
@@ -426,4 +426,9 @@ export interface LockGroupsPage {
   total: number;
   offset: number;
   groups: LockGroup[];
+  /**
+   * The watchers' statuses (as `GET /api/locks` gives them) when the figures were counted: a node that was being
+   * read then (`reading`: at start-up, after a reconnect) held locks the figures lack.
+   */
+  nodes: WatcherStatus[];
 }

@@ -22,7 +22,7 @@ import { keptHolders, type Kept } from "@/lib/locks/formats/types";
 import { holderSearchText, holderText, holderTextOf, type HolderParts } from "@/lib/locks/holder-text";
 import { decodeHolder } from "@/lib/locks/merge";
 import { SortedStrings } from "@/lib/locks/sorted-strings";
-import type { Lock, LockState } from "@/lib/locks/types";
+import type { Lock, LockState, WatcherStatus } from "@/lib/locks/types";
 import { cursorKey, encodeCursor } from "./paging-query";
 import type { LockStore } from "./store";
 
@@ -87,6 +87,8 @@ interface GroupsAggregate {
   deployment: string | undefined;
   rows: LockGroupsPage["groups"];
   locks: number;
+  /** The watchers' statuses as the pass began: a node being read then may hold locks the pass did not count. */
+  nodes: WatcherStatus[];
   /**
    * The rows in the orders asked for (by sort, order and search), each sorted once while the rows are reused: where
    * the pattern makes a group of nearly every lock (keys such as `lock:job-42` under the default), there are as many
@@ -213,11 +215,11 @@ export class LockGroups {
    * loop free between them (over a million locks in one go, it held up the live view and every request for
    * most of a second), shared by the requests that come while it runs and reused as the sorted lists are.
    */
-  async groups(query: GroupQuery, now = Date.now()): Promise<LockGroupsPage> {
+  async groups(query: GroupQuery, now = Date.now(), statuses: () => WatcherStatus[] = () => []): Promise<LockGroupsPage> {
     let aggregate = this.groupsCache.get(query.deployment ?? null);
     if (!fresh(aggregate, now)) {
       const asked = performance.now();
-      aggregate = await this.shared(JSON.stringify(["groups", query.deployment ?? null]), () => this.aggregate(query.deployment, now, asked));
+      aggregate = await this.shared(JSON.stringify(["groups", query.deployment ?? null]), () => this.aggregate(query.deployment, now, asked, statuses));
     }
     const needle = query.q?.toLowerCase();
     const key = JSON.stringify([query.sort, query.order, needle ?? null]);
@@ -230,7 +232,7 @@ export class LockGroups {
     }
     const served = rows.slice(query.offset, query.offset + query.limit);
     for (const row of served) this.readHolder(aggregate, row, now);
-    return { serverTime: now, locks: aggregate.locks, total: rows.length, offset: query.offset, groups: served };
+    return { serverTime: now, locks: aggregate.locks, total: rows.length, offset: query.offset, groups: served, nodes: aggregate.nodes };
   }
 
   /** Names the oldest holder of a row about to be served, as the locks table names it (once per row and aggregate). */
@@ -241,8 +243,10 @@ export class LockGroups {
     if (oldest) row.oldest.holder = holderText(oldest);
   }
 
-  private async aggregate(deployment: string | undefined, now: number, asked: number): Promise<GroupsAggregate> {
+  private async aggregate(deployment: string | undefined, now: number, asked: number, statuses: () => WatcherStatus[]): Promise<GroupsAggregate> {
     const started = performance.now();
+    // Read before the pass: a node whose reading ends during it may still have had locks the pass went by.
+    const nodes = statuses();
     const aggregator = new GroupAggregator(this.groupOf);
     let locks = 0;
     await this.store.summariesInSlices((s) => {
@@ -252,7 +256,7 @@ export class LockGroups {
     });
     // Holders are read for the rows served only (see `readHolder`).
     const rows = aggregator.rows();
-    const aggregate: GroupsAggregate = { at: now, until: reusedUntil(now, performance.now() - asked, performance.now() - started), deployment, rows, locks, sorted: new Map(), holdersRead: new Set() };
+    const aggregate: GroupsAggregate = { at: now, until: reusedUntil(now, performance.now() - asked, performance.now() - started), deployment, rows, locks, nodes, sorted: new Map(), holdersRead: new Set() };
     this.groupsCache.set(deployment ?? null, aggregate);
     for (const [key, kept] of this.groupsCache) if (now > kept.until) this.groupsCache.delete(key);
     return aggregate;
