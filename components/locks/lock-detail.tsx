@@ -6,7 +6,7 @@ import { useRef } from "react";
 import { GROUPED_VIEW_ABOVE } from "@/lib/locks/groups";
 import { isSplitVote, SPLIT_VOTE_HOLDER } from "@/lib/locks/holder-text";
 import type { LockDetail, LockReplication } from "@/lib/locks/types";
-import { apiFetch, ApiRequestError } from "../api-client";
+import { apiFetch, ApiRequestError, errorText } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
 import { ContentionChart } from "./contention-chart";
 import { DeploymentChoices } from "./deployment-choices";
@@ -83,12 +83,16 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
       </section>
     );
   }
-  if (query.error) {
+  // A refresh that failed for want of an answer (the console restarting, a network gone for a moment) or with the
+  // console's own failure keeps the lock as last read, and says so above it: the page does not drop what it knew.
+  // A refusal (the lock is gone, the address names no one deployment) replaces it.
+  const stale = query.data !== undefined && query.error !== null && !(query.error instanceof ApiRequestError && query.error.status < 500);
+  if (query.error && !stale) {
     return (
       <section>
         <h1 className="mono">{resource}</h1>
         <p role="alert" className="error-text">
-          <MessageText text={query.error.message} />
+          {query.error instanceof ApiRequestError ? <MessageText text={query.error.message} /> : "Could not load this lock: the console did not answer."}
         </p>
         {choices.length > 0 && <DeploymentChoices resource={resource} deployments={choices} label="Deployments holding this lock" />}
         <Link href="/">Back to all locks</Link>
@@ -120,6 +124,12 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
         </h1>
         <ForceReleaseButton resource={lock.resource} lock={lock} serverOffsetMs={offsetMs} focusAfter={() => title.current} {...(group !== undefined ? { group } : {})} />
       </div>
+      {stale && (
+        <p role="alert" className="warn-text">
+          Could not refresh this lock: {query.error instanceof ApiRequestError ? errorText(query.error).replace(/\.$/, "") : "the console did not answer"}. Shown as read at{" "}
+          {new Date(query.dataUpdatedAt).toLocaleTimeString(undefined, { hour12: false })}; trying again.
+        </p>
+      )}
       <div className="panel detail-grid">
         <dl>
           <div>

@@ -217,6 +217,39 @@ test.describe("live locks", () => {
     await expect(lastEvent).toHaveText(/^1 min \d+ s ago$/);
   });
 
+  test("a lock's page that cannot refresh keeps the lock as last read and says why in the page's words, not the browser's", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    const resource = unique("refresh-fails");
+    await holdLock(clients, resource, "invoicer", "17");
+    const path = `/api/locks/${encodeURIComponent(resource)}`;
+    const lockRead = (url: URL) => url.pathname === path;
+    // Never answered: nothing to keep, and no "Failed to fetch".
+    await page.route(lockRead, (route) => route.abort("connectionrefused"));
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await expect(page.getByRole("main").getByRole("alert").filter({ hasText: "Could not" })).toHaveText("Could not load this lock: the console did not answer.");
+    await page.unroute(lockRead);
+    await page.reload();
+    const details = page.locator(".detail-grid");
+    await expect(details).toContainText("invoicer (e2e-host pid 4242)");
+    // Its next refresh (every 5 s) gets no answer: the lock stays, with why it may be out of date.
+    await page.route(lockRead, (route) => route.abort("connectionrefused"));
+    const notice = page.getByRole("main").getByRole("alert").filter({ hasText: "Could not refresh this lock" });
+    await expect(notice).toHaveText(/^Could not refresh this lock: the console did not answer\. Shown as read at \d\d:\d\d:\d\d; trying again\.$/, { timeout: 20_000 });
+    await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
+    await expect(details).toContainText("invoicer (e2e-host pid 4242)");
+    await expect(page.getByRole("table", { name: "Nodes holding this lock" }).getByRole("row", { name: "node-1" })).toBeVisible();
+    // The console's own failure, in its words.
+    await page.unroute(lockRead);
+    await page.route(lockRead, (route) => route.fulfill({ status: 503, json: { error: { code: "unavailable", message: "No lock node answers." } } }));
+    await expect(notice).toHaveText(/^Could not refresh this lock: No lock node answers\. Shown as read at/, { timeout: 20_000 });
+    await expect(details).toContainText("invoicer (e2e-host pid 4242)");
+    // Answered again: the notice goes.
+    await page.unroute(lockRead);
+    await expect(notice).toHaveCount(0, { timeout: 20_000 });
+    await expect(details).toContainText("invoicer (e2e-host pid 4242)");
+  });
+
   test("a lock whose key is too long to open is listed without a link, and says why", async ({ page, request, signIn }) => {
     await signIn("viewer");
     clients = await lockNodeClients(request);
