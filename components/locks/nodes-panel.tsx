@@ -5,6 +5,7 @@ import { replicaConsequence, replicaText } from "@/lib/locks/node-pills";
 import { notUpText, useHealth, type HealthNode } from "../node-status";
 import { useLiveNodes, useNow } from "./use-live-locks";
 import { formatDuration } from "./format";
+import { LoadError } from "./lock-rows";
 import { MessageText } from "../message-text";
 import { TableHead, TableScroll } from "../table-scroll";
 
@@ -98,13 +99,24 @@ const NOTIFICATIONS_TEXT: Record<HealthNode["notifications"], string> = {
 
 /** Per node: reachability, latency, notifications, last event, reconnects, persistence vs TTLs, clock skew, replication. */
 export function NodesPanel() {
-  const { data, dataUpdatedAt } = useHealth();
+  const { data, dataUpdatedAt, error } = useHealth();
   // Up, answering and latency from the live stream (as the header and the counts above); the rest from health.
   const live = useLiveNodes().data?.nodes ?? [];
   // How long since health was read (every 5 s): a node's last event counts on meanwhile, and after the last read
   // where the console stops answering, rather than saying the age it had then.
   const sinceRead = Math.max(0, useNow(1_000) - dataUpdatedAt);
-  if (!data) return null;
+  // A read that failed says so (in the page's words for a session that ended), above the nodes as last read where
+  // there are any: the panel neither vanishes nor passes off its last read as current.
+  const failed = error ? <LoadError what="the nodes" error={error} /> : null;
+  if (!data) {
+    if (!failed) return null;
+    return (
+      <section className="panel nodes-panel" aria-labelledby="nodes-heading">
+        <h2 id="nodes-heading">Nodes</h2>
+        {failed}
+      </section>
+    );
+  }
   const nodes = data.nodes as NodeFacts[];
   const multi = new Set(nodes.map((n) => n.deployment)).size > 1;
   const skews = nodes.map((n) => n.clockSkewMs).filter((s): s is number => typeof s === "number");
@@ -112,6 +124,7 @@ export function NodesPanel() {
   return (
     <section className="panel nodes-panel" aria-labelledby="nodes-heading">
       <h2 id="nodes-heading">Nodes</h2>
+      {failed}
       <TableScroll label="Lock nodes, scrollable">
         <table className="nodes-table" aria-label="Lock nodes">
           <TableHead columns={["Node", "Status", "Latency", "Notifications", "Last event", "Reconnects", "Persistence", "Uptime vs longest TTL", "Clock skew", "Replication"]} />

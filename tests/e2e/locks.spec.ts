@@ -195,6 +195,36 @@ test.describe("live locks", () => {
     }
   });
 
+  test("the Nodes panel says when it could not read the nodes (no answer, a refusal, a session ended), rather than vanish", async ({ page, signIn }) => {
+    await signIn("viewer");
+    const answers: Array<{ answer: (route: Route) => Promise<void>; says: RegExp }> = [
+      { answer: (route) => route.abort("connectionrefused"), says: /^Could not load the nodes: the console did not answer\.$/ },
+      {
+        answer: (route) => route.fulfill({ status: 503, json: { error: { code: "unavailable", message: "The console is shutting down." } } }),
+        says: /^Could not load the nodes: The console is shutting down\.$/,
+      },
+      {
+        answer: (route) => route.fulfill({ status: 401, json: { error: { code: "unauthorized", message: "Sign in on /login or send `Authorization: Bearer <token>`." } } }),
+        says: /^Could not load the nodes: You are not signed in, or your session has ended: sign in again, then try once more\.$/,
+      },
+    ];
+    const panel = page.getByRole("region", { name: "Nodes", exact: true });
+    for (const { answer, says } of answers) {
+      await page.unroute("**/api/health");
+      await page.route("**/api/health", answer);
+      await page.goto("/");
+      await expect(panel.getByRole("alert")).toHaveText(says, { timeout: 30_000 });
+    }
+    // Read once, then no answer: the nodes as last read stay, under the same sentence.
+    await page.unroute("**/api/health");
+    await page.goto("/");
+    await expect(panel.getByRole("table", { name: "Lock nodes" }).getByRole("row", { name: "node-1" })).toBeVisible();
+    await expect(panel.getByRole("alert")).toHaveCount(0);
+    await page.route("**/api/health", (route) => route.abort("connectionrefused"));
+    await expect(panel.getByRole("alert")).toHaveText(/^Could not load the nodes: the console did not answer\.$/, { timeout: 30_000 });
+    await expect(panel.getByRole("table", { name: "Lock nodes" }).getByRole("row", { name: "node-1" })).toBeVisible();
+  });
+
   test("a node's last event in the Nodes panel counts on between the console's answers, also when they stop coming", async ({ page, signIn }) => {
     await signIn("viewer");
     await page.clock.install();
