@@ -76,6 +76,21 @@ export function allGroupsHref(deployment: string | null, filter = ""): string {
   return params.size > 0 ? `/?${params.toString()}` : "/";
 }
 
+/**
+ * The table of every lock (a small fleet's page) as the operator left it: its filter, deployment and sort, the
+ * defaults left out. Kept in the address so that a lock opened from it leads Back to the same rows, and a reload keeps them.
+ */
+export function locksTableHref(view: { filter: string; deployment: string; sort: { key: string; dir: 1 | -1 } }): string {
+  const params = new URLSearchParams();
+  if (view.deployment) params.set("deployment", view.deployment);
+  if (view.filter) params.set("filter", view.filter);
+  if (view.sort.key !== "resource" || view.sort.dir !== 1) {
+    params.set("sort", view.sort.key);
+    params.set("order", view.sort.dir === 1 ? "asc" : "desc");
+  }
+  return params.size > 0 ? `/?${params.toString()}` : "/";
+}
+
 /** The deployments the console watches, from its nodes' watchers: named only where there are several (else empty). */
 export function deploymentsOf(nodes: ReadonlyArray<{ deployment?: string }>): string[] {
   const names: string[] = [];

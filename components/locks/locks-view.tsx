@@ -2,17 +2,17 @@
 
 import { useSearchParams } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
-import { useDeferredValue, useMemo, useRef, useState } from "react";
+import { useDeferredValue, useEffect, useMemo, useRef, useState } from "react";
 import { GROUPED_VIEW_ABOVE, type LockGroupsPage } from "@/lib/locks/groups";
 import { sortLocks } from "@/lib/locks/lock-order";
 import type { Lock, WatcherStatus } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
-import { deploymentsOf, lockSearchText, nodeColumnCount, STATE_LABEL } from "./format";
+import { deploymentsOf, locksTableHref, lockSearchText, nodeColumnCount, STATE_LABEL } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
 import { NodeCounting } from "./lock-bits";
 import { nodeCounting } from "./node-counting";
-import { LoadError, LockRowsTable, nextSort, TableTools, type Sort } from "./lock-rows";
+import { LoadError, LockRowsTable, nextSort, sortFromAddress, TableTools, type Sort } from "./lock-rows";
 import { LossesPanel } from "./losses-panel";
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
@@ -61,7 +61,7 @@ export function LocksView() {
       ) : grouped.current === true ? (
         <GroupsTable deployments={deploymentsOf(live.data?.nodes ?? [])} deployment={deploymentParam ?? ""} filter={filterParam} />
       ) : grouped.current === false ? (
-        <LocksTable />
+        <LocksTable filter={filterParam} deployment={deploymentParam ?? ""} sort={sortFromAddress(searchParams.get("sort"), searchParams.get("order"))} />
       ) : (
         <p className="muted">Loading locks…</p>
       )}
@@ -171,23 +171,37 @@ function countText(rows: readonly Lock[], total: number): string {
   return `${shown}: ${[`${n(held)} held`, partial > 0 ? `${n(partial)} partial` : null, ended > 0 ? `${n(ended)} ended` : null].filter(Boolean).join(", ")}`;
 }
 
-/** Every lock of a small fleet, live from the tab's stream, filtered and sorted in the browser. */
-function LocksTable() {
+interface TableView {
+  filter: string;
+  deployment: string;
+  sort: Sort;
+}
+
+/** Every lock of a small fleet, live from the tab's stream, filtered and sorted in the browser; opened as the address says. */
+function LocksTable(view: TableView) {
   const query = useLiveLocks();
   const data = query.data;
   if (query.isError && !data) {
     return <LoadError what="the locks" error={query.error} />;
   }
-  return <FilteredLocks data={data} />;
+  return <FilteredLocks data={data} initial={view} />;
 }
 
-function FilteredLocks({ data }: { data: LiveLocks | undefined }) {
-  const [filter, setFilter] = useState("");
+function FilteredLocks({ data, initial }: { data: LiveLocks | undefined; initial: TableView }) {
+  const [filter, setFilter] = useState(initial.filter);
   // Where the console watches several deployments: a Deployment column, and a filter by deployment.
   const deployments = useMemo(() => deploymentsOf(data?.nodes ?? []), [data?.nodes]);
-  const [deployment, setDeployment] = useState("");
+  const [deployment, setDeployment] = useState(initial.deployment);
   const shownDeployment = deployments.includes(deployment) ? deployment : "";
-  const [sort, setSort] = useState<Sort>({ key: "resource", dir: 1 });
+  const [sort, setSort] = useState<Sort>(initial.sort);
+  // The view goes into the address as it changes (replaced, not pushed: Back leaves the page, not a keystroke), so a
+  // lock opened from here leads Back to the same rows, and a reload keeps them. The deployment asked for, not the one
+  // shown: until the console's deployments are known none is shown, and the address keeps the one asked for.
+  const typed = filter.trim();
+  useEffect(() => {
+    const href = locksTableHref({ filter: typed, deployment, sort });
+    if (`${window.location.pathname}${window.location.search}` !== href) window.history.replaceState(null, "", href);
+  }, [typed, deployment, sort]);
   const deferredFilter = useDeferredValue(filter.trim().toLowerCase());
   const now = useNow(250);
   const offsetMs = data?.offsetMs ?? 0;

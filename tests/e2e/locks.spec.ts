@@ -361,6 +361,45 @@ test.describe("live locks", () => {
     }
   });
 
+  test("the locks table's filter and sort are kept in the address: a lock opened from it leads Back to them, and a reload keeps them", async ({ page, request, signIn }) => {
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    const tag = `kept${randomBytes(3).toString("hex")}`;
+    // A key with a space, a `#` and a `%`: the address carries the filter as typed.
+    const filterText = `${tag} #1%`;
+    const first = `lock:e2e/${tag} #1%/a`;
+    const second = `lock:e2e/${tag} #1%/b`;
+    try {
+      await holdLock(clients, first, "alpha", null);
+      await holdLock(clients, second, "beta", null);
+      await page.goto("/");
+      const table = page.getByRole("table", { name: "Locks" });
+      await expect(table).toBeVisible({ timeout: 30_000 });
+      const filter = page.getByLabel("Filter locks");
+      await filter.fill(filterText);
+      await table.getByRole("button", { name: "Resource" }).click();
+      const rows = table.getByRole("row").filter({ hasText: tag });
+      await expect(rows).toHaveCount(2);
+      await expect(rows.nth(0)).toHaveAccessibleName(second);
+      const shown = async () => {
+        await expect(filter).toHaveValue(filterText);
+        await expect(table.getByRole("columnheader", { name: "Resource" })).toHaveAttribute("aria-sort", "descending");
+        await expect(rows).toHaveCount(2);
+        await expect(rows.nth(0)).toHaveAccessibleName(second);
+        await expect(table.getByRole("row")).toHaveCount(3);
+      };
+
+      await rows.nth(1).getByRole("link", { name: first }).click();
+      await expect(page.getByRole("heading", { level: 1, name: first })).toBeVisible();
+      await page.goBack();
+      await shown();
+      await page.reload();
+      await shown();
+    } finally {
+      await Promise.all(clients.map((c) => c.del(first, second)));
+    }
+  });
+
   test("the filter finds a lock by its whole token pasted in, where the Holder column shows the token cut", async ({ page, request, signIn }) => {
     await signIn("viewer");
     clients = await lockNodeClients(request);
