@@ -59,12 +59,18 @@ export function lockHref(resource: string, deployment?: string): string {
 
 /**
  * A group's page; with a deployment, that deployment's locks of the group only. `filter`: the groups' filter it was
- * opened from, which its way back to every group restores.
+ * opened from, which its way back to every group restores; `within`: the search and sort of the group's own table.
  */
-export function groupHref(group: string, deployment = "", filter = ""): string {
+export function groupHref(group: string, deployment = "", filter = "", within?: { search: string; sort: { key: string; dir: 1 | -1 } }): string {
   const params = new URLSearchParams({ group });
   if (deployment) params.set("deployment", deployment);
   if (filter) params.set("filter", filter);
+  // The group's own search and sort (`within`), the defaults left out: a lock opened from it leads Back to the same rows.
+  if (within?.search) params.set("q", within.search);
+  if (within && (within.sort.key !== "resource" || within.sort.dir !== 1)) {
+    params.set("sort", within.sort.key);
+    params.set("order", within.sort.dir === 1 ? "asc" : "desc");
+  }
   return `/?${params.toString()}`;
 }
 

@@ -238,11 +238,46 @@ export function mayMove(key: SortKey, searched: boolean, before: Lock, after: Lo
  * stream follows this group only: a row on screen is updated in place, and a lock arriving or leaving
  * reloads the pages on screen.
  */
-export function GroupLocks({ group, deployment = null, filter = "" }: { group: string; deployment?: string | null; filter?: string }) {
+export function GroupLocks({
+  group,
+  deployment = null,
+  filter = "",
+  initialSearch = "",
+  initialSort = { key: "resource", dir: 1 },
+}: {
+  group: string;
+  deployment?: string | null;
+  filter?: string;
+  /** The search and sort the address names (`?q=`, `?sort=&order=`), which the table opens with. */
+  initialSearch?: string;
+  initialSort?: Sort;
+}) {
   const client = useQueryClient();
   const live = useLiveLocks({ locks: "group", group });
-  const [sort, setSort] = useState<Sort>({ key: "resource", dir: 1 });
-  const [text, search, setText] = useSettledText();
+  const [sort, setSort] = useState<Sort>(initialSort);
+  const [text, search, setText] = useSettledText(250, initialSearch);
+  // The search and sort go into the address as they are given (the search as typed, not once it settles: a lock
+  // opened meanwhile would otherwise have its way in cancelled by the later change of the address), replaced rather
+  // than pushed, so a lock opened from here leads Back to the same rows, and a reload keeps them.
+  const address = useCallback(
+    (within: { search: string; sort: Sort }) => {
+      const href = groupHref(group, deployment ?? "", filter, within);
+      if (`${window.location.pathname}${window.location.search}` !== href) window.history.replaceState(null, "", href);
+    },
+    [group, deployment, filter],
+  );
+  const typeSearch = useCallback(
+    (next: string) => {
+      setText(next);
+      address({ search: next.trim(), sort });
+    },
+    [setText, address, sort],
+  );
+  const sortBy = (key: SortKey) => {
+    const next = nextSort(sort, key);
+    setSort(next);
+    address({ search: text.trim(), sort: next });
+  };
   const [range, setRange] = useState({ first: 0, last: 0 });
   const now = useNow(250);
   const base = ["lock-page", group, deployment, search, sort.key, sort.dir] as const;
@@ -408,7 +443,7 @@ export function GroupLocks({ group, deployment = null, filter = "" }: { group: s
             {deployment && <span className="muted">on {deployment}</span>}
           </>
         }
-        search={{ label: "Search this group", placeholder: "Search by resource or holder", value: text, onChange: setText }}
+        search={{ label: "Search this group", placeholder: "Search by resource or holder", value: text, onChange: typeSearch }}
         // (Scrolled to rows still on their way, no page on screen has come yet: the count stays what the last one said,
         // rather than "Loading locks…" and back, each read out.)
         countPending={pages.some((p) => p.isPlaceholderData) || text.trim() !== search.trim()}
@@ -422,7 +457,7 @@ export function GroupLocks({ group, deployment = null, filter = "" }: { group: s
         rowCount={total.current}
         rowAt={rowAt}
         sort={sort}
-        onSort={(key) => setSort((s) => nextSort(s, key))}
+        onSort={sortBy}
         nodeCount={nodeColumnCount(live.data?.nodes, deployment)}
         now={now}
         offsetMs={offsetMs}

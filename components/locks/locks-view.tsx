@@ -57,7 +57,13 @@ export function LocksView() {
       {size.isError && grouped.current === null ? (
         <LoadError what="the locks" error={size.error} />
       ) : group !== null ? (
-        <GroupLocks group={group} deployment={deploymentParam} filter={filterParam} />
+        <GroupLocks
+          group={group}
+          deployment={deploymentParam}
+          filter={filterParam}
+          initialSearch={searchParams.get("q") ?? ""}
+          initialSort={sortFromAddress(searchParams.get("sort"), searchParams.get("order"))}
+        />
       ) : grouped.current === true ? (
         <GroupsTable deployments={deploymentsOf(live.data?.nodes ?? [])} deployment={deploymentParam ?? ""} filter={filterParam} />
       ) : grouped.current === false ? (

@@ -423,6 +423,36 @@ test.describe("grouped view of a large fleet", () => {
     await expect(groups.getByRole("row")).toHaveCount(1 + Object.keys(FLEET).length);
   });
 
+  test("a group's search and sort are kept in the address: a lock opened from it leads Back to them, and a reload keeps them", async ({ page, request, signIn }) => {
+    test.setTimeout(120_000);
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:within${randomBytes(2).toString("hex")}`;
+    await holdFleet(clients, prefix);
+    await page.goto(`/?group=${encodeURIComponent(`${prefix}-orders`)}`);
+    await expect(page.getByText(`${FLEET.orders} locks`, { exact: true })).toBeVisible({ timeout: 60_000 });
+    const search = page.getByRole("searchbox", { name: "Search this group" });
+    const table = page.getByRole("table", { name: "Locks" });
+    // Ten locks, job-0010 to job-0019, last name first.
+    await search.fill("job-001");
+    await expect(page.getByText("10 locks match", { exact: true })).toBeVisible();
+    await table.getByRole("button", { name: "Resource", exact: true }).click();
+    const shown = async () => {
+      await expect(search).toHaveValue("job-001");
+      await expect(page.getByText("10 locks match", { exact: true })).toBeVisible();
+      await expect(table.getByRole("columnheader", { name: "Resource" })).toHaveAttribute("aria-sort", "descending");
+      await expect(table.getByRole("row").nth(1)).toHaveAttribute("aria-label", `${prefix}-orders/job-0019`);
+    };
+    await shown();
+
+    await table.getByRole("row", { name: `${prefix}-orders/job-0013`, exact: true }).getByRole("link").click();
+    await expect(page.getByRole("heading", { level: 1, name: `${prefix}-orders/job-0013` })).toBeVisible();
+    await page.goBack();
+    await shown();
+    await page.reload();
+    await shown();
+  });
+
   test("a group opened the moment the groups' filter is typed opens, and its way back keeps that filter", async ({ page, request, signIn }) => {
     test.setTimeout(120_000);
     await signIn("viewer");
