@@ -122,14 +122,16 @@ const figureText = (n: number | null | undefined) => (n === null || n === undefi
  * The page's title, connection and live counts. The counts come from the stream's `stats` (every second); until the
  * first arrives (the page just opened, or the console is being reached again) they are not known and say so: only
  * the locks held can be counted meanwhile, and only where the tab holds every lock (`everyLock`: the one table of a
- * small fleet; a large fleet's grouped view holds none, and would count 0).
+ * small fleet; a large fleet's grouped view holds none, and would count 0). While the stream reconnects, the last
+ * figures it brought are not shown as current: rates of a second the console is not heard in, nodes up as last told.
  */
 function Header({ data, everyLock }: { data: LiveLocks | undefined; everyLock: boolean }) {
-  const stats = data?.stats;
+  const reconnecting = data?.status === "reconnecting";
+  const stats = reconnecting ? null : data?.stats;
   const degraded = data?.status === "live" && (stats?.degraded ?? data.nodes.some((n) => !n.up || n.notifications === "unavailable"));
   const connection = data?.status === "live" ? (degraded ? "degraded" : "live") : (data?.status ?? "connecting");
   const held = stats?.held ?? (everyLock && data?.ready ? data.locks.filter((l) => l.state === "held" || l.state === "elapsed").length : null);
-  const nodesUp = stats ? `${stats.nodesUp}/${stats.nodesTotal}` : data ? `${data.nodes.filter((n) => n.up).length}/${data.nodes.length}` : "–";
+  const nodesUp = stats ? `${stats.nodesUp}/${stats.nodesTotal}` : data && !reconnecting ? `${data.nodes.filter((n) => n.up).length}/${data.nodes.length}` : "–";
   return (
     <div className="locks-header">
       <h1>Locks</h1>

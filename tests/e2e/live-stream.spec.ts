@@ -99,13 +99,20 @@ test.describe("the live stream of a console where reading is open", () => {
     await expect(connection).toHaveText("live");
     // Frozen (a stalled process, a network path that drops everything without closing the connection): the stream
     // stays open, and nothing comes.
+    const tile = (name: string) => page.getByLabel("Live counts").locator("div").filter({ has: page.getByText(name, { exact: true }) }).getByRole("definition");
+    await expect(tile("nodes up")).toHaveText("1/1");
+    await expect(tile("acquisitions/s")).toHaveText(/^\d/);
     child?.kill("SIGSTOP");
     try {
       await expect(connection).toHaveText("reconnecting…", { timeout: 60_000 });
+      // What the console said last is not what it says now: its rates and its count of nodes up are not known.
+      for (const name of ["acquisitions/s", "contention/s", "expirations/s", "nodes up"]) await expect(tile(name), name).toHaveText("–");
     } finally {
       child?.kill("SIGCONT");
     }
     await expect(connection).toHaveText("live", { timeout: 30_000 });
+    await expect(tile("nodes up")).toHaveText("1/1");
+    await expect(tile("acquisitions/s")).toHaveText(/^\d/);
   });
 
   // (Last: it stops this spec's console.)
