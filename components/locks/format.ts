@@ -74,11 +74,18 @@ export function groupHref(group: string, deployment = "", filter = "", within?: 
   return `/?${params.toString()}`;
 }
 
-/** Every group, of one deployment where one is given, filtered by name where a filter is given. */
-export function allGroupsHref(deployment: string | null, filter = ""): string {
+/**
+ * Every group, of one deployment where one is given, filtered by name where a filter is given, and sorted as `sort`
+ * says (left out: by group, ascending).
+ */
+export function allGroupsHref(deployment: string | null, filter = "", sort?: { key: string; dir: 1 | -1 }): string {
   const params = new URLSearchParams();
   if (deployment) params.set("deployment", deployment);
   if (filter) params.set("filter", filter);
+  if (sort && (sort.key !== "group" || sort.dir !== 1)) {
+    params.set("sort", sort.key);
+    params.set("order", sort.dir === 1 ? "asc" : "desc");
+  }
   return params.size > 0 ? `/?${params.toString()}` : "/";
 }
 

@@ -47,8 +47,19 @@ function useSettledText(delayMs = 250, initial = ""): [string, string, (text: st
  * One row per group of locks (the group pattern names them), from the server, refreshed every 3 s; where the
  * console watches several deployments (`deployments`), filtered by one on demand.
  */
-export function GroupsTable({ deployments, deployment, filter = "" }: { deployments: readonly string[]; deployment: string; filter?: string }) {
-  const [sort, setSort] = useState<{ key: GroupSort; dir: 1 | -1 }>({ key: "group", dir: 1 });
+export function GroupsTable({
+  deployments,
+  deployment,
+  filter = "",
+  initialSort = { key: "group", dir: 1 },
+}: {
+  deployments: readonly string[];
+  deployment: string;
+  filter?: string;
+  /** The sort the address names (`?sort=&order=`), which the table opens with. */
+  initialSort?: { key: GroupSort; dir: 1 | -1 };
+}) {
+  const [sort, setSort] = useState<{ key: GroupSort; dir: 1 | -1 }>(initialSort);
   const [text, search, setText] = useSettledText(250, filter);
   // The deployment chosen and the filter are in the address (`?deployment=`, `?filter=`), so that a group opened
   // from here, and the way back to all groups (its link, the browser's Back), keep them. The filter goes there
@@ -57,15 +68,21 @@ export function GroupsTable({ deployments, deployment, filter = "" }: { deployme
   // replaced). The address's deployment, not the one shown: until the console's deployments are known none is
   // shown, and the address keeps the one asked for.
   const typed = text.trim();
-  const setDeployment = useCallback((chosen: string) => window.history.replaceState(null, "", allGroupsHref(chosen, typed)), [typed]);
+  const setDeployment = useCallback((chosen: string) => window.history.replaceState(null, "", allGroupsHref(chosen, typed, sort)), [typed, sort]);
   const setFilter = useCallback(
     (next: string) => {
       setText(next);
-      const href = allGroupsHref(deployment, next.trim());
+      const href = allGroupsHref(deployment, next.trim(), sort);
       if (`${window.location.pathname}${window.location.search}` !== href) window.history.replaceState(null, "", href);
     },
-    [setText, deployment],
+    [setText, deployment, sort],
   );
+  // The sort too: a group opened from here leads Back to the groups in the same order, and a reload keeps it.
+  const sortBy = (key: GroupSort) => {
+    const next = nextSort(sort, key);
+    setSort(next);
+    window.history.replaceState(null, "", allGroupsHref(deployment, typed, next));
+  };
   const shownDeployment = deployments.includes(deployment) ? deployment : "";
   const now = useNow(1_000);
   const groupsBox = useRef<HTMLDivElement>(null);
@@ -96,7 +113,7 @@ export function GroupsTable({ deployments, deployment, filter = "" }: { deployme
           <thead>
             <tr>
               {GROUP_COLUMNS.map((col) => (
-                <SortHeader key={col.key} column={col.key} label={col.label} sort={sort} onSort={(key) => setSort((s) => nextSort(s, key))} className={`col-${col.key}`} />
+                <SortHeader key={col.key} column={col.key} label={col.label} sort={sort} onSort={sortBy} className={`col-${col.key}`} />
               ))}
             </tr>
           </thead>

@@ -3,7 +3,7 @@
 import { useSearchParams } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
 import { useDeferredValue, useEffect, useMemo, useRef, useState } from "react";
-import { GROUPED_VIEW_ABOVE, type LockGroupsPage } from "@/lib/locks/groups";
+import { GROUP_SORTS, GROUPED_VIEW_ABOVE, type GroupSort, type LockGroupsPage } from "@/lib/locks/groups";
 import { sortLocks } from "@/lib/locks/lock-order";
 import type { Lock, WatcherStatus } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
@@ -65,7 +65,12 @@ export function LocksView() {
           initialSort={sortFromAddress(searchParams.get("sort"), searchParams.get("order"))}
         />
       ) : grouped.current === true ? (
-        <GroupsTable deployments={deploymentsOf(live.data?.nodes ?? [])} deployment={deploymentParam ?? ""} filter={filterParam} />
+        <GroupsTable
+          deployments={deploymentsOf(live.data?.nodes ?? [])}
+          deployment={deploymentParam ?? ""}
+          filter={filterParam}
+          initialSort={groupSortFromAddress(searchParams.get("sort"), searchParams.get("order"))}
+        />
       ) : grouped.current === false ? (
         <LocksTable filter={filterParam} deployment={deploymentParam ?? ""} sort={sortFromAddress(searchParams.get("sort"), searchParams.get("order"))} />
       ) : (
@@ -75,6 +80,12 @@ export function LocksView() {
       <NodesPanel />
     </NodeCounting.Provider>
   );
+}
+
+/** The groups' sort named in the address (`?sort=&order=`); by group, ascending, where it names none or no column. */
+function groupSortFromAddress(key: string | null, order: string | null): { key: GroupSort; dir: 1 | -1 } {
+  const column = GROUP_SORTS.find((k) => k === key);
+  return column ? { key: column, dir: order === "desc" ? -1 : 1 } : { key: "group", dir: 1 };
 }
 
 /** Signed out, the page still has its heading: it is what a screen reader lists, and jumps to, to tell where it is. */

@@ -423,6 +423,32 @@ test.describe("grouped view of a large fleet", () => {
     await expect(groups.getByRole("row")).toHaveCount(1 + Object.keys(FLEET).length);
   });
 
+  test("the groups' sort is kept in the address: a group opened from it leads Back to it, and a reload keeps it", async ({ page, request, signIn }) => {
+    test.setTimeout(120_000);
+    await signIn("viewer");
+    clients = await lockNodeClients(request);
+    prefix = `lock:order${randomBytes(2).toString("hex")}`;
+    await holdFleet(clients, prefix);
+    await page.goto(`/?filter=${encodeURIComponent(prefix)}`);
+    const groups = page.getByRole("table", { name: "Lock groups" });
+    await expect(groups.getByRole("row")).toHaveCount(1 + Object.keys(FLEET).length, { timeout: 60_000 });
+    // Largest first.
+    await groups.getByRole("button", { name: "Locks", exact: true }).click();
+    await groups.getByRole("button", { name: "Locks", exact: true }).click();
+    const shown = async () => {
+      await expect(groups.getByRole("columnheader", { name: "Locks" })).toHaveAttribute("aria-sort", "descending");
+      await expect(groups.getByRole("row").nth(1)).toHaveAttribute("aria-label", `${prefix}-bulk`);
+      await expect(page.getByRole("searchbox", { name: "Filter groups" })).toHaveValue(prefix);
+    };
+    await shown();
+    await groups.getByRole("row", { name: `${prefix}-orders`, exact: true }).getByRole("link").click();
+    await expect(page.getByText(`${FLEET.orders} locks`, { exact: true })).toBeVisible();
+    await page.goBack();
+    await shown();
+    await page.reload();
+    await shown();
+  });
+
   test("a group's search and sort are kept in the address: a lock opened from it leads Back to them, and a reload keeps them", async ({ page, request, signIn }) => {
     test.setTimeout(120_000);
     await signIn("viewer");
