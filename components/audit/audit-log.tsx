@@ -10,7 +10,7 @@ import { TableHead, TableScroll } from "../table-scroll";
 import { SignInLink, useSession } from "../session";
 import { LoadMore, useLoadMore, type LoadMoreWords } from "../load-more";
 import { BreakableName } from "../breakable-name";
-import { timeText } from "../time-text";
+import { TimeText, timeText } from "../time-text";
 import { ClampedText } from "./clamped-text";
 
 export interface AuditFilterValues {
@@ -324,7 +324,9 @@ export function AuditLog({ initial, deployments }: { initial: AuditFilterValues;
                 return (
                   <Fragment key={entry.id}>
                     <tr data-audit-id={entry.id} {...older.rowProps(entry.id)}>
-                      <td title={new Date(entry.at).toISOString()}>{timeText(entry.at)}</td>
+                      <td title={new Date(entry.at).toISOString()}>
+                        <TimeText at={entry.at} />
+                      </td>
                       <td>
                         <div className={styles.actor}>
                           <BreakableName text={entry.actor} /> <span className="muted">({entry.role})</span>

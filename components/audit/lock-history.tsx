@@ -9,7 +9,7 @@ import { DeploymentChoices } from "../locks/deployment-choices";
 import { MessageText } from "../message-text";
 import { useSession } from "../session";
 import { TableHead } from "../table-scroll";
-import { timeText } from "../time-text";
+import { TimeText, timeText } from "../time-text";
 import styles from "./audit-log.module.css";
 
 const PAGE_SIZE = 50;
@@ -135,7 +135,9 @@ function HeldAt({ resource, deployment }: { resource?: string; deployment?: stri
                     {h.holder ?? h.token}
                   </td>
                   <td className="mono">{h.fence ?? "—"}</td>
-                  <td>{timeText(h.acquiredAt)}</td>
+                  <td>
+                    <TimeText at={h.acquiredAt} />
+                  </td>
                   <td>
                     {h.endedAt === null
                       ? "still held (or its end not seen yet)"
@@ -220,7 +222,9 @@ function RecordedEvents({ resource, deployment, result }: { resource: string; de
             )}
             {events.map((e) => (
               <tr key={e.id} {...older.rowProps(e.id)}>
-                <td>{timeText(e.at)}</td>
+                <td>
+                  <TimeText at={e.at} />
+                </td>
                 <td>{e.type}</td>
                 <td className="mono" title={e.token ?? undefined}>
                   {e.holder ?? e.token ?? "—"}
