@@ -119,6 +119,9 @@ export async function acquireChecked(engine: Engine, request: AcquireRequest, on
   // The nodes whose acquire script refused it at least once: with telemetry on, the waiter was announced on
   // the contention channel there, so giving up is announced too.
   const refusedOn = new Set<number>();
+  // Set while nodes may hold this acquisition's value that nothing has released yet (granted, and kept for the
+  // attempt run again after a fence bootstrap): giving up then must take it back, queued or not.
+  let mayHold = false;
 
   try {
     for (let attempt = 1; ; attempt++) {
@@ -184,6 +187,7 @@ export async function acquireChecked(engine: Engine, request: AcquireRequest, on
         else if (outcome.value.kind !== "unchecked") refusedOn.add(i);
       }
 
+      if (granted > 0) mayHold = true;
       let failure: Failure | null = null;
       let lockValue = value;
       let fence: string | null = null;
@@ -281,6 +285,7 @@ export async function acquireChecked(engine: Engine, request: AcquireRequest, on
       const ours = fenced ? [lockValue, value] : [value];
       if (unknownNodes.length > 0) void releaseOnNodes(engine, resources, ours, unknownNodes);
       if (grantedNodes.length > 0) await releaseOnNodes(engine, resources, ours, grantedNodes);
+      mayHold = false;
       if (engine.listening("attempt-failed")) engine.emit("attempt-failed", { resources, attempt, reason: failure.reason });
       onAttempt?.(failure.votes, false);
 
@@ -307,11 +312,12 @@ export async function acquireChecked(engine: Engine, request: AcquireRequest, on
     }
   } finally {
     // Giving up, for whatever reason (the signal, the last attempt, a throwing listener): leave the queues,
-    // give back a lock that releases granted meanwhile, and say so where the attempts were announced (a
+    // give back a lock that releases granted meanwhile, or that an attempt took and did not release yet (a
+    // fence bootstrap keeps it for the attempt run again), and say so where the attempts were announced (a
     // waiter that never queued runs the same script for that, on the nodes that refused it: it leaves no
     // queue and finds no lock).
     const announce = !acquired && refusedOn.size > 0 && settings.telemetry;
-    if (!acquired && queued && sent) leaveQueue(engine, resources, id, clients.map((_, i) => i), value, announce);
+    if (!acquired && (queued || mayHold) && sent) leaveQueue(engine, resources, id, clients.map((_, i) => i), value, announce);
     else if (announce) leaveQueue(engine, resources, id, [...refusedOn], value, true);
     if (waiter) {
       engine.notifications.removeWaiter(resources, waiter);

@@ -1,6 +1,7 @@
 import Redis from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { decodeLockValue, FENCE_MARKER_KEY, fenceKey, fencedWrite, FenceUnavailableError, forceRelease, Redlock, type RedlockSettings } from "../index.ts";
+import { AcquireAbortedError, decodeLockValue, defineScript, FENCE_MARKER_KEY, fenceKey, fencedWrite, FenceUnavailableError, forceRelease, Redlock, type RedlockClient, type RedlockSettings } from "../index.ts";
+import { ACQUIRE_LUA } from "../acquire.lua.ts";
 import { startProxy, type TcpProxy } from "./support/proxy.ts";
 import { startCluster, type TestCluster } from "./support/redis.ts";
 import { until } from "./support/wait.ts";
@@ -187,6 +188,33 @@ describe("fencing tokens", () => {
     expect(lock.fence).toBe("42");
     expect((await markers()).every((m) => m !== null)).toBe(true);
     await redlock.release(lock);
+  });
+
+  it("an acquisition aborted while it seeds a new deployment's fences leaves no lock behind, waiters or not", async () => {
+    for (const wakeOnRelease of [true, false]) {
+      const resource = `lock:seed-abort-${wakeOnRelease}`;
+      await Promise.all(direct.map((c) => c.del(FENCE_MARKER_KEY)));
+      const controller = new AbortController();
+      const acquireSha = defineScript(ACQUIRE_LUA).sha;
+      // The engine's own clients, that abort the acquisition when the seeding of the nodes sends its first
+      // script (the attempt before it was granted on every node).
+      const aborting = clients.map((client): RedlockClient => ({
+        evalsha: (sha, ...rest) => {
+          if (sha !== acquireSha) controller.abort(new Error("shutting down"));
+          return client.evalsha(sha, ...rest);
+        },
+        eval: (...args) => client.eval(...args),
+        set: (...args) => client.set(...args),
+        duplicate: () => client.duplicate(),
+      }));
+      const redlock = new Redlock(aborting, { fenced: true, nodeTimeoutMs: 400, retryCount: 3, retryDelayMs: 20, wakeOnRelease });
+      engines.push(redlock);
+      await expect(redlock.acquire([resource], 60_000, { signal: controller.signal })).rejects.toBeInstanceOf(AcquireAbortedError);
+      // Nothing holds the resource: another holder takes it at once, not after the aborted one's TTL.
+      await until("the aborted acquisition's lock is gone from every node", async () => (await Promise.all(direct.map((c) => c.exists(resource)))).every((n) => n === 0));
+      const next = await engine({ retryCount: 0 }).acquire([resource], 5000);
+      await next.release();
+    }
   });
 
   it("the first fenced acquisition of a deployment waits for a node that answers late, rather than fail as if fences were lost", async () => {
