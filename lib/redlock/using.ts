@@ -105,7 +105,9 @@ export async function usingLock<T>(
     if (stopped || controller.signal.aborted) return;
     try {
       await extendLock(engine, lock, ttlMs);
-      if (controller.signal.aborted) return;
+      // The routine may have ended while the extension was out: no timer may be set again for a lock being
+      // released (a timer left set would keep the process alive for the lock's whole validity).
+      if (stopped || controller.signal.aborted) return;
       armExpiry();
       schedule(state.deadline - performance.now() - threshold);
     } catch (error) {

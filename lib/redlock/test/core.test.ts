@@ -1,3 +1,6 @@
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import path from "node:path";
 import IORedis from "ioredis";
 import type Redis from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -23,10 +26,12 @@ import {
   type RedlockEvents,
 } from "../index.ts";
 import { RedlockLock } from "../lock.ts";
-import { until } from "./support/wait.ts";
+import { until, within } from "./support/wait.ts";
 import { startCluster, type TestCluster } from "./support/redis.ts";
 import { freePort } from "./support/redis.ts";
 import { aborted } from "./support/support.ts";
+
+const tsxCli = createRequire(import.meta.url).resolve("tsx/cli");
 
 describe("Redlock on three nodes", () => {
   let cluster: TestCluster;
@@ -831,6 +836,21 @@ describe("the engine's own connections when the application closes its clients",
       process.off("warning", onWarning);
       await Promise.all(engines.map((e) => e.quit()));
       await Promise.all(own.map((client) => client.quit()));
+    }
+  });
+
+  it("a job whose using() routine ends while an automatic extension is out ends when it closed what it opened", async () => {
+    const script = path.join(import.meta.dirname, "support", "using-then-exit.ts");
+    const job = spawn(process.execPath, [tsxCli, script, JSON.stringify(cluster.ports)], { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    job.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    job.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => job.once("exit", (code) => resolve(code)));
+    try {
+      await until("the routine returned", () => output.includes("done"));
+      expect(await within("the job's process ends", exited)).toBe(0);
+    } finally {
+      job.kill("SIGKILL");
     }
   });
 
