@@ -186,17 +186,23 @@ export class Notifications {
    * Resolves once a quorum of the connections have their subscriptions in effect (a force release deletes
    * the lock on a quorum at least, and publishes the revocation on each of them, so one of those nodes is
    * heard), or after `timeoutMs` (a node that does not answer must not stall anyone), or at once when
-   * closed. Call after `retain()`.
+   * closed or when `signal` aborts (the caller gives up: it must not wait for nodes first). Call after
+   * `retain()`.
    */
-  whenListening(timeoutMs: number): Promise<void> {
-    if (this.#closed || !this.#subscribers || this.#subscribed >= quorumOf(this.clients.length)) return Promise.resolve();
+  whenListening(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.#closed || !this.#subscribers || this.#subscribed >= quorumOf(this.clients.length) || signal?.aborted) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, Math.min(timeoutMs, MAX_TIMER_MS));
-      function done() {
+      const done = () => {
         clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        // (Called by the quorum, the list was swapped for an empty one first: nothing to take out.)
+        const index = this.#onQuorum.indexOf(done);
+        if (index !== -1) this.#onQuorum.splice(index, 1);
         resolve();
-      }
+      };
+      const timer = setTimeout(done, Math.min(timeoutMs, MAX_TIMER_MS));
       this.#onQuorum.push(done);
+      signal?.addEventListener("abort", done, { once: true });
     });
   }
 

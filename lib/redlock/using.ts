@@ -50,7 +50,8 @@ export async function usingLock<T>(
   engine.notifications.retain();
   let lock: RedlockLock;
   try {
-    await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs);
+    // (An abort meanwhile stops the wait; the acquisition then rejects before it sends anything.)
+    await engine.notifications.whenListening(5 * engine.settings.nodeTimeoutMs, request.signal);
     lock = await acquireChecked(engine, request, onAttempt);
   } catch (error) {
     engine.notifications.unretain();

@@ -338,6 +338,30 @@ describe("Redlock on three nodes", () => {
     for (const client of clients) expect(await client.exists("lock:extend-release")).toBe(0);
   });
 
+  it("using(): its signal aborted while the engine's subscriptions wait for nodes that do not answer stops it at once, with nothing sent", async () => {
+    // Nodes far away (a long node timeout), two of them stopped: the subscriptions using() waits for before it
+    // acquires cannot reach a quorum, and it would wait 5 × nodeTimeoutMs for them.
+    const redlock = engine({ nodeTimeoutMs: 60_000 });
+    cluster.pause(1);
+    cluster.pause(2);
+    try {
+      const controller = new AbortController();
+      let ran = false;
+      const outcome = redlock.using(["lock:abort-listening"], 5000, { signal: controller.signal }, () => {
+        ran = true;
+      });
+      controller.abort(new Error("request cancelled"));
+      const error: unknown = await within("using() gives up", outcome.then(() => null, (e: unknown) => e));
+      expect(error).toBeInstanceOf(AcquireAbortedError);
+      expect((error as AcquireAbortedError).attempts).toBe(0);
+      expect(ran).toBe(false);
+    } finally {
+      cluster.resume(1);
+      cluster.resume(2);
+    }
+    for (const client of clients) expect(await client.exists("lock:abort-listening", "waitq:lock:abort-listening")).toBe(0);
+  });
+
   it("using(): a routine that releases its own lock is not told it lost it", async () => {
     const redlock = engine();
     const lost: Array<RedlockEvents["lost"][0]> = [];
