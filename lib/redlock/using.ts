@@ -1,6 +1,6 @@
 import { acquireChecked, checkAcquire, type AcquireOptions, type AttemptObserver } from "./acquire.ts";
 import { driftMs, type Engine } from "./engine.ts";
-import { AcquireAbortedError, LockExpiredError, LockLostError, LockRevokedError, toError } from "./errors.ts";
+import { AcquireAbortedError, LockExpiredError, LockLostError, LockRevokedError, NodesFailedError, toError } from "./errors.ts";
 import { extendLock } from "./extend.ts";
 import { lockState, type RedlockLock, type ReleaseResult } from "./lock.ts";
 import { releaseLock } from "./release.ts";
@@ -64,6 +64,16 @@ export async function usingLock<T>(
   let expiryTimer: ReturnType<typeof setTimeout> | undefined;
   // An object, not a `let`: the extension is started from a timer callback.
   const pending: { extension: Promise<void> | null } = { extension: null };
+  // Why the extensions since the last one that landed failed (too few nodes agreed): when the validity runs
+  // out meanwhile, the routine is told which nodes kept the lock from being extended, and why.
+  let lastFailure: NodesFailedError | null = null;
+  const expiredBeforeExtended = () =>
+    new LockLostError(
+      lock.resources,
+      state.value,
+      lastFailure?.votes ?? [],
+      `Lock on ${JSON.stringify(lock.resources)} expired before it could be extended${lastFailure ? `: ${lastFailure.message}` : ""}`,
+    );
 
   const lose = (reason: Error) => {
     // Released by its holder (the routine, or whoever has the lock object) while the routine runs: not lost.
@@ -82,7 +92,7 @@ export async function usingLock<T>(
     clearTimeout(expiryTimer);
     expiryTimer = setTimeout(() => {
       if (performance.now() >= state.deadline) {
-        lose(new LockLostError(lock.resources, state.value, [], `Lock on ${JSON.stringify(lock.resources)} expired before it could be extended`));
+        lose(expiredBeforeExtended());
       } else if (!stopped) armExpiry(); // a long TTL: the timer was capped, or it fired a little early
     }, Math.min(MAX_TIMER_MS, Math.max(0, state.deadline - performance.now()) + 1));
   };
@@ -106,6 +116,7 @@ export async function usingLock<T>(
     if (stopped || controller.signal.aborted) return;
     try {
       await extendLock(engine, lock, ttlMs);
+      lastFailure = null;
       // The routine may have ended while the extension was out: no timer may be set again for a lock being
       // released (a timer left set would keep the process alive for the lock's whole validity).
       if (stopped || controller.signal.aborted) return;
@@ -114,8 +125,9 @@ export async function usingLock<T>(
     } catch (error) {
       if (stopped) return;
       const remaining = state.deadline - performance.now();
+      if (error instanceof NodesFailedError) lastFailure = error;
       if (error instanceof LockLostError || error instanceof LockExpiredError || remaining <= 0) {
-        lose(error instanceof LockLostError ? error : new LockLostError(lock.resources, state.value, [], toError(error).message));
+        lose(error instanceof LockLostError ? error : lastFailure ? expiredBeforeExtended() : new LockLostError(lock.resources, state.value, [], toError(error).message));
         return;
       }
       // Too few nodes answered: the lock may well still be ours; try again while validity is left.

@@ -2,10 +2,10 @@ import IORedis from "ioredis";
 import type Redis from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import CompatRedlock, { ExecutionError, Lock as CompatLock } from "../compat.ts";
-import { AnswerLostError, fencedWrite, forceRelease, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "../index.ts";
+import { AnswerLostError, fencedWrite, forceRelease, LockLostError, NodesFailedError, NodeTimeoutError, Redlock, ResourceHeldError, type RedlockClient } from "../index.ts";
 import { until } from "./support/wait.ts";
 import { startCluster, type TestCluster } from "./support/redis.ts";
-import { failFastClients } from "./support/support.ts";
+import { aborted, failFastClients } from "./support/support.ts";
 import { startProxy, type TcpProxy } from "./support/proxy.ts";
 
 /** Every client answers a PING (a fail-fast client reconnects a moment after its node came back). */
@@ -216,6 +216,36 @@ describe("slow and stopped nodes", () => {
       expect((undecided as Error).message).toBe("Only 1 of 3 nodes answered, quorum is 2 (node 0: had not answered when the round was decided; node 1: node 1 is broken; node 2: refused)");
     } finally {
       muted.clear();
+      broken.clear();
+      await redlock.quit();
+    }
+  });
+
+  it("using(): a lock whose extensions failed until it expired is reported lost with those nodes' votes and why", async () => {
+    // Nodes 0 and 1 fail every script once the lock is taken.
+    const broken = new Set<number>();
+    const switched: RedlockClient[] = clients.map((c, i) => ({
+      evalsha: (...args: Parameters<Redis["evalsha"]>) => (broken.has(i) ? Promise.reject(new Error(`node ${i} is broken`)) : c.evalsha(...args)),
+      eval: (...args: Parameters<Redis["eval"]>) => (broken.has(i) ? Promise.reject(new Error(`node ${i} is broken`)) : c.eval(...args)),
+      set: (key: string, value: string, px: "PX", ttlMs: number, nx: "NX") => c.set(key, value, px, ttlMs, nx),
+      duplicate: () => c.duplicate(),
+    }));
+    const redlock = new Redlock(switched, { nodeTimeoutMs: 100, retryDelayMs: 50, automaticExtensionThresholdMs: 300 });
+    try {
+      const reason = await redlock.using(["lock:extensions-failed"], 1000, async (signal) => {
+        broken.add(0);
+        broken.add(1);
+        await aborted(signal);
+        return signal.reason as unknown;
+      });
+      expect(reason).toBeInstanceOf(LockLostError);
+      const lost = reason as LockLostError;
+      // (The failed extensions were decided by the two failures, before node 2 answered.)
+      expect(lost.votes.map((v) => v.vote)).toEqual(["error", "error", "pending"]);
+      expect(lost.message).toBe(
+        'Lock on ["lock:extensions-failed"] expired before it could be extended: Only 0 of 3 nodes answered, quorum is 2 (node 0: node 0 is broken; node 1: node 1 is broken; node 2: had not answered when the round was decided)',
+      );
+    } finally {
       broken.clear();
       await redlock.quit();
     }
