@@ -155,12 +155,18 @@ export function fenceString(name: string, value: unknown): string {
   return value;
 }
 
+/**
+ * An AbortSignal, or something that behaves as one where the engine uses it: it reads `aborted` and listens for
+ * "abort" while it sleeps between attempts (a look-alike with `aborted` only failed there, mid-acquisition).
+ */
 export function abortSignal(name: string, value: unknown): AbortSignal | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== "object" || value === null || typeof (value as AbortSignal).aborted !== "boolean") {
+  if (typeof value !== "object" || value === null) fail(name, "an AbortSignal", value);
+  const signal = value as Partial<AbortSignal>;
+  if (typeof signal.aborted !== "boolean" || typeof signal.addEventListener !== "function" || typeof signal.removeEventListener !== "function") {
     fail(name, "an AbortSignal", value);
   }
-  return value as AbortSignal;
+  return signal as AbortSignal;
 }
 
 export function clientList<T>(name: string, value: unknown, methods: readonly string[]): T[] {

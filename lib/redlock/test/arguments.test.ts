@@ -40,6 +40,9 @@ describe("bad arguments fail at the entry point with a TypeError naming the argu
     [() => redlock.acquire(["lock:a"], 1000, { retryCount: -2 }), "Expected `retryCount` to be a non-negative integer, got `-2` (number)"],
     [() => redlock.acquire(["lock:a"], 1000, { fenced: "yes" as unknown as boolean }), "Expected `fenced` to be a boolean"],
     [() => redlock.acquire(["lock:a"], 1000, { signal: {} as AbortSignal }), "Expected `signal` to be an AbortSignal"],
+    // Something with `aborted` that cannot be listened to: it failed only once a contended acquisition slept,
+    // with "signal.addEventListener is not a function", after its attempt had been sent and queued on the nodes.
+    [() => redlock.acquire(["lock:a"], 1000, { signal: { aborted: false } as AbortSignal }), "Expected `signal` to be an AbortSignal, got `[object Object]` (object)"],
     [() => redlock.using(["lock:a"], 300, () => 1), "Expected `ttlMs` to be greater than `automaticExtensionThresholdMs` (500) plus its clock drift allowance (round(driftFactor × ttlMs) + 2 = 5 ms)"],
     // Validity would start at or below the threshold: the lock was extended back-to-back (about 170 rounds a
     // second on local nodes) for as long as the routine ran. 507 ms is the longest TTL refused with the defaults.
