@@ -2,7 +2,7 @@ import { z } from "zod";
 import { DEFAULT_LOCK_PATTERNS_ENV, patternKeysProblem } from "./locks/formats/defaults";
 import { globProblem } from "./locks/glob";
 import { parseProxyEntry } from "./client-address";
-import { maskUrl, parseDeployments, shownList, urlProblem, type Deployment, type ReadFile } from "./deployment-config";
+import { maskUrl, parseDeployments, shownList, shownValue, urlProblem, type Deployment, type ReadFile } from "./deployment-config";
 import { linearRegExp, NotLinearError } from "./linear-regexp";
 import { MAKE_SECRET, MIN_SECRET_LENGTH, weakSecretProblem } from "./secret-strength";
 
@@ -108,8 +108,16 @@ export const CONFIG_VARIABLES: readonly string[] = Object.freeze([
  */
 export function displayedValue(variable: string, value: string): string {
   if (SECRET_VARIABLES.has(variable)) return `(hidden, ${value.length} characters)`;
+  // A URL variable's value may be mistyped (a scheme without its `//`, none at all): its password is hidden all the same.
+  if (URL_LIST_VARIABLES.has(variable)) return JSON.stringify(shownList(value).join(","));
+  if (URL_VARIABLES.has(variable)) return JSON.stringify(shownValue(value));
   return JSON.stringify(maskUrl(value));
 }
+
+/** Variables that hold a list of URLs (or `host:port` entries), each of which may carry a password. */
+const URL_LIST_VARIABLES: ReadonlySet<string> = new Set(["REDIS_URLS", "REDIS_CLUSTER_URLS", "REDIS_SENTINELS"]);
+/** Variables that hold one URL, which may carry a password. */
+const URL_VARIABLES: ReadonlySet<string> = new Set(["REDIS_URL", "AUDIT_DATABASE_URL", "LOCKSCOPE_PUBLIC_ORIGIN"]);
 
 /** One environment variable that does not parse: the message says which, what it held and what is expected. */
 export class ConfigError extends Error {
@@ -257,7 +265,7 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
         const wrong = urls.findIndex((u) => u === "" || urlProblem(u) !== null);
         if (wrong >= 0) {
           const u = urls[wrong] ?? "";
-          explain(u === "" ? `URL ${wrong + 1} is empty` : `URL ${wrong + 1} (${JSON.stringify(shownList(urls.join(","))[wrong] ?? maskUrl(u))}) ${urlProblem(u)}`);
+          explain(u === "" ? `URL ${wrong + 1} is empty` : `URL ${wrong + 1} (${JSON.stringify(shownList(urls.join(","))[wrong] ?? shownValue(u))}) ${urlProblem(u)}`);
         }
       })
       .pipe(z.array(redisUrl).min(1).max(15))

@@ -83,12 +83,35 @@ export function maskUrl(url: string): string {
 }
 
 /**
+ * One URL (or `host:port` entry) of a configuration value as it may be shown, the value perhaps mistyped: besides what
+ * `maskUrl` hides, the password of an entry whose scheme lost a slash or is missing (`postgres:/user:pw@db`,
+ * `user:pw@db`, `pw@db:6379`) or that holds a space (which a URL takes): everything between the scheme and user name
+ * and the last `@`.
+ */
+export function shownValue(value: string): string {
+  const masked = maskUrl(value);
+  const credentials = /^(\s*(?:[a-z][a-z0-9+.-]*:\/*)?)(?:([^/@\s,:]*):)?([^]*)@/i.exec(masked);
+  // (Already masked: `redis//:****@db`.)
+  if (credentials === null || credentials[3]?.endsWith("****")) return masked;
+  try {
+    // A URL with a host and no password: its `@` ends a user name (a redis:// one is masked above), or is in its path
+    // or query. (`postgres:/u:pw@db` parses too, as a path without a host.)
+    const u = new URL(value);
+    if (u.host !== "" && u.password === "") return masked;
+  } catch {
+    // not a URL: what comes before its `@` is taken for credentials
+  }
+  const [whole, scheme = "", user] = credentials;
+  return `${scheme}${user === undefined ? "" : `${user}:`}****@${masked.slice(whole.length)}`;
+}
+
+/**
  * `list(s)`'s pieces as they may be shown. A password that holds a comma is cut by the list into pieces that each
  * look like no URL (`redis://:pa` and `ss@host:6379`): it is masked in the whole list first, then cut the same way.
  */
 export function shownList(s: string): string[] {
   const hidden = s.replace(USER_PASSWORD, (match: string, user: string) => `${user}${match.slice(user.length, -1).replace(/[^,]/g, "\u0000")}@`);
-  return list(hidden).map((piece) => maskUrl(piece.replace(/\u0000+/g, "****")));
+  return list(hidden).map((piece) => shownValue(piece.replace(/\u0000+/g, "****")));
 }
 
 /** What is wrong with a node's URL (`is not a URL`, `has no host`…), or null. */
@@ -126,12 +149,12 @@ class Collector {
   }
 
   /** A list of URLs: each wrong one named by position, never with its password. */
-  urls(where: string, raw: string[], max: number, shown: readonly string[] = raw.map(maskUrl)): string[] {
+  urls(where: string, raw: string[], max: number, shown: readonly string[] = raw.map(shownValue)): string[] {
     if (raw.length === 0 || raw.every((u) => u === "")) this.add(`${where} is empty: expected comma-separated redis:// or rediss:// URLs.`);
     else if (raw.length > max) this.add(`${where} has ${raw.length} URLs: at most ${max}.`);
     raw.forEach((u, i) => {
       const problem = u === "" ? "is empty" : urlProblem(u);
-      if (problem) this.add(`${where}: URL ${i + 1} (${JSON.stringify(shown[i] ?? maskUrl(u))}) ${problem}: expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.`);
+      if (problem) this.add(`${where}: URL ${i + 1} (${JSON.stringify(shown[i] ?? shownValue(u))}) ${problem}: expected e.g. redis://10.0.0.5:6379 or rediss://user:password@host:6380.`);
     });
     return raw;
   }
@@ -216,7 +239,7 @@ function fromEnv(env: Env, c: Collector): Deployment[] {
       const shown = shownList(sentinels);
       list(sentinels).forEach((s, i) => {
         const a = addressProblem(s);
-        if (typeof a === "string") c.add(`REDIS_SENTINELS: entry ${i + 1} (${JSON.stringify(shown[i] ?? maskUrl(s))}) ${a}: expected host:port, e.g. 10.0.0.1:26379.`);
+        if (typeof a === "string") c.add(`REDIS_SENTINELS: entry ${i + 1} (${JSON.stringify(shown[i] ?? shownValue(s))}) ${a}: expected host:port, e.g. 10.0.0.1:26379.`);
         else addresses.push(a);
       });
     }
@@ -348,7 +371,7 @@ function fromFile(path: string, c: Collector, readFile: ReadFile): Deployment[] 
       const sentinels: SentinelAddress[] = [];
       d.sentinels.forEach((s, j) => {
         const a = addressProblem(s);
-        if (typeof a === "string") c.add(`${at(`sentinels[${j}]`)} (${JSON.stringify(maskUrl(s))}) ${a}: expected host:port.`);
+        if (typeof a === "string") c.add(`${at(`sentinels[${j}]`)} (${JSON.stringify(shownValue(s))}) ${a}: expected host:port.`);
         else sentinels.push(a);
       });
       if (sentinels.length === 0 && d.sentinels.length === 0) c.add(`${at("sentinels")} is empty: expected the sentinels' host:port list.`);

@@ -3,7 +3,7 @@ import vm from "node:vm";
 import { describe, expect, it } from "vitest";
 import { lockGroup, statelessPattern } from "@/lib/locks/groups";
 import { ConfigError, maskRedisUrl, parseConfig, withoutArguments } from "@/lib/config";
-import { maskUrl } from "@/lib/deployment-config";
+import { DeploymentConfigError, maskUrl } from "@/lib/deployment-config";
 
 function errorOf(env: Record<string, string>): ConfigError {
   try {
@@ -236,6 +236,48 @@ describe("configuration", () => {
     expect(nodes.message).toContain("10.0.0.2:6381");
     expect(maskUrl("redis://:p@SECRET@h:1/0")).toBe("redis://:****@h:1/0");
     expect(maskUrl("redis://u:a/SECRET@h:1,redis://h2:2")).toBe("redis://u:****@h:1,redis://h2:2");
+  });
+
+  it("never shows a password in a URL whose scheme is mistyped or missing, or whose password holds a space", () => {
+    // Each value stops the start; the line must name what is wrong without the password, and still show the host.
+    const refused = (env: Record<string, string>): string => {
+      try {
+        parseConfig(env);
+      } catch (error) {
+        if (error instanceof ConfigError) return error.message;
+        if (error instanceof DeploymentConfigError) return error.lines.join("\n");
+        throw error;
+      }
+      throw new Error(`expected ${JSON.stringify(Object.keys(env))} to be refused`);
+    };
+    const cases: Array<Record<string, string>> = [
+      { AUDIT_DATABASE_URL: "postgres:/lockscope:pwSECRET@db:5432/lockscope" },
+      { AUDIT_DATABASE_URL: "lockscope:pwSECRET@db:5432/lockscope" },
+      { AUDIT_DATABASE_URL: "postgres://lockscope:pw SECRET@db:5432/lockscope?sslmode=bogus" },
+      { REDIS_URLS: "redis:/:pwSECRET@db:6379" },
+      { REDIS_URLS: "redis://:pw SECRET@db:6379,http://other:6379" },
+      { REDIS_URL: "pwSECRET@db:6379" },
+      { REDIS_URL: ":pwSECRET@db:6379" },
+      { REDIS_CLUSTER_URLS: "redis:lockscope:pwSECRET@db:7000" },
+      { REDIS_SENTINELS: "lockscope:pwSECRET@db:26379", REDIS_SENTINEL_MASTER: "locks" },
+    ];
+    for (const env of cases) {
+      const message = refused(env);
+      expect(message, JSON.stringify(env)).not.toContain("SECRET");
+      expect(message, JSON.stringify(env)).toContain("@db:");
+    }
+    const deploymentsFile = (json: unknown): string => {
+      try {
+        parseConfig({ LOCKSCOPE_DEPLOYMENTS_FILE: "/etc/lockscope/deployments.json" }, { readFile: () => JSON.stringify(json) });
+      } catch (error) {
+        if (error instanceof DeploymentConfigError) return error.lines.join("\n");
+        throw error;
+      }
+      throw new Error("expected the deployments file to be refused");
+    };
+    const file = deploymentsFile({ deployments: [{ name: "a", kind: "sentinel", sentinels: ["u:pwSECRET@db:26379"], master: "m" }, { name: "b", kind: "standalone", url: "redis:/:pwSECRET@db:6379" }] });
+    expect(file).not.toContain("SECRET");
+    expect(file).toContain("@db:");
   });
 
   it("reads ALLOWED_HOSTS as host names without ports", () => {
