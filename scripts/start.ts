@@ -5,7 +5,7 @@
  * 1. Loads `.env` files as Next.js does, then parses the configuration (a wrong value stops here with one
  *    line saying what to fix).
  * 2. Takes the data folder's lock: a second console on the same folder stops with one line, touching nothing.
- * 3. Checks that the production bundle is there.
+ * 3. Checks that the production bundle is there, and that HOST:PORT can be listened on.
  * 4. Without REDIS_URLS, starts three embedded redis-server nodes on free ports (never 6379) and stops
  *    them with the console on SIGINT, SIGTERM or a crash; on Linux they also die with it on a SIGKILL.
  * 5. Serves Next.js in this process, so the lab can kill and restart the embedded nodes it owns and
@@ -15,6 +15,7 @@ import { loadEnvConfig } from "@next/env";
 import { spawnSync } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import net from "node:net";
 import os from "node:os";
 import type { Duplex } from "node:stream";
 import path from "node:path";
@@ -155,6 +156,22 @@ function useStandaloneConfig(): void {
   process.env.__NEXT_PRIVATE_STANDALONE_CONFIG = JSON.stringify(config);
 }
 
+/**
+ * Stops the start, with the line a listening failure gets, when HOST:PORT cannot be listened on: tried before anything
+ * starts, since the console listens only once its runtime is up, by which time it has started its embedded nodes,
+ * written its entry in the consoles list on the lock nodes (which the other consoles warn of) and upgraded the
+ * audit database's schema, none of which a console that never serves should do.
+ */
+async function checkListen(host: string, port: number): Promise<void> {
+  const probe = net.createServer();
+  const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
+    probe.once("error", resolve);
+    probe.listen(port, host, () => resolve(null));
+  });
+  if (error) fail(listenFailure(error, host, port));
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+}
+
 /** The variables that name a file or a folder. */
 const PATH_VARIABLES = [
   "LOCKSCOPE_DATA_DIR",
@@ -222,6 +239,7 @@ async function main(): Promise<void> {
     fail(`there is no production build in ${ROOT}: run \`npm run build\` first (or \`npm start\`, which builds when needed).`);
   }
   useStandaloneConfig();
+  await checkListen(config.host, config.port);
 
   let nodes: RedisNode[] = [];
   const stopNodesSync = () => nodes.forEach((n) => n.killSync());

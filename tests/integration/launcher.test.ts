@@ -52,6 +52,25 @@ describe("npm start's launcher", () => {
     }
   }, 120_000);
 
+  it("stops with one line naming PORT when the port is in use, before it connects to the lock nodes", async () => {
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    const port = (busy.address() as net.AddressInfo).port;
+    try {
+      const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(","), PORT: String(port) }, { waitReady: false });
+      const code = await Promise.race([launcher.exited, new Promise((resolve) => setTimeout(() => resolve("still running after 60 s"), 60_000))]);
+      if (code !== 1) await launcher.stop("SIGKILL");
+      expect(code, launcher.output()).toBe(1);
+      expect(launcher.output().trim().split("\n").at(-1)).toBe(`lockscope: port ${port} on 127.0.0.1 is in use: set PORT to a free port.`);
+      // A console that never served is not listed among the consoles on the nodes (the others would warn of it), as
+      // `<host name>:<port>/<id>`.
+      const listed = await cluster.client(0).hkeys("lockscope:consoles");
+      expect(listed.filter((id) => id.includes(`:${port}/`))).toEqual([]);
+    } finally {
+      await new Promise<void>((resolve) => busy.close(() => resolve()));
+    }
+  }, 120_000);
+
   it("stops at once with one line naming a data folder or an audit file it cannot make", async () => {
     // /proc refuses new entries with ENOENT, which Node's own recursive mkdir retried forever (the launcher hung).
     const cases: Array<[Record<string, string>, RegExp]> = [
