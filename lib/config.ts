@@ -279,6 +279,11 @@ export function parseConfig(env: Env, options: { readFile?: ReadFile } = {}): Lo
     z
       .string()
       .transform((s) => s.split(",").map((p) => p.trim()))
+      .superRefine((globs, ctx) => {
+        // An empty one (`lock:*,`) would otherwise be refused without a reason, or, twice, as a glob listed twice.
+        const empty = globs.indexOf("");
+        if (empty >= 0) ctx.addIssue({ code: "custom", message: `pattern ${empty + 1} is empty: a comma too many?`, params: { explains: true } });
+      })
       .pipe(
         z
           .array(

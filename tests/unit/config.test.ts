@@ -181,6 +181,13 @@ describe("configuration", () => {
     }
   });
 
+  it("says which of the LOCK_PATTERNS is empty (a comma too many), not that it is listed twice", () => {
+    expect(errorOf({ LOCK_PATTERNS: "lock:*," }).message).toMatch(/ \(pattern 2 is empty: a comma too many\?\)\.$/);
+    expect(errorOf({ LOCK_PATTERNS: "lock:*,,mutex:*" }).message).toMatch(/ \(pattern 2 is empty: a comma too many\?\)\.$/);
+    expect(errorOf({ LOCK_PATTERNS: "lock:*,,mutex:*,," }).message).not.toContain("listed twice");
+    expect(errorOf({ LOCK_PATTERNS: " , lock:*" }).message).toMatch(/ \(pattern 1 is empty: a comma too many\?\)\.$/);
+  });
+
   it("refuses LOCK_PATTERNS that match the console's own keys, match only keys kept beside locks, or list a glob twice", () => {
     const everything = errorOf({ LOCK_PATTERNS: "lock:*,*" });
     expect(everything.variable).toBe("LOCK_PATTERNS");
