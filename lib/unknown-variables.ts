@@ -37,21 +37,50 @@ function closestKnown(name: string): string {
 }
 
 /**
- * The `LOCKSCOPE_…` variables of `env` that the console does not read, each with the variable it most likely
- * stands for: a misspelled one (`LOCKSCOPE_VIEWR_TOKEN`) is otherwise ignored without a word, and leaves reading
- * open. Kubernetes's service variables are not mistakes (see `SERVICE_SUFFIX`): `LOCKSCOPE_…` ones are left out
- * for the Service `lockscope`, and for a Service `lockscope-<name>` where its `_SERVICE_HOST` is set. Names only:
- * a value may be a secret.
+ * The variables without the `LOCKSCOPE_` prefix whose misspellings are named too: those long enough that a name a
+ * letter or two away is a misspelling of one, not another program's variable (`HOST` and `PORT` are not).
+ */
+const SPELLED_OUT: readonly string[] = CONFIG_VARIABLES.filter((name) => !name.startsWith("LOCKSCOPE_") && name.length >= 9);
+
+/**
+ * The variable of `SPELLED_OUT` that `name` (not one the console reads) is a misspelling of, in any case: the nearest
+ * within a letter for every five of its name (`LOG_LEVL`, `METRICS_TOKN`, `TRUSTED_PROXY`).
+ */
+function misspelled(name: string): string | undefined {
+  const upper = name.toUpperCase();
+  let meant: string | undefined;
+  let nearest = Infinity;
+  for (const known of SPELLED_OUT) {
+    const d = distance(upper, known);
+    if (d <= Math.floor(known.length / 5) && d < nearest) [meant, nearest] = [known, d];
+  }
+  return meant;
+}
+
+/**
+ * The variables of `env` that the console does not read but look meant for it, each with the variable it most
+ * likely stands for: every `LOCKSCOPE_…` one, and another spelled within a few letters of one it reads (`METRICS_TOKN`,
+ * `lock_patterns`; see `misspelled`). Such a misspelling is otherwise ignored without a word, and leaves reading (`LOCKSCOPE_VIEWR_TOKEN`)
+ * or the metrics (`METRICS_TOKN`) open. Kubernetes's service variables are not mistakes (see `SERVICE_SUFFIX`): they
+ * are left out for the Service `lockscope`, and for any other Service whose `_SERVICE_HOST` is set. Names only: a
+ * value may be a secret.
  */
 export function unknownVariables(env: Readonly<Record<string, string | undefined>>): Array<{ name: string; closest: string }> {
   const names = Object.keys(env).filter((name) => env[name] !== undefined);
   const services = new Set(["LOCKSCOPE"]);
   for (const name of names) {
-    const service = /^(LOCKSCOPE_[A-Z0-9_]+)_SERVICE_HOST$/.exec(name)?.[1];
+    const service = /^([A-Z0-9_]+)_SERVICE_HOST$/.exec(name)?.[1];
     if (service !== undefined) services.add(service);
   }
   const isServiceVariable = (name: string) => [...services].some((s) => name.startsWith(s) && SERVICE_SUFFIX.test(name.slice(s.length)));
-  return names
-    .filter((name) => /^LOCKSCOPE_/i.test(name) && !CONFIG_VARIABLES.includes(name) && !TOOLING_VARIABLES.includes(name) && !isServiceVariable(name))
-    .map((name) => ({ name, closest: closestKnown(name) }));
+  const unknown: Array<{ name: string; closest: string }> = [];
+  for (const name of names) {
+    if (CONFIG_VARIABLES.includes(name) || TOOLING_VARIABLES.includes(name) || isServiceVariable(name)) continue;
+    if (/^LOCKSCOPE_/i.test(name)) unknown.push({ name, closest: closestKnown(name) });
+    else {
+      const meant = misspelled(name);
+      if (meant !== undefined) unknown.push({ name, closest: meant });
+    }
+  }
+  return unknown;
 }

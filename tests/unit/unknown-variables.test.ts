@@ -17,6 +17,38 @@ describe("LOCKSCOPE_ variables the console does not know", () => {
     expect(unknownVariables({ REDIS_HOST: "x", NODE_OPTIONS: "y" })).toEqual([]);
   });
 
+  it("and one spelled within a few letters of a variable the console reads, other programs' variables left alone", () => {
+    // A misspelled METRICS_TOKEN leaves /metrics open, a misspelled TRUSTED_PROXIES counts every client as the proxy.
+    const env = {
+      METRICS_TOKN: "x",
+      TRUSTED_PROXY: "10.0.0.1",
+      lock_patterns: "lock:*",
+      LOG_LEVL: "debug",
+      REDIS_URL: "redis://h:1",
+      // Other programs', the image's and Kubernetes's (a Service named `redis`).
+      REDIS_HOST: "h",
+      REDIS_PASSWORD: "x",
+      NODE_OPTIONS: "--max-old-space-size=512",
+      NODE_VERSION: "20.19.0",
+      HOSTNAME: "lockscope-0",
+      HOME: "/data",
+      PWD: "/app",
+      POSTGRES_PASSWORD: "x",
+      REDIS_SERVICE_HOST: "10.96.0.13",
+      REDIS_SERVICE_PORT: "6379",
+      REDIS_PORT: "tcp://10.96.0.13:6379",
+      REDIS_PORT_6379_TCP_ADDR: "10.96.0.13",
+      KUBERNETES_SERVICE_HOST: "10.96.0.1",
+      KUBERNETES_PORT_443_TCP: "tcp://10.96.0.1:443",
+    };
+    expect(unknownVariables(env)).toEqual([
+      { name: "METRICS_TOKN", closest: "METRICS_TOKEN" },
+      { name: "TRUSTED_PROXY", closest: "TRUSTED_PROXIES" },
+      { name: "lock_patterns", closest: "LOCK_PATTERNS" },
+      { name: "LOG_LEVL", closest: "LOG_LEVEL" },
+    ]);
+  });
+
   it("leave out what Kubernetes sets for Services named lockscope or lockscope-…", () => {
     const service = {
       LOCKSCOPE_SERVICE_HOST: "10.96.0.12",
