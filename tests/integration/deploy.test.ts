@@ -144,6 +144,16 @@ describe("the container recipe", () => {
   const compose = yaml.load(readFileSync(path.join(ROOT, "compose.yaml"), "utf8")) as { services: Record<string, ComposeService> };
   const services = compose.services;
 
+  it("keeps the .env files that hold a machine's secrets, and the data folder, out of the repository and the image", () => {
+    // The console reads .env, .env.local, .env.production and .env.production.local (the README puts its tokens in
+    // .env); .env.production is Next.js's place for committed defaults. `git check-ignore` exits 0 for an ignored path.
+    for (const file of [".env", ".env.local", ".env.production.local", ".env.development.local", ".lockscope/operator-token"]) {
+      expect(spawnSync("git", ["check-ignore", "-q", file], { cwd: ROOT }).status, file).toBe(0);
+    }
+    const dockerignore = readFileSync(path.join(ROOT, ".dockerignore"), "utf8").split("\n");
+    for (const pattern of [".env", ".env.*", ".lockscope"]) expect(dockerignore, pattern).toContain(pattern);
+  });
+
   it("compose.yaml: three Redis nodes, two consoles on all three with one session secret, PostgreSQL, Prometheus with the shipped rules", () => {
     const redis = Object.entries(services).filter(([, s]) => s.image?.startsWith("redis:"));
     expect(redis).toHaveLength(3);
