@@ -227,12 +227,17 @@ async function main(): Promise<void> {
   }
   // Held for the life of the process (the kernel lets go of it when the process ends, however it ends).
   g[key("data-dir-lock")] = lock;
-  // The audit file is written at the first release or pattern change: one it cannot be is found now.
-  try {
-    makeDirs(path.dirname(path.resolve(config.auditFile)), 0o700);
-    closeSync(openSync(config.auditFile, "a", 0o600));
-  } catch (error) {
-    invalid("AUDIT_FILE", config.auditFile, "a file the console can create and append to", error);
+  if (config.auditDatabaseUrl === null) {
+    // The audit file is written at the first release or pattern change: one it cannot be is found now.
+    try {
+      makeDirs(path.dirname(path.resolve(config.auditFile)), 0o700);
+      closeSync(openSync(config.auditFile, "a", 0o600));
+    } catch (error) {
+      invalid("AUDIT_FILE", config.auditFile, "a file the console can create and append to", error);
+    }
+  } else if (process.env.AUDIT_FILE?.trim()) {
+    // Never written in this mode: neither made nor checked, and an operator looking for the log there is told where it is.
+    process.stderr.write("lockscope: AUDIT_FILE is ignored: with AUDIT_DATABASE_URL the audit log is kept in the database.\n");
   }
 
   if (!existsSync(path.join(ROOT, ".next", "BUILD_ID"))) {

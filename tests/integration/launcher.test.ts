@@ -89,6 +89,30 @@ describe("npm start's launcher", () => {
     }
   }, 120_000);
 
+  it("with AUDIT_DATABASE_URL, neither makes nor checks the audit file it does not use, and says AUDIT_FILE is ignored", async () => {
+    // A database that does not answer (nothing listens on the port): the console serves, refusing releases meanwhile.
+    const database = `postgres://lockscope:it-db-password-0123@127.0.0.1:${await freePort()}/lockscope`;
+    const launcher = await startLauncher({ REDIS_URLS: cluster.urls.join(","), AUDIT_DATABASE_URL: database, AUDIT_FILE: "/proc/lockscope-nope/audit.jsonl" }, { waitReady: false });
+    try {
+      await until("the console serves, or exits", () => launcher.output().includes("console ready at") || launcher.child.exitCode !== null, 60_000, 100);
+      expect(launcher.output()).toContain("console ready at");
+      const about = launcher.output().split("\n").filter((line) => line.includes("AUDIT_FILE"));
+      expect(about).toEqual(["lockscope: AUDIT_FILE is ignored: with AUDIT_DATABASE_URL the audit log is kept in the database."]);
+      expect(launcher.output()).not.toContain("it-db-password-0123");
+    } finally {
+      await launcher.stop();
+    }
+    // Nor is the default one made in the data folder, where an operator would look for the log.
+    const defaults = await startLauncher({ REDIS_URLS: cluster.urls.join(","), AUDIT_DATABASE_URL: database });
+    try {
+      expect(existsSync(path.join(defaults.dataDir, "audit.jsonl"))).toBe(false);
+      expect(defaults.output()).not.toContain("AUDIT_FILE");
+    } finally {
+      await defaults.stop();
+      rmSync(defaults.dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
   it("stops with one line naming the data folder when a file of its own there cannot be read, instead of serving 500s", async () => {
     // A secret mounted at the token's path (a Kubernetes Secret volume is a folder), or a volume whose files another
     // user owns: the console's runtime cannot start.
