@@ -1,8 +1,8 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as ServiceModule from "@/server/history/service";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
-import { startPostgres, type TestPostgres } from "../support/postgres";
+import { call, VIEWER_TOKEN } from "../support/console";
+import { setUpHistoryConsole, type HistoryConsole } from "../support/history";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -12,22 +12,19 @@ import { until } from "../support/wait";
  * live view about the hold as stored: a lock still held with such a value must not be ended as unseen.
  */
 describe("lock history: a lock value with a NUL byte", () => {
-  let postgres: TestPostgres;
+  let history: HistoryConsole | undefined;
   let url: string;
   let cluster: TestCluster;
   let service: typeof ServiceModule;
 
   beforeAll(async () => {
-    postgres = await startPostgres();
-    url = await postgres.createDatabase("console");
-    cluster = await setUpConsole({ nodes: 1, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+    history = await setUpHistoryConsole();
+    ({ cluster, url } = history);
     service = await import("@/server/history/service");
-    await (await import("@/server/postgres/pool")).getDatabase()!.ready(0);
   }, 60_000);
 
   afterAll(async () => {
-    await tearDownConsole(cluster);
-    await postgres?.close();
+    await history?.tearDown();
   });
 
   it("keeps the hold of a lock still held with it open, and ends one of a value it no longer has", async () => {

@@ -3,31 +3,25 @@ import type * as HistoryModule from "@/app/api/history/route";
 import type * as LockHistoryModule from "@/app/api/locks/[resource]/history/route";
 import type * as ServiceModule from "@/server/history/service";
 import type { HoldsAnswer } from "@/lib/history/types";
-import { call, setUpConsole, tearDownConsole, VIEWER_TOKEN } from "../support/console";
-import { startPostgres, type TestPostgres } from "../support/postgres";
-import type { TestCluster } from "../support/redis";
+import { call, VIEWER_TOKEN } from "../support/console";
+import { setUpHistoryConsole, type HistoryConsole } from "../support/history";
 
 /** "Who held it at…" of a busy lock, asked of the lock and of every lock at that instant. */
 describe("lock history: who held a busy lock at an instant", () => {
-  let postgres: TestPostgres;
-  let cluster: TestCluster;
+  let history: HistoryConsole | undefined;
   let historyRoute: typeof HistoryModule;
   let lockHistoryRoute: typeof LockHistoryModule;
   let service: typeof ServiceModule;
 
   beforeAll(async () => {
-    postgres = await startPostgres();
-    const url = await postgres.createDatabase("console");
-    cluster = await setUpConsole({ nodes: 1, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+    history = await setUpHistoryConsole();
     historyRoute = await import("@/app/api/history/route");
     lockHistoryRoute = await import("@/app/api/locks/[resource]/history/route");
     service = await import("@/server/history/service");
-    await (await import("@/server/postgres/pool")).getDatabase()!.ready(0);
   }, 60_000);
 
   afterAll(async () => {
-    await tearDownConsole(cluster);
-    await postgres?.close();
+    await history?.tearDown();
   });
 
   const heldOfLock = async (resource: string, at: number) => {

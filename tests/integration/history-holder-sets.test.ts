@@ -4,8 +4,8 @@ import type * as LockHistoryModule from "@/app/api/locks/[resource]/history/rout
 import type * as LockModule from "@/app/api/locks/[resource]/route";
 import type { HoldsAnswer } from "@/lib/history/types";
 import type { LockDetail } from "@/lib/locks/types";
-import { call, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
-import { startPostgres, type TestPostgres } from "../support/postgres";
+import { call, startLiveReconciled, VIEWER_TOKEN } from "../support/console";
+import { setUpHistoryConsole, type HistoryConsole } from "../support/history";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -14,25 +14,22 @@ import { until } from "../support/wait";
  * once the last one leaves, the history says it is no longer held (not "still held" until an hourly check).
  */
 describe("lock history of a lock whose holders join and leave (redis-semaphore)", () => {
-  let postgres: TestPostgres;
+  let history: HistoryConsole | undefined;
   let cluster: TestCluster;
   let lockRoute: typeof LockModule;
   let historyRoute: typeof LockHistoryModule;
   const resource = "semaphore:reports";
 
   beforeAll(async () => {
-    postgres = await startPostgres();
-    const url = await postgres.createDatabase("console");
-    cluster = await setUpConsole({ nodes: 1, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+    history = await setUpHistoryConsole();
+    ({ cluster } = history);
     lockRoute = await import("@/app/api/locks/[resource]/route");
     historyRoute = await import("@/app/api/locks/[resource]/history/route");
-    await (await import("@/server/postgres/pool")).getDatabase()!.ready(0);
     await startLiveReconciled();
   }, 60_000);
 
   afterAll(async () => {
-    await tearDownConsole(cluster);
-    await postgres?.close();
+    await history?.tearDown();
   });
 
   const live = (check: (l: LockDetail | null) => boolean) =>

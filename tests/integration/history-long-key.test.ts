@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HistoryModule from "@/app/api/history/route";
 import type * as LockHistoryModule from "@/app/api/locks/[resource]/history/route";
-import { call, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
-import { startPostgres, type TestPostgres } from "../support/postgres";
+import { call, startLiveReconciled, VIEWER_TOKEN } from "../support/console";
+import { setUpHistoryConsole, type HistoryConsole } from "../support/history";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -11,7 +11,7 @@ import { until } from "../support/wait";
  * must say so, not "nothing recorded yet" as if its events were still to come.
  */
 describe("lock history of a key too long to record", () => {
-  let postgres: TestPostgres;
+  let history: HistoryConsole | undefined;
   let cluster: TestCluster;
   let historyRoute: typeof HistoryModule;
   let lockHistoryRoute: typeof LockHistoryModule;
@@ -19,18 +19,15 @@ describe("lock history of a key too long to record", () => {
   const resource = `lock:${"鍵".repeat(800)}`;
 
   beforeAll(async () => {
-    postgres = await startPostgres();
-    const url = await postgres.createDatabase("console");
-    cluster = await setUpConsole({ nodes: 1, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+    history = await setUpHistoryConsole();
+    ({ cluster } = history);
     historyRoute = await import("@/app/api/history/route");
     lockHistoryRoute = await import("@/app/api/locks/[resource]/history/route");
-    await (await import("@/server/postgres/pool")).getDatabase()!.ready(0);
     await startLiveReconciled();
   }, 60_000);
 
   afterAll(async () => {
-    await tearDownConsole(cluster);
-    await postgres?.close();
+    await history?.tearDown();
   });
 
   it("answers that its history is not recorded, naming the limit, for its events and for who held it", async () => {

@@ -2,8 +2,8 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HistoryModule from "@/app/api/history/route";
 import type { HoldsAnswer } from "@/lib/history/types";
-import { call, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
-import { startPostgres, type TestPostgres } from "../support/postgres";
+import { call, startLiveReconciled, VIEWER_TOKEN } from "../support/console";
+import { setUpHistoryConsole, type HistoryConsole } from "../support/history";
 import type { TestCluster } from "../support/redis";
 import { until } from "../support/wait";
 
@@ -12,18 +12,16 @@ import { until } from "../support/wait";
  * console recorded, still held on that node, are not ones whose end nobody saw.
  */
 describe("lock history's unseen holds while a lock node cannot be read", () => {
-  let postgres: TestPostgres;
+  let history: HistoryConsole | undefined;
   let url: string;
   let cluster: TestCluster;
   let db: pg.Client;
   let historyRoute: typeof HistoryModule;
 
   beforeAll(async () => {
-    postgres = await startPostgres();
-    url = await postgres.createDatabase("console");
-    cluster = await setUpConsole({ nodes: 1, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+    history = await setUpHistoryConsole();
+    ({ cluster, url } = history);
     historyRoute = await import("@/app/api/history/route");
-    await (await import("@/server/postgres/pool")).getDatabase()!.ready(0);
     db = new pg.Client(url);
     await db.connect();
     // Held since minutes ago, as an earlier console recorded it; the node then goes down before this console starts.
@@ -35,8 +33,7 @@ describe("lock history's unseen holds while a lock node cannot be read", () => {
 
   afterAll(async () => {
     await db?.end();
-    await tearDownConsole(cluster);
-    await postgres?.close();
+    await history?.tearDown();
   });
 
   const holdsNow = async () => {

@@ -1,9 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as ServiceModule from "@/server/history/service";
-import { setUpConsole, tearDownConsole } from "../support/console";
-import { startPostgres, type TestPostgres } from "../support/postgres";
-import type { TestCluster } from "../support/redis";
+import { setUpHistoryConsole, type HistoryConsole } from "../support/history";
 
 /**
  * The hourly check for holds whose end no console saw reads the open holds, then asks the live view whether each is
@@ -11,22 +9,18 @@ import type { TestCluster } from "../support/redis";
  * database: it is a hold whose end was seen, and it ends as it did (released, at its time), not as `unseen`.
  */
 describe("lock history: a hold that ends while the unseen-holds check runs", () => {
-  let postgres: TestPostgres;
+  let history: HistoryConsole | undefined;
   let url: string;
-  let cluster: TestCluster;
   let service: typeof ServiceModule;
 
   beforeAll(async () => {
-    postgres = await startPostgres();
-    url = await postgres.createDatabase("console");
-    cluster = await setUpConsole({ nodes: 1, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+    history = await setUpHistoryConsole();
+    ({ url } = history);
     service = await import("@/server/history/service");
-    await (await import("@/server/postgres/pool")).getDatabase()!.ready(0);
   }, 60_000);
 
   afterAll(async () => {
-    await tearDownConsole(cluster);
-    await postgres?.close();
+    await history?.tearDown();
   });
 
   it("ends it as released, when it was released", async () => {

@@ -2,9 +2,8 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as HistoryModule from "@/app/api/history/route";
 import type { HoldsAnswer } from "@/lib/history/types";
-import { call, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
-import { startPostgres, type TestPostgres } from "../support/postgres";
-import type { TestCluster } from "../support/redis";
+import { call, startLiveReconciled, VIEWER_TOKEN } from "../support/console";
+import { setUpHistoryConsole, type HistoryConsole } from "../support/history";
 
 const HOUR = 60 * 60_000;
 
@@ -13,18 +12,15 @@ const HOUR = 60 * 60_000;
  * a lock still held there as far as the history knows. This console watches `default` only.
  */
 describe("lock history of a deployment no console watches any more", () => {
-  let postgres: TestPostgres;
+  let history: HistoryConsole | undefined;
   let url: string;
-  let cluster: TestCluster;
   let db: pg.Client;
   let historyRoute: typeof HistoryModule;
 
   beforeAll(async () => {
-    postgres = await startPostgres();
-    url = await postgres.createDatabase("console");
-    cluster = await setUpConsole({ nodes: 1, env: { AUDIT_DATABASE_URL: url, LOCKSCOPE_NODE_TIMEOUT_MS: "300" } });
+    history = await setUpHistoryConsole();
+    ({ url } = history);
     historyRoute = await import("@/app/api/history/route");
-    await (await import("@/server/postgres/pool")).getDatabase()!.ready(0);
     db = new pg.Client(url);
     await db.connect();
     await startLiveReconciled();
@@ -32,8 +28,7 @@ describe("lock history of a deployment no console watches any more", () => {
 
   afterAll(async () => {
     await db?.end();
-    await tearDownConsole(cluster);
-    await postgres?.close();
+    await history?.tearDown();
   });
 
   const holdsAt = async (at: number) => {
