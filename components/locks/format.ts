@@ -57,51 +57,61 @@ export function lockHref(resource: string, deployment?: string): string {
   return `/locks/${encodeURIComponent(resource)}${deployment === undefined ? "" : `?deployment=${encodeURIComponent(deployment)}`}`;
 }
 
+/** A table's sort as the address names it (`?sort=&order=`). */
+type AddressSort<K extends string = string> = { key: K; dir: 1 | -1 };
+
+/** The sort the address names: one of `keys`, else `fallback`, ascending (the table's default). */
+export function sortFromAddress<K extends string>(keys: readonly K[], fallback: K, key: string | null, order: string | null): AddressSort<K> {
+  const column = keys.find((k) => k === key);
+  return column ? { key: column, dir: order === "desc" ? -1 : 1 } : { key: fallback, dir: 1 };
+}
+
+/** Puts `sort` in an address (`sort`, `order`), left out where it is `fallback` ascending, the table's default. */
+function putSort(params: URLSearchParams, sort: AddressSort | undefined, fallback: string): void {
+  if (!sort || (sort.key === fallback && sort.dir === 1)) return;
+  params.set("sort", sort.key);
+  params.set("order", sort.dir === 1 ? "asc" : "desc");
+}
+
+/** `/` with `params`, or `/` alone where there are none. */
+const homeHref = (params: URLSearchParams) => (params.size > 0 ? `/?${params.toString()}` : "/");
+
 /**
  * A group's page; with a deployment, that deployment's locks of the group only. `filter`: the groups' filter it was
  * opened from, which its way back to every group restores; `within`: the search and sort of the group's own table.
  */
-export function groupHref(group: string, deployment = "", filter = "", within?: { search: string; sort: { key: string; dir: 1 | -1 } }): string {
+export function groupHref(group: string, deployment = "", filter = "", within?: { search: string; sort: AddressSort }): string {
   const params = new URLSearchParams({ group });
   if (deployment) params.set("deployment", deployment);
   if (filter) params.set("filter", filter);
   // The group's own search and sort (`within`), the defaults left out: a lock opened from it leads Back to the same rows.
   if (within?.search) params.set("q", within.search);
-  if (within && (within.sort.key !== "resource" || within.sort.dir !== 1)) {
-    params.set("sort", within.sort.key);
-    params.set("order", within.sort.dir === 1 ? "asc" : "desc");
-  }
-  return `/?${params.toString()}`;
+  putSort(params, within?.sort, "resource");
+  return homeHref(params);
 }
 
 /**
  * Every group, of one deployment where one is given, filtered by name where a filter is given, and sorted as `sort`
  * says (left out: by group, ascending).
  */
-export function allGroupsHref(deployment: string | null, filter = "", sort?: { key: string; dir: 1 | -1 }): string {
+export function allGroupsHref(deployment: string | null, filter = "", sort?: AddressSort): string {
   const params = new URLSearchParams();
   if (deployment) params.set("deployment", deployment);
   if (filter) params.set("filter", filter);
-  if (sort && (sort.key !== "group" || sort.dir !== 1)) {
-    params.set("sort", sort.key);
-    params.set("order", sort.dir === 1 ? "asc" : "desc");
-  }
-  return params.size > 0 ? `/?${params.toString()}` : "/";
+  putSort(params, sort, "group");
+  return homeHref(params);
 }
 
 /**
  * The table of every lock (a small fleet's page) as the operator left it: its filter, deployment and sort, the
  * defaults left out. Kept in the address so that a lock opened from it leads Back to the same rows, and a reload keeps them.
  */
-export function locksTableHref(view: { filter: string; deployment: string; sort: { key: string; dir: 1 | -1 } }): string {
+export function locksTableHref(view: { filter: string; deployment: string; sort: AddressSort }): string {
   const params = new URLSearchParams();
   if (view.deployment) params.set("deployment", view.deployment);
   if (view.filter) params.set("filter", view.filter);
-  if (view.sort.key !== "resource" || view.sort.dir !== 1) {
-    params.set("sort", view.sort.key);
-    params.set("order", view.sort.dir === 1 ? "asc" : "desc");
-  }
-  return params.size > 0 ? `/?${params.toString()}` : "/";
+  putSort(params, view.sort, "resource");
+  return homeHref(params);
 }
 
 /** The deployments the console watches, from its nodes' watchers: named only where there are several (else empty). */

@@ -143,12 +143,6 @@ export function SortHeader<K extends string>({ column, label, sort, onSort, clas
   );
 }
 
-/** A sort named in the address (`?sort=&order=`); the default (resource, ascending) where it names none or no column. */
-export function sortFromAddress(key: string | null, order: string | null): Sort {
-  const column = COLUMNS.find((c) => c.key === key);
-  return column ? { key: column.key, dir: order === "desc" ? -1 : 1 } : { key: "resource", dir: 1 };
-}
-
 /** The next sort after a click on `key`: the same column flips, another starts ascending. */
 export const nextSort = <K extends string>(current: { key: K; dir: 1 | -1 }, key: K): { key: K; dir: 1 | -1 } =>
   current.key === key ? { key, dir: current.dir === 1 ? -1 : 1 } : { key, dir: 1 };

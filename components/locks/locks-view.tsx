@@ -3,16 +3,16 @@
 import { useSearchParams } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
 import { useDeferredValue, useEffect, useMemo, useRef, useState } from "react";
-import { GROUP_SORTS, GROUPED_VIEW_ABOVE, type GroupSort, type LockGroupsPage } from "@/lib/locks/groups";
+import { GROUP_SORTS, GROUPED_VIEW_ABOVE, LOCK_SORTS, type LockGroupsPage } from "@/lib/locks/groups";
 import { sortLocks } from "@/lib/locks/lock-order";
 import type { Lock, WatcherStatus } from "@/lib/locks/types";
 import { ApiRequestError, apiFetch } from "../api-client";
-import { deploymentsOf, locksTableHref, lockSearchText, nodeColumnCount, STATE_LABEL } from "./format";
+import { deploymentsOf, locksTableHref, lockSearchText, nodeColumnCount, sortFromAddress, STATE_LABEL } from "./format";
 import { GroupLocks, GroupsTable } from "./groups-view";
 import type { LiveLocks } from "./live-feed";
 import { NodeCounting } from "./lock-bits";
 import { nodeCounting } from "./node-counting";
-import { LoadError, LockRowsTable, nextSort, sortFromAddress, TableTools, type Sort } from "./lock-rows";
+import { LoadError, LockRowsTable, nextSort, TableTools, type Sort } from "./lock-rows";
 import { LossesPanel } from "./losses-panel";
 import { NodesPanel } from "./nodes-panel";
 import { PatternsPanel } from "./patterns-panel";
@@ -62,17 +62,17 @@ export function LocksView() {
           deployment={deploymentParam}
           filter={filterParam}
           initialSearch={searchParams.get("q") ?? ""}
-          initialSort={sortFromAddress(searchParams.get("sort"), searchParams.get("order"))}
+          initialSort={sortFromAddress(LOCK_SORTS, "resource", searchParams.get("sort"), searchParams.get("order"))}
         />
       ) : grouped.current === true ? (
         <GroupsTable
           deployments={deploymentsOf(live.data?.nodes ?? [])}
           deployment={deploymentParam ?? ""}
           filter={filterParam}
-          initialSort={groupSortFromAddress(searchParams.get("sort"), searchParams.get("order"))}
+          initialSort={sortFromAddress(GROUP_SORTS, "group", searchParams.get("sort"), searchParams.get("order"))}
         />
       ) : grouped.current === false ? (
-        <LocksTable filter={filterParam} deployment={deploymentParam ?? ""} sort={sortFromAddress(searchParams.get("sort"), searchParams.get("order"))} />
+        <LocksTable filter={filterParam} deployment={deploymentParam ?? ""} sort={sortFromAddress(LOCK_SORTS, "resource", searchParams.get("sort"), searchParams.get("order"))} />
       ) : (
         <p className="muted">Loading locks…</p>
       )}
@@ -80,12 +80,6 @@ export function LocksView() {
       <NodesPanel />
     </NodeCounting.Provider>
   );
-}
-
-/** The groups' sort named in the address (`?sort=&order=`); by group, ascending, where it names none or no column. */
-function groupSortFromAddress(key: string | null, order: string | null): { key: GroupSort; dir: 1 | -1 } {
-  const column = GROUP_SORTS.find((k) => k === key);
-  return column ? { key: column, dir: order === "desc" ? -1 : 1 } : { key: "group", dir: 1 };
 }
 
 /** Signed out, the page still has its heading: it is what a screen reader lists, and jumps to, to tell where it is. */

@@ -8,7 +8,7 @@ import { tightenDataFile } from "../data-file-mode";
 import { nodeFailureText } from "../errors";
 import { whenReady } from "../health";
 import { getLogger } from "../logger";
-import { counter } from "../metrics";
+import { declared } from "../metrics";
 import { getNodes, quorumOf, type LockNode } from "../nodes";
 import { AuditFileCursor } from "./file-cursor";
 import { AuditMerger, auditIdTime, matchesFilters, parseAuditRecord, type AuditRecord } from "./records";
@@ -123,7 +123,7 @@ async function cutBack(handle: FileHandle, length: number, text: string, file: s
   }
 }
 
-const writes = () => counter("lockscope_audit_writes_total", "Audit records written, by sink (stream: the audit stream on the lock nodes, once per node; file: the audit file; postgres: the audit database, with AUDIT_DATABASE_URL) and outcome.", ["sink", "outcome"]);
+const writes = () => declared<"sink" | "outcome">("lockscope_audit_writes_total");
 
 /**
  * Writes and reads the audit log: a Redis stream on every lock node (what every console instance sees)

@@ -2,14 +2,14 @@ import "server-only";
 import type { Database } from "../postgres/pool";
 import { getLogger } from "../logger";
 import { databaseErrorText as errorText, isDatabaseUnreachable, readFailure } from "../postgres/errors";
-import { counter } from "../metrics";
+import { declared } from "../metrics";
 import { AuditNotDurableError, AuditReadError, type AuditStore } from "./store";
 import type { AuditEntry, AuditFilters, AuditNodeResult, AuditOutcome, AuditPage } from "./types";
 
 /** Entries whose INSERT got no answer kept at most (their outcome is written whole, see `recordOutcome`). */
 const MAX_UNANSWERED_INTENTS = 10_000;
 
-const writes = () => counter("lockscope_audit_writes_total", "Audit records written, by sink (stream: the audit stream on the lock nodes, once per node; file: the audit file; postgres: the audit database, with AUDIT_DATABASE_URL) and outcome.", ["sink", "outcome"]);
+const writes = () => declared<"sink" | "outcome">("lockscope_audit_writes_total");
 
 /** An `audit_log` row as read: the entry's fields, its times as text, `deployment` null on older rows. */
 interface Row extends Pick<AuditEntry, "id" | "actor" | "role" | "action" | "resource" | "token" | "holder" | "reason" | "outcome" | "nodes" | "ip"> {

@@ -30,6 +30,21 @@ const DEDUP_WINDOW_MS = 10_000;
  * fell in the window of the hold before and were taken for copies of them, and the hold was never recorded. Events
  * of one value in different bursts are more than a window apart, so they never share one.
  */
+/**
+ * The value an event several consoles record is about (an engine-made value by its acquisition id, with or without
+ * the fence it is rewritten with); null for one only this console records (an extension, a gap, an end of no
+ * known value).
+ */
+function holdValue(event: LockHistoryEvent): string | null {
+  if (!ONCE_PER_HOLD.has(event.type) || !event.token) return null;
+  return lockValueId(event.token) ?? event.token;
+}
+
+/** A text's 63-bit key (a `bigint` column's positive range), as the dedup columns hold them. */
+function keyOf(text: string): string {
+  return (createHash("sha256").update(text).digest().readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
+}
+
 class HoldBursts {
   private readonly bursts = new Map<string, { ends: number; lastAt: number }>();
   /** What each event was counted as, so a batch written again (after a failed write) is counted the same. */
@@ -40,8 +55,9 @@ class HoldBursts {
     const known = this.counted.get(event);
     if (known !== undefined) return known;
     let ended = 0;
-    if (ONCE_PER_HOLD.has(event.type) && event.token) {
-      const key = `${event.deployment}\u0000${event.resource}\u0000${lockValueId(event.token) ?? event.token}`;
+    const value = holdValue(event);
+    if (value !== null) {
+      const key = `${event.deployment}\u0000${event.resource}\u0000${value}`;
       const burst = this.bursts.get(key);
       if (burst !== undefined && event.at - burst.lastAt <= DEDUP_WINDOW_MS) {
         ended = burst.ends;
@@ -75,16 +91,12 @@ class HoldBursts {
  * has the same keys.
  */
 export function dedupKeys(event: LockHistoryEvent, endedBefore = 0): [string, string] | null {
-  if (!ONCE_PER_HOLD.has(event.type) || !event.token) return null;
+  const value = holdValue(event);
+  if (value === null) return null;
   const kind = ENDS.has(event.type) ? "end" : event.type;
-  // An engine-made value is one acquisition by its id, with or without the fence it is rewritten with.
-  const value = lockValueId(event.token) ?? event.token;
-  const key = (window: number) => {
-    // (The first hold of a burst keys as before holds were counted.)
-    const hold = endedBefore > 0 ? `\u0000${endedBefore}` : "";
-    const digest = createHash("sha256").update(`${event.deployment}\u0000${event.resource}\u0000${kind}\u0000${value}\u0000${window}${hold}`).digest();
-    return (digest.readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
-  };
+  // (The first hold of a burst keys as before holds were counted.)
+  const hold = endedBefore > 0 ? `\u0000${endedBefore}` : "";
+  const key = (window: number) => keyOf(`${event.deployment}\u0000${event.resource}\u0000${kind}\u0000${value}\u0000${window}${hold}`);
   // The second key's windows are numbered apart from the first's (a key is unique within its own column anyway).
   return [key(Math.floor(event.at / DEDUP_WINDOW_MS)), key(-1 - Math.floor((event.at + DEDUP_WINDOW_MS / 2) / DEDUP_WINDOW_MS))];
 }
@@ -95,9 +107,7 @@ export function dedupKeys(event: LockHistoryEvent, endedBefore = 0): [string, st
  * again is not (a write whose COMMIT went through but whose answer was lost is retried whole).
  */
 export function exactKey(event: LockHistoryEvent): string {
-  const fields = JSON.stringify([event.deployment, event.resource, event.type, event.token ?? null, Math.trunc(event.at), event.node ?? null, event.detail ?? null]);
-  const digest = createHash("sha256").update(`exact\u0000${fields}`).digest();
-  return (digest.readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
+  return keyOf(`exact\u0000${JSON.stringify([event.deployment, event.resource, event.type, event.token ?? null, Math.trunc(event.at), event.node ?? null, event.detail ?? null])}`);
 }
 
 function holderText(token: string | null | undefined): { holder: string | null; fence: string | null } {
@@ -107,7 +117,6 @@ function holderText(token: string | null | undefined): { holder: string | null; 
   const where = h.host !== undefined && h.pid !== undefined ? `${h.host}:${h.pid}` : (h.host ?? (h.pid !== undefined ? `pid ${h.pid}` : null));
   return { holder: [h.label, where].filter((p) => p !== undefined && p !== null).join(" @ ") || null, fence: decoded.fence };
 }
-
 
 /**
  * The start of an engine-made value up to its id (`lk1:<id>:`), null for a foreign value. A fenced acquisition
