@@ -2,11 +2,14 @@
  * What the live view's lock table costs the garbage collector (not a test): `npm run bench:live:heap [-- --held
  * 1000000] [-- --rounds 9]`.
  *
- * In this one process, the console's own lock store (no Redis, no stream): `--held` plain-token locks held on three
- * nodes, each node's reading made and decoded as a watcher decodes it (each node's value its own string, as each
- * node's reply is). Then the heap used per lock after two full collections, and the time of each of `--rounds` more
- * full collections (`gc()`, the whole heap marked and swept at once, the collector's helper threads included): the
- * median and the least. Compare builds by running it on each, alternately, on a quiet machine.
+ * In this one process, the console's own lock store (no Redis, no stream): `--held` plain-token locks found held on
+ * three nodes as the console starts, each node's reading made and decoded as a watcher decodes it (each node's value
+ * its own string, as each node's reply is). Then the heap used per lock after two full collections, and the time of
+ * each of `--rounds` more full collections (`gc()`, the whole heap marked and swept at once, the collector's helper
+ * threads included): the median and the least. Measured twice: with every lock kept whole (an object each, as the
+ * store keeps them until it watches), and once the store watches and has kept cold the locks nothing happens to (as
+ * it does from `COLD_ABOVE` locks on: ticked as the console ticks it, every 10 ms, until every lock is cold; the
+ * time that took is reported). Compare builds by running it on each, alternately, on a quiet machine.
  *
  * First, what a lock churned through a watching console costs while it is held and once it ended and is kept for its
  * page (10,000 such locks, as many as are kept, in a store of their own): every lock a churn takes and releases is kept so.
@@ -14,7 +17,7 @@
 import { EventEmitter } from "node:events";
 import { decodeReading } from "../lib/locks/formats";
 import type { LiveEventMap } from "../server/live/events";
-import { LINGER_MS, LockStore, RECENT_CAP, type NodeSample } from "../server/live/store";
+import { COLD_ABOVE, LINGER_MS, LockStore, RECENT_CAP, type NodeSample } from "../server/live/store";
 import { median, numberArg } from "./support";
 
 const argv = process.argv.slice(2);
@@ -65,19 +68,42 @@ function churnedLocks(): { held: number; kept: number } {
 const churnedCost = churnedLocks();
 
 const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>());
-for (let i = 0; i < HELD; i++) store.apply(`lock:orders/${i}`, heldOnEvery(`lock:orders/${i}`, i, 3_600_000), now);
-gc();
-gc();
-const used = process.memoryUsage().heapUsed;
-const times: number[] = [];
-for (let i = 0; i < ROUNDS; i++) {
-  const started = performance.now();
-  gc();
-  times.push(performance.now() - started);
+for (let i = 0; i < HELD; i++) store.apply(`lock:orders/${i}`, heldOnEvery(`lock:orders/${i}`, i, 3_600_000), now, true);
+
+/** Heap per lock after two full collections, and the times of `ROUNDS` more. */
+function collections(): { perLock: number; times: number[] } {
+  fullGc();
+  fullGc();
+  const used = process.memoryUsage().heapUsed;
+  const times: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const started = performance.now();
+    fullGc();
+    times.push(performance.now() - started);
+  }
+  const held = store.counts().held;
+  if (held !== HELD) throw new Error(`Expected ${HELD} locks held, the store counts ${held}`);
+  return { perLock: Math.round(used / HELD), times };
 }
-const held = store.counts().held;
-if (held !== HELD) throw new Error(`Expected ${HELD} locks held, the store counts ${held}`);
+const line = (what: string, { perLock, times }: ReturnType<typeof collections>) =>
+  `${HELD} plain-token locks on three nodes, ${what}: heap ${perLock} B per lock; a full collection ${median(times).toFixed(0)} ms (median of ${ROUNDS}), ${Math.min(...times).toFixed(0)} ms at least\n`;
+
+const whole = collections();
+NODES.forEach((_, node) => store.setNodeUp(node, true, now));
+store.watching = true;
+store.drain(now, 0, Number.MAX_SAFE_INTEGER);
+const coldFrom = performance.now();
+let ticks = 0;
+for (let at = now + 10; store.sizes().cold < HELD && ticks < 1_000_000; at += 10) {
+  store.tick(at);
+  ticks++;
+}
+const coldMs = performance.now() - coldFrom;
+const cold = collections();
 process.stdout.write(
   `${CHURNED} locks taken while the console watches: heap ${churnedCost.held} B per lock held, ${churnedCost.kept} B per lock once ended and kept for its page\n` +
-  `${HELD} plain-token locks on three nodes: heap ${Math.round(used / HELD)} B per lock; a full collection ${median(times).toFixed(0)} ms (median of ${ROUNDS}), ${Math.min(...times).toFixed(0)} ms at least\n`,
+  line("each kept whole", whole) +
+  (HELD < COLD_ABOVE
+    ? `(fewer than ${COLD_ABOVE} locks: none kept cold)\n`
+    : line("kept cold", cold) + `kept cold in ${ticks} ticks (${((ticks * 10) / 1000).toFixed(1)} s of the console's 10 ms ticks), ${coldMs.toFixed(0)} ms of this thread\n`),
 );

@@ -214,6 +214,52 @@ export class LockRecord {
   }
 
   /**
+   * The lock's value, when all there is to the lock besides its numbers is that value held (the nodes agreeing on
+   * it, a plain reading of it, nothing pending, no timeline, no end): then it can be kept without this object, as
+   * its value, its scope and its slot of numbers (see `ColdLocks`), and made again from them (`warmWith`) as it
+   * was. Null otherwise.
+   */
+  coldValue(): string | null {
+    const value = this.held;
+    if (this.state !== "held" || this.each !== null || value === null || this.token !== value || this.reading !== value || this.scope === null) return null;
+    if ((this.leading !== null && this.leading !== value) || this.endedToken !== null || this.cause !== null || this.timeline !== null || this.pending !== null || this.flags !== 0) return null;
+    return value;
+  }
+
+  /**
+   * Hands the lock's slot of numbers over to whoever keeps it now (a cold store): this object reads and writes no
+   * numbers after, and gives no slot back when disposed of.
+   */
+  handOverSlot(): number {
+    const slot = this.slot;
+    this.slot = -1;
+    return slot;
+  }
+
+  /**
+   * Makes this object the lock that `coldValue` described (`value` held, with `scope`, leading with it or not)
+   * whose numbers are in `slot`, taken over from its cold store. A store may also point one object at each of its
+   * cold locks in turn to read them (never keeping it, never writing through it), handing the slot over each time.
+   */
+  warmWith(resource: string, slot: number, value: string, scope: LockScope, leads: boolean): void {
+    if (this.slot >= 0) throw new Error(`Expected ${JSON.stringify(this.resource)} to have handed its slot over (or been disposed of) before taking a cold lock's`);
+    (this as { resource: string }).resource = resource;
+    this.slot = slot;
+    this.held = value;
+    this.each = null;
+    this.token = value;
+    this.reading = value;
+    this.state = "held";
+    this.scope = scope;
+    this.leading = leads ? value : null;
+    this.endedToken = null;
+    this.cause = null;
+    this.timeline = null;
+    this.pending = null;
+    this.flags = 0;
+  }
+
+  /**
    * The lock is gone for good (out of its store, ended and no longer kept): its slot of numbers goes back to its
    * table for the next lock. It reads no numbers after (NaN), and keeps none it is given.
    */
@@ -1052,9 +1098,14 @@ export function forceReleaseNoted(lock: LockRecord, now: number): "relabel" | "r
  * (the lock's age counts from there on every console, whichever saw it first by its own clock).
  */
 export function adoptFirstSeen(lock: LockRecord, token: string, at: number): boolean {
-  if ((lock.token ?? lock.leading) !== token || lock.acquiredAt === null || at === lock.acquiredAt) return false;
+  if (!adoptsFirstSeen(lock, token, at)) return false;
   lock.acquiredAt = at;
   return true;
+}
+
+/** Whether `adoptFirstSeen` would change the lock. */
+export function adoptsFirstSeen(lock: LockRecord, token: string, at: number): boolean {
+  return (lock.token ?? lock.leading) === token && lock.acquiredAt !== null && at !== lock.acquiredAt;
 }
 
 /**

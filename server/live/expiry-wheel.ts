@@ -47,6 +47,11 @@ export class ExpiryWheel<T extends Scheduled> {
     return Math.max(round(time / WHEEL_MS) - this.origin, UNSCHEDULED + 1);
   }
 
+  /** When bucket `slot` (a lock's `wheelAt`) fires at the earliest (epoch ms): scheduled at this time, a lock goes back into it. */
+  timeOf(slot: number): number {
+    return (slot + (this.origin ?? 0)) * WHEEL_MS;
+  }
+
   schedule(lock: Scheduled, at: number): void {
     const due = this.bucketOf(at, Math.ceil);
     const slot = this.cursor === null ? due : Math.max(due, this.cursor);

@@ -3,11 +3,13 @@ import { formatByName, keptFormat, keptWaiters, type LockScope } from "@/lib/loc
 import { keptView, type FormatView } from "@/lib/locks/formats/view";
 import type { LockSummary } from "@/lib/locks/groups";
 import { storedText } from "@/lib/history/stored-text";
+import { ColdLocks, type ColdLock } from "@/lib/locks/cold-locks";
 import { decodeHolder } from "@/lib/locks/merge";
 import { KeyBits } from "@/lib/locks/key-bits";
 import { ShardedMap } from "@/lib/locks/sharded-map";
 import {
   adoptFirstSeen,
+  adoptsFirstSeen,
   forceHintApplies,
   forceReleaseNoted,
   holdsValue,
@@ -130,6 +132,37 @@ export interface DrainedChanges {
   contention: Array<{ resource: string } & Lock["contention"]>;
 }
 
+/**
+ * Live locks from which on the store keeps those nothing happens to cold (see `ColdLocks`): below it, a full
+ * collection of the lock table is short, and every lock keeps its object.
+ */
+export const COLD_ABOVE = 20_000;
+/** Hot locks looked at per tick (every 10 ms), at most, for keeping cold; and at most this long (ms) of the tick. */
+const COLD_LOOKS_PER_TICK = 1_000;
+const COLD_LOOK_MS = 1;
+/** A lock is kept cold only while its next wake (its expiry, say) is further than this (ms) ... */
+const COLD_WAKE_BEYOND_MS = 30_000;
+/** ... and it is warmed this long (ms) before it. */
+const WARM_AHEAD_MS = 5_000;
+/** A pass over every lock (see `passOverLocks`) that has not ended after this long (ms) no longer holds locks warm. */
+const PASS_HOLDS_MS = 5 * 60_000;
+/** A cold lock's code: its scope's index here, plus `LEADS` when the value it holds is also its leading one. */
+const SCOPES: readonly LockScope[] = ["quorum", "single"];
+const LEADS = 4;
+const scopeOf = (code: number): LockScope => SCOPES[code & 3] ?? "quorum";
+
+/**
+ * A pass over every lock that yields between steps (a metrics scrape, the grouped view's figures): the cold locks
+ * first, by record, then the hot ones. While one runs, no lock goes cold; a cold lock warmed behind it (or once it
+ * is among the hot) is in `skip`, so that it is not visited twice.
+ */
+interface Pass {
+  visited: number;
+  hot: boolean;
+  skip: Set<string>;
+  startedAt: number;
+}
+
 const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, elapsed: 0, released: 0, expired: 0, "force-released": 0, lost: 0 });
 
 /**
@@ -154,6 +187,17 @@ export class LockStore {
 
   private readonly nodeUp: boolean[];
   private readonly live = new ShardedMap<Entry>();
+  /**
+   * Locks held that nothing has happened to since the console found them (a million per-entity locks, say), kept
+   * without an object each (see `ColdLocks`) once the store holds `coldAbove` locks or more; warmed back into
+   * `live` (an `Entry`) by anything that happens to them. `coldView` reads them one at a time.
+   */
+  private readonly cold = new ColdLocks();
+  private readonly coldView: Entry;
+  private readonly warmed: ColdLock = { value: "", slot: -1, code: 0, wakeAt: 0 };
+  /** Where the look for locks to keep cold is in `live` (it goes round). */
+  private coldCursor: Iterator<Entry> | null = null;
+  private readonly passes = new Set<Pass>();
   /** Ended locks kept for their pages; a lock no longer kept there is gone for good (its slot goes back). */
   private readonly ended = new Retention<Entry>((entry) => entry.dispose());
   /** Every lock's numbers, a slot each (see `LockRecord`): given back when a lock is gone for good. */
@@ -215,6 +259,7 @@ export class LockStore {
     const now = Date.now();
     // Only the nodes up count now: every lock is merged again, unless every node is up (nothing changes).
     if (this.nodeUp.every(Boolean)) return;
+    this.warmWhere(() => true);
     for (const entry of this.live.values()) this.recompute(entry, now, false);
   }
 
@@ -305,14 +350,21 @@ export class LockStore {
    */
   onListed: ((resource: string, listed: boolean) => void) | null = null;
 
+  /**
+   * `coldAbove`: from how many locks on the store keeps those nothing happens to cold (`COLD_ABOVE`; Infinity:
+   * never).
+   */
   constructor(
     nodeIds: readonly string[],
     quorum: number,
     private readonly events: LiveEvents,
+    private readonly coldAbove = COLD_ABOVE,
   ) {
     this.nodeIds = nodeIds;
     this.quorum = quorum;
     this.slots = lockSlots(nodeIds.length);
+    this.coldView = new Entry("", nodeIds.length, null, this.slots);
+    this.coldView.dispose();
     this.nodeUp = nodeIds.map(() => false);
     this.allNodes = nodeIds.map(() => true);
     this.context = {
@@ -330,7 +382,10 @@ export class LockStore {
    * nodes): the lock's age counts from there on every console, whichever saw it first by its own clock.
    */
   adoptFirstSeen(resource: string, token: string, at: number): void {
-    const entry = this.live.get(resource);
+    // (Every lock found at start is told the time agreed, nearly always its own: a cold one is warmed only to change.)
+    const seen = this.peek(resource);
+    if (seen === undefined || !adoptsFirstSeen(seen, token, at)) return;
+    const entry = this.find(resource);
     if (entry && adoptFirstSeen(entry, token, at)) {
       this.ledger.update(entry);
       this.changed.add(resource);
@@ -341,7 +396,7 @@ export class LockStore {
 
   list(now = Date.now()): Lock[] {
     const out: Lock[] = [];
-    for (const entry of this.live.values()) if (entry.state !== null) out.push(this.build(entry, now));
+    for (const entry of this.everyLock()) if (entry.state !== null) out.push(this.build(entry, now));
     return out;
   }
 
@@ -350,7 +405,7 @@ export class LockStore {
   /** Live resources in the list (for a snapshot: built lazily, part by part). */
   resources(): string[] {
     const out: string[] = [];
-    for (const entry of this.live.values()) if (entry.state !== null) out.push(entry.resource);
+    for (const entry of this.everyLock()) if (entry.state !== null) out.push(entry.resource);
     return out;
   }
 
@@ -361,7 +416,7 @@ export class LockStore {
    */
   summaries(visit: (summary: Readonly<LockSummary>) => void, now = Date.now()): void {
     const summary = emptySummary();
-    for (const entry of this.live.values()) if (this.summarise(entry, summary, now)) visit(summary);
+    for (const entry of this.everyLock()) if (this.summarise(entry, summary, now)) visit(summary);
   }
 
   /**
@@ -371,15 +426,19 @@ export class LockStore {
    */
   async summariesInSlices(visit: (summary: Readonly<LockSummary>) => void, slice = 2_000): Promise<void> {
     const summary = emptySummary();
-    const entries = this.live.valuesOnce();
-    for (;;) {
-      const now = Date.now();
-      for (let i = 0; i < slice; i++) {
-        const next = entries.next();
-        if (next.done) return;
-        if (this.summarise(next.value, summary, now)) visit(summary);
+    const entries = this.passOverLocks();
+    try {
+      for (;;) {
+        const now = Date.now();
+        for (let i = 0; i < slice; i++) {
+          const next = entries.next();
+          if (next.done) return;
+          if (this.summarise(next.value, summary, now)) visit(summary);
+        }
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
-      await new Promise<void>((resolve) => setImmediate(resolve));
+    } finally {
+      entries.return(undefined);
     }
   }
 
@@ -409,12 +468,13 @@ export class LockStore {
 
   /** The listed lock, built now; null when it left the list. */
   lock(resource: string, now = Date.now()): Lock | null {
-    const entry = this.live.get(resource);
+    const entry = this.peek(resource);
     return entry && entry.state !== null ? this.build(entry, now) : null;
   }
 
   get(resource: string, now = Date.now()): LockDetail | null {
-    const entry = this.live.get(resource) ?? this.ended.kept(resource);
+    // (Warmed: its timeline is made up when first asked for.)
+    const entry = this.find(resource) ?? this.ended.kept(resource);
     if (!entry || entry.state === null) return null;
     return { ...this.build(entry, now), timeline: this.timelines.latest(entry), contentionHistory: this.contention.history(resource, now) };
   }
@@ -425,7 +485,7 @@ export class LockStore {
 
   /** The lock-safety counts and oldest-lock times `/metrics` exports, kept as locks change (see `SafetyLedger`). */
   safetyFacts(): Promise<LockSafetyFacts> {
-    return this.ledger.facts(() => this.live.values());
+    return this.ledger.facts(() => this.passOverLocks());
   }
 
   /** When the oldest lock present now was acquired, as known without a pass (see `SafetyLedger.oldestKnownAt`). */
@@ -444,18 +504,25 @@ export class LockStore {
    * slowed its reads).
    */
   *foreignHeld(): Generator<{ resource: string; token: string; seenAt: number; ttlMs: number | null }> {
-    for (const entry of this.live.values()) {
-      if (entry.state === null || !isLive(entry.state)) continue;
+    // Their keys now, each lock read at its turn: locks go cold and warm meanwhile, which a walk would miss.
+    const foreign = (entry: Entry): { token: string; seenAt: number } | null => {
+      if (entry.state === null || !isLive(entry.state)) return null;
       const token = entry.token ?? entry.leading;
       const seenAt = entry.acquiredAt;
-      if (token === null || seenAt === null || decodeHolder(token).acquiredAt !== null) continue;
-      yield { resource: entry.resource, token, seenAt, ttlMs: entry.ttlMs };
+      return token === null || seenAt === null || decodeHolder(token).acquiredAt !== null ? null : { token, seenAt };
+    };
+    const resources: string[] = [];
+    for (const entry of this.everyLock()) if (foreign(entry) !== null) resources.push(entry.resource);
+    for (const resource of resources) {
+      const entry = this.peek(resource);
+      const found = entry === undefined ? null : foreign(entry);
+      if (entry !== undefined && found !== null) yield { resource, token: found.token, seenAt: found.seenAt, ttlMs: entry.ttlMs };
     }
   }
 
   /** Whether the lock is live with this value (held, partial or elapsed). */
   holdsValue(resource: string, token: string): boolean {
-    const entry = this.live.get(resource);
+    const entry = this.peek(resource);
     return entry !== undefined && entry.state !== null && isLive(entry.state) && (entry.token === token || entry.leading === token);
   }
 
@@ -466,7 +533,7 @@ export class LockStore {
    */
   holdsAcquisition(resource: string, token: string): boolean {
     if (this.holdsValue(resource, token)) return true;
-    const entry = this.live.get(resource);
+    const entry = this.peek(resource);
     if (entry === undefined || entry.state === null || !isLive(entry.state)) return false;
     const id = lockValueId(token);
     return [entry.token, entry.leading].some((value) => value !== null && ((id !== null && lockValueId(value) === id) || (token.includes("\uFFFD") && storedText(value) === token)));
@@ -475,7 +542,7 @@ export class LockStore {
   /** Keys a node is known to hold (for the reconcile's "gone while we were away"). */
   knownOn(node: number): string[] {
     const out: string[] = [];
-    for (const entry of this.live.values()) {
+    for (const entry of this.everyLock()) {
       if (entry.valueOn(node) !== null) out.push(entry.resource);
     }
     return out;
@@ -486,7 +553,7 @@ export class LockStore {
   /** New samples of one resource from one or more nodes, merged at once (so a Redlock write on three nodes is one change). */
   /** `found`: read by a reconcile (a SCAN), not because the key changed. */
   apply(resource: string, samples: readonly NodeSample[], now = Date.now(), found = false): void {
-    this.applyTo(this.live.get(resource), resource, samples, now, found);
+    this.applyTo(this.find(resource), resource, samples, now, found);
   }
 
   /**
@@ -502,7 +569,7 @@ export class LockStore {
    * readings of the key were applied meanwhile (see `appliedAtStartSince`). One lookup of the lock for both.
    */
   applyUnlessStale(resource: string, samples: readonly NodeSample[], since: number, now = Date.now()): boolean {
-    const entry = this.live.get(resource);
+    const entry = this.find(resource);
     if (this.staleAtStart(entry, resource, since)) return false;
     this.applyTo(entry, resource, samples, now);
     return true;
@@ -534,6 +601,7 @@ export class LockStore {
     this.nodeUp[index] = up;
     // While starting, every node counts already (see `watching`).
     if (!this.watching) return;
+    this.warmWhere((entry) => entry.valueOn(index) !== null);
     for (const entry of this.live.values()) {
       if (entry.valueOn(index) !== null) this.recompute(entry, now, true);
     }
@@ -548,6 +616,7 @@ export class LockStore {
     const before = this.context.unreadable ?? null;
     if (before === null && unreadable === null) return;
     this.context.unreadable = unreadable;
+    this.warmWhere((entry) => (before?.(entry.resource) ?? false) !== (unreadable?.(entry.resource) ?? false));
     for (const entry of this.live.values()) {
       if ((before?.(entry.resource) ?? false) !== (unreadable?.(entry.resource) ?? false)) this.recompute(entry, now, true);
     }
@@ -557,6 +626,7 @@ export class LockStore {
   markGap(index: number, downMs: number, now = Date.now()): void {
     const nodeId = this.nodeIds[index] ?? `node-${index}`;
     const detail = downMs > 0 ? `no notifications from ${nodeId} for ${(downMs / 1000).toFixed(1)} s; state reconciled by SCAN` : `state reconciled by SCAN`;
+    this.warmWhere((entry) => entry.valueOn(index) !== null);
     for (const entry of this.live.values()) {
       if (entry.valueOn(index) !== null && entry.state !== null && isLive(entry.state)) {
         this.timelines.add(entry, { at: now, type: "gap", node: nodeId, detail });
@@ -573,7 +643,7 @@ export class LockStore {
   recordContention(event: ContentionEvent, now = Date.now()): void {
     if (!this.contention.record(event, now)) return;
     this.contentionChanged.add(event.resource);
-    const entry = this.live.get(event.resource);
+    const entry = this.find(event.resource);
     if (entry) this.timelines.addAttempt(entry, event.label ?? event.host ?? event.waiterId.slice(0, 6), now);
     this.events.emit("contention", { resource: event.resource });
   }
@@ -583,7 +653,7 @@ export class LockStore {
    * server/deployments/failover.ts): said on the lock's timeline, whichever way the lock is shown to end.
    */
   noteLostInFailover(lock: SeenLock, detail: string, seenAt: number, now = Date.now()): void {
-    const entry = this.live.get(lock.resource) ?? this.ended.kept(lock.resource);
+    const entry = this.find(lock.resource) ?? this.ended.kept(lock.resource);
     // Released (or expired) by its holder since the failover was announced, as a notification said: not lost.
     if (entry && entry.endedAt !== null && entry.endedAt >= seenAt && entry.endedToken === lock.token && entry.cause !== null && entry.cause !== "lost") return;
     // (A Sentinel or cluster deployment is one node here.)
@@ -625,7 +695,7 @@ export class LockStore {
    */
   heldOn(index: number, only?: (resource: string) => boolean): Map<string, { value: string; expiresAt: number }> {
     const out = new Map<string, { value: string; expiresAt: number }>();
-    for (const entry of this.live.values()) {
+    for (const entry of this.everyLock()) {
       if (entry.state === null || !isLive(entry.state)) continue;
       if (only !== undefined && !only(entry.resource)) continue;
       const value = entry.valueOn(index);
@@ -650,8 +720,8 @@ export class LockStore {
     const lost: Array<{ resource: string; wentOn: boolean }> = [];
     for (const [resource, held] of before) {
       if (!(held.expiresAt > restartedAt)) continue;
-      const live = this.live.get(resource);
-      if (live && live.valueOn(index) === held.value) continue;
+      if (this.peek(resource)?.valueOn(index) === held.value) continue;
+      const live = this.find(resource);
       const entry = live ?? this.ended.kept(resource);
       const left = held.expiresAt === Number.POSITIVE_INFINITY ? "a key without a TTL" : `at least ${((held.expiresAt - restartedAt) / 1000).toFixed(1)} s of its TTL left`;
       const item = { at: now, type: "lost-in-restart" as const, node: nodeId, detail: `${who} restarted${why ? ` ${why}` : ""} and came back without this lock (${left}): its holder may still think it holds it` };
@@ -740,13 +810,13 @@ export class LockStore {
       if (entry.state === "force-released" && entry.endedToken !== null) out.push({ resource: entry.resource, token: entry.endedToken, expiresAt: entry.expiresAt });
     };
     for (const entry of this.live.values()) add(entry);
-    for (const entry of this.ended.keptLocks()) if (!this.live.has(entry.resource)) add(entry);
+    for (const entry of this.ended.keptLocks()) if (!this.has(entry.resource)) add(entry);
     return out;
   }
 
   /** A failover undid the force release of `resource` (see server/deployments/failover.ts): said on its timeline. */
   noteReleaseUndone(resource: string, detail: string, now = Date.now()): void {
-    const live = this.live.get(resource);
+    const live = this.find(resource);
     const entry = live ?? this.ended.kept(resource);
     if (!entry) return;
     this.timelines.add(entry, { at: now, type: "release-undone", detail }, live ? (entry.token ?? entry.leading) : (entry.endedToken ?? entry.token ?? entry.leading));
@@ -754,7 +824,7 @@ export class LockStore {
   }
 
   noteFailoverSurvived(resource: string, detail: string, now = Date.now()): void {
-    const entry = this.live.get(resource);
+    const entry = this.find(resource);
     if (entry) this.timelines.add(entry, { at: now, type: "failover", detail });
   }
 
@@ -770,7 +840,7 @@ export class LockStore {
   noteForceRelease(resource: string, info: ForceReleaseInfo = {}, now = Date.now()): void {
     const detail = forceReleaseDetail(info);
     // A value held beside the one the lock shows (a stray value on one node): the lock goes on when it goes.
-    const held = this.live.get(resource);
+    const held = this.find(resource);
     const shown = held === undefined || held.endedAt !== null ? null : (held.token ?? held.leading);
     const aside =
       held !== undefined &&
@@ -779,7 +849,7 @@ export class LockStore {
       !forceHintApplies({ at: now, value: info.value, detail: null }, shown, now) &&
       holdsValue(held, info.value);
     if (!this.forceHints.note(resource, info.value, detail, now, aside)) return;
-    const entry = this.live.get(resource) ?? this.ended.kept(resource);
+    const entry = this.find(resource) ?? this.ended.kept(resource);
     if (!entry) return;
     const previous = entry.state;
     switch (forceReleaseNoted(entry, now)) {
@@ -794,7 +864,7 @@ export class LockStore {
       case null:
         // Still held here: its keys were just deleted, and their keyspace notifications may never come (a
         // subscriber between connections misses them). Reading the key now ends it either way.
-        if (entry.endedAt === null && this.live.has(resource)) this.onProbe([resource]);
+        if (entry.endedAt === null && this.has(resource)) this.onProbe([resource]);
         return;
     }
   }
@@ -822,6 +892,7 @@ export class LockStore {
    */
   retain(isLockKey: (resource: string) => boolean): number {
     let dropped = 0;
+    this.warmWhere((entry) => !isLockKey(entry.resource));
     for (const [resource, entry] of this.live) {
       if (isLockKey(resource)) continue;
       this.drop(entry);
@@ -844,6 +915,7 @@ export class LockStore {
 
   /** Time passing: TTLs running out (held → elapsed), stale keys probed, ended locks leaving the list. */
   tick(now = Date.now()): void {
+    if (this.cold.size > 0) for (const resource of this.cold.due(now + WARM_AHEAD_MS)) this.find(resource);
     for (const resource of this.settling) {
       const entry = this.live.get(resource);
       if (!entry) this.settling.delete(resource);
@@ -874,6 +946,7 @@ export class LockStore {
       this.onListed?.(resource, false);
       this.ended.keep(resource, entry, now);
     });
+    this.keepSomeCold(now);
   }
 
   /** Once a second: contention rates decay, waiters go stale, force-release hints too old to explain an end go. */
@@ -922,7 +995,7 @@ export class LockStore {
     const contention: DrainedChanges["contention"] = [];
     for (const resource of this.contentionChanged) {
       if (wanted !== undefined && !wanted(resource, this.deployment)) continue;
-      const entry = this.live.get(resource);
+      const entry = this.find(resource);
       const figures = entry ? this.contentionOf(entry, now, this.holderIdOf(resource)) : this.contention.get(resource, now, null);
       this.contention.markSent(resource, figures);
       contention.push({ resource, ...figures });
@@ -941,11 +1014,12 @@ export class LockStore {
   }
 
   /** Sizes of the internal structures, for the soak benchmark and tests of the memory bounds. */
-  sizes(): { live: number; recent: number; timeSlots: number; wheelEntries: number; wheelBuckets: number; lingering: number; settling: number; forceHints: number } {
+  sizes(): { live: number; cold: number; recent: number; timeSlots: number; wheelEntries: number; wheelBuckets: number; lingering: number; settling: number; forceHints: number } {
     const wheel = this.wheel.sizes();
     const ended = this.ended.sizes();
     return {
-      live: this.live.size,
+      live: this.live.size + this.cold.size,
+      cold: this.cold.size,
       recent: ended.recent,
       timeSlots: this.slots.size,
       wheelEntries: wheel.entries,
@@ -957,6 +1031,114 @@ export class LockStore {
   }
 
   // ---- internals -----------------------------------------------------------------------------------
+
+  /** The lock of `resource`, warmed if it was cold (to change it, or to keep it). */
+  private find(resource: string): Entry | undefined {
+    const hot = this.live.get(resource);
+    if (hot !== undefined || this.cold.size === 0) return hot;
+    const record = this.cold.recordOf(resource);
+    if (record < 0) return undefined;
+    const taken = this.cold.take(resource, this.warmed) as ColdLock;
+    const entry = new Entry(resource, this.nodeIds.length, null, this.slots);
+    entry.dispose();
+    entry.warmWith(resource, taken.slot, taken.value, scopeOf(taken.code), (taken.code & LEADS) !== 0);
+    this.live.set(resource, entry);
+    if (Number.isFinite(taken.wakeAt)) this.wheel.schedule(entry, taken.wakeAt);
+    for (const pass of this.passes) if (pass.hot || record <= pass.visited) pass.skip.add(resource);
+    return entry;
+  }
+
+  /** The lock of `resource` to read now, hot or cold (a cold one through `coldView`: never kept, never written). */
+  private peek(resource: string): Entry | undefined {
+    const hot = this.live.get(resource);
+    if (hot !== undefined || this.cold.size === 0) return hot;
+    const record = this.cold.recordOf(resource);
+    return record < 0 ? undefined : this.viewCold(record, resource);
+  }
+
+  private has(resource: string): boolean {
+    return this.live.has(resource) || (this.cold.size > 0 && this.cold.has(resource));
+  }
+
+  private viewCold(record: number, resource = this.cold.keyOf(record)): Entry {
+    const code = this.cold.codeOf(record);
+    this.coldView.handOverSlot();
+    this.coldView.warmWith(resource, this.cold.slotOf(record), this.cold.valueOf(record), scopeOf(code), (code & LEADS) !== 0);
+    return this.coldView;
+  }
+
+  /** Every lock, hot then cold, for a pass that runs in one go (a cold lock read through `coldView`). */
+  private *everyLock(): Generator<Entry> {
+    yield* this.live.values();
+    for (let record = 0; record < this.cold.span; record++) if (this.cold.isLive(record)) yield this.viewCold(record);
+  }
+
+  /** Every lock once, for a pass that yields between steps: see `Pass`. */
+  private *passOverLocks(): Generator<Entry> {
+    const pass: Pass = { visited: -1, hot: false, skip: new Set(), startedAt: performance.now() };
+    this.passes.add(pass);
+    try {
+      for (let record = 0; record < this.cold.span; record++) {
+        if (!this.cold.isLive(record)) continue;
+        pass.visited = record;
+        yield this.viewCold(record);
+      }
+      pass.hot = true;
+      for (const entry of this.live.valuesOnce()) if (!pass.skip.has(entry.resource)) yield entry;
+    } finally {
+      this.passes.delete(pass);
+    }
+  }
+
+  /** Warms every cold lock `which` accepts (read through `coldView`), for a change that walks the hot ones. */
+  private warmWhere(which: (entry: Entry) => boolean): void {
+    if (this.cold.size === 0) return;
+    const resources: string[] = [];
+    for (let record = 0; record < this.cold.span; record++) {
+      if (this.cold.isLive(record) && which(this.viewCold(record))) resources.push(this.coldView.resource);
+    }
+    for (const resource of resources) this.find(resource);
+  }
+
+  /**
+   * Looks at the next few hot locks (at most `COLD_LOOKS_PER_TICK`, for at most `COLD_LOOK_MS`) and keeps cold
+   * those nothing happens to, once the store holds `coldAbove` locks or more and watches.
+   */
+  private keepSomeCold(now: number): void {
+    if (!this.context.watching || this.live.size + this.cold.size < this.coldAbove) {
+      this.coldCursor = null;
+      return;
+    }
+    for (const pass of this.passes) if (performance.now() - pass.startedAt > PASS_HOLDS_MS) this.passes.delete(pass);
+    if (this.passes.size > 0) return;
+    const started = performance.now();
+    const cursor = (this.coldCursor ??= this.live.values());
+    for (let i = 1; i <= COLD_LOOKS_PER_TICK; i++) {
+      const next = cursor.next();
+      if (next.done) {
+        this.coldCursor = null;
+        return;
+      }
+      this.keepCold(next.value, now);
+      if ((i & 63) === 0 && performance.now() - started > COLD_LOOK_MS) return;
+    }
+  }
+
+  /** Keeps the lock cold if it is only its value held (`coldValue`) and nothing is pending or due for it soon. */
+  private keepCold(entry: Entry, now: number): void {
+    const value = entry.coldValue();
+    if (value === null || entry.scope === null) return;
+    const resource = entry.resource;
+    // Long keys and values stay objects: the arena would hold them twice over (UTF-16), for nothing.
+    if (resource.length + value.length > 1_024) return;
+    const wakeAt = entry.wheelAt === UNSCHEDULED ? Number.POSITIVE_INFINITY : this.wheel.timeOf(entry.wheelAt);
+    if (!(wakeAt > now + COLD_WAKE_BEYOND_MS)) return;
+    if (this.changed.has(resource) || this.settling.has(resource) || this.contentionChanged.has(resource) || this.coveredNow.has(resource)) return;
+    if (this.contention.has(resource) || this.forceHints.get(resource) !== null) return;
+    this.wheel.unschedule(entry);
+    this.live.delete(resource);
+    this.cold.put(resource, value, entry.handOverSlot(), SCOPES.indexOf(entry.scope) | (entry.leading === null ? 0 : LEADS), wakeAt);
+  }
 
   /** Takes a lock out of the map (a lock made again later starts afresh, with no reading applied at start). */
   private drop(entry: Entry): void {
@@ -1062,7 +1244,7 @@ export class LockStore {
   }
 
   private holderIdOf(resource: string): string | null {
-    const token = this.live.get(resource)?.token;
+    const token = this.peek(resource)?.token;
     return token ? lockValueId(token) : null;
   }
 

@@ -1,0 +1,188 @@
+import { EventEmitter } from "node:events";
+import { describe, expect, it } from "vitest";
+import { encodeLockValue } from "@lockscope/redlock";
+import { decodeReading } from "@/lib/locks/formats";
+import type { LockSummary } from "@/lib/locks/groups";
+import type { LiveEventMap } from "@/server/live/events";
+import { LockStore, type NodeSample } from "@/server/live/store";
+
+const T = 1_800_000_000_000;
+const NODES = ["node-0", "node-1", "node-2"];
+const TTL = 600_000;
+/** How many plain-token locks each store finds held, of which every 50th from the 7th on has no TTL. */
+const PLAIN = 300;
+const WITHOUT_TTL = 6;
+
+/** Each node's reading of a string value, decoded as the watchers decode it. */
+function heldAll(key: string, value: string, pttlMs = TTL, at = T, nodes: readonly number[] = [0, 1, 2]): NodeSample[] {
+  return nodes.map((node) => {
+    const reading = decodeReading({ key, at, raw: { type: "string", pttlMs, size: value.length, value, extras: {} } }, { now: at });
+    if (reading === null) throw new Error(`Expected a reading of ${key}`);
+    return { node, reading, value: reading.fingerprint, expiry: reading.expiresAt, cause: null };
+  });
+}
+const goneAll = (cause: NodeSample["cause"] = "del"): NodeSample[] => NODES.map((_, node) => ({ node, value: null, expiry: Number.NaN, cause }));
+
+/**
+ * The same locks in two stores, one that keeps locks nothing happens to cold from its first lock on and one that
+ * never does: whatever they are asked and told, they must answer alike.
+ */
+function twins() {
+  const engineValue = encodeLockValue({ label: "worker-1", host: "h", pid: 7, fence: null, acquiredAt: T - 5_000 });
+  const made = [Number.POSITIVE_INFINITY, 0].map((coldAbove) => {
+    const events = new EventEmitter<LiveEventMap>();
+    const seen: string[] = [];
+    events.on("lock-event", (e) => seen.push(`${e.type} ${e.resource}`));
+    const store = new LockStore(NODES, 2, events, coldAbove);
+    store.declaredScope = (resource) => (resource.startsWith("lock:single/") ? "single" : "quorum");
+    return { store, seen };
+  });
+  const [hot, cold] = made as [(typeof made)[0], (typeof made)[0]];
+  const both = (act: (store: LockStore) => void) => {
+    act(hot.store);
+    act(cold.store);
+  };
+  // Found held while the consoles start: plain tokens (some single-node locks, some without a TTL), an engine value,
+  // and a lock held on two nodes of three.
+  both((store) => {
+    for (let i = 0; i < PLAIN; i++) {
+      const key = i % 10 === 3 ? `lock:single/${i}` : `lock:orders/${i}`;
+      store.apply(key, heldAll(key, `token-${i}`, i % 50 === 7 ? -1 : TTL + i), T, true);
+    }
+    store.apply("lock:engine", heldAll("lock:engine", engineValue), T, true);
+    store.apply("lock:two-of-three", heldAll("lock:two-of-three", "two", TTL, T, [0, 1]), T, true);
+    store.apply("lock:short", heldAll("lock:short", "short", 20_000), T, true);
+    NODES.forEach((_, i) => store.setNodeUp(i, true, T));
+    store.watching = true;
+    store.drain(T, 0, Number.MAX_SAFE_INTEGER);
+  });
+  const tickBoth = (from: number, to: number) => {
+    // Ticked and drained as the console does, every 10 ms.
+    for (let at = from; at <= to; at += 10) {
+      both((store) => {
+        store.tick(at);
+        store.drain(at, 0, Number.MAX_SAFE_INTEGER);
+      });
+    }
+  };
+  tickBoth(T + 10, T + 1_000);
+  return { hot, cold, both, tickBoth };
+}
+
+const byResource = <L extends { resource: string }>(locks: L[]) => [...locks].sort((a, b) => (a.resource < b.resource ? -1 : 1));
+function summaries(store: LockStore, now: number): LockSummary[] {
+  const out: LockSummary[] = [];
+  store.summaries((s) => out.push({ ...s }), now);
+  return byResource(out);
+}
+
+describe("the lock store's cold locks", () => {
+  it("keeps cold the found locks that are only a plain value held, and answers for them as for locks kept whole", async () => {
+    const { hot, cold } = twins();
+    const now = T + 2_000;
+    // Every plain token with a TTL, single-node or quorum, held on three nodes or two: not the engine value (its
+    // reading is decoded, not the value alone), nor the lock whose TTL runs out in 20 s, nor those without a TTL
+    // (read again every so often).
+    const COLD = PLAIN + 1 - WITHOUT_TTL;
+    expect(cold.store.sizes()).toMatchObject({ live: PLAIN + 3, cold: COLD });
+    expect(hot.store.sizes()).toMatchObject({ live: PLAIN + 3, cold: 0 });
+    expect(byResource(cold.store.list(now))).toEqual(byResource(hot.store.list(now)));
+    expect(summaries(cold.store, now)).toEqual(summaries(hot.store, now));
+    expect(cold.store.counts()).toEqual(hot.store.counts());
+    expect(cold.store.resources().sort()).toEqual(hot.store.resources().sort());
+    expect(cold.store.knownOn(2).sort()).toEqual(hot.store.knownOn(2).sort());
+    expect(new Map([...cold.store.heldOn(1)].sort())).toEqual(new Map([...hot.store.heldOn(1)].sort()));
+    expect(await cold.store.safetyFacts()).toEqual(await hot.store.safetyFacts());
+    expect(byResource([...cold.store.foreignHeld()])).toEqual(byResource([...hot.store.foreignHeld()]));
+    for (const resource of ["lock:orders/0", "lock:single/13", "lock:orders/7", "lock:two-of-three", "lock:engine", "lock:none"]) {
+      expect(cold.store.lock(resource, now)).toEqual(hot.store.lock(resource, now));
+      expect(cold.store.holdsValue(resource, "token-0")).toBe(hot.store.holdsValue(resource, "token-0"));
+    }
+    // Read, not warmed.
+    expect(cold.store.sizes().cold).toBe(COLD);
+    // A lock's page makes up its timeline: warmed, with the same timeline.
+    expect(cold.store.get("lock:orders/1", now)).toEqual(hot.store.get("lock:orders/1", now));
+    expect(cold.store.sizes().cold).toBe(COLD - 1);
+  });
+
+  it("ends, extends and hands over a cold lock as a whole one, with the same events and timeline", () => {
+    const { hot, cold, both } = twins();
+    both((store) => {
+      store.apply("lock:orders/1", goneAll("del"), T + 2_000);
+      store.apply("lock:orders/2", heldAll("lock:orders/2", "token-2", TTL * 2, T + 2_000), T + 2_000);
+      store.apply("lock:orders/4", heldAll("lock:orders/4", "next-holder", TTL, T + 2_000), T + 2_000);
+      store.apply("lock:orders/5", [{ node: 0, value: null, expiry: Number.NaN, cause: "del" }], T + 2_000);
+    });
+    expect(cold.seen).toEqual(hot.seen);
+    expect(cold.seen).toEqual(expect.arrayContaining(["released lock:orders/1", "acquired lock:orders/4"]));
+    for (const resource of ["lock:orders/1", "lock:orders/2", "lock:orders/4", "lock:orders/5"]) {
+      expect(cold.store.get(resource, T + 2_100)).toEqual(hot.store.get(resource, T + 2_100));
+    }
+    expect(cold.store.drain(T + 2_100, 0, 1_000)).toEqual(hot.store.drain(T + 2_100, 0, 1_000));
+  });
+
+  it("wakes a cold lock in time for its TTL to run out as a whole one's does, with no notification", () => {
+    const { hot, cold, tickBoth } = twins();
+    // lock:orders/0's TTL ends at T + TTL: it must show elapsed then in both, though nothing told either store.
+    tickBoth(T + TTL - 6_000, T + TTL + 1_500);
+    const now = T + TTL + 1_500;
+    expect(hot.store.lock("lock:orders/0", now)?.state).toBe("elapsed");
+    expect(byResource(cold.store.list(now))).toEqual(byResource(hot.store.list(now)));
+    expect(cold.seen).toEqual(hot.seen);
+  });
+
+  it("follows a node going down and the patterns narrowing for its cold locks as for whole ones", () => {
+    const { hot, cold, both } = twins();
+    const now = T + 3_000;
+    both((store) => store.setNodeUp(1, false, now));
+    expect(byResource(cold.store.list(now))).toEqual(byResource(hot.store.list(now)));
+    both((store) => store.markGap(1, 2_000, now));
+    expect(cold.store.get("lock:orders/8", now)).toEqual(hot.store.get("lock:orders/8", now));
+    both((store) => store.setNodeUp(1, true, now));
+    const dropped = [hot, cold].map(({ store }) => store.retain((resource) => !resource.startsWith("lock:single/")));
+    expect(dropped[1]).toBe(dropped[0]);
+    expect(dropped[0]).toBe(PLAIN / 10);
+    expect(byResource(cold.store.list(now))).toEqual(byResource(hot.store.list(now)));
+    expect(cold.store.counts()).toEqual(hot.store.counts());
+  });
+
+  it("visits every lock once in a pass that yields between slices, while cold locks are warmed and changed behind and ahead of it", async () => {
+    const { cold } = twins();
+    const visits = new Map<string, number>();
+    let slices = 0;
+    const pass = cold.store.summariesInSlices((s) => {
+      visits.set(s.resource, (visits.get(s.resource) ?? 0) + 1);
+    }, 25);
+    // Between slices: a lock the pass may have visited and one it has not yet, each extended (so warmed).
+    const touch = () => {
+      slices += 1;
+      const at = T + 3_000 + slices;
+      for (const i of [slices, PLAIN - slices]) {
+        const key = i % 10 === 3 ? `lock:single/${i}` : `lock:orders/${i}`;
+        cold.store.apply(key, heldAll(key, `token-${i}`, TTL * 2, at), at);
+      }
+      if (slices < 20) setImmediate(touch);
+    };
+    setImmediate(touch);
+    await pass;
+    expect(slices).toBeGreaterThan(5);
+    expect(visits.size).toBe(PLAIN + 3);
+    expect([...visits.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it("keeps whole the locks taken while it watches, and tells a cold lock's extension as a whole one's", () => {
+    const { hot, cold, both, tickBoth } = twins();
+    const COLD = cold.store.sizes().cold;
+    both((store) => {
+      store.apply("lock:taken", heldAll("lock:taken", "t", 3_600_000, T + 2_000), T + 2_000);
+      store.apply("lock:orders/9", heldAll("lock:orders/9", "token-9", TTL * 2, T + 2_000), T + 2_000);
+    });
+    expect(cold.store.sizes().cold).toBe(COLD - 1);
+    expect(cold.store.drain(T + 2_000, 0, 1_000)).toEqual(hot.store.drain(T + 2_000, 0, 1_000));
+    tickBoth(T + 2_010, T + 3_000);
+    expect(cold.store.sizes().cold).toBeLessThanOrEqual(COLD);
+    for (const resource of ["lock:taken", "lock:orders/9"]) expect(cold.store.get(resource, T + 3_000)).toEqual(hot.store.get(resource, T + 3_000));
+    expect(cold.seen).toEqual(hot.seen);
+  });
+});
+
