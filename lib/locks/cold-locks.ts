@@ -2,14 +2,20 @@ import { hashOf } from "./key-bits";
 
 /** Table slots to start with (a power of two); the table doubles when half full. */
 const INITIAL_TABLE = 1 << 12;
-/** Code units of a new arena; it doubles when full. */
-const INITIAL_ARENA = 1 << 16;
+/**
+ * Code units of a block of the arena (512 KiB): the arena grows a block at a time, never copied (a million locks'
+ * keys and values are about 80 MB, which a doubling array would copy in one go on the console's main thread).
+ */
+const BLOCK_BITS = 18;
+const BLOCK_UNITS = 1 << BLOCK_BITS;
+const IN_BLOCK = BLOCK_UNITS - 1;
 /** Records to start with; they double when full. */
 const INITIAL_RECORDS = 1 << 10;
 
 /** Int32s per record: the key's hash, where its key and value start in the arena and their lengths, the lock's slot, a small code. */
 const RECORD = 7;
 const HASH = 0;
+/** Where a text starts in the arena: its block's number shifted by `BLOCK_BITS`, plus where in the block. */
 const KEY_AT = 1;
 /** -1: a free record. */
 const KEY_LENGTH = 2;
@@ -37,7 +43,8 @@ export interface ColdLock {
  * object of the JavaScript heap, a full collection of a million held locks marked three million objects, a fifth of
  * a second of the console's main thread while the live view waited; here there are none.
  *
- * Exact: keys are compared code unit by code unit, and a key and value read back are the strings put in.
+ * Exact: keys are compared code unit by code unit, and a key and value read back are the strings put in. A key or
+ * value may be at most `BLOCK_UNITS` code units long (the store keeps longer ones as objects).
  */
 export class ColdLocks {
   private mask = INITIAL_TABLE - 1;
@@ -48,9 +55,11 @@ export class ColdLocks {
   /** Records ever used (the highest number + 1): records below it are live or free. */
   private high = 0;
   private free: number[] = [];
-  private arena = new Uint16Array(INITIAL_ARENA);
-  private used = 0;
-  /** Code units of the arena no live record points to any more (compacted away when they are most of it). */
+  private blocks: Uint16Array[] = [];
+  /** Code units used in the last block. */
+  private used = BLOCK_UNITS;
+  /** Code units written in all, and those no live record points to any more (compacted away when they are most of it). */
+  private written = 0;
   private garbage = 0;
   private count = 0;
   /** No live record wakes before this (a bound: see `due`). */
@@ -67,7 +76,7 @@ export class ColdLocks {
 
   /** Bytes held: the arena, the table and the records. */
   get bytes(): number {
-    return this.arena.byteLength + this.table.byteLength + this.records.byteLength + this.wakes.byteLength;
+    return this.blocks.length * BLOCK_UNITS * 2 + this.table.byteLength + this.records.byteLength + this.wakes.byteLength;
   }
 
   has(key: string): boolean {
@@ -85,6 +94,7 @@ export class ColdLocks {
    * (epoch ms; Infinity: never by itself). Returns its record's number.
    */
   put(key: string, value: string, slot: number, code: number, wakeAt: number): number {
+    if (key.length > BLOCK_UNITS || value.length > BLOCK_UNITS) throw new RangeError(`Expected a key and a value of at most ${BLOCK_UNITS} code units, got ${key.length} and ${value.length}`);
     const hash = hashOf(key);
     if (this.find(key, hash) >= 0) throw new Error(`Expected ${JSON.stringify(key)} not to be kept cold already`);
     if ((this.count + 1) * 2 > this.mask + 1) this.growTable();
@@ -162,15 +172,17 @@ export class ColdLocks {
 
   /** The table slot of `key`, or -1. */
   private find(key: string, hash: number): number {
-    const { table, records, arena, mask } = this;
+    const { table, records, blocks, mask } = this;
     for (let t = hash & mask; ; t = (t + 1) & mask) {
       const entry = table[t] as number;
       if (entry === 0) return -1;
       const at = (entry - 1) * RECORD;
       if (records[at + HASH] !== hash || records[at + KEY_LENGTH] !== key.length) continue;
-      const start = records[at + KEY_AT] as number;
+      const where = records[at + KEY_AT] as number;
+      const block = blocks[where >>> BLOCK_BITS] as Uint16Array;
+      const start = where & IN_BLOCK;
       let i = 0;
-      while (i < key.length && arena[start + i] === key.charCodeAt(i)) i++;
+      while (i < key.length && block[start + i] === key.charCodeAt(i)) i++;
       if (i === key.length) return t;
     }
   }
@@ -194,7 +206,7 @@ export class ColdLocks {
     }
     table[hole] = 0;
     if (this.count === 0) this.reset();
-    else if (this.garbage > INITIAL_ARENA && this.garbage * 2 > this.used) this.compact();
+    else if (this.garbage > BLOCK_UNITS && this.garbage * 2 > this.written) this.compact();
   }
 
   private newRecord(): number {
@@ -209,31 +221,37 @@ export class ColdLocks {
     return this.high++;
   }
 
-  /** Appends `text`'s code units to the arena; returns where they start. */
+  /** Appends `text`'s code units to the arena (in the last block, or a new one); returns where they start. */
   private write(text: string): number {
-    if (this.used + text.length > this.arena.length) {
-      const arena = new Uint16Array(Math.max(this.arena.length * 2, this.used + text.length));
-      arena.set(this.arena.subarray(0, this.used));
-      this.arena = arena;
+    if (this.used + text.length > BLOCK_UNITS) {
+      if (this.blocks.length === 1 << (31 - BLOCK_BITS)) throw new RangeError(`Expected the cold locks' keys and values to fit in ${2 ** 31} code units`);
+      this.blocks.push(new Uint16Array(BLOCK_UNITS));
+      this.used = 0;
     }
+    const block = this.blocks[this.blocks.length - 1] as Uint16Array;
     const start = this.used;
-    for (let i = 0; i < text.length; i++) this.arena[start + i] = text.charCodeAt(i);
+    for (let i = 0; i < text.length; i++) block[start + i] = text.charCodeAt(i);
     this.used += text.length;
-    return start;
+    this.written += text.length;
+    return ((this.blocks.length - 1) << BLOCK_BITS) | start;
   }
 
-  private read(start: number, length: number): string {
-    if (length <= DECODE_CHUNK) return String.fromCharCode.apply(null, this.arena.subarray(start, start + length) as unknown as number[]);
+  private read(where: number, length: number): string {
+    const block = this.blocks[where >>> BLOCK_BITS] as Uint16Array;
+    const start = where & IN_BLOCK;
+    if (length <= DECODE_CHUNK) return String.fromCharCode.apply(null, block.subarray(start, start + length) as unknown as number[]);
     let text = "";
-    for (let i = 0; i < length; i += DECODE_CHUNK) text += String.fromCharCode.apply(null, this.arena.subarray(start + i, start + Math.min(length, i + DECODE_CHUNK)) as unknown as number[]);
+    for (let i = 0; i < length; i += DECODE_CHUNK) text += String.fromCharCode.apply(null, block.subarray(start + i, start + Math.min(length, i + DECODE_CHUNK)) as unknown as number[]);
     return text;
   }
 
   /** Rewrites the arena with the live records' keys and values only. */
   private compact(): void {
-    const old = this.arena;
-    const arena = new Uint16Array(Math.max(INITIAL_ARENA, 2 * (this.used - this.garbage)));
-    let used = 0;
+    const old = this.blocks;
+    this.blocks = [];
+    this.used = BLOCK_UNITS;
+    this.written = 0;
+    this.garbage = 0;
     const records = this.records;
     for (let record = 0; record < this.high; record++) {
       const at = record * RECORD;
@@ -244,14 +262,17 @@ export class ColdLocks {
       ] as const) {
         const from = records[at + start] as number;
         const n = records[at + length] as number;
-        arena.set(old.subarray(from, from + n), used);
-        records[at + start] = used;
-        used += n;
+        if (this.used + n > BLOCK_UNITS) {
+          this.blocks.push(new Uint16Array(BLOCK_UNITS));
+          this.used = 0;
+        }
+        const into = this.blocks.length - 1;
+        (this.blocks[into] as Uint16Array).set((old[from >>> BLOCK_BITS] as Uint16Array).subarray(from & IN_BLOCK, (from & IN_BLOCK) + n), this.used);
+        records[at + start] = (into << BLOCK_BITS) | this.used;
+        this.used += n;
+        this.written += n;
       }
     }
-    this.arena = arena;
-    this.used = used;
-    this.garbage = 0;
   }
 
   /** Back to the first sizes once empty (a burst of cold locks gone leaves no tables behind). */
@@ -262,8 +283,9 @@ export class ColdLocks {
     this.wakes = new Float64Array(INITIAL_RECORDS);
     this.high = 0;
     this.free = [];
-    this.arena = new Uint16Array(INITIAL_ARENA);
-    this.used = 0;
+    this.blocks = [];
+    this.used = BLOCK_UNITS;
+    this.written = 0;
     this.garbage = 0;
     this.earliestWake = Number.POSITIVE_INFINITY;
   }

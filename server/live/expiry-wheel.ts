@@ -81,6 +81,22 @@ export class ExpiryWheel<T extends Scheduled> {
   }
 
   /**
+   * `unschedule`, without compacting the lock's bucket: for many locks leaving buckets at once, each likely to
+   * empty its bucket (which is then dropped whole). A compaction on the way, of buckets of thousands of locks, would
+   * look each of their resources up again, and again at each halving, for nothing. What is left in a bucket that
+   * does not empty goes when it fires, or at a compaction that an `unschedule` makes.
+   */
+  forget(lock: Scheduled): void {
+    const slot = lock.wheelAt;
+    if (slot === UNSCHEDULED) return;
+    lock.wheelAt = UNSCHEDULED;
+    const bucket = this.buckets.get(slot);
+    if (!bucket) return;
+    bucket.live -= 1;
+    if (bucket.live <= 0) this.buckets.delete(slot);
+  }
+
+  /**
    * Takes every bucket due by `now` and calls `due` with each lock still in it. A lock it is called with is
    * scheduled nowhere: `due` may schedule it again.
    */

@@ -138,8 +138,8 @@ export interface DrainedChanges {
  */
 export const COLD_ABOVE = 20_000;
 /** Hot locks looked at per tick (every 10 ms), at most, for keeping cold; and at most this long (ms) of the tick. */
-const COLD_LOOKS_PER_TICK = 1_000;
-const COLD_LOOK_MS = 1;
+const COLD_LOOKS_PER_TICK = 2_000;
+const COLD_LOOK_MS = 2;
 /** A lock is kept cold only while its next wake (its expiry, say) is further than this (ms) ... */
 const COLD_WAKE_BEYOND_MS = 30_000;
 /** ... and it is warmed this long (ms) before it. */
@@ -1135,7 +1135,7 @@ export class LockStore {
     if (!(wakeAt > now + COLD_WAKE_BEYOND_MS)) return;
     if (this.changed.has(resource) || this.settling.has(resource) || this.contentionChanged.has(resource) || this.coveredNow.has(resource)) return;
     if (this.contention.has(resource) || this.forceHints.get(resource) !== null) return;
-    this.wheel.unschedule(entry);
+    this.wheel.forget(entry);
     this.live.delete(resource);
     this.cold.put(resource, value, entry.handOverSlot(), SCOPES.indexOf(entry.scope) | (entry.leading === null ? 0 : LEADS), wakeAt);
   }
