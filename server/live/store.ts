@@ -140,6 +140,12 @@ export const COLD_ABOVE = 20_000;
 /** Hot locks looked at per tick (every 10 ms), at most, for keeping cold; and at most this long (ms) of the tick. */
 const COLD_LOOKS_PER_TICK = 2_000;
 const COLD_LOOK_MS = 2;
+/**
+ * After a round of looks over every hot lock that moved fewer than `COLD_FEW` cold (the hot ones are the locks in
+ * use, nearly all), the next round waits this long (ms).
+ */
+const COLD_REST_MS = 1_000;
+const COLD_FEW = 1_000;
 /** A lock is kept cold only while its next wake (its expiry, say) is further than this (ms) ... */
 const COLD_WAKE_BEYOND_MS = 30_000;
 /** ... and it is warmed this long (ms) before it. */
@@ -197,6 +203,9 @@ export class LockStore {
   private readonly warmed: ColdLock = { value: "", slot: -1, code: 0, wakeAt: 0 };
   /** Where the look for locks to keep cold is in `live` (it goes round). */
   private coldCursor: Iterator<Entry> | null = null;
+  /** Locks moved cold in the look's round so far; and until when (epoch ms) the next round waits (see `keepSomeCold`). */
+  private coldMoved = 0;
+  private coldRestUntil = Number.NEGATIVE_INFINITY;
   private readonly passes = new Set<Pass>();
   /** Ended locks kept for their pages; a lock no longer kept there is gone for good (its slot goes back). */
   private readonly ended = new Retention<Entry>((entry) => entry.dispose());
@@ -504,19 +513,16 @@ export class LockStore {
    * slowed its reads).
    */
   *foreignHeld(): Generator<{ resource: string; token: string; seenAt: number; ttlMs: number | null }> {
-    // Their keys now, each lock read at its turn: locks go cold and warm meanwhile, which a walk would miss.
-    const foreign = (entry: Entry): { token: string; seenAt: number } | null => {
-      if (entry.state === null || !isLive(entry.state)) return null;
+    // Read lazily, the hot locks and then the cold ones: a lock that goes cold before the hot walk reaches it is met
+    // in the cold walk; one met twice (visited hot, then cold) is shared twice, which changes nothing; one warmed
+    // meanwhile was acquired or extended, which shares it anyway. (A list of every key made first would keep a
+    // million strings alive for the minute this takes.)
+    for (const entry of this.everyLock()) {
+      if (entry.state === null || !isLive(entry.state)) continue;
       const token = entry.token ?? entry.leading;
       const seenAt = entry.acquiredAt;
-      return token === null || seenAt === null || decodeHolder(token).acquiredAt !== null ? null : { token, seenAt };
-    };
-    const resources: string[] = [];
-    for (const entry of this.everyLock()) if (foreign(entry) !== null) resources.push(entry.resource);
-    for (const resource of resources) {
-      const entry = this.peek(resource);
-      const found = entry === undefined ? null : foreign(entry);
-      if (entry !== undefined && found !== null) yield { resource, token: found.token, seenAt: found.seenAt, ttlMs: entry.ttlMs };
+      if (token === null || seenAt === null || decodeHolder(token).acquiredAt !== null) continue;
+      yield { resource: entry.resource, token, seenAt, ttlMs: entry.ttlMs };
     }
   }
 
@@ -1067,7 +1073,10 @@ export class LockStore {
     return this.coldView;
   }
 
-  /** Every lock, hot then cold, for a pass that runs in one go (a cold lock read through `coldView`). */
+  /**
+   * Every lock, hot then cold (a cold lock read through `coldView`, pointed at the next one at each step: read
+   * before the next). Exactly once only for a pass that runs in one go: see `passOverLocks`.
+   */
   private *everyLock(): Generator<Entry> {
     yield* this.live.values();
     for (let record = 0; record < this.cold.span; record++) if (this.cold.isLive(record)) yield this.viewCold(record);
@@ -1110,34 +1119,37 @@ export class LockStore {
       return;
     }
     for (const pass of this.passes) if (performance.now() - pass.startedAt > PASS_HOLDS_MS) this.passes.delete(pass);
-    if (this.passes.size > 0) return;
+    if (this.passes.size > 0 || now < this.coldRestUntil) return;
     const started = performance.now();
     const cursor = (this.coldCursor ??= this.live.values());
     for (let i = 1; i <= COLD_LOOKS_PER_TICK; i++) {
       const next = cursor.next();
       if (next.done) {
         this.coldCursor = null;
+        if (this.coldMoved < COLD_FEW) this.coldRestUntil = now + COLD_REST_MS;
+        this.coldMoved = 0;
         return;
       }
-      this.keepCold(next.value, now);
+      if (this.keepCold(next.value, now)) this.coldMoved += 1;
       if ((i & 63) === 0 && performance.now() - started > COLD_LOOK_MS) return;
     }
   }
 
-  /** Keeps the lock cold if it is only its value held (`coldValue`) and nothing is pending or due for it soon. */
-  private keepCold(entry: Entry, now: number): void {
+  /** Keeps the lock cold if it is only its value held (`coldValue`) and nothing is pending or due for it soon; true if it did. */
+  private keepCold(entry: Entry, now: number): boolean {
     const value = entry.coldValue();
-    if (value === null || entry.scope === null) return;
+    if (value === null || entry.scope === null) return false;
     const resource = entry.resource;
     // Long keys and values stay objects: the arena would hold them twice over (UTF-16), for nothing.
-    if (resource.length + value.length > 1_024) return;
+    if (resource.length + value.length > 1_024) return false;
     const wakeAt = entry.wheelAt === UNSCHEDULED ? Number.POSITIVE_INFINITY : this.wheel.timeOf(entry.wheelAt);
-    if (!(wakeAt > now + COLD_WAKE_BEYOND_MS)) return;
-    if (this.changed.has(resource) || this.settling.has(resource) || this.contentionChanged.has(resource) || this.coveredNow.has(resource)) return;
-    if (this.contention.has(resource) || this.forceHints.get(resource) !== null) return;
+    if (!(wakeAt > now + COLD_WAKE_BEYOND_MS)) return false;
+    if (this.changed.has(resource) || this.settling.has(resource) || this.contentionChanged.has(resource) || this.coveredNow.has(resource)) return false;
+    if (this.contention.has(resource) || this.forceHints.get(resource) !== null) return false;
     this.wheel.forget(entry);
     this.live.delete(resource);
     this.cold.put(resource, value, entry.handOverSlot(), SCOPES.indexOf(entry.scope) | (entry.leading === null ? 0 : LEADS), wakeAt);
+    return true;
   }
 
   /** Takes a lock out of the map (a lock made again later starts afresh, with no reading applied at start). */

@@ -65,7 +65,7 @@ function twins() {
       });
     }
   };
-  tickBoth(T + 10, T + 1_000);
+  tickBoth(T + 10, T + 1_500);
   return { hot, cold, both, tickBoth };
 }
 
