@@ -67,13 +67,8 @@ export class ExpiryWheel<T extends Scheduled> {
 
   unschedule(lock: Scheduled): void {
     const slot = lock.wheelAt;
-    if (slot === UNSCHEDULED) return;
-    lock.wheelAt = UNSCHEDULED;
-    const bucket = this.buckets.get(slot);
-    if (!bucket) return;
-    bucket.live -= 1;
-    if (bucket.live <= 0) this.buckets.delete(slot);
-    else if (bucket.items.length > 2 * bucket.live + 64) {
+    const bucket = this.leave(lock);
+    if (bucket !== null && bucket.items.length > 2 * bucket.live + 64) {
       // (A resource moved away and back is in the array twice: kept once.)
       bucket.items = [...new Set(bucket.items.filter((resource) => this.find(resource)?.wheelAt === slot))];
       bucket.live = bucket.items.length;
@@ -87,13 +82,20 @@ export class ExpiryWheel<T extends Scheduled> {
    * does not empty goes when it fires, or at a compaction that an `unschedule` makes.
    */
   forget(lock: Scheduled): void {
+    this.leave(lock);
+  }
+
+  /** Takes the lock out of its bucket (dropped once empty); the bucket if others are still in it, else null. */
+  private leave(lock: Scheduled): Bucket | null {
     const slot = lock.wheelAt;
-    if (slot === UNSCHEDULED) return;
+    if (slot === UNSCHEDULED) return null;
     lock.wheelAt = UNSCHEDULED;
     const bucket = this.buckets.get(slot);
-    if (!bucket) return;
+    if (!bucket) return null;
     bucket.live -= 1;
-    if (bucket.live <= 0) this.buckets.delete(slot);
+    if (bucket.live > 0) return bucket;
+    this.buckets.delete(slot);
+    return null;
   }
 
   /**
