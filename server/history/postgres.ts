@@ -23,14 +23,6 @@ const CORRECTS: Readonly<Record<string, readonly TimelineType[]>> = Object.freez
 const DEDUP_WINDOW_MS = 10_000;
 
 /**
- * Which hold of its value an event is about, counted as every console that sees the same events counts it: the
- * holds of that value on that lock that ended before it in a burst (events of the value each at most
- * `DEDUP_WINDOW_MS` after the one before). A Redisson holder's value is its client and thread, so the thread's next
- * job takes the lock with the value it just released, often within a second: without this its acquisition and end
- * fell in the window of the hold before and were taken for copies of them, and the hold was never recorded. Events
- * of one value in different bursts are more than a window apart, so they never share one.
- */
-/**
  * The value an event several consoles record is about (an engine-made value by its acquisition id, with or without
  * the fence it is rewritten with); null for one only this console records (an extension, a gap, an end of no
  * known value).
@@ -45,6 +37,14 @@ function keyOf(text: string): string {
   return (createHash("sha256").update(text).digest().readBigInt64BE(0) & 0x7fffffffffffffffn).toString();
 }
 
+/**
+ * Which hold of its value an event is about, counted as every console that sees the same events counts it: the
+ * holds of that value on that lock that ended before it in a burst (events of the value each at most
+ * `DEDUP_WINDOW_MS` after the one before). A Redisson holder's value is its client and thread, so the thread's next
+ * job takes the lock with the value it just released, often within a second: without this its acquisition and end
+ * fell in the window of the hold before and were taken for copies of them, and the hold was never recorded. Events
+ * of one value in different bursts are more than a window apart, so they never share one.
+ */
 class HoldBursts {
   private readonly bursts = new Map<string, { ends: number; lastAt: number }>();
   /** What each event was counted as, so a batch written again (after a failed write) is counted the same. */

@@ -1041,9 +1041,8 @@ export class LockStore {
   /** The lock of `resource`, warmed if it was cold (to change it, or to keep it). */
   private find(resource: string): Entry | undefined {
     const hot = this.live.get(resource);
-    if (hot !== undefined || this.cold.size === 0) return hot;
-    const record = this.cold.recordOf(resource);
-    if (record < 0) return undefined;
+    const record = hot === undefined ? this.coldRecordOf(resource) : -1;
+    if (record < 0) return hot;
     const taken = this.cold.take(resource, this.warmed) as ColdLock;
     const entry = new Entry(resource, this.nodeIds.length, null, this.slots);
     entry.dispose();
@@ -1057,13 +1056,17 @@ export class LockStore {
   /** The lock of `resource` to read now, hot or cold (a cold one through `coldView`: never kept, never written). */
   private peek(resource: string): Entry | undefined {
     const hot = this.live.get(resource);
-    if (hot !== undefined || this.cold.size === 0) return hot;
-    const record = this.cold.recordOf(resource);
-    return record < 0 ? undefined : this.viewCold(record, resource);
+    const record = hot === undefined ? this.coldRecordOf(resource) : -1;
+    return record < 0 ? hot : this.viewCold(record, resource);
   }
 
   private has(resource: string): boolean {
-    return this.live.has(resource) || (this.cold.size > 0 && this.cold.has(resource));
+    return this.live.has(resource) || this.coldRecordOf(resource) >= 0;
+  }
+
+  /** The cold record of `resource`, or -1 (no lookup while none is cold: the store below `coldAbove`). */
+  private coldRecordOf(resource: string): number {
+    return this.cold.size === 0 ? -1 : this.cold.recordOf(resource);
   }
 
   private viewCold(record: number, resource = this.cold.keyOf(record)): Entry {
