@@ -97,7 +97,7 @@ const RATES = listArg("--rates", [1_000, 5_000]);
 /** `--viewers 1,100`: each churn is run with each number of open streams (the fan-out's cost). */
 const VIEWERS = listArg("--viewers", [1]);
 const CHURN_MS = QUICK ? 3_000 : 8_000;
-const WARMUP_MS = QUICK ? 1_000 : 2_000;
+const WARMUP_MS = QUICK ? 1_500 : 2_000;
 /**
  * The churn's mix of lock formats, in turn: a plain string token, a Redisson lock (a hash) and a
  * redis-semaphore permit (a sorted set), so the batched read, the decoders and the `h`/`z` notifications are all
@@ -119,7 +119,7 @@ function script(body: string): { body: string; sha: string } {
  */
 const SUSTAINED_P99_MS = 100;
 /** One probe of the search: a shorter warm-up and churn than the measured rates'. */
-const PROBE_WARMUP_MS = 1_000;
+const PROBE_WARMUP_MS = 1_500;
 const PROBE_MS = 5_000;
 /** The search stops once the last rate that held and the first that did not are this close (or after this many probes). */
 const SEARCH_RESOLUTION = 0.1;
@@ -429,45 +429,73 @@ class ChurnWriter {
   }
 }
 
-/** Writes `rate` changes per second (half acquisitions, half releases of keys held HOLD_MS) for CHURN_MS. */
-async function churn(clients: Redis[], stream: StreamClient, pid: number, port: number, rate: number, tag: string, durationMs = CHURN_MS): Promise<ChurnResult> {
+/**
+ * Writes `rate` changes per second (half acquisitions, half releases of keys held HOLD_MS): `warmupMs` unmeasured,
+ * then `durationMs` measured, one churn throughout. The measured window continues the warm-up's churn, so it is
+ * the churn's steady state: from rest, the first HOLD_MS of a churn are all acquisitions (twice the steady rate of
+ * them, nothing released yet). `atMeasure` is started as the measured window begins (the browser tab's window).
+ */
+async function churn(
+  clients: Redis[],
+  stream: StreamClient,
+  pid: number,
+  port: number,
+  rate: number,
+  tag: string,
+  { warmupMs, durationMs = CHURN_MS, atMeasure }: { warmupMs: number; durationMs?: number; atMeasure?: () => Promise<void> },
+): Promise<ChurnResult> {
   await serverLoopP99(port);
   const pending = new Map<string, { kind: "acquire" | "release"; token: string; sentAt: number }>();
-  const latencies: number[] = [];
+  let latencies: number[] = [];
   let changes = 0;
   let coalesced = 0;
   let worst = 0;
   let worstAt = 0;
   const writers = await Promise.all(clients.map((c) => ChurnWriter.open(c.options.port ?? 6379)));
-  const trace: string[] | null = LATENCY_TRACE && !tag.endsWith("-warmup") ? [] : null;
-  let t0 = performance.now();
+  let trace: string[] | null = null;
+  /** When the measured window began (the warm-up's changes are delivered, not measured). */
+  let measuredFrom = Number.POSITIVE_INFINITY;
   stream.onLock = (lock, at) => {
     const p = pending.get(lock.resource);
     if (!p) return;
     const arrived = p.kind === "acquire" ? lock.state === "held" && lock.token === p.token : lock.state !== "held" && lock.state !== "partial" && lock.state !== "elapsed";
     if (arrived) {
+      pending.delete(lock.resource);
+      if (p.sentAt < measuredFrom) return;
       if (at - p.sentAt > worst) {
         worst = at - p.sentAt;
-        worstAt = p.sentAt - t0;
+        worstAt = p.sentAt - measuredFrom;
       }
       latencies.push(at - p.sentAt);
       if (trace) trace.push(`d\t${(performance.timeOrigin + p.sentAt).toFixed(1)}\t${(at - p.sentAt).toFixed(1)}\t${p.kind}`);
-      pending.delete(lock.resource);
     }
   };
   const releases: Array<{ at: number; key: string; token: string }> = [];
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
-  loopDelay.enable();
-  const cpu0 = procStats(pid).cpuTicks;
-  const db0 = historyDb ? postgresCpuTicks(historyDb.server.dataDir) : 0;
-  t0 = performance.now();
+  let cpu0 = 0;
+  let db0 = 0;
+  let changesBefore = 0;
+  let measuring: Promise<void> | undefined;
+  const t0 = performance.now();
   let n = 0;
   let rssMax = 0;
   const tickMs = 10;
   let next = t0;
-  while (performance.now() - t0 < durationMs) {
+  while (performance.now() - t0 < warmupMs + durationMs) {
     next += tickMs;
     const now = performance.now();
+    if (measuredFrom === Number.POSITIVE_INFINITY && now - t0 >= warmupMs) {
+      measuredFrom = now;
+      latencies = [];
+      coalesced = 0;
+      changesBefore = changes;
+      cpu0 = procStats(pid).cpuTicks;
+      db0 = historyDb ? postgresCpuTicks(historyDb.server.dataDir) : 0;
+      rssMax = 0;
+      loopDelay.enable();
+      trace = LATENCY_TRACE ? [] : null;
+      measuring = atMeasure?.();
+    }
     const due = Math.round(((now - t0) / 1000) * rate) - changes;
     // One write per node per tick: the bench's own cost stays small beside the console's.
     for (let i = 0; i < due; i++) {
@@ -502,7 +530,8 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
     if (wait > 0) await sleep(wait);
     else await new Promise((r) => setImmediate(r));
   }
-  const elapsed = performance.now() - t0;
+  await measuring;
+  const elapsed = performance.now() - measuredFrom;
   const cpu1 = procStats(pid).cpuTicks;
   const db1 = historyDb ? postgresCpuTicks(historyDb.server.dataDir) : 0;
   if (trace && LATENCY_TRACE) appendFileSync(LATENCY_TRACE, `# ${tag}\n${trace.join("\n")}\n`);
@@ -536,14 +565,14 @@ async function churn(clients: Redis[], stream: StreamClient, pid: number, port: 
   const sorted = latencies.sort((a, b) => a - b);
   return {
     rate,
-    changes,
+    changes: changes - changesBefore,
     seen: latencies.length,
     coalesced: coalesced + missed,
     lost,
     p50: quantile(sorted, 0.5),
     p99: quantile(sorted, 0.99),
     max: sorted[sorted.length - 1] ?? Number.NaN,
-    achievedRate: (changes / elapsed) * 1000,
+    achievedRate: ((changes - changesBefore) / elapsed) * 1000,
     cpuPct: ((cpu1 - cpu0) / CLK_TCK / (elapsed / 1000)) * 100,
     ...(historyDb ? { dbCpuPct: ((db1 - db0) / CLK_TCK / (elapsed / 1000)) * 100 } : {}),
     cpuUsPerChange: latencies.length > 0 ? (((cpu1 - cpu0) / CLK_TCK) * 1e6) / latencies.length : Number.NaN,
@@ -599,8 +628,7 @@ async function findMaxRate(clients: Redis[], stream: StreamClient, pid: number, 
   const sustains = (c: ChurnResult) => c.achievedRate >= 0.98 * c.rate && c.lost === 0 && c.p99 <= SUSTAINED_P99_MS;
   const probe = async (rate: number): Promise<boolean> => {
     const tag = `${held}-max-${rate}`;
-    await churn(clients, stream, pid, port, rate, `${tag}-warmup`, PROBE_WARMUP_MS);
-    const c = await churn(clients, stream, pid, port, rate, tag, PROBE_MS);
+    const c = await churn(clients, stream, pid, port, rate, tag, { warmupMs: PROBE_WARMUP_MS, durationMs: PROBE_MS });
     const ok = sustains(c);
     probes.push({ rate, achieved: c.achievedRate, p99: c.p99, lost: c.lost, sustained: ok });
     out(`  N=${held}, highest rate: ${rate}/s ${ok ? "sustained" : "not sustained"} (p99 ${c.p99.toFixed(1)} ms, ${c.achievedRate.toFixed(0)}/s written, ${c.lost} lost)`);
@@ -742,12 +770,14 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
         // The other viewers read the same stream (in one worker of their own) and drop what they get.
         const others = viewers > 1 ? [new StreamClient(port, viewers - 1)] : [];
         try {
-          // Unmeasured warm-up at the same rate (JIT, first allocations of the stream path), then the measured run.
+          // An unmeasured warm-up (JIT, first allocations of the stream path, the first locks' releases), then the
+          // measured window of the same churn.
           await tab?.scroll();
-          await churn(clients, stream, child.pid!, port, rate, `${tag}-warmup`, WARMUP_MS);
-          await tab?.begin(TAB_PROFILE_DIR ? path.join(TAB_PROFILE_DIR, `tab-${tag}.cpuprofile`) : null);
           out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): measuring`);
-          const measured = await churn(clients, stream, child.pid!, port, rate, tag);
+          const measured = await churn(clients, stream, child.pid!, port, rate, tag, {
+            warmupMs: WARMUP_MS,
+            atMeasure: tab ? () => tab.begin(TAB_PROFILE_DIR ? path.join(TAB_PROFILE_DIR, `tab-${tag}.cpuprofile`) : null) : undefined,
+          });
           const figures = await tab?.end();
           churns.push({ ...measured, viewers, ...(figures ? { tab: figures } : {}) });
         } finally {
