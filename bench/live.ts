@@ -97,7 +97,12 @@ const RATES = listArg("--rates", [1_000, 5_000]);
 /** `--viewers 1,100`: each churn is run with each number of open streams (the fan-out's cost). */
 const VIEWERS = listArg("--viewers", [1]);
 const CHURN_MS = QUICK ? 3_000 : 8_000;
-const WARMUP_MS = QUICK ? 1_500 : 2_000;
+const WARMUP_MS = QUICK ? 1_000 : 2_000;
+/**
+ * The measured churn's unmeasured start: from rest, a churn's first HOLD_MS are all acquisitions (twice the steady
+ * rate of them, nothing released yet), so its steady state is measured from a little later.
+ */
+const LEAD_IN_MS = 1_500;
 /**
  * The churn's mix of lock formats, in turn: a plain string token, a Redisson lock (a hash) and a
  * redis-semaphore permit (a sorted set), so the batched read, the decoders and the `h`/`z` notifications are all
@@ -119,7 +124,7 @@ function script(body: string): { body: string; sha: string } {
  */
 const SUSTAINED_P99_MS = 100;
 /** One probe of the search: a shorter warm-up and churn than the measured rates'. */
-const PROBE_WARMUP_MS = 1_500;
+const PROBE_WARMUP_MS = 1_000;
 const PROBE_MS = 5_000;
 /** The search stops once the last rate that held and the first that did not are this close (or after this many probes). */
 const SEARCH_RESOLUTION = 0.1;
@@ -431,9 +436,8 @@ class ChurnWriter {
 
 /**
  * Writes `rate` changes per second (half acquisitions, half releases of keys held HOLD_MS): `warmupMs` unmeasured,
- * then `durationMs` measured, one churn throughout. The measured window continues the warm-up's churn, so it is
- * the churn's steady state: from rest, the first HOLD_MS of a churn are all acquisitions (twice the steady rate of
- * them, nothing released yet). `atMeasure` is started as the measured window begins (the browser tab's window).
+ * then `durationMs` measured, one churn throughout (see `LEAD_IN_MS`). `atMeasure` is started as the measured
+ * window begins (the browser tab's window).
  */
 async function churn(
   clients: Redis[],
@@ -628,7 +632,8 @@ async function findMaxRate(clients: Redis[], stream: StreamClient, pid: number, 
   const sustains = (c: ChurnResult) => c.achievedRate >= 0.98 * c.rate && c.lost === 0 && c.p99 <= SUSTAINED_P99_MS;
   const probe = async (rate: number): Promise<boolean> => {
     const tag = `${held}-max-${rate}`;
-    const c = await churn(clients, stream, pid, port, rate, tag, { warmupMs: PROBE_WARMUP_MS, durationMs: PROBE_MS });
+    await churn(clients, stream, pid, port, rate, `${tag}-warmup`, { warmupMs: 0, durationMs: PROBE_WARMUP_MS });
+    const c = await churn(clients, stream, pid, port, rate, tag, { warmupMs: LEAD_IN_MS, durationMs: PROBE_MS });
     const ok = sustains(c);
     probes.push({ rate, achieved: c.achievedRate, p99: c.p99, lost: c.lost, sustained: ok });
     out(`  N=${held}, highest rate: ${rate}/s ${ok ? "sustained" : "not sustained"} (p99 ${c.p99.toFixed(1)} ms, ${c.achievedRate.toFixed(0)}/s written, ${c.lost} lost)`);
@@ -770,12 +775,14 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
         // The other viewers read the same stream (in one worker of their own) and drop what they get.
         const others = viewers > 1 ? [new StreamClient(port, viewers - 1)] : [];
         try {
-          // An unmeasured warm-up (JIT, first allocations of the stream path, the first locks' releases), then the
-          // measured window of the same churn.
+          // An unmeasured warm-up at the same rate (JIT, first allocations of the stream path, the other streams'
+          // snapshots), then the measured churn: its lead-in, long enough for its first locks' releases, is not
+          // measured either.
           await tab?.scroll();
+          await churn(clients, stream, child.pid!, port, rate, `${tag}-warmup`, { warmupMs: 0, durationMs: WARMUP_MS });
           out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): measuring`);
           const measured = await churn(clients, stream, child.pid!, port, rate, tag, {
-            warmupMs: WARMUP_MS,
+            warmupMs: LEAD_IN_MS,
             atMeasure: tab ? () => tab.begin(TAB_PROFILE_DIR ? path.join(TAB_PROFILE_DIR, `tab-${tag}.cpuprofile`) : null) : undefined,
           });
           const figures = await tab?.end();
