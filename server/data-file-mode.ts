@@ -1,5 +1,5 @@
 import "server-only";
-import { chmodSync, statSync } from "node:fs";
+import { chmodSync, constants, statSync } from "node:fs";
 import { singleton } from "./global";
 import { getLogger } from "./logger";
 
@@ -10,13 +10,17 @@ import { getLogger } from "./logger";
  * and the log says which file, once (never what it holds). An absent file is left to be created 0600.
  */
 export function tightenDataFile(file: string, knownMode?: number): void {
-  let mode: number;
+  let full: number;
   try {
-    // (`knownMode`: the caller's own fresh stat of the file, so it is not read twice.)
-    mode = (knownMode ?? statSync(file).mode) & 0o777;
+    // (`knownMode`: the caller's own fresh stat of the file, its type bits with it, so it is not read twice.)
+    full = knownMode ?? statSync(file).mode;
   } catch {
     return;
   }
+  // Only a regular file: something else at the path (a folder mounted there, a FIFO) is not the console's to
+  // change; reading it fails, and the console says so.
+  if ((full & constants.S_IFMT) !== constants.S_IFREG) return;
+  const mode = full & 0o777;
   if ((mode & 0o077) === 0) return;
   const told = singleton("data-file-mode-told", () => new Set<string>());
   try {

@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
@@ -74,5 +74,18 @@ describe("the console's own files, left readable by others", () => {
     new LossJournal(file("losses.jsonl")).restore("default");
     new AuditLog([], file("audit.jsonl"), 100);
     expect(logged.filter((l) => l.level === 40 && l.msg.includes("tightened"))).toHaveLength(names.length);
+  });
+
+  it("leaves alone a folder where one of its files belongs (a secret volume mounted there), and says nothing of it", async () => {
+    const { tightenDataFile } = await import("@/server/data-file-mode");
+    const folder = file("mounted-secret");
+    mkdirSync(folder);
+    chmodSync(folder, 0o755);
+    const before = logged.length;
+    tightenDataFile(folder);
+    tightenDataFile(folder, statSync(folder).mode);
+    // (0600 would have taken the folder's search bit: its owner could no longer open what is in it.)
+    expect(mode(folder).toString(8)).toBe("755");
+    expect(logged.slice(before)).toEqual([]);
   });
 });
