@@ -435,7 +435,7 @@ class ChurnWriter {
 }
 
 /**
- * Writes `rate` changes per second (half acquisitions, half releases of keys held HOLD_MS): `warmupMs` unmeasured,
+ * Writes `rate` changes per second (half acquisitions, half releases of keys held HOLD_MS): `leadInMs` unmeasured,
  * then `durationMs` measured, one churn throughout (see `LEAD_IN_MS`). `atMeasure` is started as the measured
  * window begins (the browser tab's window).
  */
@@ -446,7 +446,7 @@ async function churn(
   port: number,
   rate: number,
   tag: string,
-  { warmupMs, durationMs = CHURN_MS, atMeasure }: { warmupMs: number; durationMs?: number; atMeasure?: () => Promise<void> },
+  { leadInMs = 0, durationMs = CHURN_MS, atMeasure }: { leadInMs?: number; durationMs?: number; atMeasure?: () => Promise<void> } = {},
 ): Promise<ChurnResult> {
   await serverLoopP99(port);
   const pending = new Map<string, { kind: "acquire" | "release"; token: string; sentAt: number }>();
@@ -457,7 +457,7 @@ async function churn(
   let worstAt = 0;
   const writers = await Promise.all(clients.map((c) => ChurnWriter.open(c.options.port ?? 6379)));
   let trace: string[] | null = null;
-  /** When the measured window began (the warm-up's changes are delivered, not measured). */
+  /** When the measured window began (the lead-in's changes are delivered, not measured). */
   let measuredFrom = Number.POSITIVE_INFINITY;
   stream.onLock = (lock, at) => {
     const p = pending.get(lock.resource);
@@ -485,10 +485,10 @@ async function churn(
   let rssMax = 0;
   const tickMs = 10;
   let next = t0;
-  while (performance.now() - t0 < warmupMs + durationMs) {
+  while (performance.now() - t0 < leadInMs + durationMs) {
     next += tickMs;
     const now = performance.now();
-    if (measuredFrom === Number.POSITIVE_INFINITY && now - t0 >= warmupMs) {
+    if (measuredFrom === Number.POSITIVE_INFINITY && now - t0 >= leadInMs) {
       measuredFrom = now;
       latencies = [];
       coalesced = 0;
@@ -632,8 +632,8 @@ async function findMaxRate(clients: Redis[], stream: StreamClient, pid: number, 
   const sustains = (c: ChurnResult) => c.achievedRate >= 0.98 * c.rate && c.lost === 0 && c.p99 <= SUSTAINED_P99_MS;
   const probe = async (rate: number): Promise<boolean> => {
     const tag = `${held}-max-${rate}`;
-    await churn(clients, stream, pid, port, rate, `${tag}-warmup`, { warmupMs: 0, durationMs: PROBE_WARMUP_MS });
-    const c = await churn(clients, stream, pid, port, rate, tag, { warmupMs: LEAD_IN_MS, durationMs: PROBE_MS });
+    await churn(clients, stream, pid, port, rate, `${tag}-warmup`, { durationMs: PROBE_WARMUP_MS });
+    const c = await churn(clients, stream, pid, port, rate, tag, { leadInMs: LEAD_IN_MS, durationMs: PROBE_MS });
     const ok = sustains(c);
     probes.push({ rate, achieved: c.achievedRate, p99: c.p99, lost: c.lost, sustained: ok });
     out(`  N=${held}, highest rate: ${rate}/s ${ok ? "sustained" : "not sustained"} (p99 ${c.p99.toFixed(1)} ms, ${c.achievedRate.toFixed(0)}/s written, ${c.lost} lost)`);
@@ -779,10 +779,10 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
           // snapshots), then the measured churn: its lead-in, long enough for its first locks' releases, is not
           // measured either.
           await tab?.scroll();
-          await churn(clients, stream, child.pid!, port, rate, `${tag}-warmup`, { warmupMs: 0, durationMs: WARMUP_MS });
+          await churn(clients, stream, child.pid!, port, rate, `${tag}-warmup`, { durationMs: WARMUP_MS });
           out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): measuring`);
           const measured = await churn(clients, stream, child.pid!, port, rate, tag, {
-            warmupMs: LEAD_IN_MS,
+            leadInMs: LEAD_IN_MS,
             atMeasure: tab ? () => tab.begin(TAB_PROFILE_DIR ? path.join(TAB_PROFILE_DIR, `tab-${tag}.cpuprofile`) : null) : undefined,
           });
           const figures = await tab?.end();
