@@ -115,10 +115,10 @@ export class SafetyLedger {
   }
 
   /**
-   * The facts now. `locks` (every lock of the store) is passed over, in slices with the event loop free
-   * between them, only when an oldest time has to be found again.
+   * The facts now. `locks` (every lock of the store; a null step is a lock the pass has visited already) is
+   * passed over, in slices with the event loop free between them, only when an oldest time has to be found again.
    */
-  async facts(locks: () => Iterator<LedgerLock>, slice = 5_000): Promise<LockSafetyFacts> {
+  async facts(locks: () => Iterator<LedgerLock | null>, slice = 5_000): Promise<LockSafetyFacts> {
     const stale = () => this.oldest.stale || this.oldestHeld.stale || this.oldestPastTtl.stale;
     for (let passes = 0; passes < MAX_PASSES && stale(); passes++) {
       this.pass ??= this.findOldest(locks(), slice).finally(() => {
@@ -138,7 +138,7 @@ export class SafetyLedger {
     };
   }
 
-  private async findOldest(locks: Iterator<LedgerLock>, slice: number): Promise<void> {
+  private async findOldest(locks: Iterator<LedgerLock | null>, slice: number): Promise<void> {
     const finding: Oldests = [new Oldest(), new Oldest(), new Oldest()];
     this.finding = finding;
     for (;;) {
@@ -150,16 +150,16 @@ export class SafetyLedger {
           this.adopt(finding);
           return;
         }
-        seeAll(finding, next.value);
+        if (next.value !== null) seeAll(finding, next.value);
       }
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
   /** One pass in one go (tens of milliseconds at a million locks): for a read whose passes in slices kept losing their oldest. */
-  private findOldestNow(locks: Iterator<LedgerLock>): void {
+  private findOldestNow(locks: Iterator<LedgerLock | null>): void {
     const found: Oldests = [new Oldest(), new Oldest(), new Oldest()];
-    for (let next = locks.next(); !next.done; next = locks.next()) seeAll(found, next.value);
+    for (let next = locks.next(); !next.done; next = locks.next()) if (next.value !== null) seeAll(found, next.value);
     this.adopt(found);
   }
 

@@ -150,6 +150,12 @@ const COLD_FEW = 1_000;
 const COLD_WAKE_BEYOND_MS = 30_000;
 /** ... and it is warmed this long (ms) before it. */
 const WARM_AHEAD_MS = 5_000;
+/**
+ * Past this many locks, a change that visits many of them at once (a node going down or coming back, a watcher's gap)
+ * goes on in slices of `SWEEP_SLICE_MS`, one each tick (see `sweep`).
+ */
+const SWEEP_AT_ONCE = 20_000;
+const SWEEP_SLICE_MS = 4;
 /** A pass over every lock (see `passOverLocks`) that has not ended after this long (ms) no longer holds locks warm. */
 const PASS_HOLDS_MS = 5 * 60_000;
 /** A cold lock's code: its scope's index here, plus `LEADS` when the value it holds is also its leading one. */
@@ -167,6 +173,19 @@ interface Pass {
   hot: boolean;
   skip: Set<string>;
   startedAt: number;
+}
+
+/**
+ * A change that concerns many locks at once, visiting every lock `which` accepts (read through `coldView` for a cold
+ * one: it is warmed only when accepted) with `visit`. `merge`: it merges them again with the nodes counted now (any
+ * later one does as well, so one waiting takes the next's locks too); otherwise it adds what happened at its time.
+ */
+interface Sweep {
+  entries: Generator<Entry | null>;
+  started: boolean;
+  merge: boolean;
+  which: (entry: Entry) => boolean;
+  visit: (entry: Entry, now: number) => void;
 }
 
 const emptyCounts = (): Record<LockState, number> => ({ held: 0, partial: 0, elapsed: 0, released: 0, expired: 0, "force-released": 0, lost: 0 });
@@ -207,6 +226,8 @@ export class LockStore {
   private coldMoved = 0;
   private coldRestUntil = Number.NEGATIVE_INFINITY;
   private readonly passes = new Set<Pass>();
+  /** Changes of many locks still going on, oldest first (see `sweep`). */
+  private readonly sweeps: Sweep[] = [];
   /** Ended locks kept for their pages; a lock no longer kept there is gone for good (its slot goes back). */
   private readonly ended = new Retention<Entry>((entry) => entry.dispose());
   /** Every lock's numbers, a slot each (see `LockRecord`): given back when a lock is gone for good. */
@@ -268,8 +289,7 @@ export class LockStore {
     const now = Date.now();
     // Only the nodes up count now: every lock is merged again, unless every node is up (nothing changes).
     if (this.nodeUp.every(Boolean)) return;
-    this.warmWhere(() => true);
-    for (const entry of this.live.values()) this.recompute(entry, now, false);
+    this.sweep(true, () => true, (entry, at) => this.recompute(entry, at, false), now);
   }
 
   // ---- while the console starts (see `NodeWatcher.reconcile`) -------------------------------------------
@@ -361,13 +381,14 @@ export class LockStore {
 
   /**
    * `coldAbove`: from how many locks on the store keeps those nothing happens to cold (`COLD_ABOVE`; Infinity:
-   * never).
+   * never). `sweepAtOnce`: up to how many locks a change of many is made at once (`SWEEP_AT_ONCE`; see `sweep`).
    */
   constructor(
     nodeIds: readonly string[],
     quorum: number,
     private readonly events: LiveEvents,
     private readonly coldAbove = COLD_ABOVE,
+    private readonly sweepAtOnce = SWEEP_AT_ONCE,
   ) {
     this.nodeIds = nodeIds;
     this.quorum = quorum;
@@ -442,7 +463,7 @@ export class LockStore {
         for (let i = 0; i < slice; i++) {
           const next = entries.next();
           if (next.done) return;
-          if (this.summarise(next.value, summary, now)) visit(summary);
+          if (next.value !== null && this.summarise(next.value, summary, now)) visit(summary);
         }
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
@@ -593,6 +614,10 @@ export class LockStore {
       if (found && this.widened?.(resource)) this.coveredNow.add(resource);
     }
     if (this.lostSuspects.length !== 0) this.markLost(entry, samples, now);
+    // A merge of many still going (see `sweep`): the lock is merged with the nodes counted now before what it is
+    // told, as if the merge had come to it first (a lock released meanwhile lost its quorum first). Once merged,
+    // a merge again changes nothing.
+    if (known !== undefined && this.merging()) this.recompute(entry, now, true);
     if (!this.context.watching) {
       entry.startApply = ++this.startApplyCount;
       let read = 0;
@@ -607,10 +632,7 @@ export class LockStore {
     this.nodeUp[index] = up;
     // While starting, every node counts already (see `watching`).
     if (!this.watching) return;
-    this.warmWhere((entry) => entry.valueOn(index) !== null);
-    for (const entry of this.live.values()) {
-      if (entry.valueOn(index) !== null) this.recompute(entry, now, true);
-    }
+    this.sweep(true, (entry) => entry.valueOn(index) !== null, (entry, at) => this.recompute(entry, at, true), now);
   }
 
   /**
@@ -622,22 +644,24 @@ export class LockStore {
     const before = this.context.unreadable ?? null;
     if (before === null && unreadable === null) return;
     this.context.unreadable = unreadable;
-    this.warmWhere((entry) => (before?.(entry.resource) ?? false) !== (unreadable?.(entry.resource) ?? false));
-    for (const entry of this.live.values()) {
-      if ((before?.(entry.resource) ?? false) !== (unreadable?.(entry.resource) ?? false)) this.recompute(entry, now, true);
-    }
+    this.sweep(
+      true,
+      (entry) => (before?.(entry.resource) ?? false) !== (unreadable?.(entry.resource) ?? false),
+      (entry, at) => this.recompute(entry, at, true),
+      now,
+    );
   }
 
   /** Marks a watcher's blind spot in the timelines of the locks the node holds. */
   markGap(index: number, downMs: number, now = Date.now()): void {
     const nodeId = this.nodeIds[index] ?? `node-${index}`;
     const detail = downMs > 0 ? `no notifications from ${nodeId} for ${(downMs / 1000).toFixed(1)} s; state reconciled by SCAN` : `state reconciled by SCAN`;
-    this.warmWhere((entry) => entry.valueOn(index) !== null);
-    for (const entry of this.live.values()) {
-      if (entry.valueOn(index) !== null && entry.state !== null && isLive(entry.state)) {
-        this.timelines.add(entry, { at: now, type: "gap", node: nodeId, detail });
-      }
-    }
+    this.sweep(
+      false,
+      (entry) => entry.valueOn(index) !== null && entry.state !== null && isLive(entry.state),
+      (entry) => this.timelines.add(entry, { at: now, type: "gap", node: nodeId, detail }),
+      now,
+    );
   }
 
   /** A waiter said it gave up: it stops counting among the lock's waiters now. */
@@ -921,6 +945,7 @@ export class LockStore {
 
   /** Time passing: TTLs running out (held → elapsed), stale keys probed, ended locks leaving the list. */
   tick(now = Date.now()): void {
+    if (this.sweeps.length > 0) this.advanceSweeps(performance.now() + SWEEP_SLICE_MS, now);
     if (this.cold.size > 0) for (const resource of this.cold.due(now + WARM_AHEAD_MS)) this.find(resource);
     for (const resource of this.settling) {
       const entry = this.live.get(resource);
@@ -1038,8 +1063,11 @@ export class LockStore {
 
   // ---- internals -----------------------------------------------------------------------------------
 
-  /** The lock of `resource`, warmed if it was cold (to change it, or to keep it). */
-  private find(resource: string): Entry | undefined {
+  /**
+   * The lock of `resource`, warmed if it was cold (to change it, or to keep it). `wake`: a warmed lock goes back
+   * into the wheel at its wake (see `visitCold` for one that does not).
+   */
+  private find(resource: string, wake = true): Entry | undefined {
     const hot = this.live.get(resource);
     const record = hot === undefined ? this.coldRecordOf(resource) : -1;
     if (record < 0) return hot;
@@ -1048,7 +1076,7 @@ export class LockStore {
     entry.dispose();
     entry.warmWith(resource, taken.slot, taken.value, scopeOf(taken.code), (taken.code & LEADS) !== 0);
     this.live.set(resource, entry);
-    if (Number.isFinite(taken.wakeAt)) this.wheel.schedule(entry, taken.wakeAt);
+    if (wake && Number.isFinite(taken.wakeAt)) this.wheel.schedule(entry, taken.wakeAt);
     for (const pass of this.passes) if (pass.hot || record <= pass.visited) pass.skip.add(resource);
     return entry;
   }
@@ -1085,8 +1113,8 @@ export class LockStore {
     for (let record = 0; record < this.cold.span; record++) if (this.cold.isLive(record)) yield this.viewCold(record);
   }
 
-  /** Every lock once, for a pass that yields between steps: see `Pass`. */
-  private *passOverLocks(): Generator<Entry> {
+  /** Every lock once, for a pass that yields between steps (null: a lock the pass has visited): see `Pass`. */
+  private *passOverLocks(): Generator<Entry | null> {
     const pass: Pass = { visited: -1, hot: false, skip: new Set(), startedAt: performance.now() };
     this.passes.add(pass);
     try {
@@ -1096,9 +1124,78 @@ export class LockStore {
         yield this.viewCold(record);
       }
       pass.hot = true;
-      for (const entry of this.live.valuesOnce()) if (!pass.skip.has(entry.resource)) yield entry;
+      // (A lock visited already is a null step: a pass in slices counts it, a million of them in a row included.)
+      for (const entry of this.live.valuesOnce()) yield pass.skip.has(entry.resource) ? null : entry;
     } finally {
       this.passes.delete(pass);
+    }
+  }
+
+  /**
+   * Visits every lock `which` accepts with `visit` (see `Sweep`), a cold one warmed first. A store of up to
+   * `sweepAtOnce` locks is visited at once. A larger one goes on a slice of `SWEEP_SLICE_MS` a tick: a node going
+   * down with a million locks held on it took seven seconds of the main thread in one go, the other nodes' replies
+   * waiting in their sockets meanwhile (taken for nodes not answering, which went down in turn) and the streams
+   * stopped. Meanwhile a lock not visited yet shows its nodes as they are now (see `build`) with its state as last
+   * merged, and anything that happens to it merges it with the nodes counted now. `now`: the change's time, the
+   * visits' until its first slice ends (each later slice's is its tick's).
+   */
+  private sweep(merge: boolean, which: (entry: Entry) => boolean, visit: (entry: Entry, now: number) => void, now: number): void {
+    if (this.live.size + this.cold.size <= this.sweepAtOnce && this.sweeps.length === 0) {
+      this.advance({ entries: this.passOverLocks(), started: false, merge, which, visit }, Number.POSITIVE_INFINITY, now);
+      return;
+    }
+    // A merge not started yet takes this one's locks as well: at most one runs and one waits, however often the
+    // nodes come and go.
+    const waiting = merge ? this.sweeps.find((s) => s.merge && !s.started) : undefined;
+    if (waiting) {
+      const before = waiting.which;
+      waiting.which = (entry) => before(entry) || which(entry);
+    } else {
+      this.sweeps.push({ entries: this.passOverLocks(), started: false, merge, which, visit });
+    }
+    this.advanceSweeps(performance.now() + SWEEP_SLICE_MS, now);
+  }
+
+  /** Whether a merge of many locks is still going (see `sweep`). */
+  private merging(): boolean {
+    for (const sweep of this.sweeps) if (sweep.merge) return true;
+    return false;
+  }
+
+  /** Goes on with the sweeps, oldest first, until `until` (`performance.now()`). */
+  private advanceSweeps(until: number, now: number): void {
+    while (this.sweeps.length > 0) {
+      if (!this.advance(this.sweeps[0] as Sweep, until, now)) return;
+      this.sweeps.shift();
+    }
+  }
+
+  /** One sweep's visits until `until` (`performance.now()`); true once it has visited every lock. */
+  private advance(sweep: Sweep, until: number, now: number): boolean {
+    sweep.started = true;
+    for (let i = 1; ; i++) {
+      const next = sweep.entries.next();
+      if (next.done) return true;
+      if (next.value === this.coldView) {
+        if (sweep.which(next.value)) this.visitCold(sweep, next.value.resource, now);
+      } else if (next.value !== null && sweep.which(next.value)) sweep.visit(next.value, now);
+      if ((i & 255) === 0 && performance.now() >= until) return false;
+    }
+  }
+
+  /**
+   * A sweep's visit to a cold lock, warmed for it. It goes into the wheel after the visit, where the visit left it
+   * nowhere (as `find` would have put it): put there first, most would be moved by the visit's merge (their wake
+   * now counted on other nodes), and a million left behind in their buckets were compactions of thousands each.
+   */
+  private visitCold(sweep: Sweep, resource: string, now: number): void {
+    const entry = this.find(resource, false);
+    if (entry === undefined) return;
+    const wakeAt = this.warmed.wakeAt;
+    sweep.visit(entry, now);
+    if (entry.wheelAt === UNSCHEDULED && Number.isFinite(wakeAt) && entry.state !== null && isLive(entry.state) && this.live.get(resource) === entry) {
+      this.wheel.schedule(entry, wakeAt);
     }
   }
 

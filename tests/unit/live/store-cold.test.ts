@@ -186,3 +186,76 @@ describe("the lock store's cold locks", () => {
   });
 });
 
+
+describe("the lock store's changes of many locks at once", () => {
+  /** Locks found held on every node, kept cold, in a store that merges a change of many at once and one that goes on in slices. */
+  const MANY = 25_000;
+  function twinsOfMany() {
+    const [atOnce, sliced] = [Number.POSITIVE_INFINITY, 0].map((sweepAtOnce) => {
+      const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>(), 0, sweepAtOnce);
+      for (let i = 0; i < MANY; i++) store.apply(`lock:orders/${i}`, heldAll(`lock:orders/${i}`, `token-${i}`), T, true);
+      NODES.forEach((_, i) => store.setNodeUp(i, true, T));
+      store.watching = true;
+      // Ticked and drained as the console does, every 10 ms (a lock waiting to be sent stays whole).
+      for (let at = T + 10; store.sizes().cold < MANY && at < T + 10_000; at += 10) {
+        store.tick(at);
+        store.drain(at, 0, Number.MAX_SAFE_INTEGER);
+      }
+      expect(store.sizes().cold).toBe(MANY);
+      return store;
+    }) as [LockStore, LockStore];
+    return { atOnce, sliced };
+  }
+
+  it("answers at once when two of three nodes go down with many locks held, and merges the rest over its ticks as if at once", () => {
+    const { atOnce, sliced } = twinsOfMany();
+    const now = T + 20_000;
+    for (const store of [atOnce, sliced]) {
+      store.setNodeUp(1, false, now);
+      store.setNodeUp(2, false, now);
+    }
+    expect(atOnce.counts().byState.partial).toBe(MANY);
+    // The rest of the merge is left to the ticks; every lock shows the nodes as they are now meanwhile.
+    expect(sliced.counts().byState.partial).toBeLessThan(MANY);
+    const shown = sliced.lock(`lock:orders/${MANY - 1}`, now);
+    expect(shown?.nodes.map((n) => n.up)).toEqual([true, false, false]);
+    // Meanwhile one lock not merged yet is released, and a watcher's gap is marked.
+    for (const store of [atOnce, sliced]) {
+      store.apply(`lock:orders/${MANY - 2}`, goneAll(), now + 5);
+      store.markGap(0, 1_500, now + 5);
+    }
+    // Until every lock is merged, and the gap marked on every lock held (after the merge, in the order they came).
+    const sampled = [`lock:orders/0`, `lock:orders/${MANY / 2}`, `lock:orders/${MANY - 1}`];
+    const done = (t: number) =>
+      sliced.counts().byState.partial + sliced.counts().byState.released === MANY && sampled.every((r) => sliced.get(r, t)?.timeline.some((e) => e.type === "gap"));
+    let at = now + 10;
+    for (; !done(at) && at < now + 60_000; at += 10) sliced.tick(at);
+    atOnce.tick(at);
+    expect(sliced.counts()).toEqual(atOnce.counts());
+    expect(sliced.counts().byState).toMatchObject({ partial: MANY - 1, released: 1 });
+    for (const resource of [...sampled, `lock:orders/${MANY - 2}`]) {
+      const [a, s] = [atOnce.get(resource, at), sliced.get(resource, at)];
+      expect(s?.state).toBe(a?.state);
+      expect(s?.quorumHeld).toBe(a?.quorumHeld);
+      expect(s?.timeline.map((e) => `${e.type} ${e.node ?? ""}`)).toEqual(a?.timeline.map((e) => `${e.type} ${e.node ?? ""}`));
+    }
+    expect(sliced.get("lock:orders/0", at)?.timeline.some((e) => e.type === "gap" && e.node === "node-0")).toBe(true);
+  });
+
+  it("comes out of a node that goes down and up again while the merge is still going with every lock held on all three", () => {
+    const { atOnce, sliced } = twinsOfMany();
+    const now = T + 20_000;
+    for (const store of [atOnce, sliced]) {
+      store.setNodeUp(1, false, now);
+      store.setNodeUp(2, false, now);
+      store.setNodeUp(2, true, now + 1);
+      store.setNodeUp(1, true, now + 2);
+    }
+    let at = now + 10;
+    for (let i = 0; i < 6_000 && (sliced.counts().held < MANY || sliced.lock("lock:orders/0", at)?.quorumHeld !== 3); i++, at += 10) sliced.tick(at);
+    atOnce.tick(at);
+    expect(sliced.counts()).toEqual(atOnce.counts());
+    expect(sliced.counts().held).toBe(MANY);
+    for (const i of [0, MANY / 2, MANY - 1]) expect(sliced.lock(`lock:orders/${i}`, at)?.quorumHeld).toBe(3);
+  });
+});
