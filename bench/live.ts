@@ -54,6 +54,15 @@ const QUICK = args.has("--quick");
  */
 const MAX_RATE = args.has("--max-rate");
 /**
+ * `--node-pause`: at the end of each size, one node stopped (SIGSTOP, as in a long pause of its host) for
+ * `NODE_PAUSE_MS` with every lock still held, then let go: the console's longest event-loop delay from the pause to
+ * `NODE_PAUSE_AFTER_MS` after it (its watcher's node-down and gap over every lock that node holds), and how many of
+ * `/api/health`'s answers meanwhile called another node down.
+ */
+const NODE_PAUSE = args.has("--node-pause");
+const NODE_PAUSE_MS = 8_000;
+const NODE_PAUSE_AFTER_MS = 20_000;
+/**
  * `--pin`: the three nodes on CPU 0, this process and the console it starts on the others, as when the nodes
  * run on hosts of their own: the nodes' latency is then theirs, not the wait for a core the console is using.
  */
@@ -612,6 +621,8 @@ interface PhaseResult {
   history?: { written: number; dropped: number; queued: number };
   /** With `--max-rate`: the highest rate sustained (null: not even the first probe), and every probe. */
   maxRate?: { sustained: number | null; probes: Probe[] };
+  /** With `--node-pause`: see `pauseNode`. */
+  nodePause?: NodePause;
 }
 
 interface Probe {
@@ -652,6 +663,51 @@ async function findMaxRate(clients: Redis[], stream: StreamClient, pid: number, 
     if (next <= 0 || (good !== null && next <= good) || (bad !== null && next >= bad)) break;
   }
   return { sustained: good, probes };
+}
+
+interface NodePause {
+  /** The console's longest event-loop delay from the pause to `NODE_PAUSE_AFTER_MS` after it (ms). */
+  loopMaxMs: number;
+  /** `/api/health` read every 250 ms meanwhile: answers, and those that called a node other than the paused one down. */
+  healthReads: number;
+  othersDown: number;
+  /** The console's highest RSS seen meanwhile (MB). */
+  rssPeakMb: number;
+}
+
+/** `--node-pause`: node 1 paused for `NODE_PAUSE_MS`, then let go (see `NODE_PAUSE`). */
+async function pauseNode(nodes: RedisNode[], port: number, pid: number): Promise<NodePause> {
+  const paused = nodes[1] as RedisNode;
+  // (The console's loop-delay monitor starts again at every scrape.)
+  await serverLoopP99(port);
+  let healthReads = 0;
+  let othersDown = 0;
+  let rssPeakMb = procStats(pid).rssMb;
+  let polling = true;
+  const poll = (async () => {
+    while (polling) {
+      rssPeakMb = Math.max(rssPeakMb, procStats(pid).rssMb);
+      try {
+        const { body } = await getJson<{ nodes: Array<{ id: string; up: boolean }> }>(port, "/api/health");
+        healthReads += 1;
+        if (body.nodes.some((n, i) => i !== 1 && !n.up)) othersDown += 1;
+      } catch {
+        // (Counted only when it answers.)
+      }
+      await sleep(250);
+    }
+  })();
+  out(`  node ${paused.port} paused for ${NODE_PAUSE_MS / 1000} s`);
+  paused.pause();
+  try {
+    await sleep(NODE_PAUSE_MS);
+  } finally {
+    paused.resume();
+  }
+  await sleep(NODE_PAUSE_AFTER_MS);
+  polling = false;
+  await poll;
+  return { loopMaxMs: (await serverLoopP99(port)).max, healthReads, othersDown, rssPeakMb };
 }
 
 /** PINGs each node every 10 ms from a process of its own (`bench/node-pinger.mjs`; on the nodes' CPU with `--pin`). */
@@ -797,10 +853,11 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
       await tab?.close();
     }
     const maxRate = MAX_RATE ? await findMaxRate(clients, stream, child.pid!, port, held, churns) : undefined;
+    const nodePause = NODE_PAUSE ? await pauseNode(nodes, port, child.pid!) : undefined;
     const hwmMb = procStats(child.pid!).hwmMb;
     stream.close();
     const history = HISTORY ? await historyCounts(port) : undefined;
-    return { held, reconcileMs, reconcileCpu, nodeP99DuringReconcileMs, bytesPerLock, snapshotMs, restMs, scrapeMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}), ...(maxRate ? { maxRate } : {}) };
+    return { held, reconcileMs, reconcileCpu, nodeP99DuringReconcileMs, bytesPerLock, snapshotMs, restMs, scrapeMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}), ...(maxRate ? { maxRate } : {}), ...(nodePause ? { nodePause } : {}) };
   } finally {
     await stopConsole(child);
     for (const c of clients) c.disconnect();
@@ -859,6 +916,14 @@ async function main(): Promise<void> {
       const probes = r.maxRate.probes.map((p) => `${p.rate} ${p.sustained ? "✓" : "✗"} (${f(p.p99)}, ${f(p.achieved, 0)}${p.lost > 0 ? `, ${p.lost} lost` : ""})`).join("; ");
       out(`| ${r.held} | ${r.maxRate.sustained === null ? "none probed held" : `${r.maxRate.sustained}/s`} | ${probes} |`);
     }
+  }
+  if (NODE_PAUSE) {
+    out("");
+    out(`One node paused (SIGSTOP) for ${NODE_PAUSE_MS / 1000} s with every lock held, then let go; from the pause to ${NODE_PAUSE_AFTER_MS / 1000} s after it:`);
+    out("");
+    out("| locks held | console loop delay max ms | /api/health answers calling another node down | console RSS peak MB |");
+    out("|---:|---:|---:|---:|");
+    for (const r of results) if (r.nodePause) out(`| ${r.held} | ${f(r.nodePause.loopMaxMs, 0)} | ${r.nodePause.othersDown} of ${r.nodePause.healthReads} | ${f(r.nodePause.rssPeakMb, 0)} |`);
   }
   out("");
   out(`An empty console: ${f(baselineRssMb, 0)} MB RSS. A "—" for the console's CPU per lock: less than the spread of an empty console's own start.`);
