@@ -566,13 +566,28 @@ export class LockStore {
     return [entry.token, entry.leading].some((value) => value !== null && ((id !== null && lockValueId(value) === id) || (token.includes("\uFFFD") && storedText(value) === token)));
   }
 
-  /** Keys a node is known to hold (for the reconcile's "gone while we were away"). */
-  knownOn(node: number): string[] {
+  /**
+   * Keys a node is known to hold that `keep` accepts (for the reconcile's "gone while we were away"), in slices of
+   * `slice` locks with the event loop free between them: a reconnect's reconcile comes here with every lock of the
+   * store to pass over, a million of them and more. A lock that changes meanwhile is seen as it is when its slice
+   * comes (see `passOverLocks`).
+   */
+  async knownOn(node: number, keep: (resource: string) => boolean = () => true, slice = 5_000): Promise<string[]> {
     const out: string[] = [];
-    for (const entry of this.everyLock()) {
-      if (entry.valueOn(node) !== null) out.push(entry.resource);
+    const entries = this.passOverLocks();
+    try {
+      for (;;) {
+        for (let i = 0; i < slice; i++) {
+          const next = entries.next();
+          if (next.done) return out;
+          const entry = next.value;
+          if (entry !== null && entry.valueOn(node) !== null && keep(entry.resource)) out.push(entry.resource);
+        }
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      entries.return(undefined);
     }
-    return out;
   }
 
   // ---- writing -------------------------------------------------------------------------------------

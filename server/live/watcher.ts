@@ -1572,7 +1572,7 @@ export class NodeWatcher {
     if (trusted) return;
     // Keys the store thinks this node holds that the scan did not return: read them once more (a key
     // deleted while we were away is absent now; one created during the scan is read as it is).
-    const missing = this.ctx.store.knownOn(this.index).filter((resource) => !seen.has(resource) && this.mayRead(resource));
+    const missing = await this.ctx.store.knownOn(this.index, (resource) => !seen.has(resource) && this.mayRead(resource));
     for (let i = 0; i < missing.length; i += READ_BATCH) {
       const readings = await this.read(missing.slice(i, i + READ_BATCH));
       const now = Date.now();
