@@ -456,20 +456,9 @@ export class LockStore {
    */
   async summariesInSlices(visit: (summary: Readonly<LockSummary>) => void, slice = 2_000): Promise<void> {
     const summary = emptySummary();
-    const entries = this.passOverLocks();
-    try {
-      for (;;) {
-        const now = Date.now();
-        for (let i = 0; i < slice; i++) {
-          const next = entries.next();
-          if (next.done) return;
-          if (next.value !== null && this.summarise(next.value, summary, now)) visit(summary);
-        }
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-    } finally {
-      entries.return(undefined);
-    }
+    await this.inSlices((entry, now) => {
+      if (this.summarise(entry, summary, now)) visit(summary);
+    }, slice);
   }
 
   /** Fills `summary` with the entry's figures; false for an entry that is not listed. */
@@ -574,20 +563,10 @@ export class LockStore {
    */
   async knownOn(node: number, keep: (resource: string) => boolean = () => true, slice = 5_000): Promise<string[]> {
     const out: string[] = [];
-    const entries = this.passOverLocks();
-    try {
-      for (;;) {
-        for (let i = 0; i < slice; i++) {
-          const next = entries.next();
-          if (next.done) return out;
-          const entry = next.value;
-          if (entry !== null && entry.valueOn(node) !== null && keep(entry.resource)) out.push(entry.resource);
-        }
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-    } finally {
-      entries.return(undefined);
-    }
+    await this.inSlices((entry) => {
+      if (entry.valueOn(node) !== null && keep(entry.resource)) out.push(entry.resource);
+    }, slice);
+    return out;
   }
 
   // ---- writing -------------------------------------------------------------------------------------
@@ -1126,6 +1105,27 @@ export class LockStore {
   private *everyLock(): Generator<Entry> {
     yield* this.live.values();
     for (let record = 0; record < this.cold.span; record++) if (this.cold.isLive(record)) yield this.viewCold(record);
+  }
+
+  /**
+   * Every lock once (see `passOverLocks`), `slice` steps at a time with the event loop free between them; `visit`
+   * is given each with its slice's time.
+   */
+  private async inSlices(visit: (entry: Entry, now: number) => void, slice: number): Promise<void> {
+    const entries = this.passOverLocks();
+    try {
+      for (;;) {
+        const now = Date.now();
+        for (let i = 0; i < slice; i++) {
+          const next = entries.next();
+          if (next.done) return;
+          if (next.value !== null) visit(next.value, now);
+        }
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      entries.return(undefined);
+    }
   }
 
   /** Every lock once, for a pass that yields between steps (null: a lock the pass has visited): see `Pass`. */

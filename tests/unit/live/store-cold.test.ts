@@ -190,7 +190,6 @@ describe("the lock store's cold locks", () => {
   });
 });
 
-
 describe("the lock store's changes of many locks at once", () => {
   /** Locks found held on every node, kept cold, in a store that merges a change of many at once and one that goes on in slices. */
   const MANY = 25_000;
