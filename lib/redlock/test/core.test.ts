@@ -418,8 +418,13 @@ describe("Redlock on three nodes", () => {
     redlock.on("restored", () => events.push("restored"));
     redlock.on("extend-failed", () => events.push("extend-failed"));
     await redlock.using(["lock:revoked-one"], 1000, async (signal, lock) => {
+      // The routine starts once the engine listens on a quorum of nodes, not necessarily on this one: the
+      // holder must listen here too, or it is not told (it would keep the lock, as a quorum still has it).
+      const channel = `lockscope:wake:${lock.value.slice(4, 10)}`;
+      await until("the holder listens on the node the operator reaches", async () => Number(((await clients[0]!.pubsub("NUMSUB", channel)) as [string, number])[1]) > 0);
       // An operator whose console reaches one node only force-releases the lock there.
       const result = await forceRelease([clients[0]!], "lock:revoked-one", { token: lock.value });
+      expect(result.nodes[0]!.holderHeardBy).toBe(1);
       expect(result.nodes.map((n) => n.result)).toEqual(["deleted"]);
       await aborted(signal);
       expect(signal.reason).toBeInstanceOf(LockRevokedError);

@@ -306,6 +306,8 @@ describe("fencing tokens", () => {
     await allReady();
     const first = await redlock.acquire(["lock:named"], 1000);
     await redlock.release(first);
+    // The acquisition resolves once a quorum has answered: the last node's fence write may still be on its way.
+    await until("every node recorded the fence", async () => (await fencesOn("lock:named")).every((fence) => fence !== null));
     const fences = await fencesOn("lock:named");
     const marked = await markers();
     // A lock on the marker of a node that came back empty would make its lost fences count again; a force
