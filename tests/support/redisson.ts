@@ -183,11 +183,21 @@ export const fairWaiterChannel = (name: string, holder: string): string => `${lo
 /** The channel the waiters of a read-write lock subscribe to. */
 export const readWriteChannel = (name: string): string => redissonPrefixName("redisson_rwlock", name);
 
+export interface Waiter {
+  /** The first message on the waiter's channel. */
+  message: Promise<string>;
+  /**
+   * What the node and the waiter's connection say now, for the message of an assertion that expected the waiter
+   * to be woken: a release that reached no subscriber (once in CI, a moment after the node counted this one).
+   */
+  account(): Promise<string>;
+}
+
 /**
  * A waiter listening the way Redisson's waiters do: SUBSCRIBE to the lock's channel on a connection of its
- * own, then wait for the unlock message. Resolves with the first message.
+ * own, then wait for the unlock message.
  */
-export async function subscribeWaiter(subscriber: Redis, channel: string): Promise<{ message: Promise<string> }> {
+export async function subscribeWaiter(subscriber: Redis, channel: string): Promise<Waiter> {
   let resolve: (message: string) => void = () => {};
   const message = new Promise<string>((r) => {
     resolve = r;
@@ -223,5 +233,19 @@ export async function subscribeWaiter(subscriber: Redis, channel: string): Promi
   } finally {
     probe.disconnect();
   }
-  return { message };
+  // From here on the node counted the subscription: a connection that closes after it loses it until ioredis
+  // subscribes again.
+  let closes = 0;
+  subscriber.on("close", () => (closes += 1));
+  const account = async () => {
+    const look = subscriber.duplicate();
+    try {
+      const count = await look.pubsub("NUMSUB", channel).then((r) => String((r as [string, number])[1]), (e: unknown) => `unknown (${String(e)})`);
+      const clients = String(await look.client("LIST").catch((e: unknown) => `CLIENT LIST failed: ${String(e)}`));
+      return `the node counts ${count} subscriber(s) on ${channel} now; the waiter's connection is ${subscriber.status} and closed ${closes} time(s) since the node counted it; the node lists: ${clients.replace(/\n/g, " | ")}`;
+    } finally {
+      look.disconnect();
+    }
+  };
+  return { message, account };
 }
