@@ -413,15 +413,18 @@ describe("Redlock on three nodes", () => {
 
   it("using() stops extending a lock once it told the routine the lock was force-released, even where only one node lost it", async () => {
     const redlock = engine();
+    // A routine starts once the engine listens on a quorum of nodes, not necessarily on the one the operator
+    // reaches below, where the holder must listen to be told (else it keeps the lock, as a quorum still has it). A
+    // first routine holds the engine's subscriptions open until that node counts one; they stay open a while after
+    // it (`subscriberIdleMs`), for the next.
+    await redlock.using(["lock:revoked-one-first"], 5000, (_signal, lock) =>
+      until("the engine listens on the node the operator reaches", async () => Number(((await clients[0]!.pubsub("NUMSUB", `lockscope:wake:${lock.value.slice(4, 10)}`)) as [string, number])[1]) > 0),
+    );
     const events: string[] = [];
     redlock.on("extended", () => events.push("extended"));
     redlock.on("restored", () => events.push("restored"));
     redlock.on("extend-failed", () => events.push("extend-failed"));
     await redlock.using(["lock:revoked-one"], 1000, async (signal, lock) => {
-      // The routine starts once the engine listens on a quorum of nodes, not necessarily on this one: the
-      // holder must listen here too, or it is not told (it would keep the lock, as a quorum still has it).
-      const channel = `lockscope:wake:${lock.value.slice(4, 10)}`;
-      await until("the holder listens on the node the operator reaches", async () => Number(((await clients[0]!.pubsub("NUMSUB", channel)) as [string, number])[1]) > 0);
       // An operator whose console reaches one node only force-releases the lock there.
       const result = await forceRelease([clients[0]!], "lock:revoked-one", { token: lock.value });
       expect(result.nodes[0]!.holderHeardBy).toBe(1);
