@@ -1207,6 +1207,7 @@ export class LockStore {
   private visitCold(sweep: Sweep, resource: string, now: number): void {
     const entry = this.find(resource, false);
     if (entry === undefined) return;
+    // (`find` took the cold record into `warmed`, its wake with it.)
     const wakeAt = this.warmed.wakeAt;
     sweep.visit(entry, now);
     if (entry.wheelAt === UNSCHEDULED && Number.isFinite(wakeAt) && entry.state !== null && isLive(entry.state) && this.live.get(resource) === entry) {

@@ -187,10 +187,11 @@ export interface Waiter {
   /** The first message on the waiter's channel. */
   message: Promise<string>;
   /**
-   * What the node and the waiter's connection say now, for the message of an assertion that expected the waiter
-   * to be woken: a release that reached no subscriber (once in CI, a moment after the node counted this one).
+   * For the message of an assertion that a release's node result woke this waiter (`woken` 1): nothing when it did,
+   * else what the node and the waiter's connection say now (a release reached no subscriber once in CI, a moment after the node
+   * counted this one).
    */
-  account(): Promise<string>;
+  accountUnlessWoken(node: unknown): Promise<string | undefined>;
 }
 
 /**
@@ -223,11 +224,11 @@ export async function subscribeWaiter(subscriber: Redis, channel: string): Promi
     // Said here, not later as "woken: 0" in the test that publishes; with what the node and the waiter's
     // connection say, to tell a lost subscription from a connection to another server.
     if (count < 1) {
-      const clients = String(await probe.client("LIST").catch((e: unknown) => `CLIENT LIST failed: ${String(e)}`));
+      const clients = await clientList(probe);
       const channels = await probe.pubsub("CHANNELS", "*").catch((e: unknown) => `PUBSUB CHANNELS failed: ${String(e)}`);
       const port = (await probe.info("server").catch(() => "")).match(/\r\ntcp_port:(\d+)/)?.[1];
       throw new Error(
-        `the waiter's SUBSCRIBE to ${channel} was answered, but the node counts no subscriber on it after three tries; the waiter's connection: ${subscriber.status} to port ${subscriber.options.port}; the node on port ${port ?? "?"} has channels ${JSON.stringify(channels)} and lists: ${clients.replace(/\n/g, " | ")}`,
+        `the waiter's SUBSCRIBE to ${channel} was answered, but the node counts no subscriber on it after three tries; the waiter's connection: ${subscriber.status} to port ${subscriber.options.port}; the node on port ${port ?? "?"} has channels ${JSON.stringify(channels)} and lists: ${clients}`,
       );
     }
   } finally {
@@ -237,15 +238,20 @@ export async function subscribeWaiter(subscriber: Redis, channel: string): Promi
   // subscribes again.
   let closes = 0;
   subscriber.on("close", () => (closes += 1));
-  const account = async () => {
+  const accountUnlessWoken = async (node: unknown) => {
+    if ((node as { woken?: unknown } | undefined)?.woken === 1) return undefined;
     const look = subscriber.duplicate();
     try {
       const count = await look.pubsub("NUMSUB", channel).then((r) => String((r as [string, number])[1]), (e: unknown) => `unknown (${String(e)})`);
-      const clients = String(await look.client("LIST").catch((e: unknown) => `CLIENT LIST failed: ${String(e)}`));
-      return `the node counts ${count} subscriber(s) on ${channel} now; the waiter's connection is ${subscriber.status} and closed ${closes} time(s) since the node counted it; the node lists: ${clients.replace(/\n/g, " | ")}`;
+      return `the node counts ${count} subscriber(s) on ${channel} now; the waiter's connection is ${subscriber.status} and closed ${closes} time(s) since the node counted it; the node lists: ${await clientList(look)}`;
     } finally {
       look.disconnect();
     }
   };
-  return { message, account };
+  return { message, accountUnlessWoken };
+}
+
+/** The node's CLIENT LIST on one line (or why it could not be read), for a failure's message. */
+async function clientList(probe: Redis): Promise<string> {
+  return String(await probe.client("LIST").catch((e: unknown) => `CLIENT LIST failed: ${String(e)}`)).replace(/\n/g, " | ");
 }
