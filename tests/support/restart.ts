@@ -26,6 +26,18 @@ export async function holdConsoleReadOn(node: Redis, keys: readonly string[]): P
   }, 10_000, 20);
 }
 
+/**
+ * Waits until `node` has handed every notification it sent to its subscribers' connections (no output left in its
+ * own buffers, `omem=0`): a node killed before that never said the rest, and a console on one node cannot tell
+ * what it did not hear from a loss. Handed over, they are the console's to read, however far behind it is.
+ */
+export async function untilNotificationsSent(node: Redis): Promise<void> {
+  await until("the node handed every notification to its subscribers", async () => {
+    const subscribers = String(await node.call("CLIENT", "LIST", "TYPE", "pubsub")).split("\n").filter((line) => line.trim() !== "");
+    return subscribers.every((line) => /\bomem=0\b/.test(line));
+  }, 30_000, 5);
+}
+
 /** Waits for the first node's watcher to have reconnected since `reconnectsBefore` and be up, and every lock of `keys` to have ended. */
 export async function untilBackAndEnded(reconnectsBefore: number, keys: readonly string[]): Promise<void> {
   await until("the watcher reconnected and reconciled", async () => {
