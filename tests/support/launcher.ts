@@ -19,25 +19,51 @@ export interface LauncherProcess {
   stop(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
-/** Starts the real launcher (`npm start`'s script) as a child process and waits until it serves health. */
+/**
+ * Starts the real launcher (`npm start`'s script) as a child process and waits until it serves health. The port
+ * is a free one asked of the system a moment before; another process can take it in that moment (any outgoing
+ * connection may be given it), so when the launcher says the port is in use and the test did not name one, it
+ * starts again on another.
+ */
 export async function startLauncher(env: Record<string, string> = {}, options: { waitReady?: boolean } = {}): Promise<LauncherProcess> {
-  const port = await freePort();
   const dataDir = env.LOCKSCOPE_DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-"));
+  for (let attempt = 1; ; attempt++) {
+    const launcher = spawnLauncher(env.PORT === undefined ? await freePort() : null, env, dataDir);
+    if (options.waitReady === false) return launcher;
+    try {
+      return await untilServing(launcher);
+    } catch (error) {
+      const taken = env.PORT === undefined && launcher.output().includes(`port ${launcher.port} on 127.0.0.1 is in use`);
+      if (!taken || attempt === 5) throw error;
+    }
+  }
+}
+
+function spawnLauncher(port: number | null, env: Record<string, string>, dataDir: string): LauncherProcess {
   const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts", "start.ts")], {
     cwd: ROOT,
     // No shutdown delay unless a test asks for one: nothing balances load onto these consoles, and a SIGTERM stops them at once.
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", NODE_ENV: "production", LOCKSCOPE_SHUTDOWN_DELAY_MS: "0", ...env, LOCKSCOPE_DATA_DIR: dataDir },
+    env: {
+      ...process.env,
+      ...(port === null ? {} : { PORT: String(port) }),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      NODE_ENV: "production",
+      LOCKSCOPE_SHUTDOWN_DELAY_MS: "0",
+      ...env,
+      LOCKSCOPE_DATA_DIR: dataDir,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
   child.stdout?.on("data", (c: Buffer) => (out += c.toString()));
   child.stderr?.on("data", (c: Buffer) => (out += c.toString()));
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const launcher: LauncherProcess = {
+  const listening = port ?? Number(env.PORT);
+  return {
     child,
-    port,
-    baseUrl,
+    port: listening,
+    baseUrl: `http://127.0.0.1:${listening}`,
     dataDir,
     output: () => out,
     exited,
@@ -46,9 +72,11 @@ export async function startLauncher(env: Record<string, string> = {}, options: {
       return exited;
     },
   };
-  if (options.waitReady === false) return launcher;
+}
+
+async function untilServing(launcher: LauncherProcess): Promise<LauncherProcess> {
   let exitedEarly = false;
-  void exited.then(() => (exitedEarly = true));
+  void launcher.exited.then(() => (exitedEarly = true));
   try {
     await until(
       "the console serves /api/health",
@@ -56,8 +84,8 @@ export async function startLauncher(env: Record<string, string> = {}, options: {
         if (exitedEarly) throw new Error("the launcher exited");
         // Its own line once it listens: until then an answer on the port would be another process's (a free
         // port can be handed to two starters at once, and only one of them binds it).
-        if (!out.includes(`console ready at http://`)) return false;
-        return fetch(`${baseUrl}/api/health`).then(
+        if (!launcher.output().includes(`console ready at http://`)) return false;
+        return fetch(`${launcher.baseUrl}/api/health`).then(
           (res) => res.ok,
           () => false,
         );
@@ -68,7 +96,7 @@ export async function startLauncher(env: Record<string, string> = {}, options: {
     return launcher;
   } catch (error) {
     await launcher.stop("SIGKILL");
-    throw new Error(`the console did not come up on ${baseUrl} (${(error as Error).message}):\n${out.slice(-2000)}`);
+    throw new Error(`the console did not come up on ${launcher.baseUrl} (${(error as Error).message}):\n${launcher.output().slice(-2000)}`);
   }
 }
 
