@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -68,15 +68,28 @@ export async function startPostgres(): Promise<TestPostgres> {
     chownSync(pwfile, user.uid, user.gid);
   }
   run(user.prefix, path.join(bin, "initdb"), ["-D", data, "-U", USER, `--pwfile=${pwfile}`, "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync", "-N"]);
-  let port = 0;
-  for (;;) {
-    port = await freePort();
-    if (port !== 5432) break;
-  }
+  const freeNonStandardPort = async () => {
+    for (;;) {
+      const free = await freePort();
+      if (free !== 5432) return free;
+    }
+  };
+  let port = await freeNonStandardPort();
   const ctl = (...args: string[]) => run(user.prefix, path.join(bin, "pg_ctl"), args);
-  const start = () =>
-    ctl("start", "-D", data, "-w", "-t", "60", "-l", path.join(dir, "server.log"), "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60`);
-  start();
+  const log = path.join(dir, "server.log");
+  const start = () => ctl("start", "-D", data, "-w", "-t", "60", "-l", log, "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60`);
+  // The free port can be taken by another process before the server binds it: then start on another.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      start();
+      break;
+    } catch (error) {
+      const taken = existsSync(log) && readFileSync(log, "utf8").includes("Address already in use");
+      if (!taken || attempt === 5) throw error;
+      writeFileSync(log, "");
+      port = await freeNonStandardPort();
+    }
+  }
   const url = (database = "postgres") => `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
   return {
     port,

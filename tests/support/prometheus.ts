@@ -58,24 +58,45 @@ export async function startPrometheus(targets: readonly string[], metricsToken: 
     ].join("\n"),
   );
   copyFileSync(path.join(PROMETHEUS_DIR, "alerts.yml"), path.join(tmp, "alerts.yml"));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  let log = "";
-  const child = spawn(binary, [`--config.file=${path.join(tmp, "prometheus.yml")}`, `--storage.tsdb.path=${path.join(tmp, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--log.level=warn"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  child.stdout.on("data", (c: Buffer) => (log += c.toString()));
-  child.stderr.on("data", (c: Buffer) => (log += c.toString()));
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const launch = async () => {
+    const port = await freePort();
+    const child = spawn(binary, [`--config.file=${path.join(tmp, "prometheus.yml")}`, `--storage.tsdb.path=${path.join(tmp, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--log.level=warn"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const started = { url: `http://127.0.0.1:${port}`, child, log: "", ended: false, exited: new Promise<void>((resolve) => child.once("exit", () => resolve())) };
+    child.stdout.on("data", (c: Buffer) => (started.log += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (started.log += c.toString()));
+    void started.exited.then(() => (started.ended = true));
+    return started;
+  };
+  // The free port can be taken by another process before Prometheus binds it: then it exits, and starts on another.
+  let prometheus = await launch();
+  for (let attempt = 1; ; attempt++) {
+    const current = prometheus;
+    const ready = await until(
+      "Prometheus ready",
+      () => (current.ended ? "exited" : fetch(`${current.url}/-/ready`, { signal: AbortSignal.timeout(2_000) }).then((r) => (r.ok ? "ready" : null), () => null)),
+      60_000,
+      200,
+    ).catch((error: Error) => error);
+    if (ready === "ready") break;
+    if (ready === "exited" && /address already in use/i.test(current.log) && attempt < 5) {
+      prometheus = await launch();
+      continue;
+    }
+    current.child.kill("SIGKILL");
+    throw new Error(`Prometheus did not start (${ready instanceof Error ? ready.message : "it exited"}):\n${current.log}`);
+  }
+  const { url, child, exited } = prometheus;
+  const log = () => prometheus.log;
   const api = async <T>(pathAndQuery: string): Promise<T> => {
     const body = (await (await fetch(`${url}/api/v1/${pathAndQuery}`)).json()) as { status: string; data: T; error?: string };
     if (body.status !== "success") throw new Error(`Prometheus refused ${pathAndQuery}: ${body.error ?? ""}`);
     return body.data;
   };
-  await until(`Prometheus ready\n${log}`, () => fetch(`${url}/-/ready`).then((r) => r.ok, () => false), 60_000, 200);
   return {
     url,
-    log: () => log,
+    log,
     api,
     scalar: async (query) => {
       const data = await api<{ result: Array<{ value: [number, string] }> }>(`query?query=${encodeURIComponent(query)}`);
