@@ -27,9 +27,35 @@ export async function accessibilityProblems(page: Page): Promise<string[]> {
     .flatMap((v) => v.nodes.map((n) => `${v.id} (${v.impact}): ${n.target.join(" ")} — ${n.failureSummary?.split("\n")[1]?.trim() ?? v.help}`));
 }
 
-/** Waits for the next two frames: the layout (and anything a ResizeObserver redraws) has settled. */
+/**
+ * Waits for the next two frames: the layout (and anything a ResizeObserver redraws) has settled. Headless Chromium
+ * now and then stops drawing a page's frames (no requestAnimationFrame callback runs; seen once in CI, right after
+ * a resize, until the test's timeout): after 5 s without a frame the page is brought to the front and its viewport
+ * set again, which has it draw; a page that still draws nothing fails with what it says of itself.
+ */
 export async function settled(page: Page): Promise<void> {
-  await page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve()))));
+  for (let attempt = 1; ; attempt++) {
+    const drawn = await page.evaluate(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), 5_000);
+          requestAnimationFrame(() =>
+            requestAnimationFrame(() => {
+              clearTimeout(timer);
+              resolve(true);
+            }),
+          );
+        }),
+    );
+    if (drawn) return;
+    if (attempt === 3) throw new Error(`the page drew no frame in 15 s (document.visibilityState ${await page.evaluate(() => document.visibilityState)})`);
+    await page.bringToFront();
+    const size = page.viewportSize();
+    if (size) {
+      await page.setViewportSize({ width: size.width, height: size.height + 1 });
+      await page.setViewportSize(size);
+    }
+  }
 }
 
 /**
