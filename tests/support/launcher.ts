@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "@/lib/redis-node";
+import { onFreePort } from "./free-port";
 import { until } from "./wait";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -20,23 +21,18 @@ export interface LauncherProcess {
 }
 
 /**
- * Starts the real launcher (`npm start`'s script) as a child process and waits until it serves health. The port
- * is a free one asked of the system a moment before; another process can take it in that moment (any outgoing
- * connection may be given it), so when the launcher says the port is in use and the test did not name one, it
- * starts again on another.
+ * Starts the real launcher (`npm start`'s script) as a child process and waits until it serves health, on a free
+ * port unless the test names one (`PORT`), started again on another if the launcher finds its port taken.
  */
 export async function startLauncher(env: Record<string, string> = {}, options: { waitReady?: boolean } = {}): Promise<LauncherProcess> {
   const dataDir = env.LOCKSCOPE_DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-"));
-  for (let attempt = 1; ; attempt++) {
-    const launcher = spawnLauncher(env.PORT === undefined ? await freePort() : null, env, dataDir);
-    if (options.waitReady === false) return launcher;
-    try {
-      return await untilServing(launcher);
-    } catch (error) {
-      const taken = env.PORT === undefined && launcher.output().includes(`port ${launcher.port} on 127.0.0.1 is in use`);
-      if (!taken || attempt === 5) throw error;
-    }
-  }
+  if (env.PORT !== undefined) return options.waitReady === false ? spawnLauncher(null, env, dataDir) : untilServing(spawnLauncher(null, env, dataDir));
+  if (options.waitReady === false) return spawnLauncher(await freePort(), env, dataDir);
+  return onFreePort(
+    (port) => untilServing(spawnLauncher(port, env, dataDir)),
+    // Its one line for a port it cannot listen on, in the failure's output.
+    (error) => /port \d+ on 127\.0\.0\.1 is in use/.test(String(error)),
+  );
 }
 
 function spawnLauncher(port: number | null, env: Record<string, string>, dataDir: string): LauncherProcess {

@@ -3,7 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { freePort } from "@/lib/redis-node";
+import { onFreePort } from "./free-port";
 
 /**
  * A real PostgreSQL server for a test file (or a benchmark): its own cluster in a temp folder, on a free
@@ -68,28 +68,25 @@ export async function startPostgres(): Promise<TestPostgres> {
     chownSync(pwfile, user.uid, user.gid);
   }
   run(user.prefix, path.join(bin, "initdb"), ["-D", data, "-U", USER, `--pwfile=${pwfile}`, "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync", "-N"]);
-  const freeNonStandardPort = async () => {
-    for (;;) {
-      const free = await freePort();
-      if (free !== 5432) return free;
-    }
-  };
-  let port = await freeNonStandardPort();
+  let port = 0;
   const ctl = (...args: string[]) => run(user.prefix, path.join(bin, "pg_ctl"), args);
   const log = path.join(dir, "server.log");
   const start = () => ctl("start", "-D", data, "-w", "-t", "60", "-l", log, "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60`);
-  // The free port can be taken by another process before the server binds it: then start on another.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      start();
-      break;
-    } catch (error) {
-      const taken = existsSync(log) && readFileSync(log, "utf8").includes("Address already in use");
-      if (!taken || attempt === 5) throw error;
-      writeFileSync(log, "");
-      port = await freeNonStandardPort();
-    }
-  }
+  await onFreePort(
+    (free) => {
+      port = free;
+      // (Emptied, not made anew: the server's user writes it.)
+      if (existsSync(log)) writeFileSync(log, "");
+      try {
+        start();
+      } catch (error) {
+        throw new Error(`${(error as Error).message}\n${existsSync(log) ? readFileSync(log, "utf8") : ""}`);
+      }
+    },
+    // The server's log says why it did not start.
+    (error) => String(error).includes("Address already in use"),
+    [5432],
+  );
   const url = (database = "postgres") => `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
   return {
     port,

@@ -41,7 +41,7 @@ export async function startPrometheus(targets: readonly string[], metricsToken: 
   const { mkdtempSync, writeFileSync, copyFileSync, rmSync } = await import("node:fs");
   const os = await import("node:os");
   const { spawn } = await import("node:child_process");
-  const { freePort } = await import("@/lib/redis-node");
+  const { onFreePort } = await import("./free-port");
   const { until } = await import("./wait");
   const tmp = mkdtempSync(path.join(os.tmpdir(), "lockscope-prometheus-"));
   writeFileSync(path.join(tmp, "token"), `${metricsToken}\n`, { mode: 0o600 });
@@ -58,35 +58,34 @@ export async function startPrometheus(targets: readonly string[], metricsToken: 
     ].join("\n"),
   );
   copyFileSync(path.join(PROMETHEUS_DIR, "alerts.yml"), path.join(tmp, "alerts.yml"));
-  const launch = async () => {
-    const port = await freePort();
+  const launch = async (port: number) => {
     const child = spawn(binary, [`--config.file=${path.join(tmp, "prometheus.yml")}`, `--storage.tsdb.path=${path.join(tmp, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--log.level=warn"], {
       stdio: ["ignore", "pipe", "pipe"],
     });
-    const started = { url: `http://127.0.0.1:${port}`, child, log: "", ended: false, exited: new Promise<void>((resolve) => child.once("exit", () => resolve())) };
+    const started = { url: `http://127.0.0.1:${port}`, child, log: "", exited: new Promise<void>((resolve) => child.once("exit", () => resolve())) };
     child.stdout.on("data", (c: Buffer) => (started.log += c.toString()));
     child.stderr.on("data", (c: Buffer) => (started.log += c.toString()));
-    void started.exited.then(() => (started.ended = true));
+    let ended = false;
+    void started.exited.then(() => (ended = true));
+    try {
+      await until(
+        "Prometheus ready",
+        () => {
+          if (ended) throw new Error("it exited");
+          // A port that accepts and never answers is given up on, not waited on until the test's timeout.
+          return fetch(`${started.url}/-/ready`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false);
+        },
+        60_000,
+        200,
+      );
+    } catch (error) {
+      child.kill("SIGKILL");
+      throw new Error(`Prometheus did not start (${(error as Error).message}):\n${started.log}`);
+    }
     return started;
   };
-  // The free port can be taken by another process before Prometheus binds it: then it exits, and starts on another.
-  let prometheus = await launch();
-  for (let attempt = 1; ; attempt++) {
-    const current = prometheus;
-    const ready = await until(
-      "Prometheus ready",
-      () => (current.ended ? "exited" : fetch(`${current.url}/-/ready`, { signal: AbortSignal.timeout(2_000) }).then((r) => (r.ok ? "ready" : null), () => null)),
-      60_000,
-      200,
-    ).catch((error: Error) => error);
-    if (ready === "ready") break;
-    if (ready === "exited" && /address already in use/i.test(current.log) && attempt < 5) {
-      prometheus = await launch();
-      continue;
-    }
-    current.child.kill("SIGKILL");
-    throw new Error(`Prometheus did not start (${ready instanceof Error ? ready.message : "it exited"}):\n${current.log}`);
-  }
+  // Its log says so when the port was taken.
+  const prometheus = await onFreePort(launch, (error) => /address already in use/i.test(String(error)));
   const { url, child, exited } = prometheus;
   const log = () => prometheus.log;
   const api = async <T>(pathAndQuery: string): Promise<T> => {
