@@ -90,6 +90,44 @@ export function groupHref(group: string, deployment = "", filter = "", within?: 
   return homeHref(params);
 }
 
+/** Where a tab keeps the address of the group table it showed last (see `rememberGroupAddress`). */
+const GROUP_ADDRESS_KEY = "lockscope.group-address";
+
+/**
+ * Keeps, for this tab, the address of a group's table as it is shown (its deployment, the groups' filter, its own
+ * search and sort): a lock opened from it leads back to the same rows by its page's link, not only by the browser's
+ * Back. Nothing is kept where the browser keeps no session storage.
+ */
+export function rememberGroupAddress(group: string, href: string): void {
+  try {
+    window.sessionStorage.setItem(GROUP_ADDRESS_KEY, JSON.stringify({ group, href }));
+  } catch {
+    // (Storage refused, full or absent: the way back is the group's own address.)
+  }
+}
+
+/**
+ * The way back from a lock's page to its group: the group's table as this tab showed it last, where that was this
+ * group (every deployment's locks of it, or those of the lock's own deployment `deployment`); else the group's own
+ * address.
+ */
+export function groupBackHref(group: string, deployment: string): string {
+  const plain = groupHref(group);
+  try {
+    const kept: unknown = JSON.parse(window.sessionStorage.getItem(GROUP_ADDRESS_KEY) ?? "null");
+    if (typeof kept !== "object" || kept === null) return plain;
+    const { group: keptGroup, href } = kept as { group?: unknown; href?: unknown };
+    // Only an address of this console's own groups page (`/?group=…`): never a way off the site.
+    if (keptGroup !== group || typeof href !== "string" || !href.startsWith("/?")) return plain;
+    const params = new URLSearchParams(href.slice(2));
+    const shown = params.get("deployment");
+    if (params.get("group") !== group || (shown !== null && shown !== deployment)) return plain;
+    return href;
+  } catch {
+    return plain;
+  }
+}
+
 /**
  * Every group, of one deployment where one is given, filtered by name where a filter is given, and sorted as `sort`
  * says (left out: by group, ascending).

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { GROUP_ROWS_WINDOW, rowsWindow, type GroupSort, type LockGroup, type LockGroupsPage, type LocksPage } from "@/lib/locks/groups";
 import { isLive, type Lock } from "@/lib/locks/types";
 import { apiFetch } from "../api-client";
-import { allGroupsHref, contentionText, deploymentsOf, formatDuration, groupHref, holderText, nodeColumnCount, shortestTtlText } from "./format";
+import { allGroupsHref, contentionText, deploymentsOf, formatDuration, groupHref, holderText, nodeColumnCount, rememberGroupAddress, shortestTtlText } from "./format";
 import { liveFeed } from "./live-feed";
 import { LoadError, LockRowsTable, nextSort, SortHeader, TableTools, type Sort, type SortKey } from "./lock-rows";
 import { useLiveLocks, useNow } from "./use-live-locks";
@@ -283,6 +283,8 @@ export function GroupLocks({
     },
     [group, deployment, filter],
   );
+  // This tab keeps the table's address as shown, for the way back from a lock's page (its link, not only Back).
+  useEffect(() => rememberGroupAddress(group, groupHref(group, deployment ?? "", filter, { search: text.trim(), sort })), [group, deployment, filter, text, sort]);
   const typeSearch = useCallback(
     (next: string) => {
       setText(next);

@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
-import { useRef } from "react";
+import { useEffect, useRef, useState } from "react";
 import { GROUPED_VIEW_ABOVE } from "@/lib/locks/groups";
 import { isSplitVote, SPLIT_VOTE_HOLDER } from "@/lib/locks/holder-text";
 import type { LockDetail, LockReplication } from "@/lib/locks/types";
@@ -10,7 +10,7 @@ import { apiFetch, ApiRequestError, errorText } from "../api-client";
 import { ForceReleaseButton } from "../release/force-release-button";
 import { ContentionChart } from "./contention-chart";
 import { DeploymentChoices } from "./deployment-choices";
-import { contentionText, FORMAT_LABEL, formatDuration, groupHref, holderLine, holderText, lockHref } from "./format";
+import { contentionText, FORMAT_LABEL, formatDuration, groupBackHref, groupHref, holderLine, holderText, lockHref } from "./format";
 import { LockBadges, NodeDots, TtlBar } from "./lock-bits";
 import { lockDetailKey, type FeedScope } from "./live-feed";
 import { useLiveLocks, useLiveNodes, useNow } from "./use-live-locks";
@@ -63,6 +63,11 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
   const group = everyLock ? undefined : query.data?.group;
   const live = useLiveLocks(everyLock ? EVERY_LOCK : group === undefined ? NO_LOCKS : { locks: "group", group });
   const offsetMs = live.data?.offsetMs ?? (query.data ? query.data.serverTime - query.dataUpdatedAt : 0);
+  // The way back to the group leads to its table as this tab showed it (search, sort, deployment), read from the
+  // tab's storage once on screen (the server renders the group's own address).
+  const lockDeployment = query.data?.deployment;
+  const [groupBack, setGroupBack] = useState<string | null>(null);
+  useEffect(() => setGroupBack(group === undefined || lockDeployment === undefined ? null : groupBackHref(group, lockDeployment)), [group, lockDeployment]);
   // The resource is a lock on several deployments and the URL did not say which: one link to each.
   const choices = query.error instanceof ApiRequestError && query.error.status === 409 ? ((query.error.details as { deployments?: string[] } | undefined)?.deployments ?? []) : [];
 
@@ -108,7 +113,7 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
       <p>
         {/* A large fleet's locks page lists groups: the way back is to this lock's group, as it was opened from. */}
         {group !== undefined ? (
-          <Link href={groupHref(group)} className="back-link">
+          <Link href={groupBack ?? groupHref(group)} className="back-link">
             ← {group}
           </Link>
         ) : (

@@ -390,6 +390,29 @@ test.describe("grouped view of a large fleet", () => {
     await expect(page).toHaveURL(`/?group=${encodeURIComponent(group)}`);
     await expect(page.getByRole("heading", { level: 2, name: group })).toBeVisible();
     await expect(table.getByRole("row", { name: resource, exact: true })).toBeVisible();
+
+    // Searched and sorted, the group's table is where the lock's link leads back to, as the browser's Back does.
+    const search = page.getByRole("searchbox", { name: "Search this group" });
+    await search.fill("job-000");
+    await expect(page.getByText("10 locks match", { exact: true })).toBeVisible();
+    await table.getByRole("button", { name: "Resource", exact: true }).click();
+    await expect(table.getByRole("row").nth(1)).toHaveAttribute("aria-label", `${group}/job-0009`);
+    await table.getByRole("link", { name: resource, exact: true }).click();
+    await expect(page.getByRole("heading", { level: 1, name: resource })).toBeVisible();
+    await back.click();
+    await expect(page).toHaveURL(`/?group=${encodeURIComponent(group)}&q=job-000&sort=resource&order=desc`);
+    await expect(search).toHaveValue("job-000");
+    await expect(page.getByText("10 locks match", { exact: true })).toBeVisible();
+    await expect(table.getByRole("columnheader", { name: "Resource" })).toHaveAttribute("aria-sort", "descending");
+    await expect(table.getByRole("row").nth(1)).toHaveAttribute("aria-label", `${group}/job-0009`);
+
+    // Another group's table, shown last, is not this lock's way back: its own group's address is.
+    await page.goto(`/?group=${encodeURIComponent(`${prefix}-mail`)}&q=x`);
+    await expect(page.getByRole("heading", { level: 2, name: `${prefix}-mail` })).toBeVisible();
+    await page.goto(`/locks/${encodeURIComponent(resource)}`);
+    await back.click();
+    await expect(page).toHaveURL(`/?group=${encodeURIComponent(group)}`);
+    await expect(search).toHaveValue("");
   });
 
   test("the groups' filter is kept when a group opened from it leads back, by its link and by the browser's Back", async ({ page, request, signIn }) => {
