@@ -1,11 +1,12 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Redis from "ioredis";
-import { freePort, startRedisNodes, type RedisNode } from "@/lib/redis-node";
+import { startRedisNodes, type RedisNode } from "@/lib/redis-node";
 import { E2E_OPERATOR_TOKEN, E2E_VIEWER_TOKEN, expect, test } from "./fixtures";
+import { startLauncher, type LauncherProcess } from "../support/launcher";
 import { startSentinel } from "../support/sentinel";
 import { deleteMatching, FLEET, holdFleet, scrollingTables, settled, unique } from "./scene";
 
@@ -21,9 +22,8 @@ test.describe("a console watching three deployments", () => {
   let replica: RedisNode | null = null;
   let sentinel: ChildProcess | null = null;
   let clients: Redis[] = [];
-  let child: ChildProcess | null = null;
+  let launcher: LauncherProcess | null = null;
   let origin = "";
-  let output = "";
 
   test.beforeAll(async () => {
     test.setTimeout(180_000);
@@ -46,37 +46,18 @@ test.describe("a console watching three deployments", () => {
         ],
       }),
     );
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    child = spawn(process.execPath, ["--import", "tsx", path.join(process.cwd(), "scripts", "start.ts")], {
-      cwd: process.cwd(),
-      env: {
-        ...process.env,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        NODE_ENV: "production",
+    // (On another free port if the one it was given is taken first.)
+    launcher = await startLauncher(
+      {
         LOG_LEVEL: "warn",
         LOCKSCOPE_DATA_DIR: path.join(dir, "data"),
         LOCKSCOPE_DEPLOYMENTS_FILE: file,
         LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN,
         LOCKSCOPE_VIEWER_TOKEN: E2E_VIEWER_TOKEN,
       },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stdout?.on("data", (c: Buffer) => (output += c.toString()));
-    child.stderr?.on("data", (c: Buffer) => (output += c.toString()));
-    await expect
-      .poll(
-        async () => {
-          if (child?.exitCode !== null) throw new Error(`the second console exited:\n${output.slice(-2000)}`);
-          return fetch(`${origin}/api/ready`).then(
-            (res) => res.status,
-            () => 0,
-          );
-        },
-        { timeout: 120_000, intervals: [250] },
-      )
-      .toBe(200);
+      { until: "ready" },
+    );
+    origin = launcher.baseUrl;
     clients = nodes.map((n) => {
       const c = new Redis(n.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
       c.on("error", () => undefined);
@@ -86,11 +67,7 @@ test.describe("a console watching three deployments", () => {
 
   test.afterAll(async () => {
     for (const c of clients) c.disconnect();
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child?.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await launcher?.stop();
     sentinel?.kill("SIGKILL");
     await Promise.all([...nodes, ...(replica ? [replica] : [])].map((n) => n.stop()));
     rmSync(dir, { recursive: true, force: true });

@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Redis from "ioredis";
-import { freePort, startRedisNodes, type RedisNode } from "@/lib/redis-node";
+import { startRedisNodes, type RedisNode } from "@/lib/redis-node";
+import { startLauncher, type LauncherProcess } from "../support/launcher";
 import { E2E_OPERATOR_TOKEN, expect, test } from "./fixtures";
 
 /**
@@ -14,50 +14,23 @@ import { E2E_OPERATOR_TOKEN, expect, test } from "./fixtures";
 test.describe("the live stream of a console where reading is open", () => {
   let dir: string;
   let nodes: RedisNode[] = [];
-  let child: ChildProcess | null = null;
+  let launcher: LauncherProcess | null = null;
   let origin = "";
-  let output = "";
 
   test.beforeAll(async () => {
     test.setTimeout(180_000);
     dir = mkdtempSync(path.join(os.tmpdir(), "lockscope-e2e-live-stream-"));
     nodes = await startRedisNodes(1, { dir });
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      NODE_ENV: "production",
-      LOG_LEVEL: "warn",
-      LOCKSCOPE_DATA_DIR: path.join(dir, "data"),
-      REDIS_URLS: nodes.map((n) => n.url).join(","),
-      LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN,
-    };
-    delete env.LOCKSCOPE_VIEWER_TOKEN;
-    child = spawn(process.execPath, ["--import", "tsx", path.join(process.cwd(), "scripts", "start.ts")], { cwd: process.cwd(), env, stdio: ["ignore", "pipe", "pipe"] });
-    child.stdout?.on("data", (c: Buffer) => (output += c.toString()));
-    child.stderr?.on("data", (c: Buffer) => (output += c.toString()));
-    await expect
-      .poll(
-        async () => {
-          if (child?.exitCode !== null) throw new Error(`the second console exited:\n${output.slice(-2000)}`);
-          return fetch(`${origin}/api/ready`).then(
-            (res) => res.status,
-            () => 0,
-          );
-        },
-        { timeout: 120_000, intervals: [250] },
-      )
-      .toBe(200);
+    // (On another free port if the one it was given is taken first.)
+    launcher = await startLauncher(
+      { LOG_LEVEL: "warn", LOCKSCOPE_DATA_DIR: path.join(dir, "data"), REDIS_URLS: nodes.map((n) => n.url).join(","), LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN, LOCKSCOPE_VIEWER_TOKEN: undefined },
+      { until: "ready" },
+    );
+    origin = launcher.baseUrl;
   });
 
   test.afterAll(async () => {
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child?.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await launcher?.stop();
     await Promise.all(nodes.map((n) => n.stop()));
     rmSync(dir, { recursive: true, force: true });
   });
@@ -102,13 +75,13 @@ test.describe("the live stream of a console where reading is open", () => {
     const tile = (name: string) => page.getByLabel("Live counts").locator("div").filter({ has: page.getByText(name, { exact: true }) }).getByRole("definition");
     await expect(tile("nodes up")).toHaveText("1/1");
     await expect(tile("acquisitions/s")).toHaveText(/^\d/);
-    child?.kill("SIGSTOP");
+    launcher?.child.kill("SIGSTOP");
     try {
       await expect(connection).toHaveText("reconnecting…", { timeout: 60_000 });
       // What the console said last is not what it says now: its rates and its count of nodes up are not known.
       for (const name of ["acquisitions/s", "contention/s", "expirations/s", "nodes up"]) await expect(tile(name), name).toHaveText("–");
     } finally {
-      child?.kill("SIGCONT");
+      launcher?.child.kill("SIGCONT");
     }
     await expect(connection).toHaveText("live", { timeout: 30_000 });
     await expect(tile("nodes up")).toHaveText("1/1");
@@ -120,7 +93,7 @@ test.describe("the live stream of a console where reading is open", () => {
     await page.goto(`${origin}/audit`);
     const nodeStatus = page.getByRole("banner").getByRole("status", { name: "Lock nodes" });
     await expect(nodeStatus).toContainText("1/1 up");
-    child?.kill("SIGKILL");
+    launcher?.child.kill("SIGKILL");
     await expect(nodeStatus).toContainText("Console unreachable", { timeout: 30_000 });
     await expect(nodeStatus).not.toContainText("1/1 up");
   });

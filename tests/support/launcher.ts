@@ -6,7 +6,9 @@ import { freePort } from "@/lib/redis-node";
 import { onFreePort } from "./free-port";
 import { until } from "./wait";
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
+// The project's root: the test runners (Vitest and Playwright) run from it. (No `import.meta` here: Playwright loads
+// this file as CommonJS for the e2e specs that start a console of their own.)
+const ROOT = process.cwd();
 
 export interface LauncherProcess {
   child: ChildProcess;
@@ -20,37 +22,47 @@ export interface LauncherProcess {
   stop(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
+/** The launcher's environment besides the test runner's: a variable given `undefined` is left out. */
+type LauncherEnv = Record<string, string | undefined>;
+
+interface StartOptions {
+  /** false: returns once spawned, without waiting. */
+  waitReady?: boolean;
+  /** What it must answer with 200 to be taken as up: `/api/health` (the default) or `/api/ready` (its nodes read). */
+  until?: "health" | "ready";
+}
+
 /**
- * Starts the real launcher (`npm start`'s script) as a child process and waits until it serves health, on a free
- * port unless the test names one (`PORT`), started again on another if the launcher finds its port taken.
+ * Starts the real launcher (`npm start`'s script) as a child process and waits until it serves health (or is
+ * ready), on a free port unless the test names one (`PORT`), started again on another if the launcher finds its
+ * port taken.
  */
-export async function startLauncher(env: Record<string, string> = {}, options: { waitReady?: boolean } = {}): Promise<LauncherProcess> {
+export async function startLauncher(env: LauncherEnv = {}, options: StartOptions = {}): Promise<LauncherProcess> {
   const dataDir = env.LOCKSCOPE_DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-"));
-  if (env.PORT !== undefined) return options.waitReady === false ? spawnLauncher(null, env, dataDir) : untilServing(spawnLauncher(null, env, dataDir));
+  const serving = (launcher: LauncherProcess) => untilServing(launcher, options.until ?? "health");
+  if (env.PORT !== undefined) return options.waitReady === false ? spawnLauncher(null, env, dataDir) : serving(spawnLauncher(null, env, dataDir));
   if (options.waitReady === false) return spawnLauncher(await freePort(), env, dataDir);
   return onFreePort(
-    (port) => untilServing(spawnLauncher(port, env, dataDir)),
+    (port) => serving(spawnLauncher(port, env, dataDir)),
     // Its one line for a port it cannot listen on, in the failure's output.
     (error) => /port \d+ on 127\.0\.0\.1 is in use/.test(String(error)),
   );
 }
 
-function spawnLauncher(port: number | null, env: Record<string, string>, dataDir: string): LauncherProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts", "start.ts")], {
-    cwd: ROOT,
+function spawnLauncher(port: number | null, env: LauncherEnv, dataDir: string): LauncherProcess {
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...(port === null ? {} : { PORT: String(port) }),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    NODE_ENV: "production",
     // No shutdown delay unless a test asks for one: nothing balances load onto these consoles, and a SIGTERM stops them at once.
-    env: {
-      ...process.env,
-      ...(port === null ? {} : { PORT: String(port) }),
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "warn",
-      NODE_ENV: "production",
-      LOCKSCOPE_SHUTDOWN_DELAY_MS: "0",
-      ...env,
-      LOCKSCOPE_DATA_DIR: dataDir,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+    LOCKSCOPE_SHUTDOWN_DELAY_MS: "0",
+    ...env,
+    LOCKSCOPE_DATA_DIR: dataDir,
+  };
+  for (const [name, value] of Object.entries(env)) if (value === undefined) delete childEnv[name];
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts", "start.ts")], { cwd: ROOT, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout?.on("data", (c: Buffer) => (out += c.toString()));
   child.stderr?.on("data", (c: Buffer) => (out += c.toString()));
@@ -70,23 +82,23 @@ function spawnLauncher(port: number | null, env: Record<string, string>, dataDir
   };
 }
 
-async function untilServing(launcher: LauncherProcess): Promise<LauncherProcess> {
+async function untilServing(launcher: LauncherProcess, answering: "health" | "ready"): Promise<LauncherProcess> {
   let exitedEarly = false;
   void launcher.exited.then(() => (exitedEarly = true));
   try {
     await until(
-      "the console serves /api/health",
+      `the console serves /api/${answering}`,
       async () => {
         if (exitedEarly) throw new Error("the launcher exited");
         // Its own line once it listens: until then an answer on the port would be another process's (a free
         // port can be handed to two starters at once, and only one of them binds it).
         if (!launcher.output().includes(`console ready at http://`)) return false;
-        return fetch(`${launcher.baseUrl}/api/health`).then(
+        return fetch(`${launcher.baseUrl}/api/${answering}`).then(
           (res) => res.ok,
           () => false,
         );
       },
-      90_000,
+      answering === "ready" ? 120_000 : 90_000,
       200,
     );
     return launcher;
