@@ -63,8 +63,8 @@ export function LockDetailView({ resource, deployment }: { resource: string; dep
   const group = everyLock ? undefined : query.data?.group;
   const live = useLiveLocks(everyLock ? EVERY_LOCK : group === undefined ? NO_LOCKS : { locks: "group", group });
   const offsetMs = live.data?.offsetMs ?? (query.data ? query.data.serverTime - query.dataUpdatedAt : 0);
-  // The way back to the group leads to its table as this tab showed it (search, sort, deployment), read from the
-  // tab's storage once on screen (the server renders the group's own address).
+  // The way back to the group leads to its table as this tab last showed it (search, sort, deployment), read from
+  // the tab's session storage once the page is in the browser; until then, the group's own address.
   const lockDeployment = query.data?.deployment;
   const [groupBack, setGroupBack] = useState<string | null>(null);
   useEffect(() => setGroupBack(group === undefined || lockDeployment === undefined ? null : groupBackHref(group, lockDeployment)), [group, lockDeployment]);
