@@ -94,13 +94,13 @@ export function groupHref(group: string, deployment = "", filter = "", within?: 
 const GROUP_ADDRESS_KEY = "lockscope.group-address";
 
 /**
- * Keeps, for this tab, the address of a group's table as it is shown (its deployment, the groups' filter, its own
- * search and sort): a lock opened from it leads back to the same rows by its page's link, not only by the browser's
- * Back. Nothing is kept where the browser keeps no session storage.
+ * Keeps, for this tab, the address of a group's table as it is shown (`groupHref`: its deployment, the groups'
+ * filter, its own search and sort): a lock opened from it leads back to the same rows by its page's link, not only
+ * by the browser's Back. Nothing is kept where the browser keeps no session storage.
  */
-export function rememberGroupAddress(group: string, href: string): void {
+export function rememberGroupAddress(href: string): void {
   try {
-    window.sessionStorage.setItem(GROUP_ADDRESS_KEY, JSON.stringify({ group, href }));
+    window.sessionStorage.setItem(GROUP_ADDRESS_KEY, href);
   } catch {
     // (Storage refused, full or absent: the way back is the group's own address.)
   }
@@ -114,11 +114,9 @@ export function rememberGroupAddress(group: string, href: string): void {
 export function groupBackHref(group: string, deployment: string): string {
   const plain = groupHref(group);
   try {
-    const kept: unknown = JSON.parse(window.sessionStorage.getItem(GROUP_ADDRESS_KEY) ?? "null");
-    if (typeof kept !== "object" || kept === null) return plain;
-    const { group: keptGroup, href } = kept as { group?: unknown; href?: unknown };
+    const href = window.sessionStorage.getItem(GROUP_ADDRESS_KEY);
     // Only an address of this console's own groups page (`/?group=…`): never a way off the site.
-    if (keptGroup !== group || typeof href !== "string" || !href.startsWith("/?")) return plain;
+    if (href === null || !href.startsWith("/?")) return plain;
     const params = new URLSearchParams(href.slice(2));
     const shown = params.get("deployment");
     if (params.get("group") !== group || (shown !== null && shown !== deployment)) return plain;

@@ -284,7 +284,7 @@ export function GroupLocks({
     [group, deployment, filter],
   );
   // This tab keeps the table's address as shown, for the way back from a lock's page (its link, not only Back).
-  useEffect(() => rememberGroupAddress(group, groupHref(group, deployment ?? "", filter, { search: text.trim(), sort })), [group, deployment, filter, text, sort]);
+  useEffect(() => rememberGroupAddress(groupHref(group, deployment ?? "", filter, { search: text.trim(), sort })), [group, deployment, filter, text, sort]);
   const typeSearch = useCallback(
     (next: string) => {
       setText(next);

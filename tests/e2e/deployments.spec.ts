@@ -49,7 +49,6 @@ test.describe("a console watching three deployments", () => {
     // (On another free port if the one it was given is taken first.)
     launcher = await startLauncher(
       {
-        LOG_LEVEL: "warn",
         LOCKSCOPE_DATA_DIR: path.join(dir, "data"),
         LOCKSCOPE_DEPLOYMENTS_FILE: file,
         LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN,

@@ -23,7 +23,7 @@ test.describe("the live stream of a console where reading is open", () => {
     nodes = await startRedisNodes(1, { dir });
     // (On another free port if the one it was given is taken first.)
     launcher = await startLauncher(
-      { LOG_LEVEL: "warn", LOCKSCOPE_DATA_DIR: path.join(dir, "data"), REDIS_URLS: nodes.map((n) => n.url).join(","), LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN, LOCKSCOPE_VIEWER_TOKEN: undefined },
+      { LOCKSCOPE_DATA_DIR: path.join(dir, "data"), REDIS_URLS: nodes.map((n) => n.url).join(","), LOCKSCOPE_OPERATOR_TOKEN: E2E_OPERATOR_TOKEN, LOCKSCOPE_VIEWER_TOKEN: undefined },
       { until: "ready" },
     );
     origin = launcher.baseUrl;

@@ -39,11 +39,14 @@ interface StartOptions {
  */
 export async function startLauncher(env: LauncherEnv = {}, options: StartOptions = {}): Promise<LauncherProcess> {
   const dataDir = env.LOCKSCOPE_DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), "lockscope-launcher-"));
-  const serving = (launcher: LauncherProcess) => untilServing(launcher, options.until ?? "health");
-  if (env.PORT !== undefined) return options.waitReady === false ? spawnLauncher(null, env, dataDir) : serving(spawnLauncher(null, env, dataDir));
-  if (options.waitReady === false) return spawnLauncher(await freePort(), env, dataDir);
+  const launch = async (port: number | null) => {
+    const launcher = spawnLauncher(port, env, dataDir);
+    return options.waitReady === false ? launcher : untilServing(launcher, options.until ?? "health");
+  };
+  if (env.PORT !== undefined) return launch(null);
+  if (options.waitReady === false) return launch(await freePort());
   return onFreePort(
-    (port) => serving(spawnLauncher(port, env, dataDir)),
+    launch,
     // Its one line for a port it cannot listen on, in the failure's output.
     (error) => /port \d+ on 127\.0\.0\.1 is in use/.test(String(error)),
   );

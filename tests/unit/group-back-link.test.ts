@@ -27,31 +27,30 @@ describe("the way back from a lock's page to its group", () => {
   const searched = groupHref("lock:orders", "", "lock:", { search: "job-00", sort: { key: "ttl", dir: -1 } });
 
   it("leads to the group's table as the tab showed it: its filter, search and sort", () => {
-    rememberGroupAddress("lock:orders", searched);
+    rememberGroupAddress(searched);
     expect(groupBackHref("lock:orders", "default")).toBe("/?group=lock%3Aorders&filter=lock%3A&q=job-00&sort=ttl&order=desc");
   });
 
   it("leads to the group's own address when the tab showed another group last, or nothing", () => {
     expect(groupBackHref("lock:orders", "default")).toBe("/?group=lock%3Aorders");
-    rememberGroupAddress("lock:mail", groupHref("lock:mail", "", "", { search: "x", sort: { key: "resource", dir: 1 } }));
+    rememberGroupAddress(groupHref("lock:mail", "", "", { search: "x", sort: { key: "resource", dir: 1 } }));
     expect(groupBackHref("lock:orders", "default")).toBe("/?group=lock%3Aorders");
   });
 
   it("keeps a table of the lock's own deployment, and not one of another deployment", () => {
-    rememberGroupAddress("lock:orders", groupHref("lock:orders", "eu", "", { search: "job", sort: { key: "resource", dir: 1 } }));
+    rememberGroupAddress(groupHref("lock:orders", "eu", "", { search: "job", sort: { key: "resource", dir: 1 } }));
     expect(groupBackHref("lock:orders", "eu")).toBe("/?group=lock%3Aorders&deployment=eu&q=job");
     expect(groupBackHref("lock:orders", "us")).toBe("/?group=lock%3Aorders");
   });
 
   it("never leads off the console's groups page, whatever the storage holds", () => {
     for (const held of [
-      JSON.stringify({ group: "lock:orders", href: "//evil.example/?group=lock%3Aorders" }),
-      JSON.stringify({ group: "lock:orders", href: "https://evil.example/?group=lock%3Aorders" }),
-      JSON.stringify({ group: "lock:orders", href: "/audit?group=lock%3Aorders" }),
-      JSON.stringify({ group: "lock:orders", href: "/?group=lock%3Amail" }),
-      JSON.stringify({ group: "lock:orders", href: 7 }),
-      JSON.stringify(["lock:orders", "/?group=lock%3Aorders&q=x"]),
-      "not json",
+      "//evil.example/?group=lock%3Aorders",
+      "https://evil.example/?group=lock%3Aorders",
+      "/audit?group=lock%3Aorders",
+      "/?group=lock%3Amail",
+      "/?group=lock%3Aorders%2Fx",
+      "not an address",
     ]) {
       storage.setItem("lockscope.group-address", held);
       expect(groupBackHref("lock:orders", "default"), held).toBe("/?group=lock%3Aorders");
@@ -64,7 +63,7 @@ describe("the way back from a lock's page to its group", () => {
         throw new DOMException("The operation is insecure.", "SecurityError");
       },
     });
-    expect(() => rememberGroupAddress("lock:orders", searched)).not.toThrow();
+    expect(() => rememberGroupAddress(searched)).not.toThrow();
     expect(groupBackHref("lock:orders", "default")).toBe("/?group=lock%3Aorders");
   });
 });
