@@ -336,7 +336,8 @@ export class LockStore {
    * that read is older than what the store has. Always false once the console watches.
    */
   appliedAtStartSince(resource: string, since: number): boolean {
-    return this.staleAtStart(this.live.get(resource), resource, since);
+    // (A lock kept cold keeps its stamp in its slot: read through `coldView`.)
+    return this.staleAtStart(this.peek(resource), resource, since);
   }
 
   private staleAtStart(entry: Entry | undefined, resource: string, since: number): boolean {
@@ -619,6 +620,7 @@ export class LockStore {
       this.readsAtStart.or(resource, read);
     }
     this.recompute(entry, now, readSamples(entry, samples, now));
+    if (!this.context.watching) this.keepColdAtStart(entry, now);
   }
 
   setNodeUp(index: number, up: boolean, now = Date.now()): void {
@@ -998,7 +1000,9 @@ export class LockStore {
         rest.add(resource);
         continue;
       }
-      const entry = this.live.get(resource);
+      // A lock kept cold since it changed (one found while the console starts) is built from its cold record:
+      // `coldView` is pointed at it and read before the next, and its time sent written in its slot.
+      const entry = this.peek(resource);
       if (!entry || entry.state === null || (wanted !== undefined && !wanted(resource, this.deployment))) {
         if (rest === null) changed.delete(resource);
         continue;
@@ -1075,7 +1079,7 @@ export class LockStore {
     return entry;
   }
 
-  /** The lock of `resource` to read now, hot or cold (a cold one through `coldView`: never kept, never written). */
+  /** The lock of `resource` to read now, hot or cold (a cold one through `coldView`: never kept, and written only its time sent: see `drain`). */
   private peek(resource: string): Entry | undefined {
     const hot = this.live.get(resource);
     const record = hot === undefined ? this.coldRecordOf(resource) : -1;
@@ -1251,6 +1255,20 @@ export class LockStore {
     }
   }
 
+  /**
+   * While the console starts, a lock found held is kept cold as soon as it is merged, once the store holds
+   * `coldAbove` locks or more: a million found locks never become a million objects that the collector copies into
+   * its old generation and marks while the reconcile goes on, and that the ticks then move cold one by one while the
+   * first changes arrive. Not while a pass over every lock is among the hot ones (it would miss a lock moved behind
+   * it), nor for one a pass met already (it would meet it again): those are kept cold by the ticks, once the store
+   * watches.
+   */
+  private keepColdAtStart(entry: Entry, now: number): void {
+    if (this.live.size + this.cold.size < this.coldAbove) return;
+    for (const pass of this.passes) if (pass.hot || pass.skip.has(entry.resource)) return;
+    this.keepCold(entry, now);
+  }
+
   /** Keeps the lock cold if it is only its value held (`coldValue`) and nothing is pending or due for it soon; true if it did. */
   private keepCold(entry: Entry, now: number): boolean {
     const value = entry.coldValue();
@@ -1260,7 +1278,8 @@ export class LockStore {
     if (resource.length + value.length > 1_024) return false;
     const wakeAt = entry.wheelAt === UNSCHEDULED ? Number.POSITIVE_INFINITY : this.wheel.timeOf(entry.wheelAt);
     if (!(wakeAt > now + COLD_WAKE_BEYOND_MS)) return false;
-    if (this.changed.has(resource) || this.settling.has(resource) || this.contentionChanged.has(resource) || this.coveredNow.has(resource)) return false;
+    // (A change still to send is sent from the cold record: see `drain`.)
+    if (this.settling.has(resource) || this.contentionChanged.has(resource) || this.coveredNow.has(resource)) return false;
     if (this.contention.has(resource) || this.forceHints.get(resource) !== null) return false;
     this.wheel.forget(entry);
     this.live.delete(resource);

@@ -174,6 +174,64 @@ describe("the lock store's cold locks", () => {
     expect([...visits.values()].every((n) => n === 1)).toBe(true);
   });
 
+  it("keeps the locks it finds cold as it merges them while the console starts, and sends them to a stream open meanwhile", () => {
+    const made = [Number.POSITIVE_INFINITY, 0].map((coldAbove) => {
+      const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>(), coldAbove);
+      const before = store.startApplies;
+      for (let i = 0; i < 100; i++) store.apply(`lock:orders/${i}`, heldAll(`lock:orders/${i}`, `token-${i}`), T, true);
+      // A stream opened while the console starts: every lock found so far is sent, whole or cold.
+      const sent = store.drain(T, 0, Number.MAX_SAFE_INTEGER).upserts;
+      return { store, before, sent };
+    });
+    const [hot, cold] = made as [(typeof made)[0], (typeof made)[0]];
+    expect(hot.store.sizes()).toMatchObject({ live: 100, cold: 0 });
+    expect(cold.store.sizes()).toMatchObject({ live: 100, cold: 100 });
+    expect(cold.sent).toHaveLength(100);
+    expect(byResource(cold.sent)).toEqual(byResource(hot.sent));
+    // A read sent before a lock's readings were applied is older than what the store has, cold or whole: not applied.
+    for (const { store, before } of [hot, cold]) {
+      expect(store.appliedAtStartSince("lock:orders/5", before)).toBe(true);
+      expect(store.appliedAtStartSince("lock:orders/5", store.startApplies)).toBe(false);
+      expect(store.applyUnlessStale("lock:orders/5", goneAll(), before, T + 1)).toBe(false);
+      expect(store.lock("lock:orders/5", T + 1)?.state).toBe("held");
+    }
+    expect(cold.store.sizes().cold).toBe(99);
+  });
+
+  it("meets every lock once in a pass that yields between slices while the console starts and finds more", async () => {
+    // The first 50 locks found stay whole (below `coldAbove`), the rest are kept cold as they are found.
+    const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>(), 50);
+    const FOUND = 200;
+    const found = (key: string) => store.apply(key, heldAll(key, `token-${key}`), T, true);
+    for (let i = 0; i < FOUND; i++) found(`lock:orders/${i}`);
+    expect(store.sizes()).toMatchObject({ live: FOUND, cold: FOUND - 49 });
+    let rounds = 0;
+    // As the pass meets locks, other nodes' reads come in: more locks found, locks made whole and read again, and, once
+    // the pass is among the whole ones, those read again (each could now be kept cold).
+    const pass = store.knownOn(
+      0,
+      (resource) => {
+        if (resource === "lock:orders/100" || resource === "lock:orders/0") {
+          rounds += 1;
+          for (let j = 0; j < 10; j++) found(`lock:more/${rounds}-${j}`);
+        }
+        if (resource === "lock:orders/100") {
+          // Reads older than what the store has (not applied, each lock made whole again), behind the pass and ahead
+          // of it; then the one behind read again.
+          for (const key of ["lock:orders/50", "lock:orders/150"]) expect(store.applyUnlessStale(key, heldAll(key, `token-${key}`), 0, T)).toBe(false);
+          found("lock:orders/50");
+        }
+        if (resource === "lock:orders/0") for (let i = 1; i < 49; i++) found(`lock:orders/${i}`);
+        return true;
+      },
+      10,
+    );
+    const known = await pass;
+    expect(rounds).toBe(2);
+    expect(known.length - new Set(known).size).toBe(0);
+    for (let i = 0; i < FOUND; i++) expect(known).toContain(`lock:orders/${i}`);
+  });
+
   it("keeps whole the locks taken while it watches, and tells a cold lock's extension as a whole one's", () => {
     const { hot, cold, both, tickBoth } = twins();
     const COLD = cold.store.sizes().cold;
