@@ -92,6 +92,9 @@ export class ExpiryWheel<T extends Scheduled> {
     lock.wheelAt = UNSCHEDULED;
     const bucket = this.buckets.get(slot);
     if (!bucket) return null;
+    // The last one scheduled there (a lock found at start and kept cold as soon as it is merged): its entry goes
+    // too, or a bucket that other locks keep would hold a million found locks' names until it fires.
+    if (bucket.items[bucket.items.length - 1] === lock.resource) bucket.items.pop();
     bucket.live -= 1;
     if (bucket.live > 0) return bucket;
     this.buckets.delete(slot);

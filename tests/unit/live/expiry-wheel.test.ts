@@ -31,6 +31,24 @@ describe("ExpiryWheel", () => {
     expect(wheel.sizes()).toEqual({ entries: 0, buckets: 0 });
   });
 
+  it("keeps nothing of a lock taken out of its bucket as soon as it was put in, in a bucket other locks keep", () => {
+    const T = 1_800_000_000_000;
+    const locks = new Map(Array.from({ length: 10_010 }, (_, i) => lock(`lock:${i}`)).map((l) => [l.resource, l]));
+    const wheel = new ExpiryWheel((r) => locks.get(r));
+    for (let i = 0; i < 10; i++) wheel.schedule(locks.get(`lock:${i}`)!, T + 60_000);
+    // Found at start and kept cold at once, each scheduled and forgotten in turn.
+    for (let i = 10; i < 10_010; i++) {
+      wheel.schedule(locks.get(`lock:${i}`)!, T + 60_000);
+      wheel.forget(locks.get(`lock:${i}`)!);
+    }
+    expect(wheel.sizes()).toEqual({ entries: 10, buckets: 1 });
+    const bucketArrays = (wheel as unknown as { buckets: Map<number, { items: string[] }> }).buckets;
+    expect([...bucketArrays.values()].map((b) => b.items.length)).toEqual([10]);
+    const fired: string[] = [];
+    wheel.fire(T + 60_000, (l) => fired.push(l.resource));
+    expect(fired).toHaveLength(10);
+  });
+
   it("fires a lock moved between buckets once, at its last time, and keeps a bucket's array from filling with moved-on entries", () => {
     const T = 1_800_000_000_000;
     const locks = new Map(Array.from({ length: 1_000 }, (_, i) => lock(`lock:${i}`)).map((l) => [l.resource, l]));
