@@ -73,13 +73,12 @@ const churnedCost = churnedLocks();
  */
 function found(coldAbove: number): { store: LockStore; applyMs: number } {
   const store = new LockStore(NODES, 2, new EventEmitter<LiveEventMap>(), coldAbove);
-  const readings = Array.from({ length: 10_000 }, (_, i) => heldOnEvery(`lock:orders/${i}`, i, 3_600_000));
   let applyMs = 0;
-  for (let from = 0; from < HELD; from += readings.length) {
+  for (let from = 0; from < HELD; from += 10_000) {
     // The readings of 10,000 locks at a time, made before they are timed (as a watcher's are before it applies them).
-    const batch = from === 0 ? readings : readings.map((_, j) => heldOnEvery(`lock:orders/${from + j}`, from + j, 3_600_000));
+    const batch = Array.from({ length: Math.min(10_000, HELD - from) }, (_, j) => heldOnEvery(`lock:orders/${from + j}`, from + j, 3_600_000));
     const started = performance.now();
-    for (let j = 0; j < batch.length && from + j < HELD; j++) store.apply(`lock:orders/${from + j}`, batch[j] as NodeSample[], now, true);
+    for (let j = 0; j < batch.length; j++) store.apply(`lock:orders/${from + j}`, batch[j] as NodeSample[], now, true);
     applyMs += performance.now() - started;
   }
   NODES.forEach((_, node) => store.setNodeUp(node, true, now));
@@ -88,8 +87,8 @@ function found(coldAbove: number): { store: LockStore; applyMs: number } {
   return { store, applyMs };
 }
 
-/** Heap per lock of `store` after two full collections, and the times of `ROUNDS` more. */
-function collections(store: LockStore): { perLock: number; times: number[] } {
+/** Heap per lock of `store` after two full collections, and the times of `ROUNDS` more (with how long it took to find them). */
+function collections({ store, applyMs }: { store: LockStore; applyMs: number }): { perLock: number; times: number[]; applyMs: number } {
   fullGc();
   fullGc();
   const used = process.memoryUsage().heapUsed;
@@ -101,20 +100,18 @@ function collections(store: LockStore): { perLock: number; times: number[] } {
   }
   const held = store.counts().held;
   if (held !== HELD) throw new Error(`Expected ${HELD} locks held, the store counts ${held}`);
-  return { perLock: Math.round(used / HELD), times };
+  return { perLock: Math.round(used / HELD), times, applyMs };
 }
-const line = (what: string, { perLock, times }: ReturnType<typeof collections>, applyMs: number) =>
+const line = (what: string, { perLock, times, applyMs }: ReturnType<typeof collections>) =>
   `${HELD} plain-token locks on three nodes, ${what}: found in ${applyMs.toFixed(0)} ms; heap ${perLock} B per lock; a full collection ${median(times).toFixed(0)} ms (median of ${ROUNDS}), ${Math.min(...times).toFixed(0)} ms at least\n`;
 
 // One store at a time: the first is let go before the second finds its locks.
-let first: { store: LockStore; applyMs: number } | null = found(Number.POSITIVE_INFINITY);
-const whole = { ...collections(first.store), applyMs: first.applyMs };
-first = null;
+const whole = collections(found(Number.POSITIVE_INFINITY));
 const second = found(COLD_ABOVE);
-const cold = { ...collections(second.store), applyMs: second.applyMs };
+const cold = collections(second);
 if (HELD >= COLD_ABOVE && second.store.sizes().cold < HELD - COLD_ABOVE) throw new Error(`Expected the locks found past ${COLD_ABOVE} kept cold, the store has ${JSON.stringify(second.store.sizes())}`);
 process.stdout.write(
   `${CHURNED} locks taken while the console watches: heap ${churnedCost.held} B per lock held, ${churnedCost.kept} B per lock once ended and kept for its page\n` +
-    line("each kept whole", whole, whole.applyMs) +
-    (HELD < COLD_ABOVE ? `(fewer than ${COLD_ABOVE} locks: none kept cold)\n` : line(`kept cold as found (${second.store.sizes().cold} of them)`, cold, cold.applyMs)),
+    line("each kept whole", whole) +
+    (HELD < COLD_ABOVE ? `(fewer than ${COLD_ABOVE} locks: none kept cold)\n` : line(`kept cold as found (${second.store.sizes().cold} of them)`, cold)),
 );
