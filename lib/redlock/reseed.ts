@@ -155,7 +155,8 @@ export async function seedAll(engine: Engine, resources: readonly string[], only
 
 /**
  * @internal One engine instance's re-seeds: a node found without marker by a fenced acquisition is repaired
- * in the background (at most one repair per node at a time, and not more often than REPAIR_COOLDOWN_MS),
+ * in the background (at most one repair per node at a time, and not more often than REPAIR_COOLDOWN_MS: one
+ * asked for sooner waits for the cooldown's end),
  * and a bootstrap (no node has a marker) runs once at a time.
  */
 export class FenceRepairs implements FenceRepairer {
@@ -172,9 +173,12 @@ export class FenceRepairs implements FenceRepairer {
    * does not leave the node marked is tried again after the cooldown, up to REPAIR_TRIES times in all.
    */
   schedule(index: number): void {
-    const now = performance.now();
-    if (this.#stopped || this.#running.has(index) || this.#retries.has(index) || now - (this.#lastTry.get(index) ?? -Infinity) < REPAIR_COOLDOWN_MS) return;
-    this.#attempt(index, 1);
+    if (this.#stopped || this.#running.has(index) || this.#retries.has(index)) return;
+    const wait = (this.#lastTry.get(index) ?? -Infinity) + REPAIR_COOLDOWN_MS - performance.now();
+    if (wait <= 0) return this.#attempt(index, 1);
+    // Found unmarked again within the cooldown of its last repair (it restarted once more): the repair waits for
+    // the cooldown's end rather than for an acquisition after it, which may never come.
+    this.#later(index, 1, wait);
   }
 
   /** Stops the repairs' retries (the engine is closing); a repair under way finishes its current step. */
@@ -196,13 +200,18 @@ export class FenceRepairs implements FenceRepairer {
       .then((marked) => {
         this.#running.delete(index);
         if (marked || this.#stopped || tries >= REPAIR_TRIES) return;
-        const timer = setTimeout(() => {
-          this.#retries.delete(index);
-          if (!this.#stopped) this.#attempt(index, tries + 1);
-        }, REPAIR_COOLDOWN_MS);
-        timer.unref?.();
-        this.#retries.set(index, timer);
+        this.#later(index, tries + 1, REPAIR_COOLDOWN_MS);
       });
+  }
+
+  /** Tries node `index`'s repair (its try number `tries`) in `ms`. */
+  #later(index: number, tries: number, ms: number): void {
+    const timer = setTimeout(() => {
+      this.#retries.delete(index);
+      if (!this.#stopped) this.#attempt(index, tries);
+    }, ms);
+    timer.unref?.();
+    this.#retries.set(index, timer);
   }
 
   /** Seeds every node when none has a marker; shared by concurrent callers; rejects like `seedAll`. */

@@ -155,6 +155,31 @@ describe("fencing tokens", () => {
     await redlock.release(lock);
   });
 
+  it("a node that comes back empty again within a second of its repair is repaired once that second is over, with no acquisition to trigger it", async () => {
+    const resource = "lock:repair-again";
+    const redlock = engine();
+    await redlock.release(await redlock.acquire([resource], 2000));
+    for (let attempt = 1; ; attempt++) {
+      await cluster.restart(1);
+      await allReady();
+      // This acquisition finds node 1 unmarked and repairs it: the engine's last repair of node 1 starts here.
+      const repairedFrom = performance.now();
+      await redlock.release(await redlock.acquire([resource], 2000));
+      await until("node 1 is re-seeded", async () => (await direct[1]!.get(FENCE_MARKER_KEY)) !== null);
+      // Node 1 restarts empty once more, and one acquisition finds it so within the second after that repair.
+      await cluster.restart(1);
+      await allReady();
+      await redlock.release(await redlock.acquire([resource], 2000));
+      if (performance.now() - repairedFrom < 900) break;
+      // The restart took most of the second (a busy machine): the scene is set again.
+      await until("node 1 is re-seeded", async () => (await direct[1]!.get(FENCE_MARKER_KEY)) !== null);
+      if (attempt === 3) throw new Error("three times node 1 took most of a second to restart");
+    }
+    expect(await direct[1]!.get(FENCE_MARKER_KEY)).toBeNull();
+    await until("node 1 is re-seeded without another acquisition", async () => (await direct[1]!.get(FENCE_MARKER_KEY)) !== null, 3000);
+    expect(await direct[1]!.get(fenceKey(resource))).toBe(await direct[0]!.get(fenceKey(resource)));
+  });
+
   it("refuse with FenceUnavailableError when fewer than a quorum kept their fences, until an operator re-seeds", async () => {
     const resource = "lock:two-lost";
     const redlock = engine({ retryCount: 0 });
