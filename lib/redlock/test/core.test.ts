@@ -834,17 +834,22 @@ describe("the engine's own connections when the application closes its clients",
     const subscribers = async () => String(await observer.call("CLIENT", "LIST", "TYPE", "pubsub")).split("\n").filter(Boolean).length;
     const own = cluster.clients();
     const redlock = new Redlock(own, { subscriberIdleMs: 600_000 });
-    expect(await redlock.using(["lock:closing"], 5_000, () => "done")).toBe("done");
-    expect(await subscribers()).toBe(1);
-    // The application closes its own clients and forgets the engine (no quit()).
-    await Promise.all(own.map((client) => client.quit()));
-    await until("the application's clients closed", () => own.every((client) => client.status === "end"));
-    await until("the engine's subscriber connections closed", async () => (await subscribers()) === 0);
-    // The engine still works once given clients that are open again (a client reconnected by the application).
-    await Promise.all(own.map((client) => client.connect()));
-    expect(await redlock.using(["lock:closing"], 5_000, () => "again")).toBe("again");
-    await redlock.quit();
-    await Promise.all(own.map((client) => client.quit()));
+    try {
+      expect(await redlock.using(["lock:closing"], 5_000, () => "done")).toBe("done");
+      // using() waits for a quorum of subscriptions, two of three: the observer's node may be the third, a moment later.
+      await until("the engine's subscriber listens on the observer's node", async () => (await subscribers()) === 1);
+      // The application closes its own clients and forgets the engine (no quit()).
+      await Promise.all(own.map((client) => client.quit()));
+      await until("the application's clients closed", () => own.every((client) => client.status === "end"));
+      await until("the engine's subscriber connections closed", async () => (await subscribers()) === 0);
+      // The engine still works once given clients that are open again (a client reconnected by the application).
+      await Promise.all(own.map((client) => client.connect()));
+      expect(await redlock.using(["lock:closing"], 5_000, () => "again")).toBe("again");
+    } finally {
+      // (Also when an assertion failed: a subscriber left open would be counted by the tests below.)
+      await redlock.quit();
+      await Promise.all(own.filter((client) => client.status !== "end").map((client) => client.quit()));
+    }
   });
 
   it("many engine instances over the same clients add no listener per instance to them", async () => {

@@ -94,6 +94,24 @@ class Node {
 }
 
 /**
+ * `first` started, or, when another process took its port before redis-server bound it, a node on another free
+ * port instead, up to five tries. A free port is one the kernel handed out a moment before, and the test files run
+ * in parallel (a cluster node binds its bus at its port + 10,000 as well).
+ */
+async function started(first: Node): Promise<Node> {
+  let node = first;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await node.start();
+      return node;
+    } catch (error) {
+      if (attempt === 5 || !(error instanceof Error && error.message.includes("Address already in use"))) throw error;
+      node = new Node(await freePort(), node.dir, node.extraArgs);
+    }
+  }
+}
+
+/**
  * Real redis-server processes for one test file, on free ports, with helpers to stop, kill, pause
  * (SIGSTOP) and restart a single node. Call `await cluster.close()` in `afterAll`.
  */
@@ -115,9 +133,9 @@ export interface TestCluster {
 
 export async function startCluster(count: number, extraArgs: readonly string[] = []): Promise<TestCluster> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "redlock-test-"));
-  const nodes: Node[] = [];
-  for (let i = 0; i < count; i++) nodes.push(new Node(await freePort(), dir, extraArgs));
-  await Promise.all(nodes.map((n) => n.start()));
+  const ports: number[] = [];
+  for (let i = 0; i < count; i++) ports.push(await freePort());
+  const nodes = await Promise.all(ports.map((port) => started(new Node(port, dir, extraArgs))));
   const opened: Redis[] = [];
   const node = (i: number): Node => nodes[i] ?? (() => { throw new RangeError(`no node ${i} in a cluster of ${nodes.length}`); })();
   const client = (i: number, options: RedisOptions = {}) => {
