@@ -26,7 +26,8 @@ import type { Extras, FormatName, KeyReading, LockFormat, RawReading, ReadType }
  * -3, a string's size is what was read), ARGV[5]: maxDigestBytes.
  * The reply is one flat list: per key, its kind (`KIND`: a number for the types read in full and a missing
  * key, the type's name for any other), then nothing for a missing key, else pttl, size, payload (a string's
- * followed by its digest, or nil) and the companion results (another type: pttl alone); after the keys, the
+ * followed by its digest, or nil) and the companion results (another type: pttl alone; a string read whole, all
+ * ASCII and without companion results, the most common lock value: its own kind, pttl and value); after the keys, the
  * node's clock (epoch ms, `TIME`) at the read, so every PTTL is exact in the node's clock. Flat, with numbers
  * for the kinds: a list and a type name per key cost the node a Lua table and the console two arrays and two
  * strings per key, a third of the read of a million keys.
@@ -53,7 +54,7 @@ export const DEFAULT_READ_LIMITS: Readonly<ReadLimits> = Object.freeze({ maxByte
  * A key's kind in the read script's reply: a number for a missing key and the types read in full (a type name per
  * key would be a string to make for each), the type's own name for any other type.
  */
-const KIND = Object.freeze({ none: 0, string: 1, hash: 2, zset: 3 });
+const KIND = Object.freeze({ none: 0, string: 1, hash: 2, zset: 3, plainString: 4 });
 
 /** Lua helper pasted in front of format blocks: the node clock in epoch ms (queue timeouts are epoch ms). */
 const NODE_NOW_LUA = `
@@ -126,14 +127,24 @@ for i, key in ipairs(KEYS) do
           digest = redis.sha1hex(value)
         end
       end
-      out[n + 1] = ${KIND.string}
-      out[n + 2] = pttl
-      out[n + 3] = size
-      out[n + 4] = value
-      out[n + 5] = digest
-      n = n + 5${blocks.string === "" ? "" : `
-      if companions then ${blocks.string}
-      end`}
+      if not peek and not digest and size == #value${blocks.string === "" ? "" : " and not companions"} then
+        -- Most lock values: read whole, all ASCII, no companion result. Their size is the text's length, and
+        -- there is no digest: the kind, the TTL and the value say it all (three replies rather than five, for
+        -- the node to make and the console to parse).
+        out[n + 1] = ${KIND.plainString}
+        out[n + 2] = pttl
+        out[n + 3] = value
+        n = n + 3
+      else
+        out[n + 1] = ${KIND.string}
+        out[n + 2] = pttl
+        out[n + 3] = size
+        out[n + 4] = value
+        out[n + 5] = digest
+        n = n + 5${blocks.string === "" ? "" : `
+        if companions then ${blocks.string}
+        end`}
+      end
     elseif t == 'hash' then
       local size = redis.call('HLEN', key)
       local flat
@@ -214,7 +225,12 @@ export function parseKeyReplies(flat: readonly unknown[], count: number, plan: R
   let i = from;
   for (let k = 0; k < count; k++) {
     const kind = flat[i];
-    if (kind === KIND.string) {
+    if (kind === KIND.plainString) {
+      // (All ASCII: its length is its size in bytes.)
+      const value = asText(flat[i + 2]) ?? "";
+      raws[k] = { type: "string", pttlMs: asNumber(flat[i + 1], -2), size: value.length, value, extras: NO_EXTRAS };
+      i += 3;
+    } else if (kind === KIND.string) {
       const digest = asText(flat[i + 4]);
       const raw: RawReading = { type: "string", pttlMs: asNumber(flat[i + 1], -2), size: asNumber(flat[i + 2], 0), value: asText(flat[i + 3]) ?? "", extras: NO_EXTRAS };
       if (digest !== null) raw.digest = digest;

@@ -325,7 +325,10 @@ describe("lock formats with the real libraries", () => {
     // Not UTF-8, and longer than a digest is taken of: the digests (or none) must agree too.
     await c.set("lock:binary", Buffer.from([0x4b, 0xff, 0x31]));
     await c.set("lock:huge", "z".repeat(70_000));
-    const keys = ["lock:a", "lock:long", "lock:redisson", "semaphore:s", "lock:list", "lock:missing", "lock:binary", "lock:huge"];
+    // Exactly as long as the bound (read whole, its size asked), and empty.
+    await c.set("lock:edge", "e".repeat(1_024));
+    await c.set("lock:empty", "");
+    const keys = ["lock:a", "lock:long", "lock:redisson", "semaphore:s", "lock:list", "lock:missing", "lock:binary", "lock:huge", "lock:edge", "lock:empty"];
     const strip = (readings: KeyReading[]) =>
       readings.map((r) => ({ key: r.key, raw: r.raw.type === "none" ? r.raw : { ...r.raw, pttlMs: r.raw.pttlMs > 0 ? "ttl" : r.raw.pttlMs } }));
     const scripted = strip(await readLockKeys(c, keys, { companions: false }));
@@ -333,10 +336,12 @@ describe("lock formats with the real libraries", () => {
     expect(plain).toEqual(scripted);
     // Where MULTI is refused too: the same readings from a plain pipeline.
     expect(strip(await readLockKeysWithoutScripts(c, keys, {}, undefined, "pipeline"))).toEqual(scripted);
-    expect(scripted.map((r) => r.raw.type)).toEqual(["string", "string", "hash", "zset", "other", "none", "string", "string"]);
+    expect(scripted.map((r) => r.raw.type)).toEqual(["string", "string", "hash", "zset", "other", "none", "string", "string", "string", "string"]);
     const digests = scripted.map((r) => (r.raw.type === "string" ? (r.raw.digest ?? null) : null));
     const sha1 = (bytes: Buffer | string) => createHash("sha1").update(bytes).digest("hex");
-    expect(digests).toEqual([null, sha1("y".repeat(5_000)), null, null, null, null, sha1(Buffer.from([0x4b, 0xff, 0x31])), null]);
+    expect(digests).toEqual([null, sha1("y".repeat(5_000)), null, null, null, null, sha1(Buffer.from([0x4b, 0xff, 0x31])), null, null, null]);
+    const sizes = scripted.map((r) => (r.raw.type === "string" ? r.raw.size : null));
+    expect(sizes).toEqual([7, 5_000, null, null, null, null, 3, 70_000, 1_024, 0]);
   });
 
   it("without scripts, reads a key deleted between its two reads as gone, not as an empty lock", async () => {

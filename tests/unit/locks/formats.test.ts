@@ -206,6 +206,8 @@ describe("the read script's reply", () => {
     // after the last key the node's clock.
     const reply = [
       0,
+      // A value read whole, all ASCII, without companion results (most lock values): its kind, TTL and text.
+      4, 500, "tok",
       1, 500, 3, "abc", null,
       // A value cut by the bound (or not all ASCII) comes with its digest after the text.
       1, 500, 2_000, "abc", digest,
@@ -215,9 +217,10 @@ describe("the read script's reply", () => {
       2, 20, 1, ["g", "2"], null,
       1_780_000_000_000,
     ];
-    const { raws, next } = parseKeyReplies(reply, 7, READ_PLAN, true);
+    const { raws, next } = parseKeyReplies(reply, 8, READ_PLAN, true);
     expect(raws).toEqual([
       { type: "none" },
+      { type: "string", pttlMs: 500, size: 3, value: "tok", extras: {} },
       { type: "string", pttlMs: 500, size: 3, value: "abc", extras: {} },
       { type: "string", pttlMs: 500, size: 2_000, value: "abc", digest, extras: {} },
       { type: "hash", pttlMs: -1, size: 1, fields: [["f", "1"]], extras: { redisson: [2, 1] } },
