@@ -297,6 +297,8 @@ test.describe("live locks", () => {
       const emojiRow = table.getByRole("row", { name: emoji, exact: true });
       await expect(emojiRow).toContainText("emoji-key-holder");
       await emojiRow.getByRole("link").click();
+      // The lock's page, not the table's row (which names the holder too): the navigation is over before the next.
+      await expect(page.getByRole("heading", { name: emoji })).toBeVisible();
       await expect(page.getByText("emoji-key-holder").first()).toBeVisible();
       expect((await page.request.get(`/api/locks/${encodeURIComponent(emoji)}`)).status()).toBe(200);
       // (To the table by its address: Chromium's history call after the long address's page once failed with
