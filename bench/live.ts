@@ -105,8 +105,12 @@ const HELD_COUNTS = listArg("--held", QUICK ? [1_000, 20_000] : [1_000, 100_000]
 const RATES = listArg("--rates", [1_000, 5_000]);
 /** `--viewers 1,100`: each churn is run with each number of open streams (the fan-out's cost). */
 const VIEWERS = listArg("--viewers", [1]);
+/** `--full-locks`: the streams take every lock whole, as a script does, rather than compact, as a browser tab does. */
+const STREAM_ENCODING = args.has("--full-locks") ? "full" : "compact";
 const CHURN_MS = QUICK ? 3_000 : 8_000;
 const WARMUP_MS = QUICK ? 1_000 : 2_000;
+/** Further warm-ups at most, while the other viewers' streams wait for their snapshots. */
+const OTHERS_WARMUP_MAX = 30;
 /**
  * The measured churn's unmeasured start: from rest, a churn's first HOLD_MS are all acquisitions (twice the steady
  * rate of them, nothing released yet), so its steady state is measured from a little later.
@@ -160,7 +164,7 @@ interface StreamLock {
 }
 
 /** What `bench/live-stream.mjs` posts: a chunk's lock changes and when it arrived (absolute ms), or a snapshot part. */
-type StreamMessage = { kind: "changes"; at: number; locks: StreamLock[] } | { kind: "snapshot"; at: number; part: number; parts: number; locks: StreamLock[] };
+type StreamMessage = { kind: "changes"; at: number; locks: StreamLock[] } | { kind: "snapshot"; at: number; part: number; parts: number; locks: StreamLock[] } | { kind: "snapshot-through" };
 
 /**
  * The stream client: a worker thread reads the stream (and `viewers - 1` more, read and dropped), times each
@@ -175,17 +179,27 @@ class StreamClient {
   /** Locks the snapshot had. */
   snapshotLocks = 0;
   snapshotDoneAt: number | null = null;
+  /** The streams read and dropped whose snapshot has come (see `through`). */
+  private othersThrough = 0;
   readonly openedAt = performance.now();
   onLock: (lock: StreamLock, at: number) => void = () => {};
   private readonly worker: Worker;
 
-  constructor(port: number, streams = 1, keepSnapshot = true) {
-    this.worker = new Worker(new URL("./live-stream.mjs", import.meta.url), { workerData: { port, token: VIEWER, streams } });
+  constructor(
+    port: number,
+    private readonly streams = 1,
+    keepSnapshot = true,
+  ) {
+    this.worker = new Worker(new URL("./live-stream.mjs", import.meta.url), { workerData: { port, token: VIEWER, streams, encoding: STREAM_ENCODING } });
     this.worker.on("error", (error) => {
       process.stderr.write(`the stream reader failed: ${error.message}\n`);
       process.exit(1);
     });
     this.worker.on("message", (message: StreamMessage) => {
+      if (message.kind === "snapshot-through") {
+        this.othersThrough += 1;
+        return;
+      }
       const at = message.at - performance.timeOrigin;
       if (message.kind === "snapshot") {
         if (message.part === 0) {
@@ -203,6 +217,11 @@ class StreamClient {
         this.onLock(lock, at);
       }
     });
+  }
+
+  /** Whether every stream of this client has had its snapshot. */
+  get through(): boolean {
+    return this.snapshotDoneAt !== null && this.othersThrough === this.streams - 1;
   }
 
   close(): void {
@@ -620,7 +639,8 @@ interface PhaseResult {
   /** With `--history`: events written to and dropped by the history recorder during the phase. */
   history?: { written: number; dropped: number; queued: number };
   /** With `--max-rate`: the highest rate sustained (null: not even the first probe), and every probe. */
-  maxRate?: { sustained: number | null; probes: Probe[] };
+  /** `hwmMb`: the console's peak RSS once the probes are done. */
+  maxRate?: { sustained: number | null; probes: Probe[]; hwmMb: number };
   /** With `--node-pause`: see `pauseNode`. */
   nodePause?: NodePause;
 }
@@ -836,6 +856,13 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
           // measured either.
           await tab?.scroll();
           await churn(clients, stream, child.pid!, port, rate, `${tag}-warmup`, { durationMs: WARMUP_MS });
+          // The other streams' snapshots (each of every lock listed, a rate's lingering ended locks included)
+          // come first: the measured churn is of a hundred streams open, not of a hundred opening.
+          for (let more = 0; !others.every((o) => o.through); more++) {
+            if (more === OTHERS_WARMUP_MAX) throw new Error(`the other ${viewers - 1} streams had not all had their snapshot after ${((more + 1) * WARMUP_MS) / 1000} s of churn`);
+            await churn(clients, stream, child.pid!, port, rate, `${tag}-warmup${more + 1}`, { durationMs: WARMUP_MS });
+          }
+          if (others.length > 0) out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): the other streams' snapshots came within ${((performance.now() - (others[0] as StreamClient).openedAt) / 1000).toFixed(1)} s`);
           out(`  N=${held}, ${rate}/s, ${viewers} viewer(s): measuring`);
           const measured = await churn(clients, stream, child.pid!, port, rate, tag, {
             leadInMs: LEAD_IN_MS,
@@ -852,9 +879,10 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     } finally {
       await tab?.close();
     }
-    const maxRate = MAX_RATE ? await findMaxRate(clients, stream, child.pid!, port, held, churns) : undefined;
-    const nodePause = NODE_PAUSE ? await pauseNode(nodes, port, child.pid!) : undefined;
+    // The peak of the measured churns, the bars' (the probes past them, and a node's pause, report their own).
     const hwmMb = procStats(child.pid!).hwmMb;
+    const maxRate = MAX_RATE ? { ...(await findMaxRate(clients, stream, child.pid!, port, held, churns)), hwmMb: procStats(child.pid!).hwmMb } : undefined;
+    const nodePause = NODE_PAUSE ? await pauseNode(nodes, port, child.pid!) : undefined;
     stream.close();
     const history = HISTORY ? await historyCounts(port) : undefined;
     return { held, reconcileMs, reconcileCpu, nodeP99DuringReconcileMs, bytesPerLock, snapshotMs, restMs, scrapeMs, rssAfterSnapshotMb, churns, hwmMb, ...(history ? { history } : {}), ...(maxRate ? { maxRate } : {}), ...(nodePause ? { nodePause } : {}) };
@@ -887,7 +915,7 @@ async function main(): Promise<void> {
   }
   const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "–");
   out("");
-  out(`Live view: 3 local redis-server nodes, console as a child process, one stream client (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
+  out(`Live view: 3 local redis-server nodes, console as a child process, one stream client, locks ${STREAM_ENCODING === "compact" ? "compact (as a browser tab takes them)" : "whole (--full-locks)"} (${((Date.now() - started) / 1000).toFixed(0)} s in all)`);
   out("");
   out("| locks held | changes/s asked | viewers | achieved | changes | delivered | p50 ms | p99 ms | max ms | not seen individually | lost (final state wrong) | server CPU % | CPU µs per change | server RSS MB | server loop delay p99 / max ms | bench loop delay p99 / max ms | slowest change written at ms |");
   out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -909,12 +937,12 @@ async function main(): Promise<void> {
     out("");
     out(`The highest churn rate sustained (written at 98 % of the rate or more, nothing lost, p99 delivery ≤ ${SUSTAINED_P99_MS} ms; ${PROBE_MS / 1_000} s probes):`);
     out("");
-    out("| locks held | highest rate sustained | probes: rate (p99 ms, written per s) |");
-    out("|---:|---:|---|");
+    out("| locks held | highest rate sustained | probes: rate (p99 ms, written per s) | peak RSS (VmHWM) after the probes MB |");
+    out("|---:|---:|---|---:|");
     for (const r of results) {
       if (!r.maxRate) continue;
       const probes = r.maxRate.probes.map((p) => `${p.rate} ${p.sustained ? "✓" : "✗"} (${f(p.p99)}, ${f(p.achieved, 0)}${p.lost > 0 ? `, ${p.lost} lost` : ""})`).join("; ");
-      out(`| ${r.held} | ${r.maxRate.sustained === null ? "none probed held" : `${r.maxRate.sustained}/s`} | ${probes} |`);
+      out(`| ${r.held} | ${r.maxRate.sustained === null ? "none probed held" : `${r.maxRate.sustained}/s`} | ${probes} | ${f(r.maxRate.hwmMb, 0)} |`);
     }
   }
   if (NODE_PAUSE) {

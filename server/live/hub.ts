@@ -1,5 +1,6 @@
 import "server-only";
 import { createHash, randomBytes } from "node:crypto";
+import { compactLock, lockFromCompact, type CompactLock } from "@/lib/locks/compact-lock";
 import { OTHER_GROUP } from "@/lib/locks/groups";
 import type { Lock, LiveStats, WatcherStatus } from "@/lib/locks/types";
 import type { DrainedChanges, WantedLocks } from "./store";
@@ -46,8 +47,13 @@ export const MAX_KEPT_VIEWS = 256;
  * long (a team's tabs opening on an incident), followed by the frames since it from the ring.
  */
 export const SNAPSHOT_SHARE_MS = 1_000;
-/** Encoded snapshot parts kept for sharing at most (a larger snapshot's further parts are built per stream). */
-const SNAPSHOT_SHARE_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * Encoded snapshot parts kept for sharing at most, for a second (a snapshot larger than this is built per stream;
+ * one made while others are kept keeps what fits): room for the tens of thousands of rows a fast churn lists
+ * (10,000 changes/s keep about 35,000 ended locks lingering, some 25 MB of rows), which a hundred streams opening
+ * together would otherwise each build in part.
+ */
+const SNAPSHOT_SHARE_MAX_BYTES = 64 * 1024 * 1024;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -59,7 +65,12 @@ export const NO_LOCKS = "";
 interface Piece {
   resource: string;
   deployment: string | undefined;
-  text: string;
+  /** A `lock` event's lock (its texts are made from it as streams need them: see `wholeText`, `compactText`). */
+  lock?: Lock;
+  /** The event as a stream of whole locks gets it (any other event: as every stream gets it). */
+  text?: string;
+  /** A `lock` event as a stream of compact locks gets it. */
+  compact?: string;
 }
 
 /**
@@ -76,14 +87,22 @@ interface TaggedFrame {
   idLength: number;
 }
 
+/**
+ * A frame of every lock in the replay ring, its locks compact (as the browser's streams take them); `whole`, the
+ * same frame of whole locks, once a stream of them was sent it (kept as long as the frame, and counted in the ring's
+ * bytes).
+ */
 interface Frame extends TaggedFrame {
   seq: number;
+  whole?: TaggedFrame;
 }
 
 /** One view's snapshot (every lock, a group's, a deployment's), its parts encoded once as the first stream reads them. */
 interface SharedSnapshot {
-  /** The view: group, deployment, rows or not. */
+  /** The view: group, deployment, rows or not, compact or not. */
   view: string;
+  /** Whether its locks are compact (`encoding=compact`). */
+  compact: boolean;
   /** The view's tag, in its id (see `filterTag`). */
   tag: string;
   /** When it was made (epoch ms). */
@@ -95,6 +114,11 @@ interface SharedSnapshot {
   /** Parts encoded so far (kept within `SNAPSHOT_SHARE_MAX_BYTES` over all shared snapshots). */
   encoded: Array<Uint8Array | undefined>;
   bytes: number;
+  /**
+   * Whether its parts are kept to share, judged by the first part encoded: not when the whole of it (that part's
+   * size times the parts) would not fit in `SNAPSHOT_SHARE_MAX_BYTES` (null until then).
+   */
+  shareable: boolean | null;
   /** Streams it was given to. */
   streams: number;
 }
@@ -107,6 +131,11 @@ interface Client {
   deployment: string | null;
   /** Whether its snapshot carries the locks' rows (false: `?locks=changes`). */
   rows: boolean;
+  /**
+   * Whether it is sent compact locks (`?encoding=compact`, see lib/locks/compact-lock.ts). Its id's tag is the same:
+   * the form changes the bytes, not the locks, and an id resumes a stream of either form.
+   */
+  compact: boolean;
   /** Its filter's tag, the last part of every id it is sent (see `filterTag`). */
   tag: string;
   controller: ReadableStreamDefaultController<Uint8Array>;
@@ -221,15 +250,16 @@ export class StreamHub {
 
   /**
    * Opens one stream; `lastEventId` resumes where a previous stream of this process left off. Throws
-   * `StreamLimitError` when `owner` already has as many streams open as the limits allow.
+   * `StreamLimitError` when `owner` already has as many streams open as the limits allow. With `compact`, its locks
+   * are sent in their compact form (lib/locks/compact-lock.ts).
    */
-  open(lastEventId: string | null, request: { readonly signal: AbortSignal } | null, owner: StreamOwner | null = null, group: string | null = null, deployment: string | null = null, snapshotRows = true): ReadableStream<Uint8Array> {
+  open(lastEventId: string | null, request: { readonly signal: AbortSignal } | null, owner: StreamOwner | null = null, group: string | null = null, deployment: string | null = null, snapshotRows = true, compact = false): ReadableStream<Uint8Array> {
     let client: Client | null = null;
     const release = owner && this.limits ? this.limits.take(owner) : () => {};
     const stream = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
-          client = this.attach(controller, lastEventId, release, group, deployment, snapshotRows);
+          client = this.attach(controller, lastEventId, release, group, deployment, snapshotRows, compact);
           client.request = request;
           client.session = owner?.session ?? null;
           const signal = request?.signal;
@@ -250,13 +280,14 @@ export class StreamHub {
     return stream;
   }
 
-  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null, release: () => void, group: string | null, deployment: string | null, snapshotRows: boolean): Client {
+  private attach(controller: ReadableStreamDefaultController<Uint8Array>, lastEventId: string | null, release: () => void, group: string | null, deployment: string | null, snapshotRows: boolean, compact: boolean): Client {
     const id = this.nextClientId++;
     const client: Client = {
       id,
       group,
       deployment,
       rows: snapshotRows,
+      compact,
       tag: filterTag(group, deployment, snapshotRows),
       controller,
       closed: false,
@@ -337,7 +368,7 @@ export class StreamHub {
     const resumeFrom = this.resumable(lastEventId, client);
     if (resumeFrom !== null) this.replayAfter(client, resumeFrom);
     else {
-      const shared = this.snapshotFor(group, deployment, snapshotRows);
+      const shared = this.snapshotFor(group, deployment, snapshotRows, client.compact);
       shared.streams += 1;
       client.snapshot = { shared, part: 0, reused: shared.streams > 1 };
       // Frames made since a shared snapshot wait behind it, as those that come while it is written.
@@ -364,13 +395,27 @@ export class StreamHub {
   private replayAfter(client: Client, seq: number): void {
     for (const frame of this.ring) {
       if (frame.seq <= seq) continue;
-      if (client.group === null && client.deployment === null) this.write(client, this.withId(frame, frame.seq, client.tag));
-      else {
+      if (client.group === null && client.deployment === null) {
+        // (Scripts opening together replay the same frames: each is made of whole locks once.)
+        this.write(client, this.withId(client.compact ? frame : this.wholeOf(frame), frame.seq, client.tag));
+      } else {
         // Replays are rare: the group's part of an old frame is cut out of its text rather than kept apart.
-        const part = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, client.group, client.deployment, client.tag);
+        const part = this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, client.group, client.deployment, client.tag, client.compact);
         if (part) this.write(client, part.bytes);
       }
     }
+  }
+
+  /**
+   * A ring frame of whole locks: `made` where a tick just encoded it, else cut from the frame's text (counted in the
+   * ring's bytes while it is kept).
+   */
+  private wholeOf(frame: Frame, made?: TaggedFrame): TaggedFrame {
+    if (frame.whole) return frame.whole;
+    const whole = made ?? this.frameOf(piecesOf(decoder.decode(frame.bytes)), frame.seq, null, null, frame.tag, false)!;
+    frame.whole = whole;
+    this.ringBytes += whole.bytes.byteLength;
+    return whole;
   }
 
   /**
@@ -378,10 +423,10 @@ export class StreamHub {
    * `SNAPSHOT_SHARE_MS` while the ring still holds every frame since, else a new one (made part by part as
    * the stream reads it).
    */
-  private snapshotFor(group: string | null, deployment: string | null, rows: boolean): SharedSnapshot {
+  private snapshotFor(group: string | null, deployment: string | null, rows: boolean, compact: boolean): SharedSnapshot {
     const now = Date.now();
     this.pruneSnapshots(now);
-    const view = `${viewKey(group, deployment)}${rows ? 1 : 0}`;
+    const view = `${formKey(group, deployment, compact)}${rows ? 1 : 0}`;
     const kept = this.snapshots.get(view);
     const oldest = this.ring[0]?.seq;
     // A stream of one group or deployment would cut its part out of every frame since (see `replayAfter`): it
@@ -398,7 +443,7 @@ export class StreamHub {
     const all = group === NO_LOCKS || !rows ? [] : snapshotKeys ? snapshotKeys(group, deployment) : this.sources.store.resources();
     const resources = group === null || snapshotKeys ? all : all.filter((r) => this.groupOf(r) === group);
     const parts = Math.max(1, Math.ceil(resources.length / SNAPSHOT_PART));
-    const made: SharedSnapshot = { view, tag: filterTag(group, deployment, rows), at: now, seq: this.seq, resources, parts, encoded: [], bytes: 0, streams: 0 };
+    const made: SharedSnapshot = { view, compact, tag: filterTag(group, deployment, rows), at: now, seq: this.seq, resources, parts, encoded: [], bytes: 0, shareable: null, streams: 0 };
     if (kept) this.snapshotBytes -= kept.bytes;
     this.snapshots.set(view, made);
     return made;
@@ -420,12 +465,15 @@ export class StreamHub {
     const locks: string[] = [];
     for (const resource of snap.resources.slice(index * SNAPSHOT_PART, (index + 1) * SNAPSHOT_PART)) {
       const lock = this.sources.store.lock(resource, now);
-      if (lock) locks.push(JSON.stringify(lock));
+      if (lock) locks.push(JSON.stringify(snap.compact ? compactLock(lock) : lock));
     }
     const last = index === snap.parts - 1;
     const head = `{"serverTime":${now},"part":${index},"parts":${snap.parts}${index === 0 ? `,"nodes":${JSON.stringify(this.sources.watcherStatus())}` : ""},"locks":[`;
     const bytes = encoder.encode(`${last ? `id: ${this.epoch}:${snap.seq}:${snap.tag}\n` : ""}event: snapshot\ndata: ${head}${locks.join(",")}]}\n\n`);
-    if (this.snapshots.get(snap.view) === snap && this.snapshotBytes + bytes.byteLength <= SNAPSHOT_SHARE_MAX_BYTES) {
+    // A snapshot too large to share whole keeps none of its parts: the streams of a million locks would share the
+    // first few percent of it, and the console hold their tens of megabytes meanwhile for a stream or two.
+    snap.shareable ??= bytes.byteLength * snap.parts <= SNAPSHOT_SHARE_MAX_BYTES;
+    if (snap.shareable && this.snapshots.get(snap.view) === snap && this.snapshotBytes + bytes.byteLength <= SNAPSHOT_SHARE_MAX_BYTES) {
       snap.encoded[index] = bytes;
       snap.bytes += bytes.byteLength;
       this.snapshotBytes += bytes.byteLength;
@@ -533,35 +581,40 @@ export class StreamHub {
       if (typeof removal === "string") pieces.push({ resource: removal, deployment: undefined, text: `event: lock-removed\ndata: ${JSON.stringify({ resource: removal })}\n\n` });
       else pieces.push({ resource: removal.resource, deployment: removal.deployment, text: `event: lock-removed\ndata: ${JSON.stringify(removal)}\n\n` });
     }
-    for (const lock of upserts) pieces.push({ resource: lock.resource, deployment: lock.deployment, text: `event: lock\ndata: ${JSON.stringify(lock)}\n\n` });
+    for (const lock of upserts) pieces.push({ resource: lock.resource, deployment: lock.deployment, lock });
     for (const figures of contention) pieces.push({ resource: figures.resource, deployment: figures.deployment, text: `event: contention\ndata: ${JSON.stringify(figures)}\n\n` });
     this.seq += 1;
-    const everyLock = this.frameOf(pieces, this.seq, null, null, EVERY_LOCK_TAG) as TaggedFrame;
+    // The ring keeps the frame of compact locks (the browser's): a stream of whole locks costs their encoding too.
+    const everyLock = this.frameOf(pieces, this.seq, null, null, EVERY_LOCK_TAG, true) as TaggedFrame;
     const bytes = everyLock.bytes;
-    this.ring.push({ seq: this.seq, ...everyLock });
+    const made: Frame = { seq: this.seq, ...everyLock };
+    this.ring.push(made);
     this.ringBytes += bytes.byteLength;
     while (this.ring.length > 1 && (this.ringBytes > RING_MAX_BYTES || this.ring.length > RING_MAX_FRAMES)) {
       const dropped = this.ring.shift();
-      if (dropped) this.ringBytes -= dropped.bytes.byteLength;
+      if (dropped) this.ringBytes -= dropped.bytes.byteLength + (dropped.whole?.bytes.byteLength ?? 0);
     }
     // Each view's part (every lock, a followed group's or deployment's) is encoded once per tick, whatever the number
     // of its streams; its streams of the other filter (rows in the snapshot or not) get it under their own id line,
-    // set in once per filter. Each stream still gets its frame as one write.
-    const parts = new Map<string, TaggedFrame | null>([[viewKey(null, null), everyLock]]);
+    // set in once per filter. Each stream still gets its frame as one write. Whole locks are another part of the same
+    // view, also made once.
+    const parts = new Map<string, TaggedFrame | null>([[formKey(null, null, true), everyLock]]);
     const frames = new Map<string, Uint8Array | null>();
     for (const client of this.clients) {
-      if (client.group === null && client.deployment === null && client.rows) {
+      if (client.group === null && client.deployment === null && client.rows && client.compact) {
         this.write(client, bytes);
         continue;
       }
-      const view = viewKey(client.group, client.deployment);
+      const view = formKey(client.group, client.deployment, client.compact);
       const filter = `${view}${client.rows ? 1 : 0}`;
       let frame = frames.get(filter);
       if (frame === undefined) {
         let part = parts.get(view);
         if (part === undefined) {
-          part = this.frameOf(pieces, this.seq, client.group, client.deployment, client.tag);
+          part = this.frameOf(pieces, this.seq, client.group, client.deployment, client.tag, client.compact);
           parts.set(view, part);
+          // (Kept with the ring's frame, for the scripts that open next and replay it.)
+          if (part && !client.compact && client.group === null && client.deployment === null) this.wholeOf(made, part);
         }
         frame = part && this.withId(part, this.seq, client.tag);
         frames.set(filter, frame);
@@ -606,7 +659,7 @@ export class StreamHub {
    * `deployment`, only their pieces (null when none: its streams get nothing this time, and resume from their last
    * id as well as from this one).
    */
-  private frameOf(pieces: readonly Piece[], seq: number, group: string | null, deployment: string | null, tag: string): TaggedFrame | null {
+  private frameOf(pieces: readonly Piece[], seq: number, group: string | null, deployment: string | null, tag: string, compact = false): TaggedFrame | null {
     const kept =
       group === NO_LOCKS
         ? []
@@ -615,12 +668,13 @@ export class StreamHub {
           : pieces.filter((p) => (deployment === null || p.deployment === deployment) && (group === null || this.groupOf(p.resource) === group));
     const last = kept.at(-1);
     if (last === undefined) return null;
-    const texts = kept.map((p) => p.text);
+    const texts = kept.map(compact ? compactText : wholeText);
+    const lastText = texts[texts.length - 1]!;
     const id = this.idLine(seq, tag);
-    texts[texts.length - 1] = `${id}${last.text}`;
+    texts[texts.length - 1] = `${id}${lastText}`;
     const bytes = encoder.encode(texts.join(""));
     // (The id line is ASCII: as many bytes as characters.)
-    return { bytes, tag, idAt: bytes.byteLength - Buffer.byteLength(last.text) - id.length, idLength: id.length };
+    return { bytes, tag, idAt: bytes.byteLength - Buffer.byteLength(lastText) - id.length, idLength: id.length };
   }
 
   /** A frame's bytes under the id of the filter `tag` (of the same view): the bytes as made, or a copy with that id line set in. */
@@ -711,6 +765,11 @@ function viewKey(group: string | null, deployment: string | null): string {
   return JSON.stringify([group, deployment]);
 }
 
+/** A view's key in one form of its locks (compact or whole): a tick's part, and the base of a shared snapshot's key. */
+function formKey(group: string | null, deployment: string | null, compact: boolean): string {
+  return `${viewKey(group, deployment)}${compact ? "c" : ""}`;
+}
+
 /**
  * A stream filter's tag (12 hex digits), the last part of its ids: an id resumes only a stream of the same group,
  * deployment and rows or not. A client holds the locks of the filter it was sent: with another's id, the frames
@@ -720,10 +779,13 @@ function filterTag(group: string | null, deployment: string | null, rows: boolea
   return createHash("sha256").update(`${viewKey(group, deployment)}${rows ? 1 : 0}`).digest("hex").slice(0, 12);
 }
 
-/** The tag of the frames as made (every lock, with rows), kept in the ring. */
+/** The tag of the frames as made (every lock, with rows, compact), kept in the ring. */
 const EVERY_LOCK_TAG = filterTag(null, null, true);
 
-/** The events of a frame's text, with their resources (the frame's id line dropped: it is set again when replayed). */
+/**
+ * The events of a frame's text (the ring's: its locks compact), with their resources (the frame's id line dropped:
+ * it is set again when replayed).
+ */
 function piecesOf(text: string): Piece[] {
   const out: Piece[] = [];
   for (const event of text.split("\n\n")) {
@@ -731,8 +793,23 @@ function piecesOf(text: string): Piece[] {
     const lines = event.split("\n").filter((line) => !line.startsWith("id: "));
     const data = lines.find((line) => line.startsWith("data: "));
     if (!data) continue;
-    const { resource, deployment } = JSON.parse(data.slice("data: ".length)) as { resource: string; deployment?: string };
-    out.push({ resource, deployment, text: `${lines.join("\n")}\n\n` });
+    const parsed = JSON.parse(data.slice("data: ".length)) as { resource: string; deployment?: string } | CompactLock;
+    const kept = `${lines.join("\n")}\n\n`;
+    if (Array.isArray(parsed)) {
+      const lock = lockFromCompact(parsed);
+      out.push({ resource: lock.resource, deployment: lock.deployment, lock, compact: kept });
+    } else out.push({ resource: parsed.resource, deployment: parsed.deployment, text: kept });
   }
   return out;
+}
+
+/** A piece's event as a stream of whole locks gets it (made once per piece). */
+function wholeText(piece: Piece): string {
+  return (piece.text ??= `event: lock\ndata: ${JSON.stringify(piece.lock)}\n\n`);
+}
+
+/** A piece's event as a stream of compact locks gets it (made once per piece). */
+function compactText(piece: Piece): string {
+  if (piece.lock === undefined) return piece.text!;
+  return (piece.compact ??= `event: lock\ndata: ${JSON.stringify(compactLock(piece.lock))}\n\n`);
 }

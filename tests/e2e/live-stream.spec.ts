@@ -44,7 +44,7 @@ test.describe("the live stream of a console where reading is open", () => {
       expect(signIn.status()).toBe(200);
       // The page's stream carries every lock of this small fleet once the page knows its size: the session is to end
       // while that stream is open (one opened after the sign-out is anyone's, and has no session to end).
-      const everyLock = page.waitForResponse((res) => new URL(res.url()).pathname === "/api/locks/stream" && new URL(res.url()).search === "");
+      const everyLock = page.waitForResponse((res) => new URL(res.url()).pathname === "/api/locks/stream" && new URL(res.url()).search === "?encoding=compact");
       await page.goto(`${origin}/locks/${encodeURIComponent("lock:open-reading")}`);
       await everyLock;
       const signedInAs = page.getByRole("banner").getByLabel("Signed in as");
@@ -65,7 +65,7 @@ test.describe("the live stream of a console where reading is open", () => {
 
   test("a console that freezes with the stream open is shown reconnecting, not live, and live again once it answers", async ({ page }) => {
     test.setTimeout(120_000);
-    const everyLock = page.waitForResponse((res) => new URL(res.url()).pathname === "/api/locks/stream" && new URL(res.url()).search === "");
+    const everyLock = page.waitForResponse((res) => new URL(res.url()).pathname === "/api/locks/stream" && new URL(res.url()).search === "?encoding=compact");
     await page.goto(origin);
     await everyLock;
     const connection = page.getByRole("status", { name: "Live connection" });

@@ -6,7 +6,7 @@ import type * as StreamModule from "@/app/api/locks/stream/route";
 import type { LockGroup, LockGroupsPage, LocksPage } from "@/lib/locks/groups";
 import type { Lock } from "@/lib/locks/types";
 import type { TestCluster } from "../support/redis";
-import { openStream as openStreamFor, type StreamReader } from "../support/stream";
+import { streamsThrough, type StreamReader } from "../support/stream";
 import { until } from "../support/wait";
 import { call, lockDetail, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 
@@ -19,14 +19,10 @@ describe("grouped view and server-paged locks", () => {
   let locks: typeof LocksModule;
   let groups: typeof GroupsModule;
   let stream: typeof StreamModule;
-  const open: StreamReader[] = [];
+  const streams = streamsThrough(() => stream.GET);
+  const openStream = streams.open;
   const oldestAt = Date.now() - 3_600_000;
 
-  async function openStream(options: { query?: string; lastEventId?: string } = {}): Promise<StreamReader> {
-    const reader = await openStreamFor(stream.GET, options);
-    open.push(reader);
-    return reader;
-  }
   const get = async <T>(path: string) => {
     const handler = path.startsWith("/api/locks/groups") ? groups.GET : locks.GET;
     const res = await call(handler, "GET", path, { token: VIEWER_TOKEN });
@@ -61,7 +57,7 @@ describe("grouped view and server-paged locks", () => {
   });
 
   afterAll(async () => {
-    for (const s of open) s.close();
+    streams.closeAll();
     await tearDownConsole(cluster);
   });
 

@@ -2,20 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type Redis from "ioredis";
 import type * as StreamModule from "@/app/api/locks/stream/route";
 import type { TestCluster } from "../support/redis";
-import { openStream as openStreamFor, type StreamReader } from "../support/stream";
+import { streamsThrough, type StreamReader } from "../support/stream";
 import { setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 
 describe("resuming a live stream with an id of another filter's stream", () => {
   let cluster: TestCluster;
   let node: Redis;
   let stream: typeof StreamModule;
-  const open: StreamReader[] = [];
+  const streams = streamsThrough(() => stream.GET);
+  const openStream = streams.open;
 
-  async function openStream(options: { query?: string; lastEventId?: string } = {}): Promise<StreamReader> {
-    const reader = await openStreamFor(stream.GET, options);
-    open.push(reader);
-    return reader;
-  }
   const snapshotOf = (s: StreamReader) => s.until("its snapshot", () => s.events.find((e) => e.event === "snapshot"));
 
   beforeAll(async () => {
@@ -26,7 +22,7 @@ describe("resuming a live stream with an id of another filter's stream", () => {
   });
 
   afterAll(async () => {
-    for (const s of open) s.close();
+    streams.closeAll();
     await tearDownConsole(cluster);
   });
 

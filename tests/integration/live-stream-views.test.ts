@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type Redis from "ioredis";
 import type * as StreamModule from "@/app/api/locks/stream/route";
 import type { TestCluster } from "../support/redis";
-import { openStream as openStreamFor, type StreamReader } from "../support/stream";
+import { streamsThrough, type StreamReader } from "../support/stream";
 import { until } from "../support/wait";
 import { ORIGIN, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 
@@ -12,13 +12,9 @@ describe("live streams of many group names", () => {
   let stream: typeof StreamModule;
   let hub: { readonly clientCount: number; readonly viewCount: number };
   let maxKeptViews: number;
-  const open: StreamReader[] = [];
+  const streams = streamsThrough(() => stream.GET);
+  const openStream = streams.open;
 
-  async function openStream(options: { query?: string; lastEventId?: string } = {}): Promise<StreamReader> {
-    const reader = await openStreamFor(stream.GET, options);
-    open.push(reader);
-    return reader;
-  }
   const snapshotOf = (s: StreamReader) => s.until("its snapshot", () => s.events.find((e) => e.event === "snapshot"));
 
   beforeAll(async () => {
@@ -33,7 +29,7 @@ describe("live streams of many group names", () => {
   });
 
   afterAll(async () => {
-    for (const s of open) s.close();
+    streams.closeAll();
     await tearDownConsole(cluster);
   });
 

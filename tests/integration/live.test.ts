@@ -7,7 +7,7 @@ import type * as StreamModule from "@/app/api/locks/stream/route";
 import type * as HealthModule from "@/app/api/health/route";
 import type { Lock, LockDetail } from "@/lib/locks/types";
 import type { TestCluster } from "../support/redis";
-import { openStream as openStreamFor, type StreamReader } from "../support/stream";
+import { streamsThrough, type StreamReader } from "../support/stream";
 import { until } from "../support/wait";
 import { call, ORIGIN, setUpConsole, startLiveReconciled, tearDownConsole, VIEWER_TOKEN } from "../support/console";
 
@@ -26,13 +26,9 @@ describe("live lock view", () => {
   let lock: typeof LockModule;
   let stream: typeof StreamModule;
   let health: typeof HealthModule;
-  const open: StreamReader[] = [];
+  const streams = streamsThrough(() => stream.GET);
+  const openStream = streams.open;
 
-  async function openStream(options: { token?: string; lastEventId?: string } = {}): Promise<StreamReader> {
-    const reader = await openStreamFor(stream.GET, options);
-    open.push(reader);
-    return reader;
-  }
 
   async function detail(resource: string) {
     return call(lock.GET, "GET", `/api/locks/${encodeURIComponent(resource)}`, { token: VIEWER_TOKEN, params: { resource } });
@@ -58,7 +54,7 @@ describe("live lock view", () => {
   });
 
   afterAll(async () => {
-    for (const s of open) s.close();
+    streams.closeAll();
     await tearDownConsole(cluster);
   });
 

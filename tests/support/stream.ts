@@ -1,3 +1,4 @@
+import { lockOf, type CompactLock } from "@/lib/locks/compact-lock";
 import type { Lock } from "@/lib/locks/types";
 import { ORIGIN, VIEWER_TOKEN } from "./console";
 import { until } from "./wait";
@@ -13,6 +14,24 @@ export async function openStream(handler: StreamHandler, options: { token?: stri
   const response = await handler(new Request(`${ORIGIN}/api/locks/stream${options.query ? `?${options.query}` : ""}`, { headers, signal: abort.signal }), { params: Promise.resolve({}) });
   if (response.status !== 200) throw new Error(`the stream answered ${response.status}: ${await response.text()}`);
   return new StreamReader(response, abort);
+}
+
+/**
+ * A test file's streams: `open` opens one through the route's handler (asked for at each open: the route is imported
+ * once the console is set up), and `closeAll` (in `afterAll`) closes every stream it opened.
+ */
+export function streamsThrough(handler: () => StreamHandler): { open: (options?: Parameters<typeof openStream>[1]) => Promise<StreamReader>; closeAll: () => void } {
+  const opened: StreamReader[] = [];
+  return {
+    open: async (options = {}) => {
+      const reader = await openStream(handler(), options);
+      opened.push(reader);
+      return reader;
+    },
+    closeAll: () => {
+      for (const s of opened) s.close();
+    },
+  };
 }
 
 export interface SseEvent {
@@ -74,9 +93,13 @@ export class StreamReader {
   locks(): Map<string, Lock | null> {
     const locks = new Map<string, Lock | null>();
     for (const e of this.events) {
-      if (e.event === "snapshot") for (const l of (JSON.parse(e.data) as { locks: Lock[] }).locks) locks.set(l.resource, l);
-      else if (e.event === "lock") {
-        const lock = JSON.parse(e.data) as Lock;
+      if (e.event === "snapshot") {
+        for (const sent of (JSON.parse(e.data) as { locks: Array<Lock | CompactLock> }).locks) {
+          const lock = lockOf(sent);
+          locks.set(lock.resource, lock);
+        }
+      } else if (e.event === "lock") {
+        const lock = lockOf(JSON.parse(e.data) as Lock | CompactLock);
         locks.set(lock.resource, lock);
       } else if (e.event === "lock-removed") locks.set((JSON.parse(e.data) as { resource: string }).resource, null);
     }

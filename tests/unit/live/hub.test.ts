@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { describe, expect, it, vi } from "vitest";
+import { lockOf, type CompactLock } from "@/lib/locks/compact-lock";
 import type { Lock, LiveStats } from "@/lib/locks/types";
 import type { LiveEventMap } from "@/server/live/events";
 import { MAX_KEPT_VIEWS, NO_LOCKS, StreamHub } from "@/server/live/hub";
@@ -53,9 +54,13 @@ class Browser {
       this.lastId = /^id: (.*)$/m.exec(block)?.[1] ?? this.lastId;
       if (event) this.events.push(event);
       if (!event || !data) continue;
-      if (event === "snapshot") for (const lock of (JSON.parse(data) as { locks: Lock[] }).locks) this.locks.set(lock.resource, lock);
-      else if (event === "lock") {
-        const lock = JSON.parse(data) as Lock;
+      if (event === "snapshot") {
+        for (const sent of (JSON.parse(data) as { locks: Array<Lock | CompactLock> }).locks) {
+          const lock = lockOf(sent);
+          this.locks.set(lock.resource, lock);
+        }
+      } else if (event === "lock") {
+        const lock = lockOf(JSON.parse(data) as Lock | CompactLock);
         this.locks.set(lock.resource, lock);
       } else if (event === "lock-removed") this.locks.delete((JSON.parse(data) as { resource: string }).resource);
     }
@@ -209,6 +214,46 @@ describe("the stream hub", () => {
     await first.drain(1);
     expect(first.locks.get("lock:new")?.token).toBe("fresh");
   });
+
+  it("shares the whole snapshot of tens of thousands of listed locks with the streams that open together", async () => {
+    // About 25 MB of rows, as a churn of 10,000 changes/s lists with its ended locks lingering: a team's tabs
+    // opening at once each wrote a third of it anew when only 16 MB of a snapshot were shared.
+    const { store, hub } = setUp();
+    const token = "t".repeat(200);
+    for (let i = 0; i < 36_000; i++) store.apply(`lock:fleet:${i}`, all(`${token}${i}`), T);
+    hub.tick(T);
+    const built = vi.spyOn(store, "lock");
+    const bytesOf = async (stream: ReadableStream<Uint8Array>) => {
+      const reader = stream.getReader();
+      let bytes = 0;
+      // (Each write is a chunk: up to the snapshot's last part, the one with the id.)
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error("the stream ended before its snapshot did");
+        bytes += value.byteLength;
+        if (/^id: [^\n]*\nevent: snapshot\n/.test(new TextDecoder().decode(value.subarray(0, 200)))) break;
+      }
+      await reader.cancel();
+      return bytes;
+    };
+    const first = await bytesOf(hub.open(null, null));
+    expect(first).toBeGreaterThan(20 * 1024 * 1024);
+    expect(built.mock.calls.length).toBe(36_000);
+    for (let tab = 0; tab < 3; tab++) expect(await bytesOf(hub.open(null, null))).toBe(first);
+    expect(built.mock.calls.length).toBe(36_000);
+
+    // Three times as many, past what is shared: none of it is kept (a million locks' streams would share their
+    // first few percent), each stream builds its own.
+    const larger = setUp();
+    for (let i = 0; i < 108_000; i++) larger.store.apply(`lock:fleet:${i}`, all(`${token}${i}`), T);
+    larger.hub.tick(T);
+    const builtLarger = vi.spyOn(larger.store, "lock");
+    const large = await bytesOf(larger.hub.open(null, null));
+    expect(large).toBeGreaterThan(64 * 1024 * 1024);
+    expect(builtLarger.mock.calls.length).toBe(108_000);
+    expect(await bytesOf(larger.hub.open(null, null))).toBe(large);
+    expect(builtLarger.mock.calls.length).toBe(216_000);
+  }, 60_000);
 
   it("makes frames less often with many streams open (each with every change since), and every tick with few", async () => {
     const { store, hub } = setUp();
@@ -419,8 +464,9 @@ describe("the stream hub", () => {
     hub.tick(T);
     const framesEncoded = encode.mock.calls.filter(([text]) => text?.includes("event: lock\n")).length;
     encode.mockRestore();
-    // One for every lock's streams, one for the group's, whichever their filter.
-    expect(framesEncoded).toBe(2);
+    // One for every lock's streams, one for the group's, whichever their filter, and the replay ring's of compact
+    // locks (what the browser's streams take).
+    expect(framesEncoded).toBe(3);
 
     const raw = await Promise.all(browsers.map(async (b) => new TextDecoder().decode((await b.read()).value)));
     const [rowsText, changesText, changesText2, ordersText, ordersChangesText] = raw as [string, string, string, string, string];
@@ -453,5 +499,75 @@ describe("the stream hub", () => {
     expect(other.events).toEqual(["node", "snapshot"]);
     await Promise.all([back.close(), other.close()]);
   });
-});
 
+  it("sends compact locks to the streams that ask, each view's encoded once, the same locks as whole ones, and resumes either form from the other's id", async () => {
+    const { store, hub } = setUp({}, true);
+    // Locks of every shape: held, ended, partial (one value ahead), held with a node holding another value.
+    store.apply("orders/1", all("o1"), T);
+    store.apply("orders/2", all("o2"), T);
+    store.apply("orders/2", all(null), T + 10);
+    store.apply("users/1", [{ node: 0, value: "a", expiry: T + 60_000, cause: null }, { node: 1, value: "a", expiry: T + 60_000, cause: null }, { node: 2, value: "b", expiry: T + 60_000, cause: null }], T);
+    store.apply("users/2", [{ node: 0, value: "x", expiry: T + 60_000, cause: null }, { node: 1, value: null, expiry: Number.NaN, cause: "del" }, { node: 2, value: null, expiry: Number.NaN, cause: "del" }], T);
+    // (The nodes' disagreements settle first: they wait a moment for the rest of a write.)
+    store.tick(T + 50);
+    hub.tick(T + 50);
+    const whole = new Browser(hub.open(null, null));
+    const compact = [new Browser(hub.open(null, null, null, null, null, true, true)), new Browser(hub.open(null, null, null, null, null, true, true))];
+    const ordersCompact = new Browser(hub.open(null, null, null, "orders", null, true, true));
+    await whole.drain(3);
+    for (const b of [...compact, ordersCompact]) await b.drain(3);
+    // (The second stream of a view shares the first one's snapshot: the nodes are told again after it.)
+    await compact[1]?.drain(1);
+    expect(whole.locks.size).toBe(4);
+    // (Each snapshot reads the nodes' TTLs when it is made: a millisecond apart, they may differ by one.)
+    const atRest = (locks: Map<string, Lock>) => new Map([...locks].map(([key, lock]) => [key, { ...lock, nodes: lock.nodes.map((n) => ({ ...n, pttlMs: n.pttlMs === null ? null : 0 })) }]));
+    expect(compact[0]?.locks.get("users/1")?.nodes.map((n) => n.token)).toEqual(["a", "a", "b"]);
+    for (const b of compact) expect(atRest(b.locks)).toEqual(atRest(whole.locks));
+    expect([...ordersCompact.locks.keys()].sort()).toEqual(["orders/1", "orders/2"]);
+    expect(atRest(ordersCompact.locks).get("orders/2")).toEqual(atRest(whole.locks).get("orders/2"));
+
+    const encode = vi.spyOn(TextEncoder.prototype, "encode");
+    store.apply("orders/1", all(null), T + 200);
+    store.apply("users/2", all("x"), T + 200);
+    store.apply("orders/3", all("o3"), T + 200);
+    hub.tick(T + 200);
+    const framesEncoded = encode.mock.calls.filter(([text]) => text?.includes("event: lock\n")).length;
+    encode.mockRestore();
+    // Every lock's compact (the replay ring's too) and whole, and the group's compact: once each, whatever the number
+    // of streams.
+    expect(framesEncoded).toBe(3);
+    const browsers = [whole, ...compact, ordersCompact];
+    const raw = await Promise.all(browsers.map(async (b) => new TextDecoder().decode((await b.read()).value)));
+    const [wholeText, compactText, compactText2] = raw as [string, string, string];
+    expect(compactText2).toBe(compactText);
+    expect(compactText).toMatch(/^event: lock\ndata: \["/);
+    // The same events in under 60 % of the bytes.
+    expect(compactText.length).toBeLessThan(0.6 * wholeText.length);
+    const applied = async (b: Browser, text: string) => {
+      const again = new Browser(new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(text)), c.close()) }));
+      await again.drain(1);
+      return again.locks;
+    };
+    const wholeChanges = await applied(whole, wholeText);
+    expect(wholeChanges.size).toBe(3);
+    expect(await applied(compact[0]!, compactText)).toEqual(wholeChanges);
+    expect(await applied(ordersCompact, raw[3]!)).toEqual(new Map([...wholeChanges].filter(([key]) => key.startsWith("orders/"))));
+
+    // A compact stream resumes from a whole one's id (and the other way round), each in its own form.
+    const wholeId = /^id: (.*)$/m.exec(wholeText)?.[1] as string;
+    const compactId = /^id: (.*)$/m.exec(compactText)?.[1] as string;
+    expect(compactId).toBe(wholeId);
+    for (const b of browsers) await b.close();
+    store.apply("users/1", all(null), T + 400);
+    hub.tick(T + 400);
+    const backCompact = new Browser(hub.open(wholeId, null, null, null, null, true, true));
+    const backWhole = new Browser(hub.open(compactId, null));
+    await backCompact.drain(3);
+    await backWhole.drain(3);
+    expect(backCompact.events).toEqual(["node", "lock"]);
+    expect(backWhole.events).toEqual(["node", "lock"]);
+    expect(backCompact.locks.get("users/1")?.state).toBe("released");
+    expect(backCompact.locks).toEqual(backWhole.locks);
+    await Promise.all([backCompact.close(), backWhole.close()]);
+  });
+});

@@ -20,6 +20,8 @@ const query = z
     locks: queryText("all, none or changes").pipe(z.enum(["all", "none", "changes"], { error: "must be all, none or changes" })).optional(),
     // One deployment's locks only (where the console watches several).
     deployment: deploymentName.optional(),
+    // encoding=compact: each lock as an array of its fields (lib/locks/compact-lock.ts), about half the bytes.
+    encoding: queryText("full or compact").pipe(z.enum(["full", "compact"], { error: "must be full or compact" })).optional(),
   })
   .refine((q) => !(q.group !== undefined && q.locks === "none"), { message: "give either group or locks=none, not both", path: ["locks"] });
 
@@ -38,7 +40,7 @@ export const GET = route({ name: "GET /api/locks/stream", access: "viewer", quer
   let stream: ReadableStream<Uint8Array>;
   try {
     const group = q.locks === "none" ? NO_LOCKS : (q.group ?? null);
-    stream = getStreamHub().open(lastEventId, request, streamOwner(request.headers, principal), group, deployment, q.locks !== "changes");
+    stream = getStreamHub().open(lastEventId, request, streamOwner(request.headers, principal), group, deployment, q.locks !== "changes", q.encoding === "compact");
   } catch (error) {
     if (error instanceof StreamLimitError) throw new ApiError("rate_limited", error.message, { limit: error.limit, per: error.scope }, { "Retry-After": "10" });
     throw error;
