@@ -120,7 +120,7 @@ export function subscribeToSwitches(d: SentinelDeployment, connectionName: strin
  */
 class SentinelConnection extends Redis {
   #closedOnPurpose = false;
-  /** A switch announced while the connection was asking the sentinels for the primary, which may have named the old one. */
+  /** A switch announced while the connection was asking the sentinels for the primary (which may have named the old one), or was not ready yet. */
   #switchedTo: Address | null = null;
   /**
    * Why each sentinel asked in the current round named no primary. (Not a private `#` field: ioredis may report
@@ -179,9 +179,12 @@ class SentinelConnection extends Redis {
    */
   primarySwitched(to: Address): void {
     if (this.#closedOnPurpose) return;
-    if (this.status === "ready" || this.status === "connect") {
+    if (this.status === "ready") {
       if (!this.isOn(to)) this.disconnect(true);
-    } else if (this.status === "connecting") {
+    } else if (this.status === "connecting" || this.status === "connect") {
+      // Connected but not ready yet ("connect": its first commands' answers are on their way): it checks where it
+      // landed once ready. Ended now, the answers still come, ioredis then resubscribes a subscriber on the ended
+      // socket, and that refusal ("Stream isn't writeable") is a rejection nobody handles.
       this.#switchedTo = to;
     }
   }
