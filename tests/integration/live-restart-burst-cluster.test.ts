@@ -5,7 +5,7 @@ import type * as MetricsRoute from "@/app/metrics/route";
 import { call, listedLosses, lockDetail, startLiveReconciled, tearDownConsole } from "../support/console";
 import type { TestCluster } from "../support/redis";
 import { readShards, setUpConsoleOverCluster, type RedisClusterSet } from "../support/redis-cluster";
-import { firstWatcher } from "../support/restart";
+import { firstWatcher, untilFirstWatcherReconnected } from "../support/restart";
 import { until } from "../support/wait";
 import { RECENT_CAP } from "@/server/live/retention";
 
@@ -109,10 +109,7 @@ describe("a cluster primary going away right after a burst of releases in its sl
     replicaNode.pause();
     await primaryNode.restart();
     replicaNode.resume();
-    await until("the watcher reconnected and reconciled", async () => {
-      const w = await firstWatcher();
-      return w.reconnects > before && w.up;
-    }, 60_000);
+    await untilFirstWatcherReconnected(before, 60_000);
     await until("the console read every release", async () => (await heldCount()) === 1, 60_000);
 
     expect((await listedLosses()).map((l) => l.resource)).toEqual([kept]);
@@ -143,10 +140,7 @@ describe("a cluster primary going away right after a burst of releases in its sl
     await primaryNode.kill();
     // (The harness's own connection may be to the node that died: a question it fails is asked again.)
     await until("the replica promoted", () => set.shardOf(8000).then((s) => s.primary === shard.replicas[0], () => false), 60_000, 200);
-    await until("the watcher reconnected and reconciled", async () => {
-      const w = await firstWatcher();
-      return w.reconnects > before && w.up;
-    }, 60_000);
+    await untilFirstWatcherReconnected(before, 60_000);
     await until("the console read every release", async () => (await heldCount()) === heldBefore + 1, 60_000);
     // The failover's comparison (its promoted replica read for the locks last seen in the slots) has told its findings.
     await until("the kept lock's page says it went on across the failover", async () => (await lockDetail(kept))?.timeline.some((e) => e.type === "failover"), 30_000);

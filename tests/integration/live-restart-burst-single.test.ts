@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listedLosses, lockDetail, setUpConsole, startLiveReconciled, tearDownConsole } from "../support/console";
 import { holdLocks, type TestCluster } from "../support/redis";
-import { firstWatcher, untilNotificationsSent } from "../support/restart";
+import { firstWatcher, untilFirstWatcherReconnected, untilNotificationsSent } from "../support/restart";
 import { until } from "../support/wait";
 
 /** Enough releases that the console is still reading them when the restarted node is back. */
@@ -38,10 +38,7 @@ describe("a single node restarting right after a burst of releases", () => {
     // (On a busy machine the node may still hold some of them in its own buffers: killed then, it never said them.)
     await untilNotificationsSent(n0!);
     await cluster.restart(0);
-    await until("the watcher reconnected and reconciled", async () => {
-      const w = await firstWatcher();
-      return w.reconnects > before && w.up;
-    });
+    await untilFirstWatcherReconnected(before);
     await until("the console read every release", async () => (await heldCount()) === 0, 60_000);
 
     expect((await listedLosses()).map((l) => l.resource)).toEqual(["lock:single-kept"]);

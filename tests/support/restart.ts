@@ -3,11 +3,34 @@ import { expect } from "vitest";
 import { call, listedLosses, lockDetail } from "./console";
 import { until } from "./wait";
 
-/** The watcher of the console's first node as `GET /api/health` shows it: its reconnects, and whether it is up. */
-export async function firstWatcher(): Promise<{ reconnects: number; up: boolean }> {
+/** The console's first node as `GET /api/health` shows it. */
+async function firstNode(): Promise<{ watcher: { reconnects: number; up: boolean } }> {
   const health = await import("@/app/api/health/route");
   const body = (await call(health.GET, "GET", "/api/health", { token: null })).body as { nodes: Array<{ watcher: { reconnects: number; up: boolean } }> };
-  return body.nodes[0]!.watcher;
+  return body.nodes[0]!;
+}
+
+/** The watcher of the console's first node as `GET /api/health` shows it: its reconnects, and whether it is up. */
+export async function firstWatcher(): Promise<{ reconnects: number; up: boolean }> {
+  return (await firstNode()).watcher;
+}
+
+/**
+ * Waits until the first node's watcher has reconnected (its count above `before`) and reconciled (up again). When it
+ * does not within `timeoutMs`, the error gives the node's health as last read (whether it answers, its slots, the
+ * watcher's counts).
+ */
+export async function untilFirstWatcherReconnected(before: number, timeoutMs = 15_000): Promise<void> {
+  let last: unknown = null;
+  try {
+    await until("the watcher reconnected and reconciled", async () => {
+      const node = await firstNode();
+      last = node;
+      return node.watcher.reconnects > before && node.watcher.up;
+    }, timeoutMs);
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : String(error)}; the first node's health last read: ${JSON.stringify(last)}`);
+  }
 }
 
 /**
