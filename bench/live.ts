@@ -843,6 +843,7 @@ async function phase(nodes: RedisNode[], held: number): Promise<PhaseResult> {
     const rssAfterSnapshotMb = procStats(child.pid!).rssMb;
     const churns: ChurnResult[] = [];
     const tab = BROWSER ? await BrowserTab.open(port, VIEWER, held) : null;
+    if (tab) out(`  N=${held}: the tab showed the first locks of its ${tab.view} after ${(tab.firstRowMs / 1000).toFixed(1)} s`);
     try {
     for (const [rateIndex, rate] of RATES.entries()) {
       for (const viewers of VIEWERS) {
