@@ -282,6 +282,12 @@ export class NodeWatcher {
   private enabledByUs = false;
   private notificationsChecked = false;
   private subGeneration = 0;
+  /** Epoch ms when the subscriber's current connection became ready. */
+  private subReadyAt = 0;
+  /** Epoch ms when the reader's last connection ended. */
+  private readerClosedAt = 0;
+  /** Since when the bring-up has waited for a subscriber connection to a restarted server's earlier run to end (see `refuseStaleSubscriber`). */
+  private staleSubSince: number | null = null;
   private subscribedGeneration = -1;
   /** The keyspace channels subscribed on the current subscriber connection. */
   private subscribedChannels: string[] = [];
@@ -341,6 +347,8 @@ export class NodeWatcher {
     this.sub.on("ready", () => {
       this.attempted = true;
       this.subGeneration += 1;
+      this.subReadyAt = Date.now();
+      this.staleSubSince = null;
       void this.bringUp();
     });
     this.reader.on("ready", () => {
@@ -354,7 +362,10 @@ export class NodeWatcher {
     this.sub.on("close", () => this.wentDown());
     this.sub.on("joined", () => this.primariesJoined());
     this.sub.on("error", attempted);
-    this.reader.on("close", () => this.wentDown());
+    this.reader.on("close", () => {
+      this.readerClosedAt = Date.now();
+      this.wentDown();
+    });
     this.reader.on("error", attempted);
     this.sub.on("pmessage", (pattern: string, channel: string, event: string) => {
       if (pattern === this.fairTimeoutsChannel) {
@@ -1102,6 +1113,8 @@ export class NodeWatcher {
     const server = remoteAddressOf(this.reader as Redis);
     const previousRunId = this.run.runId;
     const { facts, restarted, replaced } = nextRunFacts(this.run, runReading(info), Date.now());
+    // (Before anything is taken from the reading: the bring-up that follows the subscriber's end reads it again.)
+    if (restarted) this.refuseStaleSubscriber(facts.restartedAt!);
     this.run = facts;
     // Which nodes count may change with a run id: this one's, or a later one reaching the same server.
     if (facts.runId !== previousRunId) {
@@ -1201,6 +1214,31 @@ export class NodeWatcher {
       clearTimeout(timer);
     }
     await this.ctx.drained(until);
+  }
+
+  /**
+   * A restart ends every connection to the server, but not at once on the console's side: the reader, with nothing
+   * to read, sees its end and comes back at once, while the subscriber's socket may still hold the last
+   * notifications the server sent before it died (a busy console reads them behind). Taken then, the locks the
+   * server held would include those its last notifications ended, and their holders' releases would count as
+   * losses. So the bring-up waits (throws, and is tried again) while the subscriber's connection is one to the
+   * server's earlier run: read to its end, it closes, its ends are applied (see `applyEndsAtDrop`) and the new
+   * connection brings the bring-up. Such a connection was made before the server started (known from whole seconds
+   * of uptime, read off a clock the server updates ten times a second: up to 1.1 s earlier, or 1 s later, than
+   * `startedAt`), or before the reader's connection to the earlier run ended. A connection the network left open
+   * with no word from the dead server (its host gone) would never end: after DRAIN_MS it is dropped.
+   */
+  private refuseStaleSubscriber(startedAt: number): void {
+    const made = this.subReadyAt;
+    if (this.cluster || (made >= startedAt - 1_100 && (made >= this.readerClosedAt || made >= startedAt + 1_000))) return;
+    const now = Date.now();
+    this.staleSubSince ??= now;
+    if (now - this.staleSubSince >= DRAIN_MS) {
+      this.ctx.log.warn({ node: this.id, waitedMs: now - this.staleSubSince }, "the node restarted and the watcher's subscriber connection to its earlier run is still open: dropping it");
+      this.staleSubSince = null;
+      (this.sub as Redis).disconnect(true);
+    }
+    throw new Error("the node restarted; the subscriber connection to its earlier run is still open, with notifications to read: waiting for it to end");
   }
 
   /**
