@@ -21,7 +21,7 @@ import {
 import { keptHolders, type Kept } from "@/lib/locks/formats/types";
 import { holderSearchText, holderText, holderTextOf, type HolderParts } from "@/lib/locks/holder-text";
 import { decodeHolder } from "@/lib/locks/merge";
-import { SortedStrings } from "@/lib/locks/sorted-strings";
+import { firstInOrder, SortedStrings } from "@/lib/locks/sorted-strings";
 import type { Lock, LockState, WatcherStatus } from "@/lib/locks/types";
 import { cursorKey, encodeCursor } from "./paging-query";
 import type { LockStore } from "./store";
@@ -69,6 +69,10 @@ const BUILDS_AT_ONCE = 2;
 const KEPT_ORDERS = 8;
 /** A group's kept order is let go when no page of it was asked for this long. */
 const ORDER_IDLE_MS = 5 * 60_000;
+/** Pages that end this far into a group at most are served while its order is still sorted (see `pageFound`). */
+const FOUND_PAGES_END = 2_000;
+/** ...picked with this many names more than the page: those the store no longer lists are passed over. */
+const FOUND_MARGIN = 64;
 
 /**
  * A group's locks by name, kept up to date as locks join and leave the list (null while the first pass builds
@@ -78,6 +82,11 @@ interface GroupOrder {
   set: SortedStrings | null;
   pending: Map<string, boolean> | null;
   usedAt: number;
+  /** While the first sort runs: the group's names as its pass found them, in no order (see `pageFound`). */
+  found: string[] | null;
+  /** Settles once the pass has found the names (`found`). */
+  passed: Promise<void>;
+  pass: () => void;
 }
 
 /** The groups' rows over every lock (of one deployment, or all), and until when they are reused. */
@@ -269,7 +278,12 @@ export class LockGroups {
    */
   async page(query: LockQuery, now = Date.now()): Promise<LocksPage> {
     if (this.listed && query.group !== undefined && query.sort === "resource" && !query.q && query.state === undefined && query.deployment === undefined) {
-      const set = await this.orderOf(query.group, now);
+      const { order, built } = this.orderOf(query.group, now);
+      if (order.set === null && query.after === undefined && query.offset + query.limit <= FOUND_PAGES_END) {
+        await Promise.race([built, order.passed]);
+        if (order.set === null && order.found !== null) return this.pageFound(order.found, order.pending, query, now);
+      }
+      const set = await built;
       const descending = query.order === "desc";
       const start = query.after ? set.positionAfter(cursorKey(query.after, keysBeginning(set, query.after.resource), descending), descending) : query.offset;
       const locks: Lock[] = [];
@@ -312,9 +326,10 @@ export class LockGroups {
 
   /**
    * A group's locks by name: built by one pass and a sort the first time a viewer asks (sliced, as any list),
-   * then kept as locks join and leave the list, until nobody has asked for `ORDER_IDLE_MS`.
+   * then kept as locks join and leave the list, until nobody has asked for `ORDER_IDLE_MS`. `built` settles with
+   * the order; `order.passed` once the pass has found the names, seconds earlier for a million.
    */
-  private async orderOf(group: string, now: number): Promise<SortedStrings> {
+  private orderOf(group: string, now: number): { order: GroupOrder; built: Promise<SortedStrings> } {
     for (const [name, kept] of this.orders) if (name !== group && now - kept.usedAt > ORDER_IDLE_MS) this.orders.delete(name);
     let order = this.orders.get(group);
     if (order) {
@@ -322,28 +337,69 @@ export class LockGroups {
       this.orders.delete(group);
       this.orders.set(group, order);
       order.usedAt = now;
-      if (order.set) return order.set;
+      if (order.set) return { order, built: Promise.resolve(order.set) };
     } else {
-      order = { set: null, pending: new Map(), usedAt: now };
+      let pass = () => {};
+      const passed = new Promise<void>((resolve) => (pass = resolve));
+      order = { set: null, pending: new Map(), usedAt: now, found: null, passed, pass };
       this.orders.set(group, order);
       while (this.orders.size > KEPT_ORDERS) this.orders.delete(this.orders.keys().next().value as string);
     }
     const building = order;
-    return this.shared(JSON.stringify(["order", group]), async () => {
+    const built = this.shared(JSON.stringify(["order", group]), async () => {
       const resources: string[] = [];
       const inGroup = this.membersOf(group);
       await this.store.summariesInSlices((s) => {
         if (inGroup(s.resource)) resources.push(s.resource);
       });
+      building.found = resources;
+      building.pass();
+      // (Sorted in place only at its end, at once: `found` is the same names throughout.)
       const set = SortedStrings.fromSorted(await sortInSlices(resources, byText));
       for (const [resource, isListed] of building.pending ?? []) {
         if (isListed) set.add(resource);
         else set.delete(resource);
       }
       building.pending = null;
+      building.found = null;
       building.set = set;
       return set;
     });
+    return { order, built };
+  }
+
+  /**
+   * A page near the start of a group by name while its order is still being sorted (a million names take seconds
+   * to sort, and a viewer opening the group waits for its first page): the names the pass found, as the changes
+   * since (`pending`, the last word per lock) leave them, and the page's worth picked from them in one pass
+   * (`firstInOrder`). The same page the order gives once sorted; its cursor leads on into it.
+   */
+  private pageFound(found: readonly string[], pending: ReadonlyMap<string, boolean> | null, query: LockQuery, now: number): LocksPage {
+    let total = 0;
+    function* listed(): Generator<string> {
+      for (const resource of found) {
+        if (pending?.has(resource)) continue;
+        total += 1;
+        yield resource;
+      }
+      for (const [resource, isListed] of pending ?? []) {
+        if (!isListed) continue;
+        total += 1;
+        yield resource;
+      }
+    }
+    const picked = firstInOrder(listed(), query.offset + query.limit + FOUND_MARGIN, query.order === "desc");
+    const locks: Lock[] = [];
+    let at = query.offset;
+    let last: string | undefined;
+    while (locks.length < query.limit && at < picked.length) {
+      const resource = picked[at++]!;
+      last = resource;
+      const lock = this.store.lock(resource, now);
+      if (lock) locks.push(lock);
+    }
+    const next = last !== undefined && at < total ? encodeCursor({ value: null, resource: last, deployment: null }, "resource") : null;
+    return { serverTime: now, total, offset: query.offset, locks, next };
   }
 
   /** Whether a resource is in `group`. A group's name is a piece of each of its keys: most keys are ruled out without running the pattern. */

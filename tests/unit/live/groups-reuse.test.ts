@@ -210,6 +210,39 @@ describe("a group paged by name", () => {
     expect(fleet.passes).toBe(2);
   });
 
+  it("serves a page near its start while its order is still being sorted: the page the order gives, with what changed meanwhile", async () => {
+    // 60,000 names in no order: sorted in slices of 20,000, the event loop free between them.
+    const padded = (i: number) => `lock:orders/${String(i).padStart(5, "0")}`;
+    const fleet = tellingFleet(Array.from({ length: 60_000 }, (_, i) => padded((i * 7_919) % 60_000)));
+    const groups = new LockGroups(fleet, /^lock:([^/]+)/, (l) => fleet.subscribe(l));
+    const query = { group: "orders", sort: "resource" as const, order: "asc" as const, offset: 0, limit: 3 };
+    const t0 = 5_500_000;
+    let sorted = false;
+    // A page deep in the group waits for the whole order.
+    const deep = groups.page({ ...query, offset: 50_000 }, t0).then((page) => {
+      sorted = true;
+      return page;
+    });
+    const first = await groups.page(query, t0);
+    expect(sorted).toBe(false);
+    expect(names(first)).toEqual([padded(0), padded(1), padded(2)]);
+    expect(first.total).toBe(60_000);
+    expect(first.next).not.toBeNull();
+    fleet.leave(padded(1));
+    fleet.join(`${padded(0)}a`);
+    const again = await groups.page(query, t0 + 1);
+    const last = await groups.page({ ...query, order: "desc", offset: 1 }, t0 + 2);
+    expect(sorted).toBe(false);
+    expect(names(again)).toEqual([padded(0), `${padded(0)}a`, padded(2)]);
+    expect(again.total).toBe(60_000);
+    expect(names(last)).toEqual([padded(59_998), padded(59_997), padded(59_996)]);
+    // Sorted, the order gives the same pages.
+    expect(names(await deep)).toEqual([padded(50_000), padded(50_001), padded(50_002)]);
+    expect(names(await groups.page(query, t0 + 3))).toEqual(names(again));
+    expect(names(await groups.page({ ...query, order: "desc", offset: 1 }, t0 + 4))).toEqual(names(last));
+    expect(fleet.passes).toBe(1);
+  });
+
   it("counts what changes while its first pass runs, whether the pass had reached the lock or not", async () => {
     const fleet = tellingFleet(["lock:jobs/a", "lock:jobs/b", "lock:jobs/c", "lock:jobs/d"]);
     const groups = new LockGroups(fleet, /^lock:([^/]+)/, (l) => fleet.subscribe(l));

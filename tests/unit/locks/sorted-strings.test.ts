@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SortedStrings } from "@/lib/locks/sorted-strings";
+import { firstInOrder, SortedStrings } from "@/lib/locks/sorted-strings";
 
 /** A small seeded generator, so a failure replays. */
 function random(seed: number): () => number {
@@ -69,5 +69,26 @@ describe("SortedStrings", () => {
     expect(set.slice(set.positionAfter("lock:job/00000", true), 1, true)).toEqual([]);
     expect(set.slice(set.positionAfter("a"), 1)).toEqual(["lock:job/00000"]);
     expect(new SortedStrings().positionAfter("x")).toBe(0);
+  });
+});
+
+describe("firstInOrder", () => {
+  it("gives what a sort of them all begins with, both ways, for any count", () => {
+    const next = random(11);
+    const values = [...new Set(Array.from({ length: 5_000 }, () => `lock:${next() < 0.5 ? "orders" : "Users"}/${Math.floor(next() * 100_000)}`))];
+    const all = sorted(values);
+    for (const count of [1, 2, 7, 100, 1_000, values.length, values.length + 10]) {
+      expect(firstInOrder(values, count)).toEqual(all.slice(0, count));
+      expect(firstInOrder(values, count, true)).toEqual(all.slice().reverse().slice(0, count));
+    }
+    expect(firstInOrder(values, 0)).toEqual([]);
+    expect(firstInOrder([], 5)).toEqual([]);
+  });
+
+  it("reads its values once, as they come (a generator)", () => {
+    function* names() {
+      for (let i = 999; i >= 0; i--) yield `lock:jobs/${String(i).padStart(3, "0")}`;
+    }
+    expect(firstInOrder(names(), 3)).toEqual(["lock:jobs/000", "lock:jobs/001", "lock:jobs/002"]);
   });
 });
