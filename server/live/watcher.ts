@@ -1230,7 +1230,7 @@ export class NodeWatcher {
    */
   private refuseStaleSubscriber(startedAt: number): void {
     const made = this.subReadyAt;
-    if (this.cluster || (made >= startedAt - 1_100 && (made >= this.readerClosedAt || made >= startedAt + 1_000))) return;
+    if (made >= startedAt - 1_100 && (made >= this.readerClosedAt || made >= startedAt + 1_000)) return;
     const now = Date.now();
     this.staleSubSince ??= now;
     if (now - this.staleSubSince >= DRAIN_MS) {

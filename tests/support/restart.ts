@@ -63,10 +63,7 @@ export async function untilNotificationsSent(node: Redis): Promise<void> {
 
 /** Waits for the first node's watcher to have reconnected since `reconnectsBefore` and be up, and every lock of `keys` to have ended. */
 export async function untilBackAndEnded(reconnectsBefore: number, keys: readonly string[]): Promise<void> {
-  await until("the watcher reconnected and reconciled", async () => {
-    const w = await firstWatcher();
-    return w.reconnects > reconnectsBefore && w.up;
-  }, 60_000);
+  await untilFirstWatcherReconnected(reconnectsBefore, 60_000);
   await until("every lock ended", async () => (await Promise.all(keys.map(lockDetail))).every((d) => d !== null && d.state !== "held"), 30_000);
 }
 

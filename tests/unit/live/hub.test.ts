@@ -241,15 +241,12 @@ describe("the stream hub", () => {
     };
     // The tabs open within the second a snapshot is shared for, however long a busy machine takes to write it.
     vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
-    try {
-      const first = await bytesOf(hub.open(null, null));
-      expect(first).toBeGreaterThan(20 * 1024 * 1024);
-      expect(built.mock.calls.length).toBe(36_000);
-      for (let tab = 0; tab < 3; tab++) expect(await bytesOf(hub.open(null, null))).toBe(first);
-      expect(built.mock.calls.length).toBe(36_000);
-    } finally {
-      vi.useRealTimers();
-    }
+    onTestFinished(() => void vi.useRealTimers());
+    const first = await bytesOf(hub.open(null, null));
+    expect(first).toBeGreaterThan(20 * 1024 * 1024);
+    expect(built.mock.calls.length).toBe(36_000);
+    for (let tab = 0; tab < 3; tab++) expect(await bytesOf(hub.open(null, null))).toBe(first);
+    expect(built.mock.calls.length).toBe(36_000);
 
     // Three times as many, past what is shared: none of it is kept (a million locks' streams would share their
     // first few percent), each stream builds its own.
